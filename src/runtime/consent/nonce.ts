@@ -1,0 +1,92 @@
+/**
+ * Consent nonces: single-use, signed tokens issued at preflight and checked at confirmation.
+ *
+ * A nonce is `n1.<kid>.<payload>.<mac>` where the MAC is HMAC-SHA256 (key derived from the nonce
+ * secret for purpose "nonce", key id inside so secrets can rotate) over a payload that binds the
+ * verb, the canonical args (RFC 8785, hashed), company_id, user_id, the typed phrase (hashed), the
+ * consent class and the expiry. Any change to any of them after preflight fails verification.
+ * Single use is enforced by the ledger: the nonce's `jti` is inserted in the same store transaction
+ * as the effect, so a replay is refused (`nonce_replayed`).
+ *
+ * Spec: spec/consent.md §nonce.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Secrets } from '../secrets.ts';
+import type { VerbClass } from '../../spec/types.ts';
+import { VerbError } from '../errors.ts';
+
+export const NONCE_TTL_SECONDS = 300;
+
+export interface NoncePayload {
+  /** verb name */
+  v: string;
+  /** SHA-256 (base64url) of the canonical args */
+  a: string;
+  /** company_id */
+  c: number;
+  /** user_id */
+  u: number;
+  /** consent class */
+  k: VerbClass;
+  /** SHA-256 of the typed phrase, or null for a confirmation click */
+  p: string | null;
+  /** expiry, unix seconds */
+  e: number;
+  /** unique id (burned on use) */
+  j: string;
+}
+
+export interface IssueNonceInput {
+  verb: string;
+  argsHash: string;
+  companyId: number;
+  userId: number;
+  consentClass: VerbClass;
+  phraseHash: string | null;
+  nowMs: number;
+  ttlSeconds?: number;
+}
+
+/** Issue a nonce. Returns the token, its jti and its expiry (ISO 8601). */
+export function issueNonce(secrets: Secrets, input: IssueNonceInput): { nonce: string; jti: string; expiresAt: string } {
+  const e = Math.floor(input.nowMs / 1000) + (input.ttlSeconds ?? NONCE_TTL_SECONDS);
+  const j = randomBytes(16).toString('base64url');
+  const payload: NoncePayload = { v: input.verb, a: input.argsHash, c: input.companyId, u: input.userId, k: input.consentClass, p: input.phraseHash, e, j };
+  return { nonce: secrets.sealToken('nonce', 'n1', payload as unknown as Record<string, unknown>), jti: j, expiresAt: new Date(e * 1000).toISOString() };
+}
+
+export interface VerifyNonceInput {
+  verb: string;
+  argsHash: string;
+  companyId: number;
+  userId: number;
+  nowMs: number;
+}
+
+/**
+ * Verify a nonce against the call it confirms. Throws VerbError:
+ * `nonce_invalid` (malformed, forged, other tenant/user/verb, args changed), `nonce_expired`.
+ * Replay is detected later, by the burn in the effect's transaction.
+ */
+export function verifyNonce(secrets: Secrets, token: unknown, input: VerifyNonceInput): NoncePayload {
+  const p = secrets.openToken<NoncePayload>('nonce', 'n1', token);
+  const hint = 'Call the verb again without confirm to get a fresh nonce, then confirm with exactly the same arguments.';
+  if (p === undefined || typeof p.j !== 'string' || typeof p.e !== 'number') {
+    throw new VerbError('nonce_invalid', 'The nonce is malformed or its signature does not verify.', { hint });
+  }
+  if (p.c !== input.companyId || p.u !== input.userId) {
+    throw new VerbError('nonce_invalid', 'The nonce was issued to another tenant or user.', { hint });
+  }
+  if (p.v !== input.verb) {
+    throw new VerbError('nonce_invalid', `The nonce was issued for verb ${p.v}, not ${input.verb}.`, { hint });
+  }
+  if (p.a !== input.argsHash) {
+    throw new VerbError('nonce_invalid', 'The arguments changed after the nonce was issued; the consent covered other arguments.', { hint });
+  }
+  if (input.nowMs >= p.e * 1000) {
+    throw new VerbError('nonce_expired', `The nonce expired at ${new Date(p.e * 1000).toISOString()}.`, {
+      hint: 'Nonces live 300 seconds. Call the verb again without confirm to get a fresh one.',
+    });
+  }
+  return p;
+}

@@ -1,0 +1,745 @@
+/**
+ * THE pipeline. Every transport turns its request into one `dispatch(caller, verb, args,
+ * options)` call and the envelope back into its own reply. The steps run in this fixed order
+ * (ARCHITECTURE.md draws the same list; a test keeps them in sync):
+ *
+ *   1. resolve-principal  credentials → principal, or the sandbox for keyless reads
+ *   2. blocklist          blocked_verb (global and tenant list, registered or not)
+ *   3. resolve-verb       unknown_verb (hint: closest names)
+ *   4. auth               auth_required (keyless caller, write verb)
+ *   5. surface            surface_denied
+ *   6. input              identity_override, invalid_input (with the JSON Pointer that failed)
+ *   7. floors             tier_denied, role_denied (checked at preflight and again at execution)
+ *   8. read               READ verbs run here against committed data; audit row buffered
+ *   9. idempotency        idempotency_key_invalid / _reused / _in_use, or the stored receipt
+ *  10. consent            dispatch_pending, nonce_required, nonce_invalid, nonce_expired,
+ *                         phrase_mismatch, approval_rejected
+ *  11. execute            ONE store transaction: nonce burn (nonce_replayed), daily cap
+ *                         (daily_cap_exceeded), handler, audit row, events, outbox, revert data,
+ *                         idempotency claim, signed receipt
+ *  12. observe            hooks (reputation, telemetry); cannot change the outcome
+ *
+ * Any VerbError becomes `{ ok: false, error }`; any other throw becomes internal_error with the
+ * cause logged only. Every outcome leaves an audit row. Spec: spec/envelope.md, spec/consent.md,
+ * spec/receipts.md, spec/idempotency.md, spec/audit.md.
+ */
+import { performance } from 'node:perf_hooks';
+import type { Envelope, EnvelopeError, Principal, Receipt, Surface, VerbClass } from '../spec/types.ts';
+import type { StoreTx } from '../store/store.ts';
+import { StoreError } from '../store/store.ts';
+import { reasonInfo } from '../spec/reasons.ts';
+import { VerbError, isVerbError } from './errors.ts';
+import type { CompiledVerb, DelegatedConsent, EmittedEvent, VerbContext } from './verb.ts';
+import { ROLE_RANK, TIER_RANK } from './verb.ts';
+import type { Runtime } from './runtime.ts';
+import { appendAudit, redact, type AuditEntry, type AuditRow, type AuditStatus } from './ledger/audit.ts';
+import { appendEvents, eventsChannel } from './ledger/events.ts';
+import { argsHash, checkIdempotencyKey, claimIdempotency, findIdempotency, fingerprint, generateIdempotencyKey } from './ledger/idempotency.ts';
+import { sealRollbackHandle } from './ledger/rollback-handle.ts';
+import { attestReceipt } from './ledger/receipts.ts';
+import { issueNonce, verifyNonce, type NoncePayload } from './consent/nonce.ts';
+import { phraseHash, phrasesMatch } from './consent/typed-phrase.ts';
+
+/** Who calls and how: built by the transport from its own authentication. */
+export interface Caller {
+  /** The authenticated principal; undefined/null → the sandbox principal (reads only). */
+  principal?: Principal | null;
+  /** The transport surface, or 'internal' for runtime-internal calls (macros, tests). */
+  surface: Surface | 'internal';
+  signal?: AbortSignal;
+  onProgress?: (done: number, total?: number, message?: string) => void;
+}
+
+/** Per-call options beside the args (spec/consent.md §protocol, spec/idempotency.md). */
+export interface DispatchOptions {
+  confirm?: boolean;
+  nonce?: string;
+  typed_phrase?: string;
+  idempotency_key?: string;
+}
+
+/** Names of the steps, in order (exported for the docs test). */
+export const PIPELINE_STEPS = [
+  'resolve-principal',
+  'blocklist',
+  'resolve-verb',
+  'auth',
+  'surface',
+  'input',
+  'floors',
+  'read',
+  'idempotency',
+  'consent',
+  'execute',
+  'observe',
+] as const;
+
+/** What the observe hooks receive after every dispatch. */
+export interface DispatchOutcome {
+  verb: string;
+  shape: string | null;
+  consent_class: string | null;
+  company_id: number;
+  user_id: number | null;
+  agent_type: string | null;
+  ok: boolean;
+  reason: string | null;
+  denial: boolean;
+  latency_ms: number;
+  audit_id: number | null;
+  surface: string;
+  at: number;
+}
+
+interface State {
+  name: string;
+  verb?: CompiledVerb;
+  principal?: Principal;
+  args: Record<string, unknown>;
+  consentClass: VerbClass | null;
+  delegated?: DelegatedConsent;
+  idempotencyKey?: string;
+  callerKey: boolean;
+  t0: number;
+  now: Date;
+}
+
+const MAX_NAME_IN_AUDIT = 200;
+
+/** Blocked names refused whatever the role or confirmation (spec/consent.md §blocklist). */
+export const DEFAULT_BLOCKLIST: readonly string[] = ['subscription_cancel_immediate', 'customer_delete', 'company_delete', 'employee_terminate'];
+
+/**
+ * Dispatch one verb call. Returns an envelope for every domain outcome; throws only for
+ * programmer errors (never for bad input, denials or handler failures).
+ */
+export async function dispatch(rt: Runtime, caller: Caller, verbName: unknown, args: unknown, options: DispatchOptions = {}): Promise<Envelope> {
+  const st: State = {
+    name: typeof verbName === 'string' ? verbName : String(verbName),
+    args: {},
+    consentClass: null,
+    callerKey: false,
+    t0: performance.now(),
+    now: rt.clock(),
+  };
+  try {
+    // 1. resolve-principal
+    st.principal = caller.principal ?? (await rt.sandboxPrincipal());
+    // 2. blocklist
+    if (await rt.isBlocked(st.name, st.principal.company_id)) {
+      throw new VerbError('blocked_verb', `The verb "${st.name.slice(0, MAX_NAME_IN_AUDIT)}" is blocked and is never executed, whatever the role or confirmation.`, {
+        hint: 'Look for a deliberately named safe alternative with verbs.list (e.g. gdpr_delete_contact instead of customer_delete).',
+      });
+    }
+    // 3. resolve-verb
+    const verb = rt.registry.get(st.name);
+    if (verb === undefined) {
+      const closest = rt.registry.closest(st.name);
+      throw new VerbError('unknown_verb', `No verb named "${st.name.slice(0, MAX_NAME_IN_AUDIT)}" is registered.`, {
+        hint: closest.length > 0 ? `Did you mean ${closest.join(', ')}? List verbs with verbs.list.` : 'List the available verbs with verbs.list.',
+        details: { closest },
+      });
+    }
+    st.verb = verb;
+    st.name = verb.name;
+    st.consentClass = verb.consentClass;
+    if (verb.consentClass === 'BLOCKED') {
+      throw new VerbError('blocked_verb', `The verb "${verb.name}" is declared BLOCKED and is never executed.`, { hint: 'Use a safe alternative listed by verbs.list.' });
+    }
+    // 4. auth
+    if (st.principal.sandbox && verb.isWrite) {
+      throw new VerbError('auth_required', `${verb.name} changes data and needs an API key; without a key only read verbs run (sandbox tenant).`, {
+        hint: 'Set SOLID_API_KEY (or send Authorization: Bearer sk_solid_…). `solid init` prints an owner key.',
+      });
+    }
+    // 5. surface
+    if (caller.surface !== 'internal' && !verb.surfaces.includes(caller.surface)) {
+      throw new VerbError('surface_denied', `${verb.name} is not exposed on ${caller.surface}.`, { hint: `It is available on: ${verb.surfaces.join(', ')}.` });
+    }
+    // 6. input
+    st.args = checkArgs(verb, args);
+    // 7. floors (and delegated consent resolution)
+    if (verb.delegated) {
+      st.delegated = await verb.definition.delegateConsent!(readContext(rt, st, caller), st.args);
+      st.consentClass = st.delegated.consentClass;
+    }
+    checkFloors(st);
+    // 8. read
+    if (!verb.isWrite) return await runRead(rt, st, caller);
+    // 9. idempotency
+    const replay = await checkIdempotency(rt, st, options);
+    if (replay !== undefined) return replay;
+    return await runWrite(rt, st, caller, options);
+  } catch (err) {
+    return fail(rt, st, caller, err);
+  }
+}
+
+function checkArgs(verb: CompiledVerb, args: unknown): Record<string, unknown> {
+  const a = args === undefined || args === null ? {} : args;
+  if (typeof a !== 'object' || Array.isArray(a)) {
+    throw new VerbError('invalid_input', 'The arguments must be a JSON object.', { path: '', hint: `See the input_schema of ${verb.name} (verbs.list or GET /api/v1/agent/verbs/${verb.name}).` });
+  }
+  const obj = a as Record<string, unknown>;
+  for (const k of ['company_id', 'user_id'] as const) {
+    if (k in obj) {
+      throw new VerbError('identity_override', `${k} may not be passed as an argument: the runtime sets it from your credentials.`, {
+        path: `/${k}`,
+        hint: `Remove ${k} from the arguments; to act for another tenant, use that tenant's API key.`,
+      });
+    }
+  }
+  if (!verb.validate(obj)) {
+    const e = verb.validateErrors()?.[0];
+    let path = e?.instancePath ?? '';
+    if (e?.keyword === 'required') path = `${path}/${(e.params as { missingProperty: string }).missingProperty}`;
+    if (e?.keyword === 'additionalProperties') path = `${path}/${(e.params as { additionalProperty: string }).additionalProperty}`;
+    const what = e?.keyword === 'required' ? 'is required' : e?.keyword === 'additionalProperties' ? 'is not an accepted argument' : (e?.message ?? 'is invalid');
+    throw new VerbError('invalid_input', `${path || 'arguments'} ${what}.`, {
+      path,
+      hint: `Fix the argument at ${path || '/'} to match the input_schema of ${verb.name}.`,
+      details: e === undefined ? undefined : { keyword: e.keyword, params: e.params },
+    });
+  }
+  return obj;
+}
+
+function checkFloors(st: State): void {
+  const p = st.principal!;
+  const verb = st.verb!;
+  const tierFloor = st.delegated?.tierFloor ?? verb.tierFloor;
+  if (TIER_RANK[p.tier] < TIER_RANK[tierFloor]) {
+    throw new VerbError('tier_denied', `${verb.name} needs the ${tierFloor} tier; this tenant is on ${p.tier}.`, {
+      hint: 'Upgrade the subscription tier (subscription_upgrade_tier) or use a verb available on your tier.',
+    });
+  }
+  const roleFloor = st.delegated?.roleFloor ?? verb.roleFloor;
+  if (ROLE_RANK[p.role] < ROLE_RANK[roleFloor]) {
+    throw new VerbError('role_denied', `${verb.name} needs the ${roleFloor} role or higher; this key has ${p.role}.`, {
+      hint: `Ask a user with the ${roleFloor} role to run it or to approve it.`,
+    });
+  }
+}
+
+/** The handler context for reads (no events, no outbox). */
+function readContext(rt: Runtime, st: State, caller: Caller, db = rt.readView): VerbContext {
+  const verb = st.verb!;
+  return {
+    principal: st.principal!,
+    db,
+    now: st.now,
+    signal: caller.signal ?? NEVER,
+    runtime: rt,
+    verb,
+    emit() {
+      throw new Error(`read verb ${verb.name} cannot emit events`);
+    },
+    outbox() {
+      throw new Error(`read verb ${verb.name} cannot use the outbox`);
+    },
+    setRollback() {
+      throw new Error(`read verb ${verb.name} cannot set a rollback`);
+    },
+    setEntity() {},
+    progress: caller.onProgress ?? NOOP,
+  };
+}
+
+const NEVER = new AbortController().signal;
+const NOOP = () => {};
+
+async function runRead(rt: Runtime, st: State, caller: Caller): Promise<Envelope> {
+  const verb = st.verb!;
+  let entity: { type: string; id: string } | undefined;
+  const result = (await rt.store.read(async (q) => {
+    const ctx = readContext(rt, st, caller, q);
+    ctx.setEntity = (type, id) => {
+      entity = { type, id: String(id) };
+    };
+    return verb.definition.handler(ctx, st.args);
+  })) as Record<string, unknown>;
+  rt.checkOutput(verb, result);
+  const latency = performance.now() - st.t0;
+  rt.auditBuffer.push(entryFor(st, 'completed', null, latency, { entity }));
+  rt.observe(outcome(st, caller, true, null, latency, null));
+  return { ok: true, verb: verb.name, result };
+}
+
+function principalScope(p: Principal): string {
+  return `u:${p.user_id}`;
+}
+
+async function checkIdempotency(rt: Runtime, st: State, options: DispatchOptions): Promise<Envelope | undefined> {
+  if (options.idempotency_key === undefined || options.idempotency_key === null) {
+    st.idempotencyKey = generateIdempotencyKey();
+    return undefined;
+  }
+  st.idempotencyKey = checkIdempotencyKey(options.idempotency_key);
+  st.callerKey = true;
+  const p = st.principal!;
+  const stored = await rt.store.read((q) => findIdempotency(q, p.company_id, principalScope(p), st.idempotencyKey!, st.now.toISOString()));
+  if (stored === undefined) return undefined;
+  return replayOrRefuse(rt, st, stored);
+}
+
+function replayOrRefuse(rt: Runtime, st: State, stored: { verb: string; fingerprint: string; audit_id: number | null; envelope: Envelope }): Envelope {
+  if (stored.fingerprint !== fingerprint(st.name, st.args)) {
+    throw new VerbError('idempotency_key_reused', `This idempotency key was already used for ${stored.verb === st.name ? 'other arguments' : `verb ${stored.verb}`}.`, {
+      hint: 'Use a new idempotency key for a different operation; reuse a key only to retry the exact same call.',
+      details: { original_audit_id: stored.audit_id },
+    });
+  }
+  const env: Envelope = { ...stored.envelope, replayed: true };
+  if (env.result !== undefined) env.result = { ...env.result, replayed: true };
+  const latency = performance.now() - st.t0;
+  rt.auditBuffer.push(entryFor(st, 'replayed', null, latency, { parentId: stored.audit_id }));
+  rt.observe({ ...outcome(st, { surface: 'internal' }, true, null, latency, stored.audit_id), surface: 'replay' });
+  return env;
+}
+
+/** The consent decision of a confirmed call (what the execute step must burn/consume). */
+interface Consent {
+  jti?: string;
+  nonceExpires?: string;
+  approvalId?: string;
+  approvedBy?: number;
+  approvedAt?: string;
+  requiresApproval: boolean;
+}
+
+async function consentGate(rt: Runtime, st: State, caller: Caller, options: DispatchOptions): Promise<Consent | Envelope> {
+  const cls = st.consentClass;
+  if (cls === null || cls === 'READ') return { requiresApproval: false };
+  const verb = st.verb!;
+  const p = st.principal!;
+  const typed = cls === 'WRITE_FINANCIAL' || cls === 'IRREVERSIBLE';
+  const phrase = typed ? (st.delegated ? st.delegated.phrase : verb.definition.phrase!(st.args)) : undefined;
+  if (typed && (phrase === undefined || phrase === '')) throw new Error(`${verb.name}: typed-phrase class without a phrase`);
+  const hasNonce = options.nonce !== undefined && options.nonce !== null && options.nonce !== '';
+  if (!hasNonce) {
+    if (options.confirm === true) {
+      throw new VerbError('nonce_required', 'confirm was sent without the nonce from the pending answer.', {
+        hint: `Call ${verb.name} without confirm first; it answers dispatch_pending with a nonce. Then confirm with that nonce${typed ? ' and the typed phrase' : ''}.`,
+      });
+    }
+    return pending(rt, st, caller, phrase);
+  }
+  const payload: NoncePayload = verifyNonce(rt.secrets, options.nonce, {
+    verb: verb.name,
+    argsHash: argsHash(st.args),
+    companyId: p.company_id,
+    userId: p.user_id,
+    nowMs: st.now.getTime(),
+  });
+  if (payload.k !== cls || (typed ? payload.p !== phraseHash(phrase!) : payload.p !== null)) {
+    throw new VerbError('nonce_invalid', 'The nonce was issued for another consent gate or phrase.', { hint: `Call ${verb.name} again without confirm to get a fresh nonce.` });
+  }
+  const consent: Consent = { jti: payload.j, nonceExpires: new Date(payload.e * 1000).toISOString(), requiresApproval: typed };
+  if (!typed) return consent;
+  const approval = await rt.store.read((q) =>
+    q.get<Record<string, unknown>>('SELECT approval_id, status, decided_by, decided_at FROM approvals WHERE jti = ? AND company_id = ?', [payload.j, p.company_id]),
+  );
+  if (approval !== undefined) {
+    consent.approvalId = approval.approval_id as string;
+    if (approval.status === 'approved') {
+      consent.approvedBy = Number(approval.decided_by);
+      consent.approvedAt = approval.decided_at as string;
+      return consent;
+    }
+    if (approval.status === 'rejected') {
+      throw new VerbError('approval_rejected', `A human rejected this ${verb.name} request (approval ${String(approval.approval_id)}).`, {
+        hint: 'Do not retry the same action; ask the human what they want instead.',
+      });
+    }
+    if (approval.status === 'consumed') {
+      throw new VerbError('nonce_replayed', 'This confirmation was already used; each nonce works once.', { hint: `Call ${verb.name} again without confirm for a new nonce.` });
+    }
+  }
+  if (options.typed_phrase === undefined || options.typed_phrase === null) {
+    // Still waiting for the human: answer pending again with the same nonce.
+    return pendingEnvelope(rt, st, caller, {
+      class: cls,
+      gate: 'typed_phrase',
+      nonce: options.nonce!,
+      expires_at: consent.nonceExpires!,
+      summary: summaryOf(st),
+      typed_phrase: phrase!,
+      ...(consent.approvalId ? { approval_id: consent.approvalId } : {}),
+    }, 'Waiting for the typed phrase or an out-of-band approval.');
+  }
+  if (!phrasesMatch(phrase!, options.typed_phrase)) {
+    throw new VerbError('phrase_mismatch', 'The typed phrase does not match the phrase shown, character for character.', {
+      hint: `The human must type exactly: ${phrase}`,
+    });
+  }
+  return consent;
+}
+
+function summaryOf(st: State): string {
+  const verb = st.verb!;
+  if (st.delegated) return st.delegated.summary;
+  return verb.definition.summary?.(st.args) ?? `Run ${verb.name} with ${JSON.stringify(redact(st.args, verb.secretPaths))}.`;
+}
+
+async function pending(rt: Runtime, st: State, caller: Caller, phrase: string | undefined): Promise<Envelope> {
+  const verb = st.verb!;
+  const p = st.principal!;
+  const cls = st.consentClass!;
+  const typed = phrase !== undefined;
+  const issued = issueNonce(rt.secrets, {
+    verb: verb.name,
+    argsHash: argsHash(st.args),
+    companyId: p.company_id,
+    userId: p.user_id,
+    consentClass: cls,
+    phraseHash: typed ? phraseHash(phrase) : null,
+    nowMs: st.now.getTime(),
+    ttlSeconds: rt.options.nonceTtlSeconds,
+  });
+  const summary = summaryOf(st);
+  const preview = await rt.previewFor(verb, st.principal!, st.args, caller).catch(() => undefined);
+  let approvalId: string | undefined;
+  if (typed) approvalId = `apv_${issued.jti.slice(0, 16)}`;
+  const consent = {
+    class: cls,
+    gate: typed ? ('typed_phrase' as const) : ('confirmation' as const),
+    nonce: issued.nonce,
+    expires_at: issued.expiresAt,
+    summary,
+    ...(typed ? { typed_phrase: phrase, approval_id: approvalId } : {}),
+    ...(preview !== undefined ? { preview } : {}),
+  };
+  const latency = performance.now() - st.t0;
+  const row = await rt.store.write(async (tx) => {
+    if (typed) {
+      await tx.run(
+        `INSERT INTO approvals (approval_id, company_id, jti, verb, args, consent_class, typed_phrase, summary, requested_by, requested_role, agent_type, status, created_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
+        [approvalId, p.company_id, issued.jti, verb.name, JSON.stringify(redact(st.args, verb.secretPaths)), cls, phrase, summary, p.user_id, p.role, p.agent_type, st.now.toISOString(), issued.expiresAt],
+      );
+    }
+    return appendAudit(tx, entryFor(st, 'pending', 'dispatch_pending', latency, { requiresApproval: typed }));
+  });
+  rt.observe(outcome(st, caller, false, 'dispatch_pending', latency, row.audit_id));
+  return pendingEnvelope(rt, st, caller, consent, undefined, row.audit_id);
+}
+
+function pendingEnvelope(rt: Runtime, st: State, _caller: Caller, consent: NonNullable<Envelope['consent']>, message?: string, auditId?: number): Envelope {
+  const verb = st.verb!;
+  const typed = consent.gate === 'typed_phrase';
+  const how = typed
+    ? `Show the human this exact phrase: "${consent.typed_phrase}". When they type it, call ${verb.name} again with the same arguments, confirm=true, the nonce and typed_phrase set to what they typed. Or have an admin approve ${consent.approval_id} out of band (dashboard, or \`solid approvals approve ${consent.approval_id} --phrase "…"\`), then call again with confirm=true and the nonce.`
+    : `Ask the human to confirm: ${consent.summary} Then call ${verb.name} again with the same arguments, confirm=true and the nonce.`;
+  const env: Envelope = {
+    ok: false,
+    verb: verb.name,
+    error: {
+      reason: 'dispatch_pending',
+      message: message ?? (typed ? `${verb.name} needs a human to type a confirmation phrase before it runs.` : `${verb.name} needs a human confirmation before it runs.`),
+      hint: `${how} The nonce expires at ${consent.expires_at}.`,
+    },
+    consent,
+  };
+  if (auditId !== undefined) env.audit_id = auditId;
+  void rt;
+  return env;
+}
+
+async function runWrite(rt: Runtime, st: State, caller: Caller, options: DispatchOptions): Promise<Envelope> {
+  const verb = st.verb!;
+  const p = st.principal!;
+  const scope = `${p.company_id}|${principalScope(p)}|${st.idempotencyKey}`;
+  if (st.callerKey && !rt.inflight.acquire(scope)) {
+    throw new VerbError('idempotency_key_in_use', 'A request with this idempotency key is still running.', {
+      hint: 'Wait for the first request to finish, then retry with the same key to receive its result.',
+    });
+  }
+  try {
+    const consent = await consentGate(rt, st, caller, options);
+    if ('ok' in consent) return consent;
+    const signingKey = await rt.keys.signingKey(p.company_id);
+    const committed = await rt.store.write(async (tx): Promise<{ replay: Envelope } | { envelope: Envelope; row: AuditRow }> => {
+      if (st.callerKey) {
+        const stored = await findIdempotency(tx, p.company_id, principalScope(p), st.idempotencyKey!, st.now.toISOString());
+        if (stored !== undefined) return { replay: replayOrRefuse(rt, st, stored) };
+      }
+      const exec = await executeInTx(rt, tx, {
+        verb,
+        principal: p,
+        args: st.args,
+        now: st.now,
+        caller,
+        consentClass: st.consentClass,
+        capClass: st.delegated?.capClass ?? st.consentClass,
+        consent,
+        idempotencyKey: st.idempotencyKey!,
+        t0: st.t0,
+      });
+      const receipt = await attestReceipt(exec.receipt, signingKey, exec.row);
+      const envelope: Envelope = { ok: true, verb: verb.name, result: receipt, audit_id: exec.row.audit_id, idempotency_key: st.idempotencyKey! };
+      if (receipt.rollback_handle !== undefined) envelope.rollback_handle = receipt.rollback_handle;
+      await claimIdempotency(tx, {
+        companyId: p.company_id,
+        principal: principalScope(p),
+        key: st.idempotencyKey!,
+        verb: verb.name,
+        fingerprint: fingerprint(verb.name, st.args),
+        auditId: exec.row.audit_id,
+        envelope,
+        nowIso: st.now.toISOString(),
+        ttlSeconds: rt.options.idempotencyTtlSeconds,
+      });
+      return { envelope, row: exec.row };
+    });
+    if ('replay' in committed) return committed.replay;
+    const latency = performance.now() - st.t0;
+    rt.observe(outcome(st, caller, true, null, latency, committed.row.audit_id));
+    return committed.envelope;
+  } finally {
+    if (st.callerKey) rt.inflight.release(scope);
+  }
+}
+
+/** Input of the shared write core (dispatch and transaction commit both use it). */
+export interface ExecuteInput {
+  verb: CompiledVerb;
+  principal: Principal;
+  args: Record<string, unknown>;
+  now: Date;
+  caller: Caller;
+  consentClass: VerbClass | null;
+  capClass: VerbClass | null;
+  consent: Consent;
+  idempotencyKey: string | null;
+  t0: number;
+  transactionId?: string;
+  parentId?: number;
+}
+
+export interface ExecuteResult {
+  receipt: Receipt;
+  row: AuditRow;
+  result: Record<string, unknown>;
+}
+
+/**
+ * Run one write inside `tx`: burn the nonce, count the daily cap, run the handler, append the
+ * audit row, events, outbox and revert data. Throws VerbError on a denial or a domain failure
+ * (the caller's transaction then rolls back everything).
+ */
+export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput): Promise<ExecuteResult> {
+  const { verb, principal: p, args, now } = input;
+  const nowIso = now.toISOString();
+  if (input.consent.jti !== undefined) {
+    try {
+      await tx.run('INSERT INTO nonces (jti, company_id, consumed_at, expires_at) VALUES (?, ?, ?, ?)', [input.consent.jti, p.company_id, nowIso, input.consent.nonceExpires ?? nowIso]);
+    } catch (err) {
+      if (err instanceof StoreError && err.code === 'unique_violation') {
+        throw new VerbError('nonce_replayed', 'This confirmation nonce was already used; each nonce works once.', { hint: `Call ${verb.name} again without confirm for a new nonce.` });
+      }
+      throw err;
+    }
+    if (input.consent.approvalId !== undefined) {
+      await tx.run(`UPDATE approvals SET status = 'consumed' WHERE approval_id = ? AND company_id = ?`, [input.consent.approvalId, p.company_id]);
+    }
+  }
+  if (input.capClass !== null && input.capClass !== 'READ' && input.capClass !== 'BLOCKED') {
+    await rt.countDailyCap(tx, p.company_id, input.capClass, now);
+  }
+  const events: EmittedEvent[] = [];
+  const outbox: Array<{ kind: string; payload: Record<string, unknown> }> = [];
+  let rollback: { handle: string; data: Record<string, unknown> } | undefined;
+  let entity: { type: string; id: string } | undefined;
+  let link: { parent_id?: number; transaction_id?: string } = {};
+  const auditId = await tx.nextAuditId();
+  const ctx: VerbContext & { setAuditLink(l: { parent_id?: number; transaction_id?: string }): void; auditId: number; tx: StoreTx } = {
+    principal: p,
+    db: tx,
+    tx,
+    now,
+    signal: input.caller.signal ?? NEVER,
+    runtime: rt,
+    verb,
+    idempotencyKey: input.idempotencyKey ?? undefined,
+    auditId,
+    emit(e) {
+      events.push(e);
+    },
+    outbox(kind, payload) {
+      outbox.push({ kind, payload });
+    },
+    setRollback(handle, data) {
+      rollback = { handle, data };
+    },
+    setEntity(type, id) {
+      entity = { type, id: String(id) };
+    },
+    setAuditLink(l) {
+      link = l;
+    },
+    progress: input.caller.onProgress ?? NOOP,
+  };
+  const result = ((await verb.definition.handler(ctx, args)) ?? {}) as Record<string, unknown>;
+  const rollbackHandle = rollback !== undefined ? sealRollbackHandle(rt.secrets, rollback.handle, p.company_id, auditId) : null;
+  const latency = performance.now() - input.t0;
+  const entry: AuditEntry = {
+    ...baseEntry(verb.name, verb, p, now),
+    consent_class: input.consentClass,
+    status: 'completed',
+    reason: null,
+    request_data: redact(args, verb.secretPaths),
+    entity_type: entity?.type ?? null,
+    entity_id: entity?.id ?? null,
+    is_reversible: rollback !== undefined && verb.revertible ? 1 : 0,
+    rollback_handle: rollbackHandle,
+    idempotency_key: input.idempotencyKey,
+    transaction_id: link.transaction_id ?? input.transactionId ?? null,
+    parent_id: link.parent_id ?? input.parentId ?? null,
+    requires_approval: input.consent.requiresApproval ? 1 : 0,
+    approved_by: input.consent.approvedBy ?? null,
+    approved_at: input.consent.approvedAt ?? null,
+    latency_ms: latency,
+  };
+  const row = await appendAudit(tx, entry, auditId);
+  if (rollback !== undefined) {
+    await tx.run('INSERT INTO revert_data (audit_id, company_id, data) VALUES (?, ?, ?)', [auditId, p.company_id, JSON.stringify(rollback.data)]);
+  }
+  if (events.length > 0) {
+    await appendEvents(tx, p.company_id, events, { auditId, actor: actorOf(p), occurredAt: nowIso });
+    tx.afterCommit(() => rt.store.notify(eventsChannel(p.company_id)));
+  }
+  for (const o of outbox) {
+    await tx.run(`INSERT INTO outbox (company_id, kind, payload, audit_id, status, created_at, deliver_after) VALUES (?, ?, ?, ?, 'pending', ?, ?)`, [
+      p.company_id,
+      o.kind,
+      JSON.stringify(o.payload),
+      auditId,
+      nowIso,
+      nowIso,
+    ]);
+  }
+  if (outbox.length > 0) tx.afterCommit(() => rt.kickOutbox());
+  tx.afterCommit(() => rt.afterWrite(row));
+  const receipt: Receipt = {
+    ...result,
+    status: typeof result.status === 'string' ? result.status : 'completed',
+    audit_id: typeof result.audit_id === 'number' ? result.audit_id : auditId,
+    timestamp: typeof result.timestamp === 'string' ? result.timestamp : nowIso,
+  };
+  if (input.idempotencyKey !== null) receipt.idempotency_key = input.idempotencyKey;
+  if (rollbackHandle !== null) receipt.rollback_handle = rollbackHandle;
+  rt.checkOutput(verb, receipt);
+  return { receipt, row, result };
+}
+
+export function actorOf(p: Principal): string {
+  return `user:${p.user_id}${p.agent_type ? ` via ${p.agent_type}` : ''}`;
+}
+
+function baseEntry(name: string, verb: CompiledVerb | undefined, p: Principal, now: Date) {
+  return {
+    company_id: p.company_id,
+    created_at: now.toISOString(),
+    user_id: p.user_id,
+    role: p.role,
+    agent_type: p.agent_type,
+    key_id: p.key_id ?? null,
+    action_type: name.slice(0, MAX_NAME_IN_AUDIT),
+    category: verb?.category ?? 'unknown',
+    shape: verb?.shape ?? null,
+  };
+}
+
+function entryFor(
+  st: State,
+  status: AuditStatus,
+  reason: string | null,
+  latency: number,
+  extra: { entity?: { type: string; id: string }; parentId?: number | null; requiresApproval?: boolean } = {},
+): AuditEntry {
+  const p = st.principal!;
+  const verb = st.verb;
+  return {
+    ...baseEntry(st.name, verb, p, st.now),
+    consent_class: st.consentClass ?? (verb ? verb.consentClass : null),
+    status,
+    reason,
+    request_data: verb ? redact(st.args, verb.secretPaths) : st.args,
+    entity_type: extra.entity?.type ?? null,
+    entity_id: extra.entity?.id ?? null,
+    is_reversible: 0,
+    rollback_handle: null,
+    idempotency_key: st.idempotencyKey ?? null,
+    transaction_id: null,
+    parent_id: extra.parentId ?? null,
+    requires_approval: extra.requiresApproval ? 1 : 0,
+    approved_by: null,
+    approved_at: null,
+    latency_ms: latency,
+  };
+}
+
+function outcome(st: State, caller: Caller, ok: boolean, reason: string | null, latency: number, auditId: number | null): DispatchOutcome {
+  const p = st.principal;
+  return {
+    verb: st.name,
+    shape: st.verb?.shape ?? null,
+    consent_class: st.consentClass ?? st.verb?.consentClass ?? null,
+    company_id: p?.company_id ?? 0,
+    user_id: p?.user_id ?? null,
+    agent_type: p?.agent_type ?? null,
+    ok,
+    reason,
+    denial: reason !== null && reasonInfo(reason).denial,
+    latency_ms: latency,
+    audit_id: auditId,
+    surface: caller.surface,
+    at: Date.now(),
+  };
+}
+
+/** Turn any failure into an envelope and audit it. */
+async function fail(rt: Runtime, st: State, caller: Caller, err: unknown): Promise<Envelope> {
+  let error: EnvelopeError;
+  if (isVerbError(err)) {
+    error = err.toEnvelopeError();
+  } else if (err instanceof StoreError && err.code !== 'unique_violation' && err.code !== 'append_only') {
+    error = { reason: 'store_unavailable', message: 'The database is unavailable; nothing was written.', hint: 'Retry shortly; if it persists, check the database (disk, permissions, connection).' };
+    rt.logger.error({ err, verb: st.name }, 'store error during dispatch');
+  } else {
+    error = { reason: 'internal_error', message: 'An internal error occurred; nothing was written. It has been logged.', hint: 'Retry later or report the audit_id to the operator.' };
+    rt.logger.error({ err, verb: st.name }, 'internal error during dispatch');
+  }
+  const info = reasonInfo(error.reason);
+  const status: AuditStatus = info.denial || info.kind === 'auth' || info.kind === 'denied' ? 'denied' : error.reason === 'approval_rejected' ? 'rejected' : 'failed';
+  const latency = performance.now() - st.t0;
+  let auditId: number | undefined;
+  if (st.principal === undefined) {
+    try {
+      st.principal = await rt.sandboxPrincipal();
+    } catch {
+      /* no sandbox tenant: the failure is logged only */
+    }
+  }
+  if (st.principal !== undefined && error.reason !== 'store_unavailable') {
+    const entry = entryFor(st, status, error.reason, latency);
+    try {
+      if (st.verb?.isWrite || status === 'denied') {
+        const row = await rt.store.write((tx) => appendAudit(tx, entry));
+        auditId = row.audit_id;
+      } else {
+        rt.auditBuffer.push(entry);
+      }
+    } catch (auditErr) {
+      rt.logger.error({ err: auditErr, verb: st.name }, 'could not write the audit row of a failed dispatch');
+      if (error.reason !== 'internal_error') {
+        error = { reason: 'store_unavailable', message: 'The database is unavailable; nothing was written.', hint: 'Retry shortly.' };
+      }
+    }
+  }
+  rt.observe(outcome(st, caller, false, error.reason, latency, auditId ?? null));
+  const env: Envelope = { ok: false, verb: st.name.slice(0, MAX_NAME_IN_AUDIT), error };
+  if (auditId !== undefined) env.audit_id = auditId;
+  if (st.idempotencyKey !== undefined && st.callerKey) env.idempotency_key = st.idempotencyKey;
+  return env;
+}

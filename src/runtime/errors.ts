@@ -1,0 +1,45 @@
+/**
+ * VerbError: the one error class of the runtime. A pipeline step or a handler throws it; dispatch
+ * (the one place errors become envelopes) turns it into `{ ok: false, error: { reason, message,
+ * hint } }` and audits it. Any other throw becomes `internal_error` with its cause logged only.
+ *
+ * Spec: spec/envelope.md §error, spec/reasons.md.
+ */
+import type { EnvelopeError } from '../spec/types.ts';
+
+export interface VerbErrorOptions {
+  hint?: string;
+  path?: string;
+  details?: Record<string, unknown>;
+  cause?: unknown;
+}
+
+export class VerbError extends Error {
+  override readonly name = 'VerbError';
+  readonly reason: string;
+  readonly hint?: string;
+  readonly path?: string;
+  readonly details?: Record<string, unknown>;
+
+  constructor(reason: string, message: string, options: VerbErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.reason = reason;
+    if (options.hint !== undefined) this.hint = options.hint;
+    if (options.path !== undefined) this.path = options.path;
+    if (options.details !== undefined) this.details = options.details;
+  }
+
+  /** The wire form: reason, message, hint, path, details. Never the cause or the stack. */
+  toEnvelopeError(): EnvelopeError {
+    const e: EnvelopeError = { reason: this.reason, message: this.message };
+    if (this.hint !== undefined) e.hint = this.hint;
+    if (this.path !== undefined) e.path = this.path;
+    if (this.details !== undefined) e.details = this.details;
+    return e;
+  }
+}
+
+/** True when `err` is a VerbError (also across module copies). */
+export function isVerbError(err: unknown): err is VerbError {
+  return err instanceof VerbError || (typeof err === 'object' && err !== null && (err as { name?: unknown }).name === 'VerbError' && typeof (err as { reason?: unknown }).reason === 'string');
+}

@@ -1,0 +1,157 @@
+/**
+ * The tamper-evident audit log: one row per dispatch attempt (denials included), chained per
+ * tenant. Each row carries `seq` (per tenant, +1 without gaps) and
+ * `row_hash = SHA-256(0x00 ‖ canonical(row including prev_hash))` where canonical is RFC 8785
+ * JSON of every column except row_hash. The 0x00 prefix separates row hashes from checkpoint
+ * signatures (0x01), as in RFC 6962.
+ *
+ * Appends happen inside the caller's store transaction after `lockTenantHead`, so the chain is
+ * gap-free under concurrent writers on both engines. Spec: spec/audit.md.
+ */
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import type { StoreTx, Queryable } from '../../store/store.ts';
+import { parseJson } from '../../store/store.ts';
+
+export type AuditStatus = 'completed' | 'failed' | 'denied' | 'pending' | 'approved' | 'rejected' | 'replayed' | 'rolled_back';
+
+/** What the pipeline records about one attempt. */
+export interface AuditEntry {
+  company_id: number;
+  created_at: string;
+  user_id: number | null;
+  role: string | null;
+  agent_type: string | null;
+  key_id: string | null;
+  action_type: string;
+  category: string;
+  shape: string | null;
+  consent_class: string | null;
+  status: AuditStatus;
+  reason: string | null;
+  request_data: Record<string, unknown>;
+  entity_type: string | null;
+  entity_id: string | null;
+  is_reversible: number;
+  rollback_handle: string | null;
+  idempotency_key: string | null;
+  transaction_id: string | null;
+  parent_id: number | null;
+  requires_approval: number;
+  approved_by: number | null;
+  approved_at: string | null;
+  latency_ms: number | null;
+}
+
+/** A stored row: the entry plus its place in the chain. */
+export interface AuditRow extends AuditEntry {
+  audit_id: number;
+  seq: number;
+  prev_hash: string;
+  row_hash: string;
+}
+
+/** The columns covered by the row hash, in storage order. */
+export const AUDIT_COLUMNS = [
+  'audit_id',
+  'company_id',
+  'seq',
+  'created_at',
+  'user_id',
+  'role',
+  'agent_type',
+  'key_id',
+  'action_type',
+  'category',
+  'shape',
+  'consent_class',
+  'status',
+  'reason',
+  'request_data',
+  'entity_type',
+  'entity_id',
+  'is_reversible',
+  'rollback_handle',
+  'idempotency_key',
+  'transaction_id',
+  'parent_id',
+  'requires_approval',
+  'approved_by',
+  'approved_at',
+  'latency_ms',
+  'prev_hash',
+  'row_hash',
+] as const;
+
+export const GENESIS_HASH = '0'.repeat(64);
+
+const INSERT_SQL = `INSERT INTO audit_log (${AUDIT_COLUMNS.join(', ')}) VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`;
+
+/** Compute a row's hash from every column but row_hash. */
+export function hashAuditRow(row: Omit<AuditRow, 'row_hash'> | AuditRow): string {
+  const material: Record<string, unknown> = {};
+  for (const c of AUDIT_COLUMNS) {
+    if (c === 'row_hash') continue;
+    material[c] = (row as unknown as Record<string, unknown>)[c] ?? null;
+  }
+  return createHash('sha256')
+    .update(Buffer.from([0x00]))
+    .update(canonicalize(material) ?? 'null', 'utf8')
+    .digest('hex');
+}
+
+/** Round a latency to microseconds so it survives every engine's float round trip. */
+export function roundLatency(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
+
+/**
+ * Append one row to the tenant's chain inside `tx`. Takes the tenant head lock, assigns
+ * audit_id (unless reserved earlier with `tx.nextAuditId()`) and seq, hashes, inserts, moves
+ * the head. Returns the stored row.
+ */
+export async function appendAudit(tx: StoreTx, entry: AuditEntry, reservedAuditId?: number): Promise<AuditRow> {
+  const head = await tx.lockTenantHead(entry.company_id);
+  const audit_id = reservedAuditId ?? (await tx.nextAuditId());
+  const base = { ...entry, audit_id, seq: head.audit_seq + 1, prev_hash: head.audit_hash, latency_ms: entry.latency_ms === null ? null : roundLatency(entry.latency_ms) };
+  const row: AuditRow = { ...base, row_hash: hashAuditRow(base) };
+  await tx.run(
+    INSERT_SQL,
+    AUDIT_COLUMNS.map((c) => (c === 'request_data' ? canonicalize(row.request_data) : (row as unknown as Record<string, unknown>)[c] ?? null)),
+  );
+  await tx.run('UPDATE tenant_heads SET audit_seq = ?, audit_hash = ? WHERE company_id = ?', [row.seq, row.row_hash, row.company_id]);
+  return row;
+}
+
+/** Normalize a row read from either engine into an AuditRow (JSON parsed, numbers as numbers). */
+export function toAuditRow(raw: Record<string, unknown>): AuditRow {
+  const row = { ...raw } as Record<string, unknown>;
+  row.request_data = parseJson(raw.request_data) ?? {};
+  for (const c of ['audit_id', 'company_id', 'seq', 'user_id', 'parent_id', 'approved_by', 'is_reversible', 'requires_approval'] as const) {
+    if (row[c] !== null && row[c] !== undefined) row[c] = Number(row[c]);
+  }
+  if (row.latency_ms !== null && row.latency_ms !== undefined) row.latency_ms = Number(row.latency_ms);
+  return row as unknown as AuditRow;
+}
+
+/** Read one audit row of a tenant (undefined when absent or another tenant's). */
+export async function getAuditRow(q: Queryable, companyId: number, auditId: number): Promise<AuditRow | undefined> {
+  const raw = await q.get<Record<string, unknown>>(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log WHERE audit_id = ? AND company_id = ?`, [auditId, companyId]);
+  return raw === undefined ? undefined : toAuditRow(raw);
+}
+
+/** Replace the values at `paths` (dotted, split) with "[REDACTED]"; returns a copy. */
+export function redact(args: Record<string, unknown>, paths: readonly (readonly string[])[]): Record<string, unknown> {
+  if (paths.length === 0) return args;
+  const copy = structuredClone(args);
+  for (const path of paths) {
+    let cur: unknown = copy;
+    for (let i = 0; i < path.length - 1; i++) {
+      if (cur === null || typeof cur !== 'object') break;
+      cur = (cur as Record<string, unknown>)[path[i]!];
+    }
+    const last = path[path.length - 1]!;
+    if (cur !== null && typeof cur === 'object' && last in (cur as object)) (cur as Record<string, unknown>)[last] = '[REDACTED]';
+  }
+  return copy;
+}

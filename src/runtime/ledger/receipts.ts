@@ -1,0 +1,88 @@
+/**
+ * Receipts as attestations. A receipt carries `attestation = { kid, alg: "ES256", seq, row_hash,
+ * prev_hash, jws }` where `jws` is a compact JWS with detached payload (`header..signature`,
+ * RFC 7515 Appendix F) over the RFC 8785 canonical JSON of the receipt with `attestation.jws`
+ * removed. Anyone holding the tenant's public key verifies it offline; `seq` and `row_hash` let a
+ * client later prove the audit log was not rewritten or truncated below that point.
+ *
+ * Spec: spec/receipts.md §attestation.
+ */
+import { webcrypto, verify as nodeVerify, type KeyObject, createPublicKey } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import type { Receipt, ReceiptAttestation } from '../../spec/types.ts';
+import type { SigningKey, PublicJwk } from './tenant-keys.ts';
+
+const enc = new TextEncoder();
+
+function b64url(data: Uint8Array | string): string {
+  return Buffer.from(typeof data === 'string' ? enc.encode(data) : data).toString('base64url');
+}
+
+/** The bytes a receipt's JWS signs: the canonical receipt without `attestation.jws`. */
+export function receiptSigningPayload(receipt: Receipt): string {
+  const { attestation, ...rest } = receipt;
+  const copy: Record<string, unknown> = { ...rest };
+  if (attestation !== undefined) {
+    const { jws: _jws, ...att } = attestation;
+    copy.attestation = att;
+  }
+  return canonicalize(copy) ?? '{}';
+}
+
+/**
+ * Attach an attestation to a receipt: sign with the tenant's active key (WebCrypto, off the event
+ * loop). Returns a new receipt object.
+ */
+export async function attestReceipt(receipt: Receipt, key: SigningKey, chain: { seq: number; row_hash: string; prev_hash: string }): Promise<Receipt> {
+  const attestation: Omit<ReceiptAttestation, 'jws'> = { kid: key.kid, alg: 'ES256', seq: chain.seq, row_hash: chain.row_hash, prev_hash: chain.prev_hash };
+  const unsigned: Receipt = { ...receipt, attestation: attestation as ReceiptAttestation };
+  const header = b64url(JSON.stringify({ alg: 'ES256', kid: key.kid, typ: 'solid-receipt+jws' }));
+  const signingInput = `${header}.${b64url(receiptSigningPayload(unsigned))}`;
+  const sig = new Uint8Array(await webcrypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, key.cryptoKey, enc.encode(signingInput)));
+  return { ...receipt, attestation: { ...attestation, jws: `${header}..${b64url(sig)}` } };
+}
+
+export interface ReceiptVerification {
+  valid: boolean;
+  kid?: string;
+  errors: string[];
+}
+
+/**
+ * Verify a receipt's attestation with a public key (KeyObject, or a JWK, or a JWKS-like array in
+ * which the receipt's kid is looked up). Pure and offline. Never throws.
+ */
+export function verifyReceipt(receipt: unknown, keys: KeyObject | PublicJwk | readonly PublicJwk[]): ReceiptVerification {
+  const errors: string[] = [];
+  if (receipt === null || typeof receipt !== 'object') return { valid: false, errors: ['receipt must be an object'] };
+  const r = receipt as Receipt;
+  const att = r.attestation;
+  if (att === undefined || typeof att !== 'object' || typeof att.jws !== 'string') return { valid: false, errors: ['receipt has no attestation'] };
+  const parts = att.jws.split('.');
+  if (parts.length !== 3 || parts[1] !== '') return { valid: false, kid: att.kid, errors: ['attestation.jws must be a compact JWS with detached payload (header..signature)'] };
+  let header: { alg?: string; kid?: string };
+  try {
+    header = JSON.parse(Buffer.from(parts[0]!, 'base64url').toString('utf8')) as { alg?: string; kid?: string };
+  } catch {
+    return { valid: false, kid: att.kid, errors: ['attestation.jws header is not JSON'] };
+  }
+  if (header.alg !== 'ES256') errors.push(`unsupported alg ${String(header.alg)}`);
+  if (header.kid !== att.kid) errors.push('the JWS kid does not match attestation.kid');
+  let key: KeyObject | undefined;
+  if (Array.isArray(keys)) {
+    const jwk = (keys as readonly PublicJwk[]).find((k) => k.kid === att.kid);
+    if (jwk === undefined) errors.push(`no public key with kid ${att.kid}`);
+    else key = createPublicKey({ key: jwk as unknown as import('node:crypto').JsonWebKey, format: 'jwk' });
+  } else if ((keys as PublicJwk).kty !== undefined) {
+    key = createPublicKey({ key: keys as unknown as import('node:crypto').JsonWebKey, format: 'jwk' });
+  } else {
+    key = keys as KeyObject;
+  }
+  if (key === undefined || errors.length > 0) return { valid: false, kid: att.kid, errors };
+  const signingInput = `${parts[0]}.${b64url(receiptSigningPayload(r))}`;
+  const sig = Buffer.from(parts[2]!, 'base64url');
+  if (sig.length !== 64) return { valid: false, kid: att.kid, errors: ['signature must be 64 bytes (raw r‖s)'] };
+  const ok = nodeVerify('sha256', enc.encode(signingInput), { key, dsaEncoding: 'ieee-p1363' }, sig);
+  if (!ok) errors.push('signature does not verify: the receipt was altered or signed by another key');
+  return { valid: errors.length === 0, kid: att.kid, errors };
+}

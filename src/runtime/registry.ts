@@ -1,0 +1,358 @@
+/**
+ * The one verb registry. Registration validates and compiles everything a dispatch needs (input
+ * validator, output schema, tool-name projection, role/tier floors), so dispatch never compiles.
+ * Every transport projects from here; `list({ surface, shape })` is the manifest.
+ *
+ * Registration-time errors (RegistrationError, naming the verb and field): bad name pattern,
+ * unknown shape, company_id/user_id anywhere in the input schema, a write verb without a consent
+ * class, a typed-phrase class without a phrase builder, a tool-name projection that collides.
+ * Last write wins for the same name.
+ *
+ * Spec: spec/manifest.md §registration, spec/transports.md §tool-names.
+ */
+import { createHash } from 'node:crypto';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsImport from 'ajv-formats';
+import { z, type ZodType } from 'zod';
+import {
+  ROLES,
+  TIERS,
+  VALID_SHAPES,
+  VALID_SURFACES,
+  VERB_CLASSES,
+  WEBMCP_SURFACES,
+  type JsonSchema,
+  type Shape,
+  type Surface,
+  type VerbRecord,
+} from '../spec/types.ts';
+import { findIdentityProperties, shapeSchemas, validateVerbRecord, verbRecordSchema } from '../spec/validators.ts';
+import { ROLE_FLOOR_OF_CLASS, type CompiledVerb, type VerbDefinition } from './verb.ts';
+
+const addFormats = addFormatsImport as unknown as (ajv: Ajv2020) => Ajv2020;
+
+export class RegistrationError extends Error {
+  override readonly name = 'RegistrationError';
+  constructor(
+    readonly verb: string,
+    readonly field: string,
+    message: string,
+  ) {
+    super(`verb "${verb}": ${field}: ${message}`);
+  }
+}
+
+/** Shapes whose verbs change state (they need a consent class or a delegated gate). */
+export const WRITE_SHAPES: ReadonlySet<Shape> = new Set<Shape>(['transaction', 'receipt', 'revert', 'macro']);
+
+const NAME_PATTERN = /^[a-zA-Z][a-zA-Z0-9_.]*$/;
+const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/**
+ * Project a verb name onto a tool name accepted by OpenAI, Claude and Gemini
+ * (^[a-zA-Z0-9_-]{1,64}$): every "." becomes "__". Reversible for every registered verb because
+ * the registry refuses collisions. spec/transports.md §tool-names
+ */
+export function toToolName(verbName: string): string {
+  return verbName.replace(/\./g, '__');
+}
+
+/** Inline `$ref`s to our own schemas and drop `$schema`/`$id`, for manifest and tool projections. */
+export function inlineSchema(schema: JsonSchema): JsonSchema {
+  const byId = new Map<string, JsonSchema>();
+  byId.set(verbRecordSchema.$id as string, verbRecordSchema);
+  for (const s of VALID_SHAPES) byId.set(shapeSchemas[s].$id as string, shapeSchemas[s]);
+  const resolve = (ref: string, base: string | undefined): JsonSchema | undefined => {
+    try {
+      const url = new URL(ref, base ?? 'https://schemas.solid-verbs.dev/v1/').href;
+      return byId.get(url);
+    } catch {
+      return undefined;
+    }
+  };
+  const walk = (node: unknown, base: string | undefined, depth: number): unknown => {
+    if (Array.isArray(node)) return node.map((n) => walk(n, base, depth));
+    if (node === null || typeof node !== 'object') return node;
+    const obj = node as Record<string, unknown>;
+    const nextBase = typeof obj.$id === 'string' ? obj.$id : base;
+    if (typeof obj.$ref === 'string' && depth < 8) {
+      const target = resolve(obj.$ref, nextBase);
+      if (target !== undefined) {
+        const { $ref: _ref, ...rest } = obj;
+        return walk({ ...target, ...rest }, target.$id as string, depth + 1);
+      }
+    }
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(obj)) {
+      if (k === '$schema' || k === '$id') continue;
+      out[k] = walk(v, nextBase, depth);
+    }
+    return out;
+  };
+  return walk(schema, schema.$id as string | undefined, 0) as JsonSchema;
+}
+
+function isZod(x: unknown): x is ZodType {
+  return typeof x === 'object' && x !== null && '_zod' in x;
+}
+
+export interface ListOptions {
+  surface?: Surface | string;
+  shape?: Shape | string;
+}
+
+export class Registry {
+  readonly #verbs = new Map<string, CompiledVerb>();
+  readonly #byTool = new Map<string, CompiledVerb>();
+  readonly #listeners = new Set<() => void>();
+  readonly #ajv: Ajv2020;
+  #cache = new Map<string, VerbRecord[]>();
+  #etag: string | undefined;
+  #sortedNames: string[] | undefined;
+
+  constructor() {
+    this.#ajv = new Ajv2020({ strict: false, allErrors: false, useDefaults: true, allowUnionTypes: true, validateFormats: true });
+    addFormats(this.#ajv);
+  }
+
+  /** Register (or replace) a verb. Throws RegistrationError naming the verb and the field. */
+  register(definition: VerbDefinition): CompiledVerb {
+    const compiled = this.#compile(definition);
+    const previous = this.#verbs.get(compiled.name);
+    const clash = this.#byTool.get(compiled.toolName);
+    if (clash !== undefined && clash.name !== compiled.name) {
+      throw new RegistrationError(compiled.name, 'name', `its tool name "${compiled.toolName}" collides with verb "${clash.name}"`);
+    }
+    if (previous !== undefined) this.#byTool.delete(previous.toolName);
+    this.#verbs.set(compiled.name, compiled);
+    this.#byTool.set(compiled.toolName, compiled);
+    this.#changed();
+    return compiled;
+  }
+
+  /** Register several verbs. */
+  registerAll(definitions: readonly VerbDefinition[]): void {
+    for (const d of definitions) this.register(d);
+  }
+
+  /** Remove a verb (tests, hot reload). */
+  unregister(name: string): boolean {
+    const v = this.#verbs.get(name);
+    if (v === undefined) return false;
+    this.#verbs.delete(name);
+    this.#byTool.delete(v.toolName);
+    this.#changed();
+    return true;
+  }
+
+  /** Look a verb up by its name or by its tool-name projection. */
+  get(name: string): CompiledVerb | undefined {
+    return this.#verbs.get(name) ?? this.#byTool.get(name);
+  }
+
+  /** All compiled verbs, sorted by name. */
+  all(): CompiledVerb[] {
+    return this.#names().map((n) => this.#verbs.get(n)!);
+  }
+
+  get size(): number {
+    return this.#verbs.size;
+  }
+
+  /**
+   * The manifest: spec-valid VerbRecords, filtered by surface and shape, sorted by name.
+   * Cached until the next registration.
+   */
+  list(options: ListOptions = {}): VerbRecord[] {
+    const key = `${options.surface ?? ''}|${options.shape ?? ''}`;
+    let out = this.#cache.get(key);
+    if (out === undefined) {
+      out = this.all()
+        .filter((v) => (options.surface ? v.surfaces.includes(options.surface as Surface) : true))
+        .filter((v) => (options.shape ? v.shape === options.shape : true))
+        .map((v) => v.record);
+      this.#cache.set(key, out);
+    }
+    return out;
+  }
+
+  /** A strong ETag of the whole manifest (changes whenever any verb changes). */
+  etag(): string {
+    this.#etag ??= `"${createHash('sha256').update(JSON.stringify(this.list())).digest('base64url').slice(0, 27)}"`;
+    return this.#etag;
+  }
+
+  /** Up to `n` registered names closest to `name` (for unknown_verb hints). */
+  closest(name: string, n = 3): string[] {
+    const target = name.toLowerCase().replace(/__/g, '.');
+    return this.#names()
+      .map((cand) => ({ cand, d: distance(target, cand.toLowerCase()) }))
+      .sort((a, b) => a.d - b.d || a.cand.localeCompare(b.cand))
+      .slice(0, n)
+      .filter((x) => x.d <= Math.max(4, Math.ceil(target.length / 2)))
+      .map((x) => x.cand);
+  }
+
+  /** Called after every change (MCP list_changed, manifest caches). Returns an unsubscribe. */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #names(): string[] {
+    this.#sortedNames ??= [...this.#verbs.keys()].sort();
+    return this.#sortedNames;
+  }
+
+  #changed(): void {
+    this.#cache = new Map();
+    this.#etag = undefined;
+    this.#sortedNames = undefined;
+    for (const l of this.#listeners) l();
+  }
+
+  #compile(def: VerbDefinition): CompiledVerb {
+    const name = def?.name;
+    if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
+      throw new RegistrationError(String(name), 'name', `must match ${NAME_PATTERN.source}`);
+    }
+    if (!(VALID_SHAPES as readonly string[]).includes(def.shape)) {
+      throw new RegistrationError(name, 'shape', `"${String(def.shape)}" must be one of: ${VALID_SHAPES.join(', ')}`);
+    }
+    if (typeof def.description !== 'string' || def.description.trim() === '') {
+      throw new RegistrationError(name, 'description', 'is required (written for an LLM: what the verb does and returns)');
+    }
+    if (typeof def.category !== 'string' || !/^[a-z][a-z0-9_]*$/.test(def.category)) {
+      throw new RegistrationError(name, 'category', 'is required and must be snake_case');
+    }
+    if (typeof def.handler !== 'function') throw new RegistrationError(name, 'handler', 'must be a function');
+
+    // Input schema: zod 4 → JSON Schema 2020-12; otherwise as authored.
+    let inputSchema: JsonSchema;
+    if (isZod(def.input)) {
+      inputSchema = z.toJSONSchema(def.input, { target: 'draft-2020-12' }) as JsonSchema;
+      delete inputSchema.$schema;
+    } else if (def.input !== null && typeof def.input === 'object' && !Array.isArray(def.input)) {
+      inputSchema = def.input as JsonSchema;
+    } else {
+      throw new RegistrationError(name, 'input', 'must be a JSON Schema object or a zod schema');
+    }
+    if (inputSchema.type !== undefined && inputSchema.type !== 'object') {
+      throw new RegistrationError(name, 'input_schema.type', 'the root of an input schema must be "object"');
+    }
+    const identity = findIdentityProperties(inputSchema);
+    if (identity.length > 0) {
+      throw new RegistrationError(name, identity[0]!, 'company_id and user_id are injected by the runtime from authentication and may never be declared');
+    }
+
+    // Consent class and its consistency with the public record.
+    const delegated = typeof def.delegateConsent === 'function';
+    if (def.consent !== undefined && !(VERB_CLASSES as readonly string[]).includes(def.consent)) {
+      throw new RegistrationError(name, 'consent', `"${def.consent}" must be one of: ${VERB_CLASSES.join(', ')}`);
+    }
+    const declaredWrite = def.side_effects === 'write' || def.side_effects === 'mixed';
+    if ((WRITE_SHAPES.has(def.shape) || declaredWrite) && def.consent === undefined && !delegated) {
+      throw new RegistrationError(name, 'consent', `a write verb (shape ${def.shape}) must declare its consent class (WRITE_REVERSIBLE, WRITE_FINANCIAL, IRREVERSIBLE or BLOCKED)`);
+    }
+    const consentClass = def.consent ?? 'READ';
+    if (consentClass === 'READ' && declaredWrite && !delegated) {
+      throw new RegistrationError(name, 'side_effects', `a READ verb cannot declare side_effects "${def.side_effects}"`);
+    }
+    if (consentClass !== 'READ' && def.side_effects === 'read') {
+      throw new RegistrationError(name, 'side_effects', `a ${consentClass} verb cannot declare side_effects "read"`);
+    }
+    if ((consentClass === 'WRITE_FINANCIAL' || consentClass === 'IRREVERSIBLE') && typeof def.phrase !== 'function') {
+      throw new RegistrationError(name, 'phrase', `${consentClass} verbs need a typed-phrase builder (e.g. "CHARGE $50.00 to invoice #4242")`);
+    }
+    if (def.revert !== undefined && typeof def.revert.handler !== 'function') {
+      throw new RegistrationError(name, 'revert.handler', 'must be a function');
+    }
+    const isWrite = consentClass !== 'READ' || delegated;
+    const sideEffects = def.side_effects ?? (isWrite ? (def.revert ? 'mixed' : 'write') : 'read');
+
+    const roleFloor = def.role_floor ?? ROLE_FLOOR_OF_CLASS[consentClass];
+    if (!(ROLES as readonly string[]).includes(roleFloor)) throw new RegistrationError(name, 'role_floor', `"${roleFloor}" must be one of: ${ROLES.join(', ')}`);
+    if (def.role_floor !== undefined && ROLE_RANK_OF(def.role_floor) < ROLE_RANK_OF(ROLE_FLOOR_OF_CLASS[consentClass])) {
+      throw new RegistrationError(name, 'role_floor', `cannot be lower than the ${consentClass} floor (${ROLE_FLOOR_OF_CLASS[consentClass]})`);
+    }
+    const tierFloor = def.tier_floor ?? 'starter';
+    if (!(TIERS as readonly string[]).includes(tierFloor)) throw new RegistrationError(name, 'tier_floor', `"${tierFloor}" must be one of: ${TIERS.join(', ')}`);
+    const surfaces = def.surfaces ?? [...VALID_SURFACES];
+    for (const s of surfaces) {
+      if (!(VALID_SURFACES as readonly string[]).includes(s)) throw new RegistrationError(name, 'surfaces', `"${s}" must be one of: ${VALID_SURFACES.join(', ')}`);
+    }
+    const webmcpSurfaces = def.webmcp_surfaces ?? ['dashboard'];
+    for (const s of webmcpSurfaces) {
+      if (!(WEBMCP_SURFACES as readonly string[]).includes(s)) throw new RegistrationError(name, 'webmcp_surfaces', `"${s}" must be one of: ${WEBMCP_SURFACES.join(', ')}`);
+    }
+    const toolName = toToolName(name);
+    if (!TOOL_NAME_PATTERN.test(toolName)) {
+      throw new RegistrationError(name, 'name', `its tool name "${toolName}" must match ${TOOL_NAME_PATTERN.source} (at most 64 characters after projection)`);
+    }
+
+    const outputSchema = inlineSchema(def.output ?? shapeSchemas[def.shape]);
+    const record: VerbRecord = {
+      name,
+      description: def.description,
+      shape: def.shape,
+      side_effects: sideEffects,
+      input_schema: inputSchema,
+      output_schema: outputSchema,
+      surfaces: [...surfaces],
+      requires_consent: isWrite && consentClass !== 'READ' ? true : delegated,
+      tier_floor: tierFloor,
+    };
+    const check = validateVerbRecord(record);
+    if (!check.valid) throw new RegistrationError(name, 'record', check.errors.join('; '));
+
+    let validate: ReturnType<Ajv2020['compile']>;
+    try {
+      validate = this.#ajv.compile(inputSchema);
+    } catch (err) {
+      throw new RegistrationError(name, 'input_schema', `does not compile: ${(err as Error).message}`);
+    }
+
+    return Object.freeze({
+      definition: def,
+      name,
+      shape: def.shape,
+      category: def.category,
+      consentClass,
+      delegated,
+      isWrite,
+      roleFloor,
+      tierFloor,
+      surfaces: Object.freeze([...surfaces]),
+      webmcpSurfaces: Object.freeze([...webmcpSurfaces]),
+      inputSchema,
+      outputSchema,
+      record,
+      toolName,
+      validate: (args: unknown) => validate(args) as boolean,
+      validateErrors: () => validate.errors,
+      secretPaths: Object.freeze((def.secret_fields ?? []).map((p) => p.split('.'))),
+      revertible: def.revert !== undefined,
+    });
+  }
+}
+
+function ROLE_RANK_OF(role: string): number {
+  return (ROLES as readonly string[]).indexOf(role);
+}
+
+/** Levenshtein distance (small strings). */
+function distance(a: string, b: string): number {
+  if (a === b) return 0;
+  const prev = new Array<number>(b.length + 1);
+  for (let j = 0; j <= b.length; j++) prev[j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    let diag = prev[0]!;
+    prev[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = prev[j]!;
+      prev[j] = Math.min(prev[j]! + 1, prev[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diag = tmp;
+    }
+  }
+  return prev[b.length]!;
+}

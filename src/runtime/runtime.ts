@@ -1,0 +1,490 @@
+/**
+ * createRuntime(): wires the registry, the store, the clock, the secrets, the tenant keys and the
+ * logger, and exposes `dispatch` — the one pipeline every transport calls.
+ *
+ * Spec: spec/README.md (overview); ARCHITECTURE.md (layers and call flow).
+ */
+import { sign as nodeSign } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import pino, { type Logger } from 'pino';
+import type { Envelope, Principal, Tier, VerbClass } from '../spec/types.ts';
+import type { Queryable, Store, StoreTx } from '../store/store.ts';
+import { runtimeMigrations } from '../store/migrations/runtime.ts';
+import { Registry } from './registry.ts';
+import type { CompiledVerb, VerbDefinition } from './verb.ts';
+import { Secrets } from './secrets.ts';
+import { TenantKeys } from './ledger/tenant-keys.ts';
+import { Tenants, insertApiKey, insertTenant, type TenantSettings } from './tenants.ts';
+import { appendAudit, type AuditEntry, type AuditRow } from './ledger/audit.ts';
+import { InflightKeys, IDEMPOTENCY_TTL_SECONDS } from './ledger/idempotency.ts';
+import { NONCE_TTL_SECONDS } from './consent/nonce.ts';
+import { dispatch as runPipeline, DEFAULT_BLOCKLIST, type Caller, type DispatchOptions, type DispatchOutcome } from './dispatch.ts';
+import { VerbError } from './errors.ts';
+import type { Role } from '../spec/types.ts';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsImport from 'ajv-formats';
+
+const addFormats = addFormatsImport as unknown as (ajv: Ajv2020) => Ajv2020;
+
+/** Default daily caps per consent class (spec/consent.md §caps). */
+export const DEFAULT_DAILY_CAPS: Readonly<Record<'WRITE_REVERSIBLE' | 'WRITE_FINANCIAL' | 'IRREVERSIBLE', number>> = {
+  WRITE_REVERSIBLE: 100,
+  WRITE_FINANCIAL: 25,
+  IRREVERSIBLE: 10,
+};
+
+export interface RuntimeOptions {
+  store: Store;
+  /** Secrets (nonce + master key). Default: ephemeral (tests). */
+  secrets?: Secrets;
+  /** The clock. Default `() => new Date()`. Inject to test expiry. */
+  clock?: () => Date;
+  logger?: Logger;
+  /** Tenant whose data keyless callers may read. Undefined: keyless calls are refused. */
+  sandboxCompanyId?: number;
+  /** Extra blocked verb names for every tenant. */
+  blocklist?: readonly string[];
+  /** Validate every verb output against its schema (tests; off in production for speed). */
+  validateOutputs?: boolean;
+  /** Read-audit flush interval (ms) and batch size. Defaults 100 ms / 256 rows. */
+  readAuditFlushMs?: number;
+  readAuditBatch?: number;
+  /** Signed checkpoint every N rows per tenant (default 1000) or T ms (default 60000). */
+  checkpointEvery?: number;
+  checkpointIntervalMs?: number;
+  idempotencyTtlSeconds?: number;
+  nonceTtlSeconds?: number;
+  /** Skip migrations (the caller ran them). */
+  skipMigrations?: boolean;
+}
+
+interface ResolvedOptions {
+  validateOutputs: boolean;
+  readAuditFlushMs: number;
+  readAuditBatch: number;
+  checkpointEvery: number;
+  checkpointIntervalMs: number;
+  idempotencyTtlSeconds: number;
+  nonceTtlSeconds: number;
+}
+
+export type OutboxHandler = (payload: Record<string, unknown>, meta: { company_id: number; audit_id: number | null; outbox_id: number }) => Promise<void>;
+
+/**
+ * Buffers the audit rows of reads and flushes them in batches (one store transaction per batch).
+ * Policy (spec/audit.md §read-rows): a crash may lose at most the last flush interval of read rows;
+ * write rows and denials are never buffered.
+ */
+export class ReadAuditBuffer {
+  #rows: AuditEntry[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #flushing: Promise<void> | undefined;
+  constructor(
+    private readonly rt: Runtime,
+    private readonly intervalMs: number,
+    private readonly batch: number,
+  ) {}
+  get size(): number {
+    return this.#rows.length;
+  }
+  push(entry: AuditEntry): void {
+    this.#rows.push(entry);
+    if (this.#rows.length >= this.batch) void this.flush();
+    else if (this.#timer === undefined) {
+      this.#timer = setTimeout(() => void this.flush(), this.intervalMs);
+      this.#timer.unref();
+    }
+  }
+  async flush(): Promise<void> {
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    if (this.#flushing !== undefined) await this.#flushing;
+    if (this.#rows.length === 0) return;
+    const rows = this.#rows;
+    this.#rows = [];
+    this.#flushing = this.rt.store
+      .write(async (tx) => {
+        const stored: AuditRow[] = [];
+        for (const r of rows) stored.push(await appendAudit(tx, r));
+        tx.afterCommit(() => {
+          for (const s of stored) this.rt.afterWrite(s);
+        });
+      })
+      .catch((err: unknown) => {
+        this.rt.logger.error({ err, rows: rows.length }, 'could not flush read audit rows');
+      })
+      .finally(() => {
+        this.#flushing = undefined;
+      });
+    await this.#flushing;
+  }
+}
+
+/** A Queryable that runs each statement against committed data. */
+class ReadView implements Queryable {
+  constructor(private readonly store: Store) {}
+  get<T>(sql: string, params?: readonly unknown[]) {
+    return this.store.read((q) => q.get<T>(sql, params));
+  }
+  all<T>(sql: string, params?: readonly unknown[]) {
+    return this.store.read((q) => q.all<T>(sql, params));
+  }
+  run(): Promise<never> {
+    return Promise.reject(new Error('the read view cannot write'));
+  }
+}
+
+export class Runtime {
+  readonly store: Store;
+  readonly registry = new Registry();
+  readonly secrets: Secrets;
+  readonly keys: TenantKeys;
+  readonly tenants: Tenants;
+  readonly logger: Logger;
+  readonly clock: () => Date;
+  readonly options: ResolvedOptions;
+  readonly inflight = new InflightKeys();
+  readonly auditBuffer: ReadAuditBuffer;
+  readonly readView: Queryable;
+  readonly outboxHandlers = new Map<string, OutboxHandler>();
+  readonly #observers = new Set<(o: DispatchOutcome) => void>();
+  readonly #writeObservers = new Set<(row: AuditRow) => void>();
+  readonly #blocklist: Set<string>;
+  readonly #sandboxCompanyId: number | undefined;
+  #sandbox: Principal | undefined;
+  readonly #outputValidators = new Map<string, ValidateFunction>();
+  #outputAjv: Ajv2020 | undefined;
+  readonly #sinceCheckpoint = new Map<number, number>();
+  #checkpointTimer: NodeJS.Timeout | undefined;
+  #outboxRunning = false;
+  #outboxAgain = false;
+  #closed = false;
+
+  constructor(options: RuntimeOptions) {
+    this.store = options.store;
+    this.secrets = options.secrets ?? Secrets.ephemeral();
+    this.clock = options.clock ?? (() => new Date());
+    this.logger = options.logger ?? pino({ level: process.env.SOLID_LOG_LEVEL ?? 'info' }, pino.destination(2));
+    this.keys = new TenantKeys(this.store, this.secrets);
+    this.tenants = new Tenants(this.store);
+    this.readView = new ReadView(this.store);
+    this.#blocklist = new Set([...DEFAULT_BLOCKLIST, ...(options.blocklist ?? [])]);
+    this.#sandboxCompanyId = options.sandboxCompanyId;
+    this.options = {
+      validateOutputs: options.validateOutputs ?? false,
+      readAuditFlushMs: options.readAuditFlushMs ?? 100,
+      readAuditBatch: options.readAuditBatch ?? 256,
+      checkpointEvery: options.checkpointEvery ?? 1000,
+      checkpointIntervalMs: options.checkpointIntervalMs ?? 60_000,
+      idempotencyTtlSeconds: options.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS,
+      nonceTtlSeconds: options.nonceTtlSeconds ?? NONCE_TTL_SECONDS,
+    };
+    this.auditBuffer = new ReadAuditBuffer(this, this.options.readAuditFlushMs, this.options.readAuditBatch);
+    this.#checkpointTimer = setInterval(() => void this.checkpointAll().catch((err: unknown) => this.logger.error({ err }, 'checkpoint failed')), this.options.checkpointIntervalMs);
+    this.#checkpointTimer.unref();
+  }
+
+  /**
+   * Dispatch one verb call through the pipeline (see dispatch.ts). Always resolves to an envelope.
+   * `caller.principal` comes from the transport's authentication; pass `apiKey` instead to let the
+   * runtime authenticate (auth_invalid is then audited).
+   */
+  async dispatch(caller: Caller & { apiKey?: string | null }, verb: string, args?: unknown, options?: DispatchOptions): Promise<Envelope> {
+    if (caller.principal == null && caller.apiKey != null && caller.apiKey !== '') {
+      try {
+        caller = { ...caller, principal: await this.tenants.authenticate(caller.apiKey) };
+      } catch (err) {
+        return this.authFailure(caller, verb, err);
+      }
+    }
+    return runPipeline(this, caller, verb, args, options);
+  }
+
+  /** Record and answer a failed authentication (auth_invalid), audited under the sandbox tenant. */
+  async authFailure(caller: Caller, verb: string, err: unknown): Promise<Envelope> {
+    const e = err instanceof VerbError ? err : new VerbError('auth_invalid', 'The API key is not valid.');
+    const env: Envelope = { ok: false, verb: String(verb).slice(0, 200), error: e.toEnvelopeError() };
+    try {
+      const sandbox = await this.sandboxPrincipal();
+      const now = this.clock();
+      const row = await this.store.write((tx) =>
+        appendAudit(tx, {
+          company_id: sandbox.company_id,
+          created_at: now.toISOString(),
+          user_id: null,
+          role: null,
+          agent_type: caller.surface,
+          key_id: null,
+          action_type: String(verb).slice(0, 200),
+          category: 'auth',
+          shape: null,
+          consent_class: null,
+          status: 'denied',
+          reason: e.reason,
+          request_data: {},
+          entity_type: null,
+          entity_id: null,
+          is_reversible: 0,
+          rollback_handle: null,
+          idempotency_key: null,
+          transaction_id: null,
+          parent_id: null,
+          requires_approval: 0,
+          approved_by: null,
+          approved_at: null,
+          latency_ms: null,
+        }),
+      );
+      env.audit_id = row.audit_id;
+    } catch {
+      /* no sandbox tenant: nothing to attribute the attempt to */
+    }
+    return env;
+  }
+
+  /** Register verbs (validated and compiled now; last write wins). */
+  register(...definitions: VerbDefinition[]): void {
+    this.registry.registerAll(definitions);
+  }
+
+  /** The keyless principal: read_only on the sandbox tenant. Throws auth_required when none is configured. */
+  async sandboxPrincipal(): Promise<Principal> {
+    if (this.#sandbox !== undefined) return this.#sandbox;
+    if (this.#sandboxCompanyId === undefined) {
+      throw new VerbError('auth_required', 'An API key is required.', { hint: 'Set SOLID_API_KEY or send Authorization: Bearer sk_solid_…' });
+    }
+    const t = await this.tenants.get(this.#sandboxCompanyId);
+    if (t === undefined) throw new VerbError('auth_required', 'An API key is required (no sandbox tenant exists).', { hint: 'Run `solid init`.' });
+    this.#sandbox = { company_id: t.company_id, user_id: 0, role: 'read_only', tier: t.tier, agent_type: 'sandbox', sandbox: true };
+    return this.#sandbox;
+  }
+
+  /** Is this name blocked for this tenant (global list, runtime option, tenant settings)? */
+  async isBlocked(name: string, companyId: number): Promise<boolean> {
+    if (this.#blocklist.has(name)) return true;
+    const t = await this.tenants.get(companyId);
+    return t?.settings.blocklist?.includes(name) ?? false;
+  }
+
+  /** Count one write against the tenant's daily cap of `cls`, inside `tx`. Throws daily_cap_exceeded. */
+  async countDailyCap(tx: StoreTx, companyId: number, cls: VerbClass, now: Date): Promise<void> {
+    const t = await this.tenants.get(companyId);
+    const cap = t?.settings.caps?.[cls] ?? DEFAULT_DAILY_CAPS[cls as keyof typeof DEFAULT_DAILY_CAPS];
+    if (cap === undefined) return;
+    const day = now.toISOString().slice(0, 10);
+    const row = await tx.get<{ count: number }>(
+      `INSERT INTO daily_counts (company_id, consent_class, day, count) VALUES (?, ?, ?, 1)
+       ON CONFLICT (company_id, consent_class, day) DO UPDATE SET count = daily_counts.count + 1 RETURNING count`,
+      [companyId, cls, day],
+    );
+    if (Number(row!.count) > cap) {
+      const reset = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1)).toISOString();
+      throw new VerbError('daily_cap_exceeded', `This tenant reached its daily cap of ${cap} ${cls} actions.`, {
+        hint: `The cap resets at ${reset} (midnight UTC). An owner can raise it in the tenant settings.`,
+        details: { cap, consent_class: cls, resets_at: reset },
+      });
+    }
+  }
+
+  /** Run the preview verb declared by a write verb, for pending answers. Undefined when none. */
+  async previewFor(verb: CompiledVerb, principal: Principal, args: Record<string, unknown>, caller: Caller): Promise<Record<string, unknown> | undefined> {
+    const name = verb.definition.preview;
+    if (name === undefined) return undefined;
+    const pv = this.registry.get(name);
+    if (pv === undefined || pv.isWrite) return undefined;
+    if (!pv.validate(args)) return undefined;
+    return (await this.store.read((q) =>
+      pv.definition.handler(
+        {
+          principal,
+          db: q,
+          now: this.clock(),
+          signal: caller.signal ?? new AbortController().signal,
+          runtime: this,
+          verb: pv,
+          emit() {},
+          outbox() {},
+          setRollback() {},
+          setEntity() {},
+          progress() {},
+        },
+        args,
+      ),
+    )) as Record<string, unknown>;
+  }
+
+  /** When validateOutputs is on, refuse an output that does not match the verb's output schema. */
+  checkOutput(verb: CompiledVerb, result: unknown): void {
+    if (!this.options.validateOutputs) return;
+    let v = this.#outputValidators.get(verb.name);
+    if (v === undefined) {
+      if (this.#outputAjv === undefined) {
+        this.#outputAjv = new Ajv2020({ strict: false, allErrors: true, allowUnionTypes: true });
+        addFormats(this.#outputAjv);
+      }
+      v = this.#outputAjv.compile(verb.outputSchema);
+      this.#outputValidators.set(verb.name, v);
+    }
+    if (!v(result)) {
+      throw new Error(`output of ${verb.name} does not match its output schema: ${JSON.stringify(v.errors?.slice(0, 3))}`);
+    }
+  }
+
+  /** Subscribe to every dispatch outcome (reputation, telemetry). Returns an unsubscribe. */
+  onDispatch(fn: (o: DispatchOutcome) => void): () => void {
+    this.#observers.add(fn);
+    return () => this.#observers.delete(fn);
+  }
+
+  /** Subscribe to every committed audit row. */
+  onAuditRow(fn: (row: AuditRow) => void): () => void {
+    this.#writeObservers.add(fn);
+    return () => this.#writeObservers.delete(fn);
+  }
+
+  observe(o: DispatchOutcome): void {
+    for (const fn of this.#observers) {
+      try {
+        fn(o);
+      } catch (err) {
+        this.logger.error({ err }, 'dispatch observer failed');
+      }
+    }
+  }
+
+  /** Called after each committed audit row: observers and checkpoint cadence. */
+  afterWrite(row: AuditRow): void {
+    for (const fn of this.#writeObservers) {
+      try {
+        fn(row);
+      } catch (err) {
+        this.logger.error({ err }, 'audit observer failed');
+      }
+    }
+    const n = (this.#sinceCheckpoint.get(row.company_id) ?? 0) + 1;
+    this.#sinceCheckpoint.set(row.company_id, n);
+    if (n >= this.options.checkpointEvery) {
+      this.#sinceCheckpoint.set(row.company_id, 0);
+      void this.checkpoint(row.company_id).catch((err: unknown) => this.logger.error({ err }, 'checkpoint failed'));
+    }
+  }
+
+  /**
+   * Write a signed checkpoint of a tenant's chain head: ES256 over
+   * 0x01 ‖ canonical({company_id, seq, head_hash, created_at}). No-op when the head did not move.
+   */
+  async checkpoint(companyId: number): Promise<{ seq: number; head_hash: string } | undefined> {
+    const key = await this.keys.signingKey(companyId);
+    return this.store.write(async (tx) => {
+      const head = await tx.lockTenantHead(companyId);
+      if (head.audit_seq === 0) return undefined;
+      const last = await tx.get<{ seq: number }>('SELECT MAX(seq) AS seq FROM audit_checkpoints WHERE company_id = ?', [companyId]);
+      if (last?.seq !== null && last?.seq !== undefined && Number(last.seq) >= head.audit_seq) return undefined;
+      const created_at = this.clock().toISOString();
+      const material = checkpointMaterial({ company_id: companyId, seq: head.audit_seq, head_hash: head.audit_hash, created_at });
+      const signature = nodeSign('sha256', material, { key: key.keyObject, dsaEncoding: 'ieee-p1363' }).toString('base64url');
+      await tx.run('INSERT INTO audit_checkpoints (company_id, seq, head_hash, created_at, kid, signature) VALUES (?, ?, ?, ?, ?, ?)', [
+        companyId,
+        head.audit_seq,
+        head.audit_hash,
+        created_at,
+        key.kid,
+        signature,
+      ]);
+      return { seq: head.audit_seq, head_hash: head.audit_hash };
+    });
+  }
+
+  /** Checkpoint every tenant whose head moved. */
+  async checkpointAll(): Promise<void> {
+    const ids = await this.store.read((q) => q.all<{ company_id: number }>('SELECT company_id FROM tenant_heads'));
+    for (const { company_id } of ids) await this.checkpoint(Number(company_id));
+  }
+
+  /** Deliver pending outbox rows through the registered handlers (after commit; retried with backoff). */
+  kickOutbox(): void {
+    if (this.#outboxRunning) {
+      this.#outboxAgain = true;
+      return;
+    }
+    this.#outboxRunning = true;
+    void this.deliverOutbox()
+      .catch((err: unknown) => this.logger.error({ err }, 'outbox delivery failed'))
+      .finally(() => {
+        this.#outboxRunning = false;
+        if (this.#outboxAgain) {
+          this.#outboxAgain = false;
+          this.kickOutbox();
+        }
+      });
+  }
+
+  /** One delivery pass. Returns the number of rows delivered. */
+  async deliverOutbox(limit = 100): Promise<number> {
+    const nowIso = this.clock().toISOString();
+    const rows = await this.store.read((q) =>
+      q.all<Record<string, unknown>>(`SELECT outbox_id, company_id, kind, payload, audit_id, attempts FROM outbox WHERE status = 'pending' AND deliver_after <= ? ORDER BY outbox_id LIMIT ?`, [nowIso, limit]),
+    );
+    let delivered = 0;
+    for (const r of rows) {
+      const handler = this.outboxHandlers.get(r.kind as string);
+      if (handler === undefined) continue;
+      const id = Number(r.outbox_id);
+      try {
+        const payload = typeof r.payload === 'string' ? (JSON.parse(r.payload) as Record<string, unknown>) : (r.payload as Record<string, unknown>);
+        await handler(payload, { company_id: Number(r.company_id), audit_id: r.audit_id === null ? null : Number(r.audit_id), outbox_id: id });
+        await this.store.write((tx) => tx.run(`UPDATE outbox SET status = 'delivered', delivered_at = ?, attempts = attempts + 1 WHERE outbox_id = ?`, [this.clock().toISOString(), id]));
+        delivered++;
+      } catch (err) {
+        const attempts = Number(r.attempts) + 1;
+        const next = new Date(this.clock().getTime() + Math.min(3600_000, 1000 * 2 ** attempts)).toISOString();
+        await this.store.write((tx) =>
+          tx.run(`UPDATE outbox SET attempts = ?, last_error = ?, status = ?, deliver_after = ? WHERE outbox_id = ?`, [attempts, String((err as Error).message).slice(0, 500), attempts >= 8 ? 'failed' : 'pending', next, id]),
+        );
+      }
+    }
+    return delivered;
+  }
+
+  /** Create a tenant with its chain head and an active signing key. */
+  async createTenant(t: { company_id?: number; name: string; tier: Tier; settings?: TenantSettings }): Promise<{ company_id: number; name: string; tier: Tier }> {
+    const now = this.clock();
+    const out = await this.store.write(async (tx) => {
+      const company_id = t.company_id ?? Number((await tx.get<{ next: number }>('SELECT COALESCE(MAX(company_id), 0) + 1 AS next FROM tenants'))!.next);
+      const tenant = await insertTenant(tx, { company_id, name: t.name, tier: t.tier, settings: t.settings }, now);
+      await tx.lockTenantHead(company_id);
+      await this.keys.create(tx, company_id, 'active', now);
+      return tenant;
+    });
+    this.tenants.invalidate();
+    return { company_id: out.company_id, name: out.name, tier: out.tier };
+  }
+
+  /** Create an API key for a user of a tenant; the plaintext key is returned once. */
+  async createApiKey(k: { company_id: number; user_id: number; role: Role; agent_type?: string; name?: string }): Promise<string> {
+    const { apiKey } = await this.store.write((tx) => insertApiKey(tx, k, this.clock()));
+    return apiKey;
+  }
+
+  /** Flush buffered rows, stop timers, close the store. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#checkpointTimer !== undefined) clearInterval(this.#checkpointTimer);
+    await this.auditBuffer.flush();
+    await this.store.close();
+  }
+}
+
+/** The bytes a checkpoint signature covers. */
+export function checkpointMaterial(c: { company_id: number; seq: number; head_hash: string; created_at: string }): Buffer {
+  return Buffer.concat([Buffer.from([0x01]), Buffer.from(canonicalize({ company_id: c.company_id, seq: c.seq, head_hash: c.head_hash, created_at: c.created_at }) ?? '', 'utf8')]);
+}
+
+/** Create a runtime on a store: runs the runtime migrations unless told not to. */
+export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
+  if (!options.skipMigrations) await options.store.migrate('runtime', runtimeMigrations);
+  return new Runtime(options);
+}

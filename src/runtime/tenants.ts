@@ -1,0 +1,219 @@
+/**
+ * Tenants, API keys and authentication. The principal (company_id, user_id, role, tier,
+ * agent_type) comes from authentication only, never from arguments.
+ *
+ * API keys look like `sk_solid_<key_id>_<secret>`; only SHA-256(secret) is stored (the secret is
+ * 32 random bytes, so a fast hash is the right tool), compared in constant time. The key is shown
+ * once at creation.
+ *
+ * Spec: spec/consent.md §principal, spec/transports.md §auth.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Queryable, Store } from '../store/store.ts';
+import { parseJson } from '../store/store.ts';
+import type { Principal, Role, Tier, VerbClass } from '../spec/types.ts';
+import { ROLES, TIERS } from '../spec/types.ts';
+import { VerbError } from './errors.ts';
+
+export const API_KEY_PREFIX = 'sk_solid_';
+
+export interface TenantSettings {
+  /** Daily caps per consent class (defaults 100 / 25 / 10). */
+  caps?: Partial<Record<VerbClass, number>>;
+  /** Extra blocked verb names for this tenant. */
+  blocklist?: string[];
+  /** Anything else a pack stores. */
+  [k: string]: unknown;
+}
+
+export interface Tenant {
+  company_id: number;
+  name: string;
+  tier: Tier;
+  settings: TenantSettings;
+  created_at: string;
+}
+
+export interface ApiKeyInfo {
+  key_id: string;
+  company_id: number;
+  user_id: number;
+  role: Role;
+  agent_type: string;
+  name: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+/** Insert a tenant row (inside a write). */
+export async function insertTenant(q: Queryable, t: { company_id: number; name: string; tier: Tier; settings?: TenantSettings }, now: Date): Promise<Tenant> {
+  if (!(TIERS as readonly string[]).includes(t.tier)) throw new VerbError('invalid_request', `tier must be one of ${TIERS.join(', ')}`);
+  const created_at = now.toISOString();
+  await q.run('INSERT INTO tenants (company_id, name, tier, settings, created_at) VALUES (?, ?, ?, ?, ?)', [t.company_id, t.name, t.tier, JSON.stringify(t.settings ?? {}), created_at]);
+  return { company_id: t.company_id, name: t.name, tier: t.tier, settings: t.settings ?? {}, created_at };
+}
+
+/** Create an API key; returns the plaintext key (shown once) and its info. */
+export async function insertApiKey(
+  q: Queryable,
+  k: { company_id: number; user_id: number; role: Role; agent_type?: string; name?: string },
+  now: Date,
+): Promise<{ apiKey: string; info: ApiKeyInfo }> {
+  if (!(ROLES as readonly string[]).includes(k.role)) throw new VerbError('invalid_request', `role must be one of ${ROLES.join(', ')}`);
+  const key_id = randomBytes(6).toString('hex');
+  const secret = randomBytes(24).toString('base64url');
+  const info: ApiKeyInfo = {
+    key_id,
+    company_id: k.company_id,
+    user_id: k.user_id,
+    role: k.role,
+    agent_type: k.agent_type ?? 'api',
+    name: k.name ?? '',
+    created_at: now.toISOString(),
+    revoked_at: null,
+  };
+  await q.run('INSERT INTO api_keys (key_id, company_id, user_id, role, agent_type, name, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', [
+    key_id,
+    info.company_id,
+    info.user_id,
+    info.role,
+    info.agent_type,
+    info.name,
+    hashSecret(secret),
+    info.created_at,
+  ]);
+  return { apiKey: `${API_KEY_PREFIX}${key_id}_${secret}`, info };
+}
+
+/** Split `sk_solid_<key_id>_<secret>`; undefined when malformed. */
+export function parseApiKey(apiKey: unknown): { keyId: string; secret: string } | undefined {
+  if (typeof apiKey !== 'string' || !apiKey.startsWith(API_KEY_PREFIX) || apiKey.length > 200) return undefined;
+  const rest = apiKey.slice(API_KEY_PREFIX.length);
+  const cut = rest.indexOf('_');
+  if (cut !== 12) return undefined;
+  const keyId = rest.slice(0, cut);
+  const secret = rest.slice(cut + 1);
+  if (!/^[0-9a-f]{12}$/.test(keyId) || secret.length < 16) return undefined;
+  return { keyId, secret };
+}
+
+interface CachedKey {
+  hash: Buffer;
+  principal: Principal;
+  revoked: boolean;
+  loadedAt: number;
+}
+
+interface CachedTenant {
+  tenant: Tenant;
+  loadedAt: number;
+}
+
+/**
+ * Authentication and tenant lookups with a short cache (revocation and tier changes take effect
+ * within `cacheTtlMs`, default 5 s, on every node).
+ */
+export class Tenants {
+  readonly #store: Store;
+  readonly #keys = new Map<string, CachedKey>();
+  readonly #tenants = new Map<number, CachedTenant>();
+  cacheTtlMs = 5000;
+
+  constructor(store: Store) {
+    this.#store = store;
+  }
+
+  /** A tenant by id (cached). Undefined when absent. */
+  async get(companyId: number): Promise<Tenant | undefined> {
+    const c = this.#tenants.get(companyId);
+    if (c !== undefined && Date.now() - c.loadedAt < this.cacheTtlMs) return c.tenant;
+    const row = await this.#store.read((q) => q.get<Record<string, unknown>>('SELECT * FROM tenants WHERE company_id = ?', [companyId]));
+    if (row === undefined) {
+      this.#tenants.delete(companyId);
+      return undefined;
+    }
+    const tenant: Tenant = {
+      company_id: Number(row.company_id),
+      name: row.name as string,
+      tier: row.tier as Tier,
+      settings: parseJson<TenantSettings>(row.settings) ?? {},
+      created_at: row.created_at as string,
+    };
+    this.#tenants.set(companyId, { tenant, loadedAt: Date.now() });
+    return tenant;
+  }
+
+  /** Forget cached facts (after an update in this process). */
+  invalidate(): void {
+    this.#keys.clear();
+    this.#tenants.clear();
+  }
+
+  /**
+   * Resolve an API key to its principal. Throws VerbError auth_invalid for a malformed, unknown,
+   * wrong or revoked key (the message never says which, to avoid an oracle).
+   */
+  async authenticate(apiKey: unknown, agentType?: string): Promise<Principal> {
+    const parsed = parseApiKey(apiKey);
+    const invalid = () =>
+      new VerbError('auth_invalid', 'The API key is not valid.', {
+        hint: 'Use a key printed by `solid init` / `solid keys api create` (format sk_solid_…); keys are shown once.',
+      });
+    if (parsed === undefined) throw invalid();
+    let c = this.#keys.get(parsed.keyId);
+    if (c === undefined || Date.now() - c.loadedAt >= this.cacheTtlMs) {
+      const row = await this.#store.read((q) =>
+        q.get<Record<string, unknown>>(
+          'SELECT k.key_id, k.company_id, k.user_id, k.role, k.agent_type, k.secret_hash, k.revoked_at, t.tier FROM api_keys k JOIN tenants t ON t.company_id = k.company_id WHERE k.key_id = ?',
+          [parsed.keyId],
+        ),
+      );
+      if (row === undefined) {
+        this.#keys.delete(parsed.keyId);
+        throw invalid();
+      }
+      c = {
+        hash: Buffer.from(row.secret_hash as string, 'hex'),
+        revoked: row.revoked_at !== null && row.revoked_at !== undefined,
+        principal: {
+          company_id: Number(row.company_id),
+          user_id: Number(row.user_id),
+          role: row.role as Role,
+          tier: row.tier as Tier,
+          agent_type: row.agent_type as string,
+          key_id: row.key_id as string,
+        },
+        loadedAt: Date.now(),
+      };
+      this.#keys.set(parsed.keyId, c);
+    }
+    const given = Buffer.from(hashSecret(parsed.secret), 'hex');
+    if (c.revoked || given.length !== c.hash.length || !timingSafeEqual(given, c.hash)) throw invalid();
+    return agentType === undefined ? c.principal : { ...c.principal, agent_type: agentType };
+  }
+
+  /** The key id part of a presented key, when well-formed (to attribute failed logins). */
+  keyIdOf(apiKey: unknown): string | undefined {
+    return parseApiKey(apiKey)?.keyId;
+  }
+
+  /** List a tenant's keys (never secrets). */
+  async listKeys(q: Queryable, companyId: number): Promise<ApiKeyInfo[]> {
+    const rows = await q.all<Record<string, unknown>>(
+      'SELECT key_id, company_id, user_id, role, agent_type, name, created_at, revoked_at FROM api_keys WHERE company_id = ? ORDER BY created_at, key_id',
+      [companyId],
+    );
+    return rows.map((r) => ({ ...r, company_id: Number(r.company_id), user_id: Number(r.user_id) }) as ApiKeyInfo);
+  }
+
+  /** Revoke a key of a tenant. Returns false when no such key. */
+  async revokeKey(q: Queryable, companyId: number, keyId: string, now: Date): Promise<boolean> {
+    const r = await q.run('UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND company_id = ? AND revoked_at IS NULL', [now.toISOString(), keyId, companyId]);
+    this.#keys.delete(keyId);
+    return r.changes > 0;
+  }
+}

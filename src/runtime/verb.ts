@@ -1,0 +1,177 @@
+/**
+ * Authoring API for verbs: `defineVerb({...})` returns a definition the registry compiles.
+ *
+ * The public part of a definition becomes the VerbRecord (name, description, shape,
+ * side_effects, input_schema, output_schema, surfaces, requires_consent, tier_floor); the
+ * runtime-only part stays beside it (consent class, role floor, category, phrase builder, handler,
+ * revert handler, secret fields). Spec: spec/manifest.md, spec/consent.md, spec/receipts.md.
+ */
+import type { ZodType } from 'zod';
+import type { JsonSchema, Principal, Role, Shape, SideEffect, Surface, Tier, VerbClass, WebmcpSurface } from '../spec/types.ts';
+import type { Queryable } from '../store/store.ts';
+import type { Runtime } from './runtime.ts';
+
+/** A domain event a handler emits; stored with the write, in the same transaction. */
+export interface EmittedEvent {
+  type: string;
+  entity_type: string;
+  entity_id: number | string;
+  payload?: Record<string, unknown>;
+}
+
+/** What a verb handler receives. */
+export interface VerbContext {
+  /** Who calls (from authentication only). */
+  readonly principal: Principal;
+  /** The store: the write transaction for writes, a committed-data view for reads. */
+  readonly db: Queryable;
+  /** The dispatch clock (inject it in tests). */
+  readonly now: Date;
+  /** Aborted when the caller cancels. */
+  readonly signal: AbortSignal;
+  /** The runtime (system verbs use it for the registry, ledger, etc.). */
+  readonly runtime: Runtime;
+  /** The verb being run. */
+  readonly verb: CompiledVerb;
+  /** The idempotency key of this write (writes only). */
+  readonly idempotencyKey?: string;
+  /** Emit a domain event, committed with this write (reads may not emit). */
+  emit(event: EmittedEvent): void;
+  /** Queue a side effect that cannot live in a database transaction (email, webhook); delivered after commit. */
+  outbox(kind: string, payload: Record<string, unknown>): void;
+  /**
+   * Declare how to undo this write: `handle` is the human-readable body of the rollback_handle
+   * (e.g. `infra:resize:1:s-2vcpu-4gb`; the runtime authenticates it), `data` is what the revert
+   * handler needs (stored privately, not in the receipt).
+   */
+  setRollback(handle: string, data: Record<string, unknown>): void;
+  /** Set the entity this action acted on (for the audit and explain). */
+  setEntity(entityType: string, entityId: number | string): void;
+  /** Report progress of a long verb (MCP progress notifications). */
+  progress(done: number, total?: number, message?: string): void;
+}
+
+/** What a revert handler receives about the action it undoes. */
+export interface OriginalAction {
+  audit_id: number;
+  verb: string;
+  args: Record<string, unknown>;
+  /** The data given to `setRollback`. */
+  rollback: Record<string, unknown>;
+  rollback_handle: string | null;
+  entity_type: string | null;
+  entity_id: string | null;
+  created_at: string;
+}
+
+export interface RevertDefinition {
+  /** Undo the action inside the revert's own store transaction. Return a sentence describing the undo. */
+  handler: (ctx: VerbContext, original: OriginalAction) => Promise<{ revert_action: string; [k: string]: unknown }>;
+  /** Typed phrase for reverting (typed-phrase classes). Default: `REVERT <verb> #<audit_id>`. */
+  phrase?: (original: OriginalAction) => string;
+}
+
+/** Consent decision delegated to the target (audit.revert, transaction.append, macros.run). */
+export interface DelegatedConsent {
+  /** The class whose gate applies; null = no gate at this level (each step is gated itself). */
+  consentClass: VerbClass | null;
+  roleFloor: Role;
+  tierFloor?: Tier;
+  phrase?: string;
+  summary: string;
+  /** The verb whose daily cap this counts against, when any. */
+  capClass?: VerbClass;
+}
+
+export interface VerbDefinition<A = any, R = any> {
+  /** `{domain}.{verb}` or snake_case; ^[a-zA-Z][a-zA-Z0-9_.]*$ */
+  name: string;
+  /** For an LLM: what the verb does, when to use it, what it returns. */
+  description: string;
+  /** Short human title (MCP `title`). */
+  title?: string;
+  shape: Shape;
+  /** Category for the audit log and catalogue (crm, payments, system…). */
+  category: string;
+  /** JSON Schema (2020-12, OpenAI-compatible subset) or a zod 4 object schema. */
+  input: JsonSchema | ZodType;
+  /** Output schema; defaults to the shape's schema. */
+  output?: JsonSchema;
+  /** Consent class. Default READ. Write shapes must declare one (or delegate). */
+  consent?: VerbClass;
+  /** Consent decided per call from the target action (system verbs only). */
+  delegateConsent?: (ctx: VerbContext, args: A) => Promise<DelegatedConsent>;
+  /** Default from the class: READ → read, others → write (mixed when a revert handler exists). */
+  side_effects?: SideEffect;
+  /** Default all five. */
+  surfaces?: Surface[];
+  /** WebMCP page surfaces (default ['dashboard']). */
+  webmcp_surfaces?: WebmcpSurface[];
+  tier_floor?: Tier;
+  /** Default from the class: READ read_only, WRITE_REVERSIBLE employee, WRITE_FINANCIAL admin, IRREVERSIBLE owner. */
+  role_floor?: Role;
+  /** Typed phrase from the args; required for WRITE_FINANCIAL and IRREVERSIBLE. */
+  phrase?: (args: A) => string;
+  /** Plain-language description of what will happen (pending answers, approvals, dialogs). */
+  summary?: (args: A) => string;
+  /** Name of the preview verb for this write (its output is attached to pending answers). */
+  preview?: string;
+  /** Arg fields redacted in the audit log (dotted paths). */
+  secret_fields?: string[];
+  /** The handler. Reads get a committed-data view; writes run inside the one store transaction. */
+  handler: (ctx: VerbContext, args: A) => Promise<R>;
+  /** Revert handler; absent = not revertible (audit.revert answers no_revert_handler). */
+  revert?: RevertDefinition;
+  /** Calling twice with the same args has no further effect (MCP idempotentHint). */
+  idempotent?: boolean;
+  /** Touches systems outside this runtime (email, payments network) (MCP openWorldHint). */
+  open_world?: boolean;
+  /** Output may contain third-party text (WebMCP untrustedContentHint). */
+  untrusted_content?: boolean;
+  /** CLI shortcut: command words and positional argument names. */
+  cli?: { command: string[]; positional?: string[] };
+  /** Read verbs only: may run inside a transaction commit? (never for writes) */
+  internal?: boolean;
+}
+
+/** A verb after registration: the public record plus compiled runtime facts. */
+export interface CompiledVerb {
+  readonly definition: VerbDefinition;
+  readonly name: string;
+  readonly shape: Shape;
+  readonly category: string;
+  readonly consentClass: VerbClass;
+  readonly delegated: boolean;
+  readonly isWrite: boolean;
+  readonly roleFloor: Role;
+  readonly tierFloor: Tier;
+  readonly surfaces: readonly Surface[];
+  readonly webmcpSurfaces: readonly WebmcpSurface[];
+  readonly inputSchema: JsonSchema;
+  readonly outputSchema: JsonSchema;
+  /** The spec-valid manifest entry. */
+  readonly record: import('../spec/types.ts').VerbRecord;
+  /** Tool name accepted by OpenAI/Claude/Gemini (dots projected). */
+  readonly toolName: string;
+  readonly validate: (args: unknown) => boolean;
+  readonly validateErrors: () => import('ajv').ErrorObject[] | null | undefined;
+  readonly secretPaths: readonly string[][];
+  readonly revertible: boolean;
+}
+
+/** Identity helper that types a verb definition. */
+export function defineVerb<A = any, R = any>(definition: VerbDefinition<A, R>): VerbDefinition<A, R> {
+  return definition;
+}
+
+/** Default role floor of each consent class. spec/consent.md §role-floors */
+export const ROLE_FLOOR_OF_CLASS: Readonly<Record<VerbClass, Role>> = {
+  READ: 'read_only',
+  WRITE_REVERSIBLE: 'employee',
+  WRITE_FINANCIAL: 'admin',
+  IRREVERSIBLE: 'owner',
+  BLOCKED: 'owner',
+};
+
+export const ROLE_RANK: Readonly<Record<Role, number>> = { read_only: 0, employee: 1, admin: 2, owner: 3 };
+export const TIER_RANK: Readonly<Record<Tier, number>> = { starter: 0, professional: 1, enterprise: 2 };

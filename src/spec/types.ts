@@ -1,0 +1,169 @@
+/**
+ * Wire types of the solid-verbs specification, named with the specification's words and kept in
+ * the spec's snake_case end to end. They match the JSON Schemas in schema/ (a test checks the
+ * enumerations against the schemas).
+ *
+ * Spec: spec/manifest.md (VerbRecord), spec/envelope.md, spec/shapes.md, spec/consent.md.
+ */
+
+/** The 13 verb shapes (the README's 12 plus telemetry). spec/shapes.md */
+export const VALID_SHAPES = [
+  'aggregate',
+  'explain',
+  'preview',
+  'suggest',
+  'transaction',
+  'receipt',
+  'revert',
+  'subscribe',
+  'discovery',
+  'trail',
+  'reputation',
+  'macro',
+  'telemetry',
+] as const;
+export type Shape = (typeof VALID_SHAPES)[number];
+
+/** spec/manifest.md §side_effects */
+export const VALID_SIDE_EFFECTS = ['read', 'write', 'mixed'] as const;
+export type SideEffect = (typeof VALID_SIDE_EFFECTS)[number];
+
+/** The five transports a verb can be projected onto. spec/transports.md */
+export const VALID_SURFACES = ['http', 'mcp_stdio', 'webmcp', 'ucp', 'cli'] as const;
+export type Surface = (typeof VALID_SURFACES)[number];
+
+/** Consent classes (risk classes). spec/consent.md §classes */
+export const VERB_CLASSES = ['READ', 'WRITE_REVERSIBLE', 'WRITE_FINANCIAL', 'IRREVERSIBLE', 'BLOCKED'] as const;
+export type VerbClass = (typeof VERB_CLASSES)[number];
+/** Alias using the spec's words. */
+export type ConsentClass = VerbClass;
+
+/** Subscription tiers, lowest first. spec/manifest.md §tier_floor */
+export const TIERS = ['starter', 'professional', 'enterprise'] as const;
+export type Tier = (typeof TIERS)[number];
+
+/** Principal roles, lowest first. spec/consent.md §roles */
+export const ROLES = ['read_only', 'employee', 'admin', 'owner'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** WebMCP page surfaces a verb may be exposed on. spec/transports.md §webmcp */
+export const WEBMCP_SURFACES = ['dashboard', 'portal', 'developer', 'tenant-site', 'public'] as const;
+export type WebmcpSurface = (typeof WEBMCP_SURFACES)[number];
+
+export type JsonSchema = Record<string, unknown>;
+
+/** A manifest entry. No other member is allowed (additionalProperties false). spec/manifest.md */
+export interface VerbRecord {
+  name: string;
+  description: string;
+  shape: Shape;
+  side_effects?: SideEffect;
+  input_schema: JsonSchema;
+  output_schema?: JsonSchema;
+  surfaces?: Surface[];
+  requires_consent?: boolean;
+  tier_floor?: string;
+}
+
+/** The error member of an envelope. spec/envelope.md §error */
+export interface EnvelopeError {
+  /** Machine-readable, snake_case; agents branch on it (spec/reasons.md). */
+  reason: string;
+  /** For the human or the model; never a stack or a secret. */
+  message: string;
+  /** The next actionable step. */
+  hint?: string;
+  /** JSON Pointer of the input that failed (invalid_input). */
+  path?: string;
+  /** Structured extra facts (e.g. closest verb names, reset time). */
+  details?: Record<string, unknown>;
+}
+
+/** What a dispatch_pending answer carries so a human can consent. spec/consent.md §pending */
+export interface ConsentRequest {
+  class: VerbClass;
+  gate: 'confirmation' | 'typed_phrase';
+  /** Single-use, signed, bound to verb + args + tenant + user + phrase + expiry. */
+  nonce: string;
+  expires_at: string;
+  /** What will happen, in plain words. */
+  summary: string;
+  /** The exact phrase the human must type (typed-phrase gates). */
+  typed_phrase?: string;
+  /** Id to approve out of band (`approvals.approve`). */
+  approval_id?: string;
+  /** The verb's preview output, when it has one. */
+  preview?: Record<string, unknown>;
+}
+
+/** The standard response envelope, on every transport. spec/envelope.md */
+export interface Envelope<R extends Record<string, unknown> = Record<string, unknown>> {
+  ok: boolean;
+  verb: string;
+  result?: R;
+  error?: EnvelopeError;
+  audit_id?: number;
+  idempotency_key?: string;
+  rollback_handle?: string;
+  /** True when this is the stored answer of an earlier call with the same idempotency key. */
+  replayed?: boolean;
+  /** Present on dispatch_pending. */
+  consent?: ConsentRequest;
+}
+
+/** Upstream-SDK name for the envelope type. */
+export type VerbEnvelope = Envelope;
+
+/** Result of a validator: same shape as the upstream SDK's. */
+export interface ValidationResult {
+  valid: boolean;
+  errors: string[];
+}
+
+/** Attestation carried by every receipt. spec/receipts.md §attestation */
+export interface ReceiptAttestation {
+  kid: string;
+  alg: 'ES256';
+  seq: number;
+  row_hash: string;
+  prev_hash: string;
+  /** Compact JWS with detached payload (`header..signature`) over the canonical receipt. */
+  jws: string;
+}
+
+/** The receipt shape's output. spec/receipts.md */
+export interface Receipt extends Record<string, unknown> {
+  status: string;
+  audit_id: number;
+  rollback_handle?: string;
+  idempotency_key?: string;
+  timestamp?: string;
+  replayed?: boolean;
+  attestation?: ReceiptAttestation;
+}
+
+/** A principal: who is calling, from authentication only (never from args). spec/consent.md */
+export interface Principal {
+  company_id: number;
+  user_id: number;
+  role: Role;
+  tier: Tier;
+  /** Which agent or client acts: "claude-desktop", "cli", "ucp:<platform>"… */
+  agent_type: string;
+  /** True for the keyless sandbox principal (reads only). */
+  sandbox?: boolean;
+  /** API key id used, for the audit. */
+  key_id?: string;
+}
+
+/** A domain event (subscribe, explain, suggest). spec/shapes.md §subscribe */
+export interface DomainEvent {
+  seq: number;
+  type: string;
+  entity_type: string;
+  entity_id: number | string;
+  payload: Record<string, unknown>;
+  occurred_at: string;
+  audit_id?: number | null;
+  actor?: string | null;
+}

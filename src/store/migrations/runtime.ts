@@ -1,0 +1,441 @@
+/**
+ * The runtime's own tables (scope "runtime"), in both engines' forms. Business packs bring their
+ * own migrations under their own scope.
+ *
+ * audit_log is append-only: each engine refuses UPDATE and DELETE on it (SQLite triggers;
+ * PostgreSQL trigger plus a restricted role). Spec: spec/audit.md, spec/store.md.
+ */
+import type { Migration } from '../store.ts';
+
+const SQLITE_V1 = `
+CREATE TABLE runtime_meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+
+CREATE TABLE tenants (
+  company_id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  tier TEXT NOT NULL CHECK (tier IN ('starter','professional','enterprise')),
+  settings TEXT NOT NULL DEFAULT '{}',
+  created_at TEXT NOT NULL
+);
+
+CREATE TABLE api_keys (
+  key_id TEXT PRIMARY KEY,
+  company_id INTEGER NOT NULL REFERENCES tenants(company_id),
+  user_id INTEGER NOT NULL,
+  role TEXT NOT NULL CHECK (role IN ('read_only','employee','admin','owner')),
+  agent_type TEXT NOT NULL DEFAULT 'api',
+  name TEXT NOT NULL DEFAULT '',
+  secret_hash TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  revoked_at TEXT,
+  last_used_at TEXT
+);
+CREATE INDEX api_keys_company ON api_keys(company_id);
+
+CREATE TABLE tenant_heads (
+  company_id INTEGER PRIMARY KEY,
+  audit_seq INTEGER NOT NULL,
+  audit_hash TEXT NOT NULL,
+  event_seq INTEGER NOT NULL
+);
+
+CREATE TABLE audit_log (
+  audit_id INTEGER PRIMARY KEY,
+  company_id INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  user_id INTEGER,
+  role TEXT,
+  agent_type TEXT,
+  key_id TEXT,
+  action_type TEXT NOT NULL,
+  category TEXT NOT NULL,
+  shape TEXT,
+  consent_class TEXT,
+  status TEXT NOT NULL,
+  reason TEXT,
+  request_data TEXT NOT NULL,
+  entity_type TEXT,
+  entity_id TEXT,
+  is_reversible INTEGER NOT NULL DEFAULT 0,
+  rollback_handle TEXT,
+  idempotency_key TEXT,
+  transaction_id TEXT,
+  parent_id INTEGER,
+  requires_approval INTEGER NOT NULL DEFAULT 0,
+  approved_by INTEGER,
+  approved_at TEXT,
+  latency_ms REAL,
+  prev_hash TEXT NOT NULL,
+  row_hash TEXT NOT NULL,
+  UNIQUE (company_id, seq)
+);
+CREATE INDEX audit_company_time ON audit_log(company_id, created_at, audit_id);
+CREATE INDEX audit_company_action ON audit_log(company_id, action_type, audit_id);
+CREATE INDEX audit_company_status ON audit_log(company_id, status, audit_id);
+CREATE INDEX audit_company_user ON audit_log(company_id, user_id, audit_id);
+CREATE INDEX audit_company_entity ON audit_log(company_id, entity_type, entity_id, audit_id);
+CREATE INDEX audit_parent ON audit_log(parent_id) WHERE parent_id IS NOT NULL;
+CREATE INDEX audit_company_tx ON audit_log(company_id, transaction_id) WHERE transaction_id IS NOT NULL;
+
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+
+CREATE TABLE audit_checkpoints (
+  company_id INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  head_hash TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  kid TEXT NOT NULL,
+  signature TEXT NOT NULL,
+  PRIMARY KEY (company_id, seq)
+);
+
+CREATE TABLE revert_data (
+  audit_id INTEGER PRIMARY KEY,
+  company_id INTEGER NOT NULL,
+  data TEXT NOT NULL
+);
+
+CREATE TABLE reversals (
+  audit_id INTEGER PRIMARY KEY,
+  company_id INTEGER NOT NULL,
+  revert_audit_id INTEGER NOT NULL,
+  reverted_by INTEGER,
+  reverted_at TEXT NOT NULL
+);
+
+CREATE TABLE idempotency (
+  company_id INTEGER NOT NULL,
+  principal TEXT NOT NULL,
+  key TEXT NOT NULL,
+  verb TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  audit_id INTEGER,
+  envelope TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  PRIMARY KEY (company_id, principal, key)
+);
+CREATE INDEX idempotency_expiry ON idempotency(expires_at);
+
+CREATE TABLE nonces (
+  jti TEXT PRIMARY KEY,
+  company_id INTEGER NOT NULL,
+  audit_id INTEGER,
+  consumed_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL
+);
+CREATE INDEX nonces_expiry ON nonces(expires_at);
+
+CREATE TABLE approvals (
+  approval_id TEXT PRIMARY KEY,
+  company_id INTEGER NOT NULL,
+  jti TEXT NOT NULL UNIQUE,
+  verb TEXT NOT NULL,
+  args TEXT NOT NULL,
+  consent_class TEXT NOT NULL,
+  typed_phrase TEXT,
+  summary TEXT NOT NULL,
+  requested_by INTEGER NOT NULL,
+  requested_role TEXT NOT NULL,
+  agent_type TEXT,
+  status TEXT NOT NULL CHECK (status IN ('pending','approved','rejected','consumed','expired')),
+  decided_by INTEGER,
+  decided_at TEXT,
+  decision_note TEXT,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL
+);
+CREATE INDEX approvals_company_status ON approvals(company_id, status, created_at);
+
+CREATE TABLE daily_counts (
+  company_id INTEGER NOT NULL,
+  consent_class TEXT NOT NULL,
+  day TEXT NOT NULL,
+  count INTEGER NOT NULL,
+  PRIMARY KEY (company_id, consent_class, day)
+);
+
+CREATE TABLE events (
+  company_id INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  entity_type TEXT NOT NULL,
+  entity_id TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  occurred_at TEXT NOT NULL,
+  audit_id INTEGER,
+  actor TEXT,
+  PRIMARY KEY (company_id, seq)
+);
+CREATE INDEX events_entity ON events(company_id, entity_type, entity_id, seq);
+CREATE INDEX events_type ON events(company_id, type, seq);
+CREATE INDEX events_time ON events(company_id, occurred_at);
+
+CREATE TABLE outbox (
+  outbox_id INTEGER PRIMARY KEY,
+  company_id INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  audit_id INTEGER,
+  status TEXT NOT NULL CHECK (status IN ('pending','delivered','failed')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT,
+  created_at TEXT NOT NULL,
+  deliver_after TEXT NOT NULL,
+  delivered_at TEXT
+);
+CREATE INDEX outbox_pending ON outbox(status, deliver_after);
+
+CREATE TABLE transactions (
+  transaction_id TEXT PRIMARY KEY,
+  company_id INTEGER NOT NULL,
+  user_id INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  steps TEXT NOT NULL DEFAULT '[]',
+  audit_id INTEGER,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE INDEX transactions_company ON transactions(company_id, status);
+
+CREATE TABLE tenant_keys (
+  kid TEXT PRIMARY KEY,
+  company_id INTEGER NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending','active','rotating','retired')),
+  public_jwk TEXT NOT NULL,
+  private_enc TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  activated_at TEXT,
+  rotated_at TEXT,
+  retired_at TEXT,
+  grace_until TEXT
+);
+CREATE INDEX tenant_keys_company ON tenant_keys(company_id, state);
+`;
+
+const POSTGRES_V1 = `
+CREATE TABLE runtime_meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+
+CREATE TABLE tenants (
+  company_id BIGINT PRIMARY KEY,
+  name TEXT NOT NULL,
+  tier TEXT NOT NULL CHECK (tier IN ('starter','professional','enterprise')),
+  settings JSONB NOT NULL DEFAULT '{}',
+  created_at TEXT NOT NULL
+);
+
+CREATE TABLE api_keys (
+  key_id TEXT PRIMARY KEY,
+  company_id BIGINT NOT NULL REFERENCES tenants(company_id),
+  user_id BIGINT NOT NULL,
+  role TEXT NOT NULL CHECK (role IN ('read_only','employee','admin','owner')),
+  agent_type TEXT NOT NULL DEFAULT 'api',
+  name TEXT NOT NULL DEFAULT '',
+  secret_hash TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  revoked_at TEXT,
+  last_used_at TEXT
+);
+CREATE INDEX api_keys_company ON api_keys(company_id);
+
+CREATE TABLE tenant_heads (
+  company_id BIGINT PRIMARY KEY,
+  audit_seq BIGINT NOT NULL,
+  audit_hash TEXT NOT NULL,
+  event_seq BIGINT NOT NULL
+);
+
+CREATE SEQUENCE audit_log_audit_id_seq;
+CREATE TABLE audit_log (
+  audit_id BIGINT PRIMARY KEY,
+  company_id BIGINT NOT NULL,
+  seq BIGINT NOT NULL,
+  created_at TEXT NOT NULL,
+  user_id BIGINT,
+  role TEXT,
+  agent_type TEXT,
+  key_id TEXT,
+  action_type TEXT NOT NULL,
+  category TEXT NOT NULL,
+  shape TEXT,
+  consent_class TEXT,
+  status TEXT NOT NULL,
+  reason TEXT,
+  request_data JSONB NOT NULL,
+  entity_type TEXT,
+  entity_id TEXT,
+  is_reversible INTEGER NOT NULL DEFAULT 0,
+  rollback_handle TEXT,
+  idempotency_key TEXT,
+  transaction_id TEXT,
+  parent_id BIGINT,
+  requires_approval INTEGER NOT NULL DEFAULT 0,
+  approved_by BIGINT,
+  approved_at TEXT,
+  latency_ms DOUBLE PRECISION,
+  prev_hash TEXT NOT NULL,
+  row_hash TEXT NOT NULL,
+  UNIQUE (company_id, seq)
+);
+CREATE INDEX audit_company_time ON audit_log(company_id, created_at, audit_id);
+CREATE INDEX audit_company_action ON audit_log(company_id, action_type, audit_id);
+CREATE INDEX audit_company_status ON audit_log(company_id, status, audit_id);
+CREATE INDEX audit_company_user ON audit_log(company_id, user_id, audit_id);
+CREATE INDEX audit_company_entity ON audit_log(company_id, entity_type, entity_id, audit_id);
+CREATE INDEX audit_parent ON audit_log(parent_id) WHERE parent_id IS NOT NULL;
+CREATE INDEX audit_company_tx ON audit_log(company_id, transaction_id) WHERE transaction_id IS NOT NULL;
+
+CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'audit_log is append-only' USING ERRCODE = 'P0001'; END $$;
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE OR DELETE ON audit_log
+FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();
+CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
+FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only();
+
+CREATE TABLE audit_checkpoints (
+  company_id BIGINT NOT NULL,
+  seq BIGINT NOT NULL,
+  head_hash TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  kid TEXT NOT NULL,
+  signature TEXT NOT NULL,
+  PRIMARY KEY (company_id, seq)
+);
+
+CREATE TABLE revert_data (
+  audit_id BIGINT PRIMARY KEY,
+  company_id BIGINT NOT NULL,
+  data JSONB NOT NULL
+);
+
+CREATE TABLE reversals (
+  audit_id BIGINT PRIMARY KEY,
+  company_id BIGINT NOT NULL,
+  revert_audit_id BIGINT NOT NULL,
+  reverted_by BIGINT,
+  reverted_at TEXT NOT NULL
+);
+
+CREATE TABLE idempotency (
+  company_id BIGINT NOT NULL,
+  principal TEXT NOT NULL,
+  key TEXT NOT NULL,
+  verb TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  audit_id BIGINT,
+  envelope JSONB NOT NULL,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  PRIMARY KEY (company_id, principal, key)
+);
+CREATE INDEX idempotency_expiry ON idempotency(expires_at);
+
+CREATE TABLE nonces (
+  jti TEXT PRIMARY KEY,
+  company_id BIGINT NOT NULL,
+  audit_id BIGINT,
+  consumed_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL
+);
+CREATE INDEX nonces_expiry ON nonces(expires_at);
+
+CREATE TABLE approvals (
+  approval_id TEXT PRIMARY KEY,
+  company_id BIGINT NOT NULL,
+  jti TEXT NOT NULL UNIQUE,
+  verb TEXT NOT NULL,
+  args JSONB NOT NULL,
+  consent_class TEXT NOT NULL,
+  typed_phrase TEXT,
+  summary TEXT NOT NULL,
+  requested_by BIGINT NOT NULL,
+  requested_role TEXT NOT NULL,
+  agent_type TEXT,
+  status TEXT NOT NULL CHECK (status IN ('pending','approved','rejected','consumed','expired')),
+  decided_by BIGINT,
+  decided_at TEXT,
+  decision_note TEXT,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL
+);
+CREATE INDEX approvals_company_status ON approvals(company_id, status, created_at);
+
+CREATE TABLE daily_counts (
+  company_id BIGINT NOT NULL,
+  consent_class TEXT NOT NULL,
+  day TEXT NOT NULL,
+  count BIGINT NOT NULL,
+  PRIMARY KEY (company_id, consent_class, day)
+);
+
+CREATE TABLE events (
+  company_id BIGINT NOT NULL,
+  seq BIGINT NOT NULL,
+  type TEXT NOT NULL,
+  entity_type TEXT NOT NULL,
+  entity_id TEXT NOT NULL,
+  payload JSONB NOT NULL,
+  occurred_at TEXT NOT NULL,
+  audit_id BIGINT,
+  actor TEXT,
+  PRIMARY KEY (company_id, seq)
+);
+CREATE INDEX events_entity ON events(company_id, entity_type, entity_id, seq);
+CREATE INDEX events_type ON events(company_id, type, seq);
+CREATE INDEX events_time ON events(company_id, occurred_at);
+
+CREATE TABLE outbox (
+  outbox_id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+  company_id BIGINT NOT NULL,
+  kind TEXT NOT NULL,
+  payload JSONB NOT NULL,
+  audit_id BIGINT,
+  status TEXT NOT NULL CHECK (status IN ('pending','delivered','failed')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT,
+  created_at TEXT NOT NULL,
+  deliver_after TEXT NOT NULL,
+  delivered_at TEXT
+);
+CREATE INDEX outbox_pending ON outbox(status, deliver_after);
+
+CREATE TABLE transactions (
+  transaction_id TEXT PRIMARY KEY,
+  company_id BIGINT NOT NULL,
+  user_id BIGINT NOT NULL,
+  status TEXT NOT NULL,
+  steps JSONB NOT NULL DEFAULT '[]',
+  audit_id BIGINT,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE INDEX transactions_company ON transactions(company_id, status);
+
+CREATE TABLE tenant_keys (
+  kid TEXT PRIMARY KEY,
+  company_id BIGINT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending','active','rotating','retired')),
+  public_jwk JSONB NOT NULL,
+  private_enc TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  activated_at TEXT,
+  rotated_at TEXT,
+  retired_at TEXT,
+  grace_until TEXT
+);
+CREATE INDEX tenant_keys_company ON tenant_keys(company_id, state);
+`;
+
+export const runtimeMigrations: readonly Migration[] = [{ version: 1, name: 'runtime tables', sqlite: SQLITE_V1, postgres: POSTGRES_V1 }];

@@ -1,0 +1,481 @@
+/**
+ * SqliteStore: the embedded engine (better-sqlite3 12, WAL).
+ *
+ * - One writer connection driven by `BEGIN IMMEDIATE` / `COMMIT` behind an async mutex, so an
+ *   async transaction body never interleaves with another write in this process; other processes
+ *   on the same file wait on SQLite's own lock (busy_timeout).
+ * - One reader connection (file databases) that only ever sees committed data, so a read verb
+ *   running while a write is in flight never sees a write that may still roll back.
+ * - Prepared statements are cached by their SQL text: dispatch never compiles a statement twice.
+ * - Durability `normal` is WAL + synchronous=NORMAL (a power cut may lose the last commits, never
+ *   corrupt); `full` is synchronous=FULL with group commit: concurrent writers share one COMMIT
+ *   (each in its own SAVEPOINT) and none is answered before that COMMIT is durable.
+ *
+ * Spec: spec/store.md.
+ */
+import Database from 'better-sqlite3';
+import type { Statement, Database as Db } from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { EventEmitter } from 'node:events';
+import {
+  StoreError,
+  type Durability,
+  type Migration,
+  type Queryable,
+  type Row,
+  type RunResult,
+  type Store,
+  type StoreRead,
+  type StoreTx,
+  type TenantHead,
+  type WriteOptions,
+} from '../store.ts';
+
+export interface SqliteStoreOptions {
+  /** File path, or ':memory:' (tests). */
+  path: string;
+  /** 'normal' (default) or 'full' (fsync on every commit, group commit). */
+  durability?: Durability;
+  /** Milliseconds to wait for another process's write lock. Default 5000. */
+  busyTimeoutMs?: number;
+  /** Group commit window in durable mode: max writers sharing one COMMIT. Default 64. */
+  groupCommitMax?: number;
+}
+
+const GENESIS_HASH = '0'.repeat(64);
+
+/** Map a better-sqlite3 error to a StoreError by its `code` (never by message text). */
+export function toStoreError(err: unknown): unknown {
+  if (err instanceof StoreError) return err;
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code !== 'string' || !code.startsWith('SQLITE')) return err;
+  const message = (err as Error).message;
+  if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+    return new StoreError('unique_violation', message, { cause: err });
+  }
+  if (code === 'SQLITE_CONSTRAINT_TRIGGER') return new StoreError('append_only', message, { cause: err });
+  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
+    return new StoreError('busy', message, { cause: err });
+  }
+  if (code.startsWith('SQLITE_READONLY')) return new StoreError('read_only', message, { cause: err });
+  if (code === 'SQLITE_FULL') return new StoreError('disk_full', message, { cause: err });
+  if (code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_IOERR') || code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT')) {
+    return new StoreError('unavailable', message, { cause: err });
+  }
+  return new StoreError('unknown', message, { cause: err });
+}
+
+/** Statement cache + the Queryable methods over one connection. */
+class Connection implements Queryable {
+  readonly #db: Db;
+  readonly #cache = new Map<string, Statement>();
+  constructor(db: Db) {
+    this.#db = db;
+  }
+  get db(): Db {
+    return this.#db;
+  }
+  prepare(sql: string): Statement {
+    let stmt = this.#cache.get(sql);
+    if (stmt === undefined) {
+      try {
+        stmt = this.#db.prepare(sql);
+      } catch (err) {
+        throw toStoreError(err);
+      }
+      this.#cache.set(sql, stmt);
+    }
+    return stmt;
+  }
+  getSync<T>(sql: string, params: readonly unknown[] = []): T | undefined {
+    try {
+      return this.prepare(sql).get(...(params.map(bind) as unknown[])) as T | undefined;
+    } catch (err) {
+      throw toStoreError(err);
+    }
+  }
+  allSync<T>(sql: string, params: readonly unknown[] = []): T[] {
+    try {
+      return this.prepare(sql).all(...(params.map(bind) as unknown[])) as T[];
+    } catch (err) {
+      throw toStoreError(err);
+    }
+  }
+  runSync(sql: string, params: readonly unknown[] = []): RunResult {
+    try {
+      const stmt = this.prepare(sql);
+      if (stmt.reader) {
+        // A statement with RETURNING: run it for effect, report the rows as changes.
+        const rows = stmt.all(...(params.map(bind) as unknown[]));
+        return { changes: rows.length };
+      }
+      const r = stmt.run(...(params.map(bind) as unknown[]));
+      return { changes: r.changes, lastInsertId: Number(r.lastInsertRowid) };
+    } catch (err) {
+      throw toStoreError(err);
+    }
+  }
+  get<T = Row>(sql: string, params?: readonly unknown[]): Promise<T | undefined> {
+    try {
+      return Promise.resolve(this.getSync<T>(sql, params));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+  all<T = Row>(sql: string, params?: readonly unknown[]): Promise<T[]> {
+    try {
+      return Promise.resolve(this.allSync<T>(sql, params));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+  run(sql: string, params?: readonly unknown[]): Promise<RunResult> {
+    try {
+      return Promise.resolve(this.runSync(sql, params));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+  exec(sql: string): void {
+    try {
+      this.#db.exec(sql);
+    } catch (err) {
+      throw toStoreError(err);
+    }
+  }
+}
+
+/** SQLite binds booleans as 0/1 and undefined as NULL. */
+function bind(v: unknown): unknown {
+  if (v === undefined) return null;
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  return v;
+}
+
+/** The transaction handle given to `write` bodies. */
+class SqliteTx implements StoreTx {
+  readonly callbacks: Array<() => void> = [];
+  #done = false;
+  constructor(readonly conn: Connection) {}
+  #check(): void {
+    if (this.#done) throw new StoreError('unknown', 'store transaction used after it ended');
+  }
+  end(): void {
+    this.#done = true;
+  }
+  get<T = Row>(sql: string, params?: readonly unknown[]): Promise<T | undefined> {
+    this.#check();
+    return this.conn.get<T>(sql, params);
+  }
+  all<T = Row>(sql: string, params?: readonly unknown[]): Promise<T[]> {
+    this.#check();
+    return this.conn.all<T>(sql, params);
+  }
+  run(sql: string, params?: readonly unknown[]): Promise<RunResult> {
+    this.#check();
+    return this.conn.run(sql, params);
+  }
+  async lockTenantHead(companyId: number): Promise<TenantHead> {
+    this.#check();
+    // The write lock (BEGIN IMMEDIATE) already serializes every writer on this file.
+    let head = this.conn.getSync<TenantHead>(
+      'SELECT company_id, audit_seq, audit_hash, event_seq FROM tenant_heads WHERE company_id = ?',
+      [companyId],
+    );
+    if (head === undefined) {
+      this.conn.runSync(
+        'INSERT INTO tenant_heads (company_id, audit_seq, audit_hash, event_seq) VALUES (?, 0, ?, 0)',
+        [companyId, GENESIS_HASH],
+      );
+      head = { company_id: companyId, audit_seq: 0, audit_hash: GENESIS_HASH, event_seq: 0 };
+    }
+    return head;
+  }
+  #lastAuditId = 0;
+  async nextAuditId(): Promise<number> {
+    this.#check();
+    const row = this.conn.getSync<{ next: number }>('SELECT COALESCE(MAX(audit_id), 0) + 1 AS next FROM audit_log');
+    this.#lastAuditId = Math.max(row!.next, this.#lastAuditId + 1);
+    return this.#lastAuditId;
+  }
+  afterCommit(fn: () => void): void {
+    this.callbacks.push(fn);
+  }
+}
+
+/** A tiny FIFO async mutex. */
+class Mutex {
+  #tail: Promise<void> = Promise.resolve();
+  #locked = 0;
+  get pending(): number {
+    return this.#locked;
+  }
+  lock(): Promise<() => void> {
+    this.#locked++;
+    let release!: () => void;
+    const next = new Promise<void>((resolve) => (release = resolve));
+    const prev = this.#tail;
+    this.#tail = prev.then(() => next);
+    return prev.then(() => () => {
+      this.#locked--;
+      release();
+    });
+  }
+}
+
+interface PendingWrite {
+  fn: (tx: StoreTx) => Promise<unknown>;
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+}
+
+export class SqliteStore implements Store {
+  readonly engine = 'sqlite' as const;
+  readonly description: string;
+  readonly #writer: Connection;
+  readonly #reader: Connection;
+  readonly #memory: boolean;
+  readonly #mutex = new Mutex();
+  readonly #durability: Durability;
+  readonly #groupMax: number;
+  readonly #events = new EventEmitter();
+  #queue: PendingWrite[] = [];
+  #draining = false;
+  #closed = false;
+
+  constructor(options: SqliteStoreOptions) {
+    const path = options.path;
+    this.#memory = path === ':memory:' || path === '';
+    this.description = `sqlite:${this.#memory ? ':memory:' : path}`;
+    this.#durability = options.durability ?? 'normal';
+    this.#groupMax = options.groupCommitMax ?? 64;
+    this.#events.setMaxListeners(0);
+    let db: Db;
+    try {
+      if (!this.#memory) mkdirSync(dirname(path), { recursive: true });
+      db = new Database(this.#memory ? ':memory:' : path);
+      db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+      if (!this.#memory) db.pragma('journal_mode = WAL');
+      db.pragma(`synchronous = ${this.#durability === 'full' ? 'FULL' : 'NORMAL'}`);
+      db.pragma('foreign_keys = ON');
+    } catch (err) {
+      const mapped = toStoreError(err);
+      if (mapped instanceof StoreError) {
+        throw new StoreError('unavailable', `cannot open the database at ${path}: ${mapped.message}`, { cause: err });
+      }
+      throw new StoreError('unavailable', `cannot open the database at ${path}: ${(err as Error).message}`, { cause: err });
+    }
+    this.#writer = new Connection(db);
+    if (this.#memory) {
+      this.#reader = this.#writer;
+    } else {
+      const rdb = new Database(path, { readonly: true });
+      rdb.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+      this.#reader = new Connection(rdb);
+    }
+  }
+
+  /** The raw writer handle, for the engine's own tools (bench, tamper tests). Not for the runtime. */
+  get rawDatabase(): Db {
+    return this.#writer.db;
+  }
+
+  async migrate(scope: string, migrations: readonly Migration[]): Promise<void> {
+    const release = await this.#mutex.lock();
+    try {
+      this.#writer.exec(
+        `CREATE TABLE IF NOT EXISTS schema_migrations (
+           scope TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, applied_at TEXT NOT NULL,
+           PRIMARY KEY (scope, version))`,
+      );
+      const done = new Set(
+        this.#writer
+          .allSync<{ version: number }>('SELECT version FROM schema_migrations WHERE scope = ?', [scope])
+          .map((r) => r.version),
+      );
+      const sorted = [...migrations].sort((a, b) => a.version - b.version);
+      for (const m of sorted) {
+        if (done.has(m.version)) continue;
+        if (m.sqlite === undefined) {
+          throw new StoreError('migration_failed', `migration ${scope}#${m.version} (${m.name}) has no SQLite form`);
+        }
+        try {
+          this.#writer.exec('BEGIN IMMEDIATE');
+          this.#writer.exec(m.sqlite);
+          this.#writer.runSync('INSERT INTO schema_migrations (scope, version, name, applied_at) VALUES (?, ?, ?, ?)', [
+            scope,
+            m.version,
+            m.name,
+            new Date().toISOString(),
+          ]);
+          this.#writer.exec('COMMIT');
+        } catch (err) {
+          if (this.#writer.db.inTransaction) this.#writer.exec('ROLLBACK');
+          throw new StoreError('migration_failed', `migration ${scope}#${m.version} (${m.name}) failed: ${(err as Error).message}`, {
+            cause: err,
+          });
+        }
+      }
+    } finally {
+      release();
+    }
+  }
+
+  read<T>(fn: (q: StoreRead) => Promise<T>): Promise<T> {
+    if (this.#closed) return Promise.reject(new StoreError('unavailable', 'the store is closed'));
+    if (!this.#memory) return fn(this.#reader);
+    // One connection: wait for writes in flight so a read never sees uncommitted rows.
+    return this.#mutex.lock().then(async (release) => {
+      try {
+        return await fn(this.#reader);
+      } finally {
+        release();
+      }
+    });
+  }
+
+  write<T>(fn: (tx: StoreTx) => Promise<T>, _options?: WriteOptions): Promise<T> {
+    if (this.#closed) return Promise.reject(new StoreError('unavailable', 'the store is closed'));
+    if (this.#durability === 'full') {
+      return new Promise<T>((resolve, reject) => {
+        this.#queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+        if (!this.#draining) void this.#drain();
+      });
+    }
+    return this.#mutex.lock().then(async (release) => {
+      try {
+        return await this.#runOne(fn);
+      } finally {
+        release();
+      }
+    });
+  }
+
+  async #runOne<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+    const tx = new SqliteTx(this.#writer);
+    this.#writer.exec('BEGIN IMMEDIATE');
+    let result: T;
+    try {
+      result = await fn(tx);
+      tx.end();
+      this.#writer.exec('COMMIT');
+    } catch (err) {
+      tx.end();
+      if (this.#writer.db.inTransaction) {
+        try {
+          this.#writer.exec('ROLLBACK');
+        } catch {
+          /* the connection rolled back on its own */
+        }
+      }
+      throw toStoreError(err);
+    }
+    for (const cb of tx.callbacks) cb();
+    return result;
+  }
+
+  /**
+   * Group commit (durable mode): take every queued write (up to groupCommitMax), run each in its
+   * own SAVEPOINT inside one transaction, COMMIT once (one fsync), then answer them all.
+   */
+  async #drain(): Promise<void> {
+    this.#draining = true;
+    const release = await this.#mutex.lock();
+    try {
+      while (this.#queue.length > 0) {
+        const batch = this.#queue.splice(0, this.#groupMax);
+        const outcomes: Array<{ ok: boolean; value: unknown; tx: SqliteTx }> = [];
+        try {
+          this.#writer.exec('BEGIN IMMEDIATE');
+        } catch (err) {
+          for (const w of batch) w.reject(toStoreError(err));
+          continue;
+        }
+        for (const w of batch) {
+          const tx = new SqliteTx(this.#writer);
+          this.#writer.exec('SAVEPOINT w');
+          try {
+            const value = await w.fn(tx);
+            tx.end();
+            this.#writer.exec('RELEASE w');
+            outcomes.push({ ok: true, value, tx });
+          } catch (err) {
+            tx.end();
+            try {
+              this.#writer.exec('ROLLBACK TO w');
+              this.#writer.exec('RELEASE w');
+            } catch {
+              /* nothing left to roll back */
+            }
+            outcomes.push({ ok: false, value: toStoreError(err), tx });
+          }
+        }
+        try {
+          if (this.#writer.db.inTransaction) this.#writer.exec('COMMIT');
+        } catch (err) {
+          if (this.#writer.db.inTransaction) {
+            try {
+              this.#writer.exec('ROLLBACK');
+            } catch {
+              /* ignore */
+            }
+          }
+          const e = toStoreError(err);
+          for (const w of batch) w.reject(e);
+          continue;
+        }
+        batch.forEach((w, i) => {
+          const o = outcomes[i]!;
+          if (o.ok) {
+            for (const cb of o.tx.callbacks) cb();
+            w.resolve(o.value);
+          } else {
+            w.reject(o.value);
+          }
+        });
+      }
+    } finally {
+      release();
+      this.#draining = false;
+      if (this.#queue.length > 0) void this.#drain();
+    }
+  }
+
+  async ping(): Promise<void> {
+    if (this.#closed) throw new StoreError('unavailable', 'the store is closed');
+    this.#reader.getSync('SELECT 1');
+  }
+
+  waitFor(channel: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    return new Promise((resolve) => {
+      const done = (woken: boolean) => {
+        clearTimeout(timer);
+        this.#events.off(channel, onWake);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(woken);
+      };
+      const onWake = () => done(true);
+      const onAbort = () => done(false);
+      const timer = setTimeout(() => done(false), Math.max(0, timeoutMs));
+      this.#events.on(channel, onWake);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  notify(channel: string): void {
+    this.#events.emit(channel);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    const release = await this.#mutex.lock();
+    this.#closed = true;
+    try {
+      if (this.#reader !== this.#writer) this.#reader.db.close();
+      this.#writer.db.close();
+    } finally {
+      release();
+    }
+  }
+}

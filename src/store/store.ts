@@ -1,0 +1,130 @@
+/**
+ * The Store interface: the only store module the runtime and the business packs import.
+ *
+ * Two engines implement it: `SqliteStore` (embedded, better-sqlite3, the default) and
+ * `PostgresStore` (node-postgres pool, several nodes on one database). Nothing above this
+ * interface may know which engine it talks to.
+ *
+ * SQL dialect contract (spec/store.md §portable-sql): statements given to `get` / `all` / `run`
+ * use `?` placeholders (never `?` inside a string literal), `INSERT … ON CONFLICT … DO …`,
+ * `RETURNING`, `lower(x) LIKE lower(?)` for case-insensitive matching, ISO-8601 TEXT for times,
+ * integer cents for money, and TEXT holding JSON for JSON columns read through `parseJson`.
+ * Engines translate placeholders, cache prepared statements by their text, and map driver errors
+ * to `StoreError` by driver code (never by message text).
+ */
+
+/** A row as the driver returns it: column name to value. */
+export type Row = Record<string, unknown>;
+
+/** Result of a statement run for its effect. `lastInsertId` only when the engine knows it. */
+export interface RunResult {
+  changes: number;
+  lastInsertId?: number;
+}
+
+/** Anything that runs SQL: a read snapshot or a write transaction. All methods are async. */
+export interface Queryable {
+  /** First row or undefined. */
+  get<T = Row>(sql: string, params?: readonly unknown[]): Promise<T | undefined>;
+  /** All rows. */
+  all<T = Row>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+  /** Run for effect. */
+  run(sql: string, params?: readonly unknown[]): Promise<RunResult>;
+}
+
+/** A read-only view: sees only committed data, never a write in flight. */
+export type StoreRead = Queryable;
+
+/**
+ * A write transaction. Everything done through it commits together or not at all.
+ * `lockTenant` serializes writers of one tenant (audit chain and event sequence); on SQLite the
+ * single writer already serializes everything, on PostgreSQL it takes a row lock on the tenant's
+ * head row until commit.
+ */
+export interface StoreTx extends Queryable {
+  /** Lock the tenant's head row (audit chain + event sequence) for the rest of the transaction. */
+  lockTenantHead(companyId: number): Promise<TenantHead>;
+  /** Reserve the next global audit_id (SQLite: max + 1 under the write lock; PostgreSQL: a sequence). */
+  nextAuditId(): Promise<number>;
+  /** Register a callback run once after a successful, durable commit (outbox delivery, wakeups). */
+  afterCommit(fn: () => void): void;
+}
+
+/** The per-tenant head of the audit chain and of the event stream. */
+export interface TenantHead {
+  company_id: number;
+  audit_seq: number;
+  audit_hash: string;
+  event_seq: number;
+}
+
+/** A versioned migration. `sql` is per engine; an engine refuses a migration without its form. */
+export interface Migration {
+  /** Unique, ordered id within its `scope`, e.g. 1, 2, 3. */
+  version: number;
+  name: string;
+  sqlite?: string;
+  postgres?: string;
+}
+
+/** Options the runtime may pass to a write. */
+export interface WriteOptions {
+  /** Label used in logs and errors. */
+  label?: string;
+}
+
+export type Durability = 'normal' | 'full';
+
+export interface Store {
+  readonly engine: 'sqlite' | 'postgres';
+  /** Apply the runtime's own migrations and then any pack's (scope = pack name). Idempotent. */
+  migrate(scope: string, migrations: readonly Migration[]): Promise<void>;
+  /** Run `fn` against a consistent snapshot of committed data. */
+  read<T>(fn: (q: StoreRead) => Promise<T>): Promise<T>;
+  /**
+   * Run `fn` in one write transaction. Resolves only after the commit is durable at the
+   * configured durability. If `fn` throws, everything it did is rolled back and the error is
+   * rethrown unchanged. Driver failures surface as `StoreError`.
+   */
+  write<T>(fn: (tx: StoreTx) => Promise<T>, options?: WriteOptions): Promise<T>;
+  /** Cheap liveness check of the database (used by /readyz). Throws `StoreError` when down. */
+  ping(): Promise<void>;
+  /** Release connections. */
+  close(): Promise<void>;
+  /** Wait for a wake-up on a channel (subscriptions), or `timeoutMs`. Cross-node on PostgreSQL. */
+  waitFor(channel: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean>;
+  /** Wake waiters of a channel (after commit). Cross-node on PostgreSQL. */
+  notify(channel: string): void;
+  /** Human description for logs ("sqlite:/path/to.db", "postgres://host/db"), never secrets. */
+  readonly description: string;
+}
+
+/** Driver-independent error codes the engines map driver errors to. */
+export type StoreErrorCode =
+  | 'unique_violation'
+  | 'unavailable'
+  | 'read_only'
+  | 'disk_full'
+  | 'busy'
+  | 'append_only'
+  | 'migration_failed'
+  | 'unknown';
+
+/** An error from the store, mapped from the driver's own code. */
+export class StoreError extends Error {
+  override readonly name = 'StoreError';
+  constructor(
+    readonly code: StoreErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** Parse a JSON column whatever the engine gave back (TEXT on SQLite, parsed JSONB on PostgreSQL). */
+export function parseJson<T = unknown>(value: unknown): T {
+  if (value === null || value === undefined) return value as T;
+  if (typeof value === 'string') return JSON.parse(value) as T;
+  return value as T;
+}

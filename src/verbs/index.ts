@@ -1,0 +1,8 @@
+/**
+ * The built-in system verbs every runtime gets.
+ */
+import type { VerbDefinition } from '../runtime/verb.ts';
+import { verbsList } from './discovery.ts';
+import { auditTrail } from './trail.ts';
+
+export const systemVerbs: VerbDefinition[] = [verbsList, auditTrail];

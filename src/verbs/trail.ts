@@ -1,0 +1,137 @@
+/**
+ * audit.trail (shape trail): query the tenant's audit log — every attempt, denials included —
+ * newest first, with filters (time range, verb, status, actor, entity) and an opaque, authenticated
+ * cursor. Each page is one indexed range scan (company_id + filter column + audit_id), so its cost
+ * does not grow with the size of the log.
+ *
+ * Spec: spec/shapes.md §trail, spec/audit.md.
+ */
+import { createHash } from 'node:crypto';
+import { defineVerb } from '../runtime/verb.ts';
+import { VerbError } from '../runtime/errors.ts';
+
+export interface TrailArgs {
+  from?: string;
+  to?: string;
+  verb?: string;
+  status?: string;
+  actor?: number;
+  entity_type?: string;
+  entity_id?: string | number;
+  reason?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+function filterHash(a: TrailArgs): string {
+  const { cursor: _c, limit: _l, ...f } = a;
+  return createHash('sha256').update(JSON.stringify(Object.entries(f).sort())).digest('base64url').slice(0, 12);
+}
+
+export const auditTrail = defineVerb<TrailArgs>({
+  name: 'audit.trail',
+  title: 'Audit trail',
+  description:
+    "Query the tenant's tamper-evident audit log: what was attempted, by whom, when, with which outcome (completed, denied, failed, pending, replayed…) and reason. Newest first. Filter by time range (from/to, ISO 8601), verb name, status, actor (user_id), entity (entity_type + entity_id) or denial reason; page with next_cursor.",
+  shape: 'trail',
+  category: 'audit',
+  input: {
+    type: 'object',
+    properties: {
+      from: { type: 'string', format: 'date-time', description: 'Only entries at or after this time.' },
+      to: { type: 'string', format: 'date-time', description: 'Only entries before this time.' },
+      verb: { type: 'string', maxLength: 200, description: 'Only attempts of this verb.' },
+      status: { type: 'string', enum: ['completed', 'failed', 'denied', 'pending', 'approved', 'rejected', 'replayed', 'rolled_back'] },
+      actor: { type: 'integer', minimum: 0, description: 'Only attempts by this user_id.' },
+      entity_type: { type: 'string', maxLength: 100 },
+      entity_id: { type: ['string', 'integer'], description: 'With entity_type: only actions on this entity.' },
+      reason: { type: 'string', maxLength: 100, description: 'Only entries with this reason code (e.g. role_denied).' },
+      limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
+      cursor: { type: 'string', maxLength: 1000, description: 'next_cursor of the previous page.' },
+    },
+    additionalProperties: false,
+  },
+  idempotent: true,
+  webmcp_surfaces: ['dashboard', 'developer'],
+  async handler(ctx, args) {
+    const companyId = ctx.principal.company_id;
+    const limit = args.limit ?? 50;
+    const fh = filterHash(args);
+    let before: number | undefined;
+    if (args.cursor !== undefined) {
+      const c = ctx.runtime.secrets.openToken<{ c: number; b: number; f: string }>('cursor', 'tc1', args.cursor);
+      if (c === undefined || c.c !== companyId || c.f !== fh || !Number.isSafeInteger(c.b)) {
+        throw new VerbError('cursor_invalid', 'The trail cursor is not valid for this tenant and these filters.', {
+          hint: 'Pass next_cursor exactly as returned, with the same filters; omit it to start from the newest entry.',
+        });
+      }
+      before = c.b;
+    }
+    const where = ['company_id = ?'];
+    const params: unknown[] = [companyId];
+    if (before !== undefined) {
+      where.push('audit_id < ?');
+      params.push(before);
+    }
+    if (args.verb !== undefined) {
+      where.push('action_type = ?');
+      params.push(args.verb);
+    }
+    if (args.status !== undefined) {
+      where.push('status = ?');
+      params.push(args.status);
+    }
+    if (args.reason !== undefined) {
+      where.push('reason = ?');
+      params.push(args.reason);
+    }
+    if (args.actor !== undefined) {
+      where.push('user_id = ?');
+      params.push(args.actor);
+    }
+    if (args.entity_type !== undefined) {
+      where.push('entity_type = ?');
+      params.push(args.entity_type);
+      if (args.entity_id !== undefined) {
+        where.push('entity_id = ?');
+        params.push(String(args.entity_id));
+      }
+    }
+    if (args.from !== undefined) {
+      where.push('created_at >= ?');
+      params.push(new Date(args.from).toISOString());
+    }
+    if (args.to !== undefined) {
+      where.push('created_at < ?');
+      params.push(new Date(args.to).toISOString());
+    }
+    params.push(limit + 1);
+    const rows = await ctx.db.all<Record<string, unknown>>(
+      `SELECT audit_id, seq, created_at, action_type, user_id, role, agent_type, entity_type, entity_id, status, reason, shape, consent_class, approved_by, parent_id, transaction_id, rollback_handle
+       FROM audit_log WHERE ${where.join(' AND ')} ORDER BY audit_id DESC LIMIT ?`,
+      params,
+    );
+    const page = rows.slice(0, limit);
+    const entries = page.map((r) => ({
+      audit_id: Number(r.audit_id),
+      seq: Number(r.seq),
+      timestamp: r.created_at as string,
+      action: r.action_type as string,
+      actor: r.user_id === null ? 'anonymous' : `user:${Number(r.user_id)}`,
+      entity_id: r.entity_id === null ? null : /^\d{1,15}$/.test(r.entity_id as string) ? Number(r.entity_id) : (r.entity_id as string),
+      entity_type: (r.entity_type as string | null) ?? null,
+      status: r.status as string,
+      reason: (r.reason as string | null) ?? null,
+      shape: (r.shape as string | null) ?? null,
+      consent_class: (r.consent_class as string | null) ?? null,
+      role: (r.role as string | null) ?? null,
+      agent_type: (r.agent_type as string | null) ?? null,
+      approved_by: r.approved_by === null ? null : Number(r.approved_by),
+      parent_id: r.parent_id === null ? null : Number(r.parent_id),
+      transaction_id: (r.transaction_id as string | null) ?? null,
+    }));
+    const next_cursor =
+      rows.length > limit ? ctx.runtime.secrets.sealToken('cursor', 'tc1', { c: companyId, b: Number(page[page.length - 1]!.audit_id), f: fh }) : null;
+    return { entries, next_cursor };
+  },
+});
