@@ -1,0 +1,111 @@
+/**
+ * Opening the local (embedded) runtime for CLI commands: the database path (`--db` /
+ * `SOLID_DB`, default `.solid/solid.db`), its keyfile, the packs it serves, the sandbox tenant.
+ *
+ * Spec: spec/transports.md §cli.
+ */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import pino from 'pino';
+import { createRuntime, type Runtime } from '../../runtime/runtime.ts';
+import { loadSecrets } from '../../runtime/secrets.ts';
+import { defineReasons } from '../../spec/reasons.ts';
+import { SqliteStore } from '../../store/sqlite/sqlite-store.ts';
+import type { Durability, Store } from '../../store/store.ts';
+import { StoreError } from '../../store/store.ts';
+import { systemVerbs } from '../../verbs/index.ts';
+import { KNOWN_PACKS } from '../../packs.ts';
+import type { Pack } from '../../runtime/pack.ts';
+import { VerbError } from '../../runtime/errors.ts';
+
+export const DEFAULT_DB = '.solid/solid.db';
+
+export interface LocalOptions {
+  db?: string;
+  /** Create the database and keyfile when missing (init, serve --demo). */
+  create?: boolean;
+  durability?: Durability;
+  /** Extra packs to enable (and remember) on this database. */
+  packs?: string[];
+  logLevel?: string;
+  /** Open a store built elsewhere (PostgreSQL engine). */
+  store?: Store;
+}
+
+export interface Local {
+  rt: Runtime;
+  dbPath: string;
+  packs: Pack[];
+  close(): Promise<void>;
+}
+
+/** Resolve the database path from the option, SOLID_DB, or the default. */
+export function dbPathOf(db?: string): string {
+  return resolve(db ?? process.env.SOLID_DB ?? DEFAULT_DB);
+}
+
+export function keyfileOf(dbPath: string): string {
+  return `${dbPath}.keys.json`;
+}
+
+/**
+ * Open the runtime on a local database. Without `create`, a missing database is an error with a
+ * hint (`solid init`), never a silently created empty file.
+ */
+export async function openLocal(options: LocalOptions = {}): Promise<Local> {
+  const dbPath = dbPathOf(options.db);
+  if (options.store === undefined && !options.create && !existsSync(dbPath)) {
+    throw new VerbError('store_unavailable', `No solid database at ${dbPath}.`, { hint: 'Run `solid init` (or `solid serve --demo`) first, or pass --db / SOLID_DB.' });
+  }
+  let store: Store;
+  try {
+    store = options.store ?? new SqliteStore({ path: dbPath, durability: options.durability });
+  } catch (err) {
+    if (err instanceof StoreError) throw new VerbError('store_unavailable', err.message, { hint: 'Check the path and its permissions (--db / SOLID_DB).' });
+    throw err;
+  }
+  const { secrets } = loadSecrets({ keyfilePath: options.store ? undefined : keyfileOf(dbPath), create: options.create });
+  const logger = pino({ level: options.logLevel ?? process.env.SOLID_LOG_LEVEL ?? 'warn' }, pino.destination(2));
+  let rt: Runtime;
+  try {
+    rt = await createRuntime({ store, secrets, logger, sandboxCompanyId: 1 });
+  } catch (err) {
+    await store.close().catch(() => {});
+    if (err instanceof StoreError) throw new VerbError('store_unavailable', `The database at ${dbPath} cannot be used: ${err.message}`, { hint: 'Is it a solid database? Check the path (--db / SOLID_DB) and permissions.' });
+    throw err;
+  }
+  rt.register(...systemVerbs);
+  const enabled = new Set<string>(await readPacks(rt));
+  for (const p of options.packs ?? []) enabled.add(p);
+  const packs: Pack[] = [];
+  for (const name of enabled) {
+    const load = KNOWN_PACKS[name];
+    if (load === undefined) continue;
+    const pack = await load();
+    await store.migrate(pack.name, pack.migrations);
+    if (pack.reasons) defineReasons(pack.reasons);
+    rt.register(...pack.verbs);
+    for (const [kind, h] of Object.entries(pack.outboxHandlers ?? {})) rt.outboxHandlers.set(kind, h);
+    packs.push(pack);
+  }
+  if ((options.packs ?? []).length > 0) await writePacks(rt, [...enabled]);
+  return {
+    rt,
+    dbPath,
+    packs,
+    async close() {
+      await rt.close();
+    },
+  };
+}
+
+async function readPacks(rt: Runtime): Promise<string[]> {
+  const row = await rt.store.read((q) => q.get<{ value: string }>(`SELECT value FROM runtime_meta WHERE key = 'packs'`));
+  return row === undefined ? [] : (JSON.parse(row.value) as string[]);
+}
+
+async function writePacks(rt: Runtime, packs: string[]): Promise<void> {
+  await rt.store.write((tx) =>
+    tx.run(`INSERT INTO runtime_meta (key, value) VALUES ('packs', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [JSON.stringify(packs.sort())]),
+  );
+}

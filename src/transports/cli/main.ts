@@ -1,0 +1,70 @@
+/**
+ * The `solid` command line (commander). `runCli(argv, io)` is pure enough to test in-process;
+ * bin/solid.js calls it with the real process streams.
+ *
+ * Bad input never prints a stack: every failure is an envelope or a one-line message with a hint,
+ * and a non-zero exit code. Spec: spec/transports.md §cli.
+ */
+import { Command, CommanderError } from 'commander';
+import { createInterface } from 'node:readline/promises';
+import { isVerbError } from '../../runtime/errors.ts';
+import { reasonInfo } from '../../spec/reasons.ts';
+import type { Io } from './output.ts';
+import { registerInit } from './commands/init.ts';
+import { registerVerbs } from './commands/verbs.ts';
+import { registerAgent } from './commands/agent.ts';
+
+export type CommandModule = (program: Command, io: Io, setExit: (code: number) => void) => void;
+
+/** Command modules, in help order. Other issues add theirs here. */
+export const COMMANDS: CommandModule[] = [registerInit, registerVerbs, registerAgent];
+
+export function buildProgram(io: Io, setExit: (code: number) => void): Command {
+  const program = new Command('solid')
+    .description('solid-verbs: typed verbs for AI agents acting on real businesses — safe, auditable, reversible')
+    .option('--db <path>', 'SQLite database (default: $SOLID_DB or .solid/solid.db)')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => io.err(s.replace(/\n$/, '')) });
+  for (const register of COMMANDS) register(program, io, setExit);
+  return program;
+}
+
+/** Run the CLI; resolves to the exit code. */
+export async function runCli(argv: string[], io: Io): Promise<number> {
+  let code = 0;
+  const program = buildProgram(io, (c) => {
+    code = c;
+  });
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      return err.exitCode === 0 ? 0 : 2;
+    }
+    if (isVerbError(err)) {
+      io.err(`✗ ${err.reason}: ${err.message}${err.hint ? `\n  hint: ${err.hint}` : ''}`);
+      return reasonInfo(err.reason).exit;
+    }
+    io.err(`✗ internal_error: ${(err as Error).message}`);
+    return 1;
+  }
+  return code;
+}
+
+/** Io on the real process streams. */
+export function processIo(): Io {
+  return {
+    out: (s) => process.stdout.write(s + '\n'),
+    err: (s) => process.stderr.write(s + '\n'),
+    isTTY: Boolean(process.stdin.isTTY),
+    prompt: async (q) => {
+      const rl = createInterface({ input: process.stdin, output: process.stderr });
+      try {
+        return await rl.question(q);
+      } finally {
+        rl.close();
+      }
+    },
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * CLI output: the envelope as JSON (`--json`, the machine contract) or as readable text, and the
+ * exit code of an envelope (0 ok, else the reason's exit code from spec/reasons.ts).
+ */
+import type { Envelope } from '../../spec/types.ts';
+import { reasonInfo } from '../../spec/reasons.ts';
+
+export interface Io {
+  out: (s: string) => void;
+  err: (s: string) => void;
+  isTTY: boolean;
+  /** Read one line from the terminal (typed phrases). */
+  prompt?: (question: string) => Promise<string>;
+}
+
+/** Exit code of an envelope. */
+export function exitCodeOf(env: Envelope): number {
+  return env.ok ? 0 : reasonInfo(env.error?.reason ?? 'internal_error').exit;
+}
+
+/** Render rows as an aligned text table. */
+export function table(headers: string[], rows: string[][]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
+  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
+
+/** Human rendering of an envelope. */
+export function renderEnvelope(env: Envelope): string {
+  if (!env.ok) {
+    const e = env.error!;
+    const lines = [`✗ ${env.verb}: ${e.reason}`, `  ${e.message}`];
+    if (e.path) lines.push(`  at ${e.path}`);
+    if (env.consent) {
+      lines.push(`  consent: ${env.consent.class} (${env.consent.gate}), nonce expires ${env.consent.expires_at}`);
+      lines.push(`  summary: ${env.consent.summary}`);
+      if (env.consent.typed_phrase) lines.push(`  phrase:  ${env.consent.typed_phrase}`);
+      if (env.consent.approval_id) lines.push(`  approval: ${env.consent.approval_id}`);
+      lines.push(`  nonce:   ${env.consent.nonce}`);
+    }
+    if (e.hint) lines.push(`  hint: ${e.hint}`);
+    if (env.audit_id !== undefined) lines.push(`  audit_id: ${env.audit_id}`);
+    return lines.join('\n');
+  }
+  const lines = [`✓ ${env.verb}${env.replayed ? ' (replayed: the original result of this idempotency key)' : ''}`];
+  const r = env.result ?? {};
+  if (env.audit_id !== undefined) {
+    const { attestation, ...rest } = r as Record<string, unknown>;
+    lines.push(JSON.stringify(rest, null, 2));
+    lines.push(`audit_id ${env.audit_id}${attestation ? ' · signed receipt (attestation)' : ''}`);
+    lines.push(`undo with: solid agent dispatch audit.revert --args '{"audit_id":${env.audit_id}}'`);
+  } else {
+    lines.push(JSON.stringify(r, null, 2));
+  }
+  return lines.join('\n');
+}
+
+/** Print an envelope the way the flags ask. */
+export function printEnvelope(io: Io, env: Envelope, json: boolean): number {
+  if (json) io.out(JSON.stringify(env, null, 2));
+  else (env.ok ? io.out : io.err)(renderEnvelope(env));
+  return exitCodeOf(env);
+}
+
+/** Parse --args JSON into an object, or an invalid_args envelope naming the position. */
+export function parseArgsJson(verb: string, text: string | undefined): { ok: true; args: unknown } | { ok: false; envelope: Envelope } {
+  if (text === undefined || text.trim() === '') return { ok: true, args: {} };
+  try {
+    return { ok: true, args: JSON.parse(text) as unknown };
+  } catch (err) {
+    const msg = (err as Error).message;
+    const m = /position (\d+)/.exec(msg);
+    const position = m ? Number(m[1]) : /end of JSON input/.test(msg) ? text.length : undefined;
+    return {
+      ok: false,
+      envelope: {
+        ok: false,
+        verb,
+        error: {
+          reason: 'invalid_args',
+          message: `--args is not valid JSON${position !== undefined ? ` (at position ${position})` : ''}: ${msg}`,
+          hint: `Quote the JSON for your shell, e.g. --args '{"customer_id": 42}'.`,
+          ...(position !== undefined ? { details: { position } } : {}),
+        },
+      },
+    };
+  }
+}
