@@ -4,6 +4,7 @@
  */
 import type { Envelope } from '../../spec/types.ts';
 import { reasonInfo } from '../../spec/reasons.ts';
+import { jsonErrorPosition } from './json-position.ts';
 
 export interface Io {
   out: (s: string) => void;
@@ -69,8 +70,7 @@ export function parseArgsJson(verb: string, text: string | undefined): { ok: tru
     return { ok: true, args: JSON.parse(text) as unknown };
   } catch (err) {
     const msg = (err as Error).message;
-    const m = /position (\d+)/.exec(msg);
-    const position = m ? Number(m[1]) : /end of JSON input/.test(msg) ? text.length : undefined;
+    const position = jsonErrorPosition(text);
     return {
       ok: false,
       envelope: {
@@ -78,9 +78,9 @@ export function parseArgsJson(verb: string, text: string | undefined): { ok: tru
         verb,
         error: {
           reason: 'invalid_args',
-          message: `--args is not valid JSON${position !== undefined ? ` (at position ${position})` : ''}: ${msg}`,
+          message: `--args is not valid JSON at position ${position}: ${msg}`,
           hint: `Quote the JSON for your shell, e.g. --args '{"customer_id": 42}'.`,
-          ...(position !== undefined ? { details: { position } } : {}),
+          details: { position },
         },
       },
     };

@@ -1,0 +1,248 @@
+/**
+ * The dispatch pipeline: every reason of the core, the one-transaction rule, audit of every
+ * outcome. Spec: spec/envelope.md, spec/audit.md, spec/reasons.md.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { defineVerb } from '../../src/runtime/verb.ts';
+import { VerbError } from '../../src/runtime/errors.ts';
+import { validateEnvelope, validateShapeOutput } from '../../src/spec/validators.ts';
+import { upstreamValidator } from '../support/upstream.ts';
+import { PIPELINE_STEPS } from '../../src/runtime/dispatch.ts';
+import type { Envelope } from '../../src/spec/types.ts';
+
+async function withNotes(h: TestRuntime): Promise<void> {
+  await h.rt.store.migrate('test-notes', [
+    { version: 1, name: 'notes', sqlite: 'CREATE TABLE notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, text TEXT NOT NULL)' },
+  ]);
+  h.rt.register(
+    defineVerb({
+      name: 'notes.count',
+      description: 'Count notes.',
+      shape: 'aggregate',
+      category: 'crm',
+      input: { type: 'object', properties: { min_length: { type: 'integer', minimum: 0 } }, additionalProperties: false },
+      async handler(ctx) {
+        const r = await ctx.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM notes WHERE company_id = ?', [ctx.principal.company_id]);
+        return { entity_id: ctx.principal.company_id, data: { notes: r!.n } };
+      },
+    }),
+    defineVerb({
+      name: 'notes_add',
+      description: 'Add a note.',
+      shape: 'receipt',
+      category: 'crm',
+      consent: 'WRITE_REVERSIBLE',
+      input: { type: 'object', properties: { text: { type: 'string', minLength: 1 }, explode: { type: 'string', enum: ['verb_error', 'crash'] } }, required: ['text'], additionalProperties: false },
+      async handler(ctx, args: { text: string; explode?: string }) {
+        const r = await ctx.db.run('INSERT INTO notes (company_id, text) VALUES (?, ?)', [ctx.principal.company_id, args.text]);
+        ctx.emit({ type: 'note.added', entity_type: 'note', entity_id: r.lastInsertId!, payload: { text: args.text } });
+        if (args.explode === 'verb_error') throw new VerbError('note_rejected', 'Notes may not say that.', { hint: 'Say something else.' });
+        if (args.explode === 'crash') throw new Error('secret stack detail /etc/passwd');
+        return { note_id: r.lastInsertId };
+      },
+    }),
+    defineVerb({
+      name: 'notes.enterprise_report',
+      description: 'Enterprise only.',
+      shape: 'aggregate',
+      category: 'crm',
+      tier_floor: 'enterprise',
+      input: { type: 'object', properties: {} },
+      handler: async (ctx) => ({ entity_id: ctx.principal.company_id, data: {} }),
+    }),
+  );
+}
+
+async function confirmWrite(h: TestRuntime, args: Record<string, unknown>, key = h.keys.employee): Promise<Envelope> {
+  const caller = { surface: 'cli' as const, apiKey: key };
+  const pending = await h.rt.dispatch(caller, 'notes_add', args);
+  assert.equal(pending.error?.reason, 'dispatch_pending', JSON.stringify(pending));
+  return h.rt.dispatch(caller, 'notes_add', args, { confirm: true, nonce: pending.consent!.nonce });
+}
+
+async function auditRows(h: TestRuntime, companyId = h.companyId) {
+  await h.rt.auditBuffer.flush();
+  return h.rt.store.read((q) => q.all<Record<string, unknown>>('SELECT * FROM audit_log WHERE company_id = ? ORDER BY seq', [companyId]));
+}
+
+async function noteCount(h: TestRuntime): Promise<number> {
+  return Number((await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM notes')))!.n);
+}
+
+describe('dispatch', () => {
+  it('lists the pipeline steps in their fixed order', () => {
+    assert.deepEqual([...PIPELINE_STEPS], ['resolve-principal', 'blocklist', 'resolve-verb', 'auth', 'surface', 'input', 'floors', 'read', 'idempotency', 'consent', 'execute', 'observe']);
+  });
+
+  it('answers unknown_verb with the closest names as a hint, and audits the attempt', async (t) => {
+    const h = await createTestRuntime(t);
+    const env = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.owner }, 'verbs.lisst', {});
+    assert.equal(env.ok, false);
+    assert.equal(env.error!.reason, 'unknown_verb');
+    assert.match(env.error!.hint!, /verbs\.list/);
+    assert.equal(validateEnvelope(env).valid, true);
+    const rows = await auditRows(h);
+    assert.equal(rows.at(-1)!.action_type, 'verbs.lisst');
+    assert.equal(rows.at(-1)!.reason, 'unknown_verb');
+  });
+
+  it('answers invalid_input with the JSON Pointer that failed and writes only an audit row', async (t) => {
+    const h = await createTestRuntime(t);
+    await withNotes(h);
+    const caller = { surface: 'cli' as const, apiKey: h.keys.employee };
+    const missing = await h.rt.dispatch(caller, 'notes_add', {});
+    assert.equal(missing.error!.reason, 'invalid_input');
+    assert.equal(missing.error!.path, '/text');
+    const wrongType = await h.rt.dispatch(caller, 'notes_add', { text: 7 });
+    assert.equal(wrongType.error!.path, '/text');
+    const extra = await h.rt.dispatch(caller, 'notes_add', { text: 'x', bogus: 1 });
+    assert.equal(extra.error!.path, '/bogus');
+    const notObject = await h.rt.dispatch(caller, 'notes_add', [1, 2]);
+    assert.equal(notObject.error!.reason, 'invalid_input');
+    assert.equal(await noteCount(h), 0);
+    const rows = await auditRows(h);
+    assert.equal(rows.filter((r) => r.reason === 'invalid_input').length, 4);
+  });
+
+  it('refuses company_id or user_id smuggled in args (identity_override), audited', async (t) => {
+    const h = await createTestRuntime(t);
+    await withNotes(h);
+    const env = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'notes.count', { company_id: 3 });
+    assert.equal(env.error!.reason, 'identity_override');
+    assert.equal(env.error!.path, '/company_id');
+    const rows = await auditRows(h);
+    assert.equal(rows.at(-1)!.status, 'denied');
+  });
+
+  it('answers tier_denied below the tier floor and role_denied below the role floor', async (t) => {
+    const h = await createTestRuntime(t);
+    await withNotes(h);
+    const tier = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.owner }, 'notes.enterprise_report', {});
+    assert.equal(tier.error!.reason, 'tier_denied');
+    const ok = await h.rt.dispatch({ surface: 'http', apiKey: h.otherOwnerKey }, 'notes.enterprise_report', {});
+    assert.equal(ok.ok, true);
+    const role = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.read_only }, 'notes_add', { text: 'x' });
+    assert.equal(role.error!.reason, 'role_denied');
+    const rows = await auditRows(h);
+    const denied = rows.filter((r) => r.status === 'denied').map((r) => [r.reason, r.role]);
+    assert.deepEqual(denied, [
+      ['tier_denied', 'owner'],
+      ['role_denied', 'read_only'],
+    ]);
+  });
+
+  it('runs keyless reads on the sandbox tenant and refuses keyless writes (auth_required)', async (t) => {
+    const h = await createTestRuntime(t);
+    await withNotes(h);
+    const r = await h.rt.dispatch({ surface: 'mcp_stdio' }, 'notes.count', {});
+    assert.equal(r.ok, true);
+    assert.equal((r.result as { entity_id: number }).entity_id, h.sandboxId);
+    const w = await h.rt.dispatch({ surface: 'mcp_stdio' }, 'notes_add', { text: 'x' });
+    assert.equal(w.error!.reason, 'auth_required');
+    const bad = await h.rt.dispatch({ surface: 'http', apiKey: 'sk_solid_000000000000_nopenopenopenope' }, 'notes.count', {});
+    assert.equal(bad.error!.reason, 'auth_invalid');
+    assert.equal(typeof bad.audit_id, 'number');
+    const sandboxRows = await auditRows(h, h.sandboxId);
+    // Read rows are buffered, so they may land after the denials written synchronously.
+    assert.deepEqual(sandboxRows.map((x) => String(x.reason)).sort(), ['auth_invalid', 'auth_required', 'null']);
+  });
+
+  it('commits the write, its audit row and its events in one transaction', async (t) => {
+    const h = await createTestRuntime(t);
+    await withNotes(h);
+    const env = await confirmWrite(h, { text: 'hello' });
+    assert.equal(env.ok, true, JSON.stringify(env));
+    assert.equal(validateEnvelope(env).valid, true);
+    assert.equal(validateShapeOutput('receipt', env.result).valid, true);
+    assert.equal(upstreamValidator('shapes/receipt')!(env.result), true);
+    assert.equal(upstreamValidator('envelope')!(env), true);
+    const r = env.result as Record<string, unknown>;
+    assert.equal(r.status, 'completed');
+    assert.equal(r.audit_id, env.audit_id);
+    assert.equal(r.idempotency_key, env.idempotency_key);
+    assert.match(String(r.timestamp), /^\d{4}-\d\d-\d\dT/);
+    const events = await h.rt.store.read((q) => q.all<Record<string, unknown>>('SELECT * FROM events WHERE company_id = ?', [h.companyId]));
+    assert.equal(events.length, 1);
+    assert.equal(Number(events[0]!.audit_id), env.audit_id);
+  });
+
+  it('leaves no partial write when a handler throws, and still audits the failure', async (t) => {
+    const h = await createTestRuntime(t);
+    await withNotes(h);
+    const domain = await confirmWrite(h, { text: 'bad', explode: 'verb_error' });
+    assert.equal(domain.error!.reason, 'note_rejected');
+    assert.equal(domain.error!.hint, 'Say something else.');
+    const crash = await confirmWrite(h, { text: 'bad', explode: 'crash' });
+    assert.equal(crash.error!.reason, 'internal_error');
+    assert.doesNotMatch(JSON.stringify(crash), /passwd|stack|Error:/);
+    assert.equal(await noteCount(h), 0, 'the insert before the throw was rolled back');
+    const events = await h.rt.store.read((q) => q.all('SELECT * FROM events'));
+    assert.equal(events.length, 0, 'no event of a rolled-back write');
+    const rows = await auditRows(h);
+    const failed = rows.filter((r) => r.status === 'failed');
+    assert.deepEqual(failed.map((r) => r.reason), ['note_rejected', 'internal_error']);
+  });
+
+  it('audits reads too (buffered, flushed in batches) and chains every row per tenant', async (t) => {
+    const h = await createTestRuntime(t);
+    await withNotes(h);
+    for (let i = 0; i < 5; i++) await h.rt.dispatch({ surface: 'http', apiKey: h.keys.read_only }, 'notes.count', {});
+    const rows = await auditRows(h);
+    assert.equal(rows.filter((r) => r.action_type === 'notes.count' && r.status === 'completed').length, 5);
+    rows.forEach((r, i) => {
+      assert.equal(Number(r.seq), i + 1);
+      if (i > 0) assert.equal(r.prev_hash, rows[i - 1]!.row_hash);
+    });
+  });
+
+  it('the engine refuses UPDATE and DELETE on the audit log', async (t) => {
+    const h = await createTestRuntime(t);
+    await withNotes(h);
+    await confirmWrite(h, { text: 'x' });
+    await assert.rejects(h.rt.store.write((tx) => tx.run('UPDATE audit_log SET status = ?', ['completed'])), (e: Error & { code?: string }) => e.code === 'append_only');
+    await assert.rejects(h.rt.store.write((tx) => tx.run('DELETE FROM audit_log')), (e: Error & { code?: string }) => e.code === 'append_only');
+  });
+
+  it('verbs.list and audit.trail outputs validate against our schemas and upstream', async (t) => {
+    const h = await createTestRuntime(t);
+    await withNotes(h);
+    await confirmWrite(h, { text: 'x' });
+    const list = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.owner }, 'verbs.list', { surface: 'http' });
+    assert.equal(validateShapeOutput('discovery', list.result).valid, true);
+    assert.equal(upstreamValidator('shapes/discovery')!(list.result), true, JSON.stringify(upstreamValidator('shapes/discovery')!.errors));
+    assert.equal((list.result as { total: number }).total, h.rt.registry.list({ surface: 'http' }).length);
+    await h.rt.auditBuffer.flush();
+    const trail = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.owner }, 'audit.trail', { limit: 2 });
+    assert.equal(validateShapeOutput('trail', trail.result).valid, true, JSON.stringify(validateShapeOutput('trail', trail.result)));
+    const page1 = trail.result as { entries: Array<{ audit_id: number }>; next_cursor: string };
+    assert.equal(page1.entries.length, 2);
+    assert.ok(page1.next_cursor);
+    const page2 = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.owner }, 'audit.trail', { limit: 2, cursor: page1.next_cursor });
+    const ids2 = (page2.result as { entries: Array<{ audit_id: number }> }).entries.map((e) => e.audit_id);
+    assert.ok(ids2.every((id) => id < page1.entries[1]!.audit_id));
+    const forged = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.owner }, 'audit.trail', { limit: 2, cursor: page1.next_cursor.slice(0, -2) + 'xx' });
+    assert.equal(forged.error!.reason, 'cursor_invalid');
+    const foreign = await h.rt.dispatch({ surface: 'http', apiKey: h.otherOwnerKey }, 'audit.trail', { limit: 2, cursor: page1.next_cursor });
+    assert.equal(foreign.error!.reason, 'cursor_invalid');
+  });
+
+  it('a tenant never sees another tenant\'s trail', async (t) => {
+    const h = await createTestRuntime(t);
+    await withNotes(h);
+    await confirmWrite(h, { text: 'x' });
+    await h.rt.auditBuffer.flush();
+    const other = await h.rt.dispatch({ surface: 'http', apiKey: h.otherOwnerKey }, 'audit.trail', {});
+    const actions = (other.result as { entries: Array<{ action: string }> }).entries.map((e) => e.action);
+    assert.ok(!actions.includes('notes_add'));
+  });
+
+  it('surface_denied when a verb is not projected onto the caller\'s transport', async (t) => {
+    const h = await createTestRuntime(t);
+    h.rt.register(defineVerb({ name: 'cli.only', description: 'x', shape: 'aggregate', category: 'system', surfaces: ['cli'], input: { type: 'object', properties: {} }, handler: async () => ({ entity_id: 1, data: {} }) }));
+    const env = await h.rt.dispatch({ surface: 'mcp_stdio', apiKey: h.keys.owner }, 'cli.only', {});
+    assert.equal(env.error!.reason, 'surface_denied');
+    assert.equal((await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'cli.only', {})).ok, true);
+  });
+});

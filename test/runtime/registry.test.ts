@@ -1,0 +1,105 @@
+/**
+ * Registration rules and the manifest. Spec: spec/manifest.md §registration.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { z } from 'zod';
+import { Registry, RegistrationError } from '../../src/runtime/registry.ts';
+import { defineVerb, type VerbDefinition } from '../../src/runtime/verb.ts';
+import { VALID_SURFACES } from '../../src/spec/types.ts';
+import { systemVerbs } from '../../src/verbs/index.ts';
+import { seedExampleRecord, upstreamValidator } from '../support/upstream.ts';
+
+const read = (over: Partial<VerbDefinition> = {}): VerbDefinition =>
+  defineVerb({ name: 'crm.lookup', description: 'Look a contact up.', shape: 'aggregate', category: 'crm', input: { type: 'object', properties: {} }, handler: async () => ({ entity_id: 1, data: {} }), ...over });
+
+function refused(def: VerbDefinition, field: RegExp): void {
+  const reg = new Registry();
+  assert.throws(
+    () => reg.register(def),
+    (err: unknown) => err instanceof RegistrationError && err.verb === String(def.name) && field.test(err.field) && err.message.includes(String(def.name)),
+  );
+  assert.equal(reg.size, 0, 'nothing registered after a refusal');
+}
+
+describe('registration errors name the verb and the field', () => {
+  it('bad name pattern', () => refused(read({ name: '9lives' }), /^name$/));
+  it('unknown shape', () => refused(read({ shape: 'crud' as never }), /^shape$/));
+  it('company_id in the input schema', () => refused(read({ input: { type: 'object', properties: { company_id: { type: 'integer' } } } }), /company_id/));
+  it('user_id nested anywhere in the input schema', () =>
+    refused(read({ input: { type: 'object', properties: { who: { type: 'array', items: { type: 'object', properties: { user_id: { type: 'integer' } } } } } } }), /user_id/));
+  it('company_id declared through zod', () => refused(read({ input: z.object({ company_id: z.number() }) }), /company_id/));
+  it('a write verb without a consent class', () => refused(read({ name: 'crm_contact_update', shape: 'receipt' }), /^consent$/));
+  it('a typed-phrase class without a phrase builder', () => refused(read({ name: 'charge', shape: 'receipt', consent: 'WRITE_FINANCIAL' }), /^phrase$/));
+  it('a READ verb claiming write side effects', () => refused(read({ consent: 'READ', side_effects: 'write' }), /^side_effects$/));
+  it('a role floor below its class floor', () => refused(read({ name: 'w', shape: 'receipt', consent: 'WRITE_FINANCIAL', phrase: () => 'X', role_floor: 'employee' }), /^role_floor$/));
+  it('a tool-name projection that collides with another verb', () => {
+    const reg = new Registry();
+    reg.register(read({ name: 'crm.lookup' }));
+    assert.throws(() => reg.register(read({ name: 'crm__lookup' })), (e: unknown) => e instanceof RegistrationError && /collides with verb "crm.lookup"/.test(e.message));
+  });
+});
+
+describe('registry behaviour', () => {
+  it('last write wins for the same name', () => {
+    const reg = new Registry();
+    reg.register(read({ description: 'first' }));
+    reg.register(read({ description: 'second' }));
+    assert.equal(reg.size, 1);
+    assert.equal(reg.get('crm.lookup')!.record.description, 'second');
+  });
+  it('surfaces default to all five; consent facts stay out of the record', () => {
+    const reg = new Registry();
+    const v = reg.register(read());
+    assert.deepEqual(v.record.surfaces, [...VALID_SURFACES]);
+    assert.deepEqual(Object.keys(v.record).sort(), ['description', 'input_schema', 'name', 'output_schema', 'requires_consent', 'shape', 'side_effects', 'surfaces', 'tier_floor']);
+  });
+  it('keeps requires_consent and side_effects consistent with the class', () => {
+    const reg = new Registry();
+    const w = reg.register(defineVerb({ ...read(), name: 'crm_contact_update', shape: 'receipt', consent: 'WRITE_REVERSIBLE', revert: { handler: async () => ({ revert_action: 'x' }) } }));
+    assert.equal(w.record.requires_consent, true);
+    assert.equal(w.record.side_effects, 'mixed');
+    const f = reg.register(defineVerb({ ...read(), name: 'charge_invoice', shape: 'receipt', consent: 'WRITE_FINANCIAL', phrase: () => 'CHARGE' }));
+    assert.equal(f.record.side_effects, 'write');
+    assert.equal(f.roleFloor, 'admin');
+    const r = reg.register(read());
+    assert.equal(r.record.requires_consent, false);
+    assert.equal(r.record.side_effects, 'read');
+  });
+  it('accepts the tool-name form when looking a verb up', () => {
+    const reg = new Registry();
+    reg.register(read({ name: 'customer.full_context' }));
+    assert.equal(reg.get('customer__full_context')!.name, 'customer.full_context');
+  });
+  it('filters the manifest by surface and shape', () => {
+    const reg = new Registry();
+    reg.register(read({ name: 'a.one', surfaces: ['http', 'cli'] }));
+    reg.register(read({ name: 'b.two', shape: 'explain', handler: async () => ({ entity_id: 1, causal_chain: [] }) }));
+    assert.deepEqual(reg.list({ surface: 'mcp_stdio' }).map((r) => r.name), ['b.two']);
+    assert.deepEqual(reg.list({ shape: 'aggregate' }).map((r) => r.name), ['a.one']);
+    assert.deepEqual(reg.list({ surface: 'cli', shape: 'explain' }).map((r) => r.name), ['b.two']);
+  });
+  it('registers the seed example (company_id removed) with nullable, and its manifest entry is spec-valid', () => {
+    const rec = structuredClone(seedExampleRecord()) as { input_schema: { properties: Record<string, unknown>; required: string[] } };
+    delete rec.input_schema.properties.company_id;
+    rec.input_schema.required = rec.input_schema.required.filter((x) => x !== 'company_id');
+    const reg = new Registry();
+    const v = reg.register(defineVerb({ name: 'payments.preview_refund_impact', description: 'd', shape: 'preview', category: 'payments', input: rec.input_schema, handler: async () => ({}) }));
+    assert.equal(v.validate({ transaction_id: 100, refund_amount_cents: null }), true);
+    assert.equal(v.validate({ transaction_id: 100, refund_amount_cents: 5000 }), true);
+    assert.equal(v.validate({ transaction_id: 100, refund_amount_cents: 'x' }), false);
+    assert.equal(upstreamValidator('verb-record')!(v.record), true);
+  });
+  it('every manifest entry of the system verbs is valid against the upstream verb-record schema', () => {
+    const reg = new Registry();
+    reg.registerAll(systemVerbs);
+    const upstream = upstreamValidator('verb-record')!;
+    for (const rec of reg.list()) assert.equal(upstream(rec), true, `${rec.name}: ${JSON.stringify(upstream.errors)}`);
+  });
+  it('suggests the closest names', () => {
+    const reg = new Registry();
+    reg.registerAll(systemVerbs);
+    assert.deepEqual(reg.closest('verbs.lsit').slice(0, 1), ['verbs.list']);
+    assert.deepEqual(reg.closest('audit__trial').slice(0, 1), ['audit.trail']);
+  });
+});
