@@ -24,7 +24,7 @@
  * spec/receipts.md, spec/idempotency.md, spec/audit.md.
  */
 import { performance } from 'node:perf_hooks';
-import type { Envelope, EnvelopeError, Principal, Receipt, Surface, VerbClass } from '../spec/types.ts';
+import type { Envelope, EnvelopeError, Principal, Receipt, Surface, VerbClass, WebmcpSurface } from '../spec/types.ts';
 import type { StoreTx } from '../store/store.ts';
 import { StoreError } from '../store/store.ts';
 import { reasonInfo } from '../spec/reasons.ts';
@@ -46,6 +46,8 @@ export interface Caller {
   principal?: Principal | null;
   /** The transport surface, or 'internal' for runtime-internal calls (macros, tests). */
   surface: Surface | 'internal';
+  /** WebMCP only: the page surface the call came from; the verb must list it in webmcp_surfaces (spec/transports.md §webmcp). */
+  webmcpSurface?: WebmcpSurface;
   signal?: AbortSignal;
   onProgress?: (done: number, total?: number, message?: string) => void;
 }
@@ -155,6 +157,9 @@ export async function dispatch(rt: Runtime, caller: Caller, verbName: unknown, a
     // 5. surface
     if (caller.surface !== 'internal' && !verb.surfaces.includes(caller.surface)) {
       throw new VerbError('surface_denied', `${verb.name} is not exposed on ${caller.surface}.`, { hint: `It is available on: ${verb.surfaces.join(', ')}.` });
+    }
+    if (caller.surface === 'webmcp' && caller.webmcpSurface !== undefined && !verb.webmcpSurfaces.includes(caller.webmcpSurface)) {
+      throw new VerbError('surface_denied', `${verb.name} is not exposed on the WebMCP ${caller.webmcpSurface} surface.`, { hint: `Its WebMCP surfaces: ${verb.webmcpSurfaces.join(', ')}.` });
     }
     // 6. input
     st.args = checkArgs(verb, args);
