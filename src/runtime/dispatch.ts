@@ -109,7 +109,7 @@ interface State {
 const MAX_NAME_IN_AUDIT = 200;
 
 /** Blocked names refused whatever the role or confirmation (spec/consent.md §blocklist). */
-export const DEFAULT_BLOCKLIST: readonly string[] = ['subscription_cancel_immediate', 'customer_delete', 'company_delete', 'employee_terminate'];
+export { DEFAULT_BLOCKLIST } from './consent/blocklist.ts';
 
 /**
  * Dispatch one verb call. Returns an envelope for every domain outcome; throws only for

@@ -18,7 +18,9 @@ import { Tenants, insertApiKey, insertTenant, type TenantSettings } from './tena
 import { appendAudit, type AuditEntry, type AuditRow } from './ledger/audit.ts';
 import { InflightKeys, IDEMPOTENCY_TTL_SECONDS } from './ledger/idempotency.ts';
 import { NONCE_TTL_SECONDS } from './consent/nonce.ts';
-import { dispatch as runPipeline, DEFAULT_BLOCKLIST, type Caller, type DispatchOptions, type DispatchOutcome } from './dispatch.ts';
+import { dispatch as runPipeline, type Caller, type DispatchOptions, type DispatchOutcome } from './dispatch.ts';
+import { Blocklist, DEFAULT_BLOCKLIST, listBlocks } from './consent/blocklist.ts';
+import { runMaintenance, type MaintenanceReport } from './maintenance.ts';
 import { VerbError } from './errors.ts';
 import type { Role } from '../spec/types.ts';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
@@ -54,6 +56,8 @@ export interface RuntimeOptions {
   checkpointIntervalMs?: number;
   idempotencyTtlSeconds?: number;
   nonceTtlSeconds?: number;
+  /** Interval of the housekeeping pass (expired nonces, approvals, idempotency rows; maintenance.ts). Default 600000 ms; 0 disables the timer. */
+  maintenanceIntervalMs?: number;
   /** Skip migrations (the caller ran them). */
   skipMigrations?: boolean;
 }
@@ -151,13 +155,14 @@ export class Runtime {
   readonly outboxHandlers = new Map<string, OutboxHandler>();
   readonly #observers = new Set<(o: DispatchOutcome) => void>();
   readonly #writeObservers = new Set<(row: AuditRow) => void>();
-  readonly #blocklist: Set<string>;
+  readonly #blocklist: Blocklist;
   readonly #sandboxCompanyId: number | undefined;
   #sandbox: Principal | undefined;
   readonly #outputValidators = new Map<string, ValidateFunction>();
   #outputAjv: Ajv2020 | undefined;
   readonly #sinceCheckpoint = new Map<number, number>();
   #checkpointTimer: NodeJS.Timeout | undefined;
+  #maintenanceTimer: NodeJS.Timeout | undefined;
   #outboxRunning = false;
   #outboxAgain = false;
   #closed = false;
@@ -170,7 +175,7 @@ export class Runtime {
     this.keys = new TenantKeys(this.store, this.secrets);
     this.tenants = new Tenants(this.store);
     this.readView = new ReadView(this.store);
-    this.#blocklist = new Set([...DEFAULT_BLOCKLIST, ...(options.blocklist ?? [])]);
+    this.#blocklist = new Blocklist([...DEFAULT_BLOCKLIST, ...(options.blocklist ?? [])]);
     this.#sandboxCompanyId = options.sandboxCompanyId;
     this.options = {
       validateOutputs: options.validateOutputs ?? false,
@@ -184,6 +189,16 @@ export class Runtime {
     this.auditBuffer = new ReadAuditBuffer(this, this.options.readAuditFlushMs, this.options.readAuditBatch);
     this.#checkpointTimer = setInterval(() => void this.checkpointAll().catch((err: unknown) => this.logger.error({ err }, 'checkpoint failed')), this.options.checkpointIntervalMs);
     this.#checkpointTimer.unref();
+    const maintenanceMs = options.maintenanceIntervalMs ?? 600_000;
+    if (maintenanceMs > 0) {
+      this.#maintenanceTimer = setInterval(() => void this.maintenance().catch((err: unknown) => this.logger.error({ err }, 'maintenance failed')), maintenanceMs);
+      this.#maintenanceTimer.unref();
+    }
+  }
+
+  /** One housekeeping pass now (expired nonces, approvals, idempotency rows, old cap counters). See maintenance.ts. */
+  maintenance(): Promise<MaintenanceReport> {
+    return runMaintenance(this.store, this.clock());
   }
 
   /**
@@ -261,11 +276,11 @@ export class Runtime {
     return this.#sandbox;
   }
 
-  /** Is this name blocked for this tenant (global list, runtime option, tenant settings)? */
+  /** Is this name blocked for this tenant (global list, runtime option, tenant settings)? Compared by block key (consent/blocklist.ts). */
   async isBlocked(name: string, companyId: number): Promise<boolean> {
     if (this.#blocklist.has(name)) return true;
     const t = await this.tenants.get(companyId);
-    return t?.settings.blocklist?.includes(name) ?? false;
+    return listBlocks(t?.settings.blocklist, name);
   }
 
   /** Count one write against the tenant's daily cap of `cls`, inside `tx`. Throws daily_cap_exceeded. */
@@ -473,6 +488,7 @@ export class Runtime {
     if (this.#closed) return;
     this.#closed = true;
     if (this.#checkpointTimer !== undefined) clearInterval(this.#checkpointTimer);
+    if (this.#maintenanceTimer !== undefined) clearInterval(this.#maintenanceTimer);
     await this.auditBuffer.flush();
     await this.store.close();
   }

@@ -1,0 +1,51 @@
+/**
+ * Periodic housekeeping of the consent and idempotency tables. It never changes an outcome: every
+ * row it touches is already past the point where it could matter —
+ *
+ * - burned nonces (`nonces`) whose expiry is more than a grace period ago: an expired nonce is
+ *   refused with nonce_expired before its burn row is ever consulted;
+ * - pending approvals past their expiry are marked `expired` (their nonce has expired too), and
+ *   decided or expired approvals older than the retention are deleted (the audit log keeps every
+ *   decision);
+ * - idempotency records past their 24 h expiry (a lookup already ignores them);
+ * - daily cap counters of days before yesterday (UTC): the cap only reads today's row.
+ *
+ * The runtime runs it on a timer (RuntimeOptions.maintenanceIntervalMs, default 10 min) and it can
+ * be called directly. Spec: spec/consent.md §maintenance, spec/idempotency.md.
+ */
+import type { Store } from '../store/store.ts';
+
+/** Grace after a nonce's expiry before its burn row is deleted (seconds; covers clock skew between nodes). */
+export const NONCE_ROW_GRACE_SECONDS = 600;
+/** How long decided/expired approval rows stay listable after their expiry (seconds). */
+export const APPROVAL_RETENTION_SECONDS = 7 * 24 * 3600;
+
+/** Rows touched by one maintenance pass. */
+export interface MaintenanceReport {
+  nonces_deleted: number;
+  approvals_expired: number;
+  approvals_deleted: number;
+  idempotency_deleted: number;
+  daily_counts_deleted: number;
+}
+
+/**
+ * Run one maintenance pass at `now` in one store transaction. Returns the number of rows touched
+ * per table. Throws StoreError when the store is unavailable (the timer logs and retries later).
+ */
+export async function runMaintenance(store: Store, now: Date): Promise<MaintenanceReport> {
+  const nowIso = now.toISOString();
+  const nonceCut = new Date(now.getTime() - NONCE_ROW_GRACE_SECONDS * 1000).toISOString();
+  const approvalCut = new Date(now.getTime() - APPROVAL_RETENTION_SECONDS * 1000).toISOString();
+  const dayCut = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - 1)).toISOString().slice(0, 10);
+  return store.write(
+    async (tx) => ({
+      nonces_deleted: (await tx.run('DELETE FROM nonces WHERE expires_at < ?', [nonceCut])).changes,
+      approvals_expired: (await tx.run(`UPDATE approvals SET status = 'expired' WHERE status = 'pending' AND expires_at <= ?`, [nowIso])).changes,
+      approvals_deleted: (await tx.run(`DELETE FROM approvals WHERE status <> 'pending' AND expires_at < ?`, [approvalCut])).changes,
+      idempotency_deleted: (await tx.run('DELETE FROM idempotency WHERE expires_at <= ?', [nowIso])).changes,
+      daily_counts_deleted: (await tx.run('DELETE FROM daily_counts WHERE day < ?', [dayCut])).changes,
+    }),
+    { label: 'maintenance' },
+  );
+}
