@@ -1,0 +1,66 @@
+/**
+ * Every HTTP error is an envelope `{ ok: false, verb, error: { reason, message, hint } }`, never
+ * Fastify's default error JSON and never a stack. installEnvelopeErrors(app) sets the error and
+ * not-found handlers on the root instance; mounted plugins inherit them.
+ *
+ *   VerbError (body parser, routes)         its reason, status from the reason table
+ *   FST_ERR_CTP_BODY_TOO_LARGE              413 payload_too_large
+ *   FST_ERR_CTP_INVALID_MEDIA_TYPE          415 unsupported_media_type
+ *   other 4xx from Fastify (bad length,
+ *   schema validation of a plugin route)    400 invalid_request
+ *   anything else                           500 internal_error (cause logged only)
+ *   no route                                404 not_found
+ *
+ * Spec: spec/transports.md §http-errors.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isVerbError } from '../../runtime/errors.ts';
+import { envelopeToHttp, transportEnvelope } from './envelope-map.ts';
+import type { Envelope } from '../../spec/types.ts';
+
+/** The verb an error answer names: the route's `verb`/`name` parameter, else "". */
+export function verbOfRequest(request: FastifyRequest): string {
+  const p = request.params as Record<string, unknown> | undefined;
+  const v = p?.verb ?? p?.name ?? p?.tool_name;
+  return typeof v === 'string' ? v.slice(0, 200) : '';
+}
+
+/** Send an envelope through envelopeToHttp. */
+export function sendEnvelope(reply: FastifyReply, envelope: Envelope, nowMs?: number): FastifyReply {
+  const { status, headers, body } = envelopeToHttp(envelope, nowMs);
+  return reply.code(status).headers(headers).type('application/json; charset=utf-8').send(body);
+}
+
+/** Turn a thrown error into the transport-level envelope. */
+export function errorToEnvelope(err: unknown, verb: string, limitBytes: number): Envelope {
+  if (isVerbError(err)) return { ok: false, verb, error: err.toEnvelopeError() };
+  const e = err as Partial<FastifyError>;
+  switch (e.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return transportEnvelope(verb, 'payload_too_large', `The request body exceeds the limit of ${limitBytes} bytes.`, 'Send a smaller body; large inputs belong in several calls.', { limit_bytes: limitBytes });
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return transportEnvelope(verb, 'unsupported_media_type', 'The request body must be JSON.', 'Send Content-Type: application/json with a JSON body.');
+  }
+  const status = typeof e.statusCode === 'number' ? e.statusCode : 500;
+  if (status >= 400 && status < 500) {
+    return transportEnvelope(verb, 'invalid_request', `The request is malformed: ${String(e.message ?? 'bad request')}.`, 'Check the method, headers and JSON body against /openapi.json.');
+  }
+  return transportEnvelope(verb, 'internal_error', 'An unexpected error occurred; it was logged.', 'Retry later; if it persists, report it with the time of the request.');
+}
+
+/** Install the envelope error handler and the 404 handler on `app`. */
+export function installEnvelopeErrors(app: FastifyInstance): void {
+  const limit = app.initialConfig.bodyLimit ?? 1_048_576;
+  app.setErrorHandler(function envelopeErrorHandler(err, request, reply) {
+    const envelope = errorToEnvelope(err, verbOfRequest(request), limit);
+    if (envelope.error!.reason === 'internal_error') request.log.error({ err }, 'unhandled error in HTTP route');
+    return sendEnvelope(reply, envelope);
+  });
+  app.setNotFoundHandler(function envelopeNotFound(request, reply) {
+    const path = request.url.split('?')[0]!.slice(0, 200);
+    return sendEnvelope(
+      reply,
+      transportEnvelope('', 'not_found', `No route ${request.method} ${path}.`, 'See /openapi.json for the routes; verbs are called with POST /api/v1/agent/dispatch/{verb}.'),
+    );
+  });
+}

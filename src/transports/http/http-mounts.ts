@@ -1,0 +1,32 @@
+/**
+ * The transports `solid serve` mounts on the HTTP server, by name, loaded on demand (like
+ * KNOWN_PACKS). A transport adds itself with ONE line here:
+ *
+ *   mcp:    () => import('../mcp/http-plugin.ts').then((m) => m.mcpHttpPlugin),
+ *
+ * The loader returns an HttpPlugin (server.ts). `solid serve` prints the URLs of what got mounted
+ * by asking the server which well-known routes exist (`/mcp`, `/`, `/.well-known/ucp`).
+ * Spec: spec/transports.md §http.
+ */
+import type { HttpPlugin } from './server.ts';
+
+export type HttpMount = () => Promise<HttpPlugin>;
+
+export const HTTP_MOUNTS: Readonly<Record<string, HttpMount>> = {
+  // webmcp: the WebMCP endpoints, /webmcp.js and the dashboard (src/transports/webmcp/)
+  // mcp:    Streamable HTTP MCP at /mcp (src/transports/mcp/)
+  // ucp:    /.well-known/ucp and its endpoint (src/transports/ucp/)
+};
+
+/** Load every mount; a mount that fails to load is reported through `onError` and skipped. */
+export async function loadHttpMounts(onError: (name: string, err: unknown) => void = () => {}): Promise<HttpPlugin[]> {
+  const out: HttpPlugin[] = [];
+  for (const [name, load] of Object.entries(HTTP_MOUNTS)) {
+    try {
+      out.push(await load());
+    } catch (err) {
+      onError(name, err);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,48 @@
+/**
+ * Reading the two request headers the agent API cares about. Both are transport facts; what the
+ * values mean (is the key valid, is the idempotency key acceptable) is decided by the runtime.
+ *
+ * Spec: spec/transports.md §http-auth, §http-idempotency.
+ */
+import { parseItem } from 'structured-headers';
+import { VerbError } from '../../runtime/errors.ts';
+
+/**
+ * The API key of an `Authorization` header, for `rt.dispatch({ apiKey })`.
+ *   absent                          → null (keyless: sandbox reads, writes get auth_required)
+ *   `Bearer <token>`                → the token
+ *   anything else (other scheme,
+ *   empty token, garbage)           → the raw header value, so the runtime answers auth_invalid
+ *                                     and audits the attempt
+ */
+export function apiKeyOf(header: string | undefined): string | null {
+  if (header === undefined) return null;
+  const m = /^Bearer +([^\s]+) *$/i.exec(header);
+  if (m) return m[1]!;
+  return header.trim() === '' ? 'Bearer' : header;
+}
+
+/**
+ * The `Idempotency-Key` header (draft-ietf-httpapi-idempotency-key: an RFC 8941 sf-string).
+ * Accepts a quoted sf-string (`"abc"`, parameters ignored) or, leniently, a bare value such as a
+ * UUID (`550e8400-e29b-41d4-a716-446655440000`) taken as-is; the runtime checks length and
+ * characters (idempotency_key_invalid). Returns undefined when absent.
+ * Throws VerbError invalid_request when a quoted value is not a valid sf-string.
+ */
+export function idempotencyKeyOf(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const value = header.trim();
+  if (!value.startsWith('"')) return value;
+  let item: ReturnType<typeof parseItem>;
+  try {
+    item = parseItem(value);
+  } catch (err) {
+    throw new VerbError('invalid_request', `The Idempotency-Key header is not a valid structured-field string: ${(err as Error).message}`, {
+      hint: 'Send Idempotency-Key: "<key>" (an RFC 8941 string) or a bare token such as a UUID.',
+    });
+  }
+  if (typeof item[0] !== 'string') {
+    throw new VerbError('invalid_request', 'The Idempotency-Key header must be a string.', { hint: 'Send Idempotency-Key: "<key>".' });
+  }
+  return item[0];
+}

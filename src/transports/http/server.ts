@@ -1,0 +1,69 @@
+/**
+ * createHttpServer(rt, options): the one Fastify 5 instance every HTTP-like transport mounts on.
+ * It owns the JSON body parser (1 MiB default, JSON only), the envelope error and not-found
+ * handlers (no Fastify default error JSON, no stack), the agent API (/api/v1/agent/*),
+ * /openapi.json, /healthz and /readyz. It does not listen: the caller does (`solid serve`).
+ *
+ * Mounting another transport (MCP `/mcp`, WebMCP `/api/v1/webmcp/*` + `/webmcp.js` + dashboard
+ * `/`, UCP `/.well-known/ucp`): pass it in `options.plugins` (or list it in http-mounts.ts for
+ * `solid serve`). Each plugin is an ordinary `FastifyPluginAsync<HttpPluginOptions>` registered
+ * encapsulated, after the core routes, with `{ rt }` as options. It inherits the JSON parser and
+ * the envelope error/not-found handlers; it may add its own content-type parsers, hooks and
+ * decorators in its own scope without leaking them to siblings. Routes it declares with a
+ * `schema` show up in /openapi.json.
+ *
+ * Spec: spec/transports.md §http.
+ */
+import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import type { Logger } from 'pino';
+import type { Runtime } from '../../runtime/runtime.ts';
+import { agentRoutes } from './agent-routes.ts';
+import { healthRoutes } from './health-routes.ts';
+import { installJsonBodyParser } from './json-body.ts';
+import { installEnvelopeErrors } from './error-handler.ts';
+import { openapiRoute, type OpenApiCollector } from './openapi.ts';
+
+/** Options every mounted plugin receives. */
+export interface HttpPluginOptions {
+  rt: Runtime;
+}
+
+/** A transport mounted on the HTTP server (encapsulated Fastify plugin). */
+export type HttpPlugin = FastifyPluginAsync<HttpPluginOptions>;
+
+export interface HttpServerOptions {
+  /** Maximum request body in bytes (default 1 MiB = 1_048_576); larger → 413 payload_too_large. */
+  bodyLimitBytes?: number;
+  /** Logger (pino, to stderr). Default: a child of `rt.logger`. `false` silences request logs. */
+  logger?: Logger | false;
+  /** Other transports to mount, in order (see the header). */
+  plugins?: readonly HttpPlugin[];
+}
+
+export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576;
+
+/**
+ * Build the HTTP server on a runtime: core routes first, then `options.plugins`, each
+ * encapsulated. Await `app.ready()` (or `listen`) before use. Default bind address is the
+ * caller's business (`solid serve` uses 127.0.0.1); `trustProxy` is off.
+ */
+export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): FastifyInstance {
+  const logger = options.logger === false ? undefined : (options.logger ?? rt.logger).child({ transport: 'http' });
+  const app = Fastify({
+    ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
+    bodyLimit: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+    trustProxy: false,
+    return503OnClosing: true,
+  }) as unknown as FastifyInstance;
+  const openapi: OpenApiCollector = { routes: [] };
+  app.addHook('onRoute', (route) => {
+    openapi.routes.push(route);
+  });
+  installJsonBodyParser(app);
+  installEnvelopeErrors(app);
+  void app.register(healthRoutes, { rt });
+  void app.register(agentRoutes, { rt });
+  void app.register(openapiRoute, { rt, collector: openapi });
+  for (const plugin of options.plugins ?? []) void app.register(plugin, { rt });
+  return app;
+}
