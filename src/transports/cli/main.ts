@@ -13,11 +13,12 @@ import type { Io } from './output.ts';
 import { registerInit } from './commands/init.ts';
 import { registerVerbs } from './commands/verbs.ts';
 import { registerAgent } from './commands/agent.ts';
+import { registerServe } from './commands/serve.ts';
 
 export type CommandModule = (program: Command, io: Io, setExit: (code: number) => void) => void;
 
 /** Command modules, in help order. Other issues add theirs here. */
-export const COMMANDS: CommandModule[] = [registerInit, registerVerbs, registerAgent];
+export const COMMANDS: CommandModule[] = [registerInit, registerVerbs, registerAgent, registerServe];
 
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   const program = new Command('solid')

@@ -1,0 +1,150 @@
+/**
+ * `solid serve [--demo] [--port 4400] [--host 127.0.0.1] [--db PATH] [--durability normal|full]
+ * [--body-limit BYTES]`: open the local runtime and serve every HTTP-mounted transport (the agent
+ * API, OpenAPI, and whatever http-mounts.ts lists: WebMCP + dashboard, MCP, UCP).
+ *
+ * `--demo` creates the database when missing, enables the "demo" pack and, when the database has
+ * no tenants, seeds it (the pack's seed, with progress on stderr) or — while no demo pack is
+ * available — creates a sandbox tenant, a tenant and an owner key like `solid init`. Keys created
+ * now are printed once. Prints the URLs, then the ready line `solid serve: ready on <url>`.
+ * SIGINT/SIGTERM: close the server (in-flight requests finish), flush the audit buffer, close the
+ * store; exit 0. `solid agent dispatch` works on the same database meanwhile (SQLite WAL).
+ *
+ * Spec: spec/transports.md §cli-serve, §http.
+ */
+import type { Command } from 'commander';
+import type { AddressInfo } from 'node:net';
+import { KNOWN_PACKS } from '../../../packs.ts';
+import type { Runtime } from '../../../runtime/runtime.ts';
+import type { Pack } from '../../../runtime/pack.ts';
+import { createHttpServer } from '../../http/server.ts';
+import { loadHttpMounts } from '../../http/http-mounts.ts';
+import { openLocal, keyfileOf } from '../local.ts';
+import type { Io } from '../output.ts';
+
+export interface ServeFlags {
+  demo?: boolean;
+  port: string;
+  host: string;
+  durability: string;
+  bodyLimit?: string;
+}
+
+export function registerServe(program: Command, io: Io, setExit: (code: number) => void): void {
+  program
+    .command('serve')
+    .description('Serve the HTTP API (and every mounted transport: WebMCP, dashboard, MCP, UCP) on this database')
+    .option('--demo', 'create and seed the demo business on first run')
+    .option('--port <port>', 'TCP port (0 = any free port)', process.env.PORT ?? '4400')
+    .option('--host <host>', 'interface to bind', '127.0.0.1')
+    .option('--durability <mode>', 'normal (WAL, synchronous=NORMAL) or full (synchronous=FULL)', 'normal')
+    .option('--body-limit <bytes>', 'maximum request body in bytes (default 1048576)')
+    .action(async (flags: ServeFlags) => {
+      setExit(await runServe(program, io, flags));
+    });
+}
+
+/** Run the server until SIGINT/SIGTERM; resolves to the exit code. */
+export async function runServe(program: Command, io: Io, flags: ServeFlags): Promise<number> {
+  const port = Number(flags.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) return usage(io, '--port must be an integer 0..65535');
+  if (flags.durability !== 'normal' && flags.durability !== 'full') return usage(io, '--durability must be normal or full');
+  const bodyLimit = flags.bodyLimit === undefined ? undefined : Number(flags.bodyLimit);
+  if (bodyLimit !== undefined && (!Number.isInteger(bodyLimit) || bodyLimit < 1)) return usage(io, '--body-limit must be a positive integer (bytes)');
+
+  const demo = flags.demo === true;
+  const demoPack = demo && KNOWN_PACKS.demo !== undefined;
+  const local = await openLocal({ db: program.opts<{ db?: string }>().db, create: demo, durability: flags.durability, packs: demoPack ? ['demo'] : [] });
+  const { rt } = local;
+  let app: ReturnType<typeof createHttpServer> | undefined;
+  try {
+    if (demo) await seedIfEmpty(rt, local.packs, io, local.dbPath);
+    const plugins = await loadHttpMounts((name, err) => io.err(`! transport ${name} not mounted: ${(err as Error).message}`));
+    app = createHttpServer(rt, { plugins, ...(bodyLimit !== undefined ? { bodyLimitBytes: bodyLimit } : {}) });
+    await app.listen({ port, host: flags.host });
+    const addr = app.server.address() as AddressInfo;
+    const shownHost = addr.address === '0.0.0.0' || addr.address === '::' ? 'localhost' : addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+    const base = `http://${shownHost}:${addr.port}`;
+    const lines = [`  API        ${base}/api/v1/agent/verbs  (POST ${base}/api/v1/agent/dispatch/{verb})`, `  OpenAPI    ${base}/openapi.json`];
+    if (app.hasRoute({ method: 'GET', url: '/' })) lines.push(`  Dashboard  ${base}/`);
+    if (app.hasRoute({ method: 'GET', url: '/webmcp.js' })) lines.push(`  WebMCP     ${base}/webmcp.js`);
+    if (app.hasRoute({ method: 'POST', url: '/mcp' })) lines.push(`  MCP        ${base}/mcp`);
+    if (app.hasRoute({ method: 'GET', url: '/.well-known/ucp' })) lines.push(`  UCP        ${base}/.well-known/ucp`);
+    lines.push(`  database   ${local.dbPath}`, `  health     ${base}/healthz  ${base}/readyz`);
+    io.out(lines.join('\n'));
+    io.out(`solid serve: ready on ${base}`);
+    const signal = await untilSignal(io);
+    io.err(`solid serve: ${signal}, shutting down`);
+    await app.close();
+    app = undefined;
+    await local.close();
+    io.err('solid serve: stopped');
+    return 0;
+  } finally {
+    if (app !== undefined) await app.close().catch(() => {});
+    await local.close().catch(() => {});
+  }
+}
+
+function usage(io: Io, message: string): number {
+  io.err(`✗ ${message}`);
+  return 2;
+}
+
+/** Resolve on the first SIGINT/SIGTERM; a second one exits at once (stuck shutdown). */
+function untilSignal(io: Io): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    let got = false;
+    const on = (sig: NodeJS.Signals) => {
+      if (got) {
+        io.err(`solid serve: second ${sig}, exiting now`);
+        process.exit(1);
+      }
+      got = true;
+      resolve(sig);
+    };
+    process.on('SIGINT', on);
+    process.on('SIGTERM', on);
+  });
+}
+
+/**
+ * First run of `--demo`: when the database has no tenants, run the demo pack's seed (progress on
+ * stderr) and print the facts it returns, or create sandbox + tenant + owner key like `solid init`.
+ */
+async function seedIfEmpty(rt: Runtime, packs: readonly Pack[], io: Io, dbPath: string): Promise<void> {
+  const count = await rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM tenants'));
+  if (Number(count?.n ?? 0) > 0) return;
+  const pack = packs.find((p) => p.name === 'demo' && p.seed !== undefined);
+  if (pack !== undefined) {
+    io.err('Seeding the demo business (first run)…');
+    let last = -1;
+    const facts = await pack.seed!(rt, {
+      onProgress(done, total) {
+        const pct = total > 0 ? Math.floor((done * 100) / total) : 100;
+        if (pct === last) return;
+        last = pct;
+        const width = 30;
+        const bar = '█'.repeat(Math.round((pct * width) / 100)).padEnd(width, '░');
+        if (process.stderr.isTTY) process.stderr.write(`\r  ${bar} ${String(pct).padStart(3)}%`);
+        else if (pct % 25 === 0) io.err(`  seeded ${pct}%`);
+      },
+    });
+    if (process.stderr.isTTY && last >= 0) process.stderr.write('\n');
+    io.out(`✓ seeded the demo business in ${dbPath}`);
+    for (const [k, v] of Object.entries(facts)) io.out(`  ${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);
+    return;
+  }
+  await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
+  const t = await rt.createTenant({ name: 'Demo Company', tier: 'professional' });
+  const key = await rt.createApiKey({ company_id: t.company_id, user_id: 1, role: 'owner', agent_type: 'cli', name: 'owner (solid serve --demo)' });
+  io.out(
+    [
+      `✓ created ${dbPath} (secrets: ${keyfileOf(dbPath)})`,
+      `  tenant ${t.company_id} "${t.name}" (${t.tier}) and a sandbox tenant (1) for keyless reads`,
+      `  owner API key (shown once, store it now):`,
+      `  ${key}`,
+      `  export SOLID_API_KEY=${key}`,
+    ].join('\n'),
+  );
+}
