@@ -728,9 +728,15 @@ async function fail(rt: Runtime, st: State, caller: Caller, err: unknown): Promi
   }
   if (st.principal !== undefined && error.reason !== 'store_unavailable') {
     const entry = entryFor(st, status, error.reason, latency);
+    const failureAudit = isVerbError(err) ? err.failureAudit : undefined;
+    if (failureAudit?.transaction_id !== undefined) entry.transaction_id = failureAudit.transaction_id;
     try {
       if (st.verb?.isWrite || status === 'denied') {
-        const row = await rt.store.write((tx) => appendAudit(tx, entry));
+        const row = await rt.store.write(async (tx) => {
+          const row = await appendAudit(tx, entry);
+          if (failureAudit?.record !== undefined) await failureAudit.record(tx, row);
+          return row;
+        });
         auditId = row.audit_id;
       } else {
         rt.auditBuffer.push(entry);

@@ -6,6 +6,20 @@
  * Spec: spec/envelope.md §error, spec/reasons.md.
  */
 import type { EnvelopeError } from '../spec/types.ts';
+import type { StoreTx } from '../store/store.ts';
+import type { AuditRow } from './ledger/audit.ts';
+
+/**
+ * Runtime-internal: what dispatch records with the failure's own audit row, in the same store
+ * write, after the failed transaction rolled back (transaction.commit records its steps this way).
+ * Never on the wire.
+ */
+export interface FailureAudit {
+  /** transaction_id stamped on the failure row. */
+  transaction_id?: string;
+  /** Extra writes in the failure row's store transaction (e.g. child rows pointing at `row`). */
+  record?: (tx: StoreTx, row: AuditRow) => Promise<void>;
+}
 
 export interface VerbErrorOptions {
   hint?: string;
@@ -20,6 +34,8 @@ export class VerbError extends Error {
   readonly hint?: string;
   readonly path?: string;
   readonly details?: Record<string, unknown>;
+  /** Runtime-internal (see FailureAudit); set by the ledger, never serialized. */
+  failureAudit?: FailureAudit;
 
   constructor(reason: string, message: string, options: VerbErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });

@@ -490,6 +490,8 @@ export class Runtime {
     if (this.#checkpointTimer !== undefined) clearInterval(this.#checkpointTimer);
     if (this.#maintenanceTimer !== undefined) clearInterval(this.#maintenanceTimer);
     await this.auditBuffer.flush();
+    // Sign the heads that moved, so a short-lived process (a CLI call) leaves its rows anchored.
+    await this.checkpointAll().catch((err: unknown) => this.logger.error({ err }, 'closing checkpoint failed'));
     await this.store.close();
   }
 }
