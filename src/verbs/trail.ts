@@ -1,8 +1,11 @@
 /**
  * audit.trail (shape trail): query the tenant's audit log — every attempt, denials included —
- * newest first, with filters (time range, verb, status, actor, entity) and an opaque, authenticated
- * cursor. Each page is one indexed range scan (company_id + filter column + audit_id), so its cost
- * does not grow with the size of the log.
+ * newest first (created_at, then audit_id, descending), with filters (time range, verb, status,
+ * actor, entity, reason) and an opaque, authenticated cursor. Each page is one index range scan
+ * (company_id + filter column + created_at + audit_id, runtime migration v2) that stops after
+ * `limit` rows, so its cost does not grow with the size of the log. With two or more equality
+ * filters (other than verb + status, which has its own index) one filter's index is scanned and
+ * the others are tested on its rows.
  *
  * Spec: spec/shapes.md §trail, spec/audit.md.
  */
@@ -57,21 +60,21 @@ export const auditTrail = defineVerb<TrailArgs>({
     const companyId = ctx.principal.company_id;
     const limit = args.limit ?? 50;
     const fh = filterHash(args);
-    let before: number | undefined;
+    let before: { t: string; b: number } | undefined;
     if (args.cursor !== undefined) {
-      const c = ctx.runtime.secrets.openToken<{ c: number; b: number; f: string }>('cursor', 'tc1', args.cursor);
-      if (c === undefined || c.c !== companyId || c.f !== fh || !Number.isSafeInteger(c.b)) {
+      const c = ctx.runtime.secrets.openToken<{ c: number; t: string; b: number; f: string }>('cursor', 'tc2', args.cursor);
+      if (c === undefined || c.c !== companyId || c.f !== fh || !Number.isSafeInteger(c.b) || typeof c.t !== 'string') {
         throw new VerbError('cursor_invalid', 'The trail cursor is not valid for this tenant and these filters.', {
           hint: 'Pass next_cursor exactly as returned, with the same filters; omit it to start from the newest entry.',
         });
       }
-      before = c.b;
+      before = { t: c.t, b: c.b };
     }
     const where = ['company_id = ?'];
     const params: unknown[] = [companyId];
     if (before !== undefined) {
-      where.push('audit_id < ?');
-      params.push(before);
+      where.push('(created_at, audit_id) < (?, ?)');
+      params.push(before.t, before.b);
     }
     if (args.verb !== undefined) {
       where.push('action_type = ?');
@@ -108,7 +111,7 @@ export const auditTrail = defineVerb<TrailArgs>({
     params.push(limit + 1);
     const rows = await ctx.db.all<Record<string, unknown>>(
       `SELECT audit_id, seq, created_at, action_type, user_id, role, agent_type, entity_type, entity_id, status, reason, shape, consent_class, approved_by, parent_id, transaction_id, rollback_handle
-       FROM audit_log WHERE ${where.join(' AND ')} ORDER BY audit_id DESC LIMIT ?`,
+       FROM audit_log WHERE ${where.join(' AND ')} ORDER BY created_at DESC, audit_id DESC LIMIT ?`,
       params,
     );
     const page = rows.slice(0, limit);
@@ -131,7 +134,7 @@ export const auditTrail = defineVerb<TrailArgs>({
       transaction_id: (r.transaction_id as string | null) ?? null,
     }));
     const next_cursor =
-      rows.length > limit ? ctx.runtime.secrets.sealToken('cursor', 'tc1', { c: companyId, b: Number(page[page.length - 1]!.audit_id), f: fh }) : null;
+      rows.length > limit ? ctx.runtime.secrets.sealToken('cursor', 'tc2', { c: companyId, t: page[page.length - 1]!.created_at as string, b: Number(page[page.length - 1]!.audit_id), f: fh }) : null;
     return { entries, next_cursor };
   },
 });

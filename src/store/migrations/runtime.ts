@@ -438,4 +438,29 @@ CREATE TABLE tenant_keys (
 CREATE INDEX tenant_keys_company ON tenant_keys(company_id, state);
 `;
 
-export const runtimeMigrations: readonly Migration[] = [{ version: 1, name: 'runtime tables', sqlite: SQLITE_V1, postgres: POSTGRES_V1 }];
+/**
+ * v2: audit trail indexes. The trail pages newest first by (created_at, audit_id); every filter
+ * column gets an index (company_id, <filter>, created_at, audit_id) so a page is one index range
+ * scan that stops after `limit` rows, with or without a time range, whatever the log size.
+ * verb + status (e.g. the denied calls of one verb) gets its own composite index; other
+ * combinations use one filter's index and test the rest on the rows it yields.
+ * Same SQL on both engines. spec/audit.md §trail
+ */
+const AUDIT_TRAIL_INDEXES_V2 = `
+DROP INDEX audit_company_action;
+DROP INDEX audit_company_status;
+DROP INDEX audit_company_user;
+DROP INDEX audit_company_entity;
+CREATE INDEX audit_company_action_time ON audit_log(company_id, action_type, created_at, audit_id);
+CREATE INDEX audit_company_status_time ON audit_log(company_id, status, created_at, audit_id);
+CREATE INDEX audit_company_action_status_time ON audit_log(company_id, action_type, status, created_at, audit_id);
+CREATE INDEX audit_company_user_time ON audit_log(company_id, user_id, created_at, audit_id);
+CREATE INDEX audit_company_entity_time ON audit_log(company_id, entity_type, entity_id, created_at, audit_id);
+CREATE INDEX audit_company_entity_type_time ON audit_log(company_id, entity_type, created_at, audit_id);
+CREATE INDEX audit_company_reason_time ON audit_log(company_id, reason, created_at, audit_id) WHERE reason IS NOT NULL;
+`;
+
+export const runtimeMigrations: readonly Migration[] = [
+  { version: 1, name: 'runtime tables', sqlite: SQLITE_V1, postgres: POSTGRES_V1 },
+  { version: 2, name: 'audit trail indexes', sqlite: AUDIT_TRAIL_INDEXES_V2, postgres: AUDIT_TRAIL_INDEXES_V2 },
+];
