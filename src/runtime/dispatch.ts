@@ -246,6 +246,7 @@ function readContext(rt: Runtime, st: State, caller: Caller, db = rt.readView): 
       throw new Error(`read verb ${verb.name} cannot set a rollback`);
     },
     setEntity() {},
+    surface: caller.surface,
     progress: caller.onProgress ?? NOOP,
   };
 }
@@ -582,6 +583,7 @@ export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput)
     setAuditLink(l) {
       link = l;
     },
+    surface: input.caller.surface,
     progress: input.caller.onProgress ?? NOOP,
   };
   const result = ((await verb.definition.handler(ctx, args)) ?? {}) as Record<string, unknown>;

@@ -47,6 +47,8 @@ export interface VerbContext {
   setRollback(handle: string, data: Record<string, unknown>): void;
   /** Set the entity this action acted on (for the audit and explain). */
   setEntity(entityType: string, entityId: number | string): void;
+  /** The transport surface of the call ('internal' for runtime-internal calls); verbs that run other verbs check it. */
+  readonly surface?: Surface | 'internal';
   /** Report progress of a long verb (MCP progress notifications). */
   progress(done: number, total?: number, message?: string): void;
 }
