@@ -24,7 +24,7 @@
  * spec/receipts.md, spec/idempotency.md, spec/audit.md.
  */
 import { performance } from 'node:perf_hooks';
-import type { Envelope, EnvelopeError, Principal, Receipt, Surface, VerbClass, WebmcpSurface } from '../spec/types.ts';
+import type { Envelope, EnvelopeError, Principal, Receipt, Role, Surface, VerbClass, WebmcpSurface } from '../spec/types.ts';
 import type { StoreTx } from '../store/store.ts';
 import { StoreError } from '../store/store.ts';
 import { reasonInfo } from '../spec/reasons.ts';
@@ -118,7 +118,8 @@ export { DEFAULT_BLOCKLIST } from './consent/blocklist.ts';
 export async function dispatch(rt: Runtime, caller: Caller, verbName: unknown, args: unknown, options: DispatchOptions = {}): Promise<Envelope> {
   const st: State = {
     name: typeof verbName === 'string' ? verbName : String(verbName),
-    args: {},
+    // What was attempted, for the audit row of a denial before the input step (replaced by the checked args).
+    args: args !== null && typeof args === 'object' && !Array.isArray(args) ? (args as Record<string, unknown>) : {},
     consentClass: null,
     callerKey: false,
     t0: performance.now(),
@@ -433,8 +434,9 @@ async function pending(rt: Runtime, st: State, caller: Caller, phrase: string | 
 function pendingEnvelope(rt: Runtime, st: State, _caller: Caller, consent: NonNullable<Envelope['consent']>, message?: string, auditId?: number): Envelope {
   const verb = st.verb!;
   const typed = consent.gate === 'typed_phrase';
+  const floor = st.delegated?.roleFloor ?? verb.roleFloor;
   const how = typed
-    ? `Show the human this exact phrase: "${consent.typed_phrase}". When they type it, call ${verb.name} again with the same arguments, confirm=true, the nonce and typed_phrase set to what they typed. Or have an admin approve ${consent.approval_id} out of band (dashboard, or \`solid approvals approve ${consent.approval_id} --phrase "…"\`), then call again with confirm=true and the nonce.`
+    ? `Show the human this exact phrase: "${consent.typed_phrase}". When they type it, call ${verb.name} again with the same arguments, confirm=true, the nonce and typed_phrase set to what they typed. Or have a user with the ${floor} role or higher approve ${consent.approval_id} out of band (approvals.approve with the typed phrase, or \`solid approvals approve ${consent.approval_id}\`), then call ${verb.name} again with the same arguments, confirm=true and the nonce (no typed_phrase).`
     : `Ask the human to confirm: ${consent.summary} Then call ${verb.name} again with the same arguments, confirm=true and the nonce.`;
   const env: Envelope = {
     ok: false,
@@ -477,6 +479,7 @@ async function runWrite(rt: Runtime, st: State, caller: Caller, options: Dispatc
         caller,
         consentClass: st.consentClass,
         capClass: st.delegated?.capClass ?? st.consentClass,
+        roleFloor: st.delegated?.roleFloor ?? verb.roleFloor,
         consent,
         idempotencyKey: st.idempotencyKey!,
         t0: st.t0,
@@ -515,6 +518,8 @@ export interface ExecuteInput {
   caller: Caller;
   consentClass: VerbClass | null;
   capClass: VerbClass | null;
+  /** The role floor that applies (delegated floors differ from the verb's); default the verb's. Re-checked here. */
+  roleFloor?: Role;
   consent: Consent;
   idempotencyKey: string | null;
   t0: number;
@@ -536,6 +541,14 @@ export interface ExecuteResult {
 export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput): Promise<ExecuteResult> {
   const { verb, principal: p, args, now } = input;
   const nowIso = now.toISOString();
+  // The role floor again, at execution (the floors step ran at preflight and at this call's start;
+  // transaction commits and macros reach this point without it). spec/consent.md §role-floors
+  const roleFloor = input.roleFloor ?? verb.roleFloor;
+  if (ROLE_RANK[p.role] < ROLE_RANK[roleFloor]) {
+    throw new VerbError('role_denied', `${verb.name} needs the ${roleFloor} role or higher; this key has ${p.role}.`, {
+      hint: `Ask a user with the ${roleFloor} role to run it or to approve it.`,
+    });
+  }
   if (input.consent.jti !== undefined) {
     try {
       await tx.run('INSERT INTO nonces (jti, company_id, consumed_at, expires_at) VALUES (?, ?, ?, ?)', [input.consent.jti, p.company_id, nowIso, input.consent.nonceExpires ?? nowIso]);
@@ -546,7 +559,24 @@ export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput)
       throw err;
     }
     if (input.consent.approvalId !== undefined) {
-      await tx.run(`UPDATE approvals SET status = 'consumed' WHERE approval_id = ? AND company_id = ?`, [input.consent.approvalId, p.company_id]);
+      // Consume the approval only if it is still open: a rejection that landed after the consent
+      // step read it wins (deny wins), and the update serializes with approvals.reject.
+      const used = await tx.run(`UPDATE approvals SET status = 'consumed' WHERE approval_id = ? AND company_id = ? AND status IN ('pending', 'approved')`, [
+        input.consent.approvalId,
+        p.company_id,
+      ]);
+      if (used.changes === 0) {
+        const now = await tx.get<{ status: string }>('SELECT status FROM approvals WHERE approval_id = ? AND company_id = ?', [input.consent.approvalId, p.company_id]);
+        if (now?.status === 'rejected') {
+          throw new VerbError('approval_rejected', `A human rejected this ${verb.name} request (approval ${input.consent.approvalId}).`, {
+            hint: 'Do not retry the same action; ask the human what they want instead.',
+          });
+        }
+        if (now?.status === 'consumed') {
+          throw new VerbError('nonce_replayed', 'This confirmation was already used; each nonce works once.', { hint: `Call ${verb.name} again without confirm for a new nonce.` });
+        }
+        // expired (swept by maintenance) or deleted: the nonce's own expiry decides; nothing to consume.
+      }
     }
   }
   if (input.capClass !== null && input.capClass !== 'READ' && input.capClass !== 'BLOCKED') {
@@ -671,7 +701,7 @@ function entryFor(
     consent_class: st.consentClass ?? (verb ? verb.consentClass : null),
     status,
     reason,
-    request_data: verb ? redact(st.args, verb.secretPaths) : st.args,
+    request_data: verb ? redact(st.args, verb.secretPaths) : attemptedArgs(st.args),
     entity_type: extra.entity?.type ?? null,
     entity_id: extra.entity?.id ?? null,
     is_reversible: 0,
@@ -684,6 +714,35 @@ function entryFor(
     approved_at: null,
     latency_ms: latency,
   };
+}
+
+/** Keys whose values are never stored for a name with no registered verb (its secret_fields are unknown). */
+const SECRET_LOOKING_KEY = /pass|secret|token|api_?key|card|cvv|cvc|iban|ssn|private/i;
+const MAX_ATTEMPTED_ARGS_BYTES = 16_384;
+
+/**
+ * The args of an attempt on an unregistered (e.g. blocked, hallucinated) name, as audited:
+ * secret-looking keys redacted at any depth, and at most 16 KiB of JSON (else a size marker).
+ * spec/consent.md §audit
+ */
+function attemptedArgs(args: Record<string, unknown>): Record<string, unknown> {
+  const walk = (v: unknown, depth: number): unknown => {
+    if (v === null || typeof v !== 'object') return v;
+    if (depth > 8) return '[TRUNCATED]';
+    if (Array.isArray(v)) return v.map((x) => walk(x, depth + 1));
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[k] = SECRET_LOOKING_KEY.test(k) ? '[REDACTED]' : walk(x, depth + 1);
+    return out;
+  };
+  let out: Record<string, unknown>;
+  try {
+    out = walk(args, 0) as Record<string, unknown>;
+    const size = Buffer.byteLength(JSON.stringify(out));
+    if (size > MAX_ATTEMPTED_ARGS_BYTES) return { _truncated: true, bytes: size };
+  } catch {
+    return { _unserializable: true };
+  }
+  return out;
 }
 
 function outcome(st: State, caller: Caller, ok: boolean, reason: string | null, latency: number, auditId: number | null): DispatchOutcome {
