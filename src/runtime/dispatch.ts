@@ -170,7 +170,8 @@ export async function dispatch(rt: Runtime, caller: Caller, verbName: unknown, a
       st.consentClass = st.delegated.consentClass;
     }
     checkFloors(st);
-    // 8. read
+    // 8. read (detached verbs run here too, outside any store transaction: spec/shapes.md §macro, §subscribe)
+    if (verb.definition.detached === true) return await runDetached(rt, st, caller);
     if (!verb.isWrite) return await runRead(rt, st, caller);
     // 9. idempotency
     const replay = await checkIdempotency(rt, st, options);
@@ -270,6 +271,38 @@ async function runRead(rt: Runtime, st: State, caller: Caller): Promise<Envelope
   rt.auditBuffer.push(entryFor(st, 'completed', null, latency, { entity }));
   rt.observe(outcome(st, caller, true, null, latency, null));
   return { ok: true, verb: verb.name, result };
+}
+
+/**
+ * A detached verb (VerbDefinition.detached) runs outside any store transaction or snapshot: it
+ * may wait (long-poll) or dispatch other verbs, each of which passes every gate itself. A write
+ * one must delegate consent with class null (no gate, no idempotency, no receipt at its level);
+ * its audit row is written after the handler returns (a read one's is buffered like any read).
+ */
+async function runDetached(rt: Runtime, st: State, caller: Caller): Promise<Envelope> {
+  const verb = st.verb!;
+  if (verb.isWrite && st.consentClass !== null) throw new Error(`${verb.name}: a detached write verb must delegate consent with class null`);
+  let entity: { type: string; id: string } | undefined;
+  const ctx = readContext(rt, st, caller);
+  ctx.setEntity = (type, id) => {
+    entity = { type, id: String(id) };
+  };
+  const result = ((await verb.definition.handler(ctx, st.args)) ?? {}) as Record<string, unknown>;
+  rt.checkOutput(verb, result);
+  const latency = performance.now() - st.t0;
+  const entry = entryFor(st, 'completed', null, latency, { entity });
+  if (!verb.isWrite) {
+    rt.auditBuffer.push(entry);
+    rt.observe(outcome(st, caller, true, null, latency, null));
+    return { ok: true, verb: verb.name, result };
+  }
+  const row = await rt.store.write(async (tx) => {
+    const r = await appendAudit(tx, entry);
+    tx.afterCommit(() => rt.afterWrite(r));
+    return r;
+  });
+  rt.observe(outcome(st, caller, true, null, latency, row.audit_id));
+  return { ok: true, verb: verb.name, result, audit_id: row.audit_id };
 }
 
 function principalScope(p: Principal): string {
@@ -425,7 +458,9 @@ async function pending(rt: Runtime, st: State, caller: Caller, phrase: string | 
         [approvalId, p.company_id, issued.jti, verb.name, JSON.stringify(redact(st.args, verb.secretPaths)), cls, phrase, summary, p.user_id, p.role, p.agent_type, st.now.toISOString(), issued.expiresAt],
       );
     }
-    return appendAudit(tx, entryFor(st, 'pending', 'dispatch_pending', latency, { requiresApproval: typed }));
+    const pendingRow = await appendAudit(tx, entryFor(st, 'pending', 'dispatch_pending', latency, { requiresApproval: typed }));
+    tx.afterCommit(() => rt.afterWrite(pendingRow));
+    return pendingRow;
   });
   rt.observe(outcome(st, caller, false, 'dispatch_pending', latency, row.audit_id));
   return pendingEnvelope(rt, st, caller, consent, undefined, row.audit_id);
@@ -796,6 +831,7 @@ async function fail(rt: Runtime, st: State, caller: Caller, err: unknown): Promi
         const row = await rt.store.write(async (tx) => {
           const row = await appendAudit(tx, entry);
           if (failureAudit?.record !== undefined) await failureAudit.record(tx, row);
+          tx.afterCommit(() => rt.afterWrite(row));
           return row;
         });
         auditId = row.audit_id;

@@ -134,6 +134,15 @@ export interface VerbDefinition<A = any, R = any> {
   cli?: { command: string[]; positional?: string[] };
   /** Read verbs only: may run inside a transaction commit? (never for writes) */
   internal?: boolean;
+  /**
+   * Run the handler outside any store transaction or snapshot (default false): `ctx.db` reads
+   * committed data statement by statement, the handler opens its own writes
+   * (`ctx.runtime.store.write`) and may wait (events.poll long-poll) or dispatch other verbs
+   * (macros.run) without holding the write lock or a connection. A write verb with it must
+   * delegate consent with class null: every call it makes passes its own gates. Its envelope
+   * carries the audit_id but no receipt fields or idempotency. spec/shapes.md §macro
+   */
+  detached?: boolean;
 }
 
 /** A verb after registration: the public record plus compiled runtime facts. */
