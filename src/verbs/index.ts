@@ -4,5 +4,7 @@
 import type { VerbDefinition } from '../runtime/verb.ts';
 import { verbsList } from './discovery.ts';
 import { auditTrail } from './trail.ts';
+import { approvalVerbs } from './approvals.ts';
+import { tenantSettingsVerbs } from './tenant-settings.ts';
 
-export const systemVerbs: VerbDefinition[] = [verbsList, auditTrail];
+export const systemVerbs: VerbDefinition[] = [verbsList, auditTrail, ...approvalVerbs, ...tenantSettingsVerbs];

@@ -14,11 +14,13 @@ import { registerInit } from './commands/init.ts';
 import { registerVerbs } from './commands/verbs.ts';
 import { registerAgent } from './commands/agent.ts';
 import { registerServe } from './commands/serve.ts';
+import { registerApprovals } from './commands/approvals.ts';
+import { registerTenant } from './commands/tenant.ts';
 
 export type CommandModule = (program: Command, io: Io, setExit: (code: number) => void) => void;
 
 /** Command modules, in help order. Other issues add theirs here. */
-export const COMMANDS: CommandModule[] = [registerInit, registerVerbs, registerAgent, registerServe];
+export const COMMANDS: CommandModule[] = [registerInit, registerVerbs, registerAgent, registerServe, registerApprovals, registerTenant];
 
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   const program = new Command('solid')

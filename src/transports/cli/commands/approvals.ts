@@ -1,0 +1,134 @@
+/**
+ * `solid approvals list [--status S]`, `solid approvals approve <id> [--phrase "…"]`,
+ * `solid approvals reject <id> [--note "…"]`: the human side of out-of-band approval
+ * (spec/consent.md §approvals). Each is one dispatch of approvals.list / approve / reject with the
+ * caller's API key (--api-key or SOLID_API_KEY), so the runtime decides roles and audits.
+ *
+ * approve without --phrase shows the summary and the exact phrase and, when stdin is a terminal,
+ * prompts for it; otherwise it prints the phrase to pass with --phrase and exits 2 without
+ * deciding anything. Exit codes: 0 ok, else the reason's exit code (spec/reasons.md).
+ */
+import type { Command } from 'commander';
+import type { Envelope } from '../../../spec/types.ts';
+import { openLocal, type Local } from '../local.ts';
+import { printEnvelope, table, type Io } from '../output.ts';
+
+interface KeyFlags {
+  json?: boolean;
+  apiKey?: string;
+}
+
+interface ListedApproval {
+  approval_id: string;
+  verb: string;
+  status: string;
+  summary: string;
+  typed_phrase: string;
+  requested_by: number;
+  requested_role: string;
+  role_floor: string;
+  expires_at: string;
+  decided_by: number | null;
+}
+
+async function withLocal<T>(program: Command, fn: (local: Local, caller: { surface: 'cli'; apiKey: string | null }) => Promise<T>, flags: KeyFlags): Promise<T> {
+  const local = await openLocal({ db: program.opts<{ db?: string }>().db });
+  try {
+    return await fn(local, { surface: 'cli', apiKey: flags.apiKey ?? process.env.SOLID_API_KEY ?? null });
+  } finally {
+    await local.close();
+  }
+}
+
+function renderList(io: Io, env: Envelope): number {
+  const items = (env.result?.approvals ?? []) as ListedApproval[];
+  const data = (env.result?.data ?? {}) as { pending?: number; expired?: number; approved_unused?: number };
+  if (items.length === 0) {
+    io.out('No approvals match.');
+  } else {
+    io.out(
+      table(
+        ['APPROVAL', 'VERB', 'STATUS', 'EXPIRES (UTC)', 'REQUESTER', 'FLOOR', 'PHRASE'],
+        items.map((a) => [a.approval_id, a.verb, a.status, a.expires_at.replace('T', ' ').slice(0, 19), `user ${a.requested_by} (${a.requested_role})`, a.role_floor, a.typed_phrase]),
+      ),
+    );
+  }
+  io.out(`${data.pending ?? 0} pending, ${data.expired ?? 0} expired, ${data.approved_unused ?? 0} approved and not yet used.`);
+  return 0;
+}
+
+export function registerApprovals(program: Command, io: Io, setExit: (code: number) => void): void {
+  const approvals = program.command('approvals').description('Approve or reject pending typed-phrase actions out of band');
+
+  approvals
+    .command('list')
+    .description('List approvals (default: awaiting a decision, expired ones shown as expired)')
+    .option('--status <status>', 'pending | approved | rejected | consumed | expired | all')
+    .option('--json', 'print the envelope as JSON')
+    .option('--api-key <key>', 'API key (default: SOLID_API_KEY)')
+    .action(async (flags: KeyFlags & { status?: string }) => {
+      await withLocal(
+        program,
+        async (local, caller) => {
+          const env = await local.rt.dispatch(caller, 'approvals.list', flags.status === undefined ? {} : { status: flags.status });
+          setExit(flags.json || !env.ok ? printEnvelope(io, env, Boolean(flags.json)) : renderList(io, env));
+        },
+        flags,
+      );
+    });
+
+  approvals
+    .command('approve <approval_id>')
+    .description('Approve a pending action by typing its phrase (prompted on a terminal)')
+    .option('--phrase <phrase>', 'the phrase, typed exactly as shown')
+    .option('--json', 'print the envelope as JSON')
+    .option('--api-key <key>', 'API key (default: SOLID_API_KEY)')
+    .action(async (approvalId: string, flags: KeyFlags & { phrase?: string }) => {
+      await withLocal(
+        program,
+        async (local, caller) => {
+          let phrase = flags.phrase;
+          if (phrase === undefined) {
+            const listed = await local.rt.dispatch(caller, 'approvals.list', { approval_id: approvalId });
+            const item = ((listed.result?.approvals ?? []) as ListedApproval[])[0];
+            if (!listed.ok || item === undefined || item.status !== 'pending') {
+              // Not visible to this caller (role, tenant, unknown id) or not open: approve itself answers and audits.
+              setExit(printEnvelope(io, await local.rt.dispatch(caller, 'approvals.approve', { approval_id: approvalId, typed_phrase: '' }), Boolean(flags.json)));
+              return;
+            }
+            io.err(`${item.verb}: ${item.summary}\nRequested by user ${item.requested_by} (${item.requested_role}); status ${item.status}; expires ${item.expires_at}.`);
+            if (io.isTTY && io.prompt !== undefined && !flags.json) {
+              io.err(`To approve, type exactly:  ${item.typed_phrase}`);
+              phrase = await io.prompt('> ');
+            } else {
+              io.err(`✗ approving needs the typed phrase; no terminal to prompt on.\n  hint: solid approvals approve ${approvalId} --phrase "${item.typed_phrase}"`);
+              setExit(2);
+              return;
+            }
+          }
+          const env = await local.rt.dispatch(caller, 'approvals.approve', { approval_id: approvalId, typed_phrase: phrase });
+          const code = printEnvelope(io, env, Boolean(flags.json));
+          if (env.ok && !flags.json) io.out(String(env.result?.next_step ?? ''));
+          setExit(code);
+        },
+        flags,
+      );
+    });
+
+  approvals
+    .command('reject <approval_id>')
+    .description('Reject a pending action (or withdraw an unused approval)')
+    .option('--note <note>', 'why (kept with the approval)')
+    .option('--json', 'print the envelope as JSON')
+    .option('--api-key <key>', 'API key (default: SOLID_API_KEY)')
+    .action(async (approvalId: string, flags: KeyFlags & { note?: string }) => {
+      await withLocal(
+        program,
+        async (local, caller) => {
+          const args = flags.note === undefined ? { approval_id: approvalId } : { approval_id: approvalId, note: flags.note };
+          setExit(printEnvelope(io, await local.rt.dispatch(caller, 'approvals.reject', args), Boolean(flags.json)));
+        },
+        flags,
+      );
+    });
+}

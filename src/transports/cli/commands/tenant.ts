@@ -1,0 +1,105 @@
+/**
+ * `solid tenant show`, `solid tenant caps set --class C --limit N|default`,
+ * `solid tenant blocklist add <name>`, `solid tenant blocklist remove <name>`: the tenant's consent
+ * settings (spec/consent.md §caps, §blocklist). Each is a dispatch of tenant.settings /
+ * tenant.caps_set / tenant.blocklist_add / tenant.blocklist_remove with the caller's key
+ * (--api-key or SOLID_API_KEY): owner only, audited, revertible with audit.revert.
+ *
+ * The writes are WRITE_REVERSIBLE: the human running the command is the confirmation, so the
+ * command answers the dispatch_pending itself with its nonce (like `agent dispatch --confirm`).
+ * Exit codes: 0 ok, else the reason's exit code (spec/reasons.md).
+ */
+import type { Command } from 'commander';
+import { CAPPED_CLASSES } from '../../../verbs/tenant-settings.ts';
+import { runDispatch } from './agent.ts';
+import { openLocal } from '../local.ts';
+import { printEnvelope, table, type Io } from '../output.ts';
+
+interface KeyFlags {
+  json?: boolean;
+  apiKey?: string;
+}
+
+interface CapView {
+  limit: number;
+  default: number;
+  custom: boolean;
+  used_today: number;
+  remaining: number;
+  resets_at: string;
+}
+
+/** Dispatch a settings write with its confirmation round trip; returns the exit code. */
+function confirmAndRun(program: Command, io: Io, verb: string, args: Record<string, unknown>, flags: KeyFlags): Promise<number> {
+  return runDispatch(program, io, verb, { args: JSON.stringify(args), json: flags.json, confirm: true, apiKey: flags.apiKey });
+}
+
+export function registerTenant(program: Command, io: Io, setExit: (code: number) => void): void {
+  const tenant = program.command('tenant').description("Your tenant's consent settings: daily caps and blocklist (owner only)");
+
+  tenant
+    .command('show')
+    .description('Show the daily caps (limit, used today, reset) and the blocked verb names')
+    .option('--json', 'print the envelope as JSON')
+    .option('--api-key <key>', 'API key (default: SOLID_API_KEY)')
+    .action(async (flags: KeyFlags) => {
+      const local = await openLocal({ db: program.opts<{ db?: string }>().db });
+      try {
+        const env = await local.rt.dispatch({ surface: 'cli', apiKey: flags.apiKey ?? process.env.SOLID_API_KEY ?? null }, 'tenant.settings', {});
+        if (flags.json || !env.ok) {
+          setExit(printEnvelope(io, env, Boolean(flags.json)));
+          return;
+        }
+        const data = env.result!.data as { caps: Record<string, CapView>; blocklist: { default: string[]; tenant: string[] } };
+        io.out(
+          table(
+            ['CLASS', 'LIMIT/DAY', 'USED TODAY', 'REMAINING', 'RESETS (UTC)'],
+            Object.entries(data.caps).map(([cls, c]) => [cls, `${c.limit}${c.custom ? '' : ' (default)'}`, String(c.used_today), String(c.remaining), c.resets_at.replace('T', ' ').slice(0, 16)]),
+          ),
+        );
+        io.out(`blocked (built in): ${data.blocklist.default.join(', ')}`);
+        io.out(`blocked (this tenant): ${data.blocklist.tenant.length > 0 ? data.blocklist.tenant.join(', ') : '(none)'}`);
+        setExit(0);
+      } finally {
+        await local.close();
+      }
+    });
+
+  const caps = tenant.command('caps').description('Daily caps per consent class (reset at midnight UTC)');
+  caps
+    .command('set')
+    .description('Set the daily cap of a consent class')
+    .requiredOption('--class <class>', CAPPED_CLASSES.join(' | '))
+    .requiredOption('--limit <n>', 'writes per UTC day (0 allows none), or "default"')
+    .option('--json', 'print the envelope as JSON')
+    .option('--api-key <key>', 'API key (default: SOLID_API_KEY)')
+    .action(async (flags: KeyFlags & { class: string; limit: string }) => {
+      let limit: number | null;
+      if (flags.limit === 'default') limit = null;
+      else if (/^\d{1,7}$/.test(flags.limit)) limit = Number(flags.limit);
+      else {
+        io.err(`✗ --limit must be a whole number from 0 to 1000000, or "default" (got "${flags.limit}")`);
+        setExit(2);
+        return;
+      }
+      setExit(await confirmAndRun(program, io, 'tenant.caps_set', { consent_class: flags.class, limit }, flags));
+    });
+
+  const blocklist = tenant.command('blocklist').description("Verb names refused for this tenant (beside the built-in four)");
+  blocklist
+    .command('add <name>')
+    .description('Block a verb name (registered or not; case and . _ - separators ignored)')
+    .option('--json', 'print the envelope as JSON')
+    .option('--api-key <key>', 'API key (default: SOLID_API_KEY)')
+    .action(async (name: string, flags: KeyFlags) => {
+      setExit(await confirmAndRun(program, io, 'tenant.blocklist_add', { name }, flags));
+    });
+  blocklist
+    .command('remove <name>')
+    .description("Unblock a name this tenant added (the built-in four stay blocked)")
+    .option('--json', 'print the envelope as JSON')
+    .option('--api-key <key>', 'API key (default: SOLID_API_KEY)')
+    .action(async (name: string, flags: KeyFlags) => {
+      setExit(await confirmAndRun(program, io, 'tenant.blocklist_remove', { name }, flags));
+    });
+}

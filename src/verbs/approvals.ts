@@ -1,0 +1,375 @@
+/**
+ * Out-of-band approval of typed-phrase dispatches (spec/consent.md §approvals).
+ *
+ * A WRITE_FINANCIAL or IRREVERSIBLE preflight answers dispatch_pending with an `approval_id` and
+ * stores a pending row in `approvals` (dispatch.ts). A human elsewhere — whose own role meets the
+ * target verb's role floor — lists it, types the phrase and approves it (or rejects it). The agent
+ * then calls the original verb again with confirm=true and its nonce, without a phrase, and the
+ * dispatch executes with approved_by / approved_at on its audit row; after a rejection that call
+ * answers approval_rejected.
+ *
+ * - approvals.list    READ (aggregate), role floor admin: the tenant's queue, expired rows shown as expired.
+ * - approvals.approve delegated consent, no gate of its own: the approver's typed phrase IS the
+ *                     consent, so there is no second nonce round trip; role floor = the target
+ *                     verb's floor (at least admin), checked at the floors step and again in the
+ *                     write transaction; audited like every write.
+ * - approvals.reject  same floor; no phrase (refusing is always safe); may also withdraw an
+ *                     approval the agent has not used yet.
+ *
+ * Self-approval (approver = requesting user) is allowed: it needs the same phrase and the same
+ * role as the direct path, so it grants nothing the requester did not already have; the receipt
+ * says `self_approved: true` and the audit row shows approved_by = the requester.
+ * approve/reject are projected on http and cli only (human-facing), not into agents' tool lists
+ * (mcp_stdio, webmcp, ucp); the phrase and the role floor are the actual safeguards.
+ */
+import type { Role, VerbClass } from '../spec/types.ts';
+import { parseJson } from '../store/store.ts';
+import { VerbError } from '../runtime/errors.ts';
+import { defineVerb, ROLE_FLOOR_OF_CLASS, ROLE_RANK, type DelegatedConsent, type VerbContext } from '../runtime/verb.ts';
+import { phrasesMatch } from '../runtime/consent/typed-phrase.ts';
+
+/** Lowest role that may decide any approval (the WRITE_FINANCIAL floor). */
+const MIN_APPROVER_ROLE: Role = ROLE_FLOOR_OF_CLASS.WRITE_FINANCIAL;
+
+const APPROVAL_ID = { type: 'string', pattern: '^apv_[A-Za-z0-9_-]{1,64}$', description: 'The approval_id from the dispatch_pending answer or approvals.list.' } as const;
+
+/** Effective statuses: `expired` also covers pending rows past their expiry not yet swept. */
+export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'consumed', 'expired'] as const;
+export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
+
+interface ApprovalRow {
+  approval_id: string;
+  company_id: number;
+  verb: string;
+  args: unknown;
+  consent_class: VerbClass;
+  typed_phrase: string | null;
+  summary: string;
+  requested_by: number;
+  requested_role: string;
+  agent_type: string | null;
+  status: string;
+  decided_by: number | null;
+  decided_at: string | null;
+  decision_note: string | null;
+  created_at: string;
+  expires_at: string;
+}
+
+const COLUMNS =
+  'approval_id, company_id, verb, args, consent_class, typed_phrase, summary, requested_by, requested_role, agent_type, status, decided_by, decided_at, decision_note, created_at, expires_at';
+
+function effectiveStatus(row: ApprovalRow, nowIso: string): ApprovalStatus {
+  if (row.status === 'pending' && row.expires_at <= nowIso) return 'expired';
+  return row.status as ApprovalStatus;
+}
+
+/** The role floor an approver needs for this row: the target verb's floor, never below admin. */
+function approverFloor(ctx: VerbContext, verb: string, cls: VerbClass): Role {
+  const target = ctx.runtime.registry.get(verb);
+  const floor = target?.roleFloor ?? ROLE_FLOOR_OF_CLASS[cls] ?? MIN_APPROVER_ROLE;
+  return ROLE_RANK[floor] >= ROLE_RANK[MIN_APPROVER_ROLE] ? floor : MIN_APPROVER_ROLE;
+}
+
+async function findApproval(q: VerbContext['db'], companyId: number, approvalId: string): Promise<ApprovalRow | undefined> {
+  const raw = await q.get<Record<string, unknown>>(`SELECT ${COLUMNS} FROM approvals WHERE approval_id = ? AND company_id = ?`, [approvalId, companyId]);
+  if (raw === undefined) return undefined;
+  return {
+    ...(raw as unknown as ApprovalRow),
+    company_id: Number(raw.company_id),
+    requested_by: Number(raw.requested_by),
+    decided_by: raw.decided_by === null || raw.decided_by === undefined ? null : Number(raw.decided_by),
+    args: parseJson(raw.args) ?? {},
+  };
+}
+
+function notFound(id: string): VerbError {
+  return new VerbError('approval_not_found', `No approval ${id} exists for this tenant.`, {
+    hint: 'List the open approvals with approvals.list (`solid approvals list`); approval ids come from dispatch_pending answers.',
+  });
+}
+
+function notPending(row: ApprovalRow, status: ApprovalStatus): VerbError {
+  const what =
+    status === 'expired'
+      ? `expired at ${row.expires_at}`
+      : status === 'consumed'
+        ? 'was already used by the agent'
+        : `was already ${status}${row.decided_by !== null ? ` by user ${row.decided_by}` : ''}`;
+  return new VerbError('approval_not_pending', `Approval ${row.approval_id} ${what}.`, {
+    hint: status === 'expired' ? `The agent must call ${row.verb} again for a fresh pending request.` : 'Nothing to decide; list open approvals with approvals.list.',
+    details: { status },
+  });
+}
+
+/** The approval changed between our read and our update (another decision won the race). */
+async function decidedMeanwhile(ctx: VerbContext, row: ApprovalRow): Promise<VerbError> {
+  const now = await findApproval(ctx.db, row.company_id, row.approval_id);
+  return now === undefined ? notFound(row.approval_id) : notPending(now, effectiveStatus(now, ctx.now.toISOString()));
+}
+
+/** Consent of approve/reject: no gate of its own, the floor of the verb being decided. */
+async function decisionConsent(ctx: VerbContext, args: { approval_id: string }, action: string): Promise<DelegatedConsent> {
+  const row = await findApproval(ctx.db, ctx.principal.company_id, args.approval_id);
+  if (row === undefined) return { consentClass: null, roleFloor: MIN_APPROVER_ROLE, summary: `${action} approval ${args.approval_id}.` };
+  return { consentClass: null, roleFloor: approverFloor(ctx, row.verb, row.consent_class), summary: `${action} ${row.verb}: ${row.summary}` };
+}
+
+const approvalItem = {
+  type: 'object',
+  properties: {
+    approval_id: { type: 'string' },
+    verb: { type: 'string', description: 'The verb waiting for consent.' },
+    consent_class: { type: 'string', enum: ['WRITE_FINANCIAL', 'IRREVERSIBLE'] },
+    summary: { type: 'string', description: 'What will happen, in plain words.' },
+    typed_phrase: { type: 'string', description: 'The exact phrase the approver must type.' },
+    args: { type: 'object', description: 'The arguments of the pending call (secret fields redacted).' },
+    requested_by: { type: 'integer', description: 'user_id of the requester.' },
+    requested_role: { type: 'string' },
+    agent_type: { type: ['string', 'null'] },
+    status: { type: 'string', enum: [...APPROVAL_STATUSES] },
+    role_floor: { type: 'string', enum: ['read_only', 'employee', 'admin', 'owner'], description: 'Role an approver needs.' },
+    can_decide: { type: 'boolean', description: 'Whether the caller may approve or reject it now.' },
+    created_at: { type: 'string', format: 'date-time' },
+    expires_at: { type: 'string', format: 'date-time' },
+    decided_by: { type: ['integer', 'null'] },
+    decided_at: { type: ['string', 'null'] },
+    decision_note: { type: ['string', 'null'] },
+  },
+  required: ['approval_id', 'verb', 'consent_class', 'summary', 'typed_phrase', 'requested_by', 'status', 'role_floor', 'can_decide', 'created_at', 'expires_at'],
+} as const;
+
+export interface ApprovalsListArgs {
+  status?: ApprovalStatus | 'all';
+  approval_id?: string;
+  limit?: number;
+}
+
+export const approvalsList = defineVerb<ApprovalsListArgs>({
+  name: 'approvals.list',
+  title: 'List approvals',
+  description:
+    "List the tenant's out-of-band approvals of typed-phrase actions (WRITE_FINANCIAL, IRREVERSIBLE), newest first: verb, summary, the exact phrase to type, requester, status and expiry. Default: those awaiting a decision, including expired ones (status expired). Needs the admin role. Approve with approvals.approve, reject with approvals.reject.",
+  shape: 'aggregate',
+  category: 'consent',
+  role_floor: 'admin',
+  input: {
+    type: 'object',
+    properties: {
+      status: { type: 'string', enum: [...APPROVAL_STATUSES, 'all'], description: 'Filter (default pending: awaiting a decision, expired ones included).' },
+      approval_id: APPROVAL_ID,
+      limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
+    },
+    additionalProperties: false,
+  },
+  output: {
+    type: 'object',
+    properties: {
+      entity_type: { const: 'approval_queue' },
+      entity_id: { type: 'integer', description: 'The tenant (company_id).' },
+      data: {
+        type: 'object',
+        properties: { pending: { type: 'integer', minimum: 0 }, expired: { type: 'integer', minimum: 0 }, approved_unused: { type: 'integer', minimum: 0 } },
+        required: ['pending', 'expired', 'approved_unused'],
+      },
+      approvals: { type: 'array', items: approvalItem },
+      fetched_at: { type: 'string', format: 'date-time' },
+    },
+    required: ['entity_type', 'entity_id', 'data', 'approvals', 'fetched_at'],
+  },
+  idempotent: true,
+  cli: { command: ['approvals', 'queue'] },
+  async handler(ctx, args) {
+    const companyId = ctx.principal.company_id;
+    const nowIso = ctx.now.toISOString();
+    const where = ['company_id = ?'];
+    const params: unknown[] = [companyId];
+    const status = args.approval_id !== undefined && args.status === undefined ? 'all' : (args.status ?? 'pending');
+    if (status === 'pending') where.push(`status IN ('pending', 'expired')`);
+    else if (status === 'expired') {
+      where.push(`(status = 'expired' OR (status = 'pending' AND expires_at <= ?))`);
+      params.push(nowIso);
+    } else if (status !== 'all') {
+      where.push('status = ?');
+      params.push(status);
+    }
+    if (args.approval_id !== undefined) {
+      where.push('approval_id = ?');
+      params.push(args.approval_id);
+    }
+    params.push(args.limit ?? 50);
+    const raw = await ctx.db.all<Record<string, unknown>>(`SELECT ${COLUMNS} FROM approvals WHERE ${where.join(' AND ')} ORDER BY created_at DESC, approval_id LIMIT ?`, params);
+    const approvals = raw.map((r) => {
+      const row: ApprovalRow = {
+        ...(r as unknown as ApprovalRow),
+        requested_by: Number(r.requested_by),
+        decided_by: r.decided_by === null || r.decided_by === undefined ? null : Number(r.decided_by),
+        args: parseJson(r.args) ?? {},
+      };
+      const st = effectiveStatus(row, nowIso);
+      const floor = approverFloor(ctx, row.verb, row.consent_class);
+      return {
+        approval_id: row.approval_id,
+        verb: row.verb,
+        consent_class: row.consent_class,
+        summary: row.summary,
+        typed_phrase: row.typed_phrase ?? '',
+        args: row.args as Record<string, unknown>,
+        requested_by: row.requested_by,
+        requested_role: row.requested_role,
+        agent_type: row.agent_type ?? null,
+        status: st,
+        role_floor: floor,
+        can_decide: ROLE_RANK[ctx.principal.role] >= ROLE_RANK[floor] && (st === 'pending' || (st === 'approved' && row.expires_at > nowIso)),
+        created_at: row.created_at,
+        expires_at: row.expires_at,
+        decided_by: row.decided_by,
+        decided_at: row.decided_at ?? null,
+        decision_note: row.decision_note ?? null,
+      };
+    });
+    const counts = await ctx.db.get<{ pending: number | null; expired: number | null; approved_unused: number | null }>(
+      `SELECT SUM(CASE WHEN status = 'pending' AND expires_at > ? THEN 1 ELSE 0 END) AS pending,
+              SUM(CASE WHEN status = 'expired' OR (status = 'pending' AND expires_at <= ?) THEN 1 ELSE 0 END) AS expired,
+              SUM(CASE WHEN status = 'approved' AND expires_at > ? THEN 1 ELSE 0 END) AS approved_unused
+       FROM approvals WHERE company_id = ?`,
+      [nowIso, nowIso, nowIso, companyId],
+    );
+    return {
+      entity_type: 'approval_queue',
+      entity_id: companyId,
+      data: { pending: Number(counts?.pending ?? 0), expired: Number(counts?.expired ?? 0), approved_unused: Number(counts?.approved_unused ?? 0) },
+      approvals,
+      fetched_at: nowIso,
+    };
+  },
+});
+
+export interface ApprovalsApproveArgs {
+  approval_id: string;
+  typed_phrase: string;
+}
+
+export const approvalsApprove = defineVerb<ApprovalsApproveArgs>({
+  name: 'approvals.approve',
+  title: 'Approve a pending action',
+  description:
+    "A human approves a pending typed-phrase action (from approvals.list) by typing its phrase exactly. The approver's own role must meet the action's role floor (admin for WRITE_FINANCIAL, owner for IRREVERSIBLE). Afterwards the requesting agent calls the original verb again with confirm=true and its nonce (no phrase) and it executes, recorded with approved_by and approved_at. Reasons: phrase_mismatch, role_denied, approval_not_found, approval_not_pending.",
+  shape: 'receipt',
+  category: 'consent',
+  surfaces: ['http', 'cli'],
+  input: {
+    type: 'object',
+    properties: {
+      approval_id: APPROVAL_ID,
+      typed_phrase: { type: 'string', maxLength: 500, description: 'The phrase shown, typed exactly (same case, spaces and letters).' },
+    },
+    required: ['approval_id', 'typed_phrase'],
+    additionalProperties: false,
+  },
+  output: {
+    type: 'object',
+    properties: {
+      status: { const: 'approved' },
+      audit_id: { type: 'integer', minimum: 1 },
+      approval_id: { type: 'string' },
+      verb: { type: 'string' },
+      summary: { type: 'string' },
+      approved_by: { type: 'integer' },
+      approved_at: { type: 'string', format: 'date-time' },
+      expires_at: { type: 'string', format: 'date-time', description: 'The agent must call again before this time.' },
+      self_approved: { type: 'boolean', description: 'The approver is the requesting user (equivalent to typing the phrase on the direct path).' },
+      next_step: { type: 'string' },
+    },
+    required: ['status', 'audit_id', 'approval_id', 'verb', 'approved_by', 'approved_at', 'expires_at', 'self_approved'],
+  },
+  delegateConsent: (ctx, args) => decisionConsent(ctx, args, 'Approve'),
+  async handler(ctx, args) {
+    const p = ctx.principal;
+    const row = await findApproval(ctx.db, p.company_id, args.approval_id);
+    if (row === undefined) throw notFound(args.approval_id);
+    ctx.setEntity('approval', row.approval_id);
+    const nowIso = ctx.now.toISOString();
+    const status = effectiveStatus(row, nowIso);
+    if (status !== 'pending') throw notPending(row, status);
+    if (row.typed_phrase === null || !phrasesMatch(row.typed_phrase, args.typed_phrase)) {
+      throw new VerbError('phrase_mismatch', 'The typed phrase does not match the phrase of this approval, character for character.', {
+        hint: `Type exactly: ${row.typed_phrase ?? ''}`,
+      });
+    }
+    const r = await ctx.db.run(`UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ? WHERE approval_id = ? AND company_id = ? AND status = 'pending'`, [
+      p.user_id,
+      nowIso,
+      row.approval_id,
+      p.company_id,
+    ]);
+    if (r.changes !== 1) throw await decidedMeanwhile(ctx, row);
+    return {
+      status: 'approved',
+      approval_id: row.approval_id,
+      verb: row.verb,
+      summary: row.summary,
+      approved_by: p.user_id,
+      approved_at: nowIso,
+      expires_at: row.expires_at,
+      self_approved: p.user_id === row.requested_by,
+      next_step: `The requesting agent may now call ${row.verb} again with the same arguments, confirm=true and its nonce (no typed_phrase), before ${row.expires_at}.`,
+    };
+  },
+});
+
+export interface ApprovalsRejectArgs {
+  approval_id: string;
+  note?: string;
+}
+
+export const approvalsReject = defineVerb<ApprovalsRejectArgs>({
+  name: 'approvals.reject',
+  title: 'Reject a pending action',
+  description:
+    "A human rejects a pending typed-phrase action (or withdraws an approval the agent has not used yet). The requesting agent's next call with that nonce answers approval_rejected. Needs the action's role floor. Reasons: role_denied, approval_not_found, approval_not_pending.",
+  shape: 'receipt',
+  category: 'consent',
+  surfaces: ['http', 'cli'],
+  input: {
+    type: 'object',
+    properties: {
+      approval_id: APPROVAL_ID,
+      note: { type: 'string', maxLength: 500, description: 'Why (shown to whoever lists the approval).' },
+    },
+    required: ['approval_id'],
+    additionalProperties: false,
+  },
+  output: {
+    type: 'object',
+    properties: {
+      status: { const: 'rejected' },
+      audit_id: { type: 'integer', minimum: 1 },
+      approval_id: { type: 'string' },
+      verb: { type: 'string' },
+      rejected_by: { type: 'integer' },
+      rejected_at: { type: 'string', format: 'date-time' },
+      note: { type: ['string', 'null'] },
+    },
+    required: ['status', 'audit_id', 'approval_id', 'verb', 'rejected_by', 'rejected_at'],
+  },
+  delegateConsent: (ctx, args) => decisionConsent(ctx, args, 'Reject'),
+  async handler(ctx, args) {
+    const p = ctx.principal;
+    const row = await findApproval(ctx.db, p.company_id, args.approval_id);
+    if (row === undefined) throw notFound(args.approval_id);
+    ctx.setEntity('approval', row.approval_id);
+    const nowIso = ctx.now.toISOString();
+    const status = effectiveStatus(row, nowIso);
+    const open = status === 'pending' || (status === 'approved' && row.expires_at > nowIso);
+    if (!open) throw notPending(row, status);
+    const r = await ctx.db.run(
+      `UPDATE approvals SET status = 'rejected', decided_by = ?, decided_at = ?, decision_note = ? WHERE approval_id = ? AND company_id = ? AND status IN ('pending', 'approved')`,
+      [p.user_id, nowIso, args.note ?? null, row.approval_id, p.company_id],
+    );
+    if (r.changes !== 1) throw await decidedMeanwhile(ctx, row);
+    return { status: 'rejected', approval_id: row.approval_id, verb: row.verb, rejected_by: p.user_id, rejected_at: nowIso, note: args.note ?? null };
+  },
+});
+
+export const approvalVerbs = [approvalsList, approvalsApprove, approvalsReject];

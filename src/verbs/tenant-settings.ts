@@ -1,0 +1,209 @@
+/**
+ * Tenant consent settings: daily caps per consent class and the tenant's own blocklist
+ * (spec/consent.md §caps, §blocklist).
+ *
+ * - tenant.settings          READ (aggregate), admin: caps (limit, default, used today, reset time) and blocklists.
+ * - tenant.caps_set          WRITE_REVERSIBLE, owner: set a class's daily cap (0–1,000,000) or null for the default.
+ * - tenant.blocklist_add     WRITE_REVERSIBLE, owner: block a verb name for this tenant (registered or not).
+ * - tenant.blocklist_remove  WRITE_REVERSIBLE, owner: unblock a name this tenant added (the defaults stay).
+ *
+ * The writes are projected on http and cli only: an agent does not tune its own guard rails
+ * through its tool list. Each write is audited, counted against the tenant's WRITE_REVERSIBLE cap,
+ * and revertible (audit.revert restores the previous value). Settings are cached per process for
+ * up to 5 s (Tenants.cacheTtlMs); this process forgets its cache at commit.
+ */
+import type { VerbClass } from '../spec/types.ts';
+import type { StoreTx } from '../store/store.ts';
+import { parseJson } from '../store/store.ts';
+import { VerbError } from '../runtime/errors.ts';
+import { defineVerb, type OriginalAction, type VerbContext } from '../runtime/verb.ts';
+import { DEFAULT_DAILY_CAPS } from '../runtime/runtime.ts';
+import type { TenantSettings } from '../runtime/tenants.ts';
+import { blocklistKey, DEFAULT_BLOCKLIST } from '../runtime/consent/blocklist.ts';
+
+/** The classes with a daily cap. */
+export const CAPPED_CLASSES = ['WRITE_REVERSIBLE', 'WRITE_FINANCIAL', 'IRREVERSIBLE'] as const;
+export type CappedClass = (typeof CAPPED_CLASSES)[number];
+const MAX_CAP = 1_000_000;
+const MAX_TENANT_BLOCKLIST = 500;
+
+/** Names that may not be blocked: blocking them would lock the owner out of unblocking. */
+const UNBLOCKABLE = new Set(['tenant.settings', 'tenant.caps_set', 'tenant.blocklist_add', 'tenant.blocklist_remove'].map(blocklistKey));
+
+async function readSettings(q: VerbContext['db'], companyId: number): Promise<TenantSettings> {
+  const row = await q.get<{ settings: unknown }>('SELECT settings FROM tenants WHERE company_id = ?', [companyId]);
+  if (row === undefined) throw new VerbError('not_found', `Tenant ${companyId} does not exist.`);
+  return parseJson<TenantSettings>(row.settings) ?? {};
+}
+
+async function writeSettings(ctx: VerbContext, settings: TenantSettings): Promise<void> {
+  await ctx.db.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [JSON.stringify(settings), ctx.principal.company_id]);
+  const tx = ctx.db as Partial<StoreTx>;
+  if (typeof tx.afterCommit === 'function') tx.afterCommit(() => ctx.runtime.tenants.invalidate());
+}
+
+function nextMidnightUtc(now: Date): string {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1)).toISOString();
+}
+
+export const tenantSettings = defineVerb<Record<string, never>>({
+  name: 'tenant.settings',
+  title: 'Tenant consent settings',
+  description:
+    "Show this tenant's consent settings: the daily cap of each consent class (limit, default, used today, next reset at midnight UTC) and the blocked verb names (the built-in list and the tenant's own). Needs the admin role.",
+  shape: 'aggregate',
+  category: 'consent',
+  role_floor: 'admin',
+  input: { type: 'object', properties: {}, additionalProperties: false },
+  idempotent: true,
+  async handler(ctx) {
+    const companyId = ctx.principal.company_id;
+    const settings = await readSettings(ctx.db, companyId);
+    const day = ctx.now.toISOString().slice(0, 10);
+    const used = await ctx.db.all<{ consent_class: string; count: number }>('SELECT consent_class, count FROM daily_counts WHERE company_id = ? AND day = ?', [companyId, day]);
+    const resets_at = nextMidnightUtc(ctx.now);
+    const caps: Record<string, unknown> = {};
+    for (const cls of CAPPED_CLASSES) {
+      const limit = settings.caps?.[cls] ?? DEFAULT_DAILY_CAPS[cls];
+      const n = Number(used.find((u) => u.consent_class === cls)?.count ?? 0);
+      caps[cls] = { limit, default: DEFAULT_DAILY_CAPS[cls], custom: settings.caps?.[cls] !== undefined, used_today: n, remaining: Math.max(0, limit - n), resets_at };
+    }
+    return {
+      entity_type: 'tenant',
+      entity_id: companyId,
+      data: { caps, blocklist: { default: [...DEFAULT_BLOCKLIST], tenant: [...(settings.blocklist ?? [])] } },
+      fetched_at: ctx.now.toISOString(),
+    };
+  },
+});
+
+/** Restore one settings member to its value before the action (undefined = absent). */
+async function restore(ctx: VerbContext, original: OriginalAction, member: 'caps' | 'blocklist'): Promise<{ revert_action: string }> {
+  const settings = await readSettings(ctx.db, ctx.principal.company_id);
+  const rb = original.rollback as { cls?: CappedClass; previous?: unknown };
+  if (member === 'caps') {
+    const caps = { ...(settings.caps ?? {}) } as Partial<Record<VerbClass, number>>;
+    if (typeof rb.previous === 'number') caps[rb.cls!] = rb.previous;
+    else delete caps[rb.cls!];
+    settings.caps = caps;
+    await writeSettings(ctx, settings);
+    return { revert_action: `daily cap of ${rb.cls} restored to ${typeof rb.previous === 'number' ? rb.previous : `the default (${DEFAULT_DAILY_CAPS[rb.cls!]})`}` };
+  }
+  settings.blocklist = Array.isArray(rb.previous) ? (rb.previous as string[]) : [];
+  await writeSettings(ctx, settings);
+  return { revert_action: `tenant blocklist restored to [${settings.blocklist.join(', ')}]` };
+}
+
+export interface CapsSetArgs {
+  consent_class: CappedClass;
+  limit: number | null;
+}
+
+export const tenantCapsSet = defineVerb<CapsSetArgs>({
+  name: 'tenant.caps_set',
+  title: 'Set a daily cap',
+  description:
+    "Set this tenant's daily cap for one consent class (WRITE_REVERSIBLE default 100, WRITE_FINANCIAL 25, IRREVERSIBLE 10): at most `limit` such writes per UTC day; 0 allows none; null restores the default. Owner only; needs a confirmation.",
+  shape: 'receipt',
+  category: 'consent',
+  consent: 'WRITE_REVERSIBLE',
+  role_floor: 'owner',
+  surfaces: ['http', 'cli'],
+  input: {
+    type: 'object',
+    properties: {
+      consent_class: { type: 'string', enum: [...CAPPED_CLASSES] },
+      limit: { type: ['integer', 'null'], minimum: 0, maximum: MAX_CAP, description: 'Writes per UTC day; null = the default.' },
+    },
+    required: ['consent_class', 'limit'],
+    additionalProperties: false,
+  },
+  summary: (a) => (a.limit === null ? `Restore the daily ${a.consent_class} cap to its default (${DEFAULT_DAILY_CAPS[a.consent_class]}).` : `Set the daily ${a.consent_class} cap to ${a.limit}.`),
+  async handler(ctx, args) {
+    const settings = await readSettings(ctx.db, ctx.principal.company_id);
+    const caps = { ...(settings.caps ?? {}) } as Partial<Record<VerbClass, number>>;
+    const previous = caps[args.consent_class];
+    if (args.limit === null) delete caps[args.consent_class];
+    else caps[args.consent_class] = args.limit;
+    settings.caps = caps;
+    await writeSettings(ctx, settings);
+    ctx.setEntity('tenant', ctx.principal.company_id);
+    ctx.setRollback(`tenant:caps:${args.consent_class}:${previous ?? 'default'}`, { cls: args.consent_class, previous: previous ?? null });
+    return {
+      status: 'completed',
+      consent_class: args.consent_class,
+      limit: args.limit ?? DEFAULT_DAILY_CAPS[args.consent_class],
+      previous_limit: previous ?? DEFAULT_DAILY_CAPS[args.consent_class],
+      is_default: args.limit === null,
+    };
+  },
+  revert: { handler: (ctx, original) => restore(ctx, original, 'caps') },
+});
+
+const NAME = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[a-zA-Z][a-zA-Z0-9_.-]*$', description: 'A verb name (registered or not); compared ignoring case and . _ - separators.' } as const;
+
+export const tenantBlocklistAdd = defineVerb<{ name: string }>({
+  name: 'tenant.blocklist_add',
+  title: 'Block a verb name',
+  description:
+    'Block a verb name for this tenant: any call to it (or to the same name with other case or separators) is refused with blocked_verb whatever the role or phrase, registered or not, and audited. Owner only; needs a confirmation.',
+  shape: 'receipt',
+  category: 'consent',
+  consent: 'WRITE_REVERSIBLE',
+  role_floor: 'owner',
+  surfaces: ['http', 'cli'],
+  input: { type: 'object', properties: { name: NAME }, required: ['name'], additionalProperties: false },
+  summary: (a) => `Block the verb name "${a.name}" for this tenant.`,
+  async handler(ctx, args) {
+    if (UNBLOCKABLE.has(blocklistKey(args.name))) {
+      throw new VerbError('invalid_input', `${args.name} cannot be blocked: it would lock the owner out of the tenant settings.`, { path: '/name', hint: 'Block another name.' });
+    }
+    const settings = await readSettings(ctx.db, ctx.principal.company_id);
+    const previous = [...(settings.blocklist ?? [])];
+    const key = blocklistKey(args.name);
+    const already = DEFAULT_BLOCKLIST.some((n) => blocklistKey(n) === key) || previous.some((n) => blocklistKey(n) === key);
+    if (!already) {
+      if (previous.length >= MAX_TENANT_BLOCKLIST) throw new VerbError('invalid_input', `A tenant blocklist holds at most ${MAX_TENANT_BLOCKLIST} names.`, { path: '/name' });
+      settings.blocklist = [...previous, args.name];
+      await writeSettings(ctx, settings);
+      ctx.setRollback(`tenant:blocklist:add:${args.name}`, { previous });
+    }
+    ctx.setEntity('tenant', ctx.principal.company_id);
+    return { status: already ? 'unchanged' : 'completed', name: args.name, blocklist: settings.blocklist ?? previous };
+  },
+  revert: { handler: (ctx, original) => restore(ctx, original, 'blocklist') },
+});
+
+export const tenantBlocklistRemove = defineVerb<{ name: string }>({
+  name: 'tenant.blocklist_remove',
+  title: 'Unblock a verb name',
+  description:
+    "Remove a name from this tenant's blocklist. The four built-in names (subscription_cancel_immediate, customer_delete, company_delete, employee_terminate) stay blocked for every tenant. Owner only; needs a confirmation.",
+  shape: 'receipt',
+  category: 'consent',
+  consent: 'WRITE_REVERSIBLE',
+  role_floor: 'owner',
+  surfaces: ['http', 'cli'],
+  input: { type: 'object', properties: { name: NAME }, required: ['name'], additionalProperties: false },
+  summary: (a) => `Unblock the verb name "${a.name}" for this tenant.`,
+  async handler(ctx, args) {
+    const key = blocklistKey(args.name);
+    if (DEFAULT_BLOCKLIST.some((n) => blocklistKey(n) === key)) {
+      throw new VerbError('invalid_input', `${args.name} is on the built-in blocklist and stays blocked for every tenant.`, { path: '/name', hint: 'Use a deliberately named safe alternative instead (see verbs.list).' });
+    }
+    const settings = await readSettings(ctx.db, ctx.principal.company_id);
+    const previous = [...(settings.blocklist ?? [])];
+    const next = previous.filter((n) => blocklistKey(n) !== key);
+    if (next.length === previous.length) {
+      throw new VerbError('not_found', `${args.name} is not on this tenant's blocklist.`, { hint: 'See the blocklist with tenant.settings (`solid tenant show`).' });
+    }
+    settings.blocklist = next;
+    await writeSettings(ctx, settings);
+    ctx.setEntity('tenant', ctx.principal.company_id);
+    ctx.setRollback(`tenant:blocklist:remove:${args.name}`, { previous });
+    return { status: 'completed', name: args.name, blocklist: next };
+  },
+  revert: { handler: (ctx, original) => restore(ctx, original, 'blocklist') },
+});
+
+export const tenantSettingsVerbs = [tenantSettings, tenantCapsSet, tenantBlocklistAdd, tenantBlocklistRemove];
