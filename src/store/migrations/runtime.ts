@@ -460,7 +460,162 @@ CREATE INDEX audit_company_entity_type_time ON audit_log(company_id, entity_type
 CREATE INDEX audit_company_reason_time ON audit_log(company_id, reason, created_at, audit_id) WHERE reason IS NOT NULL;
 `;
 
+/**
+ * v3: observe-and-learn tables (src/runtime/observe/, src/verbs/events.ts, macros.ts).
+ * - subscriptions: a subscriber's filters (events.subscribe); polls never write to it.
+ * - event_retention: per tenant, the highest event seq pruned (cursor_expired below it).
+ * - reputation_counts / reputation_latency: additive hourly ('h') and daily ('d') buckets per
+ *   verb and agent; latency as a sparse log-scale histogram (one row per non-empty bin), so a
+ *   flush is a batch of commutative upserts and concurrent nodes never lose an increment.
+ * - macros: saved chains of verb calls; macro_runs: runs paused at a consent gate or a failed step.
+ * spec/shapes.md §subscribe §reputation §macro
+ */
+const OBSERVE_SQLITE_V3 = `
+CREATE TABLE subscriptions (
+  subscription_id TEXT PRIMARY KEY,
+  company_id INTEGER NOT NULL,
+  user_id INTEGER NOT NULL,
+  filters TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX subscriptions_company ON subscriptions(company_id, created_at);
+
+CREATE TABLE event_retention (
+  company_id INTEGER PRIMARY KEY,
+  pruned_through_seq INTEGER NOT NULL,
+  pruned_at TEXT NOT NULL
+);
+
+CREATE TABLE reputation_counts (
+  company_id INTEGER NOT NULL,
+  grain TEXT NOT NULL CHECK (grain IN ('h','d')),
+  bucket_start TEXT NOT NULL,
+  verb TEXT NOT NULL,
+  agent TEXT NOT NULL,
+  invocations INTEGER NOT NULL,
+  successes INTEGER NOT NULL,
+  failures INTEGER NOT NULL,
+  denials INTEGER NOT NULL,
+  pending INTEGER NOT NULL,
+  PRIMARY KEY (company_id, grain, bucket_start, verb, agent)
+);
+
+CREATE TABLE reputation_latency (
+  company_id INTEGER NOT NULL,
+  grain TEXT NOT NULL CHECK (grain IN ('h','d')),
+  bucket_start TEXT NOT NULL,
+  verb TEXT NOT NULL,
+  agent TEXT NOT NULL,
+  bin INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  PRIMARY KEY (company_id, grain, bucket_start, verb, agent, bin)
+);
+
+CREATE TABLE macros (
+  macro_id TEXT PRIMARY KEY,
+  company_id INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  description TEXT NOT NULL DEFAULT '',
+  steps TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  created_by INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  UNIQUE (company_id, name)
+);
+
+CREATE TABLE macro_runs (
+  run_id TEXT PRIMARY KEY,
+  company_id INTEGER NOT NULL,
+  user_id INTEGER NOT NULL,
+  macro_id TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending','failed','completed')),
+  next_step INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  outputs TEXT NOT NULL,
+  override_args TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL
+);
+CREATE INDEX macro_runs_expiry ON macro_runs(expires_at);
+`;
+
+const OBSERVE_POSTGRES_V3 = `
+CREATE TABLE subscriptions (
+  subscription_id TEXT PRIMARY KEY,
+  company_id BIGINT NOT NULL,
+  user_id BIGINT NOT NULL,
+  filters JSONB NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX subscriptions_company ON subscriptions(company_id, created_at);
+
+CREATE TABLE event_retention (
+  company_id BIGINT PRIMARY KEY,
+  pruned_through_seq BIGINT NOT NULL,
+  pruned_at TEXT NOT NULL
+);
+
+CREATE TABLE reputation_counts (
+  company_id BIGINT NOT NULL,
+  grain TEXT NOT NULL CHECK (grain IN ('h','d')),
+  bucket_start TEXT NOT NULL,
+  verb TEXT NOT NULL,
+  agent TEXT NOT NULL,
+  invocations BIGINT NOT NULL,
+  successes BIGINT NOT NULL,
+  failures BIGINT NOT NULL,
+  denials BIGINT NOT NULL,
+  pending BIGINT NOT NULL,
+  PRIMARY KEY (company_id, grain, bucket_start, verb, agent)
+);
+
+CREATE TABLE reputation_latency (
+  company_id BIGINT NOT NULL,
+  grain TEXT NOT NULL CHECK (grain IN ('h','d')),
+  bucket_start TEXT NOT NULL,
+  verb TEXT NOT NULL,
+  agent TEXT NOT NULL,
+  bin INTEGER NOT NULL,
+  count BIGINT NOT NULL,
+  PRIMARY KEY (company_id, grain, bucket_start, verb, agent, bin)
+);
+
+CREATE TABLE macros (
+  macro_id TEXT PRIMARY KEY,
+  company_id BIGINT NOT NULL,
+  name TEXT NOT NULL,
+  description TEXT NOT NULL DEFAULT '',
+  steps JSONB NOT NULL,
+  version INTEGER NOT NULL,
+  created_by BIGINT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  UNIQUE (company_id, name)
+);
+
+CREATE TABLE macro_runs (
+  run_id TEXT PRIMARY KEY,
+  company_id BIGINT NOT NULL,
+  user_id BIGINT NOT NULL,
+  macro_id TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending','failed','completed')),
+  next_step INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  outputs JSONB NOT NULL,
+  override_args JSONB NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL
+);
+CREATE INDEX macro_runs_expiry ON macro_runs(expires_at);
+`;
+
 export const runtimeMigrations: readonly Migration[] = [
   { version: 1, name: 'runtime tables', sqlite: SQLITE_V1, postgres: POSTGRES_V1 },
   { version: 2, name: 'audit trail indexes', sqlite: AUDIT_TRAIL_INDEXES_V2, postgres: AUDIT_TRAIL_INDEXES_V2 },
+  { version: 3, name: 'observe-and-learn tables', sqlite: OBSERVE_SQLITE_V3, postgres: OBSERVE_POSTGRES_V3 },
 ];
