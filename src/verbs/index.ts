@@ -6,5 +6,7 @@ import { verbsList } from './discovery.ts';
 import { auditTrail } from './trail.ts';
 import { approvalVerbs } from './approvals.ts';
 import { tenantSettingsVerbs } from './tenant-settings.ts';
+import { auditRevert } from './revert.ts';
+import { transactionVerbs } from './transaction.ts';
 
-export const systemVerbs: VerbDefinition[] = [verbsList, auditTrail, ...approvalVerbs, ...tenantSettingsVerbs];
+export const systemVerbs: VerbDefinition[] = [verbsList, auditTrail, ...approvalVerbs, ...tenantSettingsVerbs, auditRevert, ...transactionVerbs];

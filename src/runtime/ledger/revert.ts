@@ -1,0 +1,329 @@
+/**
+ * Revert: undo one recorded write with the revert handler its verb declared at registration.
+ * A revert is a new audited action (its own audit row, `parent_id` = the original row); history
+ * is never rewritten. The `reversals` table (primary key = the original audit_id) is claimed in the
+ * revert's own store transaction before the handler runs, so an action is reverted at most once,
+ * even under concurrent reverts (already_reverted).
+ *
+ * Consent is delegated: a revert passes the consent gate, role floor and tier floor of the verb it
+ * undoes (a WRITE_FINANCIAL action needs an admin and the typed phrase `REVERT <verb> #<audit_id>`
+ * unless the verb's `revert.phrase` says otherwise). A transaction's parent row is gated by the
+ * strictest of its steps.
+ *
+ * Spec: spec/receipts.md §revert, spec/transactions.md §revert.
+ */
+import type { Role, Tier, VerbClass } from '../../spec/types.ts';
+import type { Queryable, StoreTx } from '../../store/store.ts';
+import { StoreError, parseJson } from '../../store/store.ts';
+import { VerbError, isVerbError } from '../errors.ts';
+import type { CompiledVerb, DelegatedConsent, OriginalAction, VerbContext } from '../verb.ts';
+import { ROLE_RANK, TIER_RANK } from '../verb.ts';
+import type { Runtime } from '../runtime.ts';
+import { getAuditRow, type AuditRow } from './audit.ts';
+import { openRollbackHandle } from './rollback-handle.ts';
+
+/** Input of audit.revert: exactly one of the two. */
+export interface RevertArgs {
+  audit_id?: number;
+  rollback_handle?: string;
+}
+
+/** Output of audit.revert (shape revert), before the runtime adds the receipt fields. */
+export interface RevertOutput {
+  reverted: boolean;
+  /** The original action's audit row. */
+  audit_id: number;
+  original_action: string;
+  revert_action?: string;
+  /** The audit row of this revert. */
+  revert_audit_id?: number;
+  /** With reverted=false: no_revert_handler, partially_reverted, … */
+  reason?: string;
+  message: string;
+  [k: string]: unknown;
+}
+
+/**
+ * The handler context executeInTx gives a write: the public VerbContext plus the ledger's
+ * internal members (the reserved audit_id of this write, the raw transaction, the audit link).
+ */
+export interface LedgerContext extends VerbContext {
+  readonly auditId: number;
+  readonly tx: StoreTx;
+  setAuditLink(link: { parent_id?: number; transaction_id?: string }): void;
+}
+
+/** The ledger view of a write's context. Throws (programmer error) outside executeInTx. */
+export function ledgerContext(ctx: VerbContext): LedgerContext {
+  const c = ctx as Partial<LedgerContext>;
+  if (typeof c.auditId !== 'number' || c.tx === undefined || typeof c.setAuditLink !== 'function') {
+    throw new Error(`${ctx.verb.name} must run inside the write pipeline (executeInTx)`);
+  }
+  return ctx as LedgerContext;
+}
+
+const CLASS_RANK: Readonly<Record<VerbClass, number>> = { READ: 0, WRITE_REVERSIBLE: 1, WRITE_FINANCIAL: 2, IRREVERSIBLE: 3, BLOCKED: 4 };
+
+function notFound(id: unknown): VerbError {
+  return new VerbError('not_found', `No audit row ${String(id)} exists for this tenant.`, {
+    hint: 'Pass the audit_id of a receipt of this tenant (audit.trail lists them).',
+  });
+}
+
+/**
+ * Resolve `{ audit_id }` or `{ rollback_handle }` to the caller's audit row. Another tenant's row
+ * answers exactly like a missing one (not_found: nothing leaks). A forged, altered or foreign
+ * handle → rollback_handle_invalid. Neither or both → invalid_input.
+ */
+export async function resolveRevertTarget(q: Queryable, rt: Runtime, companyId: number, args: RevertArgs): Promise<AuditRow> {
+  const hasId = args.audit_id !== undefined && args.audit_id !== null;
+  const hasHandle = args.rollback_handle !== undefined && args.rollback_handle !== null;
+  if (hasId === hasHandle) {
+    throw new VerbError('invalid_input', 'Pass exactly one of audit_id or rollback_handle.', {
+      path: hasId ? '/rollback_handle' : '/audit_id',
+      hint: 'Use the audit_id (or the rollback_handle) from the receipt of the action to undo.',
+    });
+  }
+  if (hasId) {
+    const row = await getAuditRow(q, companyId, Number(args.audit_id));
+    if (row === undefined) throw notFound(args.audit_id);
+    return row;
+  }
+  const opened = openRollbackHandle(rt.secrets, args.rollback_handle, companyId);
+  const row = await getAuditRow(q, companyId, opened.auditId);
+  if (row === undefined || row.rollback_handle !== args.rollback_handle) {
+    // Authentic for this tenant but not the handle recorded on that row (e.g. a rotated copy).
+    throw new VerbError('rollback_handle_invalid', 'The rollback_handle does not match the one recorded for that action.', {
+      hint: 'Copy the rollback_handle exactly as received, or pass the audit_id instead.',
+    });
+  }
+  return row;
+}
+
+/** What can be done about a row: run its handler, or answer no_revert_handler. */
+export type Revertability =
+  | { kind: 'handler'; verb: CompiledVerb; data: Record<string, unknown> }
+  | { kind: 'no_handler'; verb: CompiledVerb | undefined; message: string };
+
+/**
+ * Decide whether `row` can be reverted. Throws not_revertible (not a completed write) or
+ * already_reverted; returns no_handler when the verb declares no revert handler, is no longer
+ * registered, or the action recorded no rollback.
+ */
+export async function assessRevert(q: Queryable, rt: Runtime, row: AuditRow): Promise<Revertability> {
+  const label = `${row.action_type} #${row.audit_id}`;
+  const verb = rt.registry.get(row.action_type);
+  const isWrite = verb !== undefined ? verb.isWrite : row.consent_class !== null && row.consent_class !== 'READ';
+  if (!isWrite) {
+    throw new VerbError('not_revertible', `${label} is a read; only writes can be reverted.`, { hint: 'Pick the audit_id of a write receipt (audit.trail with status completed).' });
+  }
+  if (row.status !== 'completed') {
+    throw new VerbError('not_revertible', `${label} is ${row.status}, not a completed write; it changed nothing to undo.`, {
+      hint: 'Only completed writes can be reverted; audit.trail shows each row’s status.',
+    });
+  }
+  const reversal = await q.get<{ revert_audit_id: number }>('SELECT revert_audit_id FROM reversals WHERE audit_id = ? AND company_id = ?', [row.audit_id, row.company_id]);
+  if (reversal !== undefined) {
+    const by = Number(reversal.revert_audit_id);
+    throw new VerbError('already_reverted', `${label} was already reverted (by audit row ${by}).`, {
+      hint: 'Nothing to do. To redo the action, call its verb again.',
+      details: { audit_id: row.audit_id, revert_audit_id: by },
+    });
+  }
+  if (verb === undefined) {
+    return { kind: 'no_handler', verb, message: `${row.action_type} is no longer registered, so no revert handler exists for ${label}.` };
+  }
+  if (!verb.revertible) {
+    return { kind: 'no_handler', verb, message: `${row.action_type} declares no revert handler, so ${label} cannot be undone automatically.` };
+  }
+  const data = await q.get<{ data: unknown }>('SELECT data FROM revert_data WHERE audit_id = ? AND company_id = ?', [row.audit_id, row.company_id]);
+  if (data === undefined) {
+    return { kind: 'no_handler', verb, message: `${label} recorded no rollback (the verb did not declare how to undo this particular call).` };
+  }
+  return { kind: 'handler', verb, data: parseJson<Record<string, unknown>>(data.data) ?? {} };
+}
+
+/** The OriginalAction a revert handler receives. `args` are as audited (secret fields redacted). */
+export function originalAction(row: AuditRow, data: Record<string, unknown>): OriginalAction {
+  return {
+    audit_id: row.audit_id,
+    verb: row.action_type,
+    args: row.request_data,
+    rollback: data,
+    rollback_handle: row.rollback_handle,
+    entity_type: row.entity_type,
+    entity_id: row.entity_id,
+    created_at: row.created_at,
+  };
+}
+
+/** Audit ids of the steps of a composite row (a transaction's parent), from its rollback data. */
+export function compositeSteps(row: AuditRow, data: Record<string, unknown>): number[] | undefined {
+  if (row.shape !== 'transaction' || !Array.isArray(data.steps)) return undefined;
+  return (data.steps as unknown[]).map(Number).filter((n) => Number.isSafeInteger(n) && n > 0);
+}
+
+interface Gate {
+  consentClass: VerbClass;
+  roleFloor: Role;
+  tierFloor: Tier;
+}
+
+/** The strictest gate among the steps' verbs (class, role floor, tier floor). */
+async function compositeGate(q: Queryable, rt: Runtime, row: AuditRow, steps: number[]): Promise<Gate> {
+  const gate: Gate = { consentClass: 'WRITE_REVERSIBLE', roleFloor: 'employee', tierFloor: 'starter' };
+  for (const id of steps) {
+    const step = await getAuditRow(q, row.company_id, id);
+    const v = step === undefined ? undefined : rt.registry.get(step.action_type);
+    const cls = (v?.consentClass ?? (step?.consent_class as VerbClass | null) ?? 'WRITE_REVERSIBLE') as VerbClass;
+    if (CLASS_RANK[cls] > CLASS_RANK[gate.consentClass] && cls !== 'BLOCKED') gate.consentClass = cls;
+    if (v !== undefined && ROLE_RANK[v.roleFloor] > ROLE_RANK[gate.roleFloor]) gate.roleFloor = v.roleFloor;
+    if (v !== undefined && TIER_RANK[v.tierFloor] > TIER_RANK[gate.tierFloor]) gate.tierFloor = v.tierFloor;
+  }
+  return gate;
+}
+
+/**
+ * audit.revert's delegated consent: the gate of the verb being undone (spec/receipts.md §revert).
+ * No gate when there is nothing to run (no_revert_handler). Throws not_found,
+ * rollback_handle_invalid, not_revertible, already_reverted before any consent is asked.
+ */
+export async function revertConsent(ctx: VerbContext, args: RevertArgs): Promise<DelegatedConsent> {
+  const rt = ctx.runtime;
+  const row = await resolveRevertTarget(ctx.db, rt, ctx.principal.company_id, args);
+  const a = await assessRevert(ctx.db, rt, row);
+  const label = `${row.action_type} #${row.audit_id}`;
+  if (a.kind === 'no_handler') {
+    return { consentClass: null, roleFloor: a.verb?.roleFloor ?? 'employee', summary: `Ask whether ${label} can be undone (it cannot: ${a.message}).` };
+  }
+  const steps = compositeSteps(row, a.data);
+  const gate: Gate = steps !== undefined ? await compositeGate(ctx.db, rt, row, steps) : { consentClass: a.verb.consentClass, roleFloor: a.verb.roleFloor, tierFloor: a.verb.tierFloor };
+  const original = originalAction(row, a.data);
+  const typed = gate.consentClass === 'WRITE_FINANCIAL' || gate.consentClass === 'IRREVERSIBLE';
+  const phrase = typed ? (a.verb.definition.revert?.phrase?.(original) ?? `REVERT ${row.action_type} #${row.audit_id}`) : undefined;
+  return {
+    consentClass: gate.consentClass,
+    roleFloor: gate.roleFloor,
+    tierFloor: gate.tierFloor,
+    ...(phrase !== undefined ? { phrase } : {}),
+    summary: steps !== undefined ? `Undo ${label} (recorded ${row.created_at}): revert its ${steps.length} steps in reverse order.` : `Undo ${label} (recorded ${row.created_at}).`,
+    capClass: gate.consentClass,
+  };
+}
+
+/**
+ * A revert handler's context: the revert's own write context (its transaction, its audit row),
+ * minus setRollback and setAuditLink (the revert row always points at the original).
+ */
+function revertHandlerContext(ctx: LedgerContext, verb: CompiledVerb): LedgerContext {
+  return {
+    auditId: ctx.auditId,
+    tx: ctx.tx,
+    setAuditLink() {
+      throw new Error(`the revert handler of ${verb.name} cannot relink the revert's audit row`);
+    },
+    principal: ctx.principal,
+    db: ctx.db,
+    now: ctx.now,
+    signal: ctx.signal,
+    runtime: ctx.runtime,
+    verb,
+    ...(ctx.idempotencyKey !== undefined ? { idempotencyKey: ctx.idempotencyKey } : {}),
+    ...(ctx.surface !== undefined ? { surface: ctx.surface } : {}),
+    emit: (e) => ctx.emit(e),
+    outbox: (kind, payload) => ctx.outbox(kind, payload),
+    setRollback() {
+      throw new Error(`the revert handler of ${verb.name} cannot declare a rollback (a revert is not itself revertible)`);
+    },
+    setEntity: (type, id) => ctx.setEntity(type, id),
+    progress: (done, total, message) => ctx.progress(done, total, message),
+  };
+}
+
+function revertFailed(rt: Runtime, row: AuditRow, err: unknown): VerbError {
+  const label = `${row.action_type} #${row.audit_id}`;
+  if (isVerbError(err)) {
+    return new VerbError('revert_failed', `The revert handler could not undo ${label}: ${err.message}`, {
+      hint: 'Nothing was changed by this attempt. Fix the cause and retry, or undo the action by hand.',
+      details: { audit_id: row.audit_id, verb: row.action_type, cause_reason: err.reason },
+    });
+  }
+  rt.logger.error({ err, audit_id: row.audit_id, verb: row.action_type }, 'revert handler failed');
+  return new VerbError('revert_failed', `The revert handler of ${row.action_type} failed unexpectedly while undoing ${label}; it has been logged.`, {
+    hint: 'Nothing was changed by this attempt. Undo the action by hand or report the audit_id to the operator.',
+    details: { audit_id: row.audit_id, verb: row.action_type, cause_reason: 'internal_error' },
+  });
+}
+
+/**
+ * The audit.revert handler, inside the revert's own store transaction: resolve and re-check the
+ * target, link this row to it (parent_id), claim the reversal, run the verb's revert handler,
+ * emit `action.reverted`. A handler that answers `reverted: false` (a transaction revert that
+ * stopped part-way) releases the claim so a later revert can finish the job.
+ *
+ * Returns RevertOutput; no handler → `{ reverted: false, reason: "no_revert_handler" }` (a
+ * successful envelope). Throws not_found, rollback_handle_invalid, not_revertible,
+ * already_reverted, revert_failed (everything this attempt did rolls back).
+ */
+export async function runRevert(ctx: VerbContext, args: RevertArgs): Promise<RevertOutput> {
+  const c = ledgerContext(ctx);
+  const rt = ctx.runtime;
+  const p = ctx.principal;
+  const row = await resolveRevertTarget(c.tx, rt, p.company_id, args);
+  const a = await assessRevert(c.tx, rt, row);
+  c.setAuditLink({ parent_id: row.audit_id, ...(row.transaction_id !== null ? { transaction_id: row.transaction_id } : {}) });
+  if (row.entity_type !== null && row.entity_id !== null) ctx.setEntity(row.entity_type, row.entity_id);
+  const label = `${row.action_type} #${row.audit_id}`;
+  if (a.kind === 'no_handler') {
+    return { reverted: false, audit_id: row.audit_id, original_action: row.action_type, reason: 'no_revert_handler', message: `${a.message} Manual intervention is needed.` };
+  }
+  try {
+    await c.tx.run('INSERT INTO reversals (audit_id, company_id, revert_audit_id, reverted_by, reverted_at) VALUES (?, ?, ?, ?, ?)', [
+      row.audit_id,
+      p.company_id,
+      c.auditId,
+      p.user_id,
+      ctx.now.toISOString(),
+    ]);
+  } catch (err) {
+    if (err instanceof StoreError && err.code === 'unique_violation') {
+      throw new VerbError('already_reverted', `${label} was already reverted.`, { hint: 'Nothing to do.', details: { audit_id: row.audit_id } });
+    }
+    throw err;
+  }
+  let out: { revert_action: string; [k: string]: unknown };
+  try {
+    out = await a.verb.definition.revert!.handler(revertHandlerContext(c, a.verb), originalAction(row, a.data));
+  } catch (err) {
+    throw revertFailed(rt, row, err);
+  }
+  const { revert_action, reverted: handlerReverted, reason: handlerReason, message: handlerMessage, ...extra } = out;
+  if (handlerReverted === false) {
+    await c.tx.run('DELETE FROM reversals WHERE audit_id = ? AND company_id = ? AND revert_audit_id = ?', [row.audit_id, p.company_id, c.auditId]);
+    return {
+      ...extra,
+      reverted: false,
+      audit_id: row.audit_id,
+      original_action: row.action_type,
+      revert_action,
+      revert_audit_id: c.auditId,
+      reason: typeof handlerReason === 'string' ? handlerReason : 'revert_incomplete',
+      message: typeof handlerMessage === 'string' ? handlerMessage : `${label} was only partly undone.`,
+    };
+  }
+  ctx.emit({
+    type: 'action.reverted',
+    entity_type: row.entity_type ?? 'audit',
+    entity_id: row.entity_id ?? row.audit_id,
+    payload: { audit_id: row.audit_id, verb: row.action_type, revert_audit_id: c.auditId, revert_action },
+  });
+  return {
+    ...extra,
+    reverted: true,
+    audit_id: row.audit_id,
+    original_action: row.action_type,
+    revert_action,
+    revert_audit_id: c.auditId,
+    message: typeof handlerMessage === 'string' ? handlerMessage : `Reverted ${label}: ${revert_action}.`,
+  };
+}

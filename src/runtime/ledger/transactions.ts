@@ -1,0 +1,568 @@
+/**
+ * Transactions: a group of writes that commit together or not at all.
+ *
+ * - start → an opaque transaction_id, open until expires_at (default 15 minutes).
+ * - append `{ transaction_id, verb, args }` validates the step's input and runs the step verb's
+ *   consent gate on the append call itself (typed phrase, nonce, approval); refuses read verbs,
+ *   nested transaction (or other delegated) verbs, and any step after one that cannot be reverted
+ *   (the irreversible step must be the last one).
+ * - commit runs every step in ONE store transaction via executeInTx, each with its own child audit
+ *   row (parent_id = the commit's row, all carrying transaction_id), daily caps counted per step,
+ *   role and tier floors and the blocklist re-checked. A failing step rolls everything back; the
+ *   attempt then leaves only audit rows (the commit's failure row and one row per step that ran:
+ *   rolled_back, and failed for the one that failed).
+ * - The commit's rollback_handle (`tx:<id>:rollback_all`, sealed) reverts the steps in reverse
+ *   order; if one step cannot be reverted the revert stops there and reports partially_reverted
+ *   with what was reverted and what remains (each attempt audited).
+ * - Outbox effects of the steps are written in the commit's transaction and delivered after it.
+ *
+ * Spec: spec/transactions.md.
+ */
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { Principal, VerbClass } from '../../spec/types.ts';
+import type { Queryable, StoreTx } from '../../store/store.ts';
+import { parseJson } from '../../store/store.ts';
+import { VerbError, isVerbError } from '../errors.ts';
+import type { CompiledVerb, DelegatedConsent, OriginalAction, VerbContext } from '../verb.ts';
+import { ROLE_RANK, TIER_RANK } from '../verb.ts';
+import type { Runtime } from '../runtime.ts';
+import { executeInTx } from '../dispatch.ts';
+import { appendAudit, getAuditRow, redact, type AuditEntry, type AuditRow, type AuditStatus } from './audit.ts';
+import { ledgerContext, type LedgerContext } from './revert.ts';
+
+/** Default time an open transaction lives (seconds). */
+export const TRANSACTION_TTL_SECONDS = 15 * 60;
+/** Most steps one transaction may hold. */
+export const MAX_TRANSACTION_STEPS = 50;
+/** The verb that reverts (its handler reverts each step). */
+export const REVERT_VERB = 'audit.revert';
+
+/** Stored state of a transaction. */
+type StoredStatus = 'open' | 'committed' | 'aborted' | 'failed' | 'reverted' | 'partially_reverted';
+
+/** A step as stored (args kept in full to run at commit; never echoed back). */
+export interface StoredStep {
+  verb: string;
+  args: Record<string, unknown>;
+  consent_class: VerbClass;
+  /** The audit row of the confirmed append (carries approved_by/approved_at). */
+  append_audit_id: number;
+  revertible: boolean;
+  status: 'pending' | 'completed' | 'failed' | 'rolled_back' | 'reverted';
+  audit_id?: number;
+}
+
+export interface TransactionRecord {
+  transaction_id: string;
+  company_id: number;
+  user_id: number;
+  status: StoredStatus;
+  steps: StoredStep[];
+  audit_id: number | null;
+  created_at: string;
+  expires_at: string;
+  updated_at: string;
+}
+
+/** What the transaction verbs answer (shape transaction), before the receipt fields. */
+export interface TransactionOutput {
+  transaction_id: string;
+  status: 'started' | 'appended' | 'committed' | 'aborted' | 'expired' | 'failed' | 'reverted' | 'partially_reverted';
+  steps: Array<{ verb: string; status: string; audit_id?: number }>;
+  expires_at?: string;
+  [k: string]: unknown;
+}
+
+function toRecord(r: Record<string, unknown>): TransactionRecord {
+  return {
+    transaction_id: r.transaction_id as string,
+    company_id: Number(r.company_id),
+    user_id: Number(r.user_id),
+    status: r.status as StoredStatus,
+    steps: parseJson<StoredStep[]>(r.steps) ?? [],
+    audit_id: r.audit_id === null || r.audit_id === undefined ? null : Number(r.audit_id),
+    created_at: r.created_at as string,
+    expires_at: r.expires_at as string,
+    updated_at: r.updated_at as string,
+  };
+}
+
+/**
+ * Load the caller's transaction. Another user's or tenant's id answers like a missing one
+ * (transaction_not_found).
+ */
+export async function loadTransaction(q: Queryable, p: Principal, transactionId: string): Promise<TransactionRecord> {
+  const r = await q.get<Record<string, unknown>>('SELECT * FROM transactions WHERE transaction_id = ? AND company_id = ?', [transactionId, p.company_id]);
+  if (r === undefined || Number(r.user_id) !== p.user_id) {
+    throw new VerbError('transaction_not_found', `No transaction ${transactionId} of yours exists.`, {
+      hint: 'Start one with transaction.start; a transaction belongs to the user who started it.',
+    });
+  }
+  return toRecord(r);
+}
+
+/** The status a caller sees: open becomes started/appended, or expired once past expires_at. */
+export function visibleStatus(t: TransactionRecord, now: Date): TransactionOutput['status'] {
+  if (t.status === 'open') {
+    if (now.toISOString() >= t.expires_at) return 'expired';
+    return t.steps.length === 0 ? 'started' : 'appended';
+  }
+  return t.status;
+}
+
+function assertOpen(t: TransactionRecord, now: Date): void {
+  const s = visibleStatus(t, now);
+  if (s === 'expired') {
+    throw new VerbError('transaction_expired', `Transaction ${t.transaction_id} expired at ${t.expires_at} before it was committed; nothing ran.`, {
+      hint: 'Start a new transaction and append the steps again.',
+      details: { expires_at: t.expires_at },
+    });
+  }
+  if (s !== 'started' && s !== 'appended') {
+    throw new VerbError('transaction_not_open', `Transaction ${t.transaction_id} is ${s}; it takes no more changes.`, {
+      hint: s === 'committed' ? 'To undo it, call audit.revert with its audit_id or rollback_handle.' : 'Start a new transaction.',
+      details: { status: s },
+    });
+  }
+}
+
+function stepsOut(t: TransactionRecord): TransactionOutput['steps'] {
+  return t.steps.map((s) => ({ verb: s.verb, status: s.status, ...(s.audit_id !== undefined ? { audit_id: s.audit_id } : {}) }));
+}
+
+function refused(message: string, hint: string, details?: Record<string, unknown>): VerbError {
+  return new VerbError('transaction_step_refused', message, { hint, path: '/verb', ...(details ? { details } : {}) });
+}
+
+/**
+ * Check a step before it is appended (and again inside the append's transaction): the verb exists,
+ * is not blocked, is a plain write of this surface, comes after no irreversible step, and its
+ * args pass its input_schema (paths under /args). Returns the compiled verb.
+ * Reasons: unknown_verb, blocked_verb, surface_denied, transaction_step_refused,
+ * identity_override, invalid_input.
+ */
+export async function checkStep(ctx: VerbContext, t: TransactionRecord, verbName: string, args: unknown): Promise<CompiledVerb> {
+  const rt = ctx.runtime;
+  if (await rt.isBlocked(verbName, ctx.principal.company_id)) {
+    throw new VerbError('blocked_verb', `The verb "${verbName}" is blocked and is never executed, in a transaction or not.`, { path: '/verb', hint: 'Use a safe alternative listed by verbs.list.' });
+  }
+  const verb = rt.registry.get(verbName);
+  if (verb === undefined) {
+    const closest = rt.registry.closest(verbName);
+    throw new VerbError('unknown_verb', `No verb named "${verbName}" is registered.`, {
+      path: '/verb',
+      hint: closest.length > 0 ? `Did you mean ${closest.join(', ')}?` : 'List the available verbs with verbs.list.',
+      details: { closest },
+    });
+  }
+  if (verb.consentClass === 'BLOCKED') throw new VerbError('blocked_verb', `The verb "${verb.name}" is declared BLOCKED and is never executed.`, { path: '/verb' });
+  if (ctx.surface !== undefined && ctx.surface !== 'internal' && !verb.surfaces.includes(ctx.surface)) {
+    throw new VerbError('surface_denied', `${verb.name} is not exposed on ${ctx.surface}, so it cannot be a step of a transaction made there.`, { path: '/verb', hint: `It is available on: ${verb.surfaces.join(', ')}.` });
+  }
+  if (!verb.isWrite) {
+    throw refused(`${verb.name} only reads; a transaction holds writes.`, `Call ${verb.name} directly, before or after the transaction.`);
+  }
+  if (verb.delegated || verb.shape === 'transaction' || verb.shape === 'macro') {
+    throw refused(`${verb.name} cannot be a step: transactions do not nest, and verbs that decide their consent from another action (revert, macros) run on their own.`, `Call ${verb.name} outside the transaction.`);
+  }
+  if (t.steps.length >= MAX_TRANSACTION_STEPS) {
+    throw refused(`A transaction holds at most ${MAX_TRANSACTION_STEPS} steps.`, 'Commit this transaction and start another for the rest.');
+  }
+  const lastIrreversible = t.steps.findIndex((s) => !s.revertible);
+  if (lastIrreversible >= 0) {
+    const s = t.steps[lastIrreversible]!;
+    throw refused(
+      `Step ${lastIrreversible + 1} (${s.verb}) cannot be reverted, so it must be the last step; nothing may follow it.`,
+      'Abort and append the steps again with the irreversible one last, or commit now and run the rest separately.',
+      { irreversible_step: lastIrreversible, verb: s.verb },
+    );
+  }
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) {
+    throw new VerbError('invalid_input', '/args must be a JSON object of the step verb’s arguments.', { path: '/args', hint: `See the input_schema of ${verb.name}.` });
+  }
+  for (const k of ['company_id', 'user_id'] as const) {
+    if (k in (args as object)) {
+      throw new VerbError('identity_override', `${k} may not be passed as an argument: the runtime sets it from your credentials.`, { path: `/args/${k}`, hint: `Remove ${k} from the step's arguments.` });
+    }
+  }
+  if (!verb.validate(args)) {
+    const e = verb.validateErrors()?.[0];
+    let path = e?.instancePath ?? '';
+    if (e?.keyword === 'required') path = `${path}/${(e.params as { missingProperty: string }).missingProperty}`;
+    if (e?.keyword === 'additionalProperties') path = `${path}/${(e.params as { additionalProperty: string }).additionalProperty}`;
+    const what = e?.keyword === 'required' ? 'is required' : e?.keyword === 'additionalProperties' ? 'is not an accepted argument' : (e?.message ?? 'is invalid');
+    throw new VerbError('invalid_input', `/args${path} ${what} (step verb ${verb.name}).`, {
+      path: `/args${path}`,
+      hint: `Fix the step's argument at /args${path} to match the input_schema of ${verb.name}.`,
+      details: e === undefined ? undefined : { keyword: e.keyword, params: e.params },
+    });
+  }
+  return verb;
+}
+
+/** transaction.start: open a transaction for the caller. */
+export async function startTransaction(ctx: VerbContext, args: { ttl_seconds?: number }): Promise<TransactionOutput> {
+  const c = ledgerContext(ctx);
+  const p = ctx.principal;
+  const id = `txn_${randomBytes(12).toString('base64url')}`;
+  const nowIso = ctx.now.toISOString();
+  const expires = new Date(ctx.now.getTime() + (args.ttl_seconds ?? TRANSACTION_TTL_SECONDS) * 1000).toISOString();
+  await c.tx.run(`INSERT INTO transactions (transaction_id, company_id, user_id, status, steps, audit_id, created_at, expires_at, updated_at) VALUES (?, ?, ?, 'open', '[]', NULL, ?, ?, ?)`, [
+    id,
+    p.company_id,
+    p.user_id,
+    nowIso,
+    expires,
+    nowIso,
+  ]);
+  c.setAuditLink({ transaction_id: id });
+  return { transaction_id: id, status: 'started', steps: [], expires_at: expires };
+}
+
+/**
+ * transaction.append's delegated consent: the step verb's class, floors and typed phrase, so the
+ * append call itself is what the human confirms. Caps are counted at commit, per step.
+ */
+export async function appendConsent(ctx: VerbContext, args: { transaction_id: string; verb: string; args?: Record<string, unknown> }): Promise<DelegatedConsent> {
+  const t = await loadTransaction(ctx.db, ctx.principal, args.transaction_id);
+  assertOpen(t, ctx.now);
+  const stepArgs = args.args ?? {};
+  const verb = await checkStep(ctx, t, args.verb, stepArgs);
+  const typed = verb.consentClass === 'WRITE_FINANCIAL' || verb.consentClass === 'IRREVERSIBLE';
+  const what = verb.definition.summary?.(stepArgs) ?? `Run ${verb.name} with ${JSON.stringify(redact(stepArgs, verb.secretPaths))}.`;
+  return {
+    consentClass: verb.consentClass,
+    roleFloor: verb.roleFloor,
+    tierFloor: verb.tierFloor,
+    ...(typed ? { phrase: verb.definition.phrase!(stepArgs) } : {}),
+    summary: `Step ${t.steps.length + 1} of transaction ${t.transaction_id}: ${what} It runs only when the transaction commits, together with the other steps or not at all.`,
+    capClass: 'READ',
+  };
+}
+
+/** transaction.append: record a consented step. */
+export async function appendStep(ctx: VerbContext, args: { transaction_id: string; verb: string; args?: Record<string, unknown> }): Promise<TransactionOutput> {
+  const c = ledgerContext(ctx);
+  const t = await loadTransaction(c.tx, ctx.principal, args.transaction_id);
+  assertOpen(t, ctx.now);
+  const stepArgs = args.args ?? {};
+  const verb = await checkStep(ctx, t, args.verb, stepArgs);
+  t.steps.push({ verb: verb.name, args: stepArgs, consent_class: verb.consentClass, append_audit_id: c.auditId, revertible: verb.revertible, status: 'pending' });
+  await c.tx.run('UPDATE transactions SET steps = ?, updated_at = ? WHERE transaction_id = ? AND company_id = ?', [JSON.stringify(t.steps), ctx.now.toISOString(), t.transaction_id, t.company_id]);
+  c.setAuditLink({ transaction_id: t.transaction_id });
+  return { transaction_id: t.transaction_id, status: 'appended', steps: stepsOut(t), expires_at: t.expires_at, step_index: t.steps.length - 1 };
+}
+
+function auditEntry(p: Principal, now: Date, verb: CompiledVerb | undefined, name: string, fields: Partial<AuditEntry> & { status: AuditStatus; request_data: Record<string, unknown> }): AuditEntry {
+  return {
+    company_id: p.company_id,
+    created_at: now.toISOString(),
+    user_id: p.user_id,
+    role: p.role,
+    agent_type: p.agent_type,
+    key_id: p.key_id ?? null,
+    action_type: name,
+    category: verb?.category ?? 'unknown',
+    shape: verb?.shape ?? null,
+    consent_class: verb?.consentClass ?? null,
+    reason: null,
+    entity_type: null,
+    entity_id: null,
+    is_reversible: 0,
+    rollback_handle: null,
+    idempotency_key: null,
+    transaction_id: null,
+    parent_id: null,
+    requires_approval: 0,
+    approved_by: null,
+    approved_at: null,
+    latency_ms: null,
+    ...fields,
+  };
+}
+
+/** Floors and blocklist again at commit, before any step runs (denials, not step failures). */
+async function recheckStep(ctx: VerbContext, step: StoredStep, index: number): Promise<CompiledVerb> {
+  const rt = ctx.runtime;
+  const p = ctx.principal;
+  const details = { index, verb: step.verb };
+  if (await rt.isBlocked(step.verb, p.company_id)) {
+    throw new VerbError('blocked_verb', `Step ${index + 1} (${step.verb}) is blocked for this tenant now; nothing ran.`, { details, hint: 'Abort this transaction.' });
+  }
+  const verb = rt.registry.get(step.verb);
+  if (verb === undefined || !verb.isWrite || verb.delegated) {
+    throw new VerbError('transaction_step_refused', `Step ${index + 1} (${step.verb}) is no longer a registered write verb; nothing ran.`, { details, hint: 'Abort this transaction and start again.' });
+  }
+  if (TIER_RANK[p.tier] < TIER_RANK[verb.tierFloor]) {
+    throw new VerbError('tier_denied', `Step ${index + 1} (${verb.name}) needs the ${verb.tierFloor} tier; this tenant is on ${p.tier}. Nothing ran.`, { details });
+  }
+  if (ROLE_RANK[p.role] < ROLE_RANK[verb.roleFloor]) {
+    throw new VerbError('role_denied', `Step ${index + 1} (${verb.name}) needs the ${verb.roleFloor} role or higher; this key has ${p.role}. Nothing ran.`, {
+      details,
+      hint: `Commit with a key of the ${verb.roleFloor} role or higher.`,
+    });
+  }
+  return verb;
+}
+
+/**
+ * transaction.commit: run every step in this (the commit's) store transaction. Returns the receipt
+ * chain; the runtime adds the parent's audit_id and the sealed `tx:<id>:rollback_all` handle.
+ * Reasons: transaction_not_found, transaction_expired, transaction_not_open, invalid_request (no
+ * steps), blocked_verb / tier_denied / role_denied / transaction_step_refused (re-checks, nothing
+ * ran), transaction_step_failed (details: index (0-based), verb, reason; nothing was applied).
+ */
+export async function commitTransaction(ctx: VerbContext, args: { transaction_id: string }): Promise<TransactionOutput> {
+  const c = ledgerContext(ctx);
+  const rt = ctx.runtime;
+  const p = ctx.principal;
+  const tx = c.tx;
+  const t = await loadTransaction(tx, p, args.transaction_id);
+  assertOpen(t, ctx.now);
+  if (t.steps.length === 0) {
+    throw new VerbError('invalid_request', `Transaction ${t.transaction_id} has no steps to commit.`, { hint: 'Append steps with transaction.append, or abort it.' });
+  }
+  c.setAuditLink({ transaction_id: t.transaction_id });
+  const claimed = await tx.run(`UPDATE transactions SET status = 'committed', audit_id = ?, updated_at = ? WHERE transaction_id = ? AND company_id = ? AND status = 'open'`, [
+    c.auditId,
+    ctx.now.toISOString(),
+    t.transaction_id,
+    t.company_id,
+  ]);
+  if (claimed.changes === 0) throw new VerbError('transaction_not_open', `Transaction ${t.transaction_id} was committed or aborted meanwhile.`, { hint: 'Check it with transaction.status.' });
+  const verbs: CompiledVerb[] = [];
+  for (let i = 0; i < t.steps.length; i++) verbs.push(await recheckStep(ctx, t.steps[i]!, i));
+  const caller = { surface: ctx.surface ?? ('internal' as const), signal: ctx.signal };
+  for (let i = 0; i < t.steps.length; i++) {
+    const step = t.steps[i]!;
+    const verb = verbs[i]!;
+    const typed = step.consent_class === 'WRITE_FINANCIAL' || step.consent_class === 'IRREVERSIBLE';
+    const append = await getAuditRow(tx, p.company_id, step.append_audit_id);
+    try {
+      if (!verb.validate(step.args)) throw new VerbError('invalid_input', `The arguments of ${verb.name} no longer match its input_schema.`);
+      const exec = await executeInTx(rt, tx, {
+        verb,
+        principal: p,
+        args: step.args,
+        now: ctx.now,
+        caller,
+        consentClass: step.consent_class,
+        capClass: step.consent_class,
+        consent: {
+          requiresApproval: typed,
+          ...(append?.approved_by != null ? { approvedBy: append.approved_by } : {}),
+          ...(append?.approved_at != null ? { approvedAt: append.approved_at } : {}),
+        },
+        idempotencyKey: null,
+        t0: performance.now(),
+        transactionId: t.transaction_id,
+        parentId: c.auditId,
+      });
+      step.status = 'completed';
+      step.audit_id = exec.row.audit_id;
+    } catch (err) {
+      throw stepFailed(rt, p, ctx.now, t, verbs, i, err);
+    }
+  }
+  const stepIds = t.steps.map((s) => s.audit_id!);
+  if (t.steps.some((s) => s.revertible)) ctx.setRollback(`tx:${t.transaction_id}:rollback_all`, { transaction_id: t.transaction_id, steps: stepIds });
+  await tx.run('UPDATE transactions SET steps = ? WHERE transaction_id = ? AND company_id = ?', [JSON.stringify(t.steps), t.transaction_id, t.company_id]);
+  return { transaction_id: t.transaction_id, status: 'committed', steps: stepsOut(t) };
+}
+
+/** The error of a failed step, carrying the audit rows to write after the rollback. */
+function stepFailed(rt: Runtime, p: Principal, now: Date, t: TransactionRecord, verbs: CompiledVerb[], index: number, err: unknown): VerbError {
+  const failed = t.steps[index]!;
+  let reason: string;
+  let message: string;
+  if (isVerbError(err)) {
+    reason = err.reason;
+    message = err.message;
+  } else {
+    rt.logger.error({ err, verb: failed.verb, transaction_id: t.transaction_id }, 'transaction step failed unexpectedly');
+    reason = 'internal_error';
+    message = 'an internal error occurred (logged)';
+  }
+  const e = new VerbError('transaction_step_failed', `Step ${index + 1} (${failed.verb}) failed: ${message} Nothing was applied: every step of transaction ${t.transaction_id} was rolled back.`, {
+    hint: 'Fix the cause, then start a new transaction (this one is now failed).',
+    details: { transaction_id: t.transaction_id, index, verb: failed.verb, reason, message },
+  });
+  e.failureAudit = {
+    transaction_id: t.transaction_id,
+    async record(tx: StoreTx, row: AuditRow) {
+      for (let j = 0; j <= index; j++) {
+        const s = t.steps[j]!;
+        const v = verbs[j];
+        await appendAudit(
+          tx,
+          auditEntry(p, now, v, s.verb, {
+            status: j < index ? 'rolled_back' : 'failed',
+            reason: j < index ? 'transaction_step_failed' : reason,
+            consent_class: s.consent_class,
+            request_data: v !== undefined ? redact(s.args, v.secretPaths) : {},
+            transaction_id: t.transaction_id,
+            parent_id: row.audit_id,
+          }),
+        );
+      }
+      const steps = t.steps.map((s, j) => ({ ...s, status: j < index ? 'rolled_back' : j === index ? 'failed' : 'pending', audit_id: undefined }));
+      await tx.run(`UPDATE transactions SET status = 'failed', steps = ?, updated_at = ? WHERE transaction_id = ? AND company_id = ? AND status = 'open'`, [
+        JSON.stringify(steps),
+        now.toISOString(),
+        t.transaction_id,
+        t.company_id,
+      ]);
+    },
+  };
+  return e;
+}
+
+/** transaction.abort: discard an open (or expired) transaction; nothing runs. */
+export async function abortTransaction(ctx: VerbContext, args: { transaction_id: string }): Promise<TransactionOutput> {
+  const c = ledgerContext(ctx);
+  const t = await loadTransaction(c.tx, ctx.principal, args.transaction_id);
+  if (t.status !== 'open') {
+    throw new VerbError('transaction_not_open', `Transaction ${t.transaction_id} is ${t.status}; only an open transaction can be aborted.`, {
+      hint: t.status === 'committed' ? 'To undo a committed transaction, call audit.revert with its audit_id or rollback_handle.' : 'Nothing to do.',
+      details: { status: t.status },
+    });
+  }
+  await c.tx.run(`UPDATE transactions SET status = 'aborted', updated_at = ? WHERE transaction_id = ? AND company_id = ? AND status = 'open'`, [ctx.now.toISOString(), t.transaction_id, t.company_id]);
+  c.setAuditLink({ transaction_id: t.transaction_id });
+  t.steps = t.steps.map((s) => ({ ...s, status: 'rolled_back' }));
+  return { transaction_id: t.transaction_id, status: 'aborted', steps: stepsOut(t) };
+}
+
+/** transaction.status: the caller's transaction as it stands (read). */
+export async function transactionStatus(ctx: VerbContext, args: { transaction_id: string }): Promise<TransactionOutput> {
+  const t = await loadTransaction(ctx.db, ctx.principal, args.transaction_id);
+  const status = visibleStatus(t, ctx.now);
+  const out: TransactionOutput = { transaction_id: t.transaction_id, status, steps: stepsOut(t) };
+  if (t.status === 'open') out.expires_at = t.expires_at;
+  if (t.audit_id !== null) out.audit_id = t.audit_id;
+  if (status === 'partially_reverted') out.partially_reverted = true;
+  return out;
+}
+
+/**
+ * Run `fn` inside a SAVEPOINT of `tx`: on a throw, everything it wrote is undone (audit rows
+ * included: the tenant head view is restored) and its after-commit callbacks are dropped.
+ */
+async function withSavepoint<T>(tx: StoreTx, companyId: number, fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+  const head = await tx.lockTenantHead(companyId);
+  const saved = { audit_seq: head.audit_seq, audit_hash: head.audit_hash, event_seq: head.event_seq };
+  const callbacks: Array<() => void> = [];
+  const inner: StoreTx = {
+    get: (sql, params) => tx.get(sql, params),
+    all: (sql, params) => tx.all(sql, params),
+    run: (sql, params) => tx.run(sql, params),
+    lockTenantHead: (id) => tx.lockTenantHead(id),
+    nextAuditId: () => tx.nextAuditId(),
+    afterCommit: (cb) => void callbacks.push(cb),
+  };
+  await tx.run('SAVEPOINT ledger_step');
+  try {
+    const out = await fn(inner);
+    await tx.run('RELEASE SAVEPOINT ledger_step');
+    for (const cb of callbacks) tx.afterCommit(cb);
+    return out;
+  } catch (err) {
+    await tx.run('ROLLBACK TO SAVEPOINT ledger_step');
+    await tx.run('RELEASE SAVEPOINT ledger_step');
+    Object.assign(head, saved);
+    throw err;
+  }
+}
+
+/**
+ * transaction.commit's revert handler: revert the steps in reverse order, each as its own
+ * audit.revert row (parent_id = the step, transaction_id = the transaction) inside a savepoint.
+ * Steps already reverted on their own are counted as reverted. At the first step that cannot be
+ * reverted (no handler, or its handler failed) it stops: that attempt is undone and audited as a
+ * failed audit.revert row, and the answer is `reverted: false, reason: "partially_reverted"` with
+ * reverted_audit_ids and remaining_audit_ids.
+ */
+export async function revertTransactionSteps(ctx: VerbContext, original: OriginalAction): Promise<{ revert_action: string; [k: string]: unknown }> {
+  const c: LedgerContext = ledgerContext(ctx);
+  const rt = ctx.runtime;
+  const p = ctx.principal;
+  const transactionId = String(original.rollback.transaction_id);
+  const ids = (Array.isArray(original.rollback.steps) ? (original.rollback.steps as unknown[]) : []).map(Number).reverse();
+  const revertVerb = rt.registry.get(REVERT_VERB);
+  if (revertVerb === undefined) throw new Error(`${REVERT_VERB} must be registered to revert a transaction`);
+  const reverted: number[] = [];
+  let failure: { audit_id: number; verb: string; reason: string; message: string } | undefined;
+  let remaining: number[] = [];
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i]!;
+    const done = await c.tx.get('SELECT revert_audit_id FROM reversals WHERE audit_id = ? AND company_id = ?', [id, p.company_id]);
+    if (done !== undefined) {
+      reverted.push(id);
+      continue;
+    }
+    const step = await getAuditRow(c.tx, p.company_id, id);
+    try {
+      await withSavepoint(c.tx, p.company_id, async (inner) => {
+        const exec = await executeInTx(rt, inner, {
+          verb: revertVerb,
+          principal: p,
+          args: { audit_id: id },
+          now: ctx.now,
+          caller: { surface: ctx.surface ?? 'internal', signal: ctx.signal },
+          consentClass: (step?.consent_class as VerbClass | null) ?? null,
+          capClass: null,
+          consent: { requiresApproval: false },
+          idempotencyKey: null,
+          t0: performance.now(),
+          transactionId,
+        });
+        if (exec.result.reverted !== true) {
+          throw new VerbError(String(exec.result.reason ?? 'revert_failed'), String(exec.result.message ?? `Step #${id} was not reverted.`));
+        }
+      });
+      reverted.push(id);
+    } catch (err) {
+      const reason = isVerbError(err) ? err.reason : 'revert_failed';
+      const message = isVerbError(err) ? err.message : 'the revert failed unexpectedly (logged)';
+      if (!isVerbError(err)) rt.logger.error({ err, audit_id: id, transaction_id: transactionId }, 'transaction step revert failed');
+      failure = { audit_id: id, verb: step?.action_type ?? 'unknown', reason, message };
+      remaining = ids.slice(i);
+      await appendAudit(
+        c.tx,
+        auditEntry(p, ctx.now, revertVerb, REVERT_VERB, {
+          status: 'failed',
+          reason,
+          consent_class: step?.consent_class ?? null,
+          request_data: { audit_id: id },
+          transaction_id: transactionId,
+          parent_id: id,
+        }),
+      );
+      break;
+    }
+  }
+  const status: StoredStatus = failure === undefined ? 'reverted' : 'partially_reverted';
+  const stored = await c.tx.get<Record<string, unknown>>('SELECT * FROM transactions WHERE transaction_id = ? AND company_id = ?', [transactionId, p.company_id]);
+  if (stored !== undefined) {
+    const t = toRecord(stored);
+    const done = new Set(reverted);
+    t.steps = t.steps.map((s) => (s.audit_id !== undefined && done.has(s.audit_id) ? { ...s, status: 'reverted' } : s));
+    await c.tx.run('UPDATE transactions SET status = ?, steps = ?, updated_at = ? WHERE transaction_id = ? AND company_id = ?', [status, JSON.stringify(t.steps), ctx.now.toISOString(), transactionId, p.company_id]);
+  }
+  const order = 'in reverse order';
+  if (failure === undefined) {
+    return { revert_action: `reverted the ${ids.length} steps of transaction ${transactionId} ${order}`, transaction_id: transactionId, reverted_audit_ids: reverted, remaining_audit_ids: [] };
+  }
+  return {
+    reverted: false,
+    reason: 'partially_reverted',
+    partially_reverted: true,
+    revert_action: `reverted ${reverted.length} of ${ids.length} steps of transaction ${transactionId} ${order}, then stopped`,
+    message: `Transaction ${transactionId} is partially reverted: step #${failure.audit_id} (${failure.verb}) could not be reverted (${failure.reason}: ${failure.message}). Reverted: ${reverted.join(', ') || 'none'}; remaining: ${remaining.join(', ')}. Manual intervention is needed for the remaining steps, or revert them one by one.`,
+    transaction_id: transactionId,
+    reverted_audit_ids: reverted,
+    remaining_audit_ids: remaining,
+    failed_step: failure,
+  };
+}

@@ -1,0 +1,33 @@
+/**
+ * audit.revert (shape revert): undo one recorded write — or a whole committed transaction — with
+ * the revert handler its verb declared. Consent is delegated to the action being undone (its
+ * class, role floor and typed phrase); the revert is a new audited action pointing at the
+ * original (parent_id); history is never rewritten. Best effort: without a handler the answer is
+ * a successful `{ reverted: false, reason: "no_revert_handler" }`.
+ *
+ * Reasons: not_found, rollback_handle_invalid, not_revertible, already_reverted, revert_failed,
+ * plus the consent reasons of the original verb's gate.
+ * Spec: spec/receipts.md §revert, spec/transactions.md §revert.
+ */
+import { defineVerb } from '../runtime/verb.ts';
+import { revertConsent, runRevert, type RevertArgs } from '../runtime/ledger/revert.ts';
+
+export const auditRevert = defineVerb<RevertArgs>({
+  name: 'audit.revert',
+  title: 'Revert an action',
+  description:
+    'Undo a completed write by its audit_id (or its rollback_handle) from the receipt. The undo is a new, audited action (a refund, a restore), never an erasure of history. It passes the same consent gate as the action it undoes: a financial action needs an admin and a typed phrase such as "REVERT charge_invoice #42". Reverting a committed transaction undoes its steps in reverse order. Answers reverted=false with reason no_revert_handler when the action cannot be undone automatically (manual intervention needed); an action can be reverted once.',
+  shape: 'revert',
+  category: 'audit',
+  input: {
+    type: 'object',
+    properties: {
+      audit_id: { type: 'integer', minimum: 1, description: 'audit_id of the write to undo (from its receipt or audit.trail).' },
+      rollback_handle: { type: 'string', minLength: 1, maxLength: 2048, description: 'Alternatively, the rollback_handle from the receipt, exactly as received.' },
+    },
+    additionalProperties: false,
+  },
+  delegateConsent: (ctx, args) => revertConsent(ctx, args),
+  handler: (ctx, args) => runRevert(ctx, args),
+  webmcp_surfaces: ['dashboard'],
+});
