@@ -42,9 +42,14 @@ export type StoreRead = Queryable;
  * head row until commit.
  */
 export interface StoreTx extends Queryable {
-  /** Lock the tenant's head row (audit chain + event sequence) for the rest of the transaction. */
+  /**
+   * Lock the tenant's head row (audit chain + event sequence) for the rest of the transaction and
+   * return the transaction's view of it. The same object is returned on every later call in the
+   * same transaction: the ledger moves it (audit_seq/audit_hash/event_seq) as it appends and also
+   * writes the row, so the engine reads the row once per transaction.
+   */
   lockTenantHead(companyId: number): Promise<TenantHead>;
-  /** Reserve the next global audit_id (SQLite: max + 1 under the write lock; PostgreSQL: a sequence). */
+  /** Reserve the next global audit_id (SQLite: max + 1 under the write lock, then counted in the transaction; PostgreSQL: a sequence). */
   nextAuditId(): Promise<number>;
   /** Register a callback run once after a successful, durable commit (outbox delivery, wakeups). */
   afterCommit(fn: () => void): void;

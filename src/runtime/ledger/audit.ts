@@ -87,18 +87,35 @@ export const GENESIS_HASH = '0'.repeat(64);
 
 const INSERT_SQL = `INSERT INTO audit_log (${AUDIT_COLUMNS.join(', ')}) VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`;
 
-/** Compute a row's hash from every column but row_hash. */
-export function hashAuditRow(row: Omit<AuditRow, 'row_hash'> | AuditRow): string {
-  const material: Record<string, unknown> = {};
-  for (const c of AUDIT_COLUMNS) {
-    if (c === 'row_hash') continue;
-    material[c] = (row as unknown as Record<string, unknown>)[c] ?? null;
+/** Columns covered by the hash, in RFC 8785 key order (UTF-16 code-unit order). */
+const HASHED_COLUMNS = AUDIT_COLUMNS.filter((c) => c !== 'row_hash').sort();
+
+const RD_PLACEHOLDER = '\u0000request_data\u0000';
+const RD_SERIALIZED = `"request_data":${JSON.stringify(RD_PLACEHOLDER)}`;
+
+/**
+ * RFC 8785 canonical JSON of the hashed columns. Every column but request_data is a string, a
+ * number or null, whose JCS form is exactly JSON.stringify's, and JSON.stringify keeps insertion
+ * order, so one stringify of an object built in sorted key order is the JCS text; request_data
+ * (any JSON) goes through the general canonicalizer and is spliced in. Equivalent to
+ * canonicalize(material) — a test checks it — at a fraction of the cost.
+ */
+export function canonicalAuditMaterial(row: Omit<AuditRow, 'row_hash'> | AuditRow): string {
+  const src = row as unknown as Record<string, unknown>;
+  const ordered: Record<string, unknown> = {};
+  for (let i = 0; i < HASHED_COLUMNS.length; i++) {
+    const c = HASHED_COLUMNS[i]!;
+    ordered[c] = c === 'request_data' ? RD_PLACEHOLDER : (src[c] ?? null);
   }
-  return createHash('sha256')
-    .update(Buffer.from([0x00]))
-    .update(canonicalize(material) ?? 'null', 'utf8')
-    .digest('hex');
+  return JSON.stringify(ordered).replace(RD_SERIALIZED, () => `"request_data":${canonicalize(src.request_data ?? null) ?? 'null'}`);
 }
+
+/** Compute a row's hash from every column but row_hash: SHA-256(0x00 ‖ canonical row). */
+export function hashAuditRow(row: Omit<AuditRow, 'row_hash'> | AuditRow): string {
+  return createHash('sha256').update(ZERO).update(canonicalAuditMaterial(row), 'utf8').digest('hex');
+}
+
+const ZERO = Buffer.from([0x00]);
 
 /** Round a latency to microseconds so it survives every engine's float round trip. */
 export function roundLatency(ms: number): number {
@@ -113,13 +130,23 @@ export function roundLatency(ms: number): number {
 export async function appendAudit(tx: StoreTx, entry: AuditEntry, reservedAuditId?: number): Promise<AuditRow> {
   const head = await tx.lockTenantHead(entry.company_id);
   const audit_id = reservedAuditId ?? (await tx.nextAuditId());
-  const base = { ...entry, audit_id, seq: head.audit_seq + 1, prev_hash: head.audit_hash, latency_ms: entry.latency_ms === null ? null : roundLatency(entry.latency_ms) };
-  const row: AuditRow = { ...base, row_hash: hashAuditRow(base) };
-  await tx.run(
-    INSERT_SQL,
-    AUDIT_COLUMNS.map((c) => (c === 'request_data' ? canonicalize(row.request_data) : (row as unknown as Record<string, unknown>)[c] ?? null)),
-  );
+  // Object.assign, not spread: spreading this 25-field object is a slow path in V8.
+  const row = Object.assign({}, entry) as AuditRow;
+  row.audit_id = audit_id;
+  row.seq = head.audit_seq + 1;
+  row.prev_hash = head.audit_hash;
+  row.latency_ms = entry.latency_ms === null ? null : roundLatency(entry.latency_ms);
+  row.row_hash = hashAuditRow(row);
+  const values = new Array<unknown>(AUDIT_COLUMNS.length);
+  for (let i = 0; i < AUDIT_COLUMNS.length; i++) {
+    const c = AUDIT_COLUMNS[i]!;
+    values[i] = c === 'request_data' ? canonicalize(row.request_data) : ((row as unknown as Record<string, unknown>)[c] ?? null);
+  }
+  await tx.run(INSERT_SQL, values);
   await tx.run('UPDATE tenant_heads SET audit_seq = ?, audit_hash = ? WHERE company_id = ?', [row.seq, row.row_hash, row.company_id]);
+  // The head object is the transaction's view of the chain: move it for the next append.
+  head.audit_seq = row.seq;
+  head.audit_hash = row.row_hash;
   return row;
 }
 

@@ -52,6 +52,7 @@ export async function appendEvents(
     out.push(ev);
   }
   await tx.run('UPDATE tenant_heads SET event_seq = ? WHERE company_id = ?', [seq, companyId]);
+  head.event_seq = seq;
   return out;
 }
 

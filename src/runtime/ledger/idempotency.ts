@@ -12,7 +12,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { Queryable, StoreTx } from '../../store/store.ts';
-import { parseJson, StoreError } from '../../store/store.ts';
+import { parseJson } from '../../store/store.ts';
 import type { Envelope } from '../../spec/types.ts';
 import { VerbError } from '../errors.ts';
 
@@ -79,20 +79,18 @@ export async function claimIdempotency(
   rec: { companyId: number; principal: string; key: string; verb: string; fingerprint: string; auditId: number; envelope: Envelope; nowIso: string; ttlSeconds: number },
 ): Promise<void> {
   const expires = new Date(Date.parse(rec.nowIso) + rec.ttlSeconds * 1000).toISOString();
-  // An expired record of the same key is replaced.
-  await tx.run('DELETE FROM idempotency WHERE company_id = ? AND principal = ? AND key = ? AND expires_at <= ?', [rec.companyId, rec.principal, rec.key, rec.nowIso]);
-  try {
-    await tx.run(
-      'INSERT INTO idempotency (company_id, principal, key, verb, fingerprint, audit_id, envelope, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      [rec.companyId, rec.principal, rec.key, rec.verb, rec.fingerprint, rec.auditId, JSON.stringify(rec.envelope), rec.nowIso, expires],
-    );
-  } catch (err) {
-    if (err instanceof StoreError && err.code === 'unique_violation') {
-      throw new VerbError('idempotency_key_in_use', 'Another request with this idempotency key completed or is completing at the same time.', {
-        hint: 'Retry the same request with the same key in a moment to receive its stored result.',
-      });
-    }
-    throw err;
+  // One statement: insert, or take over the key only when its record has expired.
+  const r = await tx.run(
+    `INSERT INTO idempotency (company_id, principal, key, verb, fingerprint, audit_id, envelope, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (company_id, principal, key) DO UPDATE SET verb = excluded.verb, fingerprint = excluded.fingerprint, audit_id = excluded.audit_id,
+       envelope = excluded.envelope, created_at = excluded.created_at, expires_at = excluded.expires_at
+     WHERE idempotency.expires_at <= ?`,
+    [rec.companyId, rec.principal, rec.key, rec.verb, rec.fingerprint, rec.auditId, JSON.stringify(rec.envelope), rec.nowIso, expires, rec.nowIso],
+  );
+  if (r.changes === 0) {
+    throw new VerbError('idempotency_key_in_use', 'Another request with this idempotency key completed or is completing at the same time.', {
+      hint: 'Retry the same request with the same key in a moment to receive its stored result.',
+    });
   }
 }
 

@@ -42,6 +42,23 @@ export async function attestReceipt(receipt: Receipt, key: SigningKey, chain: { 
   return { ...receipt, attestation: { ...attestation, jws: `${header}..${b64url(sig)}` } };
 }
 
+/**
+ * Bind a receipt to its audit row (seq, row_hash, prev_hash) without signing yet: the runtime
+ * stores this form with the idempotency record inside the effect's transaction and signs after
+ * commit (so the signature is computed outside the write lock, on the thread pool).
+ */
+export function chainReceipt(receipt: Receipt, chain: { seq: number; row_hash: string; prev_hash: string }): Receipt {
+  return { ...receipt, attestation: { alg: 'ES256', seq: chain.seq, row_hash: chain.row_hash, prev_hash: chain.prev_hash } as ReceiptAttestation };
+}
+
+/** Sign a receipt made by `chainReceipt` (or re-sign a replayed one) with the tenant's current key. */
+export async function signChainedReceipt(receipt: Receipt, key: SigningKey): Promise<Receipt> {
+  const att = receipt.attestation;
+  if (att === undefined) return receipt;
+  const { attestation: _a, ...rest } = receipt;
+  return attestReceipt(rest as Receipt, key, { seq: att.seq, row_hash: att.row_hash, prev_hash: att.prev_hash });
+}
+
 export interface ReceiptVerification {
   valid: boolean;
   kid?: string;

@@ -144,6 +144,14 @@ class Connection implements Queryable {
       throw toStoreError(err);
     }
   }
+  /** Run a transaction-control statement through a cached prepared statement (cheaper than exec). */
+  control(sql: 'BEGIN IMMEDIATE' | 'COMMIT' | 'ROLLBACK' | 'SAVEPOINT w' | 'RELEASE w' | 'ROLLBACK TO w'): void {
+    try {
+      this.prepare(sql).run();
+    } catch (err) {
+      throw toStoreError(err);
+    }
+  }
 }
 
 /** SQLite binds booleans as 0/1 and undefined as NULL. */
@@ -176,28 +184,28 @@ class SqliteTx implements StoreTx {
     this.#check();
     return this.conn.run(sql, params);
   }
+  readonly #heads = new Map<number, TenantHead>();
   async lockTenantHead(companyId: number): Promise<TenantHead> {
     this.#check();
-    // The write lock (BEGIN IMMEDIATE) already serializes every writer on this file.
-    let head = this.conn.getSync<TenantHead>(
-      'SELECT company_id, audit_seq, audit_hash, event_seq FROM tenant_heads WHERE company_id = ?',
-      [companyId],
-    );
+    // The write lock (BEGIN IMMEDIATE) already serializes every writer on this file. The head is
+    // read once per transaction; callers move it (audit/event appends) through the returned object.
+    let head = this.#heads.get(companyId);
+    if (head !== undefined) return head;
+    head = this.conn.getSync<TenantHead>('SELECT company_id, audit_seq, audit_hash, event_seq FROM tenant_heads WHERE company_id = ?', [companyId]);
     if (head === undefined) {
-      this.conn.runSync(
-        'INSERT INTO tenant_heads (company_id, audit_seq, audit_hash, event_seq) VALUES (?, 0, ?, 0)',
-        [companyId, GENESIS_HASH],
-      );
+      this.conn.runSync('INSERT INTO tenant_heads (company_id, audit_seq, audit_hash, event_seq) VALUES (?, 0, ?, 0)', [companyId, GENESIS_HASH]);
       head = { company_id: companyId, audit_seq: 0, audit_hash: GENESIS_HASH, event_seq: 0 };
     }
+    this.#heads.set(companyId, head);
     return head;
   }
-  #lastAuditId = 0;
+  #nextAuditId = 0;
   async nextAuditId(): Promise<number> {
     this.#check();
-    const row = this.conn.getSync<{ next: number }>('SELECT COALESCE(MAX(audit_id), 0) + 1 AS next FROM audit_log');
-    this.#lastAuditId = Math.max(row!.next, this.#lastAuditId + 1);
-    return this.#lastAuditId;
+    if (this.#nextAuditId === 0) {
+      this.#nextAuditId = this.conn.getSync<{ next: number }>('SELECT COALESCE(MAX(audit_id), 0) + 1 AS next FROM audit_log')!.next;
+    }
+    return this.#nextAuditId++;
   }
   afterCommit(fn: () => void): void {
     this.callbacks.push(fn);
@@ -354,17 +362,17 @@ export class SqliteStore implements Store {
 
   async #runOne<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
     const tx = new SqliteTx(this.#writer);
-    this.#writer.exec('BEGIN IMMEDIATE');
+    this.#writer.control('BEGIN IMMEDIATE');
     let result: T;
     try {
       result = await fn(tx);
       tx.end();
-      this.#writer.exec('COMMIT');
+      this.#writer.control('COMMIT');
     } catch (err) {
       tx.end();
       if (this.#writer.db.inTransaction) {
         try {
-          this.#writer.exec('ROLLBACK');
+          this.#writer.control('ROLLBACK');
         } catch {
           /* the connection rolled back on its own */
         }
