@@ -1,0 +1,29 @@
+/**
+ * ARCHITECTURE.md stays true: its pipeline step list matches PIPELINE_STEPS in dispatch.ts, and
+ * every source path it names exists.
+ */
+import { it } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { PIPELINE_STEPS } from '../../src/runtime/dispatch.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const doc = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
+
+it('ARCHITECTURE.md lists the pipeline steps of dispatch.ts, in order', () => {
+  const section = doc.slice(doc.indexOf('<!-- pipeline-steps'));
+  const steps = [...section.matchAll(/^\d+\. \*\*([a-z-]+)\*\*/gm)].map((m) => m[1]);
+  assert.deepEqual(steps, [...PIPELINE_STEPS]);
+});
+
+it('every src/ path ARCHITECTURE.md names exists', () => {
+  const paths = new Set([...doc.matchAll(/`?(src\/[A-Za-z0-9_\-/.{},]+?)`?(?=[\s`)|,])/g)].map((m) => m[1]!.replace(/[.,]$/, '')));
+  const missing: string[] = [];
+  for (const p of paths) {
+    if (p.includes('{') || p.includes('*')) continue;
+    if (!existsSync(join(ROOT, p))) missing.push(p);
+  }
+  assert.deepEqual(missing, []);
+});
