@@ -21,6 +21,7 @@ import { NONCE_TTL_SECONDS } from './consent/nonce.ts';
 import { dispatch as runPipeline, type Caller, type DispatchOptions, type DispatchOutcome } from './dispatch.ts';
 import { Blocklist, DEFAULT_BLOCKLIST, listBlocks } from './consent/blocklist.ts';
 import { runMaintenance, type MaintenanceReport } from './maintenance.ts';
+import { Observers, type ObserveOptions } from './observe/observers.ts';
 import { VerbError } from './errors.ts';
 import type { Role } from '../spec/types.ts';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
@@ -58,6 +59,8 @@ export interface RuntimeOptions {
   nonceTtlSeconds?: number;
   /** Interval of the housekeeping pass (expired nonces, approvals, idempotency rows; maintenance.ts). Default 600000 ms; 0 disables the timer. */
   maintenanceIntervalMs?: number;
+  /** Observe hooks (reputation, telemetry, OpenTelemetry spans) and their housekeeping; observe/observers.ts. */
+  observe?: ObserveOptions;
   /** Skip migrations (the caller ran them). */
   skipMigrations?: boolean;
 }
@@ -151,6 +154,8 @@ export class Runtime {
   readonly options: ResolvedOptions;
   readonly inflight = new InflightKeys();
   readonly auditBuffer: ReadAuditBuffer;
+  /** Reputation, telemetry and span hooks (spec/shapes.md §reputation §telemetry). */
+  readonly observers: Observers;
   readonly readView: Queryable;
   readonly outboxHandlers = new Map<string, OutboxHandler>();
   readonly #observers = new Set<(o: DispatchOutcome) => void>();
@@ -187,6 +192,8 @@ export class Runtime {
       nonceTtlSeconds: options.nonceTtlSeconds ?? NONCE_TTL_SECONDS,
     };
     this.auditBuffer = new ReadAuditBuffer(this, this.options.readAuditFlushMs, this.options.readAuditBatch);
+    this.observers = new Observers(this, options.observe);
+    this.observers.attach();
     this.#checkpointTimer = setInterval(() => void this.checkpointAll().catch((err: unknown) => this.logger.error({ err }, 'checkpoint failed')), this.options.checkpointIntervalMs);
     this.#checkpointTimer.unref();
     const maintenanceMs = options.maintenanceIntervalMs ?? 600_000;
@@ -490,6 +497,7 @@ export class Runtime {
     if (this.#checkpointTimer !== undefined) clearInterval(this.#checkpointTimer);
     if (this.#maintenanceTimer !== undefined) clearInterval(this.#maintenanceTimer);
     await this.auditBuffer.flush();
+    await this.observers.close();
     // Sign the heads that moved, so a short-lived process (a CLI call) leaves its rows anchored.
     await this.checkpointAll().catch((err: unknown) => this.logger.error({ err }, 'closing checkpoint failed'));
     await this.store.close();
