@@ -1,0 +1,56 @@
+/**
+ * The dashboard and the browser module (spec/transports.md §webmcp-module, §dashboard):
+ *
+ *   GET /                        the dashboard page (web/dashboard.html), strict CSP, no inline script
+ *   GET /dashboard.js            the dashboard script (bundled from web/dashboard.ts)
+ *   GET /dashboard.css           its style sheet
+ *   GET /webmcp.js               the WebMCP browser module (bundled from web/webmcp.ts)
+ *
+ * Static answers carry a strong ETag and `Cache-Control: no-cache` (304 on If-None-Match).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { webAsset, type WebAssetName } from './web-assets.ts';
+
+/**
+ * The dashboard's Content-Security-Policy: scripts, styles and connections from this origin only;
+ * no inline script or style element, no framing, no plugins, forms post only here.
+ */
+export const DASHBOARD_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+async function serveAsset(name: WebAssetName, request: FastifyRequest, reply: FastifyReply, extraHeaders: Record<string, string> = {}) {
+  const file = await webAsset(name);
+  reply.headers({ etag: file.etag, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff', ...extraHeaders });
+  if (request.headers['if-none-match'] === file.etag) return reply.code(304).send();
+  return reply.type(file.contentType).send(file.body);
+}
+
+/** Register the module and, unless `dashboard` is false, the page and its assets. */
+export function registerDashboardRoutes(app: FastifyInstance, deps: { dashboard: boolean }): void {
+  app.get('/webmcp.js', function webmcpModule(request, reply) {
+    return serveAsset('webmcp.js', request, reply);
+  });
+  if (!deps.dashboard) return;
+  app.get('/', function dashboardPage(request, reply) {
+    return serveAsset('dashboard.html', request, reply, {
+      'content-security-policy': DASHBOARD_CSP,
+      'referrer-policy': 'same-origin',
+      'x-frame-options': 'DENY',
+      'cross-origin-opener-policy': 'same-origin',
+    });
+  });
+  app.get('/dashboard.js', function dashboardScript(request, reply) {
+    return serveAsset('dashboard.js', request, reply);
+  });
+  app.get('/dashboard.css', function dashboardStyles(request, reply) {
+    return serveAsset('dashboard.css', request, reply);
+  });
+}

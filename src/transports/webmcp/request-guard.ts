@@ -1,0 +1,102 @@
+/**
+ * The browser-request checks of the WebMCP transport: which session a request carries, whether its
+ * `Origin` is this server's own, and whether it carries the session's CSRF token. Each check
+ * throws a VerbError whose reason the HTTP envelope map turns into a status:
+ *
+ *   session_invalid  401  no valid session cookie on a route that needs one
+ *   origin_denied    403  `Origin` missing (with a session) or not this server's origin, or
+ *                         `Sec-Fetch-Site: cross-site` on a state-changing request
+ *   csrf_failed      403  `X-CSRF-Token` missing or not the session's token
+ *
+ * Spec: spec/transports.md §webmcp-session, §webmcp-csrf.
+ */
+import type { FastifyRequest } from 'fastify';
+import { VerbError } from '../../runtime/errors.ts';
+import { parseCookies } from './cookies.ts';
+import { CSRF_HEADER, SESSION_COOKIE, type SessionStore, type WebSession } from './session-store.ts';
+
+/** The session cookie's token on a request, if any. */
+export function sessionTokenOf(request: FastifyRequest): string | undefined {
+  return parseCookies(request.headers.cookie)[SESSION_COOKIE];
+}
+
+/** Did this request arrive over https (TLS socket, or a trusted proxy said so)? */
+export function isHttps(request: FastifyRequest): boolean {
+  return request.protocol === 'https';
+}
+
+/** This server's origin as the request addressed it (`http://127.0.0.1:3000`), normalised. */
+export function ownOrigin(request: FastifyRequest): string | undefined {
+  try {
+    return new URL(`${request.protocol}://${request.host}`).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Check the `Origin` of a state-changing request.
+ *
+ * @param allowed extra origins accepted besides the server's own (e.g. a dev front end).
+ * @param required true when the request rides on a session cookie: browsers always send `Origin`
+ *   on POST/DELETE, so its absence means a non-browser client replaying a cookie.
+ * @throws VerbError origin_denied
+ */
+export function checkOrigin(request: FastifyRequest, allowed: readonly string[], required: boolean): void {
+  if (request.headers['sec-fetch-site'] === 'cross-site') {
+    throw new VerbError('origin_denied', 'Cross-site requests are refused.', { hint: 'Call this endpoint from a page served by this server.' });
+  }
+  const origin = request.headers.origin;
+  if (origin === undefined || origin === '') {
+    if (!required) return;
+    throw new VerbError('origin_denied', 'A request that uses the session cookie must carry an Origin header.', {
+      hint: 'Send the request from a page of this server (browsers add Origin themselves).',
+    });
+  }
+  let given: string;
+  try {
+    given = new URL(origin).origin;
+  } catch {
+    throw new VerbError('origin_denied', 'The Origin header is not a valid origin.', { hint: 'Send the request from a page of this server.' });
+  }
+  if (given === ownOrigin(request) || allowed.includes(given)) return;
+  throw new VerbError('origin_denied', `Requests from ${given.slice(0, 100)} are not allowed.`, { hint: 'Call this endpoint from a page served by this server.' });
+}
+
+/**
+ * Check the CSRF token of a state-changing session request (constant-time comparison).
+ * @throws VerbError csrf_failed
+ */
+export function checkCsrf(sessions: SessionStore, session: WebSession, request: FastifyRequest): void {
+  const given = request.headers[CSRF_HEADER];
+  if (typeof given !== 'string' || given === '') {
+    throw new VerbError('csrf_failed', 'The X-CSRF-Token header is missing.', {
+      hint: 'Send the csrf_token returned by POST/GET /api/v1/session (also in the solid_csrf cookie) as X-CSRF-Token.',
+    });
+  }
+  if (!sessions.csrfMatches(session, given)) {
+    throw new VerbError('csrf_failed', 'The X-CSRF-Token header does not match this session.', {
+      hint: 'Fetch the current token with GET /api/v1/session and send it as X-CSRF-Token.',
+    });
+  }
+}
+
+/** A missing or dead session on a route that needs one. */
+export function sessionRequired(): VerbError {
+  return new VerbError('session_invalid', 'No valid browser session: log in first, or the session expired or its API key was revoked.', {
+    hint: 'POST /api/v1/session with {"api_key": "sk_solid_…"} (the dashboard login form does this).',
+  });
+}
+
+/**
+ * The session of a state-changing request that needs one: looked up, then Origin (required) and
+ * CSRF token checked, in that order.
+ * @throws VerbError session_invalid, origin_denied, csrf_failed
+ */
+export async function requireSessionForWrite(sessions: SessionStore, request: FastifyRequest, allowedOrigins: readonly string[]): Promise<WebSession> {
+  const session = await sessions.lookup(sessionTokenOf(request));
+  if (session === undefined) throw sessionRequired();
+  checkOrigin(request, allowedOrigins, true);
+  checkCsrf(sessions, session, request);
+  return session;
+}

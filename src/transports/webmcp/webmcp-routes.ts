@@ -1,0 +1,75 @@
+/**
+ * The WebMCP endpoints (spec/transports.md §webmcp):
+ *
+ *   GET  /api/v1/webmcp/manifest?surface={dashboard|portal|developer|tenant-site|public}
+ *        → 200 { surface, tools: WebmcpTool[] } with a strong ETag (304 on If-None-Match) and
+ *          `Cache-Control: no-cache`; 400 invalid_request for a missing or unknown surface.
+ *          No session needed: the manifest is the registry's public projection.
+ *   POST /api/v1/webmcp/execute/{tool_name}
+ *        body { input?, surface, confirm?, nonce?, typed_phrase?, idempotency_key? }
+ *        → the dispatch envelope, status from envelopeToHttp (200, 202 dispatch_pending, 4xx…).
+ *          With a session: principal from the session, same-origin Origin and X-CSRF-Token
+ *          required. Without one: only `surface: "public"` runs, as the keyless sandbox
+ *          principal (reads only; writes answer auth_required). A verb not on that page surface
+ *          → 403 surface_denied (decided and audited by dispatch).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Runtime } from '../../runtime/runtime.ts';
+import { VerbError } from '../../runtime/errors.ts';
+import { parseCallBody } from './call-body.ts';
+import { WEBMCP_SURFACES } from '../../spec/types.ts';
+import { dispatchAndReply } from './browser-dispatch.ts';
+import { isWebmcpSurface, webmcpManifest } from './manifest.ts';
+import { checkCsrf, checkOrigin, sessionRequired, sessionTokenOf } from './request-guard.ts';
+import type { SessionStore } from './session-store.ts';
+
+export interface WebmcpRouteDeps {
+  rt: Runtime;
+  sessions: SessionStore;
+  allowedOrigins: readonly string[];
+  /** Body limit of the execute route in bytes. */
+  executeBodyLimitBytes: number;
+}
+
+/** Register the manifest and execute routes on `app`. */
+export function registerWebmcpRoutes(app: FastifyInstance, deps: WebmcpRouteDeps): void {
+  const { rt, sessions, allowedOrigins } = deps;
+
+  app.get('/api/v1/webmcp/manifest', async function manifest(request: FastifyRequest, reply: FastifyReply) {
+    const surface = (request.query as Record<string, unknown> | undefined)?.surface;
+    if (!isWebmcpSurface(surface)) {
+      throw new VerbError('invalid_request', `Unknown WebMCP surface ${JSON.stringify(String(surface ?? '')).slice(0, 60)}.`, {
+        hint: `Use ?surface= one of ${WEBMCP_SURFACES.join(', ')}.`,
+        details: { surfaces: [...WEBMCP_SURFACES] },
+      });
+    }
+    const { manifest: body, etag } = webmcpManifest(rt, surface);
+    reply.header('etag', etag).header('cache-control', 'no-cache');
+    if (request.headers['if-none-match'] === etag) return reply.code(304).send();
+    return reply.type('application/json; charset=utf-8').send(body);
+  });
+
+  app.post(
+    '/api/v1/webmcp/execute/:tool_name',
+    { bodyLimit: deps.executeBodyLimitBytes },
+    async function execute(request: FastifyRequest, reply: FastifyReply) {
+      const toolName = String((request.params as Record<string, unknown>).tool_name ?? '');
+      const body = parseCallBody(request.body, { surface: true });
+      const session = await sessions.lookup(sessionTokenOf(request));
+      if (session !== undefined) {
+        checkOrigin(request, allowedOrigins, true);
+        checkCsrf(sessions, session, request);
+      } else if (body.surface === 'public') {
+        checkOrigin(request, allowedOrigins, false);
+      } else {
+        throw sessionRequired();
+      }
+      const caller = {
+        principal: session === undefined ? null : { ...session.principal, agent_type: `webmcp:${body.surface}` },
+        surface: 'webmcp' as const,
+        webmcpSurface: body.surface,
+      };
+      return dispatchAndReply(rt, request, reply, caller, toolName, body);
+    },
+  );
+}
