@@ -1,0 +1,462 @@
+/**
+ * PostgresStore: the shared engine (node-postgres `pg` Pool, PostgreSQL ≥ 13; CI runs 15).
+ * Several `solid serve` nodes may use one database with the same guarantees as the embedded
+ * engine (spec/store.md §multi-node).
+ *
+ * - `write(fn)`: ONE checked-out client, `BEGIN` … `COMMIT` at READ COMMITTED. Chain and event
+ *   appends serialize per tenant through `lockTenantHead` (`SELECT … FOR UPDATE` on the tenant's
+ *   head row, created first with `INSERT … ON CONFLICT DO NOTHING`); idempotency claims, nonce
+ *   burns and approvals serialize on their unique indexes; daily caps on the counter row
+ *   (`INSERT … ON CONFLICT DO UPDATE … RETURNING`). Serialization failures and deadlocks
+ *   (40001, 40P01) re-run the whole transaction up to `maxRetries` times; other failures roll
+ *   back and surface as StoreError. A statement that fails inside `fn` aborts the transaction
+ *   (PostgreSQL semantics): if `fn` swallows that error and returns, `write` refuses to report
+ *   success (StoreError 'unknown') — nothing is ever half-written.
+ * - `read(fn)`: a pooled client outside any transaction: each statement sees the data committed
+ *   when it starts (READ COMMITTED), as the embedded engine's reader does. `run` is refused.
+ * - `?` placeholders become `$n`; each statement text gets a prepared-statement name (statements.ts).
+ * - int8 and numeric come back as JS numbers when exactly representable (else as strings), JSON
+ *   and JSONB as parsed values — through type parsers scoped to this pool, never the global ones.
+ * - `nextAuditId()` draws from the `audit_log_audit_id_seq` sequence (gaps possible after a
+ *   rollback; the per-tenant `seq` is the gap-free order).
+ * - Durability `full` (default): `synchronous_commit = on` per session; a write resolves only
+ *   after its commit record is flushed. `normal`: `synchronous_commit = off`.
+ * - `waitFor`/`notify`: LISTEN/NOTIFY on a dedicated connection (wake-listener.ts).
+ * - When the database is down every call fails fast with StoreError('unavailable') and the pool
+ *   reconnects by itself when it is back.
+ *
+ * Spec: spec/store.md.
+ */
+import pg from 'pg';
+import {
+  StoreError,
+  type Durability,
+  type Migration,
+  type Queryable,
+  type Row,
+  type RunResult,
+  type Store,
+  type StoreRead,
+  type StoreTx,
+  type TenantHead,
+  type WriteOptions,
+} from '../store.ts';
+import { StatementCache, type PgStatement } from './statements.ts';
+import { isRetryable, toStoreError } from './postgres-errors.ts';
+import { WakeListener } from './wake-listener.ts';
+
+export interface PostgresStoreOptions {
+  /** postgres://user:password@host:port/database (libpq URL; `?sslmode=…` honoured by pg). */
+  connectionString: string;
+  /** Schema for every connection (`search_path`); default: the server's (public). Tests use one per runtime. */
+  schema?: string;
+  /** Pool size per process (SOLID_DB_POOL_MAX). Default 10. */
+  poolMax?: number;
+  /** Server-side statement timeout in ms (SOLID_DB_STATEMENT_TIMEOUT_MS); 0 = none. Default 30000. */
+  statementTimeoutMs?: number;
+  /** Abort a session idle inside a transaction for this long (ms), releasing its locks. Default 60000; 0 = never. */
+  idleInTransactionTimeoutMs?: number;
+  /** Give up connecting after this many ms (SOLID_DB_CONNECT_TIMEOUT_MS). Default 5000. */
+  connectTimeoutMs?: number;
+  /** Close pooled connections idle this long (ms). Default 30000. */
+  idleTimeoutMs?: number;
+  /** 'full' (default): synchronous_commit = on. 'normal': synchronous_commit = off. */
+  durability?: Durability;
+  /** Re-runs of a write after a serialization failure or deadlock. Default 3. */
+  maxRetries?: number;
+  /** application_name shown in pg_stat_activity. Default 'solid-verbs'. */
+  applicationName?: string;
+  /** Background problems (idle connection lost, LISTEN connection lost). Never thrown. */
+  onError?: (err: unknown, where: string) => void;
+}
+
+const GENESIS_HASH = '0'.repeat(64);
+const INT8_OID = 20;
+const NUMERIC_OID = 1700;
+
+/** int8 → number when it is a safe integer, else the exact decimal string. */
+function parseInt8(value: string): number | string {
+  const n = Number(value);
+  return Number.isSafeInteger(n) ? n : value;
+}
+
+/** numeric → number when the decimal text round-trips exactly, else the string. */
+function parseNumeric(value: string): number | string {
+  const n = Number(value);
+  if (!Number.isFinite(n)) return value;
+  if (Number.isInteger(n)) return Number.isSafeInteger(n) ? n : value;
+  return String(n) === value.replace(/0+$/, '').replace(/\.$/, '') ? n : value;
+}
+
+/** Type parsers for this pool only (pg's global parsers stay untouched). */
+const TYPES: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (format !== 'binary') {
+      if (oid === INT8_OID) return parseInt8;
+      if (oid === NUMERIC_OID) return parseNumeric;
+    }
+    return pg.types.getTypeParser(oid, format ?? 'text');
+  }) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+/** Bind values as the embedded engine does: undefined → NULL, booleans → 1/0. */
+function bind(v: unknown): unknown {
+  if (v === undefined) return null;
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  return v;
+}
+
+/** A safe description of a connection string (no password). */
+export function describeUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    u.password = '';
+    u.search = '';
+    return `postgres://${u.username ? `${u.username}@` : ''}${u.host}${u.pathname}`;
+  } catch {
+    return 'postgres://(unparsable url)';
+  }
+}
+
+/** Options from the environment: SOLID_DB_POOL_MAX, SOLID_DB_STATEMENT_TIMEOUT_MS, SOLID_DB_CONNECT_TIMEOUT_MS. */
+export function postgresOptionsFromEnv(connectionString: string, env: NodeJS.ProcessEnv = process.env): PostgresStoreOptions {
+  const num = (name: string): number | undefined => {
+    const v = env[name];
+    if (v === undefined || v.trim() === '') return undefined;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0) throw new StoreError('unavailable', `${name} must be a non-negative integer (got ${JSON.stringify(v)})`);
+    return n;
+  };
+  return {
+    connectionString,
+    poolMax: num('SOLID_DB_POOL_MAX'),
+    statementTimeoutMs: num('SOLID_DB_STATEMENT_TIMEOUT_MS'),
+    connectTimeoutMs: num('SOLID_DB_CONNECT_TIMEOUT_MS'),
+    schema: env.SOLID_DB_SCHEMA || undefined,
+  };
+}
+
+/** The Queryable methods over one checked-out client. */
+class PgQueryable implements Queryable {
+  /** The first failed statement of this transaction (PostgreSQL aborts the rest). */
+  failure: unknown;
+  sawRetryable = false;
+  #ended = false;
+  constructor(
+    protected readonly store: PostgresStore,
+    readonly client: pg.PoolClient,
+  ) {}
+
+  end(): void {
+    this.#ended = true;
+  }
+
+  protected async query(sql: string, params: readonly unknown[] = []): Promise<pg.QueryResult<Row>> {
+    if (this.#ended) throw new StoreError('unknown', 'store connection used after its read or write ended');
+    const st: PgStatement = this.store.statements.get(sql);
+    try {
+      return await this.client.query<Row>({ name: st.name, text: st.text, values: params.map(bind) });
+    } catch (err) {
+      if (isRetryable(err)) this.sawRetryable = true;
+      const mapped = toStoreError(err);
+      this.failure ??= mapped;
+      throw mapped;
+    }
+  }
+
+  async get<T = Row>(sql: string, params?: readonly unknown[]): Promise<T | undefined> {
+    return (await this.query(sql, params)).rows[0] as T | undefined;
+  }
+  async all<T = Row>(sql: string, params?: readonly unknown[]): Promise<T[]> {
+    return (await this.query(sql, params)).rows as T[];
+  }
+  async run(sql: string, params?: readonly unknown[]): Promise<RunResult> {
+    const r = await this.query(sql, params);
+    return { changes: r.rowCount ?? 0 };
+  }
+}
+
+/** `read()` handle: statements run outside a transaction; writes are refused. */
+class PgRead extends PgQueryable {
+  override run(): Promise<RunResult> {
+    return Promise.reject(new StoreError('read_only', 'run() is not allowed inside store.read(); use store.write()'));
+  }
+}
+
+/** `write()` handle: one transaction on one client. */
+class PgTx extends PgQueryable implements StoreTx {
+  readonly callbacks: Array<() => void> = [];
+  readonly #locked = new Set<number>();
+
+  async lockTenantHead(companyId: number): Promise<TenantHead> {
+    const select = 'SELECT company_id, audit_seq, audit_hash, event_seq FROM tenant_heads WHERE company_id = ? FOR UPDATE';
+    let row = await this.get<TenantHead>(select, [companyId]);
+    if (row === undefined) {
+      // First write of a tenant: create its head; a concurrent creator makes ours a no-op.
+      await this.run('INSERT INTO tenant_heads (company_id, audit_seq, audit_hash, event_seq) VALUES (?, 0, ?, 0) ON CONFLICT (company_id) DO NOTHING', [companyId, GENESIS_HASH]);
+      row = await this.get<TenantHead>(select, [companyId]);
+      if (row === undefined) throw new StoreError('unknown', `tenant head ${companyId} vanished while being locked`);
+    }
+    this.#locked.add(companyId);
+    return { company_id: Number(row.company_id), audit_seq: Number(row.audit_seq), audit_hash: row.audit_hash, event_seq: Number(row.event_seq) };
+  }
+
+  async nextAuditId(): Promise<number> {
+    const row = await this.get<{ id: number | string }>(`SELECT nextval('audit_log_audit_id_seq') AS id`);
+    return Number(row!.id);
+  }
+
+  afterCommit(fn: () => void): void {
+    this.callbacks.push(fn);
+  }
+}
+
+export class PostgresStore implements Store {
+  readonly engine = 'postgres' as const;
+  readonly description: string;
+  readonly statements = new StatementCache();
+  readonly #pool: pg.Pool;
+  readonly #wake: WakeListener;
+  readonly #maxRetries: number;
+  readonly #onError: (err: unknown, where: string) => void;
+  readonly #schema: string | undefined;
+  #closed = false;
+  #active = 0;
+  #idle: Array<() => void> = [];
+
+  constructor(options: PostgresStoreOptions) {
+    this.description = describeUrl(options.connectionString) + (options.schema ? `#${options.schema}` : '');
+    this.#maxRetries = options.maxRetries ?? 3;
+    this.#onError = options.onError ?? (() => {});
+    this.#schema = options.schema;
+    if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
+      throw new StoreError('unavailable', `invalid schema name ${JSON.stringify(options.schema)} (lowercase letters, digits, _)`);
+    }
+    const settings: string[] = [`-c synchronous_commit=${(options.durability ?? 'full') === 'full' ? 'on' : 'off'}`];
+    if (options.schema !== undefined) settings.push(`-c search_path=${options.schema}`);
+    const idleTx = options.idleInTransactionTimeoutMs ?? 60_000;
+    const clientConfig: pg.ClientConfig = {
+      connectionString: options.connectionString,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+      application_name: options.applicationName ?? 'solid-verbs',
+      options: settings.join(' '),
+      types: TYPES,
+      keepAlive: true,
+    };
+    const statementTimeout = options.statementTimeoutMs ?? 30_000;
+    if (statementTimeout > 0) clientConfig.statement_timeout = statementTimeout;
+    if (idleTx > 0) clientConfig.idle_in_transaction_session_timeout = idleTx;
+    this.#pool = new pg.Pool({ ...clientConfig, max: options.poolMax ?? 10, idleTimeoutMillis: options.idleTimeoutMs ?? 30_000 });
+    // An idle pooled connection that dies (server restart) must not crash the process.
+    this.#pool.on('error', (err) => this.#onError(err, 'idle connection'));
+    this.#wake = new WakeListener({
+      clientConfig: { ...clientConfig, statement_timeout: undefined, idle_in_transaction_session_timeout: undefined },
+      pgChannel: `solid_wake:${options.schema ?? 'public'}`,
+      send: (channel, payloads) => this.#send(channel, payloads),
+      onError: (err) => this.#onError(err, 'listen connection'),
+    });
+  }
+
+  /** The pool, for the engine's own tools (db migrate grants, tests). Not for the runtime. */
+  get pool(): pg.Pool {
+    return this.#pool;
+  }
+
+  /** The schema every connection uses (undefined: the server's search_path). */
+  get schema(): string | undefined {
+    return this.#schema;
+  }
+
+  /** True while the LISTEN connection is up (tests, /readyz details). */
+  get listening(): boolean {
+    return this.#wake.listening;
+  }
+
+  async #checkout(): Promise<pg.PoolClient> {
+    if (this.#closed) throw new StoreError('unavailable', 'the store is closed');
+    let client: pg.PoolClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (err) {
+      const mapped = toStoreError(err);
+      throw mapped instanceof StoreError && mapped.code !== 'unavailable' ? new StoreError('unavailable', mapped.message, { cause: err }) : mapped;
+    }
+    // A checked-out client has no listener of pg-pool's: a connection lost between two
+    // statements would otherwise crash the process. The next statement fails instead.
+    client.on('error', noop);
+    this.#active++;
+    return client;
+  }
+
+  #release(client: pg.PoolClient, destroy: boolean): void {
+    client.removeListener('error', noop);
+    client.release(destroy ? true : undefined);
+    this.#active--;
+    if (this.#active === 0) for (const f of this.#idle.splice(0)) f();
+  }
+
+  async migrate(scope: string, migrations: readonly Migration[]): Promise<void> {
+    const sorted = [...migrations].sort((a, b) => a.version - b.version);
+    const client = await this.#checkout();
+    let destroy = false;
+    try {
+      // Fast path without DDL (a restricted app role may not CREATE): everything applied already.
+      const exists = await client.query<{ t: string | null }>(`SELECT to_regclass('schema_migrations')::text AS t`);
+      if (exists.rows[0]?.t != null) {
+        const done = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations WHERE scope = $1', [scope])).rows.map((r) => Number(r.version)));
+        if (sorted.every((m) => done.has(m.version))) return;
+      }
+      if (this.#schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.#schema}`);
+      for (const m of sorted) {
+        if (m.postgres === undefined) {
+          throw new StoreError('migration_failed', `migration ${scope}#${m.version} (${m.name}) has no PostgreSQL form`);
+        }
+        await client.query('BEGIN');
+        try {
+          // One migrator at a time per schema, across nodes.
+          await client.query(`SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':solid-migrate'))`);
+          await client.query(
+            `CREATE TABLE IF NOT EXISTS schema_migrations (
+               scope TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, applied_at TEXT NOT NULL,
+               PRIMARY KEY (scope, version))`,
+          );
+          const applied = await client.query('SELECT 1 FROM schema_migrations WHERE scope = $1 AND version = $2', [scope, m.version]);
+          if (applied.rowCount === 0) {
+            await client.query(m.postgres);
+            await client.query('INSERT INTO schema_migrations (scope, version, name, applied_at) VALUES ($1, $2, $3, $4)', [scope, m.version, m.name, new Date().toISOString()]);
+          }
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => {
+            destroy = true;
+          });
+          const mapped = toStoreError(err);
+          if (mapped instanceof StoreError && mapped.code === 'unavailable') throw mapped;
+          throw new StoreError('migration_failed', `migration ${scope}#${m.version} (${m.name}) failed: ${(err as Error).message}`, { cause: err });
+        }
+      }
+    } catch (err) {
+      const mapped = toStoreError(err);
+      if (mapped instanceof StoreError && mapped.code === 'unavailable') destroy = true;
+      throw mapped;
+    } finally {
+      this.#release(client, destroy);
+    }
+  }
+
+  async read<T>(fn: (q: StoreRead) => Promise<T>): Promise<T> {
+    const client = await this.#checkout();
+    const q = new PgRead(this, client);
+    try {
+      return await fn(q);
+    } finally {
+      q.end();
+      this.#release(client, q.failure instanceof StoreError && q.failure.code === 'unavailable');
+    }
+  }
+
+  async write<T>(fn: (tx: StoreTx) => Promise<T>, _options?: WriteOptions): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const client = await this.#checkout();
+      const tx = new PgTx(this, client);
+      let destroy = false;
+      let result: T;
+      try {
+        try {
+          await client.query('BEGIN');
+        } catch (err) {
+          throw toStoreError(err);
+        }
+        result = await fn(tx);
+        tx.end();
+        if (tx.failure !== undefined) {
+          throw new StoreError('unknown', 'a statement failed inside this write and PostgreSQL aborted the transaction; the write body must not continue after a failed statement', {
+            cause: tx.failure,
+          });
+        }
+        let commit: pg.QueryResult;
+        try {
+          commit = await client.query('COMMIT');
+        } catch (err) {
+          if (isRetryable(err)) tx.sawRetryable = true;
+          throw toStoreError(err);
+        }
+        if (commit.command !== 'COMMIT') throw new StoreError('unknown', `the transaction ended with ${commit.command} instead of COMMIT`);
+      } catch (err) {
+        tx.end();
+        try {
+          await client.query('ROLLBACK');
+        } catch {
+          destroy = true;
+        }
+        if (err instanceof StoreError && err.code === 'unavailable') destroy = true;
+        this.#release(client, destroy);
+        if (tx.sawRetryable && attempt < this.#maxRetries && !this.#closed) {
+          await sleep(5 + Math.random() * 20 * (attempt + 1));
+          continue;
+        }
+        throw err;
+      }
+      this.#release(client, false);
+      for (const cb of tx.callbacks) {
+        try {
+          cb();
+        } catch (err) {
+          this.#onError(err, 'afterCommit callback');
+        }
+      }
+      return result;
+    }
+  }
+
+  async ping(): Promise<void> {
+    const client = await this.#checkout();
+    let destroy = false;
+    try {
+      await client.query('SELECT 1');
+    } catch (err) {
+      destroy = true;
+      throw toStoreError(err);
+    } finally {
+      this.#release(client, destroy);
+    }
+  }
+
+  waitFor(channel: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    if (this.#closed) return Promise.resolve(false);
+    return this.#wake.waitFor(channel, timeoutMs, signal);
+  }
+
+  notify(channel: string): void {
+    this.#wake.notify(channel);
+  }
+
+  async #send(pgChannel: string, payloads: string[]): Promise<void> {
+    if (this.#closed) return;
+    const client = await this.#checkout();
+    let destroy = false;
+    try {
+      await client.query({ name: 'solid_notify', text: 'SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', values: [pgChannel, payloads] });
+    } catch (err) {
+      destroy = true;
+      throw toStoreError(err);
+    } finally {
+      this.#release(client, destroy);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#wake.close();
+    // Let reads and writes in flight finish (they hold checked-out clients), then end the pool.
+    if (this.#active > 0) await new Promise<void>((resolve) => this.#idle.push(resolve));
+    await this.#pool.end();
+  }
+}
+
+function noop(): void {}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
