@@ -3,6 +3,7 @@
  * clock, audit queries, and an in-process CLI runner on the same database.
  */
 import type { TestContext } from 'node:test';
+import { strict as assert } from 'node:assert';
 import { consentTestPack } from './pack.ts';
 import { loadSecrets } from '../../src/runtime/secrets.ts';
 import { toAuditRow, type AuditRow } from '../../src/runtime/ledger/audit.ts';
@@ -115,7 +116,6 @@ export async function expectDenied(
   reason: string,
   expected: { role?: string | null; args?: Record<string, unknown>; status?: string } = {},
 ): Promise<AuditRow> {
-  const { strict: assert } = await import('node:assert');
   assert.equal(env.ok, false, `expected a denial, got ${JSON.stringify(env)}`);
   assert.equal(env.error?.reason, reason, `expected ${reason}, got ${JSON.stringify(env.error)}`);
   assert.equal(typeof env.audit_id, 'number', 'a denial carries its audit_id');
