@@ -1,6 +1,10 @@
 /**
- * createTestRuntime(): a runtime on a fresh temp-file SQLite store with the system verbs, a
- * sandbox tenant and a main tenant with one key per role. Cleans up with t.after.
+ * createTestRuntime(): a runtime on a fresh store with the system verbs, a sandbox tenant and a
+ * main tenant with one key per role. Cleans up with t.after.
+ *
+ * Engine: a temp-file SQLite store by default; with SOLID_TEST_ENGINE=postgres (and
+ * SOLID_TEST_DATABASE_URL, see .ci/postgres.sh) a PostgresStore on a fresh schema, dropped after
+ * the test (`npm run test:postgres`). An explicit `store` or `path` option always wins.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +14,8 @@ import pino from 'pino';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../../src/runtime/runtime.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { systemVerbs } from '../../src/verbs/index.ts';
+import type { Store } from '../../src/store/store.ts';
+import { createTestPostgresStore, dropSchema, PG_SKIP_REASON, TEST_DATABASE_URL } from './postgres.ts';
 import type { Principal, Role, Tier } from '../../src/spec/types.ts';
 
 export interface TestRuntime {
@@ -27,7 +33,14 @@ export interface TestRuntime {
 export async function createTestRuntime(t: TestContext | undefined, options: Partial<RuntimeOptions> & { tier?: Tier; path?: string } = {}): Promise<TestRuntime> {
   const dir = mkdtempSync(join(tmpdir(), 'solid-test-'));
   const dbPath = options.path ?? join(dir, 'test.db');
-  const store = options.store ?? new SqliteStore({ path: dbPath });
+  let store: Store;
+  let schema: string | undefined;
+  if (options.store !== undefined) store = options.store;
+  else if (options.path === undefined && testEngine() === 'postgres') {
+    const pgStore = createTestPostgresStore(t, { keep: true });
+    schema = pgStore.schema;
+    store = pgStore;
+  } else store = new SqliteStore({ path: dbPath });
   const rt = await createRuntime({
     store,
     logger: pino({ level: process.env.SOLID_TEST_LOG ?? 'silent' }),
@@ -48,6 +61,7 @@ export async function createTestRuntime(t: TestContext | undefined, options: Par
   t?.after(async () => {
     await rt.close();
     rmSync(dir, { recursive: true, force: true });
+    if (schema !== undefined) await dropSchema(schema);
   });
   return {
     rt,
@@ -62,4 +76,15 @@ export async function createTestRuntime(t: TestContext | undefined, options: Par
       return { company_id: companyId, user_id: users[role], role, tier: companyId === main.company_id ? (options.tier ?? 'professional') : 'enterprise', agent_type: 'test' };
     },
   };
+}
+
+/** The engine test runtimes use: SOLID_TEST_ENGINE=postgres|sqlite (default sqlite). */
+export function testEngine(): 'sqlite' | 'postgres' {
+  const e = process.env.SOLID_TEST_ENGINE ?? 'sqlite';
+  if (e === 'postgres') {
+    if (TEST_DATABASE_URL === undefined) throw new Error(`SOLID_TEST_ENGINE=postgres but ${PG_SKIP_REASON}`);
+    return 'postgres';
+  }
+  if (e !== 'sqlite') throw new Error(`SOLID_TEST_ENGINE must be sqlite or postgres (got ${JSON.stringify(e)})`);
+  return 'sqlite';
 }
