@@ -1,0 +1,127 @@
+/**
+ * HTTP benchmark (issue 8): `POST /api/v1/agent/dispatch/<read verb>` on the real server
+ * (createHttpServer: JSON parser, envelope mapping, bearer auth, the whole dispatch pipeline with
+ * its buffered read audit row) against a bare Fastify route doing the same handler work (the
+ * verb's own SQL through the same store) and answering the same envelope shape, measured with
+ * autocannon (in-process API) on loopback in the same run: 10 connections, ~5 s each, after a
+ * short warm-up of each, in alternating pairs (median of 3 by default, so drift hits both).
+ * Returns req/s of both and their ratio (target ≥ 0.8).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import autocannon from 'autocannon';
+import Fastify from 'fastify';
+import pino from 'pino';
+import { createRuntime } from '../src/runtime/runtime.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import { defineVerb } from '../src/runtime/verb.ts';
+import type { Queryable } from '../src/store/store.ts';
+import { createHttpServer } from '../src/transports/http/server.ts';
+import { paired, type BenchResult } from './harness.ts';
+
+const SEARCH_SQL = `SELECT id, name, email FROM contacts WHERE company_id = ? AND lower(name) LIKE lower(?) ORDER BY name LIMIT 20`;
+
+async function searchWork(q: Queryable, companyId: number, term: string) {
+  const rows = await q.all(SEARCH_SQL, [companyId, `%${term}%`]);
+  return { entity_id: companyId, data: { matches: rows.length, contacts: rows } };
+}
+
+export interface HttpBenchOptions {
+  /** Seconds per measured autocannon run (default 5). */
+  durationSeconds?: number;
+  /** Seconds of warm-up per target before measuring (default 1). */
+  warmupSeconds?: number;
+  /** Concurrent connections (default 10). */
+  connections?: number;
+  /** Alternating bare/API pairs; the figures are medians (default 3). */
+  runs?: number;
+}
+
+async function measure(url: string, body: string, headers: Record<string, string>, connections: number, duration: number): Promise<{ rps: number; non2xx: number; errors: number }> {
+  const r = await autocannon({ url, method: 'POST', body, headers, connections, duration });
+  return { rps: r.requests.average, non2xx: r.non2xx, errors: r.errors + r.timeouts };
+}
+
+/** Run the HTTP benchmark; returns one BenchResult (id "http.dispatch_read"). */
+export async function benchHttp(options: HttpBenchOptions = {}): Promise<BenchResult[]> {
+  const duration = options.durationSeconds ?? 5;
+  const warmup = options.warmupSeconds ?? 1;
+  const connections = options.connections ?? 10;
+  const dir = mkdtempSync(join(tmpdir(), 'solid-bench-http-'));
+  const store = new SqliteStore({ path: join(dir, 'bench.db') });
+  const rt = await createRuntime({ store, logger: pino({ level: 'silent' }), sandboxCompanyId: 1 });
+  const api = createHttpServer(rt, { logger: false });
+  const bare = Fastify({ logger: false });
+  try {
+    await store.migrate('bench', [
+      { version: 1, name: 'contacts', sqlite: 'CREATE TABLE contacts (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, name TEXT, email TEXT, phone TEXT); CREATE INDEX contacts_company ON contacts(company_id, name);' },
+    ]);
+    await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
+    await rt.createTenant({ company_id: 2, name: 'Bench', tier: 'enterprise' });
+    const key = await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner' });
+    await store.write(async (tx) => {
+      for (let i = 1; i <= 200; i++) await tx.run('INSERT INTO contacts (id, company_id, name, email, phone) VALUES (?, 2, ?, ?, ?)', [i, `Contact ${i} ${['Smith', 'Jones', 'Garcia', 'Lee'][i % 4]}`, `c${i}@example.com`, '+1555000' + i]);
+    });
+    rt.register(
+      defineVerb({
+        name: 'bench.search',
+        description: 'Search contacts.',
+        shape: 'aggregate',
+        category: 'crm',
+        input: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'], additionalProperties: false },
+        handler: (ctx, a: { q: string }) => searchWork(ctx.db, ctx.principal.company_id, a.q),
+      }),
+    );
+    bare.post('/bare/search', async (req) => {
+      const q = ((req.body as { args?: { q?: string } } | undefined)?.args?.q ?? '') as string;
+      const result = await store.read((r) => searchWork(r, 2, q));
+      return { ok: true, verb: 'bench.search', result };
+    });
+    await api.listen({ port: 0, host: '127.0.0.1' });
+    await bare.listen({ port: 0, host: '127.0.0.1' });
+    const apiUrl = `http://127.0.0.1:${(api.server.address() as AddressInfo).port}/api/v1/agent/dispatch/bench.search`;
+    const bareUrl = `http://127.0.0.1:${(bare.server.address() as AddressInfo).port}/bare/search`;
+    const body = JSON.stringify({ args: { q: 'smith' } });
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
+
+    await measure(bareUrl, body, headers, connections, warmup);
+    await measure(apiUrl, body, headers, connections, warmup);
+    let failures = 0;
+    let apiFailures = 0;
+    const run = async (url: string, isApi: boolean) => {
+      const m = await measure(url, body, headers, connections, duration);
+      failures += m.non2xx + m.errors;
+      if (isApi) apiFailures += m.non2xx + m.errors;
+      return m.rps;
+    };
+    const { value, baseline, ratio } = await paired(
+      () => run(apiUrl, true),
+      () => run(bareUrl, false),
+      options.runs ?? 3,
+    );
+    return [
+      {
+        id: 'http.dispatch_read',
+        what: `POST /api/v1/agent/dispatch/<read verb> (contact search, bearer key) vs a bare Fastify route doing the same query; autocannon, ${connections} connections, ${duration} s each, loopback`,
+        value,
+        baseline,
+        ratio,
+        unit: 'req/s',
+        target: 'ratio ≥ 0.8',
+        met: ratio >= 0.8 && failures === 0,
+        notes: `median of ${options.runs ?? 3} alternating pairs${failures > 0 ? `; ${failures} non-2xx or failed requests (api ${apiFailures}, bare ${failures - apiFailures})` : ''}`,
+      },
+    ];
+  } finally {
+    await api.close();
+    await bare.close();
+    await rt.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  console.log(JSON.stringify(await benchHttp(), null, 2));
+}
