@@ -13,7 +13,7 @@ import type { HttpPlugin } from './server.ts';
 export type HttpMount = () => Promise<HttpPlugin>;
 
 export const HTTP_MOUNTS: Readonly<Record<string, HttpMount>> = {
-  // webmcp: the WebMCP endpoints, /webmcp.js and the dashboard (src/transports/webmcp/)
+  webmcp: () => import('../webmcp/index.ts').then((m) => m.webmcpPlugin),
   // mcp:    Streamable HTTP MCP at /mcp (src/transports/mcp/)
   // ucp:    /.well-known/ucp and its endpoint (src/transports/ucp/)
 };
