@@ -16,11 +16,12 @@ import { registerAgent } from './commands/agent.ts';
 import { registerServe } from './commands/serve.ts';
 import { registerApprovals } from './commands/approvals.ts';
 import { registerTenant } from './commands/tenant.ts';
+import { registerMcp } from './commands/mcp.ts';
 
 export type CommandModule = (program: Command, io: Io, setExit: (code: number) => void) => void;
 
 /** Command modules, in help order. Other issues add theirs here. */
-export const COMMANDS: CommandModule[] = [registerInit, registerVerbs, registerAgent, registerServe, registerApprovals, registerTenant];
+export const COMMANDS: CommandModule[] = [registerInit, registerVerbs, registerAgent, registerServe, registerApprovals, registerTenant, registerMcp];
 
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   const program = new Command('solid')
