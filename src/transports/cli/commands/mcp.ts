@@ -1,0 +1,92 @@
+/**
+ * `solid mcp [--db PATH] [--refresh-seconds 300]` (also `npx solid-verbs mcp`): serve this
+ * database's verbs as MCP tools over stdio, for Claude Desktop, Cursor and other MCP hosts.
+ *
+ * stdout carries only JSON-RPC; every log line goes to stderr. Credentials: SOLID_API_KEY (reads
+ * without a key run on the sandbox tenant; writes need a key). The database path comes from
+ * --db or SOLID_DB. The process exits when the client closes stdin (or on SIGINT/SIGTERM).
+ * Every refresh interval the packs the database serves are re-read, so a pack enabled meanwhile
+ * (e.g. by `solid serve --demo`) reaches the client as notifications/tools/list_changed.
+ *
+ * Spec: spec/transports.md §mcp-stdio. Client configuration: docs/mcp.md.
+ */
+import type { Command } from 'commander';
+import { KNOWN_PACKS } from '../../../packs.ts';
+import type { Pack } from '../../../runtime/pack.ts';
+import type { Runtime } from '../../../runtime/runtime.ts';
+import { defineReasons } from '../../../spec/reasons.ts';
+import { serveStdio, DEFAULT_REFRESH_MS } from '../../mcp/stdio.ts';
+import { openLocal, type Local } from '../local.ts';
+import type { Io } from '../output.ts';
+
+export function registerMcp(program: Command, io: Io, setExit: (code: number) => void): void {
+  program
+    .command('mcp')
+    .description('Serve the verbs as MCP tools over stdio (Claude Desktop, Cursor…); SOLID_API_KEY for writes; logs on stderr')
+    .option('--refresh-seconds <seconds>', 'how often to re-read the verbs the database serves', String(DEFAULT_REFRESH_MS / 1000))
+    .action(async (flags: { refreshSeconds: string }) => {
+      setExit(await runMcpStdio(program, io, flags));
+    });
+}
+
+/** Serve MCP on the process's stdin/stdout until stdin closes; resolves to the exit code. */
+export async function runMcpStdio(program: Command, io: Io, flags: { refreshSeconds: string }): Promise<number> {
+  const seconds = Number(flags.refreshSeconds);
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    io.err('✗ --refresh-seconds must be a positive number');
+    return 2;
+  }
+  const local = await openLocal({ db: program.opts<{ db?: string }>().db });
+  try {
+    const served = await serveStdio(local.rt, {
+      apiKey: process.env.SOLID_API_KEY ?? null,
+      refresh: () => refreshPacks(local),
+      refreshMs: Math.round(seconds * 1000),
+    });
+    const onSignal = () => void served.close();
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    await served.closed;
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  } finally {
+    await local.close();
+  }
+  // Safety net against zombie servers (typescript-sdk#2002): if anything still holds the event
+  // loop open after a clean shutdown, leave anyway. Unref'd: it never delays a normal exit.
+  setTimeout(() => process.exit(process.exitCode ?? 0), 1000).unref();
+  return 0;
+}
+
+/**
+ * Re-read the packs the database serves (runtime_meta "packs") and register the verbs of packs
+ * enabled since startup; unregister the verbs of packs no longer listed. The same steps as
+ * openLocal (local.ts) for a pack: migrations, domain reasons, verbs, outbox handlers.
+ */
+export async function refreshPacks(local: Local): Promise<void> {
+  const rt = local.rt;
+  const wanted = new Set(await readPackNames(rt));
+  for (const name of wanted) {
+    if (local.packs.some((p) => p.name === name)) continue;
+    const load = KNOWN_PACKS[name];
+    if (load === undefined) continue;
+    const pack = await load();
+    await rt.store.migrate(pack.name, pack.migrations);
+    if (pack.reasons) defineReasons(pack.reasons);
+    rt.register(...pack.verbs);
+    for (const [kind, h] of Object.entries(pack.outboxHandlers ?? {})) rt.outboxHandlers.set(kind, h);
+    local.packs.push(pack);
+    rt.logger.info({ pack: name }, 'mcp: pack enabled on the database; its verbs are now served');
+  }
+  for (const pack of [...local.packs]) {
+    if (wanted.has(pack.name)) continue;
+    for (const v of pack.verbs) rt.registry.unregister(v.name);
+    local.packs.splice(local.packs.indexOf(pack as Pack), 1);
+    rt.logger.info({ pack: pack.name }, 'mcp: pack no longer served by the database; its verbs were removed');
+  }
+}
+
+async function readPackNames(rt: Runtime): Promise<string[]> {
+  const row = await rt.store.read((q) => q.get<{ value: string }>(`SELECT value FROM runtime_meta WHERE key = 'packs'`));
+  return row === undefined ? [] : (JSON.parse(row.value) as string[]);
+}

@@ -1,0 +1,134 @@
+/**
+ * envelopeToToolResult(envelope): THE mapping from an envelope to an MCP `CallToolResult`. Pure.
+ *
+ *   ok          structuredContent = envelope.result (valid against the tool's outputSchema),
+ *               content = one text block with a JSON copy of the result (capped, see below),
+ *               _meta = dev.solid-verbs/{audit_id, idempotency_key, rollback_handle, replayed}
+ *   not ok      isError: true, structuredContent = the WHOLE envelope (reason, message, hint,
+ *               path, details, consent…), content = one line "reason: message — hint", so a
+ *               model that reads only text can still self-correct
+ *   pending     as not ok; the hint says how to consent ON MCP: the consent options ride in the
+ *               request's `_meta` (dev.solid-verbs/confirm + dev.solid-verbs/nonce), never in
+ *               the arguments, and a typed phrase is never typed by the model (out-of-band
+ *               approval instead)
+ *
+ * Size: stdio caps one message at 10 MiB (SDK STDIO_DEFAULT_MAX_BUFFER_SIZE) and closes the
+ * connection past it, so results are trimmed HERE, never by the transport: the text copy is cut
+ * at `maxTextBytes` (default 1 MiB) with a note that structuredContent is complete, and a result
+ * whose JSON exceeds `maxResultBytes` (default 4 MiB) is answered as an isError envelope with
+ * reason result_too_large and a hint to page or filter. Worst case on the wire:
+ * 4 MiB + 2 × 1 MiB (JSON escaping of the text copy) + framing, well under 10 MiB.
+ *
+ * Spec: spec/transports.md §mcp-results.
+ */
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Envelope } from '../../spec/types.ts';
+import { META } from './meta-keys.ts';
+
+export const DEFAULT_MAX_RESULT_BYTES = 4 * 1024 * 1024;
+export const DEFAULT_MAX_TEXT_BYTES = 1024 * 1024;
+
+export interface ResultLimits {
+  /** Largest result (bytes of its JSON) sent as structuredContent; above → result_too_large. */
+  maxResultBytes: number;
+  /** Largest text copy (bytes); above → cut, with a note. */
+  maxTextBytes: number;
+}
+
+export interface ToolResultOptions {
+  /** The tool name the client called (hints name it). */
+  toolName: string;
+  limits?: Partial<ResultLimits>;
+  /** Where a human approves a pending typed-phrase action out of band (dashboard page), if any. */
+  approvalUrl?: (approvalId: string) => string | undefined;
+}
+
+/** Map an envelope to the tool result (see the header). */
+export function envelopeToToolResult(envelope: Envelope, options: ToolResultOptions): CallToolResult {
+  const maxResult = options.limits?.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
+  const maxText = options.limits?.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES;
+  if (!envelope.ok) return errorResult(withMcpHint(envelope, options));
+  const result = envelope.result ?? {};
+  const json = JSON.stringify(result);
+  // A UTF-16 unit is at most 3 UTF-8 bytes: short results skip the byte count.
+  const bytes = json.length * 3 <= Math.min(maxText, maxResult) ? json.length : Buffer.byteLength(json, 'utf8');
+  if (bytes > maxResult) return errorResult(tooLarge(envelope, bytes, maxResult));
+  const text = bytes <= maxText ? json : `${cutUtf8(json, maxText)}… [text copy cut at ${maxText} of ${bytes} bytes; structuredContent holds the complete result]`;
+  const out: CallToolResult = { content: [{ type: 'text', text }], structuredContent: result };
+  const meta = resultMeta(envelope);
+  if (meta !== undefined) out._meta = meta;
+  return out;
+}
+
+function errorResult(envelope: Envelope): CallToolResult {
+  const e = envelope.error ?? { reason: 'internal_error', message: 'The call failed.' };
+  const line = `${e.reason}: ${e.message}${e.hint ? ` — ${e.hint}` : ''}`.replace(/\s*\n\s*/g, ' ');
+  const out: CallToolResult = { content: [{ type: 'text', text: line }], structuredContent: envelope as unknown as Record<string, unknown>, isError: true };
+  const meta = resultMeta(envelope);
+  if (meta !== undefined) out._meta = meta;
+  return out;
+}
+
+function resultMeta(envelope: Envelope): Record<string, unknown> | undefined {
+  const meta: Record<string, unknown> = {};
+  if (envelope.audit_id !== undefined) meta[META.auditId] = envelope.audit_id;
+  if (envelope.idempotency_key !== undefined) meta[META.idempotencyKey] = envelope.idempotency_key;
+  if (envelope.rollback_handle !== undefined) meta[META.rollbackHandle] = envelope.rollback_handle;
+  if (envelope.replayed === true) meta[META.replayed] = true;
+  return Object.keys(meta).length > 0 ? meta : undefined;
+}
+
+/** The `_meta` a client sends to confirm with a nonce, as JSON for hints. */
+export function confirmMetaJson(nonce: string): string {
+  return JSON.stringify({ [META.confirm]: true, [META.nonce]: nonce });
+}
+
+/**
+ * A dispatch_pending envelope with the hint rewritten for MCP (the runtime's hint names the
+ * HTTP/CLI options confirm/nonce/typed_phrase; on MCP they are `_meta` keys, and a typed phrase
+ * comes from a human through elicitation or an out-of-band approval, never from the model).
+ */
+function withMcpHint(envelope: Envelope, options: ToolResultOptions): Envelope {
+  const c = envelope.consent;
+  if (envelope.error?.reason !== 'dispatch_pending' || c === undefined) return envelope;
+  const again = `call ${options.toolName} again with the same arguments and _meta ${confirmMetaJson(c.nonce)} before ${c.expires_at}`;
+  let hint: string;
+  if (c.gate === 'typed_phrase') {
+    const url = c.approval_id !== undefined ? options.approvalUrl?.(String(c.approval_id)) : undefined;
+    const where = c.approval_id !== undefined ? `\`solid approvals approve ${c.approval_id}\`${url ? ` or ${url}` : ''}` : 'the dashboard';
+    hint =
+      `No human typed the confirmation phrase in this client (it cannot show a form, or nobody answered), and a phrase typed by the model is not consent. ` +
+      `Tell the human: ${c.summary} A user allowed to approve it must type "${c.typed_phrase}" at ${where}. ` +
+      `After they approve, ${again}.`;
+  } else {
+    hint = `Ask the human to confirm: ${c.summary} If they agree, ${again}.`;
+  }
+  return { ...envelope, error: { ...envelope.error, hint } };
+}
+
+function tooLarge(envelope: Envelope, bytes: number, limit: number): Envelope {
+  const ran = envelope.audit_id !== undefined ? `${envelope.verb} ran (audit_id ${envelope.audit_id}), but its` : `${envelope.verb} answered, but its`;
+  const out: Envelope = {
+    ok: false,
+    verb: envelope.verb,
+    error: {
+      reason: 'result_too_large',
+      message: `${ran} result is ${bytes} bytes, more than the ${limit} bytes this MCP server sends in one message.`,
+      hint: 'Ask for less: narrow the filters, or page with the limit/cursor arguments when the verb has them.',
+      details: { bytes, limit_bytes: limit },
+    },
+  };
+  if (envelope.audit_id !== undefined) out.audit_id = envelope.audit_id;
+  if (envelope.idempotency_key !== undefined) out.idempotency_key = envelope.idempotency_key;
+  if (envelope.rollback_handle !== undefined) out.rollback_handle = envelope.rollback_handle;
+  return out;
+}
+
+/** The longest prefix of `s` whose UTF-8 encoding fits in `maxBytes` (never splits a character). */
+function cutUtf8(s: string, maxBytes: number): string {
+  const buf = Buffer.from(s, 'utf8');
+  if (buf.length <= maxBytes) return s;
+  let end = maxBytes;
+  while (end > 0 && (buf[end]! & 0xc0) === 0x80) end--;
+  return buf.subarray(0, end).toString('utf8');
+}

@@ -1,0 +1,302 @@
+/**
+ * MCP over Streamable HTTP at `/mcp` (MCP 2025-11-25 `basic/transports`), as one encapsulated
+ * Fastify plugin mounted by `solid serve` (http-mounts.ts) or on any Fastify instance.
+ *
+ *   POST    initialize without Mcp-Session-Id → a new stateful session (own SDK Server and
+ *           transport; the tool projection is shared); other POSTs need the session's id
+ *   GET     405 (no standalone SSE stream is offered: answers and server→client requests such
+ *           as elicitation travel on each POST's response stream). tools.listChanged is
+ *           therefore not declared here: a client sees a changed verb set on its next tools/list
+ *   DELETE  ends the session
+ *   Sessions: at most `maxSessions` (default 100; the least recently used idle session is
+ *           evicted), closed after `idleMs` without a request (default 10 min); unknown or
+ *           expired id → 404 (the client re-initializes); no id on a non-initialize POST → 400
+ *   Origin/Host (DNS rebinding): an Origin that is neither listed, same-origin nor (on a
+ *           loopback socket) a loopback origin → 403; on a loopback socket the Host must name a
+ *           loopback host (or be listed) → 403
+ *   Auth:   `Authorization: Bearer sk_solid_…` checked on every request (a revoked key stops
+ *           working mid-session); an invalid key → 401 with `WWW-Authenticate: Bearer
+ *           error="invalid_token"` (audited as auth_invalid). No Authorization header: the
+ *           sandbox tenant, reads only, exactly like stdio without SOLID_API_KEY (401 when the
+ *           runtime has no sandbox tenant or `requireKey` is set). A session belongs to the
+ *           credential that opened it; another credential gets 404 for it.
+ *
+ * Spec: spec/transports.md §mcp-http.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { Runtime } from '../../runtime/runtime.ts';
+import { isVerbError } from '../../runtime/errors.ts';
+import type { Envelope, Principal } from '../../spec/types.ts';
+import { apiKeyOf } from '../http/request-headers.ts';
+import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
+import { createMcpServer, type McpServerOptions } from './mcp-server.ts';
+import { ToolCatalog } from './tool-catalog.ts';
+
+export const DEFAULT_MCP_PATH = '/mcp';
+export const DEFAULT_MAX_SESSIONS = 100;
+export const DEFAULT_IDLE_MS = 600_000;
+/** Largest POST body (bytes): the SDK transport's own default. */
+export const DEFAULT_MCP_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
+
+export interface McpHttpOptions extends Pick<McpServerOptions, 'limits' | 'elicitationTimeoutMs' | 'approvalUrl'> {
+  path?: string;
+  maxSessions?: number;
+  /** Close a session after this long without a request (ms). */
+  idleMs?: number;
+  /** Origins allowed besides same-origin and, on loopback, loopback origins (e.g. "https://app.example"). */
+  allowedOrigins?: readonly string[];
+  /** Host names allowed besides loopback names on a loopback socket (e.g. "solid.example"). */
+  allowedHosts?: readonly string[];
+  /** Refuse keyless requests (default false: keyless = sandbox reads). */
+  requireKey?: boolean;
+  bodyLimitBytes?: number;
+  /** Clock for idle expiry (ms since epoch); inject in tests. */
+  now?: () => number;
+  /** tools/list page size. */
+  pageSize?: number;
+}
+
+interface Session {
+  id: string;
+  transport: StreamableHTTPServerTransport;
+  server: Server;
+  /** Who opened it: key id, or "sandbox". */
+  owner: string;
+  lastSeen: number;
+  inflight: number;
+}
+
+interface Authed {
+  principal: Principal | undefined;
+  owner: string;
+}
+
+/** JSON-RPC error bodies of transport-level refusals (the id is unknown at this level). */
+function rpcError(code: number, message: string, envelope?: Envelope): Record<string, unknown> {
+  return { jsonrpc: '2.0', error: { code, message, ...(envelope ? { data: { envelope } } : {}) }, id: null };
+}
+
+const LOOPBACK_ADDRESSES = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+
+function hostnameOf(hostHeader: string): string {
+  const h = hostHeader.trim().toLowerCase();
+  if (h.startsWith('[')) return h.slice(0, h.indexOf(']') + 1);
+  const colon = h.lastIndexOf(':');
+  return colon >= 0 ? h.slice(0, colon) : h;
+}
+
+/**
+ * Build the plugin with options (mount the result with `app.register(plugin, { rt })` or list it
+ * in `createHttpServer(rt, { plugins })`). `mcpHttpPlugin` is the default-configured one.
+ */
+export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
+  const path = config.path ?? DEFAULT_MCP_PATH;
+  const maxSessions = config.maxSessions ?? DEFAULT_MAX_SESSIONS;
+  const idleMs = config.idleMs ?? DEFAULT_IDLE_MS;
+  const now = config.now ?? Date.now;
+  const allowedOrigins = new Set((config.allowedOrigins ?? []).map((o) => o.toLowerCase()));
+  const allowedHosts = new Set((config.allowedHosts ?? []).map((h) => h.toLowerCase()));
+
+  return async function mcpHttp(app: FastifyInstance, opts: HttpPluginOptions): Promise<void> {
+    const rt: Runtime = opts.rt;
+    const catalog = new ToolCatalog(rt, { pageSize: config.pageSize });
+    const sessions = new Map<string, Session>(); // insertion order = least recently used first
+
+    const close = async (s: Session) => {
+      sessions.delete(s.id);
+      await s.transport.close().catch(() => {});
+      await s.server.close().catch(() => {});
+    };
+    const sweep = () => {
+      const t = now();
+      for (const s of [...sessions.values()]) if (s.inflight === 0 && t - s.lastSeen > idleMs) void close(s);
+    };
+    const timer = setInterval(sweep, Math.max(1000, Math.min(idleMs, 60_000)));
+    timer.unref();
+    app.addHook('onClose', async () => {
+      clearInterval(timer);
+      await Promise.all([...sessions.values()].map(close));
+      catalog.dispose();
+    });
+
+    // JSON-RPC error bodies for what goes wrong before the SDK sees the request (body parse,
+    // size); the rest of the server keeps its envelope errors.
+    app.setErrorHandler(function mcpErrorHandler(err, _request, reply) {
+      const e = err as { statusCode?: number; code?: string; message?: string };
+      if (isVerbError(err)) return reply.code(400).send(rpcError(-32700, `Parse error: ${err.message}`));
+      if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(413).send(rpcError(-32600, 'The request body is too large.'));
+      const status = typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : 500;
+      if (status === 500) rt.logger.error({ err }, 'mcp http: unexpected error');
+      return reply.code(status).send(rpcError(status === 500 ? -32603 : -32600, status === 500 ? 'Internal error' : String(e.message ?? 'Bad request')));
+    });
+
+    /** Origin/Host checks (DNS-rebinding protection). Returns false after answering 403. */
+    const guard = (request: FastifyRequest, reply: FastifyReply): boolean => {
+      const loopback = LOOPBACK_ADDRESSES.has(request.socket.localAddress ?? '');
+      const host = hostnameOf(request.headers.host ?? '');
+      if (loopback && !LOOPBACK_HOSTS.has(host) && !allowedHosts.has(host)) {
+        void reply.code(403).send(rpcError(-32000, `Forbidden: Host "${host}" is not allowed on this loopback server (DNS rebinding protection).`));
+        return false;
+      }
+      if (!loopback && allowedHosts.size > 0 && !allowedHosts.has(host)) {
+        void reply.code(403).send(rpcError(-32000, `Forbidden: Host "${host}" is not allowed.`));
+        return false;
+      }
+      const origin = request.headers.origin;
+      if (origin !== undefined) {
+        let ok = allowedOrigins.has(origin.toLowerCase());
+        if (!ok) {
+          try {
+            const o = new URL(origin);
+            const oHost = o.hostname.toLowerCase().replace(/^\[?(.*?)\]?$/, (_m, h: string) => (h.includes(':') ? `[${h}]` : h));
+            ok = o.host.toLowerCase() === (request.headers.host ?? '').toLowerCase() || (loopback && LOOPBACK_HOSTS.has(oHost));
+          } catch {
+            ok = false;
+          }
+        }
+        if (!ok) {
+          void reply.code(403).send(rpcError(-32000, `Forbidden: Origin "${origin.slice(0, 200)}" is not allowed.`));
+          return false;
+        }
+      }
+      return true;
+    };
+
+    /** Authenticate the request. Returns undefined after answering 401. */
+    const authenticate = async (request: FastifyRequest, reply: FastifyReply): Promise<Authed | undefined> => {
+      const apiKey = apiKeyOf(request.headers.authorization);
+      if (apiKey === null) {
+        if (!config.requireKey) {
+          try {
+            await rt.sandboxPrincipal();
+            return { principal: undefined, owner: 'sandbox' };
+          } catch {
+            /* no sandbox tenant: a key is required */
+          }
+        }
+        void reply
+          .code(401)
+          .header('www-authenticate', 'Bearer realm="solid-verbs"')
+          .send(rpcError(-32001, 'auth_required: an API key is required (Authorization: Bearer sk_solid_…).'));
+        return undefined;
+      }
+      try {
+        const principal = await rt.tenants.authenticate(apiKey);
+        return { principal, owner: `key:${principal.key_id ?? `${principal.company_id}:${principal.user_id}`}` };
+      } catch (err) {
+        const env = await rt.authFailure({ surface: 'mcp_stdio' }, 'mcp', err);
+        void reply
+          .code(401)
+          .header('www-authenticate', 'Bearer realm="solid-verbs", error="invalid_token"')
+          .send(rpcError(-32001, `${env.error!.reason}: ${env.error!.message}${env.error!.hint ? ` — ${env.error!.hint}` : ''}`, env));
+        return undefined;
+      }
+    };
+
+    /** The session named by Mcp-Session-Id, if it exists and belongs to this credential. */
+    const sessionOf = (request: FastifyRequest, authed: Authed): Session | undefined => {
+      const sid = request.headers['mcp-session-id'];
+      const s = typeof sid === 'string' ? sessions.get(sid) : undefined;
+      if (s === undefined || s.owner !== authed.owner) return undefined;
+      if (now() - s.lastSeen > idleMs && s.inflight === 0) {
+        void close(s);
+        return undefined;
+      }
+      return s;
+    };
+
+    /** Hand the request to the session's SDK transport (it writes the response itself). */
+    const handOver = async (s: Session, request: FastifyRequest, reply: FastifyReply, authed: Authed) => {
+      s.lastSeen = now();
+      if (s.id !== undefined) {
+        sessions.delete(s.id);
+        sessions.set(s.id, s); // most recently used last
+      }
+      s.inflight++;
+      const raw = request.raw as IncomingMessage & { auth?: AuthInfo };
+      raw.auth = { token: '', clientId: authed.owner, scopes: [], extra: { principal: authed.principal } };
+      reply.hijack();
+      try {
+        await s.transport.handleRequest(raw, reply.raw, request.body);
+      } finally {
+        s.inflight--;
+        s.lastSeen = now();
+      }
+    };
+
+    const notFound = (reply: FastifyReply) => reply.code(404).send(rpcError(-32001, 'Session not found: initialize a new session (POST initialize without Mcp-Session-Id).'));
+
+    app.post(path, { bodyLimit: config.bodyLimitBytes ?? DEFAULT_MCP_BODY_LIMIT_BYTES }, async (request, reply) => {
+      if (!guard(request, reply)) return reply;
+      const authed = await authenticate(request, reply);
+      if (authed === undefined) return reply;
+      if (request.headers['mcp-session-id'] !== undefined) {
+        const s = sessionOf(request, authed);
+        if (s === undefined) return notFound(reply);
+        await handOver(s, request, reply, authed);
+        return reply;
+      }
+      if (!isInitializeRequest(request.body)) {
+        return reply.code(400).send(rpcError(-32000, 'Bad Request: no Mcp-Session-Id header; the first request of a session must be initialize.'));
+      }
+      sweep();
+      if (sessions.size >= maxSessions) {
+        const idle = [...sessions.values()].find((x) => x.inflight === 0);
+        if (idle === undefined) return reply.code(503).header('retry-after', '1').send(rpcError(-32000, 'Too many MCP sessions are busy; retry shortly.'));
+        await close(idle);
+      }
+      const session = { owner: authed.owner, lastSeen: now(), inflight: 0 } as Session;
+      const server = createMcpServer(rt, {
+        catalog,
+        listChanged: false,
+        credentials: (extra) => ({ principal: (extra.authInfo?.extra?.principal as Principal | undefined) ?? null }),
+        limits: config.limits,
+        elicitationTimeoutMs: config.elicitationTimeoutMs,
+        approvalUrl: config.approvalUrl,
+      });
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          session.id = id;
+          sessions.set(id, session);
+        },
+        onsessionclosed: (id) => {
+          sessions.delete(id);
+        },
+      });
+      session.transport = transport;
+      session.server = server;
+      transport.onclose = () => {
+        if (session.id !== undefined) sessions.delete(session.id);
+      };
+      await server.connect(transport);
+      await handOver(session, request, reply, authed);
+      return reply;
+    });
+
+    app.get(path, async (request, reply) => {
+      if (!guard(request, reply)) return reply;
+      return reply.code(405).header('allow', 'POST, DELETE').send(rpcError(-32000, 'Method not allowed: this server offers no standalone SSE stream; POST requests get their answers on their own stream.'));
+    });
+
+    app.delete(path, async (request, reply) => {
+      if (!guard(request, reply)) return reply;
+      const authed = await authenticate(request, reply);
+      if (authed === undefined) return reply;
+      const s = sessionOf(request, authed);
+      if (s === undefined) return notFound(reply);
+      await handOver(s, request, reply, authed);
+      return reply;
+    });
+  };
+}
+
+/** The plugin with default options, for `solid serve` (http-mounts.ts). */
+export const mcpHttpPlugin: HttpPlugin = createMcpHttpPlugin();

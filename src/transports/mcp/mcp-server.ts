@@ -1,0 +1,223 @@
+/**
+ * createMcpServer(rt, options): one low-level SDK `Server` (MCP 2025-11-25, SDK 1.32) answering
+ * tools/list from the shared ToolCatalog and tools/call through `rt.dispatch`. One Server per
+ * connection (stdio process, Streamable HTTP session); the catalog is shared.
+ *
+ * tools/call:
+ *   1. look the tool up (tool name or verb name). Unknown → the name is still dispatched so the
+ *      attempt is audited (blocked_verb, unknown_verb, surface_denied; nothing runs), then a
+ *      JSON-RPC -32602 error carrying that envelope in `data`.
+ *   2. `rt.dispatch({ surface: 'mcp_stdio', principal | apiKey, signal, onProgress }, verb,
+ *      arguments, { idempotency_key, confirm, nonce } from `_meta`)` — see meta-keys.ts.
+ *   3. a typed-phrase dispatch_pending: when the client declared form elicitation, ask the human
+ *      (consent-elicitation.ts) and dispatch again with confirm + nonce + what THEY typed;
+ *      decline/cancel → approvals.reject for that approval (the human's refusal), then the call
+ *      with the nonce answers approval_rejected — both audited; no elicitation or no answer →
+ *      the pending envelope, whose hint points to the out-of-band approval.
+ *   4. envelopeToToolResult (envelope-map.ts).
+ * Progress: when the request carries a progressToken, `ctx.progress()` of the verb becomes
+ * notifications/progress (strictly increasing). Cancellation: the request's abort signal is the
+ * verb's `ctx.signal`.
+ *
+ * The server never validates arguments, decides consent or touches the store: the pipeline does.
+ * Spec: spec/transports.md §mcp.
+ */
+import { readFileSync } from 'node:fs';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+  type ServerNotification,
+  type ServerRequest,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { Caller, DispatchOptions } from '../../runtime/dispatch.ts';
+import type { Runtime } from '../../runtime/runtime.ts';
+import type { ConsentRequest, Envelope, Principal } from '../../spec/types.ts';
+import { askForPhrase, canElicitForm } from './consent-elicitation.ts';
+import { envelopeToToolResult, type ResultLimits } from './envelope-map.ts';
+import { META } from './meta-keys.ts';
+import { restoreNulls } from './portable-schema.ts';
+import { CursorError, ToolCatalog, type CatalogEntry } from './tool-catalog.ts';
+
+export type McpExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** Who calls: a principal authenticated by the transport, or an API key for the runtime to check. */
+export interface McpCredentials {
+  principal?: Principal | null;
+  apiKey?: string | null;
+}
+
+export interface McpServerOptions {
+  /** The shared projection. Default: a catalog of its own, disposed when the server closes. */
+  catalog?: ToolCatalog;
+  /** Credentials of a request (stdio: SOLID_API_KEY; HTTP: the session's principal). Default: none (sandbox). */
+  credentials?: (extra: McpExtra) => McpCredentials;
+  /** Result size limits (envelope-map.ts). */
+  limits?: Partial<ResultLimits>;
+  /** How long a human has to answer an elicitation (ms, default 300 000). */
+  elicitationTimeoutMs?: number;
+  /** Dashboard page where a pending approval can be approved, for hints. */
+  approvalUrl?: (approvalId: string) => string | undefined;
+  /** Declare tools.listChanged and send notifications/tools/list_changed (default true). */
+  listChanged?: boolean;
+}
+
+const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+export const SERVER_INSTRUCTIONS =
+  'Each tool is a solid-verbs verb acting on a real business. structuredContent is the verb result; on an isError result it is the ' +
+  'envelope: branch on error.reason and follow error.hint. Writes needing consent answer dispatch_pending: for a confirmation, ask the ' +
+  `human, then call again with the same arguments and _meta {"${META.confirm}": true, "${META.nonce}": "<consent.nonce>"}. ` +
+  'Typed-phrase actions are confirmed by the human (a form this server asks your client to show, or an out-of-band approval); never type ' +
+  `a phrase yourself. To retry a write safely, send _meta {"${META.idempotencyKey}": "<uuid>"}; the same key returns the stored receipt.`;
+
+/** Build the Server for one connection (not connected yet: call `server.connect(transport)`). */
+export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Server {
+  const ownCatalog = options.catalog === undefined;
+  const catalog = options.catalog ?? new ToolCatalog(rt);
+  const listChanged = options.listChanged ?? true;
+  const server = new Server(
+    { name: 'solid-verbs', title: 'solid-verbs', version: PACKAGE_VERSION },
+    { capabilities: { tools: { listChanged } }, instructions: SERVER_INSTRUCTIONS },
+  );
+
+  server.setRequestHandler(ListToolsRequestSchema, (req) => {
+    try {
+      return catalog.page(req.params?.cursor);
+    } catch (err) {
+      if (err instanceof CursorError) throw new McpError(ErrorCode.InvalidParams, err.message);
+      throw err;
+    }
+  });
+
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
+    const name = req.params.name;
+    const args = req.params.arguments ?? {};
+    const caller: Caller & { apiKey?: string | null } = {
+      ...(options.credentials?.(extra) ?? {}),
+      surface: 'mcp_stdio',
+      signal: extra.signal,
+      onProgress: progressReporter(extra),
+    };
+    const entry = catalog.lookup(name);
+    if (entry === undefined) return unknownTool(rt, caller, name, args);
+    const call = { rt, server, extra, caller, entry, args: restoreNulls(args, entry.nullFill), options: dispatchOptions(req.params._meta) };
+    let env = await rt.dispatch(caller, entry.verb.name, call.args, call.options);
+    if (isTypedPending(env) && canElicitForm(server)) env = await consentByHuman(call, env.consent!, options.elicitationTimeoutMs);
+    return envelopeToToolResult(env, { toolName: entry.tool.name, limits: options.limits, approvalUrl: options.approvalUrl });
+  });
+
+  if (listChanged) {
+    const unsubscribe = catalog.onChange(() => {
+      server.sendToolListChanged().catch(() => {
+        /* not connected (yet/anymore): nothing to tell */
+      });
+    });
+    const previous = server.onclose;
+    server.onclose = () => {
+      unsubscribe();
+      if (ownCatalog) catalog.dispose();
+      previous?.();
+    };
+  } else if (ownCatalog) {
+    const previous = server.onclose;
+    server.onclose = () => {
+      catalog.dispose();
+      previous?.();
+    };
+  }
+  return server;
+}
+
+/** The consent options a client sends in `params._meta` (never in the arguments). */
+function dispatchOptions(meta: Record<string, unknown> | undefined): DispatchOptions {
+  const out: DispatchOptions = {};
+  if (meta === undefined) return out;
+  // Passed on as sent: the pipeline answers idempotency_key_invalid for a malformed key.
+  if (meta[META.idempotencyKey] !== undefined) out.idempotency_key = meta[META.idempotencyKey] as string;
+  if (meta[META.confirm] === true) out.confirm = true;
+  if (typeof meta[META.nonce] === 'string') out.nonce = meta[META.nonce] as string;
+  return out;
+}
+
+/** notifications/progress for a request with a progressToken; strictly increasing, fire and forget. */
+function progressReporter(extra: McpExtra): Caller['onProgress'] {
+  const token = extra._meta?.progressToken;
+  if (token === undefined) return undefined;
+  let last = -Infinity;
+  return (done, total, message) => {
+    if (!(typeof done === 'number' && done > last)) return;
+    last = done;
+    extra
+      .sendNotification({
+        method: 'notifications/progress',
+        params: { progressToken: token, progress: done, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) },
+      })
+      .catch(() => {});
+  };
+}
+
+async function unknownTool(rt: Runtime, caller: Caller, name: string, args: unknown): Promise<never> {
+  // Dispatched only to audit the attempt (a hallucinated blocked name is a blocked attempt):
+  // the pipeline refuses every verb not projected onto mcp_stdio before anything runs.
+  const env = await rt.dispatch(caller, name, args, {});
+  const e = env.error;
+  throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 200)}${e ? `. ${e.message}${e.hint ? ` ${e.hint}` : ''}` : ''}`, { envelope: env });
+}
+
+function isTypedPending(env: Envelope): boolean {
+  return !env.ok && env.error?.reason === 'dispatch_pending' && env.consent?.gate === 'typed_phrase';
+}
+
+interface Call {
+  rt: Runtime;
+  server: Server;
+  extra: McpExtra;
+  caller: Caller;
+  entry: CatalogEntry;
+  args: Record<string, unknown>;
+  options: DispatchOptions;
+}
+
+/** Ask the human for the typed phrase and dispatch their answer (spec/transports.md §mcp-consent). */
+async function consentByHuman(call: Call, consent: ConsentRequest, timeoutMs: number | undefined): Promise<Envelope> {
+  const { rt, caller, entry, args, options } = call;
+  const answer = await askForPhrase(call.server, entry.tool.title ?? entry.tool.name, consent, { relatedRequestId: call.extra.requestId, signal: call.extra.signal, timeoutMs });
+  const confirmed = { ...options, confirm: true, nonce: consent.nonce };
+  switch (answer.kind) {
+    case 'typed':
+      return rt.dispatch(caller, entry.verb.name, args, { ...confirmed, typed_phrase: answer.phrase });
+    case 'mismatch':
+      // The SDK refused the human's text against the pattern and did not keep it; any phrase that
+      // cannot match makes the pipeline answer (and audit) phrase_mismatch.
+      return rt.dispatch(caller, entry.verb.name, args, { ...confirmed, typed_phrase: '' });
+    case 'declined':
+    case 'cancelled':
+      return refuse(call, consent, answer.kind);
+    case 'unanswered':
+      rt.logger.warn({ verb: entry.verb.name, why: answer.why }, 'mcp: elicitation unanswered; failing closed (out-of-band approval)');
+      return rt.dispatch(caller, entry.verb.name, args, confirmed);
+  }
+}
+
+/**
+ * The human declined (or dismissed) the form: record their refusal of the pending approval
+ * (approvals.reject, on their behalf, with a note), then let the call with the nonce answer
+ * approval_rejected — both audited. Without approvals.reject, fall back to a phrase that cannot
+ * match (phrase_mismatch, audited as a denial).
+ */
+async function refuse(call: Call, consent: ConsentRequest, action: 'declined' | 'cancelled'): Promise<Envelope> {
+  const { rt, caller, entry, args, options } = call;
+  const confirmed = { ...options, confirm: true, nonce: consent.nonce };
+  if (consent.approval_id !== undefined && rt.registry.get('approvals.reject') !== undefined) {
+    const note = `The human ${action} the confirmation form in the MCP client.`;
+    const rejected = await rt.dispatch({ ...caller, surface: 'internal', onProgress: undefined }, 'approvals.reject', { approval_id: String(consent.approval_id), note });
+    if (rejected.ok) return rt.dispatch(caller, entry.verb.name, args, confirmed);
+    rt.logger.warn({ verb: entry.verb.name, reason: rejected.error?.reason }, 'mcp: could not record the refusal through approvals.reject');
+  }
+  return rt.dispatch(caller, entry.verb.name, args, { ...confirmed, typed_phrase: '' });
+}

@@ -1,0 +1,34 @@
+/**
+ * The `_meta` keys of the MCP projection, all under our own reverse-DNS prefix
+ * (`dev.solid-verbs/…`; MCP reserves prefixes whose second label is `modelcontextprotocol` or `mcp`).
+ *
+ * On each tool (tools/list):   verb, shape, consent_class, side_effects, role_floor, tier_floor,
+ *                              revertible.
+ * On a tools/call request:     idempotency_key, confirm, nonce. They ride in `params._meta`, not
+ *                              in `arguments`, so a tool's inputSchema stays the verb's own.
+ * On a tools/call result:      audit_id, idempotency_key, rollback_handle, replayed.
+ *
+ * There is no key for a typed phrase: a phrase typed by the model is not consent, so none is read
+ * (spec/transports.md §mcp-consent).
+ */
+
+export const META_PREFIX = 'dev.solid-verbs/';
+
+export const META = {
+  // tools/list
+  verb: `${META_PREFIX}verb`,
+  shape: `${META_PREFIX}shape`,
+  consentClass: `${META_PREFIX}consent_class`,
+  sideEffects: `${META_PREFIX}side_effects`,
+  roleFloor: `${META_PREFIX}role_floor`,
+  tierFloor: `${META_PREFIX}tier_floor`,
+  revertible: `${META_PREFIX}revertible`,
+  // tools/call request
+  idempotencyKey: `${META_PREFIX}idempotency_key`,
+  confirm: `${META_PREFIX}confirm`,
+  nonce: `${META_PREFIX}nonce`,
+  // tools/call result
+  auditId: `${META_PREFIX}audit_id`,
+  rollbackHandle: `${META_PREFIX}rollback_handle`,
+  replayed: `${META_PREFIX}replayed`,
+} as const;

@@ -1,0 +1,110 @@
+/**
+ * serveStdio(rt, options): the MCP server over stdio (newline-delimited JSON-RPC on stdin/stdout).
+ *
+ *   - stdout carries ONLY JSON-RPC. Logs go to stderr: bin/solid.js points console.* at stderr
+ *     before anything loads, and the runtime's pino logger writes to fd 2.
+ *   - The server stops when stdin ends or closes, even with the database and timers open: the
+ *     SDK's StdioServerTransport listens only to `data`/`error` (typescript-sdk#2002), so we
+ *     listen to `end`/`close` ourselves. `closed` resolves after the server closed.
+ *   - Auth: `apiKey` (SOLID_API_KEY) is checked by the runtime on every call; without one, calls
+ *     run on the sandbox tenant, where only read verbs run (writes answer auth_required).
+ *   - The manifest refreshes every `refreshMs` (default 5 min): `refresh()` re-reads what the
+ *     database serves (its packs); a changed verb set reaches the client as
+ *     notifications/tools/list_changed (so does any registration in this process).
+ *
+ * Spec: spec/transports.md §mcp-stdio.
+ */
+import type { Readable, Writable } from 'node:stream';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { Runtime } from '../../runtime/runtime.ts';
+import { createMcpServer, type McpServerOptions } from './mcp-server.ts';
+import { ToolCatalog } from './tool-catalog.ts';
+
+/** Default manifest refresh interval (ms): 5 minutes, as the spec's clients cache the manifest. */
+export const DEFAULT_REFRESH_MS = 300_000;
+
+export interface StdioOptions extends Omit<McpServerOptions, 'credentials' | 'catalog'> {
+  /** API key of every call (default: none → sandbox reads only). */
+  apiKey?: string | null;
+  /** Default process.stdin / process.stdout. */
+  input?: Readable;
+  output?: Writable;
+  /** Re-read what the database serves (packs); verbs it registers reach the client as list_changed. */
+  refresh?: () => Promise<void>;
+  /** Refresh interval in ms (default 300 000). */
+  refreshMs?: number;
+  /** tools/list page size. */
+  pageSize?: number;
+}
+
+export interface StdioServer {
+  server: Server;
+  catalog: ToolCatalog;
+  /** Resolves once the server has stopped (stdin ended/closed, stdout failed, or close()). */
+  closed: Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Connect an MCP server to stdio. Resolves once it is listening. */
+export async function serveStdio(rt: Runtime, options: StdioOptions = {}): Promise<StdioServer> {
+  const input = options.input ?? process.stdin;
+  const output = options.output ?? process.stdout;
+  const apiKey = options.apiKey != null && options.apiKey !== '' ? options.apiKey : null;
+  const catalog = new ToolCatalog(rt, { pageSize: options.pageSize });
+  const server = createMcpServer(rt, { ...options, catalog, credentials: () => ({ apiKey }) });
+  const transport = new StdioServerTransport(input, output);
+
+  let resolveClosed!: () => void;
+  const closed = new Promise<void>((resolve) => {
+    resolveClosed = resolve;
+  });
+  let stopping: Promise<void> | undefined;
+  const refreshMs = options.refreshMs ?? DEFAULT_REFRESH_MS;
+  let refreshing = false;
+  const timer =
+    options.refresh === undefined
+      ? undefined
+      : setInterval(() => {
+          if (refreshing) return;
+          refreshing = true;
+          options.refresh!()
+            .catch((err: unknown) => rt.logger.error({ err }, 'mcp: manifest refresh failed; serving the last manifest'))
+            .finally(() => {
+              refreshing = false;
+            });
+        }, refreshMs);
+  timer?.unref();
+
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      if (timer !== undefined) clearInterval(timer);
+      input.off('end', onEnd);
+      input.off('close', onEnd);
+      output.off('error', onOutputError);
+      try {
+        await server.close();
+      } catch (err) {
+        rt.logger.warn({ err }, 'mcp: error while closing the stdio server');
+      }
+      catalog.dispose();
+      resolveClosed();
+    })();
+    return stopping;
+  };
+  const onEnd = () => void stop();
+  const onOutputError = (err: unknown) => {
+    rt.logger.warn({ err }, 'mcp: stdout failed (client gone); stopping');
+    void stop();
+  };
+  input.once('end', onEnd);
+  input.once('close', onEnd);
+  output.on('error', onOutputError);
+  const previous = server.onclose;
+  server.onclose = () => {
+    previous?.();
+    void stop();
+  };
+  await server.connect(transport);
+  return { server, catalog, closed, close: stop };
+}

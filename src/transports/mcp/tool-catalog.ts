@@ -1,0 +1,235 @@
+/**
+ * The MCP projection of the registry: one `Tool` per verb whose surfaces include `mcp_stdio`,
+ * computed once per registry change (registry.onChange) and shared by every MCP server of the
+ * process (stdio, every Streamable HTTP session). Never computed per call.
+ *
+ *   name          the registry's tool name (`verb.toolName`: dots → "__"; the registry refuses
+ *                 collisions, so the projection is reversible; tools/call accepts both forms)
+ *   title         the verb's title (also `annotations.title` for older clients)
+ *   description   the verb's description
+ *   inputSchema   the verb's input schema in the portable subset (portable-schema.ts)
+ *   outputSchema  { type: "object", anyOf: [<the verb's output schema>, <error envelope>] }:
+ *                 structuredContent is the result on success and the whole envelope on an
+ *                 isError result. Both branches are declared because SDK v1 clients validate
+ *                 structuredContent against outputSchema even when isError is true
+ *                 (modelcontextprotocol/typescript-sdk#1943), which would otherwise turn every
+ *                 error into a protocol failure the model cannot read.
+ *   annotations   readOnlyHint     class READ and consent not delegated
+ *                 destructiveHint  WRITE_FINANCIAL, IRREVERSIBLE, a write without a revert
+ *                                  handler, or a delegated gate (could be any of these)
+ *                 idempotentHint   READ, or the verb declares `idempotent`
+ *                 openWorldHint    the verb declares `open_world` (default: closed world)
+ *   _meta         dev.solid-verbs/{verb, shape, consent_class, side_effects, role_floor,
+ *                 tier_floor, revertible} (meta-keys.ts)
+ *
+ * tools/list is paginated with an opaque cursor (the last tool name of the previous page,
+ * base64url), so a page boundary survives verbs being added or removed between pages.
+ *
+ * Spec: spec/transports.md §mcp-tools.
+ */
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Runtime } from '../../runtime/runtime.ts';
+import type { CompiledVerb } from '../../runtime/verb.ts';
+import type { JsonSchema } from '../../spec/types.ts';
+import { META } from './meta-keys.ts';
+import { errorEnvelopeSchema, toPortableSchema } from './portable-schema.ts';
+
+/** The surface a verb must list to be projected onto MCP (stdio and Streamable HTTP alike). */
+export const MCP_SURFACE = 'mcp_stdio';
+
+/** Default tools/list page size. */
+export const DEFAULT_PAGE_SIZE = 100;
+
+/** One projected verb: the wire Tool plus what tools/call needs. */
+export interface CatalogEntry {
+  tool: Tool;
+  verb: CompiledVerb;
+  /** Argument paths mapped back to null (portable-schema.ts, restoreNulls). */
+  nullFill: string[][];
+}
+
+interface Snapshot {
+  version: number;
+  entries: CatalogEntry[];
+  byName: Map<string, CatalogEntry>;
+  /** Sorted tool names, for stable pages and the change check. */
+  signature: string;
+}
+
+/** Thrown for a cursor that is not one of ours (the server answers JSON-RPC -32602). */
+export class CursorError extends Error {
+  override readonly name = 'CursorError';
+}
+
+/**
+ * The cached projection. Subscribe with `onChange` to learn when the SET of tools (or any tool's
+ * definition) changed; `dispose` stops listening to the registry.
+ */
+export class ToolCatalog {
+  readonly #rt: Runtime;
+  readonly #pageSize: number;
+  readonly #listeners = new Set<() => void>();
+  readonly #unsubscribe: () => void;
+  /** Projections by compiled verb (a re-registered verb is a new object, so it is re-projected). */
+  readonly #projected = new WeakMap<CompiledVerb, CatalogEntry>();
+  #snapshot: Snapshot | undefined;
+  #version = 0;
+  #lastSignature: string | undefined;
+  #notifiedSignature: string;
+  #checkScheduled = false;
+
+  constructor(rt: Runtime, options: { pageSize?: number } = {}) {
+    this.#rt = rt;
+    this.#pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
+    if (!Number.isInteger(this.#pageSize) || this.#pageSize < 1) throw new RangeError('pageSize must be a positive integer');
+    this.#unsubscribe = rt.registry.onChange(() => this.#invalidate());
+    this.#notifiedSignature = this.#current().signature;
+  }
+
+  /** Every projected tool, sorted by name. */
+  get entries(): readonly CatalogEntry[] {
+    return this.#current().entries;
+  }
+
+  /** Increases whenever the projection is recomputed after a change that affected it. */
+  get version(): number {
+    return this.#current().version;
+  }
+
+  /**
+   * Look a tool up by its tool name or by its verb name (both forms are accepted). Undefined when
+   * no verb of that name is projected onto MCP.
+   */
+  lookup(name: string): CatalogEntry | undefined {
+    const snap = this.#current();
+    const direct = snap.byName.get(name);
+    if (direct !== undefined) return direct;
+    const verb = this.#rt.registry.get(name);
+    return verb === undefined ? undefined : snap.byName.get(verb.toolName);
+  }
+
+  /** One page of tools/list. Throws CursorError for a cursor we did not issue. */
+  page(cursor: string | undefined): { tools: Tool[]; nextCursor?: string } {
+    const { entries } = this.#current();
+    let start = 0;
+    if (cursor !== undefined) {
+      const after = decodeCursor(cursor);
+      start = entries.findIndex((e) => e.tool.name > after);
+      if (start < 0) start = entries.length;
+    }
+    const slice = entries.slice(start, start + this.#pageSize);
+    const more = start + this.#pageSize < entries.length;
+    return { tools: slice.map((e) => e.tool), ...(more ? { nextCursor: encodeCursor(slice[slice.length - 1]!.tool.name) } : {}) };
+  }
+
+  /**
+   * Called (once per burst of registrations, on the next turn of the event loop) after what MCP
+   * clients see changed; the servers send notifications/tools/list_changed. Returns an unsubscribe.
+   */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  dispose(): void {
+    this.#unsubscribe();
+    this.#listeners.clear();
+  }
+
+  #invalidate(): void {
+    this.#snapshot = undefined;
+    if (this.#checkScheduled) return;
+    this.#checkScheduled = true;
+    setImmediate(() => {
+      this.#checkScheduled = false;
+      const { signature } = this.#current();
+      if (signature === this.#notifiedSignature) return;
+      this.#notifiedSignature = signature;
+      for (const l of this.#listeners) {
+        try {
+          l();
+        } catch (err) {
+          this.#rt.logger.error({ err }, 'tool catalog listener failed');
+        }
+      }
+    });
+  }
+
+  #current(): Snapshot {
+    if (this.#snapshot !== undefined) return this.#snapshot;
+    const entries: CatalogEntry[] = [];
+    for (const v of this.#rt.registry.all()) {
+      if (!v.surfaces.includes(MCP_SURFACE)) continue;
+      let e = this.#projected.get(v);
+      if (e === undefined) {
+        e = projectVerb(v);
+        this.#projected.set(v, e);
+      }
+      entries.push(e);
+    }
+    entries.sort((a, b) => (a.tool.name < b.tool.name ? -1 : a.tool.name > b.tool.name ? 1 : 0));
+    const signature = JSON.stringify(entries.map((e) => e.tool));
+    if (signature !== this.#lastSignature) this.#version++;
+    this.#lastSignature = signature;
+    this.#snapshot = { version: this.#version, entries, byName: new Map(entries.map((e) => [e.tool.name, e])), signature };
+    return this.#snapshot;
+  }
+}
+
+/** Project one compiled verb onto an MCP Tool (pure). */
+export function projectVerb(verb: CompiledVerb): CatalogEntry {
+  const def = verb.definition;
+  const input = toPortableSchema(verb.inputSchema, 'input');
+  const output = toPortableSchema(verb.outputSchema, 'output').schema;
+  const readOnly = !verb.isWrite;
+  const destructive = !readOnly && (verb.delegated || verb.consentClass === 'WRITE_FINANCIAL' || verb.consentClass === 'IRREVERSIBLE' || !verb.revertible);
+  const title = def.title ?? humanTitle(verb.name);
+  const tool: Tool = {
+    name: verb.toolName,
+    title,
+    description: def.description,
+    inputSchema: input.schema as Tool['inputSchema'],
+    outputSchema: outputSchemaOf(output),
+    annotations: {
+      title,
+      readOnlyHint: readOnly,
+      destructiveHint: destructive,
+      idempotentHint: readOnly || def.idempotent === true,
+      openWorldHint: def.open_world === true,
+    },
+    _meta: {
+      [META.verb]: verb.name,
+      [META.shape]: verb.shape,
+      [META.consentClass]: verb.delegated ? 'delegated' : verb.consentClass,
+      [META.sideEffects]: verb.record.side_effects ?? 'read',
+      [META.roleFloor]: verb.roleFloor,
+      [META.tierFloor]: verb.tierFloor,
+      [META.revertible]: verb.revertible,
+    },
+  };
+  return { tool, verb, nullFill: input.nullFill };
+}
+
+function outputSchemaOf(result: JsonSchema): Tool['outputSchema'] {
+  return {
+    type: 'object',
+    description: 'structuredContent: the verb result (first branch); on an isError result, the whole envelope (second branch).',
+    anyOf: [result, errorEnvelopeSchema()],
+  } as Tool['outputSchema'];
+}
+
+/** "crm.contact_get" → "Crm contact get" (when a verb has no title). */
+function humanTitle(name: string): string {
+  const words = name.replace(/[._]+/g, ' ').trim();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+function encodeCursor(lastName: string): string {
+  return Buffer.from(`t:${lastName}`, 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): string {
+  const text = /^[A-Za-z0-9_-]{1,200}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
+  if (!text.startsWith('t:') || !/^t:[a-zA-Z0-9_-]{1,64}$/.test(text)) throw new CursorError('The cursor is not one issued by tools/list; list again without a cursor.');
+  return text.slice(2);
+}
