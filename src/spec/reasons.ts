@@ -87,6 +87,7 @@ export const REASONS = {
   upstream_unavailable: r(502, 8, 'unavailable', 'The remote solid server could not be reached.', { retryable: true }),
   cancelled: r(499, 1, 'internal', 'The caller cancelled the request.'),
   rate_limited: r(429, 7, 'limit', 'Too many requests; slow down.', { retryable: true }),
+  result_too_large: r(422, 7, 'limit', "The verb's result exceeds what the transport sends in one message (MCP stdio: 10 MiB); ask for less (filters, paging)."),
   internal_error: r(500, 1, 'internal', 'An unexpected error; it was logged with the audit id.', { retryable: true }),
 } as const satisfies Record<string, ReasonInfo>;
 
