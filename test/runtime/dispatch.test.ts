@@ -14,7 +14,12 @@ import type { Envelope } from '../../src/spec/types.ts';
 
 async function withNotes(h: TestRuntime): Promise<void> {
   await h.rt.store.migrate('test-notes', [
-    { version: 1, name: 'notes', sqlite: 'CREATE TABLE notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, text TEXT NOT NULL)' },
+    {
+      version: 1,
+      name: 'notes',
+      sqlite: 'CREATE TABLE notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, text TEXT NOT NULL)',
+      postgres: 'CREATE TABLE notes (id BIGSERIAL PRIMARY KEY, company_id BIGINT NOT NULL, text TEXT NOT NULL)',
+    },
   ]);
   h.rt.register(
     defineVerb({
@@ -36,11 +41,11 @@ async function withNotes(h: TestRuntime): Promise<void> {
       consent: 'WRITE_REVERSIBLE',
       input: { type: 'object', properties: { text: { type: 'string', minLength: 1 }, explode: { type: 'string', enum: ['verb_error', 'crash'] } }, required: ['text'], additionalProperties: false },
       async handler(ctx, args: { text: string; explode?: string }) {
-        const r = await ctx.db.run('INSERT INTO notes (company_id, text) VALUES (?, ?)', [ctx.principal.company_id, args.text]);
-        ctx.emit({ type: 'note.added', entity_type: 'note', entity_id: r.lastInsertId!, payload: { text: args.text } });
+        const r = (await ctx.db.get<{ id: number }>('INSERT INTO notes (company_id, text) VALUES (?, ?) RETURNING id', [ctx.principal.company_id, args.text]))!;
+        ctx.emit({ type: 'note.added', entity_type: 'note', entity_id: r.id, payload: { text: args.text } });
         if (args.explode === 'verb_error') throw new VerbError('note_rejected', 'Notes may not say that.', { hint: 'Say something else.' });
         if (args.explode === 'crash') throw new Error('secret stack detail /etc/passwd');
-        return { note_id: r.lastInsertId };
+        return { note_id: r.id };
       },
     }),
     defineVerb({
