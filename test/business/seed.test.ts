@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import type { Queryable } from '../../src/store/store.ts';
 import { BUSINESS_TABLES, EMPLOYEE_ROLES, OPEN_DEAL_STAGES, type DealStage } from '../../src/business/schema.ts';
 import { DEMO_FIXTURES, seedDemo } from '../../src/business/seed.ts';
-import { COMPANIES, MAIN, NOW, OTHER, openBusinessStore, openSeededStore } from './seeded-store.ts';
+import { COMPANIES, MAIN, NOW, OTHER, openBusinessStore, openFreshlySeededStore, openSeededStore } from './seeded-store.ts';
 
 async function tableHashes(q: Queryable): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
@@ -18,21 +18,21 @@ async function tableHashes(q: Queryable): Promise<Record<string, string>> {
 const count = async (q: Queryable, sql: string, params: unknown[] = []): Promise<number> => Number((await q.get<{ n: number }>(sql, params))!.n);
 
 test('seeding twice from scratch writes identical rows and emits identical events', async (t) => {
-  const a = await openSeededStore(t);
-  const b = await openSeededStore(t);
+  const a = await openFreshlySeededStore(t);
+  const b = await openFreshlySeededStore(t);
   const ha = await a.store.read(tableHashes);
   const hb = await b.store.read(tableHashes);
   assert.deepEqual(ha, hb);
   assert.deepEqual(a.events, b.events);
   assert.deepEqual(a.result, b.result);
-  const other = await openSeededStore(t, { seed: 7 });
+  const other = await openFreshlySeededStore(t, { seed: 7 });
   assert.notDeepEqual(await other.store.read(tableHashes), ha, 'another seed gives other data');
 });
 
 test('DEMO_FIXTURES are what a seeding into empty tables gives, whatever the clock', async (t) => {
-  const now = await openSeededStore(t);
+  const now = await openFreshlySeededStore(t);
   assert.deepEqual(now.result.fixtures, DEMO_FIXTURES);
-  const later = await openSeededStore(t, { now: new Date('2027-01-09T03:17:42Z') });
+  const later = await openFreshlySeededStore(t, { now: new Date('2027-01-09T03:17:42Z') });
   assert.deepEqual(later.result.fixtures, DEMO_FIXTURES);
 });
 
@@ -309,7 +309,7 @@ test('historical events are chronological per company and name real rows of that
 
 test('progress runs monotonically up to its total', async (t) => {
   const calls: Array<[number, number]> = [];
-  await openSeededStore(t, { onProgress: (done, total) => calls.push([done, total]) });
+  await openFreshlySeededStore(t, { onProgress: (done, total) => calls.push([done, total]) });
   assert.ok(calls.length > 10);
   const total = calls[0]![1];
   for (let i = 1; i < calls.length; i++) {

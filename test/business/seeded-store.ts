@@ -3,7 +3,7 @@
  * the same store seeded with two tenants (the main company 1 and the smaller company 2).
  * Each call builds its own store in os.tmpdir() and removes it with `t.after`.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
@@ -42,9 +42,7 @@ export interface SeededStore {
   events: Array<{ companyId: number; event: DomainEvent }>;
 }
 
-/** A fresh store seeded with COMPANIES at NOW (options override). */
-export async function openSeededStore(t: TestContext, options: Partial<SeedOptions> = {}): Promise<SeededStore> {
-  const { store } = await openBusinessStore(t);
+async function seedInto(store: SqliteStore, options: Partial<SeedOptions>): Promise<Omit<SeededStore, 'store'>> {
   const events: SeededStore['events'] = [];
   const result = await store.write((tx) =>
     seedDemo(tx, {
@@ -56,5 +54,48 @@ export async function openSeededStore(t: TestContext, options: Partial<SeedOptio
       ...options,
     }),
   );
-  return { store, result, events };
+  return { result, events };
+}
+
+/** One seeding with the default options per test process; tests get their own copy of its file. */
+let template: Promise<{ path: string } & Omit<SeededStore, 'store'>> | undefined;
+
+function defaultTemplate(): NonNullable<typeof template> {
+  template ??= (async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'solid-business-template-'));
+    process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, 'business.db');
+    const store = new SqliteStore({ path });
+    await store.migrate(BUSINESS_SCOPE, businessMigrations);
+    const seeded = await seedInto(store, {});
+    store.rawDatabase.pragma('wal_checkpoint(TRUNCATE)');
+    await store.close();
+    return { path, ...seeded };
+  })();
+  return template;
+}
+
+/**
+ * A fresh store seeded with COMPANIES at NOW. Without options it is a private copy of a file
+ * seeded once per process (the seed is deterministic, so the copy is what a seeding would write);
+ * with options (another seed, clock, progress callback) it is seeded for the test.
+ */
+export async function openSeededStore(t: TestContext, options: Partial<SeedOptions> = {}): Promise<SeededStore> {
+  if (Object.keys(options).length > 0) return openFreshlySeededStore(t, options);
+  const seeded = await defaultTemplate();
+  const dir = mkdtempSync(join(tmpdir(), 'solid-business-'));
+  const path = join(dir, 'business.db');
+  copyFileSync(seeded.path, path);
+  const store = new SqliteStore({ path });
+  t.after(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { store, result: structuredClone(seeded.result), events: structuredClone(seeded.events) };
+}
+
+/** A fresh store seeded for this test (never a copy): for tests of the seeding itself. */
+export async function openFreshlySeededStore(t: TestContext, options: Partial<SeedOptions> = {}): Promise<SeededStore> {
+  const { store } = await openBusinessStore(t);
+  return { store, ...(await seedInto(store, options)) };
 }

@@ -47,7 +47,7 @@ export interface InvoiceLine {
   amount_cents: number;
 }
 
-/** Invoice numbers start after this one. */
+/** The first invoice number of every company; later ones count up from it. */
 export const FIRST_INVOICE_NUMBER = 4001;
 
 export const INVOICE_COLUMNS = 'id, company_id, contact_id, appointment_id, number, status, amount_cents, paid_cents, due_at, issued_at, paid_at, created_at, updated_at';

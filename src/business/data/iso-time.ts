@@ -6,7 +6,7 @@
  */
 import { invalidInput } from './domain-error.ts';
 
-const WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/;
+const WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
 /** Canonical stored form of a Date. */
 export function isoTime(date: Date): string {
@@ -27,12 +27,5 @@ export function normalizeTime(value: string, field: string): string {
   return new Date(ms).toISOString();
 }
 
-/** `date` plus `ms` milliseconds, in canonical form. */
-export function addMs(date: Date | string, ms: number): string {
-  const base = typeof date === 'string' ? Date.parse(date) : date.getTime();
-  return new Date(base + ms).toISOString();
-}
-
-export const MINUTE_MS = 60_000;
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 86_400_000;
