@@ -14,7 +14,7 @@ export type HttpMount = () => Promise<HttpPlugin>;
 
 export const HTTP_MOUNTS: Readonly<Record<string, HttpMount>> = {
   webmcp: () => import('../webmcp/index.ts').then((m) => m.webmcpPlugin),
-  // mcp:    Streamable HTTP MCP at /mcp (src/transports/mcp/)
+  mcp: () => import('../mcp/http-plugin.ts').then((m) => m.mcpHttpPlugin),
   // ucp:    /.well-known/ucp and its endpoint (src/transports/ucp/)
 };
 
