@@ -1,0 +1,207 @@
+/**
+ * MCP over Streamable HTTP (`/mcp`, a plugin on createHttpServer) with the SDK's
+ * StreamableHTTPClientTransport on a real socket (127.0.0.1:0): list and call, parity, auth
+ * (Bearer key, keyless sandbox reads, 401 + WWW-Authenticate), stateful sessions (DELETE, LRU
+ * bound, idle expiry, bound to the credential), GET 405, Origin/Host checks, elicitation on a
+ * session. Spec: spec/transports.md §mcp-http.
+ */
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema, LATEST_PROTOCOL_VERSION, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { createHttpServer } from '../../../src/transports/http/server.ts';
+import { HTTP_MOUNTS } from '../../../src/transports/http/http-mounts.ts';
+import { createMcpHttpPlugin, mcpHttpPlugin, type McpHttpOptions } from '../../../src/transports/mcp/http-plugin.ts';
+import type { Envelope } from '../../../src/spec/types.ts';
+import { createMcpRuntime, phraseShown, type McpHarness } from './harness.ts';
+
+interface Served {
+  h: McpHarness;
+  url: URL;
+  port: number;
+}
+
+async function serve(t: TestContext, options: McpHttpOptions = {}): Promise<Served> {
+  const h = await createMcpRuntime(t);
+  const app = createHttpServer(h.rt, { logger: false, plugins: [createMcpHttpPlugin(options)] });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  t.after(() => app.close());
+  const port = (app.server.address() as AddressInfo).port;
+  return { h, url: new URL(`http://127.0.0.1:${port}/mcp`), port };
+}
+
+async function connect(t: TestContext, s: Served, key: string | null, elicit?: (phrase: string) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string> }): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const transport = new StreamableHTTPClientTransport(s.url, key === null ? {} : { requestInit: { headers: { Authorization: `Bearer ${key}` } } });
+  const client = new Client({ name: 'http-test', version: '1.0.0' }, { capabilities: elicit ? { elicitation: { form: {} } } : {} });
+  if (elicit) client.setRequestHandler(ElicitRequestSchema, async (req) => elicit(phraseShown(req)));
+  await client.connect(transport);
+  t.after(() => client.close().catch(() => {}));
+  return { client, transport };
+}
+
+/** A raw HTTP request (node:http, so Host and Origin can be set freely). */
+function raw(port: number, method: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path: '/mcp',
+        headers: { accept: 'application/json, text/event-stream', ...(data ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(data)) } : {}), ...headers },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, text }));
+      },
+    );
+    req.on('error', reject);
+    if (data) req.write(data);
+    req.end();
+  });
+}
+
+const INIT = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+const LIST = { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} };
+
+test('over HTTP: tools/list is the mcp_stdio parity set and tools/call runs verbs for the key holder', async (t) => {
+  const s = await serve(t);
+  const { client, transport } = await connect(t, s, s.h.keys.owner);
+  assert.equal(typeof transport.sessionId, 'string', 'a stateful session');
+  const names = (await client.listTools()).tools.map((x) => x.name).sort();
+  const expected = s.h.rt.registry
+    .all()
+    .filter((v) => v.surfaces.includes('mcp_stdio'))
+    .map((v) => v.toolName)
+    .sort();
+  assert.deepEqual(names, expected);
+  assert.deepEqual(client.getServerCapabilities()?.tools, { listChanged: false }, 'no standalone stream, so no list_changed promise');
+  const r = (await client.callTool({ name: 'test__echo', arguments: { text: 'over http' } })) as CallToolResult;
+  assert.equal((r.structuredContent as { data: { text: string } }).data.text, 'over http');
+  const pending = (await client.callTool({ name: 'test.note_add', arguments: { text: 'n' } })) as CallToolResult;
+  assert.equal((pending.structuredContent as unknown as Envelope).error!.reason, 'dispatch_pending', 'the owner may write (consent first)');
+});
+
+test('over HTTP without a key: reads run on the sandbox, writes answer auth_required (same as stdio)', async (t) => {
+  const s = await serve(t);
+  const { client } = await connect(t, s, null);
+  const read = (await client.callTool({ name: 'test__echo', arguments: { text: 'x' } })) as CallToolResult;
+  assert.equal(read.isError, undefined);
+  const write = (await client.callTool({ name: 'test__note_add', arguments: { text: 'x' } })) as CallToolResult;
+  assert.equal(write.isError, true);
+  assert.equal((write.structuredContent as unknown as Envelope).error!.reason, 'auth_required');
+});
+
+test('an invalid key is 401 with WWW-Authenticate (audited as auth_invalid); requireKey refuses keyless requests', async (t) => {
+  const s = await serve(t);
+  const res = await raw(s.port, 'POST', { authorization: 'Bearer sk_solid_000000000000_nope' }, INIT);
+  assert.equal(res.status, 401);
+  assert.match(String(res.headers['www-authenticate']), /^Bearer .*error="invalid_token"/);
+  const body = JSON.parse(res.text) as { error: { code: number; message: string; data: { envelope: Envelope } } };
+  assert.equal(body.error.data.envelope.error!.reason, 'auth_invalid');
+  await s.h.rt.auditBuffer.flush();
+  const rows = await s.h.rt.store.read((q) => q.all<{ reason: string }>("SELECT reason FROM audit_log WHERE action_type = 'mcp'"));
+  assert.deepEqual(
+    rows.map((r) => r.reason),
+    ['auth_invalid'],
+  );
+  await assert.rejects(connect(t, s, 'sk_solid_000000000000_nope'));
+  const strict = await serve(t, { requireKey: true });
+  const keyless = await raw(strict.port, 'POST', {}, INIT);
+  assert.equal(keyless.status, 401);
+  assert.match(String(keyless.headers['www-authenticate']), /^Bearer/);
+});
+
+test('GET answers 405 (no standalone stream); a non-initialize POST without a session is 400', async (t) => {
+  const s = await serve(t);
+  const get = await raw(s.port, 'GET', { accept: 'text/event-stream' });
+  assert.equal(get.status, 405);
+  assert.match(String(get.headers.allow), /POST/);
+  const noSession = await raw(s.port, 'POST', {}, LIST);
+  assert.equal(noSession.status, 400);
+});
+
+test('DELETE ends the session; the id is then unknown (404)', async (t) => {
+  const s = await serve(t);
+  const { client, transport } = await connect(t, s, s.h.keys.owner);
+  await client.listTools();
+  const sid = transport.sessionId!;
+  await transport.terminateSession();
+  const after = await raw(s.port, 'POST', { authorization: `Bearer ${s.h.keys.owner}`, 'mcp-session-id': sid, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION }, LIST);
+  assert.equal(after.status, 404);
+});
+
+test('a session belongs to the credential that opened it', async (t) => {
+  const s = await serve(t);
+  const { client, transport } = await connect(t, s, s.h.keys.owner);
+  await client.listTools();
+  const headers = { 'mcp-session-id': transport.sessionId!, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION };
+  assert.equal((await raw(s.port, 'POST', { ...headers, authorization: `Bearer ${s.h.keys.employee}` }, LIST)).status, 404);
+  assert.equal((await raw(s.port, 'POST', headers, LIST)).status, 404, 'nor keyless');
+  assert.equal((await raw(s.port, 'POST', { ...headers, authorization: `Bearer ${s.h.keys.owner}` }, LIST)).status, 200);
+});
+
+test('sessions are bounded: past maxSessions the least recently used one is evicted', async (t) => {
+  const s = await serve(t, { maxSessions: 2 });
+  const a = await connect(t, s, s.h.keys.owner);
+  const b = await connect(t, s, s.h.keys.owner);
+  await a.client.listTools(); // a is now the most recently used
+  const c = await connect(t, s, s.h.keys.owner); // evicts b
+  await a.client.listTools();
+  await c.client.listTools();
+  await assert.rejects(b.client.listTools(), /404|Session not found/);
+});
+
+test('an idle session expires (injected clock)', async (t) => {
+  let now = 1_000_000;
+  const s = await serve(t, { idleMs: 60_000, now: () => now });
+  const { client } = await connect(t, s, s.h.keys.owner);
+  await client.listTools();
+  now += 59_000;
+  await client.listTools();
+  now += 60_001;
+  await assert.rejects(client.listTools(), /404|Session not found/);
+});
+
+test('Origin and Host checks: foreign origins and rebinding hosts are 403; loopback and listed origins pass', async (t) => {
+  const s = await serve(t, { allowedOrigins: ['https://app.example'] });
+  assert.equal((await raw(s.port, 'POST', { origin: 'http://evil.example' }, INIT)).status, 403);
+  assert.equal((await raw(s.port, 'POST', { host: `evil.example:${s.port}` }, INIT)).status, 403, 'DNS rebinding: a foreign Host on a loopback socket');
+  assert.equal((await raw(s.port, 'POST', { origin: 'null' }, INIT)).status, 403);
+  assert.equal((await raw(s.port, 'GET', { origin: 'http://evil.example' })).status, 403);
+  for (const origin of ['http://localhost:5173', `http://127.0.0.1:${s.port}`, 'https://app.example']) {
+    const ok = await raw(s.port, 'POST', { origin }, INIT);
+    assert.equal(ok.status, 200, `${origin}: ${ok.text}`);
+  }
+  assert.equal((await raw(s.port, 'POST', { host: `localhost:${s.port}` }, INIT)).status, 200);
+});
+
+test('over HTTP, a typed-phrase verb is approved by the human through elicitation on the session', async (t) => {
+  const s = await serve(t);
+  const { client } = await connect(t, s, s.h.keys.owner, (phrase) => ({ action: 'accept', content: { typed_phrase: phrase } }));
+  const r = (await client.callTool({ name: 'test__charge', arguments: { invoice_id: 12, amount_cents: 12345 } })) as CallToolResult;
+  assert.equal(r.isError, undefined, JSON.stringify(r));
+  assert.equal(s.h.runs.charge, 1);
+  const { client: noElicit } = await connect(t, s, s.h.keys.owner);
+  const pending = (await noElicit.callTool({ name: 'test__charge', arguments: { invoice_id: 13, amount_cents: 1 } })) as CallToolResult;
+  const env = pending.structuredContent as unknown as Envelope;
+  assert.equal(env.error!.reason, 'dispatch_pending');
+  assert.match(env.error!.hint!, /solid approvals approve apv_/);
+  assert.equal(s.h.runs.charge, 1);
+});
+
+test('solid serve mounts the plugin at /mcp (http-mounts)', async (t) => {
+  assert.equal(typeof HTTP_MOUNTS.mcp, 'function');
+  assert.equal(await HTTP_MOUNTS.mcp!(), mcpHttpPlugin);
+  const h = await createMcpRuntime(t);
+  const app = createHttpServer(h.rt, { logger: false, plugins: [await HTTP_MOUNTS.mcp!()] });
+  t.after(() => app.close());
+  await app.ready();
+  assert.ok(app.hasRoute({ method: 'POST', url: '/mcp' }));
+});
