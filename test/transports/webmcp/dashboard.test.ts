@@ -1,0 +1,164 @@
+/**
+ * The dashboard over HTTP (spec/transports.md §dashboard, §webmcp-module): the page with a strict
+ * CSP and no inline script, the bundled /webmcp.js and /dashboard.js with ETags, the catalogue,
+ * and the session-bound dispatch route the dashboard's own buttons use (approvals, revert).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Envelope } from '../../../src/spec/types.ts';
+import { INJECT_ORIGIN, injectLogin, webmcpFixture, type InjectSession, type WebmcpFixture } from './fixture.ts';
+
+async function dash(f: WebmcpFixture, s: InjectSession, verb: string, body: Record<string, unknown>): Promise<{ status: number; env: Envelope }> {
+  const res = await f.app.inject({ method: 'POST', url: `/api/v1/dashboard/dispatch/${verb}`, headers: s.headers, payload: body });
+  return { status: res.statusCode, env: res.json() as Envelope };
+}
+
+describe('dashboard page and browser modules', () => {
+  it('serves the page with a strict Content-Security-Policy and no inline script or style', async (t) => {
+    const f = await webmcpFixture(t);
+    const res = await f.app.inject({ method: 'GET', url: '/' });
+    assert.equal(res.statusCode, 200);
+    assert.match(String(res.headers['content-type']), /^text\/html/);
+    const csp = String(res.headers['content-security-policy']);
+    assert.match(csp, /default-src 'none'/);
+    assert.match(csp, /script-src 'self'(;|$)/);
+    assert.match(csp, /style-src 'self'(;|$)/);
+    assert.match(csp, /frame-ancestors 'none'/);
+    assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
+    assert.equal(res.headers['x-frame-options'], 'DENY');
+    const html = res.body;
+    assert.equal(/<script(?![^>]*\bsrc=)[^>]*>/i.test(html), false, 'every script has a src');
+    assert.equal(/<style/i.test(html), false);
+    assert.equal(/\sstyle=/i.test(html), false);
+    assert.equal(/\son[a-z]+=/i.test(html), false, 'no inline event handlers');
+    assert.match(html, /<script type="module" src="\/dashboard.js"><\/script>/);
+    assert.match(html, /<label for="api-key">API key<\/label>/);
+    assert.match(html, /<html lang="en">/);
+  });
+
+  it('bundles /webmcp.js (polyfill included) and /dashboard.js as ES modules with ETags', async (t) => {
+    const f = await webmcpFixture(t);
+    const mod = await f.app.inject({ method: 'GET', url: '/webmcp.js' });
+    assert.equal(mod.statusCode, 200);
+    assert.match(String(mod.headers['content-type']), /^text\/javascript/);
+    assert.match(mod.body, /registerTool/);
+    assert.match(mod.body, /__isWebMCPPolyfill/, 'the polyfill is bundled in');
+    assert.match(mod.body, /\/api\/v1\/webmcp\/manifest/);
+    assert.match(mod.body, /export\s*\{/, 'an ES module');
+    assert.equal(/\brequire\(/.test(mod.body), false);
+    const etag = String(mod.headers.etag);
+    const cached = await f.app.inject({ method: 'GET', url: '/webmcp.js', headers: { 'if-none-match': etag } });
+    assert.equal(cached.statusCode, 304);
+    const page = await f.app.inject({ method: 'GET', url: '/dashboard.js' });
+    assert.equal(page.statusCode, 200);
+    assert.match(page.body, /\/webmcp\.js/, 'the dashboard loads the module from the server');
+    assert.match(page.body, /\/api\/v1\/dashboard\/dispatch\//);
+    const css = await f.app.inject({ method: 'GET', url: '/dashboard.css' });
+    assert.equal(css.statusCode, 200);
+    assert.match(String(css.headers['content-type']), /^text\/css/);
+  });
+
+  it('can leave the dashboard out and still serve /webmcp.js', async (t) => {
+    const f = await webmcpFixture(t, { dashboard: false });
+    assert.equal((await f.app.inject({ method: 'GET', url: '/' })).statusCode, 404);
+    assert.equal((await f.app.inject({ method: 'GET', url: '/api/v1/dashboard/catalog' })).statusCode, 404);
+    assert.equal((await f.app.inject({ method: 'GET', url: '/webmcp.js' })).statusCode, 200);
+  });
+});
+
+describe('GET /api/v1/dashboard/catalog', () => {
+  it('lists every registered verb with its category, shape, consent class and floors', async (t) => {
+    const f = await webmcpFixture(t);
+    const res = await f.app.inject({ method: 'GET', url: '/api/v1/dashboard/catalog' });
+    assert.equal(res.statusCode, 200);
+    const body = res.json() as { verbs: Array<Record<string, unknown>>; total: number };
+    assert.equal(body.total, f.rt.registry.size);
+    assert.deepEqual(
+      body.verbs.map((v) => v.name),
+      f.rt.registry.all().map((v) => v.name),
+    );
+    const charge = body.verbs.find((v) => v.name === 'webtest.charge')!;
+    assert.deepEqual(
+      { category: charge.category, shape: charge.shape, consent_class: charge.consent_class, role_floor: charge.role_floor, tool_name: charge.tool_name },
+      { category: 'webtest', shape: 'receipt', consent_class: 'WRITE_FINANCIAL', role_floor: 'admin', tool_name: 'webtest__charge' },
+    );
+    assert.equal(body.verbs.find((v) => v.name === 'webtest.note_add')!.revertible, true);
+    assert.deepEqual(body.verbs.find((v) => v.name === 'webtest.http_only')!.surfaces, ['http', 'cli']);
+  });
+});
+
+describe('POST /api/v1/dashboard/dispatch/{verb}', () => {
+  it('needs a session, the CSRF token and a same-origin Origin', async (t) => {
+    const f = await webmcpFixture(t);
+    const body = { input: {} };
+    const none = await f.app.inject({ method: 'POST', url: '/api/v1/dashboard/dispatch/audit.trail', headers: { origin: INJECT_ORIGIN }, payload: body });
+    assert.equal(none.statusCode, 401);
+    assert.equal((none.json() as Envelope).error!.reason, 'session_invalid');
+    const s = await injectLogin(f.app, f.keys.owner);
+    const noCsrf = await f.app.inject({ method: 'POST', url: '/api/v1/dashboard/dispatch/audit.trail', headers: { cookie: s.cookie, origin: INJECT_ORIGIN }, payload: body });
+    assert.equal(noCsrf.statusCode, 403);
+    assert.equal((noCsrf.json() as Envelope).error!.reason, 'csrf_failed');
+    const foreign = await f.app.inject({ method: 'POST', url: '/api/v1/dashboard/dispatch/audit.trail', headers: { ...s.headers, origin: 'https://evil.example' }, payload: body });
+    assert.equal(foreign.statusCode, 403);
+    assert.equal((foreign.json() as Envelope).error!.reason, 'origin_denied');
+    const bad = await f.app.inject({ method: 'POST', url: '/api/v1/dashboard/dispatch/audit.trail', headers: s.headers, payload: { input: {}, surface: 'dashboard' } });
+    assert.equal(bad.statusCode, 400, 'the dashboard route takes no surface');
+    const ok = await dash(f, s, 'audit.trail', body);
+    assert.equal(ok.status, 200);
+    assert.ok(Array.isArray(ok.env.result!.entries));
+  });
+
+  it('lets an admin approve a pending typed-phrase dispatch out of band; the agent then confirms with its nonce alone', async (t) => {
+    const f = await webmcpFixture(t);
+    const agent = await injectLogin(f.app, f.keys.admin);
+    const input = { invoice_id: 77, amount_cents: 1999 };
+    const pendingRes = await f.app.inject({ method: 'POST', url: '/api/v1/webmcp/execute/webtest__charge', headers: agent.headers, payload: { input, surface: 'dashboard' } });
+    const pending = pendingRes.json() as Envelope;
+    const approvalId = pending.consent!.approval_id!;
+    assert.match(approvalId, /^apv_/);
+
+    const owner = await injectLogin(f.app, f.keys.owner);
+    const list = await dash(f, owner, 'approvals.list', { input: {} });
+    assert.equal(list.status, 200);
+    const queued = (list.env.result!.approvals as Array<Record<string, unknown>>).find((a) => a.approval_id === approvalId)!;
+    assert.equal(queued.typed_phrase, 'CHARGE $19.99 to invoice #77');
+    assert.equal(queued.can_decide, true);
+
+    const wrong = await dash(f, owner, 'approvals.approve', { input: { approval_id: approvalId, typed_phrase: 'CHARGE $19.99 to invoice 77' } });
+    assert.equal(wrong.status, 403);
+    assert.equal(wrong.env.error!.reason, 'phrase_mismatch');
+    const approved = await dash(f, owner, 'approvals.approve', { input: { approval_id: approvalId, typed_phrase: 'CHARGE $19.99 to invoice #77' } });
+    assert.equal(approved.status, 200, JSON.stringify(approved.env));
+    assert.equal(approved.env.result!.status, 'approved');
+
+    // approvals.approve is human-only: not callable as a WebMCP tool.
+    const asTool = await f.app.inject({ method: 'POST', url: '/api/v1/webmcp/execute/approvals__approve', headers: owner.headers, payload: { input: { approval_id: approvalId, typed_phrase: 'x' }, surface: 'dashboard' } });
+    assert.equal((asTool.json() as Envelope).error!.reason, 'surface_denied');
+
+    const confirmed = await f.app.inject({ method: 'POST', url: '/api/v1/webmcp/execute/webtest__charge', headers: agent.headers, payload: { input, surface: 'dashboard', confirm: true, nonce: pending.consent!.nonce } });
+    assert.equal(confirmed.statusCode, 200, confirmed.body);
+    assert.deepEqual((await f.effects()).map((e) => e.detail), ['77:1999']);
+    const row = await f.rt.store.read((q) => q.get<Record<string, unknown>>(`SELECT approved_by, agent_type FROM audit_log WHERE action_type = 'webtest.charge' AND status = 'completed'`));
+    assert.deepEqual(row, { approved_by: 1, agent_type: 'webmcp:dashboard' });
+  });
+
+  it('reverts a receipt through the consent gate of the undone action', async (t) => {
+    const f = await webmcpFixture(t);
+    const s = await injectLogin(f.app, f.keys.employee);
+    const input = { text: 'to be undone' };
+    const pending = await dash(f, s, 'webtest.note_add', { input });
+    const done = await dash(f, s, 'webtest.note_add', { input, confirm: true, nonce: pending.env.consent!.nonce });
+    assert.equal(done.status, 200);
+    assert.equal((await f.effects()).length, 1);
+
+    const revertPending = await dash(f, s, 'audit.revert', { input: { audit_id: done.env.audit_id } });
+    assert.equal(revertPending.status, 202, 'the revert of a WRITE_REVERSIBLE action asks for a confirmation');
+    assert.equal(revertPending.env.consent!.gate, 'confirmation');
+    const reverted = await dash(f, s, 'audit.revert', { input: { audit_id: done.env.audit_id }, confirm: true, nonce: revertPending.env.consent!.nonce });
+    assert.equal(reverted.status, 200, JSON.stringify(reverted.env));
+    assert.equal(reverted.env.result!.reverted, true);
+    assert.deepEqual(await f.effects(), []);
+    const row = await f.rt.store.read((q) => q.get<Record<string, unknown>>(`SELECT agent_type, parent_id FROM audit_log WHERE action_type = 'audit.revert' AND status = 'completed'`));
+    assert.deepEqual(row, { agent_type: 'dashboard', parent_id: done.env.audit_id });
+  });
+});
