@@ -2,15 +2,21 @@
  * Opening the local (embedded) runtime for CLI commands: the database path (`--db` /
  * `SOLID_DB`, default `.solid/solid.db`), its keyfile, the packs it serves, the sandbox tenant.
  *
+ * Engine selection: a PostgreSQL URL — `--database-url`, `--db postgres://…` or
+ * `SOLID_DATABASE_URL` — opens a PostgresStore (pool settings from SOLID_DB_POOL_MAX,
+ * SOLID_DB_STATEMENT_TIMEOUT_MS, SOLID_DB_CONNECT_TIMEOUT_MS; spec/store.md §operations); every
+ * node of one database needs the same SOLID_NONCE_SECRET and SOLID_MASTER_KEY (or keyfile).
+ *
  * Spec: spec/transports.md §cli.
  */
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import pino from 'pino';
 import { createRuntime, type Runtime } from '../../runtime/runtime.ts';
 import { loadSecrets } from '../../runtime/secrets.ts';
 import { defineReasons } from '../../spec/reasons.ts';
 import { SqliteStore } from '../../store/sqlite/sqlite-store.ts';
+import { PostgresStore, describeUrl, postgresOptionsFromEnv } from '../../store/postgres/postgres-store.ts';
 import type { Durability, Store } from '../../store/store.ts';
 import { StoreError } from '../../store/store.ts';
 import { systemVerbs } from '../../verbs/index.ts';
@@ -39,12 +45,25 @@ export interface Local {
   close(): Promise<void>;
 }
 
-/** Resolve the database path from the option, SOLID_DB, or the default. */
+const PG_URL = /^postgres(ql)?:\/\//i;
+
+/** The PostgreSQL URL selected by `--db postgres://…` (or `--database-url`) or SOLID_DATABASE_URL; undefined for SQLite. */
+export function databaseUrlOf(db?: string): string | undefined {
+  if (db !== undefined) return PG_URL.test(db) ? db : undefined;
+  const env = process.env.SOLID_DATABASE_URL;
+  return env !== undefined && env !== '' ? env : undefined;
+}
+
+/** Resolve the database path from the option, SOLID_DB, or the default (PostgreSQL: the URL without secrets). */
 export function dbPathOf(db?: string): string {
+  const url = databaseUrlOf(db);
+  if (url !== undefined) return describeUrl(url);
   return resolve(db ?? process.env.SOLID_DB ?? DEFAULT_DB);
 }
 
+/** The keyfile of a database (PostgreSQL: SOLID_KEYFILE or .solid/postgres.keys.json). */
 export function keyfileOf(dbPath: string): string {
+  if (PG_URL.test(dbPath)) return resolve(process.env.SOLID_KEYFILE ?? '.solid/postgres.keys.json');
   return `${dbPath}.keys.json`;
 }
 
@@ -53,19 +72,27 @@ export function keyfileOf(dbPath: string): string {
  * hint (`solid init`), never a silently created empty file.
  */
 export async function openLocal(options: LocalOptions = {}): Promise<Local> {
+  const url = options.store === undefined ? databaseUrlOf(options.db) : undefined;
   const dbPath = dbPathOf(options.db);
-  if (options.store === undefined && !options.create && !existsSync(dbPath)) {
+  const logger = pino({ level: options.logLevel ?? process.env.SOLID_LOG_LEVEL ?? 'warn' }, pino.destination(2));
+  if (url === undefined && options.store === undefined && !options.create && !existsSync(dbPath)) {
     throw new VerbError('store_unavailable', `No solid database at ${dbPath}.`, { hint: 'Run `solid init` (or `solid serve --demo`) first, or pass --db / SOLID_DB.' });
   }
   let store: Store;
   try {
-    store = options.store ?? new SqliteStore({ path: dbPath, durability: options.durability });
+    // PostgreSQL keeps synchronous_commit on whatever --durability says (spec/store.md §durability).
+    store =
+      options.store ??
+      (url !== undefined
+        ? new PostgresStore({ ...postgresOptionsFromEnv(url), onError: (err, where) => logger.warn({ err, where }, 'postgres: background connection problem') })
+        : new SqliteStore({ path: dbPath, durability: options.durability }));
   } catch (err) {
     if (err instanceof StoreError) throw new VerbError('store_unavailable', err.message, { hint: 'Check the path and its permissions (--db / SOLID_DB).' });
     throw err;
   }
-  const { secrets } = loadSecrets({ keyfilePath: options.store ? undefined : keyfileOf(dbPath), create: options.create });
-  const logger = pino({ level: options.logLevel ?? process.env.SOLID_LOG_LEVEL ?? 'warn' }, pino.destination(2));
+  const keyfilePath = options.store ? undefined : keyfileOf(dbPath);
+  if (url !== undefined && options.create && keyfilePath !== undefined) mkdirSync(dirname(keyfilePath), { recursive: true });
+  const { secrets } = loadSecrets({ keyfilePath, create: options.create });
   let rt: Runtime;
   try {
     rt = await createRuntime({ store, secrets, logger, sandboxCompanyId: 1 });
