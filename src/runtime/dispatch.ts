@@ -513,6 +513,12 @@ async function runWrite(rt: Runtime, st: State, caller: Caller, options: Dispatc
     if ('ok' in consent) return consent;
     const committed = await rt.store.write(async (tx): Promise<{ replay: Envelope } | { envelope: Envelope; row: AuditRow }> => {
       if (st.callerKey) {
+        // Another node running the same key right now: answer in_use at once (spec/store.md §idempotency-across-nodes).
+        if (tx.tryLockKey !== undefined && !(await tx.tryLockKey(scope))) {
+          throw new VerbError('idempotency_key_in_use', 'A request with this idempotency key is still running.', {
+            hint: 'Wait for the first request to finish, then retry with the same key to receive its result.',
+          });
+        }
         const stored = await findIdempotency(tx, p.company_id, principalScope(p), st.idempotencyKey!, st.now.toISOString());
         if (stored !== undefined) return { replay: replayOrRefuse(rt, st, stored) };
       }

@@ -53,6 +53,12 @@ export interface StoreTx extends Queryable {
   nextAuditId(): Promise<number>;
   /** Register a callback run once after a successful, durable commit (outbox delivery, wakeups). */
   afterCommit(fn: () => void): void;
+  /**
+   * Optional: try to take a transaction-scoped lock on `key` without waiting (PostgreSQL:
+   * `pg_try_advisory_xact_lock`). False when another transaction — on any node — holds it.
+   * Engines with a single writer omit it. Used for idempotency keys (spec/store.md §idempotency-across-nodes).
+   */
+  tryLockKey?(key: string): Promise<boolean>;
 }
 
 /** The per-tenant head of the audit chain and of the event stream. */
