@@ -209,6 +209,11 @@ class PgTx extends PgQueryable implements StoreTx {
   afterCommit(fn: () => void): void {
     this.callbacks.push(fn);
   }
+
+  async tryLockKey(key: string): Promise<boolean> {
+    const row = await this.get<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0)) AS ok', [key]);
+    return row?.ok === true;
+  }
 }
 
 export class PostgresStore implements Store {
