@@ -18,11 +18,13 @@ import { registerApprovals } from './commands/approvals.ts';
 import { registerTenant } from './commands/tenant.ts';
 import { registerMcp } from './commands/mcp.ts';
 import { registerDb } from './commands/db.ts';
+import { registerAudit } from './commands/audit.ts';
+import { registerReceipt } from './commands/receipt.ts';
 
 export type CommandModule = (program: Command, io: Io, setExit: (code: number) => void) => void;
 
 /** Command modules, in help order. Other issues add theirs here. */
-export const COMMANDS: CommandModule[] = [registerInit, registerVerbs, registerAgent, registerServe, registerApprovals, registerTenant, registerMcp, registerDb];
+export const COMMANDS: CommandModule[] = [registerInit, registerVerbs, registerAgent, registerServe, registerApprovals, registerTenant, registerMcp, registerDb, registerAudit, registerReceipt];
 
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   const program = new Command('solid')

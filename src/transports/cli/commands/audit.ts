@@ -1,0 +1,132 @@
+/**
+ * `solid audit verify [--tenant N] [--json] [--keys jwks.json]`: walk the tamper-evident audit log
+ * offline — the database file is read directly, no runtime, no secrets — and report modified rows,
+ * broken links, gaps, truncation and bad checkpoint signatures. Exit 0 when intact, 1 on any
+ * finding (store_unavailable's exit code when the database cannot be read). A progress bar shows
+ * on stderr for long logs when stderr is a terminal.
+ *
+ * `solid audit export-keys [--tenant N] [--out file]`: write the tenants' public keys (a JWKS)
+ * with their latest signed checkpoints, to keep somewhere else and pass later as `--keys`: the
+ * trust anchor that catches a database rewritten together with its keys.
+ *
+ * Spec: spec/audit.md §verify.
+ */
+import { createRequire } from 'node:module';
+import { readFileSync, writeFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { dbPathOf } from '../local.ts';
+import type { Io } from '../output.ts';
+import { databaseKeys, latestCheckpoints, openAuditDatabase, parseTrustFile, verifyDatabaseFile, type AuditVerifyReport, type TrustFile } from '../../../runtime/ledger/verify.ts';
+import { VerbError } from '../../../runtime/errors.ts';
+
+/** Exit code of a verification with findings. */
+export const EXIT_TAMPERED = 1;
+/** Logs at least this long get a progress bar (on a terminal). */
+const PROGRESS_MIN_ROWS = 50_000;
+
+interface ProgressBar {
+  start(total: number, value: number): void;
+  update(value: number): void;
+  stop(): void;
+}
+
+function progressBar(total: number): ProgressBar | undefined {
+  if (total < PROGRESS_MIN_ROWS || !process.stderr.isTTY) return undefined;
+  const require = createRequire(import.meta.url);
+  const cliProgress = require('cli-progress') as { SingleBar: new (opts: Record<string, unknown>, preset: unknown) => ProgressBar; Presets: { shades_classic: unknown } };
+  const bar = new cliProgress.SingleBar({ stream: process.stderr, format: 'verifying audit log [{bar}] {percentage}% | {value}/{total} rows | eta {eta}s', hideCursor: true }, cliProgress.Presets.shades_classic);
+  bar.start(total, 0);
+  return bar;
+}
+
+function parseTenant(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 1) throw new VerbError('invalid_args', `--tenant must be a positive integer, not "${value}".`, { hint: 'Pass the company_id, e.g. --tenant 2.' });
+  return n;
+}
+
+function readTrust(path: string | undefined): TrustFile | undefined {
+  if (path === undefined) return undefined;
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new VerbError('invalid_args', `Cannot read the key file ${path}: ${(err as Error).message}`, { hint: 'Pass the file written by `solid audit export-keys`.' });
+  }
+  return parseTrustFile(text);
+}
+
+/** Human rendering of a verification report. */
+export function renderVerifyReport(report: AuditVerifyReport): string {
+  const lines: string[] = [];
+  for (const t of report.tenants) {
+    const signed = t.last_signed_seq === null ? 'no signed checkpoint' : `signed up to seq ${t.last_signed_seq}${t.unsigned_rows > 0 ? `, ${t.unsigned_rows} newer rows not yet signed` : ''}`;
+    if (t.ok) {
+      lines.push(`✓ tenant ${t.company_id}: ${t.rows_checked} rows, chain intact through seq ${t.last_seq}; ${t.checkpoints_checked} checkpoints (${signed})`);
+    } else {
+      lines.push(`✗ tenant ${t.company_id}: ${t.finding_count} finding${t.finding_count === 1 ? '' : 's'} in ${t.rows_checked} rows`);
+      for (const f of t.findings) lines.push(`    ${f.kind.padEnd(13)} ${f.seq !== undefined ? `seq ${f.seq}` : ''}${f.audit_id !== undefined ? ` (audit_id ${f.audit_id})` : ''}  ${f.message}`);
+      if (t.findings.length < t.finding_count) lines.push(`    … and ${t.finding_count - t.findings.length} more (see --json)`);
+    }
+  }
+  if (report.tenants.length === 0) lines.push('(the audit log is empty)');
+  for (const w of report.warnings) lines.push(`! ${w}`);
+  lines.push(`${report.ok ? 'OK' : 'TAMPERED'}: ${report.rows_checked} rows in ${(report.elapsed_ms / 1000).toFixed(2)} s (${report.rows_per_second.toLocaleString('en-US')} rows/s)`);
+  return lines.join('\n');
+}
+
+export function registerAudit(program: Command, io: Io, setExit: (code: number) => void): void {
+  const audit = program.command('audit').description('The tamper-evident audit log: verify it offline, export its public keys');
+  audit
+    .command('verify')
+    .description('Walk the hash chain and checkpoint signatures; exit non-zero on any finding')
+    .option('--tenant <company_id>', 'only this tenant')
+    .option('--json', 'print the report as JSON')
+    .option('--keys <jwks.json>', 'trusted public keys (and checkpoints) exported earlier with `solid audit export-keys`')
+    .action((opts: { tenant?: string; json?: boolean; keys?: string }) => {
+      const tenant = parseTenant(opts.tenant);
+      const trust = readTrust(opts.keys);
+      const path = dbPathOf(program.opts<{ db?: string }>().db);
+      let bar: ProgressBar | undefined;
+      let report: AuditVerifyReport;
+      try {
+        report = verifyDatabaseFile(path, {
+          ...(tenant !== undefined ? { tenant } : {}),
+          ...(trust !== undefined ? { trust } : {}),
+          onStart: (n) => {
+            bar = opts.json ? undefined : progressBar(n);
+          },
+          onProgress: (n) => bar?.update(n),
+        });
+      } finally {
+        bar?.stop();
+      }
+      if (opts.json) io.out(JSON.stringify(report, null, 2));
+      else (report.ok ? io.out : io.err)(renderVerifyReport(report));
+      setExit(report.ok ? 0 : EXIT_TAMPERED);
+    });
+  audit
+    .command('export-keys')
+    .description('Write the public keys and latest signed checkpoints (a JWKS) to keep elsewhere as the trust anchor')
+    .option('--tenant <company_id>', 'only this tenant')
+    .option('--out <file>', 'write to this file instead of stdout')
+    .action((opts: { tenant?: string; out?: string }) => {
+      const tenant = parseTenant(opts.tenant);
+      const db = openAuditDatabase(dbPathOf(program.opts<{ db?: string }>().db));
+      let doc: { keys: unknown[]; checkpoints: unknown[]; exported_at: string };
+      try {
+        doc = { keys: databaseKeys(db, tenant), checkpoints: latestCheckpoints(db, tenant), exported_at: new Date().toISOString() };
+      } finally {
+        db.close();
+      }
+      const text = JSON.stringify(doc, null, 2);
+      if (opts.out !== undefined) {
+        writeFileSync(opts.out, text + '\n');
+        io.err(`✓ wrote ${doc.keys.length} public keys and ${doc.checkpoints.length} checkpoints to ${opts.out}; keep it outside this machine and verify with --keys ${opts.out}`);
+      } else {
+        io.out(text);
+      }
+      setExit(0);
+    });
+}

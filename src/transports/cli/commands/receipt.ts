@@ -1,0 +1,85 @@
+/**
+ * `solid receipt verify <file> [--keys jwks.json] [--json]`: verify a saved receipt (or a whole
+ * envelope holding one) offline: its ES256 attestation with the tenant's public key — from
+ * `--keys` (exported earlier with `solid audit export-keys`) or else from the local database —
+ * and, when the local database is there, that the audit log still holds the attested row at its
+ * seq with the same hash (the log was not rewritten or truncated below the receipt).
+ * Exit 0 when valid, 1 when not (2 for an unreadable file).
+ *
+ * Spec: spec/receipts.md §attestation.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { dbPathOf } from '../local.ts';
+import type { Io } from '../output.ts';
+import { verifyReceipt } from '../../../runtime/ledger/receipts.ts';
+import { checkReceiptInLog, databaseKeys, openAuditDatabase, parseTrustFile, type ReceiptLogCheck } from '../../../runtime/ledger/verify.ts';
+import type { PublicJwk } from '../../../runtime/ledger/tenant-keys.ts';
+import type { Receipt } from '../../../spec/types.ts';
+import { VerbError } from '../../../runtime/errors.ts';
+
+/** The receipt inside a file: the receipt itself, or an envelope's result. */
+export function receiptOf(doc: unknown): Receipt | undefined {
+  if (doc === null || typeof doc !== 'object') return undefined;
+  const d = doc as { attestation?: unknown; result?: { attestation?: unknown } };
+  if (d.attestation !== undefined) return d as unknown as Receipt;
+  if (d.result !== undefined && d.result !== null && typeof d.result === 'object' && d.result.attestation !== undefined) return d.result as unknown as Receipt;
+  return undefined;
+}
+
+export function registerReceipt(program: Command, io: Io, setExit: (code: number) => void): void {
+  const receipt = program.command('receipt').description('Signed receipts');
+  receipt
+    .command('verify <file>')
+    .description('Verify a saved receipt (or envelope) offline: signature, and its row in the local audit log')
+    .option('--keys <jwks.json>', 'trusted public keys exported with `solid audit export-keys` (default: the local database)')
+    .option('--json', 'print the verdict as JSON')
+    .action((file: string, opts: { keys?: string; json?: boolean }) => {
+      let doc: unknown;
+      try {
+        doc = JSON.parse(readFileSync(file, 'utf8'));
+      } catch (err) {
+        throw new VerbError('invalid_args', `Cannot read a JSON receipt from ${file}: ${(err as Error).message}`, { hint: 'Save the envelope with `solid agent dispatch … --json > receipt.json`.' });
+      }
+      const r = receiptOf(doc);
+      if (r === undefined) throw new VerbError('invalid_args', `${file} holds no signed receipt (no attestation).`, { hint: 'Only write receipts carry an attestation; pass the envelope or its result.' });
+      const dbPath = dbPathOf(program.opts<{ db?: string }>().db);
+      const db = existsSync(dbPath) ? openAuditDatabase(dbPath) : undefined;
+      try {
+        let keys: PublicJwk[];
+        let keySource: string;
+        if (opts.keys !== undefined) {
+          keys = parseTrustFile(readFileSync(opts.keys, 'utf8')).keys;
+          keySource = opts.keys;
+        } else if (db !== undefined) {
+          keys = databaseKeys(db);
+          keySource = `${dbPath} (the same store: pass --keys for an independent check)`;
+        } else {
+          throw new VerbError('invalid_args', 'No public keys: pass --keys (from `solid audit export-keys`) or a local database (--db).', { hint: 'solid audit export-keys --out keys.json' });
+        }
+        const signature = verifyReceipt(r, keys);
+        const log: ReceiptLogCheck | undefined = db !== undefined && r.attestation !== undefined ? checkReceiptInLog(db, r.attestation) : undefined;
+        const logOk = log === undefined || log.status === 'present' || (log.status === 'unknown_tenant' && opts.keys !== undefined);
+        const valid = signature.valid && logOk;
+        const verdict = {
+          valid,
+          signature: { valid: signature.valid, kid: signature.kid ?? null, errors: signature.errors, keys: keySource },
+          log: log ?? null,
+          audit_id: r.audit_id,
+          seq: r.attestation?.seq ?? null,
+        };
+        if (opts.json) {
+          io.out(JSON.stringify(verdict, null, 2));
+        } else {
+          const lines = [
+            signature.valid ? `✓ signature valid (key ${signature.kid}, from ${keySource})` : `✗ signature invalid: ${signature.errors.join('; ')}`,
+            log === undefined ? '· audit log: not checked (no local database)' : `${log.status === 'present' ? '✓' : logOk ? '·' : '✗'} audit log: ${log.message}`,
+          ];
+          (valid ? io.out : io.err)(lines.join('\n'));
+        }
+        setExit(valid ? 0 : 1);
+      } finally {
+        db?.close();
+      }
+    });
+}
