@@ -75,7 +75,8 @@ interface ResolvedOptions {
   nonceTtlSeconds: number;
 }
 
-export type OutboxHandler = (payload: Record<string, unknown>, meta: { company_id: number; audit_id: number | null; outbox_id: number }) => Promise<void>;
+/** Delivers one outbox row after commit; `meta.runtime` lets a pack's handler record the outcome (its own store write). */
+export type OutboxHandler = (payload: Record<string, unknown>, meta: { company_id: number; audit_id: number | null; outbox_id: number; runtime: Runtime }) => Promise<void>;
 
 /**
  * Buffers the audit rows of reads and flushes them in batches (one store transaction per batch).
@@ -456,7 +457,7 @@ export class Runtime {
       const id = Number(r.outbox_id);
       try {
         const payload = typeof r.payload === 'string' ? (JSON.parse(r.payload) as Record<string, unknown>) : (r.payload as Record<string, unknown>);
-        await handler(payload, { company_id: Number(r.company_id), audit_id: r.audit_id === null ? null : Number(r.audit_id), outbox_id: id });
+        await handler(payload, { company_id: Number(r.company_id), audit_id: r.audit_id === null ? null : Number(r.audit_id), outbox_id: id, runtime: this });
         await this.store.write((tx) => tx.run(`UPDATE outbox SET status = 'delivered', delivered_at = ?, attempts = attempts + 1 WHERE outbox_id = ?`, [this.clock().toISOString(), id]));
         delivered++;
       } catch (err) {
