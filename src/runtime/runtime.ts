@@ -9,6 +9,7 @@ import canonicalize from 'canonicalize';
 import pino, { type Logger } from 'pino';
 import type { Envelope, Principal, Tier, VerbClass } from '../spec/types.ts';
 import type { Queryable, Store, StoreTx } from '../store/store.ts';
+import { StoreError } from '../store/store.ts';
 import { runtimeMigrations } from '../store/migrations/runtime.ts';
 import { Registry } from './registry.ts';
 import type { CompiledVerb, VerbDefinition } from './verb.ts';
@@ -227,6 +228,15 @@ export class Runtime {
 
   /** Record and answer a failed authentication (auth_invalid), audited under the sandbox tenant. */
   async authFailure(caller: Caller, verb: string, err: unknown): Promise<Envelope> {
+    if (err instanceof StoreError) {
+      // The key could not be checked because the database is down: not the caller's fault, and nothing to audit into.
+      this.logger.error({ err, verb: String(verb).slice(0, 200) }, 'store error during authentication');
+      return {
+        ok: false,
+        verb: String(verb).slice(0, 200),
+        error: { reason: 'store_unavailable', message: 'The database is unavailable; nothing was written.', hint: 'Retry shortly; if it persists, check the database (disk, permissions, connection).' },
+      };
+    }
     const e = err instanceof VerbError ? err : new VerbError('auth_invalid', 'The API key is not valid.');
     const env: Envelope = { ok: false, verb: String(verb).slice(0, 200), error: e.toEnvelopeError() };
     try {
