@@ -1,0 +1,155 @@
+/**
+ * The portable JSON Schema subset of the MCP projection (src/transports/mcp/portable-schema.ts):
+ * null handling both ways, $ref inlining (local, our ids, recursion), tuples, type arrays, and
+ * the promise that the rewrite only loosens — checked with the SDK's own client-side validator
+ * on the upstream example outputs. Spec: spec/transports.md §mcp-schemas.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import { errorEnvelopeSchema, restoreNulls, toPortableSchema } from '../../../src/transports/mcp/portable-schema.ts';
+import { shapeSchemas, validateShapeOutput } from '../../../src/spec/validators.ts';
+import { VALID_SHAPES, type JsonSchema } from '../../../src/spec/types.ts';
+import { allKeys, subschemas } from './harness.ts';
+
+const sdk = new AjvJsonSchemaValidator();
+const valid = (schema: JsonSchema, value: unknown) => sdk.getValidator(schema)(value).valid;
+const EXAMPLES = fileURLToPath(new URL('../../../../shared/spec-reference/examples/', import.meta.url));
+
+function assertPortable(schema: JsonSchema): void {
+  const keys = new Set(allKeys(schema));
+  for (const bad of ['$ref', '$schema', '$id', '$defs', 'definitions', 'nullable', 'prefixItems', 'if', 'then', 'else', 'unevaluatedProperties']) assert.ok(!keys.has(bad), `no ${bad}`);
+  for (const s of subschemas(schema)) {
+    assert.ok(!Array.isArray(s.type), `no type array: ${JSON.stringify(s)}`);
+    if (s.type === 'array') assert.ok(s.items !== undefined, 'arrays have items');
+  }
+  assert.equal(schema.type, 'object');
+}
+
+test('input: every spelling of "may be null" becomes an optional property; required ones are mapped back to null', () => {
+  const schema: JsonSchema = {
+    type: 'object',
+    properties: {
+      a: { type: 'string', nullable: true },
+      b: { type: ['integer', 'null'] },
+      c: { enum: ['x', 'y', null] },
+      d: { anyOf: [{ type: 'string', minLength: 1 }, { type: 'null' }], description: 'D' },
+      e: { type: 'string' },
+      nested: { type: 'object', properties: { f: { type: ['string', 'null'] } }, required: ['f'] },
+      list: { type: 'array', items: { type: 'object', properties: { g: { type: ['string', 'null'] } }, required: ['g'] } },
+    },
+    required: ['a', 'b', 'c', 'e', 'nested'],
+  };
+  const { schema: out, nullFill } = toPortableSchema(schema, 'input');
+  assertPortable(out);
+  const p = out.properties as Record<string, JsonSchema>;
+  assert.deepEqual(out.required, ['e', 'nested']);
+  assert.deepEqual(p.a, { type: 'string' });
+  assert.deepEqual(p.b, { type: 'integer' });
+  assert.deepEqual(p.c, { enum: ['x', 'y'] });
+  assert.deepEqual(p.d, { description: 'D', type: 'string', minLength: 1 });
+  assert.equal((p.nested!.required as string[] | undefined) ?? null, null);
+  assert.deepEqual((p.list!.items as JsonSchema).required, undefined, 'inside arrays the property is optional too');
+  assert.deepEqual(
+    nullFill.map((x) => x.join('.')).sort(),
+    ['a', 'b', 'c', 'nested.f'],
+    'only required nullables reachable through properties are filled',
+  );
+  const args = { e: 'x', nested: {} };
+  const filled = restoreNulls(args, nullFill);
+  assert.deepEqual(filled, { e: 'x', nested: { f: null }, a: null, b: null, c: null });
+  assert.deepEqual(args, { e: 'x', nested: {} }, "the caller's object is not mutated");
+  assert.deepEqual(restoreNulls({ e: 'x', a: 'given', b: 1, c: 'x', nested: { f: 'v' } }, nullFill), { e: 'x', a: 'given', b: 1, c: 'x', nested: { f: 'v' } }, 'present values are kept');
+});
+
+test('output: null stays allowed (anyOf with {type:"null"}) so every output the runtime accepts still validates', () => {
+  const schema: JsonSchema = {
+    type: 'object',
+    properties: { note: { type: ['string', 'null'], description: 'N' }, n: { type: 'integer', nullable: true }, k: { type: ['string', 'integer'] } },
+    required: ['note', 'n'],
+  };
+  const { schema: out } = toPortableSchema(schema, 'output');
+  assertPortable(out);
+  assert.deepEqual(out.required, ['note', 'n'], 'output keeps required');
+  assert.deepEqual((out.properties as Record<string, JsonSchema>).note, { description: 'N', anyOf: [{ type: 'string' }, { type: 'null' }] });
+  for (const ok of [{ note: null, n: null }, { note: 'x', n: 3, k: 'a' }, { note: 'x', n: 3, k: 2 }]) assert.ok(valid(out, ok), JSON.stringify(ok));
+  assert.ok(!valid(out, { note: 5, n: null }), 'still a string when present');
+  assert.ok(!valid(out, { n: null }), 'still required');
+});
+
+test('$ref: local $defs, our own schema ids and recursion are inlined; unresolvable refs loosen to any', () => {
+  const schema: JsonSchema = {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    $id: 'https://example.test/tree.json',
+    type: 'object',
+    properties: {
+      root: { $ref: '#/$defs/node' },
+      record: { $ref: 'https://schemas.solid-verbs.dev/v1/verb-record.json' },
+      ghost: { $ref: '#/$defs/missing', description: 'kept' },
+    },
+    $defs: { node: { type: 'object', properties: { name: { type: 'string' }, children: { type: 'array', items: { $ref: '#/$defs/node' } } } } },
+  };
+  const { schema: out } = toPortableSchema(schema, 'output');
+  assertPortable(out);
+  const p = out.properties as Record<string, JsonSchema>;
+  const root = p.root!.properties as Record<string, JsonSchema>;
+  assert.equal(root.name!.type, 'string', 'the local $defs target is inlined');
+  assert.deepEqual(root.children!.items, {}, 'the recursive reference is any below its first expansion');
+  assert.equal((p.record!.properties as Record<string, JsonSchema>).name!.type, 'string', 'our schema id resolved');
+  assert.deepEqual(p.ghost, { description: 'kept' });
+  assert.ok(valid(out, { root: { name: 'a', children: [{ name: 'b', children: [{ name: 'c' }] }] } }));
+});
+
+test('tuples, arrays without items and type arrays are rewritten into the subset', () => {
+  const schema: JsonSchema = {
+    type: 'object',
+    properties: {
+      pair: { type: 'array', prefixItems: [{ type: 'string' }, { type: 'number' }], items: false },
+      open: { type: 'array', prefixItems: [{ type: 'string' }] },
+      bag: { type: 'array' },
+      either: { type: ['string', 'number'], minLength: 2 },
+    },
+  };
+  const { schema: out } = toPortableSchema(schema, 'input');
+  assertPortable(out);
+  const p = out.properties as Record<string, JsonSchema>;
+  assert.deepEqual(p.pair!.items, { anyOf: [{ type: 'string' }, { type: 'number' }] });
+  assert.deepEqual(p.open!.items, {});
+  assert.deepEqual(p.bag!.items, {});
+  assert.deepEqual(p.either, { anyOf: [{ type: 'string' }, { type: 'number' }], minLength: 2 });
+});
+
+test('a verb without arguments gets {type: "object", properties: {}}', () => {
+  assert.deepEqual(toPortableSchema({}, 'input').schema, { type: 'object', properties: {} });
+  assert.deepEqual(toPortableSchema({ type: 'object' }, 'input').schema, { type: 'object', properties: {} });
+});
+
+test('every shape schema projects to the subset and still accepts the upstream example outputs (SDK client validator)', () => {
+  for (const shape of VALID_SHAPES) assertPortable(toPortableSchema(shapeSchemas[shape], 'output').schema);
+  let checked = 0;
+  for (const file of readdirSync(EXAMPLES).filter((f) => f.endsWith('.json'))) {
+    const ex = JSON.parse(readFileSync(join(EXAMPLES, file), 'utf8')) as { shape: string; output: unknown };
+    if (!validateShapeOutput(ex.shape, ex.output).valid) continue;
+    assert.ok(valid(toPortableSchema(shapeSchemas[ex.shape as keyof typeof shapeSchemas], 'output').schema, ex.output), file);
+    checked++;
+  }
+  assert.ok(checked >= 2, `checked ${checked} examples`);
+});
+
+test('the error envelope branch is portable and accepts error envelopes only', () => {
+  const s = errorEnvelopeSchema();
+  assertPortable(s);
+  const pending = {
+    ok: false,
+    verb: 'x',
+    error: { reason: 'dispatch_pending', message: 'm', hint: 'h' },
+    consent: { class: 'WRITE_FINANCIAL', gate: 'typed_phrase', nonce: 'n', expires_at: '2026-01-01T00:00:00Z', summary: 's', typed_phrase: 'P', approval_id: 'apv_1' },
+    audit_id: 3,
+  };
+  assert.ok(valid(s, pending));
+  assert.ok(!valid(s, { ok: true, verb: 'x', result: {} }));
+  assert.ok(!valid(s, { ok: false, verb: 'x' }), 'error is required');
+});
