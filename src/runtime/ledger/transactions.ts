@@ -494,8 +494,7 @@ export async function revertTransactionSteps(ctx: VerbContext, original: Origina
   const reverted: number[] = [];
   let failure: { audit_id: number; verb: string; reason: string; message: string } | undefined;
   let remaining: number[] = [];
-  for (let i = 0; i < ids.length; i++) {
-    const id = ids[i]!;
+  for (const id of ids) {
     const done = await c.tx.get('SELECT revert_audit_id FROM reversals WHERE audit_id = ? AND company_id = ?', [id, p.company_id]);
     if (done !== undefined) {
       reverted.push(id);
@@ -527,7 +526,6 @@ export async function revertTransactionSteps(ctx: VerbContext, original: Origina
       const message = isVerbError(err) ? err.message : 'the revert failed unexpectedly (logged)';
       if (!isVerbError(err)) rt.logger.error({ err, audit_id: id, transaction_id: transactionId }, 'transaction step revert failed');
       failure = { audit_id: id, verb: step?.action_type ?? 'unknown', reason, message };
-      remaining = ids.slice(i);
       await appendAudit(
         c.tx,
         auditEntry(p, ctx.now, revertVerb, REVERT_VERB, {
@@ -540,6 +538,17 @@ export async function revertTransactionSteps(ctx: VerbContext, original: Origina
         }),
       );
       break;
+    }
+  }
+  if (failure !== undefined) {
+    // What remains: the steps from the failed one on that are not reverted (some may have been
+    // reverted on their own earlier).
+    const done = new Set(reverted);
+    remaining = [];
+    for (const id of ids.slice(ids.indexOf(failure.audit_id))) {
+      const r = await c.tx.get('SELECT revert_audit_id FROM reversals WHERE audit_id = ? AND company_id = ?', [id, p.company_id]);
+      if (r === undefined) remaining.push(id);
+      else if (!done.has(id)) reverted.push(id);
     }
   }
   const status: StoredStatus = failure === undefined ? 'reverted' : 'partially_reverted';

@@ -1,0 +1,146 @@
+/**
+ * Receipts as attestations: every write's receipt carries the spec fields and an ES256 signature
+ * over the canonical receipt that anyone verifies offline with the tenant's public key; altering
+ * any field breaks it; `solid receipt verify` checks a saved envelope and its row in the local log.
+ * Spec: spec/receipts.md.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { counterRuntime, consented } from './counter-verbs.ts';
+import { verifyReceipt } from '../../src/runtime/ledger/receipts.ts';
+import { validateEnvelope, validateShapeOutput } from '../../src/spec/validators.ts';
+import { upstreamValidator } from '../support/upstream.ts';
+import { runCli } from '../../src/transports/cli/main.ts';
+import type { Io } from '../../src/transports/cli/output.ts';
+import type { Receipt } from '../../src/spec/types.ts';
+
+async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: Io = { out: (s) => out.push(s), err: (s) => err.push(s), isTTY: false };
+  const code = await runCli(args, io);
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+describe('receipts', () => {
+  it('a write answers a receipt with status, audit_id, rollback_handle, idempotency_key, timestamp and its domain fields, valid against the receipt shape (ours and upstream)', async (t) => {
+    const h = await counterRuntime(t);
+    const env = await consented(h, h.keys.employee, 'counter.add', { name: 'visits', by: 3 }, { idempotency_key: 'receipt-fields-1' });
+    assert.equal(env.ok, true, JSON.stringify(env.error));
+    const r = env.result as Receipt;
+    assert.equal(r.status, 'completed');
+    assert.equal(typeof r.audit_id, 'number');
+    assert.equal(r.audit_id, env.audit_id);
+    assert.equal(r.idempotency_key, 'receipt-fields-1');
+    assert.equal(env.idempotency_key, 'receipt-fields-1');
+    assert.ok(!Number.isNaN(Date.parse(r.timestamp!)), 'timestamp is ISO 8601');
+    assert.match(r.rollback_handle!, /^counter:add:visits:3~/);
+    assert.equal(env.rollback_handle, r.rollback_handle);
+    assert.equal(r.counter, 'visits');
+    assert.equal(r.added, 3);
+    assert.deepEqual(validateShapeOutput('receipt', r), { valid: true, errors: [] });
+    assert.deepEqual(validateEnvelope(env), { valid: true, errors: [] });
+    const upstream = upstreamValidator('shapes/receipt');
+    if (upstream !== undefined) assert.equal(upstream(r), true, JSON.stringify(upstream.errors));
+  });
+
+  it('the attestation verifies offline with the tenant public key and binds the audit row (seq, row_hash, prev_hash)', async (t) => {
+    const h = await counterRuntime(t);
+    const env = await consented(h, h.keys.employee, 'counter.add', { name: 'a', by: 1 });
+    const r = env.result as Receipt;
+    const keys = await h.rt.store.read((q) => h.rt.keys.publishable(q, h.companyId));
+    assert.deepEqual(verifyReceipt(r, keys), { valid: true, kid: r.attestation!.kid, errors: [] });
+    const row = await h.rt.store.read((q) => q.get<{ seq: number; row_hash: string; prev_hash: string }>('SELECT seq, row_hash, prev_hash FROM audit_log WHERE audit_id = ?', [r.audit_id]));
+    assert.equal(r.attestation!.seq, row!.seq);
+    assert.equal(r.attestation!.row_hash, row!.row_hash);
+    assert.equal(r.attestation!.prev_hash, row!.prev_hash);
+    // Another tenant's key does not verify it.
+    const otherKeys = await h.rt.store.read((q) => h.rt.keys.publishable(q, h.otherCompanyId));
+    assert.equal(verifyReceipt(r, otherKeys).valid, false);
+  });
+
+  it('altering any field of a receipt (domain field, status, audit_id, timestamp, handle, key, seq, row_hash) breaks the attestation', async (t) => {
+    const h = await counterRuntime(t);
+    const env = await consented(h, h.keys.employee, 'counter.add', { name: 'a', by: 7 });
+    const r = env.result as Receipt;
+    const keys = await h.rt.store.read((q) => h.rt.keys.publishable(q, h.companyId));
+    const alterations: Array<[string, (x: Receipt) => void]> = [
+      ['added', (x) => (x.added = 700)],
+      ['counter', (x) => (x.counter = 'b')],
+      ['status', (x) => (x.status = 'failed')],
+      ['audit_id', (x) => (x.audit_id = x.audit_id + 1)],
+      ['timestamp', (x) => (x.timestamp = new Date(0).toISOString())],
+      ['rollback_handle', (x) => (x.rollback_handle = `${x.rollback_handle}x`)],
+      ['idempotency_key', (x) => (x.idempotency_key = 'other')],
+      ['extra field', (x) => (x.refund = true)],
+      ['removed field', (x) => delete x.counter],
+      ['attestation.seq', (x) => (x.attestation!.seq += 1)],
+      ['attestation.row_hash', (x) => (x.attestation!.row_hash = '0'.repeat(64))],
+      ['attestation.prev_hash', (x) => (x.attestation!.prev_hash = 'f'.repeat(64))],
+    ];
+    for (const [what, alter] of alterations) {
+      const copy = structuredClone(r);
+      alter(copy);
+      const v = verifyReceipt(copy, keys);
+      assert.equal(v.valid, false, `altering ${what} must break the signature`);
+    }
+  });
+
+  it('solid receipt verify accepts a saved envelope, refuses an altered one, and finds its row missing from a truncated log', async (t) => {
+    const h = await counterRuntime(t);
+    const env = await consented(h, h.keys.employee, 'counter.add', { name: 'a', by: 2 });
+    const later = await consented(h, h.keys.employee, 'counter.add', { name: 'a', by: 1 });
+    assert.equal(later.ok, true);
+    await h.rt.close();
+    const file = join(h.dir, 'receipt.json');
+    writeFileSync(file, JSON.stringify(env));
+    const keysFile = join(h.dir, 'keys.json');
+    const exported = await cli(['--db', h.dbPath, 'audit', 'export-keys', '--out', keysFile]);
+    assert.equal(exported.code, 0, exported.err);
+
+    const ok = await cli(['--db', h.dbPath, 'receipt', 'verify', file, '--keys', keysFile, '--json']);
+    assert.equal(ok.code, 0, ok.err);
+    const verdict = JSON.parse(ok.out) as { valid: boolean; log: { status: string } };
+    assert.equal(verdict.valid, true);
+    assert.equal(verdict.log.status, 'present');
+
+    const altered = structuredClone(env);
+    (altered.result as Receipt).added = 2000;
+    writeFileSync(file, JSON.stringify(altered));
+    const bad = await cli(['--db', h.dbPath, 'receipt', 'verify', file, '--keys', keysFile]);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.err, /signature invalid/);
+
+    // Truncate the log below the receipt (an attacker with the file, triggers dropped).
+    writeFileSync(file, JSON.stringify(env));
+    const raw = new Database(h.dbPath);
+    raw.exec('DROP TRIGGER audit_log_no_delete');
+    raw.prepare('DELETE FROM audit_log WHERE company_id = ? AND seq >= ?').run(h.companyId, (env.result as Receipt).attestation!.seq);
+    raw.close();
+    const truncated = await cli(['--db', h.dbPath, 'receipt', 'verify', file, '--keys', keysFile, '--json']);
+    assert.notEqual(truncated.code, 0);
+    const v2 = JSON.parse(truncated.out) as { valid: boolean; signature: { valid: boolean }; log: { status: string } };
+    assert.equal(v2.signature.valid, true, 'the receipt itself is still authentic');
+    assert.equal(v2.log.status, 'missing');
+    assert.equal(v2.valid, false);
+  });
+
+  it('a replayed receipt verifies as received and attests the original row (same audit_id, seq and row_hash)', async (t) => {
+    const h = await counterRuntime(t);
+    const first = await consented(h, h.keys.employee, 'counter.add', { name: 'a', by: 1 }, { idempotency_key: 'replay-sig' });
+    const again = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'counter.add', { name: 'a', by: 1 }, { idempotency_key: 'replay-sig' });
+    assert.equal(again.replayed, true);
+    const keys = await h.rt.store.read((q) => h.rt.keys.publishable(q, h.companyId));
+    const r = again.result as Receipt;
+    assert.equal(r.replayed, true);
+    assert.equal(verifyReceipt(r, keys).valid, true);
+    const f = first.result as Receipt;
+    assert.equal(r.audit_id, f.audit_id);
+    assert.equal(r.attestation!.seq, f.attestation!.seq);
+    assert.equal(r.attestation!.row_hash, f.attestation!.row_hash);
+    assert.equal(r.timestamp, f.timestamp);
+  });
+});
