@@ -37,6 +37,23 @@ export const DOMAIN_EVENT_TYPES = [
   'droplet.workers_scaled',
   'subscription.started',
   'subscription.tier_changed',
+  // Emitted by the pack's write verbs and their reverts (never by the seed):
+  'contact.deleted',
+  'note.deleted',
+  'deal.updated',
+  'deal.deleted',
+  'deal.stage_reverted',
+  'quote.requested',
+  'appointment.reinstated',
+  'appointment.outcome_reverted',
+  'invoice.created',
+  'invoice.reopened',
+  'part.usage_reverted',
+  'email.cancelled',
+  'kb_article.updated',
+  'kb_article.deleted',
+  'employee.role_changed',
+  'employee.status_changed',
 ] as const;
 export type DomainEventType = (typeof DOMAIN_EVENT_TYPES)[number];
 

@@ -379,7 +379,7 @@ CREATE TABLE droplets (
   UNIQUE (company_id, name)
 );
 
-CREATE TABLE subscriptions (
+CREATE TABLE plan_subscriptions (
   id {id},
   company_id {bigint} NOT NULL,
   tier TEXT NOT NULL CHECK (tier IN ('starter','professional','enterprise')),
@@ -431,7 +431,7 @@ export const BUSINESS_TABLES = [
   'kb_articles',
   'email_outbox',
   'droplets',
-  'subscriptions',
+  'plan_subscriptions',
   'notes',
 ] as const;
 export type BusinessTable = (typeof BUSINESS_TABLES)[number];

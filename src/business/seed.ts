@@ -1504,7 +1504,7 @@ async function writePlan(w: Writer, p: CompanyPlan): Promise<PlanIds> {
   );
   const s = p.subscription;
   const [subscription] = await w.insert(
-    'subscriptions',
+    'plan_subscriptions',
     ['company_id', 'tier', 'status', 'seats', 'started_at', 'renews_at', 'updated_at'],
     [[c, s.tier, 'active', s.seats, t(s.started_at), t(s.renews_at), t(s.started_at)]],
   );
@@ -1751,7 +1751,7 @@ export async function seedDemo(tx: Queryable, options: SeedOptions): Promise<See
     counts.kb_articles = plan.kb.length;
     counts.email_outbox = plan.emails.length;
     counts.droplets = 1;
-    counts.subscriptions = 1;
+    counts.plan_subscriptions = 1;
     results.push({
       company_id: plan.company.company_id,
       name: plan.company.name,

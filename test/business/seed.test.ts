@@ -119,7 +119,7 @@ test('the main company gets the full data set and the second about a quarter of 
     assert.ok((await n('email_outbox', MAIN, "AND status = 'queued'")) >= 1);
     assert.ok((await n('email_outbox', MAIN, "AND status = 'sent'")) >= 50);
     assert.equal(await n('droplets', MAIN), 1);
-    assert.equal(await n('subscriptions', MAIN), 1);
+    assert.equal(await n('plan_subscriptions', MAIN), 1);
     for (const open of OPEN_DEAL_STAGES) assert.ok((await n('deals', MAIN, `AND stage = '${open}'`)) >= 1, `an open deal in ${open}`);
     for (const closed of ['won', 'lost']) assert.ok((await n('deals', MAIN, `AND stage = '${closed}'`)) >= 10, `${closed} deals`);
 
@@ -283,7 +283,7 @@ test('historical events are chronological per company and name real rows of that
       note: 'notes',
       kb_article: 'kb_articles',
       droplet: 'droplets',
-      subscription: 'subscriptions',
+      subscription: 'plan_subscriptions',
     };
     await store.read(async (q) => {
       for (const e of mine) {

@@ -41,7 +41,7 @@ function toSubscription(row: Record<string, unknown>): Subscription {
 
 /** The company's subscription, or undefined. */
 export async function getSubscription(q: Queryable, companyId: number): Promise<Subscription | undefined> {
-  const row = await q.get(`SELECT ${SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE company_id = ?`, [companyId]);
+  const row = await q.get(`SELECT ${SUBSCRIPTION_COLUMNS} FROM plan_subscriptions WHERE company_id = ?`, [companyId]);
   return row === undefined ? undefined : toSubscription(row);
 }
 
@@ -64,7 +64,7 @@ export async function changeTier(
   if (max !== null && current.seats > max) {
     throw new DomainError('seats_exceed_tier', `the subscription has ${current.seats} seats; ${tier} allows ${max}`, 'Remove seats before downgrading.');
   }
-  const row = await tx.get(`UPDATE subscriptions SET tier = ?, updated_at = ? WHERE company_id = ? RETURNING ${SUBSCRIPTION_COLUMNS}`, [tier, isoTime(now), companyId]);
+  const row = await tx.get(`UPDATE plan_subscriptions SET tier = ?, updated_at = ? WHERE company_id = ? RETURNING ${SUBSCRIPTION_COLUMNS}`, [tier, isoTime(now), companyId]);
   const direction = SUBSCRIPTION_TIERS.indexOf(tier) > SUBSCRIPTION_TIERS.indexOf(current.tier) ? 'upgrade' : 'downgrade';
   return { previous_tier: current.tier, direction, subscription: toSubscription(row!) };
 }
