@@ -8,5 +8,11 @@ import { approvalVerbs } from './approvals.ts';
 import { tenantSettingsVerbs } from './tenant-settings.ts';
 import { auditRevert } from './revert.ts';
 import { transactionVerbs } from './transaction.ts';
+import { eventVerbs } from './events.ts';
+import { verbsReputation } from './reputation.ts';
+import { macroVerbs } from './macros.ts';
+import { systemTelemetry } from './telemetry.ts';
+import { agentSuggestNextVerb } from './suggest.ts';
+import { auditExplain } from './explain.ts';
 
-export const systemVerbs: VerbDefinition[] = [verbsList, auditTrail, ...approvalVerbs, ...tenantSettingsVerbs, auditRevert, ...transactionVerbs];
+export const systemVerbs: VerbDefinition[] = [verbsList, auditTrail, ...approvalVerbs, ...tenantSettingsVerbs, auditRevert, ...transactionVerbs, ...eventVerbs, verbsReputation, ...macroVerbs, systemTelemetry, agentSuggestNextVerb, auditExplain];

@@ -261,9 +261,9 @@ export class ReputationAggregator {
   async scores(q: Queryable, companyId: number, query: ScoreQuery): Promise<ReputationScore[]> {
     const { grain } = WINDOW_SPEC[query.window];
     const start = windowStart(query.window, query.now);
-    const groups = await this.#load(q, companyId, grain, start, query);
+    const groups = await this.#load(q, companyId, grain, start, bucketStart(grain, query.now), query);
     // Baseline for the latency credit: each verb's own p95 over 30 days, all agents.
-    const baselineGroups = query.window === '30d' && !query.byAgent && query.agent === undefined ? groups : await this.#load(q, companyId, 'd', windowStart('30d', query.now), { verb: query.verb, byAgent: false });
+    const baselineGroups = query.window === '30d' && !query.byAgent && query.agent === undefined ? groups : await this.#load(q, companyId, 'd', windowStart('30d', query.now), bucketStart('d', query.now), { verb: query.verb, byAgent: false });
     const baseline = new Map<string, number | null>();
     for (const g of baselineGroups.values()) baseline.set(g.verb, histogramPercentile(g.hist, 0.95));
     const out: ReputationScore[] = [];
@@ -293,10 +293,11 @@ export class ReputationAggregator {
     companyId: number,
     grain: Grain,
     start: string,
+    last: string,
     query: { verb?: string; agent?: string; byAgent?: boolean },
   ): Promise<Map<string, Counts & { verb: string; agent: string | null; hist: Histogram }>> {
-    const where = ['company_id = ?', 'grain = ?', 'bucket_start >= ?'];
-    const params: unknown[] = [companyId, grain, start];
+    const where = ['company_id = ?', 'grain = ?', 'bucket_start >= ?', 'bucket_start <= ?'];
+    const params: unknown[] = [companyId, grain, start, last];
     if (query.verb !== undefined) {
       where.push('verb = ?');
       params.push(query.verb);
@@ -335,7 +336,8 @@ export class ReputationAggregator {
     );
     for (const r of bins) addToHistogram(group(r.verb as string, r.agent as string).hist, Number(r.bin), Number(r.count));
     for (const d of this.#pending.values()) {
-      if (d.companyId !== companyId || bucketStart(grain, d.hour) < start) continue;
+      const b = bucketStart(grain, d.hour);
+      if (d.companyId !== companyId || b < start || b > last) continue;
       if (query.verb !== undefined && d.verb !== query.verb) continue;
       if (query.agent !== undefined && d.agent !== query.agent) continue;
       const g = group(d.verb, d.agent);
