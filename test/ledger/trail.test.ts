@@ -1,0 +1,135 @@
+/**
+ * audit.trail at scale: newest first, cursor pages that neither skip nor repeat, and — for every
+ * combination of filters — a query plan that is an index search with no sort step, so a page costs
+ * the same at 10k or 10M rows. Spec: spec/audit.md §trail.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import Database from 'better-sqlite3';
+import { counterRuntime, consented } from './counter-verbs.ts';
+import type { TestRuntime } from '../support/runtime.ts';
+import type { Queryable } from '../../src/store/store.ts';
+
+type Entry = { audit_id: number; timestamp: string; action: string; status: string; actor: string; reason: string | null };
+
+/** Record the SQL the trail verb runs (wraps the store's read view). */
+function captureReads(h: TestRuntime): Array<{ sql: string; params: readonly unknown[] }> {
+  const seen: Array<{ sql: string; params: readonly unknown[] }> = [];
+  const store = h.rt.store;
+  const read = store.read.bind(store);
+  (store as { read: typeof store.read }).read = <T>(fn: (q: Queryable) => Promise<T>) =>
+    read((q) =>
+      fn({
+        get: (sql, params) => q.get(sql, params),
+        all: (sql, params) => {
+          if (/FROM audit_log/.test(sql)) seen.push({ sql, params: params ?? [] });
+          return q.all(sql, params);
+        },
+        run: (sql, params) => q.run(sql, params),
+      }),
+    );
+  return seen;
+}
+
+async function seed(h: TestRuntime, clock: { now: Date }): Promise<void> {
+  for (let i = 0; i < 14; i++) {
+    clock.now = new Date(Date.parse('2026-02-01T10:00:00.000Z') + i * 60_000);
+    if (i % 4 === 3) await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'counter.add', { name: `n${i % 3}`, by: 1 });
+    else await consented(h, i % 2 ? h.keys.admin : h.keys.employee, 'counter.add', { name: `n${i % 3}`, by: 1 });
+  }
+  await h.rt.auditBuffer.flush();
+}
+
+async function page(h: TestRuntime, args: Record<string, unknown>): Promise<{ entries: Entry[]; next_cursor: string | null }> {
+  const env = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', args);
+  assert.equal(env.ok, true, JSON.stringify(env.error));
+  return env.result as { entries: Entry[]; next_cursor: string | null };
+}
+
+describe('audit.trail', () => {
+  it('pages newest first; following next_cursor visits every matching row exactly once', async (t) => {
+    const clock = { now: new Date('2026-02-01T09:00:00.000Z') };
+    const h = await counterRuntime(t, { clock: () => clock.now });
+    await seed(h, clock);
+    for (const filter of [{}, { verb: 'counter.add' }, { status: 'denied' }, { actor: 3 }, { entity_type: 'counter', entity_id: 'n1' }, { from: '2026-02-01T10:03:00.000Z', to: '2026-02-01T10:09:00.000Z' }]) {
+      const seen: Entry[] = [];
+      let cursor: string | undefined;
+      for (let i = 0; i < 100; i++) {
+        const p = await page(h, { ...filter, limit: 3, ...(cursor ? { cursor } : {}) });
+        seen.push(...p.entries);
+        if (p.next_cursor === null) break;
+        cursor = p.next_cursor;
+      }
+      const all = await page(h, { ...filter, limit: 200 });
+      assert.deepEqual(
+        seen.map((e) => e.audit_id),
+        all.entries.map((e) => e.audit_id),
+        JSON.stringify(filter),
+      );
+      assert.ok(all.entries.length > 0, JSON.stringify(filter));
+      for (let i = 1; i < all.entries.length; i++) {
+        const a = all.entries[i - 1]!;
+        const b = all.entries[i]!;
+        assert.ok(a.timestamp > b.timestamp || (a.timestamp === b.timestamp && a.audit_id > b.audit_id), 'newest first');
+      }
+    }
+    const denied = await page(h, { status: 'denied', limit: 200 });
+    assert.ok(denied.entries.every((e) => e.status === 'denied' && e.reason === 'role_denied'));
+    const ranged = await page(h, { from: '2026-02-01T10:03:00.000Z', to: '2026-02-01T10:09:00.000Z', limit: 200 });
+    assert.ok(ranged.entries.every((e) => e.timestamp >= '2026-02-01T10:03:00.000Z' && e.timestamp < '2026-02-01T10:09:00.000Z'));
+  });
+
+  it('a cursor is bound to its tenant and filters (cursor_invalid otherwise)', async (t) => {
+    const clock = { now: new Date('2026-02-01T09:00:00.000Z') };
+    const h = await counterRuntime(t, { clock: () => clock.now });
+    await seed(h, clock);
+    const p = await page(h, { verb: 'counter.add', limit: 2 });
+    const other = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', { status: 'denied', limit: 2, cursor: p.next_cursor });
+    assert.equal(other.error?.reason, 'cursor_invalid');
+    const foreign = await h.rt.dispatch({ surface: 'cli', apiKey: h.otherOwnerKey }, 'audit.trail', { verb: 'counter.add', limit: 2, cursor: p.next_cursor });
+    assert.equal(foreign.error?.reason, 'cursor_invalid');
+  });
+
+  it('every filter combination is an index search with no sort step (no full scan, no temp b-tree)', async (t) => {
+    const clock = { now: new Date('2026-02-01T09:00:00.000Z') };
+    const h = await counterRuntime(t, { clock: () => clock.now });
+    await seed(h, clock);
+    const seen = captureReads(h);
+    const filters: Record<string, Record<string, unknown>> = {
+      verb: { verb: 'counter.add' },
+      status: { status: 'completed' },
+      actor: { actor: 2 },
+      entity: { entity_type: 'counter', entity_id: 'n1' },
+      entity_type: { entity_type: 'counter' },
+      reason: { reason: 'role_denied' },
+      time: { from: '2026-02-01T10:00:00.000Z', to: '2026-02-01T11:00:00.000Z' },
+    };
+    const names = Object.keys(filters);
+    const db = new Database(h.dbPath, { readonly: true });
+    t.after(() => db.close());
+    let checked = 0;
+    for (let mask = 0; mask < 1 << names.length; mask++) {
+      if ((mask & (1 << names.indexOf('entity'))) !== 0 && (mask & (1 << names.indexOf('entity_type'))) !== 0) continue; // same arguments
+      const args: Record<string, unknown> = { limit: 5 };
+      for (let i = 0; i < names.length; i++) if (mask & (1 << i)) Object.assign(args, filters[names[i]!]);
+      for (const withCursor of [false, true]) {
+        seen.length = 0;
+        const a = { ...args };
+        if (withCursor) {
+          const first = await page(h, { ...a, limit: 1 });
+          if (first.next_cursor === null) continue;
+          a.cursor = first.next_cursor;
+          seen.length = 0;
+        }
+        await page(h, a);
+        assert.equal(seen.length, 1, JSON.stringify(a));
+        const { sql, params } = seen[0]!;
+        const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params.map((p) => (typeof p === 'boolean' ? Number(p) : p))) as Array<{ detail: string }>).map((r) => r.detail).join(' | ');
+        assert.match(plan, /SEARCH audit_log USING (COVERING )?INDEX audit_company_/, `${JSON.stringify(a)}: ${plan}`);
+        assert.doesNotMatch(plan, /TEMP B-TREE/, `${JSON.stringify(a)}: ${plan}`);
+        checked++;
+      }
+    }
+    assert.ok(checked > 100, `checked ${checked} combinations`);
+  });
+});

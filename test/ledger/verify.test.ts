@@ -1,0 +1,301 @@
+/**
+ * The tamper-evident audit log against an adversarial store: the SQLite file opened directly,
+ * append-only triggers dropped on that raw connection, then a row edited, a row deleted, the tail
+ * truncated, the whole chain re-hashed consistently without the signing key, checkpoints forged.
+ * Every one is detected by the library verifier and by `solid audit verify` (exit ≠ 0, finding
+ * named). The engine itself refuses UPDATE/DELETE on audit_log. Spec: spec/audit.md §verify.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { generateKeyPairSync, sign as nodeSign } from 'node:crypto';
+import Database from 'better-sqlite3';
+import { counterRuntime, consented } from './counter-verbs.ts';
+import type { TestRuntime } from '../support/runtime.ts';
+import { verifyAuditChain, verifyDatabaseFile, storedRowHash, type AuditVerifyReport, type AuditFindingKind } from '../../src/runtime/ledger/verify.ts';
+import { AUDIT_COLUMNS, hashAuditRow, toAuditRow } from '../../src/runtime/ledger/audit.ts';
+import { checkpointMaterial } from '../../src/runtime/runtime.ts';
+import { StoreError } from '../../src/store/store.ts';
+import { runCli } from '../../src/transports/cli/main.ts';
+import type { Io } from '../../src/transports/cli/output.ts';
+import type { TestContext } from 'node:test';
+
+async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: Io = { out: (s) => out.push(s), err: (s) => err.push(s), isTTY: false };
+  const code = await runCli(args, io);
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+/** A closed database with writes, denials and reads on two tenants and signed checkpoints. */
+async function populated(t: TestContext): Promise<TestRuntime> {
+  const h = await counterRuntime(t);
+  for (let i = 0; i < 6; i++) await consented(h, h.keys.employee, 'counter.add', { name: `c${i % 2}`, by: i + 1 });
+  await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'counter.add', { name: 'x', by: 1 }); // denied
+  await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'counter.get', { name: 'c0' }); // read
+  await h.rt.checkpointAll();
+  for (let i = 0; i < 3; i++) await consented(h, h.keys.employee, 'counter.add', { name: 'late', by: 1 });
+  await consented(h, h.otherOwnerKey, 'counter.add', { name: 'o', by: 1 });
+  await h.rt.close(); // flushes reads and signs a closing checkpoint per tenant
+  return h;
+}
+
+/** Open the file directly and drop the append-only triggers: the attacker's connection. */
+function attacker(h: TestRuntime): Database.Database {
+  const db = new Database(h.dbPath);
+  db.exec('DROP TRIGGER audit_log_no_update; DROP TRIGGER audit_log_no_delete;');
+  return db;
+}
+
+function kinds(report: AuditVerifyReport, companyId: number): AuditFindingKind[] {
+  return report.tenants.find((x) => x.company_id === companyId)?.findings.map((f) => f.kind) ?? [];
+}
+
+async function cliFindings(h: TestRuntime, extra: string[] = []): Promise<{ code: number; report: AuditVerifyReport; text: string }> {
+  const json = await cli(['--db', h.dbPath, 'audit', 'verify', '--json', ...extra]);
+  const text = await cli(['--db', h.dbPath, 'audit', 'verify', ...extra]);
+  assert.equal(json.code, text.code);
+  return { code: json.code, report: JSON.parse(json.out) as AuditVerifyReport, text: text.out + text.err };
+}
+
+function maxSeq(db: Database.Database, companyId: number): number {
+  return Number((db.prepare('SELECT MAX(seq) AS m FROM audit_log WHERE company_id = ?').get(companyId) as { m: number }).m);
+}
+
+/** Recompute every hash and link of a tenant's chain from its rows (what an attacker can do without the key). */
+function rehash(db: Database.Database, companyId: number): void {
+  const rows = db.prepare(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log WHERE company_id = ? ORDER BY seq`).all(companyId) as Array<Record<string, unknown>>;
+  let prev = '0'.repeat(64);
+  const upd = db.prepare('UPDATE audit_log SET prev_hash = ?, row_hash = ? WHERE audit_id = ?');
+  for (const raw of rows) {
+    const row = toAuditRow({ ...raw, prev_hash: prev });
+    const h = hashAuditRow(row);
+    upd.run(prev, h, row.audit_id);
+    prev = h;
+  }
+  db.prepare('UPDATE tenant_heads SET audit_seq = ?, audit_hash = ? WHERE company_id = ?').run(rows.length > 0 ? Number(rows[rows.length - 1]!.seq) : 0, prev, companyId);
+}
+
+describe('audit chain verification', () => {
+  it('an untouched log verifies: every tenant ok, checkpoints checked, CLI exit 0', async (t) => {
+    const h = await populated(t);
+    const report = verifyDatabaseFile(h.dbPath);
+    assert.equal(report.ok, true, JSON.stringify(report.tenants.flatMap((x) => x.findings)));
+    const main = report.tenants.find((x) => x.company_id === h.companyId)!;
+    assert.ok(main.rows_checked >= 12, `rows ${main.rows_checked}`);
+    assert.ok(main.checkpoints_checked >= 2);
+    assert.equal(main.last_signed_seq, main.last_seq, 'the closing checkpoint signs the head');
+    assert.match(report.warnings.join(' '), /same database/, 'without --keys it says where the keys came from');
+    const run = await cliFindings(h);
+    assert.equal(run.code, 0);
+    assert.match(run.text, /✓ tenant 2/);
+  });
+
+  it('the verifier hashes stored rows exactly as the ledger hashed them when appending', async (t) => {
+    const h = await populated(t);
+    const db = new Database(h.dbPath, { readonly: true });
+    const rows = db.prepare(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log`).all() as Array<Record<string, unknown>>;
+    db.close();
+    assert.ok(rows.length > 10);
+    for (const raw of rows) {
+      assert.equal(storedRowHash(raw), raw.row_hash);
+      assert.equal(hashAuditRow(toAuditRow(raw)), raw.row_hash);
+    }
+  });
+
+  it('verifies rows as PostgreSQL returns them (BIGINT as strings, request_data parsed) through the library', async (t) => {
+    const h = await populated(t);
+    const db = new Database(h.dbPath, { readonly: true });
+    const rows = (db.prepare(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log ORDER BY company_id, seq`).all() as Array<Record<string, unknown>>).map((r) => ({
+      ...r,
+      audit_id: String(r.audit_id),
+      company_id: String(r.company_id),
+      seq: String(r.seq),
+      user_id: r.user_id === null ? null : String(r.user_id),
+      request_data: JSON.parse(r.request_data as string) as unknown,
+    }));
+    const checkpoints = db.prepare('SELECT * FROM audit_checkpoints').all() as Array<{ company_id: number; seq: number; head_hash: string; created_at: string; kid: string; signature: string }>;
+    const keys = (db.prepare('SELECT public_jwk FROM tenant_keys').all() as Array<{ public_jwk: string }>).map((k) => JSON.parse(k.public_jwk));
+    db.close();
+    const report = verifyAuditChain(rows, checkpoints, keys);
+    assert.equal(report.ok, true, JSON.stringify(report.tenants.flatMap((x) => x.findings)));
+    rows[3]!.request_data = { tampered: true };
+    assert.deepEqual(
+      verifyAuditChain(rows, checkpoints, keys).tenants.flatMap((x) => x.findings.map((f) => f.kind)),
+      ['modified'],
+    );
+  });
+
+  it('the engine refuses UPDATE and DELETE on audit_log (StoreError append_only), also on a raw connection', async (t) => {
+    const h = await counterRuntime(t);
+    await consented(h, h.keys.employee, 'counter.add', { name: 'a', by: 1 });
+    for (const sql of [`UPDATE audit_log SET status = 'denied'`, 'DELETE FROM audit_log']) {
+      await assert.rejects(
+        h.rt.store.write((tx) => tx.run(sql)),
+        (err: unknown) => err instanceof StoreError && err.code === 'append_only',
+        sql,
+      );
+    }
+    const raw = new Database(h.dbPath);
+    t.after(() => raw.close());
+    assert.throws(() => raw.prepare(`UPDATE audit_log SET reason = 'x'`).run(), /append-only/);
+    assert.throws(() => raw.prepare('DELETE FROM audit_log').run(), /append-only/);
+  });
+
+  it('detects an edited row (modified), by the library and by solid audit verify', async (t) => {
+    const h = await populated(t);
+    const db = attacker(h);
+    const target = db.prepare(`SELECT audit_id, seq FROM audit_log WHERE company_id = ? AND status = 'denied'`).get(h.companyId) as { audit_id: number; seq: number };
+    db.prepare(`UPDATE audit_log SET status = 'completed', reason = NULL WHERE audit_id = ?`).run(target.audit_id); // hide a denial
+    db.close();
+    const report = verifyDatabaseFile(h.dbPath);
+    assert.equal(report.ok, false);
+    const f = report.tenants.find((x) => x.company_id === h.companyId)!.findings;
+    assert.deepEqual(
+      f.map((x) => [x.kind, x.seq, x.audit_id]),
+      [['modified', target.seq, target.audit_id]],
+    );
+    assert.deepEqual(kinds(report, h.otherCompanyId), [], 'the other tenant is untouched');
+    const run = await cliFindings(h);
+    assert.notEqual(run.code, 0);
+    assert.deepEqual(kinds(run.report, h.companyId), ['modified']);
+    assert.match(run.text, /modified\s+seq \d+ \(audit_id \d+\)/);
+  });
+
+  it('detects an edited row whose own hash was recomputed (chain_break at the next row, and the checkpoint)', async (t) => {
+    const h = await populated(t);
+    const db = attacker(h);
+    const row = db.prepare(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log WHERE company_id = ? AND seq = 3`).get(h.companyId) as Record<string, unknown>;
+    const edited = toAuditRow({ ...row, request_data: JSON.stringify({ name: 'c0', by: 999 }) });
+    db.prepare('UPDATE audit_log SET request_data = ?, row_hash = ? WHERE audit_id = ?').run(JSON.stringify({ by: 999, name: 'c0' }), hashAuditRow(edited), edited.audit_id);
+    db.close();
+    const report = verifyDatabaseFile(h.dbPath);
+    const k = kinds(report, h.companyId);
+    assert.ok(k.includes('chain_break'), k.join(','));
+    const run = await cliFindings(h);
+    assert.notEqual(run.code, 0);
+    assert.ok(kinds(run.report, h.companyId).includes('chain_break'));
+  });
+
+  it('detects a deleted row (gap)', async (t) => {
+    const h = await populated(t);
+    const db = attacker(h);
+    db.prepare('DELETE FROM audit_log WHERE company_id = ? AND seq = 4').run(h.companyId);
+    db.close();
+    const report = verifyDatabaseFile(h.dbPath);
+    const f = report.tenants.find((x) => x.company_id === h.companyId)!.findings;
+    assert.deepEqual(
+      f.map((x) => [x.kind, x.seq, x.missing]),
+      [['gap', 4, 1]],
+    );
+    const run = await cliFindings(h);
+    assert.notEqual(run.code, 0);
+    assert.deepEqual(kinds(run.report, h.companyId), ['gap']);
+    assert.match(run.text, /gap/);
+  });
+
+  it('detects a truncated tail (truncated: the head and the signed checkpoint lie beyond the last row)', async (t) => {
+    const h = await populated(t);
+    const db = attacker(h);
+    const last = maxSeq(db, h.companyId);
+    db.prepare('DELETE FROM audit_log WHERE company_id = ? AND seq > ?').run(h.companyId, last - 3);
+    db.close();
+    const report = verifyDatabaseFile(h.dbPath);
+    const k = kinds(report, h.companyId);
+    assert.ok(k.length >= 1 && k.every((x) => x === 'truncated'), k.join(','));
+    const run = await cliFindings(h);
+    assert.notEqual(run.code, 0);
+    assert.ok(kinds(run.report, h.companyId).includes('truncated'));
+  });
+
+  it('detects a truncated tail whose head and checkpoints were also cleaned up, against keys and checkpoints exported earlier', async (t) => {
+    const h = await populated(t);
+    const keysFile = join(h.dir, 'trusted.json');
+    assert.equal((await cli(['--db', h.dbPath, 'audit', 'export-keys', '--out', keysFile])).code, 0);
+    const db = attacker(h);
+    const last = maxSeq(db, h.companyId);
+    db.prepare('DELETE FROM audit_log WHERE company_id = ? AND seq > ?').run(h.companyId, last - 2);
+    db.prepare('DELETE FROM audit_checkpoints WHERE company_id = ? AND seq > ?').run(h.companyId, last - 2);
+    const newLast = db.prepare('SELECT seq, row_hash FROM audit_log WHERE company_id = ? ORDER BY seq DESC LIMIT 1').get(h.companyId) as { seq: number; row_hash: string };
+    db.prepare('UPDATE tenant_heads SET audit_seq = ?, audit_hash = ? WHERE company_id = ?').run(newLast.seq, newLast.row_hash, h.companyId);
+    db.close();
+    const run = await cliFindings(h, ['--keys', keysFile]);
+    assert.notEqual(run.code, 0);
+    assert.deepEqual(kinds(run.report, h.companyId), ['truncated']);
+    assert.equal(run.report.warnings.length, 0, 'trusted keys: no same-store warning');
+  });
+
+  it('detects the whole chain re-hashed consistently without the signing key (bad_signature at the checkpoints)', async (t) => {
+    const h = await populated(t);
+    const db = attacker(h);
+    const denied = db.prepare(`SELECT audit_id FROM audit_log WHERE company_id = ? AND status = 'denied'`).get(h.companyId) as { audit_id: number };
+    db.prepare('DELETE FROM audit_log WHERE audit_id = ?').run(denied.audit_id); // erase the denial…
+    db.prepare('UPDATE audit_log SET seq = seq - 1 WHERE company_id = ? AND audit_id > ?').run(h.companyId, denied.audit_id); // …renumber…
+    rehash(db, h.companyId); // …and make every hash and link consistent again
+    db.close();
+    const report = verifyDatabaseFile(h.dbPath);
+    const k = kinds(report, h.companyId);
+    assert.ok(k.includes('bad_signature'), k.join(','));
+    assert.ok(!k.includes('modified') && !k.includes('chain_break') && !k.includes('gap'), 'the chain itself is consistent: only the signatures catch it');
+    const run = await cliFindings(h);
+    assert.notEqual(run.code, 0);
+    assert.ok(kinds(run.report, h.companyId).includes('bad_signature'));
+    assert.match(run.text, /bad_signature/);
+  });
+
+  it('detects a re-hashed chain re-signed with a key of the attacker’s own, when verifying with keys exported earlier (unknown_key)', async (t) => {
+    const h = await populated(t);
+    const keysFile = join(h.dir, 'trusted.json');
+    assert.equal((await cli(['--db', h.dbPath, 'audit', 'export-keys', '--out', keysFile])).code, 0);
+    const db = attacker(h);
+    db.prepare(`UPDATE audit_log SET reason = 'nothing to see' WHERE company_id = ? AND seq = 2`).run(h.companyId);
+    rehash(db, h.companyId);
+    // Replace every checkpoint with one signed by a key the attacker made, and plant that key.
+    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const kid = 'k2-attacker';
+    const jwk = { ...(publicKey.export({ format: 'jwk' }) as Record<string, string>), kid, use: 'sig', alg: 'ES256' };
+    db.prepare(`INSERT INTO tenant_keys (kid, company_id, state, public_jwk, private_enc, created_at) VALUES (?, ?, 'active', ?, 'x', ?)`).run(kid, h.companyId, JSON.stringify(jwk), new Date().toISOString());
+    db.prepare('DELETE FROM audit_checkpoints WHERE company_id = ?').run(h.companyId);
+    const head = db.prepare('SELECT audit_seq, audit_hash FROM tenant_heads WHERE company_id = ?').get(h.companyId) as { audit_seq: number; audit_hash: string };
+    const created_at = new Date().toISOString();
+    const signature = nodeSign('sha256', checkpointMaterial({ company_id: h.companyId, seq: head.audit_seq, head_hash: head.audit_hash, created_at }), { key: privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url');
+    db.prepare('INSERT INTO audit_checkpoints (company_id, seq, head_hash, created_at, kid, signature) VALUES (?, ?, ?, ?, ?, ?)').run(h.companyId, head.audit_seq, head.audit_hash, created_at, kid, signature);
+    db.close();
+    // With the database's own keys the forgery is self-consistent: the warning is the honest answer.
+    const selfCheck = verifyDatabaseFile(h.dbPath, { tenant: h.companyId });
+    assert.match(selfCheck.warnings.join(' '), /same database/);
+    // With the keys (and checkpoints) exported before, it is caught.
+    const run = await cliFindings(h, ['--keys', keysFile, '--tenant', String(h.companyId)]);
+    assert.notEqual(run.code, 0);
+    const k = kinds(run.report, h.companyId);
+    assert.ok(k.includes('unknown_key'), k.join(','));
+    assert.ok(k.includes('bad_signature'), 'the exported checkpoint no longer matches the rewritten row');
+    assert.deepEqual(
+      run.report.tenants.map((x) => x.company_id),
+      [h.companyId],
+      '--tenant limits the report',
+    );
+  });
+
+  it('detects a checkpoint whose signature was altered (bad_signature)', async (t) => {
+    const h = await populated(t);
+    const db = new Database(h.dbPath);
+    const cp = db.prepare('SELECT seq, signature FROM audit_checkpoints WHERE company_id = ? ORDER BY seq LIMIT 1').get(h.companyId) as { seq: number; signature: string };
+    const sig = Buffer.from(cp.signature, 'base64url');
+    sig[10] = sig[10]! ^ 0xff;
+    db.prepare('UPDATE audit_checkpoints SET signature = ? WHERE company_id = ? AND seq = ?').run(sig.toString('base64url'), h.companyId, cp.seq);
+    db.close();
+    const report = verifyDatabaseFile(h.dbPath);
+    assert.deepEqual(kinds(report, h.companyId), ['bad_signature']);
+    const run = await cliFindings(h);
+    assert.notEqual(run.code, 0);
+  });
+
+  it('a missing database answers store_unavailable with a hint, not a stack', async (t) => {
+    const h = await counterRuntime(t);
+    const run = await cli(['--db', join(h.dir, 'nope.db'), 'audit', 'verify']);
+    assert.equal(run.code, 8);
+    assert.match(run.err, /store_unavailable/);
+  });
+});
