@@ -147,7 +147,12 @@ export async function webmcpFixture(t: TestContext, options: WebmcpPluginOptions
   };
   const app = createHttpServer(h.rt, { logger: false, plugins: [createWebmcpPlugin(options), pagesPlugin] });
   await app.ready();
-  t.after(() => app.close());
+  t.after(async () => {
+    // A browser may hold keep-alive or preconnected sockets that would keep close() waiting for
+    // the server's request timeout; drop them first.
+    app.server.closeAllConnections();
+    await app.close();
+  });
   return {
     ...h,
     app,
