@@ -88,7 +88,7 @@ describe('system.telemetry', () => {
     const lat = r.latency_ms as Record<string, number | null>;
     assert.ok(lat.p50! > 0 && lat.p50! <= lat.p95! && lat.p95! <= lat.p99!);
     const store = r.store as Record<string, number | string>;
-    assert.equal(store.engine, 'sqlite');
+    assert.equal(store.engine, h.rt.store.engine);
     assert.ok((store.size_bytes as number) > 0);
     const head = await h.rt.store.read((q) => q.get<{ audit_seq: number }>('SELECT audit_seq FROM tenant_heads WHERE company_id = ?', [h.companyId]));
     assert.equal(store.audit_rows, Number(head!.audit_seq));
