@@ -8,7 +8,7 @@
  * withdraws the tools.
  *
  * `document.body.dataset.state` is `login`, `loading` or `ready` (tests and styles may wait on it).
- * Spec: spec/transports.md §dashboard.
+ * Spec: spec/transports.md §webmcp-dashboard.
  */
 import { byId } from './element.ts';
 import { createContext, describeError, type CatalogEntry, type DashboardContext, type SessionInfo } from './dashboard-context.ts';

@@ -1,5 +1,5 @@
 /**
- * The dashboard's own API (spec/transports.md §dashboard):
+ * The dashboard's own API (spec/transports.md §webmcp-dashboard):
  *
  *   GET  /api/v1/dashboard/catalog
  *        → 200 { verbs: CatalogEntry[], total }: every registered verb with its catalogue facts

@@ -1,5 +1,5 @@
 /**
- * The dashboard and the browser module (spec/transports.md §webmcp-module, §dashboard):
+ * The dashboard and the browser module (spec/transports.md §webmcp-module, §webmcp-dashboard):
  *
  *   GET /                        the dashboard page (web/dashboard.html), strict CSP, no inline script
  *   GET /dashboard.js            the dashboard script (bundled from web/dashboard.ts)

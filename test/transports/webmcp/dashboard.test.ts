@@ -1,5 +1,5 @@
 /**
- * The dashboard over HTTP (spec/transports.md §dashboard, §webmcp-module): the page with a strict
+ * The dashboard over HTTP (spec/transports.md §webmcp-dashboard, §webmcp-module): the page with a strict
  * CSP and no inline script, the bundled /webmcp.js and /dashboard.js with ETags, the catalogue,
  * and the session-bound dispatch route the dashboard's own buttons use (approvals, revert).
  */
