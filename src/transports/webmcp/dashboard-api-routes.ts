@@ -21,6 +21,7 @@ import { dispatchAndReply } from './browser-dispatch.ts';
 import { parseCallBody } from './call-body.ts';
 import { requireSessionForWrite } from './request-guard.ts';
 import type { SessionStore } from './session-store.ts';
+import { ROUTE_DOCS } from './route-docs.ts';
 
 /** One catalogue entry of `GET /api/v1/dashboard/catalog`. */
 export interface CatalogEntry {
@@ -52,7 +53,7 @@ export interface DashboardApiDeps {
 export function registerDashboardApiRoutes(app: FastifyInstance, deps: DashboardApiDeps): void {
   const { rt, sessions, allowedOrigins } = deps;
 
-  app.get('/api/v1/dashboard/catalog', async function catalog(_request: FastifyRequest, reply: FastifyReply) {
+  app.get('/api/v1/dashboard/catalog', { config: ROUTE_DOCS['GET /api/v1/dashboard/catalog'] }, async function catalog(_request: FastifyRequest, reply: FastifyReply) {
     const verbs: CatalogEntry[] = rt.registry.all().map((v) => ({
       name: v.name,
       tool_name: v.toolName,
@@ -71,10 +72,14 @@ export function registerDashboardApiRoutes(app: FastifyInstance, deps: Dashboard
     return reply.header('cache-control', 'no-cache').type('application/json; charset=utf-8').send({ verbs, total: verbs.length });
   });
 
-  app.post('/api/v1/dashboard/dispatch/:verb', { bodyLimit: deps.bodyLimitBytes }, async function dashboardDispatch(request: FastifyRequest, reply: FastifyReply) {
-    const verb = String((request.params as Record<string, unknown>).verb ?? '');
-    const session = await requireSessionForWrite(sessions, request, allowedOrigins);
-    const body = parseCallBody(request.body, { surface: false });
-    return dispatchAndReply(rt, request, reply, { principal: { ...session.principal, agent_type: 'dashboard' }, surface: 'http' }, verb, body);
-  });
+  app.post(
+    '/api/v1/dashboard/dispatch/:verb',
+    { bodyLimit: deps.bodyLimitBytes, config: ROUTE_DOCS['POST /api/v1/dashboard/dispatch/:verb'] },
+    async function dashboardDispatch(request: FastifyRequest, reply: FastifyReply) {
+      const verb = String((request.params as Record<string, unknown>).verb ?? '');
+      const session = await requireSessionForWrite(sessions, request, allowedOrigins);
+      const body = parseCallBody(request.body, { surface: false });
+      return dispatchAndReply(rt, request, reply, { principal: { ...session.principal, agent_type: 'dashboard' }, surface: 'http' }, verb, body);
+    },
+  );
 }

@@ -9,6 +9,7 @@
  * Static answers carry a strong ETag and `Cache-Control: no-cache` (304 on If-None-Match).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { HIDDEN } from './route-docs.ts';
 import { webAsset, type WebAssetName } from './web-assets.ts';
 
 /**
@@ -35,11 +36,11 @@ async function serveAsset(name: WebAssetName, request: FastifyRequest, reply: Fa
 
 /** Register the module and, unless `dashboard` is false, the page and its assets. */
 export function registerDashboardRoutes(app: FastifyInstance, deps: { dashboard: boolean }): void {
-  app.get('/webmcp.js', function webmcpModule(request, reply) {
+  app.get('/webmcp.js', { config: HIDDEN }, function webmcpModule(request, reply) {
     return serveAsset('webmcp.js', request, reply);
   });
   if (!deps.dashboard) return;
-  app.get('/', function dashboardPage(request, reply) {
+  app.get('/', { config: HIDDEN }, function dashboardPage(request, reply) {
     return serveAsset('dashboard.html', request, reply, {
       'content-security-policy': DASHBOARD_CSP,
       'referrer-policy': 'same-origin',
@@ -47,10 +48,10 @@ export function registerDashboardRoutes(app: FastifyInstance, deps: { dashboard:
       'cross-origin-opener-policy': 'same-origin',
     });
   });
-  app.get('/dashboard.js', function dashboardScript(request, reply) {
+  app.get('/dashboard.js', { config: HIDDEN }, function dashboardScript(request, reply) {
     return serveAsset('dashboard.js', request, reply);
   });
-  app.get('/dashboard.css', function dashboardStyles(request, reply) {
+  app.get('/dashboard.css', { config: HIDDEN }, function dashboardStyles(request, reply) {
     return serveAsset('dashboard.css', request, reply);
   });
 }

@@ -18,6 +18,7 @@ import { sendEnvelope } from '../http/error-handler.ts';
 import { serializeCookie } from './cookies.ts';
 import { checkOrigin, isHttps, requireSessionForWrite, sessionRequired, sessionTokenOf } from './request-guard.ts';
 import { CSRF_COOKIE, SESSION_COOKIE, type SessionStore, type WebSession } from './session-store.ts';
+import { ROUTE_DOCS } from './route-docs.ts';
 
 /** What session answers carry in `result`. */
 export interface SessionInfo {
@@ -79,7 +80,7 @@ function fail(err: VerbError): Envelope {
 export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDeps): void {
   const { rt, sessions, allowedOrigins } = deps;
 
-  app.post('/api/v1/session', async function login(request: FastifyRequest, reply: FastifyReply) {
+  app.post('/api/v1/session', { config: ROUTE_DOCS['POST /api/v1/session'] }, async function login(request: FastifyRequest, reply: FastifyReply) {
     checkOrigin(request, allowedOrigins, false);
     const body = request.body as Record<string, unknown> | undefined;
     if (body === null || typeof body !== 'object' || Array.isArray(body) || typeof body.api_key !== 'string' || body.api_key === '') {
@@ -101,7 +102,7 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
     return sendEnvelope(reply, ok({ ...info(session) }));
   });
 
-  app.get('/api/v1/session', async function whoAmI(request: FastifyRequest, reply: FastifyReply) {
+  app.get('/api/v1/session', { config: ROUTE_DOCS['GET /api/v1/session'] }, async function whoAmI(request: FastifyRequest, reply: FastifyReply) {
     const session = await sessions.lookup(sessionTokenOf(request));
     if (session === undefined) {
       if (sessionTokenOf(request) !== undefined) reply.header('set-cookie', clearCookies(request));
@@ -110,7 +111,7 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
     return sendEnvelope(reply, ok({ ...info(session) }));
   });
 
-  app.delete('/api/v1/session', async function logout(request: FastifyRequest, reply: FastifyReply) {
+  app.delete('/api/v1/session', { config: ROUTE_DOCS['DELETE /api/v1/session'] }, async function logout(request: FastifyRequest, reply: FastifyReply) {
     const token = sessionTokenOf(request);
     if ((await sessions.lookup(token)) !== undefined) await requireSessionForWrite(sessions, request, allowedOrigins);
     const ended = await sessions.destroy(token);

@@ -22,6 +22,7 @@ import { dispatchAndReply } from './browser-dispatch.ts';
 import { isWebmcpSurface, webmcpManifest } from './manifest.ts';
 import { checkCsrf, checkOrigin, sessionRequired, sessionTokenOf } from './request-guard.ts';
 import type { SessionStore } from './session-store.ts';
+import { ROUTE_DOCS } from './route-docs.ts';
 
 export interface WebmcpRouteDeps {
   rt: Runtime;
@@ -35,7 +36,7 @@ export interface WebmcpRouteDeps {
 export function registerWebmcpRoutes(app: FastifyInstance, deps: WebmcpRouteDeps): void {
   const { rt, sessions, allowedOrigins } = deps;
 
-  app.get('/api/v1/webmcp/manifest', async function manifest(request: FastifyRequest, reply: FastifyReply) {
+  app.get('/api/v1/webmcp/manifest', { config: ROUTE_DOCS['GET /api/v1/webmcp/manifest'] }, async function manifest(request: FastifyRequest, reply: FastifyReply) {
     const surface = (request.query as Record<string, unknown> | undefined)?.surface;
     if (!isWebmcpSurface(surface)) {
       throw new VerbError('invalid_request', `Unknown WebMCP surface ${JSON.stringify(String(surface ?? '')).slice(0, 60)}.`, {
@@ -51,7 +52,10 @@ export function registerWebmcpRoutes(app: FastifyInstance, deps: WebmcpRouteDeps
 
   app.post(
     '/api/v1/webmcp/execute/:tool_name',
-    { bodyLimit: deps.executeBodyLimitBytes },
+    {
+      bodyLimit: deps.executeBodyLimitBytes,
+      config: ROUTE_DOCS['POST /api/v1/webmcp/execute/:tool_name'],
+    },
     async function execute(request: FastifyRequest, reply: FastifyReply) {
       const toolName = String((request.params as Record<string, unknown>).tool_name ?? '');
       const body = parseCallBody(request.body, { surface: true });

@@ -162,3 +162,16 @@ describe('POST /api/v1/dashboard/dispatch/{verb}', () => {
     assert.deepEqual(row, { agent_type: 'dashboard', parent_id: done.env.audit_id });
   });
 });
+
+describe('/openapi.json', () => {
+  it('documents the session, WebMCP and dashboard JSON routes and hides the static files', async (t) => {
+    const f = await webmcpFixture(t);
+    const doc = (await f.app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, Record<string, { operationId?: string; tags?: string[] }>> };
+    assert.equal(doc.paths['/api/v1/session']?.post?.operationId, 'session_login');
+    assert.equal(doc.paths['/api/v1/session']?.delete?.operationId, 'session_logout');
+    assert.equal(doc.paths['/api/v1/webmcp/manifest']?.get?.operationId, 'webmcp_manifest');
+    assert.equal(doc.paths['/api/v1/webmcp/execute/{tool_name}']?.post?.operationId, 'webmcp_execute');
+    assert.equal(doc.paths['/api/v1/dashboard/dispatch/{verb}']?.post?.operationId, 'dashboard_dispatch');
+    for (const hidden of ['/', '/webmcp.js', '/dashboard.js', '/dashboard.css']) assert.equal(doc.paths[hidden], undefined, hidden);
+  });
+});
