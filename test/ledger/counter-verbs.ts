@@ -4,7 +4,7 @@
  * outbox side effect. Plus `consented()`: the pending → confirm round trip a human would do.
  */
 import type { TestContext } from 'node:test';
-import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { createTestRuntime, type TestRuntime, type TestRuntimeOptions } from '../support/runtime.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 import { VerbError } from '../../src/runtime/errors.ts';
 import type { DispatchOptions } from '../../src/runtime/dispatch.ts';
@@ -106,7 +106,7 @@ export const counterGet = defineVerb<{ name: string }>({
 export const COUNTER_VERBS = [counterAdd, counterCharge, counterEmail, counterGet];
 
 /** A test runtime with the counter table and verbs. */
-export async function counterRuntime(t: TestContext, options: Partial<RuntimeOptions> = {}): Promise<TestRuntime> {
+export async function counterRuntime(t: TestContext, options: TestRuntimeOptions = {}): Promise<TestRuntime> {
   const h = await createTestRuntime(t, options);
   await h.rt.store.migrate('ledger-test', [
     {
@@ -114,6 +114,8 @@ export async function counterRuntime(t: TestContext, options: Partial<RuntimeOpt
       name: 'counters',
       sqlite: `CREATE TABLE counters (company_id INTEGER NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL, changes INTEGER NOT NULL, PRIMARY KEY (company_id, name));
                CREATE TABLE counter_locks (company_id INTEGER NOT NULL, name TEXT NOT NULL, PRIMARY KEY (company_id, name));`,
+      postgres: `CREATE TABLE counters (company_id BIGINT NOT NULL, name TEXT NOT NULL, value BIGINT NOT NULL, changes BIGINT NOT NULL, PRIMARY KEY (company_id, name));
+               CREATE TABLE counter_locks (company_id BIGINT NOT NULL, name TEXT NOT NULL, PRIMARY KEY (company_id, name));`,
     },
   ]);
   h.rt.register(...COUNTER_VERBS);

@@ -90,7 +90,7 @@ describe('receipts', () => {
   });
 
   it('solid receipt verify accepts a saved envelope, refuses an altered one, and finds its row missing from a truncated log', async (t) => {
-    const h = await counterRuntime(t);
+    const h = await counterRuntime(t, { engine: 'sqlite' }); // the CLI opens the SQLite file
     const env = await consented(h, h.keys.employee, 'counter.add', { name: 'a', by: 2 });
     const later = await consented(h, h.keys.employee, 'counter.add', { name: 'a', by: 1 });
     assert.equal(later.ok, true);

@@ -92,7 +92,7 @@ describe('audit.trail', () => {
 
   it('every filter combination is an index search with no sort step (no full scan, no temp b-tree)', async (t) => {
     const clock = { now: new Date('2026-02-01T09:00:00.000Z') };
-    const h = await counterRuntime(t, { clock: () => clock.now });
+    const h = await counterRuntime(t, { clock: () => clock.now, engine: 'sqlite' }); // SQLite query plans
     await seed(h, clock);
     const seen = captureReads(h);
     const filters: Record<string, Record<string, unknown>> = {

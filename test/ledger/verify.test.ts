@@ -30,7 +30,7 @@ async function cli(args: string[]): Promise<{ code: number; out: string; err: st
 
 /** A closed database with writes, denials and reads on two tenants and signed checkpoints. */
 async function populated(t: TestContext): Promise<TestRuntime> {
-  const h = await counterRuntime(t);
+  const h = await counterRuntime(t, { engine: 'sqlite' }); // opens the SQLite file itself
   for (let i = 0; i < 6; i++) await consented(h, h.keys.employee, 'counter.add', { name: `c${i % 2}`, by: i + 1 });
   await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'counter.add', { name: 'x', by: 1 }); // denied
   await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'counter.get', { name: 'c0' }); // read
@@ -128,7 +128,7 @@ describe('audit chain verification', () => {
   });
 
   it('the engine refuses UPDATE and DELETE on audit_log (StoreError append_only), also on a raw connection', async (t) => {
-    const h = await counterRuntime(t);
+    const h = await counterRuntime(t, { engine: 'sqlite' }); // opens the SQLite file itself
     await consented(h, h.keys.employee, 'counter.add', { name: 'a', by: 1 });
     for (const sql of [`UPDATE audit_log SET status = 'denied'`, 'DELETE FROM audit_log']) {
       await assert.rejects(
@@ -293,7 +293,7 @@ describe('audit chain verification', () => {
   });
 
   it('a missing database answers store_unavailable with a hint, not a stack', async (t) => {
-    const h = await counterRuntime(t);
+    const h = await counterRuntime(t, { engine: 'sqlite' }); // opens the SQLite file itself
     const run = await cli(['--db', join(h.dir, 'nope.db'), 'audit', 'verify']);
     assert.equal(run.code, 8);
     assert.match(run.err, /store_unavailable/);

@@ -30,13 +30,21 @@ export interface TestRuntime {
   principal(role: Role, companyId?: number): Principal;
 }
 
-export async function createTestRuntime(t: TestContext | undefined, options: Partial<RuntimeOptions> & { tier?: Tier; path?: string } = {}): Promise<TestRuntime> {
+/** createTestRuntime options: runtime options plus the tier of the main tenant, a SQLite path, or a forced engine. */
+export type TestRuntimeOptions = Partial<RuntimeOptions> & {
+  tier?: Tier;
+  path?: string;
+  /** Force an engine: 'sqlite' for tests that open the database file itself (tamper, CLI --db, query plans). */
+  engine?: 'sqlite' | 'postgres';
+};
+
+export async function createTestRuntime(t: TestContext | undefined, options: TestRuntimeOptions = {}): Promise<TestRuntime> {
   const dir = mkdtempSync(join(tmpdir(), 'solid-test-'));
   const dbPath = options.path ?? join(dir, 'test.db');
   let store: Store;
   let schema: string | undefined;
   if (options.store !== undefined) store = options.store;
-  else if (options.path === undefined && testEngine() === 'postgres') {
+  else if (options.path === undefined && (options.engine ?? testEngine()) === 'postgres') {
     const pgStore = createTestPostgresStore(t, { keep: true });
     schema = pgStore.schema;
     store = pgStore;
