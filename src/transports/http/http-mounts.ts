@@ -15,7 +15,7 @@ export type HttpMount = () => Promise<HttpPlugin>;
 export const HTTP_MOUNTS: Readonly<Record<string, HttpMount>> = {
   webmcp: () => import('../webmcp/index.ts').then((m) => m.webmcpPlugin),
   mcp: () => import('../mcp/http-plugin.ts').then((m) => m.mcpHttpPlugin),
-  // ucp:    /.well-known/ucp and its endpoint (src/transports/ucp/)
+  ucp: () => import('../ucp/ucp-plugin.ts').then((m) => m.ucpPlugin),
 };
 
 /** Load every mount; a mount that fails to load is reported through `onError` and skipped. */

@@ -210,7 +210,7 @@ describe('UCP inbound verification', () => {
   it('uses pinned trust-list keys without fetching the profile', async (t) => {
     const u = await createUcpHarness(t);
     const key = u.platform.keys[0]!;
-    await u.configure({ platforms: [{ profile: u.platform.url, keys: [key.jwk] }] });
+    await u.configure({ platforms: [{ profile: u.platform.url, keys: [{ ...key.jwk }] }] });
     assert.equal((await u.call(COUNT, {})).status, 200);
     assert.equal(u.platform.hits, 0);
     const other = newPlatformKey('other');
