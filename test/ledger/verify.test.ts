@@ -28,6 +28,19 @@ async function cli(args: string[]): Promise<{ code: number; out: string; err: st
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
 
+/**
+ * Verify with one thread and with worker threads over tiny chunks (so chunk boundaries fall
+ * everywhere): both walks must report the same findings. Returns the sequential report.
+ */
+async function verifyBoth(path: string, options: Parameters<typeof verifyDatabaseFile>[1] = {}): Promise<AuditVerifyReport> {
+  const one = await verifyDatabaseFile(path, { ...options, parallelMinRows: Number.POSITIVE_INFINITY });
+  const many = await verifyDatabaseFile(path, { ...options, parallelMinRows: 0, workers: 2, chunkRows: 3 });
+  assert.deepEqual(many.warnings, one.warnings, 'the parallel walk ran');
+  const shape = (r: AuditVerifyReport) => r.tenants.map((x) => ({ ...x, findings: x.findings.map((f) => [f.kind, f.seq]) }));
+  assert.deepEqual(shape(many), shape(one));
+  return one;
+}
+
 /** A closed database with writes, denials and reads on two tenants and signed checkpoints. */
 async function populated(t: TestContext): Promise<TestRuntime> {
   const h = await counterRuntime(t, { engine: 'sqlite' }); // opens the SQLite file itself
@@ -80,7 +93,7 @@ function rehash(db: Database.Database, companyId: number): void {
 describe('audit chain verification', () => {
   it('an untouched log verifies: every tenant ok, checkpoints checked, CLI exit 0', async (t) => {
     const h = await populated(t);
-    const report = verifyDatabaseFile(h.dbPath);
+    const report = await verifyBoth(h.dbPath);
     assert.equal(report.ok, true, JSON.stringify(report.tenants.flatMap((x) => x.findings)));
     const main = report.tenants.find((x) => x.company_id === h.companyId)!;
     assert.ok(main.rows_checked >= 12, `rows ${main.rows_checked}`);
@@ -102,6 +115,20 @@ describe('audit chain verification', () => {
       assert.equal(storedRowHash(raw), raw.row_hash);
       assert.equal(hashAuditRow(toAuditRow(raw)), raw.row_hash);
     }
+  });
+
+  it('hashes hostile strings exactly like the ledger: quotes, backslashes, control characters, emoji in names and keys', async (t) => {
+    const h = await counterRuntime(t);
+    await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'evil"\\name\n\u0001😀', { 'k"\\': 'v\u0000😀' });
+    await consented(h, h.keys.employee, 'counter.add', { name: 'quote"back\\slash\ttab😀', by: 1 }, { idempotency_key: 'key "with" \\ quotes' });
+    await h.rt.close();
+    const report = await verifyBoth(h.dbPath);
+    assert.equal(report.ok, true, JSON.stringify(report.tenants.flatMap((x) => x.findings)));
+    const db = new Database(h.dbPath, { readonly: true });
+    const rows = db.prepare(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log`).all() as Array<Record<string, unknown>>;
+    db.close();
+    assert.ok(rows.some((r) => String(r.action_type).includes('😀')), 'the hostile name was audited');
+    for (const raw of rows) assert.equal(storedRowHash(raw), raw.row_hash);
   });
 
   it('verifies rows as PostgreSQL returns them (BIGINT as strings, request_data parsed) through the library', async (t) => {
@@ -149,7 +176,7 @@ describe('audit chain verification', () => {
     const target = db.prepare(`SELECT audit_id, seq FROM audit_log WHERE company_id = ? AND status = 'denied'`).get(h.companyId) as { audit_id: number; seq: number };
     db.prepare(`UPDATE audit_log SET status = 'completed', reason = NULL WHERE audit_id = ?`).run(target.audit_id); // hide a denial
     db.close();
-    const report = verifyDatabaseFile(h.dbPath);
+    const report = await verifyBoth(h.dbPath);
     assert.equal(report.ok, false);
     const f = report.tenants.find((x) => x.company_id === h.companyId)!.findings;
     assert.deepEqual(
@@ -170,7 +197,7 @@ describe('audit chain verification', () => {
     const edited = toAuditRow({ ...row, request_data: JSON.stringify({ name: 'c0', by: 999 }) });
     db.prepare('UPDATE audit_log SET request_data = ?, row_hash = ? WHERE audit_id = ?').run(JSON.stringify({ by: 999, name: 'c0' }), hashAuditRow(edited), edited.audit_id);
     db.close();
-    const report = verifyDatabaseFile(h.dbPath);
+    const report = await verifyBoth(h.dbPath);
     const k = kinds(report, h.companyId);
     assert.ok(k.includes('chain_break'), k.join(','));
     const run = await cliFindings(h);
@@ -183,7 +210,7 @@ describe('audit chain verification', () => {
     const db = attacker(h);
     db.prepare('DELETE FROM audit_log WHERE company_id = ? AND seq = 4').run(h.companyId);
     db.close();
-    const report = verifyDatabaseFile(h.dbPath);
+    const report = await verifyBoth(h.dbPath);
     const f = report.tenants.find((x) => x.company_id === h.companyId)!.findings;
     assert.deepEqual(
       f.map((x) => [x.kind, x.seq, x.missing]),
@@ -201,7 +228,7 @@ describe('audit chain verification', () => {
     const last = maxSeq(db, h.companyId);
     db.prepare('DELETE FROM audit_log WHERE company_id = ? AND seq > ?').run(h.companyId, last - 3);
     db.close();
-    const report = verifyDatabaseFile(h.dbPath);
+    const report = await verifyBoth(h.dbPath);
     const k = kinds(report, h.companyId);
     assert.ok(k.length >= 1 && k.every((x) => x === 'truncated'), k.join(','));
     const run = await cliFindings(h);
@@ -234,7 +261,7 @@ describe('audit chain verification', () => {
     db.prepare('UPDATE audit_log SET seq = seq - 1 WHERE company_id = ? AND audit_id > ?').run(h.companyId, denied.audit_id); // …renumber…
     rehash(db, h.companyId); // …and make every hash and link consistent again
     db.close();
-    const report = verifyDatabaseFile(h.dbPath);
+    const report = await verifyBoth(h.dbPath);
     const k = kinds(report, h.companyId);
     assert.ok(k.includes('bad_signature'), k.join(','));
     assert.ok(!k.includes('modified') && !k.includes('chain_break') && !k.includes('gap'), 'the chain itself is consistent: only the signatures catch it');
@@ -263,7 +290,7 @@ describe('audit chain verification', () => {
     db.prepare('INSERT INTO audit_checkpoints (company_id, seq, head_hash, created_at, kid, signature) VALUES (?, ?, ?, ?, ?, ?)').run(h.companyId, head.audit_seq, head.audit_hash, created_at, kid, signature);
     db.close();
     // With the database's own keys the forgery is self-consistent: the warning is the honest answer.
-    const selfCheck = verifyDatabaseFile(h.dbPath, { tenant: h.companyId });
+    const selfCheck = await verifyBoth(h.dbPath, { tenant: h.companyId });
     assert.match(selfCheck.warnings.join(' '), /same database/);
     // With the keys (and checkpoints) exported before, it is caught.
     const run = await cliFindings(h, ['--keys', keysFile, '--tenant', String(h.companyId)]);
@@ -286,7 +313,7 @@ describe('audit chain verification', () => {
     sig[10] = sig[10]! ^ 0xff;
     db.prepare('UPDATE audit_checkpoints SET signature = ? WHERE company_id = ? AND seq = ?').run(sig.toString('base64url'), h.companyId, cp.seq);
     db.close();
-    const report = verifyDatabaseFile(h.dbPath);
+    const report = await verifyBoth(h.dbPath);
     assert.deepEqual(kinds(report, h.companyId), ['bad_signature']);
     const run = await cliFindings(h);
     assert.notEqual(run.code, 0);

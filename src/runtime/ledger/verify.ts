@@ -21,6 +21,8 @@
 import { createHash, createPublicKey, verify as nodeVerify, type KeyObject } from 'node:crypto';
 import * as nodeCrypto from 'node:crypto';
 import canonicalize from 'canonicalize';
+import { availableParallelism } from 'node:os';
+import { Worker, type MessagePort } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { AUDIT_COLUMNS, GENESIS_HASH } from './audit.ts';
 import type { PublicJwk } from './tenant-keys.ts';
@@ -121,10 +123,19 @@ function sha256Hex(s: string): string {
   return oneShotHash !== undefined ? oneShotHash('sha256', s, 'hex') : createHash('sha256').update(s, 'utf8').digest('hex');
 }
 
+/** Characters JSON.stringify escapes in a string (any surrogate takes the slow, exact path). */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/** RFC 8785 form of one stored value (JSON.stringify's, which JCS uses for strings and numbers). */
 function canonicalValue(i: number, v: unknown): string {
   if (v === null || v === undefined) return 'null';
   if (i === REQUEST_DATA) return typeof v === 'string' ? v : (canonicalize(v) ?? 'null');
-  if (IS_NUMERIC[i] && (typeof v === 'string' || typeof v === 'bigint')) return JSON.stringify(Number(v));
+  if (typeof v === 'string') {
+    if (IS_NUMERIC[i]) return JSON.stringify(Number(v));
+    return NEEDS_ESCAPE.test(v) ? JSON.stringify(v) : `"${v}"`;
+  }
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : 'null';
+  if (typeof v === 'bigint') return String(v);
   return JSON.stringify(v);
 }
 
@@ -159,21 +170,273 @@ function keyMap(publicKeys: readonly PublicJwk[] | ReadonlyMap<string, KeyObject
   return m;
 }
 
-interface TenantState {
-  report: TenantVerifyReport;
-  /** Checkpoints sorted by seq, with their own signature verdict. */
-  checkpoints: Array<CheckpointRecord & { valid: boolean }>;
-  cpIndex: number;
-  expectSeq: number;
-  prevHash: string;
-  head: ChainHead | undefined;
+/** A checkpoint after its signature was checked. */
+export interface CheckedCheckpoint {
+  seq: number;
+  head_hash: string;
+  kid: string;
+  /** The signature verified with a trusted key. */
+  valid: boolean;
+}
+
+/** What one walk over a contiguous seq range of one tenant found. */
+export interface SegmentResult {
+  company_id: number;
+  rows: number;
+  first_seq: number | null;
+  first_prev_hash: string | null;
+  /** The first row failed its own hash (its link is then not reported separately). */
+  first_modified: boolean;
+  last_seq: number | null;
+  last_hash: string | null;
+  last_signed_seq: number | null;
+  finding_count: number;
+  findings: AuditFinding[];
+}
+
+/**
+ * Walks the rows of one tenant in seq order: per-row hash, links, gaps, checkpoint hashes. Started
+ * with `expectSeq`/`prevHash` it checks the first row too (a whole chain); started without them
+ * (a chunk of a parallel walk) the first row's position and link are left to the stitcher.
+ */
+class SegmentWalker {
+  #cpIndex = 0;
+  #expectSeq: number | undefined;
+  #prevHash: string | undefined;
+  readonly r: SegmentResult;
+  constructor(
+    companyId: number,
+    expectSeq: number | undefined,
+    prevHash: string | undefined,
+    private readonly checkpoints: readonly CheckedCheckpoint[],
+    private readonly maxFindings: number,
+  ) {
+    this.#expectSeq = expectSeq;
+    this.#prevHash = prevHash;
+    this.r = { company_id: companyId, rows: 0, first_seq: null, first_prev_hash: null, first_modified: false, last_seq: null, last_hash: null, last_signed_seq: null, finding_count: 0, findings: [] };
+  }
+  find(f: Omit<AuditFinding, 'company_id'>): void {
+    this.r.finding_count++;
+    if (this.r.findings.length < this.maxFindings) this.r.findings.push({ company_id: this.r.company_id, ...f });
+  }
+  push(row: StoredAuditRow | readonly unknown[]): void {
+    const values = Array.isArray(row) ? (row as readonly unknown[]) : undefined;
+    const obj = values === undefined ? (row as StoredAuditRow) : undefined;
+    const seq = Number(values !== undefined ? values[I_SEQ] : obj!.seq);
+    const auditId = Number(values !== undefined ? values[I_AUDIT] : obj!.audit_id);
+    const stored = (values !== undefined ? values[I_HASH] : obj!.row_hash) as string;
+    const prev = (values !== undefined ? values[I_PREV] : obj!.prev_hash) as string;
+    const r = this.r;
+    const first = r.rows === 0;
+    r.rows++;
+    if (first) {
+      r.first_seq = seq;
+      r.first_prev_hash = prev;
+    }
+    let linked = this.#prevHash !== undefined;
+    if (this.#expectSeq !== undefined) {
+      if (seq > this.#expectSeq) {
+        const missing = seq - this.#expectSeq;
+        this.find({
+          kind: 'gap',
+          seq: this.#expectSeq,
+          missing,
+          message: missing === 1 ? `Row seq ${this.#expectSeq} is missing (deleted).` : `Rows seq ${this.#expectSeq}–${seq - 1} are missing (${missing} deleted).`,
+        });
+        linked = false; // the link across a gap cannot be checked; the gap is the finding
+      } else if (seq < this.#expectSeq) {
+        this.find({ kind: 'chain_break', seq, audit_id: auditId, message: `Row seq ${seq} appears again (audit_id ${auditId}): seq must grow by one.` });
+        return;
+      }
+    }
+    if ((values !== undefined ? valuesHash(values) : storedRowHash(obj!)) !== stored) {
+      if (first) r.first_modified = true;
+      this.find({ kind: 'modified', seq, audit_id: auditId, message: `Row seq ${seq} (audit_id ${auditId}) was modified: its content does not hash to its row_hash.` });
+    } else if (linked && prev !== this.#prevHash) {
+      this.find({
+        kind: 'chain_break',
+        seq,
+        audit_id: auditId,
+        message: `Row seq ${seq} (audit_id ${auditId}) does not link to row seq ${seq - 1}: prev_hash differs from that row's hash (a row was replaced or re-hashed).`,
+      });
+    }
+    const cps = this.checkpoints;
+    while (this.#cpIndex < cps.length && cps[this.#cpIndex]!.seq <= seq) {
+      const cp = cps[this.#cpIndex++]!;
+      if (cp.seq < seq) continue; // its row is missing: inside a gap, already reported
+      if (cp.head_hash !== stored) {
+        this.find({
+          kind: 'bad_signature',
+          seq,
+          audit_id: auditId,
+          kid: cp.kid,
+          message: `The checkpoint at seq ${seq} signed head hash ${cp.head_hash.slice(0, 12)}…, but the row there hashes to ${stored.slice(0, 12)}…: the log up to seq ${seq} was rewritten.`,
+        });
+      } else if (cp.valid) {
+        r.last_signed_seq = seq;
+      }
+    }
+    this.#expectSeq = seq + 1;
+    this.#prevHash = stored;
+    r.last_seq = seq;
+    r.last_hash = stored;
+  }
+}
+
+/** Check checkpoint signatures (they do not depend on the rows): per tenant, sorted by seq. */
+function checkCheckpoints(
+  checkpoints: Iterable<CheckpointRecord>,
+  keys: ReadonlyMap<string, KeyObject>,
+  only: number | undefined,
+): { byTenant: Map<number, CheckedCheckpoint[]>; findings: AuditFinding[] } {
+  const byTenant = new Map<number, CheckedCheckpoint[]>();
+  const findings: AuditFinding[] = [];
+  const seen = new Set<string>();
+  for (const cp of checkpoints) {
+    const companyId = Number(cp.company_id);
+    if (only !== undefined && companyId !== only) continue;
+    const seq = Number(cp.seq);
+    const dedupe = `${companyId}|${seq}|${cp.signature}`;
+    if (seen.has(dedupe)) continue;
+    seen.add(dedupe);
+    let valid = false;
+    const key = keys.get(cp.kid);
+    if (key === undefined) {
+      findings.push({ kind: 'unknown_key', company_id: companyId, seq, kid: cp.kid, message: `The checkpoint at seq ${seq} is signed by key ${cp.kid}, which is not among the trusted keys.` });
+    } else {
+      try {
+        const sig = Buffer.from(cp.signature, 'base64url');
+        valid = sig.length === 64 && nodeVerify('sha256', checkpointMaterial({ company_id: companyId, seq, head_hash: cp.head_hash, created_at: cp.created_at }), { key, dsaEncoding: 'ieee-p1363' }, sig);
+      } catch {
+        valid = false;
+      }
+      if (!valid) findings.push({ kind: 'bad_signature', company_id: companyId, seq, kid: cp.kid, message: `The signature of the checkpoint at seq ${seq} does not verify with key ${cp.kid}: the checkpoint was forged or altered.` });
+    }
+    let list = byTenant.get(companyId);
+    if (list === undefined) byTenant.set(companyId, (list = []));
+    list.push({ seq, head_hash: cp.head_hash, kid: cp.kid, valid });
+  }
+  for (const list of byTenant.values()) list.sort((a, b) => a.seq - b.seq);
+  return { byTenant, findings };
+}
+
+/**
+ * One tenant's report from its segments (in seq order, contiguous ranges): stitch the boundaries
+ * (gaps, links), then the tail (head and checkpoints beyond the last row).
+ */
+function tenantReport(
+  companyId: number,
+  segments: readonly SegmentResult[],
+  checkpoints: readonly CheckedCheckpoint[],
+  checkpointFindings: readonly AuditFinding[],
+  head: ChainHead | undefined,
+  maxFindings: number,
+): TenantVerifyReport {
+  const findings: AuditFinding[] = [...checkpointFindings];
+  let count = checkpointFindings.length;
+  const add = (f: AuditFinding) => {
+    count++;
+    findings.push(f);
+  };
+  let last = 0;
+  let lastHash = GENESIS_HASH;
+  let rows = 0;
+  let signed: number | null = null;
+  for (const seg of segments) {
+    count += seg.finding_count;
+    findings.push(...seg.findings);
+    if (seg.rows === 0) continue;
+    rows += seg.rows;
+    const firstSeq = seg.first_seq!;
+    if (firstSeq > last + 1) {
+      const missing = firstSeq - last - 1;
+      add({ kind: 'gap', company_id: companyId, seq: last + 1, missing, message: missing === 1 ? `Row seq ${last + 1} is missing (deleted).` : `Rows seq ${last + 1}–${firstSeq - 1} are missing (${missing} deleted).` });
+    } else if (firstSeq === last + 1 && !seg.first_modified && seg.first_prev_hash !== lastHash) {
+      add({
+        kind: 'chain_break',
+        company_id: companyId,
+        seq: firstSeq,
+        message: `Row seq ${firstSeq} does not link to row seq ${firstSeq - 1}: prev_hash differs from that row's hash (a row was replaced or re-hashed).`,
+      });
+    }
+    last = seg.last_seq!;
+    lastHash = seg.last_hash!;
+    if (seg.last_signed_seq !== null && (signed === null || seg.last_signed_seq > signed)) signed = seg.last_signed_seq;
+  }
+  let checked = 0;
+  for (const cp of checkpoints) {
+    checked++;
+    if (cp.seq > last) add({ kind: 'truncated', company_id: companyId, seq: cp.seq, kid: cp.kid, message: `A checkpoint signed seq ${cp.seq}, but the log ends at seq ${last}: rows ${last + 1}–${cp.seq} were removed.` });
+  }
+  if (head !== undefined) {
+    if (head.audit_seq > last) {
+      add({ kind: 'truncated', company_id: companyId, seq: head.audit_seq, message: `The chain head records seq ${head.audit_seq}, but the log ends at seq ${last}: the tail was removed.` });
+    } else if (head.audit_seq === last && last > 0 && head.audit_hash !== lastHash) {
+      add({ kind: 'chain_break', company_id: companyId, seq: last, message: `The chain head's hash differs from the hash of the last row (seq ${last}).` });
+    }
+  }
+  findings.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
+  return {
+    company_id: companyId,
+    ok: count === 0,
+    rows_checked: rows,
+    last_seq: last,
+    last_hash: lastHash,
+    checkpoints_checked: checked,
+    last_signed_seq: signed,
+    unsigned_rows: last - (signed ?? 0),
+    finding_count: count,
+    findings: findings.slice(0, maxFindings),
+  };
+}
+
+function assemble(
+  t0: number,
+  rows: number,
+  segmentsByTenant: Map<number, SegmentResult[]>,
+  checked: { byTenant: Map<number, CheckedCheckpoint[]>; findings: AuditFinding[] },
+  heads: Map<number, ChainHead>,
+  maxFindings: number,
+): AuditVerifyReport {
+  const ids = new Set<number>([...segmentsByTenant.keys(), ...checked.byTenant.keys(), ...heads.keys()]);
+  const tenants = [...ids]
+    .sort((a, b) => a - b)
+    .map((id) =>
+      tenantReport(
+        id,
+        (segmentsByTenant.get(id) ?? []).sort((a, b) => (a.first_seq ?? 0) - (b.first_seq ?? 0)),
+        checked.byTenant.get(id) ?? [],
+        checked.findings.filter((f) => f.company_id === id),
+        heads.get(id),
+        maxFindings,
+      ),
+    );
+  const elapsed = performance.now() - t0;
+  return {
+    ok: tenants.every((r) => r.ok),
+    rows_checked: rows,
+    tenants,
+    elapsed_ms: Math.round(elapsed * 10) / 10,
+    rows_per_second: elapsed > 0 ? Math.round((rows * 1000) / elapsed) : rows,
+    warnings: [],
+  };
+}
+
+function headMap(heads: Iterable<ChainHead>, only: number | undefined): Map<number, ChainHead> {
+  const m = new Map<number, ChainHead>();
+  for (const h of heads) {
+    const companyId = Number(h.company_id);
+    if (only === undefined || companyId === only) m.set(companyId, { company_id: companyId, audit_seq: Number(h.audit_seq), audit_hash: h.audit_hash });
+  }
+  return m;
 }
 
 /**
  * Verify audit chains. `rows` must come in (company_id, seq) order (the store's
  * UNIQUE(company_id, seq) index gives it); each row is an object of audit_log columns, or an array
- * of values in VERIFY_COLUMNS order (cheaper to stream). `checkpoints` may come in any order; `heads` are the
- * store's recorded chain heads (optional). Pure and offline; never throws on bad data.
+ * of values in VERIFY_COLUMNS order (cheaper to stream). `checkpoints` may come in any order;
+ * `heads` are the store's recorded chain heads (optional). Pure, offline, synchronous; never
+ * throws on bad data.
  *
  * Returns a report per tenant (every tenant seen in rows, checkpoints or heads); `ok` is false on
  * any finding. Spec: spec/audit.md §verify.
@@ -186,158 +449,28 @@ export function verifyAuditChain(
   options: VerifyOptions = {},
 ): AuditVerifyReport {
   const t0 = performance.now();
-  const keys = keyMap(publicKeys);
   const maxFindings = options.maxFindings ?? 1000;
   const every = options.progressEvery ?? 16384;
   const only = options.tenant;
-  const tenants = new Map<number, TenantState>();
-  const state = (companyId: number): TenantState => {
-    let s = tenants.get(companyId);
-    if (s === undefined) {
-      s = {
-        report: { company_id: companyId, ok: true, rows_checked: 0, last_seq: 0, last_hash: GENESIS_HASH, checkpoints_checked: 0, last_signed_seq: null, unsigned_rows: 0, finding_count: 0, findings: [] },
-        checkpoints: [],
-        cpIndex: 0,
-        expectSeq: 1,
-        prevHash: GENESIS_HASH,
-        head: undefined,
-      };
-      tenants.set(companyId, s);
-    }
-    return s;
-  };
-  const find = (s: TenantState, f: Omit<AuditFinding, 'company_id'>) => {
-    s.report.ok = false;
-    s.report.finding_count++;
-    if (s.report.findings.length < maxFindings) s.report.findings.push({ company_id: s.report.company_id, ...f });
-  };
-
-  // Checkpoint signatures first: they do not depend on the rows.
-  const seen = new Set<string>();
-  for (const cp of checkpoints) {
-    const companyId = Number(cp.company_id);
-    if (only !== undefined && companyId !== only) continue;
-    const dedupe = `${companyId}|${cp.seq}|${cp.signature}`;
-    if (seen.has(dedupe)) continue;
-    seen.add(dedupe);
-    const s = state(companyId);
-    const rec = { ...cp, company_id: companyId, seq: Number(cp.seq), valid: false };
-    const key = keys.get(cp.kid);
-    if (key === undefined) {
-      find(s, { kind: 'unknown_key', seq: rec.seq, kid: cp.kid, message: `The checkpoint at seq ${rec.seq} is signed by key ${cp.kid}, which is not among the trusted keys.` });
-    } else {
-      let ok = false;
-      try {
-        const sig = Buffer.from(cp.signature, 'base64url');
-        ok = sig.length === 64 && nodeVerify('sha256', checkpointMaterial({ company_id: companyId, seq: rec.seq, head_hash: cp.head_hash, created_at: cp.created_at }), { key, dsaEncoding: 'ieee-p1363' }, sig);
-      } catch {
-        ok = false;
-      }
-      if (!ok) find(s, { kind: 'bad_signature', seq: rec.seq, kid: cp.kid, message: `The signature of the checkpoint at seq ${rec.seq} does not verify with key ${cp.kid}: the checkpoint was forged or altered.` });
-      rec.valid = ok;
-    }
-    s.checkpoints.push(rec);
-  }
-  for (const s of tenants.values()) s.checkpoints.sort((a, b) => a.seq - b.seq);
-  for (const h of heads) {
-    const companyId = Number(h.company_id);
-    if (only !== undefined && companyId !== only) continue;
-    state(companyId).head = { company_id: companyId, audit_seq: Number(h.audit_seq), audit_hash: h.audit_hash };
-  }
-
-  // The walk.
+  const checked = checkCheckpoints(checkpoints, keyMap(publicKeys), only);
+  const walkers = new Map<number, SegmentWalker>();
   let total = 0;
-  let cur: TenantState | undefined;
+  let cur: SegmentWalker | undefined;
   for (const row of rows) {
-    const values = Array.isArray(row) ? (row as readonly unknown[]) : undefined;
-    const obj = values === undefined ? (row as StoredAuditRow) : undefined;
-    const companyId = Number(values !== undefined ? values[I_COMPANY] : obj!.company_id);
+    const companyId = Number(Array.isArray(row) ? (row as readonly unknown[])[I_COMPANY] : (row as StoredAuditRow).company_id);
     if (only !== undefined && companyId !== only) continue;
-    if (cur === undefined || cur.report.company_id !== companyId) cur = state(companyId);
-    const s = cur;
-    const seq = Number(values !== undefined ? values[I_SEQ] : obj!.seq);
-    const auditId = Number(values !== undefined ? values[I_AUDIT] : obj!.audit_id);
-    const stored = (values !== undefined ? values[I_HASH] : obj!.row_hash) as string;
-    const prevHash = values !== undefined ? values[I_PREV] : obj!.prev_hash;
+    if (cur === undefined || cur.r.company_id !== companyId) {
+      cur = walkers.get(companyId);
+      if (cur === undefined) walkers.set(companyId, (cur = new SegmentWalker(companyId, 1, GENESIS_HASH, checked.byTenant.get(companyId) ?? [], maxFindings)));
+    }
+    cur.push(row);
     total++;
-    s.report.rows_checked++;
     if (every > 0 && total % every === 0) options.onProgress?.(total);
-    let linked = true;
-    if (seq > s.expectSeq) {
-      const missing = seq - s.expectSeq;
-      find(s, {
-        kind: 'gap',
-        seq: s.expectSeq,
-        missing,
-        message: missing === 1 ? `Row seq ${s.expectSeq} is missing (deleted).` : `Rows seq ${s.expectSeq}–${seq - 1} are missing (${missing} deleted).`,
-      });
-      linked = false; // the link across a gap cannot be checked; the gap is the finding
-    } else if (seq < s.expectSeq) {
-      find(s, { kind: 'chain_break', seq, audit_id: auditId, message: `Row seq ${seq} appears again (audit_id ${auditId}): seq must grow by one.` });
-      continue;
-    }
-    if ((values !== undefined ? valuesHash(values) : storedRowHash(obj!)) !== stored) {
-      find(s, { kind: 'modified', seq, audit_id: auditId, message: `Row seq ${seq} (audit_id ${auditId}) was modified: its content does not hash to its row_hash.` });
-    } else if (linked && prevHash !== s.prevHash) {
-      find(s, {
-        kind: 'chain_break',
-        seq,
-        audit_id: auditId,
-        message: `Row seq ${seq} (audit_id ${auditId}) does not link to row seq ${seq - 1}: prev_hash differs from that row's hash (a row was replaced or re-hashed).`,
-      });
-    }
-    // Checkpoints at or below this seq.
-    while (s.cpIndex < s.checkpoints.length && s.checkpoints[s.cpIndex]!.seq <= seq) {
-      const cp = s.checkpoints[s.cpIndex++]!;
-      s.report.checkpoints_checked++;
-      if (cp.seq < seq) continue; // its row is inside a gap, already reported
-      if (cp.head_hash !== stored) {
-        find(s, {
-          kind: 'bad_signature',
-          seq,
-          audit_id: auditId,
-          kid: cp.kid,
-          message: `The checkpoint at seq ${seq} signed head hash ${cp.head_hash.slice(0, 12)}…, but the row there hashes to ${stored.slice(0, 12)}…: the log up to seq ${seq} was rewritten.`,
-        });
-      } else if (cp.valid) {
-        s.report.last_signed_seq = seq;
-      }
-    }
-    s.expectSeq = seq + 1;
-    s.prevHash = stored;
-    s.report.last_seq = seq;
-    s.report.last_hash = stored;
   }
   options.onProgress?.(total);
-
-  // Tails: heads and checkpoints beyond the last row.
-  for (const s of tenants.values()) {
-    const last = s.report.last_seq;
-    for (; s.cpIndex < s.checkpoints.length; s.cpIndex++) {
-      const cp = s.checkpoints[s.cpIndex]!;
-      s.report.checkpoints_checked++;
-      find(s, { kind: 'truncated', seq: cp.seq, kid: cp.kid, message: `A checkpoint signed seq ${cp.seq}, but the log ends at seq ${last}: rows ${last + 1}–${cp.seq} were removed.` });
-    }
-    const h = s.head;
-    if (h !== undefined) {
-      if (h.audit_seq > last) {
-        find(s, { kind: 'truncated', seq: h.audit_seq, message: `The chain head records seq ${h.audit_seq}, but the log ends at seq ${last}: the tail was removed.` });
-      } else if (h.audit_seq === last && h.audit_seq > 0 && h.audit_hash !== s.report.last_hash) {
-        find(s, { kind: 'chain_break', seq: last, message: `The chain head's hash differs from the hash of the last row (seq ${last}).` });
-      }
-    }
-    s.report.unsigned_rows = last - (s.report.last_signed_seq ?? 0);
-  }
-  const elapsed = performance.now() - t0;
-  const list = [...tenants.values()].map((s) => s.report).sort((a, b) => a.company_id - b.company_id);
-  return {
-    ok: list.every((r) => r.ok),
-    rows_checked: total,
-    tenants: list,
-    elapsed_ms: Math.round(elapsed * 10) / 10,
-    rows_per_second: elapsed > 0 ? Math.round((total * 1000) / elapsed) : total,
-    warnings: [],
-  };
+  const segments = new Map<number, SegmentResult[]>();
+  for (const [id, w] of walkers) segments.set(id, [w.r]);
+  return assemble(t0, total, segments, checked, headMap(heads, only), maxFindings);
 }
 
 /** A trusted key file: a JWKS, optionally with exported checkpoints (`solid audit export-keys`). */
@@ -394,14 +527,24 @@ export interface VerifyDatabaseOptions extends VerifyOptions {
   trust?: TrustFile;
   /** Called once with the number of rows to walk (progress bars). */
   onStart?: (rows: number) => void;
+  /** Walk with worker threads when the log holds at least this many rows. Default 100 000. */
+  parallelMinRows?: number;
+  /** Worker threads for a parallel walk. Default: the available parallelism (at most 8). */
+  workers?: number;
+  /** seq numbers per chunk of a parallel walk. Default: rows / (4 × workers), at least 20 000. */
+  chunkRows?: number;
 }
 
 /**
  * Verify the audit log of a SQLite database file directly (offline: no runtime, no secrets).
+ * Long logs are walked in seq-range chunks by worker threads and stitched (same findings as one
+ * sequential walk); if workers cannot start, one thread walks it (a warning says so).
  * Reasons (thrown): store_unavailable. Findings are in the report. Spec: spec/audit.md §verify.
  */
-export function verifyDatabaseFile(path: string, options: VerifyDatabaseOptions = {}): AuditVerifyReport {
+export async function verifyDatabaseFile(path: string, options: VerifyDatabaseOptions = {}): Promise<AuditVerifyReport> {
+  const t0 = performance.now();
   const db = openAuditDatabase(path);
+  let closed = false;
   try {
     const t = options.tenant;
     const where = t === undefined ? '' : ' WHERE company_id = ?';
@@ -414,18 +557,147 @@ export function verifyDatabaseFile(path: string, options: VerifyDatabaseOptions 
     let keys: PublicJwk[];
     if (options.trust !== undefined) {
       keys = options.trust.keys;
-      checkpoints.push(...(options.trust.checkpoints ?? []));
+      checkpoints.push(...(options.trust.checkpoints ?? []).filter((c) => t === undefined || Number(c.company_id) === t));
     } else {
       keys = databaseKeys(db, t);
-      warnings.push('No trusted keys given (--keys): checkpoint signatures were checked with the public keys stored in this same database, so someone able to rewrite the database could also have replaced them. Export the keys once (`solid audit export-keys`) and keep the file elsewhere.');
+      warnings.push(
+        'No trusted keys given (--keys): checkpoint signatures were checked with the public keys stored in this same database, so someone able to rewrite the database could also have replaced them. Export the keys once (`solid audit export-keys`) and keep the file elsewhere.',
+      );
     }
-    const rows = db.prepare(`${SELECT_VALUES}${where} ORDER BY company_id, seq`).raw(true).iterate(...params) as Iterable<unknown[]>;
-    const report = verifyAuditChain(rows, checkpoints, keys, heads, options);
+    const workers = Math.max(1, Math.min(options.workers ?? availableParallelism(), 8));
+    let report: AuditVerifyReport | undefined;
+    if (count >= (options.parallelMinRows ?? 100_000) && workers > 1) {
+      const ranges = db.prepare(`SELECT company_id, MIN(seq) AS lo, MAX(seq) AS hi FROM audit_log${where} GROUP BY company_id`).all(...params) as Array<{ company_id: number; lo: number; hi: number }>;
+      db.close();
+      closed = true;
+      try {
+        report = await parallelWalk(path, ranges, checkpoints, keys, heads, options, workers, t0);
+      } catch (err) {
+        warnings.push(`The parallel walk could not run (${(err as Error).message}); the log was walked on one thread.`);
+      }
+    }
+    if (report === undefined) {
+      const rdb = closed ? openAuditDatabase(path) : db;
+      try {
+        const rows = rdb.prepare(`${SELECT_VALUES}${where} ORDER BY company_id, seq`).raw(true).iterate(...params) as Iterable<unknown[]>;
+        report = verifyAuditChain(rows, checkpoints, keys, heads, options);
+      } finally {
+        if (closed) rdb.close();
+      }
+    }
     report.warnings.push(...warnings);
     return report;
   } finally {
-    db.close();
+    if (!closed) db.close();
   }
+}
+
+interface SegmentTask {
+  id: number;
+  company_id: number;
+  from: number;
+  to: number;
+  checkpoints: CheckedCheckpoint[];
+}
+
+/** Worker bootstrap (CommonJS, eval): load this module (through tsx when running from source) and serve walks. */
+const WORKER_BOOT = `
+const { parentPort, workerData } = require('node:worker_threads');
+(async () => {
+  if (workerData.tsx) (await import(workerData.tsx)).register();
+  const m = await import(workerData.module);
+  m.serveSegmentWalks(parentPort, workerData.path, workerData.maxFindings);
+})().catch((e) => parentPort.postMessage({ fatal: String((e && e.stack) || e) }));
+`;
+
+/**
+ * Worker side of a parallel walk: walk each seq range it is sent, answer its SegmentResult.
+ * Internal (exported for the worker bootstrap).
+ */
+export function serveSegmentWalks(port: MessagePort, path: string, maxFindings: number): void {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  const stmt = db.prepare(`${SELECT_VALUES} WHERE company_id = ? AND seq BETWEEN ? AND ? ORDER BY seq`).raw(true);
+  port.on('message', (task: SegmentTask | null) => {
+    if (task === null) {
+      db.close();
+      port.close();
+      return;
+    }
+    try {
+      const w = new SegmentWalker(task.company_id, undefined, undefined, task.checkpoints, maxFindings);
+      for (const row of stmt.iterate(task.company_id, task.from, task.to) as Iterable<unknown[]>) w.push(row);
+      port.postMessage({ id: task.id, result: w.r });
+    } catch (e) {
+      port.postMessage({ fatal: String((e as Error)?.stack ?? e) });
+    }
+  });
+  port.postMessage({ ready: true });
+}
+
+async function parallelWalk(
+  path: string,
+  ranges: Array<{ company_id: number; lo: number; hi: number }>,
+  checkpoints: CheckpointRecord[],
+  keys: readonly PublicJwk[],
+  heads: ChainHead[],
+  options: VerifyDatabaseOptions,
+  workers: number,
+  t0: number,
+): Promise<AuditVerifyReport> {
+  const maxFindings = options.maxFindings ?? 1000;
+  const checked = checkCheckpoints(checkpoints, keyMap(keys), options.tenant);
+  const span = ranges.reduce((n, r) => n + (Number(r.hi) - Math.min(1, Number(r.lo)) + 1), 0);
+  const chunk = Math.max(1, options.chunkRows ?? Math.max(20_000, Math.ceil(span / (workers * 4))));
+  const tasks: SegmentTask[] = [];
+  for (const r of ranges) {
+    const companyId = Number(r.company_id);
+    const cps = checked.byTenant.get(companyId) ?? [];
+    for (let from = Math.min(1, Number(r.lo)); from <= Number(r.hi); from += chunk) {
+      const to = Math.min(Number(r.hi), from + chunk - 1);
+      tasks.push({ id: tasks.length, company_id: companyId, from, to, checkpoints: cps.filter((c) => c.seq >= from && c.seq <= to) });
+    }
+  }
+  const tsx = import.meta.url.endsWith('.ts') ? import.meta.resolve('tsx/esm/api') : undefined;
+  const results: SegmentResult[] = [];
+  let done = 0;
+  let next = 0;
+  const pool: Worker[] = [];
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let live = Math.min(workers, tasks.length);
+      if (live === 0) return resolve();
+      for (let i = 0; i < live; i++) {
+        const w = new Worker(WORKER_BOOT, { eval: true, workerData: { tsx, module: import.meta.url, path, maxFindings } });
+        pool.push(w);
+        const feed = () => {
+          if (next < tasks.length) w.postMessage(tasks[next++]);
+          else {
+            w.postMessage(null);
+            if (--live === 0) resolve();
+          }
+        };
+        w.on('message', (m: { ready?: boolean; fatal?: string; id?: number; result?: SegmentResult }) => {
+          if (m.fatal !== undefined) return reject(new Error(`worker failed: ${m.fatal.split('\n')[0]}`));
+          if (m.result !== undefined) {
+            results.push(m.result);
+            done += m.result.rows;
+            options.onProgress?.(done);
+          }
+          feed();
+        });
+        w.on('error', reject);
+      }
+    });
+  } finally {
+    for (const w of pool) void w.terminate();
+  }
+  const segments = new Map<number, SegmentResult[]>();
+  for (const r of results) {
+    let list = segments.get(r.company_id);
+    if (list === undefined) segments.set(r.company_id, (list = []));
+    list.push(r);
+  }
+  return assemble(t0, done, segments, checked, headMap(heads, options.tenant), maxFindings);
 }
 
 /** Outcome of checking a receipt's attestation against a local audit log. */

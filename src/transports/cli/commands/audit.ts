@@ -84,14 +84,14 @@ export function registerAudit(program: Command, io: Io, setExit: (code: number) 
     .option('--tenant <company_id>', 'only this tenant')
     .option('--json', 'print the report as JSON')
     .option('--keys <jwks.json>', 'trusted public keys (and checkpoints) exported earlier with `solid audit export-keys`')
-    .action((opts: { tenant?: string; json?: boolean; keys?: string }) => {
+    .action(async (opts: { tenant?: string; json?: boolean; keys?: string }) => {
       const tenant = parseTenant(opts.tenant);
       const trust = readTrust(opts.keys);
       const path = dbPathOf(program.opts<{ db?: string }>().db);
       let bar: ProgressBar | undefined;
       let report: AuditVerifyReport;
       try {
-        report = verifyDatabaseFile(path, {
+        report = await verifyDatabaseFile(path, {
           ...(tenant !== undefined ? { tenant } : {}),
           ...(trust !== undefined ? { trust } : {}),
           onStart: (n) => {

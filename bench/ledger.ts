@@ -1,0 +1,321 @@
+/**
+ * Ledger benchmarks (issue 4). Each exported function builds its own runtime in a temp dir,
+ * measures, cleans up and returns result rows (the BenchResult shape of bench/harness.ts):
+ *
+ *   benchIdempotentReplay()  ops/s of a first execution (fresh idempotency key: consent-free
+ *                            write, audit row, signed receipt, key claim) vs a replay of a stored key
+ *   benchAuditVerify()       `audit verify` rows/s over a generated 1M-row chain (target ≥ 100k)
+ *   benchTrail()             audit.trail p95 at 10k vs 1M rows, same filters (target ratio ≤ 1.5)
+ *   benchLedger()            all three
+ *
+ * `generateAuditChain` writes correctly chained rows straight into the table (big transactions,
+ * hashes from the ledger's own hashAuditRow, a signed checkpoint every 10k rows), so a 1M-row log
+ * takes seconds instead of a million dispatches. It is a bench fixture, not part of the tests.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sign as nodeSign } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import canonicalize from 'canonicalize';
+import pino from 'pino';
+import { createRuntime, checkpointMaterial, type Runtime } from '../src/runtime/runtime.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import { systemVerbs } from '../src/verbs/index.ts';
+import { defineVerb } from '../src/runtime/verb.ts';
+import { AUDIT_COLUMNS, GENESIS_HASH, hashAuditRow, type AuditRow } from '../src/runtime/ledger/audit.ts';
+import { verifyDatabaseFile } from '../src/runtime/ledger/verify.ts';
+
+/** Same shape as bench/harness.ts BenchResult. */
+export interface LedgerBenchResult {
+  id: string;
+  what: string;
+  value: number;
+  baseline?: number;
+  ratio?: number;
+  unit: string;
+  target?: string;
+  met?: boolean;
+  notes?: string;
+}
+
+interface Fixture {
+  rt: Runtime;
+  store: SqliteStore;
+  dir: string;
+  path: string;
+  ownerKey: string;
+  close(): Promise<void>;
+}
+
+async function fixture(): Promise<Fixture> {
+  const dir = mkdtempSync(join(tmpdir(), 'solid-bench-ledger-'));
+  const path = join(dir, 'bench.db');
+  const store = new SqliteStore({ path });
+  const rt = await createRuntime({ store, logger: pino({ level: 'silent' }), sandboxCompanyId: 1, checkpointEvery: 1_000_000_000 });
+  rt.register(...systemVerbs);
+  await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
+  await rt.createTenant({ company_id: 2, name: 'Bench Co', tier: 'enterprise' });
+  const ownerKey = await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner', agent_type: 'bench' });
+  return {
+    rt,
+    store,
+    dir,
+    path,
+    ownerKey,
+    async close() {
+      await rt.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const VERBS = ['crm_contact_update', 'charge_invoice', 'deals.create', 'customer.full_context', 'infra_resize', 'kb.search', 'email.send', 'payments.refund'];
+const STATUSES = ['completed', 'completed', 'completed', 'completed', 'completed', 'completed', 'completed', 'denied', 'failed', 'replayed'];
+const REASONS: Record<string, string | null> = { completed: null, denied: 'role_denied', failed: 'invoice_already_paid', replayed: null };
+
+/**
+ * Append `rows` correctly chained audit rows for `companyId` directly into the database of `rt`
+ * (after whatever the chain already holds), moving the tenant head and signing a checkpoint every
+ * `checkpointEvery` rows and at the end. Row times advance 50 ms per row from `startMs`.
+ */
+export async function generateAuditChain(rt: Runtime, store: SqliteStore, companyId: number, rows: number, options: { startMs?: number; checkpointEvery?: number; batch?: number } = {}): Promise<void> {
+  const db = store.rawDatabase;
+  const key = await rt.keys.signingKey(companyId);
+  const head = db.prepare('SELECT audit_seq, audit_hash FROM tenant_heads WHERE company_id = ?').get(companyId) as { audit_seq: number; audit_hash: string };
+  let seq = head.audit_seq;
+  let prev = head.audit_hash ?? GENESIS_HASH;
+  let auditId = Number((db.prepare('SELECT COALESCE(MAX(audit_id), 0) AS m FROM audit_log').get() as { m: number }).m);
+  const insert = db.prepare(`INSERT INTO audit_log (${AUDIT_COLUMNS.join(', ')}) VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`);
+  const cpInsert = db.prepare('INSERT INTO audit_checkpoints (company_id, seq, head_hash, created_at, kid, signature) VALUES (?, ?, ?, ?, ?, ?)');
+  const every = options.checkpointEvery ?? 10_000;
+  const startMs = options.startMs ?? Date.parse('2026-01-01T00:00:00.000Z');
+  const batch = options.batch ?? 50_000;
+  const checkpoint = (at: string) => {
+    const signature = nodeSign('sha256', checkpointMaterial({ company_id: companyId, seq, head_hash: prev, created_at: at }), { key: key.keyObject, dsaEncoding: 'ieee-p1363' }).toString('base64url');
+    cpInsert.run(companyId, seq, prev, at, key.kid, signature);
+  };
+  let done = 0;
+  while (done < rows) {
+    const n = Math.min(batch, rows - done);
+    db.transaction(() => {
+      for (let i = 0; i < n; i++) {
+        seq++;
+        auditId++;
+        const k = seq;
+        const status = STATUSES[k % STATUSES.length]!;
+        const verb = VERBS[k % VERBS.length]!;
+        const created_at = new Date(startMs + k * 50).toISOString();
+        const base: Omit<AuditRow, 'row_hash'> = {
+          audit_id: auditId,
+          company_id: companyId,
+          seq,
+          created_at,
+          user_id: 1 + (k % 50),
+          role: k % 3 === 0 ? 'admin' : 'employee',
+          agent_type: 'bench',
+          key_id: null,
+          action_type: verb,
+          category: 'bench',
+          shape: 'receipt',
+          consent_class: 'WRITE_REVERSIBLE',
+          status: status as AuditRow['status'],
+          reason: REASONS[status] ?? null,
+          request_data: { contact_id: k % 5000, note: `row ${k}` },
+          entity_type: k % 2 === 0 ? 'contact' : 'deal',
+          entity_id: String(k % 5000),
+          is_reversible: status === 'completed' ? 1 : 0,
+          rollback_handle: null,
+          idempotency_key: null,
+          transaction_id: null,
+          parent_id: null,
+          requires_approval: 0,
+          approved_by: null,
+          approved_at: null,
+          latency_ms: (k % 1000) / 7,
+          prev_hash: prev,
+        };
+        base.latency_ms = Math.round(base.latency_ms! * 1000) / 1000;
+        const row_hash = hashAuditRow(base);
+        const values = AUDIT_COLUMNS.map((c) => (c === 'row_hash' ? row_hash : c === 'request_data' ? canonicalize(base.request_data) : ((base as unknown as Record<string, unknown>)[c] ?? null)));
+        insert.run(...values);
+        prev = row_hash;
+        if (seq % every === 0) checkpoint(created_at);
+      }
+      db.prepare('UPDATE tenant_heads SET audit_seq = ?, audit_hash = ? WHERE company_id = ?').run(seq, prev, companyId);
+    })();
+    done += n;
+  }
+  if (seq % every !== 0) checkpoint(new Date(startMs + seq * 50).toISOString());
+}
+
+function p95(samples: number[]): number {
+  const s = [...samples].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil(0.95 * s.length) - 1)]!;
+}
+
+/** Idempotent replay vs first execution, through dispatch (one caller, sequential). */
+export async function benchIdempotentReplay(options: { ms?: number } = {}): Promise<LedgerBenchResult[]> {
+  const f = await fixture();
+  try {
+    await f.store.migrate('bench-ledger', [{ version: 1, name: 'bumps', sqlite: 'CREATE TABLE bumps (company_id INTEGER PRIMARY KEY, n INTEGER NOT NULL)' }]);
+    f.rt.register(
+      defineVerb({
+        name: 'bench.bump',
+        description: 'Count one (no consent gate: measures the write path, not the human).',
+        shape: 'receipt',
+        category: 'bench',
+        input: { type: 'object', properties: {}, additionalProperties: false },
+        delegateConsent: async () => ({ consentClass: null, roleFloor: 'employee', summary: 'bump' }),
+        async handler(ctx) {
+          await ctx.db.run('INSERT INTO bumps (company_id, n) VALUES (?, 1) ON CONFLICT (company_id) DO UPDATE SET n = bumps.n + 1', [ctx.principal.company_id]);
+          return { bumped: true };
+        },
+      }),
+    );
+    const caller = { surface: 'http' as const, principal: await f.rt.tenants.authenticate(f.ownerKey) };
+    const ms = options.ms ?? 2000;
+    let i = 0;
+    const first = await timed(ms, async () => {
+      const env = await f.rt.dispatch(caller, 'bench.bump', {}, { idempotency_key: `first-${i++}` });
+      if (!env.ok) throw new Error(`bench.bump failed: ${env.error?.reason}`);
+    });
+    const stored = await f.rt.dispatch(caller, 'bench.bump', {}, { idempotency_key: 'replayed-key' });
+    if (!stored.ok) throw new Error('bench.bump failed');
+    const replay = await timed(ms, async () => {
+      const env = await f.rt.dispatch(caller, 'bench.bump', {}, { idempotency_key: 'replayed-key' });
+      if (env.replayed !== true) throw new Error('expected a replay');
+    });
+    return [
+      { id: 'ledger.idempotency.first', what: 'write with a fresh idempotency key: execute, audit row, signed receipt, key claim (ops/s)', value: Math.round(first), unit: 'ops/s' },
+      {
+        id: 'ledger.idempotency.replay',
+        what: 'same key again: stored receipt returned, nothing executed (ops/s)',
+        value: Math.round(replay),
+        baseline: Math.round(first),
+        ratio: Math.round((replay / first) * 100) / 100,
+        unit: 'ops/s',
+        notes: 'ratio = replay / first execution',
+      },
+    ];
+  } finally {
+    await f.close();
+  }
+}
+
+async function timed(ms: number, fn: () => Promise<void>): Promise<number> {
+  const warm = performance.now() + Math.min(300, ms / 5);
+  while (performance.now() < warm) await fn();
+  let n = 0;
+  const start = performance.now();
+  while (performance.now() - start < ms) {
+    await fn();
+    n++;
+  }
+  return (n * 1000) / (performance.now() - start);
+}
+
+/** `audit verify` throughput on a generated chain (default 1M rows). */
+export async function benchAuditVerify(options: { rows?: number } = {}): Promise<LedgerBenchResult[]> {
+  const rows = options.rows ?? 1_000_000;
+  const f = await fixture();
+  try {
+    const g0 = performance.now();
+    await generateAuditChain(f.rt, f.store, 2, rows);
+    const generateS = (performance.now() - g0) / 1000;
+    await f.rt.close();
+    const report = await verifyDatabaseFile(f.path);
+    if (!report.ok) throw new Error(`generated chain did not verify: ${JSON.stringify(report.tenants.flatMap((t) => t.findings).slice(0, 3))}`);
+    return [
+      {
+        id: 'ledger.verify',
+        what: `solid audit verify over ${rows.toLocaleString('en-US')} rows (offline, SQLite file; hash + link + checkpoint signatures)`,
+        value: report.rows_per_second,
+        unit: 'rows/s',
+        target: '≥ 100000 rows/s',
+        met: report.rows_per_second >= 100_000,
+        notes: `${(report.elapsed_ms / 1000).toFixed(2)} s for ${report.rows_checked} rows; generating the chain took ${generateS.toFixed(1)} s`,
+      },
+    ];
+  } finally {
+    await f.close();
+  }
+}
+
+/** The trail queries measured (the same at both sizes). */
+export const TRAIL_QUERIES: ReadonlyArray<{ name: string; args: Record<string, unknown> }> = [
+  { name: 'newest page', args: {} },
+  { name: 'verb', args: { verb: 'charge_invoice' } },
+  { name: 'status denied', args: { status: 'denied' } },
+  { name: 'verb + status', args: { verb: 'email.send', status: 'failed' } },
+  { name: 'actor', args: { actor: 7 } },
+  { name: 'entity', args: { entity_type: 'contact', entity_id: '42' } },
+  { name: 'reason', args: { reason: 'role_denied' } },
+  { name: 'one hour, middle of the log', args: { from: 'MID', to: 'MID+1h' } },
+  { name: 'verb in one hour', args: { verb: 'deals.create', from: 'MID', to: 'MID+1h' } },
+];
+
+async function trailP95(rows: number, samplesPerQuery: number): Promise<{ p95: number; perQuery: Record<string, number> }> {
+  const f = await fixture();
+  try {
+    const startMs = Date.parse('2026-01-01T00:00:00.000Z');
+    await generateAuditChain(f.rt, f.store, 2, rows, { startMs });
+    const mid = new Date(startMs + Math.floor(rows / 2) * 50);
+    const caller = { surface: 'http' as const, principal: await f.rt.tenants.authenticate(f.ownerKey) };
+    const all: number[] = [];
+    const perQuery: Record<string, number> = {};
+    for (const q of TRAIL_QUERIES) {
+      const args: Record<string, unknown> = { ...q.args, limit: 50 };
+      if (args.from === 'MID') args.from = mid.toISOString();
+      if (args.to === 'MID+1h') args.to = new Date(mid.getTime() + 3600_000).toISOString();
+      const samples: number[] = [];
+      for (let i = 0; i < samplesPerQuery + 10; i++) {
+        const t = performance.now();
+        const env = await f.rt.dispatch(caller, 'audit.trail', args);
+        const dt = performance.now() - t;
+        if (!env.ok) throw new Error(`audit.trail ${q.name}: ${env.error?.reason}`);
+        if (i >= 10) samples.push(dt);
+      }
+      perQuery[q.name] = Math.round(p95(samples) * 1000) / 1000;
+      all.push(...samples);
+    }
+    return { p95: p95(all), perQuery };
+  } finally {
+    await f.close();
+  }
+}
+
+/** audit.trail p95 latency at 10k and at 1M rows, same filters, through dispatch. */
+export async function benchTrail(options: { small?: number; large?: number; samplesPerQuery?: number } = {}): Promise<LedgerBenchResult[]> {
+  const small = options.small ?? 10_000;
+  const large = options.large ?? 1_000_000;
+  const samples = options.samplesPerQuery ?? 200;
+  const a = await trailP95(small, samples);
+  const b = await trailP95(large, samples);
+  const ratio = Math.round((b.p95 / a.p95) * 100) / 100;
+  return [
+    {
+      id: 'ledger.trail.p95',
+      what: `audit.trail p95 latency (ms) at ${large.toLocaleString('en-US')} rows vs ${small.toLocaleString('en-US')} rows, ${TRAIL_QUERIES.length} filter sets, 50 per page`,
+      value: Math.round(b.p95 * 1000) / 1000,
+      baseline: Math.round(a.p95 * 1000) / 1000,
+      ratio,
+      unit: 'ms',
+      target: 'ratio ≤ 1.5',
+      met: ratio <= 1.5,
+      notes: `p95 per filter set (ms), ${large} rows: ${JSON.stringify(b.perQuery)}; ${small} rows: ${JSON.stringify(a.perQuery)}`,
+    },
+  ];
+}
+
+/** Every ledger benchmark. */
+export async function benchLedger(): Promise<LedgerBenchResult[]> {
+  return [...(await benchIdempotentReplay()), ...(await benchAuditVerify()), ...(await benchTrail())];
+}
+
+// Run directly: node --import tsx bench/ledger.ts [idempotency|verify|trail]
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const which = process.argv[2];
+  const run = which === 'idempotency' ? benchIdempotentReplay : which === 'verify' ? benchAuditVerify : which === 'trail' ? benchTrail : benchLedger;
+  for (const r of await run()) console.log(JSON.stringify(r));
+}
