@@ -66,6 +66,8 @@ interface CursorPayload {
 }
 
 const HOUR_MS = 3600_000;
+/** Abort reason of a finished wait (a preallocated reason spares building a DOMException). */
+const DONE = Symbol('poll answered');
 
 /**
  * Check and normalise subscribe arguments. Throws invalid_input (with the JSON Pointer) for
@@ -285,8 +287,26 @@ export async function pollEvents(
 ): Promise<PollResult> {
   const started = deps.now().getTime();
   const c = openCursor(deps.secrets, input.cursor, companyId, started);
-  const sub = await getSubscription(deps.read, companyId, c.s);
-  if (c.q < (await prunedThrough(deps.read, companyId))) throw expired();
+  // One statement: the subscription, the pruned mark and the head.
+  const row = await deps.read.get<Record<string, unknown>>(
+    `SELECT s.filters AS filters, s.user_id AS user_id, s.created_at AS created_at,
+            (SELECT pruned_through_seq FROM event_retention WHERE company_id = ?) AS pruned,
+            (SELECT event_seq FROM tenant_heads WHERE company_id = ?) AS head
+     FROM subscriptions s WHERE s.subscription_id = ? AND s.company_id = ?`,
+    [companyId, companyId, c.s, companyId],
+  );
+  if (row === undefined) await getSubscription(deps.read, companyId, c.s); // throws subscription_not_found
+  const sub: Subscription = {
+    subscription_id: c.s,
+    company_id: companyId,
+    user_id: Number(row!.user_id),
+    filters: parseJson<SubscriptionFilters>(row!.filters) ?? {},
+    created_at: row!.created_at as string,
+  };
+  if (c.q < Number(row!.pruned ?? 0)) throw expired();
+  // The head read with the subscription serves a poll that does not wait; a waiting poll arms its
+  // wake-up first and reads the head after it (below), so no commit slips between the two.
+  let firstHead: number | undefined = (input.wait_ms ?? 0) > 0 ? undefined : Number(row!.head ?? 0);
   const limit = Math.min(input.limit ?? 100, MAX_POLL_LIMIT);
   const waitMs = Math.min(Math.max(0, input.wait_ms ?? 0), MAX_WAIT_MS);
   const deadline = Date.now() + waitMs;
@@ -294,17 +314,20 @@ export async function pollEvents(
   for (;;) {
     // Arm the wake-up before reading the head, so a commit between the two is never missed.
     const remaining = deadline - Date.now();
-    const stop = new AbortController();
-    const onAbort = () => stop.abort();
+    // Only a poll that may wait pays for an AbortController (aborting one builds a DOMException).
+    let stop: AbortController | undefined;
+    const onAbort = () => stop?.abort();
     let woken: Promise<boolean> | undefined;
     if (remaining > 0 && signal?.aborted !== true) {
+      stop = new AbortController();
       signal?.addEventListener('abort', onAbort, { once: true });
       woken = deps.store.waitFor(eventsChannel(companyId), remaining, stop.signal);
     }
     let result: PollResult | undefined;
     let leaving = true;
     try {
-      const head = await eventHead(deps.read, companyId);
+      const head = firstHead ?? (await eventHead(deps.read, companyId));
+      firstHead = undefined;
       if (head < pos) {
         throw new VerbError('cursor_invalid', "The cursor points past the end of this tenant's event stream.", { hint: 'Subscribe again with events.subscribe.' });
       }
@@ -320,8 +343,8 @@ export async function pollEvents(
       if (result === undefined && woken === undefined) result = answer(deps, companyId, sub, input.cursor, c, pos, [], true);
       leaving = result !== undefined;
     } finally {
-      if (leaving) {
-        stop.abort();
+      if (leaving && stop !== undefined) {
+        stop.abort(DONE);
         signal?.removeEventListener('abort', onAbort);
       }
     }
