@@ -78,7 +78,7 @@ for (const [net, bits] of [
   ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const) SPECIAL_USE.addSubnet(net, bits, 'ipv4');
 for (const [net, bits] of [
-  ['::', 128], ['::1', 128], ['::ffff:0:0', 96], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23],
+  ['::', 128], ['::1', 128], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23],
   ['2001:db8::', 32], ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8],
 ] as const) SPECIAL_USE.addSubnet(net, bits, 'ipv6');
 const LOOPBACK = new BlockList();
@@ -136,8 +136,11 @@ export function checkProfileUrl(url: string, dev: boolean): URL {
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
-/** A dns.lookup for http(s).request that refuses special-use addresses (loopback in dev mode). */
-function guardedLookup(dev: boolean) {
+/**
+ * A dns.lookup for http(s).request that refuses special-use addresses (loopback allowed in dev
+ * mode): the addresses checked are the ones connected to. Fails with UcpError invalid_profile_url.
+ */
+export function guardedLookup(dev: boolean) {
   return (hostname: string, options: { all?: boolean; family?: number }, callback: LookupCallback): void => {
     dnsLookup(hostname, { all: true, verbatim: true, ...(options.family ? { family: options.family } : {}) }, (err, addresses) => {
       if (err) return callback(err, []);
