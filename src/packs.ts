@@ -4,5 +4,6 @@
 import type { Pack } from './runtime/pack.ts';
 
 export const KNOWN_PACKS: Readonly<Record<string, () => Promise<Pack>>> = {
-  // demo: the home-services demo business (src/business/pack.ts)
+  /** The home-services demo business (src/business/pack.ts, docs/demo.md). */
+  demo: async () => (await import('./business/pack.ts')).demoPack,
 };

@@ -385,3 +385,54 @@ export async function recordAppointmentOutcome(
   ]);
   return { previous_status: current.status, appointment: toAppointment(row!) };
 }
+
+/**
+ * Put a scheduled appointment back at its previous slot and technician (the revert of
+ * `rescheduleAppointment`). Unlike a reschedule the slot may lie in the past by now; it must
+ * still be free. Throws `not_found`, `appointment_not_active`, `double_booked`, `no_change`.
+ */
+export async function restoreAppointmentSlot(
+  tx: Queryable,
+  companyId: number,
+  appointmentId: number,
+  previous: { starts_at: string; ends_at: string; technician_user_id: number },
+  now: Date,
+): Promise<AppointmentMove> {
+  const current = await requireAppointment(tx, companyId, appointmentId);
+  if (current.status !== 'scheduled') throw new DomainError('appointment_not_active', `appointment ${appointmentId} is ${current.status}`, 'Only a scheduled appointment can be moved back.');
+  const startsAt = normalizeTime(previous.starts_at, 'starts_at');
+  const endsAt = normalizeTime(previous.ends_at, 'ends_at');
+  if (startsAt === current.starts_at && endsAt === current.ends_at && previous.technician_user_id === current.technician_user_id) {
+    throw new DomainError('no_change', `appointment ${appointmentId} is already at that time with that technician`);
+  }
+  await refuseOverlap(tx, companyId, previous.technician_user_id, startsAt, endsAt, appointmentId);
+  const row = await tx.get(
+    `UPDATE appointments SET starts_at = ?, ends_at = ?, technician_user_id = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${APPOINTMENT_COLUMNS}`,
+    [startsAt, endsAt, previous.technician_user_id, isoTime(now), companyId, appointmentId],
+  );
+  return { previous: { starts_at: current.starts_at, ends_at: current.ends_at, technician_user_id: current.technician_user_id }, appointment: toAppointment(row!) };
+}
+
+/**
+ * Undo a recorded outcome (the revert of `recordAppointmentOutcome`): a completed or no-show
+ * appointment becomes scheduled again. Throws `not_found`, `appointment_not_active` (it is
+ * scheduled or cancelled).
+ */
+export async function reopenAppointment(tx: Queryable, companyId: number, appointmentId: number, now: Date): Promise<{ previous_status: AppointmentStatus; appointment: Appointment }> {
+  const current = await requireAppointment(tx, companyId, appointmentId);
+  if (current.status !== 'completed' && current.status !== 'no_show') {
+    throw new DomainError('appointment_not_active', `appointment ${appointmentId} is ${current.status}; only a completed or no-show visit can be reopened`);
+  }
+  const row = await tx.get(`UPDATE appointments SET status = 'scheduled', updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${APPOINTMENT_COLUMNS}`, [
+    isoTime(now),
+    companyId,
+    appointmentId,
+  ]);
+  return { previous_status: current.status, appointment: toAppointment(row!) };
+}
+
+/** The appointments linked to a deal, by start; empty for an unknown or foreign deal. */
+export async function listDealAppointments(q: Queryable, companyId: number, dealId: number): Promise<Appointment[]> {
+  const rows = await q.all(`SELECT ${APPOINTMENT_COLUMNS} FROM appointments WHERE company_id = ? AND deal_id = ? ORDER BY starts_at, id`, [companyId, dealId]);
+  return rows.map(toAppointment);
+}

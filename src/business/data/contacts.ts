@@ -476,3 +476,46 @@ export async function addNote(
   );
   return toNote(row!);
 }
+
+/**
+ * Delete a contact that nothing refers to (the revert of its creation): no deals, appointments,
+ * invoices, notes or payment methods. Returns the deleted contact. Throws `not_found`,
+ * `contact_in_use` (erase a contact with history with `eraseContact` instead).
+ */
+export async function deleteContact(tx: Queryable, companyId: number, contactId: number): Promise<Contact> {
+  const contact = await getContact(tx, companyId, contactId);
+  if (contact === undefined) throw notFound('contact', contactId);
+  const refs = await tx.get<{ n: unknown }>(
+    `SELECT (SELECT COUNT(*) FROM deals WHERE company_id = ? AND contact_id = ?)
+          + (SELECT COUNT(*) FROM appointments WHERE company_id = ? AND contact_id = ?)
+          + (SELECT COUNT(*) FROM invoices WHERE company_id = ? AND contact_id = ?)
+          + (SELECT COUNT(*) FROM notes WHERE company_id = ? AND contact_id = ?)
+          + (SELECT COUNT(*) FROM payment_methods WHERE company_id = ? AND contact_id = ?) AS n`,
+    [companyId, contactId, companyId, contactId, companyId, contactId, companyId, contactId, companyId, contactId],
+  );
+  if (num(refs?.n) > 0) {
+    throw new DomainError('contact_in_use', `contact ${contactId} has ${num(refs?.n)} related deals, visits, invoices, notes or payment methods`, 'Remove them first, or erase the contact with gdpr_delete_contact.');
+  }
+  await tx.run('DELETE FROM contacts WHERE company_id = ? AND id = ?', [companyId, contactId]);
+  return contact;
+}
+
+/** One note of the company, or undefined. */
+export async function getNote(q: Queryable, companyId: number, noteId: number): Promise<Note | undefined> {
+  const row = await q.get(`SELECT ${NOTE_COLUMNS} FROM notes WHERE company_id = ? AND id = ?`, [companyId, noteId]);
+  return row === undefined ? undefined : toNote(row);
+}
+
+/** Delete a note (the revert of `addNote`); returns it. Throws `not_found`. */
+export async function deleteNote(tx: Queryable, companyId: number, noteId: number): Promise<Note> {
+  const note = await getNote(tx, companyId, noteId);
+  if (note === undefined) throw notFound('note', noteId);
+  await tx.run('DELETE FROM notes WHERE company_id = ? AND id = ?', [companyId, noteId]);
+  return note;
+}
+
+/** The company's first non-erased contact with this email (case-insensitive), or undefined. */
+export async function findContactByEmail(q: Queryable, companyId: number, email: string): Promise<Contact | undefined> {
+  const row = await q.get(`SELECT ${CONTACT_COLUMNS} FROM contacts WHERE company_id = ? AND lower(email) = lower(?) AND erased_at IS NULL ORDER BY id LIMIT 1`, [companyId, email]);
+  return row === undefined ? undefined : toContact(row);
+}

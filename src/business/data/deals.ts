@@ -303,3 +303,36 @@ export async function deleteDeal(tx: Queryable, companyId: number, dealId: numbe
   await tx.run('DELETE FROM deals WHERE company_id = ? AND id = ?', [companyId, dealId]);
   return deal;
 }
+
+/**
+ * Undo a stage move exactly (the revert of `moveDealStage`): the deal gets back the stage,
+ * `updated_at` and `closed_at` it had, and the history row the move wrote is deleted, so the
+ * company's transition statistics stay true. Only the latest change of the deal can be undone.
+ * Throws `not_found` (deal or history row), `changed_since` (the deal moved again after it).
+ */
+export async function undoDealStageMove(
+  tx: Queryable,
+  companyId: number,
+  dealId: number,
+  historyId: number,
+  previous: { stage: DealStage; updated_at: string; closed_at: string | null },
+): Promise<{ undone: DealStageChange; deal: Deal }> {
+  checkStage(previous.stage, 'previous.stage');
+  const deal = await requireDeal(tx, companyId, dealId);
+  const history = await listDealStageHistory(tx, companyId, dealId);
+  const row = history.find((h) => h.id === historyId);
+  if (row === undefined) throw notFound('deal stage change', historyId);
+  const latest = history[history.length - 1]!;
+  if (latest.id !== historyId || deal.stage !== row.to_stage) {
+    throw new DomainError('changed_since', `deal ${dealId} moved again after that change (now ${deal.stage})`, 'Undo the later stage change first.');
+  }
+  await tx.run('DELETE FROM deal_stage_history WHERE company_id = ? AND id = ?', [companyId, historyId]);
+  const updated = await tx.get(`UPDATE deals SET stage = ?, updated_at = ?, closed_at = ? WHERE company_id = ? AND id = ? RETURNING ${DEAL_COLUMNS}`, [
+    previous.stage,
+    previous.updated_at,
+    previous.closed_at,
+    companyId,
+    dealId,
+  ]);
+  return { undone: row, deal: toDeal(updated!) };
+}

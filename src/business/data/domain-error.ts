@@ -31,7 +31,10 @@ export type DomainErrorCode =
   | 'same_tier'
   | 'seats_exceed_tier'
   | 'last_owner'
-  | 'email_not_queued';
+  | 'email_not_queued'
+  | 'contact_in_use'
+  | 'changed_since'
+  | 'not_an_upgrade';
 
 /**
  * The pack's own reasons with their HTTP status and summary, in the form `defineReasons` takes
@@ -60,6 +63,9 @@ export const DOMAIN_REASONS: Readonly<Record<Exclude<DomainErrorCode, 'not_found
   seats_exceed_tier: { status: 409, summary: 'The subscription has more seats than the target tier allows.' },
   last_owner: { status: 409, summary: 'The company must keep at least one active owner.' },
   email_not_queued: { status: 409, summary: 'The email already left the outbox (sent or failed).' },
+  contact_in_use: { status: 409, summary: 'The contact has deals, visits, invoices or notes; it cannot be deleted (erase it with gdpr_delete_contact instead).' },
+  changed_since: { status: 409, summary: 'The entity changed after the action being undone; undo the later change first.' },
+  not_an_upgrade: { status: 409, summary: 'The target tier is not above the current one; this verb only upgrades.' },
 };
 
 export class DomainError extends Error {

@@ -147,3 +147,9 @@ async function finish(tx: Queryable, companyId: number, emailId: number, status:
   const email = await requireEmail(tx, companyId, emailId);
   throw new DomainError('email_not_queued', `email ${emailId} is already ${email.status}`, 'Only queued emails can change.');
 }
+
+/** Every outbox message of the company to this address (case-insensitive), newest first. */
+export async function listEmailsTo(q: Queryable, companyId: number, address: string): Promise<EmailMessage[]> {
+  const rows = await q.all(`SELECT ${EMAIL_COLUMNS} FROM email_outbox WHERE company_id = ? AND lower(to_address) = lower(?) ORDER BY created_at DESC, id DESC`, [companyId, address]);
+  return rows.map(toEmail);
+}

@@ -182,3 +182,22 @@ export async function recordPartUsage(
   ]);
   return { usage: toUsage(row!), previous_quantity, part };
 }
+
+/**
+ * Undo a recorded part usage (the revert of `recordPartUsage`): delete the usage row and put
+ * its quantity back in stock. Throws `not_found` (usage).
+ */
+export async function revertPartUsage(tx: Queryable, companyId: number, usageId: number, now: Date): Promise<{ usage: PartUsage; previous_quantity: number; part: Part }> {
+  const row = await tx.get(`SELECT ${USAGE_COLUMNS} FROM part_usage WHERE company_id = ? AND id = ?`, [companyId, usageId]);
+  if (row === undefined) throw notFound('part usage', usageId);
+  const usage = toUsage(row);
+  await tx.run('DELETE FROM part_usage WHERE company_id = ? AND id = ?', [companyId, usageId]);
+  const { previous_quantity, part } = await adjustStock(tx, companyId, usage.part_id, usage.quantity, now);
+  return { usage, previous_quantity, part };
+}
+
+/** A part's usage records, newest first (at most `limit`, default 50); empty for an unknown or foreign part. */
+export async function listPartUsage(q: Queryable, companyId: number, partId: number, limit = 50): Promise<PartUsage[]> {
+  const rows = await q.all(`SELECT ${USAGE_COLUMNS} FROM part_usage WHERE company_id = ? AND part_id = ? ORDER BY used_at DESC, id DESC LIMIT ?`, [companyId, partId, limit]);
+  return rows.map(toUsage);
+}

@@ -271,3 +271,29 @@ export async function voidInvoice(tx: Queryable, companyId: number, invoiceId: n
   ]);
   return { previous_status: invoice.status, invoice: toInvoice(row!) };
 }
+
+/**
+ * Put an invoice without payments back in a previous state (the revert of issuing or voiding
+ * it): status, `issued_at` and `due_at` as they were. Throws `not_found`, `invoice_has_payments`,
+ * `invalid_input` (a status other than draft or open).
+ */
+export async function restoreInvoiceState(
+  tx: Queryable,
+  companyId: number,
+  invoiceId: number,
+  previous: { status: InvoiceStatus; issued_at: string | null; due_at: string | null },
+  now: Date,
+): Promise<{ previous_status: InvoiceStatus; invoice: Invoice }> {
+  if (previous.status !== 'draft' && previous.status !== 'open') throw invalidInput('status', 'an invoice can only be put back to draft or open');
+  const invoice = await requireInvoice(tx, companyId, invoiceId);
+  if (invoice.paid_cents > 0) throw new DomainError('invoice_has_payments', `invoice ${invoiceId} has ${invoice.paid_cents} cents paid`, 'Refund its payments first.');
+  const row = await tx.get(`UPDATE invoices SET status = ?, issued_at = ?, due_at = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${INVOICE_COLUMNS}`, [
+    previous.status,
+    previous.issued_at,
+    previous.due_at,
+    isoTime(now),
+    companyId,
+    invoiceId,
+  ]);
+  return { previous_status: invoice.status, invoice: toInvoice(row!) };
+}

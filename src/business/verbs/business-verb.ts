@@ -1,0 +1,47 @@
+/**
+ * `defineBusinessVerb`: `defineVerb` for the demo pack's verbs. It translates the data layer's
+ * DomainError (data/domain-error.ts) into the runtime's VerbError with the same reason code,
+ * message and hint, in the handler and in the revert handler, so every domain refusal reaches
+ * the envelope as a clear reason (`not_found`, `already_paid`, `double_booked`…) instead of an
+ * internal_error. Nothing else changes: the definition is returned as given otherwise.
+ *
+ * Spec: spec/envelope.md §error, spec/reasons.md §domain.
+ */
+import { VerbError } from '../../runtime/errors.ts';
+import { defineVerb, type VerbDefinition } from '../../runtime/verb.ts';
+import { isDomainError } from '../data/domain-error.ts';
+
+/** A DomainError as a VerbError (reason = its code); anything else is returned unchanged. */
+export function toVerbError(err: unknown): unknown {
+  if (!isDomainError(err)) return err;
+  const path = err.code === 'invalid_input' ? `/${err.message.split(':')[0]!.replace(/\[(\d+)\]/g, '/$1').replace(/\./g, '/')}` : undefined;
+  return new VerbError(err.code, err.message, { ...(err.hint !== undefined ? { hint: err.hint } : {}), ...(path !== undefined ? { path } : {}), cause: err });
+}
+
+/** Define a pack verb whose handler (and revert handler) report DomainErrors as VerbErrors. */
+export function defineBusinessVerb<A = any, R = any>(definition: VerbDefinition<A, R>): VerbDefinition<A, R> {
+  const { handler, revert } = definition;
+  const wrapped: VerbDefinition<A, R> = {
+    ...definition,
+    async handler(ctx, args) {
+      try {
+        return await handler(ctx, args);
+      } catch (err) {
+        throw toVerbError(err);
+      }
+    },
+  };
+  if (revert !== undefined) {
+    wrapped.revert = {
+      ...revert,
+      async handler(ctx, original) {
+        try {
+          return await revert.handler(ctx, original);
+        } catch (err) {
+          throw toVerbError(err);
+        }
+      },
+    };
+  }
+  return defineVerb(wrapped);
+}
