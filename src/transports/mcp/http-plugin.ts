@@ -120,9 +120,13 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
     };
     const timer = setInterval(sweep, Math.max(1000, Math.min(idleMs, 60_000)));
     timer.unref();
-    app.addHook('onClose', async () => {
+    // preClose: end the sessions (and their open response streams, e.g. a pending elicitation)
+    // before the server waits for in-flight requests to finish.
+    app.addHook('preClose', async () => {
       clearInterval(timer);
       await Promise.all([...sessions.values()].map(close));
+    });
+    app.addHook('onClose', async () => {
       catalog.dispose();
     });
 

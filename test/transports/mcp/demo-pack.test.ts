@@ -61,7 +61,13 @@ test('every demo verb projected onto MCP is listed and answers a well-formed too
   const facts = (await pack.seed?.(h.rt, {})) ?? {};
   const key = (facts.owner_api_key as string | undefined) ?? h.keys.owner;
   const client = await connectInMemory(t, h, { apiKey: key });
-  const listed = new Set((await client.listTools()).tools.map((x) => x.name));
+  const listed = new Set<string>();
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor === undefined ? {} : { cursor });
+    for (const x of page.tools) listed.add(x.name);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
   const demo = pack.verbs.map((v) => h.rt.registry.get(v.name)!);
   for (const v of demo) assert.equal(listed.has(v.toolName), v.surfaces.includes('mcp_stdio'), v.name);
   let ok = 0;

@@ -22,6 +22,7 @@ interface Served {
   h: McpHarness;
   url: URL;
   port: number;
+  app: ReturnType<typeof createHttpServer>;
 }
 
 async function serve(t: TestContext, options: McpHttpOptions = {}): Promise<Served> {
@@ -30,10 +31,12 @@ async function serve(t: TestContext, options: McpHttpOptions = {}): Promise<Serv
   await app.listen({ port: 0, host: '127.0.0.1' });
   t.after(() => app.close());
   const port = (app.server.address() as AddressInfo).port;
-  return { h, url: new URL(`http://127.0.0.1:${port}/mcp`), port };
+  return { h, url: new URL(`http://127.0.0.1:${port}/mcp`), port, app };
 }
 
-async function connect(t: TestContext, s: Served, key: string | null, elicit?: (phrase: string) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string> }): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+type Answer = { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string> };
+
+async function connect(t: TestContext, s: Served, key: string | null, elicit?: (phrase: string) => Answer | Promise<Answer>): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
   const transport = new StreamableHTTPClientTransport(s.url, key === null ? {} : { requestInit: { headers: { Authorization: `Bearer ${key}` } } });
   const client = new Client({ name: 'http-test', version: '1.0.0' }, { capabilities: elicit ? { elicitation: { form: {} } } : {} });
   if (elicit) client.setRequestHandler(ElicitRequestSchema, async (req) => elicit(phraseShown(req)));
@@ -194,6 +197,23 @@ test('over HTTP, a typed-phrase verb is approved by the human through elicitatio
   assert.equal(env.error!.reason, 'dispatch_pending');
   assert.match(env.error!.hint!, /solid approvals approve apv_/);
   assert.equal(s.h.runs.charge, 1);
+});
+
+test('closing the server ends open sessions, even one waiting for a human to answer a form', async (t) => {
+  const s = await serve(t);
+  let asked!: () => void;
+  const waiting = new Promise<void>((r) => (asked = r));
+  const { client } = await connect(t, s, s.h.keys.owner, () => {
+    asked();
+    return new Promise<Answer>(() => {}); // the human never answers
+  });
+  const call = client.callTool({ name: 'test__charge', arguments: { invoice_id: 1, amount_cents: 100 } });
+  call.catch(() => {});
+  await waiting;
+  const closed = await Promise.race([s.app.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('still open after 5 s'), 5000))]);
+  assert.equal(closed, 'closed');
+  await assert.rejects(call);
+  assert.equal(s.h.runs.charge, 0);
 });
 
 test('solid serve mounts the plugin at /mcp (http-mounts)', async (t) => {
