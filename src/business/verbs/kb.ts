@@ -36,7 +36,7 @@ export const kbSearch = defineBusinessVerb<{ query?: string; tag?: string; limit
 export const kbGetArticle = defineBusinessVerb<{ article_id?: number; slug?: string }>({
   name: 'kb.get_article',
   title: 'Read a knowledge-base article',
-  description: 'Read one knowledge-base article in full, by id or by slug (e.g. refund-policy).',
+  description: 'Read one knowledge-base article in full (title, body, tags), by id or by slug (e.g. refund-policy), to quote the company’s own policy or procedure accurately.',
   shape: 'aggregate',
   category: 'kb',
   input: objectSchema({ article_id: idProp('The article id (give this or slug).'), slug: SLUG }),

@@ -304,7 +304,7 @@ export const paymentsSearch = defineBusinessVerb<{ invoice_id?: number; contact_
 export const paymentsGet = defineBusinessVerb<{ payment_id: number }>({
   name: 'payments.get',
   title: 'Payment with refunds',
-  description: 'One payment with its refunds and the invoice it paid.',
+  description: 'One payment (charge) with every refund issued on it (amount, reason, who, when) and the invoice it paid. Use it to see what can still be refunded before issue_refund.',
   shape: 'aggregate',
   category: 'payments',
   input: objectSchema({ payment_id: idProp('The payment id (transaction_id).') }, ['payment_id']),

@@ -39,6 +39,12 @@ test('every pack verb answers ok with an output valid against its shape schema (
       const upEnv = upstreamValidator('envelope')!;
       assert.ok(upEnv(env), `${name} envelope vs upstream: ${JSON.stringify(upEnv.errors)}`);
     }
+    if (verb.shape === 'preview') {
+      // `reversible` tells the truth: it agrees with whether each write previewed here has a revert handler.
+      for (const w of d.rt.registry.all().filter((x) => x.definition.preview === name)) {
+        assert.equal(result.reversible, w.revertible, `${name}.reversible must match ${w.name}'s revert handler`);
+      }
+    }
     if (verb.isWrite) {
       assert.equal(typeof result.audit_id, 'number', `${name} receipt has an audit_id`);
       assert.equal(typeof result.idempotency_key, 'string', `${name} receipt has an idempotency_key`);
