@@ -31,6 +31,7 @@
  * Spec: spec/transports.md §ucp-config.
  */
 import { z } from 'zod';
+import type { Runtime } from '../../runtime/runtime.ts';
 import type { Role, VerbClass } from '../../spec/types.ts';
 import { ROLES } from '../../spec/types.ts';
 import { SUB_AGENTS, VERSION_PATTERN, UCP_VERSION, namespaceProblem, namespaceFromUrl, type SubAgent } from './capability-names.ts';
@@ -212,4 +213,22 @@ export function checkBaseUrl(url: string, what = 'baseUrl'): string {
   if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error(`${what} must use https (http only for local development)`);
   if (u.search !== '' || u.hash !== '' || u.username !== '' || u.password !== '') throw new Error(`${what} must not carry a query, fragment or credentials`);
   return u.href.replace(/\/+$/, '');
+}
+
+/**
+ * The business served at the root routes (and the CLI's default tenant): `configured` when given,
+ * else the lowest company_id that is not the runtime's sandbox tenant, else the sandbox; undefined
+ * when the database has no tenant.
+ */
+export async function primaryTenantOf(rt: Runtime, configured?: number): Promise<number | undefined> {
+  if (configured !== undefined) return configured;
+  let sandbox: number | undefined;
+  try {
+    sandbox = (await rt.sandboxPrincipal()).company_id;
+  } catch {
+    sandbox = undefined;
+  }
+  const rows = await rt.store.read((q) => q.all<{ company_id: number }>('SELECT company_id FROM tenants ORDER BY company_id LIMIT 2'));
+  const ids = rows.map((r) => Number(r.company_id));
+  return ids.find((i) => i !== sandbox) ?? ids[0];
 }

@@ -49,7 +49,7 @@ import {
 import { ReplayCache, type ReplayGuard } from './replay-cache.ts';
 import { signMessage } from './rfc9421.ts';
 import { UcpError } from './ucp-error.ts';
-import { checkBaseUrl, resolveTenantConfig, ucpConfigFromEnv, type UcpServerConfig, type UcpTenantConfig } from './ucp-config.ts';
+import { checkBaseUrl, primaryTenantOf, resolveTenantConfig, ucpConfigFromEnv, type UcpServerConfig, type UcpTenantConfig } from './ucp-config.ts';
 import { CONSENT_NONCE_HEADER, verifyUcpRequest, type InboundRequest } from './verify-request.ts';
 
 /** Where the time of one capability call went (ms), for the benchmark. */
@@ -105,19 +105,11 @@ class UcpState {
     });
   }
 
-  /** company_id served at the root: configured, else the lowest tenant that is not the sandbox. */
+  /** company_id served at the root (primaryTenantOf, re-read at most every 5 s). */
   async primaryTenant(): Promise<number | undefined> {
     if (this.cfg.primaryTenant !== undefined) return this.cfg.primaryTenant;
     if (this.#primary !== undefined && Date.now() - this.#primary.at < 5000) return this.#primary.id;
-    let sandbox: number | undefined;
-    try {
-      sandbox = (await this.rt.sandboxPrincipal()).company_id;
-    } catch {
-      sandbox = undefined;
-    }
-    const rows = await this.rt.store.read((q) => q.all<{ company_id: number }>('SELECT company_id FROM tenants ORDER BY company_id LIMIT 2'));
-    const ids = rows.map((r) => Number(r.company_id));
-    const id = ids.find((i) => i !== sandbox) ?? ids[0];
+    const id = await primaryTenantOf(this.rt);
     this.#primary = { id, at: Date.now() };
     return id;
   }
