@@ -9,6 +9,9 @@
  * WRITE_FINANCIAL, phrase "CHARGE <n> CENTS"), notes.hidden (crm, not on ucp).
  */
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TestContext } from 'node:test';
@@ -21,6 +24,8 @@ import { exportPublicJwk, type PublicP256Jwk } from '../../../src/transports/ucp
 import { signRequest, type SignRequestOptions } from '../../../src/transports/ucp/ucp-client.ts';
 import { PlatformProfiles } from '../../../src/transports/ucp/platform-profiles.ts';
 import type { UcpTenantSettings } from '../../../src/transports/ucp/ucp-config.ts';
+import { loadSecrets } from '../../../src/runtime/secrets.ts';
+import { runCli } from '../../../src/transports/cli/main.ts';
 
 export interface PlatformKey {
   kid: string;
@@ -246,4 +251,32 @@ export async function createUcpHarness(t: TestContext, options: UcpPluginOptions
       return toResponse(await fetch(url, { headers, redirect: 'manual' }), url);
     },
   };
+}
+
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * A UCP harness on a database file with a keyfile, plus `cli(args)` running `solid --db <that
+ * file> …` in-process: the CLI and the server share the database and its secrets (like
+ * `solid keys` next to a running `solid serve`). The server re-reads its signing key on every
+ * answer (TenantKeys.cacheTtlMs = 0; 30 s in production).
+ */
+export async function createSharedUcpHarness(t: TestContext, options: Parameters<typeof createUcpHarness>[1] = {}): Promise<{ u: UcpHarness; cli: (args: string[]) => Promise<CliRun> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'solid-ucp-cli-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const db = join(dir, 'solid.db');
+  const { secrets } = loadSecrets({ keyfilePath: `${db}.keys.json`, create: true, env: {} });
+  const u = await createUcpHarness(t, { ...options, runtime: { ...options.runtime, path: db, secrets } });
+  u.h.rt.keys.cacheTtlMs = 0;
+  const cli = async (args: string[]): Promise<CliRun> => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await runCli(['--db', db, ...args], { out: (s) => out.push(s), err: (s) => err.push(s), isTTY: false });
+    return { code, stdout: out.join('\n'), stderr: err.join('\n') };
+  };
+  return { u, cli };
 }
