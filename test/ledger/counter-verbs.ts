@@ -9,7 +9,6 @@ import { defineVerb } from '../../src/runtime/verb.ts';
 import { VerbError } from '../../src/runtime/errors.ts';
 import type { DispatchOptions } from '../../src/runtime/dispatch.ts';
 import type { Envelope } from '../../src/spec/types.ts';
-import type { RuntimeOptions } from '../../src/runtime/runtime.ts';
 
 type AddArgs = { name: string; by: number; fail?: boolean; notify?: boolean };
 

@@ -314,7 +314,8 @@ describe('transactions', () => {
       rows.map((r) => Number(r.audit_id)),
       (c.result as Tx).steps.map((s) => s.audit_id),
     );
-    await h.rt.deliverOutbox();
+    // Delivered by the runtime after the commit (the commit kicks the outbox).
+    for (let i = 0; i < 100 && delivered.length < 2; i++) await new Promise((r) => setTimeout(r, 20));
     assert.deepEqual(delivered, [
       { name: 'o', by: 1 },
       { name: 'o', by: 2 },

@@ -12,7 +12,7 @@ import { generateKeyPairSync, sign as nodeSign } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { counterRuntime, consented } from './counter-verbs.ts';
 import type { TestRuntime } from '../support/runtime.ts';
-import { verifyAuditChain, verifyDatabaseFile, storedRowHash, type AuditVerifyReport, type AuditFindingKind } from '../../src/runtime/ledger/verify.ts';
+import { verifyAuditChain, verifyDatabaseFile, verifyStoreChain, storedRowHash, type AuditVerifyReport, type AuditFindingKind } from '../../src/runtime/ledger/verify.ts';
 import { AUDIT_COLUMNS, hashAuditRow, toAuditRow } from '../../src/runtime/ledger/audit.ts';
 import { checkpointMaterial } from '../../src/runtime/runtime.ts';
 import { StoreError } from '../../src/store/store.ts';
@@ -118,7 +118,7 @@ describe('audit chain verification', () => {
   });
 
   it('hashes hostile strings exactly like the ledger: quotes, backslashes, control characters, emoji in names and keys', async (t) => {
-    const h = await counterRuntime(t);
+    const h = await counterRuntime(t, { engine: 'sqlite' });
     await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'evil"\\name\n\u0001😀', { 'k"\\': 'v\u0000😀' });
     await consented(h, h.keys.employee, 'counter.add', { name: 'quote"back\\slash\ttab😀', by: 1 }, { idempotency_key: 'key "with" \\ quotes' });
     await h.rt.close();
@@ -152,6 +152,27 @@ describe('audit chain verification', () => {
       verifyAuditChain(rows, checkpoints, keys).tenants.flatMap((x) => x.findings.map((f) => f.kind)),
       ['modified'],
     );
+  });
+
+  it('verifies through any Store (the engine under test, paged) and catches a row edited there', async (t) => {
+    const h = await counterRuntime(t);
+    for (let i = 0; i < 5; i++) await consented(h, h.keys.employee, 'counter.add', { name: 'p', by: i });
+    await consented(h, h.otherOwnerKey, 'counter.add', { name: 'p', by: 1 });
+    await h.rt.checkpointAll();
+    const ok = await verifyStoreChain(h.rt.store, { pageRows: 4 });
+    assert.equal(ok.ok, true, JSON.stringify(ok.tenants.flatMap((x) => x.findings)));
+    assert.ok(ok.tenants.find((x) => x.company_id === h.companyId)!.rows_checked >= 10);
+    await h.rt.store.write(async (tx) => {
+      if (h.rt.store.engine === 'sqlite') await tx.run('DROP TRIGGER audit_log_no_update');
+      else await tx.run('ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_update');
+      await tx.run(`UPDATE audit_log SET reason = 'edited' WHERE company_id = ? AND seq = 2`, [h.companyId]);
+    });
+    const bad = await verifyStoreChain(h.rt.store, { pageRows: 4 });
+    assert.deepEqual(
+      bad.tenants.find((x) => x.company_id === h.companyId)!.findings.map((f) => [f.kind, f.seq]),
+      [['modified', 2]],
+    );
+    assert.equal(bad.tenants.find((x) => x.company_id === h.otherCompanyId)!.ok, true);
   });
 
   it('the engine refuses UPDATE and DELETE on audit_log (StoreError append_only), also on a raw connection', async (t) => {

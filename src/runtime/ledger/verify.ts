@@ -12,7 +12,8 @@
  *   unknown_key    a checkpoint is signed by a key the verifier does not trust
  * It needs no secret: only rows, checkpoints and public keys. Keys exported earlier (`solid audit
  * export-keys`) are the trust anchor; keys read from the same database only prove consistency with
- * that database. A whole chain re-hashed by someone without the signing key is caught by the
+ * that database. Sources: a SQLite file read directly (`verifyDatabaseFile`, worker threads on long
+ * logs) or any Store (`verifyStoreChain`, e.g. PostgreSQL). A whole chain re-hashed by someone without the signing key is caught by the
  * checkpoints (or by a saved receipt/anchor), never by the hashes alone.
  *
  * Speed: rows stream through an iterator; a row's canonical form is built directly from the stored
@@ -25,6 +26,8 @@ import { availableParallelism } from 'node:os';
 import { Worker, type MessagePort } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { AUDIT_COLUMNS, GENESIS_HASH } from './audit.ts';
+import type { Queryable, Store } from '../../store/store.ts';
+import { parseJson } from '../../store/store.ts';
 import type { PublicJwk } from './tenant-keys.ts';
 import { checkpointMaterial } from '../runtime.ts';
 import { VerbError } from '../errors.ts';
@@ -509,17 +512,80 @@ export function openAuditDatabase(path: string): Database.Database {
   }
 }
 
+/** A read-only Queryable over a better-sqlite3 connection (offline tools, no Store needed). */
+export function sqliteQueryable(db: Database.Database): Queryable {
+  return {
+    get: async <T>(sql: string, params: readonly unknown[] = []) => db.prepare(sql).get(...params) as T | undefined,
+    all: async <T>(sql: string, params: readonly unknown[] = []) => db.prepare(sql).all(...params) as T[],
+    run: async () => {
+      throw new VerbError('store_unavailable', 'This audit source is read-only.');
+    },
+  };
+}
+
 /** Every public key a database holds, any state (retired keys still verify old checkpoints). */
-export function databaseKeys(db: Database.Database, tenant?: number): PublicJwk[] {
-  const rows = (tenant === undefined ? db.prepare('SELECT public_jwk FROM tenant_keys').all() : db.prepare('SELECT public_jwk FROM tenant_keys WHERE company_id = ?').all(tenant)) as Array<{ public_jwk: string }>;
-  return rows.map((r) => JSON.parse(r.public_jwk) as PublicJwk);
+export async function databaseKeys(q: Queryable, tenant?: number): Promise<PublicJwk[]> {
+  const rows = await q.all<{ public_jwk: unknown }>(`SELECT public_jwk FROM tenant_keys${tenant === undefined ? '' : ' WHERE company_id = ?'} ORDER BY company_id, created_at, kid`, tenant === undefined ? [] : [tenant]);
+  return rows.map((r) => parseJson<PublicJwk>(r.public_jwk));
 }
 
 /** The latest checkpoint of each tenant (the anchors export-keys writes). */
-export function latestCheckpoints(db: Database.Database, tenant?: number): CheckpointRecord[] {
+export async function latestCheckpoints(q: Queryable, tenant?: number): Promise<CheckpointRecord[]> {
   const sql = `SELECT c.company_id, c.seq, c.head_hash, c.created_at, c.kid, c.signature FROM audit_checkpoints c
     WHERE c.seq = (SELECT MAX(seq) FROM audit_checkpoints m WHERE m.company_id = c.company_id)${tenant === undefined ? '' : ' AND c.company_id = ?'} ORDER BY c.company_id`;
-  return (tenant === undefined ? db.prepare(sql).all() : db.prepare(sql).all(tenant)) as CheckpointRecord[];
+  const rows = await q.all<CheckpointRecord>(sql, tenant === undefined ? [] : [tenant]);
+  return rows.map((r) => ({ ...r, company_id: Number(r.company_id), seq: Number(r.seq) }));
+}
+
+const SAME_STORE_WARNING =
+  'No trusted keys given (--keys): checkpoint signatures were checked with the public keys stored in this same database, so someone able to rewrite the database could also have replaced them. Export the keys once (`solid audit export-keys`) and keep the file elsewhere.';
+
+/**
+ * Verify the audit log through any Store (SQLite or PostgreSQL): rows are read in pages of
+ * `pageRows` in (company_id, seq) order (keyset pagination on the UNIQUE(company_id, seq) index),
+ * one snapshot per page; rows appended meanwhile land after the heads read first and are simply
+ * walked too. Findings as verifyAuditChain. Spec: spec/audit.md §verify.
+ */
+export async function verifyStoreChain(store: Store, options: VerifyOptions & { trust?: TrustFile; pageRows?: number; onStart?: (rows: number) => void } = {}): Promise<AuditVerifyReport> {
+  const t0 = performance.now();
+  const t = options.tenant;
+  const maxFindings = options.maxFindings ?? 1000;
+  const where = t === undefined ? '' : ' WHERE company_id = ?';
+  const params = t === undefined ? [] : [t];
+  const meta = await store.read(async (q) => ({
+    count: Number((await q.get<{ n: number }>(`SELECT COUNT(*) AS n FROM audit_log${where}`, params))!.n),
+    checkpoints: await q.all<CheckpointRecord>(`SELECT company_id, seq, head_hash, created_at, kid, signature FROM audit_checkpoints${where}`, params),
+    heads: await q.all<ChainHead>(`SELECT company_id, audit_seq, audit_hash FROM tenant_heads${where}`, params),
+    keys: options.trust === undefined ? await databaseKeys(q, t) : options.trust.keys,
+  }));
+  options.onStart?.(meta.count);
+  const checkpoints = [...meta.checkpoints, ...(options.trust?.checkpoints ?? []).filter((c) => t === undefined || Number(c.company_id) === t)];
+  const checked = checkCheckpoints(checkpoints, keyMap(meta.keys), t);
+  const walkers = new Map<number, SegmentWalker>();
+  const page = Math.max(1, options.pageRows ?? 10_000);
+  let after: [number, number] = [-1, -1];
+  let total = 0;
+  for (;;) {
+    const rows = await store.read((q) =>
+      q.all<StoredAuditRow>(`${SELECT_ROWS} WHERE (company_id, seq) > (?, ?)${t === undefined ? '' : ' AND company_id = ?'} ORDER BY company_id, seq LIMIT ?`, [...after, ...params, page]),
+    );
+    for (const row of rows) {
+      const companyId = Number(row.company_id);
+      let w = walkers.get(companyId);
+      if (w === undefined) walkers.set(companyId, (w = new SegmentWalker(companyId, 1, GENESIS_HASH, checked.byTenant.get(companyId) ?? [], maxFindings)));
+      w.push(row);
+    }
+    total += rows.length;
+    options.onProgress?.(total);
+    if (rows.length < page) break;
+    const last = rows[rows.length - 1]!;
+    after = [Number(last.company_id), Number(last.seq)];
+  }
+  const segments = new Map<number, SegmentResult[]>();
+  for (const [id, w] of walkers) segments.set(id, [w.r]);
+  const report = assemble(t0, total, segments, checked, headMap(meta.heads, t), maxFindings);
+  if (options.trust === undefined) report.warnings.push(SAME_STORE_WARNING);
+  return report;
 }
 
 export interface VerifyDatabaseOptions extends VerifyOptions {
@@ -559,10 +625,8 @@ export async function verifyDatabaseFile(path: string, options: VerifyDatabaseOp
       keys = options.trust.keys;
       checkpoints.push(...(options.trust.checkpoints ?? []).filter((c) => t === undefined || Number(c.company_id) === t));
     } else {
-      keys = databaseKeys(db, t);
-      warnings.push(
-        'No trusted keys given (--keys): checkpoint signatures were checked with the public keys stored in this same database, so someone able to rewrite the database could also have replaced them. Export the keys once (`solid audit export-keys`) and keep the file elsewhere.',
-      );
+      keys = await databaseKeys(sqliteQueryable(db), t);
+      warnings.push(SAME_STORE_WARNING);
     }
     const workers = Math.max(1, Math.min(options.workers ?? availableParallelism(), 8));
     let report: AuditVerifyReport | undefined;
@@ -714,12 +778,12 @@ export interface ReceiptLogCheck {
  * row at that seq must exist, carry the same hashes, and its content must still hash to them.
  * That proves the log was neither rewritten nor truncated below the receipt.
  */
-export function checkReceiptInLog(db: Database.Database, attestation: { kid: string; seq: number; row_hash: string; prev_hash: string }): ReceiptLogCheck {
+export async function checkReceiptInLog(q: Queryable, attestation: { kid: string; seq: number; row_hash: string; prev_hash: string }): Promise<ReceiptLogCheck> {
   const seq = Number(attestation.seq);
-  const owner = db.prepare('SELECT company_id FROM tenant_keys WHERE kid = ?').get(attestation.kid) as { company_id: number } | undefined;
+  const owner = await q.get<{ company_id: number }>('SELECT company_id FROM tenant_keys WHERE kid = ?', [attestation.kid]);
   if (owner === undefined) return { status: 'unknown_tenant', seq, message: `This log holds no key ${attestation.kid}: the receipt was not issued by this database.` };
   const company = Number(owner.company_id);
-  const row = db.prepare(`${SELECT_ROWS} WHERE company_id = ? AND seq = ?`).get(company, seq) as StoredAuditRow | undefined;
+  const row = await q.get<StoredAuditRow>(`${SELECT_ROWS} WHERE company_id = ? AND seq = ?`, [company, seq]);
   if (row === undefined) {
     return { status: 'missing', company_id: company, seq, message: `Tenant ${company}'s log has no row at seq ${seq}: the log was truncated or rows were deleted below this receipt.` };
   }

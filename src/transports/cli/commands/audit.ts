@@ -12,12 +12,63 @@
  * Spec: spec/audit.md §verify.
  */
 import { createRequire } from 'node:module';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { dbPathOf } from '../local.ts';
+import { databaseUrlOf, dbPathOf } from '../local.ts';
 import type { Io } from '../output.ts';
-import { databaseKeys, latestCheckpoints, openAuditDatabase, parseTrustFile, verifyDatabaseFile, type AuditVerifyReport, type TrustFile } from '../../../runtime/ledger/verify.ts';
+import {
+  databaseKeys,
+  latestCheckpoints,
+  openAuditDatabase,
+  parseTrustFile,
+  sqliteQueryable,
+  verifyDatabaseFile,
+  verifyStoreChain,
+  type AuditVerifyReport,
+  type TrustFile,
+} from '../../../runtime/ledger/verify.ts';
 import { VerbError } from '../../../runtime/errors.ts';
+import type { Queryable, Store } from '../../../store/store.ts';
+import { PostgresStore, describeUrl, postgresOptionsFromEnv } from '../../../store/postgres/postgres-store.ts';
+
+/** Where the audit log is read from: a SQLite file opened read-only, or a PostgreSQL database. */
+export interface AuditSource {
+  kind: 'sqlite' | 'postgres';
+  /** File path, or the URL without secrets. */
+  path: string;
+  q: Queryable;
+  store?: Store;
+  close(): Promise<void>;
+}
+
+/**
+ * Open the audit log named by --db / SOLID_DB / SOLID_DATABASE_URL without starting a runtime
+ * (no keyfile, no migrations). Undefined when a SQLite file is absent and `mustExist` is false;
+ * otherwise a missing database throws store_unavailable.
+ */
+export async function openAuditSource(db: string | undefined, mustExist = true): Promise<AuditSource | undefined> {
+  const url = databaseUrlOf(db);
+  if (url !== undefined) {
+    const store = new PostgresStore(postgresOptionsFromEnv(url));
+    const q: Queryable = {
+      get: (sql, params) => store.read((r) => r.get(sql, params)),
+      all: (sql, params) => store.read((r) => r.all(sql, params)),
+      run: () => Promise.reject(new VerbError('store_unavailable', 'This audit source is read-only.')),
+    };
+    return { kind: 'postgres', path: describeUrl(url), q, store, close: () => store.close() };
+  }
+  const path = dbPathOf(db);
+  if (!existsSync(path) && !mustExist) return undefined;
+  const file = openAuditDatabase(path);
+  return {
+    kind: 'sqlite',
+    path,
+    q: sqliteQueryable(file),
+    close: async () => {
+      file.close();
+    },
+  };
+}
 
 /** Exit code of a verification with findings. */
 export const EXIT_TAMPERED = 1;
@@ -87,20 +138,27 @@ export function registerAudit(program: Command, io: Io, setExit: (code: number) 
     .action(async (opts: { tenant?: string; json?: boolean; keys?: string }) => {
       const tenant = parseTenant(opts.tenant);
       const trust = readTrust(opts.keys);
-      const path = dbPathOf(program.opts<{ db?: string }>().db);
+      const source = await openAuditSource(program.opts<{ db?: string }>().db);
       let bar: ProgressBar | undefined;
       let report: AuditVerifyReport;
+      const options = {
+        ...(tenant !== undefined ? { tenant } : {}),
+        ...(trust !== undefined ? { trust } : {}),
+        onStart: (n: number) => {
+          bar = opts.json ? undefined : progressBar(n);
+        },
+        onProgress: (n: number) => bar?.update(n),
+      };
       try {
-        report = await verifyDatabaseFile(path, {
-          ...(tenant !== undefined ? { tenant } : {}),
-          ...(trust !== undefined ? { trust } : {}),
-          onStart: (n) => {
-            bar = opts.json ? undefined : progressBar(n);
-          },
-          onProgress: (n) => bar?.update(n),
-        });
+        if (source!.kind === 'sqlite') {
+          await source!.close();
+          report = await verifyDatabaseFile(source!.path, options);
+        } else {
+          report = await verifyStoreChain(source!.store!, options);
+        }
       } finally {
         bar?.stop();
+        if (source!.kind !== 'sqlite') await source!.close();
       }
       if (opts.json) io.out(JSON.stringify(report, null, 2));
       else (report.ok ? io.out : io.err)(renderVerifyReport(report));
@@ -111,14 +169,14 @@ export function registerAudit(program: Command, io: Io, setExit: (code: number) 
     .description('Write the public keys and latest signed checkpoints (a JWKS) to keep elsewhere as the trust anchor')
     .option('--tenant <company_id>', 'only this tenant')
     .option('--out <file>', 'write to this file instead of stdout')
-    .action((opts: { tenant?: string; out?: string }) => {
+    .action(async (opts: { tenant?: string; out?: string }) => {
       const tenant = parseTenant(opts.tenant);
-      const db = openAuditDatabase(dbPathOf(program.opts<{ db?: string }>().db));
+      const source = (await openAuditSource(program.opts<{ db?: string }>().db))!;
       let doc: { keys: unknown[]; checkpoints: unknown[]; exported_at: string };
       try {
-        doc = { keys: databaseKeys(db, tenant), checkpoints: latestCheckpoints(db, tenant), exported_at: new Date().toISOString() };
+        doc = { keys: await databaseKeys(source.q, tenant), checkpoints: await latestCheckpoints(source.q, tenant), exported_at: new Date().toISOString() };
       } finally {
-        db.close();
+        await source.close();
       }
       const text = JSON.stringify(doc, null, 2);
       if (opts.out !== undefined) {

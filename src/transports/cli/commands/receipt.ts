@@ -8,12 +8,12 @@
  *
  * Spec: spec/receipts.md §attestation.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { dbPathOf } from '../local.ts';
 import type { Io } from '../output.ts';
+import { openAuditSource } from './audit.ts';
 import { verifyReceipt } from '../../../runtime/ledger/receipts.ts';
-import { checkReceiptInLog, databaseKeys, openAuditDatabase, parseTrustFile, type ReceiptLogCheck } from '../../../runtime/ledger/verify.ts';
+import { checkReceiptInLog, databaseKeys, parseTrustFile, type ReceiptLogCheck } from '../../../runtime/ledger/verify.ts';
 import type { PublicJwk } from '../../../runtime/ledger/tenant-keys.ts';
 import type { Receipt } from '../../../spec/types.ts';
 import { VerbError } from '../../../runtime/errors.ts';
@@ -34,7 +34,7 @@ export function registerReceipt(program: Command, io: Io, setExit: (code: number
     .description('Verify a saved receipt (or envelope) offline: signature, and its row in the local audit log')
     .option('--keys <jwks.json>', 'trusted public keys exported with `solid audit export-keys` (default: the local database)')
     .option('--json', 'print the verdict as JSON')
-    .action((file: string, opts: { keys?: string; json?: boolean }) => {
+    .action(async (file: string, opts: { keys?: string; json?: boolean }) => {
       let doc: unknown;
       try {
         doc = JSON.parse(readFileSync(file, 'utf8'));
@@ -43,8 +43,7 @@ export function registerReceipt(program: Command, io: Io, setExit: (code: number
       }
       const r = receiptOf(doc);
       if (r === undefined) throw new VerbError('invalid_args', `${file} holds no signed receipt (no attestation).`, { hint: 'Only write receipts carry an attestation; pass the envelope or its result.' });
-      const dbPath = dbPathOf(program.opts<{ db?: string }>().db);
-      const db = existsSync(dbPath) ? openAuditDatabase(dbPath) : undefined;
+      const db = await openAuditSource(program.opts<{ db?: string }>().db, false);
       try {
         let keys: PublicJwk[];
         let keySource: string;
@@ -52,13 +51,13 @@ export function registerReceipt(program: Command, io: Io, setExit: (code: number
           keys = parseTrustFile(readFileSync(opts.keys, 'utf8')).keys;
           keySource = opts.keys;
         } else if (db !== undefined) {
-          keys = databaseKeys(db);
-          keySource = `${dbPath} (the same store: pass --keys for an independent check)`;
+          keys = await databaseKeys(db.q);
+          keySource = `${db.path} (the same store: pass --keys for an independent check)`;
         } else {
           throw new VerbError('invalid_args', 'No public keys: pass --keys (from `solid audit export-keys`) or a local database (--db).', { hint: 'solid audit export-keys --out keys.json' });
         }
         const signature = verifyReceipt(r, keys);
-        const log: ReceiptLogCheck | undefined = db !== undefined && r.attestation !== undefined ? checkReceiptInLog(db, r.attestation) : undefined;
+        const log: ReceiptLogCheck | undefined = db !== undefined && r.attestation !== undefined ? await checkReceiptInLog(db.q, r.attestation) : undefined;
         const logOk = log === undefined || log.status === 'present' || (log.status === 'unknown_tenant' && opts.keys !== undefined);
         const valid = signature.valid && logOk;
         const verdict = {
@@ -79,7 +78,7 @@ export function registerReceipt(program: Command, io: Io, setExit: (code: number
         }
         setExit(valid ? 0 : 1);
       } finally {
-        db?.close();
+        await db?.close();
       }
     });
 }
