@@ -352,6 +352,11 @@ function replayOrRefuse(rt: Runtime, st: State, stored: { verb: string; fingerpr
 interface Consent {
   jti?: string;
   nonceExpires?: string;
+  /**
+   * Typed-phrase gate: the nonce's approvals row (created at preflight) is consumed in the
+   * effect's transaction, only while still pending or approved. spec/consent.md §nonce
+   */
+  burnApproval?: boolean;
   approvalId?: string;
   approvedBy?: number;
   approvedAt?: string;
@@ -387,26 +392,22 @@ async function consentGate(rt: Runtime, st: State, caller: Caller, options: Disp
   }
   const consent: Consent = { jti: payload.j, nonceExpires: new Date(payload.e * 1000).toISOString(), requiresApproval: typed };
   if (!typed) return consent;
-  const approval = await rt.store.read((q) =>
-    q.get<Record<string, unknown>>('SELECT approval_id, status, decided_by, decided_at FROM approvals WHERE jti = ? AND company_id = ?', [payload.j, p.company_id]),
-  );
-  if (approval !== undefined) {
-    consent.approvalId = approval.approval_id as string;
-    if (approval.status === 'approved') {
-      consent.approvedBy = Number(approval.decided_by);
-      consent.approvedAt = approval.decided_at as string;
-      return consent;
-    }
-    if (approval.status === 'rejected') {
-      throw new VerbError('approval_rejected', `A human rejected this ${verb.name} request (approval ${String(approval.approval_id)}).`, {
-        hint: 'Do not retry the same action; ask the human what they want instead.',
-      });
-    }
-    if (approval.status === 'consumed') {
-      throw new VerbError('nonce_replayed', 'This confirmation was already used; each nonce works once.', { hint: `Call ${verb.name} again without confirm for a new nonce.` });
-    }
-  }
+  consent.burnApproval = true;
   if (options.typed_phrase === undefined || options.typed_phrase === null) {
+    // No phrase: only an out-of-band decision can let this call through.
+    const approval = await rt.store.read((q) =>
+      q.get<Record<string, unknown>>('SELECT approval_id, status, decided_by, decided_at FROM approvals WHERE jti = ? AND company_id = ?', [payload.j, p.company_id]),
+    );
+    if (approval !== undefined) {
+      consent.approvalId = approval.approval_id as string;
+      if (approval.status === 'approved') {
+        consent.approvedBy = Number(approval.decided_by);
+        consent.approvedAt = approval.decided_at as string;
+        return consent;
+      }
+      if (approval.status === 'rejected') throw approvalRejected(verb.name, consent.approvalId);
+      if (approval.status === 'consumed') throw nonceReplayed(verb.name);
+    }
     // Still waiting for the human: answer pending again with the same nonce.
     return pendingEnvelope(rt, st, caller, {
       class: cls,
@@ -423,7 +424,19 @@ async function consentGate(rt: Runtime, st: State, caller: Caller, options: Disp
       hint: `The human must type exactly: ${phrase}`,
     });
   }
+  // A rejection or an earlier use of this nonce is found when the approval is consumed, in the
+  // effect's own transaction (executeInTx): deny wins even against a decision made meanwhile.
   return consent;
+}
+
+function approvalRejected(verbName: string, approvalId: string | undefined): VerbError {
+  return new VerbError('approval_rejected', `A human rejected this ${verbName} request${approvalId ? ` (approval ${approvalId})` : ''}.`, {
+    hint: 'Do not retry the same action; ask the human what they want instead.',
+  });
+}
+
+function nonceReplayed(verbName: string): VerbError {
+  return new VerbError('nonce_replayed', 'This confirmation nonce was already used; each nonce works once.', { hint: `Call ${verbName} again without confirm for a new nonce.` });
 }
 
 function summaryOf(st: State): string {
@@ -586,6 +599,42 @@ export interface ExecuteResult {
 }
 
 /**
+ * Single use of a confirmation, inside the effect's transaction (spec/consent.md §nonce):
+ * - a typed-phrase gate first consumes its approvals row, only while it is pending or approved —
+ *   the row lock makes a concurrent second use or a concurrent rejection lose or win cleanly
+ *   (nonce_replayed, approval_rejected); a decision recorded meanwhile becomes approved_by/at;
+ * - then the nonce id goes into `nonces` (every burned nonce is there), whose primary key refuses
+ *   a second use (nonce_replayed).
+ */
+async function burnNonce(tx: StoreTx, input: ExecuteInput, verbName: string, companyId: number, nowIso: string): Promise<void> {
+  const c = input.consent;
+  if (c.burnApproval) {
+    const used = await tx.get<{ approval_id: string; decided_by: number | null; decided_at: string | null }>(
+      `UPDATE approvals SET status = 'consumed' WHERE jti = ? AND company_id = ? AND status IN ('pending', 'approved') RETURNING approval_id, decided_by, decided_at`,
+      [c.jti, companyId],
+    );
+    if (used !== undefined) {
+      c.approvalId = used.approval_id;
+      if (c.approvedBy === undefined && used.decided_by !== null && used.decided_by !== undefined) {
+        c.approvedBy = Number(used.decided_by);
+        c.approvedAt = used.decided_at ?? undefined;
+      }
+    } else {
+      const row = await tx.get<{ approval_id: string; status: string }>('SELECT approval_id, status FROM approvals WHERE jti = ? AND company_id = ?', [c.jti, companyId]);
+      if (row?.status === 'rejected') throw approvalRejected(verbName, row.approval_id);
+      if (row?.status === 'consumed') throw nonceReplayed(verbName);
+      // expired by the sweep (clock skew between nodes) or never stored: the nonces row decides alone.
+    }
+  }
+  try {
+    await tx.run('INSERT INTO nonces (jti, company_id, consumed_at, expires_at) VALUES (?, ?, ?, ?)', [c.jti, companyId, nowIso, c.nonceExpires ?? nowIso]);
+  } catch (err) {
+    if (err instanceof StoreError && err.code === 'unique_violation') throw nonceReplayed(verbName);
+    throw err;
+  }
+}
+
+/**
  * Run one write inside `tx`: burn the nonce, count the daily cap, run the handler, append the
  * audit row, events, outbox and revert data. Throws VerbError on a denial or a domain failure
  * (the caller's transaction then rolls back everything).
@@ -601,36 +650,7 @@ export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput)
       hint: `Ask a user with the ${roleFloor} role to run it or to approve it.`,
     });
   }
-  if (input.consent.jti !== undefined) {
-    try {
-      await tx.run('INSERT INTO nonces (jti, company_id, consumed_at, expires_at) VALUES (?, ?, ?, ?)', [input.consent.jti, p.company_id, nowIso, input.consent.nonceExpires ?? nowIso]);
-    } catch (err) {
-      if (err instanceof StoreError && err.code === 'unique_violation') {
-        throw new VerbError('nonce_replayed', 'This confirmation nonce was already used; each nonce works once.', { hint: `Call ${verb.name} again without confirm for a new nonce.` });
-      }
-      throw err;
-    }
-    if (input.consent.approvalId !== undefined) {
-      // Consume the approval only if it is still open: a rejection that landed after the consent
-      // step read it wins (deny wins), and the update serializes with approvals.reject.
-      const used = await tx.run(`UPDATE approvals SET status = 'consumed' WHERE approval_id = ? AND company_id = ? AND status IN ('pending', 'approved')`, [
-        input.consent.approvalId,
-        p.company_id,
-      ]);
-      if (used.changes === 0) {
-        const now = await tx.get<{ status: string }>('SELECT status FROM approvals WHERE approval_id = ? AND company_id = ?', [input.consent.approvalId, p.company_id]);
-        if (now?.status === 'rejected') {
-          throw new VerbError('approval_rejected', `A human rejected this ${verb.name} request (approval ${input.consent.approvalId}).`, {
-            hint: 'Do not retry the same action; ask the human what they want instead.',
-          });
-        }
-        if (now?.status === 'consumed') {
-          throw new VerbError('nonce_replayed', 'This confirmation was already used; each nonce works once.', { hint: `Call ${verb.name} again without confirm for a new nonce.` });
-        }
-        // expired (swept by maintenance) or deleted: the nonce's own expiry decides; nothing to consume.
-      }
-    }
-  }
+  if (input.consent.jti !== undefined) await burnNonce(tx, input, verb.name, p.company_id, nowIso);
   if (input.capClass !== null && input.capClass !== 'READ' && input.capClass !== 'BLOCKED') {
     await rt.countDailyCap(tx, p.company_id, input.capClass, now);
   }

@@ -18,29 +18,35 @@ test('maintenance deletes burned nonces and idempotency rows past expiry, marks 
   const used = pendingOf(await h.call('admin', 'charge_invoice', args));
   assert.equal((await h.call('admin', 'charge_invoice', args, { confirm: true, nonce: used.nonce, typed_phrase: used.typed_phrase, idempotency_key: 'k-1' })).ok, true);
   const open = pendingOf(await h.call('admin', 'charge_invoice', { ...args, invoice_id: 2 }));
-  assert.equal(await count(h, 'nonces'), 1);
-  assert.equal(await count(h, 'idempotency'), 1);
+  // every burned nonce is in `nonces` (a typed phrase also consumes its approvals row)
+  const note = { contact_id: 1, note: 'x' };
+  const click = pendingOf(await h.call('employee', 'ct.note_update', note));
+  assert.equal((await h.call('employee', 'ct.note_update', note, { confirm: true, nonce: click.nonce })).ok, true);
+  assert.equal(await count(h, 'nonces'), 2);
+  assert.equal(await count(h, 'idempotency'), 2);
 
   // within the nonce's life nothing is removed, and the replay is still refused
   let report = await h.rt.maintenance();
   assert.deepEqual(report, { nonces_deleted: 0, approvals_expired: 0, approvals_deleted: 0, idempotency_deleted: 0, daily_counts_deleted: 0 });
   await expectDenied(h, await h.call('admin', 'charge_invoice', args, { confirm: true, nonce: used.nonce, typed_phrase: used.typed_phrase }), 'nonce_replayed');
+  await expectDenied(h, await h.call('employee', 'ct.note_update', note, { confirm: true, nonce: click.nonce }), 'nonce_replayed');
 
   // after expiry + grace: the burn row goes, the open approval is marked expired
   h.clock.ms += 300_000 + 600_000 + 1;
   report = await h.rt.maintenance();
-  assert.equal(report.nonces_deleted, 1);
+  assert.equal(report.nonces_deleted, 2);
   assert.equal(report.approvals_expired, 1);
   assert.equal(await count(h, 'nonces'), 0);
-  // the old nonce is still refused (now as expired: its burn row is no longer needed)
+  // the old nonces are still refused (now as expired: their burn records are no longer needed)
   await expectDenied(h, await h.call('admin', 'charge_invoice', args, { confirm: true, nonce: used.nonce, typed_phrase: used.typed_phrase }), 'nonce_expired');
+  await expectDenied(h, await h.call('employee', 'ct.note_update', note, { confirm: true, nonce: click.nonce }), 'nonce_expired');
   await expectDenied(h, await h.call('admin', 'charge_invoice', { ...args, invoice_id: 2 }, { confirm: true, nonce: open.nonce, typed_phrase: open.typed_phrase }), 'nonce_expired');
 
   // a day later: idempotency rows (24 h) and yesterday-but-one's counters go; decided approvals stay listable a week
   h.clock.ms += 2 * 86_400_000;
   report = await h.rt.maintenance();
-  assert.equal(report.idempotency_deleted, 1);
-  assert.equal(report.daily_counts_deleted, 1);
+  assert.equal(report.idempotency_deleted, 2);
+  assert.equal(report.daily_counts_deleted, 2);
   assert.equal(report.approvals_deleted, 0);
   h.clock.ms += 7 * 86_400_000;
   report = await h.rt.maintenance();

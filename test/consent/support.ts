@@ -6,6 +6,7 @@ import type { TestContext } from 'node:test';
 import { strict as assert } from 'node:assert';
 import { consentTestPack } from './pack.ts';
 import { loadSecrets } from '../../src/runtime/secrets.ts';
+import type { Store } from '../../src/store/store.ts';
 import { toAuditRow, type AuditRow } from '../../src/runtime/ledger/audit.ts';
 import type { Envelope, Role } from '../../src/spec/types.ts';
 import type { DispatchOptions } from '../../src/runtime/dispatch.ts';
@@ -29,11 +30,11 @@ export interface ConsentHarness extends TestRuntime {
 }
 
 /**
- * A runtime on a temp-file database with the consent test pack, a mutable clock (start
- * 2026-03-10T12:00:00Z) and persisted secrets so the CLI (another runtime on the same file) verifies
- * this runtime's nonces.
+ * A runtime on a temp-file database (or on `store`, e.g. PostgreSQL) with the consent test pack, a
+ * mutable clock (start 2026-03-10T12:00:00Z) and persisted secrets so the CLI (another runtime on
+ * the same file) verifies this runtime's nonces.
  */
-export async function consentHarness(t: TestContext, options: { start?: string } = {}): Promise<ConsentHarness> {
+export async function consentHarness(t: TestContext, options: { start?: string; store?: Store } = {}): Promise<ConsentHarness> {
   const clock = { ms: Date.parse(options.start ?? '2026-03-10T12:00:00.000Z') };
   const { mkdtempSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
@@ -41,7 +42,7 @@ export async function consentHarness(t: TestContext, options: { start?: string }
   const dir = mkdtempSync(join(tmpdir(), 'solid-consent-'));
   const path = join(dir, 'solid.db');
   const { secrets } = loadSecrets({ keyfilePath: `${path}.keys.json`, create: true, env: {} });
-  const h = await createTestRuntime(t, { path, secrets, clock: () => new Date(clock.ms), maintenanceIntervalMs: 0 });
+  const h = await createTestRuntime(t, { path, secrets, clock: () => new Date(clock.ms), maintenanceIntervalMs: 0, ...(options.store ? { store: options.store } : {}) });
   t.after(async () => {
     const { rmSync } = await import('node:fs');
     rmSync(dir, { recursive: true, force: true });
