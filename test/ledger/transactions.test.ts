@@ -5,7 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { counterRuntime, consented, counter } from './counter-verbs.ts';
+import { counterRuntime, consented, counter, pendingNonce } from './counter-verbs.ts';
 import type { TestRuntime } from '../support/runtime.ts';
 import { validateShapeOutput } from '../../src/spec/validators.ts';
 import type { Envelope } from '../../src/spec/types.ts';
@@ -163,6 +163,23 @@ describe('transactions', () => {
       assert.equal(env.error?.reason, 'transaction_step_refused', verb);
       assert.ok(env.error?.hint, 'a hint says what to do instead');
     }
+  });
+
+  it('concurrent appends to one transaction all land (none lost), each once', async (t) => {
+    const h = await counterRuntime(t);
+    const id = await start(h);
+    const caller = { surface: 'cli' as const, apiKey: h.keys.admin };
+    const calls = [];
+    for (let i = 0; i < 8; i++) {
+      const args = { transaction_id: id, verb: 'counter.add', args: { name: 'race', by: i + 1 } };
+      const { nonce } = await pendingNonce(h, h.keys.admin, 'transaction.append', args);
+      calls.push({ args, nonce });
+    }
+    const all = await Promise.all(calls.map((c) => h.rt.dispatch(caller, 'transaction.append', c.args, { confirm: true, nonce: c.nonce })));
+    for (const e of all) assert.equal(e.ok, true, JSON.stringify(e.error));
+    const commit = await consented(h, h.keys.admin, 'transaction.commit', { transaction_id: id });
+    assert.equal((commit.result as Tx).steps.length, 8);
+    assert.deepEqual(await counter(h, 'race'), { value: 36, changes: 8 });
   });
 
   it('an irreversible step (no revert handler) must be the last one: anything appended after it is refused', async (t) => {

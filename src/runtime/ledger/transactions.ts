@@ -244,14 +244,27 @@ export async function appendConsent(ctx: VerbContext, args: { transaction_id: st
 /** transaction.append: record a consented step. */
 export async function appendStep(ctx: VerbContext, args: { transaction_id: string; verb: string; args?: Record<string, unknown> }): Promise<TransactionOutput> {
   const c = ledgerContext(ctx);
-  const t = await loadTransaction(c.tx, ctx.principal, args.transaction_id);
-  assertOpen(t, ctx.now);
   const stepArgs = args.args ?? {};
-  const verb = await checkStep(ctx, t, args.verb, stepArgs);
-  t.steps.push({ verb: verb.name, args: stepArgs, consent_class: verb.consentClass, append_audit_id: c.auditId, revertible: verb.revertible, status: 'pending' });
-  await c.tx.run('UPDATE transactions SET steps = ?, updated_at = ? WHERE transaction_id = ? AND company_id = ?', [JSON.stringify(t.steps), ctx.now.toISOString(), t.transaction_id, t.company_id]);
-  c.setAuditLink({ transaction_id: t.transaction_id });
-  return { transaction_id: t.transaction_id, status: 'appended', steps: stepsOut(t), expires_at: t.expires_at, step_index: t.steps.length - 1 };
+  // Optimistic: the update applies only if the steps are still those read, so two appends racing
+  // on several nodes cannot lose one; the loser re-reads and appends after the winner.
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const t = await loadTransaction(c.tx, ctx.principal, args.transaction_id);
+    assertOpen(t, ctx.now);
+    const verb = await checkStep(ctx, t, args.verb, stepArgs);
+    const before = JSON.stringify(t.steps);
+    t.steps.push({ verb: verb.name, args: stepArgs, consent_class: verb.consentClass, append_audit_id: c.auditId, revertible: verb.revertible, status: 'pending' });
+    const r = await c.tx.run(`UPDATE transactions SET steps = ?, updated_at = ? WHERE transaction_id = ? AND company_id = ? AND status = 'open' AND steps = ?`, [
+      JSON.stringify(t.steps),
+      ctx.now.toISOString(),
+      t.transaction_id,
+      t.company_id,
+      before,
+    ]);
+    if (r.changes === 0) continue;
+    c.setAuditLink({ transaction_id: t.transaction_id });
+    return { transaction_id: t.transaction_id, status: 'appended', steps: stepsOut(t), expires_at: t.expires_at, step_index: t.steps.length - 1 };
+  }
+  throw new VerbError('transaction_not_open', `Transaction ${args.transaction_id} kept changing while this step was appended.`, { hint: 'Retry the append.' });
 }
 
 function auditEntry(p: Principal, now: Date, verb: CompiledVerb | undefined, name: string, fields: Partial<AuditEntry> & { status: AuditStatus; request_data: Record<string, unknown> }): AuditEntry {
