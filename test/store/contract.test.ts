@@ -278,8 +278,9 @@ for (const engine of ENGINES) {
     it('waitFor wakes on notify, times out with false, and stops on abort', async (t) => {
       const store = engine.open(t);
       const woken = store.waitFor('events:2', 10_000);
-      setTimeout(() => store.notify('events:2'), 20);
+      const notified = new Promise<void>((r) => setTimeout(() => r(store.notify('events:2')), 20));
       assert.equal(await woken, true);
+      await notified;
       await listening(store);
       assert.equal(await store.waitFor('events:2', 10), false);
       const ac = new AbortController();

@@ -365,11 +365,13 @@ export class PostgresStore implements Store {
       const client = await this.#checkout();
       const tx = new PgTx(this, client);
       let destroy = false;
+      let beginFailed = false;
       let result: T;
       try {
         try {
           await client.query('BEGIN');
         } catch (err) {
+          beginFailed = true;
           throw toStoreError(err);
         }
         result = await fn(tx);
@@ -396,7 +398,9 @@ export class PostgresStore implements Store {
         }
         if (err instanceof StoreError && err.code === 'unavailable') destroy = true;
         this.#release(client, destroy);
-        if (tx.sawRetryable && attempt < this.#maxRetries && !this.#closed) {
+        // A pooled connection the server dropped (restart) fails at BEGIN: nothing ran, try a fresh one.
+        const staleConnection = beginFailed && err instanceof StoreError && err.code === 'unavailable';
+        if ((tx.sawRetryable || staleConnection) && attempt < this.#maxRetries && !this.#closed) {
           await sleep(5 + Math.random() * 20 * (attempt + 1));
           continue;
         }
