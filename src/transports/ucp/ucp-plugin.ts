@@ -264,7 +264,7 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
         const s = await state.tenantState(company.id);
         const raw = Buffer.isBuffer(request.body) ? request.body : undefined;
         const url = `${request.protocol}://${request.headers.host ?? ''}${request.raw.url ?? request.url}`;
-        const inbound: InboundRequest = { method: request.method, url, headers: request.raw.headersDistinct, ...(raw !== undefined && raw.length > 0 ? { body: raw } : {}) };
+        const inbound: InboundRequest = { method: request.method, url, headers: fieldLinesOf(request), ...(raw !== undefined && raw.length > 0 ? { body: raw } : {}) };
         let platform;
         try {
           platform = await verifyUcpRequest(inbound, {
@@ -321,6 +321,15 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
     await app.register(documents);
     await app.register(documents, { prefix: '/t/:tenant' });
   };
+}
+
+/**
+ * The request's header field lines, each repeated field kept as separate lines (Node's
+ * `headersDistinct`; `request.headers` joins or drops some duplicates, e.g. content-type).
+ * Falls back to `request.headers` where the raw request has no `headersDistinct` (inject()).
+ */
+function fieldLinesOf(request: FastifyRequest): Record<string, string | string[] | undefined> {
+  return (request.raw.headersDistinct as Record<string, string[]> | undefined) ?? (request.headers as Record<string, string | string[] | undefined>);
 }
 
 function headerValue(v: string | string[] | undefined): string | undefined {
