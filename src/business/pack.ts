@@ -60,13 +60,16 @@ export async function seedDemoBusiness(rt: Runtime, options: SeedOptions = {}): 
   if (await rt.store.read((q) => isDemoSeeded(q, main.company_id))) {
     return { seeded: false, company: `${main.name} (company ${main.company_id}) already has demo data; nothing was seeded` };
   }
+  // Existing tenants (e.g. after `solid init`) keep their name and tier; the business data follows them.
+  const tenants = new Map<number, SeedCompany>();
   for (const t of [sandbox, main, second]) {
-    const exists = await rt.store.read((q) => q.get('SELECT company_id FROM tenants WHERE company_id = ?', [t.company_id]));
-    if (exists === undefined) await rt.createTenant({ company_id: t.company_id, name: t.name, tier: t.tier });
+    const row = await rt.store.read((q) => q.get<{ name: string; tier: Tier }>('SELECT name, tier FROM tenants WHERE company_id = ?', [t.company_id]));
+    if (row === undefined) await rt.createTenant({ company_id: t.company_id, name: t.name, tier: t.tier });
+    tenants.set(t.company_id, { company_id: t.company_id, name: row?.name ?? t.name, tier: row?.tier ?? t.tier });
   }
   const companies: SeedCompany[] = [];
   for (const t of [main, sandbox, second]) {
-    if (t === main || !(await rt.store.read((q) => isDemoSeeded(q, t.company_id)))) companies.push({ company_id: t.company_id, name: t.name, tier: t.tier });
+    if (t === main || !(await rt.store.read((q) => isDemoSeeded(q, t.company_id)))) companies.push(tenants.get(t.company_id)!);
   }
   const result = await rt.store.write(async (tx) => {
     const seeded = await seedDemo(tx, {
@@ -93,7 +96,7 @@ export async function seedDemoBusiness(rt: Runtime, options: SeedOptions = {}): 
   }
   const facts: DemoSeedFacts = {
     seeded: true,
-    company: `${main.name} (company ${main.company_id}, ${main.tier} tier)`,
+    company: `${tenants.get(main.company_id)!.name} (company ${main.company_id}, ${tenants.get(main.company_id)!.tier} tier)`,
     owner_api_key: keys.owner,
     keys,
     sandbox: `company ${sandbox.company_id}: keyless reads (no API key) see its data`,

@@ -2,13 +2,14 @@
  * Causal chains for the pack's explain verbs: the domain events about a set of entities (the
  * seed's history and everything the verbs emitted since, from the runtime's `events` table) and
  * the write attempts recorded against the main entity (audit_log rows that are not reads:
- * completed, denied, failed, pending), merged oldest first. Each item has `timestamp`, `action`
+ * completed, denied, failed, pending — refused calls matched on their arguments, since they never
+ * reached the handler that names the entity), merged oldest first. Each item has `timestamp`, `action`
  * (event type or verb name), `actor` and a plain-language `detail`.
  *
  * Everything is filtered by the caller's company_id; another tenant's entity yields no item.
  * Spec: spec/shapes.md §explain.
  */
-import type { Queryable } from '../../store/store.ts';
+import { parseJson, type Queryable } from '../../store/store.ts';
 import { toDomainEvent } from '../../runtime/ledger/events.ts';
 import { formatCents } from '../../runtime/consent/typed-phrase.ts';
 import type { DomainEvent } from '../../spec/types.ts';
@@ -53,27 +54,63 @@ export async function loadEntityEvents(q: Queryable, companyId: number, refs: re
   return out.sort((a, b) => a.seq - b.seq);
 }
 
-/** Write attempts (not reads) recorded against one entity of the tenant, oldest first. */
-async function loadAuditItems(q: Queryable, companyId: number, entityType: string, entityId: string, limit: number): Promise<ChainItem[]> {
-  const rows = await q.all<Record<string, unknown>>(
-    `SELECT audit_id, created_at, action_type, user_id, agent_type, status, reason, consent_class FROM audit_log
-      WHERE company_id = ? AND entity_type = ? AND entity_id = ? ORDER BY audit_id DESC LIMIT ?`,
-    [companyId, entityType, entityId, limit],
-  );
-  return rows
-    .filter((r) => r.consent_class !== 'READ')
-    .reverse()
-    .map((r) => ({
-      timestamp: String(r.created_at),
-      action: String(r.action_type),
-      actor: r.user_id === null ? 'anonymous' : `user:${Number(r.user_id)}${r.agent_type ? ` via ${String(r.agent_type)}` : ''}`,
-      detail: auditDetail(String(r.status), (r.reason as string | null) ?? null),
-      entity_type: entityType,
-      entity_id: entityId,
-      source: 'audit' as const,
-      audit_id: Number(r.audit_id),
-      status: String(r.status),
-    }));
+/** What identifies the main entity of a chain in the audit log. */
+export interface MainEntity {
+  type: string;
+  id: number | string;
+  /**
+   * Argument names carrying the entity's id (e.g. contact_id, customer_id): refused or failed
+   * calls never reached the handler that names their entity, so they are matched on their args.
+   */
+  argKeys?: readonly string[];
+  /** Verbs whose refused calls concern the entity whatever their args (e.g. the one droplet). */
+  verbs?: readonly string[];
+}
+
+const UNATTRIBUTED_SCAN = 500;
+
+function auditItem(r: Record<string, unknown>, entityType: string, entityId: string): ChainItem {
+  return {
+    timestamp: String(r.created_at),
+    action: String(r.action_type),
+    actor: r.user_id === null ? 'anonymous' : `user:${Number(r.user_id)}${r.agent_type ? ` via ${String(r.agent_type)}` : ''}`,
+    detail: auditDetail(String(r.status), (r.reason as string | null) ?? null),
+    entity_type: entityType,
+    entity_id: entityId,
+    source: 'audit',
+    audit_id: Number(r.audit_id),
+    status: String(r.status),
+  };
+}
+
+/**
+ * Write attempts (not reads) recorded against the main entity, oldest first: rows naming it, and
+ * recent refused / failed / pending rows (no entity recorded) whose args name it.
+ */
+async function loadAuditItems(q: Queryable, companyId: number, main: MainEntity, limit: number): Promise<ChainItem[]> {
+  const id = String(main.id);
+  const cols = 'audit_id, created_at, action_type, user_id, agent_type, status, reason, consent_class';
+  const named = await q.all<Record<string, unknown>>(`SELECT ${cols} FROM audit_log WHERE company_id = ? AND entity_type = ? AND entity_id = ? ORDER BY audit_id DESC LIMIT ?`, [
+    companyId,
+    main.type,
+    id,
+    limit,
+  ]);
+  const items = named.filter((r) => r.consent_class !== 'READ').map((r) => auditItem(r, main.type, id));
+  if ((main.argKeys?.length ?? 0) > 0 || (main.verbs?.length ?? 0) > 0) {
+    const loose = await q.all<Record<string, unknown>>(
+      `SELECT ${cols}, request_data FROM audit_log WHERE company_id = ? AND entity_id IS NULL AND status IN ('denied', 'failed', 'pending', 'rejected')
+        ORDER BY audit_id DESC LIMIT ?`,
+      [companyId, UNATTRIBUTED_SCAN],
+    );
+    for (const r of loose) {
+      if (r.consent_class === 'READ') continue;
+      const args = parseJson<Record<string, unknown>>(r.request_data) ?? {};
+      const byArg = (main.argKeys ?? []).some((k) => args[k] !== undefined && String(args[k]) === id);
+      if (byArg || (main.verbs ?? []).includes(String(r.action_type))) items.push(auditItem(r, main.type, id));
+    }
+  }
+  return items.sort((a, b) => a.audit_id! - b.audit_id!);
 }
 
 function auditDetail(status: string, reason: string | null): string {
@@ -90,7 +127,7 @@ function auditDetail(status: string, reason: string | null): string {
 export async function buildCausalChain(
   q: Queryable,
   companyId: number,
-  main: { type: string; id: number | string },
+  main: MainEntity,
   refs: readonly EntityRef[],
   limit = 200,
 ): Promise<ChainItem[]> {
@@ -106,7 +143,7 @@ export async function buildCausalChain(
     seq: e.seq,
     ...(e.audit_id !== null && e.audit_id !== undefined ? { audit_id: e.audit_id } : {}),
   }));
-  items.push(...(await loadAuditItems(q, companyId, main.type, String(main.id), limit)));
+  items.push(...(await loadAuditItems(q, companyId, main, limit)));
   items.sort(
     (a, b) =>
       (a.timestamp < b.timestamp ? -1 : a.timestamp > b.timestamp ? 1 : 0) ||

@@ -347,7 +347,7 @@ export const crmExplainContactState = defineBusinessVerb<{ contact_id: number; l
     const chain = await buildCausalChain(
       q,
       c,
-      { type: 'contact', id: contact.id },
+      { type: 'contact', id: contact.id, argKeys: ['contact_id', 'customer_id'] },
       [
         { type: 'contact', ids: [contact.id] },
         { type: 'note', ids: notes },

@@ -150,7 +150,7 @@ export const customerExplainBalance = defineBusinessVerb<{ customer_id: number; 
     const chain = await buildCausalChain(
       ctx.db,
       c,
-      { type: 'contact', id: contact.id },
+      { type: 'contact', id: contact.id, argKeys: ['contact_id', 'customer_id'] },
       [
         { type: 'invoice', ids: ids.invoices },
         { type: 'payment', ids: ids.payments },

@@ -381,7 +381,7 @@ export const dealsExplainStage = defineBusinessVerb<{ deal_id: number }>({
     const c = ctx.principal.company_id;
     const deal = await requireDeal(ctx.db, c, args.deal_id);
     ctx.setEntity('deal', deal.id);
-    const chain = await buildCausalChain(ctx.db, c, { type: 'deal', id: deal.id }, [{ type: 'deal', ids: [deal.id] }]);
+    const chain = await buildCausalChain(ctx.db, c, { type: 'deal', id: deal.id, argKeys: ['deal_id'] }, [{ type: 'deal', ids: [deal.id] }]);
     const history = await listDealStageHistory(ctx.db, c, deal.id);
     const since = history[history.length - 1]?.changed_at ?? deal.created_at;
     const days = round1((ctx.now.getTime() - Date.parse(since)) / DAY_MS);

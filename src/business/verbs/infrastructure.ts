@@ -286,7 +286,7 @@ export const infrastructureExplainDropletState = defineBusinessVerb<{ droplet_id
   async handler(ctx, args) {
     const d = await dropletOf(ctx, args.droplet_id);
     ctx.setEntity('droplet', d.id);
-    const chain = await buildCausalChain(ctx.db, ctx.principal.company_id, { type: 'droplet', id: d.id }, [{ type: 'droplet', ids: [d.id] }]);
+    const chain = await buildCausalChain(ctx.db, ctx.principal.company_id, { type: 'droplet', id: d.id, verbs: ['infrastructure_resize', 'infrastructure_scale_workers'] }, [{ type: 'droplet', ids: [d.id] }]);
     const dx = diagnose(d);
     const events = chain.filter((i) => i.source === 'event');
     const parts = [`Droplet ${d.id} (${d.name}) is ${d.size} (${d.size_slug}) in ${d.region} with ${d.workers} celery worker(s); it is ${dx.overall}.`];

@@ -339,7 +339,7 @@ export const paymentsExplainPayment = defineBusinessVerb<{ payment_id: number }>
     if (found === undefined) throw notFound('payment', args.payment_id);
     const { payment, refunds, invoice } = found;
     ctx.setEntity('payment', payment.id);
-    const chain = await buildCausalChain(ctx.db, c, { type: 'payment', id: payment.id }, [
+    const chain = await buildCausalChain(ctx.db, c, { type: 'payment', id: payment.id, argKeys: ['payment_id', 'transaction_id'] }, [
       { type: 'payment', ids: [payment.id] },
       { type: 'refund', ids: refunds.map((r) => r.id) },
       { type: 'invoice', ids: [invoice.id] },
