@@ -13,11 +13,9 @@ export function surfacePage(surface: string): string {
 }
 
 /** Test pages by path. */
-export const SURFACE_PAGES: Record<string, string> = {
-  '/test/dashboard.html': surfacePage('dashboard'),
-  '/test/portal.html': surfacePage('portal'),
-  '/test/public.html': surfacePage('public'),
-};
+export const SURFACE_PAGES: Record<string, string> = Object.fromEntries(
+  ['dashboard', 'portal', 'developer', 'tenant-site', 'public'].map((surface) => [`/test/${surface}.html`, surfacePage(surface)]),
+);
 
 /** Per-step timeout in ms (locators, page.webmcp calls). */
 export const STEP_TIMEOUT_MS = 10_000;
