@@ -200,7 +200,7 @@ test('over HTTP, a typed-phrase verb is approved by the human through elicitatio
 });
 
 test('closing the server ends open sessions, even one waiting for a human to answer a form', async (t) => {
-  const s = await serve(t);
+  const s = await serve(t, { elicitationTimeoutMs: 20_000 }); // bounds a regression to a 20 s wait
   let asked!: () => void;
   const waiting = new Promise<void>((r) => (asked = r));
   const { client } = await connect(t, s, s.h.keys.owner, () => {
