@@ -31,7 +31,7 @@ import { StoreError } from '../../store/store.ts';
 import { parseJsonBody } from '../http/json-body.ts';
 import { idempotencyKeyOf } from '../http/request-headers.ts';
 import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
-import { buildCapabilityCatalog, type CapabilityEntry } from './capability-names.ts';
+import { authorityBinds, buildCapabilityCatalog, type CapabilityEntry } from './capability-names.ts';
 import { refusalOf, runCapability, type CapabilityAnswer } from './capability-dispatch.ts';
 import { createContentDigest } from './content-digest.ts';
 import { PlatformProfiles, type PlatformProfilesOptions } from './platform-profiles.ts';
@@ -128,6 +128,10 @@ class UcpState {
         throw new UcpError('internal_error', "This business's UCP settings are invalid; the operator must fix them (solid ucp config set).");
       }
       this.#configs.set(companyId, cached);
+      const base = this.cfg.baseUrl;
+      if (base !== undefined && !authorityBinds(`${cached.config.namespace}.ops.x`, `${base}/`)) {
+        this.rt.logger.warn({ company_id: companyId, namespace: cached.config.namespace, base_url: base }, 'UCP namespace does not match the base URL host: platforms will ignore the capabilities (spec/transports.md §ucp-names)');
+      }
     }
     const config = cached.config;
     const key = `${this.#generation}|${config.namespace}|${JSON.stringify(config.subAgents)}|${JSON.stringify(config.extends)}`;

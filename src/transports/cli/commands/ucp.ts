@@ -29,7 +29,7 @@ import type { Command } from 'commander';
 import { VerbError, isVerbError } from '../../../runtime/errors.ts';
 import { parseJson } from '../../../store/store.ts';
 import { reasonInfo } from '../../../spec/reasons.ts';
-import { buildCapabilityCatalog, UCP_VERSION } from '../../ucp/capability-names.ts';
+import { authorityBinds, buildCapabilityCatalog, UCP_VERSION } from '../../ucp/capability-names.ts';
 import { buildBusinessProfile } from '../../ucp/profile.ts';
 import { appendOperatorAudit } from '../../ucp/operator-audit.ts';
 import { callCapability } from '../../ucp/ucp-client.ts';
@@ -182,6 +182,9 @@ export function registerUcp(program: Command, io: Io, setExit: (code: number) =>
           const catalog = buildCapabilityCatalog(rt.registry.all(), { namespace: config.namespace, subAgents: config.subAgents, extends: config.extends });
           const keys = await rt.store.read((q) => rt.keys.publishable(q, companyId, rt.clock()));
           const prefixed = flags.tenant !== undefined;
+          if (!authorityBinds(`${config.namespace}.ops.x`, `${base}/`)) {
+            io.err(`! namespace ${config.namespace} does not match ${base}: platforms ignore capabilities whose schema host does not bind to their name (https, host labels reversed as a prefix of the name)`);
+          }
           io.out(JSON.stringify(buildBusinessProfile({ catalog, capabilityVersion: config.capabilityVersion, urls: { base: prefixed ? `${base}/t/${companyId}` : base }, keys }), null, 2));
           setExit(0);
         } finally {
