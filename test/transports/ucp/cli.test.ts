@@ -73,6 +73,10 @@ describe('solid ucp', () => {
     assert.ok(served.ucp.capabilities['com.summit.sales.notes_count'], 'the running server applies it');
     const printed = await local(['ucp', 'profile', '--tenant', String(u.h.companyId), '--base-url', 'https://api.summit.example']);
     assert.equal(printed.code, 0, printed.stderr);
+    assert.match(printed.stderr, /namespace com\.summit does not match https:\/\/api\.summit\.example/, 'com.summit does not bind to api.summit.example');
+    const bound = await local(['ucp', 'profile', '--tenant', String(u.h.companyId), '--base-url', 'https://summit.com']);
+    assert.equal(bound.code, 0);
+    assert.equal(bound.stderr, '', 'com.summit binds to summit.com');
     const doc = JSON.parse(printed.stdout) as { ucp: { capabilities: Record<string, Array<{ schema: string }>> } };
     // The CLI process registers the system verbs and the database's packs (not this test's verbs).
     assert.equal(doc.ucp.capabilities['com.summit.compliance.audit_trail']![0]!.schema, `https://api.summit.example/t/${u.h.companyId}/ucp/v1/schemas/com.summit.compliance.audit_trail.json`);
