@@ -1,87 +1,153 @@
 /**
- * Every verb of the demo business pack through MCP (when the pack is installed): listed exactly
- * when projected onto mcp_stdio, and each called with arguments built from its own input schema
- * by the SDK Client on the seeded demo. Each answer must be a tool result the client accepts
- * (ok results validate against the tool's outputSchema), never a protocol error or an
- * internal_error. Spec: spec/transports.md §mcp.
+ * Every verb of the demo business pack through MCP, with the SDK Client as the agent and a
+ * "human" answering its forms: listed exactly when projected onto mcp_stdio, and each called with
+ * the pack's own working sample arguments (test/business/verbs/sample-calls.ts) on a seeded demo
+ * — in-process and over Streamable HTTP. Reads answer ok (the client validates each result
+ * against the tool's outputSchema); writes go through their gate the MCP way: a confirmation is
+ * sent back in `_meta` with the nonce, a typed phrase is typed by the human in the elicitation
+ * form; then they answer ok with a receipt. Over a real stdio subprocess, `solid mcp` on a
+ * database with the demo pack lists every demo tool and runs the reads.
+ * Spec: spec/transports.md §mcp.
  */
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { KNOWN_PACKS } from '../../../src/packs.ts';
-import { defineReasons, reasonInfo } from '../../../src/spec/reasons.ts';
-import type { Envelope, JsonSchema } from '../../../src/spec/types.ts';
-import { createTestRuntime } from '../../support/runtime.ts';
-import { connectInMemory } from './harness.ts';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { demoPack, type DemoSeedFacts } from '../../../src/business/pack.ts';
+import { DEMO_FIXTURES } from '../../../src/business/seed.ts';
+import { openLocal } from '../../../src/transports/cli/local.ts';
+import { createHttpServer } from '../../../src/transports/http/server.ts';
+import { createMcpHttpPlugin } from '../../../src/transports/mcp/http-plugin.ts';
+import { META } from '../../../src/transports/mcp/meta-keys.ts';
+import type { Envelope } from '../../../src/spec/types.ts';
+import { openDemoRuntime, type DemoRuntime } from '../../support/demo.ts';
+import { cliHarness } from '../../support/cli.ts';
+import { afterSample, SAMPLES, type SampleState } from '../../business/verbs/sample-calls.ts';
+import { connectInMemory, phraseShown } from './harness.ts';
 
-/** A value satisfying the simple constraints of `schema` (defaults, examples, enums, minimums). */
-function sample(schema: unknown, depth = 0): unknown {
-  if (schema === null || typeof schema !== 'object' || depth > 6) return undefined;
-  const s = schema as JsonSchema;
-  if ('default' in s) return s.default;
-  if (Array.isArray(s.examples) && s.examples.length > 0) return s.examples[0];
-  if ('const' in s) return s.const;
-  if (Array.isArray(s.enum)) return s.enum.find((e) => e !== null);
-  for (const k of ['anyOf', 'oneOf'] as const) {
-    if (Array.isArray(s[k])) return sample((s[k] as JsonSchema[]).find((b) => b.type !== 'null'), depth + 1);
-  }
-  const type = Array.isArray(s.type) ? (s.type as string[]).find((x) => x !== 'null') : (s.type as string | undefined);
-  switch (type ?? (s.properties ? 'object' : undefined)) {
-    case 'object': {
-      const out: Record<string, unknown> = {};
-      const props = (s.properties ?? {}) as Record<string, unknown>;
-      for (const k of (s.required as string[] | undefined) ?? []) out[k] = sample(props[k], depth + 1);
-      return out;
-    }
-    case 'array':
-      return Array.from({ length: Number(s.minItems ?? 0) }, () => sample(s.items, depth + 1));
-    case 'integer':
-    case 'number':
-      return Math.max(1, Number(s.minimum ?? 1));
-    case 'boolean':
-      return false;
-    case 'string':
-      if (s.format === 'date-time') return '2026-06-01T09:00:00Z';
-      if (s.format === 'date') return '2026-06-01';
-      if (s.format === 'email') return 'someone@example.com';
-      return 'x'.repeat(Math.max(1, Number(s.minLength ?? 1)));
-    default:
-      return undefined;
-  }
-}
+const BIN = fileURLToPath(new URL('../../../bin/solid.js', import.meta.url));
 
-test('every demo verb projected onto MCP is listed and answers a well-formed tool result', async (t) => {
-  const load = KNOWN_PACKS.demo;
-  if (load === undefined) return t.skip('no demo pack in this build');
-  const pack = await load();
-  const h = await createTestRuntime(t, { validateOutputs: false });
-  await h.rt.store.migrate(pack.name, pack.migrations);
-  if (pack.reasons) defineReasons(pack.reasons);
-  h.rt.register(...pack.verbs);
-  const facts = (await pack.seed?.(h.rt, {})) ?? {};
-  const key = (facts.owner_api_key as string | undefined) ?? h.keys.owner;
-  const client = await connectInMemory(t, h, { apiKey: key });
-  const listed = new Set<string>();
+async function listAll(client: Client): Promise<Tool[]> {
+  const out: Tool[] = [];
   let cursor: string | undefined;
   do {
     const page = await client.listTools(cursor === undefined ? {} : { cursor });
-    for (const x of page.tools) listed.add(x.name);
+    out.push(...page.tools);
     cursor = page.nextCursor;
   } while (cursor !== undefined);
-  const demo = pack.verbs.map((v) => h.rt.registry.get(v.name)!);
-  for (const v of demo) assert.equal(listed.has(v.toolName), v.surfaces.includes('mcp_stdio'), v.name);
-  let ok = 0;
-  for (const v of demo.filter((x) => x.surfaces.includes('mcp_stdio'))) {
-    const args = (sample(v.inputSchema) ?? {}) as Record<string, unknown>;
-    const r = (await client.callTool({ name: v.toolName, arguments: args })) as CallToolResult;
-    if (!r.isError) {
-      ok++;
+  return out;
+}
+
+/** The agent's side of a call: the first call, and the `_meta` confirmation round trip when pending. */
+async function callLikeAnAgent(client: Client, tool: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  const first = (await client.callTool({ name: tool, arguments: args })) as CallToolResult;
+  const env = first.structuredContent as unknown as Envelope;
+  if (!first.isError || env.error?.reason !== 'dispatch_pending' || env.consent?.gate !== 'confirmation') return first;
+  return (await client.callTool({ name: tool, arguments: args, _meta: { [META.confirm]: true, [META.nonce]: env.consent.nonce } })) as CallToolResult;
+}
+
+/** Call every sampled demo verb through `client`; every one must answer ok. */
+async function callEveryVerb(d: DemoRuntime, client: Client): Promise<{ reads: number; writes: number; phrases: number }> {
+  const tools = new Map((await listAll(client)).map((x) => [x.name, x]));
+  for (const v of demoPack.verbs) {
+    const compiled = d.rt.registry.get(v.name)!;
+    assert.equal(tools.has(compiled.toolName), compiled.surfaces.includes('mcp_stdio'), `${v.name} is listed exactly when projected onto MCP`);
+  }
+  const state: SampleState = {};
+  const counts = { reads: 0, writes: 0, phrases: 0 };
+  for (const [name, sample] of Object.entries(SAMPLES)) {
+    const verb = d.rt.registry.get(name)!;
+    const args = await sample(d, state);
+    if (!verb.surfaces.includes('mcp_stdio')) {
+      // Not an MCP tool: still run it (later samples may depend on it), the way a human would.
+      const env = verb.isWrite ? await d.commit('owner', name, args) : await d.call('owner', name, args);
+      if (env.ok) afterSample(name, env.result!, state);
       continue;
     }
-    const env = r.structuredContent as unknown as Envelope;
-    assert.equal(env.ok, false, v.name);
-    assert.notEqual(env.error!.reason, 'internal_error', `${v.name} ${JSON.stringify(args)}: ${env.error!.message}`);
-    assert.ok(reasonInfo(env.error!.reason).kind !== 'internal', `${v.name}: ${env.error!.reason}`);
+    const r = await callLikeAnAgent(client, verb.toolName, structuredClone(args));
+    assert.equal(r.isError, undefined, `${name} through MCP: ${JSON.stringify(r.structuredContent).slice(0, 400)}`);
+    const result = r.structuredContent as Record<string, unknown>;
+    if (verb.isWrite) {
+      counts.writes++;
+      if (verb.consentClass === 'WRITE_FINANCIAL' || verb.consentClass === 'IRREVERSIBLE') counts.phrases++;
+      assert.equal(typeof result.audit_id, 'number', `${name} receipt`);
+    } else counts.reads++;
+    afterSample(name, result, state);
   }
-  t.diagnostic(`${ok} of ${demo.length} demo verbs answered ok with schema-built arguments; the others answered an envelope (consent, not_found, domain rules)`);
+  return counts;
+}
+
+/** The "human" at the client: types exactly the phrase the form shows. */
+function humanTypesThePhrase(client: Client): void {
+  client.setRequestHandler(ElicitRequestSchema, async (req) => ({ action: 'accept', content: { typed_phrase: phraseShown(req) } }));
+}
+
+test('every demo verb through MCP in-process: listed by surface, reads ok, writes through _meta confirmation or the human-typed phrase', async (t) => {
+  const d = await openDemoRuntime(t);
+  let forms = 0;
+  const client = await connectInMemory(t, d, {
+    apiKey: d.keys.owner,
+    elicit: (req) => {
+      forms++;
+      return { action: 'accept', content: { typed_phrase: phraseShown(req) } };
+    },
+  });
+  const counts = await callEveryVerb(d, client);
+  assert.ok(counts.reads > 0 && counts.writes > 0 && counts.phrases > 0, JSON.stringify(counts));
+  assert.ok(forms >= counts.phrases, `every typed-phrase write asked the human (${forms} forms for ${counts.phrases})`);
+  t.diagnostic(`in-process: ${counts.reads} reads, ${counts.writes} writes (${counts.phrases} typed phrases by elicitation)`);
+});
+
+test('every demo verb through MCP over Streamable HTTP, with elicitation on the session', async (t: TestContext) => {
+  const d = await openDemoRuntime(t);
+  const app = createHttpServer(d.rt, { logger: false, plugins: [createMcpHttpPlugin()] });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  t.after(() => app.close());
+  const client = new Client({ name: 'demo-http', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+  humanTypesThePhrase(client);
+  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${d.keys.owner}` } } }));
+  t.after(() => client.close());
+  const counts = await callEveryVerb(d, client);
+  assert.ok(counts.phrases > 0);
+  t.diagnostic(`over HTTP: ${counts.reads} reads, ${counts.writes} writes (${counts.phrases} typed phrases by elicitation)`);
+});
+
+test('solid mcp over a real stdio pipe on a demo database: every demo tool listed, the reads run', async (t) => {
+  const cli = cliHarness(t);
+  const local = await openLocal({ db: cli.db, create: true, packs: ['demo'] });
+  const facts = (await demoPack.seed!(local.rt, {})) as DemoSeedFacts;
+  const expected = local.rt.registry
+    .all()
+    .filter((v) => v.surfaces.includes('mcp_stdio'))
+    .map((v) => v.toolName)
+    .sort();
+  await local.close();
+  const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp', '--db', cli.db], env: { ...getDefaultEnvironment(), SOLID_API_KEY: facts.owner_api_key! }, stderr: 'pipe' });
+  const client = new Client({ name: 'demo-stdio', version: '1.0.0' });
+  await client.connect(transport);
+  t.after(() => client.close());
+  const names = (await listAll(client)).map((x) => x.name).sort();
+  assert.deepEqual(names, expected);
+  // Reads whose sample needs only the seeded fixtures (DEMO_FIXTURES hold on a fresh seed).
+  const stub = { fixtures: DEMO_FIXTURES, rt: { clock: () => new Date() } } as unknown as DemoRuntime;
+  let reads = 0;
+  for (const [name, sample] of Object.entries(SAMPLES)) {
+    const v = demoPack.verbs.find((x) => x.name === name)!;
+    if ((v.consent ?? 'READ') !== 'READ' || v.delegateConsent !== undefined || (v.surfaces && !v.surfaces.includes('mcp_stdio'))) continue;
+    let args: Record<string, unknown>;
+    try {
+      args = await sample(stub, {});
+    } catch {
+      continue; // the sample needs an in-process runtime
+    }
+    if (Object.values(args).some((x) => x === undefined)) continue; // needs state from earlier writes
+    const r = (await client.callTool({ name: name.replace(/\./g, '__'), arguments: args })) as CallToolResult;
+    assert.equal(r.isError, undefined, `${name}: ${JSON.stringify(r.structuredContent).slice(0, 300)}`);
+    reads++;
+  }
+  assert.ok(reads > 10, `ran ${reads} reads`);
 });

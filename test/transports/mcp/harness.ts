@@ -7,6 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { createTestRuntime, type TestRuntime } from '../../support/runtime.ts';
+import type { Runtime } from '../../../src/runtime/runtime.ts';
 import { defineVerb, type VerbDefinition } from '../../../src/runtime/verb.ts';
 import { formatCents } from '../../../src/runtime/consent/typed-phrase.ts';
 import { createMcpServer, type McpServerOptions } from '../../../src/transports/mcp/mcp-server.ts';
@@ -160,7 +161,7 @@ export type ElicitHandler = (req: ElicitRequest) => Promise<ElicitResult> | Elic
  */
 export async function connectInMemory(
   t: TestContext,
-  h: TestRuntime,
+  h: { rt: Runtime },
   options: { apiKey?: string | null; elicit?: ElicitHandler; server?: McpServerOptions } = {},
 ): Promise<Client> {
   const server = createMcpServer(h.rt, { credentials: () => ({ apiKey: options.apiKey ?? null }), ...options.server });
