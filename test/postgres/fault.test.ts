@@ -26,7 +26,7 @@ async function readyz(node: NodeProcess): Promise<number> {
   }
 }
 
-describe('database crash and restart under load', { skip, timeout: 120_000 }, () => {
+describe('database crash and restart under load', { skip, timeout: 240_000 }, () => {
   it('answers store_unavailable while down, recovers by itself, and loses no acknowledged receipt', async (t) => {
     const cluster = await privateCluster(t);
     const d = await deploy(cluster.url, 'solid', { WRITE_REVERSIBLE: 10_000 });

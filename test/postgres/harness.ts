@@ -135,23 +135,37 @@ export async function startNodes(t: TestContext, d: Deployment, n: number): Prom
   return nodes;
 }
 
-function startNode(d: Deployment): Promise<NodeProcess> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'test/postgres/node-main.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, ...d.env, SOLID_DATABASE_URL: d.url, SOLID_DB_SCHEMA: d.schema, SOLID_DB_POOL_MAX: '6' },
-    stdio: ['ignore', 'pipe', 'pipe'],
+/** Start `n` real `solid serve --database-url …` processes (system verbs only); stopped after the test. */
+export async function startServes(t: TestContext, d: Deployment, n: number): Promise<NodeProcess[]> {
+  const cwd = mkdtempSync(join(tmpdir(), 'solid-serve-'));
+  const nodes = await Promise.all(
+    Array.from({ length: n }, () => startNode(d, [join(ROOT, 'bin/solid.js'), 'serve', '--port', '0', '--database-url', d.url], cwd, /solid serve: ready on (http:\/\/\S+)/)),
+  );
+  t.after(async () => {
+    await Promise.all(nodes.map((x) => x.stop()));
+    rmSync(cwd, { recursive: true, force: true });
   });
+  return nodes;
+}
+
+function startNode(d: Deployment, args = ['--import', 'tsx', 'test/postgres/node-main.ts'], cwd = ROOT, readyLine = /ready (http:\/\/\S+)/): Promise<NodeProcess> {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...d.env, SOLID_DATABASE_URL: d.url, SOLID_DB_SCHEMA: d.schema, SOLID_DB_POOL_MAX: '6' };
+  delete env.SOLID_DB;
+  const proc = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   proc.stderr!.on('data', (b: Buffer) => {
     err = (err + b.toString()).slice(-8000);
   });
   const exited = new Promise<void>((r) => proc.once('exit', () => r()));
   return new Promise((resolveNode, reject) => {
-    const timer = setTimeout(() => reject(new Error(`node did not start in 30 s: ${err}`)), 30_000);
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`node did not start in 90 s: ${err}`));
+    }, 90_000);
     let out = '';
     proc.stdout!.on('data', (b: Buffer) => {
       out += b.toString();
-      const m = /ready (http:\/\/\S+)/.exec(out);
+      const m = readyLine.exec(out);
       if (m !== null) {
         clearTimeout(timer);
         resolveNode({

@@ -8,13 +8,13 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { PG_SKIP_REASON, TEST_DATABASE_URL, freshSchemaName, dropSchema } from '../support/postgres.ts';
-import { deploy, dispatchHttp, inspect, pool, startNodes, verifyChain, verifyEvents, type Answer } from './harness.ts';
+import { deploy, dispatchHttp, inspect, pool, startNodes, startServes, verifyChain, verifyEvents, type Answer } from './harness.ts';
 
 const CREDITS = 45;
 const PAYOUTS = 36;
 const FINANCIAL_CAP = 24;
 
-describe('several nodes on one PostgreSQL database', { skip: TEST_DATABASE_URL === undefined ? PG_SKIP_REASON : false, timeout: 120_000 }, () => {
+describe('several nodes on one PostgreSQL database', { skip: TEST_DATABASE_URL === undefined ? PG_SKIP_REASON : false, timeout: 240_000 }, () => {
   it('keeps every guarantee: keys executed once, nonces burned once, caps exact, chain gap-free and verifiable', async (t) => {
     const schema = freshSchemaName();
     t.after(() => dropSchema(schema));
@@ -104,6 +104,32 @@ describe('several nodes on one PostgreSQL database', { skip: TEST_DATABASE_URL =
       assert.ok(rows >= 2 * CREDITS + 2 * PAYOUTS, `audit rows ${rows}`);
       await verifyChain(c, 1);
       assert.equal(await verifyEvents(c, 2), CREDITS + FINANCIAL_CAP);
+    });
+  });
+
+  it('`solid serve --database-url` nodes share nonces, idempotency keys and the chain', async (t) => {
+    const schema = freshSchemaName();
+    t.after(() => dropSchema(schema));
+    const d = await deploy(TEST_DATABASE_URL!, schema);
+    const [a, b] = await startServes(t, d, 2);
+    for (const n of [a!, b!]) assert.equal((await fetch(`${n.url}/readyz`)).status, 200);
+    const key = randomUUID();
+    const args = { consent_class: 'WRITE_FINANCIAL', limit: 7 };
+    const pending = await dispatchHttp(a!, d.ownerKey, 'tenant.caps_set', { args }, key);
+    assert.equal(pending.status, 202, JSON.stringify(pending.body));
+    const confirm = { args, confirm: true, nonce: pending.body.consent!.nonce };
+    const done = await dispatchHttp(b!, d.ownerKey, 'tenant.caps_set', confirm, key);
+    assert.equal(done.status, 200, JSON.stringify(done.body));
+    const replay = await dispatchHttp(a!, d.ownerKey, 'tenant.caps_set', confirm, key);
+    assert.equal(replay.status, 200);
+    assert.equal(replay.body.replayed, true);
+    assert.equal(replay.body.audit_id, done.body.audit_id);
+    const again = await dispatchHttp(a!, d.ownerKey, 'tenant.caps_set', confirm, randomUUID());
+    assert.equal(again.body.error?.reason, 'nonce_replayed', 'the nonce burned on node B is refused on node A');
+    await inspect(d, async (c) => {
+      const settings = (await c.query('SELECT settings FROM tenants WHERE company_id = 2')).rows[0].settings as { caps: Record<string, number> };
+      assert.equal(settings.caps.WRITE_FINANCIAL, 7);
+      await verifyChain(c, 2);
     });
   });
 });
