@@ -263,7 +263,7 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
         credentials: (extra) => ({ principal: (extra.authInfo?.extra?.principal as Principal | undefined) ?? null }),
         limits: config.limits,
         elicitationTimeoutMs: config.elicitationTimeoutMs,
-        approvalUrl: config.approvalUrl,
+        approvalUrl: config.approvalUrl ?? dashboardApprovals(app, request),
       });
       const transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
@@ -300,6 +300,13 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
       return reply;
     });
   };
+}
+
+/** The dashboard's approvals page on this server, when a dashboard is mounted at `/`. */
+function dashboardApprovals(app: FastifyInstance, request: FastifyRequest): ((approvalId: string) => string) | undefined {
+  if (!app.hasRoute({ method: 'GET', url: '/' }) || request.headers.host === undefined) return undefined;
+  const page = `${request.protocol}://${request.headers.host}/#approvals`;
+  return () => page;
 }
 
 /** The plugin with default options, for `solid serve` (http-mounts.ts). */

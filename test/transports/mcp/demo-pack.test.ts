@@ -116,7 +116,7 @@ test('every demo verb through MCP over Streamable HTTP, with elicitation on the 
   t.diagnostic(`over HTTP: ${counts.reads} reads, ${counts.writes} writes (${counts.phrases} typed phrases by elicitation)`);
 });
 
-test('solid mcp over a real stdio pipe on a demo database: every demo tool listed, the reads run', async (t) => {
+test('solid mcp over a real stdio pipe on a demo database: every demo tool listed, the reads run, a typed phrase approved out of band with the CLI', async (t) => {
   const cli = cliHarness(t);
   const local = await openLocal({ db: cli.db, create: true, packs: ['demo'] });
   const facts = (await demoPack.seed!(local.rt, {})) as DemoSeedFacts;
@@ -126,7 +126,12 @@ test('solid mcp over a real stdio pipe on a demo database: every demo tool liste
     .map((v) => v.toolName)
     .sort();
   await local.close();
-  const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp', '--db', cli.db], env: { ...getDefaultEnvironment(), SOLID_API_KEY: facts.owner_api_key! }, stderr: 'pipe' });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [BIN, 'mcp', '--db', cli.db],
+    env: { ...getDefaultEnvironment(), SOLID_API_KEY: facts.owner_api_key!, SOLID_DASHBOARD_URL: 'http://127.0.0.1:4400/' },
+    stderr: 'pipe',
+  });
   const client = new Client({ name: 'demo-stdio', version: '1.0.0' });
   await client.connect(transport);
   t.after(() => client.close());
@@ -150,4 +155,17 @@ test('solid mcp over a real stdio pipe on a demo database: every demo tool liste
     reads++;
   }
   assert.ok(reads > 10, `ran ${reads} reads`);
+
+  // A typed-phrase write from a client without elicitation fails closed; a human approves it
+  // out of band with the real CLI (another process), and the agent's re-call with the nonce runs.
+  const args = { invoice_number: DEMO_FIXTURES.open_invoice.number, amount_cents: 5000 };
+  const pending = (await client.callTool({ name: 'charge_invoice', arguments: args })) as CallToolResult;
+  const env = pending.structuredContent as unknown as Envelope;
+  assert.equal(env.error?.reason, 'dispatch_pending');
+  assert.ok(env.error!.hint!.includes(`solid approvals approve ${env.consent!.approval_id}`) && env.error!.hint!.includes('http://127.0.0.1:4400/#approvals'), env.error!.hint);
+  const approved = await cli.run(['approvals', 'approve', String(env.consent!.approval_id), '--phrase', env.consent!.typed_phrase!, '--json'], { env: { SOLID_API_KEY: facts.owner_api_key! } });
+  assert.equal(approved.code, 0, approved.stderr + approved.stdout);
+  const done = (await client.callTool({ name: 'charge_invoice', arguments: args, _meta: { [META.confirm]: true, [META.nonce]: env.consent!.nonce } })) as CallToolResult;
+  assert.equal(done.isError, undefined, JSON.stringify(done.structuredContent));
+  assert.equal(typeof (done.structuredContent as { audit_id?: unknown }).audit_id, 'number');
 });

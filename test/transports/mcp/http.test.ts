@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, LATEST_PROTOCOL_VERSION, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { createHttpServer } from '../../../src/transports/http/server.ts';
+import { createHttpServer, type HttpPlugin } from '../../../src/transports/http/server.ts';
 import { HTTP_MOUNTS } from '../../../src/transports/http/http-mounts.ts';
 import { createMcpHttpPlugin, mcpHttpPlugin, type McpHttpOptions } from '../../../src/transports/mcp/http-plugin.ts';
 import type { Envelope } from '../../../src/spec/types.ts';
@@ -25,9 +25,9 @@ interface Served {
   app: ReturnType<typeof createHttpServer>;
 }
 
-async function serve(t: TestContext, options: McpHttpOptions = {}): Promise<Served> {
+async function serve(t: TestContext, options: McpHttpOptions = {}, extra: HttpPlugin[] = []): Promise<Served> {
   const h = await createMcpRuntime(t);
-  const app = createHttpServer(h.rt, { logger: false, plugins: [createMcpHttpPlugin(options)] });
+  const app = createHttpServer(h.rt, { logger: false, plugins: [...extra, createMcpHttpPlugin(options)] });
   await app.listen({ port: 0, host: '127.0.0.1' });
   t.after(() => app.close());
   const port = (app.server.address() as AddressInfo).port;
@@ -186,7 +186,10 @@ test('Origin and Host checks: foreign origins and rebinding hosts are 403; loopb
 });
 
 test('over HTTP, a typed-phrase verb is approved by the human through elicitation on the session', async (t) => {
-  const s = await serve(t);
+  const dashboard: HttpPlugin = async (app) => {
+    app.get('/', async () => 'dashboard');
+  };
+  const s = await serve(t, {}, [dashboard]);
   const { client } = await connect(t, s, s.h.keys.owner, (phrase) => ({ action: 'accept', content: { typed_phrase: phrase } }));
   const r = (await client.callTool({ name: 'test__charge', arguments: { invoice_id: 12, amount_cents: 12345 } })) as CallToolResult;
   assert.equal(r.isError, undefined, JSON.stringify(r));
@@ -196,6 +199,7 @@ test('over HTTP, a typed-phrase verb is approved by the human through elicitatio
   const env = pending.structuredContent as unknown as Envelope;
   assert.equal(env.error!.reason, 'dispatch_pending');
   assert.match(env.error!.hint!, /solid approvals approve apv_/);
+  assert.ok(env.error!.hint!.includes(`http://127.0.0.1:${s.port}/#approvals`), 'the mounted dashboard is named');
   assert.equal(s.h.runs.charge, 1);
 });
 

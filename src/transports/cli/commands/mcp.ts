@@ -4,7 +4,8 @@
  *
  * stdout carries only JSON-RPC; every log line goes to stderr. Credentials: SOLID_API_KEY (reads
  * without a key run on the sandbox tenant; writes need a key). The database path comes from
- * --db or SOLID_DB. The process exits when the client closes stdin (or on SIGINT/SIGTERM).
+ * --db or SOLID_DB. SOLID_DASHBOARD_URL (optional) names the dashboard whose approvals page the
+ * out-of-band approval hint points to. The process exits when the client closes stdin (or on SIGINT/SIGTERM).
  * Every refresh interval the packs the database serves are re-read, so a pack enabled meanwhile
  * (e.g. by `solid serve --demo`) reaches the client as notifications/tools/list_changed.
  *
@@ -42,6 +43,7 @@ export async function runMcpStdio(program: Command, io: Io, flags: { refreshSeco
       apiKey: process.env.SOLID_API_KEY ?? null,
       refresh: () => refreshPacks(local),
       refreshMs: Math.round(seconds * 1000),
+      approvalUrl: dashboardApprovals(process.env.SOLID_DASHBOARD_URL),
     });
     const onSignal = () => void served.close();
     process.once('SIGINT', onSignal);
@@ -56,6 +58,13 @@ export async function runMcpStdio(program: Command, io: Io, flags: { refreshSeco
   // loop open after a clean shutdown, leave anyway. Unref'd: it never delays a normal exit.
   setTimeout(() => process.exit(process.exitCode ?? 0), 1000).unref();
   return 0;
+}
+
+/** `SOLID_DASHBOARD_URL` (e.g. http://127.0.0.1:4400, where `solid serve` runs) → its approvals page, for hints. */
+function dashboardApprovals(base: string | undefined): ((approvalId: string) => string) | undefined {
+  if (base === undefined || base.trim() === '') return undefined;
+  const page = `${base.trim().replace(/\/+$/, '')}/#approvals`;
+  return () => page;
 }
 
 /**
