@@ -228,34 +228,46 @@ export class Runtime {
 
   /** Record and answer a failed authentication (auth_invalid), audited under the sandbox tenant. */
   async authFailure(caller: Caller, verb: string, err: unknown): Promise<Envelope> {
+    const e = err instanceof VerbError || err instanceof StoreError ? err : new VerbError('auth_invalid', 'The API key is not valid.');
+    return this.recordRefusal(caller, verb, e, 'auth');
+  }
+
+  /**
+   * Answer and audit a refusal decided outside the pipeline by a transport (a bad key, a missing
+   * session, a failed CSRF or Origin check). The row goes to the caller's tenant when the
+   * principal is known, else to the sandbox tenant. A store failure answers store_unavailable.
+   * Spec: spec/audit.md (every denial is a row), spec/transports.md §auth.
+   */
+  async recordRefusal(caller: Caller, verb: string, err: VerbError | StoreError, category = 'transport'): Promise<Envelope> {
+    const name = String(verb).slice(0, 200);
     if (err instanceof StoreError) {
-      // The key could not be checked because the database is down: not the caller's fault, and nothing to audit into.
-      this.logger.error({ err, verb: String(verb).slice(0, 200) }, 'store error during authentication');
+      // The decision needed the database, which is down: not the caller's fault, and nothing to audit into.
+      this.logger.error({ err, verb: name }, 'store error while refusing a request');
       return {
         ok: false,
-        verb: String(verb).slice(0, 200),
+        verb: name,
         error: { reason: 'store_unavailable', message: 'The database is unavailable; nothing was written.', hint: 'Retry shortly; if it persists, check the database (disk, permissions, connection).' },
       };
     }
-    const e = err instanceof VerbError ? err : new VerbError('auth_invalid', 'The API key is not valid.');
-    const env: Envelope = { ok: false, verb: String(verb).slice(0, 200), error: e.toEnvelopeError() };
+    const env: Envelope = { ok: false, verb: name, error: err.toEnvelopeError() };
     try {
-      const sandbox = await this.sandboxPrincipal();
+      const p = caller.principal ?? null;
+      const companyId = p?.company_id ?? (await this.sandboxPrincipal()).company_id;
       const now = this.clock();
       const row = await this.store.write((tx) =>
         appendAudit(tx, {
-          company_id: sandbox.company_id,
+          company_id: companyId,
           created_at: now.toISOString(),
-          user_id: null,
-          role: null,
-          agent_type: caller.surface,
-          key_id: null,
-          action_type: String(verb).slice(0, 200),
-          category: 'auth',
+          user_id: p?.user_id ?? null,
+          role: p?.role ?? null,
+          agent_type: p?.agent_type ?? caller.surface,
+          key_id: p?.key_id ?? null,
+          action_type: name,
+          category,
           shape: null,
           consent_class: null,
           status: 'denied',
-          reason: e.reason,
+          reason: err.reason,
           request_data: {},
           entity_type: null,
           entity_id: null,

@@ -14,7 +14,10 @@
  * Spec: spec/transports.md §http-errors.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isVerbError } from '../../runtime/errors.ts';
+import { isVerbError, type VerbError } from '../../runtime/errors.ts';
+import type { Runtime } from '../../runtime/runtime.ts';
+import { reasonInfo } from '../../spec/reasons.ts';
+import type { Principal } from '../../spec/types.ts';
 import { envelopeToHttp, transportEnvelope } from './envelope-map.ts';
 import type { Envelope } from '../../spec/types.ts';
 
@@ -48,12 +51,33 @@ export function errorToEnvelope(err: unknown, verb: string, limitBytes: number):
   return transportEnvelope(verb, 'internal_error', 'An unexpected error occurred; it was logged.', 'Retry later; if it persists, report it with the time of the request.');
 }
 
-/** Install the envelope error handler and the 404 handler on `app`. */
-export function installEnvelopeErrors(app: FastifyInstance): void {
+/**
+ * Routes that know who the caller is before a check refuses them (e.g. a valid session whose
+ * CSRF token is wrong) record the principal here, so the refusal's audit row names them.
+ */
+export function notePrincipal(request: FastifyRequest, principal: Principal): void {
+  (request as FastifyRequest & { solidPrincipal?: Principal }).solidPrincipal = principal;
+}
+
+/**
+ * Install the envelope error handler and the 404 handler on `app`. With `rt`, a refusal a
+ * transport decides itself (auth, session, CSRF, Origin — any denial reason) is audited through
+ * `rt.recordRefusal`, so every denial leaves a row (spec/audit.md).
+ */
+export function installEnvelopeErrors(app: FastifyInstance, rt?: Runtime): void {
   const limit = app.initialConfig.bodyLimit ?? 1_048_576;
-  app.setErrorHandler(function envelopeErrorHandler(err, request, reply) {
-    const envelope = errorToEnvelope(err, verbOfRequest(request), limit);
+  app.setErrorHandler(async function envelopeErrorHandler(err, request, reply) {
+    const verb = verbOfRequest(request) || `${request.method} ${request.url.split('?')[0]!.slice(0, 150)}`;
+    let envelope = errorToEnvelope(err, verbOfRequest(request), limit);
     if (envelope.error!.reason === 'internal_error') request.log.error({ err }, 'unhandled error in HTTP route');
+    if (rt !== undefined && isVerbError(err)) {
+      const info = reasonInfo(err.reason);
+      if (info.denial || info.kind === 'auth') {
+        const principal = (request as FastifyRequest & { solidPrincipal?: Principal }).solidPrincipal ?? null;
+        const recorded = await rt.recordRefusal({ surface: request.url.startsWith('/api/v1/webmcp') || request.url.startsWith('/api/v1/session') ? 'webmcp' : 'http', principal }, verb, err as VerbError);
+        envelope = { ...recorded, verb: envelope.verb };
+      }
+    }
     return sendEnvelope(reply, envelope);
   });
   app.setNotFoundHandler(function envelopeNotFound(request, reply) {

@@ -60,7 +60,7 @@ export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): 
     openapi.routes.push(route);
   });
   installJsonBodyParser(app);
-  installEnvelopeErrors(app);
+  installEnvelopeErrors(app, rt);
   void app.register(healthRoutes, { rt });
   void app.register(agentRoutes, { rt });
   void app.register(openapiRoute, { rt, collector: openapi });

@@ -11,6 +11,7 @@
  * Spec: spec/transports.md §webmcp-session, §webmcp-csrf.
  */
 import type { FastifyRequest } from 'fastify';
+import { notePrincipal } from '../http/error-handler.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import { parseCookies } from './cookies.ts';
 import { CSRF_HEADER, SESSION_COOKIE, type SessionStore, type WebSession } from './session-store.ts';
@@ -96,6 +97,7 @@ export function sessionRequired(): VerbError {
 export async function requireSessionForWrite(sessions: SessionStore, request: FastifyRequest, allowedOrigins: readonly string[]): Promise<WebSession> {
   const session = await sessions.lookup(sessionTokenOf(request));
   if (session === undefined) throw sessionRequired();
+  notePrincipal(request, session.principal);
   checkOrigin(request, allowedOrigins, true);
   checkCsrf(sessions, session, request);
   return session;

@@ -21,6 +21,7 @@ import { WEBMCP_SURFACES } from '../../spec/types.ts';
 import { dispatchAndReply } from './browser-dispatch.ts';
 import { isWebmcpSurface, webmcpManifest } from './manifest.ts';
 import { checkCsrf, checkOrigin, sessionRequired, sessionTokenOf } from './request-guard.ts';
+import { notePrincipal } from '../http/error-handler.ts';
 import type { SessionStore } from './session-store.ts';
 import { ROUTE_DOCS } from './route-docs.ts';
 
@@ -61,6 +62,7 @@ export function registerWebmcpRoutes(app: FastifyInstance, deps: WebmcpRouteDeps
       const body = parseCallBody(request.body, { surface: true });
       const session = await sessions.lookup(sessionTokenOf(request));
       if (session !== undefined) {
+        notePrincipal(request, session.principal);
         checkOrigin(request, allowedOrigins, true);
         checkCsrf(sessions, session, request);
       } else if (body.surface === 'public') {
