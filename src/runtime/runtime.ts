@@ -283,6 +283,7 @@ export class Runtime {
         }),
       );
       env.audit_id = row.audit_id;
+      this.afterWrite(row);
     } catch {
       /* no sandbox tenant: nothing to attribute the attempt to */
     }
