@@ -6,6 +6,7 @@
  *   - the embedded engine (SQLite file, durability normal) in one node process,
  *   - PostgreSQL with one node process,
  *   - PostgreSQL with two node processes on the same database and tenant,
+ *   - PostgreSQL with two node processes, each writing to its own tenant,
  *
  * each node a separate process driving `rt.dispatch` in-process with `concurrency` callers for
  * `ms` milliseconds, all nodes starting at the same instant. The figure is confirmed writes/s
@@ -84,13 +85,17 @@ async function openRuntime(t: Target): Promise<Runtime> {
   return rt;
 }
 
-/** Create the tenant and an owner key on a fresh target; returns the key. */
-async function prepare(t: Target): Promise<string> {
+/** Create `tenants` tenants (2, 3, …) with an owner key each on a fresh target; returns the keys. */
+async function prepare(t: Target, tenants: number): Promise<string[]> {
   const rt = await openRuntime(t);
   try {
     await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
-    await rt.createTenant({ company_id: 2, name: 'Bench Co', tier: 'enterprise', settings: { caps: { WRITE_REVERSIBLE: 1_000_000_000 } } });
-    return await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner', agent_type: 'bench' });
+    const keys: string[] = [];
+    for (let i = 0; i < tenants; i++) {
+      await rt.createTenant({ company_id: 2 + i, name: `Bench Co ${i}`, tier: 'enterprise', settings: { caps: { WRITE_REVERSIBLE: 1_000_000_000 } } });
+      keys.push(await rt.createApiKey({ company_id: 2 + i, user_id: 1, role: 'owner', agent_type: 'bench' }));
+    }
+    return keys;
   } finally {
     await rt.close();
   }
@@ -134,10 +139,11 @@ function runWorker(env: Record<string, unknown>): Promise<{ count: number; faile
   });
 }
 
-async function measure(target: Target, nodes: number, ms: number, concurrency: number): Promise<{ perSecond: number; failed: number }> {
-  const key = await prepare(target);
+/** `tenantPerNode`: node i writes to its own tenant (no shared chain lock); else all nodes write to one tenant. */
+async function measure(target: Target, nodes: number, ms: number, concurrency: number, tenantPerNode = false): Promise<{ perSecond: number; failed: number }> {
+  const keys = await prepare(target, tenantPerNode ? nodes : 1);
   const startAt = Date.now() + 4000;
-  const results = await Promise.all(Array.from({ length: nodes }, (_, node) => runWorker({ target, key, startAt, ms, concurrency, node })));
+  const results = await Promise.all(Array.from({ length: nodes }, (_, node) => runWorker({ target, key: keys[tenantPerNode ? node : 0], startAt, ms, concurrency, node })));
   const count = results.reduce((s, r) => s + r.count, 0);
   const elapsed = Math.max(...results.map((r) => r.elapsed));
   return { perSecond: (count * 1000) / elapsed, failed: results.reduce((s, r) => s + r.failed, 0) };
@@ -173,10 +179,10 @@ export async function benchPostgres(options: PostgresBenchOptions = {}): Promise
     rmSync(dir, { recursive: true, force: true });
   }
   const pgRuns: Array<{ perSecond: number; failed: number }> = [];
-  for (const nodes of [1, 2]) {
+  for (const [nodes, perNode] of [[1, false], [2, false], [2, true]] as const) {
     const schema = `bench_${randomBytes(4).toString('hex')}`;
     try {
-      pgRuns.push(await measure({ engine: 'postgres', where: url, schema, secrets }, nodes, ms, concurrency));
+      pgRuns.push(await measure({ engine: 'postgres', where: url, schema, secrets }, nodes, ms, concurrency, perNode));
     } finally {
       const c = new pg.Client({ connectionString: url });
       await c.connect();
@@ -184,11 +190,12 @@ export async function benchPostgres(options: PostgresBenchOptions = {}): Promise
       await c.end();
     }
   }
-  const notes = `${cores} cores (load average ${loadavg()[0]!.toFixed(1)} at the end); ${concurrency} callers per node; ${ms} ms; each op = pending + confirmed execute; one tenant`;
+  const notes = `${cores} cores (load average ${loadavg()[0]!.toFixed(1)} at the end); ${concurrency} callers per node; ${ms} ms; each op = pending + confirmed execute`;
   return [
     { id: 'postgres.write.embedded', what: 'confirmed write dispatches/s, embedded SQLite, 1 node', value: sqlite.perSecond, unit: 'ops/s', notes: `${notes}; failed ${sqlite.failed}` },
     { id: 'postgres.write.1node', what: 'confirmed write dispatches/s, PostgreSQL, 1 node', value: pgRuns[0]!.perSecond, baseline: sqlite.perSecond, ratio: pgRuns[0]!.perSecond / sqlite.perSecond, unit: 'ops/s', notes: `${notes}; failed ${pgRuns[0]!.failed}` },
-    { id: 'postgres.write.2nodes', what: 'confirmed write dispatches/s, PostgreSQL, 2 nodes (sum)', value: pgRuns[1]!.perSecond, baseline: sqlite.perSecond, ratio: pgRuns[1]!.perSecond / sqlite.perSecond, unit: 'ops/s', notes: `${notes}; failed ${pgRuns[1]!.failed}` },
+    { id: 'postgres.write.2nodes', what: 'confirmed write dispatches/s, PostgreSQL, 2 nodes (sum), one tenant', value: pgRuns[1]!.perSecond, baseline: sqlite.perSecond, ratio: pgRuns[1]!.perSecond / sqlite.perSecond, unit: 'ops/s', notes: `${notes}; failed ${pgRuns[1]!.failed}` },
+    { id: 'postgres.write.2nodes.2tenants', what: 'confirmed write dispatches/s, PostgreSQL, 2 nodes (sum), a tenant per node', value: pgRuns[2]!.perSecond, baseline: sqlite.perSecond, ratio: pgRuns[2]!.perSecond / sqlite.perSecond, unit: 'ops/s', notes: `${notes}; failed ${pgRuns[2]!.failed}` },
   ];
 }
 
@@ -197,6 +204,6 @@ if (process.argv[1] === SELF) {
     await worker();
   } else {
     const results = await benchPostgres();
-    for (const r of results) console.log(`${r.id.padEnd(26)} ${r.value.toFixed(0).padStart(6)} ${r.unit}${r.ratio !== undefined ? `  (×${r.ratio.toFixed(2)} of embedded)` : ''}  ${r.notes ?? ''}`);
+    for (const r of results) console.log(`${r.id.padEnd(32)} ${r.value.toFixed(0).padStart(6)} ${r.unit}${r.ratio !== undefined ? `  (×${r.ratio.toFixed(2)} of embedded)` : ''}  ${r.notes ?? ''}`);
   }
 }
