@@ -32,7 +32,17 @@ import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import type { Migration, Store } from '../src/store/store.ts';
 import { systemVerbs } from '../src/verbs/index.ts';
-import type { BenchResult } from './harness.ts';
+
+/** One measured figure (the same fields as the other bench modules' rows). */
+export interface BenchResult {
+  id: string;
+  what: string;
+  value: number;
+  baseline?: number;
+  ratio?: number;
+  unit: string;
+  notes?: string;
+}
 
 const SELF = fileURLToPath(import.meta.url);
 const ROOT = resolve(SELF, '../..');
