@@ -1,0 +1,126 @@
+/**
+ * Core benchmark (issue 2): a read verb and a write verb through `dispatch` against the same
+ * handler work done bare, in the same run. Bare = the handler's own SQL on the same store
+ * (store.read / one store.write transaction), without registry, validation, consent, audit,
+ * events, idempotency or receipt signing.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { createRuntime } from '../src/runtime/runtime.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import { defineVerb } from '../src/runtime/verb.ts';
+import type { Queryable } from '../src/store/store.ts';
+import { opsPerSecond, paired, type BenchResult } from './harness.ts';
+
+const SEARCH_SQL = `SELECT id, name, email FROM contacts WHERE company_id = ? AND lower(name) LIKE lower(?) ORDER BY name LIMIT 20`;
+const GET_SQL = 'SELECT id, name, email, phone FROM contacts WHERE company_id = ? AND id = ?';
+const UPDATE_SQL = 'UPDATE contacts SET phone = ? WHERE company_id = ? AND id = ?';
+
+async function searchWork(q: Queryable, companyId: number, term: string) {
+  const rows = await q.all(SEARCH_SQL, [companyId, `%${term}%`]);
+  return { entity_id: companyId, data: { matches: rows.length, contacts: rows } };
+}
+
+async function updateWork(q: Queryable, companyId: number, id: number, phone: string) {
+  const before = await q.get<{ phone: string }>(GET_SQL, [companyId, id]);
+  await q.run(UPDATE_SQL, [phone, companyId, id]);
+  return { contact_id: id, previous_phone: before?.phone ?? null, phone };
+}
+
+export async function benchCore(options: { ms?: number; runs?: number } = {}): Promise<BenchResult[]> {
+  const ms = options.ms ?? 1500;
+  const dir = mkdtempSync(join(tmpdir(), 'solid-bench-'));
+  const store = new SqliteStore({ path: join(dir, 'bench.db') });
+  const rt = await createRuntime({ store, logger: pino({ level: 'silent' }), sandboxCompanyId: 1 });
+  try {
+    await store.migrate('bench', [
+      { version: 1, name: 'contacts', sqlite: 'CREATE TABLE contacts (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, name TEXT, email TEXT, phone TEXT); CREATE INDEX contacts_company ON contacts(company_id, name);' },
+    ]);
+    await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
+    await rt.createTenant({ company_id: 2, name: 'Bench', tier: 'enterprise' });
+    const key = await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner' });
+    const principal = await rt.tenants.authenticate(key);
+    await store.write(async (tx) => {
+      for (let i = 1; i <= 200; i++) await tx.run('INSERT INTO contacts (id, company_id, name, email, phone) VALUES (?, 2, ?, ?, ?)', [i, `Contact ${i} ${['Smith', 'Jones', 'Garcia', 'Lee'][i % 4]}`, `c${i}@example.com`, '+1555000' + i]);
+    });
+    rt.register(
+      defineVerb({
+        name: 'bench.search',
+        description: 'Search contacts.',
+        shape: 'aggregate',
+        category: 'crm',
+        input: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'], additionalProperties: false },
+        handler: (ctx, a: { q: string }) => searchWork(ctx.db, ctx.principal.company_id, a.q),
+      }),
+      defineVerb({
+        name: 'bench.set_phone_ungated',
+        description: 'Set a phone (no gate, for the pipeline-without-consent figure).',
+        shape: 'receipt',
+        category: 'crm',
+        consent: 'WRITE_REVERSIBLE',
+        input: { type: 'object', properties: { id: { type: 'integer' }, phone: { type: 'string' } }, required: ['id', 'phone'], additionalProperties: false },
+        handler: async (ctx, a: { id: number; phone: string }) => {
+          const r = await updateWork(ctx.db, ctx.principal.company_id, a.id, a.phone);
+          ctx.setRollback(`crm:phone:${a.id}`, { previous: r.previous_phone });
+          return r;
+        },
+      }),
+    );
+    const caller = { surface: 'cli' as const, principal };
+    let i = 0;
+    const read = await paired(
+      () => opsPerSecond(() => rt.dispatch(caller, 'bench.search', { q: 'smith' }), ms),
+      () => opsPerSecond(() => store.read((q) => searchWork(q, 2, 'smith')), ms),
+      options.runs ?? 3,
+    );
+    // The write path with its confirmation: preflight once per nonce is part of the protocol, so
+    // measure the executing call: a confirm with a fresh nonce each time would double the work of
+    // the consent step; instead measure the execute step with a prepared nonce per call.
+    const write = await paired(
+      async () => {
+        const nonces: string[] = [];
+        for (let k = 0; k < 4000; k++) {
+          const p = await rt.dispatch(caller, 'bench.set_phone_ungated', { id: (k % 200) + 1, phone: `+1${k}` });
+          nonces.push(p.consent!.nonce);
+        }
+        let k = 0;
+        return opsPerSecond(async () => {
+          const n = k++;
+          if (n >= nonces.length) throw new Error('bench ran out of nonces; lower ms');
+          await rt.dispatch(caller, 'bench.set_phone_ungated', { id: (n % 200) + 1, phone: `+1${n}` }, { confirm: true, nonce: nonces[n] });
+        }, Math.min(ms, 1000), 0);
+      },
+      () => opsPerSecond(() => store.write((tx) => updateWork(tx, 2, (i++ % 200) + 1, `+2${i}`)), Math.min(ms, 1000)),
+      options.runs ?? 3,
+    );
+    await rt.auditBuffer.flush();
+    return [
+      {
+        id: 'core.read',
+        what: 'read verb (contact search, 200 rows) through dispatch vs the same query bare',
+        value: read.value,
+        baseline: read.baseline,
+        ratio: read.ratio,
+        unit: 'ops/s',
+        target: 'ratio ≥ 0.8',
+        met: read.ratio >= 0.8,
+      },
+      {
+        id: 'core.write',
+        what: 'write verb (confirmed contact update) through dispatch vs the same UPDATE in one bare store transaction',
+        value: write.value,
+        baseline: write.baseline,
+        ratio: write.ratio,
+        unit: 'ops/s',
+        target: 'ratio ≥ 0.5',
+        met: write.ratio >= 0.5,
+        notes: 'dispatch includes nonce verify + burn, daily cap, audit row (hash chain), event-free handler, revert data, idempotency record, ES256-signed receipt',
+      },
+    ];
+  } finally {
+    await rt.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

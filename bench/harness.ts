@@ -1,0 +1,83 @@
+/**
+ * Benchmark helpers: timed loops, medians over runs, and the result row every bench module
+ * returns. Figures are always ratios against a bare baseline measured in the same run.
+ */
+import { performance } from 'node:perf_hooks';
+
+export interface BenchResult {
+  /** Short id, e.g. "core.read". */
+  id: string;
+  /** What is measured, in words. */
+  what: string;
+  /** The measured figure of the system under test (ops/s unless `unit` says otherwise). */
+  value: number;
+  /** The bare baseline in the same run, when there is one. */
+  baseline?: number;
+  /** value / baseline (or the figure the target is about). */
+  ratio?: number;
+  unit: string;
+  /** The target stated in the issues, e.g. "ratio ≥ 0.8". */
+  target?: string;
+  /** Did the figure meet the target? */
+  met?: boolean;
+  notes?: string;
+}
+
+/** Run `fn` repeatedly for about `ms` milliseconds (after a warm-up) and return ops/s. */
+export async function opsPerSecond(fn: () => Promise<unknown>, ms = 1500, warmupMs = 300): Promise<number> {
+  const warmEnd = performance.now() + warmupMs;
+  while (performance.now() < warmEnd) await fn();
+  let n = 0;
+  const start = performance.now();
+  const end = start + ms;
+  while (performance.now() < end) {
+    await fn();
+    n++;
+  }
+  return (n * 1000) / (performance.now() - start);
+}
+
+/** Run `fn` with `concurrency` callers for about `ms` and return ops/s. */
+export async function opsPerSecondConcurrent(fn: () => Promise<unknown>, concurrency: number, ms = 1500): Promise<number> {
+  let n = 0;
+  const start = performance.now();
+  const end = start + ms;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        await fn();
+        n++;
+      }
+    }),
+  );
+  return (n * 1000) / (performance.now() - start);
+}
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/**
+ * Measure a system and its bare baseline alternately `runs` times (so drift hits both), and
+ * return the medians and the median of the per-run ratios.
+ */
+export async function paired(system: () => Promise<number>, bare: () => Promise<number>, runs = 3): Promise<{ value: number; baseline: number; ratio: number }> {
+  const v: number[] = [];
+  const b: number[] = [];
+  const r: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const bi = await bare();
+    const vi = await system();
+    v.push(vi);
+    b.push(bi);
+    r.push(vi / bi);
+  }
+  return { value: median(v), baseline: median(b), ratio: median(r) };
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
