@@ -256,7 +256,7 @@ export class PostgresStore implements Store {
     this.#pool.on('error', (err) => this.#onError(err, 'idle connection'));
     this.#wake = new WakeListener({
       clientConfig: { ...clientConfig, statement_timeout: undefined, idle_in_transaction_session_timeout: undefined },
-      pgChannel: `solid_wake:${options.schema ?? 'public'}`,
+      pgChannel: `solid_wake:${options.schema ?? 'public'}`.slice(0, 63), // NAMEDATALEN
       send: (channel, payloads) => this.#send(channel, payloads),
       onError: (err) => this.#onError(err, 'listen connection'),
     });
