@@ -318,6 +318,8 @@ export class PostgresStore implements Store {
         }
         await client.query('BEGIN');
         try {
+          // Migrations may build large indexes and wait for another node's migrator: no statement timeout.
+          await client.query('SET LOCAL statement_timeout = 0');
           // One migrator at a time per schema, across nodes.
           await client.query(`SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':solid-migrate'))`);
           await client.query(
