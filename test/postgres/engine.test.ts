@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { translatePlaceholders, StatementCache } from '../../src/store/postgres/statements.ts';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.ts';
 import { StoreError, type Migration } from '../../src/store/store.ts';
+import { runtimeMigrations } from '../../src/store/migrations/runtime.ts';
 import { createTestPostgresStore, PG_SKIP_REASON, TEST_DATABASE_URL } from '../support/postgres.ts';
 import { PG_BIN, privateCluster } from './harness.ts';
 
@@ -48,6 +49,15 @@ describe('PostgresStore', { skip }, () => {
     const store = createTestPostgresStore(t);
     const row = await store.read((q) => q.get<Record<string, unknown>>(`SELECT 9007199254740993::int8 AS big, 42::int8 AS small, 1.5::numeric AS half, 0.1::numeric + 0.2::numeric AS exact, 12345678901234567890.5::numeric AS huge`));
     assert.deepEqual({ ...row }, { big: '9007199254740993', small: 42, half: 1.5, exact: 0.3, huge: '12345678901234567890.5' });
+  });
+
+  it('lets several nodes migrate one empty schema at the same time: each version applies once', async (t) => {
+    const first = createTestPostgresStore(t);
+    const others = [1, 2, 3].map(() => createTestPostgresStore(t, { schema: first.schema, keep: true }));
+    t.after(() => Promise.all(others.map((o) => o.close())));
+    await Promise.all([first, ...others].map((s) => s.migrate('runtime', runtimeMigrations)));
+    const rows = await first.read((q) => q.all<{ version: number }>(`SELECT version FROM schema_migrations WHERE scope = 'runtime' ORDER BY version`));
+    assert.deepEqual(rows.map((r) => r.version), runtimeMigrations.map((m) => m.version));
   });
 
   it('re-runs a write that lost a deadlock, transparently', async (t) => {

@@ -311,7 +311,7 @@ export class PostgresStore implements Store {
         const done = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations WHERE scope = $1', [scope])).rows.map((r) => Number(r.version)));
         if (sorted.every((m) => done.has(m.version))) return;
       }
-      if (this.#schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.#schema}`);
+      const lockName = `${this.#schema ?? (await client.query<{ s: string | null }>('SELECT current_schema() AS s')).rows[0]?.s ?? 'public'}:solid-migrate`;
       for (const m of sorted) {
         if (m.postgres === undefined) {
           throw new StoreError('migration_failed', `migration ${scope}#${m.version} (${m.name}) has no PostgreSQL form`);
@@ -321,7 +321,8 @@ export class PostgresStore implements Store {
           // Migrations may build large indexes and wait for another node's migrator: no statement timeout.
           await client.query('SET LOCAL statement_timeout = 0');
           // One migrator at a time per schema, across nodes.
-          await client.query(`SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':solid-migrate'))`);
+          await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [lockName]);
+          if (this.#schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.#schema}`);
           await client.query(
             `CREATE TABLE IF NOT EXISTS schema_migrations (
                scope TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, applied_at TEXT NOT NULL,
