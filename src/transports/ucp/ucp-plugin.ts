@@ -95,11 +95,13 @@ class UcpState {
   readonly #configs = new Map<number, { raw: string; config: UcpTenantConfig }>();
   readonly #catalogs = new Map<string, { catalog: CapabilityEntry[]; byName: Map<string, CapabilityEntry> }>();
   #primary: { id: number | undefined; at: number } | undefined;
+  /** Stop following registry changes (the server closes). */
+  readonly detach: () => void;
 
   constructor(rt: Runtime, cfg: UcpServerConfig) {
     this.rt = rt;
     this.cfg = cfg;
-    rt.registry.onChange(() => {
+    this.detach = rt.registry.onChange(() => {
       this.#generation++;
       this.#catalogs.clear();
     });
@@ -220,6 +222,7 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
       dev: options.dev ?? env.dev,
     };
     const state = new UcpState(rt, cfg);
+    app.addHook('onClose', async () => state.detach());
     const profiles = options.profiles ?? new PlatformProfiles({ ...options.profileFetch, dev: cfg.dev });
     const replay = options.replay ?? new ReplayCache();
 
