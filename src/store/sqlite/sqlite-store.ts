@@ -18,6 +18,7 @@ import type { Statement, Database as Db } from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { EventEmitter } from 'node:events';
+import { performance } from 'node:perf_hooks';
 import {
   StoreError,
   type Durability,
@@ -39,8 +40,18 @@ export interface SqliteStoreOptions {
   durability?: Durability;
   /** Milliseconds to wait for another process's write lock. Default 5000. */
   busyTimeoutMs?: number;
-  /** Group commit window in durable mode: max writers sharing one COMMIT. Default 64. */
+  /** Group commit in durable mode: max writers sharing one COMMIT. Default 64. */
   groupCommitMax?: number;
+  /**
+   * Group commit in durable mode: a group stops admitting writers this many milliseconds after its
+   * BEGIN (bounds the wait of its first writer). Default 10.
+   */
+  groupCommitWindowMs?: number;
+  /**
+   * Durable mode only: false = one transaction and one fsync per write (no grouping), for
+   * comparison benchmarks. Default true.
+   */
+  groupCommit?: boolean;
 }
 
 const GENESIS_HASH = '0'.repeat(64);
@@ -161,6 +172,21 @@ function bind(v: unknown): unknown {
   return v;
 }
 
+/**
+ * Run afterCommit callbacks of a committed transaction. A throwing callback cannot undo the
+ * commit, so it must not turn the write into a failure nor skip the callbacks after it: it is
+ * reported as a process warning.
+ */
+function runCallbacks(callbacks: ReadonlyArray<() => void>): void {
+  for (const cb of callbacks) {
+    try {
+      cb();
+    } catch (err) {
+      process.emitWarning(`afterCommit callback failed: ${(err as Error)?.message ?? String(err)}`, { type: 'SolidStoreWarning' });
+    }
+  }
+}
+
 /** The transaction handle given to `write` bodies. */
 class SqliteTx implements StoreTx {
   readonly callbacks: Array<() => void> = [];
@@ -247,8 +273,12 @@ export class SqliteStore implements Store {
   readonly #mutex = new Mutex();
   readonly #durability: Durability;
   readonly #groupMax: number;
+  readonly #groupWindowMs: number;
+  readonly #group: boolean;
   readonly #events = new EventEmitter();
   #queue: PendingWrite[] = [];
+  #commits = 0;
+  #committedWrites = 0;
   #draining = false;
   #closed = false;
 
@@ -257,7 +287,9 @@ export class SqliteStore implements Store {
     this.#memory = path === ':memory:' || path === '';
     this.description = `sqlite:${this.#memory ? ':memory:' : path}`;
     this.#durability = options.durability ?? 'normal';
-    this.#groupMax = options.groupCommitMax ?? 64;
+    this.#groupMax = Math.max(1, options.groupCommitMax ?? 64);
+    this.#groupWindowMs = options.groupCommitWindowMs ?? 10;
+    this.#group = this.#durability === 'full' && options.groupCommit !== false;
     this.#events.setMaxListeners(0);
     let db: Db;
     try {
@@ -282,6 +314,14 @@ export class SqliteStore implements Store {
       rdb.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
       this.#reader = new Connection(rdb);
     }
+  }
+
+  /**
+   * Counters since open: COMMITs that succeeded and the writes they carried (in durable mode with
+   * group commit, writes / commits is the mean group size). For benchmarks and tests.
+   */
+  get commitStats(): { commits: number; writes: number } {
+    return { commits: this.#commits, writes: this.#committedWrites };
   }
 
   /** The raw writer handle, for the engine's own tools (bench, tamper tests). Not for the runtime. */
@@ -345,7 +385,7 @@ export class SqliteStore implements Store {
 
   write<T>(fn: (tx: StoreTx) => Promise<T>, _options?: WriteOptions): Promise<T> {
     if (this.#closed) return Promise.reject(new StoreError('unavailable', 'the store is closed'));
-    if (this.#durability === 'full') {
+    if (this.#group) {
       return new Promise<T>((resolve, reject) => {
         this.#queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
         if (!this.#draining) void this.#drain();
@@ -368,6 +408,8 @@ export class SqliteStore implements Store {
       result = await fn(tx);
       tx.end();
       this.#writer.control('COMMIT');
+      this.#commits++;
+      this.#committedWrites++;
     } catch (err) {
       tx.end();
       if (this.#writer.db.inTransaction) {
@@ -379,74 +421,122 @@ export class SqliteStore implements Store {
       }
       throw toStoreError(err);
     }
-    for (const cb of tx.callbacks) cb();
+    runCallbacks(tx.callbacks);
     return result;
   }
 
   /**
-   * Group commit (durable mode): take every queued write (up to groupCommitMax), run each in its
-   * own SAVEPOINT inside one transaction, COMMIT once (one fsync), then answer them all.
+   * Group commit (durable mode). Holding the write lock, open one transaction and run queued
+   * writers one after another, each in its own SAVEPOINT; writers that arrive while the group
+   * runs join it, until the queue is empty, `groupCommitMax` writers ran, or `groupCommitWindowMs`
+   * passed since BEGIN. Then one COMMIT (one fsync at synchronous=FULL) and only after it returns
+   * are the writers answered and their afterCommit callbacks run.
+   *
+   * - A writer that throws is rolled back to its savepoint and rejected at once (nothing of it
+   *   can commit); the others are unaffected.
+   * - If SQLite rolled the whole transaction back on its own (SQLITE_FULL, SQLITE_IOERR, …: the
+   *   connection is no longer in a transaction) or COMMIT fails, every writer of the group that
+   *   had succeeded is rejected with the mapped StoreError: none of them is answered as committed.
+   * - A writer whose body awaits something slow holds the group (and the single write lock, as in
+   *   normal mode): writers already done in that group wait for it before their COMMIT.
    */
   async #drain(): Promise<void> {
     this.#draining = true;
     const release = await this.#mutex.lock();
     try {
       while (this.#queue.length > 0) {
-        const batch = this.#queue.splice(0, this.#groupMax);
-        const outcomes: Array<{ ok: boolean; value: unknown; tx: SqliteTx }> = [];
-        try {
-          this.#writer.exec('BEGIN IMMEDIATE');
-        } catch (err) {
-          for (const w of batch) w.reject(toStoreError(err));
-          continue;
+        if (this.#closed) {
+          const e = new StoreError('unavailable', 'the store is closed');
+          for (const w of this.#queue.splice(0)) w.reject(e);
+          break;
         }
-        for (const w of batch) {
-          const tx = new SqliteTx(this.#writer);
-          this.#writer.exec('SAVEPOINT w');
-          try {
-            const value = await w.fn(tx);
-            tx.end();
-            this.#writer.exec('RELEASE w');
-            outcomes.push({ ok: true, value, tx });
-          } catch (err) {
-            tx.end();
-            try {
-              this.#writer.exec('ROLLBACK TO w');
-              this.#writer.exec('RELEASE w');
-            } catch {
-              /* nothing left to roll back */
-            }
-            outcomes.push({ ok: false, value: toStoreError(err), tx });
-          }
-        }
-        try {
-          if (this.#writer.db.inTransaction) this.#writer.exec('COMMIT');
-        } catch (err) {
-          if (this.#writer.db.inTransaction) {
-            try {
-              this.#writer.exec('ROLLBACK');
-            } catch {
-              /* ignore */
-            }
-          }
-          const e = toStoreError(err);
-          for (const w of batch) w.reject(e);
-          continue;
-        }
-        batch.forEach((w, i) => {
-          const o = outcomes[i]!;
-          if (o.ok) {
-            for (const cb of o.tx.callbacks) cb();
-            w.resolve(o.value);
-          } else {
-            w.reject(o.value);
-          }
-        });
+        await this.#commitGroup();
       }
     } finally {
       release();
       this.#draining = false;
       if (this.#queue.length > 0) void this.#drain();
+    }
+  }
+
+  async #commitGroup(): Promise<void> {
+    const conn = this.#writer;
+    try {
+      conn.control('BEGIN IMMEDIATE');
+    } catch (err) {
+      const e = toStoreError(err);
+      for (const w of this.#queue.splice(0, this.#groupMax)) w.reject(e);
+      return;
+    }
+    const started = performance.now();
+    const done: Array<{ w: PendingWrite; value: unknown; tx: SqliteTx }> = [];
+    let ran = 0;
+    // Abort the group: roll back what is left of it and reject every writer that had succeeded.
+    const abort = (err: unknown) => {
+      if (conn.db.inTransaction) {
+        try {
+          conn.control('ROLLBACK');
+        } catch {
+          /* the connection rolled back on its own */
+        }
+      }
+      const e = toStoreError(err);
+      for (const d of done) d.w.reject(e);
+    };
+    while (this.#queue.length > 0 && ran < this.#groupMax && (ran === 0 || performance.now() - started < this.#groupWindowMs)) {
+      const w = this.#queue.shift()!;
+      ran++;
+      try {
+        conn.control('SAVEPOINT w');
+      } catch (err) {
+        w.reject(toStoreError(err));
+        abort(err);
+        return;
+      }
+      const tx = new SqliteTx(conn);
+      let value: unknown;
+      try {
+        value = await w.fn(tx);
+      } catch (err) {
+        tx.end();
+        if (!conn.db.inTransaction) {
+          // SQLite rolled the whole transaction back (disk full, I/O error): the group is lost.
+          w.reject(toStoreError(err));
+          abort(err);
+          return;
+        }
+        try {
+          conn.control('ROLLBACK TO w');
+          conn.control('RELEASE w');
+        } catch (rbErr) {
+          w.reject(toStoreError(err));
+          abort(rbErr);
+          return;
+        }
+        w.reject(toStoreError(err));
+        continue;
+      }
+      tx.end();
+      try {
+        conn.control('RELEASE w');
+      } catch (err) {
+        w.reject(toStoreError(err));
+        abort(err);
+        return;
+      }
+      done.push({ w, value, tx });
+    }
+    try {
+      conn.control('COMMIT');
+    } catch (err) {
+      abort(err);
+      return;
+    }
+    this.#commits++;
+    this.#committedWrites += done.length;
+    for (const d of done) {
+      runCallbacks(d.tx.callbacks);
+      d.w.resolve(d.value);
     }
   }
 
