@@ -161,7 +161,7 @@ export class Tenants {
     const parsed = parseApiKey(apiKey);
     const invalid = () =>
       new VerbError('auth_invalid', 'The API key is not valid.', {
-        hint: 'Use a key printed by `solid init` / `solid keys api create` (format sk_solid_…); keys are shown once.',
+        hint: 'Use a key printed by `solid init` / `solid api-keys create` (format sk_solid_…); keys are shown once.',
       });
     if (parsed === undefined) throw invalid();
     let c = this.#keys.get(parsed.keyId);

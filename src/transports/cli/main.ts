@@ -22,11 +22,12 @@ import { registerAudit } from './commands/audit.ts';
 import { registerReceipt } from './commands/receipt.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerUcp } from './commands/ucp.ts';
+import { registerApiKeys } from './commands/api-keys.ts';
 
 export type CommandModule = (program: Command, io: Io, setExit: (code: number) => void) => void;
 
 /** Command modules, in help order. Other issues add theirs here. */
-export const COMMANDS: CommandModule[] = [registerInit, registerVerbs, registerAgent, registerServe, registerApprovals, registerTenant, registerMcp, registerDb, registerAudit, registerReceipt, registerKeys, registerUcp];
+export const COMMANDS: CommandModule[] = [registerInit, registerVerbs, registerAgent, registerServe, registerApprovals, registerTenant, registerMcp, registerDb, registerAudit, registerReceipt, registerKeys, registerApiKeys, registerUcp];
 
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   const program = new Command('solid')

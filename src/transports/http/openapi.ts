@@ -176,7 +176,7 @@ export function buildOpenApi(routes: readonly RouteOptions[], rt: HttpPluginOpti
     paths,
     components: {
       schemas,
-      securitySchemes: { bearerApiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'sk_solid_<key_id>_<secret>', description: 'API key from `solid init` / `solid keys api create`.' } },
+      securitySchemes: { bearerApiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'sk_solid_<key_id>_<secret>', description: 'API key from `solid init` / `solid api-keys create`.' } },
     },
   };
 }

@@ -30,7 +30,7 @@ export function registerInit(program: Command, io: Io, setExit: (code: number) =
       try {
         const count = await local.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM tenants'));
         if (existed && Number(count?.n ?? 0) > 0) {
-          io.err(`✗ ${dbPath} is already initialised (${count!.n} tenants). Use \`solid keys api create\` for another key.`);
+          io.err(`✗ ${dbPath} is already initialised (${count!.n} tenants). Use \`solid api-keys create\` for another key.`);
           setExit(6);
           return;
         }
