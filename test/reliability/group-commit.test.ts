@@ -193,6 +193,7 @@ describe('group commit (durability full)', () => {
       }),
     );
     assert.equal(receipts, 128);
-    assert.ok(store.commitStats.commits < store.commitStats.writes, 'dispatches shared commits');
+    const { commits, writes } = store.commitStats;
+    assert.ok(writes / commits > 2, `concurrent dispatches share commits (${writes} writes in ${commits} commits)`);
   });
 });

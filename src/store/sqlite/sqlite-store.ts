@@ -450,6 +450,10 @@ export class SqliteStore implements Store {
           for (const w of this.#queue.splice(0)) w.reject(e);
           break;
         }
+        // Let the callbacks already due in this turn of the event loop (e.g. receipts signed on the
+        // thread pool, sockets read) run first: writers they start join this group instead of each
+        // starting a group of one behind the previous fsync.
+        await new Promise<void>((resolve) => setImmediate(resolve));
         await this.#commitGroup();
       }
     } finally {

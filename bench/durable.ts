@@ -1,0 +1,155 @@
+/**
+ * Durable-mode benchmark (issue 11): write dispatches per second on SQLite with
+ * `durability: 'full'` (synchronous=FULL: an fsync on every COMMIT), 16 concurrent callers,
+ *
+ *   - grouped:   group commit (the default of durable mode): concurrent dispatches share one
+ *                COMMIT, each answered only after it returned;
+ *   - ungrouped: the same store with `groupCommit: false`: one transaction and one fsync per write.
+ *
+ * Each op is an ungated write verb (one INSERT by the handler, audit row, idempotency claim with a
+ * caller key, signed receipt). Both stores are fresh files in the same directory; the two variants
+ * run alternately (`runs` pairs, medians). Target: grouped ≥ 4 × ungrouped. Also reported: the
+ * mean group size (writes per COMMIT), one caller in durable mode, and 16 callers in normal mode
+ * (synchronous=NORMAL) for scale.
+ *
+ * Run alone: node --import tsx bench/durable.ts
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import pino from 'pino';
+import { createRuntime, type Runtime } from '../src/runtime/runtime.ts';
+import { defineVerb } from '../src/runtime/verb.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import type { Principal } from '../src/spec/types.ts';
+import { median, opsPerSecondConcurrent, type BenchResult } from './harness.ts';
+
+export interface DurableBenchOptions {
+  /** Milliseconds per measured run (default 3000). */
+  ms?: number;
+  /** Alternating grouped/ungrouped pairs (default 3). */
+  runs?: number;
+  /** Concurrent callers (default 16). */
+  concurrency?: number;
+}
+
+interface Setup {
+  rt: Runtime;
+  store: SqliteStore;
+  principal: Principal;
+}
+
+async function setup(path: string, durability: 'full' | 'normal', groupCommit: boolean): Promise<Setup> {
+  const store = new SqliteStore({ path, durability, groupCommit });
+  const rt = await createRuntime({ store, logger: pino({ level: 'silent' }), sandboxCompanyId: 1, maintenanceIntervalMs: 0 });
+  await store.migrate('bench-durable', [{ version: 1, name: 'notes', sqlite: 'CREATE TABLE bench_notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, body TEXT NOT NULL)' }]);
+  await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
+  await rt.createTenant({ company_id: 2, name: 'Bench', tier: 'enterprise' });
+  const principal = await rt.tenants.authenticate(await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner', agent_type: 'bench' }));
+  rt.register(
+    defineVerb<{ body: string }>({
+      name: 'bench.note_add',
+      description: 'Add a note (no consent gate: measures the write path).',
+      shape: 'receipt',
+      category: 'bench',
+      input: { type: 'object', properties: { body: { type: 'string' } }, required: ['body'], additionalProperties: false },
+      delegateConsent: async () => ({ consentClass: null, roleFloor: 'employee', summary: 'Add a note.' }),
+      async handler(ctx, a) {
+        const r = await ctx.db.run('INSERT INTO bench_notes (company_id, body) VALUES (?, ?)', [ctx.principal.company_id, a.body]);
+        return { note_id: r.lastInsertId };
+      },
+    }),
+  );
+  return { rt, store, principal };
+}
+
+let keySeq = 0;
+function writer(s: Setup): () => Promise<void> {
+  const caller = { principal: s.principal, surface: 'http' as const };
+  return async () => {
+    const n = ++keySeq;
+    const env = await s.rt.dispatch(caller, 'bench.note_add', { body: `note ${n}` }, { idempotency_key: `durable-${n}` });
+    if (!env.ok) throw new Error(`bench.note_add failed: ${JSON.stringify(env.error)}`);
+  };
+}
+
+/** Measure a runtime: ops/s with `concurrency` callers, and the writes per COMMIT during the run. */
+async function measure(s: Setup, concurrency: number, ms: number): Promise<{ ops: number; perCommit: number }> {
+  const before = s.store.commitStats;
+  const ops = await opsPerSecondConcurrent(writer(s), concurrency, ms);
+  const after = s.store.commitStats;
+  return { ops, perCommit: (after.writes - before.writes) / Math.max(1, after.commits - before.commits) };
+}
+
+/** Run the durable-mode benchmark; returns durable.group_commit, durable.one_caller, durable.normal_16. */
+export async function benchDurable(options: DurableBenchOptions = {}): Promise<BenchResult[]> {
+  const ms = options.ms ?? 3000;
+  const runs = options.runs ?? 3;
+  const concurrency = options.concurrency ?? 16;
+  const dir = mkdtempSync(join(tmpdir(), 'solid-bench-durable-'));
+  const open: Setup[] = [];
+  try {
+    const grouped = await setup(join(dir, 'grouped.db'), 'full', true);
+    open.push(grouped);
+    const ungrouped = await setup(join(dir, 'ungrouped.db'), 'full', false);
+    open.push(ungrouped);
+    // warm-up (JIT, statement caches, signing keys)
+    await measure(grouped, concurrency, 300);
+    await measure(ungrouped, concurrency, 300);
+    const g: number[] = [];
+    const u: number[] = [];
+    const r: number[] = [];
+    const sizes: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      const ui = await measure(ungrouped, concurrency, ms);
+      const gi = await measure(grouped, concurrency, ms);
+      u.push(ui.ops);
+      g.push(gi.ops);
+      r.push(gi.ops / ui.ops);
+      sizes.push(gi.perCommit);
+    }
+    const one = await measure(grouped, 1, ms);
+    const normal = await setup(join(dir, 'normal.db'), 'normal', false);
+    open.push(normal);
+    await measure(normal, concurrency, 300);
+    const normal16 = await measure(normal, concurrency, ms);
+    const ratio = median(r);
+    return [
+      {
+        id: 'durable.group_commit',
+        what: `write dispatches/s in durable mode (synchronous=FULL), ${concurrency} concurrent callers: group commit vs one fsync per dispatch (groupCommit: false)`,
+        value: median(g),
+        baseline: median(u),
+        ratio,
+        unit: 'ops/s',
+        target: 'ratio ≥ 4',
+        met: ratio >= 4,
+        notes: `median of ${runs} alternating pairs, ${ms} ms each; mean ${median(sizes).toFixed(1)} writes per COMMIT with grouping; each op = ungated write, audit row, idempotency claim, signed receipt`,
+      },
+      {
+        id: 'durable.one_caller',
+        what: 'write dispatches/s in durable mode, one caller (nothing to group: one fsync per dispatch)',
+        value: one.ops,
+        unit: 'ops/s',
+        notes: `${one.perCommit.toFixed(1)} writes per COMMIT`,
+      },
+      {
+        id: 'durable.normal_16',
+        what: `write dispatches/s in normal mode (WAL, synchronous=NORMAL), ${concurrency} callers, for scale`,
+        value: normal16.ops,
+        baseline: median(g),
+        ratio: normal16.ops / median(g),
+        unit: 'ops/s',
+        notes: 'ratio = normal mode / durable mode with group commit',
+      },
+    ];
+  } finally {
+    for (const s of open) await s.rt.close().catch(() => {});
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  console.log(JSON.stringify(await benchDurable(), null, 2));
+}
