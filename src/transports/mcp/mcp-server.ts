@@ -111,25 +111,19 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
     return envelopeToToolResult(env, { toolName: entry.tool.name, limits: options.limits, approvalUrl: options.approvalUrl });
   });
 
-  if (listChanged) {
-    const unsubscribe = catalog.onChange(() => {
-      server.sendToolListChanged().catch(() => {
-        /* not connected (yet/anymore): nothing to tell */
-      });
-    });
-    const previous = server.onclose;
-    server.onclose = () => {
-      unsubscribe();
-      if (ownCatalog) catalog.dispose();
-      previous?.();
-    };
-  } else if (ownCatalog) {
-    const previous = server.onclose;
-    server.onclose = () => {
-      catalog.dispose();
-      previous?.();
-    };
-  }
+  const unsubscribe = listChanged
+    ? catalog.onChange(() => {
+        server.sendToolListChanged().catch(() => {
+          /* not connected (yet/anymore): nothing to tell */
+        });
+      })
+    : () => {};
+  const previous = server.onclose;
+  server.onclose = () => {
+    unsubscribe();
+    if (ownCatalog) catalog.dispose();
+    previous?.();
+  };
   return server;
 }
 
