@@ -651,9 +651,6 @@ export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput)
     });
   }
   if (input.consent.jti !== undefined) await burnNonce(tx, input, verb.name, p.company_id, nowIso);
-  if (input.capClass !== null && input.capClass !== 'READ' && input.capClass !== 'BLOCKED') {
-    await rt.countDailyCap(tx, p.company_id, input.capClass, now);
-  }
   const events: EmittedEvent[] = [];
   const outbox: Array<{ kind: string; payload: Record<string, unknown> }> = [];
   let rollback: { handle: string; data: Record<string, unknown> } | undefined;
@@ -689,6 +686,12 @@ export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput)
     progress: input.caller.onProgress ?? NOOP,
   };
   const result = ((await verb.definition.handler(ctx, args)) ?? {}) as Record<string, unknown>;
+  // The tenant-wide rows (daily counter, then the chain head) are locked as late as possible, after
+  // the handler: on PostgreSQL every writer of the tenant queues on them until commit, so the
+  // locked section is the tail of the transaction only. Over the cap → the whole write rolls back.
+  if (input.capClass !== null && input.capClass !== 'READ' && input.capClass !== 'BLOCKED') {
+    await rt.countDailyCap(tx, p.company_id, input.capClass, now);
+  }
   const rollbackHandle = rollback !== undefined ? sealRollbackHandle(rt.secrets, rollback.handle, p.company_id, auditId) : null;
   const latency = performance.now() - input.t0;
   const entry = newEntry(verb.name, verb, p, now, 'completed', null, redact(args, verb.secretPaths), latency);
