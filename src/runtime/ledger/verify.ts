@@ -19,32 +19,31 @@
  * Speed: rows stream through an iterator; a row's canonical form is built directly from the stored
  * values (request_data is stored as its RFC 8785 text), one SHA-256 per row.
  */
-import { createHash, createPublicKey, verify as nodeVerify, type KeyObject } from 'node:crypto';
-import * as nodeCrypto from 'node:crypto';
-import canonicalize from 'canonicalize';
+import { createPublicKey, verify as nodeVerify, type KeyObject } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { Worker, type MessagePort } from 'node:worker_threads';
+import { Worker } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { AUDIT_COLUMNS, GENESIS_HASH } from './audit.ts';
+import {
+  I_COMPANY,
+  SELECT_FAST,
+  SegmentWalker,
+  storedRowHash,
+  walkSqlite,
+  type AuditFinding,
+  type CheckedCheckpoint,
+  type SegmentResult,
+  type SegmentTask,
+  type StoredAuditRow,
+} from './chain-walk.ts';
+
+export { VERIFY_COLUMNS, storedRowHash, serveSegmentWalks, type AuditFinding, type AuditFindingKind, type CheckedCheckpoint, type SegmentResult, type StoredAuditRow } from './chain-walk.ts';
 import type { Queryable, Store } from '../../store/store.ts';
 import { parseJson } from '../../store/store.ts';
 import type { PublicJwk } from './tenant-keys.ts';
 import { checkpointMaterial } from '../runtime.ts';
 import { VerbError } from '../errors.ts';
-
-export type AuditFindingKind = 'modified' | 'chain_break' | 'gap' | 'truncated' | 'bad_signature' | 'unknown_key';
-
-export interface AuditFinding {
-  kind: AuditFindingKind;
-  company_id: number;
-  /** The row (or first missing seq, or checkpoint seq) concerned. */
-  seq?: number;
-  audit_id?: number;
-  /** For gaps: how many seq numbers are missing. */
-  missing?: number;
-  kid?: string;
-  message: string;
-}
 
 export interface TenantVerifyReport {
   company_id: number;
@@ -89,9 +88,6 @@ export interface ChainHead {
   audit_hash: string;
 }
 
-/** A row as stored: every audit_log column (request_data as its canonical text, or parsed). */
-export type StoredAuditRow = Record<string, unknown>;
-
 export interface VerifyOptions {
   /** Only this tenant. */
   tenant?: number;
@@ -100,64 +96,6 @@ export interface VerifyOptions {
   progressEvery?: number;
   /** Findings kept per tenant (all are counted). Default 1000. */
   maxFindings?: number;
-}
-
-const HASHED_COLUMNS = AUDIT_COLUMNS.filter((c) => c !== 'row_hash').sort();
-/**
- * Column order of a row given as an array (the fast path of the file verifier): the hashed
- * columns in canonical key order, then row_hash.
- */
-export const VERIFY_COLUMNS: readonly string[] = [...HASHED_COLUMNS, 'row_hash'];
-const NUMERIC = new Set(['audit_id', 'company_id', 'seq', 'user_id', 'parent_id', 'approved_by', 'is_reversible', 'requires_approval', 'latency_ms']);
-/** `"col":` with the separating comma, per hashed column, in canonical key order (0x00 domain prefix first). */
-const KEY_PREFIX = HASHED_COLUMNS.map((c, i) => (i === 0 ? '\u0000{' : ',') + JSON.stringify(c) + ':');
-const IS_NUMERIC = HASHED_COLUMNS.map((c) => NUMERIC.has(c));
-const N_HASHED = HASHED_COLUMNS.length;
-const REQUEST_DATA = HASHED_COLUMNS.indexOf('request_data');
-const I_COMPANY = VERIFY_COLUMNS.indexOf('company_id');
-const I_SEQ = VERIFY_COLUMNS.indexOf('seq');
-const I_AUDIT = VERIFY_COLUMNS.indexOf('audit_id');
-const I_PREV = VERIFY_COLUMNS.indexOf('prev_hash');
-const I_HASH = VERIFY_COLUMNS.indexOf('row_hash');
-
-const oneShotHash = (nodeCrypto as unknown as { hash?: (alg: string, data: string, enc: 'hex') => string }).hash;
-
-function sha256Hex(s: string): string {
-  return oneShotHash !== undefined ? oneShotHash('sha256', s, 'hex') : createHash('sha256').update(s, 'utf8').digest('hex');
-}
-
-/** Characters JSON.stringify escapes in a string (any surrogate takes the slow, exact path). */
-const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
-
-/** RFC 8785 form of one stored value (JSON.stringify's, which JCS uses for strings and numbers). */
-function canonicalValue(i: number, v: unknown): string {
-  if (v === null || v === undefined) return 'null';
-  if (i === REQUEST_DATA) return typeof v === 'string' ? v : (canonicalize(v) ?? 'null');
-  if (typeof v === 'string') {
-    if (IS_NUMERIC[i]) return JSON.stringify(Number(v));
-    return NEEDS_ESCAPE.test(v) ? JSON.stringify(v) : `"${v}"`;
-  }
-  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : 'null';
-  if (typeof v === 'bigint') return String(v);
-  return JSON.stringify(v);
-}
-
-/** Hash of a row given as values in VERIFY_COLUMNS order. */
-function valuesHash(values: readonly unknown[]): string {
-  let s = '';
-  for (let i = 0; i < N_HASHED; i++) s += KEY_PREFIX[i]! + canonicalValue(i, values[i]);
-  return sha256Hex(s + '}');
-}
-
-/**
- * SHA-256(0x00 ‖ canonical row) from the stored values: the same bytes `hashAuditRow` hashes
- * when the row is appended. Works on SQLite rows (request_data as text) and PostgreSQL rows
- * (BIGINT as strings, request_data as parsed JSONB).
- */
-export function storedRowHash(row: StoredAuditRow): string {
-  let s = '';
-  for (let i = 0; i < N_HASHED; i++) s += KEY_PREFIX[i]! + canonicalValue(i, row[HASHED_COLUMNS[i]!]);
-  return sha256Hex(s + '}');
 }
 
 function keyMap(publicKeys: readonly PublicJwk[] | ReadonlyMap<string, KeyObject>): ReadonlyMap<string, KeyObject> {
@@ -171,119 +109,6 @@ function keyMap(publicKeys: readonly PublicJwk[] | ReadonlyMap<string, KeyObject
     }
   }
   return m;
-}
-
-/** A checkpoint after its signature was checked. */
-export interface CheckedCheckpoint {
-  seq: number;
-  head_hash: string;
-  kid: string;
-  /** The signature verified with a trusted key. */
-  valid: boolean;
-}
-
-/** What one walk over a contiguous seq range of one tenant found. */
-export interface SegmentResult {
-  company_id: number;
-  rows: number;
-  first_seq: number | null;
-  first_prev_hash: string | null;
-  /** The first row failed its own hash (its link is then not reported separately). */
-  first_modified: boolean;
-  last_seq: number | null;
-  last_hash: string | null;
-  last_signed_seq: number | null;
-  finding_count: number;
-  findings: AuditFinding[];
-}
-
-/**
- * Walks the rows of one tenant in seq order: per-row hash, links, gaps, checkpoint hashes. Started
- * with `expectSeq`/`prevHash` it checks the first row too (a whole chain); started without them
- * (a chunk of a parallel walk) the first row's position and link are left to the stitcher.
- */
-class SegmentWalker {
-  #cpIndex = 0;
-  #expectSeq: number | undefined;
-  #prevHash: string | undefined;
-  readonly r: SegmentResult;
-  constructor(
-    companyId: number,
-    expectSeq: number | undefined,
-    prevHash: string | undefined,
-    private readonly checkpoints: readonly CheckedCheckpoint[],
-    private readonly maxFindings: number,
-  ) {
-    this.#expectSeq = expectSeq;
-    this.#prevHash = prevHash;
-    this.r = { company_id: companyId, rows: 0, first_seq: null, first_prev_hash: null, first_modified: false, last_seq: null, last_hash: null, last_signed_seq: null, finding_count: 0, findings: [] };
-  }
-  find(f: Omit<AuditFinding, 'company_id'>): void {
-    this.r.finding_count++;
-    if (this.r.findings.length < this.maxFindings) this.r.findings.push({ company_id: this.r.company_id, ...f });
-  }
-  push(row: StoredAuditRow | readonly unknown[]): void {
-    const values = Array.isArray(row) ? (row as readonly unknown[]) : undefined;
-    const obj = values === undefined ? (row as StoredAuditRow) : undefined;
-    const seq = Number(values !== undefined ? values[I_SEQ] : obj!.seq);
-    const auditId = Number(values !== undefined ? values[I_AUDIT] : obj!.audit_id);
-    const stored = (values !== undefined ? values[I_HASH] : obj!.row_hash) as string;
-    const prev = (values !== undefined ? values[I_PREV] : obj!.prev_hash) as string;
-    const r = this.r;
-    const first = r.rows === 0;
-    r.rows++;
-    if (first) {
-      r.first_seq = seq;
-      r.first_prev_hash = prev;
-    }
-    let linked = this.#prevHash !== undefined;
-    if (this.#expectSeq !== undefined) {
-      if (seq > this.#expectSeq) {
-        const missing = seq - this.#expectSeq;
-        this.find({
-          kind: 'gap',
-          seq: this.#expectSeq,
-          missing,
-          message: missing === 1 ? `Row seq ${this.#expectSeq} is missing (deleted).` : `Rows seq ${this.#expectSeq}–${seq - 1} are missing (${missing} deleted).`,
-        });
-        linked = false; // the link across a gap cannot be checked; the gap is the finding
-      } else if (seq < this.#expectSeq) {
-        this.find({ kind: 'chain_break', seq, audit_id: auditId, message: `Row seq ${seq} appears again (audit_id ${auditId}): seq must grow by one.` });
-        return;
-      }
-    }
-    if ((values !== undefined ? valuesHash(values) : storedRowHash(obj!)) !== stored) {
-      if (first) r.first_modified = true;
-      this.find({ kind: 'modified', seq, audit_id: auditId, message: `Row seq ${seq} (audit_id ${auditId}) was modified: its content does not hash to its row_hash.` });
-    } else if (linked && prev !== this.#prevHash) {
-      this.find({
-        kind: 'chain_break',
-        seq,
-        audit_id: auditId,
-        message: `Row seq ${seq} (audit_id ${auditId}) does not link to row seq ${seq - 1}: prev_hash differs from that row's hash (a row was replaced or re-hashed).`,
-      });
-    }
-    const cps = this.checkpoints;
-    while (this.#cpIndex < cps.length && cps[this.#cpIndex]!.seq <= seq) {
-      const cp = cps[this.#cpIndex++]!;
-      if (cp.seq < seq) continue; // its row is missing: inside a gap, already reported
-      if (cp.head_hash !== stored) {
-        this.find({
-          kind: 'bad_signature',
-          seq,
-          audit_id: auditId,
-          kid: cp.kid,
-          message: `The checkpoint at seq ${seq} signed head hash ${cp.head_hash.slice(0, 12)}…, but the row there hashes to ${stored.slice(0, 12)}…: the log up to seq ${seq} was rewritten.`,
-        });
-      } else if (cp.valid) {
-        r.last_signed_seq = seq;
-      }
-    }
-    this.#expectSeq = seq + 1;
-    this.#prevHash = stored;
-    r.last_seq = seq;
-    r.last_hash = stored;
-  }
 }
 
 /** Check checkpoint signatures (they do not depend on the rows): per tenant, sorted by seq. */
@@ -499,7 +324,6 @@ export function parseTrustFile(text: string): TrustFile {
 }
 
 const SELECT_ROWS = `SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log`;
-const SELECT_VALUES = `SELECT ${VERIFY_COLUMNS.join(', ')} FROM audit_log`;
 
 /** Open a solid SQLite database read-only (no runtime, no keyfile). Throws store_unavailable. */
 export function openAuditDatabase(path: string): Database.Database {
@@ -643,8 +467,28 @@ export async function verifyDatabaseFile(path: string, options: VerifyDatabaseOp
     if (report === undefined) {
       const rdb = closed ? openAuditDatabase(path) : db;
       try {
-        const rows = rdb.prepare(`${SELECT_VALUES}${where} ORDER BY company_id, seq`).raw(true).iterate(...params) as Iterable<unknown[]>;
-        report = verifyAuditChain(rows, checkpoints, keys, heads, options);
+        const maxFindings = options.maxFindings ?? 1000;
+        const every = options.progressEvery ?? 16384;
+        const checked = checkCheckpoints(checkpoints, keyMap(keys), t);
+        const walkers = new Map<number, SegmentWalker>();
+        let total = 0;
+        walkSqlite(
+          rdb,
+          (companyId) => {
+            let w = walkers.get(companyId);
+            if (w === undefined) walkers.set(companyId, (w = new SegmentWalker(companyId, 1, GENESIS_HASH, checked.byTenant.get(companyId) ?? [], maxFindings)));
+            return w;
+          },
+          `${SELECT_FAST}${where} ORDER BY company_id, seq`,
+          params,
+          () => {
+            if (++total % every === 0) options.onProgress?.(total);
+          },
+        );
+        options.onProgress?.(total);
+        const segments = new Map<number, SegmentResult[]>();
+        for (const [id, w] of walkers) segments.set(id, [w.r]);
+        report = assemble(t0, total, segments, checked, headMap(heads, t), maxFindings);
       } finally {
         if (closed) rdb.close();
       }
@@ -656,46 +500,46 @@ export async function verifyDatabaseFile(path: string, options: VerifyDatabaseOp
   }
 }
 
-interface SegmentTask {
-  id: number;
-  company_id: number;
-  from: number;
-  to: number;
-  checkpoints: CheckedCheckpoint[];
-}
-
-/** Worker bootstrap (CommonJS, eval): load this module (through tsx when running from source) and serve walks. */
+/**
+ * Worker bootstrap (CommonJS, eval). The worker runs chain-walk.ts bundled to plain JavaScript
+ * once per process (esbuild, which tsx already ships): a worker then starts in tens of
+ * milliseconds instead of booting a TypeScript loader of its own. better-sqlite3 (native) is
+ * required from the repository, never bundled.
+ */
 const WORKER_BOOT = `
 const { parentPort, workerData } = require('node:worker_threads');
-(async () => {
-  if (workerData.tsx) (await import(workerData.tsx)).register();
-  const m = await import(workerData.module);
-  m.serveSegmentWalks(parentPort, workerData.path, workerData.maxFindings);
-})().catch((e) => parentPort.postMessage({ fatal: String((e && e.stack) || e) }));
+try {
+  const req = require('node:module').createRequire(workerData.base);
+  const mod = { exports: {} };
+  new Function('require', 'module', 'exports', workerData.code)(req, mod, mod.exports);
+  mod.exports.serveSegmentWalks(parentPort, workerData.path, workerData.maxFindings);
+} catch (e) {
+  parentPort.postMessage({ fatal: String((e && e.stack) || e) });
+}
 `;
 
-/**
- * Worker side of a parallel walk: walk each seq range it is sent, answer its SegmentResult.
- * Internal (exported for the worker bootstrap).
- */
-export function serveSegmentWalks(port: MessagePort, path: string, maxFindings: number): void {
-  const db = new Database(path, { readonly: true, fileMustExist: true });
-  const stmt = db.prepare(`${SELECT_VALUES} WHERE company_id = ? AND seq BETWEEN ? AND ? ORDER BY seq`).raw(true);
-  port.on('message', (task: SegmentTask | null) => {
-    if (task === null) {
-      db.close();
-      port.close();
-      return;
-    }
-    try {
-      const w = new SegmentWalker(task.company_id, undefined, undefined, task.checkpoints, maxFindings);
-      for (const row of stmt.iterate(task.company_id, task.from, task.to) as Iterable<unknown[]>) w.push(row);
-      port.postMessage({ id: task.id, result: w.r });
-    } catch (e) {
-      port.postMessage({ fatal: String((e as Error)?.stack ?? e) });
-    }
+let workerCode: Promise<string> | undefined;
+
+/** chain-walk.ts and what it imports, bundled to one CommonJS script (cached per process). */
+function bundledWalker(): Promise<string> {
+  workerCode ??= (async () => {
+    const esbuild = await import('esbuild');
+    const out = await esbuild.build({
+      entryPoints: [fileURLToPath(new URL('./chain-walk.ts', import.meta.url))],
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      target: 'node20',
+      write: false,
+      external: ['better-sqlite3'],
+      logLevel: 'silent',
+    });
+    return out.outputFiles[0]!.text;
+  })();
+  workerCode.catch(() => {
+    workerCode = undefined;
   });
-  port.postMessage({ ready: true });
+  return workerCode;
 }
 
 async function parallelWalk(
@@ -721,7 +565,7 @@ async function parallelWalk(
       tasks.push({ id: tasks.length, company_id: companyId, from, to, checkpoints: cps.filter((c) => c.seq >= from && c.seq <= to) });
     }
   }
-  const tsx = import.meta.url.endsWith('.ts') ? import.meta.resolve('tsx/esm/api') : undefined;
+  const code = await bundledWalker();
   const results: SegmentResult[] = [];
   let done = 0;
   let next = 0;
@@ -731,7 +575,7 @@ async function parallelWalk(
       let live = Math.min(workers, tasks.length);
       if (live === 0) return resolve();
       for (let i = 0; i < live; i++) {
-        const w = new Worker(WORKER_BOOT, { eval: true, workerData: { tsx, module: import.meta.url, path, maxFindings } });
+        const w = new Worker(WORKER_BOOT, { eval: true, workerData: { code, base: fileURLToPath(import.meta.url), path, maxFindings } });
         pool.push(w);
         const feed = () => {
           if (next < tasks.length) w.postMessage(tasks[next++]);
