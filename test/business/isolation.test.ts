@@ -63,9 +63,9 @@ async function tenantIds(d: DemoRuntime, c: number, other: number, ownArticleSlu
       ...(await q.all<{ s: string }>('SELECT name AS s FROM droplets WHERE company_id = ? UNION SELECT ip FROM droplets WHERE company_id = ?', [c, c])).map((r) => r.s),
       ownArticleSlug,
     ];
-    const otherText = JSON.stringify(
-      await Promise.all(['contacts', 'employees', 'payments', 'droplets', 'kb_articles'].map((t) => q.all(`SELECT * FROM ${t} WHERE company_id = ?`, [other]))),
-    );
+    const otherRows: unknown[] = [];
+    for (const table of ['contacts', 'employees', 'payments', 'droplets', 'kb_articles']) otherRows.push(await q.all(`SELECT * FROM ${table} WHERE company_id = ?`, [other]));
+    const otherText = JSON.stringify(otherRows);
     return { values, marks: candidates.filter((s) => !otherText.includes(s)) };
   });
 }

@@ -9,6 +9,9 @@
  * file are encrypted with its master key). The clock starts at DEMO_NOW and moves with real time;
  * `advance(ms)` jumps it forward (nonce expiry, "tomorrow"). validateOutputs is on.
  *
+ * With SOLID_TEST_ENGINE=postgres (and SOLID_TEST_DATABASE_URL, `source .ci/postgres.sh`) each
+ * call seeds its own fresh PostgreSQL schema instead (slower; no file to copy).
+ *
  * For the MCP, HTTP, WebMCP and UCP suites too: `demo.rt` is a plain Runtime.
  */
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -23,6 +26,9 @@ import { defineReasons } from '../../src/spec/reasons.ts';
 import type { Envelope, Role, Surface } from '../../src/spec/types.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { systemVerbs } from '../../src/verbs/index.ts';
+import type { Store } from '../../src/store/store.ts';
+import { createTestPostgresStore } from './postgres.ts';
+import { testEngine } from './runtime.ts';
 import { DEMO_TENANTS, demoPack, type DemoSeedFacts } from '../../src/business/pack.ts';
 import type { DemoFixtures } from '../../src/business/seed.ts';
 import type { DispatchOptions } from '../../src/runtime/dispatch.ts';
@@ -88,17 +94,24 @@ function seededTemplate(): Promise<Template> {
   return template;
 }
 
-/** A fresh runtime on a private copy of the seeded demo database. */
+/** A fresh runtime on a private copy of the seeded demo database (or a freshly seeded PostgreSQL schema). */
 export async function openDemoRuntime(t: TestContext): Promise<DemoRuntime> {
-  const seeded = await seededTemplate();
+  const postgres = testEngine() === 'postgres';
+  const seeded = postgres ? undefined : await seededTemplate();
   const dir = mkdtempSync(join(tmpdir(), 'solid-demo-'));
   const dbPath = join(dir, 'demo.db');
-  copyFileSync(seeded.path, dbPath);
+  let store: Store;
+  if (seeded !== undefined) {
+    copyFileSync(seeded.path, dbPath);
+    store = new SqliteStore({ path: dbPath });
+  } else {
+    store = createTestPostgresStore(t);
+  }
   const started = performance.now();
   let skew = 0;
   const clock = () => new Date(DEMO_NOW.getTime() + Math.floor(performance.now() - started) + skew);
   const rt = await createRuntime({
-    store: new SqliteStore({ path: dbPath }),
+    store,
     secrets,
     clock,
     logger: pino({ level: process.env.SOLID_TEST_LOG ?? 'silent' }),
@@ -112,7 +125,8 @@ export async function openDemoRuntime(t: TestContext): Promise<DemoRuntime> {
     await rt.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  const keys = seeded.facts.keys!;
+  const facts = seeded?.facts ?? ((await demoPack.seed!(rt, { now: DEMO_NOW })) as DemoSeedFacts);
+  const keys = facts.keys!;
   const keyOf = (who: Role | { apiKey: string | null }): string | null => (typeof who === 'string' ? keys[who] : who.apiKey);
   const call: DemoRuntime['call'] = (who, verb, args = {}, options = {}) => {
     const { surface = 'http', ...dispatchOptions } = options;
@@ -125,8 +139,8 @@ export async function openDemoRuntime(t: TestContext): Promise<DemoRuntime> {
     companyId: DEMO_TENANTS.main.company_id,
     secondCompanyId: DEMO_TENANTS.second.company_id,
     keys,
-    secondOwnerKey: seeded.facts.second_business_owner_key!,
-    fixtures: seeded.facts.fixtures!,
+    secondOwnerKey: facts.second_business_owner_key!,
+    fixtures: facts.fixtures!,
     advance(ms) {
       skew += ms;
     },

@@ -338,12 +338,12 @@ export const crmExplainContactState = defineBusinessVerb<{ contact_id: number; l
     const q = ctx.db;
     const contact = await requireContact(q, c, args.contact_id, { allowErased: true });
     ctx.setEntity('contact', contact.id);
-    const [deals, appointments, invoices, notes] = await Promise.all([
-      listContactDeals(q, c, contact.id),
-      listContactAppointments(q, c, contact.id, 10_000),
-      listContactInvoices(q, c, contact.id),
-      noteIds(q, c, contact.id),
-    ]);
+    const [deals, appointments, invoices, notes] = [
+      await listContactDeals(q, c, contact.id),
+      await listContactAppointments(q, c, contact.id, 10_000),
+      await listContactInvoices(q, c, contact.id),
+      await noteIds(q, c, contact.id),
+    ];
     const chain = await buildCausalChain(
       q,
       c,

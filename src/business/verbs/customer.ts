@@ -67,13 +67,13 @@ export const customerFullContext = defineBusinessVerb<FullContextArgs>({
     const limit = args.relation_limit ?? 10;
     const contact = await requireContact(q, c, args.customer_id, { allowErased: true });
     ctx.setEntity('contact', contact.id);
-    const [value, deals, appointments, invoices, last] = await Promise.all([
-      getContactLifetimeValue(q, c, contact.id),
-      listContactDeals(q, c, contact.id),
-      listContactAppointments(q, c, contact.id, 10_000),
-      listContactInvoices(q, c, contact.id),
-      getLastInteractionAt(q, c, contact.id, ctx.now),
-    ]);
+    const [value, deals, appointments, invoices, last] = [
+      await getContactLifetimeValue(q, c, contact.id),
+      await listContactDeals(q, c, contact.id),
+      await listContactAppointments(q, c, contact.id, 10_000),
+      await listContactInvoices(q, c, contact.id),
+      await getLastInteractionAt(q, c, contact.id, ctx.now),
+    ];
     const nowIso = ctx.now.toISOString();
     const visits = appointments.filter((a) => a.status !== 'cancelled');
     const upcoming = appointments.filter((a) => a.status === 'scheduled' && a.starts_at >= nowIso).sort((a, b) => (a.starts_at < b.starts_at ? -1 : 1));

@@ -83,12 +83,12 @@ export const dealsGet = defineBusinessVerb<{ deal_id: number }>({
     const c = ctx.principal.company_id;
     const deal = await requireDeal(ctx.db, c, args.deal_id);
     ctx.setEntity('deal', deal.id);
-    const [contact, history, appts, owner] = await Promise.all([
-      getContact(ctx.db, c, deal.contact_id),
-      listDealStageHistory(ctx.db, c, deal.id),
-      listDealAppointments(ctx.db, c, deal.id),
-      deal.owner_user_id === null ? Promise.resolve(undefined) : getEmployee(ctx.db, c, deal.owner_user_id),
-    ]);
+    const [contact, history, appts, owner] = [
+      await getContact(ctx.db, c, deal.contact_id),
+      await listDealStageHistory(ctx.db, c, deal.id),
+      await listDealAppointments(ctx.db, c, deal.id),
+      await (deal.owner_user_id === null ? Promise.resolve(undefined) : getEmployee(ctx.db, c, deal.owner_user_id)),
+    ];
     return {
       entity_id: deal.id,
       entity_type: 'deal',

@@ -53,14 +53,14 @@ export const gdprPreviewDeleteContact = defineBusinessVerb<{ contact_id: number 
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
     const contact = await requireContact(ctx.db, c, args.contact_id);
-    const [notes, methods, appointments, invoices, emails, payments] = await Promise.all([
-      listContactNotes(ctx.db, c, contact.id, 100_000),
-      listPaymentMethods(ctx.db, c, contact.id),
-      listContactAppointments(ctx.db, c, contact.id, 100_000),
-      listContactInvoices(ctx.db, c, contact.id),
-      contact.email === null ? Promise.resolve(0) : ctx.db.get<{ n: unknown }>('SELECT COUNT(*) AS n FROM email_outbox WHERE company_id = ? AND lower(to_address) = lower(?)', [c, contact.email]).then((r) => num(r?.n)),
-      searchPayments(ctx.db, c, { contact_id: contact.id, limit: 1 }).then((p) => p.total),
-    ]);
+    const [notes, methods, appointments, invoices, emails, payments] = [
+      await listContactNotes(ctx.db, c, contact.id, 100_000),
+      await listPaymentMethods(ctx.db, c, contact.id),
+      await listContactAppointments(ctx.db, c, contact.id, 100_000),
+      await listContactInvoices(ctx.db, c, contact.id),
+      await (contact.email === null ? Promise.resolve(0) : ctx.db.get<{ n: unknown }>('SELECT COUNT(*) AS n FROM email_outbox WHERE company_id = ? AND lower(to_address) = lower(?)', [c, contact.email]).then((r) => num(r?.n))),
+      await searchPayments(ctx.db, c, { contact_id: contact.id, limit: 1 }).then((p) => p.total),
+    ];
     return {
       current: { contact_id: contact.id, name: contact.name, email: contact.email, phone: contact.phone, city: contact.city, tags: contact.tags, status: contact.status, erased_at: null },
       projected: { contact_id: contact.id, name: `Erased contact #${contact.id}`, email: null, phone: null, city: null, tags: [], status: 'inactive', erased_at: ctx.now.toISOString() },
@@ -92,15 +92,15 @@ export const gdprExportContactData = defineBusinessVerb<{ contact_id: number }>(
     const c = ctx.principal.company_id;
     const contact = await requireContact(ctx.db, c, args.contact_id, { allowErased: true });
     ctx.setEntity('contact', contact.id);
-    const [notes, methods, appointments, deals, invoices, payments, emails] = await Promise.all([
-      listContactNotes(ctx.db, c, contact.id, 100_000),
-      listPaymentMethods(ctx.db, c, contact.id),
-      listContactAppointments(ctx.db, c, contact.id, 100_000),
-      listContactDeals(ctx.db, c, contact.id),
-      listContactInvoices(ctx.db, c, contact.id),
-      searchPayments(ctx.db, c, { contact_id: contact.id, limit: 200 }),
-      contact.email === null ? Promise.resolve([]) : listEmailsTo(ctx.db, c, contact.email),
-    ]);
+    const [notes, methods, appointments, deals, invoices, payments, emails] = [
+      await listContactNotes(ctx.db, c, contact.id, 100_000),
+      await listPaymentMethods(ctx.db, c, contact.id),
+      await listContactAppointments(ctx.db, c, contact.id, 100_000),
+      await listContactDeals(ctx.db, c, contact.id),
+      await listContactInvoices(ctx.db, c, contact.id),
+      await searchPayments(ctx.db, c, { contact_id: contact.id, limit: 200 }),
+      await (contact.email === null ? Promise.resolve([]) : listEmailsTo(ctx.db, c, contact.email)),
+    ];
     return {
       entity_id: contact.id,
       entity_type: 'contact',

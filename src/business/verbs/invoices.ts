@@ -63,7 +63,7 @@ export const invoicesGet = defineBusinessVerb<{ invoice_id: number }>({
     const c = ctx.principal.company_id;
     const invoice = await requireInvoice(ctx.db, c, args.invoice_id);
     ctx.setEntity('invoice', invoice.id);
-    const [lines, payments, contact] = await Promise.all([listInvoiceLines(ctx.db, c, invoice.id), listInvoicePayments(ctx.db, c, invoice.id), getContact(ctx.db, c, invoice.contact_id)]);
+    const [lines, payments, contact] = [await listInvoiceLines(ctx.db, c, invoice.id), await listInvoicePayments(ctx.db, c, invoice.id), await getContact(ctx.db, c, invoice.contact_id)];
     return {
       entity_id: invoice.id,
       entity_type: 'invoice',

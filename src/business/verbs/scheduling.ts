@@ -458,7 +458,7 @@ export const schedulingExplainAppointment = defineBusinessVerb<{ appointment_id:
     const a = await requireAppointment(ctx.db, c, args.appointment_id);
     ctx.setEntity('appointment', a.id);
     const chain = await buildCausalChain(ctx.db, c, { type: 'appointment', id: a.id, argKeys: ['appointment_id'] }, [{ type: 'appointment', ids: [a.id] }]);
-    const [contact, tech] = await Promise.all([getContact(ctx.db, c, a.contact_id), getEmployee(ctx.db, c, a.technician_user_id)]);
+    const [contact, tech] = [await getContact(ctx.db, c, a.contact_id), await getEmployee(ctx.db, c, a.technician_user_id)];
     const booked = chain.find((i) => i.action === 'appointment.scheduled');
     const moves = chain.filter((i) => i.action === 'appointment.rescheduled');
     const last = [...chain].reverse().find((i) => i.source === 'event');
