@@ -19,6 +19,7 @@ import { VerbError } from '../../runtime/errors.ts';
 import { sendEnvelope } from './error-handler.ts';
 import { transportEnvelope } from './envelope-map.ts';
 import { apiKeyOf, idempotencyKeyOf } from './request-headers.ts';
+import { CLIENT_SURFACE_HEADER, clientSurfaceOf } from '../remote/client-surface.ts';
 
 export const MANIFEST_CACHE_CONTROL = 'private, max-age=300';
 
@@ -116,7 +117,9 @@ export const agentRoutes: FastifyPluginAsync<HttpPluginOptions> = async (app, { 
     const { args, options } = readDispatchBody(req.body);
     const idem = idempotencyKeyOf(headerOf(req, 'idempotency-key'));
     if (idem !== undefined) options.idempotency_key = idem;
-    const envelope = await rt.dispatch({ surface: 'http', apiKey: apiKeyOf(headerOf(req, 'authorization')) }, req.params.verb, args, options);
+    // A thin client (remote CLI, MCP bridge) may declare the surface it projects: Solid-Surface (spec/transports.md §remote).
+    const surface = clientSurfaceOf(headerOf(req, CLIENT_SURFACE_HEADER));
+    const envelope = await rt.dispatch({ surface, apiKey: apiKeyOf(headerOf(req, 'authorization')) }, req.params.verb, args, options);
     return sendEnvelope(reply, envelope, rt.clock().getTime());
   });
 };
