@@ -16,6 +16,7 @@ export const HTTP_MOUNTS: Readonly<Record<string, HttpMount>> = {
   webmcp: () => import('../webmcp/index.ts').then((m) => m.webmcpPlugin),
   mcp: () => import('../mcp/http-plugin.ts').then((m) => m.mcpHttpPlugin),
   ucp: () => import('../ucp/ucp-plugin.ts').then((m) => m.ucpPlugin),
+  remote: () => import('../remote/remote-plugin.ts').then((m) => m.remotePlugin),
 };
 
 /** Load every mount; a mount that fails to load is reported through `onError` and skipped. */
