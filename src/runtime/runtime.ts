@@ -30,6 +30,9 @@ import addFormatsImport from 'ajv-formats';
 
 const addFormats = addFormatsImport as unknown as (ajv: Ajv2020) => Ajv2020;
 
+/** How long a delivery pass owns an outbox row it claimed (ms). */
+const OUTBOX_LEASE_MS = 60_000;
+
 /** Default daily caps per consent class (spec/consent.md §caps). */
 export const DEFAULT_DAILY_CAPS: Readonly<Record<'WRITE_REVERSIBLE' | 'WRITE_FINANCIAL' | 'IRREVERSIBLE', number>> = {
   WRITE_REVERSIBLE: 100,
@@ -446,7 +449,14 @@ export class Runtime {
   /** Checkpoint every tenant whose head moved. */
   async checkpointAll(): Promise<void> {
     const ids = await this.store.read((q) => q.all<{ company_id: number }>('SELECT company_id FROM tenant_heads'));
-    for (const { company_id } of ids) await this.checkpoint(Number(company_id));
+    for (const { company_id } of ids) {
+      try {
+        await this.checkpoint(Number(company_id));
+      } catch (err) {
+        // One tenant without a usable signing key must not stop the others' checkpoints.
+        this.logger.error({ err, company_id }, 'checkpoint failed for a tenant');
+      }
+    }
   }
 
   /** Deliver pending outbox rows through the registered handlers (after commit; retried with backoff). */
@@ -478,6 +488,15 @@ export class Runtime {
       const handler = this.outboxHandlers.get(r.kind as string);
       if (handler === undefined) continue;
       const id = Number(r.outbox_id);
+      // Claim the row with a lease before delivering: a concurrent pass (another node, or a kick
+      // racing the timer) that read the same row finds it leased and skips it. A crash between
+      // delivery and the 'delivered' mark redelivers after the lease: at-least-once, never twice
+      // at the same time.
+      const lease = new Date(this.clock().getTime() + OUTBOX_LEASE_MS).toISOString();
+      const claimed = await this.store.write((tx) =>
+        tx.run(`UPDATE outbox SET deliver_after = ? WHERE outbox_id = ? AND status = 'pending' AND deliver_after <= ?`, [lease, id, nowIso]),
+      );
+      if (claimed.changes !== 1) continue;
       try {
         const payload = typeof r.payload === 'string' ? (JSON.parse(r.payload) as Record<string, unknown>) : (r.payload as Record<string, unknown>);
         await handler(payload, { company_id: Number(r.company_id), audit_id: r.audit_id === null ? null : Number(r.audit_id), outbox_id: id, runtime: this });
