@@ -39,7 +39,8 @@ export async function benchCore(options: { ms?: number; runs?: number } = {}): P
       { version: 1, name: 'contacts', sqlite: 'CREATE TABLE contacts (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, name TEXT, email TEXT, phone TEXT); CREATE INDEX contacts_company ON contacts(company_id, name);' },
     ]);
     await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
-    await rt.createTenant({ company_id: 2, name: 'Bench', tier: 'enterprise' });
+    // The daily cap of WRITE_REVERSIBLE (default 100) would refuse all but the first writes.
+    await rt.createTenant({ company_id: 2, name: 'Bench', tier: 'enterprise', settings: { caps: { WRITE_REVERSIBLE: 1_000_000_000 } } });
     const key = await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner' });
     const principal = await rt.tenants.authenticate(key);
     await store.write(async (tx) => {
@@ -83,13 +84,15 @@ export async function benchCore(options: { ms?: number; runs?: number } = {}): P
         const nonces: string[] = [];
         for (let k = 0; k < 4000; k++) {
           const p = await rt.dispatch(caller, 'bench.set_phone_ungated', { id: (k % 200) + 1, phone: `+1${k}` });
+          if (p.consent === undefined) throw new Error(`bench preflight failed: ${JSON.stringify(p.error)}`);
           nonces.push(p.consent!.nonce);
         }
         let k = 0;
         return opsPerSecond(async () => {
           const n = k++;
           if (n >= nonces.length) throw new Error('bench ran out of nonces; lower ms');
-          await rt.dispatch(caller, 'bench.set_phone_ungated', { id: (n % 200) + 1, phone: `+1${n}` }, { confirm: true, nonce: nonces[n] });
+          const env = await rt.dispatch(caller, 'bench.set_phone_ungated', { id: (n % 200) + 1, phone: `+1${n}` }, { confirm: true, nonce: nonces[n] });
+          if (!env.ok) throw new Error(`bench write failed: ${JSON.stringify(env.error)}`);
         }, Math.min(ms, 1000), 0);
       },
       () => opsPerSecond(() => store.write((tx) => updateWork(tx, 2, (i++ % 200) + 1, `+2${i}`)), Math.min(ms, 1000)),
