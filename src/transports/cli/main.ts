@@ -7,6 +7,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { createInterface } from 'node:readline/promises';
+import { Writable } from 'node:stream';
 import { isVerbError } from '../../runtime/errors.ts';
 import { reasonInfo } from '../../spec/reasons.ts';
 import type { Io } from './output.ts';
@@ -23,16 +24,20 @@ import { registerReceipt } from './commands/receipt.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerUcp } from './commands/ucp.ts';
 import { registerApiKeys } from './commands/api-keys.ts';
+import { registerLogin } from './commands/login.ts';
+import { addShortcuts } from './shortcuts.ts';
+import { createPager } from './human-output.ts';
 
 export type CommandModule = (program: Command, io: Io, setExit: (code: number) => void) => void;
 
 /** Command modules, in help order. Other issues add theirs here. */
-export const COMMANDS: CommandModule[] = [registerInit, registerVerbs, registerAgent, registerServe, registerApprovals, registerTenant, registerMcp, registerDb, registerAudit, registerReceipt, registerKeys, registerApiKeys, registerUcp];
+export const COMMANDS: CommandModule[] = [registerInit, registerVerbs, registerAgent, registerServe, registerApprovals, registerTenant, registerMcp, registerDb, registerAudit, registerReceipt, registerKeys, registerApiKeys, registerUcp, registerLogin];
 
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   const program = new Command('solid')
     .description('solid-verbs: typed verbs for AI agents acting on real businesses — safe, auditable, reversible')
     .option('--db <path>', 'SQLite database (default: $SOLID_DB or .solid/solid.db)')
+    .option('--url <url>', 'a running `solid serve` to use instead of a database (default: $SOLID_API_URL); see solid login')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => io.err(s.replace(/\n$/, '')) });
@@ -47,6 +52,10 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
     code = c;
   });
   try {
+    // Verbs' shortcut commands (shortcuts.ts), loaded only when this invocation may use them.
+    await addShortcuts(program, argv, io, (c) => {
+      code = c;
+    });
     await program.parseAsync(argv, { from: 'user' });
   } catch (err) {
     if (err instanceof CommanderError) {
@@ -76,5 +85,18 @@ export function processIo(): Io {
         rl.close();
       }
     },
+    promptSecret: async (q) => {
+      // Echo goes to a sink: what is typed (an API key) never shows on the terminal.
+      process.stderr.write(q);
+      const sink = new Writable({ write: (_chunk, _enc, done) => done() });
+      const rl = createInterface({ input: process.stdin, output: sink, terminal: Boolean(process.stdin.isTTY) });
+      try {
+        return await rl.question('');
+      } finally {
+        rl.close();
+        process.stderr.write('\n');
+      }
+    },
+    page: createPager({ isTTY: Boolean(process.stdout.isTTY), rows: process.stdout.rows, pager: process.env.PAGER }),
   };
 }

@@ -5,6 +5,7 @@
 import type { Envelope } from '../../spec/types.ts';
 import { reasonInfo } from '../../spec/reasons.ts';
 import { jsonErrorPosition } from './json-position.ts';
+import { printLong, renderOk } from './human-output.ts';
 
 export interface Io {
   out: (s: string) => void;
@@ -12,6 +13,10 @@ export interface Io {
   isTTY: boolean;
   /** Read one line from the terminal (typed phrases). */
   prompt?: (question: string) => Promise<string>;
+  /** Read one line without echoing it (an API key pasted at `solid login`). */
+  promptSecret?: (question: string) => Promise<string>;
+  /** Show long text through a pager when stdout is a terminal; false → print it (human-output.ts). */
+  page?: (text: string) => boolean;
 }
 
 /** Exit code of an envelope. */
@@ -43,23 +48,15 @@ export function renderEnvelope(env: Envelope): string {
     if (env.audit_id !== undefined) lines.push(`  audit_id: ${env.audit_id}`);
     return lines.join('\n');
   }
-  const lines = [`✓ ${env.verb}${env.replayed ? ' (replayed: the original result of this idempotency key)' : ''}`];
-  const r = env.result ?? {};
-  if (env.audit_id !== undefined) {
-    const { attestation, ...rest } = r as Record<string, unknown>;
-    lines.push(JSON.stringify(rest, null, 2));
-    lines.push(`audit_id ${env.audit_id}${attestation ? ' · signed receipt (attestation)' : ''}`);
-    lines.push(`undo with: solid agent dispatch audit.revert --args '{"audit_id":${env.audit_id}}'`);
-  } else {
-    lines.push(JSON.stringify(r, null, 2));
-  }
-  return lines.join('\n');
+  // Tables and key/value blocks; receipts as a summary with the revert command (human-output.ts).
+  return renderOk(env);
 }
 
-/** Print an envelope the way the flags ask. */
+/** Print an envelope the way the flags ask (long human output pages on a terminal). */
 export function printEnvelope(io: Io, env: Envelope, json: boolean): number {
   if (json) io.out(JSON.stringify(env, null, 2));
-  else (env.ok ? io.out : io.err)(renderEnvelope(env));
+  else if (env.ok) printLong(io, renderEnvelope(env));
+  else io.err(renderEnvelope(env));
   return exitCodeOf(env);
 }
 

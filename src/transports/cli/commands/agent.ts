@@ -6,11 +6,12 @@
  * confirmation-click verb, confirms it with the nonce it got; for a typed-phrase verb the phrase
  * comes from `--phrase` or, when stdin is a terminal, from a prompt showing the exact phrase.
  * Malformed --args answers an `invalid_args` envelope with the parse position. Exit code 0 when
- * ok, else the reason's exit code. Spec: spec/transports.md §cli, spec/consent.md §protocol.
+ * ok, else the reason's exit code. With `--url` / SOLID_API_URL the same round trip runs against a
+ * remote `solid serve` (target.ts). Spec: spec/transports.md §cli, §remote, spec/consent.md §protocol.
  */
 import type { Command } from 'commander';
 import type { Envelope } from '../../../spec/types.ts';
-import { openLocal } from '../local.ts';
+import { openTarget } from '../target.ts';
 import { parseArgsJson, printEnvelope, type Io } from '../output.ts';
 
 export interface DispatchFlags {
@@ -21,6 +22,8 @@ export interface DispatchFlags {
   phrase?: string;
   idempotencyKey?: string;
   apiKey?: string;
+  /** The verb is a read: a remote call may be retried after a failure (shortcuts know it). */
+  read?: boolean;
 }
 
 export function registerAgent(program: Command, io: Io, setExit: (code: number) => void): void {
@@ -44,16 +47,16 @@ export function registerAgent(program: Command, io: Io, setExit: (code: number) 
 export async function runDispatch(program: Command, io: Io, verb: string, flags: DispatchFlags): Promise<number> {
   const parsed = parseArgsJson(verb, flags.args);
   if (!parsed.ok) return printEnvelope(io, parsed.envelope, Boolean(flags.json));
-  const local = await openLocal({ db: program.opts<{ db?: string }>().db });
+  // Embedded or remote (--url / SOLID_API_URL): one interface, the same envelopes (target.ts).
+  const target = await openTarget(program, { apiKey: flags.apiKey, warn: io.err });
   try {
-    const apiKey = flags.apiKey ?? process.env.SOLID_API_KEY ?? null;
-    const caller = { surface: 'cli' as const, apiKey };
-    const base = { idempotency_key: flags.idempotencyKey };
+    const call = { idempotent: flags.read === true };
+    const base = flags.idempotencyKey !== undefined ? { idempotency_key: flags.idempotencyKey } : {};
     let env: Envelope;
     if (flags.nonce !== undefined) {
-      env = await local.rt.dispatch(caller, verb, parsed.args, { ...base, confirm: true, nonce: flags.nonce, typed_phrase: flags.phrase });
+      env = await target.dispatch(verb, parsed.args, { ...base, confirm: true, nonce: flags.nonce, ...(flags.phrase !== undefined ? { typed_phrase: flags.phrase } : {}) }, call);
     } else {
-      env = await local.rt.dispatch(caller, verb, parsed.args, base);
+      env = await target.dispatch(verb, parsed.args, base, call);
       const wantsConsent = flags.confirm === true || flags.phrase !== undefined;
       if (!env.ok && env.error?.reason === 'dispatch_pending' && env.consent && wantsConsent) {
         let phrase = flags.phrase;
@@ -65,11 +68,11 @@ export async function runDispatch(program: Command, io: Io, verb: string, flags:
             return printEnvelope(io, env, Boolean(flags.json));
           }
         }
-        env = await local.rt.dispatch(caller, verb, parsed.args, { ...base, confirm: true, nonce: env.consent.nonce, typed_phrase: phrase });
+        env = await target.dispatch(verb, parsed.args, { ...base, confirm: true, nonce: env.consent.nonce, ...(phrase !== undefined ? { typed_phrase: phrase } : {}) }, call);
       }
     }
     return printEnvelope(io, env, Boolean(flags.json));
   } finally {
-    await local.close();
+    await target.close();
   }
 }

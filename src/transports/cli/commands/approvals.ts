@@ -10,7 +10,7 @@
  */
 import type { Command } from 'commander';
 import type { Envelope } from '../../../spec/types.ts';
-import { openLocal, type Local } from '../local.ts';
+import { withTarget, type VerbTarget } from '../target.ts';
 import { printEnvelope, table, type Io } from '../output.ts';
 
 interface KeyFlags {
@@ -31,13 +31,9 @@ interface ListedApproval {
   decided_by: number | null;
 }
 
-async function withLocal<T>(program: Command, fn: (local: Local, caller: { surface: 'cli'; apiKey: string | null }) => Promise<T>, flags: KeyFlags): Promise<T> {
-  const local = await openLocal({ db: program.opts<{ db?: string }>().db });
-  try {
-    return await fn(local, { surface: 'cli', apiKey: flags.apiKey ?? process.env.SOLID_API_KEY ?? null });
-  } finally {
-    await local.close();
-  }
+/** The local database or, with --url / SOLID_API_URL, the remote server (target.ts). */
+function withLocal<T>(program: Command, fn: (target: VerbTarget) => Promise<T>, flags: KeyFlags, io: Io): Promise<T> {
+  return withTarget(program, { apiKey: flags.apiKey, warn: io.err }, fn);
 }
 
 function renderList(io: Io, env: Envelope): number {
@@ -69,11 +65,12 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
     .action(async (flags: KeyFlags & { status?: string }) => {
       await withLocal(
         program,
-        async (local, caller) => {
-          const env = await local.rt.dispatch(caller, 'approvals.list', flags.status === undefined ? {} : { status: flags.status });
+        async (target) => {
+          const env = await target.dispatch('approvals.list', flags.status === undefined ? {} : { status: flags.status });
           setExit(flags.json || !env.ok ? printEnvelope(io, env, Boolean(flags.json)) : renderList(io, env));
         },
         flags,
+        io,
       );
     });
 
@@ -86,14 +83,14 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
     .action(async (approvalId: string, flags: KeyFlags & { phrase?: string }) => {
       await withLocal(
         program,
-        async (local, caller) => {
+        async (target) => {
           let phrase = flags.phrase;
           if (phrase === undefined) {
-            const listed = await local.rt.dispatch(caller, 'approvals.list', { approval_id: approvalId });
+            const listed = await target.dispatch('approvals.list', { approval_id: approvalId });
             const item = ((listed.result?.approvals ?? []) as ListedApproval[])[0];
             if (!listed.ok || item === undefined || item.status !== 'pending') {
               // Not visible to this caller (role, tenant, unknown id) or not open: approve itself answers and audits.
-              setExit(printEnvelope(io, await local.rt.dispatch(caller, 'approvals.approve', { approval_id: approvalId, typed_phrase: '' }), Boolean(flags.json)));
+              setExit(printEnvelope(io, await target.dispatch('approvals.approve', { approval_id: approvalId, typed_phrase: '' }), Boolean(flags.json)));
               return;
             }
             io.err(`${item.verb}: ${item.summary}\nRequested by user ${item.requested_by} (${item.requested_role}); status ${item.status}; expires ${item.expires_at}.`);
@@ -106,12 +103,13 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
               return;
             }
           }
-          const env = await local.rt.dispatch(caller, 'approvals.approve', { approval_id: approvalId, typed_phrase: phrase });
+          const env = await target.dispatch('approvals.approve', { approval_id: approvalId, typed_phrase: phrase });
           const code = printEnvelope(io, env, Boolean(flags.json));
           if (env.ok && !flags.json) io.out(String(env.result?.next_step ?? ''));
           setExit(code);
         },
         flags,
+        io,
       );
     });
 
@@ -124,11 +122,12 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
     .action(async (approvalId: string, flags: KeyFlags & { note?: string }) => {
       await withLocal(
         program,
-        async (local, caller) => {
+        async (target) => {
           const args = flags.note === undefined ? { approval_id: approvalId } : { approval_id: approvalId, note: flags.note };
-          setExit(printEnvelope(io, await local.rt.dispatch(caller, 'approvals.reject', args), Boolean(flags.json)));
+          setExit(printEnvelope(io, await target.dispatch('approvals.reject', args), Boolean(flags.json)));
         },
         flags,
+        io,
       );
     });
 }

@@ -12,7 +12,7 @@
 import type { Command } from 'commander';
 import { CAPPED_CLASSES } from '../../../verbs/tenant-settings.ts';
 import { runDispatch } from './agent.ts';
-import { openLocal } from '../local.ts';
+import { withTarget } from '../target.ts';
 import { printEnvelope, table, type Io } from '../output.ts';
 
 interface KeyFlags {
@@ -43,9 +43,8 @@ export function registerTenant(program: Command, io: Io, setExit: (code: number)
     .option('--json', 'print the envelope as JSON')
     .option('--api-key <key>', 'API key (default: SOLID_API_KEY)')
     .action(async (flags: KeyFlags) => {
-      const local = await openLocal({ db: program.opts<{ db?: string }>().db });
-      try {
-        const env = await local.rt.dispatch({ surface: 'cli', apiKey: flags.apiKey ?? process.env.SOLID_API_KEY ?? null }, 'tenant.settings', {});
+      await withTarget(program, { apiKey: flags.apiKey, warn: io.err }, async (target) => {
+        const env = await target.dispatch('tenant.settings', {});
         if (flags.json || !env.ok) {
           setExit(printEnvelope(io, env, Boolean(flags.json)));
           return;
@@ -60,9 +59,7 @@ export function registerTenant(program: Command, io: Io, setExit: (code: number)
         io.out(`blocked (built in): ${data.blocklist.default.join(', ')}`);
         io.out(`blocked (this tenant): ${data.blocklist.tenant.length > 0 ? data.blocklist.tenant.join(', ') : '(none)'}`);
         setExit(0);
-      } finally {
-        await local.close();
-      }
+      });
     });
 
   const caps = tenant.command('caps').description('Daily caps per consent class (reset at midnight UTC)');

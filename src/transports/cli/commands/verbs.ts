@@ -1,11 +1,14 @@
 /**
  * `solid verbs list [--json] [--shape S] [--surface S]` and `solid verbs show <verb>`: the
- * manifest, from the same registry every transport projects. Spec: spec/transports.md §cli.
+ * manifest, from the same registry every transport projects — the local database's, or a remote
+ * server's with --url / SOLID_API_URL (target.ts). Spec: spec/transports.md §cli, §remote.
  */
 import type { Command } from 'commander';
 import { VALID_SHAPES, VALID_SURFACES } from '../../../spec/types.ts';
-import { openLocal } from '../local.ts';
-import { table, type Io } from '../output.ts';
+import { toToolName } from '../../../runtime/registry.ts';
+import { withTarget } from '../target.ts';
+import { exitCodeOf, table, type Io } from '../output.ts';
+import { printLong } from '../human-output.ts';
 
 export function registerVerbs(program: Command, io: Io, setExit: (code: number) => void): void {
   const verbs = program.command('verbs').description('Inspect the verb manifest');
@@ -24,56 +27,48 @@ export function registerVerbs(program: Command, io: Io, setExit: (code: number) 
         io.err(`✗ --surface "${opts.surface}" must be one of: ${VALID_SURFACES.join(', ')}`);
         return setExit(2);
       }
-      const local = await openLocal({ db: program.opts<{ db?: string }>().db });
-      try {
-        const records = local.rt.registry.list({ shape: opts.shape, surface: opts.surface });
+      await withTarget(program, { warn: io.err }, async (target) => {
+        const records = await target.records({ ...(opts.shape !== undefined ? { shape: opts.shape } : {}), ...(opts.surface !== undefined ? { surface: opts.surface } : {}) });
         if (opts.json) {
           io.out(JSON.stringify(records, null, 2));
           return;
         }
+        const hints = await target.hints().catch(() => ({}) as Awaited<ReturnType<typeof target.hints>>);
         const rows = records.map((r) => {
-          const v = local.rt.registry.get(r.name)!;
-          return [r.name, r.shape, v.delegated ? 'delegated' : v.consentClass, v.category, r.tier_floor ?? 'starter', (r.surfaces ?? []).length === 5 ? 'all' : (r.surfaces ?? []).join(',')];
+          const h = hints[r.name];
+          return [r.name, r.shape, h === undefined ? '?' : h.delegated ? 'delegated' : h.consent_class, h?.category ?? '?', r.tier_floor ?? 'starter', (r.surfaces ?? []).length === 5 ? 'all' : (r.surfaces ?? []).join(',')];
         });
-        io.out(table(['VERB', 'SHAPE', 'CLASS', 'CATEGORY', 'TIER', 'SURFACES'], rows));
-        io.out(`\n${records.length} verbs`);
-      } finally {
-        await local.close();
-      }
+        printLong(io, `${table(['VERB', 'SHAPE', 'CLASS', 'CATEGORY', 'TIER', 'SURFACES'], rows)}\n\n${records.length} verbs`);
+      });
     });
   verbs
     .command('show <verb>')
     .description('Show one verb: its VerbRecord and runtime facts (class, role floor)')
     .option('--json', 'print the VerbRecord as JSON')
     .action(async (name: string, opts: { json?: boolean }) => {
-      const local = await openLocal({ db: program.opts<{ db?: string }>().db });
-      try {
-        const v = local.rt.registry.get(name);
-        if (v === undefined) {
-          const closest = local.rt.registry.closest(name);
-          const env = {
-            ok: false,
-            verb: name,
-            error: { reason: 'unknown_verb', message: `No verb named "${name}" is registered.`, hint: closest.length ? `Did you mean ${closest.join(', ')}?` : 'See `solid verbs list`.' },
-          };
+      await withTarget(program, { warn: io.err }, async (target) => {
+        const shown = await target.show(name);
+        if ('envelope' in shown) {
+          const env = shown.envelope;
           if (opts.json) io.out(JSON.stringify(env, null, 2));
-          else io.err(`✗ ${env.error.message} ${env.error.hint}`);
-          return setExit(5);
+          else io.err(`✗ ${env.error?.message ?? ''} ${env.error?.hint ?? ''}`);
+          return setExit(exitCodeOf(env));
         }
+        const { record: r, hints: h } = shown;
         if (opts.json) {
-          io.out(JSON.stringify(v.record, null, 2));
+          io.out(JSON.stringify(r, null, 2));
           return;
         }
-        const props = (v.inputSchema.properties ?? {}) as Record<string, { type?: unknown; description?: string }>;
-        const required = new Set((v.inputSchema.required as string[] | undefined) ?? []);
+        const props = (r.input_schema.properties ?? {}) as Record<string, { type?: unknown; description?: string }>;
+        const required = new Set((r.input_schema.required as string[] | undefined) ?? []);
         io.out(
           [
-            `${v.name}  (${v.shape}, ${v.delegated ? 'consent delegated to the target' : v.consentClass})`,
+            `${r.name}  (${r.shape}, ${h === undefined ? 'consent class unknown' : h.delegated ? 'consent delegated to the target' : h.consent_class})`,
             ``,
-            v.record.description,
+            r.description,
             ``,
-            `side effects: ${v.record.side_effects}   requires consent: ${v.record.requires_consent}   role floor: ${v.roleFloor}   tier floor: ${v.tierFloor}`,
-            `surfaces: ${v.surfaces.join(', ')}   tool name: ${v.toolName}   revertible: ${v.revertible}`,
+            `side effects: ${r.side_effects}   requires consent: ${r.requires_consent}   role floor: ${h?.role_floor ?? '?'}   tier floor: ${r.tier_floor ?? 'starter'}`,
+            `surfaces: ${(r.surfaces ?? []).join(', ')}   tool name: ${toToolName(r.name)}   revertible: ${h?.revertible ?? '?'}`,
             ``,
             'arguments:',
             Object.keys(props).length === 0
@@ -84,8 +79,6 @@ export function registerVerbs(program: Command, io: Io, setExit: (code: number) 
                 ),
           ].join('\n'),
         );
-      } finally {
-        await local.close();
-      }
+      });
     });
 }

@@ -1,0 +1,147 @@
+/**
+ * VerbTarget: the ONE interface every CLI command that lists or dispatches goes through, with two
+ * implementations, so embedded and remote mode cannot drift:
+ *
+ *   LocalTarget    the embedded runtime on a database (openLocal; `--db` / SOLID_DB), dispatching
+ *                  with surface `cli` and the key from --api-key / SOLID_API_KEY
+ *   RemoteTarget   a running `solid serve` over HTTP (`--url` / SOLID_API_URL;
+ *                  ../remote/remote-target.ts), declaring surface `cli`, with the key from
+ *                  --api-key / SOLID_API_KEY / the stored `solid login` for that URL
+ *
+ * Both answer the same envelopes; the commands above them (agent dispatch, verbs, approvals,
+ * tenant, shortcuts, whoami) print them the same way with the same exit codes.
+ *
+ * Spec: spec/transports.md §cli, §remote.
+ */
+import type { Command } from 'commander';
+import type { DispatchOptions } from '../../runtime/dispatch.ts';
+import type { Envelope, VerbRecord } from '../../spec/types.ts';
+import { VerbError } from '../../runtime/errors.ts';
+import { hintsOf, type VerbHints } from '../remote/verb-hints.ts';
+import { whoAmI } from '../remote/whoami.ts';
+import { API_URL_ENV } from '../remote/remote-url.ts';
+import { openLocal, type Local } from './local.ts';
+
+export interface TargetCallOptions {
+  /** May a failed request be repeated (a read verb)? Remote only; an idempotency key always allows it. */
+  idempotent?: boolean;
+  signal?: AbortSignal;
+}
+
+export type ShowAnswer = { record: VerbRecord; hints: VerbHints | undefined } | { envelope: Envelope };
+
+export interface VerbTarget {
+  readonly kind: 'local' | 'remote';
+  /** The database path or the server's base URL. */
+  readonly where: string;
+  /** One dispatch through the pipeline (surface cli). Always an envelope. */
+  dispatch(verb: string, args: unknown, options?: DispatchOptions, call?: TargetCallOptions): Promise<Envelope>;
+  /** VerbRecords, filtered like the manifest (no surface: every verb), sorted by name. */
+  records(filter?: { surface?: string; shape?: string }): Promise<VerbRecord[]>;
+  /** Hints of every verb, by name. */
+  hints(): Promise<Record<string, VerbHints>>;
+  /** One verb (by verb or tool name), or the unknown_verb envelope naming the closest verbs. */
+  show(name: string): Promise<ShowAnswer>;
+  /** Who the key is (tenant, user, role, tier). */
+  whoami(): Promise<Envelope>;
+  close(): Promise<void>;
+}
+
+/** The unknown_verb envelope of `solid verbs show` in both modes. */
+export function unknownVerbEnvelope(name: string, closest: readonly string[]): Envelope {
+  return {
+    ok: false,
+    verb: name,
+    error: { reason: 'unknown_verb', message: `No verb named "${name}" is registered.`, hint: closest.length ? `Did you mean ${closest.join(', ')}?` : 'See `solid verbs list`.' },
+  };
+}
+
+/** The embedded runtime as a target. */
+export class LocalTarget implements VerbTarget {
+  readonly kind = 'local' as const;
+  readonly where: string;
+  readonly #local: Local;
+  readonly #apiKey: string | null;
+
+  constructor(local: Local, apiKey: string | null) {
+    this.#local = local;
+    this.#apiKey = apiKey;
+    this.where = local.dbPath;
+  }
+
+  /** The runtime underneath (commands that only exist locally). */
+  get local(): Local {
+    return this.#local;
+  }
+
+  dispatch(verb: string, args: unknown, options: DispatchOptions = {}): Promise<Envelope> {
+    return this.#local.rt.dispatch({ surface: 'cli', apiKey: this.#apiKey }, verb, args, options);
+  }
+
+  async records(filter: { surface?: string; shape?: string } = {}): Promise<VerbRecord[]> {
+    return this.#local.rt.registry.list(filter);
+  }
+
+  async hints(): Promise<Record<string, VerbHints>> {
+    const out: Record<string, VerbHints> = {};
+    for (const v of this.#local.rt.registry.all()) out[v.name] = hintsOf(v);
+    return out;
+  }
+
+  async show(name: string): Promise<ShowAnswer> {
+    const v = this.#local.rt.registry.get(name);
+    if (v === undefined) return { envelope: unknownVerbEnvelope(name, this.#local.rt.registry.closest(name)) };
+    return { record: v.record, hints: hintsOf(v) };
+  }
+
+  whoami(): Promise<Envelope> {
+    return whoAmI(this.#local.rt, this.#apiKey, 'cli');
+  }
+
+  close(): Promise<void> {
+    return this.#local.close();
+  }
+}
+
+/** The remote server URL this invocation targets (`--url`, else SOLID_API_URL), if any. */
+export function remoteUrlOf(program: Command): string | undefined {
+  const flag = program.opts<{ url?: string }>().url;
+  if (flag !== undefined) return flag;
+  const env = process.env[API_URL_ENV];
+  return env !== undefined && env.trim() !== '' ? env : undefined;
+}
+
+export interface OpenTargetOptions {
+  /** --api-key of the command. */
+  apiKey?: string;
+  /** Warnings (e.g. a credentials file with loose permissions). */
+  warn?: (message: string) => void;
+}
+
+/**
+ * Open the target of this invocation: remote when `--url` / SOLID_API_URL is set, else the local
+ * database. `--url` together with an explicit `--db` is a usage error (invalid_request, exit 2).
+ */
+export async function openTarget(program: Command, options: OpenTargetOptions = {}): Promise<VerbTarget> {
+  const url = remoteUrlOf(program);
+  const db = program.opts<{ db?: string }>().db;
+  if (url !== undefined) {
+    if (db !== undefined && program.getOptionValueSource('db') === 'cli' && program.getOptionValueSource('url') === 'cli') {
+      throw new VerbError('invalid_request', '--url and --db name two different targets.', { hint: 'Use --url for a running `solid serve`, or --db for a local database, not both.' });
+    }
+    const { openRemoteTarget } = await import('../remote/remote-target.ts');
+    return openRemoteTarget(url, options);
+  }
+  const apiKey = options.apiKey ?? process.env.SOLID_API_KEY ?? null;
+  return new LocalTarget(await openLocal({ db }), apiKey);
+}
+
+/** Run `fn` with the invocation's target and close it afterwards. */
+export async function withTarget<T>(program: Command, options: OpenTargetOptions, fn: (target: VerbTarget) => Promise<T>): Promise<T> {
+  const target = await openTarget(program, options);
+  try {
+    return await fn(target);
+  } finally {
+    await target.close();
+  }
+}
