@@ -9,7 +9,10 @@
  * Every refresh interval the packs the database serves are re-read, so a pack enabled meanwhile
  * (e.g. by `solid serve --demo`) reaches the client as notifications/tools/list_changed.
  *
- * Spec: spec/transports.md §mcp-stdio. Client configuration: docs/mcp.md.
+ * With `--url` / SOLID_API_URL it is instead the thin bridge to a running `solid serve`
+ * (../../remote/remote-mcp.ts, ../../mcp/bridge.ts; client configuration: docs/remote.md).
+ *
+ * Spec: spec/transports.md §mcp-stdio, §remote-mcp. Client configuration: docs/mcp.md.
  */
 import type { Command } from 'commander';
 import { KNOWN_PACKS } from '../../../packs.ts';
@@ -18,6 +21,7 @@ import type { Runtime } from '../../../runtime/runtime.ts';
 import { defineReasons } from '../../../spec/reasons.ts';
 import { serveStdio, DEFAULT_REFRESH_MS } from '../../mcp/stdio.ts';
 import { openLocal, type Local } from '../local.ts';
+import { remoteUrlOf } from '../target.ts';
 import type { Io } from '../output.ts';
 
 export function registerMcp(program: Command, io: Io, setExit: (code: number) => void): void {
@@ -37,6 +41,8 @@ export async function runMcpStdio(program: Command, io: Io, flags: { refreshSeco
     io.err('✗ --refresh-seconds must be a positive number');
     return 2;
   }
+  const url = remoteUrlOf(program);
+  if (url !== undefined) return (await import('../../remote/remote-mcp.ts')).runRemoteMcp(url, io, Math.round(seconds * 1000));
   const local = await openLocal({ db: program.opts<{ db?: string }>().db });
   try {
     const served = await serveStdio(local.rt, {
