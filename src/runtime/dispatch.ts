@@ -32,7 +32,7 @@ import { VerbError, isVerbError } from './errors.ts';
 import type { CompiledVerb, DelegatedConsent, EmittedEvent, VerbContext } from './verb.ts';
 import { ROLE_RANK, TIER_RANK } from './verb.ts';
 import type { Runtime } from './runtime.ts';
-import { appendAudit, redact, type AuditEntry, type AuditRow, type AuditStatus } from './ledger/audit.ts';
+import { appendAudit, auditEntry, redact, type AuditEntry, type AuditRow, type AuditStatus } from './ledger/audit.ts';
 import { appendEvents, eventsChannel } from './ledger/events.ts';
 import { argsHash, checkIdempotencyKey, claimIdempotency, findIdempotency, fingerprint, generateIdempotencyKey } from './ledger/idempotency.ts';
 import { sealRollbackHandle } from './ledger/rollback-handle.ts';
@@ -747,32 +747,13 @@ export function actorOf(p: Principal): string {
  * purpose: spreading large objects is a slow path in V8 (tens of µs), and this runs per dispatch.
  */
 function newEntry(name: string, verb: CompiledVerb | undefined, p: Principal, now: Date, status: AuditStatus, reason: string | null, requestData: Record<string, unknown>, latency: number | null): AuditEntry {
-  return {
-    company_id: p.company_id,
-    created_at: now.toISOString(),
-    user_id: p.user_id,
-    role: p.role,
-    agent_type: p.agent_type,
-    key_id: p.key_id ?? null,
-    action_type: name.length > MAX_NAME_IN_AUDIT ? name.slice(0, MAX_NAME_IN_AUDIT) : name,
-    category: verb?.category ?? 'unknown',
-    shape: verb?.shape ?? null,
-    consent_class: verb ? verb.consentClass : null,
-    status,
-    reason,
-    request_data: requestData,
-    entity_type: null,
-    entity_id: null,
-    is_reversible: 0,
-    rollback_handle: null,
-    idempotency_key: null,
-    transaction_id: null,
-    parent_id: null,
-    requires_approval: 0,
-    approved_by: null,
-    approved_at: null,
-    latency_ms: latency,
-  };
+  const e = auditEntry({ company_id: p.company_id, now, action: name, category: verb?.category ?? 'unknown', status, principal: p });
+  e.shape = verb?.shape ?? null;
+  e.consent_class = verb ? verb.consentClass : null;
+  e.reason = reason;
+  e.request_data = requestData;
+  e.latency_ms = latency;
+  return e;
 }
 
 function entryFor(

@@ -16,7 +16,7 @@ import type { CompiledVerb, VerbDefinition } from './verb.ts';
 import { Secrets } from './secrets.ts';
 import { TenantKeys } from './ledger/tenant-keys.ts';
 import { Tenants, insertApiKey, insertTenant, type TenantSettings } from './tenants.ts';
-import { appendAudit, type AuditEntry, type AuditRow } from './ledger/audit.ts';
+import { appendAudit, auditEntry, type AuditEntry, type AuditRow } from './ledger/audit.ts';
 import { InflightKeys, IDEMPOTENCY_TTL_SECONDS } from './ledger/idempotency.ts';
 import { NONCE_TTL_SECONDS } from './consent/nonce.ts';
 import { dispatch as runPipeline, type Caller, type DispatchOptions, type DispatchOutcome } from './dispatch.ts';
@@ -258,32 +258,7 @@ export class Runtime {
       const companyId = p?.company_id ?? (await this.sandboxPrincipal()).company_id;
       const now = this.clock();
       const row = await this.store.write((tx) =>
-        appendAudit(tx, {
-          company_id: companyId,
-          created_at: now.toISOString(),
-          user_id: p?.user_id ?? null,
-          role: p?.role ?? null,
-          agent_type: p?.agent_type ?? caller.surface,
-          key_id: p?.key_id ?? null,
-          action_type: name,
-          category,
-          shape: null,
-          consent_class: null,
-          status: 'denied',
-          reason: err.reason,
-          request_data: {},
-          entity_type: null,
-          entity_id: null,
-          is_reversible: 0,
-          rollback_handle: null,
-          idempotency_key: null,
-          transaction_id: null,
-          parent_id: null,
-          requires_approval: 0,
-          approved_by: null,
-          approved_at: null,
-          latency_ms: null,
-        }),
+        appendAudit(tx, auditEntry({ company_id: companyId, now, action: name, category, status: 'denied', principal: p, agent_type: caller.surface }, { reason: err.reason })),
       );
       env.audit_id = row.audit_id;
       this.afterWrite(row);

@@ -87,6 +87,55 @@ export const GENESIS_HASH = '0'.repeat(64);
 
 const INSERT_SQL = `INSERT INTO audit_log (${AUDIT_COLUMNS.join(', ')}) VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`;
 
+/** Who and what an audit entry is about; everything else defaults to null / 0. */
+export interface AuditEntryBase {
+  company_id: number;
+  now: Date;
+  action: string;
+  category: string;
+  status: AuditStatus;
+  /** The principal that acted; none for operator actions and unauthenticated refusals. */
+  principal?: { user_id: number; role: string; agent_type: string; key_id?: string } | null;
+  /** agent_type when there is no principal (e.g. "cli:operator", the transport). */
+  agent_type?: string | null;
+}
+
+/**
+ * A complete audit entry: the identity from `base`, every other column defaulted, then `fields`
+ * applied. Built as one object literal (spreading this 25-member object is a slow path in V8 and
+ * this runs per dispatch). The one place entries are made. spec/audit.md §fields
+ */
+export function auditEntry(base: AuditEntryBase, fields?: Partial<AuditEntry>): AuditEntry {
+  const p = base.principal ?? null;
+  const e: AuditEntry = {
+    company_id: base.company_id,
+    created_at: base.now.toISOString(),
+    user_id: p?.user_id ?? null,
+    role: p?.role ?? null,
+    agent_type: p?.agent_type ?? base.agent_type ?? null,
+    key_id: p?.key_id ?? null,
+    action_type: base.action.length > 200 ? base.action.slice(0, 200) : base.action,
+    category: base.category,
+    shape: null,
+    consent_class: null,
+    status: base.status,
+    reason: null,
+    request_data: {},
+    entity_type: null,
+    entity_id: null,
+    is_reversible: 0,
+    rollback_handle: null,
+    idempotency_key: null,
+    transaction_id: null,
+    parent_id: null,
+    requires_approval: 0,
+    approved_by: null,
+    approved_at: null,
+    latency_ms: null,
+  };
+  return fields === undefined ? e : Object.assign(e, fields);
+}
+
 /** Columns covered by the hash, in RFC 8785 key order (UTF-16 code-unit order). */
 const HASHED_COLUMNS = AUDIT_COLUMNS.filter((c) => c !== 'row_hash').sort();
 

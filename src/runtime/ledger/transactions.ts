@@ -28,7 +28,7 @@ import type { CompiledVerb, DelegatedConsent, OriginalAction, VerbContext } from
 import { ROLE_RANK, TIER_RANK } from '../verb.ts';
 import type { Runtime } from '../runtime.ts';
 import { executeInTx } from '../dispatch.ts';
-import { appendAudit, getAuditRow, redact, type AuditEntry, type AuditRow, type AuditStatus } from './audit.ts';
+import { appendAudit, auditEntry, getAuditRow, redact, type AuditEntry, type AuditRow, type AuditStatus } from './audit.ts';
 import { ledgerContext, type LedgerContext } from './revert.ts';
 
 /** Default time an open transaction lives (seconds). */
@@ -267,32 +267,11 @@ export async function appendStep(ctx: VerbContext, args: { transaction_id: strin
   throw new VerbError('transaction_not_open', `Transaction ${args.transaction_id} kept changing while this step was appended.`, { hint: 'Retry the append.' });
 }
 
-function auditEntry(p: Principal, now: Date, verb: CompiledVerb | undefined, name: string, fields: Partial<AuditEntry> & { status: AuditStatus; request_data: Record<string, unknown> }): AuditEntry {
-  return {
-    company_id: p.company_id,
-    created_at: now.toISOString(),
-    user_id: p.user_id,
-    role: p.role,
-    agent_type: p.agent_type,
-    key_id: p.key_id ?? null,
-    action_type: name,
-    category: verb?.category ?? 'unknown',
-    shape: verb?.shape ?? null,
-    consent_class: verb?.consentClass ?? null,
-    reason: null,
-    entity_type: null,
-    entity_id: null,
-    is_reversible: 0,
-    rollback_handle: null,
-    idempotency_key: null,
-    transaction_id: null,
-    parent_id: null,
-    requires_approval: 0,
-    approved_by: null,
-    approved_at: null,
-    latency_ms: null,
-    ...fields,
-  };
+function stepEntry(p: Principal, now: Date, verb: CompiledVerb | undefined, name: string, fields: Partial<AuditEntry> & { status: AuditStatus; request_data: Record<string, unknown> }): AuditEntry {
+  const e = auditEntry({ company_id: p.company_id, now, action: name, category: verb?.category ?? 'unknown', status: fields.status, principal: p });
+  e.shape = verb?.shape ?? null;
+  e.consent_class = verb?.consentClass ?? null;
+  return Object.assign(e, fields);
 }
 
 /** Floors and blocklist again at commit, before any step runs (denials, not step failures). */
@@ -409,7 +388,7 @@ function stepFailed(rt: Runtime, p: Principal, now: Date, t: TransactionRecord, 
         const v = verbs[j];
         await appendAudit(
           tx,
-          auditEntry(p, now, v, s.verb, {
+          stepEntry(p, now, v, s.verb, {
             status: j < index ? 'rolled_back' : 'failed',
             reason: j < index ? 'transaction_step_failed' : reason,
             consent_class: s.consent_class,
@@ -541,7 +520,7 @@ export async function revertTransactionSteps(ctx: VerbContext, original: Origina
       failure = { audit_id: id, verb: step?.action_type ?? 'unknown', reason, message };
       await appendAudit(
         c.tx,
-        auditEntry(p, ctx.now, revertVerb, REVERT_VERB, {
+        stepEntry(p, ctx.now, revertVerb, REVERT_VERB, {
           status: 'failed',
           reason,
           consent_class: step?.consent_class ?? null,
