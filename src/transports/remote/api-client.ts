@@ -344,7 +344,8 @@ function unreachable(base: string, x: Exchange, err: RequestFailure): VerbError 
     aborted: 'the call was cancelled',
   };
   const unknownOutcome = x.method === 'POST' && err.sent && (err.kind === 'reset' || err.kind === 'timeout');
-  const message = `The solid server could not be reached: ${what[err.kind] ?? err.message}.${unknownOutcome ? ' The request was sent, so it may or may not have run.' : ''}`;
+  const said = what[err.kind] ?? err.message;
+  const message = `The solid server could not be reached: ${said}${/[.?!]$/.test(said) ? '' : '.'}${unknownOutcome ? ' The request was sent, so it may or may not have run.' : ''}`;
   const hint = unknownOutcome
     ? 'Look at `solid audit trail` (or the dashboard) before repeating a write; repeat with --idempotency-key to make a retry safe.'
     : err.kind === 'tls' || err.kind === 'dns' || err.kind === 'protocol'
