@@ -17,6 +17,7 @@ import { setupCatalogue } from './dashboard-catalogue.ts';
 import { loadReputation } from './dashboard-reputation.ts';
 import { loadTrail, setupTrail } from './dashboard-trail.ts';
 import { setCsrfToken, type Envelope } from './verb-client.ts';
+import { noteCliLoginOnSignIn, showCliLogin } from './dashboard-cli-login.ts';
 
 interface WebmcpModule {
   connect(options: { surface: 'dashboard' }): { ready: Promise<string[]>; mode: string; disconnect(): void };
@@ -44,6 +45,7 @@ function showLogin(message = ''): void {
   byId('receipt').hidden = true;
   byId('login-section').hidden = false;
   byId('login-error').textContent = message;
+  noteCliLoginOnSignIn();
   setState('login');
   byId<HTMLInputElement>('api-key').focus();
 }
@@ -96,7 +98,12 @@ async function enter(session: SessionInfo): Promise<void> {
   await Promise.all([loadTrail(ctx, true), loadApprovals(ctx), loadReputation(ctx), connectWebmcp()]);
   setState('ready');
   byId('main').focus();
+  current = session;
+  await showCliLogin(session);
 }
+
+/** The signed-in session (for the CLI login panel when the hash changes). */
+let current: SessionInfo | undefined;
 
 async function login(event: SubmitEvent): Promise<void> {
   event.preventDefault();
@@ -141,6 +148,10 @@ async function logout(): Promise<void> {
 async function start(): Promise<void> {
   byId<HTMLFormElement>('login-form').addEventListener('submit', (event) => void login(event));
   byId('logout').addEventListener('click', () => void logout());
+  window.addEventListener('hashchange', () => {
+    if (current !== undefined && !byId('app').hidden) void showCliLogin(current);
+    else noteCliLoginOnSignIn();
+  });
   const res = await fetch('/api/v1/session', { credentials: 'same-origin', cache: 'no-store' });
   const env = await json(res);
   if (env.ok) await enter(env.result as unknown as SessionInfo);
