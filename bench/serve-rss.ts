@@ -42,7 +42,7 @@ export function rssMiB(pid: number): number {
 }
 
 /** Start `solid serve` on a database; resolves with the child and its base URL once ready. */
-export async function startServe(db: string, extra: string[] = [], env: Record<string, string> = {}): Promise<{ child: ChildProcess; base: string; stderr: () => string }> {
+export async function startServe(db: string, extra: string[] = [], env: Record<string, string> = {}): Promise<{ child: ChildProcess; base: string; stdout: () => string; stderr: () => string }> {
   const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--db', db, ...extra], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, SOLID_API_KEY: '', SOLID_LOG_LEVEL: 'error', ...env },
@@ -58,7 +58,7 @@ export async function startServe(db: string, extra: string[] = [], env: Record<s
     });
     child.once('exit', (code) => fail(new Error(`solid serve exited (${code}) before ready:\n${out}\n${err}`)));
   });
-  return { child, base, stderr: () => err };
+  return { child, base, stdout: () => out, stderr: () => err };
 }
 
 /** Stop a served child with SIGTERM (SIGKILL after 10 s) and wait for its exit. */
