@@ -171,7 +171,7 @@ export async function dispatch(rt: Runtime, caller: Caller, verbName: unknown, a
     }
     checkFloors(st);
     // 8. read (detached verbs run here too, outside any store transaction: spec/shapes.md §macro, §subscribe)
-    if (verb.definition.detached === true) return await runDetached(rt, st, caller);
+    if (verb.definition.detached === true) return await runDetached(rt, st, caller, options);
     if (!verb.isWrite) return await runRead(rt, st, caller);
     // 9. idempotency
     const replay = await checkIdempotency(rt, st, options);
@@ -279,11 +279,11 @@ async function runRead(rt: Runtime, st: State, caller: Caller): Promise<Envelope
  * one must delegate consent with class null (no gate, no idempotency, no receipt at its level);
  * its audit row is written after the handler returns (a read one's is buffered like any read).
  */
-async function runDetached(rt: Runtime, st: State, caller: Caller): Promise<Envelope> {
+async function runDetached(rt: Runtime, st: State, caller: Caller, options: DispatchOptions): Promise<Envelope> {
   const verb = st.verb!;
   if (verb.isWrite && st.consentClass !== null) throw new Error(`${verb.name}: a detached write verb must delegate consent with class null`);
   let entity: { type: string; id: string } | undefined;
-  const ctx = readContext(rt, st, caller);
+  const ctx: VerbContext = { ...readContext(rt, st, caller), consentReply: { confirm: options.confirm, nonce: options.nonce, typed_phrase: options.typed_phrase } };
   ctx.setEntity = (type, id) => {
     entity = { type, id: String(id) };
   };

@@ -49,6 +49,13 @@ export interface VerbContext {
   setEntity(entityType: string, entityId: number | string): void;
   /** The transport surface of the call ('internal' for runtime-internal calls); verbs that run other verbs check it. */
   readonly surface?: Surface | 'internal';
+  /**
+   * The consent reply sent with this call (confirm, nonce, typed_phrase), for verbs that relay
+   * consent to the verbs they run (macros.run resuming a paused step). It comes from the
+   * transport's own options, never from arguments: transports decide where a typed phrase may come
+   * from (MCP never passes one typed by the model). spec/consent.md §protocol
+   */
+  readonly consentReply?: { confirm?: boolean; nonce?: string; typed_phrase?: string };
   /** Report progress of a long verb (MCP progress notifications). */
   progress(done: number, total?: number, message?: string): void;
 }

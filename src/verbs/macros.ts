@@ -8,7 +8,9 @@
  * the caller's principal and transport surface (blocklist, surface, input, floors, consent, caps,
  * idempotency). A step that needs consent stops the run with status "pending", that step's
  * consent request and a `resume` token (HMAC-sealed, bound to tenant, user, run, step and attempt);
- * `macros.run { macro_id, resume, confirm, nonce, typed_phrase }` continues from that step. A step
+ * `macros.run { macro_id, resume }` continues from that step, confirmed with the call's own
+ * consent options (confirm, nonce; a typed phrase only from the human through the transport, or an
+ * out-of-band approval — never from arguments, so a model cannot type it over MCP). A step
  * that fails stops the run: the answer is ok=false, reason macro_step_failed, with error.details
  * holding the macro output (status "failed", failed_step, the per-step records, a resume token to
  * retry that step).
@@ -387,9 +389,6 @@ interface RunArgs {
   macro_id: string;
   override_args?: Record<string, Record<string, unknown>>;
   resume?: string;
-  confirm?: boolean;
-  nonce?: string;
-  typed_phrase?: string;
 }
 
 interface RunState {
@@ -465,7 +464,7 @@ export const macrosRun = defineVerb<RunArgs>({
   name: 'macros.run',
   title: 'Run a macro',
   description:
-    'Run a saved macro: every step goes through the full pipeline as if you called it (role, consent, caps…), and the answer lists one record per step (its receipt or output). override_args replaces arguments per step: {"<step index>": {arg: value}}. When a step needs human consent the run pauses with status "pending", that step\'s consent request (summary, nonce, typed_phrase) and resume.token: after the human confirms, call macros.run again with macro_id, resume (the token), confirm=true, nonce and typed_phrase. A failing step stops the run (reason macro_step_failed; error.details.failed_step says which, error.details.resume.token retries it).',
+    'Run a saved macro: every step goes through the full pipeline as if you called it (role, consent, caps…), and the answer lists one record per step (its receipt or output). override_args replaces arguments per step: {"<step index>": {arg: value}}. When a step needs human consent the run pauses with status "pending", that step\'s consent request (summary, nonce, typed_phrase, approval_id) and resume.token: call macros.run again with macro_id and resume (the token), confirming the paused step the way you confirm any verb (confirm + nonce in the call options; a typed phrase comes from the human — the CLI prompt, MCP elicitation — or from an out-of-band approval of approval_id, never from your arguments). A failing step stops the run (reason macro_step_failed; error.details.failed_step says which, error.details.resume.token retries it).',
   shape: 'macro',
   category: 'macros',
   input: {
@@ -479,9 +478,6 @@ export const macrosRun = defineVerb<RunArgs>({
         description: 'Arguments to replace, per step index.',
       },
       resume: { type: 'string', minLength: 1, maxLength: 2000, description: 'resume.token of a paused or failed run.' },
-      confirm: { type: 'boolean', description: 'With resume: confirm the paused step.' },
-      nonce: { type: 'string', maxLength: 2000, description: "With resume: the paused step's consent nonce." },
-      typed_phrase: { type: 'string', maxLength: 500, description: 'With resume: the phrase the human typed.' },
     },
     required: ['macro_id'],
     additionalProperties: false,
@@ -500,9 +496,6 @@ export const macrosRun = defineVerb<RunArgs>({
       if (args.override_args !== undefined) throw new VerbError('invalid_input', 'override_args are fixed when a run starts; a resumed run keeps them.', { path: '/override_args' });
       run.records = run.records.slice(0, run.next_step);
     } else {
-      if (args.confirm !== undefined || args.nonce !== undefined || args.typed_phrase !== undefined) {
-        throw new VerbError('invalid_input', 'confirm, nonce and typed_phrase answer a paused step; they need resume.', { path: '/resume', hint: 'Run the macro first; when it pauses, call again with the resume token.' });
-      }
       const overrides = args.override_args ?? {};
       for (const k of Object.keys(overrides)) {
         if (Number(k) >= macro.steps.length) throw invalid(`override_args names step ${k}; the macro has ${macro.steps.length} steps.`, `/override_args/${k}`);
@@ -518,7 +511,9 @@ export const macrosRun = defineVerb<RunArgs>({
         const stepArgs = substitute({ ...(step.args ?? {}), ...(run.overrides[String(i)] ?? {}) }, run.records, i);
         const options = {
           idempotency_key: `${run.run_id}.${i}`,
-          ...(i === start && args.resume !== undefined ? { confirm: args.confirm, nonce: args.nonce, typed_phrase: args.typed_phrase } : {}),
+          // The paused step is confirmed with the consent reply of THIS call (transport options,
+          // never arguments): a phrase reaches it only from the human (spec/consent.md §protocol).
+          ...(i === start && args.resume !== undefined && ctx.consentReply !== undefined ? ctx.consentReply : {}),
         };
         env = await rt.dispatch(caller, step.verb, stepArgs, options);
       } catch (err) {
@@ -539,7 +534,7 @@ export const macrosRun = defineVerb<RunArgs>({
         verb: step.verb,
         ...(env.consent !== undefined ? { consent: env.consent } : {}),
         send: pending
-          ? { macro_id: macro.macro_id, resume: '<token>', confirm: true, nonce: env.consent?.nonce, ...(env.consent?.typed_phrase !== undefined ? { typed_phrase: '<what the human typed>' } : {}) }
+          ? { macro_id: macro.macro_id, resume: '<token>', options: { confirm: true, nonce: env.consent?.nonce, ...(env.consent?.typed_phrase !== undefined ? { typed_phrase: '<typed by the human, or omit after approval>' } : {}) } }
           : { macro_id: macro.macro_id, resume: '<token>' },
       };
       const output = { macro_id: macro.macro_id, run_id: run.run_id, name: macro.name, version: macro.version, status: pending ? 'pending' : 'failed', steps: run.records, ...(pending ? {} : { failed_step: i }), resume };

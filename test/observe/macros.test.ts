@@ -100,17 +100,39 @@ describe('macros', () => {
     assert.equal(await counter(h, 'after'), 0, 'nor did anything after it');
 
     // Another user cannot use the token; a forged one is refused.
-    refused(await call(h, 'admin', 'macros.run', { macro_id: id, resume: resume.token, confirm: true, nonce: resume.consent.nonce, typed_phrase: 'CHARGE 40 to p' }), 'macro_invalid');
+    refused(await call(h, 'admin', 'macros.run', { macro_id: id, resume: resume.token }, { confirm: true, nonce: resume.consent.nonce, typed_phrase: 'CHARGE 40 to p' }), 'macro_invalid');
     refused(await call(h, 'owner', 'macros.run', { macro_id: id, resume: `${resume.token.slice(0, -3)}abc` }), 'macro_invalid');
 
-    const done = okResult(await call(h, 'owner', 'macros.run', { macro_id: id, resume: resume.token, confirm: true, nonce: resume.consent.nonce, typed_phrase: 'CHARGE 40 to p' }), 'macro');
+    const done = okResult(await call(h, 'owner', 'macros.run', { macro_id: id, resume: resume.token }, { confirm: true, nonce: resume.consent.nonce, typed_phrase: 'CHARGE 40 to p' }), 'macro');
     assert.equal(done.status, 'completed');
     assert.deepEqual((done.steps as Step[]).map((s) => [s.index, s.ok]), [[0, true], [1, true], [2, true]]);
     assert.equal((done.steps as Step[])[0]!.audit_id, steps[0]!.audit_id, 'step 0 is not run again');
     assert.equal(await counter(h, 'p'), 41);
     assert.equal(await counter(h, 'after'), 40);
     // The token worked once.
-    refused(await call(h, 'owner', 'macros.run', { macro_id: id, resume: resume.token, confirm: true, nonce: resume.consent.nonce, typed_phrase: 'CHARGE 40 to p' }), 'macro_invalid');
+    refused(await call(h, 'owner', 'macros.run', { macro_id: id, resume: resume.token }, { confirm: true, nonce: resume.consent.nonce, typed_phrase: 'CHARGE 40 to p' }), 'macro_invalid');
+  });
+
+  it('a typed phrase inside macros.run arguments is refused: a paused step takes the phrase only from the transport (the human) or an approval', async (t) => {
+    const h = await createObserveRuntime(t);
+    const id = await save(h, 'just-charge', [{ verb: 'counter.charge', args: { name: 'm', amount: 7 } }]);
+    const first = okResult(await call(h, 'owner', 'macros.run', { macro_id: id }), 'macro');
+    const resume = first.resume as { token: string; consent: { nonce: string; approval_id: string } };
+    // What a model would try over MCP: the phrase in the tool arguments.
+    const smuggled = await call(h, 'owner', 'macros.run', { macro_id: id, resume: resume.token, confirm: true, nonce: resume.consent.nonce, typed_phrase: 'CHARGE 7 to m' });
+    assert.equal(smuggled.error?.reason, 'invalid_input');
+    assert.equal(await counter(h, 'm'), 0);
+    // Confirm and nonce without a phrase (what an MCP client sends in _meta) keep the step pending…
+    const again = okResult(await call(h, 'owner', 'macros.run', { macro_id: id, resume: resume.token }, { confirm: true, nonce: resume.consent.nonce }), 'macro');
+    assert.equal(again.status, 'pending');
+    assert.equal(await counter(h, 'm'), 0);
+    // …until a human approves out of band with the phrase; then the nonce alone completes it.
+    const approved = await call(h, 'owner', 'approvals.approve', { approval_id: resume.consent.approval_id, typed_phrase: 'CHARGE 7 to m' });
+    assert.equal(approved.ok, true, JSON.stringify(approved));
+    const r2 = again.resume as { token: string };
+    const done = okResult(await call(h, 'owner', 'macros.run', { macro_id: id, resume: r2.token }, { confirm: true, nonce: resume.consent.nonce }), 'macro');
+    assert.equal(done.status, 'completed');
+    assert.equal(await counter(h, 'm'), 7);
   });
 
   it('a wrong phrase fails the run at that step; the run can be retried from there', async (t) => {
@@ -121,14 +143,14 @@ describe('macros', () => {
     ]);
     const p = okResult(await call(h, 'owner', 'macros.run', { macro_id: id }), 'macro');
     const r1 = p.resume as { token: string; consent: { nonce: string } };
-    const failed = failedRun(await call(h, 'owner', 'macros.run', { macro_id: id, resume: r1.token, confirm: true, nonce: r1.consent.nonce, typed_phrase: 'CHARGE 3 to Q' }));
+    const failed = failedRun(await call(h, 'owner', 'macros.run', { macro_id: id, resume: r1.token }, { confirm: true, nonce: r1.consent.nonce, typed_phrase: 'CHARGE 3 to Q' }));
     assert.equal(failed.failed_step, 0);
     assert.equal((failed.steps as Step[])[0]!.error!.reason, 'phrase_mismatch');
     assert.equal(await counter(h, 'q'), 0);
     const retry = okResult(await call(h, 'owner', 'macros.run', { macro_id: id, resume: (failed.resume as { token: string }).token }), 'macro');
     assert.equal(retry.status, 'pending', 'the retried step asks for consent again');
     const r2 = retry.resume as { token: string; consent: { nonce: string } };
-    const done = okResult(await call(h, 'owner', 'macros.run', { macro_id: id, resume: r2.token, confirm: true, nonce: r2.consent.nonce, typed_phrase: 'CHARGE 3 to q' }), 'macro');
+    const done = okResult(await call(h, 'owner', 'macros.run', { macro_id: id, resume: r2.token }, { confirm: true, nonce: r2.consent.nonce, typed_phrase: 'CHARGE 3 to q' }), 'macro');
     assert.equal(done.status, 'completed');
     assert.equal(await counter(h, 'q'), 4);
   });
