@@ -16,7 +16,7 @@ import type { CompiledVerb, VerbDefinition } from './verb.ts';
 import { Secrets } from './secrets.ts';
 import { TenantKeys } from './ledger/tenant-keys.ts';
 import { Tenants, insertApiKey, insertTenant, type TenantSettings } from './tenants.ts';
-import { appendAudit, auditEntry, type AuditEntry, type AuditRow } from './ledger/audit.ts';
+import { appendAudit, appendAuditRows, auditEntry, type AuditEntry, type AuditRow } from './ledger/audit.ts';
 import { InflightKeys, IDEMPOTENCY_TTL_SECONDS } from './ledger/idempotency.ts';
 import { NONCE_TTL_SECONDS } from './consent/nonce.ts';
 import { dispatch as runPipeline, type Caller, type DispatchOptions, type DispatchOutcome } from './dispatch.ts';
@@ -118,8 +118,7 @@ export class ReadAuditBuffer {
     this.#rows = [];
     this.#flushing = this.rt.store
       .write(async (tx) => {
-        const stored: AuditRow[] = [];
-        for (const r of rows) stored.push(await appendAudit(tx, r));
+        const stored = await appendAuditRows(tx, rows);
         tx.afterCommit(() => {
           for (const s of stored) this.rt.afterWrite(s);
         });

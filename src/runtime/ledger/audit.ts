@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import type { StoreTx, Queryable } from '../../store/store.ts';
+import type { StoreTx, Queryable, TenantHead } from '../../store/store.ts';
 import { parseJson } from '../../store/store.ts';
 
 export type AuditStatus = 'completed' | 'failed' | 'denied' | 'pending' | 'approved' | 'rejected' | 'replayed' | 'rolled_back';
@@ -139,29 +139,70 @@ export function auditEntry(base: AuditEntryBase, fields?: Partial<AuditEntry>): 
 /** Columns covered by the hash, in RFC 8785 key order (UTF-16 code-unit order). */
 const HASHED_COLUMNS = AUDIT_COLUMNS.filter((c) => c !== 'row_hash').sort();
 
-const RD_PLACEHOLDER = '\u0000request_data\u0000';
-const RD_SERIALIZED = `"request_data":${JSON.stringify(RD_PLACEHOLDER)}`;
+/** JCS form of a column value that is a string, a finite number or null: exactly JSON.stringify's. */
+function jv(v: unknown): string {
+  if (v === null || v === undefined) return 'null';
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : 'null';
+  return JSON.stringify(v);
+}
+
+type Material = Omit<AuditRow, 'row_hash'> | AuditRow;
+
+/** The canonical text with request_data already canonical (`rd`). Keys written out in HASHED_COLUMNS order. */
+function material(r: Material, rd: string): string {
+  return (
+    '{"action_type":' + jv(r.action_type) +
+    ',"agent_type":' + jv(r.agent_type) +
+    ',"approved_at":' + jv(r.approved_at) +
+    ',"approved_by":' + jv(r.approved_by) +
+    ',"audit_id":' + jv(r.audit_id) +
+    ',"category":' + jv(r.category) +
+    ',"company_id":' + jv(r.company_id) +
+    ',"consent_class":' + jv(r.consent_class) +
+    ',"created_at":' + jv(r.created_at) +
+    ',"entity_id":' + jv(r.entity_id) +
+    ',"entity_type":' + jv(r.entity_type) +
+    ',"idempotency_key":' + jv(r.idempotency_key) +
+    ',"is_reversible":' + jv(r.is_reversible) +
+    ',"key_id":' + jv(r.key_id) +
+    ',"latency_ms":' + jv(r.latency_ms) +
+    ',"parent_id":' + jv(r.parent_id) +
+    ',"prev_hash":' + jv(r.prev_hash) +
+    ',"reason":' + jv(r.reason) +
+    ',"request_data":' + rd +
+    ',"requires_approval":' + jv(r.requires_approval) +
+    ',"role":' + jv(r.role) +
+    ',"rollback_handle":' + jv(r.rollback_handle) +
+    ',"seq":' + jv(r.seq) +
+    ',"shape":' + jv(r.shape) +
+    ',"status":' + jv(r.status) +
+    ',"transaction_id":' + jv(r.transaction_id) +
+    ',"user_id":' + jv(r.user_id) +
+    '}'
+  );
+}
+
+// `material` spells the hashed columns out (static property reads are several times cheaper than
+// a loop over names); refuse to load if they drift from AUDIT_COLUMNS.
+{
+  const probe = Object.fromEntries(HASHED_COLUMNS.map((c, i) => [c, c === 'request_data' ? null : i])) as unknown as Material;
+  const written = Object.keys(JSON.parse(material(probe, 'null')) as object);
+  if (written.join() !== HASHED_COLUMNS.join()) throw new Error(`audit material columns drifted from AUDIT_COLUMNS: ${written.join()} vs ${HASHED_COLUMNS.join()}`);
+}
 
 /**
  * RFC 8785 canonical JSON of the hashed columns. Every column but request_data is a string, a
- * number or null, whose JCS form is exactly JSON.stringify's, and JSON.stringify keeps insertion
- * order, so one stringify of an object built in sorted key order is the JCS text; request_data
- * (any JSON) goes through the general canonicalizer and is spliced in. Equivalent to
+ * number or null, whose JCS form is exactly JSON.stringify's; the keys are written in JCS order;
+ * request_data (any JSON) goes through the general canonicalizer. Equivalent to
  * canonicalize(material) — a test checks it — at a fraction of the cost.
  */
-export function canonicalAuditMaterial(row: Omit<AuditRow, 'row_hash'> | AuditRow): string {
-  const src = row as unknown as Record<string, unknown>;
-  const ordered: Record<string, unknown> = {};
-  for (let i = 0; i < HASHED_COLUMNS.length; i++) {
-    const c = HASHED_COLUMNS[i]!;
-    ordered[c] = c === 'request_data' ? RD_PLACEHOLDER : (src[c] ?? null);
-  }
-  return JSON.stringify(ordered).replace(RD_SERIALIZED, () => `"request_data":${canonicalize(src.request_data ?? null) ?? 'null'}`);
+export function canonicalAuditMaterial(row: Material): string {
+  return material(row, canonicalize(row.request_data ?? null) ?? 'null');
 }
 
 /** Compute a row's hash from every column but row_hash: SHA-256(0x00 ‖ canonical row). */
 export function hashAuditRow(row: Omit<AuditRow, 'row_hash'> | AuditRow): string {
-  return createHash('sha256').update(ZERO).update(canonicalAuditMaterial(row), 'utf8').digest('hex');
+  return sha256Row(canonicalAuditMaterial(row));
 }
 
 const ZERO = Buffer.from([0x00]);
@@ -171,6 +212,64 @@ export function roundLatency(ms: number): number {
   return Math.round(ms * 1000) / 1000;
 }
 
+function sha256Row(text: string): string {
+  return createHash('sha256').update(ZERO).update(text, 'utf8').digest('hex');
+}
+
+/** Build, hash and insert one row after `head`, and move `head`; the tenant_heads row is the caller's to write. */
+async function insertRow(tx: StoreTx, entry: AuditEntry, auditId: number, head: TenantHead): Promise<AuditRow> {
+  const rd = canonicalize(entry.request_data) ?? 'null';
+  // One literal with every column (no spread or Object.assign of this 28-member object: slow paths in V8).
+  const row: AuditRow = {
+    audit_id: auditId,
+    company_id: entry.company_id,
+    seq: head.audit_seq + 1,
+    created_at: entry.created_at,
+    user_id: entry.user_id ?? null,
+    role: entry.role ?? null,
+    agent_type: entry.agent_type ?? null,
+    key_id: entry.key_id ?? null,
+    action_type: entry.action_type,
+    category: entry.category,
+    shape: entry.shape ?? null,
+    consent_class: entry.consent_class ?? null,
+    status: entry.status,
+    reason: entry.reason ?? null,
+    request_data: entry.request_data,
+    entity_type: entry.entity_type ?? null,
+    entity_id: entry.entity_id ?? null,
+    is_reversible: entry.is_reversible,
+    rollback_handle: entry.rollback_handle ?? null,
+    idempotency_key: entry.idempotency_key ?? null,
+    transaction_id: entry.transaction_id ?? null,
+    parent_id: entry.parent_id ?? null,
+    requires_approval: entry.requires_approval,
+    approved_by: entry.approved_by ?? null,
+    approved_at: entry.approved_at ?? null,
+    latency_ms: entry.latency_ms === null || entry.latency_ms === undefined ? null : roundLatency(entry.latency_ms),
+    prev_hash: head.audit_hash,
+    row_hash: '',
+  };
+  row.row_hash = sha256Row(material(row, rd));
+  // In AUDIT_COLUMNS order (checked at load below).
+  await tx.run(INSERT_SQL, [
+    row.audit_id, row.company_id, row.seq, row.created_at, row.user_id, row.role, row.agent_type, row.key_id, row.action_type, row.category,
+    row.shape, row.consent_class, row.status, row.reason, rd, row.entity_type, row.entity_id, row.is_reversible, row.rollback_handle,
+    row.idempotency_key, row.transaction_id, row.parent_id, row.requires_approval, row.approved_by, row.approved_at, row.latency_ms,
+    row.prev_hash, row.row_hash,
+  ]);
+  // The head object is the transaction's view of the chain: move it for the next append.
+  head.audit_seq = row.seq;
+  head.audit_hash = row.row_hash;
+  return row;
+}
+
+if (INSERT_SQL !== `INSERT INTO audit_log (audit_id, company_id, seq, created_at, user_id, role, agent_type, key_id, action_type, category, shape, consent_class, status, reason, request_data, entity_type, entity_id, is_reversible, rollback_handle, idempotency_key, transaction_id, parent_id, requires_approval, approved_by, approved_at, latency_ms, prev_hash, row_hash) VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`) {
+  throw new Error('insertRow binds its values in an order that drifted from AUDIT_COLUMNS');
+}
+
+const UPDATE_HEAD_SQL = 'UPDATE tenant_heads SET audit_seq = ?, audit_hash = ? WHERE company_id = ?';
+
 /**
  * Append one row to the tenant's chain inside `tx`. Takes the tenant head lock, assigns
  * audit_id (unless reserved earlier with `tx.nextAuditId()`) and seq, hashes, inserts, moves
@@ -178,25 +277,30 @@ export function roundLatency(ms: number): number {
  */
 export async function appendAudit(tx: StoreTx, entry: AuditEntry, reservedAuditId?: number): Promise<AuditRow> {
   const head = await tx.lockTenantHead(entry.company_id);
-  const audit_id = reservedAuditId ?? (await tx.nextAuditId());
-  // Object.assign, not spread: spreading this 25-field object is a slow path in V8.
-  const row = Object.assign({}, entry) as AuditRow;
-  row.audit_id = audit_id;
-  row.seq = head.audit_seq + 1;
-  row.prev_hash = head.audit_hash;
-  row.latency_ms = entry.latency_ms === null ? null : roundLatency(entry.latency_ms);
-  row.row_hash = hashAuditRow(row);
-  const values = new Array<unknown>(AUDIT_COLUMNS.length);
-  for (let i = 0; i < AUDIT_COLUMNS.length; i++) {
-    const c = AUDIT_COLUMNS[i]!;
-    values[i] = c === 'request_data' ? canonicalize(row.request_data) : ((row as unknown as Record<string, unknown>)[c] ?? null);
-  }
-  await tx.run(INSERT_SQL, values);
-  await tx.run('UPDATE tenant_heads SET audit_seq = ?, audit_hash = ? WHERE company_id = ?', [row.seq, row.row_hash, row.company_id]);
-  // The head object is the transaction's view of the chain: move it for the next append.
-  head.audit_seq = row.seq;
-  head.audit_hash = row.row_hash;
+  const auditId = reservedAuditId ?? (await tx.nextAuditId());
+  const row = await insertRow(tx, entry, auditId, head);
+  await tx.run(UPDATE_HEAD_SQL, [row.seq, row.row_hash, row.company_id]);
   return row;
+}
+
+/**
+ * Append several rows (any tenants) inside `tx`, in order: the same rows `appendAudit` would make
+ * one by one, with each touched tenant's head row written once at the end instead of per row (the
+ * read-audit buffer flushes hundreds of rows per transaction). Returns the stored rows.
+ */
+export async function appendAuditRows(tx: StoreTx, entries: readonly AuditEntry[]): Promise<AuditRow[]> {
+  const rows: AuditRow[] = [];
+  const heads = new Map<number, TenantHead>();
+  for (const entry of entries) {
+    let head = heads.get(entry.company_id);
+    if (head === undefined) {
+      head = await tx.lockTenantHead(entry.company_id);
+      heads.set(entry.company_id, head);
+    }
+    rows.push(await insertRow(tx, entry, await tx.nextAuditId(), head));
+  }
+  for (const head of heads.values()) await tx.run(UPDATE_HEAD_SQL, [head.audit_seq, head.audit_hash, head.company_id]);
+  return rows;
 }
 
 /** Normalize a row read from either engine into an AuditRow (JSON parsed, numbers as numbers). */
