@@ -15,7 +15,7 @@
  * module until the 1-minute load average is below X (others share this machine), up to
  * `--max-wait-min` minutes, and records the load at the start and end of each module.
  *
- * Modules: core consent replay verify trail http mcp ucp observe durable postgres rss
+ * Modules: core readcost consent replay verify trail http mcp ucp observe durable postgres rss
  * (postgres only when SOLID_BENCH_DATABASE_URL or SOLID_TEST_DATABASE_URL is set).
  */
 import { spawn } from 'node:child_process';
@@ -63,6 +63,8 @@ const t = (on: Target['on'], op: Target['op'], x: number, text: string): Target 
 export const TARGETS: Record<string, Target> = {
   'core.read': t('ratio', '>=', 0.8, 'ratio ≥ 0.8'),
   'core.write': t('ratio', '>=', 0.5, 'ratio ≥ 0.5'),
+  'read.demo_full_context': t('ratio', '>=', 0.8, 'ratio ≥ 0.8'),
+  'read.without_audit_row': t('ratio', '>=', 0.8, 'ratio ≥ 0.8 (diagnostic)'),
   'consent.gate': t('ratio', '>=', 0.8, 'ratio ≥ 0.8'),
   'ledger.verify': t('value', '>=', 100_000, '≥ 100,000 rows/s'),
   'ledger.trail.p95': t('ratio', '<=', 1.5, 'ratio ≤ 1.5'),
@@ -100,6 +102,7 @@ const pgUrl = () => process.env.SOLID_BENCH_DATABASE_URL ?? process.env.SOLID_TE
 /** The modules, in run order. Each is imported in its child process only. */
 export const MODULES: Record<string, ModuleSpec> = {
   core: { repeat: 1, run: async (q) => (await import('./core.ts')).benchCore(q ? { ms: 500, runs: 1 } : { ms: 1500, runs: 5 }) },
+  readcost: { repeat: 1, run: async (q) => (await import('./read-cost.ts')).benchReadCost(q ? { ms: 500, runs: 1 } : {}) },
   consent: { repeat: 1, run: async (q) => (await import('./consent.ts')).benchConsent(q ? { batch: 100, rounds: 2 } : {}) },
   replay: { repeat: 3, run: async (q) => (await import('./ledger.ts')).benchIdempotentReplay(q ? { ms: 500 } : { ms: 2000 }) },
   verify: { repeat: 3, run: async (q) => (await import('./ledger.ts')).benchAuditVerify(q ? { rows: 100_000 } : {}) },

@@ -1,0 +1,196 @@
+/**
+ * Where the cost of a read dispatch goes (issue 11, to explain core.read): every read leaves a
+ * hash-chained audit row (buffered, flushed in batches), which costs about as much as a cheap
+ * handler's own query. Three figures, each measured against its bare baseline in the same run
+ * (alternating pairs, medians), plus the row cost itself:
+ *
+ *   read.demo_full_context   customer.full_context of the seeded demo business (a realistic read:
+ *                            several queries) through dispatch vs the same handler called bare on
+ *                            a read snapshot (no registry, validation, floors, audit row, hooks);
+ *   read.without_audit_row   the core bench's contact search through dispatch with the audit row
+ *                            switched off (diagnostic only: not a configuration anyone can run) vs
+ *                            the same query bare — the pipeline proper;
+ *   read.audit_row           process CPU µs per buffered read-audit row (build, RFC 8785 material,
+ *                            SHA-256, INSERT into the indexed audit_log, batch head update, the
+ *                            reputation hook), vs the CPU µs of the bare query.
+ *
+ * Run alone: node --import tsx bench/read-cost.ts
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import pino from 'pino';
+import { createRuntime } from '../src/runtime/runtime.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import { defineVerb, type VerbContext } from '../src/runtime/verb.ts';
+import { systemVerbs } from '../src/verbs/index.ts';
+import { defineReasons } from '../src/spec/reasons.ts';
+import { DEMO_TENANTS, demoPack, type DemoSeedFacts } from '../src/business/pack.ts';
+import type { Queryable } from '../src/store/store.ts';
+import type { Principal } from '../src/spec/types.ts';
+import type { Runtime } from '../src/runtime/runtime.ts';
+import { opsPerSecond, paired, median, type BenchResult } from './harness.ts';
+
+export interface ReadCostOptions {
+  ms?: number;
+  runs?: number;
+}
+
+/** The handler context a bare call gets: the snapshot and the principal, nothing else. */
+function bareContext(rt: Runtime, principal: Principal, verbName: string, q: Queryable): VerbContext {
+  const verb = rt.registry.get(verbName)!;
+  return {
+    principal,
+    db: q,
+    now: new Date(),
+    signal: new AbortController().signal,
+    runtime: rt,
+    verb,
+    emit() {},
+    outbox() {},
+    setRollback() {},
+    setEntity() {},
+    progress() {},
+  };
+}
+
+const SEARCH_SQL = `SELECT id, name, email FROM contacts WHERE company_id = ? AND lower(name) LIKE lower(?) ORDER BY name LIMIT 20`;
+
+export async function benchReadCost(options: ReadCostOptions = {}): Promise<BenchResult[]> {
+  const ms = options.ms ?? 1500;
+  const runs = options.runs ?? 5;
+  const dir = mkdtempSync(join(tmpdir(), 'solid-bench-readcost-'));
+  const logger = pino({ level: 'silent' });
+  const closers: Array<() => Promise<void>> = [];
+  try {
+    // 1. The demo business.
+    const demo = await createRuntime({ store: new SqliteStore({ path: join(dir, 'demo.db') }), logger, sandboxCompanyId: DEMO_TENANTS.sandbox.company_id, maintenanceIntervalMs: 0 });
+    closers.push(() => demo.close());
+    demo.register(...systemVerbs);
+    await demo.store.migrate(demoPack.name, demoPack.migrations);
+    if (demoPack.reasons) defineReasons(demoPack.reasons);
+    demo.register(...demoPack.verbs);
+    const facts = (await demoPack.seed!(demo, {})) as DemoSeedFacts;
+    await demo.auditBuffer.flush();
+    const owner = await demo.tenants.authenticate((facts.keys as Record<string, string>).owner);
+    const args = { customer_id: facts.fixtures!.customer_id };
+    const handler = demo.registry.get('customer.full_context')!.definition.handler;
+    const check = (await demo.dispatch({ principal: owner, surface: 'http' }, 'customer.full_context', args));
+    if (!check.ok) throw new Error(`customer.full_context: ${JSON.stringify(check.error)}`);
+    const full = await paired(
+      () => opsPerSecond(() => demo.dispatch({ principal: owner, surface: 'http' }, 'customer.full_context', args), ms),
+      () => opsPerSecond(() => demo.store.read((q) => handler(bareContext(demo, owner, 'customer.full_context', q), args) as Promise<unknown>), ms),
+      runs,
+    );
+
+    // 2. The core bench's search, with and without the audit row.
+    const store = new SqliteStore({ path: join(dir, 'core.db') });
+    const rt = await createRuntime({ store, logger, sandboxCompanyId: 1, maintenanceIntervalMs: 0 });
+    closers.push(() => rt.close());
+    await store.migrate('bench', [
+      { version: 1, name: 'contacts', sqlite: 'CREATE TABLE contacts (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, name TEXT, email TEXT, phone TEXT); CREATE INDEX contacts_company ON contacts(company_id, name);' },
+    ]);
+    await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
+    await rt.createTenant({ company_id: 2, name: 'Bench', tier: 'enterprise' });
+    const principal = await rt.tenants.authenticate(await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner' }));
+    await store.write(async (tx) => {
+      for (let i = 1; i <= 200; i++) await tx.run('INSERT INTO contacts (id, company_id, name, email, phone) VALUES (?, 2, ?, ?, ?)', [i, `Contact ${i} ${['Smith', 'Jones', 'Garcia', 'Lee'][i % 4]}`, `c${i}@example.com`, '+1555000' + i]);
+    });
+    rt.register(
+      defineVerb({
+        name: 'bench.search',
+        description: 'Search contacts.',
+        shape: 'aggregate',
+        category: 'crm',
+        input: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'], additionalProperties: false },
+        handler: async (ctx, a: { q: string }) => {
+          const rows = await ctx.db.all(SEARCH_SQL, [ctx.principal.company_id, `%${a.q}%`]);
+          return { entity_id: ctx.principal.company_id, data: { matches: rows.length, contacts: rows } };
+        },
+      }),
+    );
+    const caller = { principal, surface: 'cli' as const };
+    const realPush = rt.auditBuffer.push.bind(rt.auditBuffer);
+    const bareSearch = () => store.read((q) => q.all(SEARCH_SQL, [2, '%smith%']));
+    const noAudit = await paired(
+      async () => {
+        (rt.auditBuffer as unknown as { push: (e: unknown) => void }).push = () => {};
+        try {
+          return await opsPerSecond(() => rt.dispatch(caller, 'bench.search', { q: 'smith' }), ms);
+        } finally {
+          (rt.auditBuffer as unknown as { push: typeof realPush }).push = realPush;
+        }
+      },
+      () => opsPerSecond(bareSearch, ms),
+      runs,
+    );
+
+    // 3. CPU per read-audit row vs CPU per bare query.
+    const cpu = async (fn: () => Promise<unknown>, n: number): Promise<number> => {
+      const c0 = process.cpuUsage();
+      await fn();
+      const c = process.cpuUsage(c0);
+      return (c.user + c.system) / n;
+    };
+    const rowUs: number[] = [];
+    const queryUs: number[] = [];
+    for (let r = 0; r < runs; r++) {
+      queryUs.push(await cpu(async () => {
+        for (let i = 0; i < 2000; i++) await bareSearch();
+      }, 2000));
+      const withRow = await cpu(async () => {
+        for (let i = 0; i < 2000; i++) await rt.dispatch(caller, 'bench.search', { q: 'smith' });
+        await rt.auditBuffer.flush();
+      }, 2000);
+      (rt.auditBuffer as unknown as { push: (e: unknown) => void }).push = () => {};
+      const withoutRow = await cpu(async () => {
+        for (let i = 0; i < 2000; i++) await rt.dispatch(caller, 'bench.search', { q: 'smith' });
+      }, 2000);
+      (rt.auditBuffer as unknown as { push: typeof realPush }).push = realPush;
+      rowUs.push(withRow - withoutRow);
+    }
+    const row = median(rowUs);
+    const query = median(queryUs);
+    return [
+      {
+        id: 'read.demo_full_context',
+        what: 'customer.full_context on the seeded demo business (a realistic read) through dispatch vs the same handler called bare on a read snapshot',
+        value: full.value,
+        baseline: full.baseline,
+        ratio: full.ratio,
+        unit: 'ops/s',
+        target: 'ratio ≥ 0.8',
+        met: full.ratio >= 0.8,
+        notes: `median of ${runs} alternating pairs, ${ms} ms each`,
+      },
+      {
+        id: 'read.without_audit_row',
+        what: 'the core read bench (contact search) through dispatch with the read-audit row switched off (diagnostic) vs the same query bare: the pipeline proper',
+        value: noAudit.value,
+        baseline: noAudit.baseline,
+        ratio: noAudit.ratio,
+        unit: 'ops/s',
+        target: 'ratio ≥ 0.8',
+        met: noAudit.ratio >= 0.8,
+        notes: `median of ${runs} alternating pairs, ${ms} ms each`,
+      },
+      {
+        id: 'read.audit_row',
+        what: 'process CPU per read-audit row (entry, RFC 8785 material, SHA-256, INSERT into the indexed audit_log, batched head update, reputation hook, batch commit) vs CPU of the bare contact-search query',
+        value: Math.round(row * 10) / 10,
+        baseline: Math.round(query * 10) / 10,
+        ratio: Math.round((row / query) * 100) / 100,
+        unit: 'µs',
+        notes: `medians of ${runs} runs of 2000 dispatches with and without the row (rows: ${rowUs.map((x) => x.toFixed(0)).join(', ')} µs)`,
+      },
+    ];
+  } finally {
+    for (const c of closers.reverse()) await c().catch(() => {});
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  console.log(JSON.stringify(await benchReadCost(), null, 2));
+}
