@@ -542,7 +542,7 @@ async function runWrite(rt: Runtime, st: State, caller: Caller, options: Dispatc
         now: st.now,
         caller,
         consentClass: st.consentClass,
-        capClass: st.delegated?.capClass ?? st.consentClass,
+        capClass: st.delegated?.capClass ?? (verb.definition.cap_exempt === true ? null : st.consentClass),
         roleFloor: st.delegated?.roleFloor ?? verb.roleFloor,
         consent,
         idempotencyKey: st.idempotencyKey!,

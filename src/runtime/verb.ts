@@ -119,6 +119,12 @@ export interface VerbDefinition<A = any, R = any> {
   tier_floor?: Tier;
   /** Default from the class: READ read_only, WRITE_REVERSIBLE employee, WRITE_FINANCIAL admin, IRREVERSIBLE owner. */
   role_floor?: Role;
+  /**
+   * Not counted against the tenant's daily caps: governance verbs an owner must be able to run
+   * after a runaway agent used the cap up (raising a cap, blocking a verb). Still gated and audited.
+   * spec/consent.md §caps
+   */
+  cap_exempt?: boolean;
   /** Typed phrase from the args; required for WRITE_FINANCIAL and IRREVERSIBLE. */
   phrase?: (args: A) => string;
   /** Plain-language description of what will happen (pending answers, approvals, dialogs). */

@@ -107,6 +107,7 @@ export const tenantCapsSet = defineVerb<CapsSetArgs>({
   shape: 'receipt',
   category: 'consent',
   consent: 'WRITE_REVERSIBLE',
+  cap_exempt: true,
   role_floor: 'owner',
   surfaces: ['http', 'cli'],
   input: {
@@ -150,6 +151,7 @@ export const tenantBlocklistAdd = defineVerb<{ name: string }>({
   shape: 'receipt',
   category: 'consent',
   consent: 'WRITE_REVERSIBLE',
+  cap_exempt: true,
   role_floor: 'owner',
   surfaces: ['http', 'cli'],
   input: { type: 'object', properties: { name: NAME }, required: ['name'], additionalProperties: false },
@@ -182,6 +184,7 @@ export const tenantBlocklistRemove = defineVerb<{ name: string }>({
   shape: 'receipt',
   category: 'consent',
   consent: 'WRITE_REVERSIBLE',
+  cap_exempt: true,
   role_floor: 'owner',
   surfaces: ['http', 'cli'],
   input: { type: 'object', properties: { name: NAME }, required: ['name'], additionalProperties: false },

@@ -1,0 +1,25 @@
+/**
+ * The owner's governance verbs count against no daily cap, so an owner can raise a cap or block a
+ * verb after a runaway agent used the day's cap up. Spec: spec/consent.md §caps.
+ */
+import { test } from 'node:test';
+import { strict as assert } from 'node:assert';
+import { consentHarness, pendingOf } from './support.ts';
+
+test('after the WRITE_REVERSIBLE cap is used up, the owner still raises it and blocks a verb; writes then run again', async (t) => {
+  const h = await consentHarness(t);
+  const confirmed = async (role: string, verb: string, args: Record<string, unknown>) => {
+    const p = await h.call(role, verb, args);
+    return h.call(role, verb, args, { confirm: true, nonce: pendingOf(p).nonce });
+  };
+  await h.setSettings({ caps: { WRITE_REVERSIBLE: 1 } });
+  assert.equal((await confirmed('employee', 'ct.note_update', { contact_id: 1, note: 'one' })).ok, true);
+  const over = await confirmed('employee', 'ct.note_update', { contact_id: 1, note: 'two' });
+  assert.equal(over.error?.reason, 'daily_cap_exceeded');
+  const blocked = await confirmed('owner', 'tenant.blocklist_add', { name: 'made_up_verb' });
+  assert.equal(blocked.ok, true, JSON.stringify(blocked));
+  const raised = await confirmed('owner', 'tenant.caps_set', { consent_class: 'WRITE_REVERSIBLE', limit: 5 });
+  assert.equal(raised.ok, true, JSON.stringify(raised));
+  assert.equal((await confirmed('employee', 'ct.note_update', { contact_id: 1, note: 'three' })).ok, true, 'the raised cap applies');
+  assert.equal(await h.effects('ct.note_update'), 2);
+});
