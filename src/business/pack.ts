@@ -21,7 +21,7 @@ import { DOMAIN_REASONS, isDomainError } from './data/domain-error.ts';
 import { getEmail, markEmailSent } from './data/email.ts';
 import { num } from './data/row-values.ts';
 import { BUSINESS_SCOPE, businessMigrations } from './schema.ts';
-import { isDemoSeeded, seedDemo, type DemoFixtures, type SeedCompany } from './seed.ts';
+import { DEMO_FIXTURES, isDemoSeeded, seedDemo, type DemoFixtures, type SeedCompany } from './seed.ts';
 import { demoVerbs } from './verbs/demo-verbs.ts';
 
 /** The demo's tenants: the sandbox (keyless reads), the main business, a second business (isolation). */
@@ -43,6 +43,8 @@ export interface DemoSeedFacts extends Record<string, unknown> {
   second_business_owner_key?: string;
   sandbox?: string;
   fixtures?: DemoFixtures;
+  /** What to do next when nothing was printed (e.g. how to make a key). */
+  hint?: string;
 }
 
 /**
@@ -58,7 +60,23 @@ export async function seedDemoBusiness(rt: Runtime, options: SeedOptions = {}): 
   await rt.store.migrate(BUSINESS_SCOPE, businessMigrations);
   const { sandbox, main, second } = DEMO_TENANTS;
   if (await rt.store.read((q) => isDemoSeeded(q, main.company_id))) {
-    return { seeded: false, company: `${main.name} (company ${main.company_id}) already has demo data; nothing was seeded` };
+    // A first run interrupted after the data committed but before the keys were made leaves no
+    // key to log in with: make them now (the data is not seeded again).
+    const keyCount = await rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM api_keys WHERE company_id = ?', [main.company_id]));
+    if (Number(keyCount?.n ?? 0) > 0) {
+      return {
+        seeded: false,
+        company: `${main.name} (company ${main.company_id}) already has demo data; nothing was seeded`,
+        hint: `keys are printed once, on the first run; make another with: solid api-keys create --tenant ${main.company_id} --user 1 --role owner`,
+      } as DemoSeedFacts;
+    }
+    const fx = DEMO_FIXTURES;
+    const users: Record<Role, number> = { owner: fx.owner_user_id, admin: fx.admin_user_id, employee: fx.employee_user_id, read_only: fx.read_only_user_id };
+    const keys = {} as Record<Role, string>;
+    for (const role of ['owner', 'admin', 'employee', 'read_only'] as const) {
+      keys[role] = await rt.createApiKey({ company_id: main.company_id, user_id: users[role], role, agent_type: 'demo', name: `${role} (demo seed)` });
+    }
+    return { seeded: false, company: `${main.name} (company ${main.company_id}): data was already seeded; API keys created now`, owner_api_key: keys.owner, keys };
   }
   // Existing tenants (e.g. after `solid init`) keep their name and tier; the business data follows them.
   const tenants = new Map<number, SeedCompany>();

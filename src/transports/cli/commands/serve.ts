@@ -114,8 +114,20 @@ function untilSignal(io: Io): Promise<NodeJS.Signals> {
  */
 async function seedIfEmpty(rt: Runtime, packs: readonly Pack[], io: Io, dbPath: string): Promise<void> {
   const count = await rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM tenants'));
-  if (Number(count?.n ?? 0) > 0) return;
   const pack = packs.find((p) => p.name === 'demo' && p.seed !== undefined);
+  if (pack !== undefined && Number(count?.n ?? 0) > 0) {
+    // Not the first run — or a first run that was interrupted: the seed is idempotent and
+    // finishes what is missing (data, or the keys), else says how to get a key.
+    const facts = await pack.seed!(rt, {});
+    if (facts.seeded === false && facts.owner_api_key === undefined) {
+      if (typeof facts.hint === 'string') io.err(`  ${facts.hint}`);
+      return;
+    }
+    io.out(`✓ completed the demo business in ${dbPath}`);
+    for (const [k, v] of Object.entries(facts)) io.out(`  ${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);
+    return;
+  }
+  if (Number(count?.n ?? 0) > 0) return;
   if (pack !== undefined) {
     io.err('Seeding the demo business (first run)…');
     let last = -1;
