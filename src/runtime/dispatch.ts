@@ -119,7 +119,7 @@ export async function dispatch(rt: Runtime, caller: Caller, verbName: unknown, a
   const st: State = {
     name: typeof verbName === 'string' ? verbName : String(verbName),
     // What was attempted, for the audit row of a denial before the input step (replaced by the checked args).
-    args: args !== null && typeof args === 'object' && !Array.isArray(args) ? (args as Record<string, unknown>) : {},
+    args: args !== null && typeof args === 'object' && !Array.isArray(args) ? (tooDeep(args) ? TOO_DEEP_MARKER : (args as Record<string, unknown>)) : {},
     consentClass: null,
     callerKey: false,
     t0: performance.now(),
@@ -182,10 +182,29 @@ export async function dispatch(rt: Runtime, caller: Caller, verbName: unknown, a
   }
 }
 
+/** Deepest nesting accepted in arguments: deeper JSON is refused before any recursive work. */
+export const MAX_ARGS_DEPTH = 32;
+const TOO_DEEP_MARKER: Record<string, unknown> = { '[TRUNCATED]': `arguments nested deeper than ${MAX_ARGS_DEPTH} levels` };
+
+/** Is `value` nested deeper than MAX_ARGS_DEPTH? Iterative, so hostile input cannot overflow the stack. */
+function tooDeep(value: unknown): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, d] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (d > MAX_ARGS_DEPTH) return true;
+    for (const x of Array.isArray(v) ? v : Object.values(v as Record<string, unknown>)) if (x !== null && typeof x === 'object') stack.push([x, d + 1]);
+  }
+  return false;
+}
+
 function checkArgs(verb: CompiledVerb, args: unknown): Record<string, unknown> {
   const a = args === undefined || args === null ? {} : args;
   if (typeof a !== 'object' || Array.isArray(a)) {
     throw new VerbError('invalid_input', 'The arguments must be a JSON object.', { path: '', hint: `See the input_schema of ${verb.name} (verbs.list or GET /api/v1/agent/verbs/${verb.name}).` });
+  }
+  if (tooDeep(a)) {
+    throw new VerbError('invalid_input', `The arguments are nested deeper than ${MAX_ARGS_DEPTH} levels.`, { path: '', hint: `Send flat arguments that match the input_schema of ${verb.name}.` });
   }
   const obj = a as Record<string, unknown>;
   for (const k of ['company_id', 'user_id'] as const) {

@@ -251,3 +251,27 @@ describe('dispatch', () => {
     assert.equal((await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'cli.only', {})).ok, true);
   });
 });
+
+describe('hostile input', () => {
+  it('deeply nested arguments are refused as invalid_input and audited, never a stack overflow or a 503', async (t) => {
+    const h = await createTestRuntime(t);
+    await withNotes(h);
+    let deep: Record<string, unknown> = {};
+    const root = deep;
+    for (let i = 0; i < 20_000; i++) {
+      const next: Record<string, unknown> = {};
+      deep.x = next;
+      deep = next;
+    }
+    for (const key of [h.keys.employee, h.keys.read_only]) {
+      const env = await h.rt.dispatch({ surface: 'http', apiKey: key }, 'notes_add', { text: 'x', bogus: root });
+      assert.equal(env.ok, false);
+      assert.ok(['invalid_input', 'role_denied'].includes(env.error!.reason), env.error!.reason);
+    }
+    const unknown = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.owner }, 'no.such', root);
+    assert.equal(unknown.error!.reason, 'unknown_verb');
+    const rows = await auditRows(h);
+    assert.ok(rows.some((r) => r.reason === 'unknown_verb' && String(r.request_data).includes('TRUNCATED')));
+    assert.equal(await noteCount(h), 0);
+  });
+});
