@@ -399,6 +399,13 @@ async function consentGate(rt: Runtime, st: State, caller: Caller, options: Disp
     }
     return pending(rt, st, caller, phrase);
   }
+  if (options.confirm !== true) {
+    // A nonce is the pending answer's token; only an explicit confirm=true spends it. A caller
+    // sending confirm=false (or leaving it out) has not confirmed: nothing runs.
+    throw new VerbError('invalid_request', 'A nonce confirms a pending call only together with confirm=true; nothing was run.', {
+      hint: `To run ${verb.name}, call it again with the same arguments, confirm=true and the nonce${typed ? ' (and the typed phrase)' : ''}; to decline, do nothing — the nonce expires.`,
+    });
+  }
   const payload: NoncePayload = verifyNonce(rt.secrets, options.nonce, {
     verb: verb.name,
     argsHash: argsHash(st.args),

@@ -23,3 +23,16 @@ test('after the WRITE_REVERSIBLE cap is used up, the owner still raises it and b
   assert.equal((await confirmed('employee', 'ct.note_update', { contact_id: 1, note: 'three' })).ok, true, 'the raised cap applies');
   assert.equal(await h.effects('ct.note_update'), 2);
 });
+
+test('a nonce with confirm=false (or without confirm) runs nothing', async (t) => {
+  const h = await consentHarness(t);
+  const args = { contact_id: 1, note: 'x' };
+  const nonce = pendingOf(await h.call('employee', 'ct.note_update', args)).nonce;
+  for (const options of [{ confirm: false, nonce }, { nonce }]) {
+    const env = await h.call('employee', 'ct.note_update', args, options);
+    assert.equal(env.ok, false);
+    assert.equal(env.error?.reason, 'invalid_request');
+  }
+  assert.equal(await h.effects('ct.note_update'), 0);
+  assert.equal((await h.call('employee', 'ct.note_update', args, { confirm: true, nonce })).ok, true, 'the nonce still works when confirmed');
+});
