@@ -487,7 +487,16 @@ async function pending(rt: Runtime, st: State, caller: Caller, phrase: string | 
     ttlSeconds: rt.options.nonceTtlSeconds,
   });
   const summary = summaryOf(st);
-  const preview = await rt.previewFor(verb, st.principal!, st.args, caller).catch(() => undefined);
+  // The preview runs before any consent is asked: when it finds the action impossible (an unknown
+  // or foreign id, a domain rule), that answer is the call's answer — no nonce, no approval row.
+  let preview: Record<string, unknown> | undefined;
+  try {
+    preview = await rt.previewFor(verb, st.principal!, st.args, caller);
+  } catch (err) {
+    const kind = isVerbError(err) ? reasonInfo(err.reason).kind : undefined;
+    if (kind === 'not_found' || kind === 'domain' || kind === 'conflict') throw err;
+    preview = undefined;
+  }
   let approvalId: string | undefined;
   if (typed) approvalId = `apv_${issued.jti.slice(0, 16)}`;
   const consent = {
