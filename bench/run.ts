@@ -164,7 +164,7 @@ export function mergeRuns(runs: Figure[][]): Figure[] {
 
 export function fmt(x: number | undefined, unit: string): string {
   if (x === undefined || !Number.isFinite(x)) return '–';
-  if (unit === '') return x.toFixed(Math.abs(x) >= 10 ? 1 : 2);
+  if (unit === '' || unit === '×') return x.toFixed(Math.abs(x) >= 10 ? 1 : 2);
   if (/MiB|%/.test(unit)) return x.toFixed(1);
   if (unit === 'ms' || unit === 'µs') return x >= 100 ? x.toFixed(0) : x >= 1 ? x.toFixed(2) : x.toFixed(3);
   return Math.round(x).toLocaleString('en-US');

@@ -65,6 +65,28 @@ describe('group commit (durability full)', () => {
     assert.deepEqual(store.commitStats, { commits: 8, writes: 8 });
   });
 
+  it('normal mode commits each write alone unless group commit is opted in', async (t) => {
+    const concurrent = (store: SqliteStore) =>
+      Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          store.write(async (tx) => {
+            await tx.run('INSERT INTO items (id, label) VALUES (?, ?)', [i + 1, 'x']);
+            await tick();
+          }),
+        ),
+      );
+    const plain = new SqliteStore({ path: tempDb(t) });
+    const grouped = new SqliteStore({ path: tempDb(t), groupCommit: true });
+    t.after(() => plain.close());
+    t.after(() => grouped.close());
+    for (const s of [plain, grouped]) await s.migrate('t', [{ version: 1, name: 'items', sqlite: 'CREATE TABLE items (id INTEGER PRIMARY KEY, label TEXT NOT NULL, blob TEXT)' }]);
+    await concurrent(plain);
+    await concurrent(grouped);
+    assert.deepEqual(plain.commitStats, { commits: 8, writes: 8 });
+    assert.equal(grouped.commitStats.writes, 8);
+    assert.ok(grouped.commitStats.commits < 8, `grouped: ${JSON.stringify(grouped.commitStats)}`);
+  });
+
   it('a failing writer is rolled back alone: the others of its group commit, afterCommit runs only for them', async (t) => {
     const path = tempDb(t);
     const store = await storeWithTable(path);
