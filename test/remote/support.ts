@@ -192,6 +192,8 @@ export function normalize(value: unknown): unknown {
       return v
         .replace(/\bn1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/g, '<nonce>')
         .replace(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})/g, '<time>')
+        // table cells show times as "YYYY-MM-DD HH:MM:SS" (the two runs may straddle a second)
+        .replace(/\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}/g, '<time>')
         .replace(/\bapv_[A-Za-z0-9_-]+/g, '<approval_id>')
         .replace(/\bch_[A-Za-z0-9]+/g, '<charge_ref>')
         .replace(/"nonce":"[^"]*"/g, '"nonce":"<nonce>"')

@@ -13,6 +13,7 @@
  * Spec: spec/transports.md §cli-serve, §http.
  */
 import type { Command } from 'commander';
+import { VerbError } from '../../../runtime/errors.ts';
 import type { AddressInfo } from 'node:net';
 import { KNOWN_PACKS } from '../../../packs.ts';
 import type { Runtime } from '../../../runtime/runtime.ts';
@@ -61,7 +62,17 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     if (demo) await seedIfEmpty(rt, local.packs, io, local.dbPath);
     const plugins = await loadHttpMounts((name, err) => io.err(`! transport ${name} not mounted: ${(err as Error).message}`));
     app = createHttpServer(rt, { plugins, ...(bodyLimit !== undefined ? { bodyLimitBytes: bodyLimit } : {}) });
-    await app.listen({ port, host: flags.host });
+    try {
+      await app.listen({ port, host: flags.host });
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+        throw new VerbError('invalid_request', `Cannot listen on ${flags.host}:${port}: ${code === 'EADDRINUSE' ? 'the port is already in use' : code === 'EACCES' ? 'permission denied' : 'the address is not available here'}.`, {
+          hint: code === 'EADDRINUSE' ? 'Another solid serve (or program) uses it: pass --port <other>, or --port 0 for any free port.' : 'Pass --host 127.0.0.1 and a port above 1024.',
+        });
+      }
+      throw err;
+    }
     const addr = app.server.address() as AddressInfo;
     const shownHost = addr.address === '0.0.0.0' || addr.address === '::' ? 'localhost' : addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
     const base = `http://${shownHost}:${addr.port}`;
