@@ -29,16 +29,28 @@ async function confirm(base: string, apiKey: string, op: Op): Promise<void> {
   op.receipt = { audit_id: Number(r.body.audit_id), note_id: result.note.id, replayed: r.body.replayed === true };
 }
 
-/** One client: preflight + confirm, over and over, until the server goes away or `stop()` says so. */
-async function client(base: string, apiKey: string, contactId: number, name: string, ops: Op[], stopNow: () => boolean): Promise<void> {
-  for (let i = 0; !stopNow(); i++) {
+/** Kills the server once armed, right after some client has sent a confirmation (so one is in flight). */
+interface Killer {
+  armed: boolean;
+  fired: boolean;
+  fire(): void;
+}
+
+/** One client: preflight + confirm, over and over, until a request fails (the server was killed). */
+async function client(base: string, apiKey: string, contactId: number, name: string, ops: Op[], killer: Killer): Promise<void> {
+  for (let i = 0; ; i++) {
     const op: Op = { key: `crash-${name}-${i}`, args: { contact_id: contactId, body: `crash-${name}-${i}` } };
     ops.push(op);
     try {
       const pre = await dispatchHttp(base, 'crm.add_note', { args: op.args }, { key: apiKey });
       assert.equal(pre.status, 202, JSON.stringify(pre.body));
       op.nonce = (pre.body.consent as { nonce: string }).nonce;
-      await confirm(base, apiKey, op);
+      const answer = confirm(base, apiKey, op);
+      if (killer.armed && !killer.fired) {
+        killer.fired = true;
+        setTimeout(() => killer.fire(), 1);
+      }
+      await answer;
     } catch (err) {
       if (err instanceof assert.AssertionError) throw err;
       return; // the server was killed under this request: its outcome is unknown to the client
@@ -58,15 +70,19 @@ for (const durability of ['normal', 'full'] as const) {
 
       const ops: Op[] = [];
       const receipts = () => ops.filter((o) => o.receipt !== undefined).length;
-      let killed = false;
-      const load = Promise.all(['a', 'b', 'c', 'd'].map((n) => client(first.base, apiKey, contactId, n, ops, () => killed)));
-      // Kill once some writes went through, while the four clients have requests in flight.
+      let killedNow!: () => void;
+      const killed = new Promise<void>((r) => (killedNow = r));
+      const killer: Killer = { armed: false, fired: false, fire: () => void kill9(first).then(killedNow) };
+      const load = Promise.all(['a', 'b', 'c', 'd'].map((n) => client(first.base, apiKey, contactId, n, ops, killer)));
+      // Once some writes went through, the next confirmation sent triggers the kill while the
+      // four clients have requests in flight; each client stops at its first failed request.
       while (receipts() < 20) await new Promise((r) => setTimeout(r, 5));
-      killed = true;
-      await kill9(first);
+      killer.armed = true;
+      await killed;
       await load;
       const unknown = ops.filter((o) => o.nonce !== undefined && o.receipt === undefined);
       assert.ok(receipts() >= 20);
+      assert.ok(unknown.length >= 1, 'a confirmation was in flight when the server died');
 
       const second = await serve(t, db, ['--durability', durability]);
       // Retry every confirmation whose answer was lost: the same key either replays the committed
