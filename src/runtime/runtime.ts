@@ -112,7 +112,8 @@ export class ReadAuditBuffer {
       clearTimeout(this.#timer);
       this.#timer = undefined;
     }
-    if (this.#flushing !== undefined) await this.#flushing;
+    // Another caller may start a flush while we wait for the one in flight: wait until none is.
+    while (this.#flushing !== undefined) await this.#flushing;
     if (this.#rows.length === 0) return;
     const rows = this.#rows;
     this.#rows = [];
