@@ -21,6 +21,17 @@ export interface FailureAudit {
   record?: (tx: StoreTx, row: AuditRow) => Promise<void>;
 }
 
+/**
+ * Runtime-internal: the tenant a refused credential belongs to, when the presented API key names a
+ * key id that exists (wrong secret or revoked key). The refusal is then audited under that tenant,
+ * so its owner sees attempts with its keys (spec/audit.md §auth-failures). Never on the wire.
+ */
+export interface KeyAttribution {
+  company_id: number;
+  key_id: string;
+  revoked: boolean;
+}
+
 export interface VerbErrorOptions {
   hint?: string;
   path?: string;
@@ -36,6 +47,8 @@ export class VerbError extends Error {
   readonly details?: Record<string, unknown>;
   /** Runtime-internal (see FailureAudit); set by the ledger, never serialized. */
   failureAudit?: FailureAudit;
+  /** Runtime-internal (see KeyAttribution); set by authentication, never serialized. */
+  keyAttribution?: KeyAttribution;
 
   constructor(reason: string, message: string, options: VerbErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });

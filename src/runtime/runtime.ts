@@ -229,7 +229,11 @@ export class Runtime {
     return runPipeline(this, caller, verb, args, options);
   }
 
-  /** Record and answer a failed authentication (auth_invalid), audited under the sandbox tenant. */
+  /**
+   * Record and answer a failed authentication (auth_invalid). Audited under the tenant of the
+   * presented key id when it exists (wrong secret, revoked key: the row carries its key_id), else
+   * under the sandbox tenant. spec/audit.md §auth-failures
+   */
   async authFailure(caller: Caller, verb: string, err: unknown): Promise<Envelope> {
     const e = err instanceof VerbError || err instanceof StoreError ? err : new VerbError('auth_invalid', 'The API key is not valid.');
     return this.recordRefusal(caller, verb, e, 'auth');
@@ -238,7 +242,8 @@ export class Runtime {
   /**
    * Answer and audit a refusal decided outside the pipeline by a transport (a bad key, a missing
    * session, a failed CSRF or Origin check). The row goes to the caller's tenant when the
-   * principal is known, else to the sandbox tenant. A store failure answers store_unavailable.
+   * principal is known, else to the tenant of a refused key that exists (err.keyAttribution),
+   * else to the sandbox tenant. A store failure answers store_unavailable.
    * Spec: spec/audit.md (every denial is a row), spec/transports.md §auth.
    */
   async recordRefusal(caller: Caller, verb: string, err: VerbError | StoreError, category = 'transport'): Promise<Envelope> {
@@ -255,11 +260,15 @@ export class Runtime {
     const env: Envelope = { ok: false, verb: name, error: err.toEnvelopeError() };
     try {
       const p = caller.principal ?? null;
-      const companyId = p?.company_id ?? (await this.sandboxPrincipal()).company_id;
+      const key = p === null ? err.keyAttribution : undefined;
+      const companyId = p?.company_id ?? key?.company_id ?? (await this.sandboxPrincipal()).company_id;
       const now = this.clock();
-      const row = await this.store.write((tx) =>
-        appendAudit(tx, auditEntry({ company_id: companyId, now, action: name, category, status: 'denied', principal: p, agent_type: caller.surface }, { reason: err.reason })),
-      );
+      const fields: Partial<AuditEntry> = { reason: err.reason };
+      if (key !== undefined) {
+        fields.key_id = key.key_id;
+        fields.request_data = { key_revoked: key.revoked };
+      }
+      const row = await this.store.write((tx) => appendAudit(tx, auditEntry({ company_id: companyId, now, action: name, category, status: 'denied', principal: p, agent_type: caller.surface }, fields)));
       env.audit_id = row.audit_id;
       this.afterWrite(row);
     } catch {

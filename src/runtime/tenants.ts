@@ -192,11 +192,16 @@ export class Tenants {
       this.#keys.set(parsed.keyId, c);
     }
     const given = Buffer.from(hashSecret(parsed.secret), 'hex');
-    if (c.revoked || given.length !== c.hash.length || !timingSafeEqual(given, c.hash)) throw invalid();
+    if (c.revoked || given.length !== c.hash.length || !timingSafeEqual(given, c.hash)) {
+      // The key id exists: the refusal belongs in that tenant's audit log (the caller learns nothing more).
+      const err = invalid();
+      err.keyAttribution = { company_id: c.principal.company_id, key_id: parsed.keyId, revoked: c.revoked };
+      throw err;
+    }
     return agentType === undefined ? c.principal : { ...c.principal, agent_type: agentType };
   }
 
-  /** The key id part of a presented key, when well-formed (to attribute failed logins). */
+  /** The key id part of a presented key, when well-formed (never a secret). */
   keyIdOf(apiKey: unknown): string | undefined {
     return parseApiKey(apiKey)?.keyId;
   }

@@ -154,6 +154,33 @@ describe('dispatch', () => {
     assert.deepEqual(sandboxRows.map((x) => String(x.reason)).sort(), ['auth_invalid', 'auth_required', 'null']);
   });
 
+  it('audits a wrong secret or a revoked key under the tenant that owns the key id, never telling the caller which', async (t) => {
+    const h = await createTestRuntime(t);
+    await withNotes(h);
+    const keyId = h.rt.tenants.keyIdOf(h.keys.employee)!;
+    const wrongSecret = `sk_solid_${keyId}_${'x'.repeat(32)}`;
+    const wrong = await h.rt.dispatch({ surface: 'http', apiKey: wrongSecret }, 'notes.count', {});
+    assert.equal(wrong.error!.reason, 'auth_invalid');
+    await h.rt.store.write((tx) => h.rt.tenants.revokeKey(tx, h.companyId, keyId, new Date()));
+    h.rt.tenants.invalidate();
+    const revoked = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.employee }, 'notes_add', { text: 'x' });
+    assert.deepEqual(revoked.error, wrong.error, 'the same answer for a wrong secret and a revoked key');
+    const rows = (await auditRows(h)).filter((r) => r.reason === 'auth_invalid');
+    assert.deepEqual(
+      rows.map((r) => [r.key_id, r.user_id, r.status, typeof r.request_data === 'string' ? JSON.parse(r.request_data).key_revoked : (r.request_data as { key_revoked: boolean }).key_revoked]),
+      [
+        [keyId, null, 'denied', false],
+        [keyId, null, 'denied', true],
+      ],
+    );
+    assert.deepEqual(rows.map((r) => r.audit_id), [wrong.audit_id, revoked.audit_id]);
+    // An unknown key id still lands in the sandbox tenant.
+    const unknown = await h.rt.dispatch({ surface: 'http', apiKey: `sk_solid_000000000000_${'y'.repeat(32)}` }, 'notes.count', {});
+    assert.equal(unknown.error!.reason, 'auth_invalid');
+    assert.ok((await auditRows(h, h.sandboxId)).some((r) => r.audit_id === unknown.audit_id));
+    assert.equal(await noteCount(h), 0);
+  });
+
   it('commits the write, its audit row and its events in one transaction', async (t) => {
     const h = await createTestRuntime(t);
     await withNotes(h);
