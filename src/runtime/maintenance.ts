@@ -27,6 +27,8 @@ export interface MaintenanceReport {
   approvals_deleted: number;
   idempotency_deleted: number;
   daily_counts_deleted: number;
+  /** Request signatures (UCP replay guard) whose window has ended. */
+  signature_replays_deleted: number;
 }
 
 /**
@@ -45,6 +47,7 @@ export async function runMaintenance(store: Store, now: Date): Promise<Maintenan
       approvals_deleted: (await tx.run(`DELETE FROM approvals WHERE status <> 'pending' AND expires_at < ?`, [approvalCut])).changes,
       idempotency_deleted: (await tx.run('DELETE FROM idempotency WHERE expires_at <= ?', [nowIso])).changes,
       daily_counts_deleted: (await tx.run('DELETE FROM daily_counts WHERE day < ?', [dayCut])).changes,
+      signature_replays_deleted: (await tx.run('DELETE FROM signature_replays WHERE expires_at < ?', [Math.floor(now.getTime() / 1000)])).changes,
     }),
     { label: 'maintenance' },
   );

@@ -27,7 +27,7 @@ test('maintenance deletes burned nonces and idempotency rows past expiry, marks 
 
   // within the nonce's life nothing is removed, and the replay is still refused
   let report = await h.rt.maintenance();
-  assert.deepEqual(report, { nonces_deleted: 0, approvals_expired: 0, approvals_deleted: 0, idempotency_deleted: 0, daily_counts_deleted: 0 });
+  assert.deepEqual(report, { nonces_deleted: 0, approvals_expired: 0, approvals_deleted: 0, idempotency_deleted: 0, daily_counts_deleted: 0, signature_replays_deleted: 0 });
   await expectDenied(h, await h.call('admin', 'charge_invoice', args, { confirm: true, nonce: used.nonce, typed_phrase: used.typed_phrase }), 'nonce_replayed');
   await expectDenied(h, await h.call('employee', 'ct.note_update', note, { confirm: true, nonce: click.nonce }), 'nonce_replayed');
 

@@ -614,8 +614,18 @@ CREATE TABLE macro_runs (
 CREATE INDEX macro_runs_expiry ON macro_runs(expires_at);
 `;
 
+/** Verified request signatures (RFC 9421) seen within their window, shared by every node (UCP replay guard). */
+const SIGNATURE_REPLAYS_V4 = `
+CREATE TABLE signature_replays (
+  signature_id TEXT PRIMARY KEY,
+  expires_at BIGINT NOT NULL
+);
+CREATE INDEX signature_replays_expiry ON signature_replays(expires_at);
+`;
+
 export const runtimeMigrations: readonly Migration[] = [
   { version: 1, name: 'runtime tables', sqlite: SQLITE_V1, postgres: POSTGRES_V1 },
   { version: 2, name: 'audit trail indexes', sqlite: AUDIT_TRAIL_INDEXES_V2, postgres: AUDIT_TRAIL_INDEXES_V2 },
   { version: 3, name: 'observe-and-learn tables', sqlite: OBSERVE_SQLITE_V3, postgres: OBSERVE_POSTGRES_V3 },
+  { version: 4, name: 'signature replay guard', sqlite: SIGNATURE_REPLAYS_V4, postgres: SIGNATURE_REPLAYS_V4 },
 ];

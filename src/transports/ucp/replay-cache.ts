@@ -2,8 +2,14 @@
  * Replay detection for verified RFC 9421 signatures: a signature (keyid + signature bytes) may be
  * accepted once within its validity window. Used by verifyMessage (rfc9421.ts).
  *
+ * Two guards: `StoreReplayGuard` (the UCP plugin's default) records signatures in the store's
+ * `signature_replays` table, so every node of a PostgreSQL deployment and a restarted process see
+ * them; `ReplayCache` is the bounded in-memory one (one process, forgotten on restart).
+ *
  * Spec: RFC 9421 §7.2.2 (signature replay); research brief "UCP + RFC 9421" §7.3.
  */
+
+import type { Store } from '../../store/store.ts';
 
 /**
  * What verifyMessage needs from a replay store; `ReplayCache` is the in-memory one, a shared
@@ -75,5 +81,29 @@ export class ReplayCache implements ReplayGuard {
       if (oldest.done) break;
       this.#entries.delete(oldest.value);
     }
+  }
+}
+
+/**
+ * Replay guard backed by the store (table `signature_replays`, runtime migration 4): one
+ * INSERT … ON CONFLICT per verified signature, atomic on both engines, so two nodes racing the
+ * same signature admit exactly one. Rows past their window are reclaimed by a later insert of the
+ * same id and swept by the runtime's maintenance pass. A store failure rejects (the caller answers
+ * store_unavailable; nothing runs). Spec: spec/transports.md §ucp-signatures.
+ */
+export class StoreReplayGuard implements ReplayGuard {
+  constructor(private readonly store: Store) {}
+
+  async checkAndRecord(id: string, expiresAtSeconds: number, nowSeconds: number): Promise<boolean> {
+    if (expiresAtSeconds < nowSeconds) return true; // already outside its window: nothing to remember
+    const r = await this.store.write(
+      (tx) =>
+        tx.run(
+          'INSERT INTO signature_replays (signature_id, expires_at) VALUES (?, ?) ON CONFLICT (signature_id) DO UPDATE SET expires_at = excluded.expires_at WHERE signature_replays.expires_at < ?',
+          [id, expiresAtSeconds, nowSeconds],
+        ),
+      { label: 'signature replay guard' },
+    );
+    return r.changes === 1;
   }
 }

@@ -46,7 +46,7 @@ import {
   ifNoneMatchHits,
   type ProfileUrls,
 } from './profile.ts';
-import { ReplayCache, type ReplayGuard } from './replay-cache.ts';
+import { StoreReplayGuard, type ReplayGuard } from './replay-cache.ts';
 import { signMessage } from './rfc9421.ts';
 import { UcpError } from './ucp-error.ts';
 import { checkBaseUrl, primaryTenantOf, resolveTenantConfig, ucpConfigFromEnv, type UcpServerConfig, type UcpTenantConfig } from './ucp-config.ts';
@@ -67,7 +67,7 @@ export interface UcpPluginOptions extends Partial<UcpServerConfig> {
   /** The platform profile cache (default: one per plugin with `profileFetch` options). */
   profiles?: PlatformProfiles;
   profileFetch?: Omit<PlatformProfilesOptions, 'dev'>;
-  /** Replay store for verified signatures (default: an in-memory ReplayCache per plugin). */
+  /** Replay store for verified signatures (default: a StoreReplayGuard on the runtime's store, shared by every node). */
   replay?: ReplayGuard;
   /** Clock skew tolerated on created/expires, seconds (default 60). */
   skewSeconds?: number;
@@ -224,7 +224,7 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
     const state = new UcpState(rt, cfg);
     app.addHook('onClose', async () => state.detach());
     const profiles = options.profiles ?? new PlatformProfiles({ ...options.profileFetch, dev: cfg.dev });
-    const replay = options.replay ?? new ReplayCache();
+    const replay = options.replay ?? new StoreReplayGuard(rt.store);
 
     // Raw bytes for every media type: the digest and the signature are checked before parsing.
     app.removeAllContentTypeParsers();

@@ -1,6 +1,6 @@
 /**
  * `solid db migrate [--database-url URL] [--app-role ROLE] [--json]`: apply the runtime's
- * migrations and those of every pack the database serves, on SQLite (`--db`) or PostgreSQL
+ * migrations, the WebMCP sessions table and those of every pack the database serves, on SQLite (`--db`) or PostgreSQL
  * (`--database-url`, `--db postgres://…` or SOLID_DATABASE_URL). Idempotent; safe to run from
  * several nodes at once (PostgreSQL: one migrator at a time per schema, advisory lock).
  *
@@ -19,6 +19,7 @@ import { grantAppRole } from '../../../store/postgres/app-role.ts';
 import { SqliteStore } from '../../../store/sqlite/sqlite-store.ts';
 import { StoreError, type Store } from '../../../store/store.ts';
 import { KNOWN_PACKS } from '../../../packs.ts';
+import { webSessionMigrations } from '../../webmcp/session-store.ts';
 import { reasonInfo } from '../../../spec/reasons.ts';
 import { databaseUrlOf, dbPathOf } from '../local.ts';
 import type { Io } from '../output.ts';
@@ -59,6 +60,8 @@ async function runMigrate(program: Command, io: Io, flags: MigrateFlags): Promis
     store = url !== undefined ? new PostgresStore(postgresOptionsFromEnv(url)) : new SqliteStore({ path: where });
     const before = await applied(store);
     await store.migrate('runtime', runtimeMigrations);
+    // The browser sessions table of `solid serve` (WebMCP), so a restricted app role never needs CREATE.
+    await store.migrate('webmcp', webSessionMigrations);
     const packs = await enabledPacks(store);
     for (const name of packs) {
       const load = KNOWN_PACKS[name];
