@@ -8,7 +8,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { generateKeyPairSync, sign as nodeSign } from 'node:crypto';
+import { createPrivateKey, sign as nodeSign } from 'node:crypto';
+import { generateP256Jwk } from '../../src/runtime/ledger/keygen.ts';
 import Database from 'better-sqlite3';
 import { counterRuntime, consented } from './counter-verbs.ts';
 import type { TestRuntime } from '../support/runtime.ts';
@@ -300,9 +301,10 @@ describe('audit chain verification', () => {
     db.prepare(`UPDATE audit_log SET reason = 'nothing to see' WHERE company_id = ? AND seq = 2`).run(h.companyId);
     rehash(db, h.companyId);
     // Replace every checkpoint with one signed by a key the attacker made, and plant that key.
-    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const pair = generateP256Jwk();
+    const privateKey = createPrivateKey({ key: pair.privateJwk, format: 'jwk' });
     const kid = 'k2-attacker';
-    const jwk = { ...(publicKey.export({ format: 'jwk' }) as Record<string, string>), kid, use: 'sig', alg: 'ES256' };
+    const jwk = { ...pair.publicJwk, kid, use: 'sig', alg: 'ES256' };
     db.prepare(`INSERT INTO tenant_keys (kid, company_id, state, public_jwk, private_enc, created_at) VALUES (?, ?, 'active', ?, 'x', ?)`).run(kid, h.companyId, JSON.stringify(jwk), new Date().toISOString());
     db.prepare('DELETE FROM audit_checkpoints WHERE company_id = ?').run(h.companyId);
     const head = db.prepare('SELECT audit_seq, audit_hash FROM tenant_heads WHERE company_id = ?').get(h.companyId) as { audit_seq: number; audit_hash: string };

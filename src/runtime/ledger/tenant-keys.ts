@@ -8,7 +8,8 @@
  *
  * Spec: spec/receipts.md §attestation, spec/transports.md §ucp-keys.
  */
-import { generateKeyPairSync, randomBytes, createPublicKey, type KeyObject, webcrypto } from 'node:crypto';
+import { randomBytes, createPublicKey, type KeyObject, webcrypto } from 'node:crypto';
+import { generateP256Jwk } from './keygen.ts';
 import type { Queryable, Store } from '../../store/store.ts';
 import { parseJson } from '../../store/store.ts';
 import type { Secrets } from '../secrets.ts';
@@ -78,11 +79,10 @@ export class TenantKeys {
 
   /** Create a key for a tenant (inside the caller's write). Returns its public info. */
   async create(q: Queryable, companyId: number, state: 'pending' | 'active', now = new Date()): Promise<TenantKeyInfo> {
-    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const pair = generateP256Jwk();
     const kid = `k${companyId}-${now.toISOString().slice(0, 10).replace(/-/g, '')}-${randomBytes(4).toString('hex')}`;
-    const pub = publicKey.export({ format: 'jwk' }) as { x: string; y: string };
-    const publicJwk: PublicJwk = { kty: 'EC', crv: 'P-256', x: pub.x, y: pub.y, kid, use: 'sig', alg: 'ES256' };
-    const privateJwk = JSON.stringify(privateKey.export({ format: 'jwk' }));
+    const publicJwk: PublicJwk = { ...pair.publicJwk, kid, use: 'sig', alg: 'ES256' };
+    const privateJwk = JSON.stringify(pair.privateJwk);
     const iso = now.toISOString();
     if (state === 'active') {
       await this.#demoteActive(q, companyId, iso);

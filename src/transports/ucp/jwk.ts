@@ -100,10 +100,16 @@ export function exportPublicJwk(key: KeyObject, kid: string): PublicP256Jwk {
   if (!isP256Key(key)) {
     throw new SignatureError('algorithm_unsupported', 'only EC P-256 keys can be exported as ES256 JWKs');
   }
+  // From the SPKI DER, not export({ format: 'jwk' }): a JWK export of a freshly generated key can
+  // deadlock Node 20 (see src/runtime/ledger/keygen.ts). A P-256 SPKI ends with the uncompressed
+  // point 0x04 ‖ x (32 bytes) ‖ y (32 bytes).
   const publicKey = key.type === 'private' ? createPublicKey(key) : key;
-  const { x, y } = publicKey.export({ format: 'jwk' });
-  if (typeof x !== 'string' || typeof y !== 'string') {
-    throw new SignatureError('algorithm_unsupported', 'key export produced no x/y coordinates');
+  const der = publicKey.export({ type: 'spki', format: 'der' });
+  const point = der.subarray(der.length - 65);
+  if (point[0] !== 0x04) {
+    throw new SignatureError('algorithm_unsupported', 'key export produced no uncompressed P-256 point');
   }
+  const x = point.subarray(1, 33).toString('base64url');
+  const y = point.subarray(33, 65).toString('base64url');
   return { kty: 'EC', crv: 'P-256', x, y, kid, use: 'sig', alg: 'ES256' };
 }

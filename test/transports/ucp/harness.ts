@@ -8,7 +8,8 @@
  * notes.preview_add), notes.preview_add (crm, preview, READ), notes_charge (payments,
  * WRITE_FINANCIAL, phrase "CHARGE <n> CENTS"), notes.hidden (crm, not on ucp).
  */
-import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createPrivateKey, type KeyObject } from 'node:crypto';
+import { generateP256Jwk } from '../../../src/runtime/ledger/keygen.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,7 +35,7 @@ export interface PlatformKey {
 }
 
 export function newPlatformKey(kid: string): PlatformKey {
-  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const privateKey = createPrivateKey({ key: generateP256Jwk().privateJwk, format: 'jwk' });
   return { kid, privateKey, jwk: exportPublicJwk(privateKey, kid) };
 }
 

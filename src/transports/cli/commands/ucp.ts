@@ -23,10 +23,10 @@
  *
  * Spec: spec/transports.md §ucp-cli.
  */
-import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { VerbError, isVerbError } from '../../../runtime/errors.ts';
+import { generateP256Jwk } from '../../../runtime/ledger/keygen.ts';
 import { parseJson } from '../../../store/store.ts';
 import { reasonInfo } from '../../../spec/reasons.ts';
 import { authorityBinds, buildCapabilityCatalog, UCP_VERSION } from '../../ucp/capability-names.ts';
@@ -151,9 +151,8 @@ export function registerUcp(program: Command, io: Io, setExit: (code: number) =>
     .option('--kid <kid>', 'key id', `platform-${new Date().toISOString().slice(0, 10)}`)
     .option('--profile-url <url>', 'where you will host the profile (printed as a reminder)')
     .action((flags: { out: string; kid: string; profileUrl?: string }) => {
-      const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-      const jwk = privateKey.export({ format: 'jwk' }) as Record<string, string>;
-      const priv = { kty: 'EC', crv: 'P-256', x: jwk.x, y: jwk.y, d: jwk.d, kid: flags.kid };
+      const jwk = generateP256Jwk().privateJwk;
+      const priv = { ...jwk, kid: flags.kid };
       writeFileSync(flags.out, JSON.stringify(priv, null, 2) + '\n', { mode: 0o600 });
       const profile = {
         ucp: { version: UCP_VERSION, services: {}, capabilities: {}, payment_handlers: {} },
