@@ -117,20 +117,42 @@ export class ReadAuditBuffer {
     if (this.#rows.length === 0) return;
     const rows = this.#rows;
     this.#rows = [];
-    this.#flushing = this.rt.store
-      .write(async (tx) => {
+    this.#flushing = Promise.all(this.#batches(rows).map((batch) => this.#write(batch))).then(
+      () => {
+        this.#flushing = undefined;
+      },
+    );
+    await this.#flushing;
+  }
+
+  /**
+   * SQLite: one transaction for the whole flush (one writer, so nothing to isolate). PostgreSQL:
+   * one transaction per tenant, run side by side — each takes only its own tenant's chain-head
+   * lock, so a long write of one tenant delays that tenant's read rows only, never another
+   * tenant's writes (one mixed batch would hold tenant B's head while waiting for tenant A's).
+   */
+  #batches(rows: AuditEntry[]): AuditEntry[][] {
+    if (this.rt.store.engine !== 'postgres') return [rows];
+    const byTenant = new Map<number, AuditEntry[]>();
+    for (const r of rows) {
+      const list = byTenant.get(r.company_id);
+      if (list === undefined) byTenant.set(r.company_id, [r]);
+      else list.push(r);
+    }
+    return [...byTenant.values()];
+  }
+
+  async #write(rows: AuditEntry[]): Promise<void> {
+    try {
+      await this.rt.store.write(async (tx) => {
         const stored = await appendAuditRows(tx, rows);
         tx.afterCommit(() => {
           for (const s of stored) this.rt.afterWrite(s);
         });
-      })
-      .catch((err: unknown) => {
-        this.rt.logger.error({ err, rows: rows.length }, 'could not flush read audit rows');
-      })
-      .finally(() => {
-        this.#flushing = undefined;
       });
-    await this.#flushing;
+    } catch (err) {
+      this.rt.logger.error({ err, rows: rows.length }, 'could not flush read audit rows');
+    }
   }
 }
 

@@ -291,14 +291,9 @@ export async function appendAudit(tx: StoreTx, entry: AuditEntry, reservedAuditI
 export async function appendAuditRows(tx: StoreTx, entries: readonly AuditEntry[]): Promise<AuditRow[]> {
   const rows: AuditRow[] = [];
   const heads = new Map<number, TenantHead>();
-  for (const entry of entries) {
-    let head = heads.get(entry.company_id);
-    if (head === undefined) {
-      head = await tx.lockTenantHead(entry.company_id);
-      heads.set(entry.company_id, head);
-    }
-    rows.push(await insertRow(tx, entry, await tx.nextAuditId(), head));
-  }
+  // Heads are locked in company_id order, so two multi-tenant batches never wait on each other in a cycle.
+  for (const id of [...new Set(entries.map((e) => e.company_id))].sort((a, b) => a - b)) heads.set(id, await tx.lockTenantHead(id));
+  for (const entry of entries) rows.push(await insertRow(tx, entry, await tx.nextAuditId(), heads.get(entry.company_id)!));
   for (const head of heads.values()) await tx.run(UPDATE_HEAD_SQL, [head.audit_seq, head.audit_hash, head.company_id]);
   return rows;
 }

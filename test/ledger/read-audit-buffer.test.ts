@@ -1,0 +1,65 @@
+/**
+ * The read-audit buffer (spec/audit.md §read-rows): a flush resolves only once every row pushed
+ * before it is committed, whoever started the flush in flight; on PostgreSQL each tenant's rows
+ * commit in their own transaction, so a tenant holding its chain head does not hold up another
+ * tenant's writes.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { auditEntry } from '../../src/runtime/ledger/audit.ts';
+import { PG_SKIP_REASON, TEST_DATABASE_URL } from '../support/postgres.ts';
+
+function readRow(h: TestRuntime, companyId: number, action: string) {
+  return auditEntry({ company_id: companyId, now: new Date(), action, category: 'test', status: 'completed', principal: h.principal('owner', companyId) });
+}
+
+async function count(h: TestRuntime, action: string): Promise<number> {
+  return Number((await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM audit_log WHERE action_type = ?', [action])))!.n);
+}
+
+describe('read-audit buffer', () => {
+  it('every concurrent flush resolves only after the rows pushed before it are committed', async (t) => {
+    const h = await createTestRuntime(t);
+    for (let round = 0; round < 5; round++) {
+      const action = `buffer.round${round}`;
+      h.rt.auditBuffer.push(readRow(h, h.companyId, action));
+      const first = h.rt.auditBuffer.flush();
+      h.rt.auditBuffer.push(readRow(h, h.companyId, action));
+      const second = h.rt.auditBuffer.flush();
+      const third = h.rt.auditBuffer.flush();
+      await third;
+      assert.equal(await count(h, action), 2, `round ${round}: the third waiter saw both rows committed`);
+      await Promise.all([first, second]);
+    }
+  });
+
+  it('postgres: a tenant holding its chain head delays only its own read rows, not another tenant’s writes', { skip: TEST_DATABASE_URL === undefined ? PG_SKIP_REASON : false }, async (t) => {
+    const h = await createTestRuntime(t, { engine: 'postgres' });
+    // Tenant 3 (the higher id, so a mixed batch would lock tenant 2's head first) holds its head.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => (locked = r));
+    const holder = h.rt.store.write(async (tx) => {
+      await tx.lockTenantHead(h.otherCompanyId);
+      locked();
+      await held;
+    });
+    await isLocked;
+    h.rt.auditBuffer.push(readRow(h, h.companyId, 'buffer.mixed'));
+    h.rt.auditBuffer.push(readRow(h, h.otherCompanyId, 'buffer.mixed'));
+    const flushed = h.rt.auditBuffer.flush();
+    await new Promise((r) => setTimeout(r, 100));
+    const w = await Promise.race([
+      h.rt.store.write((tx) => tx.lockTenantHead(h.companyId)).then(() => 'locked'),
+      new Promise((r) => setTimeout(() => r('blocked'), 5000)),
+    ]);
+    assert.equal(w, 'locked', 'tenant 2’s head is free while tenant 3 holds its own');
+    assert.equal(await count(h, 'buffer.mixed'), 1, 'tenant 2’s read row is already committed');
+    release();
+    await holder;
+    await flushed;
+    assert.equal(await count(h, 'buffer.mixed'), 2);
+  });
+});
