@@ -33,6 +33,9 @@ const addFormats = addFormatsImport as unknown as (ajv: Ajv2020) => Ajv2020;
 /** How long a delivery pass owns an outbox row it claimed (ms). */
 const OUTBOX_LEASE_MS = 60_000;
 
+/** action_type of the row a tenant gets when one of its key ids is presented with a wrong secret or after revocation. */
+export const KEY_REFUSED_ACTION = 'api_key.refused';
+
 /** Default daily caps per consent class (spec/consent.md §caps). */
 export const DEFAULT_DAILY_CAPS: Readonly<Record<'WRITE_REVERSIBLE' | 'WRITE_FINANCIAL' | 'IRREVERSIBLE', number>> = {
   WRITE_REVERSIBLE: 100,
@@ -252,9 +255,9 @@ export class Runtime {
   }
 
   /**
-   * Record and answer a failed authentication (auth_invalid). Audited under the tenant of the
-   * presented key id when it exists (wrong secret, revoked key: the row carries its key_id), else
-   * under the sandbox tenant. spec/audit.md §auth-failures
+   * Record and answer a failed authentication (auth_invalid), audited under the sandbox tenant;
+   * when the presented key id exists (wrong secret, revoked key) the tenant owning it also gets a
+   * row (`api_key.refused`, with its key_id). spec/audit.md §auth-failures
    */
   async authFailure(caller: Caller, verb: string, err: unknown): Promise<Envelope> {
     const e = err instanceof VerbError || err instanceof StoreError ? err : new VerbError('auth_invalid', 'The API key is not valid.');
@@ -264,8 +267,8 @@ export class Runtime {
   /**
    * Answer and audit a refusal decided outside the pipeline by a transport (a bad key, a missing
    * session, a failed CSRF or Origin check). The row goes to the caller's tenant when the
-   * principal is known, else to the tenant of a refused key that exists (err.keyAttribution),
-   * else to the sandbox tenant. A store failure answers store_unavailable.
+   * principal is known, else to the sandbox tenant; a refused key whose key id exists
+   * (err.keyAttribution) also leaves a `api_key.refused` row in the tenant owning it. A store failure answers store_unavailable.
    * Spec: spec/audit.md (every denial is a row), spec/transports.md §auth.
    */
   async recordRefusal(caller: Caller, verb: string, err: VerbError | StoreError, category = 'transport'): Promise<Envelope> {
@@ -280,21 +283,31 @@ export class Runtime {
       };
     }
     const env: Envelope = { ok: false, verb: name, error: err.toEnvelopeError() };
+    const p = caller.principal ?? null;
+    const key = p === null ? err.keyAttribution : undefined;
     try {
-      const p = caller.principal ?? null;
-      const key = p === null ? err.keyAttribution : undefined;
-      const companyId = p?.company_id ?? key?.company_id ?? (await this.sandboxPrincipal()).company_id;
+      // The row the caller's audit_id names: the caller's tenant, else the sandbox tenant — the same
+      // place for every refused key, known or not, so nothing visible differs (no key-id oracle).
+      const companyId = p?.company_id ?? (await this.sandboxPrincipal().then((s) => s.company_id, () => undefined));
       const now = this.clock();
-      const fields: Partial<AuditEntry> = { reason: err.reason };
-      if (key !== undefined) {
-        fields.key_id = key.key_id;
-        fields.request_data = { key_revoked: key.revoked };
-      }
-      const row = await this.store.write((tx) => appendAudit(tx, auditEntry({ company_id: companyId, now, action: name, category, status: 'denied', principal: p, agent_type: caller.surface }, fields)));
-      env.audit_id = row.audit_id;
-      this.afterWrite(row);
-    } catch {
-      /* no sandbox tenant: nothing to attribute the attempt to */
+      const rows = await this.store.write(async (tx) => {
+        const out: AuditRow[] = [];
+        if (companyId !== undefined) {
+          out.push(await appendAudit(tx, auditEntry({ company_id: companyId, now, action: name, category, status: 'denied', principal: p, agent_type: caller.surface }, { reason: err.reason })));
+        }
+        if (key !== undefined) {
+          // The owner's copy (spec/audit.md §auth-failures): a fixed action and only a registered
+          // verb name, so a caller without the secret writes no text of its choosing into the log.
+          const entry = auditEntry({ company_id: key.company_id, now, action: KEY_REFUSED_ACTION, category, status: 'denied', principal: null, agent_type: caller.surface }, { reason: err.reason, key_id: key.key_id });
+          entry.request_data = { key_revoked: key.revoked, verb: this.registry.get(name)?.name ?? null };
+          out.push(await appendAudit(tx, entry));
+        }
+        return out;
+      });
+      if (companyId !== undefined) env.audit_id = rows[0]!.audit_id;
+      for (const row of rows) this.afterWrite(row);
+    } catch (auditErr) {
+      this.logger.error({ err: auditErr, verb: name }, 'could not write the audit row of a refusal');
     }
     return env;
   }

@@ -110,7 +110,7 @@ export const auditTrail = defineVerb<TrailArgs>({
     }
     params.push(limit + 1);
     const rows = await ctx.db.all<Record<string, unknown>>(
-      `SELECT audit_id, seq, created_at, action_type, user_id, role, agent_type, entity_type, entity_id, status, reason, shape, consent_class, approved_by, parent_id, transaction_id, rollback_handle
+      `SELECT audit_id, seq, created_at, action_type, user_id, role, agent_type, key_id, entity_type, entity_id, status, reason, shape, consent_class, approved_by, parent_id, transaction_id, rollback_handle
        FROM audit_log WHERE ${where.join(' AND ')} ORDER BY created_at DESC, audit_id DESC LIMIT ?`,
       params,
     );
@@ -129,6 +129,7 @@ export const auditTrail = defineVerb<TrailArgs>({
       consent_class: (r.consent_class as string | null) ?? null,
       role: (r.role as string | null) ?? null,
       agent_type: (r.agent_type as string | null) ?? null,
+      key_id: (r.key_id as string | null) ?? null,
       approved_by: r.approved_by === null ? null : Number(r.approved_by),
       parent_id: r.parent_id === null ? null : Number(r.parent_id),
       transaction_id: (r.transaction_id as string | null) ?? null,

@@ -129,8 +129,14 @@ test('server resize: diagnose → explain → preview → typed-phrase commit �
   const d = await openDemoRuntime(t);
   const diag = await read(d, 'infrastructure_diagnose', {});
   assert.equal(diag.size, 'SMALL');
+  // Refused credentials are not events of the droplet: they stay out of its causal chain.
+  const keyId = d.rt.tenants.keyIdOf(d.keys.admin)!;
+  for (const apiKey of [`sk_solid_${keyId}_${'x'.repeat(32)}`, `sk_solid_000000000000_${'y'.repeat(32)}`]) {
+    assert.equal((await d.call({ apiKey }, 'infrastructure_resize', { size: 'LARGE' })).error?.reason, 'auth_invalid');
+  }
   const explained = await read(d, 'infrastructure.explain_droplet_state', {});
   assert.ok((explained.causal_chain as R[]).some((i) => i.action === 'droplet.provisioned'));
+  assert.ok(!JSON.stringify(explained.causal_chain).includes('auth_invalid'), JSON.stringify(explained.causal_chain));
   const preview = await read(d, 'infrastructure.preview_resize', { size: 'MEDIUM' });
   assert.equal(preview.current.size_slug, 's-2vcpu-4gb');
   assert.equal(preview.projected.size_slug, 's-4vcpu-8gb');

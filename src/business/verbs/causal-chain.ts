@@ -99,7 +99,7 @@ async function loadAuditItems(q: Queryable, companyId: number, main: MainEntity,
   const items = named.filter((r) => r.consent_class !== 'READ').map((r) => auditItem(r, main.type, id));
   if ((main.argKeys?.length ?? 0) > 0 || (main.verbs?.length ?? 0) > 0) {
     const loose = await q.all<Record<string, unknown>>(
-      `SELECT ${cols}, request_data FROM audit_log WHERE company_id = ? AND entity_id IS NULL AND status IN ('denied', 'failed', 'pending', 'rejected')
+      `SELECT ${cols}, request_data FROM audit_log WHERE company_id = ? AND entity_id IS NULL AND status IN ('denied', 'failed', 'pending', 'rejected') AND category <> 'auth'
         ORDER BY audit_id DESC LIMIT ?`,
       [companyId, UNATTRIBUTED_SCAN],
     );
