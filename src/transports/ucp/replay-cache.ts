@@ -24,6 +24,17 @@ export interface ReplayGuard {
    * @returns true when `id` was new (now recorded), false when it is a replay
    */
   checkAndRecord(id: string, expiresAtSeconds: number, nowSeconds: number): boolean | Promise<boolean>;
+  /**
+   * Optional batch form: check-and-record `first`; when it was new, also record `others` (the
+   * message's other signatures), all at once. Same answer as checkAndRecord for `first`.
+   */
+  checkAndRecordAll?(first: ReplayEntry, others: readonly ReplayEntry[], nowSeconds: number): Promise<boolean>;
+}
+
+/** One signature to remember: its identity and the unix second its window ends. */
+export interface ReplayEntry {
+  id: string;
+  expiresAtSeconds: number;
 }
 
 /** Options for ReplayCache. */
@@ -95,15 +106,29 @@ export class StoreReplayGuard implements ReplayGuard {
   constructor(private readonly store: Store) {}
 
   async checkAndRecord(id: string, expiresAtSeconds: number, nowSeconds: number): Promise<boolean> {
-    if (expiresAtSeconds < nowSeconds) return true; // already outside its window: nothing to remember
-    const r = await this.store.write(
-      (tx) =>
-        tx.run(
-          'INSERT INTO signature_replays (signature_id, expires_at) VALUES (?, ?) ON CONFLICT (signature_id) DO UPDATE SET expires_at = excluded.expires_at WHERE signature_replays.expires_at < ?',
-          [id, expiresAtSeconds, nowSeconds],
-        ),
+    return this.checkAndRecordAll({ id, expiresAtSeconds }, [], nowSeconds);
+  }
+
+  /** One store transaction: the first signature checked and recorded, then the others recorded. */
+  async checkAndRecordAll(first: ReplayEntry, others: readonly ReplayEntry[], nowSeconds: number): Promise<boolean> {
+    const live = [first, ...others].filter((e) => e.expiresAtSeconds >= nowSeconds); // expired: nothing to remember
+    if (live.length === 0) return true;
+    return this.store.write(
+      async (tx) => {
+        let fresh = true;
+        for (const e of live) {
+          const r = await tx.run(
+            'INSERT INTO signature_replays (signature_id, expires_at) VALUES (?, ?) ON CONFLICT (signature_id) DO UPDATE SET expires_at = excluded.expires_at WHERE signature_replays.expires_at < ?',
+            [e.id, e.expiresAtSeconds, nowSeconds],
+          );
+          if (e === first && r.changes !== 1) {
+            fresh = false;
+            break;
+          }
+        }
+        return fresh;
+      },
       { label: 'signature replay guard' },
     );
-    return r.changes === 1;
   }
 }

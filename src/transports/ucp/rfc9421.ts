@@ -28,7 +28,7 @@ import {
 } from 'structured-headers';
 import { verifyContentDigest } from './content-digest.ts';
 import { isP256Key } from './jwk.ts';
-import type { ReplayGuard } from './replay-cache.ts';
+import type { ReplayEntry, ReplayGuard } from './replay-cache.ts';
 import { SignatureError, type SignatureErrorCode, type SignatureLabelFailure } from './signature-error.ts';
 
 /** The RFC 9421 algorithm name for ES256; the only `alg` value a verifier accepts. */
@@ -105,7 +105,12 @@ export interface VerifyOptions {
   maxAgeSeconds?: number;
   /** When given, a verified signature seen before within its window is refused. */
   replayCache?: ReplayGuard;
+  /** Refuse a signature without `created` (`signature_invalid`), before anything is recorded. */
+  requireCreated?: boolean;
 }
+
+/** Most signature labels one message may carry; more is `signature_invalid` (bounds the work and the replay rows an attacker can cause). */
+export const MAX_SIGNATURE_LABELS = 8;
 
 /** What verifyMessage returns for the label that verified. */
 export interface VerifiedSignature {
@@ -610,6 +615,9 @@ export async function verifyMessage(message: HttpMessage, options: VerifyOptions
   const maxAge = options.maxAgeSeconds ?? 300;
   const required = parseComponentSpecs(options.requiredComponents ?? []);
   const labels = [...new Set([...inputs.keys(), ...signatures.keys()])];
+  if (labels.length > MAX_SIGNATURE_LABELS) {
+    throw new SignatureError('signature_invalid', `the message carries ${labels.length} signature labels; at most ${MAX_SIGNATURE_LABELS} are accepted`);
+  }
   const parsed = new Map<string, ParsedSignature>();
   const failures: SignatureLabelFailure[] = [];
 
@@ -619,19 +627,23 @@ export async function verifyMessage(message: HttpMessage, options: VerifyOptions
       parsed.set(label, sig);
       const verified = await verifyLabel(view, sig, options, required, now, skew, maxAge);
       if (options.replayCache !== undefined) {
-        const fresh = await options.replayCache.checkAndRecord(
-          replayId(verified.keyid, sig.signature), windowEnd(sig.params, now, maxAge, skew), now);
-        if (!fresh) {
-          throw new SignatureError('signature_replayed', `signature ${label} was already used within its window`, {
-            failures: [...failures, { label, code: 'signature_replayed', message: 'replayed' }],
-          });
-        }
+        // The other labels' signatures are recorded too (stripping the verified label must not let a
+        // replay pass on another one). They are unverified input, so their window is capped at the
+        // longest any accepted signature can have: now + max age + skew.
+        const cap = now + (Number.isFinite(maxAge) ? maxAge : 86_400) + skew;
+        const others: ReplayEntry[] = [];
         for (const other of labels) {
           if (other === label) continue;
           const otherSig = parsed.get(other) ?? tryParseLabel(other, inputs.get(other), signatures.get(other));
           if (otherSig?.params.keyid === undefined) continue;
-          await options.replayCache.checkAndRecord(
-            replayId(otherSig.params.keyid, otherSig.signature), windowEnd(otherSig.params, now, maxAge, skew), now);
+          others.push({ id: replayId(otherSig.params.keyid, otherSig.signature), expiresAtSeconds: Math.min(windowEnd(otherSig.params, now, maxAge, skew), cap) });
+        }
+        const first = { id: replayId(verified.keyid, sig.signature), expiresAtSeconds: windowEnd(sig.params, now, maxAge, skew) };
+        const fresh = await recordSignatures(options.replayCache, first, others, now);
+        if (!fresh) {
+          throw new SignatureError('signature_replayed', `signature ${label} was already used within its window`, {
+            failures: [...failures, { label, code: 'signature_replayed', message: 'replayed' }],
+          });
         }
       }
       return verified;
@@ -642,6 +654,14 @@ export async function verifyMessage(message: HttpMessage, options: VerifyOptions
   }
   const first = failures[0]!;
   throw new SignatureError(first.code, labels.length === 1 ? first.message : `no signature verified: ${first.label}: ${first.message}`, { failures });
+}
+
+/** Check-and-record `first`, then record `others` — in one call when the guard can batch (one store transaction). */
+async function recordSignatures(guard: ReplayGuard, first: ReplayEntry, others: ReplayEntry[], now: number): Promise<boolean> {
+  if (guard.checkAndRecordAll !== undefined) return guard.checkAndRecordAll(first, others, now);
+  if (!(await guard.checkAndRecord(first.id, first.expiresAtSeconds, now))) return false;
+  for (const o of others) await guard.checkAndRecord(o.id, o.expiresAtSeconds, now);
+  return true;
 }
 
 function tryParseLabel(label: string, input: Item | InnerList | undefined, signature: Item | InnerList | undefined): ParsedSignature | undefined {
@@ -673,6 +693,9 @@ async function verifyLabel(
   const missing = required.filter((id) => !covered.has(id.identity)).map((id) => id.serialized);
   if (missing.length > 0) {
     throw fail('components_missing', `signature ${label} does not cover ${missing.join(' ')}`);
+  }
+  if (params.created === undefined && options.requireCreated === true) {
+    throw fail('signature_invalid', `signature ${label} has no created parameter; it is required (it bounds the replay window)`);
   }
   if (params.created !== undefined) {
     if (params.created > now + skew) throw fail('signature_expired', `signature ${label} was created in the future`);

@@ -154,6 +154,7 @@ export async function verifyUcpRequest(req: InboundRequest, options: VerifyReque
       maxSkewSeconds: options.skewSeconds ?? 60,
       maxAgeSeconds: options.maxAgeSeconds ?? 300,
       ...(options.replay !== undefined ? { replayCache: options.replay } : {}),
+      requireCreated: true,
     });
   } catch (err) {
     if (err instanceof SignatureError) throw fromSignatureError(err);

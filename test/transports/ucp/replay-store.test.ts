@@ -34,6 +34,18 @@ describe('StoreReplayGuard', () => {
     assert.equal(await rows(), 1);
   });
 
+  it('checkAndRecordAll: the first signature decides; the others are recorded with it, nothing when it is a replay', async (t) => {
+    const h = await createTestRuntime(t);
+    const now = 1_800_000_000;
+    const guard = new StoreReplayGuard(h.rt.store);
+    const ids = async () => (await h.rt.store.read((q) => q.all<{ signature_id: string }>('SELECT signature_id FROM signature_replays ORDER BY signature_id'))).map((r) => r.signature_id);
+    assert.equal(await guard.checkAndRecordAll({ id: 'a', expiresAtSeconds: now + 300 }, [{ id: 'b', expiresAtSeconds: now + 300 }, { id: 'old', expiresAtSeconds: now - 5 }], now), true);
+    assert.deepEqual(await ids(), ['a', 'b']);
+    assert.equal(await guard.checkAndRecordAll({ id: 'a', expiresAtSeconds: now + 300 }, [{ id: 'c', expiresAtSeconds: now + 300 }], now + 1), false);
+    assert.deepEqual(await ids(), ['a', 'b'], 'a replay records nothing');
+    assert.equal(await guard.checkAndRecord('b', now + 300, now + 2), false, 'a stripped label is a replay too');
+  });
+
   it('is the UCP plugin default: a replayed request is refused and its signature is in the store', async (t) => {
     const u = await createUcpHarness(t);
     let captured: { headers: Record<string, string>; body: Buffer | undefined } | undefined;

@@ -9,6 +9,7 @@ import { createContentDigest } from '../../../src/transports/ucp/content-digest.
 import { ReplayCache } from '../../../src/transports/ucp/replay-cache.ts';
 import {
   createSignatureBase,
+  MAX_SIGNATURE_LABELS,
   signMessage,
   verifyMessage,
   type HttpMessage,
@@ -245,6 +246,44 @@ describe('verifyMessage failures carry UCP error codes', () => {
     assert.equal((await verifyMessage(both, options({ replayCache }))).label, 'sig1');
     const onlySecond: HttpMessage = { ...message, headers: { ...message.headers, ...second } };
     await rejectsWith(verifyMessage(onlySecond, options({ replayCache })), 'signature_replayed');
+  });
+
+  it('junk labels beside a valid one: recorded only up to the longest window, and at most MAX_SIGNATURE_LABELS labels', async () => {
+    const recorded: Array<{ id: string; expiresAtSeconds: number }> = [];
+    const replayCache = {
+      checkAndRecord: (id: string, expiresAtSeconds: number) => {
+        recorded.push({ id, expiresAtSeconds });
+        return true;
+      },
+    };
+    const message = signedRequest();
+    const junk = (i: number) => `junk${i}=("@method");keyid="attacker";expires=9999999999`;
+    const junkSig = (i: number) => `junk${i}=:${Buffer.alloc(64, i).toString('base64')}:`;
+    const withJunk = (n: number): HttpMessage => ({ ...message, headers: {
+      ...message.headers,
+      'signature-input': [message.headers['signature-input'], ...Array.from({ length: n }, (_, i) => junk(i))].join(', '),
+      signature: [message.headers.signature, ...Array.from({ length: n }, (_, i) => junkSig(i))].join(', '),
+    } });
+    assert.equal((await verifyMessage(withJunk(MAX_SIGNATURE_LABELS - 1), options({ replayCache }))).label, 'sig1');
+    assert.equal(recorded.length, MAX_SIGNATURE_LABELS);
+    assert.ok(recorded.every((r) => r.expiresAtSeconds <= NOW + 300 + 60), JSON.stringify(recorded.map((r) => r.expiresAtSeconds)));
+    recorded.length = 0;
+    const tooMany = await rejectsWith(verifyMessage(withJunk(MAX_SIGNATURE_LABELS), options({ replayCache })), 'signature_invalid');
+    assert.match(tooMany.message, /at most 8/);
+    assert.equal(recorded.length, 0, 'nothing recorded for a refused message');
+  });
+
+  it('requireCreated: a signature without created is refused before anything is recorded', async () => {
+    const replayCache = new ReplayCache();
+    const message = signedRequest();
+    const unsigned = { ...message, headers: { ...message.headers } };
+    const headers = signMessage(unsigned, { keyid: 'test-key-ecc-p256', privateKey: eccPrivateKey, label: 'sig1', components: UCP_REQUEST_COMPONENTS, expires: NOW + 100, created: undefined as unknown as number }); // a signer that omits created
+    const noCreated: HttpMessage = { ...unsigned, headers: { ...unsigned.headers, ...headers } };
+    assert.doesNotMatch(noCreated.headers['signature-input'] as string, /created/);
+    const error = await rejectsWith(verifyMessage(noCreated, options({ replayCache, requireCreated: true })), 'signature_invalid');
+    assert.match(error.message, /created/);
+    assert.equal(replayCache.size, 0);
+    assert.equal((await verifyMessage(noCreated, options({ replayCache }))).label, 'sig1', 'accepted when not required');
   });
 
   it('DER-encoded ES256 signature → signature_invalid', async () => {
