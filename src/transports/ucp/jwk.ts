@@ -4,7 +4,7 @@
  * Spec: RFC 7517/7518 (JWK, EC keys); research brief "UCP + RFC 9421" §2.2 (profile `keys[]`:
  * kid, kty, crv, x, y, use "sig", alg "ES256"; private members forbidden) and §7.1.
  */
-import { createPrivateKey, createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, ECDH, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { SignatureError } from './signature-error.ts';
 
 /** A public P-256 JWK as published in a UCP profile's `keys[]`. */
@@ -101,15 +101,25 @@ export function exportPublicJwk(key: KeyObject, kid: string): PublicP256Jwk {
     throw new SignatureError('algorithm_unsupported', 'only EC P-256 keys can be exported as ES256 JWKs');
   }
   // From the SPKI DER, not export({ format: 'jwk' }): a JWK export of a freshly generated key can
-  // deadlock Node 20 (see src/runtime/ledger/keygen.ts). A P-256 SPKI ends with the uncompressed
-  // point 0x04 ‖ x (32 bytes) ‖ y (32 bytes).
+  // deadlock Node 20 (see src/runtime/ledger/keygen.ts).
   const publicKey = key.type === 'private' ? createPublicKey(key) : key;
-  const der = publicKey.export({ type: 'spki', format: 'der' });
-  const point = der.subarray(der.length - 65);
-  if (point[0] !== 0x04) {
-    throw new SignatureError('algorithm_unsupported', 'key export produced no uncompressed P-256 point');
-  }
+  const point = p256Point(publicKey.export({ type: 'spki', format: 'der' }));
   const x = point.subarray(1, 33).toString('base64url');
   const y = point.subarray(33, 65).toString('base64url');
   return { kty: 'EC', crv: 'P-256', x, y, kid, use: 'sig', alg: 'ES256' };
+}
+
+/** DER of a P-256 SubjectPublicKeyInfo up to the BIT STRING's content: uncompressed (65-byte point) and compressed (33-byte point). */
+const SPKI_P256_UNCOMPRESSED = Buffer.from('3059301306072a8648ce3d020106082a8648ce3d030107034200', 'hex');
+const SPKI_P256_COMPRESSED = Buffer.from('3039301306072a8648ce3d020106082a8648ce3d030107032200', 'hex');
+
+/** The uncompressed point 0x04 ‖ x ‖ y of a P-256 SPKI (a compressed point is decompressed). */
+function p256Point(der: Buffer): Buffer {
+  if (der.length === SPKI_P256_UNCOMPRESSED.length + 65 && der.subarray(0, SPKI_P256_UNCOMPRESSED.length).equals(SPKI_P256_UNCOMPRESSED) && der[SPKI_P256_UNCOMPRESSED.length] === 0x04) {
+    return der.subarray(SPKI_P256_UNCOMPRESSED.length);
+  }
+  if (der.length === SPKI_P256_COMPRESSED.length + 33 && der.subarray(0, SPKI_P256_COMPRESSED.length).equals(SPKI_P256_COMPRESSED)) {
+    return ECDH.convertKey(der.subarray(SPKI_P256_COMPRESSED.length), 'prime256v1', undefined, undefined, 'uncompressed') as Buffer;
+  }
+  throw new SignatureError('algorithm_unsupported', 'the key is not an EC P-256 public key in a form this server reads');
 }

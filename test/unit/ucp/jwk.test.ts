@@ -1,6 +1,6 @@
 /** P-256 JWK import/export (research brief §2.2 key rules, §9.1 test key). */
 import assert from 'node:assert/strict';
-import { generateKeyPairSync, sign, verify } from 'node:crypto';
+import { createPublicKey, ECDH, generateKeyPairSync, sign, verify } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { exportPublicJwk, importJwk } from '../../../src/transports/ucp/jwk.ts';
 import { SignatureError } from '../../../src/transports/ucp/signature-error.ts';
@@ -59,6 +59,18 @@ describe('exportPublicJwk', () => {
     const jwk = exportPublicJwk(publicKey, 'k1');
     assert.equal('d' in jwk, false);
     assert.ok(importJwk(jwk).equals(publicKey));
+  });
+
+  it('reads public keys with a compressed point (e.g. `openssl ec -conv_form compressed`) exactly', () => {
+    const prefix = Buffer.from('3039301306072a8648ce3d020106082a8648ce3d030107032200', 'hex');
+    for (let i = 0; i < 300; i++) {
+      const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+      const full = publicKey.export({ type: 'spki', format: 'der' });
+      const compressed = ECDH.convertKey(full.subarray(full.length - 65), 'prime256v1', undefined, undefined, 'compressed') as Buffer;
+      const key = createPublicKey({ key: Buffer.concat([prefix, compressed]), format: 'der', type: 'spki' });
+      assert.equal(key.export({ type: 'spki', format: 'der' }).length, prefix.length + 33, 'the key keeps its compressed form');
+      assert.deepEqual(exportPublicJwk(key, 'k'), exportPublicJwk(publicKey, 'k'));
+    }
   });
 
   it('refuses non-P-256 keys', () => {
