@@ -57,6 +57,16 @@ describe('solid ucp', () => {
     assert.equal(profile.ucp.version, '2026-08-25');
     assert.deepEqual(Object.keys(profile.keys[0]!).sort(), ['alg', 'crv', 'kid', 'kty', 'use', 'x', 'y']);
     assert.equal(profile.keys[0]!.x, priv.x);
+
+    // An existing file is never replaced silently; --force replaces it with mode 0600.
+    const again = await cli(['ucp', 'keygen', '--out', out]);
+    assert.equal(again.code, 2);
+    assert.match(again.stderr, /already exists/);
+    assert.equal(JSON.parse(readFileSync(out, 'utf8')).d, priv.d, 'the key is untouched');
+    const shared = join(u.h.dir, 'shared.json');
+    writeFileSync(shared, '{}', { mode: 0o644 });
+    assert.equal((await cli(['ucp', 'keygen', '--out', shared, '--force'])).code, 0);
+    assert.equal(statSync(shared).mode & 0o777, 0o600);
   });
 
   it('config set validates and audits settings.ucp; profile prints what the server serves', async (t) => {

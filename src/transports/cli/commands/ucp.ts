@@ -23,7 +23,7 @@
  *
  * Spec: spec/transports.md §ucp-cli.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { VerbError, isVerbError } from '../../../runtime/errors.ts';
 import { generateP256Jwk } from '../../../runtime/ledger/keygen.ts';
@@ -150,10 +150,17 @@ export function registerUcp(program: Command, io: Io, setExit: (code: number) =>
     .requiredOption('--out <file>', 'where to write the private JWK (mode 0600)')
     .option('--kid <kid>', 'key id', `platform-${new Date().toISOString().slice(0, 10)}`)
     .option('--profile-url <url>', 'where you will host the profile (printed as a reminder)')
-    .action((flags: { out: string; kid: string; profileUrl?: string }) => {
+    .option('--force', 'replace an existing --out file (the old private key is lost)')
+    .action((flags: { out: string; kid: string; profileUrl?: string; force?: boolean }) => {
+      if (existsSync(flags.out) && flags.force !== true) {
+        io.err(`✗ ${flags.out} already exists; it may hold a private key in use. Choose another --out, or pass --force to replace it.`);
+        setExit(2);
+        return;
+      }
       const jwk = generateP256Jwk().privateJwk;
       const priv = { ...jwk, kid: flags.kid };
       writeFileSync(flags.out, JSON.stringify(priv, null, 2) + '\n', { mode: 0o600 });
+      chmodSync(flags.out, 0o600); // a replaced file keeps its old mode otherwise
       const profile = {
         ucp: { version: UCP_VERSION, services: {}, capabilities: {}, payment_handlers: {} },
         keys: [{ kid: flags.kid, kty: 'EC', crv: 'P-256', x: jwk.x, y: jwk.y, use: 'sig', alg: 'ES256' }],
