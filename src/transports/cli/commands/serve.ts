@@ -77,9 +77,9 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     const shownHost = addr.address === '0.0.0.0' || addr.address === '::' ? 'localhost' : addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
     const base = `http://${shownHost}:${addr.port}`;
     const lines = [`  API        ${base}/api/v1/agent/verbs  (POST ${base}/api/v1/agent/dispatch/{verb})`, `  OpenAPI    ${base}/openapi.json`];
-    if (app.hasRoute({ method: 'GET', url: '/' })) lines.push(`  Dashboard  ${base}/`);
+    if (app.hasRoute({ method: 'GET', url: '/' })) lines.push(`  Dashboard  ${base}/          (log in with a key; the page registers its WebMCP tools)`);
     if (app.hasRoute({ method: 'GET', url: '/webmcp.js' })) lines.push(`  WebMCP     ${base}/webmcp.js`);
-    if (app.hasRoute({ method: 'POST', url: '/mcp' })) lines.push(`  MCP        ${base}/mcp`);
+    if (app.hasRoute({ method: 'POST', url: '/mcp' })) lines.push(`  MCP        ${base}/mcp       (Streamable HTTP; \`solid mcp\` serves stdio)`);
     if (app.hasRoute({ method: 'GET', url: '/.well-known/ucp' })) lines.push(`  UCP        ${base}/.well-known/ucp`);
     lines.push(`  database   ${local.dbPath}`, `  health     ${base}/healthz  ${base}/readyz`);
     io.out(lines.join('\n'));
