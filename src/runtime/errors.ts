@@ -23,8 +23,8 @@ export interface FailureAudit {
 
 /**
  * Runtime-internal: the tenant a refused credential belongs to, when the presented API key names a
- * key id that exists (wrong secret or revoked key). The refusal is then audited under that tenant,
- * so its owner sees attempts with its keys (spec/audit.md §auth-failures). Never on the wire.
+ * key id that exists (wrong secret or revoked key). That tenant then also gets an audit row of the
+ * refusal, so its owner sees attempts with its keys (spec/audit.md §auth-failures). Never on the wire.
  */
 export interface KeyAttribution {
   company_id: number;

@@ -268,7 +268,8 @@ export class Runtime {
    * Answer and audit a refusal decided outside the pipeline by a transport (a bad key, a missing
    * session, a failed CSRF or Origin check). The row goes to the caller's tenant when the
    * principal is known, else to the sandbox tenant; a refused key whose key id exists
-   * (err.keyAttribution) also leaves a `api_key.refused` row in the tenant owning it. A store failure answers store_unavailable.
+   * (err.keyAttribution) also leaves an `api_key.refused` row in the tenant owning it. A store
+   * failure answers store_unavailable.
    * Spec: spec/audit.md (every denial is a row), spec/transports.md §auth.
    */
   async recordRefusal(caller: Caller, verb: string, err: VerbError | StoreError, category = 'transport'): Promise<Envelope> {
