@@ -33,6 +33,7 @@ import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { defineVerb } from '../src/runtime/verb.ts';
 import { createHttpServer } from '../src/transports/http/server.ts';
 import { createUcpPlugin, type UcpTimings } from '../src/transports/ucp/ucp-plugin.ts';
+import { ReplayCache, type ReplayGuard } from '../src/transports/ucp/replay-cache.ts';
 import { exportPublicJwk } from '../src/transports/ucp/jwk.ts';
 import { signRequest } from '../src/transports/ucp/ucp-client.ts';
 import { median, percentile, type BenchResult } from './harness.ts';
@@ -79,7 +80,7 @@ interface Business {
 }
 
 /** A UCP server (inject only) on `rt`, trusting the bench platform with employee / WRITE_REVERSIBLE. */
-async function serve(rt: Runtime, companyId: number, profileUrl: string): Promise<Business> {
+async function serve(rt: Runtime, companyId: number, profileUrl: string, replay?: ReplayGuard): Promise<Business> {
   let current: UcpTimings | undefined;
   await rt.store.write((tx) =>
     tx.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [
@@ -88,7 +89,7 @@ async function serve(rt: Runtime, companyId: number, profileUrl: string): Promis
     ]),
   );
   rt.tenants.invalidate();
-  const app = createHttpServer(rt, { logger: false, plugins: [createUcpPlugin({ dev: true, primaryTenant: companyId, defaultNamespace: 'com.example', onTimings: (t) => (current = t) })] });
+  const app = createHttpServer(rt, { logger: false, plugins: [createUcpPlugin({ dev: true, primaryTenant: companyId, defaultNamespace: 'com.example', onTimings: (t) => (current = t), ...(replay !== undefined ? { replay } : {}) })] });
   await app.ready();
   return {
     rt,
@@ -102,7 +103,7 @@ async function serve(rt: Runtime, companyId: number, profileUrl: string): Promis
   };
 }
 
-/** Run the UCP benchmark; returns ucp.verify_share_read, ucp.verify_share_demo_read, ucp.verify_share_write. */
+/** Run the UCP benchmark; returns ucp.verify_share_read, ucp.verify_share_demo_read, ucp.replay_guard, ucp.verify_share_write. */
 export async function benchUcp(options: UcpBenchOptions = {}): Promise<BenchResult[]> {
   const requests = options.requests ?? 2000;
   const warmup = options.warmup ?? 200;
@@ -179,6 +180,17 @@ export async function benchUcp(options: UcpBenchOptions = {}): Promise<BenchResu
     const bench = await serve(rt, 2, profileUrl);
     open.unshift(bench);
     const read = await run(bench, 'com.example.sales.contacts_search', () => ({ q: 'smith' }));
+    // The same read with the in-memory replay cache instead of the store-backed guard (the default):
+    // what remembering each signature in the database costs, alternating blocks of 250 calls.
+    const inMemory = await serve(rt, 2, profileUrl, new ReplayCache());
+    open.unshift(inMemory);
+    const guardStore: Sample[] = [];
+    const guardMemory: Sample[] = [];
+    for (let block = 0; block < 8; block++) {
+      for (let i = 0; i < 250; i++) guardStore.push(await call(bench, 'com.example.sales.contacts_search', { q: 'smith' }));
+      for (let i = 0; i < 250; i++) guardMemory.push(await call(inMemory, 'com.example.sales.contacts_search', { q: 'smith' }));
+    }
+    const verifyUs = (xs: Sample[]) => Math.round(median(xs.map((x) => x.t.verify_ms)) * 1000);
     const write = await run(bench, 'com.example.sales.contacts_rename', (i) => ({ id: 1 + (i % 200), name: `Renamed ${i}` }));
 
     // 2. The seeded demo business: customer.full_context.
@@ -197,6 +209,15 @@ export async function benchUcp(options: UcpBenchOptions = {}): Promise<BenchResu
     return [
       summarize('ucp.verify_share_read', 'Signed UCP call of a minimal read capability (contact search, one indexed query): RFC 9421 verification as a share of the route (verify + dispatch + signed answer), in-process inject, profile cached', read),
       summarize('ucp.verify_share_demo_read', 'Signed UCP call of customer.full_context on the seeded demo business: verification as a share of the route', demoRead),
+      {
+        id: 'ucp.replay_guard',
+        what: 'verification median (µs) of the signed minimal read with the store-backed replay guard (default: one INSERT … ON CONFLICT per request, shared by every node) vs the in-memory ReplayCache',
+        value: verifyUs(guardStore),
+        unit: 'µs',
+        baseline: verifyUs(guardMemory),
+        ratio: Number((verifyUs(guardStore) / verifyUs(guardMemory)).toFixed(2)),
+        notes: `8 alternating blocks of 250 calls each; route median ${Math.round(median(guardStore.map((x) => x.t.total_ms)) * 1000)} µs vs ${Math.round(median(guardMemory.map((x) => x.t.total_ms)) * 1000)} µs`,
+      },
       summarize('ucp.verify_share_write', 'Signed UCP call of a WRITE_REVERSIBLE capability with consent implied by the signature (preflight + confirm, signed receipt): verification as a share of the route', write),
     ];
   } finally {
