@@ -20,7 +20,9 @@
  * values (request_data is stored as its RFC 8785 text), one SHA-256 per row.
  */
 import { createPublicKey, verify as nodeVerify, type KeyObject } from 'node:crypto';
-import { availableParallelism } from 'node:os';
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
@@ -325,13 +327,93 @@ export function parseTrustFile(text: string): TrustFile {
 
 const SELECT_ROWS = `SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log`;
 
-/** Open a solid SQLite database read-only (no runtime, no keyfile). Throws store_unavailable. */
-export function openAuditDatabase(path: string): Database.Database {
+/** A path SQLite can open read-only for `path`, and what to do when done with it. */
+export interface ReadableAuditPath {
+  path: string;
+  /** True when `path` is a private snapshot (the original sits where SQLite cannot write). */
+  snapshot: boolean;
+  release(): void;
+}
+
+/**
+ * Where to read the audit log of the SQLite database `path` from. Normally `path` itself, opened
+ * read-only. A WAL-mode database on read-only media (a write-protected copy handed to an auditor,
+ * a read-only mount) cannot be opened even read-only — SQLite must create its `-shm` file next
+ * to it — so then the database and its `-wal`, when present, are copied into a private temp
+ * directory, the WAL is folded into the copy, and the copy is read; `release()` deletes it (also
+ * at process exit). The copy needs as much free temp space as the database.
+ * Reasons (thrown): store_unavailable (missing file, not a solid database, unreadable).
+ */
+export function readableAuditPath(path: string): ReadableAuditPath {
+  const probe = (p: string): void => {
+    const db = new Database(p, { readonly: true, fileMustExist: true });
+    try {
+      db.prepare('SELECT 1 FROM audit_log LIMIT 1').get();
+    } finally {
+      db.close();
+    }
+  };
+  const unavailable = (err: unknown) =>
+    new VerbError('store_unavailable', `Cannot read an audit log at ${path}: ${(err as Error).message}`, { hint: 'Pass the solid database with --db (or SOLID_DB).' });
   try {
-    const db = new Database(path, { readonly: true, fileMustExist: true });
-    db.prepare('SELECT 1 FROM audit_log LIMIT 1').get();
+    probe(path);
+    return { path, snapshot: false, release: () => {} };
+  } catch (err) {
+    if (!existsSync(path) || !/readonly|read-only|unable to open/i.test((err as Error).message)) throw unavailable(err);
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'solid-audit-snapshot-'));
+  const release = () => rmSync(dir, { recursive: true, force: true });
+  process.once('exit', release);
+  try {
+    const copy = join(dir, 'audit.db');
+    copyFileSync(path, copy);
+    chmodSync(copy, 0o600); // the copy keeps the original's (read-only) mode otherwise
+    if (existsSync(`${path}-wal`)) {
+      copyFileSync(`${path}-wal`, `${copy}-wal`);
+      chmodSync(`${copy}-wal`, 0o600);
+    }
+    const db = new Database(copy, { fileMustExist: true });
+    try {
+      db.pragma('journal_mode = DELETE'); // folds the WAL into the copy; later opens need no -shm
+    } finally {
+      db.close();
+    }
+    probe(copy);
+    return {
+      path: copy,
+      snapshot: true,
+      release: () => {
+        process.removeListener('exit', release);
+        release();
+      },
+    };
+  } catch (err) {
+    process.removeListener('exit', release);
+    release();
+    throw unavailable(err);
+  }
+}
+
+/**
+ * Open a solid SQLite database read-only (no runtime, no keyfile), through a private snapshot when
+ * it sits on read-only media (readableAuditPath; deleted when the connection closes).
+ * Throws store_unavailable.
+ */
+export function openAuditDatabase(path: string): Database.Database {
+  const source = readableAuditPath(path);
+  try {
+    const db = new Database(source.path, { readonly: true, fileMustExist: true });
+    if (source.snapshot) {
+      const close = db.close.bind(db);
+      db.close = () => {
+        close();
+        source.release();
+        return db;
+      };
+    }
     return db;
   } catch (err) {
+    source.release();
     throw new VerbError('store_unavailable', `Cannot read an audit log at ${path}: ${(err as Error).message}`, { hint: 'Pass the solid database with --db (or SOLID_DB).' });
   }
 }
@@ -431,9 +513,17 @@ export interface VerifyDatabaseOptions extends VerifyOptions {
  * sequential walk); if workers cannot start, one thread walks it (a warning says so).
  * Reasons (thrown): store_unavailable. Findings are in the report. Spec: spec/audit.md §verify.
  */
-export async function verifyDatabaseFile(path: string, options: VerifyDatabaseOptions = {}): Promise<AuditVerifyReport> {
+export async function verifyDatabaseFile(original: string, options: VerifyDatabaseOptions = {}): Promise<AuditVerifyReport> {
   const t0 = performance.now();
-  const db = openAuditDatabase(path);
+  const source = readableAuditPath(original);
+  const path = source.path; // the workers open the same file
+  let db: Database.Database;
+  try {
+    db = openAuditDatabase(path);
+  } catch (err) {
+    source.release();
+    throw err;
+  }
   let closed = false;
   try {
     const t = options.tenant;
@@ -493,10 +583,12 @@ export async function verifyDatabaseFile(path: string, options: VerifyDatabaseOp
         if (closed) rdb.close();
       }
     }
+    if (source.snapshot) report.warnings.push(`${original} is on read-only media; a private copy of it (with its WAL) was verified.`);
     report.warnings.push(...warnings);
     return report;
   } finally {
     if (!closed) db.close();
+    source.release();
   }
 }
 
