@@ -95,12 +95,15 @@ export class ReplayCache implements ReplayGuard {
   }
 }
 
+/** Thrown inside the guard's transaction to roll it back when the first signature is a replay. */
+const REPLAYED = new Error('signature replayed');
+
 /**
  * Replay guard backed by the store (table `signature_replays`, runtime migration 4): one
  * INSERT … ON CONFLICT per verified signature, atomic on both engines, so two nodes racing the
  * same signature admit exactly one. Rows past their window are reclaimed by a later insert of the
  * same id and swept by the runtime's maintenance pass. A store failure rejects (the caller answers
- * store_unavailable; nothing runs). Spec: spec/transports.md §ucp-signatures.
+ * store_unavailable; nothing runs). Spec: spec/transports.md §ucp-verify.
  */
 export class StoreReplayGuard implements ReplayGuard {
   constructor(private readonly store: Store) {}
@@ -109,26 +112,32 @@ export class StoreReplayGuard implements ReplayGuard {
     return this.checkAndRecordAll({ id, expiresAtSeconds }, [], nowSeconds);
   }
 
-  /** One store transaction: the first signature checked and recorded, then the others recorded. */
+  /**
+   * One store transaction: every signature recorded in id order (two messages carrying the same
+   * signatures in another label order cannot deadlock on PostgreSQL), rolled back as a whole when
+   * the first one was already recorded (a replay records nothing).
+   */
   async checkAndRecordAll(first: ReplayEntry, others: readonly ReplayEntry[], nowSeconds: number): Promise<boolean> {
     const live = [first, ...others].filter((e) => e.expiresAtSeconds >= nowSeconds); // expired: nothing to remember
     if (live.length === 0) return true;
-    return this.store.write(
-      async (tx) => {
-        let fresh = true;
-        for (const e of live) {
-          const r = await tx.run(
-            'INSERT INTO signature_replays (signature_id, expires_at) VALUES (?, ?) ON CONFLICT (signature_id) DO UPDATE SET expires_at = excluded.expires_at WHERE signature_replays.expires_at < ?',
-            [e.id, e.expiresAtSeconds, nowSeconds],
-          );
-          if (e === first && r.changes !== 1) {
-            fresh = false;
-            break;
+    live.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    try {
+      await this.store.write(
+        async (tx) => {
+          for (const e of live) {
+            const r = await tx.run(
+              'INSERT INTO signature_replays (signature_id, expires_at) VALUES (?, ?) ON CONFLICT (signature_id) DO UPDATE SET expires_at = excluded.expires_at WHERE signature_replays.expires_at < ?',
+              [e.id, e.expiresAtSeconds, nowSeconds],
+            );
+            if (e === first && r.changes !== 1) throw REPLAYED;
           }
-        }
-        return fresh;
-      },
-      { label: 'signature replay guard' },
-    );
+        },
+        { label: 'signature replay guard' },
+      );
+      return true;
+    } catch (err) {
+      if (err === REPLAYED) return false;
+      throw err;
+    }
   }
 }

@@ -68,5 +68,15 @@ describe('StoreReplayGuard', () => {
       const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => guards[i % 2]!.checkAndRecord(`k:race-${round}`, now + 300, now)));
       assert.equal(answers.filter(Boolean).length, 1, `round ${round}: ${JSON.stringify(answers)}`);
     }
+    // Two messages carrying the same two signatures in opposite label order (rows written in id
+    // order, so no lock cycle): each signature is admitted once.
+    for (let round = 0; round < 10; round++) {
+      const [x, y] = [`k:x-${round}`, `k:y-${round}`];
+      const answers = await Promise.all([
+        guards[0]!.checkAndRecordAll({ id: x, expiresAtSeconds: now + 300 }, [{ id: y, expiresAtSeconds: now + 300 }], now),
+        guards[1]!.checkAndRecordAll({ id: y, expiresAtSeconds: now + 300 }, [{ id: x, expiresAtSeconds: now + 300 }], now),
+      ]);
+      assert.equal(answers.filter(Boolean).length, 1, `swapped round ${round}: ${JSON.stringify(answers)}`);
+    }
   });
 });
