@@ -332,6 +332,8 @@ export interface ReadableAuditPath {
   path: string;
   /** True when `path` is a private snapshot (the original sits where SQLite cannot write). */
   snapshot: boolean;
+  /** For a snapshot: whether the original had a `-wal` file next to it (copied and folded in). */
+  hadWal?: boolean;
   release(): void;
 }
 
@@ -362,13 +364,31 @@ export function readableAuditPath(path: string): ReadableAuditPath {
     if (!existsSync(path) || !/readonly|read-only|unable to open/i.test((err as Error).message)) throw unavailable(err);
   }
   const dir = mkdtempSync(join(tmpdir(), 'solid-audit-snapshot-'));
-  const release = () => rmSync(dir, { recursive: true, force: true });
-  process.once('exit', release);
+  // The copy holds the business's data: deleted on release, at exit, and on a terminating signal
+  // (then the signal is raised again, so the process still ends the way it was asked to).
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  const remove = () => rmSync(dir, { recursive: true, force: true });
+  const onSignal = (signal: NodeJS.Signals) => {
+    detach();
+    remove();
+    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+  };
+  const detach = () => {
+    process.removeListener('exit', remove);
+    for (const sig of signals) process.removeListener(sig, onSignal);
+  };
+  const release = () => {
+    detach();
+    remove();
+  };
+  process.once('exit', remove);
+  for (const sig of signals) process.once(sig, onSignal);
+  const hadWal = existsSync(`${path}-wal`);
   try {
     const copy = join(dir, 'audit.db');
     copyFileSync(path, copy);
     chmodSync(copy, 0o600); // the copy keeps the original's (read-only) mode otherwise
-    if (existsSync(`${path}-wal`)) {
+    if (hadWal) {
       copyFileSync(`${path}-wal`, `${copy}-wal`);
       chmodSync(`${copy}-wal`, 0o600);
     }
@@ -379,16 +399,8 @@ export function readableAuditPath(path: string): ReadableAuditPath {
       db.close();
     }
     probe(copy);
-    return {
-      path: copy,
-      snapshot: true,
-      release: () => {
-        process.removeListener('exit', release);
-        release();
-      },
-    };
+    return { path: copy, snapshot: true, hadWal, release };
   } catch (err) {
-    process.removeListener('exit', release);
     release();
     throw unavailable(err);
   }
@@ -583,7 +595,13 @@ export async function verifyDatabaseFile(original: string, options: VerifyDataba
         if (closed) rdb.close();
       }
     }
-    if (source.snapshot) report.warnings.push(`${original} is on read-only media; a private copy of it (with its WAL) was verified.`);
+    if (source.snapshot) {
+      report.warnings.push(
+        source.hadWal
+          ? `${original} is on read-only media; a private copy of it and its -wal file was verified (and deleted).`
+          : `${original} is on read-only media; a private copy of it was verified (and deleted). No -wal file was next to it: if the original database had one, rows committed since its last checkpoint are not in this copy — copy the -wal file too.`,
+      );
+    }
     report.warnings.push(...warnings);
     return report;
   } finally {
