@@ -91,7 +91,11 @@ export type OutboxHandler = (payload: Record<string, unknown>, meta: { company_i
  * write rows and denials are never buffered.
  */
 export class ReadAuditBuffer {
+  /** Most rows held while the store fails (rows beyond it are dropped and logged). */
+  static readonly MAX_HELD = 65_536;
   #rows: AuditEntry[] = [];
+  /** Rows already put back once after a failed flush: a second failure drops them. */
+  readonly #retried = new WeakSet<AuditEntry>();
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
   constructor(
@@ -154,7 +158,16 @@ export class ReadAuditBuffer {
         });
       });
     } catch (err) {
-      this.rt.logger.error({ err, rows: rows.length }, 'could not flush read audit rows');
+      // Put the rows back once, to be retried with the next flush (a short outage loses nothing);
+      // rows that fail twice, or beyond MAX_HELD, are dropped — read rows only (spec/audit.md §read-rows).
+      const again = rows.filter((r) => !this.#retried.has(r)).slice(0, Math.max(0, ReadAuditBuffer.MAX_HELD - this.#rows.length));
+      for (const r of again) this.#retried.add(r);
+      this.#rows.unshift(...again);
+      if (again.length > 0 && this.#timer === undefined) {
+        this.#timer = setTimeout(() => void this.flush(), this.intervalMs);
+        this.#timer.unref();
+      }
+      this.rt.logger.error({ err, rows: rows.length, retried: again.length, dropped: rows.length - again.length }, 'could not flush read audit rows');
     }
   }
 }

@@ -2,12 +2,13 @@
  * The read-audit buffer (spec/audit.md §read-rows): a flush resolves only once every row pushed
  * before it is committed, whoever started the flush in flight; on PostgreSQL each tenant's rows
  * commit in their own transaction, so a tenant holding its chain head does not hold up another
- * tenant's writes.
+ * tenant's writes; a flush the store refuses is retried once.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { auditEntry } from '../../src/runtime/ledger/audit.ts';
+import { StoreError } from '../../src/store/store.ts';
 import { PG_SKIP_REASON, TEST_DATABASE_URL } from '../support/postgres.ts';
 
 function readRow(h: TestRuntime, companyId: number, action: string) {
@@ -32,6 +33,36 @@ describe('read-audit buffer', () => {
       assert.equal(await count(h, action), 2, `round ${round}: the third waiter saw both rows committed`);
       await Promise.all([first, second]);
     }
+  });
+
+  it('a flush the store refuses is retried once with the next flush; rows failing twice are dropped', async (t) => {
+    const h = await createTestRuntime(t);
+    const store = h.rt.store;
+    const write = store.write.bind(store);
+    let failures = 0;
+    (store as { write: typeof store.write }).write = (fn, options) => {
+      if (failures > 0) {
+        failures--;
+        return Promise.reject(new StoreError('unavailable', 'injected outage'));
+      }
+      return write(fn, options);
+    };
+    t.after(() => ((store as { write: typeof store.write }).write = write));
+    failures = 1;
+    h.rt.auditBuffer.push(readRow(h, h.companyId, 'buffer.retry'));
+    await h.rt.auditBuffer.flush();
+    assert.equal(await count(h, 'buffer.retry'), 0, 'the outage kept the row out');
+    assert.equal(h.rt.auditBuffer.size, 1, 'the row is held for the next flush');
+    await h.rt.auditBuffer.flush();
+    assert.equal(await count(h, 'buffer.retry'), 1, 'written by the next flush');
+
+    failures = 2;
+    h.rt.auditBuffer.push(readRow(h, h.companyId, 'buffer.twice'));
+    await h.rt.auditBuffer.flush();
+    await h.rt.auditBuffer.flush();
+    assert.equal(h.rt.auditBuffer.size, 0, 'dropped after the second failure');
+    await h.rt.auditBuffer.flush();
+    assert.equal(await count(h, 'buffer.twice'), 0);
   });
 
   it('postgres: a tenant holding its chain head delays only its own read rows, not another tenant’s writes', { skip: TEST_DATABASE_URL === undefined ? PG_SKIP_REASON : false }, async (t) => {
