@@ -33,8 +33,8 @@ const addFormats = addFormatsImport as unknown as (ajv: Ajv2020) => Ajv2020;
 /** How long a delivery pass owns an outbox row it claimed (ms). */
 const OUTBOX_LEASE_MS = 60_000;
 
-/** action_type of the row a tenant gets when one of its key ids is presented with a wrong secret or after revocation. */
-export const KEY_REFUSED_ACTION = 'api_key.refused';
+/** action_type of the row a tenant gets when one of its key ids is presented with a wrong secret, or after revocation. */
+export const KEY_REFUSED_ACTIONS = { wrong_secret: 'api_key.wrong_secret', revoked: 'api_key.revoked' } as const;
 
 /** Default daily caps per consent class (spec/consent.md §caps). */
 export const DEFAULT_DAILY_CAPS: Readonly<Record<'WRITE_REVERSIBLE' | 'WRITE_FINANCIAL' | 'IRREVERSIBLE', number>> = {
@@ -270,7 +270,7 @@ export class Runtime {
   /**
    * Record and answer a failed authentication (auth_invalid), audited under the sandbox tenant;
    * when the presented key id exists (wrong secret, revoked key) the tenant owning it also gets a
-   * row (`api_key.refused`, with its key_id). spec/audit.md §auth-failures
+   * row (`api_key.wrong_secret` / `api_key.revoked`, with its key_id). spec/audit.md §auth-failures
    */
   async authFailure(caller: Caller, verb: string, err: unknown): Promise<Envelope> {
     const e = err instanceof VerbError || err instanceof StoreError ? err : new VerbError('auth_invalid', 'The API key is not valid.');
@@ -281,7 +281,7 @@ export class Runtime {
    * Answer and audit a refusal decided outside the pipeline by a transport (a bad key, a missing
    * session, a failed CSRF or Origin check). The row goes to the caller's tenant when the
    * principal is known, else to the sandbox tenant; a refused key whose key id exists
-   * (err.keyAttribution) also leaves an `api_key.refused` row in the tenant owning it. A store
+   * (err.keyAttribution) also leaves an `api_key.wrong_secret` / `api_key.revoked` row in the tenant owning it. A store
    * failure answers store_unavailable.
    * Spec: spec/audit.md (every denial is a row), spec/transports.md §auth.
    */
@@ -312,7 +312,7 @@ export class Runtime {
         if (key !== undefined) {
           // The owner's copy (spec/audit.md §auth-failures): a fixed action and only a registered
           // verb name, so a caller without the secret writes no text of its choosing into the log.
-          const entry = auditEntry({ company_id: key.company_id, now, action: KEY_REFUSED_ACTION, category, status: 'denied', principal: null, agent_type: caller.surface }, { reason: err.reason, key_id: key.key_id });
+          const entry = auditEntry({ company_id: key.company_id, now, action: key.revoked ? KEY_REFUSED_ACTIONS.revoked : KEY_REFUSED_ACTIONS.wrong_secret, category, status: 'denied', principal: null, agent_type: caller.surface }, { reason: err.reason, key_id: key.key_id });
           entry.request_data = { key_revoked: key.revoked, verb: this.registry.get(name)?.name ?? null };
           out.push(await appendAudit(tx, entry));
         }

@@ -181,9 +181,9 @@ describe('dispatch', () => {
     assert.deepEqual(
       owned.map((r) => [r.action_type, r.key_id, r.user_id, r.status, data(r)]),
       [
-        ['api_key.refused', keyId, null, 'denied', { key_revoked: false, verb: 'notes.count' }],
-        ['api_key.refused', keyId, null, 'denied', { key_revoked: true, verb: null }],
-        ['api_key.refused', keyId, null, 'denied', { key_revoked: true, verb: 'notes_add' }],
+        ['api_key.wrong_secret', keyId, null, 'denied', { key_revoked: false, verb: 'notes.count' }],
+        ['api_key.revoked', keyId, null, 'denied', { key_revoked: true, verb: null }],
+        ['api_key.revoked', keyId, null, 'denied', { key_revoked: true, verb: 'notes_add' }],
       ],
     );
     assert.ok(!owned.some((r) => JSON.stringify(r).includes('Ignore previous')), 'no caller-chosen text in the owner’s log');
@@ -191,7 +191,7 @@ describe('dispatch', () => {
     const trail = await h.rt.dispatch({ surface: 'internal', principal: h.principal('owner') }, 'audit.trail', { reason: 'auth_invalid' });
     assert.equal(trail.ok, true, JSON.stringify(trail.error));
     const entries = (trail.result as { entries: Array<{ action: string; key_id: string | null; actor: string }> }).entries;
-    assert.deepEqual(entries.map((e) => [e.action, e.key_id, e.actor]), owned.map(() => ['api_key.refused', keyId, 'anonymous']));
+    assert.deepEqual(entries.map((e) => [e.action, e.key_id, e.actor]), [...owned].reverse().map((r) => [r.action_type, keyId, 'anonymous']), 'newest first');
     assert.equal(await noteCount(h), 0);
   });
 
@@ -202,7 +202,7 @@ describe('dispatch', () => {
     const wrong = await h.rt.dispatch({ surface: 'http', apiKey: `sk_solid_${keyId}_${'x'.repeat(32)}` }, 'verbs.list', {});
     assert.deepEqual(wrong, unknown);
     assert.equal(wrong.audit_id, undefined);
-    assert.equal((await auditRows(h)).filter((r) => r.action_type === 'api_key.refused' && r.key_id === keyId).length, 1);
+    assert.equal((await auditRows(h)).filter((r) => r.action_type === 'api_key.wrong_secret' && r.key_id === keyId).length, 1);
   });
 
   it('commits the write, its audit row and its events in one transaction', async (t) => {
