@@ -3,7 +3,7 @@
  * loopback whose trust list holds the platform.
  */
 import assert from 'node:assert/strict';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { runCli } from '../../../src/transports/cli/main.ts';
@@ -67,6 +67,13 @@ describe('solid ucp', () => {
     writeFileSync(shared, '{}', { mode: 0o644 });
     assert.equal((await cli(['ucp', 'keygen', '--out', shared, '--force'])).code, 0);
     assert.equal(statSync(shared).mode & 0o777, 0o600);
+    assert.ok(JSON.parse(readFileSync(shared, 'utf8')).d);
+    const dangling = join(u.h.dir, 'link.json');
+    symlinkSync(join(u.h.dir, 'elsewhere.json'), dangling);
+    assert.equal((await cli(['ucp', 'keygen', '--out', dangling])).code, 2, 'a symlink is not followed');
+    const missing = await cli(['ucp', 'keygen', '--out', join(u.h.dir, 'no', 'such', 'dir', 'k.json')]);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /cannot write/);
   });
 
   it('config set validates and audits settings.ucp; profile prints what the server serves', async (t) => {

@@ -23,7 +23,8 @@
  *
  * Spec: spec/transports.md §ucp-cli.
  */
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { VerbError, isVerbError } from '../../../runtime/errors.ts';
 import { generateP256Jwk } from '../../../runtime/ledger/keygen.ts';
@@ -152,15 +153,27 @@ export function registerUcp(program: Command, io: Io, setExit: (code: number) =>
     .option('--profile-url <url>', 'where you will host the profile (printed as a reminder)')
     .option('--force', 'replace an existing --out file (the old private key is lost)')
     .action((flags: { out: string; kid: string; profileUrl?: string; force?: boolean }) => {
-      if (existsSync(flags.out) && flags.force !== true) {
-        io.err(`✗ ${flags.out} already exists; it may hold a private key in use. Choose another --out, or pass --force to replace it.`);
+      const jwk = generateP256Jwk().privateJwk;
+      const text = JSON.stringify({ ...jwk, kid: flags.kid }, null, 2) + '\n';
+      try {
+        if (flags.force === true) {
+          // A new 0600 file renamed over the old one: the key is never readable under the old mode.
+          const tmp = join(dirname(flags.out), `.${basename(flags.out)}.${process.pid}.tmp`);
+          writeFileSync(tmp, text, { mode: 0o600, flag: 'wx' });
+          renameSync(tmp, flags.out);
+        } else {
+          writeFileSync(flags.out, text, { mode: 0o600, flag: 'wx' }); // never an existing file or a symlink
+        }
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        io.err(
+          code === 'EEXIST'
+            ? `✗ ${flags.out} already exists; it may hold a private key in use. Choose another --out, or pass --force to replace it.`
+            : `✗ cannot write ${flags.out}: ${(err as Error).message}`,
+        );
         setExit(2);
         return;
       }
-      const jwk = generateP256Jwk().privateJwk;
-      const priv = { ...jwk, kid: flags.kid };
-      writeFileSync(flags.out, JSON.stringify(priv, null, 2) + '\n', { mode: 0o600 });
-      chmodSync(flags.out, 0o600); // a replaced file keeps its old mode otherwise
       const profile = {
         ucp: { version: UCP_VERSION, services: {}, capabilities: {}, payment_handlers: {} },
         keys: [{ kid: flags.kid, kty: 'EC', crv: 'P-256', x: jwk.x, y: jwk.y, use: 'sig', alg: 'ES256' }],
