@@ -13,15 +13,10 @@ import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { defineVerb } from '../src/runtime/verb.ts';
 import type { Queryable } from '../src/store/store.ts';
 import { opsPerSecond, paired, type BenchResult } from './harness.ts';
+import { searchWork, seedContactsBench } from './contacts.ts';
 
-const SEARCH_SQL = `SELECT id, name, email FROM contacts WHERE company_id = ? AND lower(name) LIKE lower(?) ORDER BY name LIMIT 20`;
 const GET_SQL = 'SELECT id, name, email, phone FROM contacts WHERE company_id = ? AND id = ?';
 const UPDATE_SQL = 'UPDATE contacts SET phone = ? WHERE company_id = ? AND id = ?';
-
-async function searchWork(q: Queryable, companyId: number, term: string) {
-  const rows = await q.all(SEARCH_SQL, [companyId, `%${term}%`]);
-  return { entity_id: companyId, data: { matches: rows.length, contacts: rows } };
-}
 
 async function updateWork(q: Queryable, companyId: number, id: number, phone: string) {
   const before = await q.get<{ phone: string }>(GET_SQL, [companyId, id]);
@@ -35,26 +30,10 @@ export async function benchCore(options: { ms?: number; runs?: number } = {}): P
   const store = new SqliteStore({ path: join(dir, 'bench.db') });
   const rt = await createRuntime({ store, logger: pino({ level: 'silent' }), sandboxCompanyId: 1 });
   try {
-    await store.migrate('bench', [
-      { version: 1, name: 'contacts', sqlite: 'CREATE TABLE contacts (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, name TEXT, email TEXT, phone TEXT); CREATE INDEX contacts_company ON contacts(company_id, name);' },
-    ]);
-    await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
     // The daily cap of WRITE_REVERSIBLE (default 100) would refuse all but the first writes.
-    await rt.createTenant({ company_id: 2, name: 'Bench', tier: 'enterprise', settings: { caps: { WRITE_REVERSIBLE: 1_000_000_000 } } });
-    const key = await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner' });
+    const key = await seedContactsBench(rt, { caps: { WRITE_REVERSIBLE: 1_000_000_000 } });
     const principal = await rt.tenants.authenticate(key);
-    await store.write(async (tx) => {
-      for (let i = 1; i <= 200; i++) await tx.run('INSERT INTO contacts (id, company_id, name, email, phone) VALUES (?, 2, ?, ?, ?)', [i, `Contact ${i} ${['Smith', 'Jones', 'Garcia', 'Lee'][i % 4]}`, `c${i}@example.com`, '+1555000' + i]);
-    });
     rt.register(
-      defineVerb({
-        name: 'bench.search',
-        description: 'Search contacts.',
-        shape: 'aggregate',
-        category: 'crm',
-        input: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'], additionalProperties: false },
-        handler: (ctx, a: { q: string }) => searchWork(ctx.db, ctx.principal.company_id, a.q),
-      }),
       defineVerb({
         name: 'bench.set_phone_ungated',
         description: 'Set a phone (no gate, for the pipeline-without-consent figure).',

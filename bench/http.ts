@@ -16,17 +16,10 @@ import Fastify from 'fastify';
 import pino from 'pino';
 import { createRuntime } from '../src/runtime/runtime.ts';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
-import { defineVerb } from '../src/runtime/verb.ts';
-import type { Queryable } from '../src/store/store.ts';
 import { createHttpServer } from '../src/transports/http/server.ts';
 import { paired, type BenchResult } from './harness.ts';
+import { searchWork, seedContactsBench } from './contacts.ts';
 
-const SEARCH_SQL = `SELECT id, name, email FROM contacts WHERE company_id = ? AND lower(name) LIKE lower(?) ORDER BY name LIMIT 20`;
-
-async function searchWork(q: Queryable, companyId: number, term: string) {
-  const rows = await q.all(SEARCH_SQL, [companyId, `%${term}%`]);
-  return { entity_id: companyId, data: { matches: rows.length, contacts: rows } };
-}
 
 export interface HttpBenchOptions {
   /** Seconds per measured autocannon run (default 5). */
@@ -55,25 +48,7 @@ export async function benchHttp(options: HttpBenchOptions = {}): Promise<BenchRe
   const api = createHttpServer(rt, { logger: false });
   const bare = Fastify({ logger: false });
   try {
-    await store.migrate('bench', [
-      { version: 1, name: 'contacts', sqlite: 'CREATE TABLE contacts (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, name TEXT, email TEXT, phone TEXT); CREATE INDEX contacts_company ON contacts(company_id, name);' },
-    ]);
-    await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
-    await rt.createTenant({ company_id: 2, name: 'Bench', tier: 'enterprise' });
-    const key = await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner' });
-    await store.write(async (tx) => {
-      for (let i = 1; i <= 200; i++) await tx.run('INSERT INTO contacts (id, company_id, name, email, phone) VALUES (?, 2, ?, ?, ?)', [i, `Contact ${i} ${['Smith', 'Jones', 'Garcia', 'Lee'][i % 4]}`, `c${i}@example.com`, '+1555000' + i]);
-    });
-    rt.register(
-      defineVerb({
-        name: 'bench.search',
-        description: 'Search contacts.',
-        shape: 'aggregate',
-        category: 'crm',
-        input: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'], additionalProperties: false },
-        handler: (ctx, a: { q: string }) => searchWork(ctx.db, ctx.principal.company_id, a.q),
-      }),
-    );
+    const key = await seedContactsBench(rt);
     bare.post('/bare/search', async (req) => {
       const q = ((req.body as { args?: { q?: string } } | undefined)?.args?.q ?? '') as string;
       const result = await store.read((r) => searchWork(r, 2, q));

@@ -28,21 +28,14 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createRuntime } from '../src/runtime/runtime.ts';
-import { defineVerb } from '../src/runtime/verb.ts';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
-import type { Queryable } from '../src/store/store.ts';
 import { createHttpServer } from '../src/transports/http/server.ts';
 import { createMcpServer } from '../src/transports/mcp/mcp-server.ts';
 import { createMcpHttpPlugin } from '../src/transports/mcp/http-plugin.ts';
 import { ToolCatalog } from '../src/transports/mcp/tool-catalog.ts';
 import { opsPerSecond, opsPerSecondConcurrent, paired, type BenchResult } from './harness.ts';
+import { searchWork, seedContactsBench } from './contacts.ts';
 
-const SEARCH_SQL = `SELECT id, name, email FROM contacts WHERE company_id = ? AND lower(name) LIKE lower(?) ORDER BY name LIMIT 20`;
-
-async function searchWork(q: Queryable, companyId: number, term: string) {
-  const rows = await q.all(SEARCH_SQL, [companyId, `%${term}%`]);
-  return { entity_id: companyId, data: { matches: rows.length, contacts: rows } };
-}
 
 export interface McpBenchOptions {
   /** Milliseconds per measured run (default 2000). */
@@ -63,25 +56,7 @@ export async function benchMcp(options: McpBenchOptions = {}): Promise<BenchResu
   const rt = await createRuntime({ store, logger: pino({ level: 'silent' }), sandboxCompanyId: 1 });
   const closers: Array<() => Promise<unknown>> = [];
   try {
-    await store.migrate('bench', [
-      { version: 1, name: 'contacts', sqlite: 'CREATE TABLE contacts (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, name TEXT, email TEXT, phone TEXT); CREATE INDEX contacts_company ON contacts(company_id, name);' },
-    ]);
-    await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
-    await rt.createTenant({ company_id: 2, name: 'Bench', tier: 'enterprise' });
-    const key = await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner' });
-    await store.write(async (tx) => {
-      for (let i = 1; i <= 200; i++) await tx.run('INSERT INTO contacts (id, company_id, name, email, phone) VALUES (?, 2, ?, ?, ?)', [i, `Contact ${i} ${['Smith', 'Jones', 'Garcia', 'Lee'][i % 4]}`, `c${i}@example.com`, '+1555000' + i]);
-    });
-    rt.register(
-      defineVerb({
-        name: 'bench.search',
-        description: 'Search contacts.',
-        shape: 'aggregate',
-        category: 'crm',
-        input: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'], additionalProperties: false },
-        handler: (ctx, a: { q: string }) => searchWork(ctx.db, ctx.principal.company_id, a.q),
-      }),
-    );
+    const key = await seedContactsBench(rt);
     const catalog = new ToolCatalog(rt);
     const tool = catalog.lookup('bench.search')!.tool;
 

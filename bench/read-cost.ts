@@ -23,7 +23,7 @@ import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import { createRuntime } from '../src/runtime/runtime.ts';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
-import { defineVerb, type VerbContext } from '../src/runtime/verb.ts';
+import type { VerbContext } from '../src/runtime/verb.ts';
 import { systemVerbs } from '../src/verbs/index.ts';
 import { defineReasons } from '../src/spec/reasons.ts';
 import { DEMO_TENANTS, demoPack, type DemoSeedFacts } from '../src/business/pack.ts';
@@ -31,6 +31,7 @@ import type { Queryable } from '../src/store/store.ts';
 import type { Principal } from '../src/spec/types.ts';
 import type { Runtime } from '../src/runtime/runtime.ts';
 import { opsPerSecond, paired, median, type BenchResult } from './harness.ts';
+import { SEARCH_SQL, seedContactsBench } from './contacts.ts';
 
 export interface ReadCostOptions {
   ms?: number;
@@ -55,7 +56,6 @@ function bareContext(rt: Runtime, principal: Principal, verbName: string, q: Que
   };
 }
 
-const SEARCH_SQL = `SELECT id, name, email FROM contacts WHERE company_id = ? AND lower(name) LIKE lower(?) ORDER BY name LIMIT 20`;
 
 export async function benchReadCost(options: ReadCostOptions = {}): Promise<BenchResult[]> {
   const ms = options.ms ?? 1500;
@@ -88,28 +88,7 @@ export async function benchReadCost(options: ReadCostOptions = {}): Promise<Benc
     const store = new SqliteStore({ path: join(dir, 'core.db') });
     const rt = await createRuntime({ store, logger, sandboxCompanyId: 1, maintenanceIntervalMs: 0 });
     closers.push(() => rt.close());
-    await store.migrate('bench', [
-      { version: 1, name: 'contacts', sqlite: 'CREATE TABLE contacts (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, name TEXT, email TEXT, phone TEXT); CREATE INDEX contacts_company ON contacts(company_id, name);' },
-    ]);
-    await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
-    await rt.createTenant({ company_id: 2, name: 'Bench', tier: 'enterprise' });
-    const principal = await rt.tenants.authenticate(await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner' }));
-    await store.write(async (tx) => {
-      for (let i = 1; i <= 200; i++) await tx.run('INSERT INTO contacts (id, company_id, name, email, phone) VALUES (?, 2, ?, ?, ?)', [i, `Contact ${i} ${['Smith', 'Jones', 'Garcia', 'Lee'][i % 4]}`, `c${i}@example.com`, '+1555000' + i]);
-    });
-    rt.register(
-      defineVerb({
-        name: 'bench.search',
-        description: 'Search contacts.',
-        shape: 'aggregate',
-        category: 'crm',
-        input: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'], additionalProperties: false },
-        handler: async (ctx, a: { q: string }) => {
-          const rows = await ctx.db.all(SEARCH_SQL, [ctx.principal.company_id, `%${a.q}%`]);
-          return { entity_id: ctx.principal.company_id, data: { matches: rows.length, contacts: rows } };
-        },
-      }),
-    );
+    const principal = await rt.tenants.authenticate(await seedContactsBench(rt));
     const caller = { principal, surface: 'cli' as const };
     const realPush = rt.auditBuffer.push.bind(rt.auditBuffer);
     const bareSearch = () => store.read((q) => q.all(SEARCH_SQL, [2, '%smith%']));
