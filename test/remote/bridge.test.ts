@@ -15,7 +15,7 @@ import pino from 'pino';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ElicitRequestSchema, ToolListChangedNotificationSchema, type CallToolResult, type ElicitResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ToolListChangedNotificationSchema, type CallToolResult, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { normalize, remoteFixture, runCliCaptured, type RemoteFixture } from './support.ts';
 import { openLocal } from '../../src/transports/cli/local.ts';
 import { createMcpServer } from '../../src/transports/mcp/mcp-server.ts';
@@ -26,6 +26,7 @@ import { META } from '../../src/transports/mcp/meta-keys.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 import type { Runtime } from '../../src/runtime/runtime.ts';
 import type { TestContext } from 'node:test';
+import { listAllTools } from '../support/mcp.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/solid.js', import.meta.url));
 
@@ -41,17 +42,6 @@ async function connect(t: TestContext, rt: Runtime, apiKey: string, elicit: { an
   await client.connect(b);
   t.after(() => client.close());
   return client;
-}
-
-async function allTools(client: Client): Promise<Tool[]> {
-  const out: Tool[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await client.listTools(cursor === undefined ? {} : { cursor });
-    out.push(...page.tools);
-    cursor = page.nextCursor;
-  } while (cursor !== undefined);
-  return out;
 }
 
 function silentLogger(lines: string[] = []) {
@@ -72,7 +62,7 @@ test('the bridge lists the same tools and answers the same results as the embedd
   const bridged = await connect(t, manifest.runtime, f.keys.admin, elicit);
 
   await t.test('tools/list is identical (names, schemas, annotations, _meta)', async () => {
-    const [a, b] = [await allTools(embedded), await allTools(bridged)];
+    const [a, b] = [await listAllTools(embedded), await listAllTools(bridged)];
     assert.ok(a.length > 50);
     assert.deepEqual(b, a);
   });
@@ -141,7 +131,7 @@ test('the bridge picks up a verb added on the server within one refresh, and rid
   });
   await client.connect(transport);
   t.after(() => client.close());
-  const before = await allTools(client);
+  const before = await listAllTools(client);
   assert.equal(before.some((x) => x.name === 'bridge_test__ping'), false);
 
   f.server.rt.register(
@@ -159,7 +149,7 @@ test('the bridge picks up a verb added on the server within one refresh, and rid
   );
   await listChanged;
   assert.equal(changed, 1);
-  const after = await allTools(client);
+  const after = await listAllTools(client);
   assert.ok(after.some((x) => x.name === 'bridge_test__ping'), 'the new verb is a tool');
   const pong = (await client.callTool({ name: 'bridge_test__ping', arguments: {} })) as CallToolResult;
   assert.deepEqual((pong.structuredContent as { data: unknown }).data, { pong: true });
@@ -173,7 +163,7 @@ test('the bridge picks up a verb added on the server within one refresh, and rid
   const env = down.structuredContent as { error: { reason: string; message: string } };
   assert.equal(env.error.reason, 'upstream_unavailable');
   assert.match(env.error.message, /connection refused/);
-  assert.deepEqual((await allTools(client)).map((x) => x.name), after.map((x) => x.name), 'the last good manifest is still served');
+  assert.deepEqual((await listAllTools(client)).map((x) => x.name), after.map((x) => x.name), 'the last good manifest is still served');
   assert.equal(changed, 1, 'an outage is not a change of tools');
 
   await f.start();

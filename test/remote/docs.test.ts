@@ -17,27 +17,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { remoteFixture } from './support.ts';
+import { mcpServerSnippets, type ServerEntry } from '../support/mcp.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url)).replace(/\/$/, '');
 const DOC = readFileSync(join(REPO, 'docs', 'remote.md'), 'utf8');
 const SPEC = readFileSync(join(REPO, 'spec', 'transports.md'), 'utf8');
 
-interface ServerEntry {
-  command?: string;
-  args?: string[];
-  env?: Record<string, string>;
-  url?: string;
-  headers?: Record<string, string>;
-}
-
-function snippets(): ServerEntry[] {
-  const out: ServerEntry[] = [];
-  for (const m of DOC.matchAll(/```json\n([\s\S]*?)```/g)) {
-    const parsed = JSON.parse(m[1]!) as { mcpServers?: Record<string, ServerEntry> };
-    if (parsed.mcpServers) out.push(...Object.values(parsed.mcpServers));
-  }
-  return out;
-}
+const snippets = (): ServerEntry[] => mcpServerSnippets(DOC);
 
 function substitute(s: string, values: { url: string; key: string }): string {
   return s.replaceAll('/absolute/path/to/solid-verbs', REPO).replaceAll('https://solid.example.com', values.url).replaceAll('sk_solid_…', values.key);

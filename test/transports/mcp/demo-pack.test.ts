@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ElicitRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { demoPack, type DemoSeedFacts } from '../../../src/business/pack.ts';
 import { DEMO_FIXTURES } from '../../../src/business/seed.ts';
 import { openLocal } from '../../../src/transports/cli/local.ts';
@@ -28,19 +28,9 @@ import { openDemoRuntime, type DemoRuntime } from '../../support/demo.ts';
 import { cliHarness } from '../../support/cli.ts';
 import { afterSample, SAMPLES, type SampleState } from '../../business/verbs/sample-calls.ts';
 import { connectInMemory, phraseShown } from './harness.ts';
+import { listAllTools } from '../../support/mcp.ts';
 
 const BIN = fileURLToPath(new URL('../../../bin/solid.js', import.meta.url));
-
-async function listAll(client: Client): Promise<Tool[]> {
-  const out: Tool[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await client.listTools(cursor === undefined ? {} : { cursor });
-    out.push(...page.tools);
-    cursor = page.nextCursor;
-  } while (cursor !== undefined);
-  return out;
-}
 
 /** The agent's side of a call: the first call, and the `_meta` confirmation round trip when pending. */
 async function callLikeAnAgent(client: Client, tool: string, args: Record<string, unknown>): Promise<CallToolResult> {
@@ -52,7 +42,7 @@ async function callLikeAnAgent(client: Client, tool: string, args: Record<string
 
 /** Call every sampled demo verb through `client`; every one must answer ok. */
 async function callEveryVerb(d: DemoRuntime, client: Client): Promise<{ reads: number; writes: number; phrases: number }> {
-  const tools = new Map((await listAll(client)).map((x) => [x.name, x]));
+  const tools = new Map((await listAllTools(client)).map((x) => [x.name, x]));
   for (const v of demoPack.verbs) {
     const compiled = d.rt.registry.get(v.name)!;
     assert.equal(tools.has(compiled.toolName), compiled.surfaces.includes('mcp_stdio'), `${v.name} is listed exactly when projected onto MCP`);
@@ -135,7 +125,7 @@ test('solid mcp over a real stdio pipe on a demo database: every demo tool liste
   const client = new Client({ name: 'demo-stdio', version: '1.0.0' });
   await client.connect(transport);
   t.after(() => client.close());
-  const names = (await listAll(client)).map((x) => x.name).sort();
+  const names = (await listAllTools(client)).map((x) => x.name).sort();
   assert.deepEqual(names, expected);
   // Reads whose sample needs only the seeded fixtures (DEMO_FIXTURES hold on a fresh seed).
   const stub = { fixtures: DEMO_FIXTURES, rt: { clock: () => new Date() } } as unknown as DemoRuntime;

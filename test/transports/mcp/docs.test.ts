@@ -25,26 +25,12 @@ import { openLocal } from '../../../src/transports/cli/local.ts';
 import { createHttpServer } from '../../../src/transports/http/server.ts';
 import { mcpHttpPlugin } from '../../../src/transports/mcp/http-plugin.ts';
 import type { Envelope } from '../../../src/spec/types.ts';
+import { mcpServerSnippets, type ServerEntry } from '../../support/mcp.ts';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url)).replace(/\/$/, '');
 const DOC = readFileSync(join(REPO, 'docs', 'mcp.md'), 'utf8');
 
-interface ServerEntry {
-  command?: string;
-  args?: string[];
-  env?: Record<string, string>;
-  url?: string;
-  headers?: Record<string, string>;
-}
-
-function snippets(): ServerEntry[] {
-  const out: ServerEntry[] = [];
-  for (const m of DOC.matchAll(/```json\n([\s\S]*?)```/g)) {
-    const parsed = JSON.parse(m[1]!) as { mcpServers?: Record<string, ServerEntry> };
-    if (parsed.mcpServers) out.push(...Object.values(parsed.mcpServers));
-  }
-  return out;
-}
+const snippets = (): ServerEntry[] => mcpServerSnippets(DOC);
 
 function substitute(s: string, values: { db: string; key: string; port?: number }): string {
   return s

@@ -8,24 +8,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { McpError, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { allKeys, connectInMemory, createMcpRuntime, phraseShown, slowState, subschemas } from './harness.ts';
 import { ToolCatalog } from '../../../src/transports/mcp/tool-catalog.ts';
 import { META } from '../../../src/transports/mcp/meta-keys.ts';
 import { defineVerb } from '../../../src/runtime/verb.ts';
 import type { Envelope } from '../../../src/spec/types.ts';
 import type { McpHarness } from './harness.ts';
-
-async function listAll(client: Client): Promise<Tool[]> {
-  const out: Tool[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await client.listTools(cursor === undefined ? {} : { cursor });
-    out.push(...page.tools);
-    cursor = page.nextCursor;
-  } while (cursor !== undefined);
-  return out;
-}
+import { listAllTools } from '../../support/mcp.ts';
 
 function envelopeOf(r: CallToolResult): Envelope {
   assert.equal(r.isError, true, JSON.stringify(r));
@@ -50,7 +40,7 @@ async function rejectsWith(p: Promise<unknown>, code: number): Promise<McpError>
 test('tools/list lists exactly the verbs whose surfaces include mcp_stdio (parity), by tool name', async (t) => {
   const h = await createMcpRuntime(t);
   const client = await connectInMemory(t, h);
-  const names = (await listAll(client)).map((x) => x.name);
+  const names = (await listAllTools(client)).map((x) => x.name);
   const expected = h.rt.registry
     .all()
     .filter((v) => v.surfaces.includes('mcp_stdio'))
@@ -65,7 +55,7 @@ test('tools/list lists exactly the verbs whose surfaces include mcp_stdio (parit
 test('every tool is portable: name pattern, object root with properties, no $ref/$schema/$id/nullable/type arrays, arrays with items', async (t) => {
   const h = await createMcpRuntime(t);
   const client = await connectInMemory(t, h);
-  const tools = await listAll(client);
+  const tools = await listAllTools(client);
   assert.ok(tools.length >= 8);
   for (const tool of tools) {
     assert.match(tool.name, /^[a-zA-Z0-9_-]{1,64}$/);
@@ -97,7 +87,7 @@ test('every tool is portable: name pattern, object root with properties, no $ref
 test('annotations and _meta are truthful to the consent class, revert handler, idempotency and open world', async (t) => {
   const h = await createMcpRuntime(t);
   const client = await connectInMemory(t, h);
-  const tools = new Map((await listAll(client)).map((x) => [x.name, x]));
+  const tools = new Map((await listAllTools(client)).map((x) => [x.name, x]));
   const a = (n: string) => tools.get(n)!.annotations!;
   assert.deepEqual(
     { ...a('test__echo') },
@@ -129,7 +119,7 @@ test('tools/list pages with an opaque cursor; a forged cursor is a -32602 error'
   const first = await client.listTools();
   assert.equal(first.tools.length, 3);
   assert.equal(typeof first.nextCursor, 'string');
-  const all = await listAll(client);
+  const all = await listAllTools(client);
   const full = new ToolCatalog(h.rt).entries.map((e) => e.tool.name);
   assert.deepEqual(
     all.map((x) => x.name),
