@@ -193,9 +193,7 @@ export class CliLoginStore {
     const codeHash = sha256(code);
     const now = this.#rt.clock();
     return this.#rt.store.write(async (tx) => {
-      const row = await this.#open(tx, codeHash, now);
-      const moved = await tx.run(`UPDATE cli_logins SET status = 'approved', decided_at = ? WHERE code_hash = ? AND status = 'pending'`, [now.toISOString(), codeHash]);
-      if (moved.changes !== 1) throw notPending(String(row.status));
+      const row = await this.#decide(tx, codeHash, now, 'approved');
       const { apiKey, info } = await insertApiKey(tx, { company_id: approver.company_id, user_id: approver.user_id, role: approver.role, agent_type: 'cli', name: `solid login (${row.client_name})` }, now);
       await tx.run('UPDATE cli_logins SET company_id = ?, user_id = ?, role = ?, key_id = ?, sealed_key = ? WHERE code_hash = ?', [
         approver.company_id,
@@ -225,9 +223,7 @@ export class CliLoginStore {
     const codeHash = sha256(code);
     const now = this.#rt.clock();
     await this.#rt.store.write(async (tx) => {
-      const row = await this.#open(tx, codeHash, now);
-      const moved = await tx.run(`UPDATE cli_logins SET status = 'denied', decided_at = ? WHERE code_hash = ? AND status = 'pending'`, [now.toISOString(), codeHash]);
-      if (moved.changes !== 1) throw notPending(String(row.status));
+      const row = await this.#decide(tx, codeHash, now, 'denied');
       await appendOperatorAudit(tx, {
         company_id: decider.company_id,
         action: 'cli_login.deny',
@@ -265,9 +261,15 @@ export class CliLoginStore {
     return out;
   }
 
-  async #open(tx: StoreTx, codeHash: string, now: Date): Promise<Record<string, unknown>> {
+  /**
+   * Move an open (unexpired) pending code to `status`, single use: a conditional UPDATE on
+   * status 'pending'. Returns the row as it was. @throws VerbError not_found, approval_not_pending
+   */
+  async #decide(tx: StoreTx, codeHash: string, now: Date, status: 'approved' | 'denied'): Promise<Record<string, unknown>> {
     const row = await tx.get<Record<string, unknown>>('SELECT client_name, status, expires_at FROM cli_logins WHERE code_hash = ?', [codeHash]);
     if (row === undefined || String(row.expires_at) <= now.toISOString()) throw notFound();
+    const moved = await tx.run(`UPDATE cli_logins SET status = ?, decided_at = ? WHERE code_hash = ? AND status = 'pending'`, [status, now.toISOString(), codeHash]);
+    if (moved.changes !== 1) throw notPending(String(row.status));
     return row;
   }
 
