@@ -25,19 +25,10 @@ import { systemVerbs } from '../src/verbs/index.ts';
 import { defineVerb } from '../src/runtime/verb.ts';
 import { AUDIT_COLUMNS, GENESIS_HASH, hashAuditRow, type AuditRow } from '../src/runtime/ledger/audit.ts';
 import { verifyDatabaseFile } from '../src/runtime/ledger/verify.ts';
+import type { BenchResult } from './harness.ts';
 
-/** Same shape as bench/harness.ts BenchResult. */
-export interface LedgerBenchResult {
-  id: string;
-  what: string;
-  value: number;
-  baseline?: number;
-  ratio?: number;
-  unit: string;
-  target?: string;
-  met?: boolean;
-  notes?: string;
-}
+/** The ledger modules' results: bench/harness.ts BenchResult. */
+export type LedgerBenchResult = BenchResult;
 
 interface Fixture {
   rt: Runtime;

@@ -23,21 +23,10 @@ import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { median } from './harness.ts';
+import { median, type BenchResult } from './harness.ts';
 
 /** One figure as the runner reports it (the modules' rows, normalised). */
-export interface Figure {
-  id: string;
-  module: string;
-  what: string;
-  value: number;
-  baseline?: number;
-  ratio?: number;
-  unit: string;
-  target?: string;
-  met?: boolean;
-  notes?: string;
-}
+export type Figure = BenchResult & { module: string };
 
 interface ModuleRun {
   module: string;
