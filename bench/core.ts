@@ -12,7 +12,7 @@ import { createRuntime } from '../src/runtime/runtime.ts';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { defineVerb } from '../src/runtime/verb.ts';
 import type { Queryable } from '../src/store/store.ts';
-import { opsPerSecond, paired, type BenchResult } from './harness.ts';
+import { opsPerSecond, paired, ratioResult, type BenchResult } from './harness.ts';
 import { searchWork, seedContactsBench } from './contacts.ts';
 
 const GET_SQL = 'SELECT id, name, email, phone FROM contacts WHERE company_id = ? AND id = ?';
@@ -79,27 +79,8 @@ export async function benchCore(options: { ms?: number; runs?: number } = {}): P
     );
     await rt.auditBuffer.flush();
     return [
-      {
-        id: 'core.read',
-        what: 'read verb (contact search, 200 rows) through dispatch vs the same query bare',
-        value: read.value,
-        baseline: read.baseline,
-        ratio: read.ratio,
-        unit: 'ops/s',
-        target: 'ratio ≥ 0.8',
-        met: read.ratio >= 0.8,
-      },
-      {
-        id: 'core.write',
-        what: 'write verb (confirmed contact update) through dispatch vs the same UPDATE in one bare store transaction',
-        value: write.value,
-        baseline: write.baseline,
-        ratio: write.ratio,
-        unit: 'ops/s',
-        target: 'ratio ≥ 0.5',
-        met: write.ratio >= 0.5,
-        notes: 'dispatch includes nonce verify + burn, daily cap, audit row (hash chain), event-free handler, revert data, idempotency record, ES256-signed receipt',
-      },
+      ratioResult('core.read', 'read verb (contact search, 200 rows) through dispatch vs the same query bare', read, 'ops/s', 0.8),
+      ratioResult('core.write', 'write verb (confirmed contact update) through dispatch vs the same UPDATE in one bare store transaction', write, 'ops/s', 0.5, 'dispatch includes nonce verify + burn, daily cap, audit row (hash chain), event-free handler, revert data, idempotency record, ES256-signed receipt'),
     ];
   } finally {
     await rt.close();

@@ -24,6 +24,15 @@ export interface BenchResult {
 }
 
 /** Run `fn` repeatedly for about `ms` milliseconds (after a warm-up) and return ops/s. */
+/**
+ * The BenchResult of a `paired` measurement whose target is a minimum ratio (system ÷ bare ≥ `min`).
+ */
+export function ratioResult(id: string, what: string, p: { value: number; baseline: number; ratio: number }, unit: string, min: number, notes?: string): BenchResult {
+  const r: BenchResult = { id, what, value: p.value, baseline: p.baseline, ratio: p.ratio, unit, target: `ratio ≥ ${min}`, met: p.ratio >= min };
+  if (notes !== undefined) r.notes = notes;
+  return r;
+}
+
 export async function opsPerSecond(fn: () => Promise<unknown>, ms = 1500, warmupMs = 300): Promise<number> {
   const warmEnd = performance.now() + warmupMs;
   while (performance.now() < warmEnd) await fn();

@@ -33,7 +33,7 @@ import { createHttpServer } from '../src/transports/http/server.ts';
 import { createMcpServer } from '../src/transports/mcp/mcp-server.ts';
 import { createMcpHttpPlugin } from '../src/transports/mcp/http-plugin.ts';
 import { ToolCatalog } from '../src/transports/mcp/tool-catalog.ts';
-import { opsPerSecond, opsPerSecondConcurrent, paired, type BenchResult } from './harness.ts';
+import { opsPerSecond, opsPerSecondConcurrent, paired, ratioResult, type BenchResult } from './harness.ts';
 import { searchWork, seedContactsBench } from './contacts.ts';
 
 
@@ -125,39 +125,9 @@ export async function benchMcp(options: McpBenchOptions = {}): Promise<BenchResu
     );
 
     return [
-      {
-        id: 'mcp.call_in_memory',
-        what: 'tools/call of a read verb (contact search) through createMcpServer vs a raw SDK Server doing the same query; SDK Client, InMemoryTransport, sequential',
-        value: mem.value,
-        baseline: mem.baseline,
-        ratio: mem.ratio,
-        unit: 'calls/s',
-        target: 'ratio ≥ 0.8',
-        met: mem.ratio >= 0.8,
-        notes: `median of ${runs} alternating pairs, ${ms} ms each`,
-      },
-      {
-        id: 'mcp.adapter_in_memory',
-        what: 'the MCP adapter alone: tools/call through createMcpServer vs a raw SDK Server whose handler calls rt.dispatch itself (same verb, same query); InMemoryTransport, sequential',
-        value: adapter.value,
-        baseline: adapter.baseline,
-        ratio: adapter.ratio,
-        unit: 'calls/s',
-        target: 'ratio ≥ 0.8',
-        met: adapter.ratio >= 0.8,
-        notes: `median of ${runs} alternating pairs, ${ms} ms each`,
-      },
-      {
-        id: 'mcp.call_http',
-        what: `tools/call over Streamable HTTP: /mcp (Fastify plugin, bearer key, sessions) vs the SDK transport on bare node:http with a raw SDK Server; ${concurrency} concurrent callers on one session, loopback`,
-        value: http.value,
-        baseline: http.baseline,
-        ratio: http.ratio,
-        unit: 'calls/s',
-        target: 'ratio ≥ 0.8',
-        met: http.ratio >= 0.8,
-        notes: `median of ${runs} alternating pairs, ${ms} ms each`,
-      },
+      ratioResult('mcp.call_in_memory', 'tools/call of a read verb (contact search) through createMcpServer vs a raw SDK Server doing the same query; SDK Client, InMemoryTransport, sequential', mem, 'calls/s', 0.8, `median of ${runs} alternating pairs, ${ms} ms each`),
+      ratioResult('mcp.adapter_in_memory', 'the MCP adapter alone: tools/call through createMcpServer vs a raw SDK Server whose handler calls rt.dispatch itself (same verb, same query); InMemoryTransport, sequential', adapter, 'calls/s', 0.8, `median of ${runs} alternating pairs, ${ms} ms each`),
+      ratioResult('mcp.call_http', `tools/call over Streamable HTTP: /mcp (Fastify plugin, bearer key, sessions) vs the SDK transport on bare node:http with a raw SDK Server; ${concurrency} concurrent callers on one session, loopback`, http, 'calls/s', 0.8, `median of ${runs} alternating pairs, ${ms} ms each`),
     ];
   } finally {
     for (const c of closers) await c().catch(() => {});

@@ -30,7 +30,7 @@ import { DEMO_TENANTS, demoPack, type DemoSeedFacts } from '../src/business/pack
 import type { Queryable } from '../src/store/store.ts';
 import type { Principal } from '../src/spec/types.ts';
 import type { Runtime } from '../src/runtime/runtime.ts';
-import { opsPerSecond, paired, median, type BenchResult } from './harness.ts';
+import { opsPerSecond, paired, median, ratioResult, type BenchResult } from './harness.ts';
 import { SEARCH_SQL, seedContactsBench } from './contacts.ts';
 
 export interface ReadCostOptions {
@@ -143,28 +143,8 @@ export async function benchReadCost(options: ReadCostOptions = {}): Promise<Benc
     const row = median(rowUs);
     const query = median(queryUs);
     return [
-      {
-        id: 'read.demo_full_context',
-        what: 'customer.full_context on the seeded demo business (a realistic read) through dispatch vs the same handler called bare on a read snapshot',
-        value: full.value,
-        baseline: full.baseline,
-        ratio: full.ratio,
-        unit: 'ops/s',
-        target: 'ratio ≥ 0.8',
-        met: full.ratio >= 0.8,
-        notes: `median of ${runs} alternating pairs, ${ms} ms each`,
-      },
-      {
-        id: 'read.without_audit_row',
-        what: 'the core read bench (contact search) through dispatch with the read-audit row switched off (diagnostic) vs the same query bare: the pipeline proper',
-        value: noAudit.value,
-        baseline: noAudit.baseline,
-        ratio: noAudit.ratio,
-        unit: 'ops/s',
-        target: 'ratio ≥ 0.8',
-        met: noAudit.ratio >= 0.8,
-        notes: `median of ${runs} alternating pairs, ${ms} ms each`,
-      },
+      ratioResult('read.demo_full_context', 'customer.full_context on the seeded demo business (a realistic read) through dispatch vs the same handler called bare on a read snapshot', full, 'ops/s', 0.8, `median of ${runs} alternating pairs, ${ms} ms each`),
+      ratioResult('read.without_audit_row', 'the core read bench (contact search) through dispatch with the read-audit row switched off (diagnostic) vs the same query bare: the pipeline proper', noAudit, 'ops/s', 0.8, `median of ${runs} alternating pairs, ${ms} ms each`),
       {
         id: 'read.audit_row',
         what: 'process CPU per read-audit row (entry, RFC 8785 material, SHA-256, INSERT into the indexed audit_log, batched head update, reputation hook, batch commit) vs CPU of the bare contact-search query',
