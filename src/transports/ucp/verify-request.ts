@@ -160,8 +160,5 @@ export async function verifyUcpRequest(req: InboundRequest, options: VerifyReque
     if (err instanceof SignatureError) throw fromSignatureError(err);
     throw err;
   }
-  if (signature.params.created === undefined) {
-    throw new UcpError('signature_invalid', `Signature ${signature.label} has no created parameter; this business requires it (replay window).`);
-  }
   return { profileUrl, host: parsedUrl.host, policy, signature };
 }
