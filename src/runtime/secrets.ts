@@ -101,13 +101,11 @@ export class Secrets {
   verifyMac(purpose: TokenPurpose, data: string, mac: string, kid: string): boolean {
     const key = this.#key(kid, purpose);
     if (key === undefined) return false;
-    const expected = createHmac('sha256', key).update(data).digest();
-    let given: Buffer;
-    try {
-      given = Buffer.from(mac, 'base64url');
-    } catch {
-      return false;
-    }
+    // Compare the canonical base64url text, not decoded bytes: a decoder ignores the spare low
+    // bits of the last character (and skips stray characters), so byte comparison would accept
+    // several spellings of one MAC. Exactly one spelling verifies.
+    const expected = Buffer.from(createHmac('sha256', key).update(data).digest('base64url'), 'utf8');
+    const given = Buffer.from(String(mac), 'utf8');
     return given.length === expected.length && timingSafeEqual(given, expected);
   }
 

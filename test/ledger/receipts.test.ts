@@ -16,6 +16,7 @@ import { upstreamValidator } from '../support/upstream.ts';
 import { runCli } from '../../src/transports/cli/main.ts';
 import type { Io } from '../../src/transports/cli/output.ts';
 import type { Receipt } from '../../src/spec/types.ts';
+import { alterMiddle, spareBitTwin } from '../support/base64url.ts';
 
 async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
@@ -80,6 +81,8 @@ describe('receipts', () => {
       ['attestation.seq', (x) => (x.attestation!.seq += 1)],
       ['attestation.row_hash', (x) => (x.attestation!.row_hash = '0'.repeat(64))],
       ['attestation.prev_hash', (x) => (x.attestation!.prev_hash = 'f'.repeat(64))],
+      ['attestation.jws, respelt with the same signature bytes', (x) => (x.attestation!.jws = spareBitTwin(x.attestation!.jws))],
+      ['attestation.jws signature', (x) => (x.attestation!.jws = `${x.attestation!.jws.split('.').slice(0, 2).join('.')}.${alterMiddle(x.attestation!.jws.split('.')[2]!)}`)],
     ];
     for (const [what, alter] of alterations) {
       const copy = structuredClone(r);

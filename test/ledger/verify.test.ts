@@ -20,6 +20,7 @@ import { StoreError } from '../../src/store/store.ts';
 import { runCli } from '../../src/transports/cli/main.ts';
 import type { Io } from '../../src/transports/cli/output.ts';
 import type { TestContext } from 'node:test';
+import { spareBitTwin } from '../support/base64url.ts';
 
 async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
@@ -340,6 +341,17 @@ describe('audit chain verification', () => {
     assert.deepEqual(kinds(report, h.companyId), ['bad_signature']);
     const run = await cliFindings(h);
     assert.notEqual(run.code, 0);
+  });
+
+  it('detects a checkpoint signature respelt with the same bytes (only the canonical base64url verifies)', async (t) => {
+    const h = await populated(t);
+    const db = new Database(h.dbPath);
+    const cp = db.prepare('SELECT seq, signature FROM audit_checkpoints WHERE company_id = ? ORDER BY seq LIMIT 1').get(h.companyId) as { seq: number; signature: string };
+    const twin = spareBitTwin(cp.signature);
+    assert.deepEqual(Buffer.from(twin, 'base64url'), Buffer.from(cp.signature, 'base64url'));
+    db.prepare('UPDATE audit_checkpoints SET signature = ? WHERE company_id = ? AND seq = ?').run(twin, h.companyId, cp.seq);
+    db.close();
+    assert.deepEqual(kinds(await verifyBoth(h.dbPath), h.companyId), ['bad_signature']);
   });
 
   it('a missing database answers store_unavailable with a hint, not a stack', async (t) => {

@@ -98,7 +98,9 @@ export function verifyReceipt(receipt: unknown, keys: KeyObject | PublicJwk | re
   if (key === undefined || errors.length > 0) return { valid: false, kid: att.kid, errors };
   const signingInput = `${parts[0]}.${b64url(receiptSigningPayload(r))}`;
   const sig = Buffer.from(parts[2]!, 'base64url');
-  if (sig.length !== 64) return { valid: false, kid: att.kid, errors: ['signature must be 64 bytes (raw r‖s)'] };
+  // 64 bytes in canonical unpadded base64url (86 characters): a decoder would also take spellings
+  // that differ in the last character's spare bits, and the receipt must have exactly one form.
+  if (sig.length !== 64 || sig.toString('base64url') !== parts[2]) return { valid: false, kid: att.kid, errors: ['signature must be 64 bytes (raw r‖s) in canonical base64url'] };
   const ok = nodeVerify('sha256', enc.encode(signingInput), { key, dsaEncoding: 'ieee-p1363' }, sig);
   if (!ok) errors.push('signature does not verify: the receipt was altered or signed by another key');
   return { valid: errors.length === 0, kid: att.kid, errors };

@@ -136,7 +136,7 @@ function checkCheckpoints(
     } else {
       try {
         const sig = Buffer.from(cp.signature, 'base64url');
-        valid = sig.length === 64 && nodeVerify('sha256', checkpointMaterial({ company_id: companyId, seq, head_hash: cp.head_hash, created_at: cp.created_at }), { key, dsaEncoding: 'ieee-p1363' }, sig);
+        valid = sig.length === 64 && sig.toString('base64url') === cp.signature && nodeVerify('sha256', checkpointMaterial({ company_id: companyId, seq, head_hash: cp.head_hash, created_at: cp.created_at }), { key, dsaEncoding: 'ieee-p1363' }, sig);
       } catch {
         valid = false;
       }

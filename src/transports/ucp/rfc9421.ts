@@ -575,8 +575,25 @@ function windowEnd(params: SignatureParameters, now: number, maxAge: number, ske
   return Number.isFinite(end) ? end : now + (Number.isFinite(maxAge) ? maxAge : 86_400) + skew;
 }
 
+/** The order n of the P-256 group: ECDSA's s and n − s both verify (signature malleability). */
+const P256_ORDER = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n;
+const P256_HALF_ORDER = P256_ORDER >> 1n;
+
+/**
+ * The replay-guard id of a signature: keyid plus the raw r‖s with s folded to the low half
+ * (s ≤ n/2). An ECDSA signature (r, s) has a twin (r, n − s) that verifies just as well and that
+ * anyone can compute from a captured request, so keying on the bytes as sent would let a replay
+ * through as the twin. Non-64-byte values (unverified other labels) are keyed as sent.
+ */
 function replayId(keyid: string, signature: Uint8Array): string {
-  return `${keyid} ${Buffer.from(signature).toString('base64')}`;
+  let bytes = Buffer.from(signature);
+  if (bytes.length === 64) {
+    const s = BigInt(`0x${bytes.subarray(32).toString('hex')}`);
+    if (s > P256_HALF_ORDER) {
+      bytes = Buffer.concat([bytes.subarray(0, 32), Buffer.from((P256_ORDER - s).toString(16).padStart(64, '0'), 'hex')]);
+    }
+  }
+  return `${keyid} ${bytes.toString('base64')}`;
 }
 
 const EMPTY_BODY = new Uint8Array(0);

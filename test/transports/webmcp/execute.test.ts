@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Envelope } from '../../../src/spec/types.ts';
 import { INJECT_ORIGIN, injectLogin, webmcpFixture, type InjectSession, type WebmcpFixture } from './fixture.ts';
+import { alterMiddle, spareBitTwin } from '../../support/base64url.ts';
 
 function exec(f: WebmcpFixture, tool: string, payload: unknown, headers: Record<string, string> = {}) {
   return f.app.inject({ method: 'POST', url: `/api/v1/webmcp/execute/${tool}`, headers, payload: payload as Record<string, unknown> });
@@ -40,7 +41,9 @@ describe('POST /api/v1/webmcp/execute: authentication, CSRF and Origin', () => {
       { cookie: s.cookie, origin: INJECT_ORIGIN },
       { cookie: s.cookie, origin: INJECT_ORIGIN, 'x-csrf-token': 'not-the-token' },
       { cookie: s.cookie, origin: INJECT_ORIGIN, 'x-csrf-token': other.csrf },
-      { cookie: s.cookie, origin: INJECT_ORIGIN, 'x-csrf-token': s.csrf.slice(0, -1) + (s.csrf.endsWith('A') ? 'B' : 'A') },
+      { cookie: s.cookie, origin: INJECT_ORIGIN, 'x-csrf-token': alterMiddle(s.csrf) },
+      // decodes to the same bytes as the real token: only the exact spelling is accepted
+      { cookie: s.cookie, origin: INJECT_ORIGIN, 'x-csrf-token': spareBitTwin(s.csrf) },
     ];
     for (const headers of cases) {
       const res = await exec(f, 'webtest__note_add', body, headers);

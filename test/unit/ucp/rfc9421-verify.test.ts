@@ -232,6 +232,21 @@ describe('verifyMessage failures carry UCP error codes', () => {
     assert.equal((await verifyMessage(signedRequest(), options({ replayCache }))).label, 'sig1');
   });
 
+  it('replay as the ECDSA twin (r, n − s) of the captured signature → signature_replayed', async () => {
+    const n = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n;
+    const replayCache = new ReplayCache();
+    const message = signedRequest();
+    assert.equal((await verifyMessage(message, options({ replayCache }))).label, 'sig1');
+    const raw = Buffer.from(/^sig1=:([^:]+):$/.exec(String(message.headers.signature))![1]!, 'base64');
+    const s = BigInt(`0x${raw.subarray(32).toString('hex')}`);
+    const twin = Buffer.concat([raw.subarray(0, 32), Buffer.from((n - s).toString(16).padStart(64, '0'), 'hex')]);
+    const forged: HttpMessage = { ...message, headers: { ...message.headers, signature: `sig1=:${twin.toString('base64')}:` } };
+    // The twin is a valid signature of the same message (without a replay guard it is accepted) …
+    assert.equal((await verifyMessage(structuredClone(forged), options())).label, 'sig1');
+    // … so the guard must know it as the same signature.
+    await rejectsWith(verifyMessage(forged, options({ replayCache, now: NOW + 5 })), 'signature_replayed');
+  });
+
   it('replay with one of two valid labels stripped → signature_replayed', async () => {
     const replayCache = new ReplayCache();
     const message = signedRequest();
