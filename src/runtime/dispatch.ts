@@ -512,9 +512,9 @@ async function pending(rt: Runtime, st: State, caller: Caller, phrase: string | 
   const row = await rt.store.write(async (tx) => {
     if (typed) {
       await tx.run(
-        `INSERT INTO approvals (approval_id, company_id, jti, verb, args, consent_class, typed_phrase, summary, requested_by, requested_role, agent_type, status, created_at, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
-        [approvalId, p.company_id, issued.jti, verb.name, JSON.stringify(redact(st.args, verb.secretPaths)), cls, phrase, summary, p.user_id, p.role, p.agent_type, st.now.toISOString(), issued.expiresAt],
+        `INSERT INTO approvals (approval_id, company_id, jti, verb, args, consent_class, typed_phrase, summary, requested_by, requested_role, agent_type, status, created_at, expires_at, role_floor)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`,
+        [approvalId, p.company_id, issued.jti, verb.name, JSON.stringify(redact(st.args, verb.secretPaths)), cls, phrase, summary, p.user_id, p.role, p.agent_type, st.now.toISOString(), issued.expiresAt, st.delegated?.roleFloor ?? verb.roleFloor],
       );
     }
     const pendingRow = await appendAudit(tx, entryFor(st, 'pending', 'dispatch_pending', latency, { requiresApproval: typed }));

@@ -54,20 +54,27 @@ interface ApprovalRow {
   decision_note: string | null;
   created_at: string;
   expires_at: string;
+  /** The role floor of the action as asked (a delegated floor, e.g. a revert's, included); null on rows older than migration 5. */
+  role_floor: Role | null;
 }
 
 const COLUMNS =
-  'approval_id, company_id, verb, args, consent_class, typed_phrase, summary, requested_by, requested_role, agent_type, status, decided_by, decided_at, decision_note, created_at, expires_at';
+  'approval_id, company_id, verb, args, consent_class, typed_phrase, summary, requested_by, requested_role, agent_type, status, decided_by, decided_at, decision_note, created_at, expires_at, role_floor';
 
 function effectiveStatus(row: ApprovalRow, nowIso: string): ApprovalStatus {
   if (row.status === 'pending' && row.expires_at <= nowIso) return 'expired';
   return row.status as ApprovalStatus;
 }
 
-/** The role floor an approver needs for this row: the target verb's floor, never below admin. */
-function approverFloor(ctx: VerbContext, verb: string, cls: VerbClass): Role {
-  const target = ctx.runtime.registry.get(verb);
-  const floor = target?.roleFloor ?? ROLE_FLOOR_OF_CLASS[cls] ?? MIN_APPROVER_ROLE;
+/**
+ * The role floor an approver needs for this row, never below admin: the floor recorded when the
+ * action was asked (for a verb whose consent follows its target, such as audit.revert, that is the
+ * target's floor, not the revert verb's own), else — rows written before migration 5 — the verb's
+ * registered floor, else the class's.
+ */
+function approverFloor(ctx: VerbContext, row: Pick<ApprovalRow, 'verb' | 'consent_class' | 'role_floor'>): Role {
+  const recorded = row.role_floor !== null && row.role_floor !== undefined && ROLE_RANK[row.role_floor] !== undefined ? row.role_floor : undefined;
+  const floor = recorded ?? ctx.runtime.registry.get(row.verb)?.roleFloor ?? ROLE_FLOOR_OF_CLASS[row.consent_class] ?? MIN_APPROVER_ROLE;
   return ROLE_RANK[floor] >= ROLE_RANK[MIN_APPROVER_ROLE] ? floor : MIN_APPROVER_ROLE;
 }
 
@@ -112,7 +119,7 @@ async function decidedMeanwhile(ctx: VerbContext, row: ApprovalRow): Promise<Ver
 async function decisionConsent(ctx: VerbContext, args: { approval_id: string }, action: string): Promise<DelegatedConsent> {
   const row = await findApproval(ctx.db, ctx.principal.company_id, args.approval_id);
   if (row === undefined) return { consentClass: null, roleFloor: MIN_APPROVER_ROLE, summary: `${action} approval ${args.approval_id}.` };
-  return { consentClass: null, roleFloor: approverFloor(ctx, row.verb, row.consent_class), summary: `${action} ${row.verb}: ${row.summary}` };
+  return { consentClass: null, roleFloor: approverFloor(ctx, row), summary: `${action} ${row.verb}: ${row.summary}` };
 }
 
 const approvalItem = {
@@ -207,7 +214,7 @@ export const approvalsList = defineVerb<ApprovalsListArgs>({
         args: parseJson(r.args) ?? {},
       };
       const st = effectiveStatus(row, nowIso);
-      const floor = approverFloor(ctx, row.verb, row.consent_class);
+      const floor = approverFloor(ctx, row);
       return {
         approval_id: row.approval_id,
         verb: row.verb,

@@ -6,6 +6,8 @@
 import { test } from 'node:test';
 import { strict as assert } from 'node:assert';
 import { consentHarness, expectDenied, pendingOf, type ConsentHarness } from './support.ts';
+import { createTestRuntime } from '../support/runtime.ts';
+import { defineVerb } from '../../src/runtime/verb.ts';
 
 const ARGS = { invoice_id: 4242, amount_cents: 5000, card_token: 'tok_secret' };
 const PHRASE = 'CHARGE $50.00 to invoice #4242';
@@ -249,4 +251,53 @@ test('approve is one call (no nonce round trip of its own) and does not count ag
   assert.equal((await h.call('admin', 'charge_invoice', ARGS, { confirm: true, nonce: c.nonce })).ok, true);
   const counts = await h.rt.store.read((q) => q.all<{ consent_class: string; count: number }>('SELECT consent_class, count FROM daily_counts WHERE company_id = ?', [h.companyId]));
   assert.deepEqual(counts.map((r) => [r.consent_class, Number(r.count)]), [['WRITE_FINANCIAL', 1]]);
+});
+
+const ownerOnlyCharge = defineVerb<{ n: number }>({
+  name: 'floor_test.owner_charge',
+  description: 'A revertible WRITE_FINANCIAL action only an owner may take (like subscription_upgrade_tier).',
+  shape: 'receipt',
+  category: 'floor_test',
+  consent: 'WRITE_FINANCIAL',
+  role_floor: 'owner',
+  input: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false },
+  phrase: (a) => `CHARGE ${a.n}`,
+  async handler(ctx, a) {
+    ctx.setRollback(`floor_test:${a.n}`, { n: a.n });
+    return { status: 'charged' };
+  },
+  revert: { phrase: (o) => `UNDO CHARGE ${String(o.rollback.n)}`, async handler() { return { revert_action: 'undone' }; } },
+});
+
+test('the approver of a revert must meet the floor of the action reverted (owner), not the revert verb’s own; the floor is recorded on the approval', async (t) => {
+  const h = await createTestRuntime(t, { engine: 'sqlite' });
+  h.rt.register(ownerOnlyCharge);
+  const owner = { surface: 'cli' as const, apiKey: h.keys.owner };
+  const ownersAgent = { surface: 'mcp_stdio' as const, apiKey: h.keys.owner };
+  const admin = { surface: 'http' as const, apiKey: h.keys.admin };
+  const pre = await h.rt.dispatch(owner, 'floor_test.owner_charge', { n: 7 });
+  const done = await h.rt.dispatch(owner, 'floor_test.owner_charge', { n: 7 }, { confirm: true, nonce: pre.consent!.nonce, typed_phrase: 'CHARGE 7' });
+  assert.equal(done.ok, true, JSON.stringify(done));
+
+  // The owner's agent (MCP: it cannot send a typed phrase) asks to revert: an approval is opened.
+  const asked = pendingOf(await h.rt.dispatch(ownersAgent, 'audit.revert', { audit_id: done.audit_id }));
+  assert.equal(asked.gate, 'typed_phrase');
+  const listed = (await h.rt.dispatch(admin, 'approvals.list', {})).result!.approvals as Array<{ approval_id: string; verb: string; role_floor: string; can_decide: boolean }>;
+  assert.deepEqual(listed.filter((a) => a.approval_id === asked.approval_id).map((a) => [a.verb, a.role_floor, a.can_decide]), [['audit.revert', 'owner', false]]);
+
+  const byAdmin = await h.rt.dispatch(admin, 'approvals.approve', { approval_id: asked.approval_id, typed_phrase: asked.typed_phrase });
+  assert.equal(byAdmin.error?.reason, 'role_denied', JSON.stringify(byAdmin));
+  assert.match(byAdmin.error!.message, /owner/);
+  assert.equal((await h.rt.dispatch(admin, 'approvals.reject', { approval_id: asked.approval_id })).error?.reason, 'role_denied');
+  // Still undecided: the agent is told to wait and nothing is reverted.
+  const waiting = await h.rt.dispatch(ownersAgent, 'audit.revert', { audit_id: done.audit_id }, { confirm: true, nonce: asked.nonce });
+  assert.equal(waiting.error?.reason, 'dispatch_pending');
+
+  // The owner approves; the agent's re-call runs the revert with approved_by = the owner.
+  const byOwner = await h.rt.dispatch(owner, 'approvals.approve', { approval_id: asked.approval_id, typed_phrase: asked.typed_phrase });
+  assert.equal(byOwner.ok, true, JSON.stringify(byOwner));
+  const run = await h.rt.dispatch(ownersAgent, 'audit.revert', { audit_id: done.audit_id }, { confirm: true, nonce: asked.nonce });
+  assert.equal(run.ok, true, JSON.stringify(run));
+  const row = await h.rt.store.read((q) => q.get<{ approved_by: number; user_id: number }>('SELECT approved_by, user_id FROM audit_log WHERE audit_id = ?', [run.audit_id]));
+  assert.equal(Number(row!.approved_by), Number(row!.user_id), 'approved by the owner');
 });

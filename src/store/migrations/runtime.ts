@@ -623,9 +623,17 @@ CREATE TABLE signature_replays (
 CREATE INDEX signature_replays_expiry ON signature_replays(expires_at);
 `;
 
+/**
+ * The role floor of the action an approval decides, as it applied when the action was asked: a
+ * verb whose consent follows its target (audit.revert) carries the target's floor, which the
+ * registry cannot tell later. Null on older rows (the approver check then falls back to the verb).
+ */
+const APPROVAL_ROLE_FLOOR_V5 = `ALTER TABLE approvals ADD COLUMN role_floor TEXT;`;
+
 export const runtimeMigrations: readonly Migration[] = [
   { version: 1, name: 'runtime tables', sqlite: SQLITE_V1, postgres: POSTGRES_V1 },
   { version: 2, name: 'audit trail indexes', sqlite: AUDIT_TRAIL_INDEXES_V2, postgres: AUDIT_TRAIL_INDEXES_V2 },
   { version: 3, name: 'observe-and-learn tables', sqlite: OBSERVE_SQLITE_V3, postgres: OBSERVE_POSTGRES_V3 },
   { version: 4, name: 'signature replay guard', sqlite: SIGNATURE_REPLAYS_V4, postgres: SIGNATURE_REPLAYS_V4 },
+  { version: 5, name: 'approval role floor', sqlite: APPROVAL_ROLE_FLOOR_V5, postgres: APPROVAL_ROLE_FLOOR_V5 },
 ];
