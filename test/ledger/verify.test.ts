@@ -213,6 +213,24 @@ describe('audit chain verification', () => {
     assert.match(run.text, /modified\s+seq \d+ \(audit_id \d+\)/);
   });
 
+  it('detects numeric columns rewritten as text that a lax reading takes for the same value (0x2 for 2, words or Infinity for NULL)', async (t) => {
+    const h = await populated(t);
+    const db = attacker(h);
+    const rows = db.prepare(`SELECT audit_id, seq, user_id FROM audit_log WHERE company_id = ? AND user_id IS NOT NULL ORDER BY seq LIMIT 3`).all(h.companyId) as Array<{ audit_id: number; seq: number; user_id: number }>;
+    const before = (db.prepare('SELECT COUNT(*) AS n FROM audit_log WHERE company_id = ? AND user_id = ?').get(h.companyId, rows[0]!.user_id) as { n: number }).n;
+    // hide a row from the actor's trail: SQLite keeps '0x…' as TEXT, so user_id = N no longer finds it
+    db.prepare(`UPDATE audit_log SET user_id = ? WHERE audit_id = ?`).run(`0x${rows[0]!.user_id.toString(16)}`, rows[0]!.audit_id);
+    // claim an approval that never happened, where approved_by was NULL
+    db.prepare(`UPDATE audit_log SET approved_by = 'user 99 (CFO)' WHERE audit_id = ?`).run(rows[1]!.audit_id);
+    db.prepare(`UPDATE audit_log SET parent_id = 9e999 WHERE audit_id = ?`).run(rows[2]!.audit_id);
+    const after = (db.prepare('SELECT COUNT(*) AS n FROM audit_log WHERE company_id = ? AND user_id = ?').get(h.companyId, rows[0]!.user_id) as { n: number }).n;
+    db.close();
+    assert.equal(after, before - 1, 'the edit really hides the row from SQL');
+    const report = await verifyBoth(h.dbPath);
+    const f = report.tenants.find((x) => x.company_id === h.companyId)!.findings;
+    assert.deepEqual(f.map((x) => [x.kind, x.audit_id]), rows.map((r) => ['modified', r.audit_id]));
+  });
+
   it('detects an edited row whose own hash was recomputed (chain_break at the next row, and the checkpoint)', async (t) => {
     const h = await populated(t);
     const db = attacker(h);

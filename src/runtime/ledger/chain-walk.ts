@@ -60,10 +60,16 @@ export function canonicalValue(i: number, v: unknown): string {
   if (v === null || v === undefined) return 'null';
   if (i === REQUEST_DATA) return typeof v === 'string' ? v : (canonicalize(v) ?? 'null');
   if (typeof v === 'string') {
-    if (IS_NUMERIC[i]) return JSON.stringify(Number(v));
+    // A numeric column read as text: PostgreSQL's BIGINT, always in canonical decimal. Any other
+    // text (SQLite keeps '0x2' or 'user 9' as text in an INTEGER column) is kept quoted, so it can
+    // never hash like the number or NULL that was appended: Number('0x2') is 2, and a NaN would
+    // serialize as null.
+    if (IS_NUMERIC[i]) return String(Number(v)) === v ? v : JSON.stringify(v);
     return NEEDS_ESCAPE.test(v) ? JSON.stringify(v) : `"${v}"`;
   }
-  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : 'null';
+  // Appended latencies are finite; a stored Infinity was put there afterwards, so it must not
+  // hash as the null it replaced.
+  if (typeof v === 'number') return String(v);
   if (typeof v === 'bigint') return String(v);
   return JSON.stringify(v);
 }
