@@ -434,7 +434,9 @@ async function consentGate(rt: Runtime, st: State, caller: Caller, options: Disp
       if (approval.status === 'rejected') throw approvalRejected(verb.name, consent.approvalId);
       if (approval.status === 'consumed') throw nonceReplayed(verb.name);
     }
-    // Still waiting for the human: answer pending again with the same nonce.
+    // Still waiting for the human: answer pending again with the same nonce — audited like the
+    // first pending answer, so an agent polling for a decision leaves a row per attempt.
+    const auditId = await recordPending(rt, st, caller, true);
     return pendingEnvelope(rt, st, caller, {
       class: cls,
       gate: 'typed_phrase',
@@ -443,7 +445,7 @@ async function consentGate(rt: Runtime, st: State, caller: Caller, options: Disp
       summary: summaryOf(st),
       typed_phrase: phrase!,
       ...(consent.approvalId ? { approval_id: consent.approvalId } : {}),
-    }, 'Waiting for the typed phrase or an out-of-band approval.');
+    }, 'Waiting for the typed phrase or an out-of-band approval.', auditId);
   }
   if (!phrasesMatch(phrase!, options.typed_phrase)) {
     throw new VerbError('phrase_mismatch', 'The typed phrase does not match the phrase shown, character for character.', {
@@ -508,8 +510,7 @@ async function pending(rt: Runtime, st: State, caller: Caller, phrase: string | 
     ...(typed ? { typed_phrase: phrase, approval_id: approvalId } : {}),
     ...(preview !== undefined ? { preview } : {}),
   };
-  const latency = performance.now() - st.t0;
-  const row = await rt.store.write(async (tx) => {
+  const auditId = await recordPending(rt, st, caller, typed, async (tx) => {
     if (typed) {
       await tx.run(
         `INSERT INTO approvals (approval_id, company_id, jti, verb, args, consent_class, typed_phrase, summary, requested_by, requested_role, agent_type, status, created_at, expires_at, role_floor)
@@ -517,12 +518,24 @@ async function pending(rt: Runtime, st: State, caller: Caller, phrase: string | 
         [approvalId, p.company_id, issued.jti, verb.name, JSON.stringify(redact(st.args, verb.secretPaths)), cls, phrase, summary, p.user_id, p.role, p.agent_type, st.now.toISOString(), issued.expiresAt, st.delegated?.roleFloor ?? verb.roleFloor],
       );
     }
+  });
+  return pendingEnvelope(rt, st, caller, consent, undefined, auditId);
+}
+
+/**
+ * Append the `pending` / `dispatch_pending` audit row of a consent answer (after `before`, in the
+ * same store transaction) and tell the observers. Returns the row's audit_id.
+ */
+async function recordPending(rt: Runtime, st: State, caller: Caller, typed: boolean, before?: (tx: StoreTx) => Promise<void>): Promise<number> {
+  const latency = performance.now() - st.t0;
+  const row = await rt.store.write(async (tx) => {
+    await before?.(tx);
     const pendingRow = await appendAudit(tx, entryFor(st, 'pending', 'dispatch_pending', latency, { requiresApproval: typed }));
     tx.afterCommit(() => rt.afterWrite(pendingRow));
     return pendingRow;
   });
   rt.observe(outcome(st, caller, false, 'dispatch_pending', latency, row.audit_id));
-  return pendingEnvelope(rt, st, caller, consent, undefined, row.audit_id);
+  return row.audit_id;
 }
 
 function pendingEnvelope(rt: Runtime, st: State, _caller: Caller, consent: NonNullable<Envelope['consent']>, message?: string, auditId?: number): Envelope {

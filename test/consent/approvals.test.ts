@@ -78,11 +78,27 @@ test('approve end to end: a human types the phrase, the agent re-calls with conf
   assert.equal(await h.effects(), 1);
 });
 
-test('before a decision, the agent re-calling with the nonce alone is told to wait (pending again), nothing runs', async (t) => {
+test('before a decision, the agent re-calling with the nonce alone is told to wait (pending again), nothing runs; every re-call is audited and observed', async (t) => {
   const h = await consentHarness(t);
+  const seen: Array<[string | null, number | null]> = [];
+  h.rt.onDispatch((o) => seen.push([o.reason, o.audit_id]));
   const c = await pendingCharge(h);
-  const env = await h.call('admin', 'charge_invoice', ARGS, { confirm: true, nonce: c.nonce });
-  assert.equal(pendingOf(env).approval_id, c.approval_id);
+  const ids = new Set<number>();
+  for (let i = 0; i < 3; i++) {
+    const env = await h.call('admin', 'charge_invoice', ARGS, { confirm: true, nonce: c.nonce });
+    assert.equal(pendingOf(env).approval_id, c.approval_id);
+    assert.equal(pendingOf(env).nonce, c.nonce, 'the same nonce');
+    assert.equal(typeof env.audit_id, 'number');
+    ids.add(env.audit_id!);
+  }
+  assert.equal(ids.size, 3, 'one row per re-call');
+  const rows = await h.audit({ action_type: 'charge_invoice', status: 'pending' });
+  assert.equal(rows.length, 4, 'the first pending answer and the three re-calls');
+  for (const r of rows) {
+    assert.equal(r.reason, 'dispatch_pending');
+    assert.equal(Number(r.requires_approval), 1);
+  }
+  assert.deepEqual(seen.filter(([reason]) => reason === 'dispatch_pending').map(([, id]) => id).slice(1), [...ids]);
   assert.equal(await h.effects(), 0);
 });
 
