@@ -29,7 +29,7 @@ import type { Envelope, Principal, Tier } from '../../spec/types.ts';
 import { envelopeToHttp } from '../http/envelope-map.ts';
 import { UCP_VERSION, type CapabilityEntry } from './capability-names.ts';
 import { capabilityAllowed, classImplied } from './ucp-config.ts';
-import { platformUserId, type VerifiedPlatform } from './verify-request.ts';
+import type { VerifiedPlatform } from './verify-request.ts';
 
 /** What the transport answers: status, extra headers, JSON body (signed by the plugin). */
 export interface CapabilityAnswer {
@@ -44,6 +44,8 @@ export interface CapabilityCall {
   entry: CapabilityEntry;
   capabilityVersion: string;
   platform: VerifiedPlatform;
+  /** The platform's user_id (PlatformUsers.userIdOf its profile URL). */
+  userId: number;
   args: unknown;
   idempotencyKey?: string;
   /** `Solid-Consent-Nonce`: confirm a typed-phrase call a human approved out of band. */
@@ -51,11 +53,11 @@ export interface CapabilityCall {
   signal?: AbortSignal;
 }
 
-/** The dispatch principal of a verified platform on a tenant. */
-export function platformPrincipal(tenant: { company_id: number; tier: Tier }, platform: VerifiedPlatform): Principal {
+/** The dispatch principal of a verified platform on a tenant; `userId` from PlatformUsers.userIdOf. */
+export function platformPrincipal(tenant: { company_id: number; tier: Tier }, platform: VerifiedPlatform, userId: number): Principal {
   return {
     company_id: tenant.company_id,
-    user_id: platformUserId(platform.profileUrl),
+    user_id: userId,
     role: platform.policy.role,
     tier: tenant.tier,
     agent_type: `ucp:${platform.host}`,
@@ -123,7 +125,7 @@ export async function runCapability(call: CapabilityCall): Promise<CapabilityAns
   if (!capabilityAllowed(platform.policy, entry.name)) {
     return refusalOf(verb, entry, capabilityVersion, 403, 'capability_not_allowed', `The platform ${platform.profileUrl} may not use ${entry.name}.`, "Ask the business to add the capability to this platform's allow-list (settings.ucp.platforms[].allow).");
   }
-  const caller = { surface: 'ucp' as const, principal: platformPrincipal(call.tenant, platform), ...(call.signal ? { signal: call.signal } : {}) };
+  const caller = { surface: 'ucp' as const, principal: platformPrincipal(call.tenant, platform, call.userId), ...(call.signal ? { signal: call.signal } : {}) };
   const base = call.idempotencyKey === undefined ? {} : { idempotency_key: call.idempotencyKey };
   if (call.consentNonce !== undefined) {
     return typedPhraseHint(await rt.dispatch(caller, verb, call.args, { ...base, confirm: true, nonce: call.consentNonce }), entry, capabilityVersion);

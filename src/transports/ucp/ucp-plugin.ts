@@ -47,6 +47,7 @@ import {
   type ProfileUrls,
 } from './profile.ts';
 import { StoreReplayGuard, type ReplayGuard } from './replay-cache.ts';
+import { PlatformUsers } from './platform-users.ts';
 import { signMessage } from './rfc9421.ts';
 import { UcpError } from './ucp-error.ts';
 import { checkBaseUrl, primaryTenantOf, resolveTenantConfig, ucpConfigFromEnv, type UcpServerConfig, type UcpTenantConfig } from './ucp-config.ts';
@@ -225,6 +226,7 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
     app.addHook('onClose', async () => state.detach());
     const profiles = options.profiles ?? new PlatformProfiles({ ...options.profileFetch, dev: cfg.dev });
     const replay = options.replay ?? new StoreReplayGuard(rt.store);
+    const platformUsers = new PlatformUsers(rt.store);
 
     // Raw bytes for every media type: the digest and the signature are checked before parsing.
     app.removeAllContentTypeParsers();
@@ -273,6 +275,7 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
         const url = `${request.protocol}://${request.headers.host ?? ''}${request.raw.url ?? request.url}`;
         const inbound: InboundRequest = { method: request.method, url, headers: fieldLinesOf(request), ...(raw !== undefined && raw.length > 0 ? { body: raw } : {}) };
         let platform;
+        let userId: number;
         try {
           platform = await verifyUcpRequest(inbound, {
             config: s.config,
@@ -282,6 +285,7 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
             ...(options.skewSeconds !== undefined ? { skewSeconds: options.skewSeconds } : {}),
             ...(options.maxSignatureAgeSeconds !== undefined ? { maxAgeSeconds: options.maxSignatureAgeSeconds } : {}),
           });
+          userId = await platformUsers.userIdOf(platform.profileUrl);
         } catch (err) {
           const e = toUcpError(err, rt);
           request.log.info({ code: e.code, ucp_agent: request.headers['ucp-agent'] }, 'UCP request refused');
@@ -307,6 +311,7 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
               entry,
               capabilityVersion: version,
               platform,
+              userId,
               args,
               ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
               ...(consentNonce !== undefined ? { consentNonce: consentNonce.trim() } : {}),

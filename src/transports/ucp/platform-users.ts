@@ -1,0 +1,63 @@
+/**
+ * The user_id of a UCP platform (spec/transports.md §ucp-dispatch): one id per profile URL,
+ * recorded in `ucp_platform_users` (runtime migration 6) the first time a platform is seen, so
+ * two platforms never share an id — and with it an idempotency scope, nonces, daily caps and a
+ * reputation. The id starts at the deterministic `platformUserId(url)` (10⁹ + SHA-256 prefix
+ * mod 10⁹, what earlier versions used, so existing platforms keep their ids) and probes upwards
+ * while another URL holds it: a URL searched for a colliding hash gets the next free id instead.
+ */
+import type { Store } from '../../store/store.ts';
+import { StoreError } from '../../store/store.ts';
+import { platformUserId } from './verify-request.ts';
+
+const FIRST_ID = 1_000_000_000;
+const SPAN = 1_000_000_000;
+/** Probes before giving up (each probe is an id held by another URL: 64 means an attack or a bug). */
+const MAX_PROBES = 64;
+/** Profile URLs whose id is kept in memory (the mapping never changes once recorded). */
+const CACHE_LIMIT = 10_000;
+
+/**
+ * Resolves platform profile URLs to user ids, with an in-process cache in front of the store.
+ * One per runtime store; safe across nodes (the store's unique constraints decide).
+ */
+export class PlatformUsers {
+  readonly #store: Store;
+  readonly #cache = new Map<string, number>();
+
+  constructor(store: Store) {
+    this.#store = store;
+  }
+
+  /**
+   * The user_id of `profileUrl` (a normalized https URL), recording it on first sight.
+   * @returns an integer in [10⁹, 2·10⁹)
+   * @throws StoreError (answered as `503 store_unavailable`) when the store fails, or when MAX_PROBES ids in a
+   *   row are taken by other URLs
+   */
+  async userIdOf(profileUrl: string): Promise<number> {
+    const cached = this.#cache.get(profileUrl);
+    if (cached !== undefined) return cached;
+    const known = await this.#store.read((q) => q.get<{ user_id: number | string }>('SELECT user_id FROM ucp_platform_users WHERE profile_url = ?', [profileUrl]));
+    const id = known !== undefined ? Number(known.user_id) : await this.#record(profileUrl);
+    if (this.#cache.size >= CACHE_LIMIT) this.#cache.delete(this.#cache.keys().next().value!);
+    this.#cache.set(profileUrl, id);
+    return id;
+  }
+
+  async #record(profileUrl: string): Promise<number> {
+    const start = platformUserId(profileUrl) - FIRST_ID;
+    const now = new Date().toISOString();
+    return this.#store.write(async (tx) => {
+      for (let k = 0; k < MAX_PROBES; k++) {
+        const candidate = FIRST_ID + ((start + k) % SPAN);
+        // DO NOTHING without a target absorbs both conflicts: this URL recorded meanwhile (by
+        // another node) or the candidate id held by another URL.
+        await tx.run('INSERT INTO ucp_platform_users (profile_url, user_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING', [profileUrl, candidate, now]);
+        const row = await tx.get<{ user_id: number | string }>('SELECT user_id FROM ucp_platform_users WHERE profile_url = ?', [profileUrl]);
+        if (row !== undefined) return Number(row.user_id);
+      }
+      throw new StoreError('unavailable', `No free platform user id near ${FIRST_ID + start} after ${MAX_PROBES} probes.`);
+    });
+  }
+}
