@@ -22,7 +22,6 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { generateKeyPairSync } from 'node:crypto';
 import pino from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { createRuntime, type Runtime } from '../src/runtime/runtime.ts';
@@ -37,6 +36,7 @@ import { ReplayCache, type ReplayGuard } from '../src/transports/ucp/replay-cach
 import { exportPublicJwk } from '../src/transports/ucp/jwk.ts';
 import { signRequest } from '../src/transports/ucp/ucp-client.ts';
 import { median, percentile, type BenchResult } from './harness.ts';
+import { generateP256KeyObjects } from '../src/runtime/ledger/keygen.ts';
 
 export interface UcpBenchOptions {
   /** Measured calls per workload (default 2000). */
@@ -109,7 +109,7 @@ export async function benchUcp(options: UcpBenchOptions = {}): Promise<BenchResu
   const warmup = options.warmup ?? 200;
   const dir = mkdtempSync(join(tmpdir(), 'solid-bench-ucp-'));
   const logger = pino({ level: process.env.SOLID_BENCH_LOG ?? 'silent' });
-  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const { privateKey } = generateP256KeyObjects();
   const kid = 'bench-platform';
   const platformServer = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=3600' });

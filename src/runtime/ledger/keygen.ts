@@ -10,7 +10,7 @@
  * JWK output encodes the keys while the job is alive, so that lock is never contended. Import the
  * JWK with createPrivateKey / createPublicKey ({ format: 'jwk' }) when a KeyObject is needed.
  */
-import { generateKeyPairSync } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 
 /** A P-256 key pair as JWKs: `publicJwk` {kty, crv, x, y}; `privateJwk` adds `d`. */
 export interface P256JwkPair {
@@ -35,4 +35,14 @@ export function generateP256Jwk(): P256JwkPair {
     publicJwk: { kty: 'EC', crv: 'P-256', x: publicKey.x, y: publicKey.y },
     privateJwk: { kty: 'EC', crv: 'P-256', x: privateKey.x, y: privateKey.y, d: privateKey.d },
   };
+}
+
+/**
+ * A new P-256 pair as KeyObjects that are safe to export: generated as JWKs (generateP256Jwk) and
+ * imported, never the generator's own KeyObjects, which can deadlock an export (see above).
+ * For tests, benchmarks and tools that want KeyObjects.
+ */
+export function generateP256KeyObjects(): { privateKey: KeyObject; publicKey: KeyObject } {
+  const pair = generateP256Jwk();
+  return { privateKey: createPrivateKey({ key: pair.privateJwk, format: 'jwk' }), publicKey: createPublicKey({ key: pair.publicJwk, format: 'jwk' }) };
 }

@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import { exportPublicJwk, importJwk } from '../../../src/transports/ucp/jwk.ts';
 import { SignatureError } from '../../../src/transports/ucp/signature-error.ts';
 import { ECC_P256_JWK, eccPrivateKey, eccPublicKey } from './rfc9421-vectors.ts';
+import { generateP256KeyObjects } from '../../../src/runtime/ledger/keygen.ts';
 
 function hasCode(code: string) {
   return (error: unknown) => error instanceof SignatureError && error.code === code;
@@ -55,7 +56,7 @@ describe('exportPublicJwk', () => {
   });
 
   it('round-trips a generated key through import', () => {
-    const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const { publicKey } = generateP256KeyObjects();
     const jwk = exportPublicJwk(publicKey, 'k1');
     assert.equal('d' in jwk, false);
     assert.ok(importJwk(jwk).equals(publicKey));
@@ -64,7 +65,7 @@ describe('exportPublicJwk', () => {
   it('reads public keys with a compressed point (e.g. `openssl ec -conv_form compressed`) exactly', () => {
     const prefix = Buffer.from('3039301306072a8648ce3d020106082a8648ce3d030107032200', 'hex');
     for (let i = 0; i < 300; i++) {
-      const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+      const { publicKey } = generateP256KeyObjects();
       const full = publicKey.export({ type: 'spki', format: 'der' });
       const compressed = ECDH.convertKey(full.subarray(full.length - 65), 'prime256v1', undefined, undefined, 'compressed') as Buffer;
       const key = createPublicKey({ key: Buffer.concat([prefix, compressed]), format: 'der', type: 'spki' });

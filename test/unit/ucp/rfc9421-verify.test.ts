@@ -17,6 +17,7 @@ import {
 } from '../../../src/transports/ucp/rfc9421.ts';
 import { SignatureError, type SignatureErrorCode } from '../../../src/transports/ucp/signature-error.ts';
 import { eccPrivateKey, eccPublicKey, testRequest, testResponse, ucpRequest, ucpResponse } from './rfc9421-vectors.ts';
+import { generateP256KeyObjects } from '../../../src/runtime/ledger/keygen.ts';
 
 const KEYS = new Map<string, KeyObject>([['test-key-ecc-p256', eccPublicKey]]);
 const resolveKey = (keyid: string) => KEYS.get(keyid);
@@ -199,7 +200,7 @@ describe('verifyMessage failures carry UCP error codes', () => {
   });
 
   it('signed with another key → signature_invalid', async () => {
-    const other = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+    const other = generateP256KeyObjects().privateKey;
     await rejectsWith(verifyMessage(signedRequest({ key: other }), options()), 'signature_invalid');
   });
 
@@ -342,7 +343,7 @@ describe('verifyMessage failures carry UCP error codes', () => {
   });
 
   it('two signatures where only the second verifies → accepted via the second label', async () => {
-    const message = signedRequest({ key: generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey });
+    const message = signedRequest({ key: generateP256KeyObjects().privateKey });
     const good = signMessage(message, {
       keyid: 'test-key-ecc-p256', privateKey: eccPrivateKey, label: 'sig2', components: UCP_REQUEST_COMPONENTS, created: NOW,
     });
@@ -358,7 +359,7 @@ describe('verifyMessage failures carry UCP error codes', () => {
   it('when no label verifies, the first failure is the code and every label is listed', async () => {
     const message = signedRequest({ keyid: 'nobody' });
     const bad = signMessage(message, {
-      keyid: 'test-key-ecc-p256', privateKey: generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey,
+      keyid: 'test-key-ecc-p256', privateKey: generateP256KeyObjects().privateKey,
       label: 'sig2', components: ['@method'], created: NOW,
     });
     const both: HttpMessage = { ...message, headers: {
