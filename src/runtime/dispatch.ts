@@ -268,6 +268,7 @@ function readContext(rt: Runtime, st: State, caller: Caller, db = rt.readView): 
     },
     setEntity() {},
     surface: caller.surface,
+    ...(caller.webmcpSurface !== undefined ? { webmcpSurface: caller.webmcpSurface } : {}),
     progress: caller.onProgress ?? NOOP,
   };
 }
@@ -731,6 +732,7 @@ export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput)
       link = l;
     },
     surface: input.caller.surface,
+    ...(input.caller.webmcpSurface !== undefined ? { webmcpSurface: input.caller.webmcpSurface } : {}),
     progress: input.caller.onProgress ?? NOOP,
   };
   const result = ((await verb.definition.handler(ctx, args)) ?? {}) as Record<string, unknown>;

@@ -49,6 +49,8 @@ export interface VerbContext {
   setEntity(entityType: string, entityId: number | string): void;
   /** The transport surface of the call ('internal' for runtime-internal calls); verbs that run other verbs check it. */
   readonly surface?: Surface | 'internal';
+  /** WebMCP only: the page surface of the call; verbs that run other verbs pass it on, so each step must list it too. */
+  readonly webmcpSurface?: WebmcpSurface;
   /**
    * The consent reply sent with this call (confirm, nonce, typed_phrase), for verbs that relay
    * consent to the verbs they run (macros.run resuming a paused step). It comes from the

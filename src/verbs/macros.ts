@@ -502,7 +502,7 @@ export const macrosRun = defineVerb<RunArgs>({
       }
       run = { run_id: `mr_${randomBytes(9).toString('base64url')}`, version: macro.version, next_step: 0, attempt: 0, records: [], overrides, created_at: ctx.now.toISOString() };
     }
-    const caller = { principal: p, surface: ctx.surface ?? ('internal' as const), signal: ctx.signal };
+    const caller = { principal: p, surface: ctx.surface ?? ('internal' as const), signal: ctx.signal, ...(ctx.webmcpSurface !== undefined ? { webmcpSurface: ctx.webmcpSurface } : {}) };
     const start = run.next_step;
     for (let i = start; i < macro.steps.length; i++) {
       const step = macro.steps[i]!;

@@ -5,7 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { counterRuntime, consented, counter, pendingNonce } from './counter-verbs.ts';
+import { counterAdd, counterRuntime, consented, counter, pendingNonce } from './counter-verbs.ts';
 import type { TestRuntime } from '../support/runtime.ts';
 import { validateShapeOutput } from '../../src/spec/validators.ts';
 import type { Envelope } from '../../src/spec/types.ts';
@@ -163,6 +163,25 @@ describe('transactions', () => {
       assert.equal(env.error?.reason, 'transaction_step_refused', verb);
       assert.ok(env.error?.hint, 'a hint says what to do instead');
     }
+  });
+
+  it('on WebMCP a step must be exposed on the page surface the transaction is built from (surface_denied at append)', async (t) => {
+    const h = await counterRuntime(t);
+    h.rt.register({ ...counterAdd, name: 'counter.add_developer_page', webmcp_surfaces: ['developer'] });
+    const page = { surface: 'webmcp' as const, webmcpSurface: 'dashboard' as const, apiKey: h.keys.admin };
+    const confirmed = async (verb: string, args: Record<string, unknown>): Promise<Envelope> => {
+      const first = await h.rt.dispatch(page, verb, args);
+      if (first.ok || first.error?.reason !== 'dispatch_pending') return first;
+      return h.rt.dispatch(page, verb, args, { confirm: true, nonce: first.consent!.nonce });
+    };
+    const started = await confirmed('transaction.start', {});
+    assert.equal(started.ok, true, JSON.stringify(started.error));
+    const id = (started.result as Tx).transaction_id;
+    const refusedStep = await confirmed('transaction.append', { transaction_id: id, verb: 'counter.add_developer_page', args: { name: 'w', by: 1 } });
+    assert.equal(refusedStep.error?.reason, 'surface_denied', JSON.stringify(refusedStep.error));
+    assert.match(refusedStep.error!.message, /WebMCP dashboard surface/);
+    const allowed = await confirmed('transaction.append', { transaction_id: id, verb: 'counter.add', args: { name: 'w', by: 1 } });
+    assert.equal(allowed.ok, true, JSON.stringify(allowed.error));
   });
 
   it('concurrent appends to one transaction all land (none lost), each once', async (t) => {

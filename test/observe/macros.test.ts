@@ -180,6 +180,29 @@ describe('macros', () => {
     refused(await h.rt.dispatch({ surface: 'http' }, 'macros.run', { macro_id: cli }), 'auth_required');
   });
 
+  it('on WebMCP, every step must be exposed on the page surface the run came from', async (t) => {
+    const h = await createObserveRuntime(t);
+    h.rt.register(
+      defineVerb({
+        name: 'counter.dashboard_only',
+        description: 'A read on the WebMCP dashboard surface only.',
+        shape: 'aggregate',
+        category: 'test',
+        surfaces: ['cli', 'http', 'webmcp'],
+        webmcp_surfaces: ['dashboard'],
+        input: { type: 'object', additionalProperties: false },
+        handler: async () => ({ entity_id: 1, data: {} }),
+      }),
+    );
+    const id = await save(h, 'dash', [{ verb: 'counter.dashboard_only', args: {} }]);
+    const owner = h.principal('owner');
+    const fromDeveloper = failedRun(await h.rt.dispatch({ principal: owner, surface: 'webmcp', webmcpSurface: 'developer' }, 'macros.run', { macro_id: id }));
+    assert.equal((fromDeveloper.steps as Step[])[0]!.error!.reason, 'surface_denied');
+    // the same verb called directly from that page is refused the same way
+    refused(await h.rt.dispatch({ principal: owner, surface: 'webmcp', webmcpSurface: 'developer' }, 'counter.dashboard_only', {}), 'surface_denied');
+    okResult(await h.rt.dispatch({ principal: owner, surface: 'webmcp', webmcpSurface: 'dashboard' }, 'macros.run', { macro_id: id }), 'macro');
+  });
+
   it('fails the run at a step whose reference does not resolve at run time', async (t) => {
     const h = await createObserveRuntime(t);
     const id = await save(h, 'bad-path', [

@@ -160,6 +160,9 @@ export async function checkStep(ctx: VerbContext, t: TransactionRecord, verbName
   if (ctx.surface !== undefined && ctx.surface !== 'internal' && !verb.surfaces.includes(ctx.surface)) {
     throw new VerbError('surface_denied', `${verb.name} is not exposed on ${ctx.surface}, so it cannot be a step of a transaction made there.`, { path: '/verb', hint: `It is available on: ${verb.surfaces.join(', ')}.` });
   }
+  if (ctx.surface === 'webmcp' && ctx.webmcpSurface !== undefined && !verb.webmcpSurfaces.includes(ctx.webmcpSurface)) {
+    throw new VerbError('surface_denied', `${verb.name} is not exposed on the WebMCP ${ctx.webmcpSurface} surface, so it cannot be a step of a transaction made there.`, { path: '/verb', hint: `Its WebMCP surfaces: ${verb.webmcpSurfaces.join(', ')}.` });
+  }
   if (!verb.isWrite) {
     throw refused(`${verb.name} only reads; a transaction holds writes.`, `Call ${verb.name} directly, before or after the transaction.`);
   }
@@ -325,7 +328,7 @@ export async function commitTransaction(ctx: VerbContext, args: { transaction_id
   if (claimed.changes === 0) throw new VerbError('transaction_not_open', `Transaction ${t.transaction_id} was committed or aborted meanwhile.`, { hint: 'Check it with transaction.status.' });
   const verbs: CompiledVerb[] = [];
   for (let i = 0; i < t.steps.length; i++) verbs.push(await recheckStep(ctx, t.steps[i]!, i));
-  const caller = { surface: ctx.surface ?? ('internal' as const), signal: ctx.signal };
+  const caller = { surface: ctx.surface ?? ('internal' as const), signal: ctx.signal, ...(ctx.webmcpSurface !== undefined ? { webmcpSurface: ctx.webmcpSurface } : {}) };
   for (let i = 0; i < t.steps.length; i++) {
     const step = t.steps[i]!;
     const verb = verbs[i]!;
