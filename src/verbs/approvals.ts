@@ -69,13 +69,13 @@ function effectiveStatus(row: ApprovalRow, nowIso: string): ApprovalStatus {
 /**
  * The role floor an approver needs for this row, never below admin: the floor recorded when the
  * action was asked (for a verb whose consent follows its target, such as audit.revert, that is the
- * target's floor, not the revert verb's own), else — rows written before migration 5 — the verb's
- * registered floor, else the class's.
+ * target's floor, not the revert verb's own). Fails closed: a row without a recorded floor
+ * (written before migration 5, when a delegated floor was not kept) or with a value that is not a
+ * role needs the owner.
  */
-function approverFloor(ctx: VerbContext, row: Pick<ApprovalRow, 'verb' | 'consent_class' | 'role_floor'>): Role {
-  const recorded = row.role_floor !== null && row.role_floor !== undefined && ROLE_RANK[row.role_floor] !== undefined ? row.role_floor : undefined;
-  const floor = recorded ?? ctx.runtime.registry.get(row.verb)?.roleFloor ?? ROLE_FLOOR_OF_CLASS[row.consent_class] ?? MIN_APPROVER_ROLE;
-  return ROLE_RANK[floor] >= ROLE_RANK[MIN_APPROVER_ROLE] ? floor : MIN_APPROVER_ROLE;
+function approverFloor(row: Pick<ApprovalRow, 'role_floor'>): Role {
+  const recorded = typeof row.role_floor === 'string' && Object.hasOwn(ROLE_RANK, row.role_floor) ? row.role_floor : 'owner';
+  return ROLE_RANK[recorded] >= ROLE_RANK[MIN_APPROVER_ROLE] ? recorded : MIN_APPROVER_ROLE;
 }
 
 async function findApproval(q: VerbContext['db'], companyId: number, approvalId: string): Promise<ApprovalRow | undefined> {
@@ -119,7 +119,7 @@ async function decidedMeanwhile(ctx: VerbContext, row: ApprovalRow): Promise<Ver
 async function decisionConsent(ctx: VerbContext, args: { approval_id: string }, action: string): Promise<DelegatedConsent> {
   const row = await findApproval(ctx.db, ctx.principal.company_id, args.approval_id);
   if (row === undefined) return { consentClass: null, roleFloor: MIN_APPROVER_ROLE, summary: `${action} approval ${args.approval_id}.` };
-  return { consentClass: null, roleFloor: approverFloor(ctx, row), summary: `${action} ${row.verb}: ${row.summary}` };
+  return { consentClass: null, roleFloor: approverFloor(row), summary: `${action} ${row.verb}: ${row.summary}` };
 }
 
 const approvalItem = {
@@ -214,7 +214,7 @@ export const approvalsList = defineVerb<ApprovalsListArgs>({
         args: parseJson(r.args) ?? {},
       };
       const st = effectiveStatus(row, nowIso);
-      const floor = approverFloor(ctx, row);
+      const floor = approverFloor(row);
       return {
         approval_id: row.approval_id,
         verb: row.verb,

@@ -317,3 +317,22 @@ test('the approver of a revert must meet the floor of the action reverted (owner
   const row = await h.rt.store.read((q) => q.get<{ approved_by: number; user_id: number }>('SELECT approved_by, user_id FROM audit_log WHERE audit_id = ?', [run.audit_id]));
   assert.equal(Number(row!.approved_by), Number(row!.user_id), 'approved by the owner');
 });
+
+test('an approval without a recorded floor (written before migration 5) or with a value that is not a role needs the owner: the check fails closed', async (t) => {
+  for (const stored of [null, 'OWNER', 'toString', '__proto__', 'constructor']) {
+    const h = await createTestRuntime(t, { engine: 'sqlite' });
+    h.rt.register(ownerOnlyCharge);
+    const owner = { surface: 'cli' as const, apiKey: h.keys.owner };
+    const ownersAgent = { surface: 'mcp_stdio' as const, apiKey: h.keys.owner };
+    const admin = { surface: 'http' as const, apiKey: h.keys.admin };
+    const pre = await h.rt.dispatch(owner, 'floor_test.owner_charge', { n: 3 });
+    const done = await h.rt.dispatch(owner, 'floor_test.owner_charge', { n: 3 }, { confirm: true, nonce: pre.consent!.nonce, typed_phrase: 'CHARGE 3' });
+    const asked = pendingOf(await h.rt.dispatch(ownersAgent, 'audit.revert', { audit_id: done.audit_id }));
+    await h.rt.store.write((tx) => tx.run('UPDATE approvals SET role_floor = ? WHERE approval_id = ?', [stored, asked.approval_id]));
+    const listed = ((await h.rt.dispatch(admin, 'approvals.list', {})).result!.approvals as Array<{ approval_id: string; role_floor: string; can_decide: boolean }>).find((a) => a.approval_id === asked.approval_id)!;
+    assert.deepEqual([listed.role_floor, listed.can_decide], ['owner', false], String(stored));
+    const byAdmin = await h.rt.dispatch(admin, 'approvals.approve', { approval_id: asked.approval_id, typed_phrase: asked.typed_phrase });
+    assert.equal(byAdmin.error?.reason, 'role_denied', String(stored));
+    assert.equal((await h.rt.dispatch(owner, 'approvals.approve', { approval_id: asked.approval_id, typed_phrase: asked.typed_phrase })).ok, true, String(stored));
+  }
+});
