@@ -119,7 +119,7 @@ export async function dispatch(rt: Runtime, caller: Caller, verbName: unknown, a
   const st: State = {
     name: typeof verbName === 'string' ? verbName : String(verbName),
     // What was attempted, for the audit row of a denial before the input step (replaced by the checked args).
-    args: args !== null && typeof args === 'object' && !Array.isArray(args) ? (tooDeep(args) ? TOO_DEEP_MARKER : (args as Record<string, unknown>)) : {},
+    args: args !== null && typeof args === 'object' && !Array.isArray(args) ? (tooDeep(args) ? TOO_DEEP_MARKER : wellFormedForAudit(args as Record<string, unknown>)) : {},
     consentClass: null,
     callerKey: false,
     t0: performance.now(),
@@ -198,6 +198,45 @@ function tooDeep(value: unknown): boolean {
   return false;
 }
 
+/** A lone UTF-16 surrogate: in unicode mode a well-formed pair is one code point, never Cs. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * The JSON Pointer of the first key or string holding a lone surrogate, or undefined. Such text
+ * has no UTF-8 form and no RFC 8785 canonical form, so it can be neither hashed (idempotency,
+ * audit chain) nor stored faithfully. Iterative; call after tooDeep.
+ */
+function loneSurrogatePath(value: unknown): string | undefined {
+  const stack: Array<[unknown, string]> = [[value, '']];
+  while (stack.length > 0) {
+    const [v, path] = stack.pop()!;
+    if (typeof v === 'string') {
+      if (LONE_SURROGATE.test(v)) return path;
+      continue;
+    }
+    if (v === null || typeof v !== 'object') continue;
+    const entries: Array<[string, unknown]> = Array.isArray(v) ? v.map((x, i) => [String(i), x]) : Object.entries(v as Record<string, unknown>);
+    for (const [k, x] of entries) {
+      const child = `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+      if (LONE_SURROGATE.test(k)) return child;
+      stack.push([x, child]);
+    }
+  }
+  return undefined;
+}
+
+/** The attempted arguments as the audit row records them: lone surrogates become U+FFFD (only when there are any). */
+function wellFormedForAudit(args: Record<string, unknown>): Record<string, unknown> {
+  if (loneSurrogatePath(args) === undefined) return args;
+  const fix = (v: unknown): unknown => {
+    if (typeof v === 'string') return v.replace(/\p{Cs}/gu, '\uFFFD');
+    if (v === null || typeof v !== 'object') return v;
+    if (Array.isArray(v)) return v.map(fix);
+    return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k.replace(/\p{Cs}/gu, '\uFFFD'), fix(x)]));
+  };
+  return fix(args) as Record<string, unknown>;
+}
+
 function checkArgs(verb: CompiledVerb, args: unknown): Record<string, unknown> {
   const a = args === undefined || args === null ? {} : args;
   if (typeof a !== 'object' || Array.isArray(a)) {
@@ -205,6 +244,13 @@ function checkArgs(verb: CompiledVerb, args: unknown): Record<string, unknown> {
   }
   if (tooDeep(a)) {
     throw new VerbError('invalid_input', `The arguments are nested deeper than ${MAX_ARGS_DEPTH} levels.`, { path: '', hint: `Send flat arguments that match the input_schema of ${verb.name}.` });
+  }
+  const broken = loneSurrogatePath(a);
+  if (broken !== undefined) {
+    throw new VerbError('invalid_input', `${broken || 'arguments'} holds a lone UTF-16 surrogate, which is not valid Unicode text.`, {
+      path: broken,
+      hint: 'Send well-formed Unicode: a surrogate only as half of a pair (an emoji, for instance), never alone.',
+    });
   }
   const obj = a as Record<string, unknown>;
   for (const k of ['company_id', 'user_id'] as const) {

@@ -325,4 +325,34 @@ describe('hostile input', () => {
     assert.ok(rows.some((r) => r.reason === 'unknown_verb' && (typeof r.request_data === 'string' ? r.request_data : JSON.stringify(r.request_data)).includes('TRUNCATED')));
     assert.equal(await noteCount(h), 0);
   });
+
+  it('a lone UTF-16 surrogate in a value or a key is invalid_input with its path, audited (as U+FFFD) — the chain still verifies; pairs (emoji) pass', async (t) => {
+    const h = await createTestRuntime(t);
+    await withNotes(h);
+    const owner = { surface: 'http' as const, apiKey: h.keys.owner };
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ text: 'b\udc00' }, '/text'],
+      [{ text: 'x', ['k\ud800']: 1 }, '/k\ud800'],
+      [{ text: 'ok \ud83d\ude00', tags: ['a', '\ud83d'] }, '/tags/1'],
+    ];
+    for (const [args, path] of cases) {
+      const env = await h.rt.dispatch(owner, 'notes_add', args);
+      assert.equal(env.error?.reason, 'invalid_input', JSON.stringify(env.error));
+      assert.equal(env.error!.path, path);
+      assert.equal(typeof env.audit_id, 'number', 'the refusal has its audit row');
+    }
+    // also refused before the input step (unknown verb, audited through the read buffer)
+    const unknown = await h.rt.dispatch(owner, 'no.such', { q: '\udfff' });
+    assert.equal(unknown.error?.reason, 'unknown_verb');
+    const rows = await auditRows(h);
+    const text = (r: Record<string, unknown>) => (typeof r.request_data === 'string' ? r.request_data : JSON.stringify(r.request_data));
+    assert.ok(rows.some((r) => r.reason === 'invalid_input' && text(r).includes('b\ufffd')), 'recorded with U+FFFD');
+    assert.ok(rows.some((r) => r.reason === 'unknown_verb' && text(r).includes('\ufffd')), 'the unknown verb attempt too');
+    const pair = await h.rt.dispatch(owner, 'notes_add', { text: 'fine \ud83d\ude00' });
+    assert.equal(pair.error?.reason, 'dispatch_pending', 'a surrogate pair is well-formed text: past the input step');
+    const { verifyStoreChain } = await import('../../src/runtime/ledger/verify.ts');
+    const report = await verifyStoreChain(h.rt.store);
+    assert.deepEqual(report.tenants.flatMap((x) => x.findings), []);
+    assert.equal(await noteCount(h), 0);
+  });
 });
