@@ -231,6 +231,22 @@ describe('audit chain verification', () => {
     assert.deepEqual(f.map((x) => [x.kind, x.audit_id]), rows.map((r) => ['modified', r.audit_id]));
   });
 
+  it('detects columns rewritten as BLOBs of the same bytes, and a BLOB does not stop the walk', async (t) => {
+    const h = await populated(t);
+    const db = attacker(h);
+    const rows = db.prepare(`SELECT audit_id FROM audit_log WHERE company_id = ? ORDER BY seq LIMIT 3`).all(h.companyId) as Array<{ audit_id: number }>;
+    db.prepare(`UPDATE audit_log SET role = CAST(role AS BLOB) WHERE audit_id = ?`).run(rows[0]!.audit_id);
+    db.prepare(`UPDATE audit_log SET request_data = CAST(request_data AS BLOB) WHERE audit_id = ?`).run(rows[1]!.audit_id);
+    db.prepare(`UPDATE audit_log SET user_id = CAST(CAST(user_id AS TEXT) AS BLOB) WHERE audit_id = ?`).run(rows[2]!.audit_id);
+    db.close();
+    const report = await verifyBoth(h.dbPath);
+    const f = report.tenants.find((x) => x.company_id === h.companyId)!.findings;
+    assert.deepEqual(f.map((x) => [x.kind, x.audit_id]), rows.map((r) => ['modified', r.audit_id]));
+    assert.deepEqual(kinds(report, h.otherCompanyId), [], 'the walk went on to the other tenant');
+    const run = await cliFindings(h);
+    assert.deepEqual(kinds(run.report, h.companyId), ['modified', 'modified', 'modified']);
+  });
+
   it('detects an edited row whose own hash was recomputed (chain_break at the next row, and the checkpoint)', async (t) => {
     const h = await populated(t);
     const db = attacker(h);

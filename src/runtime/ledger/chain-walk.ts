@@ -58,6 +58,8 @@ const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 /** RFC 8785 form of one stored value (JSON.stringify's, which JCS uses for strings and numbers). */
 export function canonicalValue(i: number, v: unknown): string {
   if (v === null || v === undefined) return 'null';
+  // A BLOB (SQLite gives a Buffer) is never what was appended: keep it apart from every text form.
+  if (v instanceof Uint8Array) return `blob:${Buffer.from(v).toString('hex')}`;
   if (i === REQUEST_DATA) return typeof v === 'string' ? v : (canonicalize(v) ?? 'null');
   if (typeof v === 'string') {
     // A numeric column read as text: PostgreSQL's BIGINT, always in canonical decimal. Any other
@@ -220,8 +222,13 @@ export class SegmentWalker {
  * modified, so a formatting difference can never produce a false finding.
  */
 const LATENCY = HASHED_COLUMNS.indexOf('latency_ms');
+// A BLOB never hashes on the fast path: json_quote would throw for it (ending the whole walk) and
+// request_data's bytes would concatenate as if they were text. NULL makes the row's text NULL, so
+// it takes the exact path, where a Buffer never canonicalizes like the text or number appended.
 const sqlPart = (cols: readonly string[], first: boolean) =>
-  cols.map((c, i) => `'${i === 0 && first ? '{' : ','}"${c}":' || ${c === 'request_data' ? 'request_data' : `json_quote(${c})`}`).join(' || ');
+  cols
+    .map((c, i) => `'${i === 0 && first ? '{' : ','}"${c}":' || (CASE WHEN typeof(${c}) = 'blob' THEN NULL ELSE ${c === 'request_data' ? 'request_data' : `json_quote(${c})`} END)`)
+    .join(' || ');
 const SELECT_VALUES = `SELECT ${VERIFY_COLUMNS.join(', ')} FROM audit_log`;
 export const SELECT_FAST = `SELECT company_id, seq, audit_id, prev_hash, row_hash, ${sqlPart(HASHED_COLUMNS.slice(0, LATENCY), true)} AS head, latency_ms, ${sqlPart(HASHED_COLUMNS.slice(LATENCY + 1), false)} AS tail FROM audit_log`;
 
