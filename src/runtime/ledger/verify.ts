@@ -28,8 +28,10 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { AUDIT_COLUMNS, GENESIS_HASH } from './audit.ts';
 import {
+  BLOB_IN_FAST_WALK,
   I_COMPANY,
   SELECT_FAST,
+  SELECT_VALUES,
   SegmentWalker,
   storedRowHash,
   walkSqlite,
@@ -572,21 +574,34 @@ export async function verifyDatabaseFile(original: string, options: VerifyDataba
         const maxFindings = options.maxFindings ?? 1000;
         const every = options.progressEvery ?? 16384;
         const checked = checkCheckpoints(checkpoints, keyMap(keys), t);
-        const walkers = new Map<number, SegmentWalker>();
+        let walkers = new Map<number, SegmentWalker>();
         let total = 0;
-        walkSqlite(
-          rdb,
-          (companyId) => {
-            let w = walkers.get(companyId);
-            if (w === undefined) walkers.set(companyId, (w = new SegmentWalker(companyId, 1, GENESIS_HASH, checked.byTenant.get(companyId) ?? [], maxFindings)));
-            return w;
-          },
-          `${SELECT_FAST}${where} ORDER BY company_id, seq`,
-          params,
-          () => {
-            if (++total % every === 0) options.onProgress?.(total);
-          },
-        );
+        const walk = (exactRows: boolean) => {
+          walkers = new Map();
+          total = 0;
+          walkSqlite(
+            rdb,
+            (companyId) => {
+              let w = walkers.get(companyId);
+              if (w === undefined) walkers.set(companyId, (w = new SegmentWalker(companyId, 1, GENESIS_HASH, checked.byTenant.get(companyId) ?? [], maxFindings)));
+              return w;
+            },
+            `${exactRows ? SELECT_VALUES : SELECT_FAST}${where} ORDER BY company_id, seq`,
+            params,
+            () => {
+              if (++total % every === 0) options.onProgress?.(total);
+            },
+            exactRows,
+          );
+        };
+        try {
+          walk(false);
+        } catch (err) {
+          if (!BLOB_IN_FAST_WALK.test((err as Error).message)) throw err;
+          // Something stored a BLOB where the ledger writes text or numbers: walk again, every row
+          // hashed whole (the BLOB's row is then reported as modified; the workers do the same).
+          walk(true);
+        }
         options.onProgress?.(total);
         const segments = new Map<number, SegmentResult[]>();
         for (const [id, w] of walkers) segments.set(id, [w.r]);
