@@ -13,7 +13,7 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 
-export type TokenPurpose = 'nonce' | 'cursor' | 'rollback' | 'approval' | 'session' | 'login';
+export type TokenPurpose = 'nonce' | 'cursor' | 'rollback' | 'approval' | 'session' | 'login' | 'platform';
 
 interface SecretEntry {
   kid: string;

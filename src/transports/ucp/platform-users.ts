@@ -2,17 +2,19 @@
  * The user_id of a UCP platform (spec/transports.md §ucp-dispatch): one id per profile URL,
  * recorded in `ucp_platform_users` (runtime migration 6) the first time a platform is seen, so
  * two platforms never share an id — and with it an idempotency scope, nonces, daily caps and a
- * reputation. The id starts at the deterministic `platformUserId(url)` (10⁹ + SHA-256 prefix
- * mod 10⁹, what earlier versions used, so existing platforms keep their ids) and probes upwards
- * while another URL holds it: a URL searched for a colliding hash gets the next free id instead.
+ * reputation. The first candidate is the deterministic `platformUserId(url)` (10⁹ + SHA-256
+ * prefix mod 10⁹, what earlier versions used, so existing platforms keep their ids); while another
+ * URL holds a candidate, the next ones come from an HMAC of the URL under the runtime secret
+ * (purpose `platform`), so nobody can predict — and squat — the ids a platform would fall back to.
  */
 import type { Store } from '../../store/store.ts';
 import { StoreError } from '../../store/store.ts';
+import type { Secrets } from '../../runtime/secrets.ts';
 import { platformUserId } from './verify-request.ts';
 
 const FIRST_ID = 1_000_000_000;
 const SPAN = 1_000_000_000;
-/** Probes before giving up (each probe is an id held by another URL: 64 means an attack or a bug). */
+/** Probes before giving up (every candidate held by another URL: with keyed candidates, a bug rather than chance or an attack). */
 const MAX_PROBES = 64;
 /** Profile URLs whose id is kept in memory (the mapping never changes once recorded). */
 const CACHE_LIMIT = 10_000;
@@ -23,10 +25,12 @@ const CACHE_LIMIT = 10_000;
  */
 export class PlatformUsers {
   readonly #store: Store;
+  readonly #secrets: Secrets;
   readonly #cache = new Map<string, number>();
 
-  constructor(store: Store) {
+  constructor(store: Store, secrets: Secrets) {
     this.#store = store;
+    this.#secrets = secrets;
   }
 
   /**
@@ -45,19 +49,25 @@ export class PlatformUsers {
     return id;
   }
 
+  /** Candidate k of a URL: the legacy id first, then keyed ids nobody outside can compute. */
+  #candidate(profileUrl: string, k: number): number {
+    if (k === 0) return platformUserId(profileUrl);
+    const mac = Buffer.from(this.#secrets.mac('platform', `${k}\n${profileUrl}`), 'base64url');
+    return FIRST_ID + (mac.readUIntBE(0, 6) % SPAN);
+  }
+
   async #record(profileUrl: string): Promise<number> {
-    const start = platformUserId(profileUrl) - FIRST_ID;
     const now = new Date().toISOString();
     return this.#store.write(async (tx) => {
       for (let k = 0; k < MAX_PROBES; k++) {
-        const candidate = FIRST_ID + ((start + k) % SPAN);
+        const candidate = this.#candidate(profileUrl, k);
         // DO NOTHING without a target absorbs both conflicts: this URL recorded meanwhile (by
         // another node) or the candidate id held by another URL.
         await tx.run('INSERT INTO ucp_platform_users (profile_url, user_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING', [profileUrl, candidate, now]);
         const row = await tx.get<{ user_id: number | string }>('SELECT user_id FROM ucp_platform_users WHERE profile_url = ?', [profileUrl]);
         if (row !== undefined) return Number(row.user_id);
       }
-      throw new StoreError('unavailable', `No free platform user id near ${FIRST_ID + start} after ${MAX_PROBES} probes.`);
+      throw new StoreError('unavailable', `No free platform user id for ${profileUrl} after ${MAX_PROBES} probes.`);
     });
   }
 }

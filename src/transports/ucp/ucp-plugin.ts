@@ -226,7 +226,7 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
     app.addHook('onClose', async () => state.detach());
     const profiles = options.profiles ?? new PlatformProfiles({ ...options.profileFetch, dev: cfg.dev });
     const replay = options.replay ?? new StoreReplayGuard(rt.store);
-    const platformUsers = new PlatformUsers(rt.store);
+    const platformUsers = new PlatformUsers(rt.store, rt.secrets);
 
     // Raw bytes for every media type: the digest and the signature are checked before parsing.
     app.removeAllContentTypeParsers();
