@@ -119,7 +119,7 @@ export async function dispatch(rt: Runtime, caller: Caller, verbName: unknown, a
   const st: State = {
     name: typeof verbName === 'string' ? verbName : String(verbName),
     // What was attempted, for the audit row of a denial before the input step (replaced by the checked args).
-    args: args !== null && typeof args === 'object' && !Array.isArray(args) ? (tooDeep(args) ? TOO_DEEP_MARKER : wellFormedForAudit(args as Record<string, unknown>)) : {},
+    args: args !== null && typeof args === 'object' && !Array.isArray(args) ? (tooDeep(args) ? TOO_DEEP_MARKER : (args as Record<string, unknown>)) : {},
     consentClass: null,
     callerKey: false,
     t0: performance.now(),
@@ -944,6 +944,9 @@ async function fail(rt: Runtime, st: State, caller: Caller, err: unknown): Promi
     }
   }
   if (st.principal !== undefined && error.reason !== 'store_unavailable') {
+    // Refused before (or at) the input step, the attempted arguments may hold a lone surrogate;
+    // past it they cannot (checkArgs), so only this path needs the audit-safe copy.
+    st.args = wellFormedForAudit(st.args);
     const entry = entryFor(st, status, error.reason, latency);
     const failureAudit = isVerbError(err) ? err.failureAudit : undefined;
     if (failureAudit?.transaction_id !== undefined) entry.transaction_id = failureAudit.transaction_id;
