@@ -225,18 +225,6 @@ function loneSurrogatePath(value: unknown): string | undefined {
   return undefined;
 }
 
-/** The attempted arguments as the audit row records them: lone surrogates become U+FFFD (only when there are any). */
-function wellFormedForAudit(args: Record<string, unknown>): Record<string, unknown> {
-  if (loneSurrogatePath(args) === undefined) return args;
-  const fix = (v: unknown): unknown => {
-    if (typeof v === 'string') return v.replace(/\p{Cs}/gu, '\uFFFD');
-    if (v === null || typeof v !== 'object') return v;
-    if (Array.isArray(v)) return v.map(fix);
-    return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k.replace(/\p{Cs}/gu, '\uFFFD'), fix(x)]));
-  };
-  return fix(args) as Record<string, unknown>;
-}
-
 function checkArgs(verb: CompiledVerb, args: unknown): Record<string, unknown> {
   const a = args === undefined || args === null ? {} : args;
   if (typeof a !== 'object' || Array.isArray(a)) {
@@ -944,9 +932,6 @@ async function fail(rt: Runtime, st: State, caller: Caller, err: unknown): Promi
     }
   }
   if (st.principal !== undefined && error.reason !== 'store_unavailable') {
-    // Refused before (or at) the input step, the attempted arguments may hold a lone surrogate;
-    // past it they cannot (checkArgs), so only this path needs the audit-safe copy.
-    st.args = wellFormedForAudit(st.args);
     const entry = entryFor(st, status, error.reason, latency);
     const failureAudit = isVerbError(err) ? err.failureAudit : undefined;
     if (failureAudit?.transaction_id !== undefined) entry.transaction_id = failureAudit.transaction_id;

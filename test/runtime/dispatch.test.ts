@@ -355,4 +355,18 @@ describe('hostile input', () => {
     assert.deepEqual(report.tenants.flatMap((x) => x.findings), []);
     assert.equal(await noteCount(h), 0);
   });
+
+  it('a lone surrogate in a verb name, or one made by cutting a long name inside a pair, is stored as U+FFFD and the untouched log verifies (no false modified)', async (t) => {
+    const h = await createTestRuntime(t);
+    const owner = { surface: 'http' as const, apiKey: h.keys.owner };
+    for (const name of ['x\ud800y', 'notes\udc00', `${'a'.repeat(199)}\ud83d\ude00`]) {
+      const env = await h.rt.dispatch(owner, name, {});
+      assert.equal(env.error?.reason, 'unknown_verb');
+    }
+    await h.rt.auditBuffer.flush();
+    const rows = await h.rt.store.read((q) => q.all<{ action_type: string }>('SELECT action_type FROM audit_log WHERE company_id = ? ORDER BY seq', [h.companyId]));
+    assert.deepEqual(rows.map((r) => r.action_type), ['x\ufffdy', 'notes\ufffd', `${'a'.repeat(199)}\ufffd`]);
+    const { verifyStoreChain } = await import('../../src/runtime/ledger/verify.ts');
+    assert.deepEqual((await verifyStoreChain(h.rt.store)).tenants.flatMap((x) => x.findings), []);
+  });
 });

@@ -216,9 +216,43 @@ function sha256Row(text: string): string {
   return createHash('sha256').update(ZERO).update(text, 'utf8').digest('hex');
 }
 
+/** A lone UTF-16 surrogate (in unicode mode a well-formed pair is one code point, never Cs). */
+const LONE_SURROGATE = /\p{Cs}/u;
+const LONE_SURROGATES = /\p{Cs}/gu;
+
+/**
+ * Text as it survives storage: the engines store UTF-8, where a lone surrogate becomes U+FFFD, so
+ * hashing the JavaScript string as is would make an untouched row fail verification. Copies only
+ * when there is one.
+ */
+export function wellFormedText<T extends string | null>(s: T): T {
+  return s !== null && LONE_SURROGATE.test(s) ? (s.replace(LONE_SURROGATES, '\uFFFD') as T) : s;
+}
+
+/** `value` with wellFormedText applied to every key and string (a copy; for JSON-like values). */
+export function wellFormedDeep(value: unknown): unknown {
+  if (typeof value === 'string') return wellFormedText(value);
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(wellFormedDeep);
+  return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [wellFormedText(k), wellFormedDeep(v)]));
+}
+
+/** RFC 8785 text of request_data; canonicalize refuses lone surrogates, so those are replaced first. */
+function canonicalRequestData(entry: AuditEntry): string {
+  try {
+    return canonicalize(entry.request_data) ?? 'null';
+  } catch (err) {
+    const fixed = wellFormedDeep(entry.request_data) as Record<string, unknown>;
+    const text = canonicalize(fixed);
+    if (text === undefined) throw err;
+    entry.request_data = fixed;
+    return text;
+  }
+}
+
 /** Build, hash and insert one row after `head`, and move `head`; the tenant_heads row is the caller's to write. */
 async function insertRow(tx: StoreTx, entry: AuditEntry, auditId: number, head: TenantHead): Promise<AuditRow> {
-  const rd = canonicalize(entry.request_data) ?? 'null';
+  const rd = canonicalRequestData(entry);
   // One literal with every column (no spread or Object.assign of this 28-member object: slow paths in V8).
   const row: AuditRow = {
     audit_id: auditId,
@@ -227,19 +261,19 @@ async function insertRow(tx: StoreTx, entry: AuditEntry, auditId: number, head: 
     created_at: entry.created_at,
     user_id: entry.user_id ?? null,
     role: entry.role ?? null,
-    agent_type: entry.agent_type ?? null,
-    key_id: entry.key_id ?? null,
-    action_type: entry.action_type,
+    agent_type: wellFormedText(entry.agent_type ?? null),
+    key_id: wellFormedText(entry.key_id ?? null),
+    action_type: wellFormedText(entry.action_type),
     category: entry.category,
     shape: entry.shape ?? null,
     consent_class: entry.consent_class ?? null,
     status: entry.status,
-    reason: entry.reason ?? null,
+    reason: wellFormedText(entry.reason ?? null),
     request_data: entry.request_data,
-    entity_type: entry.entity_type ?? null,
-    entity_id: entry.entity_id ?? null,
+    entity_type: wellFormedText(entry.entity_type ?? null),
+    entity_id: wellFormedText(entry.entity_id ?? null),
     is_reversible: entry.is_reversible,
-    rollback_handle: entry.rollback_handle ?? null,
+    rollback_handle: wellFormedText(entry.rollback_handle ?? null),
     idempotency_key: entry.idempotency_key ?? null,
     transaction_id: entry.transaction_id ?? null,
     parent_id: entry.parent_id ?? null,
