@@ -3,7 +3,7 @@
  * phrase, reject; the agent's re-call with the nonce alone; approved_by / approved_at on the audit
  * row; role floors of approvers; expiry; races between a rejection and the execution.
  */
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { strict as assert } from 'node:assert';
 import { consentHarness, expectDenied, pendingOf, type ConsentHarness } from './support.ts';
 import { createTestRuntime } from '../support/runtime.ts';
@@ -285,18 +285,25 @@ const ownerOnlyCharge = defineVerb<{ n: number }>({
   revert: { phrase: (o) => `UNDO CHARGE ${String(o.rollback.n)}`, async handler() { return { revert_action: 'undone' }; } },
 });
 
-test('the approver of a revert must meet the floor of the action reverted (owner), not the revert verb’s own; the floor is recorded on the approval', async (t) => {
+/**
+ * The owner runs an owner-only charge, then the owner's agent (MCP: it cannot send a typed phrase)
+ * asks to revert it, which opens an approval.
+ */
+async function ownerRevertAsked(t: TestContext, n: number) {
   const h = await createTestRuntime(t, { engine: 'sqlite' });
   h.rt.register(ownerOnlyCharge);
   const owner = { surface: 'cli' as const, apiKey: h.keys.owner };
   const ownersAgent = { surface: 'mcp_stdio' as const, apiKey: h.keys.owner };
   const admin = { surface: 'http' as const, apiKey: h.keys.admin };
-  const pre = await h.rt.dispatch(owner, 'floor_test.owner_charge', { n: 7 });
-  const done = await h.rt.dispatch(owner, 'floor_test.owner_charge', { n: 7 }, { confirm: true, nonce: pre.consent!.nonce, typed_phrase: 'CHARGE 7' });
+  const pre = await h.rt.dispatch(owner, 'floor_test.owner_charge', { n });
+  const done = await h.rt.dispatch(owner, 'floor_test.owner_charge', { n }, { confirm: true, nonce: pre.consent!.nonce, typed_phrase: `CHARGE ${n}` });
   assert.equal(done.ok, true, JSON.stringify(done));
-
-  // The owner's agent (MCP: it cannot send a typed phrase) asks to revert: an approval is opened.
   const asked = pendingOf(await h.rt.dispatch(ownersAgent, 'audit.revert', { audit_id: done.audit_id }));
+  return { h, owner, ownersAgent, admin, done, asked };
+}
+
+test('the approver of a revert must meet the floor of the action reverted (owner), not the revert verb’s own; the floor is recorded on the approval', async (t) => {
+  const { h, owner, ownersAgent, admin, done, asked } = await ownerRevertAsked(t, 7);
   assert.equal(asked.gate, 'typed_phrase');
   const listed = (await h.rt.dispatch(admin, 'approvals.list', {})).result!.approvals as Array<{ approval_id: string; verb: string; role_floor: string; can_decide: boolean }>;
   assert.deepEqual(listed.filter((a) => a.approval_id === asked.approval_id).map((a) => [a.verb, a.role_floor, a.can_decide]), [['audit.revert', 'owner', false]]);
@@ -320,14 +327,7 @@ test('the approver of a revert must meet the floor of the action reverted (owner
 
 test('an approval without a recorded floor (written before migration 5) or with a value that is not a role needs the owner: the check fails closed', async (t) => {
   for (const stored of [null, 'OWNER', 'toString', '__proto__', 'constructor']) {
-    const h = await createTestRuntime(t, { engine: 'sqlite' });
-    h.rt.register(ownerOnlyCharge);
-    const owner = { surface: 'cli' as const, apiKey: h.keys.owner };
-    const ownersAgent = { surface: 'mcp_stdio' as const, apiKey: h.keys.owner };
-    const admin = { surface: 'http' as const, apiKey: h.keys.admin };
-    const pre = await h.rt.dispatch(owner, 'floor_test.owner_charge', { n: 3 });
-    const done = await h.rt.dispatch(owner, 'floor_test.owner_charge', { n: 3 }, { confirm: true, nonce: pre.consent!.nonce, typed_phrase: 'CHARGE 3' });
-    const asked = pendingOf(await h.rt.dispatch(ownersAgent, 'audit.revert', { audit_id: done.audit_id }));
+    const { h, owner, admin, asked } = await ownerRevertAsked(t, 3);
     await h.rt.store.write((tx) => tx.run('UPDATE approvals SET role_floor = ? WHERE approval_id = ?', [stored, asked.approval_id]));
     const listed = ((await h.rt.dispatch(admin, 'approvals.list', {})).result!.approvals as Array<{ approval_id: string; role_floor: string; can_decide: boolean }>).find((a) => a.approval_id === asked.approval_id)!;
     assert.deepEqual([listed.role_floor, listed.can_decide], ['owner', false], String(stored));

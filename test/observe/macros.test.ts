@@ -11,7 +11,7 @@ import { call, createObserveRuntime, okResult, refused } from './support.ts';
 import type { TestRuntime } from '../support/runtime.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 import { validateShapeOutput } from '../../src/spec/validators.ts';
-import type { Envelope } from '../../src/spec/types.ts';
+import type { Envelope, Surface, WebmcpSurface } from '../../src/spec/types.ts';
 
 interface Step {
   index: number;
@@ -22,6 +22,19 @@ interface Step {
   result?: Record<string, unknown>;
   error?: { reason: string; message: string };
   consent?: { nonce: string; typed_phrase?: string; gate: string };
+}
+
+/** A no-argument read exposed only where `where` says (surface tests). */
+function exposedRead(name: string, where: { surfaces: Surface[]; webmcp_surfaces?: WebmcpSurface[] }) {
+  return defineVerb({
+    name,
+    description: `A read exposed on ${where.surfaces.join(', ')} only.`,
+    shape: 'aggregate',
+    category: 'test',
+    ...where,
+    input: { type: 'object', additionalProperties: false },
+    handler: async () => ({ entity_id: 1, data: {} }),
+  });
 }
 
 async function counter(h: TestRuntime, name: string): Promise<number> {
@@ -157,17 +170,7 @@ describe('macros', () => {
 
   it('never bypasses a gate: role floors and surfaces apply to every step', async (t) => {
     const h = await createObserveRuntime(t);
-    h.rt.register(
-      defineVerb({
-        name: 'counter.cli_only',
-        description: 'A read exposed on the CLI only.',
-        shape: 'aggregate',
-        category: 'test',
-        surfaces: ['cli'],
-        input: { type: 'object', additionalProperties: false },
-        handler: async () => ({ entity_id: 1, data: {} }),
-      }),
-    );
+    h.rt.register(exposedRead('counter.cli_only', { surfaces: ['cli'] }));
     const id = await save(h, 'charge', [{ verb: 'counter.bump', args: { name: 'r' } }, { verb: 'counter.charge', args: { name: 'r', amount: 1 } }]);
     const denied = failedRun(await call(h, 'employee', 'macros.run', { macro_id: id }));
     assert.equal(denied.failed_step, 1);
@@ -182,18 +185,7 @@ describe('macros', () => {
 
   it('on WebMCP, every step must be exposed on the page surface the run came from', async (t) => {
     const h = await createObserveRuntime(t);
-    h.rt.register(
-      defineVerb({
-        name: 'counter.dashboard_only',
-        description: 'A read on the WebMCP dashboard surface only.',
-        shape: 'aggregate',
-        category: 'test',
-        surfaces: ['cli', 'http', 'webmcp'],
-        webmcp_surfaces: ['dashboard'],
-        input: { type: 'object', additionalProperties: false },
-        handler: async () => ({ entity_id: 1, data: {} }),
-      }),
-    );
+    h.rt.register(exposedRead('counter.dashboard_only', { surfaces: ['cli', 'http', 'webmcp'], webmcp_surfaces: ['dashboard'] }));
     const id = await save(h, 'dash', [{ verb: 'counter.dashboard_only', args: {} }]);
     const owner = h.principal('owner');
     const fromDeveloper = failedRun(await h.rt.dispatch({ principal: owner, surface: 'webmcp', webmcpSurface: 'developer' }, 'macros.run', { macro_id: id }));
