@@ -32,7 +32,7 @@ import { VerbError, isVerbError } from './errors.ts';
 import type { CompiledVerb, DelegatedConsent, EmittedEvent, VerbContext } from './verb.ts';
 import { ROLE_RANK, TIER_RANK } from './verb.ts';
 import type { Runtime } from './runtime.ts';
-import { appendAudit, auditEntry, redact, type AuditEntry, type AuditRow, type AuditStatus } from './ledger/audit.ts';
+import { appendAudit, auditEntry, redact, wellFormedDeep, wellFormedText, type AuditEntry, type AuditRow, type AuditStatus } from './ledger/audit.ts';
 import { appendEvents, eventsChannel } from './ledger/events.ts';
 import { argsHash, checkIdempotencyKey, claimIdempotency, findIdempotency, fingerprint, generateIdempotencyKey } from './ledger/idempotency.ts';
 import { sealRollbackHandle } from './ledger/rollback-handle.ts';
@@ -757,7 +757,7 @@ export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput)
       outbox.push({ kind, payload });
     },
     setRollback(handle, data) {
-      rollback = { handle, data };
+      rollback = { handle: wellFormedText(handle), data };
     },
     setEntity(type, id) {
       entity = { type, id: String(id) };
@@ -769,7 +769,9 @@ export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput)
     ...(input.caller.webmcpSurface !== undefined ? { webmcpSurface: input.caller.webmcpSurface } : {}),
     progress: input.caller.onProgress ?? NOOP,
   };
-  const result = ((await verb.definition.handler(ctx, args)) ?? {}) as Record<string, unknown>;
+  // Well-formed text only: the receipt is signed over the RFC 8785 form of the result (which has
+  // none for a lone surrogate) after the commit, and the idempotency record keeps it.
+  const result = wellFormedDeep((await verb.definition.handler(ctx, args)) ?? {}) as Record<string, unknown>;
   // The tenant-wide rows (daily counter, then the chain head) are locked as late as possible, after
   // the handler: on PostgreSQL every writer of the tenant queues on them until commit, so the
   // locked section is the tail of the transaction only. Over the cap → the whole write rolls back.

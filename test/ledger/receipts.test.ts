@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { counterRuntime, consented } from './counter-verbs.ts';
+import { counterRuntime, consented, counter } from './counter-verbs.ts';
+import { defineVerb } from '../../src/runtime/verb.ts';
 import { verifyReceipt } from '../../src/runtime/ledger/receipts.ts';
 import { validateEnvelope, validateShapeOutput } from '../../src/spec/validators.ts';
 import { upstreamValidator } from '../support/upstream.ts';
@@ -145,5 +146,44 @@ describe('receipts', () => {
     assert.equal(r.attestation!.seq, f.attestation!.seq);
     assert.equal(r.attestation!.row_hash, f.attestation!.row_hash);
     assert.equal(r.timestamp, f.timestamp);
+  });
+});
+
+describe('receipts of results with broken text', () => {
+  it('a write whose result or rollback handle holds a lone surrogate (a label cut inside an emoji) answers its signed receipt once, with U+FFFD — not internal_error after the commit', async (t) => {
+    const h = await counterRuntime(t);
+    h.rt.register(
+      defineVerb<{ name: string }>({
+        name: 'counter.tag',
+        description: 'Bump a counter and answer its short label (the first 5 UTF-16 units).',
+        shape: 'receipt',
+        category: 'test',
+        consent: 'WRITE_REVERSIBLE',
+        input: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: false },
+        async handler(ctx, a) {
+          await ctx.db.run(
+            `INSERT INTO counters (company_id, name, value, changes) VALUES (?, ?, 1, 1)
+             ON CONFLICT (company_id, name) DO UPDATE SET value = counters.value + 1, changes = counters.changes + 1`,
+            [ctx.principal.company_id, a.name],
+          );
+          ctx.setRollback(`tag:${a.name.slice(0, 5)}`, { name: a.name });
+          return { label: a.name.slice(0, 5) };
+        },
+        revert: { async handler() { return { revert_action: 'untagged' }; } },
+      }),
+    );
+    const first = await consented(h, h.keys.employee, 'counter.tag', { name: 'abcd😀' }, { idempotency_key: 'tag-1' });
+    assert.equal(first.ok, true, JSON.stringify(first.error));
+    const r = first.result as Receipt;
+    assert.equal(r.label, 'abcd\ufffd');
+    assert.match(r.rollback_handle!, /^tag:abcd\ufffd~/);
+    const keys = await h.rt.store.read((q) => h.rt.keys.publishable(q, h.companyId));
+    assert.equal(verifyReceipt(r, keys).valid, true);
+    const again = await consented(h, h.keys.employee, 'counter.tag', { name: 'abcd😀' }, { idempotency_key: 'tag-1' });
+    assert.equal(again.replayed, true);
+    assert.equal(verifyReceipt(again.result as Receipt, keys).valid, true);
+    assert.equal((await counter(h, 'abcd😀')).changes, 1, 'the effect ran once');
+    const undo = await consented(h, h.keys.employee, 'audit.revert', { rollback_handle: r.rollback_handle });
+    assert.equal(undo.ok, true, JSON.stringify(undo.error));
   });
 });

@@ -229,12 +229,31 @@ export function wellFormedText<T extends string | null>(s: T): T {
   return s !== null && LONE_SURROGATE.test(s) ? (s.replace(LONE_SURROGATES, '\uFFFD') as T) : s;
 }
 
-/** `value` with wellFormedText applied to every key and string (a copy; for JSON-like values). */
+/**
+ * `value` with wellFormedText applied to every key and string of a JSON-like value. Copy on
+ * write: the same object comes back when there is nothing to replace (the usual case).
+ */
 export function wellFormedDeep(value: unknown): unknown {
   if (typeof value === 'string') return wellFormedText(value);
   if (value === null || typeof value !== 'object') return value;
-  if (Array.isArray(value)) return value.map(wellFormedDeep);
-  return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [wellFormedText(k), wellFormedDeep(v)]));
+  if (Array.isArray(value)) {
+    let out: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const x = wellFormedDeep(value[i]);
+      if (x !== value[i]) (out ??= value.slice())[i] = x;
+    }
+    return out ?? value;
+  }
+  let out: Record<string, unknown> | undefined;
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    const k2 = wellFormedText(k);
+    const v2 = wellFormedDeep(v);
+    if (k2 === k && v2 === v) continue;
+    out ??= { ...(value as Record<string, unknown>) };
+    if (k2 !== k) delete out[k];
+    out[k2] = v2;
+  }
+  return out ?? value;
 }
 
 /** RFC 8785 text of request_data; canonicalize refuses lone surrogates, so those are replaced first. */
