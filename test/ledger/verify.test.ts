@@ -247,6 +247,34 @@ describe('audit chain verification', () => {
     assert.deepEqual(kinds(run.report, h.companyId), ['modified', 'modified', 'modified']);
   });
 
+  it('detects rows appended by hand with a seq stored as text (self-hashed, linked to the head): serial, parallel, paged store walk and CLI agree', async (t) => {
+    const h = await populated(t);
+    const db = attacker(h);
+    const last = db.prepare(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log WHERE company_id = ? ORDER BY seq DESC LIMIT 1`).get(h.companyId) as Record<string, unknown>;
+    let prev = last.row_hash as string;
+    for (const [i, seq] of ['x', '0x10'].entries()) {
+      const forged: Record<string, unknown> = { ...last, audit_id: 900_000 + i, seq, action_type: 'counter.charge', request_data: `{"cents":${999_999 + i},"name":"c"}`, prev_hash: prev };
+      forged.row_hash = storedRowHash(forged);
+      prev = forged.row_hash as string;
+      db.prepare(`INSERT INTO audit_log (${AUDIT_COLUMNS.join(', ')}) VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`).run(...AUDIT_COLUMNS.map((c) => forged[c]));
+    }
+    db.close();
+    const report = await verifyBoth(h.dbPath);
+    assert.equal(report.ok, false);
+    const f = report.tenants.find((x) => x.company_id === h.companyId)!.findings;
+    assert.deepEqual(f.map((x) => x.kind), ['modified', 'modified'], JSON.stringify(f));
+    assert.deepEqual(kinds(report, h.otherCompanyId), [], 'the other tenant is still walked, and clean');
+    const { SqliteStore } = await import('../../src/store/sqlite/sqlite-store.ts');
+    const store = new SqliteStore({ path: h.dbPath });
+    t.after(() => store.close());
+    const paged = await verifyStoreChain(store, { pageRows: 2 });
+    assert.deepEqual(kinds(paged, h.companyId), ['modified', 'modified']);
+    assert.deepEqual(kinds(paged, h.otherCompanyId), [], 'paging went on past the text seq');
+    assert.equal(paged.tenants.find((x) => x.company_id === h.otherCompanyId)!.rows_checked, report.tenants.find((x) => x.company_id === h.otherCompanyId)!.rows_checked);
+    const run = await cliFindings(h);
+    assert.notEqual(run.code, 0);
+  });
+
   it('detects an edited row whose own hash was recomputed (chain_break at the next row, and the checkpoint)', async (t) => {
     const h = await populated(t);
     const db = attacker(h);

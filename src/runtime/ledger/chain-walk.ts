@@ -52,6 +52,18 @@ export function sha256Hex(s: string): string {
   return oneShotHash !== undefined ? oneShotHash('sha256', s, 'hex') : createHash('sha256').update(s, 'utf8').digest('hex');
 }
 
+/**
+ * An integer column's value as stored: a number that is a safe integer, a bigint, or (PostgreSQL
+ * BIGINT) canonical decimal text; anything else — SQLite text such as 'x' or '0x10' in an INTEGER
+ * column — is NaN, never coerced.
+ */
+export function storedInteger(v: unknown): number {
+  if (typeof v === 'number') return Number.isSafeInteger(v) ? v : Number.NaN;
+  if (typeof v === 'bigint') return Number(v);
+  if (typeof v === 'string' && /^(0|-?[1-9]\d{0,15})$/.test(v)) return Number(v);
+  return Number.NaN;
+}
+
 /** Characters JSON.stringify escapes in a string (any surrogate takes the slow, exact path). */
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
@@ -148,8 +160,8 @@ export class SegmentWalker {
     const obj = values === undefined ? (row as StoredAuditRow) : undefined;
     const stored = (values !== undefined ? values[I_HASH] : obj!.row_hash) as string;
     this.step(
-      Number(values !== undefined ? values[I_SEQ] : obj!.seq),
-      Number(values !== undefined ? values[I_AUDIT] : obj!.audit_id),
+      storedInteger(values !== undefined ? values[I_SEQ] : obj!.seq),
+      storedInteger(values !== undefined ? values[I_AUDIT] : obj!.audit_id),
       (values !== undefined ? values[I_PREV] : obj!.prev_hash) as string,
       stored,
       () => (values !== undefined ? valuesHash(values) : storedRowHash(obj!)) === stored,
@@ -158,6 +170,18 @@ export class SegmentWalker {
   /** One row: its position, its hashes, and whether its content still hashes to row_hash. */
   step(seq: number, auditId: number, prev: string, stored: string, intact: () => boolean): void {
     const r = this.r;
+    if (!Number.isSafeInteger(seq) || !Number.isSafeInteger(auditId) || !Number.isSafeInteger(r.company_id)) {
+      // Not a position at all (SQLite keeps text like 'x' in an INTEGER column): a row put there
+      // by hand. It neither moves the chain nor hides behind it (NaN compares false with everything).
+      r.rows++;
+      this.find({
+        kind: 'modified',
+        ...(Number.isSafeInteger(seq) ? { seq } : {}),
+        ...(Number.isSafeInteger(auditId) ? { audit_id: auditId } : {}),
+        message: 'A row whose seq, audit_id or company_id is not an integer as stored was put into the log by hand: the ledger only writes integers there.',
+      });
+      return;
+    }
     const first = r.rows === 0;
     r.rows++;
     if (first) {
@@ -237,7 +261,7 @@ export const SELECT_FAST = `SELECT company_id, seq, audit_id, prev_hash, row_has
 /** Feed rows of the fast query to a walker (see SELECT_FAST). */
 function pushFast(w: SegmentWalker, row: readonly unknown[], exact: Database.Statement): void {
   const stored = row[4] as string;
-  w.step(Number(row[1]), Number(row[2]), row[3] as string, stored, () => {
+  w.step(storedInteger(row[1]), storedInteger(row[2]), row[3] as string, stored, () => {
     if (typeof row[5] === 'string' && typeof row[7] === 'string') {
       const text = '\u0000' + row[5] + ',"latency_ms":' + canonicalValue(LATENCY, row[6]) + row[7] + '}';
       if (sha256Hex(text) === stored) return true;
@@ -256,7 +280,7 @@ export function walkSqlite(db: Database.Database, w: SegmentWalker | ((companyId
   const exact = db.prepare(`${SELECT_VALUES} WHERE audit_id = ?`).raw(true);
   let cur: SegmentWalker | undefined = typeof w === 'function' ? undefined : w;
   for (const row of db.prepare(sql).raw(true).iterate(...params) as Iterable<unknown[]>) {
-    const companyId = Number(row[exactRows ? I_COMPANY : 0]);
+    const companyId = storedInteger(row[exactRows ? I_COMPANY : 0]);
     if (typeof w === 'function' && (cur === undefined || cur.r.company_id !== companyId)) cur = w(companyId);
     if (exactRows) cur!.push(row);
     else pushFast(cur!, row, exact);

@@ -33,6 +33,7 @@ import {
   SELECT_FAST,
   SELECT_VALUES,
   SegmentWalker,
+  storedInteger,
   storedRowHash,
   walkSqlite,
   type AuditFinding,
@@ -289,7 +290,7 @@ export function verifyAuditChain(
   let total = 0;
   let cur: SegmentWalker | undefined;
   for (const row of rows) {
-    const companyId = Number(Array.isArray(row) ? (row as readonly unknown[])[I_COMPANY] : (row as StoredAuditRow).company_id);
+    const companyId = storedInteger(Array.isArray(row) ? (row as readonly unknown[])[I_COMPANY] : (row as StoredAuditRow).company_id);
     if (only !== undefined && companyId !== only) continue;
     if (cur === undefined || cur.r.company_id !== companyId) {
       cur = walkers.get(companyId);
@@ -483,14 +484,15 @@ export async function verifyStoreChain(store: Store, options: VerifyOptions & { 
   const checked = checkCheckpoints(checkpoints, keyMap(meta.keys), t);
   const walkers = new Map<number, SegmentWalker>();
   const page = Math.max(1, options.pageRows ?? 10_000);
-  let after: [number, number] = [-1, -1];
+  // The last row's values as stored (not coerced: a hand-put text seq must not end the paging).
+  let after: [unknown, unknown] = [-1, -1];
   let total = 0;
   for (;;) {
     const rows = await store.read((q) =>
       q.all<StoredAuditRow>(`${SELECT_ROWS} WHERE (company_id, seq) > (?, ?)${t === undefined ? '' : ' AND company_id = ?'} ORDER BY company_id, seq LIMIT ?`, [...after, ...params, page]),
     );
     for (const row of rows) {
-      const companyId = Number(row.company_id);
+      const companyId = storedInteger(row.company_id);
       let w = walkers.get(companyId);
       if (w === undefined) walkers.set(companyId, (w = new SegmentWalker(companyId, 1, GENESIS_HASH, checked.byTenant.get(companyId) ?? [], maxFindings)));
       w.push(row);
@@ -499,7 +501,7 @@ export async function verifyStoreChain(store: Store, options: VerifyOptions & { 
     options.onProgress?.(total);
     if (rows.length < page) break;
     const last = rows[rows.length - 1]!;
-    after = [Number(last.company_id), Number(last.seq)];
+    after = [last.company_id, last.seq];
   }
   const segments = new Map<number, SegmentResult[]>();
   for (const [id, w] of walkers) segments.set(id, [w.r]);
@@ -558,7 +560,10 @@ export async function verifyDatabaseFile(original: string, options: VerifyDataba
     }
     const workers = Math.max(1, Math.min(options.workers ?? availableParallelism(), 8));
     let report: AuditVerifyReport | undefined;
-    if (count >= (options.parallelMinRows ?? 100_000) && workers > 1) {
+    // The parallel walk splits each tenant's integer seq range; a row whose seq or company_id is
+    // stored as text lies outside every range, so then the one-thread walk (which meets it) runs.
+    const handPut = count > 0 && db.prepare(`SELECT 1 FROM audit_log WHERE typeof(seq) <> 'integer' OR typeof(company_id) <> 'integer' LIMIT 1`).get() !== undefined;
+    if (count >= (options.parallelMinRows ?? 100_000) && workers > 1 && !handPut) {
       const ranges = db.prepare(`SELECT company_id, MIN(seq) AS lo, MAX(seq) AS hi FROM audit_log${where} GROUP BY company_id`).all(...params) as Array<{ company_id: number; lo: number; hi: number }>;
       db.close();
       closed = true;
