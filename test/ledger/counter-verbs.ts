@@ -12,7 +12,8 @@ import type { Envelope } from '../../src/spec/types.ts';
 
 type AddArgs = { name: string; by: number; fail?: boolean; notify?: boolean };
 
-async function bump(ctx: { db: { run: (sql: string, p: unknown[]) => Promise<unknown> }; principal: { company_id: number } }, name: string, by: number): Promise<void> {
+/** Add `by` to counter `name` of the caller's tenant (creating it). */
+export async function bump(ctx: { db: { run: (sql: string, p: unknown[]) => Promise<unknown> }; principal: { company_id: number } }, name: string, by: number): Promise<void> {
   await ctx.db.run(
     `INSERT INTO counters (company_id, name, value, changes) VALUES (?, ?, ?, 1)
      ON CONFLICT (company_id, name) DO UPDATE SET value = counters.value + excluded.value, changes = counters.changes + 1`,

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { counterRuntime, consented, counter } from './counter-verbs.ts';
+import { bump, counterRuntime, consented, counter } from './counter-verbs.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 import { verifyReceipt } from '../../src/runtime/ledger/receipts.ts';
 import { validateEnvelope, validateShapeOutput } from '../../src/spec/validators.ts';
@@ -161,11 +161,7 @@ describe('receipts of results with broken text', () => {
         consent: 'WRITE_REVERSIBLE',
         input: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: false },
         async handler(ctx, a) {
-          await ctx.db.run(
-            `INSERT INTO counters (company_id, name, value, changes) VALUES (?, ?, 1, 1)
-             ON CONFLICT (company_id, name) DO UPDATE SET value = counters.value + 1, changes = counters.changes + 1`,
-            [ctx.principal.company_id, a.name],
-          );
+          await bump(ctx, a.name, 1);
           ctx.setRollback(`tag:${a.name.slice(0, 5)}`, { name: a.name });
           return { label: a.name.slice(0, 5) };
         },
