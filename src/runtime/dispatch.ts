@@ -32,7 +32,7 @@ import { VerbError, isVerbError } from './errors.ts';
 import type { CompiledVerb, DelegatedConsent, EmittedEvent, VerbContext } from './verb.ts';
 import { ROLE_RANK, TIER_RANK } from './verb.ts';
 import type { Runtime } from './runtime.ts';
-import { appendAudit, auditEntry, redact, wellFormedDeep, wellFormedText, type AuditEntry, type AuditRow, type AuditStatus } from './ledger/audit.ts';
+import { appendAudit, auditEntry, hasLoneSurrogate, redact, wellFormedDeep, wellFormedText, type AuditEntry, type AuditRow, type AuditStatus } from './ledger/audit.ts';
 import { appendEvents, eventsChannel } from './ledger/events.ts';
 import { argsHash, checkIdempotencyKey, claimIdempotency, findIdempotency, fingerprint, generateIdempotencyKey } from './ledger/idempotency.ts';
 import { sealRollbackHandle } from './ledger/rollback-handle.ts';
@@ -198,27 +198,48 @@ function tooDeep(value: unknown): boolean {
   return false;
 }
 
-/** A lone UTF-16 surrogate: in unicode mode a well-formed pair is one code point, never Cs. */
-const LONE_SURROGATE = /\p{Cs}/u;
-
 /**
- * The JSON Pointer of the first key or string holding a lone surrogate, or undefined. Such text
- * has no UTF-8 form and no RFC 8785 canonical form, so it can be neither hashed (idempotency,
- * audit chain) nor stored faithfully. Iterative; call after tooDeep.
+ * One walk over the arguments (iterative, so hostile input cannot overflow the stack): nested
+ * deeper than MAX_ARGS_DEPTH, or holding a lone surrogate in a key or string — text with no UTF-8
+ * and no RFC 8785 form, which can be neither hashed (idempotency, audit chain) nor stored
+ * faithfully. Builds no paths (loneSurrogatePath does, on the rare refusal).
  */
+function scanArgs(value: unknown): 'too_deep' | 'lone_surrogate' | undefined {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, d] = stack.pop()!;
+    if (typeof v === 'string') {
+      if (hasLoneSurrogate(v)) return 'lone_surrogate';
+      continue;
+    }
+    if (v === null || typeof v !== 'object') continue;
+    if (d > MAX_ARGS_DEPTH) return 'too_deep';
+    if (Array.isArray(v)) {
+      for (const x of v) stack.push([x, d + 1]);
+    } else {
+      for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+        if (hasLoneSurrogate(k)) return 'lone_surrogate';
+        stack.push([x, d + 1]);
+      }
+    }
+  }
+  return undefined;
+}
+
+/** The JSON Pointer of the first key or string holding a lone surrogate (after scanArgs found one). */
 function loneSurrogatePath(value: unknown): string | undefined {
   const stack: Array<[unknown, string]> = [[value, '']];
   while (stack.length > 0) {
     const [v, path] = stack.pop()!;
     if (typeof v === 'string') {
-      if (LONE_SURROGATE.test(v)) return path;
+      if (hasLoneSurrogate(v)) return path;
       continue;
     }
     if (v === null || typeof v !== 'object') continue;
     const entries: Array<[string, unknown]> = Array.isArray(v) ? v.map((x, i) => [String(i), x]) : Object.entries(v as Record<string, unknown>);
     for (const [k, x] of entries) {
       const child = `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`;
-      if (LONE_SURROGATE.test(k)) return child;
+      if (hasLoneSurrogate(k)) return child;
       stack.push([x, child]);
     }
   }
@@ -230,11 +251,12 @@ function checkArgs(verb: CompiledVerb, args: unknown): Record<string, unknown> {
   if (typeof a !== 'object' || Array.isArray(a)) {
     throw new VerbError('invalid_input', 'The arguments must be a JSON object.', { path: '', hint: `See the input_schema of ${verb.name} (verbs.list or GET /api/v1/agent/verbs/${verb.name}).` });
   }
-  if (tooDeep(a)) {
+  const issue = scanArgs(a);
+  if (issue === 'too_deep') {
     throw new VerbError('invalid_input', `The arguments are nested deeper than ${MAX_ARGS_DEPTH} levels.`, { path: '', hint: `Send flat arguments that match the input_schema of ${verb.name}.` });
   }
-  const broken = loneSurrogatePath(a);
-  if (broken !== undefined) {
+  if (issue === 'lone_surrogate') {
+    const broken = loneSurrogatePath(a) ?? '';
     throw new VerbError('invalid_input', `${broken || 'arguments'} holds a lone UTF-16 surrogate, which is not valid Unicode text.`, {
       path: broken,
       hint: 'Send well-formed Unicode: a surrogate only as half of a pair (an emoji, for instance), never alone.',

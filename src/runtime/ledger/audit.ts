@@ -220,6 +220,11 @@ function sha256Row(text: string): string {
 const LONE_SURROGATE = /\p{Cs}/u;
 const LONE_SURROGATES = /\p{Cs}/gu;
 
+/** Does `s` hold a lone UTF-16 surrogate (half a pair, alone)? */
+export function hasLoneSurrogate(s: string): boolean {
+  return LONE_SURROGATE.test(s);
+}
+
 /**
  * Text as it survives storage: the engines store UTF-8, where a lone surrogate becomes U+FFFD, so
  * hashing the JavaScript string as is would make an untouched row fail verification. Copies only
