@@ -250,3 +250,18 @@ test('the body is checked for its own members only: unknown members and wrong ty
   assert.equal(argsNotObject.statusCode, 400);
   assert.equal(envelopeOf(argsNotObject).error!.reason, 'invalid_input', 'args themselves are the runtime’s to validate');
 });
+
+test('a malformed dispatch body is an audited attempt: a denied row in the caller’s tenant names the verb; with a bad key it is the audited auth_invalid', async (t) => {
+  const x = await createHttpHarness(t);
+  const res = await x.dispatch('notes.count', { min_length: 3 }, { key: x.h.keys.employee });
+  assert.equal(res.statusCode, 400);
+  const env = envelopeOf(res);
+  assert.equal(env.error!.reason, 'invalid_request');
+  assert.equal(typeof env.audit_id, 'number');
+  const row = await x.h.rt.store.read((q) => q.get<{ company_id: number; action_type: string; status: string; reason: string; role: string }>('SELECT company_id, action_type, status, reason, role FROM audit_log WHERE audit_id = ?', [env.audit_id]));
+  assert.deepEqual({ ...row, company_id: Number(row!.company_id) }, { company_id: x.h.companyId, action_type: 'notes.count', status: 'denied', reason: 'invalid_request', role: 'employee' });
+  const badKey = await x.dispatch('notes.count', { min_length: 3 }, { key: 'sk_solid_000000000000_notasecretnotasecret' });
+  assert.equal(badKey.statusCode, 401);
+  assert.equal(envelopeOf(badKey).error!.reason, 'auth_invalid');
+  assert.equal(typeof envelopeOf(badKey).audit_id, 'number');
+});
