@@ -60,7 +60,10 @@ export function sha256Hex(s: string): string {
 export function storedInteger(v: unknown): number {
   if (typeof v === 'number') return Number.isSafeInteger(v) ? v : Number.NaN;
   if (typeof v === 'bigint') return Number(v);
-  if (typeof v === 'string' && /^(0|-?[1-9]\d{0,15})$/.test(v)) return Number(v);
+  if (typeof v === 'string' && /^(0|-?[1-9]\d*)$/.test(v)) {
+    const n = Number(v);
+    return Number.isSafeInteger(n) ? n : Number.NaN;
+  }
   return Number.NaN;
 }
 

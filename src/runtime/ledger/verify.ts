@@ -533,12 +533,14 @@ export async function verifyDatabaseFile(original: string, options: VerifyDataba
   const t0 = performance.now();
   const source = readableAuditPath(original);
   const path = source.path; // the workers open the same file
+  // readableAuditPath has opened and probed `path` already: open it, no second probe.
+  const open = () => new Database(path, { readonly: true, fileMustExist: true });
   let db: Database.Database;
   try {
-    db = openAuditDatabase(path);
+    db = open();
   } catch (err) {
     source.release();
-    throw err;
+    throw new VerbError('store_unavailable', `Cannot read an audit log at ${original}: ${(err as Error).message}`, { hint: 'Pass the solid database with --db (or SOLID_DB).' });
   }
   let closed = false;
   try {
@@ -562,8 +564,8 @@ export async function verifyDatabaseFile(original: string, options: VerifyDataba
     let report: AuditVerifyReport | undefined;
     // The parallel walk splits each tenant's integer seq range; a row whose seq or company_id is
     // stored as text lies outside every range, so then the one-thread walk (which meets it) runs.
-    const handPut = count > 0 && db.prepare(`SELECT 1 FROM audit_log WHERE typeof(seq) <> 'integer' OR typeof(company_id) <> 'integer' LIMIT 1`).get() !== undefined;
-    if (count >= (options.parallelMinRows ?? 100_000) && workers > 1 && !handPut) {
+    const handPut = () => db.prepare(`SELECT 1 FROM audit_log WHERE typeof(seq) <> 'integer' OR typeof(company_id) <> 'integer' LIMIT 1`).get() !== undefined;
+    if (count >= (options.parallelMinRows ?? 100_000) && workers > 1 && !handPut()) {
       const ranges = db.prepare(`SELECT company_id, MIN(seq) AS lo, MAX(seq) AS hi FROM audit_log${where} GROUP BY company_id`).all(...params) as Array<{ company_id: number; lo: number; hi: number }>;
       db.close();
       closed = true;
@@ -574,7 +576,7 @@ export async function verifyDatabaseFile(original: string, options: VerifyDataba
       }
     }
     if (report === undefined) {
-      const rdb = closed ? openAuditDatabase(path) : db;
+      const rdb = closed ? open() : db;
       try {
         const maxFindings = options.maxFindings ?? 1000;
         const every = options.progressEvery ?? 16384;
