@@ -257,14 +257,28 @@ export class Runtime {
    * runtime authenticate (auth_invalid is then audited).
    */
   async dispatch(caller: Caller & { apiKey?: string | null }, verb: string, args?: unknown, options?: DispatchOptions): Promise<Envelope> {
-    if (caller.principal == null && caller.apiKey != null && caller.apiKey !== '') {
-      try {
-        caller = { ...caller, principal: await this.tenants.authenticate(caller.apiKey) };
-      } catch (err) {
-        return this.authFailure(caller, verb, err);
-      }
+    const authed = await this.#authenticate(caller, verb);
+    return 'ok' in authed ? authed : runPipeline(this, authed, verb, args, options);
+  }
+
+  /**
+   * Answer and audit a request a transport refuses before the pipeline (a malformed dispatch body):
+   * the key is authenticated as `dispatch` would (a bad key is the audited auth_invalid), then `err`
+   * is recorded as a refusal of `verb` in the caller's tenant (recordRefusal).
+   */
+  async refuse(caller: Caller & { apiKey?: string | null }, verb: string, err: VerbError): Promise<Envelope> {
+    const authed = await this.#authenticate(caller, verb);
+    return 'ok' in authed ? authed : this.recordRefusal(authed, verb, err);
+  }
+
+  /** The caller with its principal from `apiKey`, or the audited auth_invalid envelope. */
+  async #authenticate(caller: Caller & { apiKey?: string | null }, verb: string): Promise<Caller | Envelope> {
+    if (caller.principal != null || caller.apiKey == null || caller.apiKey === '') return caller;
+    try {
+      return { ...caller, principal: await this.tenants.authenticate(caller.apiKey) };
+    } catch (err) {
+      return this.authFailure(caller, verb, err);
     }
-    return runPipeline(this, caller, verb, args, options);
   }
 
   /**

@@ -14,7 +14,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { HttpPluginOptions } from './server.ts';
 import type { DispatchOptions } from '../../runtime/dispatch.ts';
-import { VALID_SHAPES, VALID_SURFACES, type Envelope, type Principal, type Surface } from '../../spec/types.ts';
+import { VALID_SHAPES, VALID_SURFACES } from '../../spec/types.ts';
 import { VerbError, isVerbError } from '../../runtime/errors.ts';
 import { sendEnvelope } from './error-handler.ts';
 import { transportEnvelope } from './envelope-map.ts';
@@ -124,7 +124,7 @@ export const agentRoutes: FastifyPluginAsync<HttpPluginOptions> = async (app, { 
       if (!isVerbError(err)) throw err;
       // A malformed dispatch body is still an attempt at this verb: audited in the caller's
       // tenant (a bad key is the audited auth_invalid instead).
-      return sendEnvelope(reply, await refuseAttempt(surface, apiKey, req.params.verb, err), rt.clock().getTime());
+      return sendEnvelope(reply, await rt.refuse({ surface, apiKey }, req.params.verb, err), rt.clock().getTime());
     }
     const { args, options } = body;
     const idem = idempotencyKeyOf(headerOf(req, 'idempotency-key'));
@@ -132,19 +132,6 @@ export const agentRoutes: FastifyPluginAsync<HttpPluginOptions> = async (app, { 
     const envelope = await rt.dispatch({ surface, apiKey }, req.params.verb, args, options);
     return sendEnvelope(reply, envelope, rt.clock().getTime());
   });
-
-  /** Authenticate the key (auth_invalid when it fails), then answer and audit `err` as a refusal of `verb`. */
-  async function refuseAttempt(surface: Surface, apiKey: string | null, verb: string, err: VerbError): Promise<Envelope> {
-    let principal: Principal | null = null;
-    if (apiKey !== null && apiKey !== '') {
-      try {
-        principal = await rt.tenants.authenticate(apiKey);
-      } catch (authErr) {
-        return rt.authFailure({ surface }, verb, authErr);
-      }
-    }
-    return rt.recordRefusal({ surface, principal }, verb, err);
-  }
 };
 
 function headerOf(req: FastifyRequest, name: string): string | undefined {
