@@ -156,12 +156,8 @@ export async function dispatch(rt: Runtime, caller: Caller, verbName: unknown, a
       });
     }
     // 5. surface
-    if (caller.surface !== 'internal' && !verb.surfaces.includes(caller.surface)) {
-      throw new VerbError('surface_denied', `${verb.name} is not exposed on ${caller.surface}.`, { hint: `It is available on: ${verb.surfaces.join(', ')}.` });
-    }
-    if (caller.surface === 'webmcp' && caller.webmcpSurface !== undefined && !verb.webmcpSurfaces.includes(caller.webmcpSurface)) {
-      throw new VerbError('surface_denied', `${verb.name} is not exposed on the WebMCP ${caller.webmcpSurface} surface.`, { hint: `Its WebMCP surfaces: ${verb.webmcpSurfaces.join(', ')}.` });
-    }
+    const denied = surfaceDenied(verb, caller.surface, caller.webmcpSurface);
+    if (denied !== undefined) throw denied;
     // 6. input
     st.args = checkArgs(verb, args);
     // 7. floors (and delegated consent resolution)
@@ -196,6 +192,29 @@ function tooDeep(value: unknown): boolean {
     for (const x of Array.isArray(v) ? v : Object.values(v as Record<string, unknown>)) if (x !== null && typeof x === 'object') stack.push([x, d + 1]);
   }
   return false;
+}
+
+/**
+ * The surface_denied refusal when `verb` is not projected onto `surface` (or, on WebMCP, onto the
+ * page surface `webmcpSurface`); undefined when it is. For a step of another verb, `step` ends the
+ * message with why it is refused and points at its argument. Used by the pipeline's surface step
+ * and by transactions.
+ */
+export function surfaceDenied(
+  verb: CompiledVerb,
+  surface: Surface | 'internal' | undefined,
+  webmcpSurface: WebmcpSurface | undefined,
+  step?: { context: string; path: string },
+): VerbError | undefined {
+  const context = step?.context ?? '';
+  const at = step === undefined ? {} : { path: step.path };
+  if (surface !== undefined && surface !== 'internal' && !verb.surfaces.includes(surface)) {
+    return new VerbError('surface_denied', `${verb.name} is not exposed on ${surface}${context}.`, { ...at, hint: `It is available on: ${verb.surfaces.join(', ')}.` });
+  }
+  if (surface === 'webmcp' && webmcpSurface !== undefined && !verb.webmcpSurfaces.includes(webmcpSurface)) {
+    return new VerbError('surface_denied', `${verb.name} is not exposed on the WebMCP ${webmcpSurface} surface${context}.`, { ...at, hint: `Its WebMCP surfaces: ${verb.webmcpSurfaces.join(', ')}.` });
+  }
+  return undefined;
 }
 
 /**

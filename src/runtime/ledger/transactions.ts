@@ -27,7 +27,7 @@ import { VerbError, isVerbError } from '../errors.ts';
 import type { CompiledVerb, DelegatedConsent, OriginalAction, VerbContext } from '../verb.ts';
 import { ROLE_RANK, TIER_RANK } from '../verb.ts';
 import type { Runtime } from '../runtime.ts';
-import { executeInTx } from '../dispatch.ts';
+import { executeInTx, surfaceDenied } from '../dispatch.ts';
 import { appendAudit, auditEntry, getAuditRow, redact, type AuditEntry, type AuditRow, type AuditStatus } from './audit.ts';
 import { ledgerContext, type LedgerContext } from './revert.ts';
 
@@ -157,12 +157,8 @@ export async function checkStep(ctx: VerbContext, t: TransactionRecord, verbName
     });
   }
   if (verb.consentClass === 'BLOCKED') throw new VerbError('blocked_verb', `The verb "${verb.name}" is declared BLOCKED and is never executed.`, { path: '/verb' });
-  if (ctx.surface !== undefined && ctx.surface !== 'internal' && !verb.surfaces.includes(ctx.surface)) {
-    throw new VerbError('surface_denied', `${verb.name} is not exposed on ${ctx.surface}, so it cannot be a step of a transaction made there.`, { path: '/verb', hint: `It is available on: ${verb.surfaces.join(', ')}.` });
-  }
-  if (ctx.surface === 'webmcp' && ctx.webmcpSurface !== undefined && !verb.webmcpSurfaces.includes(ctx.webmcpSurface)) {
-    throw new VerbError('surface_denied', `${verb.name} is not exposed on the WebMCP ${ctx.webmcpSurface} surface, so it cannot be a step of a transaction made there.`, { path: '/verb', hint: `Its WebMCP surfaces: ${verb.webmcpSurfaces.join(', ')}.` });
-  }
+  const denied = surfaceDenied(verb, ctx.surface, ctx.webmcpSurface, { context: ', so it cannot be a step of a transaction made there', path: '/verb' });
+  if (denied !== undefined) throw denied;
   if (!verb.isWrite) {
     throw refused(`${verb.name} only reads; a transaction holds writes.`, `Call ${verb.name} directly, before or after the transaction.`);
   }
