@@ -249,16 +249,16 @@ export class SegmentWalker {
  * modified, so a formatting difference can never produce a false finding.
  */
 const LATENCY = HASHED_COLUMNS.indexOf('latency_ms');
-// BLOBs: json_quote throws for one (BLOB_IN_FAST_WALK; the caller then walks the exact way), and
+// BLOBs: json_quote throws for one (BLOB_IN_FAST_WALK; walkSqliteOrExact then walks the exact way), and
 // request_data, concatenated as is, would pass a BLOB of the same bytes for the text — so a BLOB
 // request_data makes the row's text NULL, sending that row to the exact path, where a Buffer never
 // canonicalizes like anything appended. (A typeof guard on every column costs ~30 % of the walk.)
 const sqlPart = (cols: readonly string[], first: boolean) =>
   cols.map((c, i) => `'${i === 0 && first ? '{' : ','}"${c}":' || ${c === 'request_data' ? `(CASE WHEN typeof(request_data) = 'blob' THEN NULL ELSE request_data END)` : `json_quote(${c})`}`).join(' || ');
 /** The SQLite error of the fast query when some column holds a BLOB. */
-export const BLOB_IN_FAST_WALK = /JSON cannot hold BLOB values/;
+const BLOB_IN_FAST_WALK = /JSON cannot hold BLOB values/;
 /** Every hashed column then row_hash, in VERIFY_COLUMNS order: the exact walk (valuesHash per row). */
-export const SELECT_VALUES = `SELECT ${VERIFY_COLUMNS.join(', ')} FROM audit_log`;
+const SELECT_VALUES = `SELECT ${VERIFY_COLUMNS.join(', ')} FROM audit_log`;
 export const SELECT_FAST = `SELECT company_id, seq, audit_id, prev_hash, row_hash, ${sqlPart(HASHED_COLUMNS.slice(0, LATENCY), true)} AS head, latency_ms, ${sqlPart(HASHED_COLUMNS.slice(LATENCY + 1), false)} AS tail FROM audit_log`;
 
 /** Feed rows of the fast query to a walker (see SELECT_FAST). */
@@ -291,6 +291,20 @@ export function walkSqlite(db: Database.Database, w: SegmentWalker | ((companyId
   }
 }
 
+/**
+ * Walk `SELECT_FAST + tail` with the walker(s) `start()` returns; when the fast query meets a BLOB
+ * (BLOB_IN_FAST_WALK), call `start()` again — it must hand back fresh walkers — and walk
+ * `SELECT_VALUES + tail`, every row hashed whole (the BLOB's row is then reported as modified).
+ */
+export function walkSqliteOrExact(db: Database.Database, start: () => SegmentWalker | ((companyId: number) => SegmentWalker), tail: string, params: unknown[], onRow?: () => void): void {
+  try {
+    walkSqlite(db, start(), SELECT_FAST + tail, params, onRow);
+  } catch (e) {
+    if (!BLOB_IN_FAST_WALK.test((e as Error).message)) throw e;
+    walkSqlite(db, start(), SELECT_VALUES + tail, params, onRow, true);
+  }
+}
+
 /** One chunk of a parallel walk. */
 export interface SegmentTask {
   id: number;
@@ -314,16 +328,9 @@ export function serveSegmentWalks(port: MessagePort, path: string, maxFindings: 
       return;
     }
     try {
-      const params = [task.company_id, task.from, task.to];
-      let w = new SegmentWalker(task.company_id, undefined, undefined, task.checkpoints, maxFindings);
-      try {
-        walkSqlite(db, w, SELECT_FAST + range, params);
-      } catch (e) {
-        if (!BLOB_IN_FAST_WALK.test((e as Error).message)) throw e;
-        w = new SegmentWalker(task.company_id, undefined, undefined, task.checkpoints, maxFindings);
-        walkSqlite(db, w, SELECT_VALUES + range, params, undefined, true);
-      }
-      port.postMessage({ id: task.id, result: w.r });
+      let w: SegmentWalker | undefined;
+      walkSqliteOrExact(db, () => (w = new SegmentWalker(task.company_id, undefined, undefined, task.checkpoints, maxFindings)), range, [task.company_id, task.from, task.to]);
+      port.postMessage({ id: task.id, result: w!.r });
     } catch (e) {
       port.postMessage({ fatal: String((e as Error)?.stack ?? e) });
     }

@@ -28,14 +28,11 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { AUDIT_COLUMNS, GENESIS_HASH } from './audit.ts';
 import {
-  BLOB_IN_FAST_WALK,
   I_COMPANY,
-  SELECT_FAST,
-  SELECT_VALUES,
   SegmentWalker,
   storedInteger,
   storedRowHash,
-  walkSqlite,
+  walkSqliteOrExact,
   type AuditFinding,
   type CheckedCheckpoint,
   type SegmentResult,
@@ -583,32 +580,23 @@ export async function verifyDatabaseFile(original: string, options: VerifyDataba
         const checked = checkCheckpoints(checkpoints, keyMap(keys), t);
         let walkers = new Map<number, SegmentWalker>();
         let total = 0;
-        const walk = (exactRows: boolean) => {
-          walkers = new Map();
-          total = 0;
-          walkSqlite(
-            rdb,
-            (companyId) => {
+        walkSqliteOrExact(
+          rdb,
+          () => {
+            walkers = new Map();
+            total = 0;
+            return (companyId) => {
               let w = walkers.get(companyId);
               if (w === undefined) walkers.set(companyId, (w = new SegmentWalker(companyId, 1, GENESIS_HASH, checked.byTenant.get(companyId) ?? [], maxFindings)));
               return w;
-            },
-            `${exactRows ? SELECT_VALUES : SELECT_FAST}${where} ORDER BY company_id, seq`,
-            params,
-            () => {
-              if (++total % every === 0) options.onProgress?.(total);
-            },
-            exactRows,
-          );
-        };
-        try {
-          walk(false);
-        } catch (err) {
-          if (!BLOB_IN_FAST_WALK.test((err as Error).message)) throw err;
-          // Something stored a BLOB where the ledger writes text or numbers: walk again, every row
-          // hashed whole (the BLOB's row is then reported as modified; the workers do the same).
-          walk(true);
-        }
+            };
+          },
+          `${where} ORDER BY company_id, seq`,
+          params,
+          () => {
+            if (++total % every === 0) options.onProgress?.(total);
+          },
+        );
         options.onProgress?.(total);
         const segments = new Map<number, SegmentResult[]>();
         for (const [id, w] of walkers) segments.set(id, [w.r]);
