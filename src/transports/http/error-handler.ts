@@ -61,8 +61,9 @@ export function notePrincipal(request: FastifyRequest, principal: Principal): vo
 
 /**
  * Install the envelope error handler and the 404 handler on `app`. With `rt`, a refusal a
- * transport decides itself (auth, session, CSRF, Origin — any denial reason) is audited through
- * `rt.recordRefusal`, so every denial leaves a row (spec/audit.md).
+ * transport decides itself (auth, session, CSRF, Origin — any denial reason, and bad input once a
+ * route noted the caller's principal) is audited through `rt.recordRefusal`, so every denial
+ * leaves a row (spec/audit.md).
  */
 export function installEnvelopeErrors(app: FastifyInstance, rt?: Runtime): void {
   const limit = app.initialConfig.bodyLimit ?? 1_048_576;
@@ -72,8 +73,10 @@ export function installEnvelopeErrors(app: FastifyInstance, rt?: Runtime): void 
     if (envelope.error!.reason === 'internal_error') request.log.error({ err }, 'unhandled error in HTTP route');
     if (rt !== undefined && isVerbError(err)) {
       const info = reasonInfo(err.reason);
-      if (info.denial || info.kind === 'auth') {
-        const principal = (request as FastifyRequest & { solidPrincipal?: Principal }).solidPrincipal ?? null;
+      const principal = (request as FastifyRequest & { solidPrincipal?: Principal }).solidPrincipal ?? null;
+      // Denials always; bad input too once the caller is known (a malformed body from a signed-in
+      // page is an attempt in that tenant's log; anonymous garbage is answered, not logged).
+      if (info.denial || info.kind === 'auth' || (info.kind === 'input' && principal !== null)) {
         const recorded = await rt.recordRefusal({ surface: request.url.startsWith('/api/v1/webmcp') || request.url.startsWith('/api/v1/session') ? 'webmcp' : 'http', principal }, verb, err as VerbError);
         envelope = { ...recorded, verb: envelope.verb };
       }

@@ -59,16 +59,17 @@ export function registerWebmcpRoutes(app: FastifyInstance, deps: WebmcpRouteDeps
     },
     async function execute(request: FastifyRequest, reply: FastifyReply) {
       const toolName = String((request.params as Record<string, unknown>).tool_name ?? '');
-      const body = parseCallBody(request.body, { surface: true });
       const session = await sessions.lookup(sessionTokenOf(request));
       if (session !== undefined) {
         notePrincipal(request, session.principal);
         checkOrigin(request, allowedOrigins, true);
         checkCsrf(sessions, session, request);
-      } else if (body.surface === 'public') {
+      }
+      // With a session a malformed body is an audited attempt (the error handler knows the principal).
+      const body = parseCallBody(request.body, { surface: true });
+      if (session === undefined) {
+        if (body.surface !== 'public') throw sessionRequired();
         checkOrigin(request, allowedOrigins, false);
-      } else {
-        throw sessionRequired();
       }
       const caller = {
         principal: session === undefined ? null : { ...session.principal, agent_type: `webmcp:${body.surface}` },

@@ -67,6 +67,21 @@ describe('POST /api/v1/webmcp/execute: authentication, CSRF and Origin', () => {
     assert.equal((await exec(f, 'webtest__quote', body, s.headers)).statusCode, 200, 'the same call from the page itself runs');
   });
 
+  it('a malformed body from a signed-in page is answered 400 invalid_request and audited in the user’s tenant; without a session it is answered only', async (t) => {
+    const f = await webmcpFixture(t);
+    const s = await injectLogin(f.app, f.keys.owner);
+    const res = await exec(f, 'webtest__note_add', { input: { text: 'x' }, surface: 'dashboard', extra: 1 }, s.headers);
+    assert.equal(res.statusCode, 400);
+    const env = res.json() as Envelope;
+    assert.equal(env.error!.reason, 'invalid_request');
+    assert.equal(typeof env.audit_id, 'number');
+    const row = await f.rt.store.read((q) => q.get<{ status: string; reason: string; role: string }>('SELECT status, reason, role FROM audit_log WHERE audit_id = ?', [env.audit_id]));
+    assert.deepEqual({ ...row }, { status: 'denied', reason: 'invalid_request', role: 'owner' });
+    const anonymous = await exec(f, 'webtest__note_add', { input: {}, surface: 'public', extra: 1 }, { origin: INJECT_ORIGIN });
+    assert.equal(anonymous.statusCode, 400);
+    assert.equal((anonymous.json() as Envelope).audit_id, undefined);
+  });
+
   it('accepts an extra origin allowed in the options', async (t) => {
     const f = await webmcpFixture(t, { allowedOrigins: ['https://app.example.com'] });
     const s = await injectLogin(f.app, f.keys.owner);
