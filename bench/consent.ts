@@ -71,13 +71,20 @@ const charge: VerbDefinition<ChargeArgs> = defineVerb<ChargeArgs>({
   consent: 'WRITE_FINANCIAL',
   input: {
     type: 'object',
-    properties: { invoice_id: { type: 'integer', minimum: 1 }, amount_cents: { type: 'integer', minimum: 1 } },
+    properties: {
+      invoice_id: { type: 'integer', minimum: 1 },
+      amount_cents: { type: 'integer', minimum: 1 },
+    },
     required: ['invoice_id', 'amount_cents'],
     additionalProperties: false,
   },
   phrase: (a) => `CHARGE ${formatCents(a.amount_cents)} to invoice #${a.invoice_id}`,
   async handler(ctx, a) {
-    await ctx.db.run('INSERT INTO bench_charges (company_id, invoice_id, amount_cents) VALUES (?, ?, ?)', [ctx.principal.company_id, a.invoice_id, a.amount_cents]);
+    await ctx.db.run('INSERT INTO bench_charges (company_id, invoice_id, amount_cents) VALUES (?, ?, ?)', [
+      ctx.principal.company_id,
+      a.invoice_id,
+      a.amount_cents,
+    ]);
     return { status: 'completed', invoice_id: a.invoice_id, amount_cents: a.amount_cents };
   },
 });
@@ -91,7 +98,12 @@ const chargeUngated: VerbDefinition<ChargeArgs> = {
   name: 'bench.charge_invoice_ungated',
   consent: undefined,
   phrase: undefined,
-  delegateConsent: async () => ({ consentClass: null, roleFloor: 'admin', summary: 'bench', capClass: 'WRITE_FINANCIAL' }),
+  delegateConsent: async () => ({
+    consentClass: null,
+    roleFloor: 'admin',
+    summary: 'bench',
+    capClass: 'WRITE_FINANCIAL',
+  }),
 };
 
 /** The twin with no consent layer at all: no gate and no daily cap (for the second figure). */
@@ -100,12 +112,6 @@ const chargeBare: VerbDefinition<ChargeArgs> = {
   name: 'bench.charge_invoice_bare',
   delegateConsent: async () => ({ consentClass: null, roleFloor: 'admin', summary: 'bench' }),
 };
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 
 function check(env: Envelope, what: string): void {
   if (!env.ok) throw new Error(`${what}: ${JSON.stringify(env.error)}`);
@@ -141,18 +147,35 @@ class Meter {
  * rotating order, so a load spike or a WAL checkpoint lands on all three alike. Defaults: 8 rounds
  * of 250. Returns ops/s and CPU µs of the variants and their ratios; throws if any dispatch fails.
  */
-export async function benchConsent(options: { batch?: number; rounds?: number } = {}): Promise<ConsentBenchResult> {
+export async function benchConsent(
+  options: { batch?: number; rounds?: number } = {},
+): Promise<ConsentBenchResult> {
   const batch = options.batch ?? 250;
   const rounds = options.rounds ?? 8;
   const dir = mkdtempSync(join(tmpdir(), 'solid-bench-consent-'));
   const store = new SqliteStore({ path: join(dir, 'bench.db') });
-  const rt = await createRuntime({ store, logger: pino({ level: 'silent' }), sandboxCompanyId: 1, maintenanceIntervalMs: 0 });
+  const rt = await createRuntime({
+    store,
+    logger: pino({ level: 'silent' }),
+    sandboxCompanyId: 1,
+    maintenanceIntervalMs: 0,
+  });
   try {
     await store.migrate('bench-consent', [
-      { version: 1, name: 'charges', sqlite: 'CREATE TABLE bench_charges (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, invoice_id INTEGER NOT NULL, amount_cents INTEGER NOT NULL)' },
+      {
+        version: 1,
+        name: 'charges',
+        sqlite:
+          'CREATE TABLE bench_charges (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, invoice_id INTEGER NOT NULL, amount_cents INTEGER NOT NULL)',
+      },
     ]);
     await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
-    await rt.createTenant({ company_id: 2, name: 'Bench', tier: 'enterprise', settings: { caps: { WRITE_FINANCIAL: 1_000_000_000 } } });
+    await rt.createTenant({
+      company_id: 2,
+      name: 'Bench',
+      tier: 'enterprise',
+      settings: { caps: { WRITE_FINANCIAL: 1_000_000_000 } },
+    });
     const key = await rt.createApiKey({ company_id: 2, user_id: 1, role: 'admin', agent_type: 'bench' });
     const caller = { surface: 'http' as const, principal: await rt.tenants.authenticate(key) };
     rt.register(charge, chargeUngated, chargeBare);
@@ -161,7 +184,8 @@ export async function benchConsent(options: { batch?: number; rounds?: number } 
     const preflight = async () => {
       const args = nextArgs();
       const env = await rt.dispatch(caller, 'charge_invoice', args);
-      if (env.error?.reason !== 'dispatch_pending' || env.consent === undefined) throw new Error(`preflight: ${JSON.stringify(env.error)}`);
+      if (env.error?.reason !== 'dispatch_pending' || env.consent === undefined)
+        throw new Error(`preflight: ${JSON.stringify(env.error)}`);
       return { args, nonce: env.consent.nonce, phrase: env.consent.typed_phrase! };
     };
     // Let the work queued by the preflights finish (audit checkpoints, observers) and checkpoint
@@ -175,7 +199,14 @@ export async function benchConsent(options: { batch?: number; rounds?: number } 
     // warm-up of every path (JIT, prepared statements, signing key cache)
     for (let i = 0; i < 100; i++) {
       const p = await preflight();
-      check(await rt.dispatch(caller, 'charge_invoice', p.args, { confirm: true, nonce: p.nonce, typed_phrase: p.phrase }), 'warm-up');
+      check(
+        await rt.dispatch(caller, 'charge_invoice', p.args, {
+          confirm: true,
+          nonce: p.nonce,
+          typed_phrase: p.phrase,
+        }),
+        'warm-up',
+      );
       check(await rt.dispatch(caller, 'bench.charge_invoice_ungated', nextArgs()), 'warm-up');
       check(await rt.dispatch(caller, 'bench.charge_invoice_bare', nextArgs()), 'warm-up');
     }
@@ -191,9 +222,25 @@ export async function benchConsent(options: { batch?: number; rounds?: number } 
       for (let i = 0; i < batch; i++) {
         const p = pending[i]!;
         const steps = [
-          () => gated.time(async () => check(await rt.dispatch(caller, 'charge_invoice', p.args, { confirm: true, nonce: p.nonce, typed_phrase: p.phrase }), 'gated')),
-          () => disabled.time(async () => check(await rt.dispatch(caller, 'bench.charge_invoice_ungated', nextArgs()), 'gate disabled')),
-          () => bare.time(async () => check(await rt.dispatch(caller, 'bench.charge_invoice_bare', nextArgs()), 'no consent layer')),
+          () =>
+            gated.time(async () =>
+              check(
+                await rt.dispatch(caller, 'charge_invoice', p.args, {
+                  confirm: true,
+                  nonce: p.nonce,
+                  typed_phrase: p.phrase,
+                }),
+                'gated',
+              ),
+            ),
+          () =>
+            disabled.time(async () =>
+              check(await rt.dispatch(caller, 'bench.charge_invoice_ungated', nextArgs()), 'gate disabled'),
+            ),
+          () =>
+            bare.time(async () =>
+              check(await rt.dispatch(caller, 'bench.charge_invoice_bare', nextArgs()), 'no consent layer'),
+            ),
         ];
         for (let k = 0; k < 3; k++) await steps[(k + i) % 3]!();
       }
@@ -211,7 +258,11 @@ export async function benchConsent(options: { batch?: number; rounds?: number } 
       target: 'ratio ≥ 0.8',
       met: ratio >= 0.8,
       cpu_ratio: round3(cpuRatio),
-      cpu_us_per_op: { gated: Math.round(gated.cpuPerOp), gate_disabled: Math.round(disabled.cpuPerOp), no_consent_layer: Math.round(bare.cpuPerOp) },
+      cpu_us_per_op: {
+        gated: Math.round(gated.cpuPerOp),
+        gate_disabled: Math.round(disabled.cpuPerOp),
+        no_consent_layer: Math.round(bare.cpuPerOp),
+      },
       ratio_vs_no_consent_layer: round3(gated.rate / bare.rate),
       cpu_ratio_vs_no_consent_layer: round3(bare.cpuPerOp / gated.cpuPerOp),
       preflight_ops_per_s: Math.round(pre.rate),
@@ -226,5 +277,7 @@ export async function benchConsent(options: { batch?: number; rounds?: number } 
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const [batch, rounds] = process.argv.slice(2).map(Number);
-  console.log(JSON.stringify(await benchConsent({ batch: batch || undefined, rounds: rounds || undefined }), null, 2));
+  console.log(
+    JSON.stringify(await benchConsent({ batch: batch || undefined, rounds: rounds || undefined }), null, 2),
+  );
 }

@@ -22,13 +22,29 @@ export async function searchWork(q: Queryable, companyId: number, term: string) 
  */
 export async function seedContactsBench(rt: Runtime, settings?: Record<string, unknown>): Promise<string> {
   await rt.store.migrate('bench', [
-    { version: 1, name: 'contacts', sqlite: 'CREATE TABLE contacts (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, name TEXT, email TEXT, phone TEXT); CREATE INDEX contacts_company ON contacts(company_id, name);' },
+    {
+      version: 1,
+      name: 'contacts',
+      sqlite:
+        'CREATE TABLE contacts (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, name TEXT, email TEXT, phone TEXT); CREATE INDEX contacts_company ON contacts(company_id, name);',
+    },
   ]);
   await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
-  await rt.createTenant({ company_id: 2, name: 'Bench', tier: 'enterprise', ...(settings !== undefined ? { settings } : {}) });
+  await rt.createTenant({
+    company_id: 2,
+    name: 'Bench',
+    tier: 'enterprise',
+    ...(settings !== undefined ? { settings } : {}),
+  });
   const key = await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner' });
   await rt.store.write(async (tx) => {
-    for (let i = 1; i <= 200; i++) await tx.run('INSERT INTO contacts (id, company_id, name, email, phone) VALUES (?, 2, ?, ?, ?)', [i, `Contact ${i} ${['Smith', 'Jones', 'Garcia', 'Lee'][i % 4]}`, `c${i}@example.com`, '+1555000' + i]);
+    for (let i = 1; i <= 200; i++)
+      await tx.run('INSERT INTO contacts (id, company_id, name, email, phone) VALUES (?, 2, ?, ?, ?)', [
+        i,
+        `Contact ${i} ${['Smith', 'Jones', 'Garcia', 'Lee'][i % 4]}`,
+        `c${i}@example.com`,
+        '+1555000' + i,
+      ]);
   });
   rt.register(
     defineVerb({
@@ -36,7 +52,12 @@ export async function seedContactsBench(rt: Runtime, settings?: Record<string, u
       description: 'Search contacts.',
       shape: 'aggregate',
       category: 'crm',
-      input: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'], additionalProperties: false },
+      input: {
+        type: 'object',
+        properties: { q: { type: 'string' } },
+        required: ['q'],
+        additionalProperties: false,
+      },
       handler: (ctx, a: { q: string }) => searchWork(ctx.db, ctx.principal.company_id, a.q),
     }),
   );

@@ -40,7 +40,12 @@ export async function benchCore(options: { ms?: number; runs?: number } = {}): P
         shape: 'receipt',
         category: 'crm',
         consent: 'WRITE_REVERSIBLE',
-        input: { type: 'object', properties: { id: { type: 'integer' }, phone: { type: 'string' } }, required: ['id', 'phone'], additionalProperties: false },
+        input: {
+          type: 'object',
+          properties: { id: { type: 'integer' }, phone: { type: 'string' } },
+          required: ['id', 'phone'],
+          additionalProperties: false,
+        },
         handler: async (ctx, a: { id: number; phone: string }) => {
           const r = await updateWork(ctx.db, ctx.principal.company_id, a.id, a.phone);
           ctx.setRollback(`crm:phone:${a.id}`, { previous: r.previous_phone });
@@ -62,25 +67,54 @@ export async function benchCore(options: { ms?: number; runs?: number } = {}): P
       async () => {
         const nonces: string[] = [];
         for (let k = 0; k < 4000; k++) {
-          const p = await rt.dispatch(caller, 'bench.set_phone_ungated', { id: (k % 200) + 1, phone: `+1${k}` });
+          const p = await rt.dispatch(caller, 'bench.set_phone_ungated', {
+            id: (k % 200) + 1,
+            phone: `+1${k}`,
+          });
           if (p.consent === undefined) throw new Error(`bench preflight failed: ${JSON.stringify(p.error)}`);
           nonces.push(p.consent!.nonce);
         }
         let k = 0;
-        return opsPerSecond(async () => {
-          const n = k++;
-          if (n >= nonces.length) throw new Error('bench ran out of nonces; lower ms');
-          const env = await rt.dispatch(caller, 'bench.set_phone_ungated', { id: (n % 200) + 1, phone: `+1${n}` }, { confirm: true, nonce: nonces[n] });
-          if (!env.ok) throw new Error(`bench write failed: ${JSON.stringify(env.error)}`);
-        }, Math.min(ms, 1000), 0);
+        return opsPerSecond(
+          async () => {
+            const n = k++;
+            if (n >= nonces.length) throw new Error('bench ran out of nonces; lower ms');
+            const env = await rt.dispatch(
+              caller,
+              'bench.set_phone_ungated',
+              { id: (n % 200) + 1, phone: `+1${n}` },
+              { confirm: true, nonce: nonces[n] },
+            );
+            if (!env.ok) throw new Error(`bench write failed: ${JSON.stringify(env.error)}`);
+          },
+          Math.min(ms, 1000),
+          0,
+        );
       },
-      () => opsPerSecond(() => store.write((tx) => updateWork(tx, 2, (i++ % 200) + 1, `+2${i}`)), Math.min(ms, 1000)),
+      () =>
+        opsPerSecond(
+          () => store.write((tx) => updateWork(tx, 2, (i++ % 200) + 1, `+2${i}`)),
+          Math.min(ms, 1000),
+        ),
       options.runs ?? 3,
     );
     await rt.auditBuffer.flush();
     return [
-      ratioResult('core.read', 'read verb (contact search, 200 rows) through dispatch vs the same query bare', read, 'ops/s', 0.8),
-      ratioResult('core.write', 'write verb (confirmed contact update) through dispatch vs the same UPDATE in one bare store transaction', write, 'ops/s', 0.5, 'dispatch includes nonce verify + burn, daily cap, audit row (hash chain), event-free handler, revert data, idempotency record, ES256-signed receipt'),
+      ratioResult(
+        'core.read',
+        'read verb (contact search, 200 rows) through dispatch vs the same query bare',
+        read,
+        'ops/s',
+        0.8,
+      ),
+      ratioResult(
+        'core.write',
+        'write verb (confirmed contact update) through dispatch vs the same UPDATE in one bare store transaction',
+        write,
+        'ops/s',
+        0.5,
+        'dispatch includes nonce verify + burn, daily cap, audit row (hash chain), event-free handler, revert data, idempotency record, ES256-signed receipt',
+      ),
     ];
   } finally {
     await rt.close();

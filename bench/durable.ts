@@ -46,21 +46,43 @@ interface Setup {
 
 async function setup(path: string, durability: 'full' | 'normal', groupCommit: boolean): Promise<Setup> {
   const store = new SqliteStore({ path, durability, groupCommit });
-  const rt = await createRuntime({ store, logger: pino({ level: 'silent' }), sandboxCompanyId: 1, maintenanceIntervalMs: 0 });
-  await store.migrate('bench-durable', [{ version: 1, name: 'notes', sqlite: 'CREATE TABLE bench_notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, body TEXT NOT NULL)' }]);
+  const rt = await createRuntime({
+    store,
+    logger: pino({ level: 'silent' }),
+    sandboxCompanyId: 1,
+    maintenanceIntervalMs: 0,
+  });
+  await store.migrate('bench-durable', [
+    {
+      version: 1,
+      name: 'notes',
+      sqlite:
+        'CREATE TABLE bench_notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, body TEXT NOT NULL)',
+    },
+  ]);
   await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
   await rt.createTenant({ company_id: 2, name: 'Bench', tier: 'enterprise' });
-  const principal = await rt.tenants.authenticate(await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner', agent_type: 'bench' }));
+  const principal = await rt.tenants.authenticate(
+    await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner', agent_type: 'bench' }),
+  );
   rt.register(
     defineVerb<{ body: string }>({
       name: 'bench.note_add',
       description: 'Add a note (no consent gate: measures the write path).',
       shape: 'receipt',
       category: 'bench',
-      input: { type: 'object', properties: { body: { type: 'string' } }, required: ['body'], additionalProperties: false },
+      input: {
+        type: 'object',
+        properties: { body: { type: 'string' } },
+        required: ['body'],
+        additionalProperties: false,
+      },
       delegateConsent: async () => ({ consentClass: null, roleFloor: 'employee', summary: 'Add a note.' }),
       async handler(ctx, a) {
-        const r = await ctx.db.run('INSERT INTO bench_notes (company_id, body) VALUES (?, ?)', [ctx.principal.company_id, a.body]);
+        const r = await ctx.db.run('INSERT INTO bench_notes (company_id, body) VALUES (?, ?)', [
+          ctx.principal.company_id,
+          a.body,
+        ]);
         return { note_id: r.lastInsertId };
       },
     }),
@@ -73,13 +95,22 @@ function writer(s: Setup): () => Promise<void> {
   const caller = { principal: s.principal, surface: 'http' as const };
   return async () => {
     const n = ++keySeq;
-    const env = await s.rt.dispatch(caller, 'bench.note_add', { body: `note ${n}` }, { idempotency_key: `durable-${n}` });
+    const env = await s.rt.dispatch(
+      caller,
+      'bench.note_add',
+      { body: `note ${n}` },
+      { idempotency_key: `durable-${n}` },
+    );
     if (!env.ok) throw new Error(`bench.note_add failed: ${JSON.stringify(env.error)}`);
   };
 }
 
 /** Measure a runtime: ops/s with `concurrency` callers, and the writes per COMMIT during the run. */
-async function measure(s: Setup, concurrency: number, ms: number): Promise<{ ops: number; perCommit: number }> {
+async function measure(
+  s: Setup,
+  concurrency: number,
+  ms: number,
+): Promise<{ ops: number; perCommit: number }> {
   const before = s.store.commitStats;
   const ops = await opsPerSecondConcurrent(writer(s), concurrency, ms);
   const after = s.store.commitStats;

@@ -27,8 +27,24 @@ export interface BenchResult {
 /**
  * The BenchResult of a `paired` measurement whose target is a minimum ratio (system ÷ bare ≥ `min`).
  */
-export function ratioResult(id: string, what: string, p: { value: number; baseline: number; ratio: number }, unit: string, min: number, notes?: string): BenchResult {
-  const r: BenchResult = { id, what, value: p.value, baseline: p.baseline, ratio: p.ratio, unit, target: `ratio ≥ ${min}`, met: p.ratio >= min };
+export function ratioResult(
+  id: string,
+  what: string,
+  p: { value: number; baseline: number; ratio: number },
+  unit: string,
+  min: number,
+  notes?: string,
+): BenchResult {
+  const r: BenchResult = {
+    id,
+    what,
+    value: p.value,
+    baseline: p.baseline,
+    ratio: p.ratio,
+    unit,
+    target: `ratio ≥ ${min}`,
+    met: p.ratio >= min,
+  };
   if (notes !== undefined) r.notes = notes;
   return r;
 }
@@ -47,7 +63,11 @@ export async function opsPerSecond(fn: () => Promise<unknown>, ms = 1500, warmup
 }
 
 /** Run `fn` with `concurrency` callers for about `ms` and return ops/s. */
-export async function opsPerSecondConcurrent(fn: () => Promise<unknown>, concurrency: number, ms = 1500): Promise<number> {
+export async function opsPerSecondConcurrent(
+  fn: () => Promise<unknown>,
+  concurrency: number,
+  ms = 1500,
+): Promise<number> {
   let n = 0;
   const start = performance.now();
   const end = start + ms;
@@ -72,7 +92,11 @@ export function median(xs: number[]): number {
  * Measure a system and its bare baseline alternately `runs` times (so drift hits both), and
  * return the medians and the median of the per-run ratios.
  */
-export async function paired(system: () => Promise<number>, bare: () => Promise<number>, runs = 3): Promise<{ value: number; baseline: number; ratio: number }> {
+export async function paired(
+  system: () => Promise<number>,
+  bare: () => Promise<number>,
+  runs = 3,
+): Promise<{ value: number; baseline: number; ratio: number }> {
   const v: number[] = [];
   const b: number[] = [];
   const r: number[] = [];

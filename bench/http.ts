@@ -20,7 +20,6 @@ import { createHttpServer } from '../src/transports/http/server.ts';
 import { paired, type BenchResult } from './harness.ts';
 import { searchWork, seedContactsBench } from './contacts.ts';
 
-
 export interface HttpBenchOptions {
   /** Seconds per measured autocannon run (default 5). */
   durationSeconds?: number;
@@ -32,7 +31,13 @@ export interface HttpBenchOptions {
   runs?: number;
 }
 
-async function measure(url: string, body: string, headers: Record<string, string>, connections: number, duration: number): Promise<{ rps: number; non2xx: number; errors: number }> {
+async function measure(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  connections: number,
+  duration: number,
+): Promise<{ rps: number; non2xx: number; errors: number }> {
   const r = await autocannon({ url, method: 'POST', body, headers, connections, duration });
   return { rps: r.requests.average, non2xx: r.non2xx, errors: r.errors + r.timeouts };
 }

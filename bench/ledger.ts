@@ -43,7 +43,12 @@ async function fixture(): Promise<Fixture> {
   const dir = mkdtempSync(join(tmpdir(), 'solid-bench-ledger-'));
   const path = join(dir, 'bench.db');
   const store = new SqliteStore({ path });
-  const rt = await createRuntime({ store, logger: pino({ level: 'silent' }), sandboxCompanyId: 1, checkpointEvery: 1_000_000_000 });
+  const rt = await createRuntime({
+    store,
+    logger: pino({ level: 'silent' }),
+    sandboxCompanyId: 1,
+    checkpointEvery: 1_000_000_000,
+  });
   rt.register(...systemVerbs);
   await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
   await rt.createTenant({ company_id: 2, name: 'Bench Co', tier: 'enterprise' });
@@ -61,34 +66,81 @@ async function fixture(): Promise<Fixture> {
   };
 }
 
-const VERBS = ['crm_contact_update', 'charge_invoice', 'deals.create', 'customer.full_context', 'infra_resize', 'kb.search', 'email.send', 'payments.refund'];
-const STATUSES = ['completed', 'completed', 'completed', 'completed', 'completed', 'completed', 'completed', 'denied', 'failed', 'replayed'];
-const REASONS: Record<string, string | null> = { completed: null, denied: 'role_denied', failed: 'invoice_already_paid', replayed: null };
+const VERBS = [
+  'crm_contact_update',
+  'charge_invoice',
+  'deals.create',
+  'customer.full_context',
+  'infra_resize',
+  'kb.search',
+  'email.send',
+  'payments.refund',
+];
+const STATUSES = [
+  'completed',
+  'completed',
+  'completed',
+  'completed',
+  'completed',
+  'completed',
+  'completed',
+  'denied',
+  'failed',
+  'replayed',
+];
+const REASONS: Record<string, string | null> = {
+  completed: null,
+  denied: 'role_denied',
+  failed: 'invoice_already_paid',
+  replayed: null,
+};
 
 /**
  * Append `rows` correctly chained audit rows for `companyId` directly into the database of `rt`
  * (after whatever the chain already holds), moving the tenant head and signing a checkpoint every
  * `checkpointEvery` rows and at the end. Row times advance 50 ms per row from `startMs`.
  */
-export async function generateAuditChain(rt: Runtime, store: SqliteStore, companyId: number, rows: number, options: { startMs?: number; checkpointEvery?: number; batch?: number } = {}): Promise<void> {
+export async function generateAuditChain(
+  rt: Runtime,
+  store: SqliteStore,
+  companyId: number,
+  rows: number,
+  options: { startMs?: number; checkpointEvery?: number; batch?: number } = {},
+): Promise<void> {
   const db = store.rawDatabase;
   const key = await rt.keys.signingKey(companyId);
-  const head = db.prepare('SELECT audit_seq, audit_hash FROM tenant_heads WHERE company_id = ?').get(companyId) as { audit_seq: number; audit_hash: string };
+  const head = db
+    .prepare('SELECT audit_seq, audit_hash FROM tenant_heads WHERE company_id = ?')
+    .get(companyId) as { audit_seq: number; audit_hash: string };
   let seq = head.audit_seq;
   let prev = head.audit_hash ?? GENESIS_HASH;
-  let auditId = Number((db.prepare('SELECT COALESCE(MAX(audit_id), 0) AS m FROM audit_log').get() as { m: number }).m);
-  const insert = db.prepare(`INSERT INTO audit_log (${AUDIT_COLUMNS.join(', ')}) VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`);
-  const cpInsert = db.prepare('INSERT INTO audit_checkpoints (company_id, seq, head_hash, created_at, kid, signature) VALUES (?, ?, ?, ?, ?, ?)');
+  let auditId = Number(
+    (db.prepare('SELECT COALESCE(MAX(audit_id), 0) AS m FROM audit_log').get() as { m: number }).m,
+  );
+  const insert = db.prepare(
+    `INSERT INTO audit_log (${AUDIT_COLUMNS.join(', ')}) VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`,
+  );
+  const cpInsert = db.prepare(
+    'INSERT INTO audit_checkpoints (company_id, seq, head_hash, created_at, kid, signature) VALUES (?, ?, ?, ?, ?, ?)',
+  );
   const every = options.checkpointEvery ?? 10_000;
   const startMs = options.startMs ?? Date.parse('2026-01-01T00:00:00.000Z');
   const batch = options.batch ?? 50_000;
   const checkpoint = (at: string) => {
-    const signature = nodeSign('sha256', checkpointMaterial({ company_id: companyId, seq, head_hash: prev, created_at: at }), { key: key.keyObject, dsaEncoding: 'ieee-p1363' }).toString('base64url');
+    const signature = nodeSign(
+      'sha256',
+      checkpointMaterial({ company_id: companyId, seq, head_hash: prev, created_at: at }),
+      { key: key.keyObject, dsaEncoding: 'ieee-p1363' },
+    ).toString('base64url');
     cpInsert.run(companyId, seq, prev, at, key.kid, signature);
   };
   // Bulk load: drop the secondary indexes, insert, rebuild them once (much faster than
   // maintaining eight indexes row by row).
-  const indexes = db.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'audit_log' AND sql IS NOT NULL`).all() as Array<{ name: string; sql: string }>;
+  const indexes = db
+    .prepare(
+      `SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'audit_log' AND sql IS NOT NULL`,
+    )
+    .all() as Array<{ name: string; sql: string }>;
   for (const ix of indexes) db.exec(`DROP INDEX ${ix.name}`);
   let done = 0;
   while (done < rows) {
@@ -132,12 +184,22 @@ export async function generateAuditChain(rt: Runtime, store: SqliteStore, compan
         };
         base.latency_ms = Math.round(base.latency_ms! * 1000) / 1000;
         const row_hash = hashAuditRow(base);
-        const values = AUDIT_COLUMNS.map((c) => (c === 'row_hash' ? row_hash : c === 'request_data' ? canonicalize(base.request_data) : ((base as unknown as Record<string, unknown>)[c] ?? null)));
+        const values = AUDIT_COLUMNS.map((c) =>
+          c === 'row_hash'
+            ? row_hash
+            : c === 'request_data'
+              ? canonicalize(base.request_data)
+              : ((base as unknown as Record<string, unknown>)[c] ?? null),
+        );
         insert.run(...values);
         prev = row_hash;
         if (seq % every === 0) checkpoint(created_at);
       }
-      db.prepare('UPDATE tenant_heads SET audit_seq = ?, audit_hash = ? WHERE company_id = ?').run(seq, prev, companyId);
+      db.prepare('UPDATE tenant_heads SET audit_seq = ?, audit_hash = ? WHERE company_id = ?').run(
+        seq,
+        prev,
+        companyId,
+      );
     })();
     done += n;
   }
@@ -154,7 +216,13 @@ function p95(samples: number[]): number {
 export async function benchIdempotentReplay(options: { ms?: number } = {}): Promise<LedgerBenchResult[]> {
   const f = await fixture();
   try {
-    await f.store.migrate('bench-ledger', [{ version: 1, name: 'bumps', sqlite: 'CREATE TABLE bumps (company_id INTEGER PRIMARY KEY, n INTEGER NOT NULL)' }]);
+    await f.store.migrate('bench-ledger', [
+      {
+        version: 1,
+        name: 'bumps',
+        sqlite: 'CREATE TABLE bumps (company_id INTEGER PRIMARY KEY, n INTEGER NOT NULL)',
+      },
+    ]);
     f.rt.register(
       defineVerb({
         name: 'bench.bump',
@@ -164,7 +232,10 @@ export async function benchIdempotentReplay(options: { ms?: number } = {}): Prom
         input: { type: 'object', properties: {}, additionalProperties: false },
         delegateConsent: async () => ({ consentClass: null, roleFloor: 'employee', summary: 'bump' }),
         async handler(ctx) {
-          await ctx.db.run('INSERT INTO bumps (company_id, n) VALUES (?, 1) ON CONFLICT (company_id) DO UPDATE SET n = bumps.n + 1', [ctx.principal.company_id]);
+          await ctx.db.run(
+            'INSERT INTO bumps (company_id, n) VALUES (?, 1) ON CONFLICT (company_id) DO UPDATE SET n = bumps.n + 1',
+            [ctx.principal.company_id],
+          );
           return { bumped: true };
         },
       }),
@@ -183,7 +254,12 @@ export async function benchIdempotentReplay(options: { ms?: number } = {}): Prom
       if (env.replayed !== true) throw new Error('expected a replay');
     });
     return [
-      { id: 'ledger.idempotency.first', what: 'write with a fresh idempotency key: execute, audit row, signed receipt, key claim (ops/s)', value: Math.round(first), unit: 'ops/s' },
+      {
+        id: 'ledger.idempotency.first',
+        what: 'write with a fresh idempotency key: execute, audit row, signed receipt, key claim (ops/s)',
+        value: Math.round(first),
+        unit: 'ops/s',
+      },
       {
         id: 'ledger.idempotency.replay',
         what: 'same key again: stored receipt returned, nothing executed (ops/s)',
@@ -224,7 +300,10 @@ export async function benchAuditVerify(options: { rows?: number } = {}): Promise
     const report = await verifyDatabaseFile(f.path);
     const cpu = process.cpuUsage(cpu0);
     const cpuS = (cpu.user + cpu.system) / 1e6;
-    if (!report.ok) throw new Error(`generated chain did not verify: ${JSON.stringify(report.tenants.flatMap((t) => t.findings).slice(0, 3))}`);
+    if (!report.ok)
+      throw new Error(
+        `generated chain did not verify: ${JSON.stringify(report.tenants.flatMap((t) => t.findings).slice(0, 3))}`,
+      );
     return [
       {
         id: 'ledger.verify',
@@ -255,12 +334,20 @@ export const TRAIL_QUERIES: ReadonlyArray<{ name: string; args: Record<string, u
 ];
 
 /** A fixture whose chain holds `rows` generated rows, settled (WAL checkpointed) before any sample. */
-async function trailFixture(rows: number): Promise<{ f: Fixture; mid: Date; caller: { surface: 'http'; principal: Awaited<ReturnType<Runtime['tenants']['authenticate']>> } }> {
+async function trailFixture(rows: number): Promise<{
+  f: Fixture;
+  mid: Date;
+  caller: { surface: 'http'; principal: Awaited<ReturnType<Runtime['tenants']['authenticate']>> };
+}> {
   const f = await fixture();
   const startMs = Date.parse('2026-01-01T00:00:00.000Z');
   await generateAuditChain(f.rt, f.store, 2, rows, { startMs });
   f.store.rawDatabase.pragma('wal_checkpoint(TRUNCATE)');
-  return { f, mid: new Date(startMs + Math.floor(rows / 2) * 50), caller: { surface: 'http', principal: await f.rt.tenants.authenticate(f.ownerKey) } };
+  return {
+    f,
+    mid: new Date(startMs + Math.floor(rows / 2) * 50),
+    caller: { surface: 'http', principal: await f.rt.tenants.authenticate(f.ownerKey) },
+  };
 }
 
 /**
@@ -269,7 +356,11 @@ async function trailFixture(rows: number): Promise<{ f: Fixture; mid: Date; call
  * load and writeback hit both sizes alike (measuring one size after the other charged the 1M run
  * with the writeback of its own generation).
  */
-async function trailP95Pair(smallRows: number, largeRows: number, samplesPerQuery: number): Promise<Array<{ p95: number; perQuery: Record<string, number> }>> {
+async function trailP95Pair(
+  smallRows: number,
+  largeRows: number,
+  samplesPerQuery: number,
+): Promise<Array<{ p95: number; perQuery: Record<string, number> }>> {
   const sizes = [await trailFixture(smallRows), await trailFixture(largeRows)];
   try {
     await new Promise((r) => setTimeout(r, 2000));
@@ -303,11 +394,16 @@ async function trailP95Pair(smallRows: number, largeRows: number, samplesPerQuer
 }
 
 /** audit.trail p95 latency at 10k and at 1M rows, same filters, through dispatch. */
-export async function benchTrail(options: { small?: number; large?: number; samplesPerQuery?: number } = {}): Promise<LedgerBenchResult[]> {
+export async function benchTrail(
+  options: { small?: number; large?: number; samplesPerQuery?: number } = {},
+): Promise<LedgerBenchResult[]> {
   const small = options.small ?? 10_000;
   const large = options.large ?? 1_000_000;
   const samples = options.samplesPerQuery ?? 200;
-  const [a, b] = (await trailP95Pair(small, large, samples)) as [{ p95: number; perQuery: Record<string, number> }, { p95: number; perQuery: Record<string, number> }];
+  const [a, b] = (await trailP95Pair(small, large, samples)) as [
+    { p95: number; perQuery: Record<string, number> },
+    { p95: number; perQuery: Record<string, number> },
+  ];
   const ratio = Math.round((b.p95 / a.p95) * 100) / 100;
   return [
     {
@@ -332,6 +428,13 @@ export async function benchLedger(): Promise<LedgerBenchResult[]> {
 // Run directly: node --import tsx bench/ledger.ts [idempotency|verify|trail]
 if (import.meta.url === `file://${process.argv[1]}`) {
   const which = process.argv[2];
-  const run = which === 'idempotency' ? benchIdempotentReplay : which === 'verify' ? benchAuditVerify : which === 'trail' ? benchTrail : benchLedger;
+  const run =
+    which === 'idempotency'
+      ? benchIdempotentReplay
+      : which === 'verify'
+        ? benchAuditVerify
+        : which === 'trail'
+          ? benchTrail
+          : benchLedger;
   for (const r of await run()) console.log(JSON.stringify(r));
 }

@@ -26,7 +26,11 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import { createRuntime } from '../src/runtime/runtime.ts';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { createHttpServer } from '../src/transports/http/server.ts';
@@ -35,7 +39,6 @@ import { createMcpHttpPlugin } from '../src/transports/mcp/http-plugin.ts';
 import { ToolCatalog } from '../src/transports/mcp/tool-catalog.ts';
 import { opsPerSecond, opsPerSecondConcurrent, paired, ratioResult, type BenchResult } from './harness.ts';
 import { searchWork, seedContactsBench } from './contacts.ts';
-
 
 export interface McpBenchOptions {
   /** Milliseconds per measured run (default 2000). */
@@ -70,13 +73,18 @@ export async function benchMcp(options: McpBenchOptions = {}): Promise<BenchResu
       s.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [tool] }));
       s.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult> => {
         const q = String((req.params.arguments as { q?: string } | undefined)?.q ?? '');
-        const result = viaDispatch ? (await rt.dispatch({ surface: 'mcp_stdio', apiKey: key }, 'bench.search', { q })).result! : await store.read((r) => searchWork(r, 2, q));
+        const result = viaDispatch
+          ? (await rt.dispatch({ surface: 'mcp_stdio', apiKey: key }, 'bench.search', { q })).result!
+          : await store.read((r) => searchWork(r, 2, q));
         return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
       });
       return s;
     };
     const call = (client: Client) => async () => {
-      const r = (await client.callTool({ name: 'bench__search', arguments: { q: 'smith' } })) as CallToolResult;
+      const r = (await client.callTool({
+        name: 'bench__search',
+        arguments: { q: 'smith' },
+      })) as CallToolResult;
       if (r.isError) throw new Error(`bench call failed: ${JSON.stringify(r.structuredContent)}`);
     };
 
@@ -111,13 +119,19 @@ export async function benchMcp(options: McpBenchOptions = {}): Promise<BenchResu
     closers.push(() => new Promise((r) => rawHttp.close(r)));
     const connectHttp = async (url: string) => {
       const client = new Client({ name: 'bench', version: '1.0.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(url), {
+          requestInit: { headers: { Authorization: `Bearer ${key}` } },
+        }),
+      );
       await client.listTools();
       closers.unshift(() => client.close());
       return client;
     };
     const oursHttp = await connectHttp(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`);
-    const rawHttpClient = await connectHttp(`http://127.0.0.1:${(rawHttp.address() as AddressInfo).port}/mcp`);
+    const rawHttpClient = await connectHttp(
+      `http://127.0.0.1:${(rawHttp.address() as AddressInfo).port}/mcp`,
+    );
     const http = await paired(
       () => opsPerSecondConcurrent(call(oursHttp), concurrency, ms),
       () => opsPerSecondConcurrent(call(rawHttpClient), concurrency, ms),
@@ -125,9 +139,30 @@ export async function benchMcp(options: McpBenchOptions = {}): Promise<BenchResu
     );
 
     return [
-      ratioResult('mcp.call_in_memory', 'tools/call of a read verb (contact search) through createMcpServer vs a raw SDK Server doing the same query; SDK Client, InMemoryTransport, sequential', mem, 'calls/s', 0.8, `median of ${runs} alternating pairs, ${ms} ms each`),
-      ratioResult('mcp.adapter_in_memory', 'the MCP adapter alone: tools/call through createMcpServer vs a raw SDK Server whose handler calls rt.dispatch itself (same verb, same query); InMemoryTransport, sequential', adapter, 'calls/s', 0.8, `median of ${runs} alternating pairs, ${ms} ms each`),
-      ratioResult('mcp.call_http', `tools/call over Streamable HTTP: /mcp (Fastify plugin, bearer key, sessions) vs the SDK transport on bare node:http with a raw SDK Server; ${concurrency} concurrent callers on one session, loopback`, http, 'calls/s', 0.8, `median of ${runs} alternating pairs, ${ms} ms each`),
+      ratioResult(
+        'mcp.call_in_memory',
+        'tools/call of a read verb (contact search) through createMcpServer vs a raw SDK Server doing the same query; SDK Client, InMemoryTransport, sequential',
+        mem,
+        'calls/s',
+        0.8,
+        `median of ${runs} alternating pairs, ${ms} ms each`,
+      ),
+      ratioResult(
+        'mcp.adapter_in_memory',
+        'the MCP adapter alone: tools/call through createMcpServer vs a raw SDK Server whose handler calls rt.dispatch itself (same verb, same query); InMemoryTransport, sequential',
+        adapter,
+        'calls/s',
+        0.8,
+        `median of ${runs} alternating pairs, ${ms} ms each`,
+      ),
+      ratioResult(
+        'mcp.call_http',
+        `tools/call over Streamable HTTP: /mcp (Fastify plugin, bearer key, sessions) vs the SDK transport on bare node:http with a raw SDK Server; ${concurrency} concurrent callers on one session, loopback`,
+        http,
+        'calls/s',
+        0.8,
+        `median of ${runs} alternating pairs, ${ms} ms each`,
+      ),
     ];
   } finally {
     for (const c of closers) await c().catch(() => {});
@@ -144,7 +179,10 @@ async function startRawHttp(makeServer: () => Server): Promise<NodeHttpServer> {
       const sid = req.headers['mcp-session-id'];
       let transport = typeof sid === 'string' ? sessions.get(sid) : undefined;
       if (transport === undefined) {
-        transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void sessions.set(id, transport!) });
+        transport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (id) => void sessions.set(id, transport!),
+        });
         await makeServer().connect(transport);
       }
       await transport.handleRequest(req, res);

@@ -56,7 +56,6 @@ function bareContext(rt: Runtime, principal: Principal, verbName: string, q: Que
   };
 }
 
-
 export async function benchReadCost(options: ReadCostOptions = {}): Promise<BenchResult[]> {
   const ms = options.ms ?? 1500;
   const runs = options.runs ?? 5;
@@ -65,7 +64,12 @@ export async function benchReadCost(options: ReadCostOptions = {}): Promise<Benc
   const closers: Array<() => Promise<void>> = [];
   try {
     // 1. The demo business.
-    const demo = await createRuntime({ store: new SqliteStore({ path: join(dir, 'demo.db') }), logger, sandboxCompanyId: DEMO_TENANTS.sandbox.company_id, maintenanceIntervalMs: 0 });
+    const demo = await createRuntime({
+      store: new SqliteStore({ path: join(dir, 'demo.db') }),
+      logger,
+      sandboxCompanyId: DEMO_TENANTS.sandbox.company_id,
+      maintenanceIntervalMs: 0,
+    });
     closers.push(() => demo.close());
     demo.register(...systemVerbs);
     await demo.store.migrate(demoPack.name, demoPack.migrations);
@@ -76,11 +80,22 @@ export async function benchReadCost(options: ReadCostOptions = {}): Promise<Benc
     const owner = await demo.tenants.authenticate((facts.keys as Record<string, string>).owner);
     const args = { customer_id: facts.fixtures!.customer_id };
     const handler = demo.registry.get('customer.full_context')!.definition.handler;
-    const check = (await demo.dispatch({ principal: owner, surface: 'http' }, 'customer.full_context', args));
+    const check = await demo.dispatch({ principal: owner, surface: 'http' }, 'customer.full_context', args);
     if (!check.ok) throw new Error(`customer.full_context: ${JSON.stringify(check.error)}`);
     const full = await paired(
-      () => opsPerSecond(() => demo.dispatch({ principal: owner, surface: 'http' }, 'customer.full_context', args), ms),
-      () => opsPerSecond(() => demo.store.read((q) => handler(bareContext(demo, owner, 'customer.full_context', q), args) as Promise<unknown>), ms),
+      () =>
+        opsPerSecond(
+          () => demo.dispatch({ principal: owner, surface: 'http' }, 'customer.full_context', args),
+          ms,
+        ),
+      () =>
+        opsPerSecond(
+          () =>
+            demo.store.read(
+              (q) => handler(bareContext(demo, owner, 'customer.full_context', q), args) as Promise<unknown>,
+            ),
+          ms,
+        ),
       runs,
     );
 
@@ -133,18 +148,37 @@ export async function benchReadCost(options: ReadCostOptions = {}): Promise<Benc
     await withRow();
     await withoutRow();
     for (let r = 0; r < Math.max(runs, 7); r++) {
-      queryUs.push(await cpu(async () => {
-        for (let i = 0; i < N; i++) await bareSearch();
-      }, N));
+      queryUs.push(
+        await cpu(async () => {
+          for (let i = 0; i < N; i++) await bareSearch();
+        }, N),
+      );
       // alternate which variant goes first, so drift hits both
-      const [a, b] = r % 2 === 0 ? [await withRow(), await withoutRow()] : await withoutRow().then(async (w) => [await withRow(), w]);
+      const [a, b] =
+        r % 2 === 0
+          ? [await withRow(), await withoutRow()]
+          : await withoutRow().then(async (w) => [await withRow(), w]);
       rowUs.push(a - b);
     }
     const row = median(rowUs);
     const query = median(queryUs);
     return [
-      ratioResult('read.demo_full_context', 'customer.full_context on the seeded demo business (a realistic read) through dispatch vs the same handler called bare on a read snapshot', full, 'ops/s', 0.8, `median of ${runs} alternating pairs, ${ms} ms each`),
-      ratioResult('read.without_audit_row', 'the core read bench (contact search) through dispatch with the read-audit row switched off (diagnostic) vs the same query bare: the pipeline proper', noAudit, 'ops/s', 0.8, `median of ${runs} alternating pairs, ${ms} ms each`),
+      ratioResult(
+        'read.demo_full_context',
+        'customer.full_context on the seeded demo business (a realistic read) through dispatch vs the same handler called bare on a read snapshot',
+        full,
+        'ops/s',
+        0.8,
+        `median of ${runs} alternating pairs, ${ms} ms each`,
+      ),
+      ratioResult(
+        'read.without_audit_row',
+        'the core read bench (contact search) through dispatch with the read-audit row switched off (diagnostic) vs the same query bare: the pipeline proper',
+        noAudit,
+        'ops/s',
+        0.8,
+        `median of ${runs} alternating pairs, ${ms} ms each`,
+      ),
       {
         id: 'read.audit_row',
         what: 'process CPU per read-audit row (entry, RFC 8785 material, SHA-256, INSERT into the indexed audit_log, batched head update, reputation hook, batch commit) vs CPU of the bare contact-search query',

@@ -68,7 +68,8 @@ export const TARGETS: Record<string, Target> = {
 
 export function targetOf(id: string): Target | undefined {
   if (TARGETS[id] !== undefined) return TARGETS[id];
-  for (const [k, v] of Object.entries(TARGETS)) if (k.endsWith('*') && id.startsWith(k.slice(0, -1))) return v;
+  for (const [k, v] of Object.entries(TARGETS))
+    if (k.endsWith('*') && id.startsWith(k.slice(0, -1))) return v;
   return undefined;
 }
 
@@ -90,23 +91,62 @@ const pgUrl = () => process.env.SOLID_BENCH_DATABASE_URL ?? process.env.SOLID_TE
 
 /** The modules, in run order. Each is imported in its child process only. */
 export const MODULES: Record<string, ModuleSpec> = {
-  core: { repeat: 1, run: async (q) => (await import('./core.ts')).benchCore(q ? { ms: 500, runs: 1 } : { ms: 1500, runs: 5 }) },
-  readcost: { repeat: 1, run: async (q) => (await import('./read-cost.ts')).benchReadCost(q ? { ms: 500, runs: 1 } : {}) },
-  consent: { repeat: 1, run: async (q) => (await import('./consent.ts')).benchConsent(q ? { batch: 100, rounds: 2 } : {}) },
-  replay: { repeat: 3, run: async (q) => (await import('./ledger.ts')).benchIdempotentReplay(q ? { ms: 500 } : { ms: 2000 }) },
-  verify: { repeat: 3, run: async (q) => (await import('./ledger.ts')).benchAuditVerify(q ? { rows: 100_000 } : {}) },
-  trail: { repeat: 1, run: async (q) => (await import('./ledger.ts')).benchTrail(q ? { large: 100_000, samplesPerQuery: 50 } : {}) },
-  http: { repeat: 1, run: async (q) => (await import('./http.ts')).benchHttp(q ? { durationSeconds: 2, runs: 1 } : {}) },
+  core: {
+    repeat: 1,
+    run: async (q) => (await import('./core.ts')).benchCore(q ? { ms: 500, runs: 1 } : { ms: 1500, runs: 5 }),
+  },
+  readcost: {
+    repeat: 1,
+    run: async (q) => (await import('./read-cost.ts')).benchReadCost(q ? { ms: 500, runs: 1 } : {}),
+  },
+  consent: {
+    repeat: 1,
+    run: async (q) => (await import('./consent.ts')).benchConsent(q ? { batch: 100, rounds: 2 } : {}),
+  },
+  replay: {
+    repeat: 3,
+    run: async (q) => (await import('./ledger.ts')).benchIdempotentReplay(q ? { ms: 500 } : { ms: 2000 }),
+  },
+  verify: {
+    repeat: 3,
+    run: async (q) => (await import('./ledger.ts')).benchAuditVerify(q ? { rows: 100_000 } : {}),
+  },
+  trail: {
+    repeat: 1,
+    run: async (q) =>
+      (await import('./ledger.ts')).benchTrail(q ? { large: 100_000, samplesPerQuery: 50 } : {}),
+  },
+  http: {
+    repeat: 1,
+    run: async (q) => (await import('./http.ts')).benchHttp(q ? { durationSeconds: 2, runs: 1 } : {}),
+  },
   mcp: { repeat: 1, run: async (q) => (await import('./mcp.ts')).benchMcp(q ? { ms: 500, runs: 1 } : {}) },
-  ucp: { repeat: 3, run: async (q) => (await import('./ucp.ts')).benchUcp(q ? { requests: 300, warmup: 50 } : {}) },
-  observe: { repeat: 1, run: async (q) => (await import('./observe.ts')).benchObserve(q ? { ms: 500, runs: 1 } : {}) },
-  durable: { repeat: 1, run: async (q) => (await import('./durable.ts')).benchDurable(q ? { ms: 1000, runs: 1 } : {}) },
+  ucp: {
+    repeat: 3,
+    run: async (q) => (await import('./ucp.ts')).benchUcp(q ? { requests: 300, warmup: 50 } : {}),
+  },
+  observe: {
+    repeat: 1,
+    run: async (q) => (await import('./observe.ts')).benchObserve(q ? { ms: 500, runs: 1 } : {}),
+  },
+  durable: {
+    repeat: 1,
+    run: async (q) => (await import('./durable.ts')).benchDurable(q ? { ms: 1000, runs: 1 } : {}),
+  },
   postgres: {
     repeat: 1,
-    skip: () => (pgUrl() === undefined ? 'no PostgreSQL URL (set SOLID_BENCH_DATABASE_URL or SOLID_TEST_DATABASE_URL; `source .ci/postgres.sh` starts a throwaway server)' : undefined),
-    run: async (q) => (await import('./postgres.ts')).benchPostgres({ url: pgUrl(), ...(q ? { ms: 3000 } : {}) }),
+    skip: () =>
+      pgUrl() === undefined
+        ? 'no PostgreSQL URL (set SOLID_BENCH_DATABASE_URL or SOLID_TEST_DATABASE_URL; `source .ci/postgres.sh` starts a throwaway server)'
+        : undefined,
+    run: async (q) =>
+      (await import('./postgres.ts')).benchPostgres({ url: pgUrl(), ...(q ? { ms: 3000 } : {}) }),
   },
-  rss: { repeat: 1, run: async (q) => (await import('./serve-rss.ts')).benchServeRss(q ? { rows: 100_000, loadSeconds: 3 } : {}) },
+  rss: {
+    repeat: 1,
+    run: async (q) =>
+      (await import('./serve-rss.ts')).benchServeRss(q ? { rows: 100_000, loadSeconds: 3 } : {}),
+  },
 };
 
 const KNOWN = new Set(['id', 'what', 'value', 'baseline', 'ratio', 'unit', 'target', 'met', 'notes']);
@@ -116,9 +156,17 @@ export function normalise(module: string, raw: unknown): Figure[] {
   const rows = (Array.isArray(raw) ? raw : [raw]) as Array<Record<string, unknown>>;
   return rows.map((r) => {
     const extras = Object.entries(r).filter(([k]) => !KNOWN.has(k));
-    const extraText = extras.map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join('; ');
+    const extraText = extras
+      .map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`)
+      .join('; ');
     const notes = [r.notes as string | undefined, extraText || undefined].filter(Boolean).join('; ');
-    const f: Figure = { id: String(r.id), module, what: String(r.what ?? ''), value: Number(r.value), unit: String(r.unit ?? '') };
+    const f: Figure = {
+      id: String(r.id),
+      module,
+      what: String(r.what ?? ''),
+      value: Number(r.value),
+      unit: String(r.unit ?? ''),
+    };
     if (typeof r.baseline === 'number') f.baseline = r.baseline;
     if (typeof r.ratio === 'number') f.ratio = r.ratio;
     if (notes) f.notes = notes;
@@ -178,7 +226,11 @@ async function child(module: string, quick: boolean): Promise<void> {
 function runChild(module: string, quick: boolean): Promise<unknown> {
   const self = fileURLToPath(import.meta.url);
   return new Promise((ok, fail) => {
-    const c = spawn(process.execPath, ['--import', 'tsx', self, '--child', module, ...(quick ? ['--quick'] : [])], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
+    const c = spawn(
+      process.execPath,
+      ['--import', 'tsx', self, '--child', module, ...(quick ? ['--quick'] : [])],
+      { stdio: ['ignore', 'pipe', 'inherit'], env: process.env },
+    );
     let out = '';
     c.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const guard = setTimeout(() => c.kill('SIGKILL'), 40 * 60_000);
@@ -186,7 +238,12 @@ function runChild(module: string, quick: boolean): Promise<unknown> {
       clearTimeout(guard);
       const line = out.split('\n').find((l) => l.startsWith(MARK));
       if (code === 0 && line !== undefined) ok(JSON.parse(line.slice(MARK.length)));
-      else fail(new Error(`module ${module} exited ${code ?? sig}${out.trim() ? `: ${out.trim().slice(-500)}` : ''}`));
+      else
+        fail(
+          new Error(
+            `module ${module} exited ${code ?? sig}${out.trim() ? `: ${out.trim().slice(-500)}` : ''}`,
+          ),
+        );
     });
   });
 }
@@ -204,7 +261,12 @@ interface Args {
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { quick: false, write: false, maxWaitMin: 60, file: resolve(fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url))) };
+  const a: Args = {
+    quick: false,
+    write: false,
+    maxWaitMin: 60,
+    file: resolve(fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url))),
+  };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i]!;
     const v = () => {
@@ -212,7 +274,11 @@ function parseArgs(argv: string[]): Args {
       if (x === undefined) throw new Error(`${k} needs a value`);
       return x;
     };
-    if (k === '--only') a.only = v().split(',').map((s) => s.trim()).filter(Boolean);
+    if (k === '--only')
+      a.only = v()
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
     else if (k === '--quick') a.quick = true;
     else if (k === '--write') a.write = true;
     else if (k === '--max-load') a.maxLoad = Number(v());
@@ -220,7 +286,9 @@ function parseArgs(argv: string[]): Args {
     else if (k === '--file') a.file = resolve(v());
     else throw new Error(`unknown option ${k} (see the header of bench/run.ts)`);
   }
-  for (const m of a.only ?? []) if (MODULES[m] === undefined) throw new Error(`unknown module ${m}; known: ${Object.keys(MODULES).join(', ')}`);
+  for (const m of a.only ?? [])
+    if (MODULES[m] === undefined)
+      throw new Error(`unknown module ${m}; known: ${Object.keys(MODULES).join(', ')}`);
   return a;
 }
 
@@ -235,12 +303,18 @@ async function waitForLoad(max: number | undefined, maxWaitMin: number): Promise
     said = true;
     await new Promise((r) => setTimeout(r, 15_000));
   }
-  if (load1() >= max) process.stderr.write(`bench: load still ${load1()} after ${maxWaitMin} min; measuring anyway\n`);
+  if (load1() >= max)
+    process.stderr.write(`bench: load still ${load1()} after ${maxWaitMin} min; measuring anyway\n`);
 }
 
 export function machine(): { cpu: string; cores: number; memory_gib: number; node: string } {
   const c = cpus();
-  return { cpu: c[0]?.model.trim() ?? 'unknown', cores: c.length, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version };
+  return {
+    cpu: c[0]?.model.trim() ?? 'unknown',
+    cores: c.length,
+    memory_gib: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+  };
 }
 
 interface Stored {
@@ -266,20 +340,29 @@ function readStored(file: string): Stored | undefined {
 }
 
 function table(figures: Figure[], runs: ModuleRun[]): string {
-  const lines = ['| figure | value | baseline | ratio | target | met? | load |', '|---|---:|---:|---:|---|:---:|---:|'];
+  const lines = [
+    '| figure | value | baseline | ratio | target | met? | load |',
+    '|---|---:|---:|---:|---|:---:|---:|',
+  ];
   for (const f of figures) {
     const r = runs.find((x) => x.module === f.module);
     const load = r ? `${r.load_start.toFixed(1)}→${r.load_end.toFixed(1)}` : '';
     const met = f.met === undefined ? '' : f.met ? 'yes' : '**no**';
-    lines.push(`| \`${f.id}\` | ${fmt(f.value, f.unit)} ${shortUnit(f.unit)} | ${f.baseline === undefined ? '' : `${fmt(f.baseline, f.unit)}`} | ${f.ratio === undefined ? '' : fmt(f.ratio, '')} | ${f.target ?? ''} | ${met} | ${load} |`);
+    lines.push(
+      `| \`${f.id}\` | ${fmt(f.value, f.unit)} ${shortUnit(f.unit)} | ${f.baseline === undefined ? '' : `${fmt(f.baseline, f.unit)}`} | ${f.ratio === undefined ? '' : fmt(f.ratio, '')} | ${f.target ?? ''} | ${met} | ${load} |`,
+    );
   }
   return lines.join('\n');
 }
 
 export function renderSection(s: Stored): string {
   const m = s.machine;
-  const runs = [...s.runs].sort((a, b) => Object.keys(MODULES).indexOf(a.module) - Object.keys(MODULES).indexOf(b.module));
-  const figures = [...s.figures].sort((a, b) => Object.keys(MODULES).indexOf(a.module) - Object.keys(MODULES).indexOf(b.module));
+  const runs = [...s.runs].sort(
+    (a, b) => Object.keys(MODULES).indexOf(a.module) - Object.keys(MODULES).indexOf(b.module),
+  );
+  const figures = [...s.figures].sort(
+    (a, b) => Object.keys(MODULES).indexOf(a.module) - Object.keys(MODULES).indexOf(b.module),
+  );
   const out: string[] = [
     START,
     '## Results (generated by `npm run bench -- --write`)',
@@ -291,11 +374,16 @@ export function renderSection(s: Stored): string {
     '',
     '| module | measured at (UTC) | seconds | repeats | load start → end |',
     '|---|---|---:|---:|---|',
-    ...runs.map((r) => `| ${r.module} | ${r.started_at.replace('T', ' ').slice(0, 16)}${r.quick ? ' (quick)' : ''} | ${Math.round(r.seconds)} | ${r.repeat} | ${r.load_start.toFixed(2)} → ${r.load_end.toFixed(2)}${r.error ? ` — **failed**: ${r.error.replace(/\|/g, '/').slice(0, 200)}` : ''} |`),
+    ...runs.map(
+      (r) =>
+        `| ${r.module} | ${r.started_at.replace('T', ' ').slice(0, 16)}${r.quick ? ' (quick)' : ''} | ${Math.round(r.seconds)} | ${r.repeat} | ${r.load_start.toFixed(2)} → ${r.load_end.toFixed(2)}${r.error ? ` — **failed**: ${r.error.replace(/\|/g, '/').slice(0, 200)}` : ''} |`,
+    ),
     '',
     '<details><summary>What each figure measures, and the notes of its run</summary>',
     '',
-    ...figures.map((f) => `- \`${f.id}\` (${f.unit}) — ${f.what}.${f.notes ? ` ${f.notes.replace(/\n/g, ' ')}` : ''}`),
+    ...figures.map(
+      (f) => `- \`${f.id}\` (${f.unit}) — ${f.what}.${f.notes ? ` ${f.notes.replace(/\n/g, ' ')}` : ''}`,
+    ),
     '',
     '</details>',
     '',
@@ -314,7 +402,10 @@ function writeSection(file: string, section: string): void {
   else {
     // After the title paragraph.
     const firstSection = text.indexOf('\n## ');
-    next = firstSection >= 0 ? `${text.slice(0, firstSection + 1)}${section}\n\n${text.slice(firstSection + 1)}` : `${text.trimEnd()}\n\n${section}\n`;
+    next =
+      firstSection >= 0
+        ? `${text.slice(0, firstSection + 1)}${section}\n\n${text.slice(firstSection + 1)}`
+        : `${text.trimEnd()}\n\n${section}\n`;
   }
   writeFileSync(file, next);
 }
@@ -328,7 +419,9 @@ async function main(argv: string[]): Promise<void> {
   const figures: Figure[] = [];
   const runs: ModuleRun[] = [];
   const skipped: string[] = [];
-  process.stderr.write(`bench: ${machine().cpu}, ${machine().cores} cores, Node ${process.version}; modules: ${selected.join(', ')}${args.quick ? ' (quick)' : ''}\n`);
+  process.stderr.write(
+    `bench: ${machine().cpu}, ${machine().cores} cores, Node ${process.version}; modules: ${selected.join(', ')}${args.quick ? ' (quick)' : ''}\n`,
+  );
   for (const module of selected) {
     const spec = MODULES[module]!;
     const why = spec.skip?.();
@@ -355,13 +448,26 @@ async function main(argv: string[]): Promise<void> {
       }
     }
     if (per.length > 0) figures.push(...mergeRuns(per));
-    runs.push({ module, started_at: started.toISOString(), seconds: (Date.now() - t0) / 1000, load_start: loadStart, load_end: load1(), repeat: per.length, quick: args.quick, ...(error ? { error } : {}) });
+    runs.push({
+      module,
+      started_at: started.toISOString(),
+      seconds: (Date.now() - t0) / 1000,
+      load_start: loadStart,
+      load_end: load1(),
+      repeat: per.length,
+      quick: args.quick,
+      ...(error ? { error } : {}),
+    });
     for (const f of figures.filter((x) => x.module === module)) {
-      process.stderr.write(`  ${f.id.padEnd(28)} ${fmt(f.value, f.unit).padStart(10)} ${shortUnit(f.unit).padEnd(8)} base ${fmt(f.baseline, f.unit).padStart(9)}  ratio ${fmt(f.ratio, '').padStart(6)}  ${f.target ?? ''} ${f.met === undefined ? '' : f.met ? 'MET' : 'NOT MET'}\n`);
+      process.stderr.write(
+        `  ${f.id.padEnd(28)} ${fmt(f.value, f.unit).padStart(10)} ${shortUnit(f.unit).padEnd(8)} base ${fmt(f.baseline, f.unit).padStart(9)}  ratio ${fmt(f.ratio, '').padStart(6)}  ${f.target ?? ''} ${f.met === undefined ? '' : f.met ? 'MET' : 'NOT MET'}\n`,
+      );
     }
   }
 
-  console.log(`\nMachine: ${machine().cpu}, ${machine().cores} cores, Node ${process.version}; ${new Date().toISOString()}; ${command}\n`);
+  console.log(
+    `\nMachine: ${machine().cpu}, ${machine().cores} cores, Node ${process.version}; ${new Date().toISOString()}; ${command}\n`,
+  );
   console.log(table(figures, runs));
   for (const s of skipped) console.log(`\nskipped ${s}`);
 
@@ -369,7 +475,12 @@ async function main(argv: string[]): Promise<void> {
     const prior = readStored(args.file);
     const kept = prior ? prior.figures.filter((f) => !selected.includes(f.module)) : [];
     const keptRuns = prior ? prior.runs.filter((r) => !selected.includes(r.module)) : [];
-    const stored: Stored = { figures: [...kept, ...figures], runs: [...keptRuns, ...runs], machine: machine(), command };
+    const stored: Stored = {
+      figures: [...kept, ...figures],
+      runs: [...keptRuns, ...runs],
+      machine: machine(),
+      command,
+    };
     writeSection(args.file, renderSection(stored));
     console.log(`\nwrote the results section of ${args.file}`);
   }

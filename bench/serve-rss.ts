@@ -42,7 +42,11 @@ export function rssMiB(pid: number): number {
 }
 
 /** Start `solid serve` on a database; resolves with the child and its base URL once ready. */
-export async function startServe(db: string, extra: string[] = [], env: Record<string, string> = {}): Promise<{ child: ChildProcess; base: string; stdout: () => string; stderr: () => string }> {
+export async function startServe(
+  db: string,
+  extra: string[] = [],
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; base: string; stdout: () => string; stderr: () => string }> {
   const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--db', db, ...extra], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, SOLID_API_KEY: '', SOLID_LOG_LEVEL: 'error', ...env },
@@ -56,7 +60,9 @@ export async function startServe(db: string, extra: string[] = [], env: Record<s
       const m = /solid serve: ready on (http:\/\/\S+)/.exec(out);
       if (m) ok(m[1]!);
     });
-    child.once('exit', (code) => fail(new Error(`solid serve exited (${code}) before ready:\n${out}\n${err}`)));
+    child.once('exit', (code) =>
+      fail(new Error(`solid serve exited (${code}) before ready:\n${out}\n${err}`)),
+    );
   });
   return { child, base, stdout: () => out, stderr: () => err };
 }
@@ -78,7 +84,12 @@ async function seedDemo(db: string): Promise<string> {
     const pack = local.packs.find((p) => p.name === 'demo');
     if (pack?.seed === undefined) throw new Error('the demo pack is not available');
     await pack.seed(local.rt, {});
-    return await local.rt.createApiKey({ company_id: DEMO_TENANTS.main.company_id, user_id: 1, role: 'owner', agent_type: 'bench' });
+    return await local.rt.createApiKey({
+      company_id: DEMO_TENANTS.main.company_id,
+      user_id: 1,
+      role: 'owner',
+      agent_type: 'bench',
+    });
   } finally {
     await local.close();
   }
@@ -88,7 +99,9 @@ async function addRows(db: string, rows: number): Promise<void> {
   const local = await openLocal({ db, logLevel: 'error' });
   try {
     await local.rt.auditBuffer.flush();
-    await generateAuditChain(local.rt, local.rt.store as SqliteStore, DEMO_TENANTS.main.company_id, rows, { startMs: Date.parse('2025-01-01T00:00:00.000Z') });
+    await generateAuditChain(local.rt, local.rt.store as SqliteStore, DEMO_TENANTS.main.company_id, rows, {
+      startMs: Date.parse('2025-01-01T00:00:00.000Z'),
+    });
   } finally {
     await local.close();
   }
@@ -107,7 +120,12 @@ async function measureServe(db: string, key: string, loadSeconds: number): Promi
   const pid = child.pid!;
   try {
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
-    const post = (verb: string, args: object) => fetch(`${base}/api/v1/agent/dispatch/${verb}`, { method: 'POST', headers, body: JSON.stringify({ args }) });
+    const post = (verb: string, args: object) =>
+      fetch(`${base}/api/v1/agent/dispatch/${verb}`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ args }),
+      });
     for (let i = 0; i < 50; i++) {
       for (const [verb, args] of [
         ['verbs.list', {}],
@@ -130,15 +148,31 @@ async function measureServe(db: string, key: string, loadSeconds: number): Promi
       connections: 10,
       duration: loadSeconds,
       requests: [
-        { method: 'POST', path: '/api/v1/agent/dispatch/audit.trail', headers, body: JSON.stringify({ args: { limit: 50 } }) },
-        { method: 'POST', path: '/api/v1/agent/dispatch/audit.trail', headers, body: JSON.stringify({ args: { verb: 'charge_invoice', limit: 50 } }) },
+        {
+          method: 'POST',
+          path: '/api/v1/agent/dispatch/audit.trail',
+          headers,
+          body: JSON.stringify({ args: { limit: 50 } }),
+        },
+        {
+          method: 'POST',
+          path: '/api/v1/agent/dispatch/audit.trail',
+          headers,
+          body: JSON.stringify({ args: { verb: 'charge_invoice', limit: 50 } }),
+        },
         { method: 'POST', path: '/api/v1/agent/dispatch/verbs.list', headers, body: '{"args":{}}' },
       ],
     });
     clearInterval(timer);
     await new Promise((r) => setTimeout(r, 1000));
     const afterLoad = rssMiB(pid);
-    return { afterWarmup, peak: Math.max(peak, afterLoad), afterLoad, rps: result.requests.average, non2xx: result.non2xx + result.errors };
+    return {
+      afterWarmup,
+      peak: Math.max(peak, afterLoad),
+      afterLoad,
+      rps: result.requests.average,
+      non2xx: result.non2xx + result.errors,
+    };
   } finally {
     await stopServe(child);
   }

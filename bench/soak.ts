@@ -29,7 +29,11 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema, type CallToolResult, type ElicitRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ElicitRequestSchema,
+  type CallToolResult,
+  type ElicitRequest,
+} from '@modelcontextprotocol/sdk/types.js';
 import { META } from '../src/transports/mcp/meta-keys.ts';
 import { rssMiB, startServe, stopServe } from './serve-rss.ts';
 import { percentile } from './harness.ts';
@@ -47,7 +51,14 @@ export interface SoakOptions {
   durability?: 'normal' | 'full';
 }
 
-type Envelope = { ok: boolean; error?: { reason: string }; consent?: { nonce: string; typed_phrase?: string }; audit_id?: number; replayed?: boolean; result?: Record<string, unknown> };
+type Envelope = {
+  ok: boolean;
+  error?: { reason: string };
+  consent?: { nonce: string; typed_phrase?: string };
+  audit_id?: number;
+  replayed?: boolean;
+  result?: Record<string, unknown>;
+};
 
 interface Tenant {
   company: number;
@@ -66,10 +77,20 @@ export interface SoakReport {
   ops: number;
   ops_per_second: number;
   /** Per operation: count, latency percentiles (ms), outcomes (ok or reason → count). */
-  operations: Record<string, { count: number; p50: number; p95: number; p99: number; outcomes: Record<string, number> }>;
+  operations: Record<
+    string,
+    { count: number; p50: number; p95: number; p99: number; outcomes: Record<string, number> }
+  >;
   /** Outcomes that are neither ok nor the refusal the operation provokes on purpose. */
   unexpected: Record<string, number>;
-  rss: { after_warmup: number; end: number; peak: number; slope_mib_per_min: number; samples: number; every_10s: number[] };
+  rss: {
+    after_warmup: number;
+    end: number;
+    peak: number;
+    slope_mib_per_min: number;
+    samples: number;
+    every_10s: number[];
+  };
   machine: string;
   load: [number, number];
   durability: string;
@@ -111,16 +132,32 @@ class Recorder {
 
 const outcomeOf = (env: Envelope) => (env.ok ? 'ok' : (env.error?.reason ?? 'no reason'));
 
-async function post(base: string, verb: string, body: Record<string, unknown>, key?: string, idem?: string): Promise<Envelope> {
+async function post(
+  base: string,
+  verb: string,
+  body: Record<string, unknown>,
+  key?: string,
+  idem?: string,
+): Promise<Envelope> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (key !== undefined) headers.authorization = `Bearer ${key}`;
   if (idem !== undefined) headers['idempotency-key'] = idem;
-  const res = await fetch(`${base}/api/v1/agent/dispatch/${verb}`, { method: 'POST', headers, body: JSON.stringify(body) });
+  const res = await fetch(`${base}/api/v1/agent/dispatch/${verb}`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(body),
+  });
   return (await res.json()) as Envelope;
 }
 
 /** Pending → confirm, like a human who agrees (typed phrase when the gate asks for one). */
-async function consented(base: string, verb: string, args: Record<string, unknown>, key: string, idem?: string): Promise<{ env: Envelope; confirm?: Record<string, unknown> }> {
+async function consented(
+  base: string,
+  verb: string,
+  args: Record<string, unknown>,
+  key: string,
+  idem?: string,
+): Promise<{ env: Envelope; confirm?: Record<string, unknown> }> {
   const pending = await post(base, verb, { args }, key);
   if (pending.error?.reason !== 'dispatch_pending' || pending.consent === undefined) return { env: pending };
   const confirm: Record<string, unknown> = { args, confirm: true, nonce: pending.consent.nonce };
@@ -137,26 +174,93 @@ function pick<T>(weighted: Array<[number, T]>): T {
 
 let seq = 0;
 
-function httpWorker(base: string, tenants: Tenant[], adminKey: string, rec: Recorder, until: () => boolean): Promise<void> {
+function httpWorker(
+  base: string,
+  tenants: Tenant[],
+  adminKey: string,
+  rec: Recorder,
+  until: () => boolean,
+): Promise<void> {
   const replays: Array<{ verb: string; body: Record<string, unknown>; key: string; idem: string }> = [];
   const ops: Array<[number, () => Promise<unknown>]> = [
-    [14, () => rec.time('http.read_search', async () => ({ outcome: outcomeOf(await post(base, 'crm_contacts_search', { args: { query: 'a' } }, tenant().key)) }))],
-    [10, () => rec.time('http.read_full_context', async () => { const t = tenant(); return { outcome: outcomeOf(await post(base, 'customer.full_context', { args: { customer_id: t.contactId } }, t.key)) }; })],
-    [8, () => rec.time('http.read_deals', async () => ({ outcome: outcomeOf(await post(base, 'deals.search', { args: {} }, tenant().key)) }))],
-    [6, () => rec.time('http.read_trail', async () => ({ outcome: outcomeOf(await post(base, 'audit.trail', { args: { limit: 20 } }, tenant().key)) }))],
-    [4, () => rec.time('http.manifest', async () => { const r = await fetch(`${base}/api/v1/agent/verbs`, { headers: { authorization: `Bearer ${tenant().key}` } }); await r.arrayBuffer(); return { outcome: r.status === 200 ? 'ok' : `http ${r.status}` }; })],
+    [
+      14,
+      () =>
+        rec.time('http.read_search', async () => ({
+          outcome: outcomeOf(await post(base, 'crm_contacts_search', { args: { query: 'a' } }, tenant().key)),
+        })),
+    ],
+    [
+      10,
+      () =>
+        rec.time('http.read_full_context', async () => {
+          const t = tenant();
+          return {
+            outcome: outcomeOf(
+              await post(base, 'customer.full_context', { args: { customer_id: t.contactId } }, t.key),
+            ),
+          };
+        }),
+    ],
+    [
+      8,
+      () =>
+        rec.time('http.read_deals', async () => ({
+          outcome: outcomeOf(await post(base, 'deals.search', { args: {} }, tenant().key)),
+        })),
+    ],
+    [
+      6,
+      () =>
+        rec.time('http.read_trail', async () => ({
+          outcome: outcomeOf(await post(base, 'audit.trail', { args: { limit: 20 } }, tenant().key)),
+        })),
+    ],
+    [
+      4,
+      () =>
+        rec.time('http.manifest', async () => {
+          const r = await fetch(`${base}/api/v1/agent/verbs`, {
+            headers: { authorization: `Bearer ${tenant().key}` },
+          });
+          await r.arrayBuffer();
+          return { outcome: r.status === 200 ? 'ok' : `http ${r.status}` };
+        }),
+    ],
     [
       10,
       () =>
         rec.time('http.write', async () => {
           const t = tenant();
           const idem = `soak-${process.pid}-${++seq}`;
-          const { env, confirm } = await consented(base, 'crm.add_note', { contact_id: t.contactId, body: `soak note ${seq}` }, t.key, idem);
-          if (env.ok && confirm !== undefined && replays.length < 200) replays.push({ verb: 'crm.add_note', body: confirm, key: t.key, idem });
+          const { env, confirm } = await consented(
+            base,
+            'crm.add_note',
+            { contact_id: t.contactId, body: `soak note ${seq}` },
+            t.key,
+            idem,
+          );
+          if (env.ok && confirm !== undefined && replays.length < 200)
+            replays.push({ verb: 'crm.add_note', body: confirm, key: t.key, idem });
           return { outcome: outcomeOf(env) };
         }),
     ],
-    [4, () => rec.time('http.typed_phrase', async () => ({ outcome: outcomeOf((await consented(base, 'infrastructure_scale_workers', { delta: Math.random() < 0.5 ? 1 : -1 }, adminKey)).env) }))],
+    [
+      4,
+      () =>
+        rec.time('http.typed_phrase', async () => ({
+          outcome: outcomeOf(
+            (
+              await consented(
+                base,
+                'infrastructure_scale_workers',
+                { delta: Math.random() < 0.5 ? 1 : -1 },
+                adminKey,
+              )
+            ).env,
+          ),
+        })),
+    ],
     [
       6,
       () =>
@@ -164,13 +268,62 @@ function httpWorker(base: string, tenants: Tenant[], adminKey: string, rec: Reco
           const r = replays[Math.floor(Math.random() * replays.length)];
           if (r === undefined) return { outcome: 'ok' };
           const env = await post(base, r.verb, r.body, r.key, r.idem);
-          return { outcome: env.ok && env.replayed === true ? 'ok' : env.ok ? 'not replayed' : outcomeOf(env) };
+          return {
+            outcome: env.ok && env.replayed === true ? 'ok' : env.ok ? 'not replayed' : outcomeOf(env),
+          };
         }),
     ],
-    [2, () => rec.time('http.invalid_args', async () => ({ outcome: outcomeOf(await post(base, 'crm.add_note', { args: { contact_id: 'x', body: 1 } }, tenant().key)) }))],
-    [2, () => rec.time('http.unknown_verb', async () => ({ outcome: outcomeOf(await post(base, `crm.no_such_verb_${seq % 50}`, { args: {} }, tenant().key)) }))],
-    [2, () => rec.time('http.bad_key', async () => ({ outcome: outcomeOf(await post(base, 'crm_contacts_search', { args: {} }, 'sk_solid_000000000000_notarealkeynotarealkeynotarealkey')) }))],
-    [2, () => rec.time('http.forged_nonce', async () => { const t = tenant(); return { outcome: outcomeOf(await post(base, 'crm.add_note', { args: { contact_id: t.contactId, body: 'forged' }, confirm: true, nonce: 'v1.forged.nonce' }, t.key)) }; })],
+    [
+      2,
+      () =>
+        rec.time('http.invalid_args', async () => ({
+          outcome: outcomeOf(
+            await post(base, 'crm.add_note', { args: { contact_id: 'x', body: 1 } }, tenant().key),
+          ),
+        })),
+    ],
+    [
+      2,
+      () =>
+        rec.time('http.unknown_verb', async () => ({
+          outcome: outcomeOf(await post(base, `crm.no_such_verb_${seq % 50}`, { args: {} }, tenant().key)),
+        })),
+    ],
+    [
+      2,
+      () =>
+        rec.time('http.bad_key', async () => ({
+          outcome: outcomeOf(
+            await post(
+              base,
+              'crm_contacts_search',
+              { args: {} },
+              'sk_solid_000000000000_notarealkeynotarealkeynotarealkey',
+            ),
+          ),
+        })),
+    ],
+    [
+      2,
+      () =>
+        rec.time('http.forged_nonce', async () => {
+          const t = tenant();
+          return {
+            outcome: outcomeOf(
+              await post(
+                base,
+                'crm.add_note',
+                {
+                  args: { contact_id: t.contactId, body: 'forged' },
+                  confirm: true,
+                  nonce: 'v1.forged.nonce',
+                },
+                t.key,
+              ),
+            ),
+          };
+        }),
+    ],
     [
       2,
       () =>
@@ -178,7 +331,21 @@ function httpWorker(base: string, tenants: Tenant[], adminKey: string, rec: Reco
           const args = { delta: 1 };
           const pending = await post(base, 'infrastructure_scale_workers', { args }, adminKey);
           if (pending.consent === undefined) return { outcome: outcomeOf(pending) };
-          return { outcome: outcomeOf(await post(base, 'infrastructure_scale_workers', { args, confirm: true, nonce: pending.consent.nonce, typed_phrase: 'scale celery workers by +1' }, adminKey)) };
+          return {
+            outcome: outcomeOf(
+              await post(
+                base,
+                'infrastructure_scale_workers',
+                {
+                  args,
+                  confirm: true,
+                  nonce: pending.consent.nonce,
+                  typed_phrase: 'scale celery workers by +1',
+                },
+                adminKey,
+              ),
+            ),
+          };
         }),
     ],
   ];
@@ -188,12 +355,23 @@ function httpWorker(base: string, tenants: Tenant[], adminKey: string, rec: Reco
   })();
 }
 
-async function mcpSession(url: URL, key: string, elicit: boolean): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
-  const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: `Bearer ${key}` } } });
-  const client = new Client({ name: 'soak', version: '1.0.0' }, { capabilities: elicit ? { elicitation: { form: {} } } : {} });
+async function mcpSession(
+  url: URL,
+  key: string,
+  elicit: boolean,
+): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const transport = new StreamableHTTPClientTransport(url, {
+    requestInit: { headers: { Authorization: `Bearer ${key}` } },
+  });
+  const client = new Client(
+    { name: 'soak', version: '1.0.0' },
+    { capabilities: elicit ? { elicitation: { form: {} } } : {} },
+  );
   if (elicit) {
     client.setRequestHandler(ElicitRequestSchema, async (req: ElicitRequest) => {
-      const d = (req.params as { requestedSchema?: { properties?: Record<string, { description?: string }> } }).requestedSchema?.properties?.typed_phrase?.description ?? '';
+      const d =
+        (req.params as { requestedSchema?: { properties?: Record<string, { description?: string }> } })
+          .requestedSchema?.properties?.typed_phrase?.description ?? '';
       return { action: 'accept', content: { typed_phrase: d.replace(/^Type exactly: /, '') } };
     });
   }
@@ -201,7 +379,14 @@ async function mcpSession(url: URL, key: string, elicit: boolean): Promise<{ cli
   return { client, transport };
 }
 
-function mcpWorker(base: string, tenant: Tenant, adminKey: string, rec: Recorder, until: () => boolean, index: number): Promise<void> {
+function mcpWorker(
+  base: string,
+  tenant: Tenant,
+  adminKey: string,
+  rec: Recorder,
+  until: () => boolean,
+  index: number,
+): Promise<void> {
   const url = new URL(`${base}/mcp`);
   const useAdmin = index % 2 === 0; // the admin session can confirm typed phrases
   const key = useAdmin ? adminKey : tenant.key;
@@ -209,8 +394,14 @@ function mcpWorker(base: string, tenant: Tenant, adminKey: string, rec: Recorder
     let s = await mcpSession(url, key, useAdmin);
     let calls = 0;
     let sessions = 0;
-    const call = async (name: string, args: Record<string, unknown>, meta?: Record<string, unknown>) => (await s.client.callTool({ name, arguments: args, ...(meta ? { _meta: meta } : {}) })) as CallToolResult;
-    const result = (r: CallToolResult) => (r.isError ? ((r.structuredContent as Envelope | undefined)?.error?.reason ?? 'error') : 'ok');
+    const call = async (name: string, args: Record<string, unknown>, meta?: Record<string, unknown>) =>
+      (await s.client.callTool({
+        name,
+        arguments: args,
+        ...(meta ? { _meta: meta } : {}),
+      })) as CallToolResult;
+    const result = (r: CallToolResult) =>
+      r.isError ? ((r.structuredContent as Envelope | undefined)?.error?.reason ?? 'error') : 'ok';
     while (!until()) {
       if (++calls % 100 === 0) {
         // Replace the session: close half of them properly, abandon the others.
@@ -225,7 +416,13 @@ function mcpWorker(base: string, tenant: Tenant, adminKey: string, rec: Recorder
         s = next;
       }
       await pick<() => Promise<unknown>>([
-        [10, () => rec.time('mcp.read', async () => ({ outcome: result(await call('crm_contacts_search', { query: 'e' })) }))],
+        [
+          10,
+          () =>
+            rec.time('mcp.read', async () => ({
+              outcome: result(await call('crm_contacts_search', { query: 'e' })),
+            })),
+        ],
         [
           4,
           () =>
@@ -233,11 +430,28 @@ function mcpWorker(base: string, tenant: Tenant, adminKey: string, rec: Recorder
               const args = { contact_id: tenant.contactId, body: `soak mcp note ${++seq}` };
               const first = await call('crm__add_note', args);
               const env = first.structuredContent as Envelope | undefined;
-              if (env?.error?.reason !== 'dispatch_pending' || env.consent === undefined) return { outcome: result(first) };
-              return { outcome: result(await call('crm__add_note', args, { [META.confirm]: true, [META.nonce]: env.consent.nonce, [META.idempotencyKey]: `soak-mcp-${process.pid}-${seq}` })) };
+              if (env?.error?.reason !== 'dispatch_pending' || env.consent === undefined)
+                return { outcome: result(first) };
+              return {
+                outcome: result(
+                  await call('crm__add_note', args, {
+                    [META.confirm]: true,
+                    [META.nonce]: env.consent.nonce,
+                    [META.idempotencyKey]: `soak-mcp-${process.pid}-${seq}`,
+                  }),
+                ),
+              };
             }),
         ],
-        [useAdmin ? 2 : 0, () => rec.time('mcp.typed_phrase', async () => ({ outcome: result(await call('infrastructure_scale_workers', { delta: Math.random() < 0.5 ? 1 : -1 })) }))],
+        [
+          useAdmin ? 2 : 0,
+          () =>
+            rec.time('mcp.typed_phrase', async () => ({
+              outcome: result(
+                await call('infrastructure_scale_workers', { delta: Math.random() < 0.5 ? 1 : -1 }),
+              ),
+            })),
+        ],
       ])();
     }
     await s.transport.terminateSession().catch(() => {});
@@ -275,8 +489,10 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
     const fixtures = JSON.parse(/^\s+fixtures: (.*)$/m.exec(out)![1]!) as { customer_id: number };
     const base = served.base;
     const second = await post(base, 'crm_contacts_search', { args: {} }, secondKey);
-    const secondContact = ((second.result as { data?: { items?: Array<{ id: number }> } } | undefined)?.data?.items ?? [])[0]?.id;
-    if (secondContact === undefined) throw new Error(`no contact in the second business: ${JSON.stringify(second).slice(0, 300)}`);
+    const secondContact = ((second.result as { data?: { items?: Array<{ id: number }> } } | undefined)?.data
+      ?.items ?? [])[0]?.id;
+    if (secondContact === undefined)
+      throw new Error(`no contact in the second business: ${JSON.stringify(second).slice(0, 300)}`);
     const tenants: Tenant[] = [
       { company: 2, key: keys.owner!, contactId: fixtures.customer_id },
       { company: 3, key: secondKey, contactId: secondContact },
@@ -284,7 +500,8 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
     for (const t of tenants) {
       for (const cls of ['WRITE_REVERSIBLE', 'WRITE_FINANCIAL']) {
         const r = await consented(base, 'tenant.caps_set', { consent_class: cls, limit: 1_000_000 }, t.key);
-        if (!r.env.ok) throw new Error(`tenant.caps_set for company ${t.company}: ${JSON.stringify(r.env.error)}`);
+        if (!r.env.ok)
+          throw new Error(`tenant.caps_set for company ${t.company}: ${JSON.stringify(r.env.error)}`);
       }
     }
 
@@ -298,7 +515,9 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
     const warm = setTimeout(() => (rec.counting = true), warmup * 1000);
     const workers = [
       ...Array.from({ length: options.http ?? 6 }, () => httpWorker(base, tenants, keys.admin!, rec, until)),
-      ...Array.from({ length: options.mcp ?? 2 }, (_, i) => mcpWorker(base, tenants[i % 2]!, keys.admin!, rec, until, i)),
+      ...Array.from({ length: options.mcp ?? 2 }, (_, i) =>
+        mcpWorker(base, tenants[i % 2]!, keys.admin!, rec, until, i),
+      ),
     ];
     await Promise.all(workers);
     clearInterval(sampler);
@@ -310,9 +529,16 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
     for (const [name, s] of [...rec.ops.entries()].sort()) {
       const sorted = [...s.latencies].sort((a, b) => a - b);
       const r3 = (x: number) => Math.round(x * 1000) / 1000;
-      operations[name] = { count: sorted.length, p50: r3(percentile(sorted, 50)), p95: r3(percentile(sorted, 95)), p99: r3(percentile(sorted, 99)), outcomes: Object.fromEntries(s.outcomes) };
+      operations[name] = {
+        count: sorted.length,
+        p50: r3(percentile(sorted, 50)),
+        p95: r3(percentile(sorted, 95)),
+        p99: r3(percentile(sorted, 99)),
+        outcomes: Object.fromEntries(s.outcomes),
+      };
       if (name !== 'mcp.new_session') total += sorted.length;
-      for (const [o, n] of s.outcomes) if (o !== 'ok' && !(EXPECTED[name] ?? []).includes(o)) unexpected[`${name}: ${o}`] = n;
+      for (const [o, n] of s.outcomes)
+        if (o !== 'ok' && !(EXPECTED[name] ?? []).includes(o)) unexpected[`${name}: ${o}`] = n;
     }
     const measured = samples.filter(([t]) => t >= warmup);
     const secondHalf = measured.filter(([t]) => t >= warmup + seconds / 2);
@@ -349,7 +575,12 @@ async function readyOutput(served: Awaited<ReturnType<typeof startServe>>): Prom
 /** The BENCHMARKS.md section for a report. */
 export function renderSoak(r: SoakReport, command: string): string {
   const rows = Object.entries(r.operations).map(
-    ([name, o]) => `| \`${name}\` | ${o.count.toLocaleString('en-US')} | ${o.p50.toFixed(2)} | ${o.p95.toFixed(2)} | ${o.p99.toFixed(2)} | ${Object.entries(o.outcomes).map(([k, v]) => `${k} ${v}`).join(', ')} |`,
+    ([name, o]) =>
+      `| \`${name}\` | ${o.count.toLocaleString('en-US')} | ${o.p50.toFixed(2)} | ${o.p95.toFixed(2)} | ${o.p99.toFixed(2)} | ${Object.entries(
+        o.outcomes,
+      )
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')} |`,
   );
   const unexpected = Object.entries(r.unexpected);
   return [
@@ -373,7 +604,10 @@ function writeSoak(file: string, section: string): void {
   const text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmarks\n';
   const a = text.indexOf('<!-- soak:start -->');
   const b = text.indexOf('<!-- soak:end -->');
-  const next = a >= 0 && b > a ? text.slice(0, a) + section + text.slice(b + '<!-- soak:end -->'.length) : `${text.trimEnd()}\n\n${section}\n`;
+  const next =
+    a >= 0 && b > a
+      ? text.slice(0, a) + section + text.slice(b + '<!-- soak:end -->'.length)
+      : `${text.trimEnd()}\n\n${section}\n`;
   writeFileSync(file, next);
 }
 
@@ -383,8 +617,15 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
     const i = argv.indexOf(flag);
     return i >= 0 ? Number(argv[i + 1]) : undefined;
   };
-  const dur = argv.includes('--durability') ? (argv[argv.indexOf('--durability') + 1] as 'normal' | 'full') : undefined;
-  const report = await runSoak({ seconds: num('--seconds'), http: num('--http'), mcp: num('--mcp'), durability: dur });
+  const dur = argv.includes('--durability')
+    ? (argv[argv.indexOf('--durability') + 1] as 'normal' | 'full')
+    : undefined;
+  const report = await runSoak({
+    seconds: num('--seconds'),
+    http: num('--http'),
+    mcp: num('--mcp'),
+    durability: dur,
+  });
   console.log(JSON.stringify(report, null, 2));
   if (argv.includes('--write')) {
     const file = resolve(fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url)));

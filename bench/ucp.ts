@@ -80,16 +80,35 @@ interface Business {
 }
 
 /** A UCP server (inject only) on `rt`, trusting the bench platform with employee / WRITE_REVERSIBLE. */
-async function serve(rt: Runtime, companyId: number, profileUrl: string, replay?: ReplayGuard): Promise<Business> {
+async function serve(
+  rt: Runtime,
+  companyId: number,
+  profileUrl: string,
+  replay?: ReplayGuard,
+): Promise<Business> {
   let current: UcpTimings | undefined;
   await rt.store.write((tx) =>
     tx.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [
-      JSON.stringify({ caps: { WRITE_REVERSIBLE: 1_000_000 }, ucp: { platforms: [{ profile: profileUrl, role: 'employee', max_class: 'WRITE_REVERSIBLE' }] } }),
+      JSON.stringify({
+        caps: { WRITE_REVERSIBLE: 1_000_000 },
+        ucp: { platforms: [{ profile: profileUrl, role: 'employee', max_class: 'WRITE_REVERSIBLE' }] },
+      }),
       companyId,
     ]),
   );
   rt.tenants.invalidate();
-  const app = createHttpServer(rt, { logger: false, plugins: [createUcpPlugin({ dev: true, primaryTenant: companyId, defaultNamespace: 'com.example', onTimings: (t) => (current = t), ...(replay !== undefined ? { replay } : {}) })] });
+  const app = createHttpServer(rt, {
+    logger: false,
+    plugins: [
+      createUcpPlugin({
+        dev: true,
+        primaryTenant: companyId,
+        defaultNamespace: 'com.example',
+        onTimings: (t) => (current = t),
+        ...(replay !== undefined ? { replay } : {}),
+      }),
+    ],
+  });
   await app.ready();
   return {
     rt,
@@ -113,7 +132,12 @@ export async function benchUcp(options: UcpBenchOptions = {}): Promise<BenchResu
   const kid = 'bench-platform';
   const platformServer = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=3600' });
-    res.end(JSON.stringify({ ucp: { version: '2026-08-25', services: {}, capabilities: {}, payment_handlers: {} }, keys: [exportPublicJwk(privateKey, kid)] }));
+    res.end(
+      JSON.stringify({
+        ucp: { version: '2026-08-25', services: {}, capabilities: {}, payment_handlers: {} },
+        keys: [exportPublicJwk(privateKey, kid)],
+      }),
+    );
   });
   const open: Array<{ close(): Promise<void> }> = [];
   try {
@@ -122,13 +146,27 @@ export async function benchUcp(options: UcpBenchOptions = {}): Promise<BenchResu
     let n = 0;
     const call = async (b: Business, capability: string, body: object): Promise<Sample> => {
       const url = `http://localhost:80/ucp/v1/capabilities/${capability}`;
-      const signed = signRequest({ url, body, profileUrl, keyid: kid, privateKey, idempotencyKey: `bench-${++n}`, created: Math.floor(b.rt.clock().getTime() / 1000) });
+      const signed = signRequest({
+        url,
+        body,
+        profileUrl,
+        keyid: kid,
+        privateKey,
+        idempotencyKey: `bench-${++n}`,
+        created: Math.floor(b.rt.clock().getTime() / 1000),
+      });
       b.take();
       const t0 = performance.now();
-      const res = await b.app.inject({ method: 'POST', url: `/ucp/v1/capabilities/${capability}`, headers: { ...signed.headers, host: 'localhost:80' }, payload: signed.body! });
+      const res = await b.app.inject({
+        method: 'POST',
+        url: `/ucp/v1/capabilities/${capability}`,
+        headers: { ...signed.headers, host: 'localhost:80' },
+        payload: signed.body!,
+      });
       const wallMs = performance.now() - t0;
       const t = b.take();
-      if (res.statusCode !== 200 || t === undefined) throw new Error(`bench call ${capability} answered ${res.statusCode}: ${res.body.slice(0, 300)}`);
+      if (res.statusCode !== 200 || t === undefined)
+        throw new Error(`bench call ${capability} answered ${res.statusCode}: ${res.body.slice(0, 300)}`);
       return { t, wallMs };
     };
     const run = async (b: Business, capability: string, body: (i: number) => object) => {
@@ -143,12 +181,22 @@ export async function benchUcp(options: UcpBenchOptions = {}): Promise<BenchResu
     const rt = await createRuntime({ store, logger, sandboxCompanyId: 1, maintenanceIntervalMs: 0 });
     open.push(rt);
     await store.migrate('bench-ucp', [
-      { version: 1, name: 'contacts', sqlite: 'CREATE TABLE contacts (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, name TEXT, email TEXT); CREATE INDEX contacts_company ON contacts(company_id, name);' },
+      {
+        version: 1,
+        name: 'contacts',
+        sqlite:
+          'CREATE TABLE contacts (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, name TEXT, email TEXT); CREATE INDEX contacts_company ON contacts(company_id, name);',
+      },
     ]);
     await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
     await rt.createTenant({ company_id: 2, name: 'Bench', tier: 'enterprise' });
     await store.write(async (tx) => {
-      for (let i = 1; i <= 200; i++) await tx.run('INSERT INTO contacts (id, company_id, name, email) VALUES (?, 2, ?, ?)', [i, `Contact ${i} ${['Smith', 'Jones', 'Garcia', 'Lee'][i % 4]}`, `c${i}@example.com`]);
+      for (let i = 1; i <= 200; i++)
+        await tx.run('INSERT INTO contacts (id, company_id, name, email) VALUES (?, 2, ?, ?)', [
+          i,
+          `Contact ${i} ${['Smith', 'Jones', 'Garcia', 'Lee'][i % 4]}`,
+          `c${i}@example.com`,
+        ]);
     });
     rt.register(
       defineVerb({
@@ -156,9 +204,17 @@ export async function benchUcp(options: UcpBenchOptions = {}): Promise<BenchResu
         description: 'Search contacts.',
         shape: 'aggregate',
         category: 'crm',
-        input: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'], additionalProperties: false },
+        input: {
+          type: 'object',
+          properties: { q: { type: 'string' } },
+          required: ['q'],
+          additionalProperties: false,
+        },
         async handler(ctx, a: { q: string }) {
-          const rows = await ctx.db.all('SELECT id, name, email FROM contacts WHERE company_id = ? AND lower(name) LIKE lower(?) ORDER BY name LIMIT 20', [ctx.principal.company_id, `%${a.q}%`]);
+          const rows = await ctx.db.all(
+            'SELECT id, name, email FROM contacts WHERE company_id = ? AND lower(name) LIKE lower(?) ORDER BY name LIMIT 20',
+            [ctx.principal.company_id, `%${a.q}%`],
+          );
           return { entity_id: ctx.principal.company_id, data: { matches: rows.length, contacts: rows } };
         },
       }),
@@ -168,10 +224,22 @@ export async function benchUcp(options: UcpBenchOptions = {}): Promise<BenchResu
         shape: 'receipt',
         category: 'crm',
         consent: 'WRITE_REVERSIBLE',
-        input: { type: 'object', properties: { id: { type: 'integer' }, name: { type: 'string' } }, required: ['id', 'name'], additionalProperties: false },
+        input: {
+          type: 'object',
+          properties: { id: { type: 'integer' }, name: { type: 'string' } },
+          required: ['id', 'name'],
+          additionalProperties: false,
+        },
         async handler(ctx, a: { id: number; name: string }) {
-          const before = await ctx.db.get<{ name: string }>('SELECT name FROM contacts WHERE id = ? AND company_id = ?', [a.id, ctx.principal.company_id]);
-          await ctx.db.run('UPDATE contacts SET name = ? WHERE id = ? AND company_id = ?', [a.name, a.id, ctx.principal.company_id]);
+          const before = await ctx.db.get<{ name: string }>(
+            'SELECT name FROM contacts WHERE id = ? AND company_id = ?',
+            [a.id, ctx.principal.company_id],
+          );
+          await ctx.db.run('UPDATE contacts SET name = ? WHERE id = ? AND company_id = ?', [
+            a.name,
+            a.id,
+            ctx.principal.company_id,
+          ]);
           ctx.setRollback(`contacts:rename:${a.id}`, { id: a.id, name: before?.name ?? null });
           return { contact_id: a.id };
         },
@@ -187,14 +255,24 @@ export async function benchUcp(options: UcpBenchOptions = {}): Promise<BenchResu
     const guardStore: Sample[] = [];
     const guardMemory: Sample[] = [];
     for (let block = 0; block < 8; block++) {
-      for (let i = 0; i < 250; i++) guardStore.push(await call(bench, 'com.example.sales.contacts_search', { q: 'smith' }));
-      for (let i = 0; i < 250; i++) guardMemory.push(await call(inMemory, 'com.example.sales.contacts_search', { q: 'smith' }));
+      for (let i = 0; i < 250; i++)
+        guardStore.push(await call(bench, 'com.example.sales.contacts_search', { q: 'smith' }));
+      for (let i = 0; i < 250; i++)
+        guardMemory.push(await call(inMemory, 'com.example.sales.contacts_search', { q: 'smith' }));
     }
     const verifyUs = (xs: Sample[]) => Math.round(median(xs.map((x) => x.t.verify_ms)) * 1000);
-    const write = await run(bench, 'com.example.sales.contacts_rename', (i) => ({ id: 1 + (i % 200), name: `Renamed ${i}` }));
+    const write = await run(bench, 'com.example.sales.contacts_rename', (i) => ({
+      id: 1 + (i % 200),
+      name: `Renamed ${i}`,
+    }));
 
     // 2. The seeded demo business: customer.full_context.
-    const demoRt = await createRuntime({ store: new SqliteStore({ path: join(dir, 'demo.db') }), logger, sandboxCompanyId: DEMO_TENANTS.sandbox.company_id, maintenanceIntervalMs: 0 });
+    const demoRt = await createRuntime({
+      store: new SqliteStore({ path: join(dir, 'demo.db') }),
+      logger,
+      sandboxCompanyId: DEMO_TENANTS.sandbox.company_id,
+      maintenanceIntervalMs: 0,
+    });
     open.push(demoRt);
     demoRt.register(...systemVerbs);
     await demoRt.store.migrate(demoPack.name, demoPack.migrations);
@@ -204,11 +282,21 @@ export async function benchUcp(options: UcpBenchOptions = {}): Promise<BenchResu
     await demoRt.auditBuffer.flush();
     const demo = await serve(demoRt, DEMO_TENANTS.main.company_id, profileUrl);
     open.unshift(demo);
-    const demoRead = await run(demo, 'com.example.sales.customer_full_context', () => ({ customer_id: facts.fixtures!.customer_id }));
+    const demoRead = await run(demo, 'com.example.sales.customer_full_context', () => ({
+      customer_id: facts.fixtures!.customer_id,
+    }));
 
     return [
-      summarize('ucp.verify_share_read', 'Signed UCP call of a minimal read capability (contact search, one indexed query): RFC 9421 verification as a share of the route (verify + dispatch + signed answer), in-process inject, profile cached', read),
-      summarize('ucp.verify_share_demo_read', 'Signed UCP call of customer.full_context on the seeded demo business: verification as a share of the route', demoRead),
+      summarize(
+        'ucp.verify_share_read',
+        'Signed UCP call of a minimal read capability (contact search, one indexed query): RFC 9421 verification as a share of the route (verify + dispatch + signed answer), in-process inject, profile cached',
+        read,
+      ),
+      summarize(
+        'ucp.verify_share_demo_read',
+        'Signed UCP call of customer.full_context on the seeded demo business: verification as a share of the route',
+        demoRead,
+      ),
       {
         id: 'ucp.replay_guard',
         what: 'verification median (µs) of the signed minimal read with the store-backed replay guard (default: one INSERT … ON CONFLICT per request, shared by every node) vs the in-memory ReplayCache',
@@ -218,7 +306,11 @@ export async function benchUcp(options: UcpBenchOptions = {}): Promise<BenchResu
         ratio: Number((verifyUs(guardStore) / verifyUs(guardMemory)).toFixed(2)),
         notes: `8 alternating blocks of 250 calls each; route median ${Math.round(median(guardStore.map((x) => x.t.total_ms)) * 1000)} µs vs ${Math.round(median(guardMemory.map((x) => x.t.total_ms)) * 1000)} µs`,
       },
-      summarize('ucp.verify_share_write', 'Signed UCP call of a WRITE_REVERSIBLE capability with consent implied by the signature (preflight + confirm, signed receipt): verification as a share of the route', write),
+      summarize(
+        'ucp.verify_share_write',
+        'Signed UCP call of a WRITE_REVERSIBLE capability with consent implied by the signature (preflight + confirm, signed receipt): verification as a share of the route',
+        write,
+      ),
     ];
   } finally {
     for (const o of open) await o.close().catch(() => {});

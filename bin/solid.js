@@ -3,7 +3,6 @@
 // `solid mcp`). TypeScript sources run through tsx's loader; nothing is compiled ahead.
 import { register } from 'tsx/esm/api';
 
-
 console.log = (...args) => console.error(...args);
 console.info = (...args) => console.error(...args);
 console.debug = (...args) => console.error(...args);

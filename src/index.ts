@@ -2,8 +2,22 @@
  * solid-verbs: public entry. createRuntime, defineVerb, the validators, the store engines and the
  * public types. Nothing else is exported.
  */
-export { createRuntime, Runtime, DEFAULT_DAILY_CAPS, type RuntimeOptions, type OutboxHandler } from './runtime/runtime.ts';
-export { defineVerb, type VerbDefinition, type VerbContext, type CompiledVerb, type OriginalAction, type RevertDefinition, type EmittedEvent } from './runtime/verb.ts';
+export {
+  createRuntime,
+  Runtime,
+  DEFAULT_DAILY_CAPS,
+  type RuntimeOptions,
+  type OutboxHandler,
+} from './runtime/runtime.ts';
+export {
+  defineVerb,
+  type VerbDefinition,
+  type VerbContext,
+  type CompiledVerb,
+  type OriginalAction,
+  type RevertDefinition,
+  type EmittedEvent,
+} from './runtime/verb.ts';
 export { Registry, RegistrationError, toToolName } from './runtime/registry.ts';
 export { VerbError } from './runtime/errors.ts';
 export { Secrets, loadSecrets } from './runtime/secrets.ts';
@@ -11,8 +25,22 @@ export { formatCents } from './runtime/consent/typed-phrase.ts';
 export { verifyReceipt, type ReceiptVerification } from './runtime/ledger/receipts.ts';
 export { type Caller, type DispatchOptions, DEFAULT_BLOCKLIST, PIPELINE_STEPS } from './runtime/dispatch.ts';
 export { systemVerbs } from './verbs/index.ts';
-export { validateVerbRecord, validateEnvelope, validateShapeOutput, verbRecordSchema, envelopeSchema, shapeSchemas } from './spec/validators.ts';
+export {
+  validateVerbRecord,
+  validateEnvelope,
+  validateShapeOutput,
+  verbRecordSchema,
+  envelopeSchema,
+  shapeSchemas,
+} from './spec/validators.ts';
 export { REASONS, reasonInfo, defineReasons } from './spec/reasons.ts';
 export * from './spec/types.ts';
 export { SqliteStore, type SqliteStoreOptions } from './store/sqlite/sqlite-store.ts';
-export { StoreError, parseJson, type Store, type StoreTx, type Queryable, type Migration } from './store/store.ts';
+export {
+  StoreError,
+  parseJson,
+  type Store,
+  type StoreTx,
+  type Queryable,
+  type Migration,
+} from './store/store.ts';

@@ -46,7 +46,11 @@ const QUEUE_KEY = Symbol.for('solid-verbs.consent-queue');
 
 type QueueHost = Record<symbol, Promise<unknown> | undefined>;
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text?: string): HTMLElementTagNameMap[K] {
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string> = {},
+  text?: string,
+): HTMLElementTagNameMap[K] {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
   if (text !== undefined) node.textContent = text;
@@ -56,13 +60,22 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string,
 function build(prompt: ConsentPrompt): { dialog: HTMLDialogElement; input: HTMLInputElement | undefined } {
   const { consent } = prompt;
   const typed = consent.gate === 'typed_phrase';
-  const dialog = el('dialog', { id: 'solid-consent', class: 'solid-consent', 'aria-labelledby': 'solid-consent-title', 'aria-describedby': 'solid-consent-summary' });
+  const dialog = el('dialog', {
+    id: 'solid-consent',
+    class: 'solid-consent',
+    'aria-labelledby': 'solid-consent-title',
+    'aria-describedby': 'solid-consent-summary',
+  });
   const form = el('form', { method: 'dialog' });
   form.append(el('h2', { id: 'solid-consent-title' }, `Confirm: ${prompt.title}`));
   form.append(el('p', { id: 'solid-consent-summary' }, consent.summary));
   const expires = new Date(consent.expires_at);
   form.append(
-    el('p', { class: 'solid-consent-meta' }, `${consent.class} · ${typed ? 'typed phrase' : 'confirmation'} · expires ${Number.isNaN(expires.getTime()) ? consent.expires_at : expires.toLocaleTimeString()}`),
+    el(
+      'p',
+      { class: 'solid-consent-meta' },
+      `${consent.class} · ${typed ? 'typed phrase' : 'confirmation'} · expires ${Number.isNaN(expires.getTime()) ? consent.expires_at : expires.toLocaleTimeString()}`,
+    ),
   );
   if (consent.preview !== undefined) {
     const details = el('details', { class: 'solid-consent-preview', open: '' });
@@ -77,15 +90,35 @@ function build(prompt: ConsentPrompt): { dialog: HTMLDialogElement; input: HTMLI
     phrase.append(el('code', { id: 'solid-consent-phrase' }, consent.typed_phrase ?? ''));
     form.append(phrase);
     form.append(el('label', { for: 'solid-consent-input' }, 'Confirmation phrase'));
-    input = el('input', { id: 'solid-consent-input', name: 'typed_phrase', type: 'text', autocomplete: 'off', spellcheck: 'false', required: '', autofocus: '' });
+    input = el('input', {
+      id: 'solid-consent-input',
+      name: 'typed_phrase',
+      type: 'text',
+      autocomplete: 'off',
+      spellcheck: 'false',
+      required: '',
+      autofocus: '',
+    });
     form.append(input);
   }
   const error = el('p', { id: 'solid-consent-error', role: 'alert' }, prompt.error ?? '');
   if (prompt.error === undefined) error.hidden = true;
   form.append(error);
   const actions = el('p', { class: 'solid-consent-actions' });
-  actions.append(el('button', { id: 'solid-consent-cancel', type: 'submit', value: 'cancel', formnovalidate: '' }, 'Cancel'));
-  actions.append(el('button', { id: 'solid-consent-confirm', type: 'submit', value: 'confirm' }, typed ? 'Confirm with phrase' : 'Confirm'));
+  actions.append(
+    el(
+      'button',
+      { id: 'solid-consent-cancel', type: 'submit', value: 'cancel', formnovalidate: '' },
+      'Cancel',
+    ),
+  );
+  actions.append(
+    el(
+      'button',
+      { id: 'solid-consent-confirm', type: 'submit', value: 'confirm' },
+      typed ? 'Confirm with phrase' : 'Confirm',
+    ),
+  );
   form.append(actions);
   dialog.append(form);
   return { dialog, input };
@@ -108,7 +141,11 @@ function show(prompt: ConsentPrompt, signal?: AbortSignal): Promise<ConsentAnswe
         signal?.removeEventListener('abort', onAbort);
         const confirmed = dialog.returnValue === 'confirm' && signal?.aborted !== true;
         dialog.remove();
-        resolve(confirmed ? { confirmed: true, ...(input !== undefined ? { phrase: input.value } : {}) } : { confirmed: false });
+        resolve(
+          confirmed
+            ? { confirmed: true, ...(input !== undefined ? { phrase: input.value } : {}) }
+            : { confirmed: false },
+        );
       },
       { once: true },
     );

@@ -28,9 +28,21 @@ function card(ctx: DashboardContext, approval: Approval): HTMLLIElement {
   const id = approval.approval_id;
   const inputId = `phrase-${id}`;
   const alert = el('p', { class: 'error', role: 'alert', id: `approval-error-${id}` });
-  const input = el('input', { id: inputId, name: 'typed_phrase', type: 'text', autocomplete: 'off', spellcheck: 'false', required: true, disabled: !approval.can_decide });
+  const input = el('input', {
+    id: inputId,
+    name: 'typed_phrase',
+    type: 'text',
+    autocomplete: 'off',
+    spellcheck: 'false',
+    required: true,
+    disabled: !approval.can_decide,
+  });
   const approve = el('button', { type: 'submit', disabled: !approval.can_decide }, 'Approve');
-  const reject = el('button', { type: 'button', class: 'secondary', disabled: !approval.can_decide }, 'Reject');
+  const reject = el(
+    'button',
+    { type: 'button', class: 'secondary', disabled: !approval.can_decide },
+    'Reject',
+  );
   const form = el(
     'form',
     { class: 'approval-form', 'aria-describedby': `approval-summary-${id}` },
@@ -48,15 +60,29 @@ function card(ctx: DashboardContext, approval: Approval): HTMLLIElement {
       'dl',
       { class: 'fields' },
       el('dt', {}, 'Requested by'),
-      el('dd', {}, `user ${approval.requested_by}${approval.requested_role ? ` (${approval.requested_role})` : ''}${approval.agent_type ? ` via ${approval.agent_type}` : ''}`),
+      el(
+        'dd',
+        {},
+        `user ${approval.requested_by}${approval.requested_role ? ` (${approval.requested_role})` : ''}${approval.agent_type ? ` via ${approval.agent_type}` : ''}`,
+      ),
       el('dt', {}, 'Status'),
       el('dd', {}, approval.status),
       el('dt', {}, 'Expires'),
-      el('dd', {}, el('time', { datetime: approval.expires_at }, Number.isNaN(expires.getTime()) ? approval.expires_at : expires.toLocaleString())),
+      el(
+        'dd',
+        {},
+        el(
+          'time',
+          { datetime: approval.expires_at },
+          Number.isNaN(expires.getTime()) ? approval.expires_at : expires.toLocaleString(),
+        ),
+      ),
       el('dt', {}, 'Phrase'),
       el('dd', {}, el('code', { class: 'phrase' }, approval.typed_phrase)),
     ),
-    approval.can_decide ? form : el('p', { class: 'muted' }, `Needs the ${approval.role_floor} role, or it is no longer open.`),
+    approval.can_decide
+      ? form
+      : el('p', { class: 'muted' }, `Needs the ${approval.role_floor} role, or it is no longer open.`),
     alert,
   );
   form.addEventListener('submit', async (event) => {
@@ -69,7 +95,8 @@ function card(ctx: DashboardContext, approval: Approval): HTMLLIElement {
       alert.textContent = `Not approved: ${describeError(envelope)}`;
       return;
     }
-    byId('approvals-decision').textContent = `Approved ${approval.verb} (${id}). The agent can now confirm its call.`;
+    byId('approvals-decision').textContent =
+      `Approved ${approval.verb} (${id}). The agent can now confirm its call.`;
     ctx.changed();
   });
   reject.addEventListener('click', async () => {
@@ -100,10 +127,17 @@ export async function loadApprovals(ctx: DashboardContext): Promise<void> {
   if (!envelope.ok) {
     list.replaceChildren();
     status.textContent =
-      envelope.error?.reason === 'role_denied' ? `Your role (${ctx.session.role}) cannot see the approval queue; an admin or owner can.` : `Could not load approvals: ${describeError(envelope)}`;
+      envelope.error?.reason === 'role_denied'
+        ? `Your role (${ctx.session.role}) cannot see the approval queue; an admin or owner can.`
+        : `Could not load approvals: ${describeError(envelope)}`;
     return;
   }
-  const approvals = ((envelope.result as { approvals?: Approval[] }).approvals ?? []).filter((a) => a.status === 'pending');
+  const approvals = ((envelope.result as { approvals?: Approval[] }).approvals ?? []).filter(
+    (a) => a.status === 'pending',
+  );
   list.replaceChildren(...approvals.map((a) => card(ctx, a)));
-  status.textContent = approvals.length === 0 ? 'No action is waiting for approval.' : `${approvals.length} action${approvals.length === 1 ? '' : 's'} waiting for approval.`;
+  status.textContent =
+    approvals.length === 0
+      ? 'No action is waiting for approval.'
+      : `${approvals.length} action${approvals.length === 1 ? '' : 's'} waiting for approval.`;
 }

@@ -26,7 +26,17 @@ function render(catalog: CatalogEntry[], shape: string): void {
           el(
             'table',
             {},
-            el('thead', {}, el('tr', {}, ...['Verb', 'Shape', 'Consent', 'Role floor', 'Description'].map((h) => el('th', { scope: 'col' }, h)))),
+            el(
+              'thead',
+              {},
+              el(
+                'tr',
+                {},
+                ...['Verb', 'Shape', 'Consent', 'Role floor', 'Description'].map((h) =>
+                  el('th', { scope: 'col' }, h),
+                ),
+              ),
+            ),
             el(
               'tbody',
               {},
@@ -47,14 +57,18 @@ function render(catalog: CatalogEntry[], shape: string): void {
       ),
     ),
   );
-  byId('catalogue-status').textContent = `${shown.length} of ${catalog.length} verbs in ${groups.length} categor${groups.length === 1 ? 'y' : 'ies'}.`;
+  byId('catalogue-status').textContent =
+    `${shown.length} of ${catalog.length} verbs in ${groups.length} categor${groups.length === 1 ? 'y' : 'ies'}.`;
 }
 
 /** Fill the shape filter and render the catalogue. */
 export function setupCatalogue(ctx: DashboardContext): void {
   const select = byId<HTMLSelectElement>('catalogue-shape');
   const shapes = [...new Set(ctx.catalog.map((v) => v.shape))].sort();
-  select.replaceChildren(el('option', { value: '' }, 'all shapes'), ...shapes.map((s) => el('option', { value: s }, s)));
+  select.replaceChildren(
+    el('option', { value: '' }, 'all shapes'),
+    ...shapes.map((s) => el('option', { value: s }, s)),
+  );
   select.onchange = () => render(ctx.catalog, select.value);
   render(ctx.catalog, '');
 }

@@ -24,15 +24,25 @@ export function noteCliLoginOnSignIn(): void {
   const code = cliLoginCode();
   const note = byId('login-cli-note');
   note.hidden = code === undefined;
-  note.textContent = code === undefined ? '' : `Sign in to approve the command-line login with the code ${code}.`;
+  note.textContent =
+    code === undefined ? '' : `Sign in to approve the command-line login with the code ${code}.`;
 }
 
 async function post(path: string, csrf: string): Promise<Envelope> {
   try {
-    const res = await fetch(path, { method: 'POST', credentials: 'same-origin', cache: 'no-store', headers: { 'x-csrf-token': csrf } });
+    const res = await fetch(path, {
+      method: 'POST',
+      credentials: 'same-origin',
+      cache: 'no-store',
+      headers: { 'x-csrf-token': csrf },
+    });
     return (await res.json()) as Envelope;
   } catch (err) {
-    return { ok: false, verb: 'cli_login', error: { reason: 'network_error', message: String((err as Error)?.message ?? err) } };
+    return {
+      ok: false,
+      verb: 'cli_login',
+      error: { reason: 'network_error', message: String((err as Error)?.message ?? err) },
+    };
   }
 }
 
@@ -50,15 +60,24 @@ export async function showCliLogin(session: SessionInfo): Promise<void> {
   body.replaceChildren(el('p', { role: 'status' }, 'Loading the login request…'));
   let env: Envelope;
   try {
-    const res = await fetch(`/api/v1/cli-login/${encodeURIComponent(code)}`, { credentials: 'same-origin', cache: 'no-store' });
+    const res = await fetch(`/api/v1/cli-login/${encodeURIComponent(code)}`, {
+      credentials: 'same-origin',
+      cache: 'no-store',
+    });
     env = (await res.json()) as Envelope;
   } catch (err) {
-    env = { ok: false, verb: 'cli_login', error: { reason: 'network_error', message: String((err as Error)?.message ?? err) } };
+    env = {
+      ok: false,
+      verb: 'cli_login',
+      error: { reason: 'network_error', message: String((err as Error)?.message ?? err) },
+    };
   }
   if (!env.ok || env.result?.status !== 'pending') {
     section.dataset.state = 'unusable';
     const why = env.ok ? `it was already ${String(env.result?.status)}.` : describeError(env);
-    body.replaceChildren(el('p', { class: 'error', role: 'alert' }, `This login link cannot be used: ${why}`));
+    body.replaceChildren(
+      el('p', { class: 'error', role: 'alert' }, `This login link cannot be used: ${why}`),
+    );
     return;
   }
   const r = env.result as { code: string; client_name: string; created_at: string; expires_at: string };
@@ -66,7 +85,13 @@ export async function showCliLogin(session: SessionInfo): Promise<void> {
   const approve = el('button', { type: 'button' }, 'Approve');
   const deny = el('button', { type: 'button', class: 'secondary' }, 'Deny');
   body.replaceChildren(
-    el('p', {}, 'A command line asks to sign in as you. Approve only if you just ran ', el('code', {}, 'solid login'), ' and your terminal shows this same code:'),
+    el(
+      'p',
+      {},
+      'A command line asks to sign in as you. Approve only if you just ran ',
+      el('code', {}, 'solid login'),
+      ' and your terminal shows this same code:',
+    ),
     el('p', { class: 'cli-code' }, el('code', { id: 'cli-login-code' }, r.code)),
     el(
       'dl',
@@ -78,7 +103,11 @@ export async function showCliLogin(session: SessionInfo): Promise<void> {
       el('dt', {}, 'Expires'),
       el('dd', {}, el('time', { datetime: r.expires_at }, new Date(r.expires_at).toLocaleString())),
       el('dt', {}, 'It receives'),
-      el('dd', {}, `a new API key for user ${session.user_id} (${session.role}) of ${session.tenant_name || `company ${session.company_id}`}`),
+      el(
+        'dd',
+        {},
+        `a new API key for user ${session.user_id} (${session.role}) of ${session.tenant_name || `company ${session.company_id}`}`,
+      ),
     ),
     el('p', { class: 'actions' }, approve, deny),
     status,
@@ -87,7 +116,10 @@ export async function showCliLogin(session: SessionInfo): Promise<void> {
   const decide = async (action: 'approve' | 'deny') => {
     approve.disabled = true;
     deny.disabled = true;
-    const answer = await post(`/api/v1/cli-login/${encodeURIComponent(r.code)}/${action}`, session.csrf_token);
+    const answer = await post(
+      `/api/v1/cli-login/${encodeURIComponent(r.code)}/${action}`,
+      session.csrf_token,
+    );
     if (!answer.ok) {
       status.textContent = `Not ${action === 'approve' ? 'approved' : 'denied'}: ${describeError(answer)}`;
       approve.disabled = false;
@@ -95,7 +127,10 @@ export async function showCliLogin(session: SessionInfo): Promise<void> {
       return;
     }
     section.dataset.state = action === 'approve' ? 'approved' : 'denied';
-    status.textContent = action === 'approve' ? 'Approved. Go back to your terminal: the command line is now signed in.' : 'Denied. The command line was told so.';
+    status.textContent =
+      action === 'approve'
+        ? 'Approved. Go back to your terminal: the command line is now signed in.'
+        : 'Denied. The command line was told so.';
     history.replaceState(null, '', `${location.pathname}${location.search}`);
   };
   approve.addEventListener('click', () => void decide('approve'));

@@ -46,13 +46,23 @@ export interface DashboardContext {
 }
 
 /** Build the context; `onChanged` is what `changed()` runs. */
-export function createContext(session: SessionInfo, catalog: CatalogEntry[], onChanged: () => void): DashboardContext {
+export function createContext(
+  session: SessionInfo,
+  catalog: CatalogEntry[],
+  onChanged: () => void,
+): DashboardContext {
   const callable = new Map(catalog.filter((v) => v.surfaces.includes('http')).map((v) => [v.name, v]));
   return {
     session,
     catalog,
     has: (verb) => callable.has(verb),
-    call: (verb, input) => callWithConsent({ tool: verb, title: callable.get(verb)?.title ?? verb, input, target: { kind: 'dashboard' } }),
+    call: (verb, input) =>
+      callWithConsent({
+        tool: verb,
+        title: callable.get(verb)?.title ?? verb,
+        input,
+        target: { kind: 'dashboard' },
+      }),
     changed: onChanged,
   };
 }

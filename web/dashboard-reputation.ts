@@ -39,10 +39,28 @@ function chart(scores: Score[]): SVGElement {
   scores.forEach((s, i) => {
     const y = i * rowHeight + 4;
     const rate = Math.max(0, Math.min(1, Number(s.success_rate) || 0));
-    root.append(svg('text', { x: labelWidth - 8, y: y + 15, 'text-anchor': 'end', class: 'chart-label' }, s.verb));
-    root.append(svg('rect', { x: labelWidth, y, width: barWidth, height: rowHeight - 6, class: 'chart-track' }));
-    root.append(svg('rect', { x: labelWidth, y, width: Math.round(barWidth * rate), height: rowHeight - 6, class: rate >= 0.95 ? 'chart-bar good' : rate >= 0.8 ? 'chart-bar fair' : 'chart-bar poor' }));
-    root.append(svg('text', { x: labelWidth + barWidth + 8, y: y + 15, class: 'chart-value' }, `${Math.round(rate * 100)}% [${s.invocations}]`));
+    root.append(
+      svg('text', { x: labelWidth - 8, y: y + 15, 'text-anchor': 'end', class: 'chart-label' }, s.verb),
+    );
+    root.append(
+      svg('rect', { x: labelWidth, y, width: barWidth, height: rowHeight - 6, class: 'chart-track' }),
+    );
+    root.append(
+      svg('rect', {
+        x: labelWidth,
+        y,
+        width: Math.round(barWidth * rate),
+        height: rowHeight - 6,
+        class: rate >= 0.95 ? 'chart-bar good' : rate >= 0.8 ? 'chart-bar fair' : 'chart-bar poor',
+      }),
+    );
+    root.append(
+      svg(
+        'text',
+        { x: labelWidth + barWidth + 8, y: y + 15, class: 'chart-value' },
+        `${Math.round(rate * 100)}% [${s.invocations}]`,
+      ),
+    );
   });
   return root;
 }
@@ -59,7 +77,8 @@ export async function loadReputation(ctx: DashboardContext): Promise<void> {
   if (!ctx.has('verbs.reputation')) {
     figure.hidden = true;
     table.hidden = true;
-    status.textContent = 'Reputation scores are not available on this server (verbs.reputation is not registered).';
+    status.textContent =
+      'Reputation scores are not available on this server (verbs.reputation is not registered).';
     return;
   }
   const { envelope } = await ctx.call('verbs.reputation', {});
@@ -67,7 +86,9 @@ export async function loadReputation(ctx: DashboardContext): Promise<void> {
     status.textContent = `Could not load reputation: ${describeError(envelope)}`;
     return;
   }
-  const scores = [...((envelope.result as { scores?: Score[] }).scores ?? [])].sort((a, b) => b.invocations - a.invocations || a.verb.localeCompare(b.verb));
+  const scores = [...((envelope.result as { scores?: Score[] }).scores ?? [])].sort(
+    (a, b) => b.invocations - a.invocations || a.verb.localeCompare(b.verb),
+  );
   if (scores.length === 0) {
     figure.hidden = true;
     table.hidden = true;
@@ -85,7 +106,11 @@ export async function loadReputation(ctx: DashboardContext): Promise<void> {
         el('td', {}, `${Math.round((Number(s.success_rate) || 0) * 1000) / 10}%`),
         el('td', {}, num(s.p50_ms)),
         el('td', {}, num(s.p95_ms)),
-        el('td', {}, s.star_rating === null || s.star_rating === undefined ? '' : `${num(s.star_rating)} / 5`),
+        el(
+          'td',
+          {},
+          s.star_rating === null || s.star_rating === undefined ? '' : `${num(s.star_rating)} / 5`,
+        ),
       ),
     ),
   );

@@ -53,7 +53,16 @@ function filters(): Record<string, unknown> {
 }
 
 function row(entry: TrailEntry): HTMLTableRowElement {
-  const open = el('button', { type: 'button', class: 'link', 'data-audit-id': entry.audit_id, 'aria-label': `Open receipt ${entry.audit_id}` }, `#${entry.audit_id}`);
+  const open = el(
+    'button',
+    {
+      type: 'button',
+      class: 'link',
+      'data-audit-id': entry.audit_id,
+      'aria-label': `Open receipt ${entry.audit_id}`,
+    },
+    `#${entry.audit_id}`,
+  );
   open.addEventListener('click', () => showReceipt(entry));
   return el(
     'tr',
@@ -102,9 +111,12 @@ export async function loadTrail(ctx: DashboardContext, reset = true): Promise<vo
 let showReceipt: (entry: TrailEntry) => void = () => {};
 
 function revertible(ctx: DashboardContext, entry: TrailEntry): string | undefined {
-  if (!ctx.has('audit.revert')) return 'Reverting is not available on this server (audit.revert is not registered).';
-  if (entry.status !== 'completed') return `Only completed actions can be reverted (this one is ${entry.status}).`;
-  if (entry.consent_class === null || entry.consent_class === undefined || entry.consent_class === 'READ') return 'Reads change nothing; there is nothing to revert.';
+  if (!ctx.has('audit.revert'))
+    return 'Reverting is not available on this server (audit.revert is not registered).';
+  if (entry.status !== 'completed')
+    return `Only completed actions can be reverted (this one is ${entry.status}).`;
+  if (entry.consent_class === null || entry.consent_class === undefined || entry.consent_class === 'READ')
+    return 'Reads change nothing; there is nothing to revert.';
   if (entry.action === 'audit.revert') return 'This entry is itself a revert.';
   return undefined;
 }
@@ -117,7 +129,10 @@ function renderReceipt(ctx: DashboardContext, entry: TrailEntry): void {
   fields.replaceChildren();
   for (const [key, value] of Object.entries(entry)) {
     if (value === null || value === undefined || value === '') continue;
-    fields.append(el('dt', {}, key), el('dd', {}, typeof value === 'object' ? JSON.stringify(value) : String(value)));
+    fields.append(
+      el('dt', {}, key),
+      el('dd', {}, typeof value === 'object' ? JSON.stringify(value) : String(value)),
+    );
   }
   const button = byId<HTMLButtonElement>('receipt-revert');
   const why = revertible(ctx, entry);
@@ -173,7 +188,14 @@ export function setupTrail(context: DashboardContext): void {
       status.textContent = `Revert refused: ${describeError(envelope)}`;
       return;
     }
-    const result = envelope.result as { reverted?: boolean; revert_action?: string; message?: string; reason?: string; audit_id?: number; revert_audit_id?: number };
+    const result = envelope.result as {
+      reverted?: boolean;
+      revert_action?: string;
+      message?: string;
+      reason?: string;
+      audit_id?: number;
+      revert_audit_id?: number;
+    };
     status.textContent =
       result.reverted === true
         ? `Reverted: ${result.revert_action ?? 'done'}${result.revert_audit_id !== undefined ? ` (audit #${result.revert_audit_id})` : ''}.`

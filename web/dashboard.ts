@@ -11,7 +11,13 @@
  * Spec: spec/transports.md §webmcp-dashboard.
  */
 import { byId } from './element.ts';
-import { createContext, describeError, type CatalogEntry, type DashboardContext, type SessionInfo } from './dashboard-context.ts';
+import {
+  createContext,
+  describeError,
+  type CatalogEntry,
+  type DashboardContext,
+  type SessionInfo,
+} from './dashboard-context.ts';
 import { loadApprovals } from './dashboard-approvals.ts';
 import { setupCatalogue } from './dashboard-catalogue.ts';
 import { loadReputation } from './dashboard-reputation.ts';
@@ -34,7 +40,11 @@ async function json(res: Response): Promise<Envelope> {
   try {
     return (await res.json()) as Envelope;
   } catch {
-    return { ok: false, verb: 'session', error: { reason: 'internal_error', message: `Unexpected answer (HTTP ${res.status}).` } };
+    return {
+      ok: false,
+      verb: 'session',
+      error: { reason: 'internal_error', message: `Unexpected answer (HTTP ${res.status}).` },
+    };
   }
 }
 
@@ -78,7 +88,8 @@ async function enter(session: SessionInfo): Promise<void> {
   setState('loading');
   setCsrfToken(session.csrf_token);
   byId('login-section').hidden = true;
-  byId('whoami').textContent = `Signed in as user ${session.user_id} (${session.role}) · ${session.tenant_name || `company ${session.company_id}`} (${session.tier})`;
+  byId('whoami').textContent =
+    `Signed in as user ${session.user_id} (${session.role}) · ${session.tenant_name || `company ${session.company_id}`} (${session.tier})`;
   byId('session-bar').hidden = false;
   byId('app').hidden = false;
   let catalog: CatalogEntry[] = [];
@@ -86,13 +97,13 @@ async function enter(session: SessionInfo): Promise<void> {
     const res = await fetch('/api/v1/dashboard/catalog', { credentials: 'same-origin', cache: 'no-store' });
     catalog = ((await res.json()) as { verbs: CatalogEntry[] }).verbs;
   } catch (err) {
-    byId('catalogue-status').textContent = `Could not load the catalogue: ${String((err as Error)?.message ?? err)}`;
+    byId('catalogue-status').textContent =
+      `Could not load the catalogue: ${String((err as Error)?.message ?? err)}`;
   }
-  let ctx: DashboardContext;
   const reload = (): void => {
     void Promise.all([loadTrail(ctx, true), loadApprovals(ctx), loadReputation(ctx)]);
   };
-  ctx = createContext(session, catalog, reload);
+  const ctx: DashboardContext = createContext(session, catalog, reload);
   setupCatalogue(ctx);
   setupTrail(ctx);
   await Promise.all([loadTrail(ctx, true), loadApprovals(ctx), loadReputation(ctx), connectWebmcp()]);

@@ -24,7 +24,13 @@ export interface Envelope {
   ok: boolean;
   verb: string;
   result?: Record<string, unknown>;
-  error?: { reason: string; message: string; hint?: string; path?: string; details?: Record<string, unknown> };
+  error?: {
+    reason: string;
+    message: string;
+    hint?: string;
+    path?: string;
+    details?: Record<string, unknown>;
+  };
   audit_id?: number;
   idempotency_key?: string;
   rollback_handle?: string;
@@ -82,14 +88,27 @@ function networkError(verb: string, err: unknown): Envelope {
     verb,
     error: aborted
       ? { reason: 'cancelled', message: 'The call was cancelled.' }
-      : { reason: 'network_error', message: `The server could not be reached: ${String((err as Error)?.message ?? err)}`, hint: 'Check the connection and retry.' },
+      : {
+          reason: 'network_error',
+          message: `The server could not be reached: ${String((err as Error)?.message ?? err)}`,
+          hint: 'Check the connection and retry.',
+        },
   };
 }
 
-async function post(tool: string, target: CallTarget, payload: CallPayload, token: string | undefined, signal?: AbortSignal): Promise<Envelope> {
+async function post(
+  tool: string,
+  target: CallTarget,
+  payload: CallPayload,
+  token: string | undefined,
+  signal?: AbortSignal,
+): Promise<Envelope> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (token !== undefined) headers['x-csrf-token'] = token;
-  const url = target.kind === 'webmcp' ? `/api/v1/webmcp/execute/${encodeURIComponent(tool)}` : `/api/v1/dashboard/dispatch/${encodeURIComponent(tool)}`;
+  const url =
+    target.kind === 'webmcp'
+      ? `/api/v1/webmcp/execute/${encodeURIComponent(tool)}`
+      : `/api/v1/dashboard/dispatch/${encodeURIComponent(tool)}`;
   const body = target.kind === 'webmcp' ? { ...payload, surface: target.surface } : payload;
   const res = await fetch(url, {
     method: 'POST',
@@ -103,12 +122,21 @@ async function post(tool: string, target: CallTarget, payload: CallPayload, toke
   try {
     return JSON.parse(text) as Envelope;
   } catch {
-    return { ok: false, verb: tool, error: { reason: 'internal_error', message: `Unexpected answer (HTTP ${res.status}).` } };
+    return {
+      ok: false,
+      verb: tool,
+      error: { reason: 'internal_error', message: `Unexpected answer (HTTP ${res.status}).` },
+    };
   }
 }
 
 /** POST one call; resolves to the envelope (see the header). */
-export async function execute(tool: string, target: CallTarget, payload: CallPayload, signal?: AbortSignal): Promise<Envelope> {
+export async function execute(
+  tool: string,
+  target: CallTarget,
+  payload: CallPayload,
+  signal?: AbortSignal,
+): Promise<Envelope> {
   try {
     let env = await post(tool, target, payload, csrfToken ?? csrfFromCookie(), signal);
     if (!env.ok && env.error?.reason === 'csrf_failed') {
@@ -144,9 +172,16 @@ const MAX_ROUNDS = 5;
 export async function callWithConsent(call: ConsentCall, signal?: AbortSignal): Promise<ConsentOutcome> {
   let env = await execute(call.tool, call.target, { input: call.input }, signal);
   let error: string | undefined;
-  for (let round = 0; round < MAX_ROUNDS && !env.ok && env.error?.reason === 'dispatch_pending' && env.consent !== undefined; round++) {
+  for (
+    let round = 0;
+    round < MAX_ROUNDS && !env.ok && env.error?.reason === 'dispatch_pending' && env.consent !== undefined;
+    round++
+  ) {
     const consent: ConsentRequest = env.consent;
-    const answer = await askConsent({ title: call.title, consent, ...(error !== undefined ? { error } : {}) }, signal);
+    const answer = await askConsent(
+      { title: call.title, consent, ...(error !== undefined ? { error } : {}) },
+      signal,
+    );
     if (!answer.confirmed) return { envelope: env, declined: true };
     const confirmation: CallPayload = { input: call.input, confirm: true, nonce: consent.nonce };
     if (consent.gate === 'typed_phrase') confirmation.typed_phrase = answer.phrase ?? '';

@@ -93,7 +93,9 @@ function modelContext(): { context: ModelContextLike; mode: 'native' | 'polyfill
   if (!window.isSecureContext) return undefined;
   initializeWebMCPPolyfill();
   const installed = doc.modelContext;
-  return installed !== undefined && typeof installed.registerTool === 'function' ? { context: installed, mode: 'polyfill' } : undefined;
+  return installed !== undefined && typeof installed.registerTool === 'function'
+    ? { context: installed, mode: 'polyfill' }
+    : undefined;
 }
 
 function text(value: string): { type: 'text'; text: string } {
@@ -106,9 +108,17 @@ export function toToolResult(envelope: Envelope, declined: boolean): ToolResult 
     const declinedEnvelope: Envelope = {
       ok: false,
       verb: envelope.verb,
-      error: { reason: 'declined', message: 'The human declined the confirmation; nothing was done.', hint: 'Do not retry the same action unless the human asks for it.' },
+      error: {
+        reason: 'declined',
+        message: 'The human declined the confirmation; nothing was done.',
+        hint: 'Do not retry the same action unless the human asks for it.',
+      },
     };
-    return { isError: true, content: [text(`declined: ${declinedEnvelope.error!.message}`)], structuredContent: declinedEnvelope as unknown as Record<string, unknown> };
+    return {
+      isError: true,
+      content: [text(`declined: ${declinedEnvelope.error!.message}`)],
+      structuredContent: declinedEnvelope as unknown as Record<string, unknown>,
+    };
   }
   if (envelope.ok) {
     const result = envelope.result ?? {};
@@ -116,7 +126,11 @@ export function toToolResult(envelope: Envelope, declined: boolean): ToolResult 
   }
   const error = envelope.error ?? { reason: 'internal_error', message: 'No error was given.' };
   const line = `${error.reason}: ${error.message}${error.hint !== undefined ? ` ${error.hint}` : ''}`;
-  return { isError: true, content: [text(line)], structuredContent: envelope as unknown as Record<string, unknown> };
+  return {
+    isError: true,
+    content: [text(line)],
+    structuredContent: envelope as unknown as Record<string, unknown>,
+  };
 }
 
 function signature(tool: ManifestTool): string {
@@ -150,7 +164,15 @@ export function connect(options: { surface: WebmcpSurface; pollMs?: number }): W
       inputSchema: tool.inputSchema,
       annotations: { ...tool.annotations },
       async execute(input: unknown, callOptions?: { signal?: AbortSignal }): Promise<ToolResult> {
-        const outcome = await callWithConsent({ tool: tool.name, title: tool.title ?? tool.verb, input: input ?? {}, target: { kind: 'webmcp', surface } }, callOptions?.signal);
+        const outcome = await callWithConsent(
+          {
+            tool: tool.name,
+            title: tool.title ?? tool.verb,
+            input: input ?? {},
+            target: { kind: 'webmcp', surface },
+          },
+          callOptions?.signal,
+        );
         return toToolResult(outcome.envelope, outcome.declined);
       },
     };
@@ -184,7 +206,9 @@ export function connect(options: { surface: WebmcpSurface; pollMs?: number }): W
         registered.delete(name);
       }
     }
-    await Promise.all([...next.values()].filter((t) => !registered.has(t.name)).map((t) => register(picked.context, t)));
+    await Promise.all(
+      [...next.values()].filter((t) => !registered.has(t.name)).map((t) => register(picked.context, t)),
+    );
     return names();
   }
 
@@ -206,7 +230,8 @@ export function connect(options: { surface: WebmcpSurface; pollMs?: number }): W
       if (connection.disconnected) return;
       connection.disconnected = true;
       if (timer !== undefined) clearInterval(timer);
-      for (const [name, entry] of registered) entry.controller.abort(new DOMException(`webmcp: ${name} withdrawn`, 'AbortError'));
+      for (const [name, entry] of registered)
+        entry.controller.abort(new DOMException(`webmcp: ${name} withdrawn`, 'AbortError'));
       registered.clear();
       if (current === connection) current = undefined;
     },
@@ -230,7 +255,9 @@ export function currentConnection(): WebmcpConnection | undefined {
 }
 
 function autoSurface(): string | undefined {
-  const self = [...document.querySelectorAll<HTMLScriptElement>('script[type="module"][src]')].find((s) => s.src === import.meta.url);
+  const self = [...document.querySelectorAll<HTMLScriptElement>('script[type="module"][src]')].find(
+    (s) => s.src === import.meta.url,
+  );
   const fromScript = self?.dataset.surface;
   if (fromScript !== undefined && fromScript !== '') return fromScript;
   const meta = document.querySelector<HTMLMetaElement>('meta[name="webmcp-surface"]');

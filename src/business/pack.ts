@@ -62,7 +62,9 @@ export async function seedDemoBusiness(rt: Runtime, options: SeedOptions = {}): 
   if (await rt.store.read((q) => isDemoSeeded(q, main.company_id))) {
     // A first run interrupted after the data committed but before the keys were made leaves no
     // key to log in with: make them now (the data is not seeded again).
-    const keyCount = await rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM api_keys WHERE company_id = ?', [main.company_id]));
+    const keyCount = await rt.store.read((q) =>
+      q.get<{ n: number }>('SELECT COUNT(*) AS n FROM api_keys WHERE company_id = ?', [main.company_id]),
+    );
     if (Number(keyCount?.n ?? 0) > 0) {
       return {
         seeded: false,
@@ -71,23 +73,48 @@ export async function seedDemoBusiness(rt: Runtime, options: SeedOptions = {}): 
       } as DemoSeedFacts;
     }
     const fx = DEMO_FIXTURES;
-    const users: Record<Role, number> = { owner: fx.owner_user_id, admin: fx.admin_user_id, employee: fx.employee_user_id, read_only: fx.read_only_user_id };
+    const users: Record<Role, number> = {
+      owner: fx.owner_user_id,
+      admin: fx.admin_user_id,
+      employee: fx.employee_user_id,
+      read_only: fx.read_only_user_id,
+    };
     const keys = {} as Record<Role, string>;
     for (const role of ['owner', 'admin', 'employee', 'read_only'] as const) {
-      keys[role] = await rt.createApiKey({ company_id: main.company_id, user_id: users[role], role, agent_type: 'demo', name: `${role} (demo seed)` });
+      keys[role] = await rt.createApiKey({
+        company_id: main.company_id,
+        user_id: users[role],
+        role,
+        agent_type: 'demo',
+        name: `${role} (demo seed)`,
+      });
     }
-    return { seeded: false, company: `${main.name} (company ${main.company_id}): data was already seeded; API keys created now`, owner_api_key: keys.owner, keys };
+    return {
+      seeded: false,
+      company: `${main.name} (company ${main.company_id}): data was already seeded; API keys created now`,
+      owner_api_key: keys.owner,
+      keys,
+    };
   }
   // Existing tenants (e.g. after `solid init`) keep their name and tier; the business data follows them.
   const tenants = new Map<number, SeedCompany>();
   for (const t of [sandbox, main, second]) {
-    const row = await rt.store.read((q) => q.get<{ name: string; tier: Tier }>('SELECT name, tier FROM tenants WHERE company_id = ?', [t.company_id]));
+    const row = await rt.store.read((q) =>
+      q.get<{ name: string; tier: Tier }>('SELECT name, tier FROM tenants WHERE company_id = ?', [
+        t.company_id,
+      ]),
+    );
     if (row === undefined) await rt.createTenant({ company_id: t.company_id, name: t.name, tier: t.tier });
-    tenants.set(t.company_id, { company_id: t.company_id, name: row?.name ?? t.name, tier: row?.tier ?? t.tier });
+    tenants.set(t.company_id, {
+      company_id: t.company_id,
+      name: row?.name ?? t.name,
+      tier: row?.tier ?? t.tier,
+    });
   }
   const companies: SeedCompany[] = [];
   for (const t of [main, sandbox, second]) {
-    if (t === main || !(await rt.store.read((q) => isDemoSeeded(q, t.company_id)))) companies.push(tenants.get(t.company_id)!);
+    if (t === main || !(await rt.store.read((q) => isDemoSeeded(q, t.company_id))))
+      companies.push(tenants.get(t.company_id)!);
   }
   const result = await rt.store.write(async (tx) => {
     const seeded = await seedDemo(tx, {
@@ -95,11 +122,25 @@ export async function seedDemoBusiness(rt: Runtime, options: SeedOptions = {}): 
       now,
       ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
       emit: async (companyId, e) => {
-        await appendEvents(tx, companyId, [{ type: e.type, entity_type: e.entity_type, entity_id: e.entity_id, payload: e.payload, occurred_at: e.occurred_at, actor: e.actor }], {
-          auditId: null,
-          actor: null,
-          occurredAt: e.occurred_at,
-        });
+        await appendEvents(
+          tx,
+          companyId,
+          [
+            {
+              type: e.type,
+              entity_type: e.entity_type,
+              entity_id: e.entity_id,
+              payload: e.payload,
+              occurred_at: e.occurred_at,
+              actor: e.actor,
+            },
+          ],
+          {
+            auditId: null,
+            actor: null,
+            occurredAt: e.occurred_at,
+          },
+        );
       },
     });
     for (const c of companies) tx.afterCommit(() => rt.store.notify(eventsChannel(c.company_id)));
@@ -108,9 +149,20 @@ export async function seedDemoBusiness(rt: Runtime, options: SeedOptions = {}): 
   rt.tenants.invalidate();
   const f = result.fixtures;
   const keys = {} as Record<Role, string>;
-  const users: Record<Role, number> = { owner: f.owner_user_id, admin: f.admin_user_id, employee: f.employee_user_id, read_only: f.read_only_user_id };
+  const users: Record<Role, number> = {
+    owner: f.owner_user_id,
+    admin: f.admin_user_id,
+    employee: f.employee_user_id,
+    read_only: f.read_only_user_id,
+  };
   for (const role of ['owner', 'admin', 'employee', 'read_only'] as const) {
-    keys[role] = await rt.createApiKey({ company_id: main.company_id, user_id: users[role], role, agent_type: 'demo', name: `${role} (demo seed)` });
+    keys[role] = await rt.createApiKey({
+      company_id: main.company_id,
+      user_id: users[role],
+      role,
+      agent_type: 'demo',
+      name: `${role} (demo seed)`,
+    });
   }
   const facts: DemoSeedFacts = {
     seeded: true,
@@ -120,9 +172,17 @@ export async function seedDemoBusiness(rt: Runtime, options: SeedOptions = {}): 
     sandbox: `company ${sandbox.company_id}: keyless reads (no API key) see its data`,
     fixtures: f,
   };
-  const secondOwner = result.companies.find((c) => c.company_id === second.company_id)?.employees.find((e) => e.role === 'owner');
+  const secondOwner = result.companies
+    .find((c) => c.company_id === second.company_id)
+    ?.employees.find((e) => e.role === 'owner');
   if (secondOwner !== undefined) {
-    facts.second_business_owner_key = await rt.createApiKey({ company_id: second.company_id, user_id: secondOwner.user_id, role: 'owner', agent_type: 'demo', name: 'owner (demo seed)' });
+    facts.second_business_owner_key = await rt.createApiKey({
+      company_id: second.company_id,
+      user_id: secondOwner.user_id,
+      role: 'owner',
+      agent_type: 'demo',
+      name: 'owner (demo seed)',
+    });
   }
   return facts;
 }
@@ -151,7 +211,12 @@ export const deliverEmail: OutboxHandler = async (payload, meta) => {
             type: 'email.sent',
             entity_type: 'email',
             entity_id: emailId,
-            payload: { subject: sent.subject, related_entity_type: sent.related_entity_type, related_entity_id: sent.related_entity_id, outbox_id: meta.outbox_id },
+            payload: {
+              subject: sent.subject,
+              related_entity_type: sent.related_entity_type,
+              related_entity_id: sent.related_entity_id,
+              outbox_id: meta.outbox_id,
+            },
           },
         ],
         { auditId: meta.audit_id, actor: 'system:mailer', occurredAt: now.toISOString() },
@@ -169,7 +234,8 @@ export const DEMO_REASONS: Record<string, { status: number; summary: string }> =
 
 export const demoPack: Pack = {
   name: 'demo',
-  description: 'Summit Plumbing & HVAC: a home-services business (customers, deals, appointments, invoices, payments, parts, KB, email, a managed server, its subscription).',
+  description:
+    'Summit Plumbing & HVAC: a home-services business (customers, deals, appointments, invoices, payments, parts, KB, email, a managed server, its subscription).',
   migrations: businessMigrations,
   verbs: demoVerbs,
   reasons: DEMO_REASONS,

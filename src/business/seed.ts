@@ -37,7 +37,6 @@ import {
   REGIONS,
   SERVICES,
   type DealType,
-  type PartType,
   type ServiceType,
   type Trade,
 } from './demo-catalog.ts';
@@ -145,7 +144,12 @@ export const DEMO_FIXTURES: DemoFixtures = {
   open_deal_ids: [49, 76],
   proposal_deal_id: 49,
   open_invoice: { id: 304, number: 4304, amount_cents: 30042 },
-  captured_payment: { id: 182, charge_ref: 'ch_CKqjxjWiqnR03tuPPtpfXe7N', amount_cents: 11800, invoice_id: 200 },
+  captured_payment: {
+    id: 182,
+    charge_ref: 'ch_CKqjxjWiqnR03tuPPtpfXe7N',
+    amount_cents: 11800,
+    invoice_id: 200,
+  },
   upcoming_appointment_id: 406,
   droplet_id: 1,
   low_stock_part_id: 10,
@@ -396,7 +400,13 @@ interface CompanyPlan {
 
 const FIXTURE_CONTACT_INDEX = 41;
 
-const DEAL_DWELL_DAYS: Record<string, number> = { new: 3, qualified: 4, estimate_scheduled: 6, proposal_sent: 8, negotiation: 6 };
+const DEAL_DWELL_DAYS: Record<string, number> = {
+  new: 3,
+  qualified: 4,
+  estimate_scheduled: 6,
+  proposal_sent: 8,
+  negotiation: 6,
+};
 const DEAL_TRANSITIONS: Record<string, Array<{ weight: number; value: DealStage }>> = {
   new: [
     { weight: 68, value: 'qualified' },
@@ -424,9 +434,33 @@ const DEAL_TRANSITIONS: Record<string, Array<{ weight: number; value: DealStage 
   ],
 };
 
-const COMMERCIAL_SUFFIXES = ['Property Management', 'Dental Group', 'Apartments', 'Bakery', 'Auto Repair', 'Fitness', 'Montessori School', 'Hotel', 'Family Medicine', 'Self Storage', 'Brewing Co.', 'Office Park'];
+const COMMERCIAL_SUFFIXES = [
+  'Property Management',
+  'Dental Group',
+  'Apartments',
+  'Bakery',
+  'Auto Repair',
+  'Fitness',
+  'Montessori School',
+  'Hotel',
+  'Family Medicine',
+  'Self Storage',
+  'Brewing Co.',
+  'Office Park',
+];
 const FREE_MAIL = ['gmail.com', 'yahoo.com', 'outlook.com', 'icloud.com', 'hotmail.com'];
-const EXTRA_TAGS = ['vip', 'maintenance-plan', 'warranty', 'referral', 'priority', 'tankless', 'heat-pump', 'boiler', 'new-construction', 'late-payer'];
+const EXTRA_TAGS = [
+  'vip',
+  'maintenance-plan',
+  'warranty',
+  'referral',
+  'priority',
+  'tankless',
+  'heat-pump',
+  'boiler',
+  'new-construction',
+  'late-payer',
+];
 const FAILURE_REASONS = ['card_declined', 'insufficient_funds', 'expired_card'];
 
 class CompanyGenerator {
@@ -520,7 +554,11 @@ class CompanyGenerator {
     }
   }
   uniqueEmail(local: string, domain: string): string {
-    const clean = local.toLowerCase().replace(/[^a-z0-9.]+/g, '').replace(/^\.+|\.+$/g, '') || 'contact';
+    const clean =
+      local
+        .toLowerCase()
+        .replace(/[^a-z0-9.]+/g, '')
+        .replace(/^\.+|\.+$/g, '') || 'contact';
     let candidate = `${clean}@${domain}`;
     for (let n = 2; this.emails.has(candidate); n++) candidate = `${clean}${n}@${domain}`;
     this.emails.add(candidate);
@@ -537,7 +575,9 @@ class CompanyGenerator {
     return this.users.filter(pred).map((e) => e.user_id);
   }
   get salesUsers(): number[] {
-    return this.usersWhere((e) => e.role !== 'read_only' && (e.title === 'owner' || e.title === 'manager' || e.title === 'office'));
+    return this.usersWhere(
+      (e) => e.role !== 'read_only' && (e.title === 'owner' || e.title === 'manager' || e.title === 'office'),
+    );
   }
   get staffUsers(): number[] {
     return this.usersWhere((e) => e.role !== 'read_only' && e.title !== 'technician');
@@ -599,14 +639,19 @@ class CompanyGenerator {
         phone: this.phone(),
         role,
         title,
-        hired_at: i === 0 ? this.start - 6 * 365 * DAY : this.start - this.int(30, 5 * 365) * DAY + this.int(8, 10) * HOUR,
+        hired_at:
+          i === 0
+            ? this.start - 6 * 365 * DAY
+            : this.start - this.int(30, 5 * 365) * DAY + this.int(8, 10) * HOUR,
       });
     });
   }
 
   contacts(): void {
     const n = this.count(200);
-    const times = Array.from({ length: n }, () => this.timeBetween(this.start, this.anchor - 2 * DAY)).sort((a, b) => a - b);
+    const times = Array.from({ length: n }, () => this.timeBetween(this.start, this.anchor - 2 * DAY)).sort(
+      (a, b) => a - b,
+    );
     const fixture = this.position === 0 ? FIXTURE_CONTACT_INDEX : -1;
     times.forEach((createdAt, i) => {
       const kind: ContactKind = i === fixture || this.chance(0.25) ? 'commercial' : 'residential';
@@ -614,7 +659,10 @@ class CompanyGenerator {
       let email: string | null;
       if (kind === 'commercial') {
         name = `${this.f.person.lastName()} ${this.pick(COMMERCIAL_SUFFIXES)}`;
-        email = this.uniqueEmail(this.pick(['office', 'facilities', 'accounts', 'manager']), `${slugify(name)}.com`);
+        email = this.uniqueEmail(
+          this.pick(['office', 'facilities', 'accounts', 'manager']),
+          `${slugify(name)}.com`,
+        );
       } else {
         const first = this.f.person.firstName();
         const last = this.f.person.lastName();
@@ -622,7 +670,8 @@ class CompanyGenerator {
         email = this.chance(0.95) ? this.uniqueEmail(`${first}.${last}`, this.pick(FREE_MAIL)) : null;
       }
       const extra = this.f.helpers.arrayElements(EXTRA_TAGS, { min: 0, max: 2 });
-      const tags = i === fixture ? ['vip', 'commercial'] : kind === 'commercial' ? ['commercial', ...extra] : extra;
+      const tags =
+        i === fixture ? ['vip', 'commercial'] : kind === 'commercial' ? ['commercial', ...extra] : extra;
       const source = this.weighted([
         { weight: 35, value: 'web' },
         { weight: 25, value: 'referral' },
@@ -631,7 +680,11 @@ class CompanyGenerator {
         { weight: 10, value: 'ads' },
       ]);
       const leadOnly = i !== fixture && this.chance(0.12);
-      const weight = leadOnly ? 0 : i === fixture ? 4 : this.between(0.3, 2.5) * (kind === 'commercial' ? 1.8 : 1);
+      const weight = leadOnly
+        ? 0
+        : i === fixture
+          ? 4
+          : this.between(0.3, 2.5) * (kind === 'commercial' ? 1.8 : 1);
       const contact: PContact = {
         name,
         email,
@@ -641,7 +694,14 @@ class CompanyGenerator {
         status: 'lead',
         source,
         address_line1: this.f.location.streetAddress(),
-        address_line2: kind === 'commercial' ? (this.chance(0.3) ? `Suite ${this.int(100, 450)}` : null) : this.chance(0.08) ? `Apt ${this.int(1, 40)}` : null,
+        address_line2:
+          kind === 'commercial'
+            ? this.chance(0.3)
+              ? `Suite ${this.int(100, 450)}`
+              : null
+            : this.chance(0.08)
+              ? `Apt ${this.int(1, 40)}`
+              : null,
         city: this.pick(this.profile.cities),
         region: this.profile.region,
         postal_code: `${this.profile.postal_prefix}${this.f.string.numeric(3)}`,
@@ -655,33 +715,38 @@ class CompanyGenerator {
       };
       const idx = this.plan.contacts.push(contact) - 1;
       if (i === fixture || this.chance(0.72)) {
-        contact.card = this.plan.paymentMethods.push({
-          contact: idx,
-          type: 'card',
-          brand: i === fixture ? 'visa' : this.weighted([
-            { weight: 50, value: CARD_BRANDS[0]! },
-            { weight: 30, value: CARD_BRANDS[1]! },
-            { weight: 12, value: CARD_BRANDS[2]! },
-            { weight: 8, value: CARD_BRANDS[3]! },
-          ]),
-          last4: i === fixture ? '4242' : this.f.string.numeric(4),
-          exp_month: this.int(1, 12),
-          exp_year: new Date(this.anchor).getUTCFullYear() + this.int(1, 5),
-          is_default: true,
-          created_at: createdAt,
-        }) - 1;
+        contact.card =
+          this.plan.paymentMethods.push({
+            contact: idx,
+            type: 'card',
+            brand:
+              i === fixture
+                ? 'visa'
+                : this.weighted([
+                    { weight: 50, value: CARD_BRANDS[0]! },
+                    { weight: 30, value: CARD_BRANDS[1]! },
+                    { weight: 12, value: CARD_BRANDS[2]! },
+                    { weight: 8, value: CARD_BRANDS[3]! },
+                  ]),
+            last4: i === fixture ? '4242' : this.f.string.numeric(4),
+            exp_month: this.int(1, 12),
+            exp_year: new Date(this.anchor).getUTCFullYear() + this.int(1, 5),
+            is_default: true,
+            created_at: createdAt,
+          }) - 1;
       }
       if (i !== fixture && this.chance(kind === 'commercial' ? 0.35 : 0.08)) {
-        contact.ach = this.plan.paymentMethods.push({
-          contact: idx,
-          type: 'ach',
-          brand: this.pick(BANKS),
-          last4: this.f.string.numeric(4),
-          exp_month: null,
-          exp_year: null,
-          is_default: contact.card === null,
-          created_at: createdAt,
-        }) - 1;
+        contact.ach =
+          this.plan.paymentMethods.push({
+            contact: idx,
+            type: 'ach',
+            brand: this.pick(BANKS),
+            last4: this.f.string.numeric(4),
+            exp_month: null,
+            exp_year: null,
+            is_default: contact.card === null,
+            created_at: createdAt,
+          }) - 1;
       }
     });
   }
@@ -698,22 +763,34 @@ class CompanyGenerator {
     const deals: PDeal[] = [];
     for (let i = 0; i < total - scripted; i++) {
       const contactIdx = this.weighted(
-        this.plan.contacts.map((c, idx) => ({ weight: c.kind === 'commercial' ? 3 : c.weight === 0 ? 1.5 : 1, value: idx })),
+        this.plan.contacts.map((c, idx) => ({
+          weight: c.kind === 'commercial' ? 3 : c.weight === 0 ? 1.5 : 1,
+          value: idx,
+        })),
       );
       const contact = this.plan.contacts[contactIdx]!;
       const type = this.dealType(contact.kind);
       const owner = this.pick(this.salesUsers);
       // Almost half the deals are recent, so the pipeline has open deals in every stage.
       const recent = this.chance(0.45);
-      let t = this.timeBetween(recent ? Math.max(contact.created_at, cutoff - 60 * DAY) + HOUR : contact.created_at + HOUR, cutoff - HOUR);
+      let t = this.timeBetween(
+        recent ? Math.max(contact.created_at, cutoff - 60 * DAY) + HOUR : contact.created_at + HOUR,
+        cutoff - HOUR,
+      );
       const history: PStageChange[] = [{ from: null, to: 'new', at: t, by: owner }];
       let stage: DealStage = 'new';
       for (let step = 0; step < 10 && stage !== 'won' && stage !== 'lost'; step++) {
         if (this.chance(0.05)) break; // a stalled deal
-        const next = t + Math.max(2 * HOUR, Math.round(this.exp(DEAL_DWELL_DAYS[stage]!) * DAY / MIN) * MIN);
+        const next =
+          t + Math.max(2 * HOUR, Math.round((this.exp(DEAL_DWELL_DAYS[stage]!) * DAY) / MIN) * MIN);
         if (next >= cutoff) break;
         const to: DealStage = this.weighted(DEAL_TRANSITIONS[stage]!);
-        history.push({ from: stage, to, at: next, by: this.chance(0.85) ? owner : this.pick(this.salesUsers) });
+        history.push({
+          from: stage,
+          to,
+          at: next,
+          by: this.chance(0.85) ? owner : this.pick(this.salesUsers),
+        });
         stage = to;
         t = next;
       }
@@ -797,7 +874,11 @@ class CompanyGenerator {
     const startsAt = this.slotStart(where.day, where.slot);
     const endsAt = startsAt + service.duration_minutes * MIN;
     let createdAt = startsAt - this.int(1, 21) * DAY - this.int(0, 8) * HOUR;
-    createdAt = Math.min(Math.max(createdAt, contact.created_at + 10 * MIN), this.anchor - HOUR, startsAt - HOUR);
+    createdAt = Math.min(
+      Math.max(createdAt, contact.created_at + 10 * MIN),
+      this.anchor - HOUR,
+      startsAt - HOUR,
+    );
     let cancel: PAppointment['cancel'] = null;
     let updatedAt = createdAt;
     if (status === 'cancelled') {
@@ -805,7 +886,13 @@ class CompanyGenerator {
       cancel = {
         at,
         by: this.chance(0.6) ? `customer:${contactIdx}` : `user:${this.pick(this.staffUsers)}`,
-        reason: this.pick(['Customer rescheduled', 'Issue resolved itself', 'Customer unavailable', 'Went with another company', 'Weather']),
+        reason: this.pick([
+          'Customer rescheduled',
+          'Issue resolved itself',
+          'Customer unavailable',
+          'Went with another company',
+          'Weather',
+        ]),
       };
       updatedAt = at;
     } else if (status === 'completed' || status === 'no_show') {
@@ -836,7 +923,13 @@ class CompanyGenerator {
     // 1. The fixture customer's scripted visits.
     const fx = this.plan.fixture;
     if (fx !== null) {
-      const book = (day: number, service: ServiceType, status: AppointmentStatus, deal: number | null, fixture: PAppointment['fixture']) => {
+      const book = (
+        day: number,
+        service: ServiceType,
+        status: AppointmentStatus,
+        deal: number | null,
+        fixture: PAppointment['fixture'],
+      ) => {
         const where = this.findSlot(day, day, day);
         if (where === null) throw new Error(`seed: no free slot on day ${day}`);
         this.addAppointment(fx.contact, service, where, status, deal, fixture);
@@ -865,11 +958,15 @@ class CompanyGenerator {
       }
       const where = this.findSlot(lo, hi, lo);
       if (where === null) return;
-      const status: AppointmentStatus = where.day >= 0 ? 'scheduled' : this.chance(0.92) ? 'completed' : 'no_show';
+      const status: AppointmentStatus =
+        where.day >= 0 ? 'scheduled' : this.chance(0.92) ? 'completed' : 'no_show';
       this.addAppointment(deal.contact, estimate, where, status, dealIdx);
     });
     const services = (kind: ContactKind) =>
-      SERVICES.map((s) => ({ weight: s.service === 'Commercial maintenance visit' && kind !== 'commercial' ? 0 : s.weight, value: s }));
+      SERVICES.map((s) => ({
+        weight: s.service === 'Commercial maintenance visit' && kind !== 'commercial' ? 0 : s.weight,
+        value: s,
+      }));
     // 3. Random past visits.
     const visitWeights = this.plan.contacts.map((c, idx) => ({ weight: c.weight, value: idx }));
     let past = this.plan.appointments.filter((a) => a.starts_at < this.anchor).length;
@@ -894,7 +991,13 @@ class CompanyGenerator {
       const where = this.findSlot(0, SCHEDULE_DAYS);
       if (where === null) continue;
       const status: AppointmentStatus = this.chance(0.06) ? 'cancelled' : 'scheduled';
-      this.addAppointment(contactIdx, this.weighted(services(this.plan.contacts[contactIdx]!.kind)), where, status, null);
+      this.addAppointment(
+        contactIdx,
+        this.weighted(services(this.plan.contacts[contactIdx]!.kind)),
+        where,
+        status,
+        null,
+      );
       future++;
     }
     this.plan.appointments.sort((a, b) => a.starts_at - b.starts_at || a.tech - b.tech);
@@ -906,7 +1009,12 @@ class CompanyGenerator {
       .shuffle(PARTS.map((p, i) => ({ p, i })))
       .slice(0, n)
       .sort((a, b) => a.i - b.i);
-    const lowStock = new Set(this.f.helpers.arrayElements(chosen.map((c) => c.i), Math.max(2, Math.round(n * 0.15))));
+    const lowStock = new Set(
+      this.f.helpers.arrayElements(
+        chosen.map((c) => c.i),
+        Math.max(2, Math.round(n * 0.15)),
+      ),
+    );
     for (const { p, i } of chosen) {
       const cost = this.int(p.min_cost_cents, p.max_cost_cents);
       const reorder = this.int(4, 12);
@@ -934,7 +1042,12 @@ class CompanyGenerator {
       if (!this.chance(a.service.parts_chance)) return;
       const used = this.f.helpers.arrayElements(byTrade(a.service.trade), this.int(1, 3));
       for (const { i } of used) {
-        this.plan.usage.push({ appointment: idx, part: i, quantity: this.int(1, 2), used_at: a.starts_at + 45 * MIN });
+        this.plan.usage.push({
+          appointment: idx,
+          part: i,
+          quantity: this.int(1, 2),
+          used_at: a.starts_at + 45 * MIN,
+        });
       }
     });
   }
@@ -943,7 +1056,8 @@ class CompanyGenerator {
     const drafts: PInvoice[] = [];
     const issued: PInvoice[] = [];
     const usageByAppointment = new Map<number, PUsage[]>();
-    for (const u of this.plan.usage) usageByAppointment.set(u.appointment, [...(usageByAppointment.get(u.appointment) ?? []), u]);
+    for (const u of this.plan.usage)
+      usageByAppointment.set(u.appointment, [...(usageByAppointment.get(u.appointment) ?? []), u]);
     const place = (inv: PInvoice) => (inv.issued_at === null ? drafts : issued).push(inv);
     this.plan.appointments.forEach((a, idx) => {
       if (a.status !== 'completed' || a.service.estimate === true) return;
@@ -959,17 +1073,36 @@ class CompanyGenerator {
       ];
       for (const u of usageByAppointment.get(idx) ?? []) {
         const part = this.plan.parts[u.part]!;
-        lines.push({ part: u.part, description: part.name, quantity: u.quantity, unit_price_cents: part.unit_price_cents });
+        lines.push({
+          part: u.part,
+          description: part.name,
+          quantity: u.quantity,
+          unit_price_cents: part.unit_price_cents,
+        });
       }
       if (a.fixture === 'open') {
         const valve = this.plan.parts.findIndex((p) => p.name === 'T&P relief valve 3/4"');
         const part = valve >= 0 ? valve : 0;
-        lines.push({ part, description: this.plan.parts[part]!.name, quantity: 1, unit_price_cents: this.plan.parts[part]!.unit_price_cents });
+        lines.push({
+          part,
+          description: this.plan.parts[part]!.name,
+          quantity: 1,
+          unit_price_cents: this.plan.parts[part]!.unit_price_cents,
+        });
         this.plan.usage.push({ appointment: idx, part, quantity: 1, used_at: a.starts_at + 45 * MIN });
       }
       const delayed = a.fixture === null && this.chance(0.08);
       const issueAt = a.ends_at + (delayed ? this.int(1, 3) * DAY : this.int(30, 180) * MIN);
-      place(this.newInvoice(a.contact, idx, lines, issueAt, contact.kind, a.fixture === 'paid' || a.fixture === 'open' ? a.fixture : null));
+      place(
+        this.newInvoice(
+          a.contact,
+          idx,
+          lines,
+          issueAt,
+          contact.kind,
+          a.fixture === 'paid' || a.fixture === 'open' ? a.fixture : null,
+        ),
+      );
     });
     this.plan.deals.forEach((deal) => {
       const last = deal.history[deal.history.length - 1]!;
@@ -977,7 +1110,16 @@ class CompanyGenerator {
       const issueAt = last.at + this.int(2, 20) * DAY;
       if (issueAt >= this.anchor) return;
       const kind = this.plan.contacts[deal.contact]!.kind;
-      place(this.newInvoice(deal.contact, null, [{ part: null, description: deal.title, quantity: 1, unit_price_cents: deal.amount_cents }], issueAt, kind, null));
+      place(
+        this.newInvoice(
+          deal.contact,
+          null,
+          [{ part: null, description: deal.title, quantity: 1, unit_price_cents: deal.amount_cents }],
+          issueAt,
+          kind,
+          null,
+        ),
+      );
     });
     issued.sort((a, b) => a.issued_at! - b.issued_at!);
     drafts.sort((a, b) => a.created_at - b.created_at);
@@ -988,7 +1130,14 @@ class CompanyGenerator {
     this.refunds();
   }
 
-  newInvoice(contact: number, appointment: number | null, lines: PLine[], issueAt: number, kind: ContactKind, fixture: PInvoice['fixture']): PInvoice {
+  newInvoice(
+    contact: number,
+    appointment: number | null,
+    lines: PLine[],
+    issueAt: number,
+    kind: ContactKind,
+    fixture: PInvoice['fixture'],
+  ): PInvoice {
     const amount = lines.reduce((s, l) => s + l.quantity * l.unit_price_cents, 0);
     const draft = issueAt >= this.anchor;
     const createdAt = draft ? Math.min(issueAt, this.anchor - 30 * MIN) : issueAt;
@@ -1021,7 +1170,14 @@ class CompanyGenerator {
     return { method, ref: method === 'card' ? c.card : method === 'ach' ? c.ach : null };
   }
 
-  addPayment(invoiceIdx: number, amount: number, at: number, how: { method: PaymentMethodKind; ref: number | null }, status: PaymentStatus, fixture = false): void {
+  addPayment(
+    invoiceIdx: number,
+    amount: number,
+    at: number,
+    how: { method: PaymentMethodKind; ref: number | null },
+    status: PaymentStatus,
+    fixture = false,
+  ): void {
     const inv = this.plan.invoices[invoiceIdx]!;
     const online = (how.method === 'card' || how.method === 'ach') && this.chance(0.5);
     this.plan.payments.push({
@@ -1057,7 +1213,14 @@ class CompanyGenerator {
     const c = this.plan.contacts[inv.contact]!;
     if (inv.fixture === 'open') return;
     if (inv.fixture === 'paid') {
-      this.addPayment(idx, inv.amount_cents, issued + 5 * MIN, { method: 'card', ref: c.card }, 'captured', true);
+      this.addPayment(
+        idx,
+        inv.amount_cents,
+        issued + 5 * MIN,
+        { method: 'card', ref: c.card },
+        'captured',
+        true,
+      );
       return;
     }
     const age = this.anchor - issued;
@@ -1093,14 +1256,26 @@ class CompanyGenerator {
       this.addPayment(idx, inv.amount_cents, this.timeBetween(issued, first), how, 'failed');
     }
     if (outcome === 'partial') {
-      this.addPayment(idx, Math.max(100, Math.round((inv.amount_cents * this.between(0.2, 0.6)) / 100) * 100), first, how, 'captured');
+      this.addPayment(
+        idx,
+        Math.max(100, Math.round((inv.amount_cents * this.between(0.2, 0.6)) / 100) * 100),
+        first,
+        how,
+        'captured',
+      );
       return;
     }
     if (inv.amount_cents >= 40000 && this.chance(0.15)) {
       const deposit = Math.round((inv.amount_cents * this.between(0.3, 0.5)) / 100) * 100;
       this.addPayment(idx, deposit, first, how, 'captured');
       const second = this.timeBetween(first + HOUR, Math.min(first + 20 * DAY, this.anchor - 30 * MIN));
-      this.addPayment(idx, inv.amount_cents - deposit, second, this.paymentMethodFor(inv.contact), 'captured');
+      this.addPayment(
+        idx,
+        inv.amount_cents - deposit,
+        second,
+        this.paymentMethodFor(inv.contact),
+        'captured',
+      );
       return;
     }
     this.addPayment(idx, inv.amount_cents, first, how, 'captured');
@@ -1113,7 +1288,12 @@ class CompanyGenerator {
       const r = this.f.number.float();
       if (r >= 0.09) return;
       const full = r < 0.025;
-      const amount = full ? p.amount_cents : Math.min(p.amount_cents - 100, Math.max(100, Math.round((p.amount_cents * this.between(0.1, 0.5)) / 100) * 100));
+      const amount = full
+        ? p.amount_cents
+        : Math.min(
+            p.amount_cents - 100,
+            Math.max(100, Math.round((p.amount_cents * this.between(0.1, 0.5)) / 100) * 100),
+          );
       if (amount <= 0) return;
       const at = this.timeBetween(p.created_at + DAY, Math.min(p.created_at + 30 * DAY, this.anchor - HOUR));
       this.plan.refunds.push({
@@ -1140,7 +1320,8 @@ class CompanyGenerator {
       last.set(c, Math.max(last.get(c) ?? at, at));
     };
     for (const a of this.plan.appointments) if (a.status === 'completed') touch(a.contact, a.ends_at);
-    for (const p of this.plan.payments) if (p.status !== 'failed') touch(this.plan.invoices[p.invoice]!.contact, p.created_at);
+    for (const p of this.plan.payments)
+      if (p.status !== 'failed') touch(this.plan.invoices[p.invoice]!.contact, p.created_at);
     this.plan.contacts.forEach((c, idx) => {
       const f = first.get(idx);
       if (f === undefined) return;
@@ -1149,7 +1330,12 @@ class CompanyGenerator {
       c.updated_at = f;
       const inactiveAt = last.get(idx)! + INACTIVE_AFTER_DAYS * DAY;
       if (inactiveAt < this.anchor) {
-        c.status_changes.push({ from: 'active', to: 'inactive', at: inactiveAt, reason: `no activity for ${INACTIVE_AFTER_DAYS} days` });
+        c.status_changes.push({
+          from: 'active',
+          to: 'inactive',
+          at: inactiveAt,
+          reason: `no activity for ${INACTIVE_AFTER_DAYS} days`,
+        });
         c.status = 'inactive';
         c.updated_at = inactiveAt;
       }
@@ -1227,10 +1413,28 @@ class CompanyGenerator {
       const body = `Hello,\n\nThis is a reminder of your ${a.service.service.toLowerCase()} visit. Our technician will arrive within the booked window.\n\n${name}`;
       if (day >= 0 && day <= 2) {
         const created = this.anchor - this.int(10, 120) * MIN;
-        this.plan.emails.push({ to_address: to, subject, body, status: 'queued', related: { type: 'appointment', index: idx }, error: null, created_at: created, sent_at: null });
+        this.plan.emails.push({
+          to_address: to,
+          subject,
+          body,
+          status: 'queued',
+          related: { type: 'appointment', index: idx },
+          error: null,
+          created_at: created,
+          sent_at: null,
+        });
       } else if (day < 0 && day >= -30) {
         const sent = Math.max(a.starts_at - DAY, a.created_at + 5 * MIN);
-        this.plan.emails.push({ to_address: to, subject, body, status: 'sent', related: { type: 'appointment', index: idx }, error: null, created_at: sent - MIN, sent_at: sent });
+        this.plan.emails.push({
+          to_address: to,
+          subject,
+          body,
+          status: 'sent',
+          related: { type: 'appointment', index: idx },
+          error: null,
+          created_at: sent - MIN,
+          sent_at: sent,
+        });
       }
     });
     this.plan.emails.sort((a, b) => a.created_at - b.created_at);
@@ -1327,7 +1531,8 @@ class Writer {
         `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${chunk.map(() => tuple).join(', ')} RETURNING id`,
         chunk.flat(),
       );
-      if (returned.length !== chunk.length) throw new Error(`seed: ${table} insert returned ${returned.length} ids for ${chunk.length} rows`);
+      if (returned.length !== chunk.length)
+        throw new Error(`seed: ${table} insert returned ${returned.length} ids for ${chunk.length} rows`);
       ids.push(...returned.map((r) => num(r.id)).sort((a, b) => a - b));
       this.advance(chunk.length);
     }
@@ -1380,34 +1585,137 @@ async function writePlan(w: Writer, p: CompanyPlan): Promise<PlanIds> {
   await w.insert(
     'employees',
     ['company_id', 'user_id', 'name', 'email', 'phone', 'role', 'title', 'active', 'hired_at', 'updated_at'],
-    p.employees.map((e) => [c, e.user_id, e.name, e.email, e.phone, e.role, e.title, 1, t(e.hired_at), t(e.hired_at)]),
+    p.employees.map((e) => [
+      c,
+      e.user_id,
+      e.name,
+      e.email,
+      e.phone,
+      e.role,
+      e.title,
+      1,
+      t(e.hired_at),
+      t(e.hired_at),
+    ]),
   );
   const contacts = await w.insert(
     'contacts',
-    ['company_id', 'name', 'email', 'phone', 'kind', 'tags', 'status', 'source', 'address_line1', 'address_line2', 'city', 'region', 'postal_code', 'country', 'created_at', 'updated_at'],
-    p.contacts.map((x) => [c, x.name, x.email, x.phone, x.kind, JSON.stringify(x.tags), x.status, x.source, x.address_line1, x.address_line2, x.city, x.region, x.postal_code, 'US', t(x.created_at), t(x.updated_at)]),
+    [
+      'company_id',
+      'name',
+      'email',
+      'phone',
+      'kind',
+      'tags',
+      'status',
+      'source',
+      'address_line1',
+      'address_line2',
+      'city',
+      'region',
+      'postal_code',
+      'country',
+      'created_at',
+      'updated_at',
+    ],
+    p.contacts.map((x) => [
+      c,
+      x.name,
+      x.email,
+      x.phone,
+      x.kind,
+      JSON.stringify(x.tags),
+      x.status,
+      x.source,
+      x.address_line1,
+      x.address_line2,
+      x.city,
+      x.region,
+      x.postal_code,
+      'US',
+      t(x.created_at),
+      t(x.updated_at),
+    ]),
   );
   const paymentMethods = await w.insert(
     'payment_methods',
-    ['company_id', 'contact_id', 'type', 'brand', 'last4', 'exp_month', 'exp_year', 'is_default', 'created_at'],
-    p.paymentMethods.map((m) => [c, contacts[m.contact], m.type, m.brand, m.last4, m.exp_month, m.exp_year, m.is_default ? 1 : 0, t(m.created_at)]),
+    [
+      'company_id',
+      'contact_id',
+      'type',
+      'brand',
+      'last4',
+      'exp_month',
+      'exp_year',
+      'is_default',
+      'created_at',
+    ],
+    p.paymentMethods.map((m) => [
+      c,
+      contacts[m.contact],
+      m.type,
+      m.brand,
+      m.last4,
+      m.exp_month,
+      m.exp_year,
+      m.is_default ? 1 : 0,
+      t(m.created_at),
+    ]),
   );
   const deals = await w.insert(
     'deals',
-    ['company_id', 'contact_id', 'title', 'stage', 'amount_cents', 'owner_user_id', 'created_at', 'updated_at', 'closed_at'],
+    [
+      'company_id',
+      'contact_id',
+      'title',
+      'stage',
+      'amount_cents',
+      'owner_user_id',
+      'created_at',
+      'updated_at',
+      'closed_at',
+    ],
     p.deals.map((d) => {
       const last = d.history[d.history.length - 1]!;
       const closed = last.to === 'won' || last.to === 'lost';
-      return [c, contacts[d.contact], d.title, last.to, d.amount_cents, d.owner, t(d.history[0]!.at), t(last.at), closed ? t(last.at) : null];
+      return [
+        c,
+        contacts[d.contact],
+        d.title,
+        last.to,
+        d.amount_cents,
+        d.owner,
+        t(d.history[0]!.at),
+        t(last.at),
+        closed ? t(last.at) : null,
+      ];
     }),
   );
-  const historyRows = p.deals.flatMap((d, i) => d.history.map((h) => [c, deals[i], h.from, h.to, t(h.at), h.by]));
-  const historyFlat = await w.insert('deal_stage_history', ['company_id', 'deal_id', 'from_stage', 'to_stage', 'changed_at', 'changed_by_user_id'], historyRows);
+  const historyRows = p.deals.flatMap((d, i) =>
+    d.history.map((h) => [c, deals[i], h.from, h.to, t(h.at), h.by]),
+  );
+  const historyFlat = await w.insert(
+    'deal_stage_history',
+    ['company_id', 'deal_id', 'from_stage', 'to_stage', 'changed_at', 'changed_by_user_id'],
+    historyRows,
+  );
   let k = 0;
   const history = p.deals.map((d) => d.history.map(() => historyFlat[k++]!));
   const appointments = await w.insert(
     'appointments',
-    ['company_id', 'contact_id', 'technician_user_id', 'deal_id', 'service', 'starts_at', 'ends_at', 'status', 'notes', 'created_at', 'updated_at'],
+    [
+      'company_id',
+      'contact_id',
+      'technician_user_id',
+      'deal_id',
+      'service',
+      'starts_at',
+      'ends_at',
+      'status',
+      'notes',
+      'created_at',
+      'updated_at',
+    ],
     p.appointments.map((a) => [
       c,
       contacts[a.contact],
@@ -1417,15 +1725,39 @@ async function writePlan(w: Writer, p: CompanyPlan): Promise<PlanIds> {
       t(a.starts_at),
       t(a.ends_at),
       a.status,
-      a.cancel === null ? a.notes : [a.notes, `Cancelled: ${a.cancel.reason}`].filter((s) => s !== null).join('\n'),
+      a.cancel === null
+        ? a.notes
+        : [a.notes, `Cancelled: ${a.cancel.reason}`].filter((s) => s !== null).join('\n'),
       t(a.created_at),
       t(a.updated_at),
     ]),
   );
   const parts = await w.insert(
     'parts',
-    ['company_id', 'sku', 'name', 'category', 'quantity_on_hand', 'reorder_point', 'unit_cost_cents', 'unit_price_cents', 'location', 'updated_at'],
-    p.parts.map((x) => [c, x.sku, x.name, x.category, x.quantity_on_hand, x.reorder_point, x.unit_cost_cents, x.unit_price_cents, x.location, t(x.updated_at)]),
+    [
+      'company_id',
+      'sku',
+      'name',
+      'category',
+      'quantity_on_hand',
+      'reorder_point',
+      'unit_cost_cents',
+      'unit_price_cents',
+      'location',
+      'updated_at',
+    ],
+    p.parts.map((x) => [
+      c,
+      x.sku,
+      x.name,
+      x.category,
+      x.quantity_on_hand,
+      x.reorder_point,
+      x.unit_cost_cents,
+      x.unit_price_cents,
+      x.location,
+      t(x.updated_at),
+    ]),
   );
   const usage = await w.insert(
     'part_usage',
@@ -1434,7 +1766,20 @@ async function writePlan(w: Writer, p: CompanyPlan): Promise<PlanIds> {
   );
   const invoices = await w.insert(
     'invoices',
-    ['company_id', 'contact_id', 'appointment_id', 'number', 'status', 'amount_cents', 'paid_cents', 'due_at', 'issued_at', 'paid_at', 'created_at', 'updated_at'],
+    [
+      'company_id',
+      'contact_id',
+      'appointment_id',
+      'number',
+      'status',
+      'amount_cents',
+      'paid_cents',
+      'due_at',
+      'issued_at',
+      'paid_at',
+      'created_at',
+      'updated_at',
+    ],
     p.invoices.map((i) => [
       c,
       contacts[i.contact],
@@ -1454,12 +1799,33 @@ async function writePlan(w: Writer, p: CompanyPlan): Promise<PlanIds> {
     'invoice_lines',
     ['company_id', 'invoice_id', 'part_id', 'description', 'quantity', 'unit_price_cents', 'amount_cents'],
     p.invoices.flatMap((inv, i) =>
-      inv.lines.map((l) => [c, invoices[i], l.part === null ? null : parts[l.part], l.description, l.quantity, l.unit_price_cents, l.quantity * l.unit_price_cents]),
+      inv.lines.map((l) => [
+        c,
+        invoices[i],
+        l.part === null ? null : parts[l.part],
+        l.description,
+        l.quantity,
+        l.unit_price_cents,
+        l.quantity * l.unit_price_cents,
+      ]),
     ),
   );
   const payments = await w.insert(
     'payments',
-    ['company_id', 'invoice_id', 'payment_method_id', 'charge_ref', 'amount_cents', 'refunded_cents', 'fee_cents', 'status', 'method', 'failure_reason', 'created_at', 'updated_at'],
+    [
+      'company_id',
+      'invoice_id',
+      'payment_method_id',
+      'charge_ref',
+      'amount_cents',
+      'refunded_cents',
+      'fee_cents',
+      'status',
+      'method',
+      'failure_reason',
+      'created_at',
+      'updated_at',
+    ],
     p.payments.map((x) => [
       c,
       invoices[x.invoice],
@@ -1477,8 +1843,26 @@ async function writePlan(w: Writer, p: CompanyPlan): Promise<PlanIds> {
   );
   const refunds = await w.insert(
     'refunds',
-    ['company_id', 'payment_id', 'refund_ref', 'amount_cents', 'fee_refunded_cents', 'reason', 'created_by_user_id', 'created_at'],
-    p.refunds.map((r) => [c, payments[r.payment], r.refund_ref, r.amount_cents, r.fee_refunded_cents, r.reason, r.by, t(r.created_at)]),
+    [
+      'company_id',
+      'payment_id',
+      'refund_ref',
+      'amount_cents',
+      'fee_refunded_cents',
+      'reason',
+      'created_by_user_id',
+      'created_at',
+    ],
+    p.refunds.map((r) => [
+      c,
+      payments[r.payment],
+      r.refund_ref,
+      r.amount_cents,
+      r.fee_refunded_cents,
+      r.reason,
+      r.by,
+      t(r.created_at),
+    ]),
   );
   const notes = await w.insert(
     'notes',
@@ -1490,17 +1874,72 @@ async function writePlan(w: Writer, p: CompanyPlan): Promise<PlanIds> {
     ['company_id', 'slug', 'title', 'body', 'tags', 'created_at', 'updated_at'],
     p.kb.map((a) => [c, a.slug, a.title, a.body, JSON.stringify(a.tags), t(a.created_at), t(a.updated_at)]),
   );
-  const relatedId = (r: PEmail['related']) => (r.type === 'invoice' ? invoices : r.type === 'payment' ? payments : appointments)[r.index];
+  const relatedId = (r: PEmail['related']) =>
+    (r.type === 'invoice' ? invoices : r.type === 'payment' ? payments : appointments)[r.index];
   const emails = await w.insert(
     'email_outbox',
-    ['company_id', 'to_address', 'subject', 'body', 'status', 'related_entity_type', 'related_entity_id', 'error', 'created_at', 'sent_at'],
-    p.emails.map((e) => [c, e.to_address, e.subject, e.body, e.status, e.related.type, relatedId(e.related), e.error, t(e.created_at), t(e.sent_at)]),
+    [
+      'company_id',
+      'to_address',
+      'subject',
+      'body',
+      'status',
+      'related_entity_type',
+      'related_entity_id',
+      'error',
+      'created_at',
+      'sent_at',
+    ],
+    p.emails.map((e) => [
+      c,
+      e.to_address,
+      e.subject,
+      e.body,
+      e.status,
+      e.related.type,
+      relatedId(e.related),
+      e.error,
+      t(e.created_at),
+      t(e.sent_at),
+    ]),
   );
   const d = p.droplet;
   const [droplet] = await w.insert(
     'droplets',
-    ['company_id', 'name', 'size', 'size_slug', 'region', 'ip', 'health', 'cpu_pct', 'memory_pct', 'disk_pct', 'workers', 'queue_depth', 'created_at', 'updated_at'],
-    [[c, d.name, d.size, DROPLET_SIZES[d.size].slug, d.region, d.ip, JSON.stringify(d.health), d.cpu_pct, d.memory_pct, d.disk_pct, d.workers, d.queue_depth, t(d.created_at), t(d.scaled_at)]],
+    [
+      'company_id',
+      'name',
+      'size',
+      'size_slug',
+      'region',
+      'ip',
+      'health',
+      'cpu_pct',
+      'memory_pct',
+      'disk_pct',
+      'workers',
+      'queue_depth',
+      'created_at',
+      'updated_at',
+    ],
+    [
+      [
+        c,
+        d.name,
+        d.size,
+        DROPLET_SIZES[d.size].slug,
+        d.region,
+        d.ip,
+        JSON.stringify(d.health),
+        d.cpu_pct,
+        d.memory_pct,
+        d.disk_pct,
+        d.workers,
+        d.queue_depth,
+        t(d.created_at),
+        t(d.scaled_at),
+      ],
+    ],
   );
   const s = p.subscription;
   const [subscription] = await w.insert(
@@ -1532,27 +1971,60 @@ async function writePlan(w: Writer, p: CompanyPlan): Promise<PlanIds> {
 
 function buildEvents(p: CompanyPlan, ids: PlanIds): DomainEvent[] {
   const list: Array<DomainEvent & { seq: number }> = [];
-  const add = (type: DomainEventType, entity_type: string, entity_id: number, at: number, actor: EventActor, payload: Record<string, unknown>) =>
-    list.push({ type, entity_type, entity_id, payload, occurred_at: iso(at), actor, seq: list.length });
+  const add = (
+    type: DomainEventType,
+    entity_type: string,
+    entity_id: number,
+    at: number,
+    actor: EventActor,
+    payload: Record<string, unknown>,
+  ) => list.push({ type, entity_type, entity_id, payload, occurred_at: iso(at), actor, seq: list.length });
   /** Actors generated as `customer:<plan index>` name the contact's id once it exists. */
-  const actor = (a: EventActor): EventActor => (a.startsWith('customer:') ? `customer:${ids.contacts[Number(a.slice(9))]}` : a);
+  const actor = (a: EventActor): EventActor =>
+    a.startsWith('customer:') ? `customer:${ids.contacts[Number(a.slice(9))]}` : a;
   const owner = p.employees[0]!.user_id;
 
   for (const e of p.employees) {
-    add('employee.hired', 'employee', e.user_id, e.hired_at, e.user_id === owner ? 'system:onboarding' : `user:${owner}`, { name: e.name, role: e.role, title: e.title });
+    add(
+      'employee.hired',
+      'employee',
+      e.user_id,
+      e.hired_at,
+      e.user_id === owner ? 'system:onboarding' : `user:${owner}`,
+      { name: e.name, role: e.role, title: e.title },
+    );
   }
   p.contacts.forEach((x, i) => {
     const id = ids.contacts[i]!;
-    add('contact.created', 'contact', id, x.created_at, actor(x.created_by), { name: x.name, kind: x.kind, source: x.source });
-    for (const s of x.status_changes) add('contact.status_changed', 'contact', id, s.at, 'system:lifecycle', { from: s.from, to: s.to, reason: s.reason });
+    add('contact.created', 'contact', id, x.created_at, actor(x.created_by), {
+      name: x.name,
+      kind: x.kind,
+      source: x.source,
+    });
+    for (const s of x.status_changes)
+      add('contact.status_changed', 'contact', id, s.at, 'system:lifecycle', {
+        from: s.from,
+        to: s.to,
+        reason: s.reason,
+      });
   });
-  p.notes.forEach((n, i) => add('note.added', 'note', ids.notes[i]!, n.created_at, `user:${n.author}`, { contact_id: ids.contacts[n.contact] }));
+  p.notes.forEach((n, i) =>
+    add('note.added', 'note', ids.notes[i]!, n.created_at, `user:${n.author}`, {
+      contact_id: ids.contacts[n.contact],
+    }),
+  );
   p.deals.forEach((d, i) => {
     const id = ids.deals[i]!;
     const contactId = ids.contacts[d.contact];
     d.history.forEach((h, j) => {
       if (h.from === null) {
-        add('deal.created', 'deal', id, h.at, `user:${h.by}`, { contact_id: contactId, title: d.title, amount_cents: d.amount_cents, stage: h.to, history_id: ids.history[i]![j] });
+        add('deal.created', 'deal', id, h.at, `user:${h.by}`, {
+          contact_id: contactId,
+          title: d.title,
+          amount_cents: d.amount_cents,
+          stage: h.to,
+          history_id: ids.history[i]![j],
+        });
       } else {
         add('deal.stage_changed', 'deal', id, h.at, `user:${h.by}`, {
           contact_id: contactId,
@@ -1575,9 +2047,20 @@ function buildEvents(p: CompanyPlan, ids: PlanIds): DomainEvent[] {
       ends_at: iso(a.ends_at),
       deal_id: a.deal === null ? null : ids.deals[a.deal],
     });
-    if (a.status === 'completed') add('appointment.completed', 'appointment', id, a.ends_at, `user:${a.tech}`, { contact_id: contactId, service: a.service.service });
-    if (a.status === 'no_show') add('appointment.no_show', 'appointment', id, a.starts_at + 30 * MIN, `user:${a.tech}`, { contact_id: contactId });
-    if (a.cancel !== null) add('appointment.cancelled', 'appointment', id, a.cancel.at, actor(a.cancel.by), { contact_id: contactId, reason: a.cancel.reason });
+    if (a.status === 'completed')
+      add('appointment.completed', 'appointment', id, a.ends_at, `user:${a.tech}`, {
+        contact_id: contactId,
+        service: a.service.service,
+      });
+    if (a.status === 'no_show')
+      add('appointment.no_show', 'appointment', id, a.starts_at + 30 * MIN, `user:${a.tech}`, {
+        contact_id: contactId,
+      });
+    if (a.cancel !== null)
+      add('appointment.cancelled', 'appointment', id, a.cancel.at, actor(a.cancel.by), {
+        contact_id: contactId,
+        reason: a.cancel.reason,
+      });
   });
   p.usage.forEach((u, i) => {
     const part = p.parts[u.part]!;
@@ -1599,8 +2082,17 @@ function buildEvents(p: CompanyPlan, ids: PlanIds): DomainEvent[] {
       due_at: inv.due_at === null ? null : iso(inv.due_at),
       appointment_id: inv.appointment === null ? null : ids.appointments[inv.appointment],
     });
-    if (inv.paid_at !== null) add('invoice.paid', 'invoice', id, inv.paid_at, 'system:billing', { contact_id: contactId, number: inv.number, amount_cents: inv.amount_cents });
-    if (inv.voided !== null) add('invoice.voided', 'invoice', id, inv.voided.at, `user:${inv.voided.by}`, { contact_id: contactId, number: inv.number });
+    if (inv.paid_at !== null)
+      add('invoice.paid', 'invoice', id, inv.paid_at, 'system:billing', {
+        contact_id: contactId,
+        number: inv.number,
+        amount_cents: inv.amount_cents,
+      });
+    if (inv.voided !== null)
+      add('invoice.voided', 'invoice', id, inv.voided.at, `user:${inv.voided.by}`, {
+        contact_id: contactId,
+        number: inv.number,
+      });
   });
   p.payments.forEach((x, i) => {
     const inv = p.invoices[x.invoice]!;
@@ -1612,7 +2104,11 @@ function buildEvents(p: CompanyPlan, ids: PlanIds): DomainEvent[] {
       amount_cents: x.amount_cents,
       method: x.method,
     };
-    if (x.status === 'failed') add('payment.failed', 'payment', ids.payments[i]!, x.created_at, actor(x.actor), { ...payload, failure_reason: x.failure_reason });
+    if (x.status === 'failed')
+      add('payment.failed', 'payment', ids.payments[i]!, x.created_at, actor(x.actor), {
+        ...payload,
+        failure_reason: x.failure_reason,
+      });
     else add('payment.captured', 'payment', ids.payments[i]!, x.created_at, actor(x.actor), payload);
   });
   p.refunds.forEach((r, i) => {
@@ -1626,18 +2122,57 @@ function buildEvents(p: CompanyPlan, ids: PlanIds): DomainEvent[] {
     });
   });
   p.emails.forEach((e, i) => {
-    const related = { related_entity_type: e.related.type, related_entity_id: (e.related.type === 'invoice' ? ids.invoices : e.related.type === 'payment' ? ids.payments : ids.appointments)[e.related.index] };
-    if (e.status === 'queued') add('email.queued', 'email', ids.emails[i]!, e.created_at, 'system:mailer', { subject: e.subject, ...related });
-    else if (e.status === 'sent') add('email.sent', 'email', ids.emails[i]!, e.sent_at!, 'system:mailer', { subject: e.subject, ...related });
-    else add('email.failed', 'email', ids.emails[i]!, e.created_at + 2 * MIN, 'system:mailer', { subject: e.subject, error: e.error, ...related });
+    const related = {
+      related_entity_type: e.related.type,
+      related_entity_id: (e.related.type === 'invoice'
+        ? ids.invoices
+        : e.related.type === 'payment'
+          ? ids.payments
+          : ids.appointments)[e.related.index],
+    };
+    if (e.status === 'queued')
+      add('email.queued', 'email', ids.emails[i]!, e.created_at, 'system:mailer', {
+        subject: e.subject,
+        ...related,
+      });
+    else if (e.status === 'sent')
+      add('email.sent', 'email', ids.emails[i]!, e.sent_at!, 'system:mailer', {
+        subject: e.subject,
+        ...related,
+      });
+    else
+      add('email.failed', 'email', ids.emails[i]!, e.created_at + 2 * MIN, 'system:mailer', {
+        subject: e.subject,
+        error: e.error,
+        ...related,
+      });
   });
-  p.kb.forEach((a, i) => add('kb_article.published', 'kb_article', ids.kb[i]!, a.created_at, `user:${owner}`, { slug: a.slug, title: a.title }));
+  p.kb.forEach((a, i) =>
+    add('kb_article.published', 'kb_article', ids.kb[i]!, a.created_at, `user:${owner}`, {
+      slug: a.slug,
+      title: a.title,
+    }),
+  );
   const d = p.droplet;
-  add('droplet.provisioned', 'droplet', ids.droplet, d.created_at, 'system:provisioning', { size: d.size, size_slug: DROPLET_SIZES[d.size].slug, region: d.region, workers: 1 });
-  add('droplet.workers_scaled', 'droplet', ids.droplet, d.scaled_at, `user:${owner}`, { previous_workers: 1, workers: d.workers, delta: d.workers - 1 });
-  add('subscription.started', 'subscription', ids.subscription, p.subscription.started_at, `user:${owner}`, { tier: p.subscription.tier, seats: p.subscription.seats });
+  add('droplet.provisioned', 'droplet', ids.droplet, d.created_at, 'system:provisioning', {
+    size: d.size,
+    size_slug: DROPLET_SIZES[d.size].slug,
+    region: d.region,
+    workers: 1,
+  });
+  add('droplet.workers_scaled', 'droplet', ids.droplet, d.scaled_at, `user:${owner}`, {
+    previous_workers: 1,
+    workers: d.workers,
+    delta: d.workers - 1,
+  });
+  add('subscription.started', 'subscription', ids.subscription, p.subscription.started_at, `user:${owner}`, {
+    tier: p.subscription.tier,
+    seats: p.subscription.seats,
+  });
 
-  list.sort((a, b) => (a.occurred_at < b.occurred_at ? -1 : a.occurred_at > b.occurred_at ? 1 : a.seq - b.seq));
+  list.sort((a, b) =>
+    a.occurred_at < b.occurred_at ? -1 : a.occurred_at > b.occurred_at ? 1 : a.seq - b.seq,
+  );
   return list.map(({ seq: _seq, ...event }) => event);
 }
 
@@ -1681,7 +2216,11 @@ function resolveFixtures(p: CompanyPlan, ids: PlanIds): DemoFixtures {
     customer_id: ids.contacts[customer]!,
     open_deal_ids: openDeals,
     proposal_deal_id: ids.deals[fx.proposalDeal]!,
-    open_invoice: { id: ids.invoices[openInvoice]!, number: p.invoices[openInvoice]!.number, amount_cents: p.invoices[openInvoice]!.amount_cents },
+    open_invoice: {
+      id: ids.invoices[openInvoice]!,
+      number: p.invoices[openInvoice]!.number,
+      amount_cents: p.invoices[openInvoice]!.amount_cents,
+    },
     captured_payment: {
       id: ids.payments[payment]!,
       charge_ref: p.payments[payment]!.charge_ref,
@@ -1714,10 +2253,12 @@ export async function isDemoSeeded(q: Queryable, companyId: number): Promise<boo
 export async function seedDemo(tx: Queryable, options: SeedOptions): Promise<SeedResult> {
   const { companies, now } = options;
   if (companies.length === 0) throw new Error('seedDemo: give at least one company');
-  if (new Set(companies.map((c) => c.company_id)).size !== companies.length) throw new Error('seedDemo: company ids must be distinct');
+  if (new Set(companies.map((c) => c.company_id)).size !== companies.length)
+    throw new Error('seedDemo: company ids must be distinct');
   if (Number.isNaN(now.getTime())) throw new Error('seedDemo: now is not a valid date');
   for (const c of companies) {
-    if (await isDemoSeeded(tx, c.company_id)) throw new Error(`seedDemo: company ${c.company_id} already has demo data`);
+    if (await isDemoSeeded(tx, c.company_id))
+      throw new Error(`seedDemo: company ${c.company_id} already has demo data`);
   }
   const seed = options.seed ?? DEMO_SEED;
   const plans = companies.map((c, i) => new CompanyGenerator(c, i, seed, now).generate());
@@ -1757,7 +2298,13 @@ export async function seedDemo(tx: Queryable, options: SeedOptions): Promise<See
       name: plan.company.name,
       counts,
       events: list.length,
-      employees: plan.employees.map((e) => ({ user_id: e.user_id, name: e.name, email: e.email, role: e.role, title: e.title })),
+      employees: plan.employees.map((e) => ({
+        user_id: e.user_id,
+        name: e.name,
+        email: e.email,
+        role: e.role,
+        title: e.title,
+      })),
     });
   }
   return { companies: results, fixtures: fixtures! };

@@ -24,7 +24,16 @@
  * spec/receipts.md, spec/idempotency.md, spec/audit.md.
  */
 import { performance } from 'node:perf_hooks';
-import type { Envelope, EnvelopeError, Principal, Receipt, Role, Surface, VerbClass, WebmcpSurface } from '../spec/types.ts';
+import type {
+  Envelope,
+  EnvelopeError,
+  Principal,
+  Receipt,
+  Role,
+  Surface,
+  VerbClass,
+  WebmcpSurface,
+} from '../spec/types.ts';
 import type { StoreTx } from '../store/store.ts';
 import { StoreError } from '../store/store.ts';
 import { reasonInfo } from '../spec/reasons.ts';
@@ -32,9 +41,26 @@ import { VerbError, isVerbError } from './errors.ts';
 import type { CompiledVerb, DelegatedConsent, EmittedEvent, VerbContext } from './verb.ts';
 import { ROLE_RANK, TIER_RANK } from './verb.ts';
 import type { Runtime } from './runtime.ts';
-import { appendAudit, auditEntry, hasLoneSurrogate, redact, wellFormedDeep, wellFormedText, type AuditEntry, type AuditRow, type AuditStatus } from './ledger/audit.ts';
+import {
+  appendAudit,
+  auditEntry,
+  hasLoneSurrogate,
+  redact,
+  wellFormedDeep,
+  wellFormedText,
+  type AuditEntry,
+  type AuditRow,
+  type AuditStatus,
+} from './ledger/audit.ts';
 import { appendEvents, eventsChannel } from './ledger/events.ts';
-import { argsHash, checkIdempotencyKey, claimIdempotency, findIdempotency, fingerprint, generateIdempotencyKey } from './ledger/idempotency.ts';
+import {
+  argsHash,
+  checkIdempotencyKey,
+  claimIdempotency,
+  findIdempotency,
+  fingerprint,
+  generateIdempotencyKey,
+} from './ledger/idempotency.ts';
 import { sealRollbackHandle } from './ledger/rollback-handle.ts';
 import { chainReceipt, signChainedReceipt } from './ledger/receipts.ts';
 import { issueNonce, verifyNonce, type NoncePayload } from './consent/nonce.ts';
@@ -115,11 +141,22 @@ export { DEFAULT_BLOCKLIST } from './consent/blocklist.ts';
  * Dispatch one verb call. Returns an envelope for every domain outcome; throws only for
  * programmer errors (never for bad input, denials or handler failures).
  */
-export async function dispatch(rt: Runtime, caller: Caller, verbName: unknown, args: unknown, options: DispatchOptions = {}): Promise<Envelope> {
+export async function dispatch(
+  rt: Runtime,
+  caller: Caller,
+  verbName: unknown,
+  args: unknown,
+  options: DispatchOptions = {},
+): Promise<Envelope> {
   const st: State = {
     name: typeof verbName === 'string' ? verbName : String(verbName),
     // What was attempted, for the audit row of a denial before the input step (replaced by the checked args).
-    args: args !== null && typeof args === 'object' && !Array.isArray(args) ? (tooDeep(args) ? TOO_DEEP_MARKER : (args as Record<string, unknown>)) : {},
+    args:
+      args !== null && typeof args === 'object' && !Array.isArray(args)
+        ? tooDeep(args)
+          ? TOO_DEEP_MARKER
+          : (args as Record<string, unknown>)
+        : {},
     consentClass: null,
     callerKey: false,
     t0: performance.now(),
@@ -130,30 +167,49 @@ export async function dispatch(rt: Runtime, caller: Caller, verbName: unknown, a
     st.principal = caller.principal ?? (await rt.sandboxPrincipal());
     // 2. blocklist
     if (await rt.isBlocked(st.name, st.principal.company_id)) {
-      throw new VerbError('blocked_verb', `The verb "${st.name.slice(0, MAX_NAME_IN_AUDIT)}" is blocked and is never executed, whatever the role or confirmation.`, {
-        hint: 'Look for a deliberately named safe alternative with verbs.list (e.g. gdpr_delete_contact instead of customer_delete).',
-      });
+      throw new VerbError(
+        'blocked_verb',
+        `The verb "${st.name.slice(0, MAX_NAME_IN_AUDIT)}" is blocked and is never executed, whatever the role or confirmation.`,
+        {
+          hint: 'Look for a deliberately named safe alternative with verbs.list (e.g. gdpr_delete_contact instead of customer_delete).',
+        },
+      );
     }
     // 3. resolve-verb
     const verb = rt.registry.get(st.name);
     if (verb === undefined) {
       const closest = rt.registry.closest(st.name);
-      throw new VerbError('unknown_verb', `No verb named "${st.name.slice(0, MAX_NAME_IN_AUDIT)}" is registered.`, {
-        hint: closest.length > 0 ? `Did you mean ${closest.join(', ')}? List verbs with verbs.list.` : 'List the available verbs with verbs.list.',
-        details: { closest },
-      });
+      throw new VerbError(
+        'unknown_verb',
+        `No verb named "${st.name.slice(0, MAX_NAME_IN_AUDIT)}" is registered.`,
+        {
+          hint:
+            closest.length > 0
+              ? `Did you mean ${closest.join(', ')}? List verbs with verbs.list.`
+              : 'List the available verbs with verbs.list.',
+          details: { closest },
+        },
+      );
     }
     st.verb = verb;
     st.name = verb.name;
     st.consentClass = verb.consentClass;
     if (verb.consentClass === 'BLOCKED') {
-      throw new VerbError('blocked_verb', `The verb "${verb.name}" is declared BLOCKED and is never executed.`, { hint: 'Use a safe alternative listed by verbs.list.' });
+      throw new VerbError(
+        'blocked_verb',
+        `The verb "${verb.name}" is declared BLOCKED and is never executed.`,
+        { hint: 'Use a safe alternative listed by verbs.list.' },
+      );
     }
     // 4. auth
     if (st.principal.sandbox && verb.isWrite) {
-      throw new VerbError('auth_required', `${verb.name} changes data and needs an API key; without a key only read verbs run (sandbox tenant).`, {
-        hint: 'Set SOLID_API_KEY (or send Authorization: Bearer sk_solid_…). `solid init` prints an owner key.',
-      });
+      throw new VerbError(
+        'auth_required',
+        `${verb.name} changes data and needs an API key; without a key only read verbs run (sandbox tenant).`,
+        {
+          hint: 'Set SOLID_API_KEY (or send Authorization: Bearer sk_solid_…). `solid init` prints an owner key.',
+        },
+      );
     }
     // 5. surface
     const denied = surfaceDenied(verb, caller.surface, caller.webmcpSurface);
@@ -180,7 +236,9 @@ export async function dispatch(rt: Runtime, caller: Caller, verbName: unknown, a
 
 /** Deepest nesting accepted in arguments: deeper JSON is refused before any recursive work. */
 export const MAX_ARGS_DEPTH = 32;
-const TOO_DEEP_MARKER: Record<string, unknown> = { '[TRUNCATED]': `arguments nested deeper than ${MAX_ARGS_DEPTH} levels` };
+const TOO_DEEP_MARKER: Record<string, unknown> = {
+  '[TRUNCATED]': `arguments nested deeper than ${MAX_ARGS_DEPTH} levels`,
+};
 
 /** Is `value` nested deeper than MAX_ARGS_DEPTH? Iterative, so hostile input cannot overflow the stack. */
 function tooDeep(value: unknown): boolean {
@@ -189,7 +247,8 @@ function tooDeep(value: unknown): boolean {
     const [v, d] = stack.pop()!;
     if (v === null || typeof v !== 'object') continue;
     if (d > MAX_ARGS_DEPTH) return true;
-    for (const x of Array.isArray(v) ? v : Object.values(v as Record<string, unknown>)) if (x !== null && typeof x === 'object') stack.push([x, d + 1]);
+    for (const x of Array.isArray(v) ? v : Object.values(v as Record<string, unknown>))
+      if (x !== null && typeof x === 'object') stack.push([x, d + 1]);
   }
   return false;
 }
@@ -209,10 +268,17 @@ export function surfaceDenied(
   const context = step?.context ?? '';
   const at = step === undefined ? {} : { path: step.path };
   if (surface !== undefined && surface !== 'internal' && !verb.surfaces.includes(surface)) {
-    return new VerbError('surface_denied', `${verb.name} is not exposed on ${surface}${context}.`, { ...at, hint: `It is available on: ${verb.surfaces.join(', ')}.` });
+    return new VerbError('surface_denied', `${verb.name} is not exposed on ${surface}${context}.`, {
+      ...at,
+      hint: `It is available on: ${verb.surfaces.join(', ')}.`,
+    });
   }
   if (surface === 'webmcp' && webmcpSurface !== undefined && !verb.webmcpSurfaces.includes(webmcpSurface)) {
-    return new VerbError('surface_denied', `${verb.name} is not exposed on the WebMCP ${webmcpSurface} surface${context}.`, { ...at, hint: `Its WebMCP surfaces: ${verb.webmcpSurfaces.join(', ')}.` });
+    return new VerbError(
+      'surface_denied',
+      `${verb.name} is not exposed on the WebMCP ${webmcpSurface} surface${context}.`,
+      { ...at, hint: `Its WebMCP surfaces: ${verb.webmcpSurfaces.join(', ')}.` },
+    );
   }
   return undefined;
 }
@@ -255,7 +321,9 @@ function loneSurrogatePath(value: unknown): string | undefined {
       continue;
     }
     if (v === null || typeof v !== 'object') continue;
-    const entries: Array<[string, unknown]> = Array.isArray(v) ? v.map((x, i) => [String(i), x]) : Object.entries(v as Record<string, unknown>);
+    const entries: Array<[string, unknown]> = Array.isArray(v)
+      ? v.map((x, i) => [String(i), x])
+      : Object.entries(v as Record<string, unknown>);
     for (const [k, x] of entries) {
       const child = `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`;
       if (hasLoneSurrogate(k)) return child;
@@ -268,34 +336,55 @@ function loneSurrogatePath(value: unknown): string | undefined {
 function checkArgs(verb: CompiledVerb, args: unknown): Record<string, unknown> {
   const a = args === undefined || args === null ? {} : args;
   if (typeof a !== 'object' || Array.isArray(a)) {
-    throw new VerbError('invalid_input', 'The arguments must be a JSON object.', { path: '', hint: `See the input_schema of ${verb.name} (verbs.list or GET /api/v1/agent/verbs/${verb.name}).` });
+    throw new VerbError('invalid_input', 'The arguments must be a JSON object.', {
+      path: '',
+      hint: `See the input_schema of ${verb.name} (verbs.list or GET /api/v1/agent/verbs/${verb.name}).`,
+    });
   }
   const issue = scanArgs(a);
   if (issue === 'too_deep') {
-    throw new VerbError('invalid_input', `The arguments are nested deeper than ${MAX_ARGS_DEPTH} levels.`, { path: '', hint: `Send flat arguments that match the input_schema of ${verb.name}.` });
+    throw new VerbError('invalid_input', `The arguments are nested deeper than ${MAX_ARGS_DEPTH} levels.`, {
+      path: '',
+      hint: `Send flat arguments that match the input_schema of ${verb.name}.`,
+    });
   }
   if (issue === 'lone_surrogate') {
     const broken = loneSurrogatePath(a) ?? '';
-    throw new VerbError('invalid_input', `${broken || 'arguments'} holds a lone UTF-16 surrogate, which is not valid Unicode text.`, {
-      path: broken,
-      hint: 'Send well-formed Unicode: a surrogate only as half of a pair (an emoji, for instance), never alone.',
-    });
+    throw new VerbError(
+      'invalid_input',
+      `${broken || 'arguments'} holds a lone UTF-16 surrogate, which is not valid Unicode text.`,
+      {
+        path: broken,
+        hint: 'Send well-formed Unicode: a surrogate only as half of a pair (an emoji, for instance), never alone.',
+      },
+    );
   }
   const obj = a as Record<string, unknown>;
   for (const k of ['company_id', 'user_id'] as const) {
     if (k in obj) {
-      throw new VerbError('identity_override', `${k} may not be passed as an argument: the runtime sets it from your credentials.`, {
-        path: `/${k}`,
-        hint: `Remove ${k} from the arguments; to act for another tenant, use that tenant's API key.`,
-      });
+      throw new VerbError(
+        'identity_override',
+        `${k} may not be passed as an argument: the runtime sets it from your credentials.`,
+        {
+          path: `/${k}`,
+          hint: `Remove ${k} from the arguments; to act for another tenant, use that tenant's API key.`,
+        },
+      );
     }
   }
   if (!verb.validate(obj)) {
     const e = verb.validateErrors()?.[0];
     let path = e?.instancePath ?? '';
-    if (e?.keyword === 'required') path = `${path}/${(e.params as { missingProperty: string }).missingProperty}`;
-    if (e?.keyword === 'additionalProperties') path = `${path}/${(e.params as { additionalProperty: string }).additionalProperty}`;
-    const what = e?.keyword === 'required' ? 'is required' : e?.keyword === 'additionalProperties' ? 'is not an accepted argument' : (e?.message ?? 'is invalid');
+    if (e?.keyword === 'required')
+      path = `${path}/${(e.params as { missingProperty: string }).missingProperty}`;
+    if (e?.keyword === 'additionalProperties')
+      path = `${path}/${(e.params as { additionalProperty: string }).additionalProperty}`;
+    const what =
+      e?.keyword === 'required'
+        ? 'is required'
+        : e?.keyword === 'additionalProperties'
+          ? 'is not an accepted argument'
+          : (e?.message ?? 'is invalid');
     throw new VerbError('invalid_input', `${path || 'arguments'} ${what}.`, {
       path,
       hint: `Fix the argument at ${path || '/'} to match the input_schema of ${verb.name}.`,
@@ -310,15 +399,23 @@ function checkFloors(st: State): void {
   const verb = st.verb!;
   const tierFloor = st.delegated?.tierFloor ?? verb.tierFloor;
   if (TIER_RANK[p.tier] < TIER_RANK[tierFloor]) {
-    throw new VerbError('tier_denied', `${verb.name} needs the ${tierFloor} tier; this tenant is on ${p.tier}.`, {
-      hint: 'Upgrade the subscription tier (subscription_upgrade_tier) or use a verb available on your tier.',
-    });
+    throw new VerbError(
+      'tier_denied',
+      `${verb.name} needs the ${tierFloor} tier; this tenant is on ${p.tier}.`,
+      {
+        hint: 'Upgrade the subscription tier (subscription_upgrade_tier) or use a verb available on your tier.',
+      },
+    );
   }
   const roleFloor = st.delegated?.roleFloor ?? verb.roleFloor;
   if (ROLE_RANK[p.role] < ROLE_RANK[roleFloor]) {
-    throw new VerbError('role_denied', `${verb.name} needs the ${roleFloor} role or higher; this key has ${p.role}.`, {
-      hint: `Ask a user with the ${roleFloor} role to run it or to approve it.`,
-    });
+    throw new VerbError(
+      'role_denied',
+      `${verb.name} needs the ${roleFloor} role or higher; this key has ${p.role}.`,
+      {
+        hint: `Ask a user with the ${roleFloor} role to run it or to approve it.`,
+      },
+    );
   }
 }
 
@@ -374,11 +471,20 @@ async function runRead(rt: Runtime, st: State, caller: Caller): Promise<Envelope
  * one must delegate consent with class null (no gate, no idempotency, no receipt at its level);
  * its audit row is written after the handler returns (a read one's is buffered like any read).
  */
-async function runDetached(rt: Runtime, st: State, caller: Caller, options: DispatchOptions): Promise<Envelope> {
+async function runDetached(
+  rt: Runtime,
+  st: State,
+  caller: Caller,
+  options: DispatchOptions,
+): Promise<Envelope> {
   const verb = st.verb!;
-  if (verb.isWrite && st.consentClass !== null) throw new Error(`${verb.name}: a detached write verb must delegate consent with class null`);
+  if (verb.isWrite && st.consentClass !== null)
+    throw new Error(`${verb.name}: a detached write verb must delegate consent with class null`);
   let entity: { type: string; id: string } | undefined;
-  const ctx: VerbContext = { ...readContext(rt, st, caller), consentReply: { confirm: options.confirm, nonce: options.nonce, typed_phrase: options.typed_phrase } };
+  const ctx: VerbContext = {
+    ...readContext(rt, st, caller),
+    consentReply: { confirm: options.confirm, nonce: options.nonce, typed_phrase: options.typed_phrase },
+  };
   ctx.setEntity = (type, id) => {
     entity = { type, id: String(id) };
   };
@@ -404,7 +510,11 @@ function principalScope(p: Principal): string {
   return `u:${p.user_id}`;
 }
 
-async function checkIdempotency(rt: Runtime, st: State, options: DispatchOptions): Promise<Envelope | undefined> {
+async function checkIdempotency(
+  rt: Runtime,
+  st: State,
+  options: DispatchOptions,
+): Promise<Envelope | undefined> {
   if (options.idempotency_key === undefined || options.idempotency_key === null) {
     st.idempotencyKey = generateIdempotencyKey();
     return undefined;
@@ -412,7 +522,9 @@ async function checkIdempotency(rt: Runtime, st: State, options: DispatchOptions
   st.idempotencyKey = checkIdempotencyKey(options.idempotency_key);
   st.callerKey = true;
   const p = st.principal!;
-  const stored = await rt.store.read((q) => findIdempotency(q, p.company_id, principalScope(p), st.idempotencyKey!, st.now.toISOString()));
+  const stored = await rt.store.read((q) =>
+    findIdempotency(q, p.company_id, principalScope(p), st.idempotencyKey!, st.now.toISOString()),
+  );
   if (stored === undefined) return undefined;
   return signEnvelope(rt, p.company_id, replayOrRefuse(rt, st, stored));
 }
@@ -428,18 +540,29 @@ export async function signEnvelope(rt: Runtime, companyId: number, env: Envelope
   return { ...env, result: await signChainedReceipt(r, key) };
 }
 
-function replayOrRefuse(rt: Runtime, st: State, stored: { verb: string; fingerprint: string; audit_id: number | null; envelope: Envelope }): Envelope {
+function replayOrRefuse(
+  rt: Runtime,
+  st: State,
+  stored: { verb: string; fingerprint: string; audit_id: number | null; envelope: Envelope },
+): Envelope {
   if (stored.fingerprint !== fingerprint(st.name, st.args)) {
-    throw new VerbError('idempotency_key_reused', `This idempotency key was already used for ${stored.verb === st.name ? 'other arguments' : `verb ${stored.verb}`}.`, {
-      hint: 'Use a new idempotency key for a different operation; reuse a key only to retry the exact same call.',
-      details: { original_audit_id: stored.audit_id },
-    });
+    throw new VerbError(
+      'idempotency_key_reused',
+      `This idempotency key was already used for ${stored.verb === st.name ? 'other arguments' : `verb ${stored.verb}`}.`,
+      {
+        hint: 'Use a new idempotency key for a different operation; reuse a key only to retry the exact same call.',
+        details: { original_audit_id: stored.audit_id },
+      },
+    );
   }
   const env: Envelope = { ...stored.envelope, replayed: true };
   if (env.result !== undefined) env.result = { ...env.result, replayed: true };
   const latency = performance.now() - st.t0;
   rt.auditBuffer.push(entryFor(st, 'replayed', null, latency, { parentId: stored.audit_id }));
-  rt.observe({ ...outcome(st, { surface: 'internal' }, true, null, latency, stored.audit_id), surface: 'replay' });
+  rt.observe({
+    ...outcome(st, { surface: 'internal' }, true, null, latency, stored.audit_id),
+    surface: 'replay',
+  });
   return env;
 }
 
@@ -458,14 +581,20 @@ interface Consent {
   requiresApproval: boolean;
 }
 
-async function consentGate(rt: Runtime, st: State, caller: Caller, options: DispatchOptions): Promise<Consent | Envelope> {
+async function consentGate(
+  rt: Runtime,
+  st: State,
+  caller: Caller,
+  options: DispatchOptions,
+): Promise<Consent | Envelope> {
   const cls = st.consentClass;
   if (cls === null || cls === 'READ') return { requiresApproval: false };
   const verb = st.verb!;
   const p = st.principal!;
   const typed = cls === 'WRITE_FINANCIAL' || cls === 'IRREVERSIBLE';
   const phrase = typed ? (st.delegated ? st.delegated.phrase : verb.definition.phrase!(st.args)) : undefined;
-  if (typed && (phrase === undefined || phrase === '')) throw new Error(`${verb.name}: typed-phrase class without a phrase`);
+  if (typed && (phrase === undefined || phrase === ''))
+    throw new Error(`${verb.name}: typed-phrase class without a phrase`);
   const hasNonce = options.nonce !== undefined && options.nonce !== null && options.nonce !== '';
   if (!hasNonce) {
     if (options.confirm === true) {
@@ -478,9 +607,13 @@ async function consentGate(rt: Runtime, st: State, caller: Caller, options: Disp
   if (options.confirm !== true) {
     // A nonce is the pending answer's token; only an explicit confirm=true spends it. A caller
     // sending confirm=false (or leaving it out) has not confirmed: nothing runs.
-    throw new VerbError('invalid_request', 'A nonce confirms a pending call only together with confirm=true; nothing was run.', {
-      hint: `To run ${verb.name}, call it again with the same arguments, confirm=true and the nonce${typed ? ' (and the typed phrase)' : ''}; to decline, do nothing — the nonce expires.`,
-    });
+    throw new VerbError(
+      'invalid_request',
+      'A nonce confirms a pending call only together with confirm=true; nothing was run.',
+      {
+        hint: `To run ${verb.name}, call it again with the same arguments, confirm=true and the nonce${typed ? ' (and the typed phrase)' : ''}; to decline, do nothing — the nonce expires.`,
+      },
+    );
   }
   const payload: NoncePayload = verifyNonce(rt.secrets, options.nonce, {
     verb: verb.name,
@@ -490,15 +623,24 @@ async function consentGate(rt: Runtime, st: State, caller: Caller, options: Disp
     nowMs: st.now.getTime(),
   });
   if (payload.k !== cls || (typed ? payload.p !== phraseHash(phrase!) : payload.p !== null)) {
-    throw new VerbError('nonce_invalid', 'The nonce was issued for another consent gate or phrase.', { hint: `Call ${verb.name} again without confirm to get a fresh nonce.` });
+    throw new VerbError('nonce_invalid', 'The nonce was issued for another consent gate or phrase.', {
+      hint: `Call ${verb.name} again without confirm to get a fresh nonce.`,
+    });
   }
-  const consent: Consent = { jti: payload.j, nonceExpires: new Date(payload.e * 1000).toISOString(), requiresApproval: typed };
+  const consent: Consent = {
+    jti: payload.j,
+    nonceExpires: new Date(payload.e * 1000).toISOString(),
+    requiresApproval: typed,
+  };
   if (!typed) return consent;
   consent.burnApproval = true;
   if (options.typed_phrase === undefined || options.typed_phrase === null) {
     // No phrase: only an out-of-band decision can let this call through.
     const approval = await rt.store.read((q) =>
-      q.get<Record<string, unknown>>('SELECT approval_id, status, decided_by, decided_at FROM approvals WHERE jti = ? AND company_id = ?', [payload.j, p.company_id]),
+      q.get<Record<string, unknown>>(
+        'SELECT approval_id, status, decided_by, decided_at FROM approvals WHERE jti = ? AND company_id = ?',
+        [payload.j, p.company_id],
+      ),
     );
     if (approval !== undefined) {
       consent.approvalId = approval.approval_id as string;
@@ -513,20 +655,31 @@ async function consentGate(rt: Runtime, st: State, caller: Caller, options: Disp
     // Still waiting for the human: answer pending again with the same nonce — audited like the
     // first pending answer, so an agent polling for a decision leaves a row per attempt.
     const auditId = await recordPending(rt, st, caller, true);
-    return pendingEnvelope(rt, st, caller, {
-      class: cls,
-      gate: 'typed_phrase',
-      nonce: options.nonce!,
-      expires_at: consent.nonceExpires!,
-      summary: summaryOf(st),
-      typed_phrase: phrase!,
-      ...(consent.approvalId ? { approval_id: consent.approvalId } : {}),
-    }, 'Waiting for the typed phrase or an out-of-band approval.', auditId);
+    return pendingEnvelope(
+      rt,
+      st,
+      caller,
+      {
+        class: cls,
+        gate: 'typed_phrase',
+        nonce: options.nonce!,
+        expires_at: consent.nonceExpires!,
+        summary: summaryOf(st),
+        typed_phrase: phrase!,
+        ...(consent.approvalId ? { approval_id: consent.approvalId } : {}),
+      },
+      'Waiting for the typed phrase or an out-of-band approval.',
+      auditId,
+    );
   }
   if (!phrasesMatch(phrase!, options.typed_phrase)) {
-    throw new VerbError('phrase_mismatch', 'The typed phrase does not match the phrase shown, character for character.', {
-      hint: `The human must type exactly: ${phrase}`,
-    });
+    throw new VerbError(
+      'phrase_mismatch',
+      'The typed phrase does not match the phrase shown, character for character.',
+      {
+        hint: `The human must type exactly: ${phrase}`,
+      },
+    );
   }
   // A rejection or an earlier use of this nonce is found when the approval is consumed, in the
   // effect's own transaction (executeInTx): deny wins even against a decision made meanwhile.
@@ -534,22 +687,36 @@ async function consentGate(rt: Runtime, st: State, caller: Caller, options: Disp
 }
 
 function approvalRejected(verbName: string, approvalId: string | undefined): VerbError {
-  return new VerbError('approval_rejected', `A human rejected this ${verbName} request${approvalId ? ` (approval ${approvalId})` : ''}.`, {
-    hint: 'Do not retry the same action; ask the human what they want instead.',
-  });
+  return new VerbError(
+    'approval_rejected',
+    `A human rejected this ${verbName} request${approvalId ? ` (approval ${approvalId})` : ''}.`,
+    {
+      hint: 'Do not retry the same action; ask the human what they want instead.',
+    },
+  );
 }
 
 function nonceReplayed(verbName: string): VerbError {
-  return new VerbError('nonce_replayed', 'This confirmation nonce was already used; each nonce works once.', { hint: `Call ${verbName} again without confirm for a new nonce.` });
+  return new VerbError('nonce_replayed', 'This confirmation nonce was already used; each nonce works once.', {
+    hint: `Call ${verbName} again without confirm for a new nonce.`,
+  });
 }
 
 function summaryOf(st: State): string {
   const verb = st.verb!;
   if (st.delegated) return st.delegated.summary;
-  return verb.definition.summary?.(st.args) ?? `Run ${verb.name} with ${JSON.stringify(redact(st.args, verb.secretPaths))}.`;
+  return (
+    verb.definition.summary?.(st.args) ??
+    `Run ${verb.name} with ${JSON.stringify(redact(st.args, verb.secretPaths))}.`
+  );
 }
 
-async function pending(rt: Runtime, st: State, caller: Caller, phrase: string | undefined): Promise<Envelope> {
+async function pending(
+  rt: Runtime,
+  st: State,
+  caller: Caller,
+  phrase: string | undefined,
+): Promise<Envelope> {
   const verb = st.verb!;
   const p = st.principal!;
   const cls = st.consentClass!;
@@ -591,7 +758,22 @@ async function pending(rt: Runtime, st: State, caller: Caller, phrase: string | 
       await tx.run(
         `INSERT INTO approvals (approval_id, company_id, jti, verb, args, consent_class, typed_phrase, summary, requested_by, requested_role, agent_type, status, created_at, expires_at, role_floor)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`,
-        [approvalId, p.company_id, issued.jti, verb.name, JSON.stringify(redact(st.args, verb.secretPaths)), cls, phrase, summary, p.user_id, p.role, p.agent_type, st.now.toISOString(), issued.expiresAt, st.delegated?.roleFloor ?? verb.roleFloor],
+        [
+          approvalId,
+          p.company_id,
+          issued.jti,
+          verb.name,
+          JSON.stringify(redact(st.args, verb.secretPaths)),
+          cls,
+          phrase,
+          summary,
+          p.user_id,
+          p.role,
+          p.agent_type,
+          st.now.toISOString(),
+          issued.expiresAt,
+          st.delegated?.roleFloor ?? verb.roleFloor,
+        ],
       );
     }
   });
@@ -602,11 +784,20 @@ async function pending(rt: Runtime, st: State, caller: Caller, phrase: string | 
  * Append the `pending` / `dispatch_pending` audit row of a consent answer (after `before`, in the
  * same store transaction) and tell the observers. Returns the row's audit_id.
  */
-async function recordPending(rt: Runtime, st: State, caller: Caller, typed: boolean, before?: (tx: StoreTx) => Promise<void>): Promise<number> {
+async function recordPending(
+  rt: Runtime,
+  st: State,
+  caller: Caller,
+  typed: boolean,
+  before?: (tx: StoreTx) => Promise<void>,
+): Promise<number> {
   const latency = performance.now() - st.t0;
   const row = await rt.store.write(async (tx) => {
     await before?.(tx);
-    const pendingRow = await appendAudit(tx, entryFor(st, 'pending', 'dispatch_pending', latency, { requiresApproval: typed }));
+    const pendingRow = await appendAudit(
+      tx,
+      entryFor(st, 'pending', 'dispatch_pending', latency, { requiresApproval: typed }),
+    );
     tx.afterCommit(() => rt.afterWrite(pendingRow));
     return pendingRow;
   });
@@ -614,7 +805,14 @@ async function recordPending(rt: Runtime, st: State, caller: Caller, typed: bool
   return row.audit_id;
 }
 
-function pendingEnvelope(rt: Runtime, st: State, _caller: Caller, consent: NonNullable<Envelope['consent']>, message?: string, auditId?: number): Envelope {
+function pendingEnvelope(
+  rt: Runtime,
+  st: State,
+  _caller: Caller,
+  consent: NonNullable<Envelope['consent']>,
+  message?: string,
+  auditId?: number,
+): Envelope {
   const verb = st.verb!;
   const typed = consent.gate === 'typed_phrase';
   const floor = st.delegated?.roleFloor ?? verb.roleFloor;
@@ -626,7 +824,11 @@ function pendingEnvelope(rt: Runtime, st: State, _caller: Caller, consent: NonNu
     verb: verb.name,
     error: {
       reason: 'dispatch_pending',
-      message: message ?? (typed ? `${verb.name} needs a human to type a confirmation phrase before it runs.` : `${verb.name} needs a human confirmation before it runs.`),
+      message:
+        message ??
+        (typed
+          ? `${verb.name} needs a human to type a confirmation phrase before it runs.`
+          : `${verb.name} needs a human confirmation before it runs.`),
       hint: `${how} The nonce expires at ${consent.expires_at}.`,
     },
     consent,
@@ -648,46 +850,64 @@ async function runWrite(rt: Runtime, st: State, caller: Caller, options: Dispatc
   try {
     const consent = await consentGate(rt, st, caller, options);
     if ('ok' in consent) return consent;
-    const committed = await rt.store.write(async (tx): Promise<{ replay: Envelope } | { envelope: Envelope; row: AuditRow }> => {
-      if (st.callerKey) {
-        // Another node running the same key right now: answer in_use at once (spec/store.md §idempotency-across-nodes).
-        if (tx.tryLockKey !== undefined && !(await tx.tryLockKey(scope))) {
-          throw new VerbError('idempotency_key_in_use', 'A request with this idempotency key is still running.', {
-            hint: 'Wait for the first request to finish, then retry with the same key to receive its result.',
-          });
+    const committed = await rt.store.write(
+      async (tx): Promise<{ replay: Envelope } | { envelope: Envelope; row: AuditRow }> => {
+        if (st.callerKey) {
+          // Another node running the same key right now: answer in_use at once (spec/store.md §idempotency-across-nodes).
+          if (tx.tryLockKey !== undefined && !(await tx.tryLockKey(scope))) {
+            throw new VerbError(
+              'idempotency_key_in_use',
+              'A request with this idempotency key is still running.',
+              {
+                hint: 'Wait for the first request to finish, then retry with the same key to receive its result.',
+              },
+            );
+          }
+          const stored = await findIdempotency(
+            tx,
+            p.company_id,
+            principalScope(p),
+            st.idempotencyKey!,
+            st.now.toISOString(),
+          );
+          if (stored !== undefined) return { replay: replayOrRefuse(rt, st, stored) };
         }
-        const stored = await findIdempotency(tx, p.company_id, principalScope(p), st.idempotencyKey!, st.now.toISOString());
-        if (stored !== undefined) return { replay: replayOrRefuse(rt, st, stored) };
-      }
-      const exec = await executeInTx(rt, tx, {
-        verb,
-        principal: p,
-        args: st.args,
-        now: st.now,
-        caller,
-        consentClass: st.consentClass,
-        capClass: st.delegated?.capClass ?? (verb.definition.cap_exempt === true ? null : st.consentClass),
-        roleFloor: st.delegated?.roleFloor ?? verb.roleFloor,
-        consent,
-        idempotencyKey: st.idempotencyKey!,
-        t0: st.t0,
-      });
-      const receipt = chainReceipt(exec.receipt, exec.row);
-      const envelope: Envelope = { ok: true, verb: verb.name, result: receipt, audit_id: exec.row.audit_id, idempotency_key: st.idempotencyKey! };
-      if (receipt.rollback_handle !== undefined) envelope.rollback_handle = receipt.rollback_handle;
-      await claimIdempotency(tx, {
-        companyId: p.company_id,
-        principal: principalScope(p),
-        key: st.idempotencyKey!,
-        verb: verb.name,
-        fingerprint: fingerprint(verb.name, st.args),
-        auditId: exec.row.audit_id,
-        envelope,
-        nowIso: st.now.toISOString(),
-        ttlSeconds: rt.options.idempotencyTtlSeconds,
-      });
-      return { envelope, row: exec.row };
-    });
+        const exec = await executeInTx(rt, tx, {
+          verb,
+          principal: p,
+          args: st.args,
+          now: st.now,
+          caller,
+          consentClass: st.consentClass,
+          capClass: st.delegated?.capClass ?? (verb.definition.cap_exempt === true ? null : st.consentClass),
+          roleFloor: st.delegated?.roleFloor ?? verb.roleFloor,
+          consent,
+          idempotencyKey: st.idempotencyKey!,
+          t0: st.t0,
+        });
+        const receipt = chainReceipt(exec.receipt, exec.row);
+        const envelope: Envelope = {
+          ok: true,
+          verb: verb.name,
+          result: receipt,
+          audit_id: exec.row.audit_id,
+          idempotency_key: st.idempotencyKey!,
+        };
+        if (receipt.rollback_handle !== undefined) envelope.rollback_handle = receipt.rollback_handle;
+        await claimIdempotency(tx, {
+          companyId: p.company_id,
+          principal: principalScope(p),
+          key: st.idempotencyKey!,
+          verb: verb.name,
+          fingerprint: fingerprint(verb.name, st.args),
+          auditId: exec.row.audit_id,
+          envelope,
+          nowIso: st.now.toISOString(),
+          ttlSeconds: rt.options.idempotencyTtlSeconds,
+        });
+        return { envelope, row: exec.row };
+      },
+    );
     if ('replay' in committed) return signEnvelope(rt, p.company_id, committed.replay);
     const signed = await signEnvelope(rt, p.company_id, committed.envelope);
     const latency = performance.now() - st.t0;
@@ -730,7 +950,13 @@ export interface ExecuteResult {
  * - then the nonce id goes into `nonces` (every burned nonce is there), whose primary key refuses
  *   a second use (nonce_replayed).
  */
-async function burnNonce(tx: StoreTx, input: ExecuteInput, verbName: string, companyId: number, nowIso: string): Promise<void> {
+async function burnNonce(
+  tx: StoreTx,
+  input: ExecuteInput,
+  verbName: string,
+  companyId: number,
+  nowIso: string,
+): Promise<void> {
   const c = input.consent;
   if (c.burnApproval) {
     const used = await tx.get<{ approval_id: string; decided_by: number | null; decided_at: string | null }>(
@@ -744,14 +970,22 @@ async function burnNonce(tx: StoreTx, input: ExecuteInput, verbName: string, com
         c.approvedAt = used.decided_at ?? undefined;
       }
     } else {
-      const row = await tx.get<{ approval_id: string; status: string }>('SELECT approval_id, status FROM approvals WHERE jti = ? AND company_id = ?', [c.jti, companyId]);
+      const row = await tx.get<{ approval_id: string; status: string }>(
+        'SELECT approval_id, status FROM approvals WHERE jti = ? AND company_id = ?',
+        [c.jti, companyId],
+      );
       if (row?.status === 'rejected') throw approvalRejected(verbName, row.approval_id);
       if (row?.status === 'consumed') throw nonceReplayed(verbName);
       // expired by the sweep (clock skew between nodes) or never stored: the nonces row decides alone.
     }
   }
   try {
-    await tx.run('INSERT INTO nonces (jti, company_id, consumed_at, expires_at) VALUES (?, ?, ?, ?)', [c.jti, companyId, nowIso, c.nonceExpires ?? nowIso]);
+    await tx.run('INSERT INTO nonces (jti, company_id, consumed_at, expires_at) VALUES (?, ?, ?, ?)', [
+      c.jti,
+      companyId,
+      nowIso,
+      c.nonceExpires ?? nowIso,
+    ]);
   } catch (err) {
     if (err instanceof StoreError && err.code === 'unique_violation') throw nonceReplayed(verbName);
     throw err;
@@ -770,9 +1004,13 @@ export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput)
   // transaction commits and macros reach this point without it). spec/consent.md §role-floors
   const roleFloor = input.roleFloor ?? verb.roleFloor;
   if (ROLE_RANK[p.role] < ROLE_RANK[roleFloor]) {
-    throw new VerbError('role_denied', `${verb.name} needs the ${roleFloor} role or higher; this key has ${p.role}.`, {
-      hint: `Ask a user with the ${roleFloor} role to run it or to approve it.`,
-    });
+    throw new VerbError(
+      'role_denied',
+      `${verb.name} needs the ${roleFloor} role or higher; this key has ${p.role}.`,
+      {
+        hint: `Ask a user with the ${roleFloor} role to run it or to approve it.`,
+      },
+    );
   }
   if (input.consent.jti !== undefined) await burnNonce(tx, input, verb.name, p.company_id, nowIso);
   const events: EmittedEvent[] = [];
@@ -781,7 +1019,11 @@ export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput)
   let entity: { type: string; id: string } | undefined;
   let link: { parent_id?: number; transaction_id?: string } = {};
   const auditId = await tx.nextAuditId();
-  const ctx: VerbContext & { setAuditLink(l: { parent_id?: number; transaction_id?: string }): void; auditId: number; tx: StoreTx } = {
+  const ctx: VerbContext & {
+    setAuditLink(l: { parent_id?: number; transaction_id?: string }): void;
+    auditId: number;
+    tx: StoreTx;
+  } = {
     principal: p,
     db: tx,
     tx,
@@ -819,7 +1061,8 @@ export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput)
   if (input.capClass !== null && input.capClass !== 'READ' && input.capClass !== 'BLOCKED') {
     await rt.countDailyCap(tx, p.company_id, input.capClass, now);
   }
-  const rollbackHandle = rollback !== undefined ? sealRollbackHandle(rt.secrets, rollback.handle, p.company_id, auditId) : null;
+  const rollbackHandle =
+    rollback !== undefined ? sealRollbackHandle(rt.secrets, rollback.handle, p.company_id, auditId) : null;
   const latency = performance.now() - input.t0;
   const entry = newEntry(verb.name, verb, p, now, 'completed', null, redact(args, verb.secretPaths), latency);
   entry.consent_class = input.consentClass;
@@ -835,21 +1078,21 @@ export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput)
   entry.approved_at = input.consent.approvedAt ?? null;
   const row = await appendAudit(tx, entry, auditId);
   if (rollback !== undefined) {
-    await tx.run('INSERT INTO revert_data (audit_id, company_id, data) VALUES (?, ?, ?)', [auditId, p.company_id, JSON.stringify(rollback.data)]);
+    await tx.run('INSERT INTO revert_data (audit_id, company_id, data) VALUES (?, ?, ?)', [
+      auditId,
+      p.company_id,
+      JSON.stringify(rollback.data),
+    ]);
   }
   if (events.length > 0) {
     await appendEvents(tx, p.company_id, events, { auditId, actor: actorOf(p), occurredAt: nowIso });
     tx.afterCommit(() => rt.store.notify(eventsChannel(p.company_id)));
   }
   for (const o of outbox) {
-    await tx.run(`INSERT INTO outbox (company_id, kind, payload, audit_id, status, created_at, deliver_after) VALUES (?, ?, ?, ?, 'pending', ?, ?)`, [
-      p.company_id,
-      o.kind,
-      JSON.stringify(o.payload),
-      auditId,
-      nowIso,
-      nowIso,
-    ]);
+    await tx.run(
+      `INSERT INTO outbox (company_id, kind, payload, audit_id, status, created_at, deliver_after) VALUES (?, ?, ?, ?, 'pending', ?, ?)`,
+      [p.company_id, o.kind, JSON.stringify(o.payload), auditId, nowIso, nowIso],
+    );
   }
   if (outbox.length > 0) tx.afterCommit(() => rt.kickOutbox());
   tx.afterCommit(() => rt.afterWrite(row));
@@ -873,8 +1116,24 @@ export function actorOf(p: Principal): string {
  * A fresh audit entry with the attempt's identity filled in. Built as one object literal on
  * purpose: spreading large objects is a slow path in V8 (tens of µs), and this runs per dispatch.
  */
-function newEntry(name: string, verb: CompiledVerb | undefined, p: Principal, now: Date, status: AuditStatus, reason: string | null, requestData: Record<string, unknown>, latency: number | null): AuditEntry {
-  const e = auditEntry({ company_id: p.company_id, now, action: name, category: verb?.category ?? 'unknown', status, principal: p });
+function newEntry(
+  name: string,
+  verb: CompiledVerb | undefined,
+  p: Principal,
+  now: Date,
+  status: AuditStatus,
+  reason: string | null,
+  requestData: Record<string, unknown>,
+  latency: number | null,
+): AuditEntry {
+  const e = auditEntry({
+    company_id: p.company_id,
+    now,
+    action: name,
+    category: verb?.category ?? 'unknown',
+    status,
+    principal: p,
+  });
   e.shape = verb?.shape ?? null;
   e.consent_class = verb ? verb.consentClass : null;
   e.reason = reason;
@@ -891,7 +1150,16 @@ function entryFor(
   extra: { entity?: { type: string; id: string }; parentId?: number | null; requiresApproval?: boolean } = {},
 ): AuditEntry {
   const verb = st.verb;
-  const e = newEntry(st.name, verb, st.principal!, st.now, status, reason, verb ? redact(st.args, verb.secretPaths) : attemptedArgs(st.args), latency);
+  const e = newEntry(
+    st.name,
+    verb,
+    st.principal!,
+    st.now,
+    status,
+    reason,
+    verb ? redact(st.args, verb.secretPaths) : attemptedArgs(st.args),
+    latency,
+  );
   if (st.consentClass !== null) e.consent_class = st.consentClass;
   if (extra.entity !== undefined) {
     e.entity_type = extra.entity.type;
@@ -918,7 +1186,8 @@ function attemptedArgs(args: Record<string, unknown>): Record<string, unknown> {
     if (depth > 8) return '[TRUNCATED]';
     if (Array.isArray(v)) return v.map((x) => walk(x, depth + 1));
     const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v)) out[k] = SECRET_LOOKING_KEY.test(k) ? '[REDACTED]' : walk(x, depth + 1);
+    for (const [k, x] of Object.entries(v))
+      out[k] = SECRET_LOOKING_KEY.test(k) ? '[REDACTED]' : walk(x, depth + 1);
     return out;
   };
   let out: Record<string, unknown>;
@@ -932,7 +1201,14 @@ function attemptedArgs(args: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
-function outcome(st: State, caller: Caller, ok: boolean, reason: string | null, latency: number, auditId: number | null): DispatchOutcome {
+function outcome(
+  st: State,
+  caller: Caller,
+  ok: boolean,
+  reason: string | null,
+  latency: number,
+  auditId: number | null,
+): DispatchOutcome {
   const p = st.principal;
   return {
     verb: st.name,
@@ -957,14 +1233,27 @@ async function fail(rt: Runtime, st: State, caller: Caller, err: unknown): Promi
   if (isVerbError(err)) {
     error = err.toEnvelopeError();
   } else if (err instanceof StoreError && err.code !== 'unique_violation' && err.code !== 'append_only') {
-    error = { reason: 'store_unavailable', message: 'The database is unavailable; nothing was written.', hint: 'Retry shortly; if it persists, check the database (disk, permissions, connection).' };
+    error = {
+      reason: 'store_unavailable',
+      message: 'The database is unavailable; nothing was written.',
+      hint: 'Retry shortly; if it persists, check the database (disk, permissions, connection).',
+    };
     rt.logger.error({ err, verb: st.name }, 'store error during dispatch');
   } else {
-    error = { reason: 'internal_error', message: 'An internal error occurred; nothing was written. It has been logged.', hint: 'Retry later or report the audit_id to the operator.' };
+    error = {
+      reason: 'internal_error',
+      message: 'An internal error occurred; nothing was written. It has been logged.',
+      hint: 'Retry later or report the audit_id to the operator.',
+    };
     rt.logger.error({ err, verb: st.name }, 'internal error during dispatch');
   }
   const info = reasonInfo(error.reason);
-  const status: AuditStatus = info.denial || info.kind === 'auth' || info.kind === 'denied' ? 'denied' : error.reason === 'approval_rejected' ? 'rejected' : 'failed';
+  const status: AuditStatus =
+    info.denial || info.kind === 'auth' || info.kind === 'denied'
+      ? 'denied'
+      : error.reason === 'approval_rejected'
+        ? 'rejected'
+        : 'failed';
   const latency = performance.now() - st.t0;
   let auditId: number | undefined;
   if (st.principal === undefined) {
@@ -993,7 +1282,11 @@ async function fail(rt: Runtime, st: State, caller: Caller, err: unknown): Promi
     } catch (auditErr) {
       rt.logger.error({ err: auditErr, verb: st.name }, 'could not write the audit row of a failed dispatch');
       if (error.reason !== 'internal_error') {
-        error = { reason: 'store_unavailable', message: 'The database is unavailable; nothing was written.', hint: 'Retry shortly.' };
+        error = {
+          reason: 'store_unavailable',
+          message: 'The database is unavailable; nothing was written.',
+          hint: 'Retry shortly.',
+        };
       }
     }
   }

@@ -70,5 +70,11 @@ export class VerbError extends Error {
 
 /** True when `err` is a VerbError (also across module copies). */
 export function isVerbError(err: unknown): err is VerbError {
-  return err instanceof VerbError || (typeof err === 'object' && err !== null && (err as { name?: unknown }).name === 'VerbError' && typeof (err as { reason?: unknown }).reason === 'string');
+  return (
+    err instanceof VerbError ||
+    (typeof err === 'object' &&
+      err !== null &&
+      (err as { name?: unknown }).name === 'VerbError' &&
+      typeof (err as { reason?: unknown }).reason === 'string')
+  );
 }

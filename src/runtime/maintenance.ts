@@ -39,15 +39,25 @@ export async function runMaintenance(store: Store, now: Date): Promise<Maintenan
   const nowIso = now.toISOString();
   const nonceCut = new Date(now.getTime() - NONCE_ROW_GRACE_SECONDS * 1000).toISOString();
   const approvalCut = new Date(now.getTime() - APPROVAL_RETENTION_SECONDS * 1000).toISOString();
-  const dayCut = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - 1)).toISOString().slice(0, 10);
+  const dayCut = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - 1))
+    .toISOString()
+    .slice(0, 10);
   return store.write(
     async (tx) => ({
       nonces_deleted: (await tx.run('DELETE FROM nonces WHERE expires_at < ?', [nonceCut])).changes,
-      approvals_expired: (await tx.run(`UPDATE approvals SET status = 'expired' WHERE status = 'pending' AND expires_at <= ?`, [nowIso])).changes,
-      approvals_deleted: (await tx.run(`DELETE FROM approvals WHERE status <> 'pending' AND expires_at < ?`, [approvalCut])).changes,
+      approvals_expired: (
+        await tx.run(`UPDATE approvals SET status = 'expired' WHERE status = 'pending' AND expires_at <= ?`, [
+          nowIso,
+        ])
+      ).changes,
+      approvals_deleted: (
+        await tx.run(`DELETE FROM approvals WHERE status <> 'pending' AND expires_at < ?`, [approvalCut])
+      ).changes,
       idempotency_deleted: (await tx.run('DELETE FROM idempotency WHERE expires_at <= ?', [nowIso])).changes,
       daily_counts_deleted: (await tx.run('DELETE FROM daily_counts WHERE day < ?', [dayCut])).changes,
-      signature_replays_deleted: (await tx.run('DELETE FROM signature_replays WHERE expires_at < ?', [Math.floor(now.getTime() / 1000)])).changes,
+      signature_replays_deleted: (
+        await tx.run('DELETE FROM signature_replays WHERE expires_at < ?', [Math.floor(now.getTime() / 1000)])
+      ).changes,
     }),
     { label: 'maintenance' },
   );

@@ -26,7 +26,12 @@ import {
   type Surface,
   type VerbRecord,
 } from '../spec/types.ts';
-import { findIdentityProperties, shapeSchemas, validateVerbRecord, verbRecordSchema } from '../spec/validators.ts';
+import {
+  findIdentityProperties,
+  shapeSchemas,
+  validateVerbRecord,
+  verbRecordSchema,
+} from '../spec/validators.ts';
 import { ROLE_FLOOR_OF_CLASS, type CompiledVerb, type VerbDefinition } from './verb.ts';
 
 const addFormats = addFormatsImport as unknown as (ajv: Ajv2020) => Ajv2020;
@@ -111,7 +116,13 @@ export class Registry {
   #sortedNames: string[] | undefined;
 
   constructor() {
-    this.#ajv = new Ajv2020({ strict: false, allErrors: false, useDefaults: true, allowUnionTypes: true, validateFormats: true });
+    this.#ajv = new Ajv2020({
+      strict: false,
+      allErrors: false,
+      useDefaults: true,
+      allowUnionTypes: true,
+      validateFormats: true,
+    });
     addFormats(this.#ajv);
   }
 
@@ -121,7 +132,11 @@ export class Registry {
     const previous = this.#verbs.get(compiled.name);
     const clash = this.#byTool.get(compiled.toolName);
     if (clash !== undefined && clash.name !== compiled.name) {
-      throw new RegistrationError(compiled.name, 'name', `its tool name "${compiled.toolName}" collides with verb "${clash.name}"`);
+      throw new RegistrationError(
+        compiled.name,
+        'name',
+        `its tool name "${compiled.toolName}" collides with verb "${clash.name}"`,
+      );
     }
     if (previous !== undefined) this.#byTool.delete(previous.toolName);
     this.#verbs.set(compiled.name, compiled);
@@ -217,10 +232,18 @@ export class Registry {
       throw new RegistrationError(String(name), 'name', `must match ${NAME_PATTERN.source}`);
     }
     if (!(VALID_SHAPES as readonly string[]).includes(def.shape)) {
-      throw new RegistrationError(name, 'shape', `"${String(def.shape)}" must be one of: ${VALID_SHAPES.join(', ')}`);
+      throw new RegistrationError(
+        name,
+        'shape',
+        `"${String(def.shape)}" must be one of: ${VALID_SHAPES.join(', ')}`,
+      );
     }
     if (typeof def.description !== 'string' || def.description.trim() === '') {
-      throw new RegistrationError(name, 'description', 'is required (written for an LLM: what the verb does and returns)');
+      throw new RegistrationError(
+        name,
+        'description',
+        'is required (written for an LLM: what the verb does and returns)',
+      );
     }
     if (typeof def.category !== 'string' || !/^[a-z][a-z0-9_]*$/.test(def.category)) {
       throw new RegistrationError(name, 'category', 'is required and must be snake_case');
@@ -242,27 +265,54 @@ export class Registry {
     }
     const identity = findIdentityProperties(inputSchema);
     if (identity.length > 0) {
-      throw new RegistrationError(name, identity[0]!, 'company_id and user_id are injected by the runtime from authentication and may never be declared');
+      throw new RegistrationError(
+        name,
+        identity[0]!,
+        'company_id and user_id are injected by the runtime from authentication and may never be declared',
+      );
     }
 
     // Consent class and its consistency with the public record.
     const delegated = typeof def.delegateConsent === 'function';
     if (def.consent !== undefined && !(VERB_CLASSES as readonly string[]).includes(def.consent)) {
-      throw new RegistrationError(name, 'consent', `"${def.consent}" must be one of: ${VERB_CLASSES.join(', ')}`);
+      throw new RegistrationError(
+        name,
+        'consent',
+        `"${def.consent}" must be one of: ${VERB_CLASSES.join(', ')}`,
+      );
     }
     const declaredWrite = def.side_effects === 'write' || def.side_effects === 'mixed';
     if ((WRITE_SHAPES.has(def.shape) || declaredWrite) && def.consent === undefined && !delegated) {
-      throw new RegistrationError(name, 'consent', `a write verb (shape ${def.shape}) must declare its consent class (WRITE_REVERSIBLE, WRITE_FINANCIAL, IRREVERSIBLE or BLOCKED)`);
+      throw new RegistrationError(
+        name,
+        'consent',
+        `a write verb (shape ${def.shape}) must declare its consent class (WRITE_REVERSIBLE, WRITE_FINANCIAL, IRREVERSIBLE or BLOCKED)`,
+      );
     }
     const consentClass = def.consent ?? 'READ';
     if (consentClass === 'READ' && declaredWrite && !delegated) {
-      throw new RegistrationError(name, 'side_effects', `a READ verb cannot declare side_effects "${def.side_effects}"`);
+      throw new RegistrationError(
+        name,
+        'side_effects',
+        `a READ verb cannot declare side_effects "${def.side_effects}"`,
+      );
     }
     if (consentClass !== 'READ' && def.side_effects === 'read') {
-      throw new RegistrationError(name, 'side_effects', `a ${consentClass} verb cannot declare side_effects "read"`);
+      throw new RegistrationError(
+        name,
+        'side_effects',
+        `a ${consentClass} verb cannot declare side_effects "read"`,
+      );
     }
-    if ((consentClass === 'WRITE_FINANCIAL' || consentClass === 'IRREVERSIBLE') && typeof def.phrase !== 'function') {
-      throw new RegistrationError(name, 'phrase', `${consentClass} verbs need a typed-phrase builder (e.g. "CHARGE $50.00 to invoice #4242")`);
+    if (
+      (consentClass === 'WRITE_FINANCIAL' || consentClass === 'IRREVERSIBLE') &&
+      typeof def.phrase !== 'function'
+    ) {
+      throw new RegistrationError(
+        name,
+        'phrase',
+        `${consentClass} verbs need a typed-phrase builder (e.g. "CHARGE $50.00 to invoice #4242")`,
+      );
     }
     if (def.revert !== undefined && typeof def.revert.handler !== 'function') {
       throw new RegistrationError(name, 'revert.handler', 'must be a function');
@@ -271,23 +321,42 @@ export class Registry {
     const sideEffects = def.side_effects ?? (isWrite ? (def.revert ? 'mixed' : 'write') : 'read');
 
     const roleFloor = def.role_floor ?? ROLE_FLOOR_OF_CLASS[consentClass];
-    if (!(ROLES as readonly string[]).includes(roleFloor)) throw new RegistrationError(name, 'role_floor', `"${roleFloor}" must be one of: ${ROLES.join(', ')}`);
-    if (def.role_floor !== undefined && ROLE_RANK_OF(def.role_floor) < ROLE_RANK_OF(ROLE_FLOOR_OF_CLASS[consentClass])) {
-      throw new RegistrationError(name, 'role_floor', `cannot be lower than the ${consentClass} floor (${ROLE_FLOOR_OF_CLASS[consentClass]})`);
+    if (!(ROLES as readonly string[]).includes(roleFloor))
+      throw new RegistrationError(name, 'role_floor', `"${roleFloor}" must be one of: ${ROLES.join(', ')}`);
+    if (
+      def.role_floor !== undefined &&
+      ROLE_RANK_OF(def.role_floor) < ROLE_RANK_OF(ROLE_FLOOR_OF_CLASS[consentClass])
+    ) {
+      throw new RegistrationError(
+        name,
+        'role_floor',
+        `cannot be lower than the ${consentClass} floor (${ROLE_FLOOR_OF_CLASS[consentClass]})`,
+      );
     }
     const tierFloor = def.tier_floor ?? 'starter';
-    if (!(TIERS as readonly string[]).includes(tierFloor)) throw new RegistrationError(name, 'tier_floor', `"${tierFloor}" must be one of: ${TIERS.join(', ')}`);
+    if (!(TIERS as readonly string[]).includes(tierFloor))
+      throw new RegistrationError(name, 'tier_floor', `"${tierFloor}" must be one of: ${TIERS.join(', ')}`);
     const surfaces = def.surfaces ?? [...VALID_SURFACES];
     for (const s of surfaces) {
-      if (!(VALID_SURFACES as readonly string[]).includes(s)) throw new RegistrationError(name, 'surfaces', `"${s}" must be one of: ${VALID_SURFACES.join(', ')}`);
+      if (!(VALID_SURFACES as readonly string[]).includes(s))
+        throw new RegistrationError(name, 'surfaces', `"${s}" must be one of: ${VALID_SURFACES.join(', ')}`);
     }
     const webmcpSurfaces = def.webmcp_surfaces ?? ['dashboard'];
     for (const s of webmcpSurfaces) {
-      if (!(WEBMCP_SURFACES as readonly string[]).includes(s)) throw new RegistrationError(name, 'webmcp_surfaces', `"${s}" must be one of: ${WEBMCP_SURFACES.join(', ')}`);
+      if (!(WEBMCP_SURFACES as readonly string[]).includes(s))
+        throw new RegistrationError(
+          name,
+          'webmcp_surfaces',
+          `"${s}" must be one of: ${WEBMCP_SURFACES.join(', ')}`,
+        );
     }
     const toolName = toToolName(name);
     if (!TOOL_NAME_PATTERN.test(toolName)) {
-      throw new RegistrationError(name, 'name', `its tool name "${toolName}" must match ${TOOL_NAME_PATTERN.source} (at most 64 characters after projection)`);
+      throw new RegistrationError(
+        name,
+        'name',
+        `its tool name "${toolName}" must match ${TOOL_NAME_PATTERN.source} (at most 64 characters after projection)`,
+      );
     }
 
     const outputSchema = inlineSchema(def.output ?? shapeSchemas[def.shape]);

@@ -19,7 +19,12 @@ import { Tenants, insertApiKey, insertTenant, type TenantSettings } from './tena
 import { appendAudit, appendAuditRows, auditEntry, type AuditEntry, type AuditRow } from './ledger/audit.ts';
 import { InflightKeys, IDEMPOTENCY_TTL_SECONDS } from './ledger/idempotency.ts';
 import { NONCE_TTL_SECONDS } from './consent/nonce.ts';
-import { dispatch as runPipeline, type Caller, type DispatchOptions, type DispatchOutcome } from './dispatch.ts';
+import {
+  dispatch as runPipeline,
+  type Caller,
+  type DispatchOptions,
+  type DispatchOutcome,
+} from './dispatch.ts';
 import { Blocklist, DEFAULT_BLOCKLIST, listBlocks } from './consent/blocklist.ts';
 import { runMaintenance, type MaintenanceReport } from './maintenance.ts';
 import { Observers, type ObserveOptions } from './observe/observers.ts';
@@ -34,10 +39,15 @@ const addFormats = addFormatsImport as unknown as (ajv: Ajv2020) => Ajv2020;
 const OUTBOX_LEASE_MS = 60_000;
 
 /** action_type of the row a tenant gets when one of its key ids is presented with a wrong secret, or after revocation. */
-export const KEY_REFUSED_ACTIONS = { wrong_secret: 'api_key.wrong_secret', revoked: 'api_key.revoked' } as const;
+export const KEY_REFUSED_ACTIONS = {
+  wrong_secret: 'api_key.wrong_secret',
+  revoked: 'api_key.revoked',
+} as const;
 
 /** Default daily caps per consent class (spec/consent.md §caps). */
-export const DEFAULT_DAILY_CAPS: Readonly<Record<'WRITE_REVERSIBLE' | 'WRITE_FINANCIAL' | 'IRREVERSIBLE', number>> = {
+export const DEFAULT_DAILY_CAPS: Readonly<
+  Record<'WRITE_REVERSIBLE' | 'WRITE_FINANCIAL' | 'IRREVERSIBLE', number>
+> = {
   WRITE_REVERSIBLE: 100,
   WRITE_FINANCIAL: 25,
   IRREVERSIBLE: 10,
@@ -83,7 +93,10 @@ interface ResolvedOptions {
 }
 
 /** Delivers one outbox row after commit; `meta.runtime` lets a pack's handler record the outcome (its own store write). */
-export type OutboxHandler = (payload: Record<string, unknown>, meta: { company_id: number; audit_id: number | null; outbox_id: number; runtime: Runtime }) => Promise<void>;
+export type OutboxHandler = (
+  payload: Record<string, unknown>,
+  meta: { company_id: number; audit_id: number | null; outbox_id: number; runtime: Runtime },
+) => Promise<void>;
 
 /**
  * Buffers the audit rows of reads and flushes them in batches (one store transaction per batch).
@@ -124,11 +137,9 @@ export class ReadAuditBuffer {
     if (this.#rows.length === 0) return;
     const rows = this.#rows;
     this.#rows = [];
-    this.#flushing = Promise.all(this.#batches(rows).map((batch) => this.#write(batch))).then(
-      () => {
-        this.#flushing = undefined;
-      },
-    );
+    this.#flushing = Promise.all(this.#batches(rows).map((batch) => this.#write(batch))).then(() => {
+      this.#flushing = undefined;
+    });
     await this.#flushing;
   }
 
@@ -160,14 +171,19 @@ export class ReadAuditBuffer {
     } catch (err) {
       // Put the rows back once, to be retried with the next flush (a short outage loses nothing);
       // rows that fail twice, or beyond MAX_HELD, are dropped — read rows only (spec/audit.md §read-rows).
-      const again = rows.filter((r) => !this.#retried.has(r)).slice(0, Math.max(0, ReadAuditBuffer.MAX_HELD - this.#rows.length));
+      const again = rows
+        .filter((r) => !this.#retried.has(r))
+        .slice(0, Math.max(0, ReadAuditBuffer.MAX_HELD - this.#rows.length));
       for (const r of again) this.#retried.add(r);
       this.#rows.unshift(...again);
       if (again.length > 0 && this.#timer === undefined) {
         this.#timer = setTimeout(() => void this.flush(), this.intervalMs);
         this.#timer.unref();
       }
-      this.rt.logger.error({ err, rows: rows.length, retried: again.length, dropped: rows.length - again.length }, 'could not flush read audit rows');
+      this.rt.logger.error(
+        { err, rows: rows.length, retried: again.length, dropped: rows.length - again.length },
+        'could not flush read audit rows',
+      );
     }
   }
 }
@@ -219,7 +235,8 @@ export class Runtime {
     this.store = options.store;
     this.secrets = options.secrets ?? Secrets.ephemeral();
     this.clock = options.clock ?? (() => new Date());
-    this.logger = options.logger ?? pino({ level: process.env.SOLID_LOG_LEVEL ?? 'info' }, pino.destination(2));
+    this.logger =
+      options.logger ?? pino({ level: process.env.SOLID_LOG_LEVEL ?? 'info' }, pino.destination(2));
     this.keys = new TenantKeys(this.store, this.secrets);
     this.tenants = new Tenants(this.store);
     this.readView = new ReadView(this.store);
@@ -237,11 +254,19 @@ export class Runtime {
     this.auditBuffer = new ReadAuditBuffer(this, this.options.readAuditFlushMs, this.options.readAuditBatch);
     this.observers = new Observers(this, options.observe);
     this.observers.attach();
-    this.#checkpointTimer = setInterval(() => void this.checkpointAll().catch((err: unknown) => this.logger.error({ err }, 'checkpoint failed')), this.options.checkpointIntervalMs);
+    this.#checkpointTimer = setInterval(
+      () =>
+        void this.checkpointAll().catch((err: unknown) => this.logger.error({ err }, 'checkpoint failed')),
+      this.options.checkpointIntervalMs,
+    );
     this.#checkpointTimer.unref();
     const maintenanceMs = options.maintenanceIntervalMs ?? 600_000;
     if (maintenanceMs > 0) {
-      this.#maintenanceTimer = setInterval(() => void this.maintenance().catch((err: unknown) => this.logger.error({ err }, 'maintenance failed')), maintenanceMs);
+      this.#maintenanceTimer = setInterval(
+        () =>
+          void this.maintenance().catch((err: unknown) => this.logger.error({ err }, 'maintenance failed')),
+        maintenanceMs,
+      );
       this.#maintenanceTimer.unref();
     }
   }
@@ -256,7 +281,12 @@ export class Runtime {
    * `caller.principal` comes from the transport's authentication; pass `apiKey` instead to let the
    * runtime authenticate (auth_invalid is then audited).
    */
-  async dispatch(caller: Caller & { apiKey?: string | null }, verb: string, args?: unknown, options?: DispatchOptions): Promise<Envelope> {
+  async dispatch(
+    caller: Caller & { apiKey?: string | null },
+    verb: string,
+    args?: unknown,
+    options?: DispatchOptions,
+  ): Promise<Envelope> {
     const authed = await this.#authenticate(caller, verb);
     return 'ok' in authed ? authed : runPipeline(this, authed, verb, args, options);
   }
@@ -287,7 +317,10 @@ export class Runtime {
    * row (`api_key.wrong_secret` / `api_key.revoked`, with its key_id). spec/audit.md §auth-failures
    */
   async authFailure(caller: Caller, verb: string, err: unknown): Promise<Envelope> {
-    const e = err instanceof VerbError || err instanceof StoreError ? err : new VerbError('auth_invalid', 'The API key is not valid.');
+    const e =
+      err instanceof VerbError || err instanceof StoreError
+        ? err
+        : new VerbError('auth_invalid', 'The API key is not valid.');
     return this.recordRefusal(caller, verb, e, 'auth');
   }
 
@@ -299,7 +332,12 @@ export class Runtime {
    * failure answers store_unavailable.
    * Spec: spec/audit.md (every denial is a row), spec/transports.md §auth.
    */
-  async recordRefusal(caller: Caller, verb: string, err: VerbError | StoreError, category = 'transport'): Promise<Envelope> {
+  async recordRefusal(
+    caller: Caller,
+    verb: string,
+    err: VerbError | StoreError,
+    category = 'transport',
+  ): Promise<Envelope> {
     const name = String(verb).slice(0, 200);
     if (err instanceof StoreError) {
       // The decision needed the database, which is down: not the caller's fault, and nothing to audit into.
@@ -307,7 +345,11 @@ export class Runtime {
       return {
         ok: false,
         verb: name,
-        error: { reason: 'store_unavailable', message: 'The database is unavailable; nothing was written.', hint: 'Retry shortly; if it persists, check the database (disk, permissions, connection).' },
+        error: {
+          reason: 'store_unavailable',
+          message: 'The database is unavailable; nothing was written.',
+          hint: 'Retry shortly; if it persists, check the database (disk, permissions, connection).',
+        },
       };
     }
     const env: Envelope = { ok: false, verb: name, error: err.toEnvelopeError() };
@@ -316,17 +358,49 @@ export class Runtime {
     try {
       // The row the caller's audit_id names: the caller's tenant, else the sandbox tenant — the same
       // place for every refused key, known or not, so nothing visible differs (no key-id oracle).
-      const companyId = p?.company_id ?? (await this.sandboxPrincipal().then((s) => s.company_id, () => undefined));
+      const companyId =
+        p?.company_id ??
+        (await this.sandboxPrincipal().then(
+          (s) => s.company_id,
+          () => undefined,
+        ));
       const now = this.clock();
       const rows = await this.store.write(async (tx) => {
         const out: AuditRow[] = [];
         if (companyId !== undefined) {
-          out.push(await appendAudit(tx, auditEntry({ company_id: companyId, now, action: name, category, status: 'denied', principal: p, agent_type: caller.surface }, { reason: err.reason })));
+          out.push(
+            await appendAudit(
+              tx,
+              auditEntry(
+                {
+                  company_id: companyId,
+                  now,
+                  action: name,
+                  category,
+                  status: 'denied',
+                  principal: p,
+                  agent_type: caller.surface,
+                },
+                { reason: err.reason },
+              ),
+            ),
+          );
         }
         if (key !== undefined) {
           // The owner's copy (spec/audit.md §auth-failures): a fixed action and only a registered
           // verb name, so a caller without the secret writes no text of its choosing into the log.
-          const entry = auditEntry({ company_id: key.company_id, now, action: key.revoked ? KEY_REFUSED_ACTIONS.revoked : KEY_REFUSED_ACTIONS.wrong_secret, category, status: 'denied', principal: null, agent_type: caller.surface }, { reason: err.reason, key_id: key.key_id });
+          const entry = auditEntry(
+            {
+              company_id: key.company_id,
+              now,
+              action: key.revoked ? KEY_REFUSED_ACTIONS.revoked : KEY_REFUSED_ACTIONS.wrong_secret,
+              category,
+              status: 'denied',
+              principal: null,
+              agent_type: caller.surface,
+            },
+            { reason: err.reason, key_id: key.key_id },
+          );
           entry.request_data = { key_revoked: key.revoked, verb: this.registry.get(name)?.name ?? null };
           out.push(await appendAudit(tx, entry));
         }
@@ -349,11 +423,23 @@ export class Runtime {
   async sandboxPrincipal(): Promise<Principal> {
     if (this.#sandbox !== undefined) return this.#sandbox;
     if (this.#sandboxCompanyId === undefined) {
-      throw new VerbError('auth_required', 'An API key is required.', { hint: 'Set SOLID_API_KEY or send Authorization: Bearer sk_solid_…' });
+      throw new VerbError('auth_required', 'An API key is required.', {
+        hint: 'Set SOLID_API_KEY or send Authorization: Bearer sk_solid_…',
+      });
     }
     const t = await this.tenants.get(this.#sandboxCompanyId);
-    if (t === undefined) throw new VerbError('auth_required', 'An API key is required (no sandbox tenant exists).', { hint: 'Run `solid init`.' });
-    this.#sandbox = { company_id: t.company_id, user_id: 0, role: 'read_only', tier: t.tier, agent_type: 'sandbox', sandbox: true };
+    if (t === undefined)
+      throw new VerbError('auth_required', 'An API key is required (no sandbox tenant exists).', {
+        hint: 'Run `solid init`.',
+      });
+    this.#sandbox = {
+      company_id: t.company_id,
+      user_id: 0,
+      role: 'read_only',
+      tier: t.tier,
+      agent_type: 'sandbox',
+      sandbox: true,
+    };
     return this.#sandbox;
   }
 
@@ -376,16 +462,27 @@ export class Runtime {
       [companyId, cls, day],
     );
     if (Number(row!.count) > cap) {
-      const reset = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1)).toISOString();
-      throw new VerbError('daily_cap_exceeded', `This tenant reached its daily cap of ${cap} ${cls} actions.`, {
-        hint: `The cap resets at ${reset} (midnight UTC). An owner can raise it in the tenant settings.`,
-        details: { cap, consent_class: cls, resets_at: reset },
-      });
+      const reset = new Date(
+        Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1),
+      ).toISOString();
+      throw new VerbError(
+        'daily_cap_exceeded',
+        `This tenant reached its daily cap of ${cap} ${cls} actions.`,
+        {
+          hint: `The cap resets at ${reset} (midnight UTC). An owner can raise it in the tenant settings.`,
+          details: { cap, consent_class: cls, resets_at: reset },
+        },
+      );
     }
   }
 
   /** Run the preview verb declared by a write verb, for pending answers. Undefined when none. */
-  async previewFor(verb: CompiledVerb, principal: Principal, args: Record<string, unknown>, caller: Caller): Promise<Record<string, unknown> | undefined> {
+  async previewFor(
+    verb: CompiledVerb,
+    principal: Principal,
+    args: Record<string, unknown>,
+    caller: Caller,
+  ): Promise<Record<string, unknown> | undefined> {
     const name = verb.definition.preview;
     if (name === undefined) return undefined;
     const pv = this.registry.get(name);
@@ -424,7 +521,9 @@ export class Runtime {
       this.#outputValidators.set(verb.name, v);
     }
     if (!v(result)) {
-      throw new Error(`output of ${verb.name} does not match its output schema: ${JSON.stringify(v.errors?.slice(0, 3))}`);
+      throw new Error(
+        `output of ${verb.name} does not match its output schema: ${JSON.stringify(v.errors?.slice(0, 3))}`,
+      );
     }
   }
 
@@ -463,7 +562,9 @@ export class Runtime {
     this.#sinceCheckpoint.set(row.company_id, n);
     if (n >= this.options.checkpointEvery) {
       this.#sinceCheckpoint.set(row.company_id, 0);
-      void this.checkpoint(row.company_id).catch((err: unknown) => this.logger.error({ err }, 'checkpoint failed'));
+      void this.checkpoint(row.company_id).catch((err: unknown) =>
+        this.logger.error({ err }, 'checkpoint failed'),
+      );
     }
   }
 
@@ -476,26 +577,36 @@ export class Runtime {
     return this.store.write(async (tx) => {
       const head = await tx.lockTenantHead(companyId);
       if (head.audit_seq === 0) return undefined;
-      const last = await tx.get<{ seq: number }>('SELECT MAX(seq) AS seq FROM audit_checkpoints WHERE company_id = ?', [companyId]);
-      if (last?.seq !== null && last?.seq !== undefined && Number(last.seq) >= head.audit_seq) return undefined;
+      const last = await tx.get<{ seq: number }>(
+        'SELECT MAX(seq) AS seq FROM audit_checkpoints WHERE company_id = ?',
+        [companyId],
+      );
+      if (last?.seq !== null && last?.seq !== undefined && Number(last.seq) >= head.audit_seq)
+        return undefined;
       const created_at = this.clock().toISOString();
-      const material = checkpointMaterial({ company_id: companyId, seq: head.audit_seq, head_hash: head.audit_hash, created_at });
-      const signature = nodeSign('sha256', material, { key: key.keyObject, dsaEncoding: 'ieee-p1363' }).toString('base64url');
-      await tx.run('INSERT INTO audit_checkpoints (company_id, seq, head_hash, created_at, kid, signature) VALUES (?, ?, ?, ?, ?, ?)', [
-        companyId,
-        head.audit_seq,
-        head.audit_hash,
+      const material = checkpointMaterial({
+        company_id: companyId,
+        seq: head.audit_seq,
+        head_hash: head.audit_hash,
         created_at,
-        key.kid,
-        signature,
-      ]);
+      });
+      const signature = nodeSign('sha256', material, {
+        key: key.keyObject,
+        dsaEncoding: 'ieee-p1363',
+      }).toString('base64url');
+      await tx.run(
+        'INSERT INTO audit_checkpoints (company_id, seq, head_hash, created_at, kid, signature) VALUES (?, ?, ?, ?, ?, ?)',
+        [companyId, head.audit_seq, head.audit_hash, created_at, key.kid, signature],
+      );
       return { seq: head.audit_seq, head_hash: head.audit_hash };
     });
   }
 
   /** Checkpoint every tenant whose head moved. */
   async checkpointAll(): Promise<void> {
-    const ids = await this.store.read((q) => q.all<{ company_id: number }>('SELECT company_id FROM tenant_heads'));
+    const ids = await this.store.read((q) =>
+      q.all<{ company_id: number }>('SELECT company_id FROM tenant_heads'),
+    );
     for (const { company_id } of ids) {
       try {
         await this.checkpoint(Number(company_id));
@@ -528,7 +639,10 @@ export class Runtime {
   async deliverOutbox(limit = 100): Promise<number> {
     const nowIso = this.clock().toISOString();
     const rows = await this.store.read((q) =>
-      q.all<Record<string, unknown>>(`SELECT outbox_id, company_id, kind, payload, audit_id, attempts FROM outbox WHERE status = 'pending' AND deliver_after <= ? ORDER BY outbox_id LIMIT ?`, [nowIso, limit]),
+      q.all<Record<string, unknown>>(
+        `SELECT outbox_id, company_id, kind, payload, audit_id, attempts FROM outbox WHERE status = 'pending' AND deliver_after <= ? ORDER BY outbox_id LIMIT ?`,
+        [nowIso, limit],
+      ),
     );
     let delivered = 0;
     for (const r of rows) {
@@ -541,19 +655,46 @@ export class Runtime {
       // at the same time.
       const lease = new Date(this.clock().getTime() + OUTBOX_LEASE_MS).toISOString();
       const claimed = await this.store.write((tx) =>
-        tx.run(`UPDATE outbox SET deliver_after = ? WHERE outbox_id = ? AND status = 'pending' AND deliver_after <= ?`, [lease, id, nowIso]),
+        tx.run(
+          `UPDATE outbox SET deliver_after = ? WHERE outbox_id = ? AND status = 'pending' AND deliver_after <= ?`,
+          [lease, id, nowIso],
+        ),
       );
       if (claimed.changes !== 1) continue;
       try {
-        const payload = typeof r.payload === 'string' ? (JSON.parse(r.payload) as Record<string, unknown>) : (r.payload as Record<string, unknown>);
-        await handler(payload, { company_id: Number(r.company_id), audit_id: r.audit_id === null ? null : Number(r.audit_id), outbox_id: id, runtime: this });
-        await this.store.write((tx) => tx.run(`UPDATE outbox SET status = 'delivered', delivered_at = ?, attempts = attempts + 1 WHERE outbox_id = ?`, [this.clock().toISOString(), id]));
+        const payload =
+          typeof r.payload === 'string'
+            ? (JSON.parse(r.payload) as Record<string, unknown>)
+            : (r.payload as Record<string, unknown>);
+        await handler(payload, {
+          company_id: Number(r.company_id),
+          audit_id: r.audit_id === null ? null : Number(r.audit_id),
+          outbox_id: id,
+          runtime: this,
+        });
+        await this.store.write((tx) =>
+          tx.run(
+            `UPDATE outbox SET status = 'delivered', delivered_at = ?, attempts = attempts + 1 WHERE outbox_id = ?`,
+            [this.clock().toISOString(), id],
+          ),
+        );
         delivered++;
       } catch (err) {
         const attempts = Number(r.attempts) + 1;
-        const next = new Date(this.clock().getTime() + Math.min(3600_000, 1000 * 2 ** attempts)).toISOString();
+        const next = new Date(
+          this.clock().getTime() + Math.min(3600_000, 1000 * 2 ** attempts),
+        ).toISOString();
         await this.store.write((tx) =>
-          tx.run(`UPDATE outbox SET attempts = ?, last_error = ?, status = ?, deliver_after = ? WHERE outbox_id = ?`, [attempts, String((err as Error).message).slice(0, 500), attempts >= 8 ? 'failed' : 'pending', next, id]),
+          tx.run(
+            `UPDATE outbox SET attempts = ?, last_error = ?, status = ?, deliver_after = ? WHERE outbox_id = ?`,
+            [
+              attempts,
+              String((err as Error).message).slice(0, 500),
+              attempts >= 8 ? 'failed' : 'pending',
+              next,
+              id,
+            ],
+          ),
         );
       }
     }
@@ -561,11 +702,25 @@ export class Runtime {
   }
 
   /** Create a tenant with its chain head and an active signing key. */
-  async createTenant(t: { company_id?: number; name: string; tier: Tier; settings?: TenantSettings }): Promise<{ company_id: number; name: string; tier: Tier }> {
+  async createTenant(t: {
+    company_id?: number;
+    name: string;
+    tier: Tier;
+    settings?: TenantSettings;
+  }): Promise<{ company_id: number; name: string; tier: Tier }> {
     const now = this.clock();
     const out = await this.store.write(async (tx) => {
-      const company_id = t.company_id ?? Number((await tx.get<{ next: number }>('SELECT COALESCE(MAX(company_id), 0) + 1 AS next FROM tenants'))!.next);
-      const tenant = await insertTenant(tx, { company_id, name: t.name, tier: t.tier, settings: t.settings }, now);
+      const company_id =
+        t.company_id ??
+        Number(
+          (await tx.get<{ next: number }>('SELECT COALESCE(MAX(company_id), 0) + 1 AS next FROM tenants'))!
+            .next,
+        );
+      const tenant = await insertTenant(
+        tx,
+        { company_id, name: t.name, tier: t.tier, settings: t.settings },
+        now,
+      );
       await tx.lockTenantHead(company_id);
       await this.keys.create(tx, company_id, 'active', now);
       return tenant;
@@ -575,7 +730,13 @@ export class Runtime {
   }
 
   /** Create an API key for a user of a tenant; the plaintext key is returned once. */
-  async createApiKey(k: { company_id: number; user_id: number; role: Role; agent_type?: string; name?: string }): Promise<string> {
+  async createApiKey(k: {
+    company_id: number;
+    user_id: number;
+    role: Role;
+    agent_type?: string;
+    name?: string;
+  }): Promise<string> {
     const { apiKey } = await this.store.write((tx) => insertApiKey(tx, k, this.clock()));
     return apiKey;
   }
@@ -589,14 +750,32 @@ export class Runtime {
     await this.auditBuffer.flush();
     await this.observers.close();
     // Sign the heads that moved, so a short-lived process (a CLI call) leaves its rows anchored.
-    await this.checkpointAll().catch((err: unknown) => this.logger.error({ err }, 'closing checkpoint failed'));
+    await this.checkpointAll().catch((err: unknown) =>
+      this.logger.error({ err }, 'closing checkpoint failed'),
+    );
     await this.store.close();
   }
 }
 
 /** The bytes a checkpoint signature covers. */
-export function checkpointMaterial(c: { company_id: number; seq: number; head_hash: string; created_at: string }): Buffer {
-  return Buffer.concat([Buffer.from([0x01]), Buffer.from(canonicalize({ company_id: c.company_id, seq: c.seq, head_hash: c.head_hash, created_at: c.created_at }) ?? '', 'utf8')]);
+export function checkpointMaterial(c: {
+  company_id: number;
+  seq: number;
+  head_hash: string;
+  created_at: string;
+}): Buffer {
+  return Buffer.concat([
+    Buffer.from([0x01]),
+    Buffer.from(
+      canonicalize({
+        company_id: c.company_id,
+        seq: c.seq,
+        head_hash: c.head_hash,
+        created_at: c.created_at,
+      }) ?? '',
+      'utf8',
+    ),
+  ]);
 }
 
 /** Create a runtime on a store: runs the runtime migrations unless told not to. */

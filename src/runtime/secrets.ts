@@ -10,7 +10,15 @@
  * Every purpose gets its own HKDF-derived key, so a nonce can never be replayed as a cursor.
  * Spec: spec/consent.md §nonce, spec/receipts.md §rollback_handle.
  */
-import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createHmac,
+  hkdfSync,
+  randomBytes,
+  timingSafeEqual,
+} from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 
 export type TokenPurpose = 'nonce' | 'cursor' | 'rollback' | 'approval' | 'session' | 'login' | 'platform';
@@ -121,7 +129,11 @@ export class Secrets {
   }
 
   /** Open a token made by `sealToken`; undefined when malformed, forged or of another purpose/prefix. */
-  openToken<T = Record<string, unknown>>(purpose: TokenPurpose, prefix: string, token: unknown): T | undefined {
+  openToken<T = Record<string, unknown>>(
+    purpose: TokenPurpose,
+    prefix: string,
+    token: unknown,
+  ): T | undefined {
     if (typeof token !== 'string' || token.length > 4096) return undefined;
     const parts = token.split('.');
     if (parts.length !== 4 || parts[0] !== prefix) return undefined;
@@ -147,7 +159,8 @@ export class Secrets {
   /** Decrypt `encrypt`'s output. Throws when the master key or aad is wrong (tampering). */
   decrypt(sealed: string, aad: string): string {
     const [v, iv, tag, ct] = sealed.split(':');
-    if (v !== 'v1' || iv === undefined || tag === undefined || ct === undefined) throw new Error('unknown ciphertext format');
+    if (v !== 'v1' || iv === undefined || tag === undefined || ct === undefined)
+      throw new Error('unknown ciphertext format');
     const decipher = createDecipheriv('aes-256-gcm', this.#master, Buffer.from(iv, 'base64url'));
     decipher.setAAD(Buffer.from(aad));
     decipher.setAuthTag(Buffer.from(tag, 'base64url'));
@@ -160,15 +173,28 @@ export class Secrets {
  * (0600) when nothing is configured. Without a keyfile and without env, returns ephemeral secrets
  * (tokens then die with the process) and `persisted: false`.
  */
-export function loadSecrets(options: LoadSecretsOptions = {}): { secrets: Secrets; persisted: boolean; source: 'env' | 'keyfile' | 'ephemeral' } {
+export function loadSecrets(options: LoadSecretsOptions = {}): {
+  secrets: Secrets;
+  persisted: boolean;
+  source: 'env' | 'keyfile' | 'ephemeral';
+} {
   const env = options.env ?? process.env;
   let file: KeyfileContents | undefined;
   if (options.keyfilePath !== undefined && existsSync(options.keyfilePath)) {
     file = JSON.parse(readFileSync(options.keyfilePath, 'utf8')) as KeyfileContents;
   }
-  if (file === undefined && options.keyfilePath !== undefined && options.create && !(env.SOLID_NONCE_SECRET && env.SOLID_MASTER_KEY)) {
+  if (
+    file === undefined &&
+    options.keyfilePath !== undefined &&
+    options.create &&
+    !(env.SOLID_NONCE_SECRET && env.SOLID_MASTER_KEY)
+  ) {
     const s = randomBytes(32);
-    file = { version: 1, nonce_secrets: [{ kid: kidOf(s), secret: s.toString('base64url') }], master_key: randomBytes(32).toString('base64url') };
+    file = {
+      version: 1,
+      nonce_secrets: [{ kid: kidOf(s), secret: s.toString('base64url') }],
+      master_key: randomBytes(32).toString('base64url'),
+    };
     writeFileSync(options.keyfilePath, JSON.stringify(file, null, 2) + '\n', { mode: 0o600 });
     chmodSync(options.keyfilePath, 0o600);
   }
@@ -191,13 +217,22 @@ export function loadSecrets(options: LoadSecretsOptions = {}): { secrets: Secret
   if (env.SOLID_MASTER_KEY) master = decodeSecret(env.SOLID_MASTER_KEY);
   else if (file !== undefined) master = Buffer.from(file.master_key, 'base64url');
   if (nonce.length === 0 || master === undefined) {
-    if (nonce.length === 0 && master === undefined) return { secrets: Secrets.ephemeral(), persisted: false, source: 'ephemeral' };
+    if (nonce.length === 0 && master === undefined)
+      return { secrets: Secrets.ephemeral(), persisted: false, source: 'ephemeral' };
     if (nonce.length === 0) {
       const s = randomBytes(32);
       nonce.push({ kid: kidOf(s), secret: s });
     }
     master ??= randomBytes(32);
-    return { secrets: new Secrets(nonce, master), persisted: false, source: env.SOLID_NONCE_SECRET ? 'env' : 'keyfile' };
+    return {
+      secrets: new Secrets(nonce, master),
+      persisted: false,
+      source: env.SOLID_NONCE_SECRET ? 'env' : 'keyfile',
+    };
   }
-  return { secrets: new Secrets(nonce, master), persisted: true, source: env.SOLID_NONCE_SECRET ? 'env' : 'keyfile' };
+  return {
+    secrets: new Secrets(nonce, master),
+    persisted: true,
+    source: env.SOLID_NONCE_SECRET ? 'env' : 'keyfile',
+  };
 }

@@ -50,10 +50,21 @@ function hashSecret(secret: string): string {
 }
 
 /** Insert a tenant row (inside a write). */
-export async function insertTenant(q: Queryable, t: { company_id: number; name: string; tier: Tier; settings?: TenantSettings }, now: Date): Promise<Tenant> {
-  if (!(TIERS as readonly string[]).includes(t.tier)) throw new VerbError('invalid_request', `tier must be one of ${TIERS.join(', ')}`);
+export async function insertTenant(
+  q: Queryable,
+  t: { company_id: number; name: string; tier: Tier; settings?: TenantSettings },
+  now: Date,
+): Promise<Tenant> {
+  if (!(TIERS as readonly string[]).includes(t.tier))
+    throw new VerbError('invalid_request', `tier must be one of ${TIERS.join(', ')}`);
   const created_at = now.toISOString();
-  await q.run('INSERT INTO tenants (company_id, name, tier, settings, created_at) VALUES (?, ?, ?, ?, ?)', [t.company_id, t.name, t.tier, JSON.stringify(t.settings ?? {}), created_at]);
+  await q.run('INSERT INTO tenants (company_id, name, tier, settings, created_at) VALUES (?, ?, ?, ?, ?)', [
+    t.company_id,
+    t.name,
+    t.tier,
+    JSON.stringify(t.settings ?? {}),
+    created_at,
+  ]);
   return { company_id: t.company_id, name: t.name, tier: t.tier, settings: t.settings ?? {}, created_at };
 }
 
@@ -63,7 +74,8 @@ export async function insertApiKey(
   k: { company_id: number; user_id: number; role: Role; agent_type?: string; name?: string },
   now: Date,
 ): Promise<{ apiKey: string; info: ApiKeyInfo }> {
-  if (!(ROLES as readonly string[]).includes(k.role)) throw new VerbError('invalid_request', `role must be one of ${ROLES.join(', ')}`);
+  if (!(ROLES as readonly string[]).includes(k.role))
+    throw new VerbError('invalid_request', `role must be one of ${ROLES.join(', ')}`);
   const key_id = randomBytes(6).toString('hex');
   const secret = randomBytes(24).toString('base64url');
   const info: ApiKeyInfo = {
@@ -76,22 +88,26 @@ export async function insertApiKey(
     created_at: now.toISOString(),
     revoked_at: null,
   };
-  await q.run('INSERT INTO api_keys (key_id, company_id, user_id, role, agent_type, name, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', [
-    key_id,
-    info.company_id,
-    info.user_id,
-    info.role,
-    info.agent_type,
-    info.name,
-    hashSecret(secret),
-    info.created_at,
-  ]);
+  await q.run(
+    'INSERT INTO api_keys (key_id, company_id, user_id, role, agent_type, name, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    [
+      key_id,
+      info.company_id,
+      info.user_id,
+      info.role,
+      info.agent_type,
+      info.name,
+      hashSecret(secret),
+      info.created_at,
+    ],
+  );
   return { apiKey: `${API_KEY_PREFIX}${key_id}_${secret}`, info };
 }
 
 /** Split `sk_solid_<key_id>_<secret>`; undefined when malformed. */
 export function parseApiKey(apiKey: unknown): { keyId: string; secret: string } | undefined {
-  if (typeof apiKey !== 'string' || !apiKey.startsWith(API_KEY_PREFIX) || apiKey.length > 200) return undefined;
+  if (typeof apiKey !== 'string' || !apiKey.startsWith(API_KEY_PREFIX) || apiKey.length > 200)
+    return undefined;
   const rest = apiKey.slice(API_KEY_PREFIX.length);
   const cut = rest.indexOf('_');
   if (cut !== 12) return undefined;
@@ -131,7 +147,9 @@ export class Tenants {
   async get(companyId: number): Promise<Tenant | undefined> {
     const c = this.#tenants.get(companyId);
     if (c !== undefined && Date.now() - c.loadedAt < this.cacheTtlMs) return c.tenant;
-    const row = await this.#store.read((q) => q.get<Record<string, unknown>>('SELECT * FROM tenants WHERE company_id = ?', [companyId]));
+    const row = await this.#store.read((q) =>
+      q.get<Record<string, unknown>>('SELECT * FROM tenants WHERE company_id = ?', [companyId]),
+    );
     if (row === undefined) {
       this.#tenants.delete(companyId);
       return undefined;
@@ -212,12 +230,17 @@ export class Tenants {
       'SELECT key_id, company_id, user_id, role, agent_type, name, created_at, revoked_at FROM api_keys WHERE company_id = ? ORDER BY created_at, key_id',
       [companyId],
     );
-    return rows.map((r) => ({ ...r, company_id: Number(r.company_id), user_id: Number(r.user_id) }) as ApiKeyInfo);
+    return rows.map(
+      (r) => ({ ...r, company_id: Number(r.company_id), user_id: Number(r.user_id) }) as ApiKeyInfo,
+    );
   }
 
   /** Revoke a key of a tenant. Returns false when no such key. */
   async revokeKey(q: Queryable, companyId: number, keyId: string, now: Date): Promise<boolean> {
-    const r = await q.run('UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND company_id = ? AND revoked_at IS NULL', [now.toISOString(), keyId, companyId]);
+    const r = await q.run(
+      'UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND company_id = ? AND revoked_at IS NULL',
+      [now.toISOString(), keyId, companyId],
+    );
     this.#keys.delete(keyId);
     return r.changes > 0;
   }

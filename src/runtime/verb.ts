@@ -7,7 +7,17 @@
  * revert handler, secret fields). Spec: spec/manifest.md, spec/consent.md, spec/receipts.md.
  */
 import type { ZodType } from 'zod';
-import type { JsonSchema, Principal, Role, Shape, SideEffect, Surface, Tier, VerbClass, WebmcpSurface } from '../spec/types.ts';
+import type {
+  JsonSchema,
+  Principal,
+  Role,
+  Shape,
+  SideEffect,
+  Surface,
+  Tier,
+  VerbClass,
+  WebmcpSurface,
+} from '../spec/types.ts';
 import type { Queryable } from '../store/store.ts';
 import type { Runtime } from './runtime.ts';
 
@@ -77,7 +87,10 @@ export interface OriginalAction {
 
 export interface RevertDefinition {
   /** Undo the action inside the revert's own store transaction. Return a sentence describing the undo. */
-  handler: (ctx: VerbContext, original: OriginalAction) => Promise<{ revert_action: string; [k: string]: unknown }>;
+  handler: (
+    ctx: VerbContext,
+    original: OriginalAction,
+  ) => Promise<{ revert_action: string; [k: string]: unknown }>;
   /** Typed phrase for reverting (typed-phrase classes). Default: `REVERT <verb> #<audit_id>`. */
   phrase?: (original: OriginalAction) => string;
 }
@@ -94,6 +107,7 @@ export interface DelegatedConsent {
   capClass?: VerbClass;
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a verb without declared types takes any args
 export interface VerbDefinition<A = any, R = any> {
   /** `{domain}.{verb}` or snake_case; ^[a-zA-Z][a-zA-Z0-9_.]*$ */
   name: string;
@@ -186,6 +200,7 @@ export interface CompiledVerb {
 }
 
 /** Identity helper that types a verb definition. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- see VerbDefinition
 export function defineVerb<A = any, R = any>(definition: VerbDefinition<A, R>): VerbDefinition<A, R> {
   return definition;
 }

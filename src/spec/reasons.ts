@@ -8,7 +8,18 @@
  * 422 / exit 1.
  */
 
-export type ReasonKind = 'ok' | 'pending' | 'input' | 'auth' | 'denied' | 'conflict' | 'not_found' | 'limit' | 'unavailable' | 'internal' | 'domain';
+export type ReasonKind =
+  | 'ok'
+  | 'pending'
+  | 'input'
+  | 'auth'
+  | 'denied'
+  | 'conflict'
+  | 'not_found'
+  | 'limit'
+  | 'unavailable'
+  | 'internal'
+  | 'domain';
 
 export interface ReasonInfo {
   status: number;
@@ -21,7 +32,13 @@ export interface ReasonInfo {
   summary: string;
 }
 
-const r = (status: number, exit: number, kind: ReasonKind, summary: string, opts: { retryable?: boolean; denial?: boolean } = {}): ReasonInfo => ({
+const r = (
+  status: number,
+  exit: number,
+  kind: ReasonKind,
+  summary: string,
+  opts: { retryable?: boolean; denial?: boolean } = {},
+): ReasonInfo => ({
   status,
   exit,
   kind,
@@ -35,7 +52,13 @@ export const REASONS = {
   unknown_verb: r(404, 5, 'not_found', 'No verb of that name is registered.'),
   invalid_input: r(400, 2, 'input', 'The arguments do not satisfy the verb input_schema.'),
   invalid_args: r(400, 2, 'input', 'The arguments are not valid JSON.'),
-  identity_override: r(400, 2, 'input', 'company_id or user_id appeared in the arguments; the runtime sets them from authentication.', { denial: true }),
+  identity_override: r(
+    400,
+    2,
+    'input',
+    'company_id or user_id appeared in the arguments; the runtime sets them from authentication.',
+    { denial: true },
+  ),
   invalid_request: r(400, 2, 'input', 'The request itself is malformed (options, headers, body).'),
   payload_too_large: r(413, 2, 'input', 'The request body exceeds the size limit.'),
   unsupported_media_type: r(415, 2, 'input', 'The request body is not JSON.'),
@@ -43,52 +66,125 @@ export const REASONS = {
   auth_required: r(401, 3, 'auth', 'This verb needs an API key; the keyless sandbox may only read.'),
   auth_invalid: r(401, 3, 'auth', 'The credentials are unknown, revoked or malformed.'),
   session_invalid: r(401, 3, 'auth', 'The browser session is missing or expired.'),
-  csrf_failed: r(403, 3, 'denied', 'The CSRF token is missing or does not match the session.', { denial: true }),
+  csrf_failed: r(403, 3, 'denied', 'The CSRF token is missing or does not match the session.', {
+    denial: true,
+  }),
   origin_denied: r(403, 3, 'denied', 'The request Origin or Host is not allowed.', { denial: true }),
-  tier_denied: r(403, 3, 'denied', "The tenant's subscription tier is below the verb's tier floor.", { denial: true }),
+  tier_denied: r(403, 3, 'denied', "The tenant's subscription tier is below the verb's tier floor.", {
+    denial: true,
+  }),
   role_denied: r(403, 3, 'denied', "The caller's role is below the verb's role floor.", { denial: true }),
-  blocked_verb: r(403, 3, 'denied', 'The verb name is on the blocklist and is never executed.', { denial: true }),
+  blocked_verb: r(403, 3, 'denied', 'The verb name is on the blocklist and is never executed.', {
+    denial: true,
+  }),
   surface_denied: r(403, 3, 'denied', 'The verb is not exposed on this surface.', { denial: true }),
   // consent
-  dispatch_pending: r(202, 4, 'pending', 'Human consent is needed; confirm with the nonce (and typed phrase).'),
-  phrase_mismatch: r(403, 3, 'denied', 'The typed phrase does not match the phrase shown, byte for byte.', { denial: true }),
-  nonce_required: r(400, 3, 'denied', 'confirm was sent without the nonce from the pending answer.', { denial: true }),
-  nonce_invalid: r(403, 3, 'denied', 'The nonce is forged, tampered, for another tenant/user, or the arguments changed.', { denial: true }),
+  dispatch_pending: r(
+    202,
+    4,
+    'pending',
+    'Human consent is needed; confirm with the nonce (and typed phrase).',
+  ),
+  phrase_mismatch: r(403, 3, 'denied', 'The typed phrase does not match the phrase shown, byte for byte.', {
+    denial: true,
+  }),
+  nonce_required: r(400, 3, 'denied', 'confirm was sent without the nonce from the pending answer.', {
+    denial: true,
+  }),
+  nonce_invalid: r(
+    403,
+    3,
+    'denied',
+    'The nonce is forged, tampered, for another tenant/user, or the arguments changed.',
+    { denial: true },
+  ),
   nonce_expired: r(403, 3, 'denied', 'The nonce is older than its time to live.', { denial: true }),
-  nonce_replayed: r(403, 3, 'denied', 'The nonce was already used; each confirmation works once.', { denial: true }),
+  nonce_replayed: r(403, 3, 'denied', 'The nonce was already used; each confirmation works once.', {
+    denial: true,
+  }),
   approval_rejected: r(403, 3, 'denied', 'A human rejected this pending dispatch.', { denial: true }),
   approval_not_found: r(404, 5, 'not_found', 'No pending approval with that id for this tenant.'),
   approval_not_pending: r(409, 6, 'conflict', 'The approval was already decided or has expired.'),
-  daily_cap_exceeded: r(429, 7, 'limit', "The tenant's daily cap for this consent class is used up.", { denial: true }),
+  daily_cap_exceeded: r(429, 7, 'limit', "The tenant's daily cap for this consent class is used up.", {
+    denial: true,
+  }),
   // idempotency
-  idempotency_key_invalid: r(400, 2, 'input', 'The idempotency key is empty, too long or not printable ASCII.'),
-  idempotency_key_reused: r(422, 6, 'conflict', 'The idempotency key was used with another verb or other arguments.'),
-  idempotency_key_in_use: r(409, 6, 'conflict', 'A request with this idempotency key is still running.', { retryable: true }),
+  idempotency_key_invalid: r(
+    400,
+    2,
+    'input',
+    'The idempotency key is empty, too long or not printable ASCII.',
+  ),
+  idempotency_key_reused: r(
+    422,
+    6,
+    'conflict',
+    'The idempotency key was used with another verb or other arguments.',
+  ),
+  idempotency_key_in_use: r(409, 6, 'conflict', 'A request with this idempotency key is still running.', {
+    retryable: true,
+  }),
   // ledger
   not_found: r(404, 5, 'not_found', 'The entity does not exist for this tenant.'),
   already_reverted: r(409, 6, 'conflict', 'The action was already reverted.'),
   not_revertible: r(409, 6, 'conflict', 'The audit row is not a completed write that can be reverted.'),
-  revert_failed: r(409, 6, 'conflict', 'The revert handler could not undo the action; manual intervention needed.'),
-  rollback_handle_invalid: r(400, 3, 'denied', 'The rollback_handle is forged, altered or for another tenant.', { denial: true }),
+  revert_failed: r(
+    409,
+    6,
+    'conflict',
+    'The revert handler could not undo the action; manual intervention needed.',
+  ),
+  rollback_handle_invalid: r(
+    400,
+    3,
+    'denied',
+    'The rollback_handle is forged, altered or for another tenant.',
+    { denial: true },
+  ),
   transaction_not_found: r(404, 5, 'not_found', 'No such transaction for this tenant.'),
   transaction_not_open: r(409, 6, 'conflict', 'The transaction is committed, aborted or expired.'),
   transaction_expired: r(409, 6, 'conflict', 'The open transaction expired before commit.'),
-  transaction_step_refused: r(422, 2, 'input', 'The step cannot be appended (irreversible step not last, nested transaction, read verb).'),
+  transaction_step_refused: r(
+    422,
+    2,
+    'input',
+    'The step cannot be appended (irreversible step not last, nested transaction, read verb).',
+  ),
   transaction_step_failed: r(422, 1, 'domain', 'A step failed at commit; nothing was applied.'),
   // observe-and-learn
   cursor_invalid: r(400, 2, 'input', 'The cursor is forged, altered or belongs to another tenant.'),
   cursor_expired: r(410, 2, 'input', 'The cursor is older than the event retention.'),
   subscription_not_found: r(404, 5, 'not_found', 'No such subscription for this tenant.'),
   macro_not_found: r(404, 5, 'not_found', 'No such macro for this tenant.'),
-  macro_invalid: r(400, 2, 'input', 'The macro references a missing step, an unresolvable path or a blocked verb.'),
+  macro_invalid: r(
+    400,
+    2,
+    'input',
+    'The macro references a missing step, an unresolvable path or a blocked verb.',
+  ),
   macro_step_failed: r(422, 1, 'domain', 'A macro step failed; the run stopped there.'),
   // infrastructure
-  store_unavailable: r(503, 8, 'unavailable', 'The database is unreachable, read-only or full; nothing was written.', { retryable: true }),
-  upstream_unavailable: r(502, 8, 'unavailable', 'The remote solid server could not be reached.', { retryable: true }),
+  store_unavailable: r(
+    503,
+    8,
+    'unavailable',
+    'The database is unreachable, read-only or full; nothing was written.',
+    { retryable: true },
+  ),
+  upstream_unavailable: r(502, 8, 'unavailable', 'The remote solid server could not be reached.', {
+    retryable: true,
+  }),
   cancelled: r(499, 1, 'internal', 'The caller cancelled the request.'),
   rate_limited: r(429, 7, 'limit', 'Too many requests; slow down.', { retryable: true }),
-  result_too_large: r(422, 7, 'limit', "The verb's result exceeds what the transport sends in one message (MCP stdio: 10 MiB); ask for less (filters, paging)."),
-  internal_error: r(500, 1, 'internal', 'An unexpected error; it was logged with the audit id.', { retryable: true }),
+  result_too_large: r(
+    422,
+    7,
+    'limit',
+    "The verb's result exceeds what the transport sends in one message (MCP stdio: 10 MiB); ask for less (filters, paging).",
+  ),
+  internal_error: r(500, 1, 'internal', 'An unexpected error; it was logged with the audit id.', {
+    retryable: true,
+  }),
 } as const satisfies Record<string, ReasonInfo>;
 
 export type CoreReason = keyof typeof REASONS;
@@ -99,15 +195,21 @@ const domainReasons = new Map<string, ReasonInfo>();
  * Declare a business pack's domain reasons with their HTTP status (default 422).
  * Throws if a name is not snake_case or collides with a core reason.
  */
-export function defineReasons(reasons: Record<string, { status?: number; summary: string; exit?: number }>): void {
+export function defineReasons(
+  reasons: Record<string, { status?: number; summary: string; exit?: number }>,
+): void {
   for (const [name, info] of Object.entries(reasons)) {
     if (!/^[a-z][a-z0-9_]*$/.test(name)) throw new TypeError(`reason "${name}" must be snake_case`);
     if (name in REASONS && (REASONS as Record<string, ReasonInfo>)[name]!.kind !== 'domain') {
-      if (name !== 'not_found') throw new TypeError(`reason "${name}" is a core reason and cannot be redefined`);
+      if (name !== 'not_found')
+        throw new TypeError(`reason "${name}" is a core reason and cannot be redefined`);
       continue;
     }
     const status = info.status ?? 422;
-    domainReasons.set(name, r(status, info.exit ?? (status === 404 ? 5 : status === 409 ? 6 : 1), 'domain', info.summary));
+    domainReasons.set(
+      name,
+      r(status, info.exit ?? (status === 404 ? 5 : status === 409 ? 6 : 1), 'domain', info.summary),
+    );
   }
 }
 

@@ -33,7 +33,13 @@ export const VALID_SURFACES = ['http', 'mcp_stdio', 'webmcp', 'ucp', 'cli'] as c
 export type Surface = (typeof VALID_SURFACES)[number];
 
 /** Consent classes (risk classes). spec/consent.md §classes */
-export const VERB_CLASSES = ['READ', 'WRITE_REVERSIBLE', 'WRITE_FINANCIAL', 'IRREVERSIBLE', 'BLOCKED'] as const;
+export const VERB_CLASSES = [
+  'READ',
+  'WRITE_REVERSIBLE',
+  'WRITE_FINANCIAL',
+  'IRREVERSIBLE',
+  'BLOCKED',
+] as const;
 export type VerbClass = (typeof VERB_CLASSES)[number];
 /** Alias using the spec's words. */
 export type ConsentClass = VerbClass;

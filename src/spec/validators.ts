@@ -26,7 +26,9 @@ function loadJson(path: string): JsonSchema {
 export const verbRecordSchema: JsonSchema = loadJson(join(SCHEMA_DIR, 'verb-record.json'));
 export const envelopeSchema: JsonSchema = loadJson(join(SCHEMA_DIR, 'envelope.json'));
 export const shapeSchemas: Readonly<Record<Shape, JsonSchema>> = Object.freeze(
-  Object.fromEntries(VALID_SHAPES.map((s) => [s, loadJson(join(SCHEMA_DIR, 'shapes', `${s}.json`))])) as Record<Shape, JsonSchema>,
+  Object.fromEntries(
+    VALID_SHAPES.map((s) => [s, loadJson(join(SCHEMA_DIR, 'shapes', `${s}.json`))]),
+  ) as Record<Shape, JsonSchema>,
 );
 
 let specAjv: Ajv2020 | undefined;
@@ -40,7 +42,8 @@ function spec(): Ajv2020 {
     for (const s of VALID_SHAPES) specAjv.addSchema(shapeSchemas[s]);
     // Any other schema file in schema/ (e.g. shared definitions).
     for (const f of readdirSync(SCHEMA_DIR)) {
-      if (f.endsWith('.json') && f !== 'verb-record.json' && f !== 'envelope.json') specAjv.addSchema(loadJson(join(SCHEMA_DIR, f)));
+      if (f.endsWith('.json') && f !== 'verb-record.json' && f !== 'envelope.json')
+        specAjv.addSchema(loadJson(join(SCHEMA_DIR, f)));
     }
   }
   return specAjv;
@@ -58,7 +61,11 @@ function compiledFor(schema: JsonSchema): ValidateFunction {
 }
 
 /** Format Ajv errors the upstream SDK's way: the field first, with the offending value. */
-export function formatAjvErrors(errors: readonly ErrorObject[] | null | undefined, data: unknown, root = ''): string[] {
+export function formatAjvErrors(
+  errors: readonly ErrorObject[] | null | undefined,
+  data: unknown,
+  root = '',
+): string[] {
   if (!errors) return [];
   const out: string[] = [];
   for (const e of errors) {
@@ -69,19 +76,27 @@ export function formatAjvErrors(errors: readonly ErrorObject[] | null | undefine
         out.push(`${join2(field, (e.params as { missingProperty: string }).missingProperty)} is required`);
         break;
       case 'enum':
-        out.push(`${field || 'value'} "${String(value)}" must be one of: ${((e.params as { allowedValues: unknown[] }).allowedValues).join(', ')}`);
+        out.push(
+          `${field || 'value'} "${String(value)}" must be one of: ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`,
+        );
         break;
       case 'pattern':
-        out.push(`${field || 'value'} "${String(value)}" must match ${(e.params as { pattern: string }).pattern}`);
+        out.push(
+          `${field || 'value'} "${String(value)}" must match ${(e.params as { pattern: string }).pattern}`,
+        );
         break;
       case 'additionalProperties':
-        out.push(`${field || 'record'} has an unknown property "${(e.params as { additionalProperty: string }).additionalProperty}"`);
+        out.push(
+          `${field || 'record'} has an unknown property "${(e.params as { additionalProperty: string }).additionalProperty}"`,
+        );
         break;
       case 'type':
         out.push(`${field || 'value'} must be ${(e.params as { type: string }).type}`);
         break;
       case 'const':
-        out.push(`${field || 'value'} must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}`);
+        out.push(
+          `${field || 'value'} must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}`,
+        );
         break;
       case 'if':
       case 'anyOf':
@@ -99,7 +114,10 @@ function join2(a: string, b: string): string {
 }
 
 function fieldName(instancePath: string, root: string): string {
-  const parts = instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   const base = parts.join('.');
   return root ? (base ? `${root}.${base}` : root) : base;
 }
@@ -133,7 +151,21 @@ export function findIdentityProperties(schema: unknown, path = 'input_schema'): 
         walk((props as Record<string, unknown>)[key], `${at}.properties.${key}`);
       }
     }
-    for (const k of ['items', 'additionalProperties', 'anyOf', 'oneOf', 'allOf', 'not', 'then', 'else', 'if', 'prefixItems', '$defs', 'definitions', 'patternProperties']) {
+    for (const k of [
+      'items',
+      'additionalProperties',
+      'anyOf',
+      'oneOf',
+      'allOf',
+      'not',
+      'then',
+      'else',
+      'if',
+      'prefixItems',
+      '$defs',
+      'definitions',
+      'patternProperties',
+    ]) {
       if (k in obj) walk(obj[k], `${at}.${k}`);
     }
   };
@@ -152,14 +184,20 @@ export function validateVerbRecord(record: unknown): ValidationResult {
   }
   const v = compiledFor(verbRecordSchema);
   const ok = v(record);
-  const errors = ok ? [] : formatAjvErrors(v.errors, record).filter((e) => !e.startsWith('input_schema.properties'));
+  const errors = ok
+    ? []
+    : formatAjvErrors(v.errors, record).filter((e) => !e.startsWith('input_schema.properties'));
   const r = record as Record<string, unknown>;
-  if (typeof r.name === 'string' && r.name === '') errors.push('name is required and must be a non-empty string');
-  if (typeof r.description === 'string' && r.description === '') errors.push('description is required and must be a non-empty string');
+  if (typeof r.name === 'string' && r.name === '')
+    errors.push('name is required and must be a non-empty string');
+  if (typeof r.description === 'string' && r.description === '')
+    errors.push('description is required and must be a non-empty string');
   if (typeof r.input_schema === 'object' && r.input_schema !== null) {
     const ids = findIdentityProperties(r.input_schema);
     if (ids.length > 0) {
-      errors.push(`input_schema MUST NOT include company_id or user_id — these are injected by the runtime (found at ${ids.join(', ')})`);
+      errors.push(
+        `input_schema MUST NOT include company_id or user_id — these are injected by the runtime (found at ${ids.join(', ')})`,
+      );
     }
   }
   const unique = [...new Set(errors)];
@@ -178,11 +216,19 @@ export function validateEnvelope(envelope: unknown): ValidationResult {
   const errors: string[] = [];
   if (typeof e.ok !== 'boolean') errors.push('ok is required and must be a boolean');
   if (typeof e.verb !== 'string') errors.push('verb is required and must be a string');
-  if (e.ok === false && (e.error === undefined || e.error === null)) errors.push('error is required when ok is false');
+  if (e.ok === false && (e.error === undefined || e.error === null))
+    errors.push('error is required when ok is false');
   const v = compiledFor(envelopeSchema);
   if (!v(envelope)) {
     for (const msg of formatAjvErrors(v.errors, envelope)) {
-      if (msg.startsWith('ok ') || msg.startsWith('verb ') || msg === 'ok is required' || msg === 'verb is required' || msg === 'error is required') continue;
+      if (
+        msg.startsWith('ok ') ||
+        msg.startsWith('verb ') ||
+        msg === 'ok is required' ||
+        msg === 'verb is required' ||
+        msg === 'error is required'
+      )
+        continue;
       errors.push(msg);
     }
   }

@@ -25,13 +25,23 @@
 import type { Role, VerbClass } from '../spec/types.ts';
 import { parseJson } from '../store/store.ts';
 import { VerbError } from '../runtime/errors.ts';
-import { defineVerb, ROLE_FLOOR_OF_CLASS, ROLE_RANK, type DelegatedConsent, type VerbContext } from '../runtime/verb.ts';
+import {
+  defineVerb,
+  ROLE_FLOOR_OF_CLASS,
+  ROLE_RANK,
+  type DelegatedConsent,
+  type VerbContext,
+} from '../runtime/verb.ts';
 import { phrasesMatch } from '../runtime/consent/typed-phrase.ts';
 
 /** Lowest role that may decide any approval (the WRITE_FINANCIAL floor). */
 const MIN_APPROVER_ROLE: Role = ROLE_FLOOR_OF_CLASS.WRITE_FINANCIAL;
 
-const APPROVAL_ID = { type: 'string', pattern: '^apv_[A-Za-z0-9_-]{1,64}$', description: 'The approval_id from the dispatch_pending answer or approvals.list.' } as const;
+const APPROVAL_ID = {
+  type: 'string',
+  pattern: '^apv_[A-Za-z0-9_-]{1,64}$',
+  description: 'The approval_id from the dispatch_pending answer or approvals.list.',
+} as const;
 
 /** Effective statuses: `expired` also covers pending rows past their expiry not yet swept. */
 export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'consumed', 'expired'] as const;
@@ -74,12 +84,20 @@ function effectiveStatus(row: ApprovalRow, nowIso: string): ApprovalStatus {
  * role needs the owner.
  */
 function approverFloor(row: Pick<ApprovalRow, 'role_floor'>): Role {
-  const recorded = typeof row.role_floor === 'string' && Object.hasOwn(ROLE_RANK, row.role_floor) ? row.role_floor : 'owner';
+  const recorded =
+    typeof row.role_floor === 'string' && Object.hasOwn(ROLE_RANK, row.role_floor) ? row.role_floor : 'owner';
   return ROLE_RANK[recorded] >= ROLE_RANK[MIN_APPROVER_ROLE] ? recorded : MIN_APPROVER_ROLE;
 }
 
-async function findApproval(q: VerbContext['db'], companyId: number, approvalId: string): Promise<ApprovalRow | undefined> {
-  const raw = await q.get<Record<string, unknown>>(`SELECT ${COLUMNS} FROM approvals WHERE approval_id = ? AND company_id = ?`, [approvalId, companyId]);
+async function findApproval(
+  q: VerbContext['db'],
+  companyId: number,
+  approvalId: string,
+): Promise<ApprovalRow | undefined> {
+  const raw = await q.get<Record<string, unknown>>(
+    `SELECT ${COLUMNS} FROM approvals WHERE approval_id = ? AND company_id = ?`,
+    [approvalId, companyId],
+  );
   if (raw === undefined) return undefined;
   return {
     ...(raw as unknown as ApprovalRow),
@@ -104,7 +122,10 @@ function notPending(row: ApprovalRow, status: ApprovalStatus): VerbError {
         ? 'was already used by the agent'
         : `was already ${status}${row.decided_by !== null ? ` by user ${row.decided_by}` : ''}`;
   return new VerbError('approval_not_pending', `Approval ${row.approval_id} ${what}.`, {
-    hint: status === 'expired' ? `The agent must call ${row.verb} again for a fresh pending request.` : 'Nothing to decide; list open approvals with approvals.list.',
+    hint:
+      status === 'expired'
+        ? `The agent must call ${row.verb} again for a fresh pending request.`
+        : 'Nothing to decide; list open approvals with approvals.list.',
     details: { status },
   });
 }
@@ -112,14 +133,29 @@ function notPending(row: ApprovalRow, status: ApprovalStatus): VerbError {
 /** The approval changed between our read and our update (another decision won the race). */
 async function decidedMeanwhile(ctx: VerbContext, row: ApprovalRow): Promise<VerbError> {
   const now = await findApproval(ctx.db, row.company_id, row.approval_id);
-  return now === undefined ? notFound(row.approval_id) : notPending(now, effectiveStatus(now, ctx.now.toISOString()));
+  return now === undefined
+    ? notFound(row.approval_id)
+    : notPending(now, effectiveStatus(now, ctx.now.toISOString()));
 }
 
 /** Consent of approve/reject: no gate of its own, the floor of the verb being decided. */
-async function decisionConsent(ctx: VerbContext, args: { approval_id: string }, action: string): Promise<DelegatedConsent> {
+async function decisionConsent(
+  ctx: VerbContext,
+  args: { approval_id: string },
+  action: string,
+): Promise<DelegatedConsent> {
   const row = await findApproval(ctx.db, ctx.principal.company_id, args.approval_id);
-  if (row === undefined) return { consentClass: null, roleFloor: MIN_APPROVER_ROLE, summary: `${action} approval ${args.approval_id}.` };
-  return { consentClass: null, roleFloor: approverFloor(row), summary: `${action} ${row.verb}: ${row.summary}` };
+  if (row === undefined)
+    return {
+      consentClass: null,
+      roleFloor: MIN_APPROVER_ROLE,
+      summary: `${action} approval ${args.approval_id}.`,
+    };
+  return {
+    consentClass: null,
+    roleFloor: approverFloor(row),
+    summary: `${action} ${row.verb}: ${row.summary}`,
+  };
 }
 
 const approvalItem = {
@@ -135,7 +171,11 @@ const approvalItem = {
     requested_role: { type: 'string' },
     agent_type: { type: ['string', 'null'] },
     status: { type: 'string', enum: [...APPROVAL_STATUSES] },
-    role_floor: { type: 'string', enum: ['read_only', 'employee', 'admin', 'owner'], description: 'Role an approver needs.' },
+    role_floor: {
+      type: 'string',
+      enum: ['read_only', 'employee', 'admin', 'owner'],
+      description: 'Role an approver needs.',
+    },
     can_decide: { type: 'boolean', description: 'Whether the caller may approve or reject it now.' },
     created_at: { type: 'string', format: 'date-time' },
     expires_at: { type: 'string', format: 'date-time' },
@@ -143,7 +183,19 @@ const approvalItem = {
     decided_at: { type: ['string', 'null'] },
     decision_note: { type: ['string', 'null'] },
   },
-  required: ['approval_id', 'verb', 'consent_class', 'summary', 'typed_phrase', 'requested_by', 'status', 'role_floor', 'can_decide', 'created_at', 'expires_at'],
+  required: [
+    'approval_id',
+    'verb',
+    'consent_class',
+    'summary',
+    'typed_phrase',
+    'requested_by',
+    'status',
+    'role_floor',
+    'can_decide',
+    'created_at',
+    'expires_at',
+  ],
 } as const;
 
 export interface ApprovalsListArgs {
@@ -163,7 +215,11 @@ export const approvalsList = defineVerb<ApprovalsListArgs>({
   input: {
     type: 'object',
     properties: {
-      status: { type: 'string', enum: [...APPROVAL_STATUSES, 'all'], description: 'Filter (default pending: awaiting a decision, expired ones included).' },
+      status: {
+        type: 'string',
+        enum: [...APPROVAL_STATUSES, 'all'],
+        description: 'Filter (default pending: awaiting a decision, expired ones included).',
+      },
       approval_id: APPROVAL_ID,
       limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
     },
@@ -176,7 +232,11 @@ export const approvalsList = defineVerb<ApprovalsListArgs>({
       entity_id: { type: 'integer', description: 'The tenant (company_id).' },
       data: {
         type: 'object',
-        properties: { pending: { type: 'integer', minimum: 0 }, expired: { type: 'integer', minimum: 0 }, approved_unused: { type: 'integer', minimum: 0 } },
+        properties: {
+          pending: { type: 'integer', minimum: 0 },
+          expired: { type: 'integer', minimum: 0 },
+          approved_unused: { type: 'integer', minimum: 0 },
+        },
         required: ['pending', 'expired', 'approved_unused'],
       },
       approvals: { type: 'array', items: approvalItem },
@@ -191,7 +251,8 @@ export const approvalsList = defineVerb<ApprovalsListArgs>({
     const nowIso = ctx.now.toISOString();
     const where = ['company_id = ?'];
     const params: unknown[] = [companyId];
-    const status = args.approval_id !== undefined && args.status === undefined ? 'all' : (args.status ?? 'pending');
+    const status =
+      args.approval_id !== undefined && args.status === undefined ? 'all' : (args.status ?? 'pending');
     if (status === 'pending') where.push(`status IN ('pending', 'expired')`);
     else if (status === 'expired') {
       where.push(`(status = 'expired' OR (status = 'pending' AND expires_at <= ?))`);
@@ -205,7 +266,10 @@ export const approvalsList = defineVerb<ApprovalsListArgs>({
       params.push(args.approval_id);
     }
     params.push(args.limit ?? 50);
-    const raw = await ctx.db.all<Record<string, unknown>>(`SELECT ${COLUMNS} FROM approvals WHERE ${where.join(' AND ')} ORDER BY created_at DESC, approval_id LIMIT ?`, params);
+    const raw = await ctx.db.all<Record<string, unknown>>(
+      `SELECT ${COLUMNS} FROM approvals WHERE ${where.join(' AND ')} ORDER BY created_at DESC, approval_id LIMIT ?`,
+      params,
+    );
     const approvals = raw.map((r) => {
       const row: ApprovalRow = {
         ...(r as unknown as ApprovalRow),
@@ -227,7 +291,9 @@ export const approvalsList = defineVerb<ApprovalsListArgs>({
         agent_type: row.agent_type ?? null,
         status: st,
         role_floor: floor,
-        can_decide: ROLE_RANK[ctx.principal.role] >= ROLE_RANK[floor] && (st === 'pending' || (st === 'approved' && row.expires_at > nowIso)),
+        can_decide:
+          ROLE_RANK[ctx.principal.role] >= ROLE_RANK[floor] &&
+          (st === 'pending' || (st === 'approved' && row.expires_at > nowIso)),
         created_at: row.created_at,
         expires_at: row.expires_at,
         decided_by: row.decided_by,
@@ -235,7 +301,11 @@ export const approvalsList = defineVerb<ApprovalsListArgs>({
         decision_note: row.decision_note ?? null,
       };
     });
-    const counts = await ctx.db.get<{ pending: number | null; expired: number | null; approved_unused: number | null }>(
+    const counts = await ctx.db.get<{
+      pending: number | null;
+      expired: number | null;
+      approved_unused: number | null;
+    }>(
       `SELECT SUM(CASE WHEN status = 'pending' AND expires_at > ? THEN 1 ELSE 0 END) AS pending,
               SUM(CASE WHEN status = 'expired' OR (status = 'pending' AND expires_at <= ?) THEN 1 ELSE 0 END) AS expired,
               SUM(CASE WHEN status = 'approved' AND expires_at > ? THEN 1 ELSE 0 END) AS approved_unused
@@ -245,7 +315,11 @@ export const approvalsList = defineVerb<ApprovalsListArgs>({
     return {
       entity_type: 'approval_queue',
       entity_id: companyId,
-      data: { pending: Number(counts?.pending ?? 0), expired: Number(counts?.expired ?? 0), approved_unused: Number(counts?.approved_unused ?? 0) },
+      data: {
+        pending: Number(counts?.pending ?? 0),
+        expired: Number(counts?.expired ?? 0),
+        approved_unused: Number(counts?.approved_unused ?? 0),
+      },
       approvals,
       fetched_at: nowIso,
     };
@@ -269,7 +343,11 @@ export const approvalsApprove = defineVerb<ApprovalsApproveArgs>({
     type: 'object',
     properties: {
       approval_id: APPROVAL_ID,
-      typed_phrase: { type: 'string', maxLength: 500, description: 'The phrase shown, typed exactly (same case, spaces and letters).' },
+      typed_phrase: {
+        type: 'string',
+        maxLength: 500,
+        description: 'The phrase shown, typed exactly (same case, spaces and letters).',
+      },
     },
     required: ['approval_id', 'typed_phrase'],
     additionalProperties: false,
@@ -284,11 +362,28 @@ export const approvalsApprove = defineVerb<ApprovalsApproveArgs>({
       summary: { type: 'string' },
       approved_by: { type: 'integer' },
       approved_at: { type: 'string', format: 'date-time' },
-      expires_at: { type: 'string', format: 'date-time', description: 'The agent must call again before this time.' },
-      self_approved: { type: 'boolean', description: 'The approver is the requesting user (equivalent to typing the phrase on the direct path).' },
+      expires_at: {
+        type: 'string',
+        format: 'date-time',
+        description: 'The agent must call again before this time.',
+      },
+      self_approved: {
+        type: 'boolean',
+        description:
+          'The approver is the requesting user (equivalent to typing the phrase on the direct path).',
+      },
       next_step: { type: 'string' },
     },
-    required: ['status', 'audit_id', 'approval_id', 'verb', 'approved_by', 'approved_at', 'expires_at', 'self_approved'],
+    required: [
+      'status',
+      'audit_id',
+      'approval_id',
+      'verb',
+      'approved_by',
+      'approved_at',
+      'expires_at',
+      'self_approved',
+    ],
   },
   delegateConsent: (ctx, args) => decisionConsent(ctx, args, 'Approve'),
   async handler(ctx, args) {
@@ -300,16 +395,18 @@ export const approvalsApprove = defineVerb<ApprovalsApproveArgs>({
     const status = effectiveStatus(row, nowIso);
     if (status !== 'pending') throw notPending(row, status);
     if (row.typed_phrase === null || !phrasesMatch(row.typed_phrase, args.typed_phrase)) {
-      throw new VerbError('phrase_mismatch', 'The typed phrase does not match the phrase of this approval, character for character.', {
-        hint: `Type exactly: ${row.typed_phrase ?? ''}`,
-      });
+      throw new VerbError(
+        'phrase_mismatch',
+        'The typed phrase does not match the phrase of this approval, character for character.',
+        {
+          hint: `Type exactly: ${row.typed_phrase ?? ''}`,
+        },
+      );
     }
-    const r = await ctx.db.run(`UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ? WHERE approval_id = ? AND company_id = ? AND status = 'pending'`, [
-      p.user_id,
-      nowIso,
-      row.approval_id,
-      p.company_id,
-    ]);
+    const r = await ctx.db.run(
+      `UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ? WHERE approval_id = ? AND company_id = ? AND status = 'pending'`,
+      [p.user_id, nowIso, row.approval_id, p.company_id],
+    );
     if (r.changes !== 1) throw await decidedMeanwhile(ctx, row);
     return {
       status: 'approved',
@@ -375,7 +472,14 @@ export const approvalsReject = defineVerb<ApprovalsRejectArgs>({
       [p.user_id, nowIso, args.note ?? null, row.approval_id, p.company_id],
     );
     if (r.changes !== 1) throw await decidedMeanwhile(ctx, row);
-    return { status: 'rejected', approval_id: row.approval_id, verb: row.verb, rejected_by: p.user_id, rejected_at: nowIso, note: args.note ?? null };
+    return {
+      status: 'rejected',
+      approval_id: row.approval_id,
+      verb: row.verb,
+      rejected_by: p.user_id,
+      rejected_at: nowIso,
+      note: args.note ?? null,
+    };
   },
 });
 

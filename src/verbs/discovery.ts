@@ -15,7 +15,11 @@ export const verbsList = defineVerb<{ surface?: string; shape?: string }>({
   input: {
     type: 'object',
     properties: {
-      surface: { type: 'string', enum: [...VALID_SURFACES], description: 'Only verbs projected onto this transport.' },
+      surface: {
+        type: 'string',
+        enum: [...VALID_SURFACES],
+        description: 'Only verbs projected onto this transport.',
+      },
       shape: { type: 'string', enum: [...VALID_SHAPES], description: 'Only verbs of this shape.' },
     },
     additionalProperties: false,

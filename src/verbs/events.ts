@@ -31,29 +31,53 @@ import {
   type SubscribeArgs,
 } from '../runtime/observe/event-stream.ts';
 
-const EVENT_TYPE = { type: 'string', pattern: '^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*(\\.\\*)?$', maxLength: 100 } as const;
+const EVENT_TYPE = {
+  type: 'string',
+  pattern: '^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*(\\.\\*)?$',
+  maxLength: 100,
+} as const;
 
 export const eventsSubscribe = defineVerb<SubscribeArgs>({
   name: 'events.subscribe',
   title: 'Subscribe to events',
   description:
-    "Watch the tenant's domain events (deal.stage_changed, invoice.paid…) without a socket: returns a subscription_id, an opaque cursor, the most recent matching events (initial_events, oldest first) and poll_interval_ms. Then call events.poll with the cursor to get every later matching event, in order, exactly once. Filter by event types (exact, or a prefix like \"deal.*\"), entity_type (+ entity_ids) and an occurred_at range (from inclusive, to exclusive). Cursors stay valid 30 days.",
+    'Watch the tenant\'s domain events (deal.stage_changed, invoice.paid…) without a socket: returns a subscription_id, an opaque cursor, the most recent matching events (initial_events, oldest first) and poll_interval_ms. Then call events.poll with the cursor to get every later matching event, in order, exactly once. Filter by event types (exact, or a prefix like "deal.*"), entity_type (+ entity_ids) and an occurred_at range (from inclusive, to exclusive). Cursors stay valid 30 days.',
   shape: 'subscribe',
   category: 'events',
   input: {
     type: 'object',
     properties: {
-      types: { type: 'array', items: EVENT_TYPE, maxItems: 50, description: 'Event types to receive; "deal.*" matches every deal event. Absent: all types.' },
-      entity_type: { type: 'string', minLength: 1, maxLength: 100, description: 'Only events about this kind of entity (contact, deal, invoice…).' },
+      types: {
+        type: 'array',
+        items: EVENT_TYPE,
+        maxItems: 50,
+        description: 'Event types to receive; "deal.*" matches every deal event. Absent: all types.',
+      },
+      entity_type: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 100,
+        description: 'Only events about this kind of entity (contact, deal, invoice…).',
+      },
       entity_ids: {
         type: 'array',
         items: { type: ['string', 'integer'] },
         maxItems: 100,
         description: 'With entity_type: only events about these entities.',
       },
-      from: { type: 'string', format: 'date-time', description: 'Only events that occurred at or after this time.' },
+      from: {
+        type: 'string',
+        format: 'date-time',
+        description: 'Only events that occurred at or after this time.',
+      },
       to: { type: 'string', format: 'date-time', description: 'Only events that occurred before this time.' },
-      initial_limit: { type: 'integer', minimum: 0, maximum: MAX_INITIAL_EVENTS, default: 20, description: 'How many recent matching events to return now.' },
+      initial_limit: {
+        type: 'integer',
+        minimum: 0,
+        maximum: MAX_INITIAL_EVENTS,
+        default: 20,
+        description: 'How many recent matching events to return now.',
+      },
     },
     additionalProperties: false,
   },
@@ -86,9 +110,26 @@ export const eventsPoll = defineVerb<{ cursor: string; wait_ms?: number; limit?:
   input: {
     type: 'object',
     properties: {
-      cursor: { type: 'string', minLength: 1, maxLength: 4096, description: 'The cursor from the last events.subscribe or events.poll answer.' },
-      wait_ms: { type: 'integer', minimum: 0, maximum: MAX_WAIT_MS, default: 0, description: 'Longest time to wait for a matching event (ms).' },
-      limit: { type: 'integer', minimum: 1, maximum: MAX_POLL_LIMIT, default: 100, description: 'Most events to return.' },
+      cursor: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 4096,
+        description: 'The cursor from the last events.subscribe or events.poll answer.',
+      },
+      wait_ms: {
+        type: 'integer',
+        minimum: 0,
+        maximum: MAX_WAIT_MS,
+        default: 0,
+        description: 'Longest time to wait for a matching event (ms).',
+      },
+      limit: {
+        type: 'integer',
+        minimum: 1,
+        maximum: MAX_POLL_LIMIT,
+        default: 100,
+        description: 'Most events to return.',
+      },
     },
     required: ['cursor'],
     additionalProperties: false,
@@ -97,14 +138,20 @@ export const eventsPoll = defineVerb<{ cursor: string; wait_ms?: number; limit?:
   idempotent: true,
   webmcp_surfaces: ['dashboard', 'developer'],
   async handler(ctx, args) {
-    return pollEvents({ store: ctx.runtime.store, read: ctx.db, secrets: ctx.runtime.secrets, now: ctx.runtime.clock }, ctx.principal.company_id, args, ctx.signal);
+    return pollEvents(
+      { store: ctx.runtime.store, read: ctx.db, secrets: ctx.runtime.secrets, now: ctx.runtime.clock },
+      ctx.principal.company_id,
+      args,
+      ctx.signal,
+    );
   },
 });
 
 export const eventsUnsubscribe = defineVerb<{ subscription_id: string }>({
   name: 'events.unsubscribe',
   title: 'Unsubscribe from events',
-  description: 'Remove a subscription made with events.subscribe; its cursors then answer subscription_not_found. Only the user who subscribed may remove it.',
+  description:
+    'Remove a subscription made with events.subscribe; its cursors then answer subscription_not_found. Only the user who subscribed may remove it.',
   shape: 'subscribe',
   category: 'events',
   input: {
@@ -120,13 +167,24 @@ export const eventsUnsubscribe = defineVerb<{ subscription_id: string }>({
     const p = ctx.principal;
     const sub = await getSubscription(ctx.db, p.company_id, args.subscription_id);
     if (sub.user_id !== p.user_id) {
-      throw new VerbError('subscription_not_found', `No subscription ${args.subscription_id.slice(0, 64)} of yours exists for this tenant.`, {
-        hint: 'Only the user who made a subscription may remove it.',
-      });
+      throw new VerbError(
+        'subscription_not_found',
+        `No subscription ${args.subscription_id.slice(0, 64)} of yours exists for this tenant.`,
+        {
+          hint: 'Only the user who made a subscription may remove it.',
+        },
+      );
     }
-    await ctx.runtime.store.write((tx) => tx.run('DELETE FROM subscriptions WHERE subscription_id = ? AND company_id = ?', [sub.subscription_id, p.company_id]), {
-      label: 'events.unsubscribe',
-    });
+    await ctx.runtime.store.write(
+      (tx) =>
+        tx.run('DELETE FROM subscriptions WHERE subscription_id = ? AND company_id = ?', [
+          sub.subscription_id,
+          p.company_id,
+        ]),
+      {
+        label: 'events.unsubscribe',
+      },
+    );
     return {
       subscription_id: sub.subscription_id,
       cursor: '',

@@ -73,9 +73,20 @@ export const auditExplain = defineVerb<{ entity_type: string; entity_id: string 
   input: {
     type: 'object',
     properties: {
-      entity_type: { type: 'string', minLength: 1, maxLength: 100, description: 'Kind of entity (deal, invoice…).' },
+      entity_type: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 100,
+        description: 'Kind of entity (deal, invoice…).',
+      },
       entity_id: { type: ['string', 'integer'], description: 'Its identifier.' },
-      limit: { type: 'integer', minimum: 1, maximum: 500, default: 100, description: 'Most items of each source (audit rows, events), newest kept.' },
+      limit: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 500,
+        default: 100,
+        description: 'Most items of each source (audit rows, events), newest kept.',
+      },
     },
     required: ['entity_type', 'entity_id'],
     additionalProperties: false,
@@ -86,7 +97,10 @@ export const auditExplain = defineVerb<{ entity_type: string; entity_id: string 
     const companyId = ctx.principal.company_id;
     const limit = args.limit ?? 100;
     const id = String(args.entity_id);
-    if (id.length === 0 || id.length > 200) throw new VerbError('invalid_input', 'entity_id must have 1 to 200 characters.', { path: '/entity_id' });
+    if (id.length === 0 || id.length > 200)
+      throw new VerbError('invalid_input', 'entity_id must have 1 to 200 characters.', {
+        path: '/entity_id',
+      });
     const rows = await ctx.db.all<Record<string, unknown>>(
       `SELECT audit_id, created_at, action_type, user_id, agent_type, status, reason, consent_class FROM audit_log
        WHERE company_id = ? AND entity_type = ? AND entity_id = ? ORDER BY created_at DESC, audit_id DESC LIMIT ?`,
@@ -100,7 +114,8 @@ export const auditExplain = defineVerb<{ entity_type: string; entity_id: string 
       items.push({
         timestamp: r.created_at as string,
         action: r.action_type as string,
-        actor: user === null ? 'anonymous' : `user:${user}${r.agent_type ? ` via ${r.agent_type as string}` : ''}`,
+        actor:
+          user === null ? 'anonymous' : `user:${user}${r.agent_type ? ` via ${r.agent_type as string}` : ''}`,
         detail: auditDetail(r.status as string, (r.reason as string | null) ?? null),
         source: 'audit',
         audit_id: Number(r.audit_id),
@@ -108,14 +123,25 @@ export const auditExplain = defineVerb<{ entity_type: string; entity_id: string 
       });
     }
     for (const e of events) {
-      const item: ChainItem = { timestamp: e.occurred_at, action: e.type, actor: e.actor ?? 'system', detail: eventDetail(e), source: 'event', seq: e.seq };
+      const item: ChainItem = {
+        timestamp: e.occurred_at,
+        action: e.type,
+        actor: e.actor ?? 'system',
+        detail: eventDetail(e),
+        source: 'event',
+        seq: e.seq,
+      };
       if (e.audit_id !== null && e.audit_id !== undefined) item.audit_id = e.audit_id;
       items.push(item);
     }
     if (items.length === 0) {
-      throw new VerbError('not_found', `No recorded action or event mentions ${args.entity_type} ${id} for this tenant.`, {
-        hint: 'Check entity_type and entity_id (audit.trail lists recent entities); reads of an entity are not part of its chain.',
-      });
+      throw new VerbError(
+        'not_found',
+        `No recorded action or event mentions ${args.entity_type} ${id} for this tenant.`,
+        {
+          hint: 'Check entity_type and entity_id (audit.trail lists recent entities); reads of an entity are not part of its chain.',
+        },
+      );
     }
     items.sort(
       (a, b) =>
@@ -141,15 +167,20 @@ function reasoning(type: string, id: string, items: readonly ChainItem[]): strin
   const last = items[items.length - 1]!;
   const actions = items.filter((i) => i.source === 'audit');
   const events = items.filter((i) => i.source === 'event');
-  const refused = actions.filter((i) => i.status === 'denied' || i.status === 'failed' || i.status === 'rejected');
+  const refused = actions.filter(
+    (i) => i.status === 'denied' || i.status === 'failed' || i.status === 'rejected',
+  );
   const parts = [
     `${type} ${id} has ${actions.length} recorded action${actions.length === 1 ? '' : 's'} and ${events.length} event${events.length === 1 ? '' : 's'} between ${first.timestamp} and ${last.timestamp}.`,
     `It starts with ${first.action} by ${first.actor} (${first.detail}).`,
   ];
-  if (items.length > 1) parts.push(`The latest is ${last.action} by ${last.actor} at ${last.timestamp} (${last.detail}).`);
+  if (items.length > 1)
+    parts.push(`The latest is ${last.action} by ${last.actor} at ${last.timestamp} (${last.detail}).`);
   if (refused.length > 0) {
     const reasons = [...new Set(refused.map((r) => r.detail))].join('; ');
-    parts.push(`${refused.length} attempt${refused.length === 1 ? ' was' : 's were'} refused or failed: ${reasons}.`);
+    parts.push(
+      `${refused.length} attempt${refused.length === 1 ? ' was' : 's were'} refused or failed: ${reasons}.`,
+    );
   }
   return parts.join(' ');
 }

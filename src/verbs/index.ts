@@ -15,4 +15,17 @@ import { systemTelemetry } from './telemetry.ts';
 import { agentSuggestNextVerb } from './suggest.ts';
 import { auditExplain } from './explain.ts';
 
-export const systemVerbs: VerbDefinition[] = [verbsList, auditTrail, ...approvalVerbs, ...tenantSettingsVerbs, auditRevert, ...transactionVerbs, ...eventVerbs, verbsReputation, ...macroVerbs, systemTelemetry, agentSuggestNextVerb, auditExplain];
+export const systemVerbs: VerbDefinition[] = [
+  verbsList,
+  auditTrail,
+  ...approvalVerbs,
+  ...tenantSettingsVerbs,
+  auditRevert,
+  ...transactionVerbs,
+  ...eventVerbs,
+  verbsReputation,
+  ...macroVerbs,
+  systemTelemetry,
+  agentSuggestNextVerb,
+  auditExplain,
+];

@@ -40,7 +40,15 @@ export const MACRO_RUN_TTL_SECONDS = 24 * 3600;
 /** Shapes never recorded from a trail (orientation calls, macros themselves). */
 const NOT_RECORDED: ReadonlySet<string> = new Set(['macro', 'discovery', 'suggest']);
 /** Members of a step record a $from pointer may start with. */
-const STEP_MEMBERS: ReadonlySet<string> = new Set(['verb', 'ok', 'status', 'audit_id', 'result', 'idempotency_key', 'rollback_handle']);
+const STEP_MEMBERS: ReadonlySet<string> = new Set([
+  'verb',
+  'ok',
+  'status',
+  'audit_id',
+  'result',
+  'idempotency_key',
+  'rollback_handle',
+]);
 
 export interface MacroStep {
   verb: string;
@@ -104,23 +112,44 @@ export function resolvePointer(doc: unknown, tokens: readonly string[]): { found
 }
 
 function isRef(v: unknown): v is { $from: string } {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 1 && typeof (v as { $from?: unknown }).$from === 'string';
+  return (
+    v !== null &&
+    typeof v === 'object' &&
+    !Array.isArray(v) &&
+    Object.keys(v).length === 1 &&
+    typeof (v as { $from?: unknown }).$from === 'string'
+  );
 }
 
 /** Every $from placeholder in a value, with the JSON Pointer of its place in the args. */
-function refsIn(value: unknown, at: string, out: Array<{ at: string; pointer: string }> = []): Array<{ at: string; pointer: string }> {
+function refsIn(
+  value: unknown,
+  at: string,
+  out: Array<{ at: string; pointer: string }> = [],
+): Array<{ at: string; pointer: string }> {
   if (isRef(value)) out.push({ at, pointer: value.$from });
   else if (Array.isArray(value)) value.forEach((v, i) => refsIn(v, `${at}/${i}`, out));
-  else if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) refsIn(v, `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, out);
+  else if (value !== null && typeof value === 'object')
+    for (const [k, v] of Object.entries(value))
+      refsIn(v, `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, out);
   return out;
 }
 
 /** Replace $from placeholders with values from the step records; throws macro_invalid when one does not resolve. */
-export function substitute(value: unknown, records: readonly StepRecord[], stepIndex: number, at = ''): unknown {
+export function substitute(
+  value: unknown,
+  records: readonly StepRecord[],
+  stepIndex: number,
+  at = '',
+): unknown {
   if (isRef(value)) {
     const r = resolvePointer(records, pointerTokens(value.$from) ?? ['\u0000']);
     if (!r.found || r.value === undefined) {
-      throw invalid(`Step ${stepIndex}: the reference ${value.$from} does not resolve against the earlier steps' outputs.`, `/steps/${stepIndex}/args${at}`, 'Point at a member the earlier step really returns (see its output in the steps of a previous run).');
+      throw invalid(
+        `Step ${stepIndex}: the reference ${value.$from} does not resolve against the earlier steps' outputs.`,
+        `/steps/${stepIndex}/args${at}`,
+        'Point at a member the earlier step really returns (see its output in the steps of a previous run).',
+      );
     }
     return r.value;
   }
@@ -153,29 +182,65 @@ function schemaExcludes(schema: unknown, tokens: readonly string[]): boolean {
  * $from pointer well formed, naming an earlier step and a member a step record has (and, when the
  * earlier verb's output schema is closed, a field it declares). Throws macro_invalid.
  */
-export async function validateChain(rt: Runtime, companyId: number, steps: readonly MacroStep[]): Promise<void> {
+export async function validateChain(
+  rt: Runtime,
+  companyId: number,
+  steps: readonly MacroStep[],
+): Promise<void> {
   const verbs: CompiledVerb[] = [];
   for (let i = 0; i < steps.length; i++) {
     const step = steps[i]!;
-    if (await rt.isBlocked(step.verb, companyId)) throw invalid(`Step ${i}: ${step.verb} is a blocked verb; a macro may not include it.`, `/steps/${i}/verb`);
+    if (await rt.isBlocked(step.verb, companyId))
+      throw invalid(
+        `Step ${i}: ${step.verb} is a blocked verb; a macro may not include it.`,
+        `/steps/${i}/verb`,
+      );
     const verb = rt.registry.get(step.verb);
-    if (verb === undefined) throw invalid(`Step ${i}: no verb named ${step.verb.slice(0, 200)} is registered.`, `/steps/${i}/verb`, 'List the verbs with verbs.list.');
-    if (verb.consentClass === 'BLOCKED') throw invalid(`Step ${i}: ${verb.name} is declared BLOCKED; a macro may not include it.`, `/steps/${i}/verb`);
-    if (verb.shape === 'macro') throw invalid(`Step ${i}: ${verb.name} is a macro verb; macros do not nest.`, `/steps/${i}/verb`);
+    if (verb === undefined)
+      throw invalid(
+        `Step ${i}: no verb named ${step.verb.slice(0, 200)} is registered.`,
+        `/steps/${i}/verb`,
+        'List the verbs with verbs.list.',
+      );
+    if (verb.consentClass === 'BLOCKED')
+      throw invalid(
+        `Step ${i}: ${verb.name} is declared BLOCKED; a macro may not include it.`,
+        `/steps/${i}/verb`,
+      );
+    if (verb.shape === 'macro')
+      throw invalid(`Step ${i}: ${verb.name} is a macro verb; macros do not nest.`, `/steps/${i}/verb`);
     verbs.push(verb);
     for (const ref of refsIn(step.args ?? {}, '')) {
       const at = `/steps/${i}/args${ref.at}`;
       const tokens = pointerTokens(ref.pointer);
-      if (tokens === undefined || tokens.length < 2) throw invalid(`Step ${i}: "${ref.pointer}" is not a JSON Pointer of the form /<step>/<member>/….`, at);
+      if (tokens === undefined || tokens.length < 2)
+        throw invalid(
+          `Step ${i}: "${ref.pointer}" is not a JSON Pointer of the form /<step>/<member>/….`,
+          at,
+        );
       const [first, member, ...rest] = tokens as [string, string, ...string[]];
       if (!/^(0|[1-9]\d*)$/.test(first) || Number(first) >= i) {
-        throw invalid(`Step ${i}: ${ref.pointer} refers to step ${first}, which does not run before step ${i}.`, at, 'A step may only use the outputs of the steps before it.');
+        throw invalid(
+          `Step ${i}: ${ref.pointer} refers to step ${first}, which does not run before step ${i}.`,
+          at,
+          'A step may only use the outputs of the steps before it.',
+        );
       }
       if (!STEP_MEMBERS.has(member) || (member !== 'result' && rest.length > 0)) {
-        throw invalid(`Step ${i}: ${ref.pointer} names "${member}", which a step record does not have (${[...STEP_MEMBERS].join(', ')}).`, at);
+        throw invalid(
+          `Step ${i}: ${ref.pointer} names "${member}", which a step record does not have (${[...STEP_MEMBERS].join(', ')}).`,
+          at,
+        );
       }
-      if (member === 'result' && rest.length > 0 && schemaExcludes(verbs[Number(first)]!.outputSchema, rest)) {
-        throw invalid(`Step ${i}: ${ref.pointer} does not resolve: ${verbs[Number(first)]!.name}'s output has no /${rest.join('/')}.`, at);
+      if (
+        member === 'result' &&
+        rest.length > 0 &&
+        schemaExcludes(verbs[Number(first)]!.outputSchema, rest)
+      ) {
+        throw invalid(
+          `Step ${i}: ${ref.pointer} does not resolve: ${verbs[Number(first)]!.name}'s output has no /${rest.join('/')}.`,
+          at,
+        );
       }
     }
   }
@@ -196,43 +261,89 @@ function toMacro(r: Record<string, unknown>): Macro {
 
 /** Load a macro of a tenant; throws macro_not_found. */
 export async function getMacro(q: Queryable, companyId: number, macroId: string): Promise<Macro> {
-  const r = await q.get<Record<string, unknown>>('SELECT * FROM macros WHERE macro_id = ? AND company_id = ?', [macroId, companyId]);
-  if (r === undefined) throw new VerbError('macro_not_found', `No macro ${macroId.slice(0, 64)} exists for this tenant.`, { hint: 'List the saved macros with macros.list.' });
+  const r = await q.get<Record<string, unknown>>(
+    'SELECT * FROM macros WHERE macro_id = ? AND company_id = ?',
+    [macroId, companyId],
+  );
+  if (r === undefined)
+    throw new VerbError('macro_not_found', `No macro ${macroId.slice(0, 64)} exists for this tenant.`, {
+      hint: 'List the saved macros with macros.list.',
+    });
   return toMacro(r);
 }
 
 /** Insert or replace (by name) a macro inside a write transaction. */
-async function storeMacro(ctx: VerbContext, name: string, description: string, steps: MacroStep[]): Promise<Macro> {
+async function storeMacro(
+  ctx: VerbContext,
+  name: string,
+  description: string,
+  steps: MacroStep[],
+): Promise<Macro> {
   const p = ctx.principal;
   const now = ctx.now.toISOString();
-  const existing = await ctx.db.get<Record<string, unknown>>('SELECT * FROM macros WHERE company_id = ? AND name = ?', [p.company_id, name]);
+  const existing = await ctx.db.get<Record<string, unknown>>(
+    'SELECT * FROM macros WHERE company_id = ? AND name = ?',
+    [p.company_id, name],
+  );
   if (existing !== undefined) {
     const m = toMacro(existing);
-    await ctx.db.run('UPDATE macros SET description = ?, steps = ?, version = ?, updated_at = ? WHERE macro_id = ?', [description, JSON.stringify(steps), m.version + 1, now, m.macro_id]);
+    await ctx.db.run(
+      'UPDATE macros SET description = ?, steps = ?, version = ?, updated_at = ? WHERE macro_id = ?',
+      [description, JSON.stringify(steps), m.version + 1, now, m.macro_id],
+    );
     return { ...m, description, steps, version: m.version + 1, updated_at: now };
   }
-  const m: Macro = { macro_id: `mac_${randomBytes(9).toString('base64url')}`, name, description, steps, version: 1, created_by: p.user_id, created_at: now, updated_at: now };
-  await ctx.db.run('INSERT INTO macros (macro_id, company_id, name, description, steps, version, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)', [
-    m.macro_id,
-    p.company_id,
-    m.name,
-    m.description,
-    JSON.stringify(m.steps),
-    m.version,
-    m.created_by,
-    m.created_at,
-    m.updated_at,
-  ]);
+  const m: Macro = {
+    macro_id: `mac_${randomBytes(9).toString('base64url')}`,
+    name,
+    description,
+    steps,
+    version: 1,
+    created_by: p.user_id,
+    created_at: now,
+    updated_at: now,
+  };
+  await ctx.db.run(
+    'INSERT INTO macros (macro_id, company_id, name, description, steps, version, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    [
+      m.macro_id,
+      p.company_id,
+      m.name,
+      m.description,
+      JSON.stringify(m.steps),
+      m.version,
+      m.created_by,
+      m.created_at,
+      m.updated_at,
+    ],
+  );
   return m;
 }
 
 function savedOutput(m: Macro): Record<string, unknown> {
-  return { macro_id: m.macro_id, status: 'saved', steps: [], name: m.name, description: m.description, version: m.version, chain: m.steps };
+  return {
+    macro_id: m.macro_id,
+    status: 'saved',
+    steps: [],
+    name: m.name,
+    description: m.description,
+    version: m.version,
+    chain: m.steps,
+  };
 }
 
-const NAME = { type: 'string', minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9][A-Za-z0-9 _.:-]*$' } as const;
+const NAME = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 100,
+  pattern: '^[A-Za-z0-9][A-Za-z0-9 _.:-]*$',
+} as const;
 
-const noGate = (roleFloor: 'employee' | 'read_only', summary: string) => ({ consentClass: null, roleFloor, summary });
+const noGate = (roleFloor: 'employee' | 'read_only', summary: string) => ({
+  consentClass: null,
+  roleFloor,
+  summary,
+});
 
 export const macrosSave = defineVerb<{ name: string; description?: string; steps: MacroStep[] }>({
   name: 'macros.save',
@@ -261,11 +372,17 @@ export const macrosSave = defineVerb<{ name: string; description?: string; steps
     required: ['name', 'steps'],
     additionalProperties: false,
   },
-  delegateConsent: async (_ctx, args) => noGate('employee', `Save the macro "${args.name}" (${args.steps.length} steps).`),
+  delegateConsent: async (_ctx, args) =>
+    noGate('employee', `Save the macro "${args.name}" (${args.steps.length} steps).`),
   webmcp_surfaces: ['dashboard', 'developer'],
   async handler(ctx, args) {
     await validateChain(ctx.runtime, ctx.principal.company_id, args.steps);
-    const m = await storeMacro(ctx, args.name, args.description ?? '', args.steps.map((s) => ({ verb: s.verb, args: s.args ?? {} })));
+    const m = await storeMacro(
+      ctx,
+      args.name,
+      args.description ?? '',
+      args.steps.map((s) => ({ verb: s.verb, args: s.args ?? {} })),
+    );
     ctx.setEntity('macro', m.macro_id);
     return savedOutput(m);
   },
@@ -278,7 +395,12 @@ function hasRedacted(v: unknown): boolean {
   return false;
 }
 
-export const macrosRecord = defineVerb<{ name: string; description?: string; from_audit_id: number; to_audit_id: number }>({
+export const macrosRecord = defineVerb<{
+  name: string;
+  description?: string;
+  from_audit_id: number;
+  to_audit_id: number;
+}>({
   name: 'macros.record',
   title: 'Record a macro',
   description:
@@ -296,15 +418,27 @@ export const macrosRecord = defineVerb<{ name: string; description?: string; fro
     required: ['name', 'from_audit_id', 'to_audit_id'],
     additionalProperties: false,
   },
-  delegateConsent: async (_ctx, args) => noGate('employee', `Record the macro "${args.name}" from audit rows ${args.from_audit_id}–${args.to_audit_id}.`),
+  delegateConsent: async (_ctx, args) =>
+    noGate(
+      'employee',
+      `Record the macro "${args.name}" from audit rows ${args.from_audit_id}–${args.to_audit_id}.`,
+    ),
   webmcp_surfaces: ['dashboard', 'developer'],
   async handler(ctx, args) {
     const p = ctx.principal;
     // The range is read in trail order, (created_at, audit_id): a read's row gets its audit_id when
     // the read-audit buffer flushes, its created_at when it ran.
     const bound = async (auditId: number, path: string) => {
-      const b = await ctx.db.get<{ created_at: string }>('SELECT created_at FROM audit_log WHERE audit_id = ? AND company_id = ?', [auditId, p.company_id]);
-      if (b === undefined) throw invalid(`No audit row ${auditId} exists for this tenant.`, path, 'Take both ids from audit.trail.');
+      const b = await ctx.db.get<{ created_at: string }>(
+        'SELECT created_at FROM audit_log WHERE audit_id = ? AND company_id = ?',
+        [auditId, p.company_id],
+      );
+      if (b === undefined)
+        throw invalid(
+          `No audit row ${auditId} exists for this tenant.`,
+          path,
+          'Take both ids from audit.trail.',
+        );
       return b.created_at;
     };
     const fromAt = await bound(args.from_audit_id, '/from_audit_id');
@@ -315,32 +449,68 @@ export const macrosRecord = defineVerb<{ name: string; description?: string; fro
          AND (created_at > ? OR audit_id >= ?) AND (created_at < ? OR audit_id <= ?)
          AND status = 'completed' AND shape IS NOT NULL AND parent_id IS NULL AND transaction_id IS NULL
        ORDER BY created_at, audit_id LIMIT ?`,
-      [p.company_id, p.user_id, fromAt, toAt, fromAt, args.from_audit_id, toAt, args.to_audit_id, MAX_MACRO_STEPS * 4],
+      [
+        p.company_id,
+        p.user_id,
+        fromAt,
+        toAt,
+        fromAt,
+        args.from_audit_id,
+        toAt,
+        args.to_audit_id,
+        MAX_MACRO_STEPS * 4,
+      ],
     );
     const steps: MacroStep[] = [];
     for (const r of rows) {
       if (NOT_RECORDED.has(r.shape as string)) continue;
       const data = parseJson<Record<string, unknown>>(r.request_data) ?? {};
       if (hasRedacted(data)) {
-        throw invalid(`Audit row ${Number(r.audit_id)} (${r.action_type as string}) had secret arguments, which were redacted and cannot be replayed.`, undefined, 'Record a range without that call, or save the macro with macros.save and supply the secret at run time with override_args.');
+        throw invalid(
+          `Audit row ${Number(r.audit_id)} (${r.action_type as string}) had secret arguments, which were redacted and cannot be replayed.`,
+          undefined,
+          'Record a range without that call, or save the macro with macros.save and supply the secret at run time with override_args.',
+        );
       }
       steps.push({ verb: r.action_type as string, args: data });
     }
     if (steps.length === 0) {
-      throw invalid(`No completed call of yours lies between audit rows ${args.from_audit_id} and ${args.to_audit_id}.`, undefined, 'Find your own calls with audit.trail (actor = your user id).');
+      throw invalid(
+        `No completed call of yours lies between audit rows ${args.from_audit_id} and ${args.to_audit_id}.`,
+        undefined,
+        'Find your own calls with audit.trail (actor = your user id).',
+      );
     }
-    if (steps.length > MAX_MACRO_STEPS) throw invalid(`The range holds ${steps.length} calls; a macro has at most ${MAX_MACRO_STEPS}.`, undefined, 'Record a narrower range.');
+    if (steps.length > MAX_MACRO_STEPS)
+      throw invalid(
+        `The range holds ${steps.length} calls; a macro has at most ${MAX_MACRO_STEPS}.`,
+        undefined,
+        'Record a narrower range.',
+      );
     await validateChain(ctx.runtime, p.company_id, steps);
-    const m = await storeMacro(ctx, args.name, args.description ?? `Recorded from audit rows ${args.from_audit_id}–${args.to_audit_id}.`, steps);
+    const m = await storeMacro(
+      ctx,
+      args.name,
+      args.description ?? `Recorded from audit rows ${args.from_audit_id}–${args.to_audit_id}.`,
+      steps,
+    );
     ctx.setEntity('macro', m.macro_id);
-    return { ...savedOutput(m), recorded_from: { from_audit_id: args.from_audit_id, to_audit_id: args.to_audit_id, calls: steps.length } };
+    return {
+      ...savedOutput(m),
+      recorded_from: {
+        from_audit_id: args.from_audit_id,
+        to_audit_id: args.to_audit_id,
+        calls: steps.length,
+      },
+    };
   },
 });
 
 export const macrosList = defineVerb<{ limit?: number }>({
   name: 'macros.list',
   title: 'List macros',
-  description: "List this tenant's saved macros: id, name, description, version and the verbs of each step, newest first. Run one with macros.run.",
+  description:
+    "List this tenant's saved macros: id, name, description, version and the verbs of each step, newest first. Run one with macros.run.",
   shape: 'macro',
   category: 'macros',
   consent: 'READ',
@@ -376,10 +546,23 @@ export const macrosList = defineVerb<{ limit?: number }>({
   idempotent: true,
   webmcp_surfaces: ['dashboard', 'developer'],
   async handler(ctx, args) {
-    const rows = await ctx.db.all<Record<string, unknown>>('SELECT * FROM macros WHERE company_id = ? ORDER BY updated_at DESC, macro_id LIMIT ?', [ctx.principal.company_id, args.limit ?? 50]);
-    const total = await ctx.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM macros WHERE company_id = ?', [ctx.principal.company_id]);
+    const rows = await ctx.db.all<Record<string, unknown>>(
+      'SELECT * FROM macros WHERE company_id = ? ORDER BY updated_at DESC, macro_id LIMIT ?',
+      [ctx.principal.company_id, args.limit ?? 50],
+    );
+    const total = await ctx.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM macros WHERE company_id = ?', [
+      ctx.principal.company_id,
+    ]);
     return {
-      macros: rows.map(toMacro).map((m) => ({ macro_id: m.macro_id, name: m.name, description: m.description, version: m.version, verbs: m.steps.map((s) => s.verb), created_by: m.created_by, updated_at: m.updated_at })),
+      macros: rows.map(toMacro).map((m) => ({
+        macro_id: m.macro_id,
+        name: m.name,
+        description: m.description,
+        version: m.version,
+        verbs: m.steps.map((s) => s.verb),
+        created_by: m.created_by,
+        updated_at: m.updated_at,
+      })),
       total: Number(total?.n ?? 0),
     };
   },
@@ -410,16 +593,50 @@ interface ResumePayload {
 }
 
 function sealResume(rt: Runtime, p: Principal, run: RunState): string {
-  return rt.secrets.sealToken('cursor', 'mr1', { c: p.company_id, u: p.user_id, r: run.run_id, i: run.next_step, a: run.attempt } satisfies ResumePayload as unknown as Record<string, unknown>);
+  return rt.secrets.sealToken('cursor', 'mr1', {
+    c: p.company_id,
+    u: p.user_id,
+    r: run.run_id,
+    i: run.next_step,
+    a: run.attempt,
+  } satisfies ResumePayload as unknown as Record<string, unknown>);
 }
 
-async function openResume(rt: Runtime, q: Queryable, p: Principal, macro: Macro, token: string, nowIso: string): Promise<RunState> {
+async function openResume(
+  rt: Runtime,
+  q: Queryable,
+  p: Principal,
+  macro: Macro,
+  token: string,
+  nowIso: string,
+): Promise<RunState> {
   const t = rt.secrets.openToken<ResumePayload>('cursor', 'mr1', token);
-  const stale = () => invalid('The resume token is not valid for this macro, tenant and user, or the run already moved on.', '/resume', 'Use the resume token of the latest macros.run answer for this run, or start a new run without resume.');
+  const stale = () =>
+    invalid(
+      'The resume token is not valid for this macro, tenant and user, or the run already moved on.',
+      '/resume',
+      'Use the resume token of the latest macros.run answer for this run, or start a new run without resume.',
+    );
   if (t === undefined || t.c !== p.company_id || t.u !== p.user_id || typeof t.r !== 'string') throw stale();
-  const r = await q.get<Record<string, unknown>>('SELECT * FROM macro_runs WHERE run_id = ? AND company_id = ? AND user_id = ?', [t.r, p.company_id, p.user_id]);
-  if (r === undefined || r.macro_id !== macro.macro_id || r.status === 'completed' || Number(r.next_step) !== t.i || Number(r.attempt) !== t.a || (r.expires_at as string) <= nowIso) throw stale();
-  if (Number(r.version) !== macro.version) throw invalid(`The macro changed (version ${macro.version}) since this run paused at version ${Number(r.version)}.`, '/resume', 'Start a new run.');
+  const r = await q.get<Record<string, unknown>>(
+    'SELECT * FROM macro_runs WHERE run_id = ? AND company_id = ? AND user_id = ?',
+    [t.r, p.company_id, p.user_id],
+  );
+  if (
+    r === undefined ||
+    r.macro_id !== macro.macro_id ||
+    r.status === 'completed' ||
+    Number(r.next_step) !== t.i ||
+    Number(r.attempt) !== t.a ||
+    (r.expires_at as string) <= nowIso
+  )
+    throw stale();
+  if (Number(r.version) !== macro.version)
+    throw invalid(
+      `The macro changed (version ${macro.version}) since this run paused at version ${Number(r.version)}.`,
+      '/resume',
+      'Start a new run.',
+    );
   return {
     run_id: r.run_id as string,
     version: Number(r.version),
@@ -431,7 +648,14 @@ async function openResume(rt: Runtime, q: Queryable, p: Principal, macro: Macro,
   };
 }
 
-async function saveRun(rt: Runtime, p: Principal, macro: Macro, run: RunState, status: 'pending' | 'failed', now: Date): Promise<void> {
+async function saveRun(
+  rt: Runtime,
+  p: Principal,
+  macro: Macro,
+  run: RunState,
+  status: 'pending' | 'failed',
+  now: Date,
+): Promise<void> {
   const nowIso = now.toISOString();
   const expires = new Date(now.getTime() + MACRO_RUN_TTL_SECONDS * 1000).toISOString();
   await rt.store.write(
@@ -441,7 +665,21 @@ async function saveRun(rt: Runtime, p: Principal, macro: Macro, run: RunState, s
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, next_step = excluded.next_step, attempt = excluded.attempt,
            outputs = excluded.outputs, updated_at = excluded.updated_at, expires_at = excluded.expires_at`,
-        [run.run_id, p.company_id, p.user_id, macro.macro_id, macro.version, status, run.next_step, run.attempt, JSON.stringify(run.records), JSON.stringify(run.overrides), run.created_at, nowIso, expires],
+        [
+          run.run_id,
+          p.company_id,
+          p.user_id,
+          macro.macro_id,
+          macro.version,
+          status,
+          run.next_step,
+          run.attempt,
+          JSON.stringify(run.records),
+          JSON.stringify(run.overrides),
+          run.created_at,
+          nowIso,
+          expires,
+        ],
       ),
     { label: 'macros.run' },
   );
@@ -477,12 +715,18 @@ export const macrosRun = defineVerb<RunArgs>({
         additionalProperties: { type: 'object' },
         description: 'Arguments to replace, per step index.',
       },
-      resume: { type: 'string', minLength: 1, maxLength: 2000, description: 'resume.token of a paused or failed run.' },
+      resume: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 2000,
+        description: 'resume.token of a paused or failed run.',
+      },
     },
     required: ['macro_id'],
     additionalProperties: false,
   },
-  delegateConsent: async (_ctx, args) => noGate('read_only', `Run the macro ${args.macro_id}; each step asks for its own consent.`),
+  delegateConsent: async (_ctx, args) =>
+    noGate('read_only', `Run the macro ${args.macro_id}; each step asks for its own consent.`),
   detached: true,
   webmcp_surfaces: ['dashboard', 'developer'],
   async handler(ctx, args) {
@@ -493,27 +737,55 @@ export const macrosRun = defineVerb<RunArgs>({
     let run: RunState;
     if (args.resume !== undefined) {
       run = await openResume(rt, ctx.db, p, macro, args.resume, ctx.now.toISOString());
-      if (args.override_args !== undefined) throw new VerbError('invalid_input', 'override_args are fixed when a run starts; a resumed run keeps them.', { path: '/override_args' });
+      if (args.override_args !== undefined)
+        throw new VerbError(
+          'invalid_input',
+          'override_args are fixed when a run starts; a resumed run keeps them.',
+          { path: '/override_args' },
+        );
       run.records = run.records.slice(0, run.next_step);
     } else {
       const overrides = args.override_args ?? {};
       for (const k of Object.keys(overrides)) {
-        if (Number(k) >= macro.steps.length) throw invalid(`override_args names step ${k}; the macro has ${macro.steps.length} steps.`, `/override_args/${k}`);
+        if (Number(k) >= macro.steps.length)
+          throw invalid(
+            `override_args names step ${k}; the macro has ${macro.steps.length} steps.`,
+            `/override_args/${k}`,
+          );
       }
-      run = { run_id: `mr_${randomBytes(9).toString('base64url')}`, version: macro.version, next_step: 0, attempt: 0, records: [], overrides, created_at: ctx.now.toISOString() };
+      run = {
+        run_id: `mr_${randomBytes(9).toString('base64url')}`,
+        version: macro.version,
+        next_step: 0,
+        attempt: 0,
+        records: [],
+        overrides,
+        created_at: ctx.now.toISOString(),
+      };
     }
-    const caller = { principal: p, surface: ctx.surface ?? ('internal' as const), signal: ctx.signal, ...(ctx.webmcpSurface !== undefined ? { webmcpSurface: ctx.webmcpSurface } : {}) };
+    const caller = {
+      principal: p,
+      surface: ctx.surface ?? ('internal' as const),
+      signal: ctx.signal,
+      ...(ctx.webmcpSurface !== undefined ? { webmcpSurface: ctx.webmcpSurface } : {}),
+    };
     const start = run.next_step;
     for (let i = start; i < macro.steps.length; i++) {
       const step = macro.steps[i]!;
       let env: Envelope;
       try {
-        const stepArgs = substitute({ ...(step.args ?? {}), ...(run.overrides[String(i)] ?? {}) }, run.records, i);
+        const stepArgs = substitute(
+          { ...(step.args ?? {}), ...(run.overrides[String(i)] ?? {}) },
+          run.records,
+          i,
+        );
         const options = {
           idempotency_key: `${run.run_id}.${i}`,
           // The paused step is confirmed with the consent reply of THIS call (transport options,
           // never arguments): a phrase reaches it only from the human (spec/consent.md §protocol).
-          ...(i === start && args.resume !== undefined && ctx.consentReply !== undefined ? ctx.consentReply : {}),
+          ...(i === start && args.resume !== undefined && ctx.consentReply !== undefined
+            ? ctx.consentReply
+            : {}),
         };
         env = await rt.dispatch(caller, step.verb, stepArgs, options);
       } catch (err) {
@@ -534,18 +806,51 @@ export const macrosRun = defineVerb<RunArgs>({
         verb: step.verb,
         ...(env.consent !== undefined ? { consent: env.consent } : {}),
         send: pending
-          ? { macro_id: macro.macro_id, resume: '<token>', options: { confirm: true, nonce: env.consent?.nonce, ...(env.consent?.typed_phrase !== undefined ? { typed_phrase: '<typed by the human, or omit after approval>' } : {}) } }
+          ? {
+              macro_id: macro.macro_id,
+              resume: '<token>',
+              options: {
+                confirm: true,
+                nonce: env.consent?.nonce,
+                ...(env.consent?.typed_phrase !== undefined
+                  ? { typed_phrase: '<typed by the human, or omit after approval>' }
+                  : {}),
+              },
+            }
           : { macro_id: macro.macro_id, resume: '<token>' },
       };
-      const output = { macro_id: macro.macro_id, run_id: run.run_id, name: macro.name, version: macro.version, status: pending ? 'pending' : 'failed', steps: run.records, ...(pending ? {} : { failed_step: i }), resume };
+      const output = {
+        macro_id: macro.macro_id,
+        run_id: run.run_id,
+        name: macro.name,
+        version: macro.version,
+        status: pending ? 'pending' : 'failed',
+        steps: run.records,
+        ...(pending ? {} : { failed_step: i }),
+        resume,
+      };
       if (pending) return output;
-      throw new VerbError('macro_step_failed', `Step ${i} (${step.verb}) of macro "${macro.name}" failed: ${env.error?.reason ?? 'unknown'} — ${env.error?.message ?? ''}`.trim(), {
-        hint: `Fix the cause, then retry from step ${i} with macros.run { macro_id, resume: error.details.resume.token } (steps before it are not run again).`,
-        details: output,
-      });
+      throw new VerbError(
+        'macro_step_failed',
+        `Step ${i} (${step.verb}) of macro "${macro.name}" failed: ${env.error?.reason ?? 'unknown'} — ${env.error?.message ?? ''}`.trim(),
+        {
+          hint: `Fix the cause, then retry from step ${i} with macros.run { macro_id, resume: error.details.resume.token } (steps before it are not run again).`,
+          details: output,
+        },
+      );
     }
-    if (args.resume !== undefined) await rt.store.write((tx) => tx.run('DELETE FROM macro_runs WHERE run_id = ?', [run.run_id]), { label: 'macros.run' });
-    return { macro_id: macro.macro_id, run_id: run.run_id, name: macro.name, version: macro.version, status: 'completed', steps: run.records };
+    if (args.resume !== undefined)
+      await rt.store.write((tx) => tx.run('DELETE FROM macro_runs WHERE run_id = ?', [run.run_id]), {
+        label: 'macros.run',
+      });
+    return {
+      macro_id: macro.macro_id,
+      run_id: run.run_id,
+      name: macro.name,
+      version: macro.version,
+      status: 'completed',
+      steps: run.records,
+    };
   },
 });
 

@@ -8,7 +8,13 @@
  * Spec: spec/shapes.md §reputation (classification, windows and the star_rating formula).
  */
 import { defineVerb } from '../runtime/verb.ts';
-import { MIN_RATING_SAMPLE, REPUTATION_WINDOWS, STAR_FORMULA_VERSION, windowStart, type ReputationWindow } from '../runtime/observe/reputation.ts';
+import {
+  MIN_RATING_SAMPLE,
+  REPUTATION_WINDOWS,
+  STAR_FORMULA_VERSION,
+  windowStart,
+  type ReputationWindow,
+} from '../runtime/observe/reputation.ts';
 
 interface ReputationArgs {
   window?: ReputationWindow;
@@ -28,11 +34,31 @@ export const verbsReputation = defineVerb<ReputationArgs>({
   input: {
     type: 'object',
     properties: {
-      window: { type: 'string', enum: [...REPUTATION_WINDOWS], default: '24h', description: 'Time window ending now, in whole hours (1h, 24h) or UTC days (7d, 30d).' },
+      window: {
+        type: 'string',
+        enum: [...REPUTATION_WINDOWS],
+        default: '24h',
+        description: 'Time window ending now, in whole hours (1h, 24h) or UTC days (7d, 30d).',
+      },
       verb: { type: 'string', minLength: 1, maxLength: 200, description: 'Only this verb.' },
-      agent: { type: 'string', minLength: 1, maxLength: 100, description: 'Only calls made by this agent (the agent_type of the API key).' },
-      by_agent: { type: 'boolean', default: false, description: 'One score per verb and agent instead of one per verb.' },
-      limit: { type: 'integer', minimum: 1, maximum: 500, default: 100, description: 'Most scores to return (most invoked first).' },
+      agent: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 100,
+        description: 'Only calls made by this agent (the agent_type of the API key).',
+      },
+      by_agent: {
+        type: 'boolean',
+        default: false,
+        description: 'One score per verb and agent instead of one per verb.',
+      },
+      limit: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 500,
+        default: 100,
+        description: 'Most scores to return (most invoked first).',
+      },
     },
     additionalProperties: false,
   },

@@ -22,8 +22,17 @@ export const auditRevert = defineVerb<RevertArgs>({
   input: {
     type: 'object',
     properties: {
-      audit_id: { type: 'integer', minimum: 1, description: 'audit_id of the write to undo (from its receipt or audit.trail).' },
-      rollback_handle: { type: 'string', minLength: 1, maxLength: 2048, description: 'Alternatively, the rollback_handle from the receipt, exactly as received.' },
+      audit_id: {
+        type: 'integer',
+        minimum: 1,
+        description: 'audit_id of the write to undo (from its receipt or audit.trail).',
+      },
+      rollback_handle: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 2048,
+        description: 'Alternatively, the rollback_handle from the receipt, exactly as received.',
+      },
     },
     additionalProperties: false,
   },

@@ -12,12 +12,21 @@
  */
 import { defineVerb } from '../runtime/verb.ts';
 import { ROLE_RANK, TIER_RANK } from '../runtime/verb.ts';
-import { countTransitions, loadSteps, rankNext, SUGGEST_MODEL_VERSION } from '../runtime/observe/transition-model.ts';
+import {
+  countTransitions,
+  loadSteps,
+  rankNext,
+  SUGGEST_MODEL_VERSION,
+} from '../runtime/observe/transition-model.ts';
 
 const WINDOWS = { '24h': 24 * 3600_000, '7d': 7 * 24 * 3600_000, '30d': 30 * 24 * 3600_000 } as const;
 type SuggestWindow = keyof typeof WINDOWS;
 
-export const agentSuggestNextVerb = defineVerb<{ after_verb?: string; window?: SuggestWindow; limit?: number }>({
+export const agentSuggestNextVerb = defineVerb<{
+  after_verb?: string;
+  window?: SuggestWindow;
+  limit?: number;
+}>({
   name: 'agent.suggest_next_verb',
   title: 'Suggest next verb',
   description:
@@ -27,9 +36,25 @@ export const agentSuggestNextVerb = defineVerb<{ after_verb?: string; window?: S
   input: {
     type: 'object',
     properties: {
-      after_verb: { type: 'string', minLength: 1, maxLength: 200, description: 'The verb just run; default: your most recent call.' },
-      window: { type: 'string', enum: Object.keys(WINDOWS), default: '30d', description: 'How far back the trail is read.' },
-      limit: { type: 'integer', minimum: 1, maximum: 20, default: 5, description: 'Most suggestions to return.' },
+      after_verb: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 200,
+        description: 'The verb just run; default: your most recent call.',
+      },
+      window: {
+        type: 'string',
+        enum: Object.keys(WINDOWS),
+        default: '30d',
+        description: 'How far back the trail is read.',
+      },
+      limit: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 20,
+        default: 5,
+        description: 'Most suggestions to return.',
+      },
     },
     additionalProperties: false,
   },
@@ -47,7 +72,14 @@ export const agentSuggestNextVerb = defineVerb<{ after_verb?: string; window?: S
     for (const verb of stats.calls.keys()) if (await rt.isBlocked(verb, p.company_id)) blocked.add(verb);
     const allowed = (name: string): boolean => {
       const v = rt.registry.get(name);
-      if (v === undefined || blocked.has(name) || v.consentClass === 'BLOCKED' || v.shape === 'suggest' || v.shape === 'discovery') return false;
+      if (
+        v === undefined ||
+        blocked.has(name) ||
+        v.consentClass === 'BLOCKED' ||
+        v.shape === 'suggest' ||
+        v.shape === 'discovery'
+      )
+        return false;
       if (v.isWrite && p.sandbox === true) return false;
       // A verb that delegates its consent decides its floor per call; its static floors are checked here.
       return ROLE_RANK[p.role] >= ROLE_RANK[v.roleFloor] && TIER_RANK[p.tier] >= TIER_RANK[v.tierFloor];

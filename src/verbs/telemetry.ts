@@ -19,7 +19,10 @@ import { TELEMETRY_MAX_WINDOW_SECONDS } from '../runtime/observe/telemetry.ts';
 
 async function databaseSize(q: Queryable, engine: string): Promise<number | undefined> {
   try {
-    const sql = engine === 'sqlite' ? 'SELECT page_count * page_size AS size FROM pragma_page_count(), pragma_page_size()' : 'SELECT pg_database_size(current_database()) AS size';
+    const sql =
+      engine === 'sqlite'
+        ? 'SELECT page_count * page_size AS size FROM pragma_page_count(), pragma_page_size()'
+        : 'SELECT pg_database_size(current_database()) AS size';
     const r = await q.get<{ size: number | string }>(sql);
     const n = Number(r?.size);
     return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
@@ -38,7 +41,13 @@ export const systemTelemetry = defineVerb<{ window_seconds?: number }>({
   input: {
     type: 'object',
     properties: {
-      window_seconds: { type: 'integer', minimum: 10, maximum: TELEMETRY_MAX_WINDOW_SECONDS, default: 300, description: 'Length of the window ending now, in seconds.' },
+      window_seconds: {
+        type: 'integer',
+        minimum: 10,
+        maximum: TELEMETRY_MAX_WINDOW_SECONDS,
+        default: 300,
+        description: 'Length of the window ending now, in seconds.',
+      },
     },
     additionalProperties: false,
   },
@@ -51,9 +60,18 @@ export const systemTelemetry = defineVerb<{ window_seconds?: number }>({
     const nowMs = Date.now();
     const mine = rt.observers.telemetry.snapshot(companyId, windowSeconds, nowMs);
     const all = rt.observers.telemetry.snapshot(null, windowSeconds, nowMs);
-    const head = await ctx.db.get<{ audit_seq: number }>('SELECT audit_seq FROM tenant_heads WHERE company_id = ?', [companyId]);
-    const ev = await ctx.db.get<{ lo: number | null; hi: number | null }>('SELECT MIN(seq) AS lo, MAX(seq) AS hi FROM events WHERE company_id = ?', [companyId]);
-    const outbox = await ctx.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM outbox WHERE status = 'pending' AND company_id = ?`, [companyId]);
+    const head = await ctx.db.get<{ audit_seq: number }>(
+      'SELECT audit_seq FROM tenant_heads WHERE company_id = ?',
+      [companyId],
+    );
+    const ev = await ctx.db.get<{ lo: number | null; hi: number | null }>(
+      'SELECT MIN(seq) AS lo, MAX(seq) AS hi FROM events WHERE company_id = ?',
+      [companyId],
+    );
+    const outbox = await ctx.db.get<{ n: number }>(
+      `SELECT COUNT(*) AS n FROM outbox WHERE status = 'pending' AND company_id = ?`,
+      [companyId],
+    );
     const size = await databaseSize(ctx.db, rt.store.engine);
     return {
       generated_at: new Date(nowMs).toISOString(),

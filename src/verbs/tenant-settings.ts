@@ -28,16 +28,23 @@ const MAX_CAP = 1_000_000;
 const MAX_TENANT_BLOCKLIST = 500;
 
 /** Names that may not be blocked: blocking them would lock the owner out of unblocking. */
-const UNBLOCKABLE = new Set(['tenant.settings', 'tenant.caps_set', 'tenant.blocklist_add', 'tenant.blocklist_remove'].map(blocklistKey));
+const UNBLOCKABLE = new Set(
+  ['tenant.settings', 'tenant.caps_set', 'tenant.blocklist_add', 'tenant.blocklist_remove'].map(blocklistKey),
+);
 
 async function readSettings(q: VerbContext['db'], companyId: number): Promise<TenantSettings> {
-  const row = await q.get<{ settings: unknown }>('SELECT settings FROM tenants WHERE company_id = ?', [companyId]);
+  const row = await q.get<{ settings: unknown }>('SELECT settings FROM tenants WHERE company_id = ?', [
+    companyId,
+  ]);
   if (row === undefined) throw new VerbError('not_found', `Tenant ${companyId} does not exist.`);
   return parseJson<TenantSettings>(row.settings) ?? {};
 }
 
 async function writeSettings(ctx: VerbContext, settings: TenantSettings): Promise<void> {
-  await ctx.db.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [JSON.stringify(settings), ctx.principal.company_id]);
+  await ctx.db.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [
+    JSON.stringify(settings),
+    ctx.principal.company_id,
+  ]);
   const tx = ctx.db as Partial<StoreTx>;
   if (typeof tx.afterCommit === 'function') tx.afterCommit(() => ctx.runtime.tenants.invalidate());
 }
@@ -60,13 +67,23 @@ export const tenantSettings = defineVerb<Record<string, never>>({
     const companyId = ctx.principal.company_id;
     const settings = await readSettings(ctx.db, companyId);
     const day = ctx.now.toISOString().slice(0, 10);
-    const used = await ctx.db.all<{ consent_class: string; count: number }>('SELECT consent_class, count FROM daily_counts WHERE company_id = ? AND day = ?', [companyId, day]);
+    const used = await ctx.db.all<{ consent_class: string; count: number }>(
+      'SELECT consent_class, count FROM daily_counts WHERE company_id = ? AND day = ?',
+      [companyId, day],
+    );
     const resets_at = nextMidnightUtc(ctx.now);
     const caps: Record<string, unknown> = {};
     for (const cls of CAPPED_CLASSES) {
       const limit = settings.caps?.[cls] ?? DEFAULT_DAILY_CAPS[cls];
       const n = Number(used.find((u) => u.consent_class === cls)?.count ?? 0);
-      caps[cls] = { limit, default: DEFAULT_DAILY_CAPS[cls], custom: settings.caps?.[cls] !== undefined, used_today: n, remaining: Math.max(0, limit - n), resets_at };
+      caps[cls] = {
+        limit,
+        default: DEFAULT_DAILY_CAPS[cls],
+        custom: settings.caps?.[cls] !== undefined,
+        used_today: n,
+        remaining: Math.max(0, limit - n),
+        resets_at,
+      };
     }
     return {
       entity_type: 'tenant',
@@ -78,7 +95,11 @@ export const tenantSettings = defineVerb<Record<string, never>>({
 });
 
 /** Restore one settings member to its value before the action (undefined = absent). */
-async function restore(ctx: VerbContext, original: OriginalAction, member: 'caps' | 'blocklist'): Promise<{ revert_action: string }> {
+async function restore(
+  ctx: VerbContext,
+  original: OriginalAction,
+  member: 'caps' | 'blocklist',
+): Promise<{ revert_action: string }> {
   const settings = await readSettings(ctx.db, ctx.principal.company_id);
   const rb = original.rollback as { cls?: CappedClass; previous?: unknown };
   if (member === 'caps') {
@@ -87,7 +108,9 @@ async function restore(ctx: VerbContext, original: OriginalAction, member: 'caps
     else delete caps[rb.cls!];
     settings.caps = caps;
     await writeSettings(ctx, settings);
-    return { revert_action: `daily cap of ${rb.cls} restored to ${typeof rb.previous === 'number' ? rb.previous : `the default (${DEFAULT_DAILY_CAPS[rb.cls!]})`}` };
+    return {
+      revert_action: `daily cap of ${rb.cls} restored to ${typeof rb.previous === 'number' ? rb.previous : `the default (${DEFAULT_DAILY_CAPS[rb.cls!]})`}`,
+    };
   }
   settings.blocklist = Array.isArray(rb.previous) ? (rb.previous as string[]) : [];
   await writeSettings(ctx, settings);
@@ -114,12 +137,20 @@ export const tenantCapsSet = defineVerb<CapsSetArgs>({
     type: 'object',
     properties: {
       consent_class: { type: 'string', enum: [...CAPPED_CLASSES] },
-      limit: { type: ['integer', 'null'], minimum: 0, maximum: MAX_CAP, description: 'Writes per UTC day; null = the default.' },
+      limit: {
+        type: ['integer', 'null'],
+        minimum: 0,
+        maximum: MAX_CAP,
+        description: 'Writes per UTC day; null = the default.',
+      },
     },
     required: ['consent_class', 'limit'],
     additionalProperties: false,
   },
-  summary: (a) => (a.limit === null ? `Restore the daily ${a.consent_class} cap to its default (${DEFAULT_DAILY_CAPS[a.consent_class]}).` : `Set the daily ${a.consent_class} cap to ${a.limit}.`),
+  summary: (a) =>
+    a.limit === null
+      ? `Restore the daily ${a.consent_class} cap to its default (${DEFAULT_DAILY_CAPS[a.consent_class]}).`
+      : `Set the daily ${a.consent_class} cap to ${a.limit}.`,
   async handler(ctx, args) {
     const settings = await readSettings(ctx.db, ctx.principal.company_id);
     const caps = { ...(settings.caps ?? {}) } as Partial<Record<VerbClass, number>>;
@@ -129,7 +160,10 @@ export const tenantCapsSet = defineVerb<CapsSetArgs>({
     settings.caps = caps;
     await writeSettings(ctx, settings);
     ctx.setEntity('tenant', ctx.principal.company_id);
-    ctx.setRollback(`tenant:caps:${args.consent_class}:${previous ?? 'default'}`, { cls: args.consent_class, previous: previous ?? null });
+    ctx.setRollback(`tenant:caps:${args.consent_class}:${previous ?? 'default'}`, {
+      cls: args.consent_class,
+      previous: previous ?? null,
+    });
     return {
       status: 'completed',
       consent_class: args.consent_class,
@@ -141,7 +175,13 @@ export const tenantCapsSet = defineVerb<CapsSetArgs>({
   revert: { handler: (ctx, original) => restore(ctx, original, 'caps') },
 });
 
-const NAME = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[a-zA-Z][a-zA-Z0-9_.-]*$', description: 'A verb name (registered or not); compared ignoring case and . _ - separators.' } as const;
+const NAME = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 200,
+  pattern: '^[a-zA-Z][a-zA-Z0-9_.-]*$',
+  description: 'A verb name (registered or not); compared ignoring case and . _ - separators.',
+} as const;
 
 export const tenantBlocklistAdd = defineVerb<{ name: string }>({
   name: 'tenant.blocklist_add',
@@ -158,20 +198,34 @@ export const tenantBlocklistAdd = defineVerb<{ name: string }>({
   summary: (a) => `Block the verb name "${a.name}" for this tenant.`,
   async handler(ctx, args) {
     if (UNBLOCKABLE.has(blocklistKey(args.name))) {
-      throw new VerbError('invalid_input', `${args.name} cannot be blocked: it would lock the owner out of the tenant settings.`, { path: '/name', hint: 'Block another name.' });
+      throw new VerbError(
+        'invalid_input',
+        `${args.name} cannot be blocked: it would lock the owner out of the tenant settings.`,
+        { path: '/name', hint: 'Block another name.' },
+      );
     }
     const settings = await readSettings(ctx.db, ctx.principal.company_id);
     const previous = [...(settings.blocklist ?? [])];
     const key = blocklistKey(args.name);
-    const already = DEFAULT_BLOCKLIST.some((n) => blocklistKey(n) === key) || previous.some((n) => blocklistKey(n) === key);
+    const already =
+      DEFAULT_BLOCKLIST.some((n) => blocklistKey(n) === key) || previous.some((n) => blocklistKey(n) === key);
     if (!already) {
-      if (previous.length >= MAX_TENANT_BLOCKLIST) throw new VerbError('invalid_input', `A tenant blocklist holds at most ${MAX_TENANT_BLOCKLIST} names.`, { path: '/name' });
+      if (previous.length >= MAX_TENANT_BLOCKLIST)
+        throw new VerbError(
+          'invalid_input',
+          `A tenant blocklist holds at most ${MAX_TENANT_BLOCKLIST} names.`,
+          { path: '/name' },
+        );
       settings.blocklist = [...previous, args.name];
       await writeSettings(ctx, settings);
       ctx.setRollback(`tenant:blocklist:add:${args.name}`, { previous });
     }
     ctx.setEntity('tenant', ctx.principal.company_id);
-    return { status: already ? 'unchanged' : 'completed', name: args.name, blocklist: settings.blocklist ?? previous };
+    return {
+      status: already ? 'unchanged' : 'completed',
+      name: args.name,
+      blocklist: settings.blocklist ?? previous,
+    };
   },
   revert: { handler: (ctx, original) => restore(ctx, original, 'blocklist') },
 });
@@ -192,13 +246,19 @@ export const tenantBlocklistRemove = defineVerb<{ name: string }>({
   async handler(ctx, args) {
     const key = blocklistKey(args.name);
     if (DEFAULT_BLOCKLIST.some((n) => blocklistKey(n) === key)) {
-      throw new VerbError('invalid_input', `${args.name} is on the built-in blocklist and stays blocked for every tenant.`, { path: '/name', hint: 'Use a deliberately named safe alternative instead (see verbs.list).' });
+      throw new VerbError(
+        'invalid_input',
+        `${args.name} is on the built-in blocklist and stays blocked for every tenant.`,
+        { path: '/name', hint: 'Use a deliberately named safe alternative instead (see verbs.list).' },
+      );
     }
     const settings = await readSettings(ctx.db, ctx.principal.company_id);
     const previous = [...(settings.blocklist ?? [])];
     const next = previous.filter((n) => blocklistKey(n) !== key);
     if (next.length === previous.length) {
-      throw new VerbError('not_found', `${args.name} is not on this tenant's blocklist.`, { hint: 'See the blocklist with tenant.settings (`solid tenant show`).' });
+      throw new VerbError('not_found', `${args.name} is not on this tenant's blocklist.`, {
+        hint: 'See the blocklist with tenant.settings (`solid tenant show`).',
+      });
     }
     settings.blocklist = next;
     await writeSettings(ctx, settings);

@@ -28,7 +28,10 @@ export interface TrailArgs {
 
 function filterHash(a: TrailArgs): string {
   const { cursor: _c, limit: _l, ...f } = a;
-  return createHash('sha256').update(JSON.stringify(Object.entries(f).sort())).digest('base64url').slice(0, 12);
+  return createHash('sha256')
+    .update(JSON.stringify(Object.entries(f).sort()))
+    .digest('base64url')
+    .slice(0, 12);
 }
 
 export const auditTrail = defineVerb<TrailArgs>({
@@ -44,11 +47,21 @@ export const auditTrail = defineVerb<TrailArgs>({
       from: { type: 'string', format: 'date-time', description: 'Only entries at or after this time.' },
       to: { type: 'string', format: 'date-time', description: 'Only entries before this time.' },
       verb: { type: 'string', maxLength: 200, description: 'Only attempts of this verb.' },
-      status: { type: 'string', enum: ['completed', 'failed', 'denied', 'pending', 'approved', 'rejected', 'replayed', 'rolled_back'] },
+      status: {
+        type: 'string',
+        enum: ['completed', 'failed', 'denied', 'pending', 'approved', 'rejected', 'replayed', 'rolled_back'],
+      },
       actor: { type: 'integer', minimum: 0, description: 'Only attempts by this user_id.' },
       entity_type: { type: 'string', maxLength: 100 },
-      entity_id: { type: ['string', 'integer'], description: 'With entity_type: only actions on this entity.' },
-      reason: { type: 'string', maxLength: 100, description: 'Only entries with this reason code (e.g. role_denied).' },
+      entity_id: {
+        type: ['string', 'integer'],
+        description: 'With entity_type: only actions on this entity.',
+      },
+      reason: {
+        type: 'string',
+        maxLength: 100,
+        description: 'Only entries with this reason code (e.g. role_denied).',
+      },
       limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
       cursor: { type: 'string', maxLength: 1000, description: 'next_cursor of the previous page.' },
     },
@@ -62,11 +75,25 @@ export const auditTrail = defineVerb<TrailArgs>({
     const fh = filterHash(args);
     let before: { t: string; b: number } | undefined;
     if (args.cursor !== undefined) {
-      const c = ctx.runtime.secrets.openToken<{ c: number; t: string; b: number; f: string }>('cursor', 'tc2', args.cursor);
-      if (c === undefined || c.c !== companyId || c.f !== fh || !Number.isSafeInteger(c.b) || typeof c.t !== 'string') {
-        throw new VerbError('cursor_invalid', 'The trail cursor is not valid for this tenant and these filters.', {
-          hint: 'Pass next_cursor exactly as returned, with the same filters; omit it to start from the newest entry.',
-        });
+      const c = ctx.runtime.secrets.openToken<{ c: number; t: string; b: number; f: string }>(
+        'cursor',
+        'tc2',
+        args.cursor,
+      );
+      if (
+        c === undefined ||
+        c.c !== companyId ||
+        c.f !== fh ||
+        !Number.isSafeInteger(c.b) ||
+        typeof c.t !== 'string'
+      ) {
+        throw new VerbError(
+          'cursor_invalid',
+          'The trail cursor is not valid for this tenant and these filters.',
+          {
+            hint: 'Pass next_cursor exactly as returned, with the same filters; omit it to start from the newest entry.',
+          },
+        );
       }
       before = { t: c.t, b: c.b };
     }
@@ -121,7 +148,12 @@ export const auditTrail = defineVerb<TrailArgs>({
       timestamp: r.created_at as string,
       action: r.action_type as string,
       actor: r.user_id === null ? 'anonymous' : `user:${Number(r.user_id)}`,
-      entity_id: r.entity_id === null ? null : /^\d{1,15}$/.test(r.entity_id as string) ? Number(r.entity_id) : (r.entity_id as string),
+      entity_id:
+        r.entity_id === null
+          ? null
+          : /^\d{1,15}$/.test(r.entity_id as string)
+            ? Number(r.entity_id)
+            : (r.entity_id as string),
       entity_type: (r.entity_type as string | null) ?? null,
       status: r.status as string,
       reason: (r.reason as string | null) ?? null,
@@ -135,7 +167,14 @@ export const auditTrail = defineVerb<TrailArgs>({
       transaction_id: (r.transaction_id as string | null) ?? null,
     }));
     const next_cursor =
-      rows.length > limit ? ctx.runtime.secrets.sealToken('cursor', 'tc2', { c: companyId, t: page[page.length - 1]!.created_at as string, b: Number(page[page.length - 1]!.audit_id), f: fh }) : null;
+      rows.length > limit
+        ? ctx.runtime.secrets.sealToken('cursor', 'tc2', {
+            c: companyId,
+            t: page[page.length - 1]!.created_at as string,
+            b: Number(page[page.length - 1]!.audit_id),
+            f: fh,
+          })
+        : null;
     return { entries, next_cursor };
   },
 });

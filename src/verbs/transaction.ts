@@ -20,10 +20,19 @@ import {
   transactionStatus,
 } from '../runtime/ledger/transactions.ts';
 
-const TRANSACTION_ID = { type: 'string', minLength: 1, maxLength: 100, description: 'transaction_id from transaction.start.' } as const;
+const TRANSACTION_ID = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 100,
+  description: 'transaction_id from transaction.start.',
+} as const;
 
 /** No gate of its own: the steps carry theirs. Any key that may write may hold a transaction. */
-const noGate = (summary: string) => async () => ({ consentClass: null, roleFloor: 'employee' as const, summary });
+const noGate = (summary: string) => async () => ({
+  consentClass: null,
+  roleFloor: 'employee' as const,
+  summary,
+});
 
 export const transactionStart = defineVerb<{ ttl_seconds?: number }>({
   name: 'transaction.start',
@@ -34,14 +43,25 @@ export const transactionStart = defineVerb<{ ttl_seconds?: number }>({
   category: 'system',
   input: {
     type: 'object',
-    properties: { ttl_seconds: { type: 'integer', minimum: 30, maximum: 3600, description: 'How long the transaction stays open (default 900).' } },
+    properties: {
+      ttl_seconds: {
+        type: 'integer',
+        minimum: 30,
+        maximum: 3600,
+        description: 'How long the transaction stays open (default 900).',
+      },
+    },
     additionalProperties: false,
   },
   delegateConsent: noGate('Open a transaction (nothing runs until commit).'),
   handler: (ctx, args) => startTransaction(ctx, args),
 });
 
-export const transactionAppend = defineVerb<{ transaction_id: string; verb: string; args?: Record<string, unknown> }>({
+export const transactionAppend = defineVerb<{
+  transaction_id: string;
+  verb: string;
+  args?: Record<string, unknown>;
+}>({
   name: 'transaction.append',
   title: 'Add a step to a transaction',
   description:
@@ -52,8 +72,17 @@ export const transactionAppend = defineVerb<{ transaction_id: string; verb: stri
     type: 'object',
     properties: {
       transaction_id: TRANSACTION_ID,
-      verb: { type: 'string', minLength: 1, maxLength: 200, description: 'Name of the write verb to run as this step.' },
-      args: { type: 'object', description: "The step verb's arguments (its input_schema).", additionalProperties: true },
+      verb: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 200,
+        description: 'Name of the write verb to run as this step.',
+      },
+      args: {
+        type: 'object',
+        description: "The step verb's arguments (its input_schema).",
+        additionalProperties: true,
+      },
     },
     required: ['transaction_id', 'verb'],
     additionalProperties: false,
@@ -66,15 +95,21 @@ export const transactionCommit = defineVerb<{ transaction_id: string }>({
   name: 'transaction.commit',
   title: 'Commit a transaction',
   description:
-    'Run every step of the transaction in one database transaction: all commit or none do. Returns the receipt chain: the parent audit_id, a rollback_handle that undoes every step in reverse order (via audit.revert), and steps[] with each step\'s audit_id. If a step fails, nothing is applied and the answer names the step (transaction_step_failed).',
+    "Run every step of the transaction in one database transaction: all commit or none do. Returns the receipt chain: the parent audit_id, a rollback_handle that undoes every step in reverse order (via audit.revert), and steps[] with each step's audit_id. If a step fails, nothing is applied and the answer names the step (transaction_step_failed).",
   shape: 'transaction',
   category: 'system',
-  input: { type: 'object', properties: { transaction_id: TRANSACTION_ID }, required: ['transaction_id'], additionalProperties: false },
+  input: {
+    type: 'object',
+    properties: { transaction_id: TRANSACTION_ID },
+    required: ['transaction_id'],
+    additionalProperties: false,
+  },
   delegateConsent: noGate('Run the consented steps of the transaction, all or none.'),
   handler: (ctx, args) => commitTransaction(ctx, args),
   revert: {
     handler: (ctx, original) => revertTransactionSteps(ctx, original),
-    phrase: (original) => `REVERT transaction ${String(original.rollback.transaction_id)} #${original.audit_id}`,
+    phrase: (original) =>
+      `REVERT transaction ${String(original.rollback.transaction_id)} #${original.audit_id}`,
   },
 });
 
@@ -84,7 +119,12 @@ export const transactionAbort = defineVerb<{ transaction_id: string }>({
   description: 'Discard an open transaction: none of its steps run.',
   shape: 'transaction',
   category: 'system',
-  input: { type: 'object', properties: { transaction_id: TRANSACTION_ID }, required: ['transaction_id'], additionalProperties: false },
+  input: {
+    type: 'object',
+    properties: { transaction_id: TRANSACTION_ID },
+    required: ['transaction_id'],
+    additionalProperties: false,
+  },
   delegateConsent: noGate('Discard the transaction; none of its steps run.'),
   handler: (ctx, args) => abortTransaction(ctx, args),
 });
@@ -97,9 +137,20 @@ export const transactionStatusVerb = defineVerb<{ transaction_id: string }>({
   shape: 'transaction',
   category: 'system',
   consent: 'READ',
-  input: { type: 'object', properties: { transaction_id: TRANSACTION_ID }, required: ['transaction_id'], additionalProperties: false },
+  input: {
+    type: 'object',
+    properties: { transaction_id: TRANSACTION_ID },
+    required: ['transaction_id'],
+    additionalProperties: false,
+  },
   idempotent: true,
   handler: (ctx, args) => transactionStatus(ctx, args),
 });
 
-export const transactionVerbs: VerbDefinition[] = [transactionStart, transactionAppend, transactionCommit, transactionAbort, transactionStatusVerb];
+export const transactionVerbs: VerbDefinition[] = [
+  transactionStart,
+  transactionAppend,
+  transactionCommit,
+  transactionAbort,
+  transactionStatusVerb,
+];

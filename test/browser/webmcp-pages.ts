@@ -14,7 +14,10 @@ export function surfacePage(surface: string): string {
 
 /** Test pages by path. */
 export const SURFACE_PAGES: Record<string, string> = Object.fromEntries(
-  ['dashboard', 'portal', 'developer', 'tenant-site', 'public'].map((surface) => [`/test/${surface}.html`, surfacePage(surface)]),
+  ['dashboard', 'portal', 'developer', 'tenant-site', 'public'].map((surface) => [
+    `/test/${surface}.html`,
+    surfacePage(surface),
+  ]),
 );
 
 /** Per-step timeout in ms (locators, page.webmcp calls). */
@@ -29,12 +32,19 @@ export async function logIn(context: BrowserContext, origin: string, apiKey: str
 }
 
 /** Open a page and wait for the module's first manifest registration; returns the page and the names. */
-export async function openToolPage(context: BrowserContext, url: string): Promise<{ page: Page; registered: string[] }> {
+export async function openToolPage(
+  context: BrowserContext,
+  url: string,
+): Promise<{ page: Page; registered: string[] }> {
   const page = await context.newPage();
   page.setDefaultTimeout(STEP_TIMEOUT_MS);
   await page.goto(url);
-  await page.waitForFunction(() => (window as unknown as { solidWebmcp?: unknown }).solidWebmcp !== undefined);
-  const registered = await page.evaluate(() => (window as unknown as { solidWebmcp: { ready: Promise<string[]> } }).solidWebmcp.ready);
+  await page.waitForFunction(
+    () => (window as unknown as { solidWebmcp?: unknown }).solidWebmcp !== undefined,
+  );
+  const registered = await page.evaluate(
+    () => (window as unknown as { solidWebmcp: { ready: Promise<string[]> } }).solidWebmcp.ready,
+  );
   return { page, registered };
 }
 
@@ -45,5 +55,7 @@ export function moduleMode(page: Page): Promise<string> {
 
 /** Re-read the manifest now (instead of waiting for the 5-minute poll); returns the registered names. */
 export function refreshTools(page: Page): Promise<string[]> {
-  return page.evaluate(() => (window as unknown as { solidWebmcp: { refresh(): Promise<string[]> } }).solidWebmcp.refresh());
+  return page.evaluate(() =>
+    (window as unknown as { solidWebmcp: { refresh(): Promise<string[]> } }).solidWebmcp.refresh(),
+  );
 }

@@ -10,6 +10,7 @@ import { test } from 'node:test';
 import type { Envelope } from '../../src/spec/types.ts';
 import { openDemoRuntime, type DemoRuntime } from '../support/demo.ts';
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- results read loosely in assertions
 type R = Record<string, any>;
 
 function ok(env: Envelope): R {
@@ -46,8 +47,21 @@ test('contact update: aggregate → explain → preview → commit → verify �
   assert.equal(after.data.phone, '+18015550199');
   assert.equal(after.data.status, 'inactive');
   const chain = (await read(d, 'crm.explain_contact_state', { contact_id: id })).causal_chain as R[];
-  assert.ok(chain.some((i) => i.action === 'crm_contact_update' && i.audit_id === receipt.audit_id && i.source === 'audit'), 'the verb call is in the chain');
-  assert.ok(chain.some((i) => i.action === 'contact.status_changed' && i.audit_id === receipt.audit_id && /active → inactive/.test(i.detail)), 'with its events');
+  assert.ok(
+    chain.some(
+      (i) => i.action === 'crm_contact_update' && i.audit_id === receipt.audit_id && i.source === 'audit',
+    ),
+    'the verb call is in the chain',
+  );
+  assert.ok(
+    chain.some(
+      (i) =>
+        i.action === 'contact.status_changed' &&
+        i.audit_id === receipt.audit_id &&
+        /active → inactive/.test(i.detail),
+    ),
+    'with its events',
+  );
 
   const reverted = ok(await d.commit('employee', 'audit.revert', { audit_id: receipt.audit_id }));
   assert.equal(reverted.reverted, true);
@@ -94,7 +108,10 @@ test('deal stage move: suggest → preview → commit → verify → revert undo
     'the transition statistics are as before',
   );
   const chain = (await read(d, 'deals.explain_stage', { deal_id: dealId })).causal_chain as R[];
-  assert.ok(chain.some((i) => i.action === 'deal.stage_reverted'), 'the revert is part of the deal’s story');
+  assert.ok(
+    chain.some((i) => i.action === 'deal.stage_reverted'),
+    'the revert is part of the deal’s story',
+  );
 });
 
 test('appointment reschedule: explain → suggest a slot → preview → commit → verify → revert moves it back', async (t) => {
@@ -103,9 +120,17 @@ test('appointment reschedule: explain → suggest a slot → preview → commit 
   const explained = await read(d, 'scheduling.explain_appointment', { appointment_id: id });
   const original = explained.current_state;
   assert.equal(original.status, 'scheduled');
-  const slots = await read(d, 'scheduling.suggest_slots', { service: 'Backflow test', contact_id: d.fixtures.customer_id, days_ahead: 3 });
+  const slots = await read(d, 'scheduling.suggest_slots', {
+    service: 'Backflow test',
+    contact_id: d.fixtures.customer_id,
+    days_ahead: 3,
+  });
   const slot = slots.suggestions[0].args;
-  const change = { appointment_id: id, starts_at: slot.starts_at, technician_user_id: slot.technician_user_id };
+  const change = {
+    appointment_id: id,
+    starts_at: slot.starts_at,
+    technician_user_id: slot.technician_user_id,
+  };
   const preview = await read(d, 'scheduling.preview_reschedule', change);
   assert.equal(preview.current.starts_at, original.starts_at);
   assert.equal(preview.projected.starts_at, slot.starts_at);
@@ -132,11 +157,17 @@ test('server resize: diagnose → explain → preview → typed-phrase commit �
   // Refused credentials are not events of the droplet: they stay out of its causal chain.
   const keyId = d.rt.tenants.keyIdOf(d.keys.admin)!;
   for (const apiKey of [`sk_solid_${keyId}_${'x'.repeat(32)}`, `sk_solid_000000000000_${'y'.repeat(32)}`]) {
-    assert.equal((await d.call({ apiKey }, 'infrastructure_resize', { size: 'LARGE' })).error?.reason, 'auth_invalid');
+    assert.equal(
+      (await d.call({ apiKey }, 'infrastructure_resize', { size: 'LARGE' })).error?.reason,
+      'auth_invalid',
+    );
   }
   const explained = await read(d, 'infrastructure.explain_droplet_state', {});
   assert.ok((explained.causal_chain as R[]).some((i) => i.action === 'droplet.provisioned'));
-  assert.ok(!JSON.stringify(explained.causal_chain).includes('auth_invalid'), JSON.stringify(explained.causal_chain));
+  assert.ok(
+    !JSON.stringify(explained.causal_chain).includes('auth_invalid'),
+    JSON.stringify(explained.causal_chain),
+  );
   const preview = await read(d, 'infrastructure.preview_resize', { size: 'MEDIUM' });
   assert.equal(preview.current.size_slug, 's-2vcpu-4gb');
   assert.equal(preview.projected.size_slug, 's-4vcpu-8gb');
@@ -149,11 +180,18 @@ test('server resize: diagnose → explain → preview → typed-phrase commit �
   const receipt = ok(await d.commit('admin', 'infrastructure_resize', { size: 'MEDIUM' }));
   assert.equal(receipt.status, 'resized');
   assert.equal(receipt.previous_size_slug, 's-2vcpu-4gb');
-  assert.ok(receipt.rollback_handle.startsWith(`infra:resize:${diag.droplet_id}:s-2vcpu-4gb`), receipt.rollback_handle);
+  assert.ok(
+    receipt.rollback_handle.startsWith(`infra:resize:${diag.droplet_id}:s-2vcpu-4gb`),
+    receipt.rollback_handle,
+  );
   assert.equal((await read(d, 'infrastructure_diagnose', {})).size, 'MEDIUM');
 
   const undo = await d.call('admin', 'audit.revert', { rollback_handle: receipt.rollback_handle });
-  assert.equal(undo.error?.reason, 'dispatch_pending', 'undoing a financial action needs the typed phrase too');
+  assert.equal(
+    undo.error?.reason,
+    'dispatch_pending',
+    'undoing a financial action needs the typed phrase too',
+  );
   const reverted = ok(await d.commit('admin', 'audit.revert', { rollback_handle: receipt.rollback_handle }));
   assert.equal(reverted.reverted, true);
   assert.equal(reverted.audit_id, receipt.audit_id);
@@ -167,7 +205,10 @@ test('refund: explain → preview → typed-phrase refund → verify; a refund c
   const p = d.fixtures.captured_payment;
   const explained = await read(d, 'payments.explain_payment', { payment_id: p.id });
   assert.equal(explained.current_state.status, 'captured');
-  const preview = await read(d, 'payments.preview_refund_impact', { transaction_id: p.id, refund_amount_cents: 5000 });
+  const preview = await read(d, 'payments.preview_refund_impact', {
+    transaction_id: p.id,
+    refund_amount_cents: 5000,
+  });
   assert.equal(preview.reversible, false);
   assert.equal(preview.projected.refunded_cents, 5000);
 
@@ -191,5 +232,9 @@ test('refund: explain → preview → typed-phrase refund → verify; a refund c
   const revert = ok(await d.call('admin', 'audit.revert', { audit_id: receipt.audit_id }));
   assert.equal(revert.reverted, false);
   assert.equal(revert.reason, 'no_revert_handler');
-  assert.equal((await read(d, 'payments.get', { payment_id: p.id })).data.refunded_cents, 5000, 'nothing was undone');
+  assert.equal(
+    (await read(d, 'payments.get', { payment_id: p.id })).data.refunded_cents,
+    5000,
+    'nothing was undone',
+  );
 });

@@ -6,16 +6,26 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { openDemoRuntime } from '../support/demo.ts';
 
-it('charging an unknown or another tenant\'s invoice answers not_found, with no nonce and no approval row', async (t) => {
+it("charging an unknown or another tenant's invoice answers not_found, with no nonce and no approval row", async (t) => {
   const d = await openDemoRuntime(t);
-  const approvalsBefore = await d.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM approvals'));
-  const env = await d.rt.dispatch({ surface: 'cli', apiKey: d.keys.owner }, 'charge_invoice', { invoice_number: 999999, amount_cents: 5000 });
+  const approvalsBefore = await d.rt.store.read((q) =>
+    q.get<{ n: number }>('SELECT COUNT(*) AS n FROM approvals'),
+  );
+  const env = await d.rt.dispatch({ surface: 'cli', apiKey: d.keys.owner }, 'charge_invoice', {
+    invoice_number: 999999,
+    amount_cents: 5000,
+  });
   assert.equal(env.ok, false);
   assert.equal(env.error?.reason, 'not_found', JSON.stringify(env));
   assert.equal(env.consent, undefined);
-  const approvalsAfter = await d.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM approvals'));
+  const approvalsAfter = await d.rt.store.read((q) =>
+    q.get<{ n: number }>('SELECT COUNT(*) AS n FROM approvals'),
+  );
   assert.equal(approvalsAfter!.n, approvalsBefore!.n);
-  const ok = await d.rt.dispatch({ surface: 'cli', apiKey: d.keys.owner }, 'charge_invoice', { invoice_number: 4304, amount_cents: 5000 });
+  const ok = await d.rt.dispatch({ surface: 'cli', apiKey: d.keys.owner }, 'charge_invoice', {
+    invoice_number: 4304,
+    amount_cents: 5000,
+  });
   assert.equal(ok.error?.reason, 'dispatch_pending', 'a possible charge still asks for consent');
   assert.equal(ok.consent?.typed_phrase, 'CHARGE $50.00 to invoice #4304');
 });

@@ -42,7 +42,10 @@ export interface SeededStore {
   events: Array<{ companyId: number; event: DomainEvent }>;
 }
 
-async function seedInto(store: SqliteStore, options: Partial<SeedOptions>): Promise<Omit<SeededStore, 'store'>> {
+async function seedInto(
+  store: SqliteStore,
+  options: Partial<SeedOptions>,
+): Promise<Omit<SeededStore, 'store'>> {
   const events: SeededStore['events'] = [];
   const result = await store.write((tx) =>
     seedDemo(tx, {
@@ -80,7 +83,10 @@ function defaultTemplate(): NonNullable<typeof template> {
  * seeded once per process (the seed is deterministic, so the copy is what a seeding would write);
  * with options (another seed, clock, progress callback) it is seeded for the test.
  */
-export async function openSeededStore(t: TestContext, options: Partial<SeedOptions> = {}): Promise<SeededStore> {
+export async function openSeededStore(
+  t: TestContext,
+  options: Partial<SeedOptions> = {},
+): Promise<SeededStore> {
   if (Object.keys(options).length > 0) return openFreshlySeededStore(t, options);
   const seeded = await defaultTemplate();
   const dir = mkdtempSync(join(tmpdir(), 'solid-business-'));
@@ -95,7 +101,10 @@ export async function openSeededStore(t: TestContext, options: Partial<SeedOptio
 }
 
 /** A fresh store seeded for this test (never a copy): for tests of the seeding itself. */
-export async function openFreshlySeededStore(t: TestContext, options: Partial<SeedOptions> = {}): Promise<SeededStore> {
+export async function openFreshlySeededStore(
+  t: TestContext,
+  options: Partial<SeedOptions> = {},
+): Promise<SeededStore> {
   const { store } = await openBusinessStore(t);
   return { store, ...(await seedInto(store, options)) };
 }

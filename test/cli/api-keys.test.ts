@@ -10,10 +10,22 @@ import { parseApiKey } from '../../src/runtime/tenants.ts';
 it('creates a working key shown once, lists keys without secrets, revokes, and audits each change', async (t) => {
   const cli = cliHarness(t);
   assert.equal((await cli.run(['init', '--json'])).code, 0);
-  const created = await cli.run(['api-keys', 'create', '--user', '7', '--role', 'employee', '--name', 'laptop', '--json']);
+  const created = await cli.run([
+    'api-keys',
+    'create',
+    '--user',
+    '7',
+    '--role',
+    'employee',
+    '--name',
+    'laptop',
+    '--json',
+  ]);
   assert.equal(created.code, 0, created.stderr);
   const { api_key, key_id } = created.json<{ api_key: string; key_id: string }>();
-  const works = await cli.run(['agent', 'dispatch', 'verbs.list', '--json'], { env: { SOLID_API_KEY: api_key } });
+  const works = await cli.run(['agent', 'dispatch', 'verbs.list', '--json'], {
+    env: { SOLID_API_KEY: api_key },
+  });
   assert.equal(works.code, 0);
   const list = await cli.run(['api-keys', 'list', '--json']);
   // The whole secret (it may itself hold '_', so not the text after the last one: a short tail
@@ -21,13 +33,30 @@ it('creates a working key shown once, lists keys without secrets, revokes, and a
   const { secret } = parseApiKey(api_key)!;
   assert.ok(secret.length >= 16);
   assert.ok(!list.stdout.includes(secret), 'the secret never appears in a listing');
-  assert.ok(list.json<Array<{ key_id: string; role: string }>>().some((k) => k.key_id === key_id && k.role === 'employee'));
+  assert.ok(
+    list
+      .json<Array<{ key_id: string; role: string }>>()
+      .some((k) => k.key_id === key_id && k.role === 'employee'),
+  );
   assert.equal((await cli.run(['api-keys', 'revoke', key_id])).code, 0);
-  const refused = await cli.run(['agent', 'dispatch', 'verbs.list', '--json'], { env: { SOLID_API_KEY: api_key } });
+  const refused = await cli.run(['agent', 'dispatch', 'verbs.list', '--json'], {
+    env: { SOLID_API_KEY: api_key },
+  });
   assert.equal(refused.json<{ error: { reason: string } }>().error.reason, 'auth_invalid');
   assert.equal((await cli.run(['api-keys', 'revoke', key_id])).code, 5, 'revoking twice: no active key');
-  const trail = await cli.run(['agent', 'dispatch', 'audit.trail', '--args', '{"entity_type":"api_key"}', '--json'], { env: { SOLID_API_KEY: (await cli.run(['api-keys', 'create', '--user', '1', '--role', 'owner', '--json'])).json<{ api_key: string }>().api_key } });
-  const actions = trail.json<{ result: { entries: Array<{ action: string }> } }>().result.entries.map((e) => e.action);
+  const trail = await cli.run(
+    ['agent', 'dispatch', 'audit.trail', '--args', '{"entity_type":"api_key"}', '--json'],
+    {
+      env: {
+        SOLID_API_KEY: (
+          await cli.run(['api-keys', 'create', '--user', '1', '--role', 'owner', '--json'])
+        ).json<{ api_key: string }>().api_key,
+      },
+    },
+  );
+  const actions = trail
+    .json<{ result: { entries: Array<{ action: string }> } }>()
+    .result.entries.map((e) => e.action);
   assert.ok(actions.includes('api_keys.create') && actions.includes('api_keys.revoke'), actions.join(','));
   const bad = await cli.run(['api-keys', 'create', '--user', '1', '--role', 'god']);
   assert.equal(bad.code, 2);

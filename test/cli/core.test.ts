@@ -43,7 +43,9 @@ describe('solid CLI', () => {
     const upstream = upstreamValidator('verb-record')!;
     assert.ok(records.length >= 2);
     for (const r of records) assert.equal(upstream(r), true, String(r.name));
-    const trails = (await cli.run(['verbs', 'list', '--json', '--shape', 'trail'])).json<Array<{ shape: string }>>();
+    const trails = (await cli.run(['verbs', 'list', '--json', '--shape', 'trail'])).json<
+      Array<{ shape: string }>
+    >();
     assert.ok(trails.length >= 1 && trails.every((r) => r.shape === 'trail'));
     const bad = await cli.run(['verbs', 'list', '--shape', 'crud']);
     assert.equal(bad.code, 2);
@@ -63,25 +65,39 @@ describe('solid CLI', () => {
 
   it('agent dispatch prints the envelope and exits 0 when ok, non-zero otherwise', async (t) => {
     const { cli, key } = await initialised(t);
-    const ok = await cli.run(['agent', 'dispatch', 'verbs.list', '--args', '{"shape":"trail"}', '--json'], { env: { SOLID_API_KEY: key } });
+    const ok = await cli.run(['agent', 'dispatch', 'verbs.list', '--args', '{"shape":"trail"}', '--json'], {
+      env: { SOLID_API_KEY: key },
+    });
     assert.equal(ok.code, 0);
     assert.equal(validateEnvelope(ok.json()).valid, true);
-    const unknown = await cli.run(['agent', 'dispatch', 'no.such_verb', '--json'], { env: { SOLID_API_KEY: key } });
+    const unknown = await cli.run(['agent', 'dispatch', 'no.such_verb', '--json'], {
+      env: { SOLID_API_KEY: key },
+    });
     assert.equal(unknown.code, 5);
     assert.equal(unknown.json<{ error: { reason: string } }>().error.reason, 'unknown_verb');
-    const invalid = await cli.run(['agent', 'dispatch', 'audit.trail', '--args', '{"limit":0}', '--json'], { env: { SOLID_API_KEY: key } });
+    const invalid = await cli.run(['agent', 'dispatch', 'audit.trail', '--args', '{"limit":0}', '--json'], {
+      env: { SOLID_API_KEY: key },
+    });
     assert.equal(invalid.code, 2);
     assert.equal(invalid.json<{ error: { reason: string; path: string } }>().error.path, '/limit');
-    const blocked = await cli.run(['agent', 'dispatch', 'customer_delete', '--json', '--confirm', '--phrase', 'DELETE'], { env: { SOLID_API_KEY: key } });
+    const blocked = await cli.run(
+      ['agent', 'dispatch', 'customer_delete', '--json', '--confirm', '--phrase', 'DELETE'],
+      { env: { SOLID_API_KEY: key } },
+    );
     assert.equal(blocked.code, 3);
     assert.equal(blocked.json<{ error: { reason: string } }>().error.reason, 'blocked_verb');
   });
 
   it('malformed --args JSON answers invalid_args with the parse position, not a stack', async (t) => {
     const { cli, key } = await initialised(t);
-    const r = await cli.run(['agent', 'dispatch', 'verbs.list', '--args', '{"shape": trail}', '--json'], { env: { SOLID_API_KEY: key } });
+    const r = await cli.run(['agent', 'dispatch', 'verbs.list', '--args', '{"shape": trail}', '--json'], {
+      env: { SOLID_API_KEY: key },
+    });
     assert.equal(r.code, 2);
-    const env = r.json<{ ok: boolean; error: { reason: string; message: string; hint: string; details: { position: number } } }>();
+    const env = r.json<{
+      ok: boolean;
+      error: { reason: string; message: string; hint: string; details: { position: number } };
+    }>();
     assert.equal(env.error.reason, 'invalid_args');
     assert.equal(env.error.details.position, 12, 'the first character JSON cannot accept (the a of trail)');
     assert.match(env.error.hint, /--args/);
@@ -90,10 +106,14 @@ describe('solid CLI', () => {
 
   it('a bad API key answers auth_invalid; no key runs reads on the sandbox and refuses writes', async (t) => {
     const { cli } = await initialised(t);
-    const bad = await cli.run(['agent', 'dispatch', 'verbs.list', '--json'], { env: { SOLID_API_KEY: 'sk_solid_nope' } });
+    const bad = await cli.run(['agent', 'dispatch', 'verbs.list', '--json'], {
+      env: { SOLID_API_KEY: 'sk_solid_nope' },
+    });
     assert.equal(bad.code, 3);
     assert.equal(bad.json<{ error: { reason: string } }>().error.reason, 'auth_invalid');
-    const keyless = await cli.run(['agent', 'dispatch', 'audit.trail', '--json'], { env: { SOLID_API_KEY: undefined } });
+    const keyless = await cli.run(['agent', 'dispatch', 'audit.trail', '--json'], {
+      env: { SOLID_API_KEY: undefined },
+    });
     assert.equal(keyless.code, 0);
   });
 
@@ -110,7 +130,7 @@ describe('solid CLI', () => {
     mkdirSync(join(cli.dir, 'adir.db'));
     const dir = await cli.run(['--db', join(cli.dir, 'adir.db'), 'verbs', 'list']);
     assert.notEqual(dir.code, 0);
-    assert.doesNotMatch(dir.stderr, /node:internal|    at /);
+    assert.doesNotMatch(dir.stderr, /node:internal| {4}at /);
   });
 
   it('bin/solid.js runs as a real process: stdout carries only the JSON envelope', () => {

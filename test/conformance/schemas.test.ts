@@ -18,7 +18,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { join, relative, sep } from 'node:path';
+import { join, sep } from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsImport from 'ajv-formats';
 
@@ -49,9 +49,11 @@ function readJson(path: string): Json {
 
 function loadSchemaSet(dir: string, options: { strict: boolean }): SchemaSet {
   const logged: string[] = [];
-  const record = (level: string) => (...args: unknown[]) => {
-    logged.push(`${level}: ${args.map(String).join(' ')}`);
-  };
+  const record =
+    (level: string) =>
+    (...args: unknown[]) => {
+      logged.push(`${level}: ${args.map(String).join(' ')}`);
+    };
   const ajv = new Ajv2020({
     strict: options.strict,
     allErrors: true,
@@ -59,7 +61,9 @@ function loadSchemaSet(dir: string, options: { strict: boolean }): SchemaSet {
   });
   addFormats(ajv);
   const documents = new Map<string, Json>();
-  const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.json')).sort();
+  const files = readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.json'))
+    .sort();
   for (const file of files) documents.set(file.split(sep).join('/'), readJson(join(dir, file)));
   for (const schema of documents.values()) ajv.addSchema(schema);
   const compiled = new Map<string, ValidateFunction>();
@@ -137,13 +141,27 @@ function withChanges(base: Json, patch: Json): Json {
 }
 
 const ALL_SHAPES = [
-  'aggregate', 'explain', 'preview', 'suggest', 'transaction', 'receipt', 'revert',
-  'subscribe', 'discovery', 'trail', 'reputation', 'macro', 'telemetry',
+  'aggregate',
+  'explain',
+  'preview',
+  'suggest',
+  'transaction',
+  'receipt',
+  'revert',
+  'subscribe',
+  'discovery',
+  'trail',
+  'reputation',
+  'macro',
+  'telemetry',
 ];
 
 describe('schema files', () => {
   test('every schema in schema/ compiles under Ajv strict mode without a warning', () => {
-    assert.ok(ours.documents.size >= 15, `expected verb-record, envelope and 13 shapes, found ${ours.documents.size}`);
+    assert.ok(
+      ours.documents.size >= 15,
+      `expected verb-record, envelope and 13 shapes, found ${ours.documents.size}`,
+    );
     for (const path of ours.documents.keys()) ours.validator(path);
     assert.deepEqual(ours.logged, []);
   });
@@ -153,7 +171,10 @@ describe('schema files', () => {
       assert.equal(schema.$schema, 'https://json-schema.org/draft/2020-12/schema', path);
       assert.equal(schema.$id, `${ID_BASE}${path}`, path);
       assert.equal(typeof schema.title, 'string', `${path} title`);
-      assert.ok(typeof schema.description === 'string' && schema.description.length > 20, `${path} description`);
+      assert.ok(
+        typeof schema.description === 'string' && schema.description.length > 20,
+        `${path} description`,
+      );
     }
   });
 
@@ -161,7 +182,8 @@ describe('schema files', () => {
     const shapeFiles = [...ours.documents.keys()].filter((p) => p.startsWith('shapes/')).sort();
     assert.deepEqual(shapeFiles, ALL_SHAPES.map((s) => `shapes/${s}.json`).sort());
     const ourEnum = ((ours.documents.get('verb-record.json')!.properties as Json).shape as Json).enum;
-    const upstreamEnum = ((upstream.documents.get('verb-record.json')!.properties as Json).shape as Json).enum;
+    const upstreamEnum = ((upstream.documents.get('verb-record.json')!.properties as Json).shape as Json)
+      .enum;
     assert.deepEqual(ourEnum, ALL_SHAPES);
     assert.deepEqual([...(ourEnum as string[])].sort(), [...(upstreamEnum as string[])].sort());
   });
@@ -193,12 +215,18 @@ function missingMembers(set: SchemaSet, path: string, value: unknown): string[] 
   const validate = set.validator(path)!;
   validate(value);
   return (validate.errors ?? [])
-    .map((e) => (e.keyword === 'required' ? String((e.params as { missingProperty: string }).missingProperty) : `${e.instancePath} ${e.keyword}`))
+    .map((e) =>
+      e.keyword === 'required'
+        ? String((e.params as { missingProperty: string }).missingProperty)
+        : `${e.instancePath} ${e.keyword}`,
+    )
     .sort();
 }
 
 describe('upstream examples', () => {
-  const files = readdirSync(UPSTREAM_EXAMPLES_DIR).filter((f) => f.endsWith('.json')).sort();
+  const files = readdirSync(UPSTREAM_EXAMPLES_DIR)
+    .filter((f) => f.endsWith('.json'))
+    .sort();
   test('the three upstream examples are present', () => {
     assert.equal(files.length, 3);
   });
@@ -270,7 +298,10 @@ const chargeInvoiceRecord: Json = {
   side_effects: 'write',
   input_schema: {
     type: 'object',
-    properties: { invoice_id: { type: 'integer', minimum: 1 }, amount_cents: { type: 'integer', minimum: 1 } },
+    properties: {
+      invoice_id: { type: 'integer', minimum: 1 },
+      amount_cents: { type: 'integer', minimum: 1 },
+    },
     required: ['invoice_id', 'amount_cents'],
   },
   surfaces: ['http', 'cli'],
@@ -281,28 +312,72 @@ const chargeInvoiceRecord: Json = {
 describe('verb-record.json', () => {
   const refundInputSchema = previewRefundRecord.input_schema as Json;
   runCases('verb-record.json', [
-    { title: 'a full record whose input uses upstream-style nullable', value: previewRefundRecord, valid: true },
+    {
+      title: 'a full record whose input uses upstream-style nullable',
+      value: previewRefundRecord,
+      valid: true,
+    },
     { title: 'a snake_case dispatcher verb on two surfaces', value: chargeInvoiceRecord, valid: true },
     {
       title: 'a record with only the required members and an empty input schema',
-      value: { name: 'infrastructure_diagnose', description: 'Report droplet health.', shape: 'aggregate', input_schema: {} },
+      value: {
+        name: 'infrastructure_diagnose',
+        description: 'Report droplet health.',
+        shape: 'aggregate',
+        input_schema: {},
+      },
       valid: true,
     },
-    { title: 'a record without a name', value: withChanges(previewRefundRecord, { name: undefined }), valid: false },
-    { title: 'a record without input_schema', value: withChanges(previewRefundRecord, { input_schema: undefined }), valid: false },
+    {
+      title: 'a record without a name',
+      value: withChanges(previewRefundRecord, { name: undefined }),
+      valid: false,
+    },
+    {
+      title: 'a record without input_schema',
+      value: withChanges(previewRefundRecord, { input_schema: undefined }),
+      valid: false,
+    },
     { title: 'an unknown shape', value: withChanges(previewRefundRecord, { shape: 'crud' }), valid: false },
-    { title: 'an unknown surface', value: withChanges(previewRefundRecord, { surfaces: ['http', 'grpc'] }), valid: false },
-    { title: 'a name starting with a digit', value: withChanges(previewRefundRecord, { name: '1payments.refund' }), valid: false },
-    { title: 'a name with a hyphen', value: withChanges(previewRefundRecord, { name: 'payments.preview-refund' }), valid: false },
-    { title: 'a member the manifest does not define', value: withChanges(previewRefundRecord, { risk_class: 'READ' }), valid: false },
-    { title: 'an unknown side_effects value', value: withChanges(previewRefundRecord, { side_effects: 'delete' }), valid: false },
-    { title: 'a non-boolean requires_consent', value: withChanges(previewRefundRecord, { requires_consent: 'yes' }), valid: false },
+    {
+      title: 'an unknown surface',
+      value: withChanges(previewRefundRecord, { surfaces: ['http', 'grpc'] }),
+      valid: false,
+    },
+    {
+      title: 'a name starting with a digit',
+      value: withChanges(previewRefundRecord, { name: '1payments.refund' }),
+      valid: false,
+    },
+    {
+      title: 'a name with a hyphen',
+      value: withChanges(previewRefundRecord, { name: 'payments.preview-refund' }),
+      valid: false,
+    },
+    {
+      title: 'a member the manifest does not define',
+      value: withChanges(previewRefundRecord, { risk_class: 'READ' }),
+      valid: false,
+    },
+    {
+      title: 'an unknown side_effects value',
+      value: withChanges(previewRefundRecord, { side_effects: 'delete' }),
+      valid: false,
+    },
+    {
+      title: 'a non-boolean requires_consent',
+      value: withChanges(previewRefundRecord, { requires_consent: 'yes' }),
+      valid: false,
+    },
     {
       title: 'company_id declared in input_schema (the README example)',
       value: withChanges(previewRefundRecord, {
         input_schema: {
           ...refundInputSchema,
-          properties: { company_id: { type: 'integer', minimum: 1 }, ...(refundInputSchema.properties as Json) },
+          properties: {
+            company_id: { type: 'integer', minimum: 1 },
+            ...(refundInputSchema.properties as Json),
+          },
           required: ['company_id', 'transaction_id'],
         },
       }),
@@ -313,7 +388,10 @@ describe('verb-record.json', () => {
     {
       title: 'user_id declared in input_schema properties',
       value: withChanges(chargeInvoiceRecord, {
-        input_schema: { type: 'object', properties: { invoice_id: { type: 'integer' }, user_id: { type: 'integer' } } },
+        input_schema: {
+          type: 'object',
+          properties: { invoice_id: { type: 'integer' }, user_id: { type: 'integer' } },
+        },
       }),
       valid: false,
       upstreamValid: true,
@@ -328,7 +406,9 @@ describe('verb-record.json', () => {
     },
     {
       title: 'an input_schema typed as an array',
-      value: withChanges(chargeInvoiceRecord, { input_schema: { type: 'array', items: { type: 'integer' } } }),
+      value: withChanges(chargeInvoiceRecord, {
+        input_schema: { type: 'array', items: { type: 'integer' } },
+      }),
       valid: false,
       upstreamValid: true,
       why: 'ours requires tool arguments to be an object, as tool-calling APIs do',
@@ -393,7 +473,11 @@ describe('envelope.json', () => {
       value: {
         ok: false,
         verb: 'subscription_cancel_immediate',
-        error: { reason: 'blocked_verb', message: 'This verb is never executed.', hint: 'Use subscriptions.schedule_cancel.' },
+        error: {
+          reason: 'blocked_verb',
+          message: 'This verb is never executed.',
+          hint: 'Use subscriptions.schedule_cancel.',
+        },
         audit_id: 9,
       },
       valid: true,
@@ -403,11 +487,20 @@ describe('envelope.json', () => {
       value: {
         ok: false,
         verb: 'payments.preview_refund_impact',
-        error: { reason: 'invalid_input', message: 'must be >= 1', path: '/refund_amount_cents', details: { minimum: 1 } },
+        error: {
+          reason: 'invalid_input',
+          message: 'must be >= 1',
+          path: '/refund_amount_cents',
+          details: { minimum: 1 },
+        },
       },
       valid: true,
     },
-    { title: 'a dispatch_pending answer carrying a typed-phrase consent request', value: pendingEnvelope, valid: true },
+    {
+      title: 'a dispatch_pending answer carrying a typed-phrase consent request',
+      value: pendingEnvelope,
+      valid: true,
+    },
     {
       title: 'a dispatch_pending answer with a confirmation gate and a preview',
       value: withChanges(pendingEnvelope, {
@@ -424,8 +517,16 @@ describe('envelope.json', () => {
       }),
       valid: true,
     },
-    { title: 'a member the envelope does not define', value: withChanges(successEnvelope, { trace_id: 'abc' }), valid: true },
-    { title: 'an envelope without verb', value: withChanges(successEnvelope, { verb: undefined }), valid: false },
+    {
+      title: 'a member the envelope does not define',
+      value: withChanges(successEnvelope, { trace_id: 'abc' }),
+      valid: true,
+    },
+    {
+      title: 'an envelope without verb',
+      value: withChanges(successEnvelope, { verb: undefined }),
+      valid: false,
+    },
     { title: 'an envelope without ok', value: withChanges(successEnvelope, { ok: undefined }), valid: false },
     { title: 'a string ok', value: withChanges(successEnvelope, { ok: 'true' }), valid: false },
     { title: 'an array result', value: withChanges(successEnvelope, { result: [1, 2] }), valid: false },
@@ -458,7 +559,11 @@ describe('envelope.json', () => {
     },
     {
       title: 'an error path that is not a JSON Pointer',
-      value: { ok: false, verb: 'charge_invoice', error: { reason: 'invalid_input', message: 'bad', path: 'amount_cents' } },
+      value: {
+        ok: false,
+        verb: 'charge_invoice',
+        error: { reason: 'invalid_input', message: 'bad', path: 'amount_cents' },
+      },
       valid: false,
       upstreamValid: true,
       why: 'ours defines error.path as a JSON Pointer; upstream does not define path',
@@ -508,11 +613,27 @@ describe('shapes/aggregate.json', () => {
       value: { entity_id: 'droplet-1', entity_type: 'droplet', data: { size: 'SMALL', region: 'nyc1' } },
       valid: true,
     },
-    { title: 'an output without data', value: withChanges(customerContext, { data: undefined }), valid: false },
-    { title: 'an output without entity_id', value: withChanges(customerContext, { entity_id: undefined }), valid: false },
+    {
+      title: 'an output without data',
+      value: withChanges(customerContext, { data: undefined }),
+      valid: false,
+    },
+    {
+      title: 'an output without entity_id',
+      value: withChanges(customerContext, { entity_id: undefined }),
+      valid: false,
+    },
     { title: 'a boolean entity_id', value: withChanges(customerContext, { entity_id: true }), valid: false },
-    { title: 'a relation without id', value: withChanges(customerContext, { relations: [{ type: 'deal' }] }), valid: false },
-    { title: 'a fetched_at that is not a date-time', value: withChanges(customerContext, { fetched_at: 'yesterday' }), valid: false },
+    {
+      title: 'a relation without id',
+      value: withChanges(customerContext, { relations: [{ type: 'deal' }] }),
+      valid: false,
+    },
+    {
+      title: 'a fetched_at that is not a date-time',
+      value: withChanges(customerContext, { fetched_at: 'yesterday' }),
+      valid: false,
+    },
   ]);
 });
 
@@ -521,8 +642,18 @@ const explainDeal: Json = {
   entity_type: 'deal',
   current_state: { stage: 'proposal_sent', amount_cents: 85000 },
   causal_chain: [
-    { action: 'deal.create', timestamp: '2026-05-01T10:00:00Z', actor: 'user:3', detail: 'Created at stage new.' },
-    { action: 'deal.move_stage', timestamp: '2026-05-10T16:20:00Z', actor: 'agent:sales', detail: 'new -> proposal_sent' },
+    {
+      action: 'deal.create',
+      timestamp: '2026-05-01T10:00:00Z',
+      actor: 'user:3',
+      detail: 'Created at stage new.',
+    },
+    {
+      action: 'deal.move_stage',
+      timestamp: '2026-05-10T16:20:00Z',
+      actor: 'agent:sales',
+      detail: 'new -> proposal_sent',
+    },
   ],
   reasoning: 'The sales agent sent the proposal after the estimate appointment.',
 };
@@ -531,14 +662,26 @@ describe('shapes/explain.json', () => {
   runCases('shapes/explain.json', [
     { title: 'a deal explained by two events', value: explainDeal, valid: true },
     { title: 'an empty causal chain', value: { entity_id: 'inv_201', causal_chain: [] }, valid: true },
-    { title: 'an output without causal_chain', value: withChanges(explainDeal, { causal_chain: undefined }), valid: false },
-    { title: 'a chain event without action', value: withChanges(explainDeal, { causal_chain: [{ actor: 'user:3' }] }), valid: false },
+    {
+      title: 'an output without causal_chain',
+      value: withChanges(explainDeal, { causal_chain: undefined }),
+      valid: false,
+    },
+    {
+      title: 'a chain event without action',
+      value: withChanges(explainDeal, { causal_chain: [{ actor: 'user:3' }] }),
+      valid: false,
+    },
     {
       title: 'a chain event whose timestamp is not a date-time',
       value: withChanges(explainDeal, { causal_chain: [{ action: 'deal.create', timestamp: 'May 1st' }] }),
       valid: false,
     },
-    { title: 'a string causal_chain', value: withChanges(explainDeal, { causal_chain: 'created, then moved' }), valid: false },
+    {
+      title: 'a string causal_chain',
+      value: withChanges(explainDeal, { causal_chain: 'created, then moved' }),
+      valid: false,
+    },
   ]);
 });
 
@@ -549,12 +692,25 @@ describe('shapes/preview.json', () => {
     { title: 'the refund preview example', value: previewRefund, valid: true },
     {
       title: 'a reversible resize preview without delta',
-      value: { current: { size: 'SMALL' }, projected: { size: 'MEDIUM' }, reversible: true, monthly_cost_delta_cents: 2400 },
+      value: {
+        current: { size: 'SMALL' },
+        projected: { size: 'MEDIUM' },
+        reversible: true,
+        monthly_cost_delta_cents: 2400,
+      },
       valid: true,
     },
-    { title: 'an output without reversible', value: withChanges(previewRefund, { reversible: undefined }), valid: false },
+    {
+      title: 'an output without reversible',
+      value: withChanges(previewRefund, { reversible: undefined }),
+      valid: false,
+    },
     { title: 'a string reversible', value: withChanges(previewRefund, { reversible: 'no' }), valid: false },
-    { title: 'a string projected state', value: withChanges(previewRefund, { projected: 'refunded' }), valid: false },
+    {
+      title: 'a string projected state',
+      value: withChanges(previewRefund, { projected: 'refunded' }),
+      valid: false,
+    },
   ]);
 });
 
@@ -568,7 +724,12 @@ const suggestions: Json = {
       model_version: 'heuristic-1',
       sample_size: 311,
     },
-    { action: 'crm.schedule_call', confidence: 0.3, confidence_band: 'learning', reason: 'Few outcomes recorded yet.' },
+    {
+      action: 'crm.schedule_call',
+      confidence: 0.3,
+      confidence_band: 'learning',
+      reason: 'Few outcomes recorded yet.',
+    },
   ],
 };
 
@@ -583,7 +744,11 @@ describe('shapes/suggest.json', () => {
     { title: 'an output without suggestions', value: {}, valid: false },
     { title: 'a confidence above 1', value: withSuggestion({ confidence: 1.2 }), valid: false },
     { title: 'a negative confidence', value: withSuggestion({ confidence: -0.1 }), valid: false },
-    { title: 'an unknown confidence band', value: withSuggestion({ confidence_band: 'certain' }), valid: false },
+    {
+      title: 'an unknown confidence band',
+      value: withSuggestion({ confidence_band: 'certain' }),
+      valid: false,
+    },
     { title: 'a suggestion without reason', value: withSuggestion({ reason: undefined }), valid: false },
     { title: 'a fractional sample size', value: withSuggestion({ sample_size: 2.5 }), valid: false },
   ]);
@@ -611,16 +776,38 @@ describe('shapes/transaction.json', () => {
     },
     {
       title: 'an appended step not yet run',
-      value: { transaction_id: 'tx_9', status: 'appended', steps: [{ verb: 'charge_invoice', status: 'pending' }] },
+      value: {
+        transaction_id: 'tx_9',
+        status: 'appended',
+        steps: [{ verb: 'charge_invoice', status: 'pending' }],
+      },
       valid: true,
     },
-    { title: 'an unknown status', value: withChanges(committedTransaction, { status: 'done' }), valid: false },
-    { title: 'an output without transaction_id', value: withChanges(committedTransaction, { transaction_id: undefined }), valid: false },
-    { title: 'a numeric transaction_id', value: withChanges(committedTransaction, { transaction_id: 8 }), valid: false },
-    { title: 'a step without verb', value: withChanges(committedTransaction, { steps: [{ status: 'completed' }] }), valid: false },
+    {
+      title: 'an unknown status',
+      value: withChanges(committedTransaction, { status: 'done' }),
+      valid: false,
+    },
+    {
+      title: 'an output without transaction_id',
+      value: withChanges(committedTransaction, { transaction_id: undefined }),
+      valid: false,
+    },
+    {
+      title: 'a numeric transaction_id',
+      value: withChanges(committedTransaction, { transaction_id: 8 }),
+      valid: false,
+    },
+    {
+      title: 'a step without verb',
+      value: withChanges(committedTransaction, { steps: [{ status: 'completed' }] }),
+      valid: false,
+    },
     {
       title: 'a step with a string audit_id',
-      value: withChanges(committedTransaction, { steps: [{ verb: 'x', status: 'completed', audit_id: '5001' }] }),
+      value: withChanges(committedTransaction, {
+        steps: [{ verb: 'x', status: 'completed', audit_id: '5001' }],
+      }),
       valid: false,
     },
     {
@@ -653,7 +840,11 @@ describe('shapes/transaction.json', () => {
     },
     {
       title: 'a transaction that failed at commit',
-      value: { transaction_id: 'tx_9', status: 'failed', steps: [{ verb: 'charge_invoice', status: 'failed' }] },
+      value: {
+        transaction_id: 'tx_9',
+        status: 'failed',
+        steps: [{ verb: 'charge_invoice', status: 'failed' }],
+      },
       valid: true,
       upstreamValid: false,
       why: additions,
@@ -693,16 +884,37 @@ describe('shapes/receipt.json', () => {
   runCases('shapes/receipt.json', [
     {
       title: 'the README receipt',
-      value: { status: 'completed', audit_id: 4242, rollback_handle: 'infra:resize:1:s-2vcpu-4gb', idempotency_key: '4dbfa11cbfc149fc' },
+      value: {
+        status: 'completed',
+        audit_id: 4242,
+        rollback_handle: 'infra:resize:1:s-2vcpu-4gb',
+        idempotency_key: '4dbfa11cbfc149fc',
+      },
       valid: true,
     },
     { title: 'a receipt with domain fields and an attestation', value: attestedReceipt, valid: true },
     { title: 'a replayed receipt', value: withChanges(attestedReceipt, { replayed: true }), valid: true },
-    { title: 'a receipt without audit_id', value: withChanges(attestedReceipt, { audit_id: undefined }), valid: false },
-    { title: 'a receipt without status', value: withChanges(attestedReceipt, { status: undefined }), valid: false },
+    {
+      title: 'a receipt without audit_id',
+      value: withChanges(attestedReceipt, { audit_id: undefined }),
+      valid: false,
+    },
+    {
+      title: 'a receipt without status',
+      value: withChanges(attestedReceipt, { status: undefined }),
+      valid: false,
+    },
     { title: 'a string audit_id', value: withChanges(attestedReceipt, { audit_id: '4242' }), valid: false },
-    { title: 'a timestamp that is not a date-time', value: withChanges(attestedReceipt, { timestamp: 'now' }), valid: false },
-    { title: 'a numeric rollback_handle', value: withChanges(attestedReceipt, { rollback_handle: 7 }), valid: false },
+    {
+      title: 'a timestamp that is not a date-time',
+      value: withChanges(attestedReceipt, { timestamp: 'now' }),
+      valid: false,
+    },
+    {
+      title: 'a numeric rollback_handle',
+      value: withChanges(attestedReceipt, { rollback_handle: 7 }),
+      valid: false,
+    },
     {
       title: 'an attestation signed with another algorithm',
       value: withChanges(attestedReceipt, { attestation: withChanges(attestation, { alg: 'HS256' }) }),
@@ -712,7 +924,9 @@ describe('shapes/receipt.json', () => {
     },
     {
       title: 'an attestation whose JWS carries its payload',
-      value: withChanges(attestedReceipt, { attestation: withChanges(attestation, { jws: 'eyJh.eyJwYXlsb2FkIjoxfQ.MEUC' }) }),
+      value: withChanges(attestedReceipt, {
+        attestation: withChanges(attestation, { jws: 'eyJh.eyJwYXlsb2FkIjoxfQ.MEUC' }),
+      }),
       valid: false,
       upstreamValid: true,
       why: attestationIsOurs,
@@ -759,12 +973,22 @@ describe('shapes/revert.json', () => {
   runCases('shapes/revert.json', [
     {
       title: 'a successful revert',
-      value: { reverted: true, audit_id: 4242, original_action: 'infra.resize to MEDIUM', revert_action: 'infra.resize to SMALL' },
+      value: {
+        reverted: true,
+        audit_id: 4242,
+        original_action: 'infra.resize to MEDIUM',
+        revert_action: 'infra.resize to SMALL',
+      },
       valid: true,
     },
     {
       title: 'an action without a revert handler',
-      value: { reverted: false, audit_id: 4242, reason: 'no_revert_handler', message: 'Refunds cannot be undone; intervene manually.' },
+      value: {
+        reverted: false,
+        audit_id: 4242,
+        reason: 'no_revert_handler',
+        message: 'Refunds cannot be undone; intervene manually.',
+      },
       valid: true,
     },
     { title: 'an output without audit_id', value: { reverted: true }, valid: false },
@@ -806,23 +1030,43 @@ describe('shapes/subscribe.json', () => {
     },
     {
       title: 'a poll returning events after the cursor',
-      value: { subscription_id: 'sub_3', cursor: 'c1.102.77aa', events: [withChanges(dealEvent, { seq: 102, entity_id: 'inv_201', audit_id: undefined })] },
+      value: {
+        subscription_id: 'sub_3',
+        cursor: 'c1.102.77aa',
+        events: [withChanges(dealEvent, { seq: 102, entity_id: 'inv_201', audit_id: undefined })],
+      },
       valid: true,
     },
-    { title: 'an output without cursor', value: { subscription_id: 'sub_3', initial_events: [] }, valid: false },
+    {
+      title: 'an output without cursor',
+      value: { subscription_id: 'sub_3', initial_events: [] },
+      valid: false,
+    },
     { title: 'a numeric cursor', value: { subscription_id: 'sub_3', cursor: 101 }, valid: false },
     { title: 'an output without subscription_id', value: { cursor: 'c1' }, valid: false },
-    { title: 'initial events that are not objects', value: { subscription_id: 'sub_3', cursor: 'c1', initial_events: ['deal.created'] }, valid: false },
+    {
+      title: 'initial events that are not objects',
+      value: { subscription_id: 'sub_3', cursor: 'c1', initial_events: ['deal.created'] },
+      valid: false,
+    },
     {
       title: 'an initial event without seq',
-      value: { subscription_id: 'sub_3', cursor: 'c1', initial_events: [withChanges(dealEvent, { seq: undefined })] },
+      value: {
+        subscription_id: 'sub_3',
+        cursor: 'c1',
+        initial_events: [withChanges(dealEvent, { seq: undefined })],
+      },
       valid: false,
       upstreamValid: true,
       why: 'ours defines the event object; upstream only asks for an object',
     },
     {
       title: 'a polled event whose occurred_at is not a date-time',
-      value: { subscription_id: 'sub_3', cursor: 'c1', events: [withChanges(dealEvent, { occurred_at: 'today' })] },
+      value: {
+        subscription_id: 'sub_3',
+        cursor: 'c1',
+        events: [withChanges(dealEvent, { occurred_at: 'today' })],
+      },
       valid: false,
       upstreamValid: true,
       why: 'events is ours',
@@ -838,18 +1082,32 @@ describe('shapes/subscribe.json', () => {
 });
 
 describe('shapes/discovery.json', () => {
-  const withRecord = (record: Json): Json => ({ verbs: [previewRefundRecord, record], total: 2, surface: 'http' });
+  const withRecord = (record: Json): Json => ({
+    verbs: [previewRefundRecord, record],
+    total: 2,
+    surface: 'http',
+  });
   runCases('shapes/discovery.json', [
     { title: 'two VerbRecords filtered by surface', value: withRecord(chargeInvoiceRecord), valid: true },
     { title: 'an empty manifest', value: { verbs: [], total: 0 }, valid: true },
     { title: 'an output without total', value: { verbs: [previewRefundRecord] }, valid: false },
     { title: 'a string total', value: { verbs: [], total: '0' }, valid: false },
-    { title: 'a record with a member VerbRecord does not define', value: withRecord(withChanges(chargeInvoiceRecord, { handler: 'x' })), valid: false },
-    { title: 'a record with an unknown shape', value: withRecord(withChanges(chargeInvoiceRecord, { shape: 'crud' })), valid: false },
+    {
+      title: 'a record with a member VerbRecord does not define',
+      value: withRecord(withChanges(chargeInvoiceRecord, { handler: 'x' })),
+      valid: false,
+    },
+    {
+      title: 'a record with an unknown shape',
+      value: withRecord(withChanges(chargeInvoiceRecord, { shape: 'crud' })),
+      valid: false,
+    },
     {
       title: 'a record declaring company_id among its arguments',
       value: withRecord(
-        withChanges(chargeInvoiceRecord, { input_schema: { type: 'object', properties: { company_id: { type: 'integer' } } } }),
+        withChanges(chargeInvoiceRecord, {
+          input_schema: { type: 'object', properties: { company_id: { type: 'integer' } } },
+        }),
       ),
       valid: false,
       upstreamValid: true,
@@ -912,14 +1170,26 @@ describe('shapes/trail.json', () => {
   runCases('shapes/trail.json', [
     { title: 'a page with a completed write and a denied unknown verb', value: trailPage, valid: true },
     { title: 'the last, empty page', value: { entries: [], next_cursor: null }, valid: true },
-    { title: 'a page without next_cursor', value: withChanges(trailPage, { next_cursor: undefined }), valid: false },
+    {
+      title: 'a page without next_cursor',
+      value: withChanges(trailPage, { next_cursor: undefined }),
+      valid: false,
+    },
     { title: 'a page without entries', value: { next_cursor: null }, valid: false },
     { title: 'an entry without actor', value: withEntry({ actor: undefined }), valid: false },
     { title: 'an entry with a string audit_id', value: withEntry({ audit_id: '4242' }), valid: false },
     { title: 'an entry with a boolean entity_id', value: withEntry({ entity_id: false }), valid: false },
-    { title: 'an entry whose timestamp is not a date-time', value: withEntry({ timestamp: '14:00' }), valid: false },
+    {
+      title: 'an entry whose timestamp is not a date-time',
+      value: withEntry({ timestamp: '14:00' }),
+      valid: false,
+    },
     { title: 'an entry with an unknown shape', value: withEntry({ shape: 'crud' }), valid: false },
-    { title: 'an entry with an unknown consent class', value: withEntry({ consent_class: 'WRITE' }), valid: false },
+    {
+      title: 'an entry with an unknown consent class',
+      value: withEntry({ consent_class: 'WRITE' }),
+      valid: false,
+    },
     { title: 'a numeric next_cursor', value: withChanges(trailPage, { next_cursor: 2 }), valid: false },
   ]);
 });
@@ -956,13 +1226,19 @@ const reputationBoard: Json = {
 };
 
 function withScore(patch: Json): Json {
-  return withChanges(reputationBoard, { scores: [withChanges((reputationBoard.scores as Json[])[0]!, patch)] });
+  return withChanges(reputationBoard, {
+    scores: [withChanges((reputationBoard.scores as Json[])[0]!, patch)],
+  });
 }
 
 describe('shapes/reputation.json', () => {
   runCases('shapes/reputation.json', [
     { title: 'a scored verb and a verb never called', value: reputationBoard, valid: true },
-    { title: 'a rating withheld below the minimum sample', value: withScore({ invocations: 3, star_rating: null, sample_size: 3 }), valid: true },
+    {
+      title: 'a rating withheld below the minimum sample',
+      value: withScore({ invocations: 3, star_rating: null, sample_size: 3 }),
+      valid: true,
+    },
     { title: 'an unknown window', value: withChanges(reputationBoard, { window: '2h' }), valid: false },
     { title: 'an output without scores', value: { window: '7d' }, valid: false },
     { title: 'a score without star_rating', value: withScore({ star_rating: undefined }), valid: false },
@@ -970,8 +1246,16 @@ describe('shapes/reputation.json', () => {
     { title: 'a success rate above 1', value: withScore({ success_rate: 1.5 }), valid: false },
     { title: 'a rating above 5 stars', value: withScore({ star_rating: 6 }), valid: false },
     { title: 'a fractional invocation count', value: withScore({ invocations: 1.5 }), valid: false },
-    { title: 'a success rate for a verb never called', value: withScore({ invocations: 0, success_rate: 0 }), valid: false },
-    { title: 'no success rate for a verb that was called', value: withScore({ success_rate: null }), valid: false },
+    {
+      title: 'a success rate for a verb never called',
+      value: withScore({ invocations: 0, success_rate: 0 }),
+      valid: false,
+    },
+    {
+      title: 'no success rate for a verb that was called',
+      value: withScore({ success_rate: null }),
+      valid: false,
+    },
   ]);
 });
 
@@ -979,7 +1263,14 @@ const completedMacro: Json = {
   macro_id: 'mac_onboard',
   status: 'completed',
   steps: [
-    { index: 0, verb: 'crm_contact_create', ok: true, status: 'completed', audit_id: 300, result: { status: 'completed', audit_id: 300 } },
+    {
+      index: 0,
+      verb: 'crm_contact_create',
+      ok: true,
+      status: 'completed',
+      audit_id: 300,
+      result: { status: 'completed', audit_id: 300 },
+    },
     { index: 1, verb: 'deal.create', ok: true, status: 'completed', audit_id: 301 },
   ],
 };
@@ -990,7 +1281,12 @@ const failedMacro: Json = {
   failed_step: 1,
   steps: [
     { index: 0, verb: 'crm_contact_create', ok: true, audit_id: 300 },
-    { index: 1, verb: 'charge_invoice', ok: false, error: { reason: 'role_denied', message: 'Needs admin.', hint: 'Ask an admin.' } },
+    {
+      index: 1,
+      verb: 'charge_invoice',
+      ok: false,
+      error: { reason: 'role_denied', message: 'Needs admin.', hint: 'Ask an admin.' },
+    },
   ],
   resume: { macro_id: 12, from_step: 1 },
 };
@@ -1001,16 +1297,38 @@ describe('shapes/macro.json', () => {
     { title: 'a run stopped at a refused step', value: failedMacro, valid: true },
     { title: 'a saved chain', value: { macro_id: 'mac_new', status: 'saved', steps: [] }, valid: true },
     { title: 'an unknown status', value: withChanges(completedMacro, { status: 'done' }), valid: false },
-    { title: 'an output without steps', value: withChanges(completedMacro, { steps: undefined }), valid: false },
-    { title: 'a failed run without failed_step', value: withChanges(failedMacro, { failed_step: undefined }), valid: false },
-    { title: 'a failed step without its error', value: withChanges(failedMacro, { steps: [{ index: 1, verb: 'charge_invoice', ok: false }] }), valid: false },
     {
-      title: 'a step error whose reason is not snake_case',
-      value: withChanges(failedMacro, { steps: [{ index: 1, verb: 'charge_invoice', ok: false, error: { reason: 'Denied!', message: 'no' } }] }),
+      title: 'an output without steps',
+      value: withChanges(completedMacro, { steps: undefined }),
       valid: false,
     },
-    { title: 'a negative step index', value: withChanges(completedMacro, { steps: [{ index: -1, verb: 'x', ok: true }] }), valid: false },
-    { title: 'a step with a string ok', value: withChanges(completedMacro, { steps: [{ index: 0, verb: 'x', ok: 'true' }] }), valid: false },
+    {
+      title: 'a failed run without failed_step',
+      value: withChanges(failedMacro, { failed_step: undefined }),
+      valid: false,
+    },
+    {
+      title: 'a failed step without its error',
+      value: withChanges(failedMacro, { steps: [{ index: 1, verb: 'charge_invoice', ok: false }] }),
+      valid: false,
+    },
+    {
+      title: 'a step error whose reason is not snake_case',
+      value: withChanges(failedMacro, {
+        steps: [{ index: 1, verb: 'charge_invoice', ok: false, error: { reason: 'Denied!', message: 'no' } }],
+      }),
+      valid: false,
+    },
+    {
+      title: 'a negative step index',
+      value: withChanges(completedMacro, { steps: [{ index: -1, verb: 'x', ok: true }] }),
+      valid: false,
+    },
+    {
+      title: 'a step with a string ok',
+      value: withChanges(completedMacro, { steps: [{ index: 0, verb: 'x', ok: 'true' }] }),
+      valid: false,
+    },
   ]);
 });
 
@@ -1037,13 +1355,49 @@ describe('shapes/telemetry.json', () => {
       }),
       valid: true,
     },
-    { title: 'an output without queues', value: withChanges(telemetrySnapshot, { queues: undefined }), valid: false },
-    { title: 'an error rate above 1', value: withChanges(telemetrySnapshot, { dispatch: { ...(telemetrySnapshot.dispatch as Json), error_rate: 2 } }), valid: false },
-    { title: 'a dispatch block without denials', value: withChanges(telemetrySnapshot, { dispatch: withChanges(telemetrySnapshot.dispatch as Json, { denials: undefined }) }), valid: false },
-    { title: 'a latency given as text', value: withChanges(telemetrySnapshot, { latency_ms: { p50: 'fast', p95: 1, p99: 2 } }), valid: false },
-    { title: 'a store block without engine', value: withChanges(telemetrySnapshot, { store: { audit_rows: 1, event_rows: 1 } }), valid: false },
-    { title: 'a negative reason count', value: withChanges(telemetrySnapshot, { by_reason: { role_denied: -1 } }), valid: false },
-    { title: 'a reason key that is not snake_case', value: withChanges(telemetrySnapshot, { by_reason: { 'Role Denied': 1 } }), valid: false },
-    { title: 'a generated_at that is not a date-time', value: withChanges(telemetrySnapshot, { generated_at: 'now' }), valid: false },
+    {
+      title: 'an output without queues',
+      value: withChanges(telemetrySnapshot, { queues: undefined }),
+      valid: false,
+    },
+    {
+      title: 'an error rate above 1',
+      value: withChanges(telemetrySnapshot, {
+        dispatch: { ...(telemetrySnapshot.dispatch as Json), error_rate: 2 },
+      }),
+      valid: false,
+    },
+    {
+      title: 'a dispatch block without denials',
+      value: withChanges(telemetrySnapshot, {
+        dispatch: withChanges(telemetrySnapshot.dispatch as Json, { denials: undefined }),
+      }),
+      valid: false,
+    },
+    {
+      title: 'a latency given as text',
+      value: withChanges(telemetrySnapshot, { latency_ms: { p50: 'fast', p95: 1, p99: 2 } }),
+      valid: false,
+    },
+    {
+      title: 'a store block without engine',
+      value: withChanges(telemetrySnapshot, { store: { audit_rows: 1, event_rows: 1 } }),
+      valid: false,
+    },
+    {
+      title: 'a negative reason count',
+      value: withChanges(telemetrySnapshot, { by_reason: { role_denied: -1 } }),
+      valid: false,
+    },
+    {
+      title: 'a reason key that is not snake_case',
+      value: withChanges(telemetrySnapshot, { by_reason: { 'Role Denied': 1 } }),
+      valid: false,
+    },
+    {
+      title: 'a generated_at that is not a date-time',
+      value: withChanges(telemetrySnapshot, { generated_at: 'now' }),
+      valid: false,
+    },
   ]);
 });

@@ -10,7 +10,12 @@ import { consentHarness, expectDenied, pendingOf, type ConsentHarness } from './
 import type { Envelope } from '../../src/spec/types.ts';
 
 /** Preflight + confirm one write of the class under test; returns the confirm's envelope. */
-async function write(h: ConsentHarness, cls: 'WRITE_REVERSIBLE' | 'WRITE_FINANCIAL' | 'IRREVERSIBLE', n: number, role?: string): Promise<Envelope> {
+async function write(
+  h: ConsentHarness,
+  cls: 'WRITE_REVERSIBLE' | 'WRITE_FINANCIAL' | 'IRREVERSIBLE',
+  n: number,
+  role?: string,
+): Promise<Envelope> {
   const [verb, args, who] =
     cls === 'WRITE_REVERSIBLE'
       ? ['ct.note_update', { contact_id: n, note: `n${n}` }, 'employee']
@@ -18,12 +23,21 @@ async function write(h: ConsentHarness, cls: 'WRITE_REVERSIBLE' | 'WRITE_FINANCI
         ? ['charge_invoice', { invoice_id: n, amount_cents: 100 }, 'admin']
         : ['gdpr_delete_contact', { contact_id: n }, 'owner'];
   const c = pendingOf(await h.call(role ?? who, verb, args));
-  return h.call(role ?? who, verb, args, { confirm: true, nonce: c.nonce, ...(c.typed_phrase ? { typed_phrase: c.typed_phrase } : {}) });
+  return h.call(role ?? who, verb, args, {
+    confirm: true,
+    nonce: c.nonce,
+    ...(c.typed_phrase ? { typed_phrase: c.typed_phrase } : {}),
+  });
 }
 
 async function usedToday(h: ConsentHarness, cls: string, companyId = h.companyId): Promise<number> {
   const day = new Date(h.clock.ms).toISOString().slice(0, 10);
-  const r = await h.rt.store.read((q) => q.get<{ count: number }>('SELECT count FROM daily_counts WHERE company_id = ? AND consent_class = ? AND day = ?', [companyId, cls, day]));
+  const r = await h.rt.store.read((q) =>
+    q.get<{ count: number }>(
+      'SELECT count FROM daily_counts WHERE company_id = ? AND consent_class = ? AND day = ?',
+      [companyId, cls, day],
+    ),
+  );
   return Number(r?.count ?? 0);
 }
 
@@ -41,7 +55,10 @@ for (const [cls, cap] of [
     const over = await write(h, cls, cap + 1);
     const row = await expectDenied(h, over, 'daily_cap_exceeded');
     assert.equal(row.consent_class, cls);
-    assert.equal(over.error!.hint, 'The cap resets at 2026-03-11T00:00:00.000Z (midnight UTC). An owner can raise it in the tenant settings.');
+    assert.equal(
+      over.error!.hint,
+      'The cap resets at 2026-03-11T00:00:00.000Z (midnight UTC). An owner can raise it in the tenant settings.',
+    );
     assert.deepEqual(over.error!.details, { cap, consent_class: cls, resets_at: '2026-03-11T00:00:00.000Z' });
     assert.equal(await h.effects(), cap);
     assert.equal(await usedToday(h, cls), cap);
@@ -56,7 +73,12 @@ test('caps are per class and per tenant: one class used up leaves the others and
   assert.equal((await write(h, 'WRITE_FINANCIAL', 1)).ok, true);
   assert.equal((await write(h, 'WRITE_REVERSIBLE', 1)).ok, true);
   const c = pendingOf(await h.call('other_owner', 'gdpr_delete_contact', { contact_id: 1 }));
-  const theirs = await h.call('other_owner', 'gdpr_delete_contact', { contact_id: 1 }, { confirm: true, nonce: c.nonce, typed_phrase: c.typed_phrase });
+  const theirs = await h.call(
+    'other_owner',
+    'gdpr_delete_contact',
+    { contact_id: 1 },
+    { confirm: true, nonce: c.nonce, typed_phrase: c.typed_phrase },
+  );
   assert.equal(theirs.ok, true, JSON.stringify(theirs));
 });
 
@@ -76,7 +98,12 @@ test('the cap resets at midnight UTC', async (t) => {
   await expectDenied(h, await write(h, 'WRITE_FINANCIAL', 5), 'daily_cap_exceeded');
   const c = pendingOf(await h.call('admin', 'charge_invoice', { invoice_id: 6, amount_cents: 100 }));
   h.clock.ms = Date.parse('2026-03-12T00:00:10.000Z');
-  const late = await h.call('admin', 'charge_invoice', { invoice_id: 6, amount_cents: 100 }, { confirm: true, nonce: c.nonce, typed_phrase: c.typed_phrase });
+  const late = await h.call(
+    'admin',
+    'charge_invoice',
+    { invoice_id: 6, amount_cents: 100 },
+    { confirm: true, nonce: c.nonce, typed_phrase: c.typed_phrase },
+  );
   assert.equal(late.ok, true, JSON.stringify(late));
   assert.equal(await usedToday(h, 'WRITE_FINANCIAL'), 1);
 });
@@ -86,12 +113,50 @@ test('a denied write does not consume the cap (phrase mismatch, role, changed ar
   await h.setSettings({ caps: { WRITE_FINANCIAL: 1 } });
   const args = { invoice_id: 1, amount_cents: 100 };
   const c = pendingOf(await h.call('admin', 'charge_invoice', args));
-  await expectDenied(h, await h.call('admin', 'charge_invoice', args, { confirm: true, nonce: c.nonce, typed_phrase: 'nope' }), 'phrase_mismatch');
-  await expectDenied(h, await h.call('employee', 'charge_invoice', args, { confirm: true, nonce: c.nonce, typed_phrase: c.typed_phrase }), 'role_denied');
-  await expectDenied(h, await h.call('admin', 'charge_invoice', { ...args, invoice_id: 2 }, { confirm: true, nonce: c.nonce, typed_phrase: 'CHARGE $1.00 to invoice #2' }), 'nonce_invalid');
+  await expectDenied(
+    h,
+    await h.call('admin', 'charge_invoice', args, { confirm: true, nonce: c.nonce, typed_phrase: 'nope' }),
+    'phrase_mismatch',
+  );
+  await expectDenied(
+    h,
+    await h.call('employee', 'charge_invoice', args, {
+      confirm: true,
+      nonce: c.nonce,
+      typed_phrase: c.typed_phrase,
+    }),
+    'role_denied',
+  );
+  await expectDenied(
+    h,
+    await h.call(
+      'admin',
+      'charge_invoice',
+      { ...args, invoice_id: 2 },
+      { confirm: true, nonce: c.nonce, typed_phrase: 'CHARGE $1.00 to invoice #2' },
+    ),
+    'nonce_invalid',
+  );
   assert.equal(await usedToday(h, 'WRITE_FINANCIAL'), 0);
-  assert.equal((await h.call('admin', 'charge_invoice', args, { confirm: true, nonce: c.nonce, typed_phrase: c.typed_phrase })).ok, true);
-  await expectDenied(h, await h.call('admin', 'charge_invoice', args, { confirm: true, nonce: c.nonce, typed_phrase: c.typed_phrase }), 'nonce_replayed');
+  assert.equal(
+    (
+      await h.call('admin', 'charge_invoice', args, {
+        confirm: true,
+        nonce: c.nonce,
+        typed_phrase: c.typed_phrase,
+      })
+    ).ok,
+    true,
+  );
+  await expectDenied(
+    h,
+    await h.call('admin', 'charge_invoice', args, {
+      confirm: true,
+      nonce: c.nonce,
+      typed_phrase: c.typed_phrase,
+    }),
+    'nonce_replayed',
+  );
   assert.equal(await usedToday(h, 'WRITE_FINANCIAL'), 1);
 });
 
@@ -114,9 +179,16 @@ test('a cap exceeded on confirm does not burn the nonce: after the reset (or a r
   await h.setSettings({ caps: { WRITE_REVERSIBLE: 0 } });
   const args = { contact_id: 1, note: 'x' };
   const c = pendingOf(await h.call('employee', 'ct.note_update', args));
-  await expectDenied(h, await h.call('employee', 'ct.note_update', args, { confirm: true, nonce: c.nonce }), 'daily_cap_exceeded');
+  await expectDenied(
+    h,
+    await h.call('employee', 'ct.note_update', args, { confirm: true, nonce: c.nonce }),
+    'daily_cap_exceeded',
+  );
   await h.setSettings({ caps: { WRITE_REVERSIBLE: 1 } });
-  assert.equal((await h.call('employee', 'ct.note_update', args, { confirm: true, nonce: c.nonce })).ok, true);
+  assert.equal(
+    (await h.call('employee', 'ct.note_update', args, { confirm: true, nonce: c.nonce })).ok,
+    true,
+  );
 });
 
 test('N parallel writes at cap-1: exactly one more succeeds, the rest are daily_cap_exceeded', async (t) => {
@@ -125,12 +197,24 @@ test('N parallel writes at cap-1: exactly one more succeeds, the rest are daily_
   await h.setSettings({ caps: { WRITE_REVERSIBLE: cap } });
   for (let i = 0; i < cap - 1; i++) assert.equal((await write(h, 'WRITE_REVERSIBLE', i)).ok, true);
   const n = 12;
-  const pendings = await Promise.all(Array.from({ length: n }, (_, i) => h.call('employee', 'ct.note_update', { contact_id: 100 + i, note: 'p' })));
+  const pendings = await Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      h.call('employee', 'ct.note_update', { contact_id: 100 + i, note: 'p' }),
+    ),
+  );
   const results = await Promise.all(
-    pendings.map((p, i) => h.call('employee', 'ct.note_update', { contact_id: 100 + i, note: 'p' }, { confirm: true, nonce: pendingOf(p).nonce })),
+    pendings.map((p, i) =>
+      h.call(
+        'employee',
+        'ct.note_update',
+        { contact_id: 100 + i, note: 'p' },
+        { confirm: true, nonce: pendingOf(p).nonce },
+      ),
+    ),
   );
   assert.equal(results.filter((r) => r.ok).length, 1);
-  for (const r of results.filter((x) => !x.ok)) await expectDenied(h, r, 'daily_cap_exceeded', { role: 'employee' });
+  for (const r of results.filter((x) => !x.ok))
+    await expectDenied(h, r, 'daily_cap_exceeded', { role: 'employee' });
   assert.equal(await h.effects(), cap);
   assert.equal(await usedToday(h, 'WRITE_REVERSIBLE'), cap);
 });
@@ -138,7 +222,10 @@ test('N parallel writes at cap-1: exactly one more succeeds, the rest are daily_
 test('tenant.caps_set: owner only, needs a confirmation, audited, applies at once, null restores the default, revertible data kept', async (t) => {
   const h = await consentHarness(t);
   const args = { consent_class: 'WRITE_FINANCIAL', limit: 1 };
-  await expectDenied(h, await h.call('admin', 'tenant.caps_set', args), 'role_denied', { role: 'admin', args });
+  await expectDenied(h, await h.call('admin', 'tenant.caps_set', args), 'role_denied', {
+    role: 'admin',
+    args,
+  });
   const c = pendingOf(await h.call('owner', 'tenant.caps_set', args));
   assert.equal(c.summary, 'Set the daily WRITE_FINANCIAL cap to 1.');
   const set = await h.call('owner', 'tenant.caps_set', args, { confirm: true, nonce: c.nonce });
@@ -163,13 +250,23 @@ test('tenant.caps_set: owner only, needs a confirmation, audited, applies at onc
   });
   const reset = { consent_class: 'WRITE_FINANCIAL', limit: null };
   const c2 = pendingOf(await h.call('owner', 'tenant.caps_set', reset));
-  assert.equal((await h.call('owner', 'tenant.caps_set', reset, { confirm: true, nonce: c2.nonce })).ok, true);
+  assert.equal(
+    (await h.call('owner', 'tenant.caps_set', reset, { confirm: true, nonce: c2.nonce })).ok,
+    true,
+  );
   assert.equal((await write(h, 'WRITE_FINANCIAL', 3)).ok, true);
   // invalid limits are refused by the input schema
   for (const bad of [-1, 1.5, 2_000_000, '5']) {
-    assert.equal((await h.call('owner', 'tenant.caps_set', { consent_class: 'WRITE_FINANCIAL', limit: bad })).error?.reason, 'invalid_input');
+    assert.equal(
+      (await h.call('owner', 'tenant.caps_set', { consent_class: 'WRITE_FINANCIAL', limit: bad })).error
+        ?.reason,
+      'invalid_input',
+    );
   }
-  assert.equal((await h.call('owner', 'tenant.caps_set', { consent_class: 'READ', limit: 5 })).error?.reason, 'invalid_input');
+  assert.equal(
+    (await h.call('owner', 'tenant.caps_set', { consent_class: 'READ', limit: 5 })).error?.reason,
+    'invalid_input',
+  );
 });
 
 test('tenant settings writes are not in agents’ tool lists (mcp_stdio, webmcp, ucp)', async (t) => {

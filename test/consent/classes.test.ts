@@ -68,10 +68,18 @@ test('WRITE_FINANCIAL: preflight returns the phrase verbatim (money from cents),
   const pendingRow = await h.lastAudit({ action_type: 'charge_invoice' });
   assert.equal(pendingRow.status, 'pending');
   assert.equal(pendingRow.requires_approval, 1);
-  assert.match(first.error!.hint!, /^Show the human this exact phrase: "CHARGE \$1,234,567\.89 to invoice #4242"\. When they type it, call charge_invoice again with the same arguments, confirm=true, the nonce and typed_phrase set to what they typed\. Or have a user with the admin role or higher approve apv_/);
+  assert.match(
+    first.error!.hint!,
+    /^Show the human this exact phrase: "CHARGE \$1,234,567\.89 to invoice #4242"\. When they type it, call charge_invoice again with the same arguments, confirm=true, the nonce and typed_phrase set to what they typed\. Or have a user with the admin role or higher approve apv_/,
+  );
   assert.match(first.error!.hint!, /The nonce expires at 2026-03-10T12:05:00\.000Z\.$/);
 
-  const done = await h.call('admin', 'charge_invoice', { invoice_id: 4242, amount_cents: 123456789 }, { confirm: true, nonce: c.nonce, typed_phrase: 'CHARGE $1,234,567.89 to invoice #4242' });
+  const done = await h.call(
+    'admin',
+    'charge_invoice',
+    { invoice_id: 4242, amount_cents: 123456789 },
+    { confirm: true, nonce: c.nonce, typed_phrase: 'CHARGE $1,234,567.89 to invoice #4242' },
+  );
   assert.equal(done.ok, true, JSON.stringify(done));
   assert.equal(await h.effects('charge_invoice'), 1);
   const row = await h.lastAudit({ action_type: 'charge_invoice', status: 'completed' });
@@ -100,17 +108,30 @@ test('IRREVERSIBLE: owner only; phrase names the target; admin is role_denied ev
   assert.equal(c.class, 'IRREVERSIBLE');
   assert.equal(c.typed_phrase, 'DELETE CONTACT 4242 PERMANENTLY');
   assert.match(c.approval_id!, /^apv_/);
-  const adminTry = await h.call('admin', 'gdpr_delete_contact', args, { confirm: true, nonce: c.nonce, typed_phrase: c.typed_phrase });
+  const adminTry = await h.call('admin', 'gdpr_delete_contact', args, {
+    confirm: true,
+    nonce: c.nonce,
+    typed_phrase: c.typed_phrase,
+  });
   await expectDenied(h, adminTry, 'role_denied', { role: 'admin', args });
   assert.equal(await h.effects(), 0);
-  const ok = await h.call('owner', 'gdpr_delete_contact', args, { confirm: true, nonce: c.nonce, typed_phrase: 'DELETE CONTACT 4242 PERMANENTLY' });
+  const ok = await h.call('owner', 'gdpr_delete_contact', args, {
+    confirm: true,
+    nonce: c.nonce,
+    typed_phrase: 'DELETE CONTACT 4242 PERMANENTLY',
+  });
   assert.equal(ok.ok, true, JSON.stringify(ok));
   assert.equal(await h.effects('gdpr_delete_contact'), 1);
 });
 
 test('BLOCKED class: a registered BLOCKED verb is refused for the owner with a nonce and phrase, audited as blocked_verb', async (t) => {
   const h = await consentHarness(t);
-  const env = await h.call('owner', 'ct.wipe_everything', {}, { confirm: true, nonce: 'n1.x.y.z', typed_phrase: 'WIPE' });
+  const env = await h.call(
+    'owner',
+    'ct.wipe_everything',
+    {},
+    { confirm: true, nonce: 'n1.x.y.z', typed_phrase: 'WIPE' },
+  );
   const row = await expectDenied(h, env, 'blocked_verb', { role: 'owner', args: {} });
   assert.equal(row.consent_class, 'BLOCKED');
   assert.equal(await h.effects(), 0);
@@ -183,6 +204,11 @@ test('reordered argument keys are the same call (canonical args, RFC 8785): the 
   const h = await consentHarness(t);
   assert.equal(argsHash({ a: 1, b: 2 }), argsHash({ b: 2, a: 1 }));
   const c = pendingOf(await h.call('admin', 'charge_invoice', { invoice_id: 4242, amount_cents: 5000 }));
-  const env = await h.call('admin', 'charge_invoice', { amount_cents: 5000, invoice_id: 4242 }, { confirm: true, nonce: c.nonce, typed_phrase: c.typed_phrase });
+  const env = await h.call(
+    'admin',
+    'charge_invoice',
+    { amount_cents: 5000, invoice_id: 4242 },
+    { confirm: true, nonce: c.nonce, typed_phrase: c.typed_phrase },
+  );
   assert.equal(env.ok, true, JSON.stringify(env));
 });

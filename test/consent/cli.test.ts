@@ -18,17 +18,47 @@ function realTimeHarness(t: Parameters<typeof consentHarness>[0]) {
   return consentHarness(t, { start: new Date().toISOString() });
 }
 
-async function dispatchCli(h: ConsentHarness, role: string, verb: string, args: unknown, flags: string[] = [], opts: { tty?: boolean; prompt?: (q: string) => Promise<string> } = {}) {
+async function dispatchCli(
+  h: ConsentHarness,
+  role: string,
+  verb: string,
+  args: unknown,
+  flags: string[] = [],
+  opts: { tty?: boolean; prompt?: (q: string) => Promise<string> } = {},
+) {
   const key = role === 'other_owner' ? h.otherOwnerKey : (h.keys as Record<string, string>)[role]!;
-  const r = await h.cli(['agent', 'dispatch', verb, '--args', typeof args === 'string' ? args : JSON.stringify(args), '--json', ...flags], { apiKey: key, ...opts });
+  const r = await h.cli(
+    [
+      'agent',
+      'dispatch',
+      verb,
+      '--args',
+      typeof args === 'string' ? args : JSON.stringify(args),
+      '--json',
+      ...flags,
+    ],
+    { apiKey: key, ...opts },
+  );
   return { ...r, env: r.stdout === '' ? undefined : (JSON.parse(r.stdout) as Envelope) };
 }
 
 /** The CLI answered a denial: exit code, reason, and the audit row (denied, reason, role, args). */
-async function expectCliDenied(h: ConsentHarness, r: { code: number; env?: Envelope }, reason: string, exit: number, role: string, args?: Record<string, unknown>) {
+async function expectCliDenied(
+  h: ConsentHarness,
+  r: { code: number; env?: Envelope },
+  reason: string,
+  exit: number,
+  role: string,
+  args?: Record<string, unknown>,
+) {
   assert.equal(r.env?.error?.reason, reason, JSON.stringify(r.env));
   assert.equal(r.code, exit);
-  const rows = await h.rt.store.read((q) => q.all<Record<string, unknown>>('SELECT status, reason, role, request_data FROM audit_log WHERE audit_id = ?', [r.env!.audit_id]));
+  const rows = await h.rt.store.read((q) =>
+    q.all<Record<string, unknown>>(
+      'SELECT status, reason, role, request_data FROM audit_log WHERE audit_id = ?',
+      [r.env!.audit_id],
+    ),
+  );
   assert.equal(rows.length, 1, 'the denial has its audit row');
   assert.equal(rows[0]!.status, 'denied');
   assert.equal(rows[0]!.reason, reason);
@@ -48,7 +78,9 @@ test('cli: WRITE_REVERSIBLE without --confirm prints the pending envelope (exit 
   assert.equal(done.env!.ok, true);
   assert.equal(await h.effects('ct.note_update'), 1);
   // human output names the phrase-free confirmation and the nonce
-  const human = await h.cli(['agent', 'dispatch', 'ct.note_update', '--args', JSON.stringify(args)], { apiKey: h.keys.employee });
+  const human = await h.cli(['agent', 'dispatch', 'ct.note_update', '--args', JSON.stringify(args)], {
+    apiKey: h.keys.employee,
+  });
   assert.equal(human.code, 4);
   assert.match(human.stderr, /dispatch_pending/);
   assert.match(human.stderr, /consent: WRITE_REVERSIBLE \(confirmation\)/);
@@ -71,23 +103,36 @@ test('cli: WRITE_FINANCIAL with --confirm --phrase runs; --confirm without a phr
 test('cli: on a terminal the phrase is prompted for, showing it verbatim; a mistyped answer is phrase_mismatch', async (t) => {
   const h = await realTimeHarness(t);
   const asked: string[] = [];
-  const r = await h.cli(['agent', 'dispatch', 'charge_invoice', '--args', JSON.stringify(ARGS), '--confirm'], {
-    apiKey: h.keys.admin,
-    tty: true,
-    prompt: async (q) => {
-      asked.push(q);
-      return PHRASE;
+  const r = await h.cli(
+    ['agent', 'dispatch', 'charge_invoice', '--args', JSON.stringify(ARGS), '--confirm'],
+    {
+      apiKey: h.keys.admin,
+      tty: true,
+      prompt: async (q) => {
+        asked.push(q);
+        return PHRASE;
+      },
     },
-  });
+  );
   assert.equal(r.code, 0, r.stderr);
   assert.equal(asked.length, 1);
   assert.match(r.stderr, /To consent, type exactly: {2}CHARGE \$50\.00 to invoice #4242/);
   assert.equal(await h.effects(), 1);
-  const bad = await h.cli(['agent', 'dispatch', 'charge_invoice', '--args', JSON.stringify({ ...ARGS, invoice_id: 1 }), '--confirm'], {
-    apiKey: h.keys.admin,
-    tty: true,
-    prompt: async () => 'charge $50.00 to invoice #1',
-  });
+  const bad = await h.cli(
+    [
+      'agent',
+      'dispatch',
+      'charge_invoice',
+      '--args',
+      JSON.stringify({ ...ARGS, invoice_id: 1 }),
+      '--confirm',
+    ],
+    {
+      apiKey: h.keys.admin,
+      tty: true,
+      prompt: async () => 'charge $50.00 to invoice #1',
+    },
+  );
   assert.equal(bad.code, 3);
   assert.match(bad.stderr, /phrase_mismatch/);
   assert.equal(await h.effects(), 1);
@@ -97,7 +142,12 @@ test('cli attack: args changed between preflight and confirm → nonce_invalid (
   const h = await realTimeHarness(t);
   const c = pendingOf((await dispatchCli(h, 'admin', 'charge_invoice', ARGS)).env!);
   const changed = { ...ARGS, amount_cents: 500000 };
-  const r = await dispatchCli(h, 'admin', 'charge_invoice', changed, ['--nonce', c.nonce, '--phrase', 'CHARGE $5,000.00 to invoice #4242']);
+  const r = await dispatchCli(h, 'admin', 'charge_invoice', changed, [
+    '--nonce',
+    c.nonce,
+    '--phrase',
+    'CHARGE $5,000.00 to invoice #4242',
+  ]);
   await expectCliDenied(h, r, 'nonce_invalid', 3, 'admin', { ...changed, card_token: '[REDACTED]' });
   assert.equal(await h.effects(), 0);
 });
@@ -105,17 +155,41 @@ test('cli attack: args changed between preflight and confirm → nonce_invalid (
 test('cli attack: nonce from another tenant or another user → nonce_invalid', async (t) => {
   const h = await realTimeHarness(t);
   const foreign = pendingOf((await dispatchCli(h, 'other_owner', 'charge_invoice', ARGS)).env!);
-  await expectCliDenied(h, await dispatchCli(h, 'owner', 'charge_invoice', ARGS, ['--nonce', foreign.nonce, '--phrase', PHRASE]), 'nonce_invalid', 3, 'owner', REDACTED);
+  await expectCliDenied(
+    h,
+    await dispatchCli(h, 'owner', 'charge_invoice', ARGS, ['--nonce', foreign.nonce, '--phrase', PHRASE]),
+    'nonce_invalid',
+    3,
+    'owner',
+    REDACTED,
+  );
   const owners = pendingOf((await dispatchCli(h, 'owner', 'charge_invoice', ARGS)).env!);
-  await expectCliDenied(h, await dispatchCli(h, 'admin', 'charge_invoice', ARGS, ['--nonce', owners.nonce, '--phrase', PHRASE]), 'nonce_invalid', 3, 'admin', REDACTED);
+  await expectCliDenied(
+    h,
+    await dispatchCli(h, 'admin', 'charge_invoice', ARGS, ['--nonce', owners.nonce, '--phrase', PHRASE]),
+    'nonce_invalid',
+    3,
+    'admin',
+    REDACTED,
+  );
   assert.equal(await h.effects(), 0);
 });
 
 test('cli attack: nonce reused → nonce_replayed, executed once', async (t) => {
   const h = await realTimeHarness(t);
   const c = pendingOf((await dispatchCli(h, 'admin', 'charge_invoice', ARGS)).env!);
-  assert.equal((await dispatchCli(h, 'admin', 'charge_invoice', ARGS, ['--nonce', c.nonce, '--phrase', PHRASE])).code, 0);
-  await expectCliDenied(h, await dispatchCli(h, 'admin', 'charge_invoice', ARGS, ['--nonce', c.nonce, '--phrase', PHRASE]), 'nonce_replayed', 3, 'admin', REDACTED);
+  assert.equal(
+    (await dispatchCli(h, 'admin', 'charge_invoice', ARGS, ['--nonce', c.nonce, '--phrase', PHRASE])).code,
+    0,
+  );
+  await expectCliDenied(
+    h,
+    await dispatchCli(h, 'admin', 'charge_invoice', ARGS, ['--nonce', c.nonce, '--phrase', PHRASE]),
+    'nonce_replayed',
+    3,
+    'admin',
+    REDACTED,
+  );
   assert.equal(await h.effects(), 1);
 });
 
@@ -123,34 +197,97 @@ test('cli attack: nonce after 300 s → nonce_expired', async (t) => {
   const h = await realTimeHarness(t);
   h.clock.ms = Date.now() - 301_000; // preflight 301 s ago
   const c = pendingOf(await h.call('admin', 'charge_invoice', ARGS));
-  await expectCliDenied(h, await dispatchCli(h, 'admin', 'charge_invoice', ARGS, ['--nonce', c.nonce, '--phrase', PHRASE]), 'nonce_expired', 3, 'admin', REDACTED);
+  await expectCliDenied(
+    h,
+    await dispatchCli(h, 'admin', 'charge_invoice', ARGS, ['--nonce', c.nonce, '--phrase', PHRASE]),
+    'nonce_expired',
+    3,
+    'admin',
+    REDACTED,
+  );
   assert.equal(await h.effects(), 0);
 });
 
 test('cli attack: phrase with other case, extra spaces, look-alike letters, NFD → phrase_mismatch', async (t) => {
   const h = await realTimeHarness(t);
   const c = pendingOf((await dispatchCli(h, 'admin', 'charge_invoice', ARGS)).env!);
-  for (const typed of ['charge $50.00 to invoice #4242', 'CHARGE $50.00  to invoice #4242', 'CHARGE $50.00 to invoice #4242 ', 'CHARGE $50.00 to inv\u043eice #4242', '\u0421HARGE $50.00 to invoice #4242']) {
-    await expectCliDenied(h, await dispatchCli(h, 'admin', 'charge_invoice', ARGS, ['--nonce', c.nonce, '--phrase', typed]), 'phrase_mismatch', 3, 'admin', REDACTED);
+  for (const typed of [
+    'charge $50.00 to invoice #4242',
+    'CHARGE $50.00  to invoice #4242',
+    'CHARGE $50.00 to invoice #4242 ',
+    'CHARGE $50.00 to inv\u043eice #4242',
+    '\u0421HARGE $50.00 to invoice #4242',
+  ]) {
+    await expectCliDenied(
+      h,
+      await dispatchCli(h, 'admin', 'charge_invoice', ARGS, ['--nonce', c.nonce, '--phrase', typed]),
+      'phrase_mismatch',
+      3,
+      'admin',
+      REDACTED,
+    );
   }
   const refund = { charge_id: 'ch_1', amount_cents: 100, customer_name: 'Ren\u00e9e' };
   const rc = pendingOf((await dispatchCli(h, 'admin', 'ct.refund', refund)).env!);
-  await expectCliDenied(h, await dispatchCli(h, 'admin', 'ct.refund', refund, ['--nonce', rc.nonce, '--phrase', rc.typed_phrase!.normalize('NFD')]), 'phrase_mismatch', 3, 'admin', refund);
+  await expectCliDenied(
+    h,
+    await dispatchCli(h, 'admin', 'ct.refund', refund, [
+      '--nonce',
+      rc.nonce,
+      '--phrase',
+      rc.typed_phrase!.normalize('NFD'),
+    ]),
+    'phrase_mismatch',
+    3,
+    'admin',
+    refund,
+  );
   assert.equal(await h.effects(), 0);
 });
 
 test('cli attack: confirm without a nonce → nonce_required', async (t) => {
   const h = await realTimeHarness(t);
-  await expectCliDenied(h, await dispatchCli(h, 'admin', 'charge_invoice', ARGS, ['--nonce', '', '--phrase', PHRASE]), 'nonce_required', 3, 'admin', REDACTED);
-  await expectCliDenied(h, await dispatchCli(h, 'employee', 'ct.note_update', { contact_id: 1, note: 'n' }, ['--nonce', '']), 'nonce_required', 3, 'employee');
+  await expectCliDenied(
+    h,
+    await dispatchCli(h, 'admin', 'charge_invoice', ARGS, ['--nonce', '', '--phrase', PHRASE]),
+    'nonce_required',
+    3,
+    'admin',
+    REDACTED,
+  );
+  await expectCliDenied(
+    h,
+    await dispatchCli(h, 'employee', 'ct.note_update', { contact_id: 1, note: 'n' }, ['--nonce', '']),
+    'nonce_required',
+    3,
+    'employee',
+  );
   assert.equal(await h.effects(), 0);
 });
 
 test('cli attack: role below the floor with a valid nonce and phrase → role_denied', async (t) => {
   const h = await realTimeHarness(t);
   const c = pendingOf((await dispatchCli(h, 'admin', 'charge_invoice', ARGS)).env!);
-  await expectCliDenied(h, await dispatchCli(h, 'employee', 'charge_invoice', ARGS, ['--nonce', c.nonce, '--phrase', PHRASE]), 'role_denied', 3, 'employee', REDACTED);
-  await expectCliDenied(h, await dispatchCli(h, 'admin', 'gdpr_delete_contact', { contact_id: 1 }, ['--confirm', '--phrase', 'DELETE CONTACT 1 PERMANENTLY']), 'role_denied', 3, 'admin', { contact_id: 1 });
+  await expectCliDenied(
+    h,
+    await dispatchCli(h, 'employee', 'charge_invoice', ARGS, ['--nonce', c.nonce, '--phrase', PHRASE]),
+    'role_denied',
+    3,
+    'employee',
+    REDACTED,
+  );
+  await expectCliDenied(
+    h,
+    await dispatchCli(h, 'admin', 'gdpr_delete_contact', { contact_id: 1 }, [
+      '--confirm',
+      '--phrase',
+      'DELETE CONTACT 1 PERMANENTLY',
+    ]),
+    'role_denied',
+    3,
+    'admin',
+    { contact_id: 1 },
+  );
   assert.equal(await h.effects(), 0);
 });
 
@@ -165,7 +302,11 @@ test('cli attack: blocked name with the owner role and a phrase → blocked_verb
 
 test('cli attack: company_id smuggled inside --args → identity_override (exit 2)', async (t) => {
   const h = await realTimeHarness(t);
-  const r = await dispatchCli(h, 'owner', 'charge_invoice', { ...ARGS, company_id: 3 }, ['--confirm', '--phrase', PHRASE]);
+  const r = await dispatchCli(h, 'owner', 'charge_invoice', { ...ARGS, company_id: 3 }, [
+    '--confirm',
+    '--phrase',
+    PHRASE,
+  ]);
   await expectCliDenied(h, r, 'identity_override', 2, 'owner', { ...REDACTED, company_id: 3 });
   assert.equal(await h.effects(), 0);
 });
@@ -181,7 +322,9 @@ test('cli: solid approvals list / approve --phrase / the agent re-call with --no
   const json = await h.cli(['approvals', 'list', '--json'], { apiKey: h.keys.owner });
   assert.equal((JSON.parse(json.stdout) as Envelope).result!.entity_type, 'approval_queue');
 
-  const approve = await h.cli(['approvals', 'approve', c.approval_id!, '--phrase', PHRASE], { apiKey: h.keys.owner });
+  const approve = await h.cli(['approvals', 'approve', c.approval_id!, '--phrase', PHRASE], {
+    apiKey: h.keys.owner,
+  });
   assert.equal(approve.code, 0, approve.stderr);
   assert.match(approve.stdout, /The requesting agent may now call charge_invoice again/);
   const done = await dispatchCli(h, 'admin', 'charge_invoice', ARGS, ['--nonce', c.nonce]);
@@ -195,10 +338,17 @@ test('cli: approvals approve prompts for the phrase on a terminal; without one i
   const c = pendingOf((await dispatchCli(h, 'admin', 'charge_invoice', ARGS)).env!);
   const noTty = await h.cli(['approvals', 'approve', c.approval_id!], { apiKey: h.keys.owner });
   assert.equal(noTty.code, 2);
-  assert.match(noTty.stderr, new RegExp(`solid approvals approve ${c.approval_id} --phrase "CHARGE \\$50\\.00 to invoice #4242"`));
+  assert.match(
+    noTty.stderr,
+    new RegExp(`solid approvals approve ${c.approval_id} --phrase "CHARGE \\$50\\.00 to invoice #4242"`),
+  );
   assert.equal((await h.audit({ action_type: 'approvals.approve' })).length, 0);
 
-  const wrong = await h.cli(['approvals', 'approve', c.approval_id!], { apiKey: h.keys.owner, tty: true, prompt: async () => 'CHARGE $50.00 to invoice #4243' });
+  const wrong = await h.cli(['approvals', 'approve', c.approval_id!], {
+    apiKey: h.keys.owner,
+    tty: true,
+    prompt: async () => 'CHARGE $50.00 to invoice #4243',
+  });
   assert.equal(wrong.code, 3);
   assert.match(wrong.stderr, /phrase_mismatch/);
   const asked: string[] = [];
@@ -215,7 +365,10 @@ test('cli: approvals approve prompts for the phrase on a terminal; without one i
   assert.equal(asked.length, 1);
   // an admin cannot approve an IRREVERSIBLE request even with the phrase
   const del = pendingOf((await dispatchCli(h, 'owner', 'gdpr_delete_contact', { contact_id: 9 })).env!);
-  const byAdmin = await h.cli(['approvals', 'approve', del.approval_id!, '--phrase', 'DELETE CONTACT 9 PERMANENTLY', '--json'], { apiKey: h.keys.admin });
+  const byAdmin = await h.cli(
+    ['approvals', 'approve', del.approval_id!, '--phrase', 'DELETE CONTACT 9 PERMANENTLY', '--json'],
+    { apiKey: h.keys.admin },
+  );
   assert.equal(byAdmin.code, 3);
   assert.equal((JSON.parse(byAdmin.stdout) as Envelope).error!.reason, 'role_denied');
 });
@@ -223,10 +376,19 @@ test('cli: approvals approve prompts for the phrase on a terminal; without one i
 test('cli: approvals reject --note; the agent re-call answers approval_rejected', async (t) => {
   const h = await realTimeHarness(t);
   const c = pendingOf((await dispatchCli(h, 'admin', 'charge_invoice', ARGS)).env!);
-  const rej = await h.cli(['approvals', 'reject', c.approval_id!, '--note', 'not today', '--json'], { apiKey: h.keys.owner });
+  const rej = await h.cli(['approvals', 'reject', c.approval_id!, '--note', 'not today', '--json'], {
+    apiKey: h.keys.owner,
+  });
   assert.equal(rej.code, 0, rej.stdout);
   assert.equal((JSON.parse(rej.stdout) as Envelope).result!.note, 'not today');
-  await expectCliDenied(h, await dispatchCli(h, 'admin', 'charge_invoice', ARGS, ['--nonce', c.nonce]), 'approval_rejected', 3, 'admin', REDACTED);
+  await expectCliDenied(
+    h,
+    await dispatchCli(h, 'admin', 'charge_invoice', ARGS, ['--nonce', c.nonce]),
+    'approval_rejected',
+    3,
+    'admin',
+    REDACTED,
+  );
   const again = await h.cli(['approvals', 'reject', c.approval_id!], { apiKey: h.keys.owner });
   assert.equal(again.code, 6);
   assert.match(again.stderr, /approval_not_pending/);
@@ -237,28 +399,65 @@ test('cli: approvals reject --note; the agent re-call answers approval_rejected'
 
 test('cli: solid tenant caps set / blocklist add / remove — owner only, confirmed by the command, audited; show lists them', async (t) => {
   const h = await realTimeHarness(t);
-  const byAdmin = await h.cli(['tenant', 'caps', 'set', '--class', 'WRITE_FINANCIAL', '--limit', '5', '--json'], { apiKey: h.keys.admin });
+  const byAdmin = await h.cli(
+    ['tenant', 'caps', 'set', '--class', 'WRITE_FINANCIAL', '--limit', '5', '--json'],
+    { apiKey: h.keys.admin },
+  );
   assert.equal(byAdmin.code, 3);
   assert.equal((JSON.parse(byAdmin.stdout) as Envelope).error!.reason, 'role_denied');
-  const set = await h.cli(['tenant', 'caps', 'set', '--class', 'WRITE_FINANCIAL', '--limit', '5'], { apiKey: h.keys.owner });
+  const set = await h.cli(['tenant', 'caps', 'set', '--class', 'WRITE_FINANCIAL', '--limit', '5'], {
+    apiKey: h.keys.owner,
+  });
   assert.equal(set.code, 0, set.stderr);
   const row = await h.lastAudit({ action_type: 'tenant.caps_set', status: 'completed' });
   assert.deepEqual(row.request_data, { consent_class: 'WRITE_FINANCIAL', limit: 5 });
   assert.equal(row.role, 'owner');
-  assert.equal((await h.cli(['tenant', 'caps', 'set', '--class', 'WRITE_FINANCIAL', '--limit', 'lots'], { apiKey: h.keys.owner })).code, 2);
-  assert.equal((await h.cli(['tenant', 'caps', 'set', '--class', 'READ', '--limit', '5'], { apiKey: h.keys.owner })).code, 2);
+  assert.equal(
+    (
+      await h.cli(['tenant', 'caps', 'set', '--class', 'WRITE_FINANCIAL', '--limit', 'lots'], {
+        apiKey: h.keys.owner,
+      })
+    ).code,
+    2,
+  );
+  assert.equal(
+    (await h.cli(['tenant', 'caps', 'set', '--class', 'READ', '--limit', '5'], { apiKey: h.keys.owner }))
+      .code,
+    2,
+  );
 
-  assert.equal((await h.cli(['tenant', 'blocklist', 'add', 'charge_invoice'], { apiKey: h.keys.owner })).code, 0);
+  assert.equal(
+    (await h.cli(['tenant', 'blocklist', 'add', 'charge_invoice'], { apiKey: h.keys.owner })).code,
+    0,
+  );
   const show = await h.cli(['tenant', 'show'], { apiKey: h.keys.owner });
   assert.equal(show.code, 0, show.stderr);
   assert.match(show.stdout, /WRITE_FINANCIAL +5 +0 +5 /);
   assert.match(show.stdout, /WRITE_REVERSIBLE +100 \(default\)/);
   assert.match(show.stdout, /blocked \(this tenant\): charge_invoice/);
   h.rt.tenants.invalidate();
-  await expectCliDenied(h, await dispatchCli(h, 'owner', 'charge_invoice', ARGS, ['--confirm', '--phrase', PHRASE]), 'blocked_verb', 3, 'owner', REDACTED);
-  const byAdminBlock = await h.cli(['tenant', 'blocklist', 'remove', 'charge_invoice'], { apiKey: h.keys.admin });
+  await expectCliDenied(
+    h,
+    await dispatchCli(h, 'owner', 'charge_invoice', ARGS, ['--confirm', '--phrase', PHRASE]),
+    'blocked_verb',
+    3,
+    'owner',
+    REDACTED,
+  );
+  const byAdminBlock = await h.cli(['tenant', 'blocklist', 'remove', 'charge_invoice'], {
+    apiKey: h.keys.admin,
+  });
   assert.equal(byAdminBlock.code, 3);
-  assert.equal((await h.cli(['tenant', 'blocklist', 'remove', 'charge_invoice'], { apiKey: h.keys.owner })).code, 0);
-  assert.equal((await h.cli(['tenant', 'blocklist', 'remove', 'customer_delete'], { apiKey: h.keys.owner })).code, 2);
-  assert.equal((await dispatchCli(h, 'owner', 'charge_invoice', ARGS, ['--confirm', '--phrase', PHRASE])).code, 0);
+  assert.equal(
+    (await h.cli(['tenant', 'blocklist', 'remove', 'charge_invoice'], { apiKey: h.keys.owner })).code,
+    0,
+  );
+  assert.equal(
+    (await h.cli(['tenant', 'blocklist', 'remove', 'customer_delete'], { apiKey: h.keys.owner })).code,
+    2,
+  );
+  assert.equal(
+    (await dispatchCli(h, 'owner', 'charge_invoice', ARGS, ['--confirm', '--phrase', PHRASE])).code,
+    0,
+  );
 });

@@ -26,19 +26,31 @@ function files(dir: string): string[] {
 
 test('every consent.md §section cited in the code and docs exists', () => {
   const cited = new Map<string, string>();
-  const sources = [...files(join(ROOT, 'src')), ...files(join(ROOT, 'spec')), ...(existsSync(join(ROOT, 'ARCHITECTURE.md')) ? [join(ROOT, 'ARCHITECTURE.md')] : [])];
+  const sources = [
+    ...files(join(ROOT, 'src')),
+    ...files(join(ROOT, 'spec')),
+    ...(existsSync(join(ROOT, 'ARCHITECTURE.md')) ? [join(ROOT, 'ARCHITECTURE.md')] : []),
+  ];
   for (const f of sources) {
     for (const m of readFileSync(f, 'utf8').matchAll(/consent\.md ?§([a-z-]+)/g)) cited.set(m[1]!, f);
   }
   assert.ok(cited.size >= 5);
-  const missing = [...cited].filter(([id]) => !SECTIONS.has(id)).map(([id, f]) => `§${id} (cited in ${f.slice(ROOT.length)})`);
+  const missing = [...cited]
+    .filter(([id]) => !SECTIONS.has(id))
+    .map(([id, f]) => `§${id} (cited in ${f.slice(ROOT.length)})`);
   assert.deepEqual(missing, []);
 });
 
 test('the numbers spec/consent.md states are the runtime’s', () => {
   assert.match(PAGE, new RegExp(`\\*\\*TTL\\*\\* ${NONCE_TTL_SECONDS} seconds`));
   for (const [cls, cap] of Object.entries(DEFAULT_DAILY_CAPS)) {
-    assert.match(PAGE, new RegExp(`\\| \`${cls}\` \\| [a-z ]+ \\| ${ROLE_FLOOR_OF_CLASS[cls as keyof typeof ROLE_FLOOR_OF_CLASS]} \\| ${cap} / tenant / UTC day \\|`), cls);
+    assert.match(
+      PAGE,
+      new RegExp(
+        `\\| \`${cls}\` \\| [a-z ]+ \\| ${ROLE_FLOOR_OF_CLASS[cls as keyof typeof ROLE_FLOOR_OF_CLASS]} \\| ${cap} / tenant / UTC day \\|`,
+      ),
+      cls,
+    );
   }
   for (const name of DEFAULT_BLOCKLIST) assert.ok(PAGE.includes(`\`${name}\``), name);
 });

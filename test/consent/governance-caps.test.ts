@@ -20,7 +20,11 @@ test('after the WRITE_REVERSIBLE cap is used up, the owner still raises it and b
   assert.equal(blocked.ok, true, JSON.stringify(blocked));
   const raised = await confirmed('owner', 'tenant.caps_set', { consent_class: 'WRITE_REVERSIBLE', limit: 5 });
   assert.equal(raised.ok, true, JSON.stringify(raised));
-  assert.equal((await confirmed('employee', 'ct.note_update', { contact_id: 1, note: 'three' })).ok, true, 'the raised cap applies');
+  assert.equal(
+    (await confirmed('employee', 'ct.note_update', { contact_id: 1, note: 'three' })).ok,
+    true,
+    'the raised cap applies',
+  );
   assert.equal(await h.effects('ct.note_update'), 2);
 });
 
@@ -34,5 +38,9 @@ test('a nonce with confirm=false (or without confirm) runs nothing', async (t) =
     assert.equal(env.error?.reason, 'invalid_request');
   }
   assert.equal(await h.effects('ct.note_update'), 0);
-  assert.equal((await h.call('employee', 'ct.note_update', args, { confirm: true, nonce })).ok, true, 'the nonce still works when confirmed');
+  assert.equal(
+    (await h.call('employee', 'ct.note_update', args, { confirm: true, nonce })).ok,
+    true,
+    'the nonce still works when confirmed',
+  );
 });

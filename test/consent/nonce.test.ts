@@ -22,17 +22,29 @@ const ARGS = { invoice_id: 4242, amount_cents: 5000 };
 const PHRASE = 'CHARGE $50.00 to invoice #4242';
 
 /** A second runtime on the harness's database with other nonce secrets (same master key). */
-async function reopen(t: { after(fn: () => Promise<void>): void }, h: ConsentHarness, env: Record<string, string>): Promise<Runtime> {
+async function reopen(
+  t: { after(fn: () => Promise<void>): void },
+  h: ConsentHarness,
+  env: Record<string, string>,
+): Promise<Runtime> {
   const keyfile = JSON.parse(readFileSync(`${h.dbPath}.keys.json`, 'utf8')) as KeyfileContents;
   const { secrets } = loadSecrets({ env: { SOLID_MASTER_KEY: keyfile.master_key, ...env } });
-  const rt = await createRuntime({ store: new SqliteStore({ path: h.dbPath }), secrets, logger: pino({ level: 'silent' }), sandboxCompanyId: 1, clock: () => new Date(h.clock.ms), maintenanceIntervalMs: 0 });
+  const rt = await createRuntime({
+    store: new SqliteStore({ path: h.dbPath }),
+    secrets,
+    logger: pino({ level: 'silent' }),
+    sandboxCompanyId: 1,
+    clock: () => new Date(h.clock.ms),
+    maintenanceIntervalMs: 0,
+  });
   rt.register(...systemVerbs, ...consentTestPack.verbs);
   t.after(() => rt.close());
   return rt;
 }
 
 function currentSecret(h: ConsentHarness): string {
-  return (JSON.parse(readFileSync(`${h.dbPath}.keys.json`, 'utf8')) as KeyfileContents).nonce_secrets[0]!.secret;
+  return (JSON.parse(readFileSync(`${h.dbPath}.keys.json`, 'utf8')) as KeyfileContents).nonce_secrets[0]!
+    .secret;
 }
 
 test('the nonce carries its key id and binds verb, canonical args, tenant, user, class, phrase hash, expiry and a unique id', async (t) => {
@@ -59,14 +71,26 @@ test('after rotation a nonce signed with the previous secret still verifies and 
   const h = await consentHarness(t);
   const c = pendingOf(await h.call('admin', 'charge_invoice', ARGS));
   const fresh = randomBytes(32).toString('base64url');
-  const rotated = await reopen(t, h, { SOLID_NONCE_SECRET: fresh, SOLID_NONCE_SECRETS_PREVIOUS: currentSecret(h) });
+  const rotated = await reopen(t, h, {
+    SOLID_NONCE_SECRET: fresh,
+    SOLID_NONCE_SECRETS_PREVIOUS: currentSecret(h),
+  });
   assert.notEqual(rotated.secrets.currentKid, h.rt.secrets.currentKid);
   assert.equal(rotated.secrets.describe().accepted_kids.length, 2);
-  const env = await rotated.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'charge_invoice', ARGS, { confirm: true, nonce: c.nonce, typed_phrase: PHRASE });
+  const env = await rotated.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'charge_invoice', ARGS, {
+    confirm: true,
+    nonce: c.nonce,
+    typed_phrase: PHRASE,
+  });
   assert.equal(env.ok, true, JSON.stringify(env));
   assert.equal(await h.effects('charge_invoice'), 1);
   // and new nonces carry the new key id
-  const next = pendingOf(await rotated.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'charge_invoice', { ...ARGS, invoice_id: 1 }));
+  const next = pendingOf(
+    await rotated.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'charge_invoice', {
+      ...ARGS,
+      invoice_id: 1,
+    }),
+  );
   assert.equal(next.nonce.split('.')[1], rotated.secrets.currentKid);
 });
 
@@ -74,12 +98,20 @@ test('a nonce signed with a secret this runtime does not hold (rotated out, or n
   const h = await consentHarness(t);
   const c = pendingOf(await h.call('admin', 'charge_invoice', ARGS));
   const stranger = await reopen(t, h, { SOLID_NONCE_SECRET: randomBytes(32).toString('base64url') });
-  const env = await stranger.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'charge_invoice', ARGS, { confirm: true, nonce: c.nonce, typed_phrase: PHRASE });
+  const env = await stranger.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'charge_invoice', ARGS, {
+    confirm: true,
+    nonce: c.nonce,
+    typed_phrase: PHRASE,
+  });
   await expectDenied(h, env, 'nonce_invalid', { role: 'admin', args: ARGS });
   // the same key id with different secret bytes does not verify either (kid is only a lookup hint)
   const [, kid, body, mac] = c.nonce.split('.');
-  const forgedKid = `n1.${(stranger.secrets.currentKid)}.${body}.${mac}`;
-  const env2 = await stranger.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'charge_invoice', ARGS, { confirm: true, nonce: forgedKid, typed_phrase: PHRASE });
+  const forgedKid = `n1.${stranger.secrets.currentKid}.${body}.${mac}`;
+  const env2 = await stranger.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'charge_invoice', ARGS, {
+    confirm: true,
+    nonce: forgedKid,
+    typed_phrase: PHRASE,
+  });
   await expectDenied(h, env2, 'nonce_invalid', { role: 'admin' });
   assert.notEqual(kid, stranger.secrets.currentKid);
   assert.equal(await h.effects(), 0);
@@ -88,12 +120,24 @@ test('a nonce signed with a secret this runtime does not hold (rotated out, or n
 test('a phrase or class that changed after preflight (verb re-registered) invalidates the nonce', async (t) => {
   const h = await consentHarness(t);
   const c = pendingOf(await h.call('owner', 'charge_invoice', ARGS));
-  h.rt.register({ ...chargeInvoice, phrase: (a: { amount_cents: number; invoice_id: number }) => `PAY ${a.amount_cents} CENTS ON #${a.invoice_id}` });
-  const env = await h.call('owner', 'charge_invoice', ARGS, { confirm: true, nonce: c.nonce, typed_phrase: 'PAY 5000 CENTS ON #4242' });
+  h.rt.register({
+    ...chargeInvoice,
+    phrase: (a: { amount_cents: number; invoice_id: number }) =>
+      `PAY ${a.amount_cents} CENTS ON #${a.invoice_id}`,
+  });
+  const env = await h.call('owner', 'charge_invoice', ARGS, {
+    confirm: true,
+    nonce: c.nonce,
+    typed_phrase: 'PAY 5000 CENTS ON #4242',
+  });
   await expectDenied(h, env, 'nonce_invalid', { role: 'owner', args: ARGS });
   assert.match(env.error!.message, /another consent gate or phrase/);
   h.rt.register({ ...chargeInvoice, consent: 'IRREVERSIBLE' });
-  const env2 = await h.call('owner', 'charge_invoice', ARGS, { confirm: true, nonce: c.nonce, typed_phrase: PHRASE });
+  const env2 = await h.call('owner', 'charge_invoice', ARGS, {
+    confirm: true,
+    nonce: c.nonce,
+    typed_phrase: PHRASE,
+  });
   await expectDenied(h, env2, 'nonce_invalid', { role: 'owner', args: ARGS });
   assert.equal(await h.effects(), 0);
 });
@@ -104,7 +148,11 @@ test('a confirmation-click nonce cannot confirm a typed-phrase verb of the same 
   const click = pendingOf(await h.call('owner', 'charge_invoice', ARGS));
   assert.equal(click.gate, 'confirmation');
   h.rt.register(chargeInvoice);
-  const env = await h.call('owner', 'charge_invoice', ARGS, { confirm: true, nonce: click.nonce, typed_phrase: PHRASE });
+  const env = await h.call('owner', 'charge_invoice', ARGS, {
+    confirm: true,
+    nonce: click.nonce,
+    typed_phrase: PHRASE,
+  });
   await expectDenied(h, env, 'nonce_invalid', { role: 'owner', args: ARGS });
   assert.equal(await h.effects(), 0);
 });

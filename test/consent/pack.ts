@@ -12,8 +12,19 @@ import { formatCents } from '../../src/runtime/consent/typed-phrase.ts';
 
 const EFFECTS_SQL = `CREATE TABLE consent_effects (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, verb TEXT NOT NULL, args TEXT NOT NULL)`;
 
-async function recordEffect(ctx: { db: { run(sql: string, p?: unknown[]): Promise<unknown> }; principal: { company_id: number }; verb: { name: string } }, args: unknown): Promise<void> {
-  await ctx.db.run('INSERT INTO consent_effects (company_id, verb, args) VALUES (?, ?, ?)', [ctx.principal.company_id, ctx.verb.name, JSON.stringify(args)]);
+async function recordEffect(
+  ctx: {
+    db: { run(sql: string, p?: unknown[]): Promise<unknown> };
+    principal: { company_id: number };
+    verb: { name: string };
+  },
+  args: unknown,
+): Promise<void> {
+  await ctx.db.run('INSERT INTO consent_effects (company_id, verb, args) VALUES (?, ?, ?)', [
+    ctx.principal.company_id,
+    ctx.verb.name,
+    JSON.stringify(args),
+  ]);
 }
 
 export const lookup = defineVerb<{ contact_id: number }>({
@@ -21,7 +32,12 @@ export const lookup = defineVerb<{ contact_id: number }>({
   description: 'Read a contact (test verb, READ).',
   shape: 'aggregate',
   category: 'crm',
-  input: { type: 'object', properties: { contact_id: { type: 'integer' } }, required: ['contact_id'], additionalProperties: false },
+  input: {
+    type: 'object',
+    properties: { contact_id: { type: 'integer' } },
+    required: ['contact_id'],
+    additionalProperties: false,
+  },
   async handler(_ctx, args) {
     return { entity_id: args.contact_id, data: { name: 'Ada' } };
   },
@@ -56,7 +72,11 @@ export const chargeInvoice = defineVerb<{ invoice_id: number; amount_cents: numb
   secret_fields: ['card_token'],
   input: {
     type: 'object',
-    properties: { invoice_id: { type: 'integer', minimum: 1 }, amount_cents: { type: 'integer', minimum: 1 }, card_token: { type: 'string' } },
+    properties: {
+      invoice_id: { type: 'integer', minimum: 1 },
+      amount_cents: { type: 'integer', minimum: 1 },
+      card_token: { type: 'string' },
+    },
     required: ['invoice_id', 'amount_cents'],
     additionalProperties: false,
   },
@@ -74,7 +94,12 @@ export const gdprDelete = defineVerb<{ contact_id: number }>({
   shape: 'receipt',
   category: 'crm',
   consent: 'IRREVERSIBLE',
-  input: { type: 'object', properties: { contact_id: { type: 'integer', minimum: 1 } }, required: ['contact_id'], additionalProperties: false },
+  input: {
+    type: 'object',
+    properties: { contact_id: { type: 'integer', minimum: 1 } },
+    required: ['contact_id'],
+    additionalProperties: false,
+  },
   phrase: (a) => `DELETE CONTACT ${a.contact_id} PERMANENTLY`,
   async handler(ctx, args) {
     await recordEffect(ctx, args);
@@ -102,23 +127,32 @@ export const failingWrite = defineVerb<{ n: number }>({
   shape: 'receipt',
   category: 'crm',
   consent: 'WRITE_REVERSIBLE',
-  input: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false },
+  input: {
+    type: 'object',
+    properties: { n: { type: 'integer' } },
+    required: ['n'],
+    additionalProperties: false,
+  },
   async handler(ctx, args) {
     await recordEffect(ctx, args);
     throw new VerbError('already_paid', 'The test write always fails after writing.');
   },
 });
 
-
 export const refundCustomer = defineVerb<{ charge_id: string; amount_cents: number; customer_name: string }>({
   name: 'ct.refund',
-  description: 'Refund a customer by name (test verb, WRITE_FINANCIAL; the phrase carries non-ASCII letters).',
+  description:
+    'Refund a customer by name (test verb, WRITE_FINANCIAL; the phrase carries non-ASCII letters).',
   shape: 'receipt',
   category: 'payments',
   consent: 'WRITE_FINANCIAL',
   input: {
     type: 'object',
-    properties: { charge_id: { type: 'string' }, amount_cents: { type: 'integer', minimum: 1 }, customer_name: { type: 'string' } },
+    properties: {
+      charge_id: { type: 'string' },
+      amount_cents: { type: 'integer', minimum: 1 },
+      customer_name: { type: 'string' },
+    },
     required: ['charge_id', 'amount_cents', 'customer_name'],
     additionalProperties: false,
   },
@@ -132,9 +166,15 @@ export const refundCustomer = defineVerb<{ charge_id: string; amount_cents: numb
 export const consentTestPack: Pack = {
   name: 'consent-test',
   description: 'Verbs of every consent class, for the consent tests.',
-  migrations: [{ version: 1, name: 'effects', sqlite: EFFECTS_SQL, postgres: EFFECTS_SQL.replace('INTEGER PRIMARY KEY', 'BIGSERIAL PRIMARY KEY') }],
+  migrations: [
+    {
+      version: 1,
+      name: 'effects',
+      sqlite: EFFECTS_SQL,
+      postgres: EFFECTS_SQL.replace('INTEGER PRIMARY KEY', 'BIGSERIAL PRIMARY KEY'),
+    },
+  ],
   verbs: [lookup, noteUpdate, chargeInvoice, refundCustomer, gdprDelete, blockedVerb, failingWrite],
 };
 
 (KNOWN_PACKS as Record<string, () => Promise<Pack>>)['consent-test'] = async () => consentTestPack;
-

@@ -24,25 +24,95 @@ test('every consent reason is produced by a dispatch and audited with that reaso
   const note = (label: string, reason: string | undefined) => got.set(label, reason);
 
   const c = pendingOf(await h.call('admin', 'charge_invoice', args)); // dispatch_pending
-  note('nonce_required', (await h.call('admin', 'charge_invoice', args, { confirm: true, typed_phrase: phrase })).error?.reason);
-  note('nonce_invalid', (await h.call('admin', 'charge_invoice', { ...args, amount_cents: 2 }, { confirm: true, nonce: c.nonce, typed_phrase: phrase })).error?.reason);
-  note('phrase_mismatch', (await h.call('admin', 'charge_invoice', args, { confirm: true, nonce: c.nonce, typed_phrase: phrase.toLowerCase() })).error?.reason);
+  note(
+    'nonce_required',
+    (await h.call('admin', 'charge_invoice', args, { confirm: true, typed_phrase: phrase })).error?.reason,
+  );
+  note(
+    'nonce_invalid',
+    (
+      await h.call(
+        'admin',
+        'charge_invoice',
+        { ...args, amount_cents: 2 },
+        { confirm: true, nonce: c.nonce, typed_phrase: phrase },
+      )
+    ).error?.reason,
+  );
+  note(
+    'phrase_mismatch',
+    (
+      await h.call('admin', 'charge_invoice', args, {
+        confirm: true,
+        nonce: c.nonce,
+        typed_phrase: phrase.toLowerCase(),
+      })
+    ).error?.reason,
+  );
   note('role_denied', (await h.call('employee', 'charge_invoice', args)).error?.reason);
   note('blocked_verb', (await h.call('owner', 'customer_delete', {})).error?.reason);
-  note('identity_override', (await h.call('admin', 'charge_invoice', { ...args, company_id: 3 })).error?.reason);
-  note('approval_not_found', (await h.call('owner', 'approvals.approve', { approval_id: 'apv_none', typed_phrase: phrase })).error?.reason);
+  note(
+    'identity_override',
+    (await h.call('admin', 'charge_invoice', { ...args, company_id: 3 })).error?.reason,
+  );
+  note(
+    'approval_not_found',
+    (await h.call('owner', 'approvals.approve', { approval_id: 'apv_none', typed_phrase: phrase })).error
+      ?.reason,
+  );
   const rejected = pendingOf(await h.call('admin', 'charge_invoice', { ...args, invoice_id: 2 }));
   assert.equal((await h.call('owner', 'approvals.reject', { approval_id: rejected.approval_id })).ok, true);
-  note('approval_not_pending', (await h.call('owner', 'approvals.reject', { approval_id: rejected.approval_id })).error?.reason);
-  note('approval_rejected', (await h.call('admin', 'charge_invoice', { ...args, invoice_id: 2 }, { confirm: true, nonce: rejected.nonce })).error?.reason);
-  assert.equal((await h.call('admin', 'charge_invoice', args, { confirm: true, nonce: c.nonce, typed_phrase: phrase })).ok, true);
-  note('nonce_replayed', (await h.call('admin', 'charge_invoice', args, { confirm: true, nonce: c.nonce, typed_phrase: phrase })).error?.reason);
+  note(
+    'approval_not_pending',
+    (await h.call('owner', 'approvals.reject', { approval_id: rejected.approval_id })).error?.reason,
+  );
+  note(
+    'approval_rejected',
+    (
+      await h.call(
+        'admin',
+        'charge_invoice',
+        { ...args, invoice_id: 2 },
+        { confirm: true, nonce: rejected.nonce },
+      )
+    ).error?.reason,
+  );
+  assert.equal(
+    (await h.call('admin', 'charge_invoice', args, { confirm: true, nonce: c.nonce, typed_phrase: phrase }))
+      .ok,
+    true,
+  );
+  note(
+    'nonce_replayed',
+    (await h.call('admin', 'charge_invoice', args, { confirm: true, nonce: c.nonce, typed_phrase: phrase }))
+      .error?.reason,
+  );
   await h.setSettings({ caps: { WRITE_FINANCIAL: 1 } });
   const over = pendingOf(await h.call('admin', 'charge_invoice', { ...args, invoice_id: 3 }));
-  note('daily_cap_exceeded', (await h.call('admin', 'charge_invoice', { ...args, invoice_id: 3 }, { confirm: true, nonce: over.nonce, typed_phrase: over.typed_phrase })).error?.reason);
+  note(
+    'daily_cap_exceeded',
+    (
+      await h.call(
+        'admin',
+        'charge_invoice',
+        { ...args, invoice_id: 3 },
+        { confirm: true, nonce: over.nonce, typed_phrase: over.typed_phrase },
+      )
+    ).error?.reason,
+  );
   const late = pendingOf(await h.call('admin', 'charge_invoice', { ...args, invoice_id: 4 }));
   h.clock.ms += 300_000;
-  note('nonce_expired', (await h.call('admin', 'charge_invoice', { ...args, invoice_id: 4 }, { confirm: true, nonce: late.nonce, typed_phrase: late.typed_phrase })).error?.reason);
+  note(
+    'nonce_expired',
+    (
+      await h.call(
+        'admin',
+        'charge_invoice',
+        { ...args, invoice_id: 4 },
+        { confirm: true, nonce: late.nonce, typed_phrase: late.typed_phrase },
+      )
+    ).error?.reason,
+  );
 
   for (const [label, reason] of got) assert.equal(reason, label);
   const audited = new Set((await h.audit()).map((r) => r.reason).filter((r): r is string => r !== null));

@@ -23,7 +23,15 @@ function rows(): Row[] {
   const out: Row[] = [];
   for (const line of PAGE.split('\n')) {
     const m = /^\| `([a-z_]+)` \| (\d{3}) \| (\d) \| (yes|no) \| (yes|no) \| (.+) \|$/.exec(line);
-    if (m) out.push({ reason: m[1]!, status: Number(m[2]), exit: Number(m[3]), retry: m[4]!, denial: m[5]!, meaning: m[6]! });
+    if (m)
+      out.push({
+        reason: m[1]!,
+        status: Number(m[2]),
+        exit: Number(m[3]),
+        retry: m[4]!,
+        denial: m[5]!,
+        meaning: m[6]!,
+      });
     else if (/^\| `/.test(line)) assert.fail(`malformed reason row in spec/reasons.md: ${line}`);
   }
   return out;

@@ -15,7 +15,10 @@ import type { Envelope } from '../../src/spec/types.ts';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PACK = fileURLToPath(new URL('./pack.ts', import.meta.url));
 
-function solid(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function solid(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', '--import', PACK, 'bin/solid.js', ...args], {
       cwd: ROOT,
@@ -32,21 +35,45 @@ function solid(args: string[], env: Record<string, string>): Promise<{ code: num
   });
 }
 
-test('bin/solid.js without a terminal: --confirm with no phrase prints pending (exit 4), --phrase runs, approvals approve without a phrase exits 2', { timeout: 120_000 }, async (t) => {
-  const h = await consentHarness(t, { start: new Date().toISOString() });
-  const args = JSON.stringify({ invoice_id: 77, amount_cents: 1999 });
-  const pending = await solid(['--db', h.dbPath, 'agent', 'dispatch', 'charge_invoice', '--args', args, '--confirm', '--json'], { SOLID_API_KEY: h.keys.admin });
-  assert.equal(pending.code, 4, pending.stderr);
-  const c = pendingOf(JSON.parse(pending.stdout) as Envelope);
-  assert.equal(c.typed_phrase, 'CHARGE $19.99 to invoice #77');
-  assert.equal(await h.effects(), 0);
+test(
+  'bin/solid.js without a terminal: --confirm with no phrase prints pending (exit 4), --phrase runs, approvals approve without a phrase exits 2',
+  { timeout: 120_000 },
+  async (t) => {
+    const h = await consentHarness(t, { start: new Date().toISOString() });
+    const args = JSON.stringify({ invoice_id: 77, amount_cents: 1999 });
+    const pending = await solid(
+      ['--db', h.dbPath, 'agent', 'dispatch', 'charge_invoice', '--args', args, '--confirm', '--json'],
+      { SOLID_API_KEY: h.keys.admin },
+    );
+    assert.equal(pending.code, 4, pending.stderr);
+    const c = pendingOf(JSON.parse(pending.stdout) as Envelope);
+    assert.equal(c.typed_phrase, 'CHARGE $19.99 to invoice #77');
+    assert.equal(await h.effects(), 0);
 
-  const approve = await solid(['--db', h.dbPath, 'approvals', 'approve', c.approval_id!], { SOLID_API_KEY: h.keys.owner });
-  assert.equal(approve.code, 2, approve.stderr);
-  assert.match(approve.stderr, /--phrase "CHARGE \$19\.99 to invoice #77"/);
+    const approve = await solid(['--db', h.dbPath, 'approvals', 'approve', c.approval_id!], {
+      SOLID_API_KEY: h.keys.owner,
+    });
+    assert.equal(approve.code, 2, approve.stderr);
+    assert.match(approve.stderr, /--phrase "CHARGE \$19\.99 to invoice #77"/);
 
-  const done = await solid(['--db', h.dbPath, 'agent', 'dispatch', 'charge_invoice', '--args', args, '--confirm', '--phrase', 'CHARGE $19.99 to invoice #77', '--json'], { SOLID_API_KEY: h.keys.admin });
-  assert.equal(done.code, 0, done.stderr);
-  assert.equal((JSON.parse(done.stdout) as Envelope).ok, true);
-  assert.equal(await h.effects('charge_invoice'), 1);
-});
+    const done = await solid(
+      [
+        '--db',
+        h.dbPath,
+        'agent',
+        'dispatch',
+        'charge_invoice',
+        '--args',
+        args,
+        '--confirm',
+        '--phrase',
+        'CHARGE $19.99 to invoice #77',
+        '--json',
+      ],
+      { SOLID_API_KEY: h.keys.admin },
+    );
+    assert.equal(done.code, 0, done.stderr);
+    assert.equal((JSON.parse(done.stdout) as Envelope).ok, true);
+    assert.equal(await h.effects('charge_invoice'), 1);
+  },
+);

@@ -26,7 +26,10 @@ export interface ConsentHarness extends TestRuntime {
   /** Set a tenant setting directly (and forget the cache). */
   setSettings(settings: Record<string, unknown>, companyId?: number): Promise<void>;
   /** Run the CLI in-process on this database. */
-  cli(argv: string[], opts?: { apiKey?: string; tty?: boolean; prompt?: (q: string) => Promise<string> }): Promise<{ code: number; stdout: string; stderr: string }>;
+  cli(
+    argv: string[],
+    opts?: { apiKey?: string; tty?: boolean; prompt?: (q: string) => Promise<string> },
+  ): Promise<{ code: number; stdout: string; stderr: string }>;
 }
 
 /**
@@ -34,7 +37,10 @@ export interface ConsentHarness extends TestRuntime {
  * mutable clock (start 2026-03-10T12:00:00Z) and persisted secrets so the CLI (another runtime on
  * the same file) verifies this runtime's nonces.
  */
-export async function consentHarness(t: TestContext, options: { start?: string; store?: Store } = {}): Promise<ConsentHarness> {
+export async function consentHarness(
+  t: TestContext,
+  options: { start?: string; store?: Store } = {},
+): Promise<ConsentHarness> {
   const clock = { ms: Date.parse(options.start ?? '2026-03-10T12:00:00.000Z') };
   const { mkdtempSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
@@ -42,15 +48,24 @@ export async function consentHarness(t: TestContext, options: { start?: string; 
   const dir = mkdtempSync(join(tmpdir(), 'solid-consent-'));
   const path = join(dir, 'solid.db');
   const { secrets } = loadSecrets({ keyfilePath: `${path}.keys.json`, create: true, env: {} });
-  const h = await createTestRuntime(t, { path, secrets, clock: () => new Date(clock.ms), maintenanceIntervalMs: 0, ...(options.store ? { store: options.store } : {}) });
+  const h = await createTestRuntime(t, {
+    path,
+    secrets,
+    clock: () => new Date(clock.ms),
+    maintenanceIntervalMs: 0,
+    ...(options.store ? { store: options.store } : {}),
+  });
   t.after(async () => {
     const { rmSync } = await import('node:fs');
     rmSync(dir, { recursive: true, force: true });
   });
   await h.rt.store.migrate(consentTestPack.name, consentTestPack.migrations);
   h.rt.register(...consentTestPack.verbs);
-  await h.rt.store.write((tx) => tx.run(`INSERT INTO runtime_meta (key, value) VALUES ('packs', ?)`, [JSON.stringify(['consent-test'])]));
-  const keyOf = (role: string) => (role === 'other_owner' ? h.otherOwnerKey : (h.keys as Record<string, string>)[role]!);
+  await h.rt.store.write((tx) =>
+    tx.run(`INSERT INTO runtime_meta (key, value) VALUES ('packs', ?)`, [JSON.stringify(['consent-test'])]),
+  );
+  const keyOf = (role: string) =>
+    role === 'other_owner' ? h.otherOwnerKey : (h.keys as Record<string, string>)[role]!;
   const audit = async (filter: Partial<Record<keyof AuditRow, unknown>> = {}) => {
     const where = ['company_id = ?'];
     const params: unknown[] = [filter.company_id ?? h.companyId];
@@ -61,16 +76,25 @@ export async function consentHarness(t: TestContext, options: { start?: string; 
       if (v !== null) params.push(v);
     }
     await h.rt.auditBuffer.flush();
-    const rows = await h.rt.store.read((q) => q.all<Record<string, unknown>>(`SELECT * FROM audit_log WHERE ${where.join(' AND ')} ORDER BY audit_id`, params));
+    const rows = await h.rt.store.read((q) =>
+      q.all<Record<string, unknown>>(
+        `SELECT * FROM audit_log WHERE ${where.join(' AND ')} ORDER BY audit_id`,
+        params,
+      ),
+    );
     return rows.map(toAuditRow);
   };
   return {
     ...h,
     clock,
-    call: (role, verb, args, opts) => h.rt.dispatch({ surface: 'cli', apiKey: keyOf(role) }, verb, args, opts),
+    call: (role, verb, args, opts) =>
+      h.rt.dispatch({ surface: 'cli', apiKey: keyOf(role) }, verb, args, opts),
     async effects(verb) {
       const r = await h.rt.store.read((q) =>
-        q.get<{ n: number }>(`SELECT COUNT(*) AS n FROM consent_effects${verb ? ' WHERE verb = ?' : ''}`, verb ? [verb] : []),
+        q.get<{ n: number }>(
+          `SELECT COUNT(*) AS n FROM consent_effects${verb ? ' WHERE verb = ?' : ''}`,
+          verb ? [verb] : [],
+        ),
       );
       return Number(r?.n ?? 0);
     },
@@ -81,13 +105,20 @@ export async function consentHarness(t: TestContext, options: { start?: string; 
       return rows[rows.length - 1]!;
     },
     async setSettings(settings, companyId = h.companyId) {
-      await h.rt.store.write((tx) => tx.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [JSON.stringify(settings), companyId]));
+      await h.rt.store.write((tx) =>
+        tx.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [JSON.stringify(settings), companyId]),
+      );
       h.rt.tenants.invalidate();
     },
     async cli(argv, opts = {}) {
       const out: string[] = [];
       const err: string[] = [];
-      const io: Io = { out: (s) => out.push(s), err: (s) => err.push(s), isTTY: opts.tty ?? false, prompt: opts.prompt };
+      const io: Io = {
+        out: (s) => out.push(s),
+        err: (s) => err.push(s),
+        isTTY: opts.tty ?? false,
+        prompt: opts.prompt,
+      };
       const args = ['--db', path, ...argv];
       if (opts.apiKey !== undefined) {
         // every command here takes --api-key after its own words
@@ -120,7 +151,9 @@ export async function expectDenied(
   assert.equal(env.ok, false, `expected a denial, got ${JSON.stringify(env)}`);
   assert.equal(env.error?.reason, reason, `expected ${reason}, got ${JSON.stringify(env.error)}`);
   assert.equal(typeof env.audit_id, 'number', 'a denial carries its audit_id');
-  const rows = await h.rt.store.read((q) => q.all<Record<string, unknown>>('SELECT * FROM audit_log WHERE audit_id = ?', [env.audit_id]));
+  const rows = await h.rt.store.read((q) =>
+    q.all<Record<string, unknown>>('SELECT * FROM audit_log WHERE audit_id = ?', [env.audit_id]),
+  );
   assert.equal(rows.length, 1);
   const row = toAuditRow(rows[0]!);
   assert.equal(row.status, expected.status ?? 'denied');

@@ -19,7 +19,9 @@ it('ARCHITECTURE.md lists the pipeline steps of dispatch.ts, in order', () => {
 });
 
 it('every src/ path ARCHITECTURE.md names exists', () => {
-  const paths = new Set([...doc.matchAll(/`?(src\/[A-Za-z0-9_\-/.{},]+?)`?(?=[\s`)|,])/g)].map((m) => m[1]!.replace(/[.,]$/, '')));
+  const paths = new Set(
+    [...doc.matchAll(/`?(src\/[A-Za-z0-9_\-/.{},]+?)`?(?=[\s`)|,])/g)].map((m) => m[1]!.replace(/[.,]$/, '')),
+  );
   const missing: string[] = [];
   for (const p of paths) {
     if (p.includes('{') || p.includes('*')) continue;

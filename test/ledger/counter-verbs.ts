@@ -13,7 +13,11 @@ import type { Envelope } from '../../src/spec/types.ts';
 type AddArgs = { name: string; by: number; fail?: boolean; notify?: boolean };
 
 /** Add `by` to counter `name` of the caller's tenant (creating it). */
-export async function bump(ctx: { db: { run: (sql: string, p: unknown[]) => Promise<unknown> }; principal: { company_id: number } }, name: string, by: number): Promise<void> {
+export async function bump(
+  ctx: { db: { run: (sql: string, p: unknown[]) => Promise<unknown> }; principal: { company_id: number } },
+  name: string,
+  by: number,
+): Promise<void> {
   await ctx.db.run(
     `INSERT INTO counters (company_id, name, value, changes) VALUES (?, ?, ?, 1)
      ON CONFLICT (company_id, name) DO UPDATE SET value = counters.value + excluded.value, changes = counters.changes + 1`,
@@ -29,15 +33,24 @@ export const counterAdd = defineVerb<AddArgs>({
   consent: 'WRITE_REVERSIBLE',
   input: {
     type: 'object',
-    properties: { name: { type: 'string', minLength: 1 }, by: { type: 'integer' }, fail: { type: 'boolean' }, notify: { type: 'boolean' } },
+    properties: {
+      name: { type: 'string', minLength: 1 },
+      by: { type: 'integer' },
+      fail: { type: 'boolean' },
+      notify: { type: 'boolean' },
+    },
     required: ['name', 'by'],
     additionalProperties: false,
   },
   summary: (a) => `Add ${a.by} to counter ${a.name}.`,
   async handler(ctx, a) {
     await bump(ctx, a.name, a.by);
-    const locked = await ctx.db.get('SELECT 1 FROM counter_locks WHERE company_id = ? AND name = ?', [ctx.principal.company_id, a.name]);
-    if (a.fail || locked !== undefined) throw new VerbError('counter_broken', `Counter ${a.name} refused the change.`);
+    const locked = await ctx.db.get('SELECT 1 FROM counter_locks WHERE company_id = ? AND name = ?', [
+      ctx.principal.company_id,
+      a.name,
+    ]);
+    if (a.fail || locked !== undefined)
+      throw new VerbError('counter_broken', `Counter ${a.name} refused the change.`);
     ctx.setRollback(`counter:add:${a.name}:${a.by}`, { name: a.name, by: a.by });
     ctx.setEntity('counter', a.name);
     ctx.emit({ type: 'counter.changed', entity_type: 'counter', entity_id: a.name, payload: { by: a.by } });
@@ -60,7 +73,12 @@ export const counterCharge = defineVerb<{ name: string; cents: number }>({
   shape: 'receipt',
   category: 'payments',
   consent: 'WRITE_FINANCIAL',
-  input: { type: 'object', properties: { name: { type: 'string', minLength: 1 }, cents: { type: 'integer', minimum: 1 } }, required: ['name', 'cents'], additionalProperties: false },
+  input: {
+    type: 'object',
+    properties: { name: { type: 'string', minLength: 1 }, cents: { type: 'integer', minimum: 1 } },
+    required: ['name', 'cents'],
+    additionalProperties: false,
+  },
   phrase: (a) => `CHARGE ${a.cents} cents to ${a.name}`,
   async handler(ctx, a) {
     await bump(ctx, a.name, a.cents);
@@ -83,7 +101,12 @@ export const counterEmail = defineVerb<{ name: string }>({
   shape: 'receipt',
   category: 'test',
   consent: 'WRITE_REVERSIBLE',
-  input: { type: 'object', properties: { name: { type: 'string', minLength: 1 } }, required: ['name'], additionalProperties: false },
+  input: {
+    type: 'object',
+    properties: { name: { type: 'string', minLength: 1 } },
+    required: ['name'],
+    additionalProperties: false,
+  },
   async handler(ctx, a) {
     await bump(ctx, `emails:${a.name}`, 1);
     ctx.outbox('counter.email', { name: a.name });
@@ -96,9 +119,17 @@ export const counterGet = defineVerb<{ name: string }>({
   description: 'Read a counter.',
   shape: 'aggregate',
   category: 'test',
-  input: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: false },
+  input: {
+    type: 'object',
+    properties: { name: { type: 'string' } },
+    required: ['name'],
+    additionalProperties: false,
+  },
   async handler(ctx, a) {
-    const r = await ctx.db.get<{ value: number }>('SELECT value FROM counters WHERE company_id = ? AND name = ?', [ctx.principal.company_id, a.name]);
+    const r = await ctx.db.get<{ value: number }>(
+      'SELECT value FROM counters WHERE company_id = ? AND name = ?',
+      [ctx.principal.company_id, a.name],
+    );
     return { entity_id: a.name, data: { value: r?.value ?? 0 } };
   },
 });
@@ -123,8 +154,17 @@ export async function counterRuntime(t: TestContext, options: TestRuntimeOptions
 }
 
 /** Counter value and the number of times it was changed (the effect count). */
-export async function counter(h: TestRuntime, name: string, companyId = h.companyId): Promise<{ value: number; changes: number }> {
-  const r = await h.rt.store.read((q) => q.get<{ value: number; changes: number }>('SELECT value, changes FROM counters WHERE company_id = ? AND name = ?', [companyId, name]));
+export async function counter(
+  h: TestRuntime,
+  name: string,
+  companyId = h.companyId,
+): Promise<{ value: number; changes: number }> {
+  const r = await h.rt.store.read((q) =>
+    q.get<{ value: number; changes: number }>(
+      'SELECT value, changes FROM counters WHERE company_id = ? AND name = ?',
+      [companyId, name],
+    ),
+  );
   return { value: Number(r?.value ?? 0), changes: Number(r?.changes ?? 0) };
 }
 
@@ -132,7 +172,13 @@ export async function counter(h: TestRuntime, name: string, companyId = h.compan
  * Dispatch with the consent round trip: call, and if the answer is dispatch_pending, confirm with
  * its nonce (typing the phrase shown unless `phrase` overrides it).
  */
-export async function consented(h: TestRuntime, key: string, verb: string, args: unknown, options: DispatchOptions & { phrase?: string } = {}): Promise<Envelope> {
+export async function consented(
+  h: TestRuntime,
+  key: string,
+  verb: string,
+  args: unknown,
+  options: DispatchOptions & { phrase?: string } = {},
+): Promise<Envelope> {
   const caller = { surface: 'cli' as const, apiKey: key };
   const { phrase, ...base } = options;
   const first = await h.rt.dispatch(caller, verb, args, base);
@@ -148,13 +194,25 @@ export async function consented(h: TestRuntime, key: string, verb: string, args:
 /** Make counter.add on `name` fail (counter_broken) until unlocked. */
 export async function lockCounter(h: TestRuntime, name: string, locked: boolean): Promise<void> {
   await h.rt.store.write((tx) =>
-    locked ? tx.run('INSERT INTO counter_locks (company_id, name) VALUES (?, ?)', [h.companyId, name]) : tx.run('DELETE FROM counter_locks WHERE company_id = ? AND name = ?', [h.companyId, name]),
+    locked
+      ? tx.run('INSERT INTO counter_locks (company_id, name) VALUES (?, ?)', [h.companyId, name])
+      : tx.run('DELETE FROM counter_locks WHERE company_id = ? AND name = ?', [h.companyId, name]),
   );
 }
 
 /** A fresh pending answer's nonce (and phrase) for a later confirm. */
-export async function pendingNonce(h: TestRuntime, key: string, verb: string, args: unknown): Promise<{ nonce: string; phrase?: string; envelope: Envelope }> {
+export async function pendingNonce(
+  h: TestRuntime,
+  key: string,
+  verb: string,
+  args: unknown,
+): Promise<{ nonce: string; phrase?: string; envelope: Envelope }> {
   const env = await h.rt.dispatch({ surface: 'cli', apiKey: key }, verb, args);
-  if (env.ok || env.consent === undefined) throw new Error(`expected dispatch_pending, got ${JSON.stringify(env.error ?? env.result)}`);
-  return { nonce: env.consent.nonce, ...(env.consent.typed_phrase !== undefined ? { phrase: env.consent.typed_phrase } : {}), envelope: env };
+  if (env.ok || env.consent === undefined)
+    throw new Error(`expected dispatch_pending, got ${JSON.stringify(env.error ?? env.result)}`);
+  return {
+    nonce: env.consent.nonce,
+    ...(env.consent.typed_phrase !== undefined ? { phrase: env.consent.typed_phrase } : {}),
+    envelope: env,
+  };
 }

@@ -16,7 +16,11 @@ describe('idempotency', () => {
     const args = { name: 'race', by: 1 };
     const { nonce } = await pendingNonce(h, h.keys.employee, 'counter.add', args);
     const caller = { surface: 'cli' as const, apiKey: h.keys.employee };
-    const all = await Promise.all(Array.from({ length: 50 }, () => h.rt.dispatch(caller, 'counter.add', args, { confirm: true, nonce, idempotency_key: 'race-key-1' })));
+    const all = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        h.rt.dispatch(caller, 'counter.add', args, { confirm: true, nonce, idempotency_key: 'race-key-1' }),
+      ),
+    );
     assert.deepEqual(await counter(h, 'race'), { value: 1, changes: 1 }, 'the effect happened exactly once');
     const executed = all.filter((e) => e.ok && e.replayed !== true);
     assert.equal(executed.length, 1);
@@ -31,17 +35,32 @@ describe('idempotency', () => {
         assert.equal(reasonInfo('idempotency_key_in_use').status, 409);
       }
     }
-    const rows = await h.rt.store.read((q) => q.get<{ n: number }>(`SELECT COUNT(*) AS n FROM audit_log WHERE action_type = 'counter.add' AND status = 'completed'`));
+    const rows = await h.rt.store.read((q) =>
+      q.get<{ n: number }>(
+        `SELECT COUNT(*) AS n FROM audit_log WHERE action_type = 'counter.add' AND status = 'completed'`,
+      ),
+    );
     assert.equal(Number(rows!.n), 1, 'one completed audit row');
   });
 
   it('a replay returns the original receipt, marked replayed, with the original audit_id, and runs nothing', async (t) => {
     const h = await counterRuntime(t);
-    const first = await consented(h, h.keys.employee, 'counter.add', { name: 'r', by: 5 }, { idempotency_key: 'k-replay' });
+    const first = await consented(
+      h,
+      h.keys.employee,
+      'counter.add',
+      { name: 'r', by: 5 },
+      { idempotency_key: 'k-replay' },
+    );
     assert.equal(first.ok, true);
     assert.equal(first.replayed, undefined);
     // No consent round trip is needed to read back a stored result: nothing executes.
-    const again = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'counter.add', { name: 'r', by: 5 }, { idempotency_key: 'k-replay' });
+    const again = await h.rt.dispatch(
+      { surface: 'cli', apiKey: h.keys.employee },
+      'counter.add',
+      { name: 'r', by: 5 },
+      { idempotency_key: 'k-replay' },
+    );
     assert.equal(again.ok, true);
     assert.equal(again.replayed, true);
     assert.equal((again.result as { replayed?: boolean }).replayed, true);
@@ -50,18 +69,32 @@ describe('idempotency', () => {
     assert.equal(again.rollback_handle, first.rollback_handle);
     assert.deepEqual(await counter(h, 'r'), { value: 5, changes: 1 });
     await h.rt.auditBuffer.flush();
-    const replayRow = await h.rt.store.read((q) => q.get<{ parent_id: number }>(`SELECT parent_id FROM audit_log WHERE status = 'replayed'`));
+    const replayRow = await h.rt.store.read((q) =>
+      q.get<{ parent_id: number }>(`SELECT parent_id FROM audit_log WHERE status = 'replayed'`),
+    );
     assert.equal(replayRow?.parent_id, first.audit_id, 'the replay is audited, pointing at the original');
   });
 
   it('the same key with other args (or another verb) is refused with idempotency_key_reused (HTTP 422) and runs nothing', async (t) => {
     const h = await counterRuntime(t);
     await consented(h, h.keys.employee, 'counter.add', { name: 'x', by: 1 }, { idempotency_key: 'k-reuse' });
-    const other = await consented(h, h.keys.employee, 'counter.add', { name: 'x', by: 2 }, { idempotency_key: 'k-reuse' });
+    const other = await consented(
+      h,
+      h.keys.employee,
+      'counter.add',
+      { name: 'x', by: 2 },
+      { idempotency_key: 'k-reuse' },
+    );
     assert.equal(other.ok, false);
     assert.equal(other.error?.reason, 'idempotency_key_reused');
     assert.equal(reasonInfo('idempotency_key_reused').status, 422);
-    const otherVerb = await consented(h, h.keys.employee, 'counter.email', { name: 'x' }, { idempotency_key: 'k-reuse' });
+    const otherVerb = await consented(
+      h,
+      h.keys.employee,
+      'counter.email',
+      { name: 'x' },
+      { idempotency_key: 'k-reuse' },
+    );
     assert.equal(otherVerb.error?.reason, 'idempotency_key_reused');
     assert.deepEqual(await counter(h, 'x'), { value: 1, changes: 1 });
     assert.deepEqual(await counter(h, 'emails:x'), { value: 0, changes: 0 });
@@ -70,12 +103,24 @@ describe('idempotency', () => {
   it('after a failure the same key executes again (nothing was stored for it)', async (t) => {
     const h = await counterRuntime(t);
     await lockCounter(h, 'flaky', true);
-    const failed = await consented(h, h.keys.employee, 'counter.add', { name: 'flaky', by: 1 }, { idempotency_key: 'k-retry' });
+    const failed = await consented(
+      h,
+      h.keys.employee,
+      'counter.add',
+      { name: 'flaky', by: 1 },
+      { idempotency_key: 'k-retry' },
+    );
     assert.equal(failed.ok, false);
     assert.equal(failed.error?.reason, 'counter_broken');
     assert.deepEqual(await counter(h, 'flaky'), { value: 0, changes: 0 }, 'the failed attempt rolled back');
     await lockCounter(h, 'flaky', false);
-    const retried = await consented(h, h.keys.employee, 'counter.add', { name: 'flaky', by: 1 }, { idempotency_key: 'k-retry' });
+    const retried = await consented(
+      h,
+      h.keys.employee,
+      'counter.add',
+      { name: 'flaky', by: 1 },
+      { idempotency_key: 'k-retry' },
+    );
     assert.equal(retried.ok, true, JSON.stringify(retried.error));
     assert.notEqual(retried.replayed, true);
     assert.deepEqual(await counter(h, 'flaky'), { value: 1, changes: 1 });
@@ -83,9 +128,27 @@ describe('idempotency', () => {
 
   it('keys are scoped by tenant and principal: the same key from another user or tenant is a different key', async (t) => {
     const h = await counterRuntime(t);
-    const a = await consented(h, h.keys.employee, 'counter.add', { name: 's', by: 1 }, { idempotency_key: 'shared' });
-    const b = await consented(h, h.keys.admin, 'counter.add', { name: 's', by: 1 }, { idempotency_key: 'shared' });
-    const c = await consented(h, h.otherOwnerKey, 'counter.add', { name: 's', by: 1 }, { idempotency_key: 'shared' });
+    const a = await consented(
+      h,
+      h.keys.employee,
+      'counter.add',
+      { name: 's', by: 1 },
+      { idempotency_key: 'shared' },
+    );
+    const b = await consented(
+      h,
+      h.keys.admin,
+      'counter.add',
+      { name: 's', by: 1 },
+      { idempotency_key: 'shared' },
+    );
+    const c = await consented(
+      h,
+      h.otherOwnerKey,
+      'counter.add',
+      { name: 's', by: 1 },
+      { idempotency_key: 'shared' },
+    );
     for (const e of [a, b, c]) assert.equal(e.ok && e.replayed !== true, true, JSON.stringify(e.error));
     assert.deepEqual(await counter(h, 's'), { value: 2, changes: 2 });
     assert.deepEqual(await counter(h, 's', h.otherCompanyId), { value: 1, changes: 1 });
@@ -94,10 +157,21 @@ describe('idempotency', () => {
   it('refuses keys that are empty, longer than 255 characters or not printable ASCII, before anything runs', async (t) => {
     const h = await counterRuntime(t);
     for (const key of ['', 'x'.repeat(256), 'tab\there', 'é-accent']) {
-      const env: Envelope = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'counter.add', { name: 'k', by: 1 }, { idempotency_key: key });
+      const env: Envelope = await h.rt.dispatch(
+        { surface: 'cli', apiKey: h.keys.employee },
+        'counter.add',
+        { name: 'k', by: 1 },
+        { idempotency_key: key },
+      );
       assert.equal(env.error?.reason, 'idempotency_key_invalid', `key ${JSON.stringify(key)}`);
     }
-    const ok = await consented(h, h.keys.employee, 'counter.add', { name: 'k', by: 1 }, { idempotency_key: 'x'.repeat(255) });
+    const ok = await consented(
+      h,
+      h.keys.employee,
+      'counter.add',
+      { name: 'k', by: 1 },
+      { idempotency_key: 'x'.repeat(255) },
+    );
     assert.equal(ok.ok, true);
   });
 
@@ -115,10 +189,21 @@ describe('idempotency', () => {
     const h = await counterRuntime(t, { clock: () => now, idempotencyTtlSeconds: 3600 });
     await consented(h, h.keys.employee, 'counter.add', { name: 'e', by: 1 }, { idempotency_key: 'k-exp' });
     now = new Date('2026-03-01T10:59:00.000Z');
-    const replay = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'counter.add', { name: 'e', by: 1 }, { idempotency_key: 'k-exp' });
+    const replay = await h.rt.dispatch(
+      { surface: 'cli', apiKey: h.keys.employee },
+      'counter.add',
+      { name: 'e', by: 1 },
+      { idempotency_key: 'k-exp' },
+    );
     assert.equal(replay.replayed, true);
     now = new Date('2026-03-01T11:00:01.000Z');
-    const fresh = await consented(h, h.keys.employee, 'counter.add', { name: 'e', by: 1 }, { idempotency_key: 'k-exp' });
+    const fresh = await consented(
+      h,
+      h.keys.employee,
+      'counter.add',
+      { name: 'e', by: 1 },
+      { idempotency_key: 'k-exp' },
+    );
     assert.equal(fresh.ok, true);
     assert.notEqual(fresh.replayed, true);
     assert.deepEqual(await counter(h, 'e'), { value: 2, changes: 2 });

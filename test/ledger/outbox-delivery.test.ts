@@ -21,7 +21,11 @@ it('two concurrent delivery passes deliver every outbox row exactly once', async
       shape: 'receipt',
       category: 'test',
       consent: 'WRITE_REVERSIBLE',
-      input: { type: 'object', properties: { count: { type: 'integer', minimum: 1, maximum: 50 } }, required: ['count'] },
+      input: {
+        type: 'object',
+        properties: { count: { type: 'integer', minimum: 1, maximum: 50 } },
+        required: ['count'],
+      },
       async handler(ctx, a: { count: number }) {
         for (let n = 0; n < a.count; n++) ctx.outbox('ping', { n });
         return { queued: a.count };
@@ -31,13 +35,21 @@ it('two concurrent delivery passes deliver every outbox row exactly once', async
   // Queue without delivering: the handler is registered, so stop the automatic kick by delivering manually.
   const caller = { surface: 'cli' as const, apiKey: h.keys.owner };
   const pending = await h.rt.dispatch(caller, 'pings_send', { count: 20 });
-  const done = await h.rt.dispatch(caller, 'pings_send', { count: 20 }, { confirm: true, nonce: pending.consent!.nonce });
+  const done = await h.rt.dispatch(
+    caller,
+    'pings_send',
+    { count: 20 },
+    { confirm: true, nonce: pending.consent!.nonce },
+  );
   assert.equal(done.ok, true, JSON.stringify(done));
   await Promise.all([h.rt.deliverOutbox(), h.rt.deliverOutbox(), h.rt.deliverOutbox()]);
   // The automatic kick after commit may have delivered some too; in all, each row once.
   await new Promise((r) => setTimeout(r, 200));
   await h.rt.deliverOutbox();
-  assert.deepEqual([...delivered].sort((a, b) => a - b), Array.from({ length: 20 }, (_, i) => i));
+  assert.deepEqual(
+    [...delivered].sort((a, b) => a - b),
+    Array.from({ length: 20 }, (_, i) => i),
+  );
   const rows = await h.rt.store.read((q) => q.all<{ status: string }>('SELECT status FROM outbox'));
   assert.ok(rows.every((r) => r.status === 'delivered'));
 });

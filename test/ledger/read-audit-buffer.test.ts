@@ -12,11 +12,22 @@ import { StoreError } from '../../src/store/store.ts';
 import { PG_SKIP_REASON, TEST_DATABASE_URL } from '../support/postgres.ts';
 
 function readRow(h: TestRuntime, companyId: number, action: string) {
-  return auditEntry({ company_id: companyId, now: new Date(), action, category: 'test', status: 'completed', principal: h.principal('owner', companyId) });
+  return auditEntry({
+    company_id: companyId,
+    now: new Date(),
+    action,
+    category: 'test',
+    status: 'completed',
+    principal: h.principal('owner', companyId),
+  });
 }
 
 async function count(h: TestRuntime, action: string): Promise<number> {
-  return Number((await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM audit_log WHERE action_type = ?', [action])))!.n);
+  return Number(
+    (await h.rt.store.read((q) =>
+      q.get<{ n: number }>('SELECT COUNT(*) AS n FROM audit_log WHERE action_type = ?', [action]),
+    ))!.n,
+  );
 }
 
 describe('read-audit buffer', () => {
@@ -65,32 +76,36 @@ describe('read-audit buffer', () => {
     assert.equal(await count(h, 'buffer.twice'), 0);
   });
 
-  it('postgres: a tenant holding its chain head delays only its own read rows, not another tenant’s writes', { skip: TEST_DATABASE_URL === undefined ? PG_SKIP_REASON : false }, async (t) => {
-    const h = await createTestRuntime(t, { engine: 'postgres' });
-    // Tenant 3 (the higher id, so a mixed batch would lock tenant 2's head first) holds its head.
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    let locked!: () => void;
-    const isLocked = new Promise<void>((r) => (locked = r));
-    const holder = h.rt.store.write(async (tx) => {
-      await tx.lockTenantHead(h.otherCompanyId);
-      locked();
-      await held;
-    });
-    await isLocked;
-    h.rt.auditBuffer.push(readRow(h, h.companyId, 'buffer.mixed'));
-    h.rt.auditBuffer.push(readRow(h, h.otherCompanyId, 'buffer.mixed'));
-    const flushed = h.rt.auditBuffer.flush();
-    await new Promise((r) => setTimeout(r, 100));
-    const w = await Promise.race([
-      h.rt.store.write((tx) => tx.lockTenantHead(h.companyId)).then(() => 'locked'),
-      new Promise((r) => setTimeout(() => r('blocked'), 5000)),
-    ]);
-    assert.equal(w, 'locked', 'tenant 2’s head is free while tenant 3 holds its own');
-    assert.equal(await count(h, 'buffer.mixed'), 1, 'tenant 2’s read row is already committed');
-    release();
-    await holder;
-    await flushed;
-    assert.equal(await count(h, 'buffer.mixed'), 2);
-  });
+  it(
+    'postgres: a tenant holding its chain head delays only its own read rows, not another tenant’s writes',
+    { skip: TEST_DATABASE_URL === undefined ? PG_SKIP_REASON : false },
+    async (t) => {
+      const h = await createTestRuntime(t, { engine: 'postgres' });
+      // Tenant 3 (the higher id, so a mixed batch would lock tenant 2's head first) holds its head.
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => (locked = r));
+      const holder = h.rt.store.write(async (tx) => {
+        await tx.lockTenantHead(h.otherCompanyId);
+        locked();
+        await held;
+      });
+      await isLocked;
+      h.rt.auditBuffer.push(readRow(h, h.companyId, 'buffer.mixed'));
+      h.rt.auditBuffer.push(readRow(h, h.otherCompanyId, 'buffer.mixed'));
+      const flushed = h.rt.auditBuffer.flush();
+      await new Promise((r) => setTimeout(r, 100));
+      const w = await Promise.race([
+        h.rt.store.write((tx) => tx.lockTenantHead(h.companyId)).then(() => 'locked'),
+        new Promise((r) => setTimeout(() => r('blocked'), 5000)),
+      ]);
+      assert.equal(w, 'locked', 'tenant 2’s head is free while tenant 3 holds its own');
+      assert.equal(await count(h, 'buffer.mixed'), 1, 'tenant 2’s read row is already committed');
+      release();
+      await holder;
+      await flushed;
+      assert.equal(await count(h, 'buffer.mixed'), 2);
+    },
+  );
 });

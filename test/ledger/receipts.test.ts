@@ -30,7 +30,13 @@ async function cli(args: string[]): Promise<{ code: number; out: string; err: st
 describe('receipts', () => {
   it('a write answers a receipt with status, audit_id, rollback_handle, idempotency_key, timestamp and its domain fields, valid against the receipt shape (ours and upstream)', async (t) => {
     const h = await counterRuntime(t);
-    const env = await consented(h, h.keys.employee, 'counter.add', { name: 'visits', by: 3 }, { idempotency_key: 'receipt-fields-1' });
+    const env = await consented(
+      h,
+      h.keys.employee,
+      'counter.add',
+      { name: 'visits', by: 3 },
+      { idempotency_key: 'receipt-fields-1' },
+    );
     assert.equal(env.ok, true, JSON.stringify(env.error));
     const r = env.result as Receipt;
     assert.equal(r.status, 'completed');
@@ -55,7 +61,12 @@ describe('receipts', () => {
     const r = env.result as Receipt;
     const keys = await h.rt.store.read((q) => h.rt.keys.publishable(q, h.companyId));
     assert.deepEqual(verifyReceipt(r, keys), { valid: true, kid: r.attestation!.kid, errors: [] });
-    const row = await h.rt.store.read((q) => q.get<{ seq: number; row_hash: string; prev_hash: string }>('SELECT seq, row_hash, prev_hash FROM audit_log WHERE audit_id = ?', [r.audit_id]));
+    const row = await h.rt.store.read((q) =>
+      q.get<{ seq: number; row_hash: string; prev_hash: string }>(
+        'SELECT seq, row_hash, prev_hash FROM audit_log WHERE audit_id = ?',
+        [r.audit_id],
+      ),
+    );
     assert.equal(r.attestation!.seq, row!.seq);
     assert.equal(r.attestation!.row_hash, row!.row_hash);
     assert.equal(r.attestation!.prev_hash, row!.prev_hash);
@@ -82,8 +93,15 @@ describe('receipts', () => {
       ['attestation.seq', (x) => (x.attestation!.seq += 1)],
       ['attestation.row_hash', (x) => (x.attestation!.row_hash = '0'.repeat(64))],
       ['attestation.prev_hash', (x) => (x.attestation!.prev_hash = 'f'.repeat(64))],
-      ['attestation.jws, respelt with the same signature bytes', (x) => (x.attestation!.jws = spareBitTwin(x.attestation!.jws))],
-      ['attestation.jws signature', (x) => (x.attestation!.jws = `${x.attestation!.jws.split('.').slice(0, 2).join('.')}.${alterMiddle(x.attestation!.jws.split('.')[2]!)}`)],
+      [
+        'attestation.jws, respelt with the same signature bytes',
+        (x) => (x.attestation!.jws = spareBitTwin(x.attestation!.jws)),
+      ],
+      [
+        'attestation.jws signature',
+        (x) =>
+          (x.attestation!.jws = `${x.attestation!.jws.split('.').slice(0, 2).join('.')}.${alterMiddle(x.attestation!.jws.split('.')[2]!)}`),
+      ],
     ];
     for (const [what, alter] of alterations) {
       const copy = structuredClone(r);
@@ -122,11 +140,17 @@ describe('receipts', () => {
     writeFileSync(file, JSON.stringify(env));
     const raw = new Database(h.dbPath);
     raw.exec('DROP TRIGGER audit_log_no_delete');
-    raw.prepare('DELETE FROM audit_log WHERE company_id = ? AND seq >= ?').run(h.companyId, (env.result as Receipt).attestation!.seq);
+    raw
+      .prepare('DELETE FROM audit_log WHERE company_id = ? AND seq >= ?')
+      .run(h.companyId, (env.result as Receipt).attestation!.seq);
     raw.close();
     const truncated = await cli(['--db', h.dbPath, 'receipt', 'verify', file, '--keys', keysFile, '--json']);
     assert.notEqual(truncated.code, 0);
-    const v2 = JSON.parse(truncated.out) as { valid: boolean; signature: { valid: boolean }; log: { status: string } };
+    const v2 = JSON.parse(truncated.out) as {
+      valid: boolean;
+      signature: { valid: boolean };
+      log: { status: string };
+    };
     assert.equal(v2.signature.valid, true, 'the receipt itself is still authentic');
     assert.equal(v2.log.status, 'missing');
     assert.equal(v2.valid, false);
@@ -134,8 +158,19 @@ describe('receipts', () => {
 
   it('a replayed receipt verifies as received and attests the original row (same audit_id, seq and row_hash)', async (t) => {
     const h = await counterRuntime(t);
-    const first = await consented(h, h.keys.employee, 'counter.add', { name: 'a', by: 1 }, { idempotency_key: 'replay-sig' });
-    const again = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'counter.add', { name: 'a', by: 1 }, { idempotency_key: 'replay-sig' });
+    const first = await consented(
+      h,
+      h.keys.employee,
+      'counter.add',
+      { name: 'a', by: 1 },
+      { idempotency_key: 'replay-sig' },
+    );
+    const again = await h.rt.dispatch(
+      { surface: 'cli', apiKey: h.keys.employee },
+      'counter.add',
+      { name: 'a', by: 1 },
+      { idempotency_key: 'replay-sig' },
+    );
     assert.equal(again.replayed, true);
     const keys = await h.rt.store.read((q) => h.rt.keys.publishable(q, h.companyId));
     const r = again.result as Receipt;
@@ -159,23 +194,44 @@ describe('receipts of results with broken text', () => {
         shape: 'receipt',
         category: 'test',
         consent: 'WRITE_REVERSIBLE',
-        input: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: false },
+        input: {
+          type: 'object',
+          properties: { name: { type: 'string' } },
+          required: ['name'],
+          additionalProperties: false,
+        },
         async handler(ctx, a) {
           await bump(ctx, a.name, 1);
           ctx.setRollback(`tag:${a.name.slice(0, 5)}`, { name: a.name });
           return { label: a.name.slice(0, 5) };
         },
-        revert: { async handler() { return { revert_action: 'untagged' }; } },
+        revert: {
+          async handler() {
+            return { revert_action: 'untagged' };
+          },
+        },
       }),
     );
-    const first = await consented(h, h.keys.employee, 'counter.tag', { name: 'abcd😀' }, { idempotency_key: 'tag-1' });
+    const first = await consented(
+      h,
+      h.keys.employee,
+      'counter.tag',
+      { name: 'abcd😀' },
+      { idempotency_key: 'tag-1' },
+    );
     assert.equal(first.ok, true, JSON.stringify(first.error));
     const r = first.result as Receipt;
     assert.equal(r.label, 'abcd\ufffd');
     assert.match(r.rollback_handle!, /^tag:abcd\ufffd~/);
     const keys = await h.rt.store.read((q) => h.rt.keys.publishable(q, h.companyId));
     assert.equal(verifyReceipt(r, keys).valid, true);
-    const again = await consented(h, h.keys.employee, 'counter.tag', { name: 'abcd😀' }, { idempotency_key: 'tag-1' });
+    const again = await consented(
+      h,
+      h.keys.employee,
+      'counter.tag',
+      { name: 'abcd😀' },
+      { idempotency_key: 'tag-1' },
+    );
     assert.equal(again.replayed, true);
     assert.equal(verifyReceipt(again.result as Receipt, keys).valid, true);
     assert.equal((await counter(h, 'abcd😀')).changes, 1, 'the effect ran once');

@@ -9,13 +9,23 @@ import { counterRuntime, consented, counter, pendingNonce } from './counter-verb
 import { validateShapeOutput } from '../../src/spec/validators.ts';
 import type { Envelope } from '../../src/spec/types.ts';
 
-type RevertResult = { reverted: boolean; audit_id: number; original_action: string; revert_action?: string; revert_audit_id?: number; reason?: string; message: string };
+type RevertResult = {
+  reverted: boolean;
+  audit_id: number;
+  original_action: string;
+  revert_action?: string;
+  revert_audit_id?: number;
+  reason?: string;
+  message: string;
+};
 
 describe('audit.revert', () => {
   it('reverts a write with its handler: the effect is undone, a new row points at the original, history stays', async (t) => {
     const h = await counterRuntime(t);
     const add = await consented(h, h.keys.employee, 'counter.add', { name: 'v', by: 4 });
-    const before = await h.rt.store.read((q) => q.get<Record<string, unknown>>('SELECT * FROM audit_log WHERE audit_id = ?', [add.audit_id]));
+    const before = await h.rt.store.read((q) =>
+      q.get<Record<string, unknown>>('SELECT * FROM audit_log WHERE audit_id = ?', [add.audit_id]),
+    );
     const rev = await consented(h, h.keys.employee, 'audit.revert', { audit_id: add.audit_id });
     assert.equal(rev.ok, true, JSON.stringify(rev.error));
     const r = rev.result as RevertResult;
@@ -26,11 +36,31 @@ describe('audit.revert', () => {
     assert.equal(r.revert_audit_id, rev.audit_id);
     assert.deepEqual(validateShapeOutput('revert', r), { valid: true, errors: [] });
     assert.deepEqual(await counter(h, 'v'), { value: 0, changes: 2 });
-    const row = await h.rt.store.read((q) => q.get<Record<string, unknown>>('SELECT action_type, status, parent_id, entity_type, entity_id FROM audit_log WHERE audit_id = ?', [rev.audit_id]));
-    assert.deepEqual({ ...row }, { action_type: 'audit.revert', status: 'completed', parent_id: add.audit_id, entity_type: 'counter', entity_id: 'v' });
-    const after = await h.rt.store.read((q) => q.get<Record<string, unknown>>('SELECT * FROM audit_log WHERE audit_id = ?', [add.audit_id]));
+    const row = await h.rt.store.read((q) =>
+      q.get<Record<string, unknown>>(
+        'SELECT action_type, status, parent_id, entity_type, entity_id FROM audit_log WHERE audit_id = ?',
+        [rev.audit_id],
+      ),
+    );
+    assert.deepEqual(
+      { ...row },
+      {
+        action_type: 'audit.revert',
+        status: 'completed',
+        parent_id: add.audit_id,
+        entity_type: 'counter',
+        entity_id: 'v',
+      },
+    );
+    const after = await h.rt.store.read((q) =>
+      q.get<Record<string, unknown>>('SELECT * FROM audit_log WHERE audit_id = ?', [add.audit_id]),
+    );
     assert.deepEqual(after, before, 'the original row is unchanged');
-    const ev = await h.rt.store.read((q) => q.get<{ type: string; audit_id: number }>(`SELECT type, audit_id FROM events WHERE type = 'action.reverted'`));
+    const ev = await h.rt.store.read((q) =>
+      q.get<{ type: string; audit_id: number }>(
+        `SELECT type, audit_id FROM events WHERE type = 'action.reverted'`,
+      ),
+    );
     assert.equal(ev?.audit_id, rev.audit_id);
   });
 
@@ -56,12 +86,16 @@ describe('audit.revert', () => {
       'tx:anything:rollback_all~1.kid.tag',
     ];
     for (const f of forged) {
-      const env = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', { rollback_handle: f });
+      const env = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', {
+        rollback_handle: f,
+      });
       assert.equal(env.ok, false);
       assert.equal(env.error?.reason, 'rollback_handle_invalid', f);
     }
     // Another tenant's key with this tenant's genuine handle: invalid for that tenant.
-    const foreign = await h.rt.dispatch({ surface: 'cli', apiKey: h.otherOwnerKey }, 'audit.revert', { rollback_handle: handle });
+    const foreign = await h.rt.dispatch({ surface: 'cli', apiKey: h.otherOwnerKey }, 'audit.revert', {
+      rollback_handle: handle,
+    });
     assert.equal(foreign.error?.reason, 'rollback_handle_invalid');
     assert.deepEqual(await counter(h, 'f'), { value: 2, changes: 1 });
   });
@@ -92,34 +126,52 @@ describe('audit.revert', () => {
     assert.equal(both.filter((e) => e.ok && (e.result as RevertResult).reverted).length, 1);
     assert.equal(both.filter((e) => e.error?.reason === 'already_reverted').length, 1);
     assert.deepEqual(await counter(h, 'cc'), { value: 0, changes: 2 });
-    const reversals = await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM reversals'));
+    const reversals = await h.rt.store.read((q) =>
+      q.get<{ n: number }>('SELECT COUNT(*) AS n FROM reversals'),
+    );
     assert.equal(Number(reversals!.n), 1);
   });
 
   it("another tenant's audit_id answers not_found, exactly like a missing one (nothing leaks, nothing runs)", async (t) => {
     const h = await counterRuntime(t);
     const add = await consented(h, h.keys.employee, 'counter.add', { name: 'iso', by: 1 });
-    const foreign = await h.rt.dispatch({ surface: 'cli', apiKey: h.otherOwnerKey }, 'audit.revert', { audit_id: add.audit_id });
-    const missing = await h.rt.dispatch({ surface: 'cli', apiKey: h.otherOwnerKey }, 'audit.revert', { audit_id: 999_999 });
+    const foreign = await h.rt.dispatch({ surface: 'cli', apiKey: h.otherOwnerKey }, 'audit.revert', {
+      audit_id: add.audit_id,
+    });
+    const missing = await h.rt.dispatch({ surface: 'cli', apiKey: h.otherOwnerKey }, 'audit.revert', {
+      audit_id: 999_999,
+    });
     assert.equal(foreign.error?.reason, 'not_found');
     assert.equal(missing.error?.reason, 'not_found');
-    assert.equal(foreign.error?.message.replace(String(add.audit_id), 'N'), missing.error?.message.replace('999999', 'N'));
+    assert.equal(
+      foreign.error?.message.replace(String(add.audit_id), 'N'),
+      missing.error?.message.replace('999999', 'N'),
+    );
     assert.deepEqual(await counter(h, 'iso'), { value: 1, changes: 1 });
   });
 
   it('goes through the consent gate of the undone verb: a WRITE_REVERSIBLE revert is pending until confirmed', async (t) => {
     const h = await counterRuntime(t);
     const add = await consented(h, h.keys.employee, 'counter.add', { name: 'g', by: 1 });
-    const pending = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', { audit_id: add.audit_id });
+    const pending = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', {
+      audit_id: add.audit_id,
+    });
     assert.equal(pending.error?.reason, 'dispatch_pending');
     assert.equal(pending.consent?.class, 'WRITE_REVERSIBLE');
     assert.equal(pending.consent?.gate, 'confirmation');
     assert.deepEqual(await counter(h, 'g'), { value: 1, changes: 1 }, 'nothing ran before the confirmation');
-    const confirmed = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', { audit_id: add.audit_id }, { confirm: true, nonce: pending.consent!.nonce });
+    const confirmed = await h.rt.dispatch(
+      { surface: 'cli', apiKey: h.keys.employee },
+      'audit.revert',
+      { audit_id: add.audit_id },
+      { confirm: true, nonce: pending.consent!.nonce },
+    );
     assert.equal((confirmed.result as RevertResult).reverted, true);
     // A read_only key cannot revert an employee-floor action.
     const add2 = await consented(h, h.keys.employee, 'counter.add', { name: 'g', by: 1 });
-    const ro = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'audit.revert', { audit_id: add2.audit_id });
+    const ro = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'audit.revert', {
+      audit_id: add2.audit_id,
+    });
     assert.equal(ro.error?.reason, 'role_denied');
   });
 
@@ -127,21 +179,34 @@ describe('audit.revert', () => {
     const h = await counterRuntime(t);
     const charge = await consented(h, h.keys.admin, 'counter.charge', { name: 'pay', cents: 500 });
     assert.equal(charge.ok, true, JSON.stringify(charge.error));
-    const byEmployee = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', { audit_id: charge.audit_id });
+    const byEmployee = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', {
+      audit_id: charge.audit_id,
+    });
     assert.equal(byEmployee.error?.reason, 'role_denied');
-    const pending = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'audit.revert', { audit_id: charge.audit_id });
+    const pending = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'audit.revert', {
+      audit_id: charge.audit_id,
+    });
     assert.equal(pending.error?.reason, 'dispatch_pending');
     assert.equal(pending.consent?.gate, 'typed_phrase');
     assert.equal(pending.consent?.class, 'WRITE_FINANCIAL');
     assert.equal(pending.consent?.typed_phrase, `REVERT counter.charge #${charge.audit_id}`);
-    const wrong = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'audit.revert', { audit_id: charge.audit_id }, { confirm: true, nonce: pending.consent!.nonce, typed_phrase: 'REVERT' });
+    const wrong = await h.rt.dispatch(
+      { surface: 'cli', apiKey: h.keys.admin },
+      'audit.revert',
+      { audit_id: charge.audit_id },
+      { confirm: true, nonce: pending.consent!.nonce, typed_phrase: 'REVERT' },
+    );
     assert.equal(wrong.error?.reason, 'phrase_mismatch');
     assert.deepEqual(await counter(h, 'pay'), { value: 500, changes: 1 });
     const right = await h.rt.dispatch(
       { surface: 'cli', apiKey: h.keys.admin },
       'audit.revert',
       { audit_id: charge.audit_id },
-      { confirm: true, nonce: pending.consent!.nonce, typed_phrase: `REVERT counter.charge #${charge.audit_id}` },
+      {
+        confirm: true,
+        nonce: pending.consent!.nonce,
+        typed_phrase: `REVERT counter.charge #${charge.audit_id}`,
+      },
     );
     assert.equal((right.result as RevertResult).reverted, true, JSON.stringify(right.error));
     assert.equal((right.result as RevertResult).revert_action, 'refunded 500 cents to pay');
@@ -151,7 +216,9 @@ describe('audit.revert', () => {
   it('answers a successful { reverted: false, reason: "no_revert_handler" } for a verb without a revert handler, without a gate', async (t) => {
     const h = await counterRuntime(t);
     const email = await consented(h, h.keys.employee, 'counter.email', { name: 'n' });
-    const env: Envelope = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', { audit_id: email.audit_id });
+    const env: Envelope = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', {
+      audit_id: email.audit_id,
+    });
     assert.equal(env.ok, true, JSON.stringify(env.error));
     const r = env.result as RevertResult;
     assert.equal(r.reverted, false);
@@ -164,15 +231,25 @@ describe('audit.revert', () => {
 
   it('refuses to revert what is not a completed write: a read, a denied attempt, a pending one (not_revertible)', async (t) => {
     const h = await counterRuntime(t);
-    const denied = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'counter.add', { name: 'z', by: 1 });
+    const denied = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'counter.add', {
+      name: 'z',
+      by: 1,
+    });
     assert.equal(denied.error?.reason, 'role_denied');
-    const pending = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'counter.add', { name: 'z', by: 1 });
+    const pending = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'counter.add', {
+      name: 'z',
+      by: 1,
+    });
     assert.equal(pending.error?.reason, 'dispatch_pending');
     await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'counter.get', { name: 'z' });
     await h.rt.auditBuffer.flush();
-    const read = await h.rt.store.read((q) => q.get<{ audit_id: number }>(`SELECT audit_id FROM audit_log WHERE action_type = 'counter.get'`));
+    const read = await h.rt.store.read((q) =>
+      q.get<{ audit_id: number }>(`SELECT audit_id FROM audit_log WHERE action_type = 'counter.get'`),
+    );
     for (const id of [denied.audit_id, pending.audit_id, read!.audit_id]) {
-      const env = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.revert', { audit_id: id });
+      const env = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.revert', {
+        audit_id: id,
+      });
       assert.equal(env.error?.reason, 'not_revertible', `audit_id ${id}: ${JSON.stringify(env.error)}`);
     }
   });
@@ -184,7 +261,9 @@ describe('audit.revert', () => {
     assert.equal(failed.error?.reason, 'revert_failed');
     assert.equal((failed.error?.details as { cause_reason: string }).cause_reason, 'counter_stuck');
     assert.deepEqual(await counter(h, 'stuck-1'), { value: 1, changes: 1 });
-    const reversals = await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM reversals'));
+    const reversals = await h.rt.store.read((q) =>
+      q.get<{ n: number }>('SELECT COUNT(*) AS n FROM reversals'),
+    );
     assert.equal(Number(reversals!.n), 0, 'the claim rolled back with the failed attempt');
   });
 
@@ -193,7 +272,10 @@ describe('audit.revert', () => {
     const none = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', {});
     assert.equal(none.error?.reason, 'invalid_input');
     const add = await consented(h, h.keys.employee, 'counter.add', { name: 'b', by: 1 });
-    const both = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', { audit_id: add.audit_id, rollback_handle: add.rollback_handle });
+    const both = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', {
+      audit_id: add.audit_id,
+      rollback_handle: add.rollback_handle,
+    });
     assert.equal(both.error?.reason, 'invalid_input');
   });
 });

@@ -10,7 +10,14 @@ import { counterRuntime, consented } from './counter-verbs.ts';
 import type { TestRuntime } from '../support/runtime.ts';
 import type { Queryable } from '../../src/store/store.ts';
 
-type Entry = { audit_id: number; timestamp: string; action: string; status: string; actor: string; reason: string | null };
+type Entry = {
+  audit_id: number;
+  timestamp: string;
+  action: string;
+  status: string;
+  actor: string;
+  reason: string | null;
+};
 
 /** Record the SQL the trail verb runs (wraps the store's read view). */
 function captureReads(h: TestRuntime): Array<{ sql: string; params: readonly unknown[] }> {
@@ -34,13 +41,21 @@ function captureReads(h: TestRuntime): Array<{ sql: string; params: readonly unk
 async function seed(h: TestRuntime, clock: { now: Date }): Promise<void> {
   for (let i = 0; i < 14; i++) {
     clock.now = new Date(Date.parse('2026-02-01T10:00:00.000Z') + i * 60_000);
-    if (i % 4 === 3) await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'counter.add', { name: `n${i % 3}`, by: 1 });
-    else await consented(h, i % 2 ? h.keys.admin : h.keys.employee, 'counter.add', { name: `n${i % 3}`, by: 1 });
+    if (i % 4 === 3)
+      await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'counter.add', {
+        name: `n${i % 3}`,
+        by: 1,
+      });
+    else
+      await consented(h, i % 2 ? h.keys.admin : h.keys.employee, 'counter.add', { name: `n${i % 3}`, by: 1 });
   }
   await h.rt.auditBuffer.flush();
 }
 
-async function page(h: TestRuntime, args: Record<string, unknown>): Promise<{ entries: Entry[]; next_cursor: string | null }> {
+async function page(
+  h: TestRuntime,
+  args: Record<string, unknown>,
+): Promise<{ entries: Entry[]; next_cursor: string | null }> {
   const env = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', args);
   assert.equal(env.ok, true, JSON.stringify(env.error));
   return env.result as { entries: Entry[]; next_cursor: string | null };
@@ -51,7 +66,14 @@ describe('audit.trail', () => {
     const clock = { now: new Date('2026-02-01T09:00:00.000Z') };
     const h = await counterRuntime(t, { clock: () => clock.now });
     await seed(h, clock);
-    for (const filter of [{}, { verb: 'counter.add' }, { status: 'denied' }, { actor: 3 }, { entity_type: 'counter', entity_id: 'n1' }, { from: '2026-02-01T10:03:00.000Z', to: '2026-02-01T10:09:00.000Z' }]) {
+    for (const filter of [
+      {},
+      { verb: 'counter.add' },
+      { status: 'denied' },
+      { actor: 3 },
+      { entity_type: 'counter', entity_id: 'n1' },
+      { from: '2026-02-01T10:03:00.000Z', to: '2026-02-01T10:09:00.000Z' },
+    ]) {
       const seen: Entry[] = [];
       let cursor: string | undefined;
       for (let i = 0; i < 100; i++) {
@@ -70,13 +92,24 @@ describe('audit.trail', () => {
       for (let i = 1; i < all.entries.length; i++) {
         const a = all.entries[i - 1]!;
         const b = all.entries[i]!;
-        assert.ok(a.timestamp > b.timestamp || (a.timestamp === b.timestamp && a.audit_id > b.audit_id), 'newest first');
+        assert.ok(
+          a.timestamp > b.timestamp || (a.timestamp === b.timestamp && a.audit_id > b.audit_id),
+          'newest first',
+        );
       }
     }
     const denied = await page(h, { status: 'denied', limit: 200 });
     assert.ok(denied.entries.every((e) => e.status === 'denied' && e.reason === 'role_denied'));
-    const ranged = await page(h, { from: '2026-02-01T10:03:00.000Z', to: '2026-02-01T10:09:00.000Z', limit: 200 });
-    assert.ok(ranged.entries.every((e) => e.timestamp >= '2026-02-01T10:03:00.000Z' && e.timestamp < '2026-02-01T10:09:00.000Z'));
+    const ranged = await page(h, {
+      from: '2026-02-01T10:03:00.000Z',
+      to: '2026-02-01T10:09:00.000Z',
+      limit: 200,
+    });
+    assert.ok(
+      ranged.entries.every(
+        (e) => e.timestamp >= '2026-02-01T10:03:00.000Z' && e.timestamp < '2026-02-01T10:09:00.000Z',
+      ),
+    );
   });
 
   it('a cursor is bound to its tenant and filters (cursor_invalid otherwise)', async (t) => {
@@ -84,9 +117,17 @@ describe('audit.trail', () => {
     const h = await counterRuntime(t, { clock: () => clock.now });
     await seed(h, clock);
     const p = await page(h, { verb: 'counter.add', limit: 2 });
-    const other = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', { status: 'denied', limit: 2, cursor: p.next_cursor });
+    const other = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', {
+      status: 'denied',
+      limit: 2,
+      cursor: p.next_cursor,
+    });
     assert.equal(other.error?.reason, 'cursor_invalid');
-    const foreign = await h.rt.dispatch({ surface: 'cli', apiKey: h.otherOwnerKey }, 'audit.trail', { verb: 'counter.add', limit: 2, cursor: p.next_cursor });
+    const foreign = await h.rt.dispatch({ surface: 'cli', apiKey: h.otherOwnerKey }, 'audit.trail', {
+      verb: 'counter.add',
+      limit: 2,
+      cursor: p.next_cursor,
+    });
     assert.equal(foreign.error?.reason, 'cursor_invalid');
   });
 
@@ -109,7 +150,8 @@ describe('audit.trail', () => {
     t.after(() => db.close());
     let checked = 0;
     for (let mask = 0; mask < 1 << names.length; mask++) {
-      if ((mask & (1 << names.indexOf('entity'))) !== 0 && (mask & (1 << names.indexOf('entity_type'))) !== 0) continue; // same arguments
+      if ((mask & (1 << names.indexOf('entity'))) !== 0 && (mask & (1 << names.indexOf('entity_type'))) !== 0)
+        continue; // same arguments
       const args: Record<string, unknown> = { limit: 5 };
       for (let i = 0; i < names.length; i++) if (mask & (1 << i)) Object.assign(args, filters[names[i]!]);
       for (const withCursor of [false, true]) {
@@ -124,8 +166,18 @@ describe('audit.trail', () => {
         await page(h, a);
         assert.equal(seen.length, 1, JSON.stringify(a));
         const { sql, params } = seen[0]!;
-        const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params.map((p) => (typeof p === 'boolean' ? Number(p) : p))) as Array<{ detail: string }>).map((r) => r.detail).join(' | ');
-        assert.match(plan, /SEARCH audit_log USING (COVERING )?INDEX audit_company_/, `${JSON.stringify(a)}: ${plan}`);
+        const plan = (
+          db
+            .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+            .all(...params.map((p) => (typeof p === 'boolean' ? Number(p) : p))) as Array<{ detail: string }>
+        )
+          .map((r) => r.detail)
+          .join(' | ');
+        assert.match(
+          plan,
+          /SEARCH audit_log USING (COVERING )?INDEX audit_company_/,
+          `${JSON.stringify(a)}: ${plan}`,
+        );
         assert.doesNotMatch(plan, /TEMP B-TREE/, `${JSON.stringify(a)}: ${plan}`);
         checked++;
       }

@@ -10,27 +10,56 @@ import type { TestRuntime } from '../support/runtime.ts';
 import { validateShapeOutput } from '../../src/spec/validators.ts';
 import type { Envelope } from '../../src/spec/types.ts';
 
-type Tx = { transaction_id: string; status: string; steps: Array<{ verb: string; status: string; audit_id?: number }>; expires_at?: string; rollback_handle?: string; audit_id?: number };
+type Tx = {
+  transaction_id: string;
+  status: string;
+  steps: Array<{ verb: string; status: string; audit_id?: number }>;
+  expires_at?: string;
+  rollback_handle?: string;
+  audit_id?: number;
+};
 
-async function start(h: TestRuntime, key = h.keys.admin, args: Record<string, unknown> = {}): Promise<string> {
+async function start(
+  h: TestRuntime,
+  key = h.keys.admin,
+  args: Record<string, unknown> = {},
+): Promise<string> {
   const env = await consented(h, key, 'transaction.start', args);
   assert.equal(env.ok, true, JSON.stringify(env.error));
   return (env.result as Tx).transaction_id;
 }
 
-async function append(h: TestRuntime, id: string, verb: string, args: Record<string, unknown>, key = h.keys.admin): Promise<Envelope> {
+async function append(
+  h: TestRuntime,
+  id: string,
+  verb: string,
+  args: Record<string, unknown>,
+  key = h.keys.admin,
+): Promise<Envelope> {
   return consented(h, key, 'transaction.append', { transaction_id: id, verb, args });
 }
 
-async function auditRows(h: TestRuntime, where: string, params: unknown[] = []): Promise<Array<Record<string, unknown>>> {
-  return h.rt.store.read((q) => q.all<Record<string, unknown>>(`SELECT audit_id, action_type, status, reason, parent_id, transaction_id FROM audit_log WHERE ${where} ORDER BY audit_id`, params));
+async function auditRows(
+  h: TestRuntime,
+  where: string,
+  params: unknown[] = [],
+): Promise<Array<Record<string, unknown>>> {
+  return h.rt.store.read((q) =>
+    q.all<Record<string, unknown>>(
+      `SELECT audit_id, action_type, status, reason, parent_id, transaction_id FROM audit_log WHERE ${where} ORDER BY audit_id`,
+      params,
+    ),
+  );
 }
 
 describe('transactions', () => {
   it('commit runs every step in one go and answers the receipt chain: parent audit row, one child per step, tx:<id>:rollback_all', async (t) => {
     const h = await counterRuntime(t);
     const id = await start(h);
-    for (const [name, by] of [['a', 1], ['b', 2]] as const) {
+    for (const [name, by] of [
+      ['a', 1],
+      ['b', 2],
+    ] as const) {
       const env = await append(h, id, 'counter.add', { name, by });
       assert.equal(env.ok, true, JSON.stringify(env.error));
       assert.equal((env.result as Tx).status, 'appended');
@@ -64,7 +93,9 @@ describe('transactions', () => {
     assert.equal(parent[0]!.transaction_id, id);
     assert.deepEqual(await counter(h, 'a'), { value: 1, changes: 1 });
     assert.deepEqual(await counter(h, 'b'), { value: 2, changes: 1 });
-    const status = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', { transaction_id: id });
+    const status = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', {
+      transaction_id: id,
+    });
     assert.equal((status.result as Tx).status, 'committed');
   });
 
@@ -74,7 +105,9 @@ describe('transactions', () => {
     await append(h, id, 'counter.add', { name: 'one', by: 1, notify: true });
     await append(h, id, 'counter.add', { name: 'two', by: 2 });
     await append(h, id, 'counter.add', { name: 'three', by: 3, fail: true });
-    const eventsBefore = await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM events'));
+    const eventsBefore = await h.rt.store.read((q) =>
+      q.get<{ n: number }>('SELECT COUNT(*) AS n FROM events'),
+    );
     const c = await consented(h, h.keys.admin, 'transaction.commit', { transaction_id: id });
     assert.equal(c.ok, false);
     assert.equal(c.error?.reason, 'transaction_step_failed');
@@ -85,16 +118,31 @@ describe('transactions', () => {
       reason: 'counter_broken',
       message: 'Counter three refused the change.',
     });
-    for (const name of ['one', 'two', 'three']) assert.deepEqual(await counter(h, name), { value: 0, changes: 0 }, name);
-    const eventsAfter = await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM events'));
+    for (const name of ['one', 'two', 'three'])
+      assert.deepEqual(await counter(h, name), { value: 0, changes: 0 }, name);
+    const eventsAfter = await h.rt.store.read((q) =>
+      q.get<{ n: number }>('SELECT COUNT(*) AS n FROM events'),
+    );
     assert.equal(eventsAfter!.n, eventsBefore!.n, 'no events');
     const outbox = await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM outbox'));
     assert.equal(Number(outbox!.n), 0, 'no outbox effect');
-    const reverts = await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM revert_data'));
+    const reverts = await h.rt.store.read((q) =>
+      q.get<{ n: number }>('SELECT COUNT(*) AS n FROM revert_data'),
+    );
     assert.equal(Number(reverts!.n), 0);
     // Only audit rows: the commit's failure row and one per step that ran.
     const failure = await auditRows(h, 'audit_id = ?', [c.audit_id]);
-    assert.deepEqual({ ...failure[0] }, { audit_id: c.audit_id, action_type: 'transaction.commit', status: 'failed', reason: 'transaction_step_failed', parent_id: null, transaction_id: id });
+    assert.deepEqual(
+      { ...failure[0] },
+      {
+        audit_id: c.audit_id,
+        action_type: 'transaction.commit',
+        status: 'failed',
+        reason: 'transaction_step_failed',
+        parent_id: null,
+        transaction_id: id,
+      },
+    );
     const steps = await auditRows(h, 'parent_id = ?', [c.audit_id]);
     assert.deepEqual(
       steps.map((s) => [s.action_type, s.status, s.reason, s.transaction_id]),
@@ -104,7 +152,9 @@ describe('transactions', () => {
         ['counter.add', 'failed', 'counter_broken', id],
       ],
     );
-    const status = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', { transaction_id: id });
+    const status = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', {
+      transaction_id: id,
+    });
     assert.equal((status.result as Tx).status, 'failed');
     const again = await consented(h, h.keys.admin, 'transaction.commit', { transaction_id: id });
     assert.equal(again.error?.reason, 'transaction_not_open');
@@ -119,11 +169,19 @@ describe('transactions', () => {
     assert.equal(pending.error?.reason, 'dispatch_pending');
     assert.equal(pending.consent?.class, 'WRITE_FINANCIAL');
     assert.equal(pending.consent?.typed_phrase, 'CHARGE 250 cents to inv');
-    const wrong = await h.rt.dispatch(caller, 'transaction.append', args, { confirm: true, nonce: pending.consent!.nonce, typed_phrase: 'CHARGE 999 cents to inv' });
+    const wrong = await h.rt.dispatch(caller, 'transaction.append', args, {
+      confirm: true,
+      nonce: pending.consent!.nonce,
+      typed_phrase: 'CHARGE 999 cents to inv',
+    });
     assert.equal(wrong.error?.reason, 'phrase_mismatch');
     const st1 = await h.rt.dispatch(caller, 'transaction.status', { transaction_id: id });
     assert.equal((st1.result as Tx).steps.length, 0, 'a refused append adds nothing');
-    const ok = await h.rt.dispatch(caller, 'transaction.append', args, { confirm: true, nonce: pending.consent!.nonce, typed_phrase: 'CHARGE 250 cents to inv' });
+    const ok = await h.rt.dispatch(caller, 'transaction.append', args, {
+      confirm: true,
+      nonce: pending.consent!.nonce,
+      typed_phrase: 'CHARGE 250 cents to inv',
+    });
     assert.equal(ok.ok, true, JSON.stringify(ok.error));
     // An employee may not even ask to append a financial step.
     const empId = await start(h, h.keys.employee);
@@ -177,10 +235,18 @@ describe('transactions', () => {
     const started = await confirmed('transaction.start', {});
     assert.equal(started.ok, true, JSON.stringify(started.error));
     const id = (started.result as Tx).transaction_id;
-    const refusedStep = await confirmed('transaction.append', { transaction_id: id, verb: 'counter.add_developer_page', args: { name: 'w', by: 1 } });
+    const refusedStep = await confirmed('transaction.append', {
+      transaction_id: id,
+      verb: 'counter.add_developer_page',
+      args: { name: 'w', by: 1 },
+    });
     assert.equal(refusedStep.error?.reason, 'surface_denied', JSON.stringify(refusedStep.error));
     assert.match(refusedStep.error!.message, /WebMCP dashboard surface/);
-    const allowed = await confirmed('transaction.append', { transaction_id: id, verb: 'counter.add', args: { name: 'w', by: 1 } });
+    const allowed = await confirmed('transaction.append', {
+      transaction_id: id,
+      verb: 'counter.add',
+      args: { name: 'w', by: 1 },
+    });
     assert.equal(allowed.ok, true, JSON.stringify(allowed.error));
   });
 
@@ -194,7 +260,11 @@ describe('transactions', () => {
       const { nonce } = await pendingNonce(h, h.keys.admin, 'transaction.append', args);
       calls.push({ args, nonce });
     }
-    const all = await Promise.all(calls.map((c) => h.rt.dispatch(caller, 'transaction.append', c.args, { confirm: true, nonce: c.nonce })));
+    const all = await Promise.all(
+      calls.map((c) =>
+        h.rt.dispatch(caller, 'transaction.append', c.args, { confirm: true, nonce: c.nonce }),
+      ),
+    );
     for (const e of all) assert.equal(e.ok, true, JSON.stringify(e.error));
     const commit = await consented(h, h.keys.admin, 'transaction.commit', { transaction_id: id });
     assert.equal((commit.result as Tx).steps.length, 8);
@@ -225,19 +295,29 @@ describe('transactions', () => {
     const stepIds = (c.result as Tx).steps.map((s) => s.audit_id!);
     const rev = await consented(h, h.keys.admin, 'audit.revert', { rollback_handle: c.rollback_handle });
     assert.equal(rev.ok, true, JSON.stringify(rev.error));
-    const r = rev.result as { reverted: boolean; audit_id: number; reverted_audit_ids: number[]; remaining_audit_ids: number[] };
+    const r = rev.result as {
+      reverted: boolean;
+      audit_id: number;
+      reverted_audit_ids: number[];
+      remaining_audit_ids: number[];
+    };
     assert.equal(r.reverted, true);
     assert.equal(r.audit_id, c.audit_id);
     assert.deepEqual(r.reverted_audit_ids, [...stepIds].reverse());
     assert.deepEqual(r.remaining_audit_ids, []);
     for (const name of ['r1', 'r2', 'r3']) assert.equal((await counter(h, name)).value, 0);
-    const childReverts = await auditRows(h, `action_type = 'audit.revert' AND status = 'completed' AND parent_id IN (${stepIds.join(',')})`);
+    const childReverts = await auditRows(
+      h,
+      `action_type = 'audit.revert' AND status = 'completed' AND parent_id IN (${stepIds.join(',')})`,
+    );
     assert.deepEqual(
       childReverts.map((x) => x.parent_id),
       [...stepIds].reverse(),
       'one revert row per step, in reverse order',
     );
-    const status = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', { transaction_id: id });
+    const status = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', {
+      transaction_id: id,
+    });
     assert.equal((status.result as Tx).status, 'reverted');
     const again = await consented(h, h.keys.admin, 'audit.revert', { audit_id: c.audit_id });
     assert.equal(again.error?.reason, 'already_reverted');
@@ -253,7 +333,14 @@ describe('transactions', () => {
     const [s1, s2, s3] = (c.result as Tx).steps.map((s) => s.audit_id!);
     const rev = await consented(h, h.keys.admin, 'audit.revert', { audit_id: c.audit_id });
     assert.equal(rev.ok, true, JSON.stringify(rev.error));
-    const r = rev.result as { reverted: boolean; reason: string; partially_reverted: boolean; reverted_audit_ids: number[]; remaining_audit_ids: number[]; failed_step: { audit_id: number } };
+    const r = rev.result as {
+      reverted: boolean;
+      reason: string;
+      partially_reverted: boolean;
+      reverted_audit_ids: number[];
+      remaining_audit_ids: number[];
+      failed_step: { audit_id: number };
+    };
     assert.equal(r.reverted, false);
     assert.equal(r.reason, 'partially_reverted');
     assert.equal(r.partially_reverted, true);
@@ -264,10 +351,16 @@ describe('transactions', () => {
     assert.equal((await counter(h, 'q3')).value, 0, 'the last step was reverted');
     assert.equal((await counter(h, 'stuck-q2')).value, 2, 'the failed revert changed nothing');
     assert.equal((await counter(h, 'q1')).value, 1, 'the remaining step was not touched');
-    const failedRevert = await auditRows(h, `action_type = 'audit.revert' AND status = 'failed' AND parent_id = ?`, [s2]);
+    const failedRevert = await auditRows(
+      h,
+      `action_type = 'audit.revert' AND status = 'failed' AND parent_id = ?`,
+      [s2],
+    );
     assert.equal(failedRevert.length, 1, 'the failed attempt is audited');
     assert.equal(failedRevert[0]!.transaction_id, id);
-    const status = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', { transaction_id: id });
+    const status = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', {
+      transaction_id: id,
+    });
     assert.equal((status.result as Tx).status, 'partially_reverted');
     assert.deepEqual(
       (status.result as Tx).steps.map((s) => s.status),
@@ -286,7 +379,9 @@ describe('transactions', () => {
     let now = new Date('2026-05-01T09:00:00.000Z');
     const h = await counterRuntime(t, { clock: () => now });
     const id = await start(h);
-    const started = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', { transaction_id: id });
+    const started = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', {
+      transaction_id: id,
+    });
     assert.equal((started.result as Tx).expires_at, '2026-05-01T09:15:00.000Z', 'default 15 minutes');
     await append(h, id, 'counter.add', { name: 'late', by: 1 });
     now = new Date('2026-05-01T09:15:00.001Z');
@@ -295,7 +390,9 @@ describe('transactions', () => {
     const c = await consented(h, h.keys.admin, 'transaction.commit', { transaction_id: id });
     assert.equal(c.error?.reason, 'transaction_expired');
     assert.deepEqual(await counter(h, 'late'), { value: 0, changes: 0 });
-    const status = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', { transaction_id: id });
+    const status = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', {
+      transaction_id: id,
+    });
     assert.equal((status.result as Tx).status, 'expired');
   });
 
@@ -316,10 +413,16 @@ describe('transactions', () => {
 
   it('counts daily caps per step at commit and re-checks role floors at commit', async (t) => {
     const h = await counterRuntime(t);
-    await h.rt.store.write((tx) => tx.run(`UPDATE tenants SET settings = ? WHERE company_id = ?`, [JSON.stringify({ caps: { WRITE_REVERSIBLE: 3 } }), h.companyId]));
+    await h.rt.store.write((tx) =>
+      tx.run(`UPDATE tenants SET settings = ? WHERE company_id = ?`, [
+        JSON.stringify({ caps: { WRITE_REVERSIBLE: 3 } }),
+        h.companyId,
+      ]),
+    );
     h.rt.tenants.invalidate();
     const id = await start(h, h.keys.employee);
-    for (let i = 0; i < 4; i++) assert.equal((await append(h, id, 'counter.add', { name: 'cap', by: 1 }, h.keys.employee)).ok, true);
+    for (let i = 0; i < 4; i++)
+      assert.equal((await append(h, id, 'counter.add', { name: 'cap', by: 1 }, h.keys.employee)).ok, true);
     const c = await consented(h, h.keys.employee, 'transaction.commit', { transaction_id: id });
     assert.equal(c.error?.reason, 'transaction_step_failed');
     assert.equal((c.error?.details as { reason: string; index: number }).reason, 'daily_cap_exceeded');
@@ -328,7 +431,12 @@ describe('transactions', () => {
     // A financial step appended by an admin cannot be committed with a weaker key of the same user.
     const id2 = await start(h, h.keys.admin);
     assert.equal((await append(h, id2, 'counter.charge', { name: 'c', cents: 5 })).ok, true);
-    const weaker = await h.rt.createApiKey({ company_id: h.companyId, user_id: 2, role: 'employee', agent_type: 'test' });
+    const weaker = await h.rt.createApiKey({
+      company_id: h.companyId,
+      user_id: 2,
+      role: 'employee',
+      agent_type: 'test',
+    });
     const c2 = await consented(h, weaker, 'transaction.commit', { transaction_id: id2 });
     assert.equal(c2.error?.reason, 'role_denied');
     assert.deepEqual(await counter(h, 'c'), { value: 0, changes: 0 });
@@ -345,7 +453,9 @@ describe('transactions', () => {
     await append(h, id, 'counter.add', { name: 'o', by: 2, notify: true });
     const c = await consented(h, h.keys.admin, 'transaction.commit', { transaction_id: id });
     assert.equal(c.ok, true);
-    const rows = await h.rt.store.read((q) => q.all<{ audit_id: number }>('SELECT audit_id FROM outbox ORDER BY outbox_id'));
+    const rows = await h.rt.store.read((q) =>
+      q.all<{ audit_id: number }>('SELECT audit_id FROM outbox ORDER BY outbox_id'),
+    );
     assert.deepEqual(
       rows.map((r) => Number(r.audit_id)),
       (c.result as Tx).steps.map((s) => s.audit_id),

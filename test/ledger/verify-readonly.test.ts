@@ -18,15 +18,20 @@ import { createTestRuntime } from '../support/runtime.ts';
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../../bin/solid.js', import.meta.url));
 const root = process.getuid?.() === 0;
-const otherUser = root ? ['postgres', 'nobody'].find((u) => spawnSync('id', ['-u', u]).status === 0) : undefined;
+const otherUser = root
+  ? ['postgres', 'nobody'].find((u) => spawnSync('id', ['-u', u]).status === 0)
+  : undefined;
 const skip = root && otherUser === undefined ? 'running as root with no other account to drop to' : false;
 
 describe('audit verify on read-only media', { skip }, () => {
   it('verifies a write-protected copy with its WAL, says so, and leaves no snapshot behind', async (t) => {
     const h = await createTestRuntime(t, { engine: 'sqlite' });
-    for (let i = 0; i < 20; i++) await h.rt.dispatch({ surface: 'http', apiKey: h.keys.owner }, 'verbs.list', {});
+    for (let i = 0; i < 20; i++)
+      await h.rt.dispatch({ surface: 'http', apiKey: h.keys.owner }, 'verbs.list', {});
     await h.rt.auditBuffer.flush();
-    const expected = Number((await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM audit_log')))!.n);
+    const expected = Number(
+      (await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM audit_log')))!.n,
+    );
     assert.ok(expected >= 20);
 
     // The copy, taken while the runtime is open (its WAL holds committed rows), then write-protected.
@@ -44,12 +49,22 @@ describe('audit verify on read-only media', { skip }, () => {
 
     const snapshotsBefore = readdirSync(tmpdir()).filter((f) => f.startsWith('solid-audit-snapshot-')).length;
     const argv = [process.execPath, BIN, 'audit', 'verify', '--db', copy, '--json'];
-    const { stdout } = otherUser !== undefined ? await run('runuser', ['-u', otherUser, '--', ...argv], { cwd: tmpdir() }) : await run(argv[0]!, argv.slice(1), { cwd: tmpdir() });
+    const { stdout } =
+      otherUser !== undefined
+        ? await run('runuser', ['-u', otherUser, '--', ...argv], { cwd: tmpdir() })
+        : await run(argv[0]!, argv.slice(1), { cwd: tmpdir() });
     const report = JSON.parse(stdout) as { ok: boolean; rows_checked: number; warnings: string[] };
     assert.equal(report.ok, true);
     assert.equal(report.rows_checked, expected, 'the rows still in the WAL are verified too');
-    assert.ok(report.warnings.some((w) => /read-only media/.test(w)), JSON.stringify(report.warnings));
-    assert.equal(readdirSync(tmpdir()).filter((f) => f.startsWith('solid-audit-snapshot-')).length, snapshotsBefore, 'the snapshot is deleted');
+    assert.ok(
+      report.warnings.some((w) => /read-only media/.test(w)),
+      JSON.stringify(report.warnings),
+    );
+    assert.equal(
+      readdirSync(tmpdir()).filter((f) => f.startsWith('solid-audit-snapshot-')).length,
+      snapshotsBefore,
+      'the snapshot is deleted',
+    );
     assert.equal(statSync(dir).mode & 0o777, 0o555, 'the copy was not touched');
   });
 });

@@ -13,7 +13,14 @@ import { generateP256Jwk } from '../../src/runtime/ledger/keygen.ts';
 import Database from 'better-sqlite3';
 import { counterRuntime, consented } from './counter-verbs.ts';
 import type { TestRuntime } from '../support/runtime.ts';
-import { verifyAuditChain, verifyDatabaseFile, verifyStoreChain, storedRowHash, type AuditVerifyReport, type AuditFindingKind } from '../../src/runtime/ledger/verify.ts';
+import {
+  verifyAuditChain,
+  verifyDatabaseFile,
+  verifyStoreChain,
+  storedRowHash,
+  type AuditVerifyReport,
+  type AuditFindingKind,
+} from '../../src/runtime/ledger/verify.ts';
 import { AUDIT_COLUMNS, hashAuditRow, toAuditRow } from '../../src/runtime/ledger/audit.ts';
 import { checkpointMaterial } from '../../src/runtime/runtime.ts';
 import { StoreError } from '../../src/store/store.ts';
@@ -34,11 +41,15 @@ async function cli(args: string[]): Promise<{ code: number; out: string; err: st
  * Verify with one thread and with worker threads over tiny chunks (so chunk boundaries fall
  * everywhere): both walks must report the same findings. Returns the sequential report.
  */
-async function verifyBoth(path: string, options: Parameters<typeof verifyDatabaseFile>[1] = {}): Promise<AuditVerifyReport> {
+async function verifyBoth(
+  path: string,
+  options: Parameters<typeof verifyDatabaseFile>[1] = {},
+): Promise<AuditVerifyReport> {
   const one = await verifyDatabaseFile(path, { ...options, parallelMinRows: Number.POSITIVE_INFINITY });
   const many = await verifyDatabaseFile(path, { ...options, parallelMinRows: 0, workers: 2, chunkRows: 3 });
   assert.deepEqual(many.warnings, one.warnings, 'the parallel walk ran');
-  const shape = (r: AuditVerifyReport) => r.tenants.map((x) => ({ ...x, findings: x.findings.map((f) => [f.kind, f.seq]) }));
+  const shape = (r: AuditVerifyReport) =>
+    r.tenants.map((x) => ({ ...x, findings: x.findings.map((f) => [f.kind, f.seq]) }));
   assert.deepEqual(shape(many), shape(one));
   return one;
 }
@@ -46,7 +57,8 @@ async function verifyBoth(path: string, options: Parameters<typeof verifyDatabas
 /** A closed database with writes, denials and reads on two tenants and signed checkpoints. */
 async function populated(t: TestContext): Promise<TestRuntime> {
   const h = await counterRuntime(t, { engine: 'sqlite' }); // opens the SQLite file itself
-  for (let i = 0; i < 6; i++) await consented(h, h.keys.employee, 'counter.add', { name: `c${i % 2}`, by: i + 1 });
+  for (let i = 0; i < 6; i++)
+    await consented(h, h.keys.employee, 'counter.add', { name: `c${i % 2}`, by: i + 1 });
   await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'counter.add', { name: 'x', by: 1 }); // denied
   await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'counter.get', { name: 'c0' }); // read
   await h.rt.checkpointAll();
@@ -67,7 +79,10 @@ function kinds(report: AuditVerifyReport, companyId: number): AuditFindingKind[]
   return report.tenants.find((x) => x.company_id === companyId)?.findings.map((f) => f.kind) ?? [];
 }
 
-async function cliFindings(h: TestRuntime, extra: string[] = []): Promise<{ code: number; report: AuditVerifyReport; text: string }> {
+async function cliFindings(
+  h: TestRuntime,
+  extra: string[] = [],
+): Promise<{ code: number; report: AuditVerifyReport; text: string }> {
   const json = await cli(['--db', h.dbPath, 'audit', 'verify', '--json', ...extra]);
   const text = await cli(['--db', h.dbPath, 'audit', 'verify', ...extra]);
   assert.equal(json.code, text.code);
@@ -75,12 +90,17 @@ async function cliFindings(h: TestRuntime, extra: string[] = []): Promise<{ code
 }
 
 function maxSeq(db: Database.Database, companyId: number): number {
-  return Number((db.prepare('SELECT MAX(seq) AS m FROM audit_log WHERE company_id = ?').get(companyId) as { m: number }).m);
+  return Number(
+    (db.prepare('SELECT MAX(seq) AS m FROM audit_log WHERE company_id = ?').get(companyId) as { m: number })
+      .m,
+  );
 }
 
 /** Recompute every hash and link of a tenant's chain from its rows (what an attacker can do without the key). */
 function rehash(db: Database.Database, companyId: number): void {
-  const rows = db.prepare(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log WHERE company_id = ? ORDER BY seq`).all(companyId) as Array<Record<string, unknown>>;
+  const rows = db
+    .prepare(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log WHERE company_id = ? ORDER BY seq`)
+    .all(companyId) as Array<Record<string, unknown>>;
   let prev = '0'.repeat(64);
   const upd = db.prepare('UPDATE audit_log SET prev_hash = ?, row_hash = ? WHERE audit_id = ?');
   for (const raw of rows) {
@@ -89,7 +109,11 @@ function rehash(db: Database.Database, companyId: number): void {
     upd.run(prev, h, row.audit_id);
     prev = h;
   }
-  db.prepare('UPDATE tenant_heads SET audit_seq = ?, audit_hash = ? WHERE company_id = ?').run(rows.length > 0 ? Number(rows[rows.length - 1]!.seq) : 0, prev, companyId);
+  db.prepare('UPDATE tenant_heads SET audit_seq = ?, audit_hash = ? WHERE company_id = ?').run(
+    rows.length > 0 ? Number(rows[rows.length - 1]!.seq) : 0,
+    prev,
+    companyId,
+  );
 }
 
 describe('audit chain verification', () => {
@@ -101,7 +125,11 @@ describe('audit chain verification', () => {
     assert.ok(main.rows_checked >= 12, `rows ${main.rows_checked}`);
     assert.ok(main.checkpoints_checked >= 2);
     assert.equal(main.last_signed_seq, main.last_seq, 'the closing checkpoint signs the head');
-    assert.match(report.warnings.join(' '), /same database/, 'without --keys it says where the keys came from');
+    assert.match(
+      report.warnings.join(' '),
+      /same database/,
+      'without --keys it says where the keys came from',
+    );
     const run = await cliFindings(h);
     assert.equal(run.code, 0);
     assert.match(run.text, /✓ tenant 2/);
@@ -110,7 +138,9 @@ describe('audit chain verification', () => {
   it('the verifier hashes stored rows exactly as the ledger hashed them when appending', async (t) => {
     const h = await populated(t);
     const db = new Database(h.dbPath, { readonly: true });
-    const rows = db.prepare(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log`).all() as Array<Record<string, unknown>>;
+    const rows = db.prepare(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log`).all() as Array<
+      Record<string, unknown>
+    >;
     db.close();
     assert.ok(rows.length > 10);
     for (const raw of rows) {
@@ -121,22 +151,39 @@ describe('audit chain verification', () => {
 
   it('hashes hostile strings exactly like the ledger: quotes, backslashes, control characters, emoji in names and keys', async (t) => {
     const h = await counterRuntime(t, { engine: 'sqlite' });
-    await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'evil"\\name\n\u0001😀', { 'k"\\': 'v\u0000😀' });
-    await consented(h, h.keys.employee, 'counter.add', { name: 'quote"back\\slash\ttab😀', by: 1 }, { idempotency_key: 'key "with" \\ quotes' });
+    await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'evil"\\name\n\u0001😀', {
+      'k"\\': 'v\u0000😀',
+    });
+    await consented(
+      h,
+      h.keys.employee,
+      'counter.add',
+      { name: 'quote"back\\slash\ttab😀', by: 1 },
+      { idempotency_key: 'key "with" \\ quotes' },
+    );
     await h.rt.close();
     const report = await verifyBoth(h.dbPath);
     assert.equal(report.ok, true, JSON.stringify(report.tenants.flatMap((x) => x.findings)));
     const db = new Database(h.dbPath, { readonly: true });
-    const rows = db.prepare(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log`).all() as Array<Record<string, unknown>>;
+    const rows = db.prepare(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log`).all() as Array<
+      Record<string, unknown>
+    >;
     db.close();
-    assert.ok(rows.some((r) => String(r.action_type).includes('😀')), 'the hostile name was audited');
+    assert.ok(
+      rows.some((r) => String(r.action_type).includes('😀')),
+      'the hostile name was audited',
+    );
     for (const raw of rows) assert.equal(storedRowHash(raw), raw.row_hash);
   });
 
   it('verifies rows as PostgreSQL returns them (BIGINT as strings, request_data parsed) through the library', async (t) => {
     const h = await populated(t);
     const db = new Database(h.dbPath, { readonly: true });
-    const rows = (db.prepare(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log ORDER BY company_id, seq`).all() as Array<Record<string, unknown>>).map((r) => ({
+    const rows = (
+      db.prepare(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log ORDER BY company_id, seq`).all() as Array<
+        Record<string, unknown>
+      >
+    ).map((r) => ({
       ...r,
       audit_id: String(r.audit_id),
       company_id: String(r.company_id),
@@ -144,8 +191,17 @@ describe('audit chain verification', () => {
       user_id: r.user_id === null ? null : String(r.user_id),
       request_data: JSON.parse(r.request_data as string) as unknown,
     }));
-    const checkpoints = db.prepare('SELECT * FROM audit_checkpoints').all() as Array<{ company_id: number; seq: number; head_hash: string; created_at: string; kid: string; signature: string }>;
-    const keys = (db.prepare('SELECT public_jwk FROM tenant_keys').all() as Array<{ public_jwk: string }>).map((k) => JSON.parse(k.public_jwk));
+    const checkpoints = db.prepare('SELECT * FROM audit_checkpoints').all() as Array<{
+      company_id: number;
+      seq: number;
+      head_hash: string;
+      created_at: string;
+      kid: string;
+      signature: string;
+    }>;
+    const keys = (
+      db.prepare('SELECT public_jwk FROM tenant_keys').all() as Array<{ public_jwk: string }>
+    ).map((k) => JSON.parse(k.public_jwk));
     db.close();
     const report = verifyAuditChain(rows, checkpoints, keys);
     assert.equal(report.ok, true, JSON.stringify(report.tenants.flatMap((x) => x.findings)));
@@ -196,8 +252,12 @@ describe('audit chain verification', () => {
   it('detects an edited row (modified), by the library and by solid audit verify', async (t) => {
     const h = await populated(t);
     const db = attacker(h);
-    const target = db.prepare(`SELECT audit_id, seq FROM audit_log WHERE company_id = ? AND status = 'denied'`).get(h.companyId) as { audit_id: number; seq: number };
-    db.prepare(`UPDATE audit_log SET status = 'completed', reason = NULL WHERE audit_id = ?`).run(target.audit_id); // hide a denial
+    const target = db
+      .prepare(`SELECT audit_id, seq FROM audit_log WHERE company_id = ? AND status = 'denied'`)
+      .get(h.companyId) as { audit_id: number; seq: number };
+    db.prepare(`UPDATE audit_log SET status = 'completed', reason = NULL WHERE audit_id = ?`).run(
+      target.audit_id,
+    ); // hide a denial
     db.close();
     const report = await verifyBoth(h.dbPath);
     assert.equal(report.ok, false);
@@ -216,32 +276,61 @@ describe('audit chain verification', () => {
   it('detects numeric columns rewritten as text that a lax reading takes for the same value (0x2 for 2, words or Infinity for NULL)', async (t) => {
     const h = await populated(t);
     const db = attacker(h);
-    const rows = db.prepare(`SELECT audit_id, seq, user_id FROM audit_log WHERE company_id = ? AND user_id IS NOT NULL ORDER BY seq LIMIT 3`).all(h.companyId) as Array<{ audit_id: number; seq: number; user_id: number }>;
-    const before = (db.prepare('SELECT COUNT(*) AS n FROM audit_log WHERE company_id = ? AND user_id = ?').get(h.companyId, rows[0]!.user_id) as { n: number }).n;
+    const rows = db
+      .prepare(
+        `SELECT audit_id, seq, user_id FROM audit_log WHERE company_id = ? AND user_id IS NOT NULL ORDER BY seq LIMIT 3`,
+      )
+      .all(h.companyId) as Array<{ audit_id: number; seq: number; user_id: number }>;
+    const before = (
+      db
+        .prepare('SELECT COUNT(*) AS n FROM audit_log WHERE company_id = ? AND user_id = ?')
+        .get(h.companyId, rows[0]!.user_id) as { n: number }
+    ).n;
     // hide a row from the actor's trail: SQLite keeps '0x…' as TEXT, so user_id = N no longer finds it
-    db.prepare(`UPDATE audit_log SET user_id = ? WHERE audit_id = ?`).run(`0x${rows[0]!.user_id.toString(16)}`, rows[0]!.audit_id);
+    db.prepare(`UPDATE audit_log SET user_id = ? WHERE audit_id = ?`).run(
+      `0x${rows[0]!.user_id.toString(16)}`,
+      rows[0]!.audit_id,
+    );
     // claim an approval that never happened, where approved_by was NULL
-    db.prepare(`UPDATE audit_log SET approved_by = 'user 99 (CFO)' WHERE audit_id = ?`).run(rows[1]!.audit_id);
+    db.prepare(`UPDATE audit_log SET approved_by = 'user 99 (CFO)' WHERE audit_id = ?`).run(
+      rows[1]!.audit_id,
+    );
     db.prepare(`UPDATE audit_log SET parent_id = 9e999 WHERE audit_id = ?`).run(rows[2]!.audit_id);
-    const after = (db.prepare('SELECT COUNT(*) AS n FROM audit_log WHERE company_id = ? AND user_id = ?').get(h.companyId, rows[0]!.user_id) as { n: number }).n;
+    const after = (
+      db
+        .prepare('SELECT COUNT(*) AS n FROM audit_log WHERE company_id = ? AND user_id = ?')
+        .get(h.companyId, rows[0]!.user_id) as { n: number }
+    ).n;
     db.close();
     assert.equal(after, before - 1, 'the edit really hides the row from SQL');
     const report = await verifyBoth(h.dbPath);
     const f = report.tenants.find((x) => x.company_id === h.companyId)!.findings;
-    assert.deepEqual(f.map((x) => [x.kind, x.audit_id]), rows.map((r) => ['modified', r.audit_id]));
+    assert.deepEqual(
+      f.map((x) => [x.kind, x.audit_id]),
+      rows.map((r) => ['modified', r.audit_id]),
+    );
   });
 
   it('detects columns rewritten as BLOBs of the same bytes, and a BLOB does not stop the walk', async (t) => {
     const h = await populated(t);
     const db = attacker(h);
-    const rows = db.prepare(`SELECT audit_id FROM audit_log WHERE company_id = ? ORDER BY seq LIMIT 3`).all(h.companyId) as Array<{ audit_id: number }>;
+    const rows = db
+      .prepare(`SELECT audit_id FROM audit_log WHERE company_id = ? ORDER BY seq LIMIT 3`)
+      .all(h.companyId) as Array<{ audit_id: number }>;
     db.prepare(`UPDATE audit_log SET role = CAST(role AS BLOB) WHERE audit_id = ?`).run(rows[0]!.audit_id);
-    db.prepare(`UPDATE audit_log SET request_data = CAST(request_data AS BLOB) WHERE audit_id = ?`).run(rows[1]!.audit_id);
-    db.prepare(`UPDATE audit_log SET user_id = CAST(CAST(user_id AS TEXT) AS BLOB) WHERE audit_id = ?`).run(rows[2]!.audit_id);
+    db.prepare(`UPDATE audit_log SET request_data = CAST(request_data AS BLOB) WHERE audit_id = ?`).run(
+      rows[1]!.audit_id,
+    );
+    db.prepare(`UPDATE audit_log SET user_id = CAST(CAST(user_id AS TEXT) AS BLOB) WHERE audit_id = ?`).run(
+      rows[2]!.audit_id,
+    );
     db.close();
     const report = await verifyBoth(h.dbPath);
     const f = report.tenants.find((x) => x.company_id === h.companyId)!.findings;
-    assert.deepEqual(f.map((x) => [x.kind, x.audit_id]), rows.map((r) => ['modified', r.audit_id]));
+    assert.deepEqual(
+      f.map((x) => [x.kind, x.audit_id]),
+      rows.map((r) => ['modified', r.audit_id]),
+    );
     assert.deepEqual(kinds(report, h.otherCompanyId), [], 'the walk went on to the other tenant');
     const run = await cliFindings(h);
     assert.deepEqual(kinds(run.report, h.companyId), ['modified', 'modified', 'modified']);
@@ -250,19 +339,36 @@ describe('audit chain verification', () => {
   it('detects rows appended by hand with a seq stored as text (self-hashed, linked to the head): serial, parallel, paged store walk and CLI agree', async (t) => {
     const h = await populated(t);
     const db = attacker(h);
-    const last = db.prepare(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log WHERE company_id = ? ORDER BY seq DESC LIMIT 1`).get(h.companyId) as Record<string, unknown>;
+    const last = db
+      .prepare(
+        `SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log WHERE company_id = ? ORDER BY seq DESC LIMIT 1`,
+      )
+      .get(h.companyId) as Record<string, unknown>;
     let prev = last.row_hash as string;
     for (const [i, seq] of ['x', '0x10'].entries()) {
-      const forged: Record<string, unknown> = { ...last, audit_id: 900_000 + i, seq, action_type: 'counter.charge', request_data: `{"cents":${999_999 + i},"name":"c"}`, prev_hash: prev };
+      const forged: Record<string, unknown> = {
+        ...last,
+        audit_id: 900_000 + i,
+        seq,
+        action_type: 'counter.charge',
+        request_data: `{"cents":${999_999 + i},"name":"c"}`,
+        prev_hash: prev,
+      };
       forged.row_hash = storedRowHash(forged);
       prev = forged.row_hash as string;
-      db.prepare(`INSERT INTO audit_log (${AUDIT_COLUMNS.join(', ')}) VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`).run(...AUDIT_COLUMNS.map((c) => forged[c]));
+      db.prepare(
+        `INSERT INTO audit_log (${AUDIT_COLUMNS.join(', ')}) VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`,
+      ).run(...AUDIT_COLUMNS.map((c) => forged[c]));
     }
     db.close();
     const report = await verifyBoth(h.dbPath);
     assert.equal(report.ok, false);
     const f = report.tenants.find((x) => x.company_id === h.companyId)!.findings;
-    assert.deepEqual(f.map((x) => x.kind), ['modified', 'modified'], JSON.stringify(f));
+    assert.deepEqual(
+      f.map((x) => x.kind),
+      ['modified', 'modified'],
+      JSON.stringify(f),
+    );
     assert.deepEqual(kinds(report, h.otherCompanyId), [], 'the other tenant is still walked, and clean');
     const { SqliteStore } = await import('../../src/store/sqlite/sqlite-store.ts');
     const store = new SqliteStore({ path: h.dbPath });
@@ -270,7 +376,10 @@ describe('audit chain verification', () => {
     const paged = await verifyStoreChain(store, { pageRows: 2 });
     assert.deepEqual(kinds(paged, h.companyId), ['modified', 'modified']);
     assert.deepEqual(kinds(paged, h.otherCompanyId), [], 'paging went on past the text seq');
-    assert.equal(paged.tenants.find((x) => x.company_id === h.otherCompanyId)!.rows_checked, report.tenants.find((x) => x.company_id === h.otherCompanyId)!.rows_checked);
+    assert.equal(
+      paged.tenants.find((x) => x.company_id === h.otherCompanyId)!.rows_checked,
+      report.tenants.find((x) => x.company_id === h.otherCompanyId)!.rows_checked,
+    );
     const run = await cliFindings(h);
     assert.notEqual(run.code, 0);
   });
@@ -278,9 +387,15 @@ describe('audit chain verification', () => {
   it('detects an edited row whose own hash was recomputed (chain_break at the next row, and the checkpoint)', async (t) => {
     const h = await populated(t);
     const db = attacker(h);
-    const row = db.prepare(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log WHERE company_id = ? AND seq = 3`).get(h.companyId) as Record<string, unknown>;
+    const row = db
+      .prepare(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log WHERE company_id = ? AND seq = 3`)
+      .get(h.companyId) as Record<string, unknown>;
     const edited = toAuditRow({ ...row, request_data: JSON.stringify({ name: 'c0', by: 999 }) });
-    db.prepare('UPDATE audit_log SET request_data = ?, row_hash = ? WHERE audit_id = ?').run(JSON.stringify({ by: 999, name: 'c0' }), hashAuditRow(edited), edited.audit_id);
+    db.prepare('UPDATE audit_log SET request_data = ?, row_hash = ? WHERE audit_id = ?').run(
+      JSON.stringify({ by: 999, name: 'c0' }),
+      hashAuditRow(edited),
+      edited.audit_id,
+    );
     db.close();
     const report = await verifyBoth(h.dbPath);
     const k = kinds(report, h.companyId);
@@ -329,8 +444,14 @@ describe('audit chain verification', () => {
     const last = maxSeq(db, h.companyId);
     db.prepare('DELETE FROM audit_log WHERE company_id = ? AND seq > ?').run(h.companyId, last - 2);
     db.prepare('DELETE FROM audit_checkpoints WHERE company_id = ? AND seq > ?').run(h.companyId, last - 2);
-    const newLast = db.prepare('SELECT seq, row_hash FROM audit_log WHERE company_id = ? ORDER BY seq DESC LIMIT 1').get(h.companyId) as { seq: number; row_hash: string };
-    db.prepare('UPDATE tenant_heads SET audit_seq = ?, audit_hash = ? WHERE company_id = ?').run(newLast.seq, newLast.row_hash, h.companyId);
+    const newLast = db
+      .prepare('SELECT seq, row_hash FROM audit_log WHERE company_id = ? ORDER BY seq DESC LIMIT 1')
+      .get(h.companyId) as { seq: number; row_hash: string };
+    db.prepare('UPDATE tenant_heads SET audit_seq = ?, audit_hash = ? WHERE company_id = ?').run(
+      newLast.seq,
+      newLast.row_hash,
+      h.companyId,
+    );
     db.close();
     const run = await cliFindings(h, ['--keys', keysFile]);
     assert.notEqual(run.code, 0);
@@ -341,15 +462,23 @@ describe('audit chain verification', () => {
   it('detects the whole chain re-hashed consistently without the signing key (bad_signature at the checkpoints)', async (t) => {
     const h = await populated(t);
     const db = attacker(h);
-    const denied = db.prepare(`SELECT audit_id FROM audit_log WHERE company_id = ? AND status = 'denied'`).get(h.companyId) as { audit_id: number };
+    const denied = db
+      .prepare(`SELECT audit_id FROM audit_log WHERE company_id = ? AND status = 'denied'`)
+      .get(h.companyId) as { audit_id: number };
     db.prepare('DELETE FROM audit_log WHERE audit_id = ?').run(denied.audit_id); // erase the denial…
-    db.prepare('UPDATE audit_log SET seq = seq - 1 WHERE company_id = ? AND audit_id > ?').run(h.companyId, denied.audit_id); // …renumber…
+    db.prepare('UPDATE audit_log SET seq = seq - 1 WHERE company_id = ? AND audit_id > ?').run(
+      h.companyId,
+      denied.audit_id,
+    ); // …renumber…
     rehash(db, h.companyId); // …and make every hash and link consistent again
     db.close();
     const report = await verifyBoth(h.dbPath);
     const k = kinds(report, h.companyId);
     assert.ok(k.includes('bad_signature'), k.join(','));
-    assert.ok(!k.includes('modified') && !k.includes('chain_break') && !k.includes('gap'), 'the chain itself is consistent: only the signatures catch it');
+    assert.ok(
+      !k.includes('modified') && !k.includes('chain_break') && !k.includes('gap'),
+      'the chain itself is consistent: only the signatures catch it',
+    );
     const run = await cliFindings(h);
     assert.notEqual(run.code, 0);
     assert.ok(kinds(run.report, h.companyId).includes('bad_signature'));
@@ -361,19 +490,36 @@ describe('audit chain verification', () => {
     const keysFile = join(h.dir, 'trusted.json');
     assert.equal((await cli(['--db', h.dbPath, 'audit', 'export-keys', '--out', keysFile])).code, 0);
     const db = attacker(h);
-    db.prepare(`UPDATE audit_log SET reason = 'nothing to see' WHERE company_id = ? AND seq = 2`).run(h.companyId);
+    db.prepare(`UPDATE audit_log SET reason = 'nothing to see' WHERE company_id = ? AND seq = 2`).run(
+      h.companyId,
+    );
     rehash(db, h.companyId);
     // Replace every checkpoint with one signed by a key the attacker made, and plant that key.
     const pair = generateP256Jwk();
     const privateKey = createPrivateKey({ key: pair.privateJwk, format: 'jwk' });
     const kid = 'k2-attacker';
     const jwk = { ...pair.publicJwk, kid, use: 'sig', alg: 'ES256' };
-    db.prepare(`INSERT INTO tenant_keys (kid, company_id, state, public_jwk, private_enc, created_at) VALUES (?, ?, 'active', ?, 'x', ?)`).run(kid, h.companyId, JSON.stringify(jwk), new Date().toISOString());
+    db.prepare(
+      `INSERT INTO tenant_keys (kid, company_id, state, public_jwk, private_enc, created_at) VALUES (?, ?, 'active', ?, 'x', ?)`,
+    ).run(kid, h.companyId, JSON.stringify(jwk), new Date().toISOString());
     db.prepare('DELETE FROM audit_checkpoints WHERE company_id = ?').run(h.companyId);
-    const head = db.prepare('SELECT audit_seq, audit_hash FROM tenant_heads WHERE company_id = ?').get(h.companyId) as { audit_seq: number; audit_hash: string };
+    const head = db
+      .prepare('SELECT audit_seq, audit_hash FROM tenant_heads WHERE company_id = ?')
+      .get(h.companyId) as { audit_seq: number; audit_hash: string };
     const created_at = new Date().toISOString();
-    const signature = nodeSign('sha256', checkpointMaterial({ company_id: h.companyId, seq: head.audit_seq, head_hash: head.audit_hash, created_at }), { key: privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64url');
-    db.prepare('INSERT INTO audit_checkpoints (company_id, seq, head_hash, created_at, kid, signature) VALUES (?, ?, ?, ?, ?, ?)').run(h.companyId, head.audit_seq, head.audit_hash, created_at, kid, signature);
+    const signature = nodeSign(
+      'sha256',
+      checkpointMaterial({
+        company_id: h.companyId,
+        seq: head.audit_seq,
+        head_hash: head.audit_hash,
+        created_at,
+      }),
+      { key: privateKey, dsaEncoding: 'ieee-p1363' },
+    ).toString('base64url');
+    db.prepare(
+      'INSERT INTO audit_checkpoints (company_id, seq, head_hash, created_at, kid, signature) VALUES (?, ?, ?, ?, ?, ?)',
+    ).run(h.companyId, head.audit_seq, head.audit_hash, created_at, kid, signature);
     db.close();
     // With the database's own keys the forgery is self-consistent: the warning is the honest answer.
     const selfCheck = await verifyBoth(h.dbPath, { tenant: h.companyId });
@@ -394,10 +540,16 @@ describe('audit chain verification', () => {
   it('detects a checkpoint whose signature was altered (bad_signature)', async (t) => {
     const h = await populated(t);
     const db = new Database(h.dbPath);
-    const cp = db.prepare('SELECT seq, signature FROM audit_checkpoints WHERE company_id = ? ORDER BY seq LIMIT 1').get(h.companyId) as { seq: number; signature: string };
+    const cp = db
+      .prepare('SELECT seq, signature FROM audit_checkpoints WHERE company_id = ? ORDER BY seq LIMIT 1')
+      .get(h.companyId) as { seq: number; signature: string };
     const sig = Buffer.from(cp.signature, 'base64url');
     sig[10] = sig[10]! ^ 0xff;
-    db.prepare('UPDATE audit_checkpoints SET signature = ? WHERE company_id = ? AND seq = ?').run(sig.toString('base64url'), h.companyId, cp.seq);
+    db.prepare('UPDATE audit_checkpoints SET signature = ? WHERE company_id = ? AND seq = ?').run(
+      sig.toString('base64url'),
+      h.companyId,
+      cp.seq,
+    );
     db.close();
     const report = await verifyBoth(h.dbPath);
     assert.deepEqual(kinds(report, h.companyId), ['bad_signature']);
@@ -408,10 +560,16 @@ describe('audit chain verification', () => {
   it('detects a checkpoint signature respelt with the same bytes (only the canonical base64url verifies)', async (t) => {
     const h = await populated(t);
     const db = new Database(h.dbPath);
-    const cp = db.prepare('SELECT seq, signature FROM audit_checkpoints WHERE company_id = ? ORDER BY seq LIMIT 1').get(h.companyId) as { seq: number; signature: string };
+    const cp = db
+      .prepare('SELECT seq, signature FROM audit_checkpoints WHERE company_id = ? ORDER BY seq LIMIT 1')
+      .get(h.companyId) as { seq: number; signature: string };
     const twin = spareBitTwin(cp.signature);
     assert.deepEqual(Buffer.from(twin, 'base64url'), Buffer.from(cp.signature, 'base64url'));
-    db.prepare('UPDATE audit_checkpoints SET signature = ? WHERE company_id = ? AND seq = ?').run(twin, h.companyId, cp.seq);
+    db.prepare('UPDATE audit_checkpoints SET signature = ? WHERE company_id = ? AND seq = ?').run(
+      twin,
+      h.companyId,
+      cp.seq,
+    );
     db.close();
     assert.deepEqual(kinds(await verifyBoth(h.dbPath), h.companyId), ['bad_signature']);
   });

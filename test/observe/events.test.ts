@@ -22,14 +22,21 @@ interface Ev {
 describe('events.subscribe / events.poll', () => {
   it('a poller running while writes commit and roll back sees exactly the committed events, in order, once', async (t) => {
     const h = await createObserveRuntime(t);
-    const sub = okResult(await call(h, 'employee', 'events.subscribe', { types: ['counter.*'] }), 'subscribe');
+    const sub = okResult(
+      await call(h, 'employee', 'events.subscribe', { types: ['counter.*'] }),
+      'subscribe',
+    );
     let cursor = sub.cursor as string;
     const seen: Ev[] = [];
     let writing = true;
     const poller = (async () => {
       for (;;) {
         const stillWriting = writing;
-        const env = await call(h, 'read_only', 'events.poll', { cursor, wait_ms: stillWriting ? 50 : 0, limit: 3 });
+        const env = await call(h, 'read_only', 'events.poll', {
+          cursor,
+          wait_ms: stillWriting ? 50 : 0,
+          limit: 3,
+        });
         const r = okResult(env, 'subscribe');
         seen.push(...(r.events as Ev[]));
         cursor = r.cursor as string;
@@ -41,7 +48,8 @@ describe('events.subscribe / events.poll', () => {
     for (let i = 0; i < 60; i++) {
       writes.push(call(h, 'employee', 'counter.bump', { name: `c${i % 4}`, fail: i % 3 === 0 }));
       // Another tenant's writes never reach this stream.
-      if (i % 10 === 0) writes.push(call(h, h.principal('owner', h.otherCompanyId), 'counter.bump', { name: 'x' }));
+      if (i % 10 === 0)
+        writes.push(call(h, h.principal('owner', h.otherCompanyId), 'counter.bump', { name: 'x' }));
       if (i % 5 === 0) await new Promise((r) => setImmediate(r));
     }
     const envs = await Promise.all(writes);
@@ -55,7 +63,11 @@ describe('events.subscribe / events.poll', () => {
     assert.ok(mine.length > 0);
     // Once and in order.
     const seqs = seen.map((e) => e.seq);
-    assert.deepEqual(seqs, [...new Set(seqs)].sort((a, b) => a - b), 'strictly increasing, no duplicates');
+    assert.deepEqual(
+      seqs,
+      [...new Set(seqs)].sort((a, b) => a - b),
+      'strictly increasing, no duplicates',
+    );
     // Exactly the committed writes' events (audit ids are not commit-ordered on every engine, so as sets).
     assert.deepEqual(
       seen.map((e) => e.audit_id).sort((a, b) => a! - b!),
@@ -72,20 +84,34 @@ describe('events.subscribe / events.poll', () => {
     }
     for (const e of rolledBack) assert.ok(!seen.some((s) => s.audit_id === e.audit_id));
     // Nothing committed was missed: the stream in the store holds the same events.
-    const stored = await h.rt.store.read((q) => q.all<{ seq: number }>('SELECT seq FROM events WHERE company_id = ? ORDER BY seq', [h.companyId]));
-    assert.deepEqual(seqs, stored.map((r) => Number(r.seq)));
-    assert.deepEqual(seqs, Array.from({ length: committed.length }, (_, i) => i + 1), 'rolled-back writes leave no gap');
+    const stored = await h.rt.store.read((q) =>
+      q.all<{ seq: number }>('SELECT seq FROM events WHERE company_id = ? ORDER BY seq', [h.companyId]),
+    );
+    assert.deepEqual(
+      seqs,
+      stored.map((r) => Number(r.seq)),
+    );
+    assert.deepEqual(
+      seqs,
+      Array.from({ length: committed.length }, (_, i) => i + 1),
+      'rolled-back writes leave no gap',
+    );
   });
 
   it('pages a backlog by limit: each page continues where the last stopped and says whether it caught up', async (t) => {
     const h = await createObserveRuntime(t);
     const sub = okResult(await call(h, 'employee', 'events.subscribe', {}), 'subscribe');
-    for (let i = 0; i < 10; i++) okResult(await call(h, 'employee', 'counter.bump', { name: `n${i}` }), 'receipt');
+    for (let i = 0; i < 10; i++)
+      okResult(await call(h, 'employee', 'counter.bump', { name: `n${i}` }), 'receipt');
     let cursor = sub.cursor as string;
     const pages: Array<[number[], boolean, number]> = [];
     for (;;) {
       const r = okResult(await call(h, 'employee', 'events.poll', { cursor, limit: 3 }), 'subscribe');
-      pages.push([(r.events as Ev[]).map((e) => e.seq), r.caught_up as boolean, r.poll_interval_ms as number]);
+      pages.push([
+        (r.events as Ev[]).map((e) => e.seq),
+        r.caught_up as boolean,
+        r.poll_interval_ms as number,
+      ]);
       cursor = r.cursor as string;
       if (r.caught_up === true) break;
     }
@@ -99,8 +125,14 @@ describe('events.subscribe / events.poll', () => {
 
   it('returns recent matching events with the subscription, then only later ones; filters by type prefix, entity and time', async (t) => {
     const h = await createObserveRuntime(t);
-    for (const name of ['a', 'b', 'a']) okResult(await call(h, 'employee', 'counter.bump', { name }), 'receipt');
-    okResult(await call(h, 'employee', 'counter.touch', { name: 'a' }).then((p) => call(h, 'employee', 'counter.touch', { name: 'a' }, { confirm: true, nonce: p.consent!.nonce })), 'receipt');
+    for (const name of ['a', 'b', 'a'])
+      okResult(await call(h, 'employee', 'counter.bump', { name }), 'receipt');
+    okResult(
+      await call(h, 'employee', 'counter.touch', { name: 'a' }).then((p) =>
+        call(h, 'employee', 'counter.touch', { name: 'a' }, { confirm: true, nonce: p.consent!.nonce }),
+      ),
+      'receipt',
+    );
     const all = okResult(await call(h, 'employee', 'events.subscribe', {}), 'subscribe');
     assert.deepEqual(
       (all.initial_events as Ev[]).map((e) => [e.seq, e.type]),
@@ -113,16 +145,37 @@ describe('events.subscribe / events.poll', () => {
     );
     assert.equal(all.poll_interval_ms, 2000);
     assert.equal(all.retention_seconds, 30 * 24 * 3600);
-    const onlyA = okResult(await call(h, 'employee', 'events.subscribe', { types: ['counter.bumped'], entity_type: 'counter', entity_ids: ['a'], initial_limit: 1 }), 'subscribe');
-    assert.deepEqual((onlyA.initial_events as Ev[]).map((e) => e.seq), [3], 'the most recent match only');
+    const onlyA = okResult(
+      await call(h, 'employee', 'events.subscribe', {
+        types: ['counter.bumped'],
+        entity_type: 'counter',
+        entity_ids: ['a'],
+        initial_limit: 1,
+      }),
+      'subscribe',
+    );
+    assert.deepEqual(
+      (onlyA.initial_events as Ev[]).map((e) => e.seq),
+      [3],
+      'the most recent match only',
+    );
     assert.deepEqual(onlyA.filters, { types: ['counter.bumped'], entity_type: 'counter', entity_ids: ['a'] });
     okResult(await call(h, 'employee', 'counter.bump', { name: 'b' }), 'receipt');
     okResult(await call(h, 'employee', 'counter.bump', { name: 'a' }), 'receipt');
     const pA = okResult(await call(h, 'employee', 'events.poll', { cursor: onlyA.cursor }), 'subscribe');
-    assert.deepEqual((pA.events as Ev[]).map((e) => [e.seq, e.entity_id]), [[6, 'a']]);
+    assert.deepEqual(
+      (pA.events as Ev[]).map((e) => [e.seq, e.entity_id]),
+      [[6, 'a']],
+    );
     const pAll = okResult(await call(h, 'employee', 'events.poll', { cursor: all.cursor }), 'subscribe');
-    assert.deepEqual((pAll.events as Ev[]).map((e) => e.seq), [5, 6]);
-    const future = okResult(await call(h, 'employee', 'events.subscribe', { from: '2999-01-01T00:00:00Z' }), 'subscribe');
+    assert.deepEqual(
+      (pAll.events as Ev[]).map((e) => e.seq),
+      [5, 6],
+    );
+    const future = okResult(
+      await call(h, 'employee', 'events.subscribe', { from: '2999-01-01T00:00:00Z' }),
+      'subscribe',
+    );
     assert.deepEqual(future.initial_events, []);
   });
 
@@ -148,14 +201,29 @@ describe('events.subscribe / events.poll', () => {
 
   it('a long poll returns as soon as a matching event commits, skipping events that do not match', async (t) => {
     const h = await createObserveRuntime(t);
-    const sub = okResult(await call(h, 'employee', 'events.subscribe', { types: ['counter.touched'] }), 'subscribe');
+    const sub = okResult(
+      await call(h, 'employee', 'events.subscribe', { types: ['counter.touched'] }),
+      'subscribe',
+    );
     const polling = call(h, 'employee', 'events.poll', { cursor: sub.cursor, wait_ms: 20_000 });
     await new Promise((r) => setTimeout(r, 20));
     okResult(await call(h, 'employee', 'counter.bump', { name: 'a' }), 'receipt');
     const pending = await call(h, 'employee', 'counter.touch', { name: 'a' });
-    okResult(await call(h, 'employee', 'counter.touch', { name: 'a' }, { confirm: true, nonce: pending.consent!.nonce }), 'receipt');
+    okResult(
+      await call(
+        h,
+        'employee',
+        'counter.touch',
+        { name: 'a' },
+        { confirm: true, nonce: pending.consent!.nonce },
+      ),
+      'receipt',
+    );
     const r = okResult(await polling, 'subscribe');
-    assert.deepEqual((r.events as Ev[]).map((e) => [e.seq, e.type]), [[2, 'counter.touched']]);
+    assert.deepEqual(
+      (r.events as Ev[]).map((e) => [e.seq, e.type]),
+      [[2, 'counter.touched']],
+    );
   });
 
   it('refuses forged, altered and other-tenant cursors with cursor_invalid', async (t) => {
@@ -164,26 +232,51 @@ describe('events.subscribe / events.poll', () => {
     const cursor = sub.cursor as string;
     const [prefix, kid, body, mac] = cursor.split('.') as [string, string, string, string];
     const payload = JSON.parse(Buffer.from(body, 'base64url').toString()) as Record<string, unknown>;
-    const moved = Buffer.from(JSON.stringify({ ...payload, q: 0, c: h.otherCompanyId })).toString('base64url');
-    for (const bad of [`${prefix}.${kid}.${moved}.${mac}`, `${cursor.slice(0, -2)}xx`, 'ev1.x.y.z', 'not-a-cursor']) {
+    const moved = Buffer.from(JSON.stringify({ ...payload, q: 0, c: h.otherCompanyId })).toString(
+      'base64url',
+    );
+    for (const bad of [
+      `${prefix}.${kid}.${moved}.${mac}`,
+      `${cursor.slice(0, -2)}xx`,
+      'ev1.x.y.z',
+      'not-a-cursor',
+    ]) {
       const e = refused(await call(h, 'employee', 'events.poll', { cursor: bad }), 'cursor_invalid');
       assert.ok(e.hint);
     }
-    refused(await call(h, h.principal('owner', h.otherCompanyId), 'events.poll', { cursor }), 'cursor_invalid');
+    refused(
+      await call(h, h.principal('owner', h.otherCompanyId), 'events.poll', { cursor }),
+      'cursor_invalid',
+    );
     const trail = okResult(await call(h, 'owner', 'audit.trail', { limit: 1 }), 'trail');
-    if (typeof trail.next_cursor === 'string') refused(await call(h, 'employee', 'events.poll', { cursor: trail.next_cursor }), 'cursor_invalid');
+    if (typeof trail.next_cursor === 'string')
+      refused(await call(h, 'employee', 'events.poll', { cursor: trail.next_cursor }), 'cursor_invalid');
     assert.equal(reasonInfo('cursor_invalid').status, 400);
   });
 
   it('answers subscription_not_found after unsubscribe; only the subscriber may unsubscribe', async (t) => {
     const h = await createObserveRuntime(t);
     const sub = okResult(await call(h, 'employee', 'events.subscribe', {}), 'subscribe');
-    refused(await call(h, 'admin', 'events.unsubscribe', { subscription_id: sub.subscription_id }), 'subscription_not_found');
-    okResult(await call(h, 'employee', 'events.unsubscribe', { subscription_id: sub.subscription_id }), 'subscribe');
-    const e = refused(await call(h, 'employee', 'events.poll', { cursor: sub.cursor }), 'subscription_not_found');
+    refused(
+      await call(h, 'admin', 'events.unsubscribe', { subscription_id: sub.subscription_id }),
+      'subscription_not_found',
+    );
+    okResult(
+      await call(h, 'employee', 'events.unsubscribe', { subscription_id: sub.subscription_id }),
+      'subscribe',
+    );
+    const e = refused(
+      await call(h, 'employee', 'events.poll', { cursor: sub.cursor }),
+      'subscription_not_found',
+    );
     assert.match(e.hint!, /events\.subscribe/);
-    refused(await call(h, 'employee', 'events.unsubscribe', { subscription_id: 'sub_nope' }), 'subscription_not_found');
-    const rows = await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM subscriptions'));
+    refused(
+      await call(h, 'employee', 'events.unsubscribe', { subscription_id: 'sub_nope' }),
+      'subscription_not_found',
+    );
+    const rows = await h.rt.store.read((q) =>
+      q.get<{ n: number }>('SELECT COUNT(*) AS n FROM subscriptions'),
+    );
     assert.equal(Number(rows!.n), 0);
   });
 
@@ -203,22 +296,33 @@ describe('events.subscribe / events.poll', () => {
 
   it('expires a cursor behind pruned events, when event pruning is on', async (t) => {
     const now = Date.parse('2030-06-01T00:00:00Z');
-    const h = await createObserveRuntime(t, { clock: () => new Date(now), observe: { eventPruneAfterSeconds: 30 * 86400, maintenanceIntervalMs: 0 } });
+    const h = await createObserveRuntime(t, {
+      clock: () => new Date(now),
+      observe: { eventPruneAfterSeconds: 30 * 86400, maintenanceIntervalMs: 0 },
+    });
     const sub = okResult(await call(h, 'employee', 'events.subscribe', {}), 'subscribe');
     // An import appends historical events after the subscription; pruning then removes them.
     await h.rt.store.write((tx) =>
-      appendEvents(tx, h.companyId, [1, 2, 3].map((i) => ({ type: 'counter.imported', entity_type: 'counter', entity_id: `old${i}` })), {
-        auditId: null,
-        actor: 'system:import',
-        occurredAt: new Date(now - 40 * 86400_000).toISOString(),
-      }),
+      appendEvents(
+        tx,
+        h.companyId,
+        [1, 2, 3].map((i) => ({ type: 'counter.imported', entity_type: 'counter', entity_id: `old${i}` })),
+        {
+          auditId: null,
+          actor: 'system:import',
+          occurredAt: new Date(now - 40 * 86400_000).toISOString(),
+        },
+      ),
     );
     okResult(await call(h, 'employee', 'counter.bump', { name: 'new' }), 'receipt');
     const report = await h.rt.observers.maintenance();
     assert.equal(report.events_deleted, 3);
     refused(await call(h, 'employee', 'events.poll', { cursor: sub.cursor }), 'cursor_expired');
     const again = okResult(await call(h, 'employee', 'events.subscribe', {}), 'subscribe');
-    assert.deepEqual((again.initial_events as Ev[]).map((e) => e.seq), [4]);
+    assert.deepEqual(
+      (again.initial_events as Ev[]).map((e) => e.seq),
+      [4],
+    );
   });
 
   it('refuses absurd input with invalid_input and writes no subscription', async (t) => {
@@ -229,11 +333,24 @@ describe('events.subscribe / events.poll', () => {
       [{ types: ['Not A Type'] }, '/types/0'],
       [{ initial_limit: 1000 }, '/initial_limit'],
     ];
-    for (const [args, path] of cases) assert.equal(refused(await call(h, 'employee', 'events.subscribe', args), 'invalid_input').path, path);
+    for (const [args, path] of cases)
+      assert.equal(refused(await call(h, 'employee', 'events.subscribe', args), 'invalid_input').path, path);
     const sub = okResult(await call(h, 'employee', 'events.subscribe', {}), 'subscribe');
-    assert.equal(refused(await call(h, 'employee', 'events.poll', { cursor: sub.cursor, wait_ms: 60_000 }), 'invalid_input').path, '/wait_ms');
-    assert.equal(refused(await call(h, 'employee', 'events.poll', { cursor: sub.cursor, limit: 0 }), 'invalid_input').path, '/limit');
-    const rows = await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM subscriptions'));
+    assert.equal(
+      refused(
+        await call(h, 'employee', 'events.poll', { cursor: sub.cursor, wait_ms: 60_000 }),
+        'invalid_input',
+      ).path,
+      '/wait_ms',
+    );
+    assert.equal(
+      refused(await call(h, 'employee', 'events.poll', { cursor: sub.cursor, limit: 0 }), 'invalid_input')
+        .path,
+      '/limit',
+    );
+    const rows = await h.rt.store.read((q) =>
+      q.get<{ n: number }>('SELECT COUNT(*) AS n FROM subscriptions'),
+    );
     assert.equal(Number(rows!.n), 1);
   });
 

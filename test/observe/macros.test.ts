@@ -38,7 +38,12 @@ function exposedRead(name: string, where: { surfaces: Surface[]; webmcp_surfaces
 }
 
 async function counter(h: TestRuntime, name: string): Promise<number> {
-  const r = await h.rt.store.read((q) => q.get<{ value: number }>('SELECT value FROM counters WHERE company_id = ? AND name = ?', [h.companyId, name]));
+  const r = await h.rt.store.read((q) =>
+    q.get<{ value: number }>('SELECT value FROM counters WHERE company_id = ? AND name = ?', [
+      h.companyId,
+      name,
+    ]),
+  );
   return r === undefined ? 0 : Number(r.value);
 }
 
@@ -46,7 +51,12 @@ async function macroCount(h: TestRuntime): Promise<number> {
   return Number((await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM macros')))!.n);
 }
 
-async function save(h: TestRuntime, name: string, steps: unknown[], who: 'owner' | 'employee' = 'owner'): Promise<string> {
+async function save(
+  h: TestRuntime,
+  name: string,
+  steps: unknown[],
+  who: 'owner' | 'employee' = 'owner',
+): Promise<string> {
   const r = okResult(await call(h, who, 'macros.save', { name, steps }), 'macro');
   assert.equal(r.status, 'saved');
   return r.macro_id as string;
@@ -81,13 +91,37 @@ describe('macros', () => {
       ],
     );
     assert.equal(steps[0]!.status, 'completed');
-    assert.ok(steps[0]!.audit_id! > 0 && typeof steps[0]!.result!.attestation === 'object', 'a write step carries its receipt');
+    assert.ok(
+      steps[0]!.audit_id! > 0 && typeof steps[0]!.result!.attestation === 'object',
+      'a write step carries its receipt',
+    );
     assert.equal(await counter(h, 'copy'), 2);
     // Each step left its own audit row, by the caller.
-    const rows = await h.rt.store.read((q) => q.all<{ action_type: string; user_id: number }>('SELECT action_type, user_id FROM audit_log WHERE audit_id IN (?, ?)', [steps[0]!.audit_id, steps[2]!.audit_id]));
-    assert.deepEqual(rows.map((x) => [x.action_type, Number(x.user_id)]), [['counter.bump', 3], ['counter.bump', 3]]);
-    const again = okResult(await call(h, 'employee', 'macros.run', { macro_id: id, override_args: { '0': { name: 'other', by: 5 } } }), 'macro');
-    assert.equal(((again.steps as Step[])[1]!.result!.data as { value: number }).value, 5, 'override_args replace step 0 args');
+    const rows = await h.rt.store.read((q) =>
+      q.all<{ action_type: string; user_id: number }>(
+        'SELECT action_type, user_id FROM audit_log WHERE audit_id IN (?, ?)',
+        [steps[0]!.audit_id, steps[2]!.audit_id],
+      ),
+    );
+    assert.deepEqual(
+      rows.map((x) => [x.action_type, Number(x.user_id)]),
+      [
+        ['counter.bump', 3],
+        ['counter.bump', 3],
+      ],
+    );
+    const again = okResult(
+      await call(h, 'employee', 'macros.run', {
+        macro_id: id,
+        override_args: { '0': { name: 'other', by: 5 } },
+      }),
+      'macro',
+    );
+    assert.equal(
+      ((again.steps as Step[])[1]!.result!.data as { value: number }).value,
+      5,
+      'override_args replace step 0 args',
+    );
     assert.equal(await counter(h, 'copy'), 7);
   });
 
@@ -101,11 +135,18 @@ describe('macros', () => {
     const first = okResult(await call(h, 'owner', 'macros.run', { macro_id: id }), 'macro');
     assert.equal(first.status, 'pending');
     const steps = first.steps as Step[];
-    assert.deepEqual(steps.map((s) => [s.verb, s.ok, s.error?.reason ?? null]), [
-      ['counter.bump', true, null],
-      ['counter.charge', false, 'dispatch_pending'],
-    ]);
-    const resume = first.resume as { token: string; step: number; consent: { nonce: string; typed_phrase: string; gate: string } };
+    assert.deepEqual(
+      steps.map((s) => [s.verb, s.ok, s.error?.reason ?? null]),
+      [
+        ['counter.bump', true, null],
+        ['counter.charge', false, 'dispatch_pending'],
+      ],
+    );
+    const resume = first.resume as {
+      token: string;
+      step: number;
+      consent: { nonce: string; typed_phrase: string; gate: string };
+    };
     assert.equal(resume.step, 1);
     assert.equal(resume.consent.gate, 'typed_phrase');
     assert.equal(resume.consent.typed_phrase, 'CHARGE 40 to p');
@@ -113,17 +154,54 @@ describe('macros', () => {
     assert.equal(await counter(h, 'after'), 0, 'nor did anything after it');
 
     // Another user cannot use the token; a forged one is refused.
-    refused(await call(h, 'admin', 'macros.run', { macro_id: id, resume: resume.token }, { confirm: true, nonce: resume.consent.nonce, typed_phrase: 'CHARGE 40 to p' }), 'macro_invalid');
-    refused(await call(h, 'owner', 'macros.run', { macro_id: id, resume: `${resume.token.slice(0, -3)}abc` }), 'macro_invalid');
+    refused(
+      await call(
+        h,
+        'admin',
+        'macros.run',
+        { macro_id: id, resume: resume.token },
+        { confirm: true, nonce: resume.consent.nonce, typed_phrase: 'CHARGE 40 to p' },
+      ),
+      'macro_invalid',
+    );
+    refused(
+      await call(h, 'owner', 'macros.run', { macro_id: id, resume: `${resume.token.slice(0, -3)}abc` }),
+      'macro_invalid',
+    );
 
-    const done = okResult(await call(h, 'owner', 'macros.run', { macro_id: id, resume: resume.token }, { confirm: true, nonce: resume.consent.nonce, typed_phrase: 'CHARGE 40 to p' }), 'macro');
+    const done = okResult(
+      await call(
+        h,
+        'owner',
+        'macros.run',
+        { macro_id: id, resume: resume.token },
+        { confirm: true, nonce: resume.consent.nonce, typed_phrase: 'CHARGE 40 to p' },
+      ),
+      'macro',
+    );
     assert.equal(done.status, 'completed');
-    assert.deepEqual((done.steps as Step[]).map((s) => [s.index, s.ok]), [[0, true], [1, true], [2, true]]);
+    assert.deepEqual(
+      (done.steps as Step[]).map((s) => [s.index, s.ok]),
+      [
+        [0, true],
+        [1, true],
+        [2, true],
+      ],
+    );
     assert.equal((done.steps as Step[])[0]!.audit_id, steps[0]!.audit_id, 'step 0 is not run again');
     assert.equal(await counter(h, 'p'), 41);
     assert.equal(await counter(h, 'after'), 40);
     // The token worked once.
-    refused(await call(h, 'owner', 'macros.run', { macro_id: id, resume: resume.token }, { confirm: true, nonce: resume.consent.nonce, typed_phrase: 'CHARGE 40 to p' }), 'macro_invalid');
+    refused(
+      await call(
+        h,
+        'owner',
+        'macros.run',
+        { macro_id: id, resume: resume.token },
+        { confirm: true, nonce: resume.consent.nonce, typed_phrase: 'CHARGE 40 to p' },
+      ),
+      'macro_invalid',
+    );
   });
 
   it('a typed phrase inside macros.run arguments is refused: a paused step takes the phrase only from the transport (the human) or an approval', async (t) => {
@@ -132,18 +210,45 @@ describe('macros', () => {
     const first = okResult(await call(h, 'owner', 'macros.run', { macro_id: id }), 'macro');
     const resume = first.resume as { token: string; consent: { nonce: string; approval_id: string } };
     // What a model would try over MCP: the phrase in the tool arguments.
-    const smuggled = await call(h, 'owner', 'macros.run', { macro_id: id, resume: resume.token, confirm: true, nonce: resume.consent.nonce, typed_phrase: 'CHARGE 7 to m' });
+    const smuggled = await call(h, 'owner', 'macros.run', {
+      macro_id: id,
+      resume: resume.token,
+      confirm: true,
+      nonce: resume.consent.nonce,
+      typed_phrase: 'CHARGE 7 to m',
+    });
     assert.equal(smuggled.error?.reason, 'invalid_input');
     assert.equal(await counter(h, 'm'), 0);
     // Confirm and nonce without a phrase (what an MCP client sends in _meta) keep the step pending…
-    const again = okResult(await call(h, 'owner', 'macros.run', { macro_id: id, resume: resume.token }, { confirm: true, nonce: resume.consent.nonce }), 'macro');
+    const again = okResult(
+      await call(
+        h,
+        'owner',
+        'macros.run',
+        { macro_id: id, resume: resume.token },
+        { confirm: true, nonce: resume.consent.nonce },
+      ),
+      'macro',
+    );
     assert.equal(again.status, 'pending');
     assert.equal(await counter(h, 'm'), 0);
     // …until a human approves out of band with the phrase; then the nonce alone completes it.
-    const approved = await call(h, 'owner', 'approvals.approve', { approval_id: resume.consent.approval_id, typed_phrase: 'CHARGE 7 to m' });
+    const approved = await call(h, 'owner', 'approvals.approve', {
+      approval_id: resume.consent.approval_id,
+      typed_phrase: 'CHARGE 7 to m',
+    });
     assert.equal(approved.ok, true, JSON.stringify(approved));
     const r2 = again.resume as { token: string };
-    const done = okResult(await call(h, 'owner', 'macros.run', { macro_id: id, resume: r2.token }, { confirm: true, nonce: resume.consent.nonce }), 'macro');
+    const done = okResult(
+      await call(
+        h,
+        'owner',
+        'macros.run',
+        { macro_id: id, resume: r2.token },
+        { confirm: true, nonce: resume.consent.nonce },
+      ),
+      'macro',
+    );
     assert.equal(done.status, 'completed');
     assert.equal(await counter(h, 'm'), 7);
   });
@@ -156,14 +261,37 @@ describe('macros', () => {
     ]);
     const p = okResult(await call(h, 'owner', 'macros.run', { macro_id: id }), 'macro');
     const r1 = p.resume as { token: string; consent: { nonce: string } };
-    const failed = failedRun(await call(h, 'owner', 'macros.run', { macro_id: id, resume: r1.token }, { confirm: true, nonce: r1.consent.nonce, typed_phrase: 'CHARGE 3 to Q' }));
+    const failed = failedRun(
+      await call(
+        h,
+        'owner',
+        'macros.run',
+        { macro_id: id, resume: r1.token },
+        { confirm: true, nonce: r1.consent.nonce, typed_phrase: 'CHARGE 3 to Q' },
+      ),
+    );
     assert.equal(failed.failed_step, 0);
     assert.equal((failed.steps as Step[])[0]!.error!.reason, 'phrase_mismatch');
     assert.equal(await counter(h, 'q'), 0);
-    const retry = okResult(await call(h, 'owner', 'macros.run', { macro_id: id, resume: (failed.resume as { token: string }).token }), 'macro');
+    const retry = okResult(
+      await call(h, 'owner', 'macros.run', {
+        macro_id: id,
+        resume: (failed.resume as { token: string }).token,
+      }),
+      'macro',
+    );
     assert.equal(retry.status, 'pending', 'the retried step asks for consent again');
     const r2 = retry.resume as { token: string; consent: { nonce: string } };
-    const done = okResult(await call(h, 'owner', 'macros.run', { macro_id: id, resume: r2.token }, { confirm: true, nonce: r2.consent.nonce, typed_phrase: 'CHARGE 3 to q' }), 'macro');
+    const done = okResult(
+      await call(
+        h,
+        'owner',
+        'macros.run',
+        { macro_id: id, resume: r2.token },
+        { confirm: true, nonce: r2.consent.nonce, typed_phrase: 'CHARGE 3 to q' },
+      ),
+      'macro',
+    );
     assert.equal(done.status, 'completed');
     assert.equal(await counter(h, 'q'), 4);
   });
@@ -171,7 +299,10 @@ describe('macros', () => {
   it('never bypasses a gate: role floors and surfaces apply to every step', async (t) => {
     const h = await createObserveRuntime(t);
     h.rt.register(exposedRead('counter.cli_only', { surfaces: ['cli'] }));
-    const id = await save(h, 'charge', [{ verb: 'counter.bump', args: { name: 'r' } }, { verb: 'counter.charge', args: { name: 'r', amount: 1 } }]);
+    const id = await save(h, 'charge', [
+      { verb: 'counter.bump', args: { name: 'r' } },
+      { verb: 'counter.charge', args: { name: 'r', amount: 1 } },
+    ]);
     const denied = failedRun(await call(h, 'employee', 'macros.run', { macro_id: id }));
     assert.equal(denied.failed_step, 1);
     assert.equal((denied.steps as Step[])[1]!.error!.reason, 'role_denied');
@@ -179,20 +310,46 @@ describe('macros', () => {
     const cli = await save(h, 'cli', [{ verb: 'counter.cli_only', args: {} }]);
     const viaHttp = failedRun(await call(h, 'owner', 'macros.run', { macro_id: cli }));
     assert.equal((viaHttp.steps as Step[])[0]!.error!.reason, 'surface_denied');
-    okResult(await h.rt.dispatch({ principal: h.principal('owner'), surface: 'cli' }, 'macros.run', { macro_id: cli }), 'macro');
+    okResult(
+      await h.rt.dispatch({ principal: h.principal('owner'), surface: 'cli' }, 'macros.run', {
+        macro_id: cli,
+      }),
+      'macro',
+    );
     refused(await h.rt.dispatch({ surface: 'http' }, 'macros.run', { macro_id: cli }), 'auth_required');
   });
 
   it('on WebMCP, every step must be exposed on the page surface the run came from', async (t) => {
     const h = await createObserveRuntime(t);
-    h.rt.register(exposedRead('counter.dashboard_only', { surfaces: ['cli', 'http', 'webmcp'], webmcp_surfaces: ['dashboard'] }));
+    h.rt.register(
+      exposedRead('counter.dashboard_only', {
+        surfaces: ['cli', 'http', 'webmcp'],
+        webmcp_surfaces: ['dashboard'],
+      }),
+    );
     const id = await save(h, 'dash', [{ verb: 'counter.dashboard_only', args: {} }]);
     const owner = h.principal('owner');
-    const fromDeveloper = failedRun(await h.rt.dispatch({ principal: owner, surface: 'webmcp', webmcpSurface: 'developer' }, 'macros.run', { macro_id: id }));
+    const fromDeveloper = failedRun(
+      await h.rt.dispatch({ principal: owner, surface: 'webmcp', webmcpSurface: 'developer' }, 'macros.run', {
+        macro_id: id,
+      }),
+    );
     assert.equal((fromDeveloper.steps as Step[])[0]!.error!.reason, 'surface_denied');
     // the same verb called directly from that page is refused the same way
-    refused(await h.rt.dispatch({ principal: owner, surface: 'webmcp', webmcpSurface: 'developer' }, 'counter.dashboard_only', {}), 'surface_denied');
-    okResult(await h.rt.dispatch({ principal: owner, surface: 'webmcp', webmcpSurface: 'dashboard' }, 'macros.run', { macro_id: id }), 'macro');
+    refused(
+      await h.rt.dispatch(
+        { principal: owner, surface: 'webmcp', webmcpSurface: 'developer' },
+        'counter.dashboard_only',
+        {},
+      ),
+      'surface_denied',
+    );
+    okResult(
+      await h.rt.dispatch({ principal: owner, surface: 'webmcp', webmcpSurface: 'dashboard' }, 'macros.run', {
+        macro_id: id,
+      }),
+      'macro',
+    );
   });
 
   it('fails the run at a step whose reference does not resolve at run time', async (t) => {
@@ -214,9 +371,27 @@ describe('macros', () => {
       [[{ verb: 'no.such_verb' }], '/steps/0/verb'],
       [[{ verb: 'macros.run', args: { macro_id: 'x' } }], '/steps/0/verb'],
       [[{ verb: 'counter.bump', args: { name: { $from: '/0/result/name' } } }], '/steps/0/args/name'],
-      [[{ verb: 'counter.bump', args: { name: 'a' } }, { verb: 'counter.bump', args: { name: { $from: '/5/result/name' } } }], '/steps/1/args/name'],
-      [[{ verb: 'counter.bump', args: { name: 'a' } }, { verb: 'counter.get', args: { name: { $from: '/0/bogus' } } }], '/steps/1/args/name'],
-      [[{ verb: 'counter.bump', args: { name: 'a' } }, { verb: 'counter.get', args: { name: { $from: 'result/name' } } }], '/steps/1/args/name'],
+      [
+        [
+          { verb: 'counter.bump', args: { name: 'a' } },
+          { verb: 'counter.bump', args: { name: { $from: '/5/result/name' } } },
+        ],
+        '/steps/1/args/name',
+      ],
+      [
+        [
+          { verb: 'counter.bump', args: { name: 'a' } },
+          { verb: 'counter.get', args: { name: { $from: '/0/bogus' } } },
+        ],
+        '/steps/1/args/name',
+      ],
+      [
+        [
+          { verb: 'counter.bump', args: { name: 'a' } },
+          { verb: 'counter.get', args: { name: { $from: 'result/name' } } },
+        ],
+        '/steps/1/args/name',
+      ],
     ];
     for (const [steps, path] of cases) {
       const e = refused(await call(h, 'owner', 'macros.save', { name: 'bad', steps }), 'macro_invalid');
@@ -224,15 +399,27 @@ describe('macros', () => {
       assert.ok(e.hint);
     }
     assert.equal(await macroCount(h), 0);
-    refused(await call(h, 'read_only', 'macros.save', { name: 'x', steps: [{ verb: 'counter.get', args: { name: 'a' } }] }), 'role_denied');
+    refused(
+      await call(h, 'read_only', 'macros.save', {
+        name: 'x',
+        steps: [{ verb: 'counter.get', args: { name: 'a' } }],
+      }),
+      'role_denied',
+    );
     refused(await call(h, 'owner', 'macros.run', { macro_id: 'mac_missing' }), 'macro_not_found');
     const id = await save(h, 'one', [{ verb: 'counter.get', args: { name: 'a' } }]);
-    refused(await call(h, 'owner', 'macros.run', { macro_id: id, override_args: { '3': { name: 'b' } } }), 'macro_invalid');
+    refused(
+      await call(h, 'owner', 'macros.run', { macro_id: id, override_args: { '3': { name: 'b' } } }),
+      'macro_invalid',
+    );
     refused(await call(h, 'owner', 'macros.run', { macro_id: id, nonce: 'n' }), 'invalid_input');
-    refused(await call(h, h.principal('owner', h.otherCompanyId), 'macros.run', { macro_id: id }), 'macro_not_found');
+    refused(
+      await call(h, h.principal('owner', h.otherCompanyId), 'macros.run', { macro_id: id }),
+      'macro_not_found',
+    );
   });
 
-  it('records a macro from the caller\'s own completed calls and replays it', async (t) => {
+  it("records a macro from the caller's own completed calls and replays it", async (t) => {
     const h = await createObserveRuntime(t);
     const first = await call(h, 'employee', 'counter.bump', { name: 'rec', by: 3 });
     await call(h, 'employee', 'verbs.list', {});
@@ -242,7 +429,14 @@ describe('macros', () => {
     await call(h, 'employee', 'counter.charge', { name: 'rec', amount: 1 });
     const last = await call(h, 'employee', 'counter.bump', { name: 'rec2' });
     await h.rt.auditBuffer.flush();
-    const r = okResult(await call(h, 'employee', 'macros.record', { name: 'recorded', from_audit_id: first.audit_id, to_audit_id: last.audit_id }), 'macro');
+    const r = okResult(
+      await call(h, 'employee', 'macros.record', {
+        name: 'recorded',
+        from_audit_id: first.audit_id,
+        to_audit_id: last.audit_id,
+      }),
+      'macro',
+    );
     assert.deepEqual(
       (r.chain as Array<{ verb: string; args: Record<string, unknown> }>).map((s) => [s.verb, s.args]),
       [
@@ -257,14 +451,34 @@ describe('macros', () => {
     const list = await call(h, 'read_only', 'macros.list', {});
     assert.equal(list.ok, true);
     assert.deepEqual(list.result, {
-      macros: [{ macro_id: r.macro_id, name: 'recorded', description: r.description, version: 1, verbs: ['counter.bump', 'counter.get', 'counter.bump'], created_by: 3, updated_at: (list.result!.macros as Array<{ updated_at: string }>)[0]!.updated_at }],
+      macros: [
+        {
+          macro_id: r.macro_id,
+          name: 'recorded',
+          description: r.description,
+          version: 1,
+          verbs: ['counter.bump', 'counter.get', 'counter.bump'],
+          created_by: 3,
+          updated_at: (list.result!.macros as Array<{ updated_at: string }>)[0]!.updated_at,
+        },
+      ],
       total: 1,
     });
-    const v2 = okResult(await call(h, 'employee', 'macros.save', { name: 'recorded', steps: [{ verb: 'counter.get', args: { name: 'rec' } }] }), 'macro');
-    assert.deepEqual([v2.macro_id, v2.version], [r.macro_id, 2], 'saving under the same name replaces the macro');
+    const v2 = okResult(
+      await call(h, 'employee', 'macros.save', {
+        name: 'recorded',
+        steps: [{ verb: 'counter.get', args: { name: 'rec' } }],
+      }),
+      'macro',
+    );
+    assert.deepEqual(
+      [v2.macro_id, v2.version],
+      [r.macro_id, 2],
+      'saving under the same name replaces the macro',
+    );
   });
 
-  it('refuses to record redacted arguments, or a range without the caller\'s completed calls', async (t) => {
+  it("refuses to record redacted arguments, or a range without the caller's completed calls", async (t) => {
     const h = await createObserveRuntime(t);
     h.rt.register(
       defineVerb<{ name: string; token: string }>({
@@ -273,16 +487,35 @@ describe('macros', () => {
         shape: 'receipt',
         category: 'test',
         secret_fields: ['token'],
-        input: { type: 'object', properties: { name: { type: 'string' }, token: { type: 'string' } }, required: ['name', 'token'], additionalProperties: false },
+        input: {
+          type: 'object',
+          properties: { name: { type: 'string' }, token: { type: 'string' } },
+          required: ['name', 'token'],
+          additionalProperties: false,
+        },
         delegateConsent: async () => ({ consentClass: null, roleFloor: 'employee', summary: 'Bump.' }),
         handler: async (_ctx, a) => ({ name: a.name }),
       }),
     );
     const a = await call(h, 'employee', 'counter.bump', { name: 'z' });
     const b = await call(h, 'employee', 'counter.secret_bump', { name: 'z', token: 'hunter2' });
-    const e = refused(await call(h, 'employee', 'macros.record', { name: 'leak', from_audit_id: a.audit_id, to_audit_id: b.audit_id }), 'macro_invalid');
+    const e = refused(
+      await call(h, 'employee', 'macros.record', {
+        name: 'leak',
+        from_audit_id: a.audit_id,
+        to_audit_id: b.audit_id,
+      }),
+      'macro_invalid',
+    );
     assert.match(e.message, /redacted/);
-    refused(await call(h, 'admin', 'macros.record', { name: 'theirs', from_audit_id: a.audit_id, to_audit_id: b.audit_id }), 'macro_invalid');
+    refused(
+      await call(h, 'admin', 'macros.record', {
+        name: 'theirs',
+        from_audit_id: a.audit_id,
+        to_audit_id: b.audit_id,
+      }),
+      'macro_invalid',
+    );
     assert.equal(await macroCount(h), 0);
   });
 });

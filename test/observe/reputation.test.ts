@@ -27,18 +27,38 @@ interface Score {
   sample_size: number;
 }
 
-const as = (h: TestRuntime, role: 'owner' | 'employee' | 'read_only', agent: string): Principal => ({ ...h.principal(role), agent_type: agent });
+const as = (h: TestRuntime, role: 'owner' | 'employee' | 'read_only', agent: string): Principal => ({
+  ...h.principal(role),
+  agent_type: agent,
+});
 
 /** A mixed workload: reads, writes, failures, denials, consent round trips, replays, bad input. */
 async function workload(h: TestRuntime): Promise<void> {
-  for (let i = 0; i < 14; i++) await call(h, as(h, 'employee', i % 2 === 0 ? 'claude' : 'cursor'), 'counter.bump', { name: 'a', fail: i % 5 === 0 });
+  for (let i = 0; i < 14; i++)
+    await call(h, as(h, 'employee', i % 2 === 0 ? 'claude' : 'cursor'), 'counter.bump', {
+      name: 'a',
+      fail: i % 5 === 0,
+    });
   for (let i = 0; i < 6; i++) await call(h, as(h, 'read_only', 'claude'), 'counter.get', { name: 'a' });
   await call(h, as(h, 'read_only', 'claude'), 'counter.get', { nope: 1 });
-  for (let i = 0; i < 3; i++) await call(h, as(h, 'employee', 'cursor'), 'counter.charge', { name: 'a', amount: 5 });
+  for (let i = 0; i < 3; i++)
+    await call(h, as(h, 'employee', 'cursor'), 'counter.charge', { name: 'a', amount: 5 });
   const p = await call(h, as(h, 'owner', 'claude'), 'counter.charge', { name: 'a', amount: 5 });
-  await call(h, as(h, 'owner', 'claude'), 'counter.charge', { name: 'a', amount: 5 }, { confirm: true, nonce: p.consent!.nonce, typed_phrase: 'CHARGE 5 to a' });
+  await call(
+    h,
+    as(h, 'owner', 'claude'),
+    'counter.charge',
+    { name: 'a', amount: 5 },
+    { confirm: true, nonce: p.consent!.nonce, typed_phrase: 'CHARGE 5 to a' },
+  );
   const q = await call(h, as(h, 'owner', 'claude'), 'counter.charge', { name: 'a', amount: 6 });
-  await call(h, as(h, 'owner', 'claude'), 'counter.charge', { name: 'a', amount: 6 }, { confirm: true, nonce: q.consent!.nonce, typed_phrase: 'wrong' });
+  await call(
+    h,
+    as(h, 'owner', 'claude'),
+    'counter.charge',
+    { name: 'a', amount: 6 },
+    { confirm: true, nonce: q.consent!.nonce, typed_phrase: 'wrong' },
+  );
   await call(h, as(h, 'employee', 'claude'), 'counter.bump', { name: 'b' }, { idempotency_key: 'k-1' });
   await call(h, as(h, 'employee', 'claude'), 'counter.bump', { name: 'b' }, { idempotency_key: 'k-1' });
 }
@@ -51,9 +71,19 @@ function classify(status: string, reason: string | null): Outcome {
   return reasonInfo(reason).denial ? 'denial' : 'failure';
 }
 
-async function recompute(h: TestRuntime, since: string, byAgent: boolean): Promise<Map<string, { counts: Record<Outcome, number>; latencies: number[] }>> {
+async function recompute(
+  h: TestRuntime,
+  since: string,
+  byAgent: boolean,
+): Promise<Map<string, { counts: Record<Outcome, number>; latencies: number[] }>> {
   const rows = await h.rt.store.read((q) =>
-    q.all<{ action_type: string; agent_type: string | null; status: string; reason: string | null; latency_ms: number | null }>(
+    q.all<{
+      action_type: string;
+      agent_type: string | null;
+      status: string;
+      reason: string | null;
+      latency_ms: number | null;
+    }>(
       'SELECT action_type, agent_type, status, reason, latency_ms FROM audit_log WHERE company_id = ? AND shape IS NOT NULL AND created_at >= ?',
       [h.companyId, since],
     ),
@@ -73,7 +103,11 @@ async function recompute(h: TestRuntime, since: string, byAgent: boolean): Promi
   return out;
 }
 
-function assertMatches(scores: Score[], expected: Awaited<ReturnType<typeof recompute>>, byAgent: boolean): void {
+function assertMatches(
+  scores: Score[],
+  expected: Awaited<ReturnType<typeof recompute>>,
+  byAgent: boolean,
+): void {
   assert.equal(scores.length, expected.size);
   for (const s of scores) {
     const e = expected.get(byAgent ? `${s.verb}|${s.agent}` : s.verb);
@@ -93,7 +127,11 @@ function assertMatches(scores: Score[], expected: Awaited<ReturnType<typeof reco
     ] as const) {
       const exact = exactPercentile(e.latencies, p);
       if (exact === null) assert.equal(got, null);
-      else assert.ok(Math.abs(latencyBin(got!) - latencyBin(exact)) <= 1, `${label} p${p * 100}: ${got} vs exact ${exact}`);
+      else
+        assert.ok(
+          Math.abs(latencyBin(got!) - latencyBin(exact)) <= 1,
+          `${label} p${p * 100}: ${got} vs exact ${exact}`,
+        );
     }
   }
 }
@@ -105,16 +143,24 @@ describe('verbs.reputation', () => {
     await workload(h);
     await h.rt.auditBuffer.flush();
     await h.rt.observers.flush();
-    const since = (await h.rt.store.read((q) => q.get<{ t: string }>('SELECT MIN(created_at) AS t FROM audit_log WHERE company_id = ?', [h.companyId])))!.t;
+    const since = (await h.rt.store.read((q) =>
+      q.get<{ t: string }>('SELECT MIN(created_at) AS t FROM audit_log WHERE company_id = ?', [h.companyId]),
+    ))!.t;
     for (const window of ['1h', '24h', '7d', '30d']) {
       for (const byAgent of [false, true]) {
-        const r = okResult(await call(h, 'read_only', 'verbs.reputation', { window, by_agent: byAgent }), 'reputation');
+        const r = okResult(
+          await call(h, 'read_only', 'verbs.reputation', { window, by_agent: byAgent }),
+          'reputation',
+        );
         assert.equal(r.window, window);
         assert.ok((r.window_start as string) <= since);
         assertMatches(r.scores as Score[], await recompute(h, r.window_start as string, byAgent), byAgent);
       }
     }
-    const charge = okResult(await call(h, 'read_only', 'verbs.reputation', { verb: 'counter.charge', window: '24h' }), 'reputation').scores as Score[];
+    const charge = okResult(
+      await call(h, 'read_only', 'verbs.reputation', { verb: 'counter.charge', window: '24h' }),
+      'reputation',
+    ).scores as Score[];
     assert.deepEqual(
       charge.map((s) => [s.invocations, s.successes, s.denials, s.pending]),
       [[5, 1, 4, 2]],
@@ -125,14 +171,22 @@ describe('verbs.reputation', () => {
   it('counts calls not yet flushed, and writes nothing on the dispatch path', async (t) => {
     const h = await createObserveRuntime(t, { observe: { reputationFlushMs: 0, maintenanceIntervalMs: 0 } });
     for (let i = 0; i < 3; i++) okResult(await call(h, 'employee', 'counter.bump', { name: 'x' }), 'receipt');
-    const stored = await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM reputation_counts'));
+    const stored = await h.rt.store.read((q) =>
+      q.get<{ n: number }>('SELECT COUNT(*) AS n FROM reputation_counts'),
+    );
     assert.equal(Number(stored!.n), 0, 'nothing flushed yet');
     assert.ok(h.rt.observers.reputation.buffered > 0);
-    const r = okResult(await call(h, 'read_only', 'verbs.reputation', { verb: 'counter.bump' }), 'reputation');
+    const r = okResult(
+      await call(h, 'read_only', 'verbs.reputation', { verb: 'counter.bump' }),
+      'reputation',
+    );
     assert.equal((r.scores as Score[])[0]!.successes, 3);
     await h.rt.observers.flush();
     assert.equal(h.rt.observers.reputation.buffered, 0);
-    const after = okResult(await call(h, 'read_only', 'verbs.reputation', { verb: 'counter.bump' }), 'reputation');
+    const after = okResult(
+      await call(h, 'read_only', 'verbs.reputation', { verb: 'counter.bump' }),
+      'reputation',
+    );
     assert.equal((after.scores as Score[])[0]!.successes, 3, 'flushing neither loses nor doubles a call');
   });
 
@@ -142,17 +196,27 @@ describe('verbs.reputation', () => {
     for (let i = 0; i < 12; i++) await call(h, 'employee', 'counter.charge', { name: 's', amount: 1 });
     for (let i = 0; i < 4; i++) await call(h, 'read_only', 'counter.get', { name: 's' });
     await h.rt.auditBuffer.flush();
-    const scores = okResult(await call(h, 'read_only', 'verbs.reputation', { window: '30d' }), 'reputation').scores as Score[];
+    const scores = okResult(await call(h, 'read_only', 'verbs.reputation', { window: '30d' }), 'reputation')
+      .scores as Score[];
     const byVerb = new Map(scores.map((s) => [s.verb, s]));
     // 12 of 15 ran successfully; the 30-day window is its own latency baseline: 5 · 0.8² = 3.2.
     assert.equal(byVerb.get('counter.bump')!.star_rating, 3.2);
     assert.equal(byVerb.get('counter.bump')!.sample_size, 15);
     // Only denials: nothing ran, so no rating; invocations and denials still counted.
-    assert.deepEqual([byVerb.get('counter.charge')!.star_rating, byVerb.get('counter.charge')!.denials, byVerb.get('counter.charge')!.success_rate], [null, 12, 0]);
+    assert.deepEqual(
+      [
+        byVerb.get('counter.charge')!.star_rating,
+        byVerb.get('counter.charge')!.denials,
+        byVerb.get('counter.charge')!.success_rate,
+      ],
+      [null, 12, 0],
+    );
     assert.equal(byVerb.get('counter.get')!.star_rating, null, 'below the minimum sample');
     assert.deepEqual(
       scores.map((s) => s.verb),
-      [...scores].sort((a, b) => b.invocations - a.invocations || a.verb.localeCompare(b.verb)).map((s) => s.verb),
+      [...scores]
+        .sort((a, b) => b.invocations - a.invocations || a.verb.localeCompare(b.verb))
+        .map((s) => s.verb),
     );
   });
 
@@ -167,7 +231,12 @@ describe('verbs.reputation', () => {
     await call(h, 'employee', 'counter.bump', { name: 'w' });
     now = Date.parse('2030-03-12T11:59:00Z');
     const count = async (window: string) =>
-      ((okResult(await call(h, 'read_only', 'verbs.reputation', { window, verb: 'counter.bump' }), 'reputation').scores as Score[])[0]?.invocations ?? 0);
+      (
+        okResult(
+          await call(h, 'read_only', 'verbs.reputation', { window, verb: 'counter.bump' }),
+          'reputation',
+        ).scores as Score[]
+      )[0]?.invocations ?? 0;
     assert.equal(await count('1h'), 0);
     assert.equal(await count('24h'), 1);
     assert.equal(await count('7d'), 4);

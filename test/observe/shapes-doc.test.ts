@@ -11,9 +11,24 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { VALID_SHAPES } from '../../src/spec/types.ts';
 import { systemVerbs } from '../../src/verbs/index.ts';
-import { EVENT_RETENTION_SECONDS, DEFAULT_POLL_INTERVAL_MS, MAX_WAIT_MS } from '../../src/runtime/observe/event-stream.ts';
-import { MIN_RATING_SAMPLE, REPUTATION_WINDOWS, STAR_FORMULA_VERSION, starRating } from '../../src/runtime/observe/reputation.ts';
-import { HIGH_CONFIDENCE, LEARNING_BELOW, MEDIUM_CONFIDENCE, SESSION_GAP_MS, SUGGEST_MODEL_VERSION } from '../../src/runtime/observe/transition-model.ts';
+import {
+  EVENT_RETENTION_SECONDS,
+  DEFAULT_POLL_INTERVAL_MS,
+  MAX_WAIT_MS,
+} from '../../src/runtime/observe/event-stream.ts';
+import {
+  MIN_RATING_SAMPLE,
+  REPUTATION_WINDOWS,
+  STAR_FORMULA_VERSION,
+  starRating,
+} from '../../src/runtime/observe/reputation.ts';
+import {
+  HIGH_CONFIDENCE,
+  LEARNING_BELOW,
+  MEDIUM_CONFIDENCE,
+  SESSION_GAP_MS,
+  SUGGEST_MODEL_VERSION,
+} from '../../src/runtime/observe/transition-model.ts';
 import { MACRO_RUN_TTL_SECONDS, MAX_MACRO_STEPS } from '../../src/verbs/macros.ts';
 import { TELEMETRY_MAX_WINDOW_SECONDS } from '../../src/runtime/observe/telemetry.ts';
 import { SEMCONV_VERSION } from '../../src/runtime/observe/dispatch-spans.ts';
@@ -24,7 +39,11 @@ describe('spec/shapes.md', () => {
   it('has a section and one overview row per shape', () => {
     for (const shape of VALID_SHAPES) {
       assert.match(page, new RegExp(`^## §${shape}$`, 'm'), `section §${shape}`);
-      assert.equal(page.split('\n').filter((l) => l.startsWith(`| ${shape} |`)).length, 1, `row for ${shape}`);
+      assert.equal(
+        page.split('\n').filter((l) => l.startsWith(`| ${shape} |`)).length,
+        1,
+        `row for ${shape}`,
+      );
     }
   });
 
@@ -33,7 +52,10 @@ describe('spec/shapes.md', () => {
       const row = page.split('\n').find((l) => l.startsWith(`| ${shape} |`))!;
       const cell = row.split('|').slice(-2, -1)[0]!;
       const named = [...cell.matchAll(/`([a-z_.]+)`/g)].map((m) => m[1]).sort();
-      const registered = systemVerbs.filter((v) => v.shape === shape).map((v) => v.name).sort();
+      const registered = systemVerbs
+        .filter((v) => v.shape === shape)
+        .map((v) => v.name)
+        .sort();
       assert.deepEqual(named, registered, `system verbs of ${shape}`);
     }
   });
@@ -44,7 +66,12 @@ describe('spec/shapes.md', () => {
     assert.match(page, new RegExp(`\`poll_interval_ms\` is ${DEFAULT_POLL_INTERVAL_MS} when`));
     assert.match(page, new RegExp(`wait_ms\\? \\(0–${MAX_WAIT_MS}\\)`));
     assert.match(page, new RegExp(`below\\s+\\*\\*${LEARNING_BELOW}\\*\\* observations`));
-    assert.match(page, new RegExp(`\`high\` from \\*\\*${HIGH_CONFIDENCE}\\*\\*, \`medium\` from\\s+\\*\\*${MEDIUM_CONFIDENCE}\\*\\*`));
+    assert.match(
+      page,
+      new RegExp(
+        `\`high\` from \\*\\*${HIGH_CONFIDENCE}\\*\\*, \`medium\` from\\s+\\*\\*${MEDIUM_CONFIDENCE}\\*\\*`,
+      ),
+    );
     assert.match(page, new RegExp(`at most \\*\\*${SESSION_GAP_MS / 60_000} minutes\\*\\*`));
     assert.match(page, new RegExp(`model \`${SUGGEST_MODEL_VERSION}\``));
     assert.match(page, new RegExp(`null while fewer than \\*\\*${MIN_RATING_SAMPLE}\\*\\* calls`));
@@ -57,7 +84,10 @@ describe('spec/shapes.md', () => {
   });
 
   it('gives star ratings that match the worked examples', () => {
-    assert.match(page, /always succeeds at its usual speed → 5\.0; 80 % success → 3\.2; 100 % but twice as slow\s+as usual → 4\.4/);
+    assert.match(
+      page,
+      /always succeeds at its usual speed → 5\.0; 80 % success → 3\.2; 100 % but twice as slow\s+as usual → 4\.4/,
+    );
     assert.equal(starRating(10, 0, 1, 1), 5);
     assert.equal(starRating(8, 2, 1, 1), 3.2);
     assert.equal(starRating(10, 0, 2, 1), 4.4);

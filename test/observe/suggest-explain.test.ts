@@ -56,7 +56,7 @@ describe('agent.suggest_next_verb', () => {
     ops.push('bump', 'fail', 'bump', 'fail', 'bump');
     await run(h, 'employee', ops);
     const r = okResult(await call(h, 'employee', 'agent.suggest_next_verb', {}), 'suggest');
-    assert.equal(r.context_verb, 'counter.bump', 'inferred from the caller\'s last call');
+    assert.equal(r.context_verb, 'counter.bump', "inferred from the caller's last call");
     assert.equal(r.context_source, 'trail');
     const exp = expectedAfter(ops, 'counter.bump');
     const suggestions = r.suggestions as Suggestion[];
@@ -68,7 +68,12 @@ describe('agent.suggest_next_verb', () => {
     );
     assert.equal(exp.n < 20, true);
     assert.equal(suggestions[0]!.model_version, 'transitions-v1');
-    assert.ok(suggestions[0]!.reason.includes(`counter.bump was followed ${exp.n} times; 8 of those by counter.get, which succeeded 8 times`), suggestions[0]!.reason);
+    assert.ok(
+      suggestions[0]!.reason.includes(
+        `counter.bump was followed ${exp.n} times; 8 of those by counter.get, which succeeded 8 times`,
+      ),
+      suggestions[0]!.reason,
+    );
 
     // With enough data the band reflects the confidence.
     const more: Op[] = [];
@@ -76,11 +81,17 @@ describe('agent.suggest_next_verb', () => {
     await run(h, 'employee', more);
     const all = [...ops, ...more];
     const exp2 = expectedAfter(all, 'counter.bump');
-    const r2 = okResult(await call(h, 'employee', 'agent.suggest_next_verb', { after_verb: 'counter.bump' }), 'suggest');
+    const r2 = okResult(
+      await call(h, 'employee', 'agent.suggest_next_verb', { after_verb: 'counter.bump' }),
+      'suggest',
+    );
     const top = (r2.suggestions as Suggestion[])[0]!;
     const [count, ok] = exp2.next.get('counter.get')!;
     assert.equal(exp2.n >= 20, true);
-    assert.deepEqual([top.action, top.sample_size, top.confidence], ['counter.get', exp2.n, Math.round((ok / exp2.n) * 10000) / 10000]);
+    assert.deepEqual(
+      [top.action, top.sample_size, top.confidence],
+      ['counter.get', exp2.n, Math.round((ok / exp2.n) * 10000) / 10000],
+    );
     assert.equal(top.confidence_band, ok / exp2.n >= 0.5 ? 'high' : ok / exp2.n >= 0.2 ? 'medium' : 'low');
     assert.equal(count, ok);
     assert.equal(r2.context_source, 'argument');
@@ -92,13 +103,32 @@ describe('agent.suggest_next_verb', () => {
     for (let i = 0; i < 3; i++) {
       await call(h, 'owner', 'counter.bump', { name: 'c' });
       const p = await call(h, 'owner', 'counter.charge', { name: 'c', amount: 1 });
-      await call(h, 'owner', 'counter.charge', { name: 'c', amount: 1 }, { confirm: true, nonce: p.consent!.nonce, typed_phrase: 'CHARGE 1 to c' });
+      await call(
+        h,
+        'owner',
+        'counter.charge',
+        { name: 'c', amount: 1 },
+        { confirm: true, nonce: p.consent!.nonce, typed_phrase: 'CHARGE 1 to c' },
+      );
     }
     await h.rt.auditBuffer.flush();
-    const owner = okResult(await call(h, 'owner', 'agent.suggest_next_verb', { after_verb: 'counter.bump' }), 'suggest');
-    assert.deepEqual((owner.suggestions as Suggestion[]).map((s) => [s.action, s.sample_size, s.confidence]), [['counter.charge', 3, 1]], 'the pending half of a consent round trip is not a step');
-    const employee = okResult(await call(h, 'employee', 'agent.suggest_next_verb', { after_verb: 'counter.bump' }), 'suggest');
-    assert.ok(!(employee.suggestions as Suggestion[]).some((s) => s.action === 'counter.charge'), 'below the role floor: never suggested');
+    const owner = okResult(
+      await call(h, 'owner', 'agent.suggest_next_verb', { after_verb: 'counter.bump' }),
+      'suggest',
+    );
+    assert.deepEqual(
+      (owner.suggestions as Suggestion[]).map((s) => [s.action, s.sample_size, s.confidence]),
+      [['counter.charge', 3, 1]],
+      'the pending half of a consent round trip is not a step',
+    );
+    const employee = okResult(
+      await call(h, 'employee', 'agent.suggest_next_verb', { after_verb: 'counter.bump' }),
+      'suggest',
+    );
+    assert.ok(
+      !(employee.suggestions as Suggestion[]).some((s) => s.action === 'counter.charge'),
+      'below the role floor: never suggested',
+    );
     const fresh = okResult(await call(h, 'read_only', 'agent.suggest_next_verb', {}), 'suggest');
     assert.equal(fresh.context_source, 'none');
     const fs = fresh.suggestions as Suggestion[];
@@ -109,7 +139,10 @@ describe('agent.suggest_next_verb', () => {
       assert.equal(s.sample_size, 6, 'six steps: three bumps and three confirmed charges');
     }
     assert.ok(!fs.some((s) => s.action === 'counter.charge'), 'below the role floor: never suggested');
-    const keyless = okResult(await h.rt.dispatch({ surface: 'http' }, 'agent.suggest_next_verb', {}), 'suggest');
+    const keyless = okResult(
+      await h.rt.dispatch({ surface: 'http' }, 'agent.suggest_next_verb', {}),
+      'suggest',
+    );
     assert.deepEqual(keyless.suggestions, [], 'the sandbox tenant has no trail');
   });
 
@@ -120,15 +153,24 @@ describe('agent.suggest_next_verb', () => {
     now += 31 * 60_000;
     await call(h, 'employee', 'counter.get', { name: 'g' });
     await h.rt.auditBuffer.flush();
-    const r = okResult(await call(h, 'employee', 'agent.suggest_next_verb', { after_verb: 'counter.bump' }), 'suggest');
+    const r = okResult(
+      await call(h, 'employee', 'agent.suggest_next_verb', { after_verb: 'counter.bump' }),
+      'suggest',
+    );
     assert.equal(r.transitions_seen, 0);
     assert.ok((r.suggestions as Suggestion[]).every((s) => s.model_version.endsWith('/popularity')));
   });
 
   it('refuses absurd windows and limits', async (t) => {
     const h = await createObserveRuntime(t);
-    assert.equal(refused(await call(h, 'employee', 'agent.suggest_next_verb', { window: '10y' }), 'invalid_input').path, '/window');
-    assert.equal(refused(await call(h, 'employee', 'agent.suggest_next_verb', { limit: 0 }), 'invalid_input').path, '/limit');
+    assert.equal(
+      refused(await call(h, 'employee', 'agent.suggest_next_verb', { window: '10y' }), 'invalid_input').path,
+      '/window',
+    );
+    assert.equal(
+      refused(await call(h, 'employee', 'agent.suggest_next_verb', { limit: 0 }), 'invalid_input').path,
+      '/limit',
+    );
   });
 });
 
@@ -136,15 +178,31 @@ describe('audit.explain', () => {
   it('gives the causal chain of any entity from the audit log and events, with its current state', async (t) => {
     const h = await createObserveRuntime(t);
     const p = await call(h, 'owner', 'counter.charge', { name: 'e', amount: 5 });
-    await call(h, 'owner', 'counter.charge', { name: 'e', amount: 5 }, { confirm: true, nonce: p.consent!.nonce, typed_phrase: 'CHARGE 5 to e' });
+    await call(
+      h,
+      'owner',
+      'counter.charge',
+      { name: 'e', amount: 5 },
+      { confirm: true, nonce: p.consent!.nonce, typed_phrase: 'CHARGE 5 to e' },
+    );
     const b1 = await call(h, 'employee', 'counter.bump', { name: 'e' });
     await call(h, 'employee', 'counter.bump', { name: 'e', fail: true });
     const b2 = await call(h, 'admin', 'counter.bump', { name: 'e', by: 10 });
     await call(h, 'employee', 'counter.get', { name: 'e' });
     await call(h, 'employee', 'counter.bump', { name: 'other' });
     await h.rt.auditBuffer.flush();
-    const r = okResult(await call(h, 'read_only', 'audit.explain', { entity_type: 'counter', entity_id: 'e' }), 'explain');
-    const chain = r.causal_chain as Array<{ action: string; actor: string; detail: string; source: string; audit_id?: number; timestamp: string }>;
+    const r = okResult(
+      await call(h, 'read_only', 'audit.explain', { entity_type: 'counter', entity_id: 'e' }),
+      'explain',
+    );
+    const chain = r.causal_chain as Array<{
+      action: string;
+      actor: string;
+      detail: string;
+      source: string;
+      audit_id?: number;
+      timestamp: string;
+    }>;
     assert.deepEqual(
       chain.map((c) => [c.source, c.action, c.audit_id ?? null]),
       [
@@ -164,7 +222,16 @@ describe('audit.explain', () => {
     assert.deepEqual(r.current_state, { value: 16 });
     assert.match(r.reasoning as string, /^counter e has 2 recorded actions and 3 events/);
     assert.equal(r.entity_id, 'e');
-    refused(await call(h, 'read_only', 'audit.explain', { entity_type: 'counter', entity_id: 'nope' }), 'not_found');
-    refused(await call(h, h.principal('owner', h.otherCompanyId), 'audit.explain', { entity_type: 'counter', entity_id: 'e' }), 'not_found');
+    refused(
+      await call(h, 'read_only', 'audit.explain', { entity_type: 'counter', entity_id: 'nope' }),
+      'not_found',
+    );
+    refused(
+      await call(h, h.principal('owner', h.otherCompanyId), 'audit.explain', {
+        entity_type: 'counter',
+        entity_id: 'e',
+      }),
+      'not_found',
+    );
   });
 });

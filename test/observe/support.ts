@@ -21,7 +21,11 @@ export const counterVerbs = [
     category: 'test',
     input: {
       type: 'object',
-      properties: { name: { type: 'string', minLength: 1 }, by: { type: 'integer' }, fail: { type: 'boolean' } },
+      properties: {
+        name: { type: 'string', minLength: 1 },
+        by: { type: 'integer' },
+        fail: { type: 'boolean' },
+      },
       required: ['name'],
       additionalProperties: false,
     },
@@ -34,8 +38,14 @@ export const counterVerbs = [
       );
       const value = Number(row!.value);
       ctx.setEntity('counter', args.name);
-      ctx.emit({ type: 'counter.bumped', entity_type: 'counter', entity_id: args.name, payload: { by: args.by ?? 1, state: { value } } });
-      if (args.fail === true) throw new VerbError('bump_refused', 'This bump was told to fail after writing.');
+      ctx.emit({
+        type: 'counter.bumped',
+        entity_type: 'counter',
+        entity_id: args.name,
+        payload: { by: args.by ?? 1, state: { value } },
+      });
+      if (args.fail === true)
+        throw new VerbError('bump_refused', 'This bump was told to fail after writing.');
       return { name: args.name, value };
     },
   }),
@@ -44,9 +54,17 @@ export const counterVerbs = [
     description: 'Read a named counter.',
     shape: 'aggregate',
     category: 'test',
-    input: { type: 'object', properties: { name: { type: 'string', minLength: 1 } }, required: ['name'], additionalProperties: false },
+    input: {
+      type: 'object',
+      properties: { name: { type: 'string', minLength: 1 } },
+      required: ['name'],
+      additionalProperties: false,
+    },
     async handler(ctx, args) {
-      const row = await ctx.db.get<{ value: number }>('SELECT value FROM counters WHERE company_id = ? AND name = ?', [ctx.principal.company_id, args.name]);
+      const row = await ctx.db.get<{ value: number }>(
+        'SELECT value FROM counters WHERE company_id = ? AND name = ?',
+        [ctx.principal.company_id, args.name],
+      );
       return { entity_id: args.name, data: { value: row === undefined ? 0 : Number(row.value) } };
     },
   }),
@@ -69,7 +87,12 @@ export const counterVerbs = [
          ON CONFLICT (company_id, name) DO UPDATE SET value = counters.value + excluded.value`,
         [ctx.principal.company_id, args.name, args.amount],
       );
-      ctx.emit({ type: 'counter.charged', entity_type: 'counter', entity_id: args.name, payload: { amount: args.amount } });
+      ctx.emit({
+        type: 'counter.charged',
+        entity_type: 'counter',
+        entity_id: args.name,
+        payload: { amount: args.amount },
+      });
       return { name: args.name, charged: args.amount };
     },
   }),
@@ -79,7 +102,12 @@ export const counterVerbs = [
     shape: 'receipt',
     category: 'test',
     consent: 'WRITE_REVERSIBLE',
-    input: { type: 'object', properties: { name: { type: 'string', minLength: 1 } }, required: ['name'], additionalProperties: false },
+    input: {
+      type: 'object',
+      properties: { name: { type: 'string', minLength: 1 } },
+      required: ['name'],
+      additionalProperties: false,
+    },
     async handler(ctx, args) {
       ctx.emit({ type: 'counter.touched', entity_type: 'counter', entity_id: args.name });
       return { name: args.name };
@@ -88,14 +116,19 @@ export const counterVerbs = [
 ];
 
 /** A test runtime with the counter table and verbs. */
-export async function createObserveRuntime(t: TestContext | undefined, options: Partial<RuntimeOptions> = {}): Promise<TestRuntime> {
+export async function createObserveRuntime(
+  t: TestContext | undefined,
+  options: Partial<RuntimeOptions> = {},
+): Promise<TestRuntime> {
   const h = await createTestRuntime(t, options);
   await h.rt.store.migrate('observe-test', [
     {
       version: 1,
       name: 'counters',
-      sqlite: 'CREATE TABLE counters (company_id INTEGER NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL, PRIMARY KEY (company_id, name))',
-      postgres: 'CREATE TABLE counters (company_id BIGINT NOT NULL, name TEXT NOT NULL, value BIGINT NOT NULL, PRIMARY KEY (company_id, name))',
+      sqlite:
+        'CREATE TABLE counters (company_id INTEGER NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL, PRIMARY KEY (company_id, name))',
+      postgres:
+        'CREATE TABLE counters (company_id BIGINT NOT NULL, name TEXT NOT NULL, value BIGINT NOT NULL, PRIMARY KEY (company_id, name))',
     },
   ]);
   h.rt.register(...counterVerbs);
@@ -103,7 +136,13 @@ export async function createObserveRuntime(t: TestContext | undefined, options: 
 }
 
 /** Dispatch as a role of the main tenant (or another principal) over HTTP. */
-export function call(h: TestRuntime, who: Role | Principal, verb: string, args?: unknown, options?: Record<string, unknown>): Promise<Envelope> {
+export function call(
+  h: TestRuntime,
+  who: Role | Principal,
+  verb: string,
+  args?: unknown,
+  options?: Record<string, unknown>,
+): Promise<Envelope> {
   const principal = typeof who === 'string' ? h.principal(who) : who;
   return h.rt.dispatch({ principal, surface: 'http' }, verb, args, options);
 }
@@ -119,6 +158,10 @@ export function okResult(env: Envelope, shape: string): Record<string, unknown> 
 /** Assert a refusal with this reason; returns the error. */
 export function refused(env: Envelope, reason: string): NonNullable<Envelope['error']> {
   assert.equal(env.ok, false, `expected ${reason}, got ok`);
-  assert.equal(env.error?.reason, reason, `expected ${reason}, got ${env.error?.reason}: ${env.error?.message}`);
+  assert.equal(
+    env.error?.reason,
+    reason,
+    `expected ${reason}, got ${env.error?.reason}: ${env.error?.message}`,
+  );
   return env.error!;
 }

@@ -6,7 +6,18 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { trace, SpanKind, SpanStatusCode, type Attributes, type Context, type Span, type SpanOptions, type SpanStatus, type Tracer, type TracerProvider } from '@opentelemetry/api';
+import {
+  trace,
+  SpanKind,
+  SpanStatusCode,
+  type Attributes,
+  type Context,
+  type Span,
+  type SpanOptions,
+  type SpanStatus,
+  type Tracer,
+  type TracerProvider,
+} from '@opentelemetry/api';
 import { call, createObserveRuntime, okResult, refused } from './support.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 
@@ -25,7 +36,12 @@ class RecordingProvider implements TracerProvider {
   getTracer(): Tracer {
     const spans = this.spans;
     const startSpan = (name: string, options: SpanOptions = {}, _ctx?: Context): Span => {
-      const rec: Recorded = { name, kind: options.kind, attributes: { ...(options.attributes ?? {}) }, start: options.startTime };
+      const rec: Recorded = {
+        name,
+        kind: options.kind,
+        attributes: { ...(options.attributes ?? {}) },
+        start: options.startTime,
+      };
       spans.push(rec);
       const span: Span = {
         spanContext: () => ({ traceId: '0'.repeat(31) + '1', spanId: '0'.repeat(15) + '1', traceFlags: 1 }),
@@ -55,7 +71,7 @@ class RecordingProvider implements TracerProvider {
 }
 
 describe('system.telemetry', () => {
-  it('reports this tenant\'s dispatch counts, rates, latency, store size and queues', async (t) => {
+  it("reports this tenant's dispatch counts, rates, latency, store size and queues", async (t) => {
     const h = await createObserveRuntime(t, { readAuditFlushMs: 60_000 });
     h.rt.register(
       defineVerb({
@@ -90,18 +106,28 @@ describe('system.telemetry', () => {
     const store = r.store as Record<string, number | string>;
     assert.equal(store.engine, h.rt.store.engine);
     assert.ok((store.size_bytes as number) > 0);
-    const head = await h.rt.store.read((q) => q.get<{ audit_seq: number }>('SELECT audit_seq FROM tenant_heads WHERE company_id = ?', [h.companyId]));
+    const head = await h.rt.store.read((q) =>
+      q.get<{ audit_seq: number }>('SELECT audit_seq FROM tenant_heads WHERE company_id = ?', [h.companyId]),
+    );
     assert.equal(store.audit_rows, Number(head!.audit_seq));
     assert.equal(store.event_rows, 4);
     const queues = r.queues as Record<string, number>;
     assert.equal(queues.outbox_pending, 1);
     assert.ok(queues.read_audit_buffered >= 1, 'the read of counter.get is still buffered');
-    assert.equal(queues.read_audit_buffered, h.rt.auditBuffer.size - 1, 'the telemetry read itself is buffered after it answered');
+    assert.equal(
+      queues.read_audit_buffered,
+      h.rt.auditBuffer.size - 1,
+      'the telemetry read itself is buffered after it answered',
+    );
   });
 
   it('refuses absurd windows with invalid_input', async (t) => {
     const h = await createObserveRuntime(t);
-    for (const w of [0, 5, 3601, 86400 * 365]) assert.equal(refused(await call(h, 'read_only', 'system.telemetry', { window_seconds: w }), 'invalid_input').path, '/window_seconds');
+    for (const w of [0, 5, 3601, 86400 * 365])
+      assert.equal(
+        refused(await call(h, 'read_only', 'system.telemetry', { window_seconds: w }), 'invalid_input').path,
+        '/window_seconds',
+      );
   });
 });
 
@@ -131,7 +157,11 @@ describe('OpenTelemetry spans', () => {
       'solid.shape': 'receipt',
       'solid.audit_id': ok.audit_id,
     });
-    assert.ok(typeof s1.start === 'number' && typeof s1.end === 'number' && (s1.start as number) <= (s1.end as number));
+    assert.ok(
+      typeof s1.start === 'number' &&
+        typeof s1.end === 'number' &&
+        (s1.start as number) <= (s1.end as number),
+    );
     assert.equal(s1.status, undefined);
     assert.equal(s2.attributes['solid.outcome'], 'denied');
     assert.equal(s2.attributes['error.type'], 'role_denied');

@@ -11,7 +11,13 @@ import { createRuntime } from '../../src/runtime/runtime.ts';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.ts';
 import { StoreError } from '../../src/store/store.ts';
 import { systemVerbs } from '../../src/verbs/index.ts';
-import { adminQuery, dropSchema, freshSchemaName, PG_SKIP_REASON, TEST_DATABASE_URL } from '../support/postgres.ts';
+import {
+  adminQuery,
+  dropSchema,
+  freshSchemaName,
+  PG_SKIP_REASON,
+  TEST_DATABASE_URL,
+} from '../support/postgres.ts';
 import { cliHarness } from '../support/cli.ts';
 
 describe('solid db migrate', { skip: TEST_DATABASE_URL === undefined ? PG_SKIP_REASON : false }, () => {
@@ -26,9 +32,16 @@ describe('solid db migrate', { skip: TEST_DATABASE_URL === undefined ? PG_SKIP_R
     });
     const cli = cliHarness(t);
     const env = { SOLID_DB_SCHEMA: schema, SOLID_DATABASE_URL: undefined };
-    const first = await cli.run(['db', 'migrate', '--database-url', TEST_DATABASE_URL!, '--app-role', role, '--json'], { env });
+    const first = await cli.run(
+      ['db', 'migrate', '--database-url', TEST_DATABASE_URL!, '--app-role', role, '--json'],
+      { env },
+    );
     assert.equal(first.code, 0, first.stderr);
-    const out = first.json<{ engine: string; applied: Array<{ scope: string; version: number }>; app_role: { role: string; schema: string } }>();
+    const out = first.json<{
+      engine: string;
+      applied: Array<{ scope: string; version: number }>;
+      app_role: { role: string; schema: string };
+    }>();
     assert.equal(out.engine, 'postgres');
     assert.ok(out.applied.some((m) => m.scope === 'runtime' && m.version === 1));
     assert.deepEqual(out.app_role, { role, schema });
@@ -49,17 +62,34 @@ describe('solid db migrate', { skip: TEST_DATABASE_URL === undefined ? PG_SKIP_R
     const env1 = await rt.dispatch({ apiKey: key, surface: 'internal' }, 'verbs.list', {});
     assert.equal(env1.ok, true);
     await rt.auditBuffer.flush();
-    const rows = Number((await store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM audit_log')))!.n);
+    const rows = Number(
+      (await store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM audit_log')))!.n,
+    );
     assert.ok(rows >= 1, 'the app role appends audit rows');
 
     // …but even with the trigger switched off, the role cannot rewrite history.
     await adminQuery(`ALTER TABLE ${schema}.audit_log DISABLE TRIGGER USER`);
     const appendOnly = (e: unknown) => e instanceof StoreError && e.code === 'append_only';
-    await assert.rejects(store.write((tx) => tx.run(`UPDATE audit_log SET status = 'failed'`)), appendOnly);
-    await assert.rejects(store.write((tx) => tx.run('DELETE FROM audit_log')), appendOnly);
-    await assert.rejects(store.write((tx) => tx.run('TRUNCATE audit_log')), appendOnly);
-    await assert.rejects(store.write((tx) => tx.run(`DELETE FROM schema_migrations`)), appendOnly);
-    assert.equal(Number((await store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM audit_log')))!.n), rows);
+    await assert.rejects(
+      store.write((tx) => tx.run(`UPDATE audit_log SET status = 'failed'`)),
+      appendOnly,
+    );
+    await assert.rejects(
+      store.write((tx) => tx.run('DELETE FROM audit_log')),
+      appendOnly,
+    );
+    await assert.rejects(
+      store.write((tx) => tx.run('TRUNCATE audit_log')),
+      appendOnly,
+    );
+    await assert.rejects(
+      store.write((tx) => tx.run(`DELETE FROM schema_migrations`)),
+      appendOnly,
+    );
+    assert.equal(
+      Number((await store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM audit_log')))!.n),
+      rows,
+    );
   });
 });
 
@@ -80,7 +110,9 @@ describe('solid db migrate without PostgreSQL', () => {
 
   it('answers store_unavailable (exit 8) when the server is down', async (t) => {
     const cli = cliHarness(t);
-    const r = await cli.run(['db', 'migrate', '--database-url', 'postgres://solid@127.0.0.1:1/nowhere'], { env: { SOLID_DB_CONNECT_TIMEOUT_MS: '1000' } });
+    const r = await cli.run(['db', 'migrate', '--database-url', 'postgres://solid@127.0.0.1:1/nowhere'], {
+      env: { SOLID_DB_CONNECT_TIMEOUT_MS: '1000' },
+    });
     assert.equal(r.code, 8);
     assert.match(r.stderr, /store_unavailable/);
   });

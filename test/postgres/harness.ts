@@ -27,7 +27,9 @@ export const PG_BIN = process.env.SOLID_TEST_PG_BIN ?? '/usr/lib/postgresql/15/b
 
 function asPostgres(cmd: string, args: string[]): { status: number | null; out: string } {
   const root = process.getuid?.() === 0;
-  const r = root ? spawnSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { encoding: 'utf8' }) : spawnSync(cmd, args, { encoding: 'utf8' });
+  const r = root
+    ? spawnSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { encoding: 'utf8' })
+    : spawnSync(cmd, args, { encoding: 'utf8' });
   return { status: r.status, out: `${r.stdout ?? ''}${r.stderr ?? ''}` };
 }
 
@@ -53,17 +55,43 @@ export interface PrivateCluster {
 
 export async function privateCluster(t: TestContext): Promise<PrivateCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'solid-pgfault-'));
-  if (process.getuid?.() === 0) chownSync(dir, Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim()), Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim()));
+  if (process.getuid?.() === 0)
+    chownSync(
+      dir,
+      Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim()),
+      Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim()),
+    );
   const data = join(dir, 'data');
   const port = await freePort();
-  const init = asPostgres(join(PG_BIN, 'initdb'), ['-D', data, '-U', 'solid', '--auth=trust', '--no-sync', '-E', 'UTF8']);
+  const init = asPostgres(join(PG_BIN, 'initdb'), [
+    '-D',
+    data,
+    '-U',
+    'solid',
+    '--auth=trust',
+    '--no-sync',
+    '-E',
+    'UTF8',
+  ]);
   if (init.status !== 0) throw new Error(`initdb failed: ${init.out}`);
   // fsync off keeps the test fast; an immediate stop keeps the OS page cache, so a commit
   // acknowledged with synchronous_commit=on (the engine's default) survives it.
   const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=100`;
   const start = () => {
-    const r = asPostgres(join(PG_BIN, 'pg_ctl'), ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '30', '-o', opts, 'start']);
-    if (r.status !== 0) throw new Error(`pg_ctl start failed: ${r.out}\n${safeRead(join(dir, 'server.log'))}`);
+    const r = asPostgres(join(PG_BIN, 'pg_ctl'), [
+      '-D',
+      data,
+      '-l',
+      join(dir, 'server.log'),
+      '-w',
+      '-t',
+      '30',
+      '-o',
+      opts,
+      'start',
+    ]);
+    if (r.status !== 0)
+      throw new Error(`pg_ctl start failed: ${r.out}\n${safeRead(join(dir, 'server.log'))}`);
   };
   start();
   const cluster: PrivateCluster = {
@@ -91,7 +119,10 @@ function safeRead(path: string): string {
 
 /** Secrets every node of one database shares. */
 export function sharedSecretsEnv(): Record<string, string> {
-  return { SOLID_NONCE_SECRET: randomBytes(32).toString('hex'), SOLID_MASTER_KEY: randomBytes(32).toString('hex') };
+  return {
+    SOLID_NONCE_SECRET: randomBytes(32).toString('hex'),
+    SOLID_MASTER_KEY: randomBytes(32).toString('hex'),
+  };
 }
 
 export interface Deployment {
@@ -103,10 +134,19 @@ export interface Deployment {
 }
 
 /** Migrate a fresh schema, create the sandbox and tenant 2 (with `caps`) and an owner key. */
-export async function deploy(url: string, schema: string, caps: Record<string, number> = {}): Promise<Deployment> {
+export async function deploy(
+  url: string,
+  schema: string,
+  caps: Record<string, number> = {},
+): Promise<Deployment> {
   const env = sharedSecretsEnv();
   const store = new PostgresStore({ connectionString: url, schema, poolMax: 2 });
-  const rt = await createRuntime({ store, secrets: loadSecrets({ env }).secrets, logger: pino({ level: 'silent' }), sandboxCompanyId: 1 });
+  const rt = await createRuntime({
+    store,
+    secrets: loadSecrets({ env }).secrets,
+    logger: pino({ level: 'silent' }),
+    sandboxCompanyId: 1,
+  });
   try {
     rt.register(...systemVerbs, ...loadVerbs);
     await store.migrate('load', LOAD_MIGRATIONS);
@@ -139,7 +179,14 @@ export async function startNodes(t: TestContext, d: Deployment, n: number): Prom
 export async function startServes(t: TestContext, d: Deployment, n: number): Promise<NodeProcess[]> {
   const cwd = mkdtempSync(join(tmpdir(), 'solid-serve-'));
   const nodes = await Promise.all(
-    Array.from({ length: n }, () => startNode(d, [join(ROOT, 'bin/solid.js'), 'serve', '--port', '0', '--database-url', d.url], cwd, /solid serve: ready on (http:\/\/\S+)/)),
+    Array.from({ length: n }, () =>
+      startNode(
+        d,
+        [join(ROOT, 'bin/solid.js'), 'serve', '--port', '0', '--database-url', d.url],
+        cwd,
+        /solid serve: ready on (http:\/\/\S+)/,
+      ),
+    ),
   );
   t.after(async () => {
     await Promise.all(nodes.map((x) => x.stop()));
@@ -148,8 +195,19 @@ export async function startServes(t: TestContext, d: Deployment, n: number): Pro
   return nodes;
 }
 
-function startNode(d: Deployment, args = ['--import', 'tsx', 'test/postgres/node-main.ts'], cwd = ROOT, readyLine = /ready (http:\/\/\S+)/): Promise<NodeProcess> {
-  const env: NodeJS.ProcessEnv = { ...process.env, ...d.env, SOLID_DATABASE_URL: d.url, SOLID_DB_SCHEMA: d.schema, SOLID_DB_POOL_MAX: '6' };
+function startNode(
+  d: Deployment,
+  args = ['--import', 'tsx', 'test/postgres/node-main.ts'],
+  cwd = ROOT,
+  readyLine = /ready (http:\/\/\S+)/,
+): Promise<NodeProcess> {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...d.env,
+    SOLID_DATABASE_URL: d.url,
+    SOLID_DB_SCHEMA: d.schema,
+    SOLID_DB_POOL_MAX: '6',
+  };
   delete env.SOLID_DB;
   const proc = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
@@ -196,11 +254,25 @@ export interface Answer {
 }
 
 /** POST /api/v1/agent/dispatch/{verb}. Network failures come back as status 0. */
-export async function dispatchHttp(node: NodeProcess, apiKey: string, verb: string, body: Record<string, unknown>, idempotencyKey?: string): Promise<Answer> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` };
+export async function dispatchHttp(
+  node: NodeProcess,
+  apiKey: string,
+  verb: string,
+  body: Record<string, unknown>,
+  idempotencyKey?: string,
+): Promise<Answer> {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    authorization: `Bearer ${apiKey}`,
+  };
   if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
   try {
-    const res = await fetch(`${node.url}/api/v1/agent/dispatch/${verb}`, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(20_000) });
+    const res = await fetch(`${node.url}/api/v1/agent/dispatch/${verb}`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(20_000),
+    });
     return { status: res.status, body: (await res.json()) as Envelope };
   } catch (err) {
     return { status: 0, body: { ok: false, verb, error: { reason: 'network', message: String(err) } } };
@@ -239,29 +311,43 @@ export async function inspect<T>(d: Deployment, fn: (c: pg.Client) => Promise<T>
  * Returns the number of rows. Throws with the first broken link.
  */
 export async function verifyChain(c: pg.Client, companyId: number): Promise<number> {
-  const rows = (await c.query(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log WHERE company_id = $1 ORDER BY seq`, [companyId])).rows.map((r) =>
+  const rows = (
+    await c.query(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log WHERE company_id = $1 ORDER BY seq`, [
+      companyId,
+    ])
+  ).rows.map((r) =>
     toAuditRow({ ...r, audit_id: Number(r.audit_id), company_id: Number(r.company_id), seq: Number(r.seq) }),
   );
   let prev = '0'.repeat(64);
   rows.forEach((row, i) => {
-    if (row.seq !== i + 1) throw new Error(`tenant ${companyId}: seq ${row.seq} at position ${i + 1} (gap or duplicate)`);
-    if (row.prev_hash !== prev) throw new Error(`tenant ${companyId}: seq ${row.seq} prev_hash does not link to seq ${row.seq - 1}`);
+    if (row.seq !== i + 1)
+      throw new Error(`tenant ${companyId}: seq ${row.seq} at position ${i + 1} (gap or duplicate)`);
+    if (row.prev_hash !== prev)
+      throw new Error(`tenant ${companyId}: seq ${row.seq} prev_hash does not link to seq ${row.seq - 1}`);
     const { row_hash, ...rest } = row;
-    if (hashAuditRow(rest) !== row_hash) throw new Error(`tenant ${companyId}: seq ${row.seq} row_hash does not match its columns`);
+    if (hashAuditRow(rest) !== row_hash)
+      throw new Error(`tenant ${companyId}: seq ${row.seq} row_hash does not match its columns`);
     prev = row_hash;
   });
-  const head = (await c.query('SELECT audit_seq, audit_hash FROM tenant_heads WHERE company_id = $1', [companyId])).rows[0];
-  if (Number(head?.audit_seq ?? 0) !== rows.length || (rows.length > 0 && head.audit_hash !== prev)) throw new Error(`tenant ${companyId}: head does not point at the last row`);
+  const head = (
+    await c.query('SELECT audit_seq, audit_hash FROM tenant_heads WHERE company_id = $1', [companyId])
+  ).rows[0];
+  if (Number(head?.audit_seq ?? 0) !== rows.length || (rows.length > 0 && head.audit_hash !== prev))
+    throw new Error(`tenant ${companyId}: head does not point at the last row`);
   return rows.length;
 }
 
 /** Events of a tenant numbered 1..n without gaps, and the head's event_seq = n. */
 export async function verifyEvents(c: pg.Client, companyId: number): Promise<number> {
-  const seqs = (await c.query('SELECT seq FROM events WHERE company_id = $1 ORDER BY seq', [companyId])).rows.map((r) => Number(r.seq));
+  const seqs = (
+    await c.query('SELECT seq FROM events WHERE company_id = $1 ORDER BY seq', [companyId])
+  ).rows.map((r) => Number(r.seq));
   seqs.forEach((s, i) => {
     if (s !== i + 1) throw new Error(`tenant ${companyId}: event seq ${s} at position ${i + 1}`);
   });
-  const head = (await c.query('SELECT event_seq FROM tenant_heads WHERE company_id = $1', [companyId])).rows[0];
-  if (Number(head?.event_seq ?? 0) !== seqs.length) throw new Error(`tenant ${companyId}: head event_seq ${head?.event_seq} ≠ ${seqs.length}`);
+  const head = (await c.query('SELECT event_seq FROM tenant_heads WHERE company_id = $1', [companyId]))
+    .rows[0];
+  if (Number(head?.event_seq ?? 0) !== seqs.length)
+    throw new Error(`tenant ${companyId}: head event_seq ${head?.event_seq} ≠ ${seqs.length}`);
   return seqs.length;
 }

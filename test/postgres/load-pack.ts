@@ -21,27 +21,43 @@ type Args = { account: string; amount_cents: number };
 
 const input = {
   type: 'object',
-  properties: { account: { type: 'string', minLength: 1, maxLength: 40 }, amount_cents: { type: 'integer', minimum: 1 } },
+  properties: {
+    account: { type: 'string', minLength: 1, maxLength: 40 },
+    amount_cents: { type: 'integer', minimum: 1 },
+  },
   required: ['account', 'amount_cents'],
   additionalProperties: false,
 } as const;
 
-async function apply(ctx: Parameters<typeof loadCredit.handler>[0], kind: string, a: Args, sign: number): Promise<void> {
-  await ctx.db.run('INSERT INTO load_effects (company_id, kind, account, amount_cents, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?, ?)', [
-    ctx.principal.company_id,
-    kind,
-    a.account,
-    a.amount_cents,
-    ctx.idempotencyKey ?? '',
-    ctx.now.toISOString(),
-  ]);
+async function apply(
+  ctx: Parameters<typeof loadCredit.handler>[0],
+  kind: string,
+  a: Args,
+  sign: number,
+): Promise<void> {
+  await ctx.db.run(
+    'INSERT INTO load_effects (company_id, kind, account, amount_cents, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+    [
+      ctx.principal.company_id,
+      kind,
+      a.account,
+      a.amount_cents,
+      ctx.idempotencyKey ?? '',
+      ctx.now.toISOString(),
+    ],
+  );
   await ctx.db.run(
     `INSERT INTO load_accounts (company_id, account, balance_cents) VALUES (?, ?, ?)
      ON CONFLICT (company_id, account) DO UPDATE SET balance_cents = load_accounts.balance_cents + excluded.balance_cents`,
     [ctx.principal.company_id, a.account, sign * a.amount_cents],
   );
   ctx.setEntity('account', a.account);
-  ctx.emit({ type: `account.${kind}`, entity_type: 'account', entity_id: a.account, payload: { amount_cents: a.amount_cents } });
+  ctx.emit({
+    type: `account.${kind}`,
+    entity_type: 'account',
+    entity_id: a.account,
+    payload: { amount_cents: a.amount_cents },
+  });
 }
 
 export const loadCredit = defineVerb<Args>({

@@ -17,9 +17,14 @@ import { LOAD_MIGRATIONS, loadVerbs } from './load-pack.ts';
 const url = process.env.SOLID_DATABASE_URL;
 if (url === undefined) throw new Error('SOLID_DATABASE_URL is required');
 const logger = pino({ level: process.env.SOLID_TEST_LOG ?? 'silent' }, pino.destination(2));
-const store = new PostgresStore({ ...postgresOptionsFromEnv(url), connectTimeoutMs: 1000, onError: (err, where) => logger.warn({ err, where }, 'postgres background') });
+const store = new PostgresStore({
+  ...postgresOptionsFromEnv(url),
+  connectTimeoutMs: 1000,
+  onError: (err, where) => logger.warn({ err, where }, 'postgres background'),
+});
 const { secrets, persisted } = loadSecrets({});
-if (!persisted) throw new Error('SOLID_NONCE_SECRET and SOLID_MASTER_KEY are required (shared by every node)');
+if (!persisted)
+  throw new Error('SOLID_NONCE_SECRET and SOLID_MASTER_KEY are required (shared by every node)');
 const rt = await createRuntime({ store, secrets, logger, sandboxCompanyId: 1 });
 rt.register(...systemVerbs, ...loadVerbs);
 await store.migrate('load', LOAD_MIGRATIONS);

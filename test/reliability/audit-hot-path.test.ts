@@ -7,7 +7,16 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import canonicalize from 'canonicalize';
-import { AUDIT_COLUMNS, appendAudit, appendAuditRows, auditEntry, canonicalAuditMaterial, hashAuditRow, type AuditEntry, type AuditRow } from '../../src/runtime/ledger/audit.ts';
+import {
+  AUDIT_COLUMNS,
+  appendAudit,
+  appendAuditRows,
+  auditEntry,
+  canonicalAuditMaterial,
+  hashAuditRow,
+  type AuditEntry,
+  type AuditRow,
+} from '../../src/runtime/ledger/audit.ts';
 import { verifyDatabaseFile } from '../../src/runtime/ledger/verify.ts';
 import { createTestRuntime } from '../support/runtime.ts';
 
@@ -18,13 +27,22 @@ function reference(row: Omit<AuditRow, 'row_hash'>): string {
   return canonicalize(Object.fromEntries(HASHED.map((c) => [c, src[c] ?? null]))) ?? '';
 }
 
-const STRINGS = ['', 'plain', 'quote " and \\ backslash', 'line\nbreak\ttab', 'ünïcödé ✓ 🎉', '\u0000\u001f control', '\u2028\u2029 separators', '<script>&'];
+const STRINGS = [
+  '',
+  'plain',
+  'quote " and \\ backslash',
+  'line\nbreak\ttab',
+  'ünïcödé ✓ 🎉',
+  '\u0000\u001f control',
+  '\u2028\u2029 separators',
+  '<script>&',
+];
 const NUMBERS = [0, -0, 1, -1, 0.1, 1.5e-7, 123456789.125, 2 ** 53 - 1, 1e21, 3.14159];
 
 function row(i: number): Omit<AuditRow, 'row_hash'> {
   const s = (k: number) => STRINGS[(i + k) % STRINGS.length]!;
   const n = (k: number) => NUMBERS[(i + k) % NUMBERS.length]!;
-  const maybe = <T,>(k: number, v: T): T | null => ((i + k) % 3 === 0 ? null : v);
+  const maybe = <T>(k: number, v: T): T | null => ((i + k) % 3 === 0 ? null : v);
   return {
     audit_id: i + 1,
     company_id: 2,
@@ -40,7 +58,10 @@ function row(i: number): Omit<AuditRow, 'row_hash'> {
     consent_class: maybe(6, 'WRITE_FINANCIAL'),
     status: 'completed',
     reason: maybe(7, s(6)),
-    request_data: { [s(7)]: [n(1), s(0), null, true, { z: n(2), a: s(3), é: [] }], nested: { b: 1, a: [n(3)] } },
+    request_data: {
+      [s(7)]: [n(1), s(0), null, true, { z: n(2), a: s(3), é: [] }],
+      nested: { b: 1, a: [n(3)] },
+    },
     entity_type: maybe(8, s(1)),
     entity_id: maybe(9, String(i)),
     is_reversible: i % 2,
@@ -69,8 +90,20 @@ describe('audit append hot path', () => {
     const b = await createTestRuntime(t, { engine: 'sqlite' });
     const entries: AuditEntry[] = Array.from({ length: 40 }, (_, i) =>
       auditEntry(
-        { company_id: i % 3 === 0 ? a.otherCompanyId : a.companyId, now: new Date(Date.UTC(2026, 0, 1, 0, 0, i)), action: `bench.verb_${i % 4}`, category: 'test', status: 'completed', principal: { user_id: 1 + (i % 2), role: 'owner', agent_type: 'test' } },
-        { request_data: { i, text: STRINGS[i % STRINGS.length]! }, latency_ms: i / 7, shape: 'aggregate', consent_class: 'READ' },
+        {
+          company_id: i % 3 === 0 ? a.otherCompanyId : a.companyId,
+          now: new Date(Date.UTC(2026, 0, 1, 0, 0, i)),
+          action: `bench.verb_${i % 4}`,
+          category: 'test',
+          status: 'completed',
+          principal: { user_id: 1 + (i % 2), role: 'owner', agent_type: 'test' },
+        },
+        {
+          request_data: { i, text: STRINGS[i % STRINGS.length]! },
+          latency_ms: i / 7,
+          shape: 'aggregate',
+          consent_class: 'READ',
+        },
       ),
     );
     await a.rt.auditBuffer.flush();
@@ -84,7 +117,11 @@ describe('audit append hot path', () => {
     // Both runtimes were set up identically, so the rows (ids, seqs, links, hashes) match.
     assert.deepEqual(batch, single);
     for (const r of batch) assert.equal(hashAuditRow(r), r.row_hash);
-    const heads = await a.rt.store.read((q) => q.all<{ company_id: number; audit_seq: number; audit_hash: string }>('SELECT company_id, audit_seq, audit_hash FROM tenant_heads ORDER BY company_id'));
+    const heads = await a.rt.store.read((q) =>
+      q.all<{ company_id: number; audit_seq: number; audit_hash: string }>(
+        'SELECT company_id, audit_seq, audit_hash FROM tenant_heads ORDER BY company_id',
+      ),
+    );
     for (const company of [a.companyId, a.otherCompanyId]) {
       const last = batch.filter((r) => r.company_id === company).at(-1)!;
       assert.deepEqual(

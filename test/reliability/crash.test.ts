@@ -23,10 +23,19 @@ interface Op {
 }
 
 async function confirm(base: string, apiKey: string, op: Op): Promise<void> {
-  const r = await dispatchHttp(base, 'crm.add_note', { args: op.args, confirm: true, nonce: op.nonce }, { key: apiKey, idempotencyKey: op.key });
+  const r = await dispatchHttp(
+    base,
+    'crm.add_note',
+    { args: op.args, confirm: true, nonce: op.nonce },
+    { key: apiKey, idempotencyKey: op.key },
+  );
   assert.equal(r.status, 200, `${op.key}: ${JSON.stringify(r.body)}`);
   const result = r.body.result as { note: { id: number } };
-  op.receipt = { audit_id: Number(r.body.audit_id), note_id: result.note.id, replayed: r.body.replayed === true };
+  op.receipt = {
+    audit_id: Number(r.body.audit_id),
+    note_id: result.note.id,
+    replayed: r.body.replayed === true,
+  };
 }
 
 /** Kills the server once armed, right after some client has sent a confirmation (so one is in flight). */
@@ -37,7 +46,14 @@ interface Killer {
 }
 
 /** One client: preflight + confirm, over and over, until a request fails (the server was killed). */
-async function client(base: string, apiKey: string, contactId: number, name: string, ops: Op[], killer: Killer): Promise<void> {
+async function client(
+  base: string,
+  apiKey: string,
+  contactId: number,
+  name: string,
+  ops: Op[],
+  killer: Killer,
+): Promise<void> {
   for (let i = 0; ; i++) {
     const op: Op = { key: `crash-${name}-${i}`, args: { contact_id: contactId, body: `crash-${name}-${i}` } };
     ops.push(op);
@@ -73,7 +89,9 @@ for (const durability of ['normal', 'full'] as const) {
       let killedNow!: () => void;
       const killed = new Promise<void>((r) => (killedNow = r));
       const killer: Killer = { armed: false, fired: false, fire: () => void kill9(first).then(killedNow) };
-      const load = Promise.all(['a', 'b', 'c', 'd'].map((n) => client(first.base, apiKey, contactId, n, ops, killer)));
+      const load = Promise.all(
+        ['a', 'b', 'c', 'd'].map((n) => client(first.base, apiKey, contactId, n, ops, killer)),
+      );
       // Once some writes went through, the next confirmation sent triggers the kill while the
       // four clients have requests in flight; each client stops at its first failed request.
       while (receipts() < 20) await new Promise((r) => setTimeout(r, 5));
@@ -97,23 +115,49 @@ for (const durability of ['normal', 'full'] as const) {
         ops.push(op);
       }
       assert.equal(await stop(second), 0);
-      t.diagnostic(`${receipts()} receipts; ${unknown.length} confirmations in flight at the kill, of which ${unknown.filter((o) => o.receipt!.replayed).length} had committed (replayed on retry)`);
+      t.diagnostic(
+        `${receipts()} receipts; ${unknown.length} confirmations in flight at the kill, of which ${unknown.filter((o) => o.receipt!.replayed).length} had committed (replayed on retry)`,
+      );
 
       const done = ops.filter((o) => o.receipt !== undefined);
       const file = new Database(db, { readonly: true });
       t.after(() => file.close());
-      const auditRow = file.prepare('SELECT action_type, status, idempotency_key, company_id FROM audit_log WHERE audit_id = ?');
+      const auditRow = file.prepare(
+        'SELECT action_type, status, idempotency_key, company_id FROM audit_log WHERE audit_id = ?',
+      );
       const note = file.prepare('SELECT body FROM notes WHERE id = ?');
       for (const op of done) {
-        assert.deepEqual(auditRow.get(op.receipt!.audit_id), { action_type: 'crm.add_note', status: 'completed', idempotency_key: op.key, company_id: 2 }, `${op.key}: audit row of the receipt`);
+        assert.deepEqual(
+          auditRow.get(op.receipt!.audit_id),
+          { action_type: 'crm.add_note', status: 'completed', idempotency_key: op.key, company_id: 2 },
+          `${op.key}: audit row of the receipt`,
+        );
         assert.deepEqual(note.get(op.receipt!.note_id), { body: op.key }, `${op.key}: effect of the receipt`);
       }
       // Every effect of the test: exactly one note per key, each with one completed audit row, each known to a client.
-      const notes = file.prepare(`SELECT body, COUNT(*) AS n FROM notes WHERE body LIKE 'crash-%' GROUP BY body`).all() as Array<{ body: string; n: number }>;
-      assert.deepEqual(notes.filter((n) => n.n !== 1), [], 'no write executed twice');
-      assert.deepEqual(notes.map((n) => n.body).sort(), done.map((o) => o.key).sort(), 'the effects are exactly the receipts');
-      const audited = file.prepare(`SELECT idempotency_key AS k, COUNT(*) AS n FROM audit_log WHERE action_type = 'crm.add_note' AND status = 'completed' AND idempotency_key LIKE 'crash-%' GROUP BY idempotency_key`).all() as Array<{ k: string; n: number }>;
-      assert.deepEqual(audited.map((a) => `${a.k}:${a.n}`).sort(), done.map((o) => `${o.key}:1`).sort(), 'one completed audit row per effect');
+      const notes = file
+        .prepare(`SELECT body, COUNT(*) AS n FROM notes WHERE body LIKE 'crash-%' GROUP BY body`)
+        .all() as Array<{ body: string; n: number }>;
+      assert.deepEqual(
+        notes.filter((n) => n.n !== 1),
+        [],
+        'no write executed twice',
+      );
+      assert.deepEqual(
+        notes.map((n) => n.body).sort(),
+        done.map((o) => o.key).sort(),
+        'the effects are exactly the receipts',
+      );
+      const audited = file
+        .prepare(
+          `SELECT idempotency_key AS k, COUNT(*) AS n FROM audit_log WHERE action_type = 'crm.add_note' AND status = 'completed' AND idempotency_key LIKE 'crash-%' GROUP BY idempotency_key`,
+        )
+        .all() as Array<{ k: string; n: number }>;
+      assert.deepEqual(
+        audited.map((a) => `${a.k}:${a.n}`).sort(),
+        done.map((o) => `${o.key}:1`).sort(),
+        'one completed audit row per effect',
+      );
 
       const verify = await solid(['--db', db, 'audit', 'verify', '--json']);
       assert.equal(verify.code, 0, verify.stdout + verify.stderr);

@@ -28,8 +28,10 @@ const NOTES = [
   {
     version: 1,
     name: 'notes',
-    sqlite: 'CREATE TABLE fault_notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, body TEXT NOT NULL)',
-    postgres: 'CREATE TABLE fault_notes (id BIGSERIAL PRIMARY KEY, company_id BIGINT NOT NULL, body TEXT NOT NULL)',
+    sqlite:
+      'CREATE TABLE fault_notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, body TEXT NOT NULL)',
+    postgres:
+      'CREATE TABLE fault_notes (id BIGSERIAL PRIMARY KEY, company_id BIGINT NOT NULL, body TEXT NOT NULL)',
   },
 ];
 
@@ -59,10 +61,18 @@ const verbs = [
     description: 'Add a note (no consent gate).',
     shape: 'receipt',
     category: 'test',
-    input: { type: 'object', properties: { body: { type: 'string' }, big: { type: 'boolean' } }, required: ['body'], additionalProperties: false },
+    input: {
+      type: 'object',
+      properties: { body: { type: 'string' }, big: { type: 'boolean' } },
+      required: ['body'],
+      additionalProperties: false,
+    },
     delegateConsent: async () => ({ consentClass: null, roleFloor: 'employee', summary: 'Add a note.' }),
     async handler(ctx, a) {
-      const r = await ctx.db.get<{ id: number }>('INSERT INTO fault_notes (company_id, body) VALUES (?, ?) RETURNING id', [ctx.principal.company_id, a.big ? a.body.repeat(100_000) : a.body]);
+      const r = await ctx.db.get<{ id: number }>(
+        'INSERT INTO fault_notes (company_id, body) VALUES (?, ?) RETURNING id',
+        [ctx.principal.company_id, a.big ? a.body.repeat(100_000) : a.body],
+      );
       return { note_id: Number(r!.id) };
     },
   }),
@@ -71,10 +81,22 @@ const verbs = [
     description: 'Add a note, then wait for the test (a slow write: holds its transaction).',
     shape: 'receipt',
     category: 'test',
-    input: { type: 'object', properties: { body: { type: 'string' } }, required: ['body'], additionalProperties: false },
-    delegateConsent: async () => ({ consentClass: null, roleFloor: 'employee', summary: 'Add a note slowly.' }),
+    input: {
+      type: 'object',
+      properties: { body: { type: 'string' } },
+      required: ['body'],
+      additionalProperties: false,
+    },
+    delegateConsent: async () => ({
+      consentClass: null,
+      roleFloor: 'employee',
+      summary: 'Add a note slowly.',
+    }),
     async handler(ctx, a) {
-      const r = await ctx.db.get<{ id: number }>('INSERT INTO fault_notes (company_id, body) VALUES (?, ?) RETURNING id', [ctx.principal.company_id, a.body]);
+      const r = await ctx.db.get<{ id: number }>(
+        'INSERT INTO fault_notes (company_id, body) VALUES (?, ?) RETURNING id',
+        [ctx.principal.company_id, a.body],
+      );
       await gate.pass();
       return { note_id: Number(r!.id) };
     },
@@ -86,7 +108,10 @@ const verbs = [
     category: 'test',
     input: { type: 'object', properties: {}, additionalProperties: false },
     async handler(ctx) {
-      const r = await ctx.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM fault_notes WHERE company_id = ?', [ctx.principal.company_id]);
+      const r = await ctx.db.get<{ n: number }>(
+        'SELECT COUNT(*) AS n FROM fault_notes WHERE company_id = ?',
+        [ctx.principal.company_id],
+      );
       return { entity_id: ctx.principal.company_id, data: { notes: Number(r!.n) } };
     },
   }),
@@ -97,7 +122,10 @@ const verbs = [
     category: 'test',
     input: { type: 'object', properties: {}, additionalProperties: false },
     async handler(ctx) {
-      const r = await ctx.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM fault_notes WHERE company_id = ?', [ctx.principal.company_id]);
+      const r = await ctx.db.get<{ n: number }>(
+        'SELECT COUNT(*) AS n FROM fault_notes WHERE company_id = ?',
+        [ctx.principal.company_id],
+      );
       await gate.pass();
       return { entity_id: ctx.principal.company_id, data: { notes: Number(r!.n) } };
     },
@@ -111,11 +139,18 @@ async function setup(t: TestContext, engine: 'sqlite' | 'postgres' = 'sqlite'): 
   return h;
 }
 
-const call = (h: TestRuntime, verb: string, args: Record<string, unknown> = {}, company = h.companyId): Promise<Envelope> =>
+const call = (
+  h: TestRuntime,
+  verb: string,
+  args: Record<string, unknown> = {},
+  company = h.companyId,
+): Promise<Envelope> =>
   h.rt.dispatch({ principal: h.principal('owner', company), surface: 'http' }, verb, args);
 
 async function notesIn(h: TestRuntime): Promise<number> {
-  return Number((await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM fault_notes')))!.n);
+  return Number(
+    (await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM fault_notes')))!.n,
+  );
 }
 
 /** The database file is intact: SQLite's integrity check and the full audit verification pass. */
@@ -142,13 +177,19 @@ describe('store faults answer store_unavailable and corrupt nothing', () => {
       t.after(() => app.close());
       const before = await notesIn(h);
 
-      if (fault === 'disk full') raw.pragma(`max_page_count = ${Number(raw.pragma('page_count', { simple: true }))}`);
+      if (fault === 'disk full')
+        raw.pragma(`max_page_count = ${Number(raw.pragma('page_count', { simple: true }))}`);
       else raw.pragma('query_only = 1');
 
       const env = await call(h, 'fault.note_add', { body: 'x', big: true });
       assert.equal(env.ok, false);
       assert.equal(env.error!.reason, 'store_unavailable', JSON.stringify(env.error));
-      const res = await app.inject({ method: 'POST', url: '/api/v1/agent/dispatch/fault.note_add', headers: { authorization: `Bearer ${h.keys.owner}`, 'content-type': 'application/json' }, payload: { args: { body: 'y', big: true } } });
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/agent/dispatch/fault.note_add',
+        headers: { authorization: `Bearer ${h.keys.owner}`, 'content-type': 'application/json' },
+        payload: { args: { body: 'y', big: true } },
+      });
       assert.equal(res.statusCode, 503);
       assert.equal(res.json().error.reason, 'store_unavailable');
       assert.equal(await notesIn(h), before, 'nothing was written');
@@ -159,8 +200,17 @@ describe('store faults answer store_unavailable and corrupt nothing', () => {
 
       if (fault === 'disk full') raw.pragma('max_page_count = 1073741823');
       else raw.pragma('query_only = 0');
-      assert.equal((await call(h, 'fault.note_add', { body: 'after', big: true })).ok, true, 'writes work again');
-      const after = await app.inject({ method: 'POST', url: '/api/v1/agent/dispatch/fault.note_add', headers: { authorization: `Bearer ${h.keys.owner}`, 'content-type': 'application/json' }, payload: { args: { body: 'after http' } } });
+      assert.equal(
+        (await call(h, 'fault.note_add', { body: 'after', big: true })).ok,
+        true,
+        'writes work again',
+      );
+      const after = await app.inject({
+        method: 'POST',
+        url: '/api/v1/agent/dispatch/fault.note_add',
+        headers: { authorization: `Bearer ${h.keys.owner}`, 'content-type': 'application/json' },
+        payload: { args: { body: 'after http' } },
+      });
       assert.equal(after.statusCode, 200);
       assert.equal(await notesIn(h), before + 2);
       await assertIntact(h);
@@ -183,44 +233,57 @@ describe('a slow verb of one tenant', () => {
   });
 
   for (const engine of ['sqlite', 'postgres'] as const) {
-    it(`${engine}: a slow write does not block other tenants’ reads; ${engine === 'sqlite' ? 'other writes wait for it (single writer)' : 'other writes run meanwhile and the chain stays gap-free'}`, { skip: engine === 'postgres' && TEST_DATABASE_URL === undefined ? PG_SKIP_REASON : false }, async (t) => {
-      const h = await setup(t, engine);
-      gate = new Gate();
-      const slow = call(h, 'fault.slow_note_add', { body: 'slow' });
-      await gate.entered; // the slow write is inside its transaction now
-      const read = await call(h, 'fault.notes_count', {}, h.otherCompanyId);
-      assert.equal(read.ok, true, 'another tenant reads while the write is open');
-      const sameRead = await call(h, 'fault.notes_count');
-      assert.deepEqual((sameRead.result as { data: unknown }).data, { notes: 0 }, 'reads see only committed data');
+    it(
+      `${engine}: a slow write does not block other tenants’ reads; ${engine === 'sqlite' ? 'other writes wait for it (single writer)' : 'other writes run meanwhile and the chain stays gap-free'}`,
+      { skip: engine === 'postgres' && TEST_DATABASE_URL === undefined ? PG_SKIP_REASON : false },
+      async (t) => {
+        const h = await setup(t, engine);
+        gate = new Gate();
+        const slow = call(h, 'fault.slow_note_add', { body: 'slow' });
+        await gate.entered; // the slow write is inside its transaction now
+        const read = await call(h, 'fault.notes_count', {}, h.otherCompanyId);
+        assert.equal(read.ok, true, 'another tenant reads while the write is open');
+        const sameRead = await call(h, 'fault.notes_count');
+        assert.deepEqual(
+          (sameRead.result as { data: unknown }).data,
+          { notes: 0 },
+          'reads see only committed data',
+        );
 
-      const order: string[] = [];
-      const otherWrite = call(h, 'fault.note_add', { body: 'other tenant' }, h.otherCompanyId).then((e) => {
-        order.push('other tenant write');
-        return e;
-      });
-      if (engine === 'postgres') {
-        // The reads above left read-audit rows of both tenants in the buffer: flushing them now must
-        // not make the other tenant's write wait for this tenant's open transaction. The chain head is
-        // locked when a row is appended, not while a handler runs, so the same tenant's next write
-        // runs too; the chain stays gap-free (checked below).
-        const flushed = h.rt.auditBuffer.flush();
-        const sameWrite = call(h, 'fault.note_add', { body: 'same tenant' });
-        assert.equal((await otherWrite).ok, true, 'another tenant writes while the slow write is open');
-        assert.equal((await sameWrite).ok, true, 'the same tenant writes while the slow handler runs');
-        await flushed;
-        order.push('slow write released');
-      } else {
-        // Give the queued write every chance to run; it cannot while the slow one holds the writer.
-        for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-        order.push('slow write released');
-      }
-      gate.open();
-      assert.equal((await slow).ok, true);
-      assert.equal((await otherWrite).ok, true);
-      assert.deepEqual(order, engine === 'postgres' ? ['other tenant write', 'slow write released'] : ['slow write released', 'other tenant write']);
-      await h.rt.auditBuffer.flush();
-      const report = await verifyStoreChain(h.rt.store);
-      assert.equal(report.ok, true, JSON.stringify(report.tenants.flatMap((x) => x.findings).slice(0, 3)));
-    });
+        const order: string[] = [];
+        const otherWrite = call(h, 'fault.note_add', { body: 'other tenant' }, h.otherCompanyId).then((e) => {
+          order.push('other tenant write');
+          return e;
+        });
+        if (engine === 'postgres') {
+          // The reads above left read-audit rows of both tenants in the buffer: flushing them now must
+          // not make the other tenant's write wait for this tenant's open transaction. The chain head is
+          // locked when a row is appended, not while a handler runs, so the same tenant's next write
+          // runs too; the chain stays gap-free (checked below).
+          const flushed = h.rt.auditBuffer.flush();
+          const sameWrite = call(h, 'fault.note_add', { body: 'same tenant' });
+          assert.equal((await otherWrite).ok, true, 'another tenant writes while the slow write is open');
+          assert.equal((await sameWrite).ok, true, 'the same tenant writes while the slow handler runs');
+          await flushed;
+          order.push('slow write released');
+        } else {
+          // Give the queued write every chance to run; it cannot while the slow one holds the writer.
+          for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+          order.push('slow write released');
+        }
+        gate.open();
+        assert.equal((await slow).ok, true);
+        assert.equal((await otherWrite).ok, true);
+        assert.deepEqual(
+          order,
+          engine === 'postgres'
+            ? ['other tenant write', 'slow write released']
+            : ['slow write released', 'other tenant write'],
+        );
+        await h.rt.auditBuffer.flush();
+        const report = await verifyStoreChain(h.rt.store);
+        assert.equal(report.ok, true, JSON.stringify(report.tenants.flatMap((x) => x.findings).slice(0, 3)));
+      },
+    );
   }
 });

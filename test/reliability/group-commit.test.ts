@@ -25,7 +25,13 @@ function tempDb(t: { after(fn: () => void): void }): string {
 
 async function storeWithTable(path: string, options: { groupCommit?: boolean } = {}): Promise<SqliteStore> {
   const store = new SqliteStore({ path, durability: 'full', ...options });
-  await store.migrate('t', [{ version: 1, name: 'items', sqlite: 'CREATE TABLE items (id INTEGER PRIMARY KEY, label TEXT NOT NULL, blob TEXT)' }]);
+  await store.migrate('t', [
+    {
+      version: 1,
+      name: 'items',
+      sqlite: 'CREATE TABLE items (id INTEGER PRIMARY KEY, label TEXT NOT NULL, blob TEXT)',
+    },
+  ]);
   return store;
 }
 
@@ -55,13 +61,20 @@ describe('group commit (durability full)', () => {
     assert.ok(seenAtResolve.every(Boolean), 'every write was committed before its caller was answered');
     const stats = store.commitStats;
     assert.equal(stats.writes, 160);
-    assert.ok(stats.commits < stats.writes / 2, `writers share commits (${stats.commits} commits for ${stats.writes} writes)`);
+    assert.ok(
+      stats.commits < stats.writes / 2,
+      `writers share commits (${stats.commits} commits for ${stats.writes} writes)`,
+    );
   });
 
   it('without grouping (groupCommit: false) every write has its own commit', async (t) => {
     const store = await storeWithTable(tempDb(t), { groupCommit: false });
     t.after(() => store.close());
-    await Promise.all(Array.from({ length: 8 }, (_, i) => store.write((tx) => tx.run('INSERT INTO items (id, label) VALUES (?, ?)', [i + 1, 'x']))));
+    await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        store.write((tx) => tx.run('INSERT INTO items (id, label) VALUES (?, ?)', [i + 1, 'x'])),
+      ),
+    );
     assert.deepEqual(store.commitStats, { commits: 8, writes: 8 });
   });
 
@@ -79,7 +92,14 @@ describe('group commit (durability full)', () => {
     const grouped = new SqliteStore({ path: tempDb(t), groupCommit: true });
     t.after(() => plain.close());
     t.after(() => grouped.close());
-    for (const s of [plain, grouped]) await s.migrate('t', [{ version: 1, name: 'items', sqlite: 'CREATE TABLE items (id INTEGER PRIMARY KEY, label TEXT NOT NULL, blob TEXT)' }]);
+    for (const s of [plain, grouped])
+      await s.migrate('t', [
+        {
+          version: 1,
+          name: 'items',
+          sqlite: 'CREATE TABLE items (id INTEGER PRIMARY KEY, label TEXT NOT NULL, blob TEXT)',
+        },
+      ]);
     await concurrent(plain);
     await concurrent(grouped);
     assert.deepEqual(plain.commitStats, { commits: 8, writes: 8 });
@@ -105,14 +125,24 @@ describe('group commit (durability full)', () => {
       ),
     );
     assert.equal(results[4]!.status, 'rejected');
-    assert.equal((results[4] as PromiseRejectedResult).reason.message, 'domain failure', 'the body error is rethrown unchanged');
+    assert.equal(
+      (results[4] as PromiseRejectedResult).reason.message,
+      'domain failure',
+      'the body error is rethrown unchanged',
+    );
     assert.equal(results[6]!.status, 'rejected');
     assert.equal(((results[6] as PromiseRejectedResult).reason as StoreError).code, 'unique_violation');
     const ok = results.flatMap((r, i) => (r.status === 'fulfilled' ? [i] : []));
     assert.deepEqual(ok, [0, 1, 2, 3, 5, 7, 8, 9]);
     const rows = await store.read((q) => q.all<{ id: number }>('SELECT id FROM items ORDER BY id'));
-    assert.deepEqual(rows.map((r) => r.id), [1, 2, 3, 4, 6, 8, 9, 10]);
-    assert.deepEqual([...callbacks].sort((a, b) => a - b), ok);
+    assert.deepEqual(
+      rows.map((r) => r.id),
+      [1, 2, 3, 4, 6, 8, 9, 10],
+    );
+    assert.deepEqual(
+      [...callbacks].sort((a, b) => a - b),
+      ok,
+    );
   });
 
   it('a throwing afterCommit callback neither fails its committed write nor skips the others', async (t) => {
@@ -134,7 +164,10 @@ describe('group commit (durability full)', () => {
         }),
       ),
     );
-    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'fulfilled']);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'fulfilled', 'fulfilled'],
+    );
     assert.deepEqual(ran.sort(), [1, 2]);
     await tick();
     assert.ok(warnings.some((w) => /observer bug/.test(w)));
@@ -160,13 +193,23 @@ describe('group commit (durability full)', () => {
     );
     const rejected = results.filter((r) => r.status === 'rejected') as PromiseRejectedResult[];
     assert.ok(rejected.length > 0, 'the cap was hit');
-    for (const r of rejected) assert.ok(r.reason instanceof StoreError && ['disk_full', 'unavailable', 'unknown'].includes(r.reason.code), String(r.reason));
+    for (const r of rejected)
+      assert.ok(
+        r.reason instanceof StoreError && ['disk_full', 'unavailable', 'unknown'].includes(r.reason.code),
+        String(r.reason),
+      );
     assert.ok(rejected.some((r) => (r.reason as StoreError).code === 'disk_full'));
     const outside = new Database(path, { readonly: true });
     t.after(() => outside.close());
-    const present = new Set((outside.prepare('SELECT id FROM items').all() as Array<{ id: number }>).map((r) => r.id));
+    const present = new Set(
+      (outside.prepare('SELECT id FROM items').all() as Array<{ id: number }>).map((r) => r.id),
+    );
     results.forEach((r, i) => {
-      assert.equal(present.has(i + 1), r.status === 'fulfilled', `writer ${i}: ${r.status} but row ${present.has(i + 1) ? 'present' : 'absent'}`);
+      assert.equal(
+        present.has(i + 1),
+        r.status === 'fulfilled',
+        `writer ${i}: ${r.status} but row ${present.has(i + 1) ? 'present' : 'absent'}`,
+      );
     });
     // Recovery: with room again, writes succeed and the database is intact.
     store.rawDatabase.pragma('max_page_count = 1073741823');
@@ -177,22 +220,44 @@ describe('group commit (durability full)', () => {
   it('dispatch in durable mode: no caller holds a receipt before its effect and audit row are committed', async (t) => {
     const path = tempDb(t);
     const store = new SqliteStore({ path, durability: 'full' });
-    const rt = await createRuntime({ store, logger: pino({ level: 'silent' }), sandboxCompanyId: 1, maintenanceIntervalMs: 0 });
+    const rt = await createRuntime({
+      store,
+      logger: pino({ level: 'silent' }),
+      sandboxCompanyId: 1,
+      maintenanceIntervalMs: 0,
+    });
     t.after(() => rt.close());
-    await store.migrate('t', [{ version: 1, name: 'notes', sqlite: 'CREATE TABLE notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, body TEXT NOT NULL)' }]);
+    await store.migrate('t', [
+      {
+        version: 1,
+        name: 'notes',
+        sqlite:
+          'CREATE TABLE notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, body TEXT NOT NULL)',
+      },
+    ]);
     await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
     await rt.createTenant({ company_id: 2, name: 'Co', tier: 'enterprise' });
-    const principal = await rt.tenants.authenticate(await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner' }));
+    const principal = await rt.tenants.authenticate(
+      await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner' }),
+    );
     rt.register(
       defineVerb<{ body: string }>({
         name: 'notes.add',
         description: 'Add a note (no gate).',
         shape: 'receipt',
         category: 'test',
-        input: { type: 'object', properties: { body: { type: 'string' } }, required: ['body'], additionalProperties: false },
+        input: {
+          type: 'object',
+          properties: { body: { type: 'string' } },
+          required: ['body'],
+          additionalProperties: false,
+        },
         delegateConsent: async () => ({ consentClass: null, roleFloor: 'employee', summary: 'Add a note.' }),
         async handler(ctx, a) {
-          const r = await ctx.db.run('INSERT INTO notes (company_id, body) VALUES (?, ?)', [ctx.principal.company_id, a.body]);
+          const r = await ctx.db.run('INSERT INTO notes (company_id, body) VALUES (?, ?)', [
+            ctx.principal.company_id,
+            a.body,
+          ]);
           return { note_id: r.lastInsertId };
         },
       }),
@@ -205,17 +270,33 @@ describe('group commit (durability full)', () => {
     await Promise.all(
       Array.from({ length: 16 }, async (_, c) => {
         for (let k = 0; k < 8; k++) {
-          const env = await rt.dispatch({ principal, surface: 'http' }, 'notes.add', { body: `c${c}k${k}` }, { idempotency_key: `c${c}-k${k}` });
+          const env = await rt.dispatch(
+            { principal, surface: 'http' },
+            'notes.add',
+            { body: `c${c}k${k}` },
+            { idempotency_key: `c${c}-k${k}` },
+          );
           assert.equal(env.ok, true, JSON.stringify(env.error));
           const r = env.result as { note_id: number; audit_id: number };
-          assert.deepEqual(auditRow.get(env.audit_id), { status: 'completed' }, 'audit row committed before the receipt');
-          assert.deepEqual(note.get(r.note_id), { body: `c${c}k${k}` }, 'effect committed before the receipt');
+          assert.deepEqual(
+            auditRow.get(env.audit_id),
+            { status: 'completed' },
+            'audit row committed before the receipt',
+          );
+          assert.deepEqual(
+            note.get(r.note_id),
+            { body: `c${c}k${k}` },
+            'effect committed before the receipt',
+          );
           receipts++;
         }
       }),
     );
     assert.equal(receipts, 128);
     const { commits, writes } = store.commitStats;
-    assert.ok(writes / commits > 2, `concurrent dispatches share commits (${writes} writes in ${commits} commits)`);
+    assert.ok(
+      writes / commits > 2,
+      `concurrent dispatches share commits (${writes} writes in ${commits} commits)`,
+    );
   });
 });

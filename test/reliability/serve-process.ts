@@ -34,14 +34,18 @@ export async function serve(t: TestContext, db: string, extra: string[] = []): P
   let out = '';
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+    child.once('exit', (code, signal) => r({ code, signal })),
+  );
   const base = await new Promise<string>((ok, fail) => {
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /solid serve: ready on (http:\/\/\S+)/.exec(out);
       if (m) ok(m[1]!);
     });
-    void exited.then(({ code, signal }) => fail(new Error(`solid serve exited (${code ?? signal}) before ready:\n${out}\n${err}`)));
+    void exited.then(({ code, signal }) =>
+      fail(new Error(`solid serve exited (${code ?? signal}) before ready:\n${out}\n${err}`)),
+    );
   });
   return { child, base, stdout: out, stderr: () => err, exited };
 }
@@ -75,18 +79,30 @@ export interface HttpAnswer {
 }
 
 /** POST /api/v1/agent/dispatch/<verb> with a bearer key (optional) and an Idempotency-Key (optional). */
-export async function dispatchHttp(base: string, verb: string, body: Record<string, unknown>, opts: { key?: string; idempotencyKey?: string } = {}): Promise<HttpAnswer> {
+export async function dispatchHttp(
+  base: string,
+  verb: string,
+  body: Record<string, unknown>,
+  opts: { key?: string; idempotencyKey?: string } = {},
+): Promise<HttpAnswer> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (opts.key !== undefined) headers.authorization = `Bearer ${opts.key}`;
   if (opts.idempotencyKey !== undefined) headers['idempotency-key'] = opts.idempotencyKey;
-  const res = await fetch(`${base}/api/v1/agent/dispatch/${verb}`, { method: 'POST', headers, body: JSON.stringify(body) });
+  const res = await fetch(`${base}/api/v1/agent/dispatch/${verb}`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
 /** Run the `solid` CLI as a process; resolves with its exit code and output (never rejects on a non-zero exit). */
 export async function solid(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await promisify(execFile)(process.execPath, [BIN, ...args], { env: { ...process.env, SOLID_API_KEY: '' }, maxBuffer: 16 * 1024 * 1024 });
+    const r = await promisify(execFile)(process.execPath, [BIN, ...args], {
+      env: { ...process.env, SOLID_API_KEY: '' },
+      maxBuffer: 16 * 1024 * 1024,
+    });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };

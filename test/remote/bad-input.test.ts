@@ -17,7 +17,10 @@ import type { Envelope } from '../../src/spec/types.ts';
 
 const ENV = { SOLID_API_URL: undefined, SOLID_API_KEY: undefined, SOLID_DB: undefined };
 
-async function fakeServer(t: TestContext, handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
+async function fakeServer(
+  t: TestContext,
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<string> {
   const server = createServer(handler);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   t.after(() => {
@@ -51,7 +54,9 @@ test('a malformed --url is a usage error (exit 2) naming the problem', async () 
     assert.match(r.stderr, why);
     noStack(r.stderr);
   }
-  const both = await runCliCaptured(['--url', 'http://127.0.0.1:1', '--db', '/tmp/x.db', 'verbs', 'list'], { env: ENV });
+  const both = await runCliCaptured(['--url', 'http://127.0.0.1:1', '--db', '/tmp/x.db', 'verbs', 'list'], {
+    env: ENV,
+  });
   assert.equal(both.code, 2);
   assert.match(both.stderr, /--url and --db name two different targets/);
 });
@@ -70,30 +75,53 @@ test('nothing listening: exit 8 with "connection refused", for dispatches and li
   noStack(l.stderr);
 });
 
-test('something that is not a solid server, or a solid server under a missing path prefix: exit 8 saying so', { timeout: 120_000 }, async (t) => {
-  const html = await fakeServer(t, (_req, res) => res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>Not Found</h1>'));
-  const r = await runCliCaptured(['--url', html, 'agent', 'dispatch', 'audit.trail', '--json'], { env: ENV });
-  assert.equal(r.code, 8);
-  assert.match(r.json<Envelope>().error!.message, /does not look like a solid server: HTTP 404, .* answered text\/html, not JSON/);
+test(
+  'something that is not a solid server, or a solid server under a missing path prefix: exit 8 saying so',
+  { timeout: 120_000 },
+  async (t) => {
+    const html = await fakeServer(t, (_req, res) =>
+      res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>Not Found</h1>'),
+    );
+    const r = await runCliCaptured(['--url', html, 'agent', 'dispatch', 'audit.trail', '--json'], {
+      env: ENV,
+    });
+    assert.equal(r.code, 8);
+    assert.match(
+      r.json<Envelope>().error!.message,
+      /does not look like a solid server: HTTP 404, .* answered text\/html, not JSON/,
+    );
 
-  const f = await remoteFixture(t);
-  const prefixed = await runCliCaptured(['--url', `${f.baseUrl}/solid`, 'agent', 'dispatch', 'audit.trail', '--json'], { env: ENV });
-  assert.equal(prefixed.code, 8);
-  assert.match(prefixed.json<Envelope>().error!.message, /has no POST \/api\/v1\/agent\/dispatch\/audit.trail route/);
+    const f = await remoteFixture(t);
+    const prefixed = await runCliCaptured(
+      ['--url', `${f.baseUrl}/solid`, 'agent', 'dispatch', 'audit.trail', '--json'],
+      { env: ENV },
+    );
+    assert.equal(prefixed.code, 8);
+    assert.match(
+      prefixed.json<Envelope>().error!.message,
+      /has no POST \/api\/v1\/agent\/dispatch\/audit.trail route/,
+    );
 
-  // https to the plain-http port of the same server: a TLS failure, said as such.
-  const tls = await runCliCaptured(['--url', f.baseUrl.replace('http:', 'https:'), 'agent', 'dispatch', 'audit.trail', '--json'], { env: ENV });
-  assert.equal(tls.code, 8);
-  const e = tls.json<Envelope>().error!;
-  assert.match(e.message, /TLS handshake with https:\/\/127\.0\.0\.1:\d+ failed .*plain http/);
-  assert.equal(e.details!.failure, 'tls');
+    // https to the plain-http port of the same server: a TLS failure, said as such.
+    const tls = await runCliCaptured(
+      ['--url', f.baseUrl.replace('http:', 'https:'), 'agent', 'dispatch', 'audit.trail', '--json'],
+      { env: ENV },
+    );
+    assert.equal(tls.code, 8);
+    const e = tls.json<Envelope>().error!;
+    assert.match(e.message, /TLS handshake with https:\/\/127\.0\.0\.1:\d+ failed .*plain http/);
+    assert.equal(e.details!.failure, 'tls');
 
-  // Nothing is stored by a login that could not reach the server.
-  const login = await runCliCaptured(['--url', `http://127.0.0.1:${await closedPort()}`, 'login', '--api-key', f.keys.owner], { env: { ...ENV, XDG_CONFIG_HOME: f.configHome } });
-  assert.equal(login.code, 8);
-  assert.notEqual(login.code, 0);
-  assert.equal(existsSync(join(f.configHome, 'solid', 'credentials.json')), false);
-});
+    // Nothing is stored by a login that could not reach the server.
+    const login = await runCliCaptured(
+      ['--url', `http://127.0.0.1:${await closedPort()}`, 'login', '--api-key', f.keys.owner],
+      { env: { ...ENV, XDG_CONFIG_HOME: f.configHome } },
+    );
+    assert.equal(login.code, 8);
+    assert.notEqual(login.code, 0);
+    assert.equal(existsSync(join(f.configHome, 'solid', 'credentials.json')), false);
+  },
+);
 
 test('a connection dropped mid-call: a write is sent once ("may or may not have run"), a keyed write and reads are retried', async (t) => {
   const seen: string[] = [];
@@ -102,7 +130,10 @@ test('a connection dropped mid-call: a write is sent once ("may or may not have 
     req.resume();
     req.on('end', () => res.socket?.destroy());
   });
-  const write = await runCliCaptured(['--url', url, 'agent', 'dispatch', 'deals_create', '--args', '{"title":"x"}', '--confirm', '--json'], { env: ENV });
+  const write = await runCliCaptured(
+    ['--url', url, 'agent', 'dispatch', 'deals_create', '--args', '{"title":"x"}', '--confirm', '--json'],
+    { env: ENV },
+  );
   assert.equal(write.code, 8);
   const e = write.json<Envelope>().error!;
   assert.match(e.message, /dropped before a complete answer.*may or may not have run/);
@@ -111,7 +142,21 @@ test('a connection dropped mid-call: a write is sent once ("may or may not have 
   assert.deepEqual(seen, ['POST /api/v1/agent/dispatch/deals_create'], 'not retried');
 
   seen.length = 0;
-  const keyed = await runCliCaptured(['--url', url, 'agent', 'dispatch', 'deals_create', '--args', '{"title":"x"}', '--idempotency-key', 'k-1', '--json'], { env: ENV });
+  const keyed = await runCliCaptured(
+    [
+      '--url',
+      url,
+      'agent',
+      'dispatch',
+      'deals_create',
+      '--args',
+      '{"title":"x"}',
+      '--idempotency-key',
+      'k-1',
+      '--json',
+    ],
+    { env: ENV },
+  );
   assert.equal(keyed.code, 8);
   assert.equal(seen.length, 3, 'an idempotency key makes the write safe to repeat (1 + 2 retries)');
 
@@ -125,7 +170,9 @@ test('a server that never answers: the call ends with upstream_unavailable after
   const url = await fakeServer(t, () => {
     /* accept and say nothing */
   });
-  const r = await runCliCaptured(['--url', url, 'agent', 'dispatch', 'audit.trail', '--json'], { env: { ...ENV, SOLID_API_TIMEOUT_SECONDS: '0.3' } });
+  const r = await runCliCaptured(['--url', url, 'agent', 'dispatch', 'audit.trail', '--json'], {
+    env: { ...ENV, SOLID_API_TIMEOUT_SECONDS: '0.3' },
+  });
   assert.equal(r.code, 8);
   assert.match(r.json<Envelope>().error!.message, /did not answer in time/);
 });

@@ -11,7 +11,14 @@ import assert from 'node:assert/strict';
 import { normalize, remoteFixture, type CliOptions, type Mode, type RemoteFixture } from './support.ts';
 import type { Envelope } from '../../src/spec/types.ts';
 
-async function both(f: RemoteFixture, argv: string[], options: CliOptions = {}): Promise<{ local: { code: number; stdout: string; stderr: string }; remote: { code: number; stdout: string; stderr: string } }> {
+async function both(
+  f: RemoteFixture,
+  argv: string[],
+  options: CliOptions = {},
+): Promise<{
+  local: { code: number; stdout: string; stderr: string };
+  remote: { code: number; stdout: string; stderr: string };
+}> {
   const run = (mode: Mode) => f.cli(mode, argv, options);
   const local = await run('local');
   const remote = await run('remote');
@@ -19,115 +26,320 @@ async function both(f: RemoteFixture, argv: string[], options: CliOptions = {}):
 }
 
 /** Run in both modes; the JSON outputs must be equal after normalisation, with the same exit code. */
-async function sameJson(f: RemoteFixture, argv: string[], options: CliOptions = {}): Promise<{ code: number; env: Envelope }> {
+async function sameJson(
+  f: RemoteFixture,
+  argv: string[],
+  options: CliOptions = {},
+): Promise<{ code: number; env: Envelope }> {
   const { local, remote } = await both(f, argv, options);
-  assert.equal(remote.code, local.code, `exit codes of ${argv.join(' ')}: local ${local.code} (${local.stderr}), remote ${remote.code} (${remote.stderr})`);
+  assert.equal(
+    remote.code,
+    local.code,
+    `exit codes of ${argv.join(' ')}: local ${local.code} (${local.stderr}), remote ${remote.code} (${remote.stderr})`,
+  );
   const l = JSON.parse(local.stdout) as Envelope;
   const r = JSON.parse(remote.stdout) as Envelope;
   assert.deepEqual(normalize(r), normalize(l), `envelopes of ${argv.join(' ')}`);
   return { code: local.code, env: r };
 }
 
-test('the CLI answers the same envelopes and exit codes embedded and remote', { timeout: 240_000 }, async (t) => {
-  const f = await remoteFixture(t);
-  const fx = f.facts.fixtures!;
-  const owner = { env: { SOLID_API_KEY: f.keys.owner } };
-  const admin = { env: { SOLID_API_KEY: f.keys.admin } };
+test(
+  'the CLI answers the same envelopes and exit codes embedded and remote',
+  { timeout: 240_000 },
+  async (t) => {
+    const f = await remoteFixture(t);
+    const fx = f.facts.fixtures!;
+    const owner = { env: { SOLID_API_KEY: f.keys.owner } };
+    const admin = { env: { SOLID_API_KEY: f.keys.admin } };
 
-  await t.test('reads, keyless and keyed', async () => {
-    const keyed = await sameJson(f, ['agent', 'dispatch', 'customer.full_context', '--args', JSON.stringify({ customer_id: fx.customer_id }), '--json'], owner);
-    assert.equal(keyed.code, 0);
-    assert.equal(keyed.env.ok, true);
-    await sameJson(f, ['agent', 'dispatch', 'crm_contacts_search', '--args', '{"query":"Franey","limit":3}', '--json'], owner);
-    const keyless = await sameJson(f, ['agent', 'dispatch', 'audit.trail', '--args', '{"limit":2}', '--json']);
-    assert.equal(keyless.code, 0);
-  });
-
-  await t.test('refusals: invalid input, unknown verb, bad key, role floor, a domain not_found, keyless write', async () => {
-    assert.equal((await sameJson(f, ['agent', 'dispatch', 'deals_create', '--args', '{"contact_id":42,"title":"x","amount_cents":"lots"}', '--json'], owner)).code, 2);
-    assert.equal((await sameJson(f, ['agent', 'dispatch', 'deals_craete', '--json'], owner)).code, 5);
-    assert.equal((await sameJson(f, ['agent', 'dispatch', 'audit.trail', '--json'], { env: { SOLID_API_KEY: 'sk_solid_000000000000_notarealkeynotarealkey' } })).code, 3);
-    const role = await sameJson(f, ['agent', 'dispatch', 'charge_invoice', '--args', JSON.stringify({ invoice_number: fx.open_invoice.number, amount_cents: 500 }), '--json'], { env: { SOLID_API_KEY: f.keys.read_only } });
-    assert.equal(role.env.error?.reason, 'role_denied');
-    const missing = await sameJson(f, ['agent', 'dispatch', 'customer.full_context', '--args', '{"customer_id":987654}', '--json'], owner);
-    assert.equal(missing.env.error?.reason, 'not_found');
-    assert.equal(missing.code, 5);
-    assert.equal((await sameJson(f, ['agent', 'dispatch', 'deals_create', '--args', '{"contact_id":42,"title":"x","amount_cents":1}', '--json'])).env.error?.reason, 'auth_required');
-  });
-
-  await t.test('a confirmation write: pending (exit 4), then --confirm runs it; the same idempotency key replays', async () => {
-    const args = JSON.stringify({ contact_id: fx.customer_id, title: 'Remote parity deal', amount_cents: 12_345 });
-    const pending = await sameJson(f, ['agent', 'dispatch', 'deals_create', '--args', args, '--json'], owner);
-    assert.equal(pending.code, 4);
-    assert.equal(pending.env.consent?.gate, 'confirmation');
-    const done = await sameJson(f, ['agent', 'dispatch', 'deals_create', '--args', args, '--json', '--confirm', '--idempotency-key', 'parity-1'], owner);
-    assert.equal(done.code, 0);
-    assert.equal(done.env.idempotency_key, 'parity-1');
-    const again = await sameJson(f, ['agent', 'dispatch', 'deals_create', '--args', args, '--json', '--confirm', '--idempotency-key', 'parity-1'], owner);
-    assert.equal(again.env.replayed, true);
-    const reused = await sameJson(f, ['agent', 'dispatch', 'deals_create', '--args', JSON.stringify({ contact_id: fx.customer_id, title: 'Other', amount_cents: 1 }), '--json', '--confirm', '--idempotency-key', 'parity-1'], owner);
-    assert.equal(reused.env.error?.reason, 'idempotency_key_reused');
-  });
-
-  await t.test('a typed-phrase write: --phrase, a wrong phrase, and the terminal prompt', async () => {
-    const charge = (cents: number) => JSON.stringify({ invoice_number: fx.open_invoice.number, amount_cents: cents });
-    const pending = await sameJson(f, ['agent', 'dispatch', 'charge_invoice', '--args', charge(500), '--json'], admin);
-    assert.equal(pending.code, 4);
-    const phrase = pending.env.consent!.typed_phrase!;
-    assert.equal(phrase, `CHARGE $5.00 to invoice #${fx.open_invoice.number}`);
-    const wrong = await sameJson(f, ['agent', 'dispatch', 'charge_invoice', '--args', charge(500), '--json', '--confirm', '--phrase', 'CHARGE $5 to invoice'], admin);
-    assert.equal(wrong.env.error?.reason, 'phrase_mismatch');
-    const paid = await sameJson(f, ['agent', 'dispatch', 'charge_invoice', '--args', charge(500), '--json', '--confirm', '--phrase', phrase], admin);
-    assert.equal(paid.code, 0);
-    assert.equal(paid.env.result?.status, 'captured');
-
-    // The TTY path of runDispatch: the human types the phrase at the prompt (human output).
-    const asked: string[] = [];
-    const prompted = await both(f, ['agent', 'dispatch', 'charge_invoice', '--args', charge(700), '--confirm'], {
-      ...admin,
-      tty: true,
-      prompt: async (q) => {
-        asked.push(q);
-        return `CHARGE $7.00 to invoice #${fx.open_invoice.number}`;
-      },
+    await t.test('reads, keyless and keyed', async () => {
+      const keyed = await sameJson(
+        f,
+        [
+          'agent',
+          'dispatch',
+          'customer.full_context',
+          '--args',
+          JSON.stringify({ customer_id: fx.customer_id }),
+          '--json',
+        ],
+        owner,
+      );
+      assert.equal(keyed.code, 0);
+      assert.equal(keyed.env.ok, true);
+      await sameJson(
+        f,
+        ['agent', 'dispatch', 'crm_contacts_search', '--args', '{"query":"Franey","limit":3}', '--json'],
+        owner,
+      );
+      const keyless = await sameJson(f, [
+        'agent',
+        'dispatch',
+        'audit.trail',
+        '--args',
+        '{"limit":2}',
+        '--json',
+      ]);
+      assert.equal(keyless.code, 0);
     });
-    assert.equal(asked.length, 2, 'prompted once per mode');
-    assert.equal(prompted.local.code, 0, prompted.local.stderr);
-    assert.equal(prompted.remote.code, 0, prompted.remote.stderr);
-    assert.match(prompted.remote.stderr, /To consent, type exactly: {2}CHARGE \$7\.00/);
-    assert.equal(normalize(prompted.remote.stdout), normalize(prompted.local.stdout));
-    assert.match(prompted.remote.stdout, /✓ charge_invoice · captured · audit_id \d+ · signed receipt/);
-  });
 
-  await t.test('the approvals queue: an admin request approved out of band by the owner', async () => {
-    const args = JSON.stringify({ invoice_number: fx.open_invoice.number, amount_cents: 300 });
-    const pending = { local: await f.cli('local', ['agent', 'dispatch', 'charge_invoice', '--args', args, '--json'], admin), remote: await f.cli('remote', ['agent', 'dispatch', 'charge_invoice', '--args', args, '--json'], admin) };
-    const ids = { local: JSON.parse(pending.local.stdout).consent.approval_id as string, remote: JSON.parse(pending.remote.stdout).consent.approval_id as string };
-    const nonces = { local: JSON.parse(pending.local.stdout).consent.nonce as string, remote: JSON.parse(pending.remote.stdout).consent.nonce as string };
-    await sameJson(f, ['approvals', 'list', '--json'], owner);
-    const listed = await both(f, ['approvals', 'list'], owner);
-    assert.equal(normalize(listed.remote.stdout), normalize(listed.local.stdout));
-    for (const mode of ['local', 'remote'] as const) {
-      const approved = await f.cli(mode, ['approvals', 'approve', ids[mode], '--phrase', `CHARGE $3.00 to invoice #${fx.open_invoice.number}`, '--json'], owner);
-      assert.equal(approved.code, 0, approved.stdout);
-      const done = await f.cli(mode, ['agent', 'dispatch', 'charge_invoice', '--args', args, '--nonce', nonces[mode], '--json'], admin);
-      assert.equal(done.code, 0, `${mode}: ${done.stdout}`);
-    }
-  });
+    await t.test(
+      'refusals: invalid input, unknown verb, bad key, role floor, a domain not_found, keyless write',
+      async () => {
+        assert.equal(
+          (
+            await sameJson(
+              f,
+              [
+                'agent',
+                'dispatch',
+                'deals_create',
+                '--args',
+                '{"contact_id":42,"title":"x","amount_cents":"lots"}',
+                '--json',
+              ],
+              owner,
+            )
+          ).code,
+          2,
+        );
+        assert.equal((await sameJson(f, ['agent', 'dispatch', 'deals_craete', '--json'], owner)).code, 5);
+        assert.equal(
+          (
+            await sameJson(f, ['agent', 'dispatch', 'audit.trail', '--json'], {
+              env: { SOLID_API_KEY: 'sk_solid_000000000000_notarealkeynotarealkey' },
+            })
+          ).code,
+          3,
+        );
+        const role = await sameJson(
+          f,
+          [
+            'agent',
+            'dispatch',
+            'charge_invoice',
+            '--args',
+            JSON.stringify({ invoice_number: fx.open_invoice.number, amount_cents: 500 }),
+            '--json',
+          ],
+          { env: { SOLID_API_KEY: f.keys.read_only } },
+        );
+        assert.equal(role.env.error?.reason, 'role_denied');
+        const missing = await sameJson(
+          f,
+          ['agent', 'dispatch', 'customer.full_context', '--args', '{"customer_id":987654}', '--json'],
+          owner,
+        );
+        assert.equal(missing.env.error?.reason, 'not_found');
+        assert.equal(missing.code, 5);
+        assert.equal(
+          (
+            await sameJson(f, [
+              'agent',
+              'dispatch',
+              'deals_create',
+              '--args',
+              '{"contact_id":42,"title":"x","amount_cents":1}',
+              '--json',
+            ])
+          ).env.error?.reason,
+          'auth_required',
+        );
+      },
+    );
 
-  await t.test('verbs list / show, whoami and a shortcut print the same in both modes', async () => {
-    const listJson = await both(f, ['verbs', 'list', '--json']);
-    assert.deepEqual(JSON.parse(listJson.remote.stdout), JSON.parse(listJson.local.stdout));
-    const listText = await both(f, ['verbs', 'list', '--surface', 'mcp_stdio']);
-    assert.equal(listText.remote.stdout, listText.local.stdout);
-    const show = await both(f, ['verbs', 'show', 'deals_create']);
-    assert.equal(show.remote.stdout, show.local.stdout);
-    assert.match(show.remote.stdout, /role floor: employee/);
-    await sameJson(f, ['verbs', 'show', 'deals_craete', '--json']);
-    await sameJson(f, ['whoami', '--json'], owner);
-    await sameJson(f, ['whoami', '--json']);
-    await sameJson(f, ['customer-context', String(fx.customer_id), '--json'], owner);
-    const help = await both(f, ['--help']);
-    assert.equal(help.remote.stdout, help.local.stdout);
-  });
-});
+    await t.test(
+      'a confirmation write: pending (exit 4), then --confirm runs it; the same idempotency key replays',
+      async () => {
+        const args = JSON.stringify({
+          contact_id: fx.customer_id,
+          title: 'Remote parity deal',
+          amount_cents: 12_345,
+        });
+        const pending = await sameJson(
+          f,
+          ['agent', 'dispatch', 'deals_create', '--args', args, '--json'],
+          owner,
+        );
+        assert.equal(pending.code, 4);
+        assert.equal(pending.env.consent?.gate, 'confirmation');
+        const done = await sameJson(
+          f,
+          [
+            'agent',
+            'dispatch',
+            'deals_create',
+            '--args',
+            args,
+            '--json',
+            '--confirm',
+            '--idempotency-key',
+            'parity-1',
+          ],
+          owner,
+        );
+        assert.equal(done.code, 0);
+        assert.equal(done.env.idempotency_key, 'parity-1');
+        const again = await sameJson(
+          f,
+          [
+            'agent',
+            'dispatch',
+            'deals_create',
+            '--args',
+            args,
+            '--json',
+            '--confirm',
+            '--idempotency-key',
+            'parity-1',
+          ],
+          owner,
+        );
+        assert.equal(again.env.replayed, true);
+        const reused = await sameJson(
+          f,
+          [
+            'agent',
+            'dispatch',
+            'deals_create',
+            '--args',
+            JSON.stringify({ contact_id: fx.customer_id, title: 'Other', amount_cents: 1 }),
+            '--json',
+            '--confirm',
+            '--idempotency-key',
+            'parity-1',
+          ],
+          owner,
+        );
+        assert.equal(reused.env.error?.reason, 'idempotency_key_reused');
+      },
+    );
+
+    await t.test('a typed-phrase write: --phrase, a wrong phrase, and the terminal prompt', async () => {
+      const charge = (cents: number) =>
+        JSON.stringify({ invoice_number: fx.open_invoice.number, amount_cents: cents });
+      const pending = await sameJson(
+        f,
+        ['agent', 'dispatch', 'charge_invoice', '--args', charge(500), '--json'],
+        admin,
+      );
+      assert.equal(pending.code, 4);
+      const phrase = pending.env.consent!.typed_phrase!;
+      assert.equal(phrase, `CHARGE $5.00 to invoice #${fx.open_invoice.number}`);
+      const wrong = await sameJson(
+        f,
+        [
+          'agent',
+          'dispatch',
+          'charge_invoice',
+          '--args',
+          charge(500),
+          '--json',
+          '--confirm',
+          '--phrase',
+          'CHARGE $5 to invoice',
+        ],
+        admin,
+      );
+      assert.equal(wrong.env.error?.reason, 'phrase_mismatch');
+      const paid = await sameJson(
+        f,
+        [
+          'agent',
+          'dispatch',
+          'charge_invoice',
+          '--args',
+          charge(500),
+          '--json',
+          '--confirm',
+          '--phrase',
+          phrase,
+        ],
+        admin,
+      );
+      assert.equal(paid.code, 0);
+      assert.equal(paid.env.result?.status, 'captured');
+
+      // The TTY path of runDispatch: the human types the phrase at the prompt (human output).
+      const asked: string[] = [];
+      const prompted = await both(
+        f,
+        ['agent', 'dispatch', 'charge_invoice', '--args', charge(700), '--confirm'],
+        {
+          ...admin,
+          tty: true,
+          prompt: async (q) => {
+            asked.push(q);
+            return `CHARGE $7.00 to invoice #${fx.open_invoice.number}`;
+          },
+        },
+      );
+      assert.equal(asked.length, 2, 'prompted once per mode');
+      assert.equal(prompted.local.code, 0, prompted.local.stderr);
+      assert.equal(prompted.remote.code, 0, prompted.remote.stderr);
+      assert.match(prompted.remote.stderr, /To consent, type exactly: {2}CHARGE \$7\.00/);
+      assert.equal(normalize(prompted.remote.stdout), normalize(prompted.local.stdout));
+      assert.match(prompted.remote.stdout, /✓ charge_invoice · captured · audit_id \d+ · signed receipt/);
+    });
+
+    await t.test('the approvals queue: an admin request approved out of band by the owner', async () => {
+      const args = JSON.stringify({ invoice_number: fx.open_invoice.number, amount_cents: 300 });
+      const pending = {
+        local: await f.cli('local', ['agent', 'dispatch', 'charge_invoice', '--args', args, '--json'], admin),
+        remote: await f.cli(
+          'remote',
+          ['agent', 'dispatch', 'charge_invoice', '--args', args, '--json'],
+          admin,
+        ),
+      };
+      const ids = {
+        local: JSON.parse(pending.local.stdout).consent.approval_id as string,
+        remote: JSON.parse(pending.remote.stdout).consent.approval_id as string,
+      };
+      const nonces = {
+        local: JSON.parse(pending.local.stdout).consent.nonce as string,
+        remote: JSON.parse(pending.remote.stdout).consent.nonce as string,
+      };
+      await sameJson(f, ['approvals', 'list', '--json'], owner);
+      const listed = await both(f, ['approvals', 'list'], owner);
+      assert.equal(normalize(listed.remote.stdout), normalize(listed.local.stdout));
+      for (const mode of ['local', 'remote'] as const) {
+        const approved = await f.cli(
+          mode,
+          [
+            'approvals',
+            'approve',
+            ids[mode],
+            '--phrase',
+            `CHARGE $3.00 to invoice #${fx.open_invoice.number}`,
+            '--json',
+          ],
+          owner,
+        );
+        assert.equal(approved.code, 0, approved.stdout);
+        const done = await f.cli(
+          mode,
+          ['agent', 'dispatch', 'charge_invoice', '--args', args, '--nonce', nonces[mode], '--json'],
+          admin,
+        );
+        assert.equal(done.code, 0, `${mode}: ${done.stdout}`);
+      }
+    });
+
+    await t.test('verbs list / show, whoami and a shortcut print the same in both modes', async () => {
+      const listJson = await both(f, ['verbs', 'list', '--json']);
+      assert.deepEqual(JSON.parse(listJson.remote.stdout), JSON.parse(listJson.local.stdout));
+      const listText = await both(f, ['verbs', 'list', '--surface', 'mcp_stdio']);
+      assert.equal(listText.remote.stdout, listText.local.stdout);
+      const show = await both(f, ['verbs', 'show', 'deals_create']);
+      assert.equal(show.remote.stdout, show.local.stdout);
+      assert.match(show.remote.stdout, /role floor: employee/);
+      await sameJson(f, ['verbs', 'show', 'deals_craete', '--json']);
+      await sameJson(f, ['whoami', '--json'], owner);
+      await sameJson(f, ['whoami', '--json']);
+      await sameJson(f, ['customer-context', String(fx.customer_id), '--json'], owner);
+      const help = await both(f, ['--help']);
+      assert.equal(help.remote.stdout, help.local.stdout);
+    });
+  },
+);

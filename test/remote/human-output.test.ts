@@ -45,7 +45,9 @@ test('objects print as aligned key/value lines, nested objects indented, lists o
 });
 
 test('table cells are cut at 48 characters and tables keep at most 8 columns', () => {
-  const row = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`c${i}`, i === 0 ? 'x'.repeat(80) : i]));
+  const row = Object.fromEntries(
+    Array.from({ length: 10 }, (_, i) => [`c${i}`, i === 0 ? 'x'.repeat(80) : i]),
+  );
   const [head, , first] = objectTable([row]).split('\n');
   assert.equal(head!.split(/\s{2,}/).length, 8);
   assert.match(first!, /^x{47}… /);
@@ -58,7 +60,15 @@ test('a receipt prints a summary line, its fields, and the revert command only w
     audit_id: 91,
     idempotency_key: 'k-1',
     rollback_handle: 'rb1.sealed',
-    result: { status: 'created', deal_id: 121, audit_id: 91, timestamp: '2026-05-23T14:00:00.000Z', rollback_handle: 'rb1.sealed', idempotency_key: 'k-1', attestation: { kid: 'k2-1', alg: 'ES256' } },
+    result: {
+      status: 'created',
+      deal_id: 121,
+      audit_id: 91,
+      timestamp: '2026-05-23T14:00:00.000Z',
+      rollback_handle: 'rb1.sealed',
+      idempotency_key: 'k-1',
+      attestation: { kid: 'k2-1', alg: 'ES256' },
+    },
   };
   assert.equal(
     renderOk(receipt),
@@ -69,9 +79,17 @@ test('a receipt prints a summary line, its fields, and the revert command only w
       `undo: solid agent dispatch audit.revert --args '{"audit_id":91}' --confirm`,
     ].join('\n'),
   );
-  const charge: Envelope = { ok: true, verb: 'charge_invoice', audit_id: 92, result: { status: 'captured', payment_id: 7, audit_id: 92 } };
+  const charge: Envelope = {
+    ok: true,
+    verb: 'charge_invoice',
+    audit_id: 92,
+    result: { status: 'captured', payment_id: 7, audit_id: 92 },
+  };
   assert.match(renderOk(charge), /\nnot revertible: there is no automatic undo for this action$/);
-  assert.equal(renderOk({ ok: true, verb: 'x', replayed: true, result: {} }), '✓ x (replayed: the original result of this idempotency key)');
+  assert.equal(
+    renderOk({ ok: true, verb: 'x', replayed: true, result: {} }),
+    '✓ x (replayed: the original result of this idempotency key)',
+  );
 });
 
 test('long output goes through the pager only when stdout is a terminal; --json never does', () => {
@@ -86,15 +104,31 @@ test('long output goes through the pager only when stdout is a terminal; --json 
   assert.equal(createPager({ isTTY: true, rows: 24, pager: 'cat', spawn })(long), false);
   assert.equal(createPager({ isTTY: true, rows: 24, spawn })(long), true);
   assert.equal(createPager({ isTTY: true, rows: 24, pager: 'more', spawn })(long), true);
-  assert.deepEqual(calls.map((c) => c.cmd), ['less -FRX', 'more']);
+  assert.deepEqual(
+    calls.map((c) => c.cmd),
+    ['less -FRX', 'more'],
+  );
   assert.equal(calls[0]!.input, `${long}\n`);
-  const missing = ((() => ({ status: 127, error: undefined })) as unknown) as typeof spawnSync;
-  assert.equal(createPager({ isTTY: true, rows: 24, pager: 'no-such-pager', spawn: missing })(long), false, 'a pager that cannot start: print');
+  const missing = (() => ({ status: 127, error: undefined })) as unknown as typeof spawnSync;
+  assert.equal(
+    createPager({ isTTY: true, rows: 24, pager: 'no-such-pager', spawn: missing })(long),
+    false,
+    'a pager that cannot start: print',
+  );
 
   const paged: string[] = [];
   const out: string[] = [];
-  const io: Io = { out: (s) => out.push(s), err: () => {}, isTTY: true, page: (text) => (paged.push(text), true) };
-  const env: Envelope = { ok: true, verb: 'crm_contacts_search', result: { items: Array.from({ length: 40 }, (_, i) => ({ id: i, name: `c${i}` })) } };
+  const io: Io = {
+    out: (s) => out.push(s),
+    err: () => {},
+    isTTY: true,
+    page: (text) => (paged.push(text), true),
+  };
+  const env: Envelope = {
+    ok: true,
+    verb: 'crm_contacts_search',
+    result: { items: Array.from({ length: 40 }, (_, i) => ({ id: i, name: `c${i}` })) },
+  };
   assert.equal(printEnvelope(io, env, false), 0);
   assert.equal(paged.length, 1);
   assert.equal(out.length, 0);

@@ -16,7 +16,14 @@ import type { Envelope } from '../../src/spec/types.ts';
 const noIo = { out: () => {}, err: () => {}, isTTY: false };
 
 function spec(verb: string, command: string[], extra: Partial<ShortcutSpec> = {}): ShortcutSpec {
-  return { verb, command, positional: [], inputSchema: { type: 'object', properties: {} }, read: true, ...extra };
+  return {
+    verb,
+    command,
+    positional: [],
+    inputSchema: { type: 'object', properties: {} },
+    read: true,
+    ...extra,
+  };
 }
 
 test('a shortcut never shadows a built-in command; a new subcommand of a built-in group is allowed', () => {
@@ -43,7 +50,13 @@ test('a shortcut never shadows a built-in command; a new subcommand of a built-i
   assert.match(why['i.bad']!, /lowercase/);
   assert.match(why['j.deep']!, /already the shortcut of another verb/);
   // The built-ins are untouched: `verbs list` is still the manifest command.
-  assert.equal(program.commands.find((c) => c.name() === 'verbs')!.commands.find((c) => c.name() === 'list')!.description(), 'List verbs (a table, or VerbRecords with --json)');
+  assert.equal(
+    program.commands
+      .find((c) => c.name() === 'verbs')!
+      .commands.find((c) => c.name() === 'list')!
+      .description(),
+    'List verbs (a table, or VerbRecords with --json)',
+  );
 });
 
 test('shortcuts are loaded only when the invocation may use them', () => {
@@ -59,45 +72,121 @@ test('shortcuts are loaded only when the invocation may use them', () => {
   assert.equal(new Command().commands.length, 0);
 });
 
-test('shortcuts appear in --help, run their verb, and are validated by its schema (local and remote)', { timeout: 180_000 }, async (t) => {
-  const f = await remoteFixture(t);
-  const owner = { env: { SOLID_API_KEY: f.keys.owner } };
-  const fx = f.facts.fixtures!;
-  for (const mode of ['local', 'remote'] as const) {
-    const help = await f.cli(mode, ['--help']);
-    assert.equal(help.code, 0);
-    assert.match(help.stdout, /Shortcuts:\n/);
-    assert.match(help.stdout, /customer-context \[options\] <customer_id>\s+Customer full context — runs customer\.full_context/);
-    assert.match(help.stdout, /deal\s+create → deals_create/);
-    assert.match(help.stdout, /infra\s+diagnose → infrastructure_diagnose/);
-    const verbsHelp = await f.cli(mode, ['verbs', '--help']);
-    assert.match(verbsHelp.stdout, /catalog \[options\]\s+.*runs verbs\.catalog|catalog \[options\]\s+.* — runs /);
+test(
+  'shortcuts appear in --help, run their verb, and are validated by its schema (local and remote)',
+  { timeout: 180_000 },
+  async (t) => {
+    const f = await remoteFixture(t);
+    const owner = { env: { SOLID_API_KEY: f.keys.owner } };
+    const fx = f.facts.fixtures!;
+    for (const mode of ['local', 'remote'] as const) {
+      const help = await f.cli(mode, ['--help']);
+      assert.equal(help.code, 0);
+      assert.match(help.stdout, /Shortcuts:\n/);
+      assert.match(
+        help.stdout,
+        /customer-context \[options\] <customer_id>\s+Customer full context — runs customer\.full_context/,
+      );
+      assert.match(help.stdout, /deal\s+create → deals_create/);
+      assert.match(help.stdout, /infra\s+diagnose → infrastructure_diagnose/);
+      const verbsHelp = await f.cli(mode, ['verbs', '--help']);
+      assert.match(
+        verbsHelp.stdout,
+        /catalog \[options\]\s+.*runs verbs\.catalog|catalog \[options\]\s+.* — runs /,
+      );
 
-    const ctx = await f.cli(mode, ['customer-context', String(fx.customer_id), '--no-include-payment-methods', '--relation-limit', '2', '--json'], owner);
-    assert.equal(ctx.code, 0, ctx.stderr);
-    const data = ctx.json<Envelope>().result!.data as { payment_methods?: unknown[] };
-    assert.equal(data.payment_methods, undefined, '--no-include-payment-methods reached the verb');
+      const ctx = await f.cli(
+        mode,
+        [
+          'customer-context',
+          String(fx.customer_id),
+          '--no-include-payment-methods',
+          '--relation-limit',
+          '2',
+          '--json',
+        ],
+        owner,
+      );
+      assert.equal(ctx.code, 0, ctx.stderr);
+      const data = ctx.json<Envelope>().result!.data as { payment_methods?: unknown[] };
+      assert.equal(data.payment_methods, undefined, '--no-include-payment-methods reached the verb');
 
-    const diag = await f.cli(mode, ['infra', 'diagnose'], owner);
-    assert.equal(diag.code, 0, diag.stderr);
-    assert.match(diag.stdout, /^✓ infrastructure_diagnose\n/);
-    assert.match(diag.stdout, /\noverall\s+healthy\n/);
+      const diag = await f.cli(mode, ['infra', 'diagnose'], owner);
+      assert.equal(diag.code, 0, diag.stderr);
+      assert.match(diag.stdout, /^✓ infrastructure_diagnose\n/);
+      assert.match(diag.stdout, /\noverall\s+healthy\n/);
 
-    const bad = await f.cli(mode, ['deal', 'create', '--contact-id', String(fx.customer_id), '--title', 'Shortcut deal', '--amount-cents', 'twelve', '--json'], owner);
-    assert.equal(bad.code, 2);
-    assert.equal(bad.json<Envelope>().error!.path, '/amount_cents', 'validated by the verb schema, not by the CLI');
-    const missing = await f.cli(mode, ['deal', 'create', '--title', 'No contact', '--amount-cents', '100', '--json'], owner);
-    assert.equal(missing.json<Envelope>().error!.reason, 'invalid_input');
+      const bad = await f.cli(
+        mode,
+        [
+          'deal',
+          'create',
+          '--contact-id',
+          String(fx.customer_id),
+          '--title',
+          'Shortcut deal',
+          '--amount-cents',
+          'twelve',
+          '--json',
+        ],
+        owner,
+      );
+      assert.equal(bad.code, 2);
+      assert.equal(
+        bad.json<Envelope>().error!.path,
+        '/amount_cents',
+        'validated by the verb schema, not by the CLI',
+      );
+      const missing = await f.cli(
+        mode,
+        ['deal', 'create', '--title', 'No contact', '--amount-cents', '100', '--json'],
+        owner,
+      );
+      assert.equal(missing.json<Envelope>().error!.reason, 'invalid_input');
 
-    const pending = await f.cli(mode, ['deal', 'create', '--contact-id', String(fx.customer_id), '--title', 'Shortcut deal', '--amount-cents', '1200', '--json'], owner);
-    assert.equal(pending.code, 4, 'a confirmation verb still asks without --confirm');
-    const made = await f.cli(mode, ['deal', 'create', '--contact-id', String(fx.customer_id), '--title', 'Shortcut deal', '--amount-cents', '1200', '--confirm', '--idempotency-key', `sc-${mode}`], owner);
-    assert.equal(made.code, 0, made.stderr);
-    assert.match(made.stdout, /^✓ deals_create · created · audit_id \d+ · signed receipt/);
-    assert.match(made.stdout, /undo: solid agent dispatch audit\.revert --args '\{"audit_id":\d+\}' --confirm/);
+      const pending = await f.cli(
+        mode,
+        [
+          'deal',
+          'create',
+          '--contact-id',
+          String(fx.customer_id),
+          '--title',
+          'Shortcut deal',
+          '--amount-cents',
+          '1200',
+          '--json',
+        ],
+        owner,
+      );
+      assert.equal(pending.code, 4, 'a confirmation verb still asks without --confirm');
+      const made = await f.cli(
+        mode,
+        [
+          'deal',
+          'create',
+          '--contact-id',
+          String(fx.customer_id),
+          '--title',
+          'Shortcut deal',
+          '--amount-cents',
+          '1200',
+          '--confirm',
+          '--idempotency-key',
+          `sc-${mode}`,
+        ],
+        owner,
+      );
+      assert.equal(made.code, 0, made.stderr);
+      assert.match(made.stdout, /^✓ deals_create · created · audit_id \d+ · signed receipt/);
+      assert.match(
+        made.stdout,
+        /undo: solid agent dispatch audit\.revert --args '\{"audit_id":\d+\}' --confirm/,
+      );
 
-    const unknownFlag = await f.cli(mode, ['infra', 'diagnose', '--droplet', '1'], owner);
-    assert.equal(unknownFlag.code, 2);
-    assert.match(unknownFlag.stderr, /unknown option '--droplet'/);
-  }
-});
+      const unknownFlag = await f.cli(mode, ['infra', 'diagnose', '--droplet', '1'], owner);
+      assert.equal(unknownFlag.code, 2);
+      assert.match(unknownFlag.stderr, /unknown option '--droplet'/);
+    }
+  },
+);

@@ -86,7 +86,8 @@ function seededDemo(): Promise<Template> {
 
 function copyDb(from: string, to: string): void {
   copyFileSync(from, to);
-  for (const suffix of ['-wal', '-shm']) if (existsSync(from + suffix)) copyFileSync(from + suffix, to + suffix);
+  for (const suffix of ['-wal', '-shm'])
+    if (existsSync(from + suffix)) copyFileSync(from + suffix, to + suffix);
   copyFileSync(keyfileOf(from), keyfileOf(to));
 }
 
@@ -120,7 +121,7 @@ export async function runCliCaptured(argv: string[], options: CliOptions = {}): 
   try {
     const code = await runCli(argv, io);
     const stdout = out.join('\n');
-    return { code, stdout, stderr: err.join('\n'), json: <T,>() => JSON.parse(stdout) as T };
+    return { code, stdout, stderr: err.join('\n'), json: <T>() => JSON.parse(stdout) as T };
   } finally {
     for (const [k, v] of Object.entries(saved)) {
       if (v === undefined) delete process.env[k];
@@ -159,7 +160,16 @@ export async function remoteFixture(t: TestContext): Promise<RemoteFixture> {
     configHome,
     cli(mode, argv, options = {}) {
       const target = mode === 'local' ? ['--db', localDb] : ['--url', baseUrl];
-      return runCliCaptured([...target, ...argv], { ...options, env: { SOLID_API_URL: undefined, SOLID_API_KEY: undefined, SOLID_DB: undefined, XDG_CONFIG_HOME: configHome, ...(options.env ?? {}) } });
+      return runCliCaptured([...target, ...argv], {
+        ...options,
+        env: {
+          SOLID_API_URL: undefined,
+          SOLID_API_KEY: undefined,
+          SOLID_DB: undefined,
+          XDG_CONFIG_HOME: configHome,
+          ...(options.env ?? {}),
+        },
+      });
     },
     async stop() {
       await app?.close();
@@ -177,7 +187,21 @@ export async function remoteFixture(t: TestContext): Promise<RemoteFixture> {
  * generated idempotency keys and charge references.
  */
 export function normalize(value: unknown): unknown {
-  const VOLATILE = new Set(['audit_id', 'nonce', 'approval_id', 'rollback_handle', 'attestation', 'jws', 'kid', 'charge_ref', 'original_audit_id', 'seq', 'row_hash', 'prev_hash', 'idempotency_key']);
+  const VOLATILE = new Set([
+    'audit_id',
+    'nonce',
+    'approval_id',
+    'rollback_handle',
+    'attestation',
+    'jws',
+    'kid',
+    'charge_ref',
+    'original_audit_id',
+    'seq',
+    'row_hash',
+    'prev_hash',
+    'idempotency_key',
+  ]);
   const walk = (v: unknown, key?: string): unknown => {
     const base = key?.slice(key.lastIndexOf('/') + 1);
     if (base !== undefined && VOLATILE.has(base) && v !== undefined) return `<${base}>`;
@@ -189,19 +213,24 @@ export function normalize(value: unknown): unknown {
           /* text that merely starts with a brace */
         }
       }
-      return v
-        .replace(/\bn1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/g, '<nonce>')
-        .replace(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})/g, '<time>')
-        // table cells show times as "YYYY-MM-DD HH:MM:SS" (the two runs may straddle a second)
-        .replace(/\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}/g, '<time>')
-        .replace(/\bapv_[A-Za-z0-9_-]+/g, '<approval_id>')
-        .replace(/\bch_[A-Za-z0-9]+/g, '<charge_ref>')
-        .replace(/"nonce":"[^"]*"/g, '"nonce":"<nonce>"')
-        .replace(/audit_id[":\s]+\d+/g, 'audit_id <n>')
-        .replace(/idempotency key [0-9a-f]{16}\b/g, 'idempotency key <generated>');
+      return (
+        v
+          .replace(/\bn1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/g, '<nonce>')
+          .replace(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})/g, '<time>')
+          // table cells show times as "YYYY-MM-DD HH:MM:SS" (the two runs may straddle a second)
+          .replace(/\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}/g, '<time>')
+          .replace(/\bapv_[A-Za-z0-9_-]+/g, '<approval_id>')
+          .replace(/\bch_[A-Za-z0-9]+/g, '<charge_ref>')
+          .replace(/"nonce":"[^"]*"/g, '"nonce":"<nonce>"')
+          .replace(/audit_id[":\s]+\d+/g, 'audit_id <n>')
+          .replace(/idempotency key [0-9a-f]{16}\b/g, 'idempotency key <generated>')
+      );
     }
     if (Array.isArray(v)) return v.map((x) => walk(x));
-    if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, walk(x, k)]));
+    if (v !== null && typeof v === 'object')
+      return Object.fromEntries(
+        Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, walk(x, k)]),
+      );
     return v;
   };
   return walk(value);

@@ -11,13 +11,25 @@ import { systemVerbs } from '../../src/verbs/index.ts';
 import { seedExampleRecord, upstreamValidator } from '../support/upstream.ts';
 
 const read = (over: Partial<VerbDefinition> = {}): VerbDefinition =>
-  defineVerb({ name: 'crm.lookup', description: 'Look a contact up.', shape: 'aggregate', category: 'crm', input: { type: 'object', properties: {} }, handler: async () => ({ entity_id: 1, data: {} }), ...over });
+  defineVerb({
+    name: 'crm.lookup',
+    description: 'Look a contact up.',
+    shape: 'aggregate',
+    category: 'crm',
+    input: { type: 'object', properties: {} },
+    handler: async () => ({ entity_id: 1, data: {} }),
+    ...over,
+  });
 
 function refused(def: VerbDefinition, field: RegExp): void {
   const reg = new Registry();
   assert.throws(
     () => reg.register(def),
-    (err: unknown) => err instanceof RegistrationError && err.verb === String(def.name) && field.test(err.field) && err.message.includes(String(def.name)),
+    (err: unknown) =>
+      err instanceof RegistrationError &&
+      err.verb === String(def.name) &&
+      field.test(err.field) &&
+      err.message.includes(String(def.name)),
   );
   assert.equal(reg.size, 0, 'nothing registered after a refusal');
 }
@@ -25,18 +37,49 @@ function refused(def: VerbDefinition, field: RegExp): void {
 describe('registration errors name the verb and the field', () => {
   it('bad name pattern', () => refused(read({ name: '9lives' }), /^name$/));
   it('unknown shape', () => refused(read({ shape: 'crud' as never }), /^shape$/));
-  it('company_id in the input schema', () => refused(read({ input: { type: 'object', properties: { company_id: { type: 'integer' } } } }), /company_id/));
+  it('company_id in the input schema', () =>
+    refused(
+      read({ input: { type: 'object', properties: { company_id: { type: 'integer' } } } }),
+      /company_id/,
+    ));
   it('user_id nested anywhere in the input schema', () =>
-    refused(read({ input: { type: 'object', properties: { who: { type: 'array', items: { type: 'object', properties: { user_id: { type: 'integer' } } } } } } }), /user_id/));
-  it('company_id declared through zod', () => refused(read({ input: z.object({ company_id: z.number() }) }), /company_id/));
-  it('a write verb without a consent class', () => refused(read({ name: 'crm_contact_update', shape: 'receipt' }), /^consent$/));
-  it('a typed-phrase class without a phrase builder', () => refused(read({ name: 'charge', shape: 'receipt', consent: 'WRITE_FINANCIAL' }), /^phrase$/));
-  it('a READ verb claiming write side effects', () => refused(read({ consent: 'READ', side_effects: 'write' }), /^side_effects$/));
-  it('a role floor below its class floor', () => refused(read({ name: 'w', shape: 'receipt', consent: 'WRITE_FINANCIAL', phrase: () => 'X', role_floor: 'employee' }), /^role_floor$/));
+    refused(
+      read({
+        input: {
+          type: 'object',
+          properties: {
+            who: { type: 'array', items: { type: 'object', properties: { user_id: { type: 'integer' } } } },
+          },
+        },
+      }),
+      /user_id/,
+    ));
+  it('company_id declared through zod', () =>
+    refused(read({ input: z.object({ company_id: z.number() }) }), /company_id/));
+  it('a write verb without a consent class', () =>
+    refused(read({ name: 'crm_contact_update', shape: 'receipt' }), /^consent$/));
+  it('a typed-phrase class without a phrase builder', () =>
+    refused(read({ name: 'charge', shape: 'receipt', consent: 'WRITE_FINANCIAL' }), /^phrase$/));
+  it('a READ verb claiming write side effects', () =>
+    refused(read({ consent: 'READ', side_effects: 'write' }), /^side_effects$/));
+  it('a role floor below its class floor', () =>
+    refused(
+      read({
+        name: 'w',
+        shape: 'receipt',
+        consent: 'WRITE_FINANCIAL',
+        phrase: () => 'X',
+        role_floor: 'employee',
+      }),
+      /^role_floor$/,
+    ));
   it('a tool-name projection that collides with another verb', () => {
     const reg = new Registry();
     reg.register(read({ name: 'crm.lookup' }));
-    assert.throws(() => reg.register(read({ name: 'crm__lookup' })), (e: unknown) => e instanceof RegistrationError && /collides with verb "crm.lookup"/.test(e.message));
+    assert.throws(
+      () => reg.register(read({ name: 'crm__lookup' })),
+      (e: unknown) => e instanceof RegistrationError && /collides with verb "crm.lookup"/.test(e.message),
+    );
   });
 });
 
@@ -52,14 +95,40 @@ describe('registry behaviour', () => {
     const reg = new Registry();
     const v = reg.register(read());
     assert.deepEqual(v.record.surfaces, [...VALID_SURFACES]);
-    assert.deepEqual(Object.keys(v.record).sort(), ['description', 'input_schema', 'name', 'output_schema', 'requires_consent', 'shape', 'side_effects', 'surfaces', 'tier_floor']);
+    assert.deepEqual(Object.keys(v.record).sort(), [
+      'description',
+      'input_schema',
+      'name',
+      'output_schema',
+      'requires_consent',
+      'shape',
+      'side_effects',
+      'surfaces',
+      'tier_floor',
+    ]);
   });
   it('keeps requires_consent and side_effects consistent with the class', () => {
     const reg = new Registry();
-    const w = reg.register(defineVerb({ ...read(), name: 'crm_contact_update', shape: 'receipt', consent: 'WRITE_REVERSIBLE', revert: { handler: async () => ({ revert_action: 'x' }) } }));
+    const w = reg.register(
+      defineVerb({
+        ...read(),
+        name: 'crm_contact_update',
+        shape: 'receipt',
+        consent: 'WRITE_REVERSIBLE',
+        revert: { handler: async () => ({ revert_action: 'x' }) },
+      }),
+    );
     assert.equal(w.record.requires_consent, true);
     assert.equal(w.record.side_effects, 'mixed');
-    const f = reg.register(defineVerb({ ...read(), name: 'charge_invoice', shape: 'receipt', consent: 'WRITE_FINANCIAL', phrase: () => 'CHARGE' }));
+    const f = reg.register(
+      defineVerb({
+        ...read(),
+        name: 'charge_invoice',
+        shape: 'receipt',
+        consent: 'WRITE_FINANCIAL',
+        phrase: () => 'CHARGE',
+      }),
+    );
     assert.equal(f.record.side_effects, 'write');
     assert.equal(f.roleFloor, 'admin');
     const r = reg.register(read());
@@ -74,17 +143,39 @@ describe('registry behaviour', () => {
   it('filters the manifest by surface and shape', () => {
     const reg = new Registry();
     reg.register(read({ name: 'a.one', surfaces: ['http', 'cli'] }));
-    reg.register(read({ name: 'b.two', shape: 'explain', handler: async () => ({ entity_id: 1, causal_chain: [] }) }));
-    assert.deepEqual(reg.list({ surface: 'mcp_stdio' }).map((r) => r.name), ['b.two']);
-    assert.deepEqual(reg.list({ shape: 'aggregate' }).map((r) => r.name), ['a.one']);
-    assert.deepEqual(reg.list({ surface: 'cli', shape: 'explain' }).map((r) => r.name), ['b.two']);
+    reg.register(
+      read({ name: 'b.two', shape: 'explain', handler: async () => ({ entity_id: 1, causal_chain: [] }) }),
+    );
+    assert.deepEqual(
+      reg.list({ surface: 'mcp_stdio' }).map((r) => r.name),
+      ['b.two'],
+    );
+    assert.deepEqual(
+      reg.list({ shape: 'aggregate' }).map((r) => r.name),
+      ['a.one'],
+    );
+    assert.deepEqual(
+      reg.list({ surface: 'cli', shape: 'explain' }).map((r) => r.name),
+      ['b.two'],
+    );
   });
   it('registers the seed example (company_id removed) with nullable, and its manifest entry is spec-valid', () => {
-    const rec = structuredClone(seedExampleRecord()) as { input_schema: { properties: Record<string, unknown>; required: string[] } };
+    const rec = structuredClone(seedExampleRecord()) as {
+      input_schema: { properties: Record<string, unknown>; required: string[] };
+    };
     delete rec.input_schema.properties.company_id;
     rec.input_schema.required = rec.input_schema.required.filter((x) => x !== 'company_id');
     const reg = new Registry();
-    const v = reg.register(defineVerb({ name: 'payments.preview_refund_impact', description: 'd', shape: 'preview', category: 'payments', input: rec.input_schema, handler: async () => ({}) }));
+    const v = reg.register(
+      defineVerb({
+        name: 'payments.preview_refund_impact',
+        description: 'd',
+        shape: 'preview',
+        category: 'payments',
+        input: rec.input_schema,
+        handler: async () => ({}),
+      }),
+    );
     assert.equal(v.validate({ transaction_id: 100, refund_amount_cents: null }), true);
     assert.equal(v.validate({ transaction_id: 100, refund_amount_cents: 5000 }), true);
     assert.equal(v.validate({ transaction_id: 100, refund_amount_cents: 'x' }), false);
@@ -94,7 +185,8 @@ describe('registry behaviour', () => {
     const reg = new Registry();
     reg.registerAll(systemVerbs);
     const upstream = upstreamValidator('verb-record')!;
-    for (const rec of reg.list()) assert.equal(upstream(rec), true, `${rec.name}: ${JSON.stringify(upstream.errors)}`);
+    for (const rec of reg.list())
+      assert.equal(upstream(rec), true, `${rec.name}: ${JSON.stringify(upstream.errors)}`);
   });
   it('suggests the closest names', () => {
     const reg = new Registry();

@@ -23,42 +23,88 @@ describe('validateVerbRecord (upstream SDK cases)', () => {
   it('rejects missing name', () => {
     const result = validateVerbRecord({ description: 'x', shape: 'preview', input_schema: {} });
     assert.equal(result.valid, false);
-    assert.ok(result.errors.some((e) => e.includes('name')), result.errors.join('; '));
+    assert.ok(
+      result.errors.some((e) => e.includes('name')),
+      result.errors.join('; '),
+    );
   });
   it('rejects invalid shape', () => {
     const result = validateVerbRecord({ name: 'x', description: 'x', shape: 'crud', input_schema: {} });
     assert.equal(result.valid, false);
-    assert.ok(result.errors.some((e) => e.includes('shape')), result.errors.join('; '));
+    assert.ok(
+      result.errors.some((e) => e.includes('shape')),
+      result.errors.join('; '),
+    );
   });
   it('rejects company_id in input_schema', () => {
-    const result = validateVerbRecord({ name: 'x.y', description: 'x', shape: 'aggregate', input_schema: { type: 'object', properties: { company_id: { type: 'integer' } } } });
+    const result = validateVerbRecord({
+      name: 'x.y',
+      description: 'x',
+      shape: 'aggregate',
+      input_schema: { type: 'object', properties: { company_id: { type: 'integer' } } },
+    });
     assert.equal(result.valid, false);
-    assert.ok(result.errors.some((e) => e.includes('company_id')), result.errors.join('; '));
+    assert.ok(
+      result.errors.some((e) => e.includes('company_id')),
+      result.errors.join('; '),
+    );
   });
   it('rejects user_id nested deep inside input_schema', () => {
     const result = validateVerbRecord({
       name: 'x.y',
       description: 'x',
       shape: 'aggregate',
-      input_schema: { type: 'object', properties: { filter: { type: 'object', properties: { user_id: { type: 'integer' } } } } },
+      input_schema: {
+        type: 'object',
+        properties: { filter: { type: 'object', properties: { user_id: { type: 'integer' } } } },
+      },
     });
     assert.equal(result.valid, false);
-    assert.ok(result.errors.some((e) => e.includes('user_id') && e.includes('filter')), result.errors.join('; '));
+    assert.ok(
+      result.errors.some((e) => e.includes('user_id') && e.includes('filter')),
+      result.errors.join('; '),
+    );
   });
   it('rejects invalid surface', () => {
-    const result = validateVerbRecord({ name: 'x.y', description: 'x', shape: 'aggregate', input_schema: {}, surfaces: ['http', 'graphql'] });
+    const result = validateVerbRecord({
+      name: 'x.y',
+      description: 'x',
+      shape: 'aggregate',
+      input_schema: {},
+      surfaces: ['http', 'graphql'],
+    });
     assert.equal(result.valid, false);
-    assert.ok(result.errors.some((e) => e.includes('graphql')), result.errors.join('; '));
+    assert.ok(
+      result.errors.some((e) => e.includes('graphql')),
+      result.errors.join('; '),
+    );
   });
   it('rejects invalid name pattern', () => {
-    const result = validateVerbRecord({ name: '123bad', description: 'x', shape: 'aggregate', input_schema: {} });
+    const result = validateVerbRecord({
+      name: '123bad',
+      description: 'x',
+      shape: 'aggregate',
+      input_schema: {},
+    });
     assert.equal(result.valid, false);
-    assert.ok(result.errors.some((e) => e.includes('name')), result.errors.join('; '));
+    assert.ok(
+      result.errors.some((e) => e.includes('name')),
+      result.errors.join('; '),
+    );
   });
   it('rejects a field the VerbRecord does not define (additionalProperties false)', () => {
-    const result = validateVerbRecord({ name: 'x.y', description: 'x', shape: 'aggregate', input_schema: {}, consent_class: 'READ' });
+    const result = validateVerbRecord({
+      name: 'x.y',
+      description: 'x',
+      shape: 'aggregate',
+      input_schema: {},
+      consent_class: 'READ',
+    });
     assert.equal(result.valid, false);
-    assert.ok(result.errors.some((e) => e.includes('consent_class')), result.errors.join('; '));
+    assert.ok(
+      result.errors.some((e) => e.includes('consent_class')),
+      result.errors.join('; '),
+    );
   });
   it('never throws on non-objects', () => {
     for (const bad of [null, 42, 'x', [], undefined]) assert.equal(validateVerbRecord(bad).valid, false);
@@ -67,10 +113,20 @@ describe('validateVerbRecord (upstream SDK cases)', () => {
 
 describe('validateEnvelope (upstream SDK cases)', () => {
   it('accepts a valid success envelope', () => {
-    assert.equal(validateEnvelope({ ok: true, verb: 'infrastructure_diagnose', result: { overall: 'healthy' } }).valid, true);
+    assert.equal(
+      validateEnvelope({ ok: true, verb: 'infrastructure_diagnose', result: { overall: 'healthy' } }).valid,
+      true,
+    );
   });
   it('accepts a valid error envelope', () => {
-    assert.equal(validateEnvelope({ ok: false, verb: 'infrastructure_diagnose', error: { reason: 'no_managed_droplet', message: 'No droplet.' } }).valid, true);
+    assert.equal(
+      validateEnvelope({
+        ok: false,
+        verb: 'infrastructure_diagnose',
+        error: { reason: 'no_managed_droplet', message: 'No droplet.' },
+      }).valid,
+      true,
+    );
   });
   it('rejects missing ok', () => {
     assert.equal(validateEnvelope({ verb: 'x' }).valid, false);
@@ -78,12 +134,18 @@ describe('validateEnvelope (upstream SDK cases)', () => {
   it('rejects error envelope without error object', () => {
     const result = validateEnvelope({ ok: false, verb: 'x' });
     assert.equal(result.valid, false);
-    assert.ok(result.errors.some((e) => e.includes('error is required')), result.errors.join('; '));
+    assert.ok(
+      result.errors.some((e) => e.includes('error is required')),
+      result.errors.join('; '),
+    );
   });
   it('rejects an error without reason or message', () => {
     const result = validateEnvelope({ ok: false, verb: 'x', error: { message: 'm' } });
     assert.equal(result.valid, false);
-    assert.ok(result.errors.some((e) => e.includes('reason')), result.errors.join('; '));
+    assert.ok(
+      result.errors.some((e) => e.includes('reason')),
+      result.errors.join('; '),
+    );
   });
 });
 
@@ -103,7 +165,10 @@ describe('validateShapeOutput', () => {
   it('names the missing field of an invalid output', () => {
     const r = validateShapeOutput('receipt', { status: 'completed' });
     assert.equal(r.valid, false);
-    assert.ok(r.errors.some((e) => e.includes('audit_id')), r.errors.join('; '));
+    assert.ok(
+      r.errors.some((e) => e.includes('audit_id')),
+      r.errors.join('; '),
+    );
   });
 });
 
@@ -114,7 +179,9 @@ describe('the seed README example record', () => {
     assert.ok(r.errors.some((e) => e.includes('company_id')));
   });
   it('validates once company_id is removed (the runtime injects it), keeping nullable', () => {
-    const rec = structuredClone(seedExampleRecord()) as { input_schema: { properties: Record<string, unknown>; required: string[] } };
+    const rec = structuredClone(seedExampleRecord()) as {
+      input_schema: { properties: Record<string, unknown>; required: string[] };
+    };
     delete rec.input_schema.properties.company_id;
     rec.input_schema.required = rec.input_schema.required.filter((x) => x !== 'company_id');
     assert.deepEqual(validateVerbRecord(rec), { valid: true, errors: [] });

@@ -224,8 +224,9 @@ export async function listToolsInMainWorld(page: Page): Promise<MainWorldTool[]>
   // No named inner functions in evaluate callbacks: tsx's keepNames would inject `__name`, which does
   // not exist in the page.
   return page.evaluate(async () => {
-    const modelContext = (document as unknown as { modelContext?: { getTools(): Promise<Array<Record<string, unknown>>> } })
-      .modelContext;
+    const modelContext = (
+      document as unknown as { modelContext?: { getTools(): Promise<Array<Record<string, unknown>>> } }
+    ).modelContext;
     if (modelContext === undefined) throw new Error('document.modelContext is not available');
     return (await modelContext.getTools()).map((tool) => ({
       name: tool.name as string,
@@ -251,7 +252,11 @@ export async function listToolsInMainWorld(page: Page): Promise<MainWorldTool[]>
  * @throws Error "No WebMCP tool named …" when the tool is not registered; the page's rejection
  *   (native: DOMException UnknownError "Tool was executed but the invocation failed…") otherwise.
  */
-export async function callToolInMainWorld(page: Page, name: string, input: Record<string, unknown> = {}): Promise<unknown> {
+export async function callToolInMainWorld(
+  page: Page,
+  name: string,
+  input: Record<string, unknown> = {},
+): Promise<unknown> {
   return page.evaluate(
     async ({ name: toolName, input: toolInput }) => {
       const modelContext = (

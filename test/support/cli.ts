@@ -18,7 +18,14 @@ export interface CliResult {
 export interface CliHarness {
   dir: string;
   db: string;
-  run(args: string[], options?: { env?: Record<string, string | undefined>; prompt?: (q: string) => Promise<string>; tty?: boolean }): Promise<CliResult>;
+  run(
+    args: string[],
+    options?: {
+      env?: Record<string, string | undefined>;
+      prompt?: (q: string) => Promise<string>;
+      tty?: boolean;
+    },
+  ): Promise<CliResult>;
 }
 
 export function cliHarness(t: TestContext): CliHarness {
@@ -31,7 +38,12 @@ export function cliHarness(t: TestContext): CliHarness {
     async run(args, options = {}) {
       const out: string[] = [];
       const err: string[] = [];
-      const io: Io = { out: (s) => out.push(s), err: (s) => err.push(s), isTTY: options.tty ?? false, prompt: options.prompt };
+      const io: Io = {
+        out: (s) => out.push(s),
+        err: (s) => err.push(s),
+        isTTY: options.tty ?? false,
+        prompt: options.prompt,
+      };
       const saved: Record<string, string | undefined> = {};
       for (const [k, v] of Object.entries(options.env ?? {})) {
         saved[k] = process.env[k];
@@ -41,7 +53,7 @@ export function cliHarness(t: TestContext): CliHarness {
       try {
         const code = await runCli(['--db', db, ...args], io);
         const stdout = out.join('\n');
-        return { code, stdout, stderr: err.join('\n'), json: <T,>() => JSON.parse(stdout) as T };
+        return { code, stdout, stderr: err.join('\n'), json: <T>() => JSON.parse(stdout) as T };
       } finally {
         for (const [k, v] of Object.entries(saved)) {
           if (v === undefined) delete process.env[k];

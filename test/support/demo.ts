@@ -50,13 +50,23 @@ export interface DemoRuntime {
   /** Move the clock forward. */
   advance(ms: number): void;
   /** One dispatch with a role's key (company 2) or an explicit key; surface http unless told. */
-  call(who: Role | { apiKey: string | null }, verb: string, args?: Record<string, unknown>, options?: DispatchOptions & { surface?: Surface | 'internal' }): Promise<Envelope>;
+  call(
+    who: Role | { apiKey: string | null },
+    verb: string,
+    args?: Record<string, unknown>,
+    options?: DispatchOptions & { surface?: Surface | 'internal' },
+  ): Promise<Envelope>;
   /**
    * A write through its consent gate, like a human who agrees: the pending answer first, then the
    * confirmation with its nonce and (typed-phrase classes) the exact phrase shown. Reads and
    * failures of the first call are returned as they are.
    */
-  commit(who: Role | { apiKey: string | null }, verb: string, args?: Record<string, unknown>, options?: { surface?: Surface | 'internal'; idempotency_key?: string }): Promise<Envelope>;
+  commit(
+    who: Role | { apiKey: string | null },
+    verb: string,
+    args?: Record<string, unknown>,
+    options?: { surface?: Surface | 'internal'; idempotency_key?: string },
+  ): Promise<Envelope>;
 }
 
 /** Register a pack on a runtime the way openLocal does (migrations, reasons, verbs, outbox handlers). */
@@ -64,7 +74,8 @@ export async function installPack(rt: Runtime, pack: Pack): Promise<void> {
   await rt.store.migrate(pack.name, pack.migrations);
   if (pack.reasons) defineReasons(pack.reasons);
   rt.register(...pack.verbs);
-  for (const [kind, handler] of Object.entries(pack.outboxHandlers ?? {})) rt.outboxHandlers.set(kind, handler);
+  for (const [kind, handler] of Object.entries(pack.outboxHandlers ?? {}))
+    rt.outboxHandlers.set(kind, handler);
 }
 
 const secrets = Secrets.ephemeral();
@@ -82,7 +93,14 @@ function seededTemplate(): Promise<Template> {
     process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
     const path = join(dir, 'demo.db');
     const store = new SqliteStore({ path });
-    const rt = await createRuntime({ store, secrets, logger: pino({ level: 'silent' }), sandboxCompanyId: DEMO_TENANTS.sandbox.company_id, clock: () => DEMO_NOW, maintenanceIntervalMs: 0 });
+    const rt = await createRuntime({
+      store,
+      secrets,
+      logger: pino({ level: 'silent' }),
+      sandboxCompanyId: DEMO_TENANTS.sandbox.company_id,
+      clock: () => DEMO_NOW,
+      maintenanceIntervalMs: 0,
+    });
     rt.register(...systemVerbs);
     await installPack(rt, demoPack);
     const facts = (await demoPack.seed!(rt, { now: DEMO_NOW })) as DemoSeedFacts;
@@ -127,7 +145,8 @@ export async function openDemoRuntime(t: TestContext): Promise<DemoRuntime> {
   });
   const facts = seeded?.facts ?? ((await demoPack.seed!(rt, { now: DEMO_NOW })) as DemoSeedFacts);
   const keys = facts.keys!;
-  const keyOf = (who: Role | { apiKey: string | null }): string | null => (typeof who === 'string' ? keys[who] : who.apiKey);
+  const keyOf = (who: Role | { apiKey: string | null }): string | null =>
+    typeof who === 'string' ? keys[who] : who.apiKey;
   const call: DemoRuntime['call'] = (who, verb, args = {}, options = {}) => {
     const { surface = 'http', ...dispatchOptions } = options;
     return rt.dispatch({ apiKey: keyOf(who), surface }, verb, structuredClone(args), dispatchOptions);
@@ -147,7 +166,10 @@ export async function openDemoRuntime(t: TestContext): Promise<DemoRuntime> {
     call,
     async commit(who, verb, args = {}, options = {}) {
       const surface = options.surface ?? 'http';
-      const first = await call(who, verb, args, { surface, ...(options.idempotency_key !== undefined ? { idempotency_key: options.idempotency_key } : {}) });
+      const first = await call(who, verb, args, {
+        surface,
+        ...(options.idempotency_key !== undefined ? { idempotency_key: options.idempotency_key } : {}),
+      });
       if (first.ok || first.error?.reason !== 'dispatch_pending' || first.consent === undefined) return first;
       return call(who, verb, args, {
         surface,

@@ -11,7 +11,8 @@ import { PostgresStore, type PostgresStoreOptions } from '../../src/store/postgr
 export const TEST_DATABASE_URL: string | undefined = process.env.SOLID_TEST_DATABASE_URL || undefined;
 
 /** Reason shown for skipped PostgreSQL tests. */
-export const PG_SKIP_REASON = 'SOLID_TEST_DATABASE_URL is not set (run `source .ci/postgres.sh` to start a throwaway PostgreSQL 15)';
+export const PG_SKIP_REASON =
+  'SOLID_TEST_DATABASE_URL is not set (run `source .ci/postgres.sh` to start a throwaway PostgreSQL 15)';
 
 /** A new unique schema name (t_<hex>). */
 export function freshSchemaName(): string {
@@ -19,7 +20,11 @@ export function freshSchemaName(): string {
 }
 
 /** Run one statement on the test cluster with a short-lived client. */
-export async function adminQuery(sql: string, params: unknown[] = [], url = TEST_DATABASE_URL): Promise<pg.QueryResult> {
+export async function adminQuery(
+  sql: string,
+  params: unknown[] = [],
+  url = TEST_DATABASE_URL,
+): Promise<pg.QueryResult> {
   if (url === undefined) throw new Error(PG_SKIP_REASON);
   const c = new pg.Client({ connectionString: url });
   await c.connect();
@@ -39,7 +44,10 @@ export async function dropSchema(schema: string): Promise<void> {
  * A PostgresStore on a fresh schema of the test cluster (created by the first migrate). The
  * schema is dropped after the test unless `keep` (another store of the same test shares it).
  */
-export function createTestPostgresStore(t: TestContext | undefined, options: Partial<PostgresStoreOptions> & { schema?: string; keep?: boolean } = {}): PostgresStore {
+export function createTestPostgresStore(
+  t: TestContext | undefined,
+  options: Partial<PostgresStoreOptions> & { schema?: string; keep?: boolean } = {},
+): PostgresStore {
   if (TEST_DATABASE_URL === undefined) throw new Error(PG_SKIP_REASON);
   const schema = options.schema ?? freshSchemaName();
   const store = new PostgresStore({ connectionString: TEST_DATABASE_URL, poolMax: 4, ...options, schema });

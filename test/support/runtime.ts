@@ -38,7 +38,10 @@ export type TestRuntimeOptions = Partial<RuntimeOptions> & {
   engine?: 'sqlite' | 'postgres';
 };
 
-export async function createTestRuntime(t: TestContext | undefined, options: TestRuntimeOptions = {}): Promise<TestRuntime> {
+export async function createTestRuntime(
+  t: TestContext | undefined,
+  options: TestRuntimeOptions = {},
+): Promise<TestRuntime> {
   const dir = mkdtempSync(join(tmpdir(), 'solid-test-'));
   const dbPath = options.path ?? join(dir, 'test.db');
   let store: Store;
@@ -58,14 +61,28 @@ export async function createTestRuntime(t: TestContext | undefined, options: Tes
   });
   rt.register(...systemVerbs);
   const sandbox = await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
-  const main = await rt.createTenant({ company_id: 2, name: 'Main Co', tier: options.tier ?? 'professional' });
+  const main = await rt.createTenant({
+    company_id: 2,
+    name: 'Main Co',
+    tier: options.tier ?? 'professional',
+  });
   const other = await rt.createTenant({ company_id: 3, name: 'Other Co', tier: 'enterprise' });
   const keys = {} as Record<Role, string>;
   const users: Record<Role, number> = { owner: 1, admin: 2, employee: 3, read_only: 4 };
   for (const role of ['owner', 'admin', 'employee', 'read_only'] as Role[]) {
-    keys[role] = await rt.createApiKey({ company_id: main.company_id, user_id: users[role], role, agent_type: 'test' });
+    keys[role] = await rt.createApiKey({
+      company_id: main.company_id,
+      user_id: users[role],
+      role,
+      agent_type: 'test',
+    });
   }
-  const otherOwnerKey = await rt.createApiKey({ company_id: other.company_id, user_id: 1, role: 'owner', agent_type: 'test' });
+  const otherOwnerKey = await rt.createApiKey({
+    company_id: other.company_id,
+    user_id: 1,
+    role: 'owner',
+    agent_type: 'test',
+  });
   t?.after(async () => {
     await rt.close();
     rmSync(dir, { recursive: true, force: true });
@@ -81,7 +98,13 @@ export async function createTestRuntime(t: TestContext | undefined, options: Tes
     keys,
     otherOwnerKey,
     principal(role: Role, companyId = main.company_id): Principal {
-      return { company_id: companyId, user_id: users[role], role, tier: companyId === main.company_id ? (options.tier ?? 'professional') : 'enterprise', agent_type: 'test' };
+      return {
+        company_id: companyId,
+        user_id: users[role],
+        role,
+        tier: companyId === main.company_id ? (options.tier ?? 'professional') : 'enterprise',
+        agent_type: 'test',
+      };
     },
   };
 }
@@ -93,6 +116,7 @@ export function testEngine(): 'sqlite' | 'postgres' {
     if (TEST_DATABASE_URL === undefined) throw new Error(`SOLID_TEST_ENGINE=postgres but ${PG_SKIP_REASON}`);
     return 'postgres';
   }
-  if (e !== 'sqlite') throw new Error(`SOLID_TEST_ENGINE must be sqlite or postgres (got ${JSON.stringify(e)})`);
+  if (e !== 'sqlite')
+    throw new Error(`SOLID_TEST_ENGINE must be sqlite or postgres (got ${JSON.stringify(e)})`);
   return 'sqlite';
 }

@@ -10,7 +10,10 @@ import addFormatsImport from 'ajv-formats';
 
 const addFormats = addFormatsImport as unknown as (ajv: Ajv2020) => Ajv2020;
 
-export const UPSTREAM_DIR = resolve(fileURLToPath(new URL('../../', import.meta.url)), '../shared/spec-reference');
+export const UPSTREAM_DIR = resolve(
+  fileURLToPath(new URL('../../', import.meta.url)),
+  '../shared/spec-reference',
+);
 export const upstreamAvailable = existsSync(UPSTREAM_DIR);
 
 let ajv: Ajv2020 | undefined;
@@ -32,7 +35,12 @@ export function upstreamValidator(name: string): ValidateFunction | undefined {
   return load().getSchema(`https://solidnumber.com/solid-verbs/v1/${name}.json`);
 }
 
-export function upstreamExample(file: string): { verb: string; shape: string; input: Record<string, unknown>; output: Record<string, unknown> } {
+export function upstreamExample(file: string): {
+  verb: string;
+  shape: string;
+  input: Record<string, unknown>;
+  output: Record<string, unknown>;
+} {
   return JSON.parse(readFileSync(join(UPSTREAM_DIR, 'examples', file), 'utf8'));
 }
 

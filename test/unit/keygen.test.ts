@@ -26,11 +26,14 @@ test('generateP256Jwk gives a usable ES256 pair whose public JWK matches exportP
   assert.deepEqual({ x: exported.x, y: exported.y }, { x: pair.publicJwk.x, y: pair.publicJwk.y });
 });
 
-test('10 000 key generations and exports under GC pressure finish (no mutex deadlock)', { timeout: 120_000 }, async () => {
-  // Every path the code generates or exports keys by. Not the generator's own KeyObjects:
-  // exporting those is the pattern that deadlocks (seen here ~1 run in 15 of 10 000 keys, main
-  // thread in ~KeyGenJob), which is why nothing in src/ does it.
-  const code = `
+test(
+  '10 000 key generations and exports under GC pressure finish (no mutex deadlock)',
+  { timeout: 120_000 },
+  async () => {
+    // Every path the code generates or exports keys by. Not the generator's own KeyObjects:
+    // exporting those is the pattern that deadlocks (seen here ~1 run in 15 of 10 000 keys, main
+    // thread in ~KeyGenJob), which is why nothing in src/ does it.
+    const code = `
     import { createPrivateKey } from 'node:crypto';
     import { generateP256Jwk, generateP256KeyObjects } from './src/runtime/ledger/keygen.ts';
     import { exportPublicJwk } from './src/transports/ucp/jwk.ts';
@@ -44,6 +47,11 @@ test('10 000 key generations and exports under GC pressure finish (no mutex dead
       junk.push(new Array(50).fill('x' + i)); if (junk.length > 100) junk.length = 0;
     }
     console.log('done');`;
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: new URL('../..', import.meta.url), timeout: 90_000, killSignal: 'SIGKILL' });
-  assert.equal(stdout.trim(), 'done');
-});
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+      cwd: new URL('../..', import.meta.url),
+      timeout: 90_000,
+      killSignal: 'SIGKILL',
+    });
+    assert.equal(stdout.trim(), 'done');
+  },
+);

@@ -16,7 +16,11 @@ describe('Secrets.verifyMac', () => {
     const mac = secrets.mac('session', 'csrf.abc');
     assert.equal(secrets.verifyMac('session', 'csrf.abc', mac, 'k1'), true);
     assert.equal(secrets.verifyMac('session', 'csrf.abd', mac, 'k1'), false);
-    assert.equal(secrets.verifyMac('nonce', 'csrf.abc', mac, 'k1'), false, 'another purpose derives another key');
+    assert.equal(
+      secrets.verifyMac('nonce', 'csrf.abc', mac, 'k1'),
+      false,
+      'another purpose derives another key',
+    );
     assert.equal(secrets.verifyMac('session', 'csrf.abc', mac, 'k2'), false);
     assert.equal(secrets.verifyMac('session', 'csrf.abc', '', 'k1'), false);
   });
@@ -25,10 +29,17 @@ describe('Secrets.verifyMac', () => {
     for (let i = 0; i < 64; i++) {
       const mac = secrets.mac('session', `csrf.${i}`);
       const twin = spareBitTwin(mac);
-      assert.deepEqual(Buffer.from(twin, 'base64url'), Buffer.from(mac, 'base64url'), 'the twin decodes to the same bytes');
+      assert.deepEqual(
+        Buffer.from(twin, 'base64url'),
+        Buffer.from(mac, 'base64url'),
+        'the twin decodes to the same bytes',
+      );
       assert.equal(secrets.verifyMac('session', `csrf.${i}`, twin, 'k1'), false, `twin ${twin} of ${mac}`);
       assert.equal(secrets.verifyMac('session', `csrf.${i}`, `${mac}=`, 'k1'), false);
-      assert.equal(secrets.verifyMac('session', `csrf.${i}`, `${mac.slice(0, 10)}.${mac.slice(10)}`, 'k1'), false);
+      assert.equal(
+        secrets.verifyMac('session', `csrf.${i}`, `${mac.slice(0, 10)}.${mac.slice(10)}`, 'k1'),
+        false,
+      );
     }
   });
 });

@@ -32,7 +32,8 @@ export interface Appointment {
   updated_at: string;
 }
 
-const APPOINTMENT_COLUMNS = 'id, company_id, contact_id, technician_user_id, deal_id, service, starts_at, ends_at, status, notes, created_at, updated_at';
+const APPOINTMENT_COLUMNS =
+  'id, company_id, contact_id, technician_user_id, deal_id, service, starts_at, ends_at, status, notes, created_at, updated_at';
 const MAX_DURATION_MS = 12 * HOUR_MS;
 const MAX_AVAILABILITY_RANGE_MS = 31 * DAY_MS;
 
@@ -54,13 +55,24 @@ function toAppointment(row: Record<string, unknown>): Appointment {
 }
 
 /** One appointment of the company, or undefined. */
-export async function getAppointment(q: Queryable, companyId: number, appointmentId: number): Promise<Appointment | undefined> {
-  const row = await q.get(`SELECT ${APPOINTMENT_COLUMNS} FROM appointments WHERE company_id = ? AND id = ?`, [companyId, appointmentId]);
+export async function getAppointment(
+  q: Queryable,
+  companyId: number,
+  appointmentId: number,
+): Promise<Appointment | undefined> {
+  const row = await q.get(`SELECT ${APPOINTMENT_COLUMNS} FROM appointments WHERE company_id = ? AND id = ?`, [
+    companyId,
+    appointmentId,
+  ]);
   return row === undefined ? undefined : toAppointment(row);
 }
 
 /** The appointment or DomainError `not_found` ("appointment 15 not found"). */
-export async function requireAppointment(q: Queryable, companyId: number, appointmentId: number): Promise<Appointment> {
+export async function requireAppointment(
+  q: Queryable,
+  companyId: number,
+  appointmentId: number,
+): Promise<Appointment> {
   const appointment = await getAppointment(q, companyId, appointmentId);
   if (appointment === undefined) throw notFound('appointment', appointmentId);
   return appointment;
@@ -78,7 +90,11 @@ export interface AppointmentSearch extends PageRequest {
 }
 
 /** Search the company's appointments by start time. Throws `invalid_input` (bad time, status or page). */
-export async function searchAppointments(q: Queryable, companyId: number, search: AppointmentSearch = {}): Promise<Page<Appointment>> {
+export async function searchAppointments(
+  q: Queryable,
+  companyId: number,
+  search: AppointmentSearch = {},
+): Promise<Page<Appointment>> {
   const bounds = pageBounds(search);
   const where = ['company_id = ?'];
   const params: unknown[] = [companyId];
@@ -91,7 +107,8 @@ export async function searchAppointments(q: Queryable, companyId: number, search
     params.push(search.technician_user_id);
   }
   if (search.status !== undefined) {
-    if (!(APPOINTMENT_STATUSES as readonly unknown[]).includes(search.status)) throw invalidInput('status', `must be one of ${APPOINTMENT_STATUSES.join(', ')}`);
+    if (!(APPOINTMENT_STATUSES as readonly unknown[]).includes(search.status))
+      throw invalidInput('status', `must be one of ${APPOINTMENT_STATUSES.join(', ')}`);
     where.push('status = ?');
     params.push(search.status);
   }
@@ -105,17 +122,24 @@ export async function searchAppointments(q: Queryable, companyId: number, search
   }
   const order = search.order === 'desc' ? 'DESC' : 'ASC';
   const whereSql = where.join(' AND ');
-  const total = await q.get<{ n: unknown }>(`SELECT COUNT(*) AS n FROM appointments WHERE ${whereSql}`, params);
-  const rows = await q.all(`SELECT ${APPOINTMENT_COLUMNS} FROM appointments WHERE ${whereSql} ORDER BY starts_at ${order}, id ${order} LIMIT ? OFFSET ?`, [
-    ...params,
-    bounds.limit,
-    bounds.offset,
-  ]);
+  const total = await q.get<{ n: unknown }>(
+    `SELECT COUNT(*) AS n FROM appointments WHERE ${whereSql}`,
+    params,
+  );
+  const rows = await q.all(
+    `SELECT ${APPOINTMENT_COLUMNS} FROM appointments WHERE ${whereSql} ORDER BY starts_at ${order}, id ${order} LIMIT ? OFFSET ?`,
+    [...params, bounds.limit, bounds.offset],
+  );
   return toPage(rows.map(toAppointment), num(total?.n), bounds);
 }
 
 /** A contact's appointments, latest start first (at most `limit`, default 100). */
-export async function listContactAppointments(q: Queryable, companyId: number, contactId: number, limit = 100): Promise<Appointment[]> {
+export async function listContactAppointments(
+  q: Queryable,
+  companyId: number,
+  contactId: number,
+  limit = 100,
+): Promise<Appointment[]> {
   const rows = await q.all(
     `SELECT ${APPOINTMENT_COLUMNS} FROM appointments WHERE company_id = ? AND contact_id = ? ORDER BY starts_at DESC, id DESC LIMIT ?`,
     [companyId, contactId, limit],
@@ -144,9 +168,14 @@ async function findOverlap(
 
 async function requireTechnician(q: Queryable, companyId: number, userId: number): Promise<Employee> {
   const employee = await getEmployee(q, companyId, userId);
-  if (employee === undefined) throw notFound('technician', userId, 'List technicians with their availability first.');
+  if (employee === undefined)
+    throw notFound('technician', userId, 'List technicians with their availability first.');
   if (!employee.active || employee.title !== 'technician') {
-    throw new DomainError('technician_unavailable', `employee ${userId} is ${employee.active ? `a ${employee.title}, not a technician` : 'inactive'}`, 'Book an active technician.');
+    throw new DomainError(
+      'technician_unavailable',
+      `employee ${userId} is ${employee.active ? `a ${employee.title}, not a technician` : 'inactive'}`,
+      'Book an active technician.',
+    );
   }
   return employee;
 }
@@ -158,11 +187,22 @@ function checkSlot(startsAt: string, endsAt: string, now: Date): void {
   if (end <= start) throw invalidInput('ends_at', 'must be after starts_at');
   if (end - start > MAX_DURATION_MS) throw invalidInput('ends_at', 'an appointment lasts at most 12 hours');
   if (start <= now.getTime()) {
-    throw new DomainError('appointment_in_past', `the appointment would start at ${startsAt}, which is not in the future`, 'Pick a start time after now.');
+    throw new DomainError(
+      'appointment_in_past',
+      `the appointment would start at ${startsAt}, which is not in the future`,
+      'Pick a start time after now.',
+    );
   }
 }
 
-async function refuseOverlap(q: Queryable, companyId: number, technicianUserId: number, startsAt: string, endsAt: string, excludeId: number | null): Promise<void> {
+async function refuseOverlap(
+  q: Queryable,
+  companyId: number,
+  technicianUserId: number,
+  startsAt: string,
+  endsAt: string,
+  excludeId: number | null,
+): Promise<void> {
   const clash = await findOverlap(q, companyId, technicianUserId, startsAt, endsAt, excludeId);
   if (clash !== undefined) {
     throw new DomainError(
@@ -203,8 +243,12 @@ export async function technicianAvailability(
   const from = normalizeTime(range.from, 'from');
   const to = normalizeTime(range.to, 'to');
   if (Date.parse(to) <= Date.parse(from)) throw invalidInput('to', 'must be after from');
-  if (Date.parse(to) - Date.parse(from) > MAX_AVAILABILITY_RANGE_MS) throw invalidInput('to', 'the range is at most 31 days');
-  const technicians = range.technician_user_id === undefined ? await listTechnicians(q, companyId) : [await requireTechnician(q, companyId, range.technician_user_id)];
+  if (Date.parse(to) - Date.parse(from) > MAX_AVAILABILITY_RANGE_MS)
+    throw invalidInput('to', 'the range is at most 31 days');
+  const technicians =
+    range.technician_user_id === undefined
+      ? await listTechnicians(q, companyId)
+      : [await requireTechnician(q, companyId, range.technician_user_id)];
   const rows = await q.all(
     `SELECT ${APPOINTMENT_COLUMNS} FROM appointments
       WHERE company_id = ? AND status <> 'cancelled' AND starts_at < ? AND ends_at > ?
@@ -218,7 +262,13 @@ export async function technicianAvailability(
     byTech.set(a.technician_user_id, list);
   }
   return technicians.map((t) => {
-    const busy = (byTech.get(t.user_id) ?? []).map((a) => ({ appointment_id: a.id, starts_at: a.starts_at, ends_at: a.ends_at, service: a.service, status: a.status }));
+    const busy = (byTech.get(t.user_id) ?? []).map((a) => ({
+      appointment_id: a.id,
+      starts_at: a.starts_at,
+      ends_at: a.ends_at,
+      service: a.service,
+      status: a.status,
+    }));
     const free: Array<{ starts_at: string; ends_at: string }> = [];
     let cursor = from;
     for (const b of busy) {
@@ -246,8 +296,14 @@ export interface NewAppointment {
  * technician, deal), `contact_erased`, `technician_unavailable`, `appointment_in_past`,
  * `double_booked`.
  */
-export async function scheduleAppointment(tx: Queryable, companyId: number, input: NewAppointment, now: Date): Promise<Appointment> {
-  if (typeof input.service !== 'string' || input.service.trim() === '' || input.service.length > 120) throw invalidInput('service', 'must be 1..120 characters');
+export async function scheduleAppointment(
+  tx: Queryable,
+  companyId: number,
+  input: NewAppointment,
+  now: Date,
+): Promise<Appointment> {
+  if (typeof input.service !== 'string' || input.service.trim() === '' || input.service.length > 120)
+    throw invalidInput('service', 'must be 1..120 characters');
   const startsAt = normalizeTime(input.starts_at, 'starts_at');
   const endsAt = normalizeTime(input.ends_at, 'ends_at');
   checkSlot(startsAt, endsAt, now);
@@ -259,7 +315,18 @@ export async function scheduleAppointment(tx: Queryable, companyId: number, inpu
   const row = await tx.get(
     `INSERT INTO appointments (company_id, contact_id, technician_user_id, deal_id, service, starts_at, ends_at, status, notes, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, 'scheduled', ?, ?, ?) RETURNING ${APPOINTMENT_COLUMNS}`,
-    [companyId, input.contact_id, input.technician_user_id, input.deal_id ?? null, input.service.trim(), startsAt, endsAt, input.notes ?? null, at, at],
+    [
+      companyId,
+      input.contact_id,
+      input.technician_user_id,
+      input.deal_id ?? null,
+      input.service.trim(),
+      startsAt,
+      endsAt,
+      input.notes ?? null,
+      at,
+      at,
+    ],
   );
   return toAppointment(row!);
 }
@@ -285,16 +352,29 @@ export async function rescheduleAppointment(
 ): Promise<AppointmentMove> {
   const current = await requireAppointment(tx, companyId, appointmentId);
   if (current.status !== 'scheduled') {
-    throw new DomainError('appointment_not_active', `appointment ${appointmentId} is ${current.status}`, 'Only scheduled appointments can be moved; book a new one.');
+    throw new DomainError(
+      'appointment_not_active',
+      `appointment ${appointmentId} is ${current.status}`,
+      'Only scheduled appointments can be moved; book a new one.',
+    );
   }
   const startsAt = normalizeTime(change.starts_at, 'starts_at');
   const endsAt =
     change.ends_at !== undefined
       ? normalizeTime(change.ends_at, 'ends_at')
-      : isoTime(new Date(Date.parse(startsAt) + (Date.parse(current.ends_at) - Date.parse(current.starts_at))));
+      : isoTime(
+          new Date(Date.parse(startsAt) + (Date.parse(current.ends_at) - Date.parse(current.starts_at))),
+        );
   const technician = change.technician_user_id ?? current.technician_user_id;
-  if (startsAt === current.starts_at && endsAt === current.ends_at && technician === current.technician_user_id) {
-    throw new DomainError('no_change', `appointment ${appointmentId} is already at that time with that technician`);
+  if (
+    startsAt === current.starts_at &&
+    endsAt === current.ends_at &&
+    technician === current.technician_user_id
+  ) {
+    throw new DomainError(
+      'no_change',
+      `appointment ${appointmentId} is already at that time with that technician`,
+    );
   }
   checkSlot(startsAt, endsAt, now);
   await requireTechnician(tx, companyId, technician);
@@ -305,7 +385,11 @@ export async function rescheduleAppointment(
     [startsAt, endsAt, technician, isoTime(now), companyId, appointmentId],
   );
   return {
-    previous: { starts_at: current.starts_at, ends_at: current.ends_at, technician_user_id: current.technician_user_id },
+    previous: {
+      starts_at: current.starts_at,
+      ends_at: current.ends_at,
+      technician_user_id: current.technician_user_id,
+    },
     appointment: toAppointment(row!),
   };
 }
@@ -324,9 +408,16 @@ export async function cancelAppointment(
 ): Promise<{ previous: { status: AppointmentStatus; notes: string | null }; appointment: Appointment }> {
   const current = await requireAppointment(tx, companyId, appointmentId);
   if (current.status !== 'scheduled') {
-    throw new DomainError('appointment_not_active', `appointment ${appointmentId} is ${current.status}`, 'Only scheduled appointments can be cancelled.');
+    throw new DomainError(
+      'appointment_not_active',
+      `appointment ${appointmentId} is ${current.status}`,
+      'Only scheduled appointments can be cancelled.',
+    );
   }
-  const notes = reason === null || reason.trim() === '' ? current.notes : [current.notes, `Cancelled: ${reason.trim()}`].filter((s) => s !== null).join('\n');
+  const notes =
+    reason === null || reason.trim() === ''
+      ? current.notes
+      : [current.notes, `Cancelled: ${reason.trim()}`].filter((s) => s !== null).join('\n');
   const row = await tx.get(
     `UPDATE appointments SET status = 'cancelled', notes = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${APPOINTMENT_COLUMNS}`,
     [notes, isoTime(now), companyId, appointmentId],
@@ -349,11 +440,21 @@ export async function reinstateAppointment(
 ): Promise<{ previous_status: AppointmentStatus; appointment: Appointment }> {
   const current = await requireAppointment(tx, companyId, appointmentId);
   if (current.status !== 'cancelled') {
-    throw new DomainError('appointment_not_active', `appointment ${appointmentId} is ${current.status}, not cancelled`);
+    throw new DomainError(
+      'appointment_not_active',
+      `appointment ${appointmentId} is ${current.status}, not cancelled`,
+    );
   }
   checkSlot(current.starts_at, current.ends_at, now);
   await requireTechnician(tx, companyId, current.technician_user_id);
-  await refuseOverlap(tx, companyId, current.technician_user_id, current.starts_at, current.ends_at, appointmentId);
+  await refuseOverlap(
+    tx,
+    companyId,
+    current.technician_user_id,
+    current.starts_at,
+    current.ends_at,
+    appointmentId,
+  );
   const row = await tx.get(
     `UPDATE appointments SET status = 'scheduled', notes = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${APPOINTMENT_COLUMNS}`,
     [notes === undefined ? current.notes : notes, isoTime(now), companyId, appointmentId],
@@ -373,16 +474,17 @@ export async function recordAppointmentOutcome(
   outcome: 'completed' | 'no_show',
   now: Date,
 ): Promise<{ previous_status: AppointmentStatus; appointment: Appointment }> {
-  if (outcome !== 'completed' && outcome !== 'no_show') throw invalidInput('outcome', 'must be completed or no_show');
+  if (outcome !== 'completed' && outcome !== 'no_show')
+    throw invalidInput('outcome', 'must be completed or no_show');
   const current = await requireAppointment(tx, companyId, appointmentId);
-  if (current.status !== 'scheduled') throw new DomainError('appointment_not_active', `appointment ${appointmentId} is ${current.status}`);
-  if (Date.parse(current.starts_at) > now.getTime()) throw invalidInput('outcome', `appointment ${appointmentId} has not started yet`);
-  const row = await tx.get(`UPDATE appointments SET status = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${APPOINTMENT_COLUMNS}`, [
-    outcome,
-    isoTime(now),
-    companyId,
-    appointmentId,
-  ]);
+  if (current.status !== 'scheduled')
+    throw new DomainError('appointment_not_active', `appointment ${appointmentId} is ${current.status}`);
+  if (Date.parse(current.starts_at) > now.getTime())
+    throw invalidInput('outcome', `appointment ${appointmentId} has not started yet`);
+  const row = await tx.get(
+    `UPDATE appointments SET status = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${APPOINTMENT_COLUMNS}`,
+    [outcome, isoTime(now), companyId, appointmentId],
+  );
   return { previous_status: current.status, appointment: toAppointment(row!) };
 }
 
@@ -399,18 +501,37 @@ export async function restoreAppointmentSlot(
   now: Date,
 ): Promise<AppointmentMove> {
   const current = await requireAppointment(tx, companyId, appointmentId);
-  if (current.status !== 'scheduled') throw new DomainError('appointment_not_active', `appointment ${appointmentId} is ${current.status}`, 'Only a scheduled appointment can be moved back.');
+  if (current.status !== 'scheduled')
+    throw new DomainError(
+      'appointment_not_active',
+      `appointment ${appointmentId} is ${current.status}`,
+      'Only a scheduled appointment can be moved back.',
+    );
   const startsAt = normalizeTime(previous.starts_at, 'starts_at');
   const endsAt = normalizeTime(previous.ends_at, 'ends_at');
-  if (startsAt === current.starts_at && endsAt === current.ends_at && previous.technician_user_id === current.technician_user_id) {
-    throw new DomainError('no_change', `appointment ${appointmentId} is already at that time with that technician`);
+  if (
+    startsAt === current.starts_at &&
+    endsAt === current.ends_at &&
+    previous.technician_user_id === current.technician_user_id
+  ) {
+    throw new DomainError(
+      'no_change',
+      `appointment ${appointmentId} is already at that time with that technician`,
+    );
   }
   await refuseOverlap(tx, companyId, previous.technician_user_id, startsAt, endsAt, appointmentId);
   const row = await tx.get(
     `UPDATE appointments SET starts_at = ?, ends_at = ?, technician_user_id = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${APPOINTMENT_COLUMNS}`,
     [startsAt, endsAt, previous.technician_user_id, isoTime(now), companyId, appointmentId],
   );
-  return { previous: { starts_at: current.starts_at, ends_at: current.ends_at, technician_user_id: current.technician_user_id }, appointment: toAppointment(row!) };
+  return {
+    previous: {
+      starts_at: current.starts_at,
+      ends_at: current.ends_at,
+      technician_user_id: current.technician_user_id,
+    },
+    appointment: toAppointment(row!),
+  };
 }
 
 /**
@@ -418,21 +539,35 @@ export async function restoreAppointmentSlot(
  * appointment becomes scheduled again. Throws `not_found`, `appointment_not_active` (it is
  * scheduled or cancelled).
  */
-export async function reopenAppointment(tx: Queryable, companyId: number, appointmentId: number, now: Date): Promise<{ previous_status: AppointmentStatus; appointment: Appointment }> {
+export async function reopenAppointment(
+  tx: Queryable,
+  companyId: number,
+  appointmentId: number,
+  now: Date,
+): Promise<{ previous_status: AppointmentStatus; appointment: Appointment }> {
   const current = await requireAppointment(tx, companyId, appointmentId);
   if (current.status !== 'completed' && current.status !== 'no_show') {
-    throw new DomainError('appointment_not_active', `appointment ${appointmentId} is ${current.status}; only a completed or no-show visit can be reopened`);
+    throw new DomainError(
+      'appointment_not_active',
+      `appointment ${appointmentId} is ${current.status}; only a completed or no-show visit can be reopened`,
+    );
   }
-  const row = await tx.get(`UPDATE appointments SET status = 'scheduled', updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${APPOINTMENT_COLUMNS}`, [
-    isoTime(now),
-    companyId,
-    appointmentId,
-  ]);
+  const row = await tx.get(
+    `UPDATE appointments SET status = 'scheduled', updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${APPOINTMENT_COLUMNS}`,
+    [isoTime(now), companyId, appointmentId],
+  );
   return { previous_status: current.status, appointment: toAppointment(row!) };
 }
 
 /** The appointments linked to a deal, by start; empty for an unknown or foreign deal. */
-export async function listDealAppointments(q: Queryable, companyId: number, dealId: number): Promise<Appointment[]> {
-  const rows = await q.all(`SELECT ${APPOINTMENT_COLUMNS} FROM appointments WHERE company_id = ? AND deal_id = ? ORDER BY starts_at, id`, [companyId, dealId]);
+export async function listDealAppointments(
+  q: Queryable,
+  companyId: number,
+  dealId: number,
+): Promise<Appointment[]> {
+  const rows = await q.all(
+    `SELECT ${APPOINTMENT_COLUMNS} FROM appointments WHERE company_id = ? AND deal_id = ? ORDER BY starts_at, id`,
+    [companyId, dealId],
+  );
   return rows.map(toAppointment);
 }

@@ -60,7 +60,8 @@ export interface Note {
 
 const CONTACT_COLUMNS =
   'id, company_id, name, email, phone, kind, tags, status, source, address_line1, address_line2, city, region, postal_code, country, created_at, updated_at, erased_at';
-const PAYMENT_METHOD_COLUMNS = 'id, company_id, contact_id, type, brand, last4, exp_month, exp_year, is_default, created_at';
+const PAYMENT_METHOD_COLUMNS =
+  'id, company_id, contact_id, type, brand, last4, exp_month, exp_year, is_default, created_at';
 const NOTE_COLUMNS = 'id, company_id, contact_id, body, author_user_id, created_at';
 
 /** Map a contacts row (either engine) to a Contact. */
@@ -114,8 +115,15 @@ function toNote(row: Record<string, unknown>): Note {
 }
 
 /** One contact of the company, or undefined (unknown id or another tenant's). Erased contacts are returned (with `erased_at`). */
-export async function getContact(q: Queryable, companyId: number, contactId: number): Promise<Contact | undefined> {
-  const row = await q.get(`SELECT ${CONTACT_COLUMNS} FROM contacts WHERE company_id = ? AND id = ?`, [companyId, contactId]);
+export async function getContact(
+  q: Queryable,
+  companyId: number,
+  contactId: number,
+): Promise<Contact | undefined> {
+  const row = await q.get(`SELECT ${CONTACT_COLUMNS} FROM contacts WHERE company_id = ? AND id = ?`, [
+    companyId,
+    contactId,
+  ]);
   return row === undefined ? undefined : toContact(row);
 }
 
@@ -123,11 +131,20 @@ export async function getContact(q: Queryable, companyId: number, contactId: num
  * The contact or DomainError `not_found` ("contact 42 not found"); with `allowErased: false`
  * (default) an erased contact throws `contact_erased`.
  */
-export async function requireContact(q: Queryable, companyId: number, contactId: number, options: { allowErased?: boolean } = {}): Promise<Contact> {
+export async function requireContact(
+  q: Queryable,
+  companyId: number,
+  contactId: number,
+  options: { allowErased?: boolean } = {},
+): Promise<Contact> {
   const contact = await getContact(q, companyId, contactId);
   if (contact === undefined) throw notFound('contact', contactId);
   if (contact.erased_at !== null && options.allowErased !== true) {
-    throw new DomainError('contact_erased', `contact ${contactId} was erased on ${contact.erased_at}`, 'Erased contacts keep only their financial history.');
+    throw new DomainError(
+      'contact_erased',
+      `contact ${contactId} was erased on ${contact.erased_at}`,
+      'Erased contacts keep only their financial history.',
+    );
   }
   return contact;
 }
@@ -154,13 +171,19 @@ export interface ContactSearch extends PageRequest {
  * Search the company's contacts with filters and offset pagination (limit 1..200, default 25).
  * Throws `invalid_input` on a bad page request or sort field.
  */
-export async function searchContacts(q: Queryable, companyId: number, search: ContactSearch = {}): Promise<Page<Contact>> {
+export async function searchContacts(
+  q: Queryable,
+  companyId: number,
+  search: ContactSearch = {},
+): Promise<Page<Contact>> {
   const bounds = pageBounds(search);
   const where: string[] = ['company_id = ?'];
   const params: unknown[] = [companyId];
   if (search.query !== undefined && search.query.trim() !== '') {
     const pattern = likePattern(search.query.trim());
-    where.push(`(lower(name) LIKE lower(?) ${LIKE_ESCAPE} OR lower(email) LIKE lower(?) ${LIKE_ESCAPE} OR phone LIKE ? ${LIKE_ESCAPE})`);
+    where.push(
+      `(lower(name) LIKE lower(?) ${LIKE_ESCAPE} OR lower(email) LIKE lower(?) ${LIKE_ESCAPE} OR phone LIKE ? ${LIKE_ESCAPE})`,
+    );
     params.push(pattern, pattern, pattern);
   }
   if (search.status !== undefined) {
@@ -189,20 +212,24 @@ export async function searchContacts(q: Queryable, companyId: number, search: Co
   }
   if (search.include_erased !== true) where.push('erased_at IS NULL');
   const sort = search.sort ?? 'id';
-  if (!['id', 'name', 'created_at', 'updated_at'].includes(sort)) throw invalidInput('sort', 'must be id, name, created_at or updated_at');
+  if (!['id', 'name', 'created_at', 'updated_at'].includes(sort))
+    throw invalidInput('sort', 'must be id, name, created_at or updated_at');
   const order = search.order === 'desc' ? 'DESC' : 'ASC';
   const whereSql = where.join(' AND ');
   const total = await q.get<{ n: unknown }>(`SELECT COUNT(*) AS n FROM contacts WHERE ${whereSql}`, params);
-  const rows = await q.all(`SELECT ${CONTACT_COLUMNS} FROM contacts WHERE ${whereSql} ORDER BY ${sort} ${order}, id ${order} LIMIT ? OFFSET ?`, [
-    ...params,
-    bounds.limit,
-    bounds.offset,
-  ]);
+  const rows = await q.all(
+    `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE ${whereSql} ORDER BY ${sort} ${order}, id ${order} LIMIT ? OFFSET ?`,
+    [...params, bounds.limit, bounds.offset],
+  );
   return toPage(rows.map(toContact), num(total?.n), bounds);
 }
 
 /** The contact's payment methods, default first; empty for an unknown or foreign contact. */
-export async function listPaymentMethods(q: Queryable, companyId: number, contactId: number): Promise<PaymentMethod[]> {
+export async function listPaymentMethods(
+  q: Queryable,
+  companyId: number,
+  contactId: number,
+): Promise<PaymentMethod[]> {
   const rows = await q.all(
     `SELECT ${PAYMENT_METHOD_COLUMNS} FROM payment_methods WHERE company_id = ? AND contact_id = ? ORDER BY is_default DESC, id`,
     [companyId, contactId],
@@ -211,13 +238,25 @@ export async function listPaymentMethods(q: Queryable, companyId: number, contac
 }
 
 /** One payment method of the company, or undefined. */
-export async function getPaymentMethod(q: Queryable, companyId: number, paymentMethodId: number): Promise<PaymentMethod | undefined> {
-  const row = await q.get(`SELECT ${PAYMENT_METHOD_COLUMNS} FROM payment_methods WHERE company_id = ? AND id = ?`, [companyId, paymentMethodId]);
+export async function getPaymentMethod(
+  q: Queryable,
+  companyId: number,
+  paymentMethodId: number,
+): Promise<PaymentMethod | undefined> {
+  const row = await q.get(
+    `SELECT ${PAYMENT_METHOD_COLUMNS} FROM payment_methods WHERE company_id = ? AND id = ?`,
+    [companyId, paymentMethodId],
+  );
   return row === undefined ? undefined : toPaymentMethod(row);
 }
 
 /** The contact's notes, newest first (at most `limit`, default 50). */
-export async function listContactNotes(q: Queryable, companyId: number, contactId: number, limit = 50): Promise<Note[]> {
+export async function listContactNotes(
+  q: Queryable,
+  companyId: number,
+  contactId: number,
+  limit = 50,
+): Promise<Note[]> {
   const rows = await q.all(
     `SELECT ${NOTE_COLUMNS} FROM notes WHERE company_id = ? AND contact_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`,
     [companyId, contactId, limit],
@@ -229,7 +268,12 @@ export async function listContactNotes(q: Queryable, companyId: number, contactI
  * The latest time the company interacted with the contact, up to `now`: an appointment start,
  * a note or a payment. Null when there is none (or the contact is not the company's).
  */
-export async function getLastInteractionAt(q: Queryable, companyId: number, contactId: number, now: Date): Promise<string | null> {
+export async function getLastInteractionAt(
+  q: Queryable,
+  companyId: number,
+  contactId: number,
+  now: Date,
+): Promise<string | null> {
   const at = isoTime(now);
   const row = await q.get<{ last: unknown }>(
     `SELECT MAX(t) AS last FROM (
@@ -294,27 +338,37 @@ function checkField(field: ContactField, value: unknown): void {
   }
   switch (field) {
     case 'name':
-      if (typeof value !== 'string' || value.trim() === '' || value.length > 200) throw invalidInput(field, 'must be 1..200 characters');
+      if (typeof value !== 'string' || value.trim() === '' || value.length > 200)
+        throw invalidInput(field, 'must be 1..200 characters');
       return;
     case 'email':
-      if (typeof value !== 'string' || !EMAIL.test(value) || value.length > 254) throw invalidInput(field, 'must be an email address');
+      if (typeof value !== 'string' || !EMAIL.test(value) || value.length > 254)
+        throw invalidInput(field, 'must be an email address');
       return;
     case 'phone':
-      if (typeof value !== 'string' || !PHONE.test(value)) throw invalidInput(field, 'must be a phone number, e.g. +18015551234');
+      if (typeof value !== 'string' || !PHONE.test(value))
+        throw invalidInput(field, 'must be a phone number, e.g. +18015551234');
       return;
     case 'kind':
-      if (!(CONTACT_KINDS as readonly unknown[]).includes(value)) throw invalidInput(field, `must be one of ${CONTACT_KINDS.join(', ')}`);
+      if (!(CONTACT_KINDS as readonly unknown[]).includes(value))
+        throw invalidInput(field, `must be one of ${CONTACT_KINDS.join(', ')}`);
       return;
     case 'status':
-      if (!(CONTACT_STATUSES as readonly unknown[]).includes(value)) throw invalidInput(field, `must be one of ${CONTACT_STATUSES.join(', ')}`);
+      if (!(CONTACT_STATUSES as readonly unknown[]).includes(value))
+        throw invalidInput(field, `must be one of ${CONTACT_STATUSES.join(', ')}`);
       return;
     case 'tags':
-      if (!Array.isArray(value) || value.length > 20 || value.some((t) => typeof t !== 'string' || t.trim() === '' || t.length > 40)) {
+      if (
+        !Array.isArray(value) ||
+        value.length > 20 ||
+        value.some((t) => typeof t !== 'string' || t.trim() === '' || t.length > 40)
+      ) {
         throw invalidInput(field, 'must be at most 20 non-empty strings of up to 40 characters');
       }
       return;
     default:
-      if (typeof value !== 'string' || value.length > 200) throw invalidInput(field, 'must be a string of up to 200 characters');
+      if (typeof value !== 'string' || value.length > 200)
+        throw invalidInput(field, 'must be a string of up to 200 characters');
   }
 }
 
@@ -330,7 +384,12 @@ export interface NewContact extends Partial<ContactFields> {
  * Create a contact (kind defaults to residential, status to lead, tags to []).
  * Throws `invalid_input` naming the bad field.
  */
-export async function createContact(tx: Queryable, companyId: number, input: NewContact, now: Date): Promise<Contact> {
+export async function createContact(
+  tx: Queryable,
+  companyId: number,
+  input: NewContact,
+  now: Date,
+): Promise<Contact> {
   const fields: ContactFields = {
     name: input.name,
     email: input.email ?? null,
@@ -370,7 +429,13 @@ export interface ContactUpdate {
  * Throws `not_found`, `contact_erased`, `invalid_input` (empty patch, unknown field, bad value),
  * `no_change` (every given value equals the current one).
  */
-export async function updateContact(tx: Queryable, companyId: number, contactId: number, patch: ContactPatch, now: Date): Promise<ContactUpdate> {
+export async function updateContact(
+  tx: Queryable,
+  companyId: number,
+  contactId: number,
+  patch: ContactPatch,
+  now: Date,
+): Promise<ContactUpdate> {
   const keys = Object.keys(patch) as ContactField[];
   if (keys.length === 0) throw invalidInput('patch', 'give at least one field to change');
   for (const k of keys) {
@@ -379,9 +444,12 @@ export async function updateContact(tx: Queryable, companyId: number, contactId:
   }
   const previous = await requireContact(tx, companyId, contactId);
   const changed = CONTACT_EDITABLE_FIELDS.filter(
-    (f) => keys.includes(f) && JSON.stringify(columnValue(f, patch[f])) !== JSON.stringify(columnValue(f, previous[f])),
+    (f) =>
+      keys.includes(f) &&
+      JSON.stringify(columnValue(f, patch[f])) !== JSON.stringify(columnValue(f, previous[f])),
   );
-  if (changed.length === 0) throw new DomainError('no_change', `contact ${contactId} already has those values`);
+  if (changed.length === 0)
+    throw new DomainError('no_change', `contact ${contactId} already has those values`);
   const row = await tx.get(
     `UPDATE contacts SET ${changed.map((f) => `${f} = ?`).join(', ')}, updated_at = ?
       WHERE company_id = ? AND id = ? RETURNING ${CONTACT_COLUMNS}`,
@@ -410,27 +478,37 @@ export interface ContactErasure {
  * the method reference cleared). Invoices, payments and refunds are kept. Irreversible: nothing
  * of the PII is returned. Throws `not_found`, `contact_erased` (already erased).
  */
-export async function eraseContact(tx: Queryable, companyId: number, contactId: number, now: Date): Promise<ContactErasure> {
+export async function eraseContact(
+  tx: Queryable,
+  companyId: number,
+  contactId: number,
+  now: Date,
+): Promise<ContactErasure> {
   const contact = await requireContact(tx, companyId, contactId);
   const at = isoTime(now);
-  const notes = await tx.run(`UPDATE notes SET body = '[erased]' WHERE company_id = ? AND contact_id = ?`, [companyId, contactId]);
-  const appts = await tx.run(`UPDATE appointments SET notes = NULL, updated_at = ? WHERE company_id = ? AND contact_id = ? AND notes IS NOT NULL`, [
-    at,
+  const notes = await tx.run(`UPDATE notes SET body = '[erased]' WHERE company_id = ? AND contact_id = ?`, [
     companyId,
     contactId,
   ]);
+  const appts = await tx.run(
+    `UPDATE appointments SET notes = NULL, updated_at = ? WHERE company_id = ? AND contact_id = ? AND notes IS NOT NULL`,
+    [at, companyId, contactId],
+  );
   await tx.run(
     `UPDATE payments SET payment_method_id = NULL, updated_at = ?
       WHERE company_id = ? AND payment_method_id IN (SELECT id FROM payment_methods WHERE company_id = ? AND contact_id = ?)`,
     [at, companyId, companyId, contactId],
   );
-  const methods = await tx.run('DELETE FROM payment_methods WHERE company_id = ? AND contact_id = ?', [companyId, contactId]);
+  const methods = await tx.run('DELETE FROM payment_methods WHERE company_id = ? AND contact_id = ?', [
+    companyId,
+    contactId,
+  ]);
   let emails = 0;
   if (contact.email !== null) {
-    const r = await tx.run(`UPDATE email_outbox SET to_address = 'erased@invalid', body = '[erased]' WHERE company_id = ? AND lower(to_address) = lower(?)`, [
-      companyId,
-      contact.email,
-    ]);
+    const r = await tx.run(
+      `UPDATE email_outbox SET to_address = 'erased@invalid', body = '[erased]' WHERE company_id = ? AND lower(to_address) = lower(?)`,
+      [companyId, contact.email],
+    );
     emails = r.changes;
   }
   await tx.run(
@@ -440,7 +518,10 @@ export async function eraseContact(tx: Queryable, companyId: number, contactId: 
       WHERE company_id = ? AND id = ?`,
     [`Erased contact #${contactId}`, at, at, companyId, contactId],
   );
-  const invoices = await tx.get<{ n: unknown }>('SELECT COUNT(*) AS n FROM invoices WHERE company_id = ? AND contact_id = ?', [companyId, contactId]);
+  const invoices = await tx.get<{ n: unknown }>(
+    'SELECT COUNT(*) AS n FROM invoices WHERE company_id = ? AND contact_id = ?',
+    [companyId, contactId],
+  );
   const payments = await tx.get<{ n: unknown }>(
     `SELECT COUNT(*) AS n FROM payments p JOIN invoices i ON i.company_id = p.company_id AND i.id = p.invoice_id
       WHERE p.company_id = ? AND i.contact_id = ?`,
@@ -468,7 +549,8 @@ export async function addNote(
   input: { contact_id: number; body: string; author_user_id?: number | null },
   now: Date,
 ): Promise<Note> {
-  if (typeof input.body !== 'string' || input.body.trim() === '' || input.body.length > 10_000) throw invalidInput('body', 'must be 1..10000 characters');
+  if (typeof input.body !== 'string' || input.body.trim() === '' || input.body.length > 10_000)
+    throw invalidInput('body', 'must be 1..10000 characters');
   await requireContact(tx, companyId, input.contact_id);
   const row = await tx.get(
     `INSERT INTO notes (company_id, contact_id, body, author_user_id, created_at) VALUES (?, ?, ?, ?, ?) RETURNING ${NOTE_COLUMNS}`,
@@ -491,10 +573,25 @@ export async function deleteContact(tx: Queryable, companyId: number, contactId:
           + (SELECT COUNT(*) FROM invoices WHERE company_id = ? AND contact_id = ?)
           + (SELECT COUNT(*) FROM notes WHERE company_id = ? AND contact_id = ?)
           + (SELECT COUNT(*) FROM payment_methods WHERE company_id = ? AND contact_id = ?) AS n`,
-    [companyId, contactId, companyId, contactId, companyId, contactId, companyId, contactId, companyId, contactId],
+    [
+      companyId,
+      contactId,
+      companyId,
+      contactId,
+      companyId,
+      contactId,
+      companyId,
+      contactId,
+      companyId,
+      contactId,
+    ],
   );
   if (num(refs?.n) > 0) {
-    throw new DomainError('contact_in_use', `contact ${contactId} has ${num(refs?.n)} related deals, visits, invoices, notes or payment methods`, 'Remove them first, or erase the contact with gdpr_delete_contact.');
+    throw new DomainError(
+      'contact_in_use',
+      `contact ${contactId} has ${num(refs?.n)} related deals, visits, invoices, notes or payment methods`,
+      'Remove them first, or erase the contact with gdpr_delete_contact.',
+    );
   }
   await tx.run('DELETE FROM contacts WHERE company_id = ? AND id = ?', [companyId, contactId]);
   return contact;
@@ -502,7 +599,10 @@ export async function deleteContact(tx: Queryable, companyId: number, contactId:
 
 /** One note of the company, or undefined. */
 export async function getNote(q: Queryable, companyId: number, noteId: number): Promise<Note | undefined> {
-  const row = await q.get(`SELECT ${NOTE_COLUMNS} FROM notes WHERE company_id = ? AND id = ?`, [companyId, noteId]);
+  const row = await q.get(`SELECT ${NOTE_COLUMNS} FROM notes WHERE company_id = ? AND id = ?`, [
+    companyId,
+    noteId,
+  ]);
   return row === undefined ? undefined : toNote(row);
 }
 
@@ -515,7 +615,14 @@ export async function deleteNote(tx: Queryable, companyId: number, noteId: numbe
 }
 
 /** The company's first non-erased contact with this email (case-insensitive), or undefined. */
-export async function findContactByEmail(q: Queryable, companyId: number, email: string): Promise<Contact | undefined> {
-  const row = await q.get(`SELECT ${CONTACT_COLUMNS} FROM contacts WHERE company_id = ? AND lower(email) = lower(?) AND erased_at IS NULL ORDER BY id LIMIT 1`, [companyId, email]);
+export async function findContactByEmail(
+  q: Queryable,
+  companyId: number,
+  email: string,
+): Promise<Contact | undefined> {
+  const row = await q.get(
+    `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE company_id = ? AND lower(email) = lower(?) AND erased_at IS NULL ORDER BY id LIMIT 1`,
+    [companyId, email],
+  );
   return row === undefined ? undefined : toContact(row);
 }

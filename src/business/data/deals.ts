@@ -39,7 +39,8 @@ export interface DealStageChange {
   changed_by_user_id: number | null;
 }
 
-const DEAL_COLUMNS = 'id, company_id, contact_id, title, stage, amount_cents, owner_user_id, created_at, updated_at, closed_at';
+const DEAL_COLUMNS =
+  'id, company_id, contact_id, title, stage, amount_cents, owner_user_id, created_at, updated_at, closed_at';
 const HISTORY_COLUMNS = 'id, company_id, deal_id, from_stage, to_stage, changed_at, changed_by_user_id';
 
 function toDeal(row: Record<string, unknown>): Deal {
@@ -74,16 +75,21 @@ function isClosed(stage: DealStage): boolean {
 }
 
 function checkStage(stage: unknown, field = 'stage'): asserts stage is DealStage {
-  if (!(DEAL_STAGES as readonly unknown[]).includes(stage)) throw invalidInput(field, `must be one of ${DEAL_STAGES.join(', ')}`);
+  if (!(DEAL_STAGES as readonly unknown[]).includes(stage))
+    throw invalidInput(field, `must be one of ${DEAL_STAGES.join(', ')}`);
 }
 
 function checkAmount(amount: unknown): void {
-  if (!Number.isSafeInteger(amount) || (amount as number) < 0) throw invalidInput('amount_cents', 'must be a non-negative integer number of cents');
+  if (!Number.isSafeInteger(amount) || (amount as number) < 0)
+    throw invalidInput('amount_cents', 'must be a non-negative integer number of cents');
 }
 
 /** One deal of the company, or undefined. */
 export async function getDeal(q: Queryable, companyId: number, dealId: number): Promise<Deal | undefined> {
-  const row = await q.get(`SELECT ${DEAL_COLUMNS} FROM deals WHERE company_id = ? AND id = ?`, [companyId, dealId]);
+  const row = await q.get(`SELECT ${DEAL_COLUMNS} FROM deals WHERE company_id = ? AND id = ?`, [
+    companyId,
+    dealId,
+  ]);
   return row === undefined ? undefined : toDeal(row);
 }
 
@@ -106,7 +112,11 @@ export interface DealSearch extends PageRequest {
 }
 
 /** Search the company's deals, newest first. Throws `invalid_input` on a bad stage or page. */
-export async function searchDeals(q: Queryable, companyId: number, search: DealSearch = {}): Promise<Page<Deal>> {
+export async function searchDeals(
+  q: Queryable,
+  companyId: number,
+  search: DealSearch = {},
+): Promise<Page<Deal>> {
   const bounds = pageBounds(search);
   const where = ['company_id = ?'];
   const params: unknown[] = [companyId];
@@ -138,35 +148,41 @@ export async function searchDeals(q: Queryable, companyId: number, search: DealS
   }
   const whereSql = where.join(' AND ');
   const total = await q.get<{ n: unknown }>(`SELECT COUNT(*) AS n FROM deals WHERE ${whereSql}`, params);
-  const rows = await q.all(`SELECT ${DEAL_COLUMNS} FROM deals WHERE ${whereSql} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, [
-    ...params,
-    bounds.limit,
-    bounds.offset,
-  ]);
+  const rows = await q.all(
+    `SELECT ${DEAL_COLUMNS} FROM deals WHERE ${whereSql} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+    [...params, bounds.limit, bounds.offset],
+  );
   return toPage(rows.map(toDeal), num(total?.n), bounds);
 }
 
 /** Every deal of a contact, newest first; empty for an unknown or foreign contact. */
 export async function listContactDeals(q: Queryable, companyId: number, contactId: number): Promise<Deal[]> {
-  const rows = await q.all(`SELECT ${DEAL_COLUMNS} FROM deals WHERE company_id = ? AND contact_id = ? ORDER BY created_at DESC, id DESC`, [
-    companyId,
-    contactId,
-  ]);
+  const rows = await q.all(
+    `SELECT ${DEAL_COLUMNS} FROM deals WHERE company_id = ? AND contact_id = ? ORDER BY created_at DESC, id DESC`,
+    [companyId, contactId],
+  );
   return rows.map(toDeal);
 }
 
 /** A deal's stage history, oldest first; empty for an unknown or foreign deal. */
-export async function listDealStageHistory(q: Queryable, companyId: number, dealId: number): Promise<DealStageChange[]> {
-  const rows = await q.all(`SELECT ${HISTORY_COLUMNS} FROM deal_stage_history WHERE company_id = ? AND deal_id = ? ORDER BY changed_at, id`, [
-    companyId,
-    dealId,
-  ]);
+export async function listDealStageHistory(
+  q: Queryable,
+  companyId: number,
+  dealId: number,
+): Promise<DealStageChange[]> {
+  const rows = await q.all(
+    `SELECT ${HISTORY_COLUMNS} FROM deal_stage_history WHERE company_id = ? AND deal_id = ? ORDER BY changed_at, id`,
+    [companyId, dealId],
+  );
   return rows.map(toStageChange);
 }
 
 /** Every stage change of every deal of the company, ordered by deal then time (for learning transition statistics). */
 export async function listAllStageHistories(q: Queryable, companyId: number): Promise<DealStageChange[]> {
-  const rows = await q.all(`SELECT ${HISTORY_COLUMNS} FROM deal_stage_history WHERE company_id = ? ORDER BY deal_id, changed_at, id`, [companyId]);
+  const rows = await q.all(
+    `SELECT ${HISTORY_COLUMNS} FROM deal_stage_history WHERE company_id = ? ORDER BY deal_id, changed_at, id`,
+    [companyId],
+  );
   return rows.map(toStageChange);
 }
 
@@ -178,13 +194,20 @@ export interface StageTransitionCount {
 }
 
 /** How often each (from_stage → to_stage) transition happened in the company, most frequent first. */
-export async function countStageTransitions(q: Queryable, companyId: number): Promise<StageTransitionCount[]> {
+export async function countStageTransitions(
+  q: Queryable,
+  companyId: number,
+): Promise<StageTransitionCount[]> {
   const rows = await q.all<{ from_stage: unknown; to_stage: unknown; n: unknown }>(
     `SELECT from_stage, to_stage, COUNT(*) AS n FROM deal_stage_history WHERE company_id = ?
       GROUP BY from_stage, to_stage ORDER BY n DESC, from_stage, to_stage`,
     [companyId],
   );
-  return rows.map((r) => ({ from_stage: (r.from_stage ?? null) as DealStage | null, to_stage: r.to_stage as DealStage, count: num(r.n) }));
+  return rows.map((r) => ({
+    from_stage: (r.from_stage ?? null) as DealStage | null,
+    to_stage: r.to_stage as DealStage,
+    count: num(r.n),
+  }));
 }
 
 export interface NewDeal {
@@ -207,8 +230,15 @@ export interface DealCreation {
  * employee), `contact_erased`, `invalid_input` (title 1..200 chars, amount a non-negative
  * integer of cents, stage).
  */
-export async function createDeal(tx: Queryable, companyId: number, input: NewDeal, actorUserId: number | null, now: Date): Promise<DealCreation> {
-  if (typeof input.title !== 'string' || input.title.trim() === '' || input.title.length > 200) throw invalidInput('title', 'must be 1..200 characters');
+export async function createDeal(
+  tx: Queryable,
+  companyId: number,
+  input: NewDeal,
+  actorUserId: number | null,
+  now: Date,
+): Promise<DealCreation> {
+  if (typeof input.title !== 'string' || input.title.trim() === '' || input.title.length > 200)
+    throw invalidInput('title', 'must be 1..200 characters');
   checkAmount(input.amount_cents);
   const stage = input.stage ?? 'new';
   checkStage(stage);
@@ -219,7 +249,17 @@ export async function createDeal(tx: Queryable, companyId: number, input: NewDea
   const row = await tx.get(
     `INSERT INTO deals (company_id, contact_id, title, stage, amount_cents, owner_user_id, created_at, updated_at, closed_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${DEAL_COLUMNS}`,
-    [companyId, input.contact_id, input.title.trim(), stage, input.amount_cents, owner, at, at, isClosed(stage) ? at : null],
+    [
+      companyId,
+      input.contact_id,
+      input.title.trim(),
+      stage,
+      input.amount_cents,
+      owner,
+      at,
+      at,
+      isClosed(stage) ? at : null,
+    ],
   );
   const deal = toDeal(row!);
   const history = await tx.get(
@@ -242,18 +282,27 @@ export interface DealStageMove {
  * history row. Moving to won/lost sets `closed_at`; to an open stage clears it.
  * Throws `not_found`, `invalid_input` (unknown stage), `same_stage`.
  */
-export async function moveDealStage(tx: Queryable, companyId: number, dealId: number, toStage: DealStage, actorUserId: number | null, now: Date): Promise<DealStageMove> {
+export async function moveDealStage(
+  tx: Queryable,
+  companyId: number,
+  dealId: number,
+  toStage: DealStage,
+  actorUserId: number | null,
+  now: Date,
+): Promise<DealStageMove> {
   checkStage(toStage, 'to_stage');
   const deal = await requireDeal(tx, companyId, dealId);
-  if (deal.stage === toStage) throw new DomainError('same_stage', `deal ${dealId} is already in stage ${toStage}`, 'Pick another stage.');
+  if (deal.stage === toStage)
+    throw new DomainError(
+      'same_stage',
+      `deal ${dealId} is already in stage ${toStage}`,
+      'Pick another stage.',
+    );
   const at = isoTime(now);
-  const row = await tx.get(`UPDATE deals SET stage = ?, updated_at = ?, closed_at = ? WHERE company_id = ? AND id = ? RETURNING ${DEAL_COLUMNS}`, [
-    toStage,
-    at,
-    isClosed(toStage) ? at : null,
-    companyId,
-    dealId,
-  ]);
+  const row = await tx.get(
+    `UPDATE deals SET stage = ?, updated_at = ?, closed_at = ? WHERE company_id = ? AND id = ? RETURNING ${DEAL_COLUMNS}`,
+    [toStage, at, isClosed(toStage) ? at : null, companyId, dealId],
+  );
   const history = await tx.get(
     `INSERT INTO deal_stage_history (company_id, deal_id, from_stage, to_stage, changed_at, changed_by_user_id)
      VALUES (?, ?, ?, ?, ?, ?) RETURNING ${HISTORY_COLUMNS}`,
@@ -272,15 +321,28 @@ export type DealPatch = Partial<Pick<Deal, 'title' | 'amount_cents' | 'owner_use
  * Change a deal's title, amount or owner; returns the previous values of the changed fields.
  * Throws `not_found` (deal or owner employee), `invalid_input`, `no_change`.
  */
-export async function updateDeal(tx: Queryable, companyId: number, dealId: number, patch: DealPatch, now: Date): Promise<{ previous: DealPatch; deal: Deal }> {
-  const keys = (Object.keys(patch) as Array<keyof DealPatch>).filter((k) => ['title', 'amount_cents', 'owner_user_id'].includes(k));
-  if (keys.length === 0 || keys.length !== Object.keys(patch).length) throw invalidInput('patch', 'give title, amount_cents and/or owner_user_id');
-  if (patch.title !== undefined && (typeof patch.title !== 'string' || patch.title.trim() === '' || patch.title.length > 200)) {
+export async function updateDeal(
+  tx: Queryable,
+  companyId: number,
+  dealId: number,
+  patch: DealPatch,
+  now: Date,
+): Promise<{ previous: DealPatch; deal: Deal }> {
+  const keys = (Object.keys(patch) as Array<keyof DealPatch>).filter((k) =>
+    ['title', 'amount_cents', 'owner_user_id'].includes(k),
+  );
+  if (keys.length === 0 || keys.length !== Object.keys(patch).length)
+    throw invalidInput('patch', 'give title, amount_cents and/or owner_user_id');
+  if (
+    patch.title !== undefined &&
+    (typeof patch.title !== 'string' || patch.title.trim() === '' || patch.title.length > 200)
+  ) {
     throw invalidInput('title', 'must be 1..200 characters');
   }
   if (patch.amount_cents !== undefined) checkAmount(patch.amount_cents);
   const deal = await requireDeal(tx, companyId, dealId);
-  if (patch.owner_user_id !== undefined && patch.owner_user_id !== null) await requireEmployee(tx, companyId, patch.owner_user_id);
+  if (patch.owner_user_id !== undefined && patch.owner_user_id !== null)
+    await requireEmployee(tx, companyId, patch.owner_user_id);
   const changed = keys.filter((k) => patch[k] !== deal[k]);
   if (changed.length === 0) throw new DomainError('no_change', `deal ${dealId} already has those values`);
   const previous: DealPatch = {};
@@ -298,7 +360,10 @@ export async function updateDeal(tx: Queryable, companyId: number, dealId: numbe
  */
 export async function deleteDeal(tx: Queryable, companyId: number, dealId: number): Promise<Deal> {
   const deal = await requireDeal(tx, companyId, dealId);
-  await tx.run('UPDATE appointments SET deal_id = NULL WHERE company_id = ? AND deal_id = ?', [companyId, dealId]);
+  await tx.run('UPDATE appointments SET deal_id = NULL WHERE company_id = ? AND deal_id = ?', [
+    companyId,
+    dealId,
+  ]);
   await tx.run('DELETE FROM deal_stage_history WHERE company_id = ? AND deal_id = ?', [companyId, dealId]);
   await tx.run('DELETE FROM deals WHERE company_id = ? AND id = ?', [companyId, dealId]);
   return deal;
@@ -324,15 +389,16 @@ export async function undoDealStageMove(
   if (row === undefined) throw notFound('deal stage change', historyId);
   const latest = history[history.length - 1]!;
   if (latest.id !== historyId || deal.stage !== row.to_stage) {
-    throw new DomainError('changed_since', `deal ${dealId} moved again after that change (now ${deal.stage})`, 'Undo the later stage change first.');
+    throw new DomainError(
+      'changed_since',
+      `deal ${dealId} moved again after that change (now ${deal.stage})`,
+      'Undo the later stage change first.',
+    );
   }
   await tx.run('DELETE FROM deal_stage_history WHERE company_id = ? AND id = ?', [companyId, historyId]);
-  const updated = await tx.get(`UPDATE deals SET stage = ?, updated_at = ?, closed_at = ? WHERE company_id = ? AND id = ? RETURNING ${DEAL_COLUMNS}`, [
-    previous.stage,
-    previous.updated_at,
-    previous.closed_at,
-    companyId,
-    dealId,
-  ]);
+  const updated = await tx.get(
+    `UPDATE deals SET stage = ?, updated_at = ?, closed_at = ? WHERE company_id = ? AND id = ? RETURNING ${DEAL_COLUMNS}`,
+    [previous.stage, previous.updated_at, previous.closed_at, companyId, dealId],
+  );
   return { undone: row, deal: toDeal(updated!) };
 }

@@ -40,32 +40,59 @@ export type DomainErrorCode =
  * The pack's own reasons with their HTTP status and summary, in the form `defineReasons` takes
  * (core reasons `not_found` and `invalid_input` are left out: the runtime already knows them).
  */
-export const DOMAIN_REASONS: Readonly<Record<Exclude<DomainErrorCode, 'not_found' | 'invalid_input'>, { status: number; summary: string }>> = {
+export const DOMAIN_REASONS: Readonly<
+  Record<Exclude<DomainErrorCode, 'not_found' | 'invalid_input'>, { status: number; summary: string }>
+> = {
   no_change: { status: 409, summary: 'The requested value is already the current one; nothing to change.' },
-  contact_erased: { status: 409, summary: 'The contact was erased (GDPR); it cannot be changed or used again.' },
+  contact_erased: {
+    status: 409,
+    summary: 'The contact was erased (GDPR); it cannot be changed or used again.',
+  },
   same_stage: { status: 409, summary: 'The deal is already in that stage.' },
   appointment_in_past: { status: 422, summary: 'An appointment cannot start in the past.' },
   double_booked: { status: 409, summary: 'The technician already has an appointment overlapping that time.' },
-  appointment_not_active: { status: 409, summary: 'Only a scheduled appointment can be rescheduled or cancelled.' },
+  appointment_not_active: {
+    status: 409,
+    summary: 'Only a scheduled appointment can be rescheduled or cancelled.',
+  },
   technician_unavailable: { status: 422, summary: 'The employee is inactive or not a technician.' },
   invoice_not_payable: { status: 409, summary: 'The invoice is a draft or void and cannot take payments.' },
   invoice_not_draft: { status: 409, summary: 'Only a draft invoice can be issued.' },
   invoice_has_payments: { status: 409, summary: 'The invoice already has payments and cannot be voided.' },
   already_paid: { status: 409, summary: 'The invoice is already paid in full.' },
-  amount_exceeds_balance: { status: 422, summary: 'The charge is larger than the balance due on the invoice.' },
+  amount_exceeds_balance: {
+    status: 422,
+    summary: 'The charge is larger than the balance due on the invoice.',
+  },
   payment_not_refundable: { status: 409, summary: 'The payment failed or is already fully refunded.' },
-  refund_exceeds_captured: { status: 422, summary: 'The refund is larger than what remains captured on the charge.' },
+  refund_exceeds_captured: {
+    status: 422,
+    summary: 'The refund is larger than what remains captured on the charge.',
+  },
   insufficient_stock: { status: 409, summary: 'Not enough units on hand for that adjustment.' },
   no_managed_droplet: { status: 404, summary: 'The company has no managed server (droplet).' },
   same_size: { status: 409, summary: 'The droplet already has that size.' },
-  workers_out_of_range: { status: 422, summary: 'The worker count would fall below 1 or above what the droplet size can run.' },
+  workers_out_of_range: {
+    status: 422,
+    summary: 'The worker count would fall below 1 or above what the droplet size can run.',
+  },
   same_tier: { status: 409, summary: 'The subscription is already on that tier.' },
   seats_exceed_tier: { status: 409, summary: 'The subscription has more seats than the target tier allows.' },
   last_owner: { status: 409, summary: 'The company must keep at least one active owner.' },
   email_not_queued: { status: 409, summary: 'The email already left the outbox (sent or failed).' },
-  contact_in_use: { status: 409, summary: 'The contact has deals, visits, invoices or notes; it cannot be deleted (erase it with gdpr_delete_contact instead).' },
-  changed_since: { status: 409, summary: 'The entity changed after the action being undone; undo the later change first.' },
-  not_an_upgrade: { status: 409, summary: 'The target tier is not above the current one; this verb only upgrades.' },
+  contact_in_use: {
+    status: 409,
+    summary:
+      'The contact has deals, visits, invoices or notes; it cannot be deleted (erase it with gdpr_delete_contact instead).',
+  },
+  changed_since: {
+    status: 409,
+    summary: 'The entity changed after the action being undone; undo the later change first.',
+  },
+  not_an_upgrade: {
+    status: 409,
+    summary: 'The target tier is not above the current one; this verb only upgrades.',
+  },
 };
 
 export class DomainError extends Error {
@@ -81,7 +108,13 @@ export class DomainError extends Error {
 
 /** True when `err` is a DomainError (also across module copies). */
 export function isDomainError(err: unknown): err is DomainError {
-  return err instanceof DomainError || (typeof err === 'object' && err !== null && (err as { name?: unknown }).name === 'DomainError' && typeof (err as { code?: unknown }).code === 'string');
+  return (
+    err instanceof DomainError ||
+    (typeof err === 'object' &&
+      err !== null &&
+      (err as { name?: unknown }).name === 'DomainError' &&
+      typeof (err as { code?: unknown }).code === 'string')
+  );
 }
 
 /**
@@ -89,7 +122,11 @@ export function isDomainError(err: unknown): err is DomainError {
  * "contact 42 not found". The message never says whether another tenant has that id.
  */
 export function notFound(entityType: string, id: number | string, hint?: string): DomainError {
-  return new DomainError('not_found', `${entityType} ${id} not found`, hint ?? `Check the ${entityType} id; search for it first.`);
+  return new DomainError(
+    'not_found',
+    `${entityType} ${id} not found`,
+    hint ?? `Check the ${entityType} id; search for it first.`,
+  );
 }
 
 /** An `invalid_input` error naming the offending field. */

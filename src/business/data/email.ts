@@ -25,7 +25,8 @@ export interface EmailMessage {
   sent_at: string | null;
 }
 
-const EMAIL_COLUMNS = 'id, company_id, to_address, subject, body, status, related_entity_type, related_entity_id, error, created_at, sent_at';
+const EMAIL_COLUMNS =
+  'id, company_id, to_address, subject, body, status, related_entity_type, related_entity_id, error, created_at, sent_at';
 const ADDRESS = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 function toEmail(row: Record<string, unknown>): EmailMessage {
@@ -45,8 +46,15 @@ function toEmail(row: Record<string, unknown>): EmailMessage {
 }
 
 /** One outbox message of the company, or undefined. */
-export async function getEmail(q: Queryable, companyId: number, emailId: number): Promise<EmailMessage | undefined> {
-  const row = await q.get(`SELECT ${EMAIL_COLUMNS} FROM email_outbox WHERE company_id = ? AND id = ?`, [companyId, emailId]);
+export async function getEmail(
+  q: Queryable,
+  companyId: number,
+  emailId: number,
+): Promise<EmailMessage | undefined> {
+  const row = await q.get(`SELECT ${EMAIL_COLUMNS} FROM email_outbox WHERE company_id = ? AND id = ?`, [
+    companyId,
+    emailId,
+  ]);
   return row === undefined ? undefined : toEmail(row);
 }
 
@@ -63,12 +71,17 @@ export interface OutboxSearch extends PageRequest {
 }
 
 /** Search the company's outbox, newest first. Throws `invalid_input`. */
-export async function searchOutbox(q: Queryable, companyId: number, search: OutboxSearch = {}): Promise<Page<EmailMessage>> {
+export async function searchOutbox(
+  q: Queryable,
+  companyId: number,
+  search: OutboxSearch = {},
+): Promise<Page<EmailMessage>> {
   const bounds = pageBounds(search);
   const where = ['company_id = ?'];
   const params: unknown[] = [companyId];
   if (search.status !== undefined) {
-    if (!(EMAIL_STATUSES as readonly unknown[]).includes(search.status)) throw invalidInput('status', `must be one of ${EMAIL_STATUSES.join(', ')}`);
+    if (!(EMAIL_STATUSES as readonly unknown[]).includes(search.status))
+      throw invalidInput('status', `must be one of ${EMAIL_STATUSES.join(', ')}`);
     where.push('status = ?');
     params.push(search.status);
   }
@@ -81,21 +94,23 @@ export async function searchOutbox(q: Queryable, companyId: number, search: Outb
     params.push(search.related_entity_id);
   }
   const whereSql = where.join(' AND ');
-  const total = await q.get<{ n: unknown }>(`SELECT COUNT(*) AS n FROM email_outbox WHERE ${whereSql}`, params);
-  const rows = await q.all(`SELECT ${EMAIL_COLUMNS} FROM email_outbox WHERE ${whereSql} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, [
-    ...params,
-    bounds.limit,
-    bounds.offset,
-  ]);
+  const total = await q.get<{ n: unknown }>(
+    `SELECT COUNT(*) AS n FROM email_outbox WHERE ${whereSql}`,
+    params,
+  );
+  const rows = await q.all(
+    `SELECT ${EMAIL_COLUMNS} FROM email_outbox WHERE ${whereSql} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+    [...params, bounds.limit, bounds.offset],
+  );
   return toPage(rows.map(toEmail), num(total?.n), bounds);
 }
 
 /** The oldest queued messages of the company (for the delivery worker). */
 export async function listQueuedEmails(q: Queryable, companyId: number, limit = 50): Promise<EmailMessage[]> {
-  const rows = await q.all(`SELECT ${EMAIL_COLUMNS} FROM email_outbox WHERE company_id = ? AND status = 'queued' ORDER BY created_at, id LIMIT ?`, [
-    companyId,
-    limit,
-  ]);
+  const rows = await q.all(
+    `SELECT ${EMAIL_COLUMNS} FROM email_outbox WHERE company_id = ? AND status = 'queued' ORDER BY created_at, id LIMIT ?`,
+    [companyId, limit],
+  );
   return rows.map(toEmail);
 }
 
@@ -111,45 +126,99 @@ export interface NewEmail {
  * Queue an email. Throws `invalid_input` (address, subject 1..200, body 1..100 000 characters).
  * Revert before delivery: `cancelQueuedEmail`.
  */
-export async function queueEmail(tx: Queryable, companyId: number, input: NewEmail, now: Date): Promise<EmailMessage> {
-  if (typeof input.to_address !== 'string' || !ADDRESS.test(input.to_address) || input.to_address.length > 254) throw invalidInput('to_address', 'must be an email address');
-  if (typeof input.subject !== 'string' || input.subject.trim() === '' || input.subject.length > 200) throw invalidInput('subject', 'must be 1..200 characters');
-  if (typeof input.body !== 'string' || input.body.trim() === '' || input.body.length > 100_000) throw invalidInput('body', 'must be 1..100000 characters');
+export async function queueEmail(
+  tx: Queryable,
+  companyId: number,
+  input: NewEmail,
+  now: Date,
+): Promise<EmailMessage> {
+  if (
+    typeof input.to_address !== 'string' ||
+    !ADDRESS.test(input.to_address) ||
+    input.to_address.length > 254
+  )
+    throw invalidInput('to_address', 'must be an email address');
+  if (typeof input.subject !== 'string' || input.subject.trim() === '' || input.subject.length > 200)
+    throw invalidInput('subject', 'must be 1..200 characters');
+  if (typeof input.body !== 'string' || input.body.trim() === '' || input.body.length > 100_000)
+    throw invalidInput('body', 'must be 1..100000 characters');
   const row = await tx.get(
     `INSERT INTO email_outbox (company_id, to_address, subject, body, status, related_entity_type, related_entity_id, error, created_at, sent_at)
      VALUES (?, ?, ?, ?, 'queued', ?, ?, NULL, ?, NULL) RETURNING ${EMAIL_COLUMNS}`,
-    [companyId, input.to_address, input.subject, input.body, input.related_entity_type ?? null, input.related_entity_id ?? null, isoTime(now)],
+    [
+      companyId,
+      input.to_address,
+      input.subject,
+      input.body,
+      input.related_entity_type ?? null,
+      input.related_entity_id ?? null,
+      isoTime(now),
+    ],
   );
   return toEmail(row!);
 }
 
 /** Mark a queued message sent. Throws `not_found`, `email_not_queued`. */
-export async function markEmailSent(tx: Queryable, companyId: number, emailId: number, now: Date): Promise<EmailMessage> {
+export async function markEmailSent(
+  tx: Queryable,
+  companyId: number,
+  emailId: number,
+  now: Date,
+): Promise<EmailMessage> {
   return finish(tx, companyId, emailId, 'sent', null, now);
 }
 
 /** Mark a queued message failed with an error text. Throws `not_found`, `email_not_queued`. */
-export async function markEmailFailed(tx: Queryable, companyId: number, emailId: number, error: string, now: Date): Promise<EmailMessage> {
+export async function markEmailFailed(
+  tx: Queryable,
+  companyId: number,
+  emailId: number,
+  error: string,
+  now: Date,
+): Promise<EmailMessage> {
   return finish(tx, companyId, emailId, 'failed', error, now);
 }
 
 /** Cancel a message still queued (status failed, error "cancelled"). Throws `not_found`, `email_not_queued`. */
-export async function cancelQueuedEmail(tx: Queryable, companyId: number, emailId: number, now: Date): Promise<EmailMessage> {
+export async function cancelQueuedEmail(
+  tx: Queryable,
+  companyId: number,
+  emailId: number,
+  now: Date,
+): Promise<EmailMessage> {
   return finish(tx, companyId, emailId, 'failed', 'cancelled', now);
 }
 
-async function finish(tx: Queryable, companyId: number, emailId: number, status: 'sent' | 'failed', error: string | null, now: Date): Promise<EmailMessage> {
+async function finish(
+  tx: Queryable,
+  companyId: number,
+  emailId: number,
+  status: 'sent' | 'failed',
+  error: string | null,
+  now: Date,
+): Promise<EmailMessage> {
   const row = await tx.get(
     `UPDATE email_outbox SET status = ?, error = ?, sent_at = ? WHERE company_id = ? AND id = ? AND status = 'queued' RETURNING ${EMAIL_COLUMNS}`,
     [status, error, status === 'sent' ? isoTime(now) : null, companyId, emailId],
   );
   if (row !== undefined) return toEmail(row);
   const email = await requireEmail(tx, companyId, emailId);
-  throw new DomainError('email_not_queued', `email ${emailId} is already ${email.status}`, 'Only queued emails can change.');
+  throw new DomainError(
+    'email_not_queued',
+    `email ${emailId} is already ${email.status}`,
+    'Only queued emails can change.',
+  );
 }
 
 /** Every outbox message of the company to this address (case-insensitive), newest first. */
-export async function listEmailsTo(q: Queryable, companyId: number, address: string): Promise<EmailMessage[]> {
-  const rows = await q.all(`SELECT ${EMAIL_COLUMNS} FROM email_outbox WHERE company_id = ? AND lower(to_address) = lower(?) ORDER BY created_at DESC, id DESC`, [companyId, address]);
+export async function listEmailsTo(
+  q: Queryable,
+  companyId: number,
+  address: string,
+): Promise<EmailMessage[]> {
+  const rows = await q.all(
+    `SELECT ${EMAIL_COLUMNS} FROM email_outbox WHERE company_id = ? AND lower(to_address) = lower(?) ORDER BY created_at DESC, id DESC`,
+    [companyId, address],
+  );
   return rows.map(toEmail);
 }

@@ -37,7 +37,8 @@ export interface Droplet {
   updated_at: string;
 }
 
-const DROPLET_COLUMNS = 'id, company_id, name, size, size_slug, region, ip, health, cpu_pct, memory_pct, disk_pct, workers, queue_depth, created_at, updated_at';
+const DROPLET_COLUMNS =
+  'id, company_id, name, size, size_slug, region, ip, health, cpu_pct, memory_pct, disk_pct, workers, queue_depth, created_at, updated_at';
 
 function toDroplet(row: Record<string, unknown>): Droplet {
   return {
@@ -61,20 +62,35 @@ function toDroplet(row: Record<string, unknown>): Droplet {
 
 /** The company's droplet (its first, by id), or undefined when it has none. */
 export async function getDroplet(q: Queryable, companyId: number): Promise<Droplet | undefined> {
-  const row = await q.get(`SELECT ${DROPLET_COLUMNS} FROM droplets WHERE company_id = ? ORDER BY id LIMIT 1`, [companyId]);
+  const row = await q.get(
+    `SELECT ${DROPLET_COLUMNS} FROM droplets WHERE company_id = ? ORDER BY id LIMIT 1`,
+    [companyId],
+  );
   return row === undefined ? undefined : toDroplet(row);
 }
 
 /** The company's droplet or DomainError `no_managed_droplet`. */
 export async function requireCompanyDroplet(q: Queryable, companyId: number): Promise<Droplet> {
   const droplet = await getDroplet(q, companyId);
-  if (droplet === undefined) throw new DomainError('no_managed_droplet', 'this company has no managed droplet', 'Provision a managed server first.');
+  if (droplet === undefined)
+    throw new DomainError(
+      'no_managed_droplet',
+      'this company has no managed droplet',
+      'Provision a managed server first.',
+    );
   return droplet;
 }
 
 /** One droplet of the company by id, or undefined. */
-export async function getDropletById(q: Queryable, companyId: number, dropletId: number): Promise<Droplet | undefined> {
-  const row = await q.get(`SELECT ${DROPLET_COLUMNS} FROM droplets WHERE company_id = ? AND id = ?`, [companyId, dropletId]);
+export async function getDropletById(
+  q: Queryable,
+  companyId: number,
+  dropletId: number,
+): Promise<Droplet | undefined> {
+  const row = await q.get(`SELECT ${DROPLET_COLUMNS} FROM droplets WHERE company_id = ? AND id = ?`, [
+    companyId,
+    dropletId,
+  ]);
   return row === undefined ? undefined : toDroplet(row);
 }
 
@@ -86,7 +102,9 @@ async function requireDroplet(q: Queryable, companyId: number, dropletId: number
 
 /** The catalogue entry of a size name, or undefined. */
 export function dropletSize(size: string): DropletSize | undefined {
-  return (DROPLET_SIZE_NAMES as readonly string[]).includes(size) ? DROPLET_SIZES[size as DropletSizeName] : undefined;
+  return (DROPLET_SIZE_NAMES as readonly string[]).includes(size)
+    ? DROPLET_SIZES[size as DropletSizeName]
+    : undefined;
 }
 
 /**
@@ -105,7 +123,12 @@ export async function resizeDroplet(
   const target = dropletSize(size);
   if (target === undefined) throw invalidInput('size', `must be one of ${DROPLET_SIZE_NAMES.join(', ')}`);
   const droplet = await requireDroplet(tx, companyId, dropletId);
-  if (droplet.size === size) throw new DomainError('same_size', `droplet ${dropletId} is already ${size} (${droplet.size_slug})`, 'Pick another size.');
+  if (droplet.size === size)
+    throw new DomainError(
+      'same_size',
+      `droplet ${dropletId} is already ${size} (${droplet.size_slug})`,
+      'Pick another size.',
+    );
   if (droplet.workers > target.max_workers) {
     throw new DomainError(
       'workers_out_of_range',
@@ -113,13 +136,10 @@ export async function resizeDroplet(
       `Scale workers down to ${target.max_workers} first.`,
     );
   }
-  const row = await tx.get(`UPDATE droplets SET size = ?, size_slug = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${DROPLET_COLUMNS}`, [
-    size,
-    target.slug,
-    isoTime(now),
-    companyId,
-    dropletId,
-  ]);
+  const row = await tx.get(
+    `UPDATE droplets SET size = ?, size_slug = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${DROPLET_COLUMNS}`,
+    [size, target.slug, isoTime(now), companyId, dropletId],
+  );
   return { previous_size: droplet.size, previous_size_slug: droplet.size_slug, droplet: toDroplet(row!) };
 }
 
@@ -146,11 +166,9 @@ export async function scaleWorkers(
       next > max ? 'Resize the droplet to a larger size first.' : 'Keep at least one worker.',
     );
   }
-  const row = await tx.get(`UPDATE droplets SET workers = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${DROPLET_COLUMNS}`, [
-    next,
-    isoTime(now),
-    companyId,
-    dropletId,
-  ]);
+  const row = await tx.get(
+    `UPDATE droplets SET workers = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${DROPLET_COLUMNS}`,
+    [next, isoTime(now), companyId, dropletId],
+  );
   return { previous_workers: droplet.workers, droplet: toDroplet(row!) };
 }

@@ -38,7 +38,8 @@ export interface PartUsage {
   used_at: string;
 }
 
-const PART_COLUMNS = 'id, company_id, sku, name, category, quantity_on_hand, reorder_point, unit_cost_cents, unit_price_cents, location, updated_at';
+const PART_COLUMNS =
+  'id, company_id, sku, name, category, quantity_on_hand, reorder_point, unit_cost_cents, unit_price_cents, location, updated_at';
 const USAGE_COLUMNS = 'id, company_id, appointment_id, part_id, quantity, used_at';
 
 function toPart(row: Record<string, unknown>): Part {
@@ -73,13 +74,19 @@ function toUsage(row: Record<string, unknown>): PartUsage {
 
 /** One part of the company, or undefined. */
 export async function getPart(q: Queryable, companyId: number, partId: number): Promise<Part | undefined> {
-  const row = await q.get(`SELECT ${PART_COLUMNS} FROM parts WHERE company_id = ? AND id = ?`, [companyId, partId]);
+  const row = await q.get(`SELECT ${PART_COLUMNS} FROM parts WHERE company_id = ? AND id = ?`, [
+    companyId,
+    partId,
+  ]);
   return row === undefined ? undefined : toPart(row);
 }
 
 /** One part of the company by SKU (exact, e.g. "PLB-1004"), or undefined. */
 export async function getPartBySku(q: Queryable, companyId: number, sku: string): Promise<Part | undefined> {
-  const row = await q.get(`SELECT ${PART_COLUMNS} FROM parts WHERE company_id = ? AND sku = ?`, [companyId, sku]);
+  const row = await q.get(`SELECT ${PART_COLUMNS} FROM parts WHERE company_id = ? AND sku = ?`, [
+    companyId,
+    sku,
+  ]);
   return row === undefined ? undefined : toPart(row);
 }
 
@@ -100,7 +107,11 @@ export interface PartSearch extends PageRequest {
 }
 
 /** Search the company's parts by name. Throws `invalid_input` on a bad page. */
-export async function searchParts(q: Queryable, companyId: number, search: PartSearch = {}): Promise<Page<Part>> {
+export async function searchParts(
+  q: Queryable,
+  companyId: number,
+  search: PartSearch = {},
+): Promise<Page<Part>> {
   const bounds = pageBounds(search);
   const where = ['company_id = ?'];
   const params: unknown[] = [companyId];
@@ -120,7 +131,10 @@ export async function searchParts(q: Queryable, companyId: number, search: PartS
   if (search.low_stock === true) where.push('quantity_on_hand <= reorder_point');
   const whereSql = where.join(' AND ');
   const total = await q.get<{ n: unknown }>(`SELECT COUNT(*) AS n FROM parts WHERE ${whereSql}`, params);
-  const rows = await q.all(`SELECT ${PART_COLUMNS} FROM parts WHERE ${whereSql} ORDER BY name, id LIMIT ? OFFSET ?`, [...params, bounds.limit, bounds.offset]);
+  const rows = await q.all(
+    `SELECT ${PART_COLUMNS} FROM parts WHERE ${whereSql} ORDER BY name, id LIMIT ? OFFSET ?`,
+    [...params, bounds.limit, bounds.offset],
+  );
   return toPage(rows.map(toPart), num(total?.n), bounds);
 }
 
@@ -135,8 +149,15 @@ export async function listLowStockParts(q: Queryable, companyId: number): Promis
 }
 
 /** Parts used on an appointment; empty for an unknown or foreign appointment. */
-export async function listAppointmentPartUsage(q: Queryable, companyId: number, appointmentId: number): Promise<PartUsage[]> {
-  const rows = await q.all(`SELECT ${USAGE_COLUMNS} FROM part_usage WHERE company_id = ? AND appointment_id = ? ORDER BY id`, [companyId, appointmentId]);
+export async function listAppointmentPartUsage(
+  q: Queryable,
+  companyId: number,
+  appointmentId: number,
+): Promise<PartUsage[]> {
+  const rows = await q.all(
+    `SELECT ${USAGE_COLUMNS} FROM part_usage WHERE company_id = ? AND appointment_id = ? ORDER BY id`,
+    [companyId, appointmentId],
+  );
   return rows.map(toUsage);
 }
 
@@ -146,7 +167,13 @@ export async function listAppointmentPartUsage(q: Queryable, companyId: number, 
  * `invalid_input` (delta not a non-zero integer), `not_found`, `insufficient_stock` (would go
  * below zero).
  */
-export async function adjustStock(tx: Queryable, companyId: number, partId: number, delta: number, now: Date): Promise<{ previous_quantity: number; part: Part }> {
+export async function adjustStock(
+  tx: Queryable,
+  companyId: number,
+  partId: number,
+  delta: number,
+  now: Date,
+): Promise<{ previous_quantity: number; part: Part }> {
   if (!Number.isSafeInteger(delta) || delta === 0) throw invalidInput('delta', 'must be a non-zero integer');
   const part = await requirePart(tx, companyId, partId);
   const row = await tx.get(
@@ -155,7 +182,11 @@ export async function adjustStock(tx: Queryable, companyId: number, partId: numb
     [delta, isoTime(now), companyId, partId, delta],
   );
   if (row === undefined) {
-    throw new DomainError('insufficient_stock', `part ${partId} (${part.sku}) has ${part.quantity_on_hand} on hand; cannot remove ${-delta}`, 'Restock the part first.');
+    throw new DomainError(
+      'insufficient_stock',
+      `part ${partId} (${part.sku}) has ${part.quantity_on_hand} on hand; cannot remove ${-delta}`,
+      'Restock the part first.',
+    );
   }
   return { previous_quantity: part.quantity_on_hand, part: toPart(row) };
 }
@@ -170,16 +201,14 @@ export async function recordPartUsage(
   input: { appointment_id: number; part_id: number; quantity: number },
   now: Date,
 ): Promise<{ usage: PartUsage; previous_quantity: number; part: Part }> {
-  if (!Number.isSafeInteger(input.quantity) || input.quantity <= 0) throw invalidInput('quantity', 'must be a positive integer');
+  if (!Number.isSafeInteger(input.quantity) || input.quantity <= 0)
+    throw invalidInput('quantity', 'must be a positive integer');
   await requireAppointment(tx, companyId, input.appointment_id);
   const { previous_quantity, part } = await adjustStock(tx, companyId, input.part_id, -input.quantity, now);
-  const row = await tx.get(`INSERT INTO part_usage (company_id, appointment_id, part_id, quantity, used_at) VALUES (?, ?, ?, ?, ?) RETURNING ${USAGE_COLUMNS}`, [
-    companyId,
-    input.appointment_id,
-    input.part_id,
-    input.quantity,
-    isoTime(now),
-  ]);
+  const row = await tx.get(
+    `INSERT INTO part_usage (company_id, appointment_id, part_id, quantity, used_at) VALUES (?, ?, ?, ?, ?) RETURNING ${USAGE_COLUMNS}`,
+    [companyId, input.appointment_id, input.part_id, input.quantity, isoTime(now)],
+  );
   return { usage: toUsage(row!), previous_quantity, part };
 }
 
@@ -187,8 +216,16 @@ export async function recordPartUsage(
  * Undo a recorded part usage (the revert of `recordPartUsage`): delete the usage row and put
  * its quantity back in stock. Throws `not_found` (usage).
  */
-export async function revertPartUsage(tx: Queryable, companyId: number, usageId: number, now: Date): Promise<{ usage: PartUsage; previous_quantity: number; part: Part }> {
-  const row = await tx.get(`SELECT ${USAGE_COLUMNS} FROM part_usage WHERE company_id = ? AND id = ?`, [companyId, usageId]);
+export async function revertPartUsage(
+  tx: Queryable,
+  companyId: number,
+  usageId: number,
+  now: Date,
+): Promise<{ usage: PartUsage; previous_quantity: number; part: Part }> {
+  const row = await tx.get(`SELECT ${USAGE_COLUMNS} FROM part_usage WHERE company_id = ? AND id = ?`, [
+    companyId,
+    usageId,
+  ]);
   if (row === undefined) throw notFound('part usage', usageId);
   const usage = toUsage(row);
   await tx.run('DELETE FROM part_usage WHERE company_id = ? AND id = ?', [companyId, usageId]);
@@ -197,7 +234,15 @@ export async function revertPartUsage(tx: Queryable, companyId: number, usageId:
 }
 
 /** A part's usage records, newest first (at most `limit`, default 50); empty for an unknown or foreign part. */
-export async function listPartUsage(q: Queryable, companyId: number, partId: number, limit = 50): Promise<PartUsage[]> {
-  const rows = await q.all(`SELECT ${USAGE_COLUMNS} FROM part_usage WHERE company_id = ? AND part_id = ? ORDER BY used_at DESC, id DESC LIMIT ?`, [companyId, partId, limit]);
+export async function listPartUsage(
+  q: Queryable,
+  companyId: number,
+  partId: number,
+  limit = 50,
+): Promise<PartUsage[]> {
+  const rows = await q.all(
+    `SELECT ${USAGE_COLUMNS} FROM part_usage WHERE company_id = ? AND part_id = ? ORDER BY used_at DESC, id DESC LIMIT ?`,
+    [companyId, partId, limit],
+  );
   return rows.map(toUsage);
 }

@@ -50,8 +50,10 @@ export interface InvoiceLine {
 /** The first invoice number of every company; later ones count up from it. */
 export const FIRST_INVOICE_NUMBER = 4001;
 
-export const INVOICE_COLUMNS = 'id, company_id, contact_id, appointment_id, number, status, amount_cents, paid_cents, due_at, issued_at, paid_at, created_at, updated_at';
-const LINE_COLUMNS = 'id, company_id, invoice_id, part_id, description, quantity, unit_price_cents, amount_cents';
+export const INVOICE_COLUMNS =
+  'id, company_id, contact_id, appointment_id, number, status, amount_cents, paid_cents, due_at, issued_at, paid_at, created_at, updated_at';
+const LINE_COLUMNS =
+  'id, company_id, invoice_id, part_id, description, quantity, unit_price_cents, amount_cents';
 
 /** Map an invoices row (either engine) to an Invoice. */
 export function toInvoice(row: Record<string, unknown>): Invoice {
@@ -90,14 +92,28 @@ function toLine(row: Record<string, unknown>): InvoiceLine {
 }
 
 /** One invoice of the company by id, or undefined. */
-export async function getInvoice(q: Queryable, companyId: number, invoiceId: number): Promise<Invoice | undefined> {
-  const row = await q.get(`SELECT ${INVOICE_COLUMNS} FROM invoices WHERE company_id = ? AND id = ?`, [companyId, invoiceId]);
+export async function getInvoice(
+  q: Queryable,
+  companyId: number,
+  invoiceId: number,
+): Promise<Invoice | undefined> {
+  const row = await q.get(`SELECT ${INVOICE_COLUMNS} FROM invoices WHERE company_id = ? AND id = ?`, [
+    companyId,
+    invoiceId,
+  ]);
   return row === undefined ? undefined : toInvoice(row);
 }
 
 /** One invoice of the company by its number (e.g. 4242), or undefined. */
-export async function getInvoiceByNumber(q: Queryable, companyId: number, number: number): Promise<Invoice | undefined> {
-  const row = await q.get(`SELECT ${INVOICE_COLUMNS} FROM invoices WHERE company_id = ? AND number = ?`, [companyId, number]);
+export async function getInvoiceByNumber(
+  q: Queryable,
+  companyId: number,
+  number: number,
+): Promise<Invoice | undefined> {
+  const row = await q.get(`SELECT ${INVOICE_COLUMNS} FROM invoices WHERE company_id = ? AND number = ?`, [
+    companyId,
+    number,
+  ]);
   return row === undefined ? undefined : toInvoice(row);
 }
 
@@ -109,8 +125,15 @@ export async function requireInvoice(q: Queryable, companyId: number, invoiceId:
 }
 
 /** The invoice's lines in order; empty for an unknown or foreign invoice. */
-export async function listInvoiceLines(q: Queryable, companyId: number, invoiceId: number): Promise<InvoiceLine[]> {
-  const rows = await q.all(`SELECT ${LINE_COLUMNS} FROM invoice_lines WHERE company_id = ? AND invoice_id = ? ORDER BY id`, [companyId, invoiceId]);
+export async function listInvoiceLines(
+  q: Queryable,
+  companyId: number,
+  invoiceId: number,
+): Promise<InvoiceLine[]> {
+  const rows = await q.all(
+    `SELECT ${LINE_COLUMNS} FROM invoice_lines WHERE company_id = ? AND invoice_id = ? ORDER BY id`,
+    [companyId, invoiceId],
+  );
   return rows.map(toLine);
 }
 
@@ -126,12 +149,17 @@ export interface InvoiceSearch extends PageRequest {
 }
 
 /** Search the company's invoices, newest number first. Throws `invalid_input`. */
-export async function searchInvoices(q: Queryable, companyId: number, search: InvoiceSearch = {}): Promise<Page<Invoice>> {
+export async function searchInvoices(
+  q: Queryable,
+  companyId: number,
+  search: InvoiceSearch = {},
+): Promise<Page<Invoice>> {
   const bounds = pageBounds(search);
   const where = ['company_id = ?'];
   const params: unknown[] = [companyId];
   if (search.status !== undefined) {
-    if (!(INVOICE_STATUSES as readonly unknown[]).includes(search.status)) throw invalidInput('status', `must be one of ${INVOICE_STATUSES.join(', ')}`);
+    if (!(INVOICE_STATUSES as readonly unknown[]).includes(search.status))
+      throw invalidInput('status', `must be one of ${INVOICE_STATUSES.join(', ')}`);
     where.push('status = ?');
     params.push(search.status);
   }
@@ -154,17 +182,23 @@ export async function searchInvoices(q: Queryable, companyId: number, search: In
   }
   const whereSql = where.join(' AND ');
   const total = await q.get<{ n: unknown }>(`SELECT COUNT(*) AS n FROM invoices WHERE ${whereSql}`, params);
-  const rows = await q.all(`SELECT ${INVOICE_COLUMNS} FROM invoices WHERE ${whereSql} ORDER BY number DESC LIMIT ? OFFSET ?`, [
-    ...params,
-    bounds.limit,
-    bounds.offset,
-  ]);
+  const rows = await q.all(
+    `SELECT ${INVOICE_COLUMNS} FROM invoices WHERE ${whereSql} ORDER BY number DESC LIMIT ? OFFSET ?`,
+    [...params, bounds.limit, bounds.offset],
+  );
   return toPage(rows.map(toInvoice), num(total?.n), bounds);
 }
 
 /** A contact's invoices, newest number first; empty for an unknown or foreign contact. */
-export async function listContactInvoices(q: Queryable, companyId: number, contactId: number): Promise<Invoice[]> {
-  const rows = await q.all(`SELECT ${INVOICE_COLUMNS} FROM invoices WHERE company_id = ? AND contact_id = ? ORDER BY number DESC`, [companyId, contactId]);
+export async function listContactInvoices(
+  q: Queryable,
+  companyId: number,
+  contactId: number,
+): Promise<Invoice[]> {
+  const rows = await q.all(
+    `SELECT ${INVOICE_COLUMNS} FROM invoices WHERE company_id = ? AND contact_id = ? ORDER BY number DESC`,
+    [companyId, contactId],
+  );
   return rows.map(toInvoice);
 }
 
@@ -190,21 +224,38 @@ export interface NewInvoice {
  * the company. Throws `invalid_input` (1..100 lines, positive integer quantities, non-negative
  * integer cents), `not_found` (contact, appointment, part), `contact_erased`.
  */
-export async function createInvoice(tx: Queryable, companyId: number, input: NewInvoice, now: Date): Promise<{ invoice: Invoice; lines: InvoiceLine[] }> {
-  if (!Array.isArray(input.lines) || input.lines.length === 0 || input.lines.length > 100) throw invalidInput('lines', 'give 1..100 lines');
+export async function createInvoice(
+  tx: Queryable,
+  companyId: number,
+  input: NewInvoice,
+  now: Date,
+): Promise<{ invoice: Invoice; lines: InvoiceLine[] }> {
+  if (!Array.isArray(input.lines) || input.lines.length === 0 || input.lines.length > 100)
+    throw invalidInput('lines', 'give 1..100 lines');
   input.lines.forEach((l, i) => {
-    if (typeof l.description !== 'string' || l.description.trim() === '' || l.description.length > 200) throw invalidInput(`lines[${i}].description`, 'must be 1..200 characters');
-    if (!Number.isSafeInteger(l.quantity) || l.quantity <= 0) throw invalidInput(`lines[${i}].quantity`, 'must be a positive integer');
-    if (!Number.isSafeInteger(l.unit_price_cents) || l.unit_price_cents < 0) throw invalidInput(`lines[${i}].unit_price_cents`, 'must be a non-negative integer number of cents');
+    if (typeof l.description !== 'string' || l.description.trim() === '' || l.description.length > 200)
+      throw invalidInput(`lines[${i}].description`, 'must be 1..200 characters');
+    if (!Number.isSafeInteger(l.quantity) || l.quantity <= 0)
+      throw invalidInput(`lines[${i}].quantity`, 'must be a positive integer');
+    if (!Number.isSafeInteger(l.unit_price_cents) || l.unit_price_cents < 0)
+      throw invalidInput(`lines[${i}].unit_price_cents`, 'must be a non-negative integer number of cents');
   });
   const dueAt = input.due_at === undefined ? undefined : normalizeTime(input.due_at, 'due_at');
   await requireContact(tx, companyId, input.contact_id);
-  if (input.appointment_id !== undefined && input.appointment_id !== null) await requireAppointment(tx, companyId, input.appointment_id);
+  if (input.appointment_id !== undefined && input.appointment_id !== null)
+    await requireAppointment(tx, companyId, input.appointment_id);
   for (const l of input.lines) {
-    if (l.part_id !== undefined && l.part_id !== null && (await getPart(tx, companyId, l.part_id)) === undefined) throw notFound('part', l.part_id);
+    if (
+      l.part_id !== undefined &&
+      l.part_id !== null &&
+      (await getPart(tx, companyId, l.part_id)) === undefined
+    )
+      throw notFound('part', l.part_id);
   }
   const amount = input.lines.reduce((s, l) => s + l.quantity * l.unit_price_cents, 0);
-  const next = await tx.get<{ n: unknown }>('SELECT MAX(number) AS n FROM invoices WHERE company_id = ?', [companyId]);
+  const next = await tx.get<{ n: unknown }>('SELECT MAX(number) AS n FROM invoices WHERE company_id = ?', [
+    companyId,
+  ]);
   const number = next?.n === null || next?.n === undefined ? FIRST_INVOICE_NUMBER : num(next.n) + 1;
   const at = isoTime(now);
   const issue = input.issue === true;
@@ -230,7 +281,15 @@ export async function createInvoice(tx: Queryable, companyId: number, input: New
     const lr = await tx.get(
       `INSERT INTO invoice_lines (company_id, invoice_id, part_id, description, quantity, unit_price_cents, amount_cents)
        VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING ${LINE_COLUMNS}`,
-      [companyId, invoice.id, l.part_id ?? null, l.description.trim(), l.quantity, l.unit_price_cents, l.quantity * l.unit_price_cents],
+      [
+        companyId,
+        invoice.id,
+        l.part_id ?? null,
+        l.description.trim(),
+        l.quantity,
+        l.unit_price_cents,
+        l.quantity * l.unit_price_cents,
+      ],
     );
     lines.push(toLine(lr!));
   }
@@ -241,18 +300,26 @@ export async function createInvoice(tx: Queryable, companyId: number, input: New
  * Issue a draft: status open, `issued_at` now, `due_at` as given or 30 days later.
  * Throws `not_found`, `invoice_not_draft`, `invalid_input`.
  */
-export async function issueInvoice(tx: Queryable, companyId: number, invoiceId: number, now: Date, dueAt?: string): Promise<{ previous_status: InvoiceStatus; invoice: Invoice }> {
+export async function issueInvoice(
+  tx: Queryable,
+  companyId: number,
+  invoiceId: number,
+  now: Date,
+  dueAt?: string,
+): Promise<{ previous_status: InvoiceStatus; invoice: Invoice }> {
   const due = dueAt === undefined ? undefined : normalizeTime(dueAt, 'due_at');
   const invoice = await requireInvoice(tx, companyId, invoiceId);
-  if (invoice.status !== 'draft') throw new DomainError('invoice_not_draft', `invoice ${invoiceId} is ${invoice.status}, not a draft`, 'Only drafts can be issued.');
+  if (invoice.status !== 'draft')
+    throw new DomainError(
+      'invoice_not_draft',
+      `invoice ${invoiceId} is ${invoice.status}, not a draft`,
+      'Only drafts can be issued.',
+    );
   const at = isoTime(now);
-  const row = await tx.get(`UPDATE invoices SET status = 'open', issued_at = ?, due_at = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${INVOICE_COLUMNS}`, [
-    at,
-    due ?? invoice.due_at ?? isoTime(new Date(now.getTime() + 30 * DAY_MS)),
-    at,
-    companyId,
-    invoiceId,
-  ]);
+  const row = await tx.get(
+    `UPDATE invoices SET status = 'open', issued_at = ?, due_at = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${INVOICE_COLUMNS}`,
+    [at, due ?? invoice.due_at ?? isoTime(new Date(now.getTime() + 30 * DAY_MS)), at, companyId, invoiceId],
+  );
   return { previous_status: invoice.status, invoice: toInvoice(row!) };
 }
 
@@ -260,15 +327,24 @@ export async function issueInvoice(tx: Queryable, companyId: number, invoiceId: 
  * Void an invoice that has no payments. Throws `not_found`, `no_change` (already void),
  * `invoice_has_payments` (paid_cents > 0: refund the payments instead).
  */
-export async function voidInvoice(tx: Queryable, companyId: number, invoiceId: number, now: Date): Promise<{ previous_status: InvoiceStatus; invoice: Invoice }> {
+export async function voidInvoice(
+  tx: Queryable,
+  companyId: number,
+  invoiceId: number,
+  now: Date,
+): Promise<{ previous_status: InvoiceStatus; invoice: Invoice }> {
   const invoice = await requireInvoice(tx, companyId, invoiceId);
   if (invoice.status === 'void') throw new DomainError('no_change', `invoice ${invoiceId} is already void`);
-  if (invoice.paid_cents > 0) throw new DomainError('invoice_has_payments', `invoice ${invoiceId} has ${invoice.paid_cents} cents paid`, 'Refund its payments instead of voiding it.');
-  const row = await tx.get(`UPDATE invoices SET status = 'void', updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${INVOICE_COLUMNS}`, [
-    isoTime(now),
-    companyId,
-    invoiceId,
-  ]);
+  if (invoice.paid_cents > 0)
+    throw new DomainError(
+      'invoice_has_payments',
+      `invoice ${invoiceId} has ${invoice.paid_cents} cents paid`,
+      'Refund its payments instead of voiding it.',
+    );
+  const row = await tx.get(
+    `UPDATE invoices SET status = 'void', updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${INVOICE_COLUMNS}`,
+    [isoTime(now), companyId, invoiceId],
+  );
   return { previous_status: invoice.status, invoice: toInvoice(row!) };
 }
 
@@ -284,16 +360,18 @@ export async function restoreInvoiceState(
   previous: { status: InvoiceStatus; issued_at: string | null; due_at: string | null },
   now: Date,
 ): Promise<{ previous_status: InvoiceStatus; invoice: Invoice }> {
-  if (previous.status !== 'draft' && previous.status !== 'open') throw invalidInput('status', 'an invoice can only be put back to draft or open');
+  if (previous.status !== 'draft' && previous.status !== 'open')
+    throw invalidInput('status', 'an invoice can only be put back to draft or open');
   const invoice = await requireInvoice(tx, companyId, invoiceId);
-  if (invoice.paid_cents > 0) throw new DomainError('invoice_has_payments', `invoice ${invoiceId} has ${invoice.paid_cents} cents paid`, 'Refund its payments first.');
-  const row = await tx.get(`UPDATE invoices SET status = ?, issued_at = ?, due_at = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${INVOICE_COLUMNS}`, [
-    previous.status,
-    previous.issued_at,
-    previous.due_at,
-    isoTime(now),
-    companyId,
-    invoiceId,
-  ]);
+  if (invoice.paid_cents > 0)
+    throw new DomainError(
+      'invoice_has_payments',
+      `invoice ${invoiceId} has ${invoice.paid_cents} cents paid`,
+      'Refund its payments first.',
+    );
+  const row = await tx.get(
+    `UPDATE invoices SET status = ?, issued_at = ?, due_at = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${INVOICE_COLUMNS}`,
+    [previous.status, previous.issued_at, previous.due_at, isoTime(now), companyId, invoiceId],
+  );
   return { previous_status: invoice.status, invoice: toInvoice(row!) };
 }

@@ -48,14 +48,28 @@ export function slugify(title: string): string {
 }
 
 /** One article of the company, or undefined. */
-export async function getKbArticle(q: Queryable, companyId: number, articleId: number): Promise<KbArticle | undefined> {
-  const row = await q.get(`SELECT ${KB_COLUMNS} FROM kb_articles WHERE company_id = ? AND id = ?`, [companyId, articleId]);
+export async function getKbArticle(
+  q: Queryable,
+  companyId: number,
+  articleId: number,
+): Promise<KbArticle | undefined> {
+  const row = await q.get(`SELECT ${KB_COLUMNS} FROM kb_articles WHERE company_id = ? AND id = ?`, [
+    companyId,
+    articleId,
+  ]);
   return row === undefined ? undefined : toArticle(row);
 }
 
 /** One article of the company by slug, or undefined. */
-export async function getKbArticleBySlug(q: Queryable, companyId: number, slug: string): Promise<KbArticle | undefined> {
-  const row = await q.get(`SELECT ${KB_COLUMNS} FROM kb_articles WHERE company_id = ? AND slug = ?`, [companyId, slug]);
+export async function getKbArticleBySlug(
+  q: Queryable,
+  companyId: number,
+  slug: string,
+): Promise<KbArticle | undefined> {
+  const row = await q.get(`SELECT ${KB_COLUMNS} FROM kb_articles WHERE company_id = ? AND slug = ?`, [
+    companyId,
+    slug,
+  ]);
   return row === undefined ? undefined : toArticle(row);
 }
 
@@ -66,7 +80,11 @@ export interface KbSearch extends PageRequest {
 }
 
 /** Search the company's knowledge base (title matches first, then most recently updated). */
-export async function searchKbArticles(q: Queryable, companyId: number, search: KbSearch = {}): Promise<Page<KbArticle>> {
+export async function searchKbArticles(
+  q: Queryable,
+  companyId: number,
+  search: KbSearch = {},
+): Promise<Page<KbArticle>> {
   const bounds = pageBounds(search);
   const where = ['company_id = ?'];
   const params: unknown[] = [companyId];
@@ -84,7 +102,10 @@ export async function searchKbArticles(q: Queryable, companyId: number, search: 
     params.push(likePattern(JSON.stringify(search.tag)));
   }
   const whereSql = where.join(' AND ');
-  const total = await q.get<{ n: unknown }>(`SELECT COUNT(*) AS n FROM kb_articles WHERE ${whereSql}`, params);
+  const total = await q.get<{ n: unknown }>(
+    `SELECT COUNT(*) AS n FROM kb_articles WHERE ${whereSql}`,
+    params,
+  );
   const rows = await q.all(
     `SELECT ${KB_COLUMNS}, ${rank} AS title_rank FROM kb_articles WHERE ${whereSql} ORDER BY title_rank, updated_at DESC, id LIMIT ? OFFSET ?`,
     [...rankParams, ...params, bounds.limit, bounds.offset],
@@ -112,12 +133,19 @@ export async function upsertKbArticle(
   input: KbArticleInput,
   now: Date,
 ): Promise<{ created: boolean; previous: KbArticle | undefined; article: KbArticle }> {
-  if (typeof input.title !== 'string' || input.title.trim() === '' || input.title.length > 200) throw invalidInput('title', 'must be 1..200 characters');
-  if (typeof input.body !== 'string' || input.body.trim() === '' || input.body.length > 50_000) throw invalidInput('body', 'must be 1..50000 characters');
+  if (typeof input.title !== 'string' || input.title.trim() === '' || input.title.length > 200)
+    throw invalidInput('title', 'must be 1..200 characters');
+  if (typeof input.body !== 'string' || input.body.trim() === '' || input.body.length > 50_000)
+    throw invalidInput('body', 'must be 1..50000 characters');
   const slug = input.slug ?? slugify(input.title);
-  if (!SLUG.test(slug) || slug.length > 80) throw invalidInput('slug', 'must be lower-case letters and digits joined by "-", at most 80 characters');
+  if (!SLUG.test(slug) || slug.length > 80)
+    throw invalidInput('slug', 'must be lower-case letters and digits joined by "-", at most 80 characters');
   const tags = input.tags ?? [];
-  if (!Array.isArray(tags) || tags.length > 20 || tags.some((t) => typeof t !== 'string' || t.trim() === '' || t.length > 40)) {
+  if (
+    !Array.isArray(tags) ||
+    tags.length > 20 ||
+    tags.some((t) => typeof t !== 'string' || t.trim() === '' || t.length > 40)
+  ) {
     throw invalidInput('tags', 'must be at most 20 non-empty strings of up to 40 characters');
   }
   const previous = await getKbArticleBySlug(tx, companyId, slug);
@@ -132,7 +160,11 @@ export async function upsertKbArticle(
 }
 
 /** Delete an article (the revert of its creation); returns it. Throws `not_found`. */
-export async function deleteKbArticle(tx: Queryable, companyId: number, articleId: number): Promise<KbArticle> {
+export async function deleteKbArticle(
+  tx: Queryable,
+  companyId: number,
+  articleId: number,
+): Promise<KbArticle> {
   const article = await getKbArticle(tx, companyId, articleId);
   if (article === undefined) throw notFound('kb article', articleId);
   await tx.run('DELETE FROM kb_articles WHERE company_id = ? AND id = ?', [companyId, articleId]);

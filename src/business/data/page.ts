@@ -35,5 +35,11 @@ export function pageBounds(request: PageRequest = {}): { limit: number; offset: 
 /** Assemble a page from its rows and the total match count. */
 export function toPage<T>(items: T[], total: number, bounds: { limit: number; offset: number }): Page<T> {
   const next = bounds.offset + items.length;
-  return { items, total, limit: bounds.limit, offset: bounds.offset, next_offset: next < total ? next : null };
+  return {
+    items,
+    total,
+    limit: bounds.limit,
+    offset: bounds.offset,
+    next_offset: next < total ? next : null,
+  };
 }

@@ -14,7 +14,15 @@ import { PAYMENT_METHODS, PAYMENT_STATUSES, type PaymentMethodKind, type Payment
 import { getContact, getPaymentMethod } from './contacts.ts';
 import { DomainError, invalidInput, notFound } from './domain-error.ts';
 import { isoTime, normalizeTime } from './iso-time.ts';
-import { INVOICE_COLUMNS, getInvoice, listInvoiceLines, requireInvoice, toInvoice, type Invoice, type InvoiceLine } from './invoices.ts';
+import {
+  INVOICE_COLUMNS,
+  getInvoice,
+  listInvoiceLines,
+  requireInvoice,
+  toInvoice,
+  type Invoice,
+  type InvoiceLine,
+} from './invoices.ts';
 import { pageBounds, toPage, type Page, type PageRequest } from './page.ts';
 import { num, numOrNull, textOrNull } from './row-values.ts';
 
@@ -52,7 +60,8 @@ export interface Refund {
 
 const PAYMENT_COLUMNS =
   'id, company_id, invoice_id, payment_method_id, charge_ref, amount_cents, refunded_cents, fee_cents, status, method, failure_reason, created_at, updated_at';
-const REFUND_COLUMNS = 'id, company_id, payment_id, refund_ref, amount_cents, fee_refunded_cents, reason, created_by_user_id, created_at';
+const REFUND_COLUMNS =
+  'id, company_id, payment_id, refund_ref, amount_cents, fee_refunded_cents, reason, created_by_user_id, created_at';
 
 function toPayment(row: Record<string, unknown>): Payment {
   const status = row.status as PaymentStatus;
@@ -103,14 +112,28 @@ export function refundedFeeCents(method: PaymentMethodKind, refundCents: number)
 }
 
 /** One payment of the company, or undefined. */
-export async function getPayment(q: Queryable, companyId: number, paymentId: number): Promise<Payment | undefined> {
-  const row = await q.get(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE company_id = ? AND id = ?`, [companyId, paymentId]);
+export async function getPayment(
+  q: Queryable,
+  companyId: number,
+  paymentId: number,
+): Promise<Payment | undefined> {
+  const row = await q.get(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE company_id = ? AND id = ?`, [
+    companyId,
+    paymentId,
+  ]);
   return row === undefined ? undefined : toPayment(row);
 }
 
 /** One payment of the company by its charge reference (`ch_…`), or undefined. */
-export async function getPaymentByChargeRef(q: Queryable, companyId: number, chargeRef: string): Promise<Payment | undefined> {
-  const row = await q.get(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE company_id = ? AND charge_ref = ?`, [companyId, chargeRef]);
+export async function getPaymentByChargeRef(
+  q: Queryable,
+  companyId: number,
+  chargeRef: string,
+): Promise<Payment | undefined> {
+  const row = await q.get(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE company_id = ? AND charge_ref = ?`, [
+    companyId,
+    chargeRef,
+  ]);
   return row === undefined ? undefined : toPayment(row);
 }
 
@@ -132,7 +155,11 @@ export interface PaymentSearch extends PageRequest {
 }
 
 /** Search the company's payments, newest first. Throws `invalid_input`. */
-export async function searchPayments(q: Queryable, companyId: number, search: PaymentSearch = {}): Promise<Page<Payment>> {
+export async function searchPayments(
+  q: Queryable,
+  companyId: number,
+  search: PaymentSearch = {},
+): Promise<Page<Payment>> {
   const bounds = pageBounds(search);
   const where = ['p.company_id = ?'];
   const params: unknown[] = [companyId];
@@ -145,7 +172,8 @@ export async function searchPayments(q: Queryable, companyId: number, search: Pa
     params.push(search.contact_id);
   }
   if (search.status !== undefined) {
-    if (!(PAYMENT_STATUSES as readonly unknown[]).includes(search.status)) throw invalidInput('status', `must be one of ${PAYMENT_STATUSES.join(', ')}`);
+    if (!(PAYMENT_STATUSES as readonly unknown[]).includes(search.status))
+      throw invalidInput('status', `must be one of ${PAYMENT_STATUSES.join(', ')}`);
     where.push('p.status = ?');
     params.push(search.status);
   }
@@ -167,23 +195,32 @@ export async function searchPayments(q: Queryable, companyId: number, search: Pa
   const cols = PAYMENT_COLUMNS.split(', ')
     .map((c) => `p.${c}`)
     .join(', ');
-  const rows = await q.all(`SELECT ${cols} FROM ${from} WHERE ${whereSql} ORDER BY p.created_at DESC, p.id DESC LIMIT ? OFFSET ?`, [
-    ...params,
-    bounds.limit,
-    bounds.offset,
-  ]);
+  const rows = await q.all(
+    `SELECT ${cols} FROM ${from} WHERE ${whereSql} ORDER BY p.created_at DESC, p.id DESC LIMIT ? OFFSET ?`,
+    [...params, bounds.limit, bounds.offset],
+  );
   return toPage(rows.map(toPayment), num(total?.n), bounds);
 }
 
 /** An invoice's payments, oldest first; empty for an unknown or foreign invoice. */
-export async function listInvoicePayments(q: Queryable, companyId: number, invoiceId: number): Promise<Payment[]> {
-  const rows = await q.all(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE company_id = ? AND invoice_id = ? ORDER BY created_at, id`, [companyId, invoiceId]);
+export async function listInvoicePayments(
+  q: Queryable,
+  companyId: number,
+  invoiceId: number,
+): Promise<Payment[]> {
+  const rows = await q.all(
+    `SELECT ${PAYMENT_COLUMNS} FROM payments WHERE company_id = ? AND invoice_id = ? ORDER BY created_at, id`,
+    [companyId, invoiceId],
+  );
   return rows.map(toPayment);
 }
 
 /** A payment's refunds, oldest first; empty for an unknown or foreign payment. */
 export async function listRefunds(q: Queryable, companyId: number, paymentId: number): Promise<Refund[]> {
-  const rows = await q.all(`SELECT ${REFUND_COLUMNS} FROM refunds WHERE company_id = ? AND payment_id = ? ORDER BY created_at, id`, [companyId, paymentId]);
+  const rows = await q.all(
+    `SELECT ${REFUND_COLUMNS} FROM refunds WHERE company_id = ? AND payment_id = ? ORDER BY created_at, id`,
+    [companyId, paymentId],
+  );
   return rows.map(toRefund);
 }
 
@@ -195,7 +232,11 @@ export async function getInvoiceWithPayments(
 ): Promise<{ invoice: Invoice; lines: InvoiceLine[]; payments: Payment[] } | undefined> {
   const invoice = await getInvoice(q, companyId, invoiceId);
   if (invoice === undefined) return undefined;
-  return { invoice, lines: await listInvoiceLines(q, companyId, invoiceId), payments: await listInvoicePayments(q, companyId, invoiceId) };
+  return {
+    invoice,
+    lines: await listInvoiceLines(q, companyId, invoiceId),
+    payments: await listInvoicePayments(q, companyId, invoiceId),
+  };
 }
 
 /** A payment with its refunds and its invoice, or undefined. */
@@ -223,7 +264,11 @@ export interface LifetimeValue {
 }
 
 /** Money the contact has brought in (net of refunds) and still owes; undefined for an unknown or foreign contact. */
-export async function getContactLifetimeValue(q: Queryable, companyId: number, contactId: number): Promise<LifetimeValue | undefined> {
+export async function getContactLifetimeValue(
+  q: Queryable,
+  companyId: number,
+  contactId: number,
+): Promise<LifetimeValue | undefined> {
   if ((await getContact(q, companyId, contactId)) === undefined) return undefined;
   const paid = await q.get<{ captured: unknown; refunded: unknown; n: unknown }>(
     `SELECT COALESCE(SUM(p.amount_cents), 0) AS captured, COALESCE(SUM(p.refunded_cents), 0) AS refunded, COUNT(*) AS n
@@ -276,25 +321,45 @@ export interface ChargeResult {
  * (amount not a positive integer of cents, unknown method), `not_found` (invoice, payment
  * method), `invoice_not_payable` (draft or void), `already_paid`, `amount_exceeds_balance`.
  */
-export async function recordCharge(tx: Queryable, companyId: number, input: NewCharge, now: Date): Promise<ChargeResult> {
-  if (!Number.isSafeInteger(input.amount_cents) || input.amount_cents <= 0) throw invalidInput('amount_cents', 'must be a positive integer number of cents');
+export async function recordCharge(
+  tx: Queryable,
+  companyId: number,
+  input: NewCharge,
+  now: Date,
+): Promise<ChargeResult> {
+  if (!Number.isSafeInteger(input.amount_cents) || input.amount_cents <= 0)
+    throw invalidInput('amount_cents', 'must be a positive integer number of cents');
   const method = input.method ?? 'card';
-  if (!(PAYMENT_METHODS as readonly unknown[]).includes(method)) throw invalidInput('method', `must be one of ${PAYMENT_METHODS.join(', ')}`);
+  if (!(PAYMENT_METHODS as readonly unknown[]).includes(method))
+    throw invalidInput('method', `must be one of ${PAYMENT_METHODS.join(', ')}`);
   const invoice = await requireInvoice(tx, companyId, input.invoice_id);
   if (invoice.status === 'draft' || invoice.status === 'void') {
-    throw new DomainError('invoice_not_payable', `invoice ${invoice.id} is ${invoice.status}`, invoice.status === 'draft' ? 'Issue the invoice first.' : 'A void invoice takes no payments.');
+    throw new DomainError(
+      'invoice_not_payable',
+      `invoice ${invoice.id} is ${invoice.status}`,
+      invoice.status === 'draft' ? 'Issue the invoice first.' : 'A void invoice takes no payments.',
+    );
   }
   if (invoice.status === 'paid' || invoice.paid_cents >= invoice.amount_cents) {
-    throw new DomainError('already_paid', `invoice ${invoice.id} (#${invoice.number}) is already paid in full`, 'Nothing is due on it.');
+    throw new DomainError(
+      'already_paid',
+      `invoice ${invoice.id} (#${invoice.number}) is already paid in full`,
+      'Nothing is due on it.',
+    );
   }
   const balance = invoice.amount_cents - invoice.paid_cents;
   if (input.amount_cents > balance) {
-    throw new DomainError('amount_exceeds_balance', `invoice ${invoice.id} (#${invoice.number}) has ${balance} cents due; the charge is ${input.amount_cents}`, `Charge at most ${balance} cents.`);
+    throw new DomainError(
+      'amount_exceeds_balance',
+      `invoice ${invoice.id} (#${invoice.number}) has ${balance} cents due; the charge is ${input.amount_cents}`,
+      `Charge at most ${balance} cents.`,
+    );
   }
   let methodId: number | null = null;
   if (input.payment_method_id !== undefined && input.payment_method_id !== null) {
     const pm = await getPaymentMethod(tx, companyId, input.payment_method_id);
-    if (pm === undefined || pm.contact_id !== invoice.contact_id) throw notFound('payment method', input.payment_method_id);
+    if (pm === undefined || pm.contact_id !== invoice.contact_id)
+      throw notFound('payment method', input.payment_method_id);
     methodId = pm.id;
   } else if (method === 'card' || method === 'ach') {
     const pm = await tx.get<{ id: unknown }>(
@@ -307,18 +372,24 @@ export async function recordCharge(tx: Queryable, companyId: number, input: NewC
   const payment = await tx.get(
     `INSERT INTO payments (company_id, invoice_id, payment_method_id, charge_ref, amount_cents, refunded_cents, fee_cents, status, method, failure_reason, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, 0, ?, 'captured', ?, NULL, ?, ?) RETURNING ${PAYMENT_COLUMNS}`,
-    [companyId, invoice.id, methodId, input.charge_ref ?? newRef('ch'), input.amount_cents, processingFeeCents(method, input.amount_cents), method, at, at],
+    [
+      companyId,
+      invoice.id,
+      methodId,
+      input.charge_ref ?? newRef('ch'),
+      input.amount_cents,
+      processingFeeCents(method, input.amount_cents),
+      method,
+      at,
+      at,
+    ],
   );
   const paid = invoice.paid_cents + input.amount_cents;
   const full = paid === invoice.amount_cents;
-  const updated = await tx.get(`UPDATE invoices SET paid_cents = ?, status = ?, paid_at = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${INVOICE_COLUMNS}`, [
-    paid,
-    full ? 'paid' : 'partially_paid',
-    full ? at : invoice.paid_at,
-    at,
-    companyId,
-    invoice.id,
-  ]);
+  const updated = await tx.get(
+    `UPDATE invoices SET paid_cents = ?, status = ?, paid_at = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${INVOICE_COLUMNS}`,
+    [paid, full ? 'paid' : 'partially_paid', full ? at : invoice.paid_at, at, companyId, invoice.id],
+  );
   return {
     payment: toPayment(payment!),
     invoice: toInvoice(updated!),
@@ -348,11 +419,21 @@ export interface RefundResult {
  * `invalid_input` (amount), `not_found` (payment), `payment_not_refundable` (failed or already
  * fully refunded), `refund_exceeds_captured` (amount > amount − refunded).
  */
-export async function recordRefund(tx: Queryable, companyId: number, input: NewRefund, now: Date): Promise<RefundResult> {
-  if (!Number.isSafeInteger(input.amount_cents) || input.amount_cents <= 0) throw invalidInput('amount_cents', 'must be a positive integer number of cents');
+export async function recordRefund(
+  tx: Queryable,
+  companyId: number,
+  input: NewRefund,
+  now: Date,
+): Promise<RefundResult> {
+  if (!Number.isSafeInteger(input.amount_cents) || input.amount_cents <= 0)
+    throw invalidInput('amount_cents', 'must be a positive integer number of cents');
   const payment = await requirePayment(tx, companyId, input.payment_id);
   if (payment.status === 'failed' || payment.status === 'refunded') {
-    throw new DomainError('payment_not_refundable', `payment ${payment.id} (${payment.charge_ref}) is ${payment.status}`, 'Nothing is left to refund on it.');
+    throw new DomainError(
+      'payment_not_refundable',
+      `payment ${payment.id} (${payment.charge_ref}) is ${payment.status}`,
+      'Nothing is left to refund on it.',
+    );
   }
   const refundable = payment.amount_cents - payment.refunded_cents;
   if (input.amount_cents > refundable) {
@@ -379,13 +460,10 @@ export async function recordRefund(tx: Queryable, companyId: number, input: NewR
   );
   const refunded = payment.refunded_cents + input.amount_cents;
   const status: PaymentStatus = refunded === payment.amount_cents ? 'refunded' : 'partially_refunded';
-  const updated = await tx.get(`UPDATE payments SET refunded_cents = ?, status = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${PAYMENT_COLUMNS}`, [
-    refunded,
-    status,
-    at,
-    companyId,
-    payment.id,
-  ]);
+  const updated = await tx.get(
+    `UPDATE payments SET refunded_cents = ?, status = ?, updated_at = ? WHERE company_id = ? AND id = ? RETURNING ${PAYMENT_COLUMNS}`,
+    [refunded, status, at, companyId, payment.id],
+  );
   return {
     refund: toRefund(refund!),
     payment: toPayment(updated!),

@@ -41,7 +41,9 @@ function toSubscription(row: Record<string, unknown>): Subscription {
 
 /** The company's subscription, or undefined. */
 export async function getSubscription(q: Queryable, companyId: number): Promise<Subscription | undefined> {
-  const row = await q.get(`SELECT ${SUBSCRIPTION_COLUMNS} FROM plan_subscriptions WHERE company_id = ?`, [companyId]);
+  const row = await q.get(`SELECT ${SUBSCRIPTION_COLUMNS} FROM plan_subscriptions WHERE company_id = ?`, [
+    companyId,
+  ]);
   return row === undefined ? undefined : toSubscription(row);
 }
 
@@ -55,16 +57,34 @@ export async function changeTier(
   companyId: number,
   tier: SubscriptionTier,
   now: Date,
-): Promise<{ previous_tier: SubscriptionTier; direction: 'upgrade' | 'downgrade'; subscription: Subscription }> {
-  if (!(SUBSCRIPTION_TIERS as readonly unknown[]).includes(tier)) throw invalidInput('tier', `must be one of ${SUBSCRIPTION_TIERS.join(', ')}`);
+): Promise<{
+  previous_tier: SubscriptionTier;
+  direction: 'upgrade' | 'downgrade';
+  subscription: Subscription;
+}> {
+  if (!(SUBSCRIPTION_TIERS as readonly unknown[]).includes(tier))
+    throw invalidInput('tier', `must be one of ${SUBSCRIPTION_TIERS.join(', ')}`);
   const current = await getSubscription(tx, companyId);
   if (current === undefined) throw notFound('subscription', companyId, 'The company has no subscription.');
-  if (current.tier === tier) throw new DomainError('same_tier', `the subscription is already on the ${tier} tier`, 'Pick another tier.');
+  if (current.tier === tier)
+    throw new DomainError(
+      'same_tier',
+      `the subscription is already on the ${tier} tier`,
+      'Pick another tier.',
+    );
   const max = TIERS[tier].max_seats;
   if (max !== null && current.seats > max) {
-    throw new DomainError('seats_exceed_tier', `the subscription has ${current.seats} seats; ${tier} allows ${max}`, 'Remove seats before downgrading.');
+    throw new DomainError(
+      'seats_exceed_tier',
+      `the subscription has ${current.seats} seats; ${tier} allows ${max}`,
+      'Remove seats before downgrading.',
+    );
   }
-  const row = await tx.get(`UPDATE plan_subscriptions SET tier = ?, updated_at = ? WHERE company_id = ? RETURNING ${SUBSCRIPTION_COLUMNS}`, [tier, isoTime(now), companyId]);
-  const direction = SUBSCRIPTION_TIERS.indexOf(tier) > SUBSCRIPTION_TIERS.indexOf(current.tier) ? 'upgrade' : 'downgrade';
+  const row = await tx.get(
+    `UPDATE plan_subscriptions SET tier = ?, updated_at = ? WHERE company_id = ? RETURNING ${SUBSCRIPTION_COLUMNS}`,
+    [tier, isoTime(now), companyId],
+  );
+  const direction =
+    SUBSCRIPTION_TIERS.indexOf(tier) > SUBSCRIPTION_TIERS.indexOf(current.tier) ? 'upgrade' : 'downgrade';
   return { previous_tier: current.tier, direction, subscription: toSubscription(row!) };
 }

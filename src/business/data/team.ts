@@ -25,7 +25,8 @@ export interface Employee {
   updated_at: string;
 }
 
-const EMPLOYEE_COLUMNS = 'id, company_id, user_id, name, email, phone, role, title, active, hired_at, updated_at';
+const EMPLOYEE_COLUMNS =
+  'id, company_id, user_id, name, email, phone, role, title, active, hired_at, updated_at';
 
 function toEmployee(row: Record<string, unknown>): Employee {
   return {
@@ -44,8 +45,15 @@ function toEmployee(row: Record<string, unknown>): Employee {
 }
 
 /** The employee with this user id in the company, or undefined. */
-export async function getEmployee(q: Queryable, companyId: number, userId: number): Promise<Employee | undefined> {
-  const row = await q.get(`SELECT ${EMPLOYEE_COLUMNS} FROM employees WHERE company_id = ? AND user_id = ?`, [companyId, userId]);
+export async function getEmployee(
+  q: Queryable,
+  companyId: number,
+  userId: number,
+): Promise<Employee | undefined> {
+  const row = await q.get(`SELECT ${EMPLOYEE_COLUMNS} FROM employees WHERE company_id = ? AND user_id = ?`, [
+    companyId,
+    userId,
+  ]);
   return row === undefined ? undefined : toEmployee(row);
 }
 
@@ -63,7 +71,11 @@ export interface EmployeeFilter {
 }
 
 /** The company's employees ordered by user id, optionally filtered. */
-export async function listEmployees(q: Queryable, companyId: number, filter: EmployeeFilter = {}): Promise<Employee[]> {
+export async function listEmployees(
+  q: Queryable,
+  companyId: number,
+  filter: EmployeeFilter = {},
+): Promise<Employee[]> {
   const where = ['company_id = ?'];
   const params: unknown[] = [companyId];
   if (filter.role !== undefined) {
@@ -78,7 +90,10 @@ export async function listEmployees(q: Queryable, companyId: number, filter: Emp
     where.push('active = ?');
     params.push(filter.active ? 1 : 0);
   }
-  const rows = await q.all(`SELECT ${EMPLOYEE_COLUMNS} FROM employees WHERE ${where.join(' AND ')} ORDER BY user_id`, params);
+  const rows = await q.all(
+    `SELECT ${EMPLOYEE_COLUMNS} FROM employees WHERE ${where.join(' AND ')} ORDER BY user_id`,
+    params,
+  );
   return rows.map(toEmployee);
 }
 
@@ -88,7 +103,10 @@ export function listTechnicians(q: Queryable, companyId: number): Promise<Employ
 }
 
 async function activeOwners(q: Queryable, companyId: number): Promise<number> {
-  const row = await q.get<{ n: unknown }>(`SELECT COUNT(*) AS n FROM employees WHERE company_id = ? AND role = 'owner' AND active = 1`, [companyId]);
+  const row = await q.get<{ n: unknown }>(
+    `SELECT COUNT(*) AS n FROM employees WHERE company_id = ? AND role = 'owner' AND active = 1`,
+    [companyId],
+  );
   return num(row?.n);
 }
 
@@ -103,18 +121,22 @@ export async function setEmployeeRole(
   role: EmployeeRole,
   now: Date,
 ): Promise<{ previous_role: EmployeeRole; employee: Employee }> {
-  if (!(EMPLOYEE_ROLES as readonly unknown[]).includes(role)) throw invalidInput('role', `must be one of ${EMPLOYEE_ROLES.join(', ')}`);
+  if (!(EMPLOYEE_ROLES as readonly unknown[]).includes(role))
+    throw invalidInput('role', `must be one of ${EMPLOYEE_ROLES.join(', ')}`);
   const employee = await requireEmployee(tx, companyId, userId);
-  if (employee.role === role) throw new DomainError('no_change', `employee ${userId} already has role ${role}`);
+  if (employee.role === role)
+    throw new DomainError('no_change', `employee ${userId} already has role ${role}`);
   if (employee.role === 'owner' && employee.active && (await activeOwners(tx, companyId)) <= 1) {
-    throw new DomainError('last_owner', `employee ${userId} is the only active owner`, 'Promote another employee to owner first.');
+    throw new DomainError(
+      'last_owner',
+      `employee ${userId} is the only active owner`,
+      'Promote another employee to owner first.',
+    );
   }
-  const row = await tx.get(`UPDATE employees SET role = ?, updated_at = ? WHERE company_id = ? AND user_id = ? RETURNING ${EMPLOYEE_COLUMNS}`, [
-    role,
-    isoTime(now),
-    companyId,
-    userId,
-  ]);
+  const row = await tx.get(
+    `UPDATE employees SET role = ?, updated_at = ? WHERE company_id = ? AND user_id = ? RETURNING ${EMPLOYEE_COLUMNS}`,
+    [role, isoTime(now), companyId, userId],
+  );
   return { previous_role: employee.role, employee: toEmployee(row!) };
 }
 
@@ -130,15 +152,18 @@ export async function setEmployeeActive(
   now: Date,
 ): Promise<{ previous_active: boolean; employee: Employee }> {
   const employee = await requireEmployee(tx, companyId, userId);
-  if (employee.active === active) throw new DomainError('no_change', `employee ${userId} is already ${active ? 'active' : 'inactive'}`);
+  if (employee.active === active)
+    throw new DomainError('no_change', `employee ${userId} is already ${active ? 'active' : 'inactive'}`);
   if (!active && employee.role === 'owner' && (await activeOwners(tx, companyId)) <= 1) {
-    throw new DomainError('last_owner', `employee ${userId} is the only active owner`, 'Promote another employee to owner first.');
+    throw new DomainError(
+      'last_owner',
+      `employee ${userId} is the only active owner`,
+      'Promote another employee to owner first.',
+    );
   }
-  const row = await tx.get(`UPDATE employees SET active = ?, updated_at = ? WHERE company_id = ? AND user_id = ? RETURNING ${EMPLOYEE_COLUMNS}`, [
-    active ? 1 : 0,
-    isoTime(now),
-    companyId,
-    userId,
-  ]);
+  const row = await tx.get(
+    `UPDATE employees SET active = ?, updated_at = ? WHERE company_id = ? AND user_id = ? RETURNING ${EMPLOYEE_COLUMNS}`,
+    [active ? 1 : 0, isoTime(now), companyId, userId],
+  );
   return { previous_active: employee.active, employee: toEmployee(row!) };
 }

@@ -24,21 +24,29 @@ const MAX_RANGE_MS = 3 * 366 * DAY_MS;
 /** The [from, to) range of a report in canonical UTC, defaulting to the `days` before now. */
 function range(args: { from?: string; to?: string }, now: Date, days: number): { from: string; to: string } {
   const to = args.to !== undefined ? normalizeTime(args.to, 'to') : now.toISOString();
-  const from = args.from !== undefined ? normalizeTime(args.from, 'from') : new Date(Date.parse(to) - days * DAY_MS).toISOString();
+  const from =
+    args.from !== undefined
+      ? normalizeTime(args.from, 'from')
+      : new Date(Date.parse(to) - days * DAY_MS).toISOString();
   if (Date.parse(to) <= Date.parse(from)) throw invalidInput('to', 'must be after from');
-  if (Date.parse(to) - Date.parse(from) > MAX_RANGE_MS) throw invalidInput('from', 'a report covers at most 3 years');
+  if (Date.parse(to) - Date.parse(from) > MAX_RANGE_MS)
+    throw invalidInput('from', 'a report covers at most 3 years');
   return { from, to };
 }
 
 const rangeInput = (days: number) =>
-  objectSchema({ from: timeProp(`Start of the period (default: ${days} days before "to").`), to: timeProp('End of the period (default: now).') });
+  objectSchema({
+    from: timeProp(`Start of the period (default: ${days} days before "to").`),
+    to: timeProp('End of the period (default: now).'),
+  });
 
 const month = (iso: string): string => businessTime(iso).slice(0, 7);
 
 export const analyticsRevenueSummary = defineBusinessVerb<{ from?: string; to?: string }>({
   name: 'analytics.revenue_summary',
   title: 'Revenue summary',
-  description: 'Money in over a period (default the last 365 days): captured, refunded, processing fees and net in integer cents, payment and refund counts, average ticket, failed payments, and the same figures per business-local month. Professional tier.',
+  description:
+    'Money in over a period (default the last 365 days): captured, refunded, processing fees and net in integer cents, payment and refund counts, average ticket, failed payments, and the same figures per business-local month. Professional tier.',
   shape: 'aggregate',
   category: 'analytics',
   tier_floor: 'professional',
@@ -48,15 +56,34 @@ export const analyticsRevenueSummary = defineBusinessVerb<{ from?: string; to?: 
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
     const r = range(args, ctx.now, 365);
-    const pays = await ctx.db.all<{ amount_cents: unknown; fee_cents: unknown; status: string; created_at: string }>(
+    const pays = await ctx.db.all<{
+      amount_cents: unknown;
+      fee_cents: unknown;
+      status: string;
+      created_at: string;
+    }>(
       'SELECT amount_cents, fee_cents, status, created_at FROM payments WHERE company_id = ? AND created_at >= ? AND created_at < ?',
       [c, r.from, r.to],
     );
-    const refunds = await ctx.db.all<{ amount_cents: unknown; fee_refunded_cents: unknown; created_at: string }>(
+    const refunds = await ctx.db.all<{
+      amount_cents: unknown;
+      fee_refunded_cents: unknown;
+      created_at: string;
+    }>(
       'SELECT amount_cents, fee_refunded_cents, created_at FROM refunds WHERE company_id = ? AND created_at >= ? AND created_at < ?',
       [c, r.from, r.to],
     );
-    const months = new Map<string, { month: string; captured_cents: number; refunded_cents: number; fees_cents: number; net_cents: number; payments: number }>();
+    const months = new Map<
+      string,
+      {
+        month: string;
+        captured_cents: number;
+        refunded_cents: number;
+        fees_cents: number;
+        net_cents: number;
+        payments: number;
+      }
+    >();
     const bucket = (m: string) => {
       let b = months.get(m);
       if (b === undefined) {
@@ -129,8 +156,15 @@ export const analyticsPipelineReport = defineBusinessVerb<{ from?: string; to?: 
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
     const r = range(args, ctx.now, 180);
-    const deals = await ctx.db.all<{ stage: string; amount_cents: unknown; created_at: string; closed_at: string | null }>('SELECT stage, amount_cents, created_at, closed_at FROM deals WHERE company_id = ?', [c]);
-    const byStage = Object.fromEntries(OPEN_DEAL_STAGES.map((s) => [s, { deals: 0, amount_cents: 0 }])) as Record<string, { deals: number; amount_cents: number }>;
+    const deals = await ctx.db.all<{
+      stage: string;
+      amount_cents: unknown;
+      created_at: string;
+      closed_at: string | null;
+    }>('SELECT stage, amount_cents, created_at, closed_at FROM deals WHERE company_id = ?', [c]);
+    const byStage = Object.fromEntries(
+      OPEN_DEAL_STAGES.map((s) => [s, { deals: 0, amount_cents: 0 }]),
+    ) as Record<string, { deals: number; amount_cents: number }>;
     let won = 0;
     let lost = 0;
     let wonCents = 0;
@@ -163,7 +197,11 @@ export const analyticsPipelineReport = defineBusinessVerb<{ from?: string; to?: 
     }
     const median = (xs: number[]) => {
       const s = [...xs].sort((a, b) => a - b);
-      return s.length === 0 ? null : Math.round((s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2) * 10) / 10;
+      return s.length === 0
+        ? null
+        : Math.round(
+            (s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2) * 10,
+          ) / 10;
     };
     const openValue = Object.values(byStage).reduce((s, x) => s + x.amount_cents, 0);
     return {
@@ -179,7 +217,9 @@ export const analyticsPipelineReport = defineBusinessVerb<{ from?: string; to?: 
         lost: { deals: lost, amount_cents: lostCents },
         win_rate: ratio(won, won + lost),
         average_days_to_close: won + lost === 0 ? null : Math.round((closeDays / (won + lost)) * 10) / 10,
-        median_days_in_stage: Object.fromEntries(DEAL_STAGES.filter((s) => dwell.has(s)).map((s) => [s, median(dwell.get(s)!)])),
+        median_days_in_stage: Object.fromEntries(
+          DEAL_STAGES.filter((s) => dwell.has(s)).map((s) => [s, median(dwell.get(s)!)]),
+        ),
       },
       fetched_at: ctx.now.toISOString(),
     };
@@ -203,7 +243,12 @@ export const analyticsTechnicianUtilization = defineBusinessVerb<{ from?: string
     const c = ctx.principal.company_id;
     const r = range(args, ctx.now, 30);
     const techs = await listEmployees(ctx.db, c, { title: 'technician', active: true });
-    const rows = await ctx.db.all<{ technician_user_id: unknown; status: string; starts_at: string; ends_at: string }>(
+    const rows = await ctx.db.all<{
+      technician_user_id: unknown;
+      status: string;
+      starts_at: string;
+      ends_at: string;
+    }>(
       'SELECT technician_user_id, status, starts_at, ends_at FROM appointments WHERE company_id = ? AND starts_at >= ? AND starts_at < ?',
       [c, r.from, r.to],
     );
@@ -211,7 +256,9 @@ export const analyticsTechnicianUtilization = defineBusinessVerb<{ from?: string
     const available = Math.round(days * BOOKABLE_HOURS_PER_DAY * 10) / 10;
     const items = techs.map((t) => {
       const mine = rows.filter((a) => num(a.technician_user_id) === t.user_id);
-      const booked = mine.filter((a) => a.status !== 'cancelled').reduce((s, a) => s + (Date.parse(a.ends_at) - Date.parse(a.starts_at)) / 3_600_000, 0);
+      const booked = mine
+        .filter((a) => a.status !== 'cancelled')
+        .reduce((s, a) => s + (Date.parse(a.ends_at) - Date.parse(a.starts_at)) / 3_600_000, 0);
       const completed = mine.filter((a) => a.status === 'completed').length;
       const noShows = mine.filter((a) => a.status === 'no_show').length;
       const cancelled = mine.filter((a) => a.status === 'cancelled').length;
@@ -232,8 +279,18 @@ export const analyticsTechnicianUtilization = defineBusinessVerb<{ from?: string
     return {
       entity_id: 'technician_utilization',
       entity_type: 'report',
-      data: { from: r.from, to: r.to, technicians: items, team_utilization: ratio(totalBooked, available * Math.max(1, items.length)) },
-      relations: items.map((x) => ({ type: 'technician', id: x.user_id, name: x.name, utilization: x.utilization })),
+      data: {
+        from: r.from,
+        to: r.to,
+        technicians: items,
+        team_utilization: ratio(totalBooked, available * Math.max(1, items.length)),
+      },
+      relations: items.map((x) => ({
+        type: 'technician',
+        id: x.user_id,
+        name: x.name,
+        utilization: x.utilization,
+      })),
       fetched_at: ctx.now.toISOString(),
     };
   },
@@ -250,7 +307,8 @@ const AGING_BUCKETS = [
 export const analyticsArAging = defineBusinessVerb<Record<string, never>>({
   name: 'analytics.ar_aging',
   title: 'Receivables aging',
-  description: 'What customers owe now, by how overdue it is (not yet due, 1-30, 31-60, 61-90, over 90 days past due): invoice counts and balances in cents per bucket, plus the ten largest debtors with ready-to-use follow-ups (invoices.send_reminder). Professional tier.',
+  description:
+    'What customers owe now, by how overdue it is (not yet due, 1-30, 31-60, 61-90, over 90 days past due): invoice counts and balances in cents per bucket, plus the ten largest debtors with ready-to-use follow-ups (invoices.send_reminder). Professional tier.',
   shape: 'aggregate',
   category: 'analytics',
   tier_floor: 'professional',
@@ -259,14 +317,33 @@ export const analyticsArAging = defineBusinessVerb<Record<string, never>>({
   webmcp_surfaces: ['dashboard'],
   async handler(ctx) {
     const c = ctx.principal.company_id;
-    const rows = await ctx.db.all<{ id: unknown; number: unknown; contact_id: unknown; name: string; amount_cents: unknown; paid_cents: unknown; due_at: string | null }>(
+    const rows = await ctx.db.all<{
+      id: unknown;
+      number: unknown;
+      contact_id: unknown;
+      name: string;
+      amount_cents: unknown;
+      paid_cents: unknown;
+      due_at: string | null;
+    }>(
       `SELECT i.id, i.number, i.contact_id, ct.name, i.amount_cents, i.paid_cents, i.due_at FROM invoices i
          JOIN contacts ct ON ct.company_id = i.company_id AND ct.id = i.contact_id
         WHERE i.company_id = ? AND i.status IN ('open', 'partially_paid')`,
       [c],
     );
-    const buckets = Object.fromEntries(AGING_BUCKETS.map((b) => [b.key, { invoices: 0, balance_cents: 0 }])) as Record<string, { invoices: number; balance_cents: number }>;
-    const debtors = new Map<number, { contact_id: number; name: string; balance_cents: number; oldest_invoice_id: number; days_overdue: number }>();
+    const buckets = Object.fromEntries(
+      AGING_BUCKETS.map((b) => [b.key, { invoices: 0, balance_cents: 0 }]),
+    ) as Record<string, { invoices: number; balance_cents: number }>;
+    const debtors = new Map<
+      number,
+      {
+        contact_id: number;
+        name: string;
+        balance_cents: number;
+        oldest_invoice_id: number;
+        days_overdue: number;
+      }
+    >();
     for (const r of rows) {
       const balance = num(r.amount_cents) - num(r.paid_cents);
       const overdue = r.due_at === null ? 0 : Math.floor((ctx.now.getTime() - Date.parse(r.due_at)) / DAY_MS);
@@ -274,7 +351,13 @@ export const analyticsArAging = defineBusinessVerb<Record<string, never>>({
       buckets[b.key]!.invoices++;
       buckets[b.key]!.balance_cents += balance;
       const id = num(r.contact_id);
-      const d = debtors.get(id) ?? { contact_id: id, name: r.name, balance_cents: 0, oldest_invoice_id: num(r.id), days_overdue: overdue };
+      const d = debtors.get(id) ?? {
+        contact_id: id,
+        name: r.name,
+        balance_cents: 0,
+        oldest_invoice_id: num(r.id),
+        days_overdue: overdue,
+      };
       d.balance_cents += balance;
       if (overdue >= d.days_overdue) {
         d.days_overdue = overdue;
@@ -291,12 +374,28 @@ export const analyticsArAging = defineBusinessVerb<Record<string, never>>({
         outstanding_cents: rows.reduce((s, r) => s + num(r.amount_cents) - num(r.paid_cents), 0),
         open_invoices: rows.length,
         buckets,
-        top_debtors: top.map((d) => ({ ...d, follow_up: d.days_overdue > 0 ? { verb: 'invoices.send_reminder', args: { invoice_id: d.oldest_invoice_id } } : null })),
+        top_debtors: top.map((d) => ({
+          ...d,
+          follow_up:
+            d.days_overdue > 0
+              ? { verb: 'invoices.send_reminder', args: { invoice_id: d.oldest_invoice_id } }
+              : null,
+        })),
       },
-      relations: top.map((d) => ({ type: 'customer', id: d.contact_id, name: d.name, balance_cents: d.balance_cents })),
+      relations: top.map((d) => ({
+        type: 'customer',
+        id: d.contact_id,
+        name: d.name,
+        balance_cents: d.balance_cents,
+      })),
       fetched_at: ctx.now.toISOString(),
     };
   },
 });
 
-export const analyticsVerbs = [analyticsRevenueSummary, analyticsPipelineReport, analyticsTechnicianUtilization, analyticsArAging];
+export const analyticsVerbs = [
+  analyticsRevenueSummary,
+  analyticsPipelineReport,
+  analyticsTechnicianUtilization,
+  analyticsArAging,
+];

@@ -14,11 +14,22 @@ import { isDomainError } from '../data/domain-error.ts';
 /** A DomainError as a VerbError (reason = its code); anything else is returned unchanged. */
 export function toVerbError(err: unknown): unknown {
   if (!isDomainError(err)) return err;
-  const path = err.code === 'invalid_input' ? `/${err.message.split(':')[0]!.replace(/\[(\d+)\]/g, '/$1').replace(/\./g, '/')}` : undefined;
-  return new VerbError(err.code, err.message, { ...(err.hint !== undefined ? { hint: err.hint } : {}), ...(path !== undefined ? { path } : {}), cause: err });
+  const path =
+    err.code === 'invalid_input'
+      ? `/${err.message
+          .split(':')[0]!
+          .replace(/\[(\d+)\]/g, '/$1')
+          .replace(/\./g, '/')}`
+      : undefined;
+  return new VerbError(err.code, err.message, {
+    ...(err.hint !== undefined ? { hint: err.hint } : {}),
+    ...(path !== undefined ? { path } : {}),
+    cause: err,
+  });
 }
 
 /** Define a pack verb whose handler (and revert handler) report DomainErrors as VerbErrors. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- untyped by default, as defineVerb
 export function defineBusinessVerb<A = any, R = any>(definition: VerbDefinition<A, R>): VerbDefinition<A, R> {
   const { handler, revert } = definition;
   const wrapped: VerbDefinition<A, R> = {

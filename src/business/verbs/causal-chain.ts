@@ -37,7 +37,11 @@ export interface EntityRef {
 const IN_CHUNK = 400;
 
 /** Events of the given entities of one tenant, oldest first (by seq). */
-export async function loadEntityEvents(q: Queryable, companyId: number, refs: readonly EntityRef[]): Promise<DomainEvent[]> {
+export async function loadEntityEvents(
+  q: Queryable,
+  companyId: number,
+  refs: readonly EntityRef[],
+): Promise<DomainEvent[]> {
   const out: DomainEvent[] = [];
   for (const ref of refs) {
     const ids = [...new Set(ref.ids.map(String))];
@@ -73,7 +77,10 @@ function auditItem(r: Record<string, unknown>, entityType: string, entityId: str
   return {
     timestamp: String(r.created_at),
     action: String(r.action_type),
-    actor: r.user_id === null ? 'anonymous' : `user:${Number(r.user_id)}${r.agent_type ? ` via ${String(r.agent_type)}` : ''}`,
+    actor:
+      r.user_id === null
+        ? 'anonymous'
+        : `user:${Number(r.user_id)}${r.agent_type ? ` via ${String(r.agent_type)}` : ''}`,
     detail: auditDetail(String(r.status), (r.reason as string | null) ?? null),
     entity_type: entityType,
     entity_id: entityId,
@@ -87,15 +94,18 @@ function auditItem(r: Record<string, unknown>, entityType: string, entityId: str
  * Write attempts (not reads) recorded against the main entity, oldest first: rows naming it, and
  * recent refused / failed / pending rows (no entity recorded) whose args name it.
  */
-async function loadAuditItems(q: Queryable, companyId: number, main: MainEntity, limit: number): Promise<ChainItem[]> {
+async function loadAuditItems(
+  q: Queryable,
+  companyId: number,
+  main: MainEntity,
+  limit: number,
+): Promise<ChainItem[]> {
   const id = String(main.id);
   const cols = 'audit_id, created_at, action_type, user_id, agent_type, status, reason, consent_class';
-  const named = await q.all<Record<string, unknown>>(`SELECT ${cols} FROM audit_log WHERE company_id = ? AND entity_type = ? AND entity_id = ? ORDER BY audit_id DESC LIMIT ?`, [
-    companyId,
-    main.type,
-    id,
-    limit,
-  ]);
+  const named = await q.all<Record<string, unknown>>(
+    `SELECT ${cols} FROM audit_log WHERE company_id = ? AND entity_type = ? AND entity_id = ? ORDER BY audit_id DESC LIMIT ?`,
+    [companyId, main.type, id, limit],
+  );
   const items = named.filter((r) => r.consent_class !== 'READ').map((r) => auditItem(r, main.type, id));
   if ((main.argKeys?.length ?? 0) > 0 || (main.verbs?.length ?? 0) > 0) {
     const loose = await q.all<Record<string, unknown>>(
@@ -107,7 +117,8 @@ async function loadAuditItems(q: Queryable, companyId: number, main: MainEntity,
       if (r.consent_class === 'READ') continue;
       const args = parseJson<Record<string, unknown>>(r.request_data) ?? {};
       const byArg = (main.argKeys ?? []).some((k) => args[k] !== undefined && String(args[k]) === id);
-      if (byArg || (main.verbs ?? []).includes(String(r.action_type))) items.push(auditItem(r, main.type, id));
+      if (byArg || (main.verbs ?? []).includes(String(r.action_type)))
+        items.push(auditItem(r, main.type, id));
     }
   }
   return items.sort((a, b) => a.audit_id! - b.audit_id!);
@@ -154,8 +165,10 @@ export async function buildCausalChain(
   return items.length > limit ? items.slice(items.length - limit) : items;
 }
 
-const money = (v: unknown): string => (typeof v === 'number' && Number.isSafeInteger(v) ? formatCents(v) : String(v));
-const str = (v: unknown): string => (v === null || v === undefined ? '—' : typeof v === 'string' ? v : JSON.stringify(v));
+const money = (v: unknown): string =>
+  typeof v === 'number' && Number.isSafeInteger(v) ? formatCents(v) : String(v);
+const str = (v: unknown): string =>
+  v === null || v === undefined ? '—' : typeof v === 'string' ? v : JSON.stringify(v);
 
 /** One event in plain language ("moved deal 49 from qualified to proposal_sent"). */
 export function describeEvent(e: DomainEvent): string {
@@ -194,7 +207,10 @@ export function describeEvent(e: DomainEvent): string {
     case 'deal.updated': {
       const changes = (p.changes ?? {}) as Record<string, { from: unknown; to: unknown }>;
       return `updated deal ${id}: ${Object.entries(changes)
-        .map(([k, c]) => `${k} ${k.endsWith('_cents') ? money(c.from) : str(c.from)} → ${k.endsWith('_cents') ? money(c.to) : str(c.to)}`)
+        .map(
+          ([k, c]) =>
+            `${k} ${k.endsWith('_cents') ? money(c.from) : str(c.from)} → ${k.endsWith('_cents') ? money(c.to) : str(c.to)}`,
+        )
         .join('; ')}`;
     }
     case 'deal.deleted':

@@ -40,16 +40,44 @@ import { contactView, noteView } from './entity-views.ts';
 import { enumProp, idProp, objectSchema, PAGE_PROPS, textProp, timeProp } from './input-schema.ts';
 
 /** Fields whose values are personal data: events record that they changed, never the values. */
-const PII_FIELDS: ReadonlySet<ContactField> = new Set(['name', 'email', 'phone', 'address_line1', 'address_line2', 'city', 'region', 'postal_code', 'country']);
+const PII_FIELDS: ReadonlySet<ContactField> = new Set([
+  'name',
+  'email',
+  'phone',
+  'address_line1',
+  'address_line2',
+  'city',
+  'region',
+  'postal_code',
+  'country',
+]);
 
-const nullableText = (description: string, max: number): JsonSchema => ({ type: ['string', 'null'], maxLength: max, description: `${description} null clears it.` });
-const TAGS: JsonSchema = { type: 'array', maxItems: 20, items: { type: 'string', minLength: 1, maxLength: 40 }, description: 'Tags (replaces the list), e.g. ["vip", "commercial"].' };
+const nullableText = (description: string, max: number): JsonSchema => ({
+  type: ['string', 'null'],
+  maxLength: max,
+  description: `${description} null clears it.`,
+});
+const TAGS: JsonSchema = {
+  type: 'array',
+  maxItems: 20,
+  items: { type: 'string', minLength: 1, maxLength: 40 },
+  description: 'Tags (replaces the list), e.g. ["vip", "commercial"].',
+};
 
 /** The editable contact properties (shared by create, update and their previews). */
 const CONTACT_FIELD_PROPS: Record<string, JsonSchema> = {
   name: textProp('Person or business name.', 200),
-  email: { type: ['string', 'null'], format: 'email', maxLength: 254, description: 'Email address; null clears it.' },
-  phone: { type: ['string', 'null'], pattern: '^\\+?[0-9][0-9 ().-]{6,24}$', description: 'Phone, e.g. +18015551234; null clears it.' },
+  email: {
+    type: ['string', 'null'],
+    format: 'email',
+    maxLength: 254,
+    description: 'Email address; null clears it.',
+  },
+  phone: {
+    type: ['string', 'null'],
+    pattern: '^\\+?[0-9][0-9 ().-]{6,24}$',
+    description: 'Phone, e.g. +18015551234; null clears it.',
+  },
   kind: enumProp(CONTACT_KINDS, 'residential or commercial.'),
   tags: TAGS,
   status: enumProp(CONTACT_STATUSES, 'lead (never booked), active (a customer) or inactive.'),
@@ -104,10 +132,19 @@ export const crmContactsSearch = defineBusinessVerb<SearchArgs>({
   async handler(ctx, args) {
     const page = await searchContacts(ctx.db, ctx.principal.company_id, {
       ...args,
-      ...(args.created_after !== undefined ? { created_after: new Date(args.created_after).toISOString() } : {}),
-      ...(args.created_before !== undefined ? { created_before: new Date(args.created_before).toISOString() } : {}),
+      ...(args.created_after !== undefined
+        ? { created_after: new Date(args.created_after).toISOString() }
+        : {}),
+      ...(args.created_before !== undefined
+        ? { created_before: new Date(args.created_before).toISOString() }
+        : {}),
     });
-    return collectionResult('contacts', { ...page, items: page.items.map(contactView) }, args as Record<string, unknown>, ctx.now);
+    return collectionResult(
+      'contacts',
+      { ...page, items: page.items.map(contactView) },
+      args as Record<string, unknown>,
+      ctx.now,
+    );
   },
 });
 
@@ -132,7 +169,12 @@ export const crmContactCreate = defineBusinessVerb<CreateArgs>({
   async handler(ctx, args) {
     const contact = await createContact(ctx.db, ctx.principal.company_id, args, ctx.now);
     ctx.setEntity('contact', contact.id);
-    ctx.emit({ type: 'contact.created', entity_type: 'contact', entity_id: contact.id, payload: { name: contact.name, kind: contact.kind, source: contact.source } });
+    ctx.emit({
+      type: 'contact.created',
+      entity_type: 'contact',
+      entity_id: contact.id,
+      payload: { name: contact.name, kind: contact.kind, source: contact.source },
+    });
     ctx.setRollback(`crm:contact:create:${contact.id}`, { contact_id: contact.id });
     return { status: 'created', contact_id: contact.id, contact: contactView(contact) };
   },
@@ -149,15 +191,23 @@ export const crmContactCreate = defineBusinessVerb<CreateArgs>({
 export const crmPreviewContactCreate = defineBusinessVerb<CreateArgs>({
   name: 'crm.preview_contact_create',
   title: 'Preview creating a contact',
-  description: 'Show the contact crm_contact_create would add (with its defaults) and whether a contact with the same email already exists, without writing. Same arguments as crm_contact_create.',
+  description:
+    'Show the contact crm_contact_create would add (with its defaults) and whether a contact with the same email already exists, without writing. Same arguments as crm_contact_create.',
   shape: 'preview',
   category: 'crm',
   input: createInput,
   idempotent: true,
   async handler(ctx, args) {
-    const duplicate = args.email ? await findContactByEmail(ctx.db, ctx.principal.company_id, args.email) : undefined;
+    const duplicate = args.email
+      ? await findContactByEmail(ctx.db, ctx.principal.company_id, args.email)
+      : undefined;
     return {
-      current: { existing_contact_with_email: duplicate === undefined ? null : { id: duplicate.id, name: duplicate.name, status: duplicate.status } },
+      current: {
+        existing_contact_with_email:
+          duplicate === undefined
+            ? null
+            : { id: duplicate.id, name: duplicate.name, status: duplicate.status },
+      },
       projected: {
         contact: {
           id: null,
@@ -173,7 +223,10 @@ export const crmPreviewContactCreate = defineBusinessVerb<CreateArgs>({
       },
       delta: { contacts_created: 1 },
       reversible: crmContactCreate.revert !== undefined,
-      notes: duplicate === undefined ? 'No contact has this email yet.' : `Contact ${duplicate.id} (${duplicate.name}) already has this email; update it instead of creating a duplicate.`,
+      notes:
+        duplicate === undefined
+          ? 'No contact has this email yet.'
+          : `Contact ${duplicate.id} (${duplicate.name}) already has this email; update it instead of creating a duplicate.`,
     };
   },
 });
@@ -183,7 +236,10 @@ export const crmPreviewContactCreate = defineBusinessVerb<CreateArgs>({
 
 type UpdateArgs = ContactPatch & { contact_id: number };
 
-const updateInput: JsonSchema = { ...objectSchema({ contact_id: idProp('The contact to change.'), ...CONTACT_FIELD_PROPS }, ['contact_id']), minProperties: 2 };
+const updateInput: JsonSchema = {
+  ...objectSchema({ contact_id: idProp('The contact to change.'), ...CONTACT_FIELD_PROPS }, ['contact_id']),
+  minProperties: 2,
+};
 
 function patchOf(args: UpdateArgs): ContactPatch {
   const patch: Record<string, unknown> = {};
@@ -192,9 +248,16 @@ function patchOf(args: UpdateArgs): ContactPatch {
 }
 
 /** Event payload of a contact change: every changed field, values only for non-personal fields. */
-function changePayload(previous: Contact, next: Contact, changed: readonly ContactField[]): Record<string, unknown> {
+function changePayload(
+  previous: Contact,
+  next: Contact,
+  changed: readonly ContactField[],
+): Record<string, unknown> {
   const changes: Record<string, { from: unknown; to: unknown }> = {};
-  for (const f of changed) changes[f] = PII_FIELDS.has(f) ? { from: '(personal data)', to: '(personal data)' } : { from: previous[f], to: next[f] };
+  for (const f of changed)
+    changes[f] = PII_FIELDS.has(f)
+      ? { from: '(personal data)', to: '(personal data)' }
+      : { from: previous[f], to: next[f] };
   return { fields: [...changed], changes };
 }
 
@@ -202,7 +265,7 @@ export const crmContactUpdate = defineBusinessVerb<UpdateArgs>({
   name: 'crm_contact_update',
   title: 'Update a contact',
   description:
-    "Change some fields of a contact (name, email, phone, kind, tags, status, source, address); only the fields given change, null clears a nullable one. Answers the previous values of the changed fields. Reversible: audit.revert restores the snapshot taken before the change. Preview with crm.preview_contact_update. Refused with no_change when nothing would change and contact_erased for an erased contact.",
+    'Change some fields of a contact (name, email, phone, kind, tags, status, source, address); only the fields given change, null clears a nullable one. Answers the previous values of the changed fields. Reversible: audit.revert restores the snapshot taken before the change. Preview with crm.preview_contact_update. Refused with no_change when nothing would change and contact_erased for an erased contact.',
   shape: 'receipt',
   category: 'crm',
   consent: 'WRITE_REVERSIBLE',
@@ -211,14 +274,41 @@ export const crmContactUpdate = defineBusinessVerb<UpdateArgs>({
   summary: (a) => `Update contact ${a.contact_id}: ${Object.keys(patchOf(a)).join(', ')}.`,
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
-    const { previous, contact, changed } = await updateContact(ctx.db, c, args.contact_id, patchOf(args), ctx.now);
+    const { previous, contact, changed } = await updateContact(
+      ctx.db,
+      c,
+      args.contact_id,
+      patchOf(args),
+      ctx.now,
+    );
     ctx.setEntity('contact', contact.id);
-    ctx.emit({ type: 'contact.updated', entity_type: 'contact', entity_id: contact.id, payload: changePayload(previous, contact, changed) });
-    if (changed.includes('status')) ctx.emit({ type: 'contact.status_changed', entity_type: 'contact', entity_id: contact.id, payload: { from: previous.status, to: contact.status, reason: 'changed by crm_contact_update' } });
+    ctx.emit({
+      type: 'contact.updated',
+      entity_type: 'contact',
+      entity_id: contact.id,
+      payload: changePayload(previous, contact, changed),
+    });
+    if (changed.includes('status'))
+      ctx.emit({
+        type: 'contact.status_changed',
+        entity_type: 'contact',
+        entity_id: contact.id,
+        payload: { from: previous.status, to: contact.status, reason: 'changed by crm_contact_update' },
+      });
     const snapshot: Record<string, unknown> = {};
     for (const f of changed) snapshot[f] = previous[f];
-    ctx.setRollback(`crm:contact:${contact.id}:snapshot`, { contact_id: contact.id, previous: snapshot, updated_at: contact.updated_at });
-    return { status: 'updated', contact_id: contact.id, changed_fields: changed, previous: snapshot, contact: contactView(contact) };
+    ctx.setRollback(`crm:contact:${contact.id}:snapshot`, {
+      contact_id: contact.id,
+      previous: snapshot,
+      updated_at: contact.updated_at,
+    });
+    return {
+      status: 'updated',
+      contact_id: contact.id,
+      changed_fields: changed,
+      previous: snapshot,
+      contact: contactView(contact),
+    };
   },
   revert: {
     async handler(ctx, original) {
@@ -226,9 +316,27 @@ export const crmContactUpdate = defineBusinessVerb<UpdateArgs>({
       const id = num(original.rollback.contact_id);
       const snapshot = original.rollback.previous as ContactPatch;
       const { previous, contact, changed } = await updateContact(ctx.db, c, id, snapshot, ctx.now);
-      ctx.emit({ type: 'contact.updated', entity_type: 'contact', entity_id: id, payload: { ...changePayload(previous, contact, changed), revert_of: original.audit_id } });
-      if (changed.includes('status')) ctx.emit({ type: 'contact.status_changed', entity_type: 'contact', entity_id: id, payload: { from: previous.status, to: contact.status, reason: `revert of audit ${original.audit_id}` } });
-      return { revert_action: `restored ${changed.join(', ')} of contact ${id} from the snapshot`, restored_fields: changed };
+      ctx.emit({
+        type: 'contact.updated',
+        entity_type: 'contact',
+        entity_id: id,
+        payload: { ...changePayload(previous, contact, changed), revert_of: original.audit_id },
+      });
+      if (changed.includes('status'))
+        ctx.emit({
+          type: 'contact.status_changed',
+          entity_type: 'contact',
+          entity_id: id,
+          payload: {
+            from: previous.status,
+            to: contact.status,
+            reason: `revert of audit ${original.audit_id}`,
+          },
+        });
+      return {
+        revert_action: `restored ${changed.join(', ')} of contact ${id} from the snapshot`,
+        restored_fields: changed,
+      };
     },
   },
 });
@@ -236,7 +344,8 @@ export const crmContactUpdate = defineBusinessVerb<UpdateArgs>({
 export const crmPreviewContactUpdate = defineBusinessVerb<UpdateArgs>({
   name: 'crm.preview_contact_update',
   title: 'Preview a contact update',
-  description: 'Show the contact before and after crm_contact_update with the same arguments, and which fields would change, without writing. Refuses (no_change, contact_erased, not_found) exactly as the update would.',
+  description:
+    'Show the contact before and after crm_contact_update with the same arguments, and which fields would change, without writing. Refuses (no_change, contact_erased, not_found) exactly as the update would.',
   shape: 'preview',
   category: 'crm',
   input: updateInput,
@@ -244,8 +353,11 @@ export const crmPreviewContactUpdate = defineBusinessVerb<UpdateArgs>({
   async handler(ctx, args) {
     const contact = await requireContact(ctx.db, ctx.principal.company_id, args.contact_id);
     const patch = patchOf(args);
-    const changed = (Object.keys(patch) as ContactField[]).filter((f) => JSON.stringify(patch[f]) !== JSON.stringify(contact[f]));
-    if (changed.length === 0) throw new DomainError('no_change', `contact ${contact.id} already has those values`);
+    const changed = (Object.keys(patch) as ContactField[]).filter(
+      (f) => JSON.stringify(patch[f]) !== JSON.stringify(contact[f]),
+    );
+    if (changed.length === 0)
+      throw new DomainError('no_change', `contact ${contact.id} already has those values`);
     const projected = { ...contact, ...patch };
     const pick = (x: Record<string, unknown>) => Object.fromEntries(changed.map((f) => [f, x[f]]));
     return {
@@ -266,12 +378,16 @@ interface NoteArgs {
   body: string;
 }
 
-const noteInput = objectSchema({ contact_id: idProp('The contact the note is about.'), body: textProp('The note text.', 10_000) }, ['contact_id', 'body']);
+const noteInput = objectSchema(
+  { contact_id: idProp('The contact the note is about.'), body: textProp('The note text.', 10_000) },
+  ['contact_id', 'body'],
+);
 
 export const crmAddNote = defineBusinessVerb<NoteArgs>({
   name: 'crm.add_note',
   title: 'Add a note to a contact',
-  description: 'Attach a free-text note to a contact (call summary, gate code, preference). The author is the calling user. Reversible with audit.revert (deletes the note). Preview with crm.preview_add_note.',
+  description:
+    'Attach a free-text note to a contact (call summary, gate code, preference). The author is the calling user. Reversible with audit.revert (deletes the note). Preview with crm.preview_add_note.',
   shape: 'receipt',
   category: 'crm',
   consent: 'WRITE_REVERSIBLE',
@@ -280,16 +396,31 @@ export const crmAddNote = defineBusinessVerb<NoteArgs>({
   untrusted_content: true,
   summary: (a) => `Add a note to contact ${a.contact_id}.`,
   async handler(ctx, args) {
-    const note = await addNote(ctx.db, ctx.principal.company_id, { contact_id: args.contact_id, body: args.body, author_user_id: ctx.principal.user_id }, ctx.now);
+    const note = await addNote(
+      ctx.db,
+      ctx.principal.company_id,
+      { contact_id: args.contact_id, body: args.body, author_user_id: ctx.principal.user_id },
+      ctx.now,
+    );
     ctx.setEntity('contact', args.contact_id);
-    ctx.emit({ type: 'note.added', entity_type: 'note', entity_id: note.id, payload: { contact_id: args.contact_id } });
+    ctx.emit({
+      type: 'note.added',
+      entity_type: 'note',
+      entity_id: note.id,
+      payload: { contact_id: args.contact_id },
+    });
     ctx.setRollback(`crm:note:${note.id}`, { note_id: note.id, contact_id: args.contact_id });
     return { status: 'added', note: noteView(note) };
   },
   revert: {
     async handler(ctx, original) {
       const note = await deleteNote(ctx.db, ctx.principal.company_id, num(original.rollback.note_id));
-      ctx.emit({ type: 'note.deleted', entity_type: 'note', entity_id: note.id, payload: { contact_id: note.contact_id } });
+      ctx.emit({
+        type: 'note.deleted',
+        entity_type: 'note',
+        entity_id: note.id,
+        payload: { contact_id: note.contact_id },
+      });
       return { revert_action: `deleted note ${note.id}` };
     },
   },
@@ -298,7 +429,8 @@ export const crmAddNote = defineBusinessVerb<NoteArgs>({
 export const crmPreviewAddNote = defineBusinessVerb<NoteArgs>({
   name: 'crm.preview_add_note',
   title: 'Preview adding a note',
-  description: 'Show the note crm.add_note would attach and how many notes the contact has, without writing. Same arguments as crm.add_note.',
+  description:
+    'Show the note crm.add_note would attach and how many notes the contact has, without writing. Same arguments as crm.add_note.',
   shape: 'preview',
   category: 'crm',
   input: noteInput,
@@ -308,7 +440,12 @@ export const crmPreviewAddNote = defineBusinessVerb<NoteArgs>({
     const notes = await listContactNotes(ctx.db, ctx.principal.company_id, contact.id, 1000);
     return {
       current: { contact_id: contact.id, name: contact.name, notes: notes.length },
-      projected: { contact_id: contact.id, name: contact.name, notes: notes.length + 1, new_note: { body: args.body, author_user_id: ctx.principal.user_id } },
+      projected: {
+        contact_id: contact.id,
+        name: contact.name,
+        notes: notes.length + 1,
+        new_note: { body: args.body, author_user_id: ctx.principal.user_id },
+      },
       delta: { notes_added: 1 },
       reversible: crmAddNote.revert !== undefined,
       notes: 'Notes are visible to every employee of the company.',
@@ -320,17 +457,34 @@ export const crmPreviewAddNote = defineBusinessVerb<NoteArgs>({
 // Explain
 
 async function noteIds(q: Queryable, c: number, contactId: number): Promise<number[]> {
-  return (await q.all<{ id: unknown }>('SELECT id FROM notes WHERE company_id = ? AND contact_id = ?', [c, contactId])).map((r) => num(r.id));
+  return (
+    await q.all<{ id: unknown }>('SELECT id FROM notes WHERE company_id = ? AND contact_id = ?', [
+      c,
+      contactId,
+    ])
+  ).map((r) => num(r.id));
 }
 
 export const crmExplainContactState = defineBusinessVerb<{ contact_id: number; limit?: number }>({
   name: 'crm.explain_contact_state',
   title: 'Explain a contact state',
   description:
-    "Explain why a contact is in its current state (lead, active or inactive; tags; erased or not): the causal chain from the event log — creation, status changes with their reasons, updates, notes, deals, visits, invoices and payments — each with timestamp, actor, action and a plain-language detail, oldest first, plus verb calls recorded against the contact (including refused ones) and a plain-language reasoning. Use it before changing a contact you did not create.",
+    'Explain why a contact is in its current state (lead, active or inactive; tags; erased or not): the causal chain from the event log — creation, status changes with their reasons, updates, notes, deals, visits, invoices and payments — each with timestamp, actor, action and a plain-language detail, oldest first, plus verb calls recorded against the contact (including refused ones) and a plain-language reasoning. Use it before changing a contact you did not create.',
   shape: 'explain',
   category: 'crm',
-  input: objectSchema({ contact_id: idProp('The contact to explain.'), limit: { type: 'integer', minimum: 1, maximum: 500, default: 200, description: 'Most chain items (newest kept).' } }, ['contact_id']),
+  input: objectSchema(
+    {
+      contact_id: idProp('The contact to explain.'),
+      limit: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 500,
+        default: 200,
+        description: 'Most chain items (newest kept).',
+      },
+    },
+    ['contact_id'],
+  ),
   idempotent: true,
   webmcp_surfaces: ['dashboard'],
   async handler(ctx, args) {
@@ -365,28 +519,64 @@ export const crmExplainContactState = defineBusinessVerb<{ contact_id: number; l
     const lastStatus = statusChanges[statusChanges.length - 1];
     const completed = appointments.filter((a) => a.status === 'completed').length;
     const parts: string[] = [];
-    if (contact.erased_at !== null) parts.push(`Contact ${contact.id}'s personal data was erased on ${contact.erased_at} (GDPR); only its financial history remains.`);
+    if (contact.erased_at !== null)
+      parts.push(
+        `Contact ${contact.id}'s personal data was erased on ${contact.erased_at} (GDPR); only its financial history remains.`,
+      );
     parts.push(
       `${contact.name} (contact ${contact.id}) is ${contact.status}` +
-        (lastStatus !== undefined ? ` since ${lastStatus.timestamp}: ${lastStatus.detail}, by ${describeActor(lastStatus.actor)}.` : created !== undefined ? `, as it has been since it was created on ${created.timestamp}.` : '.'),
+        (lastStatus !== undefined
+          ? ` since ${lastStatus.timestamp}: ${lastStatus.detail}, by ${describeActor(lastStatus.actor)}.`
+          : created !== undefined
+            ? `, as it has been since it was created on ${created.timestamp}.`
+            : '.'),
     );
-    if (created !== undefined) parts.push(`It was created on ${created.timestamp} by ${describeActor(created.actor)} (${created.detail}).`);
+    if (created !== undefined)
+      parts.push(
+        `It was created on ${created.timestamp} by ${describeActor(created.actor)} (${created.detail}).`,
+      );
     parts.push(
       `Since then: ${completed} completed visit${completed === 1 ? '' : 's'}, ${deals.length} deal${deals.length === 1 ? '' : 's'} (${openDeals.length} open), ${invoices.length} invoice${invoices.length === 1 ? '' : 's'}, ${notes.length} note${notes.length === 1 ? '' : 's'}.`,
     );
-    if (contact.status === 'lead' && completed === 0) parts.push('It stays a lead until a first visit is completed.');
-    if (contact.status === 'inactive' && contact.erased_at === null) parts.push('Contacts without activity for about nine months are marked inactive by the lifecycle system.');
+    if (contact.status === 'lead' && completed === 0)
+      parts.push('It stays a lead until a first visit is completed.');
+    if (contact.status === 'inactive' && contact.erased_at === null)
+      parts.push(
+        'Contacts without activity for about nine months are marked inactive by the lifecycle system.',
+      );
     parts.push(last === null ? 'There is no interaction on record.' : `The last interaction was on ${last}.`);
-    const refused = chain.filter((i) => i.source === 'audit' && (i.status === 'denied' || i.status === 'failed'));
-    if (refused.length > 0) parts.push(`${refused.length} change attempt${refused.length === 1 ? ' was' : 's were'} refused or failed (${[...new Set(refused.map((r) => r.detail))].join('; ')}).`);
+    const refused = chain.filter(
+      (i) => i.source === 'audit' && (i.status === 'denied' || i.status === 'failed'),
+    );
+    if (refused.length > 0)
+      parts.push(
+        `${refused.length} change attempt${refused.length === 1 ? ' was' : 's were'} refused or failed (${[...new Set(refused.map((r) => r.detail))].join('; ')}).`,
+      );
     return {
       entity_id: contact.id,
       entity_type: 'contact',
-      current_state: { status: contact.status, kind: contact.kind, tags: contact.tags, erased_at: contact.erased_at, open_deals: openDeals.length, completed_visits: completed, last_interaction: last },
+      current_state: {
+        status: contact.status,
+        kind: contact.kind,
+        tags: contact.tags,
+        erased_at: contact.erased_at,
+        open_deals: openDeals.length,
+        completed_visits: completed,
+        last_interaction: last,
+      },
       causal_chain: chainForOutput(chain),
       reasoning: parts.join(' '),
     };
   },
 });
 
-export const crmVerbs = [crmContactsSearch, crmContactCreate, crmPreviewContactCreate, crmContactUpdate, crmPreviewContactUpdate, crmAddNote, crmPreviewAddNote, crmExplainContactState];
+export const crmVerbs = [
+  crmContactsSearch,
+  crmContactCreate,
+  crmPreviewContactCreate,
+  crmContactUpdate,
+  crmPreviewContactUpdate,
+  crmAddNote,
+  crmPreviewAddNote,
+  crmExplainContactState,
+];

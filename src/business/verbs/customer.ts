@@ -53,8 +53,18 @@ export const customerFullContext = defineBusinessVerb<FullContextArgs>({
   input: objectSchema(
     {
       customer_id: idProp('The customer (contact) id, e.g. 42.'),
-      include_payment_methods: { type: 'boolean', default: true, description: 'Include stored payment methods (brand, last4, default flag). Default true.' },
-      relation_limit: { type: 'integer', minimum: 1, maximum: 50, default: 10, description: 'Most deals, appointments and invoices to list each (1..50, default 10).' },
+      include_payment_methods: {
+        type: 'boolean',
+        default: true,
+        description: 'Include stored payment methods (brand, last4, default flag). Default true.',
+      },
+      relation_limit: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 50,
+        default: 10,
+        description: 'Most deals, appointments and invoices to list each (1..50, default 10).',
+      },
     },
     ['customer_id'],
   ),
@@ -76,10 +86,18 @@ export const customerFullContext = defineBusinessVerb<FullContextArgs>({
     ];
     const nowIso = ctx.now.toISOString();
     const visits = appointments.filter((a) => a.status !== 'cancelled');
-    const upcoming = appointments.filter((a) => a.status === 'scheduled' && a.starts_at >= nowIso).sort((a, b) => (a.starts_at < b.starts_at ? -1 : 1));
+    const upcoming = appointments
+      .filter((a) => a.status === 'scheduled' && a.starts_at >= nowIso)
+      .sort((a, b) => (a.starts_at < b.starts_at ? -1 : 1));
     const past = appointments.filter((a) => !upcoming.includes(a));
-    const dealRel = [...deals.filter((d) => isOpen(d.stage)), ...deals.filter((d) => !isOpen(d.stage))].slice(0, limit);
-    const invoiceRel = [...invoices.filter((i) => i.balance_cents > 0), ...invoices.filter((i) => i.balance_cents === 0)].slice(0, limit);
+    const dealRel = [...deals.filter((d) => isOpen(d.stage)), ...deals.filter((d) => !isOpen(d.stage))].slice(
+      0,
+      limit,
+    );
+    const invoiceRel = [
+      ...invoices.filter((i) => i.balance_cents > 0),
+      ...invoices.filter((i) => i.balance_cents === 0),
+    ].slice(0, limit);
     const data: Record<string, unknown> = {
       name: contact.name,
       email: contact.email,
@@ -100,16 +118,40 @@ export const customerFullContext = defineBusinessVerb<FullContextArgs>({
       erased: contact.erased_at !== null,
     };
     if (args.include_payment_methods !== false) {
-      data.payment_methods = (await listPaymentMethods(q, c, contact.id)).map((m) => ({ type: m.type, last4: m.last4, brand: m.brand, is_default: m.is_default }));
+      data.payment_methods = (await listPaymentMethods(q, c, contact.id)).map((m) => ({
+        type: m.type,
+        last4: m.last4,
+        brand: m.brand,
+        is_default: m.is_default,
+      }));
     }
     return {
       entity_id: contact.id,
       entity_type: 'customer',
       data,
       relations: [
-        ...dealRel.map((d) => ({ type: 'deal', id: d.id, title: d.title, stage: d.stage, amount_cents: d.amount_cents })),
-        ...[...upcoming, ...past].slice(0, limit).map((a) => ({ type: 'appointment', id: a.id, date: businessTime(a.starts_at), service: a.service, status: a.status })),
-        ...invoiceRel.map((i) => ({ type: 'invoice', id: i.id, number: i.number, status: i.status, amount_cents: i.amount_cents, balance_cents: i.balance_cents })),
+        ...dealRel.map((d) => ({
+          type: 'deal',
+          id: d.id,
+          title: d.title,
+          stage: d.stage,
+          amount_cents: d.amount_cents,
+        })),
+        ...[...upcoming, ...past].slice(0, limit).map((a) => ({
+          type: 'appointment',
+          id: a.id,
+          date: businessTime(a.starts_at),
+          service: a.service,
+          status: a.status,
+        })),
+        ...invoiceRel.map((i) => ({
+          type: 'invoice',
+          id: i.id,
+          number: i.number,
+          status: i.status,
+          amount_cents: i.amount_cents,
+          balance_cents: i.balance_cents,
+        })),
       ],
       fetched_at: nowIso,
     };
@@ -117,10 +159,22 @@ export const customerFullContext = defineBusinessVerb<FullContextArgs>({
 });
 
 /** Ids of the invoices, payments and refunds of a contact (for the balance chain). */
-async function moneyEntities(q: Queryable, c: number, contactId: number): Promise<{ invoices: number[]; payments: number[]; refunds: number[] }> {
-  const invoices = (await q.all<{ id: unknown }>('SELECT id FROM invoices WHERE company_id = ? AND contact_id = ?', [c, contactId])).map((r) => num(r.id));
+async function moneyEntities(
+  q: Queryable,
+  c: number,
+  contactId: number,
+): Promise<{ invoices: number[]; payments: number[]; refunds: number[] }> {
+  const invoices = (
+    await q.all<{ id: unknown }>('SELECT id FROM invoices WHERE company_id = ? AND contact_id = ?', [
+      c,
+      contactId,
+    ])
+  ).map((r) => num(r.id));
   const payments = (
-    await q.all<{ id: unknown }>('SELECT p.id FROM payments p JOIN invoices i ON i.company_id = p.company_id AND i.id = p.invoice_id WHERE p.company_id = ? AND i.contact_id = ?', [c, contactId])
+    await q.all<{ id: unknown }>(
+      'SELECT p.id FROM payments p JOIN invoices i ON i.company_id = p.company_id AND i.id = p.invoice_id WHERE p.company_id = ? AND i.contact_id = ?',
+      [c, contactId],
+    )
   ).map((r) => num(r.id));
   const refunds = (
     await q.all<{ id: unknown }>(
@@ -139,7 +193,19 @@ export const customerExplainBalance = defineBusinessVerb<{ customer_id: number; 
     "Explain why a customer's lifetime value and amount owed are what they are: the causal chain of invoices issued, paid and voided, payments captured or failed and refunds issued for this customer (each with timestamp, actor and a plain-language detail), the current money state and a short reasoning naming the open invoices and any overdue ones. Use it before chasing a payment or refunding.",
   shape: 'explain',
   category: 'customer',
-  input: objectSchema({ customer_id: idProp('The customer (contact) id.'), limit: { type: 'integer', minimum: 1, maximum: 500, default: 200, description: 'Most chain items (newest kept).' } }, ['customer_id']),
+  input: objectSchema(
+    {
+      customer_id: idProp('The customer (contact) id.'),
+      limit: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 500,
+        default: 200,
+        description: 'Most chain items (newest kept).',
+      },
+    },
+    ['customer_id'],
+  ),
   idempotent: true,
   webmcp_surfaces: ['dashboard'],
   async handler(ctx, args) {
@@ -174,14 +240,29 @@ export const customerExplainBalance = defineBusinessVerb<{ customer_id: number; 
           .map((i) => `#${i.number} (${formatCents(i.balance_cents)} due ${i.due_at ?? 'on receipt'})`)
           .join(', ')}.`,
       );
-      if (overdue.length > 0) parts.push(`${overdue.length} of them ${overdue.length === 1 ? 'is' : 'are'} overdue; a reminder (invoices.send_reminder) or a charge (charge_invoice) is the usual next step.`);
+      if (overdue.length > 0)
+        parts.push(
+          `${overdue.length} of them ${overdue.length === 1 ? 'is' : 'are'} overdue; a reminder (invoices.send_reminder) or a charge (charge_invoice) is the usual next step.`,
+        );
     }
     const lastPayment = [...chain].reverse().find((i) => i.action === 'payment.captured');
-    if (lastPayment !== undefined) parts.push(`The latest payment was ${lastPayment.detail} at ${lastPayment.timestamp} by ${describeActor(lastPayment.actor)}.`);
+    if (lastPayment !== undefined)
+      parts.push(
+        `The latest payment was ${lastPayment.detail} at ${lastPayment.timestamp} by ${describeActor(lastPayment.actor)}.`,
+      );
     return {
       entity_id: contact.id,
       entity_type: 'customer',
-      current_state: { ...value, open_invoices: open.map((i) => ({ id: i.id, number: i.number, balance_cents: i.balance_cents, due_at: i.due_at })), overdue_invoices: overdue.length },
+      current_state: {
+        ...value,
+        open_invoices: open.map((i) => ({
+          id: i.id,
+          number: i.number,
+          balance_cents: i.balance_cents,
+          due_at: i.due_at,
+        })),
+        overdue_invoices: overdue.length,
+      },
       causal_chain: chainForOutput(chain),
       reasoning: parts.join(' '),
     };
@@ -198,7 +279,19 @@ export const customerSuggestNextService = defineBusinessVerb<{ customer_id: numb
     "Rank the services this customer most likely needs next, learned from the company's own completed visits: for the customer's last completed service, how often each service followed it for other customers (confidence = that share, sample_size = how many follow-up visits were observed, band learning below 20). With no completed visit yet, ranks the services customers most often start with. Each suggestion names scheduling.book_appointment with ready-to-use args.",
   shape: 'suggest',
   category: 'customer',
-  input: objectSchema({ customer_id: idProp('The customer (contact) id.'), limit: { type: 'integer', minimum: 1, maximum: 10, default: 3, description: 'Most suggestions (1..10, default 3).' } }, ['customer_id']),
+  input: objectSchema(
+    {
+      customer_id: idProp('The customer (contact) id.'),
+      limit: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 10,
+        default: 3,
+        description: 'Most suggestions (1..10, default 3).',
+      },
+    },
+    ['customer_id'],
+  ),
   idempotent: true,
   webmcp_surfaces: ['dashboard'],
   async handler(ctx, args) {
@@ -247,7 +340,13 @@ export const customerSuggestNextService = defineBusinessVerb<{ customer_id: numb
           sample_size: n,
         };
       });
-    return { suggestions, customer_id: contact.id, last_completed_service: last, model_version: NEXT_SERVICE_MODEL, generated_at: ctx.now.toISOString() };
+    return {
+      suggestions,
+      customer_id: contact.id,
+      last_completed_service: last,
+      model_version: NEXT_SERVICE_MODEL,
+      generated_at: ctx.now.toISOString(),
+    };
   },
 });
 
@@ -265,18 +364,35 @@ interface QuoteArgs {
 const quoteInput = objectSchema(
   {
     name: textProp('Who asks: a person or business name.', 200),
-    email: { type: 'string', format: 'email', maxLength: 254, description: 'Contact email; an existing customer with this email is reused.' },
-    phone: { type: 'string', pattern: '^\\+?[0-9][0-9 ().-]{6,24}$', description: 'Phone, e.g. +18015551234.' },
+    email: {
+      type: 'string',
+      format: 'email',
+      maxLength: 254,
+      description: 'Contact email; an existing customer with this email is reused.',
+    },
+    phone: {
+      type: 'string',
+      pattern: '^\\+?[0-9][0-9 ().-]{6,24}$',
+      description: 'Phone, e.g. +18015551234.',
+    },
     service: textProp('The service wanted, e.g. "Water heater replacement".', 120),
     description: textProp('What the customer described (symptoms, site, timing).', 2000),
     budget_cents: centsProp('Budget or expected value, if stated.', 0),
     city: textProp('City of the job site.', 100),
-    postal_code: { type: 'string', pattern: '^[0-9A-Za-z -]{3,10}$', description: 'Postal code of the job site.' },
+    postal_code: {
+      type: 'string',
+      pattern: '^[0-9A-Za-z -]{3,10}$',
+      description: 'Postal code of the job site.',
+    },
   },
   ['name', 'email', 'service', 'description'],
 );
 
-async function planQuote(q: Queryable, c: number, args: QuoteArgs): Promise<{ existing: Contact | undefined }> {
+async function planQuote(
+  q: Queryable,
+  c: number,
+  args: QuoteArgs,
+): Promise<{ existing: Contact | undefined }> {
   return { existing: await findContactByEmail(q, c, args.email) };
 }
 
@@ -300,17 +416,78 @@ export const customerRequestQuote = defineBusinessVerb<QuoteArgs>({
       (await createContact(
         ctx.db,
         c,
-        { name: args.name, email: args.email, phone: args.phone ?? null, status: 'lead', source: 'agent', city: args.city ?? null, postal_code: args.postal_code ?? null, tags: ['quote-request'] },
+        {
+          name: args.name,
+          email: args.email,
+          phone: args.phone ?? null,
+          status: 'lead',
+          source: 'agent',
+          city: args.city ?? null,
+          postal_code: args.postal_code ?? null,
+          tags: ['quote-request'],
+        },
         ctx.now,
       ));
-    if (existing === undefined) ctx.emit({ type: 'contact.created', entity_type: 'contact', entity_id: contact.id, payload: { name: contact.name, kind: contact.kind, source: 'agent' } });
-    const { deal, history } = await createDeal(ctx.db, c, { contact_id: contact.id, title: `${args.service} (quote request)`.slice(0, 200), amount_cents: args.budget_cents ?? 0, owner_user_id: null }, ctx.principal.user_id, ctx.now);
-    const note = await addNote(ctx.db, c, { contact_id: contact.id, body: `Quote request for ${args.service}: ${args.description}`, author_user_id: null }, ctx.now);
-    ctx.emit({ type: 'deal.created', entity_type: 'deal', entity_id: deal.id, payload: { contact_id: contact.id, title: deal.title, amount_cents: deal.amount_cents, stage: deal.stage, history_id: history.id } });
-    ctx.emit({ type: 'note.added', entity_type: 'note', entity_id: note.id, payload: { contact_id: contact.id } });
-    ctx.emit({ type: 'quote.requested', entity_type: 'contact', entity_id: contact.id, payload: { deal_id: deal.id, service: args.service, contact_name: contact.name } });
+    if (existing === undefined)
+      ctx.emit({
+        type: 'contact.created',
+        entity_type: 'contact',
+        entity_id: contact.id,
+        payload: { name: contact.name, kind: contact.kind, source: 'agent' },
+      });
+    const { deal, history } = await createDeal(
+      ctx.db,
+      c,
+      {
+        contact_id: contact.id,
+        title: `${args.service} (quote request)`.slice(0, 200),
+        amount_cents: args.budget_cents ?? 0,
+        owner_user_id: null,
+      },
+      ctx.principal.user_id,
+      ctx.now,
+    );
+    const note = await addNote(
+      ctx.db,
+      c,
+      {
+        contact_id: contact.id,
+        body: `Quote request for ${args.service}: ${args.description}`,
+        author_user_id: null,
+      },
+      ctx.now,
+    );
+    ctx.emit({
+      type: 'deal.created',
+      entity_type: 'deal',
+      entity_id: deal.id,
+      payload: {
+        contact_id: contact.id,
+        title: deal.title,
+        amount_cents: deal.amount_cents,
+        stage: deal.stage,
+        history_id: history.id,
+      },
+    });
+    ctx.emit({
+      type: 'note.added',
+      entity_type: 'note',
+      entity_id: note.id,
+      payload: { contact_id: contact.id },
+    });
+    ctx.emit({
+      type: 'quote.requested',
+      entity_type: 'contact',
+      entity_id: contact.id,
+      payload: { deal_id: deal.id, service: args.service, contact_name: contact.name },
+    });
     ctx.setEntity('deal', deal.id);
-    ctx.setRollback(`quote:${deal.id}`, { deal_id: deal.id, note_id: note.id, contact_id: contact.id, contact_created: existing === undefined });
+    ctx.setRollback(`quote:${deal.id}`, {
+      deal_id: deal.id,
+      note_id: note.id,
+      contact_id: contact.id,
+      contact_created: existing === undefined,
+    });
     return {
       status: 'requested',
       contact_id: contact.id,
@@ -318,22 +495,40 @@ export const customerRequestQuote = defineBusinessVerb<QuoteArgs>({
       deal_id: deal.id,
       deal_stage: deal.stage,
       note_id: note.id,
-      next_step: 'The office follows up to book an estimate (scheduling.book_appointment with service "Estimate").',
+      next_step:
+        'The office follows up to book an estimate (scheduling.book_appointment with service "Estimate").',
     };
   },
   revert: {
     async handler(ctx, original) {
       const c = ctx.principal.company_id;
-      const r = original.rollback as { deal_id: number; note_id: number; contact_id: number; contact_created: boolean };
+      const r = original.rollback as {
+        deal_id: number;
+        note_id: number;
+        contact_id: number;
+        contact_created: boolean;
+      };
       const deal = await deleteDeal(ctx.db, c, r.deal_id);
       await deleteNote(ctx.db, c, r.note_id);
-      ctx.emit({ type: 'deal.deleted', entity_type: 'deal', entity_id: deal.id, payload: { title: deal.title, contact_id: deal.contact_id } });
-      ctx.emit({ type: 'note.deleted', entity_type: 'note', entity_id: r.note_id, payload: { contact_id: r.contact_id } });
+      ctx.emit({
+        type: 'deal.deleted',
+        entity_type: 'deal',
+        entity_id: deal.id,
+        payload: { title: deal.title, contact_id: deal.contact_id },
+      });
+      ctx.emit({
+        type: 'note.deleted',
+        entity_type: 'note',
+        entity_id: r.note_id,
+        payload: { contact_id: r.contact_id },
+      });
       if (r.contact_created) {
         await deleteContact(ctx.db, c, r.contact_id);
         ctx.emit({ type: 'contact.deleted', entity_type: 'contact', entity_id: r.contact_id, payload: {} });
       }
-      return { revert_action: `removed deal ${r.deal_id}, note ${r.note_id}${r.contact_created ? ` and lead contact ${r.contact_id}` : ''}` };
+      return {
+        revert_action: `removed deal ${r.deal_id}, note ${r.note_id}${r.contact_created ? ` and lead contact ${r.contact_id}` : ''}`,
+      };
     },
   },
 });
@@ -351,17 +546,36 @@ export const customerPreviewQuoteRequest = defineBusinessVerb<QuoteArgs>({
   async handler(ctx: VerbContext, args: QuoteArgs) {
     const { existing } = await planQuote(ctx.db, ctx.principal.company_id, args);
     return {
-      current: { customer: existing === undefined ? null : { id: existing.id, name: existing.name, status: existing.status } },
+      current: {
+        customer:
+          existing === undefined ? null : { id: existing.id, name: existing.name, status: existing.status },
+      },
       projected: {
-        customer: existing === undefined ? { id: null, name: args.name, email: args.email, status: 'lead', created: true } : { id: existing.id, name: existing.name, created: false },
-        deal: { title: `${args.service} (quote request)`.slice(0, 200), stage: 'new', amount_cents: args.budget_cents ?? 0 },
+        customer:
+          existing === undefined
+            ? { id: null, name: args.name, email: args.email, status: 'lead', created: true }
+            : { id: existing.id, name: existing.name, created: false },
+        deal: {
+          title: `${args.service} (quote request)`.slice(0, 200),
+          stage: 'new',
+          amount_cents: args.budget_cents ?? 0,
+        },
         note: { body: `Quote request for ${args.service}: ${args.description}` },
       },
       delta: { contacts_created: existing === undefined ? 1 : 0, deals_created: 1, notes_created: 1 },
       reversible: customerRequestQuote.revert !== undefined,
-      notes: existing === undefined ? 'A new lead will be created for this email.' : `The request is attached to the existing customer ${existing.name} (contact ${existing.id}).`,
+      notes:
+        existing === undefined
+          ? 'A new lead will be created for this email.'
+          : `The request is attached to the existing customer ${existing.name} (contact ${existing.id}).`,
     };
   },
 });
 
-export const customerVerbs = [customerFullContext, customerExplainBalance, customerSuggestNextService, customerRequestQuote, customerPreviewQuoteRequest];
+export const customerVerbs = [
+  customerFullContext,
+  customerExplainBalance,
+  customerSuggestNextService,
+  customerRequestQuote,
+  customerPreviewQuoteRequest,
+];

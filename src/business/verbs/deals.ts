@@ -25,7 +25,6 @@ import {
   searchDeals,
   undoDealStageMove,
   updateDeal,
-  type Deal,
   type DealPatch,
   type DealStageChange,
 } from '../data/deals.ts';
@@ -46,11 +45,20 @@ const isClosedStage = (s: DealStage): boolean => (CLOSED_DEAL_STAGES as readonly
 // ---------------------------------------------------------------------------------------------
 // Read
 
-export const dealsSearch = defineBusinessVerb<{ stage?: DealStage; open?: boolean; contact_id?: number; owner_user_id?: number; query?: string; min_amount_cents?: number; limit?: number; offset?: number }>({
+export const dealsSearch = defineBusinessVerb<{
+  stage?: DealStage;
+  open?: boolean;
+  contact_id?: number;
+  owner_user_id?: number;
+  query?: string;
+  min_amount_cents?: number;
+  limit?: number;
+  offset?: number;
+}>({
   name: 'deals.search',
   title: 'Search deals',
   description:
-    "Search the sales pipeline: deals filtered by stage, open/closed, customer, owner, title text or minimum amount, newest first. Each deal has id, contact_id, title, stage (new, qualified, estimate_scheduled, proposal_sent, negotiation, won, lost), amount_cents and owner. Returns a page with total and next_offset.",
+    'Search the sales pipeline: deals filtered by stage, open/closed, customer, owner, title text or minimum amount, newest first. Each deal has id, contact_id, title, stage (new, qualified, estimate_scheduled, proposal_sent, negotiation, won, lost), amount_cents and owner. Returns a page with total and next_offset.',
   shape: 'aggregate',
   category: 'deals',
   input: objectSchema({
@@ -66,14 +74,20 @@ export const dealsSearch = defineBusinessVerb<{ stage?: DealStage; open?: boolea
   webmcp_surfaces: ['dashboard'],
   async handler(ctx, args) {
     const page = await searchDeals(ctx.db, ctx.principal.company_id, args);
-    return collectionResult('deals', { ...page, items: page.items.map(dealView) }, args as Record<string, unknown>, ctx.now);
+    return collectionResult(
+      'deals',
+      { ...page, items: page.items.map(dealView) },
+      args as Record<string, unknown>,
+      ctx.now,
+    );
   },
 });
 
 export const dealsGet = defineBusinessVerb<{ deal_id: number }>({
   name: 'deals.get',
   title: 'Deal with history',
-  description: 'One deal with its customer, owner, full stage history (who moved it and when) and the visits linked to it. Use it before moving or changing a deal.',
+  description:
+    'One deal with its customer, owner, full stage history (who moved it and when) and the visits linked to it. Use it before moving or changing a deal.',
   shape: 'aggregate',
   category: 'deals',
   input: objectSchema({ deal_id: idProp('The deal id.') }, ['deal_id']),
@@ -87,12 +101,19 @@ export const dealsGet = defineBusinessVerb<{ deal_id: number }>({
       await getContact(ctx.db, c, deal.contact_id),
       await listDealStageHistory(ctx.db, c, deal.id),
       await listDealAppointments(ctx.db, c, deal.id),
-      await (deal.owner_user_id === null ? Promise.resolve(undefined) : getEmployee(ctx.db, c, deal.owner_user_id)),
+      await (deal.owner_user_id === null
+        ? Promise.resolve(undefined)
+        : getEmployee(ctx.db, c, deal.owner_user_id)),
     ];
     return {
       entity_id: deal.id,
       entity_type: 'deal',
-      data: { ...dealView(deal), customer_name: contact?.name ?? null, owner_name: owner?.name ?? null, stage_history: history.map(stageChangeView) },
+      data: {
+        ...dealView(deal),
+        customer_name: contact?.name ?? null,
+        owner_name: owner?.name ?? null,
+        stage_history: history.map(stageChangeView),
+      },
       relations: [
         ...(contact !== undefined ? [{ type: 'customer', id: contact.id, name: contact.name }] : []),
         ...appts.map((a) => ({ type: 'appointment', ...appointmentView(a) })),
@@ -124,7 +145,12 @@ const createInput = objectSchema(
   ['contact_id', 'title', 'amount_cents'],
 );
 
-async function ownerFor(q: Queryable, c: number, args: { owner_user_id?: number }, userId: number): Promise<number | null> {
+async function ownerFor(
+  q: Queryable,
+  c: number,
+  args: { owner_user_id?: number },
+  userId: number,
+): Promise<number | null> {
   if (args.owner_user_id !== undefined) return (await requireEmployee(q, c, args.owner_user_id)).user_id;
   return (await getEmployee(q, c, userId)) === undefined ? null : userId;
 }
@@ -144,9 +170,32 @@ export const dealsCreate = defineBusinessVerb<CreateArgs>({
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
     const owner = await ownerFor(ctx.db, c, args, ctx.principal.user_id);
-    const { deal, history } = await createDeal(ctx.db, c, { contact_id: args.contact_id, title: args.title, amount_cents: args.amount_cents, stage: args.stage ?? 'new', owner_user_id: owner }, ctx.principal.user_id, ctx.now);
+    const { deal, history } = await createDeal(
+      ctx.db,
+      c,
+      {
+        contact_id: args.contact_id,
+        title: args.title,
+        amount_cents: args.amount_cents,
+        stage: args.stage ?? 'new',
+        owner_user_id: owner,
+      },
+      ctx.principal.user_id,
+      ctx.now,
+    );
     ctx.setEntity('deal', deal.id);
-    ctx.emit({ type: 'deal.created', entity_type: 'deal', entity_id: deal.id, payload: { contact_id: deal.contact_id, title: deal.title, amount_cents: deal.amount_cents, stage: deal.stage, history_id: history.id } });
+    ctx.emit({
+      type: 'deal.created',
+      entity_type: 'deal',
+      entity_id: deal.id,
+      payload: {
+        contact_id: deal.contact_id,
+        title: deal.title,
+        amount_cents: deal.amount_cents,
+        stage: deal.stage,
+        history_id: history.id,
+      },
+    });
     ctx.setRollback(`deal:create:${deal.id}`, { deal_id: deal.id });
     return { status: 'created', deal_id: deal.id, deal: dealView(deal) };
   },
@@ -155,9 +204,19 @@ export const dealsCreate = defineBusinessVerb<CreateArgs>({
       const c = ctx.principal.company_id;
       const id = num(original.rollback.deal_id);
       const history = await listDealStageHistory(ctx.db, c, id);
-      if (history.length > 1) throw new DomainError('changed_since', `deal ${id} moved through ${history.length - 1} stage change(s) since it was created`, 'Move it to lost instead, or undo the stage changes first.');
+      if (history.length > 1)
+        throw new DomainError(
+          'changed_since',
+          `deal ${id} moved through ${history.length - 1} stage change(s) since it was created`,
+          'Move it to lost instead, or undo the stage changes first.',
+        );
       const deal = await deleteDeal(ctx.db, c, id);
-      ctx.emit({ type: 'deal.deleted', entity_type: 'deal', entity_id: id, payload: { title: deal.title, contact_id: deal.contact_id } });
+      ctx.emit({
+        type: 'deal.deleted',
+        entity_type: 'deal',
+        entity_id: id,
+        payload: { title: deal.title, contact_id: deal.contact_id },
+      });
       return { revert_action: `deleted deal ${id} "${deal.title}"` };
     },
   },
@@ -166,7 +225,8 @@ export const dealsCreate = defineBusinessVerb<CreateArgs>({
 export const dealsPreviewCreate = defineBusinessVerb<CreateArgs>({
   name: 'deals.preview_create',
   title: 'Preview creating a deal',
-  description: "Show the deal deals_create would open (with its defaults and owner) and the customer's other open deals, without writing. Same arguments as deals_create.",
+  description:
+    "Show the deal deals_create would open (with its defaults and owner) and the customer's other open deals, without writing. Same arguments as deals_create.",
   shape: 'preview',
   category: 'deals',
   input: createInput,
@@ -177,12 +237,21 @@ export const dealsPreviewCreate = defineBusinessVerb<CreateArgs>({
     const owner = await ownerFor(ctx.db, c, args, ctx.principal.user_id);
     const open = (await searchDeals(ctx.db, c, { contact_id: contact.id, open: true, limit: 200 })).items;
     return {
-      current: { customer: { id: contact.id, name: contact.name }, open_deals: open.length, open_pipeline_cents: open.reduce((s, d) => s + d.amount_cents, 0) },
+      current: {
+        customer: { id: contact.id, name: contact.name },
+        open_deals: open.length,
+        open_pipeline_cents: open.reduce((s, d) => s + d.amount_cents, 0),
+      },
       projected: {
         customer: { id: contact.id, name: contact.name },
         open_deals: open.length + 1,
         open_pipeline_cents: open.reduce((s, d) => s + d.amount_cents, 0) + args.amount_cents,
-        deal: { title: args.title.trim(), stage: args.stage ?? 'new', amount_cents: args.amount_cents, owner_user_id: owner },
+        deal: {
+          title: args.title.trim(),
+          stage: args.stage ?? 'new',
+          amount_cents: args.amount_cents,
+          owner_user_id: owner,
+        },
       },
       delta: { deals_created: 1, pipeline_change_cents: args.amount_cents },
       reversible: dealsCreate.revert !== undefined,
@@ -201,7 +270,13 @@ interface MoveArgs {
   to_stage: DealStage;
 }
 
-const moveInput = objectSchema({ deal_id: idProp('The deal to move.'), to_stage: enumProp(DEAL_STAGES, 'The new stage; won or lost closes the deal, an open stage reopens it.') }, ['deal_id', 'to_stage']);
+const moveInput = objectSchema(
+  {
+    deal_id: idProp('The deal to move.'),
+    to_stage: enumProp(DEAL_STAGES, 'The new stage; won or lost closes the deal, an open stage reopens it.'),
+  },
+  ['deal_id', 'to_stage'],
+);
 
 export const dealsMoveStage = defineBusinessVerb<MoveArgs>({
   name: 'deals.move_stage',
@@ -216,18 +291,64 @@ export const dealsMoveStage = defineBusinessVerb<MoveArgs>({
   summary: (a) => `Move deal ${a.deal_id} to ${a.to_stage}.`,
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
-    const { previous, deal, history } = await moveDealStage(ctx.db, c, args.deal_id, args.to_stage, ctx.principal.user_id, ctx.now);
+    const { previous, deal, history } = await moveDealStage(
+      ctx.db,
+      c,
+      args.deal_id,
+      args.to_stage,
+      ctx.principal.user_id,
+      ctx.now,
+    );
     ctx.setEntity('deal', deal.id);
-    ctx.emit({ type: 'deal.stage_changed', entity_type: 'deal', entity_id: deal.id, payload: { contact_id: deal.contact_id, from_stage: previous.stage, to_stage: deal.stage, amount_cents: deal.amount_cents, history_id: history.id } });
-    ctx.setRollback(`deal:stage:${deal.id}:${previous.stage}`, { deal_id: deal.id, history_id: history.id, previous });
-    return { status: 'moved', deal_id: deal.id, previous_stage: previous.stage, stage: deal.stage, closed_at: deal.closed_at };
+    ctx.emit({
+      type: 'deal.stage_changed',
+      entity_type: 'deal',
+      entity_id: deal.id,
+      payload: {
+        contact_id: deal.contact_id,
+        from_stage: previous.stage,
+        to_stage: deal.stage,
+        amount_cents: deal.amount_cents,
+        history_id: history.id,
+      },
+    });
+    ctx.setRollback(`deal:stage:${deal.id}:${previous.stage}`, {
+      deal_id: deal.id,
+      history_id: history.id,
+      previous,
+    });
+    return {
+      status: 'moved',
+      deal_id: deal.id,
+      previous_stage: previous.stage,
+      stage: deal.stage,
+      closed_at: deal.closed_at,
+    };
   },
   revert: {
     async handler(ctx, original) {
-      const r = original.rollback as { deal_id: number; history_id: number; previous: { stage: DealStage; updated_at: string; closed_at: string | null } };
-      const { undone, deal } = await undoDealStageMove(ctx.db, ctx.principal.company_id, r.deal_id, r.history_id, r.previous);
-      ctx.emit({ type: 'deal.stage_reverted', entity_type: 'deal', entity_id: deal.id, payload: { from_stage: undone.to_stage, to_stage: deal.stage, history_id: undone.id } });
-      return { revert_action: `moved deal ${deal.id} back from ${undone.to_stage} to ${deal.stage}`, stage: deal.stage };
+      const r = original.rollback as {
+        deal_id: number;
+        history_id: number;
+        previous: { stage: DealStage; updated_at: string; closed_at: string | null };
+      };
+      const { undone, deal } = await undoDealStageMove(
+        ctx.db,
+        ctx.principal.company_id,
+        r.deal_id,
+        r.history_id,
+        r.previous,
+      );
+      ctx.emit({
+        type: 'deal.stage_reverted',
+        entity_type: 'deal',
+        entity_id: deal.id,
+        payload: { from_stage: undone.to_stage, to_stage: deal.stage, history_id: undone.id },
+      });
+      return {
+        revert_action: `moved deal ${deal.id} back from ${undone.to_stage} to ${deal.stage}`,
+        stage: deal.stage,
+      };
     },
   },
 });
@@ -235,7 +356,8 @@ export const dealsMoveStage = defineBusinessVerb<MoveArgs>({
 export const dealsPreviewMoveStage = defineBusinessVerb<MoveArgs>({
   name: 'deals.preview_move_stage',
   title: 'Preview a stage move',
-  description: "Show a deal before and after deals.move_stage with the same arguments (stage, closed or reopened) and how often this company's deals made that same transition, without writing.",
+  description:
+    "Show a deal before and after deals.move_stage with the same arguments (stage, closed or reopened) and how often this company's deals made that same transition, without writing.",
   shape: 'preview',
   category: 'deals',
   input: moveInput,
@@ -243,15 +365,37 @@ export const dealsPreviewMoveStage = defineBusinessVerb<MoveArgs>({
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
     const deal = await requireDeal(ctx.db, c, args.deal_id);
-    if (deal.stage === args.to_stage) throw new DomainError('same_stage', `deal ${deal.id} is already in stage ${args.to_stage}`, 'Pick another stage.');
+    if (deal.stage === args.to_stage)
+      throw new DomainError(
+        'same_stage',
+        `deal ${deal.id} is already in stage ${args.to_stage}`,
+        'Pick another stage.',
+      );
     const stats = (await countStageTransitions(ctx.db, c)).filter((t) => t.from_stage === deal.stage);
     const n = stats.reduce((s, t) => s + t.count, 0);
     const same = stats.find((t) => t.to_stage === args.to_stage)?.count ?? 0;
     const closes = isClosedStage(args.to_stage);
     return {
-      current: { deal_id: deal.id, stage: deal.stage, closed_at: deal.closed_at, amount_cents: deal.amount_cents },
-      projected: { deal_id: deal.id, stage: args.to_stage, closed_at: closes ? ctx.now.toISOString() : null, amount_cents: deal.amount_cents },
-      delta: { from_stage: deal.stage, to_stage: args.to_stage, closes: closes && !isClosedStage(deal.stage), reopens: !closes && isClosedStage(deal.stage), transition_share: ratio(same, n), transition_sample_size: n },
+      current: {
+        deal_id: deal.id,
+        stage: deal.stage,
+        closed_at: deal.closed_at,
+        amount_cents: deal.amount_cents,
+      },
+      projected: {
+        deal_id: deal.id,
+        stage: args.to_stage,
+        closed_at: closes ? ctx.now.toISOString() : null,
+        amount_cents: deal.amount_cents,
+      },
+      delta: {
+        from_stage: deal.stage,
+        to_stage: args.to_stage,
+        closes: closes && !isClosedStage(deal.stage),
+        reopens: !closes && isClosedStage(deal.stage),
+        transition_share: ratio(same, n),
+        transition_sample_size: n,
+      },
       reversible: dealsMoveStage.revert !== undefined,
       notes: `${same} of ${n} deals that left ${deal.stage} went to ${args.to_stage}${n > 0 ? ` (${percent(ratio(same, n))})` : ''}. audit.revert undoes the move while the deal does not move again.`,
     };
@@ -274,7 +418,11 @@ const updateInput: JsonSchema = {
       deal_id: idProp('The deal to change.'),
       title: textProp('New title.', 200),
       amount_cents: centsProp('New expected value.', 0),
-      owner_user_id: { type: ['integer', 'null'], minimum: 1, description: 'New owner (employee user id); null leaves the deal unowned.' },
+      owner_user_id: {
+        type: ['integer', 'null'],
+        minimum: 1,
+        description: 'New owner (employee user id); null leaves the deal unowned.',
+      },
     },
     ['deal_id'],
   ),
@@ -292,7 +440,8 @@ function dealPatch(args: UpdateArgs): DealPatch {
 export const dealsUpdate = defineBusinessVerb<UpdateArgs>({
   name: 'deals.update',
   title: 'Update a deal',
-  description: "Change a deal's title, expected amount (integer cents) or owner. Answers the previous values. Reversible with audit.revert. Preview with deals.preview_update. Stage changes use deals.move_stage.",
+  description:
+    "Change a deal's title, expected amount (integer cents) or owner. Answers the previous values. Reversible with audit.revert. Preview with deals.preview_update. Stage changes use deals.move_stage.",
   shape: 'receipt',
   category: 'deals',
   consent: 'WRITE_REVERSIBLE',
@@ -300,9 +449,23 @@ export const dealsUpdate = defineBusinessVerb<UpdateArgs>({
   input: updateInput,
   summary: (a) => `Update deal ${a.deal_id}: ${Object.keys(dealPatch(a)).join(', ')}.`,
   async handler(ctx, args) {
-    const { previous, deal } = await updateDeal(ctx.db, ctx.principal.company_id, args.deal_id, dealPatch(args), ctx.now);
+    const { previous, deal } = await updateDeal(
+      ctx.db,
+      ctx.principal.company_id,
+      args.deal_id,
+      dealPatch(args),
+      ctx.now,
+    );
     ctx.setEntity('deal', deal.id);
-    const changes = Object.fromEntries(Object.keys(previous).map((k) => [k, { from: (previous as Record<string, unknown>)[k], to: (deal as unknown as Record<string, unknown>)[k] }]));
+    const changes = Object.fromEntries(
+      Object.keys(previous).map((k) => [
+        k,
+        {
+          from: (previous as Record<string, unknown>)[k],
+          to: (deal as unknown as Record<string, unknown>)[k],
+        },
+      ]),
+    );
     ctx.emit({ type: 'deal.updated', entity_type: 'deal', entity_id: deal.id, payload: { changes } });
     ctx.setRollback(`deal:update:${deal.id}`, { deal_id: deal.id, previous });
     return { status: 'updated', deal_id: deal.id, previous, deal: dealView(deal) };
@@ -310,9 +473,28 @@ export const dealsUpdate = defineBusinessVerb<UpdateArgs>({
   revert: {
     async handler(ctx, original) {
       const r = original.rollback as { deal_id: number; previous: DealPatch };
-      const { previous, deal } = await updateDeal(ctx.db, ctx.principal.company_id, r.deal_id, r.previous, ctx.now);
-      const changes = Object.fromEntries(Object.keys(previous).map((k) => [k, { from: (previous as Record<string, unknown>)[k], to: (deal as unknown as Record<string, unknown>)[k] }]));
-      ctx.emit({ type: 'deal.updated', entity_type: 'deal', entity_id: deal.id, payload: { changes, revert_of: original.audit_id } });
+      const { previous, deal } = await updateDeal(
+        ctx.db,
+        ctx.principal.company_id,
+        r.deal_id,
+        r.previous,
+        ctx.now,
+      );
+      const changes = Object.fromEntries(
+        Object.keys(previous).map((k) => [
+          k,
+          {
+            from: (previous as Record<string, unknown>)[k],
+            to: (deal as unknown as Record<string, unknown>)[k],
+          },
+        ]),
+      );
+      ctx.emit({
+        type: 'deal.updated',
+        entity_type: 'deal',
+        entity_id: deal.id,
+        payload: { changes, revert_of: original.audit_id },
+      });
       return { revert_action: `restored ${Object.keys(r.previous).join(', ')} of deal ${deal.id}` };
     },
   },
@@ -321,7 +503,8 @@ export const dealsUpdate = defineBusinessVerb<UpdateArgs>({
 export const dealsPreviewUpdate = defineBusinessVerb<UpdateArgs>({
   name: 'deals.preview_update',
   title: 'Preview a deal update',
-  description: 'Show the fields deals.update would change, before and after, without writing. Same arguments as deals.update; refuses exactly as it would (not_found, no_change).',
+  description:
+    'Show the fields deals.update would change, before and after, without writing. Same arguments as deals.update; refuses exactly as it would (not_found, no_change).',
   shape: 'preview',
   category: 'deals',
   input: updateInput,
@@ -330,13 +513,19 @@ export const dealsPreviewUpdate = defineBusinessVerb<UpdateArgs>({
     const c = ctx.principal.company_id;
     const deal = await requireDeal(ctx.db, c, args.deal_id);
     const patch = dealPatch(args);
-    if (patch.owner_user_id !== undefined && patch.owner_user_id !== null) await requireEmployee(ctx.db, c, patch.owner_user_id);
+    if (patch.owner_user_id !== undefined && patch.owner_user_id !== null)
+      await requireEmployee(ctx.db, c, patch.owner_user_id);
     const keys = (Object.keys(patch) as Array<keyof DealPatch>).filter((k) => patch[k] !== deal[k]);
     if (keys.length === 0) throw new DomainError('no_change', `deal ${deal.id} already has those values`);
     return {
       current: Object.fromEntries(keys.map((k) => [k, deal[k]])),
       projected: Object.fromEntries(keys.map((k) => [k, patch[k]])),
-      delta: { changed_fields: keys, ...(patch.amount_cents !== undefined ? { amount_change_cents: patch.amount_cents - deal.amount_cents } : {}) },
+      delta: {
+        changed_fields: keys,
+        ...(patch.amount_cents !== undefined
+          ? { amount_change_cents: patch.amount_cents - deal.amount_cents }
+          : {}),
+      },
       reversible: dealsUpdate.revert !== undefined,
       notes: 'audit.revert restores the previous values.',
     };
@@ -360,7 +549,8 @@ function dwellDays(histories: readonly DealStageChange[], stage: DealStage): num
   for (let i = 0; i < histories.length - 1; i++) {
     const h = histories[i]!;
     const next = histories[i + 1]!;
-    if (h.deal_id === next.deal_id && h.to_stage === stage) out.push((Date.parse(next.changed_at) - Date.parse(h.changed_at)) / DAY_MS);
+    if (h.deal_id === next.deal_id && h.to_stage === stage)
+      out.push((Date.parse(next.changed_at) - Date.parse(h.changed_at)) / DAY_MS);
   }
   return out;
 }
@@ -381,24 +571,45 @@ export const dealsExplainStage = defineBusinessVerb<{ deal_id: number }>({
     const c = ctx.principal.company_id;
     const deal = await requireDeal(ctx.db, c, args.deal_id);
     ctx.setEntity('deal', deal.id);
-    const chain = await buildCausalChain(ctx.db, c, { type: 'deal', id: deal.id, argKeys: ['deal_id'] }, [{ type: 'deal', ids: [deal.id] }]);
+    const chain = await buildCausalChain(ctx.db, c, { type: 'deal', id: deal.id, argKeys: ['deal_id'] }, [
+      { type: 'deal', ids: [deal.id] },
+    ]);
     const history = await listDealStageHistory(ctx.db, c, deal.id);
     const since = history[history.length - 1]?.changed_at ?? deal.created_at;
     const days = round1((ctx.now.getTime() - Date.parse(since)) / DAY_MS);
     const typical = round1(median(dwellDays(await listAllStageHistories(ctx.db, c), deal.stage)));
     const path = history.map((h) => h.to_stage).join(' → ');
     const contact = await getContact(ctx.db, c, deal.contact_id);
-    const lastMove = [...chain].reverse().find((i) => i.action === 'deal.stage_changed' || i.action === 'deal.created' || i.action === 'deal.stage_reverted');
+    const lastMove = [...chain]
+      .reverse()
+      .find(
+        (i) =>
+          i.action === 'deal.stage_changed' ||
+          i.action === 'deal.created' ||
+          i.action === 'deal.stage_reverted',
+      );
     const parts = [
       `Deal ${deal.id} "${deal.title}" for ${contact?.name ?? `contact ${deal.contact_id}`} (${formatCents(deal.amount_cents)}) went ${path}.`,
-      lastMove !== undefined ? `It is in ${deal.stage} since ${since} (${lastMove.detail}, by ${describeActor(lastMove.actor)}).` : `It is in ${deal.stage} since ${since}.`,
+      lastMove !== undefined
+        ? `It is in ${deal.stage} since ${since} (${lastMove.detail}, by ${describeActor(lastMove.actor)}).`
+        : `It is in ${deal.stage} since ${since}.`,
     ];
     if (isClosedStage(deal.stage)) parts.push(`The deal is closed (${deal.stage}) since ${deal.closed_at}.`);
-    else if (typical > 0) parts.push(`It has been there ${days} days; deals of this company usually stay ${typical} days in ${deal.stage}${days > 2 * typical ? ', so it looks stalled' : ''}.`);
+    else if (typical > 0)
+      parts.push(
+        `It has been there ${days} days; deals of this company usually stay ${typical} days in ${deal.stage}${days > 2 * typical ? ', so it looks stalled' : ''}.`,
+      );
     return {
       entity_id: deal.id,
       entity_type: 'deal',
-      current_state: { stage: deal.stage, amount_cents: deal.amount_cents, closed_at: deal.closed_at, days_in_stage: days, median_days_in_stage: typical, stage_path: history.map((h) => h.to_stage) },
+      current_state: {
+        stage: deal.stage,
+        amount_cents: deal.amount_cents,
+        closed_at: deal.closed_at,
+        days_in_stage: days,
+        median_days_in_stage: typical,
+        stage_path: history.map((h) => h.to_stage),
+      },
       causal_chain: chainForOutput(chain),
       reasoning: parts.join(' '),
     };
@@ -428,7 +639,19 @@ export const dealSuggestNextAction = defineBusinessVerb<{ deal_id: number; limit
     "Rank the next moves for a deal from this company's real pipeline history: for the deal's current stage, how often deals moved to each next stage (confidence = that share of observed transitions out of the stage; sample_size = how many transitions were observed; band learning below 20, else high ≥ 0.5, medium ≥ 0.2, low). Each suggestion names deals.move_stage with ready-to-use args, the practical next step, and the stage's eventual win rate. Also reports days in stage against the company median.",
   shape: 'suggest',
   category: 'deals',
-  input: objectSchema({ deal_id: idProp('The deal.'), limit: { type: 'integer', minimum: 1, maximum: 6, default: 3, description: 'Most suggestions (1..6, default 3).' } }, ['deal_id']),
+  input: objectSchema(
+    {
+      deal_id: idProp('The deal.'),
+      limit: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 6,
+        default: 3,
+        description: 'Most suggestions (1..6, default 3).',
+      },
+    },
+    ['deal_id'],
+  ),
   idempotent: true,
   webmcp_surfaces: ['dashboard'],
   async handler(ctx, args) {
@@ -473,8 +696,12 @@ export const dealSuggestNextAction = defineBusinessVerb<{ deal_id: number; limit
         confidence_band: confidenceBand(confidence, n),
         reason:
           `Of ${n} deals that left ${deal.stage} in this company, ${t.count} (${percent(confidence)}) moved to ${t.to_stage}.` +
-          (t.to_stage !== 'won' && t.to_stage !== 'lost' && win.sample > 0 ? ` ${percent(win.rate)} of the closed deals that reached ${t.to_stage} were won (${win.sample} closed).` : '') +
-          (i === 0 && stalled ? ` This deal has been in ${deal.stage} for ${daysInStage} days against a median of ${typical}: follow up now.` : ''),
+          (t.to_stage !== 'won' && t.to_stage !== 'lost' && win.sample > 0
+            ? ` ${percent(win.rate)} of the closed deals that reached ${t.to_stage} were won (${win.sample} closed).`
+            : '') +
+          (i === 0 && stalled
+            ? ` This deal has been in ${deal.stage} for ${daysInStage} days against a median of ${typical}: follow up now.`
+            : ''),
         next_step: NEXT_STEP[t.to_stage],
         model_version: DEAL_MODEL_VERSION,
         sample_size: n,
@@ -489,10 +716,27 @@ export const dealSuggestNextAction = defineBusinessVerb<{ deal_id: number; limit
       stalled,
       win_rate_from_stage: winRate(deal.stage).rate,
       model_version: DEAL_MODEL_VERSION,
-      ...(n === 0 ? { note: isClosedStage(deal.stage) ? `The deal is closed (${deal.stage}); no transition out of ${deal.stage} was ever observed.` : `No transition out of ${deal.stage} was observed yet.` } : {}),
+      ...(n === 0
+        ? {
+            note: isClosedStage(deal.stage)
+              ? `The deal is closed (${deal.stage}); no transition out of ${deal.stage} was ever observed.`
+              : `No transition out of ${deal.stage} was observed yet.`,
+          }
+        : {}),
       generated_at: ctx.now.toISOString(),
     };
   },
 });
 
-export const dealVerbs = [dealsSearch, dealsGet, dealsCreate, dealsPreviewCreate, dealsMoveStage, dealsPreviewMoveStage, dealsUpdate, dealsPreviewUpdate, dealsExplainStage, dealSuggestNextAction];
+export const dealVerbs = [
+  dealsSearch,
+  dealsGet,
+  dealsCreate,
+  dealsPreviewCreate,
+  dealsMoveStage,
+  dealsPreviewMoveStage,
+  dealsUpdate,
+  dealsPreviewUpdate,
+  dealsExplainStage,
+  dealSuggestNextAction,
+];

@@ -29,7 +29,14 @@ export function contactView(c: Contact): View {
     status: c.status,
     tags: c.tags,
     source: c.source,
-    address: { line1: c.address_line1, line2: c.address_line2, city: c.city, region: c.region, postal_code: c.postal_code, country: c.country },
+    address: {
+      line1: c.address_line1,
+      line2: c.address_line2,
+      city: c.city,
+      region: c.region,
+      postal_code: c.postal_code,
+      country: c.country,
+    },
     created_at: c.created_at,
     updated_at: c.updated_at,
     erased_at: c.erased_at,
@@ -37,11 +44,25 @@ export function contactView(c: Contact): View {
 }
 
 export function paymentMethodView(m: PaymentMethod): View {
-  return { id: m.id, type: m.type, brand: m.brand, last4: m.last4, exp_month: m.exp_month, exp_year: m.exp_year, is_default: m.is_default };
+  return {
+    id: m.id,
+    type: m.type,
+    brand: m.brand,
+    last4: m.last4,
+    exp_month: m.exp_month,
+    exp_year: m.exp_year,
+    is_default: m.is_default,
+  };
 }
 
 export function noteView(n: Note): View {
-  return { id: n.id, contact_id: n.contact_id, body: n.body, author_user_id: n.author_user_id, created_at: n.created_at };
+  return {
+    id: n.id,
+    contact_id: n.contact_id,
+    body: n.body,
+    author_user_id: n.author_user_id,
+    created_at: n.created_at,
+  };
 }
 
 export function dealView(d: Deal): View {
@@ -59,7 +80,13 @@ export function dealView(d: Deal): View {
 }
 
 export function stageChangeView(h: DealStageChange): View {
-  return { id: h.id, from_stage: h.from_stage, to_stage: h.to_stage, changed_at: h.changed_at, changed_by_user_id: h.changed_by_user_id };
+  return {
+    id: h.id,
+    from_stage: h.from_stage,
+    to_stage: h.to_stage,
+    changed_at: h.changed_at,
+    changed_by_user_id: h.changed_by_user_id,
+  };
 }
 
 export function appointmentView(a: Appointment): View {
@@ -96,7 +123,14 @@ export function invoiceView(i: Invoice): View {
 }
 
 export function invoiceLineView(l: InvoiceLine): View {
-  return { id: l.id, part_id: l.part_id, description: l.description, quantity: l.quantity, unit_price_cents: l.unit_price_cents, amount_cents: l.amount_cents };
+  return {
+    id: l.id,
+    part_id: l.part_id,
+    description: l.description,
+    quantity: l.quantity,
+    unit_price_cents: l.unit_price_cents,
+    amount_cents: l.amount_cents,
+  };
 }
 
 export function paymentView(p: Payment): View {
@@ -117,7 +151,16 @@ export function paymentView(p: Payment): View {
 }
 
 export function refundView(r: Refund): View {
-  return { id: r.id, payment_id: r.payment_id, refund_ref: r.refund_ref, amount_cents: r.amount_cents, fee_refunded_cents: r.fee_refunded_cents, reason: r.reason, created_by_user_id: r.created_by_user_id, created_at: r.created_at };
+  return {
+    id: r.id,
+    payment_id: r.payment_id,
+    refund_ref: r.refund_ref,
+    amount_cents: r.amount_cents,
+    fee_refunded_cents: r.fee_refunded_cents,
+    reason: r.reason,
+    created_by_user_id: r.created_by_user_id,
+    created_at: r.created_at,
+  };
 }
 
 export function partView(p: Part): View {
@@ -137,7 +180,13 @@ export function partView(p: Part): View {
 }
 
 export function partUsageView(u: PartUsage): View {
-  return { id: u.id, appointment_id: u.appointment_id, part_id: u.part_id, quantity: u.quantity, used_at: u.used_at };
+  return {
+    id: u.id,
+    appointment_id: u.appointment_id,
+    part_id: u.part_id,
+    quantity: u.quantity,
+    used_at: u.used_at,
+  };
 }
 
 export function emailView(e: EmailMessage): View {
@@ -155,15 +204,41 @@ export function emailView(e: EmailMessage): View {
 }
 
 export function kbArticleView(a: KbArticle, withBody = true): View {
-  return { id: a.id, slug: a.slug, title: a.title, tags: a.tags, ...(withBody ? { body: a.body } : { excerpt: a.body.length > 200 ? `${a.body.slice(0, 197)}...` : a.body }), updated_at: a.updated_at };
+  return {
+    id: a.id,
+    slug: a.slug,
+    title: a.title,
+    tags: a.tags,
+    ...(withBody
+      ? { body: a.body }
+      : { excerpt: a.body.length > 200 ? `${a.body.slice(0, 197)}...` : a.body }),
+    updated_at: a.updated_at,
+  };
 }
 
 export function employeeView(e: Employee): View {
-  return { user_id: e.user_id, name: e.name, email: e.email, phone: e.phone, role: e.role, title: e.title, active: e.active, hired_at: e.hired_at };
+  return {
+    user_id: e.user_id,
+    name: e.name,
+    email: e.email,
+    phone: e.phone,
+    role: e.role,
+    title: e.title,
+    active: e.active,
+    hired_at: e.hired_at,
+  };
 }
 
 export function subscriptionView(s: Subscription): View {
-  return { id: s.id, tier: s.tier, status: s.status, seats: s.seats, monthly_price_cents: s.monthly_price_cents, started_at: s.started_at, renews_at: s.renews_at };
+  return {
+    id: s.id,
+    tier: s.tier,
+    status: s.status,
+    seats: s.seats,
+    monthly_price_cents: s.monthly_price_cents,
+    started_at: s.started_at,
+    renews_at: s.renews_at,
+  };
 }
 
 export function dropletView(d: Droplet): View {

@@ -15,16 +15,27 @@ import { listContactInvoices } from '../data/invoices.ts';
 import { num } from '../data/row-values.ts';
 import { searchPayments } from '../data/payments.ts';
 import { defineBusinessVerb } from './business-verb.ts';
-import { appointmentView, contactView, dealView, emailView, invoiceView, noteView, paymentMethodView, paymentView } from './entity-views.ts';
+import {
+  appointmentView,
+  contactView,
+  dealView,
+  emailView,
+  invoiceView,
+  noteView,
+  paymentMethodView,
+  paymentView,
+} from './entity-views.ts';
 import { idProp, objectSchema } from './input-schema.ts';
 
-const eraseInput = objectSchema({ contact_id: idProp('The contact whose personal data is erased.') }, ['contact_id']);
+const eraseInput = objectSchema({ contact_id: idProp('The contact whose personal data is erased.') }, [
+  'contact_id',
+]);
 
 export const gdprDeleteContact = defineBusinessVerb<{ contact_id: number }>({
   name: 'gdpr_delete_contact',
   title: 'Erase a contact (GDPR)',
   description:
-    "Erase a contact's personal data for a GDPR / privacy request: name, email, phone, address, tags, notes, visit notes, stored payment methods and emails are removed or redacted; invoices and payments are kept (legal retention) under \"Erased contact #<id>\". IRREVERSIBLE: only the owner, with the typed phrase shown, e.g. \"DELETE CONTACT 4242 PERMANENTLY\"; audit.revert cannot undo it. Preview with gdpr.preview_delete_contact; export first with gdpr.export_contact_data if the person asked for a copy.",
+    'Erase a contact\'s personal data for a GDPR / privacy request: name, email, phone, address, tags, notes, visit notes, stored payment methods and emails are removed or redacted; invoices and payments are kept (legal retention) under "Erased contact #<id>". IRREVERSIBLE: only the owner, with the typed phrase shown, e.g. "DELETE CONTACT 4242 PERMANENTLY"; audit.revert cannot undo it. Preview with gdpr.preview_delete_contact; export first with gdpr.export_contact_data if the person asked for a copy.',
   shape: 'receipt',
   category: 'gdpr',
   consent: 'IRREVERSIBLE',
@@ -36,7 +47,12 @@ export const gdprDeleteContact = defineBusinessVerb<{ contact_id: number }>({
   async handler(ctx, args) {
     const erased = await eraseContact(ctx.db, ctx.principal.company_id, args.contact_id, ctx.now);
     ctx.setEntity('contact', args.contact_id);
-    ctx.emit({ type: 'contact.erased', entity_type: 'contact', entity_id: args.contact_id, payload: { ...erased } });
+    ctx.emit({
+      type: 'contact.erased',
+      entity_type: 'contact',
+      entity_id: args.contact_id,
+      payload: { ...erased },
+    });
     return { status: 'erased', ...erased };
   },
 });
@@ -44,7 +60,8 @@ export const gdprDeleteContact = defineBusinessVerb<{ contact_id: number }>({
 export const gdprPreviewDeleteContact = defineBusinessVerb<{ contact_id: number }>({
   name: 'gdpr.preview_delete_contact',
   title: 'Preview a GDPR erasure',
-  description: 'Show what gdpr_delete_contact would erase and keep for a contact (counts of notes, payment methods, emails, visit notes; invoices and payments retained), without erasing. It cannot be undone: reversible is false.',
+  description:
+    'Show what gdpr_delete_contact would erase and keep for a contact (counts of notes, payment methods, emails, visit notes; invoices and payments retained), without erasing. It cannot be undone: reversible is false.',
   shape: 'preview',
   category: 'gdpr',
   input: eraseInput,
@@ -58,12 +75,37 @@ export const gdprPreviewDeleteContact = defineBusinessVerb<{ contact_id: number 
       await listPaymentMethods(ctx.db, c, contact.id),
       await listContactAppointments(ctx.db, c, contact.id, 100_000),
       await listContactInvoices(ctx.db, c, contact.id),
-      await (contact.email === null ? Promise.resolve(0) : ctx.db.get<{ n: unknown }>('SELECT COUNT(*) AS n FROM email_outbox WHERE company_id = ? AND lower(to_address) = lower(?)', [c, contact.email]).then((r) => num(r?.n))),
+      await (contact.email === null
+        ? Promise.resolve(0)
+        : ctx.db
+            .get<{ n: unknown }>(
+              'SELECT COUNT(*) AS n FROM email_outbox WHERE company_id = ? AND lower(to_address) = lower(?)',
+              [c, contact.email],
+            )
+            .then((r) => num(r?.n))),
       await searchPayments(ctx.db, c, { contact_id: contact.id, limit: 1 }).then((p) => p.total),
     ];
     return {
-      current: { contact_id: contact.id, name: contact.name, email: contact.email, phone: contact.phone, city: contact.city, tags: contact.tags, status: contact.status, erased_at: null },
-      projected: { contact_id: contact.id, name: `Erased contact #${contact.id}`, email: null, phone: null, city: null, tags: [], status: 'inactive', erased_at: ctx.now.toISOString() },
+      current: {
+        contact_id: contact.id,
+        name: contact.name,
+        email: contact.email,
+        phone: contact.phone,
+        city: contact.city,
+        tags: contact.tags,
+        status: contact.status,
+        erased_at: null,
+      },
+      projected: {
+        contact_id: contact.id,
+        name: `Erased contact #${contact.id}`,
+        email: null,
+        phone: null,
+        city: null,
+        tags: [],
+        status: 'inactive',
+        erased_at: ctx.now.toISOString(),
+      },
       delta: {
         notes_redacted: notes.length,
         payment_methods_removed: methods.length,
@@ -81,7 +123,8 @@ export const gdprPreviewDeleteContact = defineBusinessVerb<{ contact_id: number 
 export const gdprExportContactData = defineBusinessVerb<{ contact_id: number }>({
   name: 'gdpr.export_contact_data',
   title: 'Export a contact’s data (GDPR)',
-  description: 'Everything the company holds about one person, for a data-subject access request: the contact record, notes, stored payment methods (brand and last 4 only), visits, deals, invoices, payments and emails sent to them. Admin only.',
+  description:
+    'Everything the company holds about one person, for a data-subject access request: the contact record, notes, stored payment methods (brand and last 4 only), visits, deals, invoices, payments and emails sent to them. Admin only.',
   shape: 'aggregate',
   category: 'gdpr',
   role_floor: 'admin',

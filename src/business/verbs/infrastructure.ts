@@ -15,7 +15,13 @@
 import { formatCents } from '../../runtime/consent/typed-phrase.ts';
 import type { VerbContext } from '../../runtime/verb.ts';
 import { DomainError, invalidInput, notFound } from '../data/domain-error.ts';
-import { getDropletById, requireCompanyDroplet, resizeDroplet, scaleWorkers, type Droplet } from '../data/infrastructure.ts';
+import {
+  getDropletById,
+  requireCompanyDroplet,
+  resizeDroplet,
+  scaleWorkers,
+  type Droplet,
+} from '../data/infrastructure.ts';
 import { num } from '../data/row-values.ts';
 import { DROPLET_SIZE_NAMES, DROPLET_SIZES, type DropletSizeName } from '../schema.ts';
 import { defineBusinessVerb } from './business-verb.ts';
@@ -48,10 +54,17 @@ interface Diagnosis {
 
 /** Health verdict and recommendations for a droplet (pure; thresholds above). */
 export function diagnose(d: Droplet): Diagnosis {
-  const failing = (Object.entries(d.health) as Array<[string, boolean]>).filter(([, ok]) => !ok).map(([name]) => name);
+  const failing = (Object.entries(d.health) as Array<[string, boolean]>)
+    .filter(([, ok]) => !ok)
+    .map(([name]) => name);
   const max = DROPLET_SIZES[d.size].max_workers;
   const hot = Math.max(d.cpu_pct, d.memory_pct);
-  const overall = failing.includes('backend') || failing.includes('database') ? 'down' : failing.length > 0 || hot >= 90 || d.disk_pct >= 90 ? 'degraded' : 'healthy';
+  const overall =
+    failing.includes('backend') || failing.includes('database')
+      ? 'down'
+      : failing.length > 0 || hot >= 90 || d.disk_pct >= 90
+        ? 'degraded'
+        : 'healthy';
   const actions: Diagnosis['actions'] = [];
   const notes: string[] = [];
   if (failing.length > 0) notes.push(`Failing health checks: ${failing.join(', ')}.`);
@@ -59,19 +72,42 @@ export function diagnose(d: Droplet): Diagnosis {
   if (wanted > d.workers) {
     if (d.workers < max) {
       const delta = Math.min(max, wanted) - d.workers;
-      actions.push({ verb: 'infrastructure_scale_workers', args: { delta }, why: `queue depth ${d.queue_depth} needs about ${wanted} workers (${JOBS_PER_WORKER} jobs each)` });
+      actions.push({
+        verb: 'infrastructure_scale_workers',
+        args: { delta },
+        why: `queue depth ${d.queue_depth} needs about ${wanted} workers (${JOBS_PER_WORKER} jobs each)`,
+      });
       notes.push(`Queue backlog of ${d.queue_depth} jobs: scale celery workers by +${delta}.`);
     } else if (nextSize(d.size) !== undefined) {
-      actions.push({ verb: 'infrastructure_resize', args: { size: nextSize(d.size) }, why: `the ${d.size} size runs at most ${max} workers` });
-      notes.push(`Queue backlog of ${d.queue_depth} jobs and ${d.size} is at its worker limit: resize to ${nextSize(d.size)}.`);
+      actions.push({
+        verb: 'infrastructure_resize',
+        args: { size: nextSize(d.size) },
+        why: `the ${d.size} size runs at most ${max} workers`,
+      });
+      notes.push(
+        `Queue backlog of ${d.queue_depth} jobs and ${d.size} is at its worker limit: resize to ${nextSize(d.size)}.`,
+      );
     }
   }
-  if (hot >= RESOURCE_ALERT_PCT && nextSize(d.size) !== undefined && !actions.some((a) => a.verb === 'infrastructure_resize')) {
-    actions.push({ verb: 'infrastructure_resize', args: { size: nextSize(d.size) }, why: `CPU ${d.cpu_pct}% / memory ${d.memory_pct}%` });
+  if (
+    hot >= RESOURCE_ALERT_PCT &&
+    nextSize(d.size) !== undefined &&
+    !actions.some((a) => a.verb === 'infrastructure_resize')
+  ) {
+    actions.push({
+      verb: 'infrastructure_resize',
+      args: { size: nextSize(d.size) },
+      why: `CPU ${d.cpu_pct}% / memory ${d.memory_pct}%`,
+    });
     notes.push(`CPU ${d.cpu_pct}% and memory ${d.memory_pct}%: resize to ${nextSize(d.size)}.`);
   }
   if (d.disk_pct >= RESOURCE_ALERT_PCT) notes.push(`Disk at ${d.disk_pct}%: rotate logs and old backups.`);
-  return { overall, failing, recommendation: notes.length === 0 ? 'Healthy. No action recommended.' : notes.join(' '), actions };
+  return {
+    overall,
+    failing,
+    recommendation: notes.length === 0 ? 'Healthy. No action recommended.' : notes.join(' '),
+    actions,
+  };
 }
 
 export const infrastructureDiagnose = defineBusinessVerb<{ droplet_id?: number }>({
@@ -117,11 +153,29 @@ interface ResizeArgs {
   droplet_id?: number;
 }
 
-const resizeInput = objectSchema({ size: enumProp(DROPLET_SIZE_NAMES, 'Target size: SMALL (2 vCPU / 4 GB), MEDIUM (4 / 8), LARGE (8 / 16), XLARGE (8 / 32).'), droplet_id: idProp('Default: the company droplet.') }, ['size']);
+const resizeInput = objectSchema(
+  {
+    size: enumProp(
+      DROPLET_SIZE_NAMES,
+      'Target size: SMALL (2 vCPU / 4 GB), MEDIUM (4 / 8), LARGE (8 / 16), XLARGE (8 / 32).',
+    ),
+    droplet_id: idProp('Default: the company droplet.'),
+  },
+  ['size'],
+);
 
 function sizeFacts(size: DropletSizeName, workers: number): Record<string, unknown> {
   const s = DROPLET_SIZES[size];
-  return { size, size_slug: s.slug, vcpus: s.vcpus, memory_gb: s.memory_gb, disk_gb: s.disk_gb, monthly_price_cents: s.monthly_price_cents, workers, max_workers: s.max_workers };
+  return {
+    size,
+    size_slug: s.slug,
+    vcpus: s.vcpus,
+    memory_gb: s.memory_gb,
+    disk_gb: s.disk_gb,
+    monthly_price_cents: s.monthly_price_cents,
+    workers,
+    max_workers: s.max_workers,
+  };
 }
 
 export const infrastructureResize = defineBusinessVerb<ResizeArgs>({
@@ -137,13 +191,28 @@ export const infrastructureResize = defineBusinessVerb<ResizeArgs>({
   open_world: true,
   webmcp_surfaces: ['dashboard', 'developer'],
   phrase: (a) => `RESIZE droplet to ${a.size}`,
-  summary: (a) => `Resize the droplet to ${a.size} (${DROPLET_SIZES[a.size].slug}, ${formatCents(DROPLET_SIZES[a.size].monthly_price_cents)}/month).`,
+  summary: (a) =>
+    `Resize the droplet to ${a.size} (${DROPLET_SIZES[a.size].slug}, ${formatCents(DROPLET_SIZES[a.size].monthly_price_cents)}/month).`,
   async handler(ctx, args) {
     const d = await dropletOf(ctx, args.droplet_id);
-    const { previous_size, previous_size_slug, droplet } = await resizeDroplet(ctx.db, ctx.principal.company_id, d.id, args.size, ctx.now);
+    const { previous_size, previous_size_slug, droplet } = await resizeDroplet(
+      ctx.db,
+      ctx.principal.company_id,
+      d.id,
+      args.size,
+      ctx.now,
+    );
     ctx.setEntity('droplet', droplet.id);
-    ctx.emit({ type: 'droplet.resized', entity_type: 'droplet', entity_id: droplet.id, payload: { previous_size, previous_size_slug, size: droplet.size, size_slug: droplet.size_slug } });
-    ctx.setRollback(`infra:resize:${droplet.id}:${previous_size_slug}`, { droplet_id: droplet.id, previous_size });
+    ctx.emit({
+      type: 'droplet.resized',
+      entity_type: 'droplet',
+      entity_id: droplet.id,
+      payload: { previous_size, previous_size_slug, size: droplet.size, size_slug: droplet.size_slug },
+    });
+    ctx.setRollback(`infra:resize:${droplet.id}:${previous_size_slug}`, {
+      droplet_id: droplet.id,
+      previous_size,
+    });
     return {
       status: 'resized',
       droplet_id: droplet.id,
@@ -158,9 +227,30 @@ export const infrastructureResize = defineBusinessVerb<ResizeArgs>({
   revert: {
     async handler(ctx, original) {
       const r = original.rollback as { droplet_id: number; previous_size: DropletSizeName };
-      const { previous_size, droplet } = await resizeDroplet(ctx.db, ctx.principal.company_id, num(r.droplet_id), r.previous_size, ctx.now);
-      ctx.emit({ type: 'droplet.resized', entity_type: 'droplet', entity_id: droplet.id, payload: { previous_size, previous_size_slug: DROPLET_SIZES[previous_size].slug, size: droplet.size, size_slug: droplet.size_slug, revert_of: original.audit_id } });
-      return { revert_action: `resized droplet ${droplet.id} back from ${previous_size} to ${droplet.size} (${droplet.size_slug})`, size: droplet.size, size_slug: droplet.size_slug };
+      const { previous_size, droplet } = await resizeDroplet(
+        ctx.db,
+        ctx.principal.company_id,
+        num(r.droplet_id),
+        r.previous_size,
+        ctx.now,
+      );
+      ctx.emit({
+        type: 'droplet.resized',
+        entity_type: 'droplet',
+        entity_id: droplet.id,
+        payload: {
+          previous_size,
+          previous_size_slug: DROPLET_SIZES[previous_size].slug,
+          size: droplet.size,
+          size_slug: droplet.size_slug,
+          revert_of: original.audit_id,
+        },
+      });
+      return {
+        revert_action: `resized droplet ${droplet.id} back from ${previous_size} to ${droplet.size} (${droplet.size_slug})`,
+        size: droplet.size,
+        size_slug: droplet.size_slug,
+      };
     },
   },
 });
@@ -168,7 +258,8 @@ export const infrastructureResize = defineBusinessVerb<ResizeArgs>({
 export const infrastructurePreviewResize = defineBusinessVerb<ResizeArgs>({
   name: 'infrastructure.preview_resize',
   title: 'Preview a server resize',
-  description: 'Show the droplet before and after infrastructure_resize with the same arguments — vCPUs, memory, disk, worker limit and monthly price in cents — without resizing; refuses as the resize would (same_size, workers_out_of_range, no_managed_droplet).',
+  description:
+    'Show the droplet before and after infrastructure_resize with the same arguments — vCPUs, memory, disk, worker limit and monthly price in cents — without resizing; refuses as the resize would (same_size, workers_out_of_range, no_managed_droplet).',
   shape: 'preview',
   category: 'infrastructure',
   input: resizeInput,
@@ -177,14 +268,29 @@ export const infrastructurePreviewResize = defineBusinessVerb<ResizeArgs>({
   async handler(ctx, args) {
     const d = await dropletOf(ctx, args.droplet_id);
     const target = DROPLET_SIZES[args.size];
-    if (d.size === args.size) throw new DomainError('same_size', `droplet ${d.id} is already ${args.size} (${d.size_slug})`, 'Pick another size.');
-    if (d.workers > target.max_workers) throw new DomainError('workers_out_of_range', `droplet ${d.id} runs ${d.workers} workers; ${args.size} runs at most ${target.max_workers}`, `Scale workers down to ${target.max_workers} first.`);
+    if (d.size === args.size)
+      throw new DomainError(
+        'same_size',
+        `droplet ${d.id} is already ${args.size} (${d.size_slug})`,
+        'Pick another size.',
+      );
+    if (d.workers > target.max_workers)
+      throw new DomainError(
+        'workers_out_of_range',
+        `droplet ${d.id} runs ${d.workers} workers; ${args.size} runs at most ${target.max_workers}`,
+        `Scale workers down to ${target.max_workers} first.`,
+      );
     const current = DROPLET_SIZES[d.size];
     const up = DROPLET_SIZE_NAMES.indexOf(args.size) > DROPLET_SIZE_NAMES.indexOf(d.size);
     return {
       current: { droplet_id: d.id, ...sizeFacts(d.size, d.workers) },
       projected: { droplet_id: d.id, ...sizeFacts(args.size, d.workers) },
-      delta: { monthly_price_change_cents: target.monthly_price_cents - current.monthly_price_cents, vcpus: target.vcpus - current.vcpus, memory_gb: target.memory_gb - current.memory_gb, max_workers: target.max_workers - current.max_workers },
+      delta: {
+        monthly_price_change_cents: target.monthly_price_cents - current.monthly_price_cents,
+        vcpus: target.vcpus - current.vcpus,
+        memory_gb: target.memory_gb - current.memory_gb,
+        max_workers: target.max_workers - current.max_workers,
+      },
       reversible: infrastructureResize.revert !== undefined,
       rollback_handle_preview: `infra:resize:${d.id}:${d.size_slug}`,
       notes:
@@ -203,7 +309,16 @@ interface ScaleArgs {
 }
 
 const scaleInput = objectSchema(
-  { delta: { type: 'integer', minimum: -31, maximum: 31, description: 'Workers to add (> 0) or remove (< 0); never 0. The result stays within 1 and the size’s limit.' }, droplet_id: idProp('Default: the company droplet.') },
+  {
+    delta: {
+      type: 'integer',
+      minimum: -31,
+      maximum: 31,
+      description:
+        'Workers to add (> 0) or remove (< 0); never 0. The result stays within 1 and the size’s limit.',
+    },
+    droplet_id: idProp('Default: the company droplet.'),
+  },
   ['delta'],
 );
 
@@ -225,11 +340,32 @@ export const infrastructureScaleWorkers = defineBusinessVerb<ScaleArgs>({
   summary: (a) => `Scale celery workers by ${signed(a.delta)}.`,
   async handler(ctx, args) {
     const d = await dropletOf(ctx, args.droplet_id);
-    const { previous_workers, droplet } = await scaleWorkers(ctx.db, ctx.principal.company_id, d.id, args.delta, ctx.now);
+    const { previous_workers, droplet } = await scaleWorkers(
+      ctx.db,
+      ctx.principal.company_id,
+      d.id,
+      args.delta,
+      ctx.now,
+    );
     ctx.setEntity('droplet', droplet.id);
-    ctx.emit({ type: 'droplet.workers_scaled', entity_type: 'droplet', entity_id: droplet.id, payload: { previous_workers, workers: droplet.workers, delta: args.delta } });
-    ctx.setRollback(`infra:workers:${droplet.id}:${previous_workers}`, { droplet_id: droplet.id, previous_workers });
-    return { status: 'scaled', droplet_id: droplet.id, previous_workers, workers: droplet.workers, max_workers: DROPLET_SIZES[droplet.size].max_workers, queue_depth: droplet.queue_depth };
+    ctx.emit({
+      type: 'droplet.workers_scaled',
+      entity_type: 'droplet',
+      entity_id: droplet.id,
+      payload: { previous_workers, workers: droplet.workers, delta: args.delta },
+    });
+    ctx.setRollback(`infra:workers:${droplet.id}:${previous_workers}`, {
+      droplet_id: droplet.id,
+      previous_workers,
+    });
+    return {
+      status: 'scaled',
+      droplet_id: droplet.id,
+      previous_workers,
+      workers: droplet.workers,
+      max_workers: DROPLET_SIZES[droplet.size].max_workers,
+      queue_depth: droplet.queue_depth,
+    };
   },
   revert: {
     async handler(ctx, original) {
@@ -237,10 +373,30 @@ export const infrastructureScaleWorkers = defineBusinessVerb<ScaleArgs>({
       const c = ctx.principal.company_id;
       const d = await getDropletById(ctx.db, c, num(r.droplet_id));
       if (d === undefined) throw notFound('droplet', r.droplet_id);
-      if (d.workers === r.previous_workers) throw new DomainError('no_change', `droplet ${d.id} already runs ${d.workers} workers`);
-      const { previous_workers, droplet } = await scaleWorkers(ctx.db, c, d.id, r.previous_workers - d.workers, ctx.now);
-      ctx.emit({ type: 'droplet.workers_scaled', entity_type: 'droplet', entity_id: droplet.id, payload: { previous_workers, workers: droplet.workers, delta: droplet.workers - previous_workers, revert_of: original.audit_id } });
-      return { revert_action: `scaled celery workers back from ${previous_workers} to ${droplet.workers}`, workers: droplet.workers };
+      if (d.workers === r.previous_workers)
+        throw new DomainError('no_change', `droplet ${d.id} already runs ${d.workers} workers`);
+      const { previous_workers, droplet } = await scaleWorkers(
+        ctx.db,
+        c,
+        d.id,
+        r.previous_workers - d.workers,
+        ctx.now,
+      );
+      ctx.emit({
+        type: 'droplet.workers_scaled',
+        entity_type: 'droplet',
+        entity_id: droplet.id,
+        payload: {
+          previous_workers,
+          workers: droplet.workers,
+          delta: droplet.workers - previous_workers,
+          revert_of: original.audit_id,
+        },
+      });
+      return {
+        revert_action: `scaled celery workers back from ${previous_workers} to ${droplet.workers}`,
+        workers: droplet.workers,
+      };
     },
   },
 });
@@ -248,7 +404,8 @@ export const infrastructureScaleWorkers = defineBusinessVerb<ScaleArgs>({
 export const infrastructurePreviewScaleWorkers = defineBusinessVerb<ScaleArgs>({
   name: 'infrastructure.preview_scale_workers',
   title: 'Preview scaling workers',
-  description: 'Show the workers and queue capacity before and after infrastructure_scale_workers with the same arguments, without scaling; refuses as the scaling would (workers_out_of_range).',
+  description:
+    'Show the workers and queue capacity before and after infrastructure_scale_workers with the same arguments, without scaling; refuses as the scaling would (workers_out_of_range).',
   shape: 'preview',
   category: 'infrastructure',
   input: scaleInput,
@@ -259,10 +416,27 @@ export const infrastructurePreviewScaleWorkers = defineBusinessVerb<ScaleArgs>({
     const d = await dropletOf(ctx, args.droplet_id);
     const max = DROPLET_SIZES[d.size].max_workers;
     const next = d.workers + args.delta;
-    if (next < 1 || next > max) throw new DomainError('workers_out_of_range', `droplet ${d.id} would run ${next} workers; ${d.size} runs 1..${max}`, next > max ? 'Resize the droplet to a larger size first.' : 'Keep at least one worker.');
+    if (next < 1 || next > max)
+      throw new DomainError(
+        'workers_out_of_range',
+        `droplet ${d.id} would run ${next} workers; ${d.size} runs 1..${max}`,
+        next > max ? 'Resize the droplet to a larger size first.' : 'Keep at least one worker.',
+      );
     return {
-      current: { droplet_id: d.id, workers: d.workers, max_workers: max, queue_depth: d.queue_depth, queue_capacity: d.workers * JOBS_PER_WORKER },
-      projected: { droplet_id: d.id, workers: next, max_workers: max, queue_depth: d.queue_depth, queue_capacity: next * JOBS_PER_WORKER },
+      current: {
+        droplet_id: d.id,
+        workers: d.workers,
+        max_workers: max,
+        queue_depth: d.queue_depth,
+        queue_capacity: d.workers * JOBS_PER_WORKER,
+      },
+      projected: {
+        droplet_id: d.id,
+        workers: next,
+        max_workers: max,
+        queue_depth: d.queue_depth,
+        queue_capacity: next * JOBS_PER_WORKER,
+      },
       delta: { workers: args.delta },
       reversible: infrastructureScaleWorkers.revert !== undefined,
       rollback_handle_preview: `infra:workers:${d.id}:${d.workers}`,
@@ -277,7 +451,8 @@ export const infrastructurePreviewScaleWorkers = defineBusinessVerb<ScaleArgs>({
 export const infrastructureExplainDropletState = defineBusinessVerb<{ droplet_id?: number }>({
   name: 'infrastructure.explain_droplet_state',
   title: 'Explain the server state',
-  description: 'Explain how the managed server reached its current size and worker count: provisioning, every resize and worker scaling from the event log with who did it and when, refused attempts, and a plain-language reasoning with the current diagnosis.',
+  description:
+    'Explain how the managed server reached its current size and worker count: provisioning, every resize and worker scaling from the event log with who did it and when, refused attempts, and a plain-language reasoning with the current diagnosis.',
   shape: 'explain',
   category: 'infrastructure',
   input: objectSchema({ droplet_id: idProp('Default: the company droplet.') }),
@@ -286,13 +461,25 @@ export const infrastructureExplainDropletState = defineBusinessVerb<{ droplet_id
   async handler(ctx, args) {
     const d = await dropletOf(ctx, args.droplet_id);
     ctx.setEntity('droplet', d.id);
-    const chain = await buildCausalChain(ctx.db, ctx.principal.company_id, { type: 'droplet', id: d.id, verbs: ['infrastructure_resize', 'infrastructure_scale_workers'] }, [{ type: 'droplet', ids: [d.id] }]);
+    const chain = await buildCausalChain(
+      ctx.db,
+      ctx.principal.company_id,
+      { type: 'droplet', id: d.id, verbs: ['infrastructure_resize', 'infrastructure_scale_workers'] },
+      [{ type: 'droplet', ids: [d.id] }],
+    );
     const dx = diagnose(d);
     const events = chain.filter((i) => i.source === 'event');
-    const parts = [`Droplet ${d.id} (${d.name}) is ${d.size} (${d.size_slug}) in ${d.region} with ${d.workers} celery worker(s); it is ${dx.overall}.`];
+    const parts = [
+      `Droplet ${d.id} (${d.name}) is ${d.size} (${d.size_slug}) in ${d.region} with ${d.workers} celery worker(s); it is ${dx.overall}.`,
+    ];
     for (const e of events) parts.push(`${e.timestamp}: ${e.detail} (${describeActor(e.actor)}).`);
-    const refused = chain.filter((i) => i.source === 'audit' && (i.status === 'denied' || i.status === 'failed'));
-    if (refused.length > 0) parts.push(`${refused.length} attempt(s) were refused or failed: ${[...new Set(refused.map((r) => `${r.action} ${r.detail}`))].join('; ')}.`);
+    const refused = chain.filter(
+      (i) => i.source === 'audit' && (i.status === 'denied' || i.status === 'failed'),
+    );
+    if (refused.length > 0)
+      parts.push(
+        `${refused.length} attempt(s) were refused or failed: ${[...new Set(refused.map((r) => `${r.action} ${r.detail}`))].join('; ')}.`,
+      );
     parts.push(dx.recommendation);
     return {
       entity_id: d.id,

@@ -9,7 +9,12 @@ import type { JsonSchema } from '../../spec/types.ts';
 
 /** An object schema: every listed property, the required ones, nothing else accepted. */
 export function objectSchema(properties: Record<string, JsonSchema>, required: string[] = []): JsonSchema {
-  return { type: 'object', properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false };
+  return {
+    type: 'object',
+    properties,
+    ...(required.length > 0 ? { required } : {}),
+    additionalProperties: false,
+  };
 }
 
 /** A positive integer id of an entity of this tenant. */
@@ -19,7 +24,12 @@ export function idProp(description: string): JsonSchema {
 
 /** An amount of money in integer cents (USD), at least `minimum` (default 1). */
 export function centsProp(description: string, minimum = 1): JsonSchema {
-  return { type: 'integer', minimum, maximum: 100_000_000_00, description: `${description} Integer cents (USD): 5000 is $50.00.` };
+  return {
+    type: 'integer',
+    minimum,
+    maximum: 100_000_000_00,
+    description: `${description} Integer cents (USD): 5000 is $50.00.`,
+  };
 }
 
 /** An ISO-8601 time that carries its offset (`Z` or ±hh:mm). */
@@ -44,6 +54,18 @@ export function enumProp(values: readonly string[], description: string): JsonSc
 
 /** `limit` and `offset` of a paged search (limit 1..200, default 25). */
 export const PAGE_PROPS: Readonly<Record<string, JsonSchema>> = {
-  limit: { type: 'integer', minimum: 1, maximum: 200, default: 25, description: 'Most items to return (1..200, default 25).' },
-  offset: { type: 'integer', minimum: 0, maximum: 1_000_000, default: 0, description: 'Items to skip, for the next page use next_offset from the previous answer.' },
+  limit: {
+    type: 'integer',
+    minimum: 1,
+    maximum: 200,
+    default: 25,
+    description: 'Most items to return (1..200, default 25).',
+  },
+  offset: {
+    type: 'integer',
+    minimum: 0,
+    maximum: 1_000_000,
+    default: 0,
+    description: 'Items to skip, for the next page use next_offset from the previous answer.',
+  },
 };

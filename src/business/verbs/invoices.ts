@@ -13,7 +13,16 @@ import { getContact, requireContact } from '../data/contacts.ts';
 import { DomainError, notFound } from '../data/domain-error.ts';
 import { getPart } from '../data/inventory.ts';
 import { DAY_MS, isoTime, normalizeTime } from '../data/iso-time.ts';
-import { createInvoice, issueInvoice, listInvoiceLines, requireInvoice, restoreInvoiceState, searchInvoices, voidInvoice, type NewInvoiceLine } from '../data/invoices.ts';
+import {
+  createInvoice,
+  issueInvoice,
+  listInvoiceLines,
+  requireInvoice,
+  restoreInvoiceState,
+  searchInvoices,
+  voidInvoice,
+  type NewInvoiceLine,
+} from '../data/invoices.ts';
 import { listInvoicePayments } from '../data/payments.ts';
 import { num } from '../data/row-values.ts';
 import { requireAppointment } from '../data/appointments.ts';
@@ -27,7 +36,15 @@ import { centsProp, enumProp, idProp, objectSchema, PAGE_PROPS, textProp, timePr
 // ---------------------------------------------------------------------------------------------
 // Read
 
-export const invoicesSearch = defineBusinessVerb<{ status?: InvoiceStatus; contact_id?: number; overdue?: boolean; issued_from?: string; issued_to?: string; limit?: number; offset?: number }>({
+export const invoicesSearch = defineBusinessVerb<{
+  status?: InvoiceStatus;
+  contact_id?: number;
+  overdue?: boolean;
+  issued_from?: string;
+  issued_to?: string;
+  limit?: number;
+  offset?: number;
+}>({
   name: 'invoices.search',
   title: 'Search invoices',
   description:
@@ -45,15 +62,24 @@ export const invoicesSearch = defineBusinessVerb<{ status?: InvoiceStatus; conta
   idempotent: true,
   webmcp_surfaces: ['dashboard'],
   async handler(ctx, args) {
-    const page = await searchInvoices(ctx.db, ctx.principal.company_id, { ...args, ...(args.overdue === true ? { now: ctx.now } : {}) });
-    return collectionResult('invoices', { ...page, items: page.items.map(invoiceView) }, args as Record<string, unknown>, ctx.now);
+    const page = await searchInvoices(ctx.db, ctx.principal.company_id, {
+      ...args,
+      ...(args.overdue === true ? { now: ctx.now } : {}),
+    });
+    return collectionResult(
+      'invoices',
+      { ...page, items: page.items.map(invoiceView) },
+      args as Record<string, unknown>,
+      ctx.now,
+    );
   },
 });
 
 export const invoicesGet = defineBusinessVerb<{ invoice_id: number }>({
   name: 'invoices.get',
   title: 'Invoice with lines and payments',
-  description: 'One invoice with its customer, line items and payments (charge references, amounts, refunds). Use the number and balance_cents for charge_invoice.',
+  description:
+    'One invoice with its customer, line items and payments (charge references, amounts, refunds). Use the number and balance_cents for charge_invoice.',
   shape: 'aggregate',
   category: 'invoices',
   input: objectSchema({ invoice_id: idProp('The invoice id (not its number).') }, ['invoice_id']),
@@ -63,11 +89,19 @@ export const invoicesGet = defineBusinessVerb<{ invoice_id: number }>({
     const c = ctx.principal.company_id;
     const invoice = await requireInvoice(ctx.db, c, args.invoice_id);
     ctx.setEntity('invoice', invoice.id);
-    const [lines, payments, contact] = [await listInvoiceLines(ctx.db, c, invoice.id), await listInvoicePayments(ctx.db, c, invoice.id), await getContact(ctx.db, c, invoice.contact_id)];
+    const [lines, payments, contact] = [
+      await listInvoiceLines(ctx.db, c, invoice.id),
+      await listInvoicePayments(ctx.db, c, invoice.id),
+      await getContact(ctx.db, c, invoice.contact_id),
+    ];
     return {
       entity_id: invoice.id,
       entity_type: 'invoice',
-      data: { ...invoiceView(invoice), customer_name: contact?.name ?? null, lines: lines.map(invoiceLineView) },
+      data: {
+        ...invoiceView(invoice),
+        customer_name: contact?.name ?? null,
+        lines: lines.map(invoiceLineView),
+      },
       relations: [
         ...(contact !== undefined ? [{ type: 'customer', id: contact.id, name: contact.name }] : []),
         ...payments.map((p) => ({ type: 'payment', ...paymentView(p) })),
@@ -107,7 +141,11 @@ const createInput = objectSchema(
         ['description', 'quantity', 'unit_price_cents'],
       ),
     },
-    issue: { type: 'boolean', default: false, description: 'Issue it at once (status open) instead of leaving a draft.' },
+    issue: {
+      type: 'boolean',
+      default: false,
+      description: 'Issue it at once (status open) instead of leaving a draft.',
+    },
     due_at: timeProp('Due date; default 30 days after issue.'),
   },
   ['contact_id', 'lines'],
@@ -123,21 +161,59 @@ export const invoicesCreate = defineBusinessVerb<CreateArgs>({
   consent: 'WRITE_REVERSIBLE',
   preview: 'invoices.preview_create',
   input: createInput,
-  summary: (a) => `Invoice contact ${a.contact_id} for ${formatCents(a.lines.reduce((s, l) => s + l.quantity * l.unit_price_cents, 0))}${a.issue ? ' and issue it' : ' (draft)'}.`,
+  summary: (a) =>
+    `Invoice contact ${a.contact_id} for ${formatCents(a.lines.reduce((s, l) => s + l.quantity * l.unit_price_cents, 0))}${a.issue ? ' and issue it' : ' (draft)'}.`,
   async handler(ctx, args) {
     const { invoice, lines } = await createInvoice(ctx.db, ctx.principal.company_id, args, ctx.now);
     ctx.setEntity('invoice', invoice.id);
-    ctx.emit({ type: 'invoice.created', entity_type: 'invoice', entity_id: invoice.id, payload: { contact_id: invoice.contact_id, number: invoice.number, amount_cents: invoice.amount_cents, issued: invoice.status === 'open' } });
+    ctx.emit({
+      type: 'invoice.created',
+      entity_type: 'invoice',
+      entity_id: invoice.id,
+      payload: {
+        contact_id: invoice.contact_id,
+        number: invoice.number,
+        amount_cents: invoice.amount_cents,
+        issued: invoice.status === 'open',
+      },
+    });
     if (invoice.status === 'open') {
-      ctx.emit({ type: 'invoice.issued', entity_type: 'invoice', entity_id: invoice.id, payload: { contact_id: invoice.contact_id, number: invoice.number, amount_cents: invoice.amount_cents, due_at: invoice.due_at, appointment_id: invoice.appointment_id } });
+      ctx.emit({
+        type: 'invoice.issued',
+        entity_type: 'invoice',
+        entity_id: invoice.id,
+        payload: {
+          contact_id: invoice.contact_id,
+          number: invoice.number,
+          amount_cents: invoice.amount_cents,
+          due_at: invoice.due_at,
+          appointment_id: invoice.appointment_id,
+        },
+      });
     }
     ctx.setRollback(`invoice:create:${invoice.id}`, { invoice_id: invoice.id });
-    return { status: invoice.status === 'open' ? 'issued' : 'draft', invoice_id: invoice.id, number: invoice.number, invoice: invoiceView(invoice), lines: lines.map(invoiceLineView) };
+    return {
+      status: invoice.status === 'open' ? 'issued' : 'draft',
+      invoice_id: invoice.id,
+      number: invoice.number,
+      invoice: invoiceView(invoice),
+      lines: lines.map(invoiceLineView),
+    };
   },
   revert: {
     async handler(ctx, original) {
-      const { invoice } = await voidInvoice(ctx.db, ctx.principal.company_id, num(original.rollback.invoice_id), ctx.now);
-      ctx.emit({ type: 'invoice.voided', entity_type: 'invoice', entity_id: invoice.id, payload: { contact_id: invoice.contact_id, number: invoice.number, revert_of: original.audit_id } });
+      const { invoice } = await voidInvoice(
+        ctx.db,
+        ctx.principal.company_id,
+        num(original.rollback.invoice_id),
+        ctx.now,
+      );
+      ctx.emit({
+        type: 'invoice.voided',
+        entity_type: 'invoice',
+        entity_id: invoice.id,
+        payload: { contact_id: invoice.contact_id, number: invoice.number, revert_of: original.audit_id },
+      });
       return { revert_action: `voided invoice #${invoice.number}` };
     },
   },
@@ -146,7 +222,8 @@ export const invoicesCreate = defineBusinessVerb<CreateArgs>({
 export const invoicesPreviewCreate = defineBusinessVerb<CreateArgs>({
   name: 'invoices.preview_create',
   title: 'Preview an invoice',
-  description: 'Show the invoice invoices.create would write (amount, lines, status, due date) and what the customer already owes, without writing. Same arguments.',
+  description:
+    'Show the invoice invoices.create would write (amount, lines, status, due date) and what the customer already owes, without writing. Same arguments.',
   shape: 'preview',
   category: 'invoices',
   input: createInput,
@@ -155,22 +232,45 @@ export const invoicesPreviewCreate = defineBusinessVerb<CreateArgs>({
     const c = ctx.principal.company_id;
     const contact = await requireContact(ctx.db, c, args.contact_id);
     if (args.appointment_id !== undefined) await requireAppointment(ctx.db, c, args.appointment_id);
-    for (const l of args.lines) if (l.part_id !== undefined && l.part_id !== null && (await getPart(ctx.db, c, l.part_id)) === undefined) throw notFound('part', l.part_id);
+    for (const l of args.lines)
+      if (
+        l.part_id !== undefined &&
+        l.part_id !== null &&
+        (await getPart(ctx.db, c, l.part_id)) === undefined
+      )
+        throw notFound('part', l.part_id);
     const amount = args.lines.reduce((s, l) => s + l.quantity * l.unit_price_cents, 0);
-    const open = (await searchInvoices(ctx.db, c, { contact_id: contact.id, limit: 200 })).items.filter((i) => i.balance_cents > 0);
+    const open = (await searchInvoices(ctx.db, c, { contact_id: contact.id, limit: 200 })).items.filter(
+      (i) => i.balance_cents > 0,
+    );
     const owed = open.reduce((s, i) => s + i.balance_cents, 0);
     const issue = args.issue === true;
     return {
-      current: { customer: { id: contact.id, name: contact.name }, outstanding_cents: owed, open_invoices: open.length },
+      current: {
+        customer: { id: contact.id, name: contact.name },
+        outstanding_cents: owed,
+        open_invoices: open.length,
+      },
       projected: {
         customer: { id: contact.id, name: contact.name },
         outstanding_cents: owed + (issue ? amount : 0),
         open_invoices: open.length + (issue ? 1 : 0),
-        invoice: { status: issue ? 'open' : 'draft', amount_cents: amount, lines: args.lines.length, due_at: issue ? (args.due_at !== undefined ? normalizeTime(args.due_at, 'due_at') : isoTime(new Date(ctx.now.getTime() + 30 * DAY_MS))) : null },
+        invoice: {
+          status: issue ? 'open' : 'draft',
+          amount_cents: amount,
+          lines: args.lines.length,
+          due_at: issue
+            ? args.due_at !== undefined
+              ? normalizeTime(args.due_at, 'due_at')
+              : isoTime(new Date(ctx.now.getTime() + 30 * DAY_MS))
+            : null,
+        },
       },
       delta: { amount_cents: amount, outstanding_change_cents: issue ? amount : 0 },
       reversible: invoicesCreate.revert !== undefined,
-      notes: issue ? 'The invoice is issued at once and becomes payable.' : 'A draft is not payable until invoices.issue.',
+      notes: issue
+        ? 'The invoice is issued at once and becomes payable.'
+        : 'A draft is not payable until invoices.issue.',
     };
   },
 });
@@ -183,12 +283,16 @@ interface IssueArgs {
   due_at?: string;
 }
 
-const issueInput = objectSchema({ invoice_id: idProp('The draft invoice.'), due_at: timeProp('Due date; default 30 days from now.') }, ['invoice_id']);
+const issueInput = objectSchema(
+  { invoice_id: idProp('The draft invoice.'), due_at: timeProp('Due date; default 30 days from now.') },
+  ['invoice_id'],
+);
 
 export const invoicesIssue = defineBusinessVerb<IssueArgs>({
   name: 'invoices.issue',
   title: 'Issue an invoice',
-  description: 'Issue a draft invoice: it becomes open (payable) with a due date (default 30 days). Refused with invoice_not_draft for anything but a draft. Reversible: audit.revert turns it back into a draft while nothing was paid. Preview with invoices.preview_issue.',
+  description:
+    'Issue a draft invoice: it becomes open (payable) with a due date (default 30 days). Refused with invoice_not_draft for anything but a draft. Reversible: audit.revert turns it back into a draft while nothing was paid. Preview with invoices.preview_issue.',
   shape: 'receipt',
   category: 'invoices',
   consent: 'WRITE_REVERSIBLE',
@@ -200,15 +304,49 @@ export const invoicesIssue = defineBusinessVerb<IssueArgs>({
     const before = await requireInvoice(ctx.db, c, args.invoice_id);
     const { invoice } = await issueInvoice(ctx.db, c, args.invoice_id, ctx.now, args.due_at);
     ctx.setEntity('invoice', invoice.id);
-    ctx.emit({ type: 'invoice.issued', entity_type: 'invoice', entity_id: invoice.id, payload: { contact_id: invoice.contact_id, number: invoice.number, amount_cents: invoice.amount_cents, due_at: invoice.due_at, appointment_id: invoice.appointment_id } });
-    ctx.setRollback(`invoice:issue:${invoice.id}`, { invoice_id: invoice.id, previous: { status: before.status, issued_at: before.issued_at, due_at: before.due_at } });
-    return { status: 'issued', invoice_id: invoice.id, number: invoice.number, due_at: invoice.due_at, amount_cents: invoice.amount_cents };
+    ctx.emit({
+      type: 'invoice.issued',
+      entity_type: 'invoice',
+      entity_id: invoice.id,
+      payload: {
+        contact_id: invoice.contact_id,
+        number: invoice.number,
+        amount_cents: invoice.amount_cents,
+        due_at: invoice.due_at,
+        appointment_id: invoice.appointment_id,
+      },
+    });
+    ctx.setRollback(`invoice:issue:${invoice.id}`, {
+      invoice_id: invoice.id,
+      previous: { status: before.status, issued_at: before.issued_at, due_at: before.due_at },
+    });
+    return {
+      status: 'issued',
+      invoice_id: invoice.id,
+      number: invoice.number,
+      due_at: invoice.due_at,
+      amount_cents: invoice.amount_cents,
+    };
   },
   revert: {
     async handler(ctx, original) {
-      const r = original.rollback as { invoice_id: number; previous: { status: InvoiceStatus; issued_at: string | null; due_at: string | null } };
-      const { invoice } = await restoreInvoiceState(ctx.db, ctx.principal.company_id, r.invoice_id, r.previous, ctx.now);
-      ctx.emit({ type: 'invoice.reopened', entity_type: 'invoice', entity_id: invoice.id, payload: { number: invoice.number, status: invoice.status, revert_of: original.audit_id } });
+      const r = original.rollback as {
+        invoice_id: number;
+        previous: { status: InvoiceStatus; issued_at: string | null; due_at: string | null };
+      };
+      const { invoice } = await restoreInvoiceState(
+        ctx.db,
+        ctx.principal.company_id,
+        r.invoice_id,
+        r.previous,
+        ctx.now,
+      );
+      ctx.emit({
+        type: 'invoice.reopened',
+        entity_type: 'invoice',
+        entity_id: invoice.id,
+        payload: { number: invoice.number, status: invoice.status, revert_of: original.audit_id },
+      });
       return { revert_action: `turned invoice #${invoice.number} back into a ${invoice.status}` };
     },
   },
@@ -224,11 +362,33 @@ export const invoicesPreviewIssue = defineBusinessVerb<IssueArgs>({
   idempotent: true,
   async handler(ctx, args) {
     const invoice = await requireInvoice(ctx.db, ctx.principal.company_id, args.invoice_id);
-    if (invoice.status !== 'draft') throw new DomainError('invoice_not_draft', `invoice ${invoice.id} is ${invoice.status}, not a draft`, 'Only drafts can be issued.');
-    const due = args.due_at !== undefined ? normalizeTime(args.due_at, 'due_at') : (invoice.due_at ?? isoTime(new Date(ctx.now.getTime() + 30 * DAY_MS)));
+    if (invoice.status !== 'draft')
+      throw new DomainError(
+        'invoice_not_draft',
+        `invoice ${invoice.id} is ${invoice.status}, not a draft`,
+        'Only drafts can be issued.',
+      );
+    const due =
+      args.due_at !== undefined
+        ? normalizeTime(args.due_at, 'due_at')
+        : (invoice.due_at ?? isoTime(new Date(ctx.now.getTime() + 30 * DAY_MS)));
     return {
-      current: { invoice_id: invoice.id, number: invoice.number, status: 'draft', issued_at: null, due_at: invoice.due_at, balance_cents: invoice.balance_cents },
-      projected: { invoice_id: invoice.id, number: invoice.number, status: 'open', issued_at: ctx.now.toISOString(), due_at: due, balance_cents: invoice.amount_cents },
+      current: {
+        invoice_id: invoice.id,
+        number: invoice.number,
+        status: 'draft',
+        issued_at: null,
+        due_at: invoice.due_at,
+        balance_cents: invoice.balance_cents,
+      },
+      projected: {
+        invoice_id: invoice.id,
+        number: invoice.number,
+        status: 'open',
+        issued_at: ctx.now.toISOString(),
+        due_at: due,
+        balance_cents: invoice.amount_cents,
+      },
       delta: { status: 'draft → open', receivable_change_cents: invoice.amount_cents },
       reversible: invoicesIssue.revert !== undefined,
       notes: 'Once issued the customer can pay it; audit.revert makes it a draft again while unpaid.',
@@ -239,12 +399,15 @@ export const invoicesPreviewIssue = defineBusinessVerb<IssueArgs>({
 // ---------------------------------------------------------------------------------------------
 // Void
 
-const voidInput = objectSchema({ invoice_id: idProp('The invoice to void (no payments on it).') }, ['invoice_id']);
+const voidInput = objectSchema({ invoice_id: idProp('The invoice to void (no payments on it).') }, [
+  'invoice_id',
+]);
 
 export const invoicesVoid = defineBusinessVerb<{ invoice_id: number }>({
   name: 'invoices.void',
   title: 'Void an invoice',
-  description: 'Void an invoice that has no payments (a mistake, a duplicate); it stops being payable and leaves the receivables. Refused with invoice_has_payments when something was paid (refund instead). Reversible with audit.revert. Preview with invoices.preview_void.',
+  description:
+    'Void an invoice that has no payments (a mistake, a duplicate); it stops being payable and leaves the receivables. Refused with invoice_has_payments when something was paid (refund instead). Reversible with audit.revert. Preview with invoices.preview_void.',
   shape: 'receipt',
   category: 'invoices',
   consent: 'WRITE_REVERSIBLE',
@@ -256,15 +419,37 @@ export const invoicesVoid = defineBusinessVerb<{ invoice_id: number }>({
     const before = await requireInvoice(ctx.db, c, args.invoice_id);
     const { invoice } = await voidInvoice(ctx.db, c, args.invoice_id, ctx.now);
     ctx.setEntity('invoice', invoice.id);
-    ctx.emit({ type: 'invoice.voided', entity_type: 'invoice', entity_id: invoice.id, payload: { contact_id: invoice.contact_id, number: invoice.number } });
-    ctx.setRollback(`invoice:void:${invoice.id}:${before.status}`, { invoice_id: invoice.id, previous: { status: before.status, issued_at: before.issued_at, due_at: before.due_at } });
+    ctx.emit({
+      type: 'invoice.voided',
+      entity_type: 'invoice',
+      entity_id: invoice.id,
+      payload: { contact_id: invoice.contact_id, number: invoice.number },
+    });
+    ctx.setRollback(`invoice:void:${invoice.id}:${before.status}`, {
+      invoice_id: invoice.id,
+      previous: { status: before.status, issued_at: before.issued_at, due_at: before.due_at },
+    });
     return { status: 'void', invoice_id: invoice.id, number: invoice.number, previous_status: before.status };
   },
   revert: {
     async handler(ctx, original) {
-      const r = original.rollback as { invoice_id: number; previous: { status: InvoiceStatus; issued_at: string | null; due_at: string | null } };
-      const { invoice } = await restoreInvoiceState(ctx.db, ctx.principal.company_id, r.invoice_id, r.previous, ctx.now);
-      ctx.emit({ type: 'invoice.reopened', entity_type: 'invoice', entity_id: invoice.id, payload: { number: invoice.number, status: invoice.status, revert_of: original.audit_id } });
+      const r = original.rollback as {
+        invoice_id: number;
+        previous: { status: InvoiceStatus; issued_at: string | null; due_at: string | null };
+      };
+      const { invoice } = await restoreInvoiceState(
+        ctx.db,
+        ctx.principal.company_id,
+        r.invoice_id,
+        r.previous,
+        ctx.now,
+      );
+      ctx.emit({
+        type: 'invoice.reopened',
+        entity_type: 'invoice',
+        entity_id: invoice.id,
+        payload: { number: invoice.number, status: invoice.status, revert_of: original.audit_id },
+      });
       return { revert_action: `restored invoice #${invoice.number} to ${invoice.status}` };
     },
   },
@@ -273,17 +458,29 @@ export const invoicesVoid = defineBusinessVerb<{ invoice_id: number }>({
 export const invoicesPreviewVoid = defineBusinessVerb<{ invoice_id: number }>({
   name: 'invoices.preview_void',
   title: 'Preview voiding an invoice',
-  description: 'Show an invoice before and after invoices.void, without voiding it; refuses exactly as the void would.',
+  description:
+    'Show an invoice before and after invoices.void, without voiding it; refuses exactly as the void would.',
   shape: 'preview',
   category: 'invoices',
   input: voidInput,
   idempotent: true,
   async handler(ctx, args) {
     const invoice = await requireInvoice(ctx.db, ctx.principal.company_id, args.invoice_id);
-    if (invoice.status === 'void') throw new DomainError('no_change', `invoice ${invoice.id} is already void`);
-    if (invoice.paid_cents > 0) throw new DomainError('invoice_has_payments', `invoice ${invoice.id} has ${invoice.paid_cents} cents paid`, 'Refund its payments instead of voiding it.');
+    if (invoice.status === 'void')
+      throw new DomainError('no_change', `invoice ${invoice.id} is already void`);
+    if (invoice.paid_cents > 0)
+      throw new DomainError(
+        'invoice_has_payments',
+        `invoice ${invoice.id} has ${invoice.paid_cents} cents paid`,
+        'Refund its payments instead of voiding it.',
+      );
     return {
-      current: { invoice_id: invoice.id, number: invoice.number, status: invoice.status, balance_cents: invoice.balance_cents },
+      current: {
+        invoice_id: invoice.id,
+        number: invoice.number,
+        status: invoice.status,
+        balance_cents: invoice.balance_cents,
+      },
       projected: { invoice_id: invoice.id, number: invoice.number, status: 'void', balance_cents: 0 },
       delta: { receivable_change_cents: -invoice.balance_cents },
       reversible: invoicesVoid.revert !== undefined,
@@ -300,16 +497,29 @@ interface ReminderArgs {
   message?: string;
 }
 
-const reminderInput = objectSchema({ invoice_id: idProp('The unpaid invoice.'), message: textProp('A personal line added to the reminder.', 1000) }, ['invoice_id']);
+const reminderInput = objectSchema(
+  {
+    invoice_id: idProp('The unpaid invoice.'),
+    message: textProp('A personal line added to the reminder.', 1000),
+  },
+  ['invoice_id'],
+);
 
-async function reminderFor(ctx: VerbContext, args: ReminderArgs): Promise<{ to: string; subject: string; body: string; number: number; balance: number }> {
+async function reminderFor(
+  ctx: VerbContext,
+  args: ReminderArgs,
+): Promise<{ to: string; subject: string; body: string; number: number; balance: number }> {
   const c = ctx.principal.company_id;
   const invoice = await requireInvoice(ctx.db, c, args.invoice_id);
   if (invoice.status !== 'open' && invoice.status !== 'partially_paid') {
-    throw new DomainError(invoice.status === 'paid' ? 'already_paid' : 'invoice_not_payable', `invoice ${invoice.id} (#${invoice.number}) is ${invoice.status}; nothing to remind about`);
+    throw new DomainError(
+      invoice.status === 'paid' ? 'already_paid' : 'invoice_not_payable',
+      `invoice ${invoice.id} (#${invoice.number}) is ${invoice.status}; nothing to remind about`,
+    );
   }
   const contact = await requireContact(ctx.db, c, invoice.contact_id);
-  if (contact.email === null) throw new DomainError('invalid_input', `invoice_id: customer ${contact.id} has no email address`);
+  if (contact.email === null)
+    throw new DomainError('invalid_input', `invoice_id: customer ${contact.id} has no email address`);
   const subject = `Reminder: invoice #${invoice.number} — ${formatCents(invoice.balance_cents)} due`;
   const body = [
     `Hello ${contact.name},`,
@@ -325,7 +535,8 @@ async function reminderFor(ctx: VerbContext, args: ReminderArgs): Promise<{ to: 
 export const invoicesSendReminder = defineBusinessVerb<ReminderArgs>({
   name: 'invoices.send_reminder',
   title: 'Email a payment reminder',
-  description: "Email the customer a reminder of an unpaid invoice's balance (number, amount due, due date, optional personal line), through the outbox after commit. audit.revert recalls it only while still queued. Preview with invoices.preview_reminder.",
+  description:
+    "Email the customer a reminder of an unpaid invoice's balance (number, amount due, due date, optional personal line), through the outbox after commit. audit.revert recalls it only while still queued. Preview with invoices.preview_reminder.",
   shape: 'receipt',
   category: 'invoices',
   consent: 'WRITE_REVERSIBLE',
@@ -335,10 +546,22 @@ export const invoicesSendReminder = defineBusinessVerb<ReminderArgs>({
   summary: (a) => `Email a payment reminder for invoice ${a.invoice_id}.`,
   async handler(ctx, args) {
     const r = await reminderFor(ctx, args);
-    const email = await queueOutboundEmail(ctx, { to_address: r.to, subject: r.subject, body: r.body, related_entity_type: 'invoice', related_entity_id: args.invoice_id });
+    const email = await queueOutboundEmail(ctx, {
+      to_address: r.to,
+      subject: r.subject,
+      body: r.body,
+      related_entity_type: 'invoice',
+      related_entity_id: args.invoice_id,
+    });
     ctx.setEntity('invoice', args.invoice_id);
     ctx.setRollback(`email:${email.id}:recall`, { email_id: email.id });
-    return { status: 'queued', email_id: email.id, to_address: r.to, subject: r.subject, balance_cents: r.balance };
+    return {
+      status: 'queued',
+      email_id: email.id,
+      to_address: r.to,
+      subject: r.subject,
+      balance_cents: r.balance,
+    };
   },
   revert: { handler: recallEmail },
 });
@@ -346,17 +569,26 @@ export const invoicesSendReminder = defineBusinessVerb<ReminderArgs>({
 export const invoicesPreviewReminder = defineBusinessVerb<ReminderArgs>({
   name: 'invoices.preview_reminder',
   title: 'Preview a payment reminder',
-  description: 'Show the reminder email invoices.send_reminder would send (recipient, subject, body) and how many reminders were already sent for the invoice, without sending.',
+  description:
+    'Show the reminder email invoices.send_reminder would send (recipient, subject, body) and how many reminders were already sent for the invoice, without sending.',
   shape: 'preview',
   category: 'invoices',
   input: reminderInput,
   idempotent: true,
   async handler(ctx, args) {
     const r = await reminderFor(ctx, args);
-    const sent = await ctx.db.get<{ n: unknown }>(`SELECT COUNT(*) AS n FROM email_outbox WHERE company_id = ? AND related_entity_type = 'invoice' AND related_entity_id = ?`, [ctx.principal.company_id, args.invoice_id]);
+    const sent = await ctx.db.get<{ n: unknown }>(
+      `SELECT COUNT(*) AS n FROM email_outbox WHERE company_id = ? AND related_entity_type = 'invoice' AND related_entity_id = ?`,
+      [ctx.principal.company_id, args.invoice_id],
+    );
     return {
       current: { invoice_number: r.number, balance_cents: r.balance, emails_about_invoice: num(sent?.n) },
-      projected: { invoice_number: r.number, balance_cents: r.balance, emails_about_invoice: num(sent?.n) + 1, email: { to_address: r.to, subject: r.subject, body: r.body } },
+      projected: {
+        invoice_number: r.number,
+        balance_cents: r.balance,
+        emails_about_invoice: num(sent?.n) + 1,
+        email: { to_address: r.to, subject: r.subject, body: r.body },
+      },
       delta: { emails_queued: 1 },
       reversible: invoicesSendReminder.revert !== undefined,
       notes: 'Delivered right after commit; audit.revert can recall it only until then.',
@@ -376,4 +608,3 @@ export const invoiceVerbs: VerbDefinition[] = [
   invoicesSendReminder,
   invoicesPreviewReminder,
 ];
-

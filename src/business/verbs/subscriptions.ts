@@ -24,7 +24,8 @@ import { enumProp, objectSchema } from './input-schema.ts';
 
 async function requireSubscription(ctx: VerbContext): Promise<Subscription> {
   const sub = await getSubscription(ctx.db, ctx.principal.company_id);
-  if (sub === undefined) throw notFound('subscription', ctx.principal.company_id, 'The company has no subscription.');
+  if (sub === undefined)
+    throw notFound('subscription', ctx.principal.company_id, 'The company has no subscription.');
   return sub;
 }
 
@@ -38,7 +39,8 @@ async function setTenantTier(ctx: VerbContext, tier: SubscriptionTier): Promise<
 export const subscriptionStatus = defineBusinessVerb<Record<string, never>>({
   name: 'subscription.status',
   title: 'Subscription status',
-  description: "The company's own plan with this platform: tier (starter, professional, enterprise), status, seats, monthly price in cents, renewal date, and the tiers above it with their seat prices.",
+  description:
+    "The company's own plan with this platform: tier (starter, professional, enterprise), status, seats, monthly price in cents, renewal date, and the tiers above it with their seat prices.",
   shape: 'aggregate',
   category: 'subscriptions',
   input: objectSchema({}),
@@ -47,12 +49,24 @@ export const subscriptionStatus = defineBusinessVerb<Record<string, never>>({
   async handler(ctx) {
     const sub = await requireSubscription(ctx);
     ctx.setEntity('subscription', sub.id);
-    const above = (Object.keys(TIERS) as SubscriptionTier[]).filter((t) => TIER_RANK[t] > TIER_RANK[sub.tier]);
+    const above = (Object.keys(TIERS) as SubscriptionTier[]).filter(
+      (t) => TIER_RANK[t] > TIER_RANK[sub.tier],
+    );
     return {
       entity_id: sub.id,
       entity_type: 'subscription',
-      data: { ...subscriptionView(sub), seat_price_cents: TIERS[sub.tier].seat_price_cents, max_seats: TIERS[sub.tier].max_seats },
-      relations: above.map((t) => ({ type: 'tier', id: t, seat_price_cents: TIERS[t].seat_price_cents, max_seats: TIERS[t].max_seats, monthly_price_cents: TIERS[t].seat_price_cents * sub.seats })),
+      data: {
+        ...subscriptionView(sub),
+        seat_price_cents: TIERS[sub.tier].seat_price_cents,
+        max_seats: TIERS[sub.tier].max_seats,
+      },
+      relations: above.map((t) => ({
+        type: 'tier',
+        id: t,
+        seat_price_cents: TIERS[t].seat_price_cents,
+        max_seats: TIERS[t].max_seats,
+        monthly_price_cents: TIERS[t].seat_price_cents * sub.seats,
+      })),
       fetched_at: ctx.now.toISOString(),
     };
   },
@@ -62,18 +76,31 @@ interface UpgradeArgs {
   tier: 'professional' | 'enterprise';
 }
 
-const upgradeInput = objectSchema({ tier: enumProp(['professional', 'enterprise'], 'The tier to move up to.') }, ['tier']);
+const upgradeInput = objectSchema(
+  { tier: enumProp(['professional', 'enterprise'], 'The tier to move up to.') },
+  ['tier'],
+);
 
 function checkUpgrade(sub: Subscription, tier: SubscriptionTier): void {
-  if (sub.tier === tier) throw new DomainError('same_tier', `the subscription is already on the ${tier} tier`, 'Pick another tier.');
-  if (TIER_RANK[tier] < TIER_RANK[sub.tier]) throw new DomainError('not_an_upgrade', `${tier} is below the current ${sub.tier} tier`, 'Downgrades are handled by the account owner with support.');
+  if (sub.tier === tier)
+    throw new DomainError(
+      'same_tier',
+      `the subscription is already on the ${tier} tier`,
+      'Pick another tier.',
+    );
+  if (TIER_RANK[tier] < TIER_RANK[sub.tier])
+    throw new DomainError(
+      'not_an_upgrade',
+      `${tier} is below the current ${sub.tier} tier`,
+      'Downgrades are handled by the account owner with support.',
+    );
 }
 
 export const subscriptionUpgradeTier = defineBusinessVerb<UpgradeArgs>({
   name: 'subscription_upgrade_tier',
   title: 'Upgrade the subscription tier',
   description:
-    "Move the company's own plan up to the professional or enterprise tier, effective immediately (billing changes at once: seats × the new seat price). Only the owner, with the typed phrase, e.g. \"UPGRADE to PROFESSIONAL tier immediately\". Verbs that need the higher tier become available right away. Reversible: audit.revert downgrades back. Preview with subscription.preview_tier_change.",
+    'Move the company\'s own plan up to the professional or enterprise tier, effective immediately (billing changes at once: seats × the new seat price). Only the owner, with the typed phrase, e.g. "UPGRADE to PROFESSIONAL tier immediately". Verbs that need the higher tier become available right away. Reversible: audit.revert downgrades back. Preview with subscription.preview_tier_change.',
   shape: 'receipt',
   category: 'subscriptions',
   consent: 'WRITE_FINANCIAL',
@@ -86,26 +113,55 @@ export const subscriptionUpgradeTier = defineBusinessVerb<UpgradeArgs>({
   async handler(ctx, args) {
     const before = await requireSubscription(ctx);
     checkUpgrade(before, args.tier);
-    const { previous_tier, subscription } = await changeTier(ctx.db, ctx.principal.company_id, args.tier, ctx.now);
+    const { previous_tier, subscription } = await changeTier(
+      ctx.db,
+      ctx.principal.company_id,
+      args.tier,
+      ctx.now,
+    );
     await setTenantTier(ctx, subscription.tier);
     ctx.setEntity('subscription', subscription.id);
     ctx.emit({
       type: 'subscription.tier_changed',
       entity_type: 'subscription',
       entity_id: subscription.id,
-      payload: { previous_tier, tier: subscription.tier, seats: subscription.seats, previous_monthly_price_cents: before.monthly_price_cents, monthly_price_cents: subscription.monthly_price_cents },
+      payload: {
+        previous_tier,
+        tier: subscription.tier,
+        seats: subscription.seats,
+        previous_monthly_price_cents: before.monthly_price_cents,
+        monthly_price_cents: subscription.monthly_price_cents,
+      },
     });
     ctx.setRollback(`subscription:tier:${previous_tier}`, { previous_tier });
-    return { status: 'upgraded', previous_tier, tier: subscription.tier, seats: subscription.seats, previous_monthly_price_cents: before.monthly_price_cents, monthly_price_cents: subscription.monthly_price_cents };
+    return {
+      status: 'upgraded',
+      previous_tier,
+      tier: subscription.tier,
+      seats: subscription.seats,
+      previous_monthly_price_cents: before.monthly_price_cents,
+      monthly_price_cents: subscription.monthly_price_cents,
+    };
   },
   revert: {
-    phrase: (original) => `DOWNGRADE to ${String(original.rollback.previous_tier).toUpperCase()} tier immediately`,
+    phrase: (original) =>
+      `DOWNGRADE to ${String(original.rollback.previous_tier).toUpperCase()} tier immediately`,
     async handler(ctx, original) {
       const previous = original.rollback.previous_tier as SubscriptionTier;
       const before = await requireSubscription(ctx);
       const { subscription } = await changeTier(ctx.db, ctx.principal.company_id, previous, ctx.now);
       await setTenantTier(ctx, subscription.tier);
-      ctx.emit({ type: 'subscription.tier_changed', entity_type: 'subscription', entity_id: subscription.id, payload: { previous_tier: before.tier, tier: subscription.tier, seats: subscription.seats, revert_of: original.audit_id } });
+      ctx.emit({
+        type: 'subscription.tier_changed',
+        entity_type: 'subscription',
+        entity_id: subscription.id,
+        payload: {
+          previous_tier: before.tier,
+          tier: subscription.tier,
+          seats: subscription.seats,
+          revert_of: original.audit_id,
+        },
+      });
       return { revert_action: `moved the plan back from ${before.tier} to ${subscription.tier}` };
     },
   },
@@ -114,7 +170,8 @@ export const subscriptionUpgradeTier = defineBusinessVerb<UpgradeArgs>({
 export const subscriptionPreviewTierChange = defineBusinessVerb<UpgradeArgs>({
   name: 'subscription.preview_tier_change',
   title: 'Preview a tier upgrade',
-  description: 'Show the plan before and after subscription_upgrade_tier with the same arguments — tier, monthly price in cents, and the verbs that become available — without changing anything.',
+  description:
+    'Show the plan before and after subscription_upgrade_tier with the same arguments — tier, monthly price in cents, and the verbs that become available — without changing anything.',
   shape: 'preview',
   category: 'subscriptions',
   input: upgradeInput,
@@ -124,11 +181,19 @@ export const subscriptionPreviewTierChange = defineBusinessVerb<UpgradeArgs>({
     const sub = await requireSubscription(ctx);
     checkUpgrade(sub, args.tier);
     const max = TIERS[args.tier].max_seats;
-    if (max !== null && sub.seats > max) throw new DomainError('seats_exceed_tier', `the subscription has ${sub.seats} seats; ${args.tier} allows ${max}`);
+    if (max !== null && sub.seats > max)
+      throw new DomainError(
+        'seats_exceed_tier',
+        `the subscription has ${sub.seats} seats; ${args.tier} allows ${max}`,
+      );
     const price = sub.seats * TIERS[args.tier].seat_price_cents;
     const unlocked = ctx.runtime.registry
       .all()
-      .filter((v) => TIER_RANK[v.tierFloor] > TIER_RANK[ctx.principal.tier] && TIER_RANK[v.tierFloor] <= TIER_RANK[args.tier])
+      .filter(
+        (v) =>
+          TIER_RANK[v.tierFloor] > TIER_RANK[ctx.principal.tier] &&
+          TIER_RANK[v.tierFloor] <= TIER_RANK[args.tier],
+      )
       .map((v) => v.name);
     return {
       current: { tier: sub.tier, seats: sub.seats, monthly_price_cents: sub.monthly_price_cents },
@@ -155,4 +220,9 @@ export const subscriptionCancelImmediate = defineBusinessVerb<Record<string, nev
   },
 });
 
-export const subscriptionVerbs = [subscriptionStatus, subscriptionUpgradeTier, subscriptionPreviewTierChange, subscriptionCancelImmediate];
+export const subscriptionVerbs = [
+  subscriptionStatus,
+  subscriptionUpgradeTier,
+  subscriptionPreviewTierChange,
+  subscriptionCancelImmediate,
+];

@@ -12,7 +12,12 @@
  */
 
 /** Names blocked for every tenant of every runtime. spec/consent.md §blocklist */
-export const DEFAULT_BLOCKLIST: readonly string[] = ['subscription_cancel_immediate', 'customer_delete', 'company_delete', 'employee_terminate'];
+export const DEFAULT_BLOCKLIST: readonly string[] = [
+  'subscription_cancel_immediate',
+  'customer_delete',
+  'company_delete',
+  'employee_terminate',
+];
 
 /** The comparison key of a verb name: lower case, only [a-z0-9]. `"Customer.Delete"` → `"customerdelete"`. */
 export function blocklistKey(name: string): string {

@@ -48,11 +48,27 @@ export interface IssueNonceInput {
 }
 
 /** Issue a nonce. Returns the token, its jti and its expiry (ISO 8601). */
-export function issueNonce(secrets: Secrets, input: IssueNonceInput): { nonce: string; jti: string; expiresAt: string } {
+export function issueNonce(
+  secrets: Secrets,
+  input: IssueNonceInput,
+): { nonce: string; jti: string; expiresAt: string } {
   const e = Math.floor(input.nowMs / 1000) + (input.ttlSeconds ?? NONCE_TTL_SECONDS);
   const j = randomBytes(16).toString('base64url');
-  const payload: NoncePayload = { v: input.verb, a: input.argsHash, c: input.companyId, u: input.userId, k: input.consentClass, p: input.phraseHash, e, j };
-  return { nonce: secrets.sealToken('nonce', 'n1', payload as unknown as Record<string, unknown>), jti: j, expiresAt: new Date(e * 1000).toISOString() };
+  const payload: NoncePayload = {
+    v: input.verb,
+    a: input.argsHash,
+    c: input.companyId,
+    u: input.userId,
+    k: input.consentClass,
+    p: input.phraseHash,
+    e,
+    j,
+  };
+  return {
+    nonce: secrets.sealToken('nonce', 'n1', payload as unknown as Record<string, unknown>),
+    jti: j,
+    expiresAt: new Date(e * 1000).toISOString(),
+  };
 }
 
 export interface VerifyNonceInput {
@@ -70,18 +86,27 @@ export interface VerifyNonceInput {
  */
 export function verifyNonce(secrets: Secrets, token: unknown, input: VerifyNonceInput): NoncePayload {
   const p = secrets.openToken<NoncePayload>('nonce', 'n1', token);
-  const hint = 'Call the verb again without confirm to get a fresh nonce, then confirm with exactly the same arguments.';
+  const hint =
+    'Call the verb again without confirm to get a fresh nonce, then confirm with exactly the same arguments.';
   if (p === undefined || typeof p.j !== 'string' || typeof p.e !== 'number') {
-    throw new VerbError('nonce_invalid', 'The nonce is malformed or its signature does not verify.', { hint });
+    throw new VerbError('nonce_invalid', 'The nonce is malformed or its signature does not verify.', {
+      hint,
+    });
   }
   if (p.c !== input.companyId || p.u !== input.userId) {
     throw new VerbError('nonce_invalid', 'The nonce was issued to another tenant or user.', { hint });
   }
   if (p.v !== input.verb) {
-    throw new VerbError('nonce_invalid', `The nonce was issued for verb ${p.v}, not ${input.verb}.`, { hint });
+    throw new VerbError('nonce_invalid', `The nonce was issued for verb ${p.v}, not ${input.verb}.`, {
+      hint,
+    });
   }
   if (p.a !== input.argsHash) {
-    throw new VerbError('nonce_invalid', 'The arguments changed after the nonce was issued; the consent covered other arguments.', { hint });
+    throw new VerbError(
+      'nonce_invalid',
+      'The arguments changed after the nonce was issued; the consent covered other arguments.',
+      { hint },
+    );
   }
   if (input.nowMs >= p.e * 1000) {
     throw new VerbError('nonce_expired', `The nonce expired at ${new Date(p.e * 1000).toISOString()}.`, {

@@ -13,7 +13,8 @@ import canonicalize from 'canonicalize';
 import type { StoreTx, Queryable, TenantHead } from '../../store/store.ts';
 import { parseJson } from '../../store/store.ts';
 
-export type AuditStatus = 'completed' | 'failed' | 'denied' | 'pending' | 'approved' | 'rejected' | 'replayed' | 'rolled_back';
+export type AuditStatus =
+  'completed' | 'failed' | 'denied' | 'pending' | 'approved' | 'rejected' | 'replayed' | 'rolled_back';
 
 /** What the pipeline records about one attempt. */
 export interface AuditEntry {
@@ -151,33 +152,60 @@ type Material = Omit<AuditRow, 'row_hash'> | AuditRow;
 /** The canonical text with request_data already canonical (`rd`). Keys written out in HASHED_COLUMNS order. */
 function material(r: Material, rd: string): string {
   return (
-    '{"action_type":' + jv(r.action_type) +
-    ',"agent_type":' + jv(r.agent_type) +
-    ',"approved_at":' + jv(r.approved_at) +
-    ',"approved_by":' + jv(r.approved_by) +
-    ',"audit_id":' + jv(r.audit_id) +
-    ',"category":' + jv(r.category) +
-    ',"company_id":' + jv(r.company_id) +
-    ',"consent_class":' + jv(r.consent_class) +
-    ',"created_at":' + jv(r.created_at) +
-    ',"entity_id":' + jv(r.entity_id) +
-    ',"entity_type":' + jv(r.entity_type) +
-    ',"idempotency_key":' + jv(r.idempotency_key) +
-    ',"is_reversible":' + jv(r.is_reversible) +
-    ',"key_id":' + jv(r.key_id) +
-    ',"latency_ms":' + jv(r.latency_ms) +
-    ',"parent_id":' + jv(r.parent_id) +
-    ',"prev_hash":' + jv(r.prev_hash) +
-    ',"reason":' + jv(r.reason) +
-    ',"request_data":' + rd +
-    ',"requires_approval":' + jv(r.requires_approval) +
-    ',"role":' + jv(r.role) +
-    ',"rollback_handle":' + jv(r.rollback_handle) +
-    ',"seq":' + jv(r.seq) +
-    ',"shape":' + jv(r.shape) +
-    ',"status":' + jv(r.status) +
-    ',"transaction_id":' + jv(r.transaction_id) +
-    ',"user_id":' + jv(r.user_id) +
+    '{"action_type":' +
+    jv(r.action_type) +
+    ',"agent_type":' +
+    jv(r.agent_type) +
+    ',"approved_at":' +
+    jv(r.approved_at) +
+    ',"approved_by":' +
+    jv(r.approved_by) +
+    ',"audit_id":' +
+    jv(r.audit_id) +
+    ',"category":' +
+    jv(r.category) +
+    ',"company_id":' +
+    jv(r.company_id) +
+    ',"consent_class":' +
+    jv(r.consent_class) +
+    ',"created_at":' +
+    jv(r.created_at) +
+    ',"entity_id":' +
+    jv(r.entity_id) +
+    ',"entity_type":' +
+    jv(r.entity_type) +
+    ',"idempotency_key":' +
+    jv(r.idempotency_key) +
+    ',"is_reversible":' +
+    jv(r.is_reversible) +
+    ',"key_id":' +
+    jv(r.key_id) +
+    ',"latency_ms":' +
+    jv(r.latency_ms) +
+    ',"parent_id":' +
+    jv(r.parent_id) +
+    ',"prev_hash":' +
+    jv(r.prev_hash) +
+    ',"reason":' +
+    jv(r.reason) +
+    ',"request_data":' +
+    rd +
+    ',"requires_approval":' +
+    jv(r.requires_approval) +
+    ',"role":' +
+    jv(r.role) +
+    ',"rollback_handle":' +
+    jv(r.rollback_handle) +
+    ',"seq":' +
+    jv(r.seq) +
+    ',"shape":' +
+    jv(r.shape) +
+    ',"status":' +
+    jv(r.status) +
+    ',"transaction_id":' +
+    jv(r.transaction_id) +
+    ',"user_id":' +
+    jv(r.user_id) +
     '}'
   );
 }
@@ -185,9 +213,14 @@ function material(r: Material, rd: string): string {
 // `material` spells the hashed columns out (static property reads are several times cheaper than
 // a loop over names); refuse to load if they drift from AUDIT_COLUMNS.
 {
-  const probe = Object.fromEntries(HASHED_COLUMNS.map((c, i) => [c, c === 'request_data' ? null : i])) as unknown as Material;
+  const probe = Object.fromEntries(
+    HASHED_COLUMNS.map((c, i) => [c, c === 'request_data' ? null : i]),
+  ) as unknown as Material;
   const written = Object.keys(JSON.parse(material(probe, 'null')) as object);
-  if (written.join() !== HASHED_COLUMNS.join()) throw new Error(`audit material columns drifted from AUDIT_COLUMNS: ${written.join()} vs ${HASHED_COLUMNS.join()}`);
+  if (written.join() !== HASHED_COLUMNS.join())
+    throw new Error(
+      `audit material columns drifted from AUDIT_COLUMNS: ${written.join()} vs ${HASHED_COLUMNS.join()}`,
+    );
 }
 
 /**
@@ -275,7 +308,12 @@ function canonicalRequestData(entry: AuditEntry): string {
 }
 
 /** Build, hash and insert one row after `head`, and move `head`; the tenant_heads row is the caller's to write. */
-async function insertRow(tx: StoreTx, entry: AuditEntry, auditId: number, head: TenantHead): Promise<AuditRow> {
+async function insertRow(
+  tx: StoreTx,
+  entry: AuditEntry,
+  auditId: number,
+  head: TenantHead,
+): Promise<AuditRow> {
   const rd = canonicalRequestData(entry);
   // One literal with every column (no spread or Object.assign of this 28-member object: slow paths in V8).
   const row: AuditRow = {
@@ -304,17 +342,42 @@ async function insertRow(tx: StoreTx, entry: AuditEntry, auditId: number, head: 
     requires_approval: entry.requires_approval,
     approved_by: entry.approved_by ?? null,
     approved_at: entry.approved_at ?? null,
-    latency_ms: entry.latency_ms === null || entry.latency_ms === undefined ? null : roundLatency(entry.latency_ms),
+    latency_ms:
+      entry.latency_ms === null || entry.latency_ms === undefined ? null : roundLatency(entry.latency_ms),
     prev_hash: head.audit_hash,
     row_hash: '',
   };
   row.row_hash = sha256Row(material(row, rd));
   // In AUDIT_COLUMNS order (checked at load below).
   await tx.run(INSERT_SQL, [
-    row.audit_id, row.company_id, row.seq, row.created_at, row.user_id, row.role, row.agent_type, row.key_id, row.action_type, row.category,
-    row.shape, row.consent_class, row.status, row.reason, rd, row.entity_type, row.entity_id, row.is_reversible, row.rollback_handle,
-    row.idempotency_key, row.transaction_id, row.parent_id, row.requires_approval, row.approved_by, row.approved_at, row.latency_ms,
-    row.prev_hash, row.row_hash,
+    row.audit_id,
+    row.company_id,
+    row.seq,
+    row.created_at,
+    row.user_id,
+    row.role,
+    row.agent_type,
+    row.key_id,
+    row.action_type,
+    row.category,
+    row.shape,
+    row.consent_class,
+    row.status,
+    row.reason,
+    rd,
+    row.entity_type,
+    row.entity_id,
+    row.is_reversible,
+    row.rollback_handle,
+    row.idempotency_key,
+    row.transaction_id,
+    row.parent_id,
+    row.requires_approval,
+    row.approved_by,
+    row.approved_at,
+    row.latency_ms,
+    row.prev_hash,
+    row.row_hash,
   ]);
   // The head object is the transaction's view of the chain: move it for the next append.
   head.audit_seq = row.seq;
@@ -322,7 +385,10 @@ async function insertRow(tx: StoreTx, entry: AuditEntry, auditId: number, head: 
   return row;
 }
 
-if (INSERT_SQL !== `INSERT INTO audit_log (audit_id, company_id, seq, created_at, user_id, role, agent_type, key_id, action_type, category, shape, consent_class, status, reason, request_data, entity_type, entity_id, is_reversible, rollback_handle, idempotency_key, transaction_id, parent_id, requires_approval, approved_by, approved_at, latency_ms, prev_hash, row_hash) VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`) {
+if (
+  INSERT_SQL !==
+  `INSERT INTO audit_log (audit_id, company_id, seq, created_at, user_id, role, agent_type, key_id, action_type, category, shape, consent_class, status, reason, request_data, entity_type, entity_id, is_reversible, rollback_handle, idempotency_key, transaction_id, parent_id, requires_approval, approved_by, approved_at, latency_ms, prev_hash, row_hash) VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`
+) {
   throw new Error('insertRow binds its values in an order that drifted from AUDIT_COLUMNS');
 }
 
@@ -333,7 +399,11 @@ const UPDATE_HEAD_SQL = 'UPDATE tenant_heads SET audit_seq = ?, audit_hash = ? W
  * audit_id (unless reserved earlier with `tx.nextAuditId()`) and seq, hashes, inserts, moves
  * the head. Returns the stored row.
  */
-export async function appendAudit(tx: StoreTx, entry: AuditEntry, reservedAuditId?: number): Promise<AuditRow> {
+export async function appendAudit(
+  tx: StoreTx,
+  entry: AuditEntry,
+  reservedAuditId?: number,
+): Promise<AuditRow> {
   const head = await tx.lockTenantHead(entry.company_id);
   const auditId = reservedAuditId ?? (await tx.nextAuditId());
   const row = await insertRow(tx, entry, auditId, head);
@@ -350,9 +420,12 @@ export async function appendAuditRows(tx: StoreTx, entries: readonly AuditEntry[
   const rows: AuditRow[] = [];
   const heads = new Map<number, TenantHead>();
   // Heads are locked in company_id order, so two multi-tenant batches never wait on each other in a cycle.
-  for (const id of [...new Set(entries.map((e) => e.company_id))].sort((a, b) => a - b)) heads.set(id, await tx.lockTenantHead(id));
-  for (const entry of entries) rows.push(await insertRow(tx, entry, await tx.nextAuditId(), heads.get(entry.company_id)!));
-  for (const head of heads.values()) await tx.run(UPDATE_HEAD_SQL, [head.audit_seq, head.audit_hash, head.company_id]);
+  for (const id of [...new Set(entries.map((e) => e.company_id))].sort((a, b) => a - b))
+    heads.set(id, await tx.lockTenantHead(id));
+  for (const entry of entries)
+    rows.push(await insertRow(tx, entry, await tx.nextAuditId(), heads.get(entry.company_id)!));
+  for (const head of heads.values())
+    await tx.run(UPDATE_HEAD_SQL, [head.audit_seq, head.audit_hash, head.company_id]);
   return rows;
 }
 
@@ -360,7 +433,16 @@ export async function appendAuditRows(tx: StoreTx, entries: readonly AuditEntry[
 export function toAuditRow(raw: Record<string, unknown>): AuditRow {
   const row = { ...raw } as Record<string, unknown>;
   row.request_data = parseJson(raw.request_data) ?? {};
-  for (const c of ['audit_id', 'company_id', 'seq', 'user_id', 'parent_id', 'approved_by', 'is_reversible', 'requires_approval'] as const) {
+  for (const c of [
+    'audit_id',
+    'company_id',
+    'seq',
+    'user_id',
+    'parent_id',
+    'approved_by',
+    'is_reversible',
+    'requires_approval',
+  ] as const) {
     if (row[c] !== null && row[c] !== undefined) row[c] = Number(row[c]);
   }
   if (row.latency_ms !== null && row.latency_ms !== undefined) row.latency_ms = Number(row.latency_ms);
@@ -368,13 +450,23 @@ export function toAuditRow(raw: Record<string, unknown>): AuditRow {
 }
 
 /** Read one audit row of a tenant (undefined when absent or another tenant's). */
-export async function getAuditRow(q: Queryable, companyId: number, auditId: number): Promise<AuditRow | undefined> {
-  const raw = await q.get<Record<string, unknown>>(`SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log WHERE audit_id = ? AND company_id = ?`, [auditId, companyId]);
+export async function getAuditRow(
+  q: Queryable,
+  companyId: number,
+  auditId: number,
+): Promise<AuditRow | undefined> {
+  const raw = await q.get<Record<string, unknown>>(
+    `SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log WHERE audit_id = ? AND company_id = ?`,
+    [auditId, companyId],
+  );
   return raw === undefined ? undefined : toAuditRow(raw);
 }
 
 /** Replace the values at `paths` (dotted, split) with "[REDACTED]"; returns a copy. */
-export function redact(args: Record<string, unknown>, paths: readonly (readonly string[])[]): Record<string, unknown> {
+export function redact(
+  args: Record<string, unknown>,
+  paths: readonly (readonly string[])[],
+): Record<string, unknown> {
   if (paths.length === 0) return args;
   const copy = structuredClone(args);
   for (const path of paths) {
@@ -384,7 +476,8 @@ export function redact(args: Record<string, unknown>, paths: readonly (readonly 
       cur = (cur as Record<string, unknown>)[path[i]!];
     }
     const last = path[path.length - 1]!;
-    if (cur !== null && typeof cur === 'object' && last in (cur as object)) (cur as Record<string, unknown>)[last] = '[REDACTED]';
+    if (cur !== null && typeof cur === 'object' && last in (cur as object))
+      (cur as Record<string, unknown>)[last] = '[REDACTED]';
   }
   return copy;
 }

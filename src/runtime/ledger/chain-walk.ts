@@ -11,7 +11,8 @@ import canonicalize from 'canonicalize';
 import Database from 'better-sqlite3';
 import { AUDIT_COLUMNS } from './audit.ts';
 
-export type AuditFindingKind = 'modified' | 'chain_break' | 'gap' | 'truncated' | 'bad_signature' | 'unknown_key';
+export type AuditFindingKind =
+  'modified' | 'chain_break' | 'gap' | 'truncated' | 'bad_signature' | 'unknown_key';
 
 export interface AuditFinding {
   kind: AuditFindingKind;
@@ -34,7 +35,17 @@ const HASHED_COLUMNS = AUDIT_COLUMNS.filter((c) => c !== 'row_hash').sort();
  * columns in canonical key order, then row_hash.
  */
 export const VERIFY_COLUMNS: readonly string[] = [...HASHED_COLUMNS, 'row_hash'];
-const NUMERIC = new Set(['audit_id', 'company_id', 'seq', 'user_id', 'parent_id', 'approved_by', 'is_reversible', 'requires_approval', 'latency_ms']);
+const NUMERIC = new Set([
+  'audit_id',
+  'company_id',
+  'seq',
+  'user_id',
+  'parent_id',
+  'approved_by',
+  'is_reversible',
+  'requires_approval',
+  'latency_ms',
+]);
 /** `"col":` with the separating comma, per hashed column, in canonical key order (0x00 domain prefix first). */
 const KEY_PREFIX = HASHED_COLUMNS.map((c, i) => (i === 0 ? '\u0000{' : ',') + JSON.stringify(c) + ':');
 const IS_NUMERIC = HASHED_COLUMNS.map((c) => NUMERIC.has(c));
@@ -46,10 +57,13 @@ const I_AUDIT = VERIFY_COLUMNS.indexOf('audit_id');
 const I_PREV = VERIFY_COLUMNS.indexOf('prev_hash');
 const I_HASH = VERIFY_COLUMNS.indexOf('row_hash');
 
-const oneShotHash = (nodeCrypto as unknown as { hash?: (alg: string, data: string, enc: 'hex') => string }).hash;
+const oneShotHash = (nodeCrypto as unknown as { hash?: (alg: string, data: string, enc: 'hex') => string })
+  .hash;
 
 export function sha256Hex(s: string): string {
-  return oneShotHash !== undefined ? oneShotHash('sha256', s, 'hex') : createHash('sha256').update(s, 'utf8').digest('hex');
+  return oneShotHash !== undefined
+    ? oneShotHash('sha256', s, 'hex')
+    : createHash('sha256').update(s, 'utf8').digest('hex');
 }
 
 /**
@@ -68,6 +82,7 @@ export function storedInteger(v: unknown): number {
 }
 
 /** Characters JSON.stringify escapes in a string (any surrogate takes the slow, exact path). */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what JSON escapes
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /** RFC 8785 form of one stored value (JSON.stringify's, which JCS uses for strings and numbers). */
@@ -152,11 +167,23 @@ export class SegmentWalker {
   ) {
     this.#expectSeq = expectSeq;
     this.#prevHash = prevHash;
-    this.r = { company_id: companyId, rows: 0, first_seq: null, first_prev_hash: null, first_modified: false, last_seq: null, last_hash: null, last_signed_seq: null, finding_count: 0, findings: [] };
+    this.r = {
+      company_id: companyId,
+      rows: 0,
+      first_seq: null,
+      first_prev_hash: null,
+      first_modified: false,
+      last_seq: null,
+      last_hash: null,
+      last_signed_seq: null,
+      finding_count: 0,
+      findings: [],
+    };
   }
   find(f: Omit<AuditFinding, 'company_id'>): void {
     this.r.finding_count++;
-    if (this.r.findings.length < this.maxFindings) this.r.findings.push({ company_id: this.r.company_id, ...f });
+    if (this.r.findings.length < this.maxFindings)
+      this.r.findings.push({ company_id: this.r.company_id, ...f });
   }
   push(row: StoredAuditRow | readonly unknown[]): void {
     const values = Array.isArray(row) ? (row as readonly unknown[]) : undefined;
@@ -181,7 +208,8 @@ export class SegmentWalker {
         kind: 'modified',
         ...(Number.isSafeInteger(seq) ? { seq } : {}),
         ...(Number.isSafeInteger(auditId) ? { audit_id: auditId } : {}),
-        message: 'A row whose seq, audit_id or company_id is not an integer as stored was put into the log by hand: the ledger only writes integers there.',
+        message:
+          'A row whose seq, audit_id or company_id is not an integer as stored was put into the log by hand: the ledger only writes integers there.',
       });
       return;
     }
@@ -199,17 +227,30 @@ export class SegmentWalker {
           kind: 'gap',
           seq: this.#expectSeq,
           missing,
-          message: missing === 1 ? `Row seq ${this.#expectSeq} is missing (deleted).` : `Rows seq ${this.#expectSeq}–${seq - 1} are missing (${missing} deleted).`,
+          message:
+            missing === 1
+              ? `Row seq ${this.#expectSeq} is missing (deleted).`
+              : `Rows seq ${this.#expectSeq}–${seq - 1} are missing (${missing} deleted).`,
         });
         linked = false; // the link across a gap cannot be checked; the gap is the finding
       } else if (seq < this.#expectSeq) {
-        this.find({ kind: 'chain_break', seq, audit_id: auditId, message: `Row seq ${seq} appears again (audit_id ${auditId}): seq must grow by one.` });
+        this.find({
+          kind: 'chain_break',
+          seq,
+          audit_id: auditId,
+          message: `Row seq ${seq} appears again (audit_id ${auditId}): seq must grow by one.`,
+        });
         return;
       }
     }
     if (!intact()) {
       if (first) r.first_modified = true;
-      this.find({ kind: 'modified', seq, audit_id: auditId, message: `Row seq ${seq} (audit_id ${auditId}) was modified: its content does not hash to its row_hash.` });
+      this.find({
+        kind: 'modified',
+        seq,
+        audit_id: auditId,
+        message: `Row seq ${seq} (audit_id ${auditId}) was modified: its content does not hash to its row_hash.`,
+      });
     } else if (linked && prev !== this.#prevHash) {
       this.find({
         kind: 'chain_break',
@@ -254,7 +295,12 @@ const LATENCY = HASHED_COLUMNS.indexOf('latency_ms');
 // request_data makes the row's text NULL, sending that row to the exact path, where a Buffer never
 // canonicalizes like anything appended. (A typeof guard on every column costs ~30 % of the walk.)
 const sqlPart = (cols: readonly string[], first: boolean) =>
-  cols.map((c, i) => `'${i === 0 && first ? '{' : ','}"${c}":' || ${c === 'request_data' ? `(CASE WHEN typeof(request_data) = 'blob' THEN NULL ELSE request_data END)` : `json_quote(${c})`}`).join(' || ');
+  cols
+    .map(
+      (c, i) =>
+        `'${i === 0 && first ? '{' : ','}"${c}":' || ${c === 'request_data' ? `(CASE WHEN typeof(request_data) = 'blob' THEN NULL ELSE request_data END)` : `json_quote(${c})`}`,
+    )
+    .join(' || ');
 /** The SQLite error of the fast query when some column holds a BLOB. */
 const BLOB_IN_FAST_WALK = /JSON cannot hold BLOB values/;
 /** Every hashed column then row_hash, in VERIFY_COLUMNS order: the exact walk (valuesHash per row). */
@@ -279,10 +325,20 @@ function pushFast(w: SegmentWalker, row: readonly unknown[], exact: Database.Sta
  * throws BLOB_IN_FAST_WALK when a column holds a BLOB) or, with `exactRows`, SELECT_VALUES rows
  * hashed whole.
  */
-export function walkSqlite(db: Database.Database, w: SegmentWalker | ((companyId: number) => SegmentWalker), sql: string, params: unknown[], onRow?: () => void, exactRows = false): void {
+export function walkSqlite(
+  db: Database.Database,
+  w: SegmentWalker | ((companyId: number) => SegmentWalker),
+  sql: string,
+  params: unknown[],
+  onRow?: () => void,
+  exactRows = false,
+): void {
   const exact = db.prepare(`${SELECT_VALUES} WHERE audit_id = ?`).raw(true);
   let cur: SegmentWalker | undefined = typeof w === 'function' ? undefined : w;
-  for (const row of db.prepare(sql).raw(true).iterate(...params) as Iterable<unknown[]>) {
+  for (const row of db
+    .prepare(sql)
+    .raw(true)
+    .iterate(...params) as Iterable<unknown[]>) {
     const companyId = storedInteger(row[exactRows ? I_COMPANY : 0]);
     if (typeof w === 'function' && (cur === undefined || cur.r.company_id !== companyId)) cur = w(companyId);
     if (exactRows) cur!.push(row);
@@ -296,7 +352,13 @@ export function walkSqlite(db: Database.Database, w: SegmentWalker | ((companyId
  * (BLOB_IN_FAST_WALK), call `start()` again — it must hand back fresh walkers — and walk
  * `SELECT_VALUES + tail`, every row hashed whole (the BLOB's row is then reported as modified).
  */
-export function walkSqliteOrExact(db: Database.Database, start: () => SegmentWalker | ((companyId: number) => SegmentWalker), tail: string, params: unknown[], onRow?: () => void): void {
+export function walkSqliteOrExact(
+  db: Database.Database,
+  start: () => SegmentWalker | ((companyId: number) => SegmentWalker),
+  tail: string,
+  params: unknown[],
+  onRow?: () => void,
+): void {
   try {
     walkSqlite(db, start(), SELECT_FAST + tail, params, onRow);
   } catch (e) {
@@ -329,7 +391,12 @@ export function serveSegmentWalks(port: MessagePort, path: string, maxFindings: 
     }
     try {
       let w: SegmentWalker | undefined;
-      walkSqliteOrExact(db, () => (w = new SegmentWalker(task.company_id, undefined, undefined, task.checkpoints, maxFindings)), range, [task.company_id, task.from, task.to]);
+      walkSqliteOrExact(
+        db,
+        () => (w = new SegmentWalker(task.company_id, undefined, undefined, task.checkpoints, maxFindings)),
+        range,
+        [task.company_id, task.from, task.to],
+      );
       port.postMessage({ id: task.id, result: w!.r });
     } catch (e) {
       port.postMessage({ fatal: String((e as Error)?.stack ?? e) });
@@ -337,4 +404,3 @@ export function serveSegmentWalks(port: MessagePort, path: string, maxFindings: 
   });
   port.postMessage({ ready: true });
 }
-

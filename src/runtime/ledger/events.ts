@@ -38,17 +38,20 @@ export async function appendEvents(
       audit_id: meta.auditId,
       actor: e.actor ?? meta.actor,
     };
-    await tx.run('INSERT INTO events (company_id, seq, type, entity_type, entity_id, payload, occurred_at, audit_id, actor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)', [
-      companyId,
-      seq,
-      ev.type,
-      ev.entity_type,
-      String(ev.entity_id),
-      JSON.stringify(ev.payload),
-      ev.occurred_at,
-      ev.audit_id,
-      ev.actor,
-    ]);
+    await tx.run(
+      'INSERT INTO events (company_id, seq, type, entity_type, entity_id, payload, occurred_at, audit_id, actor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      [
+        companyId,
+        seq,
+        ev.type,
+        ev.entity_type,
+        String(ev.entity_id),
+        JSON.stringify(ev.payload),
+        ev.occurred_at,
+        ev.audit_id,
+        ev.actor,
+      ],
+    );
     out.push(ev);
   }
   await tx.run('UPDATE tenant_heads SET event_seq = ? WHERE company_id = ?', [seq, companyId]);
@@ -72,7 +75,13 @@ export function toDomainEvent(r: Record<string, unknown>): DomainEvent {
 }
 
 /** Events of one entity, oldest first (explain). */
-export async function entityEvents(q: Queryable, companyId: number, entityType: string, entityId: number | string, limit = 200): Promise<DomainEvent[]> {
+export async function entityEvents(
+  q: Queryable,
+  companyId: number,
+  entityType: string,
+  entityId: number | string,
+  limit = 200,
+): Promise<DomainEvent[]> {
   const rows = await q.all<Record<string, unknown>>(
     'SELECT * FROM events WHERE company_id = ? AND entity_type = ? AND entity_id = ? ORDER BY seq DESC LIMIT ?',
     [companyId, entityType, String(entityId), limit],

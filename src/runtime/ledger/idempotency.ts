@@ -24,9 +24,13 @@ const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/;
 /** Throws idempotency_key_invalid unless the key is 1–255 printable ASCII characters. */
 export function checkIdempotencyKey(key: unknown): string {
   if (typeof key !== 'string' || !KEY_PATTERN.test(key)) {
-    throw new VerbError('idempotency_key_invalid', 'An idempotency key must be 1 to 255 printable ASCII characters.', {
-      hint: 'Use a random UUID v4 per logical operation, and reuse it only to retry that same operation.',
-    });
+    throw new VerbError(
+      'idempotency_key_invalid',
+      'An idempotency key must be 1 to 255 printable ASCII characters.',
+      {
+        hint: 'Use a random UUID v4 per logical operation, and reuse it only to retry that same operation.',
+      },
+    );
   }
   return key;
 }
@@ -38,12 +42,18 @@ export function generateIdempotencyKey(): string {
 
 /** SHA-256 (base64url) of the canonical args (RFC 8785). */
 export function argsHash(args: unknown): string {
-  return createHash('sha256').update(canonicalize(args ?? {}) ?? 'null').digest('base64url');
+  return createHash('sha256')
+    .update(canonicalize(args ?? {}) ?? 'null')
+    .digest('base64url');
 }
 
 /** Fingerprint of a request: verb + canonical args. */
 export function fingerprint(verb: string, args: unknown): string {
-  return createHash('sha256').update(verb).update('\0').update(canonicalize(args ?? {}) ?? 'null').digest('base64url');
+  return createHash('sha256')
+    .update(verb)
+    .update('\0')
+    .update(canonicalize(args ?? {}) ?? 'null')
+    .digest('base64url');
 }
 
 export interface StoredIdempotency {
@@ -55,7 +65,13 @@ export interface StoredIdempotency {
 }
 
 /** Look a key up (expired records are ignored). */
-export async function findIdempotency(q: Queryable, companyId: number, principal: string, key: string, nowIso: string): Promise<StoredIdempotency | undefined> {
+export async function findIdempotency(
+  q: Queryable,
+  companyId: number,
+  principal: string,
+  key: string,
+  nowIso: string,
+): Promise<StoredIdempotency | undefined> {
   const row = await q.get<Record<string, unknown>>(
     'SELECT verb, fingerprint, audit_id, envelope, expires_at FROM idempotency WHERE company_id = ? AND principal = ? AND key = ? AND expires_at > ?',
     [companyId, principal, key, nowIso],
@@ -76,7 +92,17 @@ export async function findIdempotency(q: Queryable, companyId: number, principal
  */
 export async function claimIdempotency(
   tx: StoreTx,
-  rec: { companyId: number; principal: string; key: string; verb: string; fingerprint: string; auditId: number; envelope: Envelope; nowIso: string; ttlSeconds: number },
+  rec: {
+    companyId: number;
+    principal: string;
+    key: string;
+    verb: string;
+    fingerprint: string;
+    auditId: number;
+    envelope: Envelope;
+    nowIso: string;
+    ttlSeconds: number;
+  },
 ): Promise<void> {
   const expires = new Date(Date.parse(rec.nowIso) + rec.ttlSeconds * 1000).toISOString();
   // One statement: insert, or take over the key only when its record has expired.
@@ -85,12 +111,27 @@ export async function claimIdempotency(
      ON CONFLICT (company_id, principal, key) DO UPDATE SET verb = excluded.verb, fingerprint = excluded.fingerprint, audit_id = excluded.audit_id,
        envelope = excluded.envelope, created_at = excluded.created_at, expires_at = excluded.expires_at
      WHERE idempotency.expires_at <= ?`,
-    [rec.companyId, rec.principal, rec.key, rec.verb, rec.fingerprint, rec.auditId, JSON.stringify(rec.envelope), rec.nowIso, expires, rec.nowIso],
+    [
+      rec.companyId,
+      rec.principal,
+      rec.key,
+      rec.verb,
+      rec.fingerprint,
+      rec.auditId,
+      JSON.stringify(rec.envelope),
+      rec.nowIso,
+      expires,
+      rec.nowIso,
+    ],
   );
   if (r.changes === 0) {
-    throw new VerbError('idempotency_key_in_use', 'Another request with this idempotency key completed or is completing at the same time.', {
-      hint: 'Retry the same request with the same key in a moment to receive its stored result.',
-    });
+    throw new VerbError(
+      'idempotency_key_in_use',
+      'Another request with this idempotency key completed or is completing at the same time.',
+      {
+        hint: 'Retry the same request with the same key in a moment to receive its stored result.',
+      },
+    );
   }
 }
 

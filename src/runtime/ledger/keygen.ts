@@ -21,7 +21,11 @@ export interface P256JwkPair {
 /** generateKeyPairSync with JWK output encodings (supported by Node, not declared by @types/node). */
 const generateJwkPair = generateKeyPairSync as unknown as (
   type: 'ec',
-  options: { namedCurve: 'P-256'; publicKeyEncoding: { format: 'jwk' }; privateKeyEncoding: { format: 'jwk' } },
+  options: {
+    namedCurve: 'P-256';
+    publicKeyEncoding: { format: 'jwk' };
+    privateKeyEncoding: { format: 'jwk' };
+  },
 ) => { publicKey: { x: string; y: string }; privateKey: { x: string; y: string; d: string } };
 
 /** Generate a P-256 key pair (synchronous, ~0.1 ms) as JWKs. */
@@ -44,5 +48,8 @@ export function generateP256Jwk(): P256JwkPair {
  */
 export function generateP256KeyObjects(): { privateKey: KeyObject; publicKey: KeyObject } {
   const pair = generateP256Jwk();
-  return { privateKey: createPrivateKey({ key: pair.privateJwk, format: 'jwk' }), publicKey: createPublicKey({ key: pair.publicJwk, format: 'jwk' }) };
+  return {
+    privateKey: createPrivateKey({ key: pair.privateJwk, format: 'jwk' }),
+    publicKey: createPublicKey({ key: pair.publicJwk, format: 'jwk' }),
+  };
 }

@@ -33,12 +33,24 @@ export function receiptSigningPayload(receipt: Receipt): string {
  * Attach an attestation to a receipt: sign with the tenant's active key (WebCrypto, off the event
  * loop). Returns a new receipt object.
  */
-export async function attestReceipt(receipt: Receipt, key: SigningKey, chain: { seq: number; row_hash: string; prev_hash: string }): Promise<Receipt> {
-  const attestation: Omit<ReceiptAttestation, 'jws'> = { kid: key.kid, alg: 'ES256', seq: chain.seq, row_hash: chain.row_hash, prev_hash: chain.prev_hash };
+export async function attestReceipt(
+  receipt: Receipt,
+  key: SigningKey,
+  chain: { seq: number; row_hash: string; prev_hash: string },
+): Promise<Receipt> {
+  const attestation: Omit<ReceiptAttestation, 'jws'> = {
+    kid: key.kid,
+    alg: 'ES256',
+    seq: chain.seq,
+    row_hash: chain.row_hash,
+    prev_hash: chain.prev_hash,
+  };
   const unsigned: Receipt = { ...receipt, attestation: attestation as ReceiptAttestation };
   const header = b64url(JSON.stringify({ alg: 'ES256', kid: key.kid, typ: 'solid-receipt+jws' }));
   const signingInput = `${header}.${b64url(receiptSigningPayload(unsigned))}`;
-  const sig = new Uint8Array(await webcrypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, key.cryptoKey, enc.encode(signingInput)));
+  const sig = new Uint8Array(
+    await webcrypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, key.cryptoKey, enc.encode(signingInput)),
+  );
   return { ...receipt, attestation: { ...attestation, jws: `${header}..${b64url(sig)}` } };
 }
 
@@ -47,8 +59,19 @@ export async function attestReceipt(receipt: Receipt, key: SigningKey, chain: { 
  * stores this form with the idempotency record inside the effect's transaction and signs after
  * commit (so the signature is computed outside the write lock, on the thread pool).
  */
-export function chainReceipt(receipt: Receipt, chain: { seq: number; row_hash: string; prev_hash: string }): Receipt {
-  return { ...receipt, attestation: { alg: 'ES256', seq: chain.seq, row_hash: chain.row_hash, prev_hash: chain.prev_hash } as ReceiptAttestation };
+export function chainReceipt(
+  receipt: Receipt,
+  chain: { seq: number; row_hash: string; prev_hash: string },
+): Receipt {
+  return {
+    ...receipt,
+    attestation: {
+      alg: 'ES256',
+      seq: chain.seq,
+      row_hash: chain.row_hash,
+      prev_hash: chain.prev_hash,
+    } as ReceiptAttestation,
+  };
 }
 
 /** Sign a receipt made by `chainReceipt` (or re-sign a replayed one) with the tenant's current key. */
@@ -56,7 +79,11 @@ export async function signChainedReceipt(receipt: Receipt, key: SigningKey): Pro
   const att = receipt.attestation;
   if (att === undefined) return receipt;
   const { attestation: _a, ...rest } = receipt;
-  return attestReceipt(rest as Receipt, key, { seq: att.seq, row_hash: att.row_hash, prev_hash: att.prev_hash });
+  return attestReceipt(rest as Receipt, key, {
+    seq: att.seq,
+    row_hash: att.row_hash,
+    prev_hash: att.prev_hash,
+  });
 }
 
 export interface ReceiptVerification {
@@ -69,17 +96,30 @@ export interface ReceiptVerification {
  * Verify a receipt's attestation with a public key (KeyObject, or a JWK, or a JWKS-like array in
  * which the receipt's kid is looked up). Pure and offline. Never throws.
  */
-export function verifyReceipt(receipt: unknown, keys: KeyObject | PublicJwk | readonly PublicJwk[]): ReceiptVerification {
+export function verifyReceipt(
+  receipt: unknown,
+  keys: KeyObject | PublicJwk | readonly PublicJwk[],
+): ReceiptVerification {
   const errors: string[] = [];
-  if (receipt === null || typeof receipt !== 'object') return { valid: false, errors: ['receipt must be an object'] };
+  if (receipt === null || typeof receipt !== 'object')
+    return { valid: false, errors: ['receipt must be an object'] };
   const r = receipt as Receipt;
   const att = r.attestation;
-  if (att === undefined || typeof att !== 'object' || typeof att.jws !== 'string') return { valid: false, errors: ['receipt has no attestation'] };
+  if (att === undefined || typeof att !== 'object' || typeof att.jws !== 'string')
+    return { valid: false, errors: ['receipt has no attestation'] };
   const parts = att.jws.split('.');
-  if (parts.length !== 3 || parts[1] !== '') return { valid: false, kid: att.kid, errors: ['attestation.jws must be a compact JWS with detached payload (header..signature)'] };
+  if (parts.length !== 3 || parts[1] !== '')
+    return {
+      valid: false,
+      kid: att.kid,
+      errors: ['attestation.jws must be a compact JWS with detached payload (header..signature)'],
+    };
   let header: { alg?: string; kid?: string };
   try {
-    header = JSON.parse(Buffer.from(parts[0]!, 'base64url').toString('utf8')) as { alg?: string; kid?: string };
+    header = JSON.parse(Buffer.from(parts[0]!, 'base64url').toString('utf8')) as {
+      alg?: string;
+      kid?: string;
+    };
   } catch {
     return { valid: false, kid: att.kid, errors: ['attestation.jws header is not JSON'] };
   }
@@ -100,7 +140,12 @@ export function verifyReceipt(receipt: unknown, keys: KeyObject | PublicJwk | re
   const sig = Buffer.from(parts[2]!, 'base64url');
   // 64 bytes in canonical unpadded base64url (86 characters): a decoder would also take spellings
   // that differ in the last character's spare bits, and the receipt must have exactly one form.
-  if (sig.length !== 64 || sig.toString('base64url') !== parts[2]) return { valid: false, kid: att.kid, errors: ['signature must be 64 bytes (raw r‖s) in canonical base64url'] };
+  if (sig.length !== 64 || sig.toString('base64url') !== parts[2])
+    return {
+      valid: false,
+      kid: att.kid,
+      errors: ['signature must be 64 bytes (raw r‖s) in canonical base64url'],
+    };
   const ok = nodeVerify('sha256', enc.encode(signingInput), { key, dsaEncoding: 'ieee-p1363' }, sig);
   if (!ok) errors.push('signature does not verify: the receipt was altered or signed by another key');
   return { valid: errors.length === 0, kid: att.kid, errors };

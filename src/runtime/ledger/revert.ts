@@ -62,7 +62,13 @@ export function ledgerContext(ctx: VerbContext): LedgerContext {
   return ctx as LedgerContext;
 }
 
-const CLASS_RANK: Readonly<Record<VerbClass, number>> = { READ: 0, WRITE_REVERSIBLE: 1, WRITE_FINANCIAL: 2, IRREVERSIBLE: 3, BLOCKED: 4 };
+const CLASS_RANK: Readonly<Record<VerbClass, number>> = {
+  READ: 0,
+  WRITE_REVERSIBLE: 1,
+  WRITE_FINANCIAL: 2,
+  IRREVERSIBLE: 3,
+  BLOCKED: 4,
+};
 
 function notFound(id: unknown): VerbError {
   return new VerbError('not_found', `No audit row ${String(id)} exists for this tenant.`, {
@@ -75,7 +81,12 @@ function notFound(id: unknown): VerbError {
  * answers exactly like a missing one (not_found: nothing leaks). A forged, altered or foreign
  * handle → rollback_handle_invalid. Neither or both → invalid_input.
  */
-export async function resolveRevertTarget(q: Queryable, rt: Runtime, companyId: number, args: RevertArgs): Promise<AuditRow> {
+export async function resolveRevertTarget(
+  q: Queryable,
+  rt: Runtime,
+  companyId: number,
+  args: RevertArgs,
+): Promise<AuditRow> {
   const hasId = args.audit_id !== undefined && args.audit_id !== null;
   const hasHandle = args.rollback_handle !== undefined && args.rollback_handle !== null;
   if (hasId === hasHandle) {
@@ -93,9 +104,13 @@ export async function resolveRevertTarget(q: Queryable, rt: Runtime, companyId: 
   const row = await getAuditRow(q, companyId, opened.auditId);
   if (row === undefined || row.rollback_handle !== args.rollback_handle) {
     // Authentic for this tenant but not the handle recorded on that row (e.g. a rotated copy).
-    throw new VerbError('rollback_handle_invalid', 'The rollback_handle does not match the one recorded for that action.', {
-      hint: 'Copy the rollback_handle exactly as received, or pass the audit_id instead.',
-    });
+    throw new VerbError(
+      'rollback_handle_invalid',
+      'The rollback_handle does not match the one recorded for that action.',
+      {
+        hint: 'Copy the rollback_handle exactly as received, or pass the audit_id instead.',
+      },
+    );
   }
   return row;
 }
@@ -113,16 +128,26 @@ export type Revertability =
 export async function assessRevert(q: Queryable, rt: Runtime, row: AuditRow): Promise<Revertability> {
   const label = `${row.action_type} #${row.audit_id}`;
   const verb = rt.registry.get(row.action_type);
-  const isWrite = verb !== undefined ? verb.isWrite : row.consent_class !== null && row.consent_class !== 'READ';
+  const isWrite =
+    verb !== undefined ? verb.isWrite : row.consent_class !== null && row.consent_class !== 'READ';
   if (!isWrite) {
-    throw new VerbError('not_revertible', `${label} is a read; only writes can be reverted.`, { hint: 'Pick the audit_id of a write receipt (audit.trail with status completed).' });
-  }
-  if (row.status !== 'completed') {
-    throw new VerbError('not_revertible', `${label} is ${row.status}, not a completed write; it changed nothing to undo.`, {
-      hint: 'Only completed writes can be reverted; audit.trail shows each row’s status.',
+    throw new VerbError('not_revertible', `${label} is a read; only writes can be reverted.`, {
+      hint: 'Pick the audit_id of a write receipt (audit.trail with status completed).',
     });
   }
-  const reversal = await q.get<{ revert_audit_id: number }>('SELECT revert_audit_id FROM reversals WHERE audit_id = ? AND company_id = ?', [row.audit_id, row.company_id]);
+  if (row.status !== 'completed') {
+    throw new VerbError(
+      'not_revertible',
+      `${label} is ${row.status}, not a completed write; it changed nothing to undo.`,
+      {
+        hint: 'Only completed writes can be reverted; audit.trail shows each row’s status.',
+      },
+    );
+  }
+  const reversal = await q.get<{ revert_audit_id: number }>(
+    'SELECT revert_audit_id FROM reversals WHERE audit_id = ? AND company_id = ?',
+    [row.audit_id, row.company_id],
+  );
   if (reversal !== undefined) {
     const by = Number(reversal.revert_audit_id);
     throw new VerbError('already_reverted', `${label} was already reverted (by audit row ${by}).`, {
@@ -131,14 +156,29 @@ export async function assessRevert(q: Queryable, rt: Runtime, row: AuditRow): Pr
     });
   }
   if (verb === undefined) {
-    return { kind: 'no_handler', verb, message: `${row.action_type} is no longer registered, so no revert handler exists for ${label}.` };
+    return {
+      kind: 'no_handler',
+      verb,
+      message: `${row.action_type} is no longer registered, so no revert handler exists for ${label}.`,
+    };
   }
   if (!verb.revertible) {
-    return { kind: 'no_handler', verb, message: `${row.action_type} declares no revert handler, so ${label} cannot be undone automatically.` };
+    return {
+      kind: 'no_handler',
+      verb,
+      message: `${row.action_type} declares no revert handler, so ${label} cannot be undone automatically.`,
+    };
   }
-  const data = await q.get<{ data: unknown }>('SELECT data FROM revert_data WHERE audit_id = ? AND company_id = ?', [row.audit_id, row.company_id]);
+  const data = await q.get<{ data: unknown }>(
+    'SELECT data FROM revert_data WHERE audit_id = ? AND company_id = ?',
+    [row.audit_id, row.company_id],
+  );
   if (data === undefined) {
-    return { kind: 'no_handler', verb, message: `${label} recorded no rollback (the verb did not declare how to undo this particular call).` };
+    return {
+      kind: 'no_handler',
+      verb,
+      message: `${label} recorded no rollback (the verb did not declare how to undo this particular call).`,
+    };
   }
   return { kind: 'handler', verb, data: parseJson<Record<string, unknown>>(data.data) ?? {} };
 }
@@ -175,7 +215,9 @@ async function compositeGate(q: Queryable, rt: Runtime, row: AuditRow, steps: nu
   for (const id of steps) {
     const step = await getAuditRow(q, row.company_id, id);
     const v = step === undefined ? undefined : rt.registry.get(step.action_type);
-    const cls = (v?.consentClass ?? (step?.consent_class as VerbClass | null) ?? 'WRITE_REVERSIBLE') as VerbClass;
+    const cls = (v?.consentClass ??
+      (step?.consent_class as VerbClass | null) ??
+      'WRITE_REVERSIBLE') as VerbClass;
     if (CLASS_RANK[cls] > CLASS_RANK[gate.consentClass] && cls !== 'BLOCKED') gate.consentClass = cls;
     if (v !== undefined && ROLE_RANK[v.roleFloor] > ROLE_RANK[gate.roleFloor]) gate.roleFloor = v.roleFloor;
     if (v !== undefined && TIER_RANK[v.tierFloor] > TIER_RANK[gate.tierFloor]) gate.tierFloor = v.tierFloor;
@@ -194,19 +236,31 @@ export async function revertConsent(ctx: VerbContext, args: RevertArgs): Promise
   const a = await assessRevert(ctx.db, rt, row);
   const label = `${row.action_type} #${row.audit_id}`;
   if (a.kind === 'no_handler') {
-    return { consentClass: null, roleFloor: a.verb?.roleFloor ?? 'employee', summary: `Ask whether ${label} can be undone (it cannot: ${a.message}).` };
+    return {
+      consentClass: null,
+      roleFloor: a.verb?.roleFloor ?? 'employee',
+      summary: `Ask whether ${label} can be undone (it cannot: ${a.message}).`,
+    };
   }
   const steps = compositeSteps(row, a.data);
-  const gate: Gate = steps !== undefined ? await compositeGate(ctx.db, rt, row, steps) : { consentClass: a.verb.consentClass, roleFloor: a.verb.roleFloor, tierFloor: a.verb.tierFloor };
+  const gate: Gate =
+    steps !== undefined
+      ? await compositeGate(ctx.db, rt, row, steps)
+      : { consentClass: a.verb.consentClass, roleFloor: a.verb.roleFloor, tierFloor: a.verb.tierFloor };
   const original = originalAction(row, a.data);
   const typed = gate.consentClass === 'WRITE_FINANCIAL' || gate.consentClass === 'IRREVERSIBLE';
-  const phrase = typed ? (a.verb.definition.revert?.phrase?.(original) ?? `REVERT ${row.action_type} #${row.audit_id}`) : undefined;
+  const phrase = typed
+    ? (a.verb.definition.revert?.phrase?.(original) ?? `REVERT ${row.action_type} #${row.audit_id}`)
+    : undefined;
   return {
     consentClass: gate.consentClass,
     roleFloor: gate.roleFloor,
     tierFloor: gate.tierFloor,
     ...(phrase !== undefined ? { phrase } : {}),
-    summary: steps !== undefined ? `Undo ${label} (recorded ${row.created_at}): revert its ${steps.length} steps in reverse order.` : `Undo ${label} (recorded ${row.created_at}).`,
+    summary:
+      steps !== undefined
+        ? `Undo ${label} (recorded ${row.created_at}): revert its ${steps.length} steps in reverse order.`
+        : `Undo ${label} (recorded ${row.created_at}).`,
     capClass: gate.consentClass,
   };
 }
@@ -233,7 +287,9 @@ function revertHandlerContext(ctx: LedgerContext, verb: CompiledVerb): LedgerCon
     emit: (e) => ctx.emit(e),
     outbox: (kind, payload) => ctx.outbox(kind, payload),
     setRollback() {
-      throw new Error(`the revert handler of ${verb.name} cannot declare a rollback (a revert is not itself revertible)`);
+      throw new Error(
+        `the revert handler of ${verb.name} cannot declare a rollback (a revert is not itself revertible)`,
+      );
     },
     setEntity: (type, id) => ctx.setEntity(type, id),
     progress: (done, total, message) => ctx.progress(done, total, message),
@@ -249,10 +305,14 @@ function revertFailed(rt: Runtime, row: AuditRow, err: unknown): VerbError {
     });
   }
   rt.logger.error({ err, audit_id: row.audit_id, verb: row.action_type }, 'revert handler failed');
-  return new VerbError('revert_failed', `The revert handler of ${row.action_type} failed unexpectedly while undoing ${label}; it has been logged.`, {
-    hint: 'Nothing was changed by this attempt. Undo the action by hand or report the audit_id to the operator.',
-    details: { audit_id: row.audit_id, verb: row.action_type, cause_reason: 'internal_error' },
-  });
+  return new VerbError(
+    'revert_failed',
+    `The revert handler of ${row.action_type} failed unexpectedly while undoing ${label}; it has been logged.`,
+    {
+      hint: 'Nothing was changed by this attempt. Undo the action by hand or report the audit_id to the operator.',
+      details: { audit_id: row.audit_id, verb: row.action_type, cause_reason: 'internal_error' },
+    },
+  );
 }
 
 /**
@@ -271,35 +331,57 @@ export async function runRevert(ctx: VerbContext, args: RevertArgs): Promise<Rev
   const p = ctx.principal;
   const row = await resolveRevertTarget(c.tx, rt, p.company_id, args);
   const a = await assessRevert(c.tx, rt, row);
-  c.setAuditLink({ parent_id: row.audit_id, ...(row.transaction_id !== null ? { transaction_id: row.transaction_id } : {}) });
+  c.setAuditLink({
+    parent_id: row.audit_id,
+    ...(row.transaction_id !== null ? { transaction_id: row.transaction_id } : {}),
+  });
   if (row.entity_type !== null && row.entity_id !== null) ctx.setEntity(row.entity_type, row.entity_id);
   const label = `${row.action_type} #${row.audit_id}`;
   if (a.kind === 'no_handler') {
-    return { reverted: false, audit_id: row.audit_id, original_action: row.action_type, reason: 'no_revert_handler', message: `${a.message} Manual intervention is needed.` };
+    return {
+      reverted: false,
+      audit_id: row.audit_id,
+      original_action: row.action_type,
+      reason: 'no_revert_handler',
+      message: `${a.message} Manual intervention is needed.`,
+    };
   }
   try {
-    await c.tx.run('INSERT INTO reversals (audit_id, company_id, revert_audit_id, reverted_by, reverted_at) VALUES (?, ?, ?, ?, ?)', [
-      row.audit_id,
-      p.company_id,
-      c.auditId,
-      p.user_id,
-      ctx.now.toISOString(),
-    ]);
+    await c.tx.run(
+      'INSERT INTO reversals (audit_id, company_id, revert_audit_id, reverted_by, reverted_at) VALUES (?, ?, ?, ?, ?)',
+      [row.audit_id, p.company_id, c.auditId, p.user_id, ctx.now.toISOString()],
+    );
   } catch (err) {
     if (err instanceof StoreError && err.code === 'unique_violation') {
-      throw new VerbError('already_reverted', `${label} was already reverted.`, { hint: 'Nothing to do.', details: { audit_id: row.audit_id } });
+      throw new VerbError('already_reverted', `${label} was already reverted.`, {
+        hint: 'Nothing to do.',
+        details: { audit_id: row.audit_id },
+      });
     }
     throw err;
   }
   let out: { revert_action: string; [k: string]: unknown };
   try {
-    out = await a.verb.definition.revert!.handler(revertHandlerContext(c, a.verb), originalAction(row, a.data));
+    out = await a.verb.definition.revert!.handler(
+      revertHandlerContext(c, a.verb),
+      originalAction(row, a.data),
+    );
   } catch (err) {
     throw revertFailed(rt, row, err);
   }
-  const { revert_action, reverted: handlerReverted, reason: handlerReason, message: handlerMessage, ...extra } = out;
+  const {
+    revert_action,
+    reverted: handlerReverted,
+    reason: handlerReason,
+    message: handlerMessage,
+    ...extra
+  } = out;
   if (handlerReverted === false) {
-    await c.tx.run('DELETE FROM reversals WHERE audit_id = ? AND company_id = ? AND revert_audit_id = ?', [row.audit_id, p.company_id, c.auditId]);
+    await c.tx.run('DELETE FROM reversals WHERE audit_id = ? AND company_id = ? AND revert_audit_id = ?', [
+      row.audit_id,
+      p.company_id,
+      c.auditId,
+    ]);
     return {
       ...extra,
       reverted: false,

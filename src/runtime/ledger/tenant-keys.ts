@@ -78,7 +78,12 @@ export class TenantKeys {
   }
 
   /** Create a key for a tenant (inside the caller's write). Returns its public info. */
-  async create(q: Queryable, companyId: number, state: 'pending' | 'active', now = new Date()): Promise<TenantKeyInfo> {
+  async create(
+    q: Queryable,
+    companyId: number,
+    state: 'pending' | 'active',
+    now = new Date(),
+  ): Promise<TenantKeyInfo> {
     const pair = generateP256Jwk();
     const kid = `k${companyId}-${now.toISOString().slice(0, 10).replace(/-/g, '')}-${randomBytes(4).toString('hex')}`;
     const publicJwk: PublicJwk = { ...pair.publicJwk, kid, use: 'sig', alg: 'ES256' };
@@ -89,22 +94,64 @@ export class TenantKeys {
     }
     await q.run(
       `INSERT INTO tenant_keys (kid, company_id, state, public_jwk, private_enc, created_at, activated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      [kid, companyId, state, JSON.stringify(publicJwk), this.#secrets.encrypt(privateJwk, kid), iso, state === 'active' ? iso : null],
+      [
+        kid,
+        companyId,
+        state,
+        JSON.stringify(publicJwk),
+        this.#secrets.encrypt(privateJwk, kid),
+        iso,
+        state === 'active' ? iso : null,
+      ],
     );
     this.#signing.delete(companyId);
-    return { kid, company_id: companyId, state, public_jwk: publicJwk, created_at: iso, activated_at: state === 'active' ? iso : null, rotated_at: null, retired_at: null, grace_until: null };
+    return {
+      kid,
+      company_id: companyId,
+      state,
+      public_jwk: publicJwk,
+      created_at: iso,
+      activated_at: state === 'active' ? iso : null,
+      rotated_at: null,
+      retired_at: null,
+      grace_until: null,
+    };
   }
 
-  async #demoteActive(q: Queryable, companyId: number, iso: string, graceSeconds = DEFAULT_GRACE_SECONDS): Promise<void> {
+  async #demoteActive(
+    q: Queryable,
+    companyId: number,
+    iso: string,
+    graceSeconds = DEFAULT_GRACE_SECONDS,
+  ): Promise<void> {
     const grace = new Date(Date.parse(iso) + graceSeconds * 1000).toISOString();
-    await q.run(`UPDATE tenant_keys SET state = 'rotating', rotated_at = ?, grace_until = ? WHERE company_id = ? AND state = 'active'`, [iso, grace, companyId]);
+    await q.run(
+      `UPDATE tenant_keys SET state = 'rotating', rotated_at = ?, grace_until = ? WHERE company_id = ? AND state = 'active'`,
+      [iso, grace, companyId],
+    );
   }
 
   /** pending → active; the previous active key moves to rotating for the grace period. */
-  async activate(q: Queryable, companyId: number, kid: string, now = new Date(), graceSeconds = DEFAULT_GRACE_SECONDS): Promise<TenantKeyInfo> {
-    const row = await q.get<Record<string, unknown>>('SELECT * FROM tenant_keys WHERE kid = ? AND company_id = ?', [kid, companyId]);
-    if (row === undefined) throw new VerbError('not_found', `No signing key ${kid} for this tenant.`, { hint: 'List keys with `solid keys list`.' });
-    if (row.state !== 'pending') throw new VerbError('invalid_request', `Key ${kid} is ${String(row.state)}; only a pending key can be activated.`);
+  async activate(
+    q: Queryable,
+    companyId: number,
+    kid: string,
+    now = new Date(),
+    graceSeconds = DEFAULT_GRACE_SECONDS,
+  ): Promise<TenantKeyInfo> {
+    const row = await q.get<Record<string, unknown>>(
+      'SELECT * FROM tenant_keys WHERE kid = ? AND company_id = ?',
+      [kid, companyId],
+    );
+    if (row === undefined)
+      throw new VerbError('not_found', `No signing key ${kid} for this tenant.`, {
+        hint: 'List keys with `solid keys list`.',
+      });
+    if (row.state !== 'pending')
+      throw new VerbError(
+        'invalid_request',
+        `Key ${kid} is ${String(row.state)}; only a pending key can be activated.`,
+      );
     const iso = now.toISOString();
     await this.#demoteActive(q, companyId, iso, graceSeconds);
     await q.run(`UPDATE tenant_keys SET state = 'active', activated_at = ? WHERE kid = ?`, [iso, kid]);
@@ -113,16 +160,28 @@ export class TenantKeys {
   }
 
   /** Rotate: a new key becomes active now; the old active key is accepted until the grace ends. */
-  async rotate(q: Queryable, companyId: number, now = new Date(), graceSeconds = DEFAULT_GRACE_SECONDS): Promise<TenantKeyInfo> {
+  async rotate(
+    q: Queryable,
+    companyId: number,
+    now = new Date(),
+    graceSeconds = DEFAULT_GRACE_SECONDS,
+  ): Promise<TenantKeyInfo> {
     const created = await this.create(q, companyId, 'pending', now);
     return this.activate(q, companyId, created.kid, now, graceSeconds);
   }
 
   /** Retire a key: no longer accepted inbound, kept for verifying old receipts. The active key cannot be retired. */
   async retire(q: Queryable, companyId: number, kid: string, now = new Date()): Promise<TenantKeyInfo> {
-    const row = await q.get<Record<string, unknown>>('SELECT * FROM tenant_keys WHERE kid = ? AND company_id = ?', [kid, companyId]);
+    const row = await q.get<Record<string, unknown>>(
+      'SELECT * FROM tenant_keys WHERE kid = ? AND company_id = ?',
+      [kid, companyId],
+    );
     if (row === undefined) throw new VerbError('not_found', `No signing key ${kid} for this tenant.`);
-    if (row.state === 'active') throw new VerbError('invalid_request', `Key ${kid} is the active signing key; rotate first, then retire it.`);
+    if (row.state === 'active')
+      throw new VerbError(
+        'invalid_request',
+        `Key ${kid} is the active signing key; rotate first, then retire it.`,
+      );
     const iso = now.toISOString();
     await q.run(`UPDATE tenant_keys SET state = 'retired', retired_at = ? WHERE kid = ?`, [iso, kid]);
     this.#public.delete(kid);
@@ -131,7 +190,10 @@ export class TenantKeys {
 
   /** All keys of a tenant, newest first (public parts only). */
   async list(q: Queryable, companyId: number): Promise<TenantKeyInfo[]> {
-    const rows = await q.all<Record<string, unknown>>('SELECT * FROM tenant_keys WHERE company_id = ? ORDER BY created_at DESC, kid', [companyId]);
+    const rows = await q.all<Record<string, unknown>>(
+      'SELECT * FROM tenant_keys WHERE company_id = ? ORDER BY created_at DESC, kid',
+      [companyId],
+    );
     return rows.map(rowToInfo);
   }
 
@@ -139,10 +201,21 @@ export class TenantKeys {
    * Keys a verifier should accept now: pending (published ahead), active, rotating within grace.
    * `includeRetired` for offline verification of old receipts.
    */
-  async publishable(q: Queryable, companyId: number, now = new Date(), includeRetired = false): Promise<PublicJwk[]> {
+  async publishable(
+    q: Queryable,
+    companyId: number,
+    now = new Date(),
+    includeRetired = false,
+  ): Promise<PublicJwk[]> {
     const iso = now.toISOString();
     return (await this.list(q, companyId))
-      .filter((k) => includeRetired || k.state === 'pending' || k.state === 'active' || (k.state === 'rotating' && (k.grace_until === null || k.grace_until > iso)))
+      .filter(
+        (k) =>
+          includeRetired ||
+          k.state === 'pending' ||
+          k.state === 'active' ||
+          (k.state === 'rotating' && (k.grace_until === null || k.grace_until > iso)),
+      )
       .map((k) => k.public_jwk);
   }
 
@@ -150,7 +223,12 @@ export class TenantKeys {
   async signingKey(companyId: number): Promise<SigningKey> {
     const cached = this.#signing.get(companyId);
     if (cached !== undefined && Date.now() - cached.loadedAt < this.cacheTtlMs) return cached.key;
-    const row = await this.#store.read((q) => q.get<Record<string, unknown>>(`SELECT kid, private_enc FROM tenant_keys WHERE company_id = ? AND state = 'active'`, [companyId]));
+    const row = await this.#store.read((q) =>
+      q.get<Record<string, unknown>>(
+        `SELECT kid, private_enc FROM tenant_keys WHERE company_id = ? AND state = 'active'`,
+        [companyId],
+      ),
+    );
     if (row === undefined) throw new Error(`tenant ${companyId} has no active signing key`);
     const kid = row.kid as string;
     if (cached !== undefined && cached.key.kid === kid) {
@@ -158,7 +236,13 @@ export class TenantKeys {
       return cached.key;
     }
     const jwk = JSON.parse(this.#secrets.decrypt(row.private_enc as string, kid)) as webcrypto.JsonWebKey;
-    const cryptoKey = await webcrypto.subtle.importKey('jwk', { ...jwk, ext: false }, { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign']);
+    const cryptoKey = await webcrypto.subtle.importKey(
+      'jwk',
+      { ...jwk, ext: false },
+      { name: 'ECDSA', namedCurve: 'P-256' },
+      false,
+      ['sign'],
+    );
     const { createPrivateKey } = await import('node:crypto');
     const keyObject = createPrivateKey({ key: jwk as import('node:crypto').JsonWebKey, format: 'jwk' });
     const key: SigningKey = { kid, cryptoKey, keyObject };
@@ -170,9 +254,14 @@ export class TenantKeys {
   async publicKey(q: Queryable, kid: string): Promise<KeyObject | undefined> {
     let k = this.#public.get(kid);
     if (k === undefined) {
-      const row = await q.get<Record<string, unknown>>('SELECT public_jwk FROM tenant_keys WHERE kid = ?', [kid]);
+      const row = await q.get<Record<string, unknown>>('SELECT public_jwk FROM tenant_keys WHERE kid = ?', [
+        kid,
+      ]);
       if (row === undefined) return undefined;
-      k = createPublicKey({ key: parseJson<PublicJwk>(row.public_jwk) as unknown as import('node:crypto').JsonWebKey, format: 'jwk' });
+      k = createPublicKey({
+        key: parseJson<PublicJwk>(row.public_jwk) as unknown as import('node:crypto').JsonWebKey,
+        format: 'jwk',
+      });
       this.#public.set(kid, k);
     }
     return k;

@@ -28,7 +28,15 @@ import type { CompiledVerb, DelegatedConsent, OriginalAction, VerbContext } from
 import { ROLE_RANK, TIER_RANK } from '../verb.ts';
 import type { Runtime } from '../runtime.ts';
 import { executeInTx, surfaceDenied } from '../dispatch.ts';
-import { appendAudit, auditEntry, getAuditRow, redact, type AuditEntry, type AuditRow, type AuditStatus } from './audit.ts';
+import {
+  appendAudit,
+  auditEntry,
+  getAuditRow,
+  redact,
+  type AuditEntry,
+  type AuditRow,
+  type AuditStatus,
+} from './audit.ts';
 import { ledgerContext, type LedgerContext } from './revert.ts';
 
 /** Default time an open transaction lives (seconds). */
@@ -68,7 +76,15 @@ export interface TransactionRecord {
 /** What the transaction verbs answer (shape transaction), before the receipt fields. */
 export interface TransactionOutput {
   transaction_id: string;
-  status: 'started' | 'appended' | 'committed' | 'aborted' | 'expired' | 'failed' | 'reverted' | 'partially_reverted';
+  status:
+    | 'started'
+    | 'appended'
+    | 'committed'
+    | 'aborted'
+    | 'expired'
+    | 'failed'
+    | 'reverted'
+    | 'partially_reverted';
   steps: Array<{ verb: string; status: string; audit_id?: number }>;
   expires_at?: string;
   [k: string]: unknown;
@@ -92,8 +108,15 @@ function toRecord(r: Record<string, unknown>): TransactionRecord {
  * Load the caller's transaction. Another user's or tenant's id answers like a missing one
  * (transaction_not_found).
  */
-export async function loadTransaction(q: Queryable, p: Principal, transactionId: string): Promise<TransactionRecord> {
-  const r = await q.get<Record<string, unknown>>('SELECT * FROM transactions WHERE transaction_id = ? AND company_id = ?', [transactionId, p.company_id]);
+export async function loadTransaction(
+  q: Queryable,
+  p: Principal,
+  transactionId: string,
+): Promise<TransactionRecord> {
+  const r = await q.get<Record<string, unknown>>(
+    'SELECT * FROM transactions WHERE transaction_id = ? AND company_id = ?',
+    [transactionId, p.company_id],
+  );
   if (r === undefined || Number(r.user_id) !== p.user_id) {
     throw new VerbError('transaction_not_found', `No transaction ${transactionId} of yours exists.`, {
       hint: 'Start one with transaction.start; a transaction belongs to the user who started it.',
@@ -114,25 +137,44 @@ export function visibleStatus(t: TransactionRecord, now: Date): TransactionOutpu
 function assertOpen(t: TransactionRecord, now: Date): void {
   const s = visibleStatus(t, now);
   if (s === 'expired') {
-    throw new VerbError('transaction_expired', `Transaction ${t.transaction_id} expired at ${t.expires_at} before it was committed; nothing ran.`, {
-      hint: 'Start a new transaction and append the steps again.',
-      details: { expires_at: t.expires_at },
-    });
+    throw new VerbError(
+      'transaction_expired',
+      `Transaction ${t.transaction_id} expired at ${t.expires_at} before it was committed; nothing ran.`,
+      {
+        hint: 'Start a new transaction and append the steps again.',
+        details: { expires_at: t.expires_at },
+      },
+    );
   }
   if (s !== 'started' && s !== 'appended') {
-    throw new VerbError('transaction_not_open', `Transaction ${t.transaction_id} is ${s}; it takes no more changes.`, {
-      hint: s === 'committed' ? 'To undo it, call audit.revert with its audit_id or rollback_handle.' : 'Start a new transaction.',
-      details: { status: s },
-    });
+    throw new VerbError(
+      'transaction_not_open',
+      `Transaction ${t.transaction_id} is ${s}; it takes no more changes.`,
+      {
+        hint:
+          s === 'committed'
+            ? 'To undo it, call audit.revert with its audit_id or rollback_handle.'
+            : 'Start a new transaction.',
+        details: { status: s },
+      },
+    );
   }
 }
 
 function stepsOut(t: TransactionRecord): TransactionOutput['steps'] {
-  return t.steps.map((s) => ({ verb: s.verb, status: s.status, ...(s.audit_id !== undefined ? { audit_id: s.audit_id } : {}) }));
+  return t.steps.map((s) => ({
+    verb: s.verb,
+    status: s.status,
+    ...(s.audit_id !== undefined ? { audit_id: s.audit_id } : {}),
+  }));
 }
 
 function refused(message: string, hint: string, details?: Record<string, unknown>): VerbError {
-  return new VerbError('transaction_step_refused', message, { hint, path: '/verb', ...(details ? { details } : {}) });
+  return new VerbError('transaction_step_refused', message, {
+    hint,
+    path: '/verb',
+    ...(details ? { details } : {}),
+  });
 }
 
 /**
@@ -142,31 +184,60 @@ function refused(message: string, hint: string, details?: Record<string, unknown
  * Reasons: unknown_verb, blocked_verb, surface_denied, transaction_step_refused,
  * identity_override, invalid_input.
  */
-export async function checkStep(ctx: VerbContext, t: TransactionRecord, verbName: string, args: unknown): Promise<CompiledVerb> {
+export async function checkStep(
+  ctx: VerbContext,
+  t: TransactionRecord,
+  verbName: string,
+  args: unknown,
+): Promise<CompiledVerb> {
   const rt = ctx.runtime;
   if (await rt.isBlocked(verbName, ctx.principal.company_id)) {
-    throw new VerbError('blocked_verb', `The verb "${verbName}" is blocked and is never executed, in a transaction or not.`, { path: '/verb', hint: 'Use a safe alternative listed by verbs.list.' });
+    throw new VerbError(
+      'blocked_verb',
+      `The verb "${verbName}" is blocked and is never executed, in a transaction or not.`,
+      { path: '/verb', hint: 'Use a safe alternative listed by verbs.list.' },
+    );
   }
   const verb = rt.registry.get(verbName);
   if (verb === undefined) {
     const closest = rt.registry.closest(verbName);
     throw new VerbError('unknown_verb', `No verb named "${verbName}" is registered.`, {
       path: '/verb',
-      hint: closest.length > 0 ? `Did you mean ${closest.join(', ')}?` : 'List the available verbs with verbs.list.',
+      hint:
+        closest.length > 0
+          ? `Did you mean ${closest.join(', ')}?`
+          : 'List the available verbs with verbs.list.',
       details: { closest },
     });
   }
-  if (verb.consentClass === 'BLOCKED') throw new VerbError('blocked_verb', `The verb "${verb.name}" is declared BLOCKED and is never executed.`, { path: '/verb' });
-  const denied = surfaceDenied(verb, ctx.surface, ctx.webmcpSurface, { context: ', so it cannot be a step of a transaction made there', path: '/verb' });
+  if (verb.consentClass === 'BLOCKED')
+    throw new VerbError(
+      'blocked_verb',
+      `The verb "${verb.name}" is declared BLOCKED and is never executed.`,
+      { path: '/verb' },
+    );
+  const denied = surfaceDenied(verb, ctx.surface, ctx.webmcpSurface, {
+    context: ', so it cannot be a step of a transaction made there',
+    path: '/verb',
+  });
   if (denied !== undefined) throw denied;
   if (!verb.isWrite) {
-    throw refused(`${verb.name} only reads; a transaction holds writes.`, `Call ${verb.name} directly, before or after the transaction.`);
+    throw refused(
+      `${verb.name} only reads; a transaction holds writes.`,
+      `Call ${verb.name} directly, before or after the transaction.`,
+    );
   }
   if (verb.delegated || verb.shape === 'transaction' || verb.shape === 'macro') {
-    throw refused(`${verb.name} cannot be a step: transactions do not nest, and verbs that decide their consent from another action (revert, macros) run on their own.`, `Call ${verb.name} outside the transaction.`);
+    throw refused(
+      `${verb.name} cannot be a step: transactions do not nest, and verbs that decide their consent from another action (revert, macros) run on their own.`,
+      `Call ${verb.name} outside the transaction.`,
+    );
   }
   if (t.steps.length >= MAX_TRANSACTION_STEPS) {
-    throw refused(`A transaction holds at most ${MAX_TRANSACTION_STEPS} steps.`, 'Commit this transaction and start another for the rest.');
+    throw refused(
+      `A transaction holds at most ${MAX_TRANSACTION_STEPS} steps.`,
+      'Commit this transaction and start another for the rest.',
+    );
   }
   const lastIrreversible = t.steps.findIndex((s) => !s.revertible);
   if (lastIrreversible >= 0) {
@@ -178,19 +249,33 @@ export async function checkStep(ctx: VerbContext, t: TransactionRecord, verbName
     );
   }
   if (args === null || typeof args !== 'object' || Array.isArray(args)) {
-    throw new VerbError('invalid_input', '/args must be a JSON object of the step verb’s arguments.', { path: '/args', hint: `See the input_schema of ${verb.name}.` });
+    throw new VerbError('invalid_input', '/args must be a JSON object of the step verb’s arguments.', {
+      path: '/args',
+      hint: `See the input_schema of ${verb.name}.`,
+    });
   }
   for (const k of ['company_id', 'user_id'] as const) {
     if (k in (args as object)) {
-      throw new VerbError('identity_override', `${k} may not be passed as an argument: the runtime sets it from your credentials.`, { path: `/args/${k}`, hint: `Remove ${k} from the step's arguments.` });
+      throw new VerbError(
+        'identity_override',
+        `${k} may not be passed as an argument: the runtime sets it from your credentials.`,
+        { path: `/args/${k}`, hint: `Remove ${k} from the step's arguments.` },
+      );
     }
   }
   if (!verb.validate(args)) {
     const e = verb.validateErrors()?.[0];
     let path = e?.instancePath ?? '';
-    if (e?.keyword === 'required') path = `${path}/${(e.params as { missingProperty: string }).missingProperty}`;
-    if (e?.keyword === 'additionalProperties') path = `${path}/${(e.params as { additionalProperty: string }).additionalProperty}`;
-    const what = e?.keyword === 'required' ? 'is required' : e?.keyword === 'additionalProperties' ? 'is not an accepted argument' : (e?.message ?? 'is invalid');
+    if (e?.keyword === 'required')
+      path = `${path}/${(e.params as { missingProperty: string }).missingProperty}`;
+    if (e?.keyword === 'additionalProperties')
+      path = `${path}/${(e.params as { additionalProperty: string }).additionalProperty}`;
+    const what =
+      e?.keyword === 'required'
+        ? 'is required'
+        : e?.keyword === 'additionalProperties'
+          ? 'is not an accepted argument'
+          : (e?.message ?? 'is invalid');
     throw new VerbError('invalid_input', `/args${path} ${what} (step verb ${verb.name}).`, {
       path: `/args${path}`,
       hint: `Fix the step's argument at /args${path} to match the input_schema of ${verb.name}.`,
@@ -201,20 +286,21 @@ export async function checkStep(ctx: VerbContext, t: TransactionRecord, verbName
 }
 
 /** transaction.start: open a transaction for the caller. */
-export async function startTransaction(ctx: VerbContext, args: { ttl_seconds?: number }): Promise<TransactionOutput> {
+export async function startTransaction(
+  ctx: VerbContext,
+  args: { ttl_seconds?: number },
+): Promise<TransactionOutput> {
   const c = ledgerContext(ctx);
   const p = ctx.principal;
   const id = `txn_${randomBytes(12).toString('base64url')}`;
   const nowIso = ctx.now.toISOString();
-  const expires = new Date(ctx.now.getTime() + (args.ttl_seconds ?? TRANSACTION_TTL_SECONDS) * 1000).toISOString();
-  await c.tx.run(`INSERT INTO transactions (transaction_id, company_id, user_id, status, steps, audit_id, created_at, expires_at, updated_at) VALUES (?, ?, ?, 'open', '[]', NULL, ?, ?, ?)`, [
-    id,
-    p.company_id,
-    p.user_id,
-    nowIso,
-    expires,
-    nowIso,
-  ]);
+  const expires = new Date(
+    ctx.now.getTime() + (args.ttl_seconds ?? TRANSACTION_TTL_SECONDS) * 1000,
+  ).toISOString();
+  await c.tx.run(
+    `INSERT INTO transactions (transaction_id, company_id, user_id, status, steps, audit_id, created_at, expires_at, updated_at) VALUES (?, ?, ?, 'open', '[]', NULL, ?, ?, ?)`,
+    [id, p.company_id, p.user_id, nowIso, expires, nowIso],
+  );
   c.setAuditLink({ transaction_id: id });
   return { transaction_id: id, status: 'started', steps: [], expires_at: expires };
 }
@@ -223,13 +309,18 @@ export async function startTransaction(ctx: VerbContext, args: { ttl_seconds?: n
  * transaction.append's delegated consent: the step verb's class, floors and typed phrase, so the
  * append call itself is what the human confirms. Caps are counted at commit, per step.
  */
-export async function appendConsent(ctx: VerbContext, args: { transaction_id: string; verb: string; args?: Record<string, unknown> }): Promise<DelegatedConsent> {
+export async function appendConsent(
+  ctx: VerbContext,
+  args: { transaction_id: string; verb: string; args?: Record<string, unknown> },
+): Promise<DelegatedConsent> {
   const t = await loadTransaction(ctx.db, ctx.principal, args.transaction_id);
   assertOpen(t, ctx.now);
   const stepArgs = args.args ?? {};
   const verb = await checkStep(ctx, t, args.verb, stepArgs);
   const typed = verb.consentClass === 'WRITE_FINANCIAL' || verb.consentClass === 'IRREVERSIBLE';
-  const what = verb.definition.summary?.(stepArgs) ?? `Run ${verb.name} with ${JSON.stringify(redact(stepArgs, verb.secretPaths))}.`;
+  const what =
+    verb.definition.summary?.(stepArgs) ??
+    `Run ${verb.name} with ${JSON.stringify(redact(stepArgs, verb.secretPaths))}.`;
   return {
     consentClass: verb.consentClass,
     roleFloor: verb.roleFloor,
@@ -241,7 +332,10 @@ export async function appendConsent(ctx: VerbContext, args: { transaction_id: st
 }
 
 /** transaction.append: record a consented step. */
-export async function appendStep(ctx: VerbContext, args: { transaction_id: string; verb: string; args?: Record<string, unknown> }): Promise<TransactionOutput> {
+export async function appendStep(
+  ctx: VerbContext,
+  args: { transaction_id: string; verb: string; args?: Record<string, unknown> },
+): Promise<TransactionOutput> {
   const c = ledgerContext(ctx);
   const stepArgs = args.args ?? {};
   // Optimistic: the update applies only if the steps are still those read, so two appends racing
@@ -251,23 +345,50 @@ export async function appendStep(ctx: VerbContext, args: { transaction_id: strin
     assertOpen(t, ctx.now);
     const verb = await checkStep(ctx, t, args.verb, stepArgs);
     const before = JSON.stringify(t.steps);
-    t.steps.push({ verb: verb.name, args: stepArgs, consent_class: verb.consentClass, append_audit_id: c.auditId, revertible: verb.revertible, status: 'pending' });
-    const r = await c.tx.run(`UPDATE transactions SET steps = ?, updated_at = ? WHERE transaction_id = ? AND company_id = ? AND status = 'open' AND steps = ?`, [
-      JSON.stringify(t.steps),
-      ctx.now.toISOString(),
-      t.transaction_id,
-      t.company_id,
-      before,
-    ]);
+    t.steps.push({
+      verb: verb.name,
+      args: stepArgs,
+      consent_class: verb.consentClass,
+      append_audit_id: c.auditId,
+      revertible: verb.revertible,
+      status: 'pending',
+    });
+    const r = await c.tx.run(
+      `UPDATE transactions SET steps = ?, updated_at = ? WHERE transaction_id = ? AND company_id = ? AND status = 'open' AND steps = ?`,
+      [JSON.stringify(t.steps), ctx.now.toISOString(), t.transaction_id, t.company_id, before],
+    );
     if (r.changes === 0) continue;
     c.setAuditLink({ transaction_id: t.transaction_id });
-    return { transaction_id: t.transaction_id, status: 'appended', steps: stepsOut(t), expires_at: t.expires_at, step_index: t.steps.length - 1 };
+    return {
+      transaction_id: t.transaction_id,
+      status: 'appended',
+      steps: stepsOut(t),
+      expires_at: t.expires_at,
+      step_index: t.steps.length - 1,
+    };
   }
-  throw new VerbError('transaction_not_open', `Transaction ${args.transaction_id} kept changing while this step was appended.`, { hint: 'Retry the append.' });
+  throw new VerbError(
+    'transaction_not_open',
+    `Transaction ${args.transaction_id} kept changing while this step was appended.`,
+    { hint: 'Retry the append.' },
+  );
 }
 
-function stepEntry(p: Principal, now: Date, verb: CompiledVerb | undefined, name: string, fields: Partial<AuditEntry> & { status: AuditStatus; request_data: Record<string, unknown> }): AuditEntry {
-  const e = auditEntry({ company_id: p.company_id, now, action: name, category: verb?.category ?? 'unknown', status: fields.status, principal: p });
+function stepEntry(
+  p: Principal,
+  now: Date,
+  verb: CompiledVerb | undefined,
+  name: string,
+  fields: Partial<AuditEntry> & { status: AuditStatus; request_data: Record<string, unknown> },
+): AuditEntry {
+  const e = auditEntry({
+    company_id: p.company_id,
+    now,
+    action: name,
+    category: verb?.category ?? 'unknown',
+    status: fields.status,
+    principal: p,
+  });
   e.shape = verb?.shape ?? null;
   e.consent_class = verb?.consentClass ?? null;
   return Object.assign(e, fields);
@@ -279,20 +400,36 @@ async function recheckStep(ctx: VerbContext, step: StoredStep, index: number): P
   const p = ctx.principal;
   const details = { index, verb: step.verb };
   if (await rt.isBlocked(step.verb, p.company_id)) {
-    throw new VerbError('blocked_verb', `Step ${index + 1} (${step.verb}) is blocked for this tenant now; nothing ran.`, { details, hint: 'Abort this transaction.' });
+    throw new VerbError(
+      'blocked_verb',
+      `Step ${index + 1} (${step.verb}) is blocked for this tenant now; nothing ran.`,
+      { details, hint: 'Abort this transaction.' },
+    );
   }
   const verb = rt.registry.get(step.verb);
   if (verb === undefined || !verb.isWrite || verb.delegated) {
-    throw new VerbError('transaction_step_refused', `Step ${index + 1} (${step.verb}) is no longer a registered write verb; nothing ran.`, { details, hint: 'Abort this transaction and start again.' });
+    throw new VerbError(
+      'transaction_step_refused',
+      `Step ${index + 1} (${step.verb}) is no longer a registered write verb; nothing ran.`,
+      { details, hint: 'Abort this transaction and start again.' },
+    );
   }
   if (TIER_RANK[p.tier] < TIER_RANK[verb.tierFloor]) {
-    throw new VerbError('tier_denied', `Step ${index + 1} (${verb.name}) needs the ${verb.tierFloor} tier; this tenant is on ${p.tier}. Nothing ran.`, { details });
+    throw new VerbError(
+      'tier_denied',
+      `Step ${index + 1} (${verb.name}) needs the ${verb.tierFloor} tier; this tenant is on ${p.tier}. Nothing ran.`,
+      { details },
+    );
   }
   if (ROLE_RANK[p.role] < ROLE_RANK[verb.roleFloor]) {
-    throw new VerbError('role_denied', `Step ${index + 1} (${verb.name}) needs the ${verb.roleFloor} role or higher; this key has ${p.role}. Nothing ran.`, {
-      details,
-      hint: `Commit with a key of the ${verb.roleFloor} role or higher.`,
-    });
+    throw new VerbError(
+      'role_denied',
+      `Step ${index + 1} (${verb.name}) needs the ${verb.roleFloor} role or higher; this key has ${p.role}. Nothing ran.`,
+      {
+        details,
+        hint: `Commit with a key of the ${verb.roleFloor} role or higher.`,
+      },
+    );
   }
   return verb;
 }
@@ -304,7 +441,10 @@ async function recheckStep(ctx: VerbContext, step: StoredStep, index: number): P
  * steps), blocked_verb / tier_denied / role_denied / transaction_step_refused (re-checks, nothing
  * ran), transaction_step_failed (details: index (0-based), verb, reason; nothing was applied).
  */
-export async function commitTransaction(ctx: VerbContext, args: { transaction_id: string }): Promise<TransactionOutput> {
+export async function commitTransaction(
+  ctx: VerbContext,
+  args: { transaction_id: string },
+): Promise<TransactionOutput> {
   const c = ledgerContext(ctx);
   const rt = ctx.runtime;
   const p = ctx.principal;
@@ -312,26 +452,39 @@ export async function commitTransaction(ctx: VerbContext, args: { transaction_id
   const t = await loadTransaction(tx, p, args.transaction_id);
   assertOpen(t, ctx.now);
   if (t.steps.length === 0) {
-    throw new VerbError('invalid_request', `Transaction ${t.transaction_id} has no steps to commit.`, { hint: 'Append steps with transaction.append, or abort it.' });
+    throw new VerbError('invalid_request', `Transaction ${t.transaction_id} has no steps to commit.`, {
+      hint: 'Append steps with transaction.append, or abort it.',
+    });
   }
   c.setAuditLink({ transaction_id: t.transaction_id });
-  const claimed = await tx.run(`UPDATE transactions SET status = 'committed', audit_id = ?, updated_at = ? WHERE transaction_id = ? AND company_id = ? AND status = 'open'`, [
-    c.auditId,
-    ctx.now.toISOString(),
-    t.transaction_id,
-    t.company_id,
-  ]);
-  if (claimed.changes === 0) throw new VerbError('transaction_not_open', `Transaction ${t.transaction_id} was committed or aborted meanwhile.`, { hint: 'Check it with transaction.status.' });
+  const claimed = await tx.run(
+    `UPDATE transactions SET status = 'committed', audit_id = ?, updated_at = ? WHERE transaction_id = ? AND company_id = ? AND status = 'open'`,
+    [c.auditId, ctx.now.toISOString(), t.transaction_id, t.company_id],
+  );
+  if (claimed.changes === 0)
+    throw new VerbError(
+      'transaction_not_open',
+      `Transaction ${t.transaction_id} was committed or aborted meanwhile.`,
+      { hint: 'Check it with transaction.status.' },
+    );
   const verbs: CompiledVerb[] = [];
   for (let i = 0; i < t.steps.length; i++) verbs.push(await recheckStep(ctx, t.steps[i]!, i));
-  const caller = { surface: ctx.surface ?? ('internal' as const), signal: ctx.signal, ...(ctx.webmcpSurface !== undefined ? { webmcpSurface: ctx.webmcpSurface } : {}) };
+  const caller = {
+    surface: ctx.surface ?? ('internal' as const),
+    signal: ctx.signal,
+    ...(ctx.webmcpSurface !== undefined ? { webmcpSurface: ctx.webmcpSurface } : {}),
+  };
   for (let i = 0; i < t.steps.length; i++) {
     const step = t.steps[i]!;
     const verb = verbs[i]!;
     const typed = step.consent_class === 'WRITE_FINANCIAL' || step.consent_class === 'IRREVERSIBLE';
     const append = await getAuditRow(tx, p.company_id, step.append_audit_id);
     try {
-      if (!verb.validate(step.args)) throw new VerbError('invalid_input', `The arguments of ${verb.name} no longer match its input_schema.`);
+      if (!verb.validate(step.args))
+        throw new VerbError(
+          'invalid_input',
+          `The arguments of ${verb.name} no longer match its input_schema.`,
+        );
       const exec = await executeInTx(rt, tx, {
         verb,
         principal: p,
@@ -357,13 +510,29 @@ export async function commitTransaction(ctx: VerbContext, args: { transaction_id
     }
   }
   const stepIds = t.steps.map((s) => s.audit_id!);
-  if (t.steps.some((s) => s.revertible)) ctx.setRollback(`tx:${t.transaction_id}:rollback_all`, { transaction_id: t.transaction_id, steps: stepIds });
-  await tx.run('UPDATE transactions SET steps = ? WHERE transaction_id = ? AND company_id = ?', [JSON.stringify(t.steps), t.transaction_id, t.company_id]);
+  if (t.steps.some((s) => s.revertible))
+    ctx.setRollback(`tx:${t.transaction_id}:rollback_all`, {
+      transaction_id: t.transaction_id,
+      steps: stepIds,
+    });
+  await tx.run('UPDATE transactions SET steps = ? WHERE transaction_id = ? AND company_id = ?', [
+    JSON.stringify(t.steps),
+    t.transaction_id,
+    t.company_id,
+  ]);
   return { transaction_id: t.transaction_id, status: 'committed', steps: stepsOut(t) };
 }
 
 /** The error of a failed step, carrying the audit rows to write after the rollback. */
-function stepFailed(rt: Runtime, p: Principal, now: Date, t: TransactionRecord, verbs: CompiledVerb[], index: number, err: unknown): VerbError {
+function stepFailed(
+  rt: Runtime,
+  p: Principal,
+  now: Date,
+  t: TransactionRecord,
+  verbs: CompiledVerb[],
+  index: number,
+  err: unknown,
+): VerbError {
   const failed = t.steps[index]!;
   let reason: string;
   let message: string;
@@ -371,14 +540,21 @@ function stepFailed(rt: Runtime, p: Principal, now: Date, t: TransactionRecord, 
     reason = err.reason;
     message = err.message;
   } else {
-    rt.logger.error({ err, verb: failed.verb, transaction_id: t.transaction_id }, 'transaction step failed unexpectedly');
+    rt.logger.error(
+      { err, verb: failed.verb, transaction_id: t.transaction_id },
+      'transaction step failed unexpectedly',
+    );
     reason = 'internal_error';
     message = 'an internal error occurred (logged)';
   }
-  const e = new VerbError('transaction_step_failed', `Step ${index + 1} (${failed.verb}) failed: ${message} Nothing was applied: every step of transaction ${t.transaction_id} was rolled back.`, {
-    hint: 'Fix the cause, then start a new transaction (this one is now failed).',
-    details: { transaction_id: t.transaction_id, index, verb: failed.verb, reason, message },
-  });
+  const e = new VerbError(
+    'transaction_step_failed',
+    `Step ${index + 1} (${failed.verb}) failed: ${message} Nothing was applied: every step of transaction ${t.transaction_id} was rolled back.`,
+    {
+      hint: 'Fix the cause, then start a new transaction (this one is now failed).',
+      details: { transaction_id: t.transaction_id, index, verb: failed.verb, reason, message },
+    },
+  );
   e.failureAudit = {
     transaction_id: t.transaction_id,
     async record(tx: StoreTx, row: AuditRow) {
@@ -397,36 +573,54 @@ function stepFailed(rt: Runtime, p: Principal, now: Date, t: TransactionRecord, 
           }),
         );
       }
-      const steps = t.steps.map((s, j) => ({ ...s, status: j < index ? 'rolled_back' : j === index ? 'failed' : 'pending', audit_id: undefined }));
-      await tx.run(`UPDATE transactions SET status = 'failed', steps = ?, updated_at = ? WHERE transaction_id = ? AND company_id = ? AND status = 'open'`, [
-        JSON.stringify(steps),
-        now.toISOString(),
-        t.transaction_id,
-        t.company_id,
-      ]);
+      const steps = t.steps.map((s, j) => ({
+        ...s,
+        status: j < index ? 'rolled_back' : j === index ? 'failed' : 'pending',
+        audit_id: undefined,
+      }));
+      await tx.run(
+        `UPDATE transactions SET status = 'failed', steps = ?, updated_at = ? WHERE transaction_id = ? AND company_id = ? AND status = 'open'`,
+        [JSON.stringify(steps), now.toISOString(), t.transaction_id, t.company_id],
+      );
     },
   };
   return e;
 }
 
 /** transaction.abort: discard an open (or expired) transaction; nothing runs. */
-export async function abortTransaction(ctx: VerbContext, args: { transaction_id: string }): Promise<TransactionOutput> {
+export async function abortTransaction(
+  ctx: VerbContext,
+  args: { transaction_id: string },
+): Promise<TransactionOutput> {
   const c = ledgerContext(ctx);
   const t = await loadTransaction(c.tx, ctx.principal, args.transaction_id);
   if (t.status !== 'open') {
-    throw new VerbError('transaction_not_open', `Transaction ${t.transaction_id} is ${t.status}; only an open transaction can be aborted.`, {
-      hint: t.status === 'committed' ? 'To undo a committed transaction, call audit.revert with its audit_id or rollback_handle.' : 'Nothing to do.',
-      details: { status: t.status },
-    });
+    throw new VerbError(
+      'transaction_not_open',
+      `Transaction ${t.transaction_id} is ${t.status}; only an open transaction can be aborted.`,
+      {
+        hint:
+          t.status === 'committed'
+            ? 'To undo a committed transaction, call audit.revert with its audit_id or rollback_handle.'
+            : 'Nothing to do.',
+        details: { status: t.status },
+      },
+    );
   }
-  await c.tx.run(`UPDATE transactions SET status = 'aborted', updated_at = ? WHERE transaction_id = ? AND company_id = ? AND status = 'open'`, [ctx.now.toISOString(), t.transaction_id, t.company_id]);
+  await c.tx.run(
+    `UPDATE transactions SET status = 'aborted', updated_at = ? WHERE transaction_id = ? AND company_id = ? AND status = 'open'`,
+    [ctx.now.toISOString(), t.transaction_id, t.company_id],
+  );
   c.setAuditLink({ transaction_id: t.transaction_id });
   t.steps = t.steps.map((s) => ({ ...s, status: 'rolled_back' }));
   return { transaction_id: t.transaction_id, status: 'aborted', steps: stepsOut(t) };
 }
 
 /** transaction.status: the caller's transaction as it stands (read). */
-export async function transactionStatus(ctx: VerbContext, args: { transaction_id: string }): Promise<TransactionOutput> {
+export async function transactionStatus(
+  ctx: VerbContext,
+  args: { transaction_id: string },
+): Promise<TransactionOutput> {
   const t = await loadTransaction(ctx.db, ctx.principal, args.transaction_id);
   const status = visibleStatus(t, ctx.now);
   const out: TransactionOutput = { transaction_id: t.transaction_id, status, steps: stepsOut(t) };
@@ -474,19 +668,27 @@ async function withSavepoint<T>(tx: StoreTx, companyId: number, fn: (tx: StoreTx
  * failed audit.revert row, and the answer is `reverted: false, reason: "partially_reverted"` with
  * reverted_audit_ids and remaining_audit_ids.
  */
-export async function revertTransactionSteps(ctx: VerbContext, original: OriginalAction): Promise<{ revert_action: string; [k: string]: unknown }> {
+export async function revertTransactionSteps(
+  ctx: VerbContext,
+  original: OriginalAction,
+): Promise<{ revert_action: string; [k: string]: unknown }> {
   const c: LedgerContext = ledgerContext(ctx);
   const rt = ctx.runtime;
   const p = ctx.principal;
   const transactionId = String(original.rollback.transaction_id);
-  const ids = (Array.isArray(original.rollback.steps) ? (original.rollback.steps as unknown[]) : []).map(Number).reverse();
+  const ids = (Array.isArray(original.rollback.steps) ? (original.rollback.steps as unknown[]) : [])
+    .map(Number)
+    .reverse();
   const revertVerb = rt.registry.get(REVERT_VERB);
   if (revertVerb === undefined) throw new Error(`${REVERT_VERB} must be registered to revert a transaction`);
   const reverted: number[] = [];
   let failure: { audit_id: number; verb: string; reason: string; message: string } | undefined;
   let remaining: number[] = [];
   for (const id of ids) {
-    const done = await c.tx.get('SELECT revert_audit_id FROM reversals WHERE audit_id = ? AND company_id = ?', [id, p.company_id]);
+    const done = await c.tx.get(
+      'SELECT revert_audit_id FROM reversals WHERE audit_id = ? AND company_id = ?',
+      [id, p.company_id],
+    );
     if (done !== undefined) {
       reverted.push(id);
       continue;
@@ -508,14 +710,21 @@ export async function revertTransactionSteps(ctx: VerbContext, original: Origina
           transactionId,
         });
         if (exec.result.reverted !== true) {
-          throw new VerbError(String(exec.result.reason ?? 'revert_failed'), String(exec.result.message ?? `Step #${id} was not reverted.`));
+          throw new VerbError(
+            String(exec.result.reason ?? 'revert_failed'),
+            String(exec.result.message ?? `Step #${id} was not reverted.`),
+          );
         }
       });
       reverted.push(id);
     } catch (err) {
       const reason = isVerbError(err) ? err.reason : 'revert_failed';
       const message = isVerbError(err) ? err.message : 'the revert failed unexpectedly (logged)';
-      if (!isVerbError(err)) rt.logger.error({ err, audit_id: id, transaction_id: transactionId }, 'transaction step revert failed');
+      if (!isVerbError(err))
+        rt.logger.error(
+          { err, audit_id: id, transaction_id: transactionId },
+          'transaction step revert failed',
+        );
       failure = { audit_id: id, verb: step?.action_type ?? 'unknown', reason, message };
       await appendAudit(
         c.tx,
@@ -537,22 +746,38 @@ export async function revertTransactionSteps(ctx: VerbContext, original: Origina
     const done = new Set(reverted);
     remaining = [];
     for (const id of ids.slice(ids.indexOf(failure.audit_id))) {
-      const r = await c.tx.get('SELECT revert_audit_id FROM reversals WHERE audit_id = ? AND company_id = ?', [id, p.company_id]);
+      const r = await c.tx.get(
+        'SELECT revert_audit_id FROM reversals WHERE audit_id = ? AND company_id = ?',
+        [id, p.company_id],
+      );
       if (r === undefined) remaining.push(id);
       else if (!done.has(id)) reverted.push(id);
     }
   }
   const status: StoredStatus = failure === undefined ? 'reverted' : 'partially_reverted';
-  const stored = await c.tx.get<Record<string, unknown>>('SELECT * FROM transactions WHERE transaction_id = ? AND company_id = ?', [transactionId, p.company_id]);
+  const stored = await c.tx.get<Record<string, unknown>>(
+    'SELECT * FROM transactions WHERE transaction_id = ? AND company_id = ?',
+    [transactionId, p.company_id],
+  );
   if (stored !== undefined) {
     const t = toRecord(stored);
     const done = new Set(reverted);
-    t.steps = t.steps.map((s) => (s.audit_id !== undefined && done.has(s.audit_id) ? { ...s, status: 'reverted' } : s));
-    await c.tx.run('UPDATE transactions SET status = ?, steps = ?, updated_at = ? WHERE transaction_id = ? AND company_id = ?', [status, JSON.stringify(t.steps), ctx.now.toISOString(), transactionId, p.company_id]);
+    t.steps = t.steps.map((s) =>
+      s.audit_id !== undefined && done.has(s.audit_id) ? { ...s, status: 'reverted' } : s,
+    );
+    await c.tx.run(
+      'UPDATE transactions SET status = ?, steps = ?, updated_at = ? WHERE transaction_id = ? AND company_id = ?',
+      [status, JSON.stringify(t.steps), ctx.now.toISOString(), transactionId, p.company_id],
+    );
   }
   const order = 'in reverse order';
   if (failure === undefined) {
-    return { revert_action: `reverted the ${ids.length} steps of transaction ${transactionId} ${order}`, transaction_id: transactionId, reverted_audit_ids: reverted, remaining_audit_ids: [] };
+    return {
+      revert_action: `reverted the ${ids.length} steps of transaction ${transactionId} ${order}`,
+      transaction_id: transactionId,
+      reverted_audit_ids: reverted,
+      remaining_audit_ids: [],
+    };
   }
   return {
     reverted: false,

@@ -40,7 +40,16 @@ import {
   type StoredAuditRow,
 } from './chain-walk.ts';
 
-export { VERIFY_COLUMNS, storedRowHash, serveSegmentWalks, type AuditFinding, type AuditFindingKind, type CheckedCheckpoint, type SegmentResult, type StoredAuditRow } from './chain-walk.ts';
+export {
+  VERIFY_COLUMNS,
+  storedRowHash,
+  serveSegmentWalks,
+  type AuditFinding,
+  type AuditFindingKind,
+  type CheckedCheckpoint,
+  type SegmentResult,
+  type StoredAuditRow,
+} from './chain-walk.ts';
 import type { Queryable, Store } from '../../store/store.ts';
 import { parseJson } from '../../store/store.ts';
 import type { PublicJwk } from './tenant-keys.ts';
@@ -100,12 +109,17 @@ export interface VerifyOptions {
   maxFindings?: number;
 }
 
-function keyMap(publicKeys: readonly PublicJwk[] | ReadonlyMap<string, KeyObject>): ReadonlyMap<string, KeyObject> {
+function keyMap(
+  publicKeys: readonly PublicJwk[] | ReadonlyMap<string, KeyObject>,
+): ReadonlyMap<string, KeyObject> {
   if (!Array.isArray(publicKeys)) return publicKeys as ReadonlyMap<string, KeyObject>;
   const m = new Map<string, KeyObject>();
   for (const jwk of publicKeys as readonly PublicJwk[]) {
     try {
-      m.set(jwk.kid, createPublicKey({ key: jwk as unknown as import('node:crypto').JsonWebKey, format: 'jwk' }));
+      m.set(
+        jwk.kid,
+        createPublicKey({ key: jwk as unknown as import('node:crypto').JsonWebKey, format: 'jwk' }),
+      );
     } catch {
       /* an unusable key is simply not trusted */
     }
@@ -132,15 +146,41 @@ function checkCheckpoints(
     let valid = false;
     const key = keys.get(cp.kid);
     if (key === undefined) {
-      findings.push({ kind: 'unknown_key', company_id: companyId, seq, kid: cp.kid, message: `The checkpoint at seq ${seq} is signed by key ${cp.kid}, which is not among the trusted keys.` });
+      findings.push({
+        kind: 'unknown_key',
+        company_id: companyId,
+        seq,
+        kid: cp.kid,
+        message: `The checkpoint at seq ${seq} is signed by key ${cp.kid}, which is not among the trusted keys.`,
+      });
     } else {
       try {
         const sig = Buffer.from(cp.signature, 'base64url');
-        valid = sig.length === 64 && sig.toString('base64url') === cp.signature && nodeVerify('sha256', checkpointMaterial({ company_id: companyId, seq, head_hash: cp.head_hash, created_at: cp.created_at }), { key, dsaEncoding: 'ieee-p1363' }, sig);
+        valid =
+          sig.length === 64 &&
+          sig.toString('base64url') === cp.signature &&
+          nodeVerify(
+            'sha256',
+            checkpointMaterial({
+              company_id: companyId,
+              seq,
+              head_hash: cp.head_hash,
+              created_at: cp.created_at,
+            }),
+            { key, dsaEncoding: 'ieee-p1363' },
+            sig,
+          );
       } catch {
         valid = false;
       }
-      if (!valid) findings.push({ kind: 'bad_signature', company_id: companyId, seq, kid: cp.kid, message: `The signature of the checkpoint at seq ${seq} does not verify with key ${cp.kid}: the checkpoint was forged or altered.` });
+      if (!valid)
+        findings.push({
+          kind: 'bad_signature',
+          company_id: companyId,
+          seq,
+          kid: cp.kid,
+          message: `The signature of the checkpoint at seq ${seq} does not verify with key ${cp.kid}: the checkpoint was forged or altered.`,
+        });
     }
     let list = byTenant.get(companyId);
     if (list === undefined) byTenant.set(companyId, (list = []));
@@ -180,7 +220,16 @@ function tenantReport(
     const firstSeq = seg.first_seq!;
     if (firstSeq > last + 1) {
       const missing = firstSeq - last - 1;
-      add({ kind: 'gap', company_id: companyId, seq: last + 1, missing, message: missing === 1 ? `Row seq ${last + 1} is missing (deleted).` : `Rows seq ${last + 1}–${firstSeq - 1} are missing (${missing} deleted).` });
+      add({
+        kind: 'gap',
+        company_id: companyId,
+        seq: last + 1,
+        missing,
+        message:
+          missing === 1
+            ? `Row seq ${last + 1} is missing (deleted).`
+            : `Rows seq ${last + 1}–${firstSeq - 1} are missing (${missing} deleted).`,
+      });
     } else if (firstSeq === last + 1 && !seg.first_modified && seg.first_prev_hash !== lastHash) {
       add({
         kind: 'chain_break',
@@ -191,18 +240,36 @@ function tenantReport(
     }
     last = seg.last_seq!;
     lastHash = seg.last_hash!;
-    if (seg.last_signed_seq !== null && (signed === null || seg.last_signed_seq > signed)) signed = seg.last_signed_seq;
+    if (seg.last_signed_seq !== null && (signed === null || seg.last_signed_seq > signed))
+      signed = seg.last_signed_seq;
   }
   let checked = 0;
   for (const cp of checkpoints) {
     checked++;
-    if (cp.seq > last) add({ kind: 'truncated', company_id: companyId, seq: cp.seq, kid: cp.kid, message: `A checkpoint signed seq ${cp.seq}, but the log ends at seq ${last}: rows ${last + 1}–${cp.seq} were removed.` });
+    if (cp.seq > last)
+      add({
+        kind: 'truncated',
+        company_id: companyId,
+        seq: cp.seq,
+        kid: cp.kid,
+        message: `A checkpoint signed seq ${cp.seq}, but the log ends at seq ${last}: rows ${last + 1}–${cp.seq} were removed.`,
+      });
   }
   if (head !== undefined) {
     if (head.audit_seq > last) {
-      add({ kind: 'truncated', company_id: companyId, seq: head.audit_seq, message: `The chain head records seq ${head.audit_seq}, but the log ends at seq ${last}: the tail was removed.` });
+      add({
+        kind: 'truncated',
+        company_id: companyId,
+        seq: head.audit_seq,
+        message: `The chain head records seq ${head.audit_seq}, but the log ends at seq ${last}: the tail was removed.`,
+      });
     } else if (head.audit_seq === last && last > 0 && head.audit_hash !== lastHash) {
-      add({ kind: 'chain_break', company_id: companyId, seq: last, message: `The chain head's hash differs from the hash of the last row (seq ${last}).` });
+      add({
+        kind: 'chain_break',
+        company_id: companyId,
+        seq: last,
+        message: `The chain head's hash differs from the hash of the last row (seq ${last}).`,
+      });
     }
   }
   findings.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
@@ -256,7 +323,8 @@ function headMap(heads: Iterable<ChainHead>, only: number | undefined): Map<numb
   const m = new Map<number, ChainHead>();
   for (const h of heads) {
     const companyId = Number(h.company_id);
-    if (only === undefined || companyId === only) m.set(companyId, { company_id: companyId, audit_seq: Number(h.audit_seq), audit_hash: h.audit_hash });
+    if (only === undefined || companyId === only)
+      m.set(companyId, { company_id: companyId, audit_seq: Number(h.audit_seq), audit_hash: h.audit_hash });
   }
   return m;
 }
@@ -287,11 +355,23 @@ export function verifyAuditChain(
   let total = 0;
   let cur: SegmentWalker | undefined;
   for (const row of rows) {
-    const companyId = storedInteger(Array.isArray(row) ? (row as readonly unknown[])[I_COMPANY] : (row as StoredAuditRow).company_id);
+    const companyId = storedInteger(
+      Array.isArray(row) ? (row as readonly unknown[])[I_COMPANY] : (row as StoredAuditRow).company_id,
+    );
     if (only !== undefined && companyId !== only) continue;
     if (cur === undefined || cur.r.company_id !== companyId) {
       cur = walkers.get(companyId);
-      if (cur === undefined) walkers.set(companyId, (cur = new SegmentWalker(companyId, 1, GENESIS_HASH, checked.byTenant.get(companyId) ?? [], maxFindings)));
+      if (cur === undefined)
+        walkers.set(
+          companyId,
+          (cur = new SegmentWalker(
+            companyId,
+            1,
+            GENESIS_HASH,
+            checked.byTenant.get(companyId) ?? [],
+            maxFindings,
+          )),
+        );
     }
     cur.push(row);
     total++;
@@ -315,14 +395,26 @@ export function parseTrustFile(text: string): TrustFile {
   try {
     doc = JSON.parse(text);
   } catch (err) {
-    throw new VerbError('invalid_request', `The key file is not JSON: ${(err as Error).message}`, { hint: 'Pass the file written by `solid audit export-keys`.' });
+    throw new VerbError('invalid_request', `The key file is not JSON: ${(err as Error).message}`, {
+      hint: 'Pass the file written by `solid audit export-keys`.',
+    });
   }
   const keys = Array.isArray(doc) ? doc : (doc as { keys?: unknown })?.keys;
-  if (!Array.isArray(keys) || keys.some((k) => typeof k !== 'object' || k === null || typeof (k as { kid?: unknown }).kid !== 'string')) {
-    throw new VerbError('invalid_request', 'The key file must be a JWKS: { "keys": [ { "kid": …, "kty": "EC", … } ] }.', { hint: 'Pass the file written by `solid audit export-keys`.' });
+  if (
+    !Array.isArray(keys) ||
+    keys.some((k) => typeof k !== 'object' || k === null || typeof (k as { kid?: unknown }).kid !== 'string')
+  ) {
+    throw new VerbError(
+      'invalid_request',
+      'The key file must be a JWKS: { "keys": [ { "kid": …, "kty": "EC", … } ] }.',
+      { hint: 'Pass the file written by `solid audit export-keys`.' },
+    );
   }
   const cps = Array.isArray(doc) ? undefined : (doc as { checkpoints?: unknown }).checkpoints;
-  return { keys: keys as PublicJwk[], ...(Array.isArray(cps) ? { checkpoints: cps as CheckpointRecord[] } : {}) };
+  return {
+    keys: keys as PublicJwk[],
+    ...(Array.isArray(cps) ? { checkpoints: cps as CheckpointRecord[] } : {}),
+  };
 }
 
 const SELECT_ROWS = `SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log`;
@@ -356,12 +448,15 @@ export function readableAuditPath(path: string): ReadableAuditPath {
     }
   };
   const unavailable = (err: unknown) =>
-    new VerbError('store_unavailable', `Cannot read an audit log at ${path}: ${(err as Error).message}`, { hint: 'Pass the solid database with --db (or SOLID_DB).' });
+    new VerbError('store_unavailable', `Cannot read an audit log at ${path}: ${(err as Error).message}`, {
+      hint: 'Pass the solid database with --db (or SOLID_DB).',
+    });
   try {
     probe(path);
     return { path, snapshot: false, release: () => {} };
   } catch (err) {
-    if (!existsSync(path) || !/readonly|read-only|unable to open/i.test((err as Error).message)) throw unavailable(err);
+    if (!existsSync(path) || !/readonly|read-only|unable to open/i.test((err as Error).message))
+      throw unavailable(err);
   }
   const dir = mkdtempSync(join(tmpdir(), 'solid-audit-snapshot-'));
   // The copy holds the business's data: deleted on release, at exit, and on a terminating signal
@@ -426,14 +521,19 @@ export function openAuditDatabase(path: string): Database.Database {
     return db;
   } catch (err) {
     source.release();
-    throw new VerbError('store_unavailable', `Cannot read an audit log at ${path}: ${(err as Error).message}`, { hint: 'Pass the solid database with --db (or SOLID_DB).' });
+    throw new VerbError(
+      'store_unavailable',
+      `Cannot read an audit log at ${path}: ${(err as Error).message}`,
+      { hint: 'Pass the solid database with --db (or SOLID_DB).' },
+    );
   }
 }
 
 /** A read-only Queryable over a better-sqlite3 connection (offline tools, no Store needed). */
 export function sqliteQueryable(db: Database.Database): Queryable {
   return {
-    get: async <T>(sql: string, params: readonly unknown[] = []) => db.prepare(sql).get(...params) as T | undefined,
+    get: async <T>(sql: string, params: readonly unknown[] = []) =>
+      db.prepare(sql).get(...params) as T | undefined,
     all: async <T>(sql: string, params: readonly unknown[] = []) => db.prepare(sql).all(...params) as T[],
     run: async () => {
       throw new VerbError('store_unavailable', 'This audit source is read-only.');
@@ -443,7 +543,10 @@ export function sqliteQueryable(db: Database.Database): Queryable {
 
 /** Every public key a database holds, any state (retired keys still verify old checkpoints). */
 export async function databaseKeys(q: Queryable, tenant?: number): Promise<PublicJwk[]> {
-  const rows = await q.all<{ public_jwk: unknown }>(`SELECT public_jwk FROM tenant_keys${tenant === undefined ? '' : ' WHERE company_id = ?'} ORDER BY company_id, created_at, kid`, tenant === undefined ? [] : [tenant]);
+  const rows = await q.all<{ public_jwk: unknown }>(
+    `SELECT public_jwk FROM tenant_keys${tenant === undefined ? '' : ' WHERE company_id = ?'} ORDER BY company_id, created_at, kid`,
+    tenant === undefined ? [] : [tenant],
+  );
   return rows.map((r) => parseJson<PublicJwk>(r.public_jwk));
 }
 
@@ -464,7 +567,10 @@ const SAME_STORE_WARNING =
  * one snapshot per page; rows appended meanwhile land after the heads read first and are simply
  * walked too. Findings as verifyAuditChain. Spec: spec/audit.md §verify.
  */
-export async function verifyStoreChain(store: Store, options: VerifyOptions & { trust?: TrustFile; pageRows?: number; onStart?: (rows: number) => void } = {}): Promise<AuditVerifyReport> {
+export async function verifyStoreChain(
+  store: Store,
+  options: VerifyOptions & { trust?: TrustFile; pageRows?: number; onStart?: (rows: number) => void } = {},
+): Promise<AuditVerifyReport> {
   const t0 = performance.now();
   const t = options.tenant;
   const maxFindings = options.maxFindings ?? 1000;
@@ -472,12 +578,21 @@ export async function verifyStoreChain(store: Store, options: VerifyOptions & { 
   const params = t === undefined ? [] : [t];
   const meta = await store.read(async (q) => ({
     count: Number((await q.get<{ n: number }>(`SELECT COUNT(*) AS n FROM audit_log${where}`, params))!.n),
-    checkpoints: await q.all<CheckpointRecord>(`SELECT company_id, seq, head_hash, created_at, kid, signature FROM audit_checkpoints${where}`, params),
-    heads: await q.all<ChainHead>(`SELECT company_id, audit_seq, audit_hash FROM tenant_heads${where}`, params),
+    checkpoints: await q.all<CheckpointRecord>(
+      `SELECT company_id, seq, head_hash, created_at, kid, signature FROM audit_checkpoints${where}`,
+      params,
+    ),
+    heads: await q.all<ChainHead>(
+      `SELECT company_id, audit_seq, audit_hash FROM tenant_heads${where}`,
+      params,
+    ),
     keys: options.trust === undefined ? await databaseKeys(q, t) : options.trust.keys,
   }));
   options.onStart?.(meta.count);
-  const checkpoints = [...meta.checkpoints, ...(options.trust?.checkpoints ?? []).filter((c) => t === undefined || Number(c.company_id) === t)];
+  const checkpoints = [
+    ...meta.checkpoints,
+    ...(options.trust?.checkpoints ?? []).filter((c) => t === undefined || Number(c.company_id) === t),
+  ];
   const checked = checkCheckpoints(checkpoints, keyMap(meta.keys), t);
   const walkers = new Map<number, SegmentWalker>();
   const page = Math.max(1, options.pageRows ?? 10_000);
@@ -486,12 +601,25 @@ export async function verifyStoreChain(store: Store, options: VerifyOptions & { 
   let total = 0;
   for (;;) {
     const rows = await store.read((q) =>
-      q.all<StoredAuditRow>(`${SELECT_ROWS} WHERE (company_id, seq) > (?, ?)${t === undefined ? '' : ' AND company_id = ?'} ORDER BY company_id, seq LIMIT ?`, [...after, ...params, page]),
+      q.all<StoredAuditRow>(
+        `${SELECT_ROWS} WHERE (company_id, seq) > (?, ?)${t === undefined ? '' : ' AND company_id = ?'} ORDER BY company_id, seq LIMIT ?`,
+        [...after, ...params, page],
+      ),
     );
     for (const row of rows) {
       const companyId = storedInteger(row.company_id);
       let w = walkers.get(companyId);
-      if (w === undefined) walkers.set(companyId, (w = new SegmentWalker(companyId, 1, GENESIS_HASH, checked.byTenant.get(companyId) ?? [], maxFindings)));
+      if (w === undefined)
+        walkers.set(
+          companyId,
+          (w = new SegmentWalker(
+            companyId,
+            1,
+            GENESIS_HASH,
+            checked.byTenant.get(companyId) ?? [],
+            maxFindings,
+          )),
+        );
       w.push(row);
     }
     total += rows.length;
@@ -526,7 +654,10 @@ export interface VerifyDatabaseOptions extends VerifyOptions {
  * sequential walk); if workers cannot start, one thread walks it (a warning says so).
  * Reasons (thrown): store_unavailable. Findings are in the report. Spec: spec/audit.md §verify.
  */
-export async function verifyDatabaseFile(original: string, options: VerifyDatabaseOptions = {}): Promise<AuditVerifyReport> {
+export async function verifyDatabaseFile(
+  original: string,
+  options: VerifyDatabaseOptions = {},
+): Promise<AuditVerifyReport> {
   const t0 = performance.now();
   const source = readableAuditPath(original);
   const path = source.path; // the workers open the same file
@@ -537,22 +668,34 @@ export async function verifyDatabaseFile(original: string, options: VerifyDataba
     db = open();
   } catch (err) {
     source.release();
-    throw new VerbError('store_unavailable', `Cannot read an audit log at ${original}: ${(err as Error).message}`, { hint: 'Pass the solid database with --db (or SOLID_DB).' });
+    throw new VerbError(
+      'store_unavailable',
+      `Cannot read an audit log at ${original}: ${(err as Error).message}`,
+      { hint: 'Pass the solid database with --db (or SOLID_DB).' },
+    );
   }
   let closed = false;
   try {
     const t = options.tenant;
     const where = t === undefined ? '' : ' WHERE company_id = ?';
     const params = t === undefined ? [] : [t];
-    const count = Number((db.prepare(`SELECT COUNT(*) AS n FROM audit_log${where}`).get(...params) as { n: number }).n);
+    const count = Number(
+      (db.prepare(`SELECT COUNT(*) AS n FROM audit_log${where}`).get(...params) as { n: number }).n,
+    );
     options.onStart?.(count);
-    const checkpoints = db.prepare(`SELECT company_id, seq, head_hash, created_at, kid, signature FROM audit_checkpoints${where}`).all(...params) as CheckpointRecord[];
-    const heads = db.prepare(`SELECT company_id, audit_seq, audit_hash FROM tenant_heads${where}`).all(...params) as ChainHead[];
+    const checkpoints = db
+      .prepare(`SELECT company_id, seq, head_hash, created_at, kid, signature FROM audit_checkpoints${where}`)
+      .all(...params) as CheckpointRecord[];
+    const heads = db
+      .prepare(`SELECT company_id, audit_seq, audit_hash FROM tenant_heads${where}`)
+      .all(...params) as ChainHead[];
     const warnings: string[] = [];
     let keys: PublicJwk[];
     if (options.trust !== undefined) {
       keys = options.trust.keys;
-      checkpoints.push(...(options.trust.checkpoints ?? []).filter((c) => t === undefined || Number(c.company_id) === t));
+      checkpoints.push(
+        ...(options.trust.checkpoints ?? []).filter((c) => t === undefined || Number(c.company_id) === t),
+      );
     } else {
       keys = await databaseKeys(sqliteQueryable(db), t);
       warnings.push(SAME_STORE_WARNING);
@@ -561,15 +704,26 @@ export async function verifyDatabaseFile(original: string, options: VerifyDataba
     let report: AuditVerifyReport | undefined;
     // The parallel walk splits each tenant's integer seq range; a row whose seq or company_id is
     // stored as text lies outside every range, so then the one-thread walk (which meets it) runs.
-    const handPut = () => db.prepare(`SELECT 1 FROM audit_log WHERE typeof(seq) <> 'integer' OR typeof(company_id) <> 'integer' LIMIT 1`).get() !== undefined;
+    const handPut = () =>
+      db
+        .prepare(
+          `SELECT 1 FROM audit_log WHERE typeof(seq) <> 'integer' OR typeof(company_id) <> 'integer' LIMIT 1`,
+        )
+        .get() !== undefined;
     if (count >= (options.parallelMinRows ?? 100_000) && workers > 1 && !handPut()) {
-      const ranges = db.prepare(`SELECT company_id, MIN(seq) AS lo, MAX(seq) AS hi FROM audit_log${where} GROUP BY company_id`).all(...params) as Array<{ company_id: number; lo: number; hi: number }>;
+      const ranges = db
+        .prepare(
+          `SELECT company_id, MIN(seq) AS lo, MAX(seq) AS hi FROM audit_log${where} GROUP BY company_id`,
+        )
+        .all(...params) as Array<{ company_id: number; lo: number; hi: number }>;
       db.close();
       closed = true;
       try {
         report = await parallelWalk(path, ranges, checkpoints, keys, heads, options, workers, t0);
       } catch (err) {
-        warnings.push(`The parallel walk could not run (${(err as Error).message}); the log was walked on one thread.`);
+        warnings.push(
+          `The parallel walk could not run (${(err as Error).message}); the log was walked on one thread.`,
+        );
       }
     }
     if (report === undefined) {
@@ -587,7 +741,17 @@ export async function verifyDatabaseFile(original: string, options: VerifyDataba
             total = 0;
             return (companyId) => {
               let w = walkers.get(companyId);
-              if (w === undefined) walkers.set(companyId, (w = new SegmentWalker(companyId, 1, GENESIS_HASH, checked.byTenant.get(companyId) ?? [], maxFindings)));
+              if (w === undefined)
+                walkers.set(
+                  companyId,
+                  (w = new SegmentWalker(
+                    companyId,
+                    1,
+                    GENESIS_HASH,
+                    checked.byTenant.get(companyId) ?? [],
+                    maxFindings,
+                  )),
+                );
               return w;
             };
           },
@@ -682,7 +846,13 @@ async function parallelWalk(
     const cps = checked.byTenant.get(companyId) ?? [];
     for (let from = Math.min(1, Number(r.lo)); from <= Number(r.hi); from += chunk) {
       const to = Math.min(Number(r.hi), from + chunk - 1);
-      tasks.push({ id: tasks.length, company_id: companyId, from, to, checkpoints: cps.filter((c) => c.seq >= from && c.seq <= to) });
+      tasks.push({
+        id: tasks.length,
+        company_id: companyId,
+        from,
+        to,
+        checkpoints: cps.filter((c) => c.seq >= from && c.seq <= to),
+      });
     }
   }
   const code = await bundledWalker();
@@ -695,7 +865,10 @@ async function parallelWalk(
       let live = Math.min(workers, tasks.length);
       if (live === 0) return resolve();
       for (let i = 0; i < live; i++) {
-        const w = new Worker(WORKER_BOOT, { eval: true, workerData: { code, base: fileURLToPath(import.meta.url), path, maxFindings } });
+        const w = new Worker(WORKER_BOOT, {
+          eval: true,
+          workerData: { code, base: fileURLToPath(import.meta.url), path, maxFindings },
+        });
         pool.push(w);
         const feed = () => {
           if (next < tasks.length) w.postMessage(tasks[next++]);
@@ -742,17 +915,46 @@ export interface ReceiptLogCheck {
  * row at that seq must exist, carry the same hashes, and its content must still hash to them.
  * That proves the log was neither rewritten nor truncated below the receipt.
  */
-export async function checkReceiptInLog(q: Queryable, attestation: { kid: string; seq: number; row_hash: string; prev_hash: string }): Promise<ReceiptLogCheck> {
+export async function checkReceiptInLog(
+  q: Queryable,
+  attestation: { kid: string; seq: number; row_hash: string; prev_hash: string },
+): Promise<ReceiptLogCheck> {
   const seq = Number(attestation.seq);
-  const owner = await q.get<{ company_id: number }>('SELECT company_id FROM tenant_keys WHERE kid = ?', [attestation.kid]);
-  if (owner === undefined) return { status: 'unknown_tenant', seq, message: `This log holds no key ${attestation.kid}: the receipt was not issued by this database.` };
+  const owner = await q.get<{ company_id: number }>('SELECT company_id FROM tenant_keys WHERE kid = ?', [
+    attestation.kid,
+  ]);
+  if (owner === undefined)
+    return {
+      status: 'unknown_tenant',
+      seq,
+      message: `This log holds no key ${attestation.kid}: the receipt was not issued by this database.`,
+    };
   const company = Number(owner.company_id);
   const row = await q.get<StoredAuditRow>(`${SELECT_ROWS} WHERE company_id = ? AND seq = ?`, [company, seq]);
   if (row === undefined) {
-    return { status: 'missing', company_id: company, seq, message: `Tenant ${company}'s log has no row at seq ${seq}: the log was truncated or rows were deleted below this receipt.` };
+    return {
+      status: 'missing',
+      company_id: company,
+      seq,
+      message: `Tenant ${company}'s log has no row at seq ${seq}: the log was truncated or rows were deleted below this receipt.`,
+    };
   }
-  if (row.row_hash !== attestation.row_hash || row.prev_hash !== attestation.prev_hash || storedRowHash(row) !== attestation.row_hash) {
-    return { status: 'different', company_id: company, seq, message: `Tenant ${company}'s row at seq ${seq} is not the row this receipt attests: the log was rewritten.` };
+  if (
+    row.row_hash !== attestation.row_hash ||
+    row.prev_hash !== attestation.prev_hash ||
+    storedRowHash(row) !== attestation.row_hash
+  ) {
+    return {
+      status: 'different',
+      company_id: company,
+      seq,
+      message: `Tenant ${company}'s row at seq ${seq} is not the row this receipt attests: the log was rewritten.`,
+    };
   }
-  return { status: 'present', company_id: company, seq, message: `Tenant ${company}'s log holds this receipt's row at seq ${seq}, unchanged.` };
+  return {
+    status: 'present',
+    company_id: company,
+    seq,
+    message: `Tenant ${company}'s log holds this receipt's row at seq ${seq}, unchanged.`,
+  };
 }

@@ -15,7 +15,16 @@
  * last (one property read and a comparison), creating no span and no attribute object.
  * Spec: spec/shapes.md §telemetry.
  */
-import { context, ProxyTracerProvider, SpanKind, SpanStatusCode, trace, type Attributes, type Tracer, type TracerProvider } from '@opentelemetry/api';
+import {
+  context,
+  ProxyTracerProvider,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Tracer,
+  type TracerProvider,
+} from '@opentelemetry/api';
 import type { DispatchOutcome } from '../dispatch.ts';
 
 /** Instrumentation scope name of the spans. */
@@ -45,7 +54,13 @@ export class DispatchSpans {
   record(o: DispatchOutcome): void {
     const tracer = this.tracer();
     if (tracer === null) return;
-    const outcome = o.ok ? 'ok' : o.reason === 'dispatch_pending' ? 'pending' : o.denial ? 'denied' : 'failed';
+    const outcome = o.ok
+      ? 'ok'
+      : o.reason === 'dispatch_pending'
+        ? 'pending'
+        : o.denial
+          ? 'denied'
+          : 'failed';
     const attributes: Attributes = {
       'gen_ai.operation.name': 'execute_tool',
       'gen_ai.tool.name': o.verb,
@@ -59,8 +74,13 @@ export class DispatchSpans {
     if (o.reason !== null) attributes['solid.reason'] = o.reason;
     if (o.audit_id !== null) attributes['solid.audit_id'] = o.audit_id;
     if (outcome === 'denied' || outcome === 'failed') attributes['error.type'] = o.reason ?? 'unknown';
-    const span = tracer.startSpan(`execute_tool ${o.verb}`, { kind: SpanKind.INTERNAL, startTime: o.at - o.latency_ms, attributes }, context.active());
-    if (outcome === 'denied' || outcome === 'failed') span.setStatus({ code: SpanStatusCode.ERROR, message: o.reason ?? undefined });
+    const span = tracer.startSpan(
+      `execute_tool ${o.verb}`,
+      { kind: SpanKind.INTERNAL, startTime: o.at - o.latency_ms, attributes },
+      context.active(),
+    );
+    if (outcome === 'denied' || outcome === 'failed')
+      span.setStatus({ code: SpanStatusCode.ERROR, message: o.reason ?? undefined });
     span.end(o.at);
   }
 }

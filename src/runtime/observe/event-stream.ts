@@ -79,17 +79,24 @@ export function normalizeFilters(args: SubscribeArgs): SubscriptionFilters {
   if (args.entity_type !== undefined) f.entity_type = args.entity_type;
   if (args.entity_ids !== undefined && args.entity_ids.length > 0) {
     if (args.entity_type === undefined) {
-      throw new VerbError('invalid_input', 'entity_ids needs entity_type: ids are only unique within one entity type.', {
-        path: '/entity_type',
-        hint: 'Add entity_type (e.g. "deal") beside entity_ids.',
-      });
+      throw new VerbError(
+        'invalid_input',
+        'entity_ids needs entity_type: ids are only unique within one entity type.',
+        {
+          path: '/entity_type',
+          hint: 'Add entity_type (e.g. "deal") beside entity_ids.',
+        },
+      );
     }
     f.entity_ids = [...new Set(args.entity_ids.map(String))].sort();
   }
   if (args.from !== undefined) f.from = new Date(args.from).toISOString();
   if (args.to !== undefined) f.to = new Date(args.to).toISOString();
   if (f.from !== undefined && f.to !== undefined && f.to <= f.from) {
-    throw new VerbError('invalid_input', 'The time range is empty: `to` must be after `from`.', { path: '/to', hint: 'Swap the bounds or widen the range.' });
+    throw new VerbError('invalid_input', 'The time range is empty: `to` must be after `from`.', {
+      path: '/to',
+      hint: 'Swap the bounds or widen the range.',
+    });
   }
   return f;
 }
@@ -132,17 +139,40 @@ export function filterSql(f: SubscriptionFilters): { where: string[]; params: un
 }
 
 /** Seal a cursor for a subscription at position `seq`, issued at `nowMs`. */
-export function sealCursor(secrets: Secrets, companyId: number, subscriptionId: string, seq: number, nowMs: number): string {
-  return secrets.sealToken('cursor', 'ev1', { c: companyId, s: subscriptionId, q: seq, h: Math.floor(nowMs / HOUR_MS) } satisfies CursorPayload as unknown as Record<string, unknown>);
+export function sealCursor(
+  secrets: Secrets,
+  companyId: number,
+  subscriptionId: string,
+  seq: number,
+  nowMs: number,
+): string {
+  return secrets.sealToken('cursor', 'ev1', {
+    c: companyId,
+    s: subscriptionId,
+    q: seq,
+    h: Math.floor(nowMs / HOUR_MS),
+  } satisfies CursorPayload as unknown as Record<string, unknown>);
 }
 
 /**
  * Open a cursor for `companyId`. Throws cursor_invalid (forged, altered, another tenant's, not an
  * event cursor) or cursor_expired (issued more than EVENT_RETENTION_SECONDS ago).
  */
-export function openCursor(secrets: Secrets, token: unknown, companyId: number, nowMs: number): CursorPayload {
+export function openCursor(
+  secrets: Secrets,
+  token: unknown,
+  companyId: number,
+  nowMs: number,
+): CursorPayload {
   const c = secrets.openToken<CursorPayload>('cursor', 'ev1', token);
-  if (c === undefined || c.c !== companyId || typeof c.s !== 'string' || !Number.isSafeInteger(c.q) || c.q < 0 || !Number.isSafeInteger(c.h)) {
+  if (
+    c === undefined ||
+    c.c !== companyId ||
+    typeof c.s !== 'string' ||
+    !Number.isSafeInteger(c.q) ||
+    c.q < 0 ||
+    !Number.isSafeInteger(c.h)
+  ) {
     throw new VerbError('cursor_invalid', 'The cursor is not a valid event cursor for this tenant.', {
       hint: 'Pass the cursor exactly as the last events.subscribe or events.poll answer gave it, with the API key of the same tenant.',
     });
@@ -154,20 +184,33 @@ export function openCursor(secrets: Secrets, token: unknown, companyId: number, 
 }
 
 function expired(): VerbError {
-  return new VerbError('cursor_expired', `The cursor is older than the event retention (${EVENT_RETENTION_SECONDS / 86400} days): events after it may be gone.`, {
-    hint: 'Subscribe again with events.subscribe for a fresh cursor; read older history with audit.trail or audit.explain.',
-    details: { retention_seconds: EVENT_RETENTION_SECONDS },
-  });
+  return new VerbError(
+    'cursor_expired',
+    `The cursor is older than the event retention (${EVENT_RETENTION_SECONDS / 86400} days): events after it may be gone.`,
+    {
+      hint: 'Subscribe again with events.subscribe for a fresh cursor; read older history with audit.trail or audit.explain.',
+      details: { retention_seconds: EVENT_RETENTION_SECONDS },
+    },
+  );
 }
 
 /** The committed head of a tenant's event stream (0 when it has none). */
 export async function eventHead(q: Queryable, companyId: number): Promise<number> {
-  const r = await q.get<{ event_seq: number }>('SELECT event_seq FROM tenant_heads WHERE company_id = ?', [companyId]);
+  const r = await q.get<{ event_seq: number }>('SELECT event_seq FROM tenant_heads WHERE company_id = ?', [
+    companyId,
+  ]);
   return r === undefined ? 0 : Number(r.event_seq);
 }
 
 /** Matching events with after < seq ≤ through, oldest first, at most `limit`. */
-export async function eventsBetween(q: Queryable, companyId: number, f: SubscriptionFilters, after: number, through: number, limit: number): Promise<DomainEvent[]> {
+export async function eventsBetween(
+  q: Queryable,
+  companyId: number,
+  f: SubscriptionFilters,
+  after: number,
+  through: number,
+  limit: number,
+): Promise<DomainEvent[]> {
   const { where, params } = filterSql(f);
   const rows = await q.all<Record<string, unknown>>(
     `SELECT seq, type, entity_type, entity_id, payload, occurred_at, audit_id, actor FROM events
@@ -178,7 +221,13 @@ export async function eventsBetween(q: Queryable, companyId: number, f: Subscrip
 }
 
 /** The last `limit` matching events with seq ≤ through, oldest first. */
-export async function latestEvents(q: Queryable, companyId: number, f: SubscriptionFilters, through: number, limit: number): Promise<DomainEvent[]> {
+export async function latestEvents(
+  q: Queryable,
+  companyId: number,
+  f: SubscriptionFilters,
+  through: number,
+  limit: number,
+): Promise<DomainEvent[]> {
   if (limit <= 0) return [];
   const { where, params } = filterSql(f);
   const rows = await q.all<Record<string, unknown>>(
@@ -214,32 +263,49 @@ export interface Subscription {
 }
 
 /** Store a new subscription (one write of runtime metadata) and return it. */
-export async function createSubscription(store: Store, companyId: number, userId: number, filters: SubscriptionFilters, now: Date): Promise<Subscription> {
-  const sub: Subscription = { subscription_id: `sub_${randomBytes(12).toString('base64url')}`, company_id: companyId, user_id: userId, filters, created_at: now.toISOString() };
+export async function createSubscription(
+  store: Store,
+  companyId: number,
+  userId: number,
+  filters: SubscriptionFilters,
+  now: Date,
+): Promise<Subscription> {
+  const sub: Subscription = {
+    subscription_id: `sub_${randomBytes(12).toString('base64url')}`,
+    company_id: companyId,
+    user_id: userId,
+    filters,
+    created_at: now.toISOString(),
+  };
   await store.write(
     (tx) =>
-      tx.run('INSERT INTO subscriptions (subscription_id, company_id, user_id, filters, created_at) VALUES (?, ?, ?, ?, ?)', [
-        sub.subscription_id,
-        companyId,
-        userId,
-        JSON.stringify(filters),
-        sub.created_at,
-      ]),
+      tx.run(
+        'INSERT INTO subscriptions (subscription_id, company_id, user_id, filters, created_at) VALUES (?, ?, ?, ?, ?)',
+        [sub.subscription_id, companyId, userId, JSON.stringify(filters), sub.created_at],
+      ),
     { label: 'events.subscribe' },
   );
   return sub;
 }
 
 /** Load a subscription of a tenant; throws subscription_not_found. */
-export async function getSubscription(q: Queryable, companyId: number, subscriptionId: string): Promise<Subscription> {
-  const r = await q.get<Record<string, unknown>>('SELECT subscription_id, company_id, user_id, filters, created_at FROM subscriptions WHERE subscription_id = ? AND company_id = ?', [
-    subscriptionId,
-    companyId,
-  ]);
+export async function getSubscription(
+  q: Queryable,
+  companyId: number,
+  subscriptionId: string,
+): Promise<Subscription> {
+  const r = await q.get<Record<string, unknown>>(
+    'SELECT subscription_id, company_id, user_id, filters, created_at FROM subscriptions WHERE subscription_id = ? AND company_id = ?',
+    [subscriptionId, companyId],
+  );
   if (r === undefined) {
-    throw new VerbError('subscription_not_found', `No subscription ${subscriptionId.slice(0, 64)} exists for this tenant (it was removed with events.unsubscribe, or never existed).`, {
-      hint: 'Call events.subscribe again for a new subscription and cursor.',
-    });
+    throw new VerbError(
+      'subscription_not_found',
+      `No subscription ${subscriptionId.slice(0, 64)} exists for this tenant (it was removed with events.unsubscribe, or never existed).`,
+      {
+        hint: 'Call events.subscribe again for a new subscription and cursor.',
+      },
+    );
   }
   return {
     subscription_id: r.subscription_id as string,
@@ -252,7 +318,10 @@ export async function getSubscription(q: Queryable, companyId: number, subscript
 
 /** Highest pruned seq of a tenant (0 when nothing was pruned). */
 export async function prunedThrough(q: Queryable, companyId: number): Promise<number> {
-  const r = await q.get<{ pruned_through_seq: number }>('SELECT pruned_through_seq FROM event_retention WHERE company_id = ?', [companyId]);
+  const r = await q.get<{ pruned_through_seq: number }>(
+    'SELECT pruned_through_seq FROM event_retention WHERE company_id = ?',
+    [companyId],
+  );
   return r === undefined ? 0 : Number(r.pruned_through_seq);
 }
 
@@ -329,18 +398,32 @@ export async function pollEvents(
       const head = firstHead ?? (await eventHead(deps.read, companyId));
       firstHead = undefined;
       if (head < pos) {
-        throw new VerbError('cursor_invalid', "The cursor points past the end of this tenant's event stream.", { hint: 'Subscribe again with events.subscribe.' });
+        throw new VerbError(
+          'cursor_invalid',
+          "The cursor points past the end of this tenant's event stream.",
+          { hint: 'Subscribe again with events.subscribe.' },
+        );
       }
       if (head > pos) {
         const events = await eventsBetween(deps.read, companyId, sub.filters, pos, head, limit);
         if (events.length > 0) {
           const full = events.length === limit;
-          result = answer(deps, companyId, sub, input.cursor, c, full ? events[events.length - 1]!.seq : head, events.map(wireEvent), !full);
+          result = answer(
+            deps,
+            companyId,
+            sub,
+            input.cursor,
+            c,
+            full ? events[events.length - 1]!.seq : head,
+            events.map(wireEvent),
+            !full,
+          );
         } else {
           pos = head;
         }
       }
-      if (result === undefined && woken === undefined) result = answer(deps, companyId, sub, input.cursor, c, pos, [], true);
+      if (result === undefined && woken === undefined)
+        result = answer(deps, companyId, sub, input.cursor, c, pos, [], true);
       leaving = result !== undefined;
     } finally {
       if (leaving && stop !== undefined) {
@@ -366,7 +449,10 @@ function answer(
 ): PollResult {
   const nowMs = deps.now().getTime();
   // The same cursor comes back when nothing moved within the hour it was issued (cheap to compare).
-  const cursor = pos === c.q && Math.floor(nowMs / HOUR_MS) === c.h ? given : sealCursor(deps.secrets, companyId, sub.subscription_id, pos, nowMs);
+  const cursor =
+    pos === c.q && Math.floor(nowMs / HOUR_MS) === c.h
+      ? given
+      : sealCursor(deps.secrets, companyId, sub.subscription_id, pos, nowMs);
   return {
     subscription_id: sub.subscription_id,
     cursor,

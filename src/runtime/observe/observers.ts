@@ -46,13 +46,24 @@ export class Observers {
     options: ObserveOptions = {},
   ) {
     this.reputation = new ReputationAggregator(rt, options.reputationFlushMs ?? 1000);
-    if (options.eventPruneAfterSeconds !== undefined && options.eventPruneAfterSeconds < EVENT_RETENTION_SECONDS) {
-      throw new RangeError(`observe.eventPruneAfterSeconds must be at least the cursor retention (${EVENT_RETENTION_SECONDS} s)`);
+    if (
+      options.eventPruneAfterSeconds !== undefined &&
+      options.eventPruneAfterSeconds < EVENT_RETENTION_SECONDS
+    ) {
+      throw new RangeError(
+        `observe.eventPruneAfterSeconds must be at least the cursor retention (${EVENT_RETENTION_SECONDS} s)`,
+      );
     }
     this.eventPruneAfterSeconds = options.eventPruneAfterSeconds;
     const every = options.maintenanceIntervalMs ?? 600_000;
     if (every > 0) {
-      this.#timer = setInterval(() => void this.maintenance().catch((err: unknown) => rt.logger.error({ err }, 'observe maintenance failed')), every);
+      this.#timer = setInterval(
+        () =>
+          void this.maintenance().catch((err: unknown) =>
+            rt.logger.error({ err }, 'observe maintenance failed'),
+          ),
+        every,
+      );
       this.#timer.unref();
     }
   }
@@ -89,8 +100,15 @@ export class Observers {
   async maintenance(now: Date = this.rt.clock()): Promise<ObserveMaintenanceReport> {
     this.telemetry.prune(Date.now());
     const reputation_rows_deleted = await this.reputation.prune(now);
-    const macro_runs_deleted = await this.rt.store.write((tx) => tx.run('DELETE FROM macro_runs WHERE expires_at <= ?', [now.toISOString()]), { label: 'macros.prune' }).then((r) => r.changes);
-    const events_deleted = this.eventPruneAfterSeconds === undefined ? 0 : await pruneEvents(this.rt.store, now, this.eventPruneAfterSeconds);
+    const macro_runs_deleted = await this.rt.store
+      .write((tx) => tx.run('DELETE FROM macro_runs WHERE expires_at <= ?', [now.toISOString()]), {
+        label: 'macros.prune',
+      })
+      .then((r) => r.changes);
+    const events_deleted =
+      this.eventPruneAfterSeconds === undefined
+        ? 0
+        : await pruneEvents(this.rt.store, now, this.eventPruneAfterSeconds);
     return { reputation_rows_deleted, macro_runs_deleted, events_deleted };
   }
 

@@ -61,7 +61,12 @@ const WINDOW_SPEC: Readonly<Record<ReputationWindow, { grain: Grain; buckets: nu
 /** Start (ISO) of the bucket of `grain` containing `at`. */
 export function bucketStart(grain: Grain, at: Date | string): string {
   // Fast path for canonical UTC ISO strings (every audit row's created_at): cut, no date parsing.
-  if (typeof at === 'string' && at.length === 24 && at.charCodeAt(23) === 90 /* Z */ && at.charCodeAt(10) === 84 /* T */) {
+  if (
+    typeof at === 'string' &&
+    at.length === 24 &&
+    at.charCodeAt(23) === 90 /* Z */ &&
+    at.charCodeAt(10) === 84 /* T */
+  ) {
     return grain === 'h' ? `${at.slice(0, 13)}:00:00.000Z` : `${at.slice(0, 10)}T00:00:00.000Z`;
   }
   const ms = typeof at === 'string' ? Date.parse(at) : at.getTime();
@@ -81,7 +86,8 @@ export type CallOutcome = 'success' | 'failure' | 'denial' | 'pending';
 /** Classify one audit row (see the module header). */
 export function classifyCall(status: string, reason: string | null): CallOutcome {
   if (status === 'pending') return 'pending';
-  if (reason === null) return status === 'failed' || status === 'denied' || status === 'rejected' ? 'failure' : 'success';
+  if (reason === null)
+    return status === 'failed' || status === 'denied' || status === 'rejected' ? 'failure' : 'success';
   return reasonInfo(reason).denial ? 'denial' : 'failure';
 }
 
@@ -148,11 +154,19 @@ export function agentOf(row: { agent_type: string | null }): string {
  * Star rating from success/failure counts and the window p95 against the verb's 30-day p95
  * (module header). Null below MIN_RATING_SAMPLE calls that ran.
  */
-export function starRating(successes: number, failures: number, p95: number | null, baselineP95: number | null): number | null {
+export function starRating(
+  successes: number,
+  failures: number,
+  p95: number | null,
+  baselineP95: number | null,
+): number | null {
   const ran = successes + failures;
   if (ran < MIN_RATING_SAMPLE) return null;
   const s = successes / ran;
-  const latency = p95 === null || baselineP95 === null || baselineP95 <= 0 || p95 <= baselineP95 ? 1 : Math.max(0, 1 - Math.log2(p95 / baselineP95) / 2);
+  const latency =
+    p95 === null || baselineP95 === null || baselineP95 <= 0 || p95 <= baselineP95
+      ? 1
+      : Math.max(0, 1 - Math.log2(p95 / baselineP95) / 2);
   return Math.round(50 * s * s * (0.75 + 0.25 * latency)) / 10;
 }
 
@@ -184,7 +198,8 @@ export class ReputationAggregator {
       this.#pending.set(key, d);
     }
     addOutcome(d, outcome);
-    if (outcome === 'success' && row.latency_ms !== null && row.latency_ms !== undefined) addToHistogram(d.hist, latencyBin(row.latency_ms));
+    if (outcome === 'success' && row.latency_ms !== null && row.latency_ms !== undefined)
+      addToHistogram(d.hist, latencyBin(row.latency_ms));
     if (this.#timer === undefined && this.flushMs > 0) {
       this.#timer = setTimeout(() => void this.flush(), this.flushMs);
       this.#timer.unref();
@@ -218,7 +233,18 @@ export class ReputationAggregator {
                    failures = reputation_counts.failures + excluded.failures,
                    denials = reputation_counts.denials + excluded.denials,
                    pending = reputation_counts.pending + excluded.pending`,
-                [d.companyId, grain, start, d.verb, d.agent, d.invocations, d.successes, d.failures, d.denials, d.pending],
+                [
+                  d.companyId,
+                  grain,
+                  start,
+                  d.verb,
+                  d.agent,
+                  d.invocations,
+                  d.successes,
+                  d.failures,
+                  d.denials,
+                  d.pending,
+                ],
               );
               for (const [bin, count] of d.hist) {
                 await tx.run(
@@ -267,7 +293,13 @@ export class ReputationAggregator {
     const start = windowStart(query.window, query.now);
     const groups = await this.#load(q, companyId, grain, start, bucketStart(grain, query.now), query);
     // Baseline for the latency credit: each verb's own p95 over 30 days, all agents.
-    const baselineGroups = query.window === '30d' && !query.byAgent && query.agent === undefined ? groups : await this.#load(q, companyId, 'd', windowStart('30d', query.now), bucketStart('d', query.now), { verb: query.verb, byAgent: false });
+    const baselineGroups =
+      query.window === '30d' && !query.byAgent && query.agent === undefined
+        ? groups
+        : await this.#load(q, companyId, 'd', windowStart('30d', query.now), bucketStart('d', query.now), {
+            verb: query.verb,
+            byAgent: false,
+          });
     const baseline = new Map<string, number | null>();
     for (const g of baselineGroups.values()) baseline.set(g.verb, histogramPercentile(g.hist, 0.95));
     const out: ReputationScore[] = [];
@@ -288,7 +320,12 @@ export class ReputationAggregator {
         sample_size: g.successes + g.failures,
       });
     }
-    out.sort((a, b) => b.invocations - a.invocations || a.verb.localeCompare(b.verb) || String(a.agent).localeCompare(String(b.agent)));
+    out.sort(
+      (a, b) =>
+        b.invocations - a.invocations ||
+        a.verb.localeCompare(b.verb) ||
+        String(a.agent).localeCompare(String(b.agent)),
+    );
     return out;
   }
 
@@ -338,7 +375,8 @@ export class ReputationAggregator {
       `SELECT verb, agent, bin, SUM(count) AS count FROM reputation_latency WHERE ${where.join(' AND ')} GROUP BY verb, agent, bin`,
       params,
     );
-    for (const r of bins) addToHistogram(group(r.verb as string, r.agent as string).hist, Number(r.bin), Number(r.count));
+    for (const r of bins)
+      addToHistogram(group(r.verb as string, r.agent as string).hist, Number(r.bin), Number(r.count));
     for (const d of this.#pending.values()) {
       const b = bucketStart(grain, d.hour);
       if (d.companyId !== companyId || b < start || b > last) continue;
@@ -357,14 +395,20 @@ export class ReputationAggregator {
 
   /** Delete buckets older than they are needed (HOURLY_BUCKETS_KEPT hours, DAILY_BUCKETS_KEPT days). */
   async prune(now: Date): Promise<number> {
-    const hourCut = new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - HOURLY_BUCKETS_KEPT * HOUR_MS).toISOString();
-    const dayCut = new Date(Math.floor(now.getTime() / DAY_MS) * DAY_MS - DAILY_BUCKETS_KEPT * DAY_MS).toISOString();
+    const hourCut = new Date(
+      Math.floor(now.getTime() / HOUR_MS) * HOUR_MS - HOURLY_BUCKETS_KEPT * HOUR_MS,
+    ).toISOString();
+    const dayCut = new Date(
+      Math.floor(now.getTime() / DAY_MS) * DAY_MS - DAILY_BUCKETS_KEPT * DAY_MS,
+    ).toISOString();
     return this.rt.store.write(
       async (tx) => {
         let n = 0;
         for (const table of ['reputation_counts', 'reputation_latency']) {
-          n += (await tx.run(`DELETE FROM ${table} WHERE grain = 'h' AND bucket_start < ?`, [hourCut])).changes;
-          n += (await tx.run(`DELETE FROM ${table} WHERE grain = 'd' AND bucket_start < ?`, [dayCut])).changes;
+          n += (await tx.run(`DELETE FROM ${table} WHERE grain = 'h' AND bucket_start < ?`, [hourCut]))
+            .changes;
+          n += (await tx.run(`DELETE FROM ${table} WHERE grain = 'd' AND bucket_start < ?`, [dayCut]))
+            .changes;
         }
         return n;
       },

@@ -49,7 +49,15 @@ class Ring {
 
 /** Dispatch figures over a window. */
 export interface DispatchSnapshot {
-  dispatch: { total: number; ok: number; errors: number; denials: number; pending: number; error_rate: number; denial_rate: number };
+  dispatch: {
+    total: number;
+    ok: number;
+    errors: number;
+    denials: number;
+    pending: number;
+    error_rate: number;
+    denial_rate: number;
+  };
   latency_ms: { p50: number | null; p95: number | null; p99: number | null };
   by_reason: Record<string, number>;
 }
@@ -99,7 +107,11 @@ export class TelemetryCollector {
         error_rate: acc.total === 0 ? 0 : acc.errors / acc.total,
         denial_rate: acc.total === 0 ? 0 : acc.denials / acc.total,
       },
-      latency_ms: { p50: histogramPercentile(hist, 0.5), p95: histogramPercentile(hist, 0.95), p99: histogramPercentile(hist, 0.99) },
+      latency_ms: {
+        p50: histogramPercentile(hist, 0.5),
+        p95: histogramPercentile(hist, 0.95),
+        p99: histogramPercentile(hist, 0.99),
+      },
       by_reason: reasons,
     };
   }

@@ -48,7 +48,12 @@ export interface TrailStep {
 }
 
 /** The steps of a tenant's trail since `sinceIso`, oldest first (at most MAX_TRAIL_ROWS newest rows). */
-export async function loadSteps(q: Queryable, companyId: number, sinceIso: string, maxRows = MAX_TRAIL_ROWS): Promise<TrailStep[]> {
+export async function loadSteps(
+  q: Queryable,
+  companyId: number,
+  sinceIso: string,
+  maxRows = MAX_TRAIL_ROWS,
+): Promise<TrailStep[]> {
   const rows = await q.all<Record<string, unknown>>(
     `SELECT user_id, action_type, status, reason, shape, created_at FROM audit_log
      WHERE company_id = ? AND created_at >= ? ORDER BY created_at DESC, audit_id DESC LIMIT ?`,
@@ -57,7 +62,13 @@ export async function loadSteps(q: Queryable, companyId: number, sinceIso: strin
   const steps: TrailStep[] = [];
   for (let i = rows.length - 1; i >= 0; i--) {
     const r = rows[i]!;
-    if (r.shape === null || NOT_STEPS.has(r.shape as string) || r.status === 'pending' || r.status === 'replayed') continue;
+    if (
+      r.shape === null ||
+      NOT_STEPS.has(r.shape as string) ||
+      r.status === 'pending' ||
+      r.status === 'replayed'
+    )
+      continue;
     steps.push({
       user: r.user_id === null ? null : Number(r.user_id),
       verb: r.action_type as string,
@@ -125,7 +136,13 @@ export interface Suggestion {
  * Rank next verbs after `context` (null: no context). `allowed` filters candidates the caller may
  * call. Returns at most `limit` suggestions, best first (confidence, then count, then name).
  */
-export function rankNext(stats: TransitionStats, context: string | null, allowed: (verb: string) => boolean, limit: number, windowLabel: string): Suggestion[] {
+export function rankNext(
+  stats: TransitionStats,
+  context: string | null,
+  allowed: (verb: string) => boolean,
+  limit: number,
+  windowLabel: string,
+): Suggestion[] {
   const row = context === null ? undefined : stats.next.get(context);
   const n = row === undefined ? 0 : [...row.values()].reduce((a, t) => a + t.count, 0);
   if (row !== undefined && n > 0) {
@@ -144,7 +161,9 @@ export function rankNext(stats: TransitionStats, context: string | null, allowed
         succeeded: t.ok,
       });
     }
-    out.sort((a, b) => b.confidence - a.confidence || b.followed - a.followed || a.action.localeCompare(b.action));
+    out.sort(
+      (a, b) => b.confidence - a.confidence || b.followed - a.followed || a.action.localeCompare(b.action),
+    );
     if (out.length > 0) return out.slice(0, limit);
   }
   const total = stats.steps;
@@ -157,7 +176,9 @@ export function rankNext(stats: TransitionStats, context: string | null, allowed
       confidence,
       confidence_band: 'learning',
       reason:
-        (context === null ? 'No recent call of yours gives a context; ' : `No call has yet been seen following ${context}; `) +
+        (context === null
+          ? 'No recent call of yours gives a context; '
+          : `No call has yet been seen following ${context}; `) +
         `${verb} is one of this tenant's most used verbs: ${c.count} of ${total} calls in the last ${windowLabel}, ${c.ok} succeeded.`,
       model_version: `${SUGGEST_MODEL_VERSION}/popularity`,
       sample_size: total,
@@ -165,6 +186,8 @@ export function rankNext(stats: TransitionStats, context: string | null, allowed
       succeeded: c.ok,
     });
   }
-  out.sort((a, b) => b.confidence - a.confidence || b.followed - a.followed || a.action.localeCompare(b.action));
+  out.sort(
+    (a, b) => b.confidence - a.confidence || b.followed - a.followed || a.action.localeCompare(b.action),
+  );
   return out.slice(0, limit);
 }

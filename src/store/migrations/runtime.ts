@@ -644,9 +644,29 @@ CREATE TABLE ucp_platform_users (
 
 export const runtimeMigrations: readonly Migration[] = [
   { version: 1, name: 'runtime tables', sqlite: SQLITE_V1, postgres: POSTGRES_V1 },
-  { version: 2, name: 'audit trail indexes', sqlite: AUDIT_TRAIL_INDEXES_V2, postgres: AUDIT_TRAIL_INDEXES_V2 },
+  {
+    version: 2,
+    name: 'audit trail indexes',
+    sqlite: AUDIT_TRAIL_INDEXES_V2,
+    postgres: AUDIT_TRAIL_INDEXES_V2,
+  },
   { version: 3, name: 'observe-and-learn tables', sqlite: OBSERVE_SQLITE_V3, postgres: OBSERVE_POSTGRES_V3 },
-  { version: 4, name: 'signature replay guard', sqlite: SIGNATURE_REPLAYS_V4, postgres: SIGNATURE_REPLAYS_V4 },
-  { version: 5, name: 'approval role floor', sqlite: APPROVAL_ROLE_FLOOR_V5, postgres: APPROVAL_ROLE_FLOOR_V5 },
-  { version: 6, name: 'UCP platform user ids', sqlite: UCP_PLATFORM_USERS_V6, postgres: UCP_PLATFORM_USERS_V6 },
+  {
+    version: 4,
+    name: 'signature replay guard',
+    sqlite: SIGNATURE_REPLAYS_V4,
+    postgres: SIGNATURE_REPLAYS_V4,
+  },
+  {
+    version: 5,
+    name: 'approval role floor',
+    sqlite: APPROVAL_ROLE_FLOOR_V5,
+    postgres: APPROVAL_ROLE_FLOOR_V5,
+  },
+  {
+    version: 6,
+    name: 'UCP platform user ids',
+    sqlite: UCP_PLATFORM_USERS_V6,
+    postgres: UCP_PLATFORM_USERS_V6,
+  },
 ];

@@ -31,14 +31,22 @@ export function appRoleStatements(role: string, schema: string): string[] {
  * ('migration_failed' when the role is missing or a grant fails, 'unavailable' when the database is down).
  * Returns the schema and the statements run.
  */
-export async function grantAppRole(store: PostgresStore, role: string): Promise<{ schema: string; statements: string[] }> {
+export async function grantAppRole(
+  store: PostgresStore,
+  role: string,
+): Promise<{ schema: string; statements: string[] }> {
   const client = await store.pool.connect().catch((err: unknown) => {
-    throw new StoreError('unavailable', `the database cannot be reached: ${(err as Error).message}`, { cause: err });
+    throw new StoreError('unavailable', `the database cannot be reached: ${(err as Error).message}`, {
+      cause: err,
+    });
   });
   try {
     const exists = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
     if (exists.rowCount === 0) {
-      throw new StoreError('migration_failed', `role ${JSON.stringify(role)} does not exist; create it first: CREATE ROLE ${pg.escapeIdentifier(role)} LOGIN PASSWORD '…'`);
+      throw new StoreError(
+        'migration_failed',
+        `role ${JSON.stringify(role)} does not exist; create it first: CREATE ROLE ${pg.escapeIdentifier(role)} LOGIN PASSWORD '…'`,
+      );
     }
     const schema = (await client.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]!.s;
     const statements = appRoleStatements(role, schema);
@@ -48,7 +56,9 @@ export async function grantAppRole(store: PostgresStore, role: string): Promise<
       await client.query('COMMIT');
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {});
-      throw new StoreError('migration_failed', `granting ${role} failed: ${(err as Error).message}`, { cause: err });
+      throw new StoreError('migration_failed', `granting ${role} failed: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     return { schema, statements };
   } finally {

@@ -23,7 +23,18 @@ import { StoreError, type StoreErrorCode } from '../store.ts';
 const RETRYABLE = new Set(['40001', '40P01']);
 
 /** Node system error codes meaning the server cannot be reached. */
-const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', 'ENOENT']);
+const NETWORK = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNABORTED',
+  'ENOENT',
+]);
 
 /** Is this driver error a serialization failure or deadlock (re-run the transaction)? */
 export function isRetryable(err: unknown): boolean {
@@ -39,7 +50,15 @@ export function codeOfSqlState(state: string): StoreErrorCode {
   if (state === '53100') return 'disk_full';
   if (state === '25006') return 'read_only';
   if (state === '08P01') return 'unknown';
-  if (state.startsWith('08') || state === '57P01' || state === '57P02' || state === '57P03' || state === '53300' || state === '3D000' || state.startsWith('28')) {
+  if (
+    state.startsWith('08') ||
+    state === '57P01' ||
+    state === '57P02' ||
+    state === '57P03' ||
+    state === '53300' ||
+    state === '3D000' ||
+    state.startsWith('28')
+  ) {
     return 'unavailable';
   }
   return 'unknown';
@@ -58,7 +77,9 @@ export function toStoreError(err: unknown, connectionLevel = true): unknown {
     return new StoreError(code, message, { cause: err });
   }
   const sys = (err as { code?: unknown })?.code;
-  if (typeof sys === 'string' && NETWORK.has(sys)) return new StoreError('unavailable', `the database cannot be reached (${sys})`, { cause: err });
-  if (connectionLevel && err instanceof Error) return new StoreError('unavailable', `the database connection failed: ${message}`, { cause: err });
+  if (typeof sys === 'string' && NETWORK.has(sys))
+    return new StoreError('unavailable', `the database cannot be reached (${sys})`, { cause: err });
+  if (connectionLevel && err instanceof Error)
+    return new StoreError('unavailable', `the database connection failed: ${message}`, { cause: err });
   return err;
 }

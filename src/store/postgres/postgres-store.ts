@@ -119,12 +119,19 @@ export function describeUrl(url: string): string {
 }
 
 /** Options from the environment: SOLID_DB_POOL_MAX, SOLID_DB_STATEMENT_TIMEOUT_MS, SOLID_DB_CONNECT_TIMEOUT_MS. */
-export function postgresOptionsFromEnv(connectionString: string, env: NodeJS.ProcessEnv = process.env): PostgresStoreOptions {
+export function postgresOptionsFromEnv(
+  connectionString: string,
+  env: NodeJS.ProcessEnv = process.env,
+): PostgresStoreOptions {
   const num = (name: string): number | undefined => {
     const v = env[name];
     if (v === undefined || v.trim() === '') return undefined;
     const n = Number(v);
-    if (!Number.isInteger(n) || n < 0) throw new StoreError('unavailable', `${name} must be a non-negative integer (got ${JSON.stringify(v)})`);
+    if (!Number.isInteger(n) || n < 0)
+      throw new StoreError(
+        'unavailable',
+        `${name} must be a non-negative integer (got ${JSON.stringify(v)})`,
+      );
     return n;
   };
   return {
@@ -179,7 +186,9 @@ class PgQueryable implements Queryable {
 /** `read()` handle: statements run outside a transaction; writes are refused. */
 class PgRead extends PgQueryable {
   override run(): Promise<RunResult> {
-    return Promise.reject(new StoreError('read_only', 'run() is not allowed inside store.read(); use store.write()'));
+    return Promise.reject(
+      new StoreError('read_only', 'run() is not allowed inside store.read(); use store.write()'),
+    );
   }
 }
 
@@ -189,16 +198,26 @@ class PgTx extends PgQueryable implements StoreTx {
   readonly #locked = new Set<number>();
 
   async lockTenantHead(companyId: number): Promise<TenantHead> {
-    const select = 'SELECT company_id, audit_seq, audit_hash, event_seq FROM tenant_heads WHERE company_id = ? FOR UPDATE';
+    const select =
+      'SELECT company_id, audit_seq, audit_hash, event_seq FROM tenant_heads WHERE company_id = ? FOR UPDATE';
     let row = await this.get<TenantHead>(select, [companyId]);
     if (row === undefined) {
       // First write of a tenant: create its head; a concurrent creator makes ours a no-op.
-      await this.run('INSERT INTO tenant_heads (company_id, audit_seq, audit_hash, event_seq) VALUES (?, 0, ?, 0) ON CONFLICT (company_id) DO NOTHING', [companyId, GENESIS_HASH]);
+      await this.run(
+        'INSERT INTO tenant_heads (company_id, audit_seq, audit_hash, event_seq) VALUES (?, 0, ?, 0) ON CONFLICT (company_id) DO NOTHING',
+        [companyId, GENESIS_HASH],
+      );
       row = await this.get<TenantHead>(select, [companyId]);
-      if (row === undefined) throw new StoreError('unknown', `tenant head ${companyId} vanished while being locked`);
+      if (row === undefined)
+        throw new StoreError('unknown', `tenant head ${companyId} vanished while being locked`);
     }
     this.#locked.add(companyId);
-    return { company_id: Number(row.company_id), audit_seq: Number(row.audit_seq), audit_hash: row.audit_hash, event_seq: Number(row.event_seq) };
+    return {
+      company_id: Number(row.company_id),
+      audit_seq: Number(row.audit_seq),
+      audit_hash: row.audit_hash,
+      event_seq: Number(row.event_seq),
+    };
   }
 
   async nextAuditId(): Promise<number> {
@@ -211,7 +230,10 @@ class PgTx extends PgQueryable implements StoreTx {
   }
 
   async tryLockKey(key: string): Promise<boolean> {
-    const row = await this.get<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0)) AS ok', [key]);
+    const row = await this.get<{ ok: boolean }>(
+      'SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0)) AS ok',
+      [key],
+    );
     return row?.ok === true;
   }
 }
@@ -235,9 +257,14 @@ export class PostgresStore implements Store {
     this.#onError = options.onError ?? (() => {});
     this.#schema = options.schema;
     if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
-      throw new StoreError('unavailable', `invalid schema name ${JSON.stringify(options.schema)} (lowercase letters, digits, _)`);
+      throw new StoreError(
+        'unavailable',
+        `invalid schema name ${JSON.stringify(options.schema)} (lowercase letters, digits, _)`,
+      );
     }
-    const settings: string[] = [`-c synchronous_commit=${(options.durability ?? 'full') === 'full' ? 'on' : 'off'}`];
+    const settings: string[] = [
+      `-c synchronous_commit=${(options.durability ?? 'full') === 'full' ? 'on' : 'off'}`,
+    ];
     if (options.schema !== undefined) settings.push(`-c search_path=${options.schema}`);
     const idleTx = options.idleInTransactionTimeoutMs ?? 60_000;
     const clientConfig: pg.ClientConfig = {
@@ -251,11 +278,19 @@ export class PostgresStore implements Store {
     const statementTimeout = options.statementTimeoutMs ?? 30_000;
     if (statementTimeout > 0) clientConfig.statement_timeout = statementTimeout;
     if (idleTx > 0) clientConfig.idle_in_transaction_session_timeout = idleTx;
-    this.#pool = new pg.Pool({ ...clientConfig, max: options.poolMax ?? 10, idleTimeoutMillis: options.idleTimeoutMs ?? 30_000 });
+    this.#pool = new pg.Pool({
+      ...clientConfig,
+      max: options.poolMax ?? 10,
+      idleTimeoutMillis: options.idleTimeoutMs ?? 30_000,
+    });
     // An idle pooled connection that dies (server restart) must not crash the process.
     this.#pool.on('error', (err) => this.#onError(err, 'idle connection'));
     this.#wake = new WakeListener({
-      clientConfig: { ...clientConfig, statement_timeout: undefined, idle_in_transaction_session_timeout: undefined },
+      clientConfig: {
+        ...clientConfig,
+        statement_timeout: undefined,
+        idle_in_transaction_session_timeout: undefined,
+      },
       pgChannel: `solid_wake:${options.schema ?? 'public'}`.slice(0, 63), // NAMEDATALEN
       send: (channel, payloads) => this.#send(channel, payloads),
       onError: (err) => this.#onError(err, 'listen connection'),
@@ -284,7 +319,9 @@ export class PostgresStore implements Store {
       client = await this.#pool.connect();
     } catch (err) {
       const mapped = toStoreError(err);
-      throw mapped instanceof StoreError && mapped.code !== 'unavailable' ? new StoreError('unavailable', mapped.message, { cause: err }) : mapped;
+      throw mapped instanceof StoreError && mapped.code !== 'unavailable'
+        ? new StoreError('unavailable', mapped.message, { cause: err })
+        : mapped;
     }
     // A checked-out client has no listener of pg-pool's: a connection lost between two
     // statements would otherwise crash the process. The next statement fails instead.
@@ -306,15 +343,27 @@ export class PostgresStore implements Store {
     let destroy = false;
     try {
       // Fast path without DDL (a restricted app role may not CREATE): everything applied already.
-      const exists = await client.query<{ t: string | null }>(`SELECT to_regclass('schema_migrations')::text AS t`);
+      const exists = await client.query<{ t: string | null }>(
+        `SELECT to_regclass('schema_migrations')::text AS t`,
+      );
       if (exists.rows[0]?.t != null) {
-        const done = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations WHERE scope = $1', [scope])).rows.map((r) => Number(r.version)));
+        const done = new Set(
+          (
+            await client.query<{ version: number }>(
+              'SELECT version FROM schema_migrations WHERE scope = $1',
+              [scope],
+            )
+          ).rows.map((r) => Number(r.version)),
+        );
         if (sorted.every((m) => done.has(m.version))) return;
       }
       const lockName = `${this.#schema ?? (await client.query<{ s: string | null }>('SELECT current_schema() AS s')).rows[0]?.s ?? 'public'}:solid-migrate`;
       for (const m of sorted) {
         if (m.postgres === undefined) {
-          throw new StoreError('migration_failed', `migration ${scope}#${m.version} (${m.name}) has no PostgreSQL form`);
+          throw new StoreError(
+            'migration_failed',
+            `migration ${scope}#${m.version} (${m.name}) has no PostgreSQL form`,
+          );
         }
         await client.query('BEGIN');
         try {
@@ -328,10 +377,16 @@ export class PostgresStore implements Store {
                scope TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, applied_at TEXT NOT NULL,
                PRIMARY KEY (scope, version))`,
           );
-          const applied = await client.query('SELECT 1 FROM schema_migrations WHERE scope = $1 AND version = $2', [scope, m.version]);
+          const applied = await client.query(
+            'SELECT 1 FROM schema_migrations WHERE scope = $1 AND version = $2',
+            [scope, m.version],
+          );
           if (applied.rowCount === 0) {
             await client.query(m.postgres);
-            await client.query('INSERT INTO schema_migrations (scope, version, name, applied_at) VALUES ($1, $2, $3, $4)', [scope, m.version, m.name, new Date().toISOString()]);
+            await client.query(
+              'INSERT INTO schema_migrations (scope, version, name, applied_at) VALUES ($1, $2, $3, $4)',
+              [scope, m.version, m.name, new Date().toISOString()],
+            );
           }
           await client.query('COMMIT');
         } catch (err) {
@@ -340,7 +395,11 @@ export class PostgresStore implements Store {
           });
           const mapped = toStoreError(err);
           if (mapped instanceof StoreError && mapped.code === 'unavailable') throw mapped;
-          throw new StoreError('migration_failed', `migration ${scope}#${m.version} (${m.name}) failed: ${(err as Error).message}`, { cause: err });
+          throw new StoreError(
+            'migration_failed',
+            `migration ${scope}#${m.version} (${m.name}) failed: ${(err as Error).message}`,
+            { cause: err },
+          );
         }
       }
     } catch (err) {
@@ -380,9 +439,13 @@ export class PostgresStore implements Store {
         result = await fn(tx);
         tx.end();
         if (tx.failure !== undefined) {
-          throw new StoreError('unknown', 'a statement failed inside this write and PostgreSQL aborted the transaction; the write body must not continue after a failed statement', {
-            cause: tx.failure,
-          });
+          throw new StoreError(
+            'unknown',
+            'a statement failed inside this write and PostgreSQL aborted the transaction; the write body must not continue after a failed statement',
+            {
+              cause: tx.failure,
+            },
+          );
         }
         let commit: pg.QueryResult;
         try {
@@ -391,7 +454,8 @@ export class PostgresStore implements Store {
           if (isRetryable(err)) tx.sawRetryable = true;
           throw toStoreError(err);
         }
-        if (commit.command !== 'COMMIT') throw new StoreError('unknown', `the transaction ended with ${commit.command} instead of COMMIT`);
+        if (commit.command !== 'COMMIT')
+          throw new StoreError('unknown', `the transaction ended with ${commit.command} instead of COMMIT`);
       } catch (err) {
         tx.end();
         try {
@@ -448,7 +512,11 @@ export class PostgresStore implements Store {
     const client = await this.#checkout();
     let destroy = false;
     try {
-      await client.query({ name: 'solid_notify', text: 'SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', values: [pgChannel, payloads] });
+      await client.query({
+        name: 'solid_notify',
+        text: 'SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p',
+        values: [pgChannel, payloads],
+      });
     } catch (err) {
       destroy = true;
       throw toStoreError(err);

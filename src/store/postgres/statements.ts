@@ -84,7 +84,10 @@ export function translatePlaceholders(sql: string): { text: string; params: numb
       const prev = sql[i - 1];
       const next = sql[i + 1];
       if (next === '|' || next === '&' || prev === '@' || prev === '#' || prev === '?') {
-        throw new StoreError('unknown', `"?" used as an operator near ${JSON.stringify(sql.slice(Math.max(0, i - 10), i + 10))}: portable SQL uses "?" only as a placeholder`);
+        throw new StoreError(
+          'unknown',
+          `"?" used as an operator near ${JSON.stringify(sql.slice(Math.max(0, i - 10), i + 10))}: portable SQL uses "?" only as a placeholder`,
+        );
       }
       n++;
       out += `$${n}`;

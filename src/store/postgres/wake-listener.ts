@@ -89,11 +89,19 @@ export class WakeListener {
     const payloads = [...this.#pending].map((c) => `${this.nodeId}|${c}`);
     this.#pending.clear();
     if (payloads.length === 0 || this.#closed) return;
-    this.#options.send(this.#options.pgChannel, payloads).catch((err: unknown) => this.#options.onError?.(err));
+    this.#options
+      .send(this.#options.pgChannel, payloads)
+      .catch((err: unknown) => this.#options.onError?.(err));
   }
 
   #ensureListening(): void {
-    if (this.#closed || this.#client !== undefined || this.#connecting !== undefined || this.#retryTimer !== undefined) return;
+    if (
+      this.#closed ||
+      this.#client !== undefined ||
+      this.#connecting !== undefined ||
+      this.#retryTimer !== undefined
+    )
+      return;
     this.#connecting = this.#connect().finally(() => {
       this.#connecting = undefined;
     });

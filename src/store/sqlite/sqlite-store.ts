@@ -72,7 +72,12 @@ export function toStoreError(err: unknown): unknown {
   }
   if (code.startsWith('SQLITE_READONLY')) return new StoreError('read_only', message, { cause: err });
   if (code === 'SQLITE_FULL') return new StoreError('disk_full', message, { cause: err });
-  if (code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_IOERR') || code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT')) {
+  if (
+    code.startsWith('SQLITE_CANTOPEN') ||
+    code.startsWith('SQLITE_IOERR') ||
+    code === 'SQLITE_NOTADB' ||
+    code.startsWith('SQLITE_CORRUPT')
+  ) {
     return new StoreError('unavailable', message, { cause: err });
   }
   return new StoreError('unknown', message, { cause: err });
@@ -157,7 +162,9 @@ class Connection implements Queryable {
     }
   }
   /** Run a transaction-control statement through a cached prepared statement (cheaper than exec). */
-  control(sql: 'BEGIN IMMEDIATE' | 'COMMIT' | 'ROLLBACK' | 'SAVEPOINT w' | 'RELEASE w' | 'ROLLBACK TO w'): void {
+  control(
+    sql: 'BEGIN IMMEDIATE' | 'COMMIT' | 'ROLLBACK' | 'SAVEPOINT w' | 'RELEASE w' | 'ROLLBACK TO w',
+  ): void {
     try {
       this.prepare(sql).run();
     } catch (err) {
@@ -183,7 +190,9 @@ function runCallbacks(callbacks: ReadonlyArray<() => void>): void {
     try {
       cb();
     } catch (err) {
-      process.emitWarning(`afterCommit callback failed: ${(err as Error)?.message ?? String(err)}`, { type: 'SolidStoreWarning' });
+      process.emitWarning(`afterCommit callback failed: ${(err as Error)?.message ?? String(err)}`, {
+        type: 'SolidStoreWarning',
+      });
     }
   }
 }
@@ -218,9 +227,15 @@ class SqliteTx implements StoreTx {
     // read once per transaction; callers move it (audit/event appends) through the returned object.
     let head = this.#heads.get(companyId);
     if (head !== undefined) return head;
-    head = this.conn.getSync<TenantHead>('SELECT company_id, audit_seq, audit_hash, event_seq FROM tenant_heads WHERE company_id = ?', [companyId]);
+    head = this.conn.getSync<TenantHead>(
+      'SELECT company_id, audit_seq, audit_hash, event_seq FROM tenant_heads WHERE company_id = ?',
+      [companyId],
+    );
     if (head === undefined) {
-      this.conn.runSync('INSERT INTO tenant_heads (company_id, audit_seq, audit_hash, event_seq) VALUES (?, 0, ?, 0)', [companyId, GENESIS_HASH]);
+      this.conn.runSync(
+        'INSERT INTO tenant_heads (company_id, audit_seq, audit_hash, event_seq) VALUES (?, 0, ?, 0)',
+        [companyId, GENESIS_HASH],
+      );
       head = { company_id: companyId, audit_seq: 0, audit_hash: GENESIS_HASH, event_seq: 0 };
     }
     this.#heads.set(companyId, head);
@@ -230,7 +245,9 @@ class SqliteTx implements StoreTx {
   async nextAuditId(): Promise<number> {
     this.#check();
     if (this.#nextAuditId === 0) {
-      this.#nextAuditId = this.conn.getSync<{ next: number }>('SELECT COALESCE(MAX(audit_id), 0) + 1 AS next FROM audit_log')!.next;
+      this.#nextAuditId = this.conn.getSync<{ next: number }>(
+        'SELECT COALESCE(MAX(audit_id), 0) + 1 AS next FROM audit_log',
+      )!.next;
     }
     return this.#nextAuditId++;
   }
@@ -303,9 +320,13 @@ export class SqliteStore implements Store {
     } catch (err) {
       const mapped = toStoreError(err);
       if (mapped instanceof StoreError) {
-        throw new StoreError('unavailable', `cannot open the database at ${path}: ${mapped.message}`, { cause: err });
+        throw new StoreError('unavailable', `cannot open the database at ${path}: ${mapped.message}`, {
+          cause: err,
+        });
       }
-      throw new StoreError('unavailable', `cannot open the database at ${path}: ${(err as Error).message}`, { cause: err });
+      throw new StoreError('unavailable', `cannot open the database at ${path}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     this.#writer = new Connection(db);
     if (this.#memory) {
@@ -347,23 +368,28 @@ export class SqliteStore implements Store {
       for (const m of sorted) {
         if (done.has(m.version)) continue;
         if (m.sqlite === undefined) {
-          throw new StoreError('migration_failed', `migration ${scope}#${m.version} (${m.name}) has no SQLite form`);
+          throw new StoreError(
+            'migration_failed',
+            `migration ${scope}#${m.version} (${m.name}) has no SQLite form`,
+          );
         }
         try {
           this.#writer.exec('BEGIN IMMEDIATE');
           this.#writer.exec(m.sqlite);
-          this.#writer.runSync('INSERT INTO schema_migrations (scope, version, name, applied_at) VALUES (?, ?, ?, ?)', [
-            scope,
-            m.version,
-            m.name,
-            new Date().toISOString(),
-          ]);
+          this.#writer.runSync(
+            'INSERT INTO schema_migrations (scope, version, name, applied_at) VALUES (?, ?, ?, ?)',
+            [scope, m.version, m.name, new Date().toISOString()],
+          );
           this.#writer.exec('COMMIT');
         } catch (err) {
           if (this.#writer.db.inTransaction) this.#writer.exec('ROLLBACK');
-          throw new StoreError('migration_failed', `migration ${scope}#${m.version} (${m.name}) failed: ${(err as Error).message}`, {
-            cause: err,
-          });
+          throw new StoreError(
+            'migration_failed',
+            `migration ${scope}#${m.version} (${m.name}) failed: ${(err as Error).message}`,
+            {
+              cause: err,
+            },
+          );
         }
       }
     } finally {
@@ -488,7 +514,11 @@ export class SqliteStore implements Store {
       const e = toStoreError(err);
       for (const d of done) d.w.reject(e);
     };
-    while (this.#queue.length > 0 && ran < this.#groupMax && (ran === 0 || performance.now() - started < this.#groupWindowMs)) {
+    while (
+      this.#queue.length > 0 &&
+      ran < this.#groupMax &&
+      (ran === 0 || performance.now() - started < this.#groupWindowMs)
+    ) {
       const w = this.#queue.shift()!;
       ran++;
       try {

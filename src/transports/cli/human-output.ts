@@ -20,9 +20,18 @@ const MAX_COLUMNS = 8;
 const MAX_CELL = 48;
 
 /** Receipt members summarised on the first line instead of listed. */
-const RECEIPT_MEMBERS = new Set(['status', 'audit_id', 'idempotency_key', 'timestamp', 'rollback_handle', 'attestation', 'replayed']);
+const RECEIPT_MEMBERS = new Set([
+  'status',
+  'audit_id',
+  'idempotency_key',
+  'timestamp',
+  'rollback_handle',
+  'attestation',
+  'replayed',
+]);
 
-const isPlainObject = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x);
+const isPlainObject = (x: unknown): x is Record<string, unknown> =>
+  x !== null && typeof x === 'object' && !Array.isArray(x);
 const isScalar = (x: unknown) => x === null || x === undefined || typeof x !== 'object';
 
 function scalar(x: unknown): string {
@@ -53,7 +62,12 @@ export function objectTable(rows: readonly Record<string, unknown>[], indent = '
   const body = rows.map((r) => columns.map((c) => cell(r[c])));
   const head = columns.map((c) => c.toUpperCase());
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
-  const line = (cells: string[]) => indent + cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    indent +
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [line(head), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
 }
 
@@ -72,7 +86,9 @@ export function renderValue(value: unknown, indent = ''): string {
   const lines: string[] = [];
   for (const [k, v] of entries) {
     if (isScalar(v) || (Array.isArray(v) && v.every(isScalar))) {
-      lines.push(`${indent}${k.padEnd(width)}  ${Array.isArray(v) ? (v.length === 0 ? '(none)' : v.map(scalar).join(', ')) : scalar(v)}`);
+      lines.push(
+        `${indent}${k.padEnd(width)}  ${Array.isArray(v) ? (v.length === 0 ? '(none)' : v.map(scalar).join(', ')) : scalar(v)}`,
+      );
     } else if (Array.isArray(v) && v.length === 0) {
       lines.push(`${indent}${k.padEnd(width)}  (none)`);
     } else {
@@ -85,7 +101,8 @@ export function renderValue(value: unknown, indent = ''): string {
 
 /** The undo command of a receipt, when the action can be undone. */
 export function revertCommand(env: Envelope): string | undefined {
-  const handle = env.rollback_handle ?? (env.result as { rollback_handle?: unknown } | undefined)?.rollback_handle;
+  const handle =
+    env.rollback_handle ?? (env.result as { rollback_handle?: unknown } | undefined)?.rollback_handle;
   if (env.audit_id === undefined || handle === undefined) return undefined;
   return `solid agent dispatch audit.revert --args '{"audit_id":${env.audit_id}}' --confirm`;
 }
@@ -100,15 +117,20 @@ export function renderOk(env: Envelope): string {
     const body = Object.keys(r).length === 0 ? '' : `\n${renderValue(r)}`;
     return env.audit_id !== undefined ? `${head}${body}\naudit_id ${env.audit_id}` : `${head}${body}`;
   }
-  const signed = isPlainObject(r.attestation) ? ` · signed receipt (${String(r.attestation.kid ?? 'ES256')})` : '';
+  const signed = isPlainObject(r.attestation)
+    ? ` · signed receipt (${String(r.attestation.kid ?? 'ES256')})`
+    : '';
   const lines = [`✓ ${env.verb} · ${String(r.status)} · audit_id ${env.audit_id}${signed}${replayed}`];
   const fields: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(r)) if (!RECEIPT_MEMBERS.has(k)) fields[k] = v;
   if (Object.keys(fields).length > 0) lines.push(renderValue(fields, '  '));
   const idem = env.idempotency_key ?? r.idempotency_key;
-  if (typeof r.timestamp === 'string') lines.push(`  at ${r.timestamp}${typeof idem === 'string' ? ` · idempotency key ${idem}` : ''}`);
+  if (typeof r.timestamp === 'string')
+    lines.push(`  at ${r.timestamp}${typeof idem === 'string' ? ` · idempotency key ${idem}` : ''}`);
   const undo = revertCommand(env);
-  lines.push(undo !== undefined ? `undo: ${undo}` : 'not revertible: there is no automatic undo for this action');
+  lines.push(
+    undo !== undefined ? `undo: ${undo}` : 'not revertible: there is no automatic undo for this action',
+  );
   return lines.join('\n');
 }
 
@@ -139,9 +161,14 @@ export function createPager(options: PagerOptions): (text: string) => boolean {
     if (!options.isTTY) return false;
     const rows = options.rows ?? 24;
     if (text.split('\n').length < rows - 1) return false;
-    const command = options.pager === undefined || options.pager.trim() === '' ? 'less -FRX' : options.pager.trim();
+    const command =
+      options.pager === undefined || options.pager.trim() === '' ? 'less -FRX' : options.pager.trim();
     if (command === 'cat') return false;
-    const res = run('sh', ['-c', command], { input: `${text}\n`, stdio: ['pipe', 'inherit', 'inherit'], env: { ...process.env, LESS: process.env.LESS ?? 'FRX' } });
+    const res = run('sh', ['-c', command], {
+      input: `${text}\n`,
+      stdio: ['pipe', 'inherit', 'inherit'],
+      env: { ...process.env, LESS: process.env.LESS ?? 'FRX' },
+    });
     return res.error === undefined && res.status !== 126 && res.status !== 127;
   };
 }

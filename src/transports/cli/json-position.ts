@@ -25,7 +25,11 @@ export function jsonErrorPosition(text: string): number {
       if (text[i] === '\\') {
         i++;
         if (text[i] === 'u') {
-          for (let k = 1; k <= 4; k++) if (!/[0-9a-fA-F]/.test(text[i + k] ?? '')) (i += k), fail();
+          for (let k = 1; k <= 4; k++)
+            if (!/[0-9a-fA-F]/.test(text[i + k] ?? '')) {
+              i += k;
+              fail();
+            }
           i += 4;
         } else if (!'"\\/bfnrt'.includes(text[i] ?? '')) fail();
       }

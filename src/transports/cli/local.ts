@@ -74,9 +74,14 @@ export function keyfileOf(dbPath: string): string {
 export async function openLocal(options: LocalOptions = {}): Promise<Local> {
   const url = options.store === undefined ? databaseUrlOf(options.db) : undefined;
   const dbPath = dbPathOf(options.db);
-  const logger = pino({ level: options.logLevel ?? process.env.SOLID_LOG_LEVEL ?? 'warn' }, pino.destination(2));
+  const logger = pino(
+    { level: options.logLevel ?? process.env.SOLID_LOG_LEVEL ?? 'warn' },
+    pino.destination(2),
+  );
   if (url === undefined && options.store === undefined && !options.create && !existsSync(dbPath)) {
-    throw new VerbError('store_unavailable', `No solid database at ${dbPath}.`, { hint: 'Run `solid init` (or `solid serve --demo`) first, or pass --db / SOLID_DB.' });
+    throw new VerbError('store_unavailable', `No solid database at ${dbPath}.`, {
+      hint: 'Run `solid init` (or `solid serve --demo`) first, or pass --db / SOLID_DB.',
+    });
   }
   let store: Store;
   try {
@@ -84,21 +89,31 @@ export async function openLocal(options: LocalOptions = {}): Promise<Local> {
     store =
       options.store ??
       (url !== undefined
-        ? new PostgresStore({ ...postgresOptionsFromEnv(url), onError: (err, where) => logger.warn({ err, where }, 'postgres: background connection problem') })
+        ? new PostgresStore({
+            ...postgresOptionsFromEnv(url),
+            onError: (err, where) => logger.warn({ err, where }, 'postgres: background connection problem'),
+          })
         : new SqliteStore({ path: dbPath, durability: options.durability }));
   } catch (err) {
-    if (err instanceof StoreError) throw new VerbError('store_unavailable', err.message, { hint: 'Check the path and its permissions (--db / SOLID_DB).' });
+    if (err instanceof StoreError)
+      throw new VerbError('store_unavailable', err.message, {
+        hint: 'Check the path and its permissions (--db / SOLID_DB).',
+      });
     throw err;
   }
   const keyfilePath = options.store ? undefined : keyfileOf(dbPath);
-  if (url !== undefined && options.create && keyfilePath !== undefined) mkdirSync(dirname(keyfilePath), { recursive: true });
+  if (url !== undefined && options.create && keyfilePath !== undefined)
+    mkdirSync(dirname(keyfilePath), { recursive: true });
   const { secrets } = loadSecrets({ keyfilePath, create: options.create });
   let rt: Runtime;
   try {
     rt = await createRuntime({ store, secrets, logger, sandboxCompanyId: 1 });
   } catch (err) {
     await store.close().catch(() => {});
-    if (err instanceof StoreError) throw new VerbError('store_unavailable', `The database at ${dbPath} cannot be used: ${err.message}`, { hint: 'Is it a solid database? Check the path (--db / SOLID_DB) and permissions.' });
+    if (err instanceof StoreError)
+      throw new VerbError('store_unavailable', `The database at ${dbPath} cannot be used: ${err.message}`, {
+        hint: 'Is it a solid database? Check the path (--db / SOLID_DB) and permissions.',
+      });
     throw err;
   }
   rt.register(...systemVerbs);
@@ -127,12 +142,17 @@ export async function openLocal(options: LocalOptions = {}): Promise<Local> {
 }
 
 async function readPacks(rt: Runtime): Promise<string[]> {
-  const row = await rt.store.read((q) => q.get<{ value: string }>(`SELECT value FROM runtime_meta WHERE key = 'packs'`));
+  const row = await rt.store.read((q) =>
+    q.get<{ value: string }>(`SELECT value FROM runtime_meta WHERE key = 'packs'`),
+  );
   return row === undefined ? [] : (JSON.parse(row.value) as string[]);
 }
 
 async function writePacks(rt: Runtime, packs: string[]): Promise<void> {
   await rt.store.write((tx) =>
-    tx.run(`INSERT INTO runtime_meta (key, value) VALUES ('packs', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [JSON.stringify(packs.sort())]),
+    tx.run(
+      `INSERT INTO runtime_meta (key, value) VALUES ('packs', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+      [JSON.stringify(packs.sort())],
+    ),
   );
 }

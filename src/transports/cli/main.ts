@@ -31,16 +31,39 @@ import { createPager } from './human-output.ts';
 export type CommandModule = (program: Command, io: Io, setExit: (code: number) => void) => void;
 
 /** Command modules, in help order. Other issues add theirs here. */
-export const COMMANDS: CommandModule[] = [registerInit, registerVerbs, registerAgent, registerServe, registerApprovals, registerTenant, registerMcp, registerDb, registerAudit, registerReceipt, registerKeys, registerApiKeys, registerUcp, registerLogin];
+export const COMMANDS: CommandModule[] = [
+  registerInit,
+  registerVerbs,
+  registerAgent,
+  registerServe,
+  registerApprovals,
+  registerTenant,
+  registerMcp,
+  registerDb,
+  registerAudit,
+  registerReceipt,
+  registerKeys,
+  registerApiKeys,
+  registerUcp,
+  registerLogin,
+];
 
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   const program = new Command('solid')
-    .description('solid-verbs: typed verbs for AI agents acting on real businesses — safe, auditable, reversible')
+    .description(
+      'solid-verbs: typed verbs for AI agents acting on real businesses — safe, auditable, reversible',
+    )
     .option('--db <path>', 'SQLite database (default: $SOLID_DB or .solid/solid.db)')
-    .option('--url <url>', 'a running `solid serve` to use instead of a database (default: $SOLID_API_URL); see solid login')
+    .option(
+      '--url <url>',
+      'a running `solid serve` to use instead of a database (default: $SOLID_API_URL); see solid login',
+    )
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
-    .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => io.err(s.replace(/\n$/, '')) });
+    .configureOutput({
+      writeOut: (s) => io.out(s.replace(/\n$/, '')),
+      writeErr: (s) => io.err(s.replace(/\n$/, '')),
+    });
   for (const register of COMMANDS) register(program, io, setExit);
   return program;
 }
@@ -89,7 +112,11 @@ export function processIo(): Io {
       // Echo goes to a sink: what is typed (an API key) never shows on the terminal.
       process.stderr.write(q);
       const sink = new Writable({ write: (_chunk, _enc, done) => done() });
-      const rl = createInterface({ input: process.stdin, output: sink, terminal: Boolean(process.stdin.isTTY) });
+      const rl = createInterface({
+        input: process.stdin,
+        output: sink,
+        terminal: Boolean(process.stdin.isTTY),
+      });
       try {
         return await rl.question('');
       } finally {
@@ -97,6 +124,10 @@ export function processIo(): Io {
         process.stderr.write('\n');
       }
     },
-    page: createPager({ isTTY: Boolean(process.stdout.isTTY), rows: process.stdout.rows, pager: process.env.PAGER }),
+    page: createPager({
+      isTTY: Boolean(process.stdout.isTTY),
+      rows: process.stdout.rows,
+      pager: process.env.PAGER,
+    }),
   };
 }

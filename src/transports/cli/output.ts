@@ -27,7 +27,8 @@ export function exitCodeOf(env: Envelope): number {
 /** Render rows as an aligned text table. */
 export function table(headers: string[], rows: string[][]): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
   return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
@@ -38,7 +39,9 @@ export function renderEnvelope(env: Envelope): string {
     const lines = [`✗ ${env.verb}: ${e.reason}`, `  ${e.message}`];
     if (e.path) lines.push(`  at ${e.path}`);
     if (env.consent) {
-      lines.push(`  consent: ${env.consent.class} (${env.consent.gate}), nonce expires ${env.consent.expires_at}`);
+      lines.push(
+        `  consent: ${env.consent.class} (${env.consent.gate}), nonce expires ${env.consent.expires_at}`,
+      );
       lines.push(`  summary: ${env.consent.summary}`);
       if (env.consent.typed_phrase) lines.push(`  phrase:  ${env.consent.typed_phrase}`);
       if (env.consent.approval_id) lines.push(`  approval: ${env.consent.approval_id}`);
@@ -61,7 +64,10 @@ export function printEnvelope(io: Io, env: Envelope, json: boolean): number {
 }
 
 /** Parse --args JSON into an object, or an invalid_args envelope naming the position. */
-export function parseArgsJson(verb: string, text: string | undefined): { ok: true; args: unknown } | { ok: false; envelope: Envelope } {
+export function parseArgsJson(
+  verb: string,
+  text: string | undefined,
+): { ok: true; args: unknown } | { ok: false; envelope: Envelope } {
   if (text === undefined || text.trim() === '') return { ok: true, args: {} };
   try {
     return { ok: true, args: JSON.parse(text) as unknown };

@@ -35,7 +35,18 @@ import { LocalTarget, type VerbTarget } from './target.ts';
 export const SHORTCUTS_HELP_GROUP = 'Shortcuts:';
 
 /** Options every shortcut has; a schema property with one of these names is reachable via --args only. */
-const RESERVED_FLAGS = new Set(['args', 'json', 'confirm', 'phrase', 'nonce', 'idempotency-key', 'api-key', 'help', 'url', 'db']);
+const RESERVED_FLAGS = new Set([
+  'args',
+  'json',
+  'confirm',
+  'phrase',
+  'nonce',
+  'idempotency-key',
+  'api-key',
+  'help',
+  'url',
+  'db',
+]);
 const WORD = /^[a-z][a-z0-9-]*$/;
 
 /** One shortcut to register. */
@@ -56,7 +67,10 @@ export interface ShortcutReport {
 }
 
 /** Shortcut specs from cli-surface records and hints (pure), sorted by verb name. */
-export function shortcutSpecs(records: readonly VerbRecord[], hints: Record<string, VerbHints>): ShortcutSpec[] {
+export function shortcutSpecs(
+  records: readonly VerbRecord[],
+  hints: Record<string, VerbHints>,
+): ShortcutSpec[] {
   const out: ShortcutSpec[] = [];
   for (const r of records) {
     const h = hints[r.name];
@@ -117,7 +131,12 @@ function describe(s: PropSchema | undefined, required: boolean): string {
 /**
  * Register the shortcuts on `program`. Returns what was registered and what was skipped (and why).
  */
-export function registerShortcuts(program: Command, io: Io, setExit: (code: number) => void, specs: readonly ShortcutSpec[]): ShortcutReport {
+export function registerShortcuts(
+  program: Command,
+  io: Io,
+  setExit: (code: number) => void,
+  specs: readonly ShortcutSpec[],
+): ShortcutReport {
   const report: ShortcutReport = { registered: [], skipped: [] };
   const created = new Set<Command>();
   for (const spec of specs) {
@@ -132,13 +151,18 @@ export function registerShortcuts(program: Command, io: Io, setExit: (code: numb
     for (const word of spec.command.slice(0, -1)) {
       const existing = childNamed(parent, word);
       if (existing === undefined) {
-        const group = parent.command(word).description(`Shortcut commands under "${word}"`).helpGroup(SHORTCUTS_HELP_GROUP);
+        const group = parent
+          .command(word)
+          .description(`Shortcut commands under "${word}"`)
+          .helpGroup(SHORTCUTS_HELP_GROUP);
         created.add(group);
         parent = group;
         continue;
       }
       if (existing.commands.length === 0) {
-        blocked = created.has(existing) ? `"${word}" is already the shortcut of another verb` : `"${word}" is a built-in command`;
+        blocked = created.has(existing)
+          ? `"${word}" is already the shortcut of another verb`
+          : `"${word}" is a built-in command`;
         break;
       }
       parent = existing;
@@ -160,19 +184,31 @@ export function registerShortcuts(program: Command, io: Io, setExit: (code: numb
   // A shortcut group's one-line help names what it holds: "create → deals_create".
   for (const group of created) {
     const leaves = group.commands.filter((c) => created.has(c));
-    if (leaves.length > 0) group.description(leaves.map((c) => `${c.name()} → ${/runs (\S+)$/.exec(c.description())?.[1] ?? '?'}`).join(', '));
+    if (leaves.length > 0)
+      group.description(
+        leaves.map((c) => `${c.name()} → ${/runs (\S+)$/.exec(c.description())?.[1] ?? '?'}`).join(', '),
+      );
   }
   return report;
 }
 
-function defineLeaf(parent: Command, word: string, spec: ShortcutSpec, program: Command, io: Io, setExit: (code: number) => void): Command {
+function defineLeaf(
+  parent: Command,
+  word: string,
+  spec: ShortcutSpec,
+  program: Command,
+  io: Io,
+  setExit: (code: number) => void,
+): Command {
   const props = (spec.inputSchema.properties ?? {}) as Record<string, PropSchema>;
   const required = new Set((spec.inputSchema.required as string[] | undefined) ?? []);
   const leaf = parent
     .command(word)
     .description(`${spec.title ?? spec.verb} — runs ${spec.verb}`)
     .helpGroup(SHORTCUTS_HELP_GROUP);
-  const positional = spec.positional.filter((p) => props[p] !== undefined || spec.inputSchema.additionalProperties !== false);
+  const positional = spec.positional.filter(
+    (p) => props[p] !== undefined || spec.inputSchema.additionalProperties !== false,
+  );
   for (const p of positional) leaf.argument(required.has(p) ? `<${p}>` : `[${p}]`, describe(props[p], false));
   /** flag attribute name (commander's camelCase) → property */
   const flagProps = new Map<string, { prop: string; type: string }>();
@@ -190,7 +226,12 @@ function defineLeaf(parent: Command, word: string, spec: ShortcutSpec, program: 
       leaf.option(`--${flag} <n>`, help, (v: string) => convert(v, type) as never);
     } else if (type === 'array') {
       const itemType = typeOf(s.items as PropSchema | undefined);
-      leaf.option(`--${flag} <value>`, `${help} (repeat for several)`, (v: string, prev: unknown) => [...((prev as unknown[] | undefined) ?? []), convert(v, itemType)] as never);
+      leaf.option(
+        `--${flag} <value>`,
+        `${help} (repeat for several)`,
+        (v: string, prev: unknown) =>
+          [...((prev as unknown[] | undefined) ?? []), convert(v, itemType)] as never,
+      );
     } else if (type === 'object') {
       leaf.option(`--${flag} <json>`, `${help} (JSON)`, (v: string) => {
         try {
@@ -219,7 +260,21 @@ function defineLeaf(parent: Command, word: string, spec: ShortcutSpec, program: 
     const base = parseArgsJson(spec.verb, opts.args);
     if (!base.ok) return setExit(printEnvelope(io, base.envelope, Boolean(opts.json)));
     if (base.args === null || typeof base.args !== 'object' || Array.isArray(base.args)) {
-      return setExit(printEnvelope(io, { ok: false, verb: spec.verb, error: { reason: 'invalid_args', message: '--args must be a JSON object.', hint: `e.g. --args '{"limit": 5}'` } }, Boolean(opts.json)));
+      return setExit(
+        printEnvelope(
+          io,
+          {
+            ok: false,
+            verb: spec.verb,
+            error: {
+              reason: 'invalid_args',
+              message: '--args must be a JSON object.',
+              hint: `e.g. --args '{"limit": 5}'`,
+            },
+          },
+          Boolean(opts.json),
+        ),
+      );
     }
     const args: Record<string, unknown> = { ...(base.args as Record<string, unknown>) };
     for (const [attr, { prop }] of flagProps) if (opts[attr] !== undefined) args[prop] = opts[attr];
@@ -288,7 +343,12 @@ export function needsShortcuts(program: Command, argv: readonly string[]): boole
  * fails the invocation: when the source cannot be read, built-in commands work as usual and, if
  * the first word is not a built-in command, a note says why no shortcut matched.
  */
-export async function addShortcuts(program: Command, argv: readonly string[], io: Io, setExit: (code: number) => void): Promise<ShortcutReport | undefined> {
+export async function addShortcuts(
+  program: Command,
+  argv: readonly string[],
+  io: Io,
+  setExit: (code: number) => void,
+): Promise<ShortcutReport | undefined> {
   if (!needsShortcuts(program, argv)) return undefined;
   let target: VerbTarget | undefined;
   try {

@@ -35,7 +35,12 @@ export interface VerbTarget {
   /** The database path or the server's base URL. */
   readonly where: string;
   /** One dispatch through the pipeline (surface cli). Always an envelope. */
-  dispatch(verb: string, args: unknown, options?: DispatchOptions, call?: TargetCallOptions): Promise<Envelope>;
+  dispatch(
+    verb: string,
+    args: unknown,
+    options?: DispatchOptions,
+    call?: TargetCallOptions,
+  ): Promise<Envelope>;
   /** VerbRecords, filtered like the manifest (no surface: every verb), sorted by name. */
   records(filter?: { surface?: string; shape?: string }): Promise<VerbRecord[]>;
   /** Hints of every verb, by name. */
@@ -52,7 +57,11 @@ export function unknownVerbEnvelope(name: string, closest: readonly string[]): E
   return {
     ok: false,
     verb: name,
-    error: { reason: 'unknown_verb', message: `No verb named "${name}" is registered.`, hint: closest.length ? `Did you mean ${closest.join(', ')}?` : 'See `solid verbs list`.' },
+    error: {
+      reason: 'unknown_verb',
+      message: `No verb named "${name}" is registered.`,
+      hint: closest.length ? `Did you mean ${closest.join(', ')}?` : 'See `solid verbs list`.',
+    },
   };
 }
 
@@ -90,7 +99,8 @@ export class LocalTarget implements VerbTarget {
 
   async show(name: string): Promise<ShowAnswer> {
     const v = this.#local.rt.registry.get(name);
-    if (v === undefined) return { envelope: unknownVerbEnvelope(name, this.#local.rt.registry.closest(name)) };
+    if (v === undefined)
+      return { envelope: unknownVerbEnvelope(name, this.#local.rt.registry.closest(name)) };
     return { record: v.record, hints: hintsOf(v) };
   }
 
@@ -126,8 +136,14 @@ export async function openTarget(program: Command, options: OpenTargetOptions = 
   const url = remoteUrlOf(program);
   const db = program.opts<{ db?: string }>().db;
   if (url !== undefined) {
-    if (db !== undefined && program.getOptionValueSource('db') === 'cli' && program.getOptionValueSource('url') === 'cli') {
-      throw new VerbError('invalid_request', '--url and --db name two different targets.', { hint: 'Use --url for a running `solid serve`, or --db for a local database, not both.' });
+    if (
+      db !== undefined &&
+      program.getOptionValueSource('db') === 'cli' &&
+      program.getOptionValueSource('url') === 'cli'
+    ) {
+      throw new VerbError('invalid_request', '--url and --db name two different targets.', {
+        hint: 'Use --url for a running `solid serve`, or --db for a local database, not both.',
+      });
     }
     const { openRemoteTarget } = await import('../remote/remote-target.ts');
     return openRemoteTarget(url, options);
@@ -137,7 +153,11 @@ export async function openTarget(program: Command, options: OpenTargetOptions = 
 }
 
 /** Run `fn` with the invocation's target and close it afterwards. */
-export async function withTarget<T>(program: Command, options: OpenTargetOptions, fn: (target: VerbTarget) => Promise<T>): Promise<T> {
+export async function withTarget<T>(
+  program: Command,
+  options: OpenTargetOptions,
+  fn: (target: VerbTarget) => Promise<T>,
+): Promise<T> {
   const target = await openTarget(program, options);
   try {
     return await fn(target);

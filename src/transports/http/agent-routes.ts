@@ -29,17 +29,25 @@ const BODY_MEMBERS = new Set(['args', 'confirm', 'typed_phrase', 'nonce']);
 export function readDispatchBody(body: unknown): { args: unknown; options: DispatchOptions } {
   if (body === undefined || body === null) return { args: undefined, options: {} };
   if (typeof body !== 'object' || Array.isArray(body)) {
-    throw new VerbError('invalid_request', 'The request body must be a JSON object { args?, confirm?, typed_phrase?, nonce? }.', {
-      hint: 'Put the verb arguments under "args", e.g. {"args": {"customer_id": 42}}.',
-    });
+    throw new VerbError(
+      'invalid_request',
+      'The request body must be a JSON object { args?, confirm?, typed_phrase?, nonce? }.',
+      {
+        hint: 'Put the verb arguments under "args", e.g. {"args": {"customer_id": 42}}.',
+      },
+    );
   }
   const b = body as Record<string, unknown>;
   const unknown = Object.keys(b).filter((k) => !BODY_MEMBERS.has(k));
   if (unknown.length > 0) {
-    throw new VerbError('invalid_request', `The request body has unknown member${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')}.`, {
-      hint: 'The body is { args?, confirm?, typed_phrase?, nonce? }; verb arguments go under "args", the idempotency key in the Idempotency-Key header.',
-      details: { unknown_members: unknown },
-    });
+    throw new VerbError(
+      'invalid_request',
+      `The request body has unknown member${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')}.`,
+      {
+        hint: 'The body is { args?, confirm?, typed_phrase?, nonce? }; verb arguments go under "args", the idempotency key in the Idempotency-Key header.',
+        details: { unknown_members: unknown },
+      },
+    );
   }
   const options: DispatchOptions = {};
   if (b.confirm !== undefined) {
@@ -55,7 +63,9 @@ export function readDispatchBody(body: unknown): { args: unknown; options: Dispa
 }
 
 function bodyType(member: string, what: string): VerbError {
-  return new VerbError('invalid_request', `The body member "${member}" must be ${what}.`, { hint: 'See the dispatch request body in /openapi.json.' });
+  return new VerbError('invalid_request', `The body member "${member}" must be ${what}.`, {
+    hint: 'See the dispatch request body in /openapi.json.',
+  });
 }
 
 /** Does an If-None-Match header match this ETag (weak comparison, RFC 9110 §13.1.2)? */
@@ -66,10 +76,21 @@ export function etagMatches(ifNoneMatch: string | undefined, etag: string): bool
   return ifNoneMatch.split(',').some((t) => strip(t) === strip(etag));
 }
 
-function refuseFilter(reply: FastifyReply, name: 'surface' | 'shape', value: string, allowed: readonly string[]): FastifyReply {
+function refuseFilter(
+  reply: FastifyReply,
+  name: 'surface' | 'shape',
+  value: string,
+  allowed: readonly string[],
+): FastifyReply {
   return sendEnvelope(
     reply,
-    transportEnvelope('verbs.list', 'invalid_request', `Unknown ${name} "${value.slice(0, 50)}".`, `Use one of: ${allowed.join(', ')}.`, { [name]: value.slice(0, 50), allowed }),
+    transportEnvelope(
+      'verbs.list',
+      'invalid_request',
+      `Unknown ${name} "${value.slice(0, 50)}".`,
+      `Use one of: ${allowed.join(', ')}.`,
+      { [name]: value.slice(0, 50), allowed },
+    ),
   );
 }
 
@@ -77,61 +98,84 @@ export const agentRoutes: FastifyPluginAsync<HttpPluginOptions> = async (app, { 
   app.get(
     '/api/v1/agent/verbs',
     { config: { openapi: manifestDoc } },
-    async function listVerbs(req: FastifyRequest<{ Querystring: { surface?: string | string[]; shape?: string | string[] } }>, reply) {
+    async function listVerbs(
+      req: FastifyRequest<{ Querystring: { surface?: string | string[]; shape?: string | string[] } }>,
+      reply,
+    ) {
       const q = req.query ?? {};
       const surface = Array.isArray(q.surface) ? q.surface[0] : q.surface;
       const shape = Array.isArray(q.shape) ? q.shape[0] : q.shape;
       const s = surface === undefined || surface === '' ? 'http' : surface;
-      if (!(VALID_SURFACES as readonly string[]).includes(s)) return refuseFilter(reply, 'surface', s, VALID_SURFACES);
-      if (shape !== undefined && shape !== '' && !(VALID_SHAPES as readonly string[]).includes(shape)) return refuseFilter(reply, 'shape', shape, VALID_SHAPES);
+      if (!(VALID_SURFACES as readonly string[]).includes(s))
+        return refuseFilter(reply, 'surface', s, VALID_SURFACES);
+      if (shape !== undefined && shape !== '' && !(VALID_SHAPES as readonly string[]).includes(shape))
+        return refuseFilter(reply, 'shape', shape, VALID_SHAPES);
       const etag = `"${rt.registry.etag().slice(1, -1)}.${s}.${shape || 'all'}"`;
-      reply.header('cache-control', MANIFEST_CACHE_CONTROL).header('etag', etag).header('vary', 'Accept-Encoding');
+      reply
+        .header('cache-control', MANIFEST_CACHE_CONTROL)
+        .header('etag', etag)
+        .header('vary', 'Accept-Encoding');
       if (etagMatches(req.headers['if-none-match'], etag)) return reply.code(304).send();
       const verbs = rt.registry.list({ surface: s, ...(shape ? { shape } : {}) });
       return reply.send({ verbs, total: verbs.length });
     },
   );
 
-  app.get('/api/v1/agent/verbs/:name', { config: { openapi: verbDoc } }, async function showVerb(req: FastifyRequest<{ Params: { name: string } }>, reply) {
-    const verb = rt.registry.get(req.params.name);
-    if (verb === undefined) {
-      const closest = rt.registry.closest(req.params.name);
-      return sendEnvelope(reply, {
-        ok: false,
-        verb: req.params.name.slice(0, 200),
-        error: {
-          reason: 'unknown_verb',
-          message: `No verb named "${req.params.name.slice(0, 200)}" is registered.`,
-          hint: closest.length > 0 ? `Did you mean ${closest.join(', ')}? List verbs with GET /api/v1/agent/verbs.` : 'List the available verbs with GET /api/v1/agent/verbs.',
-          details: { closest },
-        },
-      });
-    }
-    const etag = `"${rt.registry.etag().slice(1, -1)}.${verb.name}"`;
-    reply.header('cache-control', MANIFEST_CACHE_CONTROL).header('etag', etag);
-    if (etagMatches(req.headers['if-none-match'], etag)) return reply.code(304).send();
-    return reply.send(verb.record);
-  });
+  app.get(
+    '/api/v1/agent/verbs/:name',
+    { config: { openapi: verbDoc } },
+    async function showVerb(req: FastifyRequest<{ Params: { name: string } }>, reply) {
+      const verb = rt.registry.get(req.params.name);
+      if (verb === undefined) {
+        const closest = rt.registry.closest(req.params.name);
+        return sendEnvelope(reply, {
+          ok: false,
+          verb: req.params.name.slice(0, 200),
+          error: {
+            reason: 'unknown_verb',
+            message: `No verb named "${req.params.name.slice(0, 200)}" is registered.`,
+            hint:
+              closest.length > 0
+                ? `Did you mean ${closest.join(', ')}? List verbs with GET /api/v1/agent/verbs.`
+                : 'List the available verbs with GET /api/v1/agent/verbs.',
+            details: { closest },
+          },
+        });
+      }
+      const etag = `"${rt.registry.etag().slice(1, -1)}.${verb.name}"`;
+      reply.header('cache-control', MANIFEST_CACHE_CONTROL).header('etag', etag);
+      if (etagMatches(req.headers['if-none-match'], etag)) return reply.code(304).send();
+      return reply.send(verb.record);
+    },
+  );
 
-  app.post('/api/v1/agent/dispatch/:verb', { config: { openapi: dispatchDoc } }, async function dispatchVerb(req: FastifyRequest<{ Params: { verb: string } }>, reply) {
-    // A thin client (remote CLI, MCP bridge) may declare the surface it projects: Solid-Surface (spec/transports.md §remote).
-    const surface = clientSurfaceOf(headerOf(req, CLIENT_SURFACE_HEADER));
-    const apiKey = apiKeyOf(headerOf(req, 'authorization'));
-    let body: ReturnType<typeof readDispatchBody>;
-    try {
-      body = readDispatchBody(req.body);
-    } catch (err) {
-      if (!isVerbError(err)) throw err;
-      // A malformed dispatch body is still an attempt at this verb: audited in the caller's
-      // tenant (a bad key is the audited auth_invalid instead).
-      return sendEnvelope(reply, await rt.refuse({ surface, apiKey }, req.params.verb, err), rt.clock().getTime());
-    }
-    const { args, options } = body;
-    const idem = idempotencyKeyOf(headerOf(req, 'idempotency-key'));
-    if (idem !== undefined) options.idempotency_key = idem;
-    const envelope = await rt.dispatch({ surface, apiKey }, req.params.verb, args, options);
-    return sendEnvelope(reply, envelope, rt.clock().getTime());
-  });
+  app.post(
+    '/api/v1/agent/dispatch/:verb',
+    { config: { openapi: dispatchDoc } },
+    async function dispatchVerb(req: FastifyRequest<{ Params: { verb: string } }>, reply) {
+      // A thin client (remote CLI, MCP bridge) may declare the surface it projects: Solid-Surface (spec/transports.md §remote).
+      const surface = clientSurfaceOf(headerOf(req, CLIENT_SURFACE_HEADER));
+      const apiKey = apiKeyOf(headerOf(req, 'authorization'));
+      let body: ReturnType<typeof readDispatchBody>;
+      try {
+        body = readDispatchBody(req.body);
+      } catch (err) {
+        if (!isVerbError(err)) throw err;
+        // A malformed dispatch body is still an attempt at this verb: audited in the caller's
+        // tenant (a bad key is the audited auth_invalid instead).
+        return sendEnvelope(
+          reply,
+          await rt.refuse({ surface, apiKey }, req.params.verb, err),
+          rt.clock().getTime(),
+        );
+      }
+      const { args, options } = body;
+      const idem = idempotencyKeyOf(headerOf(req, 'idempotency-key'));
+      if (idem !== undefined) options.idempotency_key = idem;
+      const envelope = await rt.dispatch({ surface, apiKey }, req.params.verb, args, options);
+      return sendEnvelope(reply, envelope, rt.clock().getTime());
+    },
+  );
 };
 
 function headerOf(req: FastifyRequest, name: string): string | undefined {
@@ -142,25 +186,44 @@ function headerOf(req: FastifyRequest, name: string): string | undefined {
 // ---- OpenAPI documentation of these routes (read by openapi.ts) -------------------------------
 
 const envelopeRef = { $ref: '#/components/schemas/Envelope' };
-const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: envelopeRef } } });
+const errorResponse = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: envelopeRef } },
+});
 
 const manifestDoc = {
   operationId: 'listVerbs',
   summary: 'The verb manifest (VerbRecords) for a surface',
-  description: 'Spec-valid VerbRecords, sorted by name. Without `surface`, the verbs exposed on http. Cache for 5 minutes; revalidate with If-None-Match.',
+  description:
+    'Spec-valid VerbRecords, sorted by name. Without `surface`, the verbs exposed on http. Cache for 5 minutes; revalidate with If-None-Match.',
   tags: ['agent'],
   parameters: [
-    { name: 'surface', in: 'query', required: false, schema: { type: 'string', enum: [...VALID_SURFACES], default: 'http' } },
+    {
+      name: 'surface',
+      in: 'query',
+      required: false,
+      schema: { type: 'string', enum: [...VALID_SURFACES], default: 'http' },
+    },
     { name: 'shape', in: 'query', required: false, schema: { type: 'string', enum: [...VALID_SHAPES] } },
     { name: 'If-None-Match', in: 'header', required: false, schema: { type: 'string' } },
   ],
   responses: {
     200: {
       description: 'The manifest',
-      headers: { ETag: { schema: { type: 'string' } }, 'Cache-Control': { schema: { type: 'string', const: MANIFEST_CACHE_CONTROL } } },
+      headers: {
+        ETag: { schema: { type: 'string' } },
+        'Cache-Control': { schema: { type: 'string', const: MANIFEST_CACHE_CONTROL } },
+      },
       content: {
         'application/json': {
-          schema: { type: 'object', required: ['verbs', 'total'], properties: { verbs: { type: 'array', items: { $ref: '#/components/schemas/VerbRecord' } }, total: { type: 'integer' } } },
+          schema: {
+            type: 'object',
+            required: ['verbs', 'total'],
+            properties: {
+              verbs: { type: 'array', items: { $ref: '#/components/schemas/VerbRecord' } },
+              total: { type: 'integer' },
+            },
+          },
         },
       },
     },
@@ -175,7 +238,10 @@ const verbDoc = {
   tags: ['agent'],
   parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
   responses: {
-    200: { description: 'The VerbRecord', content: { 'application/json': { schema: { $ref: '#/components/schemas/VerbRecord' } } } },
+    200: {
+      description: 'The VerbRecord',
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/VerbRecord' } } },
+    },
     304: { description: 'Not modified (ETag matched)' },
     404: errorResponse('unknown_verb, with the closest names in error.details.closest'),
   },
@@ -189,14 +255,23 @@ const dispatchDoc = {
   tags: ['agent'],
   security: [{}, { bearerApiKey: [] }],
   parameters: [
-    { name: 'verb', in: 'path', required: true, schema: { type: 'string', pattern: '^[a-zA-Z][a-zA-Z0-9_.]*$' } },
+    {
+      name: 'verb',
+      in: 'path',
+      required: true,
+      schema: { type: 'string', pattern: '^[a-zA-Z][a-zA-Z0-9_.]*$' },
+    },
     {
       name: 'Idempotency-Key',
       in: 'header',
       required: false,
-      description: 'RFC 8941 sf-string (or a bare token such as a UUID), at most 255 printable ASCII characters. Replays answer the stored receipt with Idempotent-Replayed: true.',
+      description:
+        'RFC 8941 sf-string (or a bare token such as a UUID), at most 255 printable ASCII characters. Replays answer the stored receipt with Idempotent-Replayed: true.',
       schema: { type: 'string' },
     },
   ],
-  requestBody: { required: false, content: { 'application/json': { schema: { $ref: '#/components/schemas/DispatchRequest' } } } },
+  requestBody: {
+    required: false,
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/DispatchRequest' } } },
+  },
 };

@@ -33,7 +33,8 @@ export function envelopeToHttp(envelope: Envelope, nowMs: number = Date.now()): 
   }
   const reason = envelope.error?.reason ?? 'internal_error';
   const status = reasonInfo(reason).status;
-  if (status === 401) headers['www-authenticate'] = reason === 'auth_invalid' ? 'Bearer error="invalid_token"' : 'Bearer';
+  if (status === 401)
+    headers['www-authenticate'] = reason === 'auth_invalid' ? 'Bearer error="invalid_token"' : 'Bearer';
   const retryAfter = retryAfterSeconds(envelope.error, nowMs);
   if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
   if (envelope.replayed === true) headers['idempotent-replayed'] = 'true';
@@ -48,7 +49,8 @@ function retryAfterSeconds(error: EnvelopeError | undefined, nowMs: number): num
     if (Number.isNaN(at)) return undefined;
     return Math.max(0, Math.ceil((at - nowMs) / 1000));
   }
-  if (typeof details.retry_after_seconds === 'number' && details.retry_after_seconds >= 0) return Math.ceil(details.retry_after_seconds);
+  if (typeof details.retry_after_seconds === 'number' && details.retry_after_seconds >= 0)
+    return Math.ceil(details.retry_after_seconds);
   return undefined;
 }
 
@@ -57,7 +59,13 @@ function retryAfterSeconds(error: EnvelopeError | undefined, nowMs: number): num
  * transport itself decides: invalid_request, payload_too_large, unsupported_media_type, and the
  * 404 of an unknown route. Everything else comes from `rt.dispatch`.
  */
-export function transportEnvelope(verb: string, reason: string, message: string, hint?: string, details?: Record<string, unknown>): Envelope {
+export function transportEnvelope(
+  verb: string,
+  reason: string,
+  message: string,
+  hint?: string,
+  details?: Record<string, unknown>,
+): Envelope {
   const error: EnvelopeError = { reason, message };
   if (hint !== undefined) error.hint = hint;
   if (details !== undefined) error.details = details;

@@ -40,15 +40,36 @@ export function errorToEnvelope(err: unknown, verb: string, limitBytes: number):
   const e = err as Partial<FastifyError>;
   switch (e.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return transportEnvelope(verb, 'payload_too_large', `The request body exceeds the limit of ${limitBytes} bytes.`, 'Send a smaller body; large inputs belong in several calls.', { limit_bytes: limitBytes });
+      return transportEnvelope(
+        verb,
+        'payload_too_large',
+        `The request body exceeds the limit of ${limitBytes} bytes.`,
+        'Send a smaller body; large inputs belong in several calls.',
+        { limit_bytes: limitBytes },
+      );
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return transportEnvelope(verb, 'unsupported_media_type', 'The request body must be JSON.', 'Send Content-Type: application/json with a JSON body.');
+      return transportEnvelope(
+        verb,
+        'unsupported_media_type',
+        'The request body must be JSON.',
+        'Send Content-Type: application/json with a JSON body.',
+      );
   }
   const status = typeof e.statusCode === 'number' ? e.statusCode : 500;
   if (status >= 400 && status < 500) {
-    return transportEnvelope(verb, 'invalid_request', `The request is malformed: ${String(e.message ?? 'bad request')}.`, 'Check the method, headers and JSON body against /openapi.json.');
+    return transportEnvelope(
+      verb,
+      'invalid_request',
+      `The request is malformed: ${String(e.message ?? 'bad request')}.`,
+      'Check the method, headers and JSON body against /openapi.json.',
+    );
   }
-  return transportEnvelope(verb, 'internal_error', 'An unexpected error occurred; it was logged.', 'Retry later; if it persists, report it with the time of the request.');
+  return transportEnvelope(
+    verb,
+    'internal_error',
+    'An unexpected error occurred; it was logged.',
+    'Retry later; if it persists, report it with the time of the request.',
+  );
 }
 
 /**
@@ -70,14 +91,25 @@ export function installEnvelopeErrors(app: FastifyInstance, rt?: Runtime): void 
   app.setErrorHandler(async function envelopeErrorHandler(err, request, reply) {
     const verb = verbOfRequest(request) || `${request.method} ${request.url.split('?')[0]!.slice(0, 150)}`;
     let envelope = errorToEnvelope(err, verbOfRequest(request), limit);
-    if (envelope.error!.reason === 'internal_error') request.log.error({ err }, 'unhandled error in HTTP route');
+    if (envelope.error!.reason === 'internal_error')
+      request.log.error({ err }, 'unhandled error in HTTP route');
     if (rt !== undefined && isVerbError(err)) {
       const info = reasonInfo(err.reason);
       const principal = (request as FastifyRequest & { solidPrincipal?: Principal }).solidPrincipal ?? null;
       // Denials always; bad input too once the caller is known (a malformed body from a signed-in
       // page is an attempt in that tenant's log; anonymous garbage is answered, not logged).
       if (info.denial || info.kind === 'auth' || (info.kind === 'input' && principal !== null)) {
-        const recorded = await rt.recordRefusal({ surface: request.url.startsWith('/api/v1/webmcp') || request.url.startsWith('/api/v1/session') ? 'webmcp' : 'http', principal }, verb, err as VerbError);
+        const recorded = await rt.recordRefusal(
+          {
+            surface:
+              request.url.startsWith('/api/v1/webmcp') || request.url.startsWith('/api/v1/session')
+                ? 'webmcp'
+                : 'http',
+            principal,
+          },
+          verb,
+          err as VerbError,
+        );
         envelope = { ...recorded, verb: envelope.verb };
       }
     }
@@ -87,7 +119,12 @@ export function installEnvelopeErrors(app: FastifyInstance, rt?: Runtime): void 
     const path = request.url.split('?')[0]!.slice(0, 200);
     return sendEnvelope(
       reply,
-      transportEnvelope('', 'not_found', `No route ${request.method} ${path}.`, 'See /openapi.json for the routes; verbs are called with POST /api/v1/agent/dispatch/{verb}.'),
+      transportEnvelope(
+        '',
+        'not_found',
+        `No route ${request.method} ${path}.`,
+        'See /openapi.json for the routes; verbs are called with POST /api/v1/agent/dispatch/{verb}.',
+      ),
     );
   });
 }

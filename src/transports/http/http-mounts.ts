@@ -20,7 +20,9 @@ export const HTTP_MOUNTS: Readonly<Record<string, HttpMount>> = {
 };
 
 /** Load every mount; a mount that fails to load is reported through `onError` and skipped. */
-export async function loadHttpMounts(onError: (name: string, err: unknown) => void = () => {}): Promise<HttpPlugin[]> {
+export async function loadHttpMounts(
+  onError: (name: string, err: unknown) => void = () => {},
+): Promise<HttpPlugin[]> {
   const out: HttpPlugin[] = [];
   for (const [name, load] of Object.entries(HTTP_MOUNTS)) {
     try {

@@ -3,7 +3,13 @@
  * transports mount on (options.plugins); envelopeToHttp is the one envelope → HTTP mapping.
  * Spec: spec/transports.md §http.
  */
-export { createHttpServer, DEFAULT_BODY_LIMIT_BYTES, type HttpServerOptions, type HttpPlugin, type HttpPluginOptions } from './server.ts';
+export {
+  createHttpServer,
+  DEFAULT_BODY_LIMIT_BYTES,
+  type HttpServerOptions,
+  type HttpPlugin,
+  type HttpPluginOptions,
+} from './server.ts';
 export { envelopeToHttp, type HttpAnswer } from './envelope-map.ts';
 export { buildOpenApi, reasonStatusTable } from './openapi.ts';
 export { HTTP_MOUNTS, loadHttpMounts, type HttpMount } from './http-mounts.ts';

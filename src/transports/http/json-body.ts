@@ -23,12 +23,17 @@ export function parseJsonBody(text: string): unknown {
     const msg = (err as Error).message;
     const m = /position (\d+)/.exec(msg);
     const position = m ? Number(m[1]) : /end of JSON input/.test(msg) ? text.length : undefined;
-    throw new VerbError('invalid_request', `The request body is not valid JSON${position !== undefined ? ` (at position ${position})` : ''}: ${msg}`, {
-      hint: 'Send a JSON object, e.g. {"args": {"customer_id": 42}}, with Content-Type: application/json.',
-      ...(position !== undefined ? { details: { position } } : {}),
-    });
+    throw new VerbError(
+      'invalid_request',
+      `The request body is not valid JSON${position !== undefined ? ` (at position ${position})` : ''}: ${msg}`,
+      {
+        hint: 'Send a JSON object, e.g. {"args": {"customer_id": 42}}, with Content-Type: application/json.',
+        ...(position !== undefined ? { details: { position } } : {}),
+      },
+    );
   }
-  if (text.includes('__proto__') || (text.includes('constructor') && text.includes('prototype'))) assertNoPoison(value);
+  if (text.includes('__proto__') || (text.includes('constructor') && text.includes('prototype')))
+    assertNoPoison(value);
   return value;
 }
 
@@ -40,9 +45,16 @@ function assertNoPoison(node: unknown): void {
   }
   const obj = node as Record<string, unknown>;
   for (const key of Object.keys(obj)) {
-    const bad = key === '__proto__' || (key === 'constructor' && typeof obj[key] === 'object' && obj[key] !== null && Object.hasOwn(obj[key] as object, 'prototype'));
+    const bad =
+      key === '__proto__' ||
+      (key === 'constructor' &&
+        typeof obj[key] === 'object' &&
+        obj[key] !== null &&
+        Object.hasOwn(obj[key] as object, 'prototype'));
     if (bad) {
-      throw new VerbError('invalid_request', `The request body contains the forbidden key "${key}".`, { hint: 'Remove __proto__ / constructor.prototype keys from the JSON.' });
+      throw new VerbError('invalid_request', `The request body contains the forbidden key "${key}".`, {
+        hint: 'Remove __proto__ / constructor.prototype keys from the JSON.',
+      });
     }
     assertNoPoison(obj[key]);
   }
@@ -51,7 +63,11 @@ function assertNoPoison(node: unknown): void {
 /** Install the JSON-only body parser on `app` (and, by inheritance, every plugin). */
 export function installJsonBodyParser(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  const parser = (_req: unknown, body: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
+  const parser = (
+    _req: unknown,
+    body: string | Buffer,
+    done: (err: Error | null, body?: unknown) => void,
+  ) => {
     try {
       done(null, parseJsonBody(typeof body === 'string' ? body : body.toString('utf8')));
     } catch (err) {

@@ -37,12 +37,18 @@ export function idempotencyKeyOf(header: string | undefined): string | undefined
   try {
     item = parseItem(value);
   } catch (err) {
-    throw new VerbError('invalid_request', `The Idempotency-Key header is not a valid structured-field string: ${(err as Error).message}`, {
-      hint: 'Send Idempotency-Key: "<key>" (an RFC 8941 string) or a bare token such as a UUID.',
-    });
+    throw new VerbError(
+      'invalid_request',
+      `The Idempotency-Key header is not a valid structured-field string: ${(err as Error).message}`,
+      {
+        hint: 'Send Idempotency-Key: "<key>" (an RFC 8941 string) or a bare token such as a UUID.',
+      },
+    );
   }
   if (typeof item[0] !== 'string') {
-    throw new VerbError('invalid_request', 'The Idempotency-Key header must be a string.', { hint: 'Send Idempotency-Key: "<key>".' });
+    throw new VerbError('invalid_request', 'The Idempotency-Key header must be a string.', {
+      hint: 'Send Idempotency-Key: "<key>".',
+    });
   }
   return item[0];
 }

@@ -48,7 +48,8 @@ export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576;
  * caller's business (`solid serve` uses 127.0.0.1); `trustProxy` is off.
  */
 export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): FastifyInstance {
-  const logger = options.logger === false ? undefined : (options.logger ?? rt.logger).child({ transport: 'http' });
+  const logger =
+    options.logger === false ? undefined : (options.logger ?? rt.logger).child({ transport: 'http' });
   const app = Fastify({
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
     bodyLimit: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,

@@ -39,7 +39,9 @@ import { serveStdio, DEFAULT_REFRESH_MS, type StdioServer } from './stdio.ts';
 import { MCP_SURFACE } from './tool-catalog.ts';
 
 /** The parts of a Runtime the MCP transport uses; the bridge implements exactly these. */
-export type McpRuntimeSurface = Pick<Runtime, 'dispatch' | 'logger'> & { registry: Pick<Registry, 'all' | 'get' | 'onChange'> };
+export type McpRuntimeSurface = Pick<Runtime, 'dispatch' | 'logger'> & {
+  registry: Pick<Registry, 'all' | 'get' | 'onChange'>;
+};
 
 /** Outcome of one refresh. */
 export type RefreshOutcome = 'changed' | 'unchanged' | 'unreachable' | 'rejected';
@@ -77,7 +79,7 @@ export function remoteVerb(record: VerbRecord, hints: VerbHints | undefined): Co
     delegated,
     isWrite: consentClass !== 'READ' || delegated,
     roleFloor: hints?.role_floor ?? ROLE_FLOOR_OF_CLASS[consentClass],
-    tierFloor: hints?.tier_floor ?? ((record.tier_floor as CompiledVerb['tierFloor'] | undefined) ?? 'starter'),
+    tierFloor: hints?.tier_floor ?? (record.tier_floor as CompiledVerb['tierFloor'] | undefined) ?? 'starter',
     surfaces: Object.freeze([...(record.surfaces ?? VALID_SURFACES)]),
     webmcpSurfaces: Object.freeze([]),
     inputSchema: record.input_schema,
@@ -135,11 +137,13 @@ export function manifestProblem(verbs: unknown[]): string | undefined {
   for (const [i, v] of verbs.entries()) {
     const check = validateVerbRecord(v);
     const name = (v as { name?: unknown } | null)?.name;
-    if (!check.valid) return `entry ${i}${typeof name === 'string' ? ` (${name.slice(0, 64)})` : ''} is not a valid VerbRecord: ${check.errors.slice(0, 3).join('; ')}`;
+    if (!check.valid)
+      return `entry ${i}${typeof name === 'string' ? ` (${name.slice(0, 64)})` : ''} is not a valid VerbRecord: ${check.errors.slice(0, 3).join('; ')}`;
     const record = v as VerbRecord;
     const tool = toToolName(record.name);
     const clash = tools.get(tool);
-    if (clash !== undefined) return `verbs "${clash}" and "${record.name}" project onto the same tool name "${tool}"`;
+    if (clash !== undefined)
+      return `verbs "${clash}" and "${record.name}" project onto the same tool name "${tool}"`;
     tools.set(tool, record.name);
   }
   return undefined;
@@ -187,7 +191,12 @@ export class RemoteManifest {
   }
 
   /** One tools/call over HTTP: reads (and keyed writes) may be retried; the caller's signal cancels. */
-  dispatch(caller: Caller & { apiKey?: string | null }, verb: string, args?: unknown, options: DispatchOptions = {}): Promise<Envelope> {
+  dispatch(
+    caller: Caller & { apiKey?: string | null },
+    verb: string,
+    args?: unknown,
+    options: DispatchOptions = {},
+  ): Promise<Envelope> {
     const v = this.registry.get(verb);
     return this.#client.dispatch(verb, args, options, {
       idempotent: v !== undefined && !v.isWrite,
@@ -202,7 +211,10 @@ export class RemoteManifest {
   async refresh(): Promise<RefreshOutcome> {
     let manifest;
     try {
-      manifest = await this.#client.manifest(MCP_SURFACE, this.#records !== undefined ? this.#manifestEtag : undefined);
+      manifest = await this.#client.manifest(
+        MCP_SURFACE,
+        this.#records !== undefined ? this.#manifestEtag : undefined,
+      );
     } catch (err) {
       return this.#fail('unreachable', `the manifest could not be fetched: ${(err as Error).message}`);
     }
@@ -213,7 +225,11 @@ export class RemoteManifest {
     }
     if (!manifest.notModified) {
       const problem = manifestProblem(manifest.verbs);
-      if (problem !== undefined) return this.#fail('rejected', `the server's manifest was rejected (${problem}); serving the last good one`);
+      if (problem !== undefined)
+        return this.#fail(
+          'rejected',
+          `the server's manifest was rejected (${problem}); serving the last good one`,
+        );
       this.#records = manifest.verbs as VerbRecord[];
       this.#manifestEtag = manifest.etag;
     }
@@ -239,7 +255,9 @@ export class RemoteManifest {
     } catch (err) {
       if (err instanceof VerbError && /does not serve/.test(err.message)) {
         this.#hintsMissing = true;
-        this.#logger.warn('mcp bridge: the server has no verb hints route (older solid); tool annotations are derived from the records');
+        this.#logger.warn(
+          'mcp bridge: the server has no verb hints route (older solid); tool annotations are derived from the records',
+        );
       }
       return false;
     }
@@ -252,7 +270,20 @@ export class RemoteManifest {
     const others: CompiledVerb[] = [];
     for (const [name, h] of Object.entries(this.#hints)) {
       if (listed.has(name)) continue;
-      others.push(remoteVerb({ name, description: name, shape: h.shape, side_effects: h.consent_class === 'READ' && !h.delegated ? 'read' : 'write', input_schema: { type: 'object' }, surfaces: h.surfaces, tier_floor: h.tier_floor }, h));
+      others.push(
+        remoteVerb(
+          {
+            name,
+            description: name,
+            shape: h.shape,
+            side_effects: h.consent_class === 'READ' && !h.delegated ? 'read' : 'write',
+            input_schema: { type: 'object' },
+            surfaces: h.surfaces,
+            tier_floor: h.tier_floor,
+          },
+          h,
+        ),
+      );
     }
     const signature = JSON.stringify({ records, hints: this.#hints });
     return this.registry.replace(verbs, others, signature);
@@ -282,7 +313,9 @@ export interface BridgeOptions {
  * Serve the bridge on stdio (serveStdio over the remote runtime). Resolves once listening.
  * @throws VerbError upstream_unavailable when the first manifest cannot be fetched or is invalid
  */
-export async function serveMcpBridge(options: BridgeOptions): Promise<StdioServer & { manifest: RemoteManifest }> {
+export async function serveMcpBridge(
+  options: BridgeOptions,
+): Promise<StdioServer & { manifest: RemoteManifest }> {
   const manifest = new RemoteManifest(options.client, options.logger);
   const first = await manifest.refresh();
   if (!manifest.loaded) {
@@ -300,7 +333,9 @@ export async function serveMcpBridge(options: BridgeOptions): Promise<StdioServe
     approvalUrl: options.approvalUrl ?? (() => `${base}/#approvals`),
     ...(options.input !== undefined ? { input: options.input } : {}),
     ...(options.output !== undefined ? { output: options.output } : {}),
-    ...(options.elicitationTimeoutMs !== undefined ? { elicitationTimeoutMs: options.elicitationTimeoutMs } : {}),
+    ...(options.elicitationTimeoutMs !== undefined
+      ? { elicitationTimeoutMs: options.elicitationTimeoutMs }
+      : {}),
     ...(options.pageSize !== undefined ? { pageSize: options.pageSize } : {}),
   });
   return { ...served, manifest };

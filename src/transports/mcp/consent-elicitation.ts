@@ -11,7 +11,12 @@
  * Spec: spec/transports.md §mcp-consent, spec/consent.md §typed-phrase.
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { ErrorCode, McpError, type ElicitRequestFormParams, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  McpError,
+  type ElicitRequestFormParams,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { ConsentRequest } from '../../spec/types.ts';
 
 /** Default time a human has to answer (ms): the nonce's own time to live is 300 s. */

@@ -51,9 +51,13 @@ export function envelopeToToolResult(envelope: Envelope, options: ToolResultOpti
   const result = envelope.result ?? {};
   const json = JSON.stringify(result);
   // A UTF-16 unit is at most 3 UTF-8 bytes: short results skip the byte count.
-  const bytes = json.length * 3 <= Math.min(maxText, maxResult) ? json.length : Buffer.byteLength(json, 'utf8');
+  const bytes =
+    json.length * 3 <= Math.min(maxText, maxResult) ? json.length : Buffer.byteLength(json, 'utf8');
   if (bytes > maxResult) return errorResult(tooLarge(envelope, bytes, maxResult));
-  const text = bytes <= maxText ? json : `${cutUtf8(json, maxText)}… [text copy cut at ${maxText} of ${bytes} bytes; structuredContent holds the complete result]`;
+  const text =
+    bytes <= maxText
+      ? json
+      : `${cutUtf8(json, maxText)}… [text copy cut at ${maxText} of ${bytes} bytes; structuredContent holds the complete result]`;
   const out: CallToolResult = { content: [{ type: 'text', text }], structuredContent: result };
   const meta = resultMeta(envelope);
   if (meta !== undefined) out._meta = meta;
@@ -63,7 +67,11 @@ export function envelopeToToolResult(envelope: Envelope, options: ToolResultOpti
 function errorResult(envelope: Envelope): CallToolResult {
   const e = envelope.error ?? { reason: 'internal_error', message: 'The call failed.' };
   const line = `${e.reason}: ${e.message}${e.hint ? ` — ${e.hint}` : ''}`.replace(/\s*\n\s*/g, ' ');
-  const out: CallToolResult = { content: [{ type: 'text', text: line }], structuredContent: envelope as unknown as Record<string, unknown>, isError: true };
+  const out: CallToolResult = {
+    content: [{ type: 'text', text: line }],
+    structuredContent: envelope as unknown as Record<string, unknown>,
+    isError: true,
+  };
   const meta = resultMeta(envelope);
   if (meta !== undefined) out._meta = meta;
   return out;
@@ -95,7 +103,10 @@ function withMcpHint(envelope: Envelope, options: ToolResultOptions): Envelope {
   let hint: string;
   if (c.gate === 'typed_phrase') {
     const url = c.approval_id !== undefined ? options.approvalUrl?.(String(c.approval_id)) : undefined;
-    const where = c.approval_id !== undefined ? `\`solid approvals approve ${c.approval_id}\`${url ? ` or ${url}` : ''}` : 'the dashboard';
+    const where =
+      c.approval_id !== undefined
+        ? `\`solid approvals approve ${c.approval_id}\`${url ? ` or ${url}` : ''}`
+        : 'the dashboard';
     hint =
       `No human typed the confirmation phrase in this client (it cannot show a form, or nobody answered), and a phrase typed by the model is not consent. ` +
       `Tell the human: ${c.summary} A user allowed to approve it must type "${c.typed_phrase}" at ${where}. ` +
@@ -107,7 +118,10 @@ function withMcpHint(envelope: Envelope, options: ToolResultOptions): Envelope {
 }
 
 function tooLarge(envelope: Envelope, bytes: number, limit: number): Envelope {
-  const ran = envelope.audit_id !== undefined ? `${envelope.verb} ran (audit_id ${envelope.audit_id}), but its` : `${envelope.verb} answered, but its`;
+  const ran =
+    envelope.audit_id !== undefined
+      ? `${envelope.verb} ran (audit_id ${envelope.audit_id}), but its`
+      : `${envelope.verb} answered, but its`;
   const out: Envelope = {
     ok: false,
     verb: envelope.verb,

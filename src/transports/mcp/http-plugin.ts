@@ -44,7 +44,10 @@ export const DEFAULT_IDLE_MS = 600_000;
 /** Largest POST body (bytes): the SDK transport's own default. */
 export const DEFAULT_MCP_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 
-export interface McpHttpOptions extends Pick<McpServerOptions, 'limits' | 'elicitationTimeoutMs' | 'approvalUrl'> {
+export interface McpHttpOptions extends Pick<
+  McpServerOptions,
+  'limits' | 'elicitationTimeoutMs' | 'approvalUrl'
+> {
   path?: string;
   maxSessions?: number;
   /** Close a session after this long without a request (ms). */
@@ -135,10 +138,19 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
     app.setErrorHandler(function mcpErrorHandler(err, _request, reply) {
       const e = err as { statusCode?: number; code?: string; message?: string };
       if (isVerbError(err)) return reply.code(400).send(rpcError(-32700, `Parse error: ${err.message}`));
-      if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(413).send(rpcError(-32600, 'The request body is too large.'));
-      const status = typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : 500;
+      if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+        return reply.code(413).send(rpcError(-32600, 'The request body is too large.'));
+      const status =
+        typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : 500;
       if (status === 500) rt.logger.error({ err }, 'mcp http: unexpected error');
-      return reply.code(status).send(rpcError(status === 500 ? -32603 : -32600, status === 500 ? 'Internal error' : String(e.message ?? 'Bad request')));
+      return reply
+        .code(status)
+        .send(
+          rpcError(
+            status === 500 ? -32603 : -32600,
+            status === 500 ? 'Internal error' : String(e.message ?? 'Bad request'),
+          ),
+        );
     });
 
     /** Origin/Host checks (DNS-rebinding protection). Returns false after answering 403. */
@@ -146,7 +158,14 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
       const loopback = LOOPBACK_ADDRESSES.has(request.socket.localAddress ?? '');
       const host = hostnameOf(request.headers.host ?? '');
       if (loopback && !LOOPBACK_HOSTS.has(host) && !allowedHosts.has(host)) {
-        void reply.code(403).send(rpcError(-32000, `Forbidden: Host "${host}" is not allowed on this loopback server (DNS rebinding protection).`));
+        void reply
+          .code(403)
+          .send(
+            rpcError(
+              -32000,
+              `Forbidden: Host "${host}" is not allowed on this loopback server (DNS rebinding protection).`,
+            ),
+          );
         return false;
       }
       if (!loopback && allowedHosts.size > 0 && !allowedHosts.has(host)) {
@@ -159,14 +178,20 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
         if (!ok) {
           try {
             const o = new URL(origin);
-            const oHost = o.hostname.toLowerCase().replace(/^\[?(.*?)\]?$/, (_m, h: string) => (h.includes(':') ? `[${h}]` : h));
-            ok = o.host.toLowerCase() === (request.headers.host ?? '').toLowerCase() || (loopback && LOOPBACK_HOSTS.has(oHost));
+            const oHost = o.hostname
+              .toLowerCase()
+              .replace(/^\[?(.*?)\]?$/, (_m, h: string) => (h.includes(':') ? `[${h}]` : h));
+            ok =
+              o.host.toLowerCase() === (request.headers.host ?? '').toLowerCase() ||
+              (loopback && LOOPBACK_HOSTS.has(oHost));
           } catch {
             ok = false;
           }
         }
         if (!ok) {
-          void reply.code(403).send(rpcError(-32000, `Forbidden: Origin "${origin.slice(0, 200)}" is not allowed.`));
+          void reply
+            .code(403)
+            .send(rpcError(-32000, `Forbidden: Origin "${origin.slice(0, 200)}" is not allowed.`));
           return false;
         }
       }
@@ -174,7 +199,10 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
     };
 
     /** Authenticate the request. Returns undefined after answering 401. */
-    const authenticate = async (request: FastifyRequest, reply: FastifyReply): Promise<Authed | undefined> => {
+    const authenticate = async (
+      request: FastifyRequest,
+      reply: FastifyReply,
+    ): Promise<Authed | undefined> => {
       const apiKey = apiKeyOf(request.headers.authorization);
       if (apiKey === null) {
         if (!config.requireKey) {
@@ -188,18 +216,29 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
         void reply
           .code(401)
           .header('www-authenticate', 'Bearer realm="solid-verbs"')
-          .send(rpcError(-32001, 'auth_required: an API key is required (Authorization: Bearer sk_solid_…).'));
+          .send(
+            rpcError(-32001, 'auth_required: an API key is required (Authorization: Bearer sk_solid_…).'),
+          );
         return undefined;
       }
       try {
         const principal = await rt.tenants.authenticate(apiKey);
-        return { principal, owner: `key:${principal.key_id ?? `${principal.company_id}:${principal.user_id}`}` };
+        return {
+          principal,
+          owner: `key:${principal.key_id ?? `${principal.company_id}:${principal.user_id}`}`,
+        };
       } catch (err) {
         const env = await rt.authFailure({ surface: 'mcp_stdio' }, 'mcp', err);
         void reply
           .code(401)
           .header('www-authenticate', 'Bearer realm="solid-verbs", error="invalid_token"')
-          .send(rpcError(-32001, `${env.error!.reason}: ${env.error!.message}${env.error!.hint ? ` — ${env.error!.hint}` : ''}`, env));
+          .send(
+            rpcError(
+              -32001,
+              `${env.error!.reason}: ${env.error!.message}${env.error!.hint ? ` — ${env.error!.hint}` : ''}`,
+              env,
+            ),
+          );
         return undefined;
       }
     };
@@ -235,59 +274,92 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
       }
     };
 
-    const notFound = (reply: FastifyReply) => reply.code(404).send(rpcError(-32001, 'Session not found: initialize a new session (POST initialize without Mcp-Session-Id).'));
+    const notFound = (reply: FastifyReply) =>
+      reply
+        .code(404)
+        .send(
+          rpcError(
+            -32001,
+            'Session not found: initialize a new session (POST initialize without Mcp-Session-Id).',
+          ),
+        );
 
-    app.post(path, { bodyLimit: config.bodyLimitBytes ?? DEFAULT_MCP_BODY_LIMIT_BYTES }, async (request, reply) => {
-      if (!guard(request, reply)) return reply;
-      const authed = await authenticate(request, reply);
-      if (authed === undefined) return reply;
-      if (request.headers['mcp-session-id'] !== undefined) {
-        const s = sessionOf(request, authed);
-        if (s === undefined) return notFound(reply);
-        await handOver(s, request, reply, authed);
+    app.post(
+      path,
+      { bodyLimit: config.bodyLimitBytes ?? DEFAULT_MCP_BODY_LIMIT_BYTES },
+      async (request, reply) => {
+        if (!guard(request, reply)) return reply;
+        const authed = await authenticate(request, reply);
+        if (authed === undefined) return reply;
+        if (request.headers['mcp-session-id'] !== undefined) {
+          const s = sessionOf(request, authed);
+          if (s === undefined) return notFound(reply);
+          await handOver(s, request, reply, authed);
+          return reply;
+        }
+        if (!isInitializeRequest(request.body)) {
+          return reply
+            .code(400)
+            .send(
+              rpcError(
+                -32000,
+                'Bad Request: no Mcp-Session-Id header; the first request of a session must be initialize.',
+              ),
+            );
+        }
+        sweep();
+        if (sessions.size >= maxSessions) {
+          const idle = [...sessions.values()].find((x) => x.inflight === 0);
+          if (idle === undefined)
+            return reply
+              .code(503)
+              .header('retry-after', '1')
+              .send(rpcError(-32000, 'Too many MCP sessions are busy; retry shortly.'));
+          await close(idle);
+        }
+        const session = { owner: authed.owner, lastSeen: now(), inflight: 0 } as Session;
+        const server = createMcpServer(rt, {
+          catalog,
+          listChanged: false,
+          credentials: (extra) => ({
+            principal: (extra.authInfo?.extra?.principal as Principal | undefined) ?? null,
+          }),
+          limits: config.limits,
+          elicitationTimeoutMs: config.elicitationTimeoutMs,
+          approvalUrl: config.approvalUrl ?? dashboardApprovals(app, request),
+        });
+        const transport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (id) => {
+            session.id = id;
+            sessions.set(id, session);
+          },
+          onsessionclosed: (id) => {
+            sessions.delete(id);
+          },
+        });
+        session.transport = transport;
+        session.server = server;
+        transport.onclose = () => {
+          if (session.id !== undefined) sessions.delete(session.id);
+        };
+        await server.connect(transport);
+        await handOver(session, request, reply, authed);
         return reply;
-      }
-      if (!isInitializeRequest(request.body)) {
-        return reply.code(400).send(rpcError(-32000, 'Bad Request: no Mcp-Session-Id header; the first request of a session must be initialize.'));
-      }
-      sweep();
-      if (sessions.size >= maxSessions) {
-        const idle = [...sessions.values()].find((x) => x.inflight === 0);
-        if (idle === undefined) return reply.code(503).header('retry-after', '1').send(rpcError(-32000, 'Too many MCP sessions are busy; retry shortly.'));
-        await close(idle);
-      }
-      const session = { owner: authed.owner, lastSeen: now(), inflight: 0 } as Session;
-      const server = createMcpServer(rt, {
-        catalog,
-        listChanged: false,
-        credentials: (extra) => ({ principal: (extra.authInfo?.extra?.principal as Principal | undefined) ?? null }),
-        limits: config.limits,
-        elicitationTimeoutMs: config.elicitationTimeoutMs,
-        approvalUrl: config.approvalUrl ?? dashboardApprovals(app, request),
-      });
-      const transport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => {
-          session.id = id;
-          sessions.set(id, session);
-        },
-        onsessionclosed: (id) => {
-          sessions.delete(id);
-        },
-      });
-      session.transport = transport;
-      session.server = server;
-      transport.onclose = () => {
-        if (session.id !== undefined) sessions.delete(session.id);
-      };
-      await server.connect(transport);
-      await handOver(session, request, reply, authed);
-      return reply;
-    });
+      },
+    );
 
     app.get(path, async (request, reply) => {
       if (!guard(request, reply)) return reply;
-      return reply.code(405).header('allow', 'POST, DELETE').send(rpcError(-32000, 'Method not allowed: this server offers no standalone SSE stream; POST requests get their answers on their own stream.'));
+      return reply
+        .code(405)
+        .header('allow', 'POST, DELETE')
+        .send(
+          rpcError(
+            -32000,
+            'Method not allowed: this server offers no standalone SSE stream; POST requests get their answers on their own stream.',
+          ),
+        );
     });
 
     app.delete(path, async (request, reply) => {
@@ -303,7 +375,10 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
 }
 
 /** The dashboard's approvals page on this server, when a dashboard is mounted at `/`. */
-function dashboardApprovals(app: FastifyInstance, request: FastifyRequest): ((approvalId: string) => string) | undefined {
+function dashboardApprovals(
+  app: FastifyInstance,
+  request: FastifyRequest,
+): ((approvalId: string) => string) | undefined {
   if (!app.hasRoute({ method: 'GET', url: '/' }) || request.headers.host === undefined) return undefined;
   const page = `${request.protocol}://${request.headers.host}/#approvals`;
   return () => page;

@@ -11,10 +11,20 @@
  *
  * Spec: spec/transports.md §mcp. Client configuration: docs/mcp.md.
  */
-export { createMcpServer, SERVER_INSTRUCTIONS, type McpServerOptions, type McpCredentials } from './mcp-server.ts';
+export {
+  createMcpServer,
+  SERVER_INSTRUCTIONS,
+  type McpServerOptions,
+  type McpCredentials,
+} from './mcp-server.ts';
 export { serveStdio, DEFAULT_REFRESH_MS, type StdioOptions, type StdioServer } from './stdio.ts';
 export { createMcpHttpPlugin, mcpHttpPlugin, DEFAULT_MCP_PATH, type McpHttpOptions } from './http-plugin.ts';
 export { ToolCatalog, projectVerb, MCP_SURFACE, type CatalogEntry } from './tool-catalog.ts';
-export { envelopeToToolResult, DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_TEXT_BYTES, type ResultLimits } from './envelope-map.ts';
+export {
+  envelopeToToolResult,
+  DEFAULT_MAX_RESULT_BYTES,
+  DEFAULT_MAX_TEXT_BYTES,
+  type ResultLimits,
+} from './envelope-map.ts';
 export { toPortableSchema, restoreNulls, errorEnvelopeSchema } from './portable-schema.ts';
 export { META, META_PREFIX } from './meta-keys.ts';

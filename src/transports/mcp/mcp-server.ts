@@ -66,7 +66,9 @@ export interface McpServerOptions {
   listChanged?: boolean;
 }
 
-const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const PACKAGE_VERSION = (
+  JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 
 export const SERVER_INSTRUCTIONS =
   'Each tool is a solid-verbs verb acting on a real business. structuredContent is the verb result; on an isError result it is the ' +
@@ -105,10 +107,23 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
     };
     const entry = catalog.lookup(name);
     if (entry === undefined) return unknownTool(rt, caller, name, args);
-    const call = { rt, server, extra, caller, entry, args: restoreNulls(args, entry.nullFill), options: dispatchOptions(req.params._meta) };
+    const call = {
+      rt,
+      server,
+      extra,
+      caller,
+      entry,
+      args: restoreNulls(args, entry.nullFill),
+      options: dispatchOptions(req.params._meta),
+    };
     let env = await rt.dispatch(caller, entry.verb.name, call.args, call.options);
-    if (isTypedPending(env) && canElicitForm(server)) env = await consentByHuman(call, env.consent!, options.elicitationTimeoutMs);
-    return envelopeToToolResult(env, { toolName: entry.tool.name, limits: options.limits, approvalUrl: options.approvalUrl });
+    if (isTypedPending(env) && canElicitForm(server))
+      env = await consentByHuman(call, env.consent!, options.elicitationTimeoutMs);
+    return envelopeToToolResult(env, {
+      toolName: entry.tool.name,
+      limits: options.limits,
+      approvalUrl: options.approvalUrl,
+    });
   });
 
   const unsubscribe = listChanged
@@ -149,7 +164,12 @@ function progressReporter(extra: McpExtra): Caller['onProgress'] {
     extra
       .sendNotification({
         method: 'notifications/progress',
-        params: { progressToken: token, progress: done, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) },
+        params: {
+          progressToken: token,
+          progress: done,
+          ...(total !== undefined ? { total } : {}),
+          ...(message ? { message } : {}),
+        },
       })
       .catch(() => {});
   };
@@ -160,7 +180,11 @@ async function unknownTool(rt: Runtime, caller: Caller, name: string, args: unkn
   // the pipeline refuses every verb not projected onto mcp_stdio before anything runs.
   const env = await rt.dispatch(caller, name, args, {});
   const e = env.error;
-  throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 200)}${e ? `. ${e.message}${e.hint ? ` ${e.hint}` : ''}` : ''}`, { envelope: env });
+  throw new McpError(
+    ErrorCode.InvalidParams,
+    `Unknown tool: ${name.slice(0, 200)}${e ? `. ${e.message}${e.hint ? ` ${e.hint}` : ''}` : ''}`,
+    { envelope: env },
+  );
 }
 
 function isTypedPending(env: Envelope): boolean {
@@ -178,9 +202,17 @@ interface Call {
 }
 
 /** Ask the human for the typed phrase and dispatch their answer (spec/transports.md §mcp-consent). */
-async function consentByHuman(call: Call, consent: ConsentRequest, timeoutMs: number | undefined): Promise<Envelope> {
+async function consentByHuman(
+  call: Call,
+  consent: ConsentRequest,
+  timeoutMs: number | undefined,
+): Promise<Envelope> {
   const { rt, caller, entry, args, options } = call;
-  const answer = await askForPhrase(call.server, entry.tool.title ?? entry.tool.name, consent, { relatedRequestId: call.extra.requestId, signal: call.extra.signal, timeoutMs });
+  const answer = await askForPhrase(call.server, entry.tool.title ?? entry.tool.name, consent, {
+    relatedRequestId: call.extra.requestId,
+    signal: call.extra.signal,
+    timeoutMs,
+  });
   const confirmed = { ...options, confirm: true, nonce: consent.nonce };
   switch (answer.kind) {
     case 'typed':
@@ -193,7 +225,10 @@ async function consentByHuman(call: Call, consent: ConsentRequest, timeoutMs: nu
     case 'cancelled':
       return refuse(call, consent, answer.kind);
     case 'unanswered':
-      rt.logger.warn({ verb: entry.verb.name, why: answer.why }, 'mcp: elicitation unanswered; failing closed (out-of-band approval)');
+      rt.logger.warn(
+        { verb: entry.verb.name, why: answer.why },
+        'mcp: elicitation unanswered; failing closed (out-of-band approval)',
+      );
       return rt.dispatch(caller, entry.verb.name, args, confirmed);
   }
 }
@@ -204,14 +239,25 @@ async function consentByHuman(call: Call, consent: ConsentRequest, timeoutMs: nu
  * approval_rejected — both audited. Without approvals.reject, fall back to a phrase that cannot
  * match (phrase_mismatch, audited as a denial).
  */
-async function refuse(call: Call, consent: ConsentRequest, action: 'declined' | 'cancelled'): Promise<Envelope> {
+async function refuse(
+  call: Call,
+  consent: ConsentRequest,
+  action: 'declined' | 'cancelled',
+): Promise<Envelope> {
   const { rt, caller, entry, args, options } = call;
   const confirmed = { ...options, confirm: true, nonce: consent.nonce };
   if (consent.approval_id !== undefined && rt.registry.get('approvals.reject') !== undefined) {
     const note = `The human ${action} the confirmation form in the MCP client.`;
-    const rejected = await rt.dispatch({ ...caller, surface: 'internal', onProgress: undefined }, 'approvals.reject', { approval_id: String(consent.approval_id), note });
+    const rejected = await rt.dispatch(
+      { ...caller, surface: 'internal', onProgress: undefined },
+      'approvals.reject',
+      { approval_id: String(consent.approval_id), note },
+    );
     if (rejected.ok) return rt.dispatch(caller, entry.verb.name, args, confirmed);
-    rt.logger.warn({ verb: entry.verb.name, reason: rejected.error?.reason }, 'mcp: could not record the refusal through approvals.reject');
+    rt.logger.warn(
+      { verb: entry.verb.name, reason: rejected.error?.reason },
+      'mcp: could not record the refusal through approvals.reject',
+    );
   }
   return rt.dispatch(caller, entry.verb.name, args, { ...confirmed, typed_phrase: '' });
 }

@@ -70,7 +70,15 @@ const DROPPED = new Set([
 ]);
 
 /** Keywords that only annotate: a `$ref` with only these beside it merges them into the target. */
-const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', 'deprecated', 'readOnly', 'writeOnly']);
+const ANNOTATIONS = new Set([
+  'title',
+  'description',
+  'default',
+  'examples',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+]);
 
 /** Keywords holding one subschema / an array of them / a map of them. */
 const ONE = ['additionalProperties', 'contains', 'propertyNames', 'not'];
@@ -167,7 +175,12 @@ class Rewriter {
    * Rewrite one node. `path` is the argument path while only `properties` were crossed (null
    * after an array, a combinator, etc.). Returns the rewritten node and whether it admitted null.
    */
-  walk(node: unknown, base: string, refs: readonly string[], path: string[] | null): { out: unknown; nullable: boolean } {
+  walk(
+    node: unknown,
+    base: string,
+    refs: readonly string[],
+    path: string[] | null,
+  ): { out: unknown; nullable: boolean } {
     if (typeof node === 'boolean') return { out: node, nullable: false };
     if (!isObject(node)) return { out: {}, nullable: false };
     const here = typeof node.$id === 'string' ? (resolveUrl(node.$id, base) ?? base) : base;
@@ -182,7 +195,8 @@ class Rewriter {
       const restObj = rest.out as Record<string, unknown>;
       const restKeys = Object.keys(restObj);
       if (restKeys.length === 0) return t;
-      if (isObject(t.out) && restKeys.every((k) => ANNOTATIONS.has(k))) return { out: { ...t.out, ...restObj }, nullable: t.nullable || rest.nullable };
+      if (isObject(t.out) && restKeys.every((k) => ANNOTATIONS.has(k)))
+        return { out: { ...t.out, ...restObj }, nullable: t.nullable || rest.nullable };
       return { out: { allOf: [t.out, restObj] }, nullable: t.nullable && rest.nullable };
     }
 
@@ -227,13 +241,17 @@ class Rewriter {
       out.properties = props;
       if (nullKeys.size > 0 && Array.isArray(out.required)) {
         const required = (out.required as string[]).filter((k) => !nullKeys.has(k));
-        if (path !== null) for (const k of out.required as string[]) if (nullKeys.has(k)) this.nullFill.push([...path, k]);
+        if (path !== null)
+          for (const k of out.required as string[]) if (nullKeys.has(k)) this.nullFill.push([...path, k]);
         if (required.length > 0) out.required = required;
         else delete out.required;
       }
     }
     for (const k of MAP) {
-      if (isObject(out[k])) out[k] = Object.fromEntries(Object.entries(out[k] as object).map(([p, s]) => [p, this.walk(s, here, refs, null).out]));
+      if (isObject(out[k]))
+        out[k] = Object.fromEntries(
+          Object.entries(out[k] as object).map(([p, s]) => [p, this.walk(s, here, refs, null).out]),
+        );
     }
     for (const k of ONE) {
       if (out[k] !== undefined) out[k] = this.walk(out[k], here, refs, null).out;
@@ -252,14 +270,23 @@ class Rewriter {
     // A combinator reduced to one branch by dropping null: fold the branch in when it does not clash.
     for (const k of ['anyOf', 'oneOf']) {
       const b = out[k];
-      if (Array.isArray(b) && b.length === 1 && isObject(b[0]) && Object.keys(b[0]).every((key) => !(key in out) || key === k)) {
+      if (
+        Array.isArray(b) &&
+        b.length === 1 &&
+        isObject(b[0]) &&
+        Object.keys(b[0]).every((key) => !(key in out) || key === k)
+      ) {
         delete out[k];
         Object.assign(out, b[0]);
       }
     }
 
     // arrays
-    const prefix = Array.isArray(out.prefixItems) ? (out.prefixItems as unknown[]) : Array.isArray(out.items) ? (out.items as unknown[]) : undefined;
+    const prefix = Array.isArray(out.prefixItems)
+      ? (out.prefixItems as unknown[])
+      : Array.isArray(out.items)
+        ? (out.items as unknown[])
+        : undefined;
     if (prefix !== undefined) {
       // Positional schemas are not portable: every item may be any of them (or of the rest).
       const rest = Array.isArray(out.items) ? (out.additionalItems ?? true) : (out.items ?? true);
@@ -316,7 +343,10 @@ export function toPortableSchema(schema: JsonSchema, mode: SchemaMode): Portable
  * Input mode's inverse: set null where the verb's schema requires a nullable property that the
  * caller (told it was optional) left out. Returns a new object when anything changed.
  */
-export function restoreNulls(args: Record<string, unknown>, nullFill: readonly (readonly string[])[]): Record<string, unknown> {
+export function restoreNulls(
+  args: Record<string, unknown>,
+  nullFill: readonly (readonly string[])[],
+): Record<string, unknown> {
   if (nullFill.length === 0) return args;
   let root = args;
   for (const path of nullFill) {
@@ -354,7 +384,8 @@ export function errorEnvelopeSchema(): JsonSchema {
     errorBranch = {
       type: 'object',
       title: 'Error envelope',
-      description: 'On an isError result: the whole envelope (ok=false). Branch on error.reason; error.hint is the next step.',
+      description:
+        'On an isError result: the whole envelope (ok=false). Branch on error.reason; error.hint is the next step.',
       properties: props,
       required: ['ok', 'verb', 'error'],
     };

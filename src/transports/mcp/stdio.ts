@@ -69,7 +69,9 @@ export async function serveStdio(rt: Runtime, options: StdioOptions = {}): Promi
           if (refreshing) return;
           refreshing = true;
           options.refresh!()
-            .catch((err: unknown) => rt.logger.error({ err }, 'mcp: manifest refresh failed; serving the last manifest'))
+            .catch((err: unknown) =>
+              rt.logger.error({ err }, 'mcp: manifest refresh failed; serving the last manifest'),
+            )
             .finally(() => {
               refreshing = false;
             });

@@ -81,7 +81,8 @@ export class ToolCatalog {
   constructor(rt: Runtime, options: { pageSize?: number } = {}) {
     this.#rt = rt;
     this.#pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
-    if (!Number.isInteger(this.#pageSize) || this.#pageSize < 1) throw new RangeError('pageSize must be a positive integer');
+    if (!Number.isInteger(this.#pageSize) || this.#pageSize < 1)
+      throw new RangeError('pageSize must be a positive integer');
     this.#unsubscribe = rt.registry.onChange(() => this.#invalidate());
     this.#notifiedSignature = this.#current().signature;
   }
@@ -119,7 +120,10 @@ export class ToolCatalog {
     }
     const slice = entries.slice(start, start + this.#pageSize);
     const more = start + this.#pageSize < entries.length;
-    return { tools: slice.map((e) => e.tool), ...(more ? { nextCursor: encodeCursor(slice[slice.length - 1]!.tool.name) } : {}) };
+    return {
+      tools: slice.map((e) => e.tool),
+      ...(more ? { nextCursor: encodeCursor(slice[slice.length - 1]!.tool.name) } : {}),
+    };
   }
 
   /**
@@ -171,7 +175,12 @@ export class ToolCatalog {
     const signature = JSON.stringify(entries.map((e) => e.tool));
     if (signature !== this.#lastSignature) this.#version++;
     this.#lastSignature = signature;
-    this.#snapshot = { version: this.#version, entries, byName: new Map(entries.map((e) => [e.tool.name, e])), signature };
+    this.#snapshot = {
+      version: this.#version,
+      entries,
+      byName: new Map(entries.map((e) => [e.tool.name, e])),
+      signature,
+    };
     return this.#snapshot;
   }
 }
@@ -182,7 +191,12 @@ export function projectVerb(verb: CompiledVerb): CatalogEntry {
   const input = toPortableSchema(verb.inputSchema, 'input');
   const output = toPortableSchema(verb.outputSchema, 'output').schema;
   const readOnly = !verb.isWrite;
-  const destructive = !readOnly && (verb.delegated || verb.consentClass === 'WRITE_FINANCIAL' || verb.consentClass === 'IRREVERSIBLE' || !verb.revertible);
+  const destructive =
+    !readOnly &&
+    (verb.delegated ||
+      verb.consentClass === 'WRITE_FINANCIAL' ||
+      verb.consentClass === 'IRREVERSIBLE' ||
+      !verb.revertible);
   const title = def.title ?? humanTitle(verb.name);
   const tool: Tool = {
     name: verb.toolName,
@@ -213,7 +227,8 @@ export function projectVerb(verb: CompiledVerb): CatalogEntry {
 function outputSchemaOf(result: JsonSchema): Tool['outputSchema'] {
   return {
     type: 'object',
-    description: 'structuredContent: the verb result (first branch); on an isError result, the whole envelope (second branch).',
+    description:
+      'structuredContent: the verb result (first branch); on an isError result, the whole envelope (second branch).',
     anyOf: [result, errorEnvelopeSchema()],
   } as Tool['outputSchema'];
 }
@@ -230,6 +245,7 @@ function encodeCursor(lastName: string): string {
 
 function decodeCursor(cursor: string): string {
   const text = /^[A-Za-z0-9_-]{1,200}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
-  if (!text.startsWith('t:') || !/^t:[a-zA-Z0-9_-]{1,64}$/.test(text)) throw new CursorError('The cursor is not one issued by tools/list; list again without a cursor.');
+  if (!text.startsWith('t:') || !/^t:[a-zA-Z0-9_-]{1,64}$/.test(text))
+    throw new CursorError('The cursor is not one issued by tools/list; list again without a cursor.');
   return text.slice(2);
 }

@@ -48,7 +48,9 @@ export const DEFAULT_DISPATCH_TIMEOUT_MS = 60_000;
 export const DEFAULT_RETRIES = 2;
 export const DEFAULT_RETRY_DELAY_MS = 250;
 
-const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const VERSION = (
+  JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 
 export interface ApiClientOptions {
   /** Base URL of the server (normalised by remote-url.ts). */
@@ -66,8 +68,11 @@ export interface ApiClientOptions {
   client?: string;
 }
 
-export type ManifestAnswer = { notModified: true; etag: string } | { notModified: false; verbs: unknown[]; etag: string | undefined };
-export type HintsAnswer = { notModified: true; etag: string } | { notModified: false; hints: Record<string, unknown>; etag: string | undefined };
+export type ManifestAnswer =
+  { notModified: true; etag: string } | { notModified: false; verbs: unknown[]; etag: string | undefined };
+export type HintsAnswer =
+  | { notModified: true; etag: string }
+  | { notModified: false; hints: Record<string, unknown>; etag: string | undefined };
 
 export interface CallOptions {
   signal?: AbortSignal;
@@ -139,13 +144,20 @@ export class ApiClient {
     const body = this.#json(res, '/api/v1/agent/verbs');
     if (isEnvelope(body)) throw envelopeError(body);
     const verbs = (body as { verbs?: unknown }).verbs;
-    if (res.status !== 200 || !Array.isArray(verbs)) throw notSolid(this.baseUrl, res, 'the manifest has no "verbs" list');
+    if (res.status !== 200 || !Array.isArray(verbs))
+      throw notSolid(this.baseUrl, res, 'the manifest has no "verbs" list');
     return { notModified: false, verbs, etag: headerOf(res, 'etag') };
   }
 
   /** One VerbRecord, or the server's unknown_verb envelope. @throws VerbError upstream_unavailable */
   async verb(name: string): Promise<{ record: VerbRecord } | { envelope: Envelope }> {
-    const res = await this.#exchange({ method: 'GET', path: `/api/v1/agent/verbs/${encodeURIComponent(name)}`, verb: name, timeoutMs: this.#readTimeoutMs, idempotent: true });
+    const res = await this.#exchange({
+      method: 'GET',
+      path: `/api/v1/agent/verbs/${encodeURIComponent(name)}`,
+      verb: name,
+      timeoutMs: this.#readTimeoutMs,
+      idempotent: true,
+    });
     const body = this.#json(res, '/api/v1/agent/verbs/{name}');
     if (isEnvelope(body)) {
       if (isMissingRoute(body)) throw notSolid(this.baseUrl, res, 'it has no /api/v1/agent/verbs route');
@@ -156,11 +168,19 @@ export class ApiClient {
 
   /** Every verb's hints (verb-hints.ts). @throws VerbError upstream_unavailable (also: an older server without the route) */
   async hints(etag?: string): Promise<HintsAnswer> {
-    const res = await this.#exchange({ method: 'GET', path: VERB_HINTS_PATH, verb: 'verb-hints', headers: etag !== undefined ? { 'if-none-match': etag } : {}, timeoutMs: this.#readTimeoutMs, idempotent: true });
+    const res = await this.#exchange({
+      method: 'GET',
+      path: VERB_HINTS_PATH,
+      verb: 'verb-hints',
+      headers: etag !== undefined ? { 'if-none-match': etag } : {},
+      timeoutMs: this.#readTimeoutMs,
+      idempotent: true,
+    });
     if (res.status === 304) return { notModified: true, etag: etag! };
     const body = this.#json(res, VERB_HINTS_PATH);
     const hints = (body as { hints?: unknown }).hints;
-    if (res.status !== 200 || hints === null || typeof hints !== 'object' || Array.isArray(hints)) throw notSolid(this.baseUrl, res, `it does not serve ${VERB_HINTS_PATH}`);
+    if (res.status !== 200 || hints === null || typeof hints !== 'object' || Array.isArray(hints))
+      throw notSolid(this.baseUrl, res, `it does not serve ${VERB_HINTS_PATH}`);
     return { notModified: false, hints: hints as Record<string, unknown>, etag: headerOf(res, 'etag') };
   }
 
@@ -168,7 +188,12 @@ export class ApiClient {
    * Dispatch one verb; always resolves to an envelope (see the header for failures).
    * `options.idempotency_key` travels as the Idempotency-Key header.
    */
-  async dispatch(verb: string, args: unknown, options: DispatchOptions = {}, call: CallOptions & { apiKey?: string | null; surface?: DeclarableSurface } = {}): Promise<Envelope> {
+  async dispatch(
+    verb: string,
+    args: unknown,
+    options: DispatchOptions = {},
+    call: CallOptions & { apiKey?: string | null; surface?: DeclarableSurface } = {},
+  ): Promise<Envelope> {
     const body: Record<string, unknown> = {};
     if (args !== undefined) body.args = args;
     if (options.confirm !== undefined) body.confirm = options.confirm;
@@ -207,22 +232,52 @@ export class ApiClient {
 
   /** Who the client's key is (whoami.ts). */
   whoami(apiKey?: string | null): Promise<Envelope> {
-    return this.#envelopeCall('whoami', { method: 'GET', path: WHOAMI_PATH, verb: 'whoami', timeoutMs: this.#readTimeoutMs, idempotent: true, ...(apiKey !== undefined ? { apiKey } : {}) });
+    return this.#envelopeCall('whoami', {
+      method: 'GET',
+      path: WHOAMI_PATH,
+      verb: 'whoami',
+      timeoutMs: this.#readTimeoutMs,
+      idempotent: true,
+      ...(apiKey !== undefined ? { apiKey } : {}),
+    });
   }
 
   /** Revoke the client's own key on the server (`solid logout --revoke`). */
   revokeOwnKey(): Promise<Envelope> {
-    return this.#envelopeCall('whoami.revoke_key', { method: 'POST', path: REVOKE_KEY_PATH, verb: 'whoami.revoke_key', timeoutMs: this.#readTimeoutMs, idempotent: true });
+    return this.#envelopeCall('whoami.revoke_key', {
+      method: 'POST',
+      path: REVOKE_KEY_PATH,
+      verb: 'whoami.revoke_key',
+      timeoutMs: this.#readTimeoutMs,
+      idempotent: true,
+    });
   }
 
   /** Start a browser login (cli-login-routes.ts). */
   startCliLogin(clientName: string): Promise<Envelope> {
-    return this.#envelopeCall('cli_login', { method: 'POST', path: CLI_LOGIN_PATH, verb: 'cli_login', body: { client_name: clientName }, timeoutMs: this.#readTimeoutMs, idempotent: false, apiKey: null });
+    return this.#envelopeCall('cli_login', {
+      method: 'POST',
+      path: CLI_LOGIN_PATH,
+      verb: 'cli_login',
+      body: { client_name: clientName },
+      timeoutMs: this.#readTimeoutMs,
+      idempotent: false,
+      apiKey: null,
+    });
   }
 
   /** Poll a browser login with its secret. Collecting the key is single use: never retried. */
   pollCliLogin(pollSecret: string, signal?: AbortSignal): Promise<Envelope> {
-    return this.#envelopeCall('cli_login', { method: 'POST', path: `${CLI_LOGIN_PATH}/poll`, verb: 'cli_login', body: { poll_secret: pollSecret }, timeoutMs: this.#readTimeoutMs, idempotent: false, apiKey: null, signal });
+    return this.#envelopeCall('cli_login', {
+      method: 'POST',
+      path: `${CLI_LOGIN_PATH}/poll`,
+      verb: 'cli_login',
+      body: { poll_secret: pollSecret },
+      timeoutMs: this.#readTimeoutMs,
+      idempotent: false,
+      apiKey: null,
+      signal,
+    });
   }
 
   async #envelopeCall(verb: string, x: Exchange): Promise<Envelope> {
@@ -240,9 +295,22 @@ export class ApiClient {
       if (isVerbError(err)) return { ok: false, verb, error: err.toEnvelopeError() };
       throw err;
     }
-    if (!isEnvelope(body)) return { ok: false, verb, error: notSolid(this.baseUrl, res, 'the answer is not an envelope').toEnvelopeError() };
+    if (!isEnvelope(body))
+      return {
+        ok: false,
+        verb,
+        error: notSolid(this.baseUrl, res, 'the answer is not an envelope').toEnvelopeError(),
+      };
     if (isMissingRoute(body)) {
-      return { ok: false, verb, error: notSolid(this.baseUrl, res, `it has no ${x.method} ${x.path.split('?')[0]} route (an older solid, or a path prefix missing from the URL)`).toEnvelopeError() };
+      return {
+        ok: false,
+        verb,
+        error: notSolid(
+          this.baseUrl,
+          res,
+          `it has no ${x.method} ${x.path.split('?')[0]} route (an older solid, or a path prefix missing from the URL)`,
+        ).toEnvelopeError(),
+      };
     }
     learnReason(body, res.status);
     return body;
@@ -252,14 +320,27 @@ export class ApiClient {
   async #exchange(x: Exchange): Promise<HttpResponse> {
     const url = new URL(`${this.baseUrl}${x.path}`);
     const apiKey = x.apiKey !== undefined ? x.apiKey : this.apiKey;
-    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.#userAgent, ...(x.headers ?? {}) };
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      'user-agent': this.#userAgent,
+      ...(x.headers ?? {}),
+    };
     if (apiKey !== null && apiKey !== '') headers.authorization = `Bearer ${apiKey}`;
     const body = x.body === undefined ? undefined : JSON.stringify(x.body);
     if (body !== undefined) headers['content-type'] = 'application/json';
     for (let attempt = 0; ; attempt++) {
       const last = !x.idempotent || attempt >= this.#retries;
       try {
-        const res = await sendRequest({ method: x.method, url, headers, body, connectTimeoutMs: this.#connectTimeoutMs, timeoutMs: x.timeoutMs, signal: x.signal, agent: this.#agent });
+        const res = await sendRequest({
+          method: x.method,
+          url,
+          headers,
+          body,
+          connectTimeoutMs: this.#connectTimeoutMs,
+          timeoutMs: x.timeoutMs,
+          signal: x.signal,
+          agent: this.#agent,
+        });
         if (!last && (res.status === 502 || res.status === 503 || res.status === 504)) {
           await delay(this.#retryDelayMs * 2 ** attempt, x.signal);
           continue;
@@ -267,8 +348,12 @@ export class ApiClient {
         return res;
       } catch (err) {
         if (!(err instanceof RequestFailure)) throw err;
-        if (err.kind === 'aborted') throw new VerbError('cancelled', 'The call was cancelled before the server answered.', { hint: 'Nothing more will be sent; check the trail if it was a write.' });
-        if (last || err.kind === 'tls' || err.kind === 'dns' || err.kind === 'too_large') throw unreachable(this.baseUrl, x, err);
+        if (err.kind === 'aborted')
+          throw new VerbError('cancelled', 'The call was cancelled before the server answered.', {
+            hint: 'Nothing more will be sent; check the trail if it was a write.',
+          });
+        if (last || err.kind === 'tls' || err.kind === 'dns' || err.kind === 'too_large')
+          throw unreachable(this.baseUrl, x, err);
         await delay(this.#retryDelayMs * 2 ** attempt, x.signal);
       }
     }
@@ -276,7 +361,12 @@ export class ApiClient {
 
   #json(res: HttpResponse, route: string): unknown {
     const type = headerOf(res, 'content-type') ?? '';
-    if (!/json/i.test(type)) throw notSolid(this.baseUrl, res, `${route} answered ${type === '' ? 'no content type' : type.split(';')[0]}, not JSON`);
+    if (!/json/i.test(type))
+      throw notSolid(
+        this.baseUrl,
+        res,
+        `${route} answered ${type === '' ? 'no content type' : type.split(';')[0]}, not JSON`,
+      );
     try {
       return JSON.parse(res.body) as unknown;
     } catch {
@@ -291,7 +381,13 @@ function headerOf(res: HttpResponse, name: string): string | undefined {
 }
 
 function isEnvelope(x: unknown): x is Envelope {
-  return x !== null && typeof x === 'object' && !Array.isArray(x) && typeof (x as Envelope).ok === 'boolean' && typeof (x as Envelope).verb === 'string';
+  return (
+    x !== null &&
+    typeof x === 'object' &&
+    !Array.isArray(x) &&
+    typeof (x as Envelope).ok === 'boolean' &&
+    typeof (x as Envelope).verb === 'string'
+  );
 }
 
 /** The HTTP server's 404 for a route it does not have (not a verb's own not_found). */
@@ -301,13 +397,22 @@ function isMissingRoute(env: Envelope): boolean {
 
 function envelopeError(env: Envelope): VerbError {
   const e = env.error ?? { reason: 'internal_error', message: 'The server refused the request.' };
-  return new VerbError(e.reason, e.message, { ...(e.hint !== undefined ? { hint: e.hint } : {}), ...(e.details !== undefined ? { details: e.details } : {}) });
+  return new VerbError(e.reason, e.message, {
+    ...(e.hint !== undefined ? { hint: e.hint } : {}),
+    ...(e.details !== undefined ? { details: e.details } : {}),
+  });
 }
 
 /** Declare a domain reason this process does not know with the status the server gave it. */
 function learnReason(env: Envelope, status: number): void {
   const reason = env.error?.reason;
-  if (reason === undefined || reason in REASONS || domainReasonTable().has(reason) || !/^[a-z][a-z0-9_]*$/.test(reason)) return;
+  if (
+    reason === undefined ||
+    reason in REASONS ||
+    domainReasonTable().has(reason) ||
+    !/^[a-z][a-z0-9_]*$/.test(reason)
+  )
+    return;
   if (status < 400 || status > 599) return;
   defineReasons({ [reason]: { status, summary: `Domain reason answered by the server (HTTP ${status}).` } });
 }
@@ -321,14 +426,19 @@ function sfString(key: string): string | undefined {
 function delay(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(t);
-      resolve();
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }
 
-const URL_HINT = 'Check --url / SOLID_API_URL: the base URL `solid serve` prints, e.g. http://127.0.0.1:4400.';
+const URL_HINT =
+  'Check --url / SOLID_API_URL: the base URL `solid serve` prints, e.g. http://127.0.0.1:4400.';
 
 /** A request that got no HTTP answer, explained. */
 function unreachable(base: string, x: Exchange, err: RequestFailure): VerbError {
@@ -351,13 +461,25 @@ function unreachable(base: string, x: Exchange, err: RequestFailure): VerbError 
     : err.kind === 'tls' || err.kind === 'dns' || err.kind === 'protocol'
       ? URL_HINT
       : `Retry when the server is back. ${URL_HINT}`;
-  return new VerbError('upstream_unavailable', message, { hint, details: { url: base, failure: err.kind, ...(err.code !== undefined ? { code: err.code } : {}), ...(unknownOutcome ? { may_have_run: true } : {}) } });
+  return new VerbError('upstream_unavailable', message, {
+    hint,
+    details: {
+      url: base,
+      failure: err.kind,
+      ...(err.code !== undefined ? { code: err.code } : {}),
+      ...(unknownOutcome ? { may_have_run: true } : {}),
+    },
+  });
 }
 
 /** An HTTP answer that is not the solid API. */
 function notSolid(base: string, res: HttpResponse, why: string): VerbError {
-  return new VerbError('upstream_unavailable', `${base} does not look like a solid server: HTTP ${res.status}, ${why}.`, {
-    hint: URL_HINT,
-    details: { url: base, status: res.status },
-  });
+  return new VerbError(
+    'upstream_unavailable',
+    `${base} does not look like a solid server: HTTP ${res.status}, ${why}.`,
+    {
+      hint: URL_HINT,
+      details: { url: base, status: res.status },
+    },
+  );
 }

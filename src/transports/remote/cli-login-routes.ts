@@ -39,14 +39,22 @@ export function approvalPageUrl(baseUrl: string, code: string): string {
 function bodyOf(req: FastifyRequest): Record<string, unknown> {
   const b = req.body;
   if (b === undefined || b === null) return {};
-  if (typeof b !== 'object' || Array.isArray(b)) throw new VerbError('invalid_request', 'The body must be a JSON object.', { hint: 'Send {"client_name": "…"} or {"poll_secret": "…"}.' });
+  if (typeof b !== 'object' || Array.isArray(b))
+    throw new VerbError('invalid_request', 'The body must be a JSON object.', {
+      hint: 'Send {"client_name": "…"} or {"poll_secret": "…"}.',
+    });
   return b as Record<string, unknown>;
 }
 
 function clientNameOf(value: unknown): string {
   if (value === undefined || value === null) return 'solid CLI';
+  // eslint-disable-next-line no-control-regex -- refusing control characters is the point
   if (typeof value !== 'string' || value.length > 100 || /[\u0000-\u001f\u007f]/.test(value)) {
-    throw new VerbError('invalid_request', 'client_name must be a string of at most 100 printable characters.', { hint: 'e.g. {"client_name": "solid CLI on laptop"}' });
+    throw new VerbError(
+      'invalid_request',
+      'client_name must be a string of at most 100 printable characters.',
+      { hint: 'e.g. {"client_name": "solid CLI on laptop"}' },
+    );
   }
   return value.trim() === '' ? 'solid CLI' : value.trim();
 }
@@ -55,7 +63,10 @@ function clientNameOf(value: unknown): string {
  * Answer an outcome of the store: a VerbError that is not an auth or denial refusal becomes this
  * route's envelope; refusals go to the HTTP error handler, which audits them.
  */
-async function answer(reply: FastifyReply, work: () => Promise<Record<string, unknown>>): Promise<FastifyReply> {
+async function answer(
+  reply: FastifyReply,
+  work: () => Promise<Record<string, unknown>>,
+): Promise<FastifyReply> {
   let env: Envelope;
   try {
     env = { ok: true, verb: VERB, result: await work() };
@@ -69,39 +80,73 @@ async function answer(reply: FastifyReply, work: () => Promise<Record<string, un
 }
 
 /** Register the five routes. */
-export function registerCliLoginRoutes(app: FastifyInstance, deps: { rt: Runtime; logins: CliLoginStore; sessions: SessionStore }): void {
+export function registerCliLoginRoutes(
+  app: FastifyInstance,
+  deps: { rt: Runtime; logins: CliLoginStore; sessions: SessionStore },
+): void {
   const { logins, sessions } = deps;
   const docs = (summary: string) => ({ openapi: { summary, tags: ['auth'] } });
 
-  app.post(CLI_LOGIN_PATH, { config: docs('Start a CLI browser login: a one-time code and a polling secret') }, async function startCliLogin(req, reply) {
-    const name = clientNameOf(bodyOf(req).client_name);
-    return answer(reply, async () => ({ ...(await logins.start(name)) }));
-  });
+  app.post(
+    CLI_LOGIN_PATH,
+    { config: docs('Start a CLI browser login: a one-time code and a polling secret') },
+    async function startCliLogin(req, reply) {
+      const name = clientNameOf(bodyOf(req).client_name);
+      return answer(reply, async () => ({ ...(await logins.start(name)) }));
+    },
+  );
 
-  app.post(`${CLI_LOGIN_PATH}/poll`, { config: docs('Poll a CLI login with its secret; answers the new API key once approved') }, async function pollCliLogin(req, reply) {
-    const secret = bodyOf(req).poll_secret;
-    return answer(reply, async () => ({ ...(await logins.poll(secret)) }));
-  });
+  app.post(
+    `${CLI_LOGIN_PATH}/poll`,
+    { config: docs('Poll a CLI login with its secret; answers the new API key once approved') },
+    async function pollCliLogin(req, reply) {
+      const secret = bodyOf(req).poll_secret;
+      return answer(reply, async () => ({ ...(await logins.poll(secret)) }));
+    },
+  );
 
-  app.get(`${CLI_LOGIN_PATH}/:code`, { config: docs('Describe a pending CLI login (dashboard session)') }, async function describeCliLogin(req: FastifyRequest<{ Params: { code: string } }>, reply) {
-    const session = await sessions.lookup(sessionTokenOf(req));
-    if (session === undefined) throw sessionRequired();
-    return answer(reply, async () => ({ ...(await logins.describe(req.params.code)) }));
-  });
+  app.get(
+    `${CLI_LOGIN_PATH}/:code`,
+    { config: docs('Describe a pending CLI login (dashboard session)') },
+    async function describeCliLogin(req: FastifyRequest<{ Params: { code: string } }>, reply) {
+      const session = await sessions.lookup(sessionTokenOf(req));
+      if (session === undefined) throw sessionRequired();
+      return answer(reply, async () => ({ ...(await logins.describe(req.params.code)) }));
+    },
+  );
 
-  app.post(`${CLI_LOGIN_PATH}/:code/approve`, { config: docs('Approve a CLI login (dashboard session, Origin, X-CSRF-Token): creates a key for the approving user') }, async function approveCliLogin(req: FastifyRequest<{ Params: { code: string } }>, reply) {
-    const session = await requireSessionForWrite(sessions, req, []);
-    return answer(reply, async () => {
-      const done = await logins.approve(req.params.code, session.principal);
-      return { approved: true, key_id: done.key_id, client_name: done.client_name, role: session.principal.role, company_id: session.principal.company_id, user_id: session.principal.user_id };
-    });
-  });
+  app.post(
+    `${CLI_LOGIN_PATH}/:code/approve`,
+    {
+      config: docs(
+        'Approve a CLI login (dashboard session, Origin, X-CSRF-Token): creates a key for the approving user',
+      ),
+    },
+    async function approveCliLogin(req: FastifyRequest<{ Params: { code: string } }>, reply) {
+      const session = await requireSessionForWrite(sessions, req, []);
+      return answer(reply, async () => {
+        const done = await logins.approve(req.params.code, session.principal);
+        return {
+          approved: true,
+          key_id: done.key_id,
+          client_name: done.client_name,
+          role: session.principal.role,
+          company_id: session.principal.company_id,
+          user_id: session.principal.user_id,
+        };
+      });
+    },
+  );
 
-  app.post(`${CLI_LOGIN_PATH}/:code/deny`, { config: docs('Deny a CLI login (dashboard session, Origin, X-CSRF-Token)') }, async function denyCliLogin(req: FastifyRequest<{ Params: { code: string } }>, reply) {
-    const session = await requireSessionForWrite(sessions, req, []);
-    return answer(reply, async () => {
-      await logins.deny(req.params.code, session.principal);
-      return { denied: true };
-    });
-  });
+  app.post(
+    `${CLI_LOGIN_PATH}/:code/deny`,
+    { config: docs('Deny a CLI login (dashboard session, Origin, X-CSRF-Token)') },
+    async function denyCliLogin(req: FastifyRequest<{ Params: { code: string } }>, reply) {
+      const session = await requireSessionForWrite(sessions, req, []);
+      return answer(reply, async () => {
+        await logins.deny(req.params.code, session.principal);
+        return { denied: true };
+      });
+    },
+  );
 }

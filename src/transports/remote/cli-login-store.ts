@@ -153,21 +153,23 @@ export class CliLoginStore {
     const pollSecret = `clp_${randomBytes(32).toString('base64url')}`;
     return this.#rt.store.write(async (tx) => {
       await this.#sweep(tx, now);
-      const open = await tx.get<{ n: number }>(`SELECT COUNT(*) AS n FROM cli_logins WHERE status = 'pending'`);
+      const open = await tx.get<{ n: number }>(
+        `SELECT COUNT(*) AS n FROM cli_logins WHERE status = 'pending'`,
+      );
       if (Number(open?.n ?? 0) >= MAX_PENDING_CLI_LOGINS) {
-        throw new VerbError('rate_limited', 'Too many CLI logins are waiting for approval.', { hint: 'Retry in a few minutes.', details: { retry_after_seconds: 60 } });
+        throw new VerbError('rate_limited', 'Too many CLI logins are waiting for approval.', {
+          hint: 'Retry in a few minutes.',
+          details: { retry_after_seconds: 60 },
+        });
       }
       for (let attempt = 0; ; attempt++) {
         const code = newCode();
         const taken = await tx.get('SELECT 1 AS x FROM cli_logins WHERE code_hash = ?', [sha256(code)]);
         if (taken !== undefined && attempt < 5) continue;
-        await tx.run(`INSERT INTO cli_logins (code_hash, poll_hash, client_name, status, created_at, expires_at) VALUES (?, ?, ?, 'pending', ?, ?)`, [
-          sha256(code),
-          sha256(pollSecret),
-          clientName,
-          nowIso,
-          expiresAt,
-        ]);
+        await tx.run(
+          `INSERT INTO cli_logins (code_hash, poll_hash, client_name, status, created_at, expires_at) VALUES (?, ?, ?, 'pending', ?, ?)`,
+          [sha256(code), sha256(pollSecret), clientName, nowIso, expiresAt],
+        );
         return { code, poll_secret: pollSecret, expires_at: expiresAt, poll_interval_seconds: 2 };
       }
     });
@@ -177,9 +179,20 @@ export class CliLoginStore {
   async describe(codeText: unknown): Promise<PendingLogin> {
     const code = normalizeCode(codeText);
     if (code === undefined) throw notFound();
-    const row = await this.#rt.store.read((q) => q.get<Record<string, unknown>>('SELECT client_name, status, created_at, expires_at FROM cli_logins WHERE code_hash = ?', [sha256(code)]));
+    const row = await this.#rt.store.read((q) =>
+      q.get<Record<string, unknown>>(
+        'SELECT client_name, status, created_at, expires_at FROM cli_logins WHERE code_hash = ?',
+        [sha256(code)],
+      ),
+    );
     if (row === undefined || String(row.expires_at) <= this.#rt.clock().toISOString()) throw notFound();
-    return { code, client_name: String(row.client_name), status: row.status as PendingLogin['status'], created_at: String(row.created_at), expires_at: String(row.expires_at) };
+    return {
+      code,
+      client_name: String(row.client_name),
+      status: row.status as PendingLogin['status'],
+      created_at: String(row.created_at),
+      expires_at: String(row.expires_at),
+    };
   }
 
   /**
@@ -194,20 +207,39 @@ export class CliLoginStore {
     const now = this.#rt.clock();
     return this.#rt.store.write(async (tx) => {
       const row = await this.#decide(tx, codeHash, now, 'approved');
-      const { apiKey, info } = await insertApiKey(tx, { company_id: approver.company_id, user_id: approver.user_id, role: approver.role, agent_type: 'cli', name: `solid login (${row.client_name})` }, now);
-      await tx.run('UPDATE cli_logins SET company_id = ?, user_id = ?, role = ?, key_id = ?, sealed_key = ? WHERE code_hash = ?', [
-        approver.company_id,
-        approver.user_id,
-        approver.role,
-        info.key_id,
-        this.#rt.secrets.encrypt(apiKey, `cli_login:${codeHash}`),
-        codeHash,
-      ]);
+      const { apiKey, info } = await insertApiKey(
+        tx,
+        {
+          company_id: approver.company_id,
+          user_id: approver.user_id,
+          role: approver.role,
+          agent_type: 'cli',
+          name: `solid login (${row.client_name})`,
+        },
+        now,
+      );
+      await tx.run(
+        'UPDATE cli_logins SET company_id = ?, user_id = ?, role = ?, key_id = ?, sealed_key = ? WHERE code_hash = ?',
+        [
+          approver.company_id,
+          approver.user_id,
+          approver.role,
+          info.key_id,
+          this.#rt.secrets.encrypt(apiKey, `cli_login:${codeHash}`),
+          codeHash,
+        ],
+      );
       await appendOperatorAudit(tx, {
         company_id: approver.company_id,
         action: 'cli_login.approve',
         category: 'auth',
-        request_data: { client_name: row.client_name, key_id: info.key_id, user_id: approver.user_id, role: approver.role, via_key: approver.key_id ?? null },
+        request_data: {
+          client_name: row.client_name,
+          key_id: info.key_id,
+          user_id: approver.user_id,
+          role: approver.role,
+          via_key: approver.key_id ?? null,
+        },
         entity_type: 'api_key',
         entity_id: info.key_id,
         now,
@@ -243,7 +275,9 @@ export class CliLoginStore {
     const pollHash = sha256(pollSecret);
     const now = this.#rt.clock();
     const out = await this.#rt.store.write(async (tx) => {
-      const row = await tx.get<Record<string, unknown>>('SELECT * FROM cli_logins WHERE poll_hash = ?', [pollHash]);
+      const row = await tx.get<Record<string, unknown>>('SELECT * FROM cli_logins WHERE poll_hash = ?', [
+        pollHash,
+      ]);
       if (row === undefined || row.status === 'consumed') throw notFound();
       if (row.status === 'denied') {
         // Told once; the row goes (committed), then the refusal is answered.
@@ -252,12 +286,25 @@ export class CliLoginStore {
       }
       if (String(row.expires_at) <= now.toISOString()) throw notFound();
       if (row.status === 'pending') return { status: 'pending' as const };
-      const taken = await tx.run(`UPDATE cli_logins SET status = 'consumed', sealed_key = NULL WHERE poll_hash = ? AND status = 'approved'`, [pollHash]);
+      const taken = await tx.run(
+        `UPDATE cli_logins SET status = 'consumed', sealed_key = NULL WHERE poll_hash = ? AND status = 'approved'`,
+        [pollHash],
+      );
       if (taken.changes !== 1) throw notFound();
       const apiKey = this.#rt.secrets.decrypt(String(row.sealed_key), `cli_login:${String(row.code_hash)}`);
-      return { status: 'approved' as const, api_key: apiKey, key_id: String(row.key_id), company_id: Number(row.company_id), user_id: Number(row.user_id), role: String(row.role) };
+      return {
+        status: 'approved' as const,
+        api_key: apiKey,
+        key_id: String(row.key_id),
+        company_id: Number(row.company_id),
+        user_id: Number(row.user_id),
+        role: String(row.role),
+      };
     });
-    if (out.status === 'denied') throw new VerbError('approval_rejected', 'The login was denied in the dashboard.', { hint: 'Run `solid login` again if that was a mistake.' });
+    if (out.status === 'denied')
+      throw new VerbError('approval_rejected', 'The login was denied in the dashboard.', {
+        hint: 'Run `solid login` again if that was a mistake.',
+      });
     return out;
   }
 
@@ -265,10 +312,21 @@ export class CliLoginStore {
    * Move an open (unexpired) pending code to `status`, single use: a conditional UPDATE on
    * status 'pending'. Returns the row as it was. @throws VerbError not_found, approval_not_pending
    */
-  async #decide(tx: StoreTx, codeHash: string, now: Date, status: 'approved' | 'denied'): Promise<Record<string, unknown>> {
-    const row = await tx.get<Record<string, unknown>>('SELECT client_name, status, expires_at FROM cli_logins WHERE code_hash = ?', [codeHash]);
+  async #decide(
+    tx: StoreTx,
+    codeHash: string,
+    now: Date,
+    status: 'approved' | 'denied',
+  ): Promise<Record<string, unknown>> {
+    const row = await tx.get<Record<string, unknown>>(
+      'SELECT client_name, status, expires_at FROM cli_logins WHERE code_hash = ?',
+      [codeHash],
+    );
     if (row === undefined || String(row.expires_at) <= now.toISOString()) throw notFound();
-    const moved = await tx.run(`UPDATE cli_logins SET status = ?, decided_at = ? WHERE code_hash = ? AND status = 'pending'`, [status, now.toISOString(), codeHash]);
+    const moved = await tx.run(
+      `UPDATE cli_logins SET status = ?, decided_at = ? WHERE code_hash = ? AND status = 'pending'`,
+      [status, now.toISOString(), codeHash],
+    );
     if (moved.changes !== 1) throw notPending(String(row.status));
     return row;
   }
@@ -276,14 +334,21 @@ export class CliLoginStore {
   /** Delete expired rows; revoke keys that were approved and never collected. */
   async #sweep(tx: StoreTx, now: Date): Promise<void> {
     const nowIso = now.toISOString();
-    const stale = await tx.all<{ company_id: number; key_id: string }>(`SELECT company_id, key_id FROM cli_logins WHERE expires_at <= ? AND status = 'approved'`, [nowIso]);
+    const stale = await tx.all<{ company_id: number; key_id: string }>(
+      `SELECT company_id, key_id FROM cli_logins WHERE expires_at <= ? AND status = 'approved'`,
+      [nowIso],
+    );
     for (const s of stale) await this.#rt.tenants.revokeKey(tx, Number(s.company_id), s.key_id, now);
     await tx.run('DELETE FROM cli_logins WHERE expires_at <= ?', [nowIso]);
   }
 }
 
 function notPending(status: string): VerbError {
-  return new VerbError('approval_not_pending', `This CLI login was already ${status === 'consumed' ? 'approved and used' : status}.`, {
-    hint: 'Each code works once. Run `solid login` again for a new one.',
-  });
+  return new VerbError(
+    'approval_not_pending',
+    `This CLI login was already ${status === 'consumed' ? 'approved and used' : status}.`,
+    {
+      hint: 'Each code works once. Run `solid login` again for a new one.',
+    },
+  );
 }

@@ -30,8 +30,12 @@ export function clientSurfaceOf(header: string | undefined): DeclarableSurface {
   if (header === undefined) return 'http';
   const value = header.trim().toLowerCase();
   if ((DECLARABLE_SURFACES as readonly string[]).includes(value)) return value as DeclarableSurface;
-  throw new VerbError('invalid_request', `The Solid-Surface header "${header.slice(0, 40)}" is not a surface a client may declare.`, {
-    hint: `Send one of ${DECLARABLE_SURFACES.join(', ')}, or leave the header out (http).`,
-    details: { allowed: [...DECLARABLE_SURFACES] },
-  });
+  throw new VerbError(
+    'invalid_request',
+    `The Solid-Surface header "${header.slice(0, 40)}" is not a surface a client may declare.`,
+    {
+      hint: `Send one of ${DECLARABLE_SURFACES.join(', ')}, or leave the header out (http).`,
+      details: { allowed: [...DECLARABLE_SURFACES] },
+    },
+  );
 }

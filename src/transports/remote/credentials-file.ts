@@ -10,7 +10,16 @@
  * A file that is not valid JSON (or not this shape) reads as empty with a warning; the next save
  * replaces it. Spec: spec/transports.md §remote-login.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -37,17 +46,29 @@ interface CredentialsFile {
 /** Where the credentials live for this environment. */
 export function credentialsPath(env: NodeJS.ProcessEnv = process.env): string {
   const xdg = env.XDG_CONFIG_HOME;
-  const base = xdg !== undefined && xdg !== '' ? xdg : join(env.HOME !== undefined && env.HOME !== '' ? env.HOME : homedir(), '.config');
+  const base =
+    xdg !== undefined && xdg !== ''
+      ? xdg
+      : join(env.HOME !== undefined && env.HOME !== '' ? env.HOME : homedir(), '.config');
   return join(base, 'solid', 'credentials.json');
 }
 
 function read(path: string, warn: (message: string) => void): CredentialsFile {
   if (!existsSync(path)) return { version: 1, servers: {} };
   const mode = statSync(path).mode & 0o777;
-  if ((mode & 0o077) !== 0) warn(`${path} is readable by other users (mode ${mode.toString(8)}); it will be rewritten with mode 600.`);
+  if ((mode & 0o077) !== 0)
+    warn(
+      `${path} is readable by other users (mode ${mode.toString(8)}); it will be rewritten with mode 600.`,
+    );
   try {
     const parsed = JSON.parse(readFileSync(path, 'utf8')) as Partial<CredentialsFile>;
-    if (parsed.version === 1 && parsed.servers !== null && typeof parsed.servers === 'object' && !Array.isArray(parsed.servers)) return { version: 1, servers: parsed.servers };
+    if (
+      parsed.version === 1 &&
+      parsed.servers !== null &&
+      typeof parsed.servers === 'object' &&
+      !Array.isArray(parsed.servers)
+    )
+      return { version: 1, servers: parsed.servers };
   } catch {
     /* fall through */
   }
@@ -69,14 +90,21 @@ function write(path: string, file: CredentialsFile): void {
 }
 
 /** The stored login for a (normalised) server URL. */
-export function readLogin(url: string, options: { path?: string; warn?: (message: string) => void } = {}): StoredLogin | undefined {
+export function readLogin(
+  url: string,
+  options: { path?: string; warn?: (message: string) => void } = {},
+): StoredLogin | undefined {
   const file = read(options.path ?? credentialsPath(), options.warn ?? (() => {}));
   const login = file.servers[url];
   return login !== undefined && typeof login.api_key === 'string' && login.api_key !== '' ? login : undefined;
 }
 
 /** Store (or replace) the login for a server URL. Returns the file's path. */
-export function saveLogin(url: string, login: StoredLogin, options: { path?: string; warn?: (message: string) => void } = {}): string {
+export function saveLogin(
+  url: string,
+  login: StoredLogin,
+  options: { path?: string; warn?: (message: string) => void } = {},
+): string {
   const path = options.path ?? credentialsPath();
   const file = read(path, options.warn ?? (() => {}));
   file.servers[url] = login;
@@ -85,7 +113,10 @@ export function saveLogin(url: string, login: StoredLogin, options: { path?: str
 }
 
 /** Forget the login for a server URL. Returns whether one was stored. */
-export function deleteLogin(url: string, options: { path?: string; warn?: (message: string) => void } = {}): boolean {
+export function deleteLogin(
+  url: string,
+  options: { path?: string; warn?: (message: string) => void } = {},
+): boolean {
   const path = options.path ?? credentialsPath();
   const file = read(path, options.warn ?? (() => {}));
   if (file.servers[url] === undefined) return false;

@@ -44,7 +44,8 @@ export interface HttpResponse {
   body: string;
 }
 
-export type FailureKind = 'dns' | 'refused' | 'connect_timeout' | 'tls' | 'reset' | 'timeout' | 'aborted' | 'too_large' | 'protocol';
+export type FailureKind =
+  'dns' | 'refused' | 'connect_timeout' | 'tls' | 'reset' | 'timeout' | 'aborted' | 'too_large' | 'protocol';
 
 /** A request that produced no HTTP answer. */
 export class RequestFailure extends Error {
@@ -85,7 +86,10 @@ export function sendRequest(req: HttpRequest): Promise<HttpResponse> {
     let settled = false;
     let sent = false;
     let connectTimer: NodeJS.Timeout | undefined;
-    const totalTimer = setTimeout(() => fail('timeout', `no complete answer within ${req.timeoutMs} ms`), req.timeoutMs);
+    const totalTimer = setTimeout(
+      () => fail('timeout', `no complete answer within ${req.timeoutMs} ms`),
+      req.timeoutMs,
+    );
     const onAbort = () => fail('aborted', 'the request was cancelled');
 
     const cleanup = () => {
@@ -104,7 +108,10 @@ export function sendRequest(req: HttpRequest): Promise<HttpResponse> {
     const request = mod.request(req.url, { method: req.method, headers, agent: req.agent ?? false });
     request.on('socket', (socket: Socket) => {
       if (!socket.connecting) return;
-      connectTimer = setTimeout(() => fail('connect_timeout', `no connection within ${req.connectTimeoutMs} ms`), req.connectTimeoutMs);
+      connectTimer = setTimeout(
+        () => fail('connect_timeout', `no connection within ${req.connectTimeoutMs} ms`),
+        req.connectTimeoutMs,
+      );
       socket.once(req.url.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
         if (connectTimer !== undefined) clearTimeout(connectTimer);
       });
@@ -128,7 +135,11 @@ export function sendRequest(req: HttpRequest): Promise<HttpResponse> {
         if (!res.complete) return fail('reset', 'the connection closed before the answer was complete');
         settled = true;
         cleanup();
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') });
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+        });
       });
     });
     if (req.signal?.aborted) return onAbort();

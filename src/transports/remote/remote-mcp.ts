@@ -24,14 +24,28 @@ import { remoteApiKey } from './remote-target.ts';
 export async function runRemoteMcp(url: string, io: Io, refreshMs: number): Promise<number> {
   const baseUrl = normalizeBaseUrl(url);
   const logger = pino({ level: process.env.SOLID_LOG_LEVEL ?? 'warn' }, pino.destination(2));
-  const client = new ApiClient({ baseUrl, apiKey: remoteApiKey(baseUrl, { warn: io.err }), surface: 'mcp_stdio', client: 'solid-mcp-bridge' });
+  const client = new ApiClient({
+    baseUrl,
+    apiKey: remoteApiKey(baseUrl, { warn: io.err }),
+    surface: 'mcp_stdio',
+    client: 'solid-mcp-bridge',
+  });
   try {
     if (client.apiKey !== null) {
       const me = await client.whoami();
       const reason = me.error?.reason;
       // A server without the whoami route (not_found/unavailable "no route") is tolerated; a refused key is not.
-      if (!me.ok && reason !== undefined && (reasonInfo(reason).kind === 'auth' || (reason === 'upstream_unavailable' && !/has no GET/.test(me.error!.message)))) {
-        throw new VerbError(reason, me.error!.message, me.error!.hint !== undefined ? { hint: me.error!.hint } : {});
+      if (
+        !me.ok &&
+        reason !== undefined &&
+        (reasonInfo(reason).kind === 'auth' ||
+          (reason === 'upstream_unavailable' && !/has no GET/.test(me.error!.message)))
+      ) {
+        throw new VerbError(
+          reason,
+          me.error!.message,
+          me.error!.hint !== undefined ? { hint: me.error!.hint } : {},
+        );
       }
     }
     const dashboard = process.env.SOLID_DASHBOARD_URL?.trim().replace(/\/+$/, '');

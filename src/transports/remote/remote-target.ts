@@ -11,7 +11,13 @@
  */
 import type { DispatchOptions } from '../../runtime/dispatch.ts';
 import { VALID_SURFACES, type Envelope, type VerbRecord } from '../../spec/types.ts';
-import { unknownVerbEnvelope, type OpenTargetOptions, type ShowAnswer, type TargetCallOptions, type VerbTarget } from '../cli/target.ts';
+import {
+  unknownVerbEnvelope,
+  type OpenTargetOptions,
+  type ShowAnswer,
+  type TargetCallOptions,
+  type VerbTarget,
+} from '../cli/target.ts';
 import { ApiClient } from './api-client.ts';
 import { readLogin } from './credentials-file.ts';
 import { normalizeBaseUrl } from './remote-url.ts';
@@ -37,10 +43,18 @@ export class RemoteTarget implements VerbTarget {
     this.where = client.baseUrl;
   }
 
-  async dispatch(verb: string, args: unknown, options: DispatchOptions = {}, call: TargetCallOptions = {}): Promise<Envelope> {
+  async dispatch(
+    verb: string,
+    args: unknown,
+    options: DispatchOptions = {},
+    call: TargetCallOptions = {},
+  ): Promise<Envelope> {
     const h = this.#knownHints?.[verb];
     const read = h !== undefined && h.consent_class === 'READ' && !h.delegated;
-    return this.client.dispatch(verb, args, options, { idempotent: call.idempotent === true || read, signal: call.signal });
+    return this.client.dispatch(verb, args, options, {
+      idempotent: call.idempotent === true || read,
+      signal: call.signal,
+    });
   }
 
   async records(filter: { surface?: string; shape?: string } = {}): Promise<VerbRecord[]> {
@@ -51,14 +65,17 @@ export class RemoteTarget implements VerbTarget {
       if (a.notModified) continue;
       for (const r of a.verbs as VerbRecord[]) byName.set(r.name, r);
     }
-    return [...byName.values()].filter((r) => filter.shape === undefined || r.shape === filter.shape).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return [...byName.values()]
+      .filter((r) => filter.shape === undefined || r.shape === filter.shape)
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   hints(): Promise<Record<string, VerbHints>> {
     this.#hints ??= this.client.hints().then((answer) => {
       const out: Record<string, VerbHints> = {};
       if (answer.notModified) return out;
-      for (const [name, h] of Object.entries(answer.hints)) if (hintsProblem(h) === undefined) out[name] = h as VerbHints;
+      for (const [name, h] of Object.entries(answer.hints))
+        if (hintsProblem(h) === undefined) out[name] = h as VerbHints;
       this.#knownHints = out;
       return out;
     });
@@ -69,7 +86,8 @@ export class RemoteTarget implements VerbTarget {
     const answer = await this.client.verb(name);
     if ('envelope' in answer) {
       const closest = answer.envelope.error?.details?.closest;
-      if (answer.envelope.error?.reason === 'unknown_verb') return { envelope: unknownVerbEnvelope(name, Array.isArray(closest) ? (closest as string[]) : []) };
+      if (answer.envelope.error?.reason === 'unknown_verb')
+        return { envelope: unknownVerbEnvelope(name, Array.isArray(closest) ? (closest as string[]) : []) };
       return answer;
     }
     const hints = await this.hints().catch(() => ({}) as Record<string, VerbHints>);
@@ -88,7 +106,15 @@ export class RemoteTarget implements VerbTarget {
 /** Open the remote target for `url` (validated: invalid_request on a malformed URL). */
 export function openRemoteTarget(url: string, options: OpenTargetOptions = {}): RemoteTarget {
   const baseUrl = normalizeBaseUrl(url);
-  return new RemoteTarget(new ApiClient({ baseUrl, apiKey: remoteApiKey(baseUrl, options), surface: 'cli', client: 'solid-cli', dispatchTimeoutMs: dispatchTimeoutMs() }));
+  return new RemoteTarget(
+    new ApiClient({
+      baseUrl,
+      apiKey: remoteApiKey(baseUrl, options),
+      surface: 'cli',
+      client: 'solid-cli',
+      dispatchTimeoutMs: dispatchTimeoutMs(),
+    }),
+  );
 }
 
 /** SOLID_API_TIMEOUT_SECONDS (a positive number) bounds a dispatch; default 60 s. */

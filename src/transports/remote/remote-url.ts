@@ -21,19 +21,33 @@ export const API_URL_ENV = 'SOLID_API_URL';
  */
 export function normalizeBaseUrl(text: string): string {
   const raw = text.trim();
-  const example = 'e.g. --url http://127.0.0.1:4400 (the address `solid serve` prints) or https://solid.example.com';
-  if (raw === '') throw new VerbError('invalid_request', 'The server URL is empty.', { hint: `Pass the base URL of a running \`solid serve\`, ${example}.` });
+  const example =
+    'e.g. --url http://127.0.0.1:4400 (the address `solid serve` prints) or https://solid.example.com';
+  if (raw === '')
+    throw new VerbError('invalid_request', 'The server URL is empty.', {
+      hint: `Pass the base URL of a running \`solid serve\`, ${example}.`,
+    });
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) {
-    throw new VerbError('invalid_request', `The server URL "${raw.slice(0, 200)}" has no http:// or https:// scheme.`, { hint: `Write the scheme out, ${example}.` });
+    throw new VerbError(
+      'invalid_request',
+      `The server URL "${raw.slice(0, 200)}" has no http:// or https:// scheme.`,
+      { hint: `Write the scheme out, ${example}.` },
+    );
   }
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new VerbError('invalid_request', `The server URL "${raw.slice(0, 200)}" is not a valid URL.`, { hint: `Check the host and port, ${example}.` });
+    throw new VerbError('invalid_request', `The server URL "${raw.slice(0, 200)}" is not a valid URL.`, {
+      hint: `Check the host and port, ${example}.`,
+    });
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new VerbError('invalid_request', `The server URL must use http or https, not ${url.protocol.replace(/:$/, '')}.`, { hint: example });
+    throw new VerbError(
+      'invalid_request',
+      `The server URL must use http or https, not ${url.protocol.replace(/:$/, '')}.`,
+      { hint: example },
+    );
   }
   if (url.username !== '' || url.password !== '') {
     throw new VerbError('invalid_request', 'The server URL must not carry a user name or password.', {
@@ -41,7 +55,9 @@ export function normalizeBaseUrl(text: string): string {
     });
   }
   if (url.search !== '' || url.hash !== '') {
-    throw new VerbError('invalid_request', 'The server URL must not have a query or a fragment.', { hint: `Use the base URL only, ${example}.` });
+    throw new VerbError('invalid_request', 'The server URL must not have a query or a fragment.', {
+      hint: `Use the base URL only, ${example}.`,
+    });
   }
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }

@@ -21,7 +21,18 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Runtime } from '../../runtime/runtime.ts';
 import type { CompiledVerb } from '../../runtime/verb.ts';
-import { ROLES, TIERS, VALID_SHAPES, VALID_SURFACES, VERB_CLASSES, type Role, type Shape, type Surface, type Tier, type VerbClass } from '../../spec/types.ts';
+import {
+  ROLES,
+  TIERS,
+  VALID_SHAPES,
+  VALID_SURFACES,
+  VERB_CLASSES,
+  type Role,
+  type Shape,
+  type Surface,
+  type Tier,
+  type VerbClass,
+} from '../../spec/types.ts';
 import { etagMatches, MANIFEST_CACHE_CONTROL } from '../http/agent-routes.ts';
 
 export const VERB_HINTS_PATH = '/api/v1/agent/verb-hints';
@@ -63,7 +74,11 @@ export function hintsOf(v: CompiledVerb): VerbHints {
     surfaces: [...v.surfaces],
   };
   if (d.title !== undefined) out.title = d.title;
-  if (d.cli !== undefined) out.cli = { command: [...d.cli.command], ...(d.cli.positional !== undefined ? { positional: [...d.cli.positional] } : {}) };
+  if (d.cli !== undefined)
+    out.cli = {
+      command: [...d.cli.command],
+      ...(d.cli.positional !== undefined ? { positional: [...d.cli.positional] } : {}),
+    };
   return out;
 }
 
@@ -74,7 +89,8 @@ export function allHints(rt: Runtime): Record<string, VerbHints> {
   return out;
 }
 
-const isStringArray = (x: unknown): x is string[] => Array.isArray(x) && x.every((s) => typeof s === 'string');
+const isStringArray = (x: unknown): x is string[] =>
+  Array.isArray(x) && x.every((s) => typeof s === 'string');
 
 /**
  * Check one hints entry received from a server (the client never trusts the wire). Returns the
@@ -85,16 +101,24 @@ export function hintsProblem(h: unknown): string | undefined {
   const x = h as Record<string, unknown>;
   if (typeof x.category !== 'string') return 'category is not a string';
   if (!(VALID_SHAPES as readonly unknown[]).includes(x.shape)) return 'shape is not a known shape';
-  if (!(VERB_CLASSES as readonly unknown[]).includes(x.consent_class)) return 'consent_class is not a consent class';
+  if (!(VERB_CLASSES as readonly unknown[]).includes(x.consent_class))
+    return 'consent_class is not a consent class';
   if (!(ROLES as readonly unknown[]).includes(x.role_floor)) return 'role_floor is not a role';
   if (!(TIERS as readonly unknown[]).includes(x.tier_floor)) return 'tier_floor is not a tier';
-  for (const k of ['delegated', 'revertible', 'idempotent', 'open_world'] as const) if (typeof x[k] !== 'boolean') return `${k} is not a boolean`;
-  if (!isStringArray(x.surfaces) || !x.surfaces.every((s) => (VALID_SURFACES as readonly string[]).includes(s))) return 'surfaces is not a list of surfaces';
+  for (const k of ['delegated', 'revertible', 'idempotent', 'open_world'] as const)
+    if (typeof x[k] !== 'boolean') return `${k} is not a boolean`;
+  if (
+    !isStringArray(x.surfaces) ||
+    !x.surfaces.every((s) => (VALID_SURFACES as readonly string[]).includes(s))
+  )
+    return 'surfaces is not a list of surfaces';
   if (x.title !== undefined && typeof x.title !== 'string') return 'title is not a string';
   if (x.cli !== undefined) {
     const c = x.cli as Record<string, unknown> | null;
-    if (c === null || typeof c !== 'object' || !isStringArray(c.command) || c.command.length === 0) return 'cli.command is not a list of words';
-    if (c.positional !== undefined && !isStringArray(c.positional)) return 'cli.positional is not a list of names';
+    if (c === null || typeof c !== 'object' || !isStringArray(c.command) || c.command.length === 0)
+      return 'cli.command is not a list of words';
+    if (c.positional !== undefined && !isStringArray(c.positional))
+      return 'cli.positional is not a list of names';
   }
   return undefined;
 }
@@ -121,13 +145,22 @@ export function registerVerbHintsRoute(app: FastifyInstance, rt: Runtime): void 
 const hintsDoc = {
   operationId: 'verbHints',
   summary: 'Runtime facts of every verb beyond its VerbRecord (CLI shortcuts, consent class, role floor…)',
-  description: 'For thin clients (the remote `solid` CLI, the `solid mcp` bridge) that project the manifest themselves. Cache for 5 minutes; revalidate with If-None-Match.',
+  description:
+    'For thin clients (the remote `solid` CLI, the `solid mcp` bridge) that project the manifest themselves. Cache for 5 minutes; revalidate with If-None-Match.',
   tags: ['agent'],
   parameters: [{ name: 'If-None-Match', in: 'header', required: false, schema: { type: 'string' } }],
   responses: {
     200: {
       description: '{ hints: { <verb>: VerbHints }, total }',
-      content: { 'application/json': { schema: { type: 'object', required: ['hints', 'total'], properties: { hints: { type: 'object' }, total: { type: 'integer' } } } } },
+      content: {
+        'application/json': {
+          schema: {
+            type: 'object',
+            required: ['hints', 'total'],
+            properties: { hints: { type: 'object' }, total: { type: 'integer' } },
+          },
+        },
+      },
     },
     304: { description: 'Not modified (ETag matched)' },
   },

@@ -52,10 +52,15 @@ async function describe(rt: Runtime, p: Principal): Promise<WhoAmI> {
  * The envelope of "who am I" for an API key (null/empty: the sandbox principal). A bad key answers
  * the audited auth_invalid envelope; no sandbox tenant answers auth_required.
  */
-export async function whoAmI(rt: Runtime, apiKey: string | null, surface: 'http' | 'cli' = 'http'): Promise<Envelope> {
+export async function whoAmI(
+  rt: Runtime,
+  apiKey: string | null,
+  surface: 'http' | 'cli' = 'http',
+): Promise<Envelope> {
   let principal: Principal;
   try {
-    principal = apiKey === null || apiKey === '' ? await rt.sandboxPrincipal() : await rt.tenants.authenticate(apiKey);
+    principal =
+      apiKey === null || apiKey === '' ? await rt.sandboxPrincipal() : await rt.tenants.authenticate(apiKey);
   } catch (err) {
     return { ...(await rt.authFailure({ surface }, 'whoami', err)), verb: 'whoami' };
   }
@@ -64,42 +69,68 @@ export async function whoAmI(rt: Runtime, apiKey: string | null, surface: 'http'
 
 /** Register the two routes. */
 export function registerWhoamiRoutes(app: FastifyInstance, rt: Runtime): void {
-  app.get(WHOAMI_PATH, { config: { openapi: whoamiDoc } }, async function whoami(req: FastifyRequest, reply: FastifyReply) {
-    const header = req.headers.authorization;
-    return sendEnvelope(reply, await whoAmI(rt, apiKeyOf(Array.isArray(header) ? header.join(', ') : header)));
-  });
+  app.get(
+    WHOAMI_PATH,
+    { config: { openapi: whoamiDoc } },
+    async function whoami(req: FastifyRequest, reply: FastifyReply) {
+      const header = req.headers.authorization;
+      return sendEnvelope(
+        reply,
+        await whoAmI(rt, apiKeyOf(Array.isArray(header) ? header.join(', ') : header)),
+      );
+    },
+  );
 
-  app.post(REVOKE_KEY_PATH, { config: { openapi: revokeDoc } }, async function revokeOwnKey(req: FastifyRequest, reply: FastifyReply) {
-    const header = req.headers.authorization;
-    const apiKey = apiKeyOf(Array.isArray(header) ? header.join(', ') : header);
-    if (apiKey === null) {
-      return sendEnvelope(reply, { ok: false, verb: 'whoami.revoke_key', error: { reason: 'auth_required', message: 'Send the key to revoke as Authorization: Bearer sk_solid_….', hint: 'Only the holder of a key may revoke it this way.' } });
-    }
-    let p: Principal;
-    try {
-      p = await rt.tenants.authenticate(apiKey);
-    } catch (err) {
-      return sendEnvelope(reply, { ...(await rt.authFailure({ surface: 'http' }, 'whoami.revoke_key', err)), verb: 'whoami.revoke_key' });
-    }
-    const now = rt.clock();
-    const revoked = await rt.store.write(async (tx) => {
-      const done = await rt.tenants.revokeKey(tx, p.company_id, p.key_id!, now);
-      if (done) {
-        await appendOperatorAudit(tx, {
-          company_id: p.company_id,
-          action: 'api_key.revoke_own',
-          category: 'auth',
-          request_data: { key_id: p.key_id, user_id: p.user_id, role: p.role },
-          entity_type: 'api_key',
-          entity_id: p.key_id,
-          now,
+  app.post(
+    REVOKE_KEY_PATH,
+    { config: { openapi: revokeDoc } },
+    async function revokeOwnKey(req: FastifyRequest, reply: FastifyReply) {
+      const header = req.headers.authorization;
+      const apiKey = apiKeyOf(Array.isArray(header) ? header.join(', ') : header);
+      if (apiKey === null) {
+        return sendEnvelope(reply, {
+          ok: false,
+          verb: 'whoami.revoke_key',
+          error: {
+            reason: 'auth_required',
+            message: 'Send the key to revoke as Authorization: Bearer sk_solid_….',
+            hint: 'Only the holder of a key may revoke it this way.',
+          },
         });
       }
-      return done;
-    });
-    rt.tenants.invalidate();
-    return sendEnvelope(reply, { ok: true, verb: 'whoami.revoke_key', result: { revoked, key_id: p.key_id ?? null } });
-  });
+      let p: Principal;
+      try {
+        p = await rt.tenants.authenticate(apiKey);
+      } catch (err) {
+        return sendEnvelope(reply, {
+          ...(await rt.authFailure({ surface: 'http' }, 'whoami.revoke_key', err)),
+          verb: 'whoami.revoke_key',
+        });
+      }
+      const now = rt.clock();
+      const revoked = await rt.store.write(async (tx) => {
+        const done = await rt.tenants.revokeKey(tx, p.company_id, p.key_id!, now);
+        if (done) {
+          await appendOperatorAudit(tx, {
+            company_id: p.company_id,
+            action: 'api_key.revoke_own',
+            category: 'auth',
+            request_data: { key_id: p.key_id, user_id: p.user_id, role: p.role },
+            entity_type: 'api_key',
+            entity_id: p.key_id,
+            now,
+          });
+        }
+        return done;
+      });
+      rt.tenants.invalidate();
+      return sendEnvelope(reply, {
+        ok: true,
+        verb: 'whoami.revoke_key',
+        result: { revoked, key_id: p.key_id ?? null },
+      });
+    },
+  );
 }
 
 const whoamiDoc = {
@@ -108,8 +139,14 @@ const whoamiDoc = {
   tags: ['auth'],
   security: [{}, { bearerApiKey: [] }],
   responses: {
-    200: { description: 'The principal', content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } } },
-    401: { description: 'auth_invalid', content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } } },
+    200: {
+      description: 'The principal',
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } },
+    },
+    401: {
+      description: 'auth_invalid',
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } },
+    },
   },
 };
 
@@ -119,7 +156,13 @@ const revokeDoc = {
   tags: ['auth'],
   security: [{ bearerApiKey: [] }],
   responses: {
-    200: { description: 'Revoked', content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } } },
-    401: { description: 'auth_required, auth_invalid', content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } } },
+    200: {
+      description: 'Revoked',
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } },
+    },
+    401: {
+      description: 'auth_required, auth_invalid',
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } },
+    },
   },
 };

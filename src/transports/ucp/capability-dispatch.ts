@@ -54,7 +54,11 @@ export interface CapabilityCall {
 }
 
 /** The dispatch principal of a verified platform on a tenant; `userId` from PlatformUsers.userIdOf. */
-export function platformPrincipal(tenant: { company_id: number; tier: Tier }, platform: VerifiedPlatform, userId: number): Principal {
+export function platformPrincipal(
+  tenant: { company_id: number; tier: Tier },
+  platform: VerifiedPlatform,
+  userId: number,
+): Principal {
   return {
     company_id: tenant.company_id,
     user_id: userId,
@@ -73,7 +77,11 @@ function severityOf(status: number): string {
 }
 
 /** The `ucp` member: version, status, and the capability with the ones it extends. */
-export function ucpMember(entry: CapabilityEntry | undefined, capabilityVersion: string, ok: boolean): Record<string, unknown> {
+export function ucpMember(
+  entry: CapabilityEntry | undefined,
+  capabilityVersion: string,
+  ok: boolean,
+): Record<string, unknown> {
   const capabilities: Record<string, unknown[]> = {};
   if (entry !== undefined) {
     capabilities[entry.name] = [{ version: capabilityVersion }];
@@ -85,7 +93,12 @@ export function ucpMember(entry: CapabilityEntry | undefined, capabilityVersion:
 /**
  * Map an envelope to the UCP answer (see the header). `status` overrides the reason table's.
  */
-export function answerOf(envelope: Envelope, entry: CapabilityEntry | undefined, capabilityVersion: string, status?: number): CapabilityAnswer {
+export function answerOf(
+  envelope: Envelope,
+  entry: CapabilityEntry | undefined,
+  capabilityVersion: string,
+  status?: number,
+): CapabilityAnswer {
   const mapped = envelopeToHttp(envelope);
   const headers = { ...mapped.headers };
   delete headers['www-authenticate'];
@@ -94,7 +107,14 @@ export function answerOf(envelope: Envelope, entry: CapabilityEntry | undefined,
   const body: Record<string, unknown> = { ucp: ucpMember(entry, capabilityVersion, envelope.ok) };
   if (!envelope.ok) {
     const e = envelope.error!;
-    body.messages = [{ type: 'error', code: e.reason, content: e.hint === undefined ? e.message : `${e.message} ${e.hint}`, severity: severityOf(code) }];
+    body.messages = [
+      {
+        type: 'error',
+        code: e.reason,
+        content: e.hint === undefined ? e.message : `${e.message} ${e.hint}`,
+        severity: severityOf(code),
+      },
+    ];
   }
   Object.assign(body, envelope);
   return { status: code, headers, body };
@@ -111,7 +131,12 @@ export function refusalOf(
   hint?: string,
   extra: Partial<Envelope> = {},
 ): CapabilityAnswer {
-  const envelope: Envelope = { ok: false, verb, error: { reason, message, ...(hint !== undefined ? { hint } : {}) }, ...extra };
+  const envelope: Envelope = {
+    ok: false,
+    verb,
+    error: { reason, message, ...(hint !== undefined ? { hint } : {}) },
+    ...extra,
+  };
   return answerOf(envelope, entry, capabilityVersion, status);
 }
 
@@ -123,20 +148,41 @@ export async function runCapability(call: CapabilityCall): Promise<CapabilityAns
   const { rt, entry, platform, capabilityVersion } = call;
   const verb = entry.verb.name;
   if (!capabilityAllowed(platform.policy, entry.name)) {
-    return refusalOf(verb, entry, capabilityVersion, 403, 'capability_not_allowed', `The platform ${platform.profileUrl} may not use ${entry.name}.`, "Ask the business to add the capability to this platform's allow-list (settings.ucp.platforms[].allow).");
+    return refusalOf(
+      verb,
+      entry,
+      capabilityVersion,
+      403,
+      'capability_not_allowed',
+      `The platform ${platform.profileUrl} may not use ${entry.name}.`,
+      "Ask the business to add the capability to this platform's allow-list (settings.ucp.platforms[].allow).",
+    );
   }
-  const caller = { surface: 'ucp' as const, principal: platformPrincipal(call.tenant, platform, call.userId), ...(call.signal ? { signal: call.signal } : {}) };
+  const caller = {
+    surface: 'ucp' as const,
+    principal: platformPrincipal(call.tenant, platform, call.userId),
+    ...(call.signal ? { signal: call.signal } : {}),
+  };
   const base = call.idempotencyKey === undefined ? {} : { idempotency_key: call.idempotencyKey };
   if (call.consentNonce !== undefined) {
-    return typedPhraseHint(await rt.dispatch(caller, verb, call.args, { ...base, confirm: true, nonce: call.consentNonce }), entry, capabilityVersion);
+    return typedPhraseHint(
+      await rt.dispatch(caller, verb, call.args, { ...base, confirm: true, nonce: call.consentNonce }),
+      entry,
+      capabilityVersion,
+    );
   }
   const first = await rt.dispatch(caller, verb, call.args, base);
   const consent = first.consent;
-  if (first.error?.reason !== 'dispatch_pending' || consent === undefined) return answerOf(first, entry, capabilityVersion);
+  if (first.error?.reason !== 'dispatch_pending' || consent === undefined)
+    return answerOf(first, entry, capabilityVersion);
   if (consent.gate === 'typed_phrase') return typedPhraseHint(first, entry, capabilityVersion);
   if (consent.class !== 'BLOCKED' && classImplied(consent.class, platform.policy.maxClass)) {
     // The signature is the click: confirm with the nonce the preflight issued.
-    return answerOf(await rt.dispatch(caller, verb, call.args, { ...base, confirm: true, nonce: consent.nonce }), entry, capabilityVersion);
+    return answerOf(
+      await rt.dispatch(caller, verb, call.args, { ...base, confirm: true, nonce: consent.nonce }),
+      entry,
+      capabilityVersion,
+    );
   }
   return refusalOf(
     verb,
@@ -151,9 +197,18 @@ export async function runCapability(call: CapabilityCall): Promise<CapabilityAns
 }
 
 /** A typed-phrase pending answer: 202 with the out-of-band approval path in the hint. */
-function typedPhraseHint(envelope: Envelope, entry: CapabilityEntry, capabilityVersion: string): CapabilityAnswer {
+function typedPhraseHint(
+  envelope: Envelope,
+  entry: CapabilityEntry,
+  capabilityVersion: string,
+): CapabilityAnswer {
   const consent = envelope.consent;
-  if (envelope.error?.reason !== 'dispatch_pending' || consent === undefined || consent.gate !== 'typed_phrase') return answerOf(envelope, entry, capabilityVersion);
+  if (
+    envelope.error?.reason !== 'dispatch_pending' ||
+    consent === undefined ||
+    consent.gate !== 'typed_phrase'
+  )
+    return answerOf(envelope, entry, capabilityVersion);
   const approval = consent.approval_id ?? '(see approvals.list)';
   const hint =
     `A typed phrase cannot be given over UCP: a user of this business with the required role must approve ${approval} out of band ` +

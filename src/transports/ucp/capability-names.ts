@@ -16,14 +16,24 @@ export const UCP_VERSION = '2026-08-25';
 export const UCP_LEGACY_VERSION = '2026-04-08';
 
 /** Reverse-domain name pattern of UCP 2026-08-25 (interior hyphens, digit-leading later segments). */
-export const NAME_PATTERN_2026_08_25 = /^[a-z](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9_-]*[a-z0-9_])?)+$/;
+export const NAME_PATTERN_2026_08_25 =
+  /^[a-z](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9_-]*[a-z0-9_])?)+$/;
 /** Reverse-domain name pattern of UCP 2026-04-08 (no hyphens, segments start with a letter). */
 export const NAME_PATTERN_2026_04_08 = /^[a-z][a-z0-9]*(?:\.[a-z][a-z0-9_]*)+$/;
 /** UCP release dates look like this. */
 export const VERSION_PATTERN = /^\d{4}-\d{2}-\d{2}$/;
 
 /** The sub-agents of the solid-verbs specification (platform → company → sub-agent). */
-export const SUB_AGENTS = ['sales', 'ar', 'ap', 'service', 'commissions', 'compliance', 'marketing', 'ops'] as const;
+export const SUB_AGENTS = [
+  'sales',
+  'ar',
+  'ap',
+  'service',
+  'commissions',
+  'compliance',
+  'marketing',
+  'ops',
+] as const;
 export type SubAgent = (typeof SUB_AGENTS)[number];
 
 /**
@@ -32,24 +42,68 @@ export type SubAgent = (typeof SUB_AGENTS)[number];
  */
 export const CATEGORY_SUB_AGENT: Readonly<Record<string, SubAgent>> = {
   // sales: the customer relationship up to the sale
-  crm: 'sales', deals: 'sales', deal: 'sales', sales: 'sales', customer: 'sales', customers: 'sales',
-  contacts: 'sales', leads: 'sales', quotes: 'sales', quote: 'sales',
+  crm: 'sales',
+  deals: 'sales',
+  deal: 'sales',
+  sales: 'sales',
+  customer: 'sales',
+  customers: 'sales',
+  contacts: 'sales',
+  leads: 'sales',
+  quotes: 'sales',
+  quote: 'sales',
   // ar: money owed to the business
-  invoices: 'ar', invoice: 'ar', payments: 'ar', payment: 'ar', billing: 'ar', refunds: 'ar', collections: 'ar', ar: 'ar',
+  invoices: 'ar',
+  invoice: 'ar',
+  payments: 'ar',
+  payment: 'ar',
+  billing: 'ar',
+  refunds: 'ar',
+  collections: 'ar',
+  ar: 'ar',
   // ap: money the business owes, parts it buys
-  inventory: 'ap', purchasing: 'ap', vendors: 'ap', suppliers: 'ap', bills: 'ap', expenses: 'ap', procurement: 'ap', ap: 'ap',
+  inventory: 'ap',
+  purchasing: 'ap',
+  vendors: 'ap',
+  suppliers: 'ap',
+  bills: 'ap',
+  expenses: 'ap',
+  procurement: 'ap',
+  ap: 'ap',
   // service: delivering the work
-  scheduling: 'service', appointments: 'service', service: 'service', support: 'service', kb: 'service',
-  tickets: 'service', dispatch: 'service',
+  scheduling: 'service',
+  appointments: 'service',
+  service: 'service',
+  support: 'service',
+  kb: 'service',
+  tickets: 'service',
+  dispatch: 'service',
   // commissions
-  commissions: 'commissions', compensation: 'commissions', payroll: 'commissions',
+  commissions: 'commissions',
+  compensation: 'commissions',
+  payroll: 'commissions',
   // compliance: privacy, consent, the audit trail
-  gdpr: 'compliance', privacy: 'compliance', compliance: 'compliance', audit: 'compliance', consent: 'compliance', legal: 'compliance',
+  gdpr: 'compliance',
+  privacy: 'compliance',
+  compliance: 'compliance',
+  audit: 'compliance',
+  consent: 'compliance',
+  legal: 'compliance',
   // marketing: outbound communication
-  email: 'marketing', marketing: 'marketing', campaigns: 'marketing',
+  email: 'marketing',
+  marketing: 'marketing',
+  campaigns: 'marketing',
   // ops: running the business and the runtime itself
-  infrastructure: 'ops', subscriptions: 'ops', team: 'ops', analytics: 'ops', system: 'ops', events: 'ops',
-  macros: 'ops', agent: 'ops', telemetry: 'ops', ops: 'ops',
+  infrastructure: 'ops',
+  subscriptions: 'ops',
+  team: 'ops',
+  analytics: 'ops',
+  system: 'ops',
+  events: 'ops',
+  macros: 'ops',
+  agent: 'ops',
+  telemetry: 'ops',
+  ops: 'ops',
 };
 
 /** True when `name` is a valid UCP reverse-domain name for `version` (default 2026-08-25). */
@@ -65,18 +119,30 @@ export function namespaceProblem(namespace: string): string | undefined {
   if (!NAME_PATTERN_2026_08_25.test(namespace)) {
     return `namespace ${JSON.stringify(namespace)} is not a reverse-domain name (e.g. com.example; lower-case labels separated by dots)`;
   }
-  if (namespace === 'dev.ucp' || namespace.startsWith('dev.ucp.')) return 'the dev.ucp namespace is reserved for the UCP governing body';
+  if (namespace === 'dev.ucp' || namespace.startsWith('dev.ucp.'))
+    return 'the dev.ucp namespace is reserved for the UCP governing body';
   return undefined;
 }
 
 /** The sub-agent of a verb: per-verb override, per-category override, the default map, else ops. */
-export function subAgentOf(verb: Pick<CompiledVerb, 'name' | 'category'>, overrides: Readonly<Record<string, SubAgent>> = {}): SubAgent {
-  return overrides[verb.name] ?? overrides[verb.category] ?? CATEGORY_SUB_AGENT[verb.category.toLowerCase()] ?? 'ops';
+export function subAgentOf(
+  verb: Pick<CompiledVerb, 'name' | 'category'>,
+  overrides: Readonly<Record<string, SubAgent>> = {},
+): SubAgent {
+  return (
+    overrides[verb.name] ??
+    overrides[verb.category] ??
+    CATEGORY_SUB_AGENT[verb.category.toLowerCase()] ??
+    'ops'
+  );
 }
 
 /** The capability segment of a verb name: lower-case, dots become `_` (`customer.full_context` → `customer_full_context`). */
 export function capabilitySegment(verbName: string, dotAs: '_' | '__' = '_'): string {
-  return verbName.toLowerCase().replace(/\./g, dotAs).replace(/[^a-z0-9_]/g, '_');
+  return verbName
+    .toLowerCase()
+    .replace(/\./g, dotAs)
+    .replace(/[^a-z0-9_]/g, '_');
 }
 
 /** One verb projected as a UCP capability. */
@@ -112,8 +178,13 @@ export interface CatalogOptions {
  *   - `options.extends` adds edges by verb name (operator's choice).
  * Edges to verbs not exposed on ucp, self-edges and edges closing a cycle are dropped.
  */
-export function buildCapabilityCatalog(verbs: readonly CompiledVerb[], options: CatalogOptions): CapabilityEntry[] {
-  const exposed = verbs.filter((v) => v.surfaces.includes('ucp')).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+export function buildCapabilityCatalog(
+  verbs: readonly CompiledVerb[],
+  options: CatalogOptions,
+): CapabilityEntry[] {
+  const exposed = verbs
+    .filter((v) => v.surfaces.includes('ucp'))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const overrides = options.subAgents ?? {};
   const first = exposed.map((verb) => {
     const subAgent = subAgentOf(verb, overrides);
@@ -128,7 +199,8 @@ export function buildCapabilityCatalog(verbs: readonly CompiledVerb[], options: 
   for (const e of first) nameOf.set(e.verb.name, `${e.base}.${capabilitySegment(e.verb.name)}`);
   let counts = count(nameOf);
   for (const e of first) {
-    if (counts.get(nameOf.get(e.verb.name)!)! > 1) nameOf.set(e.verb.name, `${e.base}.${capabilitySegment(e.verb.name, '__')}`);
+    if (counts.get(nameOf.get(e.verb.name)!)! > 1)
+      nameOf.set(e.verb.name, `${e.base}.${capabilitySegment(e.verb.name, '__')}`);
   }
   counts = count(nameOf);
   const seen = new Map<string, number>();
@@ -152,7 +224,8 @@ export function buildCapabilityCatalog(verbs: readonly CompiledVerb[], options: 
     const preview = verb.definition.preview;
     if (preview !== undefined) addEdge(preview, verb.name);
   }
-  for (const [child, list] of Object.entries(options.extends ?? {})) for (const parent of list) addEdge(child, parent);
+  for (const [child, list] of Object.entries(options.extends ?? {}))
+    for (const parent of list) addEdge(child, parent);
   return first
     .map(({ verb, subAgent, base }) => ({
       name: nameOf.get(verb.name)!,
@@ -194,7 +267,14 @@ export function authorityBinds(name: string, url: string): boolean {
   }
   if (parsed.protocol !== 'https:' || parsed.username !== '' || parsed.password !== '') return false;
   const host = parsed.hostname.toLowerCase().replace(/\.$/, '');
-  if (host === '' || host.startsWith('[') || /^\d+(\.\d+){3}$/.test(host) || host === 'localhost' || host.endsWith('.localhost')) return false;
+  if (
+    host === '' ||
+    host.startsWith('[') ||
+    /^\d+(\.\d+){3}$/.test(host) ||
+    host === 'localhost' ||
+    host.endsWith('.localhost')
+  )
+    return false;
   const labels = host.split('.');
   if (labels.length < 2 || labels.some((l) => l === '')) return false;
   const prefix = labels.reverse().join('.');
@@ -212,7 +292,13 @@ export function namespaceFromUrl(url: string): string | undefined {
   } catch {
     return undefined;
   }
-  if (host.startsWith('[') || /^\d+(\.\d+){3}$/.test(host) || host === 'localhost' || host.endsWith('.localhost')) return undefined;
+  if (
+    host.startsWith('[') ||
+    /^\d+(\.\d+){3}$/.test(host) ||
+    host === 'localhost' ||
+    host.endsWith('.localhost')
+  )
+    return undefined;
   const labels = host.split('.');
   if (labels.length < 2) return undefined;
   const ns = labels.reverse().join('.').replace(/_/g, '-');

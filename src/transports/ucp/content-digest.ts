@@ -39,7 +39,10 @@ export function createContentDigest(
   const dict: Dictionary = new Map();
   for (const algorithm of list) {
     if (!isDigestAlgorithm(algorithm)) {
-      throw new SignatureError('algorithm_unsupported', `digest algorithm ${String(algorithm)} is not supported`);
+      throw new SignatureError(
+        'algorithm_unsupported',
+        `digest algorithm ${String(algorithm)} is not supported`,
+      );
     }
     dict.set(algorithm, [Uint8Array.from(digestBytes(body, algorithm)), new Map()]);
   }
@@ -71,7 +74,9 @@ export function verifyContentDigest(
   try {
     dict = parseDictionary(raw);
   } catch (cause) {
-    throw new SignatureError('digest_mismatch', 'Content-Digest is not a valid structured-field dictionary', { cause });
+    throw new SignatureError('digest_mismatch', 'Content-Digest is not a valid structured-field dictionary', {
+      cause,
+    });
   }
   const checked: DigestAlgorithm[] = [];
   for (const [name, member] of dict) {
@@ -88,7 +93,10 @@ export function verifyContentDigest(
     checked.push(name);
   }
   if (checked.length === 0) {
-    throw new SignatureError('algorithm_unsupported', 'Content-Digest lists no supported algorithm (sha-256, sha-512)');
+    throw new SignatureError(
+      'algorithm_unsupported',
+      'Content-Digest lists no supported algorithm (sha-256, sha-512)',
+    );
   }
   return checked;
 }

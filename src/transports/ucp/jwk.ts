@@ -39,8 +39,10 @@ const p256Keys = new WeakMap<KeyObject, boolean>();
 export function isP256Key(key: KeyObject): boolean {
   let known = p256Keys.get(key);
   if (known === undefined) {
-    known = key.type !== 'secret' && key.asymmetricKeyType === 'ec'
-      && key.asymmetricKeyDetails?.namedCurve === 'prime256v1';
+    known =
+      key.type !== 'secret' &&
+      key.asymmetricKeyType === 'ec' &&
+      key.asymmetricKeyDetails?.namedCurve === 'prime256v1';
     p256Keys.set(key, known);
   }
   return known;
@@ -59,7 +61,10 @@ export function importJwk(jwk: P256JwkInput): KeyObject {
   const cached = imported.get(jwk);
   if (cached !== undefined) return cached;
   if (jwk.kty !== 'EC' || jwk.crv !== 'P-256') {
-    throw new SignatureError('algorithm_unsupported', `unsupported key type kty=${String(jwk.kty)} crv=${String(jwk.crv)}; only EC P-256 (ES256)`);
+    throw new SignatureError(
+      'algorithm_unsupported',
+      `unsupported key type kty=${String(jwk.kty)} crv=${String(jwk.crv)}; only EC P-256 (ES256)`,
+    );
   }
   if (jwk.alg !== undefined && jwk.alg !== 'ES256') {
     throw new SignatureError('algorithm_unsupported', `JWK alg ${String(jwk.alg)} is not ES256`);
@@ -71,16 +76,21 @@ export function importJwk(jwk: P256JwkInput): KeyObject {
   if (jwk.key_ops !== undefined && !(Array.isArray(jwk.key_ops) && jwk.key_ops.includes(operation))) {
     throw new SignatureError('algorithm_unsupported', `JWK key_ops does not allow "${operation}"`);
   }
-  if (typeof jwk.x !== 'string' || typeof jwk.y !== 'string' || (jwk.d !== undefined && typeof jwk.d !== 'string')) {
+  if (
+    typeof jwk.x !== 'string' ||
+    typeof jwk.y !== 'string' ||
+    (jwk.d !== undefined && typeof jwk.d !== 'string')
+  ) {
     throw new SignatureError('key_not_found', 'JWK lacks the P-256 coordinates x and y');
   }
   const material: JsonWebKey = { kty: 'EC', crv: 'P-256', x: jwk.x, y: jwk.y };
   if (jwk.d !== undefined) material.d = jwk.d;
   let key: KeyObject;
   try {
-    key = jwk.d === undefined
-      ? createPublicKey({ key: material, format: 'jwk' })
-      : createPrivateKey({ key: material, format: 'jwk' });
+    key =
+      jwk.d === undefined
+        ? createPublicKey({ key: material, format: 'jwk' })
+        : createPrivateKey({ key: material, format: 'jwk' });
   } catch (cause) {
     throw new SignatureError('key_not_found', 'JWK is not a valid P-256 key', { cause });
   }
@@ -115,11 +125,27 @@ const SPKI_P256_COMPRESSED = Buffer.from('3039301306072a8648ce3d020106082a8648ce
 
 /** The uncompressed point 0x04 ‖ x ‖ y of a P-256 SPKI (a compressed point is decompressed). */
 function p256Point(der: Buffer): Buffer {
-  if (der.length === SPKI_P256_UNCOMPRESSED.length + 65 && der.subarray(0, SPKI_P256_UNCOMPRESSED.length).equals(SPKI_P256_UNCOMPRESSED) && der[SPKI_P256_UNCOMPRESSED.length] === 0x04) {
+  if (
+    der.length === SPKI_P256_UNCOMPRESSED.length + 65 &&
+    der.subarray(0, SPKI_P256_UNCOMPRESSED.length).equals(SPKI_P256_UNCOMPRESSED) &&
+    der[SPKI_P256_UNCOMPRESSED.length] === 0x04
+  ) {
     return der.subarray(SPKI_P256_UNCOMPRESSED.length);
   }
-  if (der.length === SPKI_P256_COMPRESSED.length + 33 && der.subarray(0, SPKI_P256_COMPRESSED.length).equals(SPKI_P256_COMPRESSED)) {
-    return ECDH.convertKey(der.subarray(SPKI_P256_COMPRESSED.length), 'prime256v1', undefined, undefined, 'uncompressed') as Buffer;
+  if (
+    der.length === SPKI_P256_COMPRESSED.length + 33 &&
+    der.subarray(0, SPKI_P256_COMPRESSED.length).equals(SPKI_P256_COMPRESSED)
+  ) {
+    return ECDH.convertKey(
+      der.subarray(SPKI_P256_COMPRESSED.length),
+      'prime256v1',
+      undefined,
+      undefined,
+      'uncompressed',
+    ) as Buffer;
   }
-  throw new SignatureError('algorithm_unsupported', 'the key is not an EC P-256 public key in a form this server reads');
+  throw new SignatureError(
+    'algorithm_unsupported',
+    'the key is not an EC P-256 public key in a form this server reads',
+  );
 }

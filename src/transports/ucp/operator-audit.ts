@@ -26,7 +26,14 @@ export function appendOperatorAudit(tx: StoreTx, a: OperatorAction): Promise<Aud
   return appendAudit(
     tx,
     auditEntry(
-      { company_id: a.company_id, now: a.now, action: a.action, category: a.category, status: 'completed', agent_type: 'cli:operator' },
+      {
+        company_id: a.company_id,
+        now: a.now,
+        action: a.action,
+        category: a.category,
+        status: 'completed',
+        agent_type: 'cli:operator',
+      },
       { request_data: a.request_data, entity_type: a.entity_type ?? null, entity_id: a.entity_id ?? null },
     ),
   );

@@ -73,14 +73,37 @@ export const ACCEPTED_PLATFORM_VERSIONS: readonly string[] = [UCP_VERSION, UCP_L
 
 const SPECIAL_USE = new BlockList();
 for (const [net, bits] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
-  ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) SPECIAL_USE.addSubnet(net, bits, 'ipv4');
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  SPECIAL_USE.addSubnet(net, bits, 'ipv4');
 for (const [net, bits] of [
-  ['::', 128], ['::1', 128], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23],
-  ['2001:db8::', 32], ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8],
-] as const) SPECIAL_USE.addSubnet(net, bits, 'ipv6');
+  ['::', 128],
+  ['::1', 128],
+  ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
+  ['100::', 64],
+  ['2001::', 23],
+  ['2001:db8::', 32],
+  ['2002::', 16],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+] as const)
+  SPECIAL_USE.addSubnet(net, bits, 'ipv6');
 const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
 LOOPBACK.addAddress('::1', 'ipv6');
@@ -116,25 +139,41 @@ export function checkProfileUrl(url: string, dev: boolean): URL {
   try {
     u = new URL(url);
   } catch {
-    throw new UcpError('invalid_profile_url', `The profile URL ${JSON.stringify(url.slice(0, 200))} is not an absolute URL.`);
+    throw new UcpError(
+      'invalid_profile_url',
+      `The profile URL ${JSON.stringify(url.slice(0, 200))} is not an absolute URL.`,
+    );
   }
-  if (u.username !== '' || u.password !== '') throw new UcpError('invalid_profile_url', 'The profile URL must not carry credentials.');
+  if (u.username !== '' || u.password !== '')
+    throw new UcpError('invalid_profile_url', 'The profile URL must not carry credentials.');
   const host = u.hostname.replace(/^\[|\]$/g, '').toLowerCase();
   const literal = isIP(host) !== 0;
   const loopback = literal ? isLoopbackAddress(host) : isLoopbackName(host);
   if (u.protocol === 'http:') {
-    if (!(dev && loopback)) throw new UcpError('invalid_profile_url', 'The profile URL must use https (http is accepted only for loopback hosts in development mode).');
+    if (!(dev && loopback))
+      throw new UcpError(
+        'invalid_profile_url',
+        'The profile URL must use https (http is accepted only for loopback hosts in development mode).',
+      );
   } else if (u.protocol !== 'https:') {
     throw new UcpError('invalid_profile_url', 'The profile URL must use https.');
   }
   if (literal && isSpecialUseAddress(host) && !(dev && loopback)) {
     throw new UcpError('invalid_profile_url', `The profile URL names a special-use address (${host}).`);
   }
-  if (!literal && loopback && !dev) throw new UcpError('invalid_profile_url', 'The profile URL names a loopback host (allowed in development mode only).');
+  if (!literal && loopback && !dev)
+    throw new UcpError(
+      'invalid_profile_url',
+      'The profile URL names a loopback host (allowed in development mode only).',
+    );
   return u;
 }
 
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+type LookupCallback = (
+  err: NodeJS.ErrnoException | null,
+  address: string | LookupAddress[],
+  family?: number,
+) => void;
 
 /**
  * A dns.lookup for http(s).request that refuses special-use addresses (loopback allowed in dev
@@ -142,17 +181,26 @@ type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Look
  */
 export function guardedLookup(dev: boolean) {
   return (hostname: string, options: { all?: boolean; family?: number }, callback: LookupCallback): void => {
-    dnsLookup(hostname, { all: true, verbatim: true, ...(options.family ? { family: options.family } : {}) }, (err, addresses) => {
-      if (err) return callback(err, []);
-      const list = addresses as LookupAddress[];
-      const bad = list.find((a) => isSpecialUseAddress(a.address) && !(dev && isLoopbackAddress(a.address)));
-      if (bad !== undefined || list.length === 0) {
-        const refusal = new UcpError('invalid_profile_url', `The profile host ${hostname} resolves to a special-use address${bad ? ` (${bad.address})` : ''}.`);
-        return callback(refusal as unknown as NodeJS.ErrnoException, []);
-      }
-      if (options.all) callback(null, list);
-      else callback(null, list[0]!.address, list[0]!.family);
-    });
+    dnsLookup(
+      hostname,
+      { all: true, verbatim: true, ...(options.family ? { family: options.family } : {}) },
+      (err, addresses) => {
+        if (err) return callback(err, []);
+        const list = addresses as LookupAddress[];
+        const bad = list.find(
+          (a) => isSpecialUseAddress(a.address) && !(dev && isLoopbackAddress(a.address)),
+        );
+        if (bad !== undefined || list.length === 0) {
+          const refusal = new UcpError(
+            'invalid_profile_url',
+            `The profile host ${hostname} resolves to a special-use address${bad ? ` (${bad.address})` : ''}.`,
+          );
+          return callback(refusal as unknown as NodeJS.ErrnoException, []);
+        }
+        if (options.all) callback(null, list);
+        else callback(null, list[0]!.address, list[0]!.family);
+      },
+    );
   };
 }
 
@@ -162,16 +210,40 @@ interface FetchedBody {
   body: Buffer;
 }
 
-function fetchOnce(url: URL, headers: Record<string, string>, dev: boolean, timeoutMs: number, maxBytes: number): Promise<FetchedBody> {
+function fetchOnce(
+  url: URL,
+  headers: Record<string, string>,
+  dev: boolean,
+  timeoutMs: number,
+  maxBytes: number,
+): Promise<FetchedBody> {
   return new Promise((resolve, reject) => {
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     const req = send(url, { method: 'GET', headers, lookup: guardedLookup(dev) as never, agent: false });
-    const timer = setTimeout(() => req.destroy(new UcpError('profile_unreachable', `The profile did not answer within ${timeoutMs} ms.`)), timeoutMs);
+    const timer = setTimeout(
+      () =>
+        req.destroy(
+          new UcpError('profile_unreachable', `The profile did not answer within ${timeoutMs} ms.`),
+        ),
+      timeoutMs,
+    );
     const finish = (fn: () => void) => {
       clearTimeout(timer);
       fn();
     };
-    req.on('error', (err) => finish(() => reject(err instanceof UcpError ? err : new UcpError('profile_unreachable', `The profile could not be fetched: ${(err as Error).message}`, { cause: err }))));
+    req.on('error', (err) =>
+      finish(() =>
+        reject(
+          err instanceof UcpError
+            ? err
+            : new UcpError(
+                'profile_unreachable',
+                `The profile could not be fetched: ${(err as Error).message}`,
+                { cause: err },
+              ),
+        ),
+      ),
+    );
     req.on('response', (res) => {
       const declared = Number(res.headers['content-length']);
       if (Number.isFinite(declared) && declared > maxBytes) {
@@ -188,8 +260,20 @@ function fetchOnce(url: URL, headers: Record<string, string>, dev: boolean, time
         }
         chunks.push(chunk);
       });
-      res.on('end', () => finish(() => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) })));
-      res.on('error', (err) => finish(() => reject(err instanceof UcpError ? err : new UcpError('profile_unreachable', `The profile could not be read: ${err.message}`))));
+      res.on('end', () =>
+        finish(() =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+        ),
+      );
+      res.on('error', (err) =>
+        finish(() =>
+          reject(
+            err instanceof UcpError
+              ? err
+              : new UcpError('profile_unreachable', `The profile could not be read: ${err.message}`),
+          ),
+        ),
+      );
     });
     req.end();
   });
@@ -209,27 +293,41 @@ export function ttlFromCacheControl(header: string | undefined, minTtl: number, 
  * 2026-04-08; absent = no keys).
  * @throws UcpError profile_malformed, version_unsupported
  */
-export function parsePlatformProfile(url: string, body: Buffer, fetchedAt: number, ttlSeconds: number, etag: string | undefined): PlatformProfile {
+export function parsePlatformProfile(
+  url: string,
+  body: Buffer,
+  fetchedAt: number,
+  ttlSeconds: number,
+  etag: string | undefined,
+): PlatformProfile {
   let doc: unknown;
   try {
     doc = JSON.parse(body.toString('utf8'));
   } catch (cause) {
     throw new UcpError('profile_malformed', 'The profile is not valid JSON.', { cause });
   }
-  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw new UcpError('profile_malformed', 'The profile is not a JSON object.');
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc))
+    throw new UcpError('profile_malformed', 'The profile is not a JSON object.');
   const ucp = (doc as Record<string, unknown>).ucp;
-  if (ucp === null || typeof ucp !== 'object' || Array.isArray(ucp)) throw new UcpError('profile_malformed', 'The profile has no `ucp` object.');
+  if (ucp === null || typeof ucp !== 'object' || Array.isArray(ucp))
+    throw new UcpError('profile_malformed', 'The profile has no `ucp` object.');
   const version = (ucp as Record<string, unknown>).version;
-  if (typeof version !== 'string' || !VERSION_PATTERN.test(version)) throw new UcpError('profile_malformed', 'The profile has no valid `ucp.version`.');
+  if (typeof version !== 'string' || !VERSION_PATTERN.test(version))
+    throw new UcpError('profile_malformed', 'The profile has no valid `ucp.version`.');
   if (!ACCEPTED_PLATFORM_VERSIONS.includes(version)) {
-    throw new UcpError('version_unsupported', `The platform profile declares UCP ${version}; this business speaks ${ACCEPTED_PLATFORM_VERSIONS.join(' and ')}.`);
+    throw new UcpError(
+      'version_unsupported',
+      `The platform profile declares UCP ${version}; this business speaks ${ACCEPTED_PLATFORM_VERSIONS.join(' and ')}.`,
+    );
   }
   const member = version === UCP_LEGACY_VERSION ? 'signing_keys' : 'keys';
   const list = (doc as Record<string, unknown>)[member] ?? [];
-  if (!Array.isArray(list)) throw new UcpError('profile_malformed', `The profile's \`${member}\` is not an array.`);
+  if (!Array.isArray(list))
+    throw new UcpError('profile_malformed', `The profile's \`${member}\` is not an array.`);
   const keys = new Map<string, KeyObject | SignatureError>();
   for (const jwk of list) {
-    if (jwk === null || typeof jwk !== 'object' || typeof (jwk as { kid?: unknown }).kid !== 'string') continue;
+    if (jwk === null || typeof jwk !== 'object' || typeof (jwk as { kid?: unknown }).kid !== 'string')
+      continue;
     const kid = (jwk as { kid: string }).kid;
     if (keys.has(kid)) continue;
     keys.set(kid, importPublicJwk(jwk as P256JwkInput));
@@ -239,7 +337,10 @@ export function parsePlatformProfile(url: string, body: Buffer, fetchedAt: numbe
     url,
     version,
     keys,
-    capabilities: capabilities !== null && typeof capabilities === 'object' && !Array.isArray(capabilities) ? (capabilities as Record<string, unknown>) : {},
+    capabilities:
+      capabilities !== null && typeof capabilities === 'object' && !Array.isArray(capabilities)
+        ? (capabilities as Record<string, unknown>)
+        : {},
     fetchedAt,
     expiresAt: fetchedAt + ttlSeconds * 1000,
     etag,
@@ -248,7 +349,11 @@ export function parsePlatformProfile(url: string, body: Buffer, fetchedAt: numbe
 
 /** Import a published public JWK; a JWK with private members or an unusable type becomes its error. */
 export function importPublicJwk(jwk: P256JwkInput): KeyObject | SignatureError {
-  if ('d' in jwk) return new SignatureError('key_not_found', `key ${String(jwk.kid)} is published with private members; refused`);
+  if ('d' in jwk)
+    return new SignatureError(
+      'key_not_found',
+      `key ${String(jwk.kid)} is published with private members; refused`,
+    );
   try {
     return importJwk(jwk);
   } catch (err) {
@@ -338,7 +443,13 @@ export class PlatformProfiles {
     try {
       res = await fetchOnce(parsed, headers, o.dev, o.timeoutMs, o.maxBytes);
     } catch (err) {
-      if (err instanceof UcpError && err.code === 'profile_unreachable' && cached !== undefined && o.now() - cached.fetchedAt < o.staleIfErrorSeconds * 1000) return cached;
+      if (
+        err instanceof UcpError &&
+        err.code === 'profile_unreachable' &&
+        cached !== undefined &&
+        o.now() - cached.fetchedAt < o.staleIfErrorSeconds * 1000
+      )
+        return cached;
       throw err;
     }
     const now = o.now();
@@ -348,10 +459,19 @@ export class PlatformProfiles {
       this.#store(url, refreshed);
       return refreshed;
     }
-    if (res.status >= 300 && res.status < 400) throw new UcpError('profile_unreachable', `The profile answered a redirect (${res.status}); profiles are served without redirects.`);
-    if (res.status !== 200) throw new UcpError('profile_unreachable', `The profile answered HTTP ${res.status}.`);
+    if (res.status >= 300 && res.status < 400)
+      throw new UcpError(
+        'profile_unreachable',
+        `The profile answered a redirect (${res.status}); profiles are served without redirects.`,
+      );
+    if (res.status !== 200)
+      throw new UcpError('profile_unreachable', `The profile answered HTTP ${res.status}.`);
     const type = headerOf(res.headers['content-type']) ?? '';
-    if (!/^application\/(?:[a-z0-9.+-]*\+)?json\s*(?:;|$)/i.test(type)) throw new UcpError('profile_malformed', `The profile is served as ${JSON.stringify(type)}, not application/json.`);
+    if (!/^application\/(?:[a-z0-9.+-]*\+)?json\s*(?:;|$)/i.test(type))
+      throw new UcpError(
+        'profile_malformed',
+        `The profile is served as ${JSON.stringify(type)}, not application/json.`,
+      );
     const profile = parsePlatformProfile(url, res.body, now, ttl, headerOf(res.headers.etag));
     this.#store(url, profile);
     return profile;

@@ -42,7 +42,11 @@ export class PlatformUsers {
   async userIdOf(profileUrl: string): Promise<number> {
     const cached = this.#cache.get(profileUrl);
     if (cached !== undefined) return cached;
-    const known = await this.#store.read((q) => q.get<{ user_id: number | string }>('SELECT user_id FROM ucp_platform_users WHERE profile_url = ?', [profileUrl]));
+    const known = await this.#store.read((q) =>
+      q.get<{ user_id: number | string }>('SELECT user_id FROM ucp_platform_users WHERE profile_url = ?', [
+        profileUrl,
+      ]),
+    );
     const id = known !== undefined ? Number(known.user_id) : await this.#record(profileUrl);
     if (this.#cache.size >= CACHE_LIMIT) this.#cache.delete(this.#cache.keys().next().value!);
     this.#cache.set(profileUrl, id);
@@ -63,11 +67,20 @@ export class PlatformUsers {
         const candidate = this.#candidate(profileUrl, k);
         // DO NOTHING without a target absorbs both conflicts: this URL recorded meanwhile (by
         // another node) or the candidate id held by another URL.
-        await tx.run('INSERT INTO ucp_platform_users (profile_url, user_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING', [profileUrl, candidate, now]);
-        const row = await tx.get<{ user_id: number | string }>('SELECT user_id FROM ucp_platform_users WHERE profile_url = ?', [profileUrl]);
+        await tx.run(
+          'INSERT INTO ucp_platform_users (profile_url, user_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
+          [profileUrl, candidate, now],
+        );
+        const row = await tx.get<{ user_id: number | string }>(
+          'SELECT user_id FROM ucp_platform_users WHERE profile_url = ?',
+          [profileUrl],
+        );
         if (row !== undefined) return Number(row.user_id);
       }
-      throw new StoreError('unavailable', `No free platform user id for ${profileUrl} after ${MAX_PROBES} probes.`);
+      throw new StoreError(
+        'unavailable',
+        `No free platform user id for ${profileUrl} after ${MAX_PROBES} probes.`,
+      );
     });
   }
 }

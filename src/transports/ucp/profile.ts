@@ -71,7 +71,13 @@ function servicesOf(input: ProfileInput, version: string): Record<string, unknow
   for (const e of input.catalog) {
     if (services[e.service] !== undefined || !isUcpName(e.service, version)) continue;
     services[e.service] = [
-      { version: input.capabilityVersion, transport: 'rest', spec: specUrl(input.urls), schema: openapiUrl(input.urls), endpoint: endpointUrl(input.urls) },
+      {
+        version: input.capabilityVersion,
+        transport: 'rest',
+        spec: specUrl(input.urls),
+        schema: openapiUrl(input.urls),
+        endpoint: endpointUrl(input.urls),
+      },
     ];
   }
   return sortKeys(services);
@@ -83,7 +89,11 @@ function capabilitiesOf(input: ProfileInput, version: string): Record<string, un
   for (const e of input.catalog) {
     if (!names.has(e.name)) continue;
     const parents = e.extends.filter((p) => names.has(p));
-    const entry: Record<string, unknown> = { version: input.capabilityVersion, spec: specUrl(input.urls, e.name), schema: schemaUrl(input.urls, e.name) };
+    const entry: Record<string, unknown> = {
+      version: input.capabilityVersion,
+      spec: specUrl(input.urls, e.name),
+      schema: schemaUrl(input.urls, e.name),
+    };
     if (parents.length === 1) entry.extends = parents[0];
     else if (parents.length > 1) entry.extends = parents;
     entry.config = { verb: e.verb.name, shape: e.verb.shape, consent_class: consentClassOf(e) };
@@ -129,7 +139,11 @@ export function buildLegacyProfile(input: ProfileInput): Record<string, unknown>
  * (`$ref: #/$defs/request`); `$defs.response` is the answer's `result`; each extended capability
  * appears as `$defs["<parent name>"] = { allOf: [{ $ref: <parent schema URL> }] }`.
  */
-export function buildCapabilitySchema(entry: CapabilityEntry, capabilityVersion: string, urls: ProfileUrls): Record<string, unknown> {
+export function buildCapabilitySchema(
+  entry: CapabilityEntry,
+  capabilityVersion: string,
+  urls: ProfileUrls,
+): Record<string, unknown> {
   const defs: Record<string, unknown> = {
     request: inlineSchema(entry.verb.inputSchema),
     response: inlineSchema(entry.verb.outputSchema),
@@ -156,11 +170,25 @@ export function buildCapabilitySchema(entry: CapabilityEntry, capabilityVersion:
 }
 
 /** The OpenAPI 3.1 document of the REST binding (paths relative to the endpoint). */
-export function buildServiceOpenApi(catalog: readonly CapabilityEntry[], urls: ProfileUrls): Record<string, unknown> {
-  const header = (name: string, description: string, required = false) => ({ name, in: 'header', required, schema: { type: 'string' }, description });
+export function buildServiceOpenApi(
+  catalog: readonly CapabilityEntry[],
+  urls: ProfileUrls,
+): Record<string, unknown> {
+  const header = (name: string, description: string, required = false) => ({
+    name,
+    in: 'header',
+    required,
+    schema: { type: 'string' },
+    description,
+  });
   return {
     openapi: '3.1.0',
-    info: { title: 'UCP capabilities (solid-verbs)', version: UCP_VERSION, description: 'Each capability runs one verb. Requests are RFC 9421 signed (ES256, raw r‖s, no alg parameter) with RFC 9530 Content-Digest; responses are signed with the business key listed in its profile.' },
+    info: {
+      title: 'UCP capabilities (solid-verbs)',
+      version: UCP_VERSION,
+      description:
+        'Each capability runs one verb. Requests are RFC 9421 signed (ES256, raw r‖s, no alg parameter) with RFC 9530 Content-Digest; responses are signed with the business key listed in its profile.',
+    },
     servers: [{ url: endpointUrl(urls) }],
     paths: {
       '/capabilities/{capability}': {
@@ -168,21 +196,50 @@ export function buildServiceOpenApi(catalog: readonly CapabilityEntry[], urls: P
           operationId: 'invokeCapability',
           summary: 'Run a capability with its input as the JSON body',
           parameters: [
-            { name: 'capability', in: 'path', required: true, schema: { type: 'string', enum: catalog.map((e) => e.name) } },
+            {
+              name: 'capability',
+              in: 'path',
+              required: true,
+              schema: { type: 'string', enum: catalog.map((e) => e.name) },
+            },
             header('UCP-Agent', 'profile="<platform profile URL>" (RFC 8941 dictionary)', true),
-            header('Signature-Input', 'RFC 9421; covers @method @authority @path [@query] ucp-agent [idempotency-key] [solid-consent-nonce] content-digest content-type; created and keyid required', true),
+            header(
+              'Signature-Input',
+              'RFC 9421; covers @method @authority @path [@query] ucp-agent [idempotency-key] [solid-consent-nonce] content-digest content-type; created and keyid required',
+              true,
+            ),
             header('Signature', 'RFC 9421 byte sequence, 64-byte raw r‖s', true),
             header('Content-Digest', 'RFC 9530 sha-256 of the raw body'),
-            header('Idempotency-Key', 'replay-safe key for writes (same key and body: the stored answer; other body: 409)'),
-            header('Solid-Consent-Nonce', 'the nonce of a pending typed-phrase answer, after an out-of-band approval'),
+            header(
+              'Idempotency-Key',
+              'replay-safe key for writes (same key and body: the stored answer; other body: 409)',
+            ),
+            header(
+              'Solid-Consent-Nonce',
+              'the nonce of a pending typed-phrase answer, after an out-of-band approval',
+            ),
           ],
           requestBody: { required: false, content: { 'application/json': { schema: { type: 'object' } } } },
           responses: {
-            '200': { description: 'The verb ran: `ucp` envelope plus the solid-verbs envelope (ok, verb, result, audit_id…)' },
-            '202': { description: 'dispatch_pending: a human must approve out of band (typed-phrase classes)' },
-            '400': { description: 'invalid input or request, digest_mismatch, algorithm_unsupported, components_missing' },
-            '401': { description: 'signature_missing, signature_invalid, key_not_found, signature_expired, signature_replayed' },
-            '403': { description: 'profile_not_trusted, capability_not_allowed, consent_not_implied, role/tier denials' },
+            '200': {
+              description:
+                'The verb ran: `ucp` envelope plus the solid-verbs envelope (ok, verb, result, audit_id…)',
+            },
+            '202': {
+              description: 'dispatch_pending: a human must approve out of band (typed-phrase classes)',
+            },
+            '400': {
+              description:
+                'invalid input or request, digest_mismatch, algorithm_unsupported, components_missing',
+            },
+            '401': {
+              description:
+                'signature_missing, signature_invalid, key_not_found, signature_expired, signature_replayed',
+            },
+            '403': {
+              description:
+                'profile_not_trusted, capability_not_allowed, consent_not_implied, role/tier denials',
+            },
             '409': { description: 'idempotency_key_reused (same key, other body), idempotency_key_in_use' },
             '424': { description: 'profile_unreachable' },
           },
@@ -195,8 +252,14 @@ export function buildServiceOpenApi(catalog: readonly CapabilityEntry[], urls: P
 /** Markdown page of one capability (its `spec` URL) or, without `entry`, the index of all. */
 export function buildSpecPage(catalog: readonly CapabilityEntry[], entry?: CapabilityEntry): string {
   if (entry === undefined) {
-    const lines = ['# UCP capabilities', '', 'Each capability runs one solid-verbs verb. POST its input to `<endpoint>/capabilities/<name>`, signed (RFC 9421, ES256).', ''];
-    for (const e of catalog) lines.push(`- \`${e.name}\` — ${e.verb.name} (${e.verb.shape}, ${consentClassOf(e)})`);
+    const lines = [
+      '# UCP capabilities',
+      '',
+      'Each capability runs one solid-verbs verb. POST its input to `<endpoint>/capabilities/<name>`, signed (RFC 9421, ES256).',
+      '',
+    ];
+    for (const e of catalog)
+      lines.push(`- \`${e.name}\` — ${e.verb.name} (${e.verb.shape}, ${consentClassOf(e)})`);
     return lines.join('\n') + '\n';
   }
   const lines = [

@@ -28,7 +28,11 @@ export interface ReplayGuard {
    * Optional batch form: check-and-record `first`; when it was new, also record `others` (the
    * message's other signatures), all at once. Same answer as checkAndRecord for `first`.
    */
-  checkAndRecordAll?(first: ReplayEntry, others: readonly ReplayEntry[], nowSeconds: number): Promise<boolean>;
+  checkAndRecordAll?(
+    first: ReplayEntry,
+    others: readonly ReplayEntry[],
+    nowSeconds: number,
+  ): Promise<boolean>;
 }
 
 /** One signature to remember: its identity and the unix second its window ends. */
@@ -117,7 +121,11 @@ export class StoreReplayGuard implements ReplayGuard {
    * signatures in another label order cannot deadlock on PostgreSQL), rolled back as a whole when
    * the first one was already recorded (a replay records nothing).
    */
-  async checkAndRecordAll(first: ReplayEntry, others: readonly ReplayEntry[], nowSeconds: number): Promise<boolean> {
+  async checkAndRecordAll(
+    first: ReplayEntry,
+    others: readonly ReplayEntry[],
+    nowSeconds: number,
+  ): Promise<boolean> {
     const live = [first, ...others].filter((e) => e.expiresAtSeconds >= nowSeconds); // expired: nothing to remember
     if (live.length === 0) return true;
     live.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));

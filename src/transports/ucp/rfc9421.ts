@@ -138,7 +138,15 @@ interface ComponentId {
 }
 
 const DERIVED = new Set([
-  '@method', '@target-uri', '@authority', '@scheme', '@request-target', '@path', '@query', '@query-param', '@status',
+  '@method',
+  '@target-uri',
+  '@authority',
+  '@scheme',
+  '@request-target',
+  '@path',
+  '@query',
+  '@query-param',
+  '@status',
 ]);
 const FIELD_PARAMS = new Set(['sf', 'key', 'bs', 'req', 'tr']);
 const UPPERCASE = /[A-Z]/;
@@ -173,10 +181,12 @@ function toComponentId(item: Item): ComponentId {
       throw invalid(`bs cannot be combined with sf or key on ${name}`);
     }
   }
-  const identity = name + [...params.entries()]
-    .map((entry) => serializeParameters(new Map([entry])))
-    .sort()
-    .join('');
+  const identity =
+    name +
+    [...params.entries()]
+      .map((entry) => serializeParameters(new Map([entry])))
+      .sort()
+      .join('');
   return { name, params, serialized: serializeItem(item), identity };
 }
 
@@ -231,6 +241,7 @@ const URL_PARTS = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)([^?#]*)(?:\?([^#]*))
 const OBS_FOLD = /\r?\n[ \t]+/g;
 const EDGE_WHITESPACE = /^[ \t]+|[ \t]+$/g;
 const BASE_SAFE = /^[\t\x20-\x7E]*$/;
+// eslint-disable-next-line no-control-regex -- the range is all of ASCII
 const NON_ASCII = /[^\x00-\x7F]/;
 const DEFAULT_PORT: Readonly<Record<string, string>> = { http: '80', https: '443' };
 
@@ -296,7 +307,8 @@ class MessageView {
       if (at !== -1) authority = authority.slice(at + 1);
       authority = NON_ASCII.test(authority) ? new URL(raw).host : authority.toLowerCase();
       const port = DEFAULT_PORT[scheme];
-      if (port !== undefined && authority.endsWith(`:${port}`)) authority = authority.slice(0, -port.length - 1);
+      if (port !== undefined && authority.endsWith(`:${port}`))
+        authority = authority.slice(0, -port.length - 1);
       const path = match[3] === '' ? '/' : match[3]!;
       const query = match[4];
       const hash = raw.indexOf('#');
@@ -311,10 +323,19 @@ class MessageView {
 
 /** Structured field types of fields UCP and RFC 9421 use; others are tried as dictionary, list, item. */
 const KNOWN_SF_TYPES: ReadonlyMap<string, 'dictionary' | 'list' | 'item'> = new Map([
-  ['signature-input', 'dictionary'], ['signature', 'dictionary'], ['content-digest', 'dictionary'],
-  ['repr-digest', 'dictionary'], ['want-content-digest', 'dictionary'], ['want-repr-digest', 'dictionary'],
-  ['ucp-agent', 'dictionary'], ['signature-agent', 'dictionary'], ['priority', 'dictionary'],
-  ['cdn-cache-control', 'dictionary'], ['accept-ch', 'list'], ['cache-status', 'list'], ['proxy-status', 'list'],
+  ['signature-input', 'dictionary'],
+  ['signature', 'dictionary'],
+  ['content-digest', 'dictionary'],
+  ['repr-digest', 'dictionary'],
+  ['want-content-digest', 'dictionary'],
+  ['want-repr-digest', 'dictionary'],
+  ['ucp-agent', 'dictionary'],
+  ['signature-agent', 'dictionary'],
+  ['priority', 'dictionary'],
+  ['cdn-cache-control', 'dictionary'],
+  ['accept-ch', 'list'],
+  ['cache-status', 'list'],
+  ['proxy-status', 'list'],
 ]);
 
 function strictSerialize(name: string, value: string): string {
@@ -338,7 +359,9 @@ function fieldValue(view: MessageView, id: ComponentId): string {
   const lines = view.field(id.name);
   if (lines === undefined) throw invalid(`covered field ${id.name} is missing from the message`);
   if (id.params.has('bs')) {
-    return lines.map((line) => serializeItem([Buffer.from(line.replace(EDGE_WHITESPACE, ''), 'latin1'), new Map()])).join(', ');
+    return lines
+      .map((line) => serializeItem([Buffer.from(line.replace(EDGE_WHITESPACE, ''), 'latin1'), new Map()]))
+      .join(', ');
   }
   const combined = lines.map((line) => line.replace(OBS_FOLD, ' ').replace(EDGE_WHITESPACE, '')).join(', ');
   const key = id.params.get('key');
@@ -361,8 +384,14 @@ function fieldValue(view: MessageView, id: ComponentId): string {
 function encodeQueryPart(text: string): string {
   let out = '';
   for (const byte of Buffer.from(text, 'utf8')) {
-    const safe = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a)
-      || byte === 0x2a || byte === 0x2d || byte === 0x2e || byte === 0x5f;
+    const safe =
+      (byte >= 0x30 && byte <= 0x39) ||
+      (byte >= 0x41 && byte <= 0x5a) ||
+      (byte >= 0x61 && byte <= 0x7a) ||
+      byte === 0x2a ||
+      byte === 0x2d ||
+      byte === 0x2e ||
+      byte === 0x5f;
     out += safe ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
   }
   return out;
@@ -424,7 +453,8 @@ function buildBase(view: MessageView, components: readonly ComponentId[], sigPar
   let base = '';
   for (const id of components) {
     const value = componentValue(view, id);
-    if (!BASE_SAFE.test(value)) throw invalid(`component ${id.serialized} has a non-ASCII or control character`);
+    if (!BASE_SAFE.test(value))
+      throw invalid(`component ${id.serialized} has a non-ASCII or control character`);
     base += `${id.serialized}: ${value}\n`;
   }
   const innerList: InnerList = [components.map((id) => [id.name, id.params]), sigParams];
@@ -487,7 +517,8 @@ export function createSignatureBase(
  */
 export function signMessage(message: HttpMessage, options: SignOptions): SignatureHeaders {
   const label = options.label ?? 'sig1';
-  if (!isValidKeyStr(label)) throw invalid(`signature label ${JSON.stringify(label)} is not a structured-field key`);
+  if (!isValidKeyStr(label))
+    throw invalid(`signature label ${JSON.stringify(label)} is not a structured-field key`);
   const key = options.privateKey;
   if (key.type !== 'private' || !isP256Key(key)) {
     throw new SignatureError('algorithm_unsupported', 'signing needs a P-256 private key (ES256)');
@@ -534,7 +565,8 @@ function readSignatureParams(sfParams: Parameters): SignatureParameters {
   const params: SignatureParameters = {};
   for (const [name, value] of sfParams) {
     if (name === 'created' || name === 'expires') {
-      if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw invalid(`${name} must be an integer`);
+      if (typeof value !== 'number' || !Number.isSafeInteger(value))
+        throw invalid(`${name} must be an integer`);
       params[name] = value;
     } else if (name === 'nonce' || name === 'alg' || name === 'keyid' || name === 'tag') {
       if (typeof value !== 'string') throw invalid(`${name} must be a string`);
@@ -545,7 +577,11 @@ function readSignatureParams(sfParams: Parameters): SignatureParameters {
   return params;
 }
 
-function parseLabel(label: string, input: Item | InnerList | undefined, signature: Item | InnerList | undefined): ParsedSignature {
+function parseLabel(
+  label: string,
+  input: Item | InnerList | undefined,
+  signature: Item | InnerList | undefined,
+): ParsedSignature {
   if (input === undefined) throw invalid(`label ${label} is in Signature but not in Signature-Input`);
   if (signature === undefined) throw invalid(`label ${label} is in Signature-Input but not in Signature`);
   if (!isInnerList(input)) throw invalid(`Signature-Input member ${label} is not an inner list`);
@@ -590,7 +626,10 @@ function replayId(keyid: string, signature: Uint8Array): string {
   if (bytes.length === 64) {
     const s = BigInt(`0x${bytes.subarray(32).toString('hex')}`);
     if (s > P256_HALF_ORDER) {
-      bytes = Buffer.concat([bytes.subarray(0, 32), Buffer.from((P256_ORDER - s).toString(16).padStart(64, '0'), 'hex')]);
+      bytes = Buffer.concat([
+        bytes.subarray(0, 32),
+        Buffer.from((P256_ORDER - s).toString(16).padStart(64, '0'), 'hex'),
+      ]);
     }
   }
   return `${keyid} ${bytes.toString('base64')}`;
@@ -620,7 +659,10 @@ const EMPTY_BODY = new Uint8Array(0);
  *   `digest_mismatch`, `signature_replayed`. Errors thrown by resolveKey or replayCache that are
  *   not SignatureErrors propagate unchanged.
  */
-export async function verifyMessage(message: HttpMessage, options: VerifyOptions): Promise<VerifiedSignature> {
+export async function verifyMessage(
+  message: HttpMessage,
+  options: VerifyOptions,
+): Promise<VerifiedSignature> {
   const view = new MessageView(message);
   const inputs = readHeaderDictionary(view, 'signature-input');
   const signatures = readHeaderDictionary(view, 'signature');
@@ -633,7 +675,10 @@ export async function verifyMessage(message: HttpMessage, options: VerifyOptions
   const required = parseComponentSpecs(options.requiredComponents ?? []);
   const labels = [...new Set([...inputs.keys(), ...signatures.keys()])];
   if (labels.length > MAX_SIGNATURE_LABELS) {
-    throw new SignatureError('signature_invalid', `the message carries ${labels.length} signature labels; at most ${MAX_SIGNATURE_LABELS} are accepted`);
+    throw new SignatureError(
+      'signature_invalid',
+      `the message carries ${labels.length} signature labels; at most ${MAX_SIGNATURE_LABELS} are accepted`,
+    );
   }
   const parsed = new Map<string, ParsedSignature>();
   const failures: SignatureLabelFailure[] = [];
@@ -651,16 +696,27 @@ export async function verifyMessage(message: HttpMessage, options: VerifyOptions
         const others: ReplayEntry[] = [];
         for (const other of labels) {
           if (other === label) continue;
-          const otherSig = parsed.get(other) ?? tryParseLabel(other, inputs.get(other), signatures.get(other));
+          const otherSig =
+            parsed.get(other) ?? tryParseLabel(other, inputs.get(other), signatures.get(other));
           if (otherSig?.params.keyid === undefined) continue;
-          others.push({ id: replayId(otherSig.params.keyid, otherSig.signature), expiresAtSeconds: Math.min(windowEnd(otherSig.params, now, maxAge, skew), cap) });
+          others.push({
+            id: replayId(otherSig.params.keyid, otherSig.signature),
+            expiresAtSeconds: Math.min(windowEnd(otherSig.params, now, maxAge, skew), cap),
+          });
         }
-        const first = { id: replayId(verified.keyid, sig.signature), expiresAtSeconds: windowEnd(sig.params, now, maxAge, skew) };
+        const first = {
+          id: replayId(verified.keyid, sig.signature),
+          expiresAtSeconds: windowEnd(sig.params, now, maxAge, skew),
+        };
         const fresh = await recordSignatures(options.replayCache, first, others, now);
         if (!fresh) {
-          throw new SignatureError('signature_replayed', `signature ${label} was already used within its window`, {
-            failures: [...failures, { label, code: 'signature_replayed', message: 'replayed' }],
-          });
+          throw new SignatureError(
+            'signature_replayed',
+            `signature ${label} was already used within its window`,
+            {
+              failures: [...failures, { label, code: 'signature_replayed', message: 'replayed' }],
+            },
+          );
         }
       }
       return verified;
@@ -670,18 +726,31 @@ export async function verifyMessage(message: HttpMessage, options: VerifyOptions
     }
   }
   const first = failures[0]!;
-  throw new SignatureError(first.code, labels.length === 1 ? first.message : `no signature verified: ${first.label}: ${first.message}`, { failures });
+  throw new SignatureError(
+    first.code,
+    labels.length === 1 ? first.message : `no signature verified: ${first.label}: ${first.message}`,
+    { failures },
+  );
 }
 
 /** Check-and-record `first`, then record `others` — in one call when the guard can batch (one store transaction). */
-async function recordSignatures(guard: ReplayGuard, first: ReplayEntry, others: ReplayEntry[], now: number): Promise<boolean> {
+async function recordSignatures(
+  guard: ReplayGuard,
+  first: ReplayEntry,
+  others: ReplayEntry[],
+  now: number,
+): Promise<boolean> {
   if (guard.checkAndRecordAll !== undefined) return guard.checkAndRecordAll(first, others, now);
   if (!(await guard.checkAndRecord(first.id, first.expiresAtSeconds, now))) return false;
   for (const o of others) await guard.checkAndRecord(o.id, o.expiresAtSeconds, now);
   return true;
 }
 
-function tryParseLabel(label: string, input: Item | InnerList | undefined, signature: Item | InnerList | undefined): ParsedSignature | undefined {
+function tryParseLabel(
+  label: string,
+  input: Item | InnerList | undefined,
+  signature: Item | InnerList | undefined,
+): ParsedSignature | undefined {
   try {
     return parseLabel(label, input, signature);
   } catch {
@@ -704,7 +773,10 @@ async function verifyLabel(
 ): Promise<VerifiedSignature> {
   const { label, params } = sig;
   if (params.alg !== undefined && params.alg !== ECDSA_P256_SHA256) {
-    throw fail('algorithm_unsupported', `signature ${label} uses alg ${params.alg}; only ${ECDSA_P256_SHA256} is accepted`);
+    throw fail(
+      'algorithm_unsupported',
+      `signature ${label} uses alg ${params.alg}; only ${ECDSA_P256_SHA256} is accepted`,
+    );
   }
   const covered = new Set(sig.components.map((id) => id.identity));
   const missing = required.filter((id) => !covered.has(id.identity)).map((id) => id.serialized);
@@ -712,11 +784,16 @@ async function verifyLabel(
     throw fail('components_missing', `signature ${label} does not cover ${missing.join(' ')}`);
   }
   if (params.created === undefined && options.requireCreated === true) {
-    throw fail('signature_invalid', `signature ${label} has no created parameter; it is required (it bounds the replay window)`);
+    throw fail(
+      'signature_invalid',
+      `signature ${label} has no created parameter; it is required (it bounds the replay window)`,
+    );
   }
   if (params.created !== undefined) {
-    if (params.created > now + skew) throw fail('signature_expired', `signature ${label} was created in the future`);
-    if (params.created < now - maxAge - skew) throw fail('signature_expired', `signature ${label} is older than ${maxAge} s`);
+    if (params.created > now + skew)
+      throw fail('signature_expired', `signature ${label} was created in the future`);
+    if (params.created < now - maxAge - skew)
+      throw fail('signature_expired', `signature ${label} is older than ${maxAge} s`);
   }
   if (params.expires !== undefined) {
     if (params.created !== undefined && params.expires < params.created) {
@@ -727,7 +804,8 @@ async function verifyLabel(
   const keyid = params.keyid;
   if (keyid === undefined) throw fail('signature_invalid', `signature ${label} has no keyid`);
   const key = await options.resolveKey(keyid);
-  if (key === undefined || key === null) throw fail('key_not_found', `no key for keyid ${JSON.stringify(keyid)}`);
+  if (key === undefined || key === null)
+    throw fail('key_not_found', `no key for keyid ${JSON.stringify(keyid)}`);
   if (key.type === 'secret' || !isP256Key(key)) {
     throw fail('algorithm_unsupported', `key ${JSON.stringify(keyid)} is not a P-256 key`);
   }
@@ -736,9 +814,17 @@ async function verifyLabel(
     verifyContentDigest(view.field('content-digest'), view.message.body ?? EMPTY_BODY);
   }
   if (sig.signature.length !== 64) {
-    throw fail('signature_invalid', `signature ${label} is ${sig.signature.length} bytes; ES256 needs 64 raw r‖s bytes (not DER)`);
+    throw fail(
+      'signature_invalid',
+      `signature ${label} is ${sig.signature.length} bytes; ES256 needs 64 raw r‖s bytes (not DER)`,
+    );
   }
-  const ok = cryptoVerify('sha256', Buffer.from(base, 'latin1'), { key, dsaEncoding: 'ieee-p1363' }, sig.signature);
+  const ok = cryptoVerify(
+    'sha256',
+    Buffer.from(base, 'latin1'),
+    { key, dsaEncoding: 'ieee-p1363' },
+    sig.signature,
+  );
   if (!ok) throw fail('signature_invalid', `signature ${label} does not verify`);
   return {
     label,

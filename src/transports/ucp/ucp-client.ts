@@ -77,7 +77,14 @@ export function signRequest(options: SignRequestOptions): SignedRequest {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(options.headers ?? {})) headers[k.toLowerCase()] = v;
   headers['ucp-agent'] = `profile="${options.profileUrl.replace(/["\\]/g, (c) => `\\${c}`)}"`;
-  const idem = options.idempotencyKey === undefined ? (method === 'POST' ? randomUUID() : undefined) : options.idempotencyKey === false ? undefined : options.idempotencyKey;
+  const idem =
+    options.idempotencyKey === undefined
+      ? method === 'POST'
+        ? randomUUID()
+        : undefined
+      : options.idempotencyKey === false
+        ? undefined
+        : options.idempotencyKey;
   if (idem !== undefined) headers['idempotency-key'] = idem;
   if (body !== undefined && body.length > 0) {
     headers['content-type'] ??= 'application/json';
@@ -113,7 +120,9 @@ export interface VerifyResponseOptions {
   /** The request URL (the response's target). */
   url: string;
   /** The business's public JWKs (its profile's `keys[]`), or a lookup by kid. */
-  keys: readonly Record<string, unknown>[] | ((kid: string) => KeyObject | undefined | Promise<KeyObject | undefined>);
+  keys:
+    | readonly Record<string, unknown>[]
+    | ((kid: string) => KeyObject | undefined | Promise<KeyObject | undefined>);
   /** Default: now. */
   now?: Date | number;
   maxSkewSeconds?: number;
@@ -188,8 +197,15 @@ export interface CallCapabilityResult {
 }
 
 async function fetchJson(url: string, timeoutMs: number): Promise<unknown> {
-  const res = await fetch(url, { redirect: 'manual', signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } });
-  if (res.status !== 200) throw new Error(`GET ${url} answered HTTP ${res.status}${res.status >= 300 && res.status < 400 ? ' (profiles are served without redirects)' : ''}`);
+  const res = await fetch(url, {
+    redirect: 'manual',
+    signal: AbortSignal.timeout(timeoutMs),
+    headers: { accept: 'application/json' },
+  });
+  if (res.status !== 200)
+    throw new Error(
+      `GET ${url} answered HTTP ${res.status}${res.status >= 300 && res.status < 400 ? ' (profiles are served without redirects)' : ''}`,
+    );
   return res.json();
 }
 
@@ -199,8 +215,10 @@ export function endpointFor(profile: unknown, capability: string): string | unde
   let best: { name: string; endpoint: string } | undefined;
   for (const [name, bindings] of Object.entries(services)) {
     if (!capability.startsWith(`${name}.`) || !Array.isArray(bindings)) continue;
-    const rest = bindings.find((b) => (b as { transport?: unknown }).transport === 'rest') as { endpoint?: unknown } | undefined;
-    if (typeof rest?.endpoint === 'string' && (best === undefined || name.length > best.name.length)) best = { name, endpoint: rest.endpoint };
+    const rest = bindings.find((b) => (b as { transport?: unknown }).transport === 'rest') as
+      { endpoint?: unknown } | undefined;
+    if (typeof rest?.endpoint === 'string' && (best === undefined || name.length > best.name.length))
+      best = { name, endpoint: rest.endpoint };
   }
   return best?.endpoint;
 }
@@ -211,12 +229,17 @@ export function endpointFor(profile: unknown, capability: string): string | unde
  */
 export async function callCapability(options: CallCapabilityOptions): Promise<CallCapabilityResult> {
   const timeoutMs = options.timeoutMs ?? 10_000;
-  const profileUrl = /\/\.well-known\/ucp$/.test(new URL(options.target).pathname) ? options.target : `${options.target.replace(/\/+$/, '')}/.well-known/ucp`;
+  const profileUrl = /\/\.well-known\/ucp$/.test(new URL(options.target).pathname)
+    ? options.target
+    : `${options.target.replace(/\/+$/, '')}/.well-known/ucp`;
   const profile = await fetchJson(profileUrl, timeoutMs);
-  const capabilities = (profile as { ucp?: { capabilities?: Record<string, unknown> } }).ucp?.capabilities ?? {};
-  if (!(options.capability in capabilities)) throw new Error(`the business profile at ${profileUrl} does not offer ${options.capability}`);
+  const capabilities =
+    (profile as { ucp?: { capabilities?: Record<string, unknown> } }).ucp?.capabilities ?? {};
+  if (!(options.capability in capabilities))
+    throw new Error(`the business profile at ${profileUrl} does not offer ${options.capability}`);
   const endpoint = endpointFor(profile, options.capability);
-  if (endpoint === undefined) throw new Error(`the business profile at ${profileUrl} has no REST endpoint for ${options.capability}`);
+  if (endpoint === undefined)
+    throw new Error(`the business profile at ${profileUrl} has no REST endpoint for ${options.capability}`);
   const url = `${endpoint}/capabilities/${encodeURIComponent(options.capability)}`;
   const signed = signRequest({
     url,
@@ -225,9 +248,17 @@ export async function callCapability(options: CallCapabilityOptions): Promise<Ca
     keyid: options.keyid,
     privateKey: options.privateKey,
     ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}),
-    ...(options.consentNonce !== undefined ? { headers: { [CONSENT_NONCE_HEADER]: options.consentNonce } } : {}),
+    ...(options.consentNonce !== undefined
+      ? { headers: { [CONSENT_NONCE_HEADER]: options.consentNonce } }
+      : {}),
   });
-  const res = await fetch(url, { method: 'POST', headers: signed.headers, body: signed.body === undefined ? undefined : new Uint8Array(signed.body), redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: signed.headers,
+    body: signed.body === undefined ? undefined : new Uint8Array(signed.body),
+    redirect: 'manual',
+    signal: AbortSignal.timeout(timeoutMs),
+  });
   const bytes = new Uint8Array(await res.arrayBuffer());
   const headers: Record<string, string> = {};
   res.headers.forEach((value, name) => {
@@ -241,7 +272,13 @@ export async function callCapability(options: CallCapabilityOptions): Promise<Ca
   }
   let signature: VerifiedSignature | SignatureError;
   try {
-    signature = await verifyResponse({ status: res.status, headers, body: bytes, url, keys: profileKeys(profile) });
+    signature = await verifyResponse({
+      status: res.status,
+      headers,
+      body: bytes,
+      url,
+      keys: profileKeys(profile),
+    });
   } catch (err) {
     if (!(err instanceof SignatureError)) throw err;
     signature = err;

@@ -34,7 +34,14 @@ import { z } from 'zod';
 import type { Runtime } from '../../runtime/runtime.ts';
 import type { Role, VerbClass } from '../../spec/types.ts';
 import { ROLES } from '../../spec/types.ts';
-import { SUB_AGENTS, VERSION_PATTERN, UCP_VERSION, namespaceProblem, namespaceFromUrl, type SubAgent } from './capability-names.ts';
+import {
+  SUB_AGENTS,
+  VERSION_PATTERN,
+  UCP_VERSION,
+  namespaceProblem,
+  namespaceFromUrl,
+  type SubAgent,
+} from './capability-names.ts';
 
 /** Consent classes a signature may imply (typed-phrase classes never are). */
 export const IMPLIABLE_CLASSES = ['READ', 'WRITE_REVERSIBLE'] as const;
@@ -101,7 +108,9 @@ export function parseUcpSettings(raw: unknown): UcpTenantSettings {
   const parsed = tenantConfigSchema.safeParse(raw ?? {});
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new Error(`settings.ucp${issue.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('')}: ${issue.message}`);
+    throw new Error(
+      `settings.ucp${issue.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('')}: ${issue.message}`,
+    );
   }
   const s = parsed.data;
   if (s.namespace !== undefined) {
@@ -109,7 +118,8 @@ export function parseUcpSettings(raw: unknown): UcpTenantSettings {
     if (problem !== undefined) throw new Error(`settings.ucp.namespace: ${problem}`);
   }
   for (const [i, p] of (s.platforms ?? []).entries()) {
-    if (normalizeProfileUrl(p.profile) === undefined) throw new Error(`settings.ucp.platforms[${i}].profile: not an absolute http(s) URL`);
+    if (normalizeProfileUrl(p.profile) === undefined)
+      throw new Error(`settings.ucp.platforms[${i}].profile: not an absolute http(s) URL`);
   }
   return s;
 }
@@ -132,7 +142,9 @@ export function normalizeProfileUrl(url: string): string | undefined {
  */
 export function resolveTenantConfig(rawSettingsUcp: unknown, defaultNamespace: string): UcpTenantConfig {
   const s = parseUcpSettings(rawSettingsUcp);
-  const policy = (p: z.infer<typeof platformPolicySchema> & { profile?: string; keys?: Record<string, unknown>[] }): PlatformPolicy => ({
+  const policy = (
+    p: z.infer<typeof platformPolicySchema> & { profile?: string; keys?: Record<string, unknown>[] },
+  ): PlatformPolicy => ({
     profile: p.profile === undefined ? undefined : normalizeProfileUrl(p.profile),
     name: p.name,
     role: p.role ?? 'read_only',
@@ -158,10 +170,18 @@ export function resolveTenantConfig(rawSettingsUcp: unknown, defaultNamespace: s
 /** Does the policy allow this capability? `allow` entries are exact names or `prefix.*`. */
 export function capabilityAllowed(policy: PlatformPolicy, capability: string): boolean {
   if (policy.allow === undefined) return true;
-  return policy.allow.some((a) => (a.endsWith('.*') ? capability.startsWith(a.slice(0, -1)) : a === capability));
+  return policy.allow.some((a) =>
+    a.endsWith('.*') ? capability.startsWith(a.slice(0, -1)) : a === capability,
+  );
 }
 
-const CLASS_RANK: Readonly<Record<VerbClass, number>> = { READ: 0, WRITE_REVERSIBLE: 1, WRITE_FINANCIAL: 2, IRREVERSIBLE: 3, BLOCKED: 4 };
+const CLASS_RANK: Readonly<Record<VerbClass, number>> = {
+  READ: 0,
+  WRITE_REVERSIBLE: 1,
+  WRITE_FINANCIAL: 2,
+  IRREVERSIBLE: 3,
+  BLOCKED: 4,
+};
 
 /** Is `cls` at or below the class a platform's signature implies? */
 export function classImplied(cls: VerbClass, maxClass: ImpliableClass): boolean {
@@ -186,18 +206,27 @@ export interface UcpServerConfig {
  * @throws Error naming the variable that is malformed
  */
 export function ucpConfigFromEnv(env: NodeJS.ProcessEnv = process.env): UcpServerConfig {
-  const baseUrl = env.SOLID_UCP_BASE_URL === undefined || env.SOLID_UCP_BASE_URL === '' ? undefined : checkBaseUrl(env.SOLID_UCP_BASE_URL, 'SOLID_UCP_BASE_URL');
+  const baseUrl =
+    env.SOLID_UCP_BASE_URL === undefined || env.SOLID_UCP_BASE_URL === ''
+      ? undefined
+      : checkBaseUrl(env.SOLID_UCP_BASE_URL, 'SOLID_UCP_BASE_URL');
   let primaryTenant: number | undefined;
   if (env.SOLID_UCP_TENANT !== undefined && env.SOLID_UCP_TENANT !== '') {
     primaryTenant = Number(env.SOLID_UCP_TENANT);
-    if (!Number.isSafeInteger(primaryTenant) || primaryTenant < 1) throw new Error('SOLID_UCP_TENANT must be a positive integer (a company_id)');
+    if (!Number.isSafeInteger(primaryTenant) || primaryTenant < 1)
+      throw new Error('SOLID_UCP_TENANT must be a positive integer (a company_id)');
   }
-  const ns = env.SOLID_UCP_NAMESPACE === undefined || env.SOLID_UCP_NAMESPACE === '' ? undefined : env.SOLID_UCP_NAMESPACE;
-  if (ns !== undefined && namespaceProblem(ns) !== undefined) throw new Error(`SOLID_UCP_NAMESPACE: ${namespaceProblem(ns)!}`);
+  const ns =
+    env.SOLID_UCP_NAMESPACE === undefined || env.SOLID_UCP_NAMESPACE === ''
+      ? undefined
+      : env.SOLID_UCP_NAMESPACE;
+  if (ns !== undefined && namespaceProblem(ns) !== undefined)
+    throw new Error(`SOLID_UCP_NAMESPACE: ${namespaceProblem(ns)!}`);
   return {
     baseUrl,
     primaryTenant,
-    defaultNamespace: ns ?? (baseUrl === undefined ? undefined : namespaceFromUrl(baseUrl)) ?? FALLBACK_NAMESPACE,
+    defaultNamespace:
+      ns ?? (baseUrl === undefined ? undefined : namespaceFromUrl(baseUrl)) ?? FALLBACK_NAMESPACE,
     dev: env.SOLID_UCP_DEV === '1' || env.SOLID_UCP_DEV === 'true',
   };
 }
@@ -210,8 +239,10 @@ export function checkBaseUrl(url: string, what = 'baseUrl'): string {
   } catch {
     throw new Error(`${what} must be an absolute URL such as https://api.example.com`);
   }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new Error(`${what} must use https (http only for local development)`);
-  if (u.search !== '' || u.hash !== '' || u.username !== '' || u.password !== '') throw new Error(`${what} must not carry a query, fragment or credentials`);
+  if (u.protocol !== 'https:' && u.protocol !== 'http:')
+    throw new Error(`${what} must use https (http only for local development)`);
+  if (u.search !== '' || u.hash !== '' || u.username !== '' || u.password !== '')
+    throw new Error(`${what} must not carry a query, fragment or credentials`);
   return u.href.replace(/\/+$/, '');
 }
 
@@ -228,7 +259,9 @@ export async function primaryTenantOf(rt: Runtime, configured?: number): Promise
   } catch {
     sandbox = undefined;
   }
-  const rows = await rt.store.read((q) => q.all<{ company_id: number }>('SELECT company_id FROM tenants ORDER BY company_id LIMIT 2'));
+  const rows = await rt.store.read((q) =>
+    q.all<{ company_id: number }>('SELECT company_id FROM tenants ORDER BY company_id LIMIT 2'),
+  );
   const ids = rows.map((r) => Number(r.company_id));
   return ids.find((i) => i !== sandbox) ?? ids[0];
 }

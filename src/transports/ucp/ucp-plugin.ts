@@ -50,7 +50,14 @@ import { StoreReplayGuard, type ReplayGuard } from './replay-cache.ts';
 import { PlatformUsers } from './platform-users.ts';
 import { signMessage } from './rfc9421.ts';
 import { UcpError } from './ucp-error.ts';
-import { checkBaseUrl, primaryTenantOf, resolveTenantConfig, ucpConfigFromEnv, type UcpServerConfig, type UcpTenantConfig } from './ucp-config.ts';
+import {
+  checkBaseUrl,
+  primaryTenantOf,
+  resolveTenantConfig,
+  ucpConfigFromEnv,
+  type UcpServerConfig,
+  type UcpTenantConfig,
+} from './ucp-config.ts';
 import { CONSENT_NONCE_HEADER, verifyUcpRequest, type InboundRequest } from './verify-request.ts';
 
 /** Where the time of one capability call went (ms), for the benchmark. */
@@ -94,7 +101,10 @@ class UcpState {
   readonly cfg: UcpServerConfig;
   #generation = 0;
   readonly #configs = new Map<number, { raw: string; config: UcpTenantConfig }>();
-  readonly #catalogs = new Map<string, { catalog: CapabilityEntry[]; byName: Map<string, CapabilityEntry> }>();
+  readonly #catalogs = new Map<
+    string,
+    { catalog: CapabilityEntry[]; byName: Map<string, CapabilityEntry> }
+  >();
   #primary: { id: number | undefined; at: number } | undefined;
   /** Stop following registry changes (the server closes). */
   readonly detach: () => void;
@@ -128,19 +138,29 @@ class UcpState {
         cached = { raw, config: resolveTenantConfig(tenant.settings.ucp, this.cfg.defaultNamespace) };
       } catch (err) {
         this.rt.logger.error({ err, company_id: companyId }, 'invalid settings.ucp');
-        throw new UcpError('internal_error', "This business's UCP settings are invalid; the operator must fix them (solid ucp config set).");
+        throw new UcpError(
+          'internal_error',
+          "This business's UCP settings are invalid; the operator must fix them (solid ucp config set).",
+        );
       }
       this.#configs.set(companyId, cached);
       const base = this.cfg.baseUrl;
       if (base !== undefined && !authorityBinds(`${cached.config.namespace}.ops.x`, `${base}/`)) {
-        this.rt.logger.warn({ company_id: companyId, namespace: cached.config.namespace, base_url: base }, 'UCP namespace does not match the base URL host: platforms will ignore the capabilities (spec/transports.md §ucp-names)');
+        this.rt.logger.warn(
+          { company_id: companyId, namespace: cached.config.namespace, base_url: base },
+          'UCP namespace does not match the base URL host: platforms will ignore the capabilities (spec/transports.md §ucp-names)',
+        );
       }
     }
     const config = cached.config;
     const key = `${this.#generation}|${config.namespace}|${JSON.stringify(config.subAgents)}|${JSON.stringify(config.extends)}`;
     let cat = this.#catalogs.get(key);
     if (cat === undefined) {
-      const catalog = buildCapabilityCatalog(this.rt.registry.all(), { namespace: config.namespace, subAgents: config.subAgents, extends: config.extends });
+      const catalog = buildCapabilityCatalog(this.rt.registry.all(), {
+        namespace: config.namespace,
+        subAgents: config.subAgents,
+        extends: config.extends,
+      });
       cat = { catalog, byName: new Map(catalog.map((e) => [e.name, e])) };
       if (this.#catalogs.size > 64) this.#catalogs.clear();
       this.#catalogs.set(key, cat);
@@ -150,7 +170,10 @@ class UcpState {
 }
 
 /** The company_id of a route: `/t/{tenant}` or the primary tenant. @throws UcpError not_found */
-async function companyOf(state: UcpState, request: FastifyRequest): Promise<{ id: number; prefixed: boolean }> {
+async function companyOf(
+  state: UcpState,
+  request: FastifyRequest,
+): Promise<{ id: number; prefixed: boolean }> {
   const param = (request.params as { tenant?: string }).tenant;
   if (param === undefined) {
     const id = await state.primaryTenant();
@@ -158,7 +181,8 @@ async function companyOf(state: UcpState, request: FastifyRequest): Promise<{ id
     return { id, prefixed: false };
   }
   const id = Number(param);
-  if (!/^[1-9][0-9]{0,15}$/.test(param) || !Number.isSafeInteger(id)) throw new UcpError('not_found', `No business ${JSON.stringify(param.slice(0, 40))} is served here.`);
+  if (!/^[1-9][0-9]{0,15}$/.test(param) || !Number.isSafeInteger(id))
+    throw new UcpError('not_found', `No business ${JSON.stringify(param.slice(0, 40))} is served here.`);
   return { id, prefixed: true };
 }
 
@@ -167,12 +191,21 @@ function originOf(state: UcpState, request: FastifyRequest): string {
   return `${request.protocol}://${request.headers.host ?? 'localhost'}`;
 }
 
-function urlsOf(state: UcpState, request: FastifyRequest, company: { id: number; prefixed: boolean }): ProfileUrls {
+function urlsOf(
+  state: UcpState,
+  request: FastifyRequest,
+  company: { id: number; prefixed: boolean },
+): ProfileUrls {
   return { base: `${originOf(state, request)}${company.prefixed ? `/t/${company.id}` : ''}` };
 }
 
 /** Send a cacheable public document with ETag / 304. */
-function sendDocument(request: FastifyRequest, reply: FastifyReply, body: string, type: string): FastifyReply {
+function sendDocument(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  body: string,
+  type: string,
+): FastifyReply {
   const etag = etagOf(body);
   reply.header('cache-control', `public, max-age=${PROFILE_MAX_AGE_SECONDS}`).header('etag', etag);
   if (ifNoneMatchHits(request.headers['if-none-match'], etag)) return reply.code(304).send();
@@ -181,15 +214,25 @@ function sendDocument(request: FastifyRequest, reply: FastifyReply, body: string
 
 /** A UCP flat error (unsigned). */
 function sendError(reply: FastifyReply, err: UcpError): FastifyReply {
-  return reply.code(err.status).header('cache-control', 'no-store').type('application/json').send(JSON.stringify(err.toBody()));
+  return reply
+    .code(err.status)
+    .header('cache-control', 'no-store')
+    .type('application/json')
+    .send(JSON.stringify(err.toBody()));
 }
 
 function toUcpError(err: unknown, rt: Runtime): UcpError {
   if (err instanceof UcpError) return err;
-  if (err instanceof StoreError) return new UcpError('store_unavailable', 'The database is unavailable; retry shortly.');
+  if (err instanceof StoreError)
+    return new UcpError('store_unavailable', 'The database is unavailable; retry shortly.');
   const e = err as { code?: string; statusCode?: number; message?: string };
-  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new UcpError('payload_too_large', 'The request body is too large.');
-  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) return new UcpError('invalid_request', `The request is malformed: ${String(e.message ?? 'bad request')}.`);
+  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+    return new UcpError('payload_too_large', 'The request body is too large.');
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500)
+    return new UcpError(
+      'invalid_request',
+      `The request is malformed: ${String(e.message ?? 'bad request')}.`,
+    );
   rt.logger.error({ err }, 'unhandled error in the UCP transport');
   return new UcpError('internal_error', 'An unexpected error occurred; it was logged.');
 }
@@ -198,15 +241,32 @@ function toUcpError(err: unknown, rt: Runtime): UcpError {
  * Sign and send an answer with the tenant's active key (RFC 9421 over @status, content-digest,
  * content-type; created = now, keyid = the active kid).
  */
-async function sendSigned(rt: Runtime, reply: FastifyReply, companyId: number, answer: CapabilityAnswer, url: string): Promise<FastifyReply> {
+async function sendSigned(
+  rt: Runtime,
+  reply: FastifyReply,
+  companyId: number,
+  answer: CapabilityAnswer,
+  url: string,
+): Promise<FastifyReply> {
   const bytes = Buffer.from(JSON.stringify(answer.body), 'utf8');
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'content-digest': createContentDigest(bytes) };
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'content-digest': createContentDigest(bytes),
+  };
   const key = await rt.keys.signingKey(companyId);
   const signature = signMessage(
     { status: answer.status, url, headers, body: bytes },
-    { keyid: key.kid, privateKey: key.keyObject, components: RESPONSE_COMPONENTS, created: Math.floor(rt.clock().getTime() / 1000) },
+    {
+      keyid: key.kid,
+      privateKey: key.keyObject,
+      components: RESPONSE_COMPONENTS,
+      created: Math.floor(rt.clock().getTime() / 1000),
+    },
   );
-  return reply.code(answer.status).headers({ ...answer.headers, ...headers, ...signature }).send(bytes);
+  return reply
+    .code(answer.status)
+    .headers({ ...answer.headers, ...headers, ...signature })
+    .send(bytes);
 }
 
 /**
@@ -230,105 +290,206 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
 
     // Raw bytes for every media type: the digest and the signature are checked before parsing.
     app.removeAllContentTypeParsers();
-    app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req: FastifyRequest, body: Buffer, done: (err: Error | null, body?: unknown) => void) => done(null, body));
+    app.addContentTypeParser(
+      '*',
+      { parseAs: 'buffer' },
+      (_req: FastifyRequest, body: Buffer, done: (err: Error | null, body?: unknown) => void) =>
+        done(null, body),
+    );
     app.setErrorHandler(function ucpErrorHandler(err, _request, reply) {
       return sendError(reply, toUcpError(err, rt));
     });
 
     const documents = async (prefixApp: FastifyInstance) => {
-      const doc = (path: string, summary: string, build: (s: TenantState, urls: ProfileUrls, request: FastifyRequest) => Promise<{ body: string; type: string }>) => {
-        prefixApp.get(path, { config: { openapi: { summary, tags: ['ucp'], responses: { 200: { description: summary }, 304: { description: 'not modified' } } } } }, async (request, reply) => {
-          const company = await companyOf(state, request);
-          const s = await state.tenantState(company.id);
-          const { body, type } = await build(s, urlsOf(state, request, company), request);
-          return sendDocument(request, reply, body, type);
-        });
+      const doc = (
+        path: string,
+        summary: string,
+        build: (
+          s: TenantState,
+          urls: ProfileUrls,
+          request: FastifyRequest,
+        ) => Promise<{ body: string; type: string }>,
+      ) => {
+        prefixApp.get(
+          path,
+          {
+            config: {
+              openapi: {
+                summary,
+                tags: ['ucp'],
+                responses: { 200: { description: summary }, 304: { description: 'not modified' } },
+              },
+            },
+          },
+          async (request, reply) => {
+            const company = await companyOf(state, request);
+            const s = await state.tenantState(company.id);
+            const { body, type } = await build(s, urlsOf(state, request, company), request);
+            return sendDocument(request, reply, body, type);
+          },
+        );
       };
-      const keysOf = (s: TenantState) => rt.store.read((q) => rt.keys.publishable(q, s.tenant.company_id, rt.clock()));
+      const keysOf = (s: TenantState) =>
+        rt.store.read((q) => rt.keys.publishable(q, s.tenant.company_id, rt.clock()));
       doc('/.well-known/ucp', 'UCP business profile (2026-08-25)', async (s, urls) => ({
-        body: JSON.stringify(buildBusinessProfile({ catalog: s.catalog, capabilityVersion: s.config.capabilityVersion, urls, keys: await keysOf(s) })),
+        body: JSON.stringify(
+          buildBusinessProfile({
+            catalog: s.catalog,
+            capabilityVersion: s.config.capabilityVersion,
+            urls,
+            keys: await keysOf(s),
+          }),
+        ),
         type: 'application/json',
       }));
-      doc('/ucp/v1/profiles/2026-04-08', 'UCP leaf profile for 2026-04-08 (signing_keys)', async (s, urls) => ({
-        body: JSON.stringify(buildLegacyProfile({ catalog: s.catalog, capabilityVersion: s.config.capabilityVersion, urls, keys: await keysOf(s) })),
+      doc(
+        '/ucp/v1/profiles/2026-04-08',
+        'UCP leaf profile for 2026-04-08 (signing_keys)',
+        async (s, urls) => ({
+          body: JSON.stringify(
+            buildLegacyProfile({
+              catalog: s.catalog,
+              capabilityVersion: s.config.capabilityVersion,
+              urls,
+              keys: await keysOf(s),
+            }),
+          ),
+          type: 'application/json',
+        }),
+      );
+      doc('/ucp/v1/openapi.json', 'OpenAPI of the UCP REST binding', async (s, urls) => ({
+        body: JSON.stringify(buildServiceOpenApi(s.catalog, urls)),
         type: 'application/json',
       }));
-      doc('/ucp/v1/openapi.json', 'OpenAPI of the UCP REST binding', async (s, urls) => ({ body: JSON.stringify(buildServiceOpenApi(s.catalog, urls)), type: 'application/json' }));
       doc('/ucp/v1/schemas/:file', 'JSON Schema of one capability', async (s, urls, request) => {
         const file = (request.params as { file: string }).file;
         const entry = file.endsWith('.json') ? s.byName.get(file.slice(0, -5)) : undefined;
-        if (entry === undefined) throw new UcpError('not_found', `No capability schema ${JSON.stringify(file.slice(0, 200))}.`);
-        return { body: JSON.stringify(buildCapabilitySchema(entry, s.config.capabilityVersion, urls)), type: 'application/json' };
+        if (entry === undefined)
+          throw new UcpError('not_found', `No capability schema ${JSON.stringify(file.slice(0, 200))}.`);
+        return {
+          body: JSON.stringify(buildCapabilitySchema(entry, s.config.capabilityVersion, urls)),
+          type: 'application/json',
+        };
       });
-      doc('/ucp/v1/spec', 'UCP capabilities (index)', async (s) => ({ body: buildSpecPage(s.catalog), type: 'text/markdown; charset=utf-8' }));
+      doc('/ucp/v1/spec', 'UCP capabilities (index)', async (s) => ({
+        body: buildSpecPage(s.catalog),
+        type: 'text/markdown; charset=utf-8',
+      }));
       doc('/ucp/v1/spec/:capability', 'What one capability does', async (s, _urls, request) => {
         const entry = s.byName.get((request.params as { capability: string }).capability);
         if (entry === undefined) throw new UcpError('not_found', 'No such capability.');
         return { body: buildSpecPage(s.catalog, entry), type: 'text/markdown; charset=utf-8' };
       });
 
-      prefixApp.post('/ucp/v1/capabilities/:capability', { config: { openapi: { summary: 'Run a UCP capability (RFC 9421 signed request and answer)', tags: ['ucp'], responses: { 200: { description: 'signed answer' } } } } }, async (request, reply) => {
-        const t0 = performance.now();
-        const company = await companyOf(state, request);
-        const s = await state.tenantState(company.id);
-        const raw = Buffer.isBuffer(request.body) ? request.body : undefined;
-        const url = `${request.protocol}://${request.headers.host ?? ''}${request.raw.url ?? request.url}`;
-        const inbound: InboundRequest = { method: request.method, url, headers: fieldLinesOf(request), ...(raw !== undefined && raw.length > 0 ? { body: raw } : {}) };
-        let platform;
-        let userId: number;
-        try {
-          platform = await verifyUcpRequest(inbound, {
-            config: s.config,
-            profiles,
-            replay,
-            now: rt.clock(),
-            ...(options.skewSeconds !== undefined ? { skewSeconds: options.skewSeconds } : {}),
-            ...(options.maxSignatureAgeSeconds !== undefined ? { maxAgeSeconds: options.maxSignatureAgeSeconds } : {}),
-          });
-          userId = await platformUsers.userIdOf(platform.profileUrl);
-        } catch (err) {
-          const e = toUcpError(err, rt);
-          request.log.info({ code: e.code, ucp_agent: request.headers['ucp-agent'] }, 'UCP request refused');
-          return sendError(reply, e);
-        }
-        const t1 = performance.now();
-        const name = (request.params as { capability: string }).capability;
-        const entry = s.byName.get(name);
-        const version = s.config.capabilityVersion;
-        let answer: CapabilityAnswer;
-        if (entry === undefined) {
-          answer = refusalOf(name.slice(0, 200), undefined, version, 404, 'not_found', `No capability named ${JSON.stringify(name.slice(0, 200))} is offered here.`, 'See the capabilities of /.well-known/ucp.');
-        } else if (raw !== undefined && raw.length > 0 && !JSON_TYPE.test(String(request.headers['content-type'] ?? ''))) {
-          answer = refusalOf(entry.verb.name, entry, version, 415, 'unsupported_media_type', 'The request body must be JSON.', 'Send Content-Type: application/json.');
-        } else {
+      prefixApp.post(
+        '/ucp/v1/capabilities/:capability',
+        {
+          config: {
+            openapi: {
+              summary: 'Run a UCP capability (RFC 9421 signed request and answer)',
+              tags: ['ucp'],
+              responses: { 200: { description: 'signed answer' } },
+            },
+          },
+        },
+        async (request, reply) => {
+          const t0 = performance.now();
+          const company = await companyOf(state, request);
+          const s = await state.tenantState(company.id);
+          const raw = Buffer.isBuffer(request.body) ? request.body : undefined;
+          const url = `${request.protocol}://${request.headers.host ?? ''}${request.raw.url ?? request.url}`;
+          const inbound: InboundRequest = {
+            method: request.method,
+            url,
+            headers: fieldLinesOf(request),
+            ...(raw !== undefined && raw.length > 0 ? { body: raw } : {}),
+          };
+          let platform;
+          let userId: number;
           try {
-            const args = raw === undefined ? undefined : parseJsonBody(raw.toString('utf8'));
-            const idempotencyKey = idempotencyKeyOf(headerValue(request.headers['idempotency-key']));
-            const consentNonce = headerValue(request.headers[CONSENT_NONCE_HEADER]);
-            answer = await runCapability({
-              rt,
-              tenant: s.tenant,
-              entry,
-              capabilityVersion: version,
-              platform,
-              userId,
-              args,
-              ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
-              ...(consentNonce !== undefined ? { consentNonce: consentNonce.trim() } : {}),
+            platform = await verifyUcpRequest(inbound, {
+              config: s.config,
+              profiles,
+              replay,
+              now: rt.clock(),
+              ...(options.skewSeconds !== undefined ? { skewSeconds: options.skewSeconds } : {}),
+              ...(options.maxSignatureAgeSeconds !== undefined
+                ? { maxAgeSeconds: options.maxSignatureAgeSeconds }
+                : {}),
             });
+            userId = await platformUsers.userIdOf(platform.profileUrl);
           } catch (err) {
-            if (!isVerbError(err)) throw err;
-            answer = refusalOf(entry.verb.name, entry, version, 400, err.reason, err.message, err.hint);
+            const e = toUcpError(err, rt);
+            request.log.info(
+              { code: e.code, ucp_agent: request.headers['ucp-agent'] },
+              'UCP request refused',
+            );
+            return sendError(reply, e);
           }
-        }
-        const t2 = performance.now();
-        const sent = await sendSigned(rt, reply, company.id, answer, url);
-        if (options.onTimings !== undefined) {
-          const t3 = performance.now();
-          options.onTimings({ verify_ms: t1 - t0, dispatch_ms: t2 - t1, sign_ms: t3 - t2, total_ms: t3 - t0 });
-        }
-        return sent;
-      });
+          const t1 = performance.now();
+          const name = (request.params as { capability: string }).capability;
+          const entry = s.byName.get(name);
+          const version = s.config.capabilityVersion;
+          let answer: CapabilityAnswer;
+          if (entry === undefined) {
+            answer = refusalOf(
+              name.slice(0, 200),
+              undefined,
+              version,
+              404,
+              'not_found',
+              `No capability named ${JSON.stringify(name.slice(0, 200))} is offered here.`,
+              'See the capabilities of /.well-known/ucp.',
+            );
+          } else if (
+            raw !== undefined &&
+            raw.length > 0 &&
+            !JSON_TYPE.test(String(request.headers['content-type'] ?? ''))
+          ) {
+            answer = refusalOf(
+              entry.verb.name,
+              entry,
+              version,
+              415,
+              'unsupported_media_type',
+              'The request body must be JSON.',
+              'Send Content-Type: application/json.',
+            );
+          } else {
+            try {
+              const args = raw === undefined ? undefined : parseJsonBody(raw.toString('utf8'));
+              const idempotencyKey = idempotencyKeyOf(headerValue(request.headers['idempotency-key']));
+              const consentNonce = headerValue(request.headers[CONSENT_NONCE_HEADER]);
+              answer = await runCapability({
+                rt,
+                tenant: s.tenant,
+                entry,
+                capabilityVersion: version,
+                platform,
+                userId,
+                args,
+                ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
+                ...(consentNonce !== undefined ? { consentNonce: consentNonce.trim() } : {}),
+              });
+            } catch (err) {
+              if (!isVerbError(err)) throw err;
+              answer = refusalOf(entry.verb.name, entry, version, 400, err.reason, err.message, err.hint);
+            }
+          }
+          const t2 = performance.now();
+          const sent = await sendSigned(rt, reply, company.id, answer, url);
+          if (options.onTimings !== undefined) {
+            const t3 = performance.now();
+            options.onTimings({
+              verify_ms: t1 - t0,
+              dispatch_ms: t2 - t1,
+              sign_ms: t3 - t2,
+              total_ms: t3 - t0,
+            });
+          }
+          return sent;
+        },
+      );
     };
     await app.register(documents);
     await app.register(documents, { prefix: '/t/:tenant' });
@@ -341,7 +502,10 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
  * Falls back to `request.headers` where the raw request has no `headersDistinct` (inject()).
  */
 function fieldLinesOf(request: FastifyRequest): Record<string, string | string[] | undefined> {
-  return (request.raw.headersDistinct as Record<string, string[]> | undefined) ?? (request.headers as Record<string, string | string[] | undefined>);
+  return (
+    (request.raw.headersDistinct as Record<string, string[]> | undefined) ??
+    (request.headers as Record<string, string | string[] | undefined>)
+  );
 }
 
 function headerValue(v: string | string[] | undefined): string | undefined {

@@ -73,16 +73,23 @@ function headerLines(headers: InboundRequest['headers'], name: string): string[]
  * @throws UcpError invalid_profile_url (absent, not a dictionary, no sf-string `profile`)
  */
 export function profileUrlOf(header: string | readonly string[] | undefined): string {
-  if (header === undefined || header.length === 0) throw new UcpError('invalid_profile_url', 'The UCP-Agent header is missing; send UCP-Agent: profile="https://…/.well-known/ucp".');
+  if (header === undefined || header.length === 0)
+    throw new UcpError(
+      'invalid_profile_url',
+      'The UCP-Agent header is missing; send UCP-Agent: profile="https://…/.well-known/ucp".',
+    );
   let dict: ReturnType<typeof parseDictionary>;
   try {
     dict = parseDictionary(typeof header === 'string' ? header : header.join(', '));
   } catch (cause) {
-    throw new UcpError('invalid_profile_url', 'The UCP-Agent header is not a structured-field dictionary.', { cause });
+    throw new UcpError('invalid_profile_url', 'The UCP-Agent header is not a structured-field dictionary.', {
+      cause,
+    });
   }
   const member = dict.get('profile');
   const value = member === undefined || Array.isArray(member[0]) ? undefined : member[0];
-  if (typeof value !== 'string') throw new UcpError('invalid_profile_url', 'UCP-Agent has no profile="…" string member.');
+  if (typeof value !== 'string')
+    throw new UcpError('invalid_profile_url', 'UCP-Agent has no profile="…" string member.');
   return value;
 }
 
@@ -100,10 +107,15 @@ export function requiredComponents(req: InboundRequest): string[] {
 
 /** The deterministic user_id of a platform: 1 000 000 000 + (first 4 bytes of SHA-256(profile URL)) mod 10⁹. */
 export function platformUserId(profileUrl: string): number {
-  return 1_000_000_000 + (createHash('sha256').update(profileUrl, 'utf8').digest().readUInt32BE(0) % 1_000_000_000);
+  return (
+    1_000_000_000 + (createHash('sha256').update(profileUrl, 'utf8').digest().readUInt32BE(0) % 1_000_000_000)
+  );
 }
 
-const pinnedCache = new WeakMap<readonly Record<string, unknown>[], Map<string, KeyObject | SignatureError>>();
+const pinnedCache = new WeakMap<
+  readonly Record<string, unknown>[],
+  Map<string, KeyObject | SignatureError>
+>();
 
 function pinnedKeys(keys: readonly Record<string, unknown>[]): Map<string, KeyObject | SignatureError> {
   let map = pinnedCache.get(keys);
@@ -123,19 +135,33 @@ function pinnedKeys(keys: readonly Record<string, unknown>[]): Map<string, KeyOb
  * @returns the platform and the signature that verified
  * @throws UcpError with the UCP code and status of the first failure
  */
-export async function verifyUcpRequest(req: InboundRequest, options: VerifyRequestOptions): Promise<VerifiedPlatform> {
-  if (headerLines(req.headers, 'signature-input') === undefined || headerLines(req.headers, 'signature') === undefined) {
-    throw new UcpError('signature_missing', 'The request is not signed: send Signature-Input and Signature (RFC 9421, ES256).');
+export async function verifyUcpRequest(
+  req: InboundRequest,
+  options: VerifyRequestOptions,
+): Promise<VerifiedPlatform> {
+  if (
+    headerLines(req.headers, 'signature-input') === undefined ||
+    headerLines(req.headers, 'signature') === undefined
+  ) {
+    throw new UcpError(
+      'signature_missing',
+      'The request is not signed: send Signature-Input and Signature (RFC 9421, ES256).',
+    );
   }
   const rawProfile = profileUrlOf(headerLines(req.headers, 'ucp-agent'));
   const profileUrl = normalizeProfileUrl(rawProfile);
-  if (profileUrl === undefined) throw new UcpError('invalid_profile_url', 'The UCP-Agent profile is not an absolute https URL.');
+  if (profileUrl === undefined)
+    throw new UcpError('invalid_profile_url', 'The UCP-Agent profile is not an absolute https URL.');
   const parsedUrl = checkProfileUrl(profileUrl, options.profiles.dev);
   const policy = options.config.platforms.get(profileUrl) ?? options.config.anyPlatform;
   if (policy === undefined) {
-    throw new UcpError('profile_not_trusted', `The platform ${profileUrl} is not in this business's trust list.`);
+    throw new UcpError(
+      'profile_not_trusted',
+      `The platform ${profileUrl} is not in this business's trust list.`,
+    );
   }
-  const pinned = policy.profile !== undefined && policy.keys !== undefined ? pinnedKeys(policy.keys) : undefined;
+  const pinned =
+    policy.profile !== undefined && policy.keys !== undefined ? pinnedKeys(policy.keys) : undefined;
   const resolveKey = async (kid: string): Promise<KeyObject | undefined> => {
     if (pinned !== undefined) {
       const k = pinned.get(kid);
@@ -144,7 +170,12 @@ export async function verifyUcpRequest(req: InboundRequest, options: VerifyReque
     }
     return options.profiles.resolveKey(profileUrl, kid);
   };
-  const message: HttpMessage = { method: req.method, url: req.url, headers: req.headers, ...(req.body !== undefined ? { body: req.body } : {}) };
+  const message: HttpMessage = {
+    method: req.method,
+    url: req.url,
+    headers: req.headers,
+    ...(req.body !== undefined ? { body: req.body } : {}),
+  };
   let signature: VerifiedSignature;
   try {
     signature = await verifyMessage(message, {

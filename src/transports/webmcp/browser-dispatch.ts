@@ -13,10 +13,18 @@ import { sendEnvelope } from '../http/error-handler.ts';
 import type { CallBody } from './call-body.ts';
 
 /** Dispatch and send the envelope (status from envelopeToHttp). */
-export async function dispatchAndReply(rt: Runtime, request: FastifyRequest, reply: FastifyReply, caller: Omit<Caller, 'signal'>, name: string, body: CallBody): Promise<FastifyReply> {
+export async function dispatchAndReply(
+  rt: Runtime,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  caller: Omit<Caller, 'signal'>,
+  name: string,
+  body: CallBody,
+): Promise<FastifyReply> {
   const options = { ...body.options };
   const header = request.headers['idempotency-key'];
-  if (options.idempotency_key === undefined && typeof header === 'string' && header !== '') options.idempotency_key = header;
+  if (options.idempotency_key === undefined && typeof header === 'string' && header !== '')
+    options.idempotency_key = header;
   const controller = new AbortController();
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) controller.abort(new Error('the browser closed the connection'));

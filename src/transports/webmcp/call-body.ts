@@ -39,15 +39,21 @@ function badBody(message: string, withSurface: boolean): VerbError {
 export function parseCallBody(body: unknown, opts: { surface: true }): CallBody & { surface: WebmcpSurface };
 export function parseCallBody(body: unknown, opts: { surface: false }): CallBody;
 export function parseCallBody(body: unknown, opts: { surface: boolean }): CallBody {
-  if (body === null || body === undefined || typeof body !== 'object' || Array.isArray(body)) throw badBody('The body must be a JSON object.', opts.surface);
+  if (body === null || body === undefined || typeof body !== 'object' || Array.isArray(body))
+    throw badBody('The body must be a JSON object.', opts.surface);
   const b = body as Record<string, unknown>;
   for (const key of Object.keys(b)) {
-    const known = key === 'input' || key === 'confirm' || (OPTION_FIELDS as readonly string[]).includes(key) || (opts.surface && key === 'surface');
+    const known =
+      key === 'input' ||
+      key === 'confirm' ||
+      (OPTION_FIELDS as readonly string[]).includes(key) ||
+      (opts.surface && key === 'surface');
     if (!known) throw badBody(`Unknown member "${key.slice(0, 50)}" in the body.`, opts.surface);
   }
   const out: CallBody = { input: b.input, options: {} };
   if (opts.surface) {
-    if (!isWebmcpSurface(b.surface)) throw badBody(`"surface" must be one of ${WEBMCP_SURFACES.join(', ')}.`, true);
+    if (!isWebmcpSurface(b.surface))
+      throw badBody(`"surface" must be one of ${WEBMCP_SURFACES.join(', ')}.`, true);
     out.surface = b.surface;
   }
   if (b.confirm !== undefined) {

@@ -48,9 +48,16 @@ export interface CookieAttributes {
  * base64url, so this never happens for them).
  */
 export function serializeCookie(name: string, value: string, attrs: CookieAttributes): string {
-  if (!/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(name)) throw new TypeError(`invalid cookie name ${JSON.stringify(name)}`);
-  if (!/^[\x21\x23-\x2B\x2D-\x3A\x3C-\x5B\x5D-\x7E]*$/.test(value)) throw new TypeError(`invalid cookie value for ${name}`);
-  const parts = [`${name}=${value}`, `Path=${attrs.path ?? '/'}`, `Max-Age=${Math.max(0, Math.floor(attrs.maxAgeSeconds))}`, `SameSite=${attrs.sameSite ?? 'Strict'}`];
+  if (!/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(name))
+    throw new TypeError(`invalid cookie name ${JSON.stringify(name)}`);
+  if (!/^[\x21\x23-\x2B\x2D-\x3A\x3C-\x5B\x5D-\x7E]*$/.test(value))
+    throw new TypeError(`invalid cookie value for ${name}`);
+  const parts = [
+    `${name}=${value}`,
+    `Path=${attrs.path ?? '/'}`,
+    `Max-Age=${Math.max(0, Math.floor(attrs.maxAgeSeconds))}`,
+    `SameSite=${attrs.sameSite ?? 'Strict'}`,
+  ];
   if (attrs.maxAgeSeconds <= 0) parts.push('Expires=Thu, 01 Jan 1970 00:00:00 GMT');
   if (attrs.httpOnly) parts.push('HttpOnly');
   if (attrs.secure) parts.push('Secure');

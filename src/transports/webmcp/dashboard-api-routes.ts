@@ -53,24 +53,31 @@ export interface DashboardApiDeps {
 export function registerDashboardApiRoutes(app: FastifyInstance, deps: DashboardApiDeps): void {
   const { rt, sessions, allowedOrigins } = deps;
 
-  app.get('/api/v1/dashboard/catalog', { config: ROUTE_DOCS['GET /api/v1/dashboard/catalog'] }, async function catalog(_request: FastifyRequest, reply: FastifyReply) {
-    const verbs: CatalogEntry[] = rt.registry.all().map((v) => ({
-      name: v.name,
-      tool_name: v.toolName,
-      title: v.definition.title ?? null,
-      description: v.definition.description,
-      shape: v.shape,
-      category: v.category,
-      consent_class: v.delegated ? null : v.consentClass,
-      side_effects: v.record.side_effects ?? 'read',
-      role_floor: v.roleFloor,
-      tier_floor: v.tierFloor,
-      surfaces: [...v.surfaces],
-      webmcp_surfaces: [...v.webmcpSurfaces],
-      revertible: v.revertible,
-    }));
-    return reply.header('cache-control', 'no-cache').type('application/json; charset=utf-8').send({ verbs, total: verbs.length });
-  });
+  app.get(
+    '/api/v1/dashboard/catalog',
+    { config: ROUTE_DOCS['GET /api/v1/dashboard/catalog'] },
+    async function catalog(_request: FastifyRequest, reply: FastifyReply) {
+      const verbs: CatalogEntry[] = rt.registry.all().map((v) => ({
+        name: v.name,
+        tool_name: v.toolName,
+        title: v.definition.title ?? null,
+        description: v.definition.description,
+        shape: v.shape,
+        category: v.category,
+        consent_class: v.delegated ? null : v.consentClass,
+        side_effects: v.record.side_effects ?? 'read',
+        role_floor: v.roleFloor,
+        tier_floor: v.tierFloor,
+        surfaces: [...v.surfaces],
+        webmcp_surfaces: [...v.webmcpSurfaces],
+        revertible: v.revertible,
+      }));
+      return reply
+        .header('cache-control', 'no-cache')
+        .type('application/json; charset=utf-8')
+        .send({ verbs, total: verbs.length });
+    },
+  );
 
   app.post(
     '/api/v1/dashboard/dispatch/:verb',
@@ -79,7 +86,14 @@ export function registerDashboardApiRoutes(app: FastifyInstance, deps: Dashboard
       const verb = String((request.params as Record<string, unknown>).verb ?? '');
       const session = await requireSessionForWrite(sessions, request, allowedOrigins);
       const body = parseCallBody(request.body, { surface: false });
-      return dispatchAndReply(rt, request, reply, { principal: { ...session.principal, agent_type: 'dashboard' }, surface: 'http' }, verb, body);
+      return dispatchAndReply(
+        rt,
+        request,
+        reply,
+        { principal: { ...session.principal, agent_type: 'dashboard' }, surface: 'http' },
+        verb,
+        body,
+      );
     },
   );
 }

@@ -27,9 +27,19 @@ export const DASHBOARD_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-async function serveAsset(name: WebAssetName, request: FastifyRequest, reply: FastifyReply, extraHeaders: Record<string, string> = {}) {
+async function serveAsset(
+  name: WebAssetName,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  extraHeaders: Record<string, string> = {},
+) {
   const file = await webAsset(name);
-  reply.headers({ etag: file.etag, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff', ...extraHeaders });
+  reply.headers({
+    etag: file.etag,
+    'cache-control': 'no-cache',
+    'x-content-type-options': 'nosniff',
+    ...extraHeaders,
+  });
   if (request.headers['if-none-match'] === file.etag) return reply.code(304).send();
   return reply.type(file.contentType).send(file.body);
 }

@@ -19,7 +19,13 @@ import { registerSessionRoutes } from './session-routes.ts';
 import { SessionStore } from './session-store.ts';
 import { registerWebmcpRoutes } from './webmcp-routes.ts';
 
-export { SessionStore, SESSION_COOKIE, CSRF_COOKIE, CSRF_HEADER, DEFAULT_SESSION_TTL_SECONDS } from './session-store.ts';
+export {
+  SessionStore,
+  SESSION_COOKIE,
+  CSRF_COOKIE,
+  CSRF_HEADER,
+  DEFAULT_SESSION_TTL_SECONDS,
+} from './session-store.ts';
 export { webmcpManifest, toWebmcpTool, type WebmcpTool, type WebmcpManifest } from './manifest.ts';
 
 /** Default body limit of the execute route: 256 KiB, in bytes. */
@@ -49,7 +55,8 @@ export function createWebmcpPlugin(options: WebmcpPluginOptions = {}): HttpPlugi
     registerSessionRoutes(app, { rt, sessions, allowedOrigins });
     registerWebmcpRoutes(app, { rt, sessions, allowedOrigins, executeBodyLimitBytes: bodyLimitBytes });
     registerDashboardRoutes(app, { dashboard: options.dashboard ?? true });
-    if (options.dashboard ?? true) registerDashboardApiRoutes(app, { rt, sessions, allowedOrigins, bodyLimitBytes });
+    if (options.dashboard ?? true)
+      registerDashboardApiRoutes(app, { rt, sessions, allowedOrigins, bodyLimitBytes });
   };
 }
 

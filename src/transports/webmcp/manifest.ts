@@ -21,7 +21,13 @@ import { createHash } from 'node:crypto';
 import type { Runtime } from '../../runtime/runtime.ts';
 import type { CompiledVerb } from '../../runtime/verb.ts';
 import { inlineSchema } from '../../runtime/registry.ts';
-import { WEBMCP_SURFACES, type JsonSchema, type Shape, type VerbClass, type WebmcpSurface } from '../../spec/types.ts';
+import {
+  WEBMCP_SURFACES,
+  type JsonSchema,
+  type Shape,
+  type VerbClass,
+  type WebmcpSurface,
+} from '../../spec/types.ts';
 
 /** One tool of a WebMCP manifest (see the header). */
 export interface WebmcpTool {
@@ -83,7 +89,10 @@ const cache = new WeakMap<Runtime, Map<WebmcpSurface, Cached>>();
  * The manifest of a page surface with its strong ETag (a hash of the manifest itself). Cached per
  * runtime and surface; any registration or removal clears the cache (`registry.onChange`).
  */
-export function webmcpManifest(rt: Runtime, surface: WebmcpSurface): { manifest: WebmcpManifest; etag: string } {
+export function webmcpManifest(
+  rt: Runtime,
+  surface: WebmcpSurface,
+): { manifest: WebmcpManifest; etag: string } {
   let perRt = cache.get(rt);
   if (perRt === undefined) {
     const fresh = new Map<WebmcpSurface, Cached>();

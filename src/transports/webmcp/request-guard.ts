@@ -45,23 +45,33 @@ export function ownOrigin(request: FastifyRequest): string | undefined {
  */
 export function checkOrigin(request: FastifyRequest, allowed: readonly string[], required: boolean): void {
   if (request.headers['sec-fetch-site'] === 'cross-site') {
-    throw new VerbError('origin_denied', 'Cross-site requests are refused.', { hint: 'Call this endpoint from a page served by this server.' });
+    throw new VerbError('origin_denied', 'Cross-site requests are refused.', {
+      hint: 'Call this endpoint from a page served by this server.',
+    });
   }
   const origin = request.headers.origin;
   if (origin === undefined || origin === '') {
     if (!required) return;
-    throw new VerbError('origin_denied', 'A request that uses the session cookie must carry an Origin header.', {
-      hint: 'Send the request from a page of this server (browsers add Origin themselves).',
-    });
+    throw new VerbError(
+      'origin_denied',
+      'A request that uses the session cookie must carry an Origin header.',
+      {
+        hint: 'Send the request from a page of this server (browsers add Origin themselves).',
+      },
+    );
   }
   let given: string;
   try {
     given = new URL(origin).origin;
   } catch {
-    throw new VerbError('origin_denied', 'The Origin header is not a valid origin.', { hint: 'Send the request from a page of this server.' });
+    throw new VerbError('origin_denied', 'The Origin header is not a valid origin.', {
+      hint: 'Send the request from a page of this server.',
+    });
   }
   if (given === ownOrigin(request) || allowed.includes(given)) return;
-  throw new VerbError('origin_denied', `Requests from ${given.slice(0, 100)} are not allowed.`, { hint: 'Call this endpoint from a page served by this server.' });
+  throw new VerbError('origin_denied', `Requests from ${given.slice(0, 100)} are not allowed.`, {
+    hint: 'Call this endpoint from a page served by this server.',
+  });
 }
 
 /**
@@ -84,9 +94,13 @@ export function checkCsrf(sessions: SessionStore, session: WebSession, request: 
 
 /** A missing or dead session on a route that needs one. */
 export function sessionRequired(): VerbError {
-  return new VerbError('session_invalid', 'No valid browser session: log in first, or the session expired or its API key was revoked.', {
-    hint: 'POST /api/v1/session with {"api_key": "sk_solid_…"} (the dashboard login form does this).',
-  });
+  return new VerbError(
+    'session_invalid',
+    'No valid browser session: log in first, or the session expired or its API key was revoked.',
+    {
+      hint: 'POST /api/v1/session with {"api_key": "sk_solid_…"} (the dashboard login form does this).',
+    },
+  );
 }
 
 /**
@@ -94,7 +108,11 @@ export function sessionRequired(): VerbError {
  * CSRF token checked, in that order.
  * @throws VerbError session_invalid, origin_denied, csrf_failed
  */
-export async function requireSessionForWrite(sessions: SessionStore, request: FastifyRequest, allowedOrigins: readonly string[]): Promise<WebSession> {
+export async function requireSessionForWrite(
+  sessions: SessionStore,
+  request: FastifyRequest,
+  allowedOrigins: readonly string[],
+): Promise<WebSession> {
   const session = await sessions.lookup(sessionTokenOf(request));
   if (session === undefined) throw sessionRequired();
   notePrincipal(request, session.principal);

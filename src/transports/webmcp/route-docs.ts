@@ -8,16 +8,29 @@
 
 const envelope = { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } };
 
-const sessionCookie = 'Session cookie `solid_session` from POST /api/v1/session; state-changing calls also need `X-CSRF-Token` and a same-origin `Origin` (spec/transports.md §webmcp-csrf).';
+const sessionCookie =
+  'Session cookie `solid_session` from POST /api/v1/session; state-changing calls also need `X-CSRF-Token` and a same-origin `Origin` (spec/transports.md §webmcp-csrf).';
 
-function op(operationId: string, tag: string, summary: string, description: string, extra: Record<string, unknown> = {}): { openapi: Record<string, unknown> } {
+function op(
+  operationId: string,
+  tag: string,
+  summary: string,
+  description: string,
+  extra: Record<string, unknown> = {},
+): { openapi: Record<string, unknown> } {
   return {
     openapi: {
       operationId,
       tags: [tag],
       summary,
       description,
-      responses: { default: { description: 'Envelope (errors: session_invalid 401, csrf_failed / origin_denied 403, invalid_request 400, …)', content: envelope } },
+      responses: {
+        default: {
+          description:
+            'Envelope (errors: session_invalid 401, csrf_failed / origin_denied 403, invalid_request 400, …)',
+          content: envelope,
+        },
+      },
       ...extra,
     },
   };
@@ -53,23 +66,69 @@ const callBody = (withSurface: boolean) => ({
 
 /** `config` of each JSON route, by "METHOD path". */
 export const ROUTE_DOCS = {
-  'POST /api/v1/session': op('session_login', 'webmcp', 'Log in with an API key', 'Body `{ "api_key": "sk_solid_…" }`. Sets the HttpOnly session cookie and the CSRF cookie; answers the principal and `csrf_token`.', {
-    requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', required: ['api_key'], properties: { api_key: { type: 'string' } } } } } },
-  }),
-  'GET /api/v1/session': op('session_get', 'webmcp', 'The current browser session', `Principal, expiry and CSRF token, or 401 session_invalid. ${sessionCookie}`),
-  'DELETE /api/v1/session': op('session_logout', 'webmcp', 'Log out', `Deletes the session and clears its cookies. ${sessionCookie}`),
-  'GET /api/v1/webmcp/manifest': op('webmcp_manifest', 'webmcp', 'WebMCP tools of a page surface', 'The verbs on that page surface as WebMCP tools (name, description, inputSchema, annotations, consent_class, shape). Strong ETag; 304 on If-None-Match.', {
-    parameters: [surfaceParam],
-  }),
-  'POST /api/v1/webmcp/execute/:tool_name': op('webmcp_execute', 'webmcp', 'Execute a WebMCP tool', `Dispatches the tool on surface webmcp and the given page surface. ${sessionCookie} Without a session only the public surface runs (sandbox reads).`, {
-    parameters: [{ name: 'tool_name', in: 'path', required: true, schema: { type: 'string' } }],
-    requestBody: callBody(true),
-  }),
-  'GET /api/v1/dashboard/catalog': op('dashboard_catalog', 'dashboard', 'The verb catalogue', 'Every registered verb with category, shape, consent class, floors and surfaces.'),
-  'POST /api/v1/dashboard/dispatch/:verb': op('dashboard_dispatch', 'dashboard', 'Dispatch a verb as the signed-in human', `Dispatches on surface http with agent_type dashboard; every gate applies. ${sessionCookie}`, {
-    parameters: [{ name: 'verb', in: 'path', required: true, schema: { type: 'string' } }],
-    requestBody: callBody(false),
-  }),
+  'POST /api/v1/session': op(
+    'session_login',
+    'webmcp',
+    'Log in with an API key',
+    'Body `{ "api_key": "sk_solid_…" }`. Sets the HttpOnly session cookie and the CSRF cookie; answers the principal and `csrf_token`.',
+    {
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': {
+            schema: { type: 'object', required: ['api_key'], properties: { api_key: { type: 'string' } } },
+          },
+        },
+      },
+    },
+  ),
+  'GET /api/v1/session': op(
+    'session_get',
+    'webmcp',
+    'The current browser session',
+    `Principal, expiry and CSRF token, or 401 session_invalid. ${sessionCookie}`,
+  ),
+  'DELETE /api/v1/session': op(
+    'session_logout',
+    'webmcp',
+    'Log out',
+    `Deletes the session and clears its cookies. ${sessionCookie}`,
+  ),
+  'GET /api/v1/webmcp/manifest': op(
+    'webmcp_manifest',
+    'webmcp',
+    'WebMCP tools of a page surface',
+    'The verbs on that page surface as WebMCP tools (name, description, inputSchema, annotations, consent_class, shape). Strong ETag; 304 on If-None-Match.',
+    {
+      parameters: [surfaceParam],
+    },
+  ),
+  'POST /api/v1/webmcp/execute/:tool_name': op(
+    'webmcp_execute',
+    'webmcp',
+    'Execute a WebMCP tool',
+    `Dispatches the tool on surface webmcp and the given page surface. ${sessionCookie} Without a session only the public surface runs (sandbox reads).`,
+    {
+      parameters: [{ name: 'tool_name', in: 'path', required: true, schema: { type: 'string' } }],
+      requestBody: callBody(true),
+    },
+  ),
+  'GET /api/v1/dashboard/catalog': op(
+    'dashboard_catalog',
+    'dashboard',
+    'The verb catalogue',
+    'Every registered verb with category, shape, consent class, floors and surfaces.',
+  ),
+  'POST /api/v1/dashboard/dispatch/:verb': op(
+    'dashboard_dispatch',
+    'dashboard',
+    'Dispatch a verb as the signed-in human',
+    `Dispatches on surface http with agent_type dashboard; every gate applies. ${sessionCookie}`,
+    {
+      parameters: [{ name: 'verb', in: 'path', required: true, schema: { type: 'string' } }],
+      requestBody: callBody(false),
+    },
+  ),
 } as const;
 
 /** `config` hiding a static file from /openapi.json. */

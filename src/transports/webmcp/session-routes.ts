@@ -16,7 +16,13 @@ import { VerbError } from '../../runtime/errors.ts';
 import type { Envelope } from '../../spec/types.ts';
 import { sendEnvelope } from '../http/error-handler.ts';
 import { serializeCookie } from './cookies.ts';
-import { checkOrigin, isHttps, requireSessionForWrite, sessionRequired, sessionTokenOf } from './request-guard.ts';
+import {
+  checkOrigin,
+  isHttps,
+  requireSessionForWrite,
+  sessionRequired,
+  sessionTokenOf,
+} from './request-guard.ts';
 import { CSRF_COOKIE, SESSION_COOKIE, type SessionStore, type WebSession } from './session-store.ts';
 import { ROUTE_DOCS } from './route-docs.ts';
 
@@ -56,7 +62,12 @@ function info(session: WebSession): SessionInfo {
   };
 }
 
-function sessionCookies(request: FastifyRequest, token: string, csrf: string, maxAgeSeconds: number): string[] {
+function sessionCookies(
+  request: FastifyRequest,
+  token: string,
+  csrf: string,
+  maxAgeSeconds: number,
+): string[] {
   const secure = isHttps(request);
   return [
     serializeCookie(SESSION_COOKIE, token, { maxAgeSeconds, httpOnly: true, secure }),
@@ -80,42 +91,65 @@ function fail(err: VerbError): Envelope {
 export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDeps): void {
   const { rt, sessions, allowedOrigins } = deps;
 
-  app.post('/api/v1/session', { config: ROUTE_DOCS['POST /api/v1/session'] }, async function login(request: FastifyRequest, reply: FastifyReply) {
-    checkOrigin(request, allowedOrigins, false);
-    const body = request.body as Record<string, unknown> | undefined;
-    if (body === null || typeof body !== 'object' || Array.isArray(body) || typeof body.api_key !== 'string' || body.api_key === '') {
-      throw new VerbError('invalid_request', 'The body must be a JSON object with a non-empty "api_key" string.', {
-        hint: 'POST {"api_key": "sk_solid_…"} with Content-Type: application/json.',
-      });
-    }
-    let principal;
-    try {
-      principal = await rt.tenants.authenticate(body.api_key);
-    } catch (err) {
-      const envelope = await rt.authFailure({ surface: 'webmcp' }, 'session.login', err);
-      return sendEnvelope(reply.header('set-cookie', clearCookies(request)), { ...envelope, verb: VERB });
-    }
-    // A fresh token on every login (no session fixation); the previous session of this browser ends.
-    await sessions.destroy(sessionTokenOf(request));
-    const { token, session } = await sessions.create(principal);
-    reply.header('set-cookie', sessionCookies(request, token, session.csrfToken, sessions.ttlSeconds));
-    return sendEnvelope(reply, ok({ ...info(session) }));
-  });
+  app.post(
+    '/api/v1/session',
+    { config: ROUTE_DOCS['POST /api/v1/session'] },
+    async function login(request: FastifyRequest, reply: FastifyReply) {
+      checkOrigin(request, allowedOrigins, false);
+      const body = request.body as Record<string, unknown> | undefined;
+      if (
+        body === null ||
+        typeof body !== 'object' ||
+        Array.isArray(body) ||
+        typeof body.api_key !== 'string' ||
+        body.api_key === ''
+      ) {
+        throw new VerbError(
+          'invalid_request',
+          'The body must be a JSON object with a non-empty "api_key" string.',
+          {
+            hint: 'POST {"api_key": "sk_solid_…"} with Content-Type: application/json.',
+          },
+        );
+      }
+      let principal;
+      try {
+        principal = await rt.tenants.authenticate(body.api_key);
+      } catch (err) {
+        const envelope = await rt.authFailure({ surface: 'webmcp' }, 'session.login', err);
+        return sendEnvelope(reply.header('set-cookie', clearCookies(request)), { ...envelope, verb: VERB });
+      }
+      // A fresh token on every login (no session fixation); the previous session of this browser ends.
+      await sessions.destroy(sessionTokenOf(request));
+      const { token, session } = await sessions.create(principal);
+      reply.header('set-cookie', sessionCookies(request, token, session.csrfToken, sessions.ttlSeconds));
+      return sendEnvelope(reply, ok({ ...info(session) }));
+    },
+  );
 
-  app.get('/api/v1/session', { config: ROUTE_DOCS['GET /api/v1/session'] }, async function whoAmI(request: FastifyRequest, reply: FastifyReply) {
-    const session = await sessions.lookup(sessionTokenOf(request));
-    if (session === undefined) {
-      if (sessionTokenOf(request) !== undefined) reply.header('set-cookie', clearCookies(request));
-      return sendEnvelope(reply, fail(sessionRequired()));
-    }
-    return sendEnvelope(reply, ok({ ...info(session) }));
-  });
+  app.get(
+    '/api/v1/session',
+    { config: ROUTE_DOCS['GET /api/v1/session'] },
+    async function whoAmI(request: FastifyRequest, reply: FastifyReply) {
+      const session = await sessions.lookup(sessionTokenOf(request));
+      if (session === undefined) {
+        if (sessionTokenOf(request) !== undefined) reply.header('set-cookie', clearCookies(request));
+        return sendEnvelope(reply, fail(sessionRequired()));
+      }
+      return sendEnvelope(reply, ok({ ...info(session) }));
+    },
+  );
 
-  app.delete('/api/v1/session', { config: ROUTE_DOCS['DELETE /api/v1/session'] }, async function logout(request: FastifyRequest, reply: FastifyReply) {
-    const token = sessionTokenOf(request);
-    if ((await sessions.lookup(token)) !== undefined) await requireSessionForWrite(sessions, request, allowedOrigins);
-    const ended = await sessions.destroy(token);
-    reply.header('set-cookie', clearCookies(request));
-    return sendEnvelope(reply, ok({ logged_out: ended }));
-  });
+  app.delete(
+    '/api/v1/session',
+    { config: ROUTE_DOCS['DELETE /api/v1/session'] },
+    async function logout(request: FastifyRequest, reply: FastifyReply) {
+      const token = sessionTokenOf(request);
+      if ((await sessions.lookup(token)) !== undefined)
+        await requireSessionForWrite(sessions, request, allowedOrigins);
+      const ended = await sessions.destroy(token);
+      reply.header('set-cookie', clearCookies(request));
+      return sendEnvelope(reply, ok({ logged_out: ended }));
+    },
+  );
 }

@@ -107,7 +107,8 @@ export class SessionStore {
    * @returns the plaintext token (cookie value, shown nowhere else) and the session.
    */
   async create(principal: Principal): Promise<{ token: string; session: WebSession }> {
-    if (principal.key_id === undefined) throw new Error('a session needs a principal authenticated by an API key');
+    if (principal.key_id === undefined)
+      throw new Error('a session needs a principal authenticated by an API key');
     const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
     const sessionHash = hashToken(token);
     const now = this.#rt.clock();
@@ -115,19 +116,22 @@ export class SessionStore {
     const expiresAt = new Date(now.getTime() + this.ttlSeconds * 1000).toISOString();
     await this.#rt.store.write(async (tx) => {
       await tx.run('DELETE FROM web_sessions WHERE expires_at <= ?', [createdAt]);
-      await tx.run('INSERT INTO web_sessions (session_hash, company_id, user_id, key_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)', [
-        sessionHash,
-        principal.company_id,
-        principal.user_id,
-        principal.key_id,
-        createdAt,
-        expiresAt,
-      ]);
+      await tx.run(
+        'INSERT INTO web_sessions (session_hash, company_id, user_id, key_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
+        [sessionHash, principal.company_id, principal.user_id, principal.key_id, createdAt, expiresAt],
+      );
     });
     const tenant = await this.#rt.tenants.get(principal.company_id);
     return {
       token,
-      session: { sessionHash, principal, tenantName: tenant?.name ?? '', createdAt, expiresAt, csrfToken: this.csrfTokenFor(sessionHash) },
+      session: {
+        sessionHash,
+        principal,
+        tenantName: tenant?.name ?? '',
+        createdAt,
+        expiresAt,
+        csrfToken: this.csrfTokenFor(sessionHash),
+      },
     };
   }
 
@@ -151,7 +155,11 @@ export class SessionStore {
     const expiresAt = row.expires_at as string;
     if (expiresAt <= this.#rt.clock().toISOString()) return undefined;
     if (row.revoked_at !== null && row.revoked_at !== undefined) return undefined;
-    if (Number(row.key_company_id) !== Number(row.company_id) || Number(row.key_user_id) !== Number(row.user_id)) return undefined;
+    if (
+      Number(row.key_company_id) !== Number(row.company_id) ||
+      Number(row.key_user_id) !== Number(row.user_id)
+    )
+      return undefined;
     return {
       sessionHash,
       principal: {
@@ -173,7 +181,9 @@ export class SessionStore {
   async destroy(token: string | undefined): Promise<boolean> {
     if (token === undefined || !TOKEN_PATTERN.test(token)) return false;
     const sessionHash = hashToken(token);
-    const r = await this.#rt.store.write((tx) => tx.run('DELETE FROM web_sessions WHERE session_hash = ?', [sessionHash]));
+    const r = await this.#rt.store.write((tx) =>
+      tx.run('DELETE FROM web_sessions WHERE session_hash = ?', [sessionHash]),
+    );
     return r.changes > 0;
   }
 
@@ -185,6 +195,11 @@ export class SessionStore {
   /** Constant-time check of a presented CSRF token against the session's. */
   csrfMatches(session: WebSession, given: unknown): boolean {
     if (typeof given !== 'string' || given === '' || given.length > 200) return false;
-    return this.#rt.secrets.verifyMac('session', `csrf.${session.sessionHash}`, given, this.#rt.secrets.currentKid);
+    return this.#rt.secrets.verifyMac(
+      'session',
+      `csrf.${session.sessionHash}`,
+      given,
+      this.#rt.secrets.currentKid,
+    );
   }
 }

@@ -34,7 +34,11 @@ export type WebAssetName = 'webmcp.js' | 'dashboard.js' | 'dashboard.css' | 'das
 const cache = new Map<WebAssetName, Promise<WebAsset>>();
 
 function asset(body: string, contentType: string): WebAsset {
-  return { body, contentType, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
+  return {
+    body,
+    contentType,
+    etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+  };
 }
 
 async function bundle(entry: string): Promise<string> {

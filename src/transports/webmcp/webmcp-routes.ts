@@ -37,19 +37,27 @@ export interface WebmcpRouteDeps {
 export function registerWebmcpRoutes(app: FastifyInstance, deps: WebmcpRouteDeps): void {
   const { rt, sessions, allowedOrigins } = deps;
 
-  app.get('/api/v1/webmcp/manifest', { config: ROUTE_DOCS['GET /api/v1/webmcp/manifest'] }, async function manifest(request: FastifyRequest, reply: FastifyReply) {
-    const surface = (request.query as Record<string, unknown> | undefined)?.surface;
-    if (!isWebmcpSurface(surface)) {
-      throw new VerbError('invalid_request', `Unknown WebMCP surface ${JSON.stringify(String(surface ?? '')).slice(0, 60)}.`, {
-        hint: `Use ?surface= one of ${WEBMCP_SURFACES.join(', ')}.`,
-        details: { surfaces: [...WEBMCP_SURFACES] },
-      });
-    }
-    const { manifest: body, etag } = webmcpManifest(rt, surface);
-    reply.header('etag', etag).header('cache-control', 'no-cache');
-    if (request.headers['if-none-match'] === etag) return reply.code(304).send();
-    return reply.type('application/json; charset=utf-8').send(body);
-  });
+  app.get(
+    '/api/v1/webmcp/manifest',
+    { config: ROUTE_DOCS['GET /api/v1/webmcp/manifest'] },
+    async function manifest(request: FastifyRequest, reply: FastifyReply) {
+      const surface = (request.query as Record<string, unknown> | undefined)?.surface;
+      if (!isWebmcpSurface(surface)) {
+        throw new VerbError(
+          'invalid_request',
+          `Unknown WebMCP surface ${JSON.stringify(String(surface ?? '')).slice(0, 60)}.`,
+          {
+            hint: `Use ?surface= one of ${WEBMCP_SURFACES.join(', ')}.`,
+            details: { surfaces: [...WEBMCP_SURFACES] },
+          },
+        );
+      }
+      const { manifest: body, etag } = webmcpManifest(rt, surface);
+      reply.header('etag', etag).header('cache-control', 'no-cache');
+      if (request.headers['if-none-match'] === etag) return reply.code(304).send();
+      return reply.type('application/json; charset=utf-8').send(body);
+    },
+  );
 
   app.post(
     '/api/v1/webmcp/execute/:tool_name',
@@ -72,7 +80,8 @@ export function registerWebmcpRoutes(app: FastifyInstance, deps: WebmcpRouteDeps
         checkOrigin(request, allowedOrigins, false);
       }
       const caller = {
-        principal: session === undefined ? null : { ...session.principal, agent_type: `webmcp:${body.surface}` },
+        principal:
+          session === undefined ? null : { ...session.principal, agent_type: `webmcp:${body.surface}` },
         surface: 'webmcp' as const,
         webmcpSurface: body.surface,
       };

@@ -34,7 +34,22 @@ test('at least 60 verbs in at least 12 categories; all 13 shapes among pack and 
   const { pack, all } = compiled();
   assert.ok(pack.length >= 60, `${pack.length} verbs`);
   const categories = new Set(pack.map((v) => v.category));
-  for (const c of ['crm', 'customer', 'deals', 'scheduling', 'invoices', 'payments', 'inventory', 'email', 'kb', 'team', 'subscriptions', 'infrastructure', 'gdpr', 'analytics']) {
+  for (const c of [
+    'crm',
+    'customer',
+    'deals',
+    'scheduling',
+    'invoices',
+    'payments',
+    'inventory',
+    'email',
+    'kb',
+    'team',
+    'subscriptions',
+    'infrastructure',
+    'gdpr',
+    'analytics',
+  ]) {
     assert.ok(categories.has(c), `category ${c}`);
   }
   assert.deepEqual([...new Set(all.map((v) => v.shape))].sort(), [...VALID_SHAPES].sort());
@@ -78,15 +93,28 @@ test('the verbs the specification names exist with their shape and consent class
 
 test('typed phrases are the specification’s, built from the arguments (money from integer cents)', () => {
   const { pack } = compiled();
-  const phrase = (name: string, args: Record<string, unknown>) => pack.find((v) => v.name === name)!.definition.phrase!(args);
-  assert.equal(phrase('charge_invoice', { invoice_number: 4242, amount_cents: 5000 }), 'CHARGE $50.00 to invoice #4242');
-  assert.equal(phrase('charge_invoice', { invoice_number: 4304, amount_cents: 123456789 }), 'CHARGE $1,234,567.89 to invoice #4304');
-  assert.equal(phrase('issue_refund', { charge_ref: 'ch_xyz1', amount_cents: 5000 }), 'REFUND $50.00 on charge ch_xyz1');
+  const phrase = (name: string, args: Record<string, unknown>) =>
+    pack.find((v) => v.name === name)!.definition.phrase!(args);
+  assert.equal(
+    phrase('charge_invoice', { invoice_number: 4242, amount_cents: 5000 }),
+    'CHARGE $50.00 to invoice #4242',
+  );
+  assert.equal(
+    phrase('charge_invoice', { invoice_number: 4304, amount_cents: 123456789 }),
+    'CHARGE $1,234,567.89 to invoice #4304',
+  );
+  assert.equal(
+    phrase('issue_refund', { charge_ref: 'ch_xyz1', amount_cents: 5000 }),
+    'REFUND $50.00 on charge ch_xyz1',
+  );
   assert.equal(phrase('infrastructure_resize', { size: 'MEDIUM' }), 'RESIZE droplet to MEDIUM');
   assert.equal(phrase('infrastructure_scale_workers', { delta: 2 }), 'SCALE celery workers by +2');
   assert.equal(phrase('infrastructure_scale_workers', { delta: -1 }), 'SCALE celery workers by -1');
   assert.equal(phrase('gdpr_delete_contact', { contact_id: 4242 }), 'DELETE CONTACT 4242 PERMANENTLY');
-  assert.equal(phrase('subscription_upgrade_tier', { tier: 'professional' }), 'UPGRADE to PROFESSIONAL tier immediately');
+  assert.equal(
+    phrase('subscription_upgrade_tier', { tier: 'professional' }),
+    'UPGRADE to PROFESSIONAL tier immediately',
+  );
 });
 
 test('every write names a preview verb of shape preview that accepts exactly the same arguments', () => {
@@ -102,7 +130,11 @@ test('every write names a preview verb of shape preview that accepts exactly the
     const wProps = Object.keys((w.inputSchema.properties ?? {}) as object);
     const pProps = Object.keys((p.inputSchema.properties ?? {}) as object);
     for (const k of wProps) assert.ok(pProps.includes(k), `${name} accepts ${w.name}'s argument ${k}`);
-    for (const k of (p.inputSchema.required as string[] | undefined) ?? []) assert.ok(((w.inputSchema.required as string[] | undefined) ?? []).includes(k), `${name} requires only what ${w.name} requires (${k})`);
+    for (const k of (p.inputSchema.required as string[] | undefined) ?? [])
+      assert.ok(
+        ((w.inputSchema.required as string[] | undefined) ?? []).includes(k),
+        `${name} requires only what ${w.name} requires (${k})`,
+      );
   }
 });
 
@@ -110,7 +142,10 @@ function checkSchema(verb: string, node: JsonSchema, path: string): void {
   if (node.type === 'object' || node.properties !== undefined) {
     assert.equal(node.additionalProperties, false, `${verb} ${path}: additionalProperties false`);
     for (const [k, v] of Object.entries((node.properties ?? {}) as Record<string, JsonSchema>)) {
-      assert.ok(typeof v.description === 'string' && v.description.length >= 8, `${verb} ${path}.${k}: a description`);
+      assert.ok(
+        typeof v.description === 'string' && v.description.length >= 8,
+        `${verb} ${path}.${k}: a description`,
+      );
       checkSchema(verb, v, `${path}.${k}`);
     }
   }
@@ -118,8 +153,16 @@ function checkSchema(verb: string, node: JsonSchema, path: string): void {
     assert.ok(typeof node.maxItems === 'number', `${verb} ${path}: arrays are bounded`);
     checkSchema(verb, node.items as JsonSchema, `${path}[]`);
   }
-  if (node.type === 'integer' && path !== '') assert.ok(typeof node.minimum === 'number' && typeof node.maximum === 'number', `${verb} ${path}: integers have a range`);
-  if (node.type === 'string' && node.enum === undefined && node.format !== 'date-time') assert.ok(typeof node.maxLength === 'number' || typeof node.pattern === 'string', `${verb} ${path}: strings are bounded`);
+  if (node.type === 'integer' && path !== '')
+    assert.ok(
+      typeof node.minimum === 'number' && typeof node.maximum === 'number',
+      `${verb} ${path}: integers have a range`,
+    );
+  if (node.type === 'string' && node.enum === undefined && node.format !== 'date-time')
+    assert.ok(
+      typeof node.maxLength === 'number' || typeof node.pattern === 'string',
+      `${verb} ${path}: strings are bounded`,
+    );
 }
 
 test('input schemas are tight (no extra properties, ranges, bounded strings, described) and descriptions are written for an LLM', () => {
@@ -131,28 +174,55 @@ test('input schemas are tight (no extra properties, ranges, bounded strings, des
   }
 });
 
-test('manifest records are valid against the upstream verb-record schema', { skip: !upstreamAvailable }, () => {
-  const validate = upstreamValidator('verb-record')!;
-  for (const v of compiled().pack) assert.ok(validate(v.record), `${v.name}: ${JSON.stringify(validate.errors)}`);
-});
+test(
+  'manifest records are valid against the upstream verb-record schema',
+  { skip: !upstreamAvailable },
+  () => {
+    const validate = upstreamValidator('verb-record')!;
+    for (const v of compiled().pack)
+      assert.ok(validate(v.record), `${v.name}: ${JSON.stringify(validate.errors)}`);
+  },
+);
 
 test('surfaces: customer-facing verbs reach buyer agents and customer pages; staff verbs stay on the dashboard', () => {
   const { pack } = compiled();
   const by = new Map(pack.map((v) => [v.name, v]));
-  for (const name of ['customer.request_quote', 'scheduling.book_appointment', 'kb.search', 'kb.get_article']) {
+  for (const name of [
+    'customer.request_quote',
+    'scheduling.book_appointment',
+    'kb.search',
+    'kb.get_article',
+  ]) {
     const v = by.get(name)!;
     assert.ok(v.surfaces.includes('ucp'), `${name} on UCP`);
-    assert.ok(v.webmcpSurfaces.some((s) => s === 'portal' || s === 'public' || s === 'tenant-site'), `${name} on a customer-facing WebMCP surface`);
+    assert.ok(
+      v.webmcpSurfaces.some((s) => s === 'portal' || s === 'public' || s === 'tenant-site'),
+      `${name} on a customer-facing WebMCP surface`,
+    );
   }
-  for (const name of ['charge_invoice', 'issue_refund', 'gdpr_delete_contact', 'team.set_role', 'analytics.revenue_summary']) {
-    assert.deepEqual([...by.get(name)!.webmcpSurfaces].filter((s) => s === 'public' || s === 'portal' || s === 'tenant-site'), [], `${name} stays off customer pages`);
+  for (const name of [
+    'charge_invoice',
+    'issue_refund',
+    'gdpr_delete_contact',
+    'team.set_role',
+    'analytics.revenue_summary',
+  ]) {
+    assert.deepEqual(
+      [...by.get(name)!.webmcpSurfaces].filter(
+        (s) => s === 'public' || s === 'portal' || s === 'tenant-site',
+      ),
+      [],
+      `${name} stays off customer pages`,
+    );
   }
   for (const v of pack) assert.equal(v.surfaces.length, 5, `${v.name} is projected on every transport`);
 });
 
 test('CLI shortcuts promote the high-traffic verbs', () => {
   const { pack } = compiled();
-  const cli = new Map(pack.filter((v) => v.definition.cli).map((v) => [v.definition.cli!.command.join(' '), v]));
+  const cli = new Map(
+    pack.filter((v) => v.definition.cli).map((v) => [v.definition.cli!.command.join(' '), v]),
+  );
   assert.equal(cli.get('infra diagnose')?.name, 'infrastructure_diagnose');
   assert.equal(cli.get('deal create')?.name, 'deals_create');
   assert.equal(cli.get('customer-context')?.name, 'customer.full_context');
@@ -162,7 +232,22 @@ test('CLI shortcuts promote the high-traffic verbs', () => {
 test('every domain reason has a fitting HTTP status (not found 404, conflicts 409, rule violations 422)', () => {
   const reasons = demoPack.reasons!;
   assert.equal(reasons.no_managed_droplet!.status, 404);
-  for (const r of ['already_paid', 'double_booked', 'same_size', 'same_stage', 'payment_not_refundable', 'changed_since']) assert.equal(reasons[r]!.status, 409, r);
-  for (const r of ['refund_exceeds_captured', 'appointment_in_past', 'amount_exceeds_balance', 'workers_out_of_range']) assert.equal(reasons[r]!.status, 422, r);
-  for (const [name, info] of Object.entries(reasons)) assert.ok([404, 409, 422].includes(info.status!), `${name}: ${info.status}`);
+  for (const r of [
+    'already_paid',
+    'double_booked',
+    'same_size',
+    'same_stage',
+    'payment_not_refundable',
+    'changed_since',
+  ])
+    assert.equal(reasons[r]!.status, 409, r);
+  for (const r of [
+    'refund_exceeds_captured',
+    'appointment_in_past',
+    'amount_exceeds_balance',
+    'workers_out_of_range',
+  ])
+    assert.equal(reasons[r]!.status, 422, r);
+  for (const [name, info] of Object.entries(reasons))
+    assert.ok([404, 409, 422].includes(info.status!), `${name}: ${info.status}`);
 });

@@ -15,11 +15,21 @@ test('READ: no gate for any role; without a key, reads see the sandbox company o
   assert.equal(mine.ok, true);
   const keyless = await d.call({ apiKey: null }, 'crm_contacts_search', { limit: 200 });
   assert.equal(keyless.ok, true);
-  const ids = (env: typeof mine) => (env.result!.data as { items: Array<{ id: number }> }).items.map((c) => c.id);
+  const ids = (env: typeof mine) =>
+    (env.result!.data as { items: Array<{ id: number }> }).items.map((c) => c.id);
   assert.ok(ids(mine).includes(d.fixtures.customer_id));
   assert.ok(!ids(keyless).includes(d.fixtures.customer_id), 'the sandbox has its own contacts');
-  assert.equal((await d.call({ apiKey: null }, 'customer.full_context', { customer_id: d.fixtures.customer_id })).error?.reason, 'not_found');
-  assert.equal((await d.call({ apiKey: null }, 'crm_contact_update', { contact_id: 201, phone: '+18015550100' })).error?.reason, 'auth_required', 'writes need a key');
+  assert.equal(
+    (await d.call({ apiKey: null }, 'customer.full_context', { customer_id: d.fixtures.customer_id })).error
+      ?.reason,
+    'not_found',
+  );
+  assert.equal(
+    (await d.call({ apiKey: null }, 'crm_contact_update', { contact_id: 201, phone: '+18015550100' })).error
+      ?.reason,
+    'auth_required',
+    'writes need a key',
+  );
 });
 
 test('WRITE_REVERSIBLE: a confirmation click for an employee; read_only is below the floor', async (t) => {
@@ -31,10 +41,20 @@ test('WRITE_REVERSIBLE: a confirmation click for an employee; read_only is below
   assert.equal(pending.consent?.class, 'WRITE_REVERSIBLE');
   assert.equal(pending.consent?.gate, 'confirmation');
   assert.equal(pending.consent?.typed_phrase, undefined);
-  assert.equal((await d.call('employee', 'crm_contact_update', args, { confirm: true })).error?.reason, 'nonce_required');
-  const done = await d.call('employee', 'crm_contact_update', args, { confirm: true, nonce: pending.consent!.nonce });
+  assert.equal(
+    (await d.call('employee', 'crm_contact_update', args, { confirm: true })).error?.reason,
+    'nonce_required',
+  );
+  const done = await d.call('employee', 'crm_contact_update', args, {
+    confirm: true,
+    nonce: pending.consent!.nonce,
+  });
   assert.equal(done.ok, true, JSON.stringify(done.error));
-  assert.equal((await d.call('employee', 'crm_contact_update', args, { confirm: true, nonce: pending.consent!.nonce })).error?.reason, 'nonce_replayed');
+  assert.equal(
+    (await d.call('employee', 'crm_contact_update', args, { confirm: true, nonce: pending.consent!.nonce }))
+      .error?.reason,
+    'nonce_replayed',
+  );
 });
 
 test('WRITE_FINANCIAL: an admin types the exact phrase; a wrong phrase writes nothing; an employee is below the floor', async (t) => {
@@ -45,12 +65,28 @@ test('WRITE_FINANCIAL: an admin types the exact phrase; a wrong phrase writes no
   assert.equal(pending.consent?.class, 'WRITE_FINANCIAL');
   assert.equal(pending.consent?.gate, 'typed_phrase');
   assert.equal(pending.consent?.typed_phrase, `CHARGE $50.00 to invoice #${d.fixtures.open_invoice.number}`);
-  assert.equal((pending.consent?.preview as { projected: { paid_cents: number } }).projected.paid_cents, 5000);
-  const wrong = await d.call('admin', 'charge_invoice', args, { confirm: true, nonce: pending.consent!.nonce, typed_phrase: `charge $50.00 to invoice #${d.fixtures.open_invoice.number}` });
+  assert.equal(
+    (pending.consent?.preview as { projected: { paid_cents: number } }).projected.paid_cents,
+    5000,
+  );
+  const wrong = await d.call('admin', 'charge_invoice', args, {
+    confirm: true,
+    nonce: pending.consent!.nonce,
+    typed_phrase: `charge $50.00 to invoice #${d.fixtures.open_invoice.number}`,
+  });
   assert.equal(wrong.error?.reason, 'phrase_mismatch');
-  const paid = () => d.rt.store.read((q) => q.get<{ paid_cents: number }>('SELECT paid_cents FROM invoices WHERE id = ?', [d.fixtures.open_invoice.id]));
+  const paid = () =>
+    d.rt.store.read((q) =>
+      q.get<{ paid_cents: number }>('SELECT paid_cents FROM invoices WHERE id = ?', [
+        d.fixtures.open_invoice.id,
+      ]),
+    );
   assert.equal((await paid())!.paid_cents, 0, 'nothing was charged');
-  const ok = await d.call('admin', 'charge_invoice', args, { confirm: true, nonce: pending.consent!.nonce, typed_phrase: pending.consent!.typed_phrase! });
+  const ok = await d.call('admin', 'charge_invoice', args, {
+    confirm: true,
+    nonce: pending.consent!.nonce,
+    typed_phrase: pending.consent!.typed_phrase!,
+  });
   assert.equal(ok.ok, true, JSON.stringify(ok.error));
   assert.equal((await paid())!.paid_cents, 5000);
 });
@@ -58,18 +94,34 @@ test('WRITE_FINANCIAL: an admin types the exact phrase; a wrong phrase writes no
 test('WRITE_FINANCIAL with an owner floor: the plan upgrade; the tier floor opens at once for the upgraded company', async (t) => {
   const d = await openDemoRuntime(t);
   const second = { apiKey: d.secondOwnerKey };
-  assert.equal((await d.call(second, 'analytics.revenue_summary', {})).error?.reason, 'tier_denied', 'a starter company cannot run professional verbs');
-  assert.equal((await d.call('admin', 'subscription_upgrade_tier', { tier: 'enterprise' })).error?.reason, 'role_denied', 'only the owner changes the plan');
+  assert.equal(
+    (await d.call(second, 'analytics.revenue_summary', {})).error?.reason,
+    'tier_denied',
+    'a starter company cannot run professional verbs',
+  );
+  assert.equal(
+    (await d.call('admin', 'subscription_upgrade_tier', { tier: 'enterprise' })).error?.reason,
+    'role_denied',
+    'only the owner changes the plan',
+  );
   const pending = await d.call(second, 'subscription_upgrade_tier', { tier: 'professional' });
   assert.equal(pending.consent?.typed_phrase, 'UPGRADE to PROFESSIONAL tier immediately');
   const receipt = await d.commit(second, 'subscription_upgrade_tier', { tier: 'professional' });
   assert.equal(receipt.ok, true, JSON.stringify(receipt.error));
   assert.equal(receipt.result!.previous_tier, 'starter');
-  assert.equal((await d.call(second, 'analytics.revenue_summary', {})).ok, true, 'the upgraded company runs professional verbs immediately');
+  assert.equal(
+    (await d.call(second, 'analytics.revenue_summary', {})).ok,
+    true,
+    'the upgraded company runs professional verbs immediately',
+  );
   const undo = await d.call(second, 'audit.revert', { audit_id: receipt.audit_id });
   assert.equal(undo.consent?.typed_phrase, 'DOWNGRADE to STARTER tier immediately');
   assert.equal((await d.commit(second, 'audit.revert', { audit_id: receipt.audit_id })).ok, true);
-  assert.equal((await d.call(second, 'analytics.revenue_summary', {})).error?.reason, 'tier_denied', 'and the downgrade closes them again');
+  assert.equal(
+    (await d.call(second, 'analytics.revenue_summary', {})).error?.reason,
+    'tier_denied',
+    'and the downgrade closes them again',
+  );
 });
 
 test('IRREVERSIBLE: only the owner, with the typed phrase; it cannot be reverted', async (t) => {
@@ -82,8 +134,15 @@ test('IRREVERSIBLE: only the owner, with the typed phrase; it cannot be reverted
   assert.equal((pending.consent?.preview as { reversible: boolean }).reversible, false);
   const done = await d.commit('owner', 'gdpr_delete_contact', args);
   assert.equal(done.ok, true, JSON.stringify(done.error));
-  const contact = await d.rt.store.read((q) => q.get<{ name: string; email: string | null; erased_at: string | null }>('SELECT name, email, erased_at FROM contacts WHERE id = 43'));
-  assert.deepEqual({ ...contact, erased_at: contact!.erased_at !== null }, { name: 'Erased contact #43', email: null, erased_at: true });
+  const contact = await d.rt.store.read((q) =>
+    q.get<{ name: string; email: string | null; erased_at: string | null }>(
+      'SELECT name, email, erased_at FROM contacts WHERE id = 43',
+    ),
+  );
+  assert.deepEqual(
+    { ...contact, erased_at: contact!.erased_at !== null },
+    { name: 'Erased contact #43', email: null, erased_at: true },
+  );
   const revert = await d.call('owner', 'audit.revert', { audit_id: done.audit_id });
   assert.equal(revert.result?.reason, 'no_revert_handler');
   assert.equal(revert.result?.reverted, false);
@@ -97,6 +156,8 @@ test('BLOCKED: subscription_cancel_immediate is listed but never runs, whatever 
     const env = await d.call('owner', 'subscription_cancel_immediate', {}, options);
     assert.equal(env.error?.reason, 'blocked_verb');
   }
-  const sub = await d.rt.store.read((q) => q.get<{ status: string }>('SELECT status FROM plan_subscriptions WHERE company_id = ?', [d.companyId]));
+  const sub = await d.rt.store.read((q) =>
+    q.get<{ status: string }>('SELECT status FROM plan_subscriptions WHERE company_id = ?', [d.companyId]),
+  );
   assert.equal(sub?.status, 'active');
 });

@@ -24,9 +24,19 @@ test('docs/demo.md lists every verb of the pack (and no other) under its categor
   }
   const verbs = demoPack.verbs.map((d) => registry.get(d.name)!);
   assert.deepEqual([...listed.keys()].sort(), verbs.map((v) => v.name).sort());
-  for (const v of verbs) assert.deepEqual(listed.get(v.name), { category: v.category, shape: v.shape, cls: v.consentClass }, v.name);
-  assert.match(DOC, new RegExp(`${verbs.length} verbs in ${new Set(verbs.map((v) => v.category)).size} categories`));
+  for (const v of verbs)
+    assert.deepEqual(
+      listed.get(v.name),
+      { category: v.category, shape: v.shape, cls: v.consentClass },
+      v.name,
+    );
+  assert.match(
+    DOC,
+    new RegExp(`${verbs.length} verbs in ${new Set(verbs.map((v) => v.category)).size} categories`),
+  );
   const count = (pred: (v: (typeof verbs)[number]) => boolean) => verbs.filter(pred).length;
-  for (const shape of ['aggregate', 'explain', 'preview', 'suggest', 'receipt']) assert.match(DOC, new RegExp(`${count((v) => v.shape === shape)} ${shape}`), shape);
-  for (const cls of ['READ', 'WRITE_REVERSIBLE', 'WRITE_FINANCIAL', 'IRREVERSIBLE', 'BLOCKED']) assert.match(DOC, new RegExp(`${cls} ${count((v) => v.consentClass === cls)}`), cls);
+  for (const shape of ['aggregate', 'explain', 'preview', 'suggest', 'receipt'])
+    assert.match(DOC, new RegExp(`${count((v) => v.shape === shape)} ${shape}`), shape);
+  for (const cls of ['READ', 'WRITE_REVERSIBLE', 'WRITE_FINANCIAL', 'IRREVERSIBLE', 'BLOCKED'])
+    assert.match(DOC, new RegExp(`${cls} ${count((v) => v.consentClass === cls)}`), cls);
 });

@@ -35,20 +35,29 @@ test('every pack verb answers ok with an output valid against its shape schema (
     assert.ok(validateEnvelope(env).valid, `${name}: envelope ${validateEnvelope(env).errors.join('; ')}`);
     if (upstreamAvailable) {
       const up = upstreamValidator(`shapes/${verb.shape}`);
-      if (up !== undefined) assert.ok(up(result), `${name} vs upstream ${verb.shape}: ${JSON.stringify(up.errors)}`);
+      if (up !== undefined)
+        assert.ok(up(result), `${name} vs upstream ${verb.shape}: ${JSON.stringify(up.errors)}`);
       const upEnv = upstreamValidator('envelope')!;
       assert.ok(upEnv(env), `${name} envelope vs upstream: ${JSON.stringify(upEnv.errors)}`);
     }
     if (verb.shape === 'preview') {
       // `reversible` tells the truth: it agrees with whether each write previewed here has a revert handler.
       for (const w of d.rt.registry.all().filter((x) => x.definition.preview === name)) {
-        assert.equal(result.reversible, w.revertible, `${name}.reversible must match ${w.name}'s revert handler`);
+        assert.equal(
+          result.reversible,
+          w.revertible,
+          `${name}.reversible must match ${w.name}'s revert handler`,
+        );
       }
     }
     if (verb.isWrite) {
       assert.equal(typeof result.audit_id, 'number', `${name} receipt has an audit_id`);
       assert.equal(typeof result.idempotency_key, 'string', `${name} receipt has an idempotency_key`);
-      assert.equal('rollback_handle' in result, verb.revertible, `${name}: a rollback_handle exactly when the verb has a revert handler`);
+      assert.equal(
+        'rollback_handle' in result,
+        verb.revertible,
+        `${name}: a rollback_handle exactly when the verb has a revert handler`,
+      );
     }
     afterSample(name, result, state);
     shapesSeen.add(verb.shape);

@@ -14,7 +14,10 @@ export interface SampleState {
   startedVisit?: number;
 }
 
-export type Sample = (d: DemoRuntime, s: SampleState) => Promise<Record<string, unknown>> | Record<string, unknown>;
+export type Sample = (
+  d: DemoRuntime,
+  s: SampleState,
+) => Promise<Record<string, unknown>> | Record<string, unknown>;
 
 const DAY = 86_400_000;
 const at = (d: DemoRuntime, ms: number): string => new Date(d.rt.clock().getTime() + ms).toISOString();
@@ -33,24 +36,74 @@ export const SAMPLES: Record<string, Sample> = {
   'customer.full_context': (d) => ({ customer_id: d.fixtures.customer_id }),
   'customer.explain_balance': (d) => ({ customer_id: d.fixtures.customer_id }),
   'customer.suggest_next_service': (d) => ({ customer_id: d.fixtures.customer_id }),
-  'customer.preview_quote_request': () => ({ name: 'Rosa Delgado', email: 'rosa.delgado@example.com', service: 'Water softener install', description: 'Hard water spots everywhere; wants a quote this week.', budget_cents: 180000 }),
-  'customer.request_quote': () => ({ name: 'Rosa Delgado', email: 'rosa.delgado@example.com', service: 'Water softener install', description: 'Hard water spots everywhere; wants a quote this week.', budget_cents: 180000 }),
+  'customer.preview_quote_request': () => ({
+    name: 'Rosa Delgado',
+    email: 'rosa.delgado@example.com',
+    service: 'Water softener install',
+    description: 'Hard water spots everywhere; wants a quote this week.',
+    budget_cents: 180000,
+  }),
+  'customer.request_quote': () => ({
+    name: 'Rosa Delgado',
+    email: 'rosa.delgado@example.com',
+    service: 'Water softener install',
+    description: 'Hard water spots everywhere; wants a quote this week.',
+    budget_cents: 180000,
+  }),
   // crm
   crm_contacts_search: () => ({ query: 'a', status: 'active', limit: 5 }),
-  'crm.preview_contact_create': () => ({ name: 'Dana Whitfield', email: 'dana.whitfield@example.com', phone: '+18015550142', city: 'Sandy' }),
-  crm_contact_create: () => ({ name: 'Dana Whitfield', email: 'dana.whitfield@example.com', phone: '+18015550142', city: 'Sandy' }),
-  'crm.preview_contact_update': (d) => ({ contact_id: d.fixtures.customer_id, phone: '+18015550199', tags: ['vip', 'commercial', 'maintenance-plan'] }),
-  crm_contact_update: (d) => ({ contact_id: d.fixtures.customer_id, phone: '+18015550199', tags: ['vip', 'commercial', 'maintenance-plan'] }),
-  'crm.preview_add_note': (d) => ({ contact_id: d.fixtures.customer_id, body: 'Asked for a second quote on the rooftop unit.' }),
-  'crm.add_note': (d) => ({ contact_id: d.fixtures.customer_id, body: 'Asked for a second quote on the rooftop unit.' }),
+  'crm.preview_contact_create': () => ({
+    name: 'Dana Whitfield',
+    email: 'dana.whitfield@example.com',
+    phone: '+18015550142',
+    city: 'Sandy',
+  }),
+  crm_contact_create: () => ({
+    name: 'Dana Whitfield',
+    email: 'dana.whitfield@example.com',
+    phone: '+18015550142',
+    city: 'Sandy',
+  }),
+  'crm.preview_contact_update': (d) => ({
+    contact_id: d.fixtures.customer_id,
+    phone: '+18015550199',
+    tags: ['vip', 'commercial', 'maintenance-plan'],
+  }),
+  crm_contact_update: (d) => ({
+    contact_id: d.fixtures.customer_id,
+    phone: '+18015550199',
+    tags: ['vip', 'commercial', 'maintenance-plan'],
+  }),
+  'crm.preview_add_note': (d) => ({
+    contact_id: d.fixtures.customer_id,
+    body: 'Asked for a second quote on the rooftop unit.',
+  }),
+  'crm.add_note': (d) => ({
+    contact_id: d.fixtures.customer_id,
+    body: 'Asked for a second quote on the rooftop unit.',
+  }),
   'crm.explain_contact_state': (d) => ({ contact_id: d.fixtures.customer_id }),
   // deals
   'deals.search': () => ({ open: true, limit: 5 }),
   'deals.get': (d) => ({ deal_id: d.fixtures.proposal_deal_id }),
-  'deals.preview_create': (d) => ({ contact_id: d.fixtures.customer_id, title: 'Water softener install', amount_cents: 250000 }),
-  deals_create: (d) => ({ contact_id: d.fixtures.customer_id, title: 'Water softener install', amount_cents: 250000 }),
-  'deals.preview_move_stage': (d) => ({ deal_id: d.fixtures.open_deal_ids.find((id) => id !== d.fixtures.proposal_deal_id)!, to_stage: 'qualified' }),
-  'deals.move_stage': (d) => ({ deal_id: d.fixtures.open_deal_ids.find((id) => id !== d.fixtures.proposal_deal_id)!, to_stage: 'qualified' }),
+  'deals.preview_create': (d) => ({
+    contact_id: d.fixtures.customer_id,
+    title: 'Water softener install',
+    amount_cents: 250000,
+  }),
+  deals_create: (d) => ({
+    contact_id: d.fixtures.customer_id,
+    title: 'Water softener install',
+    amount_cents: 250000,
+  }),
+  'deals.preview_move_stage': (d) => ({
+    deal_id: d.fixtures.open_deal_ids.find((id) => id !== d.fixtures.proposal_deal_id)!,
+    to_stage: 'qualified',
+  }),
+  'deals.move_stage': (d) => ({
+    deal_id: d.fixtures.open_deal_ids.find((id) => id !== d.fixtures.proposal_deal_id)!,
+    to_stage: 'qualified',
+  }),
   'deals.preview_update': (d) => ({ deal_id: d.fixtures.proposal_deal_id, amount_cents: 90000 }),
   'deals.update': (d) => ({ deal_id: d.fixtures.proposal_deal_id, amount_cents: 90000 }),
   'deals.explain_stage': (d) => ({ deal_id: d.fixtures.proposal_deal_id }),
@@ -61,32 +114,83 @@ export const SAMPLES: Record<string, Sample> = {
   'scheduling.suggest_slots': async (d, s) => {
     const args = { service: 'AC tune-up', contact_id: d.fixtures.customer_id, days_ahead: 5, limit: 5 };
     const r = resultOf(await d.call('read_only', 'scheduling.suggest_slots', args));
-    s.slots = (r.suggestions as Array<{ args: { starts_at: string; technician_user_id: number } }>).map((x) => x.args);
+    s.slots = (r.suggestions as Array<{ args: { starts_at: string; technician_user_id: number } }>).map(
+      (x) => x.args,
+    );
     return args;
   },
-  'scheduling.preview_booking': (d, s) => ({ contact_id: d.fixtures.customer_id, service: 'AC tune-up', starts_at: s.slots![0]!.starts_at, technician_user_id: s.slots![0]!.technician_user_id }),
-  'scheduling.book_appointment': (d, s) => ({ contact_id: d.fixtures.customer_id, service: 'AC tune-up', starts_at: s.slots![0]!.starts_at, technician_user_id: s.slots![0]!.technician_user_id }),
-  'scheduling.preview_reschedule': (_d, s) => ({ appointment_id: s.booked!, starts_at: s.slots![1]!.starts_at, technician_user_id: s.slots![1]!.technician_user_id }),
-  'scheduling.reschedule_appointment': (_d, s) => ({ appointment_id: s.booked!, starts_at: s.slots![1]!.starts_at, technician_user_id: s.slots![1]!.technician_user_id }),
-  'scheduling.preview_cancel': (d) => ({ appointment_id: d.fixtures.upcoming_appointment_id, reason: 'Customer travelling' }),
-  'scheduling.cancel_appointment': (d) => ({ appointment_id: d.fixtures.upcoming_appointment_id, reason: 'Customer travelling' }),
+  'scheduling.preview_booking': (d, s) => ({
+    contact_id: d.fixtures.customer_id,
+    service: 'AC tune-up',
+    starts_at: s.slots![0]!.starts_at,
+    technician_user_id: s.slots![0]!.technician_user_id,
+  }),
+  'scheduling.book_appointment': (d, s) => ({
+    contact_id: d.fixtures.customer_id,
+    service: 'AC tune-up',
+    starts_at: s.slots![0]!.starts_at,
+    technician_user_id: s.slots![0]!.technician_user_id,
+  }),
+  'scheduling.preview_reschedule': (_d, s) => ({
+    appointment_id: s.booked!,
+    starts_at: s.slots![1]!.starts_at,
+    technician_user_id: s.slots![1]!.technician_user_id,
+  }),
+  'scheduling.reschedule_appointment': (_d, s) => ({
+    appointment_id: s.booked!,
+    starts_at: s.slots![1]!.starts_at,
+    technician_user_id: s.slots![1]!.technician_user_id,
+  }),
+  'scheduling.preview_cancel': (d) => ({
+    appointment_id: d.fixtures.upcoming_appointment_id,
+    reason: 'Customer travelling',
+  }),
+  'scheduling.cancel_appointment': (d) => ({
+    appointment_id: d.fixtures.upcoming_appointment_id,
+    reason: 'Customer travelling',
+  }),
   'scheduling.explain_appointment': (d) => ({ appointment_id: d.fixtures.upcoming_appointment_id }),
   // invoices
   'invoices.search': () => ({ status: 'open', limit: 5 }),
   'invoices.get': (d) => ({ invoice_id: d.fixtures.open_invoice.id }),
-  'invoices.preview_create': (d) => ({ contact_id: d.fixtures.customer_id, lines: [{ description: 'Water softener (40k grain)', quantity: 1, unit_price_cents: 145000 }, { description: 'Install labour', quantity: 3, unit_price_cents: 13500 }] }),
-  'invoices.create': (d) => ({ contact_id: d.fixtures.customer_id, lines: [{ description: 'Water softener (40k grain)', quantity: 1, unit_price_cents: 145000 }, { description: 'Install labour', quantity: 3, unit_price_cents: 13500 }] }),
+  'invoices.preview_create': (d) => ({
+    contact_id: d.fixtures.customer_id,
+    lines: [
+      { description: 'Water softener (40k grain)', quantity: 1, unit_price_cents: 145000 },
+      { description: 'Install labour', quantity: 3, unit_price_cents: 13500 },
+    ],
+  }),
+  'invoices.create': (d) => ({
+    contact_id: d.fixtures.customer_id,
+    lines: [
+      { description: 'Water softener (40k grain)', quantity: 1, unit_price_cents: 145000 },
+      { description: 'Install labour', quantity: 3, unit_price_cents: 13500 },
+    ],
+  }),
   'invoices.preview_issue': (_d, s) => ({ invoice_id: s.draftInvoice! }),
   'invoices.issue': (_d, s) => ({ invoice_id: s.draftInvoice! }),
   'invoices.preview_void': (_d, s) => ({ invoice_id: s.draftInvoice! }),
   'invoices.void': (_d, s) => ({ invoice_id: s.draftInvoice! }),
-  'invoices.preview_reminder': (d) => ({ invoice_id: d.fixtures.open_invoice.id, message: 'We can also take ACH.' }),
-  'invoices.send_reminder': (d) => ({ invoice_id: d.fixtures.open_invoice.id, message: 'We can also take ACH.' }),
+  'invoices.preview_reminder': (d) => ({
+    invoice_id: d.fixtures.open_invoice.id,
+    message: 'We can also take ACH.',
+  }),
+  'invoices.send_reminder': (d) => ({
+    invoice_id: d.fixtures.open_invoice.id,
+    message: 'We can also take ACH.',
+  }),
   // payments
   'payments.preview_charge': (d) => ({ invoice_number: d.fixtures.open_invoice.number, amount_cents: 5000 }),
   charge_invoice: (d) => ({ invoice_number: d.fixtures.open_invoice.number, amount_cents: 5000 }),
-  'payments.preview_refund_impact': (d) => ({ transaction_id: d.fixtures.captured_payment.id, refund_amount_cents: 5000 }),
-  issue_refund: (d) => ({ charge_ref: d.fixtures.captured_payment.charge_ref, amount_cents: 5000, reason: 'Customer goodwill' }),
+  'payments.preview_refund_impact': (d) => ({
+    transaction_id: d.fixtures.captured_payment.id,
+    refund_amount_cents: 5000,
+  }),
+  issue_refund: (d) => ({
+    charge_ref: d.fixtures.captured_payment.charge_ref,
+    amount_cents: 5000,
+    reason: 'Customer goodwill',
+  }),
   'payments.search': (d) => ({ contact_id: d.fixtures.customer_id }),
   'payments.get': (d) => ({ payment_id: d.fixtures.captured_payment.id }),
   'payments.explain_payment': (d) => ({ payment_id: d.fixtures.captured_payment.id }),
@@ -94,20 +198,52 @@ export const SAMPLES: Record<string, Sample> = {
   'inventory.search_parts': () => ({ query: 'valve' }),
   'inventory.low_stock': () => ({}),
   'inventory.part_detail': (d) => ({ part_id: d.fixtures.low_stock_part_id }),
-  'inventory.preview_adjust_stock': (d) => ({ part_id: d.fixtures.low_stock_part_id, delta: 12, reason: 'supplier delivery' }),
-  'inventory.adjust_stock': (d) => ({ part_id: d.fixtures.low_stock_part_id, delta: 12, reason: 'supplier delivery' }),
-  'inventory.preview_usage': (d) => ({ appointment_id: d.fixtures.upcoming_appointment_id, part_id: d.fixtures.low_stock_part_id, quantity: 1 }),
-  'inventory.record_usage': (d) => ({ appointment_id: d.fixtures.upcoming_appointment_id, part_id: d.fixtures.low_stock_part_id, quantity: 1 }),
+  'inventory.preview_adjust_stock': (d) => ({
+    part_id: d.fixtures.low_stock_part_id,
+    delta: 12,
+    reason: 'supplier delivery',
+  }),
+  'inventory.adjust_stock': (d) => ({
+    part_id: d.fixtures.low_stock_part_id,
+    delta: 12,
+    reason: 'supplier delivery',
+  }),
+  'inventory.preview_usage': (d) => ({
+    appointment_id: d.fixtures.upcoming_appointment_id,
+    part_id: d.fixtures.low_stock_part_id,
+    quantity: 1,
+  }),
+  'inventory.record_usage': (d) => ({
+    appointment_id: d.fixtures.upcoming_appointment_id,
+    part_id: d.fixtures.low_stock_part_id,
+    quantity: 1,
+  }),
   'inventory.suggest_reorder': () => ({}),
   // email
-  'email.preview_send': (d) => ({ contact_id: d.fixtures.customer_id, subject: 'Your estimate', body: 'Hi, the estimate for the rooftop unit is attached.' }),
-  email_send: (d) => ({ contact_id: d.fixtures.customer_id, subject: 'Your estimate', body: 'Hi, the estimate for the rooftop unit is attached.' }),
+  'email.preview_send': (d) => ({
+    contact_id: d.fixtures.customer_id,
+    subject: 'Your estimate',
+    body: 'Hi, the estimate for the rooftop unit is attached.',
+  }),
+  email_send: (d) => ({
+    contact_id: d.fixtures.customer_id,
+    subject: 'Your estimate',
+    body: 'Hi, the estimate for the rooftop unit is attached.',
+  }),
   'email.outbox': () => ({ status: 'queued' }),
   // kb
   'kb.search': () => ({ query: 'refund' }),
   'kb.get_article': () => ({ slug: 'refund-policy' }),
-  'kb.preview_publish': () => ({ title: 'Water softener sizing', body: 'Grains per gallon × people × 75 gallons a day gives the daily grain load.', tags: ['plumbing', 'sales'] }),
-  'kb.publish_article': () => ({ title: 'Water softener sizing', body: 'Grains per gallon × people × 75 gallons a day gives the daily grain load.', tags: ['plumbing', 'sales'] }),
+  'kb.preview_publish': () => ({
+    title: 'Water softener sizing',
+    body: 'Grains per gallon × people × 75 gallons a day gives the daily grain load.',
+    tags: ['plumbing', 'sales'],
+  }),
+  'kb.publish_article': () => ({
+    title: 'Water softener sizing',
+    body: 'Grains per gallon × people × 75 gallons a day gives the daily grain load.',
+    tags: ['plumbing', 'sales'],
+  }),
   // team
   'team.list_employees': () => ({ title: 'technician' }),
   'team.preview_set_role': () => ({ employee_user_id: 5, role: 'admin' }),
@@ -137,7 +273,12 @@ export const SAMPLES: Record<string, Sample> = {
   // scheduling outcome last: it moves the clock past a visit booked 30 minutes ahead
   'scheduling.preview_outcome': async (d, s) => {
     if (s.startedVisit === undefined) {
-      const env = await d.commit('owner', 'scheduling.book_appointment', { contact_id: d.fixtures.customer_id, service: 'Leak repair', starts_at: at(d, 30 * 60_000), duration_minutes: 60 });
+      const env = await d.commit('owner', 'scheduling.book_appointment', {
+        contact_id: d.fixtures.customer_id,
+        service: 'Leak repair',
+        starts_at: at(d, 30 * 60_000),
+        duration_minutes: 60,
+      });
       s.startedVisit = Number(resultOf(env).appointment_id);
       d.advance(45 * 60_000);
     }

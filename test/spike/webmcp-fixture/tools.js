@@ -67,7 +67,9 @@ function askHuman(promptText, signal) {
     };
     const onClose = () => {
       signal?.removeEventListener('abort', onAbort);
-      resolve(dialog.returnValue === 'confirm' ? { confirmed: true, phrase: phrase.value } : { confirmed: false });
+      resolve(
+        dialog.returnValue === 'confirm' ? { confirmed: true, phrase: phrase.value } : { confirmed: false },
+      );
     };
     if (signal?.aborted) return reject(signal.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -124,7 +126,10 @@ const tools = [
       const [{ draftId }, options] = args;
       const answer = await askHuman(`Type "delete ${draftId}" to delete draft ${draftId}.`, options?.signal);
       if (!answer.confirmed) return { isError: true, content: [text('declined by the user')] };
-      return { content: [text(`confirmed with: ${answer.phrase}`)], structuredContent: { draftId, phrase: answer.phrase } };
+      return {
+        content: [text(`confirmed with: ${answer.phrase}`)],
+        structuredContent: { draftId, phrase: answer.phrase },
+      };
     },
   },
   {

@@ -17,7 +17,8 @@ function assertTransportError(res: LightMyRequestResponse, status: number, reaso
   assert.equal(env.ok, false);
   assert.equal((env.error as { reason: string }).reason, reason);
   assert.equal(typeof (env.error as { hint?: string }).hint, 'string');
-  for (const k of ['statusCode', 'code', 'stack']) assert.ok(!(k in env) && !(k in (env.error as object)), `no Fastify "${k}"`);
+  for (const k of ['statusCode', 'code', 'stack'])
+    assert.ok(!(k in env) && !(k in (env.error as object)), `no Fastify "${k}"`);
   assert.ok(!/\n\s+at /.test(res.body), 'no stack trace');
 }
 
@@ -25,7 +26,12 @@ const url = '/api/v1/agent/dispatch/notes.count';
 
 test('malformed JSON answers 400 invalid_request naming the parse problem and position', async (t) => {
   const x = await createHttpHarness(t);
-  const res = await x.inject({ method: 'POST', url, payload: '{"args": {', headers: { 'content-type': 'application/json' } });
+  const res = await x.inject({
+    method: 'POST',
+    url,
+    payload: '{"args": {',
+    headers: { 'content-type': 'application/json' },
+  });
   assertTransportError(res, 400, 'invalid_request');
   const env = envelopeOf(res);
   assert.match(env.error!.message, /not valid JSON/);
@@ -44,29 +50,60 @@ test('a body that is not JSON answers 415 unsupported_media_type', async (t) => 
 test('JSON media types with parameters or a +json suffix are accepted; an empty JSON body means no body', async (t) => {
   const x = await createHttpHarness(t);
   for (const type of ['application/json; charset=utf-8', 'application/vnd.solid+json']) {
-    const res = await x.inject({ method: 'POST', url, payload: '{"args":{}}', headers: { 'content-type': type } });
+    const res = await x.inject({
+      method: 'POST',
+      url,
+      payload: '{"args":{}}',
+      headers: { 'content-type': type },
+    });
     assert.equal(res.statusCode, 200, `${type}: ${res.body}`);
   }
-  const empty = await x.inject({ method: 'POST', url, payload: '', headers: { 'content-type': 'application/json' } });
+  const empty = await x.inject({
+    method: 'POST',
+    url,
+    payload: '',
+    headers: { 'content-type': 'application/json' },
+  });
   assert.equal(empty.statusCode, 200, empty.body);
 });
 
 test('a body over the limit answers 413 payload_too_large; the limit is configurable', async (t) => {
   const x = await createHttpHarness(t);
   const big = JSON.stringify({ args: { pad: 'x'.repeat(1_048_576) } });
-  assertTransportError(await x.inject({ method: 'POST', url, payload: big, headers: { 'content-type': 'application/json' } }), 413, 'payload_too_large');
+  assertTransportError(
+    await x.inject({ method: 'POST', url, payload: big, headers: { 'content-type': 'application/json' } }),
+    413,
+    'payload_too_large',
+  );
   const small = await createHttpHarness(t, { bodyLimitBytes: 64 });
-  const res = await small.inject({ method: 'POST', url, payload: JSON.stringify({ args: { text: 'y'.repeat(100) } }), headers: { 'content-type': 'application/json' } });
+  const res = await small.inject({
+    method: 'POST',
+    url,
+    payload: JSON.stringify({ args: { text: 'y'.repeat(100) } }),
+    headers: { 'content-type': 'application/json' },
+  });
   assertTransportError(res, 413, 'payload_too_large');
   assert.equal(envelopeOf(res).error!.details!.limit_bytes, 64);
-  const fits = await small.inject({ method: 'POST', url, payload: '{"args":{}}', headers: { 'content-type': 'application/json' } });
+  const fits = await small.inject({
+    method: 'POST',
+    url,
+    payload: '{"args":{}}',
+    headers: { 'content-type': 'application/json' },
+  });
   assert.equal(fits.statusCode, 200);
 });
 
 test('prototype-poisoning keys answer 400 invalid_request', async (t) => {
   const x = await createHttpHarness(t);
-  for (const payload of ['{"args":{"__proto__":{"admin":true}}}', '{"args":{"constructor":{"prototype":{"admin":true}}}}']) {
-    assertTransportError(await x.inject({ method: 'POST', url, payload, headers: { 'content-type': 'application/json' } }), 400, 'invalid_request');
+  for (const payload of [
+    '{"args":{"__proto__":{"admin":true}}}',
+    '{"args":{"constructor":{"prototype":{"admin":true}}}}',
+  ]) {
+    assertTransportError(
+      await x.inject({ method: 'POST', url, payload, headers: { 'content-type': 'application/json' } }),
+      400,
+      'invalid_request',
+    );
   }
   assert.equal(({} as Record<string, unknown>).admin, undefined);
 });

@@ -43,8 +43,18 @@ test('a write without a key answers 401 auth_required with WWW-Authenticate: Bea
 
 test('a bad key answers 401 auth_invalid, audited, for reads and writes alike', async (t) => {
   const x = await createHttpHarness(t);
-  for (const authorization of ['Bearer sk_solid_nope_nope', 'Basic dXNlcjpwYXNz', 'Bearer ', `Bearer ${x.h.keys.owner}x`]) {
-    const res = await x.inject({ method: 'POST', url: '/api/v1/agent/dispatch/notes.count', payload: { args: {} }, headers: { authorization } });
+  for (const authorization of [
+    'Bearer sk_solid_nope_nope',
+    'Basic dXNlcjpwYXNz',
+    'Bearer ',
+    `Bearer ${x.h.keys.owner}x`,
+  ]) {
+    const res = await x.inject({
+      method: 'POST',
+      url: '/api/v1/agent/dispatch/notes.count',
+      payload: { args: {} },
+      headers: { authorization },
+    });
     assert.equal(res.statusCode, 401, authorization);
     assert.match(res.headers['www-authenticate'] as string, /^Bearer error="invalid_token"/);
     const env = envelopeOf(res);
@@ -52,7 +62,12 @@ test('a bad key answers 401 auth_invalid, audited, for reads and writes alike', 
     assert.equal(typeof env.audit_id, 'number', 'the failed attempt is audited');
     assert.ok(!res.body.includes(x.h.keys.owner), 'the presented key is never echoed');
   }
-  const row = await x.h.rt.store.read((q) => q.get<{ status: string; reason: string }>('SELECT status, reason FROM audit_log WHERE reason = ? ORDER BY seq DESC LIMIT 1', ['auth_invalid']));
+  const row = await x.h.rt.store.read((q) =>
+    q.get<{ status: string; reason: string }>(
+      'SELECT status, reason FROM audit_log WHERE reason = ? ORDER BY seq DESC LIMIT 1',
+      ['auth_invalid'],
+    ),
+  );
   assert.deepEqual({ ...row }, { status: 'denied', reason: 'auth_invalid' });
 });
 
@@ -67,9 +82,20 @@ test('denials answer 403: role floor, tier floor, surface, wrong typed phrase', 
   const surface = await x.dispatch('notes.cli_only', { args: {} }, { key: x.h.keys.owner });
   assert.equal(surface.statusCode, 403);
   assert.equal(envelopeOf(surface).error!.reason, 'surface_denied');
-  const pending = envelopeOf(await x.dispatch('notes_charge', { args: { amount_cents: 500 } }, { key: x.h.keys.owner }));
+  const pending = envelopeOf(
+    await x.dispatch('notes_charge', { args: { amount_cents: 500 } }, { key: x.h.keys.owner }),
+  );
   assert.equal(pending.consent!.typed_phrase, 'CHARGE 500 CENTS');
-  const wrong = await x.dispatch('notes_charge', { args: { amount_cents: 500 }, confirm: true, nonce: pending.consent!.nonce, typed_phrase: 'CHARGE 5000 CENTS' }, { key: x.h.keys.owner });
+  const wrong = await x.dispatch(
+    'notes_charge',
+    {
+      args: { amount_cents: 500 },
+      confirm: true,
+      nonce: pending.consent!.nonce,
+      typed_phrase: 'CHARGE 5000 CENTS',
+    },
+    { key: x.h.keys.owner },
+  );
   assert.equal(wrong.statusCode, 403);
   assert.equal(envelopeOf(wrong).error!.reason, 'phrase_mismatch');
   const blocked = await x.dispatch('customer_delete', { args: {} }, { key: x.h.keys.owner });
@@ -92,7 +118,11 @@ test('invalid args answer 400 invalid_input with the JSON Pointer; an unknown ve
   const env = envelopeOf(unknown);
   assert.equal(env.error!.reason, 'unknown_verb');
   assert.ok((env.error!.details!.closest as string[]).includes('notes.count'));
-  const noNonce = await x.dispatch('notes_add', { args: { text: 'x' }, confirm: true }, { key: x.h.keys.owner });
+  const noNonce = await x.dispatch(
+    'notes_add',
+    { args: { text: 'x' }, confirm: true },
+    { key: x.h.keys.owner },
+  );
   assert.equal(noNonce.statusCode, 400);
   assert.equal(envelopeOf(noNonce).error!.reason, 'nonce_required');
 });
@@ -109,9 +139,14 @@ test('WRITE_REVERSIBLE round trip: 202 dispatch_pending with a nonce, confirm, 2
   assert.equal(pending.consent!.class, 'WRITE_REVERSIBLE');
   assert.equal(pending.consent!.gate, 'confirmation');
   assert.equal(typeof pending.consent!.nonce, 'string');
-  const count = async () => Number((await x.h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM notes')))!.n);
+  const count = async () =>
+    Number((await x.h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM notes')))!.n);
   assert.equal(await count(), 0, 'nothing is written before consent');
-  const confirmed = await x.dispatch('notes_add', { args, confirm: true, nonce: pending.consent!.nonce }, { key: x.h.keys.employee });
+  const confirmed = await x.dispatch(
+    'notes_add',
+    { args, confirm: true, nonce: pending.consent!.nonce },
+    { key: x.h.keys.employee },
+  );
   assert.equal(confirmed.statusCode, 200);
   const receipt = envelopeOf(confirmed);
   assertEnvelope(receipt);
@@ -122,7 +157,11 @@ test('WRITE_REVERSIBLE round trip: 202 dispatch_pending with a nonce, confirm, 2
   assert.equal(result.status, 'completed');
   assert.equal(typeof result.attestation.jws, 'string');
   assert.equal(await count(), 1);
-  const replayNonce = await x.dispatch('notes_add', { args, confirm: true, nonce: pending.consent!.nonce }, { key: x.h.keys.employee });
+  const replayNonce = await x.dispatch(
+    'notes_add',
+    { args, confirm: true, nonce: pending.consent!.nonce },
+    { key: x.h.keys.employee },
+  );
   assert.equal(replayNonce.statusCode, 403);
   assert.equal(envelopeOf(replayNonce).error!.reason, 'nonce_replayed');
   assert.equal(await count(), 1);
@@ -135,14 +174,27 @@ test('WRITE_FINANCIAL: pending shows the typed phrase; the exact phrase complete
   assert.equal(pending.statusCode, 202);
   const c = envelopeOf(pending).consent!;
   assert.equal(c.gate, 'typed_phrase');
-  const done = await x.dispatch('notes_charge', { args, confirm: true, nonce: c.nonce, typed_phrase: c.typed_phrase }, { key: x.h.keys.owner });
+  const done = await x.dispatch(
+    'notes_charge',
+    { args, confirm: true, nonce: c.nonce, typed_phrase: c.typed_phrase },
+    { key: x.h.keys.owner },
+  );
   assert.equal(done.statusCode, 200, done.body);
   assert.equal((envelopeOf(done).result as { charged_cents: number }).charged_cents, 5000);
 });
 
-async function confirmed(x: Awaited<ReturnType<typeof createHttpHarness>>, args: Record<string, unknown>, idem: string, key: string) {
+async function confirmed(
+  x: Awaited<ReturnType<typeof createHttpHarness>>,
+  args: Record<string, unknown>,
+  idem: string,
+  key: string,
+) {
   const pending = envelopeOf(await x.dispatch('notes_add', { args }, { key }));
-  return x.dispatch('notes_add', { args, confirm: true, nonce: pending.consent!.nonce }, { key, headers: { 'idempotency-key': idem } });
+  return x.dispatch(
+    'notes_add',
+    { args, confirm: true, nonce: pending.consent!.nonce },
+    { key, headers: { 'idempotency-key': idem } },
+  );
 }
 
 test('Idempotency-Key: a repeat answers the stored receipt with Idempotent-Replayed: true; other args 422', async (t) => {
@@ -182,9 +234,17 @@ test('Idempotency-Key: a duplicate while the first still runs answers 409 idempo
     if (!got) refused();
     return got;
   };
-  const running = x.dispatch('notes_add', { args, confirm: true, nonce: p1.consent!.nonce }, { key, headers: { 'idempotency-key': 'slow-1' } });
+  const running = x.dispatch(
+    'notes_add',
+    { args, confirm: true, nonce: p1.consent!.nonce },
+    { key, headers: { 'idempotency-key': 'slow-1' } },
+  );
   await x.entered;
-  const dupAnswer = x.dispatch('notes_add', { args, confirm: true, nonce: p2.consent!.nonce }, { key, headers: { 'idempotency-key': 'slow-1' } });
+  const dupAnswer = x.dispatch(
+    'notes_add',
+    { args, confirm: true, nonce: p2.consent!.nonce },
+    { key, headers: { 'idempotency-key': 'slow-1' } },
+  );
   await wasRefused;
   x.release();
   const dup = await dupAnswer;
@@ -195,17 +255,29 @@ test('Idempotency-Key: a duplicate while the first still runs answers 409 idempo
 
 test('a malformed Idempotency-Key answers 400 (bad sf-string: invalid_request; too long: idempotency_key_invalid)', async (t) => {
   const x = await createHttpHarness(t);
-  const quoted = await x.dispatch('notes_add', { args: { text: 'a' } }, { key: x.h.keys.owner, headers: { 'idempotency-key': '"unterminated' } });
+  const quoted = await x.dispatch(
+    'notes_add',
+    { args: { text: 'a' } },
+    { key: x.h.keys.owner, headers: { 'idempotency-key': '"unterminated' } },
+  );
   assert.equal(quoted.statusCode, 400);
   assert.equal(envelopeOf(quoted).error!.reason, 'invalid_request');
-  const long = await x.dispatch('notes_add', { args: { text: 'a' } }, { key: x.h.keys.owner, headers: { 'idempotency-key': 'k'.repeat(300) } });
+  const long = await x.dispatch(
+    'notes_add',
+    { args: { text: 'a' } },
+    { key: x.h.keys.owner, headers: { 'idempotency-key': 'k'.repeat(300) } },
+  );
   assert.equal(long.statusCode, 400);
   assert.equal(envelopeOf(long).error!.reason, 'idempotency_key_invalid');
 });
 
 test('daily cap: 429 daily_cap_exceeded with Retry-After in seconds until the reset', async (t) => {
   const x = await createHttpHarness(t);
-  const tenant = await x.h.rt.createTenant({ name: 'Capped', tier: 'professional', settings: { caps: { WRITE_REVERSIBLE: 1 } } });
+  const tenant = await x.h.rt.createTenant({
+    name: 'Capped',
+    tier: 'professional',
+    settings: { caps: { WRITE_REVERSIBLE: 1 } },
+  });
   const key = await x.h.rt.createApiKey({ company_id: tenant.company_id, user_id: 1, role: 'owner' });
   const ok = await confirmed(x, { text: 'one' }, 'cap-1', key);
   assert.equal(ok.statusCode, 200, ok.body);
@@ -215,7 +287,10 @@ test('daily cap: 429 daily_cap_exceeded with Retry-After in seconds until the re
   assert.equal(env.error!.reason, 'daily_cap_exceeded');
   const resetMs = Date.parse(env.error!.details!.resets_at as string);
   const retryAfter = Number(capped.headers['retry-after']);
-  assert.ok(Number.isInteger(retryAfter) && retryAfter > 0 && retryAfter <= 86_400, String(capped.headers['retry-after']));
+  assert.ok(
+    Number.isInteger(retryAfter) && retryAfter > 0 && retryAfter <= 86_400,
+    String(capped.headers['retry-after']),
+  );
   assert.ok(Math.abs(Date.now() + retryAfter * 1000 - resetMs) < 5_000, 'Retry-After points at resets_at');
 });
 
@@ -243,12 +318,21 @@ test('the body is checked for its own members only: unknown members and wrong ty
   const confirm = await x.dispatch('notes.count', { confirm: 'yes' });
   assert.equal(confirm.statusCode, 400);
   assert.equal(envelopeOf(confirm).error!.reason, 'invalid_request');
-  const array = await x.inject({ method: 'POST', url: '/api/v1/agent/dispatch/notes.count', payload: '[1,2]', headers: { 'content-type': 'application/json' } });
+  const array = await x.inject({
+    method: 'POST',
+    url: '/api/v1/agent/dispatch/notes.count',
+    payload: '[1,2]',
+    headers: { 'content-type': 'application/json' },
+  });
   assert.equal(array.statusCode, 400);
   assert.equal(envelopeOf(array).error!.reason, 'invalid_request');
   const argsNotObject = await x.dispatch('notes.count', { args: [1] });
   assert.equal(argsNotObject.statusCode, 400);
-  assert.equal(envelopeOf(argsNotObject).error!.reason, 'invalid_input', 'args themselves are the runtime’s to validate');
+  assert.equal(
+    envelopeOf(argsNotObject).error!.reason,
+    'invalid_input',
+    'args themselves are the runtime’s to validate',
+  );
 });
 
 test('a malformed dispatch body is an audited attempt: a denied row in the caller’s tenant names the verb; with a bad key it is the audited auth_invalid', async (t) => {
@@ -258,9 +342,27 @@ test('a malformed dispatch body is an audited attempt: a denied row in the calle
   const env = envelopeOf(res);
   assert.equal(env.error!.reason, 'invalid_request');
   assert.equal(typeof env.audit_id, 'number');
-  const row = await x.h.rt.store.read((q) => q.get<{ company_id: number; action_type: string; status: string; reason: string; role: string }>('SELECT company_id, action_type, status, reason, role FROM audit_log WHERE audit_id = ?', [env.audit_id]));
-  assert.deepEqual({ ...row, company_id: Number(row!.company_id) }, { company_id: x.h.companyId, action_type: 'notes.count', status: 'denied', reason: 'invalid_request', role: 'employee' });
-  const badKey = await x.dispatch('notes.count', { min_length: 3 }, { key: 'sk_solid_000000000000_notasecretnotasecret' });
+  const row = await x.h.rt.store.read((q) =>
+    q.get<{ company_id: number; action_type: string; status: string; reason: string; role: string }>(
+      'SELECT company_id, action_type, status, reason, role FROM audit_log WHERE audit_id = ?',
+      [env.audit_id],
+    ),
+  );
+  assert.deepEqual(
+    { ...row, company_id: Number(row!.company_id) },
+    {
+      company_id: x.h.companyId,
+      action_type: 'notes.count',
+      status: 'denied',
+      reason: 'invalid_request',
+      role: 'employee',
+    },
+  );
+  const badKey = await x.dispatch(
+    'notes.count',
+    { min_length: 3 },
+    { key: 'sk_solid_000000000000_notasecretnotasecret' },
+  );
   assert.equal(badKey.statusCode, 401);
   assert.equal(envelopeOf(badKey).error!.reason, 'auth_invalid');
   assert.equal(typeof envelopeOf(badKey).audit_id, 'number');

@@ -23,7 +23,11 @@ export interface HttpHarness {
   /** Resolves when a notes_add with hold:true is inside its handler. */
   entered: Promise<void>;
   /** POST /api/v1/agent/dispatch/<verb> with a JSON body and optional key / headers. */
-  dispatch(verb: string, body?: unknown, options?: { key?: string; headers?: Record<string, string> }): Promise<LightMyRequestResponse>;
+  dispatch(
+    verb: string,
+    body?: unknown,
+    options?: { key?: string; headers?: Record<string, string> },
+  ): Promise<LightMyRequestResponse>;
   inject(options: InjectOptions): Promise<LightMyRequestResponse>;
 }
 
@@ -31,10 +35,17 @@ export function envelopeOf(res: LightMyRequestResponse): Envelope {
   return res.json() as Envelope;
 }
 
-export async function createHttpHarness(t: TestContext, options: HttpServerOptions = {}): Promise<HttpHarness> {
+export async function createHttpHarness(
+  t: TestContext,
+  options: HttpServerOptions = {},
+): Promise<HttpHarness> {
   const h = await createTestRuntime(t);
   await h.rt.store.migrate('test-notes', [
-    { version: 1, name: 'notes', sqlite: 'CREATE TABLE notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, text TEXT NOT NULL)' },
+    {
+      version: 1,
+      name: 'notes',
+      sqlite: 'CREATE TABLE notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, text TEXT NOT NULL)',
+    },
   ]);
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
@@ -46,10 +57,19 @@ export async function createHttpHarness(t: TestContext, options: HttpServerOptio
       description: 'Count the notes of the tenant.',
       shape: 'aggregate',
       category: 'crm',
-      input: { type: 'object', properties: { min_length: { type: 'integer', minimum: 0 } }, additionalProperties: false },
+      input: {
+        type: 'object',
+        properties: { min_length: { type: 'integer', minimum: 0 } },
+        additionalProperties: false,
+      },
       async handler(ctx) {
-        const r = await ctx.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM notes WHERE company_id = ?', [ctx.principal.company_id]);
-        return { entity_id: ctx.principal.company_id, data: { notes: Number(r!.n), company_id: ctx.principal.company_id } };
+        const r = await ctx.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM notes WHERE company_id = ?', [
+          ctx.principal.company_id,
+        ]);
+        return {
+          entity_id: ctx.principal.company_id,
+          data: { notes: Number(r!.n), company_id: ctx.principal.company_id },
+        };
       },
     }),
     defineVerb({
@@ -58,19 +78,30 @@ export async function createHttpHarness(t: TestContext, options: HttpServerOptio
       shape: 'receipt',
       category: 'crm',
       consent: 'WRITE_REVERSIBLE',
-      input: { type: 'object', properties: { text: { type: 'string', minLength: 1 }, hold: { type: 'boolean' } }, required: ['text'], additionalProperties: false },
+      input: {
+        type: 'object',
+        properties: { text: { type: 'string', minLength: 1 }, hold: { type: 'boolean' } },
+        required: ['text'],
+        additionalProperties: false,
+      },
       async handler(ctx, args: { text: string; hold?: boolean }) {
         if (args.hold) {
           signalEntered();
           await gate;
         }
-        const r = await ctx.db.run('INSERT INTO notes (company_id, text) VALUES (?, ?)', [ctx.principal.company_id, args.text]);
+        const r = await ctx.db.run('INSERT INTO notes (company_id, text) VALUES (?, ?)', [
+          ctx.principal.company_id,
+          args.text,
+        ]);
         ctx.setRollback(`notes:add:${String(r.lastInsertId)}`, { id: r.lastInsertId });
         return { note_id: r.lastInsertId };
       },
       revert: {
         async handler(ctx, original) {
-          await ctx.db.run('DELETE FROM notes WHERE id = ? AND company_id = ?', [original.rollback.id, ctx.principal.company_id]);
+          await ctx.db.run('DELETE FROM notes WHERE id = ? AND company_id = ?', [
+            original.rollback.id,
+            ctx.principal.company_id,
+          ]);
           return { revert_action: `deleted note ${String(original.rollback.id)}` };
         },
       },
@@ -81,7 +112,12 @@ export async function createHttpHarness(t: TestContext, options: HttpServerOptio
       shape: 'receipt',
       category: 'payments',
       consent: 'WRITE_FINANCIAL',
-      input: { type: 'object', properties: { amount_cents: { type: 'integer', minimum: 1 } }, required: ['amount_cents'], additionalProperties: false },
+      input: {
+        type: 'object',
+        properties: { amount_cents: { type: 'integer', minimum: 1 } },
+        required: ['amount_cents'],
+        additionalProperties: false,
+      },
       phrase: (a: { amount_cents: number }) => `CHARGE ${a.amount_cents} CENTS`,
       async handler(_ctx, a: { amount_cents: number }) {
         return { charged_cents: a.amount_cents };
@@ -138,7 +174,12 @@ export async function createHttpHarness(t: TestContext, options: HttpServerOptio
     dispatch(verb, body, o = {}) {
       const headers: Record<string, string> = { ...(o.headers ?? {}) };
       if (o.key !== undefined) headers.authorization = `Bearer ${o.key}`;
-      return app.inject({ method: 'POST', url: `/api/v1/agent/dispatch/${verb}`, ...(body === undefined ? {} : { payload: body as object }), headers });
+      return app.inject({
+        method: 'POST',
+        url: `/api/v1/agent/dispatch/${verb}`,
+        ...(body === undefined ? {} : { payload: body as object }),
+        headers,
+      });
     },
   };
 }

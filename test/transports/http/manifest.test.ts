@@ -19,7 +19,10 @@ test('the HTTP manifest equals registry.list({surface: "http"}) and every entry 
   assert.deepEqual(body.verbs, JSON.parse(JSON.stringify(expected)));
   assert.equal(body.total, expected.length);
   assert.ok(body.verbs.some((v) => v.name === 'notes_add'));
-  assert.ok(!body.verbs.some((v) => v.name === 'notes.cli_only'), 'a verb without http in its surfaces is not listed');
+  assert.ok(
+    !body.verbs.some((v) => v.name === 'notes.cli_only'),
+    'a verb without http in its surfaces is not listed',
+  );
   const validate = upstreamValidator('verb-record');
   assert.ok(validate, 'upstream verb-record schema loaded');
   for (const v of body.verbs) assert.ok(validate(v), `${String(v.name)}: ${JSON.stringify(validate.errors)}`);
@@ -27,19 +30,27 @@ test('the HTTP manifest equals registry.list({surface: "http"}) and every entry 
 
 test('surface and shape filters select the matching projection', async (t) => {
   const x = await createHttpHarness(t);
-  const cli = (await x.inject({ method: 'GET', url: '/api/v1/agent/verbs?surface=cli' })).json() as { verbs: { name: string }[] };
+  const cli = (await x.inject({ method: 'GET', url: '/api/v1/agent/verbs?surface=cli' })).json() as {
+    verbs: { name: string }[];
+  };
   assert.deepEqual(
     cli.verbs.map((v) => v.name),
     x.h.rt.registry.list({ surface: 'cli' }).map((v) => v.name),
   );
   assert.ok(cli.verbs.some((v) => v.name === 'notes.cli_only'));
-  const receipts = (await x.inject({ method: 'GET', url: '/api/v1/agent/verbs?shape=receipt' })).json() as { verbs: { name: string; shape: string }[]; total: number };
+  const receipts = (await x.inject({ method: 'GET', url: '/api/v1/agent/verbs?shape=receipt' })).json() as {
+    verbs: { name: string; shape: string }[];
+    total: number;
+  };
   assert.deepEqual(
     receipts.verbs.map((v) => v.name),
     x.h.rt.registry.list({ surface: 'http', shape: 'receipt' }).map((v) => v.name),
   );
   assert.ok(receipts.verbs.every((v) => v.shape === 'receipt'));
-  assert.ok(receipts.verbs.some((v) => v.name === 'notes_add') && receipts.verbs.some((v) => v.name === 'notes_charge'));
+  assert.ok(
+    receipts.verbs.some((v) => v.name === 'notes_add') &&
+      receipts.verbs.some((v) => v.name === 'notes_charge'),
+  );
   assert.ok(!receipts.verbs.some((v) => v.name === 'notes.count'));
   assert.equal(receipts.total, receipts.verbs.length);
 });
@@ -63,17 +74,42 @@ test('the manifest is cacheable for 5 minutes and revalidates with its ETag (304
   assert.equal(first.headers['cache-control'], 'private, max-age=300');
   const etag = first.headers.etag as string;
   assert.match(etag, /^"[^"]+"$/);
-  const again = await x.inject({ method: 'GET', url: '/api/v1/agent/verbs', headers: { 'if-none-match': etag } });
+  const again = await x.inject({
+    method: 'GET',
+    url: '/api/v1/agent/verbs',
+    headers: { 'if-none-match': etag },
+  });
   assert.equal(again.statusCode, 304);
   assert.equal(again.body, '');
   assert.equal(again.headers.etag, etag);
-  const weak = await x.inject({ method: 'GET', url: '/api/v1/agent/verbs', headers: { 'if-none-match': `"other", W/${etag}` } });
+  const weak = await x.inject({
+    method: 'GET',
+    url: '/api/v1/agent/verbs',
+    headers: { 'if-none-match': `"other", W/${etag}` },
+  });
   assert.equal(weak.statusCode, 304, 'weak comparison in a list');
-  const filtered = await x.inject({ method: 'GET', url: '/api/v1/agent/verbs?surface=cli', headers: { 'if-none-match': etag } });
+  const filtered = await x.inject({
+    method: 'GET',
+    url: '/api/v1/agent/verbs?surface=cli',
+    headers: { 'if-none-match': etag },
+  });
   assert.equal(filtered.statusCode, 200, 'another filter has another ETag');
   assert.notEqual(filtered.headers.etag, etag);
-  x.h.rt.register(defineVerb({ name: 'notes.new_one', description: 'New.', shape: 'aggregate', category: 'crm', input: { type: 'object', properties: {} }, handler: async () => ({ entity_id: 1, data: {} }) }));
-  const changed = await x.inject({ method: 'GET', url: '/api/v1/agent/verbs', headers: { 'if-none-match': etag } });
+  x.h.rt.register(
+    defineVerb({
+      name: 'notes.new_one',
+      description: 'New.',
+      shape: 'aggregate',
+      category: 'crm',
+      input: { type: 'object', properties: {} },
+      handler: async () => ({ entity_id: 1, data: {} }),
+    }),
+  );
+  const changed = await x.inject({
+    method: 'GET',
+    url: '/api/v1/agent/verbs',
+    headers: { 'if-none-match': etag },
+  });
   assert.equal(changed.statusCode, 200, 'a registration changes the ETag');
   assert.notEqual(changed.headers.etag, etag);
   assert.ok((changed.json() as { verbs: { name: string }[] }).verbs.some((v) => v.name === 'notes.new_one'));
@@ -87,7 +123,11 @@ test('GET /api/v1/agent/verbs/{name} returns one VerbRecord by verb or tool name
   assert.equal(res.headers['cache-control'], 'private, max-age=300');
   const byTool = await x.inject({ method: 'GET', url: '/api/v1/agent/verbs/notes__count' });
   assert.equal((byTool.json() as { name: string }).name, 'notes.count');
-  const cached = await x.inject({ method: 'GET', url: '/api/v1/agent/verbs/notes.count', headers: { 'if-none-match': res.headers.etag as string } });
+  const cached = await x.inject({
+    method: 'GET',
+    url: '/api/v1/agent/verbs/notes.count',
+    headers: { 'if-none-match': res.headers.etag as string },
+  });
   assert.equal(cached.statusCode, 304);
 });
 

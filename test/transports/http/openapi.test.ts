@@ -10,7 +10,11 @@ import { reasonInfo, REASONS } from '../../../src/spec/reasons.ts';
 import type { HttpPlugin } from '../../../src/transports/http/server.ts';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 
-type Doc = { openapi: string; paths: Record<string, Record<string, Record<string, unknown>>>; components: { schemas: Record<string, unknown> } };
+type Doc = {
+  openapi: string;
+  paths: Record<string, Record<string, Record<string, unknown>>>;
+  components: { schemas: Record<string, unknown> };
+};
 
 function refsOf(node: unknown, out: string[] = []): string[] {
   if (Array.isArray(node)) for (const n of node) refsOf(n, out);
@@ -24,7 +28,16 @@ function refsOf(node: unknown, out: string[] = []): string[] {
 }
 
 const mounted: HttpPlugin = async (app) => {
-  app.get('/api/v1/test-plugin/items/:id', { schema: { summary: 'A plugin route', params: { type: 'object', properties: { id: { type: 'string' } } } } }, async () => ({ ok: true }));
+  app.get(
+    '/api/v1/test-plugin/items/:id',
+    {
+      schema: {
+        summary: 'A plugin route',
+        params: { type: 'object', properties: { id: { type: 'string' } } },
+      },
+    },
+    async () => ({ ok: true }),
+  );
   app.get('/api/v1/test-plugin/hidden', { config: { openapi: false } }, async () => ({ ok: true }));
 };
 
@@ -59,19 +72,31 @@ test('the dispatch route documents every reason with its status, and the envelop
     assert.equal(table[reason]?.status, info.status, reason);
     const response = (op.responses as Record<string, { description: string }>)[String(info.status)];
     assert.ok(response, `a ${info.status} response for ${reason}`);
-    if (reason !== 'dispatch_pending') assert.ok(response.description.includes(reason), `${reason} listed under ${info.status}`);
+    if (reason !== 'dispatch_pending')
+      assert.ok(response.description.includes(reason), `${reason} listed under ${info.status}`);
   }
   assert.ok((op.responses as Record<string, unknown>)['200']);
   const envelope = doc.components.schemas.Envelope as { properties: Record<string, unknown> };
   assert.ok(envelope.properties.ok && envelope.properties.error);
   const ajv = new Ajv2020({ strict: false, validateFormats: false });
-  const components = { $id: 'https://openapi.test/doc.json', components: doc.components } as Record<string, unknown>;
+  const components = { $id: 'https://openapi.test/doc.json', components: doc.components } as Record<
+    string,
+    unknown
+  >;
   ajv.addSchema(components);
   const validate = ajv.compile({ $ref: 'https://openapi.test/doc.json#/components/schemas/Envelope' });
   assert.ok(validate({ ok: false, verb: 'x', error: { reason: 'role_denied', message: 'm' } }));
   const pending = envelopeOf(await x.dispatch('notes_add', { args: { text: 'a' } }, { key: x.h.keys.owner }));
   assert.ok(validate(pending), JSON.stringify(validate.errors));
-  assert.ok(!validate({ ok: false, verb: 'x', error: { reason: 'role_denied', message: 'm' }, consent: { class: 'READ' } }), 'the consent $ref is followed');
+  assert.ok(
+    !validate({
+      ok: false,
+      verb: 'x',
+      error: { reason: 'role_denied', message: 'm' },
+      consent: { class: 'READ' },
+    }),
+    'the consent $ref is followed',
+  );
   assert.equal(reasonInfo('role_denied').status, 403);
 });
 
@@ -81,15 +106,23 @@ test('one operation per http verb, whose args schema is the verb input_schema; e
   for (const record of x.h.rt.registry.list({ surface: 'http' })) {
     const op = doc.paths[`/api/v1/agent/dispatch/${record.name}`]?.post;
     assert.ok(op, record.name);
-    const schema = (op.requestBody as { content: Record<string, { schema: { properties: { args: unknown } } }> }).content['application/json']!.schema;
+    const schema = (
+      op.requestBody as { content: Record<string, { schema: { properties: { args: unknown } } }> }
+    ).content['application/json']!.schema;
     assert.deepEqual(schema.properties.args, JSON.parse(JSON.stringify(record.input_schema)));
   }
-  assert.equal(doc.paths['/api/v1/agent/dispatch/notes.cli_only'], undefined, 'a verb not on http has no operation');
+  assert.equal(
+    doc.paths['/api/v1/agent/dispatch/notes.cli_only'],
+    undefined,
+    'a verb not on http has no operation',
+  );
   const ids = new Set<string>();
-  for (const p of Object.values(doc.paths)) for (const op of Object.values(p)) if (typeof op.operationId === 'string') {
-    assert.ok(!ids.has(op.operationId), `operationId ${op.operationId} unique`);
-    ids.add(op.operationId);
-  }
+  for (const p of Object.values(doc.paths))
+    for (const op of Object.values(p))
+      if (typeof op.operationId === 'string') {
+        assert.ok(!ids.has(op.operationId), `operationId ${op.operationId} unique`);
+        ids.add(op.operationId);
+      }
   for (const ref of refsOf(doc)) {
     assert.match(ref, /^#\/components\/schemas\//, ref);
     assert.ok(doc.components.schemas[ref.split('/').pop()!], `${ref} resolves`);

@@ -32,7 +32,12 @@ test('a mounted plugin serves its routes with the runtime, behind the same JSON 
   assert.equal(echo.statusCode, 200);
   assert.equal((echo.json() as { verbs: number }).verbs, x.h.rt.registry.size);
   assert.deepEqual(seen, [{ a: 1 }]);
-  const text = await x.inject({ method: 'POST', url: '/api/v1/test-plugin/echo', payload: 'a=1', headers: { 'content-type': 'text/plain' } });
+  const text = await x.inject({
+    method: 'POST',
+    url: '/api/v1/test-plugin/echo',
+    payload: 'a=1',
+    headers: { 'content-type': 'text/plain' },
+  });
   assert.equal(text.statusCode, 415);
   assert.equal(envelopeOf(text).error!.reason, 'unsupported_media_type');
   const refused = await x.inject({ method: 'GET', url: '/api/v1/test-plugin/refuse' });
@@ -42,6 +47,8 @@ test('a mounted plugin serves its routes with the runtime, behind the same JSON 
   assert.equal(crash.statusCode, 500);
   assert.equal(envelopeOf(crash).error!.reason, 'internal_error');
   assert.ok(!crash.body.includes('/etc/shadow'));
-  assert.deepEqual((await x.inject({ method: 'GET', url: '/api/v1/test-sibling/has' })).json(), { leaked: false });
+  assert.deepEqual((await x.inject({ method: 'GET', url: '/api/v1/test-sibling/has' })).json(), {
+    leaked: false,
+  });
   assert.equal(x.app.hasDecorator('pluginOnly'), false);
 });

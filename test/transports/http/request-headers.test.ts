@@ -19,10 +19,16 @@ test('apiKeyOf: no header is keyless; a Bearer token is the key; anything else i
 
 test('idempotencyKeyOf: RFC 8941 sf-string or a bare token; malformed quoted values are refused', () => {
   assert.equal(idempotencyKeyOf(undefined), undefined);
-  assert.equal(idempotencyKeyOf('"8e03978e-40d5-43e8-bc93-6894a57f9324"'), '8e03978e-40d5-43e8-bc93-6894a57f9324');
+  assert.equal(
+    idempotencyKeyOf('"8e03978e-40d5-43e8-bc93-6894a57f9324"'),
+    '8e03978e-40d5-43e8-bc93-6894a57f9324',
+  );
   assert.equal(idempotencyKeyOf('"a \\"quoted\\" key"'), 'a "quoted" key');
   assert.equal(idempotencyKeyOf('"k";p=1'), 'k', 'parameters are ignored');
-  assert.equal(idempotencyKeyOf('8e03978e-40d5-43e8-bc93-6894a57f9324'), '8e03978e-40d5-43e8-bc93-6894a57f9324');
+  assert.equal(
+    idempotencyKeyOf('8e03978e-40d5-43e8-bc93-6894a57f9324'),
+    '8e03978e-40d5-43e8-bc93-6894a57f9324',
+  );
   assert.equal(idempotencyKeyOf(' order-42 '), 'order-42');
   for (const bad of ['"unterminated', '"bad \\x escape"']) {
     assert.throws(
@@ -37,10 +43,18 @@ test('parseJsonBody: empty is no body, malformed names the position, poisoning i
   assert.equal(parseJsonBody(''), undefined);
   assert.equal(parseJsonBody('  \n'), undefined);
   assert.deepEqual(parseJsonBody('{"args":{"a":1}}'), { args: { a: 1 } });
-  assert.deepEqual(parseJsonBody('{"args":{"note":"__proto__ is a word"}}'), { args: { note: '__proto__ is a word' } }, 'the word in a value is fine');
+  assert.deepEqual(
+    parseJsonBody('{"args":{"note":"__proto__ is a word"}}'),
+    { args: { note: '__proto__ is a word' } },
+    'the word in a value is fine',
+  );
   assert.throws(
     () => parseJsonBody('{"args": {,}}'),
-    (e: unknown) => isVerbError(e) && e.reason === 'invalid_request' && typeof e.details?.position === 'number',
+    (e: unknown) =>
+      isVerbError(e) && e.reason === 'invalid_request' && typeof e.details?.position === 'number',
   );
-  assert.throws(() => parseJsonBody('[{"__proto__": {}}]'), (e: unknown) => isVerbError(e) && e.reason === 'invalid_request');
+  assert.throws(
+    () => parseJsonBody('[{"__proto__": {}}]'),
+    (e: unknown) => isVerbError(e) && e.reason === 'invalid_request',
+  );
 });

@@ -20,7 +20,10 @@ test('solid serve --demo: ready line, /healthz, a read over HTTP, a CLI dispatch
   const dir = mkdtempSync(join(tmpdir(), 'solid-serve-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const db = join(dir, 'solid.db');
-  const child = spawn(process.execPath, [BIN, 'serve', '--demo', '--port', '0', '--db', db], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SOLID_API_KEY: '' } });
+  const child = spawn(process.execPath, [BIN, 'serve', '--demo', '--port', '0', '--db', db], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, SOLID_API_KEY: '' },
+  });
   // A guard so a broken server cannot hang the suite; not a timing assertion.
   const guard = setTimeout(() => child.kill('SIGKILL'), 120_000);
   t.after(() => {
@@ -37,7 +40,9 @@ test('solid serve --demo: ready line, /healthz, a read over HTTP, a CLI dispatch
       const m = /solid serve: ready on (http:\/\/\S+)/.exec(stdout);
       if (m) resolveBase(m[1]!);
     });
-    void exited.then((code) => reject(new Error(`serve exited (${code}) before ready:\n${stdout}\n${stderr}`)));
+    void exited.then((code) =>
+      reject(new Error(`serve exited (${code}) before ready:\n${stdout}\n${stderr}`)),
+    );
   });
   assert.match(base, /^http:\/\/127\.0\.0\.1:\d+$/, 'binds loopback by default');
   assert.ok(existsSync(db), 'the database was created');
@@ -47,14 +52,24 @@ test('solid serve --demo: ready line, /healthz, a read over HTTP, a CLI dispatch
   assert.equal(health.status, 200);
   assert.deepEqual(await health.json(), { ok: true, status: 'up' });
 
-  const read = await fetch(`${base}/api/v1/agent/dispatch/verbs.list`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"args":{}}' });
+  const read = await fetch(`${base}/api/v1/agent/dispatch/verbs.list`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"args":{}}',
+  });
   assert.equal(read.status, 200);
   const env = (await read.json()) as { ok: boolean; result: { total: number } };
   assert.equal(env.ok, true);
   assert.ok(env.result.total > 0);
 
-  const cli = await run(process.execPath, [BIN, '--db', db, 'agent', 'dispatch', 'verbs.list', '--json'], { env: { ...process.env, SOLID_API_KEY: '' } });
-  assert.equal((JSON.parse(cli.stdout) as { ok: boolean }).ok, true, 'a second process dispatches on the same database');
+  const cli = await run(process.execPath, [BIN, '--db', db, 'agent', 'dispatch', 'verbs.list', '--json'], {
+    env: { ...process.env, SOLID_API_KEY: '' },
+  });
+  assert.equal(
+    (JSON.parse(cli.stdout) as { ok: boolean }).ok,
+    true,
+    'a second process dispatches on the same database',
+  );
 
   child.kill('SIGTERM');
   assert.equal(await exited, 0, stderr);

@@ -19,12 +19,30 @@ test('§http-status lists every reason under its status, and no reason that does
       documented.set(reason, Number(m[1]));
     }
   }
-  for (const [reason, info] of Object.entries(REASONS)) assert.equal(documented.get(reason), info.status, `${reason} documented with status ${info.status}`);
+  for (const [reason, info] of Object.entries(REASONS))
+    assert.equal(documented.get(reason), info.status, `${reason} documented with status ${info.status}`);
   for (const reason of documented.keys()) assert.ok(reason in REASONS, `${reason} is a real reason`);
 });
 
 test('the page has the section ids the code cites', () => {
-  for (const id of ['§http', '§http-routes', '§http-status', '§http-auth', '§http-idempotency', '§http-body', '§http-errors', '§http-health', '§http-openapi', '§http-mounts', '§cli', '§cli-serve', '§mcp', '§webmcp', '§ucp', '§auth']) {
+  for (const id of [
+    '§http',
+    '§http-routes',
+    '§http-status',
+    '§http-auth',
+    '§http-idempotency',
+    '§http-body',
+    '§http-errors',
+    '§http-health',
+    '§http-openapi',
+    '§http-mounts',
+    '§cli',
+    '§cli-serve',
+    '§mcp',
+    '§webmcp',
+    '§ucp',
+    '§auth',
+  ]) {
     assert.match(page, new RegExp(`^#{2,3} ${id}$`, 'm'), id);
   }
 });

@@ -33,19 +33,35 @@ import { listAllTools } from '../../support/mcp.ts';
 const BIN = fileURLToPath(new URL('../../../bin/solid.js', import.meta.url));
 
 /** The agent's side of a call: the first call, and the `_meta` confirmation round trip when pending. */
-async function callLikeAnAgent(client: Client, tool: string, args: Record<string, unknown>): Promise<CallToolResult> {
+async function callLikeAnAgent(
+  client: Client,
+  tool: string,
+  args: Record<string, unknown>,
+): Promise<CallToolResult> {
   const first = (await client.callTool({ name: tool, arguments: args })) as CallToolResult;
   const env = first.structuredContent as unknown as Envelope;
-  if (!first.isError || env.error?.reason !== 'dispatch_pending' || env.consent?.gate !== 'confirmation') return first;
-  return (await client.callTool({ name: tool, arguments: args, _meta: { [META.confirm]: true, [META.nonce]: env.consent.nonce } })) as CallToolResult;
+  if (!first.isError || env.error?.reason !== 'dispatch_pending' || env.consent?.gate !== 'confirmation')
+    return first;
+  return (await client.callTool({
+    name: tool,
+    arguments: args,
+    _meta: { [META.confirm]: true, [META.nonce]: env.consent.nonce },
+  })) as CallToolResult;
 }
 
 /** Call every sampled demo verb through `client`; every one must answer ok. */
-async function callEveryVerb(d: DemoRuntime, client: Client): Promise<{ reads: number; writes: number; phrases: number }> {
+async function callEveryVerb(
+  d: DemoRuntime,
+  client: Client,
+): Promise<{ reads: number; writes: number; phrases: number }> {
   const tools = new Map((await listAllTools(client)).map((x) => [x.name, x]));
   for (const v of demoPack.verbs) {
     const compiled = d.rt.registry.get(v.name)!;
-    assert.equal(tools.has(compiled.toolName), compiled.surfaces.includes('mcp_stdio'), `${v.name} is listed exactly when projected onto MCP`);
+    assert.equal(
+      tools.has(compiled.toolName),
+      compiled.surfaces.includes('mcp_stdio'),
+      `${v.name} is listed exactly when projected onto MCP`,
+    );
   }
   const state: SampleState = {};
   const counts = { reads: 0, writes: 0, phrases: 0 };
@@ -59,7 +75,11 @@ async function callEveryVerb(d: DemoRuntime, client: Client): Promise<{ reads: n
       continue;
     }
     const r = await callLikeAnAgent(client, verb.toolName, structuredClone(args));
-    assert.equal(r.isError, undefined, `${name} through MCP: ${JSON.stringify(r.structuredContent).slice(0, 400)}`);
+    assert.equal(
+      r.isError,
+      undefined,
+      `${name} through MCP: ${JSON.stringify(r.structuredContent).slice(0, 400)}`,
+    );
     const result = r.structuredContent as Record<string, unknown>;
     if (verb.isWrite) {
       counts.writes++;
@@ -73,7 +93,10 @@ async function callEveryVerb(d: DemoRuntime, client: Client): Promise<{ reads: n
 
 /** The "human" at the client: types exactly the phrase the form shows. */
 function humanTypesThePhrase(client: Client): void {
-  client.setRequestHandler(ElicitRequestSchema, async (req) => ({ action: 'accept', content: { typed_phrase: phraseShown(req) } }));
+  client.setRequestHandler(ElicitRequestSchema, async (req) => ({
+    action: 'accept',
+    content: { typed_phrase: phraseShown(req) },
+  }));
 }
 
 test('every demo verb through MCP in-process: listed by surface, reads ok, writes through _meta confirmation or the human-typed phrase', async (t) => {
@@ -88,8 +111,13 @@ test('every demo verb through MCP in-process: listed by surface, reads ok, write
   });
   const counts = await callEveryVerb(d, client);
   assert.ok(counts.reads > 0 && counts.writes > 0 && counts.phrases > 0, JSON.stringify(counts));
-  assert.ok(forms >= counts.phrases, `every typed-phrase write asked the human (${forms} forms for ${counts.phrases})`);
-  t.diagnostic(`in-process: ${counts.reads} reads, ${counts.writes} writes (${counts.phrases} typed phrases by elicitation)`);
+  assert.ok(
+    forms >= counts.phrases,
+    `every typed-phrase write asked the human (${forms} forms for ${counts.phrases})`,
+  );
+  t.diagnostic(
+    `in-process: ${counts.reads} reads, ${counts.writes} writes (${counts.phrases} typed phrases by elicitation)`,
+  );
 });
 
 test('every demo verb through MCP over Streamable HTTP, with elicitation on the session', async (t: TestContext) => {
@@ -97,13 +125,23 @@ test('every demo verb through MCP over Streamable HTTP, with elicitation on the 
   const app = createHttpServer(d.rt, { logger: false, plugins: [createMcpHttpPlugin()] });
   await app.listen({ port: 0, host: '127.0.0.1' });
   t.after(() => app.close());
-  const client = new Client({ name: 'demo-http', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+  const client = new Client(
+    { name: 'demo-http', version: '1.0.0' },
+    { capabilities: { elicitation: { form: {} } } },
+  );
   humanTypesThePhrase(client);
-  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${d.keys.owner}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(
+      new URL(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`),
+      { requestInit: { headers: { Authorization: `Bearer ${d.keys.owner}` } } },
+    ),
+  );
   t.after(() => client.close());
   const counts = await callEveryVerb(d, client);
   assert.ok(counts.phrases > 0);
-  t.diagnostic(`over HTTP: ${counts.reads} reads, ${counts.writes} writes (${counts.phrases} typed phrases by elicitation)`);
+  t.diagnostic(
+    `over HTTP: ${counts.reads} reads, ${counts.writes} writes (${counts.phrases} typed phrases by elicitation)`,
+  );
 });
 
 test('solid mcp over a real stdio pipe on a demo database: every demo tool listed, the reads run, a typed phrase approved out of band with the CLI', async (t) => {
@@ -119,7 +157,11 @@ test('solid mcp over a real stdio pipe on a demo database: every demo tool liste
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [BIN, 'mcp', '--db', cli.db],
-    env: { ...getDefaultEnvironment(), SOLID_API_KEY: facts.owner_api_key!, SOLID_DASHBOARD_URL: 'http://127.0.0.1:4400/' },
+    env: {
+      ...getDefaultEnvironment(),
+      SOLID_API_KEY: facts.owner_api_key!,
+      SOLID_DASHBOARD_URL: 'http://127.0.0.1:4400/',
+    },
     stderr: 'pipe',
   });
   const client = new Client({ name: 'demo-stdio', version: '1.0.0' });
@@ -132,7 +174,12 @@ test('solid mcp over a real stdio pipe on a demo database: every demo tool liste
   let reads = 0;
   for (const [name, sample] of Object.entries(SAMPLES)) {
     const v = demoPack.verbs.find((x) => x.name === name)!;
-    if ((v.consent ?? 'READ') !== 'READ' || v.delegateConsent !== undefined || (v.surfaces && !v.surfaces.includes('mcp_stdio'))) continue;
+    if (
+      (v.consent ?? 'READ') !== 'READ' ||
+      v.delegateConsent !== undefined ||
+      (v.surfaces && !v.surfaces.includes('mcp_stdio'))
+    )
+      continue;
     let args: Record<string, unknown>;
     try {
       args = await sample(stub, {});
@@ -152,10 +199,28 @@ test('solid mcp over a real stdio pipe on a demo database: every demo tool liste
   const pending = (await client.callTool({ name: 'charge_invoice', arguments: args })) as CallToolResult;
   const env = pending.structuredContent as unknown as Envelope;
   assert.equal(env.error?.reason, 'dispatch_pending');
-  assert.ok(env.error!.hint!.includes(`solid approvals approve ${env.consent!.approval_id}`) && env.error!.hint!.includes('http://127.0.0.1:4400/#approvals'), env.error!.hint);
-  const approved = await cli.run(['approvals', 'approve', String(env.consent!.approval_id), '--phrase', env.consent!.typed_phrase!, '--json'], { env: { SOLID_API_KEY: facts.owner_api_key! } });
+  assert.ok(
+    env.error!.hint!.includes(`solid approvals approve ${env.consent!.approval_id}`) &&
+      env.error!.hint!.includes('http://127.0.0.1:4400/#approvals'),
+    env.error!.hint,
+  );
+  const approved = await cli.run(
+    [
+      'approvals',
+      'approve',
+      String(env.consent!.approval_id),
+      '--phrase',
+      env.consent!.typed_phrase!,
+      '--json',
+    ],
+    { env: { SOLID_API_KEY: facts.owner_api_key! } },
+  );
   assert.equal(approved.code, 0, approved.stderr + approved.stdout);
-  const done = (await client.callTool({ name: 'charge_invoice', arguments: args, _meta: { [META.confirm]: true, [META.nonce]: env.consent!.nonce } })) as CallToolResult;
+  const done = (await client.callTool({
+    name: 'charge_invoice',
+    arguments: args,
+    _meta: { [META.confirm]: true, [META.nonce]: env.consent!.nonce },
+  })) as CallToolResult;
   assert.equal(done.isError, undefined, JSON.stringify(done.structuredContent));
   assert.equal(typeof (done.structuredContent as { audit_id?: unknown }).audit_id, 'number');
 });

@@ -44,11 +44,21 @@ function substitute(s: string, values: { db: string; key: string; port?: number 
 function projectWithPackage(t: TestContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'solid-npx-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'uses-solid-verbs', private: true, dependencies: { 'solid-verbs': `file:${REPO}` } }));
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({
+      name: 'uses-solid-verbs',
+      private: true,
+      dependencies: { 'solid-verbs': `file:${REPO}` },
+    }),
+  );
   mkdirSync(join(dir, 'node_modules', '.bin'), { recursive: true });
   symlinkSync(REPO, join(dir, 'node_modules', 'solid-verbs'), 'dir');
-  const bin = (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin;
-  for (const [name, path] of Object.entries(bin)) symlinkSync(join('..', 'solid-verbs', path), join(dir, 'node_modules', '.bin', name));
+  const bin = (
+    JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { bin: Record<string, string> }
+  ).bin;
+  for (const [name, path] of Object.entries(bin))
+    symlinkSync(join('..', 'solid-verbs', path), join(dir, 'node_modules', '.bin', name));
   return dir;
 }
 
@@ -60,7 +70,10 @@ async function listAndWrite(t: TestContext, transport: Transport): Promise<void>
   assert.ok(names.includes('verbs__list') && names.includes('audit__trail'), names.join(', '));
   const started = (await client.callTool({ name: 'transaction__start', arguments: {} })) as CallToolResult;
   const reason = (started.structuredContent as unknown as Envelope).error?.reason;
-  assert.ok(reason !== 'auth_required' && reason !== 'auth_invalid', `the snippet's key is used: ${JSON.stringify(started)}`);
+  assert.ok(
+    reason !== 'auth_required' && reason !== 'auth_invalid',
+    `the snippet's key is used: ${JSON.stringify(started)}`,
+  );
 }
 
 test('docs/mcp.md has the Claude Desktop / Cursor snippets: npx, a checkout, and a URL', () => {
@@ -68,7 +81,8 @@ test('docs/mcp.md has the Claude Desktop / Cursor snippets: npx, a checkout, and
   assert.ok(all.some((s) => s.command === 'npx' && s.args?.join(' ') === '-y solid-verbs mcp'));
   assert.ok(all.some((s) => s.command === 'node' && s.args?.[1] === 'mcp'));
   assert.ok(all.some((s) => s.url?.endsWith('/mcp')));
-  for (const s of all.filter((x) => x.command)) assert.deepEqual(Object.keys(s.env ?? {}).sort(), ['SOLID_API_KEY', 'SOLID_DB']);
+  for (const s of all.filter((x) => x.command))
+    assert.deepEqual(Object.keys(s.env ?? {}).sort(), ['SOLID_API_KEY', 'SOLID_DB']);
 });
 
 test('every stdio snippet of docs/mcp.md starts and serves the tools as written', async (t) => {
@@ -83,7 +97,12 @@ test('every stdio snippet of docs/mcp.md starts and serves the tools as written'
       const transport = new StdioClientTransport({
         command: s.command!,
         args: s.args!.map((a) => substitute(a, values)),
-        env: { ...getDefaultEnvironment(), ...env, npm_config_offline: 'true', npm_config_update_notifier: 'false' },
+        env: {
+          ...getDefaultEnvironment(),
+          ...env,
+          npm_config_offline: 'true',
+          npm_config_update_notifier: 'false',
+        },
         cwd: project,
         stderr: 'pipe',
       });
@@ -105,6 +124,13 @@ test('the URL snippet of docs/mcp.md reaches /mcp on solid serve', async (t) => 
   });
   const port = (app.server.address() as AddressInfo).port;
   const entry = snippets().find((x) => x.url !== undefined)!;
-  const headers = Object.fromEntries(Object.entries(entry.headers ?? {}).map(([k, v]) => [k, substitute(v, { db: cli.db, key, port })]));
-  await listAndWrite(t, new StreamableHTTPClientTransport(new URL(substitute(entry.url!, { db: cli.db, key, port })), { requestInit: { headers } }));
+  const headers = Object.fromEntries(
+    Object.entries(entry.headers ?? {}).map(([k, v]) => [k, substitute(v, { db: cli.db, key, port })]),
+  );
+  await listAndWrite(
+    t,
+    new StreamableHTTPClientTransport(new URL(substitute(entry.url!, { db: cli.db, key, port })), {
+      requestInit: { headers },
+    }),
+  );
 });

@@ -6,7 +6,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { envelopeToToolResult } from '../../../src/transports/mcp/envelope-map.ts';
-import { escapeRegExp, phraseRequest, PHRASE_FIELD } from '../../../src/transports/mcp/consent-elicitation.ts';
+import {
+  escapeRegExp,
+  phraseRequest,
+  PHRASE_FIELD,
+} from '../../../src/transports/mcp/consent-elicitation.ts';
 import { META } from '../../../src/transports/mcp/meta-keys.ts';
 import type { Envelope } from '../../../src/spec/types.ts';
 
@@ -21,18 +25,39 @@ const consent = {
 };
 
 test('ok: structuredContent is the result, the text block is its JSON, _meta carries audit facts', () => {
-  const env: Envelope = { ok: true, verb: 'x.y', result: { status: 'done', audit_id: 7 }, audit_id: 7, idempotency_key: 'k1', rollback_handle: 'rb', replayed: true };
+  const env: Envelope = {
+    ok: true,
+    verb: 'x.y',
+    result: { status: 'done', audit_id: 7 },
+    audit_id: 7,
+    idempotency_key: 'k1',
+    rollback_handle: 'rb',
+    replayed: true,
+  };
   const r = envelopeToToolResult(env, { toolName: 'x__y' });
   assert.ok(CallToolResultSchema.safeParse(r).success);
   assert.equal(r.isError, undefined);
   assert.deepEqual(r.structuredContent, env.result);
   assert.deepEqual(JSON.parse((r.content[0] as { text: string }).text), env.result);
-  assert.deepEqual(r._meta, { [META.auditId]: 7, [META.idempotencyKey]: 'k1', [META.rollbackHandle]: 'rb', [META.replayed]: true });
-  assert.equal(envelopeToToolResult({ ok: true, verb: 'r', result: { a: 1 } }, { toolName: 'r' })._meta, undefined);
+  assert.deepEqual(r._meta, {
+    [META.auditId]: 7,
+    [META.idempotencyKey]: 'k1',
+    [META.rollbackHandle]: 'rb',
+    [META.replayed]: true,
+  });
+  assert.equal(
+    envelopeToToolResult({ ok: true, verb: 'r', result: { a: 1 } }, { toolName: 'r' })._meta,
+    undefined,
+  );
 });
 
 test('not ok: isError with the whole envelope and one line of text; the runtime hint is kept', () => {
-  const env: Envelope = { ok: false, verb: 'x', error: { reason: 'invalid_input', message: '/a is required.\nreally', hint: 'Fix /a.', path: '/a' }, audit_id: 2 };
+  const env: Envelope = {
+    ok: false,
+    verb: 'x',
+    error: { reason: 'invalid_input', message: '/a is required.\nreally', hint: 'Fix /a.', path: '/a' },
+    audit_id: 2,
+  };
   const r = envelopeToToolResult(env, { toolName: 'x' });
   assert.equal(r.isError, true);
   assert.deepEqual(r.structuredContent, env);
@@ -40,27 +65,60 @@ test('not ok: isError with the whole envelope and one line of text; the runtime 
 });
 
 test('pending: the hint names the MCP _meta keys and the nonce; a typed phrase points out of band, never to the model', () => {
-  const confirm: Envelope = { ok: false, verb: 'n.add', error: { reason: 'dispatch_pending', message: 'needs confirmation', hint: 'runtime hint: confirm=true' }, consent: { ...consent, class: 'WRITE_REVERSIBLE', gate: 'confirmation', typed_phrase: undefined, approval_id: undefined, summary: 'Add a note.' } };
+  const confirm: Envelope = {
+    ok: false,
+    verb: 'n.add',
+    error: { reason: 'dispatch_pending', message: 'needs confirmation', hint: 'runtime hint: confirm=true' },
+    consent: {
+      ...consent,
+      class: 'WRITE_REVERSIBLE',
+      gate: 'confirmation',
+      typed_phrase: undefined,
+      approval_id: undefined,
+      summary: 'Add a note.',
+    },
+  };
   const c = envelopeToToolResult(confirm, { toolName: 'n__add' }).structuredContent as unknown as Envelope;
   assert.match(c.error!.hint!, /Ask the human to confirm: Add a note\./);
   assert.ok(c.error!.hint!.includes(`{"${META.confirm}":true,"${META.nonce}":"nonce-123"}`));
   assert.ok(c.error!.hint!.includes('call n__add again'));
-  const typed: Envelope = { ok: false, verb: 'p.charge', error: { reason: 'dispatch_pending', message: 'needs a phrase', hint: 'runtime hint' }, consent };
-  const t = envelopeToToolResult(typed, { toolName: 'p__charge', approvalUrl: (id) => `https://dash.example/approvals/${id}` });
+  const typed: Envelope = {
+    ok: false,
+    verb: 'p.charge',
+    error: { reason: 'dispatch_pending', message: 'needs a phrase', hint: 'runtime hint' },
+    consent,
+  };
+  const t = envelopeToToolResult(typed, {
+    toolName: 'p__charge',
+    approvalUrl: (id) => `https://dash.example/approvals/${id}`,
+  });
   const hint = (t.structuredContent as unknown as Envelope).error!.hint!;
-  assert.ok(hint.includes('solid approvals approve apv_abc') && hint.includes('https://dash.example/approvals/apv_abc'), hint);
+  assert.ok(
+    hint.includes('solid approvals approve apv_abc') &&
+      hint.includes('https://dash.example/approvals/apv_abc'),
+    hint,
+  );
   assert.match(hint, /a phrase typed by the model is not consent/);
   assert.ok((t.content[0] as { text: string }).text.startsWith('dispatch_pending: needs a phrase — '));
 });
 
 test('size: the text copy is cut at maxTextBytes (never mid-character); above maxResultBytes the answer is result_too_large', () => {
   const result = { data: 'é'.repeat(600) };
-  const r = envelopeToToolResult({ ok: true, verb: 'b', result }, { toolName: 'b', limits: { maxTextBytes: 101, maxResultBytes: 5000 } });
+  const r = envelopeToToolResult(
+    { ok: true, verb: 'b', result },
+    { toolName: 'b', limits: { maxTextBytes: 101, maxResultBytes: 5000 } },
+  );
   assert.deepEqual(r.structuredContent, result);
   const text = (r.content[0] as { text: string }).text;
   assert.ok(!text.includes('\uFFFD'), 'no broken character');
-  assert.match(text, /^\{"data":"é+… \[text copy cut at 101 of 1211 bytes; structuredContent holds the complete result\]$/);
-  const big = envelopeToToolResult({ ok: true, verb: 'b', result, audit_id: 9 }, { toolName: 'b', limits: { maxResultBytes: 1000 } });
+  assert.match(
+    text,
+    /^\{"data":"é+… \[text copy cut at 101 of 1211 bytes; structuredContent holds the complete result\]$/,
+  );
+  const big = envelopeToToolResult(
+    { ok: true, verb: 'b', result, audit_id: 9 },
+    { toolName: 'b', limits: { maxResultBytes: 1000 } },
+  );
   const env = big.structuredContent as unknown as Envelope;
   assert.equal(big.isError, true);
   assert.equal(env.error!.reason, 'result_too_large');
@@ -70,7 +128,10 @@ test('size: the text copy is cut at maxTextBytes (never mid-character); above ma
 });
 
 test('the typed-phrase form: one string field whose pattern matches the exact phrase only', () => {
-  const req = phraseRequest('Charge an invoice', { ...consent, typed_phrase: 'DELETE (all) $5.00 [x]? {y} a|b ^c\\d / e*+' });
+  const req = phraseRequest('Charge an invoice', {
+    ...consent,
+    typed_phrase: 'DELETE (all) $5.00 [x]? {y} a|b ^c\\d / e*+',
+  });
   assert.equal(req.mode, 'form');
   assert.ok(req.message.includes('DELETE (all) $5.00 [x]? {y} a|b ^c\\d / e*+'));
   assert.ok(req.message.includes('Charge $50.00 to invoice #4242.'), 'the summary is shown');
@@ -79,7 +140,12 @@ test('the typed-phrase form: one string field whose pattern matches the exact ph
   assert.equal(field.type, 'string');
   const re = new RegExp(field.pattern, 'u');
   assert.ok(re.test('DELETE (all) $5.00 [x]? {y} a|b ^c\\d / e*+'));
-  for (const near of ['delete (all) $5.00 [x]? {y} a|b ^c\\d / e*+', 'DELETE (all) $5.00 [x]? {y} a|b ^c\\d / e*+ ', 'DELETE (all) $5X00 [x]? {y} a|b ^c\\d / e*+', 'DELETE all $5.00 x {y} a|b ^c\\d / e*+']) {
+  for (const near of [
+    'delete (all) $5.00 [x]? {y} a|b ^c\\d / e*+',
+    'DELETE (all) $5.00 [x]? {y} a|b ^c\\d / e*+ ',
+    'DELETE (all) $5X00 [x]? {y} a|b ^c\\d / e*+',
+    'DELETE all $5.00 x {y} a|b ^c\\d / e*+',
+  ]) {
     assert.ok(!re.test(near), near);
   }
   assert.equal(escapeRegExp('a.b'), 'a\\.b');

@@ -5,7 +5,11 @@
 import type { TestContext } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ElicitRequestSchema,
+  type ElicitRequest,
+  type ElicitResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import { createTestRuntime, type TestRuntime } from '../../support/runtime.ts';
 import type { Runtime } from '../../../src/runtime/runtime.ts';
 import { defineVerb, type VerbDefinition } from '../../../src/runtime/verb.ts';
@@ -49,7 +53,12 @@ export function testVerbs(runs: Runs): VerbDefinition[] {
       description: 'Return a blob of `bytes` characters (test of large outputs).',
       shape: 'aggregate',
       category: 'test',
-      input: { type: 'object', properties: { bytes: { type: 'integer', minimum: 0 } }, required: ['bytes'], additionalProperties: false },
+      input: {
+        type: 'object',
+        properties: { bytes: { type: 'integer', minimum: 0 } },
+        required: ['bytes'],
+        additionalProperties: false,
+      },
       async handler(_ctx, args: { bytes: number }) {
         return { entity_id: 'blob', data: { blob: 'x'.repeat(args.bytes) } };
       },
@@ -59,7 +68,12 @@ export function testVerbs(runs: Runs): VerbDefinition[] {
       description: 'Count to `steps`, reporting progress, until done or cancelled (test).',
       shape: 'aggregate',
       category: 'test',
-      input: { type: 'object', properties: { steps: { type: 'integer', minimum: 1 }, delay_ms: { type: 'integer', minimum: 0 } }, required: ['steps'], additionalProperties: false },
+      input: {
+        type: 'object',
+        properties: { steps: { type: 'integer', minimum: 1 }, delay_ms: { type: 'integer', minimum: 0 } },
+        required: ['steps'],
+        additionalProperties: false,
+      },
       async handler(ctx, args: { steps: number; delay_ms?: number }) {
         let done = 0;
         for (; done < args.steps; done++) {
@@ -78,7 +92,12 @@ export function testVerbs(runs: Runs): VerbDefinition[] {
       shape: 'receipt',
       category: 'test',
       consent: 'WRITE_REVERSIBLE',
-      input: { type: 'object', properties: { text: { type: 'string', minLength: 1 } }, required: ['text'], additionalProperties: false },
+      input: {
+        type: 'object',
+        properties: { text: { type: 'string', minLength: 1 } },
+        required: ['text'],
+        additionalProperties: false,
+      },
       summary: (a: { text: string }) => `Add the note "${a.text}".`,
       async handler(ctx, args: { text: string }) {
         runs.note++;
@@ -101,12 +120,17 @@ export function testVerbs(runs: Runs): VerbDefinition[] {
       open_world: true,
       input: {
         type: 'object',
-        properties: { invoice_id: { type: 'integer', minimum: 1 }, amount_cents: { type: 'integer', minimum: 1 } },
+        properties: {
+          invoice_id: { type: 'integer', minimum: 1 },
+          amount_cents: { type: 'integer', minimum: 1 },
+        },
         required: ['invoice_id', 'amount_cents'],
         additionalProperties: false,
       },
-      phrase: (a: { invoice_id: number; amount_cents: number }) => `CHARGE ${formatCents(a.amount_cents)} to invoice #${a.invoice_id}`,
-      summary: (a: { invoice_id: number; amount_cents: number }) => `Charge ${formatCents(a.amount_cents)} to invoice #${a.invoice_id}.`,
+      phrase: (a: { invoice_id: number; amount_cents: number }) =>
+        `CHARGE ${formatCents(a.amount_cents)} to invoice #${a.invoice_id}`,
+      summary: (a: { invoice_id: number; amount_cents: number }) =>
+        `Charge ${formatCents(a.amount_cents)} to invoice #${a.invoice_id}.`,
       async handler(_ctx, args: { invoice_id: number; amount_cents: number }) {
         runs.charge++;
         return { status: 'charged', invoice_id: args.invoice_id, amount_cents: args.amount_cents };
@@ -118,7 +142,12 @@ export function testVerbs(runs: Runs): VerbDefinition[] {
       shape: 'receipt',
       category: 'test',
       consent: 'IRREVERSIBLE',
-      input: { type: 'object', properties: { contact_id: { type: 'integer', minimum: 1 } }, required: ['contact_id'], additionalProperties: false },
+      input: {
+        type: 'object',
+        properties: { contact_id: { type: 'integer', minimum: 1 } },
+        required: ['contact_id'],
+        additionalProperties: false,
+      },
       phrase: (a: { contact_id: number }) => `DELETE CONTACT ${a.contact_id} PERMANENTLY (yes? [really])`,
       async handler(_ctx, args: { contact_id: number }) {
         runs.purge++;
@@ -164,8 +193,14 @@ export async function connectInMemory(
   h: { rt: Runtime },
   options: { apiKey?: string | null; elicit?: ElicitHandler; server?: McpServerOptions } = {},
 ): Promise<Client> {
-  const server = createMcpServer(h.rt, { credentials: () => ({ apiKey: options.apiKey ?? null }), ...options.server });
-  const client = new Client({ name: 'test-client', version: '1.0.0' }, { capabilities: options.elicit ? { elicitation: { form: {} } } : {} });
+  const server = createMcpServer(h.rt, {
+    credentials: () => ({ apiKey: options.apiKey ?? null }),
+    ...options.server,
+  });
+  const client = new Client(
+    { name: 'test-client', version: '1.0.0' },
+    { capabilities: options.elicit ? { elicitation: { form: {} } } : {} },
+  );
   if (options.elicit) client.setRequestHandler(ElicitRequestSchema, async (req) => options.elicit!(req));
   const [a, b] = InMemoryTransport.createLinkedPair();
   await Promise.all([server.connect(a), client.connect(b)]);
@@ -178,7 +213,10 @@ export async function connectInMemory(
 
 /** The exact phrase shown in an elicitation request (read by the "human" from the form). */
 export function phraseShown(req: ElicitRequest): string {
-  const params = req.params as { requestedSchema?: { properties?: Record<string, { description?: string }> }; message: string };
+  const params = req.params as {
+    requestedSchema?: { properties?: Record<string, { description?: string }> };
+    message: string;
+  };
   const d = params.requestedSchema?.properties?.typed_phrase?.description ?? '';
   return d.replace(/^Type exactly: /, '');
 }
@@ -200,8 +238,11 @@ export function subschemas(schema: unknown, out: Record<string, unknown>[] = [])
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return out;
   const s = schema as Record<string, unknown>;
   out.push(s);
-  for (const k of ['items', 'additionalProperties', 'not', 'contains', 'propertyNames']) if (s[k] !== undefined) subschemas(s[k], out);
-  for (const k of ['anyOf', 'oneOf', 'allOf']) if (Array.isArray(s[k])) for (const b of s[k] as unknown[]) subschemas(b, out);
-  for (const k of ['properties', 'patternProperties']) if (s[k] && typeof s[k] === 'object') for (const v of Object.values(s[k] as object)) subschemas(v, out);
+  for (const k of ['items', 'additionalProperties', 'not', 'contains', 'propertyNames'])
+    if (s[k] !== undefined) subschemas(s[k], out);
+  for (const k of ['anyOf', 'oneOf', 'allOf'])
+    if (Array.isArray(s[k])) for (const b of s[k] as unknown[]) subschemas(b, out);
+  for (const k of ['properties', 'patternProperties'])
+    if (s[k] && typeof s[k] === 'object') for (const v of Object.values(s[k] as object)) subschemas(v, out);
   return out;
 }

@@ -11,10 +11,18 @@ import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema, LATEST_PROTOCOL_VERSION, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ElicitRequestSchema,
+  LATEST_PROTOCOL_VERSION,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import { createHttpServer, type HttpPlugin } from '../../../src/transports/http/server.ts';
 import { HTTP_MOUNTS } from '../../../src/transports/http/http-mounts.ts';
-import { createMcpHttpPlugin, mcpHttpPlugin, type McpHttpOptions } from '../../../src/transports/mcp/http-plugin.ts';
+import {
+  createMcpHttpPlugin,
+  mcpHttpPlugin,
+  type McpHttpOptions,
+} from '../../../src/transports/mcp/http-plugin.ts';
 import type { Envelope } from '../../../src/spec/types.ts';
 import { createMcpRuntime, phraseShown, type McpHarness } from './harness.ts';
 
@@ -25,7 +33,11 @@ interface Served {
   app: ReturnType<typeof createHttpServer>;
 }
 
-async function serve(t: TestContext, options: McpHttpOptions = {}, extra: HttpPlugin[] = []): Promise<Served> {
+async function serve(
+  t: TestContext,
+  options: McpHttpOptions = {},
+  extra: HttpPlugin[] = [],
+): Promise<Served> {
   const h = await createMcpRuntime(t);
   const app = createHttpServer(h.rt, { logger: false, plugins: [...extra, createMcpHttpPlugin(options)] });
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -36,9 +48,20 @@ async function serve(t: TestContext, options: McpHttpOptions = {}, extra: HttpPl
 
 type Answer = { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, string> };
 
-async function connect(t: TestContext, s: Served, key: string | null, elicit?: (phrase: string) => Answer | Promise<Answer>): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
-  const transport = new StreamableHTTPClientTransport(s.url, key === null ? {} : { requestInit: { headers: { Authorization: `Bearer ${key}` } } });
-  const client = new Client({ name: 'http-test', version: '1.0.0' }, { capabilities: elicit ? { elicitation: { form: {} } } : {} });
+async function connect(
+  t: TestContext,
+  s: Served,
+  key: string | null,
+  elicit?: (phrase: string) => Answer | Promise<Answer>,
+): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const transport = new StreamableHTTPClientTransport(
+    s.url,
+    key === null ? {} : { requestInit: { headers: { Authorization: `Bearer ${key}` } } },
+  );
+  const client = new Client(
+    { name: 'http-test', version: '1.0.0' },
+    { capabilities: elicit ? { elicitation: { form: {} } } : {} },
+  );
   if (elicit) client.setRequestHandler(ElicitRequestSchema, async (req) => elicit(phraseShown(req)));
   await client.connect(transport);
   t.after(() => client.close().catch(() => {}));
@@ -46,7 +69,12 @@ async function connect(t: TestContext, s: Served, key: string | null, elicit?: (
 }
 
 /** A raw HTTP request (node:http, so Host and Origin can be set freely). */
-function raw(port: number, method: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+function raw(
+  port: number,
+  method: string,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
   return new Promise((resolve, reject) => {
     const data = body === undefined ? undefined : JSON.stringify(body);
     const req = httpRequest(
@@ -55,7 +83,13 @@ function raw(port: number, method: string, headers: Record<string, string>, body
         port,
         method,
         path: '/mcp',
-        headers: { accept: 'application/json, text/event-stream', ...(data ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(data)) } : {}), ...headers },
+        headers: {
+          accept: 'application/json, text/event-stream',
+          ...(data
+            ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(data)) }
+            : {}),
+          ...headers,
+        },
       },
       (res) => {
         let text = '';
@@ -70,7 +104,16 @@ function raw(port: number, method: string, headers: Record<string, string>, body
   });
 }
 
-const INIT = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+const INIT = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: {
+    protocolVersion: LATEST_PROTOCOL_VERSION,
+    capabilities: {},
+    clientInfo: { name: 'raw', version: '1' },
+  },
+};
 const LIST = { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} };
 
 test('over HTTP: tools/list is the mcp_stdio parity set and tools/call runs verbs for the key holder', async (t) => {
@@ -84,11 +127,25 @@ test('over HTTP: tools/list is the mcp_stdio parity set and tools/call runs verb
     .map((v) => v.toolName)
     .sort();
   assert.deepEqual(names, expected);
-  assert.deepEqual(client.getServerCapabilities()?.tools, { listChanged: false }, 'no standalone stream, so no list_changed promise');
-  const r = (await client.callTool({ name: 'test__echo', arguments: { text: 'over http' } })) as CallToolResult;
+  assert.deepEqual(
+    client.getServerCapabilities()?.tools,
+    { listChanged: false },
+    'no standalone stream, so no list_changed promise',
+  );
+  const r = (await client.callTool({
+    name: 'test__echo',
+    arguments: { text: 'over http' },
+  })) as CallToolResult;
   assert.equal((r.structuredContent as { data: { text: string } }).data.text, 'over http');
-  const pending = (await client.callTool({ name: 'test.note_add', arguments: { text: 'n' } })) as CallToolResult;
-  assert.equal((pending.structuredContent as unknown as Envelope).error!.reason, 'dispatch_pending', 'the owner may write (consent first)');
+  const pending = (await client.callTool({
+    name: 'test.note_add',
+    arguments: { text: 'n' },
+  })) as CallToolResult;
+  assert.equal(
+    (pending.structuredContent as unknown as Envelope).error!.reason,
+    'dispatch_pending',
+    'the owner may write (consent first)',
+  );
 });
 
 test('over HTTP without a key: reads run on the sandbox, writes answer auth_required (same as stdio)', async (t) => {
@@ -96,7 +153,10 @@ test('over HTTP without a key: reads run on the sandbox, writes answer auth_requ
   const { client } = await connect(t, s, null);
   const read = (await client.callTool({ name: 'test__echo', arguments: { text: 'x' } })) as CallToolResult;
   assert.equal(read.isError, undefined);
-  const write = (await client.callTool({ name: 'test__note_add', arguments: { text: 'x' } })) as CallToolResult;
+  const write = (await client.callTool({
+    name: 'test__note_add',
+    arguments: { text: 'x' },
+  })) as CallToolResult;
   assert.equal(write.isError, true);
   assert.equal((write.structuredContent as unknown as Envelope).error!.reason, 'auth_required');
 });
@@ -106,10 +166,14 @@ test('an invalid key is 401 with WWW-Authenticate (audited as auth_invalid); req
   const res = await raw(s.port, 'POST', { authorization: 'Bearer sk_solid_000000000000_nope' }, INIT);
   assert.equal(res.status, 401);
   assert.match(String(res.headers['www-authenticate']), /^Bearer .*error="invalid_token"/);
-  const body = JSON.parse(res.text) as { error: { code: number; message: string; data: { envelope: Envelope } } };
+  const body = JSON.parse(res.text) as {
+    error: { code: number; message: string; data: { envelope: Envelope } };
+  };
   assert.equal(body.error.data.envelope.error!.reason, 'auth_invalid');
   await s.h.rt.auditBuffer.flush();
-  const rows = await s.h.rt.store.read((q) => q.all<{ reason: string }>("SELECT reason FROM audit_log WHERE action_type = 'mcp'"));
+  const rows = await s.h.rt.store.read((q) =>
+    q.all<{ reason: string }>("SELECT reason FROM audit_log WHERE action_type = 'mcp'"),
+  );
   assert.deepEqual(
     rows.map((r) => r.reason),
     ['auth_invalid'],
@@ -136,7 +200,16 @@ test('DELETE ends the session; the id is then unknown (404)', async (t) => {
   await client.listTools();
   const sid = transport.sessionId!;
   await transport.terminateSession();
-  const after = await raw(s.port, 'POST', { authorization: `Bearer ${s.h.keys.owner}`, 'mcp-session-id': sid, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION }, LIST);
+  const after = await raw(
+    s.port,
+    'POST',
+    {
+      authorization: `Bearer ${s.h.keys.owner}`,
+      'mcp-session-id': sid,
+      'mcp-protocol-version': LATEST_PROTOCOL_VERSION,
+    },
+    LIST,
+  );
   assert.equal(after.status, 404);
 });
 
@@ -145,9 +218,15 @@ test('a session belongs to the credential that opened it', async (t) => {
   const { client, transport } = await connect(t, s, s.h.keys.owner);
   await client.listTools();
   const headers = { 'mcp-session-id': transport.sessionId!, 'mcp-protocol-version': LATEST_PROTOCOL_VERSION };
-  assert.equal((await raw(s.port, 'POST', { ...headers, authorization: `Bearer ${s.h.keys.employee}` }, LIST)).status, 404);
+  assert.equal(
+    (await raw(s.port, 'POST', { ...headers, authorization: `Bearer ${s.h.keys.employee}` }, LIST)).status,
+    404,
+  );
   assert.equal((await raw(s.port, 'POST', headers, LIST)).status, 404, 'nor keyless');
-  assert.equal((await raw(s.port, 'POST', { ...headers, authorization: `Bearer ${s.h.keys.owner}` }, LIST)).status, 200);
+  assert.equal(
+    (await raw(s.port, 'POST', { ...headers, authorization: `Bearer ${s.h.keys.owner}` }, LIST)).status,
+    200,
+  );
 });
 
 test('sessions are bounded: past maxSessions the least recently used one is evicted', async (t) => {
@@ -175,7 +254,11 @@ test('an idle session expires (injected clock)', async (t) => {
 test('Origin and Host checks: foreign origins and rebinding hosts are 403; loopback and listed origins pass', async (t) => {
   const s = await serve(t, { allowedOrigins: ['https://app.example'] });
   assert.equal((await raw(s.port, 'POST', { origin: 'http://evil.example' }, INIT)).status, 403);
-  assert.equal((await raw(s.port, 'POST', { host: `evil.example:${s.port}` }, INIT)).status, 403, 'DNS rebinding: a foreign Host on a loopback socket');
+  assert.equal(
+    (await raw(s.port, 'POST', { host: `evil.example:${s.port}` }, INIT)).status,
+    403,
+    'DNS rebinding: a foreign Host on a loopback socket',
+  );
   assert.equal((await raw(s.port, 'POST', { origin: 'null' }, INIT)).status, 403);
   assert.equal((await raw(s.port, 'GET', { origin: 'http://evil.example' })).status, 403);
   for (const origin of ['http://localhost:5173', `http://127.0.0.1:${s.port}`, 'https://app.example']) {
@@ -190,16 +273,28 @@ test('over HTTP, a typed-phrase verb is approved by the human through elicitatio
     app.get('/', async () => 'dashboard');
   };
   const s = await serve(t, {}, [dashboard]);
-  const { client } = await connect(t, s, s.h.keys.owner, (phrase) => ({ action: 'accept', content: { typed_phrase: phrase } }));
-  const r = (await client.callTool({ name: 'test__charge', arguments: { invoice_id: 12, amount_cents: 12345 } })) as CallToolResult;
+  const { client } = await connect(t, s, s.h.keys.owner, (phrase) => ({
+    action: 'accept',
+    content: { typed_phrase: phrase },
+  }));
+  const r = (await client.callTool({
+    name: 'test__charge',
+    arguments: { invoice_id: 12, amount_cents: 12345 },
+  })) as CallToolResult;
   assert.equal(r.isError, undefined, JSON.stringify(r));
   assert.equal(s.h.runs.charge, 1);
   const { client: noElicit } = await connect(t, s, s.h.keys.owner);
-  const pending = (await noElicit.callTool({ name: 'test__charge', arguments: { invoice_id: 13, amount_cents: 1 } })) as CallToolResult;
+  const pending = (await noElicit.callTool({
+    name: 'test__charge',
+    arguments: { invoice_id: 13, amount_cents: 1 },
+  })) as CallToolResult;
   const env = pending.structuredContent as unknown as Envelope;
   assert.equal(env.error!.reason, 'dispatch_pending');
   assert.match(env.error!.hint!, /solid approvals approve apv_/);
-  assert.ok(env.error!.hint!.includes(`http://127.0.0.1:${s.port}/#approvals`), 'the mounted dashboard is named');
+  assert.ok(
+    env.error!.hint!.includes(`http://127.0.0.1:${s.port}/#approvals`),
+    'the mounted dashboard is named',
+  );
   assert.equal(s.h.runs.charge, 1);
 });
 
@@ -214,7 +309,10 @@ test('closing the server ends open sessions, even one waiting for a human to ans
   const call = client.callTool({ name: 'test__charge', arguments: { invoice_id: 1, amount_cents: 100 } });
   call.catch(() => {});
   await waiting;
-  const closed = await Promise.race([s.app.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('still open after 5 s'), 5000))]);
+  const closed = await Promise.race([
+    s.app.close().then(() => 'closed'),
+    new Promise((r) => setTimeout(() => r('still open after 5 s'), 5000)),
+  ]);
   assert.equal(closed, 'closed');
   await assert.rejects(call);
   assert.equal(s.h.runs.charge, 0);

@@ -7,8 +7,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { McpError, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  McpError,
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import { allKeys, connectInMemory, createMcpRuntime, phraseShown, slowState, subschemas } from './harness.ts';
 import { ToolCatalog } from '../../../src/transports/mcp/tool-catalog.ts';
 import { META } from '../../../src/transports/mcp/meta-keys.ts';
@@ -24,7 +27,9 @@ function envelopeOf(r: CallToolResult): Envelope {
 
 async function auditRows(h: McpHarness, verb: string): Promise<Array<Record<string, unknown>>> {
   await h.rt.auditBuffer.flush();
-  return h.rt.store.read((q) => q.all<Record<string, unknown>>('SELECT * FROM audit_log WHERE action_type = ? ORDER BY audit_id', [verb]));
+  return h.rt.store.read((q) =>
+    q.all<Record<string, unknown>>('SELECT * FROM audit_log WHERE action_type = ? ORDER BY audit_id', [verb]),
+  );
 }
 
 async function rejectsWith(p: Promise<unknown>, code: number): Promise<McpError> {
@@ -72,7 +77,8 @@ test('every tool is portable: name pattern, object root with properties, no $ref
       }
       for (const s of subschemas(schema)) {
         assert.ok(!Array.isArray(s.type), `${tool.name} ${which}: type array ${JSON.stringify(s)}`);
-        if (s.type === 'array') assert.ok(s.items !== undefined, `${tool.name} ${which}: array without items`);
+        if (s.type === 'array')
+          assert.ok(s.items !== undefined, `${tool.name} ${which}: array without items`);
       }
     }
     assert.equal(typeof tool.inputSchema.properties, 'object', `${tool.name} inputSchema.properties`);
@@ -95,7 +101,12 @@ test('annotations and _meta are truthful to the consent class, revert handler, i
   );
   assert.equal(a('test__blob').idempotentHint, true, 'READ is idempotent');
   assert.deepEqual(
-    { r: a('test__note_add').readOnlyHint, d: a('test__note_add').destructiveHint, i: a('test__note_add').idempotentHint, o: a('test__note_add').openWorldHint },
+    {
+      r: a('test__note_add').readOnlyHint,
+      d: a('test__note_add').destructiveHint,
+      i: a('test__note_add').idempotentHint,
+      o: a('test__note_add').openWorldHint,
+    },
     { r: false, d: false, i: false, o: false },
     'a reversible write with a revert handler is not destructive',
   );
@@ -135,11 +146,24 @@ test('the projection is computed once per registry change, not per call', async 
   const before = catalog.entries;
   assert.equal(catalog.entries, before, 'same array while nothing changed');
   const v0 = catalog.version;
-  h.rt.register(defineVerb({ name: 'test.added', description: 'Added later.', shape: 'aggregate', category: 'test', input: { type: 'object', properties: {} }, handler: async () => ({ entity_id: 1, data: {} }) }));
+  h.rt.register(
+    defineVerb({
+      name: 'test.added',
+      description: 'Added later.',
+      shape: 'aggregate',
+      category: 'test',
+      input: { type: 'object', properties: {} },
+      handler: async () => ({ entity_id: 1, data: {} }),
+    }),
+  );
   assert.notEqual(catalog.entries, before);
   assert.ok(catalog.version > v0);
   const echoBefore = before.find((e) => e.tool.name === 'test__echo')!;
-  assert.equal(catalog.entries.find((e) => e.tool.name === 'test__echo'), echoBefore, 'unchanged verbs keep their projection');
+  assert.equal(
+    catalog.entries.find((e) => e.tool.name === 'test__echo'),
+    echoBefore,
+    'unchanged verbs keep their projection',
+  );
   catalog.dispose();
 });
 
@@ -151,7 +175,11 @@ test('tools/call runs the verb: structuredContent is the result (valid against o
     const r = (await client.callTool({ name, arguments: { text: 'hi', count: 2 } })) as CallToolResult;
     assert.equal(r.isError, undefined);
     const sc = r.structuredContent as { data: Record<string, unknown> };
-    assert.deepEqual(sc.data, { text: 'hi', count: 2, note: null }, 'absent required-nullable property mapped back to null');
+    assert.deepEqual(
+      sc.data,
+      { text: 'hi', count: 2, note: null },
+      'absent required-nullable property mapped back to null',
+    );
     assert.equal(r.content[0]!.type, 'text');
     assert.deepEqual(JSON.parse((r.content[0] as { text: string }).text), r.structuredContent);
   }
@@ -163,21 +191,31 @@ test('an unknown tool is JSON-RPC -32602 carrying the envelope; the attempt is a
   const err = await rejectsWith(client.callTool({ name: 'test__ech', arguments: {} }), -32602);
   assert.match(err.message, /Unknown tool: test__ech/);
   assert.match(err.message, /test\.echo/, 'the closest verb is suggested');
-  assert.equal(((err.data as { envelope: Envelope }).envelope.error!.reason), 'unknown_verb');
-  const blocked = await rejectsWith(client.callTool({ name: 'customer_delete', arguments: { id: 1 } }), -32602);
+  assert.equal((err.data as { envelope: Envelope }).envelope.error!.reason, 'unknown_verb');
+  const blocked = await rejectsWith(
+    client.callTool({ name: 'customer_delete', arguments: { id: 1 } }),
+    -32602,
+  );
   assert.equal((blocked.data as { envelope: Envelope }).envelope.error!.reason, 'blocked_verb');
   const rows = await auditRows(h, 'customer_delete');
   assert.equal(rows.length, 1);
   assert.equal(rows[0]!.reason, 'blocked_verb');
   const hidden = await rejectsWith(client.callTool({ name: 'test__http_only', arguments: {} }), -32602);
-  assert.equal((hidden.data as { envelope: Envelope }).envelope.error!.reason, 'surface_denied', 'a verb not on mcp_stdio does not run');
+  assert.equal(
+    (hidden.data as { envelope: Envelope }).envelope.error!.reason,
+    'surface_denied',
+    'a verb not on mcp_stdio does not run',
+  );
 });
 
 test('invalid arguments are an isError result with the envelope and the failing path, never a protocol error', async (t) => {
   const h = await createMcpRuntime(t);
   const client = await connectInMemory(t, h);
   await client.listTools();
-  const r = (await client.callTool({ name: 'test__echo', arguments: { text: 'x', count: -1 } })) as CallToolResult;
+  const r = (await client.callTool({
+    name: 'test__echo',
+    arguments: { text: 'x', count: -1 },
+  })) as CallToolResult;
   const env = envelopeOf(r);
   assert.equal(env.ok, false);
   assert.equal(env.error!.reason, 'invalid_input');
@@ -185,7 +223,9 @@ test('invalid arguments are an isError result with the envelope and the failing 
   const text = (r.content[0] as { text: string }).text;
   assert.match(text, /^invalid_input: .* — /);
   assert.ok(!text.includes('\n'), 'one line');
-  const missing = envelopeOf((await client.callTool({ name: 'test__echo', arguments: {} })) as CallToolResult);
+  const missing = envelopeOf(
+    (await client.callTool({ name: 'test__echo', arguments: {} })) as CallToolResult,
+  );
   assert.equal(missing.error!.path, '/text');
 });
 
@@ -195,10 +235,17 @@ test('without a key reads run on the sandbox and writes answer auth_required; co
   await client.listTools();
   const read = (await client.callTool({ name: 'test__echo', arguments: { text: 'x' } })) as CallToolResult;
   assert.equal(read.isError, undefined);
-  const write = envelopeOf((await client.callTool({ name: 'test__note_add', arguments: { text: 'x' } })) as CallToolResult);
+  const write = envelopeOf(
+    (await client.callTool({ name: 'test__note_add', arguments: { text: 'x' } })) as CallToolResult,
+  );
   assert.equal(write.error!.reason, 'auth_required');
   assert.equal(h.runs.note, 0);
-  const smuggled = envelopeOf((await client.callTool({ name: 'test__echo', arguments: { text: 'x', company_id: 3 } })) as CallToolResult);
+  const smuggled = envelopeOf(
+    (await client.callTool({
+      name: 'test__echo',
+      arguments: { text: 'x', company_id: 3 },
+    })) as CallToolResult,
+  );
   assert.equal(smuggled.error!.reason, 'identity_override');
 });
 
@@ -211,20 +258,35 @@ test('WRITE_REVERSIBLE: pending with a nonce, then confirmed through _meta confi
   const env = envelopeOf(pending);
   assert.equal(env.error!.reason, 'dispatch_pending');
   assert.equal(env.consent!.gate, 'confirmation');
-  assert.ok(env.error!.hint!.includes(META.nonce) && env.error!.hint!.includes(env.consent!.nonce), env.error!.hint);
+  assert.ok(
+    env.error!.hint!.includes(META.nonce) && env.error!.hint!.includes(env.consent!.nonce),
+    env.error!.hint,
+  );
   assert.match((pending.content[0] as { text: string }).text, /^dispatch_pending: /);
   assert.equal(h.runs.note, 0);
   const meta = { [META.confirm]: true, [META.nonce]: env.consent!.nonce };
-  const done = (await client.callTool({ name: 'test__note_add', arguments: args, _meta: meta })) as CallToolResult;
+  const done = (await client.callTool({
+    name: 'test__note_add',
+    arguments: args,
+    _meta: meta,
+  })) as CallToolResult;
   assert.equal(done.isError, undefined, JSON.stringify(done));
   const receipt = done.structuredContent as { status: string; audit_id: number; rollback_handle?: string };
   assert.equal(receipt.status, 'added');
   assert.equal(done._meta![META.auditId], receipt.audit_id);
   assert.equal(typeof receipt.rollback_handle, 'string');
   assert.equal(h.runs.note, 1);
-  const again = envelopeOf((await client.callTool({ name: 'test__note_add', arguments: args, _meta: meta })) as CallToolResult);
+  const again = envelopeOf(
+    (await client.callTool({ name: 'test__note_add', arguments: args, _meta: meta })) as CallToolResult,
+  );
   assert.equal(again.error!.reason, 'nonce_replayed');
-  const changed = envelopeOf((await client.callTool({ name: 'test__note_add', arguments: { text: 'other' }, _meta: meta })) as CallToolResult);
+  const changed = envelopeOf(
+    (await client.callTool({
+      name: 'test__note_add',
+      arguments: { text: 'other' },
+      _meta: meta,
+    })) as CallToolResult,
+  );
   assert.equal(changed.error!.reason, 'nonce_invalid', 'the nonce is bound to the arguments');
   assert.equal(h.runs.note, 1);
 });
@@ -235,17 +297,36 @@ test('an idempotency key in _meta replays the stored receipt without running aga
   await client.listTools();
   const args = { text: 'once' };
   const key = { [META.idempotencyKey]: 'mcp-test-key-1' };
-  const pending = envelopeOf((await client.callTool({ name: 'test__note_add', arguments: args, _meta: key })) as CallToolResult);
-  const first = (await client.callTool({ name: 'test__note_add', arguments: args, _meta: { ...key, [META.confirm]: true, [META.nonce]: pending.consent!.nonce } })) as CallToolResult;
+  const pending = envelopeOf(
+    (await client.callTool({ name: 'test__note_add', arguments: args, _meta: key })) as CallToolResult,
+  );
+  const first = (await client.callTool({
+    name: 'test__note_add',
+    arguments: args,
+    _meta: { ...key, [META.confirm]: true, [META.nonce]: pending.consent!.nonce },
+  })) as CallToolResult;
   assert.equal(first.isError, undefined);
   assert.equal(first._meta![META.idempotencyKey], 'mcp-test-key-1');
-  const replay = (await client.callTool({ name: 'test__note_add', arguments: args, _meta: key })) as CallToolResult;
+  const replay = (await client.callTool({
+    name: 'test__note_add',
+    arguments: args,
+    _meta: key,
+  })) as CallToolResult;
   assert.equal(replay.isError, undefined);
   assert.equal((replay.structuredContent as { replayed?: boolean }).replayed, true);
   assert.equal(replay._meta![META.replayed], true);
-  assert.equal((replay.structuredContent as { audit_id: number }).audit_id, (first.structuredContent as { audit_id: number }).audit_id);
+  assert.equal(
+    (replay.structuredContent as { audit_id: number }).audit_id,
+    (first.structuredContent as { audit_id: number }).audit_id,
+  );
   assert.equal(h.runs.note, 1);
-  const bad = envelopeOf((await client.callTool({ name: 'test__note_add', arguments: args, _meta: { [META.idempotencyKey]: '' } })) as CallToolResult);
+  const bad = envelopeOf(
+    (await client.callTool({
+      name: 'test__note_add',
+      arguments: args,
+      _meta: { [META.idempotencyKey]: '' },
+    })) as CallToolResult,
+  );
   assert.equal(bad.error!.reason, 'idempotency_key_invalid');
 });
 
@@ -260,7 +341,10 @@ test('typed phrase approved by the human through form elicitation: the form show
     },
   });
   await client.listTools();
-  const r = (await client.callTool({ name: 'test__charge', arguments: { invoice_id: 4242, amount_cents: 5000 } })) as CallToolResult;
+  const r = (await client.callTool({
+    name: 'test__charge',
+    arguments: { invoice_id: 4242, amount_cents: 5000 },
+  })) as CallToolResult;
   assert.equal(r.isError, undefined, JSON.stringify(r));
   assert.equal((r.structuredContent as { status: string }).status, 'charged');
   assert.equal(h.runs.charge, 1);
@@ -296,13 +380,22 @@ for (const action of ['decline', 'cancel'] as const) {
     const client = await connectInMemory(t, h, { apiKey: h.keys.owner, elicit: () => ({ action }) });
     await client.listTools();
     const args = { invoice_id: 9, amount_cents: 1999 };
-    const env = envelopeOf((await client.callTool({ name: 'test__charge', arguments: args })) as CallToolResult);
+    const env = envelopeOf(
+      (await client.callTool({ name: 'test__charge', arguments: args })) as CallToolResult,
+    );
     assert.equal(env.error!.reason, 'approval_rejected');
     assert.equal(h.runs.charge, 0);
-    const approvals = await h.rt.store.read((q) => q.all<Record<string, unknown>>("SELECT status, decision_note FROM approvals WHERE verb = 'test.charge'"));
+    const approvals = await h.rt.store.read((q) =>
+      q.all<Record<string, unknown>>(
+        "SELECT status, decision_note FROM approvals WHERE verb = 'test.charge'",
+      ),
+    );
     assert.equal(approvals.length, 1);
     assert.equal(approvals[0]!.status, 'rejected');
-    assert.match(String(approvals[0]!.decision_note), new RegExp(`${action === 'decline' ? 'declined' : 'cancelled'}`));
+    assert.match(
+      String(approvals[0]!.decision_note),
+      new RegExp(`${action === 'decline' ? 'declined' : 'cancelled'}`),
+    );
     const rows = await auditRows(h, 'test.charge');
     assert.deepEqual(
       rows.map((x) => [x.status, x.reason]),
@@ -311,17 +404,26 @@ for (const action of ['decline', 'cancel'] as const) {
         ['denied', 'approval_rejected'],
       ],
     );
-    assert.equal((await auditRows(h, 'approvals.reject')).length, 1, 'the refusal itself is an audited action');
+    assert.equal(
+      (await auditRows(h, 'approvals.reject')).length,
+      1,
+      'the refusal itself is an audited action',
+    );
   });
 }
 
 test('typed phrase without elicitation fails closed; a phrase from the model is ignored; approved out of band, the re-call with the nonce runs', async (t) => {
   const h = await createMcpRuntime(t);
-  const client = await connectInMemory(t, h, { apiKey: h.keys.owner, server: { approvalUrl: (id) => `http://127.0.0.1:4400/approvals/${id}` } });
+  const client = await connectInMemory(t, h, {
+    apiKey: h.keys.owner,
+    server: { approvalUrl: (id) => `http://127.0.0.1:4400/approvals/${id}` },
+  });
   await client.listTools();
   const args = { invoice_id: 4242, amount_cents: 5000 };
   const phrase = 'CHARGE $50.00 to invoice #4242';
-  const pending = envelopeOf((await client.callTool({ name: 'test__charge', arguments: args })) as CallToolResult);
+  const pending = envelopeOf(
+    (await client.callTool({ name: 'test__charge', arguments: args })) as CallToolResult,
+  );
   assert.equal(pending.error!.reason, 'dispatch_pending');
   assert.equal(pending.consent!.gate, 'typed_phrase');
   const approvalId = String(pending.consent!.approval_id);
@@ -330,15 +432,34 @@ test('typed phrase without elicitation fails closed; a phrase from the model is 
   assert.ok(pending.error!.hint!.includes(pending.consent!.nonce));
   const meta = { [META.confirm]: true, [META.nonce]: pending.consent!.nonce };
   // The model "types" the phrase: in _meta and in the arguments. Neither is consent.
-  const byModel = envelopeOf((await client.callTool({ name: 'test__charge', arguments: args, _meta: { ...meta, 'dev.solid-verbs/typed_phrase': phrase, typed_phrase: phrase } })) as CallToolResult);
+  const byModel = envelopeOf(
+    (await client.callTool({
+      name: 'test__charge',
+      arguments: args,
+      _meta: { ...meta, 'dev.solid-verbs/typed_phrase': phrase, typed_phrase: phrase },
+    })) as CallToolResult,
+  );
   assert.equal(byModel.error!.reason, 'dispatch_pending', 'still waiting for a human');
-  const inArgs = envelopeOf((await client.callTool({ name: 'test__charge', arguments: { ...args, typed_phrase: phrase }, _meta: meta })) as CallToolResult);
+  const inArgs = envelopeOf(
+    (await client.callTool({
+      name: 'test__charge',
+      arguments: { ...args, typed_phrase: phrase },
+      _meta: meta,
+    })) as CallToolResult,
+  );
   assert.equal(inArgs.error!.reason, 'invalid_input');
   assert.equal(h.runs.charge, 0);
   // A human approves out of band (approvals.approve, as `solid approvals approve` does).
-  const approved = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'approvals.approve', { approval_id: approvalId, typed_phrase: phrase });
+  const approved = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'approvals.approve', {
+    approval_id: approvalId,
+    typed_phrase: phrase,
+  });
   assert.equal(approved.ok, true, JSON.stringify(approved));
-  const done = (await client.callTool({ name: 'test__charge', arguments: args, _meta: meta })) as CallToolResult;
+  const done = (await client.callTool({
+    name: 'test__charge',
+    arguments: args,
+    _meta: meta,
+  })) as CallToolResult;
   assert.equal(done.isError, undefined, JSON.stringify(done));
   assert.equal(h.runs.charge, 1);
   const rows = await auditRows(h, 'test.charge');
@@ -351,7 +472,9 @@ test('progress notifications reach a request with a progressToken, strictly incr
   const client = await connectInMemory(t, h);
   await client.listTools();
   const seen: number[] = [];
-  const r = (await client.callTool({ name: 'test__slow', arguments: { steps: 5, delay_ms: 1 } }, undefined, { onprogress: (p) => void seen.push(p.progress) })) as CallToolResult;
+  const r = (await client.callTool({ name: 'test__slow', arguments: { steps: 5, delay_ms: 1 } }, undefined, {
+    onprogress: (p) => void seen.push(p.progress),
+  })) as CallToolResult;
   assert.equal(r.isError, undefined);
   assert.deepEqual(seen, [1, 2, 3, 4, 5]);
 });
@@ -377,13 +500,25 @@ test('large outputs are trimmed by the server: text copy cut, oversize result an
   const h = await createMcpRuntime(t);
   const client = await connectInMemory(t, h);
   await client.listTools();
-  const two = (await client.callTool({ name: 'test__blob', arguments: { bytes: 2 * 1024 * 1024 } })) as CallToolResult;
+  const two = (await client.callTool({
+    name: 'test__blob',
+    arguments: { bytes: 2 * 1024 * 1024 },
+  })) as CallToolResult;
   assert.equal(two.isError, undefined);
-  assert.equal((two.structuredContent as { data: { blob: string } }).data.blob.length, 2 * 1024 * 1024, 'structuredContent is complete');
+  assert.equal(
+    (two.structuredContent as { data: { blob: string } }).data.blob.length,
+    2 * 1024 * 1024,
+    'structuredContent is complete',
+  );
   const text = (two.content[0] as { text: string }).text;
   assert.ok(Buffer.byteLength(text) < 1024 * 1024 + 200, 'the text copy is cut near 1 MiB');
   assert.match(text, /structuredContent holds the complete result\]$/);
-  const big = envelopeOf((await client.callTool({ name: 'test__blob', arguments: { bytes: 9.5 * 1024 * 1024 } })) as CallToolResult);
+  const big = envelopeOf(
+    (await client.callTool({
+      name: 'test__blob',
+      arguments: { bytes: 9.5 * 1024 * 1024 },
+    })) as CallToolResult,
+  );
   assert.equal(big.error!.reason, 'result_too_large');
   assert.ok((big.error!.details!.bytes as number) > 9.5 * 1024 * 1024);
   assert.match(big.error!.hint!, /page|filter/);
@@ -400,10 +535,29 @@ test('registering a verb projected onto MCP sends notifications/tools/list_chang
     notified();
   });
   await client.listTools();
-  h.rt.register(defineVerb({ name: 'test.hidden', description: 'HTTP only.', shape: 'aggregate', category: 'test', surfaces: ['http'], input: { type: 'object', properties: {} }, handler: async () => ({ entity_id: 1, data: {} }) }));
+  h.rt.register(
+    defineVerb({
+      name: 'test.hidden',
+      description: 'HTTP only.',
+      shape: 'aggregate',
+      category: 'test',
+      surfaces: ['http'],
+      input: { type: 'object', properties: {} },
+      handler: async () => ({ entity_id: 1, data: {} }),
+    }),
+  );
   await new Promise((r) => setImmediate(r));
   await new Promise((r) => setImmediate(r));
-  h.rt.register(defineVerb({ name: 'test.late', description: 'Added later.', shape: 'aggregate', category: 'test', input: { type: 'object', properties: {} }, handler: async () => ({ entity_id: 1, data: {} }) }));
+  h.rt.register(
+    defineVerb({
+      name: 'test.late',
+      description: 'Added later.',
+      shape: 'aggregate',
+      category: 'test',
+      input: { type: 'object', properties: {} },
+      handler: async () => ({ entity_id: 1, data: {} }),
+    }),
+  );
   await got;
   assert.equal(changes, 1);
   const names = (await client.listTools()).tools.map((x) => x.name);

@@ -10,7 +10,11 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
-import { errorEnvelopeSchema, restoreNulls, toPortableSchema } from '../../../src/transports/mcp/portable-schema.ts';
+import {
+  errorEnvelopeSchema,
+  restoreNulls,
+  toPortableSchema,
+} from '../../../src/transports/mcp/portable-schema.ts';
 import { shapeSchemas, validateShapeOutput } from '../../../src/spec/validators.ts';
 import { VALID_SHAPES, type JsonSchema } from '../../../src/spec/types.ts';
 import { allKeys, subschemas } from './harness.ts';
@@ -21,7 +25,20 @@ const EXAMPLES = fileURLToPath(new URL('../../../../shared/spec-reference/exampl
 
 function assertPortable(schema: JsonSchema): void {
   const keys = new Set(allKeys(schema));
-  for (const bad of ['$ref', '$schema', '$id', '$defs', 'definitions', 'nullable', 'prefixItems', 'if', 'then', 'else', 'unevaluatedProperties']) assert.ok(!keys.has(bad), `no ${bad}`);
+  for (const bad of [
+    '$ref',
+    '$schema',
+    '$id',
+    '$defs',
+    'definitions',
+    'nullable',
+    'prefixItems',
+    'if',
+    'then',
+    'else',
+    'unevaluatedProperties',
+  ])
+    assert.ok(!keys.has(bad), `no ${bad}`);
   for (const s of subschemas(schema)) {
     assert.ok(!Array.isArray(s.type), `no type array: ${JSON.stringify(s)}`);
     if (s.type === 'array') assert.ok(s.items !== undefined, 'arrays have items');
@@ -39,7 +56,10 @@ test('input: every spelling of "may be null" becomes an optional property; requi
       d: { anyOf: [{ type: 'string', minLength: 1 }, { type: 'null' }], description: 'D' },
       e: { type: 'string' },
       nested: { type: 'object', properties: { f: { type: ['string', 'null'] } }, required: ['f'] },
-      list: { type: 'array', items: { type: 'object', properties: { g: { type: ['string', 'null'] } }, required: ['g'] } },
+      list: {
+        type: 'array',
+        items: { type: 'object', properties: { g: { type: ['string', 'null'] } }, required: ['g'] },
+      },
     },
     required: ['a', 'b', 'c', 'e', 'nested'],
   };
@@ -52,7 +72,11 @@ test('input: every spelling of "may be null" becomes an optional property; requi
   assert.deepEqual(p.c, { enum: ['x', 'y'] });
   assert.deepEqual(p.d, { description: 'D', type: 'string', minLength: 1 });
   assert.equal((p.nested!.required as string[] | undefined) ?? null, null);
-  assert.deepEqual((p.list!.items as JsonSchema).required, undefined, 'inside arrays the property is optional too');
+  assert.deepEqual(
+    (p.list!.items as JsonSchema).required,
+    undefined,
+    'inside arrays the property is optional too',
+  );
   assert.deepEqual(
     nullFill.map((x) => x.join('.')).sort(),
     ['a', 'b', 'c', 'nested.f'],
@@ -62,20 +86,36 @@ test('input: every spelling of "may be null" becomes an optional property; requi
   const filled = restoreNulls(args, nullFill);
   assert.deepEqual(filled, { e: 'x', nested: { f: null }, a: null, b: null, c: null });
   assert.deepEqual(args, { e: 'x', nested: {} }, "the caller's object is not mutated");
-  assert.deepEqual(restoreNulls({ e: 'x', a: 'given', b: 1, c: 'x', nested: { f: 'v' } }, nullFill), { e: 'x', a: 'given', b: 1, c: 'x', nested: { f: 'v' } }, 'present values are kept');
+  assert.deepEqual(
+    restoreNulls({ e: 'x', a: 'given', b: 1, c: 'x', nested: { f: 'v' } }, nullFill),
+    { e: 'x', a: 'given', b: 1, c: 'x', nested: { f: 'v' } },
+    'present values are kept',
+  );
 });
 
 test('output: null stays allowed (anyOf with {type:"null"}) so every output the runtime accepts still validates', () => {
   const schema: JsonSchema = {
     type: 'object',
-    properties: { note: { type: ['string', 'null'], description: 'N' }, n: { type: 'integer', nullable: true }, k: { type: ['string', 'integer'] } },
+    properties: {
+      note: { type: ['string', 'null'], description: 'N' },
+      n: { type: 'integer', nullable: true },
+      k: { type: ['string', 'integer'] },
+    },
     required: ['note', 'n'],
   };
   const { schema: out } = toPortableSchema(schema, 'output');
   assertPortable(out);
   assert.deepEqual(out.required, ['note', 'n'], 'output keeps required');
-  assert.deepEqual((out.properties as Record<string, JsonSchema>).note, { description: 'N', anyOf: [{ type: 'string' }, { type: 'null' }] });
-  for (const ok of [{ note: null, n: null }, { note: 'x', n: 3, k: 'a' }, { note: 'x', n: 3, k: 2 }]) assert.ok(valid(out, ok), JSON.stringify(ok));
+  assert.deepEqual((out.properties as Record<string, JsonSchema>).note, {
+    description: 'N',
+    anyOf: [{ type: 'string' }, { type: 'null' }],
+  });
+  for (const ok of [
+    { note: null, n: null },
+    { note: 'x', n: 3, k: 'a' },
+    { note: 'x', n: 3, k: 2 },
+  ])
+    assert.ok(valid(out, ok), JSON.stringify(ok));
   assert.ok(!valid(out, { note: 5, n: null }), 'still a string when present');
   assert.ok(!valid(out, { n: null }), 'still required');
 });
@@ -90,7 +130,15 @@ test('$ref: local $defs, our own schema ids and recursion are inlined; unresolva
       record: { $ref: 'https://schemas.solid-verbs.dev/v1/verb-record.json' },
       ghost: { $ref: '#/$defs/missing', description: 'kept' },
     },
-    $defs: { node: { type: 'object', properties: { name: { type: 'string' }, children: { type: 'array', items: { $ref: '#/$defs/node' } } } } },
+    $defs: {
+      node: {
+        type: 'object',
+        properties: {
+          name: { type: 'string' },
+          children: { type: 'array', items: { $ref: '#/$defs/node' } },
+        },
+      },
+    },
   };
   const { schema: out } = toPortableSchema(schema, 'output');
   assertPortable(out);
@@ -98,7 +146,11 @@ test('$ref: local $defs, our own schema ids and recursion are inlined; unresolva
   const root = p.root!.properties as Record<string, JsonSchema>;
   assert.equal(root.name!.type, 'string', 'the local $defs target is inlined');
   assert.deepEqual(root.children!.items, {}, 'the recursive reference is any below its first expansion');
-  assert.equal((p.record!.properties as Record<string, JsonSchema>).name!.type, 'string', 'our schema id resolved');
+  assert.equal(
+    (p.record!.properties as Record<string, JsonSchema>).name!.type,
+    'string',
+    'our schema id resolved',
+  );
   assert.deepEqual(p.ghost, { description: 'kept' });
   assert.ok(valid(out, { root: { name: 'a', children: [{ name: 'b', children: [{ name: 'c' }] }] } }));
 });
@@ -133,7 +185,13 @@ test('every shape schema projects to the subset and still accepts the upstream e
   for (const file of readdirSync(EXAMPLES).filter((f) => f.endsWith('.json'))) {
     const ex = JSON.parse(readFileSync(join(EXAMPLES, file), 'utf8')) as { shape: string; output: unknown };
     if (!validateShapeOutput(ex.shape, ex.output).valid) continue;
-    assert.ok(valid(toPortableSchema(shapeSchemas[ex.shape as keyof typeof shapeSchemas], 'output').schema, ex.output), file);
+    assert.ok(
+      valid(
+        toPortableSchema(shapeSchemas[ex.shape as keyof typeof shapeSchemas], 'output').schema,
+        ex.output,
+      ),
+      file,
+    );
     checked++;
   }
   assert.ok(checked >= 2, `checked ${checked} examples`);
@@ -146,7 +204,15 @@ test('the error envelope branch is portable and accepts error envelopes only', (
     ok: false,
     verb: 'x',
     error: { reason: 'dispatch_pending', message: 'm', hint: 'h' },
-    consent: { class: 'WRITE_FINANCIAL', gate: 'typed_phrase', nonce: 'n', expires_at: '2026-01-01T00:00:00Z', summary: 's', typed_phrase: 'P', approval_id: 'apv_1' },
+    consent: {
+      class: 'WRITE_FINANCIAL',
+      gate: 'typed_phrase',
+      nonce: 'n',
+      expires_at: '2026-01-01T00:00:00Z',
+      summary: 's',
+      typed_phrase: 'P',
+      approval_id: 'apv_1',
+    },
     audit_id: 3,
   };
   assert.ok(valid(s, pending));

@@ -20,7 +20,14 @@ test('§mcp documents every _meta key of the projection, and no key that does no
 });
 
 test('§mcp has the subsections the MCP transport cites', () => {
-  for (const id of ['§mcp-tools', '§mcp-schemas', '§mcp-results', '§mcp-consent', '§mcp-stdio', '§mcp-http']) {
+  for (const id of [
+    '§mcp-tools',
+    '§mcp-schemas',
+    '§mcp-results',
+    '§mcp-consent',
+    '§mcp-stdio',
+    '§mcp-http',
+  ]) {
     assert.match(section, new RegExp(`^### ${id}$`, 'm'), id);
   }
 });

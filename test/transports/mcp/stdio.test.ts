@@ -13,7 +13,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ElicitRequestSchema, LATEST_PROTOCOL_VERSION, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ElicitRequestSchema,
+  LATEST_PROTOCOL_VERSION,
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import { cliHarness, type CliHarness } from '../../support/cli.ts';
 import type { Envelope, VerbRecord } from '../../../src/spec/types.ts';
 import { toToolName } from '../../../src/runtime/registry.ts';
@@ -30,12 +35,30 @@ async function initDb(t: TestContext): Promise<{ cli: CliHarness; key: string }>
   return { cli, key: init.json<{ owner_api_key: string }>().owner_api_key };
 }
 
-async function connectStdio(t: TestContext, command: string, args: string[], env: Record<string, string>, options: { elicit?: boolean } = {}): Promise<{ client: Client; stderr: () => string }> {
-  const transport = new StdioClientTransport({ command, args, env: { ...getDefaultEnvironment(), ...env }, stderr: 'pipe' });
+async function connectStdio(
+  t: TestContext,
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  options: { elicit?: boolean } = {},
+): Promise<{ client: Client; stderr: () => string }> {
+  const transport = new StdioClientTransport({
+    command,
+    args,
+    env: { ...getDefaultEnvironment(), ...env },
+    stderr: 'pipe',
+  });
   let err = '';
   transport.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  const client = new Client({ name: 'stdio-test', version: '1.0.0' }, { capabilities: options.elicit ? { elicitation: { form: {} } } : {} });
-  if (options.elicit) client.setRequestHandler(ElicitRequestSchema, async (req) => ({ action: 'accept', content: { typed_phrase: phraseShown(req) } }));
+  const client = new Client(
+    { name: 'stdio-test', version: '1.0.0' },
+    { capabilities: options.elicit ? { elicitation: { form: {} } } : {} },
+  );
+  if (options.elicit)
+    client.setRequestHandler(ElicitRequestSchema, async (req) => ({
+      action: 'accept',
+      content: { typed_phrase: phraseShown(req) },
+    }));
   await client.connect(transport);
   t.after(() => client.close().catch(() => {}));
   return { client, stderr: () => err };
@@ -48,24 +71,48 @@ test('solid mcp (stdio): tools/list equals `solid verbs list --surface mcp_stdio
   const keyless = await connectStdio(t, process.execPath, [BIN, 'mcp', '--db', cli.db], {});
   const tools = (await keyless.client.listTools()).tools;
   assert.deepEqual(tools.map((x) => x.name).sort(), expected);
-  const read = (await keyless.client.callTool({ name: 'verbs__list', arguments: { surface: 'mcp_stdio' } })) as CallToolResult;
+  const read = (await keyless.client.callTool({
+    name: 'verbs__list',
+    arguments: { surface: 'mcp_stdio' },
+  })) as CallToolResult;
   assert.equal(read.isError, undefined);
   assert.equal((read.structuredContent as { total: number }).total, expected.length);
-  const write = (await keyless.client.callTool({ name: 'transaction__start', arguments: {} })) as CallToolResult;
+  const write = (await keyless.client.callTool({
+    name: 'transaction__start',
+    arguments: {},
+  })) as CallToolResult;
   assert.equal((write.structuredContent as unknown as Envelope).error?.reason, 'auth_required');
-  const keyed = await connectStdio(t, process.execPath, [BIN, 'mcp'], { SOLID_DB: cli.db, SOLID_API_KEY: key });
-  const started = (await keyed.client.callTool({ name: 'transaction__start', arguments: {} })) as CallToolResult;
-  assert.notEqual((started.structuredContent as unknown as Envelope).error?.reason, 'auth_required', JSON.stringify(started));
-  const trail = (await keyed.client.callTool({ name: 'audit__trail', arguments: { limit: 5 } })) as CallToolResult;
+  const keyed = await connectStdio(t, process.execPath, [BIN, 'mcp'], {
+    SOLID_DB: cli.db,
+    SOLID_API_KEY: key,
+  });
+  const started = (await keyed.client.callTool({
+    name: 'transaction__start',
+    arguments: {},
+  })) as CallToolResult;
+  assert.notEqual(
+    (started.structuredContent as unknown as Envelope).error?.reason,
+    'auth_required',
+    JSON.stringify(started),
+  );
+  const trail = (await keyed.client.callTool({
+    name: 'audit__trail',
+    arguments: { limit: 5 },
+  })) as CallToolResult;
   assert.equal(trail.isError, undefined, 'reads the tenant of the key');
-  const bad = await connectStdio(t, process.execPath, [BIN, 'mcp', '--db', cli.db], { SOLID_API_KEY: 'sk_solid_000000000000_nope' });
+  const bad = await connectStdio(t, process.execPath, [BIN, 'mcp', '--db', cli.db], {
+    SOLID_API_KEY: 'sk_solid_000000000000_nope',
+  });
   const denied = (await bad.client.callTool({ name: 'verbs__list', arguments: {} })) as CallToolResult;
   assert.equal((denied.structuredContent as unknown as Envelope).error?.reason, 'auth_invalid');
 });
 
 test('solid mcp: every stdout line at boot and after calls is JSON-RPC; logs go to stderr; stdin close exits within 2 s', async (t) => {
   const { cli } = await initDb(t);
-  const child = spawn(process.execPath, [BIN, 'mcp', '--db', cli.db], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, SOLID_LOG_LEVEL: 'debug' } });
+  const child = spawn(process.execPath, [BIN, 'mcp', '--db', cli.db], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, SOLID_LOG_LEVEL: 'debug' },
+  });
   t.after(() => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });
@@ -79,30 +126,53 @@ test('solid mcp: every stdout line at boot and after calls is JSON-RPC; logs go 
     assert.ok(lines().length >= n, `expected ${n} stdout lines, got: ${out} / stderr: ${err}`);
   };
   const send = (m: unknown) => child.stdin.write(`${JSON.stringify(m)}\n`);
-  send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+  send({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: {
+      protocolVersion: LATEST_PROTOCOL_VERSION,
+      capabilities: {},
+      clientInfo: { name: 'raw', version: '1' },
+    },
+  });
   await waitFor(1);
   send({ jsonrpc: '2.0', method: 'notifications/initialized' });
   send({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} });
   send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'verbs__list', arguments: {} } });
   send({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'no_such_tool', arguments: {} } });
-  send({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'audit__trail', arguments: { limit: 'x' } } });
+  send({
+    jsonrpc: '2.0',
+    id: 5,
+    method: 'tools/call',
+    params: { name: 'audit__trail', arguments: { limit: 'x' } },
+  });
   await waitFor(5);
   for (const line of lines()) {
     const msg = JSON.parse(line) as { jsonrpc?: string };
     assert.equal(msg.jsonrpc, '2.0', line.slice(0, 200));
   }
-  const byId = new Map(lines().map((l) => JSON.parse(l) as { id: number; result?: { isError?: boolean }; error?: { code: number } }).map((m) => [m.id, m]));
+  const byId = new Map(
+    lines()
+      .map((l) => JSON.parse(l) as { id: number; result?: { isError?: boolean }; error?: { code: number } })
+      .map((m) => [m.id, m]),
+  );
   assert.equal(byId.get(4)!.error!.code, -32602);
   assert.equal(byId.get(5)!.result!.isError, true);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   child.stdin.end();
-  const code = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 2000))]);
+  const code = await Promise.race([
+    exited,
+    new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 2000)),
+  ]);
   assert.equal(code, 0, `exit after stdin close within 2 s (stderr: ${err.slice(-500)})`);
 });
 
 test('solid mcp without a database: a one-line error on stderr, nothing on stdout, non-zero exit', async (t) => {
   const cli = cliHarness(t);
-  const child = spawn(process.execPath, [BIN, 'mcp', '--db', join(cli.dir, 'missing.db')], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'mcp', '--db', join(cli.dir, 'missing.db')], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -117,30 +187,59 @@ test('solid mcp without a database: a one-line error on stderr, nothing on stdou
 test('over stdio, an output near the 10 MiB message cap is trimmed by the server and the connection lives on; untrimmed, the transport would drop it', async (t) => {
   const trimmed = await connectStdio(t, process.execPath, ['--import', TSX, FIXTURE], {});
   await trimmed.client.listTools();
-  const big = (await trimmed.client.callTool({ name: 'test__blob', arguments: { bytes: 9.5 * 1024 * 1024 } })) as CallToolResult;
+  const big = (await trimmed.client.callTool({
+    name: 'test__blob',
+    arguments: { bytes: 9.5 * 1024 * 1024 },
+  })) as CallToolResult;
   assert.equal((big.structuredContent as unknown as Envelope).error!.reason, 'result_too_large');
-  const two = (await trimmed.client.callTool({ name: 'test__blob', arguments: { bytes: 3 * 1024 * 1024 } })) as CallToolResult;
-  assert.equal((two.structuredContent as { data: { blob: string } }).data.blob.length, 3 * 1024 * 1024, 'a 3 MiB result arrives whole');
-  const after = (await trimmed.client.callTool({ name: 'test__echo', arguments: { text: 'still here' } })) as CallToolResult;
+  const two = (await trimmed.client.callTool({
+    name: 'test__blob',
+    arguments: { bytes: 3 * 1024 * 1024 },
+  })) as CallToolResult;
+  assert.equal(
+    (two.structuredContent as { data: { blob: string } }).data.blob.length,
+    3 * 1024 * 1024,
+    'a 3 MiB result arrives whole',
+  );
+  const after = (await trimmed.client.callTool({
+    name: 'test__echo',
+    arguments: { text: 'still here' },
+  })) as CallToolResult;
   assert.equal((after.structuredContent as { data: { text: string } }).data.text, 'still here');
   // Control: the same 3 MiB result with the server's limits off is a ~9 MiB message (result +
   // escaped text copy); 9.5 MiB would be ~19 MiB and the SDK transport refuses it.
   const raw = await connectStdio(t, process.execPath, ['--import', TSX, FIXTURE], { MCP_TEST_NO_TRIM: '1' });
   await raw.client.listTools();
-  await assert.rejects(raw.client.callTool({ name: 'test__blob', arguments: { bytes: 9.5 * 1024 * 1024 } }, undefined, { timeout: 20_000 }), /Connection closed/);
+  await assert.rejects(
+    raw.client.callTool({ name: 'test__blob', arguments: { bytes: 9.5 * 1024 * 1024 } }, undefined, {
+      timeout: 20_000,
+    }),
+    /Connection closed/,
+  );
 });
 
 test('over stdio: typed phrase by elicitation, progress notifications, and list_changed after a manifest refresh', async (t) => {
-  const { client } = await connectStdio(t, process.execPath, ['--import', TSX, FIXTURE], { MCP_TEST_REFRESH_MS: '300' }, { elicit: true });
+  const { client } = await connectStdio(
+    t,
+    process.execPath,
+    ['--import', TSX, FIXTURE],
+    { MCP_TEST_REFRESH_MS: '300' },
+    { elicit: true },
+  );
   let changed!: () => void;
   const gotChange = new Promise<void>((r) => (changed = r));
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => changed());
   await client.listTools();
-  const charged = (await client.callTool({ name: 'test__charge', arguments: { invoice_id: 1, amount_cents: 250 } })) as CallToolResult;
+  const charged = (await client.callTool({
+    name: 'test__charge',
+    arguments: { invoice_id: 1, amount_cents: 250 },
+  })) as CallToolResult;
   assert.equal(charged.isError, undefined, JSON.stringify(charged));
   assert.equal((charged.structuredContent as { status: string }).status, 'charged');
   const seen: number[] = [];
-  await client.callTool({ name: 'test__slow', arguments: { steps: 3, delay_ms: 1 } }, undefined, { onprogress: (p) => void seen.push(p.progress) });
+  await client.callTool({ name: 'test__slow', arguments: { steps: 3, delay_ms: 1 } }, undefined, {
+    onprogress: (p) => void seen.push(p.progress),
+  });
   assert.deepEqual(seen, [1, 2, 3]);
   await gotChange;
   assert.ok((await client.listTools()).tools.some((x) => x.name === 'test__refreshed'));
@@ -150,7 +249,12 @@ test('solid mcp re-reads the packs the database serves and announces new verbs (
   const { KNOWN_PACKS } = await import('../../../src/packs.ts');
   if (KNOWN_PACKS.demo === undefined) return t.skip('no demo pack in this build');
   const { cli } = await initDb(t);
-  const { client } = await connectStdio(t, process.execPath, [BIN, 'mcp', '--db', cli.db, '--refresh-seconds', '0.3'], {});
+  const { client } = await connectStdio(
+    t,
+    process.execPath,
+    [BIN, 'mcp', '--db', cli.db, '--refresh-seconds', '0.3'],
+    {},
+  );
   let changed!: () => void;
   const gotChange = new Promise<void>((r) => (changed = r));
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => changed());

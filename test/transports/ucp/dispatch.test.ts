@@ -13,27 +13,53 @@ const COUNT = 'com.example.sales.notes_count';
 const ADD = 'com.example.sales.notes_add';
 const CHARGE = 'com.example.ar.notes_charge';
 
-type Answer = Envelope & { ucp: { version: string; status: string; capabilities: Record<string, unknown> }; messages?: Array<{ type: string; code: string; content: string; severity: string }> };
+type Answer = Envelope & {
+  ucp: { version: string; status: string; capabilities: Record<string, unknown> };
+  messages?: Array<{ type: string; code: string; content: string; severity: string }>;
+};
 
 async function notes(u: UcpHarness): Promise<number> {
   const r = await u.h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM notes'));
   return Number(r!.n);
 }
 
-async function auditRows(u: UcpHarness, verb: string): Promise<Array<{ status: string; reason: string | null; agent_type: string; user_id: number }>> {
+async function auditRows(
+  u: UcpHarness,
+  verb: string,
+): Promise<Array<{ status: string; reason: string | null; agent_type: string; user_id: number }>> {
   await u.h.rt.auditBuffer.flush();
-  return u.h.rt.store.read((q) => q.all('SELECT status, reason, agent_type, user_id FROM audit_log WHERE action_type = ? ORDER BY audit_id', [verb]));
+  return u.h.rt.store.read((q) =>
+    q.all(
+      'SELECT status, reason, agent_type, user_id FROM audit_log WHERE action_type = ? ORDER BY audit_id',
+      [verb],
+    ),
+  );
 }
 
 async function assertSigned(u: UcpHarness, res: UcpResponse): Promise<void> {
   const profile = (await u.get('/.well-known/ucp')).json();
-  await verifyResponse({ status: res.status, headers: res.headers, body: res.bytes, url: res.url, keys: profileKeys(profile) });
+  await verifyResponse({
+    status: res.status,
+    headers: res.headers,
+    body: res.bytes,
+    url: res.url,
+    keys: profileKeys(profile),
+  });
 }
 
 describe('UCP dispatch', () => {
   it('refuses a capability outside the platform allow-list (403 capability_not_allowed), signed, nothing run', async (t) => {
     const u = await createUcpHarness(t);
-    await u.configure({ platforms: [{ profile: u.platform.url, role: 'employee', max_class: 'WRITE_REVERSIBLE', allow: ['com.example.sales.notes_count', 'com.example.ops.*'] }] });
+    await u.configure({
+      platforms: [
+        {
+          profile: u.platform.url,
+          role: 'employee',
+          max_class: 'WRITE_REVERSIBLE',
+          allow: ['com.example.sales.notes_count', 'com.example.ops.*'],
+        },
+      ],
+    });
     assert.equal((await u.call(COUNT, {})).status, 200);
     assert.equal((await u.call('com.example.ops.verbs_list', {})).status, 200, 'prefix.* pattern');
     const res = await u.call(ADD, { text: 'x' });
@@ -54,7 +80,10 @@ describe('UCP dispatch', () => {
     assert.equal(res.status, 403);
     assert.equal(res.json<Answer>().error!.reason, 'role_denied');
     const rows = await auditRows(u, 'notes_add');
-    assert.deepEqual(rows.map((r) => [r.status, r.reason]), [['denied', 'role_denied']]);
+    assert.deepEqual(
+      rows.map((r) => [r.status, r.reason]),
+      [['denied', 'role_denied']],
+    );
     assert.equal(rows[0]!.agent_type, `ucp:${new URL(u.platform.url).host}`);
   });
 
@@ -69,7 +98,10 @@ describe('UCP dispatch', () => {
     assert.equal(body.result.attestation.kid, (await u.h.rt.keys.signingKey(u.h.companyId)).kid);
     assert.equal(await notes(u), 1);
     const rows = await auditRows(u, 'notes_add');
-    assert.deepEqual(rows.map((r) => r.status), ['pending', 'completed']);
+    assert.deepEqual(
+      rows.map((r) => r.status),
+      ['pending', 'completed'],
+    );
     await assertSigned(u, res);
   });
 
@@ -83,13 +115,18 @@ describe('UCP dispatch', () => {
     assert.equal(body.consent, undefined);
     assert.doesNotMatch(res.text, /"nonce"/);
     assert.equal(await notes(u), 0);
-    assert.deepEqual((await auditRows(u, 'notes_add')).map((r) => r.status), ['pending']);
+    assert.deepEqual(
+      (await auditRows(u, 'notes_add')).map((r) => r.status),
+      ['pending'],
+    );
     assert.equal((await u.call(COUNT, {})).status, 200, 'reads still run');
   });
 
   it('typed-phrase classes are never implied: 202 pending, approved out of band, then confirmed with Solid-Consent-Nonce', async (t) => {
     const u = await createUcpHarness(t);
-    await u.configure({ platforms: [{ profile: u.platform.url, role: 'admin', max_class: 'WRITE_REVERSIBLE' }] });
+    await u.configure({
+      platforms: [{ profile: u.platform.url, role: 'admin', max_class: 'WRITE_REVERSIBLE' }],
+    });
     const first = await u.call(CHARGE, { amount_cents: 500 });
     assert.equal(first.status, 202, first.text);
     const pending = first.json<Answer>();
@@ -102,7 +139,11 @@ describe('UCP dispatch', () => {
     const nonce = pending.consent!.nonce;
     const early = await u.call(CHARGE, { amount_cents: 500 }, { headers: { 'solid-consent-nonce': nonce } });
     assert.equal(early.status, 202, 'still waiting for the human');
-    const approved = await u.h.rt.dispatch({ surface: 'cli', principal: u.h.principal('owner') }, 'approvals.approve', { approval_id: pending.consent!.approval_id, typed_phrase: 'CHARGE 500 CENTS' });
+    const approved = await u.h.rt.dispatch(
+      { surface: 'cli', principal: u.h.principal('owner') },
+      'approvals.approve',
+      { approval_id: pending.consent!.approval_id, typed_phrase: 'CHARGE 500 CENTS' },
+    );
     assert.equal(approved.ok, true, JSON.stringify(approved.error));
     const done = await u.call(CHARGE, { amount_cents: 500 }, { headers: { 'solid-consent-nonce': nonce } });
     assert.equal(done.status, 200, done.text);
@@ -110,17 +151,29 @@ describe('UCP dispatch', () => {
     const again = await u.call(CHARGE, { amount_cents: 500 }, { headers: { 'solid-consent-nonce': nonce } });
     assert.equal(again.status, 403);
     assert.equal(again.json<Answer>().error!.reason, 'nonce_replayed');
-    const changed = await u.call(CHARGE, { amount_cents: 9000 }, { headers: { 'solid-consent-nonce': nonce } });
-    assert.equal(changed.json<Answer>().error!.reason, 'nonce_invalid', 'the nonce is bound to the arguments');
+    const changed = await u.call(
+      CHARGE,
+      { amount_cents: 9000 },
+      { headers: { 'solid-consent-nonce': nonce } },
+    );
+    assert.equal(
+      changed.json<Answer>().error!.reason,
+      'nonce_invalid',
+      'the nonce is bound to the arguments',
+    );
   });
 
   it('the consent nonce header must be covered by the signature', async (t) => {
     const u = await createUcpHarness(t);
-    const res = await u.call(CHARGE, { amount_cents: 5 }, {
-      tamper: (s) => {
-        s.headers['solid-consent-nonce'] = 'injected';
+    const res = await u.call(
+      CHARGE,
+      { amount_cents: 5 },
+      {
+        tamper: (s) => {
+          s.headers['solid-consent-nonce'] = 'injected';
+        },
       },
-    });
+    );
     assert.equal(res.status, 400);
     assert.equal(res.json<{ code: string }>().code, 'components_missing');
   });
@@ -147,8 +200,15 @@ describe('UCP dispatch', () => {
     const unknown = await u.call('com.example.sales.nope', {});
     assert.equal(unknown.status, 404);
     assert.equal(unknown.json<Answer>().error!.reason, 'not_found');
-    assert.equal((await u.call('com.example.sales.notes_hidden', {})).status, 404, 'a verb not on ucp is no capability');
-    const text = await u.call(ADD, undefined, { rawBody: 'text=1', headers: { 'content-type': 'text/plain' } });
+    assert.equal(
+      (await u.call('com.example.sales.notes_hidden', {})).status,
+      404,
+      'a verb not on ucp is no capability',
+    );
+    const text = await u.call(ADD, undefined, {
+      rawBody: 'text=1',
+      headers: { 'content-type': 'text/plain' },
+    });
     assert.equal(text.status, 415);
     assert.equal(text.json<Answer>().error!.reason, 'unsupported_media_type');
     const bad = await u.call(ADD, undefined, { rawBody: '{"text": ' });
@@ -173,7 +233,13 @@ describe('UCP dispatch', () => {
     const res = await u.call(COUNT, {}, { tenant: u.h.otherCompanyId });
     assert.equal(res.status, 200, res.text);
     const profile = (await u.get(`/t/${u.h.otherCompanyId}/.well-known/ucp`)).json();
-    const verified = await verifyResponse({ status: res.status, headers: res.headers, body: res.bytes, url: res.url, keys: profileKeys(profile) });
+    const verified = await verifyResponse({
+      status: res.status,
+      headers: res.headers,
+      body: res.bytes,
+      url: res.url,
+      keys: profileKeys(profile),
+    });
     assert.equal(verified.keyid, (await u.h.rt.keys.signingKey(u.h.otherCompanyId)).kid);
   });
 });

@@ -21,7 +21,9 @@ test('the settings example is a valid settings.ucp', () => {
 
 test('every solid command and flag the page uses exists', () => {
   const program = buildProgram({ out: () => {}, err: () => {}, isTTY: false }, () => {});
-  const lines = [...page.matchAll(/^solid ([a-z][^#\n]*?)(?:\s+#.*)?$/gm)].map((m) => m[1]!.replace(/\\$/, '').trim());
+  const lines = [...page.matchAll(/^solid ([a-z][^#\n]*?)(?:\s+#.*)?$/gm)].map((m) =>
+    m[1]!.replace(/\\$/, '').trim(),
+  );
   assert.ok(lines.length >= 6);
   for (const line of lines) {
     const words = line.split(/\s+/);
@@ -33,7 +35,10 @@ test('every solid command and flag the page uses exists', () => {
     }
     assert.notEqual(cmd, program, line);
     for (const flag of words.filter((w) => w.startsWith('--'))) {
-      assert.ok(cmd.options.some((o) => o.long === flag), `${line}: ${flag}`);
+      assert.ok(
+        cmd.options.some((o) => o.long === flag),
+        `${line}: ${flag}`,
+      );
     }
   }
 });
@@ -42,7 +47,10 @@ test('the troubleshooting table names real codes with their status', () => {
   const rows = [...page.matchAll(/^\| `(\d{3}) ([a-z_]+)` \|/gm)];
   assert.ok(rows.length >= 10);
   for (const [, status, code] of rows) {
-    const expected = (UCP_ERROR_STATUS as Record<string, number>)[code!] ?? ({ capability_not_allowed: 403, consent_not_implied: 403 } as Record<string, number>)[code!] ?? reasonInfo(code!).status;
+    const expected =
+      (UCP_ERROR_STATUS as Record<string, number>)[code!] ??
+      ({ capability_not_allowed: 403, consent_not_implied: 403 } as Record<string, number>)[code!] ??
+      reasonInfo(code!).status;
     assert.equal(Number(status), code === 'dispatch_pending' ? 202 : expected, code);
   }
 });

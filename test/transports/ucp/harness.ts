@@ -20,7 +20,11 @@ import type { FastifyInstance } from 'fastify';
 import { createTestRuntime, type TestRuntime } from '../../support/runtime.ts';
 import { createHttpServer } from '../../../src/transports/http/server.ts';
 import { defineVerb } from '../../../src/runtime/verb.ts';
-import { createUcpPlugin, type UcpPluginOptions, type UcpTimings } from '../../../src/transports/ucp/ucp-plugin.ts';
+import {
+  createUcpPlugin,
+  type UcpPluginOptions,
+  type UcpTimings,
+} from '../../../src/transports/ucp/ucp-plugin.ts';
 import { exportPublicJwk, type PublicP256Jwk } from '../../../src/transports/ucp/jwk.ts';
 import { signRequest, type SignRequestOptions } from '../../../src/transports/ucp/ucp-client.ts';
 import { PlatformProfiles } from '../../../src/transports/ucp/platform-profiles.ts';
@@ -76,7 +80,9 @@ export async function startPlatform(t: TestContext, path = '/.well-known/ucp'): 
       ucp: { version: platform.version, services: {}, capabilities: {}, payment_handlers: {} },
       keys: platform.keys.map((k) => k.jwk),
     });
-    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': platform.cacheControl }).end(body);
+    res
+      .writeHead(200, { 'content-type': 'application/json', 'cache-control': platform.cacheControl })
+      .end(body);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as AddressInfo).port;
@@ -129,13 +135,25 @@ async function toResponse(res: Response, url: string): Promise<UcpResponse> {
     headers[k] = v;
   });
   const text = Buffer.from(bytes).toString('utf8');
-  return { status: res.status, headers, bytes, text, json: <T,>() => JSON.parse(text) as T, url };
+  return { status: res.status, headers, bytes, text, json: <T>() => JSON.parse(text) as T, url };
 }
 
-export async function createUcpHarness(t: TestContext, options: UcpPluginOptions & { settings?: UcpTenantSettings; runtime?: Parameters<typeof createTestRuntime>[1] } = {}): Promise<UcpHarness> {
+export async function createUcpHarness(
+  t: TestContext,
+  options: UcpPluginOptions & {
+    settings?: UcpTenantSettings;
+    runtime?: Parameters<typeof createTestRuntime>[1];
+  } = {},
+): Promise<UcpHarness> {
   const h = await createTestRuntime(t, options.runtime);
   await h.rt.store.migrate('test-ucp-notes', [
-    { version: 1, name: 'notes', sqlite: 'CREATE TABLE notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, text TEXT NOT NULL)', postgres: 'CREATE TABLE notes (id BIGSERIAL PRIMARY KEY, company_id BIGINT NOT NULL, text TEXT NOT NULL)' },
+    {
+      version: 1,
+      name: 'notes',
+      sqlite: 'CREATE TABLE notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, text TEXT NOT NULL)',
+      postgres:
+        'CREATE TABLE notes (id BIGSERIAL PRIMARY KEY, company_id BIGINT NOT NULL, text TEXT NOT NULL)',
+    },
   ]);
   h.rt.register(
     defineVerb({
@@ -143,10 +161,24 @@ export async function createUcpHarness(t: TestContext, options: UcpPluginOptions
       description: 'Count the notes of the tenant.',
       shape: 'aggregate',
       category: 'crm',
-      input: { type: 'object', properties: { min_length: { type: 'integer', minimum: 0 } }, additionalProperties: false },
+      input: {
+        type: 'object',
+        properties: { min_length: { type: 'integer', minimum: 0 } },
+        additionalProperties: false,
+      },
       async handler(ctx) {
-        const r = await ctx.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM notes WHERE company_id = ?', [ctx.principal.company_id]);
-        return { entity_id: ctx.principal.company_id, data: { notes: Number(r!.n), user_id: ctx.principal.user_id, agent_type: ctx.principal.agent_type, role: ctx.principal.role } };
+        const r = await ctx.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM notes WHERE company_id = ?', [
+          ctx.principal.company_id,
+        ]);
+        return {
+          entity_id: ctx.principal.company_id,
+          data: {
+            notes: Number(r!.n),
+            user_id: ctx.principal.user_id,
+            agent_type: ctx.principal.agent_type,
+            role: ctx.principal.role,
+          },
+        };
       },
     }),
     defineVerb({
@@ -154,9 +186,20 @@ export async function createUcpHarness(t: TestContext, options: UcpPluginOptions
       description: 'Preview adding a note.',
       shape: 'preview',
       category: 'crm',
-      input: { type: 'object', properties: { text: { type: 'string', minLength: 1 } }, required: ['text'], additionalProperties: false },
+      input: {
+        type: 'object',
+        properties: { text: { type: 'string', minLength: 1 } },
+        required: ['text'],
+        additionalProperties: false,
+      },
       async handler(_ctx, args: { text: string }) {
-        return { current: { notes: 0 }, projected: { text: args.text }, delta: { notes: 1 }, reversible: true, notes: [] };
+        return {
+          current: { notes: 0 },
+          projected: { text: args.text },
+          delta: { notes: 1 },
+          reversible: true,
+          notes: [],
+        };
       },
     }),
     defineVerb({
@@ -166,15 +209,26 @@ export async function createUcpHarness(t: TestContext, options: UcpPluginOptions
       category: 'crm',
       consent: 'WRITE_REVERSIBLE',
       preview: 'notes.preview_add',
-      input: { type: 'object', properties: { text: { type: 'string', minLength: 1 } }, required: ['text'], additionalProperties: false },
+      input: {
+        type: 'object',
+        properties: { text: { type: 'string', minLength: 1 } },
+        required: ['text'],
+        additionalProperties: false,
+      },
       async handler(ctx, args: { text: string }) {
-        const r = await ctx.db.get<{ id: number }>('INSERT INTO notes (company_id, text) VALUES (?, ?) RETURNING id', [ctx.principal.company_id, args.text]);
+        const r = await ctx.db.get<{ id: number }>(
+          'INSERT INTO notes (company_id, text) VALUES (?, ?) RETURNING id',
+          [ctx.principal.company_id, args.text],
+        );
         ctx.setRollback(`notes:add:${String(r!.id)}`, { id: Number(r!.id) });
         return { note_id: Number(r!.id) };
       },
       revert: {
         async handler(ctx, original) {
-          await ctx.db.run('DELETE FROM notes WHERE id = ? AND company_id = ?', [original.rollback.id, ctx.principal.company_id]);
+          await ctx.db.run('DELETE FROM notes WHERE id = ? AND company_id = ?', [
+            original.rollback.id,
+            ctx.principal.company_id,
+          ]);
           return { revert_action: `deleted note ${String(original.rollback.id)}` };
         },
       },
@@ -185,7 +239,12 @@ export async function createUcpHarness(t: TestContext, options: UcpPluginOptions
       shape: 'receipt',
       category: 'payments',
       consent: 'WRITE_FINANCIAL',
-      input: { type: 'object', properties: { amount_cents: { type: 'integer', minimum: 1 } }, required: ['amount_cents'], additionalProperties: false },
+      input: {
+        type: 'object',
+        properties: { amount_cents: { type: 'integer', minimum: 1 } },
+        required: ['amount_cents'],
+        additionalProperties: false,
+      },
       phrase: (a: { amount_cents: number }) => `CHARGE ${a.amount_cents} CENTS`,
       async handler(_ctx, a: { amount_cents: number }) {
         return { charged_cents: a.amount_cents };
@@ -202,22 +261,42 @@ export async function createUcpHarness(t: TestContext, options: UcpPluginOptions
     }),
   );
   const platform = await startPlatform(t);
-  const profiles = options.profiles ?? new PlatformProfiles({ dev: options.dev ?? true, ...options.profileFetch });
+  const profiles =
+    options.profiles ?? new PlatformProfiles({ dev: options.dev ?? true, ...options.profileFetch });
   const timings: UcpTimings[] = [];
-  const plugin = createUcpPlugin({ dev: true, primaryTenant: h.companyId, defaultNamespace: 'com.example', ...options, profiles, onTimings: (x) => timings.push(x) });
+  const plugin = createUcpPlugin({
+    dev: true,
+    primaryTenant: h.companyId,
+    defaultNamespace: 'com.example',
+    ...options,
+    profiles,
+    onTimings: (x) => timings.push(x),
+  });
   const app = createHttpServer(h.rt, { logger: false, plugins: [plugin] });
   t.after(() => app.close());
   await app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const configure = async (settings: UcpTenantSettings, companyId = h.companyId) => {
     await h.rt.store.write(async (tx) => {
-      const row = await tx.get<{ settings: string }>('SELECT settings FROM tenants WHERE company_id = ?', [companyId]);
-      const current = typeof row!.settings === 'string' ? (JSON.parse(row!.settings) as Record<string, unknown>) : (row!.settings as Record<string, unknown>);
-      await tx.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [JSON.stringify({ ...current, ucp: settings }), companyId]);
+      const row = await tx.get<{ settings: string }>('SELECT settings FROM tenants WHERE company_id = ?', [
+        companyId,
+      ]);
+      const current =
+        typeof row!.settings === 'string'
+          ? (JSON.parse(row!.settings) as Record<string, unknown>)
+          : (row!.settings as Record<string, unknown>);
+      await tx.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [
+        JSON.stringify({ ...current, ucp: settings }),
+        companyId,
+      ]);
     });
     h.rt.tenants.invalidate();
   };
-  await configure(options.settings ?? { platforms: [{ profile: platform.url, role: 'employee', max_class: 'WRITE_REVERSIBLE' }] });
+  await configure(
+    options.settings ?? {
+      platforms: [{ profile: platform.url, role: 'employee', max_class: 'WRITE_REVERSIBLE' }],
+    },
+  );
   return {
     h,
     app,
@@ -232,7 +311,11 @@ export async function createUcpHarness(t: TestContext, options: UcpPluginOptions
       const key = o.key ?? platform.keys[0]!;
       const signed = signRequest({
         url,
-        ...(o.rawBody !== undefined ? { body: o.rawBody } : body === undefined ? {} : { body: body as object }),
+        ...(o.rawBody !== undefined
+          ? { body: o.rawBody }
+          : body === undefined
+            ? {}
+            : { body: body as object }),
         profileUrl: o.profileUrl ?? platform.url,
         keyid: o.keyid ?? key.kid,
         privateKey: o.privateKey ?? key.privateKey,
@@ -244,7 +327,11 @@ export async function createUcpHarness(t: TestContext, options: UcpPluginOptions
         ...(o.label !== undefined ? { label: o.label } : {}),
       });
       o.tamper?.(signed);
-      const res = await fetch(url, { method: 'POST', headers: signed.headers, body: signed.body === undefined ? undefined : new Uint8Array(signed.body) });
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: signed.headers,
+        body: signed.body === undefined ? undefined : new Uint8Array(signed.body),
+      });
       return toResponse(res, url);
     },
     async get(path, headers = {}) {
@@ -266,7 +353,10 @@ export interface CliRun {
  * `solid keys` next to a running `solid serve`). The server re-reads its signing key on every
  * answer (TenantKeys.cacheTtlMs = 0; 30 s in production).
  */
-export async function createSharedUcpHarness(t: TestContext, options: Parameters<typeof createUcpHarness>[1] = {}): Promise<{ u: UcpHarness; cli: (args: string[]) => Promise<CliRun> }> {
+export async function createSharedUcpHarness(
+  t: TestContext,
+  options: Parameters<typeof createUcpHarness>[1] = {},
+): Promise<{ u: UcpHarness; cli: (args: string[]) => Promise<CliRun> }> {
   const dir = mkdtempSync(join(tmpdir(), 'solid-ucp-cli-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const db = join(dir, 'solid.db');
@@ -276,7 +366,11 @@ export async function createSharedUcpHarness(t: TestContext, options: Parameters
   const cli = async (args: string[]): Promise<CliRun> => {
     const out: string[] = [];
     const err: string[] = [];
-    const code = await runCli(['--db', db, ...args], { out: (s) => out.push(s), err: (s) => err.push(s), isTTY: false });
+    const code = await runCli(['--db', db, ...args], {
+      out: (s) => out.push(s),
+      err: (s) => err.push(s),
+      isTTY: false,
+    });
     return { code, stdout: out.join('\n'), stderr: err.join('\n') };
   };
   return { u, cli };

@@ -5,7 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { PlatformProfiles, checkProfileUrl, guardedLookup, isSpecialUseAddress, ttlFromCacheControl } from '../../../src/transports/ucp/platform-profiles.ts';
+import {
+  PlatformProfiles,
+  checkProfileUrl,
+  guardedLookup,
+  isSpecialUseAddress,
+  ttlFromCacheControl,
+} from '../../../src/transports/ucp/platform-profiles.ts';
 import { UcpError } from '../../../src/transports/ucp/ucp-error.ts';
 import { SignatureError } from '../../../src/transports/ucp/signature-error.ts';
 import { newPlatformKey, startPlatform } from './harness.ts';
@@ -17,27 +23,62 @@ function code(c: string) {
 describe('platform profile URLs', () => {
   it('accepts https and, in dev mode only, http on loopback', () => {
     assert.equal(checkProfileUrl('https://platform.example/.well-known/ucp', false).host, 'platform.example');
-    assert.throws(() => checkProfileUrl('http://platform.example/.well-known/ucp', false), code('invalid_profile_url'));
-    assert.throws(() => checkProfileUrl('http://platform.example/.well-known/ucp', true), code('invalid_profile_url'), 'http only for loopback');
+    assert.throws(
+      () => checkProfileUrl('http://platform.example/.well-known/ucp', false),
+      code('invalid_profile_url'),
+    );
+    assert.throws(
+      () => checkProfileUrl('http://platform.example/.well-known/ucp', true),
+      code('invalid_profile_url'),
+      'http only for loopback',
+    );
     assert.throws(() => checkProfileUrl('http://127.0.0.1:8080/p', false), code('invalid_profile_url'));
     assert.equal(checkProfileUrl('http://127.0.0.1:8080/p', true).port, '8080');
     assert.equal(checkProfileUrl('http://localhost:8080/p', true).hostname, 'localhost');
     assert.throws(() => checkProfileUrl('https://localhost/p', false), code('invalid_profile_url'));
     assert.throws(() => checkProfileUrl('https://[::1]/p', false), code('invalid_profile_url'));
     assert.equal(checkProfileUrl('https://[::1]/p', true).hostname, '[::1]');
-    for (const bad of ['https://10.0.0.1/p', 'https://192.168.1.1/p', 'https://169.254.169.254/latest', 'https://[fd00::1]/p', 'https://0.0.0.0/p', 'ftp://platform.example/p', 'https://user:pw@platform.example/p', 'not a url']) {
+    for (const bad of [
+      'https://10.0.0.1/p',
+      'https://192.168.1.1/p',
+      'https://169.254.169.254/latest',
+      'https://[fd00::1]/p',
+      'https://0.0.0.0/p',
+      'ftp://platform.example/p',
+      'https://user:pw@platform.example/p',
+      'not a url',
+    ]) {
       assert.throws(() => checkProfileUrl(bad, true), code('invalid_profile_url'), bad);
     }
   });
 
   it('classifies special-use addresses (IPv4, IPv6, IPv4-mapped)', () => {
-    for (const a of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.0.1', '169.254.1.1', '100.64.0.1', '224.0.0.1', '::1', 'fe80::1', 'fc00::1', '::ffff:10.0.0.1', '::ffff:127.0.0.1']) assert.equal(isSpecialUseAddress(a), true, a);
-    for (const a of ['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8']) assert.equal(isSpecialUseAddress(a), false, a);
+    for (const a of [
+      '127.0.0.1',
+      '10.1.2.3',
+      '172.16.0.1',
+      '192.168.0.1',
+      '169.254.1.1',
+      '100.64.0.1',
+      '224.0.0.1',
+      '::1',
+      'fe80::1',
+      'fc00::1',
+      '::ffff:10.0.0.1',
+      '::ffff:127.0.0.1',
+    ])
+      assert.equal(isSpecialUseAddress(a), true, a);
+    for (const a of ['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8'])
+      assert.equal(isSpecialUseAddress(a), false, a);
   });
 
   it('checks the addresses a name resolves to (the lookup of the connection itself), loopback only in dev mode', async () => {
     const lookup = (dev: boolean) =>
-      new Promise<unknown>((resolve, reject) => guardedLookup(dev)('localhost', { all: true }, (err, addresses) => (err ? reject(err) : resolve(addresses))));
+      new Promise<unknown>((resolve, reject) =>
+        guardedLookup(dev)('localhost', { all: true }, (err, addresses) =>
+          err ? reject(err) : resolve(addresses),
+        ),
+      );
     await assert.rejects(lookup(false), code('invalid_profile_url'));
     const ok = (await lookup(true)) as Array<{ address: string }>;
     assert.ok(ok.length > 0 && ok.every((a) => a.address === '127.0.0.1' || a.address === '::1'));
@@ -100,13 +141,37 @@ describe('PlatformProfiles', () => {
     const platform = await startPlatform(t);
     const profiles = new PlatformProfiles({ dev: true, maxBytes: 1024, timeoutMs: 300 });
     const cases: Array<[string, (res: import('node:http').ServerResponse) => void]> = [
-      ['profile_unreachable', (res) => res.writeHead(301, { location: 'https://elsewhere.example/.well-known/ucp' }).end()],
+      [
+        'profile_unreachable',
+        (res) => res.writeHead(301, { location: 'https://elsewhere.example/.well-known/ucp' }).end(),
+      ],
       ['profile_unreachable', (res) => res.writeHead(500).end()],
-      ['profile_malformed', (res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html></html>')],
-      ['profile_malformed', (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ucp": ')],
-      ['profile_malformed', (res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ucp: { version: '2026-08-25' }, pad: 'x'.repeat(5000) }))],
-      ['profile_malformed', (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"keys": []}')],
-      ['version_unsupported', (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ucp": {"version": "2026-01-11"}}')],
+      [
+        'profile_malformed',
+        (res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html></html>'),
+      ],
+      [
+        'profile_malformed',
+        (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ucp": '),
+      ],
+      [
+        'profile_malformed',
+        (res) =>
+          res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ ucp: { version: '2026-08-25' }, pad: 'x'.repeat(5000) })),
+      ],
+      [
+        'profile_malformed',
+        (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"keys": []}'),
+      ],
+      [
+        'version_unsupported',
+        (res) =>
+          res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end('{"ucp": {"version": "2026-01-11"}}'),
+      ],
       ['profile_unreachable', () => {}],
     ];
     for (const [expected, handler] of cases) {
@@ -119,7 +184,10 @@ describe('PlatformProfiles', () => {
   it('accepts a 2026-04-08 profile and reads its signing_keys[]', async (t) => {
     const platform = await startPlatform(t);
     const key = platform.keys[0]!;
-    platform.handler = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ucp: { version: '2026-04-08' }, signing_keys: [key.jwk] }));
+    platform.handler = (_req, res) =>
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ ucp: { version: '2026-04-08' }, signing_keys: [key.jwk] }));
     const profiles = new PlatformProfiles({ dev: true });
     assert.ok(await profiles.resolveKey(platform.url, key.kid));
   });
@@ -131,7 +199,11 @@ describe('PlatformProfiles', () => {
       res.writeHead(200, { 'content-type': 'application/json' }).end(
         JSON.stringify({
           ucp: { version: '2026-08-25' },
-          keys: [good.jwk, { kid: 'ed', kty: 'OKP', crv: 'Ed25519', x: 'JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs' }, { ...good.jwk, kid: 'leaky', d: 'UpuF81l-kOxbjf7T4mNSv0r5tN67Gim7rnf6EFpcYDs' }],
+          keys: [
+            good.jwk,
+            { kid: 'ed', kty: 'OKP', crv: 'Ed25519', x: 'JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs' },
+            { ...good.jwk, kid: 'leaky', d: 'UpuF81l-kOxbjf7T4mNSv0r5tN67Gim7rnf6EFpcYDs' },
+          ],
         }),
       );
     const profiles = new PlatformProfiles({ dev: true });

@@ -11,18 +11,44 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { createUcpHarness, type UcpHarness } from './harness.ts';
-import { NAME_PATTERN_2026_04_08, NAME_PATTERN_2026_08_25 } from '../../../src/transports/ucp/capability-names.ts';
+import {
+  NAME_PATTERN_2026_04_08,
+  NAME_PATTERN_2026_08_25,
+} from '../../../src/transports/ucp/capability-names.ts';
 
 const NAME = NAME_PATTERN_2026_08_25.source;
 const DATE = '^\\d{4}-\\d{2}-\\d{2}$';
-const entity = { type: 'object', required: ['version'], properties: { version: { type: 'string', pattern: DATE }, spec: { type: 'string', format: 'uri' }, schema: { type: 'string', format: 'uri' }, config: { type: 'object' } } };
+const entity = {
+  type: 'object',
+  required: ['version'],
+  properties: {
+    version: { type: 'string', pattern: DATE },
+    spec: { type: 'string', format: 'uri' },
+    schema: { type: 'string', format: 'uri' },
+    config: { type: 'object' },
+  },
+};
 const jwk = {
   type: 'object',
   required: ['kid', 'kty'],
-  properties: { kid: { type: 'string' }, kty: { type: 'string' }, crv: { type: 'string' }, x: { type: 'string' }, y: { type: 'string' }, alg: { type: 'string' }, use: { type: 'string' } },
+  properties: {
+    kid: { type: 'string' },
+    kty: { type: 'string' },
+    crv: { type: 'string' },
+    x: { type: 'string' },
+    y: { type: 'string' },
+    alg: { type: 'string' },
+    use: { type: 'string' },
+  },
   allOf: [
-    { if: { properties: { kty: { const: 'EC' } }, required: ['kty'] }, then: { required: ['crv', 'x', 'y'] } },
-    { if: { properties: { crv: { const: 'P-256' } }, required: ['crv'] }, then: { properties: { alg: { const: 'ES256' } } } },
+    {
+      if: { properties: { kty: { const: 'EC' } }, required: ['kty'] },
+      then: { required: ['crv', 'x', 'y'] },
+    },
+    {
+      if: { properties: { crv: { const: 'P-256' } }, required: ['crv'] },
+      then: { properties: { alg: { const: 'ES256' } } },
+    },
   ],
   not: { anyOf: ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'].map((m) => ({ required: [m] })) },
 };
@@ -41,16 +67,50 @@ const BUSINESS_PROFILE_RULES = {
           additionalProperties: {
             type: 'array',
             minItems: 1,
-            items: { allOf: [entity, { required: ['transport', 'endpoint'], properties: { transport: { enum: ['rest', 'mcp', 'a2a', 'embedded'] }, endpoint: { type: 'string', pattern: '[^/]$' } } }] },
+            items: {
+              allOf: [
+                entity,
+                {
+                  required: ['transport', 'endpoint'],
+                  properties: {
+                    transport: { enum: ['rest', 'mcp', 'a2a', 'embedded'] },
+                    endpoint: { type: 'string', pattern: '[^/]$' },
+                  },
+                },
+              ],
+            },
           },
         },
         capabilities: {
           type: 'object',
           propertyNames: { pattern: NAME },
-          additionalProperties: { type: 'array', minItems: 1, items: { allOf: [entity, { required: ['schema'], properties: { extends: { anyOf: [{ type: 'string', pattern: NAME }, { type: 'array', minItems: 1, items: { type: 'string', pattern: NAME } }] } } }] } },
+          additionalProperties: {
+            type: 'array',
+            minItems: 1,
+            items: {
+              allOf: [
+                entity,
+                {
+                  required: ['schema'],
+                  properties: {
+                    extends: {
+                      anyOf: [
+                        { type: 'string', pattern: NAME },
+                        { type: 'array', minItems: 1, items: { type: 'string', pattern: NAME } },
+                      ],
+                    },
+                  },
+                },
+              ],
+            },
+          },
         },
         payment_handlers: { type: 'object' },
-        supported_versions: { type: 'object', propertyNames: { pattern: DATE }, additionalProperties: { type: 'string', format: 'uri' } },
+        supported_versions: {
+          type: 'object',
+          propertyNames: { pattern: DATE },
+          additionalProperties: { type: 'string', format: 'uri' },
+        },
       },
       not: { anyOf: [{ required: ['keys'] }, { required: ['signing_keys'] }] },
     },
@@ -67,8 +127,20 @@ function validator() {
 type Profile = {
   ucp: {
     version: string;
-    services: Record<string, Array<{ version: string; transport: string; spec: string; schema: string; endpoint: string }>>;
-    capabilities: Record<string, Array<{ version: string; spec: string; schema: string; extends?: string | string[]; config: { verb: string; shape: string; consent_class: string } }>>;
+    services: Record<
+      string,
+      Array<{ version: string; transport: string; spec: string; schema: string; endpoint: string }>
+    >;
+    capabilities: Record<
+      string,
+      Array<{
+        version: string;
+        spec: string;
+        schema: string;
+        extends?: string | string[];
+        config: { verb: string; shape: string; consent_class: string };
+      }>
+    >;
     payment_handlers: Record<string, unknown>;
     supported_versions: Record<string, string>;
   };
@@ -93,8 +165,14 @@ describe('UCP business profile', () => {
     const validate = validator();
     assert.equal(validate(profile), true, JSON.stringify(validate.errors));
     assert.deepEqual(profile.ucp.payment_handlers, {});
-    const verbs = Object.values(profile.ucp.capabilities).map((c) => c[0]!.config.verb).sort();
-    const expected = u.h.rt.registry.all().filter((v) => v.surfaces.includes('ucp')).map((v) => v.name).sort();
+    const verbs = Object.values(profile.ucp.capabilities)
+      .map((c) => c[0]!.config.verb)
+      .sort();
+    const expected = u.h.rt.registry
+      .all()
+      .filter((v) => v.surfaces.includes('ucp'))
+      .map((v) => v.name)
+      .sort();
     assert.deepEqual(verbs, expected);
     assert.ok(!verbs.includes('notes.hidden'), 'a verb not exposed on ucp is not a capability');
     for (const name of Object.keys(profile.ucp.capabilities)) {
@@ -104,7 +182,10 @@ describe('UCP business profile', () => {
       assert.ok(profile.ucp.services[service] !== undefined, `service ${service} of ${name} is published`);
     }
     assert.equal(profile.ucp.capabilities['com.example.sales.notes_count']![0]!.config.consent_class, 'READ');
-    assert.equal(profile.ucp.capabilities['com.example.ar.notes_charge']![0]!.config.consent_class, 'WRITE_FINANCIAL');
+    assert.equal(
+      profile.ucp.capabilities['com.example.ar.notes_charge']![0]!.config.consent_class,
+      'WRITE_FINANCIAL',
+    );
   });
 
   it('maps categories to the sub-agents and makes a preview extend the write it previews', async (t) => {
@@ -122,7 +203,10 @@ describe('UCP business profile', () => {
     const u = await createUcpHarness(t);
     const profile = await profileOf(u);
     const active = await u.h.rt.keys.signingKey(u.h.companyId);
-    assert.deepEqual(profile.keys.map((k) => k.kid), [active.kid]);
+    assert.deepEqual(
+      profile.keys.map((k) => k.kid),
+      [active.kid],
+    );
     const key = profile.keys[0]!;
     assert.deepEqual(Object.keys(key).sort(), ['alg', 'crv', 'kid', 'kty', 'use', 'x', 'y']);
     assert.equal(key.alg, 'ES256');
@@ -183,16 +267,24 @@ describe('UCP business profile', () => {
     assert.equal(add({}), false);
     assert.equal(add({ text: 'x', extra: 1 }), false);
     const preview = schemas.get(profile.ucp.capabilities['com.example.sales.notes_preview_add']![0]!.schema)!;
-    assert.deepEqual((preview.$defs as Record<string, unknown>)['com.example.sales.notes_add'], { allOf: [{ $ref: profile.ucp.capabilities['com.example.sales.notes_add']![0]!.schema }] });
+    assert.deepEqual((preview.$defs as Record<string, unknown>)['com.example.sales.notes_add'], {
+      allOf: [{ $ref: profile.ucp.capabilities['com.example.sales.notes_add']![0]!.schema }],
+    });
     for (const [name, [binding]] of Object.entries(profile.ucp.services)) {
       assert.equal(binding!.transport, 'rest');
       assert.equal(binding!.endpoint, `${u.base}/ucp/v1`, name);
       const openapi = await u.get(pathOf(u, binding!.schema));
       assert.equal(openapi.status, 200);
-      const doc = openapi.json<{ openapi: string; servers: Array<{ url: string }>; paths: Record<string, { post: { parameters: Array<{ name: string; schema: { enum?: string[] } }> } }> }>();
+      const doc = openapi.json<{
+        openapi: string;
+        servers: Array<{ url: string }>;
+        paths: Record<string, { post: { parameters: Array<{ name: string; schema: { enum?: string[] } }> } }>;
+      }>();
       assert.equal(doc.openapi, '3.1.0');
       assert.equal(doc.servers[0]!.url, binding!.endpoint);
-      const names = doc.paths['/capabilities/{capability}']!.post.parameters.find((p) => p.name === 'capability')!.schema.enum!;
+      const names = doc.paths['/capabilities/{capability}']!.post.parameters.find(
+        (p) => p.name === 'capability',
+      )!.schema.enum!;
       assert.deepEqual([...names].sort(), Object.keys(profile.ucp.capabilities).sort());
       assert.equal((await u.get(pathOf(u, binding!.spec))).status, 200);
     }
@@ -202,7 +294,11 @@ describe('UCP business profile', () => {
     const u = await createUcpHarness(t);
     const profile = await profileOf(u);
     const url = profile.ucp.supported_versions['2026-04-08']!;
-    const leaf = (await u.get(pathOf(u, url))).json<{ ucp: Record<string, unknown> & { capabilities: Record<string, unknown> }; signing_keys?: unknown[]; keys?: unknown }>();
+    const leaf = (await u.get(pathOf(u, url))).json<{
+      ucp: Record<string, unknown> & { capabilities: Record<string, unknown> };
+      signing_keys?: unknown[];
+      keys?: unknown;
+    }>();
     assert.equal(leaf.ucp.version, '2026-04-08');
     assert.equal(leaf.keys, undefined);
     assert.equal(leaf.ucp.supported_versions, undefined, 'a leaf has no supported_versions');
@@ -210,11 +306,16 @@ describe('UCP business profile', () => {
     assert.deepEqual(leaf.ucp.payment_handlers, {});
     for (const name of Object.keys(leaf.ucp.capabilities)) assert.match(name, NAME_PATTERN_2026_04_08);
     await u.configure({ namespace: 'com.solid-verbs', platforms: [] });
-    const hyphen = (await u.get(pathOf(u, url))).json<{ ucp: { capabilities: Record<string, unknown>; services: Record<string, unknown> } }>();
+    const hyphen = (await u.get(pathOf(u, url))).json<{
+      ucp: { capabilities: Record<string, unknown>; services: Record<string, unknown> };
+    }>();
     assert.deepEqual(hyphen.ucp.capabilities, {}, 'a hyphenated namespace cannot be named in 2026-04-08');
     assert.deepEqual(hyphen.ucp.services, {});
     const current = await profileOf(u);
-    assert.ok(Object.keys(current.ucp.capabilities).every((n) => n.startsWith('com.solid-verbs.')), '2026-08-25 allows it');
+    assert.ok(
+      Object.keys(current.ucp.capabilities).every((n) => n.startsWith('com.solid-verbs.')),
+      '2026-08-25 allows it',
+    );
     assert.equal(validator()(current), true);
   });
 
@@ -222,10 +323,19 @@ describe('UCP business profile', () => {
     const u = await createUcpHarness(t);
     await u.configure({ namespace: 'com.otherco', sub_agents: { crm: 'service' } }, u.h.otherCompanyId);
     const other = await profileOf(u, `/t/${u.h.otherCompanyId}/.well-known/ucp`);
-    assert.ok(other.ucp.capabilities['com.otherco.service.notes_count'], 'namespace and sub-agent override of tenant 3');
-    assert.equal(other.ucp.services['com.otherco.service']![0]!.endpoint, `${u.base}/t/${u.h.otherCompanyId}/ucp/v1`);
+    assert.ok(
+      other.ucp.capabilities['com.otherco.service.notes_count'],
+      'namespace and sub-agent override of tenant 3',
+    );
+    assert.equal(
+      other.ucp.services['com.otherco.service']![0]!.endpoint,
+      `${u.base}/t/${u.h.otherCompanyId}/ucp/v1`,
+    );
     const otherKid = (await u.h.rt.keys.signingKey(u.h.otherCompanyId)).kid;
-    assert.deepEqual(other.keys.map((k) => k.kid), [otherKid]);
+    assert.deepEqual(
+      other.keys.map((k) => k.kid),
+      [otherKid],
+    );
     const main = await profileOf(u);
     assert.notDeepEqual(main.keys, other.keys);
     assert.ok(main.ucp.capabilities['com.example.sales.notes_count']);
@@ -245,6 +355,9 @@ describe('UCP business profile', () => {
     assert.equal(binding.endpoint, 'https://api.example.com/ucp/v1');
     const cap = profile.ucp.capabilities['com.example.sales.notes_count']![0]!;
     assert.equal(cap.schema, 'https://api.example.com/ucp/v1/schemas/com.example.sales.notes_count.json');
-    assert.equal(profile.ucp.supported_versions['2026-04-08'], 'https://api.example.com/ucp/v1/profiles/2026-04-08');
+    assert.equal(
+      profile.ucp.supported_versions['2026-04-08'],
+      'https://api.example.com/ucp/v1/profiles/2026-04-08',
+    );
   });
 });

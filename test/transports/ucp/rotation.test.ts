@@ -13,11 +13,22 @@ const COUNT = 'com.example.sales.notes_count';
 
 async function verifyWithProfile(u: UcpHarness, res: UcpResponse): Promise<string> {
   const profile = (await u.get('/.well-known/ucp')).json();
-  return (await verifyResponse({ status: res.status, headers: res.headers, body: res.bytes, url: res.url, keys: profileKeys(profile) })).keyid;
+  return (
+    await verifyResponse({
+      status: res.status,
+      headers: res.headers,
+      body: res.bytes,
+      url: res.url,
+      keys: profileKeys(profile),
+    })
+  ).keyid;
 }
 
 async function profileKids(u: UcpHarness): Promise<string[]> {
-  return (await u.get('/.well-known/ucp')).json<{ keys: Array<{ kid: string }> }>().keys.map((k) => k.kid).sort();
+  return (await u.get('/.well-known/ucp'))
+    .json<{ keys: Array<{ kid: string }> }>()
+    .keys.map((k) => k.kid)
+    .sort();
 }
 
 describe('solid keys rotation with a running UCP server', () => {
@@ -45,22 +56,45 @@ describe('solid keys rotation with a running UCP server', () => {
     assert.equal((JSON.parse(step2.stdout) as { key: { kid: string; state: string } }).key.kid, fresh);
     const after = await u.call(COUNT, {});
     assert.equal(await verifyWithProfile(u, after), fresh, 'answers are signed with the new key');
-    assert.deepEqual(await profileKids(u), [fresh, old].sort(), 'the old key stays published during its grace');
+    assert.deepEqual(
+      await profileKids(u),
+      [fresh, old].sort(),
+      'the old key stays published during its grace',
+    );
     assert.equal(await verifyWithProfile(u, before), old, 'an answer signed by the old key still verifies');
 
-    const list = JSON.parse((await cli(['keys', 'list', '--tenant', String(u.h.companyId), '--json'])).stdout) as { keys: Array<{ kid: string; state: string; published: boolean }> };
-    assert.deepEqual(Object.fromEntries(list.keys.map((k) => [k.kid, [k.state, k.published]])), { [fresh]: ['active', true], [old]: ['rotating', true] });
+    const list = JSON.parse(
+      (await cli(['keys', 'list', '--tenant', String(u.h.companyId), '--json'])).stdout,
+    ) as { keys: Array<{ kid: string; state: string; published: boolean }> };
+    assert.deepEqual(Object.fromEntries(list.keys.map((k) => [k.kid, [k.state, k.published]])), {
+      [fresh]: ['active', true],
+      [old]: ['rotating', true],
+    });
 
     const activeRetire = await cli(['keys', 'retire', fresh, '--tenant', String(u.h.companyId)]);
     assert.equal(activeRetire.code, 2, 'the active key cannot be retired');
     const retired = await cli(['keys', 'retire', old, '--tenant', String(u.h.companyId)]);
     assert.equal(retired.code, 0, retired.stderr);
     assert.deepEqual(await profileKids(u), [fresh]);
-    await assert.rejects(verifyWithProfile(u, before), (err: unknown) => err instanceof SignatureError && err.code === 'key_not_found');
+    await assert.rejects(
+      verifyWithProfile(u, before),
+      (err: unknown) => err instanceof SignatureError && err.code === 'key_not_found',
+    );
 
     await u.h.rt.auditBuffer.flush();
-    const rows = await u.h.rt.store.read((q) => q.all<{ action_type: string; agent_type: string; entity_id: string }>("SELECT action_type, agent_type, entity_id FROM audit_log WHERE category = 'keys' ORDER BY audit_id"));
-    assert.deepEqual(rows.map((r) => [r.action_type, r.entity_id]), [['keys.rotate', fresh], ['keys.rotate', fresh], ['keys.retire', old]]);
+    const rows = await u.h.rt.store.read((q) =>
+      q.all<{ action_type: string; agent_type: string; entity_id: string }>(
+        "SELECT action_type, agent_type, entity_id FROM audit_log WHERE category = 'keys' ORDER BY audit_id",
+      ),
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.action_type, r.entity_id]),
+      [
+        ['keys.rotate', fresh],
+        ['keys.rotate', fresh],
+        ['keys.retire', old],
+      ],
+    );
     assert.ok(rows.every((r) => r.agent_type === 'cli:operator'));
     const verify = await cli(['audit', 'verify', '--json']);
     assert.equal(verify.code, 0, verify.stdout);

@@ -18,7 +18,17 @@ function sub(id: string): string {
 }
 
 test('§ucp has the subsections the UCP transport cites', () => {
-  for (const id of ['§ucp-profile', '§ucp-names', '§ucp-config', '§ucp-verify', '§ucp-dispatch', '§ucp-errors', '§ucp-keys', '§ucp-client', '§ucp-cli']) {
+  for (const id of [
+    '§ucp-profile',
+    '§ucp-names',
+    '§ucp-config',
+    '§ucp-verify',
+    '§ucp-dispatch',
+    '§ucp-errors',
+    '§ucp-keys',
+    '§ucp-client',
+    '§ucp-cli',
+  ]) {
     assert.match(section, new RegExp(`^### ${id}$`, 'm'), id);
   }
 });
@@ -26,7 +36,8 @@ test('§ucp has the subsections the UCP transport cites', () => {
 test('§ucp-errors lists every transport code under its status, and nothing else', () => {
   const rows = new Map<string, number>();
   for (const m of sub('§ucp-errors').matchAll(/^\| (\d{3}) \| ([^|]+) \|$/gm)) {
-    for (const code of m[2]!.split(',').map((c) => c.trim().replace(/ \(.*\)$/, ''))) rows.set(code, Number(m[1]));
+    for (const code of m[2]!.split(',').map((c) => c.trim().replace(/ \(.*\)$/, '')))
+      rows.set(code, Number(m[1]));
   }
   for (const [code, status] of Object.entries(UCP_ERROR_STATUS)) assert.equal(rows.get(code), status, code);
   for (const code of rows.keys()) assert.ok(code in UCP_ERROR_STATUS, `${code} is a real code`);
@@ -39,6 +50,9 @@ test('§ucp-names maps every category of the code to its sub-agent', () => {
   for (const [category, subAgent] of Object.entries(CATEGORY_SUB_AGENT)) {
     const cell = table.get(subAgent)!;
     const words = cell.split(',').map((w) => w.trim().replace(/\(s\)$/, ''));
-    assert.ok(words.includes(category) || words.includes(category.replace(/s$/, '')) || category === subAgent, `${category} → ${subAgent}`);
+    assert.ok(
+      words.includes(category) || words.includes(category.replace(/s$/, '')) || category === subAgent,
+      `${category} → ${subAgent}`,
+    );
   }
 });

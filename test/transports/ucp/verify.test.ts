@@ -17,7 +17,12 @@ describe('UCP inbound verification', () => {
     const u = await createUcpHarness(t);
     const res = await u.call(COUNT, {});
     assert.equal(res.status, 200, res.text);
-    const body = res.json<{ ok: boolean; verb: string; ucp: { version: string; status: string; capabilities: Record<string, unknown> }; result: { data: { notes: number; user_id: number; agent_type: string; role: string } } }>();
+    const body = res.json<{
+      ok: boolean;
+      verb: string;
+      ucp: { version: string; status: string; capabilities: Record<string, unknown> };
+      result: { data: { notes: number; user_id: number; agent_type: string; role: string } };
+    }>();
     assert.equal(body.ok, true);
     assert.equal(body.verb, 'notes.count');
     assert.equal(body.ucp.version, '2026-08-25');
@@ -27,7 +32,13 @@ describe('UCP inbound verification', () => {
     assert.equal(body.result.data.role, 'employee');
     assert.ok(body.result.data.user_id >= 1_000_000_000 && body.result.data.user_id < 2_000_000_000);
     const profile = (await u.get('/.well-known/ucp')).json();
-    const verified = await verifyResponse({ status: res.status, headers: res.headers, body: res.bytes, url: res.url, keys: profileKeys(profile) });
+    const verified = await verifyResponse({
+      status: res.status,
+      headers: res.headers,
+      body: res.bytes,
+      url: res.url,
+      keys: profileKeys(profile),
+    });
     const active = (await u.h.rt.keys.signingKey(u.h.companyId)).kid;
     assert.equal(verified.keyid, active);
     assert.deepEqual(verified.components, ['"@status"', '"content-digest"', '"content-type"']);
@@ -45,13 +56,19 @@ describe('UCP inbound verification', () => {
 
   it('refuses an unsigned request (401 signature_missing) without dispatching', async (t) => {
     const u = await createUcpHarness(t);
-    const res = await fetch(`${u.base}/ucp/v1/capabilities/${COUNT}`, { method: 'POST', headers: { 'content-type': 'application/json', 'ucp-agent': `profile="${u.platform.url}"` }, body: '{}' });
+    const res = await fetch(`${u.base}/ucp/v1/capabilities/${COUNT}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'ucp-agent': `profile="${u.platform.url}"` },
+      body: '{}',
+    });
     assert.equal(res.status, 401);
     assert.deepEqual(Object.keys(await res.json()), ['code', 'content']);
     assert.equal(u.timings.length, 0);
   });
 
-  const refusals: Array<[string, number, string, Parameters<Awaited<ReturnType<typeof createUcpHarness>>['call']>[2], unknown?]> = [
+  const refusals: Array<
+    [string, number, string, Parameters<Awaited<ReturnType<typeof createUcpHarness>>['call']>[2], unknown?]
+  > = [
     [
       'an altered body',
       400,
@@ -70,7 +87,8 @@ describe('UCP inbound verification', () => {
       {
         tamper: (s) => {
           s.body = Buffer.from('{"text":"other"}');
-          s.headers['content-digest'] = `sha-256=:${createHash('sha256').update('{"text":"other"}').digest().toString('base64')}:`;
+          s.headers['content-digest'] =
+            `sha-256=:${createHash('sha256').update('{"text":"other"}').digest().toString('base64')}:`;
         },
       },
       { text: 'hello' },
@@ -104,7 +122,10 @@ describe('UCP inbound verification', () => {
       {
         tamper: (s) => {
           // Re-sign the same base with the default (DER) encoding.
-          s.headers.signature = s.headers.signature!.replace(/:(.*):/, (_m, b64: string) => `:${derOf(Buffer.from(b64, 'base64')).toString('base64')}:`);
+          s.headers.signature = s.headers.signature!.replace(
+            /:(.*):/,
+            (_m, b64: string) => `:${derOf(Buffer.from(b64, 'base64')).toString('base64')}:`,
+          );
         },
       },
       { text: 'hello' },
@@ -173,9 +194,17 @@ describe('UCP inbound verification', () => {
   it('refuses a replayed request (same signature twice, 401 signature_replayed)', async (t) => {
     const u = await createUcpHarness(t);
     let captured: { headers: Record<string, string>; body: Buffer | undefined } | undefined;
-    const first = await u.call(COUNT, {}, { tamper: (s) => (captured = { headers: { ...s.headers }, body: s.body }) });
+    const first = await u.call(
+      COUNT,
+      {},
+      { tamper: (s) => (captured = { headers: { ...s.headers }, body: s.body }) },
+    );
     assert.equal(first.status, 200);
-    const replay = await fetch(first.url, { method: 'POST', headers: captured!.headers, body: new Uint8Array(captured!.body!) });
+    const replay = await fetch(first.url, {
+      method: 'POST',
+      headers: captured!.headers,
+      body: new Uint8Array(captured!.body!),
+    });
     assert.equal(replay.status, 401);
     assert.equal(((await replay.json()) as { code: string }).code, 'signature_replayed');
   });
@@ -183,12 +212,16 @@ describe('UCP inbound verification', () => {
   it('requires the UCP components: @query when the URL has one, idempotency-key when sent', async (t) => {
     const u = await createUcpHarness(t);
     assert.equal((await u.call(COUNT, {}, { query: '?trace=1' })).status, 200, 'the client covers @query');
-    const noQuery = await u.call(COUNT, {}, {
-      query: '?trace=1',
-      tamper: (s) => {
-        s.headers['signature-input'] = s.headers['signature-input']!.replace(' "@query"', '');
+    const noQuery = await u.call(
+      COUNT,
+      {},
+      {
+        query: '?trace=1',
+        tamper: (s) => {
+          s.headers['signature-input'] = s.headers['signature-input']!.replace(' "@query"', '');
+        },
       },
-    });
+    );
     assert.equal(noQuery.json<{ code: string }>().code, 'components_missing');
   });
 
@@ -220,23 +253,32 @@ describe('UCP inbound verification', () => {
   it('accepts a message when any of several signatures verifies', async (t) => {
     const u = await createUcpHarness(t);
     const bogus = newPlatformKey('bogus');
-    const res = await u.call(COUNT, {}, {
-      tamper: (s) => {
-        // A second label signed by an unknown key, listed first.
-        s.headers['signature-input'] = `sig0=("@method");created=${Math.floor(Date.now() / 1000)};keyid="bogus", ${s.headers['signature-input']}`;
-        s.headers.signature = `sig0=:${nodeSign('sha256', Buffer.from('x'), { key: bogus.privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64')}:, ${s.headers.signature}`;
+    const res = await u.call(
+      COUNT,
+      {},
+      {
+        tamper: (s) => {
+          // A second label signed by an unknown key, listed first.
+          s.headers['signature-input'] =
+            `sig0=("@method");created=${Math.floor(Date.now() / 1000)};keyid="bogus", ${s.headers['signature-input']}`;
+          s.headers.signature = `sig0=:${nodeSign('sha256', Buffer.from('x'), { key: bogus.privateKey, dsaEncoding: 'ieee-p1363' }).toString('base64')}:, ${s.headers.signature}`;
+        },
       },
-    });
+    );
     assert.equal(res.status, 200, res.text);
   });
 
   it('a missing or malformed UCP-Agent is invalid_profile_url (400)', async (t) => {
     const u = await createUcpHarness(t);
-    const res = await u.call(COUNT, {}, {
-      tamper: (s) => {
-        s.headers['ucp-agent'] = 'profile=notastring';
+    const res = await u.call(
+      COUNT,
+      {},
+      {
+        tamper: (s) => {
+          s.headers['ucp-agent'] = 'profile=notastring';
+        },
       },
-    });
+    );
     assert.equal(res.status, 400);
     assert.equal(res.json<{ code: string }>().code, 'invalid_profile_url');
   });

@@ -6,10 +6,26 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Envelope } from '../../../src/spec/types.ts';
-import { INJECT_ORIGIN, injectLogin, webmcpFixture, type InjectSession, type WebmcpFixture } from './fixture.ts';
+import {
+  INJECT_ORIGIN,
+  injectLogin,
+  webmcpFixture,
+  type InjectSession,
+  type WebmcpFixture,
+} from './fixture.ts';
 
-async function dash(f: WebmcpFixture, s: InjectSession, verb: string, body: Record<string, unknown>): Promise<{ status: number; env: Envelope }> {
-  const res = await f.app.inject({ method: 'POST', url: `/api/v1/dashboard/dispatch/${verb}`, headers: s.headers, payload: body });
+async function dash(
+  f: WebmcpFixture,
+  s: InjectSession,
+  verb: string,
+  body: Record<string, unknown>,
+): Promise<{ status: number; env: Envelope }> {
+  const res = await f.app.inject({
+    method: 'POST',
+    url: `/api/v1/dashboard/dispatch/${verb}`,
+    headers: s.headers,
+    payload: body,
+  });
   return { status: res.statusCode, env: res.json() as Envelope };
 }
 
@@ -47,7 +63,11 @@ describe('dashboard page and browser modules', () => {
     assert.match(mod.body, /export\s*\{/, 'an ES module');
     assert.equal(/\brequire\(/.test(mod.body), false);
     const etag = String(mod.headers.etag);
-    const cached = await f.app.inject({ method: 'GET', url: '/webmcp.js', headers: { 'if-none-match': etag } });
+    const cached = await f.app.inject({
+      method: 'GET',
+      url: '/webmcp.js',
+      headers: { 'if-none-match': etag },
+    });
     assert.equal(cached.statusCode, 304);
     const page = await f.app.inject({ method: 'GET', url: '/dashboard.js' });
     assert.equal(page.statusCode, 200);
@@ -79,8 +99,20 @@ describe('GET /api/v1/dashboard/catalog', () => {
     );
     const charge = body.verbs.find((v) => v.name === 'webtest.charge')!;
     assert.deepEqual(
-      { category: charge.category, shape: charge.shape, consent_class: charge.consent_class, role_floor: charge.role_floor, tool_name: charge.tool_name },
-      { category: 'webtest', shape: 'receipt', consent_class: 'WRITE_FINANCIAL', role_floor: 'admin', tool_name: 'webtest__charge' },
+      {
+        category: charge.category,
+        shape: charge.shape,
+        consent_class: charge.consent_class,
+        role_floor: charge.role_floor,
+        tool_name: charge.tool_name,
+      },
+      {
+        category: 'webtest',
+        shape: 'receipt',
+        consent_class: 'WRITE_FINANCIAL',
+        role_floor: 'admin',
+        tool_name: 'webtest__charge',
+      },
     );
     assert.equal(body.verbs.find((v) => v.name === 'webtest.note_add')!.revertible, true);
     assert.deepEqual(body.verbs.find((v) => v.name === 'webtest.http_only')!.surfaces, ['http', 'cli']);
@@ -91,17 +123,37 @@ describe('POST /api/v1/dashboard/dispatch/{verb}', () => {
   it('needs a session, the CSRF token and a same-origin Origin', async (t) => {
     const f = await webmcpFixture(t);
     const body = { input: {} };
-    const none = await f.app.inject({ method: 'POST', url: '/api/v1/dashboard/dispatch/audit.trail', headers: { origin: INJECT_ORIGIN }, payload: body });
+    const none = await f.app.inject({
+      method: 'POST',
+      url: '/api/v1/dashboard/dispatch/audit.trail',
+      headers: { origin: INJECT_ORIGIN },
+      payload: body,
+    });
     assert.equal(none.statusCode, 401);
     assert.equal((none.json() as Envelope).error!.reason, 'session_invalid');
     const s = await injectLogin(f.app, f.keys.owner);
-    const noCsrf = await f.app.inject({ method: 'POST', url: '/api/v1/dashboard/dispatch/audit.trail', headers: { cookie: s.cookie, origin: INJECT_ORIGIN }, payload: body });
+    const noCsrf = await f.app.inject({
+      method: 'POST',
+      url: '/api/v1/dashboard/dispatch/audit.trail',
+      headers: { cookie: s.cookie, origin: INJECT_ORIGIN },
+      payload: body,
+    });
     assert.equal(noCsrf.statusCode, 403);
     assert.equal((noCsrf.json() as Envelope).error!.reason, 'csrf_failed');
-    const foreign = await f.app.inject({ method: 'POST', url: '/api/v1/dashboard/dispatch/audit.trail', headers: { ...s.headers, origin: 'https://evil.example' }, payload: body });
+    const foreign = await f.app.inject({
+      method: 'POST',
+      url: '/api/v1/dashboard/dispatch/audit.trail',
+      headers: { ...s.headers, origin: 'https://evil.example' },
+      payload: body,
+    });
     assert.equal(foreign.statusCode, 403);
     assert.equal((foreign.json() as Envelope).error!.reason, 'origin_denied');
-    const bad = await f.app.inject({ method: 'POST', url: '/api/v1/dashboard/dispatch/audit.trail', headers: s.headers, payload: { input: {}, surface: 'dashboard' } });
+    const bad = await f.app.inject({
+      method: 'POST',
+      url: '/api/v1/dashboard/dispatch/audit.trail',
+      headers: s.headers,
+      payload: { input: {}, surface: 'dashboard' },
+    });
     assert.equal(bad.statusCode, 400, 'the dashboard route takes no surface');
     const ok = await dash(f, s, 'audit.trail', body);
     assert.equal(ok.status, 200);
@@ -112,7 +164,12 @@ describe('POST /api/v1/dashboard/dispatch/{verb}', () => {
     const f = await webmcpFixture(t);
     const agent = await injectLogin(f.app, f.keys.admin);
     const input = { invoice_id: 77, amount_cents: 1999 };
-    const pendingRes = await f.app.inject({ method: 'POST', url: '/api/v1/webmcp/execute/webtest__charge', headers: agent.headers, payload: { input, surface: 'dashboard' } });
+    const pendingRes = await f.app.inject({
+      method: 'POST',
+      url: '/api/v1/webmcp/execute/webtest__charge',
+      headers: agent.headers,
+      payload: { input, surface: 'dashboard' },
+    });
     const pending = pendingRes.json() as Envelope;
     const approvalId = pending.consent!.approval_id!;
     assert.match(approvalId, /^apv_/);
@@ -120,25 +177,48 @@ describe('POST /api/v1/dashboard/dispatch/{verb}', () => {
     const owner = await injectLogin(f.app, f.keys.owner);
     const list = await dash(f, owner, 'approvals.list', { input: {} });
     assert.equal(list.status, 200);
-    const queued = (list.env.result!.approvals as Array<Record<string, unknown>>).find((a) => a.approval_id === approvalId)!;
+    const queued = (list.env.result!.approvals as Array<Record<string, unknown>>).find(
+      (a) => a.approval_id === approvalId,
+    )!;
     assert.equal(queued.typed_phrase, 'CHARGE $19.99 to invoice #77');
     assert.equal(queued.can_decide, true);
 
-    const wrong = await dash(f, owner, 'approvals.approve', { input: { approval_id: approvalId, typed_phrase: 'CHARGE $19.99 to invoice 77' } });
+    const wrong = await dash(f, owner, 'approvals.approve', {
+      input: { approval_id: approvalId, typed_phrase: 'CHARGE $19.99 to invoice 77' },
+    });
     assert.equal(wrong.status, 403);
     assert.equal(wrong.env.error!.reason, 'phrase_mismatch');
-    const approved = await dash(f, owner, 'approvals.approve', { input: { approval_id: approvalId, typed_phrase: 'CHARGE $19.99 to invoice #77' } });
+    const approved = await dash(f, owner, 'approvals.approve', {
+      input: { approval_id: approvalId, typed_phrase: 'CHARGE $19.99 to invoice #77' },
+    });
     assert.equal(approved.status, 200, JSON.stringify(approved.env));
     assert.equal(approved.env.result!.status, 'approved');
 
     // approvals.approve is human-only: not callable as a WebMCP tool.
-    const asTool = await f.app.inject({ method: 'POST', url: '/api/v1/webmcp/execute/approvals__approve', headers: owner.headers, payload: { input: { approval_id: approvalId, typed_phrase: 'x' }, surface: 'dashboard' } });
+    const asTool = await f.app.inject({
+      method: 'POST',
+      url: '/api/v1/webmcp/execute/approvals__approve',
+      headers: owner.headers,
+      payload: { input: { approval_id: approvalId, typed_phrase: 'x' }, surface: 'dashboard' },
+    });
     assert.equal((asTool.json() as Envelope).error!.reason, 'surface_denied');
 
-    const confirmed = await f.app.inject({ method: 'POST', url: '/api/v1/webmcp/execute/webtest__charge', headers: agent.headers, payload: { input, surface: 'dashboard', confirm: true, nonce: pending.consent!.nonce } });
+    const confirmed = await f.app.inject({
+      method: 'POST',
+      url: '/api/v1/webmcp/execute/webtest__charge',
+      headers: agent.headers,
+      payload: { input, surface: 'dashboard', confirm: true, nonce: pending.consent!.nonce },
+    });
     assert.equal(confirmed.statusCode, 200, confirmed.body);
-    assert.deepEqual((await f.effects()).map((e) => e.detail), ['77:1999']);
-    const row = await f.rt.store.read((q) => q.get<Record<string, unknown>>(`SELECT approved_by, agent_type FROM audit_log WHERE action_type = 'webtest.charge' AND status = 'completed'`));
+    assert.deepEqual(
+      (await f.effects()).map((e) => e.detail),
+      ['77:1999'],
+    );
+    const row = await f.rt.store.read((q) =>
+      q.get<Record<string, unknown>>(
+        `SELECT approved_by, agent_type FROM audit_log WHERE action_type = 'webtest.charge' AND status = 'completed'`,
+      ),
+    );
     assert.deepEqual(row, { approved_by: 1, agent_type: 'webmcp:dashboard' });
   });
 
@@ -147,18 +227,34 @@ describe('POST /api/v1/dashboard/dispatch/{verb}', () => {
     const s = await injectLogin(f.app, f.keys.employee);
     const input = { text: 'to be undone' };
     const pending = await dash(f, s, 'webtest.note_add', { input });
-    const done = await dash(f, s, 'webtest.note_add', { input, confirm: true, nonce: pending.env.consent!.nonce });
+    const done = await dash(f, s, 'webtest.note_add', {
+      input,
+      confirm: true,
+      nonce: pending.env.consent!.nonce,
+    });
     assert.equal(done.status, 200);
     assert.equal((await f.effects()).length, 1);
 
     const revertPending = await dash(f, s, 'audit.revert', { input: { audit_id: done.env.audit_id } });
-    assert.equal(revertPending.status, 202, 'the revert of a WRITE_REVERSIBLE action asks for a confirmation');
+    assert.equal(
+      revertPending.status,
+      202,
+      'the revert of a WRITE_REVERSIBLE action asks for a confirmation',
+    );
     assert.equal(revertPending.env.consent!.gate, 'confirmation');
-    const reverted = await dash(f, s, 'audit.revert', { input: { audit_id: done.env.audit_id }, confirm: true, nonce: revertPending.env.consent!.nonce });
+    const reverted = await dash(f, s, 'audit.revert', {
+      input: { audit_id: done.env.audit_id },
+      confirm: true,
+      nonce: revertPending.env.consent!.nonce,
+    });
     assert.equal(reverted.status, 200, JSON.stringify(reverted.env));
     assert.equal(reverted.env.result!.reverted, true);
     assert.deepEqual(await f.effects(), []);
-    const row = await f.rt.store.read((q) => q.get<Record<string, unknown>>(`SELECT agent_type, parent_id FROM audit_log WHERE action_type = 'audit.revert' AND status = 'completed'`));
+    const row = await f.rt.store.read((q) =>
+      q.get<Record<string, unknown>>(
+        `SELECT agent_type, parent_id FROM audit_log WHERE action_type = 'audit.revert' AND status = 'completed'`,
+      ),
+    );
     assert.deepEqual(row, { agent_type: 'dashboard', parent_id: done.env.audit_id });
   });
 });
@@ -166,12 +262,15 @@ describe('POST /api/v1/dashboard/dispatch/{verb}', () => {
 describe('/openapi.json', () => {
   it('documents the session, WebMCP and dashboard JSON routes and hides the static files', async (t) => {
     const f = await webmcpFixture(t);
-    const doc = (await f.app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, Record<string, { operationId?: string; tags?: string[] }>> };
+    const doc = (await f.app.inject({ method: 'GET', url: '/openapi.json' })).json() as {
+      paths: Record<string, Record<string, { operationId?: string; tags?: string[] }>>;
+    };
     assert.equal(doc.paths['/api/v1/session']?.post?.operationId, 'session_login');
     assert.equal(doc.paths['/api/v1/session']?.delete?.operationId, 'session_logout');
     assert.equal(doc.paths['/api/v1/webmcp/manifest']?.get?.operationId, 'webmcp_manifest');
     assert.equal(doc.paths['/api/v1/webmcp/execute/{tool_name}']?.post?.operationId, 'webmcp_execute');
     assert.equal(doc.paths['/api/v1/dashboard/dispatch/{verb}']?.post?.operationId, 'dashboard_dispatch');
-    for (const hidden of ['/', '/webmcp.js', '/dashboard.js', '/dashboard.css']) assert.equal(doc.paths[hidden], undefined, hidden);
+    for (const hidden of ['/', '/webmcp.js', '/dashboard.js', '/dashboard.css'])
+      assert.equal(doc.paths[hidden], undefined, hidden);
   });
 });

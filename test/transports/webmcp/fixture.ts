@@ -32,13 +32,20 @@ export const quoteVerb = defineVerb<{ sku: string; quantity: number }>({
   category: 'webtest',
   input: {
     type: 'object',
-    properties: { sku: { type: 'string', enum: Object.keys(PRICES_CENTS) }, quantity: { type: 'integer', minimum: 1, maximum: 1000 } },
+    properties: {
+      sku: { type: 'string', enum: Object.keys(PRICES_CENTS) },
+      quantity: { type: 'integer', minimum: 1, maximum: 1000 },
+    },
     required: ['sku', 'quantity'],
     additionalProperties: false,
   },
   webmcp_surfaces: ['dashboard', 'portal', 'public'],
   async handler(_ctx, args) {
-    return { entity_id: args.sku, entity_type: 'sku', data: { quantity: args.quantity, total_cents: PRICES_CENTS[args.sku]! * args.quantity } };
+    return {
+      entity_id: args.sku,
+      entity_type: 'sku',
+      data: { quantity: args.quantity, total_cents: PRICES_CENTS[args.sku]! * args.quantity },
+    };
   },
 });
 
@@ -49,11 +56,20 @@ export const noteAddVerb = defineVerb<{ text: string }>({
   shape: 'receipt',
   category: 'webtest',
   consent: 'WRITE_REVERSIBLE',
-  input: { type: 'object', properties: { text: { type: 'string', minLength: 1, maxLength: 200 } }, required: ['text'], additionalProperties: false },
+  input: {
+    type: 'object',
+    properties: { text: { type: 'string', minLength: 1, maxLength: 200 } },
+    required: ['text'],
+    additionalProperties: false,
+  },
   webmcp_surfaces: ['dashboard', 'portal'],
   summary: (args) => `Add the note "${args.text}".`,
   async handler(ctx, args) {
-    await ctx.db.run('INSERT INTO webtest_effects (kind, detail, created_at) VALUES (?, ?, ?)', ['note', args.text, ctx.now.toISOString()]);
+    await ctx.db.run('INSERT INTO webtest_effects (kind, detail, created_at) VALUES (?, ?, ?)', [
+      'note',
+      args.text,
+      ctx.now.toISOString(),
+    ]);
     const row = await ctx.db.get<{ id: number }>('SELECT MAX(id) AS id FROM webtest_effects');
     ctx.setEntity('note', row!.id);
     ctx.setRollback(`webtest:note:${row!.id}`, { id: Number(row!.id) });
@@ -76,7 +92,10 @@ export const chargeVerb = defineVerb<{ invoice_id: number; amount_cents: number 
   consent: 'WRITE_FINANCIAL',
   input: {
     type: 'object',
-    properties: { invoice_id: { type: 'integer', minimum: 1 }, amount_cents: { type: 'integer', minimum: 1, maximum: 1_000_000 } },
+    properties: {
+      invoice_id: { type: 'integer', minimum: 1 },
+      amount_cents: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+    },
     required: ['invoice_id', 'amount_cents'],
     additionalProperties: false,
   },
@@ -84,7 +103,11 @@ export const chargeVerb = defineVerb<{ invoice_id: number; amount_cents: number 
   phrase: (args) => `CHARGE ${dollars(args.amount_cents)} to invoice #${args.invoice_id}`,
   summary: (args) => `Charge ${dollars(args.amount_cents)} to invoice #${args.invoice_id}.`,
   async handler(ctx, args) {
-    await ctx.db.run('INSERT INTO webtest_effects (kind, detail, created_at) VALUES (?, ?, ?)', ['charge', `${args.invoice_id}:${args.amount_cents}`, ctx.now.toISOString()]);
+    await ctx.db.run('INSERT INTO webtest_effects (kind, detail, created_at) VALUES (?, ?, ?)', [
+      'charge',
+      `${args.invoice_id}:${args.amount_cents}`,
+      ctx.now.toISOString(),
+    ]);
     ctx.setEntity('invoice', args.invoice_id);
     return { invoice_id: args.invoice_id, charged_cents: args.amount_cents };
   },
@@ -131,19 +154,25 @@ export interface WebmcpFixture extends TestRuntime {
  * @param options plugin options (session TTL, allowed origins, body limit)
  * @param pages extra HTML pages served as is (path → HTML), e.g. a test page loading /webmcp.js
  */
-export async function webmcpFixture(t: TestContext, options: WebmcpPluginOptions = {}, pages: Record<string, string> = {}): Promise<WebmcpFixture> {
+export async function webmcpFixture(
+  t: TestContext,
+  options: WebmcpPluginOptions = {},
+  pages: Record<string, string> = {},
+): Promise<WebmcpFixture> {
   const clock = { ms: Date.now() };
   const h = await createTestRuntime(t, { clock: () => new Date(clock.ms) });
   await h.rt.store.migrate('webtest', [
     {
       version: 1,
       name: 'webtest effects',
-      sqlite: 'CREATE TABLE webtest_effects (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, detail TEXT NOT NULL, created_at TEXT NOT NULL);',
+      sqlite:
+        'CREATE TABLE webtest_effects (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, detail TEXT NOT NULL, created_at TEXT NOT NULL);',
     },
   ]);
   h.rt.register(...testVerbs);
   const pagesPlugin: HttpPlugin = async (instance) => {
-    for (const [path, html] of Object.entries(pages)) instance.get(path, (_req, reply) => reply.type('text/html; charset=utf-8').send(html));
+    for (const [path, html] of Object.entries(pages))
+      instance.get(path, (_req, reply) => reply.type('text/html; charset=utf-8').send(html));
   };
   const app = createHttpServer(h.rt, { logger: false, plugins: [createWebmcpPlugin(options), pagesPlugin] });
   await app.ready();
@@ -157,7 +186,12 @@ export async function webmcpFixture(t: TestContext, options: WebmcpPluginOptions
     ...h,
     app,
     clock,
-    effects: () => h.rt.store.read((q) => q.all<{ id: number; kind: string; detail: string }>('SELECT id, kind, detail FROM webtest_effects ORDER BY id')),
+    effects: () =>
+      h.rt.store.read((q) =>
+        q.all<{ id: number; kind: string; detail: string }>(
+          'SELECT id, kind, detail FROM webtest_effects ORDER BY id',
+        ),
+      ),
   };
 }
 
@@ -182,7 +216,12 @@ export interface InjectSession {
 
 /** POST /api/v1/session with an API key; throws when the login is refused. */
 export async function injectLogin(app: FastifyInstance, apiKey: string): Promise<InjectSession> {
-  const res = await app.inject({ method: 'POST', url: '/api/v1/session', headers: { origin: INJECT_ORIGIN }, payload: { api_key: apiKey } });
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/v1/session',
+    headers: { origin: INJECT_ORIGIN },
+    payload: { api_key: apiKey },
+  });
   if (res.statusCode !== 200) throw new Error(`login failed: ${res.statusCode} ${res.body}`);
   const cookies = ([] as string[]).concat(res.headers['set-cookie'] ?? []).map((c) => c.split(';')[0]!);
   const csrf = (res.json() as { result: { csrf_token: string } }).result.csrf_token;

@@ -10,8 +10,14 @@ import type { WebmcpManifest, WebmcpTool } from '../../../src/transports/webmcp/
 import { defineVerb } from '../../../src/runtime/verb.ts';
 import { webmcpFixture } from './fixture.ts';
 
-async function manifest(f: Awaited<ReturnType<typeof webmcpFixture>>, surface: string): Promise<WebmcpManifest> {
-  const res = await f.app.inject({ method: 'GET', url: `/api/v1/webmcp/manifest?surface=${encodeURIComponent(surface)}` });
+async function manifest(
+  f: Awaited<ReturnType<typeof webmcpFixture>>,
+  surface: string,
+): Promise<WebmcpManifest> {
+  const res = await f.app.inject({
+    method: 'GET',
+    url: `/api/v1/webmcp/manifest?surface=${encodeURIComponent(surface)}`,
+  });
   assert.equal(res.statusCode, 200, res.body);
   return res.json() as WebmcpManifest;
 }
@@ -29,7 +35,8 @@ describe('GET /api/v1/webmcp/manifest', () => {
         .sort();
       assert.deepEqual(body.tools.map((tool) => tool.name).sort(), expected, `surface ${surface}`);
     }
-    const names = async (surface: string) => (await manifest(f, surface)).tools.map((tool) => tool.verb).filter((n) => n.startsWith('webtest.'));
+    const names = async (surface: string) =>
+      (await manifest(f, surface)).tools.map((tool) => tool.verb).filter((n) => n.startsWith('webtest.'));
     assert.deepEqual(await names('dashboard'), ['webtest.charge', 'webtest.note_add', 'webtest.quote']);
     assert.deepEqual(await names('portal'), ['webtest.note_add', 'webtest.quote']);
     assert.deepEqual(await names('public'), ['webtest.quote']);
@@ -46,19 +53,31 @@ describe('GET /api/v1/webmcp/manifest', () => {
     assert.equal(quote.title, 'Quote a price');
     assert.equal(quote.description, 'Price in cents for a quantity of one catalogue item (test verb).');
     assert.deepEqual(quote.inputSchema, f.rt.registry.get('webtest.quote')!.inputSchema);
-    assert.deepEqual(quote.annotations, { readOnlyHint: true, consequentialHint: false, untrustedContentHint: false });
+    assert.deepEqual(quote.annotations, {
+      readOnlyHint: true,
+      consequentialHint: false,
+      untrustedContentHint: false,
+    });
     assert.equal(quote.consent_class, 'READ');
     assert.equal(quote.shape, 'aggregate');
     assert.equal(quote.category, 'webtest');
     const charge = byVerb(dashboard.tools, 'webtest.charge');
-    assert.deepEqual(charge.annotations, { readOnlyHint: false, consequentialHint: true, untrustedContentHint: false });
+    assert.deepEqual(charge.annotations, {
+      readOnlyHint: false,
+      consequentialHint: true,
+      untrustedContentHint: false,
+    });
     assert.equal(charge.consent_class, 'WRITE_FINANCIAL');
     assert.equal(byVerb(dashboard.tools, 'webtest.note_add').consent_class, 'WRITE_REVERSIBLE');
     const revert = byVerb(dashboard.tools, 'audit.revert');
     assert.equal(revert.consent_class, null, 'audit.revert takes the consent of the action it undoes');
     assert.equal(revert.annotations.consequentialHint, true);
     const untrusted = byVerb((await manifest(f, 'developer')).tools, 'webtest.untrusted');
-    assert.deepEqual(untrusted.annotations, { readOnlyHint: true, consequentialHint: false, untrustedContentHint: true });
+    assert.deepEqual(untrusted.annotations, {
+      readOnlyHint: true,
+      consequentialHint: false,
+      untrustedContentHint: true,
+    });
     for (const tool of dashboard.tools) {
       assert.match(tool.name, /^[A-Za-z0-9_.-]{1,128}$/, 'a name the browser accepts');
       assert.notEqual(tool.description, '');
@@ -68,7 +87,11 @@ describe('GET /api/v1/webmcp/manifest', () => {
 
   it('answers 400 invalid_request for a missing or unknown surface', async (t) => {
     const f = await webmcpFixture(t);
-    for (const url of ['/api/v1/webmcp/manifest', '/api/v1/webmcp/manifest?surface=admin', '/api/v1/webmcp/manifest?surface=mcp_stdio']) {
+    for (const url of [
+      '/api/v1/webmcp/manifest',
+      '/api/v1/webmcp/manifest?surface=admin',
+      '/api/v1/webmcp/manifest?surface=mcp_stdio',
+    ]) {
       const res = await f.app.inject({ method: 'GET', url });
       assert.equal(res.statusCode, 400, url);
       const body = res.json() as { ok: boolean; error: { reason: string; details: { surfaces: string[] } } };
@@ -82,10 +105,16 @@ describe('GET /api/v1/webmcp/manifest', () => {
     const f = await webmcpFixture(t);
     const first = await f.app.inject({ method: 'GET', url: '/api/v1/webmcp/manifest?surface=portal' });
     const etag = first.headers.etag as string;
-    const dashboardEtag = (await f.app.inject({ method: 'GET', url: '/api/v1/webmcp/manifest?surface=dashboard' })).headers.etag;
+    const dashboardEtag = (
+      await f.app.inject({ method: 'GET', url: '/api/v1/webmcp/manifest?surface=dashboard' })
+    ).headers.etag;
     assert.match(etag, /^"[A-Za-z0-9_-]{27}"$/);
     assert.equal(first.headers['cache-control'], 'no-cache');
-    const again = await f.app.inject({ method: 'GET', url: '/api/v1/webmcp/manifest?surface=portal', headers: { 'if-none-match': etag } });
+    const again = await f.app.inject({
+      method: 'GET',
+      url: '/api/v1/webmcp/manifest?surface=portal',
+      headers: { 'if-none-match': etag },
+    });
     assert.equal(again.statusCode, 304);
     assert.equal(again.body, '');
     f.rt.register(
@@ -101,12 +130,20 @@ describe('GET /api/v1/webmcp/manifest', () => {
         },
       }),
     );
-    const changed = await f.app.inject({ method: 'GET', url: '/api/v1/webmcp/manifest?surface=portal', headers: { 'if-none-match': etag } });
+    const changed = await f.app.inject({
+      method: 'GET',
+      url: '/api/v1/webmcp/manifest?surface=portal',
+      headers: { 'if-none-match': etag },
+    });
     assert.equal(changed.statusCode, 200);
     assert.notEqual(changed.headers.etag, etag);
     assert.ok((changed.json() as WebmcpManifest).tools.some((tool) => tool.verb === 'webtest.portal_extra'));
     // A surface the new verb is not on keeps its ETag: its pages do not re-register anything.
-    const dashboard = await f.app.inject({ method: 'GET', url: '/api/v1/webmcp/manifest?surface=dashboard', headers: { 'if-none-match': String(dashboardEtag) } });
+    const dashboard = await f.app.inject({
+      method: 'GET',
+      url: '/api/v1/webmcp/manifest?surface=dashboard',
+      headers: { 'if-none-match': String(dashboardEtag) },
+    });
     assert.equal(dashboard.statusCode, 304);
   });
 });

@@ -8,7 +8,11 @@ import assert from 'node:assert/strict';
 import { INJECT_ORIGIN, injectLogin, webmcpFixture } from './fixture.ts';
 
 async function lastRow(f: Awaited<ReturnType<typeof webmcpFixture>>, companyId: number) {
-  return f.rt.store.read((q) => q.get<Record<string, unknown>>('SELECT * FROM audit_log WHERE company_id = ? ORDER BY seq DESC LIMIT 1', [companyId]));
+  return f.rt.store.read((q) =>
+    q.get<Record<string, unknown>>('SELECT * FROM audit_log WHERE company_id = ? ORDER BY seq DESC LIMIT 1', [
+      companyId,
+    ]),
+  );
 }
 
 it('a wrong CSRF token with a valid session is refused and audited under that tenant, naming the user', async (t) => {
@@ -34,7 +38,11 @@ it('a wrong CSRF token with a valid session is refused and audited under that te
 it('a cross-site Origin and a missing session are audited too', async (t) => {
   const f = await webmcpFixture(t);
   const s = await injectLogin(f.app, f.keys.owner);
-  const cross = await f.app.inject({ method: 'DELETE', url: '/api/v1/session', headers: { ...s.headers, origin: 'http://evil.example' } });
+  const cross = await f.app.inject({
+    method: 'DELETE',
+    url: '/api/v1/session',
+    headers: { ...s.headers, origin: 'http://evil.example' },
+  });
   assert.equal((cross.json() as { error: { reason: string } }).error.reason, 'origin_denied');
   assert.equal((await lastRow(f, f.companyId))!.reason, 'origin_denied');
   const none = await f.app.inject({

@@ -25,7 +25,12 @@ function cookieNamed(res: { headers: Record<string, unknown> }, name: string): s
 describe('POST /api/v1/session (login)', () => {
   it('exchanges an API key for an HttpOnly, SameSite=Strict session cookie bound to its principal, plus a CSRF token', async (t) => {
     const f = await webmcpFixture(t);
-    const res = await f.app.inject({ method: 'POST', url: '/api/v1/session', headers: { origin: INJECT_ORIGIN }, payload: { api_key: f.keys.admin } });
+    const res = await f.app.inject({
+      method: 'POST',
+      url: '/api/v1/session',
+      headers: { origin: INJECT_ORIGIN },
+      payload: { api_key: f.keys.admin },
+    });
     assert.equal(res.statusCode, 200);
     const body = res.json() as { ok: boolean; verb: string; result: Record<string, unknown> };
     assert.equal(body.ok, true);
@@ -57,32 +62,68 @@ describe('POST /api/v1/session (login)', () => {
 
   it('answers 401 auth_invalid for a wrong key and audits the attempt', async (t) => {
     const f = await webmcpFixture(t);
-    const res = await f.app.inject({ method: 'POST', url: '/api/v1/session', payload: { api_key: `${f.keys.owner.slice(0, -3)}xyz` } });
+    const res = await f.app.inject({
+      method: 'POST',
+      url: '/api/v1/session',
+      payload: { api_key: `${f.keys.owner.slice(0, -3)}xyz` },
+    });
     assert.equal(res.statusCode, 401);
     const body = res.json() as { ok: boolean; error: { reason: string }; audit_id?: number };
     assert.equal(body.ok, false);
     assert.equal(body.error.reason, 'auth_invalid');
     assert.equal(typeof body.audit_id, 'number');
-    assert.equal(setCookies(res).some((c) => /^solid_session=ss1_/.test(c)), false, 'no session is handed out');
-    const row = await f.rt.store.read((q) => q.get<Record<string, unknown>>('SELECT action_type, status, reason FROM audit_log WHERE audit_id = ?', [body.audit_id]));
+    assert.equal(
+      setCookies(res).some((c) => /^solid_session=ss1_/.test(c)),
+      false,
+      'no session is handed out',
+    );
+    const row = await f.rt.store.read((q) =>
+      q.get<Record<string, unknown>>('SELECT action_type, status, reason FROM audit_log WHERE audit_id = ?', [
+        body.audit_id,
+      ]),
+    );
     assert.deepEqual(row, { action_type: 'session.login', status: 'denied', reason: 'auth_invalid' });
   });
 
   it('refuses malformed, non-JSON and cross-origin login requests', async (t) => {
     const f = await webmcpFixture(t);
-    const noKey = await f.app.inject({ method: 'POST', url: '/api/v1/session', payload: { key: f.keys.owner } });
+    const noKey = await f.app.inject({
+      method: 'POST',
+      url: '/api/v1/session',
+      payload: { key: f.keys.owner },
+    });
     assert.equal(noKey.statusCode, 400);
     assert.equal((noKey.json() as { error: { reason: string } }).error.reason, 'invalid_request');
-    const broken = await f.app.inject({ method: 'POST', url: '/api/v1/session', headers: { 'content-type': 'application/json' }, payload: '{"api_key": ' });
+    const broken = await f.app.inject({
+      method: 'POST',
+      url: '/api/v1/session',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"api_key": ',
+    });
     assert.equal(broken.statusCode, 400);
     assert.equal((broken.json() as { error: { reason: string } }).error.reason, 'invalid_request');
-    const form = await f.app.inject({ method: 'POST', url: '/api/v1/session', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: `api_key=${f.keys.owner}` });
+    const form = await f.app.inject({
+      method: 'POST',
+      url: '/api/v1/session',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: `api_key=${f.keys.owner}`,
+    });
     assert.equal(form.statusCode, 415);
     assert.equal((form.json() as { error: { reason: string } }).error.reason, 'unsupported_media_type');
-    const foreign = await f.app.inject({ method: 'POST', url: '/api/v1/session', headers: { origin: 'https://evil.example' }, payload: { api_key: f.keys.owner } });
+    const foreign = await f.app.inject({
+      method: 'POST',
+      url: '/api/v1/session',
+      headers: { origin: 'https://evil.example' },
+      payload: { api_key: f.keys.owner },
+    });
     assert.equal(foreign.statusCode, 403);
     assert.equal((foreign.json() as { error: { reason: string } }).error.reason, 'origin_denied');
-    assert.equal(await f.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM web_sessions')).then((r) => Number(r!.n)), 0);
+    assert.equal(
+      await f.rt.store
+        .read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM web_sessions'))
+        .then((r) => Number(r!.n)),
+      0,
+    );
   });
 
   it('marks the cookies Secure when the request came over https', async (t) => {
@@ -94,7 +135,12 @@ describe('POST /api/v1/session (login)', () => {
     await app.register(createWebmcpPlugin(), { rt: f.rt });
     await app.ready();
     t.after(() => app.close());
-    const res = await app.inject({ method: 'POST', url: '/api/v1/session', headers: { 'x-forwarded-proto': 'https' }, payload: { api_key: f.keys.owner } });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/session',
+      headers: { 'x-forwarded-proto': 'https' },
+      payload: { api_key: f.keys.owner },
+    });
     assert.equal(res.statusCode, 200);
     assert.match(cookieNamed(res, 'solid_session'), /; Secure/);
     assert.match(cookieNamed(res, 'solid_csrf'), /; Secure/);
@@ -103,10 +149,19 @@ describe('POST /api/v1/session (login)', () => {
   it('hands out a fresh token on every login and ends the previous session of that browser', async (t) => {
     const f = await webmcpFixture(t);
     const first = await injectLogin(f.app, f.keys.owner);
-    const res = await f.app.inject({ method: 'POST', url: '/api/v1/session', headers: { cookie: first.cookie, origin: INJECT_ORIGIN }, payload: { api_key: f.keys.employee } });
+    const res = await f.app.inject({
+      method: 'POST',
+      url: '/api/v1/session',
+      headers: { cookie: first.cookie, origin: INJECT_ORIGIN },
+      payload: { api_key: f.keys.employee },
+    });
     assert.equal(res.statusCode, 200);
     assert.notEqual(cookieNamed(res, 'solid_session').split(';')[0], first.cookie.split('; ')[0]);
-    const old = await f.app.inject({ method: 'GET', url: '/api/v1/session', headers: { cookie: first.cookie } });
+    const old = await f.app.inject({
+      method: 'GET',
+      url: '/api/v1/session',
+      headers: { cookie: first.cookie },
+    });
     assert.equal(old.statusCode, 401);
   });
 });
@@ -117,7 +172,11 @@ describe('GET /api/v1/session (who am I)', () => {
     const none = await f.app.inject({ method: 'GET', url: '/api/v1/session' });
     assert.equal(none.statusCode, 401);
     assert.equal((none.json() as { error: { reason: string } }).error.reason, 'session_invalid');
-    const forged = await f.app.inject({ method: 'GET', url: '/api/v1/session', headers: { cookie: `solid_session=ss1_${'A'.repeat(43)}` } });
+    const forged = await f.app.inject({
+      method: 'GET',
+      url: '/api/v1/session',
+      headers: { cookie: `solid_session=ss1_${'A'.repeat(43)}` },
+    });
     assert.equal(forged.statusCode, 401);
     assert.match(cookieNamed(forged, 'solid_session'), /Max-Age=0/, 'a dead cookie is cleared');
 
@@ -137,7 +196,12 @@ describe('GET /api/v1/session (who am I)', () => {
     await f.rt.store.write((tx) => f.rt.tenants.revokeKey(tx, f.companyId, keyId, new Date()));
     const me = await f.app.inject({ method: 'GET', url: '/api/v1/session', headers: { cookie: s.cookie } });
     assert.equal(me.statusCode, 401);
-    const call = await f.app.inject({ method: 'POST', url: '/api/v1/webmcp/execute/webtest__quote', headers: s.headers, payload: { input: { sku: 'mug', quantity: 1 }, surface: 'dashboard' } });
+    const call = await f.app.inject({
+      method: 'POST',
+      url: '/api/v1/webmcp/execute/webtest__quote',
+      headers: s.headers,
+      payload: { input: { sku: 'mug', quantity: 1 }, surface: 'dashboard' },
+    });
     assert.equal(call.statusCode, 401);
     assert.equal((call.json() as { error: { reason: string } }).error.reason, 'session_invalid');
   });
@@ -146,9 +210,17 @@ describe('GET /api/v1/session (who am I)', () => {
     const f = await webmcpFixture(t, { sessionTtlSeconds: 60 });
     const s = await injectLogin(f.app, f.keys.owner);
     f.clock.ms += 59_000;
-    assert.equal((await f.app.inject({ method: 'GET', url: '/api/v1/session', headers: { cookie: s.cookie } })).statusCode, 200);
+    assert.equal(
+      (await f.app.inject({ method: 'GET', url: '/api/v1/session', headers: { cookie: s.cookie } }))
+        .statusCode,
+      200,
+    );
     f.clock.ms += 2_000;
-    assert.equal((await f.app.inject({ method: 'GET', url: '/api/v1/session', headers: { cookie: s.cookie } })).statusCode, 401);
+    assert.equal(
+      (await f.app.inject({ method: 'GET', url: '/api/v1/session', headers: { cookie: s.cookie } }))
+        .statusCode,
+      401,
+    );
   });
 });
 
@@ -156,13 +228,26 @@ describe('DELETE /api/v1/session (logout)', () => {
   it('needs the CSRF token and a same-origin Origin, then deletes the session and clears the cookies', async (t) => {
     const f = await webmcpFixture(t);
     const s = await injectLogin(f.app, f.keys.owner);
-    const noCsrf = await f.app.inject({ method: 'DELETE', url: '/api/v1/session', headers: { cookie: s.cookie, origin: INJECT_ORIGIN } });
+    const noCsrf = await f.app.inject({
+      method: 'DELETE',
+      url: '/api/v1/session',
+      headers: { cookie: s.cookie, origin: INJECT_ORIGIN },
+    });
     assert.equal(noCsrf.statusCode, 403);
     assert.equal((noCsrf.json() as { error: { reason: string } }).error.reason, 'csrf_failed');
-    const crossSite = await f.app.inject({ method: 'DELETE', url: '/api/v1/session', headers: { ...s.headers, origin: 'http://localhost:8080' } });
+    const crossSite = await f.app.inject({
+      method: 'DELETE',
+      url: '/api/v1/session',
+      headers: { ...s.headers, origin: 'http://localhost:8080' },
+    });
     assert.equal(crossSite.statusCode, 403);
     assert.equal((crossSite.json() as { error: { reason: string } }).error.reason, 'origin_denied');
-    assert.equal((await f.app.inject({ method: 'GET', url: '/api/v1/session', headers: { cookie: s.cookie } })).statusCode, 200, 'refused logouts change nothing');
+    assert.equal(
+      (await f.app.inject({ method: 'GET', url: '/api/v1/session', headers: { cookie: s.cookie } }))
+        .statusCode,
+      200,
+      'refused logouts change nothing',
+    );
 
     const out = await f.app.inject({ method: 'DELETE', url: '/api/v1/session', headers: s.headers });
     assert.equal(out.statusCode, 200);
@@ -170,8 +255,17 @@ describe('DELETE /api/v1/session (logout)', () => {
     assert.match(cookieNamed(out, 'solid_session'), /^solid_session=; .*Max-Age=0/);
     assert.match(cookieNamed(out, 'solid_csrf'), /^solid_csrf=; .*Max-Age=0/);
     // The server-side row is gone: the old cookie no longer works anywhere.
-    assert.equal((await f.app.inject({ method: 'GET', url: '/api/v1/session', headers: { cookie: s.cookie } })).statusCode, 401);
-    const again = await f.app.inject({ method: 'POST', url: '/api/v1/webmcp/execute/webtest__quote', headers: s.headers, payload: { input: { sku: 'mug', quantity: 1 }, surface: 'dashboard' } });
+    assert.equal(
+      (await f.app.inject({ method: 'GET', url: '/api/v1/session', headers: { cookie: s.cookie } }))
+        .statusCode,
+      401,
+    );
+    const again = await f.app.inject({
+      method: 'POST',
+      url: '/api/v1/webmcp/execute/webtest__quote',
+      headers: s.headers,
+      payload: { input: { sku: 'mug', quantity: 1 }, surface: 'dashboard' },
+    });
     assert.equal(again.statusCode, 401);
   });
 
@@ -185,10 +279,23 @@ describe('DELETE /api/v1/session (logout)', () => {
 
 describe('cookies', () => {
   it('parses a Cookie header and serializes Set-Cookie values', () => {
-    assert.deepEqual(parseCookies('a=1; solid_session=ss1_x; b="q%20r"; a=2; junk'), { a: '1', solid_session: 'ss1_x', b: 'q r' });
+    assert.deepEqual(parseCookies('a=1; solid_session=ss1_x; b="q%20r"; a=2; junk'), {
+      a: '1',
+      solid_session: 'ss1_x',
+      b: 'q r',
+    });
     assert.deepEqual(parseCookies(undefined), {});
-    assert.equal(serializeCookie('n', 'v', { maxAgeSeconds: 60, httpOnly: true, secure: true }), 'n=v; Path=/; Max-Age=60; SameSite=Strict; HttpOnly; Secure');
-    assert.equal(serializeCookie('n', '', { maxAgeSeconds: 0, httpOnly: false, secure: false }), 'n=; Path=/; Max-Age=0; SameSite=Strict; Expires=Thu, 01 Jan 1970 00:00:00 GMT');
-    assert.throws(() => serializeCookie('n', 'a;b', { maxAgeSeconds: 1, httpOnly: false, secure: false }), TypeError);
+    assert.equal(
+      serializeCookie('n', 'v', { maxAgeSeconds: 60, httpOnly: true, secure: true }),
+      'n=v; Path=/; Max-Age=60; SameSite=Strict; HttpOnly; Secure',
+    );
+    assert.equal(
+      serializeCookie('n', '', { maxAgeSeconds: 0, httpOnly: false, secure: false }),
+      'n=; Path=/; Max-Age=0; SameSite=Strict; Expires=Thu, 01 Jan 1970 00:00:00 GMT',
+    );
+    assert.throws(
+      () => serializeCookie('n', 'a;b', { maxAgeSeconds: 1, httpOnly: false, secure: false }),
+      TypeError,
+    );
   });
 });

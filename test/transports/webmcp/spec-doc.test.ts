@@ -36,7 +36,8 @@ test('§webmcp lists exactly the routes the plugin registers', async (t) => {
   const app = Fastify({ logger: false });
   const registered = new Set<string>();
   app.addHook('onRoute', (route) => {
-    for (const method of ([] as string[]).concat(route.method)) if (method !== 'HEAD') registered.add(`${method} ${route.url}`);
+    for (const method of ([] as string[]).concat(route.method))
+      if (method !== 'HEAD') registered.add(`${method} ${route.url}`);
   });
   await app.register(createWebmcpPlugin(), { rt: h.rt });
   await app.ready();
@@ -44,7 +45,8 @@ test('§webmcp lists exactly the routes the plugin registers', async (t) => {
   const documented = new Set<string>();
   for (const [methods, paths] of tableRows(intro)) {
     for (const method of methods!.split(',').map((m) => m.trim())) {
-      for (const path of [...paths!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!)) documented.add(`${method} ${path.replace(/\{([a-z_]+)\}/g, ':$1')}`);
+      for (const path of [...paths!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!))
+        documented.add(`${method} ${path.replace(/\{([a-z_]+)\}/g, ':$1')}`);
     }
   }
   assert.deepEqual([...documented].sort(), [...registered].sort());
@@ -53,9 +55,13 @@ test('§webmcp lists exactly the routes the plugin registers', async (t) => {
 test('§webmcp-manifest documents every member of a manifest tool', async (t) => {
   const h = await createTestRuntime(t);
   const tool = toWebmcpTool(h.rt.registry.get('audit.trail')!);
-  const members = Object.entries(tool).flatMap(([k, v]) => (k === 'annotations' ? Object.keys(v as object).map((a) => `annotations.${a}`) : [k]));
+  const members = Object.entries(tool).flatMap(([k, v]) =>
+    k === 'annotations' ? Object.keys(v as object).map((a) => `annotations.${a}`) : [k],
+  );
   const manifestSection = section.split('### §webmcp-manifest')[1]!.split('\n### ')[0]!;
-  const documented = tableRows(manifestSection).flatMap(([cell]) => [...cell!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!));
+  const documented = tableRows(manifestSection).flatMap(([cell]) =>
+    [...cell!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!),
+  );
   assert.deepEqual([...new Set(documented)].sort(), members.sort());
 });
 
@@ -66,9 +72,13 @@ test('§webmcp-dashboard states the Content-Security-Policy the page is served w
 test('every §webmcp section id cited in the code exists in the page', () => {
   const files = [
     ...readdirSync(join(ROOT, 'src/transports/webmcp')).map((f) => join(ROOT, 'src/transports/webmcp', f)),
-    ...readdirSync(join(ROOT, 'web')).filter((f) => f.endsWith('.ts')).map((f) => join(ROOT, 'web', f)),
+    ...readdirSync(join(ROOT, 'web'))
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => join(ROOT, 'web', f)),
   ];
-  const cited = new Set(files.flatMap((f) => [...readFileSync(f, 'utf8').matchAll(/§(webmcp[a-z-]*)/g)].map((m) => m[1]!)));
+  const cited = new Set(
+    files.flatMap((f) => [...readFileSync(f, 'utf8').matchAll(/§(webmcp[a-z-]*)/g)].map((m) => m[1]!)),
+  );
   assert.ok(cited.size >= 5);
   for (const id of cited) assert.ok(page.includes(`## §${id}\n`), `spec/transports.md has no section §${id}`);
 });

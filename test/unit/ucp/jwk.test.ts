@@ -30,8 +30,10 @@ describe('importJwk', () => {
   });
 
   it('refuses other key types, curves, algs and uses with algorithm_unsupported', () => {
-    assert.throws(() => importJwk({ kty: 'OKP', crv: 'Ed25519', x: 'JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs' }),
-      hasCode('algorithm_unsupported'));
+    assert.throws(
+      () => importJwk({ kty: 'OKP', crv: 'Ed25519', x: 'JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs' }),
+      hasCode('algorithm_unsupported'),
+    );
     assert.throws(() => importJwk({ ...ECC_P256_JWK, crv: 'P-384' }), hasCode('algorithm_unsupported'));
     assert.throws(() => importJwk({ ...ECC_P256_JWK, alg: 'ES384' }), hasCode('algorithm_unsupported'));
     assert.throws(() => importJwk({ ...ECC_P256_JWK, use: 'enc' }), hasCode('algorithm_unsupported'));
@@ -51,7 +53,13 @@ describe('importJwk', () => {
 describe('exportPublicJwk', () => {
   it('exports exactly the public members UCP publishes, from a private key', () => {
     assert.deepEqual(exportPublicJwk(eccPrivateKey, 'test-key-ecc-p256'), {
-      kty: 'EC', crv: 'P-256', x: ECC_P256_JWK.x, y: ECC_P256_JWK.y, kid: 'test-key-ecc-p256', use: 'sig', alg: 'ES256',
+      kty: 'EC',
+      crv: 'P-256',
+      x: ECC_P256_JWK.x,
+      y: ECC_P256_JWK.y,
+      kid: 'test-key-ecc-p256',
+      use: 'sig',
+      alg: 'ES256',
     });
   });
 
@@ -67,9 +75,19 @@ describe('exportPublicJwk', () => {
     for (let i = 0; i < 300; i++) {
       const { publicKey } = generateP256KeyObjects();
       const full = publicKey.export({ type: 'spki', format: 'der' });
-      const compressed = ECDH.convertKey(full.subarray(full.length - 65), 'prime256v1', undefined, undefined, 'compressed') as Buffer;
+      const compressed = ECDH.convertKey(
+        full.subarray(full.length - 65),
+        'prime256v1',
+        undefined,
+        undefined,
+        'compressed',
+      ) as Buffer;
       const key = createPublicKey({ key: Buffer.concat([prefix, compressed]), format: 'der', type: 'spki' });
-      assert.equal(key.export({ type: 'spki', format: 'der' }).length, prefix.length + 33, 'the key keeps its compressed form');
+      assert.equal(
+        key.export({ type: 'spki', format: 'der' }).length,
+        prefix.length + 33,
+        'the key keeps its compressed form',
+      );
       assert.deepEqual(exportPublicJwk(key, 'k'), exportPublicJwk(publicKey, 'k'));
     }
   });

@@ -32,8 +32,12 @@ export const ed25519PublicKey = createPublicKey({
   format: 'der',
   type: 'spki',
 });
-export const sharedSecret = createSecretKey(Buffer.from(
-  'uzvJfB4u3N0Jy4T7NZ75MDVcr8zSTInedJtkgcu46YW4XByzNJjxBdtjUkdJPBtbmHhIDi6pcl8jsasjlTMtDQ==', 'base64'));
+export const sharedSecret = createSecretKey(
+  Buffer.from(
+    'uzvJfB4u3N0Jy4T7NZ75MDVcr8zSTInedJtkgcu46YW4XByzNJjxBdtjUkdJPBtbmHhIDi6pcl8jsasjlTMtDQ==',
+    'base64',
+  ),
+);
 
 export const SHA512_HELLO_WORLD =
   'sha-512=:WZDPaVn/7XgHaAy8pmojAkGWoRx2UFChF41A2svX+TaPm+AbwAgBWnrIiYllu7BNNyealdVLvRwEmTHWXvJwew==:';
@@ -81,8 +85,10 @@ export function ucpRequest(): HttpMessage {
       'Idempotency-Key': '550e8400-e29b-41d4-a716-446655440000',
       'Content-Digest': 'sha-256=:leXoa3FKKUAMFTdq8N3nWDxiosg58m3sa1Ijui1xSl4=:',
       'Content-Type': 'application/json',
-      'Signature-Input': 'sig1=("@method" "@authority" "@path" "ucp-agent" "idempotency-key" "content-digest" "content-type");created=1738617600;keyid="test-key-ecc-p256"',
-      Signature: 'sig1=:dxLycvC6Ploc90Ap67wtMbfj5TSsq26vz8SISDaqIKaUEkG1Z1Qp/3wQfEFvAvGXY18JtJSNms3kKb+jDiPfrQ==:',
+      'Signature-Input':
+        'sig1=("@method" "@authority" "@path" "ucp-agent" "idempotency-key" "content-digest" "content-type");created=1738617600;keyid="test-key-ecc-p256"',
+      Signature:
+        'sig1=:dxLycvC6Ploc90Ap67wtMbfj5TSsq26vz8SISDaqIKaUEkG1Z1Qp/3wQfEFvAvGXY18JtJSNms3kKb+jDiPfrQ==:',
     },
     body: Buffer.from('{"line_items":[{"item":{"id":"item_123"},"quantity":2}]}'),
   };
@@ -96,8 +102,10 @@ export function ucpResponse(): HttpMessage {
     headers: {
       'Content-Digest': 'sha-256=:+UseLnRVC3jNBUg6T+yWmCSrmtxQ6ePebkaY+OLX5bQ=:',
       'Content-Type': 'application/json',
-      'Signature-Input': 'sig1=("@status" "content-digest" "content-type");created=1738617601;keyid="test-key-ecc-p256"',
-      Signature: 'sig1=:mr69ZZePRrJr7Dckb1ODv35btCmYE7d6D1S6XtYFPm9URldhvDZ6Dfk3Mc/Pi/BflIJIp74IK7o9iiH925yjJA==:',
+      'Signature-Input':
+        'sig1=("@status" "content-digest" "content-type");created=1738617601;keyid="test-key-ecc-p256"',
+      Signature:
+        'sig1=:mr69ZZePRrJr7Dckb1ODv35btCmYE7d6D1S6XtYFPm9URldhvDZ6Dfk3Mc/Pi/BflIJIp74IK7o9iiH925yjJA==:',
     },
     body: Buffer.from('{"ucp":{"version":"2026-08-25","status":"success"},"id":"chk_123"}'),
   };

@@ -16,14 +16,29 @@ import {
   type VerifyOptions,
 } from '../../../src/transports/ucp/rfc9421.ts';
 import { SignatureError, type SignatureErrorCode } from '../../../src/transports/ucp/signature-error.ts';
-import { eccPrivateKey, eccPublicKey, testRequest, testResponse, ucpRequest, ucpResponse } from './rfc9421-vectors.ts';
+import {
+  eccPrivateKey,
+  eccPublicKey,
+  testRequest,
+  testResponse,
+  ucpRequest,
+  ucpResponse,
+} from './rfc9421-vectors.ts';
 import { generateP256KeyObjects } from '../../../src/runtime/ledger/keygen.ts';
 
 const KEYS = new Map<string, KeyObject>([['test-key-ecc-p256', eccPublicKey]]);
 const resolveKey = (keyid: string) => KEYS.get(keyid);
 const NOW = 1_738_617_600;
 
-const UCP_REQUEST_COMPONENTS = ['@method', '@authority', '@path', 'ucp-agent', 'idempotency-key', 'content-digest', 'content-type'];
+const UCP_REQUEST_COMPONENTS = [
+  '@method',
+  '@authority',
+  '@path',
+  'ucp-agent',
+  'idempotency-key',
+  'content-digest',
+  'content-type',
+];
 
 async function rejectsWith(promise: Promise<unknown>, code: SignatureErrorCode): Promise<SignatureError> {
   let caught: unknown;
@@ -35,7 +50,9 @@ async function rejectsWith(promise: Promise<unknown>, code: SignatureErrorCode):
 }
 
 /** A fresh UCP-shaped request with a Content-Digest, signed with test-key-ecc-p256 at NOW. */
-function signedRequest(overrides: { key?: KeyObject; keyid?: string; created?: number; expires?: number } = {}): HttpMessage {
+function signedRequest(
+  overrides: { key?: KeyObject; keyid?: string; created?: number; expires?: number } = {},
+): HttpMessage {
   const body = Buffer.from('{"line_items":[{"item":{"id":"item_9"},"quantity":1}]}');
   const message: HttpMessage = {
     method: 'POST',
@@ -79,36 +96,56 @@ function rawToDer(raw: Uint8Array): Buffer {
 describe('verifyMessage with published signatures', () => {
   it('verifies RFC 9421 B.2.4 (response, test-key-ecc-p256) including its sha-512 Content-Digest', async () => {
     const response = testResponse();
-    response.headers['Signature-Input'] = 'sig-b24=("@status" "content-type" "content-digest" "content-length");created=1618884473;keyid="test-key-ecc-p256"';
-    response.headers.Signature = 'sig-b24=:wNmSUAhwb5LxtOtOpNa6W5xj067m5hFrj0XQ4fvpaCLx0NKocgPquLgyahnzDnDAUy5eCdlYUEkLIj+32oiasw==:';
+    response.headers['Signature-Input'] =
+      'sig-b24=("@status" "content-type" "content-digest" "content-length");created=1618884473;keyid="test-key-ecc-p256"';
+    response.headers.Signature =
+      'sig-b24=:wNmSUAhwb5LxtOtOpNa6W5xj067m5hFrj0XQ4fvpaCLx0NKocgPquLgyahnzDnDAUy5eCdlYUEkLIj+32oiasw==:';
     const result = await verifyMessage(response, options({ now: 1618884473 }));
     assert.equal(result.label, 'sig-b24');
     assert.equal(result.keyid, 'test-key-ecc-p256');
-    assert.deepEqual(result.components, ['"@status"', '"content-type"', '"content-digest"', '"content-length"']);
+    assert.deepEqual(result.components, [
+      '"@status"',
+      '"content-type"',
+      '"content-digest"',
+      '"content-length"',
+    ]);
     assert.deepEqual(result.params, { created: 1618884473, keyid: 'test-key-ecc-p256' });
   });
 
   it('verifies RFC 9421 §4.3 sig1 (request, test-key-ecc-p256)', async () => {
     const request = testRequest();
-    request.headers['Signature-Input'] = 'sig1=("@method" "@authority" "@path" "content-digest" "content-type" "content-length");created=1618884475;keyid="test-key-ecc-p256"';
-    request.headers.Signature = 'sig1=:X5spyd6CFnAG5QnDyHfqoSNICd+BUP4LYMz2Q0JXlb//4Ijpzp+kve2w4NIyqeAuM7jTDX+sNalzA8ESSaHD3A==:';
+    request.headers['Signature-Input'] =
+      'sig1=("@method" "@authority" "@path" "content-digest" "content-type" "content-length");created=1618884475;keyid="test-key-ecc-p256"';
+    request.headers.Signature =
+      'sig1=:X5spyd6CFnAG5QnDyHfqoSNICd+BUP4LYMz2Q0JXlb//4Ijpzp+kve2w4NIyqeAuM7jTDX+sNalzA8ESSaHD3A==:';
     const result = await verifyMessage(request, options({ now: 1618884475 }));
     assert.equal(result.label, 'sig1');
   });
 
   it('verifies the UCP-shaped request and response of the research brief with UCP coverage required', async () => {
-    const request = await verifyMessage(ucpRequest(), options({ requiredComponents: UCP_REQUEST_COMPONENTS }));
+    const request = await verifyMessage(
+      ucpRequest(),
+      options({ requiredComponents: UCP_REQUEST_COMPONENTS }),
+    );
     assert.equal(request.keyid, 'test-key-ecc-p256');
-    const response = await verifyMessage(ucpResponse(), options({
-      now: 1738617601, requiredComponents: ['@status', 'content-digest', 'content-type'],
-    }));
+    const response = await verifyMessage(
+      ucpResponse(),
+      options({
+        now: 1738617601,
+        requiredComponents: ['@status', 'content-digest', 'content-type'],
+      }),
+    );
     assert.equal(response.label, 'sig1');
   });
 
   it('rejects the B.2.4 signature re-encoded as DER with signature_invalid', async () => {
-    const raw = Buffer.from('wNmSUAhwb5LxtOtOpNa6W5xj067m5hFrj0XQ4fvpaCLx0NKocgPquLgyahnzDnDAUy5eCdlYUEkLIj+32oiasw==', 'base64');
+    const raw = Buffer.from(
+      'wNmSUAhwb5LxtOtOpNa6W5xj067m5hFrj0XQ4fvpaCLx0NKocgPquLgyahnzDnDAUy5eCdlYUEkLIj+32oiasw==',
+      'base64',
+    );
     const response = testResponse();
-    response.headers['Signature-Input'] = 'sig-b24=("@status" "content-type" "content-digest" "content-length");created=1618884473;keyid="test-key-ecc-p256"';
+    response.headers['Signature-Input'] =
+      'sig-b24=("@status" "content-type" "content-digest" "content-length");created=1618884473;keyid="test-key-ecc-p256"';
     response.headers.Signature = `sig-b24=:${rawToDer(raw).toString('base64')}:`;
     await rejectsWith(verifyMessage(response, options({ now: 1618884473 })), 'signature_invalid');
   });
@@ -117,8 +154,10 @@ describe('verifyMessage with published signatures', () => {
 describe('signMessage', () => {
   it('emits the RFC 9421 header forms without alg, and a 64-byte raw signature', () => {
     const message = signedRequest({ expires: NOW + 60 });
-    assert.equal(message.headers['signature-input'],
-      'sig1=("@method" "@authority" "@path" "ucp-agent" "idempotency-key" "content-digest" "content-type");created=1738617600;expires=1738617660;keyid="test-key-ecc-p256"');
+    assert.equal(
+      message.headers['signature-input'],
+      'sig1=("@method" "@authority" "@path" "ucp-agent" "idempotency-key" "content-digest" "content-type");created=1738617600;expires=1738617660;keyid="test-key-ecc-p256"',
+    );
     const match = /^sig1=:([A-Za-z0-9+/=]+):$/.exec(message.headers.signature as string);
     assert.ok(match, 'signature is an sf byte sequence under label sig1');
     assert.equal(Buffer.from(match[1]!, 'base64').length, 64);
@@ -127,22 +166,41 @@ describe('signMessage', () => {
   it('round-trips: what it signs verifies, with nonce and tag echoed back', async () => {
     const body = Buffer.from('{}');
     const message: HttpMessage = {
-      method: 'GET', url: 'https://api.example.com/ucp/v1/items?page=2', headers: { 'content-digest': createContentDigest(body) }, body,
+      method: 'GET',
+      url: 'https://api.example.com/ucp/v1/items?page=2',
+      headers: { 'content-digest': createContentDigest(body) },
+      body,
     };
     const headers = signMessage(message, {
-      keyid: 'test-key-ecc-p256', privateKey: eccPrivateKey, label: 'agent-7', components: ['@method', '@authority', '@path', '@query', 'content-digest'],
-      created: NOW, nonce: 'n-123', tag: 'web-bot-auth',
+      keyid: 'test-key-ecc-p256',
+      privateKey: eccPrivateKey,
+      label: 'agent-7',
+      components: ['@method', '@authority', '@path', '@query', 'content-digest'],
+      created: NOW,
+      nonce: 'n-123',
+      tag: 'web-bot-auth',
     });
-    const result = await verifyMessage({ ...message, headers: { ...message.headers, ...headers } }, options());
+    const result = await verifyMessage(
+      { ...message, headers: { ...message.headers, ...headers } },
+      options(),
+    );
     assert.equal(result.label, 'agent-7');
-    assert.deepEqual(result.params, { created: NOW, keyid: 'test-key-ecc-p256', nonce: 'n-123', tag: 'web-bot-auth' });
+    assert.deepEqual(result.params, {
+      created: NOW,
+      keyid: 'test-key-ecc-p256',
+      nonce: 'n-123',
+      tag: 'web-bot-auth',
+    });
   });
 
   it('signs a response covering request fields with ;req', async () => {
     const request = testRequest();
     const response: HttpMessage = { ...testResponse(), request };
     const headers = signMessage(response, {
-      keyid: 'test-key-ecc-p256', privateKey: eccPrivateKey, label: 'sig1', components: ['@status', 'content-digest', '@method;req', 'content-digest;req'],
+      keyid: 'test-key-ecc-p256',
+      privateKey: eccPrivateKey,
+      label: 'sig1',
+      components: ['@status', 'content-digest', '@method;req', 'content-digest;req'],
       created: NOW,
     });
     const signed: HttpMessage = { ...response, headers: { ...response.headers, ...headers } };
@@ -155,15 +213,27 @@ describe('signMessage', () => {
     const message = testRequest();
     const p384 = generateKeyPairSync('ec', { namedCurve: 'P-384' }).privateKey;
     for (const privateKey of [p384, eccPublicKey]) {
-      assert.throws(() => signMessage(message, { keyid: 'k', privateKey, label: 'sig1', components: ['@method'], created: NOW }),
-        (error: unknown) => error instanceof SignatureError && error.code === 'algorithm_unsupported');
+      assert.throws(
+        () =>
+          signMessage(message, {
+            keyid: 'k',
+            privateKey,
+            label: 'sig1',
+            components: ['@method'],
+            created: NOW,
+          }),
+        (error: unknown) => error instanceof SignatureError && error.code === 'algorithm_unsupported',
+      );
     }
   });
 });
 
 describe('verifyMessage failures carry UCP error codes', () => {
   it('accepts the untouched signed request (control for the cases below)', async () => {
-    assert.equal((await verifyMessage(signedRequest(), options({ requiredComponents: UCP_REQUEST_COMPONENTS }))).label, 'sig1');
+    assert.equal(
+      (await verifyMessage(signedRequest(), options({ requiredComponents: UCP_REQUEST_COMPONENTS }))).label,
+      'sig1',
+    );
   });
 
   it('altered body → digest_mismatch', async () => {
@@ -194,7 +264,10 @@ describe('verifyMessage failures carry UCP error codes', () => {
 
   it('required component not covered → components_missing', async () => {
     const message = signedRequest();
-    const error = await rejectsWith(verifyMessage(message, options({ requiredComponents: [...UCP_REQUEST_COMPONENTS, '@query'] })), 'components_missing');
+    const error = await rejectsWith(
+      verifyMessage(message, options({ requiredComponents: [...UCP_REQUEST_COMPONENTS, '@query'] })),
+      'components_missing',
+    );
     assert.equal(error.status, 400);
     assert.match(error.message, /"@query"/);
   });
@@ -205,22 +278,37 @@ describe('verifyMessage failures carry UCP error codes', () => {
   });
 
   it('unknown keyid → key_not_found (async resolver)', async () => {
-    await rejectsWith(verifyMessage(signedRequest({ keyid: 'nobody' }), options({
-      resolveKey: async (keyid) => KEYS.get(keyid),
-    })), 'key_not_found');
+    await rejectsWith(
+      verifyMessage(
+        signedRequest({ keyid: 'nobody' }),
+        options({
+          resolveKey: async (keyid) => KEYS.get(keyid),
+        }),
+      ),
+      'key_not_found',
+    );
   });
 
   it('resolved key that is not P-256 → algorithm_unsupported', async () => {
     const ed = generateKeyPairSync('ed25519').publicKey;
-    await rejectsWith(verifyMessage(signedRequest(), options({ resolveKey: () => ed })), 'algorithm_unsupported');
+    await rejectsWith(
+      verifyMessage(signedRequest(), options({ resolveKey: () => ed })),
+      'algorithm_unsupported',
+    );
   });
 
   it('expired, too old or created in the future → signature_expired', async () => {
-    await rejectsWith(verifyMessage(signedRequest({ expires: NOW + 10 }), options({ now: NOW + 41 })), 'signature_expired');
+    await rejectsWith(
+      verifyMessage(signedRequest({ expires: NOW + 10 }), options({ now: NOW + 41 })),
+      'signature_expired',
+    );
     await rejectsWith(verifyMessage(signedRequest(), options({ now: NOW + 331 })), 'signature_expired');
     await rejectsWith(verifyMessage(signedRequest({ created: NOW + 31 }), options()), 'signature_expired');
     // within the skew allowance both ways
-    assert.equal((await verifyMessage(signedRequest({ expires: NOW + 10 }), options({ now: NOW + 40 }))).label, 'sig1');
+    assert.equal(
+      (await verifyMessage(signedRequest({ expires: NOW + 10 }), options({ now: NOW + 40 }))).label,
+      'sig1',
+    );
     assert.equal((await verifyMessage(signedRequest({ created: NOW + 30 }), options())).label, 'sig1');
   });
 
@@ -228,7 +316,10 @@ describe('verifyMessage failures carry UCP error codes', () => {
     const replayCache = new ReplayCache();
     const message = signedRequest();
     assert.equal((await verifyMessage(message, options({ replayCache }))).label, 'sig1');
-    const error = await rejectsWith(verifyMessage(structuredClone(message), options({ replayCache, now: NOW + 100 })), 'signature_replayed');
+    const error = await rejectsWith(
+      verifyMessage(structuredClone(message), options({ replayCache, now: NOW + 100 })),
+      'signature_replayed',
+    );
     assert.equal(error.status, 401);
     assert.equal((await verifyMessage(signedRequest(), options({ replayCache }))).label, 'sig1');
   });
@@ -240,8 +331,14 @@ describe('verifyMessage failures carry UCP error codes', () => {
     assert.equal((await verifyMessage(message, options({ replayCache }))).label, 'sig1');
     const raw = Buffer.from(/^sig1=:([^:]+):$/.exec(String(message.headers.signature))![1]!, 'base64');
     const s = BigInt(`0x${raw.subarray(32).toString('hex')}`);
-    const twin = Buffer.concat([raw.subarray(0, 32), Buffer.from((n - s).toString(16).padStart(64, '0'), 'hex')]);
-    const forged: HttpMessage = { ...message, headers: { ...message.headers, signature: `sig1=:${twin.toString('base64')}:` } };
+    const twin = Buffer.concat([
+      raw.subarray(0, 32),
+      Buffer.from((n - s).toString(16).padStart(64, '0'), 'hex'),
+    ]);
+    const forged: HttpMessage = {
+      ...message,
+      headers: { ...message.headers, signature: `sig1=:${twin.toString('base64')}:` },
+    };
     // The twin is a valid signature of the same message (without a replay guard it is accepted) …
     assert.equal((await verifyMessage(structuredClone(forged), options())).label, 'sig1');
     // … so the guard must know it as the same signature.
@@ -252,13 +349,20 @@ describe('verifyMessage failures carry UCP error codes', () => {
     const replayCache = new ReplayCache();
     const message = signedRequest();
     const second = signMessage(message, {
-      keyid: 'test-key-ecc-p256', privateKey: eccPrivateKey, label: 'sig2', components: ['@method', '@path'], created: NOW,
+      keyid: 'test-key-ecc-p256',
+      privateKey: eccPrivateKey,
+      label: 'sig2',
+      components: ['@method', '@path'],
+      created: NOW,
     });
-    const both: HttpMessage = { ...message, headers: {
-      ...message.headers,
-      'signature-input': `${message.headers['signature-input']}, ${second['signature-input']}`,
-      signature: `${message.headers.signature}, ${second.signature}`,
-    } };
+    const both: HttpMessage = {
+      ...message,
+      headers: {
+        ...message.headers,
+        'signature-input': `${message.headers['signature-input']}, ${second['signature-input']}`,
+        signature: `${message.headers.signature}, ${second.signature}`,
+      },
+    };
     assert.equal((await verifyMessage(both, options({ replayCache }))).label, 'sig1');
     const onlySecond: HttpMessage = { ...message, headers: { ...message.headers, ...second } };
     await rejectsWith(verifyMessage(onlySecond, options({ replayCache })), 'signature_replayed');
@@ -275,16 +379,31 @@ describe('verifyMessage failures carry UCP error codes', () => {
     const message = signedRequest();
     const junk = (i: number) => `junk${i}=("@method");keyid="attacker";expires=9999999999`;
     const junkSig = (i: number) => `junk${i}=:${Buffer.alloc(64, i).toString('base64')}:`;
-    const withJunk = (n: number): HttpMessage => ({ ...message, headers: {
-      ...message.headers,
-      'signature-input': [message.headers['signature-input'], ...Array.from({ length: n }, (_, i) => junk(i))].join(', '),
-      signature: [message.headers.signature, ...Array.from({ length: n }, (_, i) => junkSig(i))].join(', '),
-    } });
-    assert.equal((await verifyMessage(withJunk(MAX_SIGNATURE_LABELS - 1), options({ replayCache }))).label, 'sig1');
+    const withJunk = (n: number): HttpMessage => ({
+      ...message,
+      headers: {
+        ...message.headers,
+        'signature-input': [
+          message.headers['signature-input'],
+          ...Array.from({ length: n }, (_, i) => junk(i)),
+        ].join(', '),
+        signature: [message.headers.signature, ...Array.from({ length: n }, (_, i) => junkSig(i))].join(', '),
+      },
+    });
+    assert.equal(
+      (await verifyMessage(withJunk(MAX_SIGNATURE_LABELS - 1), options({ replayCache }))).label,
+      'sig1',
+    );
     assert.equal(recorded.length, MAX_SIGNATURE_LABELS);
-    assert.ok(recorded.every((r) => r.expiresAtSeconds <= NOW + 300 + 60), JSON.stringify(recorded.map((r) => r.expiresAtSeconds)));
+    assert.ok(
+      recorded.every((r) => r.expiresAtSeconds <= NOW + 300 + 60),
+      JSON.stringify(recorded.map((r) => r.expiresAtSeconds)),
+    );
     recorded.length = 0;
-    const tooMany = await rejectsWith(verifyMessage(withJunk(MAX_SIGNATURE_LABELS), options({ replayCache })), 'signature_invalid');
+    const tooMany = await rejectsWith(
+      verifyMessage(withJunk(MAX_SIGNATURE_LABELS), options({ replayCache })),
+      'signature_invalid',
+    );
     assert.match(tooMany.message, /at most 8/);
     assert.equal(recorded.length, 0, 'nothing recorded for a refused message');
   });
@@ -293,13 +412,27 @@ describe('verifyMessage failures carry UCP error codes', () => {
     const replayCache = new ReplayCache();
     const message = signedRequest();
     const unsigned = { ...message, headers: { ...message.headers } };
-    const headers = signMessage(unsigned, { keyid: 'test-key-ecc-p256', privateKey: eccPrivateKey, label: 'sig1', components: UCP_REQUEST_COMPONENTS, expires: NOW + 100, created: undefined as unknown as number }); // a signer that omits created
+    const headers = signMessage(unsigned, {
+      keyid: 'test-key-ecc-p256',
+      privateKey: eccPrivateKey,
+      label: 'sig1',
+      components: UCP_REQUEST_COMPONENTS,
+      expires: NOW + 100,
+      created: undefined as unknown as number,
+    }); // a signer that omits created
     const noCreated: HttpMessage = { ...unsigned, headers: { ...unsigned.headers, ...headers } };
     assert.doesNotMatch(noCreated.headers['signature-input'] as string, /created/);
-    const error = await rejectsWith(verifyMessage(noCreated, options({ replayCache, requireCreated: true })), 'signature_invalid');
+    const error = await rejectsWith(
+      verifyMessage(noCreated, options({ replayCache, requireCreated: true })),
+      'signature_invalid',
+    );
     assert.match(error.message, /created/);
     assert.equal(replayCache.size, 0);
-    assert.equal((await verifyMessage(noCreated, options({ replayCache }))).label, 'sig1', 'accepted when not required');
+    assert.equal(
+      (await verifyMessage(noCreated, options({ replayCache }))).label,
+      'sig1',
+      'accepted when not required',
+    );
   });
 
   it('DER-encoded ES256 signature → signature_invalid', async () => {
@@ -315,14 +448,22 @@ describe('verifyMessage failures carry UCP error codes', () => {
 
   it('alg other than ecdsa-p256-sha256 → algorithm_unsupported; the matching alg is accepted', async () => {
     const message = signedRequest();
-    for (const [alg, expected] of [['ed25519', 'algorithm_unsupported'], ['ecdsa-p256-sha256', null]] as const) {
+    for (const [alg, expected] of [
+      ['ed25519', 'algorithm_unsupported'],
+      ['ecdsa-p256-sha256', null],
+    ] as const) {
       const params = { created: NOW, keyid: 'test-key-ecc-p256', alg };
       const base = createSignatureBase(message, UCP_REQUEST_COMPONENTS, params);
       const signature = sign('sha256', Buffer.from(base), { key: eccPrivateKey, dsaEncoding: 'ieee-p1363' });
       const input = base.split('\n').at(-1)!.slice('"@signature-params": '.length);
-      const withAlg: HttpMessage = { ...message, headers: {
-        ...message.headers, 'signature-input': `sig1=${input}`, signature: `sig1=:${signature.toString('base64')}:`,
-      } };
+      const withAlg: HttpMessage = {
+        ...message,
+        headers: {
+          ...message.headers,
+          'signature-input': `sig1=${input}`,
+          signature: `sig1=:${signature.toString('base64')}:`,
+        },
+      };
       if (expected === null) assert.equal((await verifyMessage(withAlg, options())).params.alg, alg);
       else await rejectsWith(verifyMessage(withAlg, options()), expected);
     }
@@ -330,28 +471,47 @@ describe('verifyMessage failures carry UCP error codes', () => {
 
   it('no Signature / Signature-Input → signature_missing', async () => {
     const message = signedRequest();
-    const error = await rejectsWith(verifyMessage({ ...message, headers: { ...message.headers, signature: undefined } }, options()), 'signature_missing');
+    const error = await rejectsWith(
+      verifyMessage({ ...message, headers: { ...message.headers, signature: undefined } }, options()),
+      'signature_missing',
+    );
     assert.equal(error.status, 401);
     await rejectsWith(verifyMessage(testRequest(), options()), 'signature_missing');
   });
 
   it('malformed Signature-Input or mismatched labels → signature_invalid', async () => {
     const message = signedRequest();
-    await rejectsWith(verifyMessage({ ...message, headers: { ...message.headers, 'signature-input': 'sig1=(((' } }, options()), 'signature_invalid');
+    await rejectsWith(
+      verifyMessage(
+        { ...message, headers: { ...message.headers, 'signature-input': 'sig1=(((' } },
+        options(),
+      ),
+      'signature_invalid',
+    );
     const renamed = (message.headers.signature as string).replace(/^sig1=/, 'sig9=');
-    await rejectsWith(verifyMessage({ ...message, headers: { ...message.headers, signature: renamed } }, options()), 'signature_invalid');
+    await rejectsWith(
+      verifyMessage({ ...message, headers: { ...message.headers, signature: renamed } }, options()),
+      'signature_invalid',
+    );
   });
 
   it('two signatures where only the second verifies → accepted via the second label', async () => {
     const message = signedRequest({ key: generateP256KeyObjects().privateKey });
     const good = signMessage(message, {
-      keyid: 'test-key-ecc-p256', privateKey: eccPrivateKey, label: 'sig2', components: UCP_REQUEST_COMPONENTS, created: NOW,
+      keyid: 'test-key-ecc-p256',
+      privateKey: eccPrivateKey,
+      label: 'sig2',
+      components: UCP_REQUEST_COMPONENTS,
+      created: NOW,
     });
-    const both: HttpMessage = { ...message, headers: {
-      ...message.headers,
-      'signature-input': [message.headers['signature-input'] as string, good['signature-input']],
-      signature: [message.headers.signature as string, good.signature],
-    } };
+    const both: HttpMessage = {
+      ...message,
+      headers: {
+        ...message.headers,
+        'signature-input': [message.headers['signature-input'] as string, good['signature-input']],
+        signature: [message.headers.signature as string, good.signature],
+      },
+    };
     const result = await verifyMessage(both, options({ requiredComponents: UCP_REQUEST_COMPONENTS }));
     assert.equal(result.label, 'sig2');
   });
@@ -359,23 +519,42 @@ describe('verifyMessage failures carry UCP error codes', () => {
   it('when no label verifies, the first failure is the code and every label is listed', async () => {
     const message = signedRequest({ keyid: 'nobody' });
     const bad = signMessage(message, {
-      keyid: 'test-key-ecc-p256', privateKey: generateP256KeyObjects().privateKey,
-      label: 'sig2', components: ['@method'], created: NOW,
+      keyid: 'test-key-ecc-p256',
+      privateKey: generateP256KeyObjects().privateKey,
+      label: 'sig2',
+      components: ['@method'],
+      created: NOW,
     });
-    const both: HttpMessage = { ...message, headers: {
-      ...message.headers,
-      'signature-input': `${message.headers['signature-input']}, ${bad['signature-input']}`,
-      signature: `${message.headers.signature}, ${bad.signature}`,
-    } };
+    const both: HttpMessage = {
+      ...message,
+      headers: {
+        ...message.headers,
+        'signature-input': `${message.headers['signature-input']}, ${bad['signature-input']}`,
+        signature: `${message.headers.signature}, ${bad.signature}`,
+      },
+    };
     const error = await rejectsWith(verifyMessage(both, options()), 'key_not_found');
-    assert.deepEqual(error.failures.map(({ label, code }) => ({ label, code })), [
-      { label: 'sig1', code: 'key_not_found' },
-      { label: 'sig2', code: 'signature_invalid' },
-    ]);
+    assert.deepEqual(
+      error.failures.map(({ label, code }) => ({ label, code })),
+      [
+        { label: 'sig1', code: 'key_not_found' },
+        { label: 'sig2', code: 'signature_invalid' },
+      ],
+    );
   });
 
   it('lets a non-signature error from resolveKey propagate unchanged', async () => {
     const outage = new Error('profile fetch failed');
-    await assert.rejects(verifyMessage(signedRequest(), options({ resolveKey: () => { throw outage; } })), (error) => error === outage);
+    await assert.rejects(
+      verifyMessage(
+        signedRequest(),
+        options({
+          resolveKey: () => {
+            throw outage;
+          },
+        }),
+      ),
+      (error) => error === outage,
+    );
   });
 });

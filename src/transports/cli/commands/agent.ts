@@ -44,7 +44,12 @@ export function registerAgent(program: Command, io: Io, setExit: (code: number) 
 }
 
 /** Run one CLI dispatch with the consent round trip; returns the exit code. */
-export async function runDispatch(program: Command, io: Io, verb: string, flags: DispatchFlags): Promise<number> {
+export async function runDispatch(
+  program: Command,
+  io: Io,
+  verb: string,
+  flags: DispatchFlags,
+): Promise<number> {
   const parsed = parseArgsJson(verb, flags.args);
   if (!parsed.ok) return printEnvelope(io, parsed.envelope, Boolean(flags.json));
   // Embedded or remote (--url / SOLID_API_URL): one interface, the same envelopes (target.ts).
@@ -54,7 +59,17 @@ export async function runDispatch(program: Command, io: Io, verb: string, flags:
     const base = flags.idempotencyKey !== undefined ? { idempotency_key: flags.idempotencyKey } : {};
     let env: Envelope;
     if (flags.nonce !== undefined) {
-      env = await target.dispatch(verb, parsed.args, { ...base, confirm: true, nonce: flags.nonce, ...(flags.phrase !== undefined ? { typed_phrase: flags.phrase } : {}) }, call);
+      env = await target.dispatch(
+        verb,
+        parsed.args,
+        {
+          ...base,
+          confirm: true,
+          nonce: flags.nonce,
+          ...(flags.phrase !== undefined ? { typed_phrase: flags.phrase } : {}),
+        },
+        call,
+      );
     } else {
       env = await target.dispatch(verb, parsed.args, base, call);
       const wantsConsent = flags.confirm === true || flags.phrase !== undefined;
@@ -68,7 +83,17 @@ export async function runDispatch(program: Command, io: Io, verb: string, flags:
             return printEnvelope(io, env, Boolean(flags.json));
           }
         }
-        env = await target.dispatch(verb, parsed.args, { ...base, confirm: true, nonce: env.consent.nonce, ...(phrase !== undefined ? { typed_phrase: phrase } : {}) }, call);
+        env = await target.dispatch(
+          verb,
+          parsed.args,
+          {
+            ...base,
+            confirm: true,
+            nonce: env.consent.nonce,
+            ...(phrase !== undefined ? { typed_phrase: phrase } : {}),
+          },
+          call,
+        );
       }
     }
     return printEnvelope(io, env, Boolean(flags.json));

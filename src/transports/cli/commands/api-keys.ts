@@ -25,7 +25,9 @@ interface Flags {
 }
 
 export function registerApiKeys(program: Command, io: Io, setExit: (code: number) => void): void {
-  const cmd = program.command('api-keys').description("Manage a tenant's API keys (sk_solid_…): list, create, revoke");
+  const cmd = program
+    .command('api-keys')
+    .description("Manage a tenant's API keys (sk_solid_…): list, create, revoke");
   const db = () => program.opts<{ db?: string }>().db;
 
   cmd
@@ -39,7 +41,21 @@ export function registerApiKeys(program: Command, io: Io, setExit: (code: number
         const companyId = await tenantOfFlags(local.rt, flags.tenant);
         const keys = await local.rt.store.read((q) => local.rt.tenants.listKeys(q, companyId));
         if (flags.json) io.out(JSON.stringify(keys, null, 2));
-        else io.out(table(['KEY ID', 'USER', 'ROLE', 'AGENT', 'NAME', 'CREATED', 'REVOKED'], keys.map((k) => [k.key_id, String(k.user_id), k.role, k.agent_type, k.name, k.created_at, k.revoked_at ?? ''])));
+        else
+          io.out(
+            table(
+              ['KEY ID', 'USER', 'ROLE', 'AGENT', 'NAME', 'CREATED', 'REVOKED'],
+              keys.map((k) => [
+                k.key_id,
+                String(k.user_id),
+                k.role,
+                k.agent_type,
+                k.name,
+                k.created_at,
+                k.revoked_at ?? '',
+              ]),
+            ),
+          );
       } finally {
         await local.close();
       }
@@ -69,12 +85,28 @@ export function registerApiKeys(program: Command, io: Io, setExit: (code: number
         const companyId = await tenantOfFlags(local.rt, flags.tenant);
         const now = local.rt.clock();
         const { apiKey, info } = await local.rt.store.write(async (tx) => {
-          const made = await insertApiKey(tx, { company_id: companyId, user_id: userId, role: flags.role as Role, agent_type: flags.agentType, name: flags.name }, now);
+          const made = await insertApiKey(
+            tx,
+            {
+              company_id: companyId,
+              user_id: userId,
+              role: flags.role as Role,
+              agent_type: flags.agentType,
+              name: flags.name,
+            },
+            now,
+          );
           await appendOperatorAudit(tx, {
             company_id: companyId,
             action: 'api_keys.create',
             category: 'auth',
-            request_data: { key_id: made.info.key_id, user_id: userId, role: flags.role, agent_type: flags.agentType, name: flags.name },
+            request_data: {
+              key_id: made.info.key_id,
+              user_id: userId,
+              role: flags.role,
+              agent_type: flags.agentType,
+              name: flags.name,
+            },
             entity_type: 'api_key',
             entity_id: made.info.key_id,
             now,
@@ -82,7 +114,10 @@ export function registerApiKeys(program: Command, io: Io, setExit: (code: number
           return made;
         });
         if (flags.json) io.out(JSON.stringify({ ...info, api_key: apiKey }, null, 2));
-        else io.out(`✓ created key ${info.key_id} for user ${userId} (${info.role}) in tenant ${companyId}\n  shown once, store it now:\n  ${apiKey}`);
+        else
+          io.out(
+            `✓ created key ${info.key_id} for user ${userId} (${info.role}) in tenant ${companyId}\n  shown once, store it now:\n  ${apiKey}`,
+          );
       } finally {
         await local.close();
       }
@@ -100,11 +135,22 @@ export function registerApiKeys(program: Command, io: Io, setExit: (code: number
         const revoked = await local.rt.store.write(async (tx) => {
           const ok = await local.rt.tenants.revokeKey(tx, companyId, keyId, now);
           if (ok) {
-            await appendOperatorAudit(tx, { company_id: companyId, action: 'api_keys.revoke', category: 'auth', request_data: { key_id: keyId }, entity_type: 'api_key', entity_id: keyId, now });
+            await appendOperatorAudit(tx, {
+              company_id: companyId,
+              action: 'api_keys.revoke',
+              category: 'auth',
+              request_data: { key_id: keyId },
+              entity_type: 'api_key',
+              entity_id: keyId,
+              now,
+            });
           }
           return ok;
         });
-        if (!revoked) throw new VerbError('not_found', `No active API key ${keyId} in tenant ${companyId}.`, { hint: 'List keys with `solid api-keys list`.' });
+        if (!revoked)
+          throw new VerbError('not_found', `No active API key ${keyId} in tenant ${companyId}.`, {
+            hint: 'List keys with `solid api-keys list`.',
+          });
         io.out(`✓ revoked ${keyId}`);
       } finally {
         await local.close();

@@ -32,7 +32,12 @@ interface ListedApproval {
 }
 
 /** The local database or, with --url / SOLID_API_URL, the remote server (target.ts). */
-function withLocal<T>(program: Command, fn: (target: VerbTarget) => Promise<T>, flags: KeyFlags, io: Io): Promise<T> {
+function withLocal<T>(
+  program: Command,
+  fn: (target: VerbTarget) => Promise<T>,
+  flags: KeyFlags,
+  io: Io,
+): Promise<T> {
   return withTarget(program, { apiKey: flags.apiKey, warn: io.err }, fn);
 }
 
@@ -45,16 +50,28 @@ function renderList(io: Io, env: Envelope): number {
     io.out(
       table(
         ['APPROVAL', 'VERB', 'STATUS', 'EXPIRES (UTC)', 'REQUESTER', 'FLOOR', 'PHRASE'],
-        items.map((a) => [a.approval_id, a.verb, a.status, a.expires_at.replace('T', ' ').slice(0, 19), `user ${a.requested_by} (${a.requested_role})`, a.role_floor, a.typed_phrase]),
+        items.map((a) => [
+          a.approval_id,
+          a.verb,
+          a.status,
+          a.expires_at.replace('T', ' ').slice(0, 19),
+          `user ${a.requested_by} (${a.requested_role})`,
+          a.role_floor,
+          a.typed_phrase,
+        ]),
       ),
     );
   }
-  io.out(`${data.pending ?? 0} pending, ${data.expired ?? 0} expired, ${data.approved_unused ?? 0} approved and not yet used.`);
+  io.out(
+    `${data.pending ?? 0} pending, ${data.expired ?? 0} expired, ${data.approved_unused ?? 0} approved and not yet used.`,
+  );
   return 0;
 }
 
 export function registerApprovals(program: Command, io: Io, setExit: (code: number) => void): void {
-  const approvals = program.command('approvals').description('Approve or reject pending typed-phrase actions out of band');
+  const approvals = program
+    .command('approvals')
+    .description('Approve or reject pending typed-phrase actions out of band');
 
   approvals
     .command('list')
@@ -66,7 +83,10 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
       await withLocal(
         program,
         async (target) => {
-          const env = await target.dispatch('approvals.list', flags.status === undefined ? {} : { status: flags.status });
+          const env = await target.dispatch(
+            'approvals.list',
+            flags.status === undefined ? {} : { status: flags.status },
+          );
           setExit(flags.json || !env.ok ? printEnvelope(io, env, Boolean(flags.json)) : renderList(io, env));
         },
         flags,
@@ -90,20 +110,33 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
             const item = ((listed.result?.approvals ?? []) as ListedApproval[])[0];
             if (!listed.ok || item === undefined || item.status !== 'pending') {
               // Not visible to this caller (role, tenant, unknown id) or not open: approve itself answers and audits.
-              setExit(printEnvelope(io, await target.dispatch('approvals.approve', { approval_id: approvalId, typed_phrase: '' }), Boolean(flags.json)));
+              setExit(
+                printEnvelope(
+                  io,
+                  await target.dispatch('approvals.approve', { approval_id: approvalId, typed_phrase: '' }),
+                  Boolean(flags.json),
+                ),
+              );
               return;
             }
-            io.err(`${item.verb}: ${item.summary}\nRequested by user ${item.requested_by} (${item.requested_role}); status ${item.status}; expires ${item.expires_at}.`);
+            io.err(
+              `${item.verb}: ${item.summary}\nRequested by user ${item.requested_by} (${item.requested_role}); status ${item.status}; expires ${item.expires_at}.`,
+            );
             if (io.isTTY && io.prompt !== undefined && !flags.json) {
               io.err(`To approve, type exactly:  ${item.typed_phrase}`);
               phrase = await io.prompt('> ');
             } else {
-              io.err(`✗ approving needs the typed phrase; no terminal to prompt on.\n  hint: solid approvals approve ${approvalId} --phrase "${item.typed_phrase}"`);
+              io.err(
+                `✗ approving needs the typed phrase; no terminal to prompt on.\n  hint: solid approvals approve ${approvalId} --phrase "${item.typed_phrase}"`,
+              );
               setExit(2);
               return;
             }
           }
-          const env = await target.dispatch('approvals.approve', { approval_id: approvalId, typed_phrase: phrase });
+          const env = await target.dispatch('approvals.approve', {
+            approval_id: approvalId,
+            typed_phrase: phrase,
+          });
           const code = printEnvelope(io, env, Boolean(flags.json));
           if (env.ok && !flags.json) io.out(String(env.result?.next_step ?? ''));
           setExit(code);
@@ -123,7 +156,10 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
       await withLocal(
         program,
         async (target) => {
-          const args = flags.note === undefined ? { approval_id: approvalId } : { approval_id: approvalId, note: flags.note };
+          const args =
+            flags.note === undefined
+              ? { approval_id: approvalId }
+              : { approval_id: approvalId, note: flags.note };
           setExit(printEnvelope(io, await target.dispatch('approvals.reject', args), Boolean(flags.json)));
         },
         flags,

@@ -29,7 +29,11 @@ import {
 } from '../../../runtime/ledger/verify.ts';
 import { VerbError } from '../../../runtime/errors.ts';
 import type { Queryable, Store } from '../../../store/store.ts';
-import { PostgresStore, describeUrl, postgresOptionsFromEnv } from '../../../store/postgres/postgres-store.ts';
+import {
+  PostgresStore,
+  describeUrl,
+  postgresOptionsFromEnv,
+} from '../../../store/postgres/postgres-store.ts';
 
 /** Where the audit log is read from: a SQLite file opened read-only, or a PostgreSQL database. */
 export interface AuditSource {
@@ -46,7 +50,10 @@ export interface AuditSource {
  * (no keyfile, no migrations). Undefined when a SQLite file is absent and `mustExist` is false;
  * otherwise a missing database throws store_unavailable.
  */
-export async function openAuditSource(db: string | undefined, mustExist = true): Promise<AuditSource | undefined> {
+export async function openAuditSource(
+  db: string | undefined,
+  mustExist = true,
+): Promise<AuditSource | undefined> {
   const url = databaseUrlOf(db);
   if (url !== undefined) {
     const store = new PostgresStore(postgresOptionsFromEnv(url));
@@ -84,8 +91,18 @@ interface ProgressBar {
 function progressBar(total: number): ProgressBar | undefined {
   if (total < PROGRESS_MIN_ROWS || !process.stderr.isTTY) return undefined;
   const require = createRequire(import.meta.url);
-  const cliProgress = require('cli-progress') as { SingleBar: new (opts: Record<string, unknown>, preset: unknown) => ProgressBar; Presets: { shades_classic: unknown } };
-  const bar = new cliProgress.SingleBar({ stream: process.stderr, format: 'verifying audit log [{bar}] {percentage}% | {value}/{total} rows | eta {eta}s', hideCursor: true }, cliProgress.Presets.shades_classic);
+  const cliProgress = require('cli-progress') as {
+    SingleBar: new (opts: Record<string, unknown>, preset: unknown) => ProgressBar;
+    Presets: { shades_classic: unknown };
+  };
+  const bar = new cliProgress.SingleBar(
+    {
+      stream: process.stderr,
+      format: 'verifying audit log [{bar}] {percentage}% | {value}/{total} rows | eta {eta}s',
+      hideCursor: true,
+    },
+    cliProgress.Presets.shades_classic,
+  );
   bar.start(total, 0);
   return bar;
 }
@@ -93,7 +110,10 @@ function progressBar(total: number): ProgressBar | undefined {
 function parseTenant(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 1) throw new VerbError('invalid_args', `--tenant must be a positive integer, not "${value}".`, { hint: 'Pass the company_id, e.g. --tenant 2.' });
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new VerbError('invalid_args', `--tenant must be a positive integer, not "${value}".`, {
+      hint: 'Pass the company_id, e.g. --tenant 2.',
+    });
   return n;
 }
 
@@ -103,7 +123,9 @@ function readTrust(path: string | undefined): TrustFile | undefined {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new VerbError('invalid_args', `Cannot read the key file ${path}: ${(err as Error).message}`, { hint: 'Pass the file written by `solid audit export-keys`.' });
+    throw new VerbError('invalid_args', `Cannot read the key file ${path}: ${(err as Error).message}`, {
+      hint: 'Pass the file written by `solid audit export-keys`.',
+    });
   }
   return parseTrustFile(text);
 }
@@ -112,29 +134,47 @@ function readTrust(path: string | undefined): TrustFile | undefined {
 export function renderVerifyReport(report: AuditVerifyReport): string {
   const lines: string[] = [];
   for (const t of report.tenants) {
-    const signed = t.last_signed_seq === null ? 'no signed checkpoint' : `signed up to seq ${t.last_signed_seq}${t.unsigned_rows > 0 ? `, ${t.unsigned_rows} newer rows not yet signed` : ''}`;
+    const signed =
+      t.last_signed_seq === null
+        ? 'no signed checkpoint'
+        : `signed up to seq ${t.last_signed_seq}${t.unsigned_rows > 0 ? `, ${t.unsigned_rows} newer rows not yet signed` : ''}`;
     if (t.ok) {
-      lines.push(`✓ tenant ${t.company_id}: ${t.rows_checked} rows, chain intact through seq ${t.last_seq}; ${t.checkpoints_checked} checkpoints (${signed})`);
+      lines.push(
+        `✓ tenant ${t.company_id}: ${t.rows_checked} rows, chain intact through seq ${t.last_seq}; ${t.checkpoints_checked} checkpoints (${signed})`,
+      );
     } else {
-      lines.push(`✗ tenant ${t.company_id}: ${t.finding_count} finding${t.finding_count === 1 ? '' : 's'} in ${t.rows_checked} rows`);
-      for (const f of t.findings) lines.push(`    ${f.kind.padEnd(13)} ${f.seq !== undefined ? `seq ${f.seq}` : ''}${f.audit_id !== undefined ? ` (audit_id ${f.audit_id})` : ''}  ${f.message}`);
-      if (t.findings.length < t.finding_count) lines.push(`    … and ${t.finding_count - t.findings.length} more (see --json)`);
+      lines.push(
+        `✗ tenant ${t.company_id}: ${t.finding_count} finding${t.finding_count === 1 ? '' : 's'} in ${t.rows_checked} rows`,
+      );
+      for (const f of t.findings)
+        lines.push(
+          `    ${f.kind.padEnd(13)} ${f.seq !== undefined ? `seq ${f.seq}` : ''}${f.audit_id !== undefined ? ` (audit_id ${f.audit_id})` : ''}  ${f.message}`,
+        );
+      if (t.findings.length < t.finding_count)
+        lines.push(`    … and ${t.finding_count - t.findings.length} more (see --json)`);
     }
   }
   if (report.tenants.length === 0) lines.push('(the audit log is empty)');
   for (const w of report.warnings) lines.push(`! ${w}`);
-  lines.push(`${report.ok ? 'OK' : 'TAMPERED'}: ${report.rows_checked} rows in ${(report.elapsed_ms / 1000).toFixed(2)} s (${report.rows_per_second.toLocaleString('en-US')} rows/s)`);
+  lines.push(
+    `${report.ok ? 'OK' : 'TAMPERED'}: ${report.rows_checked} rows in ${(report.elapsed_ms / 1000).toFixed(2)} s (${report.rows_per_second.toLocaleString('en-US')} rows/s)`,
+  );
   return lines.join('\n');
 }
 
 export function registerAudit(program: Command, io: Io, setExit: (code: number) => void): void {
-  const audit = program.command('audit').description('The tamper-evident audit log: verify it offline, export its public keys');
+  const audit = program
+    .command('audit')
+    .description('The tamper-evident audit log: verify it offline, export its public keys');
   audit
     .command('verify')
     .description('Walk the hash chain and checkpoint signatures; exit non-zero on any finding')
     .option('--tenant <company_id>', 'only this tenant')
     .option('--json', 'print the report as JSON')
-    .option('--keys <jwks.json>', 'trusted public keys (and checkpoints) exported earlier with `solid audit export-keys`')
+    .option(
+      '--keys <jwks.json>',
+      'trusted public keys (and checkpoints) exported earlier with `solid audit export-keys`',
+    )
     .action(async (opts: { tenant?: string; json?: boolean; keys?: string }) => {
       const tenant = parseTenant(opts.tenant);
       const trust = readTrust(opts.keys);
@@ -166,7 +206,9 @@ export function registerAudit(program: Command, io: Io, setExit: (code: number) 
     });
   audit
     .command('export-keys')
-    .description('Write the public keys and latest signed checkpoints (a JWKS) to keep elsewhere as the trust anchor')
+    .description(
+      'Write the public keys and latest signed checkpoints (a JWKS) to keep elsewhere as the trust anchor',
+    )
     .option('--tenant <company_id>', 'only this tenant')
     .option('--out <file>', 'write to this file instead of stdout')
     .action(async (opts: { tenant?: string; out?: string }) => {
@@ -174,14 +216,20 @@ export function registerAudit(program: Command, io: Io, setExit: (code: number) 
       const source = (await openAuditSource(program.opts<{ db?: string }>().db))!;
       let doc: { keys: unknown[]; checkpoints: unknown[]; exported_at: string };
       try {
-        doc = { keys: await databaseKeys(source.q, tenant), checkpoints: await latestCheckpoints(source.q, tenant), exported_at: new Date().toISOString() };
+        doc = {
+          keys: await databaseKeys(source.q, tenant),
+          checkpoints: await latestCheckpoints(source.q, tenant),
+          exported_at: new Date().toISOString(),
+        };
       } finally {
         await source.close();
       }
       const text = JSON.stringify(doc, null, 2);
       if (opts.out !== undefined) {
         writeFileSync(opts.out, text + '\n');
-        io.err(`✓ wrote ${doc.keys.length} public keys and ${doc.checkpoints.length} checkpoints to ${opts.out}; keep it outside this machine and verify with --keys ${opts.out}`);
+        io.err(
+          `✓ wrote ${doc.keys.length} public keys and ${doc.checkpoints.length} checkpoints to ${opts.out}; keep it outside this machine and verify with --keys ${opts.out}`,
+        );
       } else {
         io.out(text);
       }

@@ -31,16 +31,24 @@ interface MigrateFlags {
 }
 
 export function registerDb(program: Command, io: Io, setExit: (code: number) => void): void {
-  program.option('--database-url <url>', 'PostgreSQL database (default: $SOLID_DATABASE_URL); selects the PostgreSQL engine');
+  program.option(
+    '--database-url <url>',
+    'PostgreSQL database (default: $SOLID_DATABASE_URL); selects the PostgreSQL engine',
+  );
   program.hook('preAction', (cmd) => {
     const url = cmd.opts<{ databaseUrl?: string }>().databaseUrl;
     if (url !== undefined) cmd.setOptionValue('db', url);
   });
   const db = program.command('db').description('Database administration (SQLite or PostgreSQL)');
   db.command('migrate')
-    .description('Apply pending migrations (runtime and enabled packs); PostgreSQL: optionally grant the restricted app role')
+    .description(
+      'Apply pending migrations (runtime and enabled packs); PostgreSQL: optionally grant the restricted app role',
+    )
     .option('--database-url <url>', 'PostgreSQL database (default: $SOLID_DATABASE_URL)')
-    .option('--app-role <role>', 'PostgreSQL: grant this role DML on every table but only SELECT/INSERT on audit_log')
+    .option(
+      '--app-role <role>',
+      'PostgreSQL: grant this role DML on every table but only SELECT/INSERT on audit_log',
+    )
     .option('--json', 'print machine-readable JSON')
     .action(async (flags: MigrateFlags) => {
       setExit(await runMigrate(program, io, flags));
@@ -51,13 +59,16 @@ async function runMigrate(program: Command, io: Io, flags: MigrateFlags): Promis
   const target = flags.databaseUrl ?? program.opts<{ db?: string }>().db;
   const url = databaseUrlOf(target);
   if (flags.appRole !== undefined && url === undefined) {
-    io.err('✗ --app-role needs a PostgreSQL database (--database-url or SOLID_DATABASE_URL); SQLite has no roles.');
+    io.err(
+      '✗ --app-role needs a PostgreSQL database (--database-url or SOLID_DATABASE_URL); SQLite has no roles.',
+    );
     return 2;
   }
   const where = dbPathOf(target);
   let store: Store | undefined;
   try {
-    store = url !== undefined ? new PostgresStore(postgresOptionsFromEnv(url)) : new SqliteStore({ path: where });
+    store =
+      url !== undefined ? new PostgresStore(postgresOptionsFromEnv(url)) : new SqliteStore({ path: where });
     const before = await applied(store);
     await store.migrate('runtime', runtimeMigrations);
     // The browser sessions table of `solid serve` (WebMCP), so a restricted app role never needs CREATE.
@@ -66,7 +77,9 @@ async function runMigrate(program: Command, io: Io, flags: MigrateFlags): Promis
     for (const name of packs) {
       const load = KNOWN_PACKS[name];
       if (load === undefined) {
-        io.err(`! pack ${name} is enabled on this database but unknown to this build; its migrations were skipped`);
+        io.err(
+          `! pack ${name} is enabled on this database but unknown to this build; its migrations were skipped`,
+        );
         continue;
       }
       const pack = await load();
@@ -80,16 +93,37 @@ async function runMigrate(program: Command, io: Io, flags: MigrateFlags): Promis
       grant = { role: flags.appRole, schema: r.schema };
     }
     if (flags.json) {
-      io.out(JSON.stringify({ database: where, engine: store.engine, applied: fresh, total: after.length, ...(grant ? { app_role: grant } : {}) }, null, 2));
+      io.out(
+        JSON.stringify(
+          {
+            database: where,
+            engine: store.engine,
+            applied: fresh,
+            total: after.length,
+            ...(grant ? { app_role: grant } : {}),
+          },
+          null,
+          2,
+        ),
+      );
     } else {
-      io.out(fresh.length === 0 ? `✓ ${where}: up to date (${after.length} migrations)` : `✓ ${where}: applied ${fresh.map((m) => `${m.scope}#${m.version} ${m.name}`).join(', ')}`);
-      if (grant) io.out(`✓ role ${grant.role}: DML on schema ${grant.schema}, SELECT/INSERT only on audit_log`);
+      io.out(
+        fresh.length === 0
+          ? `✓ ${where}: up to date (${after.length} migrations)`
+          : `✓ ${where}: applied ${fresh.map((m) => `${m.scope}#${m.version} ${m.name}`).join(', ')}`,
+      );
+      if (grant)
+        io.out(`✓ role ${grant.role}: DML on schema ${grant.schema}, SELECT/INSERT only on audit_log`);
     }
     return 0;
   } catch (err) {
     if (err instanceof StoreError) {
-      io.err(`✗ ${err.code === 'migration_failed' ? 'migration_failed' : 'store_unavailable'}: ${err.message}`);
-      io.err(`  hint: ${url !== undefined ? 'Check --database-url / SOLID_DATABASE_URL, that the server is up, and the role’s privileges.' : 'Check the path (--db / SOLID_DB) and its permissions.'}`);
+      io.err(
+        `✗ ${err.code === 'migration_failed' ? 'migration_failed' : 'store_unavailable'}: ${err.message}`,
+      );
+      io.err(
+        `  hint: ${url !== undefined ? 'Check --database-url / SOLID_DATABASE_URL, that the server is up, and the role’s privileges.' : 'Check the path (--db / SOLID_DB) and its permissions.'}`,
+      );
       return reasonInfo('store_unavailable').exit;
     }
     throw err;
@@ -100,7 +134,11 @@ async function runMigrate(program: Command, io: Io, flags: MigrateFlags): Promis
 
 async function applied(store: Store): Promise<Array<{ scope: string; version: number; name: string }>> {
   try {
-    const rows = await store.read((q) => q.all<{ scope: string; version: number; name: string }>('SELECT scope, version, name FROM schema_migrations ORDER BY scope, version'));
+    const rows = await store.read((q) =>
+      q.all<{ scope: string; version: number; name: string }>(
+        'SELECT scope, version, name FROM schema_migrations ORDER BY scope, version',
+      ),
+    );
     return rows.map((r) => ({ scope: r.scope, version: Number(r.version), name: r.name }));
   } catch (err) {
     if (err instanceof StoreError && err.code === 'unknown') return []; // no schema_migrations table yet
@@ -109,6 +147,8 @@ async function applied(store: Store): Promise<Array<{ scope: string; version: nu
 }
 
 async function enabledPacks(store: Store): Promise<string[]> {
-  const row = await store.read((q) => q.get<{ value: string }>(`SELECT value FROM runtime_meta WHERE key = 'packs'`));
+  const row = await store.read((q) =>
+    q.get<{ value: string }>(`SELECT value FROM runtime_meta WHERE key = 'packs'`),
+  );
   return row === undefined ? [] : (JSON.parse(row.value) as string[]);
 }

@@ -13,7 +13,9 @@ import type { Io } from '../output.ts';
 export function registerInit(program: Command, io: Io, setExit: (code: number) => void): void {
   program
     .command('init')
-    .description('Create a solid database with a sandbox tenant and your tenant; prints an owner API key once')
+    .description(
+      'Create a solid database with a sandbox tenant and your tenant; prints an owner API key once',
+    )
     .option('--name <name>', 'your tenant name', 'My Company')
     .option('--tier <tier>', `subscription tier (${TIERS.join(', ')})`, 'starter')
     .option('--json', 'print machine-readable JSON')
@@ -28,17 +30,33 @@ export function registerInit(program: Command, io: Io, setExit: (code: number) =
       const existed = databaseUrlOf(g.db) !== undefined || existsSync(dbPath); // PostgreSQL: the database exists; check its tenants
       const local = await openLocal({ db: g.db, create: true });
       try {
-        const count = await local.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM tenants'));
+        const count = await local.rt.store.read((q) =>
+          q.get<{ n: number }>('SELECT COUNT(*) AS n FROM tenants'),
+        );
         if (existed && Number(count?.n ?? 0) > 0) {
-          io.err(`✗ ${dbPath} is already initialised (${count!.n} tenants). Use \`solid api-keys create\` for another key.`);
+          io.err(
+            `✗ ${dbPath} is already initialised (${count!.n} tenants). Use \`solid api-keys create\` for another key.`,
+          );
           setExit(6);
           return;
         }
         await local.rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
         const t = await local.rt.createTenant({ name: opts.name, tier: opts.tier as Tier });
-        const key = await local.rt.createApiKey({ company_id: t.company_id, user_id: 1, role: 'owner', agent_type: 'cli', name: 'owner (solid init)' });
+        const key = await local.rt.createApiKey({
+          company_id: t.company_id,
+          user_id: 1,
+          role: 'owner',
+          agent_type: 'cli',
+          name: 'owner (solid init)',
+        });
         if (opts.json) {
-          io.out(JSON.stringify({ db: dbPath, keyfile: keyfileOf(dbPath), company_id: t.company_id, owner_api_key: key }, null, 2));
+          io.out(
+            JSON.stringify(
+              { db: dbPath, keyfile: keyfileOf(dbPath), company_id: t.company_id, owner_api_key: key },
+              null,
+              2,
+            ),
+          );
         } else {
           io.out(
             [

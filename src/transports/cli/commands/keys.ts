@@ -49,32 +49,52 @@ interface KeysFlags {
 export async function tenantOfFlags(rt: Runtime, tenant: string | undefined): Promise<number> {
   if (tenant !== undefined) {
     const n = Number(tenant);
-    if (!Number.isSafeInteger(n) || n < 1) throw new VerbError('invalid_args', `--tenant must be a positive integer, not "${tenant}".`, { hint: 'Pass the company_id, e.g. --tenant 2.' });
-    if ((await rt.tenants.get(n)) === undefined) throw new VerbError('not_found', `No tenant ${n} in this database.`, { hint: 'List tenants with `solid tenant show` or check --db.' });
+    if (!Number.isSafeInteger(n) || n < 1)
+      throw new VerbError('invalid_args', `--tenant must be a positive integer, not "${tenant}".`, {
+        hint: 'Pass the company_id, e.g. --tenant 2.',
+      });
+    if ((await rt.tenants.get(n)) === undefined)
+      throw new VerbError('not_found', `No tenant ${n} in this database.`, {
+        hint: 'List tenants with `solid tenant show` or check --db.',
+      });
     return n;
   }
   const id = await primaryTenantOf(rt, ucpConfigFromEnv().primaryTenant);
-  if (id === undefined) throw new VerbError('not_found', 'This database has no tenant.', { hint: 'Run `solid init` first.' });
+  if (id === undefined)
+    throw new VerbError('not_found', 'This database has no tenant.', { hint: 'Run `solid init` first.' });
   return id;
 }
 
 function graceSecondsOf(flags: KeysFlags): number {
   if (flags.graceDays === undefined) return DEFAULT_GRACE_SECONDS;
   const days = Number(flags.graceDays);
-  if (!Number.isFinite(days) || days < 0 || days > 365) throw new VerbError('invalid_args', '--grace-days must be a number of days between 0 and 365.');
+  if (!Number.isFinite(days) || days < 0 || days > 365)
+    throw new VerbError('invalid_args', '--grace-days must be a number of days between 0 and 365.');
   return Math.round(days * 86_400);
 }
 
 /** Whether verifiers should accept the key now (what the profile publishes). */
 function published(k: TenantKeyInfo, now: Date): boolean {
-  return k.state === 'pending' || k.state === 'active' || (k.state === 'rotating' && (k.grace_until === null || k.grace_until > now.toISOString()));
+  return (
+    k.state === 'pending' ||
+    k.state === 'active' ||
+    (k.state === 'rotating' && (k.grace_until === null || k.grace_until > now.toISOString()))
+  );
 }
 
 function render(keys: readonly TenantKeyInfo[], now: Date): string {
   if (keys.length === 0) return '(no keys)';
   return table(
     ['kid', 'state', 'published', 'created', 'activated', 'grace until', 'retired'],
-    keys.map((k) => [k.kid, k.state, published(k, now) ? 'yes' : 'no', k.created_at, k.activated_at ?? '', k.grace_until ?? '', k.retired_at ?? '']),
+    keys.map((k) => [
+      k.kid,
+      k.state,
+      published(k, now) ? 'yes' : 'no',
+      k.created_at,
+      k.activated_at ?? '',
+      k.grace_until ?? '',
+      k.retired_at ?? '',
+    ]),
   );
 }
 
@@ -83,13 +103,21 @@ function checkPublishedLongEnough(key: TenantKeyInfo, now: Date, force: boolean)
   const age = (now.getTime() - Date.parse(key.created_at)) / 1000;
   if (force || age >= PROFILE_MAX_AGE_SECONDS) return;
   const at = new Date(Date.parse(key.created_at) + PROFILE_MAX_AGE_SECONDS * 1000).toISOString();
-  throw new VerbError('invalid_request', `Key ${key.kid} was published ${Math.floor(age)} s ago; platforms cache the profile up to ${PROFILE_MAX_AGE_SECONDS} s, so it may not sign yet.`, {
-    hint: `Run it again after ${at}, or pass --force to start signing now.`,
-    details: { kid: key.kid, signs_after: at },
-  });
+  throw new VerbError(
+    'invalid_request',
+    `Key ${key.kid} was published ${Math.floor(age)} s ago; platforms cache the profile up to ${PROFILE_MAX_AGE_SECONDS} s, so it may not sign yet.`,
+    {
+      hint: `Run it again after ${at}, or pass --force to start signing now.`,
+      details: { kid: key.kid, signs_after: at },
+    },
+  );
 }
 
-type Action = (rt: Runtime, companyId: number, now: Date) => Promise<{ out: Record<string, unknown>; text: string }>;
+type Action = (
+  rt: Runtime,
+  companyId: number,
+  now: Date,
+) => Promise<{ out: Record<string, unknown>; text: string }>;
 
 async function run(program: Command, io: Io, flags: KeysFlags, action: Action): Promise<number> {
   const local = await openLocal({ db: program.opts<{ db?: string }>().db });
@@ -110,10 +138,25 @@ async function run(program: Command, io: Io, flags: KeysFlags, action: Action): 
 }
 
 /** One key change with its audit row, in one store transaction. */
-async function change(rt: Runtime, companyId: number, now: Date, action: string, fn: (tx: StoreTx) => Promise<TenantKeyInfo>, extra: Record<string, unknown> = {}): Promise<TenantKeyInfo> {
+async function change(
+  rt: Runtime,
+  companyId: number,
+  now: Date,
+  action: string,
+  fn: (tx: StoreTx) => Promise<TenantKeyInfo>,
+  extra: Record<string, unknown> = {},
+): Promise<TenantKeyInfo> {
   const info = await rt.store.write(async (tx) => {
     const k = await fn(tx);
-    const row = await appendOperatorAudit(tx, { company_id: companyId, action, category: 'keys', request_data: { kid: k.kid, state: k.state, ...extra }, entity_type: 'signing_key', entity_id: k.kid, now });
+    const row = await appendOperatorAudit(tx, {
+      company_id: companyId,
+      action,
+      category: 'keys',
+      request_data: { kid: k.kid, state: k.state, ...extra },
+      entity_type: 'signing_key',
+      entity_id: k.kid,
+      now,
+    });
     tx.afterCommit(() => rt.afterWrite(row));
     return k;
   });
@@ -122,29 +165,52 @@ async function change(rt: Runtime, companyId: number, now: Date, action: string,
 }
 
 export function registerKeys(program: Command, io: Io, setExit: (code: number) => void): void {
-  const keys = program.command('keys').description("A tenant's ES256 signing keys: list, create, activate, rotate, retire (owner, local database)");
-  const common = (c: Command) => c.option('--tenant <company_id>', 'tenant (default: SOLID_UCP_TENANT or the first non-sandbox tenant)').option('--json', 'print JSON');
+  const keys = program
+    .command('keys')
+    .description(
+      "A tenant's ES256 signing keys: list, create, activate, rotate, retire (owner, local database)",
+    );
+  const common = (c: Command) =>
+    c
+      .option('--tenant <company_id>', 'tenant (default: SOLID_UCP_TENANT or the first non-sandbox tenant)')
+      .option('--json', 'print JSON');
 
-  common(keys.command('list').description('List the keys, newest first, with what the profile publishes')).action(async (flags: KeysFlags) => {
+  common(
+    keys.command('list').description('List the keys, newest first, with what the profile publishes'),
+  ).action(async (flags: KeysFlags) => {
     setExit(
       await run(program, io, flags, async (rt, companyId, now) => {
         const list = await rt.store.read((q) => rt.keys.list(q, companyId));
-        return { out: { company_id: companyId, keys: list.map((k) => ({ ...k, published: published(k, now) })) }, text: render(list, now) };
+        return {
+          out: { company_id: companyId, keys: list.map((k) => ({ ...k, published: published(k, now) })) },
+          text: render(list, now),
+        };
       }),
     );
   });
 
-  common(keys.command('create').description('Create a pending key: published now, signing only after activation')).action(async (flags: KeysFlags) => {
+  common(
+    keys.command('create').description('Create a pending key: published now, signing only after activation'),
+  ).action(async (flags: KeysFlags) => {
     setExit(
       await run(program, io, flags, async (rt, companyId, now) => {
-        const k = await change(rt, companyId, now, 'keys.create', (tx) => rt.keys.create(tx, companyId, 'pending', now));
+        const k = await change(rt, companyId, now, 'keys.create', (tx) =>
+          rt.keys.create(tx, companyId, 'pending', now),
+        );
         const after = new Date(now.getTime() + PROFILE_MAX_AGE_SECONDS * 1000).toISOString();
-        return { out: { company_id: companyId, key: k, signs_after: after }, text: `✓ created pending key ${k.kid} (published now)\n  activate it after ${after}: solid keys activate ${k.kid}` };
+        return {
+          out: { company_id: companyId, key: k, signs_after: after },
+          text: `✓ created pending key ${k.kid} (published now)\n  activate it after ${after}: solid keys activate ${k.kid}`,
+        };
       }),
     );
   });
 
-  common(keys.command('activate <kid>').description('Start signing with a pending key; the previous key stays accepted for the grace period'))
+  common(
+    keys
+      .command('activate <kid>')
+      .description('Start signing with a pending key; the previous key stays accepted for the grace period'),
+  )
     .option('--grace-days <days>', 'how long the previous key stays published (default 7)')
     .option('--force', 'activate even if the key was published less than 300 s ago')
     .action(async (kid: string, flags: KeysFlags) => {
@@ -152,10 +218,23 @@ export function registerKeys(program: Command, io: Io, setExit: (code: number) =
         await run(program, io, flags, async (rt, companyId, now) => {
           const grace = graceSecondsOf(flags);
           const current = (await rt.store.read((q) => rt.keys.list(q, companyId))).find((k) => k.kid === kid);
-          if (current === undefined) throw new VerbError('not_found', `No signing key ${kid} for tenant ${companyId}.`, { hint: 'List keys with `solid keys list`.' });
+          if (current === undefined)
+            throw new VerbError('not_found', `No signing key ${kid} for tenant ${companyId}.`, {
+              hint: 'List keys with `solid keys list`.',
+            });
           if (current.state === 'pending') checkPublishedLongEnough(current, now, flags.force === true);
-          const k = await change(rt, companyId, now, 'keys.activate', (tx) => rt.keys.activate(tx, companyId, kid, now, grace), { grace_seconds: grace });
-          return { out: { company_id: companyId, key: k }, text: `✓ ${k.kid} is now the active signing key; the previous key is accepted for ${grace / 86_400} days` };
+          const k = await change(
+            rt,
+            companyId,
+            now,
+            'keys.activate',
+            (tx) => rt.keys.activate(tx, companyId, kid, now, grace),
+            { grace_seconds: grace },
+          );
+          return {
+            out: { company_id: companyId, key: k },
+            text: `✓ ${k.kid} is now the active signing key; the previous key is accepted for ${grace / 86_400} days`,
+          };
         }),
       );
     });
@@ -167,9 +246,18 @@ export function registerKeys(program: Command, io: Io, setExit: (code: number) =
       setExit(
         await run(program, io, flags, async (rt, companyId, now) => {
           const grace = graceSecondsOf(flags);
-          const pending = (await rt.store.read((q) => rt.keys.list(q, companyId))).find((k) => k.state === 'pending');
+          const pending = (await rt.store.read((q) => rt.keys.list(q, companyId))).find(
+            (k) => k.state === 'pending',
+          );
           if (pending === undefined && flags.force !== true) {
-            const k = await change(rt, companyId, now, 'keys.rotate', (tx) => rt.keys.create(tx, companyId, 'pending', now), { step: 'publish' });
+            const k = await change(
+              rt,
+              companyId,
+              now,
+              'keys.rotate',
+              (tx) => rt.keys.create(tx, companyId, 'pending', now),
+              { step: 'publish' },
+            );
             const after = new Date(now.getTime() + PROFILE_MAX_AGE_SECONDS * 1000).toISOString();
             return {
               out: { company_id: companyId, step: 'published', key: k, signs_after: after },
@@ -177,20 +265,45 @@ export function registerKeys(program: Command, io: Io, setExit: (code: number) =
             };
           }
           let target = pending;
-          if (target === undefined) target = await change(rt, companyId, now, 'keys.rotate', (tx) => rt.keys.create(tx, companyId, 'pending', now), { step: 'publish', forced: true });
+          if (target === undefined)
+            target = await change(
+              rt,
+              companyId,
+              now,
+              'keys.rotate',
+              (tx) => rt.keys.create(tx, companyId, 'pending', now),
+              { step: 'publish', forced: true },
+            );
           else checkPublishedLongEnough(target, now, flags.force === true);
           const kid = target.kid;
-          const k = await change(rt, companyId, now, 'keys.rotate', (tx) => rt.keys.activate(tx, companyId, kid, now, grace), { step: 'activate', grace_seconds: grace });
-          return { out: { company_id: companyId, step: 'activated', key: k }, text: `✓ ${k.kid} is now the active signing key; the previous key is accepted for ${grace / 86_400} days, then retire it` };
+          const k = await change(
+            rt,
+            companyId,
+            now,
+            'keys.rotate',
+            (tx) => rt.keys.activate(tx, companyId, kid, now, grace),
+            { step: 'activate', grace_seconds: grace },
+          );
+          return {
+            out: { company_id: companyId, step: 'activated', key: k },
+            text: `✓ ${k.kid} is now the active signing key; the previous key is accepted for ${grace / 86_400} days, then retire it`,
+          };
         }),
       );
     });
 
-  common(keys.command('retire <kid>').description('Withdraw a pending or rotating key now (never the active one)')).action(async (kid: string, flags: KeysFlags) => {
+  common(
+    keys.command('retire <kid>').description('Withdraw a pending or rotating key now (never the active one)'),
+  ).action(async (kid: string, flags: KeysFlags) => {
     setExit(
       await run(program, io, flags, async (rt, companyId, now) => {
-        const k = await change(rt, companyId, now, 'keys.retire', (tx) => rt.keys.retire(tx, companyId, kid, now));
-        return { out: { company_id: companyId, key: k }, text: `✓ retired ${k.kid}: no longer published or accepted (kept for verifying old receipts)` };
+        const k = await change(rt, companyId, now, 'keys.retire', (tx) =>
+          rt.keys.retire(tx, companyId, kid, now),
+        );
+        return {
+          out: { company_id: companyId, key: k },
+          text: `✓ retired ${k.kid}: no longer published or accepted (kept for verifying old receipts)`,
+        };
       }),
     );
   });

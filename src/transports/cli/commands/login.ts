@@ -23,7 +23,13 @@ import type { Command } from 'commander';
 import type { Envelope } from '../../../spec/types.ts';
 import { ApiClient } from '../../remote/api-client.ts';
 import { approvalPageUrl } from '../../remote/cli-login-routes.ts';
-import { credentialsPath, deleteLogin, readLogin, saveLogin, type StoredLogin } from '../../remote/credentials-file.ts';
+import {
+  credentialsPath,
+  deleteLogin,
+  readLogin,
+  saveLogin,
+  type StoredLogin,
+} from '../../remote/credentials-file.ts';
 import { normalizeBaseUrl } from '../../remote/remote-url.ts';
 import type { WhoAmI } from '../../remote/whoami.ts';
 import { exitCodeOf, printEnvelope, type Io } from '../output.ts';
@@ -43,7 +49,9 @@ const MAX_POLL_FAILURES = 3;
 export function registerLogin(program: Command, io: Io, setExit: (code: number) => void): void {
   program
     .command('login')
-    .description('Log in to a remote solid server (--url / SOLID_API_URL): paste an API key, or approve in the browser')
+    .description(
+      'Log in to a remote solid server (--url / SOLID_API_URL): paste an API key, or approve in the browser',
+    )
     .option('--api-key <key>', 'an API key to verify and store (instead of the prompt)')
     .option('--browser', 'log in through the dashboard even on a terminal')
     .option('--no-open', 'print the approval link without opening a browser')
@@ -56,7 +64,9 @@ export function registerLogin(program: Command, io: Io, setExit: (code: number) 
     .description('Forget the stored key of a remote server (--revoke: revoke it on the server first)')
     .option('--revoke', 'revoke the key on the server before forgetting it')
     .option('--json', 'print the result as an envelope')
-    .action(async (flags: { revoke?: boolean; json?: boolean }) => setExit(await runLogout(program, io, flags)));
+    .action(async (flags: { revoke?: boolean; json?: boolean }) =>
+      setExit(await runLogout(program, io, flags)),
+    );
 
   program
     .command('whoami')
@@ -75,7 +85,8 @@ export function registerLogin(program: Command, io: Io, setExit: (code: number) 
 
 function describeWho(w: WhoAmI, url: string | undefined): string {
   const where = url !== undefined ? ` at ${url}` : '';
-  if (w.sandbox) return `No API key${where}: the read-only sandbox (company ${w.company_id}${w.tenant_name ? ` "${w.tenant_name}"` : ''}, ${w.tier}); writes need a key.`;
+  if (w.sandbox)
+    return `No API key${where}: the read-only sandbox (company ${w.company_id}${w.tenant_name ? ` "${w.tenant_name}"` : ''}, ${w.tier}); writes need a key.`;
   return [
     `user ${w.user_id} (${w.role}) of company ${w.company_id}${w.tenant_name ? ` "${w.tenant_name}"` : ''}${where}`,
     `tier      ${w.tier}`,
@@ -86,7 +97,9 @@ function describeWho(w: WhoAmI, url: string | undefined): string {
 function urlOrUsage(program: Command, io: Io, command: string): string | undefined {
   const url = remoteUrlOf(program);
   if (url === undefined) {
-    io.err(`✗ solid ${command} needs the server: pass --url https://… (the base URL \`solid serve\` prints) or set SOLID_API_URL.`);
+    io.err(
+      `✗ solid ${command} needs the server: pass --url https://… (the base URL \`solid serve\` prints) or set SOLID_API_URL.`,
+    );
     return undefined;
   }
   return normalizeBaseUrl(url);
@@ -103,7 +116,9 @@ export async function runLogin(program: Command, io: Io, flags: LoginFlags): Pro
   let key = flags.apiKey;
   if (key === undefined && !flags.browser && io.isTTY && io.promptSecret !== undefined && !flags.json) {
     io.err(`Log in to ${url}.`);
-    const typed = (await io.promptSecret('Paste an API key (sk_solid_…), or press Enter to log in with the browser: ')).trim();
+    const typed = (
+      await io.promptSecret('Paste an API key (sk_solid_…), or press Enter to log in with the browser: ')
+    ).trim();
     if (typed !== '') key = typed;
   }
   let method: StoredLogin['method'] = 'api_key';
@@ -118,15 +133,51 @@ export async function runLogin(program: Command, io: Io, flags: LoginFlags): Pro
     const me = await client.whoami();
     if (!me.ok) return fail(io, me, flags.json);
     const w = me.result as WhoAmI;
-    if (w.sandbox) return fail(io, { ok: false, verb: 'login', error: { reason: 'auth_required', message: 'An empty key logs nobody in.', hint: 'Paste an API key (sk_solid_…), or use --browser.' } }, flags.json);
+    if (w.sandbox)
+      return fail(
+        io,
+        {
+          ok: false,
+          verb: 'login',
+          error: {
+            reason: 'auth_required',
+            message: 'An empty key logs nobody in.',
+            hint: 'Paste an API key (sk_solid_…), or use --browser.',
+          },
+        },
+        flags.json,
+      );
     const path = saveLogin(
       url,
-      { api_key: key, key_id: w.key_id, company_id: w.company_id, tenant_name: w.tenant_name, user_id: w.user_id, role: w.role, tier: w.tier, method, saved_at: new Date().toISOString() },
+      {
+        api_key: key,
+        key_id: w.key_id,
+        company_id: w.company_id,
+        tenant_name: w.tenant_name,
+        user_id: w.user_id,
+        role: w.role,
+        tier: w.tier,
+        method,
+        saved_at: new Date().toISOString(),
+      },
       { warn: io.err },
     );
-    const result = { url, company_id: w.company_id, tenant_name: w.tenant_name, user_id: w.user_id, role: w.role, tier: w.tier, key_id: w.key_id, method, credentials_path: path };
+    const result = {
+      url,
+      company_id: w.company_id,
+      tenant_name: w.tenant_name,
+      user_id: w.user_id,
+      role: w.role,
+      tier: w.tier,
+      key_id: w.key_id,
+      method,
+      credentials_path: path,
+    };
     if (flags.json) io.out(JSON.stringify({ ok: true, verb: 'login', result }, null, 2));
-    else io.out(`✓ logged in to ${url} as user ${w.user_id} (${w.role}) of company ${w.company_id}${w.tenant_name ? ` "${w.tenant_name}"` : ''} (${w.tier})\n  key stored in ${path} (mode 600)`);
+    else
+      io.out(
+        `✓ logged in to ${url} as user ${w.user_id} (${w.role}) of company ${w.company_id}${w.tenant_name ? ` "${w.tenant_name}"` : ''} (${w.tier})\n  key stored in ${path} (mode 600)`,
+      );
     return 0;
   } finally {
     client.close();
@@ -139,9 +190,16 @@ async function browserLogin(url: string, io: Io, flags: LoginFlags): Promise<str
   try {
     const started = await client.startCliLogin(flags.name ?? 'solid CLI');
     if (!started.ok) return fail(io, started, flags.json);
-    const s = started.result as { code: string; poll_secret: string; expires_at: string; poll_interval_seconds: number };
+    const s = started.result as {
+      code: string;
+      poll_secret: string;
+      expires_at: string;
+      poll_interval_seconds: number;
+    };
     const page = approvalPageUrl(url, s.code);
-    io.err(`To log in, open this page, sign in to the dashboard, check that it shows the code ${s.code}, and approve:\n\n  ${page}\n\nWaiting for approval (the code expires at ${s.expires_at})…`);
+    io.err(
+      `To log in, open this page, sign in to the dashboard, check that it shows the code ${s.code}, and approve:\n\n  ${page}\n\nWaiting for approval (the code expires at ${s.expires_at})…`,
+    );
     if (flags.open !== false && io.isTTY) openBrowser(page);
     const intervalMs = Math.max(250, (s.poll_interval_seconds || 2) * 1000);
     let failures = 0;
@@ -156,7 +214,19 @@ async function browserLogin(url: string, io: Io, flags: LoginFlags): Promise<str
       }
       if (polled.error?.reason === 'upstream_unavailable' && ++failures < MAX_POLL_FAILURES) continue;
       if (polled.error?.reason === 'not_found') {
-        return fail(io, { ...polled, verb: 'login', error: { ...polled.error, message: 'The login code expired (or was already used) before it was approved.', hint: 'Run `solid login` again and approve within 10 minutes.' } }, flags.json);
+        return fail(
+          io,
+          {
+            ...polled,
+            verb: 'login',
+            error: {
+              ...polled.error,
+              message: 'The login code expired (or was already used) before it was approved.',
+              hint: 'Run `solid login` again and approve within 10 minutes.',
+            },
+          },
+          flags.json,
+        );
       }
       return fail(io, { ...polled, verb: 'login' }, flags.json);
     }
@@ -167,7 +237,12 @@ async function browserLogin(url: string, io: Io, flags: LoginFlags): Promise<str
 
 /** Best effort: open the page in the default browser; the printed link is the fallback. */
 function openBrowser(page: string): void {
-  const [cmd, args] = process.platform === 'darwin' ? ['open', [page]] : process.platform === 'win32' ? ['cmd', ['/c', 'start', '', page]] : ['xdg-open', [page]];
+  const [cmd, args] =
+    process.platform === 'darwin'
+      ? ['open', [page]]
+      : process.platform === 'win32'
+        ? ['cmd', ['/c', 'start', '', page]]
+        : ['xdg-open', [page]];
   try {
     const child = spawn(cmd, args as string[], { stdio: 'ignore', detached: true });
     child.on('error', () => {});
@@ -178,7 +253,11 @@ function openBrowser(page: string): void {
 }
 
 /** `solid logout`; resolves to the exit code. */
-export async function runLogout(program: Command, io: Io, flags: { revoke?: boolean; json?: boolean }): Promise<number> {
+export async function runLogout(
+  program: Command,
+  io: Io,
+  flags: { revoke?: boolean; json?: boolean },
+): Promise<number> {
   const url = urlOrUsage(program, io, 'logout');
   if (url === undefined) return 2;
   const stored = readLogin(url, { warn: io.err });
@@ -195,7 +274,9 @@ export async function runLogout(program: Command, io: Io, flags: { revoke?: bool
       const env = await client.revokeOwnKey();
       // An already revoked key (auth_invalid) is as good as revoked; anything else keeps the login.
       if (!env.ok && env.error?.reason !== 'auth_invalid') {
-        io.err('The stored key was kept (it could not be revoked); fix the problem and run `solid logout --revoke` again, or drop --revoke.');
+        io.err(
+          'The stored key was kept (it could not be revoked); fix the problem and run `solid logout --revoke` again, or drop --revoke.',
+        );
         return fail(io, { ...env, verb: 'logout' }, flags.json);
       }
       revoked = env.ok && env.result?.revoked === true;

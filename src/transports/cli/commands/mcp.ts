@@ -27,22 +27,33 @@ import type { Io } from '../output.ts';
 export function registerMcp(program: Command, io: Io, setExit: (code: number) => void): void {
   program
     .command('mcp')
-    .description('Serve the verbs as MCP tools over stdio (Claude Desktop, Cursor…); SOLID_API_KEY for writes; logs on stderr')
-    .option('--refresh-seconds <seconds>', 'how often to re-read the verbs the database serves', String(DEFAULT_REFRESH_MS / 1000))
+    .description(
+      'Serve the verbs as MCP tools over stdio (Claude Desktop, Cursor…); SOLID_API_KEY for writes; logs on stderr',
+    )
+    .option(
+      '--refresh-seconds <seconds>',
+      'how often to re-read the verbs the database serves',
+      String(DEFAULT_REFRESH_MS / 1000),
+    )
     .action(async (flags: { refreshSeconds: string }) => {
       setExit(await runMcpStdio(program, io, flags));
     });
 }
 
 /** Serve MCP on the process's stdin/stdout until stdin closes; resolves to the exit code. */
-export async function runMcpStdio(program: Command, io: Io, flags: { refreshSeconds: string }): Promise<number> {
+export async function runMcpStdio(
+  program: Command,
+  io: Io,
+  flags: { refreshSeconds: string },
+): Promise<number> {
   const seconds = Number(flags.refreshSeconds);
   if (!Number.isFinite(seconds) || seconds <= 0) {
     io.err('✗ --refresh-seconds must be a positive number');
     return 2;
   }
   const url = remoteUrlOf(program);
-  if (url !== undefined) return (await import('../../remote/remote-mcp.ts')).runRemoteMcp(url, io, Math.round(seconds * 1000));
+  if (url !== undefined)
+    return (await import('../../remote/remote-mcp.ts')).runRemoteMcp(url, io, Math.round(seconds * 1000));
   const local = await openLocal({ db: program.opts<{ db?: string }>().db });
   try {
     const served = await serveStdio(local.rt, {
@@ -102,6 +113,8 @@ export async function refreshPacks(local: Local): Promise<void> {
 }
 
 async function readPackNames(rt: Runtime): Promise<string[]> {
-  const row = await rt.store.read((q) => q.get<{ value: string }>(`SELECT value FROM runtime_meta WHERE key = 'packs'`));
+  const row = await rt.store.read((q) =>
+    q.get<{ value: string }>(`SELECT value FROM runtime_meta WHERE key = 'packs'`),
+  );
   return row === undefined ? [] : (JSON.parse(row.value) as string[]);
 }

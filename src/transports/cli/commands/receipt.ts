@@ -13,7 +13,12 @@ import type { Command } from 'commander';
 import type { Io } from '../output.ts';
 import { openAuditSource } from './audit.ts';
 import { verifyReceipt } from '../../../runtime/ledger/receipts.ts';
-import { checkReceiptInLog, databaseKeys, parseTrustFile, type ReceiptLogCheck } from '../../../runtime/ledger/verify.ts';
+import {
+  checkReceiptInLog,
+  databaseKeys,
+  parseTrustFile,
+  type ReceiptLogCheck,
+} from '../../../runtime/ledger/verify.ts';
 import type { PublicJwk } from '../../../runtime/ledger/tenant-keys.ts';
 import type { Receipt } from '../../../spec/types.ts';
 import { VerbError } from '../../../runtime/errors.ts';
@@ -23,7 +28,13 @@ export function receiptOf(doc: unknown): Receipt | undefined {
   if (doc === null || typeof doc !== 'object') return undefined;
   const d = doc as { attestation?: unknown; result?: { attestation?: unknown } };
   if (d.attestation !== undefined) return d as unknown as Receipt;
-  if (d.result !== undefined && d.result !== null && typeof d.result === 'object' && d.result.attestation !== undefined) return d.result as unknown as Receipt;
+  if (
+    d.result !== undefined &&
+    d.result !== null &&
+    typeof d.result === 'object' &&
+    d.result.attestation !== undefined
+  )
+    return d.result as unknown as Receipt;
   return undefined;
 }
 
@@ -31,18 +42,30 @@ export function registerReceipt(program: Command, io: Io, setExit: (code: number
   const receipt = program.command('receipt').description('Signed receipts');
   receipt
     .command('verify <file>')
-    .description('Verify a saved receipt (or envelope) offline: signature, and its row in the local audit log')
-    .option('--keys <jwks.json>', 'trusted public keys exported with `solid audit export-keys` (default: the local database)')
+    .description(
+      'Verify a saved receipt (or envelope) offline: signature, and its row in the local audit log',
+    )
+    .option(
+      '--keys <jwks.json>',
+      'trusted public keys exported with `solid audit export-keys` (default: the local database)',
+    )
     .option('--json', 'print the verdict as JSON')
     .action(async (file: string, opts: { keys?: string; json?: boolean }) => {
       let doc: unknown;
       try {
         doc = JSON.parse(readFileSync(file, 'utf8'));
       } catch (err) {
-        throw new VerbError('invalid_args', `Cannot read a JSON receipt from ${file}: ${(err as Error).message}`, { hint: 'Save the envelope with `solid agent dispatch … --json > receipt.json`.' });
+        throw new VerbError(
+          'invalid_args',
+          `Cannot read a JSON receipt from ${file}: ${(err as Error).message}`,
+          { hint: 'Save the envelope with `solid agent dispatch … --json > receipt.json`.' },
+        );
       }
       const r = receiptOf(doc);
-      if (r === undefined) throw new VerbError('invalid_args', `${file} holds no signed receipt (no attestation).`, { hint: 'Only write receipts carry an attestation; pass the envelope or its result.' });
+      if (r === undefined)
+        throw new VerbError('invalid_args', `${file} holds no signed receipt (no attestation).`, {
+          hint: 'Only write receipts carry an attestation; pass the envelope or its result.',
+        });
       const db = await openAuditSource(program.opts<{ db?: string }>().db, false);
       try {
         let keys: PublicJwk[];
@@ -54,15 +77,30 @@ export function registerReceipt(program: Command, io: Io, setExit: (code: number
           keys = await databaseKeys(db.q);
           keySource = `${db.path} (the same store: pass --keys for an independent check)`;
         } else {
-          throw new VerbError('invalid_args', 'No public keys: pass --keys (from `solid audit export-keys`) or a local database (--db).', { hint: 'solid audit export-keys --out keys.json' });
+          throw new VerbError(
+            'invalid_args',
+            'No public keys: pass --keys (from `solid audit export-keys`) or a local database (--db).',
+            { hint: 'solid audit export-keys --out keys.json' },
+          );
         }
         const signature = verifyReceipt(r, keys);
-        const log: ReceiptLogCheck | undefined = db !== undefined && r.attestation !== undefined ? await checkReceiptInLog(db.q, r.attestation) : undefined;
-        const logOk = log === undefined || log.status === 'present' || (log.status === 'unknown_tenant' && opts.keys !== undefined);
+        const log: ReceiptLogCheck | undefined =
+          db !== undefined && r.attestation !== undefined
+            ? await checkReceiptInLog(db.q, r.attestation)
+            : undefined;
+        const logOk =
+          log === undefined ||
+          log.status === 'present' ||
+          (log.status === 'unknown_tenant' && opts.keys !== undefined);
         const valid = signature.valid && logOk;
         const verdict = {
           valid,
-          signature: { valid: signature.valid, kid: signature.kid ?? null, errors: signature.errors, keys: keySource },
+          signature: {
+            valid: signature.valid,
+            kid: signature.kid ?? null,
+            errors: signature.errors,
+            keys: keySource,
+          },
           log: log ?? null,
           audit_id: r.audit_id,
           seq: r.attestation?.seq ?? null,
@@ -71,8 +109,12 @@ export function registerReceipt(program: Command, io: Io, setExit: (code: number
           io.out(JSON.stringify(verdict, null, 2));
         } else {
           const lines = [
-            signature.valid ? `✓ signature valid (key ${signature.kid}, from ${keySource})` : `✗ signature invalid: ${signature.errors.join('; ')}`,
-            log === undefined ? '· audit log: not checked (no local database)' : `${log.status === 'present' ? '✓' : logOk ? '·' : '✗'} audit log: ${log.message}`,
+            signature.valid
+              ? `✓ signature valid (key ${signature.kid}, from ${keySource})`
+              : `✗ signature invalid: ${signature.errors.join('; ')}`,
+            log === undefined
+              ? '· audit log: not checked (no local database)'
+              : `${log.status === 'present' ? '✓' : logOk ? '·' : '✗'} audit log: ${log.message}`,
           ];
           (valid ? io.out : io.err)(lines.join('\n'));
         }

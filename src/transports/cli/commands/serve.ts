@@ -34,7 +34,9 @@ export interface ServeFlags {
 export function registerServe(program: Command, io: Io, setExit: (code: number) => void): void {
   program
     .command('serve')
-    .description('Serve the HTTP API (and every mounted transport: WebMCP, dashboard, MCP, UCP) on this database')
+    .description(
+      'Serve the HTTP API (and every mounted transport: WebMCP, dashboard, MCP, UCP) on this database',
+    )
     .option('--demo', 'create and seed the demo business on first run')
     .option('--port <port>', 'TCP port (0 = any free port)', process.env.PORT ?? '4400')
     .option('--host <host>', 'interface to bind', '127.0.0.1')
@@ -48,39 +50,70 @@ export function registerServe(program: Command, io: Io, setExit: (code: number) 
 /** Run the server until SIGINT/SIGTERM; resolves to the exit code. */
 export async function runServe(program: Command, io: Io, flags: ServeFlags): Promise<number> {
   const port = Number(flags.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) return usage(io, '--port must be an integer 0..65535');
-  if (flags.durability !== 'normal' && flags.durability !== 'full') return usage(io, '--durability must be normal or full');
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    return usage(io, '--port must be an integer 0..65535');
+  if (flags.durability !== 'normal' && flags.durability !== 'full')
+    return usage(io, '--durability must be normal or full');
   const bodyLimit = flags.bodyLimit === undefined ? undefined : Number(flags.bodyLimit);
-  if (bodyLimit !== undefined && (!Number.isInteger(bodyLimit) || bodyLimit < 1)) return usage(io, '--body-limit must be a positive integer (bytes)');
+  if (bodyLimit !== undefined && (!Number.isInteger(bodyLimit) || bodyLimit < 1))
+    return usage(io, '--body-limit must be a positive integer (bytes)');
 
   const demo = flags.demo === true;
   const demoPack = demo && KNOWN_PACKS.demo !== undefined;
-  const local = await openLocal({ db: program.opts<{ db?: string }>().db, create: demo, durability: flags.durability, packs: demoPack ? ['demo'] : [] });
+  const local = await openLocal({
+    db: program.opts<{ db?: string }>().db,
+    create: demo,
+    durability: flags.durability,
+    packs: demoPack ? ['demo'] : [],
+  });
   const { rt } = local;
   let app: ReturnType<typeof createHttpServer> | undefined;
   try {
     if (demo) await seedIfEmpty(rt, local.packs, io, local.dbPath);
-    const plugins = await loadHttpMounts((name, err) => io.err(`! transport ${name} not mounted: ${(err as Error).message}`));
-    app = createHttpServer(rt, { plugins, ...(bodyLimit !== undefined ? { bodyLimitBytes: bodyLimit } : {}) });
+    const plugins = await loadHttpMounts((name, err) =>
+      io.err(`! transport ${name} not mounted: ${(err as Error).message}`),
+    );
+    app = createHttpServer(rt, {
+      plugins,
+      ...(bodyLimit !== undefined ? { bodyLimitBytes: bodyLimit } : {}),
+    });
     try {
       await app.listen({ port, host: flags.host });
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
-        throw new VerbError('invalid_request', `Cannot listen on ${flags.host}:${port}: ${code === 'EADDRINUSE' ? 'the port is already in use' : code === 'EACCES' ? 'permission denied' : 'the address is not available here'}.`, {
-          hint: code === 'EADDRINUSE' ? 'Another solid serve (or program) uses it: pass --port <other>, or --port 0 for any free port.' : 'Pass --host 127.0.0.1 and a port above 1024.',
-        });
+        throw new VerbError(
+          'invalid_request',
+          `Cannot listen on ${flags.host}:${port}: ${code === 'EADDRINUSE' ? 'the port is already in use' : code === 'EACCES' ? 'permission denied' : 'the address is not available here'}.`,
+          {
+            hint:
+              code === 'EADDRINUSE'
+                ? 'Another solid serve (or program) uses it: pass --port <other>, or --port 0 for any free port.'
+                : 'Pass --host 127.0.0.1 and a port above 1024.',
+          },
+        );
       }
       throw err;
     }
     const addr = app.server.address() as AddressInfo;
-    const shownHost = addr.address === '0.0.0.0' || addr.address === '::' ? 'localhost' : addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+    const shownHost =
+      addr.address === '0.0.0.0' || addr.address === '::'
+        ? 'localhost'
+        : addr.family === 'IPv6'
+          ? `[${addr.address}]`
+          : addr.address;
     const base = `http://${shownHost}:${addr.port}`;
-    const lines = [`  API        ${base}/api/v1/agent/verbs  (POST ${base}/api/v1/agent/dispatch/{verb})`, `  OpenAPI    ${base}/openapi.json`];
-    if (app.hasRoute({ method: 'GET', url: '/' })) lines.push(`  Dashboard  ${base}/          (log in with a key; the page registers its WebMCP tools)`);
+    const lines = [
+      `  API        ${base}/api/v1/agent/verbs  (POST ${base}/api/v1/agent/dispatch/{verb})`,
+      `  OpenAPI    ${base}/openapi.json`,
+    ];
+    if (app.hasRoute({ method: 'GET', url: '/' }))
+      lines.push(`  Dashboard  ${base}/          (log in with a key; the page registers its WebMCP tools)`);
     if (app.hasRoute({ method: 'GET', url: '/webmcp.js' })) lines.push(`  WebMCP     ${base}/webmcp.js`);
-    if (app.hasRoute({ method: 'POST', url: '/mcp' })) lines.push(`  MCP        ${base}/mcp       (Streamable HTTP; \`solid mcp\` serves stdio)`);
-    if (app.hasRoute({ method: 'GET', url: '/.well-known/ucp' })) lines.push(`  UCP        ${base}/.well-known/ucp`);
+    if (app.hasRoute({ method: 'POST', url: '/mcp' }))
+      lines.push(`  MCP        ${base}/mcp       (Streamable HTTP; \`solid mcp\` serves stdio)`);
+    if (app.hasRoute({ method: 'GET', url: '/.well-known/ucp' }))
+      lines.push(`  UCP        ${base}/.well-known/ucp`);
     lines.push(`  database   ${local.dbPath}`, `  health     ${base}/healthz  ${base}/readyz`);
     io.out(lines.join('\n'));
     io.out(`solid serve: ready on ${base}`);
@@ -135,7 +168,8 @@ async function seedIfEmpty(rt: Runtime, packs: readonly Pack[], io: Io, dbPath: 
       return;
     }
     io.out(`✓ completed the demo business in ${dbPath}`);
-    for (const [k, v] of Object.entries(facts)) io.out(`  ${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);
+    for (const [k, v] of Object.entries(facts))
+      io.out(`  ${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);
     return;
   }
   if (Number(count?.n ?? 0) > 0) return;
@@ -155,12 +189,19 @@ async function seedIfEmpty(rt: Runtime, packs: readonly Pack[], io: Io, dbPath: 
     });
     if (process.stderr.isTTY && last >= 0) process.stderr.write('\n');
     io.out(`✓ seeded the demo business in ${dbPath}`);
-    for (const [k, v] of Object.entries(facts)) io.out(`  ${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);
+    for (const [k, v] of Object.entries(facts))
+      io.out(`  ${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);
     return;
   }
   await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
   const t = await rt.createTenant({ name: 'Demo Company', tier: 'professional' });
-  const key = await rt.createApiKey({ company_id: t.company_id, user_id: 1, role: 'owner', agent_type: 'cli', name: 'owner (solid serve --demo)' });
+  const key = await rt.createApiKey({
+    company_id: t.company_id,
+    user_id: 1,
+    role: 'owner',
+    agent_type: 'cli',
+    name: 'owner (solid serve --demo)',
+  });
   io.out(
     [
       `✓ created ${dbPath} (secrets: ${keyfileOf(dbPath)})`,

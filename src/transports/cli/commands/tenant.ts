@@ -30,12 +30,25 @@ interface CapView {
 }
 
 /** Dispatch a settings write with its confirmation round trip; returns the exit code. */
-function confirmAndRun(program: Command, io: Io, verb: string, args: Record<string, unknown>, flags: KeyFlags): Promise<number> {
-  return runDispatch(program, io, verb, { args: JSON.stringify(args), json: flags.json, confirm: true, apiKey: flags.apiKey });
+function confirmAndRun(
+  program: Command,
+  io: Io,
+  verb: string,
+  args: Record<string, unknown>,
+  flags: KeyFlags,
+): Promise<number> {
+  return runDispatch(program, io, verb, {
+    args: JSON.stringify(args),
+    json: flags.json,
+    confirm: true,
+    apiKey: flags.apiKey,
+  });
 }
 
 export function registerTenant(program: Command, io: Io, setExit: (code: number) => void): void {
-  const tenant = program.command('tenant').description("Your tenant's consent settings: daily caps and blocklist (owner only)");
+  const tenant = program
+    .command('tenant')
+    .description("Your tenant's consent settings: daily caps and blocklist (owner only)");
 
   tenant
     .command('show')
@@ -49,15 +62,26 @@ export function registerTenant(program: Command, io: Io, setExit: (code: number)
           setExit(printEnvelope(io, env, Boolean(flags.json)));
           return;
         }
-        const data = env.result!.data as { caps: Record<string, CapView>; blocklist: { default: string[]; tenant: string[] } };
+        const data = env.result!.data as {
+          caps: Record<string, CapView>;
+          blocklist: { default: string[]; tenant: string[] };
+        };
         io.out(
           table(
             ['CLASS', 'LIMIT/DAY', 'USED TODAY', 'REMAINING', 'RESETS (UTC)'],
-            Object.entries(data.caps).map(([cls, c]) => [cls, `${c.limit}${c.custom ? '' : ' (default)'}`, String(c.used_today), String(c.remaining), c.resets_at.replace('T', ' ').slice(0, 16)]),
+            Object.entries(data.caps).map(([cls, c]) => [
+              cls,
+              `${c.limit}${c.custom ? '' : ' (default)'}`,
+              String(c.used_today),
+              String(c.remaining),
+              c.resets_at.replace('T', ' ').slice(0, 16),
+            ]),
           ),
         );
         io.out(`blocked (built in): ${data.blocklist.default.join(', ')}`);
-        io.out(`blocked (this tenant): ${data.blocklist.tenant.length > 0 ? data.blocklist.tenant.join(', ') : '(none)'}`);
+        io.out(
+          `blocked (this tenant): ${data.blocklist.tenant.length > 0 ? data.blocklist.tenant.join(', ') : '(none)'}`,
+        );
         setExit(0);
       });
     });
@@ -79,10 +103,14 @@ export function registerTenant(program: Command, io: Io, setExit: (code: number)
         setExit(2);
         return;
       }
-      setExit(await confirmAndRun(program, io, 'tenant.caps_set', { consent_class: flags.class, limit }, flags));
+      setExit(
+        await confirmAndRun(program, io, 'tenant.caps_set', { consent_class: flags.class, limit }, flags),
+      );
     });
 
-  const blocklist = tenant.command('blocklist').description("Verb names refused for this tenant (beside the built-in four)");
+  const blocklist = tenant
+    .command('blocklist')
+    .description('Verb names refused for this tenant (beside the built-in four)');
   blocklist
     .command('add <name>')
     .description('Block a verb name (registered or not; case and . _ - separators ignored)')
@@ -93,7 +121,7 @@ export function registerTenant(program: Command, io: Io, setExit: (code: number)
     });
   blocklist
     .command('remove <name>')
-    .description("Unblock a name this tenant added (the built-in four stay blocked)")
+    .description('Unblock a name this tenant added (the built-in four stay blocked)')
     .option('--json', 'print the envelope as JSON')
     .option('--api-key <key>', 'API key (default: SOLID_API_KEY)')
     .action(async (name: string, flags: KeyFlags) => {

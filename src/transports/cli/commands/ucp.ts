@@ -35,7 +35,12 @@ import { buildBusinessProfile } from '../../ucp/profile.ts';
 import { appendOperatorAudit } from '../../ucp/operator-audit.ts';
 import { callCapability } from '../../ucp/ucp-client.ts';
 import { SignatureError } from '../../ucp/signature-error.ts';
-import { checkBaseUrl, parseUcpSettings, resolveTenantConfig, ucpConfigFromEnv } from '../../ucp/ucp-config.ts';
+import {
+  checkBaseUrl,
+  parseUcpSettings,
+  resolveTenantConfig,
+  ucpConfigFromEnv,
+} from '../../ucp/ucp-config.ts';
 import type { P256JwkInput } from '../../ucp/jwk.ts';
 import { openLocal } from '../local.ts';
 import { parseArgsJson, printEnvelope, type Io } from '../output.ts';
@@ -88,12 +93,23 @@ function readJsonFile(path: string, what: string): unknown {
 async function runCall(io: Io, url: string, capability: string, flags: CallFlags): Promise<number> {
   const parsed = parseArgsJson(capability, flags.args);
   if (!parsed.ok) return printEnvelope(io, parsed.envelope, Boolean(flags.json));
-  if (flags.keyFile === undefined) throw new VerbError('invalid_args', '--key-file is required: the platform private key (a P-256 JWK with d).', { hint: 'Create one with `solid ucp keygen --out platform.jwk.json`.' });
+  if (flags.keyFile === undefined)
+    throw new VerbError(
+      'invalid_args',
+      '--key-file is required: the platform private key (a P-256 JWK with d).',
+      { hint: 'Create one with `solid ucp keygen --out platform.jwk.json`.' },
+    );
   const jwk = readJsonFile(flags.keyFile, 'the key file') as P256JwkInput & { kid?: string };
   const kid = flags.kid ?? jwk.kid;
-  if (kid === undefined || kid === '') throw new VerbError('invalid_args', 'No key id: pass --kid or put "kid" in the key file.');
+  if (kid === undefined || kid === '')
+    throw new VerbError('invalid_args', 'No key id: pass --kid or put "kid" in the key file.');
   const profileUrl = flags.profileUrl ?? process.env.SOLID_UCP_PROFILE_URL;
-  if (profileUrl === undefined) throw new VerbError('invalid_args', '--profile-url is required: your platform profile URL (sent in UCP-Agent).', { hint: 'Host the document `solid ucp keygen` prints and pass its URL.' });
+  if (profileUrl === undefined)
+    throw new VerbError(
+      'invalid_args',
+      '--profile-url is required: your platform profile URL (sent in UCP-Agent).',
+      { hint: 'Host the document `solid ucp keygen` prints and pass its URL.' },
+    );
   let result;
   try {
     result = await callCapability({
@@ -107,25 +123,53 @@ async function runCall(io: Io, url: string, capability: string, flags: CallFlags
       ...(flags.nonce !== undefined ? { consentNonce: flags.nonce } : {}),
     });
   } catch (err) {
-    if (err instanceof SignatureError) throw new VerbError('invalid_args', `Cannot sign with the key file: ${err.message}`);
+    if (err instanceof SignatureError)
+      throw new VerbError('invalid_args', `Cannot sign with the key file: ${err.message}`);
     if (isVerbError(err)) throw err;
-    throw new VerbError('upstream_unavailable', `The UCP call failed: ${(err as Error).message}`, { hint: 'Check the URL (…/.well-known/ucp or the base URL) and that the business is reachable.' });
+    throw new VerbError('upstream_unavailable', `The UCP call failed: ${(err as Error).message}`, {
+      hint: 'Check the URL (…/.well-known/ucp or the base URL) and that the business is reachable.',
+    });
   }
   const verified = !(result.signature instanceof SignatureError);
   if (flags.json) {
-    io.out(JSON.stringify({ status: result.status, url: result.url, signature: verified ? { verified: true, keyid: (result.signature as { keyid: string }).keyid } : { verified: false, code: (result.signature as SignatureError).code, message: (result.signature as SignatureError).message }, body: result.body }, null, 2));
+    io.out(
+      JSON.stringify(
+        {
+          status: result.status,
+          url: result.url,
+          signature: verified
+            ? { verified: true, keyid: (result.signature as { keyid: string }).keyid }
+            : {
+                verified: false,
+                code: (result.signature as SignatureError).code,
+                message: (result.signature as SignatureError).message,
+              },
+          body: result.body,
+        },
+        null,
+        2,
+      ),
+    );
   } else {
     io.out(`HTTP ${result.status}  POST ${result.url}`);
     io.out(JSON.stringify(result.body, null, 2));
-    if (verified) io.err(`✓ answer signed by the business (keyid ${(result.signature as { keyid: string }).keyid})`);
-    else io.err(`✗ the answer's signature did not verify: ${(result.signature as SignatureError).code}: ${(result.signature as SignatureError).message}`);
+    if (verified)
+      io.err(`✓ answer signed by the business (keyid ${(result.signature as { keyid: string }).keyid})`);
+    else
+      io.err(
+        `✗ the answer's signature did not verify: ${(result.signature as SignatureError).code}: ${(result.signature as SignatureError).message}`,
+      );
   }
   const code = exitOfStatus(result.status);
   return code === 0 && !verified ? 1 : code;
 }
 
 export function registerUcp(program: Command, io: Io, setExit: (code: number) => void): void {
-  const ucp = program.command('ucp').description('UCP: call a business as a platform, make a platform key, show the profile, configure the trust list');
+  const ucp = program
+    .command('ucp')
+    .description(
+      'UCP: call a business as a platform, make a platform key, show the profile, configure the trust list',
+    );
 
   ucp
     .command('call <url> <capability>')
@@ -179,7 +223,9 @@ export function registerUcp(program: Command, io: Io, setExit: (code: number) =>
         keys: [{ kid: flags.kid, kty: 'EC', crv: 'P-256', x: jwk.x, y: jwk.y, use: 'sig', alg: 'ES256' }],
       };
       io.out(JSON.stringify(profile, null, 2));
-      io.err(`✓ private key written to ${flags.out} (kid ${flags.kid}); host the profile above${flags.profileUrl ? ` at ${flags.profileUrl}` : ''} (JSON, Cache-Control: public, max-age=300, no redirects)`);
+      io.err(
+        `✓ private key written to ${flags.out} (kid ${flags.kid}); host the profile above${flags.profileUrl ? ` at ${flags.profileUrl}` : ''} (JSON, Cache-Control: public, max-age=300, no redirects)`,
+      );
       setExit(0);
     });
 
@@ -198,23 +244,49 @@ export function registerUcp(program: Command, io: Io, setExit: (code: number) =>
           const companyId = await tenantOfFlags(rt, flags.tenant);
           const tenant = (await rt.tenants.get(companyId))!;
           const config = resolveTenantConfig(tenant.settings.ucp, env.defaultNamespace);
-          const catalog = buildCapabilityCatalog(rt.registry.all(), { namespace: config.namespace, subAgents: config.subAgents, extends: config.extends });
+          const catalog = buildCapabilityCatalog(rt.registry.all(), {
+            namespace: config.namespace,
+            subAgents: config.subAgents,
+            extends: config.extends,
+          });
           const keys = await rt.store.read((q) => rt.keys.publishable(q, companyId, rt.clock()));
           const prefixed = flags.tenant !== undefined;
           if (!authorityBinds(`${config.namespace}.ops.x`, `${base}/`)) {
-            io.err(`! namespace ${config.namespace} does not match ${base}: platforms ignore capabilities whose schema host does not bind to their name (https, host labels reversed as a prefix of the name)`);
+            io.err(
+              `! namespace ${config.namespace} does not match ${base}: platforms ignore capabilities whose schema host does not bind to their name (https, host labels reversed as a prefix of the name)`,
+            );
           }
-          io.out(JSON.stringify(buildBusinessProfile({ catalog, capabilityVersion: config.capabilityVersion, urls: { base: prefixed ? `${base}/t/${companyId}` : base }, keys }), null, 2));
+          io.out(
+            JSON.stringify(
+              buildBusinessProfile({
+                catalog,
+                capabilityVersion: config.capabilityVersion,
+                urls: { base: prefixed ? `${base}/t/${companyId}` : base },
+                keys,
+              }),
+              null,
+              2,
+            ),
+          );
           setExit(0);
         } finally {
           await local.close();
         }
       } catch (err) {
-        setExit(fail(io, err instanceof Error && !isVerbError(err) && /settings\.ucp|base-url|SOLID_UCP/.test(err.message) ? new VerbError('invalid_args', err.message) : err));
+        setExit(
+          fail(
+            io,
+            err instanceof Error && !isVerbError(err) && /settings\.ucp|base-url|SOLID_UCP/.test(err.message)
+              ? new VerbError('invalid_args', err.message)
+              : err,
+          ),
+        );
       }
     });
 
-  const config = ucp.command('config').description("The tenant's UCP settings (namespace, sub-agents, trusted platforms)");
+  const config = ucp
+    .command('config')
+    .description("The tenant's UCP settings (namespace, sub-agents, trusted platforms)");
   config
     .command('show')
     .option('--tenant <company_id>', 'tenant')
@@ -241,7 +313,8 @@ export function registerUcp(program: Command, io: Io, setExit: (code: number) =>
     .option('--tenant <company_id>', 'tenant')
     .action(async (flags: { file?: string; json?: string; tenant?: string }) => {
       try {
-        if ((flags.file === undefined) === (flags.json === undefined)) throw new VerbError('invalid_args', 'Pass exactly one of --file or --json.');
+        if ((flags.file === undefined) === (flags.json === undefined))
+          throw new VerbError('invalid_args', 'Pass exactly one of --file or --json.');
         let value: unknown;
         if (flags.file !== undefined) value = readJsonFile(flags.file, 'the settings file');
         else {
@@ -255,7 +328,9 @@ export function registerUcp(program: Command, io: Io, setExit: (code: number) =>
         try {
           settings = parseUcpSettings(value);
         } catch (err) {
-          throw new VerbError('invalid_args', (err as Error).message, { hint: 'See docs/ucp.md for the settings.ucp members.' });
+          throw new VerbError('invalid_args', (err as Error).message, {
+            hint: 'See docs/ucp.md for the settings.ucp members.',
+          });
         }
         const local = await openLocal({ db: program.opts<{ db?: string }>().db });
         try {
@@ -263,14 +338,30 @@ export function registerUcp(program: Command, io: Io, setExit: (code: number) =>
           const companyId = await tenantOfFlags(rt, flags.tenant);
           const now = rt.clock();
           await rt.store.write(async (tx) => {
-            const row = await tx.get<{ settings: unknown }>('SELECT settings FROM tenants WHERE company_id = ?', [companyId]);
+            const row = await tx.get<{ settings: unknown }>(
+              'SELECT settings FROM tenants WHERE company_id = ?',
+              [companyId],
+            );
             const current = parseJson<Record<string, unknown>>(row!.settings) ?? {};
-            await tx.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [JSON.stringify({ ...current, ucp: settings }), companyId]);
-            const audit = await appendOperatorAudit(tx, { company_id: companyId, action: 'ucp.config_set', category: 'ucp', request_data: { previous: current.ucp ?? null, ucp: settings }, entity_type: 'tenant', entity_id: String(companyId), now });
+            await tx.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [
+              JSON.stringify({ ...current, ucp: settings }),
+              companyId,
+            ]);
+            const audit = await appendOperatorAudit(tx, {
+              company_id: companyId,
+              action: 'ucp.config_set',
+              category: 'ucp',
+              request_data: { previous: current.ucp ?? null, ucp: settings },
+              entity_type: 'tenant',
+              entity_id: String(companyId),
+              now,
+            });
             tx.afterCommit(() => rt.afterWrite(audit));
           });
           rt.tenants.invalidate();
-          io.out(`✓ settings.ucp of tenant ${companyId} replaced (${(settings.platforms ?? []).length} trusted platforms); a running server applies it within 5 s`);
+          io.out(
+            `✓ settings.ucp of tenant ${companyId} replaced (${(settings.platforms ?? []).length} trusted platforms); a running server applies it within 5 s`,
+          );
           setExit(0);
         } finally {
           await local.close();

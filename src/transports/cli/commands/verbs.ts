@@ -28,7 +28,10 @@ export function registerVerbs(program: Command, io: Io, setExit: (code: number) 
         return setExit(2);
       }
       await withTarget(program, { warn: io.err }, async (target) => {
-        const records = await target.records({ ...(opts.shape !== undefined ? { shape: opts.shape } : {}), ...(opts.surface !== undefined ? { surface: opts.surface } : {}) });
+        const records = await target.records({
+          ...(opts.shape !== undefined ? { shape: opts.shape } : {}),
+          ...(opts.surface !== undefined ? { surface: opts.surface } : {}),
+        });
         if (opts.json) {
           io.out(JSON.stringify(records, null, 2));
           return;
@@ -36,9 +39,19 @@ export function registerVerbs(program: Command, io: Io, setExit: (code: number) 
         const hints = await target.hints().catch(() => ({}) as Awaited<ReturnType<typeof target.hints>>);
         const rows = records.map((r) => {
           const h = hints[r.name];
-          return [r.name, r.shape, h === undefined ? '?' : h.delegated ? 'delegated' : h.consent_class, h?.category ?? '?', r.tier_floor ?? 'starter', (r.surfaces ?? []).length === 5 ? 'all' : (r.surfaces ?? []).join(',')];
+          return [
+            r.name,
+            r.shape,
+            h === undefined ? '?' : h.delegated ? 'delegated' : h.consent_class,
+            h?.category ?? '?',
+            r.tier_floor ?? 'starter',
+            (r.surfaces ?? []).length === 5 ? 'all' : (r.surfaces ?? []).join(','),
+          ];
         });
-        printLong(io, `${table(['VERB', 'SHAPE', 'CLASS', 'CATEGORY', 'TIER', 'SURFACES'], rows)}\n\n${records.length} verbs`);
+        printLong(
+          io,
+          `${table(['VERB', 'SHAPE', 'CLASS', 'CATEGORY', 'TIER', 'SURFACES'], rows)}\n\n${records.length} verbs`,
+        );
       });
     });
   verbs
@@ -59,7 +72,10 @@ export function registerVerbs(program: Command, io: Io, setExit: (code: number) 
           io.out(JSON.stringify(r, null, 2));
           return;
         }
-        const props = (r.input_schema.properties ?? {}) as Record<string, { type?: unknown; description?: string }>;
+        const props = (r.input_schema.properties ?? {}) as Record<
+          string,
+          { type?: unknown; description?: string }
+        >;
         const required = new Set((r.input_schema.required as string[] | undefined) ?? []);
         io.out(
           [
@@ -75,7 +91,12 @@ export function registerVerbs(program: Command, io: Io, setExit: (code: number) 
               ? '  (none)'
               : table(
                   ['  NAME', 'TYPE', 'REQUIRED', 'DESCRIPTION'],
-                  Object.entries(props).map(([k, s]) => [`  ${k}`, JSON.stringify(s.type ?? 'any').replace(/"/g, ''), required.has(k) ? 'yes' : '', s.description ?? '']),
+                  Object.entries(props).map(([k, s]) => [
+                    `  ${k}`,
+                    JSON.stringify(s.type ?? 'any').replace(/"/g, ''),
+                    required.has(k) ? 'yes' : '',
+                    s.description ?? '',
+                  ]),
                 ),
           ].join('\n'),
         );
