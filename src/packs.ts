@@ -6,4 +6,6 @@ import type { Pack } from './runtime/pack.ts';
 export const KNOWN_PACKS: Readonly<Record<string, () => Promise<Pack>>> = {
   /** The home-services demo business (src/business/pack.ts, docs/demo.md). */
   demo: async () => (await import('./business/pack.ts')).demoPack,
+  /** Test-safe verbs for `solid conformance` (src/conformance/pack.ts, spec/conformance.md §test-pack). */
+  conformance: async () => (await import('./conformance/pack.ts')).conformancePack,
 };

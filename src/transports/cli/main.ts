@@ -25,6 +25,7 @@ import { registerKeys } from './commands/keys.ts';
 import { registerUcp } from './commands/ucp.ts';
 import { registerApiKeys } from './commands/api-keys.ts';
 import { registerLogin } from './commands/login.ts';
+import { registerConformance } from './commands/conformance.ts';
 import { addShortcuts } from './shortcuts.ts';
 import { createPager } from './human-output.ts';
 
@@ -46,6 +47,7 @@ export const COMMANDS: CommandModule[] = [
   registerApiKeys,
   registerUcp,
   registerLogin,
+  registerConformance,
 ];
 
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {

@@ -17,6 +17,8 @@ export const HTTP_MOUNTS: Readonly<Record<string, HttpMount>> = {
   mcp: () => import('../mcp/http-plugin.ts').then((m) => m.mcpHttpPlugin),
   ucp: () => import('../ucp/ucp-plugin.ts').then((m) => m.ucpPlugin),
   remote: () => import('../remote/remote-plugin.ts').then((m) => m.remotePlugin),
+  conformance: () =>
+    import('../../conformance/declaration-plugin.ts').then((m) => m.conformanceDeclarationPlugin),
 };
 
 /** Load every mount; a mount that fails to load is reported through `onError` and skipped. */

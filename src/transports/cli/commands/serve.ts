@@ -1,7 +1,12 @@
 /**
- * `solid serve [--demo] [--port 4400] [--host 127.0.0.1] [--db PATH] [--durability normal|full]
- * [--body-limit BYTES]`: open the local runtime and serve every HTTP-mounted transport (the agent
- * API, OpenAPI, and whatever http-mounts.ts lists: WebMCP + dashboard, MCP, UCP).
+ * `solid serve [--demo] [--conformance-pack] [--port 4400] [--host 127.0.0.1] [--db PATH]
+ * [--durability normal|full] [--body-limit BYTES]`: open the local runtime and serve every
+ * HTTP-mounted transport (the agent API, OpenAPI, and whatever http-mounts.ts lists: WebMCP +
+ * dashboard, MCP, UCP, the conformance declaration).
+ *
+ * `--conformance-pack` enables the conformance test pack on the database (remembered, like every
+ * pack; spec/conformance.md §test-pack): the test-safe verbs `solid conformance --allow-writes`
+ * writes with. `--demo` enables it too, so the demo passes every section of the kit.
  *
  * `--demo` creates the database when missing, enables the "demo" pack and, when the database has
  * no tenants, seeds it (the pack's seed, with progress on stderr) or — while no demo pack is
@@ -21,6 +26,7 @@ import type { Pack } from '../../../runtime/pack.ts';
 import { createHttpServer } from '../../http/server.ts';
 import { loadHttpMounts } from '../../http/http-mounts.ts';
 import { openLocal, keyfileOf } from '../local.ts';
+import { DECLARATION_PATH } from '../../../conformance/declaration.ts';
 import type { Io } from '../output.ts';
 
 export interface ServeFlags {
@@ -29,6 +35,7 @@ export interface ServeFlags {
   host: string;
   durability: string;
   bodyLimit?: string;
+  conformancePack?: boolean;
 }
 
 export function registerServe(program: Command, io: Io, setExit: (code: number) => void): void {
@@ -37,7 +44,11 @@ export function registerServe(program: Command, io: Io, setExit: (code: number) 
     .description(
       'Serve the HTTP API (and every mounted transport: WebMCP, dashboard, MCP, UCP) on this database',
     )
-    .option('--demo', 'create and seed the demo business on first run')
+    .option('--demo', 'create and seed the demo business on first run (enables the conformance pack too)')
+    .option(
+      '--conformance-pack',
+      'enable the test-safe verbs of `solid conformance --allow-writes` on this database (spec/conformance.md)',
+    )
     .option('--port <port>', 'TCP port (0 = any free port)', process.env.PORT ?? '4400')
     .option('--host <host>', 'interface to bind', '127.0.0.1')
     .option('--durability <mode>', 'normal (WAL, synchronous=NORMAL) or full (synchronous=FULL)', 'normal')
@@ -60,11 +71,13 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
 
   const demo = flags.demo === true;
   const demoPack = demo && KNOWN_PACKS.demo !== undefined;
+  const packs = demoPack ? ['demo'] : [];
+  if (demo || flags.conformancePack === true) packs.push('conformance');
   const local = await openLocal({
     db: program.opts<{ db?: string }>().db,
     create: demo,
     durability: flags.durability,
-    packs: demoPack ? ['demo'] : [],
+    packs,
   });
   const { rt } = local;
   let app: ReturnType<typeof createHttpServer> | undefined;
@@ -114,6 +127,10 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
       lines.push(`  MCP        ${base}/mcp       (Streamable HTTP; \`solid mcp\` serves stdio)`);
     if (app.hasRoute({ method: 'GET', url: '/.well-known/ucp' }))
       lines.push(`  UCP        ${base}/.well-known/ucp`);
+    if (local.packs.some((p) => p.name === 'conformance'))
+      lines.push(
+        `  Conformance ${base}${DECLARATION_PATH}  (solid conformance ${base} --api-key <key> --allow-writes)`,
+      );
     lines.push(`  database   ${local.dbPath}`, `  health     ${base}/healthz  ${base}/readyz`);
     io.out(lines.join('\n'));
     io.out(`solid serve: ready on ${base}`);
