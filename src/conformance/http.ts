@@ -61,6 +61,11 @@ export interface HttpAnswer {
 
 const BODY_IN_EVIDENCE = 400;
 
+/**
+ * Requests to the server under test (paths relative to its base URL). Throws BudgetExhausted when
+ * the run has no request left, RequestTimeout when no answer came within the per-request timeout
+ * (ms), and an Error naming the request when the connection failed.
+ */
 export class KitHttp {
   constructor(
     readonly base: string,
@@ -73,6 +78,7 @@ export class KitHttp {
     return `${this.base}${path}`;
   }
 
+  /** One request, its answer read whole (bytes, text, JSON when it parses). */
   async request(method: string, path: string, options: RequestOptions = {}): Promise<HttpAnswer> {
     const headers: Record<string, string> = { accept: 'application/json', ...(options.headers ?? {}) };
     let body: string | Uint8Array | undefined;

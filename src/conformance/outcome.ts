@@ -6,14 +6,17 @@
  */
 import type { Evidence, Outcome } from './types.ts';
 
+/** A passed check: `message` says what held (one line). */
 export function pass(message: string, ...evidence: Evidence[]): Outcome {
   return { status: 'pass', message, evidence };
 }
 
+/** A failed check: `message` says what did not hold; the evidence shows the exchange. */
 export function fail(message: string, ...evidence: Evidence[]): Outcome {
   return { status: 'fail', message, evidence };
 }
 
+/** A skipped check: `message` is the reason (what the run lacks, or why it cannot be observed). */
 export function skip(message: string, ...evidence: Evidence[]): Outcome {
   return { status: 'skip', message, evidence };
 }

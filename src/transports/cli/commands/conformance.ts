@@ -15,8 +15,6 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { exitCodeOf, runConformance } from '../../../conformance/runner.ts';
-import { formatHuman, formatJson, formatJunit } from '../../../conformance/report.ts';
 import { SECTIONS, type ConformanceOptions, type SectionId } from '../../../conformance/types.ts';
 import type { Io } from '../output.ts';
 
@@ -134,6 +132,9 @@ export async function runConformanceCommand(
     maxRequests,
     ...(progress ? { onResult: (r) => process.stderr.write(`\r\u001b[2K  ${r.status} ${r.id}`) } : {}),
   };
+  // Loaded on use: the kit (MCP client, UCP signing, schemas) costs every other command nothing.
+  const { exitCodeOf, runConformance } = await import('../../../conformance/runner.ts');
+  const { formatHuman, formatJson, formatJunit } = await import('../../../conformance/report.ts');
   let report;
   try {
     report = await runConformance(options);
