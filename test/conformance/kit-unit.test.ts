@@ -260,7 +260,10 @@ describe('reports', () => {
       /<failure message="x-test-safe &lt;extra&gt; &amp; bell" type="manifest\.records">Every record &lt;is&gt; valid &amp; &quot;whole&quot;/,
     );
     assert.match(xml, /<skipped message="can&apos;t"\/>/);
-    assert.ok(![...xml].some((c) => c.charCodeAt(0) >= 1 && c.charCodeAt(0) <= 8), 'no C0 control characters');
+    assert.ok(
+      ![...xml].some((c) => c.charCodeAt(0) >= 1 && c.charCodeAt(0) <= 8),
+      'no C0 control characters',
+    );
     assert.equal((xml.match(/<testcase /g) ?? []).length, 3);
     assert.equal((xml.match(/<\/testcase>/g) ?? []).length, 3);
   });
