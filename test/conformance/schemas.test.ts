@@ -1252,9 +1252,14 @@ describe('shapes/reputation.json', () => {
       valid: false,
     },
     {
-      title: 'no success rate for a verb that was called',
-      value: withScore({ success_rate: null }),
+      title: 'no success rate for a verb whose calls ran',
+      value: withScore({ success_rate: null, sample_size: 3 }),
       valid: false,
+    },
+    {
+      title: 'no success rate for a verb only refused (nothing ran)',
+      value: withScore({ success_rate: null, sample_size: 0 }),
+      valid: true,
     },
   ]);
 });

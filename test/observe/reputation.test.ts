@@ -19,6 +19,7 @@ interface Score {
   successes: number;
   failures: number;
   denials: number;
+  caller_errors: number;
   pending: number;
   success_rate: number | null;
   p50_ms: number | null;
@@ -63,12 +64,15 @@ async function workload(h: TestRuntime): Promise<void> {
   await call(h, as(h, 'employee', 'claude'), 'counter.bump', { name: 'b' }, { idempotency_key: 'k-1' });
 }
 
-type Outcome = 'success' | 'failure' | 'denial' | 'pending';
+type Outcome = 'success' | 'failure' | 'denial' | 'caller_error' | 'pending';
 /** The documented classification, re-stated independently of the implementation. */
 function classify(status: string, reason: string | null): Outcome {
   if (status === 'pending') return 'pending';
   if (reason === null) return ['failed', 'denied', 'rejected'].includes(status) ? 'failure' : 'success';
-  return reasonInfo(reason).denial ? 'denial' : 'failure';
+  const info = reasonInfo(reason);
+  if (info.denial) return 'denial';
+  if (reason === 'revert_failed') return 'failure';
+  return ['input', 'not_found', 'auth', 'conflict', 'limit'].includes(info.kind) ? 'caller_error' : 'failure';
 }
 
 async function recompute(
@@ -93,7 +97,7 @@ async function recompute(
     const key = byAgent ? `${r.action_type}|${r.agent_type}` : r.action_type;
     let g = out.get(key);
     if (g === undefined) {
-      g = { counts: { success: 0, failure: 0, denial: 0, pending: 0 }, latencies: [] };
+      g = { counts: { success: 0, failure: 0, denial: 0, caller_error: 0, pending: 0 }, latencies: [] };
       out.set(key, g);
     }
     const o = classify(r.status, r.reason);
@@ -116,10 +120,12 @@ function assertMatches(
     assert.equal(s.successes, e.counts.success, `${label} successes`);
     assert.equal(s.failures, e.counts.failure, `${label} failures`);
     assert.equal(s.denials, e.counts.denial, `${label} denials`);
+    assert.equal(s.caller_errors, e.counts.caller_error, `${label} caller_errors`);
     assert.equal(s.pending, e.counts.pending, `${label} pending`);
-    const invocations = e.counts.success + e.counts.failure + e.counts.denial;
+    const invocations = e.counts.success + e.counts.failure + e.counts.denial + e.counts.caller_error;
     assert.equal(s.invocations, invocations, `${label} invocations`);
-    assert.equal(s.success_rate, invocations === 0 ? null : e.counts.success / invocations);
+    const ran = e.counts.success + e.counts.failure;
+    assert.equal(s.success_rate, ran === 0 ? null : e.counts.success / ran);
     assert.equal(s.sample_size, e.counts.success + e.counts.failure);
     for (const [p, got] of [
       [0.5, s.p50_ms],
@@ -209,7 +215,8 @@ describe('verbs.reputation', () => {
         byVerb.get('counter.charge')!.denials,
         byVerb.get('counter.charge')!.success_rate,
       ],
-      [null, 12, 0],
+      [null, 12, null],
+      'nothing ran, so no success rate: refusals are not the verb failing',
     );
     assert.equal(byVerb.get('counter.get')!.star_rating, null, 'below the minimum sample');
     assert.deepEqual(
@@ -217,6 +224,31 @@ describe('verbs.reputation', () => {
       [...scores]
         .sort((a, b) => b.invocations - a.invocations || a.verb.localeCompare(b.verb))
         .map((s) => s.verb),
+    );
+  });
+
+  it("counts only the verb's own failures against it: bad input and refusals get their own columns", async (t) => {
+    const h = await createObserveRuntime(t);
+    for (let i = 0; i < 4; i++) await call(h, 'read_only', 'counter.get', { name: 'r' });
+    for (let i = 0; i < 4; i++) await call(h, 'read_only', 'counter.get', { nope: i });
+    await call(h, 'employee', 'counter.bump', { name: 'r' });
+    await call(h, 'employee', 'counter.bump', { name: 'r', fail: true });
+    await call(h, 'read_only', 'counter.bump', { name: 'r' });
+    await h.rt.auditBuffer.flush();
+    const scores = okResult(await call(h, 'read_only', 'verbs.reputation', {}), 'reputation')
+      .scores as Score[];
+    const byVerb = new Map(scores.map((s) => [s.verb, s]));
+    const get = byVerb.get('counter.get')!;
+    assert.deepEqual(
+      [get.invocations, get.successes, get.failures, get.caller_errors, get.denials, get.success_rate],
+      [8, 4, 0, 4, 0, 1],
+      'four invalid_input calls are the caller mistaking, not the verb failing',
+    );
+    const bump = byVerb.get('counter.bump')!;
+    assert.deepEqual(
+      [bump.invocations, bump.successes, bump.failures, bump.caller_errors, bump.denials, bump.success_rate],
+      [3, 1, 1, 0, 1, 0.5],
+      'its own domain failure counts; the role denial does not',
     );
   });
 

@@ -10,13 +10,22 @@
  * the audit log: recomputing them from audit_log (status, reason, latency_ms) gives the same counts
  * and the same percentile bins.
  *
- * Classification of one audit row (status, reason):
- *   pending  — status "pending" (dispatch_pending: the first half of a consent round trip);
- *              counted apart, not an invocation
- *   success  — no reason, status not failed/denied/rejected (completed, replayed…)
- *   denial   — a reason the reason table flags as a denial (role_denied, phrase_mismatch, daily_cap…)
- *   failure  — any other reason (invalid_input, domain errors, internal_error…)
- * invocations = successes + failures + denials. Latency percentiles use successful calls only.
+ * Classification of one audit row (status, reason) — reliability counts only the verb's own
+ * failures, never the caller's mistakes (spec/shapes.md §reputation "Classification"):
+ *   pending      — status "pending" (dispatch_pending: the first half of a consent round trip);
+ *                  counted apart, not an invocation
+ *   success      — no reason, status not failed/denied/rejected (completed, replayed…)
+ *   denial       — a reason the reason table flags as a denial (role_denied, phrase_mismatch,
+ *                  daily_cap…): the safety layer refused the caller
+ *   caller_error — the caller asked wrongly: a reason of kind input, not_found, auth, conflict or
+ *                  limit (invalid_input, not_found, cursor_invalid, already_reverted…)
+ *   failure      — the verb itself did not work: kind internal, unavailable or domain
+ *                  (internal_error, store_unavailable, a pack's domain refusal), revert_failed,
+ *                  or status failed without a reason
+ * invocations = successes + failures + denials + caller_errors (caller_errors is not stored on its
+ * own: it is invocations − successes − failures − denials of the buckets);
+ * success_rate = successes / (successes + failures), null when nothing ran.
+ * Latency percentiles use successful calls only.
  *
  * Windows are whole buckets ending now: 1h = the current clock hour, 24h = the last 24 hourly
  * buckets (current one included), 7d / 30d = the last 7 / 30 UTC days (today included). A window
@@ -81,14 +90,22 @@ export function windowStart(window: ReputationWindow, now: Date): string {
   return new Date(Math.floor(now.getTime() / unit) * unit - (buckets - 1) * unit).toISOString();
 }
 
-export type CallOutcome = 'success' | 'failure' | 'denial' | 'pending';
+export type CallOutcome = 'success' | 'failure' | 'denial' | 'caller_error' | 'pending';
+
+/** Reasons of a caller-side kind that still mean the verb itself did not work. */
+const OWN_FAILURE_REASONS: ReadonlySet<string> = new Set(['revert_failed']);
+/** Reason kinds that mean the caller asked wrongly (not counted against the verb). */
+const CALLER_KINDS: ReadonlySet<string> = new Set(['input', 'not_found', 'auth', 'conflict', 'limit']);
 
 /** Classify one audit row (see the module header). */
 export function classifyCall(status: string, reason: string | null): CallOutcome {
   if (status === 'pending') return 'pending';
   if (reason === null)
     return status === 'failed' || status === 'denied' || status === 'rejected' ? 'failure' : 'success';
-  return reasonInfo(reason).denial ? 'denial' : 'failure';
+  const info = reasonInfo(reason);
+  if (info.denial) return 'denial';
+  if (OWN_FAILURE_REASONS.has(reason)) return 'failure';
+  return CALLER_KINDS.has(info.kind) ? 'caller_error' : 'failure';
 }
 
 interface Counts {
@@ -117,7 +134,8 @@ function addOutcome(c: Counts, o: CallOutcome): void {
   c.invocations++;
   if (o === 'success') c.successes++;
   else if (o === 'failure') c.failures++;
-  else c.denials++;
+  else if (o === 'denial') c.denials++;
+  // caller_error: only in invocations (caller_errors = invocations − the other three).
 }
 
 /** One score of the reputation shape. */
@@ -128,7 +146,10 @@ export interface ReputationScore {
   successes: number;
   failures: number;
   denials: number;
+  /** Calls the caller got wrong (invalid_input, not_found…): invocations − successes − failures − denials. */
+  caller_errors: number;
   pending: number;
+  /** successes / (successes + failures); null when no call ran. */
   success_rate: number | null;
   p50_ms: number | null;
   p95_ms: number | null;
@@ -312,8 +333,9 @@ export class ReputationAggregator {
         successes: g.successes,
         failures: g.failures,
         denials: g.denials,
+        caller_errors: g.invocations - g.successes - g.failures - g.denials,
         pending: g.pending,
-        success_rate: g.invocations === 0 ? null : g.successes / g.invocations,
+        success_rate: g.successes + g.failures === 0 ? null : g.successes / (g.successes + g.failures),
         p50_ms: histogramPercentile(g.hist, 0.5),
         p95_ms: p95,
         star_rating: starRating(g.successes, g.failures, p95, baseline.get(g.verb) ?? null),
