@@ -5,7 +5,10 @@
  * (company_id + filter column + created_at + audit_id, runtime migration v2) that stops after
  * `limit` rows, so its cost does not grow with the size of the log. With two or more equality
  * filters (other than verb + status, which has its own index) one filter's index is scanned and
- * the others are tested on its rows.
+ * the others are tested on its rows. `scope: 'business'` (consent class other than READ) and
+ * `agent_type` are tested on the rows of the chosen index; the dashboard's Activity view uses
+ * `scope: 'business'` so its own reads (agent_type `dashboard`, class READ) stay out of sight
+ * while still audited (spec/audit.md §dashboard-reads).
  *
  * Spec: spec/shapes.md §trail, spec/audit.md.
  */
@@ -22,6 +25,8 @@ export interface TrailArgs {
   entity_type?: string;
   entity_id?: string | number;
   reason?: string;
+  scope?: 'all' | 'business';
+  agent_type?: string;
   limit?: number;
   cursor?: string;
 }
@@ -61,6 +66,19 @@ export const auditTrail = defineVerb<TrailArgs>({
         type: 'string',
         maxLength: 100,
         description: 'Only entries with this reason code (e.g. role_denied).',
+      },
+      scope: {
+        type: 'string',
+        enum: ['all', 'business'],
+        default: 'all',
+        description:
+          'business: only actions that change something or asked to (consent class other than READ), denials of them included; leaves out reads such as the dashboard polling its own panels.',
+      },
+      agent_type: {
+        type: 'string',
+        maxLength: 100,
+        description:
+          "Only attempts made through this agent (the key's agent_type; 'dashboard' for the web dashboard).",
       },
       limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
       cursor: { type: 'string', maxLength: 1000, description: 'next_cursor of the previous page.' },
@@ -114,6 +132,11 @@ export const auditTrail = defineVerb<TrailArgs>({
     if (args.reason !== undefined) {
       where.push('reason = ?');
       params.push(args.reason);
+    }
+    if (args.scope === 'business') where.push("consent_class IS NOT NULL AND consent_class <> 'READ'");
+    if (args.agent_type !== undefined) {
+      where.push('agent_type = ?');
+      params.push(args.agent_type);
     }
     if (args.actor !== undefined) {
       where.push('user_id = ?');

@@ -112,6 +112,36 @@ describe('audit.trail', () => {
     );
   });
 
+  it("scope business leaves out reads (the dashboard's own polling) but keeps writes and their denials", async (t) => {
+    const clock = { now: new Date('2026-02-01T09:00:00.000Z') };
+    const h = await counterRuntime(t, { clock: () => clock.now });
+    await seed(h, clock);
+    const dashboard = {
+      surface: 'http' as const,
+      principal: { ...h.principal('owner'), agent_type: 'dashboard' },
+    };
+    for (let i = 0; i < 3; i++) {
+      await h.rt.dispatch(dashboard, 'counter.get', { name: 'n1' });
+      await h.rt.dispatch(dashboard, 'audit.trail', { limit: 5 });
+    }
+    await h.rt.auditBuffer.flush();
+    const all = await page(h, { limit: 200 });
+    assert.ok(
+      all.entries.some((e) => e.action === 'audit.trail'),
+      'the reads are still audited',
+    );
+    const business = await page(h, { scope: 'business', limit: 200 });
+    assert.ok(business.entries.length > 0);
+    assert.deepEqual(
+      [...new Set(business.entries.map((e) => e.action))],
+      ['counter.add'],
+      'only the business action, completed and denied',
+    );
+    assert.ok(business.entries.some((e) => e.status === 'denied'));
+    const mine = await page(h, { agent_type: 'dashboard', limit: 200 });
+    assert.equal(mine.entries.length, 6, "the dashboard's own six reads, marked as its own");
+  });
+
   it('a cursor is bound to its tenant and filters (cursor_invalid otherwise)', async (t) => {
     const clock = { now: new Date('2026-02-01T09:00:00.000Z') };
     const h = await counterRuntime(t, { clock: () => clock.now });
