@@ -26,6 +26,7 @@ export interface TrailArgs {
   entity_id?: string | number;
   reason?: string;
   scope?: 'all' | 'business';
+  audit_id?: number;
   agent_type?: string;
   limit?: number;
   cursor?: string;
@@ -73,6 +74,12 @@ export const auditTrail = defineVerb<TrailArgs>({
         default: 'all',
         description:
           'business: only actions that change something or asked to (consent class other than READ), denials of them included; leaves out reads such as the dashboard polling its own panels.',
+      },
+      audit_id: {
+        type: 'integer',
+        minimum: 1,
+        description:
+          'Only this entry, with its arguments (secret fields redacted), approved_at and whether it was reverted: the receipt view.',
       },
       agent_type: {
         type: 'string',
@@ -133,6 +140,10 @@ export const auditTrail = defineVerb<TrailArgs>({
       where.push('reason = ?');
       params.push(args.reason);
     }
+    if (args.audit_id !== undefined) {
+      where.push('audit_id = ?');
+      params.push(args.audit_id);
+    }
     if (args.scope === 'business') where.push("consent_class IS NOT NULL AND consent_class <> 'READ'");
     if (args.agent_type !== undefined) {
       where.push('agent_type = ?');
@@ -160,7 +171,7 @@ export const auditTrail = defineVerb<TrailArgs>({
     }
     params.push(limit + 1);
     const rows = await ctx.db.all<Record<string, unknown>>(
-      `SELECT audit_id, seq, created_at, action_type, user_id, role, agent_type, key_id, entity_type, entity_id, status, reason, shape, consent_class, approved_by, parent_id, transaction_id, rollback_handle
+      `SELECT audit_id, seq, created_at, action_type, user_id, role, agent_type, key_id, entity_type, entity_id, status, reason, shape, consent_class, approved_by, parent_id, transaction_id, rollback_handle, is_reversible, latency_ms${args.audit_id !== undefined ? ', request_data, approved_at, requires_approval, idempotency_key' : ''}
        FROM audit_log WHERE ${where.join(' AND ')} ORDER BY created_at DESC, audit_id DESC LIMIT ?`,
       params,
     );
@@ -188,7 +199,28 @@ export const auditTrail = defineVerb<TrailArgs>({
       approved_by: r.approved_by === null ? null : Number(r.approved_by),
       parent_id: r.parent_id === null ? null : Number(r.parent_id),
       transaction_id: (r.transaction_id as string | null) ?? null,
+      revertible: Number(r.is_reversible) === 1,
+      latency_ms: r.latency_ms === null || r.latency_ms === undefined ? null : Number(r.latency_ms),
     }));
+    if (args.audit_id !== undefined && page[0] !== undefined && entries[0] !== undefined) {
+      const r = page[0];
+      const reversal = await ctx.db.get<{ revert_audit_id: unknown; reverted_at: string }>(
+        'SELECT revert_audit_id, reverted_at FROM reversals WHERE audit_id = ? AND company_id = ?',
+        [args.audit_id, companyId],
+      );
+      Object.assign(entries[0], {
+        arguments: typeof r.request_data === 'string' ? JSON.parse(r.request_data) : (r.request_data ?? {}),
+        approved_at: (r.approved_at as string | null) ?? null,
+        required_approval: Number(r.requires_approval) === 1,
+        idempotency_key: (r.idempotency_key as string | null) ?? null,
+        self_approved:
+          r.approved_by !== null &&
+          r.approved_by !== undefined &&
+          Number(r.approved_by) === Number(r.user_id),
+        reverted_by_audit_id: reversal === undefined ? null : Number(reversal.revert_audit_id),
+        reverted_at: reversal?.reverted_at ?? null,
+      });
+    }
     const next_cursor =
       rows.length > limit
         ? ctx.runtime.secrets.sealToken('cursor', 'tc2', {

@@ -140,6 +140,18 @@ describe('audit.trail', () => {
     assert.ok(business.entries.some((e) => e.status === 'denied'));
     const mine = await page(h, { agent_type: 'dashboard', limit: 200 });
     assert.equal(mine.entries.length, 6, "the dashboard's own six reads, marked as its own");
+    const write = business.entries.find((e) => e.status === 'completed')!;
+    const one = await page(h, { audit_id: write.audit_id });
+    assert.equal(one.entries.length, 1);
+    const receipt = one.entries[0] as unknown as Record<string, unknown>;
+    assert.deepEqual(
+      receipt.arguments,
+      { name: receipt.entity_id, by: 1 },
+      'the arguments, for the receipt view',
+    );
+    assert.equal(receipt.revertible, true);
+    assert.equal(receipt.reverted_by_audit_id, null);
+    assert.equal(receipt.self_approved, false);
   });
 
   it('a cursor is bound to its tenant and filters (cursor_invalid otherwise)', async (t) => {
