@@ -19,7 +19,7 @@
  * one transaction, with multi-row INSERTs (spec/store.md §portable-sql: `?` placeholders,
  * RETURNING; ids are read back in ascending order, which on both engines is VALUES order).
  */
-import { Faker, en, en_US } from '@faker-js/faker';
+import type { Faker } from '@faker-js/faker';
 import type { Queryable } from '../store/store.ts';
 import { processingFeeCents, refundedFeeCents } from './data/payments.ts';
 import { slugify } from './data/kb.ts';
@@ -463,6 +463,23 @@ const EXTRA_TAGS = [
 ];
 const FAILURE_REASONS = ['card_declined', 'insufficient_funds', 'expired_card'];
 
+type FakerModule = typeof import('@faker-js/faker');
+
+/**
+ * The data generator, loaded only when a demo is seeded: @faker-js/faker is an optional
+ * dependency, so a production install that never seeds the demo neither loads nor needs it.
+ */
+async function loadFaker(): Promise<FakerModule> {
+  try {
+    return await import('@faker-js/faker');
+  } catch (err) {
+    throw new Error(
+      `seeding the demo needs @faker-js/faker (an optional dependency of solid-verbs): npm install @faker-js/faker (${(err as Error).message})`,
+      { cause: err },
+    );
+  }
+}
+
 class CompanyGenerator {
   readonly f: Faker;
   readonly anchor: number;
@@ -480,8 +497,9 @@ class CompanyGenerator {
     readonly position: number,
     seed: number,
     now: Date,
+    faker: FakerModule,
   ) {
-    this.f = new Faker({ locale: [en_US, en] });
+    this.f = new faker.Faker({ locale: [faker.en_US, faker.en] });
     this.f.seed([seed, position]);
     const offset = DEMO_UTC_OFFSET_MINUTES * MIN;
     this.anchor = Math.floor((now.getTime() + offset) / DAY) * DAY - offset;
@@ -2261,7 +2279,8 @@ export async function seedDemo(tx: Queryable, options: SeedOptions): Promise<See
       throw new Error(`seedDemo: company ${c.company_id} already has demo data`);
   }
   const seed = options.seed ?? DEMO_SEED;
-  const plans = companies.map((c, i) => new CompanyGenerator(c, i, seed, now).generate());
+  const faker = await loadFaker();
+  const plans = companies.map((c, i) => new CompanyGenerator(c, i, seed, now, faker).generate());
   // Progress units: rows written plus events emitted (counted on a build with placeholder ids).
   const total = plans.reduce((s, p) => s + planRowCount(p) + buildEvents(p, placeholderIds(p)).length, 0);
   const writer = new Writer(tx, total, options.onProgress);

@@ -20,12 +20,13 @@
  * values (request_data is stored as its RFC 8785 text), one SHA-256 per row.
  */
 import { createPublicKey, verify as nodeVerify, type KeyObject } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
+import type { BuildOptions } from 'esbuild';
 import { AUDIT_COLUMNS, GENESIS_HASH } from './audit.ts';
 import {
   I_COMPANY,
@@ -785,10 +786,11 @@ export async function verifyDatabaseFile(
 }
 
 /**
- * Worker bootstrap (CommonJS, eval). The worker runs chain-walk.ts bundled to plain JavaScript
- * once per process (esbuild, which tsx already ships): a worker then starts in tens of
- * milliseconds instead of booting a TypeScript loader of its own. better-sqlite3 (native) is
- * required from the repository, never bundled.
+ * Worker bootstrap (CommonJS, eval). The worker runs chain-walk.ts bundled to plain JavaScript:
+ * the built package ships that bundle (`dist/runtime/ledger/chain-walk.cjs`, made by `npm run
+ * build`); run from the TypeScript sources it is bundled once per process with esbuild (a
+ * development dependency). A worker then starts in tens of milliseconds instead of booting a
+ * TypeScript loader of its own. better-sqlite3 (native) is required from the package, never bundled.
  */
 const WORKER_BOOT = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -802,22 +804,30 @@ try {
 }
 `;
 
+/** The prebuilt worker script beside the built verify.js (absent when running from sources). */
+export const PREBUILT_WALKER = fileURLToPath(new URL('./chain-walk.cjs', import.meta.url));
+
+/** esbuild options that bundle chain-walk.ts for the worker (serve-time from sources, and the build). */
+export function walkerBundleOptions(): BuildOptions {
+  return {
+    entryPoints: [fileURLToPath(new URL('./chain-walk.ts', import.meta.url))],
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    external: ['better-sqlite3'],
+    logLevel: 'silent',
+  };
+}
+
 let workerCode: Promise<string> | undefined;
 
-/** chain-walk.ts and what it imports, bundled to one CommonJS script (cached per process). */
+/** chain-walk and what it imports as one CommonJS script: the prebuilt file, or bundled (cached per process). */
 function bundledWalker(): Promise<string> {
   workerCode ??= (async () => {
+    if (existsSync(PREBUILT_WALKER)) return readFileSync(PREBUILT_WALKER, 'utf8');
     const esbuild = await import('esbuild');
-    const out = await esbuild.build({
-      entryPoints: [fileURLToPath(new URL('./chain-walk.ts', import.meta.url))],
-      bundle: true,
-      platform: 'node',
-      format: 'cjs',
-      target: 'node20',
-      write: false,
-      external: ['better-sqlite3'],
-      logLevel: 'silent',
-    });
+    const out = await esbuild.build({ ...walkerBundleOptions(), write: false });
     return out.outputFiles[0]!.text;
   })();
   workerCode.catch(() => {

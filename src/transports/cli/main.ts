@@ -6,6 +6,7 @@
  * and a non-zero exit code. Spec: spec/transports.md §cli.
  */
 import { Command, CommanderError } from 'commander';
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline/promises';
 import { Writable } from 'node:stream';
 import { isVerbError } from '../../runtime/errors.ts';
@@ -50,11 +51,17 @@ export const COMMANDS: CommandModule[] = [
   registerConformance,
 ];
 
+/** This package's version (package.json, two folders up from src/ and from dist/ alike). */
+export const VERSION = (
+  JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   const program = new Command('solid')
     .description(
       'solid-verbs: typed verbs for AI agents acting on real businesses — safe, auditable, reversible',
     )
+    .version(VERSION, '-V, --version', 'print the version of solid-verbs')
     .option('--db <path>', 'SQLite database (default: $SOLID_DB or .solid/solid.db)')
     .option(
       '--url <url>',

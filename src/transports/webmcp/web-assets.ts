@@ -1,11 +1,15 @@
 /**
- * The browser files the WebMCP plugin serves, built from `web/` on first request and kept in
- * memory (no build output is committed):
+ * The browser files the WebMCP plugin serves, read once and kept in memory:
  *
  *   /webmcp.js      esbuild bundle of web/webmcp.ts (ES module; @mcp-b/webmcp-polyfill bundled in)
  *   /dashboard.js   esbuild bundle of web/dashboard.ts (ES module; loads /webmcp.js itself)
  *   /dashboard.css  web/dashboard.css as is
  *   /               web/dashboard.html as is
+ *
+ * The built package serves the files `npm run build` bundled into `dist/web/` (scripts/build.ts):
+ * nothing is compiled at run time and esbuild is not needed. Run from the TypeScript sources (a
+ * checkout, the tests), there is no prebuilt folder and the bundles are made from `web/` with
+ * esbuild on first request (no build output is committed).
  *
  * Each asset carries a strong ETag (SHA-256 of its bytes). A failed build is not cached (the next
  * request tries again); a successful one lives as long as the process (restart to pick up edits).
@@ -13,12 +17,45 @@
  * Spec: spec/transports.md §webmcp-module.
  */
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import type { BuildOptions } from 'esbuild';
 
 /** Directory of the browser sources. */
 export const WEB_DIR = fileURLToPath(new URL('../../../web/', import.meta.url));
+
+/**
+ * Directory of the prebuilt assets: `dist/web/` beside the built module (`dist/transports/webmcp/`).
+ * From the sources this is `src/web/`, which does not exist, so the sources are bundled instead.
+ */
+export const PREBUILT_WEB_DIR = fileURLToPath(new URL('../../web/', import.meta.url));
+
+/** The browser bundles and their entry files in `web/`. */
+export const WEB_BUNDLES = { 'webmcp.js': 'webmcp.ts', 'dashboard.js': 'dashboard.ts' } as const;
+
+/** The files copied as they are. */
+export const WEB_STATIC = ['dashboard.css', 'dashboard.html'] as const;
+
+/** esbuild options for one browser bundle (used at serve time from sources and by the build). */
+export function webBundleOptions(entry: string): BuildOptions {
+  return {
+    entryPoints: [`${WEB_DIR}${entry}`],
+    absWorkingDir: fileURLToPath(new URL('../../../', import.meta.url)),
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    target: ['chrome120', 'firefox120', 'safari17'],
+    // The dashboard loads the WebMCP module at run time from the server, not from its bundle.
+    external: ['/webmcp.js'],
+    minify: true,
+    legalComments: 'none',
+    charset: 'utf8',
+    logLevel: 'silent',
+  };
+}
+
+const prebuilt = existsSync(`${PREBUILT_WEB_DIR}webmcp.js`);
 
 /** One served file. */
 export interface WebAsset {
@@ -42,27 +79,18 @@ function asset(body: string, contentType: string): WebAsset {
 }
 
 async function bundle(entry: string): Promise<string> {
-  const result = await build({
-    entryPoints: [`${WEB_DIR}${entry}`],
-    absWorkingDir: fileURLToPath(new URL('../../../', import.meta.url)),
-    bundle: true,
-    format: 'esm',
-    platform: 'browser',
-    target: ['chrome120', 'firefox120', 'safari17'],
-    // The dashboard loads the WebMCP module at run time from the server, not from its bundle.
-    external: ['/webmcp.js'],
-    minify: true,
-    legalComments: 'none',
-    charset: 'utf8',
-    write: false,
-    logLevel: 'silent',
-  });
+  const { build } = await import('esbuild');
+  const result = await build({ ...webBundleOptions(entry), write: false });
   const [output] = result.outputFiles;
   if (output === undefined) throw new Error(`esbuild produced no output for ${entry}`);
   return output.text;
 }
 
 async function produce(name: WebAssetName): Promise<WebAsset> {
+  if (prebuilt) {
+    const type = name.endsWith('.js') ? 'javascript' : name.endsWith('.css') ? 'css' : 'html';
+    return asset(await readFile(`${PREBUILT_WEB_DIR}${name}`, 'utf8'), `text/${type}; charset=utf-8`);
+  }
   switch (name) {
     case 'webmcp.js':
       return asset(await bundle('webmcp.ts'), 'text/javascript; charset=utf-8');

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Pack smoke test (CI, after the tests): the package as a user gets it.
+#
+#   npm pack (prepack builds dist/) → a fresh folder → npm install <tarball> with no tsx and no
+#   TypeScript → a plain .mjs imports solid-verbs, defines a verb, dispatches it; the CLI runs
+#   from node_modules/.bin. Also checks the tarball holds no tests and `npm ls --omit=dev` no tsx.
+#
+# Dependencies come from npm's cache when it has them (--prefer-offline; `npm ci` filled it).
+# Usage: bash scripts/pack-smoke.sh   (exit 0 = the package works as shipped)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/solid-pack-smoke.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() { echo "pack smoke: FAIL: $*" >&2; exit 1; }
+
+echo "== npm pack"
+npm pack --silent --pack-destination "$work" >/dev/null
+tarball=$(ls "$work"/solid-verbs-*.tgz)
+if tar -tzf "$tarball" | grep -E '(^|/)(test|tests|bench|spike)/|\.test\.|(^|/)src/' ; then
+  fail "the tarball holds test, bench or source files (listed above)"
+fi
+echo "ok: $(tar -tzf "$tarball" | wc -l) files, no tests, no bench, no sources"
+
+echo "== npm install <tarball> in a fresh folder"
+app="$work/app"
+mkdir -p "$app"
+cd "$app"
+printf '{ "name": "smoke-app", "private": true, "type": "module" }\n' > package.json
+npm install --prefer-offline --no-audit --no-fund --loglevel=error "$tarball"
+if npm ls --omit=dev --all 2>/dev/null | grep -E ' (tsx|typescript|esbuild)@'; then
+  fail "npm ls --omit=dev shows a TypeScript toolchain (listed above)"
+fi
+[ -e node_modules/tsx ] && fail "tsx was installed"
+echo "ok: no tsx, typescript or esbuild among the installed packages"
+
+echo "== a plain .mjs: define a verb, dispatch it"
+cat > smoke.mjs <<'JS'
+import assert from 'node:assert/strict';
+import { createRuntime, defineVerb, SqliteStore } from 'solid-verbs';
+import pino from 'pino';
+
+const greet = defineVerb({
+  name: 'shop.greet',
+  description: 'Say hello to a customer by name.',
+  shape: 'aggregate',
+  category: 'shop',
+  input: {
+    type: 'object',
+    properties: { name: { type: 'string' } },
+    required: ['name'],
+    additionalProperties: false,
+  },
+  handler: async (_ctx, args) => ({ data: { greeting: `hello ${args.name}` }, sources: [] }),
+});
+
+const rt = await createRuntime({
+  store: new SqliteStore({ path: ':memory:' }),
+  logger: pino({ level: 'silent' }),
+});
+rt.register(greet);
+const { company_id } = await rt.createTenant({ name: 'Smoke Shop', tier: 'starter' });
+const apiKey = await rt.createApiKey({ company_id, user_id: 1, role: 'owner', agent_type: 'smoke' });
+const env = await rt.dispatch({ apiKey, surface: 'cli' }, 'shop.greet', { name: 'Ada' });
+assert.equal(env.ok, true, JSON.stringify(env));
+assert.deepEqual(env.result.data, { greeting: 'hello Ada' });
+const bad = await rt.dispatch({ apiKey, surface: 'cli' }, 'shop.greet', { nom: 'Ada' });
+assert.equal(bad.ok, false);
+assert.equal(bad.error?.reason, 'invalid_input');
+await rt.close();
+console.log('ok: shop.greet dispatched, bad input refused with', bad.error.reason);
+JS
+node smoke.mjs
+
+echo "== the CLI from node_modules/.bin (built code, no tsx)"
+version=$(npx --no-install solid --version)
+[ "$version" = "$(node -p "require('$root/package.json').version")" ] || fail "solid --version printed '$version'"
+npx --no-install solid init --db "$app/shop.db" >/dev/null 2>&1 || fail "solid init failed"
+npx --no-install solid verbs list --json --db "$app/shop.db" | node -e '
+  const list = JSON.parse(require("node:fs").readFileSync(0, "utf8"));
+  const verbs = Array.isArray(list) ? list : list.verbs ?? list.result?.verbs ?? [];
+  if (verbs.length === 0) { console.error("no verbs listed"); process.exit(1); }
+  console.log(`ok: solid ${process.argv[1]}; solid verbs list --json lists ${verbs.length} verbs`);
+' "$version"
+
+echo "== solid serve: the prebuilt WebMCP module and dashboard, no esbuild"
+node_modules/.bin/solid serve --port 0 --db "$app/shop.db" >"$work/serve.out" 2>"$work/serve.err" &
+serve_pid=$!
+for _ in $(seq 1 300); do
+  grep -q 'ready on' "$work/serve.out" 2>/dev/null && break
+  kill -0 "$serve_pid" 2>/dev/null || { cat "$work/serve.err" >&2; fail "solid serve exited"; }
+  sleep 0.1
+done
+base=$(sed -n 's/^solid serve: ready on //p' "$work/serve.out")
+[ -n "$base" ] || { kill "$serve_pid"; fail "solid serve never printed its ready line"; }
+node -e '
+  const base = process.argv[1];
+  const check = async (path, type) => {
+    const res = await fetch(base + path);
+    const body = await res.text();
+    if (res.status !== 200 || !res.headers.get("content-type").startsWith(type) || body.length === 0)
+      throw new Error(`${path}: ${res.status} ${res.headers.get("content-type")}`);
+  };
+  await check("/webmcp.js", "text/javascript");
+  await check("/dashboard.js", "text/javascript");
+  await check("/", "text/html");
+  await check("/api/v1/agent/verbs", "application/json");
+  console.log(`ok: ${base} serves /webmcp.js, the dashboard and the API`);
+' "$base" || { kill "$serve_pid"; fail "solid serve did not serve its assets"; }
+kill "$serve_pid"
+wait "$serve_pid" 2>/dev/null || true
+
+echo "pack smoke: ok"
