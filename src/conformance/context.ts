@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { Budget, KitHttp, type HttpAnswer, type RequestOptions } from './http.ts';
+import { Budget, KitHttp, readBounded, type HttpAnswer, type RequestOptions } from './http.ts';
 import { connectMcp, type KitMcp } from './mcp.ts';
 import { Fail, Skip, envelopePart, excerpt } from './outcome.ts';
 import { publishedCompiler, validateOurs, type PublishedCompiler } from './schemas.ts';
@@ -93,7 +93,7 @@ export class KitContext {
       options.budgetMs ?? 300_000,
       options.timeoutMs ?? 15_000,
     );
-    this.http = new KitHttp(this.base, this.budget, options.apiKey);
+    this.http = new KitHttp(this.base, this.budget, options.apiKey, options.maxResponseBytes);
   }
 
   get hasKey(): boolean {
@@ -211,9 +211,14 @@ export class KitContext {
           evidence = { request: `GET ${given}` };
           const ms = this.budget.take();
           try {
-            const res = await fetch(given, { redirect: 'manual', signal: AbortSignal.timeout(ms) });
+            const res = await fetch(given, {
+              redirect: 'manual',
+              headers: { accept: 'application/json', 'accept-encoding': 'identity' },
+              signal: AbortSignal.timeout(ms),
+            });
             evidence.status = res.status;
-            doc = res.status === 200 ? await res.json() : undefined;
+            const bytes = await readBounded(res, this.http.maxResponseBytes, `GET ${given}`, ms);
+            doc = res.status === 200 ? JSON.parse(new TextDecoder().decode(bytes)) : undefined;
           } catch (err) {
             throw new Fail(`the declaration at ${given} could not be read: ${(err as Error).message}`, [
               evidence,

@@ -1,9 +1,75 @@
 /**
  * The kit's HTTP client: every request counted against the run's budget (a number of requests and
- * a deadline), each with its own timeout, never following redirects, and described for evidence
- * without its credentials. Spec: spec/conformance.md §safety.
+ * a deadline), each with its own timeout and a size limit (after decompression), never following
+ * redirects, and described for evidence without its credentials. Spec: spec/conformance.md §safety.
  */
-import { BudgetExhausted, RequestTimeout } from './outcome.ts';
+import { BudgetExhausted, ConnectionFailed, RequestTimeout, ResponseTooLarge } from './outcome.ts';
+
+/** The largest answer the kit reads (bytes, after any decompression) unless the run says otherwise. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Read a fetch Response's body, at most `maxBytes` bytes (counted after decompression, so a
+ * compression bomb stops at the limit too). Throws ResponseTooLarge (the body is cancelled) past
+ * the limit, RequestTimeout when the body does not finish before the request's signal fires.
+ */
+export async function readBounded(
+  res: Response,
+  maxBytes: number,
+  request: string,
+  ms: number,
+): Promise<Uint8Array> {
+  const declared = Number(res.headers.get('content-length'));
+  if (res.body === null) return new Uint8Array(0);
+  const tooLarge = () =>
+    new ResponseTooLarge(
+      `the answer is larger than the run's limit of ${maxBytes} bytes (HTTP ${res.status}); it was not read further`,
+      request,
+    );
+  if (Number.isFinite(declared) && declared > maxBytes && res.headers.get('content-encoding') === null) {
+    await res.body.cancel().catch(() => {});
+    throw tooLarge();
+  }
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.byteLength;
+      if (total > maxBytes) {
+        await reader.cancel().catch(() => {});
+        throw tooLarge();
+      }
+      chunks.push(value);
+    }
+  } catch (err) {
+    if (err instanceof ResponseTooLarge) throw err;
+    const e = err as Error;
+    if (e.name === 'TimeoutError' || e.name === 'AbortError')
+      throw new RequestTimeout(`the answer did not finish within ${ms} ms`, request);
+    throw new ConnectionFailed(`the answer broke off (${causeOf(e)})`, request, causeOf(e));
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
+/** The low-level cause of a fetch failure (`ECONNREFUSED`, `ENOTFOUND`, `bad port`, …). */
+export function causeOf(err: unknown): string {
+  const e = err as Error & { cause?: { code?: string; message?: string; cause?: unknown } };
+  const c = e.cause;
+  if (c !== undefined && c !== null) {
+    if (typeof c.code === 'string') return c.code;
+    if (typeof c.message === 'string' && c.message !== '') return c.message;
+  }
+  return e.message;
+}
 
 /** The run's limits, shared by HTTP and MCP. */
 export class Budget {
@@ -71,6 +137,7 @@ export class KitHttp {
     readonly base: string,
     readonly budget: Budget,
     readonly apiKey: string | undefined,
+    readonly maxResponseBytes: number = DEFAULT_MAX_RESPONSE_BYTES,
   ) {}
 
   /** An absolute URL for a path of the server. */
@@ -78,9 +145,17 @@ export class KitHttp {
     return `${this.base}${path}`;
   }
 
-  /** One request, its answer read whole (bytes, text, JSON when it parses). */
+  /**
+   * One request, its answer read whole (bytes, text, JSON when it parses) up to the run's size
+   * limit. Asks for no compression (`accept-encoding: identity`); an answer compressed anyway is
+   * still bounded after decompression. Throws ConnectionFailed, RequestTimeout, ResponseTooLarge.
+   */
   async request(method: string, path: string, options: RequestOptions = {}): Promise<HttpAnswer> {
-    const headers: Record<string, string> = { accept: 'application/json', ...(options.headers ?? {}) };
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      'accept-encoding': 'identity',
+      ...(options.headers ?? {}),
+    };
     let body: string | Uint8Array | undefined;
     if (options.json !== undefined) {
       body = JSON.stringify(options.json);
@@ -107,18 +182,10 @@ export class KitHttp {
       const e = err as Error;
       if (e.name === 'TimeoutError' || e.name === 'AbortError')
         throw new RequestTimeout(`no answer within ${ms} ms`, shown);
-      const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-      throw new Error(`${shown}: ${cause?.code ?? cause?.message ?? e.message}`, { cause: err });
+      const code = causeOf(e);
+      throw new ConnectionFailed(`the connection failed (${code})`, shown, code);
     }
-    let bytes: Uint8Array;
-    try {
-      bytes = new Uint8Array(await res.arrayBuffer());
-    } catch (err) {
-      const e = err as Error;
-      if (e.name === 'TimeoutError' || e.name === 'AbortError')
-        throw new RequestTimeout(`the answer did not finish within ${ms} ms`, shown);
-      throw err;
-    }
+    const bytes = await readBounded(res, this.maxResponseBytes, shown, ms);
     const text = new TextDecoder().decode(bytes);
     let json: unknown;
     try {

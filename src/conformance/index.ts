@@ -41,3 +41,5 @@ export { conformancePack, CONFORMANCE_VERBS, CONFORMANCE_PACK_NAME } from './pac
 export { conformanceDeclarationPlugin } from './declaration-plugin.ts';
 export { synthesizeArgs, type Synthesized } from './args.ts';
 export { splitCommand } from './mcp.ts';
+export { ConformanceNotRun } from './outcome.ts';
+export { DEFAULT_MAX_RESPONSE_BYTES } from './http.ts';

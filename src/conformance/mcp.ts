@@ -112,7 +112,20 @@ export async function connectMcp(
   const client = new Client({ name: 'solid-verbs-conformance', version: '1' }, { capabilities: {} });
   const connectMs = Math.max(options.budget.timeoutMs, 30_000);
   options.budget.take();
-  await client.connect(transport, { timeout: connectMs });
+  try {
+    await client.connect(transport, { timeout: connectMs });
+  } catch (err) {
+    await transport.close().catch(() => {});
+    // Give the child's last stderr lines a moment to arrive (they usually say why it stopped).
+    await new Promise((r) => setTimeout(r, 50));
+    const e = err as NodeJS.ErrnoException & { cause?: { code?: string; message?: string } };
+    let why = e.message;
+    if (e.code === 'ENOENT' && typeof target === 'string')
+      why = `the command ${JSON.stringify(splitCommand(target)[0])} was not found (${e.message})`;
+    else if (e.cause?.code !== undefined) why = `${e.message} (${e.cause.code})`;
+    const stderr = tail.slice(-5).join(' | ');
+    throw new Error(`${why}${stderr !== '' ? `; its stderr: ${stderr}` : ''}`, { cause: err });
+  }
   const requestOptions = () => ({ timeout: options.budget.take() });
   return {
     client,

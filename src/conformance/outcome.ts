@@ -48,12 +48,50 @@ export class BudgetExhausted extends Error {
   override readonly name = 'BudgetExhausted';
 }
 
-/** A request got no answer in time. */
-export class RequestTimeout extends Error {
-  override readonly name = 'RequestTimeout';
+/** An exchange that produced no usable answer: the running check fails with the request as evidence. */
+export class ExchangeFailed extends Error {
   constructor(
     message: string,
     readonly request: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A request got no answer in time. */
+export class RequestTimeout extends ExchangeFailed {
+  override readonly name = 'RequestTimeout';
+}
+
+/** An answer larger than the run's limit (counted after any decompression); it was not read further. */
+export class ResponseTooLarge extends ExchangeFailed {
+  override readonly name = 'ResponseTooLarge';
+}
+
+/** The connection failed before any answer (refused, no such host, a bad port, TLS); `code` is the cause. */
+export class ConnectionFailed extends ExchangeFailed {
+  override readonly name = 'ConnectionFailed';
+  constructor(
+    message: string,
+    request: string,
+    readonly code: string,
+  ) {
+    super(message, request);
+  }
+}
+
+/**
+ * The kit could not run against the server at all (spec/conformance.md §outcomes): the base URL
+ * cannot be reached (`unreachable`) or the server refuses the run's API key (`key_refused`).
+ * `runConformance` rejects with it before any check runs; `solid conformance` exits 2.
+ */
+export class ConformanceNotRun extends Error {
+  override readonly name = 'ConformanceNotRun';
+  constructor(
+    readonly reason: 'unreachable' | 'key_refused',
+    message: string,
+    readonly hint: string,
+    readonly target: string,
   ) {
     super(message);
   }

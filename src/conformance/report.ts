@@ -4,7 +4,21 @@
  * testsuite per section, one testcase per check; failures carry the requirement and evidence,
  * skips their reason). Spec: spec/conformance.md §reports.
  */
+import type { ConformanceNotRun } from './outcome.ts';
 import type { CheckResult, ConformanceReport, Evidence, Summary } from './types.ts';
+
+/**
+ * One line of text safe to print on a terminal: control characters (C0, DEL, C1 — escape
+ * sequences, carriage returns, new lines a server put in its answer) shown as `\u001b`-style
+ * escapes, so an answer can neither drive the terminal nor fake a line of the report.
+ */
+export function printable(text: string): string {
+  return text.replace(
+    // eslint-disable-next-line no-control-regex
+    /[\u0000-\u001f\u007f-\u009f]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
 
 /** `N passed, N failed, N skipped`. */
 export function summaryLine(s: Summary): string {
@@ -14,13 +28,13 @@ export function summaryLine(s: Summary): string {
 const LABEL = { pass: 'PASS', fail: 'FAIL', skip: 'SKIP' } as const;
 
 function evidenceLines(e: Evidence, indent: string): string[] {
-  const out = [`${indent}request: ${e.request}`];
+  const out = [`${indent}request: ${printable(e.request)}`];
   if (e.status !== undefined) out.push(`${indent}status:  ${e.status}`);
   if (e.answer !== undefined) {
     const text = typeof e.answer === 'string' ? e.answer : JSON.stringify(e.answer);
-    out.push(`${indent}answer:  ${text.length > 600 ? `${text.slice(0, 600)}…` : text}`);
+    out.push(`${indent}answer:  ${printable(text.length > 600 ? `${text.slice(0, 600)}…` : text)}`);
   }
-  if (e.note !== undefined) out.push(`${indent}note:    ${e.note}`);
+  if (e.note !== undefined) out.push(`${indent}note:    ${printable(e.note)}`);
   return out;
 }
 
@@ -37,14 +51,14 @@ export function formatHuman(report: ConformanceReport, options: HumanOptions = {
     !options.color ? text : `\u001b[${status === 'pass' ? 32 : status === 'fail' ? 31 : 33}m${text}\u001b[0m`;
   const o = report.options;
   const lines = [
-    `solid conformance ${report.target}  (run ${report.run_id}; key: ${o.key ? 'yes' : 'no'}; writes: ${o.allow_writes ? 'allowed' : 'no'}; mcp: ${o.mcp ?? 'no'}; ucp: ${o.ucp ? 'yes' : 'no'})`,
+    `solid conformance ${printable(report.target)}  (run ${report.run_id}; key: ${o.key ? 'yes' : 'no'}; writes: ${o.allow_writes ? 'allowed' : 'no'}; mcp: ${o.mcp ?? 'no'}; ucp: ${o.ucp ? 'yes' : 'no'})`,
   ];
   const idWidth = Math.max(...report.results.map((r) => r.id.length), 10);
   for (const section of report.sections) {
     const rows = report.results.filter((r) => r.section === section.id);
     lines.push('', `${section.id} — ${section.title}`);
     for (const r of rows) {
-      lines.push(`  ${paint(r.status, LABEL[r.status])}  ${r.id.padEnd(idWidth)}  ${r.message}`);
+      lines.push(`  ${paint(r.status, LABEL[r.status])}  ${r.id.padEnd(idWidth)}  ${printable(r.message)}`);
       if (r.status === 'fail' || options.verbose) {
         lines.push(`        requirement: ${r.requirement} (${r.spec})`);
         for (const e of r.evidence) lines.push(...evidenceLines(e, '        '));
@@ -59,6 +73,35 @@ export function formatHuman(report: ConformanceReport, options: HumanOptions = {
 /** The JSON report (2-space indented). */
 export function formatJson(report: ConformanceReport): string {
   return JSON.stringify(report, null, 2);
+}
+
+/** The JSON answer of a run that could not start: `{ kit, target, error: { reason, message, hint } }`. */
+export function formatJsonNotRun(err: ConformanceNotRun): string {
+  return JSON.stringify(
+    {
+      kit: { name: 'solid-verbs conformance' },
+      target: err.target,
+      error: { reason: err.reason, message: err.message, hint: err.hint },
+    },
+    null,
+    2,
+  );
+}
+
+/** JUnit XML of a run that could not start: one suite `run` with one errored testcase `run.preflight`. */
+export function formatJunitNotRun(err: ConformanceNotRun): string {
+  const message = xmlEscape(err.message);
+  return [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    '<testsuites name="solid-verbs conformance" tests="1" failures="0" skipped="0" errors="1" time="0.000">',
+    `  <testsuite name="run" tests="1" failures="0" skipped="0" errors="1" time="0.000">`,
+    '    <testcase classname="conformance.run" name="run.preflight" time="0.000">',
+    `      <error message="${message}" type="${xmlEscape(err.reason)}">${message}\n${xmlEscape(err.hint)}</error>`,
+    '    </testcase>',
+    '  </testsuite>',
+    '</testsuites>',
+    '',
+  ].join('\n');
 }
 
 /** Text safe inside XML: the five entities escaped, characters XML 1.0 forbids dropped. */

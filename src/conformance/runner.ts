@@ -9,7 +9,15 @@
 import { readFileSync } from 'node:fs';
 import { KitContext } from './context.ts';
 import { mcpLabel } from './mcp.ts';
-import { BudgetExhausted, Fail, RequestTimeout, Skip } from './outcome.ts';
+import {
+  BudgetExhausted,
+  ConformanceNotRun,
+  ConnectionFailed,
+  ExchangeFailed,
+  Fail,
+  RequestTimeout,
+  Skip,
+} from './outcome.ts';
 import {
   SECTIONS,
   SECTION_TITLES,
@@ -72,7 +80,7 @@ async function runOne(ctx: KitContext, c: Check, budget: { hit?: string }): Prom
       budget.hit ??= err.message;
       return { status: 'skip', message: `not finished: ${err.message}`, evidence: [] };
     }
-    if (err instanceof RequestTimeout)
+    if (err instanceof ExchangeFailed)
       return {
         status: 'fail',
         message: err.message,
@@ -95,15 +103,65 @@ function count(results: readonly CheckResult[]): Summary {
 }
 
 /**
+ * Before any check: one request to the manifest shows the server can be reached, and, when the
+ * run has a key, one call of an unknown verb with it shows the server accepts the key (a key it
+ * refuses answers 401, which would otherwise fail every keyed check as the server's fault).
+ * Throws ConformanceNotRun. Spec: spec/conformance.md §outcomes.
+ */
+async function preflight(ctx: KitContext): Promise<void> {
+  try {
+    await ctx.http.get('/api/v1/agent/verbs', { key: false });
+  } catch (err) {
+    if (err instanceof ConnectionFailed)
+      throw new ConformanceNotRun(
+        'unreachable',
+        `cannot reach ${ctx.base}: ${err.code === 'bad port' ? 'bad port (fetch refuses to connect to this port, one of its blocked ports)' : err.code}`,
+        'check the base URL (scheme, host and port of the solid-verbs server) and that the server is running',
+        ctx.base,
+      );
+    if (err instanceof RequestTimeout)
+      throw new ConformanceNotRun(
+        'unreachable',
+        `${ctx.base} did not answer GET /api/v1/agent/verbs: ${err.message}`,
+        'check that the server is up and answering, or raise --timeout-ms',
+        ctx.base,
+      );
+    // Anything else (an answer too large or broken off, the budget) is for the checks to report.
+  }
+  if (!ctx.hasKey) return;
+  let answer;
+  try {
+    answer = await ctx.http.post('/api/v1/agent/dispatch/conformance.preflight_no_such_verb', {
+      json: { args: {} },
+    });
+  } catch {
+    return; // the checks report it
+  }
+  if (answer.status !== 401) return;
+  const error = (answer.json as { error?: { reason?: unknown; message?: unknown } } | undefined)?.error;
+  const said = [error?.reason, error?.message].filter((x) => typeof x === 'string').join(': ');
+  throw new ConformanceNotRun(
+    'key_refused',
+    `${ctx.base} refused the API key: HTTP 401${said === '' ? '' : ` ${said}`}`,
+    'check --api-key (or SOLID_API_KEY): it must be a key of this server, or pass none to run only the keyless checks',
+    ctx.base,
+  );
+}
+
+/**
  * Run the kit against a server (spec/conformance.md). Never throws for what the server answers:
- * every problem is a failed check with evidence. Throws only for invalid options.
+ * every problem is a failed check with evidence. Throws for invalid options, and rejects with
+ * ConformanceNotRun when the server cannot be reached or refuses the run's key (see preflight).
  */
 export async function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
   try {
     const u = new URL(options.baseUrl);
     if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('not http(s)');
   } catch {
-    throw new Error(`the base URL ${JSON.stringify(options.baseUrl)} is not an http(s) URL`);
+    const bare = /^[\w.-]+(:\d+)?(\/.*)?$/.test(options.baseUrl);
+    throw new Error(
+      `the base URL ${JSON.stringify(options.baseUrl)} is not an http(s) URL${bare ? ` (did you mean http://${options.baseUrl}?)` : ''}`,
+    );
   }
   const sections: SectionId[] =
     options.only !== undefined && options.only.length > 0 ? [...options.only] : [...SECTIONS];
@@ -112,6 +170,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
       throw new Error(`unknown section ${JSON.stringify(s)}: one of ${SECTIONS.join(', ')}`);
   const ctx = new KitContext(options);
   const started = Date.now();
+  await preflight(ctx);
   const chosen = CHECKS.filter((c) => sections.includes(c.section));
   const byId = new Map<string, CheckResult>();
   const budget: { hit?: string } = {};

@@ -150,6 +150,8 @@ export interface ConformanceOptions {
   budgetMs?: number;
   /** HTTP requests plus MCP calls (default 600). */
   maxRequests?: number;
+  /** The largest answer read (bytes after decompression, default 16 MiB); a larger one fails its check. */
+  maxResponseBytes?: number;
   /** Progress lines (check ids as they finish). */
   onResult?: (result: CheckResult) => void;
   /** Fixed run id (tests); default 8 random hex digits. */

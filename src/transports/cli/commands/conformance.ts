@@ -9,11 +9,13 @@
  * $SOLID_API_KEY. A stdio --mcp command runs with this process's environment plus --mcp-env and
  * SOLID_API_KEY, so `--mcp "solid mcp"` needs SOLID_DB (or SOLID_DATABASE_URL) naming the server's
  * database. Prints the human report (or JSON with --json) on stdout; --junit also writes JUnit
- * XML. Exit 0 when nothing failed, 1 when a check failed, 2 on bad usage.
+ * XML. Exit 0 when nothing failed, 1 when a check failed, 2 on bad usage or when the kit could
+ * not run (the server unreachable, the key refused: one error, not a failure per check).
  *
  * Spec: spec/conformance.md; the checks: docs/conformance.md.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { SECTIONS, type ConformanceOptions, type SectionId } from '../../../conformance/types.ts';
 import type { Io } from '../output.ts';
@@ -34,6 +36,7 @@ interface ConformanceFlags {
   timeoutMs: string;
   budgetSeconds: string;
   maxRequests: string;
+  maxResponseBytes: string;
 }
 
 const collect = (v: string, prev: string[]) => [...prev, v];
@@ -62,6 +65,11 @@ export function registerConformance(program: Command, io: Io, setExit: (code: nu
     .option('--timeout-ms <ms>', 'per request', '15000')
     .option('--budget-seconds <s>', 'the whole run', '300')
     .option('--max-requests <n>', 'HTTP requests and MCP calls in the whole run', '600')
+    .option(
+      '--max-response-bytes <n>',
+      'the largest answer read, after decompression',
+      String(16 * 1024 * 1024),
+    )
     .action(async (baseUrl: string, flags: ConformanceFlags) => {
       setExit(await runConformanceCommand(io, baseUrl, flags));
     });
@@ -70,6 +78,28 @@ export function registerConformance(program: Command, io: Io, setExit: (code: nu
 function usage(io: Io, message: string): number {
   io.err(`✗ ${message}`);
   return 2;
+}
+
+/** Why `file` cannot be written, or undefined (checked before the run, so a run is not wasted). */
+function unwritable(file: string): string | undefined {
+  const path = resolve(file);
+  try {
+    if (statSync(path, { throwIfNoEntry: false })?.isDirectory()) return 'it is a directory';
+    const dir = dirname(path);
+    if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory())
+      return `the directory ${dir} does not exist`;
+    try {
+      accessSync(path, constants.W_OK);
+    } catch {
+      accessSync(dir, constants.W_OK);
+      if (statSync(path, { throwIfNoEntry: false }) !== undefined) return 'the file is not writable';
+    }
+    return undefined;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EACCES'
+      ? `the directory ${dirname(path)} is not writable`
+      : (err as Error).message;
+  }
 }
 
 function positiveInt(text: string): number | undefined {
@@ -89,15 +119,23 @@ export async function runConformanceCommand(
           .split(',')
           .map((s) => s.trim())
           .filter((s) => s !== '');
+  if (only !== undefined && only.length === 0)
+    return usage(io, `--only needs at least one section (${SECTIONS.join(', ')})`);
   for (const s of only ?? [])
     if (!(SECTIONS as readonly string[]).includes(s))
       return usage(io, `--only: unknown section "${s}" (one of ${SECTIONS.join(', ')})`);
+  if (flags.junit !== undefined) {
+    const why = unwritable(flags.junit);
+    if (why !== undefined) return usage(io, `--junit ${flags.junit}: cannot write the report there: ${why}`);
+  }
   const timeoutMs = positiveInt(flags.timeoutMs);
   const budgetSeconds = positiveInt(flags.budgetSeconds);
   const maxRequests = positiveInt(flags.maxRequests);
   if (timeoutMs === undefined) return usage(io, '--timeout-ms must be a positive integer');
   if (budgetSeconds === undefined) return usage(io, '--budget-seconds must be a positive integer');
   if (maxRequests === undefined) return usage(io, '--max-requests must be a positive integer');
+  const maxResponseBytes = positiveInt(flags.maxResponseBytes);
+  if (maxResponseBytes === undefined) return usage(io, '--max-response-bytes must be a positive integer');
   const mcpEnv: Record<string, string> = {};
   for (const kv of flags.mcpEnv) {
     const at = kv.indexOf('=');
@@ -130,25 +168,42 @@ export async function runConformanceCommand(
     timeoutMs,
     budgetMs: budgetSeconds * 1000,
     maxRequests,
+    maxResponseBytes,
     ...(progress ? { onResult: (r) => process.stderr.write(`\r\u001b[2K  ${r.status} ${r.id}`) } : {}),
   };
   // Loaded on use: the kit (MCP client, UCP signing, schemas) costs every other command nothing.
   const { exitCodeOf, runConformance } = await import('../../../conformance/runner.ts');
-  const { formatHuman, formatJson, formatJunit } = await import('../../../conformance/report.ts');
+  const { formatHuman, formatJson, formatJunit, formatJunitNotRun, formatJsonNotRun, printable } =
+    await import('../../../conformance/report.ts');
+  const { ConformanceNotRun } = await import('../../../conformance/outcome.ts');
+  const writeJunit = (xml: string): number => {
+    if (flags.junit === undefined) return 0;
+    try {
+      writeFileSync(flags.junit, xml);
+    } catch (err) {
+      return usage(io, `--junit ${flags.junit}: the report could not be written: ${(err as Error).message}`);
+    }
+    if (!flags.json) io.err(`JUnit report written to ${flags.junit}`);
+    return 0;
+  };
   let report;
   try {
     report = await runConformance(options);
   } catch (err) {
-    return usage(io, (err as Error).message);
+    if (!(err instanceof ConformanceNotRun)) return usage(io, (err as Error).message);
+    // The kit could not run at all: one error, not a failure per check (exit 2, not 1).
+    if (flags.json) io.out(formatJsonNotRun(err));
+    writeJunit(formatJunitNotRun(err));
+    io.err(`✗ ${printable(err.message)}`);
+    io.err(`  hint: ${err.hint}`);
+    return 2;
   } finally {
     if (progress) process.stderr.write('\r\u001b[2K');
   }
-  if (flags.junit !== undefined) writeFileSync(flags.junit, formatJunit(report));
   io.out(
     flags.json
       ? formatJson(report)
       : formatHuman(report, { verbose: flags.verbose === true, color: Boolean(process.stdout.isTTY) }),
   );
-  if (flags.junit !== undefined && !flags.json) io.err(`JUnit report written to ${flags.junit}`);
-  return exitCodeOf(report);
+  return writeJunit(formatJunit(report)) || exitCodeOf(report);
 }
