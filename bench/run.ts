@@ -15,7 +15,7 @@
  * module until the 1-minute load average is below X (others share this machine), up to
  * `--max-wait-min` minutes, and records the load at the start and end of each module.
  *
- * Modules: core readcost consent replay verify trail http mcp ucp observe durable postgres rss
+ * Modules: core register readcost consent replay verify trail http mcp ucp observe durable postgres rss
  * (postgres only when SOLID_BENCH_DATABASE_URL or SOLID_TEST_DATABASE_URL is set).
  */
 import { spawn } from 'node:child_process';
@@ -52,6 +52,7 @@ const t = (on: Target['on'], op: Target['op'], x: number, text: string): Target 
 export const TARGETS: Record<string, Target> = {
   'core.read': t('ratio', '>=', 0.8, 'ratio ≥ 0.8'),
   'core.write': t('ratio', '>=', 0.5, 'ratio ≥ 0.5'),
+  'register.system_verbs': t('value', '<=', 100, '≤ 100 ms'),
   'read.demo_full_context': t('ratio', '>=', 0.8, 'ratio ≥ 0.8'),
   'read.without_audit_row': t('ratio', '>=', 0.8, 'ratio ≥ 0.8 (diagnostic)'),
   'consent.gate': t('ratio', '>=', 0.8, 'ratio ≥ 0.8'),
@@ -94,6 +95,10 @@ export const MODULES: Record<string, ModuleSpec> = {
   core: {
     repeat: 1,
     run: async (q) => (await import('./core.ts')).benchCore(q ? { ms: 500, runs: 1 } : { ms: 1500, runs: 5 }),
+  },
+  register: {
+    repeat: 3,
+    run: async (q) => (await import('./register.ts')).benchRegister(q ? { runs: 5 } : {}),
   },
   readcost: {
     repeat: 1,

@@ -11,8 +11,6 @@
  * Spec: spec/manifest.md §registration, spec/transports.md §tool-names.
  */
 import { createHash } from 'node:crypto';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormatsImport from 'ajv-formats';
 import { z, type ZodType } from 'zod';
 import {
   ROLES,
@@ -33,8 +31,7 @@ import {
   verbRecordSchema,
 } from '../spec/validators.ts';
 import { ROLE_FLOOR_OF_CLASS, type CompiledVerb, type VerbDefinition } from './verb.ts';
-
-const addFormats = addFormatsImport as unknown as (ajv: Ajv2020) => Ajv2020;
+import { compileInputSchema, compileOutputSchema, type CompiledSchema } from './schema-compiler.ts';
 
 export class RegistrationError extends Error {
   override readonly name = 'RegistrationError';
@@ -110,21 +107,9 @@ export class Registry {
   readonly #verbs = new Map<string, CompiledVerb>();
   readonly #byTool = new Map<string, CompiledVerb>();
   readonly #listeners = new Set<() => void>();
-  readonly #ajv: Ajv2020;
   #cache = new Map<string, VerbRecord[]>();
   #etag: string | undefined;
   #sortedNames: string[] | undefined;
-
-  constructor() {
-    this.#ajv = new Ajv2020({
-      strict: false,
-      allErrors: false,
-      useDefaults: true,
-      allowUnionTypes: true,
-      validateFormats: true,
-    });
-    addFormats(this.#ajv);
-  }
 
   /** Register (or replace) a verb. Throws RegistrationError naming the verb and the field. */
   register(definition: VerbDefinition): CompiledVerb {
@@ -374,11 +359,17 @@ export class Registry {
     const check = validateVerbRecord(record);
     if (!check.valid) throw new RegistrationError(name, 'record', check.errors.join('; '));
 
-    let validate: ReturnType<Ajv2020['compile']>;
+    let validate: CompiledSchema;
     try {
-      validate = this.#ajv.compile(inputSchema);
+      validate = compileInputSchema(inputSchema);
     } catch (err) {
       throw new RegistrationError(name, 'input_schema', `does not compile: ${(err as Error).message}`);
+    }
+    let validateOutput: CompiledSchema;
+    try {
+      validateOutput = compileOutputSchema(outputSchema);
+    } catch (err) {
+      throw new RegistrationError(name, 'output_schema', `does not compile: ${(err as Error).message}`);
     }
 
     return Object.freeze({
@@ -399,6 +390,8 @@ export class Registry {
       toolName,
       validate: (args: unknown) => validate(args) as boolean,
       validateErrors: () => validate.errors,
+      validateOutput: (result: unknown) => validateOutput(result) as boolean,
+      outputErrors: () => validateOutput.errors,
       secretPaths: Object.freeze((def.secret_fields ?? []).map((p) => p.split('.'))),
       revertible: def.revert !== undefined,
     });

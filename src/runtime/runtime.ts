@@ -30,10 +30,6 @@ import { runMaintenance, type MaintenanceReport } from './maintenance.ts';
 import { Observers, type ObserveOptions } from './observe/observers.ts';
 import { VerbError } from './errors.ts';
 import type { Role } from '../spec/types.ts';
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsImport from 'ajv-formats';
-
-const addFormats = addFormatsImport as unknown as (ajv: Ajv2020) => Ajv2020;
 
 /** How long a delivery pass owns an outbox row it claimed (ms). */
 const OUTBOX_LEASE_MS = 60_000;
@@ -222,8 +218,6 @@ export class Runtime {
   readonly #blocklist: Blocklist;
   readonly #sandboxCompanyId: number | undefined;
   #sandbox: Principal | undefined;
-  readonly #outputValidators = new Map<string, ValidateFunction>();
-  #outputAjv: Ajv2020 | undefined;
   readonly #sinceCheckpoint = new Map<number, number>();
   #checkpointTimer: NodeJS.Timeout | undefined;
   #maintenanceTimer: NodeJS.Timeout | undefined;
@@ -511,18 +505,9 @@ export class Runtime {
   /** When validateOutputs is on, refuse an output that does not match the verb's output schema. */
   checkOutput(verb: CompiledVerb, result: unknown): void {
     if (!this.options.validateOutputs) return;
-    let v = this.#outputValidators.get(verb.name);
-    if (v === undefined) {
-      if (this.#outputAjv === undefined) {
-        this.#outputAjv = new Ajv2020({ strict: false, allErrors: true, allowUnionTypes: true });
-        addFormats(this.#outputAjv);
-      }
-      v = this.#outputAjv.compile(verb.outputSchema);
-      this.#outputValidators.set(verb.name, v);
-    }
-    if (!v(result)) {
+    if (!verb.validateOutput(result)) {
       throw new Error(
-        `output of ${verb.name} does not match its output schema: ${JSON.stringify(v.errors?.slice(0, 3))}`,
+        `output of ${verb.name} does not match its output schema: ${JSON.stringify(verb.outputErrors()?.slice(0, 3))}`,
       );
     }
   }

@@ -195,6 +195,10 @@ export interface CompiledVerb {
   readonly toolName: string;
   readonly validate: (args: unknown) => boolean;
   readonly validateErrors: () => import('ajv').ErrorObject[] | null | undefined;
+  /** The output schema, compiled at registration (checked when the runtime's validateOutputs is on). */
+  readonly validateOutput: (result: unknown) => boolean;
+  /** The errors of the last `validateOutput` call that failed. */
+  readonly outputErrors: () => import('ajv').ErrorObject[] | null | undefined;
   readonly secretPaths: readonly string[][];
   readonly revertible: boolean;
 }

@@ -88,6 +88,8 @@ export function remoteVerb(record: VerbRecord, hints: VerbHints | undefined): Co
     toolName: toToolName(record.name),
     validate: () => true,
     validateErrors: () => null,
+    validateOutput: () => true,
+    outputErrors: () => null,
     secretPaths: Object.freeze([]),
     revertible: hints?.revertible ?? record.side_effects === 'mixed',
   });

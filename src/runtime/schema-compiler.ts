@@ -1,0 +1,53 @@
+/**
+ * The one schema compiler of the runtime: the process-wide Ajv (JSON Schema 2020-12, with
+ * formats) that compiles every verb's input and output schema at registration, and a cache keyed
+ * by the schema's JSON text, so a second `Registry` (every test runtime, every `openLocal`)
+ * registering the same verbs compiles nothing. Dispatch never compiles.
+ *
+ * Two option profiles, because the two uses differ on purpose:
+ * - inputs: `useDefaults` (an omitted `limit` becomes its declared default before the handler
+ *   runs), first error only (the envelope names one JSON Pointer: `invalid_input`);
+ * - outputs: no defaults (a result is never rewritten), all errors (a developer check, on when
+ *   the runtime's `validateOutputs` option is).
+ *
+ * Throws Ajv's own error when a schema does not compile; the registry wraps it in a
+ * RegistrationError naming the verb. Spec: spec/manifest.md §registration.
+ */
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsImport from 'ajv-formats';
+import type { JsonSchema } from '../spec/types.ts';
+
+const addFormats = addFormatsImport as unknown as (ajv: Ajv2020) => Ajv2020;
+
+/** A compiled schema: call it on a value; its `errors` hold the last failure. */
+export type CompiledSchema = ValidateFunction;
+
+function profile(options: { useDefaults: boolean; allErrors: boolean }) {
+  const ajv = new Ajv2020({
+    strict: false,
+    allowUnionTypes: true,
+    validateFormats: true,
+    ...options,
+  });
+  addFormats(ajv);
+  const cache = new Map<string, CompiledSchema>();
+  return (schema: JsonSchema): CompiledSchema => {
+    const key = JSON.stringify(schema);
+    let v = cache.get(key);
+    if (v === undefined) {
+      // The same `$id` with another body (a verb re-registered with a changed schema): the new
+      // body wins, as registration's last-write-wins rule says.
+      const id = typeof schema.$id === 'string' ? schema.$id : undefined;
+      if (id !== undefined && ajv.getSchema(id) !== undefined) ajv.removeSchema(id);
+      v = ajv.compile(schema);
+      cache.set(key, v);
+    }
+    return v;
+  };
+}
+
+/** Compile (or fetch from the cache) a verb's input schema: defaults applied, first error only. */
+export const compileInputSchema = profile({ useDefaults: true, allErrors: false });
+
+/** Compile (or fetch from the cache) a verb's output schema: no defaults, every error. */
+export const compileOutputSchema = profile({ useDefaults: false, allErrors: true });
