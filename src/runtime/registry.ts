@@ -110,6 +110,16 @@ export class Registry {
   #cache = new Map<string, VerbRecord[]>();
   #etag: string | undefined;
   #sortedNames: string[] | undefined;
+  readonly #compileOutputs: boolean;
+
+  /**
+   * `compileOutputs`: compile every verb's output schema at registration (default true; the
+   * runtime passes its `validateOutputs` option, so a runtime that never checks outputs never
+   * compiles them).
+   */
+  constructor(options: { compileOutputs?: boolean } = {}) {
+    this.#compileOutputs = options.compileOutputs ?? true;
+  }
 
   /** Register (or replace) a verb. Throws RegistrationError naming the verb and the field. */
   register(definition: VerbDefinition): CompiledVerb {
@@ -365,12 +375,18 @@ export class Registry {
     } catch (err) {
       throw new RegistrationError(name, 'input_schema', `does not compile: ${(err as Error).message}`);
     }
-    let validateOutput: CompiledSchema;
-    try {
-      validateOutput = compileOutputSchema(outputSchema);
-    } catch (err) {
-      throw new RegistrationError(name, 'output_schema', `does not compile: ${(err as Error).message}`);
+    // Output schemas are checked only when the runtime validates outputs (tests, development):
+    // then they compile here, never at dispatch; otherwise they are not compiled at all, so a CLI
+    // command or `solid mcp` does not pay ~100 output compilations at boot.
+    let validateOutput: CompiledSchema | undefined;
+    if (this.#compileOutputs) {
+      try {
+        validateOutput = compileOutputSchema(outputSchema);
+      } catch (err) {
+        throw new RegistrationError(name, 'output_schema', `does not compile: ${(err as Error).message}`);
+      }
     }
+    const outputValidator = (): CompiledSchema => (validateOutput ??= compileOutputSchema(outputSchema));
 
     return Object.freeze({
       definition: def,
@@ -390,8 +406,8 @@ export class Registry {
       toolName,
       validate: (args: unknown) => validate(args) as boolean,
       validateErrors: () => validate.errors,
-      validateOutput: (result: unknown) => validateOutput(result) as boolean,
-      outputErrors: () => validateOutput.errors,
+      validateOutput: (result: unknown) => outputValidator()(result) as boolean,
+      outputErrors: () => outputValidator().errors,
       secretPaths: Object.freeze((def.secret_fields ?? []).map((p) => p.split('.'))),
       revertible: def.revert !== undefined,
     });
