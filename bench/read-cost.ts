@@ -23,7 +23,7 @@ import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import { createRuntime } from '../src/runtime/runtime.ts';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
-import type { VerbContext } from '../src/runtime/verb.ts';
+import { runtimeContextMembers, type VerbContext } from '../src/runtime/verb.ts';
 import { systemVerbs } from '../src/verbs/index.ts';
 import { defineReasons } from '../src/spec/reasons.ts';
 import { DEMO_TENANTS, demoPack, type DemoSeedFacts } from '../src/business/pack.ts';
@@ -46,7 +46,7 @@ function bareContext(rt: Runtime, principal: Principal, verbName: string, q: Que
     db: q,
     now: new Date(),
     signal: new AbortController().signal,
-    runtime: rt,
+    ...runtimeContextMembers(rt, q),
     verb,
     emit() {},
     outbox() {},

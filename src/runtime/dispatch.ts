@@ -34,12 +34,12 @@ import type {
   VerbClass,
   WebmcpSurface,
 } from '../spec/types.ts';
-import type { StoreTx } from '../store/store.ts';
+import type { Queryable, StoreTx } from '../store/store.ts';
 import { StoreError } from '../store/store.ts';
 import { reasonInfo } from '../spec/reasons.ts';
 import { VerbError, isVerbError } from './errors.ts';
-import type { CompiledVerb, DelegatedConsent, EmittedEvent, VerbContext } from './verb.ts';
-import { ROLE_RANK, TIER_RANK } from './verb.ts';
+import type { CompiledVerb, DelegatedConsent, EmittedEvent, SystemVerbContext, VerbContext } from './verb.ts';
+import { ROLE_RANK, TIER_RANK, runtimeContextMembers } from './verb.ts';
 import type { Runtime } from './runtime.ts';
 import {
   appendAudit,
@@ -420,14 +420,14 @@ function checkFloors(st: State): void {
 }
 
 /** The handler context for reads (no events, no outbox). */
-function readContext(rt: Runtime, st: State, caller: Caller, db = rt.readView): VerbContext {
+function readContext(rt: Runtime, st: State, caller: Caller, db: Queryable = rt.readView): SystemVerbContext {
   const verb = st.verb!;
   return {
     principal: st.principal!,
     db,
     now: st.now,
     signal: caller.signal ?? NEVER,
-    runtime: rt,
+    ...runtimeContextMembers(rt, db),
     verb,
     emit() {
       throw new Error(`read verb ${verb.name} cannot emit events`);
@@ -1019,7 +1019,7 @@ export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput)
   let entity: { type: string; id: string } | undefined;
   let link: { parent_id?: number; transaction_id?: string } = {};
   const auditId = await tx.nextAuditId();
-  const ctx: VerbContext & {
+  const ctx: SystemVerbContext & {
     setAuditLink(l: { parent_id?: number; transaction_id?: string }): void;
     auditId: number;
     tx: StoreTx;
@@ -1029,7 +1029,7 @@ export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput)
     tx,
     now,
     signal: input.caller.signal ?? NEVER,
-    runtime: rt,
+    ...runtimeContextMembers(rt, tx),
     verb,
     idempotencyKey: input.idempotencyKey ?? undefined,
     auditId,

@@ -12,7 +12,7 @@ import type { Queryable, Store, StoreTx } from '../store/store.ts';
 import { StoreError } from '../store/store.ts';
 import { runtimeMigrations } from '../store/migrations/runtime.ts';
 import { Registry } from './registry.ts';
-import type { CompiledVerb, VerbDefinition } from './verb.ts';
+import { runtimeContextMembers, type CompiledVerb, type VerbDefinition } from './verb.ts';
 import { Secrets } from './secrets.ts';
 import { TenantKeys } from './ledger/tenant-keys.ts';
 import { Tenants, insertApiKey, insertTenant, type TenantSettings } from './tenants.ts';
@@ -200,7 +200,7 @@ class ReadView implements Queryable {
 
 export class Runtime {
   readonly store: Store;
-  readonly registry = new Registry();
+  readonly registry: Registry;
   readonly secrets: Secrets;
   readonly keys: TenantKeys;
   readonly tenants: Tenants;
@@ -227,6 +227,7 @@ export class Runtime {
 
   constructor(options: RuntimeOptions) {
     this.store = options.store;
+    this.registry = new Registry({ compileOutputs: options.validateOutputs ?? false });
     this.secrets = options.secrets ?? Secrets.ephemeral();
     this.clock = options.clock ?? (() => new Date());
     this.logger =
@@ -489,7 +490,7 @@ export class Runtime {
           db: q,
           now: this.clock(),
           signal: caller.signal ?? new AbortController().signal,
-          runtime: this,
+          ...runtimeContextMembers(this, q),
           verb: pv,
           emit() {},
           outbox() {},

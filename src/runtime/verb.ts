@@ -18,7 +18,9 @@ import type {
   VerbClass,
   WebmcpSurface,
 } from '../spec/types.ts';
-import type { Queryable } from '../store/store.ts';
+import type { Logger } from 'pino';
+import type { Queryable, StoreTx } from '../store/store.ts';
+import type { VerbRecord } from '../spec/types.ts';
 import type { Runtime } from './runtime.ts';
 
 /** A domain event a handler emits; stored with the write, in the same transaction. */
@@ -29,34 +31,53 @@ export interface EmittedEvent {
   payload?: Record<string, unknown>;
 }
 
-/** What a verb handler receives. */
+/**
+ * What a verb handler receives: the contract a pack codes against (spec/manifest.md §handlers).
+ * It is deliberately narrow — the call's store transaction, its principal, its clock and logger,
+ * its domain events, outbox and revert data — so a pack cannot reach the runtime's ledger, keys or
+ * registry. Built-in system verbs get the wider {@link SystemVerbContext}.
+ */
 export interface VerbContext {
-  /** Who calls (from authentication only). */
+  /** Who calls (from authentication only: company_id, user_id, role, agent, tier). */
   readonly principal: Principal;
-  /** The store: the write transaction for writes, a committed-data view for reads. */
+  /**
+   * The store: for a write, the ONE store transaction holding the verb's writes, its audit row,
+   * events and idempotency record (all commit or none do); for a read, a committed-data view.
+   */
   readonly db: Queryable;
-  /** The dispatch clock (inject it in tests). */
+  /** The dispatch clock: the same instant for every row this call writes (inject it in tests). */
   readonly now: Date;
+  /** The runtime's logger (pino). Never log a secret field. */
+  readonly logger: Logger;
   /** Aborted when the caller cancels. */
   readonly signal: AbortSignal;
-  /** The runtime (system verbs use it for the registry, ledger, etc.). */
-  readonly runtime: Runtime;
   /** The verb being run. */
   readonly verb: CompiledVerb;
-  /** The idempotency key of this write (writes only). */
+  /** The idempotency_key of this write (writes only). */
   readonly idempotencyKey?: string;
-  /** Emit a domain event, committed with this write (reads may not emit). */
+  /** Emit a domain event, committed with this write (reads may not emit). spec/events.md */
   emit(event: EmittedEvent): void;
   /** Queue a side effect that cannot live in a database transaction (email, webhook); delivered after commit. */
   outbox(kind: string, payload: Record<string, unknown>): void;
   /**
    * Declare how to undo this write: `handle` is the human-readable body of the rollback_handle
    * (e.g. `infra:resize:1:s-2vcpu-4gb`; the runtime authenticates it), `data` is what the revert
-   * handler needs (stored privately, not in the receipt).
+   * handler needs (stored privately, not in the receipt). spec/receipts.md §rollback
    */
   setRollback(handle: string, data: Record<string, unknown>): void;
   /** Set the entity this action acted on (for the audit and explain). */
   setEntity(entityType: string, entityId: number | string): void;
+  /**
+   * The manifest this runtime serves (spec-valid VerbRecords, every surface, sorted by name), for
+   * a verb that describes other verbs (e.g. which verbs a tier upgrade unlocks). spec/manifest.md
+   */
+  manifest(): readonly VerbRecord[];
+  /**
+   * Say this write changed who a principal is (a tenant's tier, a key's role): the runtime drops
+   * its cached principals once the write commits (at once for a read). Tier and role floors then
+   * follow the change on the next call.
+   */
+  principalsChanged(): void;
   /** The transport surface of the call ('internal' for runtime-internal calls); verbs that run other verbs check it. */
   readonly surface?: Surface | 'internal';
   /** WebMCP only: the page surface of the call; verbs that run other verbs pass it on, so each step must list it too. */
@@ -70,6 +91,16 @@ export interface VerbContext {
   readonly consentReply?: { confirm?: boolean; nonce?: string; typed_phrase?: string };
   /** Report progress of a long verb (MCP progress notifications). */
   progress(done: number, total?: number, message?: string): void;
+}
+
+/**
+ * What a built-in system verb receives (src/verbs, the ledger's revert and transaction verbs):
+ * the pack contract plus the runtime itself (registry, ledger, secrets, observers). Every context
+ * the pipeline builds is one; `defineSystemVerb` types a handler on it. Packs use VerbContext.
+ */
+export interface SystemVerbContext extends VerbContext {
+  /** The runtime (system verbs use it for the registry, ledger, secrets, observers). */
+  readonly runtime: Runtime;
 }
 
 /** What a revert handler receives about the action it undoes. */
@@ -207,6 +238,55 @@ export interface CompiledVerb {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see VerbDefinition
 export function defineVerb<A = any, R = any>(definition: VerbDefinition<A, R>): VerbDefinition<A, R> {
   return definition;
+}
+
+/**
+ * The runtime-backed members of a handler context (logger, manifest, principalsChanged), for the
+ * pipeline's context builders. `db` is the call's store transaction or read view: a write's
+ * `principalsChanged` waits for its commit.
+ */
+export function runtimeContextMembers(
+  rt: Runtime,
+  db: Queryable,
+): Pick<SystemVerbContext, 'runtime' | 'logger' | 'manifest' | 'principalsChanged'> {
+  return {
+    runtime: rt,
+    logger: rt.logger,
+    manifest: () => rt.registry.list(),
+    principalsChanged() {
+      const tx = db as Partial<StoreTx>;
+      if (typeof tx.afterCommit === 'function') tx.afterCommit(() => rt.tenants.invalidate());
+      else rt.tenants.invalidate();
+    },
+  };
+}
+
+/** A system verb's definition: as VerbDefinition, with its handlers typed on SystemVerbContext. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- see VerbDefinition
+export type SystemVerbDefinition<A = any, R = any> = Omit<
+  VerbDefinition<A, R>,
+  'handler' | 'delegateConsent' | 'revert'
+> & {
+  handler: (ctx: SystemVerbContext, args: A) => Promise<R>;
+  delegateConsent?: (ctx: SystemVerbContext, args: A) => Promise<DelegatedConsent>;
+  revert?: Omit<RevertDefinition, 'handler'> & {
+    handler: (
+      ctx: SystemVerbContext,
+      original: OriginalAction,
+    ) => Promise<{ revert_action: string; [k: string]: unknown }>;
+  };
+};
+
+/**
+ * Identity helper that types a built-in system verb: its handlers see the runtime
+ * (SystemVerbContext). Sound because every context the pipeline builds is a SystemVerbContext;
+ * packs use `defineVerb`, whose handlers see only VerbContext.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- see VerbDefinition
+export function defineSystemVerb<A = any, R = any>(
+  definition: SystemVerbDefinition<A, R>,
+): VerbDefinition<A, R> {
+  return definition as unknown as VerbDefinition<A, R>;
 }
 
 /** Default role floor of each consent class. spec/consent.md §role-floors */

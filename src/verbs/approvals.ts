@@ -26,11 +26,11 @@ import type { Role, VerbClass } from '../spec/types.ts';
 import { parseJson } from '../store/store.ts';
 import { VerbError } from '../runtime/errors.ts';
 import {
-  defineVerb,
+  defineSystemVerb,
   ROLE_FLOOR_OF_CLASS,
   ROLE_RANK,
   type DelegatedConsent,
-  type VerbContext,
+  type SystemVerbContext,
 } from '../runtime/verb.ts';
 import { phrasesMatch } from '../runtime/consent/typed-phrase.ts';
 
@@ -90,7 +90,7 @@ function approverFloor(row: Pick<ApprovalRow, 'role_floor'>): Role {
 }
 
 async function findApproval(
-  q: VerbContext['db'],
+  q: SystemVerbContext['db'],
   companyId: number,
   approvalId: string,
 ): Promise<ApprovalRow | undefined> {
@@ -131,7 +131,7 @@ function notPending(row: ApprovalRow, status: ApprovalStatus): VerbError {
 }
 
 /** The approval changed between our read and our update (another decision won the race). */
-async function decidedMeanwhile(ctx: VerbContext, row: ApprovalRow): Promise<VerbError> {
+async function decidedMeanwhile(ctx: SystemVerbContext, row: ApprovalRow): Promise<VerbError> {
   const now = await findApproval(ctx.db, row.company_id, row.approval_id);
   return now === undefined
     ? notFound(row.approval_id)
@@ -140,7 +140,7 @@ async function decidedMeanwhile(ctx: VerbContext, row: ApprovalRow): Promise<Ver
 
 /** Consent of approve/reject: no gate of its own, the floor of the verb being decided. */
 async function decisionConsent(
-  ctx: VerbContext,
+  ctx: SystemVerbContext,
   args: { approval_id: string },
   action: string,
 ): Promise<DelegatedConsent> {
@@ -204,7 +204,7 @@ export interface ApprovalsListArgs {
   limit?: number;
 }
 
-export const approvalsList = defineVerb<ApprovalsListArgs>({
+export const approvalsList = defineSystemVerb<ApprovalsListArgs>({
   name: 'approvals.list',
   title: 'List approvals',
   description:
@@ -331,7 +331,7 @@ export interface ApprovalsApproveArgs {
   typed_phrase: string;
 }
 
-export const approvalsApprove = defineVerb<ApprovalsApproveArgs>({
+export const approvalsApprove = defineSystemVerb<ApprovalsApproveArgs>({
   name: 'approvals.approve',
   title: 'Approve a pending action',
   description:
@@ -427,7 +427,7 @@ export interface ApprovalsRejectArgs {
   note?: string;
 }
 
-export const approvalsReject = defineVerb<ApprovalsRejectArgs>({
+export const approvalsReject = defineSystemVerb<ApprovalsRejectArgs>({
   name: 'approvals.reject',
   title: 'Reject a pending action',
   description:

@@ -3,9 +3,9 @@
  * Spec: spec/shapes.md §discovery, spec/manifest.md.
  */
 import { VALID_SHAPES, VALID_SURFACES } from '../spec/types.ts';
-import { defineVerb } from '../runtime/verb.ts';
+import { defineSystemVerb } from '../runtime/verb.ts';
 
-export const verbsList = defineVerb<{ surface?: string; shape?: string }>({
+export const verbsList = defineSystemVerb<{ surface?: string; shape?: string }>({
   name: 'verbs.list',
   title: 'List verbs',
   description:

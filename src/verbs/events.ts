@@ -12,7 +12,7 @@
  * 30-day retention, or events after it were pruned), subscription_not_found, invalid_input.
  * Spec: spec/shapes.md §subscribe.
  */
-import { defineVerb } from '../runtime/verb.ts';
+import { defineSystemVerb } from '../runtime/verb.ts';
 import { VerbError } from '../runtime/errors.ts';
 import {
   createSubscription,
@@ -37,7 +37,7 @@ const EVENT_TYPE = {
   maxLength: 100,
 } as const;
 
-export const eventsSubscribe = defineVerb<SubscribeArgs>({
+export const eventsSubscribe = defineSystemVerb<SubscribeArgs>({
   name: 'events.subscribe',
   title: 'Subscribe to events',
   description:
@@ -100,7 +100,7 @@ export const eventsSubscribe = defineVerb<SubscribeArgs>({
   },
 });
 
-export const eventsPoll = defineVerb<{ cursor: string; wait_ms?: number; limit?: number }>({
+export const eventsPoll = defineSystemVerb<{ cursor: string; wait_ms?: number; limit?: number }>({
   name: 'events.poll',
   title: 'Poll events',
   description:
@@ -147,7 +147,7 @@ export const eventsPoll = defineVerb<{ cursor: string; wait_ms?: number; limit?:
   },
 });
 
-export const eventsUnsubscribe = defineVerb<{ subscription_id: string }>({
+export const eventsUnsubscribe = defineSystemVerb<{ subscription_id: string }>({
   name: 'events.unsubscribe',
   title: 'Unsubscribe from events',
   description:

@@ -11,7 +11,7 @@
  * Reasons: not_found (no audit row and no event mentions the entity), invalid_input.
  * Spec: spec/shapes.md §explain.
  */
-import { defineVerb } from '../runtime/verb.ts';
+import { defineSystemVerb } from '../runtime/verb.ts';
 import { VerbError } from '../runtime/errors.ts';
 import { entityEvents } from '../runtime/ledger/events.ts';
 import type { DomainEvent } from '../spec/types.ts';
@@ -63,7 +63,11 @@ function stateOf(e: DomainEvent): Record<string, unknown> | undefined {
   return undefined;
 }
 
-export const auditExplain = defineVerb<{ entity_type: string; entity_id: string | number; limit?: number }>({
+export const auditExplain = defineSystemVerb<{
+  entity_type: string;
+  entity_id: string | number;
+  limit?: number;
+}>({
   name: 'audit.explain',
   title: 'Explain an entity',
   description:

@@ -29,7 +29,7 @@ import { randomBytes } from 'node:crypto';
 import type { Envelope, Principal } from '../spec/types.ts';
 import type { Queryable } from '../store/store.ts';
 import { parseJson } from '../store/store.ts';
-import { defineVerb, type CompiledVerb, type VerbContext } from '../runtime/verb.ts';
+import { defineSystemVerb, type CompiledVerb, type SystemVerbContext } from '../runtime/verb.ts';
 import { VerbError } from '../runtime/errors.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 
@@ -274,7 +274,7 @@ export async function getMacro(q: Queryable, companyId: number, macroId: string)
 
 /** Insert or replace (by name) a macro inside a write transaction. */
 async function storeMacro(
-  ctx: VerbContext,
+  ctx: SystemVerbContext,
   name: string,
   description: string,
   steps: MacroStep[],
@@ -345,7 +345,7 @@ const noGate = (roleFloor: 'employee' | 'read_only', summary: string) => ({
   summary,
 });
 
-export const macrosSave = defineVerb<{ name: string; description?: string; steps: MacroStep[] }>({
+export const macrosSave = defineSystemVerb<{ name: string; description?: string; steps: MacroStep[] }>({
   name: 'macros.save',
   title: 'Save a macro',
   description:
@@ -395,7 +395,7 @@ function hasRedacted(v: unknown): boolean {
   return false;
 }
 
-export const macrosRecord = defineVerb<{
+export const macrosRecord = defineSystemVerb<{
   name: string;
   description?: string;
   from_audit_id: number;
@@ -506,7 +506,7 @@ export const macrosRecord = defineVerb<{
   },
 });
 
-export const macrosList = defineVerb<{ limit?: number }>({
+export const macrosList = defineSystemVerb<{ limit?: number }>({
   name: 'macros.list',
   title: 'List macros',
   description:
@@ -698,7 +698,7 @@ function recordOf(index: number, verb: string, env: Envelope): StepRecord {
   return rec;
 }
 
-export const macrosRun = defineVerb<RunArgs>({
+export const macrosRun = defineSystemVerb<RunArgs>({
   name: 'macros.run',
   title: 'Run a macro',
   description:

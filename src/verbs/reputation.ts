@@ -7,7 +7,7 @@
  * Reasons: invalid_input (unknown window such as "90d", limit out of range).
  * Spec: spec/shapes.md §reputation (classification, windows and the star_rating formula).
  */
-import { defineVerb } from '../runtime/verb.ts';
+import { defineSystemVerb } from '../runtime/verb.ts';
 import {
   MIN_RATING_SAMPLE,
   REPUTATION_WINDOWS,
@@ -24,7 +24,7 @@ interface ReputationArgs {
   limit?: number;
 }
 
-export const verbsReputation = defineVerb<ReputationArgs>({
+export const verbsReputation = defineSystemVerb<ReputationArgs>({
   name: 'verbs.reputation',
   title: 'Verb reputation',
   description:

@@ -9,10 +9,10 @@
  * plus the consent reasons of the original verb's gate.
  * Spec: spec/receipts.md §revert, spec/transactions.md §revert.
  */
-import { defineVerb } from '../runtime/verb.ts';
+import { defineSystemVerb } from '../runtime/verb.ts';
 import { revertConsent, runRevert, type RevertArgs } from '../runtime/ledger/revert.ts';
 
-export const auditRevert = defineVerb<RevertArgs>({
+export const auditRevert = defineSystemVerb<RevertArgs>({
   name: 'audit.revert',
   title: 'Revert an action',
   description:

@@ -10,7 +10,7 @@
  * a read's row is numbered when the read-audit buffer flushes.
  * Reasons: invalid_input (unknown window, limit out of range). Spec: spec/shapes.md §suggest.
  */
-import { defineVerb } from '../runtime/verb.ts';
+import { defineSystemVerb } from '../runtime/verb.ts';
 import { ROLE_RANK, TIER_RANK } from '../runtime/verb.ts';
 import {
   countTransitions,
@@ -22,7 +22,7 @@ import {
 const WINDOWS = { '24h': 24 * 3600_000, '7d': 7 * 24 * 3600_000, '30d': 30 * 24 * 3600_000 } as const;
 type SuggestWindow = keyof typeof WINDOWS;
 
-export const agentSuggestNextVerb = defineVerb<{
+export const agentSuggestNextVerb = defineSystemVerb<{
   after_verb?: string;
   window?: SuggestWindow;
   limit?: number;

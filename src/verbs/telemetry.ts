@@ -13,7 +13,7 @@
  *
  * Reasons: invalid_input (window_seconds outside 10–3600). Spec: spec/shapes.md §telemetry.
  */
-import { defineVerb } from '../runtime/verb.ts';
+import { defineSystemVerb } from '../runtime/verb.ts';
 import type { Queryable } from '../store/store.ts';
 import { TELEMETRY_MAX_WINDOW_SECONDS } from '../runtime/observe/telemetry.ts';
 
@@ -31,7 +31,7 @@ async function databaseSize(q: Queryable, engine: string): Promise<number | unde
   }
 }
 
-export const systemTelemetry = defineVerb<{ window_seconds?: number }>({
+export const systemTelemetry = defineSystemVerb<{ window_seconds?: number }>({
   name: 'system.telemetry',
   title: 'Runtime telemetry',
   description:

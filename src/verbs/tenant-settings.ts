@@ -16,7 +16,7 @@ import type { VerbClass } from '../spec/types.ts';
 import type { StoreTx } from '../store/store.ts';
 import { parseJson } from '../store/store.ts';
 import { VerbError } from '../runtime/errors.ts';
-import { defineVerb, type OriginalAction, type VerbContext } from '../runtime/verb.ts';
+import { defineSystemVerb, type OriginalAction, type SystemVerbContext } from '../runtime/verb.ts';
 import { DEFAULT_DAILY_CAPS } from '../runtime/runtime.ts';
 import type { TenantSettings } from '../runtime/tenants.ts';
 import { blocklistKey, DEFAULT_BLOCKLIST } from '../runtime/consent/blocklist.ts';
@@ -32,7 +32,7 @@ const UNBLOCKABLE = new Set(
   ['tenant.settings', 'tenant.caps_set', 'tenant.blocklist_add', 'tenant.blocklist_remove'].map(blocklistKey),
 );
 
-async function readSettings(q: VerbContext['db'], companyId: number): Promise<TenantSettings> {
+async function readSettings(q: SystemVerbContext['db'], companyId: number): Promise<TenantSettings> {
   const row = await q.get<{ settings: unknown }>('SELECT settings FROM tenants WHERE company_id = ?', [
     companyId,
   ]);
@@ -40,7 +40,7 @@ async function readSettings(q: VerbContext['db'], companyId: number): Promise<Te
   return parseJson<TenantSettings>(row.settings) ?? {};
 }
 
-async function writeSettings(ctx: VerbContext, settings: TenantSettings): Promise<void> {
+async function writeSettings(ctx: SystemVerbContext, settings: TenantSettings): Promise<void> {
   await ctx.db.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [
     JSON.stringify(settings),
     ctx.principal.company_id,
@@ -53,7 +53,7 @@ function nextMidnightUtc(now: Date): string {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1)).toISOString();
 }
 
-export const tenantSettings = defineVerb<Record<string, never>>({
+export const tenantSettings = defineSystemVerb<Record<string, never>>({
   name: 'tenant.settings',
   title: 'Tenant consent settings',
   description:
@@ -96,7 +96,7 @@ export const tenantSettings = defineVerb<Record<string, never>>({
 
 /** Restore one settings member to its value before the action (undefined = absent). */
 async function restore(
-  ctx: VerbContext,
+  ctx: SystemVerbContext,
   original: OriginalAction,
   member: 'caps' | 'blocklist',
 ): Promise<{ revert_action: string }> {
@@ -122,7 +122,7 @@ export interface CapsSetArgs {
   limit: number | null;
 }
 
-export const tenantCapsSet = defineVerb<CapsSetArgs>({
+export const tenantCapsSet = defineSystemVerb<CapsSetArgs>({
   name: 'tenant.caps_set',
   title: 'Set a daily cap',
   description:
@@ -183,7 +183,7 @@ const NAME = {
   description: 'A verb name (registered or not); compared ignoring case and . _ - separators.',
 } as const;
 
-export const tenantBlocklistAdd = defineVerb<{ name: string }>({
+export const tenantBlocklistAdd = defineSystemVerb<{ name: string }>({
   name: 'tenant.blocklist_add',
   title: 'Block a verb name',
   description:
@@ -230,7 +230,7 @@ export const tenantBlocklistAdd = defineVerb<{ name: string }>({
   revert: { handler: (ctx, original) => restore(ctx, original, 'blocklist') },
 });
 
-export const tenantBlocklistRemove = defineVerb<{ name: string }>({
+export const tenantBlocklistRemove = defineSystemVerb<{ name: string }>({
   name: 'tenant.blocklist_remove',
   title: 'Unblock a verb name',
   description:

@@ -13,7 +13,7 @@
  * Spec: spec/shapes.md §trail, spec/audit.md.
  */
 import { createHash } from 'node:crypto';
-import { defineVerb } from '../runtime/verb.ts';
+import { defineSystemVerb } from '../runtime/verb.ts';
 import { VerbError } from '../runtime/errors.ts';
 
 export interface TrailArgs {
@@ -40,7 +40,7 @@ function filterHash(a: TrailArgs): string {
     .slice(0, 12);
 }
 
-export const auditTrail = defineVerb<TrailArgs>({
+export const auditTrail = defineSystemVerb<TrailArgs>({
   name: 'audit.trail',
   title: 'Audit trail',
   description:

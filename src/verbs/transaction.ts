@@ -9,7 +9,7 @@
  * transaction_step_refused, transaction_step_failed, plus the step verb's own input and consent
  * reasons. Spec: spec/transactions.md.
  */
-import { defineVerb, type VerbDefinition } from '../runtime/verb.ts';
+import { defineSystemVerb, type VerbDefinition } from '../runtime/verb.ts';
 import {
   abortTransaction,
   appendConsent,
@@ -34,7 +34,7 @@ const noGate = (summary: string) => async () => ({
   summary,
 });
 
-export const transactionStart = defineVerb<{ ttl_seconds?: number }>({
+export const transactionStart = defineSystemVerb<{ ttl_seconds?: number }>({
   name: 'transaction.start',
   title: 'Start a transaction',
   description:
@@ -57,7 +57,7 @@ export const transactionStart = defineVerb<{ ttl_seconds?: number }>({
   handler: (ctx, args) => startTransaction(ctx, args),
 });
 
-export const transactionAppend = defineVerb<{
+export const transactionAppend = defineSystemVerb<{
   transaction_id: string;
   verb: string;
   args?: Record<string, unknown>;
@@ -91,7 +91,7 @@ export const transactionAppend = defineVerb<{
   handler: (ctx, args) => appendStep(ctx, args),
 });
 
-export const transactionCommit = defineVerb<{ transaction_id: string }>({
+export const transactionCommit = defineSystemVerb<{ transaction_id: string }>({
   name: 'transaction.commit',
   title: 'Commit a transaction',
   description:
@@ -113,7 +113,7 @@ export const transactionCommit = defineVerb<{ transaction_id: string }>({
   },
 });
 
-export const transactionAbort = defineVerb<{ transaction_id: string }>({
+export const transactionAbort = defineSystemVerb<{ transaction_id: string }>({
   name: 'transaction.abort',
   title: 'Abort a transaction',
   description: 'Discard an open transaction: none of its steps run.',
@@ -129,7 +129,7 @@ export const transactionAbort = defineVerb<{ transaction_id: string }>({
   handler: (ctx, args) => abortTransaction(ctx, args),
 });
 
-export const transactionStatusVerb = defineVerb<{ transaction_id: string }>({
+export const transactionStatusVerb = defineSystemVerb<{ transaction_id: string }>({
   name: 'transaction.status',
   title: 'Transaction status',
   description:

@@ -14,7 +14,6 @@ import { formatCents } from '../../runtime/consent/typed-phrase.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import type { VerbContext } from '../../runtime/verb.ts';
 import { TIER_RANK } from '../../runtime/verb.ts';
-import type { StoreTx } from '../../store/store.ts';
 import { DomainError, notFound } from '../data/domain-error.ts';
 import { changeTier, getSubscription, type Subscription } from '../data/subscriptions.ts';
 import { TIERS, type SubscriptionTier } from '../schema.ts';
@@ -31,9 +30,8 @@ async function requireSubscription(ctx: VerbContext): Promise<Subscription> {
 
 /** Set the runtime tenant's tier in this write (tier floors follow the plan) and drop cached principals after commit. */
 async function setTenantTier(ctx: VerbContext, tier: SubscriptionTier): Promise<void> {
-  const tx = ctx.db as StoreTx;
-  await tx.run('UPDATE tenants SET tier = ? WHERE company_id = ?', [tier, ctx.principal.company_id]);
-  tx.afterCommit(() => ctx.runtime.tenants.invalidate());
+  await ctx.db.run('UPDATE tenants SET tier = ? WHERE company_id = ?', [tier, ctx.principal.company_id]);
+  ctx.principalsChanged();
 }
 
 export const subscriptionStatus = defineBusinessVerb<Record<string, never>>({
@@ -187,12 +185,12 @@ export const subscriptionPreviewTierChange = defineBusinessVerb<UpgradeArgs>({
         `the subscription has ${sub.seats} seats; ${args.tier} allows ${max}`,
       );
     const price = sub.seats * TIERS[args.tier].seat_price_cents;
-    const unlocked = ctx.runtime.registry
-      .all()
+    const unlocked = ctx
+      .manifest()
       .filter(
         (v) =>
-          TIER_RANK[v.tierFloor] > TIER_RANK[ctx.principal.tier] &&
-          TIER_RANK[v.tierFloor] <= TIER_RANK[args.tier],
+          TIER_RANK[(v.tier_floor ?? 'starter') as keyof typeof TIER_RANK] > TIER_RANK[ctx.principal.tier] &&
+          TIER_RANK[(v.tier_floor ?? 'starter') as keyof typeof TIER_RANK] <= TIER_RANK[args.tier],
       )
       .map((v) => v.name);
     return {

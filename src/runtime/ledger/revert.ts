@@ -16,7 +16,7 @@ import type { Role, Tier, VerbClass } from '../../spec/types.ts';
 import type { Queryable, StoreTx } from '../../store/store.ts';
 import { StoreError, parseJson } from '../../store/store.ts';
 import { VerbError, isVerbError } from '../errors.ts';
-import type { CompiledVerb, DelegatedConsent, OriginalAction, VerbContext } from '../verb.ts';
+import type { CompiledVerb, DelegatedConsent, OriginalAction, SystemVerbContext } from '../verb.ts';
 import { ROLE_RANK, TIER_RANK } from '../verb.ts';
 import type { Runtime } from '../runtime.ts';
 import { getAuditRow, type AuditRow } from './audit.ts';
@@ -44,17 +44,17 @@ export interface RevertOutput {
 }
 
 /**
- * The handler context executeInTx gives a write: the public VerbContext plus the ledger's
+ * The handler context executeInTx gives a write: the public SystemVerbContext plus the ledger's
  * internal members (the reserved audit_id of this write, the raw transaction, the audit link).
  */
-export interface LedgerContext extends VerbContext {
+export interface LedgerContext extends SystemVerbContext {
   readonly auditId: number;
   readonly tx: StoreTx;
   setAuditLink(link: { parent_id?: number; transaction_id?: string }): void;
 }
 
 /** The ledger view of a write's context. Throws (programmer error) outside executeInTx. */
-export function ledgerContext(ctx: VerbContext): LedgerContext {
+export function ledgerContext(ctx: SystemVerbContext): LedgerContext {
   const c = ctx as Partial<LedgerContext>;
   if (typeof c.auditId !== 'number' || c.tx === undefined || typeof c.setAuditLink !== 'function') {
     throw new Error(`${ctx.verb.name} must run inside the write pipeline (executeInTx)`);
@@ -230,7 +230,7 @@ async function compositeGate(q: Queryable, rt: Runtime, row: AuditRow, steps: nu
  * No gate when there is nothing to run (no_revert_handler). Throws not_found,
  * rollback_handle_invalid, not_revertible, already_reverted before any consent is asked.
  */
-export async function revertConsent(ctx: VerbContext, args: RevertArgs): Promise<DelegatedConsent> {
+export async function revertConsent(ctx: SystemVerbContext, args: RevertArgs): Promise<DelegatedConsent> {
   const rt = ctx.runtime;
   const row = await resolveRevertTarget(ctx.db, rt, ctx.principal.company_id, args);
   const a = await assessRevert(ctx.db, rt, row);
@@ -281,6 +281,9 @@ function revertHandlerContext(ctx: LedgerContext, verb: CompiledVerb): LedgerCon
     now: ctx.now,
     signal: ctx.signal,
     runtime: ctx.runtime,
+    logger: ctx.logger,
+    manifest: () => ctx.manifest(),
+    principalsChanged: () => ctx.principalsChanged(),
     verb,
     ...(ctx.idempotencyKey !== undefined ? { idempotencyKey: ctx.idempotencyKey } : {}),
     ...(ctx.surface !== undefined ? { surface: ctx.surface } : {}),
@@ -325,7 +328,7 @@ function revertFailed(rt: Runtime, row: AuditRow, err: unknown): VerbError {
  * successful envelope). Throws not_found, rollback_handle_invalid, not_revertible,
  * already_reverted, revert_failed (everything this attempt did rolls back).
  */
-export async function runRevert(ctx: VerbContext, args: RevertArgs): Promise<RevertOutput> {
+export async function runRevert(ctx: SystemVerbContext, args: RevertArgs): Promise<RevertOutput> {
   const c = ledgerContext(ctx);
   const rt = ctx.runtime;
   const p = ctx.principal;

@@ -24,7 +24,7 @@ import type { Principal, VerbClass } from '../../spec/types.ts';
 import type { Queryable, StoreTx } from '../../store/store.ts';
 import { parseJson } from '../../store/store.ts';
 import { VerbError, isVerbError } from '../errors.ts';
-import type { CompiledVerb, DelegatedConsent, OriginalAction, VerbContext } from '../verb.ts';
+import type { CompiledVerb, DelegatedConsent, OriginalAction, SystemVerbContext } from '../verb.ts';
 import { ROLE_RANK, TIER_RANK } from '../verb.ts';
 import type { Runtime } from '../runtime.ts';
 import { executeInTx, surfaceDenied } from '../dispatch.ts';
@@ -185,7 +185,7 @@ function refused(message: string, hint: string, details?: Record<string, unknown
  * identity_override, invalid_input.
  */
 export async function checkStep(
-  ctx: VerbContext,
+  ctx: SystemVerbContext,
   t: TransactionRecord,
   verbName: string,
   args: unknown,
@@ -287,7 +287,7 @@ export async function checkStep(
 
 /** transaction.start: open a transaction for the caller. */
 export async function startTransaction(
-  ctx: VerbContext,
+  ctx: SystemVerbContext,
   args: { ttl_seconds?: number },
 ): Promise<TransactionOutput> {
   const c = ledgerContext(ctx);
@@ -310,7 +310,7 @@ export async function startTransaction(
  * append call itself is what the human confirms. Caps are counted at commit, per step.
  */
 export async function appendConsent(
-  ctx: VerbContext,
+  ctx: SystemVerbContext,
   args: { transaction_id: string; verb: string; args?: Record<string, unknown> },
 ): Promise<DelegatedConsent> {
   const t = await loadTransaction(ctx.db, ctx.principal, args.transaction_id);
@@ -333,7 +333,7 @@ export async function appendConsent(
 
 /** transaction.append: record a consented step. */
 export async function appendStep(
-  ctx: VerbContext,
+  ctx: SystemVerbContext,
   args: { transaction_id: string; verb: string; args?: Record<string, unknown> },
 ): Promise<TransactionOutput> {
   const c = ledgerContext(ctx);
@@ -395,7 +395,7 @@ function stepEntry(
 }
 
 /** Floors and blocklist again at commit, before any step runs (denials, not step failures). */
-async function recheckStep(ctx: VerbContext, step: StoredStep, index: number): Promise<CompiledVerb> {
+async function recheckStep(ctx: SystemVerbContext, step: StoredStep, index: number): Promise<CompiledVerb> {
   const rt = ctx.runtime;
   const p = ctx.principal;
   const details = { index, verb: step.verb };
@@ -442,7 +442,7 @@ async function recheckStep(ctx: VerbContext, step: StoredStep, index: number): P
  * ran), transaction_step_failed (details: index (0-based), verb, reason; nothing was applied).
  */
 export async function commitTransaction(
-  ctx: VerbContext,
+  ctx: SystemVerbContext,
   args: { transaction_id: string },
 ): Promise<TransactionOutput> {
   const c = ledgerContext(ctx);
@@ -589,7 +589,7 @@ function stepFailed(
 
 /** transaction.abort: discard an open (or expired) transaction; nothing runs. */
 export async function abortTransaction(
-  ctx: VerbContext,
+  ctx: SystemVerbContext,
   args: { transaction_id: string },
 ): Promise<TransactionOutput> {
   const c = ledgerContext(ctx);
@@ -618,7 +618,7 @@ export async function abortTransaction(
 
 /** transaction.status: the caller's transaction as it stands (read). */
 export async function transactionStatus(
-  ctx: VerbContext,
+  ctx: SystemVerbContext,
   args: { transaction_id: string },
 ): Promise<TransactionOutput> {
   const t = await loadTransaction(ctx.db, ctx.principal, args.transaction_id);
@@ -669,7 +669,7 @@ async function withSavepoint<T>(tx: StoreTx, companyId: number, fn: (tx: StoreTx
  * reverted_audit_ids and remaining_audit_ids.
  */
 export async function revertTransactionSteps(
-  ctx: VerbContext,
+  ctx: SystemVerbContext,
   original: OriginalAction,
 ): Promise<{ revert_action: string; [k: string]: unknown }> {
   const c: LedgerContext = ledgerContext(ctx);
