@@ -1,11 +1,15 @@
 /**
- * Dashboard panel: pending approvals (approvals.list). An admin or owner types the phrase shown
- * and approves (approvals.approve), or rejects (approvals.reject). The requesting agent then
- * confirms its pending call with its nonce alone. Degrades to a message when the verbs are absent
- * or the role may not see the queue.
+ * View "Waiting for you": pending approvals (approvals.list). Identical requests (same verb,
+ * arguments and requester — an agent retrying) share one card with their count. A card says what
+ * will happen in words (customer, amount, the arguments), counts down to expiry, and lets an
+ * admin or owner approve by typing the phrase (approvals.approve) or reject (approvals.reject; a
+ * rejection covers every request of the group). The queue is polled every 10 s while the page is
+ * visible, so an arriving or expiring request shows without a reload. A role below the verb's
+ * floor never calls it (no `role_denied` row): the view says who can decide instead.
  */
 import { byId, el } from './element.ts';
 import { describeError, type DashboardContext } from './dashboard-context.ts';
+import { argumentWords, countdown, localTime, who } from './dashboard-words.ts';
 
 /** One approval of approvals.list (src/verbs/approvals.ts). */
 export interface Approval {
@@ -14,6 +18,7 @@ export interface Approval {
   consent_class: string;
   summary: string;
   typed_phrase: string;
+  args?: Record<string, unknown>;
   requested_by: number;
   requested_role?: string;
   agent_type?: string | null;
@@ -24,7 +29,27 @@ export interface Approval {
   expires_at: string;
 }
 
-function card(ctx: DashboardContext, approval: Approval): HTMLLIElement {
+/** Poll interval of the queue in ms. */
+const POLL_MS = 10_000;
+
+function groupKey(a: Approval): string {
+  return `${a.verb}|${a.requested_by}|${a.agent_type ?? ''}|${JSON.stringify(a.args ?? {})}|${a.typed_phrase}`;
+}
+
+/** Group identical requests; the newest of each group first (approvals.list is newest first). */
+export function groupApprovals(approvals: Approval[]): Approval[][] {
+  const groups = new Map<string, Approval[]>();
+  for (const a of approvals) {
+    const k = groupKey(a);
+    const g = groups.get(k);
+    if (g === undefined) groups.set(k, [a]);
+    else g.push(a);
+  }
+  return [...groups.values()];
+}
+
+function card(ctx: DashboardContext, group: Approval[]): HTMLLIElement {
+  const approval = group[0]!;
   const id = approval.approval_id;
   const inputId = `phrase-${id}`;
   const alert = el('p', { class: 'error', role: 'alert', id: `approval-error-${id}` });
@@ -41,7 +66,7 @@ function card(ctx: DashboardContext, approval: Approval): HTMLLIElement {
   const reject = el(
     'button',
     { type: 'button', class: 'secondary', disabled: !approval.can_decide },
-    'Reject',
+    group.length > 1 ? `Reject all ${group.length}` : 'Reject',
   );
   const form = el(
     'form',
@@ -50,31 +75,40 @@ function card(ctx: DashboardContext, approval: Approval): HTMLLIElement {
     input,
     el('span', { class: 'actions' }, approve, reject),
   );
-  const expires = new Date(approval.expires_at);
+  const facts = argumentWords(approval.args);
   const item = el(
     'li',
-    { class: 'card', 'data-approval-id': id, 'data-status': approval.status },
-    el('h3', {}, el('code', {}, approval.verb), ` · ${approval.consent_class}`),
-    el('p', { id: `approval-summary-${id}` }, approval.summary),
+    {
+      class: 'card',
+      'data-approval-id': id,
+      'data-status': approval.status,
+      'data-group-size': group.length,
+    },
+    el('h2', {}, ctx.title(approval.verb)),
+    el('p', { id: `approval-summary-${id}`, class: 'lead' }, approval.summary),
+    group.length > 1
+      ? el(
+          'p',
+          { class: 'note', 'data-duplicates': group.length - 1 },
+          `The agent asked ${group.length} times for the same thing; approving answers the newest request.`,
+        )
+      : null,
     el(
       'dl',
       { class: 'fields' },
+      ...facts.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]),
       el('dt', {}, 'Requested by'),
-      el(
-        'dd',
-        {},
-        `user ${approval.requested_by}${approval.requested_role ? ` (${approval.requested_role})` : ''}${approval.agent_type ? ` via ${approval.agent_type}` : ''}`,
-      ),
-      el('dt', {}, 'Status'),
-      el('dd', {}, approval.status),
+      el('dd', {}, who(`user:${approval.requested_by}`, approval.requested_role, approval.agent_type)),
+      el('dt', {}, 'Asked'),
+      el('dd', {}, el('time', { datetime: approval.created_at }, localTime(approval.created_at))),
       el('dt', {}, 'Expires'),
       el(
         'dd',
         {},
         el(
           'time',
-          { datetime: approval.expires_at },
-          Number.isNaN(expires.getTime()) ? approval.expires_at : expires.toLocaleString(),
+          { datetime: approval.expires_at, 'data-countdown': approval.expires_at },
+          countdown(approval.expires_at),
         ),
       ),
       el('dt', {}, 'Phrase'),
@@ -93,6 +127,7 @@ function card(ctx: DashboardContext, approval: Approval): HTMLLIElement {
     approve.disabled = false;
     if (!envelope.ok) {
       alert.textContent = `Not approved: ${describeError(envelope)}`;
+      input.focus();
       return;
     }
     byId('approvals-decision').textContent =
@@ -102,42 +137,87 @@ function card(ctx: DashboardContext, approval: Approval): HTMLLIElement {
   reject.addEventListener('click', async () => {
     alert.textContent = '';
     reject.disabled = true;
-    const { envelope } = await ctx.call('approvals.reject', { approval_id: id });
-    reject.disabled = false;
-    if (!envelope.ok) {
-      alert.textContent = `Not rejected: ${describeError(envelope)}`;
-      return;
+    for (const a of group) {
+      const { envelope } = await ctx.call('approvals.reject', { approval_id: a.approval_id });
+      if (!envelope.ok) {
+        reject.disabled = false;
+        alert.textContent = `Not rejected: ${describeError(envelope)}`;
+        return;
+      }
     }
-    byId('approvals-decision').textContent = `Rejected ${approval.verb} (${id}).`;
+    byId('approvals-decision').textContent =
+      `Rejected ${approval.verb} (${group.map((a) => a.approval_id).join(', ')}).`;
     ctx.changed();
   });
   return item;
 }
 
-/** (Re)load the queue. */
-export async function loadApprovals(ctx: DashboardContext): Promise<void> {
+function setCount(n: number): void {
+  const badge = byId('waiting-count');
+  badge.hidden = n === 0;
+  badge.textContent = String(n);
+  badge.setAttribute('aria-label', `${n} waiting`);
+}
+
+/** Last rendered queue (ids), to skip re-rendering (and losing typed text) when nothing changed. */
+let shown = '';
+
+/** (Re)load the queue; `force` re-renders even when the same requests are pending. */
+export async function loadApprovals(ctx: DashboardContext, force = true): Promise<void> {
   const status = byId('approvals-status');
   const list = byId('approvals-list');
   if (!ctx.has('approvals.list')) {
     list.replaceChildren();
-    status.textContent = 'Approvals are not available on this server (approvals.list is not registered).';
+    status.textContent = 'Approvals are not available on this server.';
+    return;
+  }
+  if (!ctx.canUse('approvals.list')) {
+    list.replaceChildren();
+    status.textContent = `Approvals are decided by an admin or the owner; your role (${ctx.session.role}) sees the actions in Activity.`;
     return;
   }
   const { envelope } = await ctx.call('approvals.list', { status: 'pending' });
   if (!envelope.ok) {
-    list.replaceChildren();
-    status.textContent =
-      envelope.error?.reason === 'role_denied'
-        ? `Your role (${ctx.session.role}) cannot see the approval queue; an admin or owner can.`
-        : `Could not load approvals: ${describeError(envelope)}`;
+    status.textContent = `Could not load approvals: ${describeError(envelope)}`;
     return;
   }
   const approvals = ((envelope.result as { approvals?: Approval[] }).approvals ?? []).filter(
     (a) => a.status === 'pending',
   );
-  list.replaceChildren(...approvals.map((a) => card(ctx, a)));
+  setCount(approvals.length);
+  const ids = approvals.map((a) => a.approval_id).join(',');
+  if (!force && ids === shown) return;
+  shown = ids;
+  const groups = groupApprovals(approvals);
+  list.replaceChildren(...groups.map((g) => card(ctx, g)));
   status.textContent =
     approvals.length === 0
-      ? 'No action is waiting for approval.'
-      : `${approvals.length} action${approvals.length === 1 ? '' : 's'} waiting for approval.`;
+      ? 'Nothing is waiting for you. When an agent asks to charge, refund or delete, it appears here.'
+      : `${approvals.length} request${approvals.length === 1 ? '' : 's'} waiting for your decision.`;
+}
+
+let timers: number[] = [];
+
+/** Start the countdown ticker and the queue poll for this session (stops the previous ones). */
+export function startApprovals(ctx: DashboardContext): void {
+  stopApprovals();
+  timers.push(
+    window.setInterval(() => {
+      for (const t of document.querySelectorAll<HTMLElement>('time[data-countdown]'))
+        t.textContent = countdown(t.dataset.countdown ?? '');
+    }, 1000),
+  );
+  if (ctx.canUse('approvals.list'))
+    timers.push(
+      window.setInterval(() => {
+        if (document.visibilityState === 'visible') void loadApprovals(ctx, false);
+      }, POLL_MS),
+    );
+}
+
+/** Stop the timers (sign-out). */
+export function stopApprovals(): void {
+  for (const t of timers) window.clearInterval(t);
+  timers = [];
+  shown = '';
 }

@@ -1,7 +1,9 @@
 /**
- * What the dashboard panels share: the session, the verb catalogue, and one way to call a verb
+ * What the dashboard views share: the session, the verb catalogue, one way to call a verb
  * (POST /api/v1/dashboard/dispatch/{verb} through the consent loop, so gated actions open the same
- * consent dialog as WebMCP tools).
+ * consent dialog as WebMCP tools), and whether the signed-in role may use a verb at all — a view
+ * never calls a verb below the caller's role floor, so a visit leaves no `role_denied` row
+ * (spec/audit.md §dashboard-reads).
  */
 import { callWithConsent, type ConsentOutcome, type Envelope } from './verb-client.ts';
 
@@ -34,42 +36,62 @@ export interface CatalogEntry {
   revertible: boolean;
 }
 
+/** Role ranks (src/runtime/verb.ts ROLE_RANK). */
+export const ROLE_RANK: Readonly<Record<string, number>> = { read_only: 0, employee: 1, admin: 2, owner: 3 };
+
 export interface DashboardContext {
   session: SessionInfo;
   catalog: CatalogEntry[];
   /** Is this verb registered and callable from the dashboard (projected on http)? */
   has(verb: string): boolean;
+  /** Registered, callable here, and the signed-in role meets its role floor. */
+  canUse(verb: string): boolean;
+  /** The verb's title (or its name). */
+  title(verb: string): string;
   /** Call a verb as the signed-in human, through the consent dialog when it is gated. */
   call(verb: string, input: Record<string, unknown>): Promise<ConsentOutcome>;
-  /** Tell the panels that data changed (reloads trail, approvals, reputation). */
+  /** Tell the views that data changed. */
   changed(): void;
 }
 
-/** Build the context; `onChanged` is what `changed()` runs. */
+/**
+ * Build the context; `onChanged` is what `changed()` runs, `onSessionEnded` runs when a call
+ * answers session_invalid (the session expired or was revoked: back to sign-in).
+ */
 export function createContext(
   session: SessionInfo,
   catalog: CatalogEntry[],
   onChanged: () => void,
+  onSessionEnded: () => void,
 ): DashboardContext {
   const callable = new Map(catalog.filter((v) => v.surfaces.includes('http')).map((v) => [v.name, v]));
+  const rank = ROLE_RANK[session.role] ?? 0;
   return {
     session,
     catalog,
     has: (verb) => callable.has(verb),
-    call: (verb, input) =>
-      callWithConsent({
+    canUse: (verb) => {
+      const v = callable.get(verb);
+      return v !== undefined && rank >= (ROLE_RANK[v.role_floor] ?? 0);
+    },
+    title: (verb) => callable.get(verb)?.title ?? verb,
+    call: async (verb, input) => {
+      const outcome = await callWithConsent({
         tool: verb,
         title: callable.get(verb)?.title ?? verb,
         input,
         target: { kind: 'dashboard' },
-      }),
+      });
+      if (!outcome.envelope.ok && outcome.envelope.error?.reason === 'session_invalid') onSessionEnded();
+      return outcome;
+    },
     changed: onChanged,
   };
 }
 
-/** One line for a failed envelope: message and hint. */
+/** One sentence for a failed envelope: its message and hint (the reason code stays in a data attribute). */
 export function describeError(envelope: Envelope): string {
   const e = envelope.error;
-  if (e === undefined) return 'Unknown error.';
+  if (e === undefined) return 'Something went wrong.';
   return `${e.message}${e.hint !== undefined ? ` ${e.hint}` : ''} (${e.reason})`;
 }

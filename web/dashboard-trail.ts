@@ -1,14 +1,25 @@
 /**
- * Dashboard panel: the trail (audit.trail with filters, newest first, "Load more" pages with the
- * opaque cursor) and the receipt detail of one entry with a Revert button (audit.revert through
- * the same gates: the consent dialog opens when the revert is gated).
+ * Views "Activity" and "Receipts".
+ *
+ * Activity: what agents did, newest first (audit.trail). By default only business actions
+ * (`scope: 'business'`: consent class other than READ, their denials included); "Include reads and
+ * system calls" shows every row, the dashboard's own reads too. Each row is a sentence — local
+ * time, who and through which agent, what, the outcome — linking to its receipt.
+ *
+ * Receipts (#/receipt/{audit_id}): one action (audit.trail { audit_id }): who, which agent, when
+ * in local time, the arguments in words, the outcome, the consent path (class, approval, whether
+ * the requester approved their own request), its chain position, and "Undo this action" only when
+ * the action has a revert handler, completed, and was not undone yet (audit.revert through the
+ * same gates: the consent dialog opens when the revert is gated).
  */
 import { byId, el } from './element.ts';
 import { describeError, type DashboardContext } from './dashboard-context.ts';
+import { argumentWords, localTime, STATUS_WORDS, who } from './dashboard-words.ts';
 
 /** One entry of audit.trail (src/verbs/trail.ts). */
 export interface TrailEntry {
   audit_id: number;
+  seq?: number;
   timestamp: string;
   action: string;
   actor: string;
@@ -23,25 +34,30 @@ export interface TrailEntry {
   approved_by?: number | null;
   parent_id?: number | null;
   transaction_id?: string | null;
+  revertible?: boolean;
+  latency_ms?: number | null;
+  arguments?: Record<string, unknown>;
+  approved_at?: string | null;
+  required_approval?: boolean;
+  self_approved?: boolean;
+  reverted_by_audit_id?: number | null;
+  reverted_at?: string | null;
   [k: string]: unknown;
 }
 
 const PAGE = 25;
 
 let cursor: string | null = null;
-let entries = new Map<number, TrailEntry>();
-let selected: TrailEntry | undefined;
+let count = 0;
 
 function filters(): Record<string, unknown> {
   const form = byId<HTMLFormElement>('trail-filters');
   const data = new FormData(form);
   const args: Record<string, unknown> = {};
-  for (const key of ['verb', 'status', 'reason'] as const) {
+  for (const key of ['verb', 'status'] as const) {
     const v = String(data.get(key) ?? '').trim();
     if (v !== '') args[key] = v;
   }
-  const actor = String(data.get('actor') ?? '').trim();
-  if (actor !== '') args.actor = Number(actor);
   for (const key of ['from', 'to'] as const) {
     const v = String(data.get(key) ?? '').trim();
     if (v !== '') {
@@ -49,107 +65,187 @@ function filters(): Record<string, unknown> {
       if (!Number.isNaN(d.getTime())) args[key] = d.toISOString();
     }
   }
+  if (data.get('include_reads') === null) args.scope = 'business';
   return args;
 }
 
-function row(entry: TrailEntry): HTMLTableRowElement {
-  const open = el(
-    'button',
-    {
-      type: 'button',
-      class: 'link',
-      'data-audit-id': entry.audit_id,
-      'aria-label': `Open receipt ${entry.audit_id}`,
-    },
-    `#${entry.audit_id}`,
-  );
-  open.addEventListener('click', () => showReceipt(entry));
+function row(ctx: DashboardContext, entry: TrailEntry): HTMLLIElement {
+  const outcome = STATUS_WORDS[entry.status] ?? entry.status;
   return el(
-    'tr',
-    { 'data-audit-id': entry.audit_id, 'data-status': entry.status },
-    el('td', {}, open),
-    el('td', {}, el('time', { datetime: entry.timestamp }, new Date(entry.timestamp).toLocaleString())),
-    el('td', {}, el('code', {}, entry.action)),
-    el('td', {}, entry.actor),
-    el('td', {}, el('span', { class: `badge status-${entry.status}` }, entry.status)),
-    el('td', {}, entry.reason ?? ''),
-    el('td', {}, entry.consent_class ?? ''),
+    'li',
+    { 'data-audit-id': entry.audit_id, 'data-status': entry.status, 'data-verb': entry.action },
+    el('time', { datetime: entry.timestamp }, localTime(entry.timestamp)),
+    el(
+      'a',
+      {
+        href: `#/receipt/${entry.audit_id}`,
+        'aria-label': `Receipt ${entry.audit_id}: ${ctx.title(entry.action)}`,
+      },
+      ctx.title(entry.action),
+    ),
+    el('span', { class: 'who' }, who(entry.actor, entry.role, entry.agent_type)),
+    el(
+      'span',
+      { class: `badge status-${entry.status}` },
+      outcome,
+      entry.reason ? el('span', { class: 'reason' }, ` · ${entry.reason}`) : null,
+    ),
   );
 }
 
 /** Load the first page (reset) or the next one. */
 export async function loadTrail(ctx: DashboardContext, reset = true): Promise<void> {
   const status = byId('trail-status');
-  const body = byId<HTMLTableElement>('trail-table').tBodies[0]!;
+  const list = byId('trail-list');
   const more = byId<HTMLButtonElement>('trail-more');
-  if (!ctx.has('audit.trail')) {
-    status.textContent = 'The trail is not available on this server (audit.trail is not registered).';
+  if (!ctx.canUse('audit.trail')) {
+    status.textContent = 'The activity log is not available to your role.';
     return;
   }
   const args: Record<string, unknown> = { ...filters(), limit: PAGE };
   if (!reset && cursor !== null) args.cursor = cursor;
-  status.textContent = 'Loading the trail…';
   const { envelope } = await ctx.call('audit.trail', args);
   if (!envelope.ok) {
-    status.textContent = `Could not load the trail: ${describeError(envelope)}`;
+    status.textContent = `Could not load the activity: ${describeError(envelope)}`;
     return;
   }
   const result = envelope.result as { entries: TrailEntry[]; next_cursor: string | null };
   if (reset) {
-    body.replaceChildren();
-    entries = new Map();
+    list.replaceChildren();
+    count = 0;
   }
-  for (const entry of result.entries) {
-    entries.set(entry.audit_id, entry);
-    body.append(row(entry));
-  }
+  for (const entry of result.entries) list.append(row(ctx, entry));
+  count += result.entries.length;
   cursor = result.next_cursor;
   more.hidden = cursor === null;
-  status.textContent = `${entries.size} entr${entries.size === 1 ? 'y' : 'ies'} shown${cursor !== null ? '; more available' : ''}.`;
+  status.textContent =
+    count === 0
+      ? args.scope === 'business'
+        ? 'No business action yet. When an agent changes something, it appears here.'
+        : 'Nothing matches these filters.'
+      : `${count} action${count === 1 ? '' : 's'} shown${cursor !== null ? '; more below' : ''}.`;
 }
 
-let showReceipt: (entry: TrailEntry) => void = () => {};
-
-function revertible(ctx: DashboardContext, entry: TrailEntry): string | undefined {
-  if (!ctx.has('audit.revert'))
-    return 'Reverting is not available on this server (audit.revert is not registered).';
+function whyNotRevertible(ctx: DashboardContext, entry: TrailEntry): string | undefined {
+  if (!ctx.has('audit.revert')) return 'Undo is not available on this server.';
+  if (!ctx.canUse('audit.revert')) return 'Your role cannot undo actions.';
+  if (entry.reverted_by_audit_id !== null && entry.reverted_by_audit_id !== undefined)
+    return `Already undone (receipt #${entry.reverted_by_audit_id}).`;
   if (entry.status !== 'completed')
-    return `Only completed actions can be reverted (this one is ${entry.status}).`;
-  if (entry.consent_class === null || entry.consent_class === undefined || entry.consent_class === 'READ')
-    return 'Reads change nothing; there is nothing to revert.';
-  if (entry.action === 'audit.revert') return 'This entry is itself a revert.';
+    return `Only completed actions can be undone (this one is ${STATUS_WORDS[entry.status] ?? entry.status}).`;
+  if (entry.consent_class === 'READ' || entry.consent_class === null || entry.consent_class === undefined)
+    return 'A read changes nothing; there is nothing to undo.';
+  if (entry.action === 'audit.revert') return 'This action is itself an undo.';
+  if (entry.revertible !== true) return 'This action cannot be undone: it has no undo step.';
   return undefined;
 }
 
-function renderReceipt(ctx: DashboardContext, entry: TrailEntry): void {
-  selected = entry;
-  const section = byId('receipt');
-  byId('receipt-title').textContent = `Receipt #${entry.audit_id}: ${entry.action}`;
-  const fields = byId('receipt-fields');
-  fields.replaceChildren();
-  for (const [key, value] of Object.entries(entry)) {
-    if (value === null || value === undefined || value === '') continue;
-    fields.append(
-      el('dt', {}, key),
-      el('dd', {}, typeof value === 'object' ? JSON.stringify(value) : String(value)),
+function consentPath(entry: TrailEntry): string {
+  const cls = entry.consent_class ?? 'none';
+  const parts: string[] = [];
+  if (cls === 'READ') parts.push('a read: no consent needed');
+  else if (cls === 'WRITE_REVERSIBLE') parts.push('a reversible change: confirmed');
+  else if (cls === 'WRITE_FINANCIAL' || cls === 'IRREVERSIBLE')
+    parts.push(`${cls === 'WRITE_FINANCIAL' ? 'money moved' : 'cannot be undone'}: typed phrase`);
+  else parts.push(cls);
+  if (entry.approved_by !== null && entry.approved_by !== undefined)
+    parts.push(
+      `approved by user ${entry.approved_by}${entry.approved_at ? ` at ${localTime(entry.approved_at)}` : ''}`,
     );
-  }
+  if (entry.self_approved === true) parts.push('the requester approved their own request');
+  return parts.join('; ');
+}
+
+/** Render one receipt. */
+function renderReceipt(ctx: DashboardContext, entry: TrailEntry): void {
+  byId('receipt-empty').hidden = true;
+  byId('receipt').hidden = false;
+  byId('receipt').dataset.auditId = String(entry.audit_id);
+  const outcome = STATUS_WORDS[entry.status] ?? entry.status;
+  byId('receipt-sentence').textContent =
+    `${localTime(entry.timestamp)}: ${who(entry.actor, entry.role, entry.agent_type)} — ${ctx.title(entry.action)}: ${outcome}${entry.reason ? ` (${entry.reason})` : ''}.`;
+  const fields = byId('receipt-fields');
+  const pair = (k: string, v: Node | string, key?: string): Node[] => [
+    el('dt', {}, k),
+    el('dd', key ? { 'data-field': key } : {}, v),
+  ];
+  const args = argumentWords(entry.arguments);
+  fields.replaceChildren(
+    ...pair('Receipt', `#${entry.audit_id}`),
+    ...pair('What', el('span', {}, `${ctx.title(entry.action)} `, el('code', {}, entry.action))),
+    ...pair('Who', who(entry.actor, entry.role, null), 'who'),
+    ...pair('Agent', entry.agent_type ?? 'unknown', 'agent'),
+    ...pair('When', el('time', { datetime: entry.timestamp }, localTime(entry.timestamp)), 'when'),
+    ...(args.length === 0
+      ? pair('Arguments', 'none')
+      : pair(
+          'Arguments',
+          el(
+            'dl',
+            { class: 'fields inner' },
+            ...args.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]),
+          ),
+          'arguments',
+        )),
+    ...pair('Outcome', `${outcome}${entry.reason ? ` (${entry.reason})` : ''}`, 'outcome'),
+    ...(entry.entity_type ? pair('On', `${entry.entity_type} ${entry.entity_id ?? ''}`.trim()) : []),
+    ...pair('Consent', consentPath(entry), 'consent'),
+    ...pair('Self-approved', entry.self_approved === true ? 'yes' : 'no', 'self_approved'),
+    ...(entry.seq !== undefined ? pair('Chain position', String(entry.seq)) : []),
+    ...(entry.reverted_by_audit_id
+      ? pair(
+          'Undone',
+          el(
+            'a',
+            { href: `#/receipt/${entry.reverted_by_audit_id}` },
+            `receipt #${entry.reverted_by_audit_id}`,
+          ),
+        )
+      : []),
+  );
   const button = byId<HTMLButtonElement>('receipt-revert');
-  const why = revertible(ctx, entry);
+  const why = whyNotRevertible(ctx, entry);
   button.hidden = why !== undefined;
-  button.dataset.auditId = String(entry.audit_id);
+  button.disabled = false;
   byId('receipt-status').textContent = why ?? '';
-  section.hidden = false;
+}
+
+/** Open the receipt of one audit row (the #/receipt/{id} view). */
+export async function openReceipt(ctx: DashboardContext, auditId: number | undefined): Promise<void> {
+  const status = byId('receipt-status');
+  if (auditId === undefined || !Number.isSafeInteger(auditId) || auditId < 1) {
+    byId('receipt').hidden = true;
+    byId('receipt-empty').hidden = false;
+    return;
+  }
+  byId<HTMLInputElement>('receipt-find').querySelector('input')!.value = String(auditId);
+  if (!ctx.canUse('audit.trail')) {
+    status.textContent = 'Receipts are not available to your role.';
+    return;
+  }
+  const { envelope } = await ctx.call('audit.trail', { audit_id: auditId, limit: 1 });
+  const entry = envelope.ok ? (envelope.result as { entries: TrailEntry[] }).entries[0] : undefined;
+  if (entry === undefined) {
+    byId('receipt').hidden = true;
+    byId('receipt-empty').hidden = false;
+    byId('receipt-empty').textContent = envelope.ok
+      ? `There is no receipt #${auditId} for this business.`
+      : `Could not load the receipt: ${describeError(envelope)}`;
+    return;
+  }
+  current = entry;
+  renderReceipt(ctx, entry);
 }
 
 let active: DashboardContext | undefined;
+let current: TrailEntry | undefined;
 
-/** Wire the filters, the "Load more" button and the receipt panel (once), for this session's context. */
+/** Wire the filters, "Show more", the receipt finder and Undo (once), for this session's context. */
 export function setupTrail(context: DashboardContext): void {
   const first = active === undefined;
   active = context;
+  current = undefined;
   byId('receipt').hidden = true;
-  selected = undefined;
   if (!first) return;
   const ctx = (): DashboardContext => active!;
   const form = byId<HTMLFormElement>('trail-filters');
@@ -161,31 +257,26 @@ export function setupTrail(context: DashboardContext): void {
     setTimeout(() => void loadTrail(ctx(), true), 0);
   });
   byId('trail-more').addEventListener('click', () => void loadTrail(ctx(), false));
-  showReceipt = (entry) => {
-    renderReceipt(ctx(), entry);
-    byId('receipt-title').focus();
-  };
-  byId('receipt-close').addEventListener('click', () => {
-    byId('receipt').hidden = true;
-    const id = selected?.audit_id;
-    selected = undefined;
-    if (id !== undefined) document.querySelector<HTMLButtonElement>(`button[data-audit-id="${id}"]`)?.focus();
+  byId<HTMLFormElement>('receipt-find').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const v = Number(new FormData(event.target as HTMLFormElement).get('audit_id'));
+    location.hash = `#/receipt/${v}`;
   });
   byId('receipt-revert').addEventListener('click', async () => {
-    const entry = selected;
+    const entry = current;
     if (entry === undefined) return;
     const status = byId('receipt-status');
     const button = byId<HTMLButtonElement>('receipt-revert');
     button.disabled = true;
-    status.textContent = `Reverting #${entry.audit_id}…`;
+    status.textContent = `Undoing #${entry.audit_id}…`;
     const { envelope, declined } = await ctx().call('audit.revert', { audit_id: entry.audit_id });
     button.disabled = false;
     if (declined) {
-      status.textContent = 'Revert cancelled; nothing was changed.';
+      status.textContent = 'Undo cancelled; nothing was changed.';
       return;
     }
     if (!envelope.ok) {
-      status.textContent = `Revert refused: ${describeError(envelope)}`;
+      status.textContent = `Undo refused: ${describeError(envelope)}`;
       return;
     }
     const result = envelope.result as {
@@ -193,12 +284,11 @@ export function setupTrail(context: DashboardContext): void {
       revert_action?: string;
       message?: string;
       reason?: string;
-      audit_id?: number;
       revert_audit_id?: number;
     };
     status.textContent =
       result.reverted === true
-        ? `Reverted: ${result.revert_action ?? 'done'}${result.revert_audit_id !== undefined ? ` (audit #${result.revert_audit_id})` : ''}.`
+        ? `Reverted: ${result.revert_action ?? 'done'}${result.revert_audit_id !== undefined ? ` (receipt #${result.revert_audit_id})` : ''}.`
         : `Not reverted: ${result.message ?? result.reason ?? 'no reason given'}.`;
     button.hidden = result.reverted === true;
     ctx().changed();

@@ -1,13 +1,22 @@
 /**
- * /dashboard.js — the dashboard page's script (bundled by esbuild at run time; no framework).
+ * /dashboard.js — the dashboard page's script (bundled by esbuild; no framework).
  *
  * On load it asks GET /api/v1/session: with a session it opens the dashboard, otherwise it shows
- * the login form (API key → POST /api/v1/session → HttpOnly session cookie + CSRF token). The
- * dashboard loads the catalogue, the trail, pending approvals and the reputation scoreboard, and
- * registers the `dashboard` WebMCP surface by importing /webmcp.js. Log out ends the session and
- * withdraws the tools.
+ * the sign-in form (API key → POST /api/v1/session → HttpOnly session cookie + CSRF token). The
+ * dashboard is a set of views, one shown at a time, chosen by the location hash:
+ *   #/waiting   approvals waiting for the signed-in admin or owner (default for them)
+ *   #/activity  what agents did (default for other roles)
+ *   #/receipt/N one action's receipt
+ *   #/agents    reliability per verb
+ *   #/catalogue every verb, searchable
+ *   #/settings  caps, blocklist, typed phrases, this session
+ * A view loads its data when shown, and only calls verbs the role may use. A call answering
+ * session_invalid (expired or revoked session) returns to sign-in with a plain sentence. The page
+ * registers the `dashboard` WebMCP surface by importing /webmcp.js (for agents in the browser;
+ * nothing about it is shown to the human); sign-out ends the session and withdraws the tools.
  *
- * `document.body.dataset.state` is `login`, `loading` or `ready` (tests and styles may wait on it).
+ * `document.body.dataset.state` is `login`, `loading` or `ready`; `dataset.view` the shown view;
+ * `dataset.webmcp` the WebMCP mode (tests and styles may wait on them).
  * Spec: spec/transports.md §webmcp-dashboard.
  */
 import { byId } from './element.ts';
@@ -18,12 +27,14 @@ import {
   type DashboardContext,
   type SessionInfo,
 } from './dashboard-context.ts';
-import { loadApprovals } from './dashboard-approvals.ts';
+import { loadApprovals, startApprovals, stopApprovals } from './dashboard-approvals.ts';
 import { setupCatalogue } from './dashboard-catalogue.ts';
+import { loadCharts } from './dashboard-charts.ts';
 import { loadReputation } from './dashboard-reputation.ts';
-import { loadTrail, setupTrail } from './dashboard-trail.ts';
+import { loadSettings } from './dashboard-settings.ts';
+import { loadTrail, openReceipt, setupTrail } from './dashboard-trail.ts';
 import { setCsrfToken, type Envelope } from './verb-client.ts';
-import { noteCliLoginOnSignIn, showCliLogin } from './dashboard-cli-login.ts';
+import { cliLoginCode, noteCliLoginOnSignIn, showCliLogin } from './dashboard-cli-login.ts';
 
 interface WebmcpModule {
   connect(options: { surface: 'dashboard' }): { ready: Promise<string[]>; mode: string; disconnect(): void };
@@ -31,6 +42,8 @@ interface WebmcpModule {
 }
 
 const WEBMCP_MODULE = '/webmcp.js';
+const VIEWS = ['waiting', 'activity', 'receipt', 'agents', 'catalogue', 'settings'] as const;
+type View = (typeof VIEWS)[number];
 
 function setState(state: 'login' | 'loading' | 'ready'): void {
   document.body.dataset.state = state;
@@ -49,29 +62,29 @@ async function json(res: Response): Promise<Envelope> {
 }
 
 function showLogin(message = ''): void {
+  stopApprovals();
   setCsrfToken(undefined);
+  current = undefined;
   byId('app').hidden = true;
   byId('session-bar').hidden = true;
-  byId('receipt').hidden = true;
+  byId('business-name').textContent = 'solid-verbs';
+  document.title = 'Sign in · solid-verbs';
   byId('login-section').hidden = false;
   byId('login-error').textContent = message;
   noteCliLoginOnSignIn();
   setState('login');
-  byId<HTMLInputElement>('api-key').focus();
+  window.scrollTo(0, 0);
+  byId<HTMLInputElement>('api-key').focus({ preventScroll: true });
 }
 
 async function connectWebmcp(): Promise<void> {
-  const status = byId('webmcp-status');
   try {
     const mod = (await import(WEBMCP_MODULE)) as WebmcpModule;
     const connection = mod.connect({ surface: 'dashboard' });
-    const names = await connection.ready;
-    status.textContent =
-      connection.mode === 'none'
-        ? 'WebMCP: this browser offers no model context; the page tools are not registered.'
-        : `WebMCP: ${names.length} tool${names.length === 1 ? '' : 's'} registered for agents (${connection.mode}).`;
-  } catch (err) {
-    status.textContent = `WebMCP: could not register the page tools (${String((err as Error)?.message ?? err)}).`;
+    await connection.ready;
+    document.body.dataset.webmcp = connection.mode;
+  } catch {
+    document.body.dataset.webmcp = 'failed';
   }
 }
 
@@ -84,12 +97,63 @@ async function disconnectWebmcp(): Promise<void> {
   }
 }
 
+/** The view and its argument named by the hash; the role's default view otherwise. */
+function route(ctx: DashboardContext): { view: View; arg?: string } {
+  const m = /^#\/([a-z]+)(?:\/(.*))?$/.exec(location.hash);
+  const name = m?.[1] as View | undefined;
+  if (name !== undefined && (VIEWS as readonly string[]).includes(name))
+    return m?.[2] !== undefined ? { view: name, arg: m[2] } : { view: name };
+  return { view: ctx.canUse('approvals.list') ? 'waiting' : 'activity' };
+}
+
+/** Show the view of the hash and load its data. */
+async function show(ctx: DashboardContext, focus: boolean): Promise<void> {
+  const { view, arg } = route(ctx);
+  for (const v of VIEWS) byId(`view-${v}`).hidden = v !== view;
+  for (const a of document.querySelectorAll<HTMLAnchorElement>('nav.views a[data-view]')) {
+    if (a.dataset.view === view) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  document.body.dataset.view = view;
+  const titles: Record<View, string> = {
+    waiting: 'Waiting for you',
+    activity: 'Activity',
+    receipt: 'Receipt',
+    agents: 'Agents & verbs',
+    catalogue: 'Catalogue',
+    settings: 'Settings',
+  };
+  document.title = `${titles[view]} · ${ctx.session.tenant_name || 'solid-verbs'}`;
+  switch (view) {
+    case 'waiting':
+      await loadApprovals(ctx);
+      break;
+    case 'activity':
+      await Promise.all([loadTrail(ctx, true), loadCharts(ctx)]);
+      break;
+    case 'receipt':
+      await openReceipt(ctx, arg === undefined ? undefined : Number(arg));
+      break;
+    case 'agents':
+      await loadReputation(ctx);
+      break;
+    case 'catalogue':
+      break;
+    case 'settings':
+      await loadSettings(ctx);
+      break;
+  }
+  if (focus) byId(`view-${view}`).querySelector<HTMLElement>('h1')?.focus({ preventScroll: true });
+  window.scrollTo(0, 0);
+}
+
 async function enter(session: SessionInfo): Promise<void> {
   setState('loading');
   setCsrfToken(session.csrf_token);
   byId('login-section').hidden = true;
-  byId('whoami').textContent =
-    `Signed in as user ${session.user_id} (${session.role}) · ${session.tenant_name || `company ${session.company_id}`} (${session.tier})`;
+  const business = session.tenant_name || `Company ${session.company_id}`;
+  byId('business-name').textContent = business;
+  byId('whoami').textContent = `User ${session.user_id} · ${session.role}`;
   byId('session-bar').hidden = false;
   byId('app').hidden = false;
   let catalog: CatalogEntry[] = [];
@@ -100,21 +164,34 @@ async function enter(session: SessionInfo): Promise<void> {
     byId('catalogue-status').textContent =
       `Could not load the catalogue: ${String((err as Error)?.message ?? err)}`;
   }
-  const reload = (): void => {
-    void Promise.all([loadTrail(ctx, true), loadApprovals(ctx), loadReputation(ctx)]);
-  };
-  const ctx: DashboardContext = createContext(session, catalog, reload);
+  const ctx: DashboardContext = createContext(
+    session,
+    catalog,
+    () => {
+      void show(ctx, false);
+      if (route(ctx).view !== 'waiting') void loadApprovals(ctx, false);
+    },
+    () => showLogin('Your session has ended. Sign in again to continue.'),
+  );
+  current = ctx;
   setupCatalogue(ctx);
   setupTrail(ctx);
-  await Promise.all([loadTrail(ctx, true), loadApprovals(ctx), loadReputation(ctx), connectWebmcp()]);
+  startApprovals(ctx);
+  if (cliLoginCode() === undefined) {
+    const first = route(ctx).view;
+    await Promise.all([
+      show(ctx, false),
+      first !== 'waiting' && ctx.canUse('approvals.list') ? loadApprovals(ctx, false) : undefined,
+      connectWebmcp(),
+    ]);
+  } else await connectWebmcp();
   setState('ready');
-  byId('main').focus();
-  current = session;
+  window.scrollTo(0, 0);
   await showCliLogin(session);
 }
 
-/** The signed-in session (for the CLI login panel when the hash changes). */
-let current: SessionInfo | undefined;
+/** The signed-in dashboard (for the hash router and the CLI login panel). */
+let current: DashboardContext | undefined;
 
 async function login(event: SubmitEvent): Promise<void> {
   event.preventDefault();
@@ -122,7 +199,7 @@ async function login(event: SubmitEvent): Promise<void> {
   const error = byId('login-error');
   const key = input.value.trim();
   if (key === '') {
-    error.textContent = 'Enter an API key (it starts with sk_solid_).';
+    error.textContent = 'Enter your API key (it starts with sk_solid_).';
     input.focus();
     return;
   }
@@ -160,8 +237,12 @@ async function start(): Promise<void> {
   byId<HTMLFormElement>('login-form').addEventListener('submit', (event) => void login(event));
   byId('logout').addEventListener('click', () => void logout());
   window.addEventListener('hashchange', () => {
-    if (current !== undefined && !byId('app').hidden) void showCliLogin(current);
-    else noteCliLoginOnSignIn();
+    if (current === undefined || byId('app').hidden) {
+      noteCliLoginOnSignIn();
+      return;
+    }
+    if (cliLoginCode() !== undefined) void showCliLogin(current.session);
+    else void show(current, true);
   });
   const res = await fetch('/api/v1/session', { credentials: 'same-origin', cache: 'no-store' });
   const env = await json(res);

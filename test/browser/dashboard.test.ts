@@ -1,37 +1,94 @@
 /**
- * The dashboard in headless Chromium (native WebMCP on): log in with an API key, see the trail
- * and filter it, approve a pending typed-phrase dispatch so the agent's nonce alone completes it,
- * open a receipt and revert it through the consent dialog, see the catalogue and the reputation
- * panel (or its degraded message), check the page's own WebMCP tools, save screenshots to
- * test-artifacts/dashboard.png (viewport) and dashboard-full.png, and log out (tools withdrawn).
+ * The dashboard in headless Chromium, as a business owner and an auditor use it (issue 17):
+ * sign in; "Waiting for you" groups an agent's identical retries, counts down, approves a charge
+ * by its typed phrase (a typo first) and rejects another; Activity shows business actions only by
+ * default (the dashboard's own reads behind "Include reads and system calls"); a receipt says who,
+ * which agent, the arguments in words and the consent path, and offers Undo only for an action
+ * with an undo step; Undo works through the consent dialog; every view at 390 and 1280 px has no
+ * horizontal overflow (also 360 and 768 px for the main views) and no serious axe-core finding;
+ * screenshots of every view at both widths go to test-artifacts/dashboard/; a read_only visit
+ * leaves no `denied` row; an expired session returns to sign-in with a plain sentence.
  *
  * Run: node --import tsx --test test/browser/dashboard.test.ts
  */
 import assert from 'node:assert/strict';
-import { mkdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import type { Page } from 'playwright-core';
 import type { Envelope } from '../../src/spec/types.ts';
 import { launchChromium, skipUnlessChromium } from '../support/browser.ts';
 import { listenLoopback, webmcpFixture } from '../transports/webmcp/fixture.ts';
-import { STEP_TIMEOUT_MS, TEST_TIMEOUT_MS } from './webmcp-pages.ts';
+import { STEP_TIMEOUT_MS } from './webmcp-pages.ts';
 
-const ARTIFACT_DIR = fileURLToPath(new URL('../../test-artifacts/', import.meta.url));
+const ARTIFACT_DIR = fileURLToPath(new URL('../../test-artifacts/dashboard/', import.meta.url));
+const TIMEOUT_MS = 240_000;
+const VIEWS = ['waiting', 'activity', 'receipt', 'agents', 'catalogue', 'settings'] as const;
+
+const require = createRequire(import.meta.url);
+let axeSource: string | undefined;
+async function axe(): Promise<string> {
+  axeSource ??= await readFile(require.resolve('axe-core/axe.min.js'), 'utf8');
+  return axeSource;
+}
+
+/** Serious or critical axe-core findings on the page (WCAG 2 A/AA rules). */
+async function axeViolations(page: Page): Promise<string[]> {
+  // Runtime.evaluate is not subject to the page's CSP (an inline <script> would be).
+  await page.evaluate(`${await axe()};0`);
+  const found = await page.evaluate(async () => {
+    const a = (
+      window as unknown as {
+        axe: {
+          run(
+            ctx: Document,
+            opts: unknown,
+          ): Promise<{
+            violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }>;
+          }>;
+        };
+      }
+    ).axe;
+    const r = await a.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21aa'] } });
+    return r.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      where: v.nodes.map((n) => n.target.join(' ')),
+    }));
+  });
+  return found
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.where.slice(0, 3).join(', ')}`);
+}
+
+/** Width by which the page is wider than its viewport (0 when nothing overflows). */
+function overflow(page: Page): Promise<number> {
+  return page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+}
+
+async function goto(page: Page, hash: string, view: string): Promise<void> {
+  await page.evaluate((h) => {
+    location.hash = h;
+  }, hash);
+  await page.locator(`body[data-view="${view}"]`).waitFor();
+  await page.waitForLoadState('networkidle');
+}
 
 describe('dashboard', { skip: skipUnlessChromium() }, () => {
   it(
-    'logs in, shows the trail, approves a pending dispatch, reverts a receipt, logs out',
-    { timeout: TEST_TIMEOUT_MS },
+    'an owner approves, rejects, reads receipts, undoes, at 390 and 1280 px',
+    { timeout: TIMEOUT_MS },
     async (t) => {
       const f = await webmcpFixture(t);
       const origin = await listenLoopback(f.app);
       const browser = await launchChromium({ webmcp: true });
       t.after(() => browser.close());
 
-      // Activity before the human opens the dashboard: an agent's completed note, a denied call,
-      // and a typed-phrase charge waiting for approval.
+      // Before the owner opens the dashboard: an agent's completed note, a denied call, a charge
+      // waiting for approval that the agent asked for three times, and another charge.
       const agent = { surface: 'webmcp' as const, webmcpSurface: 'dashboard' as const };
-      const employee = { ...agent, principal: f.principal('employee') };
+      const employee = { ...agent, principal: { ...f.principal('employee'), agent_type: 'claude-desktop' } };
       const notePending = await f.rt.dispatch(employee, 'webtest.note_add', { text: 'ship the order' });
       const note = await f.rt.dispatch(
         employee,
@@ -47,11 +104,15 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
       );
       assert.equal(denied.error!.reason, 'role_denied');
       const chargeArgs = { invoice_id: 314, amount_cents: 15900 };
-      const admin = { ...agent, principal: f.principal('admin') };
-      const charge = await f.rt.dispatch(admin, 'webtest.charge', chargeArgs);
+      const admin = { ...agent, principal: { ...f.principal('admin'), agent_type: 'claude-desktop' } };
+      const retries: Envelope[] = [];
+      for (let i = 0; i < 3; i++) retries.push(await f.rt.dispatch(admin, 'webtest.charge', chargeArgs));
+      const charge = retries[2]!;
       const approvalId = charge.consent!.approval_id!;
+      const other = await f.rt.dispatch(admin, 'webtest.charge', { invoice_id: 7, amount_cents: 500 });
+      const otherId = other.consent!.approval_id!;
 
-      const context = await browser.newContext({ viewport: { width: 1280, height: 1600 } });
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
       const page = await context.newPage();
       page.setDefaultTimeout(STEP_TIMEOUT_MS);
       const pageErrors: string[] = [];
@@ -61,7 +122,7 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         if (/Content Security Policy/i.test(msg.text())) cspViolations.push(msg.text());
       });
 
-      await t.test('logs in with an API key', async () => {
+      await t.test('signs in with an API key and lands on "Waiting for you" without scrolling', async () => {
         await page.goto(`${origin}/`);
         await page.locator('body[data-state="login"]').waitFor();
         await page.getByLabel('API key').fill('sk_solid_000000000000_wrongwrongwrongwrong');
@@ -69,44 +130,28 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         await page.locator('#login-error').filter({ hasText: 'auth_invalid' }).waitFor();
         await page.getByLabel('API key').fill(f.keys.owner);
         await page.getByLabel('API key').press('Enter');
-        await page.locator('body[data-state="ready"]').waitFor();
-        assert.match(
-          (await page.locator('#whoami').textContent()) ?? '',
-          /user 1 \(owner\) · Main Co \(professional\)/,
-        );
-        assert.equal(await page.getByLabel('API key').isVisible(), false);
+        await page.locator('body[data-state="ready"][data-view="waiting"]').waitFor();
+        assert.equal(await page.locator('#business-name').textContent(), 'Main Co');
+        assert.equal(await page.evaluate(() => window.scrollY), 0, 'the header stays in view');
+        const text = (await page.locator('body').innerText()) ?? '';
+        assert.doesNotMatch(text, /WebMCP|tools? registered|polyfill/i, 'no developer text for the owner');
       });
 
-      await t.test('shows the trail and filters it', async () => {
-        const noteRow = page.locator(`#trail-table tr[data-audit-id="${note.audit_id}"]`);
-        await noteRow.waitFor();
-        assert.equal(await noteRow.getAttribute('data-status'), 'completed');
-        assert.match((await noteRow.textContent()) ?? '', /webtest\.note_add/);
-        await page
-          .locator(`#trail-table tr[data-audit-id="${charge.audit_id}"][data-status="pending"]`)
-          .waitFor();
-        await page.getByLabel('Status').selectOption('denied');
-        await page.getByRole('button', { name: 'Apply filters' }).click();
-        await page
-          .locator(`#trail-table tr[data-audit-id="${note.audit_id}"]`)
-          .waitFor({ state: 'detached' });
-        const statuses = await page
-          .locator('#trail-table tbody tr')
-          .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-status')));
-        assert.ok(statuses.length >= 1);
-        assert.deepEqual([...new Set(statuses)], ['denied']);
-        assert.match((await page.locator('#trail-table tbody').textContent()) ?? '', /role_denied/);
-        await page.getByRole('button', { name: 'Clear' }).click();
-        await noteRow.waitFor();
-      });
-
-      const approvalsSkip =
-        f.rt.registry.get('approvals.approve') === undefined
-          ? 'approvals.list/approve are not registered yet'
-          : undefined;
-      await t.test('approves a pending dispatch by typing its phrase', { skip: approvalsSkip }, async () => {
+      await t.test('groups identical retries, counts down, shows the amount', async () => {
         const card = page.locator(`li[data-approval-id="${approvalId}"]`);
         await card.waitFor();
+        assert.equal(await card.getAttribute('data-group-size'), '3');
+        assert.equal(await page.locator('#approvals-list > li').count(), 2, 'three retries, one card');
+        assert.match((await card.textContent()) ?? '', /\$159\.00/);
+        assert.match((await card.textContent()) ?? '', /#314/);
+        assert.match((await card.textContent()) ?? '', /via claude-desktop/);
+        const before = await card.locator('time[data-countdown]').textContent();
+        assert.match(before ?? '', /^in \d+ (min|h|s)/);
+        assert.equal(await page.locator('#waiting-count').textContent(), '4');
+      });
+
+      await t.test('approves a charge by typing its phrase (after a typo)', async () => {
+        const card = page.locator(`li[data-approval-id="${approvalId}"]`);
         assert.equal(await card.locator('code.phrase').textContent(), 'CHARGE $159.00 to invoice #314');
         await card.getByLabel('Type the phrase to approve').fill('CHARGE $159.00 to invoice 314');
         await card.getByRole('button', { name: 'Approve' }).click();
@@ -117,100 +162,159 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
           .locator('#approvals-decision')
           .filter({ hasText: `Approved webtest.charge (${approvalId})` })
           .waitFor();
-        await card.waitFor({ state: 'detached' });
-        // The agent now completes its call with the nonce alone.
         const done: Envelope = await f.rt.dispatch(admin, 'webtest.charge', chargeArgs, {
           confirm: true,
           nonce: charge.consent!.nonce,
         });
         assert.equal(done.ok, true, JSON.stringify(done.error));
-        const row = await f.rt.store.read((q) =>
-          q.get<Record<string, unknown>>('SELECT approved_by FROM audit_log WHERE audit_id = ?', [
-            done.audit_id,
-          ]),
+        (charge as { done?: Envelope }).done = done;
+      });
+
+      await t.test('rejects another charge', async () => {
+        const card = page.locator(`li[data-approval-id="${otherId}"]`);
+        await card.getByRole('button', { name: 'Reject' }).click();
+        await page
+          .locator('#approvals-decision')
+          .filter({ hasText: `Rejected webtest.charge (${otherId})` })
+          .waitFor();
+        await card.waitFor({ state: 'detached' });
+      });
+
+      const done = (): Envelope => (charge as { done?: Envelope }).done!;
+
+      await t.test('Activity shows business actions by default; reads behind the filter', async () => {
+        await page.getByRole('link', { name: 'Activity' }).click();
+        await page.locator('body[data-view="activity"]').waitFor();
+        await page.locator(`#trail-list li[data-audit-id="${done().audit_id}"]`).waitFor();
+        await page.locator('#charts .uplot').waitFor();
+        const verbs = await page
+          .locator('#trail-list li')
+          .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-verb')));
+        assert.ok(verbs.length > 0);
+        for (const v of verbs)
+          assert.doesNotMatch(String(v), /^(audit\.trail|approvals\.list|verbs\.reputation)$/);
+        await page.getByLabel('Include reads and system calls').check();
+        await page.getByRole('button', { name: 'Apply filters' }).click();
+        await page.locator('#trail-list li[data-verb="approvals.list"]').first().waitFor();
+        await page.getByLabel('Include reads and system calls').uncheck();
+        await page.getByLabel('Status').selectOption('denied');
+        await page.getByRole('button', { name: 'Apply filters' }).click();
+        await page.locator(`#trail-list li[data-audit-id="${note.audit_id}"]`).waitFor({ state: 'detached' });
+        const statuses = await page
+          .locator('#trail-list li')
+          .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-status')));
+        assert.deepEqual([...new Set(statuses)], ['denied']);
+        await page.getByRole('button', { name: 'Clear' }).click();
+        await page.locator(`#trail-list li[data-audit-id="${note.audit_id}"]`).waitFor();
+      });
+
+      await t.test(
+        "finds the charge's receipt: who, agent, arguments in words, consent; no Undo",
+        async () => {
+          await page.locator(`#trail-list li[data-audit-id="${done().audit_id}"] a`).click();
+          await page.locator(`#receipt[data-audit-id="${done().audit_id}"]`).waitFor();
+          const field = (k: string) => page.locator(`#receipt-fields dd[data-field="${k}"]`).textContent();
+          assert.match((await field('who')) ?? '', /user 2 \(admin\)/);
+          assert.equal(await field('agent'), 'claude-desktop');
+          assert.match((await field('arguments')) ?? '', /\$159\.00/);
+          assert.match((await field('arguments')) ?? '', /#314/);
+          assert.match((await field('consent')) ?? '', /typed phrase; approved by user 1/);
+          assert.equal(await field('self_approved'), 'no');
+          assert.doesNotMatch((await field('when')) ?? '', /T\d\d:\d\d:\d\d/, 'local time, not ISO');
+          assert.equal(await page.locator('#receipt-revert').isVisible(), false, 'a charge has no undo step');
+          assert.match((await page.locator('#receipt-status').textContent()) ?? '', /cannot be undone/);
+        },
+      );
+
+      await t.test('undoes a reversible note through the consent dialog', async () => {
+        await goto(page, `#/receipt/${note.audit_id}`, 'receipt');
+        await page.locator(`#receipt[data-audit-id="${note.audit_id}"]`).waitFor();
+        await page.getByRole('button', { name: 'Undo this action' }).click();
+        await page.locator('dialog#solid-consent[open]').waitFor();
+        await page.locator('#solid-consent-confirm').focus();
+        await page.keyboard.press('Enter');
+        await page
+          .locator('#receipt-status')
+          .filter({ hasText: /Reverted|refused|Not reverted/ })
+          .waitFor();
+        assert.match((await page.locator('#receipt-status').textContent()) ?? '', /^Reverted/);
+        assert.deepEqual(
+          (await f.effects()).map((e) => e.kind),
+          ['charge'],
+          'the note is gone; the approved charge stays',
         );
-        assert.equal(row?.approved_by, 1);
       });
 
-      const revertSkip =
-        f.rt.registry.get('audit.revert') === undefined ? 'audit.revert is not registered yet' : undefined;
-      await t.test(
-        'opens a receipt and reverts it through the consent dialog',
-        { skip: revertSkip },
-        async () => {
-          await page.locator(`button[data-audit-id="${note.audit_id}"]`).click();
-          await page.locator('#receipt').waitFor();
-          assert.equal(
-            await page.locator('#receipt-title').textContent(),
-            `Receipt #${note.audit_id}: webtest.note_add`,
-          );
-          await page.getByRole('button', { name: 'Revert this action' }).click();
-          await page.locator('dialog#solid-consent[open]').waitFor();
-          assert.match(
-            (await page.locator('#solid-consent-summary').textContent()) ?? '',
-            /webtest\.note_add|note/i,
-          );
-          // Keyboard: focus Confirm and press Enter.
-          await page.locator('#solid-consent-confirm').focus();
-          await page.keyboard.press('Enter');
-          await page.locator('#receipt-status').filter({ hasText: 'Reverted' }).waitFor();
-          assert.deepEqual(
-            (await f.effects()).map((e) => e.kind),
-            approvalsSkip === undefined ? ['charge'] : [],
-            'the note is gone; the approved charge stays',
-          );
-          await page.locator('#trail-table tbody tr', { hasText: 'audit.revert' }).first().waitFor();
-        },
-      );
+      await t.test('Agents & verbs: caller mistakes do not lower the success rate', async () => {
+        for (let i = 0; i < 3; i++) await f.rt.dispatch(employee, 'webtest.quote', { sku: '' } as never);
+        await f.rt.dispatch(employee, 'webtest.quote', { sku: 'mug', quantity: 2 });
+        await f.rt.auditBuffer.flush();
+        await f.rt.observers.flush();
+        await goto(page, '#/agents', 'agents');
+        const row = page.locator('#reputation-table tr[data-verb="webtest.quote"]');
+        await row.waitFor();
+        const cells = await row.locator('td').allTextContents();
+        assert.equal(cells[1], '100 %', `success rate: ${cells.join(' | ')}`);
+        assert.equal(cells[4], '3', 'three caller mistakes in their own column');
+      });
 
-      await t.test(
-        'shows the catalogue, the reputation panel and registers the dashboard tools',
-        async () => {
-          await page.locator('section[data-category="webtest"] tr[data-verb="webtest.charge"]').waitFor();
-          if (f.rt.registry.get('verbs.reputation') === undefined) {
-            assert.match((await page.locator('#reputation-status').textContent()) ?? '', /not available/);
-          } else {
-            await page.locator('#reputation-chart svg').waitFor();
-          }
-          assert.match(
-            (await page.locator('#webmcp-status').textContent()) ?? '',
-            /tools? registered for agents \(native\)/,
-          );
-          const tools = (await page.webmcp.tools()).map((tool) => tool.name);
-          assert.ok(tools.includes('audit__trail'));
-          assert.ok(tools.includes('webtest__charge'));
-          assert.equal(tools.includes('approvals__approve'), false, 'human-only verbs are not agent tools');
-        },
-      );
+      await t.test('Catalogue is searchable and grouped by category', async () => {
+        await goto(page, '#/catalogue', 'catalogue');
+        await page.getByLabel('Search').fill('invoice');
+        await page.locator('details[data-category="webtest"][open] li[data-verb="webtest.charge"]').waitFor();
+        assert.equal(await page.locator('li[data-verb="audit.trail"]').count(), 0);
+        await page.getByLabel('Search').fill('');
+      });
 
-      await t.test('saves screenshots of the dashboard', async () => {
+      await t.test('Settings shows caps and the blocklist to the owner', async () => {
+        await goto(page, '#/settings', 'settings');
+        await page.locator('#settings-body tr[data-class="WRITE_FINANCIAL"]').waitFor();
+      });
+
+      await t.test('every view: no horizontal overflow, no serious axe finding, screenshots', async () => {
         await mkdir(ARTIFACT_DIR, { recursive: true });
-        await page.evaluate(() => window.scrollTo(0, 0));
-        for (const [name, fullPage] of [
-          ['dashboard.png', false],
-          ['dashboard-full.png', true],
-        ] as const) {
-          const path = `${ARTIFACT_DIR}${name}`;
-          await rm(path, { force: true });
-          await page.screenshot({ path, fullPage });
-          const png = await readFile(path);
-          assert.deepEqual(
-            [...png.subarray(0, 8)],
-            [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a],
-            `${name} is a PNG`,
-          );
+        for (const width of [1280, 390]) {
+          await page.setViewportSize({ width, height: width === 390 ? 844 : 900 });
+          for (const view of VIEWS) {
+            await goto(page, view === 'receipt' ? `#/receipt/${done().audit_id}` : `#/${view}`, view);
+            if (view === 'receipt') await page.locator('#receipt:not([hidden])').waitFor();
+            assert.equal(await overflow(page), 0, `${view} at ${width} px overflows`);
+            assert.deepEqual(await axeViolations(page), [], `${view} at ${width} px`);
+            await page.screenshot({ path: `${ARTIFACT_DIR}${view}-${width}.png` });
+          }
         }
+        for (const width of [360, 768, 1440]) {
+          await page.setViewportSize({ width, height: 800 });
+          for (const view of ['waiting', 'activity', 'receipt', 'catalogue'] as const) {
+            await goto(page, view === 'receipt' ? `#/receipt/${done().audit_id}` : `#/${view}`, view);
+            assert.equal(await overflow(page), 0, `${view} at ${width} px overflows`);
+          }
+        }
+        await page.setViewportSize({ width: 1280, height: 900 });
       });
 
-      await t.test('logs out and withdraws the page tools', async () => {
-        await page.getByRole('button', { name: 'Log out' }).click();
+      await t.test('an expired session returns to sign-in with a plain sentence', async () => {
+        await f.rt.store.write((tx) => tx.run('DELETE FROM web_sessions'));
+        await goto(page, '#/activity', 'activity');
+        await page.locator('body[data-state="login"]').waitFor();
+        assert.equal(
+          await page.locator('#login-error').textContent(),
+          'Your session has ended. Sign in again to continue.',
+        );
+        assert.doesNotMatch((await page.locator('body').innerText()) ?? '', /api_key|POST \/api/);
+      });
+
+      await t.test('signs out and withdraws the page tools', async () => {
+        await page.getByLabel('API key').fill(f.keys.owner);
+        await page.getByLabel('API key').press('Enter');
+        await page.locator('body[data-state="ready"]').waitFor();
+        const tools = (await page.webmcp.tools()).map((tool) => tool.name);
+        assert.ok(tools.includes('webtest__charge'));
+        assert.equal(tools.includes('approvals__approve'), false, 'human-only verbs are not agent tools');
+        await page.getByRole('button', { name: 'Sign out' }).click();
         await page.locator('body[data-state="login"]').waitFor();
         assert.equal(await page.locator('#login-error').textContent(), 'You are signed out.');
         assert.deepEqual(await page.webmcp.tools(), []);
-        const rows = await f.rt.store.read((q) => q.all('SELECT session_hash FROM web_sessions'));
-        assert.equal(rows.length, 0);
-        await page.reload();
-        await page.locator('body[data-state="login"]').waitFor();
       });
 
       assert.deepEqual(pageErrors, []);
@@ -218,25 +322,30 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
     },
   );
 
-  it(
-    'tells a read_only user that the approval queue needs an admin',
-    { timeout: TEST_TIMEOUT_MS },
-    async (t) => {
-      const f = await webmcpFixture(t);
-      const origin = await listenLoopback(f.app);
-      const browser = await launchChromium({ webmcp: false });
-      t.after(() => browser.close());
-      const page = await (await browser.newContext()).newPage();
-      page.setDefaultTimeout(STEP_TIMEOUT_MS);
-      await page.goto(`${origin}/`);
-      await page.getByLabel('API key').fill(f.keys.read_only);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.locator('body[data-state="ready"]').waitFor();
-      assert.match(
-        (await page.locator('#approvals-status').textContent()) ?? '',
-        /read_only.*cannot see the approval queue/,
-      );
-      assert.match((await page.locator('#webmcp-status').textContent()) ?? '', /\(polyfill\)/);
-    },
-  );
+  it('a read_only visit of every view leaves no denied row', { timeout: TIMEOUT_MS }, async (t) => {
+    const f = await webmcpFixture(t);
+    const origin = await listenLoopback(f.app);
+    const browser = await launchChromium({ webmcp: false });
+    t.after(() => browser.close());
+    const page = await (await browser.newContext({ viewport: { width: 390, height: 844 } })).newPage();
+    page.setDefaultTimeout(STEP_TIMEOUT_MS);
+    await page.goto(`${origin}/`);
+    await page.getByLabel('API key').fill(f.keys.read_only);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('body[data-state="ready"][data-view="activity"]').waitFor();
+    await mkdir(ARTIFACT_DIR, { recursive: true });
+    for (const view of VIEWS) {
+      await goto(page, `#/${view}`, view);
+      assert.equal(await overflow(page), 0, `${view} overflows`);
+    }
+    assert.match((await page.locator('#view-waiting').textContent()) ?? '', /admin or the owner/);
+    await page.screenshot({ path: `${ARTIFACT_DIR}read-only-waiting-390.png` });
+    await f.rt.auditBuffer.flush();
+    const rows = await f.rt.store.read((q) =>
+      q.all<{ action_type: string; reason: string }>(
+        "SELECT action_type, reason FROM audit_log WHERE status = 'denied' AND user_id = 4",
+      ),
+    );
+    assert.deepEqual(rows, [], 'no denial for panels the role cannot use');
+  });
 });

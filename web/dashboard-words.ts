@@ -1,0 +1,71 @@
+/**
+ * Plain words for what the views show: local times, countdowns, money, argument names, who acted.
+ * Pure functions (no DOM), so they are easy to reason about and bundle.
+ */
+
+/** A local date and time, e.g. "2 Dec 2026, 13:05". */
+export function localTime(iso: string): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+}
+
+/** "in 4 min 10 s", "in 2 h 5 min", or "expired". */
+export function countdown(untilIso: string, now: number = Date.now()): string {
+  const ms = Date.parse(untilIso) - now;
+  if (!Number.isFinite(ms)) return '';
+  if (ms <= 0) return 'expired';
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `in ${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `in ${m} min ${s % 60} s`;
+  const h = Math.floor(m / 60);
+  return `in ${h} h ${m % 60} min`;
+}
+
+/** Cents as money, e.g. 15900 → "$159.00". */
+export function money(cents: number, currency = 'USD'): string {
+  return new Intl.NumberFormat(undefined, { style: 'currency', currency }).format(cents / 100);
+}
+
+/** "amount_cents" → "Amount", "invoice_id" → "Invoice", "new_phone" → "New phone". */
+export function label(key: string): string {
+  const base = key.replace(/_(cents|id)$/, '').replace(/_/g, ' ');
+  return base.charAt(0).toUpperCase() + base.slice(1);
+}
+
+/** One argument value in words (cents as money, ids as #n, objects as their JSON). */
+export function value(key: string, v: unknown): string {
+  if (v === null || v === undefined) return '—';
+  if (typeof v === 'number' && /_cents$/.test(key)) return money(v);
+  if ((typeof v === 'number' || typeof v === 'string') && /_id$/.test(key)) return `#${v}`;
+  if (typeof v === 'boolean') return v ? 'yes' : 'no';
+  if (typeof v === 'object') return JSON.stringify(v);
+  return String(v);
+}
+
+/** Arguments as [label, words] pairs, redacted members kept as "(hidden)". */
+export function argumentWords(args: Record<string, unknown> | undefined): Array<[string, string]> {
+  if (args === undefined || args === null) return [];
+  return Object.entries(args).map(([k, v]) => [label(k), v === '[REDACTED]' ? '(hidden)' : value(k, v)]);
+}
+
+/** "user 3 (employee) via claude-desktop". */
+export function who(actor: string, role?: string | null, agent?: string | null): string {
+  const user = actor.startsWith('user:') ? `user ${actor.slice(5)}` : actor;
+  const r = role ? ` (${role})` : '';
+  const a = agent ? ` via ${agent === 'dashboard' ? 'this dashboard' : agent}` : '';
+  return `${user}${r}${a}`;
+}
+
+/** Status in words. */
+export const STATUS_WORDS: Readonly<Record<string, string>> = {
+  completed: 'done',
+  denied: 'refused',
+  failed: 'failed',
+  pending: 'waiting for consent',
+  approved: 'approved',
+  rejected: 'rejected',
+  replayed: 'repeated (same result)',
+  rolled_back: 'undone',
+};
