@@ -286,11 +286,13 @@ export function setupTrail(context: DashboardContext): void {
       reason?: string;
       revert_audit_id?: number;
     };
-    status.textContent =
+    const said =
       result.reverted === true
         ? `Reverted: ${result.revert_action ?? 'done'}${result.revert_audit_id !== undefined ? ` (receipt #${result.revert_audit_id})` : ''}.`
         : `Not reverted: ${result.message ?? result.reason ?? 'no reason given'}.`;
-    button.hidden = result.reverted === true;
-    ctx().changed();
+    // Show the receipt as it is now (undone), then say what happened.
+    await openReceipt(ctx(), entry.audit_id);
+    byId<HTMLButtonElement>('receipt-revert').hidden = true;
+    byId('receipt-status').textContent = said;
   });
 }
