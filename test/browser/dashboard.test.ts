@@ -248,7 +248,7 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
             status: document.getElementById('receipt-status')?.textContent,
             dialog: document.querySelector('dialog#solid-consent')?.outerHTML.slice(0, 400),
           }));
-          throw new Error(`${String(err)}: ${JSON.stringify(state)}`);
+          throw new Error(`${String(err)}: ${JSON.stringify(state)}`, { cause: err });
         }
         assert.match((await page.locator('#receipt-status').textContent()) ?? '', /^Reverted/);
         assert.deepEqual(
