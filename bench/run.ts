@@ -15,7 +15,7 @@
  * module until the 1-minute load average is below X (others share this machine), up to
  * `--max-wait-min` minutes, and records the load at the start and end of each module.
  *
- * Modules: core register readcost consent replay verify trail http mcp ucp observe durable postgres rss
+ * Modules: core register readcost consent replay verify trail http mcp ucp observe durable postgres startup rss
  * (postgres only when SOLID_BENCH_DATABASE_URL or SOLID_TEST_DATABASE_URL is set).
  */
 import { spawn } from 'node:child_process';
@@ -65,6 +65,7 @@ export const TARGETS: Record<string, Target> = {
   'observe.write': t('ratio', '>=', 0.9, 'overhead ≤ 10 % (ratio ≥ 0.9)'),
   'observe.hooks': t('ratio', '<=', 0.1, 'ratio ≤ 0.1'),
   'durable.group_commit': t('ratio', '>=', 4, 'ratio ≥ 4'),
+  'startup.*': t('ratio', '<=', 2, 'ratio ≤ 2'),
 };
 
 export function targetOf(id: string): Target | undefined {
@@ -146,6 +147,10 @@ export const MODULES: Record<string, ModuleSpec> = {
         : undefined,
     run: async (q) =>
       (await import('./postgres.ts')).benchPostgres({ url: pgUrl(), ...(q ? { ms: 3000 } : {}) }),
+  },
+  startup: {
+    repeat: 1,
+    run: async (q) => (await import('./startup.ts')).benchStartup(q ? { runs: 2 } : {}),
   },
   rss: {
     repeat: 1,

@@ -13,7 +13,7 @@ import { StoreError } from '../store/store.ts';
 import { runtimeMigrations } from '../store/migrations/runtime.ts';
 import { Registry } from './registry.ts';
 import { runtimeContextMembers, type CompiledVerb, type VerbDefinition } from './verb.ts';
-import { Secrets } from './secrets.ts';
+import { Secrets, checkMasterKey, runtimeSecrets, type RuntimeSecrets } from './secrets.ts';
 import { TenantKeys } from './ledger/tenant-keys.ts';
 import { Tenants, insertApiKey, insertTenant, type TenantSettings } from './tenants.ts';
 import { appendAudit, appendAuditRows, auditEntry, type AuditEntry, type AuditRow } from './ledger/audit.ts';
@@ -51,7 +51,11 @@ export const DEFAULT_DAILY_CAPS: Readonly<
 
 export interface RuntimeOptions {
   store: Store;
-  /** Secrets (nonce + master key). Default: ephemeral (tests). */
+  /**
+   * Secrets (nonce + master key). Default (runtimeSecrets, secrets.ts): a file database keeps them
+   * in `<db>.keys.json` beside it (created on first start) unless SOLID_NONCE_SECRET and
+   * SOLID_MASTER_KEY are set; in memory or on PostgreSQL without those, ephemeral with a warning.
+   */
   secrets?: Secrets;
   /** The clock. Default `() => new Date()`. Inject to test expiry. */
   clock?: () => Date;
@@ -767,5 +771,18 @@ export function checkpointMaterial(c: {
 /** Create a runtime on a store: runs the runtime migrations unless told not to. */
 export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   if (!options.skipMigrations) await options.store.migrate('runtime', runtimeMigrations);
-  return new Runtime(options);
+  const chosen: RuntimeSecrets =
+    options.secrets !== undefined
+      ? { secrets: options.secrets, source: 'env' }
+      : await runtimeSecrets(options.store);
+  await checkMasterKey(
+    options.store,
+    chosen.secrets,
+    options.secrets !== undefined
+      ? 'the secrets given to createRuntime'
+      : (chosen.keyfilePath ?? 'SOLID_MASTER_KEY'),
+  );
+  const rt = new Runtime({ ...options, secrets: chosen.secrets });
+  if (chosen.warning !== undefined) rt.logger.warn(chosen.warning);
+  return rt;
 }

@@ -20,6 +20,7 @@ import {
   timingSafeEqual,
 } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import type { Store } from '../store/store.ts';
 
 export type TokenPurpose = 'nonce' | 'cursor' | 'rollback' | 'approval' | 'session' | 'login' | 'platform';
 
@@ -168,6 +169,40 @@ export class Secrets {
   }
 }
 
+/** Error of a key file or secret that cannot be used (the message names the file, never a secret). */
+export class SecretsError extends Error {
+  override readonly name = 'SecretsError';
+}
+
+/** Parse a key file; a file that is not one is a SecretsError naming it. */
+function readKeyfile(path: string): KeyfileContents {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new SecretsError(`the key file ${path} cannot be read as JSON: ${(err as Error).message}`);
+  }
+  const f = parsed as Partial<KeyfileContents> | null;
+  const ok =
+    f !== null &&
+    typeof f === 'object' &&
+    Array.isArray(f.nonce_secrets) &&
+    f.nonce_secrets.length > 0 &&
+    f.nonce_secrets.every((e) => typeof e?.kid === 'string' && typeof e?.secret === 'string') &&
+    typeof f.master_key === 'string' &&
+    Buffer.from(f.master_key, 'base64url').length === 32;
+  if (!ok)
+    throw new SecretsError(
+      `the key file ${path} is not a solid-verbs key file (version 1: nonce_secrets and a 32-byte master_key)`,
+    );
+  return f as KeyfileContents;
+}
+
+/** The key file of a SQLite database: `<db>.keys.json`, beside it. */
+export function keyfileFor(dbPath: string): string {
+  return `${dbPath}.keys.json`;
+}
+
 /**
  * Load secrets from the environment and/or the keyfile. With `create`, writes a fresh keyfile
  * (0600) when nothing is configured. Without a keyfile and without env, returns ephemeral secrets
@@ -181,7 +216,7 @@ export function loadSecrets(options: LoadSecretsOptions = {}): {
   const env = options.env ?? process.env;
   let file: KeyfileContents | undefined;
   if (options.keyfilePath !== undefined && existsSync(options.keyfilePath)) {
-    file = JSON.parse(readFileSync(options.keyfilePath, 'utf8')) as KeyfileContents;
+    file = readKeyfile(options.keyfilePath);
   }
   if (
     file === undefined &&
@@ -195,8 +230,14 @@ export function loadSecrets(options: LoadSecretsOptions = {}): {
       nonce_secrets: [{ kid: kidOf(s), secret: s.toString('base64url') }],
       master_key: randomBytes(32).toString('base64url'),
     };
-    writeFileSync(options.keyfilePath, JSON.stringify(file, null, 2) + '\n', { mode: 0o600 });
-    chmodSync(options.keyfilePath, 0o600);
+    try {
+      // Exclusive: two processes starting on one fresh database agree on the first file written.
+      writeFileSync(options.keyfilePath, JSON.stringify(file, null, 2) + '\n', { mode: 0o600, flag: 'wx' });
+      chmodSync(options.keyfilePath, 0o600);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      file = readKeyfile(options.keyfilePath);
+    }
   }
   const nonce: SecretEntry[] = [];
   if (env.SOLID_NONCE_SECRET) {
@@ -235,4 +276,75 @@ export function loadSecrets(options: LoadSecretsOptions = {}): {
     persisted: true,
     source: env.SOLID_NONCE_SECRET ? 'env' : 'keyfile',
   };
+}
+
+/** What `runtimeSecrets` decided, for the start-up log (never the secrets themselves). */
+export interface RuntimeSecrets {
+  secrets: Secrets;
+  source: 'env' | 'keyfile' | 'ephemeral';
+  keyfilePath?: string;
+  /** Set when the secrets die with the process: logged as a warning by createRuntime. */
+  warning?: string;
+}
+
+/**
+ * The secrets a runtime uses when `createRuntime` is given none (spec/consent.md §nonce), exactly as
+ * the CLI keeps them:
+ *
+ * - a database file (`store.filePath`): the key file beside it (`<db>.keys.json`, 0600), created
+ *   on the first start of a fresh database (exclusively: a second process starting at the same
+ *   time reads the first one's file), read on every later start and by every other process on the
+ *   file. `SOLID_NONCE_SECRET` / `SOLID_MASTER_KEY` in the environment take precedence.
+ * - no file (in memory, a PostgreSQL server): the environment when it sets both, else ephemeral
+ *   secrets with a warning (tokens and tenant signing keys die with the process).
+ *
+ * Errors (SecretsError, at start — never an internal_error per write): the database holds tenant
+ * signing keys but its key file is missing and the environment sets no master key; the key file is
+ * not a key file.
+ */
+export async function runtimeSecrets(
+  store: Store,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<RuntimeSecrets> {
+  const fromEnv = Boolean(env.SOLID_NONCE_SECRET && env.SOLID_MASTER_KEY);
+  const path = store.filePath;
+  if (path !== undefined) {
+    const keyfilePath = keyfileFor(path);
+    if (!fromEnv && !existsSync(keyfilePath) && (await hasTenantKeys(store)))
+      throw new SecretsError(
+        `the database ${path} holds tenant signing keys but its key file ${keyfilePath} is missing: restore the key file (or set SOLID_NONCE_SECRET and SOLID_MASTER_KEY), or the keys cannot be opened`,
+      );
+    const loaded = loadSecrets({ env, keyfilePath, create: true });
+    return { secrets: loaded.secrets, source: loaded.source, keyfilePath };
+  }
+  if (fromEnv) return { secrets: loadSecrets({ env }).secrets, source: 'env' };
+  return {
+    secrets: Secrets.ephemeral(),
+    source: 'ephemeral',
+    warning: `no secrets configured for ${store.description}: using ephemeral ones (nonces, cursors and tenant signing keys die with this process; pass secrets to createRuntime or set SOLID_NONCE_SECRET and SOLID_MASTER_KEY)`,
+  };
+}
+
+async function hasTenantKeys(store: Store): Promise<boolean> {
+  const row = await store.read((q) => q.get<{ kid: string }>('SELECT kid FROM tenant_keys LIMIT 1'));
+  return row !== undefined;
+}
+
+/**
+ * Check at start that the master key opens the database's tenant signing keys (one row is
+ * decrypted). A wrong key file or SOLID_MASTER_KEY is a SecretsError naming where the key came
+ * from, instead of a failure of every later write.
+ */
+export async function checkMasterKey(store: Store, secrets: Secrets, from: string): Promise<void> {
+  const row = await store.read((q) =>
+    q.get<{ kid: string; private_enc: string }>('SELECT kid, private_enc FROM tenant_keys LIMIT 1'),
+  );
+  if (row === undefined) return;
+  try {
+    secrets.decrypt(row.private_enc, row.kid);
+  } catch {
+    throw new SecretsError(
+      `the master key from ${from} does not open the tenant signing keys of ${store.description}: it is not the key this database was created with (another database's key file, or a changed SOLID_MASTER_KEY)`,
+    );
+  }
 }

@@ -108,6 +108,11 @@ export interface Store {
   notify(channel: string): void;
   /** Human description for logs ("sqlite:/path/to.db", "postgres://host/db"), never secrets. */
   readonly description: string;
+  /**
+   * The database file of an embedded engine (SQLite on disk); undefined in memory and for a
+   * database server. createRuntime keeps the runtime's secrets in `<filePath>.keys.json`.
+   */
+  readonly filePath?: string;
 }
 
 /** Driver-independent error codes the engines map driver errors to. */

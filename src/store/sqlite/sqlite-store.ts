@@ -16,7 +16,7 @@
 import Database from 'better-sqlite3';
 import type { Statement, Database as Db } from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import {
@@ -285,6 +285,8 @@ interface PendingWrite {
 export class SqliteStore implements Store {
   readonly engine = 'sqlite' as const;
   readonly description: string;
+  /** The database file (absolute), or undefined in memory. */
+  readonly filePath: string | undefined;
   readonly #writer: Connection;
   readonly #reader: Connection;
   readonly #memory: boolean;
@@ -304,6 +306,7 @@ export class SqliteStore implements Store {
     const path = options.path;
     this.#memory = path === ':memory:' || path === '';
     this.description = `sqlite:${this.#memory ? ':memory:' : path}`;
+    this.filePath = this.#memory ? undefined : resolve(path);
     this.#durability = options.durability ?? 'normal';
     this.#groupMax = Math.max(1, options.groupCommitMax ?? 64);
     this.#groupWindowMs = options.groupCommitWindowMs ?? 10;

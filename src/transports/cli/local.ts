@@ -13,7 +13,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import pino from 'pino';
 import { createRuntime, type Runtime } from '../../runtime/runtime.ts';
-import { loadSecrets } from '../../runtime/secrets.ts';
+import { SecretsError, loadSecrets, type Secrets } from '../../runtime/secrets.ts';
 import { defineReasons } from '../../spec/reasons.ts';
 import { SqliteStore } from '../../store/sqlite/sqlite-store.ts';
 import { PostgresStore, describeUrl, postgresOptionsFromEnv } from '../../store/postgres/postgres-store.ts';
@@ -101,15 +101,23 @@ export async function openLocal(options: LocalOptions = {}): Promise<Local> {
       });
     throw err;
   }
-  const keyfilePath = options.store ? undefined : keyfileOf(dbPath);
-  if (url !== undefined && options.create && keyfilePath !== undefined)
-    mkdirSync(dirname(keyfilePath), { recursive: true });
-  const { secrets } = loadSecrets({ keyfilePath, create: options.create });
+  // SQLite: createRuntime keeps the secrets in the key file beside the database (runtimeSecrets).
+  // PostgreSQL: the environment, or the key file SOLID_KEYFILE / .solid/postgres.keys.json.
+  let secrets: Secrets | undefined;
+  if (url !== undefined && !options.store) {
+    const keyfilePath = keyfileOf(dbPath);
+    if (options.create) mkdirSync(dirname(keyfilePath), { recursive: true });
+    secrets = loadSecrets({ keyfilePath, create: options.create }).secrets;
+  }
   let rt: Runtime;
   try {
     rt = await createRuntime({ store, secrets, logger, sandboxCompanyId: 1 });
   } catch (err) {
     await store.close().catch(() => {});
+    if (err instanceof SecretsError)
+      throw new VerbError('store_unavailable', err.message, {
+        hint: 'The key file beside the database (<db>.keys.json) must be the one `solid init` wrote for it.',
+      });
     if (err instanceof StoreError)
       throw new VerbError('store_unavailable', `The database at ${dbPath} cannot be used: ${err.message}`, {
         hint: 'Is it a solid database? Check the path (--db / SOLID_DB) and permissions.',
