@@ -85,7 +85,7 @@ export async function benchMcp(options: McpBenchOptions = {}): Promise<BenchResu
         name: 'bench__search',
         arguments: { q: 'smith' },
       })) as CallToolResult;
-      if (r.isError) throw new Error(`bench call failed: ${JSON.stringify(r.structuredContent)}`);
+      if (r.isError) throw new Error(`bench call failed: ${JSON.stringify(r.content)}`);
     };
 
     // In-memory pairs.

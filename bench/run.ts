@@ -15,7 +15,7 @@
  * module until the 1-minute load average is below X (others share this machine), up to
  * `--max-wait-min` minutes, and records the load at the start and end of each module.
  *
- * Modules: core register readcost consent replay verify trail http mcp ucp observe durable postgres startup rss
+ * Modules: core register readcost consent replay verify trail http toolslist mcp ucp observe durable postgres startup rss
  * (postgres only when SOLID_BENCH_DATABASE_URL or SOLID_TEST_DATABASE_URL is set).
  */
 import { spawn } from 'node:child_process';
@@ -59,6 +59,8 @@ export const TARGETS: Record<string, Target> = {
   'ledger.verify': t('value', '>=', 100_000, '≥ 100,000 rows/s'),
   'ledger.trail.p95': t('ratio', '<=', 1.5, 'ratio ≤ 1.5'),
   'http.dispatch_read': t('ratio', '>=', 0.8, 'ratio ≥ 0.8'),
+  'mcp.tools_list_bytes': t('value', '<=', 150_000, '≤ 150,000 bytes'),
+  'mcp.tools_list_bytes_*': t('value', '<=', 150_000, '≤ 150,000 bytes'),
   'mcp.*': t('ratio', '>=', 0.8, 'ratio ≥ 0.8'),
   'ucp.verify_share_*': t('value', '<=', 20, '≤ 20 %'),
   'observe.read': t('ratio', '>=', 0.9, 'overhead ≤ 10 % (ratio ≥ 0.9)'),
@@ -125,6 +127,10 @@ export const MODULES: Record<string, ModuleSpec> = {
   http: {
     repeat: 1,
     run: async (q) => (await import('./http.ts')).benchHttp(q ? { durationSeconds: 2, runs: 1 } : {}),
+  },
+  toolslist: {
+    repeat: 1,
+    run: async () => (await import('./tools-list.ts')).benchToolsList(),
   },
   mcp: { repeat: 1, run: async (q) => (await import('./mcp.ts')).benchMcp(q ? { ms: 500, runs: 1 } : {}) },
   ucp: {

@@ -35,6 +35,7 @@ import {
   type ElicitRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import { META } from '../src/transports/mcp/meta-keys.ts';
+import { errorEnvelopeOf } from '../src/transports/mcp/envelope-map.ts';
 import { rssMiB, startServe, stopServe } from './serve-rss.ts';
 import { percentile } from './harness.ts';
 
@@ -400,8 +401,7 @@ function mcpWorker(
         arguments: args,
         ...(meta ? { _meta: meta } : {}),
       })) as CallToolResult;
-    const result = (r: CallToolResult) =>
-      r.isError ? ((r.structuredContent as Envelope | undefined)?.error?.reason ?? 'error') : 'ok';
+    const result = (r: CallToolResult) => (r.isError ? (errorEnvelopeOf(r)?.error?.reason ?? 'error') : 'ok');
     while (!until()) {
       if (++calls % 100 === 0) {
         // Replace the session: close half of them properly, abandon the others.
@@ -429,7 +429,7 @@ function mcpWorker(
             rec.time('mcp.write', async () => {
               const args = { contact_id: tenant.contactId, body: `soak mcp note ${++seq}` };
               const first = await call('crm__add_note', args);
-              const env = first.structuredContent as Envelope | undefined;
+              const env = errorEnvelopeOf(first);
               if (env?.error?.reason !== 'dispatch_pending' || env.consent === undefined)
                 return { outcome: result(first) };
               return {

@@ -32,6 +32,7 @@ import { defineVerb } from '../../src/runtime/verb.ts';
 import type { Runtime } from '../../src/runtime/runtime.ts';
 import type { TestContext } from 'node:test';
 import { listAllTools } from '../support/mcp.ts';
+import { errorEnvelopeOf } from '../../src/transports/mcp/envelope-map.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/solid.js', import.meta.url));
 
@@ -120,8 +121,7 @@ test(
       const pendingA = (await embedded.callTool({ name: 'deals_create', arguments: args })) as CallToolResult;
       const pendingB = (await bridged.callTool({ name: 'deals_create', arguments: args })) as CallToolResult;
       assert.deepEqual(normalize(pendingB), normalize(pendingA));
-      const nonceOf = (r: CallToolResult) =>
-        (r.structuredContent as { consent: { nonce: string } }).consent.nonce;
+      const nonceOf = (r: CallToolResult) => errorEnvelopeOf(r)!.consent!.nonce;
       const a = (await embedded.callTool({
         name: 'deals_create',
         arguments: args,
@@ -157,10 +157,7 @@ test(
         invoice_number: fx.open_invoice.number,
         amount_cents: 450,
       });
-      assert.equal(
-        (declined.structuredContent as { error: { reason: string } }).error.reason,
-        'approval_rejected',
-      );
+      assert.equal(errorEnvelopeOf(declined)!.error!.reason, 'approval_rejected');
     });
   },
 );
@@ -225,9 +222,9 @@ test(
     await new Promise((r) => setTimeout(r, 700)); // a few refreshes fail meanwhile
     const down = (await client.callTool({ name: 'bridge_test__ping', arguments: {} })) as CallToolResult;
     assert.equal(down.isError, true);
-    const env = down.structuredContent as { error: { reason: string; message: string } };
-    assert.equal(env.error.reason, 'upstream_unavailable');
-    assert.match(env.error.message, /connection refused/);
+    const env = errorEnvelopeOf(down)!;
+    assert.equal(env.error!.reason, 'upstream_unavailable');
+    assert.match(env.error!.message, /connection refused/);
     assert.deepEqual(
       (await listAllTools(client)).map((x) => x.name),
       after.map((x) => x.name),

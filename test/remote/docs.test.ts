@@ -18,6 +18,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { remoteFixture } from './support.ts';
 import { mcpServerSnippets, type ServerEntry } from '../support/mcp.ts';
+import { errorEnvelopeOf } from '../../src/transports/mcp/envelope-map.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url)).replace(/\/$/, '');
 const DOC = readFileSync(join(REPO, 'docs', 'remote.md'), 'utf8');
@@ -70,7 +71,7 @@ async function listAndCall(t: TestContext, transport: Transport, customerId: num
     arguments: { contact_id: customerId, title: 'docs', amount_cents: 1 },
   })) as CallToolResult;
   assert.equal(
-    (write.structuredContent as { error?: { reason: string } }).error?.reason,
+    errorEnvelopeOf(write)?.error?.reason,
     'dispatch_pending',
     "the snippet's key is used (keyless would be auth_required)",
   );

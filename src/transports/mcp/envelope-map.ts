@@ -4,9 +4,13 @@
  *   ok          structuredContent = envelope.result (valid against the tool's outputSchema),
  *               content = one text block with a JSON copy of the result (capped, see below),
  *               _meta = dev.solid-verbs/{audit_id, idempotency_key, rollback_handle, replayed}
- *   not ok      isError: true, structuredContent = the WHOLE envelope (reason, message, hint,
- *               path, details, consent…), content = one line "reason: message — hint", so a
- *               model that reads only text can still self-correct
+ *   not ok      isError: true, NO structuredContent, content = two text blocks: one line
+ *               "reason: message — hint" (a model that reads only the first still
+ *               self-corrects), then the WHOLE envelope as JSON (reason, message, hint, path,
+ *               details, consent…; `errorEnvelopeOf` reads it back). structuredContent is left
+ *               out because the tool's outputSchema describes the success result only and the
+ *               SDK v1 Client (1.32, client/index.js callTool) validates structuredContent
+ *               whenever it is present, isError or not (typescript-sdk#1943)
  *   pending     as not ok; the hint says how to consent ON MCP: the consent options ride in the
  *               request's `_meta` (dev.solid-verbs/confirm + dev.solid-verbs/nonce), never in
  *               the arguments, and a typed phrase is never typed by the model (out-of-band
@@ -68,13 +72,31 @@ function errorResult(envelope: Envelope): CallToolResult {
   const e = envelope.error ?? { reason: 'internal_error', message: 'The call failed.' };
   const line = `${e.reason}: ${e.message}${e.hint ? ` — ${e.hint}` : ''}`.replace(/\s*\n\s*/g, ' ');
   const out: CallToolResult = {
-    content: [{ type: 'text', text: line }],
-    structuredContent: envelope as unknown as Record<string, unknown>,
+    content: [
+      { type: 'text', text: line },
+      { type: 'text', text: JSON.stringify(envelope) },
+    ],
     isError: true,
   };
   const meta = resultMeta(envelope);
   if (meta !== undefined) out._meta = meta;
   return out;
+}
+
+/**
+ * The envelope of an isError tool result (its second text block, see the header); undefined for a
+ * success or a result that is not one of ours. For clients and tests of this server.
+ */
+export function errorEnvelopeOf(result: { isError?: boolean; content?: unknown }): Envelope | undefined {
+  if (result.isError !== true || !Array.isArray(result.content)) return undefined;
+  const block = result.content[1] as { type?: string; text?: unknown } | undefined;
+  if (block?.type !== 'text' || typeof block.text !== 'string') return undefined;
+  try {
+    const env = JSON.parse(block.text) as Envelope;
+    return typeof env === 'object' && env !== null && env.ok === false ? env : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function resultMeta(envelope: Envelope): Record<string, unknown> | undefined {

@@ -22,9 +22,10 @@ export { createMcpHttpPlugin, mcpHttpPlugin, DEFAULT_MCP_PATH, type McpHttpOptio
 export { ToolCatalog, projectVerb, MCP_SURFACE, type CatalogEntry } from './tool-catalog.ts';
 export {
   envelopeToToolResult,
+  errorEnvelopeOf,
   DEFAULT_MAX_RESULT_BYTES,
   DEFAULT_MAX_TEXT_BYTES,
   type ResultLimits,
 } from './envelope-map.ts';
-export { toPortableSchema, restoreNulls, errorEnvelopeSchema } from './portable-schema.ts';
+export { toPortableSchema, restoreNulls, compactOutputSchema } from './portable-schema.ts';
 export { META, META_PREFIX } from './meta-keys.ts';

@@ -71,8 +71,10 @@ const PACKAGE_VERSION = (
 ).version;
 
 export const SERVER_INSTRUCTIONS =
-  'Each tool is a solid-verbs verb acting on a real business. structuredContent is the verb result; on an isError result it is the ' +
-  'envelope: branch on error.reason and follow error.hint. Writes needing consent answer dispatch_pending: for a confirmation, ask the ' +
+  'Each tool is a solid-verbs verb acting on a real business. structuredContent is the verb result; an isError result has no ' +
+  'structuredContent: its text is "reason: message — hint", then the whole envelope as JSON: branch on error.reason and follow error.hint. ' +
+  'A write answers a receipt: status and audit_id (give it to audit.revert to undo), and when they apply rollback_handle, ' +
+  'idempotency_key, timestamp, replayed and attestation (a signature of the audit row). Writes needing consent answer dispatch_pending: for a confirmation, ask the ' +
   `human, then call again with the same arguments and _meta {"${META.confirm}": true, "${META.nonce}": "<consent.nonce>"}. ` +
   'Typed-phrase actions are confirmed by the human (a form this server asks your client to show, or an out-of-band approval); never type ' +
   `a phrase yourself. To retry a write safely, send _meta {"${META.idempotencyKey}": "<uuid>"}; the same key returns the stored receipt.`;

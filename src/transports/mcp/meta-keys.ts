@@ -2,8 +2,9 @@
  * The `_meta` keys of the MCP projection, all under our own reverse-DNS prefix
  * (`dev.solid-verbs/…`; MCP reserves prefixes whose second label is `modelcontextprotocol` or `mcp`).
  *
- * On each tool (tools/list):   verb, shape, consent_class, side_effects, role_floor, tier_floor,
- *                              revertible.
+ * On each tool (tools/list):   verb, consent_class; role_floor when not the class default,
+ *                              tier_floor above starter, revertible on writes (tool-catalog.ts).
+ *                              shape and side_effects are kept for other projections.
  * On a tools/call request:     idempotency_key, confirm, nonce. They ride in `params._meta`, not
  *                              in `arguments`, so a tool's inputSchema stays the verb's own.
  * On a tools/call result:      audit_id, idempotency_key, rollback_handle, replayed.

@@ -29,7 +29,7 @@
  */
 import type { JsonSchema } from '../../spec/types.ts';
 import { envelopeSchema, shapeSchemas, verbRecordSchema } from '../../spec/validators.ts';
-import { VALID_SHAPES } from '../../spec/types.ts';
+import { VALID_SHAPES, type Shape } from '../../spec/types.ts';
 
 export type SchemaMode = 'input' | 'output';
 
@@ -204,6 +204,8 @@ class Rewriter {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(node)) {
       if (DROPPED.has(k)) continue;
+      // A bound at the largest safe integer says nothing to a model (JSON numbers past it are not exact anyway).
+      if (k === 'maximum' && typeof v === 'number' && v >= Number.MAX_SAFE_INTEGER) continue;
       out[k] = v;
     }
 
@@ -369,26 +371,90 @@ export function restoreNulls(
   return root;
 }
 
-let errorBranch: JsonSchema | undefined;
+/** What `compactOutputSchema` removes: annotations and validation-only constraints. */
+const OUTPUT_NOISE = new Set([
+  ...ANNOTATIONS,
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'minItems',
+  'maxItems',
+  'uniqueItems',
+  'minProperties',
+  'maxProperties',
+]);
 
 /**
- * The error envelope (ok=false) in the portable subset: what structuredContent holds on an
- * isError result. Derived from schema/envelope.json.
+ * The success result's schema as MCP lists it: the portable output schema (toPortableSchema
+ * 'output') reduced to its structure — types, properties, required, items, enum/const,
+ * additionalProperties when it is a schema, format — without titles, descriptions, examples,
+ * value constraints (length, range, pattern) or boolean additionalProperties, and with an `anyOf` nested directly in another flattened. Only ever
+ * LOOSENS: a result the runtime accepted (it validates every output against the verb's full
+ * schema) still passes. What the shapes mean is said once, in the server instructions, instead
+ * of in every tool (spec/transports.md §mcp-tool-budget).
  */
-export function errorEnvelopeSchema(): JsonSchema {
-  if (errorBranch === undefined) {
-    const env = toPortableSchema(envelopeSchema, 'output').schema;
-    const props = { ...(env.properties as Record<string, unknown>) };
-    delete props.result;
-    props.ok = { ...(props.ok as object), const: false };
-    errorBranch = {
-      type: 'object',
-      title: 'Error envelope',
-      description:
-        'On an isError result: the whole envelope (ok=false). Branch on error.reason; error.hint is the next step.',
-      properties: props,
-      required: ['ok', 'verb', 'error'],
-    };
+export function compactOutputSchema(schema: JsonSchema, shape?: Shape): JsonSchema {
+  const out = compactNode(schema);
+  const root = (isObject(out) ? out : { type: 'object' }) as JsonSchema;
+  // Shared fields may be left out only where extra properties are allowed.
+  return shape === undefined || schema.additionalProperties === false
+    ? root
+    : withoutSharedFields(root, shape);
+}
+
+const shapeBases = new Map<Shape, Record<string, string>>();
+
+/**
+ * The shared part of a shape, not repeated: a root property that the shape's own schema declares
+ * identically, that the verb does not require, is dropped when the root admits extra properties
+ * (so the result still validates). E.g. a receipt keeps status and audit_id (required) and its
+ * own fields; rollback_handle, idempotency_key, timestamp, replayed and attestation are
+ * described once, in the server instructions.
+ */
+function withoutSharedFields(root: JsonSchema, shape: Shape): JsonSchema {
+  const props = root.properties;
+  if (!isObject(props)) return root;
+  let base = shapeBases.get(shape);
+  if (base === undefined) {
+    const b = compactNode(toPortableSchema(shapeSchemas[shape], 'output').schema) as JsonSchema;
+    base = Object.fromEntries(
+      Object.entries(isObject(b.properties) ? b.properties : {}).map(([k, v]) => [k, JSON.stringify(v)]),
+    );
+    shapeBases.set(shape, base);
   }
-  return errorBranch;
+  const required = new Set(Array.isArray(root.required) ? (root.required as string[]) : []);
+  const kept: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(props)) {
+    if (!required.has(k) && base[k] !== undefined && base[k] === JSON.stringify(v)) continue;
+    kept[k] = v;
+  }
+  return { ...root, properties: kept };
+}
+
+function compactNode(node: unknown): unknown {
+  if (!isObject(node)) return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node)) {
+    if (OUTPUT_NOISE.has(k)) continue;
+    if (k === 'additionalProperties' && typeof v === 'boolean') continue;
+    if ((k === 'properties' || k === 'patternProperties') && isObject(v))
+      out[k] = Object.fromEntries(Object.entries(v).map(([p, sub]) => [p, compactNode(sub)]));
+    else if (ONE.includes(k) || k === 'items') out[k] = compactNode(v);
+    else if (MANY.includes(k) && Array.isArray(v)) {
+      const branches: unknown[] = [];
+      for (const b of v.map(compactNode)) {
+        // anyOf: [{anyOf: [a, b]}, c] → anyOf: [a, b, c]
+        if (k === 'anyOf' && isObject(b) && Object.keys(b).length === 1 && Array.isArray(b.anyOf))
+          branches.push(...(b.anyOf as unknown[]));
+        else branches.push(b);
+      }
+      out[k] = branches;
+    } else out[k] = v;
+  }
+  return out;
 }

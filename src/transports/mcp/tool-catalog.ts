@@ -5,23 +5,23 @@
  *
  *   name          the registry's tool name (`verb.toolName`: dots → "__"; the registry refuses
  *                 collisions, so the projection is reversible; tools/call accepts both forms)
- *   title         the verb's title (also `annotations.title` for older clients)
+ *   title         the verb's title
  *   description   the verb's description
  *   inputSchema   the verb's input schema in the portable subset (portable-schema.ts)
- *   outputSchema  { type: "object", anyOf: [<the verb's output schema>, <error envelope>] }:
- *                 structuredContent is the result on success and the whole envelope on an
- *                 isError result. Both branches are declared because SDK v1 clients validate
- *                 structuredContent against outputSchema even when isError is true
- *                 (modelcontextprotocol/typescript-sdk#1943), which would otherwise turn every
- *                 error into a protocol failure the model cannot read.
- *   annotations   readOnlyHint     class READ and consent not delegated
- *                 destructiveHint  WRITE_FINANCIAL, IRREVERSIBLE, a write without a revert
- *                                  handler, or a delegated gate (could be any of these)
- *                 idempotentHint   READ, or the verb declares `idempotent`
- *                 openWorldHint    the verb declares `open_world` (default: closed world)
- *   _meta         dev.solid-verbs/{verb, shape, consent_class, side_effects, role_floor,
- *                 tier_floor, revertible} (meta-keys.ts)
- *
+ *   outputSchema  the SUCCESS result only (compactOutputSchema: structure without annotations
+ *                 or value constraints, the shape's shared optional fields left out). An error
+ *                 is an isError result without structuredContent (envelope-map.ts), so the SDK
+ *                 v1 Client, which validates structuredContent whenever present, never checks
+ *                 an envelope against it (typescript-sdk#1943).
+ *   annotations   only the hints that differ from MCP's defaults:
+ *                 readOnlyHint: true    class READ and consent not delegated
+ *                 destructiveHint: false  a write that is none of: WRITE_FINANCIAL,
+ *                                  IRREVERSIBLE, without a revert handler, delegated
+ *                 idempotentHint: true  a write that declares `idempotent`
+ *                 openWorldHint: false  unless the verb declares `open_world`
+ *   _meta         dev.solid-verbs/{verb, consent_class; role_floor when not the class default,
+ *                 tier_floor above starter, revertible on writes} (meta-keys.ts)
+
  * tools/list is paginated with an opaque cursor (the last tool name of the previous page,
  * base64url), so a page boundary survives verbs being added or removed between pages.
  *
@@ -29,10 +29,9 @@
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Runtime } from '../../runtime/runtime.ts';
-import type { CompiledVerb } from '../../runtime/verb.ts';
-import type { JsonSchema } from '../../spec/types.ts';
+import { ROLE_FLOOR_OF_CLASS, type CompiledVerb } from '../../runtime/verb.ts';
 import { META } from './meta-keys.ts';
-import { errorEnvelopeSchema, toPortableSchema } from './portable-schema.ts';
+import { compactOutputSchema, toPortableSchema } from './portable-schema.ts';
 
 /** The surface a verb must list to be projected onto MCP (stdio and Streamable HTTP alike). */
 export const MCP_SURFACE = 'mcp_stdio';
@@ -203,34 +202,51 @@ export function projectVerb(verb: CompiledVerb): CatalogEntry {
     title,
     description: def.description,
     inputSchema: input.schema as Tool['inputSchema'],
-    outputSchema: outputSchemaOf(output),
-    annotations: {
-      title,
-      readOnlyHint: readOnly,
-      destructiveHint: destructive,
-      idempotentHint: readOnly || def.idempotent === true,
-      openWorldHint: def.open_world === true,
-    },
-    _meta: {
-      [META.verb]: verb.name,
-      [META.shape]: verb.shape,
-      [META.consentClass]: verb.delegated ? 'delegated' : verb.consentClass,
-      [META.sideEffects]: verb.record.side_effects ?? 'read',
-      [META.roleFloor]: verb.roleFloor,
-      [META.tierFloor]: verb.tierFloor,
-      [META.revertible]: verb.revertible,
-    },
+    outputSchema: compactOutputSchema(output, verb.shape) as Tool['outputSchema'],
+    annotations: annotationsOf(readOnly, destructive, def.idempotent === true, def.open_world === true),
+    _meta: toolMeta(verb),
   };
   return { tool, verb, nullFill: input.nullFill };
 }
 
-function outputSchemaOf(result: JsonSchema): Tool['outputSchema'] {
-  return {
-    type: 'object',
-    description:
-      'structuredContent: the verb result (first branch); on an isError result, the whole envelope (second branch).',
-    anyOf: [result, errorEnvelopeSchema()],
-  } as Tool['outputSchema'];
+/**
+ * The hints, each only when it differs from MCP's default (2025-11-25 ToolAnnotations:
+ * readOnlyHint false, destructiveHint true, idempotentHint false, openWorldHint true;
+ * destructiveHint and idempotentHint are meaningful only when readOnlyHint is false). A read:
+ * { readOnlyHint: true, openWorldHint: false }.
+ */
+function annotationsOf(
+  readOnly: boolean,
+  destructive: boolean,
+  idempotent: boolean,
+  openWorld: boolean,
+): NonNullable<Tool['annotations']> {
+  const a: NonNullable<Tool['annotations']> = {};
+  if (readOnly) a.readOnlyHint = true;
+  else {
+    if (!destructive) a.destructiveHint = false;
+    if (idempotent) a.idempotentHint = true;
+  }
+  if (!openWorld) a.openWorldHint = false;
+  return a;
+}
+
+/**
+ * The tool's `_meta`: verb and consent class always; role_floor only when it differs from
+ * the consent class's default floor, tier_floor only above starter, revertible only on writes.
+ * The full record (shape and side_effects included) is the manifest's (verbs.list, GET /verbs);
+ * the outputSchema is the shape's contract.
+ */
+function toolMeta(verb: CompiledVerb): Record<string, unknown> {
+  const meta: Record<string, unknown> = {
+    [META.verb]: verb.name,
+    [META.consentClass]: verb.delegated ? 'delegated' : verb.consentClass,
+  };
+  if (verb.delegated || verb.roleFloor !== ROLE_FLOOR_OF_CLASS[verb.consentClass])
+    meta[META.roleFloor] = verb.roleFloor;
+  if (verb.tierFloor !== 'starter') meta[META.tierFloor] = verb.tierFloor;
+  if (verb.isWrite) meta[META.revertible] = verb.revertible;
+  return meta;
 }
 
 /** "crm.contact_get" → "Crm contact get" (when a verb has no title). */

@@ -23,12 +23,12 @@ import { openLocal } from '../../../src/transports/cli/local.ts';
 import { createHttpServer } from '../../../src/transports/http/server.ts';
 import { createMcpHttpPlugin } from '../../../src/transports/mcp/http-plugin.ts';
 import { META } from '../../../src/transports/mcp/meta-keys.ts';
-import type { Envelope } from '../../../src/spec/types.ts';
 import { openDemoRuntime, type DemoRuntime } from '../../support/demo.ts';
 import { cliHarness } from '../../support/cli.ts';
 import { afterSample, SAMPLES, type SampleState } from '../../business/verbs/sample-calls.ts';
 import { connectInMemory, phraseShown } from './harness.ts';
 import { listAllTools } from '../../support/mcp.ts';
+import { errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
 
 const BIN = fileURLToPath(new URL('../../../bin/solid.js', import.meta.url));
 
@@ -39,7 +39,7 @@ async function callLikeAnAgent(
   args: Record<string, unknown>,
 ): Promise<CallToolResult> {
   const first = (await client.callTool({ name: tool, arguments: args })) as CallToolResult;
-  const env = first.structuredContent as unknown as Envelope;
+  const env = errorEnvelopeOf(first)!;
   if (!first.isError || env.error?.reason !== 'dispatch_pending' || env.consent?.gate !== 'confirmation')
     return first;
   return (await client.callTool({
@@ -197,7 +197,7 @@ test('solid mcp over a real stdio pipe on a demo database: every demo tool liste
   // out of band with the real CLI (another process), and the agent's re-call with the nonce runs.
   const args = { invoice_number: DEMO_FIXTURES.open_invoice.number, amount_cents: 5000 };
   const pending = (await client.callTool({ name: 'charge_invoice', arguments: args })) as CallToolResult;
-  const env = pending.structuredContent as unknown as Envelope;
+  const env = errorEnvelopeOf(pending)!;
   assert.equal(env.error?.reason, 'dispatch_pending');
   assert.ok(
     env.error!.hint!.includes(`solid approvals approve ${env.consent!.approval_id}`) &&

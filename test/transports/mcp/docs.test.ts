@@ -24,8 +24,8 @@ import { cliHarness } from '../../support/cli.ts';
 import { openLocal } from '../../../src/transports/cli/local.ts';
 import { createHttpServer } from '../../../src/transports/http/server.ts';
 import { mcpHttpPlugin } from '../../../src/transports/mcp/http-plugin.ts';
-import type { Envelope } from '../../../src/spec/types.ts';
 import { mcpServerSnippets, type ServerEntry } from '../../support/mcp.ts';
+import { errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url)).replace(/\/$/, '');
 const DOC = readFileSync(join(REPO, 'docs', 'mcp.md'), 'utf8');
@@ -69,7 +69,7 @@ async function listAndWrite(t: TestContext, transport: Transport): Promise<void>
   const names = (await client.listTools()).tools.map((x) => x.name);
   assert.ok(names.includes('verbs__list') && names.includes('audit__trail'), names.join(', '));
   const started = (await client.callTool({ name: 'transaction__start', arguments: {} })) as CallToolResult;
-  const reason = (started.structuredContent as unknown as Envelope).error?.reason;
+  const reason = errorEnvelopeOf(started)?.error?.reason;
   assert.ok(
     reason !== 'auth_required' && reason !== 'auth_invalid',
     `the snippet's key is used: ${JSON.stringify(started)}`,

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { envelopeToToolResult } from '../../../src/transports/mcp/envelope-map.ts';
+import { envelopeToToolResult, errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
 import {
   escapeRegExp,
   phraseRequest,
@@ -60,7 +60,8 @@ test('not ok: isError with the whole envelope and one line of text; the runtime 
   };
   const r = envelopeToToolResult(env, { toolName: 'x' });
   assert.equal(r.isError, true);
-  assert.deepEqual(r.structuredContent, env);
+  assert.equal(r.structuredContent, undefined, 'the outputSchema describes the success result only');
+  assert.deepEqual(errorEnvelopeOf(r), env);
   assert.equal((r.content[0] as { text: string }).text, 'invalid_input: /a is required. really — Fix /a.');
 });
 
@@ -78,7 +79,7 @@ test('pending: the hint names the MCP _meta keys and the nonce; a typed phrase p
       summary: 'Add a note.',
     },
   };
-  const c = envelopeToToolResult(confirm, { toolName: 'n__add' }).structuredContent as unknown as Envelope;
+  const c = errorEnvelopeOf(envelopeToToolResult(confirm, { toolName: 'n__add' }))!;
   assert.match(c.error!.hint!, /Ask the human to confirm: Add a note\./);
   assert.ok(c.error!.hint!.includes(`{"${META.confirm}":true,"${META.nonce}":"nonce-123"}`));
   assert.ok(c.error!.hint!.includes('call n__add again'));
@@ -92,7 +93,7 @@ test('pending: the hint names the MCP _meta keys and the nonce; a typed phrase p
     toolName: 'p__charge',
     approvalUrl: (id) => `https://dash.example/approvals/${id}`,
   });
-  const hint = (t.structuredContent as unknown as Envelope).error!.hint!;
+  const hint = errorEnvelopeOf(t)!.error!.hint!;
   assert.ok(
     hint.includes('solid approvals approve apv_abc') &&
       hint.includes('https://dash.example/approvals/apv_abc'),
@@ -119,7 +120,7 @@ test('size: the text copy is cut at maxTextBytes (never mid-character); above ma
     { ok: true, verb: 'b', result, audit_id: 9 },
     { toolName: 'b', limits: { maxResultBytes: 1000 } },
   );
-  const env = big.structuredContent as unknown as Envelope;
+  const env = errorEnvelopeOf(big)!;
   assert.equal(big.isError, true);
   assert.equal(env.error!.reason, 'result_too_large');
   assert.deepEqual(env.error!.details, { bytes: 1211, limit_bytes: 1000 });

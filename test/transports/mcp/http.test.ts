@@ -25,6 +25,7 @@ import {
 } from '../../../src/transports/mcp/http-plugin.ts';
 import type { Envelope } from '../../../src/spec/types.ts';
 import { createMcpRuntime, phraseShown, type McpHarness } from './harness.ts';
+import { errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
 
 interface Served {
   h: McpHarness;
@@ -142,7 +143,7 @@ test('over HTTP: tools/list is the mcp_stdio parity set and tools/call runs verb
     arguments: { text: 'n' },
   })) as CallToolResult;
   assert.equal(
-    (pending.structuredContent as unknown as Envelope).error!.reason,
+    errorEnvelopeOf(pending)!.error!.reason,
     'dispatch_pending',
     'the owner may write (consent first)',
   );
@@ -158,7 +159,7 @@ test('over HTTP without a key: reads run on the sandbox, writes answer auth_requ
     arguments: { text: 'x' },
   })) as CallToolResult;
   assert.equal(write.isError, true);
-  assert.equal((write.structuredContent as unknown as Envelope).error!.reason, 'auth_required');
+  assert.equal(errorEnvelopeOf(write)!.error!.reason, 'auth_required');
 });
 
 test('an invalid key is 401 with WWW-Authenticate (audited as auth_invalid); requireKey refuses keyless requests', async (t) => {
@@ -288,7 +289,7 @@ test('over HTTP, a typed-phrase verb is approved by the human through elicitatio
     name: 'test__charge',
     arguments: { invoice_id: 13, amount_cents: 1 },
   })) as CallToolResult;
-  const env = pending.structuredContent as unknown as Envelope;
+  const env = errorEnvelopeOf(pending)!;
   assert.equal(env.error!.reason, 'dispatch_pending');
   assert.match(env.error!.hint!, /solid approvals approve apv_/);
   assert.ok(

@@ -19,10 +19,11 @@ import { defineVerb } from '../../../src/runtime/verb.ts';
 import type { Envelope } from '../../../src/spec/types.ts';
 import type { McpHarness } from './harness.ts';
 import { listAllTools } from '../../support/mcp.ts';
+import { errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
 
 function envelopeOf(r: CallToolResult): Envelope {
   assert.equal(r.isError, true, JSON.stringify(r));
-  return r.structuredContent as unknown as Envelope;
+  return errorEnvelopeOf(r)!;
 }
 
 async function auditRows(h: McpHarness, verb: string): Promise<Array<Record<string, unknown>>> {
@@ -97,29 +98,37 @@ test('annotations and _meta are truthful to the consent class, revert handler, i
   const a = (n: string) => tools.get(n)!.annotations!;
   assert.deepEqual(
     { ...a('test__echo') },
-    { title: 'Echo', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    { readOnlyHint: true, openWorldHint: false },
+    'only hints that differ from MCP defaults; destructive/idempotent are meaningful only for writes',
   );
-  assert.equal(a('test__blob').idempotentHint, true, 'READ is idempotent');
+  // MCP defaults: readOnlyHint false, destructiveHint true, idempotentHint false, openWorldHint true.
+  const hint = (n: string) => {
+    const x = a(n);
+    return {
+      r: x.readOnlyHint ?? false,
+      d: x.destructiveHint ?? true,
+      i: x.idempotentHint ?? false,
+      o: x.openWorldHint ?? true,
+    };
+  };
   assert.deepEqual(
-    {
-      r: a('test__note_add').readOnlyHint,
-      d: a('test__note_add').destructiveHint,
-      i: a('test__note_add').idempotentHint,
-      o: a('test__note_add').openWorldHint,
-    },
+    hint('test__note_add'),
     { r: false, d: false, i: false, o: false },
     'a reversible write with a revert handler is not destructive',
   );
-  assert.equal(a('test__charge').destructiveHint, true);
-  assert.equal(a('test__charge').openWorldHint, true);
-  assert.equal(a('test__purge').destructiveHint, true);
-  assert.equal(a('audit__revert').readOnlyHint, false, 'delegated consent is not read-only');
-  assert.equal(a('audit__revert').destructiveHint, true);
+  assert.equal(hint('test__charge').d, true);
+  assert.equal(hint('test__charge').o, true);
+  assert.equal(hint('test__purge').d, true);
+  assert.equal(hint('audit__revert').r, false, 'delegated consent is not read-only');
+  assert.equal(hint('audit__revert').d, true);
   const meta = tools.get('test__charge')!._meta!;
   assert.equal(meta[META.verb], 'test.charge');
-  assert.equal(meta[META.shape], 'receipt');
+  assert.equal(meta[META.shape], undefined, "the shape is the manifest's (and the outputSchema)");
   assert.equal(meta[META.consentClass], 'WRITE_FINANCIAL');
-  assert.equal(meta[META.roleFloor], 'admin');
+  assert.equal(meta[META.roleFloor], undefined, 'the class default floor (admin) is not repeated');
+  assert.equal(meta[META.revertible], false);
+  assert.equal(meta[META.sideEffects], undefined, "side_effects is the manifest's");
+  assert.equal(tools.get('test__echo')!._meta![META.revertible], undefined, 'revertible only on writes');
   assert.equal(tools.get('audit__revert')!._meta![META.consentClass], 'delegated');
   assert.equal(tools.get('test__charge')!.title, 'Charge an invoice');
 });

@@ -6,12 +6,12 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import {
-  errorEnvelopeSchema,
+  compactOutputSchema,
   restoreNulls,
   toPortableSchema,
 } from '../../../src/transports/mcp/portable-schema.ts';
@@ -197,25 +197,64 @@ test('every shape schema projects to the subset and still accepts the upstream e
   assert.ok(checked >= 2, `checked ${checked} examples`);
 });
 
-test('the error envelope branch is portable and accepts error envelopes only', () => {
-  const s = errorEnvelopeSchema();
-  assertPortable(s);
-  const pending = {
-    ok: false,
-    verb: 'x',
-    error: { reason: 'dispatch_pending', message: 'm', hint: 'h' },
-    consent: {
-      class: 'WRITE_FINANCIAL',
-      gate: 'typed_phrase',
-      nonce: 'n',
-      expires_at: '2026-01-01T00:00:00Z',
-      summary: 's',
-      typed_phrase: 'P',
-      approval_id: 'apv_1',
-    },
-    audit_id: 3,
-  };
-  assert.ok(valid(s, pending));
-  assert.ok(!valid(s, { ok: true, verb: 'x', result: {} }));
-  assert.ok(!valid(s, { ok: false, verb: 'x' }), 'error is required');
+test('compactOutputSchema: structure only, shared shape fields left out, and it still accepts every example output', (t) => {
+  const receipt = toPortableSchema(shapeSchemas.receipt, 'output').schema;
+  const c = compactOutputSchema(receipt, 'receipt');
+  assertPortable(c);
+  const keys = new Set(allKeys(c));
+  for (const gone of ['title', 'description', 'examples', 'pattern', 'minLength', 'minimum'])
+    assert.ok(!keys.has(gone), `no ${gone}`);
+  const props = c.properties as Record<string, unknown>;
+  assert.deepEqual(
+    Object.keys(props).sort(),
+    ['audit_id', 'status'],
+    'only the required receipt fields stay',
+  );
+  assert.deepEqual(c.required, ['status', 'audit_id']);
+  assert.ok(valid(c, { status: 'completed', audit_id: 3, rollback_handle: 'x', attestation: { kid: 'k' } }));
+  assert.ok(!valid(c, { status: 'completed' }), 'audit_id is still required');
+  // A verb's own output keeps its own fields; a closed object keeps everything it declares.
+  const own = compactOutputSchema(
+    toPortableSchema(
+      {
+        type: 'object',
+        properties: {
+          status: { type: 'string' },
+          audit_id: { type: 'integer' },
+          timestamp: { type: 'string', format: 'date-time' },
+          amount_cents: { type: 'integer', description: 'x' },
+        },
+        required: ['status', 'audit_id'],
+        additionalProperties: false,
+      },
+      'output',
+    ).schema,
+    'receipt',
+  );
+  assert.deepEqual(Object.keys(own.properties as object).sort(), [
+    'amount_cents',
+    'audit_id',
+    'status',
+    'timestamp',
+  ]);
+  if (!existsSync(EXAMPLES))
+    return t.skip('../shared/spec-reference/examples is absent: upstream examples not checked');
+  let checked = 0;
+  for (const file of readdirSync(EXAMPLES).filter((f) => f.endsWith('.json'))) {
+    const ex = JSON.parse(readFileSync(join(EXAMPLES, file), 'utf8')) as { shape?: string; output?: unknown };
+    if (
+      ex.shape === undefined ||
+      ex.output === undefined ||
+      !(VALID_SHAPES as readonly string[]).includes(ex.shape)
+    )
+      continue;
+    if (!validateShapeOutput(ex.shape, ex.output).valid) continue;
+    const shape = ex.shape as keyof typeof shapeSchemas;
+    assert.ok(
+      valid(compactOutputSchema(toPortableSchema(shapeSchemas[shape], 'output').schema, shape), ex.output),
+      file,
+    );
+    checked++;
+  }
+  assert.ok(checked >= 2, `checked ${checked} examples`);
 });

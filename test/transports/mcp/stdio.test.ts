@@ -20,9 +20,10 @@ import {
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import { cliHarness, type CliHarness } from '../../support/cli.ts';
-import type { Envelope, VerbRecord } from '../../../src/spec/types.ts';
+import type { VerbRecord } from '../../../src/spec/types.ts';
 import { toToolName } from '../../../src/runtime/registry.ts';
 import { phraseShown } from './harness.ts';
+import { errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
 
 const BIN = fileURLToPath(new URL('../../../bin/solid.js', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('./fixtures/stdio-server.ts', import.meta.url));
@@ -81,7 +82,7 @@ test('solid mcp (stdio): tools/list equals `solid verbs list --surface mcp_stdio
     name: 'transaction__start',
     arguments: {},
   })) as CallToolResult;
-  assert.equal((write.structuredContent as unknown as Envelope).error?.reason, 'auth_required');
+  assert.equal(errorEnvelopeOf(write)?.error?.reason, 'auth_required');
   const keyed = await connectStdio(t, process.execPath, [BIN, 'mcp'], {
     SOLID_DB: cli.db,
     SOLID_API_KEY: key,
@@ -90,11 +91,7 @@ test('solid mcp (stdio): tools/list equals `solid verbs list --surface mcp_stdio
     name: 'transaction__start',
     arguments: {},
   })) as CallToolResult;
-  assert.notEqual(
-    (started.structuredContent as unknown as Envelope).error?.reason,
-    'auth_required',
-    JSON.stringify(started),
-  );
+  assert.notEqual(errorEnvelopeOf(started)?.error?.reason, 'auth_required', JSON.stringify(started));
   const trail = (await keyed.client.callTool({
     name: 'audit__trail',
     arguments: { limit: 5 },
@@ -104,7 +101,7 @@ test('solid mcp (stdio): tools/list equals `solid verbs list --surface mcp_stdio
     SOLID_API_KEY: 'sk_solid_000000000000_nope',
   });
   const denied = (await bad.client.callTool({ name: 'verbs__list', arguments: {} })) as CallToolResult;
-  assert.equal((denied.structuredContent as unknown as Envelope).error?.reason, 'auth_invalid');
+  assert.equal(errorEnvelopeOf(denied)?.error?.reason, 'auth_invalid');
 });
 
 test('solid mcp: every stdout line at boot and after calls is JSON-RPC; logs go to stderr; stdin close exits within 2 s', async (t) => {
@@ -191,7 +188,7 @@ test('over stdio, an output near the 10 MiB message cap is trimmed by the server
     name: 'test__blob',
     arguments: { bytes: 9.5 * 1024 * 1024 },
   })) as CallToolResult;
-  assert.equal((big.structuredContent as unknown as Envelope).error!.reason, 'result_too_large');
+  assert.equal(errorEnvelopeOf(big)!.error!.reason, 'result_too_large');
   const two = (await trimmed.client.callTool({
     name: 'test__blob',
     arguments: { bytes: 3 * 1024 * 1024 },

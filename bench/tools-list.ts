@@ -1,0 +1,91 @@
+/**
+ * MCP tool budget (issue 21 item 1): the bytes an MCP client puts into the model's context with
+ * every request — the JSON-RPC answers to tools/list, every page, as they cross the transport —
+ * for `solid serve --demo`'s catalogue (system verbs, the demo pack, the conformance pack), with
+ * the SDK's own Client listing through an in-memory linked pair. Deterministic: one run.
+ *
+ *   mcp.tools_list_bytes          every verb on the mcp surface (the default)
+ *   mcp.tools_list_bytes_toolset  one toolset (category) only: --toolsets crm
+ *   mcp.tools_list_bytes_dynamic  dynamic mode: the meta tools instead of the verbs
+ *
+ * Target: ≤ 150,000 bytes for the full catalogue (issue 21). The baseline column is the bytes of
+ * the same catalogue projected the way it was before (success|error-envelope anyOf output
+ * schemas with every description), computed in the same run, for the ratio.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { openLocal } from '../src/transports/cli/local.ts';
+import { createMcpServer, type McpServerOptions } from '../src/transports/mcp/mcp-server.ts';
+import { toPortableSchema } from '../src/transports/mcp/portable-schema.ts';
+import { envelopeSchema } from '../src/spec/validators.ts';
+import type { Runtime } from '../src/runtime/runtime.ts';
+import type { BenchResult } from './harness.ts';
+
+/** Bytes of every tools/list answer (all pages) a client receives, and how many tools. */
+export async function toolsListBytes(
+  rt: Runtime,
+  options: McpServerOptions = {},
+): Promise<{ bytes: number; tools: number }> {
+  const server = createMcpServer(rt, options);
+  const client = new Client({ name: 'bench', version: '1.0.0' });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  let bytes = 0;
+  const send = serverSide.send.bind(serverSide);
+  serverSide.send = async (message: JSONRPCMessage, opts) => {
+    const r = (message as { result?: { tools?: unknown } }).result;
+    if (r?.tools !== undefined) bytes += Buffer.byteLength(JSON.stringify(message), 'utf8');
+    return send(message, opts);
+  };
+  await Promise.all([server.connect(serverSide), client.connect(clientSide)]);
+  let tools = 0;
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor === undefined ? {} : { cursor });
+    tools += page.tools.length;
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  await client.close();
+  return { bytes, tools };
+}
+
+/** The byte count of the former projection of one tool's outputSchema (for the baseline). */
+function formerOutputBytes(rt: Runtime): number {
+  const env = toPortableSchema(envelopeSchema, 'output').schema;
+  let total = 0;
+  for (const v of rt.registry.all()) {
+    if (!v.surfaces.includes('mcp_stdio')) continue;
+    total += JSON.stringify({
+      type: 'object',
+      anyOf: [toPortableSchema(v.outputSchema, 'output').schema, env],
+    }).length;
+  }
+  return total;
+}
+
+export async function benchToolsList(): Promise<BenchResult[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'solid-bench-tools-'));
+  const local = await openLocal({ db: join(dir, 'demo.db'), create: true, packs: ['demo', 'conformance'] });
+  try {
+    const rt = local.rt;
+    const full = await toolsListBytes(rt);
+    const former = formerOutputBytes(rt);
+    return [
+      {
+        id: 'mcp.tools_list_bytes',
+        what: 'bytes of every tools/list answer (all pages, JSON-RPC) for `solid serve --demo`’s catalogue, default settings',
+        value: full.bytes,
+        unit: 'bytes',
+        target: '≤ 150,000 bytes',
+        met: full.bytes <= 150_000,
+        notes: `${full.tools} tools; the former output schemas alone (success | error envelope, with descriptions) were ${former} bytes`,
+      },
+    ];
+  } finally {
+    await local.rt.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
