@@ -44,7 +44,6 @@ import type { Runtime } from './runtime.ts';
 import {
   appendAudit,
   auditEntry,
-  hasLoneSurrogate,
   redact,
   wellFormedDeep,
   wellFormedText,
@@ -65,6 +64,7 @@ import { sealRollbackHandle } from './ledger/rollback-handle.ts';
 import { chainReceipt, signChainedReceipt } from './ledger/receipts.ts';
 import { issueNonce, verifyNonce, type NoncePayload } from './consent/nonce.ts';
 import { phraseHash, phrasesMatch } from './consent/typed-phrase.ts';
+import { MAX_ARGS_DEPTH, describeIssue, issuePath, scanArgs } from './input-walk.ts';
 
 /** Who calls and how: built by the transport from its own authentication. */
 export interface Caller {
@@ -234,8 +234,7 @@ export async function dispatch(
   }
 }
 
-/** Deepest nesting accepted in arguments: deeper JSON is refused before any recursive work. */
-export const MAX_ARGS_DEPTH = 32;
+export { MAX_ARGS_DEPTH };
 const TOO_DEEP_MARKER: Record<string, unknown> = {
   '[TRUNCATED]': `arguments nested deeper than ${MAX_ARGS_DEPTH} levels`,
 };
@@ -283,56 +282,6 @@ export function surfaceDenied(
   return undefined;
 }
 
-/**
- * One walk over the arguments (iterative, so hostile input cannot overflow the stack): nested
- * deeper than MAX_ARGS_DEPTH, or holding a lone surrogate in a key or string — text with no UTF-8
- * and no RFC 8785 form, which can be neither hashed (idempotency, audit chain) nor stored
- * faithfully. Builds no paths (loneSurrogatePath does, on the rare refusal).
- */
-function scanArgs(value: unknown): 'too_deep' | 'lone_surrogate' | undefined {
-  const stack: Array<[unknown, number]> = [[value, 1]];
-  while (stack.length > 0) {
-    const [v, d] = stack.pop()!;
-    if (typeof v === 'string') {
-      if (hasLoneSurrogate(v)) return 'lone_surrogate';
-      continue;
-    }
-    if (v === null || typeof v !== 'object') continue;
-    if (d > MAX_ARGS_DEPTH) return 'too_deep';
-    if (Array.isArray(v)) {
-      for (const x of v) stack.push([x, d + 1]);
-    } else {
-      for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
-        if (hasLoneSurrogate(k)) return 'lone_surrogate';
-        stack.push([x, d + 1]);
-      }
-    }
-  }
-  return undefined;
-}
-
-/** The JSON Pointer of the first key or string holding a lone surrogate (after scanArgs found one). */
-function loneSurrogatePath(value: unknown): string | undefined {
-  const stack: Array<[unknown, string]> = [[value, '']];
-  while (stack.length > 0) {
-    const [v, path] = stack.pop()!;
-    if (typeof v === 'string') {
-      if (hasLoneSurrogate(v)) return path;
-      continue;
-    }
-    if (v === null || typeof v !== 'object') continue;
-    const entries: Array<[string, unknown]> = Array.isArray(v)
-      ? v.map((x, i) => [String(i), x])
-      : Object.entries(v as Record<string, unknown>);
-    for (const [k, x] of entries) {
-      const child = `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`;
-      if (hasLoneSurrogate(k)) return child;
-      stack.push([x, child]);
-    }
-  }
-  return undefined;
-}
-
 function checkArgs(verb: CompiledVerb, args: unknown): Record<string, unknown> {
   const a = args === undefined || args === null ? {} : args;
   if (typeof a !== 'object' || Array.isArray(a)) {
@@ -342,22 +291,10 @@ function checkArgs(verb: CompiledVerb, args: unknown): Record<string, unknown> {
     });
   }
   const issue = scanArgs(a);
-  if (issue === 'too_deep') {
-    throw new VerbError('invalid_input', `The arguments are nested deeper than ${MAX_ARGS_DEPTH} levels.`, {
-      path: '',
-      hint: `Send flat arguments that match the input_schema of ${verb.name}.`,
-    });
-  }
-  if (issue === 'lone_surrogate') {
-    const broken = loneSurrogatePath(a) ?? '';
-    throw new VerbError(
-      'invalid_input',
-      `${broken || 'arguments'} holds a lone UTF-16 surrogate, which is not valid Unicode text.`,
-      {
-        path: broken,
-        hint: 'Send well-formed Unicode: a surrogate only as half of a pair (an emoji, for instance), never alone.',
-      },
-    );
+  if (issue !== undefined) {
+    const path = issuePath(a, issue);
+    const { message, hint } = describeIssue(issue, path);
+    throw new VerbError('invalid_input', message, { path, hint, details: { issue } });
   }
   const obj = a as Record<string, unknown>;
   for (const k of ['company_id', 'user_id'] as const) {

@@ -162,13 +162,23 @@ export class ReadAuditBuffer {
 
   async #write(rows: AuditEntry[]): Promise<void> {
     try {
-      await this.rt.store.write(async (tx) => {
-        const stored = await appendAuditRows(tx, rows);
-        tx.afterCommit(() => {
-          for (const s of stored) this.rt.afterWrite(s);
-        });
-      });
+      await this.#append(rows);
     } catch (err) {
+      // Isolate: a batch that fails is written again row by row, so one row that cannot be stored
+      // never costs another row (another tenant's least of all); only the rows that fail alone
+      // are put back (a store outage fails them all).
+      if (rows.length > 1) {
+        const failed: AuditEntry[] = [];
+        for (const r of rows) {
+          try {
+            await this.#append([r]);
+          } catch {
+            failed.push(r);
+          }
+        }
+        if (failed.length === 0) return;
+        rows = failed;
+      }
       // Put the rows back once, to be retried with the next flush (a short outage loses nothing);
       // rows that fail twice, or beyond MAX_HELD, are dropped — read rows only (spec/audit.md §read-rows).
       const again = rows
@@ -185,6 +195,15 @@ export class ReadAuditBuffer {
         'could not flush read audit rows',
       );
     }
+  }
+
+  async #append(rows: AuditEntry[]): Promise<void> {
+    await this.rt.store.write(async (tx) => {
+      const stored = await appendAuditRows(tx, rows);
+      tx.afterCommit(() => {
+        for (const s of stored) this.rt.afterWrite(s);
+      });
+    });
   }
 }
 

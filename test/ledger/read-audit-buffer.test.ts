@@ -10,6 +10,7 @@ import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { auditEntry } from '../../src/runtime/ledger/audit.ts';
 import { StoreError } from '../../src/store/store.ts';
 import { PG_SKIP_REASON, TEST_DATABASE_URL } from '../support/postgres.ts';
+import { verifyStoreChain } from '../../src/runtime/ledger/verify.ts';
 
 function readRow(h: TestRuntime, companyId: number, action: string) {
   return auditEntry({
@@ -74,6 +75,43 @@ describe('read-audit buffer', () => {
     assert.equal(h.rt.auditBuffer.size, 0, 'dropped after the second failure');
     await h.rt.auditBuffer.flush();
     assert.equal(await count(h, 'buffer.twice'), 0);
+  });
+
+  it('a row that cannot be stored never costs another row, another tenant’s least of all', async (t) => {
+    const h = await createTestRuntime(t);
+    h.rt.auditBuffer.push(readRow(h, h.companyId, 'buffer.isolated'));
+    const bad = readRow(h, h.companyId, 'buffer.bad');
+    (bad as { action_type: unknown }).action_type = null; // NOT NULL: this row alone fails its insert
+    h.rt.auditBuffer.push(bad);
+    h.rt.auditBuffer.push(readRow(h, h.otherCompanyId, 'buffer.isolated'));
+    await h.rt.auditBuffer.flush();
+    assert.equal(await count(h, 'buffer.isolated'), 2, 'both good rows, both tenants, are stored');
+    assert.equal(h.rt.auditBuffer.size, 1, 'only the bad row is held for one retry');
+    await h.rt.auditBuffer.flush();
+    assert.equal(h.rt.auditBuffer.size, 0);
+  });
+
+  it('rows holding Infinity, NaN, U+0000 and lone surrogates are stored on both engines and verify', async (t) => {
+    const h = await createTestRuntime(t);
+    const odd = readRow(h, h.companyId, 'buffer.odd\u0000name');
+    odd.request_data = { pad: Infinity, nan: NaN, body: 'a\u0000b', '\u0000': 1, lone: '\ud800' };
+    h.rt.auditBuffer.push(odd);
+    h.rt.auditBuffer.push(readRow(h, h.otherCompanyId, 'buffer.odd.other'));
+    await h.rt.auditBuffer.flush();
+    assert.equal(h.rt.auditBuffer.size, 0, 'nothing held: both rows stored');
+    assert.equal(await count(h, 'buffer.odd.other'), 1);
+    const row = await h.rt.store.read((q) =>
+      q.get<{ request_data: string | object }>(
+        "SELECT request_data FROM audit_log WHERE action_type LIKE 'buffer.odd%name'",
+      ),
+    );
+    const data = typeof row!.request_data === 'string' ? JSON.parse(row!.request_data) : row!.request_data;
+    assert.deepEqual(data, { pad: 'Infinity', nan: 'NaN', body: 'a\ufffdb', '\ufffd': 1, lone: '\ufffd' });
+    const report = await verifyStoreChain(h.rt.store);
+    assert.deepEqual(
+      report.tenants.flatMap((x) => x.findings),
+      [],
+    );
   });
 
   it(

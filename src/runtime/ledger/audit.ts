@@ -251,7 +251,11 @@ function sha256Row(text: string): string {
 
 /** A lone UTF-16 surrogate (in unicode mode a well-formed pair is one code point, never Cs). */
 const LONE_SURROGATE = /\p{Cs}/u;
-const LONE_SURROGATES = /\p{Cs}/gu;
+/** What neither engine stores as is: a lone surrogate (UTF-8 has none) or U+0000 (PostgreSQL text refuses it). */
+// eslint-disable-next-line no-control-regex -- U+0000 is exactly what PostgreSQL refuses
+const UNSTORABLE = /[\p{Cs}\u0000]/u;
+// eslint-disable-next-line no-control-regex -- as above
+const UNSTORABLES = /[\p{Cs}\u0000]/gu;
 
 /** Does `s` hold a lone UTF-16 surrogate (half a pair, alone)? */
 export function hasLoneSurrogate(s: string): boolean {
@@ -259,12 +263,13 @@ export function hasLoneSurrogate(s: string): boolean {
 }
 
 /**
- * Text as it survives storage: the engines store UTF-8, where a lone surrogate becomes U+FFFD, so
- * hashing the JavaScript string as is would make an untouched row fail verification. Copies only
- * when there is one.
+ * Text as both engines store it: the engines store UTF-8, where a lone surrogate becomes U+FFFD,
+ * so hashing the JavaScript string as is would make an untouched row fail verification; U+0000,
+ * which PostgreSQL refuses, becomes U+FFFD too (the same row on both engines). Copies only when
+ * there is one.
  */
 export function wellFormedText<T extends string | null>(s: T): T {
-  return s !== null && LONE_SURROGATE.test(s) ? (s.replace(LONE_SURROGATES, '\uFFFD') as T) : s;
+  return s !== null && UNSTORABLE.test(s) ? (s.replace(UNSTORABLES, '\uFFFD') as T) : s;
 }
 
 /**
@@ -273,6 +278,8 @@ export function wellFormedText<T extends string | null>(s: T): T {
  */
 export function wellFormedDeep(value: unknown): unknown {
   if (typeof value === 'string') return wellFormedText(value);
+  // JSON has no form for Infinity or NaN: keep what was sent, as text.
+  if (typeof value === 'number') return Number.isFinite(value) ? value : String(value);
   if (value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) {
     let out: unknown[] | undefined;
@@ -294,9 +301,16 @@ export function wellFormedDeep(value: unknown): unknown {
   return out ?? value;
 }
 
-/** RFC 8785 text of request_data; canonicalize refuses lone surrogates, so those are replaced first. */
+/**
+ * RFC 8785 text of request_data. canonicalize refuses lone surrogates and non-finite numbers, and
+ * PostgreSQL refuses U+0000: those are replaced first (wellFormedDeep), so the content of a row can
+ * never fail its insert.
+ */
 function canonicalRequestData(entry: AuditEntry): string {
   try {
+    const text = canonicalize(entry.request_data) ?? 'null';
+    if (!text.includes('\\u0000')) return text;
+    entry.request_data = wellFormedDeep(entry.request_data) as Record<string, unknown>;
     return canonicalize(entry.request_data) ?? 'null';
   } catch (err) {
     const fixed = wellFormedDeep(entry.request_data) as Record<string, unknown>;
