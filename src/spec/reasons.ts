@@ -62,6 +62,7 @@ export const REASONS = {
   invalid_request: r(400, 2, 'input', 'The request itself is malformed (options, headers, body).'),
   payload_too_large: r(413, 2, 'input', 'The request body exceeds the size limit.'),
   unsupported_media_type: r(415, 2, 'input', 'The request body is not JSON.'),
+  headers_too_large: r(431, 2, 'input', 'The request headers exceed the size limit.'),
   // authentication and authorization
   auth_required: r(401, 3, 'auth', 'This verb needs an API key; the keyless sandbox may only read.'),
   auth_invalid: r(401, 3, 'auth', 'The credentials are unknown, revoked or malformed.'),

@@ -279,3 +279,24 @@ describe('audit.revert', () => {
     assert.equal(both.error?.reason, 'invalid_input');
   });
 });
+
+describe('audit.revert: deny wins first', () => {
+  it('a key below the floor gets role_denied, never already_reverted or a revert of a revert row', async (t) => {
+    const h = await counterRuntime(t);
+    const charge = await consented(h, h.keys.admin, 'counter.charge', { name: 'dw', cents: 300 });
+    const rev = await consented(h, h.keys.admin, 'audit.revert', { audit_id: charge.audit_id });
+    assert.equal(rev.ok, true, JSON.stringify(rev.error));
+    for (const key of [h.keys.read_only, h.keys.employee]) {
+      for (const audit_id of [charge.audit_id!, rev.audit_id!]) {
+        const env = await h.rt.dispatch({ surface: 'cli', apiKey: key }, 'audit.revert', { audit_id });
+        assert.equal(env.error?.reason, 'role_denied', `audit_id ${audit_id}: ${JSON.stringify(env.error)}`);
+        assert.equal(typeof env.audit_id, 'number', 'the denial is audited');
+      }
+    }
+    const add = await consented(h, h.keys.employee, 'counter.add', { name: 'dw2', by: 1 });
+    const ro = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'audit.revert', {
+      audit_id: add.audit_id,
+    });
+    assert.equal(ro.error?.reason, 'role_denied', 'a read_only key never reverts');
+  });
+});

@@ -226,6 +226,44 @@ async function compositeGate(q: Queryable, rt: Runtime, row: AuditRow, steps: nu
 }
 
 /**
+ * Deny wins: the floors of the action being undone are checked before anything else is said about
+ * it (already_reverted, not_revertible, no_revert_handler), so a caller below them learns only
+ * role_denied / tier_denied. A revert row's floors are those of the action it reverted (walked up
+ * parent_id, at most 16 rows); every revert needs at least the employee role (it is a write).
+ */
+async function denyBelowFloor(ctx: VerbContext, rt: Runtime, row: AuditRow): Promise<void> {
+  let role: Role = 'employee';
+  let tier: Tier = 'starter';
+  let cur: AuditRow | undefined = row;
+  for (let hops = 0; cur !== undefined && hops < 16; hops++) {
+    const v = rt.registry.get(cur.action_type);
+    if (v !== undefined && v.name !== 'audit.revert') {
+      if (ROLE_RANK[v.roleFloor] > ROLE_RANK[role]) role = v.roleFloor;
+      if (TIER_RANK[v.tierFloor] > TIER_RANK[tier]) tier = v.tierFloor;
+    }
+    if (cur.action_type !== 'audit.revert' || cur.parent_id === null) break;
+    cur = await getAuditRow(ctx.db, cur.company_id, cur.parent_id);
+  }
+  const p = ctx.principal;
+  if (TIER_RANK[p.tier] < TIER_RANK[tier]) {
+    throw new VerbError(
+      'tier_denied',
+      `audit.revert of ${row.action_type} needs the ${tier} tier; this tenant is on ${p.tier}.`,
+      {
+        hint: 'Upgrade the subscription tier (subscription_upgrade_tier) or ask the operator.',
+      },
+    );
+  }
+  if (ROLE_RANK[p.role] < ROLE_RANK[role]) {
+    throw new VerbError(
+      'role_denied',
+      `audit.revert of ${row.action_type} needs the ${role} role or higher; this key has ${p.role}.`,
+      { hint: `Ask a user with the ${role} role to run it or to approve it.` },
+    );
+  }
+}
+
+/**
  * audit.revert's delegated consent: the gate of the verb being undone (spec/receipts.md §revert).
  * No gate when there is nothing to run (no_revert_handler). Throws not_found,
  * rollback_handle_invalid, not_revertible, already_reverted before any consent is asked.
@@ -233,6 +271,7 @@ async function compositeGate(q: Queryable, rt: Runtime, row: AuditRow, steps: nu
 export async function revertConsent(ctx: SystemVerbContext, args: RevertArgs): Promise<DelegatedConsent> {
   const rt = ctx.runtime;
   const row = await resolveRevertTarget(ctx.db, rt, ctx.principal.company_id, args);
+  await denyBelowFloor(ctx, rt, row);
   const a = await assessRevert(ctx.db, rt, row);
   const label = `${row.action_type} #${row.audit_id}`;
   if (a.kind === 'no_handler') {

@@ -18,7 +18,7 @@ import { VALID_SHAPES, VALID_SURFACES } from '../../spec/types.ts';
 import { VerbError, isVerbError } from '../../runtime/errors.ts';
 import { sendEnvelope } from './error-handler.ts';
 import { transportEnvelope } from './envelope-map.ts';
-import { apiKeyOf, idempotencyKeyOf } from './request-headers.ts';
+import { apiKeyOf, idempotencyKeyOfRequest } from './request-headers.ts';
 import { CLIENT_SURFACE_HEADER, clientSurfaceOf } from '../remote/client-surface.ts';
 
 export const MANIFEST_CACHE_CONTROL = 'private, max-age=300';
@@ -170,7 +170,7 @@ export const agentRoutes: FastifyPluginAsync<HttpPluginOptions> = async (app, { 
         );
       }
       const { args, options } = body;
-      const idem = idempotencyKeyOf(headerOf(req, 'idempotency-key'));
+      const idem = idempotencyKeyOfRequest(req.raw.rawHeaders);
       if (idem !== undefined) options.idempotency_key = idem;
       const envelope = await rt.dispatch({ surface, apiKey }, req.params.verb, args, options);
       return sendEnvelope(reply, envelope, rt.clock().getTime());

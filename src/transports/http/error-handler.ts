@@ -14,7 +14,8 @@
  * Spec: spec/transports.md §http-errors.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isVerbError, type VerbError } from '../../runtime/errors.ts';
+import { isVerbError, VerbError } from '../../runtime/errors.ts';
+import { apiKeyOf } from './request-headers.ts';
 import type { Runtime } from '../../runtime/runtime.ts';
 import { reasonInfo } from '../../spec/reasons.ts';
 import type { Principal } from '../../spec/types.ts';
@@ -93,23 +94,33 @@ export function installEnvelopeErrors(app: FastifyInstance, rt?: Runtime): void 
     let envelope = errorToEnvelope(err, verbOfRequest(request), limit);
     if (envelope.error!.reason === 'internal_error')
       request.log.error({ err }, 'unhandled error in HTTP route');
-    if (rt !== undefined && isVerbError(err)) {
-      const info = reasonInfo(err.reason);
-      const principal = (request as FastifyRequest & { solidPrincipal?: Principal }).solidPrincipal ?? null;
-      // Denials always; bad input too once the caller is known (a malformed body from a signed-in
-      // page is an attempt in that tenant's log; anonymous garbage is answered, not logged).
-      if (info.denial || info.kind === 'auth' || (info.kind === 'input' && principal !== null)) {
-        const recorded = await rt.recordRefusal(
-          {
-            surface:
-              request.url.startsWith('/api/v1/webmcp') || request.url.startsWith('/api/v1/session')
-                ? 'webmcp'
-                : 'http',
-            principal,
-          },
-          verb,
-          err as VerbError,
-        );
+    const surface =
+      request.url.startsWith('/api/v1/webmcp') || request.url.startsWith('/api/v1/session')
+        ? 'webmcp'
+        : 'http';
+    const principal = (request as FastifyRequest & { solidPrincipal?: Principal }).solidPrincipal ?? null;
+    const refusal = isVerbError(err)
+      ? (err as VerbError)
+      : new VerbError(envelope.error!.reason, envelope.error!.message, {
+          ...(envelope.error!.hint !== undefined ? { hint: envelope.error!.hint } : {}),
+          ...(envelope.error!.details !== undefined ? { details: envelope.error!.details } : {}),
+        });
+    const info = reasonInfo(refusal.reason);
+    const authorization = request.headers.authorization;
+    if (rt !== undefined && envelope.error!.reason !== 'internal_error') {
+      if (
+        isVerbError(err) &&
+        (info.denial || info.kind === 'auth' || (info.kind === 'input' && principal !== null))
+      ) {
+        // Denials always; bad input too once the caller is known (a malformed body from a signed-in
+        // page is an attempt in that tenant's log).
+        const recorded = await rt.recordRefusal({ surface, principal }, verb, refusal);
+        envelope = { ...recorded, verb: envelope.verb };
+      } else if (principal === null && typeof authorization === 'string' && authorization !== '') {
+        // A client error (malformed JSON, 415, 413, a prototype key, a bad header) from a caller who
+        // sent a key: an attempt in that caller's tenant, audited like a malformed dispatch body (a
+        // bad key is the audited auth_invalid instead). Anonymous garbage is answered, not logged.
+        const recorded = await rt.refuse({ surface, apiKey: apiKeyOf(authorization) }, verb, refusal);
         envelope = { ...recorded, verb: envelope.verb };
       }
     }
@@ -127,4 +138,41 @@ export function installEnvelopeErrors(app: FastifyInstance, rt?: Runtime): void 
       ),
     );
   });
+}
+
+/**
+ * Fastify's clientErrorHandler: errors Node's HTTP parser raises before any route or hook runs
+ * (bare CR/LF/NUL in a header, headers over the limit, a broken request line). Answers the
+ * envelope on the socket and closes it: 431 headers_too_large for HPE_HEADER_OVERFLOW, 400
+ * invalid_request for the rest. Nothing is audited: no header was parsed, so no caller is known.
+ * Spec: spec/transports.md §http-errors.
+ */
+export function clientErrorEnvelope(err: Error & { code?: string }, socket: import('node:net').Socket): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+  const envelope = tooLarge
+    ? transportEnvelope(
+        '',
+        'headers_too_large',
+        'The request headers exceed the size limit.',
+        'Send smaller headers (the limit is 16 KiB in total); large inputs belong in the JSON body.',
+      )
+    : transportEnvelope(
+        '',
+        'invalid_request',
+        'The request could not be parsed: a header or the request line holds bytes HTTP does not allow.',
+        'Send header values without bare CR, LF or NUL bytes, and a well-formed request line.',
+      );
+  const { status, body } = envelopeToHttp(envelope);
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  socket.end(
+    `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(text)}\r\n` +
+      'Connection: close\r\n\r\n' +
+      text,
+  );
 }

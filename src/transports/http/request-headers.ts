@@ -52,3 +52,22 @@ export function idempotencyKeyOf(header: string | undefined): string | undefined
   }
   return item[0];
 }
+
+/**
+ * The `Idempotency-Key` of a request from its raw header lines (Node joins repeated lines of an
+ * unknown header with ", ", which would make `a` and `b` the key `"a, b"`): one line → as
+ * idempotencyKeyOf; two or more → VerbError idempotency_key_invalid (400); none → undefined.
+ */
+export function idempotencyKeyOfRequest(rawHeaders: readonly string[]): string | undefined {
+  const lines: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2)
+    if (rawHeaders[i]!.toLowerCase() === 'idempotency-key') lines.push(rawHeaders[i + 1]!);
+  if (lines.length > 1) {
+    throw new VerbError(
+      'idempotency_key_invalid',
+      `The request carries ${lines.length} Idempotency-Key header lines; exactly one is allowed.`,
+      { hint: 'Send one Idempotency-Key header with one key.' },
+    );
+  }
+  return idempotencyKeyOf(lines[0]);
+}

@@ -20,7 +20,7 @@ import type { Runtime } from '../../runtime/runtime.ts';
 import { agentRoutes } from './agent-routes.ts';
 import { healthRoutes } from './health-routes.ts';
 import { installJsonBodyParser } from './json-body.ts';
-import { installEnvelopeErrors } from './error-handler.ts';
+import { clientErrorEnvelope, installEnvelopeErrors } from './error-handler.ts';
 import { openapiRoute, type OpenApiCollector } from './openapi.ts';
 
 /** Options every mounted plugin receives. */
@@ -55,6 +55,7 @@ export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): 
     bodyLimit: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     trustProxy: false,
     return503OnClosing: true,
+    clientErrorHandler: clientErrorEnvelope,
   }) as unknown as FastifyInstance;
   const openapi: OpenApiCollector = { routes: [] };
   app.addHook('onRoute', (route) => {

@@ -29,7 +29,7 @@ import type { Runtime } from '../../runtime/runtime.ts';
 import type { Tenant } from '../../runtime/tenants.ts';
 import { StoreError } from '../../store/store.ts';
 import { parseJsonBody } from '../http/json-body.ts';
-import { idempotencyKeyOf } from '../http/request-headers.ts';
+import { idempotencyKeyOfRequest } from '../http/request-headers.ts';
 import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
 import { authorityBinds, buildCapabilityCatalog, type CapabilityEntry } from './capability-names.ts';
 import { refusalOf, runCapability, type CapabilityAnswer } from './capability-dispatch.ts';
@@ -457,8 +457,8 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
             );
           } else {
             try {
-              const args = raw === undefined ? undefined : parseJsonBody(raw.toString('utf8'));
-              const idempotencyKey = idempotencyKeyOf(headerValue(request.headers['idempotency-key']));
+              const args = raw === undefined ? undefined : parseJsonBody(raw);
+              const idempotencyKey = idempotencyKeyOfRequest(request.raw.rawHeaders);
               const consentNonce = headerValue(request.headers[CONSENT_NONCE_HEADER]);
               answer = await runCapability({
                 rt,
