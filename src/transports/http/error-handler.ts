@@ -108,10 +108,7 @@ export function installEnvelopeErrors(app: FastifyInstance, rt?: Runtime): void 
     const info = reasonInfo(refusal.reason);
     const authorization = request.headers.authorization;
     if (rt !== undefined && envelope.error!.reason !== 'internal_error') {
-      if (
-        isVerbError(err) &&
-        (info.denial || info.kind === 'auth' || (info.kind === 'input' && principal !== null))
-      ) {
+      if (info.denial || info.kind === 'auth' || (info.kind === 'input' && principal !== null)) {
         // Denials always; bad input too once the caller is known (a malformed body from a signed-in
         // page is an attempt in that tenant's log).
         const recorded = await rt.recordRefusal({ surface, principal }, verb, refusal);

@@ -24,7 +24,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isVerbError } from '../../runtime/errors.ts';
+import { isVerbError, VerbError } from '../../runtime/errors.ts';
 import type { Runtime } from '../../runtime/runtime.ts';
 import type { Tenant } from '../../runtime/tenants.ts';
 import { StoreError } from '../../store/store.ts';
@@ -32,7 +32,7 @@ import { parseJsonBody } from '../http/json-body.ts';
 import { idempotencyKeyOfRequest } from '../http/request-headers.ts';
 import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
 import { authorityBinds, buildCapabilityCatalog, type CapabilityEntry } from './capability-names.ts';
-import { refusalOf, runCapability, type CapabilityAnswer } from './capability-dispatch.ts';
+import { platformPrincipal, refusalOf, runCapability, type CapabilityAnswer } from './capability-dispatch.ts';
 import { createContentDigest } from './content-digest.ts';
 import { PlatformProfiles, type PlatformProfilesOptions } from './platform-profiles.ts';
 import {
@@ -431,11 +431,36 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
           const entry = s.byName.get(name);
           const version = s.config.capabilityVersion;
           let answer: CapabilityAnswer;
-          if (entry === undefined) {
-            answer = refusalOf(
-              name.slice(0, 200),
-              undefined,
+          // A refusal the transport decides for a verified platform is an attempt in the tenant's
+          // log, like any dispatch (spec/audit.md): recorded, and its audit_id answered.
+          const audited = async (
+            verbName: string,
+            status: number,
+            reason: string,
+            message: string,
+            hint: string,
+          ): Promise<CapabilityAnswer> => {
+            const recorded = await rt.recordRefusal(
+              { surface: 'ucp', principal: platformPrincipal(s.tenant, platform, userId) },
+              verbName,
+              new VerbError(reason, message, { hint }),
+            );
+            return refusalOf(
+              verbName,
+              entry,
               version,
+              recorded.error?.reason === reason ? status : 503,
+              recorded.error!.reason,
+              recorded.error!.message,
+              recorded.error!.hint,
+              {
+                ...(recorded.audit_id !== undefined ? { audit_id: recorded.audit_id } : {}),
+              },
+            );
+          };
+          if (entry === undefined) {
+            answer = await audited(
+              name.slice(0, 200),
               404,
               'not_found',
               `No capability named ${JSON.stringify(name.slice(0, 200))} is offered here.`,
@@ -446,10 +471,8 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
             raw.length > 0 &&
             !JSON_TYPE.test(String(request.headers['content-type'] ?? ''))
           ) {
-            answer = refusalOf(
+            answer = await audited(
               entry.verb.name,
-              entry,
-              version,
               415,
               'unsupported_media_type',
               'The request body must be JSON.',
@@ -473,7 +496,7 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
               });
             } catch (err) {
               if (!isVerbError(err)) throw err;
-              answer = refusalOf(entry.verb.name, entry, version, 400, err.reason, err.message, err.hint);
+              answer = await audited(entry.verb.name, 400, err.reason, err.message, err.hint ?? '');
             }
           }
           const t2 = performance.now();

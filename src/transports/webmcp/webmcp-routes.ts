@@ -64,6 +64,12 @@ export function registerWebmcpRoutes(app: FastifyInstance, deps: WebmcpRouteDeps
     {
       bodyLimit: deps.executeBodyLimitBytes,
       config: ROUTE_DOCS['POST /api/v1/webmcp/execute/:tool_name'],
+      // Before the body is parsed: a signed-in page's 415, malformed or duplicate-key body is then
+      // an audited attempt in its tenant (the error handler reads the noted principal).
+      onRequest: async (request: FastifyRequest) => {
+        const session = await sessions.lookup(sessionTokenOf(request));
+        if (session !== undefined) notePrincipal(request, session.principal);
+      },
     },
     async function execute(request: FastifyRequest, reply: FastifyReply) {
       const toolName = String((request.params as Record<string, unknown>).tool_name ?? '');
