@@ -231,7 +231,7 @@ async function compositeGate(q: Queryable, rt: Runtime, row: AuditRow, steps: nu
  * role_denied / tier_denied. A revert row's floors are those of the action it reverted (walked up
  * parent_id, at most 16 rows); every revert needs at least the employee role (it is a write).
  */
-async function denyBelowFloor(ctx: VerbContext, rt: Runtime, row: AuditRow): Promise<void> {
+async function denyBelowFloor(ctx: SystemVerbContext, rt: Runtime, row: AuditRow): Promise<void> {
   let role: Role = 'employee';
   let tier: Tier = 'starter';
   let cur: AuditRow | undefined = row;
