@@ -16,7 +16,7 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join, sep } from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
@@ -87,7 +87,15 @@ function loadSchemaSet(dir: string, options: { strict: boolean }): SchemaSet {
 
 const ours = loadSchemaSet(OUR_SCHEMA_DIR, { strict: true });
 // Upstream's schemas are data we do not own; they use type arrays, which Ajv's strict mode flags.
-const upstream = loadSchemaSet(UPSTREAM_SCHEMA_DIR, { strict: false });
+// Without ../shared beside the clone (a plain `git clone`) our schemas are still checked on their own;
+// every comparison with upstream is skipped with this one message.
+const UPSTREAM_PRESENT = existsSync(UPSTREAM_SCHEMA_DIR);
+const UPSTREAM_SKIP = UPSTREAM_PRESENT
+  ? false
+  : `${SPEC_REFERENCE_DIR} is absent: comparisons with the upstream schemas and examples skipped`;
+const upstream: SchemaSet = UPSTREAM_PRESENT
+  ? loadSchemaSet(UPSTREAM_SCHEMA_DIR, { strict: false })
+  : { ajv: new Ajv2020(), documents: new Map(), logged: [], validator: () => undefined };
 
 function check(set: SchemaSet, path: string, value: unknown): { valid: boolean; errors: string } {
   const validate = set.validator(path);
@@ -178,17 +186,21 @@ describe('schema files', () => {
     }
   });
 
-  test('schema/shapes holds one schema per shape, and the shape enum matches upstream', () => {
-    const shapeFiles = [...ours.documents.keys()].filter((p) => p.startsWith('shapes/')).sort();
-    assert.deepEqual(shapeFiles, ALL_SHAPES.map((s) => `shapes/${s}.json`).sort());
-    const ourEnum = ((ours.documents.get('verb-record.json')!.properties as Json).shape as Json).enum;
-    const upstreamEnum = ((upstream.documents.get('verb-record.json')!.properties as Json).shape as Json)
-      .enum;
-    assert.deepEqual(ourEnum, ALL_SHAPES);
-    assert.deepEqual([...(ourEnum as string[])].sort(), [...(upstreamEnum as string[])].sort());
-  });
+  test(
+    'schema/shapes holds one schema per shape, and the shape enum matches upstream',
+    { skip: UPSTREAM_SKIP },
+    () => {
+      const shapeFiles = [...ours.documents.keys()].filter((p) => p.startsWith('shapes/')).sort();
+      assert.deepEqual(shapeFiles, ALL_SHAPES.map((s) => `shapes/${s}.json`).sort());
+      const ourEnum = ((ours.documents.get('verb-record.json')!.properties as Json).shape as Json).enum;
+      const upstreamEnum = ((upstream.documents.get('verb-record.json')!.properties as Json).shape as Json)
+        .enum;
+      assert.deepEqual(ourEnum, ALL_SHAPES);
+      assert.deepEqual([...(ourEnum as string[])].sort(), [...(upstreamEnum as string[])].sort());
+    },
+  );
 
-  test('every upstream schema has a counterpart at the same path here', () => {
+  test('every upstream schema has a counterpart at the same path here', { skip: UPSTREAM_SKIP }, () => {
     for (const path of upstream.documents.keys()) assert.ok(ours.documents.has(path), path);
   });
 
@@ -223,10 +235,12 @@ function missingMembers(set: SchemaSet, path: string, value: unknown): string[] 
     .sort();
 }
 
-describe('upstream examples', () => {
-  const files = readdirSync(UPSTREAM_EXAMPLES_DIR)
-    .filter((f) => f.endsWith('.json'))
-    .sort();
+describe('upstream examples', { skip: UPSTREAM_SKIP }, () => {
+  const files = UPSTREAM_PRESENT
+    ? readdirSync(UPSTREAM_EXAMPLES_DIR)
+        .filter((f) => f.endsWith('.json'))
+        .sort()
+    : [];
   test('the three upstream examples are present', () => {
     assert.equal(files.length, 3);
   });
@@ -603,9 +617,11 @@ describe('envelope.json', () => {
 // Shapes upstream publishes
 // ---------------------------------------------------------------------------------------------
 
-const customerContext = readJson(join(UPSTREAM_EXAMPLES_DIR, 'customer-context.json')).output as Json;
+const customerContext = (
+  UPSTREAM_PRESENT ? readJson(join(UPSTREAM_EXAMPLES_DIR, 'customer-context.json')).output : {}
+) as Json;
 
-describe('shapes/aggregate.json', () => {
+describe('shapes/aggregate.json', { skip: UPSTREAM_SKIP }, () => {
   runCases('shapes/aggregate.json', [
     { title: 'the customer context example', value: customerContext, valid: true },
     {
@@ -685,9 +701,11 @@ describe('shapes/explain.json', () => {
   ]);
 });
 
-const previewRefund = readJson(join(UPSTREAM_EXAMPLES_DIR, 'preview-refund.json')).output as Json;
+const previewRefund = (
+  UPSTREAM_PRESENT ? readJson(join(UPSTREAM_EXAMPLES_DIR, 'preview-refund.json')).output : {}
+) as Json;
 
-describe('shapes/preview.json', () => {
+describe('shapes/preview.json', { skip: UPSTREAM_SKIP }, () => {
   runCases('shapes/preview.json', [
     { title: 'the refund preview example', value: previewRefund, valid: true },
     {

@@ -179,8 +179,10 @@ test('a verb without arguments gets {type: "object", properties: {}}', () => {
   assert.deepEqual(toPortableSchema({ type: 'object' }, 'input').schema, { type: 'object', properties: {} });
 });
 
-test('every shape schema projects to the subset and still accepts the upstream example outputs (SDK client validator)', () => {
+test('every shape schema projects to the subset and still accepts the upstream example outputs (SDK client validator)', (t) => {
   for (const shape of VALID_SHAPES) assertPortable(toPortableSchema(shapeSchemas[shape], 'output').schema);
+  if (!existsSync(EXAMPLES))
+    return t.skip('../shared/spec-reference/examples is absent: upstream examples not checked');
   let checked = 0;
   for (const file of readdirSync(EXAMPLES).filter((f) => f.endsWith('.json'))) {
     const ex = JSON.parse(readFileSync(join(EXAMPLES, file), 'utf8')) as { shape: string; output: unknown };
