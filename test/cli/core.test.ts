@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cliHarness } from '../support/cli.ts';
 import { validateEnvelope } from '../../src/spec/validators.ts';
-import { upstreamValidator } from '../support/upstream.ts';
+import { assertUpstreamValid } from '../support/upstream.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/solid.js', import.meta.url));
 
@@ -40,9 +40,8 @@ describe('solid CLI', () => {
     assert.match(human.stdout, /audit\.trail\s+trail/);
     const json = await cli.run(['verbs', 'list', '--json']);
     const records = json.json<Array<Record<string, unknown>>>();
-    const upstream = upstreamValidator('verb-record')!;
     assert.ok(records.length >= 2);
-    for (const r of records) assert.equal(upstream(r), true, String(r.name));
+    for (const r of records) assertUpstreamValid('verb-record', r, String(r.name));
     const trails = (await cli.run(['verbs', 'list', '--json', '--shape', 'trail'])).json<
       Array<{ shape: string }>
     >();

@@ -8,7 +8,7 @@ import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 import { VerbError } from '../../src/runtime/errors.ts';
 import { validateEnvelope, validateShapeOutput } from '../../src/spec/validators.ts';
-import { upstreamValidator } from '../support/upstream.ts';
+import { assertUpstreamValid } from '../support/upstream.ts';
 import { PIPELINE_STEPS } from '../../src/runtime/dispatch.ts';
 import type { Envelope } from '../../src/spec/types.ts';
 
@@ -320,8 +320,8 @@ describe('dispatch', () => {
     assert.equal(env.ok, true, JSON.stringify(env));
     assert.equal(validateEnvelope(env).valid, true);
     assert.equal(validateShapeOutput('receipt', env.result).valid, true);
-    assert.equal(upstreamValidator('shapes/receipt')!(env.result), true);
-    assert.equal(upstreamValidator('envelope')!(env), true);
+    assertUpstreamValid('shapes/receipt', env.result);
+    assertUpstreamValid('envelope', env);
     const r = env.result as Record<string, unknown>;
     assert.equal(r.status, 'completed');
     assert.equal(r.audit_id, env.audit_id);
@@ -389,11 +389,7 @@ describe('dispatch', () => {
       surface: 'http',
     });
     assert.equal(validateShapeOutput('discovery', list.result).valid, true);
-    assert.equal(
-      upstreamValidator('shapes/discovery')!(list.result),
-      true,
-      JSON.stringify(upstreamValidator('shapes/discovery')!.errors),
-    );
+    assertUpstreamValid('shapes/discovery', list.result);
     assert.equal((list.result as { total: number }).total, h.rt.registry.list({ surface: 'http' }).length);
     await h.rt.auditBuffer.flush();
     const trail = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.owner }, 'audit.trail', { limit: 2 });

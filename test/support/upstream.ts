@@ -2,6 +2,7 @@
  * Loads the upstream reference schemas from ../shared/spec-reference (data, never copied into the
  * repository) and compiles them with Ajv 2020 so tests can prove our output is valid against them.
  */
+import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join, resolve } from 'node:path';
@@ -15,6 +16,10 @@ export const UPSTREAM_DIR = resolve(
   '../shared/spec-reference',
 );
 export const upstreamAvailable = existsSync(UPSTREAM_DIR);
+/** The one message a test skips with when ../shared/spec-reference is not beside the clone. */
+export const UPSTREAM_SKIP: string | false = upstreamAvailable
+  ? false
+  : `${UPSTREAM_DIR} is absent (a plain clone): checks against the upstream schemas and examples skipped`;
 
 let ajv: Ajv2020 | undefined;
 function load(): Ajv2020 {
@@ -30,9 +35,25 @@ function load(): Ajv2020 {
   return ajv;
 }
 
-/** Compiled upstream validator: 'verb-record', 'envelope' or 'shapes/<shape>'. Undefined when upstream has none. */
+/**
+ * Compiled upstream validator: 'verb-record', 'envelope' or 'shapes/<shape>'. Undefined when upstream
+ * has none, or when ../shared/spec-reference is absent (UPSTREAM_SKIP says so).
+ */
 export function upstreamValidator(name: string): ValidateFunction | undefined {
+  if (!upstreamAvailable) return undefined;
   return load().getSchema(`https://solidnumber.com/solid-verbs/v1/${name}.json`);
+}
+
+/**
+ * Asserts `value` is valid against the upstream schema `name` (see upstreamValidator). Without
+ * ../shared the upstream check is skipped and the test's own assertions still run; with it, a
+ * schema upstream does not publish is a test error, not a silent pass.
+ */
+export function assertUpstreamValid(name: string, value: unknown, message = name): void {
+  if (!upstreamAvailable) return;
+  const validate = upstreamValidator(name);
+  assert.ok(validate, `upstream has no schema ${name}`);
+  assert.ok(validate(value), `${message} vs upstream ${name}: ${JSON.stringify(validate.errors)}`);
 }
 
 export function upstreamExample(file: string): {

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHttpHarness, envelopeOf } from './harness.ts';
-import { upstreamValidator } from '../../support/upstream.ts';
+import { assertUpstreamValid } from '../../support/upstream.ts';
 import { defineVerb } from '../../../src/runtime/verb.ts';
 import { validateEnvelope } from '../../../src/spec/validators.ts';
 
@@ -23,9 +23,7 @@ test('the HTTP manifest equals registry.list({surface: "http"}) and every entry 
     !body.verbs.some((v) => v.name === 'notes.cli_only'),
     'a verb without http in its surfaces is not listed',
   );
-  const validate = upstreamValidator('verb-record');
-  assert.ok(validate, 'upstream verb-record schema loaded');
-  for (const v of body.verbs) assert.ok(validate(v), `${String(v.name)}: ${JSON.stringify(validate.errors)}`);
+  for (const v of body.verbs) assertUpstreamValid('verb-record', v, String(v.name));
 });
 
 test('surface and shape filters select the matching projection', async (t) => {
