@@ -133,8 +133,11 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
       );
     lines.push(`  database   ${local.dbPath}`, `  health     ${base}/healthz  ${base}/readyz`);
     io.out(lines.join('\n'));
+    // The handlers go in before the ready line: a supervisor (or a test) that stops the server as
+    // soon as it reads "ready" must find SIGTERM handled, not the default action (killed, no flush).
+    const stopSignal = untilSignal(io);
     io.out(`solid serve: ready on ${base}`);
-    const signal = await untilSignal(io);
+    const signal = await stopSignal;
     io.err(`solid serve: ${signal}, shutting down`);
     await app.close();
     app = undefined;
