@@ -18,9 +18,7 @@ export const META_PREFIX = 'dev.solid-verbs/';
 export const META = {
   // tools/list
   verb: `${META_PREFIX}verb`,
-  shape: `${META_PREFIX}shape`,
   consentClass: `${META_PREFIX}consent_class`,
-  sideEffects: `${META_PREFIX}side_effects`,
   roleFloor: `${META_PREFIX}role_floor`,
   tierFloor: `${META_PREFIX}tier_floor`,
   revertible: `${META_PREFIX}revertible`,

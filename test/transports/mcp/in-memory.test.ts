@@ -123,11 +123,15 @@ test('annotations and _meta are truthful to the consent class, revert handler, i
   assert.equal(hint('audit__revert').d, true);
   const meta = tools.get('test__charge')!._meta!;
   assert.equal(meta[META.verb], 'test.charge');
-  assert.equal(meta[META.shape], undefined, "the shape is the manifest's (and the outputSchema)");
+  assert.equal(
+    meta['dev.solid-verbs/shape'],
+    undefined,
+    "the shape is the manifest's (and the outputSchema)",
+  );
   assert.equal(meta[META.consentClass], 'WRITE_FINANCIAL');
   assert.equal(meta[META.roleFloor], undefined, 'the class default floor (admin) is not repeated');
   assert.equal(meta[META.revertible], false);
-  assert.equal(meta[META.sideEffects], undefined, "side_effects is the manifest's");
+  assert.equal(meta['dev.solid-verbs/side_effects'], undefined, "side_effects is the manifest's");
   assert.equal(tools.get('test__echo')!._meta![META.revertible], undefined, 'revertible only on writes');
   assert.equal(tools.get('audit__revert')!._meta![META.consentClass], 'delegated');
   assert.equal(tools.get('test__charge')!.title, 'Charge an invoice');
