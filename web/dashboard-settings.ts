@@ -7,15 +7,7 @@
 import { byId, el } from './element.ts';
 import { describeError, type DashboardContext } from './dashboard-context.ts';
 import { localTime } from './dashboard-words.ts';
-
-interface Cap {
-  limit: number;
-  default: number;
-  custom: boolean;
-  used_today: number;
-  remaining: number;
-  resets_at: string;
-}
+import type { CapView as Cap } from '../src/verbs/tenant-settings.ts';
 
 const CLASS_WORDS: Readonly<Record<string, string>> = {
   WRITE_REVERSIBLE: 'Reversible changes',

@@ -72,7 +72,7 @@ export const tenantSettings = defineSystemVerb<Record<string, never>>({
       [companyId, day],
     );
     const resets_at = nextMidnightUtc(ctx.now);
-    const caps: Record<string, unknown> = {};
+    const caps: Record<string, CapView> = {};
     for (const cls of CAPPED_CLASSES) {
       const limit = settings.caps?.[cls] ?? DEFAULT_DAILY_CAPS[cls];
       const n = Number(used.find((u) => u.consent_class === cls)?.count ?? 0);
@@ -115,6 +115,20 @@ async function restore(
   settings.blocklist = Array.isArray(rb.previous) ? (rb.previous as string[]) : [];
   await writeSettings(ctx, settings);
   return { revert_action: `tenant blocklist restored to [${settings.blocklist.join(', ')}]` };
+}
+
+/**
+ * One consent class's daily cap as `tenant.settings` reports it (spec/consent.md §caps):
+ * `limit` and `default` in calls per UTC day, `used_today` and `remaining` counted in the same
+ * unit, `resets_at` the next midnight UTC as an ISO 8601 string.
+ */
+export interface CapView {
+  limit: number;
+  default: number;
+  custom: boolean;
+  used_today: number;
+  remaining: number;
+  resets_at: string;
 }
 
 export interface CapsSetArgs {

@@ -10,7 +10,7 @@
  * Exit codes: 0 ok, else the reason's exit code (spec/reasons.md).
  */
 import type { Command } from 'commander';
-import { CAPPED_CLASSES } from '../../../verbs/tenant-settings.ts';
+import { CAPPED_CLASSES, type CapView } from '../../../verbs/tenant-settings.ts';
 import { runDispatch } from './agent.ts';
 import { withTarget } from '../target.ts';
 import { printEnvelope, table, type Io } from '../output.ts';
@@ -18,15 +18,6 @@ import { printEnvelope, table, type Io } from '../output.ts';
 interface KeyFlags {
   json?: boolean;
   apiKey?: string;
-}
-
-interface CapView {
-  limit: number;
-  default: number;
-  custom: boolean;
-  used_today: number;
-  remaining: number;
-  resets_at: string;
 }
 
 /** Dispatch a settings write with its confirmation round trip; returns the exit code. */
