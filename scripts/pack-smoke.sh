@@ -110,4 +110,51 @@ node -e '
 kill "$serve_pid"
 wait "$serve_pid" 2>/dev/null || true
 
+echo "== your own pack (the README's bookshop.mjs): solid serve --pack, solid mcp --pack"
+sed -n '/^\/\/ bookshop.mjs$/,/^```$/p' "$root/README.md" | sed '$d' > bookshop.mjs
+[ -s bookshop.mjs ] || fail "the README has no bookshop.mjs example"
+npx --no-install solid init --db "$app/books.db" --json > "$work/books-init.json" 2>/dev/null || fail "solid init (books) failed"
+books_key=$(node -p 'JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8")).owner_api_key' "$work/books-init.json")
+node_modules/.bin/solid serve --port 0 --db "$app/books.db" --pack ./bookshop.mjs >"$work/books.out" 2>"$work/books.err" &
+serve_pid=$!
+for _ in $(seq 1 300); do
+  grep -q 'ready on' "$work/books.out" 2>/dev/null && break
+  kill -0 "$serve_pid" 2>/dev/null || { cat "$work/books.err" >&2; fail "solid serve --pack exited"; }
+  sleep 0.1
+done
+base=$(sed -n 's/^solid serve: ready on //p' "$work/books.out")
+[ -n "$base" ] || { kill "$serve_pid"; fail "solid serve --pack never printed its ready line"; }
+node -e '
+  const [base, key] = process.argv.slice(1);
+  const res = await fetch(`${base}/api/v1/agent/dispatch/bookshop.shelf`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ args: {} }),
+  });
+  const env = await res.json();
+  if (res.status !== 200 || env.result?.data?.titles !== 0) throw new Error(`${res.status} ${JSON.stringify(env)}`);
+  console.log(`ok: solid serve --pack ./bookshop.mjs answers bookshop.shelf over HTTP`);
+' "$base" "$books_key" || { kill "$serve_pid"; fail "the pack verb did not answer over HTTP"; }
+kill "$serve_pid"
+wait "$serve_pid" 2>/dev/null || true
+cat > mcp-call.mjs <<'JS'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
+const [db, key] = process.argv.slice(2);
+const transport = new StdioClientTransport({
+  command: 'node_modules/.bin/solid',
+  args: ['mcp', '--db', db, '--pack', './bookshop.mjs'],
+  env: { ...getDefaultEnvironment(), SOLID_API_KEY: key },
+});
+const client = new Client({ name: 'pack-smoke', version: '1.0.0' });
+await client.connect(transport);
+const tools = (await client.listTools()).tools.map((t) => t.name);
+if (!tools.includes('bookshop__shelf')) throw new Error(`bookshop__shelf not listed: ${tools.join(' ')}`);
+const call = await client.callTool({ name: 'bookshop__shelf', arguments: {} });
+if (call.isError || call.structuredContent?.data?.titles !== 0) throw new Error(JSON.stringify(call));
+await client.close();
+console.log(`ok: solid mcp --pack ./bookshop.mjs lists ${tools.length} tools and calls bookshop__shelf`);
+JS
+node mcp-call.mjs "$app/books.db" "$books_key" || fail "solid mcp --pack did not serve the pack"
+
 echo "pack smoke: ok"

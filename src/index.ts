@@ -19,6 +19,14 @@ export {
   type EmittedEvent,
 } from './runtime/verb.ts';
 export { Registry, RegistrationError, toToolName } from './runtime/registry.ts';
+export {
+  definePack,
+  checkPacks,
+  PackError,
+  type Pack,
+  type SeedOptions,
+  type CheckPacksOptions,
+} from './runtime/pack.ts';
 export { VerbError } from './runtime/errors.ts';
 export { Secrets, loadSecrets } from './runtime/secrets.ts';
 export { formatCents } from './runtime/consent/typed-phrase.ts';

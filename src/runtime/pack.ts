@@ -1,13 +1,20 @@
 /**
  * Business packs: a named bundle of migrations, verbs, domain reasons, outbox handlers and an
- * optional seed. A database remembers which packs it serves (runtime_meta "packs"), so every
- * process opening it (`solid serve`, `solid agent dispatch`, `solid mcp`) registers the same verbs.
+ * optional seed. A database remembers which built-in packs it serves (runtime_meta "packs"), so
+ * every process opening it (`solid serve`, `solid agent dispatch`, `solid mcp`) registers the same
+ * verbs; a team's own packs come from `solid.config.js` or `--pack` (src/transports/cli/packs.ts).
+ *
+ * Loading is all-or-nothing (spec/manifest.md §packs): {@link checkPacks} refuses a bad pack —
+ * a malformed field, a verb the registry refuses, a verb or table another pack (or the runtime)
+ * already owns — before {@link installPack} migrates anything.
  *
  * Spec: spec/manifest.md §packs.
  */
 import type { Migration } from '../store/store.ts';
 import type { VerbDefinition } from './verb.ts';
 import type { OutboxHandler, Runtime } from './runtime.ts';
+import { Registry, RegistrationError } from './registry.ts';
+import { defineReasons } from '../spec/reasons.ts';
 
 export interface SeedOptions {
   now?: Date;
@@ -15,6 +22,7 @@ export interface SeedOptions {
 }
 
 export interface Pack {
+  /** Lower-case name, also the migration scope of the pack's tables (e.g. `bookshop`). */
   name: string;
   description: string;
   migrations: readonly Migration[];
@@ -24,4 +32,236 @@ export interface Pack {
   outboxHandlers?: Record<string, OutboxHandler>;
   /** Fill a fresh database with data (demo). Returns facts to print (keys, URLs…). */
   seed?: (rt: Runtime, options: SeedOptions) => Promise<Record<string, unknown>>;
+}
+
+/**
+ * A pack that cannot be loaded. `pack` names it (its name, or the file it came from), `field` the
+ * member at fault (`verbs[2].input`, `migrations[0].sqlite`, …); the message says what is wrong
+ * and `hint` how to fix it. `solid serve` / `solid mcp` print it and exit 2, nothing migrated.
+ */
+export class PackError extends Error {
+  override readonly name = 'PackError';
+  constructor(
+    readonly pack: string,
+    readonly field: string,
+    /** What is wrong, without the pack and field. */
+    readonly detail: string,
+    readonly hint?: string,
+    /** What `pack` names: a pack, or the config file that lists packs. */
+    readonly subject: 'pack' | 'config' = 'pack',
+  ) {
+    super(`${subject} "${pack}": ${field}: ${detail}`);
+  }
+}
+
+const PACK_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
+const PACK_KEYS = new Set([
+  'name',
+  'description',
+  'migrations',
+  'verbs',
+  'reasons',
+  'outboxHandlers',
+  'seed',
+]);
+/** Migration scopes the runtime and its transports use; a pack may not take one as its name. */
+export const RESERVED_SCOPES: ReadonlySet<string> = new Set(['runtime', 'webmcp', 'cli-login']);
+
+/**
+ * Declare a pack: checks its shape and returns it unchanged (frozen), so a mistake shows where the
+ * pack is written, not at the first dispatch. Verbs are checked as the registry would check them.
+ *
+ * Throws PackError naming the pack and the field: a name that is not lower-case
+ * `[a-z][a-z0-9_-]*` (it is the migration scope), an unknown member, migrations without both a
+ * `version` and an `sqlite` or `postgres` form, a duplicated migration version, a verb the
+ * registry refuses (the RegistrationError's verb and field are kept), a verb named twice.
+ *
+ * Spec: spec/manifest.md §packs.
+ */
+export function definePack(pack: Pack): Pack {
+  validatePack(pack, typeof pack?.name === 'string' ? pack.name : '(unnamed)');
+  return Object.freeze(pack);
+}
+
+/** Shape checks of one pack (definePack, and checkPacks for packs built without it). */
+function validatePack(pack: Pack, label: string): void {
+  if (pack === null || typeof pack !== 'object' || Array.isArray(pack))
+    throw new PackError(
+      label,
+      '(pack)',
+      'is not an object',
+      'Export `definePack({ name, description, migrations, verbs })`.',
+    );
+  for (const key of Object.keys(pack))
+    if (!PACK_KEYS.has(key))
+      throw new PackError(label, key, 'is not a pack member', `A pack has ${[...PACK_KEYS].join(', ')}.`);
+  if (typeof pack.name !== 'string' || !PACK_NAME.test(pack.name))
+    throw new PackError(
+      label,
+      'name',
+      `${JSON.stringify(pack.name)} is not a pack name`,
+      'Use lower case letters, digits, - and _ (it names the migration scope of the pack).',
+    );
+  if (RESERVED_SCOPES.has(pack.name))
+    throw new PackError(label, 'name', `"${pack.name}" is reserved by the runtime`, 'Pick another name.');
+  if (typeof pack.description !== 'string' || pack.description.trim() === '')
+    throw new PackError(
+      label,
+      'description',
+      'is missing',
+      'Say in one sentence what business the pack serves.',
+    );
+  if (!Array.isArray(pack.migrations))
+    throw new PackError(
+      label,
+      'migrations',
+      'is not an array',
+      'Use [] for a pack without tables of its own.',
+    );
+  const versions = new Set<number>();
+  pack.migrations.forEach((m, i) => {
+    const at = `migrations[${i}]`;
+    if (m === null || typeof m !== 'object') throw new PackError(label, at, 'is not an object');
+    if (!Number.isInteger(m.version) || m.version < 1)
+      throw new PackError(
+        label,
+        `${at}.version`,
+        'is not a positive integer',
+        'Number migrations 1, 2, 3… and never reuse one.',
+      );
+    if (versions.has(m.version))
+      throw new PackError(label, `${at}.version`, `version ${m.version} appears twice`);
+    versions.add(m.version);
+    if (typeof m.name !== 'string' || m.name === '') throw new PackError(label, `${at}.name`, 'is missing');
+    if (typeof m.sqlite !== 'string' && typeof m.postgres !== 'string')
+      throw new PackError(
+        label,
+        at,
+        'has neither an `sqlite` nor a `postgres` form',
+        'Write the SQL for the engines you run on.',
+      );
+  });
+  if (!Array.isArray(pack.verbs) || pack.verbs.length === 0)
+    throw new PackError(
+      label,
+      'verbs',
+      'is empty or not an array',
+      'A pack serves at least one verb (defineVerb).',
+    );
+  const scratch = new Registry();
+  const names = new Set<string>();
+  pack.verbs.forEach((v, i) => {
+    const at = `verbs[${i}]`;
+    if (v === null || typeof v !== 'object')
+      throw new PackError(label, at, 'is not a verb definition', 'Use defineVerb({ … }).');
+    if (names.has(v.name)) throw new PackError(label, `${at}.name`, `verb "${v.name}" is defined twice`);
+    names.add(v.name);
+    try {
+      scratch.register(v);
+    } catch (err) {
+      if (err instanceof RegistrationError)
+        throw new PackError(
+          label,
+          `${at} "${err.verb}" ${err.field}`,
+          err.message.replace(/^verb "[^"]*": [^:]*: /, ''),
+        );
+      throw new PackError(label, at, (err as Error).message);
+    }
+  });
+  for (const key of ['reasons', 'outboxHandlers'] as const) {
+    const value = pack[key];
+    if (value !== undefined && (value === null || typeof value !== 'object' || Array.isArray(value)))
+      throw new PackError(label, key, 'is not an object');
+  }
+  if (pack.seed !== undefined && typeof pack.seed !== 'function')
+    throw new PackError(label, 'seed', 'is not a function');
+}
+
+/** Table names a migration's SQL creates (`CREATE [TEMP] TABLE [IF NOT EXISTS] name`), lower case. */
+export function tablesOf(migrations: readonly Migration[]): Set<string> {
+  const tables = new Set<string>();
+  const re =
+    /\bCREATE\s+(?:(?:TEMP|TEMPORARY|UNLOGGED)\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(?:[A-Za-z_][\w$]*\s*\.\s*)?["`[]?([A-Za-z_][\w$]*)/gi;
+  for (const m of migrations)
+    for (const sql of [m.sqlite, m.postgres])
+      for (const match of (sql ?? '').matchAll(re)) tables.add(match[1]!.toLowerCase());
+  return tables;
+}
+
+export interface CheckPacksOptions {
+  /** Verb names already registered (system verbs): a pack may not replace one. */
+  registered?: Iterable<string>;
+  /** Migrations of the runtime and its transports, whose tables a pack may not create. */
+  reservedMigrations?: readonly Migration[];
+  /** The label of each pack in errors (e.g. the file it came from), by index. */
+  labels?: readonly string[];
+  /** Which packs to shape-check (default all); false for packs already checked or built in. */
+  validate?: (index: number) => boolean;
+}
+
+/**
+ * Check packs to be loaded together, before anything is migrated: each pack's shape (as
+ * {@link definePack}), pack names unique, no verb name (or its tool-name projection) owned by two
+ * packs or by an already registered verb, no table created by two packs or by the runtime.
+ *
+ * Throws PackError naming the pack (its label), the field and the other owner.
+ *
+ * Spec: spec/manifest.md §packs.
+ */
+export function checkPacks(packs: readonly Pack[], options: CheckPacksOptions = {}): void {
+  const label = (i: number) =>
+    options.labels?.[i] ?? (typeof packs[i]?.name === 'string' ? packs[i]!.name : `#${i + 1}`);
+  const verbOwner = new Map<string, string>();
+  for (const name of options.registered ?? []) verbOwner.set(name, 'the runtime');
+  const tableOwner = new Map<string, string>();
+  for (const t of tablesOf(options.reservedMigrations ?? [])) tableOwner.set(t, 'the runtime');
+  tableOwner.set('schema_migrations', 'the runtime');
+  const packNames = new Map<string, string>();
+  packs.forEach((pack, i) => {
+    if (options.validate?.(i) ?? true) validatePack(pack, label(i));
+    const other = packNames.get(pack.name);
+    if (other !== undefined)
+      throw new PackError(
+        label(i),
+        'name',
+        `"${pack.name}" is also the name of ${other}`,
+        'Each pack needs its own name.',
+      );
+    packNames.set(pack.name, label(i));
+    pack.verbs.forEach((v, j) => {
+      const owner = verbOwner.get(v.name);
+      if (owner !== undefined)
+        throw new PackError(
+          label(i),
+          `verbs[${j}].name`,
+          `verb "${v.name}" is already served by ${owner}`,
+          'Prefix your verbs with your business (e.g. bookshop.order_place).',
+        );
+      verbOwner.set(v.name, `pack "${pack.name}"`);
+    });
+    for (const t of tablesOf(pack.migrations)) {
+      const owner = tableOwner.get(t);
+      if (owner !== undefined)
+        throw new PackError(
+          label(i),
+          'migrations',
+          `table "${t}" is already created by ${owner}`,
+          'Prefix your tables with your pack name.',
+        );
+      tableOwner.set(t, `pack "${pack.name}"`);
+    }
+  });
+}
+
+/**
+ * Install one checked pack on a runtime: its migrations (scope = pack name), its domain reasons,
+ * its verbs, its outbox handlers. Call {@link checkPacks} first for the whole set.
+ *
+ * Throws StoreError `migration_failed` when the pack's SQL fails (that migration is rolled back).
+ */
+export async function installPack(rt: Runtime, pack: Pack): Promise<void> {
+  await rt.store.migrate(pack.name, pack.migrations);
+  if (pack.reasons) defineReasons(pack.reasons);
+  rt.register(...pack.verbs);
+  for (const [kind, h] of Object.entries(pack.outboxHandlers ?? {})) rt.outboxHandlers.set(kind, h);
 }

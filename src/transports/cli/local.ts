@@ -14,14 +14,18 @@ import { dirname, resolve } from 'node:path';
 import pino from 'pino';
 import { createRuntime, type Runtime } from '../../runtime/runtime.ts';
 import { SecretsError, loadSecrets, type Secrets } from '../../runtime/secrets.ts';
-import { defineReasons } from '../../spec/reasons.ts';
 import { SqliteStore } from '../../store/sqlite/sqlite-store.ts';
 import { PostgresStore, describeUrl, postgresOptionsFromEnv } from '../../store/postgres/postgres-store.ts';
 import type { Durability, Store } from '../../store/store.ts';
 import { StoreError } from '../../store/store.ts';
 import { systemVerbs } from '../../verbs/index.ts';
 import { KNOWN_PACKS } from '../../packs.ts';
-import type { Pack } from '../../runtime/pack.ts';
+import { PackError, checkPacks, installPack, type Pack } from '../../runtime/pack.ts';
+import { runtimeMigrations } from '../../store/migrations/runtime.ts';
+import { webSessionMigrations } from '../webmcp/session-store.ts';
+import { cliLoginMigrations } from '../remote/cli-login-store.ts';
+import { loadPackSources, type PackSource } from './packs.ts';
+import type { Command } from 'commander';
 import { VerbError } from '../../runtime/errors.ts';
 
 export const DEFAULT_DB = '.solid/solid.db';
@@ -31,8 +35,12 @@ export interface LocalOptions {
   /** Create the database and keyfile when missing (init, serve --demo). */
   create?: boolean;
   durability?: Durability;
-  /** Extra packs to enable (and remember) on this database. */
+  /** Extra built-in packs to enable (and remember) on this database. */
   packs?: string[];
+  /** A team's own packs for this process (`--pack`): module paths or built-in names (packs.ts). */
+  packFiles?: string[];
+  /** `--config`: the config file naming more packs; default: solid.config.(js|mjs) if present. */
+  config?: string;
   logLevel?: string;
   /** Open a store built elsewhere (PostgreSQL engine). */
   store?: Store;
@@ -42,8 +50,19 @@ export interface Local {
   rt: Runtime;
   dbPath: string;
   packs: Pack[];
+  /** Names of the packs this process brought (config, --pack): not the database's to remove. */
+  ownPacks: ReadonlySet<string>;
   close(): Promise<void>;
 }
+
+/** The local options every command takes from the global flags: --db, --pack, --config. */
+export function localOptionsOf(program: Command): Pick<LocalOptions, 'db' | 'packFiles' | 'config'> {
+  const o = program.opts<{ db?: string; pack?: string[]; config?: string }>();
+  return { db: o.db, packFiles: o.pack, config: o.config };
+}
+
+/** Tables of the runtime and its transports: no pack may create one. */
+const RESERVED_MIGRATIONS = [...runtimeMigrations, ...webSessionMigrations, ...cliLoginMigrations];
 
 const PG_URL = /^postgres(ql)?:\/\//i;
 
@@ -72,6 +91,20 @@ export function keyfileOf(dbPath: string): string {
  * hint (`solid init`), never a silently created empty file.
  */
 export async function openLocal(options: LocalOptions = {}): Promise<Local> {
+  // A team's packs are loaded and checked before the database is opened: a broken pack stops the
+  // command with the file, verb and field named, and nothing is created or migrated.
+  const own = await loadPackSources({ packFiles: options.packFiles, config: options.config });
+  const systemNames = systemVerbs.map((v) => v.name);
+  if (own.length > 0)
+    checkPacks(
+      own.map((s) => s.pack),
+      {
+        registered: systemNames,
+        reservedMigrations: RESERVED_MIGRATIONS,
+        labels: own.map((s) => s.label),
+        validate: (i) => own[i]!.builtin === undefined,
+      },
+    );
   const url = options.store === undefined ? databaseUrlOf(options.db) : undefined;
   const dbPath = dbPathOf(options.db);
   const logger = pino(
@@ -127,26 +160,70 @@ export async function openLocal(options: LocalOptions = {}): Promise<Local> {
   rt.register(...systemVerbs);
   const enabled = new Set<string>(await readPacks(rt));
   for (const p of options.packs ?? []) enabled.add(p);
-  const packs: Pack[] = [];
+  const sources: PackSource[] = [];
   for (const name of enabled) {
     const load = KNOWN_PACKS[name];
-    if (load === undefined) continue;
-    const pack = await load();
-    await store.migrate(pack.name, pack.migrations);
-    if (pack.reasons) defineReasons(pack.reasons);
-    rt.register(...pack.verbs);
-    for (const [kind, h] of Object.entries(pack.outboxHandlers ?? {})) rt.outboxHandlers.set(kind, h);
-    packs.push(pack);
+    if (load === undefined || own.some((s) => s.builtin === name)) continue;
+    sources.push({ pack: await load(), label: name, builtin: name });
   }
+  sources.push(...own);
+  try {
+    if (own.length > 0) {
+      checkPacks(
+        sources.map((s) => s.pack),
+        {
+          registered: systemNames,
+          reservedMigrations: RESERVED_MIGRATIONS,
+          labels: sources.map((s) => s.label),
+          validate: () => false,
+        },
+      );
+      if (url === undefined && options.store === undefined) await dryRunMigrations(sources);
+    }
+    for (const s of sources) await installPack(rt, s.pack);
+  } catch (err) {
+    await rt.close().catch(() => {});
+    throw err;
+  }
+  const packs = sources.map((s) => s.pack);
   if ((options.packs ?? []).length > 0) await writePacks(rt, [...enabled]);
   return {
     rt,
     dbPath,
     packs,
+    ownPacks: new Set(own.filter((s) => s.builtin === undefined).map((s) => s.pack.name)),
     async close() {
       await rt.close();
     },
   };
+}
+
+/**
+ * Apply the runtime's and every pack's SQLite migrations to a scratch in-memory database first, so
+ * a pack whose SQL fails stops the start before the real database sees any of its migrations.
+ * Throws PackError naming the pack and the migration.
+ */
+async function dryRunMigrations(sources: readonly PackSource[]): Promise<void> {
+  const scratch = new SqliteStore({ path: ':memory:' });
+  try {
+    await scratch.migrate('runtime', runtimeMigrations);
+    for (const s of sources) {
+      try {
+        await scratch.migrate(s.pack.name, s.pack.migrations);
+      } catch (err) {
+        const m = /#(\d+)/.exec((err as Error).message);
+        const i = m ? s.pack.migrations.findIndex((x) => x.version === Number(m[1])) : -1;
+        throw new PackError(
+          s.label,
+          i >= 0 ? `migrations[${i}]` : 'migrations',
+          (err as Error).message,
+          'Fix the SQL; nothing was migrated on the database.',
+        );
+      }
+    }
+  } finally {
+    await scratch.close();
+  }
 }
 
 async function readPacks(rt: Runtime): Promise<string[]> {

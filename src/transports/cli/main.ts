@@ -12,6 +12,7 @@ import { Writable } from 'node:stream';
 import { isVerbError } from '../../runtime/errors.ts';
 import { reasonInfo } from '../../spec/reasons.ts';
 import type { Io } from './output.ts';
+import type { PackError } from '../../runtime/pack.ts';
 import { registerInit } from './commands/init.ts';
 import { registerVerbs } from './commands/verbs.ts';
 import { registerAgent } from './commands/agent.ts';
@@ -64,6 +65,15 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .version(VERSION, '-V, --version', 'print the version of solid-verbs')
     .option('--db <path>', 'SQLite database (default: $SOLID_DB or .solid/solid.db)')
     .option(
+      '--pack <file|name>',
+      'serve your own pack too: a module exporting definePack(…), or a built-in name (repeatable; spec/manifest.md §packs)',
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .option(
+      '--config <file>',
+      'config file naming packs (default: ./solid.config.js or .mjs; "none" for no config)',
+    )
+    .option(
       '--url <url>',
       'a running `solid serve` to use instead of a database (default: $SOLID_API_URL); see solid login',
     )
@@ -92,6 +102,11 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
   } catch (err) {
     if (err instanceof CommanderError) {
       return err.exitCode === 0 ? 0 : 2;
+    }
+    if ((err as Error | undefined)?.name === 'PackError') {
+      const e = err as PackError;
+      io.err(`✗ pack_invalid: ${e.message}${e.hint ? `\n  hint: ${e.hint}` : ''}`);
+      return 2;
     }
     if (isVerbError(err)) {
       io.err(`✗ ${err.reason}: ${err.message}${err.hint ? `\n  hint: ${err.hint}` : ''}`);

@@ -308,13 +308,25 @@ function peekOption(argv: readonly string[], name: string): string | undefined {
   return undefined;
 }
 
+/** Every value of a repeatable global option (`--pack a --pack b`). */
+function peekOptions(argv: readonly string[], name: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') break;
+    if (a === `--${name}` && argv[i + 1] !== undefined) out.push(argv[++i]!);
+    else if (a.startsWith(`--${name}=`)) out.push(a.slice(name.length + 3));
+  }
+  return out;
+}
+
 /** The words of argv that are not options or option values of the global options. */
 function commandWords(argv: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--') break;
-    if (a === '--db' || a === '--url') {
+    if (a === '--db' || a === '--url' || a === '--pack' || a === '--config') {
       i++;
       continue;
     }
@@ -373,5 +385,12 @@ async function openShortcutSource(argv: readonly string[]): Promise<VerbTarget> 
     return openRemoteTarget(url, { apiKey: '' });
   }
   const { openLocal } = await import('./local.ts');
-  return new LocalTarget(await openLocal({ db: peekOption(argv, 'db') }), null);
+  return new LocalTarget(
+    await openLocal({
+      db: peekOption(argv, 'db'),
+      packFiles: peekOptions(argv, 'pack'),
+      config: peekOption(argv, 'config'),
+    }),
+    null,
+  );
 }

@@ -20,7 +20,7 @@ import { VerbError } from '../../runtime/errors.ts';
 import { hintsOf, type VerbHints } from '../remote/verb-hints.ts';
 import { whoAmI } from '../remote/whoami.ts';
 import { API_URL_ENV } from '../remote/remote-url.ts';
-import { openLocal, type Local } from './local.ts';
+import { localOptionsOf, openLocal, type Local } from './local.ts';
 
 export interface TargetCallOptions {
   /** May a failed request be repeated (a read verb)? Remote only; an idempotency key always allows it. */
@@ -149,7 +149,7 @@ export async function openTarget(program: Command, options: OpenTargetOptions = 
     return openRemoteTarget(url, options);
   }
   const apiKey = options.apiKey ?? process.env.SOLID_API_KEY ?? null;
-  return new LocalTarget(await openLocal({ db }), apiKey);
+  return new LocalTarget(await openLocal(localOptionsOf(program)), apiKey);
 }
 
 /** Run `fn` with the invocation's target and close it afterwards. */

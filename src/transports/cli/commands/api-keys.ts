@@ -12,7 +12,7 @@ import { VerbError } from '../../../runtime/errors.ts';
 import { ROLES, type Role } from '../../../spec/types.ts';
 import { appendOperatorAudit } from '../../ucp/operator-audit.ts';
 import { tenantOfFlags } from './keys.ts';
-import { openLocal } from '../local.ts';
+import { localOptionsOf, openLocal } from '../local.ts';
 import { table, type Io } from '../output.ts';
 
 interface Flags {
@@ -28,7 +28,6 @@ export function registerApiKeys(program: Command, io: Io, setExit: (code: number
   const cmd = program
     .command('api-keys')
     .description("Manage a tenant's API keys (sk_solid_…): list, create, revoke");
-  const db = () => program.opts<{ db?: string }>().db;
 
   cmd
     .command('list')
@@ -36,7 +35,7 @@ export function registerApiKeys(program: Command, io: Io, setExit: (code: number
     .option('--tenant <company_id>', 'tenant (default: the first non-sandbox tenant)')
     .option('--json', 'print JSON')
     .action(async (flags: Flags) => {
-      const local = await openLocal({ db: db() });
+      const local = await openLocal(localOptionsOf(program));
       try {
         const companyId = await tenantOfFlags(local.rt, flags.tenant);
         const keys = await local.rt.store.read((q) => local.rt.tenants.listKeys(q, companyId));
@@ -80,7 +79,7 @@ export function registerApiKeys(program: Command, io: Io, setExit: (code: number
         io.err(`✗ invalid_args: --role must be one of ${ROLES.join(', ')}.`);
         return setExit(2);
       }
-      const local = await openLocal({ db: db() });
+      const local = await openLocal(localOptionsOf(program));
       try {
         const companyId = await tenantOfFlags(local.rt, flags.tenant);
         const now = local.rt.clock();
@@ -128,7 +127,7 @@ export function registerApiKeys(program: Command, io: Io, setExit: (code: number
     .description('Revoke an API key (effective on every node within 5 s)')
     .option('--tenant <company_id>', 'tenant (default: the first non-sandbox tenant)')
     .action(async (keyId: string, flags: Flags) => {
-      const local = await openLocal({ db: db() });
+      const local = await openLocal(localOptionsOf(program));
       try {
         const companyId = await tenantOfFlags(local.rt, flags.tenant);
         const now = local.rt.clock();

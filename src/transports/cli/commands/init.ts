@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import type { Tier } from '../../../spec/types.ts';
 import { TIERS } from '../../../spec/types.ts';
-import { databaseUrlOf, dbPathOf, openLocal, keyfileOf } from '../local.ts';
+import { databaseUrlOf, dbPathOf, localOptionsOf, openLocal, keyfileOf } from '../local.ts';
 import type { Io } from '../output.ts';
 
 export function registerInit(program: Command, io: Io, setExit: (code: number) => void): void {
@@ -28,7 +28,7 @@ export function registerInit(program: Command, io: Io, setExit: (code: number) =
         return;
       }
       const existed = databaseUrlOf(g.db) !== undefined || existsSync(dbPath); // PostgreSQL: the database exists; check its tenants
-      const local = await openLocal({ db: g.db, create: true });
+      const local = await openLocal({ ...localOptionsOf(program), create: true });
       try {
         const count = await local.rt.store.read((q) =>
           q.get<{ n: number }>('SELECT COUNT(*) AS n FROM tenants'),

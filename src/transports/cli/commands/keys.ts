@@ -35,7 +35,7 @@ import { reasonInfo } from '../../../spec/reasons.ts';
 import { PROFILE_MAX_AGE_SECONDS } from '../../ucp/profile.ts';
 import { appendOperatorAudit } from '../../ucp/operator-audit.ts';
 import { primaryTenantOf, ucpConfigFromEnv } from '../../ucp/ucp-config.ts';
-import { openLocal } from '../local.ts';
+import { localOptionsOf, openLocal } from '../local.ts';
 import { table, type Io } from '../output.ts';
 
 interface KeysFlags {
@@ -120,7 +120,7 @@ type Action = (
 ) => Promise<{ out: Record<string, unknown>; text: string }>;
 
 async function run(program: Command, io: Io, flags: KeysFlags, action: Action): Promise<number> {
-  const local = await openLocal({ db: program.opts<{ db?: string }>().db });
+  const local = await openLocal(localOptionsOf(program));
   try {
     const companyId = await tenantOfFlags(local.rt, flags.tenant);
     const { out, text } = await action(local.rt, companyId, local.rt.clock());

@@ -16,11 +16,10 @@
  */
 import type { Command } from 'commander';
 import { KNOWN_PACKS } from '../../../packs.ts';
-import type { Pack } from '../../../runtime/pack.ts';
+import { installPack, type Pack } from '../../../runtime/pack.ts';
 import type { Runtime } from '../../../runtime/runtime.ts';
-import { defineReasons } from '../../../spec/reasons.ts';
 import { serveStdio, DEFAULT_REFRESH_MS } from '../../mcp/stdio.ts';
-import { openLocal, type Local } from '../local.ts';
+import { localOptionsOf, openLocal, type Local } from '../local.ts';
 import { remoteUrlOf } from '../target.ts';
 import type { Io } from '../output.ts';
 
@@ -54,7 +53,7 @@ export async function runMcpStdio(
   const url = remoteUrlOf(program);
   if (url !== undefined)
     return (await import('../../remote/remote-mcp.ts')).runRemoteMcp(url, io, Math.round(seconds * 1000));
-  const local = await openLocal({ db: program.opts<{ db?: string }>().db });
+  const local = await openLocal(localOptionsOf(program));
   try {
     const served = await serveStdio(local.rt, {
       apiKey: process.env.SOLID_API_KEY ?? null,
@@ -86,7 +85,8 @@ function dashboardApprovals(base: string | undefined): ((approvalId: string) => 
 
 /**
  * Re-read the packs the database serves (runtime_meta "packs") and register the verbs of packs
- * enabled since startup; unregister the verbs of packs no longer listed. The same steps as
+ * enabled since startup; unregister the verbs of packs no longer listed (never the packs this
+ * process brought with --pack or its config file). The same steps as
  * openLocal (local.ts) for a pack: migrations, domain reasons, verbs, outbox handlers.
  */
 export async function refreshPacks(local: Local): Promise<void> {
@@ -97,15 +97,12 @@ export async function refreshPacks(local: Local): Promise<void> {
     const load = KNOWN_PACKS[name];
     if (load === undefined) continue;
     const pack = await load();
-    await rt.store.migrate(pack.name, pack.migrations);
-    if (pack.reasons) defineReasons(pack.reasons);
-    rt.register(...pack.verbs);
-    for (const [kind, h] of Object.entries(pack.outboxHandlers ?? {})) rt.outboxHandlers.set(kind, h);
+    await installPack(rt, pack);
     local.packs.push(pack);
     rt.logger.info({ pack: name }, 'mcp: pack enabled on the database; its verbs are now served');
   }
   for (const pack of [...local.packs]) {
-    if (wanted.has(pack.name)) continue;
+    if (wanted.has(pack.name) || local.ownPacks.has(pack.name)) continue;
     for (const v of pack.verbs) rt.registry.unregister(v.name);
     local.packs.splice(local.packs.indexOf(pack as Pack), 1);
     rt.logger.info({ pack: pack.name }, 'mcp: pack no longer served by the database; its verbs were removed');

@@ -25,7 +25,7 @@ import type { Runtime } from '../../../runtime/runtime.ts';
 import type { Pack } from '../../../runtime/pack.ts';
 import { createHttpServer } from '../../http/server.ts';
 import { loadHttpMounts } from '../../http/http-mounts.ts';
-import { openLocal, keyfileOf } from '../local.ts';
+import { localOptionsOf, openLocal, keyfileOf } from '../local.ts';
 import { DECLARATION_PATH } from '../../../conformance/declaration.ts';
 import type { Io } from '../output.ts';
 
@@ -74,7 +74,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
   const packs = demoPack ? ['demo'] : [];
   if (demo || flags.conformancePack === true) packs.push('conformance');
   const local = await openLocal({
-    db: program.opts<{ db?: string }>().db,
+    ...localOptionsOf(program),
     create: demo,
     durability: flags.durability,
     packs,

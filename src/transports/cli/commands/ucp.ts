@@ -42,7 +42,7 @@ import {
   ucpConfigFromEnv,
 } from '../../ucp/ucp-config.ts';
 import type { P256JwkInput } from '../../ucp/jwk.ts';
-import { openLocal } from '../local.ts';
+import { localOptionsOf, openLocal } from '../local.ts';
 import { parseArgsJson, printEnvelope, type Io } from '../output.ts';
 import { tenantOfFlags } from './keys.ts';
 
@@ -238,7 +238,7 @@ export function registerUcp(program: Command, io: Io, setExit: (code: number) =>
       try {
         const env = ucpConfigFromEnv();
         const base = checkBaseUrl(flags.baseUrl ?? env.baseUrl ?? 'http://127.0.0.1:4400', '--base-url');
-        const local = await openLocal({ db: program.opts<{ db?: string }>().db });
+        const local = await openLocal(localOptionsOf(program));
         try {
           const { rt } = local;
           const companyId = await tenantOfFlags(rt, flags.tenant);
@@ -292,7 +292,7 @@ export function registerUcp(program: Command, io: Io, setExit: (code: number) =>
     .option('--tenant <company_id>', 'tenant')
     .action(async (flags: { tenant?: string }) => {
       try {
-        const local = await openLocal({ db: program.opts<{ db?: string }>().db });
+        const local = await openLocal(localOptionsOf(program));
         try {
           const companyId = await tenantOfFlags(local.rt, flags.tenant);
           const tenant = (await local.rt.tenants.get(companyId))!;
@@ -332,7 +332,7 @@ export function registerUcp(program: Command, io: Io, setExit: (code: number) =>
             hint: 'See docs/ucp.md for the settings.ucp members.',
           });
         }
-        const local = await openLocal({ db: program.opts<{ db?: string }>().db });
+        const local = await openLocal(localOptionsOf(program));
         try {
           const { rt } = local;
           const companyId = await tenantOfFlags(rt, flags.tenant);
