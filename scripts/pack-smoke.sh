@@ -156,5 +156,21 @@ await client.close();
 console.log(`ok: solid mcp --pack ./bookshop.mjs lists ${tools.length} tools and calls bookshop__shelf`);
 JS
 node mcp-call.mjs "$app/books.db" "$books_key" || fail "solid mcp --pack did not serve the pack"
+cat > books.test.mjs <<'JS'
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createTestBusiness } from 'solid-verbs/testing';
+import bookshop from './bookshop.mjs';
+
+test('the README pack under solid-verbs/testing', async (t) => {
+  const shop = await createTestBusiness({ packs: [bookshop] });
+  t.after(() => shop.close());
+  const shelf = await shop.call('bookshop.shelf', {}, { role: 'read_only' });
+  assert.equal(shelf.ok, true, JSON.stringify(shelf));
+  assert.equal((await shop.verifyAudit()).ok, true);
+});
+JS
+node --test books.test.mjs >"$work/books-test.out" 2>&1 || { cat "$work/books-test.out" >&2; fail "solid-verbs/testing did not run the pack's test"; }
+echo "ok: solid-verbs/testing runs a test of the pack from the installed package"
 
 echo "pack smoke: ok"

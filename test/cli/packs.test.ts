@@ -49,7 +49,7 @@ export default definePack({
     defineVerb({
       name: '${prefix}.item_add',
       description: 'Put one item on the shelf.',
-      shape: 'transaction',
+      shape: 'receipt',
       category: 'shop',
       consent: 'WRITE_REVERSIBLE',
       input: { type: 'object', properties: { title: { type: 'string', minLength: 1 } }, required: ['title'], additionalProperties: false },
