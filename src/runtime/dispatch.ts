@@ -74,8 +74,18 @@ export interface Caller {
   surface: Surface | 'internal';
   /** WebMCP only: the page surface the call came from; the verb must list it in webmcp_surfaces (spec/transports.md §webmcp). */
   webmcpSurface?: WebmcpSurface;
+  /** MCP only: the toolsets the server was started with; a verb they do not admit is surface_denied (spec/transports.md §mcp-toolsets). */
+  toolsets?: ToolsetSelection;
   signal?: AbortSignal;
   onProgress?: (done: number, total?: number, message?: string) => void;
+}
+
+/** The verb categories (toolsets) an MCP server exposes; built by src/transports/mcp/toolsets.ts. */
+export interface ToolsetSelection {
+  /** The enabled toolset names, sorted. */
+  readonly names: readonly string[];
+  /** Is this verb reachable (its category is enabled, or it is a core verb)? */
+  admits(verb: CompiledVerb): boolean;
 }
 
 /** Per-call options beside the args (spec/consent.md §protocol, spec/idempotency.md). */
@@ -214,6 +224,16 @@ export async function dispatch(
     // 5. surface
     const denied = surfaceDenied(verb, caller.surface, caller.webmcpSurface);
     if (denied !== undefined) throw denied;
+    if (caller.toolsets !== undefined && !caller.toolsets.admits(verb)) {
+      throw new VerbError(
+        'surface_denied',
+        `${verb.name} is in the toolset "${verb.category}", which this MCP server does not expose (enabled: ${caller.toolsets.names.join(', ')}).`,
+        {
+          hint: `Start the server with --toolsets ${[...caller.toolsets.names, verb.category].join(',')} (or SOLID_TOOLSETS), or --toolsets all.`,
+          details: { toolset: verb.category, enabled: [...caller.toolsets.names] },
+        },
+      );
+    }
     // 6. input
     st.args = checkArgs(verb, args);
     // 7. floors (and delegated consent resolution)

@@ -21,12 +21,18 @@ export const HTTP_MOUNTS: Readonly<Record<string, HttpMount>> = {
     import('../../conformance/declaration-plugin.ts').then((m) => m.conformanceDeclarationPlugin),
 };
 
-/** Load every mount; a mount that fails to load is reported through `onError` and skipped. */
+/**
+ * Load every mount; a mount that fails to load is reported through `onError` and skipped.
+ * `configured` replaces a mount's loader by name (e.g. `solid serve --toolsets` mounts a
+ * configured MCP plugin).
+ */
 export async function loadHttpMounts(
   onError: (name: string, err: unknown) => void = () => {},
+  configured: Readonly<Partial<Record<string, HttpMount>>> = {},
 ): Promise<HttpPlugin[]> {
   const out: HttpPlugin[] = [];
-  for (const [name, load] of Object.entries(HTTP_MOUNTS)) {
+  for (const [name, mount] of Object.entries(HTTP_MOUNTS)) {
+    const load = configured[name] ?? mount;
     try {
       out.push(await load());
     } catch (err) {

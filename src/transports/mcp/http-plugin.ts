@@ -37,6 +37,7 @@ import { apiKeyOf } from '../http/request-headers.ts';
 import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
 import { createMcpServer, type McpServerOptions } from './mcp-server.ts';
 import { ToolCatalog } from './tool-catalog.ts';
+import { selectionOf } from './toolsets.ts';
 
 export const DEFAULT_MCP_PATH = '/mcp';
 export const DEFAULT_MAX_SESSIONS = 100;
@@ -46,7 +47,7 @@ export const DEFAULT_MCP_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 
 export interface McpHttpOptions extends Pick<
   McpServerOptions,
-  'limits' | 'elicitationTimeoutMs' | 'approvalUrl'
+  'limits' | 'elicitationTimeoutMs' | 'approvalUrl' | 'toolsets' | 'dynamic'
 > {
   path?: string;
   maxSessions?: number;
@@ -109,6 +110,8 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
 
   return async function mcpHttp(app: FastifyInstance, opts: HttpPluginOptions): Promise<void> {
     const rt: Runtime = opts.rt;
+    // Checked once, at mount: an unknown toolset fails the server's start (ToolsetError), not a session.
+    const toolsets = selectionOf(rt, config.toolsets);
     const catalog = new ToolCatalog(rt, { pageSize: config.pageSize });
     const sessions = new Map<string, Session>(); // insertion order = least recently used first
 
@@ -326,6 +329,8 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
           }),
           limits: config.limits,
           elicitationTimeoutMs: config.elicitationTimeoutMs,
+          ...(toolsets !== undefined ? { toolsets } : {}),
+          dynamic: config.dynamic === true,
           approvalUrl: config.approvalUrl ?? dashboardApprovals(app, request),
         });
         const transport = new StreamableHTTPServerTransport({

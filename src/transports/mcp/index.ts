@@ -8,6 +8,8 @@
  *   envelopeToToolResult           the envelope → CallToolResult mapping
  *   toPortableSchema               the portable JSON Schema subset
  *   META                           the `_meta` keys (dev.solid-verbs/…)
+ *   resolveToolsets, listToolsets  toolsets: verb categories a server exposes (--toolsets)
+ *   META_TOOLS                     dynamic mode's search_verbs, describe_verb, call_verb
  *
  * Spec: spec/transports.md §mcp. Client configuration: docs/mcp.md.
  */
@@ -29,3 +31,15 @@ export {
 } from './envelope-map.ts';
 export { toPortableSchema, restoreNulls, compactOutputSchema } from './portable-schema.ts';
 export { META, META_PREFIX } from './meta-keys.ts';
+export {
+  ALL_TOOLSETS,
+  CORE_VERBS,
+  ToolsetError,
+  listToolsets,
+  parseToolsetNames,
+  resolveToolsets,
+  selectionOf,
+  toolsetSelection,
+  type ToolsetInfo,
+} from './toolsets.ts';
+export { META_TOOLS, META_TOOL_NAMES, SEARCH_VERBS, DESCRIBE_VERB, CALL_VERB } from './meta-tools.ts';

@@ -19,6 +19,12 @@
  * notifications/progress (strictly increasing). Cancellation: the request's abort signal is the
  * verb's `ctx.signal`.
  *
+ * Toolsets (`options.toolsets`, toolsets.ts): tools/list lists only the admitted verbs and every
+ * call carries the selection (`Caller.toolsets`), so the pipeline refuses any other verb
+ * (surface_denied, audited). Dynamic mode (`options.dynamic`, meta-tools.ts): tools/list lists
+ * search_verbs, describe_verb and call_verb; call_verb takes the very path of steps 1–4 above
+ * for the named verb. Spec: spec/transports.md §mcp-toolsets, §mcp-dynamic.
+ *
  * The server never validates arguments, decides consent or touches the store: the pipeline does.
  * Spec: spec/transports.md §mcp.
  */
@@ -34,14 +40,24 @@ import {
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { Caller, DispatchOptions } from '../../runtime/dispatch.ts';
+import type { Caller, DispatchOptions, ToolsetSelection } from '../../runtime/dispatch.ts';
 import type { Runtime } from '../../runtime/runtime.ts';
 import type { ConsentRequest, Envelope, Principal } from '../../spec/types.ts';
 import { askForPhrase, canElicitForm } from './consent-elicitation.ts';
 import { envelopeToToolResult, type ResultLimits } from './envelope-map.ts';
 import { META } from './meta-keys.ts';
+import {
+  CALL_VERB,
+  DESCRIBE_VERB,
+  META_TOOLS,
+  SEARCH_VERBS,
+  badMetaInput,
+  describeVerb,
+  searchVerbs,
+} from './meta-tools.ts';
 import { restoreNulls } from './portable-schema.ts';
 import { CursorError, ToolCatalog, type CatalogEntry } from './tool-catalog.ts';
+import { selectionOf } from './toolsets.ts';
 
 export type McpExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -64,6 +80,14 @@ export interface McpServerOptions {
   approvalUrl?: (approvalId: string) => string | undefined;
   /** Declare tools.listChanged and send notifications/tools/list_changed (default true). */
   listChanged?: boolean;
+  /**
+   * The toolsets (verb categories) to expose: "crm,payments", a list, or a selection from
+   * resolveToolsets (toolsets.ts). Default: all. An unknown name throws ToolsetError.
+   * Spec: spec/transports.md §mcp-toolsets.
+   */
+  toolsets?: string | readonly string[] | ToolsetSelection;
+  /** Dynamic mode: list the meta tools (search_verbs, describe_verb, call_verb) instead of the verbs (§mcp-dynamic). */
+  dynamic?: boolean;
 }
 
 const PACKAGE_VERSION = (
@@ -84,14 +108,17 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
   const ownCatalog = options.catalog === undefined;
   const catalog = options.catalog ?? new ToolCatalog(rt);
   const listChanged = options.listChanged ?? true;
+  const toolsets = selectionOf(rt, options.toolsets);
+  const dynamic = options.dynamic === true;
   const server = new Server(
     { name: 'solid-verbs', title: 'solid-verbs', version: PACKAGE_VERSION },
     { capabilities: { tools: { listChanged } }, instructions: SERVER_INSTRUCTIONS },
   );
 
   server.setRequestHandler(ListToolsRequestSchema, (req) => {
+    if (dynamic) return { tools: [...META_TOOLS] };
     try {
-      return catalog.page(req.params?.cursor);
+      return catalog.page(req.params?.cursor, toolsets?.admits);
     } catch (err) {
       if (err instanceof CursorError) throw new McpError(ErrorCode.InvalidParams, err.message);
       throw err;
@@ -104,11 +131,29 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
     const caller: Caller & { apiKey?: string | null } = {
       ...(options.credentials?.(extra) ?? {}),
       surface: 'mcp_stdio',
+      ...(toolsets !== undefined ? { toolsets } : {}),
       signal: extra.signal,
       onProgress: progressReporter(extra),
     };
+    const meta = req.params._meta;
+    if (dynamic) {
+      if (name === SEARCH_VERBS) return searchVerbs(rt, toolsets, args);
+      if (name === DESCRIBE_VERB) return describeVerb(rt, toolsets, args);
+      if (name === CALL_VERB) return callVerbByName(args, caller, extra, meta);
+    }
     const entry = catalog.lookup(name);
     if (entry === undefined) return unknownTool(rt, caller, name, args);
+    return callEntry(entry, args, caller, extra, meta);
+  });
+
+  /** tools/call of one projected verb (its own tool, or call_verb): dispatch, elicitation, result. */
+  async function callEntry(
+    entry: CatalogEntry,
+    args: Record<string, unknown>,
+    caller: Caller,
+    extra: McpExtra,
+    meta: Record<string, unknown> | undefined,
+  ): Promise<CallToolResult> {
     const call = {
       rt,
       server,
@@ -116,7 +161,7 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
       caller,
       entry,
       args: restoreNulls(args, entry.nullFill),
-      options: dispatchOptions(req.params._meta),
+      options: dispatchOptions(meta),
     };
     let env = await rt.dispatch(caller, entry.verb.name, call.args, call.options);
     if (isTypedPending(env) && canElicitForm(server))
@@ -126,15 +171,40 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
       limits: options.limits,
       approvalUrl: options.approvalUrl,
     });
-  });
+  }
 
-  const unsubscribe = listChanged
-    ? catalog.onChange(() => {
-        server.sendToolListChanged().catch(() => {
-          /* not connected (yet/anymore): nothing to tell */
-        });
-      })
-    : () => {};
+  /** call_verb { name, arguments }: the verb's own tools/call path; any other name is dispatched to be refused and audited. */
+  async function callVerbByName(
+    args: Record<string, unknown>,
+    caller: Caller,
+    extra: McpExtra,
+    meta: Record<string, unknown> | undefined,
+  ): Promise<CallToolResult> {
+    const { name, arguments: verbArgs } = args;
+    if (typeof name !== 'string' || name === '' || name.length > 200)
+      return badMetaInput(CALL_VERB, '/name', 'name must be a verb name (a string of 1 to 200 characters).');
+    if (
+      verbArgs !== undefined &&
+      (verbArgs === null || typeof verbArgs !== 'object' || Array.isArray(verbArgs))
+    )
+      return badMetaInput(CALL_VERB, '/arguments', "arguments must be an object: the verb's arguments.");
+    const a = (verbArgs ?? {}) as Record<string, unknown>;
+    const entry = catalog.lookup(name);
+    if (entry !== undefined) return callEntry(entry, a, caller, extra, meta);
+    // Not on MCP (or not registered): the pipeline refuses it (unknown_verb, blocked_verb, surface_denied) and audits the attempt.
+    const env = await rt.dispatch(caller, name, a, dispatchOptions(meta));
+    return envelopeToToolResult(env, { toolName: CALL_VERB, limits: options.limits });
+  }
+
+  // Dynamic mode lists fixed meta tools: a changed verb set changes nothing they list.
+  const unsubscribe =
+    listChanged && !dynamic
+      ? catalog.onChange(() => {
+          server.sendToolListChanged().catch(() => {
+            /* not connected (yet/anymore): nothing to tell */
+          });
+        })
+      : () => {};
   const previous = server.onclose;
   server.onclose = () => {
     unsubscribe();

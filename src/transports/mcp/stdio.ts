@@ -20,6 +20,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { Runtime } from '../../runtime/runtime.ts';
 import { createMcpServer, type McpServerOptions } from './mcp-server.ts';
 import { ToolCatalog } from './tool-catalog.ts';
+import { selectionOf } from './toolsets.ts';
 
 /** Default manifest refresh interval (ms): 5 minutes, as the spec's clients cache the manifest. */
 export const DEFAULT_REFRESH_MS = 300_000;
@@ -51,8 +52,15 @@ export async function serveStdio(rt: Runtime, options: StdioOptions = {}): Promi
   const input = options.input ?? process.stdin;
   const output = options.output ?? process.stdout;
   const apiKey = options.apiKey != null && options.apiKey !== '' ? options.apiKey : null;
+  // Checked before anything starts: an unknown toolset throws ToolsetError.
+  const toolsets = selectionOf(rt, options.toolsets);
   const catalog = new ToolCatalog(rt, { pageSize: options.pageSize });
-  const server = createMcpServer(rt, { ...options, catalog, credentials: () => ({ apiKey }) });
+  const server = createMcpServer(rt, {
+    ...options,
+    toolsets,
+    catalog,
+    credentials: () => ({ apiKey }),
+  });
   const transport = new StdioServerTransport(input, output);
 
   let resolveClosed!: () => void;

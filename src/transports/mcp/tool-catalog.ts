@@ -108,9 +108,16 @@ export class ToolCatalog {
     return verb === undefined ? undefined : snap.byName.get(verb.toolName);
   }
 
-  /** One page of tools/list. Throws CursorError for a cursor we did not issue. */
-  page(cursor: string | undefined): { tools: Tool[]; nextCursor?: string } {
-    const { entries } = this.#current();
+  /**
+   * One page of tools/list; with `admits`, only the verbs it admits (a toolset selection,
+   * toolsets.ts). Throws CursorError for a cursor we did not issue.
+   */
+  page(
+    cursor: string | undefined,
+    admits?: (verb: CompiledVerb) => boolean,
+  ): { tools: Tool[]; nextCursor?: string } {
+    const all = this.#current().entries;
+    const entries = admits === undefined ? all : all.filter((e) => admits(e.verb));
     let start = 0;
     if (cursor !== undefined) {
       const after = decodeCursor(cursor);

@@ -1,6 +1,9 @@
 /**
- * `solid mcp [--db PATH] [--refresh-seconds 300]` (also `npx solid-verbs mcp`): serve this
- * database's verbs as MCP tools over stdio, for Claude Desktop, Cursor and other MCP hosts.
+ * `solid mcp [--db PATH] [--refresh-seconds 300] [--toolsets crm,payments] [--dynamic-toolsets]`
+ * (also `npx solid-verbs mcp`): serve this database's verbs as MCP tools over stdio, for Claude
+ * Desktop, Cursor and other MCP hosts. --toolsets / SOLID_TOOLSETS: only those verb categories
+ * (an unknown name exits 2 listing the valid ones); --dynamic-toolsets / SOLID_DYNAMIC_TOOLSETS=1:
+ * three meta tools instead of every verb (spec/transports.md §mcp-toolsets, §mcp-dynamic).
  *
  * stdout carries only JSON-RPC; every log line goes to stderr. Credentials: SOLID_API_KEY (reads
  * without a key run on the sandbox tenant; writes need a key). The database path comes from
@@ -19,6 +22,7 @@ import { KNOWN_PACKS } from '../../../packs.ts';
 import { installPack, type Pack } from '../../../runtime/pack.ts';
 import type { Runtime } from '../../../runtime/runtime.ts';
 import { serveStdio, DEFAULT_REFRESH_MS } from '../../mcp/stdio.ts';
+import { resolveToolsets, ToolsetError } from '../../mcp/toolsets.ts';
 import { localOptionsOf, openLocal, type Local } from '../local.ts';
 import { remoteUrlOf } from '../target.ts';
 import type { Io } from '../output.ts';
@@ -34,28 +38,71 @@ export function registerMcp(program: Command, io: Io, setExit: (code: number) =>
       'how often to re-read the verbs the database serves',
       String(DEFAULT_REFRESH_MS / 1000),
     )
-    .action(async (flags: { refreshSeconds: string }) => {
+    .option(
+      '--toolsets <names>',
+      'only these toolsets (verb categories, comma-separated, e.g. crm,payments; default all; env SOLID_TOOLSETS)',
+    )
+    .option(
+      '--dynamic-toolsets',
+      'list three meta tools (search_verbs, describe_verb, call_verb) instead of every verb (env SOLID_DYNAMIC_TOOLSETS=1)',
+    )
+    .action(async (flags: McpFlags) => {
       setExit(await runMcpStdio(program, io, flags));
     });
 }
 
+export interface McpFlags {
+  refreshSeconds: string;
+  toolsets?: string;
+  dynamicToolsets?: boolean;
+}
+
+/**
+ * The toolset options of `solid mcp` / `solid serve`: --toolsets over SOLID_TOOLSETS, and
+ * --dynamic-toolsets or SOLID_DYNAMIC_TOOLSETS (1/true/yes). Spec: spec/transports.md §mcp-toolsets.
+ */
+export function toolsetFlags(
+  flags: { toolsets?: string; dynamicToolsets?: boolean },
+  env: NodeJS.ProcessEnv = process.env,
+): { toolsets: string | undefined; dynamic: boolean } {
+  const envDynamic = (env.SOLID_DYNAMIC_TOOLSETS ?? '').trim().toLowerCase();
+  return {
+    toolsets: flags.toolsets ?? (env.SOLID_TOOLSETS?.trim() ? env.SOLID_TOOLSETS : undefined),
+    dynamic: flags.dynamicToolsets === true || ['1', 'true', 'yes'].includes(envDynamic),
+  };
+}
+
 /** Serve MCP on the process's stdin/stdout until stdin closes; resolves to the exit code. */
-export async function runMcpStdio(
-  program: Command,
-  io: Io,
-  flags: { refreshSeconds: string },
-): Promise<number> {
+export async function runMcpStdio(program: Command, io: Io, flags: McpFlags): Promise<number> {
   const seconds = Number(flags.refreshSeconds);
   if (!Number.isFinite(seconds) || seconds <= 0) {
     io.err('✗ --refresh-seconds must be a positive number');
     return 2;
   }
+  const { toolsets, dynamic } = toolsetFlags(flags);
   const url = remoteUrlOf(program);
-  if (url !== undefined)
+  if (url !== undefined) {
+    if (toolsets !== undefined || dynamic) {
+      io.err(
+        '✗ --toolsets and --dynamic-toolsets apply to a local database; the bridge (--url) lists what the server serves. Start `solid serve --toolsets …` there instead.',
+      );
+      return 2;
+    }
     return (await import('../../remote/remote-mcp.ts')).runRemoteMcp(url, io, Math.round(seconds * 1000));
+  }
   const local = await openLocal(localOptionsOf(program));
   try {
+    let selection;
+    try {
+      selection = resolveToolsets(local.rt, toolsets);
+    } catch (err) {
+      if (!(err instanceof ToolsetError)) throw err;
+      io.err(`✗ ${err.message}`);
+      return 2;
+    }
     const served = await serveStdio(local.rt, {
+      toolsets: selection,
+      dynamic,
       apiKey: process.env.SOLID_API_KEY ?? null,
       refresh: () => refreshPacks(local),
       refreshMs: Math.round(seconds * 1000),

@@ -1,6 +1,7 @@
 /**
  * `solid serve [--demo] [--conformance-pack] [--port 4400] [--host 127.0.0.1] [--db PATH]
- * [--durability normal|full] [--body-limit BYTES]`: open the local runtime and serve every
+ * [--durability normal|full] [--body-limit BYTES] [--toolsets crm,payments] [--dynamic-toolsets]`:
+ * open the local runtime and serve every
  * HTTP-mounted transport (the agent API, OpenAPI, and whatever http-mounts.ts lists: WebMCP +
  * dashboard, MCP, UCP, the conformance declaration).
  *
@@ -26,6 +27,8 @@ import type { Pack } from '../../../runtime/pack.ts';
 import { createHttpServer } from '../../http/server.ts';
 import { loadHttpMounts } from '../../http/http-mounts.ts';
 import { localOptionsOf, openLocal, keyfileOf } from '../local.ts';
+import { resolveToolsets, ToolsetError } from '../../mcp/toolsets.ts';
+import { toolsetFlags } from './mcp.ts';
 import { DECLARATION_PATH } from '../../../conformance/declaration.ts';
 import type { Io } from '../output.ts';
 
@@ -36,6 +39,8 @@ export interface ServeFlags {
   durability: string;
   bodyLimit?: string;
   conformancePack?: boolean;
+  toolsets?: string;
+  dynamicToolsets?: boolean;
 }
 
 export function registerServe(program: Command, io: Io, setExit: (code: number) => void): void {
@@ -53,6 +58,14 @@ export function registerServe(program: Command, io: Io, setExit: (code: number) 
     .option('--host <host>', 'interface to bind', '127.0.0.1')
     .option('--durability <mode>', 'normal (WAL, synchronous=NORMAL) or full (synchronous=FULL)', 'normal')
     .option('--body-limit <bytes>', 'maximum request body in bytes (default 1048576)')
+    .option(
+      '--toolsets <names>',
+      'MCP at /mcp: only these toolsets (verb categories, comma-separated; default all; env SOLID_TOOLSETS)',
+    )
+    .option(
+      '--dynamic-toolsets',
+      'MCP at /mcp: list the meta tools search_verbs, describe_verb, call_verb instead of every verb (env SOLID_DYNAMIC_TOOLSETS=1)',
+    )
     .action(async (flags: ServeFlags) => {
       setExit(await runServe(program, io, flags));
     });
@@ -83,8 +96,24 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
   let app: ReturnType<typeof createHttpServer> | undefined;
   try {
     if (demo) await seedIfEmpty(rt, local.packs, io, local.dbPath);
-    const plugins = await loadHttpMounts((name, err) =>
-      io.err(`! transport ${name} not mounted: ${(err as Error).message}`),
+    const mcp = toolsetFlags(flags);
+    let toolsets;
+    try {
+      toolsets = resolveToolsets(rt, mcp.toolsets);
+    } catch (err) {
+      if (!(err instanceof ToolsetError)) throw err;
+      return usage(io, err.message);
+    }
+    const plugins = await loadHttpMounts(
+      (name, err) => io.err(`! transport ${name} not mounted: ${(err as Error).message}`),
+      toolsets !== undefined || mcp.dynamic
+        ? {
+            mcp: () =>
+              import('../../mcp/http-plugin.ts').then((m) =>
+                m.createMcpHttpPlugin({ toolsets, dynamic: mcp.dynamic }),
+              ),
+          }
+        : {},
     );
     app = createHttpServer(rt, {
       plugins,
@@ -124,7 +153,9 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
       lines.push(`  Dashboard  ${base}/          (log in with a key; the page registers its WebMCP tools)`);
     if (app.hasRoute({ method: 'GET', url: '/webmcp.js' })) lines.push(`  WebMCP     ${base}/webmcp.js`);
     if (app.hasRoute({ method: 'POST', url: '/mcp' }))
-      lines.push(`  MCP        ${base}/mcp       (Streamable HTTP; \`solid mcp\` serves stdio)`);
+      lines.push(
+        `  MCP        ${base}/mcp       (Streamable HTTP; \`solid mcp\` serves stdio)${mcpMode(toolsets?.names, mcp.dynamic)}`,
+      );
     if (app.hasRoute({ method: 'GET', url: '/.well-known/ucp' }))
       lines.push(`  UCP        ${base}/.well-known/ucp`);
     if (local.packs.some((p) => p.name === 'conformance'))
@@ -148,6 +179,15 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     if (app !== undefined) await app.close().catch(() => {});
     await local.close().catch(() => {});
   }
+}
+
+/** " toolsets: crm, payments; dynamic" for the MCP line, when not the defaults. */
+function mcpMode(toolsets: readonly string[] | undefined, dynamic: boolean): string {
+  const parts = [
+    ...(toolsets !== undefined ? [`toolsets: ${toolsets.join(', ')}`] : []),
+    ...(dynamic ? ['dynamic toolsets'] : []),
+  ];
+  return parts.length > 0 ? ` [${parts.join('; ')}]` : '';
 }
 
 function usage(io: Io, message: string): number {

@@ -1,0 +1,102 @@
+/**
+ * MCP toolsets (spec/transports.md §mcp-toolsets): the verb categories an MCP server exposes.
+ *
+ *   toolset        a verb's `category` (crm, payments, audit, system, …), among the verbs whose
+ *                  surfaces include mcp_stdio; every such verb is in exactly one toolset
+ *   `all`          every toolset (the default; also what an empty selection means)
+ *   core verbs     CORE_VERBS (verbs.list: discovery; audit.revert: every write receipt points to
+ *                  it) are reachable whatever toolsets are chosen
+ *
+ * `resolveToolsets(rt, spec)` checks the names against the registry once, at start: an unknown
+ * name throws ToolsetError listing the valid names (the CLI exits non-zero). The selection rides
+ * on every MCP call (`Caller.toolsets`): tools/list lists only the admitted verbs, and the
+ * pipeline's surface step refuses any other verb with `surface_denied` (audited), so a verb
+ * outside the enabled toolsets never runs through this server, by tool name or through call_verb.
+ */
+import type { ToolsetSelection } from '../../runtime/dispatch.ts';
+import type { Runtime } from '../../runtime/runtime.ts';
+import type { CompiledVerb } from '../../runtime/verb.ts';
+import { MCP_SURFACE } from './tool-catalog.ts';
+
+/** The keyword for every toolset. */
+export const ALL_TOOLSETS = 'all';
+
+/** Verbs reachable whatever toolsets are enabled (discovery, and the undo every receipt names). */
+export const CORE_VERBS: readonly string[] = ['verbs.list', 'audit.revert'];
+
+/** Thrown for a toolset name that no verb on MCP has as its category. */
+export class ToolsetError extends Error {
+  override readonly name = 'ToolsetError';
+  constructor(
+    message: string,
+    readonly valid: readonly string[],
+  ) {
+    super(message);
+  }
+}
+
+/** One toolset: its name (a category) and its verbs (names, sorted). */
+export interface ToolsetInfo {
+  name: string;
+  verbs: string[];
+}
+
+/** Every toolset of the verbs on MCP right now, sorted by name. */
+export function listToolsets(rt: Runtime): ToolsetInfo[] {
+  const by = new Map<string, string[]>();
+  for (const v of rt.registry.all()) {
+    if (!v.surfaces.includes(MCP_SURFACE)) continue;
+    const list = by.get(v.category) ?? [];
+    list.push(v.name);
+    by.set(v.category, list);
+  }
+  return [...by.keys()].sort().map((name) => ({ name, verbs: by.get(name)!.sort() }));
+}
+
+/** "crm, payments" / ["crm", "payments"] → trimmed, lower-cased, de-duplicated names. */
+export function parseToolsetNames(spec: string | readonly string[] | undefined): string[] {
+  const parts = spec === undefined ? [] : typeof spec === 'string' ? spec.split(',') : spec;
+  return [...new Set(parts.map((p) => p.trim().toLowerCase()).filter((p) => p !== ''))];
+}
+
+/**
+ * The selection for `spec` (comma-separated names, or a list), checked against the toolsets of
+ * the registry now. Undefined for every toolset (no spec, empty, or `all` among the names).
+ * Throws ToolsetError for a name that is not a toolset, listing the valid ones.
+ */
+export function resolveToolsets(
+  rt: Runtime,
+  spec: string | readonly string[] | undefined,
+): ToolsetSelection | undefined {
+  const names = parseToolsetNames(spec);
+  if (names.length === 0 || names.includes(ALL_TOOLSETS)) return undefined;
+  const valid = listToolsets(rt).map((t) => t.name);
+  const unknown = names.filter((n) => !valid.includes(n));
+  if (unknown.length > 0) {
+    throw new ToolsetError(
+      `Unknown toolset${unknown.length > 1 ? 's' : ''}: ${unknown.map((n) => JSON.stringify(n.slice(0, 64))).join(', ')}. ` +
+        `Valid toolsets: ${ALL_TOOLSETS}, ${valid.join(', ')}.`,
+      valid,
+    );
+  }
+  return toolsetSelection(names.sort());
+}
+
+/** A selection of toolsets by name (no check against the registry; see resolveToolsets). */
+export function toolsetSelection(names: readonly string[]): ToolsetSelection {
+  const set = new Set(names);
+  const core = new Set(CORE_VERBS);
+  return {
+    names: [...set].sort(),
+    admits: (verb: CompiledVerb) => set.has(verb.category) || core.has(verb.name),
+  };
+}
+
+/** A selection as given (already resolved), or resolveToolsets of the names. Throws ToolsetError. */
+export function selectionOf(
+  rt: Runtime,
+  toolsets: string | readonly string[] | ToolsetSelection | undefined,
+): ToolsetSelection | undefined {
+  if (typeof toolsets === 'object' && 'admits' in toolsets) return toolsets;
+  return resolveToolsets(rt, toolsets);
+}
