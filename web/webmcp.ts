@@ -3,7 +3,9 @@
  *
  * Load it with `<script type="module" src="/webmcp.js" data-surface="portal"></script>` (or a
  * `<meta name="webmcp-surface" content="portal">`) and it connects on load; or import it and call
- * `connect({ surface })` yourself (the dashboard does, after login).
+ * `connect({ surface })` yourself (the dashboard does, after login). `data-toolsets="crm,payments"`
+ * (or `<meta name="webmcp-toolsets">`, or `connect({ surface, toolsets })`) registers only those
+ * verb categories (plus verbs.list and audit.revert): the manifest's `toolsets` parameter.
  *
  * connect({ surface, pollMs? }) → WebmcpConnection:
  *   1. picks `document.modelContext` (native WebMCP) when present, else installs the bundled
@@ -138,14 +140,32 @@ function signature(tool: ManifestTool): string {
 }
 
 let current: (WebmcpConnection & { disconnected: boolean }) | undefined;
+/** The manifest query of the current connection (surface and toolsets). */
+let currentQuery: string | undefined;
 
 /**
  * Register the tools of a page surface (see the header). Calling it again for the same surface
  * returns the live connection; for another surface it disconnects the previous one first.
  */
-export function connect(options: { surface: WebmcpSurface; pollMs?: number }): WebmcpConnection {
-  if (current !== undefined && !current.disconnected && current.surface === options.surface) return current;
+export function connect(options: {
+  surface: WebmcpSurface;
+  pollMs?: number;
+  /** Only these toolsets (verb categories) plus verbs.list and audit.revert; default all. */
+  toolsets?: readonly string[];
+}): WebmcpConnection {
+  const toolsets = (options.toolsets ?? []).map((n) => n.trim()).filter((n) => n !== '');
+  const query = `surface=${encodeURIComponent(options.surface)}${
+    toolsets.length > 0 ? `&toolsets=${encodeURIComponent(toolsets.join(','))}` : ''
+  }`;
+  if (
+    current !== undefined &&
+    !current.disconnected &&
+    current.surface === options.surface &&
+    currentQuery === query
+  )
+    return current;
   current?.disconnect();
+  currentQuery = query;
   const surface = options.surface;
   const picked = modelContext();
   const registered = new Map<string, { controller: AbortController; signature: string }>();
@@ -188,7 +208,7 @@ export function connect(options: { surface: WebmcpSurface; pollMs?: number }): W
 
   async function load(): Promise<string[]> {
     if (picked === undefined || connection.disconnected) return names();
-    const res = await fetch(`/api/v1/webmcp/manifest?surface=${encodeURIComponent(surface)}`, {
+    const res = await fetch(`/api/v1/webmcp/manifest?${query}`, {
       credentials: 'same-origin',
       cache: 'no-store',
       headers: etag !== undefined ? { 'if-none-match': etag } : {},
@@ -264,9 +284,27 @@ function autoSurface(): string | undefined {
   return meta?.content || undefined;
 }
 
+/** `data-toolsets="crm,payments"` on the script, or `<meta name="webmcp-toolsets">`; none → all. */
+function autoToolsets(): string[] | undefined {
+  const self = [...document.querySelectorAll<HTMLScriptElement>('script[type="module"][src]')].find(
+    (s) => s.src === import.meta.url,
+  );
+  const raw =
+    self?.dataset.toolsets ??
+    document.querySelector<HTMLMetaElement>('meta[name="webmcp-toolsets"]')?.content ??
+    '';
+  const names = raw
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
+  return names.length > 0 ? names : undefined;
+}
+
 const SURFACES: readonly string[] = ['dashboard', 'portal', 'developer', 'tenant-site', 'public'];
 const auto = autoSurface();
 if (auto !== undefined) {
-  if (SURFACES.includes(auto)) connect({ surface: auto as WebmcpSurface });
-  else console.warn(`webmcp: unknown surface "${auto}"; expected one of ${SURFACES.join(', ')}`);
+  if (SURFACES.includes(auto)) {
+    const toolsets = autoToolsets();
+    connect({ surface: auto as WebmcpSurface, ...(toolsets !== undefined ? { toolsets } : {}) });
+  } else console.warn(`webmcp: unknown surface "${auto}"; expected one of ${SURFACES.join(', ')}`);
 }

@@ -15,12 +15,16 @@
  *                   verb decides it per call from its target (audit.revert and the like)
  *   shape, category
  *
+ * `?toolsets=crm,payments` trims it to those categories plus the core verbs (webmcpManifestFor).
+ *
  * Spec: spec/transports.md §webmcp-manifest, research: mcp-webmcp.md §13.
  */
 import { createHash } from 'node:crypto';
 import type { Runtime } from '../../runtime/runtime.ts';
 import type { CompiledVerb } from '../../runtime/verb.ts';
 import { inlineSchema } from '../../runtime/registry.ts';
+import { VerbError } from '../../runtime/errors.ts';
+import { ALL_TOOLSETS, CORE_VERBS } from '../mcp/toolsets.ts';
 import {
   WEBMCP_SURFACES,
   type JsonSchema,
@@ -111,4 +115,39 @@ export function webmcpManifest(
   const entry: Cached = { manifest, etag };
   perRt.set(surface, entry);
   return entry;
+}
+
+/**
+ * The manifest trimmed to some toolsets (verb categories) of that page surface, plus the core
+ * verbs (spec/transports.md §webmcp-manifest, §mcp-toolsets), with its own strong ETag. Throws
+ * VerbError invalid_request for a name that is no category of that page surface, listing the
+ * valid ones. `names` empty or holding `all` → the whole manifest.
+ */
+export function webmcpManifestFor(
+  rt: Runtime,
+  surface: WebmcpSurface,
+  names: readonly string[],
+): { manifest: WebmcpManifest; etag: string } {
+  const whole = webmcpManifest(rt, surface);
+  if (names.length === 0 || names.includes(ALL_TOOLSETS)) return whole;
+  const valid = [...new Set(whole.manifest.tools.map((t) => t.category))].sort();
+  const unknown = names.filter((n) => !valid.includes(n));
+  if (unknown.length > 0) {
+    throw new VerbError(
+      'invalid_request',
+      `Unknown toolset${unknown.length > 1 ? 's' : ''} on the WebMCP ${surface} surface: ${unknown.map((n) => JSON.stringify(n.slice(0, 64))).join(', ')}.`,
+      {
+        hint: `Use ?toolsets= a comma-separated list of: ${ALL_TOOLSETS}, ${valid.join(', ')}.`,
+        details: { toolsets: valid },
+      },
+    );
+  }
+  const keep = new Set(names);
+  const core = new Set(CORE_VERBS);
+  const manifest: WebmcpManifest = {
+    surface,
+    tools: whole.manifest.tools.filter((t) => keep.has(t.category) || core.has(t.verb)),
+  };
+  const etag = `"${createHash('sha256').update(JSON.stringify(manifest)).digest('base64url').slice(0, 27)}"`;
+  return { manifest, etag };
 }

@@ -98,9 +98,19 @@ export const ROUTE_DOCS = {
     'webmcp_manifest',
     'webmcp',
     'WebMCP tools of a page surface',
-    'The verbs on that page surface as WebMCP tools (name, description, inputSchema, annotations, consent_class, shape). Strong ETag; 304 on If-None-Match.',
+    'The verbs on that page surface as WebMCP tools (name, description, inputSchema, annotations, consent_class, shape). Strong ETag; 304 on If-None-Match. `toolsets` trims it to those verb categories plus verbs.list and audit.revert.',
     {
-      parameters: [surfaceParam],
+      parameters: [
+        surfaceParam,
+        {
+          name: 'toolsets',
+          in: 'query',
+          required: false,
+          description:
+            'Comma-separated verb categories (default all); an unknown one answers 400 invalid_request.',
+          schema: { type: 'string' },
+        },
+      ],
     },
   ),
   'POST /api/v1/webmcp/execute/:tool_name': op(

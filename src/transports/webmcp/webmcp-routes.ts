@@ -1,7 +1,7 @@
 /**
  * The WebMCP endpoints (spec/transports.md §webmcp):
  *
- *   GET  /api/v1/webmcp/manifest?surface={dashboard|portal|developer|tenant-site|public}
+ *   GET  /api/v1/webmcp/manifest?surface={dashboard|portal|developer|tenant-site|public}[&toolsets=a,b]
  *        → 200 { surface, tools: WebmcpTool[] } with a strong ETag (304 on If-None-Match) and
  *          `Cache-Control: no-cache`; 400 invalid_request for a missing or unknown surface.
  *          No session needed: the manifest is the registry's public projection.
@@ -19,7 +19,8 @@ import { VerbError } from '../../runtime/errors.ts';
 import { parseCallBody } from './call-body.ts';
 import { WEBMCP_SURFACES } from '../../spec/types.ts';
 import { dispatchAndReply } from './browser-dispatch.ts';
-import { isWebmcpSurface, webmcpManifest } from './manifest.ts';
+import { isWebmcpSurface, webmcpManifestFor } from './manifest.ts';
+import { parseToolsetNames } from '../mcp/toolsets.ts';
 import { checkCsrf, checkOrigin, sessionRequired, sessionTokenOf } from './request-guard.ts';
 import { notePrincipal } from '../http/error-handler.ts';
 import type { SessionStore } from './session-store.ts';
@@ -41,7 +42,8 @@ export function registerWebmcpRoutes(app: FastifyInstance, deps: WebmcpRouteDeps
     '/api/v1/webmcp/manifest',
     { config: ROUTE_DOCS['GET /api/v1/webmcp/manifest'] },
     async function manifest(request: FastifyRequest, reply: FastifyReply) {
-      const surface = (request.query as Record<string, unknown> | undefined)?.surface;
+      const query = request.query as Record<string, unknown> | undefined;
+      const surface = query?.surface;
       if (!isWebmcpSurface(surface)) {
         throw new VerbError(
           'invalid_request',
@@ -52,7 +54,12 @@ export function registerWebmcpRoutes(app: FastifyInstance, deps: WebmcpRouteDeps
           },
         );
       }
-      const { manifest: body, etag } = webmcpManifest(rt, surface);
+      const toolsets = query?.toolsets;
+      if (toolsets !== undefined && typeof toolsets !== 'string')
+        throw new VerbError('invalid_request', 'Give ?toolsets= once, as a comma-separated list.', {
+          hint: 'E.g. ?surface=portal&toolsets=customer,scheduling.',
+        });
+      const { manifest: body, etag } = webmcpManifestFor(rt, surface, parseToolsetNames(toolsets));
       reply.header('etag', etag).header('cache-control', 'no-cache');
       if (request.headers['if-none-match'] === etag) return reply.code(304).send();
       return reply.type('application/json; charset=utf-8').send(body);

@@ -146,4 +146,38 @@ describe('GET /api/v1/webmcp/manifest', () => {
     });
     assert.equal(dashboard.statusCode, 304);
   });
+
+  it('?toolsets= trims the page surface to those categories plus the core verbs; an unknown one is 400 with the valid names', async (t) => {
+    const f = await webmcpFixture(t);
+    const whole = await manifest(f, 'dashboard');
+    const res = await f.app.inject({
+      method: 'GET',
+      url: '/api/v1/webmcp/manifest?surface=dashboard&toolsets=webtest',
+    });
+    assert.equal(res.statusCode, 200, res.body);
+    const trimmed = res.json() as WebmcpManifest;
+    assert.deepEqual(
+      trimmed.tools.map((tool) => tool.verb),
+      whole.tools
+        .filter((tool) => tool.category === 'webtest' || ['verbs.list', 'audit.revert'].includes(tool.verb))
+        .map((tool) => tool.verb),
+    );
+    assert.ok(trimmed.tools.some((tool) => tool.verb === 'webtest.charge'));
+    assert.ok(trimmed.tools.length < whole.tools.length);
+    assert.notEqual(res.headers.etag, undefined);
+    const all = await f.app.inject({
+      method: 'GET',
+      url: '/api/v1/webmcp/manifest?surface=dashboard&toolsets=all',
+    });
+    assert.deepEqual(all.json(), whole, 'all is the whole manifest');
+    const bad = await f.app.inject({
+      method: 'GET',
+      url: '/api/v1/webmcp/manifest?surface=dashboard&toolsets=webtest,nope',
+    });
+    assert.equal(bad.statusCode, 400);
+    const env = bad.json() as { error: { reason: string; message: string; details: { toolsets: string[] } } };
+    assert.equal(env.error.reason, 'invalid_request');
+    assert.match(env.error.message, /"nope"/);
+    assert.ok(env.error.details.toolsets.includes('webtest'));
+  });
 });
