@@ -328,3 +328,20 @@ test('solid serve mounts the plugin at /mcp (http-mounts)', async (t) => {
   await app.ready();
   assert.ok(app.hasRoute({ method: 'POST', url: '/mcp' }));
 });
+
+test('over HTTP: createMcpHttpPlugin({ toolsets, dynamic }) lists the meta tools, and call_verb refuses a verb outside the toolsets', async (t) => {
+  const s = await serve(t, { toolsets: 'test', dynamic: true });
+  const { client } = await connect(t, s, s.h.keys.owner);
+  const tools = (await client.listTools()).tools.map((x) => x.name).sort();
+  assert.deepEqual(tools, ['call_verb', 'describe_verb', 'search_verbs']);
+  const read = (await client.callTool({
+    name: 'call_verb',
+    arguments: { name: 'test.echo', arguments: { text: 'hi', note: null } },
+  })) as CallToolResult;
+  assert.equal(read.isError, undefined, JSON.stringify(read));
+  const outside = (await client.callTool({
+    name: 'call_verb',
+    arguments: { name: 'audit.trail', arguments: {} },
+  })) as CallToolResult;
+  assert.equal(errorEnvelopeOf(outside)?.error?.reason, 'surface_denied');
+});

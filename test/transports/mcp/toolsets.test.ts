@@ -111,6 +111,9 @@ test('solid mcp and solid serve refuse an unknown toolset (flag or SOLID_TOOLSET
   const env = await cli.run(['mcp'], { env: { SOLID_TOOLSETS: 'nope' } });
   assert.equal(env.code, 2);
   assert.match(env.stderr, /Unknown toolset: "nope"/);
+  const bridge = await cli.run(['--url', 'http://127.0.0.1:9', 'mcp', '--dynamic-toolsets']);
+  assert.equal(bridge.code, 2, 'the bridge refuses toolset options');
+  assert.match(bridge.stderr, /apply to a local database/);
   const serve = await cli.run(['serve', '--port', '0', '--toolsets', 'nope']);
   assert.equal(serve.code, 2);
   assert.match(serve.stderr, /Unknown toolset: "nope"\. Valid toolsets: all, /);
