@@ -103,6 +103,23 @@ describe('solid CLI', () => {
     assert.doesNotMatch(r.stdout + r.stderr, /at \w+ \(|node:internal/);
   });
 
+  it('--args is read as strictly as an HTTP body: a repeated key or a __proto__ key answers invalid_args', async (t) => {
+    const { cli, key } = await initialised(t);
+    for (const [args, pattern] of [
+      ['{"shape": "trail", "shape": "read"}', /repeats the key "shape"/],
+      ['{"\\u005f_proto__": {"x": 1}}', /forbidden key "__proto__"/],
+    ] as const) {
+      const r = await cli.run(['agent', 'dispatch', 'verbs.list', '--args', args, '--json'], {
+        env: { SOLID_API_KEY: key },
+      });
+      assert.equal(r.code, 2, r.stdout + r.stderr);
+      const env = r.json<{ ok: boolean; error: { reason: string; message: string; hint: string } }>();
+      assert.equal(env.error.reason, 'invalid_args', args);
+      assert.match(env.error.message, pattern);
+      assert.ok(env.error.hint.length > 0);
+    }
+  });
+
   it('a bad API key answers auth_invalid; no key runs reads on the sandbox and refuses writes', async (t) => {
     const { cli } = await initialised(t);
     const bad = await cli.run(['agent', 'dispatch', 'verbs.list', '--json'], {

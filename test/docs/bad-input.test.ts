@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { REASONS } from '../../src/spec/reasons.ts';
 import { parseJsonBody } from '../../src/transports/http/json-body.ts';
+import { parseArgsJson } from '../../src/transports/cli/output.ts';
 import { isVerbError } from '../../src/runtime/errors.ts';
 
 const TRANSPORTS = readFileSync(new URL('../../spec/transports.md', import.meta.url), 'utf8');
@@ -33,7 +34,7 @@ test('every reason of the bad-input table exists with the status the table gives
   const rows = badInputRows();
   assert.ok(rows.length >= 15);
   for (const r of rows) {
-    if (r.reason.startsWith('JSON-RPC')) continue;
+    if (r.reason.startsWith('JSON-RPC') || r.reason.startsWith('exit ')) continue;
     const info = (REASONS as Record<string, { status: number }>)[r.reason];
     assert.ok(info !== undefined, `${r.reason} (${r.input}) is a reason of src/spec/reasons.ts`);
     assert.equal(String(info.status), r.status, `${r.reason}: status in §bad-input`);
@@ -73,6 +74,22 @@ test('the HTTP body parser answers the reasons the bad-input table promises', ()
     }
     assert.equal(reason, reasonOf(input), input);
   }
+});
+
+test('the CLI reads --args as strictly as the HTTP body, with the reason the bad-input table gives', () => {
+  const row = badInputRows().find((r) => r.input.startsWith('`--args` (or a JSON flag) repeating a key'));
+  assert.ok(row, 'the bad-input table has the strict --args row');
+  for (const text of [
+    '{"a":1,"a":2}',
+    '{"\\u005f_proto__":{}}',
+    '{"constructor":{"prototype":{}}}',
+    `${'['.repeat(65)}${']'.repeat(65)}`,
+  ]) {
+    const parsed = parseArgsJson('verbs.list', text);
+    assert.equal(parsed.ok, false, text);
+    if (!parsed.ok) assert.equal(parsed.envelope.error!.reason, row.reason, text);
+  }
+  assert.deepEqual(parseArgsJson('verbs.list', '{"a":{"a":1}}'), { ok: true, args: { a: { a: 1 } } });
 });
 
 test('spec/reasons.md gives a malformed HTTP body the same reason as spec/transports.md', () => {

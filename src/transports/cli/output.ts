@@ -4,6 +4,7 @@
  */
 import type { Envelope } from '../../spec/types.ts';
 import { reasonInfo } from '../../spec/reasons.ts';
+import { parseStrictJson, StrictJsonError } from '../../spec/strict-json.ts';
 import { jsonErrorPosition } from './json-position.ts';
 import { printLong, renderOk } from './human-output.ts';
 
@@ -63,15 +64,36 @@ export function printEnvelope(io: Io, env: Envelope, json: boolean): number {
   return exitCodeOf(env);
 }
 
-/** Parse --args JSON into an object, or an invalid_args envelope naming the position. */
+/**
+ * Parse --args JSON the way the HTTP body is parsed (src/spec/strict-json.ts): malformed JSON,
+ * a key repeated in one object, a `__proto__` / `constructor.prototype` key, or nesting deeper
+ * than 64 → an invalid_args envelope (malformed JSON names the position).
+ * Spec: spec/transports.md §bad-input.
+ */
 export function parseArgsJson(
   verb: string,
   text: string | undefined,
 ): { ok: true; args: unknown } | { ok: false; envelope: Envelope } {
   if (text === undefined || text.trim() === '') return { ok: true, args: {} };
   try {
-    return { ok: true, args: JSON.parse(text) as unknown };
+    return { ok: true, args: parseStrictJson(text, '--args') };
   } catch (err) {
+    const problem = err instanceof StrictJsonError ? err.problem : undefined;
+    if (problem !== undefined) {
+      return {
+        ok: false,
+        envelope: {
+          ok: false,
+          verb,
+          error: {
+            reason: 'invalid_args',
+            message: problem.message,
+            hint: problem.hint,
+            details: problem.details,
+          },
+        },
+      };
+    }
     const msg = (err as Error).message;
     const position = jsonErrorPosition(text);
     return {

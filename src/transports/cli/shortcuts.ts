@@ -29,6 +29,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import type { JsonSchema, VerbRecord } from '../../spec/types.ts';
 import type { VerbHints } from '../remote/verb-hints.ts';
 import { runDispatch, type DispatchFlags } from './commands/agent.ts';
+import { parseStrictJson, StrictJsonError } from '../../spec/strict-json.ts';
 import { parseArgsJson, printEnvelope, type Io } from './output.ts';
 import { LocalTarget, type VerbTarget } from './target.ts';
 
@@ -235,9 +236,14 @@ function defineLeaf(
     } else if (type === 'object') {
       leaf.option(`--${flag} <json>`, `${help} (JSON)`, (v: string) => {
         try {
-          return JSON.parse(v) as never;
+          return parseStrictJson(v, `--${flag}`) as never;
         } catch (err) {
-          throw new InvalidArgumentError(`not valid JSON: ${(err as Error).message}`);
+          const problem = err instanceof StrictJsonError ? err.problem : undefined;
+          throw new InvalidArgumentError(
+            problem !== undefined
+              ? `${problem.message} ${problem.hint}`
+              : `not valid JSON: ${(err as Error).message}`,
+          );
         }
       });
     } else {

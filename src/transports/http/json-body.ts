@@ -16,9 +16,15 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { VerbError } from '../../runtime/errors.ts';
+import { MAX_JSON_DEPTH, checkJsonStructure, type JsonStructureProblem } from '../../spec/strict-json.ts';
 
 /** Deepest nesting accepted in a request body (the args inside are bounded at 32 by the pipeline). */
-export const MAX_BODY_DEPTH = 64;
+export const MAX_BODY_DEPTH = MAX_JSON_DEPTH;
+
+/** The details a body refusal carried before the check moved to src/spec/strict-json.ts. */
+function problemDetails(problem: JsonStructureProblem): Record<string, unknown> | undefined {
+  return problem.kind === 'duplicate_key' ? problem.details : undefined;
+}
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
@@ -28,9 +34,9 @@ function refuse(message: string, hint: string, details?: Record<string, unknown>
 
 /**
  * Parse one JSON request body (bytes are decoded as strict UTF-8); throws VerbError
- * invalid_request for invalid UTF-8, malformed JSON, a duplicate key in one object, a prototype
- * key (`__proto__`, `constructor.prototype`, in any spelling: escapes are decoded first), or
- * nesting deeper than MAX_BODY_DEPTH. Exported for tests.
+ * invalid_request for invalid UTF-8, malformed JSON, or what checkJsonStructure refuses (a
+ * duplicate key in one object, a prototype key in any spelling, nesting deeper than
+ * MAX_BODY_DEPTH; src/spec/strict-json.ts). Exported for tests and UCP.
  */
 export function parseJsonBody(body: string | Buffer): unknown {
   let text: string;
@@ -56,83 +62,11 @@ export function parseJsonBody(body: string | Buffer): unknown {
       position !== undefined ? { position } : undefined,
     );
   }
-  if (typeof value === 'object' && value !== null) checkStructure(text);
-  return value;
-}
-
-interface Frame {
-  /** Keys seen so far; null for an array. */
-  keys: Set<string> | null;
-  /** The key this object is the value of (for constructor.prototype). */
-  under: string | undefined;
-  /** The last key read in this object. */
-  last: string | undefined;
-}
-
-/**
- * One iterative pass over JSON text already known to be valid: duplicate keys, prototype keys and
- * depth. Keys are compared decoded, so `"\u005f_proto__"` is `__proto__` and `"a"`/`"\u0061"` are
- * the same key. No recursion, so no depth of input can overflow the stack.
- */
-function checkStructure(text: string): void {
-  const stack: Frame[] = [];
-  let expectKey = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22 /* " */) {
-      let j = i + 1;
-      for (;;) {
-        j = text.indexOf('"', j);
-        let b = 0;
-        while (text.charCodeAt(j - 1 - b) === 0x5c) b++;
-        if (b % 2 === 0) break;
-        j++;
-      }
-      if (expectKey) {
-        const raw = text.slice(i + 1, j);
-        const key = raw.includes('\\') ? (JSON.parse(text.slice(i, j + 1)) as string) : raw;
-        const top = stack[stack.length - 1]!;
-        if (key === '__proto__' || (key === 'prototype' && top.under === 'constructor')) {
-          refuse(
-            `The request body contains the forbidden key "${key === '__proto__' ? '__proto__' : 'constructor.prototype'}".`,
-            'Remove __proto__ / constructor.prototype keys from the JSON.',
-          );
-        }
-        if (top.keys!.has(key)) {
-          refuse(
-            `The request body repeats the key "${key.slice(0, 100)}" in one object.`,
-            'Send each key once per object: a repeated key is read differently by different parsers.',
-            { key: key.slice(0, 100) },
-          );
-        }
-        top.keys!.add(key);
-        top.last = key;
-        expectKey = false;
-      }
-      i = j;
-      continue;
-    }
-    if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
-      const top = stack[stack.length - 1];
-      stack.push({
-        keys: c === 0x7b ? new Set() : null,
-        under: top !== undefined && top.keys !== null ? top.last : undefined,
-        last: undefined,
-      });
-      if (stack.length > MAX_BODY_DEPTH) {
-        refuse(
-          `The request body is nested deeper than ${MAX_BODY_DEPTH} levels.`,
-          "Send flat arguments that match the verb's input_schema.",
-        );
-      }
-      expectKey = c === 0x7b;
-    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
-      stack.pop();
-      expectKey = false;
-    } else if (c === 0x2c /* , */) {
-      expectKey = stack[stack.length - 1]?.keys != null;
-    }
+  if (typeof value === 'object' && value !== null) {
+    const problem = checkJsonStructure(text, 'The request body', MAX_BODY_DEPTH);
+    if (problem !== undefined) refuse(problem.message, problem.hint, problemDetails(problem));
   }
+  return value;
 }
 
 /** Install the JSON-only body parser on `app` (and, by inheritance, every plugin). */

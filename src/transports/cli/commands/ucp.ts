@@ -43,6 +43,7 @@ import {
 } from '../../ucp/ucp-config.ts';
 import type { P256JwkInput } from '../../ucp/jwk.ts';
 import { localOptionsOf, openLocal } from '../local.ts';
+import { parseStrictJson, StrictJsonError } from '../../../spec/strict-json.ts';
 import { parseArgsJson, printEnvelope, type Io } from '../output.ts';
 import { tenantOfFlags } from './keys.ts';
 
@@ -76,6 +77,18 @@ function fail(io: Io, err: unknown): number {
   throw err;
 }
 
+/** Strict JSON (src/spec/strict-json.ts) from a flag or file; VerbError invalid_args otherwise. */
+function strictJsonArg(text: string, what: string): unknown {
+  try {
+    return parseStrictJson(text, what);
+  } catch (err) {
+    const problem = err instanceof StrictJsonError ? err.problem : undefined;
+    if (problem !== undefined)
+      throw new VerbError('invalid_args', problem.message, { hint: problem.hint, details: problem.details });
+    throw new VerbError('invalid_args', `${what} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
 function readJsonFile(path: string, what: string): unknown {
   let text: string;
   try {
@@ -83,11 +96,7 @@ function readJsonFile(path: string, what: string): unknown {
   } catch (err) {
     throw new VerbError('invalid_args', `Cannot read ${what} ${path}: ${(err as Error).message}`);
   }
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new VerbError('invalid_args', `${what} ${path} is not JSON: ${(err as Error).message}`);
-  }
+  return strictJsonArg(text, `${what} ${path}`);
 }
 
 async function runCall(io: Io, url: string, capability: string, flags: CallFlags): Promise<number> {
@@ -318,11 +327,7 @@ export function registerUcp(program: Command, io: Io, setExit: (code: number) =>
         let value: unknown;
         if (flags.file !== undefined) value = readJsonFile(flags.file, 'the settings file');
         else {
-          try {
-            value = JSON.parse(flags.json!);
-          } catch (err) {
-            throw new VerbError('invalid_args', `--json is not valid JSON: ${(err as Error).message}`);
-          }
+          value = strictJsonArg(flags.json!, '--json');
         }
         let settings;
         try {
