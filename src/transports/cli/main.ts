@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline/promises';
 import { Writable } from 'node:stream';
 import { isVerbError } from '../../runtime/errors.ts';
 import { reasonInfo } from '../../spec/reasons.ts';
-import type { Io } from './output.ts';
+import { PromptInterrupted, type Io } from './output.ts';
 import type { PackError } from '../../runtime/pack.ts';
 import { registerInit } from './commands/init.ts';
 import { registerVerbs } from './commands/verbs.ts';
@@ -108,6 +108,10 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
       io.err(`✗ pack_invalid: ${e.message}${e.hint ? `\n  hint: ${e.hint}` : ''}`);
       return 2;
     }
+    if (err instanceof PromptInterrupted) {
+      io.err(`✗ ${err.message}: nothing was decided; a pending action or approval stays pending.`);
+      return err.why === 'SIGINT' ? 130 : 2;
+    }
     if (isVerbError(err)) {
       io.err(`✗ ${err.reason}: ${err.message}${err.hint ? `\n  hint: ${err.hint}` : ''}`);
       return reasonInfo(err.reason).exit;
@@ -118,20 +122,34 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
   return code;
 }
 
-/** Io on the real process streams. */
+/**
+ * Io on the real process streams.
+ *   - A closed pipe (`solid approvals list | head -5`): the EPIPE on stdout or stderr is not an
+ *     error; further output to that stream is dropped and the command ends with its own exit code.
+ *   - The prompt: Ctrl-C → PromptInterrupted('SIGINT') (exit 130), end of input →
+ *     PromptInterrupted('EOF') (exit 2); nothing is dispatched or decided.
+ * Spec: spec/transports.md §cli.
+ */
 export function processIo(): Io {
+  const closed = { out: false, err: false };
+  const onPipeError = (which: 'out' | 'err') => (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE' || err.code === 'ERR_STREAM_DESTROYED') {
+      closed[which] = true;
+      return;
+    }
+    throw err;
+  };
+  process.stdout.on('error', onPipeError('out'));
+  process.stderr.on('error', onPipeError('err'));
   return {
-    out: (s) => process.stdout.write(s + '\n'),
-    err: (s) => process.stderr.write(s + '\n'),
-    isTTY: Boolean(process.stdin.isTTY),
-    prompt: async (q) => {
-      const rl = createInterface({ input: process.stdin, output: process.stderr });
-      try {
-        return await rl.question(q);
-      } finally {
-        rl.close();
-      }
+    out: (s) => {
+      if (!closed.out) process.stdout.write(s + '\n');
     },
+    err: (s) => {
+      if (!closed.err) process.stderr.write(s + '\n');
+    },
+    isTTY: Boolean(process.stdin.isTTY),
+    prompt: (q) => promptLine(q),
     promptSecret: async (q) => {
       // Echo goes to a sink: what is typed (an API key) never shows on the terminal.
       process.stderr.write(q);
@@ -154,4 +172,30 @@ export function processIo(): Io {
       pager: process.env.PAGER,
     }),
   };
+}
+
+/** One line from stdin (echoed on stderr); Ctrl-C and end of input reject with PromptInterrupted. */
+function promptLine(question: string): Promise<string> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  return new Promise<string>((resolve, reject) => {
+    let settled = false;
+    const settle = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      fn();
+      rl.close();
+    };
+    // A terminal in raw mode turns Ctrl-C into readline's SIGINT event (no process signal).
+    rl.once('SIGINT', () =>
+      settle(() => {
+        process.stderr.write('\n');
+        reject(new PromptInterrupted('SIGINT'));
+      }),
+    );
+    rl.once('close', () => settle(() => reject(new PromptInterrupted('EOF'))));
+    rl.question(question).then(
+      (answer) => settle(() => resolve(answer)),
+      () => settle(() => reject(new PromptInterrupted('EOF'))),
+    );
+  });
 }

@@ -20,6 +20,18 @@ export interface Io {
   page?: (text: string) => boolean;
 }
 
+/**
+ * Thrown by `Io.prompt` when the human leaves the prompt without answering: Ctrl-C (`SIGINT`,
+ * exit 130) or the end of input (`EOF`, exit 2). Nothing was decided: a pending dispatch or
+ * approval stays pending. runCli turns it into one line on stderr, never a stack.
+ */
+export class PromptInterrupted extends Error {
+  override readonly name = 'PromptInterrupted';
+  constructor(readonly why: 'SIGINT' | 'EOF') {
+    super(why === 'SIGINT' ? 'interrupted at the prompt' : 'no answer at the prompt (end of input)');
+  }
+}
+
 /** Exit code of an envelope. */
 export function exitCodeOf(env: Envelope): number {
   return env.ok ? 0 : reasonInfo(env.error?.reason ?? 'internal_error').exit;
