@@ -173,4 +173,16 @@ JS
 node --test books.test.mjs >"$work/books-test.out" 2>&1 || { cat "$work/books-test.out" >&2; fail "solid-verbs/testing did not run the pack's test"; }
 echo "ok: solid-verbs/testing runs a test of the pack from the installed package"
 
+echo "== examples/bookshop: its tests and its solid.config.js against the installed package"
+cp -r "$root/examples/bookshop" "$work/bookshop"
+ln -s "$app/node_modules" "$work/bookshop/node_modules"
+(cd "$work/bookshop" && node --test test/ >"$work/bookshop-test.out" 2>&1) ||
+  { cat "$work/bookshop-test.out" >&2; fail "examples/bookshop tests failed"; }
+(cd "$work/bookshop" && node_modules/.bin/solid init --db .solid/bookshop.db >/dev/null 2>&1 &&
+  node_modules/.bin/solid verbs list --db .solid/bookshop.db --json) | node -e '
+  const names = JSON.parse(require("node:fs").readFileSync(0, "utf8")).map((r) => r.name);
+  if (!names.includes("bookshop.sale_refund")) { console.error("solid.config.js was not read"); process.exit(1); }
+  console.log(`ok: examples/bookshop passes its tests; its solid.config.js serves ${names.filter((n) => n.startsWith("bookshop.")).length} bookshop verbs`);
+' || fail "examples/bookshop's solid.config.js"
+
 echo "pack smoke: ok"

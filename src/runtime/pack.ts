@@ -14,7 +14,7 @@ import type { Migration } from '../store/store.ts';
 import type { VerbDefinition } from './verb.ts';
 import type { OutboxHandler, Runtime } from './runtime.ts';
 import { Registry, RegistrationError } from './registry.ts';
-import { defineReasons } from '../spec/reasons.ts';
+import { REASONS, defineReasons } from '../spec/reasons.ts';
 
 export interface SeedOptions {
   now?: Date;
@@ -172,6 +172,25 @@ function validatePack(pack: Pack, label: string): void {
     const value = pack[key];
     if (value !== undefined && (value === null || typeof value !== 'object' || Array.isArray(value)))
       throw new PackError(label, key, 'is not an object');
+  }
+  for (const [reason, info] of Object.entries(pack.reasons ?? {})) {
+    if (!/^[a-z][a-z0-9_]*$/.test(reason))
+      throw new PackError(label, `reasons.${reason}`, 'is not a snake_case reason code');
+    const core = (REASONS as Record<string, { kind: string }>)[reason];
+    if (core !== undefined && core.kind !== 'domain' && reason !== 'not_found')
+      throw new PackError(
+        label,
+        `reasons.${reason}`,
+        'is a core reason of the runtime and cannot be redefined',
+        'Throw it as it is, or name a reason of your own.',
+      );
+    if (info === null || typeof info !== 'object' || typeof info.summary !== 'string')
+      throw new PackError(
+        label,
+        `reasons.${reason}`,
+        'needs a summary',
+        "{ status: 409, summary: 'What went wrong, in one sentence.' }",
+      );
   }
   if (pack.seed !== undefined && typeof pack.seed !== 'function')
     throw new PackError(label, 'seed', 'is not a function');
