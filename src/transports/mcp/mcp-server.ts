@@ -3,7 +3,10 @@
  * tools/list from the shared ToolCatalog and tools/call through `rt.dispatch`. One Server per
  * connection (stdio process, Streamable HTTP session); the catalog is shared.
  *
- * tools/call:
+ * tools/call (the Server's fallback handler, so the SDK's own schema never refuses a call unaudited):
+ *   0. no string `name` → audited as a refusal of `tools/call` (invalid_request), JSON-RPC -32602
+ *      carrying that envelope in `data`. `arguments` that are not an object reach the pipeline as
+ *      sent, which answers (and audits) invalid_input as an isError result.
  *   1. look the tool up (tool name or verb name). Unknown → the name is still dispatched so the
  *      attempt is audited (blocked_verb, unknown_verb, surface_denied; nothing runs), then a
  *      JSON-RPC -32602 error carrying that envelope in `data`.
@@ -32,7 +35,6 @@ import { readFileSync } from 'node:fs';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
-  CallToolRequestSchema,
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
@@ -41,6 +43,7 @@ import {
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Caller, DispatchOptions, ToolsetSelection } from '../../runtime/dispatch.ts';
+import { VerbError } from '../../runtime/errors.ts';
 import type { Runtime } from '../../runtime/runtime.ts';
 import type { ConsentRequest, Envelope, Principal } from '../../spec/types.ts';
 import { askForPhrase, canElicitForm } from './consent-elicitation.ts';
@@ -125,9 +128,22 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
     }
   });
 
-  server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
-    const name = req.params.name;
-    const args = req.params.arguments ?? {};
+  // tools/call is the fallback handler, not setRequestHandler(CallToolRequestSchema): the SDK
+  // parses a registered handler's params with its own schema first and answers a mismatch (say,
+  // `arguments` that are not an object, or no `name`) with -32603 or -32602 before any code of
+  // ours runs — an attempt nobody audits. Here every tools/call that reaches the server is one
+  // attempt: its params are checked by callTool, and the pipeline refuses bad arguments.
+  server.fallbackRequestHandler = async (req, extra) => {
+    if (req.method !== 'tools/call') throw new McpError(ErrorCode.MethodNotFound, 'Method not found');
+    return callTool(req.params, extra as McpExtra);
+  };
+
+  async function callTool(
+    params: Record<string, unknown> | undefined,
+    extra: McpExtra,
+  ): Promise<CallToolResult> {
+    const name = params?.name;
+    const args = (params?.arguments ?? {}) as Record<string, unknown>;
     const caller: Caller & { apiKey?: string | null } = {
       ...(options.credentials?.(extra) ?? {}),
       surface: 'mcp_stdio',
@@ -135,16 +151,18 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
       signal: extra.signal,
       onProgress: progressReporter(extra),
     };
-    const meta = req.params._meta;
-    if (dynamic) {
+    if (typeof name !== 'string') return noToolName(rt, caller, name);
+    const meta = isPlainObject(params?._meta) ? params._meta : undefined;
+    if (dynamic && (name === SEARCH_VERBS || name === DESCRIBE_VERB || name === CALL_VERB)) {
+      if (!isPlainObject(args)) return badMetaInput(name, '', 'arguments must be an object.');
       if (name === SEARCH_VERBS) return searchVerbs(rt, toolsets, args);
       if (name === DESCRIBE_VERB) return describeVerb(rt, toolsets, args);
-      if (name === CALL_VERB) return callVerbByName(args, caller, extra, meta);
+      return callVerbByName(args, caller, extra, meta);
     }
     const entry = catalog.lookup(name);
     if (entry === undefined) return unknownTool(rt, caller, name, args);
     return callEntry(entry, args, caller, extra, meta);
-  });
+  }
 
   /** tools/call of one projected verb (its own tool, or call_verb): dispatch, elicitation, result. */
   async function callEntry(
@@ -160,7 +178,8 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
       extra,
       caller,
       entry,
-      args: restoreNulls(args, entry.nullFill),
+      // Anything but an object goes to the pipeline as sent: it answers (and audits) invalid_input.
+      args: isPlainObject(args) ? restoreNulls(args, entry.nullFill) : args,
       options: dispatchOptions(meta),
     };
     let env = await rt.dispatch(caller, entry.verb.name, call.args, call.options);
@@ -245,6 +264,29 @@ function progressReporter(extra: McpExtra): Caller['onProgress'] {
       })
       .catch(() => {});
   };
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/**
+ * A tools/call without a string `name`: no tool is known, so the attempt is audited as a refusal
+ * of `tools/call` (invalid_request) in the caller's tenant, and answered JSON-RPC -32602 carrying
+ * that envelope, like an unknown tool.
+ */
+async function noToolName(
+  rt: Runtime,
+  caller: Caller & { apiKey?: string | null },
+  name: unknown,
+): Promise<never> {
+  const message = `tools/call needs params.name, the tool name as a string (got ${name === undefined ? 'none' : JSON.stringify(name)?.slice(0, 100)}).`;
+  const env = await rt.refuse(
+    caller,
+    'tools/call',
+    new VerbError('invalid_request', message, { hint: 'Call tools/list for the tool names.' }),
+  );
+  throw new McpError(ErrorCode.InvalidParams, env.error?.message ?? message, { envelope: env });
 }
 
 async function unknownTool(rt: Runtime, caller: Caller, name: string, args: unknown): Promise<never> {
