@@ -18,7 +18,7 @@ import type { AddressInfo } from 'node:net';
 import type { TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { createTestRuntime, type TestRuntime } from '../../support/runtime.ts';
-import { createHttpServer } from '../../../src/transports/http/server.ts';
+import { createHttpServer, type HttpPlugin } from '../../../src/transports/http/server.ts';
 import { defineVerb } from '../../../src/runtime/verb.ts';
 import {
   createUcpPlugin,
@@ -143,6 +143,8 @@ export async function createUcpHarness(
   options: UcpPluginOptions & {
     settings?: UcpTenantSettings;
     runtime?: Parameters<typeof createTestRuntime>[1];
+    /** More transports mounted on the same server (the fuzz suite adds WebMCP). */
+    extraPlugins?: readonly HttpPlugin[];
   } = {},
 ): Promise<UcpHarness> {
   const h = await createTestRuntime(t, options.runtime);
@@ -272,7 +274,7 @@ export async function createUcpHarness(
     profiles,
     onTimings: (x) => timings.push(x),
   });
-  const app = createHttpServer(h.rt, { logger: false, plugins: [plugin] });
+  const app = createHttpServer(h.rt, { logger: false, plugins: [plugin, ...(options.extraPlugins ?? [])] });
   t.after(() => app.close());
   await app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
