@@ -298,10 +298,10 @@ async function snapshot(u: UcpHarness): Promise<Snapshot> {
 }
 
 /**
- * Send one request and check the per-request invariants; `tenant` is where its row must land,
- * `rows` how many rows the attempt writes when it succeeds (a UCP write the signature consents to
- * is two dispatches: the pending preflight and its confirmation). Returns the outcome; records
- * violations in the tally and reports whether there were none.
+ * Send one request and check the per-request invariants; `tenant` is where its row must land.
+ * `preflight`: the transport may confirm a pending preflight itself (UCP, where the signature is
+ * the click: two dispatches, so a `pending` row of the verb, then the row of the answer, whatever
+ * the confirmation answers). Returns the outcome; records violations in the tally.
  */
 async function checked(
   u: UcpHarness,
@@ -310,7 +310,7 @@ async function checked(
   tenant: number,
   anonymous: boolean,
   send: () => Promise<Outcome>,
-  rowsOnOk = 1,
+  preflight = false,
 ): Promise<Outcome> {
   const before = tally.snapshot ?? (await snapshot(u));
   const r = await send();
@@ -329,8 +329,18 @@ async function checked(
   const mayBeSilent = anonymous && r.reason !== undefined && TRANSPORT_REFUSALS.has(r.reason);
   // A replay (a used idempotency key) runs nothing and writes one `replayed` row (spec/idempotency.md).
   const replayed = r.env?.replayed === true;
-  const expected = r.ok && !replayed ? rowsOnOk : 1;
-  if (total !== expected && !(mayBeSilent && total === 0)) fail(`${total} audit rows for one attempt`);
+  if (preflight && total === 2) {
+    const [answer, pending] = await u.h.rt.store.read((q) =>
+      q.all<{ status: string; action_type: string }>(
+        'SELECT status, action_type FROM audit_log WHERE company_id = ? ORDER BY audit_id DESC LIMIT 2',
+        [tenant],
+      ),
+    );
+    if (pending?.status !== 'pending' || pending.action_type !== answer?.action_type)
+      fail(`2 audit rows for one attempt, not a preflight (${pending?.status}) and its confirmation`);
+  } else if (total !== 1 && !(mayBeSilent && total === 0)) fail(`${total} audit rows for one attempt`);
+  else if (preflight && r.ok && !replayed && r.verb === 'notes_add')
+    fail('1 audit row for a write the signature confirmed (no preflight row)');
   const wrote = r.ok && !replayed && r.verb === 'notes_add';
   if (after.notes !== before.notes + (wrote ? 1 : 0))
     fail(`notes ${before.notes} → ${after.notes} on ${r.ok ? 'ok' : r.reason}`);
@@ -567,7 +577,11 @@ test(`fuzz: four transports on ${ENGINE}, ${RUNS} generated cases each, 0 invari
                   CallToolResultSchema,
                 )
           ) as CallToolResult;
-          if (r.isError !== true) return { status: 200, ok: true, reason: undefined, verb };
+          if (r.isError !== true) {
+            // A success carries no envelope: a replay says so in _meta (spec/transports.md §mcp-results).
+            const replayed = r._meta?.[META.replayed] === true;
+            return { status: 200, ok: true, reason: undefined, verb, env: { ok: true, verb, replayed } };
+          }
           const env = errorEnvelopeOf(r);
           return {
             status: env ? 400 : 500,
@@ -625,7 +639,7 @@ test(`fuzz: four transports on ${ENGINE}, ${RUNS} generated cases each, 0 invari
           const r = outcomeOf(res.status, res.text);
           return { ...r, verb: r.ok && cap.endsWith('notes_add') ? 'notes_add' : r.verb };
         },
-        cap.endsWith('notes_add') ? 2 : 1,
+        true,
       );
     });
     await afterBatch(u, tally, 'ucp');
