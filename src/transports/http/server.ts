@@ -22,10 +22,16 @@ import { healthRoutes } from './health-routes.ts';
 import { installJsonBodyParser } from './json-body.ts';
 import { clientErrorEnvelope, installEnvelopeErrors } from './error-handler.ts';
 import { openapiRoute, type OpenApiCollector } from './openapi.ts';
+import { normalizeAllowedOrigins, type TrustProxy } from './origin-policy.ts';
 
 /** Options every mounted plugin receives. */
 export interface HttpPluginOptions {
   rt: Runtime;
+  /**
+   * Origins the server allows besides its own (normalised, see origin-policy.ts): every
+   * Origin/Host check of the plugin adds them to its own list.
+   */
+  allowedOrigins?: readonly string[];
 }
 
 /** A transport mounted on the HTTP server (encapsulated Fastify plugin). */
@@ -38,6 +44,17 @@ export interface HttpServerOptions {
   logger?: Logger | false;
   /** Other transports to mount, in order (see the header). */
   plugins?: readonly HttpPlugin[];
+  /**
+   * Fastify `trustProxy` (default false: X-Forwarded-* ignored). When on, a request from a
+   * trusted proxy takes its scheme from X-Forwarded-Proto (so cookies get `Secure` behind an
+   * HTTPS proxy); Origin/Host checks still use only the socket and the allow-list.
+   */
+  trustProxy?: TrustProxy;
+  /**
+   * Origins allowed on every Origin/Host check besides the server's own (`https://agents.example.com`).
+   * Validated here: a bad value throws VerbError invalid_request.
+   */
+  allowedOrigins?: readonly string[];
 }
 
 export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576;
@@ -45,15 +62,18 @@ export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576;
 /**
  * Build the HTTP server on a runtime: core routes first, then `options.plugins`, each
  * encapsulated. Await `app.ready()` (or `listen`) before use. Default bind address is the
- * caller's business (`solid serve` uses 127.0.0.1); `trustProxy` is off.
+ * caller's business (`solid serve` uses 127.0.0.1); `trustProxy` is off unless given.
+ * @throws VerbError invalid_request — a malformed `allowedOrigins` entry.
  */
 export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): FastifyInstance {
+  const allowedOrigins = normalizeAllowedOrigins(options.allowedOrigins ?? []);
   const logger =
     options.logger === false ? undefined : (options.logger ?? rt.logger).child({ transport: 'http' });
   const app = Fastify({
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
     bodyLimit: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
-    trustProxy: false,
+    // Fastify takes a hop count too (typed only as boolean | string | string[] | function).
+    trustProxy: (options.trustProxy ?? false) as boolean | string | string[],
     return503OnClosing: true,
     clientErrorHandler: clientErrorEnvelope,
   }) as unknown as FastifyInstance;
@@ -66,6 +86,6 @@ export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): 
   void app.register(healthRoutes, { rt });
   void app.register(agentRoutes, { rt });
   void app.register(openapiRoute, { rt, collector: openapi });
-  for (const plugin of options.plugins ?? []) void app.register(plugin, { rt });
+  for (const plugin of options.plugins ?? []) void app.register(plugin, { rt, allowedOrigins });
   return app;
 }

@@ -11,9 +11,10 @@
  *   Sessions: at most `maxSessions` (default 100; the least recently used idle session is
  *           evicted), closed after `idleMs` without a request (default 10 min); unknown or
  *           expired id → 404 (the client re-initializes); no id on a non-initialize POST → 400
- *   Origin/Host (DNS rebinding): an Origin that is neither listed, same-origin nor (on a
+ *   Origin/Host (DNS rebinding): an Origin that is neither listed (here or on the server),
+ *           same-origin as the socket saw it (origin-policy.ts; never from X-Forwarded-*) nor (on a
  *           loopback socket) a loopback origin → 403; on a loopback socket the Host must name a
- *           loopback host (or be listed) → 403
+ *           loopback host (or be listed, or be the host of an allowed origin) → 403
  *   Auth:   `Authorization: Bearer sk_solid_…` checked on every request (a revoked key stops
  *           working mid-session); an invalid key → 401 with `WWW-Authenticate: Bearer
  *           error="invalid_token"` (audited as auth_invalid). No Authorization header: the
@@ -35,6 +36,7 @@ import { isVerbError } from '../../runtime/errors.ts';
 import type { Envelope, Principal } from '../../spec/types.ts';
 import { apiKeyOf } from '../http/request-headers.ts';
 import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
+import { hostsOfOrigins, normalizeAllowedOrigins, originAllowed } from '../http/origin-policy.ts';
 import { createMcpServer, type McpServerOptions } from './mcp-server.ts';
 import { ToolCatalog } from './tool-catalog.ts';
 import { selectionOf } from './toolsets.ts';
@@ -105,11 +107,17 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
   const maxSessions = config.maxSessions ?? DEFAULT_MAX_SESSIONS;
   const idleMs = config.idleMs ?? DEFAULT_IDLE_MS;
   const now = config.now ?? Date.now;
-  const allowedOrigins = new Set((config.allowedOrigins ?? []).map((o) => o.toLowerCase()));
-  const allowedHosts = new Set((config.allowedHosts ?? []).map((h) => h.toLowerCase()));
+  const ownOrigins = normalizeAllowedOrigins(config.allowedOrigins ?? []);
 
   return async function mcpHttp(app: FastifyInstance, opts: HttpPluginOptions): Promise<void> {
     const rt: Runtime = opts.rt;
+    // The plugin's own lists plus the server's (`solid serve --allowed-origin`): an allowed
+    // origin's host is an allowed Host too.
+    const allowedOrigins = [...new Set([...ownOrigins, ...(opts.allowedOrigins ?? [])])];
+    const allowedHosts = new Set([
+      ...(config.allowedHosts ?? []).map((h) => h.toLowerCase()),
+      ...hostsOfOrigins(allowedOrigins),
+    ]);
     // Checked once, at mount: an unknown toolset fails the server's start (ToolsetError), not a session.
     const toolsets = selectionOf(rt, config.toolsets);
     const catalog = new ToolCatalog(rt, { pageSize: config.pageSize });
@@ -177,19 +185,15 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
       }
       const origin = request.headers.origin;
       if (origin !== undefined) {
-        let ok = allowedOrigins.has(origin.toLowerCase());
-        if (!ok) {
-          try {
-            const o = new URL(origin);
-            const oHost = o.hostname
-              .toLowerCase()
-              .replace(/^\[?(.*?)\]?$/, (_m, h: string) => (h.includes(':') ? `[${h}]` : h));
-            ok =
-              o.host.toLowerCase() === (request.headers.host ?? '').toLowerCase() ||
-              (loopback && LOOPBACK_HOSTS.has(oHost));
-          } catch {
-            ok = false;
-          }
+        let ok: boolean;
+        try {
+          const o = new URL(origin);
+          const oHost = o.hostname
+            .toLowerCase()
+            .replace(/^\[?(.*?)\]?$/, (_m, h: string) => (h.includes(':') ? `[${h}]` : h));
+          ok = originAllowed(request, o.origin, allowedOrigins) || (loopback && LOOPBACK_HOSTS.has(oHost));
+        } catch {
+          ok = false;
         }
         if (!ok) {
           void reply

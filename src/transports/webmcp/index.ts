@@ -13,6 +13,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
+import { normalizeAllowedOrigins } from '../http/origin-policy.ts';
 import { registerDashboardApiRoutes } from './dashboard-api-routes.ts';
 import { registerDashboardRoutes } from './dashboard-routes.ts';
 import { registerSessionRoutes } from './session-routes.ts';
@@ -34,7 +35,10 @@ export const DEFAULT_EXECUTE_BODY_LIMIT_BYTES = 262_144;
 export interface WebmcpPluginOptions {
   /** Absolute session lifetime in seconds (default 8 h). */
   sessionTtlSeconds?: number;
-  /** Origins accepted besides the server's own on state-changing requests (e.g. `https://app.example`). */
+  /**
+   * Origins accepted besides the server's own on state-changing requests (e.g. `https://app.example`),
+   * added to the server's `allowedOrigins`. A malformed one throws VerbError invalid_request.
+   */
   allowedOrigins?: readonly string[];
   /** Body limit of the execute and dashboard dispatch routes in bytes (default 256 KiB); larger → 413 payload_too_large. */
   executeBodyLimitBytes?: number;
@@ -47,8 +51,10 @@ export interface WebmcpPluginOptions {
  * Mount it with `createHttpServer(rt, { plugins: [createWebmcpPlugin(options)] })`.
  */
 export function createWebmcpPlugin(options: WebmcpPluginOptions = {}): HttpPlugin {
-  const allowedOrigins = (options.allowedOrigins ?? []).map((o) => new URL(o).origin);
-  return async function webmcp(app: FastifyInstance, { rt }: HttpPluginOptions): Promise<void> {
+  const own = normalizeAllowedOrigins(options.allowedOrigins ?? []);
+  return async function webmcp(app: FastifyInstance, opts: HttpPluginOptions): Promise<void> {
+    const { rt } = opts;
+    const allowedOrigins = [...new Set([...own, ...(opts.allowedOrigins ?? [])])];
     const sessions = new SessionStore(rt, { ttlSeconds: options.sessionTtlSeconds });
     await sessions.migrate();
     const bodyLimitBytes = options.executeBodyLimitBytes ?? DEFAULT_EXECUTE_BODY_LIMIT_BYTES;

@@ -12,6 +12,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { notePrincipal } from '../http/error-handler.ts';
+import { directOrigin, originAllowed } from '../http/origin-policy.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import { parseCookies } from './cookies.ts';
 import { CSRF_HEADER, SESSION_COOKIE, type SessionStore, type WebSession } from './session-store.ts';
@@ -26,19 +27,19 @@ export function isHttps(request: FastifyRequest): boolean {
   return request.protocol === 'https';
 }
 
-/** This server's origin as the request addressed it (`http://127.0.0.1:3000`), normalised. */
+/**
+ * This server's origin as the request addressed it on the socket (`http://127.0.0.1:3000`),
+ * normalised; never from X-Forwarded-* headers (origin-policy.ts).
+ */
 export function ownOrigin(request: FastifyRequest): string | undefined {
-  try {
-    return new URL(`${request.protocol}://${request.host}`).origin;
-  } catch {
-    return undefined;
-  }
+  return directOrigin(request);
 }
 
 /**
  * Check the `Origin` of a state-changing request.
  *
- * @param allowed extra origins accepted besides the server's own (e.g. a dev front end).
+ * @param allowed extra origins accepted besides the server's own (e.g. a dev front end, or the
+ *   public origin of a reverse proxy), normalised.
  * @param required true when the request rides on a session cookie: browsers always send `Origin`
  *   on POST/DELETE, so its absence means a non-browser client replaying a cookie.
  * @throws VerbError origin_denied
@@ -68,7 +69,7 @@ export function checkOrigin(request: FastifyRequest, allowed: readonly string[],
       hint: 'Send the request from a page of this server.',
     });
   }
-  if (given === ownOrigin(request) || allowed.includes(given)) return;
+  if (originAllowed(request, given, allowed)) return;
   throw new VerbError('origin_denied', `Requests from ${given.slice(0, 100)} are not allowed.`, {
     hint: 'Call this endpoint from a page served by this server.',
   });

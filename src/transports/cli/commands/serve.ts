@@ -1,6 +1,7 @@
 /**
  * `solid serve [--demo] [--conformance-pack] [--port 4400] [--host 127.0.0.1] [--db PATH]
- * [--durability normal|full] [--body-limit BYTES] [--toolsets crm,payments] [--dynamic-toolsets]`:
+ * [--durability normal|full] [--body-limit BYTES] [--toolsets crm,payments] [--dynamic-toolsets]
+ * [--trust-proxy [value]] [--allowed-origin https://agents.example.com ...]`:
  * open the local runtime and serve every
  * HTTP-mounted transport (the agent API, OpenAPI, and whatever http-mounts.ts lists: WebMCP +
  * dashboard, MCP, UCP, the conformance declaration).
@@ -25,6 +26,7 @@ import { KNOWN_PACKS } from '../../../packs.ts';
 import type { Runtime } from '../../../runtime/runtime.ts';
 import type { Pack } from '../../../runtime/pack.ts';
 import { createHttpServer } from '../../http/server.ts';
+import { normalizeAllowedOrigins, parseTrustProxy, type TrustProxy } from '../../http/origin-policy.ts';
 import { loadHttpMounts } from '../../http/http-mounts.ts';
 import { localOptionsOf, openLocal, keyfileOf } from '../local.ts';
 import { resolveToolsets, ToolsetError } from '../../mcp/toolsets.ts';
@@ -41,6 +43,10 @@ export interface ServeFlags {
   conformancePack?: boolean;
   toolsets?: string;
   dynamicToolsets?: boolean;
+  /** `--trust-proxy [value]`: true when given bare. */
+  trustProxy?: string | boolean;
+  /** `--allowed-origin <origin>`, repeatable. */
+  allowedOrigin?: string[];
 }
 
 export function registerServe(program: Command, io: Io, setExit: (code: number) => void): void {
@@ -66,6 +72,15 @@ export function registerServe(program: Command, io: Io, setExit: (code: number) 
       '--dynamic-toolsets',
       'MCP at /mcp: list the meta tools search_verbs, describe_verb, call_verb instead of every verb (env SOLID_DYNAMIC_TOOLSETS=1)',
     )
+    .option(
+      '--trust-proxy [value]',
+      'behind a reverse proxy: trust X-Forwarded-* (bare = the proxy in front; or a hop count, or addresses/CIDRs; env SOLID_TRUST_PROXY)',
+    )
+    .option(
+      '--allowed-origin <origin>',
+      'allow this origin (e.g. https://agents.example.com) on the dashboard, WebMCP and MCP Origin/Host checks; repeatable (env SOLID_ALLOWED_ORIGINS, comma-separated)',
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+    )
     .action(async (flags: ServeFlags) => {
       setExit(await runServe(program, io, flags));
     });
@@ -81,6 +96,14 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
   const bodyLimit = flags.bodyLimit === undefined ? undefined : Number(flags.bodyLimit);
   if (bodyLimit !== undefined && (!Number.isInteger(bodyLimit) || bodyLimit < 1))
     return usage(io, '--body-limit must be a positive integer (bytes)');
+
+  let proxy: { trustProxy: TrustProxy; allowedOrigins: string[] };
+  try {
+    proxy = proxyOptionsOf(flags, process.env);
+  } catch (err) {
+    if (!(err instanceof VerbError)) throw err;
+    return usage(io, `${err.message} ${err.hint ?? ''}`.trim());
+  }
 
   const demo = flags.demo === true;
   const demoPack = demo && KNOWN_PACKS.demo !== undefined;
@@ -117,6 +140,8 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     );
     app = createHttpServer(rt, {
       plugins,
+      trustProxy: proxy.trustProxy,
+      allowedOrigins: proxy.allowedOrigins,
       ...(bodyLimit !== undefined ? { bodyLimitBytes: bodyLimit } : {}),
     });
     try {
@@ -179,6 +204,32 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     if (app !== undefined) await app.close().catch(() => {});
     await local.close().catch(() => {});
   }
+}
+
+/**
+ * The reverse-proxy options of `solid serve`: `--trust-proxy [value]` (else SOLID_TRUST_PROXY,
+ * else off) and `--allowed-origin` (repeatable; else SOLID_ALLOWED_ORIGINS, comma-separated).
+ * Spec: spec/transports.md §http-proxy.
+ * @throws VerbError invalid_request — a malformed origin or trust-proxy value.
+ */
+export function proxyOptionsOf(
+  flags: Pick<ServeFlags, 'trustProxy' | 'allowedOrigin'>,
+  env: NodeJS.ProcessEnv,
+): { trustProxy: TrustProxy; allowedOrigins: string[] } {
+  const trustProxy =
+    flags.trustProxy !== undefined
+      ? parseTrustProxy(flags.trustProxy)
+      : env.SOLID_TRUST_PROXY !== undefined && env.SOLID_TRUST_PROXY !== ''
+        ? parseTrustProxy(env.SOLID_TRUST_PROXY)
+        : false;
+  const given =
+    flags.allowedOrigin !== undefined && flags.allowedOrigin.length > 0
+      ? flags.allowedOrigin
+      : (env.SOLID_ALLOWED_ORIGINS ?? '')
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== '');
+  return { trustProxy, allowedOrigins: normalizeAllowedOrigins(given) };
 }
 
 /** " toolsets: crm, payments; dynamic" for the MCP line, when not the defaults. */
