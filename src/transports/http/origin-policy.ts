@@ -18,8 +18,11 @@ import type { FastifyRequest } from 'fastify';
 import { TLSSocket } from 'node:tls';
 import { VerbError } from '../../runtime/errors.ts';
 
-/** Fastify `trustProxy`: true (any hop), a hop count, or addresses / CIDRs that are trusted. */
-export type TrustProxy = boolean | number | string | string[];
+/**
+ * Fastify `trustProxy`: true (the peer is trusted) or the addresses / CIDRs of trusted proxies.
+ * No hop count: Fastify 5 never trusts X-Forwarded-Proto/Host on a hop count alone.
+ */
+export type TrustProxy = boolean | string | string[];
 
 /**
  * Check and normalise allowed origins (`https://agents.example.com`, `http://localhost:5173`).
@@ -87,17 +90,22 @@ export function originAllowed(request: FastifyRequest, origin: string, allowed: 
 
 /**
  * Parse a `--trust-proxy` / SOLID_TRUST_PROXY value: absent or "true" → true, "false" → false,
- * an integer → that many hops, else a comma-separated list of addresses / CIDRs.
- * @throws VerbError invalid_request on an empty entry.
+ * else a comma-separated list of addresses / CIDRs.
+ * @throws VerbError invalid_request on an empty entry or a hop count (not supported: Fastify
+ *   would ignore X-Forwarded-Proto with it, so cookies would silently lack `Secure`).
  */
 export function parseTrustProxy(value: string | boolean | undefined): TrustProxy {
   if (value === undefined || value === true || value === 'true') return true;
   if (value === false || value === 'false' || value === '') return false;
-  if (/^\d+$/.test(value)) return Number(value);
+  if (/^\d+$/.test(value)) {
+    throw new VerbError('invalid_request', `--trust-proxy ${value}: hop counts are not supported.`, {
+      hint: 'Pass nothing (trust the proxy in front) or its addresses/CIDRs: 127.0.0.1,10.0.0.0/8.',
+    });
+  }
   const list = value.split(',').map((s) => s.trim());
   if (list.some((s) => s === '' || /\s/.test(s))) {
     throw new VerbError('invalid_request', `--trust-proxy "${value.slice(0, 200)}" is not valid.`, {
-      hint: 'Pass nothing (trust the proxy in front), a hop count, or addresses/CIDRs: 127.0.0.1,10.0.0.0/8.',
+      hint: 'Pass nothing (trust the proxy in front) or its addresses/CIDRs: 127.0.0.1,10.0.0.0/8.',
     });
   }
   return list.length === 1 ? list[0]! : list;

@@ -72,8 +72,7 @@ export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): 
   const app = Fastify({
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
     bodyLimit: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
-    // Fastify takes a hop count too (typed only as boolean | string | string[] | function).
-    trustProxy: (options.trustProxy ?? false) as boolean | string | string[],
+    trustProxy: options.trustProxy ?? false,
     return503OnClosing: true,
     clientErrorHandler: clientErrorEnvelope,
   }) as unknown as FastifyInstance;

@@ -113,12 +113,12 @@ test('allowed origins and trust-proxy values are checked; a bad one fails the st
     assert.throws(() => normalizeAllowedOrigins([bad]), { reason: 'invalid_request' }, bad);
   assert.equal(parseTrustProxy(true), true);
   assert.equal(parseTrustProxy('false'), false);
-  assert.equal(parseTrustProxy('2'), 2);
+  assert.throws(() => parseTrustProxy('2'), { reason: 'invalid_request' });
   assert.deepEqual(parseTrustProxy('127.0.0.1, 10.0.0.0/8'), ['127.0.0.1', '10.0.0.0/8']);
   assert.deepEqual(
-    proxyOptionsOf({}, { SOLID_TRUST_PROXY: '1', SOLID_ALLOWED_ORIGINS: `${PUBLIC}, http://x.test` }),
+    proxyOptionsOf({}, { SOLID_TRUST_PROXY: '127.0.0.1', SOLID_ALLOWED_ORIGINS: `${PUBLIC}, http://x.test` }),
     {
-      trustProxy: 1,
+      trustProxy: '127.0.0.1',
       allowedOrigins: [PUBLIC, 'http://x.test'],
     },
   );

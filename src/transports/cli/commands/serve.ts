@@ -74,7 +74,7 @@ export function registerServe(program: Command, io: Io, setExit: (code: number) 
     )
     .option(
       '--trust-proxy [value]',
-      'behind a reverse proxy: trust X-Forwarded-* (bare = the proxy in front; or a hop count, or addresses/CIDRs; env SOLID_TRUST_PROXY)',
+      'behind a reverse proxy: trust X-Forwarded-* (bare = the proxy in front, or its addresses/CIDRs comma-separated; env SOLID_TRUST_PROXY)',
     )
     .option(
       '--allowed-origin <origin>',
