@@ -57,9 +57,23 @@ export async function loadSettings(ctx: DashboardContext): Promise<void> {
   }
   const data = (
     envelope.result as {
-      data: { caps: Record<string, Cap>; blocklist: { default: string[]; tenant: string[] } };
+      data: {
+        caps: Record<string, Cap>;
+        blocklist: { default: string[]; tenant: string[] };
+        phrase_channel?: 'any' | 'human';
+      };
     }
   ).data;
+  // Where a typed phrase counts (spec/consent.md §phrase-channel); changed with `solid tenant phrase-channel`.
+  phrase.append(
+    el(
+      'p',
+      { 'data-phrase-channel': data.phrase_channel ?? 'any' },
+      data.phrase_channel === 'human'
+        ? "Phrases count only when a person types them: here, at a terminal prompt, in an MCP client's form or in a page dialog. An agent sending a phrase itself is refused."
+        : 'Phrases count from any channel, agents included. The owner can require a person with `solid tenant phrase-channel human`.',
+    ),
+  );
   const caps = section(
     'Daily caps',
     el(

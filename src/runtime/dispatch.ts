@@ -76,6 +76,15 @@ export interface Caller {
   webmcpSurface?: WebmcpSurface;
   /** MCP only: the toolsets the server was started with; a verb they do not admit is surface_denied (spec/transports.md §mcp-toolsets). */
   toolsets?: ToolsetSelection;
+  /**
+   * Where a typed phrase in this call was typed, decided by the transport's own code — never read
+   * from a request's args, body or headers: `human` for a channel a human types into (MCP
+   * elicitation answered by the client's user, the dashboard session, the CLI's terminal prompt,
+   * the WebMCP in-page dialog); absent = `agent`. Under the tenant setting `phrase_channel:
+   * human` only a `human` call may carry a typed phrase and see one in a pending answer.
+   * spec/consent.md §phrase-channel
+   */
+  phraseChannel?: PhraseChannel;
   signal?: AbortSignal;
   onProgress?: (done: number, total?: number, message?: string) => void;
 }
@@ -86,6 +95,24 @@ export interface ToolsetSelection {
   readonly names: readonly string[];
   /** Is this verb reachable (its category is enabled, or it is a core verb)? */
   admits(verb: CompiledVerb): boolean;
+}
+
+/** Which kind of channel a call came through (Caller.phraseChannel). */
+export type PhraseChannel = 'human' | 'agent';
+
+/**
+ * The phrase of a typed-phrase pending answer, for the transport that must show it to a human
+ * (MCP elicitation) even when the answer withholds it from the agent (`phrase_channel: human`).
+ * Held beside the envelope's `consent` object, never in it: it is lost in any serialisation, so
+ * only in-process transport code can read it. spec/consent.md §phrase-channel
+ */
+const PENDING_PHRASES = new WeakMap<object, string>();
+
+/** The phrase of a pending answer's typed-phrase gate (in-process only; see PENDING_PHRASES). */
+export function pendingPhrase(envelope: Envelope): string | undefined {
+  const c = envelope.consent;
+  if (c === undefined) return undefined;
+  return PENDING_PHRASES.get(c) ?? c.typed_phrase;
 }
 
 /** Per-call options beside the args (spec/consent.md §protocol, spec/idempotency.md). */
@@ -398,6 +425,7 @@ function readContext(rt: Runtime, st: State, caller: Caller, db: Queryable = rt.
     setEntity() {},
     surface: caller.surface,
     ...(caller.webmcpSurface !== undefined ? { webmcpSurface: caller.webmcpSurface } : {}),
+    ...(caller.phraseChannel !== undefined ? { phraseChannel: caller.phraseChannel } : {}),
     progress: caller.onProgress ?? NOOP,
   };
 }
@@ -552,6 +580,8 @@ async function consentGate(
   const phrase = typed ? (st.delegated ? st.delegated.phrase : verb.definition.phrase!(st.args)) : undefined;
   if (typed && (phrase === undefined || phrase === ''))
     throw new Error(`${verb.name}: typed-phrase class without a phrase`);
+  // phrase_channel human: a typed phrase counts only from a human channel (spec/consent.md §phrase-channel).
+  const humanOnly = typed && (await rt.phraseChannel(p.company_id)) === 'human';
   const hasNonce = options.nonce !== undefined && options.nonce !== null && options.nonce !== '';
   if (!hasNonce) {
     if (options.confirm === true) {
@@ -559,7 +589,7 @@ async function consentGate(
         hint: `Call ${verb.name} without confirm first; it answers dispatch_pending with a nonce. Then confirm with that nonce${typed ? ' and the typed phrase' : ''}.`,
       });
     }
-    return pending(rt, st, caller, phrase);
+    return pending(rt, st, caller, phrase, humanOnly);
   }
   if (options.confirm !== true) {
     // A nonce is the pending answer's token; only an explicit confirm=true spends it. A caller
@@ -623,10 +653,29 @@ async function consentGate(
         expires_at: consent.nonceExpires!,
         summary: summaryOf(st),
         typed_phrase: phrase!,
+        ...(humanOnly ? { phrase_channel: 'human' as const } : {}),
         ...(consent.approvalId ? { approval_id: consent.approvalId } : {}),
       },
       'Waiting for the typed phrase or an out-of-band approval.',
       auditId,
+    );
+  }
+  if (humanOnly && caller.phraseChannel !== 'human') {
+    // Refused whatever the phrase (matching or not: no oracle); nothing is consumed. A rejection
+    // recorded by a human still wins (§approvals: deny wins).
+    const approval = await rt.store.read((q) =>
+      q.get<Record<string, unknown>>(
+        'SELECT approval_id, status FROM approvals WHERE jti = ? AND company_id = ?',
+        [payload.j, p.company_id],
+      ),
+    );
+    const approvalId = approval?.approval_id as string | undefined;
+    if (approval?.status === 'rejected') throw approvalRejected(verb.name, approvalId);
+    throw phraseChannelRefusal(
+      verb.name,
+      st.delegated?.roleFloor ?? verb.roleFloor,
+      approvalId,
+      consent.nonceExpires!,
     );
   }
   if (!phrasesMatch(phrase!, options.typed_phrase)) {
@@ -634,13 +683,41 @@ async function consentGate(
       'phrase_mismatch',
       'The typed phrase does not match the phrase shown, character for character.',
       {
-        hint: `The human must type exactly: ${phrase}`,
+        hint: humanOnly
+          ? 'Type the phrase exactly as it is shown where you type it (same case, spaces and letters).'
+          : `The human must type exactly: ${phrase}`,
       },
     );
   }
   // A rejection or an earlier use of this nonce is found when the approval is consumed, in the
   // effect's own transaction (executeInTx): deny wins even against a decision made meanwhile.
   return consent;
+}
+
+/** Where a human approves an approval, in words for hints (spec/consent.md §phrase-channel). */
+export function humanApprovalPlaces(approvalId: string | undefined): string {
+  const id = approvalId ?? 'the pending approval';
+  return `in the dashboard ("Waiting for you"), with \`solid approvals approve ${id}\` at a terminal, or in an MCP client that shows a confirmation form`;
+}
+
+/**
+ * phrase_channel_human: a typed phrase arrived through an agent channel while the tenant counts
+ * one only from a human channel. spec/consent.md §phrase-channel, spec/reasons.md
+ */
+export function phraseChannelRefusal(
+  verbName: string,
+  floor: string,
+  approvalId: string | undefined,
+  expiresAt: string,
+): VerbError {
+  return new VerbError(
+    'phrase_channel_human',
+    `This tenant counts a typed phrase only when a human types it where they approve; a phrase sent through this channel is not consent. Nothing ran${approvalId ? ` and approval ${approvalId} stays pending` : ''}.`,
+    {
+      hint: `Ask a user with the ${floor} role or higher to approve ${approvalId ?? 'the pending request'} ${humanApprovalPlaces(approvalId)}; then call ${verbName} again with the same arguments, confirm=true and the nonce (no typed_phrase) before ${expiresAt}.`,
+      details: { ...(approvalId ? { approval_id: approvalId } : {}), expires_at: expiresAt },
+    },
+  );
 }
 
 function approvalRejected(verbName: string, approvalId: string | undefined): VerbError {
@@ -673,6 +750,7 @@ async function pending(
   st: State,
   caller: Caller,
   phrase: string | undefined,
+  humanOnly: boolean,
 ): Promise<Envelope> {
   const verb = st.verb!;
   const p = st.principal!;
@@ -708,6 +786,7 @@ async function pending(
     expires_at: issued.expiresAt,
     summary,
     ...(typed ? { typed_phrase: phrase, approval_id: approvalId } : {}),
+    ...(humanOnly ? { phrase_channel: 'human' as const } : {}),
     ...(preview !== undefined ? { preview } : {}),
   };
   const auditId = await recordPending(rt, st, caller, typed, async (tx) => {
@@ -765,17 +844,28 @@ async function recordPending(
 function pendingEnvelope(
   rt: Runtime,
   st: State,
-  _caller: Caller,
-  consent: NonNullable<Envelope['consent']>,
+  caller: Caller,
+  given: NonNullable<Envelope['consent']>,
   message?: string,
   auditId?: number,
 ): Envelope {
   const verb = st.verb!;
-  const typed = consent.gate === 'typed_phrase';
+  const typed = given.gate === 'typed_phrase';
   const floor = st.delegated?.roleFloor ?? verb.roleFloor;
-  const how = typed
-    ? `Show the human this exact phrase: "${consent.typed_phrase}". When they type it, call ${verb.name} again with the same arguments, confirm=true, the nonce and typed_phrase set to what they typed. Or have a user with the ${floor} role or higher approve ${consent.approval_id} out of band (approvals.approve with the typed phrase, or \`solid approvals approve ${consent.approval_id}\`), then call ${verb.name} again with the same arguments, confirm=true and the nonce (no typed_phrase).`
-    : `Ask the human to confirm: ${consent.summary} Then call ${verb.name} again with the same arguments, confirm=true and the nonce.`;
+  // phrase_channel human: an agent channel does not see the phrase (the in-process transport that
+  // asks a human still can: pendingPhrase). spec/consent.md §phrase-channel
+  const withheld = typed && given.phrase_channel === 'human' && caller.phraseChannel !== 'human';
+  let consent = given;
+  if (withheld) {
+    const { typed_phrase: _hidden, ...rest } = given;
+    consent = rest;
+    PENDING_PHRASES.set(consent, given.typed_phrase!);
+  }
+  const how = withheld
+    ? `This tenant counts a typed phrase only from a human where they type it, so the phrase is not shown here. Tell the human: ${consent.summary} Ask a user with the ${floor} role or higher to approve ${consent.approval_id} ${humanApprovalPlaces(consent.approval_id === undefined ? undefined : String(consent.approval_id))}; then call ${verb.name} again with the same arguments, confirm=true and the nonce (no typed_phrase).`
+    : typed
+      ? `Show the human this exact phrase: "${consent.typed_phrase}". When they type it, call ${verb.name} again with the same arguments, confirm=true, the nonce and typed_phrase set to what they typed. Or have a user with the ${floor} role or higher approve ${consent.approval_id} out of band (approvals.approve with the typed phrase, or \`solid approvals approve ${consent.approval_id}\`), then call ${verb.name} again with the same arguments, confirm=true and the nonce (no typed_phrase).`
+      : `Ask the human to confirm: ${consent.summary} Then call ${verb.name} again with the same arguments, confirm=true and the nonce.`;
   const env: Envelope = {
     ok: false,
     verb: verb.name,
@@ -1007,6 +1097,7 @@ export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput)
     },
     surface: input.caller.surface,
     ...(input.caller.webmcpSurface !== undefined ? { webmcpSurface: input.caller.webmcpSurface } : {}),
+    ...(input.caller.phraseChannel !== undefined ? { phraseChannel: input.caller.phraseChannel } : {}),
     progress: input.caller.onProgress ?? NOOP,
   };
   // Well-formed text only: the receipt is signed over the RFC 8785 form of the result (which has

@@ -15,7 +15,14 @@ import { Registry } from './registry.ts';
 import { runtimeContextMembers, type CompiledVerb, type VerbDefinition } from './verb.ts';
 import { Secrets, checkMasterKey, runtimeSecrets, type RuntimeSecrets } from './secrets.ts';
 import { TenantKeys } from './ledger/tenant-keys.ts';
-import { Tenants, insertApiKey, insertTenant, type TenantSettings } from './tenants.ts';
+import {
+  Tenants,
+  insertApiKey,
+  insertTenant,
+  phraseChannelOf,
+  type PhraseChannelSetting,
+  type TenantSettings,
+} from './tenants.ts';
 import { appendAudit, appendAuditRows, auditEntry, type AuditEntry, type AuditRow } from './ledger/audit.ts';
 import { InflightKeys, IDEMPOTENCY_TTL_SECONDS } from './ledger/idempotency.ts';
 import { NONCE_TTL_SECONDS } from './consent/nonce.ts';
@@ -466,6 +473,14 @@ export class Runtime {
     if (this.#blocklist.has(name)) return true;
     const t = await this.tenants.get(companyId);
     return listBlocks(t?.settings.blocklist, name);
+  }
+
+  /**
+   * The tenant's `phrase_channel` setting (`any` | `human`), cached like every tenant setting
+   * (up to 5 s across processes). spec/consent.md §phrase-channel
+   */
+  async phraseChannel(companyId: number): Promise<PhraseChannelSetting> {
+    return phraseChannelOf((await this.tenants.get(companyId))?.settings);
   }
 
   /** Count one write against the tenant's daily cap of `cls`, inside `tx`. Throws daily_cap_exceeded. */

@@ -17,11 +17,26 @@ import { VerbError } from './errors.ts';
 
 export const API_KEY_PREFIX = 'sk_solid_';
 
+/** The values of the tenant setting `phrase_channel` (spec/consent.md §phrase-channel). */
+export const PHRASE_CHANNEL_SETTINGS = ['any', 'human'] as const;
+export type PhraseChannelSetting = (typeof PHRASE_CHANNEL_SETTINGS)[number];
+
+/** The setting's value in stored settings: anything but `human` reads as the default `any`. */
+export function phraseChannelOf(settings: TenantSettings | undefined): PhraseChannelSetting {
+  return settings?.phrase_channel === 'human' ? 'human' : 'any';
+}
+
 export interface TenantSettings {
   /** Daily caps per consent class (defaults 100 / 25 / 10). */
   caps?: Partial<Record<VerbClass, number>>;
   /** Extra blocked verb names for this tenant. */
   blocklist?: string[];
+  /**
+   * Where a typed phrase counts (spec/consent.md §phrase-channel): `any` (default) — every
+   * transport; `human` — only a channel a human types into (MCP elicitation, the dashboard, the
+   * CLI's terminal prompt, the WebMCP in-page dialog).
+   */
+  phrase_channel?: PhraseChannelSetting;
   /** Anything else a pack stores. */
   [k: string]: unknown;
 }

@@ -104,6 +104,13 @@ export const REASONS = {
     denial: true,
   }),
   approval_rejected: r(403, 3, 'denied', 'A human rejected this pending dispatch.', { denial: true }),
+  phrase_channel_human: r(
+    403,
+    3,
+    'denied',
+    'This tenant counts a typed phrase only from a channel a human types into; approve the pending approval there.',
+    { denial: true },
+  ),
   approval_not_found: r(404, 5, 'not_found', 'No pending approval with that id for this tenant.'),
   approval_not_pending: r(409, 6, 'conflict', 'The approval was already decided or has expired.'),
   daily_cap_exceeded: r(429, 7, 'limit', "The tenant's daily cap for this consent class is used up.", {

@@ -96,6 +96,11 @@ export interface ConsentRequest {
   summary: string;
   /** The exact phrase the human must type (typed-phrase gates). */
   typed_phrase?: string;
+  /**
+   * `human` when the tenant counts a typed phrase only from a channel a human types into; an
+   * answer to an agent channel then omits `typed_phrase`. spec/consent.md §phrase-channel
+   */
+  phrase_channel?: 'human';
   /** Id to approve out of band (`approvals.approve`). */
   approval_id?: string;
   /** The verb's preview output, when it has one. */

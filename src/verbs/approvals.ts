@@ -33,6 +33,7 @@ import {
   type SystemVerbContext,
 } from '../runtime/verb.ts';
 import { phrasesMatch } from '../runtime/consent/typed-phrase.ts';
+import { phraseChannelRefusal } from '../runtime/dispatch.ts';
 
 /** Lowest role that may decide any approval (the WRITE_FINANCIAL floor). */
 const MIN_APPROVER_ROLE: Role = ROLE_FLOOR_OF_CLASS.WRITE_FINANCIAL;
@@ -165,7 +166,11 @@ const approvalItem = {
     verb: { type: 'string', description: 'The verb waiting for consent.' },
     consent_class: { type: 'string', enum: ['WRITE_FINANCIAL', 'IRREVERSIBLE'] },
     summary: { type: 'string', description: 'What will happen, in plain words.' },
-    typed_phrase: { type: 'string', description: 'The exact phrase the approver must type.' },
+    typed_phrase: {
+      type: ['string', 'null'],
+      description:
+        "The exact phrase the approver must type; null when the tenant's phrase_channel is human and this list was asked through an agent channel (the phrase is shown only where a human approves).",
+    },
     args: { type: 'object', description: 'The arguments of the pending call (secret fields redacted).' },
     requested_by: { type: 'integer', description: 'user_id of the requester.' },
     requested_role: { type: 'string' },
@@ -270,6 +275,9 @@ export const approvalsList = defineSystemVerb<ApprovalsListArgs>({
       `SELECT ${COLUMNS} FROM approvals WHERE ${where.join(' AND ')} ORDER BY created_at DESC, approval_id LIMIT ?`,
       params,
     );
+    // phrase_channel human: an agent channel does not see the phrases (spec/consent.md §phrase-channel).
+    const hidePhrases =
+      ctx.phraseChannel !== 'human' && (await ctx.runtime.phraseChannel(companyId)) === 'human';
     const approvals = raw.map((r) => {
       const row: ApprovalRow = {
         ...(r as unknown as ApprovalRow),
@@ -284,7 +292,7 @@ export const approvalsList = defineSystemVerb<ApprovalsListArgs>({
         verb: row.verb,
         consent_class: row.consent_class,
         summary: row.summary,
-        typed_phrase: row.typed_phrase ?? '',
+        typed_phrase: hidePhrases ? null : (row.typed_phrase ?? ''),
         args: row.args as Record<string, unknown>,
         requested_by: row.requested_by,
         requested_role: row.requested_role,
@@ -394,6 +402,10 @@ export const approvalsApprove = defineSystemVerb<ApprovalsApproveArgs>({
     const nowIso = ctx.now.toISOString();
     const status = effectiveStatus(row, nowIso);
     if (status !== 'pending') throw notPending(row, status);
+    if (ctx.phraseChannel !== 'human' && (await ctx.runtime.phraseChannel(p.company_id)) === 'human') {
+      // Whatever the phrase (no oracle); the approval stays pending. spec/consent.md §phrase-channel
+      throw phraseChannelRefusal(row.verb, approverFloor(row), row.approval_id, row.expires_at);
+    }
     if (row.typed_phrase === null || !phrasesMatch(row.typed_phrase, args.typed_phrase)) {
       throw new VerbError(
         'phrase_mismatch',

@@ -6,6 +6,9 @@
  * - tenant.caps_set          WRITE_REVERSIBLE, owner: set a class's daily cap (0–1,000,000) or null for the default.
  * - tenant.blocklist_add     WRITE_REVERSIBLE, owner: block a verb name for this tenant (registered or not).
  * - tenant.blocklist_remove  WRITE_REVERSIBLE, owner: unblock a name this tenant added (the defaults stay).
+ * - tenant.phrase_channel_set WRITE_REVERSIBLE, owner: where a typed phrase counts, `any` or `human`
+ *                            (spec/consent.md §phrase-channel); loosening `human` → `any` needs a
+ *                            human channel itself (phrase_channel_human otherwise).
  *
  * The writes are projected on http and cli only: an agent does not tune its own guard rails
  * through its tool list. Each write is audited, counted against the tenant's WRITE_REVERSIBLE cap,
@@ -18,7 +21,13 @@ import { parseJson } from '../store/store.ts';
 import { VerbError } from '../runtime/errors.ts';
 import { defineSystemVerb, type OriginalAction, type SystemVerbContext } from '../runtime/verb.ts';
 import { DEFAULT_DAILY_CAPS } from '../runtime/runtime.ts';
-import type { TenantSettings } from '../runtime/tenants.ts';
+import {
+  PHRASE_CHANNEL_SETTINGS,
+  phraseChannelOf,
+  type PhraseChannelSetting,
+  type TenantSettings,
+} from '../runtime/tenants.ts';
+import { humanApprovalPlaces } from '../runtime/dispatch.ts';
 import { blocklistKey, DEFAULT_BLOCKLIST } from '../runtime/consent/blocklist.ts';
 
 /** The classes with a daily cap. */
@@ -29,7 +38,13 @@ const MAX_TENANT_BLOCKLIST = 500;
 
 /** Names that may not be blocked: blocking them would lock the owner out of unblocking. */
 const UNBLOCKABLE = new Set(
-  ['tenant.settings', 'tenant.caps_set', 'tenant.blocklist_add', 'tenant.blocklist_remove'].map(blocklistKey),
+  [
+    'tenant.settings',
+    'tenant.caps_set',
+    'tenant.blocklist_add',
+    'tenant.blocklist_remove',
+    'tenant.phrase_channel_set',
+  ].map(blocklistKey),
 );
 
 async function readSettings(q: SystemVerbContext['db'], companyId: number): Promise<TenantSettings> {
@@ -57,7 +72,7 @@ export const tenantSettings = defineSystemVerb<Record<string, never>>({
   name: 'tenant.settings',
   title: 'Tenant consent settings',
   description:
-    "Show this tenant's consent settings: the daily cap of each consent class (limit, default, used today, next reset at midnight UTC) and the blocked verb names (the built-in list and the tenant's own). Needs the admin role.",
+    "Show this tenant's consent settings: the daily cap of each consent class (limit, default, used today, next reset at midnight UTC), the blocked verb names (the built-in list and the tenant's own) and where a typed phrase counts (phrase_channel: any | human). Needs the admin role.",
   shape: 'aggregate',
   category: 'consent',
   role_floor: 'admin',
@@ -88,7 +103,11 @@ export const tenantSettings = defineSystemVerb<Record<string, never>>({
     return {
       entity_type: 'tenant',
       entity_id: companyId,
-      data: { caps, blocklist: { default: [...DEFAULT_BLOCKLIST], tenant: [...(settings.blocklist ?? [])] } },
+      data: {
+        caps,
+        blocklist: { default: [...DEFAULT_BLOCKLIST], tenant: [...(settings.blocklist ?? [])] },
+        phrase_channel: phraseChannelOf(settings),
+      },
       fetched_at: ctx.now.toISOString(),
     };
   },
@@ -98,9 +117,21 @@ export const tenantSettings = defineSystemVerb<Record<string, never>>({
 async function restore(
   ctx: SystemVerbContext,
   original: OriginalAction,
-  member: 'caps' | 'blocklist',
+  member: 'caps' | 'blocklist' | 'phrase_channel',
 ): Promise<{ revert_action: string }> {
   const settings = await readSettings(ctx.db, ctx.principal.company_id);
+  if (member === 'phrase_channel') {
+    const previous = (original.rollback as { previous?: unknown }).previous;
+    if (previous === 'human' && phraseChannelOf(settings) !== 'human') {
+      // Restoring human tightens: always allowed. (Reverting to `any` loosens: checked like a set.)
+      settings.phrase_channel = 'human';
+    } else if (previous !== 'human') {
+      requireHumanToLoosen(ctx, settings);
+      delete settings.phrase_channel;
+    }
+    await writeSettings(ctx, settings);
+    return { revert_action: `phrase channel restored to ${phraseChannelOf(settings)}` };
+  }
   const rb = original.rollback as { cls?: CappedClass; previous?: unknown };
   if (member === 'caps') {
     const caps = { ...(settings.caps ?? {}) } as Partial<Record<VerbClass, number>>;
@@ -283,4 +314,67 @@ export const tenantBlocklistRemove = defineSystemVerb<{ name: string }>({
   revert: { handler: (ctx, original) => restore(ctx, original, 'blocklist') },
 });
 
-export const tenantSettingsVerbs = [tenantSettings, tenantCapsSet, tenantBlocklistAdd, tenantBlocklistRemove];
+/**
+ * Loosening `phrase_channel` from `human` to `any` must itself come from a human channel: else a
+ * model holding an owner key would undo the setting over the HTTP API and confirm its own nonce.
+ * @throws VerbError phrase_channel_human
+ */
+function requireHumanToLoosen(ctx: SystemVerbContext, settings: TenantSettings): void {
+  if (phraseChannelOf(settings) !== 'human' || ctx.phraseChannel === 'human') return;
+  throw new VerbError(
+    'phrase_channel_human',
+    'This tenant counts typed phrases only from a human channel; switching that off must come from a human channel too. Nothing changed.',
+    {
+      hint: `Switch it with \`solid tenant phrase-channel any\` typed at a terminal on the server's database (the CLI prompt is a human channel). Approvals meanwhile: ${humanApprovalPlaces(undefined)}.`,
+    },
+  );
+}
+
+export const tenantPhraseChannelSet = defineSystemVerb<{ phrase_channel: PhraseChannelSetting }>({
+  name: 'tenant.phrase_channel_set',
+  title: 'Set where typed phrases count',
+  description:
+    "Set where this tenant counts a typed phrase (WRITE_FINANCIAL, IRREVERSIBLE): `any` (default) — any transport; `human` — only a channel a human types into (MCP elicitation, the dashboard, the CLI's terminal prompt, the WebMCP in-page dialog); elsewhere the phrase is refused with phrase_channel_human and the pending answer does not show it. Switching `human` back to `any` must itself come from a human channel. Owner only; needs a confirmation.",
+  shape: 'receipt',
+  category: 'consent',
+  consent: 'WRITE_REVERSIBLE',
+  cap_exempt: true,
+  role_floor: 'owner',
+  surfaces: ['http', 'cli'],
+  input: {
+    type: 'object',
+    properties: { phrase_channel: { type: 'string', enum: [...PHRASE_CHANNEL_SETTINGS] } },
+    required: ['phrase_channel'],
+    additionalProperties: false,
+  },
+  summary: (a) =>
+    a.phrase_channel === 'human'
+      ? 'Count typed phrases only when a human types them (dashboard, terminal prompt, MCP form, WebMCP dialog).'
+      : 'Count typed phrases from any channel, agents included.',
+  async handler(ctx, args) {
+    const settings = await readSettings(ctx.db, ctx.principal.company_id);
+    const previous = phraseChannelOf(settings);
+    if (args.phrase_channel === 'any') requireHumanToLoosen(ctx, settings);
+    if (args.phrase_channel === 'human') settings.phrase_channel = 'human';
+    else delete settings.phrase_channel;
+    ctx.setEntity('tenant', ctx.principal.company_id);
+    if (previous !== args.phrase_channel) {
+      await writeSettings(ctx, settings);
+      ctx.setRollback(`tenant:phrase_channel:${previous}`, { previous });
+    }
+    return {
+      status: previous === args.phrase_channel ? 'unchanged' : 'completed',
+      phrase_channel: args.phrase_channel,
+      previous_phrase_channel: previous,
+    };
+  },
+  revert: { handler: (ctx, original) => restore(ctx, original, 'phrase_channel') },
+});
+
+export const tenantSettingsVerbs = [
+  tenantSettings,
+  tenantCapsSet,
+  tenantBlocklistAdd,
+  tenantBlocklistRemove,
+  tenantPhraseChannelSet,
+];

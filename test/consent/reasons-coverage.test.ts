@@ -113,6 +113,19 @@ test('every consent reason is produced by a dispatch and audited with that reaso
       )
     ).error?.reason,
   );
+  await h.setSettings({ phrase_channel: 'human' });
+  const agentPhrase = pendingOf(await h.call('admin', 'charge_invoice', { ...args, invoice_id: 5 }));
+  note(
+    'phrase_channel_human',
+    (
+      await h.call(
+        'admin',
+        'charge_invoice',
+        { ...args, invoice_id: 5 },
+        { confirm: true, nonce: agentPhrase.nonce, typed_phrase: 'CHARGE $1.00 to invoice #5' },
+      )
+    ).error?.reason,
+  );
 
   for (const [label, reason] of got) assert.equal(reason, label);
   const audited = new Set((await h.audit()).map((r) => r.reason).filter((r): r is string => r !== null));

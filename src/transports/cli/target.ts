@@ -26,6 +26,12 @@ export interface TargetCallOptions {
   /** May a failed request be repeated (a read verb)? Remote only; an idempotency key always allows it. */
   idempotent?: boolean;
   signal?: AbortSignal;
+  /**
+   * The human at this terminal types the phrase at the prompt (stdin is a TTY, no --phrase flag):
+   * the embedded runtime marks the call `phraseChannel: 'human'`. A remote server cannot verify a
+   * terminal over HTTP, so RemoteTarget ignores it. spec/consent.md §phrase-channel
+   */
+  humanAtTerminal?: boolean;
 }
 
 export type ShowAnswer = { record: VerbRecord; hints: VerbHints | undefined } | { envelope: Envelope };
@@ -83,8 +89,22 @@ export class LocalTarget implements VerbTarget {
     return this.#local;
   }
 
-  dispatch(verb: string, args: unknown, options: DispatchOptions = {}): Promise<Envelope> {
-    return this.#local.rt.dispatch({ surface: 'cli', apiKey: this.#apiKey }, verb, args, options);
+  dispatch(
+    verb: string,
+    args: unknown,
+    options: DispatchOptions = {},
+    call: TargetCallOptions = {},
+  ): Promise<Envelope> {
+    return this.#local.rt.dispatch(
+      {
+        surface: 'cli',
+        apiKey: this.#apiKey,
+        ...(call.humanAtTerminal === true ? { phraseChannel: 'human' as const } : {}),
+      },
+      verb,
+      args,
+      options,
+    );
   }
 
   async records(filter: { surface?: string; shape?: string } = {}): Promise<VerbRecord[]> {

@@ -131,7 +131,7 @@ function withMcpHint(envelope: Envelope, options: ToolResultOptions): Envelope {
         : 'the dashboard';
     hint =
       `No human typed the confirmation phrase in this client (it cannot show a form, or nobody answered), and a phrase typed by the model is not consent. ` +
-      `Tell the human: ${c.summary} A user allowed to approve it must type "${c.typed_phrase}" at ${where}. ` +
+      `Tell the human: ${c.summary} A user allowed to approve it must type ${c.typed_phrase !== undefined ? `"${c.typed_phrase}"` : 'the phrase shown there'} at ${where}. ` +
       `After they approve, ${again}.`;
   } else {
     hint = `Ask the human to confirm: ${c.summary} If they agree, ${again}.`;

@@ -42,7 +42,12 @@ import {
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { Caller, DispatchOptions, ToolsetSelection } from '../../runtime/dispatch.ts';
+import {
+  pendingPhrase,
+  type Caller,
+  type DispatchOptions,
+  type ToolsetSelection,
+} from '../../runtime/dispatch.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import type { Runtime } from '../../runtime/runtime.ts';
 import type { ConsentRequest, Envelope, Principal } from '../../spec/types.ts';
@@ -183,8 +188,15 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
       options: dispatchOptions(meta),
     };
     let env = await rt.dispatch(caller, entry.verb.name, call.args, call.options);
-    if (isTypedPending(env) && canElicitForm(server))
-      env = await consentByHuman(call, env.consent!, options.elicitationTimeoutMs);
+    // The phrase for the form: also when the answer withholds it from the model (phrase_channel
+    // human; in-process only — a remote bridge never receives it, so it asks no one).
+    const phrase = isTypedPending(env) ? pendingPhrase(env) : undefined;
+    if (phrase !== undefined && canElicitForm(server))
+      env = await consentByHuman(
+        call,
+        { ...env.consent!, typed_phrase: phrase },
+        options.elicitationTimeoutMs,
+      );
     return envelopeToToolResult(env, {
       toolName: entry.tool.name,
       limits: options.limits,
@@ -321,7 +333,9 @@ async function consentByHuman(
   consent: ConsentRequest,
   timeoutMs: number | undefined,
 ): Promise<Envelope> {
-  const { rt, caller, entry, args, options } = call;
+  const { rt, entry, args, options } = call;
+  // What the client's user typed into the server's own form: the human channel (spec/consent.md §phrase-channel).
+  const caller: Caller = { ...call.caller, phraseChannel: 'human' };
   const answer = await askForPhrase(call.server, entry.tool.title ?? entry.tool.name, consent, {
     relatedRequestId: call.extra.requestId,
     signal: call.extra.signal,
@@ -343,7 +357,8 @@ async function consentByHuman(
         { verb: entry.verb.name, why: answer.why },
         'mcp: elicitation unanswered; failing closed (out-of-band approval)',
       );
-      return rt.dispatch(caller, entry.verb.name, args, confirmed);
+      // No human answered: the pending answer goes to the model, as the model's channel.
+      return rt.dispatch(call.caller, entry.verb.name, args, confirmed);
   }
 }
 
@@ -358,7 +373,8 @@ async function refuse(
   consent: ConsentRequest,
   action: 'declined' | 'cancelled',
 ): Promise<Envelope> {
-  const { rt, caller, entry, args, options } = call;
+  const { rt, entry, args, options } = call;
+  const caller: Caller = { ...call.caller, phraseChannel: 'human' };
   const confirmed = { ...options, confirm: true, nonce: consent.nonce };
   if (consent.approval_id !== undefined && rt.registry.get('approvals.reject') !== undefined) {
     const note = `The human ${action} the confirmation form in the MCP client.`;

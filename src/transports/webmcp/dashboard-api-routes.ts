@@ -90,7 +90,13 @@ export function registerDashboardApiRoutes(app: FastifyInstance, deps: Dashboard
         rt,
         request,
         reply,
-        { principal: { ...session.principal, agent_type: 'dashboard' }, surface: 'http' },
+        // A signed-in page of this server (session cookie, same Origin, CSRF token): the human
+        // channel of spec/consent.md §phrase-channel. An API key alone never reaches this route.
+        {
+          principal: { ...session.principal, agent_type: 'dashboard' },
+          surface: 'http',
+          phraseChannel: 'human',
+        },
         verb,
         body,
       );

@@ -97,6 +97,10 @@ export function registerWebmcpRoutes(app: FastifyInstance, deps: WebmcpRouteDeps
           session === undefined ? null : { ...session.principal, agent_type: `webmcp:${body.surface}` },
         surface: 'webmcp' as const,
         webmcpSurface: body.surface,
+        // With a session the request comes from this server's page (cookie, Origin, CSRF): the
+        // browser's agent only fills `input`; confirm, nonce and typed_phrase come from the page's
+        // own consent dialog, a human channel (spec/consent.md §phrase-channel).
+        ...(session !== undefined ? { phraseChannel: 'human' as const } : {}),
       };
       return dispatchAndReply(rt, request, reply, caller, toolName, body);
     },

@@ -11,7 +11,7 @@
  */
 import type { Command } from 'commander';
 import type { Envelope } from '../../../spec/types.ts';
-import { openTarget } from '../target.ts';
+import { openTarget, type TargetCallOptions } from '../target.ts';
 import { parseArgsJson, printEnvelope, type Io } from '../output.ts';
 
 export interface DispatchFlags {
@@ -55,7 +55,7 @@ export async function runDispatch(
   // Embedded or remote (--url / SOLID_API_URL): one interface, the same envelopes (target.ts).
   const target = await openTarget(program, { apiKey: flags.apiKey, warn: io.err });
   try {
-    const call = { idempotent: flags.read === true };
+    const call: TargetCallOptions = { idempotent: flags.read === true };
     const base = flags.idempotencyKey !== undefined ? { idempotency_key: flags.idempotencyKey } : {};
     let env: Envelope;
     if (flags.nonce !== undefined) {
@@ -71,12 +71,17 @@ export async function runDispatch(
         call,
       );
     } else {
-      env = await target.dispatch(verb, parsed.args, base, call);
       const wantsConsent = flags.confirm === true || flags.phrase !== undefined;
+      // The human channel is the terminal prompt (and a --confirm typed at a terminal), never a
+      // --phrase flag: a script passes flags (spec/consent.md §phrase-channel).
+      const human =
+        wantsConsent && flags.phrase === undefined && io.isTTY && io.prompt !== undefined && !flags.json;
+      if (human) call.humanAtTerminal = true;
+      env = await target.dispatch(verb, parsed.args, base, call);
       if (!env.ok && env.error?.reason === 'dispatch_pending' && env.consent && wantsConsent) {
         let phrase = flags.phrase;
         if (env.consent.gate === 'typed_phrase' && phrase === undefined) {
-          if (io.isTTY && io.prompt !== undefined && !flags.json) {
+          if (human && io.prompt !== undefined && env.consent.typed_phrase !== undefined) {
             io.err(`${env.consent.summary}\nTo consent, type exactly:  ${env.consent.typed_phrase}`);
             phrase = await io.prompt('> ');
           } else {

@@ -23,7 +23,8 @@ interface ListedApproval {
   verb: string;
   status: string;
   summary: string;
-  typed_phrase: string;
+  /** null when the tenant shows phrases only to a human channel and this is not one. */
+  typed_phrase: string | null;
   requested_by: number;
   requested_role: string;
   role_floor: string;
@@ -57,7 +58,7 @@ function renderList(io: Io, env: Envelope): number {
           a.expires_at.replace('T', ' ').slice(0, 19),
           `user ${a.requested_by} (${a.requested_role})`,
           a.role_floor,
-          a.typed_phrase,
+          a.typed_phrase ?? '(shown only at a terminal or in the dashboard)',
         ]),
       ),
     );
@@ -86,6 +87,9 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
           const env = await target.dispatch(
             'approvals.list',
             flags.status === undefined ? {} : { status: flags.status },
+            {},
+            // A human reading a terminal sees the phrases (spec/consent.md §phrase-channel).
+            { humanAtTerminal: io.isTTY && !flags.json },
           );
           setExit(flags.json || !env.ok ? printEnvelope(io, env, Boolean(flags.json)) : renderList(io, env));
         },
@@ -105,8 +109,15 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
         program,
         async (target) => {
           let phrase = flags.phrase;
+          // Typed at the prompt on a terminal: the human channel; a --phrase flag is not (spec/consent.md §phrase-channel).
+          const human = phrase === undefined && io.isTTY && io.prompt !== undefined && !flags.json;
           if (phrase === undefined) {
-            const listed = await target.dispatch('approvals.list', { approval_id: approvalId });
+            const listed = await target.dispatch(
+              'approvals.list',
+              { approval_id: approvalId },
+              {},
+              { humanAtTerminal: human },
+            );
             const item = ((listed.result?.approvals ?? []) as ListedApproval[])[0];
             if (!listed.ok || item === undefined || item.status !== 'pending') {
               // Not visible to this caller (role, tenant, unknown id) or not open: approve itself answers and audits.
@@ -122,21 +133,25 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
             io.err(
               `${item.verb}: ${item.summary}\nRequested by user ${item.requested_by} (${item.requested_role}); status ${item.status}; expires ${item.expires_at}.`,
             );
-            if (io.isTTY && io.prompt !== undefined && !flags.json) {
+            if (human && io.prompt !== undefined && item.typed_phrase !== null) {
               io.err(`To approve, type exactly:  ${item.typed_phrase}`);
               phrase = await io.prompt('> ');
             } else {
               io.err(
-                `✗ approving needs the typed phrase; no terminal to prompt on.\n  hint: solid approvals approve ${approvalId} --phrase "${item.typed_phrase}"`,
+                item.typed_phrase === null
+                  ? `✗ approving needs the typed phrase, typed by a human: this tenant counts it only at a terminal prompt or in the dashboard ("Waiting for you").`
+                  : `✗ approving needs the typed phrase; no terminal to prompt on.\n  hint: solid approvals approve ${approvalId} --phrase "${item.typed_phrase}"`,
               );
               setExit(2);
               return;
             }
           }
-          const env = await target.dispatch('approvals.approve', {
-            approval_id: approvalId,
-            typed_phrase: phrase,
-          });
+          const env = await target.dispatch(
+            'approvals.approve',
+            { approval_id: approvalId, typed_phrase: phrase },
+            {},
+            { humanAtTerminal: human },
+          );
           const code = printEnvelope(io, env, Boolean(flags.json));
           if (env.ok && !flags.json) io.out(String(env.result?.next_step ?? ''));
           setExit(code);

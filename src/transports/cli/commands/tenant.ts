@@ -1,7 +1,8 @@
 /**
  * `solid tenant show`, `solid tenant caps set --class C --limit N|default`,
- * `solid tenant blocklist add <name>`, `solid tenant blocklist remove <name>`: the tenant's consent
- * settings (spec/consent.md §caps, §blocklist). Each is a dispatch of tenant.settings /
+ * `solid tenant blocklist add <name>`, `solid tenant blocklist remove <name>`,
+ * `solid tenant phrase-channel <any|human>`: the tenant's consent settings (spec/consent.md §caps,
+ * §blocklist, §phrase-channel). Each is a dispatch of tenant.settings /
  * tenant.caps_set / tenant.blocklist_add / tenant.blocklist_remove with the caller's key
  * (--api-key or SOLID_API_KEY): owner only, audited, revertible with audit.revert.
  *
@@ -56,6 +57,7 @@ export function registerTenant(program: Command, io: Io, setExit: (code: number)
         const data = env.result!.data as {
           caps: Record<string, CapView>;
           blocklist: { default: string[]; tenant: string[] };
+          phrase_channel?: string;
         };
         io.out(
           table(
@@ -73,8 +75,29 @@ export function registerTenant(program: Command, io: Io, setExit: (code: number)
         io.out(
           `blocked (this tenant): ${data.blocklist.tenant.length > 0 ? data.blocklist.tenant.join(', ') : '(none)'}`,
         );
+        io.out(
+          `typed phrases count from: ${data.phrase_channel === 'human' ? 'a human only (dashboard, terminal prompt, MCP form, WebMCP dialog)' : 'any channel'}`,
+        );
         setExit(0);
       });
+    });
+
+  tenant
+    .command('phrase-channel <channel>')
+    .description(
+      'Where a typed phrase counts: "any" (default) or "human" (dashboard, terminal prompt, MCP form, WebMCP dialog)',
+    )
+    .option('--json', 'print the envelope as JSON')
+    .option('--api-key <key>', 'API key (default: SOLID_API_KEY)')
+    .action(async (channel: string, flags: KeyFlags) => {
+      if (channel !== 'any' && channel !== 'human') {
+        io.err(`✗ the phrase channel is "any" or "human" (got "${channel}")`);
+        setExit(2);
+        return;
+      }
+      setExit(
+        await confirmAndRun(program, io, 'tenant.phrase_channel_set', { phrase_channel: channel }, flags),
+      );
     });
 
   const caps = tenant.command('caps').description('Daily caps per consent class (reset at midnight UTC)');
