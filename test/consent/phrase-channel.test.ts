@@ -10,6 +10,7 @@ import { consentHarness, pendingOf, type ConsentHarness } from './support.ts';
 import { createHttpServer } from '../../src/transports/http/server.ts';
 import { pendingPhrase, type DispatchOptions } from '../../src/runtime/dispatch.ts';
 import type { Envelope } from '../../src/spec/types.ts';
+import { validateEnvelope } from '../../src/spec/validators.ts';
 
 const ARGS = { invoice_id: 7, amount_cents: 5000 };
 const PHRASE = 'CHARGE $50.00 to invoice #7';
@@ -56,6 +57,13 @@ test('human: an agent channel gets no phrase and is refused with the approval to
   assert.match(pendingEnv.error!.hint!, new RegExp(String(c.approval_id)));
   assert.match(pendingEnv.error!.hint!, /Waiting for you/);
   assert.equal(pendingPhrase(pendingEnv), PHRASE, 'in-process transport code can still show it to a human');
+  assert.deepEqual(validateEnvelope(pendingEnv).errors, [], 'valid against schema/envelope.json');
+  const { approval_id: _id, ...noApproval } = c;
+  assert.equal(
+    validateEnvelope({ ...pendingEnv, consent: noApproval }).valid,
+    false,
+    'withheld needs approval_id',
+  );
 
   const refused = await h.call('admin', 'charge_invoice', ARGS, {
     confirm: true,
