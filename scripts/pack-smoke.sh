@@ -72,6 +72,38 @@ console.log('ok: shop.greet dispatched, bad input refused with', bad.error.reaso
 JS
 node smoke.mjs
 
+echo "== a TypeScript consumer: tsc against the shipped .d.ts types zod args and rejects a typo"
+cat > consumer.ts <<'TS'
+import { z } from 'zod';
+import { createRuntime, defineVerb, definePack, SqliteStore } from 'solid-verbs';
+import { createTestBusiness } from 'solid-verbs/testing';
+
+export const lookup = defineVerb({
+  name: 'shop.lookup',
+  description: 'Find an item by id.',
+  shape: 'aggregate',
+  category: 'shop',
+  input: z.object({ item_id: z.number().int() }),
+  async handler(ctx, args) {
+    const id: number = args.item_id;
+    return { entity_id: id, data: { tenant: ctx.principal.company_id } };
+  },
+});
+export const pack = definePack({ name: 'shop', description: 'A shop.', migrations: [], verbs: [lookup] });
+export const open = () => createRuntime({ store: new SqliteStore({ path: ':memory:' }) });
+export const business = () => createTestBusiness({ packs: [pack] });
+TS
+sed 's/const id: number = args.item_id;/const id: number = args.itme_id;/' consumer.ts > typo.ts
+# A TypeScript project on Node has the Node types; everything else comes with solid-verbs.
+npm install --prefer-offline --no-audit --no-fund --loglevel=error --no-save "@types/node@$(node -p "require('$root/package.json').devDependencies['@types/node']")"
+"$root/node_modules/.bin/tsc" --noEmit --strict --module nodenext --moduleResolution nodenext --target es2022 consumer.ts \
+  || fail "tsc does not compile a TypeScript consumer against the shipped types (errors above)"
+if "$root/node_modules/.bin/tsc" --noEmit --strict --module nodenext --moduleResolution nodenext --target es2022 typo.ts >"$work/typo.out" 2>&1; then
+  fail "tsc accepted args.itme_id on a zod-typed verb"
+fi
+grep -q "itme_id" "$work/typo.out" || { cat "$work/typo.out" >&2; fail "tsc failed typo.ts for another reason"; }
+echo "ok: tsc compiles a consumer against the .d.ts and rejects args.itme_id"
+
 echo "== the CLI from node_modules/.bin (built code, no tsx)"
 version=$(npx --no-install solid --version)
 [ "$version" = "$(node -p "require('$root/package.json').version")" ] || fail "solid --version printed '$version'"

@@ -6,7 +6,7 @@
  * runtime-only part stays beside it (consent class, role floor, category, phrase builder, handler,
  * revert handler, secret fields). Spec: spec/manifest.md, spec/consent.md, spec/receipts.md.
  */
-import type { ZodType } from 'zod';
+import type { z, ZodType } from 'zod';
 import type {
   JsonSchema,
   Principal,
@@ -240,9 +240,31 @@ export interface CompiledVerb {
   readonly revertible: boolean;
 }
 
-/** Identity helper that types a verb definition. */
+/**
+ * Define a verb (spec/manifest.md): returns the definition as given, typed; `rt.register(...)`
+ * (or a pack's `verbs`) validates and compiles it, and refuses a bad one with a RegistrationError
+ * naming the verb and the field (a name that is not `{domain}.{verb}`, a write without a consent
+ * class, `company_id`/`user_id` in the input schema, a typed-phrase class without `phrase`, …).
+ *
+ * With a zod 4 object schema as `input`, the handler's `args` (and `phrase`, `summary`) are typed
+ * from it: `args.idd` for a field `id` fails to compile. With a JSON Schema (2020-12) `input`,
+ * give the argument type yourself: `defineVerb<{ id: number }>({...})` (default `any`).
+ *
+ *   const lookup = defineVerb({
+ *     name: 'books.lookup', description: 'Find a book by id.', shape: 'aggregate', category: 'books',
+ *     input: z.object({ book_id: z.number().int() }),
+ *     handler: async (ctx, args) => ({ data: await ctx.db.get('SELECT * FROM books WHERE id = ?', [args.book_id]), sources: [] }),
+ *   });
+ */
+export function defineVerb<S extends ZodType, R = any>( // eslint-disable-line @typescript-eslint/no-explicit-any -- see VerbDefinition
+  definition: VerbDefinition<z.output<S>, R> & { input: S },
+): VerbDefinition<z.output<S>, R>;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see VerbDefinition
-export function defineVerb<A = any, R = any>(definition: VerbDefinition<A, R>): VerbDefinition<A, R> {
+export function defineVerb<A = any, R = any>(
+  definition: VerbDefinition<A, R> & { input: JsonSchema & { _zod?: never } },
+): VerbDefinition<A, R>;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- see VerbDefinition
+export function defineVerb(definition: VerbDefinition<any, any>): VerbDefinition<any, any> {
   return definition;
 }
 

@@ -10,16 +10,15 @@ import { VALID_SURFACES } from '../../src/spec/types.ts';
 import { systemVerbs } from '../../src/verbs/index.ts';
 import { UPSTREAM_SKIP, assertUpstreamValid, seedExampleRecord } from '../support/upstream.ts';
 
-const read = (over: Partial<VerbDefinition> = {}): VerbDefinition =>
-  defineVerb({
-    name: 'crm.lookup',
-    description: 'Look a contact up.',
-    shape: 'aggregate',
-    category: 'crm',
-    input: { type: 'object', properties: {} },
-    handler: async () => ({ entity_id: 1, data: {} }),
-    ...over,
-  });
+const read = (over: Partial<VerbDefinition> = {}): VerbDefinition => ({
+  name: 'crm.lookup',
+  description: 'Look a contact up.',
+  shape: 'aggregate',
+  category: 'crm',
+  input: { type: 'object', properties: {} },
+  handler: async () => ({ entity_id: 1, data: {} }),
+  ...over,
+});
 
 function refused(def: VerbDefinition, field: RegExp): void {
   const reg = new Registry();
@@ -110,8 +109,7 @@ describe('registry behaviour', () => {
   it('keeps requires_consent and side_effects consistent with the class', () => {
     const reg = new Registry();
     const w = reg.register(
-      defineVerb({
-        ...read(),
+      read({
         name: 'crm_contact_update',
         shape: 'receipt',
         consent: 'WRITE_REVERSIBLE',
@@ -121,8 +119,7 @@ describe('registry behaviour', () => {
     assert.equal(w.record.requires_consent, true);
     assert.equal(w.record.side_effects, 'mixed');
     const f = reg.register(
-      defineVerb({
-        ...read(),
+      read({
         name: 'charge_invoice',
         shape: 'receipt',
         consent: 'WRITE_FINANCIAL',

@@ -8,7 +8,7 @@
  * Spec: spec/envelope.md §error, spec/reasons.md §domain.
  */
 import { VerbError } from '../../runtime/errors.ts';
-import { defineVerb, type VerbDefinition } from '../../runtime/verb.ts';
+import type { VerbDefinition } from '../../runtime/verb.ts';
 import { isDomainError } from '../data/domain-error.ts';
 
 /** A DomainError as a VerbError (reason = its code); anything else is returned unchanged. */
@@ -54,5 +54,5 @@ export function defineBusinessVerb<A = any, R = any>(definition: VerbDefinition<
       },
     };
   }
-  return defineVerb(wrapped);
+  return wrapped;
 }

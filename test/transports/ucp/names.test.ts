@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from '../../../src/runtime/registry.ts';
-import { defineVerb, type VerbDefinition } from '../../../src/runtime/verb.ts';
+import type { VerbDefinition } from '../../../src/runtime/verb.ts';
 import {
   CATEGORY_SUB_AGENT,
   NAME_PATTERN_2026_04_08,
@@ -26,7 +26,7 @@ import {
 } from '../../../src/transports/ucp/ucp-config.ts';
 
 function verb(name: string, category: string, extra: Partial<VerbDefinition> = {}): VerbDefinition {
-  return defineVerb({
+  return {
     name,
     description: name,
     shape: 'aggregate',
@@ -34,7 +34,7 @@ function verb(name: string, category: string, extra: Partial<VerbDefinition> = {
     input: { type: 'object', properties: {} },
     handler: async () => ({ entity_id: 1, data: {} }),
     ...extra,
-  });
+  };
 }
 
 function catalogOf(
