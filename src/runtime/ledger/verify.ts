@@ -26,7 +26,6 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import type { BuildOptions } from 'esbuild';
 import { AUDIT_COLUMNS, GENESIS_HASH } from './audit.ts';
 import {
   I_COMPANY,
@@ -807,8 +806,22 @@ try {
 /** The prebuilt worker script beside the built verify.js (absent when running from sources). */
 export const PREBUILT_WALKER = fileURLToPath(new URL('./chain-walk.cjs', import.meta.url));
 
-/** esbuild options that bundle chain-walk.ts for the worker (serve-time from sources, and the build). */
-export function walkerBundleOptions(): BuildOptions {
+/**
+ * esbuild options that bundle chain-walk.ts for the worker (serve-time from sources, and the build).
+ * Typed here, not as esbuild's BuildOptions: the shipped .d.ts must not need esbuild installed.
+ */
+export interface WalkerBundleOptions {
+  entryPoints: string[];
+  bundle: true;
+  platform: 'node';
+  format: 'cjs';
+  target: string;
+  external: string[];
+  logLevel: 'silent';
+}
+
+/** The options of {@link WalkerBundleOptions}. */
+export function walkerBundleOptions(): WalkerBundleOptions {
   return {
     entryPoints: [fileURLToPath(new URL('./chain-walk.ts', import.meta.url))],
     bundle: true,

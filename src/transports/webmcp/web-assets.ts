@@ -20,7 +20,6 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import type { BuildOptions } from 'esbuild';
 
 /** Directory of the browser sources. */
 export const WEB_DIR = fileURLToPath(new URL('../../../web/', import.meta.url));
@@ -37,8 +36,23 @@ export const WEB_BUNDLES = { 'webmcp.js': 'webmcp.ts', 'dashboard.js': 'dashboar
 /** The files copied as they are. */
 export const WEB_STATIC = ['dashboard.css', 'dashboard.html'] as const;
 
+/** esbuild options of a browser bundle; typed here so the shipped .d.ts does not need esbuild. */
+export interface WebBundleOptions {
+  entryPoints: string[];
+  absWorkingDir: string;
+  bundle: true;
+  format: 'esm';
+  platform: 'browser';
+  target: string[];
+  external: string[];
+  minify: true;
+  legalComments: 'none';
+  charset: 'utf8';
+  logLevel: 'silent';
+}
+
 /** esbuild options for one browser bundle (used at serve time from sources and by the build). */
-export function webBundleOptions(entry: string): BuildOptions {
+export function webBundleOptions(entry: string): WebBundleOptions {
   return {
     entryPoints: [`${WEB_DIR}${entry}`],
     absWorkingDir: fileURLToPath(new URL('../../../', import.meta.url)),
