@@ -378,11 +378,19 @@ export class SqliteStore implements Store {
         }
         try {
           this.#writer.exec('BEGIN IMMEDIATE');
-          this.#writer.exec(m.sqlite);
-          this.#writer.runSync(
-            'INSERT INTO schema_migrations (scope, version, name, applied_at) VALUES (?, ?, ?, ?)',
-            [scope, m.version, m.name, new Date().toISOString()],
+          // Another process on the same file may have applied it since `done` was read: the
+          // check that counts is the one under the write lock.
+          const applied = this.#writer.allSync(
+            'SELECT 1 FROM schema_migrations WHERE scope = ? AND version = ?',
+            [scope, m.version],
           );
+          if (applied.length === 0) {
+            this.#writer.exec(m.sqlite);
+            this.#writer.runSync(
+              'INSERT INTO schema_migrations (scope, version, name, applied_at) VALUES (?, ?, ?, ?)',
+              [scope, m.version, m.name, new Date().toISOString()],
+            );
+          }
           this.#writer.exec('COMMIT');
         } catch (err) {
           if (this.#writer.db.inTransaction) this.#writer.exec('ROLLBACK');
