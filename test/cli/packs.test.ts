@@ -251,6 +251,26 @@ describe('solid --pack and solid.config.js', () => {
     assert.match(none.stderr, /empty\.mjs": \(module\): exports no pack/);
   });
 
+  it('a pack whose folder has no solid-verbs installed: the hint says to install it there', async (t) => {
+    const { cli } = await initialised(t);
+    // The temp dir has no node_modules: `import 'solid-verbs'` cannot resolve (a pack written
+    // beside a clone, or in a project that never ran npm install).
+    const pack = write(cli, 'lonely.mjs', shopPack().replace(JSON.stringify(INDEX), "'solid-verbs'"));
+    const run = await cli.run(['--pack', pack, 'verbs', 'list']);
+    assert.equal(run.code, 2, run.stdout + run.stderr);
+    assert.match(
+      run.stderr,
+      /^✗ pack_invalid: pack ".*lonely\.mjs": \(module\): cannot be loaded: .*'solid-verbs'/,
+    );
+    assert.match(run.stderr, /hint: .*npm install solid-verbs/);
+    assert.ok(run.stderr.includes(cli.dir), `the hint names the pack's folder: ${run.stderr}`);
+    // Another missing package gets the same kind of hint, naming that package.
+    const other = write(cli, 'other.mjs', "import 'left-pad-nowhere';\nexport default {};\n");
+    const run2 = await cli.run(['--pack', other, 'verbs', 'list']);
+    assert.equal(run2.code, 2);
+    assert.match(run2.stderr, /hint: .*npm install left-pad-nowhere/);
+  });
+
   it("solid mcp's refresh keeps the packs the process brought", async (t) => {
     const { cli } = await initialised(t);
     const pack = write(cli, 'shop.mjs', shopPack());

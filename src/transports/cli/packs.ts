@@ -150,18 +150,40 @@ async function importModule(
     const e = err as NodeJS.ErrnoException;
     const ts = ['.ts', '.mts', '.cts'].includes(extname(path));
     const where = firstFrame(e, path);
+    const missing = e.code === 'ERR_MODULE_NOT_FOUND' ? missingPackageOf(e.message) : undefined;
     throw new PackError(
       shown,
       '(module)',
       `cannot be loaded: ${e.name === 'Error' ? '' : `${e.name}: `}${e.message}${where}`,
-      ts && e.code === 'ERR_UNKNOWN_FILE_EXTENSION'
-        ? 'Node cannot import TypeScript here: compile the pack to .js (tsc), or write it as .mjs.'
-        : /Cannot use import statement|Unexpected token 'export'|require\(\) ES Module/.test(e.message)
-          ? 'The file uses ES module syntax in a CommonJS scope: name it .mjs, or set "type": "module" in the nearest package.json.'
-          : 'Run `node <file>` on it to see the error in full.',
+      missing !== undefined
+        ? missingPackageHint(missing, dirname(path))
+        : ts && e.code === 'ERR_UNKNOWN_FILE_EXTENSION'
+          ? 'Node cannot import TypeScript here: compile the pack to .js (tsc), or write it as .mjs.'
+          : /Cannot use import statement|Unexpected token 'export'|require\(\) ES Module/.test(e.message)
+            ? 'The file uses ES module syntax in a CommonJS scope: name it .mjs, or set "type": "module" in the nearest package.json.'
+            : 'Run `node <file>` on it to see the error in full.',
       subject,
     );
   }
+}
+
+/** `pkg` of Node's `Cannot find package 'pkg' imported from …` (a bare import that did not resolve). */
+function missingPackageOf(message: string): string | undefined {
+  return /^Cannot find package '([^']+)'/.exec(message)?.[1];
+}
+
+/**
+ * The hint for a pack whose bare import does not resolve from its folder: install the package in
+ * the pack's project. For `solid-verbs` itself, also the route from a clone of this repository.
+ */
+function missingPackageHint(pkg: string, dir: string): string {
+  if (pkg === 'solid-verbs')
+    return (
+      `The pack imports solid-verbs, which is not installed where the pack is: run \`npm install solid-verbs\` in ${dir} ` +
+      '(or in a folder above it). From a clone of solid-verbs: `npm run build` in the clone, then ' +
+      "`npm install <path-to-clone>` in the pack's project (or install the tarball `npm pack` makes)."
+    );
+  return `The pack imports ${pkg}, which is not installed where the pack is: run \`npm install ${pkg}\` in ${dir} (or in a folder above it).`;
 }
 
 /**
