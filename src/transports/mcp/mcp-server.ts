@@ -147,6 +147,21 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
     params: Record<string, unknown> | undefined,
     extra: McpExtra,
   ): Promise<CallToolResult> {
+    const progress = progressReporter(extra);
+    try {
+      return await callToolWith(params, extra, progress?.report);
+    } finally {
+      // The answer goes out after the progress it reported: a client drops progress for a
+      // request it already has the result of.
+      await progress?.flushed();
+    }
+  }
+
+  async function callToolWith(
+    params: Record<string, unknown> | undefined,
+    extra: McpExtra,
+    onProgress: Caller['onProgress'],
+  ): Promise<CallToolResult> {
     const name = params?.name;
     const args = (params?.arguments ?? {}) as Record<string, unknown>;
     const caller: Caller & { apiKey?: string | null } = {
@@ -154,7 +169,7 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
       surface: 'mcp_stdio',
       ...(toolsets !== undefined ? { toolsets } : {}),
       signal: extra.signal,
-      onProgress: progressReporter(extra),
+      ...(onProgress !== undefined ? { onProgress } : {}),
     };
     if (typeof name !== 'string') return noToolName(rt, caller, name);
     const meta = isPlainObject(params?._meta) ? params._meta : undefined;
@@ -256,26 +271,36 @@ function dispatchOptions(meta: Record<string, unknown> | undefined): DispatchOpt
   return out;
 }
 
-/** notifications/progress for a request with a progressToken; strictly increasing, fire and forget. */
-function progressReporter(extra: McpExtra): Caller['onProgress'] {
+/**
+ * notifications/progress for a request with a progressToken: strictly increasing, sent in order
+ * (each after the previous one), never failing the call; `flushed()` resolves once every
+ * reported step has been handed to the transport (the call's answer waits for it).
+ */
+function progressReporter(
+  extra: McpExtra,
+): { report: NonNullable<Caller['onProgress']>; flushed(): Promise<void> } | undefined {
   const token = extra._meta?.progressToken;
   if (token === undefined) return undefined;
   let last = -Infinity;
-  return (done, total, message) => {
+  let chain: Promise<void> = Promise.resolve();
+  const report: NonNullable<Caller['onProgress']> = (done, total, message) => {
     if (!(typeof done === 'number' && done > last)) return;
     last = done;
-    extra
-      .sendNotification({
-        method: 'notifications/progress',
-        params: {
-          progressToken: token,
-          progress: done,
-          ...(total !== undefined ? { total } : {}),
-          ...(message ? { message } : {}),
-        },
-      })
-      .catch(() => {});
+    chain = chain.then(() =>
+      extra
+        .sendNotification({
+          method: 'notifications/progress',
+          params: {
+            progressToken: token,
+            progress: done,
+            ...(total !== undefined ? { total } : {}),
+            ...(message ? { message } : {}),
+          },
+        })
+        .catch(() => {}),
+    );
   };
+  return { report, flushed: () => chain };
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
