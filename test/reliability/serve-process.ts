@@ -19,11 +19,16 @@ export interface Served {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Start `solid serve --port 0 --db <db> …extra`; resolves once the ready line is printed. */
-export async function serve(t: TestContext, db: string, extra: string[] = []): Promise<Served> {
+/** Start `solid serve --port 0 --db <db> …extra` (with `env` over the test's); resolves once the ready line is printed. */
+export async function serve(
+  t: TestContext,
+  db: string,
+  extra: string[] = [],
+  env: Record<string, string> = {},
+): Promise<Served> {
   const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--db', db, ...extra], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, SOLID_API_KEY: '', SOLID_LOG_LEVEL: 'error' },
+    env: { ...process.env, SOLID_API_KEY: '', SOLID_LOG_LEVEL: 'error', ...env },
   });
   // A guard so a stuck server cannot hang the suite; not a timing assertion.
   const guard = setTimeout(() => child.kill('SIGKILL'), 90_000);

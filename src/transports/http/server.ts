@@ -22,6 +22,8 @@ import { healthRoutes } from './health-routes.ts';
 import { installJsonBodyParser } from './json-body.ts';
 import { clientErrorEnvelope, installEnvelopeErrors } from './error-handler.ts';
 import { openapiRoute, type OpenApiCollector } from './openapi.ts';
+import { installRequestLog, requestIdOf } from './request-log.ts';
+import { metricsRoute, type SolidMetrics } from './metrics.ts';
 import { normalizeAllowedOrigins, type TrustProxy } from './origin-policy.ts';
 
 /** Options every mounted plugin receives. */
@@ -55,6 +57,17 @@ export interface HttpServerOptions {
    * Validated here: a bad value throws VerbError invalid_request.
    */
   allowedOrigins?: readonly string[];
+  /**
+   * One info line per request (request id, method, path, status, duration_ms, verb, outcome,
+   * audit_id; see request-log.ts). Default true when there is a logger.
+   */
+  requestLog?: boolean;
+  /**
+   * Serve `GET /metrics` (Prometheus text) from these metrics, asking for this bearer token
+   * (see metrics.ts). Without it the route does not exist. A metrics listener on its own port is
+   * the caller's (`solid serve --metrics-port`).
+   */
+  metrics?: { metrics: SolidMetrics; token: string };
 }
 
 export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576;
@@ -75,7 +88,11 @@ export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): 
     trustProxy: options.trustProxy ?? false,
     return503OnClosing: true,
     clientErrorHandler: clientErrorEnvelope,
+    genReqId: requestIdOf,
+    // One line per request from request-log.ts instead of Fastify's two.
+    disableRequestLogging: true,
   }) as unknown as FastifyInstance;
+  installRequestLog(app, rt, { log: logger !== undefined && options.requestLog !== false });
   const openapi: OpenApiCollector = { routes: [] };
   app.addHook('onRoute', (route) => {
     openapi.routes.push(route);
@@ -85,6 +102,7 @@ export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): 
   void app.register(healthRoutes, { rt });
   void app.register(agentRoutes, { rt });
   void app.register(openapiRoute, { rt, collector: openapi });
+  if (options.metrics !== undefined) void app.register(metricsRoute, options.metrics);
   for (const plugin of options.plugins ?? []) void app.register(plugin, { rt, allowedOrigins });
   return app;
 }

@@ -1,7 +1,7 @@
 /**
  * `solid serve [--demo] [--conformance-pack] [--port 4400] [--host 127.0.0.1] [--db PATH]
  * [--durability normal|full] [--body-limit BYTES] [--toolsets crm,payments] [--dynamic-toolsets]
- * [--trust-proxy [value]] [--allowed-origin https://agents.example.com ...]`:
+ * [--trust-proxy [value]] [--allowed-origin https://agents.example.com ...] [--metrics-port N]`:
  * open the local runtime and serve every
  * HTTP-mounted transport (the agent API, OpenAPI, and whatever http-mounts.ts lists: WebMCP +
  * dashboard, MCP, UCP, the conformance declaration).
@@ -17,6 +17,10 @@
  * SIGINT/SIGTERM: close the server (in-flight requests finish), flush the audit buffer, close the
  * store; exit 0. `solid agent dispatch` works on the same database meanwhile (SQLite WAL).
  *
+ * Operations (spec/transports.md §request-log §metrics §traces): one info log line per request
+ * (SOLID_LOG_LEVEL, default info), `/metrics` with SOLID_METRICS_TOKEN or on `--metrics-port`,
+ * OTLP traces when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+ *
  * Spec: spec/transports.md §cli-serve, §http.
  */
 import type { Command } from 'commander';
@@ -25,7 +29,11 @@ import type { AddressInfo } from 'node:net';
 import { KNOWN_PACKS } from '../../../packs.ts';
 import type { Runtime } from '../../../runtime/runtime.ts';
 import type { Pack } from '../../../runtime/pack.ts';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { createHttpServer } from '../../http/server.ts';
+import { createMetrics, metricsRoute, type SolidMetrics } from '../../http/metrics.ts';
+import { installEnvelopeErrors } from '../../http/error-handler.ts';
+import { startTracing } from '../tracing.ts';
 import { normalizeAllowedOrigins, parseTrustProxy, type TrustProxy } from '../../http/origin-policy.ts';
 import { loadHttpMounts } from '../../http/http-mounts.ts';
 import { localOptionsOf, openLocal, keyfileOf } from '../local.ts';
@@ -47,6 +55,8 @@ export interface ServeFlags {
   trustProxy?: string | boolean;
   /** `--allowed-origin <origin>`, repeatable. */
   allowedOrigin?: string[];
+  /** `--metrics-port <port>`: serve /metrics on its own listener. */
+  metricsPort?: string;
 }
 
 export function registerServe(program: Command, io: Io, setExit: (code: number) => void): void {
@@ -81,6 +91,10 @@ export function registerServe(program: Command, io: Io, setExit: (code: number) 
       'allow this origin (e.g. https://agents.example.com) on the dashboard, WebMCP and MCP Origin/Host checks; repeatable (env SOLID_ALLOWED_ORIGINS, comma-separated)',
       (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
     )
+    .option(
+      '--metrics-port <port>',
+      'serve Prometheus /metrics on this port of --host (env SOLID_METRICS_PORT); else /metrics is on the main port only when SOLID_METRICS_TOKEN is set',
+    )
     .action(async (flags: ServeFlags) => {
       setExit(await runServe(program, io, flags));
     });
@@ -109,14 +123,29 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
   const demoPack = demo && KNOWN_PACKS.demo !== undefined;
   const packs = demoPack ? ['demo'] : [];
   if (demo || flags.conformancePack === true) packs.push('conformance');
+  let metricsPort: number | undefined;
+  if (flags.metricsPort !== undefined || (process.env.SOLID_METRICS_PORT ?? '') !== '') {
+    metricsPort = Number(flags.metricsPort ?? process.env.SOLID_METRICS_PORT);
+    if (!Number.isInteger(metricsPort) || metricsPort < 0 || metricsPort > 65535)
+      return usage(io, '--metrics-port (SOLID_METRICS_PORT) must be an integer 0..65535');
+  }
+  const metricsToken = process.env.SOLID_METRICS_TOKEN ?? '';
+  if (metricsToken !== '' && metricsToken.length < 16)
+    return usage(io, 'SOLID_METRICS_TOKEN must be at least 16 characters (a random secret).');
+
   const local = await openLocal({
     ...localOptionsOf(program),
+    // A server logs one line per request at info (spec/transports.md §request-log).
+    logLevel: process.env.SOLID_LOG_LEVEL || 'info',
     create: demo,
     durability: flags.durability,
     packs,
   });
   const { rt } = local;
   let app: ReturnType<typeof createHttpServer> | undefined;
+  let metricsApp: ReturnType<typeof createHttpServer> | undefined;
+  const stopTracing = await startTracing(process.env, rt.logger);
+  const metrics = metricsToken !== '' || metricsPort !== undefined ? createMetrics(rt) : undefined;
   try {
     if (demo) await seedIfEmpty(rt, local.packs, io, local.dbPath);
     const mcp = toolsetFlags(flags);
@@ -143,6 +172,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
       trustProxy: proxy.trustProxy,
       allowedOrigins: proxy.allowedOrigins,
       ...(bodyLimit !== undefined ? { bodyLimitBytes: bodyLimit } : {}),
+      ...(metrics !== undefined && metricsToken !== '' ? { metrics: { metrics, token: metricsToken } } : {}),
     });
     try {
       await app.listen({ port, host: flags.host });
@@ -161,6 +191,10 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
         );
       }
       throw err;
+    }
+    if (metrics !== undefined && metricsPort !== undefined) {
+      // Its own listener, same interface: scraped without a token unless one is set.
+      metricsApp = await listenMetrics(metrics, flags.host, metricsPort, metricsToken);
     }
     const addr = app.server.address() as AddressInfo;
     const shownHost =
@@ -187,6 +221,11 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
       lines.push(
         `  Conformance ${base}${DECLARATION_PATH}  (solid conformance ${base} --api-key <key> --allow-writes)`,
       );
+    if (metricsApp !== undefined) {
+      const m = metricsApp.server.address() as AddressInfo;
+      lines.push(`  Metrics    http://${shownHost}:${m.port}/metrics`);
+    } else if (metrics !== undefined)
+      lines.push(`  Metrics    ${base}/metrics  (Bearer SOLID_METRICS_TOKEN)`);
     lines.push(`  database   ${local.dbPath}`, `  health     ${base}/healthz  ${base}/readyz`);
     io.out(lines.join('\n'));
     // The handlers go in before the ready line: a supervisor (or a test) that stops the server as
@@ -197,13 +236,45 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     io.err(`solid serve: ${signal}, shutting down`);
     await app.close();
     app = undefined;
+    if (metricsApp !== undefined) await metricsApp.close();
+    metricsApp = undefined;
+    metrics?.close();
+    await stopTracing?.();
     await local.close();
     io.err('solid serve: stopped');
     return 0;
   } finally {
     if (app !== undefined) await app.close().catch(() => {});
+    if (metricsApp !== undefined) await metricsApp.close().catch(() => {});
+    metrics?.close();
+    await stopTracing?.();
     await local.close().catch(() => {});
   }
+}
+
+/** `GET /metrics` alone on its own port (`--metrics-port`); the token is asked only when set. */
+async function listenMetrics(
+  metrics: SolidMetrics,
+  host: string,
+  port: number,
+  token: string,
+): Promise<FastifyInstance> {
+  const app = Fastify({ logger: false });
+  installEnvelopeErrors(app);
+  await app.register(metricsRoute, { metrics, ...(token !== '' ? { token } : {}) });
+  try {
+    await app.listen({ port, host });
+  } catch (err) {
+    await app.close().catch(() => {});
+    throw new VerbError(
+      'invalid_request',
+      `Cannot listen for metrics on ${host}:${port}: ${(err as { code?: string }).code ?? (err as Error).message}.`,
+      {
+        hint: 'Pass another --metrics-port (0 = any free port).',
+      },
+    );
+  }
+  return app as unknown as FastifyInstance;
 }
 
 /**
