@@ -135,6 +135,12 @@ export const REASONS = {
   // ledger
   not_found: r(404, 5, 'not_found', 'The entity does not exist for this tenant.'),
   already_reverted: r(409, 6, 'conflict', 'The action was already reverted.'),
+  changed_since: r(
+    409,
+    6,
+    'conflict',
+    'The entity changed after the action being undone; revert the later change first or force.',
+  ),
   not_revertible: r(409, 6, 'conflict', 'The audit row is not a completed write that can be reverted.'),
   revert_failed: r(
     409,

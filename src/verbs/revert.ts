@@ -5,7 +5,8 @@
  * original (parent_id); history is never rewritten. Best effort: without a handler the answer is
  * a successful `{ reverted: false, reason: "no_revert_handler" }`.
  *
- * Reasons: not_found, rollback_handle_invalid, not_revertible, already_reverted, revert_failed,
+ * Reasons: not_found, rollback_handle_invalid, not_revertible, already_reverted, changed_since,
+ * revert_failed,
  * plus the consent reasons of the original verb's gate.
  * Spec: spec/receipts.md §revert, spec/transactions.md §revert.
  */
@@ -32,6 +33,11 @@ export const auditRevert = defineSystemVerb<RevertArgs>({
         minLength: 1,
         maxLength: 2048,
         description: 'Alternatively, the rollback_handle from the receipt, exactly as received.',
+      },
+      force: {
+        type: 'boolean',
+        description:
+          'Revert even though a later write changed the same entity (otherwise refused with changed_since); the later change is discarded. Consent is unchanged.',
       },
     },
     additionalProperties: false,

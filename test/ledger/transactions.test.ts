@@ -323,6 +323,38 @@ describe('transactions', () => {
     assert.equal(again.error?.reason, 'already_reverted');
   });
 
+  it('a later step of the same transaction on the same entity does not block the revert of the transaction (changed_since)', async (t) => {
+    const h = await counterRuntime(t);
+    const id = await start(h);
+    await append(h, id, 'counter.add', { name: 'same', by: 1 });
+    await append(h, id, 'counter.add', { name: 'same', by: 2 });
+    const c = await consented(h, h.keys.admin, 'transaction.commit', { transaction_id: id });
+    const rev = await consented(h, h.keys.admin, 'audit.revert', { audit_id: c.audit_id });
+    assert.equal(rev.ok, true, JSON.stringify(rev.error));
+    assert.equal((rev.result as { reverted: boolean }).reverted, true);
+    assert.equal((await counter(h, 'same')).value, 0);
+  });
+
+  it('a later write outside the transaction refuses its revert with changed_since, nothing undone; force reverts every step', async (t) => {
+    const h = await counterRuntime(t);
+    const id = await start(h);
+    await append(h, id, 'counter.add', { name: 'a', by: 1 });
+    await append(h, id, 'counter.add', { name: 'b', by: 2 });
+    const c = await consented(h, h.keys.admin, 'transaction.commit', { transaction_id: id });
+    const later = await consented(h, h.keys.admin, 'counter.add', { name: 'a', by: 10 });
+    assert.equal(later.ok, true, JSON.stringify(later.error));
+    const refused = await consented(h, h.keys.admin, 'audit.revert', { audit_id: c.audit_id });
+    assert.equal(refused.error?.reason, 'changed_since');
+    assert.equal((refused.error?.details as { later_audit_id: number }).later_audit_id, later.audit_id);
+    assert.equal((await counter(h, 'a')).value, 11);
+    assert.equal((await counter(h, 'b')).value, 2, 'no step was undone');
+    const forced = await consented(h, h.keys.admin, 'audit.revert', { audit_id: c.audit_id, force: true });
+    assert.equal(forced.ok, true, JSON.stringify(forced.error));
+    assert.equal((forced.result as { reverted: boolean }).reverted, true);
+    assert.equal((await counter(h, 'a')).value, 10);
+    assert.equal((await counter(h, 'b')).value, 0);
+  });
+
   it('stops at a step that cannot be reverted and reports partially_reverted with what was reverted and what remains', async (t) => {
     const h = await counterRuntime(t);
     const id = await start(h);

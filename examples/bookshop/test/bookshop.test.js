@@ -57,7 +57,7 @@ test('revert undoes a price change, but not over a later one', async (t) => {
   await s.call('bookshop.price_set', { title_id: 1, price_cents: 1500 });
   const refused = await s.call('audit.revert', { audit_id: first.audit_id });
   assert.equal(refused.ok, false);
-  assert.equal(refused.error.reason, 'revert_failed');
+  assert.equal(refused.error.reason, 'changed_since');
   const shelf = await s.call('bookshop.shelf');
   assert.equal(shelf.result.relations[0].price_cents, 1500);
 });

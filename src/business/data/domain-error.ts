@@ -38,10 +38,14 @@ export type DomainErrorCode =
 
 /**
  * The pack's own reasons with their HTTP status and summary, in the form `defineReasons` takes
- * (core reasons `not_found` and `invalid_input` are left out: the runtime already knows them).
+ * (core reasons `not_found`, `invalid_input` and `changed_since` are left out: the runtime already
+ * knows them).
  */
 export const DOMAIN_REASONS: Readonly<
-  Record<Exclude<DomainErrorCode, 'not_found' | 'invalid_input'>, { status: number; summary: string }>
+  Record<
+    Exclude<DomainErrorCode, 'not_found' | 'invalid_input' | 'changed_since'>,
+    { status: number; summary: string }
+  >
 > = {
   no_change: { status: 409, summary: 'The requested value is already the current one; nothing to change.' },
   contact_erased: {
@@ -84,10 +88,6 @@ export const DOMAIN_REASONS: Readonly<
     status: 409,
     summary:
       'The contact has deals, visits, invoices or notes; it cannot be deleted (erase it with gdpr_delete_contact instead).',
-  },
-  changed_since: {
-    status: 409,
-    summary: 'The entity changed after the action being undone; undo the later change first.',
   },
   not_an_upgrade: {
     status: 409,

@@ -26,6 +26,8 @@ import { openRollbackHandle } from './rollback-handle.ts';
 export interface RevertArgs {
   audit_id?: number;
   rollback_handle?: string;
+  /** Revert even when the entity changed after the action (skips changed_since; consent still applies). */
+  force?: boolean;
 }
 
 /** Output of audit.revert (shape revert), before the runtime adds the receipt fields. */
@@ -115,17 +117,98 @@ export async function resolveRevertTarget(
   return row;
 }
 
+/**
+ * The first later write that changed the entity `row` touched: a completed write audit row of the
+ * same tenant with the same entity_type / entity_id and a larger audit_id, not itself reverted, and
+ * not the revert row of such a later action. Rows of `skipTransaction` are ignored (a transaction's
+ * revert undoes its own steps in reverse order first). Undefined when the row names no entity.
+ */
+export async function laterChange(
+  q: Queryable,
+  row: AuditRow,
+  skipTransaction?: string | null,
+): Promise<{ audit_id: number; action_type: string } | undefined> {
+  if (row.entity_type === null || row.entity_id === null) return undefined;
+  const skip = skipTransaction ?? null;
+  const later = await q.get<{ audit_id: number; action_type: string }>(
+    `SELECT a.audit_id, a.action_type FROM audit_log a
+      WHERE a.company_id = ? AND a.entity_type = ? AND a.entity_id = ? AND a.audit_id > ?
+        AND a.status = 'completed' AND a.consent_class IS NOT NULL AND a.consent_class <> 'READ'
+        ${skip === null ? '' : 'AND (a.transaction_id IS NULL OR a.transaction_id <> ?)'}
+        AND NOT EXISTS (SELECT 1 FROM reversals r WHERE r.company_id = a.company_id AND r.audit_id = a.audit_id)
+        AND NOT EXISTS (SELECT 1 FROM reversals r WHERE r.company_id = a.company_id
+                          AND r.revert_audit_id = a.audit_id AND r.audit_id > ?)
+      ORDER BY a.audit_id LIMIT 1`,
+    [
+      row.company_id,
+      row.entity_type,
+      row.entity_id,
+      row.audit_id,
+      ...(skip === null ? [] : [skip]),
+      row.audit_id,
+    ],
+  );
+  return later === undefined
+    ? undefined
+    : { audit_id: Number(later.audit_id), action_type: String(later.action_type) };
+}
+
+/**
+ * Refuse (changed_since) to revert `row` — or, for a transaction's parent, any of its steps — when
+ * its entity was changed by a later write (laterChange). spec/receipts.md §revert rule 7.
+ */
+async function refuseChangedSince(q: Queryable, row: AuditRow, steps: number[] | undefined): Promise<void> {
+  const targets: AuditRow[] = [];
+  if (steps === undefined) targets.push(row);
+  else
+    for (const id of steps) {
+      const step = await getAuditRow(q, row.company_id, id);
+      const done = await q.get('SELECT 1 AS x FROM reversals WHERE audit_id = ? AND company_id = ?', [
+        id,
+        row.company_id,
+      ]);
+      // A step already reverted on its own is skipped by the transaction's revert.
+      if (step !== undefined && done === undefined) targets.push(step);
+    }
+  for (const t of targets) {
+    const later = await laterChange(q, t, steps !== undefined ? row.transaction_id : null);
+    if (later === undefined) continue;
+    const what = `${t.entity_type} ${t.entity_id}`;
+    const label = `${row.action_type} #${row.audit_id}`;
+    throw new VerbError(
+      'changed_since',
+      `${what} changed after ${t.action_type} #${t.audit_id}: ${later.action_type} #${later.audit_id} wrote it later, so reverting ${label} would discard that change.`,
+      {
+        hint: `Revert audit row ${later.audit_id} first, or pass force: true to restore ${label} anyway (discarding the later change).`,
+        details: {
+          audit_id: row.audit_id,
+          entity_type: t.entity_type,
+          entity_id: t.entity_id,
+          later_audit_id: later.audit_id,
+          later_action: later.action_type,
+        },
+      },
+    );
+  }
+}
+
 /** What can be done about a row: run its handler, or answer no_revert_handler. */
 export type Revertability =
   | { kind: 'handler'; verb: CompiledVerb; data: Record<string, unknown> }
   | { kind: 'no_handler'; verb: CompiledVerb | undefined; message: string };
 
 /**
- * Decide whether `row` can be reverted. Throws not_revertible (not a completed write) or
- * already_reverted; returns no_handler when the verb declares no revert handler, is no longer
+ * Decide whether `row` can be reverted. Throws not_revertible (not a completed write),
+ * already_reverted, or changed_since (a later write changed the same entity; skipped with
+ * `force`); returns no_handler when the verb declares no revert handler, is no longer
  * registered, or the action recorded no rollback.
  */
-export async function assessRevert(q: Queryable, rt: Runtime, row: AuditRow): Promise<Revertability> {
+export async function assessRevert(
+  q: Queryable,
+  rt: Runtime,
+  row: AuditRow,
+  force = false,
+): Promise<Revertability> {
   const label = `${row.action_type} #${row.audit_id}`;
   const verb = rt.registry.get(row.action_type);
   const isWrite =
@@ -180,7 +263,9 @@ export async function assessRevert(q: Queryable, rt: Runtime, row: AuditRow): Pr
       message: `${label} recorded no rollback (the verb did not declare how to undo this particular call).`,
     };
   }
-  return { kind: 'handler', verb, data: parseJson<Record<string, unknown>>(data.data) ?? {} };
+  const parsed = parseJson<Record<string, unknown>>(data.data) ?? {};
+  if (!force) await refuseChangedSince(q, row, compositeSteps(row, parsed));
+  return { kind: 'handler', verb, data: parsed };
 }
 
 /** The OriginalAction a revert handler receives. `args` are as audited (secret fields redacted). */
@@ -272,7 +357,7 @@ export async function revertConsent(ctx: SystemVerbContext, args: RevertArgs): P
   const rt = ctx.runtime;
   const row = await resolveRevertTarget(ctx.db, rt, ctx.principal.company_id, args);
   await denyBelowFloor(ctx, rt, row);
-  const a = await assessRevert(ctx.db, rt, row);
+  const a = await assessRevert(ctx.db, rt, row, args.force === true);
   const label = `${row.action_type} #${row.audit_id}`;
   if (a.kind === 'no_handler') {
     return {
@@ -372,7 +457,7 @@ export async function runRevert(ctx: SystemVerbContext, args: RevertArgs): Promi
   const rt = ctx.runtime;
   const p = ctx.principal;
   const row = await resolveRevertTarget(c.tx, rt, p.company_id, args);
-  const a = await assessRevert(c.tx, rt, row);
+  const a = await assessRevert(c.tx, rt, row, args.force === true);
   c.setAuditLink({
     parent_id: row.audit_id,
     ...(row.transaction_id !== null ? { transaction_id: row.transaction_id } : {}),

@@ -699,7 +699,8 @@ export async function revertTransactionSteps(
         const exec = await executeInTx(rt, inner, {
           verb: revertVerb,
           principal: p,
-          args: { audit_id: id },
+          // The parent's revert already refused (changed_since) or was forced for every step.
+          args: { audit_id: id, force: true },
           now: ctx.now,
           caller: { surface: ctx.surface ?? 'internal', signal: ctx.signal },
           consentClass: (step?.consent_class as VerbClass | null) ?? null,
