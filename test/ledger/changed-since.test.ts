@@ -38,7 +38,7 @@ test('reverting an older update after a newer one of the same contact → change
   assert.equal(refused.ok, false);
   assert.equal(refused.error?.reason, 'changed_since');
   assert.match(refused.error!.message, new RegExp(`#${second}\\b`));
-  assert.match(refused.error!.hint ?? '', /force: true/);
+  assert.match(refused.error!.hint ?? '', new RegExp(`\\{ "audit_id": ${first}, "force": true \\}`));
   assert.equal((refused.error?.details as R).later_audit_id, second);
   assert.equal(await phone(d, id), '+18015550102', 'the newer value stays');
   const audited = await d.rt.store.read((q) =>
@@ -49,9 +49,24 @@ test('reverting an older update after a newer one of the same contact → change
   assert.ok(audited !== undefined, 'the refusal is audited');
   assert.notEqual(audited.status, 'completed');
 
-  const forced = ok(await d.commit('employee', 'audit.revert', { audit_id: first, force: true }));
+  const forcedEnv = await d.commit('employee', 'audit.revert', { audit_id: first, force: true });
+  const forced = ok(forcedEnv);
   assert.equal(forced.reverted, true);
+  assert.equal(forced.forced, true);
+  assert.equal(forced.discarded_audit_id, second, 'the answer names the discarded later change');
+  assert.match(String(forced.message), new RegExp(`Forced: .*audit row ${second}\\b`));
   assert.equal(await phone(d, id), original, 'force restores the older snapshot');
+  // Forcing is itself audited: the revert row records force: true and points at the original.
+  const row = await d.rt.store.read((q) =>
+    q.get<{ status: string; parent_id: number; request_data: unknown }>(
+      'SELECT status, parent_id, request_data FROM audit_log WHERE audit_id = ?',
+      [forcedEnv.audit_id],
+    ),
+  );
+  assert.equal(row?.status, 'completed');
+  assert.equal(Number(row?.parent_id), first);
+  const req = typeof row?.request_data === 'string' ? JSON.parse(row.request_data) : row?.request_data;
+  assert.equal((req as R).force, true);
 });
 
 test('reverting the newer update first, then the older, is allowed and restores the original', async (t) => {
@@ -106,6 +121,28 @@ test('a later read of the contact, a later write to another contact and another 
   assert.deepEqual({ ...entity }, { entity_type: 'contact', entity_id: String(id) });
   assert.equal(ok(await d.commit('employee', 'audit.revert', { audit_id: first })).reverted, true);
   assert.equal(await phone(d, id), original);
+});
+
+test('deny wins: a read_only key reverting a changed entity gets role_denied, not changed_since', async (t) => {
+  const d = await openDemoRuntime(t);
+  const id = d.fixtures.customer_id;
+  const first = await update(d, id, '+18015550101');
+  await update(d, id, '+18015550102');
+  const denied = await d.commit('read_only', 'audit.revert', { audit_id: first });
+  assert.equal(denied.error?.reason, 'role_denied');
+});
+
+test('a later revert of a different, earlier action on the entity counts as a later change', async (t) => {
+  const d = await openDemoRuntime(t);
+  const id = d.fixtures.customer_id;
+  const first = await update(d, id, '+18015550101');
+  const second = await update(d, id, '+18015550102');
+  // Forcing the revert of the first writes the entity again, after the second.
+  const forced = await d.commit('employee', 'audit.revert', { audit_id: first, force: true });
+  ok(forced);
+  const refused = await d.commit('employee', 'audit.revert', { audit_id: second });
+  assert.equal(refused.error?.reason, 'changed_since');
+  assert.equal((refused.error?.details as R).later_audit_id, forced.audit_id);
 });
 
 test('force does not bypass consent: a read_only key is still denied', async (t) => {

@@ -8,6 +8,9 @@ import assert from 'node:assert/strict';
 import { counterRuntime, consented, counter, pendingNonce } from './counter-verbs.ts';
 import { validateShapeOutput } from '../../src/spec/validators.ts';
 import type { Envelope } from '../../src/spec/types.ts';
+import type { Queryable } from '../../src/store/store.ts';
+import { getAuditRow } from '../../src/runtime/ledger/audit.ts';
+import { assessRevert } from '../../src/runtime/ledger/revert.ts';
 
 type RevertResult = {
   reverted: boolean;
@@ -130,6 +133,34 @@ describe('audit.revert', () => {
       q.get<{ n: number }>('SELECT COUNT(*) AS n FROM reversals'),
     );
     assert.equal(Number(reversals!.n), 1);
+  });
+
+  it('a concurrent revert of the same action committing mid-check is not a later change: assessRevert still lets the claim decide (already_reverted, never changed_since)', async (t) => {
+    const h = await counterRuntime(t);
+    const add = await consented(h, h.keys.employee, 'counter.add', { name: 'mid', by: 5 });
+    const row = await h.rt.store.read((q) => getAuditRow(q, h.companyId, add.audit_id!));
+    // Each statement sees what is committed when it starts (READ COMMITTED on PostgreSQL). The
+    // competing revert commits right after the already_reverted lookup, before the later-write check.
+    let raced = false;
+    const q: Queryable = {
+      get: async (sql, params) => {
+        const r = await h.rt.store.read((x) => x.get(sql, params));
+        if (!raced && sql.includes('FROM reversals WHERE audit_id')) {
+          raced = true;
+          const other = await consented(h, h.keys.employee, 'audit.revert', { audit_id: add.audit_id });
+          assert.equal((other.result as RevertResult).reverted, true, JSON.stringify(other.error));
+        }
+        return r as never;
+      },
+      all: (sql, params) => h.rt.store.read((x) => x.all(sql, params)) as never,
+      run: () => Promise.reject(new Error('read only')),
+    };
+    const a = await assessRevert(q, h.rt, row!);
+    assert.equal(raced, true);
+    assert.equal(a.kind, 'handler', 'the revert row of this same action is no later change');
+    const again = await consented(h, h.keys.employee, 'audit.revert', { audit_id: add.audit_id });
+    assert.equal(again.error?.reason, 'already_reverted');
+    assert.deepEqual(await counter(h, 'mid'), { value: 0, changes: 2 });
   });
 
   it("another tenant's audit_id answers not_found, exactly like a missing one (nothing leaks, nothing runs)", async (t) => {

@@ -120,8 +120,11 @@ export async function resolveRevertTarget(
 /**
  * The first later write that changed the entity `row` touched: a completed write audit row of the
  * same tenant with the same entity_type / entity_id and a larger audit_id, not itself reverted, and
- * not the revert row of such a later action. Rows of `skipTransaction` are ignored (a transaction's
- * revert undoes its own steps in reverse order first). Undefined when the row names no entity.
+ * not the revert row of such a later action. A revert row of `row` itself (its parent_id is `row`)
+ * never counts: a concurrent revert of the same action that commits while this one is being checked
+ * is for the reversal claim to refuse (already_reverted), not a later change. Rows of
+ * `skipTransaction` are ignored (a transaction's revert undoes its own steps in reverse order
+ * first). Undefined when the row names no entity.
  */
 export async function laterChange(
   q: Queryable,
@@ -134,6 +137,7 @@ export async function laterChange(
     `SELECT a.audit_id, a.action_type FROM audit_log a
       WHERE a.company_id = ? AND a.entity_type = ? AND a.entity_id = ? AND a.audit_id > ?
         AND a.status = 'completed' AND a.consent_class IS NOT NULL AND a.consent_class <> 'READ'
+        AND NOT (a.action_type = 'audit.revert' AND a.parent_id IS NOT NULL AND a.parent_id = ?)
         ${skip === null ? '' : 'AND (a.transaction_id IS NULL OR a.transaction_id <> ?)'}
         AND NOT EXISTS (SELECT 1 FROM reversals r WHERE r.company_id = a.company_id AND r.audit_id = a.audit_id)
         AND NOT EXISTS (SELECT 1 FROM reversals r WHERE r.company_id = a.company_id
@@ -144,6 +148,7 @@ export async function laterChange(
       row.entity_type,
       row.entity_id,
       row.audit_id,
+      row.audit_id,
       ...(skip === null ? [] : [skip]),
       row.audit_id,
     ],
@@ -153,11 +158,21 @@ export async function laterChange(
     : { audit_id: Number(later.audit_id), action_type: String(later.action_type) };
 }
 
+/** A later write found by firstLaterChange: the row it blocks (`target`) and the later row. */
+export interface LaterChange {
+  target: AuditRow;
+  later: { audit_id: number; action_type: string };
+}
+
 /**
- * Refuse (changed_since) to revert `row` — or, for a transaction's parent, any of its steps — when
- * its entity was changed by a later write (laterChange). spec/receipts.md §revert rule 7.
+ * The first later write (laterChange) that changed the entity of `row` — or, for a transaction's
+ * parent, of any of its steps not already reverted on its own. spec/receipts.md §revert rule 7.
  */
-async function refuseChangedSince(q: Queryable, row: AuditRow, steps: number[] | undefined): Promise<void> {
+export async function firstLaterChange(
+  q: Queryable,
+  row: AuditRow,
+  steps: number[] | undefined,
+): Promise<LaterChange | undefined> {
   const targets: AuditRow[] = [];
   if (steps === undefined) targets.push(row);
   else
@@ -170,26 +185,35 @@ async function refuseChangedSince(q: Queryable, row: AuditRow, steps: number[] |
       // A step already reverted on its own is skipped by the transaction's revert.
       if (step !== undefined && done === undefined) targets.push(step);
     }
-  for (const t of targets) {
-    const later = await laterChange(q, t, steps !== undefined ? row.transaction_id : null);
-    if (later === undefined) continue;
-    const what = `${t.entity_type} ${t.entity_id}`;
-    const label = `${row.action_type} #${row.audit_id}`;
-    throw new VerbError(
-      'changed_since',
-      `${what} changed after ${t.action_type} #${t.audit_id}: ${later.action_type} #${later.audit_id} wrote it later, so reverting ${label} would discard that change.`,
-      {
-        hint: `Revert audit row ${later.audit_id} first, or pass force: true to restore ${label} anyway (discarding the later change).`,
-        details: {
-          audit_id: row.audit_id,
-          entity_type: t.entity_type,
-          entity_id: t.entity_id,
-          later_audit_id: later.audit_id,
-          later_action: later.action_type,
-        },
-      },
-    );
+  for (const target of targets) {
+    const later = await laterChange(q, target, steps !== undefined ? row.transaction_id : null);
+    if (later !== undefined) return { target, later };
   }
+  return undefined;
+}
+
+/**
+ * The changed_since refusal for reverting `row` over `found`: the message and
+ * `details.later_audit_id` / `later_action` name the later row, the hint says how to force.
+ */
+export function changedSinceError(row: AuditRow, found: LaterChange): VerbError {
+  const { target: t, later } = found;
+  const what = `${t.entity_type} ${t.entity_id}`;
+  const label = `${row.action_type} #${row.audit_id}`;
+  return new VerbError(
+    'changed_since',
+    `${what} changed after ${t.action_type} #${t.audit_id}: ${later.action_type} #${later.audit_id} wrote it later, so reverting ${label} would discard that change.`,
+    {
+      hint: `Revert audit row ${later.audit_id} first, or call audit.revert again with { "audit_id": ${row.audit_id}, "force": true } to restore ${label} anyway (discarding the later change; the consent gate still applies).`,
+      details: {
+        audit_id: row.audit_id,
+        entity_type: t.entity_type,
+        entity_id: t.entity_id,
+        later_audit_id: later.audit_id,
+        later_action: later.action_type,
+      },
+    },
+  );
 }
 
 /** What can be done about a row: run its handler, or answer no_revert_handler. */
@@ -199,15 +223,15 @@ export type Revertability =
 
 /**
  * Decide whether `row` can be reverted. Throws not_revertible (not a completed write),
- * already_reverted, or changed_since (a later write changed the same entity; skipped with
- * `force`); returns no_handler when the verb declares no revert handler, is no longer
- * registered, or the action recorded no rollback.
+ * already_reverted, or — when `checkLater` (the default) — changed_since (a later write changed
+ * the same entity, firstLaterChange); returns no_handler when the verb declares no revert
+ * handler, is no longer registered, or the action recorded no rollback.
  */
 export async function assessRevert(
   q: Queryable,
   rt: Runtime,
   row: AuditRow,
-  force = false,
+  checkLater = true,
 ): Promise<Revertability> {
   const label = `${row.action_type} #${row.audit_id}`;
   const verb = rt.registry.get(row.action_type);
@@ -264,7 +288,10 @@ export async function assessRevert(
     };
   }
   const parsed = parseJson<Record<string, unknown>>(data.data) ?? {};
-  if (!force) await refuseChangedSince(q, row, compositeSteps(row, parsed));
+  if (checkLater) {
+    const found = await firstLaterChange(q, row, compositeSteps(row, parsed));
+    if (found !== undefined) throw changedSinceError(row, found);
+  }
   return { kind: 'handler', verb, data: parsed };
 }
 
@@ -357,7 +384,8 @@ export async function revertConsent(ctx: SystemVerbContext, args: RevertArgs): P
   const rt = ctx.runtime;
   const row = await resolveRevertTarget(ctx.db, rt, ctx.principal.company_id, args);
   await denyBelowFloor(ctx, rt, row);
-  const a = await assessRevert(ctx.db, rt, row, args.force === true);
+  // An early answer before consent is asked; runRevert checks again inside its transaction.
+  const a = await assessRevert(ctx.db, rt, row, args.force !== true);
   const label = `${row.action_type} #${row.audit_id}`;
   if (a.kind === 'no_handler') {
     return {
@@ -457,7 +485,8 @@ export async function runRevert(ctx: SystemVerbContext, args: RevertArgs): Promi
   const rt = ctx.runtime;
   const p = ctx.principal;
   const row = await resolveRevertTarget(c.tx, rt, p.company_id, args);
-  const a = await assessRevert(c.tx, rt, row, args.force === true);
+  // changed_since is decided below, after the reversal claim (see there).
+  const a = await assessRevert(c.tx, rt, row, false);
   c.setAuditLink({
     parent_id: row.audit_id,
     ...(row.transaction_id !== null ? { transaction_id: row.transaction_id } : {}),
@@ -486,6 +515,15 @@ export async function runRevert(ctx: SystemVerbContext, args: RevertArgs): Promi
       });
     }
     throw err;
+  }
+  // After the claim: a concurrent revert of the same action has either lost the claim to this one
+  // or committed before it (already_reverted above), so what this sees as a later change is a
+  // write of someone else. A forced revert of a plain action names what it discards.
+  const found = await firstLaterChange(c.tx, row, compositeSteps(row, a.data));
+  let discarded: { discarded_audit_id: number } | undefined;
+  if (found !== undefined) {
+    if (args.force !== true) throw changedSinceError(row, found);
+    if (row.transaction_id === null) discarded = { discarded_audit_id: found.later.audit_id };
   }
   let out: { revert_action: string; [k: string]: unknown };
   try {
@@ -526,6 +564,8 @@ export async function runRevert(ctx: SystemVerbContext, args: RevertArgs): Promi
     entity_id: row.entity_id ?? row.audit_id,
     payload: { audit_id: row.audit_id, verb: row.action_type, revert_audit_id: c.auditId, revert_action },
   });
+  const message =
+    typeof handlerMessage === 'string' ? handlerMessage : `Reverted ${label}: ${revert_action}.`;
   return {
     ...extra,
     reverted: true,
@@ -533,6 +573,10 @@ export async function runRevert(ctx: SystemVerbContext, args: RevertArgs): Promi
     original_action: row.action_type,
     revert_action,
     revert_audit_id: c.auditId,
-    message: typeof handlerMessage === 'string' ? handlerMessage : `Reverted ${label}: ${revert_action}.`,
+    ...(discarded !== undefined ? { forced: true, ...discarded } : {}),
+    message:
+      discarded !== undefined
+        ? `${message} Forced: the later change of audit row ${discarded.discarded_audit_id} was discarded.`
+        : message,
   };
 }
