@@ -269,6 +269,10 @@ export async function dispatch(
       st.consentClass = st.delegated.consentClass;
     }
     checkFloors(st);
+    // The tenant's buffered read rows go to the log before a write's rows and before a trail
+    // reads it: audit_id order is answer order within a tenant (spec/audit.md §read-rows).
+    if (verb.isWrite || verb.definition.shape === 'trail')
+      await rt.auditBuffer.flushTenant(st.principal.company_id);
     // 8. read (detached verbs run here too, outside any store transaction: spec/shapes.md §macro, §subscribe)
     if (verb.definition.detached === true) return await runDetached(rt, st, caller, options);
     if (!verb.isWrite) return await runRead(rt, st, caller);
@@ -1317,6 +1321,7 @@ async function fail(rt: Runtime, st: State, caller: Caller, err: unknown): Promi
     if (failureAudit?.transaction_id !== undefined) entry.transaction_id = failureAudit.transaction_id;
     try {
       if (st.verb?.isWrite || status === 'denied') {
+        await rt.auditBuffer.flushTenant(st.principal.company_id);
         const row = await rt.store.write(async (tx) => {
           const row = await appendAudit(tx, entry);
           if (failureAudit?.record !== undefined) await failureAudit.record(tx, row);

@@ -117,7 +117,8 @@ export class ReadAuditBuffer {
   /** Rows already put back once after a failed flush: a second failure drops them. */
   readonly #retried = new WeakSet<AuditEntry>();
   #timer: NodeJS.Timeout | undefined;
-  #flushing: Promise<void> | undefined;
+  /** Writes in flight, each with the tenants whose rows it holds. */
+  readonly #inFlight = new Map<Promise<void>, ReadonlySet<number>>();
   constructor(
     private readonly rt: Runtime,
     private readonly intervalMs: number,
@@ -134,20 +135,49 @@ export class ReadAuditBuffer {
       this.#timer.unref();
     }
   }
+  /**
+   * Write now the buffered rows of one tenant (after any write in flight that holds some of its
+   * rows), so rows appended next for that tenant take later audit_ids: dispatch calls it before a
+   * write's, a denial's or a trail read's turn at the log (spec/audit.md §read-rows, order). Other
+   * tenants' flushes in flight are not waited for. Never throws: a failure is handled as in
+   * flush() (retried once, logged). Costs nothing when the tenant holds no rows.
+   */
+  async flushTenant(companyId: number): Promise<void> {
+    for (;;) {
+      const mineInFlight = [...this.#inFlight].filter(([, t]) => t.has(companyId)).map(([p]) => p);
+      if (mineInFlight.length === 0) break;
+      await Promise.all(mineInFlight);
+    }
+    if (!this.#rows.some((r) => r.company_id === companyId)) return;
+    const mine: AuditEntry[] = [];
+    const rest: AuditEntry[] = [];
+    for (const r of this.#rows) (r.company_id === companyId ? mine : rest).push(r);
+    this.#rows = rest;
+    await this.#track(mine, this.#write(mine));
+  }
+
   async flush(): Promise<void> {
     if (this.#timer !== undefined) {
       clearTimeout(this.#timer);
       this.#timer = undefined;
     }
-    // Another caller may start a flush while we wait for the one in flight: wait until none is.
-    while (this.#flushing !== undefined) await this.#flushing;
+    // Another caller may start a flush while we wait for the ones in flight: wait until none is.
+    while (this.#inFlight.size > 0) await Promise.all(this.#inFlight.keys());
     if (this.#rows.length === 0) return;
     const rows = this.#rows;
     this.#rows = [];
-    this.#flushing = Promise.all(this.#batches(rows).map((batch) => this.#write(batch))).then(() => {
-      this.#flushing = undefined;
-    });
-    await this.#flushing;
+    await this.#track(
+      rows,
+      Promise.all(this.#batches(rows).map((batch) => this.#write(batch))).then(() => {}),
+    );
+  }
+
+  /** Register a write of `rows` in flight (with the tenants it holds) until it settles. */
+  #track(rows: readonly AuditEntry[], write: Promise<void>): Promise<void> {
+    const tenants = new Set(rows.map((r) => r.company_id));
+    const p: Promise<void> = write.finally(() => this.#inFlight.delete(p));
+    this.#inFlight.set(p, tenants);
+    return p;
   }
 
   /**

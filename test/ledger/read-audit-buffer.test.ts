@@ -11,6 +11,7 @@ import { auditEntry } from '../../src/runtime/ledger/audit.ts';
 import { StoreError } from '../../src/store/store.ts';
 import { PG_SKIP_REASON, TEST_DATABASE_URL } from '../support/postgres.ts';
 import { verifyStoreChain } from '../../src/runtime/ledger/verify.ts';
+import { call, createObserveRuntime } from '../observe/support.ts';
 
 function readRow(h: TestRuntime, companyId: number, action: string) {
   return auditEntry({
@@ -112,6 +113,46 @@ describe('read-audit buffer', () => {
       report.tenants.flatMap((x) => x.findings),
       [],
     );
+  });
+
+  it('audit_id order is answer order within a tenant, and a trail read sees every call before it', async (t) => {
+    // A flush timer far longer than the test: only the ordering rule can put the reads in place.
+    const h = await createObserveRuntime(t, { readAuditFlushMs: 600_000 });
+    const calls: [string, string, Record<string, unknown>][] = [
+      ['employee', 'counter.get', { name: 'order' }],
+      ['employee', 'counter.bump', { name: 'order' }],
+      ['employee', 'counter.get', { name: 'order' }],
+      ['read_only', 'counter.bump', { name: 'order' }], // a denial (role floor employee)
+      ['employee', 'counter.get', { name: 'order' }],
+      ['employee', 'counter.bump', { name: 'order', fail: true }], // a failed write
+      ['employee', 'counter.get', { name: 'order' }],
+    ];
+    for (const [who, verb, args] of calls) await call(h, who as 'employee', verb, args);
+    // Another tenant's buffered read is not written by this tenant's turn at the log.
+    await call(h, h.principal('owner', h.otherCompanyId), 'counter.get', { name: 'other' });
+    const trail = await call(h, 'owner', 'audit.trail', { verb: 'counter.get', limit: 50 });
+    assert.equal(trail.ok, true, JSON.stringify(trail.error));
+    const seen = (trail.result as { entries: unknown[] }).entries.length;
+    assert.equal(seen, 4, 'the trail shows the four reads answered before it, none waits for the timer');
+    const rows = await h.rt.store.read((q) =>
+      q.all<{ action_type: string; status: string }>(
+        "SELECT action_type, status FROM audit_log WHERE company_id = ? AND action_type LIKE 'counter.%' ORDER BY audit_id",
+        [h.companyId],
+      ),
+    );
+    assert.deepEqual(
+      rows.map((r) => `${r.action_type}:${r.status}`),
+      [
+        'counter.get:completed',
+        'counter.bump:completed',
+        'counter.get:completed',
+        'counter.bump:denied',
+        'counter.get:completed',
+        'counter.bump:failed',
+        'counter.get:completed',
+      ],
+    );
+    assert.equal(h.rt.auditBuffer.size, 2, 'the trail read itself and the other tenant’s read stay buffered');
   });
 
   it(
