@@ -26,6 +26,7 @@ import {
   type TracerProvider,
 } from '@opentelemetry/api';
 import type { DispatchOutcome } from '../dispatch.ts';
+import { outcomeLabel } from './outcome-label.ts';
 
 /** Instrumentation scope name of the spans. */
 export const TRACER_NAME = 'solid-verbs';
@@ -54,13 +55,7 @@ export class DispatchSpans {
   record(o: DispatchOutcome): void {
     const tracer = this.tracer();
     if (tracer === null) return;
-    const outcome = o.ok
-      ? 'ok'
-      : o.reason === 'dispatch_pending'
-        ? 'pending'
-        : o.denial
-          ? 'denied'
-          : 'failed';
+    const outcome = outcomeLabel(o);
     const attributes: Attributes = {
       'gen_ai.operation.name': 'execute_tool',
       'gen_ai.tool.name': o.verb,

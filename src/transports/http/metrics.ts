@@ -24,7 +24,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { FastifyPluginAsync } from 'fastify';
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { Runtime } from '../../runtime/runtime.ts';
-import type { DispatchOutcome } from '../../runtime/dispatch.ts';
+import { outcomeLabel } from '../../runtime/observe/outcome-label.ts';
 import { sendEnvelope } from './error-handler.ts';
 import { transportEnvelope } from './envelope-map.ts';
 
@@ -43,12 +43,6 @@ export interface SolidMetrics {
   render(): Promise<string>;
   /** Detach from the runtime (stops counting). */
   close(): void;
-}
-
-function outcomeOf(o: DispatchOutcome): 'ok' | 'pending' | 'denied' | 'failed' {
-  if (o.ok) return 'ok';
-  if (o.reason === 'dispatch_pending') return 'pending';
-  return o.denial ? 'denied' : 'failed';
 }
 
 /**
@@ -116,7 +110,7 @@ export function createMetrics(rt: Runtime): SolidMetrics {
   const off = [
     rt.onDispatch((o) => {
       const verb = rt.registry.get(o.verb) === undefined ? UNKNOWN_VERB_LABEL : o.verb;
-      const outcome = outcomeOf(o);
+      const outcome = outcomeLabel(o);
       dispatches.inc({ verb, outcome, reason: o.reason ?? '', surface: o.surface });
       latency.observe({ verb, outcome }, o.latency_ms / 1000);
     }),

@@ -18,6 +18,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ROOT_CONTEXT, context, propagation } from '@opentelemetry/api';
 import type { Runtime } from '../../runtime/runtime.ts';
+import { outcomeLabel, type OutcomeLabel } from '../../runtime/observe/outcome-label.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/;
@@ -26,7 +27,7 @@ const MAX_DISPATCHES_LOGGED = 20;
 
 interface DispatchFact {
   verb: string;
-  outcome: 'ok' | 'pending' | 'denied' | 'failed';
+  outcome: OutcomeLabel;
   reason: string | null;
   audit_id: number | null;
 }
@@ -68,7 +69,7 @@ export function installRequestLog(app: FastifyInstance, rt: Runtime, options: { 
     if (f.dispatches.length < MAX_DISPATCHES_LOGGED)
       f.dispatches.push({
         verb: o.verb.slice(0, 200),
-        outcome: o.ok ? 'ok' : o.reason === 'dispatch_pending' ? 'pending' : o.denial ? 'denied' : 'failed',
+        outcome: outcomeLabel(o),
         reason: o.reason,
         audit_id: o.audit_id,
       });
