@@ -94,6 +94,29 @@ export function inlineSchema(schema: JsonSchema): JsonSchema {
   return walk(schema, schema.$id as string | undefined, 0) as JsonSchema;
 }
 
+/** The inlined output schema of each shape, built once and frozen: most verbs share their shape's. */
+const SHAPE_OUTPUTS = new Map<Shape, JsonSchema>();
+
+function shapeOutputSchema(shape: Shape): JsonSchema {
+  let out = SHAPE_OUTPUTS.get(shape);
+  if (out === undefined) {
+    out = deepFreeze(inlineSchema(shapeSchemas[shape]));
+    SHAPE_OUTPUTS.set(shape, out);
+  }
+  return out;
+}
+
+function deepFreeze<T>(value: T): T {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v !== 'object' || Object.isFrozen(v)) continue;
+    Object.freeze(v);
+    for (const child of Object.values(v)) stack.push(child);
+  }
+  return value;
+}
+
 function isZod(x: unknown): x is ZodType {
   return typeof x === 'object' && x !== null && '_zod' in x;
 }
@@ -110,6 +133,7 @@ export class Registry {
   #cache = new Map<string, VerbRecord[]>();
   #etag: string | undefined;
   #sortedNames: string[] | undefined;
+  #trigrams: TrigramIndex | undefined;
   readonly #compileOutputs: boolean;
 
   /**
@@ -192,11 +216,35 @@ export class Registry {
     return this.#etag;
   }
 
-  /** Up to `n` registered names closest to `name` (for unknown_verb hints). */
+  /**
+   * Up to `n` registered names closest to `name` (for unknown_verb hints), by edit distance.
+   * Bounded work whatever the catalogue size (an unknown name is a cheap request to send): the
+   * candidates are the names sharing the most trigrams with `name`, read from an index built once
+   * per registry change, visiting at most CLOSEST_MAX_POSTINGS index entries; only the best
+   * CLOSEST_CANDIDATES of them get an edit distance. Names longer than CLOSEST_MAX_NAME get no hint.
+   */
   closest(name: string, n = 3): string[] {
+    if (name.length > CLOSEST_MAX_NAME) return [];
     const target = name.toLowerCase().replace(/__/g, '.');
-    return this.#names()
-      .map((cand) => ({ cand, d: distance(target, cand.toLowerCase()) }))
+    const index = (this.#trigrams ??= buildTrigramIndex(this.#names()));
+    const shared = new Map<number, number>();
+    const postings = [...new Set(trigramsOf(target))]
+      .map((g) => index.postings.get(g))
+      .filter((p): p is number[] => p !== undefined)
+      .sort((a, b) => a.length - b.length);
+    let visited = 0;
+    for (const list of postings) {
+      if (visited + list.length > CLOSEST_MAX_POSTINGS) break;
+      visited += list.length;
+      for (const id of list) shared.set(id, (shared.get(id) ?? 0) + 1);
+    }
+    return [...shared]
+      .sort((a, b) => b[1] - a[1] || a[0] - b[0])
+      .slice(0, CLOSEST_CANDIDATES)
+      .map(([id]) => {
+        const cand = index.names[id]!;
+        return { cand, d: distance(target, cand.toLowerCase()) };
+      })
       .sort((a, b) => a.d - b.d || a.cand.localeCompare(b.cand))
       .slice(0, n)
       .filter((x) => x.d <= Math.max(4, Math.ceil(target.length / 2)))
@@ -218,6 +266,7 @@ export class Registry {
     this.#cache = new Map();
     this.#etag = undefined;
     this.#sortedNames = undefined;
+    this.#trigrams = undefined;
     for (const l of this.#listeners) l();
   }
 
@@ -354,7 +403,7 @@ export class Registry {
       );
     }
 
-    const outputSchema = inlineSchema(def.output ?? shapeSchemas[def.shape]);
+    const outputSchema = def.output !== undefined ? inlineSchema(def.output) : shapeOutputSchema(def.shape);
     const record: VerbRecord = {
       name,
       description: def.description,
@@ -416,6 +465,39 @@ export class Registry {
 
 function ROLE_RANK_OF(role: string): number {
   return (ROLES as readonly string[]).indexOf(role);
+}
+
+/** Longest name closest() looks at (verb names are at most 64 characters after projection). */
+const CLOSEST_MAX_NAME = 128;
+/** Index entries closest() visits at most per call (the rarest trigrams first). */
+const CLOSEST_MAX_POSTINGS = 1024;
+/** Names closest() computes an edit distance for, at most. */
+const CLOSEST_CANDIDATES = 16;
+
+interface TrigramIndex {
+  names: readonly string[];
+  /** Trigram → ids (indexes into names) of the names holding it. */
+  postings: Map<string, number[]>;
+}
+
+/** Trigrams of a lower-cased name padded with one space each side ("ab" → " ab", "ab "). */
+function trigramsOf(lower: string): string[] {
+  const s = ` ${lower} `;
+  const out: string[] = [];
+  for (let i = 0; i + 3 <= s.length; i++) out.push(s.slice(i, i + 3));
+  return out;
+}
+
+function buildTrigramIndex(names: readonly string[]): TrigramIndex {
+  const postings = new Map<string, number[]>();
+  names.forEach((name, id) => {
+    for (const g of new Set(trigramsOf(name.toLowerCase()))) {
+      const list = postings.get(g);
+      if (list === undefined) postings.set(g, [id]);
+      else list.push(id);
+    }
+  });
+  return { names, postings };
 }
 
 /** Levenshtein distance (small strings). */

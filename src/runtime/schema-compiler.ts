@@ -31,7 +31,12 @@ function profile(options: { useDefaults: boolean; allErrors: boolean }) {
   });
   addFormats(ajv);
   const cache = new Map<string, CompiledSchema>();
+  // A frozen schema (a shape's shared output schema) cannot change: look it up by identity, no
+  // JSON.stringify of a large schema per registration.
+  const frozen = new WeakMap<JsonSchema, CompiledSchema>();
   return (schema: JsonSchema): CompiledSchema => {
+    const known = frozen.get(schema);
+    if (known !== undefined) return known;
     const key = JSON.stringify(schema);
     let v = cache.get(key);
     if (v === undefined) {
@@ -42,6 +47,7 @@ function profile(options: { useDefaults: boolean; allErrors: boolean }) {
       v = ajv.compile(schema);
       cache.set(key, v);
     }
+    if (Object.isFrozen(schema)) frozen.set(schema, v);
     return v;
   };
 }

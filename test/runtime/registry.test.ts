@@ -197,4 +197,34 @@ describe('registry behaviour', () => {
     assert.deepEqual(reg.closest('verbs.lsit').slice(0, 1), ['verbs.list']);
     assert.deepEqual(reg.closest('audit__trial').slice(0, 1), ['audit.trail']);
   });
+
+  it('suggests from a catalogue of 10,000 verbs, with bounded work per unknown name', () => {
+    const reg = new Registry({ compileOutputs: false });
+    const verbs = [];
+    for (let i = 0; i < 10_000; i++) {
+      verbs.push(
+        defineVerb({
+          name: `scale.verb_${String(i).padStart(5, '0')}`,
+          description: 'A read of the scale catalogue.',
+          shape: 'aggregate',
+          category: 'scale',
+          input: { type: 'object', additionalProperties: false },
+          handler: async () => ({ entity_id: 1, data: {} }),
+        }),
+      );
+    }
+    reg.registerAll([...systemVerbs, ...verbs]);
+    assert.deepEqual(reg.closest('scale.verb_0123x'), [
+      'scale.verb_01230',
+      'scale.verb_01231',
+      'scale.verb_01232',
+    ]);
+    assert.deepEqual(reg.closest('verbs.lsit').slice(0, 1), ['verbs.list']);
+    assert.deepEqual(reg.closest('scale__verb_09999').slice(0, 1), ['scale.verb_09999']);
+    assert.deepEqual(reg.closest('qqqqqq'), [], 'nothing alike: no hint');
+    // A name longer than any verb can be gets no hint (no edit distance is computed for it).
+    assert.deepEqual(reg.closest(`verbs.list${'x'.repeat(200)}`), []);
+    reg.unregister('scale.verb_01230');
+    assert.ok(!reg.closest('scale.verb_01230').includes('scale.verb_01230'), 'the index follows changes');
+  });
 });
