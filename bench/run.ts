@@ -15,7 +15,7 @@
  * module until the 1-minute load average is below X (others share this machine), up to
  * `--max-wait-min` minutes, and records the load at the start and end of each module.
  *
- * Modules: core register readcost consent replay verify trail http toolslist mcp ucp observe durable postgres startup rss
+ * Modules: core register readcost consent replay verify trail http toolslist mcp ucp observe durable postgres scale startup rss
  * (postgres only when SOLID_BENCH_DATABASE_URL or SOLID_TEST_DATABASE_URL is set).
  */
 import { spawn } from 'node:child_process';
@@ -68,6 +68,8 @@ export const TARGETS: Record<string, Target> = {
   'observe.hooks': t('ratio', '<=', 0.1, 'ratio ≤ 0.1'),
   'durable.group_commit': t('ratio', '>=', 4, 'ratio ≥ 4'),
   'startup.*': t('ratio', '<=', 2, 'ratio ≤ 2'),
+  'scale.unknown_verb_10k': t('ratio', '<=', 2, 'ratio ≤ 2'),
+  'scale.register_10k': t('value', '<=', 1, '≤ 1 s'),
 };
 
 export function targetOf(id: string): Target | undefined {
@@ -153,6 +155,10 @@ export const MODULES: Record<string, ModuleSpec> = {
         : undefined,
     run: async (q) =>
       (await import('./postgres.ts')).benchPostgres({ url: pgUrl(), ...(q ? { ms: 3000 } : {}) }),
+  },
+  scale: {
+    repeat: 1,
+    run: async (q) => (await import('./scale.ts')).benchScale(q ? { runs: 3, calls: 100 } : {}),
   },
   startup: {
     repeat: 1,
