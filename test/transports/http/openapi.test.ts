@@ -124,7 +124,9 @@ test('one operation per http verb, whose args schema is the verb input_schema; e
         ids.add(op.operationId);
       }
   for (const ref of refsOf(doc)) {
-    assert.match(ref, /^#\/components\/schemas\//, ref);
-    assert.ok(doc.components.schemas[ref.split('/').pop()!], `${ref} resolves`);
+    assert.match(ref, /^#\/components\/(schemas|responses|parameters)\/[A-Za-z0-9._-]+$/, ref);
+    const [, , kind, name] = ref.split('/');
+    const section = (doc.components as Record<string, Record<string, unknown>>)[kind!];
+    assert.ok(section?.[name!], `${ref} resolves`);
   }
 });
