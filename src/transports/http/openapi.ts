@@ -427,7 +427,10 @@ function originOf(req: FastifyRequest): string {
 export const openapiRoute: FastifyPluginAsync<
   HttpPluginOptions & { collector: OpenApiCollector; version?: string }
 > = async (app, { rt, collector, version, allowedOrigins }) => {
-  let cached: { etag: string; routes: number; servers: string; text: string } | undefined;
+  // The document is built once per registry/route state with a placeholder `servers`, which each
+  // answer fills with its own origin: a Host header can change the answer, never the cost.
+  const placeholder = JSON.stringify([{ url: 'urn:solid-verbs:servers' }]);
+  let cached: { etag: string; routes: number; before: string; after: string } | undefined;
   app.get(
     '/openapi.json',
     {
@@ -445,24 +448,22 @@ export const openapiRoute: FastifyPluginAsync<
       const etag = `${rt.registry.etag()}.${domainReasonTable().size}`;
       // servers: the origin this request reached, then the configured public origins.
       const servers = [...new Set([originOf(req), ...(allowedOrigins ?? [])])];
-      const key = servers.join(' ');
-      if (
-        cached === undefined ||
-        cached.etag !== etag ||
-        cached.routes !== collector.routes.length ||
-        cached.servers !== key
-      ) {
+      if (cached === undefined || cached.etag !== etag || cached.routes !== collector.routes.length) {
+        const text = JSON.stringify(
+          buildOpenApi(collector.routes, rt, version ?? '0.1.0', ['urn:solid-verbs:servers']),
+        );
+        const at = text.indexOf(placeholder);
         cached = {
           etag,
           routes: collector.routes.length,
-          servers: key,
-          text: JSON.stringify(buildOpenApi(collector.routes, rt, version ?? '0.1.0', servers)),
+          before: text.slice(0, at),
+          after: text.slice(at + placeholder.length),
         };
       }
       return reply
         .header('cache-control', 'no-cache')
         .type('application/json; charset=utf-8')
-        .send(cached.text);
+        .send(`${cached.before}${JSON.stringify(servers.map((url) => ({ url })))}${cached.after}`);
     },
   );
 };
