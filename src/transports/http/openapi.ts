@@ -9,12 +9,17 @@
  *   - the dispatch route carries the envelope schema, the responses grouped by HTTP status and
  *     `x-reason-status`: every reason (core and declared domain reasons) → status, retryable;
  *   - one operation per verb exposed on http, `POST /api/v1/agent/dispatch/<verb>`, whose `args`
- *     schema is the verb's input_schema (operationId = the tool name).
- * The document is rebuilt when the registry changes (cached by the registry ETag).
+ *     schema is the verb's input_schema (operationId = the tool name), 200 typed by its
+ *     output_schema (`<ToolName>Result`), 202 pending, shared error responses, Idempotency-Key;
+ *   - declared path parameters, an operationId on every operation, `servers` (the request's
+ *     origin and the allowed origins), security schemes (bearer key, session cookie).
+ * Code-generator grade: `npm run lint:openapi` (Redocly, 0 errors) and
+ * test/transports/http/openapi-codegen.test.ts (openapi-typescript) hold it there.
+ * The document is rebuilt when the registry, the routes or the servers change.
  *
  * Spec: spec/transports.md §http-openapi.
  */
-import type { FastifyPluginAsync, RouteOptions } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest, RouteOptions } from 'fastify';
 import type { HttpPluginOptions } from './server.ts';
 import { REASONS, domainReasonTable, type ReasonInfo } from '../../spec/reasons.ts';
 import { envelopeSchema, verbRecordSchema } from '../../spec/validators.ts';
@@ -49,39 +54,56 @@ export function reasonStatusTable(): Record<string, { status: number; retryable:
 
 /** Responses of the dispatch route grouped by status, each listing its reasons. */
 export function dispatchResponses(): Record<string, unknown> {
-  const envelope = { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } };
-  const byStatus = new Map<number, string[]>();
-  for (const [name, info] of Object.entries(reasonStatusTable())) {
-    if (name === 'dispatch_pending') continue;
-    byStatus.set(info.status, [...(byStatus.get(info.status) ?? []), name]);
-  }
   const responses: Record<string, unknown> = {
     200: {
       description:
         'ok: true; `result` is the verb output (a signed receipt for writes). Replays carry Idempotent-Replayed: true.',
-      content: envelope,
+      content: json(ref('Envelope')),
     },
-    202: {
-      description:
-        'dispatch_pending: human consent needed; `consent` carries the nonce, summary and typed phrase.',
-      content: envelope,
-    },
+    202: PENDING_RESPONSE,
+    ...errorResponses(),
   };
-  for (const status of [...byStatus.keys()].sort((a, b) => a - b)) {
+  return responses;
+}
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: unknown) => ({ 'application/json': { schema } });
+
+/** The 202 dispatch_pending answer (spec/consent.md): `consent` says how to confirm. */
+const PENDING_RESPONSE = {
+  description:
+    'dispatch_pending: human consent needed; `consent` carries the nonce, summary and typed phrase. Call again with confirm: true, the nonce and (typed-phrase gates) the phrase.',
+  content: json(ref('PendingEnvelope')),
+};
+
+/** Error statuses of a dispatch → their reasons (dispatch_pending excluded: it is the 202). */
+function errorStatuses(): Map<number, string[]> {
+  const byStatus = new Map<number, string[]>();
+  for (const [name, info] of Object.entries(reasonStatusTable())) {
+    if (name === 'dispatch_pending' || info.status < 400) continue;
+    byStatus.set(info.status, [...(byStatus.get(info.status) ?? []), name]);
+  }
+  return new Map([...byStatus.entries()].sort((a, b) => a[0] - b[0]));
+}
+
+/** One Response object per error status, each listing its reasons, on the ErrorEnvelope schema. */
+function errorResponses(): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [status, reasons] of errorStatuses()) {
     const headers: Record<string, unknown> = {};
     if (status === 401) headers['WWW-Authenticate'] = { schema: { type: 'string' }, description: 'Bearer' };
     if (status === 429)
       headers['Retry-After'] = {
         schema: { type: 'integer' },
-        description: 'Seconds until the daily cap resets (daily_cap_exceeded).',
+        description: 'Seconds until the call may be retried (daily_cap_exceeded, rate_limited).',
       };
-    responses[String(status)] = {
-      description: `ok: false with error.reason one of: ${byStatus.get(status)!.sort().join(', ')}`,
+    out[String(status)] = {
+      description: `ok: false with error.reason one of: ${reasons.sort().join(', ')}`,
       ...(Object.keys(headers).length > 0 ? { headers } : {}),
-      content: envelope,
+      content: json(ref('ErrorEnvelope')),
     };
   }
-  return responses;
+  return out;
 }
 
 /** Drop $schema/$id and lift $defs into components named `<name><Def>`. */
@@ -161,11 +183,120 @@ function operationOf(route: RouteOptions): OpenApiOperation | undefined {
   return op;
 }
 
-/** Build the OpenAPI 3.1 document. Pure over the routes and the registry. */
+/** Component names code generators accept as identifiers: `charge_invoice` → `ChargeInvoice`. */
+export function componentNameOf(toolName: string): string {
+  return toolName
+    .split(/[^A-Za-z0-9]+/)
+    .filter((w) => w !== '')
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join('');
+}
+
+/** Path parameters a templated path needs (`/t/{tenant}/x/{file}` → tenant, file). */
+function templateNames(path: string): string[] {
+  return [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
+}
+
+/** Declare every `{name}` of the path the operation does not declare (a string, required). */
+function withPathParameters(path: string, op: OpenApiOperation): OpenApiOperation {
+  const names = templateNames(path);
+  if (names.length === 0) return op;
+  const declared = (op.parameters ?? []) as { name?: string; in?: string }[];
+  const missing = names.filter((n) => !declared.some((p) => p.in === 'path' && p.name === n));
+  if (missing.length === 0) return op;
+  return {
+    ...op,
+    parameters: [
+      ...declared,
+      ...missing.map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } })),
+    ],
+  };
+}
+
+/** `GET /t/{tenant}/ucp/v1/spec` → `getTUcpV1SpecByTenant`-like: unique, identifier-safe. */
+function operationIdOf(method: string, path: string, taken: Set<string>): string {
+  const words = path
+    .split('/')
+    .filter((w) => w !== '')
+    .map((w) => (w.startsWith('{') ? `by_${w.slice(1, -1)}` : w));
+  const base = `${method}${componentNameOf(words.join('_'))}` || method;
+  let id = base;
+  for (let i = 2; taken.has(id); i++) id = `${base}${i}`;
+  return id;
+}
+
+/**
+ * The operation of one http verb: its args, its typed result, 202 pending, its errors. The
+ * output schema goes to `schemas` as `<ToolName>Result` (its $defs beside it), so its local
+ * `$ref`s resolve and generated clients get a named type.
+ */
+function verbOperation(
+  verb: ReturnType<HttpPluginOptions['rt']['registry']['all']>[number],
+  schemas: Record<string, unknown>,
+): OpenApiOperation {
+  const record = verb.record;
+  let resultName = `${componentNameOf(verb.toolName)}Result`;
+  for (let i = 2; resultName in schemas; i++) resultName = `${componentNameOf(verb.toolName)}${i}Result`;
+  toComponents(resultName, record.output_schema ?? { type: 'object' }, schemas);
+  const success = {
+    allOf: [ref('Envelope')],
+    type: 'object',
+    required: ['ok', 'verb', 'result'],
+    properties: {
+      ok: { const: true },
+      verb: { type: 'string' },
+      result: ref(resultName),
+    },
+  };
+  const gated = record.requires_consent;
+  return {
+    operationId: verb.toolName,
+    summary: verb.definition.title ?? verb.name,
+    description: record.description,
+    tags: [`verbs:${verb.definition.category}`],
+    'x-shape': record.shape,
+    'x-consent-class': verb.consentClass,
+    security: verb.isWrite ? [{ bearerApiKey: [] }] : [{}, { bearerApiKey: [] }],
+    ...(verb.isWrite ? { parameters: [{ $ref: '#/components/parameters/IdempotencyKey' }] } : {}),
+    requestBody: {
+      required: record.input_schema.required !== undefined,
+      content: json({
+        ...DISPATCH_REQUEST,
+        properties: { ...(DISPATCH_REQUEST.properties as object), args: record.input_schema },
+      }),
+    },
+    responses: {
+      200: {
+        description: `ok: true; \`result\` is the ${record.shape} output of ${verb.name}.`,
+        content: json(success),
+      },
+      ...(gated ? { 202: { $ref: '#/components/responses/Pending' } } : {}),
+      ...Object.fromEntries(
+        [...errorStatuses().keys()].map((s) => [String(s), { $ref: `#/components/responses/Error${s}` }]),
+      ),
+    },
+  };
+}
+
+/**
+ * Build the OpenAPI 3.1 document. Pure over the routes, the registry and `servers` (the URLs
+ * the API is reached at: the request's origin and the configured public origins).
+ *
+ *   - every templated path declares its path parameters (undeclared ones as required strings);
+ *   - every operation has an operationId (the route's, or METHOD + path, unique);
+ *   - one operation per http verb: 200 typed by the verb's output_schema, 202 pending
+ *     (consent-gated verbs), one shared response per error status (ErrorEnvelope), the
+ *     Idempotency-Key header on writes;
+ *   - security: bearer API key (optional on reads), the session cookie on WebMCP routes;
+ *     operations that declare nothing take the root `security` (anonymous or bearer).
+ *
+ * Spec: spec/transports.md §http-openapi.
+ */
 export function buildOpenApi(
   routes: readonly RouteOptions[],
   rt: HttpPluginOptions['rt'],
   version: string,
+  servers: readonly string[] = [],
 ): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
@@ -177,52 +308,72 @@ export function buildOpenApi(
       if (m === 'head' || m === 'options') continue;
       const op = operationOf(route);
       if (op === undefined) continue;
-      (paths[path] ??= {})[m] =
+      (paths[path] ??= {})[m] = withPathParameters(
+        path,
         path === DISPATCH_PATH && m === 'post'
-          ? { ...op, responses: dispatchResponses(), 'x-reason-status': reasonStatusTable() }
-          : op;
+          ? {
+              ...op,
+              responses: dispatchResponses(),
+              'x-reason-status': reasonStatusTable(),
+            }
+          : op,
+      );
     }
-  }
-  for (const verb of rt.registry.all()) {
-    if (!verb.surfaces.includes('http')) continue;
-    const record = verb.record;
-    paths[`/api/v1/agent/dispatch/${verb.name}`] = {
-      post: {
-        operationId: verb.toolName,
-        summary: verb.definition.title ?? verb.name,
-        description: record.description,
-        tags: [`verbs:${verb.definition.category}`],
-        'x-shape': record.shape,
-        'x-consent-class': verb.consentClass,
-        security: verb.isWrite ? [{ bearerApiKey: [] }] : [{}, { bearerApiKey: [] }],
-        requestBody: {
-          required: record.input_schema.required !== undefined,
-          content: {
-            'application/json': {
-              schema: {
-                ...DISPATCH_REQUEST,
-                properties: { ...(DISPATCH_REQUEST.properties as object), args: record.input_schema },
-              },
-            },
-          },
-        },
-        responses: {
-          200: {
-            description: 'Envelope with the verb output',
-            content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } },
-          },
-          default: {
-            description: `Envelope; see POST ${DISPATCH_PATH} for the status of each reason`,
-            content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } },
-          },
-        },
-      },
-    };
   }
   const schemas: Record<string, unknown> = {};
   toComponents('Envelope', envelopeSchema, schemas);
   toComponents('VerbRecord', verbRecordSchema, schemas);
+  for (const verb of rt.registry.all()) {
+    if (!verb.surfaces.includes('http')) continue;
+    paths[`/api/v1/agent/dispatch/${verb.name}`] = { post: verbOperation(verb, schemas) };
+  }
+  const taken = new Set<string>();
+  for (const p of Object.values(paths))
+    for (const op of Object.values(p) as OpenApiOperation[])
+      if (typeof op.operationId === 'string') taken.add(op.operationId);
+  for (const [path, p] of Object.entries(paths))
+    for (const [m, op] of Object.entries(p) as [string, OpenApiOperation][])
+      if (typeof op.operationId !== 'string') {
+        op.operationId = operationIdOf(m, path, taken);
+        taken.add(op.operationId as string);
+      }
   schemas.DispatchRequest = DISPATCH_REQUEST;
+  schemas.ErrorEnvelope = {
+    description: 'A refused or failed call: ok is false and error.reason is the code to branch on.',
+    allOf: [ref('Envelope')],
+    type: 'object',
+    required: ['ok', 'verb', 'error'],
+    properties: {
+      ok: { const: false },
+      error: {
+        type: 'object',
+        required: ['reason', 'message'],
+        properties: {
+          reason: { type: 'string', enum: Object.keys(reasonStatusTable()).sort() },
+          message: { type: 'string' },
+          hint: { type: 'string' },
+        },
+      },
+    },
+  };
+  schemas.PendingEnvelope = {
+    description:
+      'The 202 answer of a consent-gated call (spec/consent.md): show consent.summary (and consent.typed_phrase) to a person, then call again with confirm, nonce and the phrase.',
+    allOf: [ref('Envelope')],
+    type: 'object',
+    required: ['ok', 'verb', 'error', 'consent'],
+    properties: {
+      ok: { const: false },
+      error: {
+        type: 'object',
+        required: ['reason'],
+        properties: { reason: { const: 'dispatch_pending' } },
+      },
+      consent: ref('EnvelopeConsent'),
+    },
+  };
+  const responses: Record<string, unknown> = { Pending: PENDING_RESPONSE };
+  for (const [status, response] of Object.entries(errorResponses())) responses[`Error${status}`] = response;
   return {
     openapi: '3.1.0',
     info: {
@@ -230,11 +381,25 @@ export function buildOpenApi(
       version,
       description:
         'Typed verbs for AI agents. Every answer is an envelope { ok, verb, result?, error?: { reason, message, hint } }; agents branch on error.reason.',
+      license: { name: 'MIT', identifier: 'MIT' },
     },
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    servers: (servers.length > 0 ? servers : ['/']).map((url) => ({ url })),
+    security: [{}, { bearerApiKey: [] }],
     paths,
     components: {
       schemas,
+      responses,
+      parameters: {
+        IdempotencyKey: {
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          description:
+            'RFC 8941 sf-string (or a bare token such as a UUID), at most 255 printable ASCII characters. A repeat with the same key answers the stored receipt with Idempotent-Replayed: true.',
+          schema: { type: 'string', maxLength: 255 },
+        },
+      },
       securitySchemes: {
         bearerApiKey: {
           type: 'http',
@@ -242,15 +407,30 @@ export function buildOpenApi(
           bearerFormat: 'sk_solid_<key_id>_<secret>',
           description: 'API key from `solid init` / `solid api-keys create`.',
         },
+        sessionCookie: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: 'solid_session',
+          description:
+            'Dashboard / WebMCP session from POST /api/v1/session; state-changing calls also send X-CSRF-Token.',
+        },
       },
     },
   };
 }
 
+/** `scheme://host` of a request (X-Forwarded-* only when the server trusts the proxy). */
+function originOf(req: FastifyRequest): string {
+  return `${req.protocol}://${req.host}`;
+}
+
 export const openapiRoute: FastifyPluginAsync<
   HttpPluginOptions & { collector: OpenApiCollector; version?: string }
-> = async (app, { rt, collector, version }) => {
-  let cached: { etag: string; routes: number; text: string } | undefined;
+> = async (app, { rt, collector, version, allowedOrigins }) => {
+  // The document is built once per registry/route state with a placeholder `servers`, which each
+  // answer fills with its own origin: a Host header can change the answer, never the cost.
+  const placeholder = JSON.stringify([{ url: 'urn:solid-verbs:servers' }]);
+  let cached: { etag: string; routes: number; before: string; after: string } | undefined;
   app.get(
     '/openapi.json',
     {
@@ -259,23 +439,31 @@ export const openapiRoute: FastifyPluginAsync<
           operationId: 'openapi',
           summary: 'This OpenAPI 3.1 document',
           tags: ['meta'],
+          security: [],
           responses: { 200: { description: 'OpenAPI 3.1' } },
         },
       },
     },
-    async (_req, reply) => {
+    async (req, reply) => {
       const etag = `${rt.registry.etag()}.${domainReasonTable().size}`;
+      // servers: the origin this request reached, then the configured public origins.
+      const servers = [...new Set([originOf(req), ...(allowedOrigins ?? [])])];
       if (cached === undefined || cached.etag !== etag || cached.routes !== collector.routes.length) {
+        const text = JSON.stringify(
+          buildOpenApi(collector.routes, rt, version ?? '0.1.0', ['urn:solid-verbs:servers']),
+        );
+        const at = text.indexOf(placeholder);
         cached = {
           etag,
           routes: collector.routes.length,
-          text: JSON.stringify(buildOpenApi(collector.routes, rt, version ?? '0.1.0')),
+          before: text.slice(0, at),
+          after: text.slice(at + placeholder.length),
         };
       }
       return reply
         .header('cache-control', 'no-cache')
         .type('application/json; charset=utf-8')
-        .send(cached.text);
+        .send(`${cached.before}${JSON.stringify(servers.map((url) => ({ url })))}${cached.after}`);
     },
   );
 };

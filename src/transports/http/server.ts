@@ -101,7 +101,7 @@ export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): 
   installEnvelopeErrors(app, rt);
   void app.register(healthRoutes, { rt });
   void app.register(agentRoutes, { rt });
-  void app.register(openapiRoute, { rt, collector: openapi });
+  void app.register(openapiRoute, { rt, collector: openapi, allowedOrigins });
   if (options.metrics !== undefined) void app.register(metricsRoute, options.metrics);
   for (const plugin of options.plugins ?? []) void app.register(plugin, { rt, allowedOrigins });
   return app;

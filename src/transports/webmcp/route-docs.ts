@@ -31,6 +31,8 @@ function op(
           content: envelope,
         },
       },
+      // The session cookie, unless the route says otherwise (login takes the key in its body).
+      security: [{ sessionCookie: [] }],
       ...extra,
     },
   };
@@ -72,6 +74,7 @@ export const ROUTE_DOCS = {
     'Log in with an API key',
     'Body `{ "api_key": "sk_solid_…" }`. Sets the HttpOnly session cookie and the CSRF cookie; answers the principal and `csrf_token`.',
     {
+      security: [],
       requestBody: {
         required: true,
         content: {

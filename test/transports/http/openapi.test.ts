@@ -124,7 +124,39 @@ test('one operation per http verb, whose args schema is the verb input_schema; e
         ids.add(op.operationId);
       }
   for (const ref of refsOf(doc)) {
-    assert.match(ref, /^#\/components\/schemas\//, ref);
-    assert.ok(doc.components.schemas[ref.split('/').pop()!], `${ref} resolves`);
+    assert.match(ref, /^#\/components\/(schemas|responses|parameters)\/[A-Za-z0-9._-]+$/, ref);
+    const [, , kind, name] = ref.split('/');
+    const section = (doc.components as Record<string, Record<string, unknown>>)[kind!];
+    assert.ok(section?.[name!], `${ref} resolves`);
   }
+});
+
+test('servers: the origin the request reached (forwarded only behind a trusted proxy), then the allowed origins', async (t) => {
+  const x = await createHttpHarness(t, { trustProxy: true, allowedOrigins: ['https://agents.example.com'] });
+  const servers = async (headers: Record<string, string>) =>
+    (
+      (await x.inject({ method: 'GET', url: '/openapi.json', headers })).json() as {
+        servers: { url: string }[];
+      }
+    ).servers;
+  assert.deepEqual(await servers({ host: 'agents.example.com', 'x-forwarded-proto': 'https' }), [
+    { url: 'https://agents.example.com' },
+  ]);
+  assert.deepEqual(await servers({ host: '127.0.0.1:4400' }), [
+    { url: 'http://127.0.0.1:4400' },
+    { url: 'https://agents.example.com' },
+  ]);
+  const plain = await createHttpHarness(t);
+  const doc = (
+    await plain.inject({
+      method: 'GET',
+      url: '/openapi.json',
+      headers: { host: 'internal:4400', 'x-forwarded-proto': 'https' },
+    })
+  ).json() as { servers: { url: string }[] };
+  assert.deepEqual(
+    doc.servers,
+    [{ url: 'http://internal:4400' }],
+    'X-Forwarded-Proto ignored without trustProxy',
+  );
 });
