@@ -229,8 +229,10 @@ test('solid mcp: a frame over 10 MiB is answered -32600 payload_too_large when i
     undefined,
     'an oversize frame without a known id is not answered',
   );
-  const logged = err.split('\n').filter((l) => l.includes('payload_too_large'));
-  assert.equal(logged.length, 2, `both refusals are logged on stderr: ${err.slice(-1000)}`);
+  // stderr and stdout are separate pipes: the log line may arrive after the answer to id 10.
+  const logged = () => err.split('\n').filter((l) => l.includes('payload_too_large'));
+  for (let i = 0; i < 1000 && logged().length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(logged().length, 2, `both refusals are logged on stderr: ${err.slice(-1000)}`);
   assert.ok(out.length < 1024 * 1024, 'nothing of the frames is echoed');
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   child.stdin.end();
