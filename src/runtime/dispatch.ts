@@ -1310,6 +1310,16 @@ async function fail(rt: Runtime, st: State, caller: Caller, err: unknown): Promi
   let error: EnvelopeError;
   if (isVerbError(err)) {
     error = err.toEnvelopeError();
+  } else if (err instanceof StoreError && err.code === 'invalid_value') {
+    // The caller's value, not the database: e.g. an id beyond PostgreSQL's bigint (spec/store.md §errors).
+    error = {
+      reason: 'invalid_input',
+      message:
+        'An argument holds a value the store cannot hold or compare (a number out of range, a malformed value); nothing was written.',
+      hint: 'Check the values against the verb’s input_schema: ids are positive integers below 2^53.',
+      path: '',
+    };
+    rt.logger.info({ err, verb: st.name }, 'store refused a value of the arguments');
   } else if (err instanceof StoreError && err.code !== 'unique_violation' && err.code !== 'append_only') {
     error = {
       reason: 'store_unavailable',
