@@ -37,7 +37,7 @@ import type {
 import type { Queryable, StoreTx } from '../store/store.ts';
 import { StoreError } from '../store/store.ts';
 import { reasonInfo } from '../spec/reasons.ts';
-import { VerbError, isVerbError } from './errors.ts';
+import { HOW_TO_PASS_A_KEY, VerbError, WHERE_KEYS_COME_FROM, isVerbError } from './errors.ts';
 import type { CompiledVerb, DelegatedConsent, EmittedEvent, SystemVerbContext, VerbContext } from './verb.ts';
 import { ROLE_RANK, TIER_RANK, runtimeContextMembers } from './verb.ts';
 import type { Runtime } from './runtime.ts';
@@ -199,6 +199,18 @@ export async function dispatch(
     t0: performance.now(),
     now: rt.clock(),
   };
+  const env = await runSteps(rt, st, caller, args, options);
+  return st.principal?.sandbox === true ? sandboxAnswer(env, st.principal) : env;
+}
+
+/** Steps 1-12 (see the header); every failure through `fail`. */
+async function runSteps(
+  rt: Runtime,
+  st: State,
+  caller: Caller,
+  args: unknown,
+  options: DispatchOptions,
+): Promise<Envelope> {
   try {
     // 1. resolve-principal
     st.principal = caller.principal ?? (await rt.sandboxPrincipal());
@@ -244,7 +256,7 @@ export async function dispatch(
         'auth_required',
         `${verb.name} changes data and needs an API key; without a key only read verbs run (sandbox tenant).`,
         {
-          hint: 'Set SOLID_API_KEY (or send Authorization: Bearer sk_solid_…). `solid init` prints an owner key.',
+          hint: `${HOW_TO_PASS_A_KEY} ${WHERE_KEYS_COME_FROM}`,
         },
       );
     }
@@ -283,6 +295,24 @@ export async function dispatch(
   } catch (err) {
     return fail(rt, st, caller, err);
   }
+}
+
+/**
+ * Mark an envelope answered under the keyless (sandbox) principal: `tenant: { id, sandbox: true }`
+ * on every outcome, and on a tenant-scoped not-found (`not_found`, `approval_not_found`, … every
+ * reason of kind not_found but unknown_verb) a hint saying that the sandbox, not the caller's business,
+ * was read and how to pass a key. Pure. Spec: spec/envelope.md §tenant.
+ */
+export function sandboxAnswer(env: Envelope, sandbox: Principal): Envelope {
+  const out: Envelope = { ...env, tenant: { id: sandbox.company_id, sandbox: true } };
+  const reason = env.error?.reason;
+  if (reason !== undefined && reason !== 'unknown_verb' && reasonInfo(reason).kind === 'not_found') {
+    const read =
+      `This call carried no API key, so it read the sandbox tenant (company ${sandbox.company_id}), not your business: ids of your data are not found there. ` +
+      `${HOW_TO_PASS_A_KEY} ${WHERE_KEYS_COME_FROM}`;
+    out.error = { ...env.error!, hint: env.error!.hint ? `${env.error!.hint} ${read}` : read };
+  }
+  return out;
 }
 
 export { MAX_ARGS_DEPTH };
@@ -1284,6 +1314,16 @@ async function fail(rt: Runtime, st: State, caller: Caller, err: unknown): Promi
   let error: EnvelopeError;
   if (isVerbError(err)) {
     error = err.toEnvelopeError();
+  } else if (err instanceof StoreError && err.code === 'invalid_value') {
+    // The caller's value, not the database: e.g. an id beyond PostgreSQL's bigint (spec/store.md §errors).
+    error = {
+      reason: 'invalid_input',
+      message:
+        'An argument holds a value the store cannot hold or compare (a number out of range, a malformed value); nothing was written.',
+      hint: 'Check the values against the verb’s input_schema: ids are positive integers below 2^53.',
+      path: '',
+    };
+    rt.logger.info({ err, verb: st.name }, 'store refused a value of the arguments');
   } else if (err instanceof StoreError && err.code !== 'unique_violation' && err.code !== 'append_only') {
     error = {
       reason: 'store_unavailable',

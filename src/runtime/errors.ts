@@ -78,3 +78,11 @@ export function isVerbError(err: unknown): err is VerbError {
       typeof (err as { reason?: unknown }).reason === 'string')
   );
 }
+
+/** How a caller passes an API key, on each transport (hints of auth_required and sandbox answers). */
+export const HOW_TO_PASS_A_KEY =
+  'Send an API key: Authorization: Bearer sk_solid_… over HTTP (REST and MCP), SOLID_API_KEY for `solid mcp`, --api-key or SOLID_API_KEY for the CLI, a dashboard login for WebMCP.';
+
+/** Where API keys come from (hints of auth_required and sandbox answers). */
+export const WHERE_KEYS_COME_FROM =
+  'Keys are printed once, by `solid init` and by the first `solid serve --demo` (`npm start`); make another with `solid api-keys create --tenant <company_id> --user <user_id> --role <role>`.';

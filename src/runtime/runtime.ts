@@ -35,7 +35,7 @@ import {
 import { Blocklist, DEFAULT_BLOCKLIST, listBlocks } from './consent/blocklist.ts';
 import { runMaintenance, type MaintenanceReport } from './maintenance.ts';
 import { Observers, type ObserveOptions } from './observe/observers.ts';
-import { VerbError } from './errors.ts';
+import { HOW_TO_PASS_A_KEY, VerbError, WHERE_KEYS_COME_FROM } from './errors.ts';
 import type { Role } from '../spec/types.ts';
 
 /** How long a delivery pass owns an outbox row it claimed (ms). */
@@ -479,7 +479,7 @@ export class Runtime {
     if (this.#sandbox !== undefined) return this.#sandbox;
     if (this.#sandboxCompanyId === undefined) {
       throw new VerbError('auth_required', 'An API key is required.', {
-        hint: 'Set SOLID_API_KEY or send Authorization: Bearer sk_solid_…',
+        hint: `${HOW_TO_PASS_A_KEY} ${WHERE_KEYS_COME_FROM}`,
       });
     }
     const t = await this.tenants.get(this.#sandboxCompanyId);

@@ -120,6 +120,15 @@ export interface Envelope<R extends Record<string, unknown> = Record<string, unk
   replayed?: boolean;
   /** Present on dispatch_pending. */
   consent?: ConsentRequest;
+  /** Present when the call ran without an API key: the sandbox tenant answered (spec/envelope.md §tenant). */
+  tenant?: EnvelopeTenant;
+}
+
+/** The tenant that answered a keyless call: always the sandbox. spec/envelope.md §tenant */
+export interface EnvelopeTenant {
+  /** company_id of the sandbox tenant. */
+  id: number;
+  sandbox: true;
 }
 
 /** Upstream-SDK name for the envelope type. */

@@ -123,6 +123,8 @@ export type StoreErrorCode =
   | 'disk_full'
   | 'busy'
   | 'append_only'
+  /** The engine cannot hold or compare a value the caller sent (a number out of the column's range). */
+  | 'invalid_value'
   | 'migration_failed'
   | 'unknown';
 

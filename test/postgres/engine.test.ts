@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { translatePlaceholders, StatementCache } from '../../src/store/postgres/statements.ts';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.ts';
+import { codeOfSqlState } from '../../src/store/postgres/postgres-errors.ts';
 import { StoreError, type Migration } from '../../src/store/store.ts';
 import { runtimeMigrations } from '../../src/store/migrations/runtime.ts';
 import { createTestPostgresStore, PG_SKIP_REASON, TEST_DATABASE_URL } from '../support/postgres.ts';
@@ -51,6 +52,14 @@ describe('placeholder translation', () => {
     assert.ok(cache.get('SELECT ?, ?').name);
     assert.equal(cache.get('SELECT 3').name, undefined);
     assert.notEqual(a.name, cache.get('SELECT ?, ?').name);
+  });
+});
+
+describe('SQLSTATE mapping', () => {
+  it('data exceptions of a caller value are invalid_value, not an outage', () => {
+    for (const state of ['22003', '22P02', '22001', '22021', '22007', '22008'])
+      assert.equal(codeOfSqlState(state), 'invalid_value', state);
+    assert.equal(codeOfSqlState('08006'), 'unavailable');
   });
 });
 

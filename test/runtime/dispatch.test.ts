@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 import { VerbError } from '../../src/runtime/errors.ts';
+import { StoreError } from '../../src/store/store.ts';
 import { validateEnvelope, validateShapeOutput } from '../../src/spec/validators.ts';
 import { assertUpstreamValid } from '../support/upstream.ts';
 import { PIPELINE_STEPS } from '../../src/runtime/dispatch.ts';
@@ -50,7 +51,7 @@ async function withNotes(h: TestRuntime): Promise<void> {
         type: 'object',
         properties: {
           text: { type: 'string', minLength: 1 },
-          explode: { type: 'string', enum: ['verb_error', 'crash'] },
+          explode: { type: 'string', enum: ['verb_error', 'crash', 'store_value'] },
         },
         required: ['text'],
         additionalProperties: false,
@@ -64,6 +65,12 @@ async function withNotes(h: TestRuntime): Promise<void> {
         if (args.explode === 'verb_error')
           throw new VerbError('note_rejected', 'Notes may not say that.', { hint: 'Say something else.' });
         if (args.explode === 'crash') throw new Error('secret stack detail /etc/passwd');
+        // What PostgreSQL answers for an id beyond bigint (SQLSTATE 22003).
+        if (args.explode === 'store_value')
+          throw new StoreError(
+            'invalid_value',
+            'value "9223372036854776000" is out of range for type bigint',
+          );
         return { note_id: r.id };
       },
     }),
@@ -150,6 +157,18 @@ describe('dispatch', () => {
     assert.equal(await noteCount(h), 0);
     const rows = await auditRows(h);
     assert.equal(rows.filter((r) => r.reason === 'invalid_input').length, 4);
+  });
+
+  it('a value the store cannot hold (an id beyond bigint) is invalid_input, audited, nothing written — not store_unavailable', async (t) => {
+    const h = await createTestRuntime(t);
+    await withNotes(h);
+    const env = await confirmWrite(h, { text: 'x', explode: 'store_value' });
+    assert.equal(env.error!.reason, 'invalid_input', JSON.stringify(env));
+    assert.ok(env.audit_id !== undefined, 'the refusal has an audit row');
+    assert.doesNotMatch(env.error!.message, /bigint|9223372036854776000/, 'the driver text is not shown');
+    assert.equal(await noteCount(h), 0);
+    const rows = await auditRows(h);
+    assert.equal(rows.at(-1)!.reason, 'invalid_input');
   });
 
   it('refuses company_id or user_id smuggled in args (identity_override), audited', async (t) => {

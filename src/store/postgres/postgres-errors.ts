@@ -8,6 +8,8 @@
  *   40001, 40P01               busy (retryable: `write` re-runs the whole transaction)
  *   55P03, 57014               busy             lock_not_available, statement timeout
  *   53100                      disk_full
+ *   22003, 22P02, 22001, 22021,
+ *   22007, 22008               invalid_value    a caller's value out of range or malformed for its column
  *   25006                      read_only        read-only transaction / hot standby
  *   08xxx (not 08P01), 57P01–57P03, 53300, 3D000, 28xxx,
  *   ECONNREFUSED, ECONNRESET, …  unavailable
@@ -21,6 +23,13 @@ import { StoreError, type StoreErrorCode } from '../store.ts';
 
 /** SQLSTATEs after which the whole transaction may simply be run again. */
 const RETRYABLE = new Set(['40001', '40P01']);
+
+/**
+ * Data exceptions caused by a value the caller sent: numeric_value_out_of_range,
+ * invalid_text_representation, string_data_right_truncation, character_not_in_repertoire,
+ * invalid_datetime_format, datetime_field_overflow.
+ */
+const INVALID_VALUE = new Set(['22003', '22P02', '22001', '22021', '22007', '22008']);
 
 /** Node system error codes meaning the server cannot be reached. */
 const NETWORK = new Set([
@@ -48,6 +57,7 @@ export function codeOfSqlState(state: string): StoreErrorCode {
   if (state === 'P0001' || state === '42501') return 'append_only';
   if (RETRYABLE.has(state) || state === '55P03' || state === '57014') return 'busy';
   if (state === '53100') return 'disk_full';
+  if (INVALID_VALUE.has(state)) return 'invalid_value';
   if (state === '25006') return 'read_only';
   if (state === '08P01') return 'unknown';
   if (

@@ -62,6 +62,8 @@ export function renderEnvelope(env: Envelope): string {
     }
     if (e.hint) lines.push(`  hint: ${e.hint}`);
     if (env.audit_id !== undefined) lines.push(`  audit_id: ${env.audit_id}`);
+    if (env.tenant?.sandbox === true)
+      lines.push(`  tenant: sandbox (company ${env.tenant.id}; no API key was given)`);
     return lines.join('\n');
   }
   // Tables and key/value blocks; receipts as a summary with the revert command (human-output.ts).

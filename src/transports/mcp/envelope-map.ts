@@ -3,7 +3,8 @@
  *
  *   ok          structuredContent = envelope.result (valid against the tool's outputSchema),
  *               content = one text block with a JSON copy of the result (capped, see below),
- *               _meta = dev.solid-verbs/{audit_id, idempotency_key, rollback_handle, replayed}
+ *               _meta = dev.solid-verbs/{audit_id, idempotency_key, rollback_handle, replayed,
+ *               tenant (keyless calls: the sandbox that answered)}
  *   not ok      isError: true, NO structuredContent, content = two text blocks: one line
  *               "reason: message — hint" (a model that reads only the first still
  *               self-corrects), then the WHOLE envelope as JSON (reason, message, hint, path,
@@ -105,6 +106,7 @@ function resultMeta(envelope: Envelope): Record<string, unknown> | undefined {
   if (envelope.idempotency_key !== undefined) meta[META.idempotencyKey] = envelope.idempotency_key;
   if (envelope.rollback_handle !== undefined) meta[META.rollbackHandle] = envelope.rollback_handle;
   if (envelope.replayed === true) meta[META.replayed] = true;
+  if (envelope.tenant !== undefined) meta[META.tenant] = envelope.tenant;
   return Object.keys(meta).length > 0 ? meta : undefined;
 }
 

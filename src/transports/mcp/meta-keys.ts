@@ -7,7 +7,8 @@
  *                              shape and side_effects are kept for other projections.
  * On a tools/call request:     idempotency_key, confirm, nonce. They ride in `params._meta`, not
  *                              in `arguments`, so a tool's inputSchema stays the verb's own.
- * On a tools/call result:      audit_id, idempotency_key, rollback_handle, replayed.
+ * On a tools/call result:      audit_id, idempotency_key, rollback_handle, replayed; tenant
+ *                              ({ id, sandbox: true }) when the call ran without an API key.
  *
  * There is no key for a typed phrase: a phrase typed by the model is not consent, so none is read
  * (spec/transports.md §mcp-consent).
@@ -30,4 +31,5 @@ export const META = {
   auditId: `${META_PREFIX}audit_id`,
   rollbackHandle: `${META_PREFIX}rollback_handle`,
   replayed: `${META_PREFIX}replayed`,
+  tenant: `${META_PREFIX}tenant`,
 } as const;

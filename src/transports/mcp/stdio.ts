@@ -8,19 +8,27 @@
  *     listen to `end`/`close` ourselves. `closed` resolves after the server closed.
  *   - Auth: `apiKey` (SOLID_API_KEY) is checked by the runtime on every call; without one, calls
  *     run on the sandbox tenant, where only read verbs run (writes answer auth_required).
+ *   - A frame over MAX_STDIO_FRAME_BYTES (10 MiB) is refused by a FrameGuard on the byte stream,
+ *     before the SDK's line reader (which would close the transport and let the process exit 0):
+ *     its bytes are discarded up to the next newline (memory stays bounded), the refusal is
+ *     logged on stderr (reason payload_too_large), and when the frame's `id` is certain from its
+ *     first 4 KiB it is answered a JSON-RPC -32600 error whose `data.envelope` is the
+ *     payload_too_large envelope. The server keeps serving.
  *   - The manifest refreshes every `refreshMs` (default 5 min): `refresh()` re-reads what the
  *     database serves (its packs); a changed verb set reaches the client as
  *     notifications/tools/list_changed (so does any registration in this process).
  *
  * Spec: spec/transports.md §mcp-stdio.
  */
-import type { Readable, Writable } from 'node:stream';
+import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Runtime } from '../../runtime/runtime.ts';
+import type { Envelope } from '../../spec/types.ts';
 import { createMcpServer, type McpServerOptions } from './mcp-server.ts';
 import { ToolCatalog } from './tool-catalog.ts';
 import { selectionOf } from './toolsets.ts';
+import { FrameGuard, MAX_STDIO_FRAME_BYTES, type OversizeFrame } from './stdio-frame-guard.ts';
 
 /** Default manifest refresh interval (ms): 5 minutes, as the spec's clients cache the manifest. */
 export const DEFAULT_REFRESH_MS = 300_000;
@@ -61,7 +69,14 @@ export async function serveStdio(rt: Runtime, options: StdioOptions = {}): Promi
     catalog,
     credentials: () => ({ apiKey }),
   });
-  const transport = new StdioServerTransport(input, output);
+  // The SDK reads guarded lines only (each at most the frame limit + CRLF), never stdin itself.
+  const lines = new PassThrough();
+  const transport = new StdioServerTransport(lines, output, { maxBufferSize: MAX_STDIO_FRAME_BYTES + 2 });
+  const guard = new FrameGuard({
+    onLine: (line) => lines.write(line),
+    onOversize: (frame) => refuseOversize(rt, transport, frame),
+  });
+  const onData = (chunk: Buffer | string) => guard.push(chunk);
 
   let resolveClosed!: () => void;
   const closed = new Promise<void>((resolve) => {
@@ -89,8 +104,11 @@ export async function serveStdio(rt: Runtime, options: StdioOptions = {}): Promi
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       if (timer !== undefined) clearInterval(timer);
+      input.off('data', onData);
       input.off('end', onEnd);
       input.off('close', onEnd);
+      input.off('error', onInputError);
+      input.pause();
       output.off('error', onOutputError);
       try {
         await server.close();
@@ -107,7 +125,12 @@ export async function serveStdio(rt: Runtime, options: StdioOptions = {}): Promi
     rt.logger.warn({ err }, 'mcp: stdout failed (client gone); stopping');
     void stop();
   };
+  const onInputError = (err: unknown) => {
+    rt.logger.warn({ err }, 'mcp: stdin failed; stopping');
+    void stop();
+  };
   input.once('end', onEnd);
+  input.on('error', onInputError);
   input.once('close', onEnd);
   output.on('error', onOutputError);
   const previous = server.onclose;
@@ -116,5 +139,36 @@ export async function serveStdio(rt: Runtime, options: StdioOptions = {}): Promi
     void stop();
   };
   await server.connect(transport);
+  input.on('data', onData);
   return { server, catalog, closed, close: stop };
+}
+
+/**
+ * Answer a frame the guard refused for its size: always a warn line on stderr naming the reason
+ * (payload_too_large), the bytes seen and the limit; when its id is known, a JSON-RPC -32600 error
+ * to that id whose `data.envelope` is the payload_too_large envelope. Not audited: nothing of the
+ * frame was read, so no verb was asked for. Spec: spec/transports.md §mcp-stdio.
+ */
+function refuseOversize(rt: Runtime, transport: StdioServerTransport, frame: OversizeFrame): void {
+  const message = `The JSON-RPC message exceeds the stdio limit of ${frame.limitBytes} bytes; it was discarded.`;
+  rt.logger.warn(
+    { reason: 'payload_too_large', id: frame.id, bytes_seen: frame.bytesSeen, limit_bytes: frame.limitBytes },
+    frame.id === null
+      ? 'mcp stdio: a message over the size limit was discarded; its id is unknown, so it is not answered'
+      : 'mcp stdio: a message over the size limit was discarded and answered -32600',
+  );
+  if (frame.id === null) return;
+  const envelope: Envelope = {
+    ok: false,
+    verb: '',
+    error: {
+      reason: 'payload_too_large',
+      message,
+      hint: 'Send smaller messages: split large inputs over several calls.',
+      details: { limit_bytes: frame.limitBytes },
+    },
+  };
+  transport
+    .send({ jsonrpc: '2.0', id: frame.id, error: { code: -32600, message, data: { envelope } } })
+    .catch((err: unknown) => rt.logger.warn({ err }, 'mcp stdio: could not answer an oversize message'));
 }

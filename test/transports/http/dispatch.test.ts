@@ -367,3 +367,36 @@ test('a malformed dispatch body is an audited attempt: a denied row in the calle
   assert.equal(envelopeOf(badKey).error!.reason, 'auth_invalid');
   assert.equal(typeof envelopeOf(badKey).audit_id, 'number');
 });
+
+test('a keyless read says the sandbox answered: tenant { id, sandbox } on every outcome, and a not_found hint naming the sandbox and how to pass a key', async (t) => {
+  const x = await createHttpHarness(t);
+  const ok = envelopeOf(await x.dispatch('notes.count', { args: {} }));
+  assert.deepEqual(ok.tenant, { id: x.h.sandboxId, sandbox: true });
+  assertEnvelope(ok);
+  const args = { args: { entity_type: 'note', entity_id: 987654 } };
+  const res = await x.dispatch('audit.explain', args);
+  assert.equal(res.statusCode, 404);
+  const missing = envelopeOf(res);
+  assertEnvelope(missing);
+  assert.equal(missing.error!.reason, 'not_found');
+  assert.deepEqual(missing.tenant, { id: x.h.sandboxId, sandbox: true });
+  const hint = missing.error!.hint!;
+  assert.match(hint, /Check entity_type/, 'the verb’s own hint is kept');
+  assert.match(hint, new RegExp(`no API key.*sandbox tenant \\(company ${x.h.sandboxId}\\)`));
+  assert.match(hint, /Authorization: Bearer/);
+  assert.match(hint, /SOLID_API_KEY/);
+  assert.match(hint, /solid api-keys create/);
+  const write = envelopeOf(await x.dispatch('notes_add', { args: { text: 'hi' } }));
+  assert.deepEqual(write.tenant, { id: x.h.sandboxId, sandbox: true });
+  assert.match(write.error!.hint!, /solid serve --demo/, 'auth_required names where demo keys come from');
+  assert.match(write.error!.hint!, /solid api-keys create/);
+  // With a key the key names the tenant: no marker, and the hint is the verb's own.
+  const keyed = envelopeOf(await x.dispatch('audit.explain', args, { key: x.h.keys.read_only }));
+  assert.equal(keyed.error!.reason, 'not_found');
+  assert.equal(keyed.tenant, undefined);
+  assert.doesNotMatch(keyed.error!.hint!, /sandbox/);
+  assert.equal(
+    envelopeOf(await x.dispatch('notes.count', { args: {} }, { key: x.h.keys.read_only })).tenant,
+    undefined,
+  );
+});

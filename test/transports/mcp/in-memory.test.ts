@@ -262,6 +262,36 @@ test('without a key reads run on the sandbox and writes answer auth_required; co
   assert.equal(smuggled.error!.reason, 'identity_override');
 });
 
+test('without a key every answer names the sandbox tenant (_meta on success, the envelope on errors); not_found says how to pass a key', async (t) => {
+  const h = await createMcpRuntime(t);
+  const client = await connectInMemory(t, h);
+  await client.listTools();
+  const marker = { id: h.sandboxId, sandbox: true };
+  const read = (await client.callTool({ name: 'test__echo', arguments: { text: 'x' } })) as CallToolResult;
+  assert.equal(read.isError, undefined);
+  assert.deepEqual(read._meta?.[META.tenant], marker);
+  const missing = envelopeOf(
+    (await client.callTool({
+      name: 'audit__explain',
+      arguments: { entity_type: 'note', entity_id: 987654 },
+    })) as CallToolResult,
+  );
+  assert.equal(missing.error!.reason, 'not_found');
+  assert.deepEqual(missing.tenant, marker);
+  assert.match(missing.error!.hint!, /sandbox tenant/);
+  assert.match(missing.error!.hint!, /SOLID_API_KEY/);
+  const write = envelopeOf(
+    (await client.callTool({ name: 'test__note_add', arguments: { text: 'x' } })) as CallToolResult,
+  );
+  assert.equal(write.error!.reason, 'auth_required');
+  assert.deepEqual(write.tenant, marker);
+  assert.match(write.error!.hint!, /solid serve --demo/);
+  const keyed = await connectInMemory(t, h, { apiKey: h.keys.read_only });
+  await keyed.listTools();
+  const own = (await keyed.callTool({ name: 'test__echo', arguments: { text: 'x' } })) as CallToolResult;
+  assert.equal(own._meta?.[META.tenant], undefined, 'a keyed call carries no sandbox marker');
+});
+
 test('WRITE_REVERSIBLE: pending with a nonce, then confirmed through _meta confirm + nonce; the nonce works once', async (t) => {
   const h = await createMcpRuntime(t);
   const client = await connectInMemory(t, h, { apiKey: h.keys.employee });

@@ -20,7 +20,7 @@ import {
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import { cliHarness, type CliHarness } from '../../support/cli.ts';
-import type { VerbRecord } from '../../../src/spec/types.ts';
+import type { Envelope, VerbRecord } from '../../../src/spec/types.ts';
 import { toToolName } from '../../../src/runtime/registry.ts';
 import { phraseShown } from './harness.ts';
 import { errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
@@ -163,6 +163,80 @@ test('solid mcp: every stdout line at boot and after calls is JSON-RPC; logs go 
     new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 2000)),
   ]);
   assert.equal(code, 0, `exit after stdin close within 2 s (stderr: ${err.slice(-500)})`);
+});
+
+test('solid mcp: a frame over 10 MiB is answered -32600 payload_too_large when its id is known, logged on stderr when not, and the server keeps serving', async (t) => {
+  const { cli } = await initDb(t);
+  const child = spawn(process.execPath, [BIN, 'mcp', '--db', cli.db], { stdio: ['pipe', 'pipe', 'pipe'] });
+  t.after(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  type Msg = {
+    id?: unknown;
+    result?: { tools?: unknown[] };
+    error?: { code: number; data?: { envelope?: Envelope } };
+  };
+  const messages = () =>
+    out
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as Msg);
+  const waitForId = async (id: number): Promise<Msg> => {
+    for (let i = 0; i < 2000 && child.exitCode === null; i++) {
+      const m = messages().find((x) => x.id === id);
+      if (m) return m;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.fail(`no answer to id ${id} (exit ${child.exitCode}); stderr: ${err.slice(-1000)}`);
+  };
+  const send = (m: unknown) => child.stdin.write(`${JSON.stringify(m)}\n`);
+  send({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: {
+      protocolVersion: LATEST_PROTOCOL_VERSION,
+      capabilities: {},
+      clientInfo: { name: 'raw', version: '1' },
+    },
+  });
+  await waitForId(1);
+  send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  const pad = 'x'.repeat(11 * 1024 * 1024);
+  // The id leads the frame: answered for that id.
+  send({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'verbs__list', arguments: { pad } } });
+  const refused = await waitForId(7);
+  assert.equal(refused.error?.code, -32600);
+  const env = refused.error?.data?.envelope;
+  assert.equal(env?.ok, false);
+  assert.equal(env?.error?.reason, 'payload_too_large');
+  assert.ok(env?.error?.hint, 'the envelope has a hint');
+  assert.equal(env?.error?.details?.limit_bytes, 10 * 1024 * 1024);
+  send({ jsonrpc: '2.0', id: 8, method: 'tools/list', params: {} });
+  assert.ok(((await waitForId(8)).result?.tools ?? []).length > 0, 'tools/list answers after the refusal');
+  // The id trails the 11 MiB: not recoverable, so not answered, but logged with the reason.
+  child.stdin.write(
+    `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"verbs__list","arguments":{"pad":"${pad}"}},"id":9}\n`,
+  );
+  send({ jsonrpc: '2.0', id: 10, method: 'tools/list', params: {} });
+  assert.ok(((await waitForId(10)).result?.tools ?? []).length > 0, 'still serving');
+  assert.equal(
+    messages().find((m) => m.id === 9 || m.id === null),
+    undefined,
+    'an oversize frame without a known id is not answered',
+  );
+  // stderr and stdout are separate pipes: the log line may arrive after the answer to id 10.
+  const logged = () => err.split('\n').filter((l) => l.includes('payload_too_large'));
+  for (let i = 0; i < 1000 && logged().length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(logged().length, 2, `both refusals are logged on stderr: ${err.slice(-1000)}`);
+  assert.ok(out.length < 1024 * 1024, 'nothing of the frames is echoed');
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.stdin.end();
+  assert.equal(await exited, 0);
 });
 
 test('solid mcp without a database: a one-line error on stderr, nothing on stdout, non-zero exit', async (t) => {
