@@ -9,6 +9,7 @@
  *   other 4xx from Fastify (bad length,
  *   schema validation of a plugin route)    400 invalid_request
  *   anything else                           500 internal_error (cause logged only)
+ *   VerbError rate_limited (rate-limit.ts)  429 + Retry-After, not audited
  *   no route                                404 not_found
  *
  * Spec: spec/transports.md §http-errors.
