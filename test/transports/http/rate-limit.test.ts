@@ -18,6 +18,8 @@ import { verifyStoreChain } from '../../../src/runtime/ledger/verify.ts';
 import type { Envelope } from '../../../src/spec/types.ts';
 import { rateLimitsOf } from '../../../src/transports/cli/commands/serve.ts';
 import { isVerbError } from '../../../src/runtime/errors.ts';
+import { createWebmcpPlugin } from '../../../src/transports/webmcp/index.ts';
+import { injectLogin } from '../webmcp/fixture.ts';
 
 const T0 = Date.parse('2026-03-02T10:00:05.000Z');
 
@@ -135,6 +137,31 @@ describe('rate limits', () => {
     // The next window admits the key again.
     clock.advance(60_000);
     assert.equal((await call(app, h.keys.owner)).statusCode, 200);
+  });
+
+  it('a dashboard session has its own bucket; a cookie that is no live session counts on the address', async (t) => {
+    const clock = testClock();
+    const h = await createTestRuntime(t, { clock: clock.now });
+    const app = createHttpServer(h.rt, {
+      logger: false,
+      plugins: [createWebmcpPlugin()],
+      rateLimits: { perSession: 5, perAddress: 3 },
+    });
+    t.after(() => app.close());
+    await app.ready();
+    const session = await injectLogin(app, h.keys.owner); // keyless: 1 of the address's 3
+    const who = (cookie: string) => app.inject({ url: '/api/v1/session', headers: { cookie } });
+    const answers = await Promise.all(Array.from({ length: 8 }, () => who(session.cookie)));
+    assert.deepEqual(answers.map((r) => r.statusCode).sort(), [200, 200, 200, 200, 200, 429, 429, 429]);
+    assert.equal(
+      (answers.find((r) => r.statusCode === 429)!.json() as Envelope).error!.reason,
+      'rate_limited',
+    );
+    // The address still has 2 calls left; made-up cookies are counted there, not in a fresh bucket.
+    const forged = await Promise.all(
+      Array.from({ length: 4 }, (_, i) => who(`solid_session=sess_${'A'.repeat(42)}${i}`)),
+    );
+    assert.deepEqual(forged.map((r) => r.statusCode).sort(), [401, 401, 429, 429]);
   });
 
   it('1000 bad-key calls leave a bounded number of audit rows that record the count', async (t) => {
