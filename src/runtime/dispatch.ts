@@ -87,6 +87,12 @@ export interface Caller {
   phraseChannel?: PhraseChannel;
   signal?: AbortSignal;
   onProgress?: (done: number, total?: number, message?: string) => void;
+  /**
+   * The client address the transport saw (HTTP: `req.ip`, which honours `trustProxy`). Only
+   * used to group repeated unauthenticated failures into one audit window (spec/audit.md
+   * §auth-failure-windows); never part of authentication.
+   */
+  address?: string;
 }
 
 /** The verb categories (toolsets) an MCP server exposes; built by src/transports/mcp/toolsets.ts. */

@@ -29,6 +29,8 @@ export interface MaintenanceReport {
   daily_counts_deleted: number;
   /** Request signatures (UCP replay guard) whose window has ended. */
   signature_replays_deleted: number;
+  /** Rate-limit counters of windows that ended (src/transports/http/rate-limit.ts). */
+  rate_limit_counters_deleted: number;
 }
 
 /**
@@ -57,6 +59,9 @@ export async function runMaintenance(store: Store, now: Date): Promise<Maintenan
       daily_counts_deleted: (await tx.run('DELETE FROM daily_counts WHERE day < ?', [dayCut])).changes,
       signature_replays_deleted: (
         await tx.run('DELETE FROM signature_replays WHERE expires_at < ?', [Math.floor(now.getTime() / 1000)])
+      ).changes,
+      rate_limit_counters_deleted: (
+        await tx.run('DELETE FROM rate_limit_counters WHERE window_end <= ?', [now.getTime()])
       ).changes,
     }),
     { label: 'maintenance' },

@@ -36,6 +36,8 @@ import { Blocklist, DEFAULT_BLOCKLIST, listBlocks } from './consent/blocklist.ts
 import { runMaintenance, type MaintenanceReport } from './maintenance.ts';
 import { Observers, type ObserveOptions } from './observe/observers.ts';
 import { HOW_TO_PASS_A_KEY, VerbError, WHERE_KEYS_COME_FROM } from './errors.ts';
+import { AuthFailureLog, type AggregatedFailure } from './ledger/auth-failure-log.ts';
+import { reasonInfo } from '../spec/reasons.ts';
 import type { Role } from '../spec/types.ts';
 
 /** How long a delivery pass owns an outbox row it claimed (ms). */
@@ -46,6 +48,9 @@ export const KEY_REFUSED_ACTIONS = {
   wrong_secret: 'api_key.wrong_secret',
   revoked: 'api_key.revoked',
 } as const;
+
+/** action_type of the aggregated row of a window of unauthenticated failures (spec/audit.md §auth-failure-windows). */
+export const AUTH_FAILURES_ACTION = 'auth.failures';
 
 /** Default daily caps per consent class (spec/consent.md §caps). */
 export const DEFAULT_DAILY_CAPS: Readonly<
@@ -76,6 +81,12 @@ export interface RuntimeOptions {
   /** Read-audit flush interval (ms) and batch size. Defaults 100 ms / 256 rows. */
   readAuditFlushMs?: number;
   readAuditBatch?: number;
+  /**
+   * Window (ms) over which repeated unauthenticated failures of one kind from one address are
+   * counted into one aggregated audit row (default 60000; 0: one row per attempt).
+   * spec/audit.md §auth-failure-windows
+   */
+  authFailureWindowMs?: number;
   /** Signed checkpoint every N rows per tenant (default 1000) or T ms (default 60000). */
   checkpointEvery?: number;
   checkpointIntervalMs?: number;
@@ -284,6 +295,8 @@ export class Runtime {
   #outboxRunning = false;
   #outboxAgain = false;
   #closed = false;
+  /** Windows of repeated unauthenticated failures (spec/audit.md §auth-failure-windows). */
+  readonly authFailures: AuthFailureLog;
 
   constructor(options: RuntimeOptions) {
     this.store = options.store;
@@ -306,6 +319,12 @@ export class Runtime {
       idempotencyTtlSeconds: options.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS,
       nonceTtlSeconds: options.nonceTtlSeconds ?? NONCE_TTL_SECONDS,
     };
+    this.authFailures = new AuthFailureLog({
+      windowMs: options.authFailureWindowMs ?? 60_000,
+      clock: this.clock,
+      logger: this.logger,
+      writeAggregate: (w) => this.#writeAggregatedFailure(w),
+    });
     this.auditBuffer = new ReadAuditBuffer(this, this.options.readAuditFlushMs, this.options.readAuditBatch);
     this.observers = new Observers(this, options.observe);
     this.observers.attach();
@@ -410,6 +429,34 @@ export class Runtime {
     const env: Envelope = { ok: false, verb: name, error: err.toEnvelopeError() };
     const p = caller.principal ?? null;
     const key = p === null ? err.keyAttribution : undefined;
+    const write = () => this.#writeRefusalRows(caller, name, err, category, p, key);
+    // Unauthenticated failures are counted per window (spec/audit.md §auth-failure-windows).
+    const auditId =
+      p === null && reasonInfo(err.reason).kind === 'auth'
+        ? await this.authFailures.record(
+            {
+              reason: err.reason,
+              address: caller.address ?? null,
+              surface: caller.surface,
+              category,
+              keyAttribution: key,
+            },
+            write,
+          )
+        : await write();
+    if (auditId !== undefined) env.audit_id = auditId;
+    return env;
+  }
+
+  /** The rows of one refusal (see recordRefusal); resolves to the caller's audit_id. Never throws. */
+  async #writeRefusalRows(
+    caller: Caller,
+    name: string,
+    err: VerbError,
+    category: string,
+    p: Principal | null,
+    key: VerbError['keyAttribution'],
+  ): Promise<number | undefined> {
     try {
       // The row the caller's audit_id names: the caller's tenant, else the sandbox tenant — the same
       // place for every refused key, known or not, so nothing visible differs (no key-id oracle).
@@ -461,12 +508,68 @@ export class Runtime {
         }
         return out;
       });
-      if (companyId !== undefined) env.audit_id = rows[0]!.audit_id;
       for (const row of rows) this.afterWrite(row);
+      return companyId !== undefined ? rows[0]!.audit_id : undefined;
     } catch (auditErr) {
       this.logger.error({ err: auditErr, verb: name }, 'could not write the audit row of a refusal');
+      return undefined;
     }
-    return env;
+  }
+
+  /**
+   * The aggregated row(s) of a closed auth-failure window: `auth.failures` in the sandbox tenant
+   * (where the first row of the window went) and, when the presented key id exists, the owner's
+   * `api_key.wrong_secret` / `api_key.revoked` copy, both with `request_data` `{ aggregated: true,
+   * count, first_at, last_at, address, surface, first_audit_id }`. spec/audit.md §auth-failure-windows
+   */
+  async #writeAggregatedFailure(w: AggregatedFailure): Promise<void> {
+    const companyId = await this.sandboxPrincipal().then(
+      (s) => s.company_id,
+      () => undefined,
+    );
+    const data = {
+      aggregated: true,
+      count: w.count,
+      first_at: w.first_at,
+      last_at: w.last_at,
+      address: w.address,
+      surface: w.surface,
+      first_audit_id: w.first_audit_id ?? null,
+    };
+    const now = this.clock();
+    const base = {
+      now,
+      category: w.category,
+      status: 'denied' as const,
+      principal: null,
+      agent_type: w.surface,
+    };
+    const rows = await this.store.write(async (tx) => {
+      const out: AuditRow[] = [];
+      if (companyId !== undefined) {
+        const e = auditEntry(
+          { ...base, company_id: companyId, action: AUTH_FAILURES_ACTION },
+          { reason: w.reason },
+        );
+        e.request_data = data;
+        out.push(await appendAudit(tx, e));
+      }
+      const k = w.keyAttribution;
+      if (k !== undefined) {
+        const e = auditEntry(
+          {
+            ...base,
+            company_id: k.company_id,
+            action: k.revoked ? KEY_REFUSED_ACTIONS.revoked : KEY_REFUSED_ACTIONS.wrong_secret,
+          },
+          { reason: w.reason, key_id: k.key_id },
+        );
+        e.request_data = { ...data, key_revoked: k.revoked, verb: null, first_audit_id: null };
+        out.push(await appendAudit(tx, e));
+      }
+      return out;
+    });
+    for (const row of rows) this.afterWrite(row);
   }
 
   /** Register verbs (validated and compiled now; last write wins). */
@@ -802,6 +905,7 @@ export class Runtime {
     if (this.#checkpointTimer !== undefined) clearInterval(this.#checkpointTimer);
     if (this.#maintenanceTimer !== undefined) clearInterval(this.#maintenanceTimer);
     await this.auditBuffer.flush();
+    await this.authFailures.flushAll();
     await this.observers.close();
     // Sign the heads that moved, so a short-lived process (a CLI call) leaves its rows anchored.
     await this.checkpointAll().catch((err: unknown) =>

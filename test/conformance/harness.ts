@@ -31,7 +31,9 @@ export async function serve(
 ): Promise<Served> {
   const child = spawn(process.execPath, [BIN, 'serve', ...args, '--port', '0'], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, SOLID_API_KEY: '', ...env },
+    // The kit runs its checks back to back from one address, past the default keyless limit of
+    // 60 a minute; rate limits have their own tests (test/transports/http/rate-limit.test.ts).
+    env: { ...process.env, SOLID_API_KEY: '', SOLID_RATE_LIMIT_ADDRESS: '0', ...env },
   });
   // A guard so a broken server cannot hang the suite; not a timing assertion.
   const guard = setTimeout(() => child.kill('SIGKILL'), 240_000);

@@ -47,6 +47,7 @@ test('maintenance deletes burned nonces and idempotency rows past expiry, marks 
     idempotency_deleted: 0,
     daily_counts_deleted: 0,
     signature_replays_deleted: 0,
+    rate_limit_counters_deleted: 0,
   });
   await expectDenied(
     h,

@@ -430,7 +430,12 @@ function isPending(r: Outcome): boolean {
 // ---- the suite ----------------------------------------------------------------------------------
 
 test(`fuzz: four transports on ${ENGINE}, ${RUNS} generated cases each, 0 invariant violations`, async (t) => {
-  const u = await createUcpHarness(t, { extraPlugins: [createWebmcpPlugin()] });
+  // One row per attempt, the invariant checked here: no auth-failure windows
+  // (spec/audit.md §auth-failure-windows; covered by test/transports/http/rate-limit.test.ts).
+  const u = await createUcpHarness(t, {
+    extraPlugins: [createWebmcpPlugin()],
+    runtime: { authFailureWindowMs: 0 },
+  });
   await u.configure({
     platforms: [{ profile: u.platform.url, role: 'owner', max_class: 'WRITE_REVERSIBLE' }],
   });

@@ -235,7 +235,9 @@ describe('dispatch', () => {
   });
 
   it('a wrong secret or a revoked key: the same answer and sandbox row as an unknown key, plus a fixed row for the tenant owning the key id', async (t) => {
-    const h = await createTestRuntime(t);
+    // One row per attempt (no aggregation windows): this test reads each attempt's own rows;
+    // test/transports/http/rate-limit.test.ts covers the windows (spec/audit.md §auth-failure-windows).
+    const h = await createTestRuntime(t, { authFailureWindowMs: 0 });
     await withNotes(h);
     const keyId = h.rt.tenants.keyIdOf(h.keys.employee)!;
     const sandboxRow = async (auditId: number | undefined) =>

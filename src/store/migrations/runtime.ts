@@ -642,6 +642,21 @@ CREATE TABLE ucp_platform_users (
 );
 `;
 
+/**
+ * Fixed-window rate-limit counters shared by every node (src/transports/http/rate-limit.ts):
+ * epoch ms; rows of ended windows are deleted by the maintenance pass.
+ */
+const RATE_LIMIT_COUNTERS_V7 = `
+CREATE TABLE rate_limit_counters (
+  bucket TEXT NOT NULL,
+  window_start BIGINT NOT NULL,
+  window_end BIGINT NOT NULL,
+  count BIGINT NOT NULL,
+  PRIMARY KEY (bucket, window_start)
+);
+CREATE INDEX rate_limit_counters_end ON rate_limit_counters(window_end);
+`;
+
 export const runtimeMigrations: readonly Migration[] = [
   { version: 1, name: 'runtime tables', sqlite: SQLITE_V1, postgres: POSTGRES_V1 },
   {
@@ -668,5 +683,11 @@ export const runtimeMigrations: readonly Migration[] = [
     name: 'UCP platform user ids',
     sqlite: UCP_PLATFORM_USERS_V6,
     postgres: UCP_PLATFORM_USERS_V6,
+  },
+  {
+    version: 7,
+    name: 'rate-limit counters',
+    sqlite: RATE_LIMIT_COUNTERS_V7,
+    postgres: RATE_LIMIT_COUNTERS_V7,
   },
 ];

@@ -165,14 +165,19 @@ export const agentRoutes: FastifyPluginAsync<HttpPluginOptions> = async (app, { 
         // tenant (a bad key is the audited auth_invalid instead).
         return sendEnvelope(
           reply,
-          await rt.refuse({ surface, apiKey }, req.params.verb, err),
+          await rt.refuse({ surface, apiKey, address: req.ip }, req.params.verb, err),
           rt.clock().getTime(),
         );
       }
       const { args, options } = body;
       const idem = idempotencyKeyOfRequest(req.raw.rawHeaders);
       if (idem !== undefined) options.idempotency_key = idem;
-      const envelope = await rt.dispatch({ surface, apiKey }, req.params.verb, args, options);
+      const envelope = await rt.dispatch(
+        { surface, apiKey, address: req.ip },
+        req.params.verb,
+        args,
+        options,
+      );
       return sendEnvelope(reply, envelope, rt.clock().getTime());
     },
   );

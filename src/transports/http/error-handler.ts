@@ -9,6 +9,7 @@
  *   other 4xx from Fastify (bad length,
  *   schema validation of a plugin route)    400 invalid_request
  *   anything else                           500 internal_error (cause logged only)
+ *   VerbError rate_limited (rate-limit.ts)  429 + Retry-After, not audited
  *   no route                                404 not_found
  *
  * Spec: spec/transports.md §http-errors.
@@ -107,17 +108,24 @@ export function installEnvelopeErrors(app: FastifyInstance, rt?: Runtime): void 
         });
     const info = reasonInfo(refusal.reason);
     const authorization = request.headers.authorization;
-    if (rt !== undefined && envelope.error!.reason !== 'internal_error') {
+    // A rate_limited answer is decided before the request is read and is not audited: auditing
+    // each one would let the flood the limit stops write the log (spec/audit.md §auth-failure-windows).
+    const audited = envelope.error!.reason !== 'internal_error' && envelope.error!.reason !== 'rate_limited';
+    if (rt !== undefined && audited) {
       if (info.denial || info.kind === 'auth' || (info.kind === 'input' && principal !== null)) {
         // Denials always; bad input too once the caller is known (a malformed body from a signed-in
         // page is an attempt in that tenant's log).
-        const recorded = await rt.recordRefusal({ surface, principal }, verb, refusal);
+        const recorded = await rt.recordRefusal({ surface, principal, address: request.ip }, verb, refusal);
         envelope = { ...recorded, verb: envelope.verb };
       } else if (principal === null && typeof authorization === 'string' && authorization !== '') {
         // A client error (malformed JSON, 415, 413, a prototype key, a bad header) from a caller who
         // sent a key: an attempt in that caller's tenant, audited like a malformed dispatch body (a
         // bad key is the audited auth_invalid instead). Anonymous garbage is answered, not logged.
-        const recorded = await rt.refuse({ surface, apiKey: apiKeyOf(authorization) }, verb, refusal);
+        const recorded = await rt.refuse(
+          { surface, apiKey: apiKeyOf(authorization), address: request.ip },
+          verb,
+          refusal,
+        );
         envelope = { ...recorded, verb: envelope.verb };
       }
     }

@@ -25,6 +25,7 @@ import { openapiRoute, type OpenApiCollector } from './openapi.ts';
 import { installRequestLog, requestIdOf } from './request-log.ts';
 import { metricsRoute, type SolidMetrics } from './metrics.ts';
 import { normalizeAllowedOrigins, type TrustProxy } from './origin-policy.ts';
+import { DEFAULT_RATE_LIMITS, installRateLimit, type RateLimits } from './rate-limit.ts';
 
 /** Options every mounted plugin receives. */
 export interface HttpPluginOptions {
@@ -68,6 +69,12 @@ export interface HttpServerOptions {
    * the caller's (`solid serve --metrics-port`).
    */
   metrics?: { metrics: SolidMetrics; token: string };
+  /**
+   * Rate limits per API key, session and client address (rate-limit.ts; counters in the store,
+   * shared by every node). Missing fields take DEFAULT_RATE_LIMITS. Default: off (an embedded
+   * server, tests); `solid serve` turns them on.
+   */
+  rateLimits?: Partial<RateLimits>;
 }
 
 export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576;
@@ -76,7 +83,7 @@ export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576;
  * Build the HTTP server on a runtime: core routes first, then `options.plugins`, each
  * encapsulated. Await `app.ready()` (or `listen`) before use. Default bind address is the
  * caller's business (`solid serve` uses 127.0.0.1); `trustProxy` is off unless given.
- * @throws VerbError invalid_request — a malformed `allowedOrigins` entry.
+ * @throws VerbError invalid_request — a malformed `allowedOrigins` entry, a negative rate limit.
  */
 export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): FastifyInstance {
   const allowedOrigins = normalizeAllowedOrigins(options.allowedOrigins ?? []);
@@ -99,6 +106,8 @@ export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): 
   });
   installJsonBodyParser(app);
   installEnvelopeErrors(app, rt);
+  if (options.rateLimits !== undefined)
+    installRateLimit(app, rt, { ...DEFAULT_RATE_LIMITS, ...options.rateLimits });
   void app.register(healthRoutes, { rt });
   void app.register(agentRoutes, { rt });
   void app.register(openapiRoute, { rt, collector: openapi, allowedOrigins });

@@ -235,7 +235,7 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
           owner: `key:${principal.key_id ?? `${principal.company_id}:${principal.user_id}`}`,
         };
       } catch (err) {
-        const env = await rt.authFailure({ surface: 'mcp_stdio' }, 'mcp', err);
+        const env = await rt.authFailure({ surface: 'mcp_stdio', address: request.ip }, 'mcp', err);
         void reply
           .code(401)
           .header('www-authenticate', 'Bearer realm="solid-verbs", error="invalid_token"')

@@ -103,7 +103,7 @@ export function registerWhoamiRoutes(app: FastifyInstance, rt: Runtime): void {
         p = await rt.tenants.authenticate(apiKey);
       } catch (err) {
         return sendEnvelope(reply, {
-          ...(await rt.authFailure({ surface: 'http' }, 'whoami.revoke_key', err)),
+          ...(await rt.authFailure({ surface: 'http', address: req.ip }, 'whoami.revoke_key', err)),
           verb: 'whoami.revoke_key',
         });
       }

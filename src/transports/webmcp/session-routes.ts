@@ -116,7 +116,11 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
       try {
         principal = await rt.tenants.authenticate(body.api_key);
       } catch (err) {
-        const envelope = await rt.authFailure({ surface: 'webmcp' }, 'session.login', err);
+        const envelope = await rt.authFailure(
+          { surface: 'webmcp', address: request.ip },
+          'session.login',
+          err,
+        );
         return sendEnvelope(reply.header('set-cookie', clearCookies(request)), { ...envelope, verb: VERB });
       }
       // A fresh token on every login (no session fixation); the previous session of this browser ends.

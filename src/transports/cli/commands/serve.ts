@@ -1,7 +1,8 @@
 /**
  * `solid serve [--demo] [--conformance-pack] [--port 4400] [--host 127.0.0.1] [--db PATH]
  * [--durability normal|full] [--body-limit BYTES] [--toolsets crm,payments] [--dynamic-toolsets]
- * [--trust-proxy [value]] [--allowed-origin https://agents.example.com ...] [--metrics-port N]`:
+ * [--trust-proxy [value]] [--allowed-origin https://agents.example.com ...] [--metrics-port N]
+ * [--rate-limit-key N] [--rate-limit-session N] [--rate-limit-address N] [--rate-limit-window S]`:
  * open the local runtime and serve every
  * HTTP-mounted transport (the agent API, OpenAPI, and whatever http-mounts.ts lists: WebMCP +
  * dashboard, MCP, UCP, the conformance declaration).
@@ -19,7 +20,9 @@
  *
  * Operations (spec/transports.md §request-log §metrics §traces): one info log line per request
  * (SOLID_LOG_LEVEL, default info), `/metrics` with SOLID_METRICS_TOKEN or on `--metrics-port`,
- * OTLP traces when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+ * OTLP traces when OTEL_EXPORTER_OTLP_ENDPOINT is set. Rate limits per API key, session and
+ * client address are on by default (spec/transports.md §rate-limits; counters in the database,
+ * shared by every node).
  *
  * Spec: spec/transports.md §cli-serve, §http.
  */
@@ -36,6 +39,7 @@ import { installEnvelopeErrors } from '../../http/error-handler.ts';
 import { startTracing } from '../tracing.ts';
 import { normalizeAllowedOrigins, parseTrustProxy, type TrustProxy } from '../../http/origin-policy.ts';
 import { loadHttpMounts } from '../../http/http-mounts.ts';
+import { DEFAULT_RATE_LIMITS, type RateLimits } from '../../http/rate-limit.ts';
 import { localOptionsOf, openLocal, keyfileOf } from '../local.ts';
 import { resolveToolsets, ToolsetError } from '../../mcp/toolsets.ts';
 import { toolsetFlags } from './mcp.ts';
@@ -57,6 +61,11 @@ export interface ServeFlags {
   allowedOrigin?: string[];
   /** `--metrics-port <port>`: serve /metrics on its own listener. */
   metricsPort?: string;
+  /** `--rate-limit-key|session|address <n>` calls per window, `--rate-limit-window <seconds>`. */
+  rateLimitKey?: string;
+  rateLimitSession?: string;
+  rateLimitAddress?: string;
+  rateLimitWindow?: string;
 }
 
 export function registerServe(program: Command, io: Io, setExit: (code: number) => void): void {
@@ -95,6 +104,22 @@ export function registerServe(program: Command, io: Io, setExit: (code: number) 
       '--metrics-port <port>',
       'serve Prometheus /metrics on this port of --host (env SOLID_METRICS_PORT); else /metrics is on the main port only when SOLID_METRICS_TOKEN is set',
     )
+    .option(
+      '--rate-limit-key <n>',
+      `calls per window for one API key (0 = unlimited; env SOLID_RATE_LIMIT_KEY; default ${DEFAULT_RATE_LIMITS.perKey})`,
+    )
+    .option(
+      '--rate-limit-session <n>',
+      `calls per window for one dashboard session (0 = unlimited; env SOLID_RATE_LIMIT_SESSION; default ${DEFAULT_RATE_LIMITS.perSession})`,
+    )
+    .option(
+      '--rate-limit-address <n>',
+      `calls per window for one client address without a valid key or session (0 = unlimited; env SOLID_RATE_LIMIT_ADDRESS; default ${DEFAULT_RATE_LIMITS.perAddress})`,
+    )
+    .option(
+      '--rate-limit-window <seconds>',
+      `rate-limit window in seconds (0 = no rate limits; env SOLID_RATE_LIMIT_WINDOW; default ${DEFAULT_RATE_LIMITS.windowMs / 1000})`,
+    )
     .action(async (flags: ServeFlags) => {
       setExit(await runServe(program, io, flags));
     });
@@ -114,6 +139,14 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
   let proxy: { trustProxy: TrustProxy; allowedOrigins: string[] };
   try {
     proxy = proxyOptionsOf(flags, process.env);
+  } catch (err) {
+    if (!(err instanceof VerbError)) throw err;
+    return usage(io, `${err.message} ${err.hint ?? ''}`.trim());
+  }
+
+  let rateLimits: RateLimits;
+  try {
+    rateLimits = rateLimitsOf(flags, process.env);
   } catch (err) {
     if (!(err instanceof VerbError)) throw err;
     return usage(io, `${err.message} ${err.hint ?? ''}`.trim());
@@ -171,6 +204,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
       plugins,
       trustProxy: proxy.trustProxy,
       allowedOrigins: proxy.allowedOrigins,
+      rateLimits,
       ...(bodyLimit !== undefined ? { bodyLimitBytes: bodyLimit } : {}),
       ...(metrics !== undefined && metricsToken !== '' ? { metrics: { metrics, token: metricsToken } } : {}),
     });
@@ -393,4 +427,47 @@ async function seedIfEmpty(rt: Runtime, packs: readonly Pack[], io: Io, dbPath: 
       `  export SOLID_API_KEY=${key}`,
     ].join('\n'),
   );
+}
+
+/**
+ * The rate limits of `solid serve`: each flag, else its SOLID_RATE_LIMIT_* variable, else
+ * DEFAULT_RATE_LIMITS. Counts are calls per window; the window is in seconds (returned in ms).
+ * @throws VerbError invalid_request — a value that is not a whole number ≥ 0.
+ */
+export function rateLimitsOf(
+  flags: Pick<ServeFlags, 'rateLimitKey' | 'rateLimitSession' | 'rateLimitAddress' | 'rateLimitWindow'>,
+  env: NodeJS.ProcessEnv,
+): RateLimits {
+  const read = (flag: string | undefined, name: string, option: string, fallback: number): number => {
+    const raw = flag ?? (env[name] === undefined || env[name] === '' ? undefined : env[name]);
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n))
+      throw new VerbError(
+        'invalid_request',
+        `${option} (${name}) must be a whole number ≥ 0, got ${JSON.stringify(raw)}.`,
+        {
+          hint: '0 turns that limit off; see docs/configuration.md.',
+        },
+      );
+    return n;
+  };
+  const d = DEFAULT_RATE_LIMITS;
+  return {
+    perKey: read(flags.rateLimitKey, 'SOLID_RATE_LIMIT_KEY', '--rate-limit-key', d.perKey),
+    perSession: read(
+      flags.rateLimitSession,
+      'SOLID_RATE_LIMIT_SESSION',
+      '--rate-limit-session',
+      d.perSession,
+    ),
+    perAddress: read(
+      flags.rateLimitAddress,
+      'SOLID_RATE_LIMIT_ADDRESS',
+      '--rate-limit-address',
+      d.perAddress,
+    ),
+    windowMs:
+      read(flags.rateLimitWindow, 'SOLID_RATE_LIMIT_WINDOW', '--rate-limit-window', d.windowMs / 1000) * 1000,
+  };
 }

@@ -1,0 +1,212 @@
+/**
+ * Rate limits on the HTTP server (`@fastify/rate-limit`), with the counters in the runtime's store
+ * so every node behind one PostgreSQL database shares them. Spec: spec/transports.md §rate-limits.
+ *
+ * Who is counted (the first that applies):
+ *   a valid API key (Authorization: Bearer)   `key:<key_id>`        `perKey` calls per window
+ *   a live dashboard session cookie           `session:<sha256>`    `perSession`
+ *   anyone else (no key, a bad key, no or a
+ *   dead session)                              `addr:<req.ip>`       `perAddress`
+ * `req.ip` honours the server's `trustProxy`. A bad key never names a key's bucket, so nobody can
+ * spend someone else's limit by sending their key id. A limit of 0 turns that bucket off.
+ *
+ * Every route is limited except `/healthz`, `/readyz` and `/metrics`. Past the limit the answer is
+ * the envelope `429 rate_limited` with `Retry-After` (whole seconds until the window ends) and
+ * `details.retry_after_seconds`; it is not audited (error-handler.ts).
+ *
+ * Counters: fixed windows. On PostgreSQL in `rate_limit_counters(bucket, window_start, count)`,
+ * one atomic upsert per request (`INSERT … ON CONFLICT DO UPDATE SET count = count + 1 RETURNING
+ * count`), shared by every node; windows that ended are deleted by the maintenance pass
+ * (maintenance.ts). When the store fails the request is let through (a limiter outage must not
+ * become an API outage) and logged. On SQLite (one process) the same windows in memory.
+ */
+import { createHash } from 'node:crypto';
+import fastifyRateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Runtime } from '../../runtime/runtime.ts';
+import { VerbError } from '../../runtime/errors.ts';
+import { apiKeyOf } from './request-headers.ts';
+
+/** Calls allowed per window and the window length. 0 for a bucket: not limited. */
+export interface RateLimits {
+  /** Calls per window for one valid API key (default 600). */
+  perKey: number;
+  /** Calls per window for one dashboard session (default 600). */
+  perSession: number;
+  /** Calls per window for one client address without a valid key or session (default 60). */
+  perAddress: number;
+  /** Window length in ms (default 60_000). */
+  windowMs: number;
+}
+
+export const DEFAULT_RATE_LIMITS: Readonly<RateLimits> = {
+  perKey: 600,
+  perSession: 600,
+  perAddress: 60,
+  windowMs: 60_000,
+};
+
+/** Paths never limited: probes and the scraper. */
+const UNLIMITED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+const SESSION_COOKIE_PATTERN = /(?:^|;\s*)solid_session=([^;]*)/;
+
+/**
+ * Fixed-window counters over the runtime store (both engines), in the shape
+ * `@fastify/rate-limit` calls: `incr(bucket, cb, timeWindowMs, max)` → `{ current, ttl }`.
+ */
+export class StoreRateLimitCounters implements FastifyRateLimitStore {
+  readonly #rt: Runtime;
+
+  constructor(rt: Runtime) {
+    this.#rt = rt;
+  }
+
+  /** Count one call of `bucket` in the window holding now; `ttl` is ms until that window ends. */
+  incr(
+    bucket: string,
+    callback: (error: Error | null, result?: { current: number; ttl: number }) => void,
+    timeWindow: number,
+  ): void {
+    const now = this.#rt.clock().getTime();
+    const start = now - (now % timeWindow);
+    this.#rt.store
+      .write((tx) =>
+        tx.get<{ count: number | string }>(
+          'INSERT INTO rate_limit_counters (bucket, window_start, window_end, count) VALUES (?, ?, ?, 1) ' +
+            'ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_limit_counters.count + 1 RETURNING count',
+          [bucket, start, start + timeWindow],
+        ),
+      )
+      .then(
+        (row) => callback(null, { current: Number(row?.count ?? 1), ttl: start + timeWindow - now }),
+        (err: unknown) => {
+          this.#rt.logger.warn({ err }, 'rate-limit counter unavailable; request let through');
+          callback(err instanceof Error ? err : new Error(String(err)));
+        },
+      );
+  }
+
+  child(): FastifyRateLimitStore {
+    return this;
+  }
+}
+
+/**
+ * The same fixed windows in this process's memory: SQLite's writes are serialized, so a counter
+ * row per request would wait behind every running write transaction. At most `maxBuckets`
+ * buckets are held; past that, buckets of ended windows are dropped first, then the oldest.
+ */
+export class MemoryRateLimitCounters implements FastifyRateLimitStore {
+  readonly #rt: Runtime;
+  readonly #buckets = new Map<string, { start: number; count: number }>();
+  readonly #max: number;
+
+  constructor(rt: Runtime, maxBuckets = 100_000) {
+    this.#rt = rt;
+    this.#max = maxBuckets;
+  }
+
+  /** Count one call of `bucket` in the window holding now; `ttl` is ms until that window ends. */
+  incr(
+    bucket: string,
+    callback: (error: Error | null, result?: { current: number; ttl: number }) => void,
+    timeWindow: number,
+  ): void {
+    const now = this.#rt.clock().getTime();
+    const start = now - (now % timeWindow);
+    let b = this.#buckets.get(bucket);
+    if (b === undefined || b.start !== start) {
+      if (b === undefined && this.#buckets.size >= this.#max) this.#prune(start);
+      b = { start, count: 0 };
+      this.#buckets.set(bucket, b);
+    }
+    b.count += 1;
+    callback(null, { current: b.count, ttl: start + timeWindow - now });
+  }
+
+  #prune(start: number): void {
+    for (const [k, v] of this.#buckets) if (v.start < start) this.#buckets.delete(k);
+    while (this.#buckets.size >= this.#max) this.#buckets.delete(this.#buckets.keys().next().value!);
+  }
+
+  child(): FastifyRateLimitStore {
+    return this;
+  }
+}
+
+/**
+ * The bucket of a request (see the header): a valid key's id, a live session's hash, else the
+ * client address. Reads the key cache / one indexed session lookup; never throws.
+ */
+export async function rateLimitBucket(rt: Runtime, req: FastifyRequest): Promise<string> {
+  const apiKey = apiKeyOf(req.headers.authorization);
+  if (apiKey !== null && apiKey !== '') {
+    try {
+      const p = await rt.tenants.authenticate(apiKey);
+      return `key:${p.key_id ?? `${p.company_id}:${p.user_id}`}`;
+    } catch {
+      return `addr:${req.ip}`;
+    }
+  }
+  const token = SESSION_COOKIE_PATTERN.exec(req.headers.cookie ?? '')?.[1];
+  if (token !== undefined && token !== '') {
+    const hash = createHash('sha256').update(token, 'utf8').digest('hex');
+    try {
+      const live = await rt.store.read((q) =>
+        q.get('SELECT 1 AS one FROM web_sessions WHERE session_hash = ? AND expires_at > ?', [
+          hash,
+          rt.clock().toISOString(),
+        ]),
+      );
+      if (live !== undefined) return `session:${hash}`;
+    } catch {
+      // No web_sessions table (WebMCP not mounted) or the store is down: count the address.
+    }
+  }
+  return `addr:${req.ip}`;
+}
+
+function limitOf(limits: RateLimits, bucket: string): number {
+  if (bucket.startsWith('key:')) return limits.perKey;
+  if (bucket.startsWith('session:')) return limits.perSession;
+  return limits.perAddress;
+}
+
+/**
+ * Register the limiter on `app` (before any route, so it covers the routes of every mounted
+ * transport). Nothing is registered when every limit is 0 or the window is 0.
+ * @throws VerbError invalid_request — a negative or non-integer limit or window.
+ */
+export function installRateLimit(app: FastifyInstance, rt: Runtime, limits: RateLimits): void {
+  for (const [name, v] of Object.entries(limits)) {
+    if (!Number.isSafeInteger(v) || v < 0)
+      throw new VerbError('invalid_request', `The rate limit ${name} must be a whole number ≥ 0, got ${v}.`, {
+        hint: 'Pass e.g. --rate-limit-key 600 --rate-limit-window 60 (0 disables that limit).',
+      });
+  }
+  if (limits.windowMs === 0 || (limits.perKey === 0 && limits.perSession === 0 && limits.perAddress === 0))
+    return;
+  const counters =
+    rt.store.engine === 'postgres' ? new StoreRateLimitCounters(rt) : new MemoryRateLimitCounters(rt);
+  void app.register(fastifyRateLimit, {
+    global: true,
+    hook: 'onRequest',
+    timeWindow: limits.windowMs,
+    store: function StoreCounters() {
+      return counters;
+    } as unknown as new () => FastifyRateLimitStore,
+    keyGenerator: (req) => rateLimitBucket(rt, req),
+    max: (_req, bucket) => limitOf(limits, bucket),
+    allowList: (req, bucket) => UNLIMITED_PATHS.has(req.url.split('?')[0]!) || limitOf(limits, bucket) === 0,
+    skipOnError: true,
+    addHeaders: { 'retry-after': false },
+    errorResponseBuilder: (_req, ctx) => {
+      const seconds = Math.max(1, Math.ceil(ctx.ttl / 1000));
+      return new VerbError('rate_limited', `Too many requests: the limit is ${ctx.max} per window.`, {
+        hint: `Retry after ${seconds} s (Retry-After); spread calls out or ask the operator for a higher limit.`,
+        details: { retry_after_seconds: seconds, limit: ctx.max },
+      });
+    },
+  });
+}
