@@ -7,6 +7,8 @@
  *   lone_surrogate  a key or string holding half a UTF-16 pair (no UTF-8, no RFC 8785 form)
  *   nul             a key or string holding U+0000 (PostgreSQL text and JSONB refuse it)
  *   non_finite      a number that is not finite (`1e999` parses to Infinity; JSON has no form for it)
+ *   unsafe_integer  a whole number beyond ±(2^53 − 1): no double holds it exactly, so the two engines
+ *                   would read it differently (PostgreSQL's bigint refuses it, SQLite compares a float)
  *   prototype_key   a `__proto__` key, or `constructor` holding `prototype` (prototype poisoning)
  *
  * The walk builds no paths; issuePath() finds the JSON Pointer of the first issue on the rare
@@ -17,7 +19,8 @@ import { hasLoneSurrogate } from './ledger/audit.ts';
 /** Deepest nesting accepted in arguments: deeper JSON is refused before any recursive work. */
 export const MAX_ARGS_DEPTH = 32;
 
-export type ArgsIssue = 'too_deep' | 'lone_surrogate' | 'nul' | 'non_finite' | 'prototype_key';
+export type ArgsIssue =
+  'too_deep' | 'lone_surrogate' | 'nul' | 'non_finite' | 'unsafe_integer' | 'prototype_key';
 
 function textIssue(s: string): ArgsIssue | undefined {
   if (s.includes('\u0000')) return 'nul';
@@ -34,7 +37,10 @@ function keyIssue(k: string, v: unknown): ArgsIssue | undefined {
 
 function valueIssue(v: unknown): ArgsIssue | undefined {
   if (typeof v === 'string') return textIssue(v);
-  if (typeof v === 'number' && !Number.isFinite(v)) return 'non_finite';
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) return 'non_finite';
+    if (Number.isInteger(v) && !Number.isSafeInteger(v)) return 'unsafe_integer';
+  }
   return undefined;
 }
 
@@ -113,6 +119,11 @@ export function describeIssue(issue: ArgsIssue, path: string): { message: string
       return {
         message: `${at} is not a finite number (a literal such as 1e999 overflows to Infinity).`,
         hint: 'Send numbers within the IEEE 754 double range; amounts are integers in cents.',
+      };
+    case 'unsafe_integer':
+      return {
+        message: `${at} is a whole number beyond ±9007199254740991 (2^53 − 1), which cannot be held exactly.`,
+        hint: 'Send identifiers and amounts within that range (amounts are integers in cents); a larger identifier is not one this business issued.',
       };
     case 'prototype_key':
       return {

@@ -51,6 +51,29 @@ test('a number overflowing to Infinity is a 400 invalid_input with its pointer, 
   assert.ok(rows.every((r) => r.reason === 'invalid_input'));
 });
 
+test('a whole number beyond 2^53 is invalid_input with its pointer on every engine, audited', async (t) => {
+  const x = await createHttpHarness(t);
+  // PostgreSQL's bigint refused this id (an outage answer, then engine-specific): no double holds it exactly.
+  const revert = (payload: string) =>
+    x.inject({
+      method: 'POST',
+      url: '/api/v1/agent/dispatch/audit.revert',
+      payload,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${x.h.keys.owner}` },
+    });
+  const res = await revert('{"args":{"audit_id":9223372036854776000}}');
+  assert.equal(res.statusCode, 400, res.body);
+  const env = envelopeOf(res);
+  assert.equal(env.error!.reason, 'invalid_input');
+  assert.equal(env.error!.path, '/audit_id');
+  assert.match(env.error!.message, /2\^53/);
+  assert.ok(env.audit_id !== undefined, 'audited');
+  // The largest exact integer passes the walk and gets the verb's own answer.
+  const max = envelopeOf(await revert('{"args":{"audit_id":9007199254740991}}'));
+  assert.notEqual(max.error?.path, '/audit_id');
+  assert.notEqual(max.error?.reason, 'store_unavailable');
+});
+
 test('U+0000 in a string or a key is refused the same on every engine, audited (row 3)', async (t) => {
   const x = await createHttpHarness(t);
   for (const body of ['{"args":{"note":"a\\u0000b"}}', '{"args":{"\\u0000":1}}']) {
