@@ -71,6 +71,12 @@ await rt.close();
 console.log('ok: shop.greet dispatched, bad input refused with', bad.error.reason);
 JS
 node smoke.mjs
+node --input-type=module -e '
+  const http = await import("solid-verbs/http");
+  for (const name of ["solidVerbsPlugin", "startServer", "createHttpServer"])
+    if (typeof http[name] !== "function") throw new Error(`solid-verbs/http has no ${name}`);
+  console.log("ok: solid-verbs/http exports solidVerbsPlugin and startServer");
+' || fail "solid-verbs/http does not export solidVerbsPlugin and startServer"
 
 echo "== a TypeScript consumer: tsc against the shipped .d.ts types zod args and rejects a typo"
 cat > consumer.ts <<'TS'
