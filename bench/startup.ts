@@ -1,8 +1,9 @@
 /**
  * Startup cost of the built CLI (issue 16): `solid --version`, `solid verbs list --json` and the
  * first answer of `solid mcp` (MCP `initialize` over stdio), each timed as wall-clock ms from spawn
- * to the answer, against `node` importing the same runtime dependencies bare (package.json
- * `dependencies`, plus for MCP an SDK stdio server answering `initialize`) in the same run,
+ * to the answer, against `node` importing bare the same packages that command of the built CLI
+ * imports (recorded per command with a module resolve hook: every bare specifier a file in dist/
+ * resolves, in order; plus for MCP an SDK stdio server answering `initialize`) in the same run,
  * alternating pairs, medians. Target: ratio ≤ 2 (the CLI costs at most twice its bare imports).
  *
  *   npm run bench -- --only startup        (builds dist/ first when it is missing)
@@ -12,9 +13,9 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { median, type BenchResult } from './harness.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -66,6 +67,59 @@ function timeRun(
     if (options.input !== undefined) child.stdin.write(options.input);
     else child.stdin.end();
   });
+}
+
+/**
+ * A `--import` module registering a resolve hook that appends to $SOLID_RECORD_IMPORTS every bare
+ * package specifier (not node:, not a builtin, not relative) a file under dist/ resolves.
+ */
+function writeRecorder(dir: string): string {
+  const hooks = join(dir, 'record-hooks.mjs');
+  writeFileSync(
+    hooks,
+    `import { appendFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
+let out;
+export function initialize(data) { out = data.out; }
+export async function resolve(specifier, context, next) {
+  const r = await next(specifier, context);
+  if (out && /^[@a-z]/i.test(specifier) && !isBuiltin(specifier) && (context.parentURL ?? '').includes('/dist/'))
+    appendFileSync(out, specifier + '\\n');
+  return r;
+}
+`,
+  );
+  const recorder = join(dir, 'record-imports.mjs');
+  writeFileSync(
+    recorder,
+    `import { register } from 'node:module';
+register(${JSON.stringify(pathToFileURL(hooks).href)}, { data: { out: process.env.SOLID_RECORD_IMPORTS } });
+`,
+  );
+  return recorder;
+}
+
+/** Run the built CLI once with the recorder; the distinct package specifiers it imported, in order. */
+async function recordImports(
+  recorder: string,
+  args: string[],
+  options: { input?: string; done?: (out: string) => boolean },
+): Promise<string[]> {
+  const out = join(dirname(recorder), `imports-${Math.random().toString(36).slice(2)}.txt`);
+  writeFileSync(out, '');
+  await timeRun(['--import', pathToFileURL(recorder).href, ...args], {
+    ...options,
+    env: { SOLID_RUN: 'dist', SOLID_RECORD_IMPORTS: out },
+  });
+  const seen = [
+    ...new Set(
+      readFileSync(out, 'utf8')
+        .split('\n')
+        .filter((l) => l !== ''),
+    ),
+  ];
+  if (seen.length === 0) throw new Error(`recorded no imports for node ${args.join(' ')}`);
+  return seen;
 }
 
 /** Median ms of system and baseline over `runs` alternating pairs. */
@@ -120,26 +174,27 @@ export async function benchStartup(options: { runs?: number } = {}): Promise<Ben
       env: { ...process.env, SOLID_RUN: 'dist', SOLID_LOG_LEVEL: 'silent' },
       stdio: 'ignore',
     });
-    const deps = Object.keys(
-      (
-        JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
-          dependencies: Record<string, string>;
-        }
-      ).dependencies,
-    );
-    const imports = deps.map(
-      (d) =>
-        `await import(${JSON.stringify(d === '@modelcontextprotocol/sdk' ? `${d}/server/index.js` : d)});`,
-    );
     // The bare scripts live under node_modules/ so they resolve the repository's dependencies.
     const bareDir = mkdtempSync(join(ROOT, 'node_modules', '.solid-startup-'));
     cleanup.push(bareDir);
-    const bareImports = join(bareDir, 'bare-imports.mjs');
-    writeFileSync(bareImports, `${imports.join('\n')}\n`);
+    const recorder = writeRecorder(bareDir);
+    const dist = { SOLID_RUN: 'dist' };
+    const answered = (out: string) => out.includes('"id":1');
+    const versionArgs = [BIN, '--version'];
+    const listArgs = [BIN, 'verbs', 'list', '--json', '--db', db];
+    const mcpArgs = [BIN, 'mcp', '--db', db];
+    const versionDeps = await recordImports(recorder, versionArgs, {});
+    const listDeps = await recordImports(recorder, listArgs, {});
+    const mcpDeps = await recordImports(recorder, mcpArgs, { input: INITIALIZE, done: answered });
+    const importsOf = (deps: string[]) => deps.map((d) => `await import(${JSON.stringify(d)});`).join('\n');
+    const bareVersion = join(bareDir, 'bare-version.mjs');
+    writeFileSync(bareVersion, `${importsOf(versionDeps)}\n`);
+    const bareList = join(bareDir, 'bare-list.mjs');
+    writeFileSync(bareList, `${importsOf(listDeps)}\n`);
     const bareMcp = join(bareDir, 'bare-mcp.mjs');
     writeFileSync(
       bareMcp,
-      `${imports.join('\n')}
+      `${importsOf(mcpDeps)}
 const { Server } = await import('@modelcontextprotocol/sdk/server/index.js');
 const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
 const server = new Server({ name: 'bare', version: '1' }, { capabilities: { tools: {} } });
@@ -147,20 +202,15 @@ await server.connect(new StdioServerTransport());
 `,
     );
     const nodePath = {};
-    const dist = { SOLID_RUN: 'dist' };
     const bare = (file: string) => () => timeRun([file], { env: nodePath });
-    const answered = (out: string) => out.includes('"id":1');
-    const notes = `median of ${runs} alternating pairs, wall-clock ms from spawn to the answer; baseline: node importing the ${deps.length} runtime dependencies bare`;
+    const notes = (deps: string[]) =>
+      `median of ${runs} alternating pairs, wall-clock ms from spawn to the answer; baseline: node importing bare the ${deps.length} packages this command of the built CLI imports (${deps.join(', ')})`;
 
-    const version = await paired(runs, () => timeRun([BIN, '--version'], { env: dist }), bare(bareImports));
-    const list = await paired(
-      runs,
-      () => timeRun([BIN, 'verbs', 'list', '--json', '--db', db], { env: dist }),
-      bare(bareImports),
-    );
+    const version = await paired(runs, () => timeRun(versionArgs, { env: dist }), bare(bareVersion));
+    const list = await paired(runs, () => timeRun(listArgs, { env: dist }), bare(bareList));
     const mcp = await paired(
       runs,
-      () => timeRun([BIN, 'mcp', '--db', db], { env: dist, input: INITIALIZE, done: answered }),
+      () => timeRun(mcpArgs, { env: dist, input: INITIALIZE, done: answered }),
       () => timeRun([bareMcp], { env: nodePath, input: INITIALIZE, done: answered }),
     );
     const fromSources = await timeRun([BIN, '--version'], { env: { SOLID_RUN: 'src' } });
@@ -169,19 +219,19 @@ await server.connect(new StdioServerTransport());
         'startup.version',
         '`solid --version` (built)',
         version,
-        `${notes}; from the sources through tsx: ${Math.round(fromSources)} ms`,
+        `${notes(versionDeps)}; from the sources through tsx: ${Math.round(fromSources)} ms`,
       ),
       result(
         'startup.verbs_list',
         '`solid verbs list --json` on an initialised database (built)',
         list,
-        notes,
+        notes(listDeps),
       ),
       result(
         'startup.mcp_initialize',
         '`solid mcp`: spawn to the `initialize` answer over stdio (built)',
         mcp,
-        `${notes}, plus an SDK stdio Server answering initialize`,
+        `${notes(mcpDeps)}, plus an SDK stdio Server answering initialize`,
       ),
     ];
   } finally {

@@ -71,6 +71,12 @@ await rt.close();
 console.log('ok: shop.greet dispatched, bad input refused with', bad.error.reason);
 JS
 node smoke.mjs
+node --input-type=module -e '
+  const http = await import("solid-verbs/http");
+  for (const name of ["solidVerbsPlugin", "startServer", "createHttpServer"])
+    if (typeof http[name] !== "function") throw new Error(`solid-verbs/http has no ${name}`);
+  console.log("ok: solid-verbs/http exports solidVerbsPlugin and startServer");
+' || fail "solid-verbs/http does not export solidVerbsPlugin and startServer"
 
 echo "== a TypeScript consumer: tsc against the shipped .d.ts types zod args and rejects a typo"
 cat > consumer.ts <<'TS'
@@ -216,5 +222,13 @@ ln -s "$app/node_modules" "$work/bookshop/node_modules"
   if (!names.includes("bookshop.sale_refund")) { console.error("solid.config.js was not read"); process.exit(1); }
   console.log(`ok: examples/bookshop passes its tests; its solid.config.js serves ${names.filter((n) => n.startsWith("bookshop.")).length} bookshop verbs`);
 ' || fail "examples/bookshop's solid.config.js"
+
+echo "== solid init --pack shop: the starter project's npm test against the installed package"
+(cd "$work" && "$app/node_modules/.bin/solid" init --pack shop >/dev/null) || fail "solid init --pack shop failed"
+(cd "$work/shop" &&
+  npm install --prefer-offline --no-audit --no-fund --loglevel=error "$tarball" &&
+  npm test >"$work/shop-test.out" 2>&1) || { cat "$work/shop-test.out" >&2 2>/dev/null; fail "the starter project's npm test failed"; }
+grep -q '^# fail 0' "$work/shop-test.out" || { cat "$work/shop-test.out" >&2; fail "the starter project's tests did not all pass"; }
+echo "ok: solid init --pack shop writes a project whose npm test passes against the tarball"
 
 echo "pack smoke: ok"

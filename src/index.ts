@@ -22,6 +22,7 @@ export { Registry, RegistrationError, toToolName } from './runtime/registry.ts';
 export {
   definePack,
   checkPacks,
+  installPack,
   PackError,
   type Pack,
   type SeedOptions,

@@ -1,7 +1,8 @@
 /**
  * Every HTTP error is an envelope `{ ok: false, verb, error: { reason, message, hint } }`, never
  * Fastify's default error JSON and never a stack. installEnvelopeErrors(app) sets the error and
- * not-found handlers on the root instance; mounted plugins inherit them.
+ * not-found handlers on the instance (the root, or solidVerbsPlugin's scope); mounted plugins
+ * inherit them.
  *
  *   VerbError (body parser, routes)         its reason, status from the reason table
  *   FST_ERR_CTP_BODY_TOO_LARGE              413 payload_too_large
@@ -90,15 +91,15 @@ export function notePrincipal(request: FastifyRequest, principal: Principal): vo
  */
 export function installEnvelopeErrors(app: FastifyInstance, rt?: Runtime): void {
   const limit = app.initialConfig.bodyLimit ?? 1_048_576;
+  // Under solidVerbsPlugin the routes sit below the app's prefix (`/agents/api/v1/webmcp/...`).
+  const prefix = app.prefix === '/' ? '' : app.prefix;
+  const webmcpPaths = [`${prefix}/api/v1/webmcp`, `${prefix}/api/v1/session`];
   app.setErrorHandler(async function envelopeErrorHandler(err, request, reply) {
     const verb = verbOfRequest(request) || `${request.method} ${request.url.split('?')[0]!.slice(0, 150)}`;
     let envelope = errorToEnvelope(err, verbOfRequest(request), limit);
     if (envelope.error!.reason === 'internal_error')
       request.log.error({ err }, 'unhandled error in HTTP route');
-    const surface =
-      request.url.startsWith('/api/v1/webmcp') || request.url.startsWith('/api/v1/session')
-        ? 'webmcp'
-        : 'http';
+    const surface = webmcpPaths.some((p) => request.url.startsWith(p)) ? 'webmcp' : 'http';
     const principal = (request as FastifyRequest & { solidPrincipal?: Principal }).solidPrincipal ?? null;
     const refusal = isVerbError(err)
       ? (err as VerbError)

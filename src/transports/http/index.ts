@@ -1,6 +1,7 @@
 /**
  * The HTTP transport: public entry points. createHttpServer builds the Fastify instance other
- * transports mount on (options.plugins); envelopeToHttp is the one envelope → HTTP mapping.
+ * transports mount on (options.plugins); solidVerbsPlugin mounts the same on your own Fastify app
+ * under a prefix; startServer listens standalone; envelopeToHttp is the one envelope → HTTP mapping.
  * Spec: spec/transports.md §http.
  */
 export {
@@ -10,6 +11,14 @@ export {
   type HttpPlugin,
   type HttpPluginOptions,
 } from './server.ts';
+export {
+  solidVerbsPlugin,
+  startServer,
+  type SolidVerbsPluginOptions,
+  type SolidMount,
+  type StartServerOptions,
+  type RunningServer,
+} from './plugin.ts';
 export { envelopeToHttp, type HttpAnswer } from './envelope-map.ts';
 export { buildOpenApi, reasonStatusTable } from './openapi.ts';
 export { HTTP_MOUNTS, loadHttpMounts, type HttpMount } from './http-mounts.ts';

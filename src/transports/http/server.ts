@@ -99,7 +99,31 @@ export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): 
     // One line per request from request-log.ts instead of Fastify's two.
     disableRequestLogging: true,
   }) as unknown as FastifyInstance;
-  installRequestLog(app, rt, { log: logger !== undefined && options.requestLog !== false });
+  installSolidRoutes(app, rt, {
+    plugins: options.plugins ?? [],
+    allowedOrigins,
+    requestLog: logger !== undefined && options.requestLog !== false,
+    ...(options.metrics !== undefined ? { metrics: options.metrics } : {}),
+  });
+  return app;
+}
+
+/**
+ * Install on `app` (the root, or an encapsulated scope: solidVerbsPlugin) the request ids and log,
+ * the JSON body parser, the envelope error and 404 handlers, the core routes, then `plugins`.
+ * `allowedOrigins` must be normalised already.
+ */
+export function installSolidRoutes(
+  app: FastifyInstance,
+  rt: Runtime,
+  options: {
+    plugins: readonly HttpPlugin[];
+    allowedOrigins: readonly string[];
+    requestLog: boolean;
+    metrics?: { metrics: SolidMetrics; token: string };
+  },
+): void {
+  installRequestLog(app, rt, { log: options.requestLog });
   const openapi: OpenApiCollector = { routes: [] };
   app.addHook('onRoute', (route) => {
     openapi.routes.push(route);
@@ -112,6 +136,6 @@ export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): 
   void app.register(agentRoutes, { rt });
   void app.register(openapiRoute, { rt, collector: openapi, allowedOrigins });
   if (options.metrics !== undefined) void app.register(metricsRoute, options.metrics);
-  for (const plugin of options.plugins ?? []) void app.register(plugin, { rt, allowedOrigins });
-  return app;
+  for (const plugin of options.plugins)
+    void app.register(plugin, { rt, allowedOrigins: options.allowedOrigins });
 }

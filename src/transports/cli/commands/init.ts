@@ -1,14 +1,87 @@
 /**
  * `solid init`: create a database (migrations, keyfile with the nonce secret and master key, mode
  * 0600), a sandbox tenant (company 1, keyless reads) and your tenant with an owner API key printed
- * once. Spec: spec/transports.md §cli.
+ * once. `solid init --pack NAME [--dir DIR]` instead writes a starter project for a pack of your
+ * own (pack-template.ts). Spec: spec/transports.md §cli.
  */
 import type { Command } from 'commander';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { RESERVED_SCOPES } from '../../../runtime/pack.ts';
+import type { Envelope } from '../../../spec/types.ts';
 import type { Tier } from '../../../spec/types.ts';
 import { TIERS } from '../../../spec/types.ts';
 import { databaseUrlOf, dbPathOf, localOptionsOf, openLocal, keyfileOf } from '../local.ts';
 import type { Io } from '../output.ts';
+import { printEnvelope } from '../output.ts';
+import { STARTER_NAME, starterFiles } from '../pack-template.ts';
+
+/** This package's version (package.json, three folders up from src/ and from dist/ alike). */
+function ownVersion(): string {
+  return (
+    JSON.parse(readFileSync(new URL('../../../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    }
+  ).version;
+}
+
+/**
+ * `solid init --pack NAME [--dir DIR]`: write the starter project of {@link starterFiles} into DIR
+ * (default ./NAME), its solid-verbs dependency `^<this version>`. Returns the exit code.
+ * Refuses, with an `invalid_input` envelope (exit 2) and nothing written: more than one --pack, a
+ * NAME that is not `[a-z][a-z0-9_]{0,39}` or is a reserved scope, a DIR that is a file or a
+ * non-empty folder.
+ */
+export function scaffoldPack(
+  io: Io,
+  names: readonly string[],
+  dir: string | undefined,
+  json: boolean,
+): number {
+  const refuse = (message: string, hint: string): number =>
+    printEnvelope(
+      io,
+      { ok: false, verb: 'init', error: { reason: 'invalid_input', message, hint } } as Envelope,
+      json,
+    );
+  if (names.length !== 1)
+    return refuse('solid init takes one --pack NAME.', 'Run `solid init --pack shop` once per pack.');
+  const name = names[0]!;
+  if (!STARTER_NAME.test(name) || RESERVED_SCOPES.has(name))
+    return refuse(
+      `${JSON.stringify(name)} is not a pack name solid init can use.`,
+      'Use 1-40 lower case letters, digits and _, starting with a letter (it names the verbs and the table), and not runtime, webmcp or cli-login.',
+    );
+  const target = resolve(dir ?? name);
+  if (existsSync(target) && (!statSync(target).isDirectory() || readdirSync(target).length > 0))
+    return refuse(`${target} exists and is not an empty folder.`, 'Pass --dir with a new or empty folder.');
+  const files = starterFiles(name, `^${ownVersion()}`);
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(target, path)), { recursive: true });
+    writeFileSync(join(target, path), text, { flag: 'wx' });
+  }
+  if (json) {
+    io.out(
+      JSON.stringify(
+        { ok: true, verb: 'init', result: { pack: name, dir: target, files: Object.keys(files) } },
+        null,
+        2,
+      ),
+    );
+  } else {
+    io.out(
+      [
+        `✓ wrote the ${name} pack in ${target}`,
+        ...Object.keys(files).map((f) => `  ${f}`),
+        ``,
+        `  cd ${dir ?? name}`,
+        `  npm install && npm start   # solid init once, then solid serve --pack ./pack.mjs`,
+        `  npm test`,
+      ].join('\n'),
+    );
+  }
+  return 0;
+}
 
 export function registerInit(program: Command, io: Io, setExit: (code: number) => void): void {
   program
@@ -19,8 +92,22 @@ export function registerInit(program: Command, io: Io, setExit: (code: number) =
     .option('--name <name>', 'your tenant name', 'My Company')
     .option('--tier <tier>', `subscription tier (${TIERS.join(', ')})`, 'starter')
     .option('--json', 'print machine-readable JSON')
-    .action(async (opts: { name: string; tier: string; json?: boolean }) => {
-      const g = program.opts<{ db?: string }>();
+    .option('--dir <dir>', 'with --pack NAME: the folder of the starter project (default ./NAME)')
+    .addHelpText(
+      'after',
+      '\n  solid init --pack NAME [--dir DIR]   write a starter project for your own pack instead',
+    )
+    .action(async (opts: { name: string; tier: string; json?: boolean; dir?: string }) => {
+      const g = program.opts<{ db?: string; pack?: string[] }>();
+      if (g.pack !== undefined) {
+        setExit(scaffoldPack(io, g.pack, opts.dir, opts.json === true));
+        return;
+      }
+      if (opts.dir !== undefined) {
+        io.err('✗ --dir goes with --pack NAME (solid init --pack shop --dir ./shop)');
+        setExit(2);
+        return;
+      }
       const dbPath = dbPathOf(g.db);
       if (!(TIERS as readonly string[]).includes(opts.tier)) {
         io.err(`✗ --tier must be one of ${TIERS.join(', ')}`);

@@ -1,0 +1,133 @@
+/**
+ * `solid init --pack NAME [--dir DIR]`: the starter project it writes is a pack that registers and
+ * whose verbs dispatch (aggregate, preview, confirmed write, revert), and whose own test passes
+ * under `node --test`; bad names and non-empty folders are refused with an envelope, nothing
+ * written. Spec: spec/transports.md §cli, spec/manifest.md §packs.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { cliHarness } from '../support/cli.ts';
+import { createTestBusiness } from '../../src/testing.ts';
+import type { Pack } from '../../src/runtime/pack.ts';
+
+const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
+const VERSION = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+
+/** Point a generated file's solid-verbs imports at the source tree (no install, no build). */
+function toSources(file: string): void {
+  const text = readFileSync(file, 'utf8')
+    .replaceAll("from 'solid-verbs/testing'", `from ${JSON.stringify(join(SRC, 'testing.ts'))}`)
+    .replaceAll("from 'solid-verbs'", `from ${JSON.stringify(join(SRC, 'index.ts'))}`);
+  assert.doesNotMatch(text, /from 'solid-verbs/);
+  writeFileSync(file, text);
+}
+
+describe('solid init --pack', () => {
+  it('writes a starter project whose pack registers and whose verbs dispatch and revert', async (t) => {
+    const cli = cliHarness(t);
+    const dir = join(cli.dir, 'shop');
+    const r = await cli.run(['init', '--pack', 'shop', '--dir', dir, '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(r.json<{ result: { files: string[] } }>().result.files.sort(), [
+      '.gitignore',
+      'README.md',
+      'pack.mjs',
+      'package.json',
+      'test/pack.test.mjs',
+    ]);
+    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+    assert.equal(pkg.dependencies['solid-verbs'], `^${VERSION}`);
+    assert.equal(pkg.type, 'module');
+    assert.match(pkg.scripts.start, /solid serve --pack \.\/pack\.mjs/);
+    const readme = readFileSync(join(dir, 'README.md'), 'utf8');
+    assert.match(readme, /npm install && npm start/);
+    assert.match(readme, /npm test/);
+
+    toSources(join(dir, 'pack.mjs'));
+    toSources(join(dir, 'test', 'pack.test.mjs'));
+    const pack = (await import(pathToFileURL(join(dir, 'pack.mjs')).href)).default as Pack;
+    const b = await createTestBusiness({ packs: [pack] });
+    t.after(() => b.close());
+
+    const empty = await b.call('shop.items', {}, { role: 'read_only' });
+    assert.equal(empty.ok, true, JSON.stringify(empty));
+    assert.deepEqual(empty.result!.data, { items: 0, value_cents: 0 });
+    const preview = await b.call('shop.item_add_preview', { title: 'Mug', price_cents: 900 });
+    assert.deepEqual(preview.result!.delta, { items: 1, value_cents: 900 });
+    const pending = await b.dispatch('shop.item_add', { title: 'Mug', price_cents: 900 });
+    assert.equal(pending.error?.reason, 'dispatch_pending');
+    assert.equal(pending.consent?.gate, 'confirmation');
+    const added = await b.call('shop.item_add', { title: 'Mug', price_cents: 900 });
+    assert.equal(added.ok, true, JSON.stringify(added));
+    assert.deepEqual((await b.call('shop.items')).result!.data, { items: 1, value_cents: 900 });
+    const reverted = await b.call('audit.revert', { audit_id: added.audit_id });
+    assert.equal(reverted.ok, true, JSON.stringify(reverted));
+    assert.deepEqual((await b.call('shop.items')).result!.data, { items: 0, value_cents: 0 });
+    assert.equal((await b.verifyAudit()).ok, true);
+
+    // The generated test itself, as `npm test` runs it (node --test), against the sources.
+    const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '' };
+    delete env.NODE_TEST_CONTEXT; // report as a top-level `node --test`, not to this runner
+    const run = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), '--test', 'test/'], {
+      cwd: dir,
+      encoding: 'utf8',
+      env,
+    });
+    assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
+    assert.match(run.stdout, /# pass 4/);
+    assert.match(run.stdout, /# fail 0/);
+  });
+
+  it('defaults the folder to ./NAME', async (t) => {
+    const cli = cliHarness(t);
+    const prev = process.cwd();
+    process.chdir(cli.dir);
+    try {
+      const r = await cli.run(['init', '--pack', 'tea_room']);
+      assert.equal(r.code, 0, r.stderr);
+    } finally {
+      process.chdir(prev);
+    }
+    assert.match(readFileSync(join(cli.dir, 'tea_room', 'pack.mjs'), 'utf8'), /name: 'tea_room'/);
+  });
+
+  it('refuses a non-empty folder with an envelope and writes nothing', async (t) => {
+    const cli = cliHarness(t);
+    const dir = join(cli.dir, 'taken');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'notes.txt'), 'mine');
+    const r = await cli.run(['init', '--pack', 'shop', '--dir', dir, '--json']);
+    assert.equal(r.code, 2);
+    const env = r.json<{ ok: boolean; error: { reason: string; message: string; hint: string } }>();
+    assert.equal(env.ok, false);
+    assert.equal(env.error.reason, 'invalid_input');
+    assert.match(env.error.message, /not an empty folder/);
+    assert.ok(env.error.hint.length > 0);
+    assert.deepEqual(readdirSync(dir), ['notes.txt']);
+  });
+
+  for (const name of ['Shop', 'my-shop', '1shop', 'runtime', 'a'.repeat(41)]) {
+    it(`refuses the pack name ${JSON.stringify(name)}`, async (t) => {
+      const cli = cliHarness(t);
+      const dir = join(cli.dir, 'out');
+      const r = await cli.run(['init', '--pack', name, '--dir', dir, '--json']);
+      assert.equal(r.code, 2);
+      assert.equal(r.json<{ error: { reason: string } }>().error.reason, 'invalid_input');
+      assert.equal(existsSync(dir), false);
+    });
+  }
+
+  it('refuses --dir without --pack and two --pack names', async (t) => {
+    const cli = cliHarness(t);
+    assert.equal((await cli.run(['init', '--dir', join(cli.dir, 'x')])).code, 2);
+    const two = await cli.run(['init', '--pack', 'a', '--pack', 'b', '--dir', join(cli.dir, 'y'), '--json']);
+    assert.equal(two.code, 2);
+    assert.equal(existsSync(join(cli.dir, 'y')), false);
+  });
+});
