@@ -36,6 +36,8 @@ export interface SolidVerbsPluginOptions {
   allowedOrigins?: readonly string[];
   /** Write one log line per request under the prefix (request-log.ts). Default false: the app logs. */
   requestLog?: boolean;
+  /** Rate limits under the prefix (see HttpServerOptions.rateLimits). Default: off. */
+  rateLimits?: HttpServerOptions['rateLimits'];
 }
 
 /**
@@ -72,6 +74,7 @@ export const solidVerbsPlugin: FastifyPluginAsync<SolidVerbsPluginOptions> = asy
     plugins,
     allowedOrigins: normalizeAllowedOrigins(options.allowedOrigins ?? []),
     requestLog: options.requestLog === true,
+    ...(options.rateLimits !== undefined ? { rateLimits: options.rateLimits } : {}),
   });
 };
 

@@ -104,6 +104,7 @@ export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): 
     allowedOrigins,
     requestLog: logger !== undefined && options.requestLog !== false,
     ...(options.metrics !== undefined ? { metrics: options.metrics } : {}),
+    ...(options.rateLimits !== undefined ? { rateLimits: options.rateLimits } : {}),
   });
   return app;
 }
@@ -121,6 +122,7 @@ export function installSolidRoutes(
     allowedOrigins: readonly string[];
     requestLog: boolean;
     metrics?: { metrics: SolidMetrics; token: string };
+    rateLimits?: Partial<RateLimits>;
   },
 ): void {
   installRequestLog(app, rt, { log: options.requestLog });
@@ -134,7 +136,7 @@ export function installSolidRoutes(
     installRateLimit(app, rt, { ...DEFAULT_RATE_LIMITS, ...options.rateLimits });
   void app.register(healthRoutes, { rt });
   void app.register(agentRoutes, { rt });
-  void app.register(openapiRoute, { rt, collector: openapi, allowedOrigins });
+  void app.register(openapiRoute, { rt, collector: openapi, allowedOrigins: options.allowedOrigins });
   if (options.metrics !== undefined) void app.register(metricsRoute, options.metrics);
   for (const plugin of options.plugins)
     void app.register(plugin, { rt, allowedOrigins: options.allowedOrigins });
