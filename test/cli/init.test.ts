@@ -48,6 +48,10 @@ describe('solid init --pack', () => {
     const readme = readFileSync(join(dir, 'README.md'), 'utf8');
     assert.match(readme, /npm install && npm start/);
     assert.match(readme, /npm test/);
+    // Until the package is on the registry, the README says how to install it from a tarball.
+    assert.match(readme, /npm install \/path\/to\/solid-verbs-0\.1\.0\.tgz/);
+    assert.match(readme, /--port 4401/);
+    assert.doesNotMatch(readme, /github\.com\/solid-verbs \(/);
 
     toSources(join(dir, 'pack.mjs'));
     toSources(join(dir, 'test', 'pack.test.mjs'));

@@ -33,7 +33,7 @@ export function starterFiles(name: string, dependency: string): Record<string, s
     )}\n`,
     'pack.mjs': packModule(name, table),
     'test/pack.test.mjs': testModule(name),
-    'README.md': readme(name),
+    'README.md': readme(name, dependency),
     '.gitignore': 'node_modules/\n.solid/\n',
   };
 }
@@ -213,7 +213,8 @@ test('bad arguments are refused with an envelope, nothing written', async (t) =>
 `;
 }
 
-function readme(name: string): string {
+function readme(name: string, dependency: string): string {
+  const version = /^[\^~]?(\d+\.\d+\.\d+\S*)$/.exec(dependency)?.[1] ?? '<version>';
   return `# ${name}
 
 A solid-verbs pack: typed verbs an AI agent can call on your business, with consent gates,
@@ -225,14 +226,22 @@ npm test                   # node --test, a fresh in-memory business per test (s
 \`\`\`
 
 \`npm start\` serves the agent API, MCP, WebMCP and the dashboard on http://127.0.0.1:4400
-(\`npx solid serve --pack ./pack.mjs\` once the database exists). Try a verb from the CLI:
+(\`npx solid serve --pack ./pack.mjs\` once the database exists; another port with
+\`npm start -- --port 4401\`).
+
+\`solid-verbs\` is not on the npm registry yet: until it is, \`npm install\` needs it from a
+tarball. In a solid-verbs checkout run \`npm ci && npm pack\`, then here
+\`npm install /path/to/solid-verbs-${version}.tgz\` (once, before the commands above).
+
+Try a verb from the CLI:
 
 \`\`\`sh
 export SOLID_API_KEY=...   # the key solid init printed
 npx solid agent dispatch ${name}.items --pack ./pack.mjs
 \`\`\`
 
-Add verbs to \`pack.mjs\` with \`defineVerb\`, new tables with a new migration version. See
-https://github.com/solid-verbs (docs/authoring.md) for the consent classes, previews and reverts.
+Add verbs to \`pack.mjs\` with \`defineVerb\`, new tables with a new migration version. The
+package's README (\`node_modules/solid-verbs/README.md\`, "Your own verbs") and the authoring guide
+(\`docs/authoring.md\` in the solid-verbs repository) cover consent classes, previews and reverts.
 `;
 }
