@@ -28,7 +28,13 @@ import type { Envelope } from '../../spec/types.ts';
 import { createMcpServer, type McpServerOptions } from './mcp-server.ts';
 import { ToolCatalog } from './tool-catalog.ts';
 import { selectionOf } from './toolsets.ts';
-import { FrameGuard, MAX_STDIO_FRAME_BYTES, type OversizeFrame } from './stdio-frame-guard.ts';
+import {
+  FrameGuard,
+  MAX_STDIO_FRAME_BYTES,
+  recoverFrameId,
+  type OversizeFrame,
+} from './stdio-frame-guard.ts';
+import { StrictJsonError, parseStrictJson } from '../../spec/strict-json.ts';
 
 /** Default manifest refresh interval (ms): 5 minutes, as the spec's clients cache the manifest. */
 export const DEFAULT_REFRESH_MS = 300_000;
@@ -73,7 +79,11 @@ export async function serveStdio(rt: Runtime, options: StdioOptions = {}): Promi
   const lines = new PassThrough();
   const transport = new StdioServerTransport(lines, output, { maxBufferSize: MAX_STDIO_FRAME_BYTES + 2 });
   const guard = new FrameGuard({
-    onLine: (line) => lines.write(line),
+    onLine: (line) => {
+      const problem = lineProblem(line);
+      if (problem === undefined) lines.write(line);
+      else refuseLine(rt, transport, line, problem);
+    },
     onOversize: (frame) => refuseOversize(rt, transport, frame),
   });
   const onData = (chunk: Buffer | string) => guard.push(chunk);
@@ -171,4 +181,72 @@ function refuseOversize(rt: Runtime, transport: StdioServerTransport, frame: Ove
   transport
     .send({ jsonrpc: '2.0', id: frame.id, error: { code: -32600, message, data: { envelope } } })
     .catch((err: unknown) => rt.logger.warn({ err }, 'mcp stdio: could not answer an oversize message'));
+}
+
+/** Why one stdio line is refused before the SDK reads it: its JSON-RPC code and envelope error. */
+interface LineProblem {
+  code: -32700 | -32600;
+  message: string;
+  hint: string;
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The same strict reading of a message as HTTP's (spec/transports.md §bad-input): invalid UTF-8
+ * and text that is not JSON are -32700; repeated keys, prototype keys, nesting beyond 64 levels
+ * and a batch (MCP 2025-06-18 has no JSON-RPC batches) are -32600. Undefined: pass it on.
+ */
+function lineProblem(line: Buffer): LineProblem | undefined {
+  let text: string;
+  try {
+    text = UTF8.decode(line);
+  } catch {
+    return {
+      code: -32700,
+      message: 'The message is not valid UTF-8.',
+      hint: 'Send each JSON-RPC message as one line of UTF-8 JSON.',
+    };
+  }
+  if (text.trim() === '') return undefined;
+  let value: unknown;
+  try {
+    value = parseStrictJson(text, 'the JSON-RPC message');
+  } catch (err) {
+    if (!(err instanceof StrictJsonError)) throw err;
+    return err.problem === undefined
+      ? {
+          code: -32700,
+          message: `The message is not JSON: ${err.message}`,
+          hint: 'Send each JSON-RPC message as one line of JSON, ending with a newline.',
+        }
+      : { code: -32600, message: err.problem.message, hint: err.problem.hint };
+  }
+  if (Array.isArray(value))
+    return {
+      code: -32600,
+      message: 'JSON-RPC batches are not accepted: MCP sends one message per line.',
+      hint: 'Send the messages of the batch one per line.',
+    };
+  return undefined;
+}
+
+/** Answer a refused line to its id when certain (else log only, as for an oversize frame). */
+function refuseLine(rt: Runtime, transport: StdioServerTransport, line: Buffer, problem: LineProblem): void {
+  const id = recoverFrameId(line.subarray(0, 4096));
+  rt.logger.warn(
+    { reason: 'invalid_request', code: problem.code, id },
+    id === null
+      ? `mcp stdio: a message was refused (${problem.message}); its id is unknown, so it is not answered`
+      : `mcp stdio: a message was refused and answered ${problem.code} (${problem.message})`,
+  );
+  if (id === null) return;
+  const envelope: Envelope = {
+    ok: false,
+    verb: '',
+    error: { reason: 'invalid_request', message: problem.message, hint: problem.hint },
+  };
+  transport
+    .send({ jsonrpc: '2.0', id, error: { code: problem.code, message: problem.message, data: { envelope } } })
+    .catch((err: unknown) => rt.logger.warn({ err }, 'mcp stdio: could not answer a refused message'));
 }

@@ -344,3 +344,72 @@ test('solid mcp re-reads the packs the database serves and announces new verbs (
   await gotChange;
   assert.ok((await client.listTools()).tools.length > before);
 });
+
+test('solid mcp: not-JSON, repeated keys, prototype keys and batches are refused like HTTP refuses them, and the server keeps serving', async (t) => {
+  const { cli } = await initDb(t);
+  const child = spawn(process.execPath, [BIN, 'mcp', '--db', cli.db], { stdio: ['pipe', 'pipe', 'pipe'] });
+  t.after(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  type Msg = { id?: unknown; result?: unknown; error?: { code: number; data?: { envelope?: Envelope } } };
+  const messages = () =>
+    out
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as Msg);
+  const waitForId = async (id: number): Promise<Msg> => {
+    for (let i = 0; i < 2000 && child.exitCode === null; i++) {
+      const m = messages().find((x) => x.id === id);
+      if (m) return m;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.fail(`no answer to id ${id} (exit ${child.exitCode}); stderr: ${err.slice(-1000)}`);
+  };
+  const line = (text: string) => child.stdin.write(`${text}\n`);
+  line(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: {
+        protocolVersion: LATEST_PROTOCOL_VERSION,
+        capabilities: {},
+        clientInfo: { name: 'raw', version: '1' },
+      },
+    }),
+  );
+  await waitForId(1);
+  line('{"jsonrpc":"2.0","method":"notifications/initialized"}');
+  // A repeated argument key: HTTP refuses it (a parser differential with a consent dialog), so does stdio.
+  line(
+    '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"verbs__list","arguments":{"shape":"trail","shape":"macro"}}}',
+  );
+  const dup = await waitForId(2);
+  assert.equal(dup.error?.code, -32600);
+  assert.equal(dup.error?.data?.envelope?.error?.reason, 'invalid_request');
+  line(
+    '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"verbs__list","arguments":{"__proto__":{}}}}',
+  );
+  assert.equal((await waitForId(3)).error?.code, -32600);
+  line('{"jsonrpc":"2.0","id":4,"method":"ping"');
+  assert.equal((await waitForId(4)).error?.code, -32700, 'malformed JSON with a readable id');
+  line('not json at all');
+  line('[{"jsonrpc":"2.0","id":5,"method":"ping"}]');
+  line('{"jsonrpc":"2.0","id":6,"method":"ping"}');
+  assert.ok((await waitForId(6)).result !== undefined, 'still serving');
+  assert.equal(
+    messages().find((m) => m.id === 5 || m.id === null),
+    undefined,
+    'a batch and text without an id are not answered',
+  );
+  const logged = () => err.split('\n').filter((l) => l.includes('mcp stdio: a message was refused'));
+  for (let i = 0; i < 1000 && logged().length < 5; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(logged().length, 5, `every refusal is logged on stderr: ${err.slice(-1500)}`);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.stdin.end();
+  assert.equal(await exited, 0);
+});
