@@ -14,7 +14,7 @@
  *
  * Spec: spec/transports.md §http.
  */
-import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
 import type { Runtime } from '../../runtime/runtime.ts';
 import { agentRoutes } from './agent-routes.ts';
@@ -97,7 +97,7 @@ export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): 
     clientErrorHandler: clientErrorEnvelope,
     genReqId: requestIdOf,
     // One line per request from request-log.ts instead of Fastify's two.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
   }) as unknown as FastifyInstance;
   installSolidRoutes(app, rt, {
     plugins: options.plugins ?? [],
