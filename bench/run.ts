@@ -69,7 +69,7 @@ export const TARGETS: Record<string, Target> = {
   'durable.group_commit': t('ratio', '>=', 4, 'ratio ≥ 4'),
   'startup.*': t('ratio', '<=', 2, 'ratio ≤ 2'),
   'scale.unknown_verb_10k': t('ratio', '<=', 2, 'ratio ≤ 2'),
-  'scale.register_10k': t('value', '<=', 1, '≤ 1 s'),
+  'scale.register_10k': t('value', '<=', 1000, '≤ 1,000 ms'),
 };
 
 export function targetOf(id: string): Target | undefined {
