@@ -36,6 +36,67 @@ async function initDb(t: TestContext): Promise<{ cli: CliHarness; key: string }>
   return { cli, key: init.json<{ owner_api_key: string }>().owner_api_key };
 }
 
+type RawMsg = {
+  id?: unknown;
+  result?: { tools?: unknown[] };
+  error?: { code: number; data?: { envelope?: Envelope } };
+};
+
+/**
+ * `solid mcp` on `db` spoken to line by line (no SDK client, so malformed frames can be sent):
+ * initialized on return; `messages()` parses stdout, `waitForId` polls for one answer, `logged`
+ * waits until `n` stderr lines contain `text`, `end()` closes stdin and resolves the exit code.
+ */
+async function rawMcp(t: TestContext, db: string) {
+  const child = spawn(process.execPath, [BIN, 'mcp', '--db', db], { stdio: ['pipe', 'pipe', 'pipe'] });
+  t.after(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const messages = () =>
+    out
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as RawMsg);
+  const waitForId = async (id: number): Promise<RawMsg> => {
+    for (let i = 0; i < 2000 && child.exitCode === null; i++) {
+      const m = messages().find((x) => x.id === id);
+      if (m) return m;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.fail(`no answer to id ${id} (exit ${child.exitCode}); stderr: ${err.slice(-1000)}`);
+  };
+  const line = (text: string) => child.stdin.write(`${text}\n`);
+  const send = (m: unknown) => line(JSON.stringify(m));
+  // stderr and stdout are separate pipes: a log line may arrive after the next answer.
+  const logged = async (text: string, n: number): Promise<string[]> => {
+    const lines = () => err.split('\n').filter((l) => l.includes(text));
+    for (let i = 0; i < 1000 && lines().length < n; i++) await new Promise((r) => setTimeout(r, 10));
+    return lines();
+  };
+  const end = () => {
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.stdin.end();
+    return exited;
+  };
+  send({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: {
+      protocolVersion: LATEST_PROTOCOL_VERSION,
+      capabilities: {},
+      clientInfo: { name: 'raw', version: '1' },
+    },
+  });
+  await waitForId(1);
+  send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  return { child, line, send, messages, waitForId, logged, end, stdout: () => out, stderr: () => err };
+}
+
 async function connectStdio(
   t: TestContext,
   command: string,
@@ -167,76 +228,42 @@ test('solid mcp: every stdout line at boot and after calls is JSON-RPC; logs go 
 
 test('solid mcp: a frame over 10 MiB is answered -32600 payload_too_large when its id is known, logged on stderr when not, and the server keeps serving', async (t) => {
   const { cli } = await initDb(t);
-  const child = spawn(process.execPath, [BIN, 'mcp', '--db', cli.db], { stdio: ['pipe', 'pipe', 'pipe'] });
-  t.after(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  type Msg = {
-    id?: unknown;
-    result?: { tools?: unknown[] };
-    error?: { code: number; data?: { envelope?: Envelope } };
-  };
-  const messages = () =>
-    out
-      .split('\n')
-      .filter((l) => l !== '')
-      .map((l) => JSON.parse(l) as Msg);
-  const waitForId = async (id: number): Promise<Msg> => {
-    for (let i = 0; i < 2000 && child.exitCode === null; i++) {
-      const m = messages().find((x) => x.id === id);
-      if (m) return m;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    assert.fail(`no answer to id ${id} (exit ${child.exitCode}); stderr: ${err.slice(-1000)}`);
-  };
-  const send = (m: unknown) => child.stdin.write(`${JSON.stringify(m)}\n`);
-  send({
-    jsonrpc: '2.0',
-    id: 1,
-    method: 'initialize',
-    params: {
-      protocolVersion: LATEST_PROTOCOL_VERSION,
-      capabilities: {},
-      clientInfo: { name: 'raw', version: '1' },
-    },
-  });
-  await waitForId(1);
-  send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  const mcp = await rawMcp(t, cli.db);
   const pad = 'x'.repeat(11 * 1024 * 1024);
   // The id leads the frame: answered for that id.
-  send({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'verbs__list', arguments: { pad } } });
-  const refused = await waitForId(7);
+  mcp.send({
+    jsonrpc: '2.0',
+    id: 7,
+    method: 'tools/call',
+    params: { name: 'verbs__list', arguments: { pad } },
+  });
+  const refused = await mcp.waitForId(7);
   assert.equal(refused.error?.code, -32600);
   const env = refused.error?.data?.envelope;
   assert.equal(env?.ok, false);
   assert.equal(env?.error?.reason, 'payload_too_large');
   assert.ok(env?.error?.hint, 'the envelope has a hint');
   assert.equal(env?.error?.details?.limit_bytes, 10 * 1024 * 1024);
-  send({ jsonrpc: '2.0', id: 8, method: 'tools/list', params: {} });
-  assert.ok(((await waitForId(8)).result?.tools ?? []).length > 0, 'tools/list answers after the refusal');
-  // The id trails the 11 MiB: not recoverable, so not answered, but logged with the reason.
-  child.stdin.write(
-    `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"verbs__list","arguments":{"pad":"${pad}"}},"id":9}\n`,
+  mcp.send({ jsonrpc: '2.0', id: 8, method: 'tools/list', params: {} });
+  assert.ok(
+    ((await mcp.waitForId(8)).result?.tools ?? []).length > 0,
+    'tools/list answers after the refusal',
   );
-  send({ jsonrpc: '2.0', id: 10, method: 'tools/list', params: {} });
-  assert.ok(((await waitForId(10)).result?.tools ?? []).length > 0, 'still serving');
+  // The id trails the 11 MiB: not recoverable, so not answered, but logged with the reason.
+  mcp.line(
+    `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"verbs__list","arguments":{"pad":"${pad}"}},"id":9}`,
+  );
+  mcp.send({ jsonrpc: '2.0', id: 10, method: 'tools/list', params: {} });
+  assert.ok(((await mcp.waitForId(10)).result?.tools ?? []).length > 0, 'still serving');
   assert.equal(
-    messages().find((m) => m.id === 9 || m.id === null),
+    mcp.messages().find((m) => m.id === 9 || m.id === null),
     undefined,
     'an oversize frame without a known id is not answered',
   );
-  // stderr and stdout are separate pipes: the log line may arrive after the answer to id 10.
-  const logged = () => err.split('\n').filter((l) => l.includes('payload_too_large'));
-  for (let i = 0; i < 1000 && logged().length < 2; i++) await new Promise((r) => setTimeout(r, 10));
-  assert.equal(logged().length, 2, `both refusals are logged on stderr: ${err.slice(-1000)}`);
-  assert.ok(out.length < 1024 * 1024, 'nothing of the frames is echoed');
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  child.stdin.end();
-  assert.equal(await exited, 0);
+  const logged = await mcp.logged('payload_too_large', 2);
+  assert.equal(logged.length, 2, `both refusals are logged on stderr: ${mcp.stderr().slice(-1000)}`);
+  assert.ok(mcp.stdout().length < 1024 * 1024, 'nothing of the frames is echoed');
+  assert.equal(await mcp.end(), 0);
 });
 
 test('solid mcp without a database: a one-line error on stderr, nothing on stdout, non-zero exit', async (t) => {
@@ -347,69 +374,30 @@ test('solid mcp re-reads the packs the database serves and announces new verbs (
 
 test('solid mcp: not-JSON, repeated keys, prototype keys and batches are refused like HTTP refuses them, and the server keeps serving', async (t) => {
   const { cli } = await initDb(t);
-  const child = spawn(process.execPath, [BIN, 'mcp', '--db', cli.db], { stdio: ['pipe', 'pipe', 'pipe'] });
-  t.after(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  type Msg = { id?: unknown; result?: unknown; error?: { code: number; data?: { envelope?: Envelope } } };
-  const messages = () =>
-    out
-      .split('\n')
-      .filter((l) => l !== '')
-      .map((l) => JSON.parse(l) as Msg);
-  const waitForId = async (id: number): Promise<Msg> => {
-    for (let i = 0; i < 2000 && child.exitCode === null; i++) {
-      const m = messages().find((x) => x.id === id);
-      if (m) return m;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    assert.fail(`no answer to id ${id} (exit ${child.exitCode}); stderr: ${err.slice(-1000)}`);
-  };
-  const line = (text: string) => child.stdin.write(`${text}\n`);
-  line(
-    JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: {
-        protocolVersion: LATEST_PROTOCOL_VERSION,
-        capabilities: {},
-        clientInfo: { name: 'raw', version: '1' },
-      },
-    }),
-  );
-  await waitForId(1);
-  line('{"jsonrpc":"2.0","method":"notifications/initialized"}');
+  const mcp = await rawMcp(t, cli.db);
   // A repeated argument key: HTTP refuses it (a parser differential with a consent dialog), so does stdio.
-  line(
+  mcp.line(
     '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"verbs__list","arguments":{"shape":"trail","shape":"macro"}}}',
   );
-  const dup = await waitForId(2);
+  const dup = await mcp.waitForId(2);
   assert.equal(dup.error?.code, -32600);
   assert.equal(dup.error?.data?.envelope?.error?.reason, 'invalid_request');
-  line(
+  mcp.line(
     '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"verbs__list","arguments":{"__proto__":{}}}}',
   );
-  assert.equal((await waitForId(3)).error?.code, -32600);
-  line('{"jsonrpc":"2.0","id":4,"method":"ping"');
-  assert.equal((await waitForId(4)).error?.code, -32700, 'malformed JSON with a readable id');
-  line('not json at all');
-  line('[{"jsonrpc":"2.0","id":5,"method":"ping"}]');
-  line('{"jsonrpc":"2.0","id":6,"method":"ping"}');
-  assert.ok((await waitForId(6)).result !== undefined, 'still serving');
+  assert.equal((await mcp.waitForId(3)).error?.code, -32600);
+  mcp.line('{"jsonrpc":"2.0","id":4,"method":"ping"');
+  assert.equal((await mcp.waitForId(4)).error?.code, -32700, 'malformed JSON with a readable id');
+  mcp.line('not json at all');
+  mcp.line('[{"jsonrpc":"2.0","id":5,"method":"ping"}]');
+  mcp.line('{"jsonrpc":"2.0","id":6,"method":"ping"}');
+  assert.ok((await mcp.waitForId(6)).result !== undefined, 'still serving');
   assert.equal(
-    messages().find((m) => m.id === 5 || m.id === null),
+    mcp.messages().find((m) => m.id === 5 || m.id === null),
     undefined,
     'a batch and text without an id are not answered',
   );
-  const logged = () => err.split('\n').filter((l) => l.includes('mcp stdio: a message was refused'));
-  for (let i = 0; i < 1000 && logged().length < 5; i++) await new Promise((r) => setTimeout(r, 10));
-  assert.equal(logged().length, 5, `every refusal is logged on stderr: ${err.slice(-1500)}`);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  child.stdin.end();
-  assert.equal(await exited, 0);
+  const logged = await mcp.logged('mcp stdio: a message was refused', 5);
+  assert.equal(logged.length, 5, `every refusal is logged on stderr: ${mcp.stderr().slice(-1500)}`);
+  assert.equal(await mcp.end(), 0);
 });
