@@ -45,6 +45,7 @@ export {
 export { REASONS, reasonInfo, defineReasons } from './spec/reasons.ts';
 export * from './spec/types.ts';
 export { SqliteStore, type SqliteStoreOptions } from './store/sqlite/sqlite-store.ts';
+export { portableMigration, renderMigration } from './store/migrations/render.ts';
 export {
   StoreError,
   parseJson,

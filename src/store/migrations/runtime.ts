@@ -1,30 +1,33 @@
 /**
- * The runtime's own tables (scope "runtime"), in both engines' forms. Business packs bring their
- * own migrations under their own scope.
+ * The runtime's own tables (scope "runtime"). Each migration is one template rendered for both
+ * engines (./render.ts: `{bigint}`, `{json}`, `{real}`, `{id}` and `{sqlite}…{/sqlite}` /
+ * `{postgres}…{/postgres}` blocks). Business packs bring their own migrations under their own scope.
  *
  * audit_log is append-only: each engine refuses UPDATE and DELETE on it (SQLite triggers;
  * PostgreSQL trigger plus a restricted role). Spec: spec/audit.md, spec/store.md.
  */
 import type { Migration } from '../store.ts';
+import { portableMigration } from './render.ts';
 
-const SQLITE_V1 = `
+/** v1: the runtime tables. spec/store.md, spec/audit.md */
+const RUNTIME_V1 = `
 CREATE TABLE runtime_meta (
   key TEXT PRIMARY KEY,
   value TEXT NOT NULL
 );
 
 CREATE TABLE tenants (
-  company_id INTEGER PRIMARY KEY,
+  company_id {bigint} PRIMARY KEY,
   name TEXT NOT NULL,
   tier TEXT NOT NULL CHECK (tier IN ('starter','professional','enterprise')),
-  settings TEXT NOT NULL DEFAULT '{}',
+  settings {json} NOT NULL DEFAULT '{}',
   created_at TEXT NOT NULL
 );
 
 CREATE TABLE api_keys (
   key_id TEXT PRIMARY KEY,
-  company_id INTEGER NOT NULL REFERENCES tenants(company_id),
-  user_id INTEGER NOT NULL,
+  company_id {bigint} NOT NULL REFERENCES tenants(company_id),
+  user_id {bigint} NOT NULL,
   role TEXT NOT NULL CHECK (role IN ('read_only','employee','admin','owner')),
   agent_type TEXT NOT NULL DEFAULT 'api',
   name TEXT NOT NULL DEFAULT '',
@@ -36,18 +39,21 @@ CREATE TABLE api_keys (
 CREATE INDEX api_keys_company ON api_keys(company_id);
 
 CREATE TABLE tenant_heads (
-  company_id INTEGER PRIMARY KEY,
-  audit_seq INTEGER NOT NULL,
+  company_id {bigint} PRIMARY KEY,
+  audit_seq {bigint} NOT NULL,
   audit_hash TEXT NOT NULL,
-  event_seq INTEGER NOT NULL
+  event_seq {bigint} NOT NULL
 );
 
+{postgres}
+CREATE SEQUENCE audit_log_audit_id_seq;
+{/postgres}
 CREATE TABLE audit_log (
-  audit_id INTEGER PRIMARY KEY,
-  company_id INTEGER NOT NULL,
-  seq INTEGER NOT NULL,
+  audit_id {bigint} PRIMARY KEY,
+  company_id {bigint} NOT NULL,
+  seq {bigint} NOT NULL,
   created_at TEXT NOT NULL,
-  user_id INTEGER,
+  user_id {bigint},
   role TEXT,
   agent_type TEXT,
   key_id TEXT,
@@ -57,18 +63,18 @@ CREATE TABLE audit_log (
   consent_class TEXT,
   status TEXT NOT NULL,
   reason TEXT,
-  request_data TEXT NOT NULL,
+  request_data {json} NOT NULL,
   entity_type TEXT,
   entity_id TEXT,
   is_reversible INTEGER NOT NULL DEFAULT 0,
   rollback_handle TEXT,
   idempotency_key TEXT,
   transaction_id TEXT,
-  parent_id INTEGER,
+  parent_id {bigint},
   requires_approval INTEGER NOT NULL DEFAULT 0,
-  approved_by INTEGER,
+  approved_by {bigint},
   approved_at TEXT,
-  latency_ms REAL,
+  latency_ms {real},
   prev_hash TEXT NOT NULL,
   row_hash TEXT NOT NULL,
   UNIQUE (company_id, seq)
@@ -81,231 +87,24 @@ CREATE INDEX audit_company_entity ON audit_log(company_id, entity_type, entity_i
 CREATE INDEX audit_parent ON audit_log(parent_id) WHERE parent_id IS NOT NULL;
 CREATE INDEX audit_company_tx ON audit_log(company_id, transaction_id) WHERE transaction_id IS NOT NULL;
 
+{sqlite}
 CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
 BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
 CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
 BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
-
-CREATE TABLE audit_checkpoints (
-  company_id INTEGER NOT NULL,
-  seq INTEGER NOT NULL,
-  head_hash TEXT NOT NULL,
-  created_at TEXT NOT NULL,
-  kid TEXT NOT NULL,
-  signature TEXT NOT NULL,
-  PRIMARY KEY (company_id, seq)
-);
-
-CREATE TABLE revert_data (
-  audit_id INTEGER PRIMARY KEY,
-  company_id INTEGER NOT NULL,
-  data TEXT NOT NULL
-);
-
-CREATE TABLE reversals (
-  audit_id INTEGER PRIMARY KEY,
-  company_id INTEGER NOT NULL,
-  revert_audit_id INTEGER NOT NULL,
-  reverted_by INTEGER,
-  reverted_at TEXT NOT NULL
-);
-
-CREATE TABLE idempotency (
-  company_id INTEGER NOT NULL,
-  principal TEXT NOT NULL,
-  key TEXT NOT NULL,
-  verb TEXT NOT NULL,
-  fingerprint TEXT NOT NULL,
-  audit_id INTEGER,
-  envelope TEXT NOT NULL,
-  created_at TEXT NOT NULL,
-  expires_at TEXT NOT NULL,
-  PRIMARY KEY (company_id, principal, key)
-);
-CREATE INDEX idempotency_expiry ON idempotency(expires_at);
-
-CREATE TABLE nonces (
-  jti TEXT PRIMARY KEY,
-  company_id INTEGER NOT NULL,
-  audit_id INTEGER,
-  consumed_at TEXT NOT NULL,
-  expires_at TEXT NOT NULL
-);
-CREATE INDEX nonces_expiry ON nonces(expires_at);
-
-CREATE TABLE approvals (
-  approval_id TEXT PRIMARY KEY,
-  company_id INTEGER NOT NULL,
-  jti TEXT NOT NULL UNIQUE,
-  verb TEXT NOT NULL,
-  args TEXT NOT NULL,
-  consent_class TEXT NOT NULL,
-  typed_phrase TEXT,
-  summary TEXT NOT NULL,
-  requested_by INTEGER NOT NULL,
-  requested_role TEXT NOT NULL,
-  agent_type TEXT,
-  status TEXT NOT NULL CHECK (status IN ('pending','approved','rejected','consumed','expired')),
-  decided_by INTEGER,
-  decided_at TEXT,
-  decision_note TEXT,
-  created_at TEXT NOT NULL,
-  expires_at TEXT NOT NULL
-);
-CREATE INDEX approvals_company_status ON approvals(company_id, status, created_at);
-
-CREATE TABLE daily_counts (
-  company_id INTEGER NOT NULL,
-  consent_class TEXT NOT NULL,
-  day TEXT NOT NULL,
-  count INTEGER NOT NULL,
-  PRIMARY KEY (company_id, consent_class, day)
-);
-
-CREATE TABLE events (
-  company_id INTEGER NOT NULL,
-  seq INTEGER NOT NULL,
-  type TEXT NOT NULL,
-  entity_type TEXT NOT NULL,
-  entity_id TEXT NOT NULL,
-  payload TEXT NOT NULL,
-  occurred_at TEXT NOT NULL,
-  audit_id INTEGER,
-  actor TEXT,
-  PRIMARY KEY (company_id, seq)
-);
-CREATE INDEX events_entity ON events(company_id, entity_type, entity_id, seq);
-CREATE INDEX events_type ON events(company_id, type, seq);
-CREATE INDEX events_time ON events(company_id, occurred_at);
-
-CREATE TABLE outbox (
-  outbox_id INTEGER PRIMARY KEY,
-  company_id INTEGER NOT NULL,
-  kind TEXT NOT NULL,
-  payload TEXT NOT NULL,
-  audit_id INTEGER,
-  status TEXT NOT NULL CHECK (status IN ('pending','delivered','failed')),
-  attempts INTEGER NOT NULL DEFAULT 0,
-  last_error TEXT,
-  created_at TEXT NOT NULL,
-  deliver_after TEXT NOT NULL,
-  delivered_at TEXT
-);
-CREATE INDEX outbox_pending ON outbox(status, deliver_after);
-
-CREATE TABLE transactions (
-  transaction_id TEXT PRIMARY KEY,
-  company_id INTEGER NOT NULL,
-  user_id INTEGER NOT NULL,
-  status TEXT NOT NULL,
-  steps TEXT NOT NULL DEFAULT '[]',
-  audit_id INTEGER,
-  created_at TEXT NOT NULL,
-  expires_at TEXT NOT NULL,
-  updated_at TEXT NOT NULL
-);
-CREATE INDEX transactions_company ON transactions(company_id, status);
-
-CREATE TABLE tenant_keys (
-  kid TEXT PRIMARY KEY,
-  company_id INTEGER NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('pending','active','rotating','retired')),
-  public_jwk TEXT NOT NULL,
-  private_enc TEXT NOT NULL,
-  created_at TEXT NOT NULL,
-  activated_at TEXT,
-  rotated_at TEXT,
-  retired_at TEXT,
-  grace_until TEXT
-);
-CREATE INDEX tenant_keys_company ON tenant_keys(company_id, state);
-`;
-
-const POSTGRES_V1 = `
-CREATE TABLE runtime_meta (
-  key TEXT PRIMARY KEY,
-  value TEXT NOT NULL
-);
-
-CREATE TABLE tenants (
-  company_id BIGINT PRIMARY KEY,
-  name TEXT NOT NULL,
-  tier TEXT NOT NULL CHECK (tier IN ('starter','professional','enterprise')),
-  settings JSONB NOT NULL DEFAULT '{}',
-  created_at TEXT NOT NULL
-);
-
-CREATE TABLE api_keys (
-  key_id TEXT PRIMARY KEY,
-  company_id BIGINT NOT NULL REFERENCES tenants(company_id),
-  user_id BIGINT NOT NULL,
-  role TEXT NOT NULL CHECK (role IN ('read_only','employee','admin','owner')),
-  agent_type TEXT NOT NULL DEFAULT 'api',
-  name TEXT NOT NULL DEFAULT '',
-  secret_hash TEXT NOT NULL,
-  created_at TEXT NOT NULL,
-  revoked_at TEXT,
-  last_used_at TEXT
-);
-CREATE INDEX api_keys_company ON api_keys(company_id);
-
-CREATE TABLE tenant_heads (
-  company_id BIGINT PRIMARY KEY,
-  audit_seq BIGINT NOT NULL,
-  audit_hash TEXT NOT NULL,
-  event_seq BIGINT NOT NULL
-);
-
-CREATE SEQUENCE audit_log_audit_id_seq;
-CREATE TABLE audit_log (
-  audit_id BIGINT PRIMARY KEY,
-  company_id BIGINT NOT NULL,
-  seq BIGINT NOT NULL,
-  created_at TEXT NOT NULL,
-  user_id BIGINT,
-  role TEXT,
-  agent_type TEXT,
-  key_id TEXT,
-  action_type TEXT NOT NULL,
-  category TEXT NOT NULL,
-  shape TEXT,
-  consent_class TEXT,
-  status TEXT NOT NULL,
-  reason TEXT,
-  request_data JSONB NOT NULL,
-  entity_type TEXT,
-  entity_id TEXT,
-  is_reversible INTEGER NOT NULL DEFAULT 0,
-  rollback_handle TEXT,
-  idempotency_key TEXT,
-  transaction_id TEXT,
-  parent_id BIGINT,
-  requires_approval INTEGER NOT NULL DEFAULT 0,
-  approved_by BIGINT,
-  approved_at TEXT,
-  latency_ms DOUBLE PRECISION,
-  prev_hash TEXT NOT NULL,
-  row_hash TEXT NOT NULL,
-  UNIQUE (company_id, seq)
-);
-CREATE INDEX audit_company_time ON audit_log(company_id, created_at, audit_id);
-CREATE INDEX audit_company_action ON audit_log(company_id, action_type, audit_id);
-CREATE INDEX audit_company_status ON audit_log(company_id, status, audit_id);
-CREATE INDEX audit_company_user ON audit_log(company_id, user_id, audit_id);
-CREATE INDEX audit_company_entity ON audit_log(company_id, entity_type, entity_id, audit_id);
-CREATE INDEX audit_parent ON audit_log(parent_id) WHERE parent_id IS NOT NULL;
-CREATE INDEX audit_company_tx ON audit_log(company_id, transaction_id) WHERE transaction_id IS NOT NULL;
-
+{/sqlite}
+{postgres}
 CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN RAISE EXCEPTION 'audit_log is append-only' USING ERRCODE = 'P0001'; END $$;
 CREATE TRIGGER audit_log_no_update BEFORE UPDATE OR DELETE ON audit_log
 FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();
 CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
 FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only();
+{/postgres}
 
 CREATE TABLE audit_checkpoints (
-  company_id BIGINT NOT NULL,
-  seq BIGINT NOT NULL,
+  company_id {bigint} NOT NULL,
+  seq {bigint} NOT NULL,
   head_hash TEXT NOT NULL,
   created_at TEXT NOT NULL,
   kid TEXT NOT NULL,
@@ -314,27 +113,27 @@ CREATE TABLE audit_checkpoints (
 );
 
 CREATE TABLE revert_data (
-  audit_id BIGINT PRIMARY KEY,
-  company_id BIGINT NOT NULL,
-  data JSONB NOT NULL
+  audit_id {bigint} PRIMARY KEY,
+  company_id {bigint} NOT NULL,
+  data {json} NOT NULL
 );
 
 CREATE TABLE reversals (
-  audit_id BIGINT PRIMARY KEY,
-  company_id BIGINT NOT NULL,
-  revert_audit_id BIGINT NOT NULL,
-  reverted_by BIGINT,
+  audit_id {bigint} PRIMARY KEY,
+  company_id {bigint} NOT NULL,
+  revert_audit_id {bigint} NOT NULL,
+  reverted_by {bigint},
   reverted_at TEXT NOT NULL
 );
 
 CREATE TABLE idempotency (
-  company_id BIGINT NOT NULL,
+  company_id {bigint} NOT NULL,
   principal TEXT NOT NULL,
   key TEXT NOT NULL,
   verb TEXT NOT NULL,
   fingerprint TEXT NOT NULL,
-  audit_id BIGINT,
-  envelope JSONB NOT NULL,
+  audit_id {bigint},
+  envelope {json} NOT NULL,
   created_at TEXT NOT NULL,
   expires_at TEXT NOT NULL,
   PRIMARY KEY (company_id, principal, key)
@@ -343,8 +142,8 @@ CREATE INDEX idempotency_expiry ON idempotency(expires_at);
 
 CREATE TABLE nonces (
   jti TEXT PRIMARY KEY,
-  company_id BIGINT NOT NULL,
-  audit_id BIGINT,
+  company_id {bigint} NOT NULL,
+  audit_id {bigint},
   consumed_at TEXT NOT NULL,
   expires_at TEXT NOT NULL
 );
@@ -352,18 +151,18 @@ CREATE INDEX nonces_expiry ON nonces(expires_at);
 
 CREATE TABLE approvals (
   approval_id TEXT PRIMARY KEY,
-  company_id BIGINT NOT NULL,
+  company_id {bigint} NOT NULL,
   jti TEXT NOT NULL UNIQUE,
   verb TEXT NOT NULL,
-  args JSONB NOT NULL,
+  args {json} NOT NULL,
   consent_class TEXT NOT NULL,
   typed_phrase TEXT,
   summary TEXT NOT NULL,
-  requested_by BIGINT NOT NULL,
+  requested_by {bigint} NOT NULL,
   requested_role TEXT NOT NULL,
   agent_type TEXT,
   status TEXT NOT NULL CHECK (status IN ('pending','approved','rejected','consumed','expired')),
-  decided_by BIGINT,
+  decided_by {bigint},
   decided_at TEXT,
   decision_note TEXT,
   created_at TEXT NOT NULL,
@@ -372,22 +171,22 @@ CREATE TABLE approvals (
 CREATE INDEX approvals_company_status ON approvals(company_id, status, created_at);
 
 CREATE TABLE daily_counts (
-  company_id BIGINT NOT NULL,
+  company_id {bigint} NOT NULL,
   consent_class TEXT NOT NULL,
   day TEXT NOT NULL,
-  count BIGINT NOT NULL,
+  count {bigint} NOT NULL,
   PRIMARY KEY (company_id, consent_class, day)
 );
 
 CREATE TABLE events (
-  company_id BIGINT NOT NULL,
-  seq BIGINT NOT NULL,
+  company_id {bigint} NOT NULL,
+  seq {bigint} NOT NULL,
   type TEXT NOT NULL,
   entity_type TEXT NOT NULL,
   entity_id TEXT NOT NULL,
-  payload JSONB NOT NULL,
+  payload {json} NOT NULL,
   occurred_at TEXT NOT NULL,
-  audit_id BIGINT,
+  audit_id {bigint},
   actor TEXT,
   PRIMARY KEY (company_id, seq)
 );
@@ -396,11 +195,11 @@ CREATE INDEX events_type ON events(company_id, type, seq);
 CREATE INDEX events_time ON events(company_id, occurred_at);
 
 CREATE TABLE outbox (
-  outbox_id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
-  company_id BIGINT NOT NULL,
+  outbox_id {id},
+  company_id {bigint} NOT NULL,
   kind TEXT NOT NULL,
-  payload JSONB NOT NULL,
-  audit_id BIGINT,
+  payload {json} NOT NULL,
+  audit_id {bigint},
   status TEXT NOT NULL CHECK (status IN ('pending','delivered','failed')),
   attempts INTEGER NOT NULL DEFAULT 0,
   last_error TEXT,
@@ -412,11 +211,11 @@ CREATE INDEX outbox_pending ON outbox(status, deliver_after);
 
 CREATE TABLE transactions (
   transaction_id TEXT PRIMARY KEY,
-  company_id BIGINT NOT NULL,
-  user_id BIGINT NOT NULL,
+  company_id {bigint} NOT NULL,
+  user_id {bigint} NOT NULL,
   status TEXT NOT NULL,
-  steps JSONB NOT NULL DEFAULT '[]',
-  audit_id BIGINT,
+  steps {json} NOT NULL DEFAULT '[]',
+  audit_id {bigint},
   created_at TEXT NOT NULL,
   expires_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
@@ -425,9 +224,9 @@ CREATE INDEX transactions_company ON transactions(company_id, status);
 
 CREATE TABLE tenant_keys (
   kid TEXT PRIMARY KEY,
-  company_id BIGINT NOT NULL,
+  company_id {bigint} NOT NULL,
   state TEXT NOT NULL CHECK (state IN ('pending','active','rotating','retired')),
-  public_jwk JSONB NOT NULL,
+  public_jwk {json} NOT NULL,
   private_enc TEXT NOT NULL,
   created_at TEXT NOT NULL,
   activated_at TEXT,
@@ -470,55 +269,55 @@ CREATE INDEX audit_company_reason_time ON audit_log(company_id, reason, created_
  * - macros: saved chains of verb calls; macro_runs: runs paused at a consent gate or a failed step.
  * spec/shapes.md §subscribe §reputation §macro
  */
-const OBSERVE_SQLITE_V3 = `
+const OBSERVE_V3 = `
 CREATE TABLE subscriptions (
   subscription_id TEXT PRIMARY KEY,
-  company_id INTEGER NOT NULL,
-  user_id INTEGER NOT NULL,
-  filters TEXT NOT NULL,
+  company_id {bigint} NOT NULL,
+  user_id {bigint} NOT NULL,
+  filters {json} NOT NULL,
   created_at TEXT NOT NULL
 );
 CREATE INDEX subscriptions_company ON subscriptions(company_id, created_at);
 
 CREATE TABLE event_retention (
-  company_id INTEGER PRIMARY KEY,
-  pruned_through_seq INTEGER NOT NULL,
+  company_id {bigint} PRIMARY KEY,
+  pruned_through_seq {bigint} NOT NULL,
   pruned_at TEXT NOT NULL
 );
 
 CREATE TABLE reputation_counts (
-  company_id INTEGER NOT NULL,
+  company_id {bigint} NOT NULL,
   grain TEXT NOT NULL CHECK (grain IN ('h','d')),
   bucket_start TEXT NOT NULL,
   verb TEXT NOT NULL,
   agent TEXT NOT NULL,
-  invocations INTEGER NOT NULL,
-  successes INTEGER NOT NULL,
-  failures INTEGER NOT NULL,
-  denials INTEGER NOT NULL,
-  pending INTEGER NOT NULL,
+  invocations {bigint} NOT NULL,
+  successes {bigint} NOT NULL,
+  failures {bigint} NOT NULL,
+  denials {bigint} NOT NULL,
+  pending {bigint} NOT NULL,
   PRIMARY KEY (company_id, grain, bucket_start, verb, agent)
 );
 
 CREATE TABLE reputation_latency (
-  company_id INTEGER NOT NULL,
+  company_id {bigint} NOT NULL,
   grain TEXT NOT NULL CHECK (grain IN ('h','d')),
   bucket_start TEXT NOT NULL,
   verb TEXT NOT NULL,
   agent TEXT NOT NULL,
   bin INTEGER NOT NULL,
-  count INTEGER NOT NULL,
+  count {bigint} NOT NULL,
   PRIMARY KEY (company_id, grain, bucket_start, verb, agent, bin)
 );
 
 CREATE TABLE macros (
   macro_id TEXT PRIMARY KEY,
-  company_id INTEGER NOT NULL,
+  company_id {bigint} NOT NULL,
   name TEXT NOT NULL,
   description TEXT NOT NULL DEFAULT '',
-  steps TEXT NOT NULL,
+  steps {json} NOT NULL,
   version INTEGER NOT NULL,
-  created_by INTEGER NOT NULL,
+  created_by {bigint} NOT NULL,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL,
   UNIQUE (company_id, name)
@@ -526,87 +325,15 @@ CREATE TABLE macros (
 
 CREATE TABLE macro_runs (
   run_id TEXT PRIMARY KEY,
-  company_id INTEGER NOT NULL,
-  user_id INTEGER NOT NULL,
+  company_id {bigint} NOT NULL,
+  user_id {bigint} NOT NULL,
   macro_id TEXT NOT NULL,
   version INTEGER NOT NULL,
   status TEXT NOT NULL CHECK (status IN ('pending','failed','completed')),
   next_step INTEGER NOT NULL,
   attempt INTEGER NOT NULL,
-  outputs TEXT NOT NULL,
-  override_args TEXT NOT NULL,
-  created_at TEXT NOT NULL,
-  updated_at TEXT NOT NULL,
-  expires_at TEXT NOT NULL
-);
-CREATE INDEX macro_runs_expiry ON macro_runs(expires_at);
-`;
-
-const OBSERVE_POSTGRES_V3 = `
-CREATE TABLE subscriptions (
-  subscription_id TEXT PRIMARY KEY,
-  company_id BIGINT NOT NULL,
-  user_id BIGINT NOT NULL,
-  filters JSONB NOT NULL,
-  created_at TEXT NOT NULL
-);
-CREATE INDEX subscriptions_company ON subscriptions(company_id, created_at);
-
-CREATE TABLE event_retention (
-  company_id BIGINT PRIMARY KEY,
-  pruned_through_seq BIGINT NOT NULL,
-  pruned_at TEXT NOT NULL
-);
-
-CREATE TABLE reputation_counts (
-  company_id BIGINT NOT NULL,
-  grain TEXT NOT NULL CHECK (grain IN ('h','d')),
-  bucket_start TEXT NOT NULL,
-  verb TEXT NOT NULL,
-  agent TEXT NOT NULL,
-  invocations BIGINT NOT NULL,
-  successes BIGINT NOT NULL,
-  failures BIGINT NOT NULL,
-  denials BIGINT NOT NULL,
-  pending BIGINT NOT NULL,
-  PRIMARY KEY (company_id, grain, bucket_start, verb, agent)
-);
-
-CREATE TABLE reputation_latency (
-  company_id BIGINT NOT NULL,
-  grain TEXT NOT NULL CHECK (grain IN ('h','d')),
-  bucket_start TEXT NOT NULL,
-  verb TEXT NOT NULL,
-  agent TEXT NOT NULL,
-  bin INTEGER NOT NULL,
-  count BIGINT NOT NULL,
-  PRIMARY KEY (company_id, grain, bucket_start, verb, agent, bin)
-);
-
-CREATE TABLE macros (
-  macro_id TEXT PRIMARY KEY,
-  company_id BIGINT NOT NULL,
-  name TEXT NOT NULL,
-  description TEXT NOT NULL DEFAULT '',
-  steps JSONB NOT NULL,
-  version INTEGER NOT NULL,
-  created_by BIGINT NOT NULL,
-  created_at TEXT NOT NULL,
-  updated_at TEXT NOT NULL,
-  UNIQUE (company_id, name)
-);
-
-CREATE TABLE macro_runs (
-  run_id TEXT PRIMARY KEY,
-  company_id BIGINT NOT NULL,
-  user_id BIGINT NOT NULL,
-  macro_id TEXT NOT NULL,
-  version INTEGER NOT NULL,
-  status TEXT NOT NULL CHECK (status IN ('pending','failed','completed')),
-  next_step INTEGER NOT NULL,
-  attempt INTEGER NOT NULL,
-  outputs JSONB NOT NULL,
-  override_args JSONB NOT NULL,
+  outputs {json} NOT NULL,
+  override_args {json} NOT NULL,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL,
   expires_at TEXT NOT NULL
@@ -658,36 +385,11 @@ CREATE INDEX rate_limit_counters_end ON rate_limit_counters(window_end);
 `;
 
 export const runtimeMigrations: readonly Migration[] = [
-  { version: 1, name: 'runtime tables', sqlite: SQLITE_V1, postgres: POSTGRES_V1 },
-  {
-    version: 2,
-    name: 'audit trail indexes',
-    sqlite: AUDIT_TRAIL_INDEXES_V2,
-    postgres: AUDIT_TRAIL_INDEXES_V2,
-  },
-  { version: 3, name: 'observe-and-learn tables', sqlite: OBSERVE_SQLITE_V3, postgres: OBSERVE_POSTGRES_V3 },
-  {
-    version: 4,
-    name: 'signature replay guard',
-    sqlite: SIGNATURE_REPLAYS_V4,
-    postgres: SIGNATURE_REPLAYS_V4,
-  },
-  {
-    version: 5,
-    name: 'approval role floor',
-    sqlite: APPROVAL_ROLE_FLOOR_V5,
-    postgres: APPROVAL_ROLE_FLOOR_V5,
-  },
-  {
-    version: 6,
-    name: 'UCP platform user ids',
-    sqlite: UCP_PLATFORM_USERS_V6,
-    postgres: UCP_PLATFORM_USERS_V6,
-  },
-  {
-    version: 7,
-    name: 'rate-limit counters',
-    sqlite: RATE_LIMIT_COUNTERS_V7,
-    postgres: RATE_LIMIT_COUNTERS_V7,
-  },
+  portableMigration(1, 'runtime tables', RUNTIME_V1),
+  portableMigration(2, 'audit trail indexes', AUDIT_TRAIL_INDEXES_V2),
+  portableMigration(3, 'observe-and-learn tables', OBSERVE_V3),
+  portableMigration(4, 'signature replay guard', SIGNATURE_REPLAYS_V4),
+  portableMigration(5, 'approval role floor', APPROVAL_ROLE_FLOOR_V5),
+  portableMigration(6, 'UCP platform user ids', UCP_PLATFORM_USERS_V6),
+  portableMigration(7, 'rate-limit counters', RATE_LIMIT_COUNTERS_V7),
 ];
