@@ -15,12 +15,12 @@ import { counterRuntime, consented } from './counter-verbs.ts';
 import type { TestRuntime } from '../support/runtime.ts';
 import {
   verifyAuditChain,
-  verifyDatabaseFile,
   verifyStoreChain,
   storedRowHash,
   type AuditVerifyReport,
   type AuditFindingKind,
 } from '../../src/runtime/ledger/verify.ts';
+import { verifyDatabaseFile } from '../../src/runtime/ledger/verify-file.ts';
 import { AUDIT_COLUMNS, hashAuditRow, toAuditRow } from '../../src/runtime/ledger/audit.ts';
 import { checkpointMaterial } from '../../src/runtime/runtime.ts';
 import { StoreError } from '../../src/store/store.ts';

@@ -17,7 +17,7 @@ import {
   type AuditEntry,
   type AuditRow,
 } from '../../src/runtime/ledger/audit.ts';
-import { verifyDatabaseFile } from '../../src/runtime/ledger/verify.ts';
+import { verifyDatabaseFile } from '../../src/runtime/ledger/verify-file.ts';
 import { createTestRuntime } from '../support/runtime.ts';
 
 const HASHED = AUDIT_COLUMNS.filter((c) => c !== 'row_hash');

@@ -12,7 +12,7 @@
  *   unknown_key    a checkpoint is signed by a key the verifier does not trust
  * It needs no secret: only rows, checkpoints and public keys. Keys exported earlier (`solid audit
  * export-keys`) are the trust anchor; keys read from the same database only prove consistency with
- * that database. Sources: a SQLite file read directly (`verifyDatabaseFile`, worker threads on long
+ * that database. Sources: a SQLite file read directly (`verifyDatabaseFile` in verify-file.ts, worker threads on long
  * logs) or any Store (`verifyStoreChain`, e.g. PostgreSQL). A whole chain re-hashed by someone without the signing key is caught by the
  * checkpoints (or by a saved receipt/anchor), never by the hashes alone.
  *
@@ -20,23 +20,17 @@
  * values (request_data is stored as its RFC 8785 text), one SHA-256 per row.
  */
 import { createPublicKey, verify as nodeVerify, type KeyObject } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
-import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
+import { StoreError } from '../../store/store.ts';
+import { openAuditFile, type AuditFile } from '../../store/sqlite/audit-file.ts';
 import { AUDIT_COLUMNS, GENESIS_HASH } from './audit.ts';
 import {
   I_COMPANY,
   SegmentWalker,
   storedInteger,
   storedRowHash,
-  walkSqliteOrExact,
   type AuditFinding,
   type CheckedCheckpoint,
   type SegmentResult,
-  type SegmentTask,
   type StoredAuditRow,
 } from './chain-walk.ts';
 
@@ -109,7 +103,7 @@ export interface VerifyOptions {
   maxFindings?: number;
 }
 
-function keyMap(
+export function keyMap(
   publicKeys: readonly PublicJwk[] | ReadonlyMap<string, KeyObject>,
 ): ReadonlyMap<string, KeyObject> {
   if (!Array.isArray(publicKeys)) return publicKeys as ReadonlyMap<string, KeyObject>;
@@ -128,7 +122,7 @@ function keyMap(
 }
 
 /** Check checkpoint signatures (they do not depend on the rows): per tenant, sorted by seq. */
-function checkCheckpoints(
+export function checkCheckpoints(
   checkpoints: Iterable<CheckpointRecord>,
   keys: ReadonlyMap<string, KeyObject>,
   only: number | undefined,
@@ -287,7 +281,7 @@ function tenantReport(
   };
 }
 
-function assemble(
+export function assemble(
   t0: number,
   rows: number,
   segmentsByTenant: Map<number, SegmentResult[]>,
@@ -319,7 +313,7 @@ function assemble(
   };
 }
 
-function headMap(heads: Iterable<ChainHead>, only: number | undefined): Map<number, ChainHead> {
+export function headMap(heads: Iterable<ChainHead>, only: number | undefined): Map<number, ChainHead> {
   const m = new Map<number, ChainHead>();
   for (const h of heads) {
     const companyId = Number(h.company_id);
@@ -419,126 +413,23 @@ export function parseTrustFile(text: string): TrustFile {
 
 const SELECT_ROWS = `SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log`;
 
-/** A path SQLite can open read-only for `path`, and what to do when done with it. */
-export interface ReadableAuditPath {
-  path: string;
-  /** True when `path` is a private snapshot (the original sits where SQLite cannot write). */
-  snapshot: boolean;
-  /** For a snapshot: whether the original had a `-wal` file next to it (copied and folded in). */
-  hadWal?: boolean;
-  release(): void;
+/** The envelope error of an audit source that cannot be read (reason store_unavailable). */
+export function storeUnavailable(message: string): VerbError {
+  return new VerbError('store_unavailable', message, {
+    hint: 'Pass the solid database with --db (or SOLID_DB).',
+  });
 }
 
 /**
- * Where to read the audit log of the SQLite database `path` from. Normally `path` itself, opened
- * read-only. A WAL-mode database on read-only media (a write-protected copy handed to an auditor,
- * a read-only mount) cannot be opened even read-only — SQLite must create its `-shm` file next
- * to it — so then the database and its `-wal`, when present, are copied into a private temp
- * directory, the WAL is folded into the copy, and the copy is read; `release()` deletes it (also
- * at process exit). The copy needs as much free temp space as the database.
- * Reasons (thrown): store_unavailable (missing file, not a solid database, unreadable).
+ * Open a solid SQLite database read-only for offline tools (store/sqlite/audit-file.ts: through a
+ * private snapshot when it sits on read-only media). Throws VerbError store_unavailable.
  */
-export function readableAuditPath(path: string): ReadableAuditPath {
-  const probe = (p: string): void => {
-    const db = new Database(p, { readonly: true, fileMustExist: true });
-    try {
-      db.prepare('SELECT 1 FROM audit_log LIMIT 1').get();
-    } finally {
-      db.close();
-    }
-  };
-  const unavailable = (err: unknown) =>
-    new VerbError('store_unavailable', `Cannot read an audit log at ${path}: ${(err as Error).message}`, {
-      hint: 'Pass the solid database with --db (or SOLID_DB).',
-    });
+export function openAuditDatabase(path: string): AuditFile {
   try {
-    probe(path);
-    return { path, snapshot: false, release: () => {} };
+    return openAuditFile(path);
   } catch (err) {
-    if (!existsSync(path) || !/readonly|read-only|unable to open/i.test((err as Error).message))
-      throw unavailable(err);
+    throw err instanceof StoreError ? storeUnavailable(err.message) : err;
   }
-  const dir = mkdtempSync(join(tmpdir(), 'solid-audit-snapshot-'));
-  // The copy holds the business's data: deleted on release, at exit, and on a terminating signal
-  // (then the signal is raised again, so the process still ends the way it was asked to).
-  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-  const remove = () => rmSync(dir, { recursive: true, force: true });
-  const onSignal = (signal: NodeJS.Signals) => {
-    detach();
-    remove();
-    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
-  };
-  const detach = () => {
-    process.removeListener('exit', remove);
-    for (const sig of signals) process.removeListener(sig, onSignal);
-  };
-  const release = () => {
-    detach();
-    remove();
-  };
-  process.once('exit', remove);
-  for (const sig of signals) process.once(sig, onSignal);
-  const hadWal = existsSync(`${path}-wal`);
-  try {
-    const copy = join(dir, 'audit.db');
-    copyFileSync(path, copy);
-    chmodSync(copy, 0o600); // the copy keeps the original's (read-only) mode otherwise
-    if (hadWal) {
-      copyFileSync(`${path}-wal`, `${copy}-wal`);
-      chmodSync(`${copy}-wal`, 0o600);
-    }
-    const db = new Database(copy, { fileMustExist: true });
-    try {
-      db.pragma('journal_mode = DELETE'); // folds the WAL into the copy; later opens need no -shm
-    } finally {
-      db.close();
-    }
-    probe(copy);
-    return { path: copy, snapshot: true, hadWal, release };
-  } catch (err) {
-    release();
-    throw unavailable(err);
-  }
-}
-
-/**
- * Open a solid SQLite database read-only (no runtime, no keyfile), through a private snapshot when
- * it sits on read-only media (readableAuditPath; deleted when the connection closes).
- * Throws store_unavailable.
- */
-export function openAuditDatabase(path: string): Database.Database {
-  const source = readableAuditPath(path);
-  try {
-    const db = new Database(source.path, { readonly: true, fileMustExist: true });
-    if (source.snapshot) {
-      const close = db.close.bind(db);
-      db.close = () => {
-        close();
-        source.release();
-        return db;
-      };
-    }
-    return db;
-  } catch (err) {
-    source.release();
-    throw new VerbError(
-      'store_unavailable',
-      `Cannot read an audit log at ${path}: ${(err as Error).message}`,
-      { hint: 'Pass the solid database with --db (or SOLID_DB).' },
-    );
-  }
-}
-
-/** A read-only Queryable over a better-sqlite3 connection (offline tools, no Store needed). */
-export function sqliteQueryable(db: Database.Database): Queryable {
-  return {
-    get: async <T>(sql: string, params: readonly unknown[] = []) =>
-      db.prepare(sql).get(...params) as T | undefined,
-    all: async <T>(sql: string, params: readonly unknown[] = []) => db.prepare(sql).all(...params) as T[],
-    run: async () => {
-      throw new VerbError('store_unavailable', 'This audit source is read-only.');
-    },
-  };
 }
 
 /** Every public key a database holds, any state (retired keys still verify old checkpoints). */
@@ -558,7 +449,7 @@ export async function latestCheckpoints(q: Queryable, tenant?: number): Promise<
   return rows.map((r) => ({ ...r, company_id: Number(r.company_id), seq: Number(r.seq) }));
 }
 
-const SAME_STORE_WARNING =
+export const SAME_STORE_WARNING =
   'No trusted keys given (--keys): checkpoint signatures were checked with the public keys stored in this same database, so someone able to rewrite the database could also have replaced them. Export the keys once (`solid audit export-keys`) and keep the file elsewhere.';
 
 /**
@@ -633,295 +524,6 @@ export async function verifyStoreChain(
   const report = assemble(t0, total, segments, checked, headMap(meta.heads, t), maxFindings);
   if (options.trust === undefined) report.warnings.push(SAME_STORE_WARNING);
   return report;
-}
-
-export interface VerifyDatabaseOptions extends VerifyOptions {
-  /** Trusted keys (and anchors). Without it the database's own keys are used, with a warning. */
-  trust?: TrustFile;
-  /** Called once with the number of rows to walk (progress bars). */
-  onStart?: (rows: number) => void;
-  /** Walk with worker threads when the log holds at least this many rows. Default 100 000. */
-  parallelMinRows?: number;
-  /** Worker threads for a parallel walk. Default: the available parallelism (at most 8). */
-  workers?: number;
-  /** seq numbers per chunk of a parallel walk. Default: rows / (4 × workers), at least 20 000. */
-  chunkRows?: number;
-}
-
-/**
- * Verify the audit log of a SQLite database file directly (offline: no runtime, no secrets).
- * Long logs are walked in seq-range chunks by worker threads and stitched (same findings as one
- * sequential walk); if workers cannot start, one thread walks it (a warning says so).
- * Reasons (thrown): store_unavailable. Findings are in the report. Spec: spec/audit.md §verify.
- */
-export async function verifyDatabaseFile(
-  original: string,
-  options: VerifyDatabaseOptions = {},
-): Promise<AuditVerifyReport> {
-  const t0 = performance.now();
-  const source = readableAuditPath(original);
-  const path = source.path; // the workers open the same file
-  // readableAuditPath has opened and probed `path` already: open it, no second probe.
-  const open = () => new Database(path, { readonly: true, fileMustExist: true });
-  let db: Database.Database;
-  try {
-    db = open();
-  } catch (err) {
-    source.release();
-    throw new VerbError(
-      'store_unavailable',
-      `Cannot read an audit log at ${original}: ${(err as Error).message}`,
-      { hint: 'Pass the solid database with --db (or SOLID_DB).' },
-    );
-  }
-  let closed = false;
-  try {
-    const t = options.tenant;
-    const where = t === undefined ? '' : ' WHERE company_id = ?';
-    const params = t === undefined ? [] : [t];
-    const count = Number(
-      (db.prepare(`SELECT COUNT(*) AS n FROM audit_log${where}`).get(...params) as { n: number }).n,
-    );
-    options.onStart?.(count);
-    const checkpoints = db
-      .prepare(`SELECT company_id, seq, head_hash, created_at, kid, signature FROM audit_checkpoints${where}`)
-      .all(...params) as CheckpointRecord[];
-    const heads = db
-      .prepare(`SELECT company_id, audit_seq, audit_hash FROM tenant_heads${where}`)
-      .all(...params) as ChainHead[];
-    const warnings: string[] = [];
-    let keys: PublicJwk[];
-    if (options.trust !== undefined) {
-      keys = options.trust.keys;
-      checkpoints.push(
-        ...(options.trust.checkpoints ?? []).filter((c) => t === undefined || Number(c.company_id) === t),
-      );
-    } else {
-      keys = await databaseKeys(sqliteQueryable(db), t);
-      warnings.push(SAME_STORE_WARNING);
-    }
-    const workers = Math.max(1, Math.min(options.workers ?? availableParallelism(), 8));
-    let report: AuditVerifyReport | undefined;
-    // The parallel walk splits each tenant's integer seq range; a row whose seq or company_id is
-    // stored as text lies outside every range, so then the one-thread walk (which meets it) runs.
-    const handPut = () =>
-      db
-        .prepare(
-          `SELECT 1 FROM audit_log WHERE typeof(seq) <> 'integer' OR typeof(company_id) <> 'integer' LIMIT 1`,
-        )
-        .get() !== undefined;
-    if (count >= (options.parallelMinRows ?? 100_000) && workers > 1 && !handPut()) {
-      const ranges = db
-        .prepare(
-          `SELECT company_id, MIN(seq) AS lo, MAX(seq) AS hi FROM audit_log${where} GROUP BY company_id`,
-        )
-        .all(...params) as Array<{ company_id: number; lo: number; hi: number }>;
-      db.close();
-      closed = true;
-      try {
-        report = await parallelWalk(path, ranges, checkpoints, keys, heads, options, workers, t0);
-      } catch (err) {
-        warnings.push(
-          `The parallel walk could not run (${(err as Error).message}); the log was walked on one thread.`,
-        );
-      }
-    }
-    if (report === undefined) {
-      const rdb = closed ? open() : db;
-      try {
-        const maxFindings = options.maxFindings ?? 1000;
-        const every = options.progressEvery ?? 16384;
-        const checked = checkCheckpoints(checkpoints, keyMap(keys), t);
-        let walkers = new Map<number, SegmentWalker>();
-        let total = 0;
-        walkSqliteOrExact(
-          rdb,
-          () => {
-            walkers = new Map();
-            total = 0;
-            return (companyId) => {
-              let w = walkers.get(companyId);
-              if (w === undefined)
-                walkers.set(
-                  companyId,
-                  (w = new SegmentWalker(
-                    companyId,
-                    1,
-                    GENESIS_HASH,
-                    checked.byTenant.get(companyId) ?? [],
-                    maxFindings,
-                  )),
-                );
-              return w;
-            };
-          },
-          `${where} ORDER BY company_id, seq`,
-          params,
-          () => {
-            if (++total % every === 0) options.onProgress?.(total);
-          },
-        );
-        options.onProgress?.(total);
-        const segments = new Map<number, SegmentResult[]>();
-        for (const [id, w] of walkers) segments.set(id, [w.r]);
-        report = assemble(t0, total, segments, checked, headMap(heads, t), maxFindings);
-      } finally {
-        if (closed) rdb.close();
-      }
-    }
-    if (source.snapshot) {
-      report.warnings.push(
-        source.hadWal
-          ? `${original} is on read-only media; a private copy of it and its -wal file was verified (and deleted).`
-          : `${original} is on read-only media; a private copy of it was verified (and deleted). No -wal file was next to it: if the original database had one, rows committed since its last checkpoint are not in this copy — copy the -wal file too.`,
-      );
-    }
-    report.warnings.push(...warnings);
-    return report;
-  } finally {
-    if (!closed) db.close();
-    source.release();
-  }
-}
-
-/**
- * Worker bootstrap (CommonJS, eval). The worker runs chain-walk.ts bundled to plain JavaScript:
- * the built package ships that bundle (`dist/runtime/ledger/chain-walk.cjs`, made by `npm run
- * build`); run from the TypeScript sources it is bundled once per process with esbuild (a
- * development dependency). A worker then starts in tens of milliseconds instead of booting a
- * TypeScript loader of its own. better-sqlite3 (native) is required from the package, never bundled.
- */
-const WORKER_BOOT = `
-const { parentPort, workerData } = require('node:worker_threads');
-try {
-  const req = require('node:module').createRequire(workerData.base);
-  const mod = { exports: {} };
-  new Function('require', 'module', 'exports', workerData.code)(req, mod, mod.exports);
-  mod.exports.serveSegmentWalks(parentPort, workerData.path, workerData.maxFindings);
-} catch (e) {
-  parentPort.postMessage({ fatal: String((e && e.stack) || e) });
-}
-`;
-
-/** The prebuilt worker script beside the built verify.js (absent when running from sources). */
-export const PREBUILT_WALKER = fileURLToPath(new URL('./chain-walk.cjs', import.meta.url));
-
-/**
- * esbuild options that bundle chain-walk.ts for the worker (serve-time from sources, and the build).
- * Typed here, not as esbuild's BuildOptions: the shipped .d.ts must not need esbuild installed.
- */
-export interface WalkerBundleOptions {
-  entryPoints: string[];
-  bundle: true;
-  platform: 'node';
-  format: 'cjs';
-  target: string;
-  external: string[];
-  logLevel: 'silent';
-}
-
-/** The options of {@link WalkerBundleOptions}. */
-export function walkerBundleOptions(): WalkerBundleOptions {
-  return {
-    entryPoints: [fileURLToPath(new URL('./chain-walk.ts', import.meta.url))],
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: 'node20',
-    external: ['better-sqlite3'],
-    logLevel: 'silent',
-  };
-}
-
-let workerCode: Promise<string> | undefined;
-
-/** chain-walk and what it imports as one CommonJS script: the prebuilt file, or bundled (cached per process). */
-function bundledWalker(): Promise<string> {
-  workerCode ??= (async () => {
-    if (existsSync(PREBUILT_WALKER)) return readFileSync(PREBUILT_WALKER, 'utf8');
-    const esbuild = await import('esbuild');
-    const out = await esbuild.build({ ...walkerBundleOptions(), write: false });
-    return out.outputFiles[0]!.text;
-  })();
-  workerCode.catch(() => {
-    workerCode = undefined;
-  });
-  return workerCode;
-}
-
-async function parallelWalk(
-  path: string,
-  ranges: Array<{ company_id: number; lo: number; hi: number }>,
-  checkpoints: CheckpointRecord[],
-  keys: readonly PublicJwk[],
-  heads: ChainHead[],
-  options: VerifyDatabaseOptions,
-  workers: number,
-  t0: number,
-): Promise<AuditVerifyReport> {
-  const maxFindings = options.maxFindings ?? 1000;
-  const checked = checkCheckpoints(checkpoints, keyMap(keys), options.tenant);
-  const span = ranges.reduce((n, r) => n + (Number(r.hi) - Math.min(1, Number(r.lo)) + 1), 0);
-  const chunk = Math.max(1, options.chunkRows ?? Math.max(20_000, Math.ceil(span / (workers * 4))));
-  const tasks: SegmentTask[] = [];
-  for (const r of ranges) {
-    const companyId = Number(r.company_id);
-    const cps = checked.byTenant.get(companyId) ?? [];
-    for (let from = Math.min(1, Number(r.lo)); from <= Number(r.hi); from += chunk) {
-      const to = Math.min(Number(r.hi), from + chunk - 1);
-      tasks.push({
-        id: tasks.length,
-        company_id: companyId,
-        from,
-        to,
-        checkpoints: cps.filter((c) => c.seq >= from && c.seq <= to),
-      });
-    }
-  }
-  const code = await bundledWalker();
-  const results: SegmentResult[] = [];
-  let done = 0;
-  let next = 0;
-  const pool: Worker[] = [];
-  try {
-    await new Promise<void>((resolve, reject) => {
-      let live = Math.min(workers, tasks.length);
-      if (live === 0) return resolve();
-      for (let i = 0; i < live; i++) {
-        const w = new Worker(WORKER_BOOT, {
-          eval: true,
-          workerData: { code, base: fileURLToPath(import.meta.url), path, maxFindings },
-        });
-        pool.push(w);
-        const feed = () => {
-          if (next < tasks.length) w.postMessage(tasks[next++]);
-          else {
-            w.postMessage(null);
-            if (--live === 0) resolve();
-          }
-        };
-        w.on('message', (m: { ready?: boolean; fatal?: string; id?: number; result?: SegmentResult }) => {
-          if (m.fatal !== undefined) return reject(new Error(`worker failed: ${m.fatal.split('\n')[0]}`));
-          if (m.result !== undefined) {
-            results.push(m.result);
-            done += m.result.rows;
-            options.onProgress?.(done);
-          }
-          feed();
-        });
-        w.on('error', reject);
-      }
-    });
-  } finally {
-    for (const w of pool) void w.terminate();
-  }
-  const segments = new Map<number, SegmentResult[]>();
-  for (const r of results) {
-    let list = segments.get(r.company_id);
-    if (list === undefined) segments.set(r.company_id, (list = []));
-    list.push(r);
-  }
-  return assemble(t0, done, segments, checked, headMap(heads, options.tenant), maxFindings);
 }
 
 /** Outcome of checking a receipt's attestation against a local audit log. */

@@ -21,12 +21,12 @@ import {
   latestCheckpoints,
   openAuditDatabase,
   parseTrustFile,
-  sqliteQueryable,
-  verifyDatabaseFile,
   verifyStoreChain,
   type AuditVerifyReport,
   type TrustFile,
 } from '../../../runtime/ledger/verify.ts';
+import { verifyDatabaseFile } from '../../../runtime/ledger/verify-file.ts';
+import { sqliteQueryable } from '../../../store/sqlite/audit-file.ts';
 import { VerbError } from '../../../runtime/errors.ts';
 import type { Queryable, Store } from '../../../store/store.ts';
 import {
