@@ -5,8 +5,8 @@
  * (`<namespace>.<sub-agent>.<capability>`), the `extends` rule, and the schema-URL authority
  * binding check.
  *
- * Spec: spec/transports.md §ucp-names; research brief "UCP + RFC 9421" §2.3 (name patterns,
- * authority binding) and §3 (a non-shopping business's own capabilities).
+ * Spec: spec/transports.md §ucp-names; the UCP specification's naming rules (name patterns,
+ * authority binding) for a non-shopping business's own capabilities.
  */
 import type { CompiledVerb } from '../../runtime/verb.ts';
 

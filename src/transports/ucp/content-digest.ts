@@ -3,7 +3,7 @@
  * Content-Encoding; no JSON canonicalization). UCP signs with `sha-256`; `sha-512` is accepted.
  *
  * Spec: RFC 9530 §2 and §5 (Content-Digest is an RFC 8941 Dictionary of algorithm → Byte Sequence);
- * research brief "UCP + RFC 9421" §7.5 and §10.
+ * RFC 9530 (Content-Digest) and the UCP specification's signing order (digest checked before the signature).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { parseDictionary, serializeDictionary, type Dictionary } from 'structured-headers';

@@ -1,8 +1,8 @@
 /**
  * P-256 JWK import/export for UCP signing keys (ES256 only), on node:crypto's JWK support.
  *
- * Spec: RFC 7517/7518 (JWK, EC keys); research brief "UCP + RFC 9421" §2.2 (profile `keys[]`:
- * kid, kty, crv, x, y, use "sig", alg "ES256"; private members forbidden) and §7.1.
+ * Spec: RFC 7517/7518 (JWK, EC keys); the UCP business profile (`keys[]`:
+ * kid, kty, crv, x, y, use "sig", alg "ES256"; private members forbidden; spec/transports.md §ucp-keys).
  */
 import { createPrivateKey, createPublicKey, ECDH, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { SignatureError } from './signature-error.ts';

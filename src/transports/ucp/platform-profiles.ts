@@ -20,7 +20,7 @@
  * that cannot be used (other type, `use: "enc"`, malformed) fails only signatures naming its kid
  * (`algorithm_unsupported` / `key_not_found`), never the whole profile.
  *
- * Spec: spec/transports.md §ucp-verify; research brief "UCP + RFC 9421" §2.4, §4, §7.4.
+ * Spec: spec/transports.md §ucp-verify; the UCP specification (profile hosting, discovery, key resolution).
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { request as httpRequest, type IncomingMessage } from 'node:http';

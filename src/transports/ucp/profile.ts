@@ -19,7 +19,7 @@
  * Services: one REST service per sub-agent that has capabilities (`<namespace>.<sub-agent>`), all
  * bound to the same endpoint. Capability entries carry `config: { verb, shape, consent_class }`.
  *
- * Spec: spec/transports.md §ucp-profile; research brief "UCP + RFC 9421" §2, §3.
+ * Spec: spec/transports.md §ucp-profile; the UCP business profile document.
  */
 import { createHash } from 'node:crypto';
 import { inlineSchema } from '../../runtime/registry.ts';

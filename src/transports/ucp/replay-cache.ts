@@ -6,7 +6,7 @@
  * `signature_replays` table, so every node of a PostgreSQL deployment and a restarted process see
  * them; `ReplayCache` is the bounded in-memory one (one process, forgotten on restart).
  *
- * Spec: RFC 9421 §7.2.2 (signature replay); research brief "UCP + RFC 9421" §7.3.
+ * Spec: RFC 9421 §7.2.2 (signature replay); spec/transports.md §ucp-verify (signature parameters and their window).
  */
 
 import type { Store } from '../../store/store.ts';

@@ -2,7 +2,7 @@
  * The one error class of the UCP message-signature layer (RFC 9421 signatures, RFC 9530 digests,
  * P-256 JWKs). Callers branch on `code`, never on `message`.
  *
- * Spec: research brief "UCP + RFC 9421" §6 (error table) and §7.4 (verification failures).
+ * Spec: spec/transports.md §ucp-errors (the error table) and §ucp-verify (verification failures).
  */
 
 /**

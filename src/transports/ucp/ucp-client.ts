@@ -12,7 +12,7 @@
  *   callCapability  GET the business profile, find the capability's service endpoint, POST the
  *                   signed request, verify the answer
  *
- * Spec: spec/transports.md §ucp-client; research brief "UCP + RFC 9421" §5, §7.
+ * Spec: spec/transports.md §ucp-client; the UCP specification (REST request headers, request signing).
  */
 import { randomUUID, type KeyObject } from 'node:crypto';
 import { createContentDigest } from './content-digest.ts';

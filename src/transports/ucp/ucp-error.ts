@@ -9,7 +9,7 @@
  *   + signature_missing / signature_invalid / key_not_found / signature_expired /
  *     signature_replayed 401, digest_mismatch / algorithm_unsupported / components_missing 400
  *
- * Spec: spec/transports.md §ucp-errors; research brief "UCP + RFC 9421" §6.
+ * Spec: spec/transports.md §ucp-errors.
  */
 import { SIGNATURE_ERROR_STATUS, type SignatureError } from './signature-error.ts';
 

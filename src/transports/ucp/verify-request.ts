@@ -15,7 +15,7 @@
  * algorithm_unsupported) → replay of the same signature within its window (signature_replayed).
  * We additionally require `created` (signature_invalid without it): it bounds the replay window.
  *
- * Spec: spec/transports.md §ucp-verify; research brief "UCP + RFC 9421" §4, §5, §7.
+ * Spec: spec/transports.md §ucp-verify; the UCP specification (discovery, REST headers, request signing).
  */
 import { createHash, type KeyObject } from 'node:crypto';
 import { parseDictionary } from 'structured-headers';
