@@ -8,7 +8,7 @@
  * class, a typed-phrase class without a phrase builder, a tool-name projection that collides.
  * Last write wins for the same name.
  *
- * Spec: spec/manifest.md §registration, spec/transports.md §tool-names.
+ * Spec: spec/manifest.md §registration, spec/manifest.md §tool-names.
  */
 import { createHash } from 'node:crypto';
 import { z, type ZodType } from 'zod';
@@ -53,7 +53,7 @@ const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 /**
  * Project a verb name onto a tool name accepted by OpenAI, Claude and Gemini
  * (^[a-zA-Z0-9_-]{1,64}$): every "." becomes "__". Reversible for every registered verb because
- * the registry refuses collisions. spec/transports.md §tool-names
+ * the registry refuses collisions. spec/manifest.md §tool-names
  */
 export function toToolName(verbName: string): string {
   return verbName.replace(/\./g, '__');

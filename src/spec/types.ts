@@ -24,7 +24,7 @@ export const VALID_SHAPES = [
 ] as const;
 export type Shape = (typeof VALID_SHAPES)[number];
 
-/** spec/manifest.md §side_effects */
+/** spec/manifest.md §record (side_effects) */
 export const VALID_SIDE_EFFECTS = ['read', 'write', 'mixed'] as const;
 export type SideEffect = (typeof VALID_SIDE_EFFECTS)[number];
 
@@ -44,7 +44,7 @@ export type VerbClass = (typeof VERB_CLASSES)[number];
 /** Alias using the spec's words. */
 export type ConsentClass = VerbClass;
 
-/** Subscription tiers, lowest first. spec/manifest.md §tier_floor */
+/** Subscription tiers, lowest first. spec/manifest.md §record (tier_floor) */
 export const TIERS = ['starter', 'professional', 'enterprise'] as const;
 export type Tier = (typeof TIERS)[number];
 

@@ -5,7 +5,7 @@
  * months are business-local (UTC−6).
  *
  * Reasons: invalid_input (a range that ends before it starts or spans more than 3 years),
- * tier_denied (starter tenants). Spec: spec/shapes.md §aggregate, spec/manifest.md §tier_floor.
+ * tier_denied (starter tenants). Spec: spec/shapes.md §aggregate, spec/manifest.md §record (tier_floor).
  */
 import { formatCents } from '../../runtime/consent/typed-phrase.ts';
 import { invalidInput } from '../data/domain-error.ts';

@@ -3,7 +3,7 @@
  * subset: objects with `additionalProperties: false`, integer ids, integer cents, enums, ranges).
  * company_id and user_id never appear: the runtime injects them from authentication.
  *
- * Spec: spec/manifest.md §input_schema.
+ * Spec: spec/manifest.md §record (input_schema).
  */
 import type { JsonSchema } from '../../spec/types.ts';
 

@@ -8,7 +8,7 @@
  * is never executed, whatever the role or confirmation (the spec's blocklist example).
  *
  * Reasons: not_found ("subscription 2 not found"), same_tier, not_an_upgrade, seats_exceed_tier
- * (revert), blocked_verb. Spec: spec/consent.md §classes §blocklist, spec/manifest.md §tier_floor.
+ * (revert), blocked_verb. Spec: spec/consent.md §classes §blocklist, spec/manifest.md §record (tier_floor).
  */
 import { formatCents } from '../../runtime/consent/typed-phrase.ts';
 import { VerbError } from '../../runtime/errors.ts';

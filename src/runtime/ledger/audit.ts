@@ -104,7 +104,7 @@ export interface AuditEntryBase {
 /**
  * A complete audit entry: the identity from `base`, every other column defaulted, then `fields`
  * applied. Built as one object literal (spreading this 25-member object is a slow path in V8 and
- * this runs per dispatch). The one place entries are made. spec/audit.md §fields
+ * this runs per dispatch). The one place entries are made. spec/audit.md §rows
  */
 export function auditEntry(base: AuditEntryBase, fields?: Partial<AuditEntry>): AuditEntry {
   const p = base.principal ?? null;
