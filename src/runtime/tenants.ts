@@ -83,6 +83,44 @@ export async function insertTenant(
   return { company_id: t.company_id, name: t.name, tier: t.tier, settings: t.settings ?? {}, created_at };
 }
 
+/** How many tenants the database holds (the sandbox included). */
+export async function countTenants(q: Queryable): Promise<number> {
+  const row = await q.get<{ n: number | string }>('SELECT COUNT(*) AS n FROM tenants');
+  return Number(row?.n ?? 0);
+}
+
+/** The `limit` lowest tenant ids, ascending. */
+export async function lowestTenantIds(q: Queryable, limit: number): Promise<number[]> {
+  const rows = await q.all<{ company_id: number }>(
+    'SELECT company_id FROM tenants ORDER BY company_id LIMIT ?',
+    [limit],
+  );
+  return rows.map((r) => Number(r.company_id));
+}
+
+/**
+ * Set one top-level member of a tenant's settings (inside the caller's write), keeping the others;
+ * returns the settings as they were. Throws VerbError not_found for an unknown tenant. The
+ * caller audits the change.
+ */
+export async function setTenantSetting(
+  tx: Queryable,
+  companyId: number,
+  member: string,
+  value: unknown,
+): Promise<Record<string, unknown>> {
+  const row = await tx.get<{ settings: unknown }>('SELECT settings FROM tenants WHERE company_id = ?', [
+    companyId,
+  ]);
+  if (row === undefined) throw new VerbError('not_found', `No tenant ${companyId}.`);
+  const current = parseJson<Record<string, unknown>>(row.settings) ?? {};
+  await tx.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [
+    JSON.stringify({ ...current, [member]: value }),
+    companyId,
+  ]);
+  return current;
+}
+
 /** Create an API key; returns the plaintext key (shown once) and its info. */
 export async function insertApiKey(
   q: Queryable,

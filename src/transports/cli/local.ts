@@ -27,6 +27,7 @@ import { cliLoginMigrations } from '../remote/cli-login-store.ts';
 import { loadPackSources, type PackSource } from './packs.ts';
 import type { Command } from 'commander';
 import { VerbError } from '../../runtime/errors.ts';
+import { readServedPacks, recordServedPacks } from '../../runtime/served-packs.ts';
 
 export const DEFAULT_DB = '.solid/solid.db';
 
@@ -227,17 +228,9 @@ async function dryRunMigrations(sources: readonly PackSource[]): Promise<void> {
 }
 
 async function readPacks(rt: Runtime): Promise<string[]> {
-  const row = await rt.store.read((q) =>
-    q.get<{ value: string }>(`SELECT value FROM runtime_meta WHERE key = 'packs'`),
-  );
-  return row === undefined ? [] : (JSON.parse(row.value) as string[]);
+  return readServedPacks(rt.store);
 }
 
 async function writePacks(rt: Runtime, packs: string[]): Promise<void> {
-  await rt.store.write((tx) =>
-    tx.run(
-      `INSERT INTO runtime_meta (key, value) VALUES ('packs', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
-      [JSON.stringify(packs.sort())],
-    ),
-  );
+  await recordServedPacks(rt.store, packs);
 }

@@ -25,6 +25,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { Runtime } from '../../runtime/runtime.ts';
 import { outcomeLabel } from '../../runtime/observe/outcome-label.ts';
+import { readStoreGauges } from '../../runtime/observe/store-gauges.ts';
 import { sendEnvelope } from './error-handler.ts';
 import { transportEnvelope } from './envelope-map.ts';
 
@@ -121,16 +122,7 @@ export function createMetrics(rt: Runtime): SolidMetrics {
     waiting.reset();
     chainSeq.reset();
     try {
-      const now = rt.clock().toISOString();
-      const [pending, heads] = await rt.store.read(async (q) => [
-        await q.all<{ company_id: number; n: number }>(
-          "SELECT company_id, COUNT(*) AS n FROM approvals WHERE status = 'pending' AND expires_at > ? GROUP BY company_id",
-          [now],
-        ),
-        await q.all<{ company_id: number; audit_seq: number }>(
-          'SELECT company_id, audit_seq FROM tenant_heads',
-        ),
-      ]);
+      const { pending, heads } = await readStoreGauges(rt.store, rt.clock());
       for (const h of heads) {
         chainSeq.set({ tenant: String(h.company_id) }, Number(h.audit_seq));
         waiting.set({ tenant: String(h.company_id) }, 0);

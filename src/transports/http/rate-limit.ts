@@ -26,6 +26,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Runtime } from '../../runtime/runtime.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import { apiKeyOf } from './request-headers.ts';
+import { countHit } from '../../store/rate-limit-counters.ts';
+import { isLiveSession } from '../webmcp/session-store.ts';
 
 /** Calls allowed per window and the window length. 0 for a bucket: not limited. */
 export interface RateLimits {
@@ -70,21 +72,13 @@ export class StoreRateLimitCounters implements FastifyRateLimitStore {
   ): void {
     const now = this.#rt.clock().getTime();
     const start = now - (now % timeWindow);
-    this.#rt.store
-      .write((tx) =>
-        tx.get<{ count: number | string }>(
-          'INSERT INTO rate_limit_counters (bucket, window_start, window_end, count) VALUES (?, ?, ?, 1) ' +
-            'ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_limit_counters.count + 1 RETURNING count',
-          [bucket, start, start + timeWindow],
-        ),
-      )
-      .then(
-        (row) => callback(null, { current: Number(row?.count ?? 1), ttl: start + timeWindow - now }),
-        (err: unknown) => {
-          this.#rt.logger.warn({ err }, 'rate-limit counter unavailable; request let through');
-          callback(err instanceof Error ? err : new Error(String(err)));
-        },
-      );
+    countHit(this.#rt.store, bucket, start, start + timeWindow).then(
+      (current) => callback(null, { current, ttl: start + timeWindow - now }),
+      (err: unknown) => {
+        this.#rt.logger.warn({ err }, 'rate-limit counter unavailable; request let through');
+        callback(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
   }
 
   child(): FastifyRateLimitStore {
@@ -153,13 +147,7 @@ export async function rateLimitBucket(rt: Runtime, req: FastifyRequest): Promise
   if (token !== undefined && token !== '') {
     const hash = createHash('sha256').update(token, 'utf8').digest('hex');
     try {
-      const live = await rt.store.read((q) =>
-        q.get('SELECT 1 AS one FROM web_sessions WHERE session_hash = ? AND expires_at > ?', [
-          hash,
-          rt.clock().toISOString(),
-        ]),
-      );
-      if (live !== undefined) return `session:${hash}`;
+      if (await isLiveSession(rt.store, hash, rt.clock())) return `session:${hash}`;
     } catch {
       // No web_sessions table (WebMCP not mounted) or the store is down: count the address.
     }

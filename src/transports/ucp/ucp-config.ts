@@ -42,6 +42,7 @@ import {
   namespaceFromUrl,
   type SubAgent,
 } from './capability-names.ts';
+import { lowestTenantIds } from '../../runtime/tenants.ts';
 
 /** Consent classes a signature may imply (typed-phrase classes never are). */
 export const IMPLIABLE_CLASSES = ['READ', 'WRITE_REVERSIBLE'] as const;
@@ -259,9 +260,6 @@ export async function primaryTenantOf(rt: Runtime, configured?: number): Promise
   } catch {
     sandbox = undefined;
   }
-  const rows = await rt.store.read((q) =>
-    q.all<{ company_id: number }>('SELECT company_id FROM tenants ORDER BY company_id LIMIT 2'),
-  );
-  const ids = rows.map((r) => Number(r.company_id));
+  const ids = await rt.store.read((q) => lowestTenantIds(q, 2));
   return ids.find((i) => i !== sandbox) ?? ids[0];
 }

@@ -20,7 +20,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Runtime } from '../../runtime/runtime.ts';
-import type { Migration } from '../../store/store.ts';
+import type { Migration, Store } from '../../store/store.ts';
 import type { Principal, Role, Tier } from '../../spec/types.ts';
 
 /** Name of the HttpOnly session cookie. */
@@ -83,6 +83,20 @@ export interface WebSession {
 
 function hashToken(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/**
+ * Whether a live (unexpired at `now`) web session has this SHA-256 hash of its token. Throws
+ * StoreError when the store is down or the web_sessions table does not exist (WebMCP not mounted).
+ */
+export async function isLiveSession(store: Store, sessionHash: string, now: Date): Promise<boolean> {
+  const row = await store.read((q) =>
+    q.get('SELECT 1 AS one FROM web_sessions WHERE session_hash = ? AND expires_at > ?', [
+      sessionHash,
+      now.toISOString(),
+    ]),
+  );
+  return row !== undefined;
 }
 
 /** Server-side session store over `rt.store` (see the header for the design). */

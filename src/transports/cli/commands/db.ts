@@ -23,6 +23,8 @@ import { webSessionMigrations } from '../../webmcp/session-store.ts';
 import { reasonInfo } from '../../../spec/reasons.ts';
 import { databaseUrlOf, dbPathOf } from '../local.ts';
 import type { Io } from '../output.ts';
+import { readServedPacks } from '../../../runtime/served-packs.ts';
+import { listAppliedMigrations } from '../../../store/migrations/applied.ts';
 
 interface MigrateFlags {
   databaseUrl?: string;
@@ -69,7 +71,7 @@ async function runMigrate(program: Command, io: Io, flags: MigrateFlags): Promis
   try {
     store =
       url !== undefined ? new PostgresStore(postgresOptionsFromEnv(url)) : new SqliteStore({ path: where });
-    const before = await applied(store);
+    const before = await listAppliedMigrations(store);
     await store.migrate('runtime', runtimeMigrations);
     // The browser sessions table of `solid serve` (WebMCP), so a restricted app role never needs CREATE.
     await store.migrate('webmcp', webSessionMigrations);
@@ -85,7 +87,7 @@ async function runMigrate(program: Command, io: Io, flags: MigrateFlags): Promis
       const pack = await load();
       await store.migrate(pack.name, pack.migrations);
     }
-    const after = await applied(store);
+    const after = await listAppliedMigrations(store);
     const fresh = after.filter((m) => !before.some((b) => b.scope === m.scope && b.version === m.version));
     let grant: { role: string; schema: string } | undefined;
     if (flags.appRole !== undefined) {
@@ -132,23 +134,6 @@ async function runMigrate(program: Command, io: Io, flags: MigrateFlags): Promis
   }
 }
 
-async function applied(store: Store): Promise<Array<{ scope: string; version: number; name: string }>> {
-  try {
-    const rows = await store.read((q) =>
-      q.all<{ scope: string; version: number; name: string }>(
-        'SELECT scope, version, name FROM schema_migrations ORDER BY scope, version',
-      ),
-    );
-    return rows.map((r) => ({ scope: r.scope, version: Number(r.version), name: r.name }));
-  } catch (err) {
-    if (err instanceof StoreError && err.code === 'unknown') return []; // no schema_migrations table yet
-    throw err;
-  }
-}
-
-async function enabledPacks(store: Store): Promise<string[]> {
-  const row = await store.read((q) =>
-    q.get<{ value: string }>(`SELECT value FROM runtime_meta WHERE key = 'packs'`),
-  );
-  return row === undefined ? [] : (JSON.parse(row.value) as string[]);
+function enabledPacks(store: Store): Promise<string[]> {
+  return readServedPacks(store);
 }

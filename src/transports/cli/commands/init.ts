@@ -15,6 +15,7 @@ import { databaseUrlOf, dbPathOf, localOptionsOf, openLocal, keyfileOf } from '.
 import type { Io } from '../output.ts';
 import { printEnvelope } from '../output.ts';
 import { STARTER_NAME, starterFiles } from '../pack-template.ts';
+import { countTenants } from '../../../runtime/tenants.ts';
 
 /** This package's version (package.json, three folders up from src/ and from dist/ alike). */
 function ownVersion(): string {
@@ -117,12 +118,10 @@ export function registerInit(program: Command, io: Io, setExit: (code: number) =
       const existed = databaseUrlOf(g.db) !== undefined || existsSync(dbPath); // PostgreSQL: the database exists; check its tenants
       const local = await openLocal({ ...localOptionsOf(program), create: true });
       try {
-        const count = await local.rt.store.read((q) =>
-          q.get<{ n: number }>('SELECT COUNT(*) AS n FROM tenants'),
-        );
-        if (existed && Number(count?.n ?? 0) > 0) {
+        const count = await local.rt.store.read((q) => countTenants(q));
+        if (existed && count > 0) {
           io.err(
-            `✗ ${dbPath} is already initialised (${count!.n} tenants). Use \`solid api-keys create\` for another key.`,
+            `✗ ${dbPath} is already initialised (${count} tenants). Use \`solid api-keys create\` for another key.`,
           );
           setExit(6);
           return;

@@ -26,6 +26,7 @@ import { resolveToolsets, ToolsetError } from '../../mcp/toolsets.ts';
 import { localOptionsOf, openLocal, type Local } from '../local.ts';
 import { remoteUrlOf } from '../target.ts';
 import type { Io } from '../output.ts';
+import { readServedPacks } from '../../../runtime/served-packs.ts';
 
 export function registerMcp(program: Command, io: Io, setExit: (code: number) => void): void {
   program
@@ -156,9 +157,6 @@ export async function refreshPacks(local: Local): Promise<void> {
   }
 }
 
-async function readPackNames(rt: Runtime): Promise<string[]> {
-  const row = await rt.store.read((q) =>
-    q.get<{ value: string }>(`SELECT value FROM runtime_meta WHERE key = 'packs'`),
-  );
-  return row === undefined ? [] : (JSON.parse(row.value) as string[]);
+function readPackNames(rt: Runtime): Promise<string[]> {
+  return readServedPacks(rt.store);
 }

@@ -45,6 +45,7 @@ import { resolveToolsets, ToolsetError } from '../../mcp/toolsets.ts';
 import { toolsetFlags } from './mcp.ts';
 import { DECLARATION_PATH } from '../../../conformance/declaration.ts';
 import type { Io } from '../output.ts';
+import { countTenants } from '../../../runtime/tenants.ts';
 
 export interface ServeFlags {
   demo?: boolean;
@@ -373,9 +374,9 @@ function untilSignal(io: Io): Promise<NodeJS.Signals> {
  * stderr) and print the facts it returns, or create sandbox + tenant + owner key like `solid init`.
  */
 async function seedIfEmpty(rt: Runtime, packs: readonly Pack[], io: Io, dbPath: string): Promise<void> {
-  const count = await rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM tenants'));
+  const count = await rt.store.read((q) => countTenants(q));
   const pack = packs.find((p) => p.name === 'demo' && p.seed !== undefined);
-  if (pack !== undefined && Number(count?.n ?? 0) > 0) {
+  if (pack !== undefined && count > 0) {
     // Not the first run — or a first run that was interrupted: the seed is idempotent and
     // finishes what is missing (data, or the keys), else says how to get a key.
     const facts = await pack.seed!(rt, {});
@@ -388,7 +389,7 @@ async function seedIfEmpty(rt: Runtime, packs: readonly Pack[], io: Io, dbPath: 
       io.out(`  ${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`);
     return;
   }
-  if (Number(count?.n ?? 0) > 0) return;
+  if (count > 0) return;
   if (pack !== undefined) {
     io.err('Seeding the demo business (first run)…');
     let last = -1;

@@ -28,7 +28,6 @@ import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { VerbError, isVerbError } from '../../../runtime/errors.ts';
 import { generateP256Jwk } from '../../../runtime/ledger/keygen.ts';
-import { parseJson } from '../../../store/store.ts';
 import { reasonInfo } from '../../../spec/reasons.ts';
 import { authorityBinds, buildCapabilityCatalog, UCP_VERSION } from '../../ucp/capability-names.ts';
 import { buildBusinessProfile } from '../../ucp/profile.ts';
@@ -46,6 +45,7 @@ import { localOptionsOf, openLocal } from '../local.ts';
 import { parseStrictJson, StrictJsonError } from '../../../spec/strict-json.ts';
 import { parseArgsJson, printEnvelope, type Io } from '../output.ts';
 import { tenantOfFlags } from './keys.ts';
+import { setTenantSetting } from '../../../runtime/tenants.ts';
 
 interface CallFlags {
   args?: string;
@@ -343,15 +343,7 @@ export function registerUcp(program: Command, io: Io, setExit: (code: number) =>
           const companyId = await tenantOfFlags(rt, flags.tenant);
           const now = rt.clock();
           await rt.store.write(async (tx) => {
-            const row = await tx.get<{ settings: unknown }>(
-              'SELECT settings FROM tenants WHERE company_id = ?',
-              [companyId],
-            );
-            const current = parseJson<Record<string, unknown>>(row!.settings) ?? {};
-            await tx.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [
-              JSON.stringify({ ...current, ucp: settings }),
-              companyId,
-            ]);
+            const current = await setTenantSetting(tx, companyId, 'ucp', settings);
             const audit = await appendOperatorAudit(tx, {
               company_id: companyId,
               action: 'ucp.config_set',
