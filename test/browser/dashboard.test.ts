@@ -17,7 +17,9 @@ import { createRequire } from 'node:module';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
-import type { Envelope } from '../../src/spec/types.ts';
+import type { Envelope, Receipt } from '../../src/spec/types.ts';
+import { verifyReceipt } from '../../src/runtime/ledger/receipts.ts';
+import { databaseKeys } from '../../src/runtime/ledger/verify.ts';
 import { launchChromium, skipUnlessChromium } from '../support/browser.ts';
 import { listenLoopback, webmcpFixture } from '../transports/webmcp/fixture.ts';
 import { STEP_TIMEOUT_MS } from './webmcp-pages.ts';
@@ -226,8 +228,40 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
           assert.doesNotMatch((await field('when')) ?? '', /T\d\d:\d\d:\d\d/, 'local time, not ISO');
           assert.equal(await page.locator('#receipt-revert').isVisible(), false, 'a charge has no undo step');
           assert.match((await page.locator('#receipt-status').textContent()) ?? '', /cannot be undone/);
+          assert.match((await field('result')) ?? '', /Charged\s*\$159\.00/, 'the result in words');
         },
       );
+
+      await t.test("verifies the charge's signed receipt and downloads it", async () => {
+        await page.getByRole('button', { name: 'Verify signature' }).click();
+        const verdict = page.locator('#receipt-verdict[data-valid="true"]');
+        await verdict.waitFor();
+        assert.match(
+          (await verdict.textContent()) ?? '',
+          /^Signature valid — signed by key \S+, for the action recorded at [^T]+\. The audit log still holds this row unchanged\.$/,
+        );
+        const [download] = await Promise.all([
+          page.waitForEvent('download'),
+          page.getByRole('button', { name: 'Download receipt' }).click(),
+        ]);
+        assert.equal(download.suggestedFilename(), `receipt-${done().audit_id}.json`);
+        const saved = JSON.parse(await readFile((await download.path())!, 'utf8')) as Receipt;
+        assert.equal(saved.audit_id, done().audit_id);
+        assert.equal(saved.charged_cents, 15900);
+        const keys = await f.rt.store.read((q) => databaseKeys(q, f.principal('owner').company_id));
+        assert.deepEqual(verifyReceipt(saved, keys), {
+          valid: true,
+          kid: saved.attestation!.kid,
+          errors: [],
+        });
+        // A receipt altered after download is refused, and the page says why.
+        const forged = await f.rt.dispatch(
+          { principal: f.principal('owner'), surface: 'http' },
+          'audit.verify_receipt',
+          { receipt: { ...saved, charged_cents: 1 } },
+        );
+        assert.equal((forged.result as { data: { valid: boolean } }).data.valid, false);
+      });
 
       await t.test('undoes a reversible note through the consent dialog', async () => {
         await goto(page, `#/receipt/${note.audit_id}`, 'receipt');

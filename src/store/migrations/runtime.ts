@@ -657,6 +657,25 @@ CREATE TABLE rate_limit_counters (
 CREATE INDEX rate_limit_counters_end ON rate_limit_counters(window_end);
 `;
 
+/**
+ * Every write's receipt, kept with its audit row (src/runtime/ledger/receipt-store.ts): the
+ * idempotency record that also holds it expires after 24 h. spec/receipts.md §stored
+ */
+const RECEIPTS_SQLITE_V8 = `
+CREATE TABLE receipts (
+  audit_id INTEGER PRIMARY KEY,
+  company_id INTEGER NOT NULL,
+  receipt TEXT NOT NULL
+);
+`;
+const RECEIPTS_POSTGRES_V8 = `
+CREATE TABLE receipts (
+  audit_id BIGINT PRIMARY KEY,
+  company_id BIGINT NOT NULL,
+  receipt JSONB NOT NULL
+);
+`;
+
 export const runtimeMigrations: readonly Migration[] = [
   { version: 1, name: 'runtime tables', sqlite: SQLITE_V1, postgres: POSTGRES_V1 },
   {
@@ -690,4 +709,5 @@ export const runtimeMigrations: readonly Migration[] = [
     sqlite: RATE_LIMIT_COUNTERS_V7,
     postgres: RATE_LIMIT_COUNTERS_V7,
   },
+  { version: 8, name: 'stored receipts', sqlite: RECEIPTS_SQLITE_V8, postgres: RECEIPTS_POSTGRES_V8 },
 ];
