@@ -15,6 +15,7 @@ import { systemTelemetry } from './telemetry.ts';
 import { agentSuggestNextVerb } from './suggest.ts';
 import { auditExplain } from './explain.ts';
 import { auditReceipt, auditVerifyReceipt } from './receipt.ts';
+import { auditMoneyMoved } from './money.ts';
 
 export const systemVerbs: VerbDefinition[] = [
   verbsList,
@@ -31,4 +32,5 @@ export const systemVerbs: VerbDefinition[] = [
   auditExplain,
   auditReceipt,
   auditVerifyReceipt,
+  auditMoneyMoved,
 ];

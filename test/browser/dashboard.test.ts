@@ -192,6 +192,16 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         await page.locator('body[data-view="activity"]').waitFor();
         await page.locator(`#trail-list li[data-audit-id="${done().audit_id}"]`).waitFor();
         await page.locator('#charts .uplot').waitFor();
+        // Money moved: the approved charge, in the business currency, in the chart and in words.
+        await page.locator('#money-chart .uplot').waitFor();
+        assert.match(
+          (await page.locator('#money-summary').textContent()) ?? '',
+          /^Last 24 hours: \$159\.00 moved in 1 financial action\.$/,
+        );
+        assert.deepEqual(
+          await page.locator('#money-table tr[data-verb="webtest.charge"] td').allTextContents(),
+          ['1', '$159.00'],
+        );
         const verbs = await page
           .locator('#trail-list li')
           .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-verb')));
@@ -303,6 +313,11 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         const cells = await row.locator('td').allTextContents();
         assert.equal(cells[1], '100 %', `success rate: ${cells.join(' | ')}`);
         assert.equal(cells[4], '3', 'three caller mistakes in their own column');
+        await page.locator('#latency-chart .uplot').waitFor();
+        assert.match(
+          (await page.locator('#latency-summary').textContent()) ?? '',
+          /^Response time of the \d+ most-called verbs?, last 24 hours\. Slowest at p95: .+, \d+ ms\./,
+        );
       });
 
       await t.test('Catalogue is searchable and grouped by category', async () => {
