@@ -150,6 +150,14 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         assert.match((await card.textContent()) ?? '', /\$159\.00/);
         assert.match((await card.textContent()) ?? '', /#314/);
         assert.match((await card.textContent()) ?? '', /via claude-desktop/);
+        // The preview's projected impact, in words: who, and the balance before and after.
+        const impact = card.locator('section.impact');
+        assert.match((await impact.textContent()) ?? '', /CustomerAcme Ltd/);
+        assert.equal(
+          await impact.locator('dd[data-change="Balance due"]').innerText(),
+          '$200.00 now → $41.00 after',
+        );
+        assert.match((await impact.textContent()) ?? '', /This cannot be undone once done\./);
         const before = await card.locator('time[data-countdown]').textContent();
         assert.match(before ?? '', /^in \d+ (min|h|s)/);
         assert.equal(await page.locator('#waiting-count').textContent(), '4');
