@@ -336,9 +336,42 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         await page.getByLabel('Search').fill('');
       });
 
-      await t.test('Settings shows caps and the blocklist to the owner', async () => {
+      await t.test('Settings: the owner changes a cap and blocks a name; both are in the trail', async () => {
         await goto(page, '#/settings', 'settings');
-        await page.locator('#settings-body tr[data-class="WRITE_FINANCIAL"]').waitFor();
+        const row = page.locator('#settings-body tr[data-class="WRITE_FINANCIAL"]');
+        await row.waitFor();
+        assert.equal(await row.locator('td').first().textContent(), '25 (default)');
+        await page.getByLabel('Kind').selectOption('WRITE_FINANCIAL');
+        await page.getByLabel('New daily limit').fill('30');
+        await page.getByRole('button', { name: 'Set', exact: true }).click();
+        await page.locator('dialog#solid-consent[open]').waitFor();
+        await page.locator('#solid-consent-confirm').click();
+        await page
+          .locator('#settings-status')
+          .filter({ hasText: 'The daily cap of Money moved is now 30.' })
+          .waitFor();
+        assert.equal(await row.locator('td').first().textContent(), '30');
+        await page.getByLabel('Block a verb name').fill('payments.payout');
+        await page.getByRole('button', { name: 'Block', exact: true }).click();
+        await page.locator('dialog#solid-consent[open]').waitFor();
+        await page.locator('#solid-consent-confirm').click();
+        await page.locator('#settings-body li[data-blocked="payments.payout"]').waitFor();
+        const capRow = await f.rt.store.read((q) =>
+          q.get<{ audit_id: number; user_id: number; agent_type: string; request_data: string }>(
+            "SELECT audit_id, user_id, agent_type, request_data FROM audit_log WHERE action_type = 'tenant.caps_set' AND status = 'completed'",
+          ),
+        );
+        assert.equal(capRow?.agent_type, 'dashboard', 'dispatched as the owner through the dashboard');
+        assert.equal(capRow?.user_id, 1);
+        assert.deepEqual(JSON.parse(capRow!.request_data), { consent_class: 'WRITE_FINANCIAL', limit: 30 });
+        await goto(page, '#/activity', 'activity');
+        await page
+          .locator(`#trail-list li[data-verb="tenant.caps_set"][data-audit-id="${capRow!.audit_id}"]`)
+          .waitFor();
+        await page
+          .locator('#trail-list li[data-verb="tenant.blocklist_add"][data-status="completed"]')
+          .waitFor();
+        await goto(page, '#/settings', 'settings');
       });
 
       await t.test('every view: no horizontal overflow, no serious axe finding, screenshots', async () => {
