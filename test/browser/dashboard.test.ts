@@ -1,10 +1,13 @@
 /**
  * The dashboard in headless Chromium, as a business owner and an auditor use it (issue 17):
- * sign in; "Waiting for you" groups an agent's identical retries, counts down, approves a charge
- * by its typed phrase (a typo first) and rejects another; Activity shows business actions only by
- * default (the dashboard's own reads behind "Include reads and system calls"); a receipt says who,
- * which agent, the arguments in words and the consent path, and offers Undo only for an action
- * with an undo step; Undo works through the consent dialog; every view at 390 and 1280 px has no
+ * sign in; "Waiting for you" groups an agent's identical retries, counts down, shows the
+ * preview's before/after, approves a charge by its typed phrase (a typo first) and rejects
+ * another; Activity shows business actions only by default (the dashboard's own reads behind
+ * "Include reads and system calls") and the money moved; a receipt says who, which agent, the
+ * arguments and result in words and the consent path, verifies its signature and downloads the
+ * signed JSON, and offers Undo only for an action with an undo step; Undo works through the
+ * consent dialog; Agents & verbs charts latency; the owner changes a cap and blocks a name in
+ * Settings and finds both in Activity; every view at 390 and 1280 px has no
  * horizontal overflow (also 360 and 768 px for the main views) and no serious axe-core finding;
  * screenshots of every view at both widths go to test-artifacts/dashboard/; a read_only visit
  * leaves no `denied` row; an expired session returns to sign-in with a plain sentence.
@@ -158,6 +161,8 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
           '$200.00 now → $41.00 after',
         );
         assert.match((await impact.textContent()) ?? '', /This cannot be undone once done\./);
+        await mkdir(ARTIFACT_DIR, { recursive: true });
+        await card.screenshot({ path: `${ARTIFACT_DIR}approval-card-1280.png` });
         const before = await card.locator('time[data-countdown]').textContent();
         assert.match(before ?? '', /^in \d+ (min|h|s)/);
         assert.equal(await page.locator('#waiting-count').textContent(), '4');
@@ -258,6 +263,9 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
           (await verdict.textContent()) ?? '',
           /^Signature valid — signed by key \S+, for the action recorded at [^T]+\. The audit log still holds this row unchanged\.$/,
         );
+        await page
+          .locator('#receipt-signature')
+          .screenshot({ path: `${ARTIFACT_DIR}receipt-signature-1280.png` });
         const [download] = await Promise.all([
           page.waitForEvent('download'),
           page.getByRole('button', { name: 'Download receipt' }).click(),
