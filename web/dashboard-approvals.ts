@@ -1,7 +1,8 @@
 /**
  * View "Waiting for you": pending approvals (approvals.list). Identical requests (same verb,
  * arguments and requester — an agent retrying) share one card with their count. A card says what
- * will happen in words (customer, amount, the arguments), counts down to expiry, and lets an
+ * will happen in words (customer, amount, the arguments), the projected impact when the verb has a
+ * preview (what stays, and each change as "now → after"), counts down to expiry, and lets an
  * admin or owner approve by typing the phrase (approvals.approve) or reject (approvals.reject; a
  * rejection covers every request of the group). The queue is polled every 10 s while the page is
  * visible, so an arriving or expiring request shows without a reload. A role below the verb's
@@ -9,7 +10,7 @@
  */
 import { byId, el } from './element.ts';
 import { describeError, type DashboardContext } from './dashboard-context.ts';
-import { argumentWords, countdown, localTime, who } from './dashboard-words.ts';
+import { argumentWords, countdown, impactWords, localTime, who } from './dashboard-words.ts';
 
 /** One approval of approvals.list (src/verbs/approvals.ts). */
 export interface Approval {
@@ -27,6 +28,35 @@ export interface Approval {
   can_decide: boolean;
   created_at: string;
   expires_at: string;
+  /** The verb's preview computed now (pending only): current, projected, reversible. */
+  preview?: Record<string, unknown>;
+}
+
+/** The card's "What changes" block: unchanged facts, then each change as now → after. */
+function impactBlock(approval: Approval): HTMLElement | null {
+  const impact = impactWords(approval.preview);
+  if (impact === undefined) return null;
+  return el(
+    'section',
+    { class: 'impact', 'aria-label': 'What changes' },
+    el('h3', {}, 'What changes'),
+    el(
+      'dl',
+      { class: 'fields' },
+      ...impact.same.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]),
+      ...impact.changes.flatMap(([k, before, after]) => [
+        el('dt', {}, k),
+        el(
+          'dd',
+          { 'data-change': k },
+          `${before} now`,
+          el('span', { 'aria-hidden': 'true' }, ' → '),
+          `${after} after`,
+        ),
+      ]),
+    ),
+    ...impact.notes.map((n) => el('p', { class: 'note' }, n)),
+  );
 }
 
 /** Poll interval of the queue in ms. */
@@ -114,6 +144,7 @@ function card(ctx: DashboardContext, group: Approval[]): HTMLLIElement {
       el('dt', {}, 'Phrase'),
       el('dd', {}, el('code', { class: 'phrase' }, approval.typed_phrase)),
     ),
+    impactBlock(approval),
     approval.can_decide
       ? form
       : el('p', { class: 'muted' }, `Needs the ${approval.role_floor} role, or it is no longer open.`),

@@ -1,24 +1,62 @@
 /**
- * Activity over time on the Activity view: actions, refusals and requests that waited for consent
- * per hour over the last 24 hours, drawn with uPlot (bundled; no CDN). The figures come from the
- * business rows of audit.trail (`scope: 'business'`, up to 1,000 rows); the chart has a text
- * summary for screen readers and resizes with its container.
+ * Charts, drawn with uPlot (bundled; no CDN), each with a text alternative for screen readers:
+ *
+ * - Activity over time (Activity view, #charts): actions, refusals and requests that waited for
+ *   consent per hour over the last 24 hours, from the business rows of audit.trail
+ *   (`scope: 'business'`, up to 1,000 rows); a summary sentence.
+ * - Money moved (Activity view, #money-chart): what the financial verbs moved per hour over the
+ *   last 24 hours (audit.money_moved), in the business currency; a summary sentence and a table
+ *   of the totals per verb.
+ * - Latency per verb (Agents & verbs, #latency-chart): p50 and p95 in ms of the most-called verbs
+ *   (verbs.reputation, 24 h); the scoreboard table below it has the same figures for every verb.
+ *
+ * Each chart resizes with its container.
  */
 import uPlot from 'uplot';
 import { byId, el } from './element.ts';
 import type { DashboardContext } from './dashboard-context.ts';
 import type { TrailEntry } from './dashboard-trail.ts';
+import type { Score } from './dashboard-reputation.ts';
+import { money } from './dashboard-words.ts';
 
 const HOUR_MS = 3600_000;
 const MAX_PAGES = 5;
+const HEIGHT = 180;
+const INK = '#1b1f24';
 
-let plot: uPlot | undefined;
-let observer: ResizeObserver | undefined;
+interface Drawn {
+  plot: uPlot;
+  observer: ResizeObserver;
+}
+const drawn = new Map<string, Drawn>();
+
+/** Draw (or redraw) the chart `key` into a new element in `box`; it follows `box`'s width. */
+function draw(
+  key: string,
+  box: HTMLElement,
+  target: HTMLElement,
+  opts: Omit<uPlot.Options, 'width' | 'height'>,
+  data: uPlot.AlignedData,
+): void {
+  const old = drawn.get(key);
+  old?.plot.destroy();
+  old?.observer.disconnect();
+  const width = (): number => Math.max(260, box.clientWidth);
+  const plot = new uPlot({ ...opts, width: width(), height: HEIGHT }, data, target);
+  const observer = new ResizeObserver(() => plot.setSize({ width: width(), height: HEIGHT }));
+  observer.observe(box);
+  drawn.set(key, { plot, observer });
+}
+
+/** The 24 hour starts (unix s) of the day ending at `now`'s hour. */
+function hoursEnding(now: number): { first: number; hours: number[] } {
+  const first = Math.floor(now / HOUR_MS) * HOUR_MS - 23 * HOUR_MS;
+  return { first, hours: Array.from({ length: 24 }, (_, i) => (first + i * HOUR_MS) / 1000) };
+}
 
 /** Hourly counts [hours (unix s), actions, refusals, waited] of `entries` over the 24 h ending `now`. */
 export function hourly(entries: TrailEntry[], now: number): [number[], number[], number[], number[]] {
-  const first = Math.floor(now / HOUR_MS) * HOUR_MS - 23 * HOUR_MS;
-  const hours = Array.from({ length: 24 }, (_, i) => (first + i * HOUR_MS) / 1000);
+  const { first, hours } = hoursEnding(now);
   const actions = new Array<number>(24).fill(0);
   const refusals = new Array<number>(24).fill(0);
   const waited = new Array<number>(24).fill(0);
@@ -32,8 +70,30 @@ export function hourly(entries: TrailEntry[], now: number): [number[], number[],
   return [hours, actions, refusals, waited];
 }
 
-/** (Re)draw the activity chart. */
+/** One financial action of audit.money_moved. */
+export interface MoneyAction {
+  timestamp: string;
+  verb: string;
+  cents: number | null;
+}
+
+/** Hourly sums [hours (unix s), cents] of `actions` over the 24 h ending `now`. */
+export function hourlyMoney(actions: MoneyAction[], now: number): [number[], number[]] {
+  const { first, hours } = hoursEnding(now);
+  const cents = new Array<number>(24).fill(0);
+  for (const a of actions) {
+    const i = Math.floor((Date.parse(a.timestamp) - first) / HOUR_MS);
+    if (i >= 0 && i < 24) cents[i]! += a.cents ?? 0;
+  }
+  return [hours, cents];
+}
+
+/** (Re)draw the Activity view's charts. */
 export async function loadCharts(ctx: DashboardContext): Promise<void> {
+  await Promise.all([activityChart(ctx), moneyChart(ctx)]);
+}
+
+async function activityChart(ctx: DashboardContext): Promise<void> {
   const box = byId('charts');
   if (!ctx.canUse('audit.trail')) {
     box.replaceChildren();
@@ -60,18 +120,24 @@ export async function loadCharts(ctx: DashboardContext): Promise<void> {
   const sum = (a: number[]): number => a.reduce((x, y) => x + y, 0);
   const summary = `Last 24 hours: ${sum(data[1])} actions done, ${sum(data[2])} refused, ${sum(data[3])} waited for consent.`;
   const target = el('div', { class: 'chart', role: 'img', 'aria-label': summary });
-  box.replaceChildren(el('figure', {}, target, el('figcaption', { id: 'chart-summary' }, summary)));
-  plot?.destroy();
-  observer?.disconnect();
-  const width = Math.max(280, box.clientWidth);
-  plot = new uPlot(
+  box.replaceChildren(
+    el(
+      'figure',
+      {},
+      el('h2', {}, 'Actions per hour'),
+      target,
+      el('figcaption', { id: 'chart-summary' }, summary),
+    ),
+  );
+  draw(
+    'activity',
+    box,
+    target,
     {
-      width,
-      height: 180,
       legend: { show: true },
       cursor: { show: true },
       scales: { x: { time: true } },
-      axes: [{ stroke: '#1b1f24' }, { stroke: '#1b1f24', size: 40 }],
+      axes: [{ stroke: INK }, { stroke: INK, size: 40 }],
       series: [
         {},
         { label: 'Actions', stroke: '#0a58ca', width: 2, fill: 'rgba(10,88,202,0.08)' },
@@ -80,8 +146,154 @@ export async function loadCharts(ctx: DashboardContext): Promise<void> {
       ],
     },
     data,
-    target,
   );
-  observer = new ResizeObserver(() => plot?.setSize({ width: Math.max(280, box.clientWidth), height: 180 }));
-  observer.observe(box);
+}
+
+async function moneyChart(ctx: DashboardContext): Promise<void> {
+  const box = byId('money-chart');
+  if (!ctx.canUse('audit.money_moved')) {
+    box.replaceChildren();
+    return;
+  }
+  const now = Date.now();
+  const { envelope } = await ctx.call('audit.money_moved', {
+    from: new Date(now - 24 * HOUR_MS).toISOString(),
+    to: new Date(now + 1000).toISOString(),
+  });
+  if (!envelope.ok) {
+    box.replaceChildren();
+    return;
+  }
+  const d = (
+    envelope.result as {
+      data: {
+        currency: string;
+        actions: MoneyAction[];
+        totals: Array<{ verb: string; count: number; cents: number }>;
+        total_cents: number;
+        truncated: boolean;
+      };
+    }
+  ).data;
+  const fmt = (cents: number): string => money(cents, d.currency);
+  const summary =
+    d.actions.length === 0
+      ? 'Last 24 hours: no money moved. Charges and refunds appear here once approved.'
+      : `Last 24 hours: ${fmt(d.total_cents)} moved in ${d.actions.length} financial action${d.actions.length === 1 ? '' : 's'}${d.truncated ? ' (the first 1,000 shown)' : ''}.`;
+  const target = el('div', { class: 'chart', role: 'img', 'aria-label': summary });
+  const table =
+    d.totals.length === 0
+      ? null
+      : el(
+          'div',
+          { class: 'table-wrap' },
+          el(
+            'table',
+            { id: 'money-table' },
+            el('caption', {}, 'Money moved per verb, last 24 hours'),
+            el(
+              'thead',
+              {},
+              el('tr', {}, ...['Verb', 'Actions', 'Amount'].map((h) => el('th', { scope: 'col' }, h))),
+            ),
+            el(
+              'tbody',
+              {},
+              ...d.totals.map((t) =>
+                el(
+                  'tr',
+                  { 'data-verb': t.verb },
+                  el('th', { scope: 'row' }, ctx.title(t.verb)),
+                  el('td', {}, String(t.count)),
+                  el('td', {}, fmt(t.cents)),
+                ),
+              ),
+            ),
+          ),
+        );
+  box.replaceChildren(
+    el(
+      'figure',
+      {},
+      el('h2', {}, 'Money moved per hour'),
+      target,
+      el('figcaption', { id: 'money-summary' }, summary),
+    ),
+    ...(table === null ? [] : [table]),
+  );
+  draw(
+    'money',
+    box,
+    target,
+    {
+      legend: { show: true },
+      cursor: { show: true },
+      // Half an hour of room each side, so the first and last hours' bars are drawn whole.
+      scales: { x: { time: true, range: (_u, min, max) => [min - 1800, max + 1800] } },
+      axes: [{ stroke: INK }, { stroke: INK, size: 70, values: (_u, splits) => splits.map((v) => fmt(v)) }],
+      series: [
+        {},
+        {
+          label: `Moved (${d.currency})`,
+          stroke: '#1a7f37',
+          width: 2,
+          fill: 'rgba(26,127,55,0.25)',
+          paths: uPlot.paths.bars!({ size: [0.7, 40] }),
+          value: (_u, v) => (v === null ? '—' : fmt(v)),
+        },
+      ],
+    },
+    hourlyMoney(d.actions, now),
+  );
+}
+
+/** Draw p50/p95 latency of the most-called verbs (at most 8) on the Agents & verbs view. */
+export function latencyChart(ctx: DashboardContext, scores: Score[]): void {
+  const box = byId('latency-chart');
+  const top = scores.filter((s) => s.p50_ms !== null && s.p50_ms !== undefined).slice(0, 8);
+  if (top.length === 0) {
+    box.replaceChildren();
+    return;
+  }
+  const slowest = [...top].sort((a, b) => (b.p95_ms ?? 0) - (a.p95_ms ?? 0))[0]!;
+  const summary = `Response time of the ${top.length} most-called verb${top.length === 1 ? '' : 's'}, last 24 hours. Slowest at p95: ${ctx.title(slowest.verb)}, ${Math.round(slowest.p95_ms ?? 0)} ms. The table below lists every verb's p50 and p95.`;
+  const target = el('div', { class: 'chart', role: 'img', 'aria-label': summary });
+  box.replaceChildren(
+    el(
+      'figure',
+      {},
+      el('h2', {}, 'Response time per verb'),
+      target,
+      el('figcaption', { id: 'latency-summary' }, summary),
+    ),
+  );
+  const names = top.map((s) => s.verb.split('.').pop() ?? s.verb);
+  const bars = (offset: number): uPlot.Series.PathBuilder =>
+    uPlot.paths.bars!({ size: [0.35, 30], align: offset as 1 | -1 });
+  draw(
+    'latency',
+    box,
+    target,
+    {
+      legend: { show: true },
+      cursor: { show: true },
+      scales: { x: { time: false, range: [-0.6, top.length - 0.4] } },
+      axes: [
+        {
+          stroke: INK,
+          splits: () => top.map((_, i) => i),
+          values: (_u, splits) => splits.map((i) => names[i] ?? ''),
+          rotate: top.length > 3 ? -35 : 0,
+          size: top.length > 3 ? 70 : 40,
+        },
+        { stroke: INK, size: 50, values: (_u, splits) => splits.map((v) => `${v} ms`) },
+      ],
+      series: [
+        { label: 'Verb', value: (_u, i) => (i === null ? '' : (top[i]?.verb ?? '')) },
+        { label: 'p50 ms', stroke: '#0a58ca', fill: 'rgba(10,88,202,0.5)', paths: bars(-1) },
+        { label: 'p95 ms', stroke: '#9a6700', fill: 'rgba(154,103,0,0.5)', paths: bars(1) },
+      ],
+    },
+    [top.map((_, i) => i), top.map((s) => s.p50_ms ?? null), top.map((s) => s.p95_ms ?? null)],
+  );
 }

@@ -5,6 +5,7 @@
  */
 import { byId, el } from './element.ts';
 import { describeError, type DashboardContext } from './dashboard-context.ts';
+import { latencyChart } from './dashboard-charts.ts';
 
 /** One score of the reputation shape (spec/shapes.md §reputation). */
 export interface Score {
@@ -83,6 +84,7 @@ export async function loadReputation(ctx: DashboardContext): Promise<void> {
     ),
   );
   table.hidden = false;
+  latencyChart(ctx, scores);
   status.textContent = `${scores.length} verb${scores.length === 1 ? '' : 's'} called in the last 24 hours${
     business.length > 0 && business.length < all.length ? ' (system verbs left out)' : ''
   }.`;

@@ -10,11 +10,33 @@
  * in local time, the arguments in words, the outcome, the consent path (class, approval, whether
  * the requester approved their own request), its chain position, and "Undo this action" only when
  * the action has a revert handler, completed, and was not undone yet (audit.revert through the
- * same gates: the consent dialog opens when the revert is gated).
+ * same gates: the consent dialog opens when the revert is gated). A completed write also shows its
+ * signed receipt (audit.receipt): the result in words, the key and chain position it is signed
+ * with, "Verify signature" (audit.verify_receipt: the tenant's keys and the row in the log) and
+ * "Download receipt" (the signed receipt as JSON, for `solid receipt verify`).
  */
 import { byId, el } from './element.ts';
 import { describeError, type DashboardContext } from './dashboard-context.ts';
 import { argumentWords, localTime, STATUS_WORDS, who } from './dashboard-words.ts';
+
+/** A signed receipt (audit.receipt data.receipt; spec/receipts.md §fields). */
+interface SignedReceipt {
+  audit_id: number;
+  timestamp?: string;
+  attestation?: { kid?: string; seq?: number; row_hash?: string; jws?: string };
+  [k: string]: unknown;
+}
+
+/** Receipt members that are not the verb's own result. */
+const RECEIPT_META = new Set([
+  'status',
+  'audit_id',
+  'timestamp',
+  'idempotency_key',
+  'rollback_handle',
+  'attestation',
+  'replayed',
+]);
 
 /** One entry of audit.trail (src/verbs/trail.ts). */
 export interface TrailEntry {
@@ -157,7 +179,7 @@ function consentPath(entry: TrailEntry): string {
 }
 
 /** Render one receipt. */
-function renderReceipt(ctx: DashboardContext, entry: TrailEntry): void {
+function renderReceipt(ctx: DashboardContext, entry: TrailEntry, receipt: SignedReceipt | undefined): void {
   byId('receipt-empty').hidden = true;
   byId('receipt').hidden = false;
   byId('receipt').dataset.auditId = String(entry.audit_id);
@@ -188,6 +210,7 @@ function renderReceipt(ctx: DashboardContext, entry: TrailEntry): void {
           'arguments',
         )),
     ...pair('Outcome', `${outcome}${entry.reason ? ` (${entry.reason})` : ''}`, 'outcome'),
+    ...resultPair(receipt, pair),
     ...(entry.entity_type ? pair('On', `${entry.entity_type} ${entry.entity_id ?? ''}`.trim()) : []),
     ...pair('Consent', consentPath(entry), 'consent'),
     ...pair('Self-approved', entry.self_approved === true ? 'yes' : 'no', 'self_approved'),
@@ -203,11 +226,105 @@ function renderReceipt(ctx: DashboardContext, entry: TrailEntry): void {
         )
       : []),
   );
+  byId('receipt-verdict').textContent = '';
+  byId('receipt-verdict').removeAttribute('data-valid');
+  byId('receipt-signature-actions').hidden = receipt === undefined;
+  const att = receipt?.attestation;
+  byId('receipt-signature-text').replaceChildren(
+    ...(receipt === undefined
+      ? [noReceiptWords(entry)]
+      : [
+          `Signed with key `,
+          el('code', {}, att?.kid ?? '?'),
+          ` over audit log row ${att?.seq ?? '?'} (hash `,
+          el('code', {}, `${(att?.row_hash ?? '').slice(0, 12)}…`),
+          ').',
+        ]),
+  );
   const button = byId<HTMLButtonElement>('receipt-revert');
   const why = whyNotRevertible(ctx, entry);
   button.hidden = why !== undefined;
   button.disabled = false;
   byId('receipt-status').textContent = why ?? '';
+}
+
+/** The verb's own result members of a receipt, in words (empty when there is none). */
+function resultPair(
+  receipt: SignedReceipt | undefined,
+  pair: (k: string, v: Node | string, key?: string) => Node[],
+): Node[] {
+  if (receipt === undefined) return [];
+  const own = Object.fromEntries(Object.entries(receipt).filter(([k]) => !RECEIPT_META.has(k)));
+  const words = argumentWords(own);
+  if (words.length === 0) return [];
+  return pair(
+    'Result',
+    el('dl', { class: 'fields inner' }, ...words.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)])),
+    'result',
+  );
+}
+
+/** Why an attempt has no signed receipt, in one sentence. */
+function noReceiptWords(entry: TrailEntry): string {
+  if (entry.consent_class === 'READ' || entry.consent_class === null || entry.consent_class === undefined)
+    return 'A read changes nothing, so it has no signed receipt.';
+  if (entry.status !== 'completed')
+    return `Only completed actions have a signed receipt (this one is ${STATUS_WORDS[entry.status] ?? entry.status}).`;
+  if (entry.transaction_id)
+    return `This step is signed in its transaction's receipt${entry.parent_id ? ` (#${entry.parent_id})` : ''}.`;
+  return 'No signed receipt is kept for this action.';
+}
+
+/** The signed receipt of a completed write, when the role may read it. */
+async function fetchReceipt(ctx: DashboardContext, entry: TrailEntry): Promise<SignedReceipt | undefined> {
+  if (entry.status !== 'completed' || entry.consent_class === 'READ' || !entry.consent_class)
+    return undefined;
+  if (!ctx.canUse('audit.receipt')) return undefined;
+  const { envelope } = await ctx.call('audit.receipt', { audit_id: entry.audit_id });
+  if (!envelope.ok) return undefined;
+  return (envelope.result as { data: { receipt: SignedReceipt } }).data.receipt;
+}
+
+/** Verify the shown receipt with the server's keys and log; say the verdict in one sentence. */
+async function verifyShown(ctx: DashboardContext): Promise<void> {
+  const receipt = signed;
+  const verdict = byId('receipt-verdict');
+  if (receipt === undefined) return;
+  verdict.textContent = 'Checking the signature…';
+  const { envelope } = await ctx.call('audit.verify_receipt', { receipt });
+  if (!envelope.ok) {
+    verdict.textContent = `Could not verify: ${describeError(envelope)}`;
+    return;
+  }
+  const d = (
+    envelope.result as {
+      data: {
+        valid: boolean;
+        signature: { valid: boolean; kid: string | null; errors: string[] };
+        log: { status: string; message: string } | null;
+        timestamp: string | null;
+      };
+    }
+  ).data;
+  verdict.dataset.valid = String(d.valid);
+  const when = d.timestamp === null ? '' : `, for the action recorded at ${localTime(d.timestamp)}`;
+  verdict.textContent = d.valid
+    ? `Signature valid — signed by key ${d.signature.kid ?? '(none)'}${when}. The audit log still holds this row unchanged.`
+    : `Not valid: ${[...d.signature.errors, ...(d.log !== null && d.log.status !== 'present' ? [d.log.message] : [])].join('; ') || 'unknown reason'}.`;
+}
+
+/** Save the shown signed receipt as receipt-{audit_id}.json. */
+function downloadShown(): void {
+  const receipt = signed;
+  if (receipt === undefined) return;
+  const blob = new Blob([`${JSON.stringify(receipt, null, 2)}\n`], { type: 'application/json' });
+  const url = URL.createObjectURL(blob);
+  const a = el('a', { href: url, download: `receipt-${receipt.audit_id}.json`, hidden: true });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  byId('receipt-verdict').textContent = `Saved receipt-${receipt.audit_id}.json.`;
 }
 
 /** Open the receipt of one audit row (the #/receipt/{id} view). */
@@ -234,17 +351,20 @@ export async function openReceipt(ctx: DashboardContext, auditId: number | undef
     return;
   }
   current = entry;
-  renderReceipt(ctx, entry);
+  signed = await fetchReceipt(ctx, entry);
+  renderReceipt(ctx, entry, signed);
 }
 
 let active: DashboardContext | undefined;
 let current: TrailEntry | undefined;
+let signed: SignedReceipt | undefined;
 
 /** Wire the filters, "Show more", the receipt finder and Undo (once), for this session's context. */
 export function setupTrail(context: DashboardContext): void {
   const first = active === undefined;
   active = context;
   current = undefined;
+  signed = undefined;
   byId('receipt').hidden = true;
   if (!first) return;
   const ctx = (): DashboardContext => active!;
@@ -257,6 +377,8 @@ export function setupTrail(context: DashboardContext): void {
     setTimeout(() => void loadTrail(ctx(), true), 0);
   });
   byId('trail-more').addEventListener('click', () => void loadTrail(ctx(), false));
+  byId('receipt-verify').addEventListener('click', () => void verifyShown(ctx()));
+  byId('receipt-download').addEventListener('click', downloadShown);
   byId<HTMLFormElement>('receipt-find').addEventListener('submit', (event) => {
     event.preventDefault();
     const v = Number(new FormData(event.target as HTMLFormElement).get('audit_id'));

@@ -69,3 +69,32 @@ export const STATUS_WORDS: Readonly<Record<string, string>> = {
   replayed: 'repeated (same result)',
   rolled_back: 'undone',
 };
+
+/** A preview's projected impact in words (spec/shapes.md §preview). */
+export interface Impact {
+  /** Facts the action does not change (e.g. the customer): [label, words]. */
+  same: Array<[string, string]>;
+  /** What changes: [label, now, after]. */
+  changes: Array<[string, string, string]>;
+  /** "This cannot be undone." when the preview says reversible: false; its notes otherwise. */
+  notes: string[];
+}
+
+/** Before → after of a preview (`current`, `projected`, `reversible`, `notes`), in words. */
+export function impactWords(preview: Record<string, unknown> | undefined): Impact | undefined {
+  if (preview === undefined || preview === null) return undefined;
+  const obj = (v: unknown): Record<string, unknown> =>
+    v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  const current = obj(preview.current);
+  const projected = obj(preview.projected);
+  const impact: Impact = { same: [], changes: [], notes: [] };
+  for (const k of new Set([...Object.keys(current), ...Object.keys(projected)])) {
+    const before = value(k, current[k]);
+    const after = value(k, projected[k]);
+    if (before === after) impact.same.push([label(k), before]);
+    else impact.changes.push([label(k), before, after]);
+  }
+  if (preview.reversible === false) impact.notes.push('This cannot be undone once done.');
+  if (typeof preview.notes === 'string' && preview.notes !== '') impact.notes.push(preview.notes);
+  return impact.same.length + impact.changes.length + impact.notes.length === 0 ? undefined : impact;
+}

@@ -182,6 +182,11 @@ const approvalItem = {
       description: 'Role an approver needs.',
     },
     can_decide: { type: 'boolean', description: 'Whether the caller may approve or reject it now.' },
+    preview: {
+      type: 'object',
+      description:
+        'Pending only, when the verb declares a preview: its projected impact computed now (shape preview: current, projected, delta, reversible), so the approver sees before and after. Absent when the preview cannot run (the entity is gone, the arguments were redacted).',
+    },
     created_at: { type: 'string', format: 'date-time' },
     expires_at: { type: 'string', format: 'date-time' },
     decided_by: { type: ['integer', 'null'] },
@@ -278,37 +283,40 @@ export const approvalsList = defineSystemVerb<ApprovalsListArgs>({
     // phrase_channel human: an agent channel does not see the phrases (spec/consent.md §phrase-channel).
     const hidePhrases =
       ctx.phraseChannel !== 'human' && (await ctx.runtime.phraseChannel(companyId)) === 'human';
-    const approvals = raw.map((r) => {
-      const row: ApprovalRow = {
-        ...(r as unknown as ApprovalRow),
-        requested_by: Number(r.requested_by),
-        decided_by: r.decided_by === null || r.decided_by === undefined ? null : Number(r.decided_by),
-        args: parseJson(r.args) ?? {},
-      };
-      const st = effectiveStatus(row, nowIso);
-      const floor = approverFloor(row);
-      return {
-        approval_id: row.approval_id,
-        verb: row.verb,
-        consent_class: row.consent_class,
-        summary: row.summary,
-        typed_phrase: hidePhrases ? null : (row.typed_phrase ?? ''),
-        args: row.args as Record<string, unknown>,
-        requested_by: row.requested_by,
-        requested_role: row.requested_role,
-        agent_type: row.agent_type ?? null,
-        status: st,
-        role_floor: floor,
-        can_decide:
-          ROLE_RANK[ctx.principal.role] >= ROLE_RANK[floor] &&
-          (st === 'pending' || (st === 'approved' && row.expires_at > nowIso)),
-        created_at: row.created_at,
-        expires_at: row.expires_at,
-        decided_by: row.decided_by,
-        decided_at: row.decided_at ?? null,
-        decision_note: row.decision_note ?? null,
-      };
-    });
+    const approvals = await Promise.all(
+      raw.map(async (r) => {
+        const row: ApprovalRow = {
+          ...(r as unknown as ApprovalRow),
+          requested_by: Number(r.requested_by),
+          decided_by: r.decided_by === null || r.decided_by === undefined ? null : Number(r.decided_by),
+          args: parseJson(r.args) ?? {},
+        };
+        const st = effectiveStatus(row, nowIso);
+        const floor = approverFloor(row);
+        return {
+          approval_id: row.approval_id,
+          verb: row.verb,
+          consent_class: row.consent_class,
+          summary: row.summary,
+          typed_phrase: hidePhrases ? null : (row.typed_phrase ?? ''),
+          args: row.args as Record<string, unknown>,
+          requested_by: row.requested_by,
+          requested_role: row.requested_role,
+          agent_type: row.agent_type ?? null,
+          status: st,
+          role_floor: floor,
+          can_decide:
+            ROLE_RANK[ctx.principal.role] >= ROLE_RANK[floor] &&
+            (st === 'pending' || (st === 'approved' && row.expires_at > nowIso)),
+          created_at: row.created_at,
+          expires_at: row.expires_at,
+          decided_by: row.decided_by,
+          decided_at: row.decided_at ?? null,
+          decision_note: row.decision_note ?? null,
+          ...(st === 'pending' ? await previewOf(ctx, row) : {}),
+        };
+      }),
+    );
     const counts = await ctx.db.get<{
       pending: number | null;
       expired: number | null;
@@ -333,6 +341,29 @@ export const approvalsList = defineSystemVerb<ApprovalsListArgs>({
     };
   },
 });
+
+/**
+ * The projected impact of a pending approval's action, computed now by the verb's preview verb
+ * (spec/shapes.md §preview), so the card shows before → after as of the decision; `{}` when the
+ * verb declares none or the preview refuses or cannot run (it never fails the list).
+ */
+async function previewOf(
+  ctx: SystemVerbContext,
+  row: ApprovalRow,
+): Promise<{ preview?: Record<string, unknown> }> {
+  const verb = ctx.runtime.registry.get(row.verb);
+  if (verb === undefined || verb.definition.preview === undefined) return {};
+  try {
+    const preview = await ctx.runtime.previewFor(verb, ctx.principal, row.args as Record<string, unknown>, {
+      surface: ctx.surface ?? 'internal',
+      signal: ctx.signal,
+    });
+    return preview === undefined ? {} : { preview };
+  } catch (err) {
+    ctx.logger.debug({ err, verb: row.verb }, 'the preview of a pending approval did not run');
+    return {};
+  }
+}
 
 export interface ApprovalsApproveArgs {
   approval_id: string;

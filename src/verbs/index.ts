@@ -14,6 +14,8 @@ import { macroVerbs } from './macros.ts';
 import { systemTelemetry } from './telemetry.ts';
 import { agentSuggestNextVerb } from './suggest.ts';
 import { auditExplain } from './explain.ts';
+import { auditReceipt, auditVerifyReceipt } from './receipt.ts';
+import { auditMoneyMoved } from './money.ts';
 
 export const systemVerbs: VerbDefinition[] = [
   verbsList,
@@ -28,4 +30,7 @@ export const systemVerbs: VerbDefinition[] = [
   systemTelemetry,
   agentSuggestNextVerb,
   auditExplain,
+  auditReceipt,
+  auditVerifyReceipt,
+  auditMoneyMoved,
 ];

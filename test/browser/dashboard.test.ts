@@ -1,10 +1,13 @@
 /**
  * The dashboard in headless Chromium, as a business owner and an auditor use it (issue 17):
- * sign in; "Waiting for you" groups an agent's identical retries, counts down, approves a charge
- * by its typed phrase (a typo first) and rejects another; Activity shows business actions only by
- * default (the dashboard's own reads behind "Include reads and system calls"); a receipt says who,
- * which agent, the arguments in words and the consent path, and offers Undo only for an action
- * with an undo step; Undo works through the consent dialog; every view at 390 and 1280 px has no
+ * sign in; "Waiting for you" groups an agent's identical retries, counts down, shows the
+ * preview's before/after, approves a charge by its typed phrase (a typo first) and rejects
+ * another; Activity shows business actions only by default (the dashboard's own reads behind
+ * "Include reads and system calls") and the money moved; a receipt says who, which agent, the
+ * arguments and result in words and the consent path, verifies its signature and downloads the
+ * signed JSON, and offers Undo only for an action with an undo step; Undo works through the
+ * consent dialog; Agents & verbs charts latency; the owner changes a cap and blocks a name in
+ * Settings and finds both in Activity; every view at 390 and 1280 px has no
  * horizontal overflow (also 360 and 768 px for the main views) and no serious axe-core finding;
  * screenshots of every view at both widths go to test-artifacts/dashboard/; a read_only visit
  * leaves no `denied` row; an expired session returns to sign-in with a plain sentence.
@@ -17,7 +20,9 @@ import { createRequire } from 'node:module';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
-import type { Envelope } from '../../src/spec/types.ts';
+import type { Envelope, Receipt } from '../../src/spec/types.ts';
+import { verifyReceipt } from '../../src/runtime/ledger/receipts.ts';
+import { databaseKeys } from '../../src/runtime/ledger/verify.ts';
 import { launchChromium, skipUnlessChromium } from '../support/browser.ts';
 import { listenLoopback, webmcpFixture } from '../transports/webmcp/fixture.ts';
 import { STEP_TIMEOUT_MS } from './webmcp-pages.ts';
@@ -148,6 +153,16 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         assert.match((await card.textContent()) ?? '', /\$159\.00/);
         assert.match((await card.textContent()) ?? '', /#314/);
         assert.match((await card.textContent()) ?? '', /via claude-desktop/);
+        // The preview's projected impact, in words: who, and the balance before and after.
+        const impact = card.locator('section.impact');
+        assert.match((await impact.textContent()) ?? '', /CustomerAcme Ltd/);
+        assert.equal(
+          await impact.locator('dd[data-change="Balance due"]').innerText(),
+          '$200.00 now → $41.00 after',
+        );
+        assert.match((await impact.textContent()) ?? '', /This cannot be undone once done\./);
+        await mkdir(ARTIFACT_DIR, { recursive: true });
+        await card.screenshot({ path: `${ARTIFACT_DIR}approval-card-1280.png` });
         const before = await card.locator('time[data-countdown]').textContent();
         assert.match(before ?? '', /^in \d+ (min|h|s)/);
         assert.equal(await page.locator('#waiting-count').textContent(), '4');
@@ -190,6 +205,16 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         await page.locator('body[data-view="activity"]').waitFor();
         await page.locator(`#trail-list li[data-audit-id="${done().audit_id}"]`).waitFor();
         await page.locator('#charts .uplot').waitFor();
+        // Money moved: the approved charge, in the business currency, in the chart and in words.
+        await page.locator('#money-chart .uplot').waitFor();
+        assert.match(
+          (await page.locator('#money-summary').textContent()) ?? '',
+          /^Last 24 hours: \$159\.00 moved in 1 financial action\.$/,
+        );
+        assert.deepEqual(
+          await page.locator('#money-table tr[data-verb="webtest.charge"] td').allTextContents(),
+          ['1', '$159.00'],
+        );
         const verbs = await page
           .locator('#trail-list li')
           .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-verb')));
@@ -226,8 +251,43 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
           assert.doesNotMatch((await field('when')) ?? '', /T\d\d:\d\d:\d\d/, 'local time, not ISO');
           assert.equal(await page.locator('#receipt-revert').isVisible(), false, 'a charge has no undo step');
           assert.match((await page.locator('#receipt-status').textContent()) ?? '', /cannot be undone/);
+          assert.match((await field('result')) ?? '', /Charged\s*\$159\.00/, 'the result in words');
         },
       );
+
+      await t.test("verifies the charge's signed receipt and downloads it", async () => {
+        await page.getByRole('button', { name: 'Verify signature' }).click();
+        const verdict = page.locator('#receipt-verdict[data-valid="true"]');
+        await verdict.waitFor();
+        assert.match(
+          (await verdict.textContent()) ?? '',
+          /^Signature valid — signed by key \S+, for the action recorded at [^T]+\. The audit log still holds this row unchanged\.$/,
+        );
+        await page
+          .locator('#receipt-signature')
+          .screenshot({ path: `${ARTIFACT_DIR}receipt-signature-1280.png` });
+        const [download] = await Promise.all([
+          page.waitForEvent('download'),
+          page.getByRole('button', { name: 'Download receipt' }).click(),
+        ]);
+        assert.equal(download.suggestedFilename(), `receipt-${done().audit_id}.json`);
+        const saved = JSON.parse(await readFile((await download.path())!, 'utf8')) as Receipt;
+        assert.equal(saved.audit_id, done().audit_id);
+        assert.equal(saved.charged_cents, 15900);
+        const keys = await f.rt.store.read((q) => databaseKeys(q, f.principal('owner').company_id));
+        assert.deepEqual(verifyReceipt(saved, keys), {
+          valid: true,
+          kid: saved.attestation!.kid,
+          errors: [],
+        });
+        // A receipt altered after download is refused, and the page says why.
+        const forged = await f.rt.dispatch(
+          { principal: f.principal('owner'), surface: 'http' },
+          'audit.verify_receipt',
+          { receipt: { ...saved, charged_cents: 1 } },
+        );
+        assert.equal((forged.result as { data: { valid: boolean } }).data.valid, false);
+      });
 
       await t.test('undoes a reversible note through the consent dialog', async () => {
         await goto(page, `#/receipt/${note.audit_id}`, 'receipt');
@@ -269,6 +329,11 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         const cells = await row.locator('td').allTextContents();
         assert.equal(cells[1], '100 %', `success rate: ${cells.join(' | ')}`);
         assert.equal(cells[4], '3', 'three caller mistakes in their own column');
+        await page.locator('#latency-chart .uplot').waitFor();
+        assert.match(
+          (await page.locator('#latency-summary').textContent()) ?? '',
+          /^Response time of the \d+ most-called verbs?, last 24 hours\. Slowest at p95: .+, \d+ ms\./,
+        );
       });
 
       await t.test('Catalogue is searchable and grouped by category', async () => {
@@ -279,9 +344,42 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         await page.getByLabel('Search').fill('');
       });
 
-      await t.test('Settings shows caps and the blocklist to the owner', async () => {
+      await t.test('Settings: the owner changes a cap and blocks a name; both are in the trail', async () => {
         await goto(page, '#/settings', 'settings');
-        await page.locator('#settings-body tr[data-class="WRITE_FINANCIAL"]').waitFor();
+        const row = page.locator('#settings-body tr[data-class="WRITE_FINANCIAL"]');
+        await row.waitFor();
+        assert.equal(await row.locator('td').first().textContent(), '25 (default)');
+        await page.getByLabel('Kind').selectOption('WRITE_FINANCIAL');
+        await page.getByLabel('New daily limit').fill('30');
+        await page.getByRole('button', { name: 'Set', exact: true }).click();
+        await page.locator('dialog#solid-consent[open]').waitFor();
+        await page.locator('#solid-consent-confirm').click();
+        await page
+          .locator('#settings-status')
+          .filter({ hasText: 'The daily cap of Money moved is now 30.' })
+          .waitFor();
+        assert.equal(await row.locator('td').first().textContent(), '30');
+        await page.getByLabel('Block a verb name').fill('payments.payout');
+        await page.getByRole('button', { name: 'Block', exact: true }).click();
+        await page.locator('dialog#solid-consent[open]').waitFor();
+        await page.locator('#solid-consent-confirm').click();
+        await page.locator('#settings-body li[data-blocked="payments.payout"]').waitFor();
+        const capRow = await f.rt.store.read((q) =>
+          q.get<{ audit_id: number; user_id: number; agent_type: string; request_data: string }>(
+            "SELECT audit_id, user_id, agent_type, request_data FROM audit_log WHERE action_type = 'tenant.caps_set' AND status = 'completed'",
+          ),
+        );
+        assert.equal(capRow?.agent_type, 'dashboard', 'dispatched as the owner through the dashboard');
+        assert.equal(capRow?.user_id, 1);
+        assert.deepEqual(JSON.parse(capRow!.request_data), { consent_class: 'WRITE_FINANCIAL', limit: 30 });
+        await goto(page, '#/activity', 'activity');
+        await page
+          .locator(`#trail-list li[data-verb="tenant.caps_set"][data-audit-id="${capRow!.audit_id}"]`)
+          .waitFor();
+        await page
+          .locator('#trail-list li[data-verb="tenant.blocklist_add"][data-status="completed"]')
+          .waitFor();
+        await goto(page, '#/settings', 'settings');
       });
 
       await t.test('every view: no horizontal overflow, no serious axe finding, screenshots', async () => {

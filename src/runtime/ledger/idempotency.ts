@@ -15,6 +15,7 @@ import type { Queryable, StoreTx } from '../../store/store.ts';
 import { parseJson } from '../../store/store.ts';
 import type { Envelope } from '../../spec/types.ts';
 import { VerbError } from '../errors.ts';
+import { storeReceipt } from './receipt-store.ts';
 
 /** Default retention of keys: 24 hours (seconds). */
 export const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
@@ -87,7 +88,8 @@ export async function findIdempotency(
 }
 
 /**
- * Claim a key inside the effect's transaction, storing the envelope that a replay will return.
+ * Claim a key inside the effect's transaction, storing the envelope that a replay will return,
+ * and keep the receipt in the receipts table (receipt-store.ts).
  * Throws idempotency_key_in_use when another transaction (another node) claimed it first.
  */
 export async function claimIdempotency(
@@ -133,6 +135,8 @@ export async function claimIdempotency(
       },
     );
   }
+  // The receipt outlives the key: kept with the audit row (spec/receipts.md §stored).
+  await storeReceipt(tx, rec.companyId, rec.auditId, rec.envelope);
 }
 
 /**

@@ -384,6 +384,18 @@ CREATE TABLE rate_limit_counters (
 CREATE INDEX rate_limit_counters_end ON rate_limit_counters(window_end);
 `;
 
+/**
+ * Every write's receipt, kept with its audit row (src/runtime/ledger/receipt-store.ts): the
+ * idempotency record that also holds it expires after 24 h. spec/receipts.md §stored
+ */
+const RECEIPTS_V8 = `
+CREATE TABLE receipts (
+  audit_id {bigint} PRIMARY KEY,
+  company_id {bigint} NOT NULL,
+  receipt {json} NOT NULL
+);
+`;
+
 export const runtimeMigrations: readonly Migration[] = [
   portableMigration(1, 'runtime tables', RUNTIME_V1),
   portableMigration(2, 'audit trail indexes', AUDIT_TRAIL_INDEXES_V2),
@@ -392,4 +404,5 @@ export const runtimeMigrations: readonly Migration[] = [
   portableMigration(5, 'approval role floor', APPROVAL_ROLE_FLOOR_V5),
   portableMigration(6, 'UCP platform user ids', UCP_PLATFORM_USERS_V6),
   portableMigration(7, 'rate-limit counters', RATE_LIMIT_COUNTERS_V7),
+  portableMigration(8, 'stored receipts', RECEIPTS_V8),
 ];

@@ -7,6 +7,7 @@
  *   webtest.quote      READ             aggregate  webmcp: dashboard, portal, public
  *   webtest.note_add   WRITE_REVERSIBLE receipt    webmcp: dashboard, portal   (revertible)
  *   webtest.charge     WRITE_FINANCIAL  receipt    webmcp: dashboard           phrase "CHARGE $X.XX to invoice #N"
+ *   webtest.charge_preview READ         preview    surfaces http + cli only    the charge's before/after
  *   webtest.http_only  READ             aggregate  surfaces http + cli only (never on WebMCP)
  *   webtest.untrusted  READ             aggregate  webmcp: developer, untrusted_content
  */
@@ -83,6 +84,39 @@ export const noteAddVerb = defineVerb<{ text: string }>({
   },
 });
 
+/** Every test invoice is Acme Ltd's, with $200.00 due before a charge. */
+const DUE_CENTS = 20_000;
+
+export const chargePreviewVerb = defineVerb<{ invoice_id: number; amount_cents: number }>({
+  name: 'webtest.charge_preview',
+  title: 'Preview a charge',
+  description: 'What webtest.charge would change: the invoice balance before and after (test verb).',
+  shape: 'preview',
+  category: 'webtest',
+  surfaces: ['http', 'cli'],
+  input: {
+    type: 'object',
+    properties: {
+      invoice_id: { type: 'integer', minimum: 1 },
+      amount_cents: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+    },
+    required: ['invoice_id', 'amount_cents'],
+    additionalProperties: false,
+  },
+  async handler(_ctx, args) {
+    return {
+      current: { customer: 'Acme Ltd', invoice_id: args.invoice_id, balance_due_cents: DUE_CENTS },
+      projected: {
+        customer: 'Acme Ltd',
+        invoice_id: args.invoice_id,
+        balance_due_cents: DUE_CENTS - args.amount_cents,
+      },
+      delta: { charged_cents: args.amount_cents },
+      reversible: false,
+    };
+  },
+});
+
 export const chargeVerb = defineVerb<{ invoice_id: number; amount_cents: number }>({
   name: 'webtest.charge',
   title: 'Charge an invoice',
@@ -100,6 +134,7 @@ export const chargeVerb = defineVerb<{ invoice_id: number; amount_cents: number 
     additionalProperties: false,
   },
   webmcp_surfaces: ['dashboard'],
+  preview: 'webtest.charge_preview',
   phrase: (args) => `CHARGE ${dollars(args.amount_cents)} to invoice #${args.invoice_id}`,
   summary: (args) => `Charge ${dollars(args.amount_cents)} to invoice #${args.invoice_id}.`,
   async handler(ctx, args) {
@@ -139,7 +174,14 @@ export const untrustedVerb = defineVerb({
   },
 });
 
-export const testVerbs: VerbDefinition[] = [quoteVerb, noteAddVerb, chargeVerb, httpOnlyVerb, untrustedVerb];
+export const testVerbs: VerbDefinition[] = [
+  quoteVerb,
+  noteAddVerb,
+  chargePreviewVerb,
+  chargeVerb,
+  httpOnlyVerb,
+  untrustedVerb,
+];
 
 export interface WebmcpFixture extends TestRuntime {
   app: FastifyInstance;

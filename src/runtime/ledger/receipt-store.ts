@@ -1,0 +1,55 @@
+/**
+ * The receipts table: every write's receipt, kept for as long as its audit row, so a receipt can
+ * be shown, verified and downloaded later (the idempotency record that also holds it expires
+ * after 24 h). The stored form is the chained receipt (attestation with kid-less `seq`,
+ * `row_hash`, `prev_hash`, no `jws`): it is signed as it is read, with the tenant's current key,
+ * like a replay (spec/receipts.md §attestation, §stored).
+ *
+ * Spec: spec/receipts.md §stored.
+ */
+import type { Queryable, StoreTx } from '../../store/store.ts';
+import { parseJson } from '../../store/store.ts';
+import type { Envelope, Receipt } from '../../spec/types.ts';
+
+/**
+ * Keep the receipt of a successful write envelope (in the write's own store transaction, so the
+ * receipt exists exactly when the action does). An envelope without an attested receipt is
+ * skipped. Called by claimIdempotency, which every write passes.
+ */
+export async function storeReceipt(
+  tx: StoreTx,
+  companyId: number,
+  auditId: number,
+  envelope: Envelope,
+): Promise<void> {
+  const r = envelope.result as Receipt | undefined;
+  if (r?.attestation === undefined) return;
+  await tx.run(
+    'INSERT INTO receipts (audit_id, company_id, receipt) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
+    [auditId, companyId, JSON.stringify(r)],
+  );
+}
+
+/**
+ * The stored (unsigned, chained) receipt of one audit row of this tenant, or undefined: the row
+ * is not a completed write, belongs to another tenant, or was written before receipts were kept
+ * (its idempotency record is then looked at, while it lives).
+ */
+export async function findReceipt(
+  q: Queryable,
+  companyId: number,
+  auditId: number,
+): Promise<Receipt | undefined> {
+  const row = await q.get<{ receipt: unknown }>(
+    'SELECT receipt FROM receipts WHERE audit_id = ? AND company_id = ?',
+    [auditId, companyId],
+  );
+  if (row !== undefined) return parseJson<Receipt>(row.receipt);
+  const idem = await q.get<{ envelope: unknown }>(
+    'SELECT envelope FROM idempotency WHERE company_id = ? AND audit_id = ?',
+    [companyId, auditId],
+  );
+  const r =
+    idem === undefined ? undefined : (parseJson<Envelope>(idem.envelope).result as Receipt | undefined);
+  return r?.attestation === undefined ? undefined : r;
+}

@@ -1,0 +1,107 @@
+/**
+ * The receipt of one past action, and its verification (spec/receipts.md §stored):
+ *
+ * - audit.receipt { audit_id }         READ (aggregate): the signed receipt of a completed write
+ *   of this tenant, as it was answered (domain fields, idempotency_key, rollback_handle,
+ *   attestation), signed now with the tenant's current key like a replay. `data.receipt` is the
+ *   file to keep; `solid receipt verify` checks it offline.
+ *   Reasons: not_found (no such write of this tenant, or no receipt kept for it: a read, a
+ *   refusal, a transaction step — whose receipt is the commit's).
+ * - audit.verify_receipt { receipt }   READ (aggregate): check a receipt (or an envelope holding
+ *   one) against this tenant's published keys (verifyReceipt) and this tenant's audit log (the
+ *   row at its seq must still carry its hashes: checkReceiptInLog). A receipt of another tenant
+ *   is not found among this tenant's keys and its log row is not looked at. Never refuses a
+ *   malformed receipt: `valid: false` with the reasons.
+ */
+import { defineSystemVerb } from '../runtime/verb.ts';
+import { VerbError } from '../runtime/errors.ts';
+import { findReceipt } from '../runtime/ledger/receipt-store.ts';
+import { signChainedReceipt, verifyReceipt } from '../runtime/ledger/receipts.ts';
+import { checkReceiptInLog, databaseKeys, type ReceiptLogCheck } from '../runtime/ledger/verify.ts';
+import type { Receipt } from '../spec/types.ts';
+
+/** The receipt in `doc`: the receipt itself, or an envelope's result (as `solid receipt verify`). */
+function receiptOf(doc: Record<string, unknown>): Receipt | undefined {
+  if (doc.attestation !== undefined) return doc as Receipt;
+  const inner = doc.result;
+  if (inner !== null && typeof inner === 'object' && (inner as Receipt).attestation !== undefined)
+    return inner as Receipt;
+  return undefined;
+}
+
+export const auditReceipt = defineSystemVerb<{ audit_id: number }>({
+  name: 'audit.receipt',
+  title: 'Signed receipt',
+  description:
+    "The signed receipt of one completed write of this tenant (by audit_id): the verb's own result fields, idempotency_key, rollback_handle when it can be undone, and the attestation (kid, seq, row_hash, prev_hash, jws) signed with the tenant's key. Save data.receipt to prove the action later; check it with audit.verify_receipt or `solid receipt verify`.",
+  shape: 'aggregate',
+  category: 'audit',
+  input: {
+    type: 'object',
+    properties: { audit_id: { type: 'integer', minimum: 1, description: 'The audit row of the action.' } },
+    required: ['audit_id'],
+    additionalProperties: false,
+  },
+  idempotent: true,
+  webmcp_surfaces: ['dashboard', 'developer'],
+  async handler(ctx, args) {
+    const companyId = ctx.principal.company_id;
+    const stored = await findReceipt(ctx.db, companyId, args.audit_id);
+    if (stored === undefined)
+      throw new VerbError('not_found', `There is no signed receipt for action #${args.audit_id}.`, {
+        hint: 'Only completed writes have receipts (a transaction step shares its commit’s); find the action with audit.trail.',
+      });
+    const receipt = await signChainedReceipt(stored, await ctx.runtime.keys.signingKey(companyId));
+    return {
+      entity_type: 'audit',
+      entity_id: args.audit_id,
+      data: { receipt },
+      fetched_at: ctx.now.toISOString(),
+    };
+  },
+});
+
+export const auditVerifyReceipt = defineSystemVerb<{ receipt: Record<string, unknown> }>({
+  name: 'audit.verify_receipt',
+  title: 'Verify a receipt',
+  description:
+    "Check a signed receipt (or the envelope holding it): its ES256 signature against this tenant's public keys, and that this tenant's audit log still holds the attested row unchanged at its seq. Answers data.valid with the key id and, when not valid, why.",
+  shape: 'aggregate',
+  category: 'audit',
+  input: {
+    type: 'object',
+    properties: {
+      receipt: {
+        type: 'object',
+        description: 'The receipt (audit.receipt data.receipt) or a whole envelope.',
+      },
+    },
+    required: ['receipt'],
+    additionalProperties: false,
+  },
+  idempotent: true,
+  webmcp_surfaces: ['dashboard', 'developer'],
+  async handler(ctx, args) {
+    const companyId = ctx.principal.company_id;
+    const r = receiptOf(args.receipt);
+    const keys = await databaseKeys(ctx.db, companyId);
+    const signature = verifyReceipt(r ?? args.receipt, keys);
+    const att = r?.attestation;
+    const ours = att !== undefined && keys.some((k) => k.kid === att.kid);
+    const log: ReceiptLogCheck | null = ours ? await checkReceiptInLog(ctx.db, att) : null;
+    const valid = signature.valid && log?.status === 'present';
+    return {
+      entity_type: 'receipt',
+      entity_id: typeof r?.audit_id === 'number' ? r.audit_id : 'unknown',
+      data: {
+        valid,
+        signature: { valid: signature.valid, kid: signature.kid ?? null, errors: signature.errors },
+        log,
+        audit_id: typeof r?.audit_id === 'number' ? r.audit_id : null,
+        seq: att?.seq ?? null,
+        timestamp: typeof r?.timestamp === 'string' ? r.timestamp : null,
+      },
+      fetched_at: ctx.now.toISOString(),
+    };
+  },
+});

@@ -1,0 +1,75 @@
+/**
+ * A write's receipt outlives its idempotency record: audit.receipt answers it signed by audit_id
+ * after the 24 h key expiry and the maintenance pass, audit.verify_receipt checks it against the
+ * tenant's keys and log, an altered copy or another tenant's receipt is not valid, and a read or
+ * an unknown audit_id has no receipt. Spec: spec/receipts.md §stored.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { counterRuntime, consented } from './counter-verbs.ts';
+import { runMaintenance } from '../../src/runtime/maintenance.ts';
+import { verifyReceipt } from '../../src/runtime/ledger/receipts.ts';
+import { databaseKeys } from '../../src/runtime/ledger/verify.ts';
+import type { Envelope, Receipt } from '../../src/spec/types.ts';
+import type { TestRuntime } from '../support/runtime.ts';
+
+function call(h: TestRuntime, key: string, verb: string, args: Record<string, unknown>): Promise<Envelope> {
+  return h.rt.dispatch({ apiKey: key, surface: 'http' }, verb, args);
+}
+
+describe('stored receipts', () => {
+  it('audit.receipt answers the signed receipt after the idempotency record is gone, and it verifies', async (t) => {
+    const h = await counterRuntime(t);
+    const env = await consented(h, h.keys.employee, 'counter.add', { name: 'visits', by: 2 });
+    assert.equal(env.ok, true, JSON.stringify(env.error));
+    const original = env.result as Receipt;
+    const later = new Date(Date.now() + 25 * 3600 * 1000);
+    const swept = await runMaintenance(h.rt.store, later);
+    assert.ok(swept.idempotency_deleted >= 1, 'the idempotency record expired and was deleted');
+
+    const got = await call(h, h.keys.read_only, 'audit.receipt', { audit_id: env.audit_id });
+    assert.equal(got.ok, true, JSON.stringify(got.error));
+    const r = (got.result as { data: { receipt: Receipt } }).data.receipt;
+    assert.equal(r.audit_id, env.audit_id);
+    assert.equal(r.added, 2, 'the domain fields are kept');
+    assert.equal(r.rollback_handle, original.rollback_handle);
+    assert.equal(r.idempotency_key, original.idempotency_key);
+    assert.equal(r.attestation!.row_hash, original.attestation!.row_hash);
+    const keys = await h.rt.store.read((q) => databaseKeys(q, h.companyId));
+    assert.equal(verifyReceipt(r, keys).valid, true);
+
+    const v = await call(h, h.keys.read_only, 'audit.verify_receipt', { receipt: r });
+    const data = (v.result as { data: Record<string, unknown> }).data;
+    assert.equal(data.valid, true, JSON.stringify(data));
+    assert.equal((data.log as { status: string }).status, 'present');
+    assert.equal((data.signature as { kid: string }).kid, r.attestation!.kid);
+
+    const altered = { ...r, added: 3 };
+    const bad = (await call(h, h.keys.read_only, 'audit.verify_receipt', { receipt: { result: altered } }))
+      .result as { data: { valid: boolean; signature: { errors: string[] } } };
+    assert.equal(bad.data.valid, false);
+    assert.match(bad.data.signature.errors.join(' '), /altered/);
+  });
+
+  it('a read, an unknown audit_id and another tenant have no receipt', async (t) => {
+    const h = await counterRuntime(t);
+    const env = await consented(h, h.keys.employee, 'counter.add', { name: 'visits', by: 1 });
+    const read = await call(h, h.keys.employee, 'counter.get', { name: 'visits' });
+    assert.equal(read.ok, true, JSON.stringify(read.error));
+    await h.rt.auditBuffer.flush();
+    const readRow = await h.rt.store.read((q) =>
+      q.get<{ audit_id: number }>("SELECT audit_id FROM audit_log WHERE action_type = 'counter.get'"),
+    );
+    for (const id of [Number(readRow!.audit_id), 99_999]) {
+      const got = await call(h, h.keys.read_only, 'audit.receipt', { audit_id: id });
+      assert.equal(got.error?.reason, 'not_found', `audit_id ${id}`);
+      assert.ok(got.error?.hint);
+    }
+    const other = await call(h, h.otherOwnerKey, 'audit.receipt', { audit_id: env.audit_id });
+    assert.equal(other.error?.reason, 'not_found', 'another tenant');
+    const foreign = await call(h, h.otherOwnerKey, 'audit.verify_receipt', { receipt: env.result });
+    const data = (foreign.result as { data: { valid: boolean; log: unknown } }).data;
+    assert.equal(data.valid, false);
+    assert.equal(data.log, null, "another tenant's log row is not looked at");
+  });
+});
