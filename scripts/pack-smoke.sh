@@ -81,7 +81,7 @@ node --input-type=module -e '
 echo "== a TypeScript consumer: tsc against the shipped .d.ts types zod args and rejects a typo"
 cat > consumer.ts <<'TS'
 import { z } from 'zod';
-import { createRuntime, defineVerb, definePack, SqliteStore } from 'solid-verbs';
+import { createRuntime, defineVerb, definePack, packRefusals, SqliteStore, VerbError } from 'solid-verbs';
 import { createTestBusiness } from 'solid-verbs/testing';
 
 export const lookup = defineVerb({
@@ -95,7 +95,11 @@ export const lookup = defineVerb({
     return { entity_id: id, data: { tenant: ctx.principal.company_id } };
   },
 });
-export const pack = definePack({ name: 'shop', description: 'A shop.', migrations: [], verbs: [lookup] });
+const reasons = { out_of_stock: { status: 409, kind: 'conflict', summary: 'No copies left.' } } as const;
+export const refuse = packRefusals(reasons);
+export const soldOut = (): VerbError => refuse.out_of_stock('Sold out.');
+export const missing = (): VerbError => new VerbError('not_found', 'No such item.');
+export const pack = definePack({ name: 'shop', description: 'A shop.', migrations: [], verbs: [lookup], reasons });
 export const open = () => createRuntime({ store: new SqliteStore({ path: ':memory:' }) });
 export const business = () => createTestBusiness({ packs: [pack] });
 TS
@@ -109,6 +113,12 @@ if "$root/node_modules/.bin/tsc" --noEmit --strict --module nodenext --moduleRes
 fi
 grep -q "itme_id" "$work/typo.out" || { cat "$work/typo.out" >&2; fail "tsc failed typo.ts for another reason"; }
 echo "ok: tsc compiles a consumer against the .d.ts and rejects args.itme_id"
+sed "s/new VerbError('not_found'/new VerbError('not_fund'/" consumer.ts > reason-typo.ts
+if "$root/node_modules/.bin/tsc" --noEmit --strict --module nodenext --moduleResolution nodenext --target es2022 reason-typo.ts >"$work/reason-typo.out" 2>&1; then
+  fail "tsc accepted the reason 'not_fund'"
+fi
+grep -q "not_fund" "$work/reason-typo.out" || { cat "$work/reason-typo.out" >&2; fail "tsc failed reason-typo.ts for another reason"; }
+echo "ok: tsc rejects a misspelt core reason (new VerbError('not_fund', …))"
 
 echo "== the CLI from node_modules/.bin (built code, no tsx)"
 version=$(npx --no-install solid --version)

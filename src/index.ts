@@ -29,6 +29,7 @@ export {
   type CheckPacksOptions,
 } from './runtime/pack.ts';
 export { VerbError } from './runtime/errors.ts';
+export { refuse, packRefusals, type PackRefusals } from './runtime/refusals.ts';
 export { Secrets, loadSecrets } from './runtime/secrets.ts';
 export { formatCents } from './runtime/consent/typed-phrase.ts';
 export { verifyReceipt, type ReceiptVerification } from './runtime/ledger/receipts.ts';
@@ -42,7 +43,19 @@ export {
   envelopeSchema,
   shapeSchemas,
 } from './spec/validators.ts';
-export { REASONS, reasonInfo, defineReasons } from './spec/reasons.ts';
+export {
+  REASONS,
+  reasonInfo,
+  defineReasons,
+  packReason,
+  isCoreReason,
+  ReasonTable,
+  type Reason,
+  type CoreReason,
+  type PackReason,
+  type PackReasonSpec,
+  type PackReasonKind,
+} from './spec/reasons.ts';
 export * from './spec/types.ts';
 export { SqliteStore, type SqliteStoreOptions } from './store/sqlite/sqlite-store.ts';
 export { portableMigration, renderMigration } from './store/migrations/render.ts';

@@ -338,9 +338,9 @@ CREATE TABLE bookshop_sales (company_id BIGINT NOT NULL, id BIGSERIAL PRIMARY KE
     ],
     verbs: [shelf, titleAdd, pricePreview, priceSet, saleRecord, saleRefund],
     reasons: {
-      title_sold: { status: 409, summary: 'The title has sales and cannot be removed.' },
-      out_of_stock: { status: 409, summary: 'No copy of the title is in stock.' },
-      already_refunded: { status: 409, summary: 'The sale was already refunded.' },
+      title_sold: { status: 409, kind: 'conflict', summary: 'The title has sales and cannot be removed.' },
+      out_of_stock: { status: 409, kind: 'conflict', summary: 'No copy of the title is in stock.' },
+      already_refunded: { status: 409, kind: 'conflict', summary: 'The sale was already refunded.' },
       amount_mismatch: { status: 422, summary: 'The refund amount is not the amount of the sale.' },
     },
     outboxHandlers: {

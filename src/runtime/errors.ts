@@ -6,6 +6,7 @@
  * Spec: spec/envelope.md §error, spec/reasons.md.
  */
 import type { EnvelopeError } from '../spec/types.ts';
+import type { Reason } from '../spec/reasons.ts';
 import type { StoreTx } from '../store/store.ts';
 import type { AuditRow } from './ledger/audit.ts';
 
@@ -39,9 +40,22 @@ export interface VerbErrorOptions {
   cause?: unknown;
 }
 
-export class VerbError extends Error {
+/**
+ * The reason a VerbError may be built with. A literal must be a {@link Reason} (a core reason of
+ * src/spec/reasons.ts or a pack's declared `PackReason`), so `new VerbError('not_fund', …)` does
+ * not compile; a reason computed at run time (type `string`: relayed from a server, a step's
+ * stored result) cannot be checked statically and passes as it is.
+ */
+export type ReasonArg<R extends string> = string extends R ? R : R extends Reason ? R : Reason;
+
+/**
+ * The runtime's error: `reason` (spec/reasons.md), a model-safe `message`, and optionally `hint`
+ * (the next step), `path` (JSON Pointer of the argument at fault) and `details`. Refusals that
+ * recur are built by the catalogue in src/runtime/refusals.ts (`refuse.*`).
+ */
+export class VerbError<R extends string = Reason> extends Error {
   override readonly name = 'VerbError';
-  readonly reason: string;
+  readonly reason: Reason;
   readonly hint?: string;
   readonly path?: string;
   readonly details?: Record<string, unknown>;
@@ -50,9 +64,9 @@ export class VerbError extends Error {
   /** Runtime-internal (see KeyAttribution); set by authentication, never serialized. */
   keyAttribution?: KeyAttribution;
 
-  constructor(reason: string, message: string, options: VerbErrorOptions = {}) {
+  constructor(reason: ReasonArg<R>, message: string, options: VerbErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.reason = reason;
+    this.reason = reason as Reason;
     if (options.hint !== undefined) this.hint = options.hint;
     if (options.path !== undefined) this.path = options.path;
     if (options.details !== undefined) this.details = options.details;

@@ -14,7 +14,7 @@ import type { Migration } from '../store/store.ts';
 import type { VerbDefinition } from './verb.ts';
 import type { OutboxHandler, Runtime } from './runtime.ts';
 import { Registry, RegistrationError } from './registry.ts';
-import { REASONS, defineReasons } from '../spec/reasons.ts';
+import { packReasonProblem, type PackReasonSpec } from '../spec/reasons.ts';
 
 export interface SeedOptions {
   now?: Date;
@@ -27,8 +27,12 @@ export interface Pack {
   description: string;
   migrations: readonly Migration[];
   verbs: readonly VerbDefinition[];
-  /** Domain reasons with their HTTP status. */
-  reasons?: Record<string, { status?: number; summary: string }>;
+  /**
+   * The pack's own reasons: `{ out_of_stock: { status: 409, kind: 'conflict', summary, hint? } }`
+   * (status default 422, kind default `domain`). installPack stores them on the runtime's registry
+   * so transports answer them with that status; `packRefusals(reasons)` makes typed constructors.
+   */
+  reasons?: Readonly<Record<string, PackReasonSpec>>;
   outboxHandlers?: Record<string, OutboxHandler>;
   /** Fill a fresh database with data (demo). Returns facts to print (keys, URLs…). */
   seed?: (rt: Runtime, options: SeedOptions) => Promise<Record<string, unknown>>;
@@ -174,23 +178,14 @@ function validatePack(pack: Pack, label: string): void {
       throw new PackError(label, key, 'is not an object');
   }
   for (const [reason, info] of Object.entries(pack.reasons ?? {})) {
-    if (!/^[a-z][a-z0-9_]*$/.test(reason))
-      throw new PackError(label, `reasons.${reason}`, 'is not a snake_case reason code');
-    const core = (REASONS as Record<string, { kind: string }>)[reason];
-    if (core !== undefined && core.kind !== 'domain' && reason !== 'not_found')
-      throw new PackError(
-        label,
-        `reasons.${reason}`,
-        'is a core reason of the runtime and cannot be redefined',
-        'Throw it as it is, or name a reason of your own.',
-      );
-    if (info === null || typeof info !== 'object' || typeof info.summary !== 'string')
-      throw new PackError(
-        label,
-        `reasons.${reason}`,
-        'needs a summary',
-        "{ status: 409, summary: 'What went wrong, in one sentence.' }",
-      );
+    const problem = packReasonProblem(reason, info);
+    if (problem === undefined) continue;
+    const hint = problem.startsWith('is a core reason')
+      ? 'Throw it as it is, or name a reason of your own.'
+      : problem === 'needs a summary'
+        ? "{ status: 409, kind: 'conflict', summary: 'What went wrong, in one sentence.' }"
+        : undefined;
+    throw new PackError(label, `reasons.${reason}`, problem, hint);
   }
   if (pack.seed !== undefined && typeof pack.seed !== 'function')
     throw new PackError(label, 'seed', 'is not a function');
@@ -236,6 +231,7 @@ export function checkPacks(packs: readonly Pack[], options: CheckPacksOptions = 
   for (const t of tablesOf(options.reservedMigrations ?? [])) tableOwner.set(t, 'the runtime');
   tableOwner.set('schema_migrations', 'the runtime');
   const packNames = new Map<string, string>();
+  const reasonOwner = new Map<string, { pack: string; status: number; kind: string }>();
   packs.forEach((pack, i) => {
     if (options.validate?.(i) ?? true) validatePack(pack, label(i));
     const other = packNames.get(pack.name);
@@ -258,6 +254,18 @@ export function checkPacks(packs: readonly Pack[], options: CheckPacksOptions = 
         );
       verbOwner.set(v.name, `pack "${pack.name}"`);
     });
+    for (const [reason, spec] of Object.entries(pack.reasons ?? {})) {
+      const mine = { pack: pack.name, status: spec.status ?? 422, kind: spec.kind ?? 'domain' };
+      const other = reasonOwner.get(reason);
+      if (other !== undefined && (other.status !== mine.status || other.kind !== mine.kind))
+        throw new PackError(
+          label(i),
+          `reasons.${reason}`,
+          `is also declared by pack "${other.pack}" with status ${other.status} (${other.kind})`,
+          'Declare a shared reason the same way in both packs, or name your own.',
+        );
+      reasonOwner.set(reason, mine);
+    }
     for (const t of tablesOf(pack.migrations)) {
       const owner = tableOwner.get(t);
       if (owner !== undefined)
@@ -273,14 +281,14 @@ export function checkPacks(packs: readonly Pack[], options: CheckPacksOptions = 
 }
 
 /**
- * Install one checked pack on a runtime: its migrations (scope = pack name), its domain reasons,
- * its verbs, its outbox handlers. Call {@link checkPacks} first for the whole set.
+ * Install one checked pack on a runtime: its migrations (scope = pack name), its domain reasons
+ * (on `rt.registry.reasons`, seen by this runtime only), its verbs, its outbox handlers. Call {@link checkPacks} first for the whole set.
  *
  * Throws StoreError `migration_failed` when the pack's SQL fails (that migration is rolled back).
  */
 export async function installPack(rt: Runtime, pack: Pack): Promise<void> {
   await rt.store.migrate(pack.name, pack.migrations);
-  if (pack.reasons) defineReasons(pack.reasons);
+  if (pack.reasons) rt.registry.reasons.declare(pack.name, pack.reasons);
   rt.register(...pack.verbs);
   for (const [kind, h] of Object.entries(pack.outboxHandlers ?? {})) rt.outboxHandlers.set(kind, h);
 }

@@ -32,6 +32,7 @@ import {
 } from '../spec/validators.ts';
 import { ROLE_FLOOR_OF_CLASS, type CompiledVerb, type VerbDefinition } from './verb.ts';
 import { compileInputSchema, compileOutputSchema, type CompiledSchema } from './schema-compiler.ts';
+import { ReasonTable } from '../spec/reasons.ts';
 
 export class RegistrationError extends Error {
   override readonly name = 'RegistrationError';
@@ -135,6 +136,11 @@ export class Registry {
   #sortedNames: string[] | undefined;
   #trigrams: TrigramIndex | undefined;
   readonly #compileOutputs: boolean;
+  /**
+   * The reasons this runtime knows beyond the core table: those its packs declared
+   * (`definePack({ reasons })`, stored by installPack). Transports look statuses up here.
+   */
+  readonly reasons = new ReasonTable();
 
   /**
    * `compileOutputs`: compile every verb's output schema at registration (default true; the

@@ -14,6 +14,7 @@ import { parseJson } from '../store/store.ts';
 import type { Principal, Role, Tier, VerbClass } from '../spec/types.ts';
 import { ROLES, TIERS } from '../spec/types.ts';
 import { VerbError } from './errors.ts';
+import { refuse } from './refusals.ts';
 
 export const API_KEY_PREFIX = 'sk_solid_';
 
@@ -230,10 +231,7 @@ export class Tenants {
    */
   async authenticate(apiKey: unknown, agentType?: string): Promise<Principal> {
     const parsed = parseApiKey(apiKey);
-    const invalid = () =>
-      new VerbError('auth_invalid', 'The API key is not valid.', {
-        hint: 'Use a key printed by `solid init` / `solid api-keys create` (format sk_solid_…); keys are shown once.',
-      });
+    const invalid = refuse.authInvalid;
     if (parsed === undefined) throw invalid();
     let c = this.#keys.get(parsed.keyId);
     if (c === undefined || Date.now() - c.loadedAt >= this.cacheTtlMs) {

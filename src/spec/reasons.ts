@@ -3,9 +3,11 @@
  * same request may succeed, and what kind of outcome it is. spec/reasons.md documents every entry
  * (a test checks both directions).
  *
- * Business packs may throw their own snake_case domain reasons (e.g. `already_paid`); they declare
- * them with `defineReasons` so transports know their status; an undeclared domain reason maps to
- * 422 / exit 1.
+ * `Reason` is the type of `VerbError.reason`: a core reason of this table, or a pack's own reason
+ * (a {@link PackReason}). Business packs declare their snake_case reasons (e.g. `out_of_stock`) in
+ * `definePack({ reasons })`; `installPack` stores them on the runtime's registry (a
+ * {@link ReasonTable}), so transports answer them with the declared status. A reason nobody
+ * declared maps to 422 / exit 1.
  */
 
 export type ReasonKind =
@@ -203,38 +205,169 @@ export const REASONS = {
 
 export type CoreReason = keyof typeof REASONS;
 
-const domainReasons = new Map<string, ReasonInfo>();
+/**
+ * A reason a business pack declared (e.g. `out_of_stock`): a string branded at the type level so a
+ * typo in a core reason is a compile error while a pack's own reasons stay open. Make one with
+ * {@link packReason} or take it from `packRefusals(table)` (src/runtime/refusals.ts).
+ */
+export type PackReason<N extends string = string> = N & { readonly [packReasonBrand]: true };
+declare const packReasonBrand: unique symbol;
+
+/** What `VerbError.reason` holds: a core reason of {@link REASONS} or a pack's declared reason. */
+export type Reason = CoreReason | PackReason;
+
+/** The kinds a pack reason may declare (never a safety-layer kind: auth, denied, pending). */
+export type PackReasonKind = 'domain' | 'conflict' | 'not_found' | 'input' | 'limit';
+const PACK_KINDS: ReadonlySet<string> = new Set(['domain', 'conflict', 'not_found', 'input', 'limit']);
+const KIND_EXIT: Record<PackReasonKind, number | undefined> = {
+  domain: undefined,
+  conflict: 6,
+  not_found: 5,
+  input: 2,
+  limit: 7,
+};
 
 /**
- * Declare a business pack's domain reasons with their HTTP status (default 422).
- * Throws if a name is not snake_case or collides with a core reason.
+ * One reason a pack declares: HTTP status (default 422), kind (default `domain`), a one-sentence
+ * summary (OpenAPI, docs), an optional default hint (used by `packRefusals`), an optional CLI exit
+ * code (default from the kind, else 5 for 404, 6 for 409, 1 otherwise).
  */
-export function defineReasons(
-  reasons: Record<string, { status?: number; summary: string; exit?: number }>,
-): void {
-  for (const [name, info] of Object.entries(reasons)) {
-    if (!/^[a-z][a-z0-9_]*$/.test(name)) throw new TypeError(`reason "${name}" must be snake_case`);
-    if (name in REASONS && (REASONS as Record<string, ReasonInfo>)[name]!.kind !== 'domain') {
-      if (name !== 'not_found')
-        throw new TypeError(`reason "${name}" is a core reason and cannot be redefined`);
-      continue;
-    }
-    const status = info.status ?? 422;
-    domainReasons.set(
-      name,
-      r(status, info.exit ?? (status === 404 ? 5 : status === 409 ? 6 : 1), 'domain', info.summary),
-    );
-  }
+export interface PackReasonSpec {
+  status?: number;
+  kind?: PackReasonKind;
+  summary: string;
+  hint?: string;
+  exit?: number;
+}
+
+/** Is `name` a core reason of the runtime's table? */
+export function isCoreReason(name: string): name is CoreReason {
+  return Object.hasOwn(REASONS, name);
+}
+
+/** A pack reason by name, typed as such (no check at run time: the pack's table declares it). */
+export function packReason<N extends string>(name: N): PackReason<N> {
+  return name as PackReason<N>;
+}
+
+/**
+ * Why a pack reason declaration is refused, or undefined when it is fine: not snake_case, a core
+ * reason other than `not_found` redefined, no summary, a status outside 400–599, an unknown kind.
+ */
+export function packReasonProblem(name: string, spec: unknown): string | undefined {
+  if (!/^[a-z][a-z0-9_]*$/.test(name)) return 'is not a snake_case reason code';
+  if (isCoreReason(name) && REASONS[name].kind !== 'domain' && name !== 'not_found')
+    return 'is a core reason of the runtime and cannot be redefined';
+  const s = spec as Partial<PackReasonSpec> | null;
+  if (s === null || typeof s !== 'object' || typeof s.summary !== 'string') return 'needs a summary';
+  if (s.status !== undefined && !(Number.isInteger(s.status) && s.status >= 400 && s.status <= 599))
+    return 'status must be an HTTP error status (400–599)';
+  if (s.kind !== undefined && !PACK_KINDS.has(s.kind))
+    return `kind must be one of ${[...PACK_KINDS].join(', ')}`;
+  return undefined;
+}
+
+function packReasonInfo(spec: PackReasonSpec): ReasonInfo {
+  const status = spec.status ?? 422;
+  const kind = spec.kind ?? 'domain';
+  const exit = spec.exit ?? KIND_EXIT[kind] ?? (status === 404 ? 5 : status === 409 ? 6 : 1);
+  return r(status, exit, kind, spec.summary);
 }
 
 const UNKNOWN_DOMAIN: ReasonInfo = r(422, 1, 'domain', 'A domain rule refused the action.');
 
-/** Look up a reason: core table, then declared domain reasons, then the 422 default. */
-export function reasonInfo(reason: string): ReasonInfo {
-  return (REASONS as Record<string, ReasonInfo>)[reason] ?? domainReasons.get(reason) ?? UNKNOWN_DOMAIN;
+/** Reasons declared with the deprecated process-global {@link defineReasons}. */
+const legacyReasons = new Map<string, ReasonInfo>();
+
+/**
+ * The reasons one runtime knows: the core table, then the reasons its packs declared
+ * (`rt.registry.reasons`), then the deprecated global {@link defineReasons}. Two runtimes in one
+ * process do not see each other's pack reasons.
+ */
+export class ReasonTable {
+  readonly #declared = new Map<string, { info: ReasonInfo; owner: string; spec: PackReasonSpec }>();
+
+  /**
+   * Declare a pack's reasons. Throws TypeError on a bad declaration (see {@link packReasonProblem})
+   * or a reason another owner already declared differently. `not_found` is skipped (core).
+   */
+  declare(owner: string, reasons: Readonly<Record<string, PackReasonSpec>>): void {
+    for (const [name, spec] of Object.entries(reasons)) {
+      const problem = packReasonProblem(name, spec);
+      if (problem !== undefined) throw new TypeError(`reason "${name}" ${problem}`);
+      if (isCoreReason(name)) continue;
+      const other = this.#declared.get(name);
+      if (other !== undefined && other.owner !== owner && !sameDeclaration(other.spec, spec))
+        throw new TypeError(`reason "${name}" is already declared differently by ${other.owner}`);
+      this.#declared.set(name, { info: packReasonInfo(spec), owner, spec });
+    }
+  }
+
+  /** Look up a reason: core table, declared pack reasons, the global legacy ones, the 422 default. */
+  info(reason: string): ReasonInfo {
+    return (
+      (isCoreReason(reason) ? REASONS[reason] : undefined) ??
+      this.#declared.get(reason)?.info ??
+      legacyReasons.get(reason) ??
+      UNKNOWN_DOMAIN
+    );
+  }
+
+  /** Was `reason` declared by a pack of this runtime (or globally)? Core reasons are not. */
+  has(reason: string): boolean {
+    return this.#declared.has(reason) || legacyReasons.has(reason);
+  }
+
+  /** The owner (pack name) that declared `reason`, if any. */
+  ownerOf(reason: string): string | undefined {
+    return this.#declared.get(reason)?.owner;
+  }
+
+  /** Every declared (non-core) reason with its info, for docs and the OpenAPI document. */
+  domain(): ReadonlyMap<string, ReasonInfo> {
+    const out = new Map(legacyReasons);
+    for (const [name, d] of this.#declared) out.set(name, d.info);
+    return out;
+  }
+
+  /** How many non-core reasons are declared (part of the OpenAPI ETag). */
+  get size(): number {
+    return this.domain().size;
+  }
 }
 
-/** All declared domain reasons (for docs and the OpenAPI document). */
+function sameDeclaration(a: PackReasonSpec, b: PackReasonSpec): boolean {
+  const x = packReasonInfo(a);
+  const y = packReasonInfo(b);
+  return x.status === y.status && x.kind === y.kind && x.exit === y.exit;
+}
+
+/**
+ * Deprecated: declare domain reasons process-wide (every runtime of the process sees them). Packs
+ * declare theirs in `definePack({ reasons })` instead, which `installPack` stores on the runtime.
+ * Kept for code written against it. Throws if a name is not snake_case or collides with a core
+ * reason.
+ */
+export function defineReasons(reasons: Record<string, PackReasonSpec>): void {
+  for (const [name, info] of Object.entries(reasons)) {
+    const problem = packReasonProblem(name, info);
+    if (problem !== undefined) throw new TypeError(`reason "${name}" ${problem}`);
+    if (isCoreReason(name)) continue;
+    legacyReasons.set(name, packReasonInfo(info));
+  }
+}
+
+/**
+ * Look up a reason: core table, then `table` (a runtime's declared reasons) when given, then the
+ * global legacy declarations, then the 422 default. Without a table only core and legacy reasons
+ * are known: pass `rt.registry.reasons` wherever a runtime is at hand.
+ */
+export function reasonInfo(reason: string, table?: ReasonTable): ReasonInfo {
+  if (table !== undefined) return table.info(reason);
+  return (isCoreReason(reason) ? REASONS[reason] : undefined) ?? legacyReasons.get(reason) ?? UNKNOWN_DOMAIN;
+}
+
+/** Deprecated: the reasons declared with the global {@link defineReasons}; use `rt.registry.reasons.domain()`. */
 export function domainReasonTable(): ReadonlyMap<string, ReasonInfo> {
-  return domainReasons;
+  return legacyReasons;
 }

@@ -34,6 +34,7 @@ import {
 } from '../runtime/verb.ts';
 import { phrasesMatch } from '../runtime/consent/typed-phrase.ts';
 import { phraseChannelRefusal } from '../runtime/dispatch.ts';
+import { refuse } from '../runtime/refusals.ts';
 
 /** Lowest role that may decide any approval (the WRITE_FINANCIAL floor). */
 const MIN_APPROVER_ROLE: Role = ROLE_FLOOR_OF_CLASS.WRITE_FINANCIAL;
@@ -109,11 +110,7 @@ async function findApproval(
   };
 }
 
-function notFound(id: string): VerbError {
-  return new VerbError('approval_not_found', `No approval ${id} exists for this tenant.`, {
-    hint: 'List the open approvals with approvals.list (`solid approvals list`); approval ids come from dispatch_pending answers.',
-  });
-}
+const notFound = refuse.approvalNotFound;
 
 function notPending(row: ApprovalRow, status: ApprovalStatus): VerbError {
   const what =

@@ -13,7 +13,6 @@
  * Spec: spec/shapes.md §subscribe.
  */
 import { defineSystemVerb } from '../runtime/verb.ts';
-import { VerbError } from '../runtime/errors.ts';
 import {
   createSubscription,
   DEFAULT_POLL_INTERVAL_MS,
@@ -30,6 +29,7 @@ import {
   wireEvent,
   type SubscribeArgs,
 } from '../runtime/observe/event-stream.ts';
+import { refuse } from '../runtime/refusals.ts';
 
 const EVENT_TYPE = {
   type: 'string',
@@ -167,12 +167,10 @@ export const eventsUnsubscribe = defineSystemVerb<{ subscription_id: string }>({
     const p = ctx.principal;
     const sub = await getSubscription(ctx.db, p.company_id, args.subscription_id);
     if (sub.user_id !== p.user_id) {
-      throw new VerbError(
-        'subscription_not_found',
-        `No subscription ${args.subscription_id.slice(0, 64)} of yours exists for this tenant.`,
-        {
-          hint: 'Only the user who made a subscription may remove it.',
-        },
+      throw refuse.subscriptionNotFound(
+        args.subscription_id,
+        'of yours exists for this tenant',
+        'Only the user who made a subscription may remove it.',
       );
     }
     await ctx.runtime.store.write(

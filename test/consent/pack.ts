@@ -9,6 +9,7 @@ import type { Pack } from '../../src/runtime/pack.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 import { VerbError } from '../../src/runtime/errors.ts';
 import { formatCents } from '../../src/runtime/consent/typed-phrase.ts';
+import { packReason } from '../../src/spec/reasons.ts';
 
 const EFFECTS_SQL = `CREATE TABLE consent_effects (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, verb TEXT NOT NULL, args TEXT NOT NULL)`;
 
@@ -135,7 +136,7 @@ export const failingWrite = defineVerb<{ n: number }>({
   },
   async handler(ctx, args) {
     await recordEffect(ctx, args);
-    throw new VerbError('already_paid', 'The test write always fails after writing.');
+    throw new VerbError(packReason('already_paid'), 'The test write always fails after writing.');
   },
 });
 

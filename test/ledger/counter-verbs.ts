@@ -9,6 +9,7 @@ import { defineVerb } from '../../src/runtime/verb.ts';
 import { VerbError } from '../../src/runtime/errors.ts';
 import type { DispatchOptions } from '../../src/runtime/dispatch.ts';
 import type { Envelope } from '../../src/spec/types.ts';
+import { packReason } from '../../src/spec/reasons.ts';
 
 type AddArgs = { name: string; by: number; fail?: boolean; notify?: boolean };
 
@@ -50,7 +51,7 @@ export const counterAdd = defineVerb<AddArgs>({
       a.name,
     ]);
     if (a.fail || locked !== undefined)
-      throw new VerbError('counter_broken', `Counter ${a.name} refused the change.`);
+      throw new VerbError(packReason('counter_broken'), `Counter ${a.name} refused the change.`);
     ctx.setRollback(`counter:add:${a.name}:${a.by}`, { name: a.name, by: a.by });
     ctx.setEntity('counter', a.name);
     ctx.emit({ type: 'counter.changed', entity_type: 'counter', entity_id: a.name, payload: { by: a.by } });
@@ -60,7 +61,8 @@ export const counterAdd = defineVerb<AddArgs>({
   revert: {
     async handler(ctx, original) {
       const { name, by } = original.rollback as { name: string; by: number };
-      if (name.startsWith('stuck')) throw new VerbError('counter_stuck', `Counter ${name} cannot go back.`);
+      if (name.startsWith('stuck'))
+        throw new VerbError(packReason('counter_stuck'), `Counter ${name} cannot go back.`);
       await bump(ctx, name, -by);
       return { revert_action: `subtracted ${by} from ${name}` };
     },

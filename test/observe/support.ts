@@ -12,6 +12,7 @@ import { VerbError } from '../../src/runtime/errors.ts';
 import type { Envelope, Principal, Role } from '../../src/spec/types.ts';
 import type { RuntimeOptions } from '../../src/runtime/runtime.ts';
 import { validateShapeOutput } from '../../src/spec/validators.ts';
+import { packReason } from '../../src/spec/reasons.ts';
 
 export const counterVerbs = [
   defineVerb<{ name: string; by?: number; fail?: boolean }>({
@@ -45,7 +46,7 @@ export const counterVerbs = [
         payload: { by: args.by ?? 1, state: { value } },
       });
       if (args.fail === true)
-        throw new VerbError('bump_refused', 'This bump was told to fail after writing.');
+        throw new VerbError(packReason('bump_refused'), 'This bump was told to fail after writing.');
       return { name: args.name, value };
     },
   }),

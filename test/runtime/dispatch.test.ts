@@ -63,7 +63,9 @@ async function withNotes(h: TestRuntime): Promise<void> {
         ))!;
         ctx.emit({ type: 'note.added', entity_type: 'note', entity_id: r.id, payload: { text: args.text } });
         if (args.explode === 'verb_error')
-          throw new VerbError('note_rejected', 'Notes may not say that.', { hint: 'Say something else.' });
+          throw new VerbError<string>('note_rejected', 'Notes may not say that.', {
+            hint: 'Say something else.',
+          });
         if (args.explode === 'crash') throw new Error('secret stack detail /etc/passwd');
         // What PostgreSQL answers for an id beyond bigint (SQLSTATE 22003).
         if (args.explode === 'store_value')

@@ -22,7 +22,6 @@ import pino from 'pino';
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { Secrets } from '../../src/runtime/secrets.ts';
 import type { Pack } from '../../src/runtime/pack.ts';
-import { defineReasons } from '../../src/spec/reasons.ts';
 import type { Envelope, Role, Surface } from '../../src/spec/types.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { systemVerbs } from '../../src/verbs/index.ts';
@@ -72,7 +71,7 @@ export interface DemoRuntime {
 /** Register a pack on a runtime the way openLocal does (migrations, reasons, verbs, outbox handlers). */
 export async function installPack(rt: Runtime, pack: Pack): Promise<void> {
   await rt.store.migrate(pack.name, pack.migrations);
-  if (pack.reasons) defineReasons(pack.reasons);
+  if (pack.reasons) rt.registry.reasons.declare(pack.name, pack.reasons);
   rt.register(...pack.verbs);
   for (const [kind, handler] of Object.entries(pack.outboxHandlers ?? {}))
     rt.outboxHandlers.set(kind, handler);

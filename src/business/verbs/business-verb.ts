@@ -10,6 +10,7 @@
 import { VerbError } from '../../runtime/errors.ts';
 import type { VerbDefinition } from '../../runtime/verb.ts';
 import { isDomainError } from '../data/domain-error.ts';
+import { isCoreReason, packReason } from '../../spec/reasons.ts';
 
 /** A DomainError as a VerbError (reason = its code); anything else is returned unchanged. */
 export function toVerbError(err: unknown): unknown {
@@ -21,7 +22,8 @@ export function toVerbError(err: unknown): unknown {
           .replace(/\[(\d+)\]/g, '/$1')
           .replace(/\./g, '/')}`
       : undefined;
-  return new VerbError(err.code, err.message, {
+  const reason = isCoreReason(err.code) ? err.code : packReason(err.code);
+  return new VerbError(reason, err.message, {
     ...(err.hint !== undefined ? { hint: err.hint } : {}),
     ...(path !== undefined ? { path } : {}),
     cause: err,

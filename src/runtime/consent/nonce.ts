@@ -14,6 +14,7 @@ import { randomBytes } from 'node:crypto';
 import type { Secrets } from '../secrets.ts';
 import type { VerbClass } from '../../spec/types.ts';
 import { VerbError } from '../errors.ts';
+import { refuse } from '../refusals.ts';
 
 export const NONCE_TTL_SECONDS = 300;
 
@@ -86,28 +87,16 @@ export interface VerifyNonceInput {
  */
 export function verifyNonce(secrets: Secrets, token: unknown, input: VerifyNonceInput): NoncePayload {
   const p = secrets.openToken<NoncePayload>('nonce', 'n1', token);
-  const hint =
-    'Call the verb again without confirm to get a fresh nonce, then confirm with exactly the same arguments.';
-  if (p === undefined || typeof p.j !== 'string' || typeof p.e !== 'number') {
-    throw new VerbError('nonce_invalid', 'The nonce is malformed or its signature does not verify.', {
-      hint,
-    });
-  }
-  if (p.c !== input.companyId || p.u !== input.userId) {
-    throw new VerbError('nonce_invalid', 'The nonce was issued to another tenant or user.', { hint });
-  }
-  if (p.v !== input.verb) {
-    throw new VerbError('nonce_invalid', `The nonce was issued for verb ${p.v}, not ${input.verb}.`, {
-      hint,
-    });
-  }
-  if (p.a !== input.argsHash) {
-    throw new VerbError(
-      'nonce_invalid',
+  if (p === undefined || typeof p.j !== 'string' || typeof p.e !== 'number')
+    throw refuse.nonceInvalid('The nonce is malformed or its signature does not verify.');
+  if (p.c !== input.companyId || p.u !== input.userId)
+    throw refuse.nonceInvalid('The nonce was issued to another tenant or user.');
+  if (p.v !== input.verb)
+    throw refuse.nonceInvalid(`The nonce was issued for verb ${p.v}, not ${input.verb}.`);
+  if (p.a !== input.argsHash)
+    throw refuse.nonceInvalid(
       'The arguments changed after the nonce was issued; the consent covered other arguments.',
-      { hint },
     );
-  }
   if (input.nowMs >= p.e * 1000) {
     throw new VerbError('nonce_expired', `The nonce expired at ${new Date(p.e * 1000).toISOString()}.`, {
       hint: 'Nonces live 300 seconds. Call the verb again without confirm to get a fresh one.',

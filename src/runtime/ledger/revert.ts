@@ -21,6 +21,7 @@ import { ROLE_RANK, TIER_RANK } from '../verb.ts';
 import type { Runtime } from '../runtime.ts';
 import { getAuditRow, type AuditRow } from './audit.ts';
 import { openRollbackHandle } from './rollback-handle.ts';
+import { refuse } from '../refusals.ts';
 
 /** Input of audit.revert: exactly one of the two. */
 export interface RevertArgs {
@@ -73,9 +74,11 @@ const CLASS_RANK: Readonly<Record<VerbClass, number>> = {
 };
 
 function notFound(id: unknown): VerbError {
-  return new VerbError('not_found', `No audit row ${String(id)} exists for this tenant.`, {
-    hint: 'Pass the audit_id of a receipt of this tenant (audit.trail lists them).',
-  });
+  return refuse.notFound(
+    'audit row',
+    id,
+    'Pass the audit_id of a receipt of this tenant (audit.trail lists them).',
+  );
 }
 
 /**
@@ -257,10 +260,7 @@ export async function assessRevert(
   );
   if (reversal !== undefined) {
     const by = Number(reversal.revert_audit_id);
-    throw new VerbError('already_reverted', `${label} was already reverted (by audit row ${by}).`, {
-      hint: 'Nothing to do. To redo the action, call its verb again.',
-      details: { audit_id: row.audit_id, revert_audit_id: by },
-    });
+    throw refuse.alreadyReverted(label, row.audit_id, by);
   }
   if (verb === undefined) {
     return {
@@ -367,11 +367,7 @@ async function denyBelowFloor(ctx: SystemVerbContext, rt: Runtime, row: AuditRow
     );
   }
   if (ROLE_RANK[p.role] < ROLE_RANK[role]) {
-    throw new VerbError(
-      'role_denied',
-      `audit.revert of ${row.action_type} needs the ${role} role or higher; this key has ${p.role}.`,
-      { hint: `Ask a user with the ${role} role to run it or to approve it.` },
-    );
+    throw refuse.roleDenied(`audit.revert of ${row.action_type}`, role, p.role);
   }
 }
 
@@ -509,10 +505,7 @@ export async function runRevert(ctx: SystemVerbContext, args: RevertArgs): Promi
     );
   } catch (err) {
     if (err instanceof StoreError && err.code === 'unique_violation') {
-      throw new VerbError('already_reverted', `${label} was already reverted.`, {
-        hint: 'Nothing to do.',
-        details: { audit_id: row.audit_id },
-      });
+      throw refuse.alreadyReverted(label, row.audit_id);
     }
     throw err;
   }

@@ -14,6 +14,7 @@ import type { Queryable, Store } from '../../store/store.ts';
 import { parseJson } from '../../store/store.ts';
 import type { Secrets } from '../secrets.ts';
 import { VerbError } from '../errors.ts';
+import { refuse } from '../refusals.ts';
 
 export type KeyState = 'pending' | 'active' | 'rotating' | 'retired';
 
@@ -143,10 +144,7 @@ export class TenantKeys {
       'SELECT * FROM tenant_keys WHERE kid = ? AND company_id = ?',
       [kid, companyId],
     );
-    if (row === undefined)
-      throw new VerbError('not_found', `No signing key ${kid} for this tenant.`, {
-        hint: 'List keys with `solid keys list`.',
-      });
+    if (row === undefined) throw refuse.signingKeyNotFound(kid);
     if (row.state !== 'pending')
       throw new VerbError(
         'invalid_request',
@@ -176,7 +174,7 @@ export class TenantKeys {
       'SELECT * FROM tenant_keys WHERE kid = ? AND company_id = ?',
       [kid, companyId],
     );
-    if (row === undefined) throw new VerbError('not_found', `No signing key ${kid} for this tenant.`);
+    if (row === undefined) throw refuse.signingKeyNotFound(kid);
     if (row.state === 'active')
       throw new VerbError(
         'invalid_request',

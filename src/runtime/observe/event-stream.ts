@@ -24,6 +24,7 @@ import { parseJson } from '../../store/store.ts';
 import { VerbError } from '../errors.ts';
 import type { Secrets } from '../secrets.ts';
 import { eventsChannel, toDomainEvent } from '../ledger/events.ts';
+import { refuse } from '../refusals.ts';
 
 /** How long a cursor stays valid after it was issued (seconds): 30 days. */
 export const EVENT_RETENTION_SECONDS = 30 * 24 * 3600;
@@ -299,12 +300,10 @@ export async function getSubscription(
     [subscriptionId, companyId],
   );
   if (r === undefined) {
-    throw new VerbError(
-      'subscription_not_found',
-      `No subscription ${subscriptionId.slice(0, 64)} exists for this tenant (it was removed with events.unsubscribe, or never existed).`,
-      {
-        hint: 'Call events.subscribe again for a new subscription and cursor.',
-      },
+    throw refuse.subscriptionNotFound(
+      subscriptionId,
+      'exists for this tenant (it was removed with events.unsubscribe, or never existed)',
+      'Call events.subscribe again for a new subscription and cursor.',
     );
   }
   return {

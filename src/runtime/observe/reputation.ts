@@ -42,7 +42,7 @@
 import type { Queryable } from '../../store/store.ts';
 import type { Runtime } from '../runtime.ts';
 import type { AuditRow } from '../ledger/audit.ts';
-import { reasonInfo } from '../../spec/reasons.ts';
+import { reasonInfo, type ReasonTable } from '../../spec/reasons.ts';
 import { addToHistogram, histogramPercentile, latencyBin, type Histogram } from './latency-histogram.ts';
 
 export const REPUTATION_WINDOWS = ['1h', '24h', '7d', '30d'] as const;
@@ -98,11 +98,11 @@ const OWN_FAILURE_REASONS: ReadonlySet<string> = new Set(['revert_failed']);
 const CALLER_KINDS: ReadonlySet<string> = new Set(['input', 'not_found', 'auth', 'conflict', 'limit']);
 
 /** Classify one audit row (see the module header). */
-export function classifyCall(status: string, reason: string | null): CallOutcome {
+export function classifyCall(status: string, reason: string | null, reasons?: ReasonTable): CallOutcome {
   if (status === 'pending') return 'pending';
   if (reason === null)
     return status === 'failed' || status === 'denied' || status === 'rejected' ? 'failure' : 'success';
-  const info = reasonInfo(reason);
+  const info = reasonInfo(reason, reasons);
   if (info.denial) return 'denial';
   if (OWN_FAILURE_REASONS.has(reason)) return 'failure';
   return CALLER_KINDS.has(info.kind) ? 'caller_error' : 'failure';
@@ -209,7 +209,7 @@ export class ReputationAggregator {
   /** Add one committed audit row (in-memory only; rows of unregistered names are ignored). */
   record(row: AuditRow): void {
     if (row.shape === null || row.shape === undefined) return;
-    const outcome = classifyCall(row.status, row.reason);
+    const outcome = classifyCall(row.status, row.reason, this.rt.registry.reasons);
     const hour = bucketStart('h', row.created_at);
     const agent = agentOf(row);
     const key = `${row.company_id}|${hour}|${row.action_type}|${agent}`;

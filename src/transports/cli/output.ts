@@ -3,7 +3,7 @@
  * exit code of an envelope (0 ok, else the reason's exit code from spec/reasons.ts).
  */
 import type { Envelope } from '../../spec/types.ts';
-import { reasonInfo } from '../../spec/reasons.ts';
+import { reasonInfo, type ReasonTable } from '../../spec/reasons.ts';
 import { parseStrictJson, StrictJsonError } from '../../spec/strict-json.ts';
 import { jsonErrorPosition } from './json-position.ts';
 import { printLong, renderOk } from './human-output.ts';
@@ -32,9 +32,9 @@ export class PromptInterrupted extends Error {
   }
 }
 
-/** Exit code of an envelope. */
-export function exitCodeOf(env: Envelope): number {
-  return env.ok ? 0 : reasonInfo(env.error?.reason ?? 'internal_error').exit;
+/** Exit code of an envelope (`reasons`: the embedded runtime's table, for pack reasons). */
+export function exitCodeOf(env: Envelope, reasons?: ReasonTable): number {
+  return env.ok ? 0 : reasonInfo(env.error?.reason ?? 'internal_error', reasons).exit;
 }
 
 /** Render rows as an aligned text table. */
@@ -71,11 +71,11 @@ export function renderEnvelope(env: Envelope): string {
 }
 
 /** Print an envelope the way the flags ask (long human output pages on a terminal). */
-export function printEnvelope(io: Io, env: Envelope, json: boolean): number {
+export function printEnvelope(io: Io, env: Envelope, json: boolean, reasons?: ReasonTable): number {
   if (json) io.out(JSON.stringify(env, null, 2));
   else if (env.ok) printLong(io, renderEnvelope(env));
   else io.err(renderEnvelope(env));
-  return exitCodeOf(env);
+  return exitCodeOf(env, reasons);
 }
 
 /**

@@ -21,6 +21,7 @@ import { hintsOf, type VerbHints } from '../remote/verb-hints.ts';
 import { whoAmI } from '../remote/whoami.ts';
 import { API_URL_ENV } from '../remote/remote-url.ts';
 import { localOptionsOf, openLocal, type Local } from './local.ts';
+import type { ReasonTable } from '../../spec/reasons.ts';
 
 export interface TargetCallOptions {
   /** May a failed request be repeated (a read verb)? Remote only; an idempotency key always allows it. */
@@ -55,6 +56,8 @@ export interface VerbTarget {
   show(name: string): Promise<ShowAnswer>;
   /** Who the key is (tenant, user, role, tier). */
   whoami(): Promise<Envelope>;
+  /** The embedded runtime's reason table (pack reasons' exit codes); remote targets have none. */
+  readonly reasons?: ReasonTable;
   close(): Promise<void>;
 }
 
@@ -87,6 +90,10 @@ export class LocalTarget implements VerbTarget {
   /** The runtime underneath (commands that only exist locally). */
   get local(): Local {
     return this.#local;
+  }
+
+  get reasons(): ReasonTable {
+    return this.#local.rt.registry.reasons;
   }
 
   dispatch(

@@ -178,7 +178,7 @@ export const agentRoutes: FastifyPluginAsync<HttpPluginOptions> = async (app, { 
         args,
         options,
       );
-      return sendEnvelope(reply, envelope, rt.clock().getTime());
+      return sendEnvelope(reply, envelope, rt.clock().getTime(), rt.registry.reasons);
     },
   );
 };

@@ -13,7 +13,7 @@
  * Spec: spec/transports.md §http-status, spec/reasons.md.
  */
 import type { Envelope, EnvelopeError } from '../../spec/types.ts';
-import { reasonInfo } from '../../spec/reasons.ts';
+import { reasonInfo, type ReasonTable } from '../../spec/reasons.ts';
 
 export interface HttpAnswer {
   status: number;
@@ -23,16 +23,21 @@ export interface HttpAnswer {
 
 /**
  * Map an envelope to `{ status, headers, body }`. `nowMs` (epoch ms) is only used to turn a
- * reset time into `Retry-After` seconds; pass the runtime clock.
+ * reset time into `Retry-After` seconds; pass the runtime clock. `reasons` is the runtime's table
+ * (`rt.registry.reasons`): a pack's declared reason answers its status only when it is passed.
  */
-export function envelopeToHttp(envelope: Envelope, nowMs: number = Date.now()): HttpAnswer {
+export function envelopeToHttp(
+  envelope: Envelope,
+  nowMs: number = Date.now(),
+  reasons?: ReasonTable,
+): HttpAnswer {
   const headers: Record<string, string> = { 'cache-control': 'no-store' };
   if (envelope.ok) {
     if (envelope.replayed === true) headers['idempotent-replayed'] = 'true';
     return { status: 200, headers, body: envelope };
   }
   const reason = envelope.error?.reason ?? 'internal_error';
-  const status = reasonInfo(reason).status;
+  const status = reasonInfo(reason, reasons).status;
   if (status === 401)
     headers['www-authenticate'] = reason === 'auth_invalid' ? 'Bearer error="invalid_token"' : 'Bearer';
   const retryAfter = retryAfterSeconds(envelope.error, nowMs);

@@ -19,7 +19,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { isVerbError, VerbError } from '../../runtime/errors.ts';
 import { apiKeyOf } from './request-headers.ts';
 import type { Runtime } from '../../runtime/runtime.ts';
-import { reasonInfo } from '../../spec/reasons.ts';
+import { reasonInfo, type ReasonTable } from '../../spec/reasons.ts';
 import type { Principal } from '../../spec/types.ts';
 import { envelopeToHttp, transportEnvelope } from './envelope-map.ts';
 import type { Envelope } from '../../spec/types.ts';
@@ -31,9 +31,14 @@ export function verbOfRequest(request: FastifyRequest): string {
   return typeof v === 'string' ? v.slice(0, 200) : '';
 }
 
-/** Send an envelope through envelopeToHttp. */
-export function sendEnvelope(reply: FastifyReply, envelope: Envelope, nowMs?: number): FastifyReply {
-  const { status, headers, body } = envelopeToHttp(envelope, nowMs);
+/** Send an envelope through envelopeToHttp (`reasons`: the runtime's table, for pack reasons). */
+export function sendEnvelope(
+  reply: FastifyReply,
+  envelope: Envelope,
+  nowMs?: number,
+  reasons?: ReasonTable,
+): FastifyReply {
+  const { status, headers, body } = envelopeToHttp(envelope, nowMs, reasons);
   return reply.code(status).headers(headers).type('application/json; charset=utf-8').send(body);
 }
 
@@ -107,7 +112,7 @@ export function installEnvelopeErrors(app: FastifyInstance, rt?: Runtime): void 
           ...(envelope.error!.hint !== undefined ? { hint: envelope.error!.hint } : {}),
           ...(envelope.error!.details !== undefined ? { details: envelope.error!.details } : {}),
         });
-    const info = reasonInfo(refusal.reason);
+    const info = reasonInfo(refusal.reason, rt?.registry.reasons);
     const authorization = request.headers.authorization;
     // A rate_limited answer is decided before the request is read and is not audited: auditing
     // each one would let the flood the limit stops write the log (spec/audit.md §auth-failure-windows).

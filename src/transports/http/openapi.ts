@@ -21,7 +21,7 @@
  */
 import type { FastifyPluginAsync, FastifyRequest, RouteOptions } from 'fastify';
 import type { HttpPluginOptions } from './server.ts';
-import { REASONS, domainReasonTable, type ReasonInfo } from '../../spec/reasons.ts';
+import { REASONS, domainReasonTable, type ReasonInfo, type ReasonTable } from '../../spec/reasons.ts';
 import { envelopeSchema, verbRecordSchema } from '../../spec/validators.ts';
 import type { JsonSchema } from '../../spec/types.ts';
 
@@ -41,19 +41,24 @@ export interface OpenApiCollector {
 
 const DISPATCH_PATH = '/api/v1/agent/dispatch/{verb}';
 
-/** Every reason with its HTTP status: the dispatch route's status table. */
-export function reasonStatusTable(): Record<string, { status: number; retryable: boolean; summary: string }> {
+/**
+ * Every reason with its HTTP status: the dispatch route's status table. `reasons`: the runtime's
+ * table (its packs' reasons); without it the process-global legacy declarations.
+ */
+export function reasonStatusTable(
+  reasons?: ReasonTable,
+): Record<string, { status: number; retryable: boolean; summary: string }> {
   const out: Record<string, { status: number; retryable: boolean; summary: string }> = {};
   const add = (name: string, info: ReasonInfo) => {
     out[name] = { status: info.status, retryable: info.retryable, summary: info.summary };
   };
   for (const [name, info] of Object.entries(REASONS)) add(name, info);
-  for (const [name, info] of domainReasonTable()) add(name, info);
+  for (const [name, info] of reasons?.domain() ?? domainReasonTable()) add(name, info);
   return out;
 }
 
 /** Responses of the dispatch route grouped by status, each listing its reasons. */
-export function dispatchResponses(): Record<string, unknown> {
+export function dispatchResponses(reasons?: ReasonTable): Record<string, unknown> {
   const responses: Record<string, unknown> = {
     200: {
       description:
@@ -61,7 +66,7 @@ export function dispatchResponses(): Record<string, unknown> {
       content: json(ref('Envelope')),
     },
     202: PENDING_RESPONSE,
-    ...errorResponses(),
+    ...errorResponses(reasons),
   };
   return responses;
 }
@@ -77,9 +82,9 @@ const PENDING_RESPONSE = {
 };
 
 /** Error statuses of a dispatch → their reasons (dispatch_pending excluded: it is the 202). */
-function errorStatuses(): Map<number, string[]> {
+function errorStatuses(reasons?: ReasonTable): Map<number, string[]> {
   const byStatus = new Map<number, string[]>();
-  for (const [name, info] of Object.entries(reasonStatusTable())) {
+  for (const [name, info] of Object.entries(reasonStatusTable(reasons))) {
     if (name === 'dispatch_pending' || info.status < 400) continue;
     byStatus.set(info.status, [...(byStatus.get(info.status) ?? []), name]);
   }
@@ -87,9 +92,9 @@ function errorStatuses(): Map<number, string[]> {
 }
 
 /** One Response object per error status, each listing its reasons, on the ErrorEnvelope schema. */
-function errorResponses(): Record<string, unknown> {
+function errorResponses(reasons?: ReasonTable): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [status, reasons] of errorStatuses()) {
+  for (const [status, names] of errorStatuses(reasons)) {
     const headers: Record<string, unknown> = {};
     if (status === 401) headers['WWW-Authenticate'] = { schema: { type: 'string' }, description: 'Bearer' };
     if (status === 429)
@@ -98,7 +103,7 @@ function errorResponses(): Record<string, unknown> {
         description: 'Seconds until the call may be retried (daily_cap_exceeded, rate_limited).',
       };
     out[String(status)] = {
-      description: `ok: false with error.reason one of: ${reasons.sort().join(', ')}`,
+      description: `ok: false with error.reason one of: ${names.sort().join(', ')}`,
       ...(Object.keys(headers).length > 0 ? { headers } : {}),
       content: json(ref('ErrorEnvelope')),
     };
@@ -313,8 +318,8 @@ export function buildOpenApi(
         path === DISPATCH_PATH && m === 'post'
           ? {
               ...op,
-              responses: dispatchResponses(),
-              'x-reason-status': reasonStatusTable(),
+              responses: dispatchResponses(rt.registry.reasons),
+              'x-reason-status': reasonStatusTable(rt.registry.reasons),
             }
           : op,
       );
@@ -349,7 +354,7 @@ export function buildOpenApi(
         type: 'object',
         required: ['reason', 'message'],
         properties: {
-          reason: { type: 'string', enum: Object.keys(reasonStatusTable()).sort() },
+          reason: { type: 'string', enum: Object.keys(reasonStatusTable(rt.registry.reasons)).sort() },
           message: { type: 'string' },
           hint: { type: 'string' },
         },
@@ -373,7 +378,8 @@ export function buildOpenApi(
     },
   };
   const responses: Record<string, unknown> = { Pending: PENDING_RESPONSE };
-  for (const [status, response] of Object.entries(errorResponses())) responses[`Error${status}`] = response;
+  for (const [status, response] of Object.entries(errorResponses(rt.registry.reasons)))
+    responses[`Error${status}`] = response;
   return {
     openapi: '3.1.0',
     info: {
@@ -445,7 +451,7 @@ export const openapiRoute: FastifyPluginAsync<
       },
     },
     async (req, reply) => {
-      const etag = `${rt.registry.etag()}.${domainReasonTable().size}`;
+      const etag = `${rt.registry.etag()}.${rt.registry.reasons.size}`;
       // servers: the origin this request reached, then the configured public origins.
       const servers = [...new Set([originOf(req), ...(allowedOrigins ?? [])])];
       if (cached === undefined || cached.etag !== etag || cached.routes !== collector.routes.length) {

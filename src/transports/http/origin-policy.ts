@@ -17,6 +17,7 @@
 import type { FastifyRequest } from 'fastify';
 import { TLSSocket } from 'node:tls';
 import { VerbError } from '../../runtime/errors.ts';
+import { refuse } from '../../runtime/refusals.ts';
 
 /**
  * Fastify `trustProxy`: true (the peer is trusted) or the addresses / CIDRs of trusted proxies.
@@ -98,15 +99,11 @@ export function parseTrustProxy(value: string | boolean | undefined): TrustProxy
   if (value === undefined || value === true || value === 'true') return true;
   if (value === false || value === 'false' || value === '') return false;
   if (/^\d+$/.test(value)) {
-    throw new VerbError('invalid_request', `--trust-proxy ${value}: hop counts are not supported.`, {
-      hint: 'Pass nothing (trust the proxy in front) or its addresses/CIDRs: 127.0.0.1,10.0.0.0/8.',
-    });
+    throw refuse.trustProxy(`--trust-proxy ${value}: hop counts are not supported.`);
   }
   const list = value.split(',').map((s) => s.trim());
   if (list.some((s) => s === '' || /\s/.test(s))) {
-    throw new VerbError('invalid_request', `--trust-proxy "${value.slice(0, 200)}" is not valid.`, {
-      hint: 'Pass nothing (trust the proxy in front) or its addresses/CIDRs: 127.0.0.1,10.0.0.0/8.',
-    });
+    throw refuse.trustProxy(`--trust-proxy "${value.slice(0, 200)}" is not valid.`);
   }
   return list.length === 1 ? list[0]! : list;
 }

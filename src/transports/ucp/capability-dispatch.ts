@@ -27,6 +27,7 @@
 import type { Runtime } from '../../runtime/runtime.ts';
 import type { Envelope, Principal, Tier } from '../../spec/types.ts';
 import { envelopeToHttp } from '../http/envelope-map.ts';
+import type { ReasonTable } from '../../spec/reasons.ts';
 import { UCP_VERSION, type CapabilityEntry } from './capability-names.ts';
 import { capabilityAllowed, classImplied } from './ucp-config.ts';
 import type { VerifiedPlatform } from './verify-request.ts';
@@ -98,8 +99,9 @@ export function answerOf(
   entry: CapabilityEntry | undefined,
   capabilityVersion: string,
   status?: number,
+  reasons?: ReasonTable,
 ): CapabilityAnswer {
-  const mapped = envelopeToHttp(envelope);
+  const mapped = envelopeToHttp(envelope, undefined, reasons);
   const headers = { ...mapped.headers };
   delete headers['www-authenticate'];
   let code = status ?? mapped.status;
@@ -169,19 +171,23 @@ export async function runCapability(call: CapabilityCall): Promise<CapabilityAns
       await rt.dispatch(caller, verb, call.args, { ...base, confirm: true, nonce: call.consentNonce }),
       entry,
       capabilityVersion,
+      rt.registry.reasons,
     );
   }
   const first = await rt.dispatch(caller, verb, call.args, base);
   const consent = first.consent;
   if (first.error?.reason !== 'dispatch_pending' || consent === undefined)
-    return answerOf(first, entry, capabilityVersion);
-  if (consent.gate === 'typed_phrase') return typedPhraseHint(first, entry, capabilityVersion);
+    return answerOf(first, entry, capabilityVersion, undefined, rt.registry.reasons);
+  if (consent.gate === 'typed_phrase')
+    return typedPhraseHint(first, entry, capabilityVersion, rt.registry.reasons);
   if (consent.class !== 'BLOCKED' && classImplied(consent.class, platform.policy.maxClass)) {
     // The signature is the click: confirm with the nonce the preflight issued.
     return answerOf(
       await rt.dispatch(caller, verb, call.args, { ...base, confirm: true, nonce: consent.nonce }),
       entry,
       capabilityVersion,
+      undefined,
+      rt.registry.reasons,
     );
   }
   return refusalOf(
@@ -201,6 +207,7 @@ function typedPhraseHint(
   envelope: Envelope,
   entry: CapabilityEntry,
   capabilityVersion: string,
+  reasons: ReasonTable,
 ): CapabilityAnswer {
   const consent = envelope.consent;
   if (
@@ -208,11 +215,17 @@ function typedPhraseHint(
     consent === undefined ||
     consent.gate !== 'typed_phrase'
   )
-    return answerOf(envelope, entry, capabilityVersion);
+    return answerOf(envelope, entry, capabilityVersion, undefined, reasons);
   const approval = consent.approval_id ?? '(see approvals.list)';
   const hint =
     `A typed phrase cannot be given over UCP: a user of this business with the required role must approve ${approval} out of band ` +
     `(the dashboard, approvals.approve, or \`solid approvals approve ${approval}\`). Then repeat this signed request with the same body ` +
     `and the header Solid-Consent-Nonce: ${consent.nonce} (covered by the signature). The nonce expires at ${consent.expires_at}.`;
-  return answerOf({ ...envelope, error: { ...envelope.error, hint } }, entry, capabilityVersion, 202);
+  return answerOf(
+    { ...envelope, error: { ...envelope.error, hint } },
+    entry,
+    capabilityVersion,
+    202,
+    reasons,
+  );
 }

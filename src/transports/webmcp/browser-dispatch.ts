@@ -30,5 +30,5 @@ export async function dispatchAndReply(
     if (!reply.raw.writableFinished) controller.abort(new Error('the browser closed the connection'));
   });
   const envelope = await rt.dispatch({ ...caller, signal: controller.signal }, name, body.input, options);
-  return sendEnvelope(reply, envelope, rt.clock().getTime());
+  return sendEnvelope(reply, envelope, rt.clock().getTime(), rt.registry.reasons);
 }

@@ -16,6 +16,7 @@ import { directOrigin, originAllowed } from '../http/origin-policy.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import { parseCookies } from './cookies.ts';
 import { CSRF_HEADER, SESSION_COOKIE, type SessionStore, type WebSession } from './session-store.ts';
+import { refuse } from '../../runtime/refusals.ts';
 
 /** The session cookie's token on a request, if any. */
 export function sessionTokenOf(request: FastifyRequest): string | undefined {
@@ -46,9 +47,7 @@ export function ownOrigin(request: FastifyRequest): string | undefined {
  */
 export function checkOrigin(request: FastifyRequest, allowed: readonly string[], required: boolean): void {
   if (request.headers['sec-fetch-site'] === 'cross-site') {
-    throw new VerbError('origin_denied', 'Cross-site requests are refused.', {
-      hint: 'Call this endpoint from a page served by this server.',
-    });
+    throw refuse.crossSite('Cross-site requests are refused.');
   }
   const origin = request.headers.origin;
   if (origin === undefined || origin === '') {
@@ -70,9 +69,7 @@ export function checkOrigin(request: FastifyRequest, allowed: readonly string[],
     });
   }
   if (originAllowed(request, given, allowed)) return;
-  throw new VerbError('origin_denied', `Requests from ${given.slice(0, 100)} are not allowed.`, {
-    hint: 'Call this endpoint from a page served by this server.',
-  });
+  throw refuse.crossSite(`Requests from ${given.slice(0, 100)} are not allowed.`);
 }
 
 /**

@@ -217,7 +217,7 @@ test('a tenant without a managed server answers no_managed_droplet with a hint',
     );
     assert.equal(env.error?.reason, 'no_managed_droplet', verb);
     assert.ok(env.error!.hint, verb);
-    assert.equal(reasonInfo('no_managed_droplet').status, 404);
+    assert.equal(d.rt.registry.reasons.info('no_managed_droplet').status, 404);
   }
 });
 

@@ -85,7 +85,7 @@ export async function runDispatch(
             io.err(`${env.consent.summary}\nTo consent, type exactly:  ${env.consent.typed_phrase}`);
             phrase = await io.prompt('> ');
           } else {
-            return printEnvelope(io, env, Boolean(flags.json));
+            return printEnvelope(io, env, Boolean(flags.json), target.reasons);
           }
         }
         env = await target.dispatch(
@@ -101,7 +101,7 @@ export async function runDispatch(
         );
       }
     }
-    return printEnvelope(io, env, Boolean(flags.json));
+    return printEnvelope(io, env, Boolean(flags.json), target.reasons);
   } finally {
     await target.close();
   }

@@ -34,6 +34,7 @@ import {
   describeUrl,
   postgresOptionsFromEnv,
 } from '../../../store/postgres/postgres-store.ts';
+import { refuse } from '../../../runtime/refusals.ts';
 
 /** Where the audit log is read from: a SQLite file opened read-only, or a PostgreSQL database. */
 export interface AuditSource {
@@ -60,7 +61,7 @@ export async function openAuditSource(
     const q: Queryable = {
       get: (sql, params) => store.read((r) => r.get(sql, params)),
       all: (sql, params) => store.read((r) => r.all(sql, params)),
-      run: () => Promise.reject(new VerbError('store_unavailable', 'This audit source is read-only.')),
+      run: () => Promise.reject(refuse.readOnlyAuditSource()),
     };
     return { kind: 'postgres', path: describeUrl(url), q, store, close: () => store.close() };
   }
@@ -110,10 +111,7 @@ function progressBar(total: number): ProgressBar | undefined {
 function parseTenant(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 1)
-    throw new VerbError('invalid_args', `--tenant must be a positive integer, not "${value}".`, {
-      hint: 'Pass the company_id, e.g. --tenant 2.',
-    });
+  if (!Number.isSafeInteger(n) || n < 1) throw refuse.tenantFlag(value);
   return n;
 }
 

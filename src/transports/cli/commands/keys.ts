@@ -37,6 +37,7 @@ import { appendOperatorAudit } from '../../ucp/operator-audit.ts';
 import { primaryTenantOf, ucpConfigFromEnv } from '../../ucp/ucp-config.ts';
 import { localOptionsOf, openLocal } from '../local.ts';
 import { table, type Io } from '../output.ts';
+import { refuse } from '../../../runtime/refusals.ts';
 
 interface KeysFlags {
   tenant?: string;
@@ -49,10 +50,7 @@ interface KeysFlags {
 export async function tenantOfFlags(rt: Runtime, tenant: string | undefined): Promise<number> {
   if (tenant !== undefined) {
     const n = Number(tenant);
-    if (!Number.isSafeInteger(n) || n < 1)
-      throw new VerbError('invalid_args', `--tenant must be a positive integer, not "${tenant}".`, {
-        hint: 'Pass the company_id, e.g. --tenant 2.',
-      });
+    if (!Number.isSafeInteger(n) || n < 1) throw refuse.tenantFlag(tenant);
     if ((await rt.tenants.get(n)) === undefined)
       throw new VerbError('not_found', `No tenant ${n} in this database.`, {
         hint: 'List tenants with `solid tenant show` or check --db.',
@@ -218,10 +216,7 @@ export function registerKeys(program: Command, io: Io, setExit: (code: number) =
         await run(program, io, flags, async (rt, companyId, now) => {
           const grace = graceSecondsOf(flags);
           const current = (await rt.store.read((q) => rt.keys.list(q, companyId))).find((k) => k.kid === kid);
-          if (current === undefined)
-            throw new VerbError('not_found', `No signing key ${kid} for tenant ${companyId}.`, {
-              hint: 'List keys with `solid keys list`.',
-            });
+          if (current === undefined) throw refuse.signingKeyNotFound(kid, companyId);
           if (current.state === 'pending') checkPublishedLongEnough(current, now, flags.force === true);
           const k = await change(
             rt,
