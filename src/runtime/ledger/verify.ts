@@ -383,6 +383,9 @@ export interface TrustFile {
   checkpoints?: CheckpointRecord[];
 }
 
+/** The hint of every refused key file. */
+export const KEY_FILE_HINT = 'Pass the file written by `solid audit export-keys`.';
+
 /** Parse a key file: `{ keys: [...] , checkpoints?: [...] }` (a JWKS) or a bare array of JWKs. Throws invalid_request. */
 export function parseTrustFile(text: string): TrustFile {
   let doc: unknown;
@@ -390,7 +393,7 @@ export function parseTrustFile(text: string): TrustFile {
     doc = JSON.parse(text);
   } catch (err) {
     throw new VerbError('invalid_request', `The key file is not JSON: ${(err as Error).message}`, {
-      hint: 'Pass the file written by `solid audit export-keys`.',
+      hint: KEY_FILE_HINT,
     });
   }
   const keys = Array.isArray(doc) ? doc : (doc as { keys?: unknown })?.keys;
@@ -401,7 +404,7 @@ export function parseTrustFile(text: string): TrustFile {
     throw new VerbError(
       'invalid_request',
       'The key file must be a JWKS: { "keys": [ { "kid": …, "kty": "EC", … } ] }.',
-      { hint: 'Pass the file written by `solid audit export-keys`.' },
+      { hint: KEY_FILE_HINT },
     );
   }
   const cps = Array.isArray(doc) ? undefined : (doc as { checkpoints?: unknown }).checkpoints;

@@ -17,6 +17,7 @@ import type { Command } from 'commander';
 import { databaseUrlOf, dbPathOf } from '../local.ts';
 import type { Io } from '../output.ts';
 import {
+  KEY_FILE_HINT,
   databaseKeys,
   latestCheckpoints,
   openAuditDatabase,
@@ -122,7 +123,7 @@ function readTrust(path: string | undefined): TrustFile | undefined {
     text = readFileSync(path, 'utf8');
   } catch (err) {
     throw new VerbError('invalid_args', `Cannot read the key file ${path}: ${(err as Error).message}`, {
-      hint: 'Pass the file written by `solid audit export-keys`.',
+      hint: KEY_FILE_HINT,
     });
   }
   return parseTrustFile(text);
