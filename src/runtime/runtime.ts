@@ -29,12 +29,8 @@ import { ReadAuditBuffer } from './ledger/read-audit-buffer.ts';
 export { ReadAuditBuffer } from './ledger/read-audit-buffer.ts';
 import { InflightKeys, IDEMPOTENCY_TTL_SECONDS } from './ledger/idempotency.ts';
 import { NONCE_TTL_SECONDS } from './consent/nonce.ts';
-import {
-  dispatch as runPipeline,
-  type Caller,
-  type DispatchOptions,
-  type DispatchOutcome,
-} from './dispatch.ts';
+import { dispatch as runPipeline } from './dispatch.ts';
+import type { Caller, DispatchOptions, DispatchOutcome } from './core.ts';
 import { Blocklist, DEFAULT_BLOCKLIST, listBlocks } from './consent/blocklist.ts';
 import { runMaintenance, type MaintenanceReport } from './maintenance.ts';
 import { Observers, type ObserveOptions } from './observe/observers.ts';
