@@ -4,10 +4,22 @@
  * (`DispatchOutcome`). Defined here, below dispatch.ts, so the ledger and the observers never
  * import the pipeline; dispatch.ts re-exports them for the transports.
  *
+ * `RuntimeCore` is the runtime as they see it.
+ *
  * Spec: spec/envelope.md, spec/consent.md §protocol, spec/transports.md.
  */
-import type { Principal, Surface, WebmcpSurface } from '../spec/types.ts';
+import type { Logger } from 'pino';
+import type { Envelope, Principal, Surface, VerbClass, WebmcpSurface } from '../spec/types.ts';
+import type { Queryable, Store, StoreTx } from '../store/store.ts';
 import type { CompiledVerb } from './verb.ts';
+import type { Registry } from './registry.ts';
+import type { Secrets } from './secrets.ts';
+import type { TenantKeys } from './ledger/tenant-keys.ts';
+import type { PhraseChannelSetting, Tenants } from './tenants.ts';
+import type { InflightKeys } from './ledger/idempotency.ts';
+import type { ReadAuditBuffer } from './ledger/read-audit-buffer.ts';
+import type { AuditRow } from './ledger/audit.ts';
+import type { Observers } from './observe/observers.ts';
 
 /** Who calls and how: built by the transport from its own authentication. */
 export interface Caller {
@@ -74,5 +86,72 @@ export interface DispatchOutcome {
   at: number;
 }
 
-/** What the pipeline steps and the ledger use of the runtime. */
-export type RuntimeCore = import('./runtime.ts').Runtime;
+/** The resolved runtime options the pipeline reads (RuntimeOptions with their defaults applied). */
+export interface RuntimeSettings {
+  validateOutputs: boolean;
+  readAuditFlushMs: number;
+  readAuditBatch: number;
+  checkpointEvery: number;
+  checkpointIntervalMs: number;
+  idempotencyTtlSeconds: number;
+  nonceTtlSeconds: number;
+}
+
+/**
+ * What the pipeline steps, the ledger, the observers and the system verbs (`ctx.runtime`) use of
+ * the runtime. `Runtime` (runtime.ts) implements it; nothing under src/runtime but runtime.ts
+ * needs the class itself.
+ */
+export interface RuntimeCore {
+  readonly store: Store;
+  readonly registry: Registry;
+  readonly secrets: Secrets;
+  /** Tenant signing keys (receipts, checkpoints). */
+  readonly keys: TenantKeys;
+  readonly tenants: Tenants;
+  readonly logger: Logger;
+  readonly clock: () => Date;
+  readonly options: RuntimeSettings;
+  /** Caller-keyed writes running on this node (idempotency_key_in_use). */
+  readonly inflight: InflightKeys;
+  /** Buffered audit rows of reads (spec/audit.md §read-rows). */
+  readonly auditBuffer: ReadAuditBuffer;
+  /** Reputation, telemetry and span hooks. */
+  readonly observers: Observers;
+  /** A Queryable that runs each statement against committed data. */
+  readonly readView: Queryable;
+  /** Dispatch one call through the whole pipeline (macros dispatch their steps so). */
+  dispatch(
+    caller: Caller & { apiKey?: string | null },
+    verb: string,
+    args?: unknown,
+    options?: DispatchOptions,
+  ): Promise<Envelope>;
+  /** The keyless principal (read_only on the sandbox tenant); throws auth_required when none. */
+  sandboxPrincipal(): Promise<Principal>;
+  /** Is this name blocked for this tenant (global list, runtime option, tenant settings)? */
+  isBlocked(name: string, companyId: number): Promise<boolean>;
+  /** The tenant's `phrase_channel` setting. spec/consent.md §phrase-channel */
+  phraseChannel(companyId: number): Promise<PhraseChannelSetting>;
+  /** Count one write against the tenant's daily cap of `cls`, inside `tx`. Throws daily_cap_exceeded. */
+  countDailyCap(tx: StoreTx, companyId: number, cls: VerbClass, now: Date): Promise<void>;
+  /** The preview a write verb declares, for pending answers; undefined when none. */
+  previewFor(
+    verb: CompiledVerb,
+    principal: Principal,
+    args: Record<string, unknown>,
+    caller: Caller,
+  ): Promise<Record<string, unknown> | undefined>;
+  /** When validateOutputs is on, throw on an output that does not match the verb's output schema. */
+  checkOutput(verb: CompiledVerb, result: unknown): void;
+  /** Tell the onDispatch observers of an outcome. */
+  observe(o: DispatchOutcome): void;
+  /** After each committed audit row: row observers and checkpoint cadence. */
+  afterWrite(row: AuditRow): void;
+  /** Deliver pending outbox rows soon (after commit). */
+  kickOutbox(): void;
+  /** Subscribe to every dispatch outcome. Returns an unsubscribe. */
+  onDispatch(fn: (o: DispatchOutcome) => void): () => void;
+  /** Subscribe to every committed audit row. Returns an unsubscribe. */
+  onAuditRow(fn: (row: AuditRow) => void): () => void;
+}

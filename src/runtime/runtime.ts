@@ -28,7 +28,7 @@ export { ReadAuditBuffer } from './ledger/read-audit-buffer.ts';
 import { InflightKeys, IDEMPOTENCY_TTL_SECONDS } from './ledger/idempotency.ts';
 import { NONCE_TTL_SECONDS } from './consent/nonce.ts';
 import { dispatch as runPipeline } from './dispatch.ts';
-import type { Caller, DispatchOptions, DispatchOutcome } from './core.ts';
+import type { Caller, DispatchOptions, DispatchOutcome, RuntimeCore, RuntimeSettings } from './core.ts';
 import { Blocklist, DEFAULT_BLOCKLIST, listBlocks } from './consent/blocklist.ts';
 import { runMaintenance, type MaintenanceReport } from './maintenance.ts';
 import { Observers, type ObserveOptions } from './observe/observers.ts';
@@ -91,16 +91,6 @@ export interface RuntimeOptions {
   skipMigrations?: boolean;
 }
 
-interface ResolvedOptions {
-  validateOutputs: boolean;
-  readAuditFlushMs: number;
-  readAuditBatch: number;
-  checkpointEvery: number;
-  checkpointIntervalMs: number;
-  idempotencyTtlSeconds: number;
-  nonceTtlSeconds: number;
-}
-
 /** Delivers one outbox row after commit; `meta.runtime` lets a pack's handler record the outcome (its own store write). */
 export type OutboxHandler = OutboxHandlerOf<Runtime>;
 
@@ -118,7 +108,7 @@ class ReadView implements Queryable {
   }
 }
 
-export class Runtime {
+export class Runtime implements RuntimeCore {
   readonly store: Store;
   readonly registry: Registry;
   readonly secrets: Secrets;
@@ -126,7 +116,7 @@ export class Runtime {
   readonly tenants: Tenants;
   readonly logger: Logger;
   readonly clock: () => Date;
-  readonly options: ResolvedOptions;
+  readonly options: RuntimeSettings;
   readonly inflight = new InflightKeys();
   readonly auditBuffer: ReadAuditBuffer;
   /** Reputation, telemetry and span hooks (spec/shapes.md §reputation §telemetry). */

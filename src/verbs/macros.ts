@@ -31,7 +31,7 @@ import type { Queryable } from '../store/store.ts';
 import { parseJson } from '../store/store.ts';
 import { defineSystemVerb, type CompiledVerb, type SystemVerbContext } from '../runtime/verb.ts';
 import { VerbError } from '../runtime/errors.ts';
-import type { Runtime } from '../runtime/runtime.ts';
+import type { RuntimeCore as Runtime } from '../runtime/core.ts';
 
 /** Most steps in one macro. */
 export const MAX_MACRO_STEPS = 50;
