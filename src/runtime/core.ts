@@ -9,17 +9,18 @@
  * Spec: spec/envelope.md, spec/consent.md §protocol, spec/transports.md.
  */
 import type { Logger } from 'pino';
-import type { Envelope, Principal, Surface, VerbClass, WebmcpSurface } from '../spec/types.ts';
+import type { Envelope, Principal, Role, Surface, Tier, VerbClass, WebmcpSurface } from '../spec/types.ts';
 import type { Queryable, Store, StoreTx } from '../store/store.ts';
-import type { CompiledVerb } from './verb.ts';
+import type { CompiledVerb, VerbDefinition } from './verb.ts';
 import type { Registry } from './registry.ts';
 import type { Secrets } from './secrets.ts';
 import type { TenantKeys } from './ledger/tenant-keys.ts';
-import type { PhraseChannelSetting, Tenants } from './tenants.ts';
+import type { PhraseChannelSetting, TenantSettings, Tenants } from './tenants.ts';
 import type { InflightKeys } from './ledger/idempotency.ts';
 import type { ReadAuditBuffer } from './ledger/read-audit-buffer.ts';
 import type { AuditRow } from './ledger/audit.ts';
 import type { Observers } from './observe/observers.ts';
+import type { OutboxHandlerOf } from './ledger/outbox.ts';
 
 /** Who calls and how: built by the transport from its own authentication. */
 export interface Caller {
@@ -154,4 +155,32 @@ export interface RuntimeCore {
   onDispatch(fn: (o: DispatchOutcome) => void): () => void;
   /** Subscribe to every committed audit row. Returns an unsubscribe. */
   onAuditRow(fn: (row: AuditRow) => void): () => void;
+}
+
+/** Delivers one outbox row after commit; `meta.runtime` lets a pack's handler record the outcome (its own store write). */
+export type OutboxHandler = OutboxHandlerOf<PackRuntime>;
+
+/**
+ * The runtime a pack sees (its seed, its outbox handlers; pack.ts installs it): RuntimeCore plus
+ * registration, the outbox handlers and the tenant and key creation a seed needs.
+ */
+export interface PackRuntime extends RuntimeCore {
+  readonly outboxHandlers: Map<string, OutboxHandler>;
+  /** Register verbs (validated and compiled now; last write wins). */
+  register(...definitions: VerbDefinition[]): void;
+  /** Create a tenant with its chain head and an active signing key. */
+  createTenant(t: {
+    company_id?: number;
+    name: string;
+    tier: Tier;
+    settings?: TenantSettings;
+  }): Promise<{ company_id: number; name: string; tier: Tier }>;
+  /** Create an API key for a user of a tenant; the plaintext key is returned once. */
+  createApiKey(k: {
+    company_id: number;
+    user_id: number;
+    role: Role;
+    agent_type?: string;
+    name?: string;
+  }): Promise<string>;
 }

@@ -28,7 +28,14 @@ export { ReadAuditBuffer } from './ledger/read-audit-buffer.ts';
 import { InflightKeys, IDEMPOTENCY_TTL_SECONDS } from './ledger/idempotency.ts';
 import { NONCE_TTL_SECONDS } from './consent/nonce.ts';
 import { dispatch as runPipeline } from './dispatch.ts';
-import type { Caller, DispatchOptions, DispatchOutcome, RuntimeCore, RuntimeSettings } from './core.ts';
+import type {
+  Caller,
+  DispatchOptions,
+  DispatchOutcome,
+  OutboxHandler,
+  PackRuntime,
+  RuntimeSettings,
+} from './core.ts';
 import { Blocklist, DEFAULT_BLOCKLIST, listBlocks } from './consent/blocklist.ts';
 import { runMaintenance, type MaintenanceReport } from './maintenance.ts';
 import { Observers, type ObserveOptions } from './observe/observers.ts';
@@ -37,7 +44,7 @@ import { AuthFailureLog, type AggregatedFailure } from './ledger/auth-failure-lo
 import { reasonInfo } from '../spec/reasons.ts';
 import { countDailyCap } from './consent/daily-caps.ts';
 import { checkpointedTenants, writeCheckpoint } from './ledger/checkpoints.ts';
-import { deliverOutbox, type OutboxHandlerOf } from './ledger/outbox.ts';
+import { deliverOutbox } from './ledger/outbox.ts';
 
 export { DEFAULT_DAILY_CAPS } from './consent/daily-caps.ts';
 export { checkpointMaterial } from './ledger/checkpoints.ts';
@@ -91,8 +98,7 @@ export interface RuntimeOptions {
   skipMigrations?: boolean;
 }
 
-/** Delivers one outbox row after commit; `meta.runtime` lets a pack's handler record the outcome (its own store write). */
-export type OutboxHandler = OutboxHandlerOf<Runtime>;
+export type { OutboxHandler } from './core.ts';
 
 /** A Queryable that runs each statement against committed data. */
 class ReadView implements Queryable {
@@ -108,7 +114,7 @@ class ReadView implements Queryable {
   }
 }
 
-export class Runtime implements RuntimeCore {
+export class Runtime implements PackRuntime {
   readonly store: Store;
   readonly registry: Registry;
   readonly secrets: Secrets;
