@@ -15,15 +15,20 @@ import { entryFor, settle, type Resolved, type Step } from './call.ts';
 
 export const read: Step<Resolved> = {
   name: 'read',
-  async run(c) {
+  run(c) {
     const verb = c.verb;
+    // No async wrapper on the hot read path: a read's answer is runRead's own promise.
     if (verb.isWrite || verb.definition.shape === 'trail')
-      await c.rt.auditBuffer.flushTenant(c.principal.company_id);
-    if (verb.definition.detached === true) return runDetached(c);
-    if (!verb.isWrite) return runRead(c);
-    return undefined;
+      return c.rt.auditBuffer.flushTenant(c.principal.company_id).then(() => route(c));
+    return route(c);
   },
 };
+
+function route(c: Resolved): Promise<Envelope> | undefined {
+  if (c.verb.definition.detached === true) return runDetached(c);
+  if (!c.verb.isWrite) return runRead(c);
+  return undefined;
+}
 
 const NEVER = new AbortController().signal;
 const NOOP = (): void => {};
