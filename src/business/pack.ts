@@ -14,7 +14,7 @@
  * Spec: spec/manifest.md §packs, spec/transports.md §cli-serve.
  */
 import type { Pack, SeedOptions } from '../runtime/pack.ts';
-import type { OutboxHandler, Runtime } from '../runtime/runtime.ts';
+import type { OutboxHandler, PackRuntime as Runtime } from '../runtime/core.ts';
 import { appendEvents, eventsChannel } from '../runtime/ledger/events.ts';
 import type { Role, Tier } from '../spec/types.ts';
 import { DOMAIN_REASONS, isDomainError } from './data/domain-error.ts';

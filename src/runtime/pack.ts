@@ -12,7 +12,7 @@
  */
 import type { Migration } from '../store/store.ts';
 import type { VerbDefinition } from './verb.ts';
-import type { OutboxHandler, Runtime } from './runtime.ts';
+import type { OutboxHandler, PackRuntime } from './core.ts';
 import { Registry, RegistrationError } from './registry.ts';
 import { packReasonProblem, type PackReasonSpec } from '../spec/reasons.ts';
 
@@ -35,7 +35,7 @@ export interface Pack {
   reasons?: Readonly<Record<string, PackReasonSpec>>;
   outboxHandlers?: Record<string, OutboxHandler>;
   /** Fill a fresh database with data (demo). Returns facts to print (keys, URLs…). */
-  seed?: (rt: Runtime, options: SeedOptions) => Promise<Record<string, unknown>>;
+  seed?: (rt: PackRuntime, options: SeedOptions) => Promise<Record<string, unknown>>;
 }
 
 /**
@@ -286,7 +286,7 @@ export function checkPacks(packs: readonly Pack[], options: CheckPacksOptions = 
  *
  * Throws StoreError `migration_failed` when the pack's SQL fails (that migration is rolled back).
  */
-export async function installPack(rt: Runtime, pack: Pack): Promise<void> {
+export async function installPack(rt: PackRuntime, pack: Pack): Promise<void> {
   await rt.store.migrate(pack.name, pack.migrations);
   if (pack.reasons) rt.registry.reasons.declare(pack.name, pack.reasons);
   rt.register(...pack.verbs);

@@ -4,8 +4,6 @@
  *
  * Spec: spec/README.md (overview); ARCHITECTURE.md (layers and call flow).
  */
-import { sign as nodeSign } from 'node:crypto';
-import canonicalize from 'canonicalize';
 import pino, { type Logger } from 'pino';
 import type { Envelope, Principal, Tier, VerbClass } from '../spec/types.ts';
 import type { Queryable, Store, StoreTx } from '../store/store.ts';
@@ -29,22 +27,28 @@ import { ReadAuditBuffer } from './ledger/read-audit-buffer.ts';
 export { ReadAuditBuffer } from './ledger/read-audit-buffer.ts';
 import { InflightKeys, IDEMPOTENCY_TTL_SECONDS } from './ledger/idempotency.ts';
 import { NONCE_TTL_SECONDS } from './consent/nonce.ts';
-import {
-  dispatch as runPipeline,
-  type Caller,
-  type DispatchOptions,
-  type DispatchOutcome,
-} from './dispatch.ts';
+import { dispatch as runPipeline } from './dispatch.ts';
+import type {
+  Caller,
+  DispatchOptions,
+  DispatchOutcome,
+  OutboxHandler,
+  PackRuntime,
+  RuntimeSettings,
+} from './core.ts';
 import { Blocklist, DEFAULT_BLOCKLIST, listBlocks } from './consent/blocklist.ts';
 import { runMaintenance, type MaintenanceReport } from './maintenance.ts';
 import { Observers, type ObserveOptions } from './observe/observers.ts';
 import { HOW_TO_PASS_A_KEY, VerbError, WHERE_KEYS_COME_FROM } from './errors.ts';
 import { AuthFailureLog, type AggregatedFailure } from './ledger/auth-failure-log.ts';
 import { reasonInfo } from '../spec/reasons.ts';
-import type { Role } from '../spec/types.ts';
+import { countDailyCap } from './consent/daily-caps.ts';
+import { checkpointedTenants, writeCheckpoint } from './ledger/checkpoints.ts';
+import { deliverOutbox } from './ledger/outbox.ts';
 
-/** How long a delivery pass owns an outbox row it claimed (ms). */
-const OUTBOX_LEASE_MS = 60_000;
+export { DEFAULT_DAILY_CAPS } from './consent/daily-caps.ts';
+export { checkpointMaterial } from './ledger/checkpoints.ts';
+import type { Role } from '../spec/types.ts';
 
 /** action_type of the row a tenant gets when one of its key ids is presented with a wrong secret, or after revocation. */
 export const KEY_REFUSED_ACTIONS = {
@@ -54,15 +58,6 @@ export const KEY_REFUSED_ACTIONS = {
 
 /** action_type of the aggregated row of a window of unauthenticated failures (spec/audit.md §auth-failure-windows). */
 export const AUTH_FAILURES_ACTION = 'auth.failures';
-
-/** Default daily caps per consent class (spec/consent.md §caps). */
-export const DEFAULT_DAILY_CAPS: Readonly<
-  Record<'WRITE_REVERSIBLE' | 'WRITE_FINANCIAL' | 'IRREVERSIBLE', number>
-> = {
-  WRITE_REVERSIBLE: 100,
-  WRITE_FINANCIAL: 25,
-  IRREVERSIBLE: 10,
-};
 
 export interface RuntimeOptions {
   store: Store;
@@ -103,21 +98,7 @@ export interface RuntimeOptions {
   skipMigrations?: boolean;
 }
 
-interface ResolvedOptions {
-  validateOutputs: boolean;
-  readAuditFlushMs: number;
-  readAuditBatch: number;
-  checkpointEvery: number;
-  checkpointIntervalMs: number;
-  idempotencyTtlSeconds: number;
-  nonceTtlSeconds: number;
-}
-
-/** Delivers one outbox row after commit; `meta.runtime` lets a pack's handler record the outcome (its own store write). */
-export type OutboxHandler = (
-  payload: Record<string, unknown>,
-  meta: { company_id: number; audit_id: number | null; outbox_id: number; runtime: Runtime },
-) => Promise<void>;
+export type { OutboxHandler } from './core.ts';
 
 /** A Queryable that runs each statement against committed data. */
 class ReadView implements Queryable {
@@ -133,7 +114,7 @@ class ReadView implements Queryable {
   }
 }
 
-export class Runtime {
+export class Runtime implements PackRuntime {
   readonly store: Store;
   readonly registry: Registry;
   readonly secrets: Secrets;
@@ -141,7 +122,7 @@ export class Runtime {
   readonly tenants: Tenants;
   readonly logger: Logger;
   readonly clock: () => Date;
-  readonly options: ResolvedOptions;
+  readonly options: RuntimeSettings;
   readonly inflight = new InflightKeys();
   readonly auditBuffer: ReadAuditBuffer;
   /** Reputation, telemetry and span hooks (spec/shapes.md §reputation §telemetry). */
@@ -483,27 +464,7 @@ export class Runtime {
   /** Count one write against the tenant's daily cap of `cls`, inside `tx`. Throws daily_cap_exceeded. */
   async countDailyCap(tx: StoreTx, companyId: number, cls: VerbClass, now: Date): Promise<void> {
     const t = await this.tenants.get(companyId);
-    const cap = t?.settings.caps?.[cls] ?? DEFAULT_DAILY_CAPS[cls as keyof typeof DEFAULT_DAILY_CAPS];
-    if (cap === undefined) return;
-    const day = now.toISOString().slice(0, 10);
-    const row = await tx.get<{ count: number }>(
-      `INSERT INTO daily_counts (company_id, consent_class, day, count) VALUES (?, ?, ?, 1)
-       ON CONFLICT (company_id, consent_class, day) DO UPDATE SET count = daily_counts.count + 1 RETURNING count`,
-      [companyId, cls, day],
-    );
-    if (Number(row!.count) > cap) {
-      const reset = new Date(
-        Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1),
-      ).toISOString();
-      throw new VerbError(
-        'daily_cap_exceeded',
-        `This tenant reached its daily cap of ${cap} ${cls} actions.`,
-        {
-          hint: `The cap resets at ${reset} (midnight UTC). An owner can raise it in the tenant settings.`,
-          details: { cap, consent_class: cls, resets_at: reset },
-        },
-      );
-    }
+    await countDailyCap(tx, t?.settings.caps, companyId, cls, now);
   }
 
   /** Run the preview verb declared by a write verb, for pending answers. Undefined when none. */
@@ -590,47 +551,18 @@ export class Runtime {
   }
 
   /**
-   * Write a signed checkpoint of a tenant's chain head: ES256 over
-   * 0x01 ‖ canonical({company_id, seq, head_hash, created_at}). No-op when the head did not move.
+   * Write a signed checkpoint of a tenant's chain head (ledger/checkpoints.ts). No-op when the
+   * head did not move.
    */
-  async checkpoint(companyId: number): Promise<{ seq: number; head_hash: string } | undefined> {
-    const key = await this.keys.signingKey(companyId);
-    return this.store.write(async (tx) => {
-      const head = await tx.lockTenantHead(companyId);
-      if (head.audit_seq === 0) return undefined;
-      const last = await tx.get<{ seq: number }>(
-        'SELECT MAX(seq) AS seq FROM audit_checkpoints WHERE company_id = ?',
-        [companyId],
-      );
-      if (last?.seq !== null && last?.seq !== undefined && Number(last.seq) >= head.audit_seq)
-        return undefined;
-      const created_at = this.clock().toISOString();
-      const material = checkpointMaterial({
-        company_id: companyId,
-        seq: head.audit_seq,
-        head_hash: head.audit_hash,
-        created_at,
-      });
-      const signature = nodeSign('sha256', material, {
-        key: key.keyObject,
-        dsaEncoding: 'ieee-p1363',
-      }).toString('base64url');
-      await tx.run(
-        'INSERT INTO audit_checkpoints (company_id, seq, head_hash, created_at, kid, signature) VALUES (?, ?, ?, ?, ?, ?)',
-        [companyId, head.audit_seq, head.audit_hash, created_at, key.kid, signature],
-      );
-      return { seq: head.audit_seq, head_hash: head.audit_hash };
-    });
+  checkpoint(companyId: number): Promise<{ seq: number; head_hash: string } | undefined> {
+    return writeCheckpoint(this.store, this.keys, this.clock, companyId);
   }
 
   /** Checkpoint every tenant whose head moved. */
   async checkpointAll(): Promise<void> {
-    const ids = await this.store.read((q) =>
-      q.all<{ company_id: number }>('SELECT company_id FROM tenant_heads'),
-    );
-    for (const { company_id } of ids) {
+    for (const company_id of await checkpointedTenants(this.store)) {
       try {
-        await this.checkpoint(Number(company_id));
+        await this.checkpoint(company_id);
       } catch (err) {
         // One tenant without a usable signing key must not stop the others' checkpoints.
         this.logger.error({ err, company_id }, 'checkpoint failed for a tenant');
@@ -656,70 +588,9 @@ export class Runtime {
       });
   }
 
-  /** One delivery pass. Returns the number of rows delivered. */
-  async deliverOutbox(limit = 100): Promise<number> {
-    const nowIso = this.clock().toISOString();
-    const rows = await this.store.read((q) =>
-      q.all<Record<string, unknown>>(
-        `SELECT outbox_id, company_id, kind, payload, audit_id, attempts FROM outbox WHERE status = 'pending' AND deliver_after <= ? ORDER BY outbox_id LIMIT ?`,
-        [nowIso, limit],
-      ),
-    );
-    let delivered = 0;
-    for (const r of rows) {
-      const handler = this.outboxHandlers.get(r.kind as string);
-      if (handler === undefined) continue;
-      const id = Number(r.outbox_id);
-      // Claim the row with a lease before delivering: a concurrent pass (another node, or a kick
-      // racing the timer) that read the same row finds it leased and skips it. A crash between
-      // delivery and the 'delivered' mark redelivers after the lease: at-least-once, never twice
-      // at the same time.
-      const lease = new Date(this.clock().getTime() + OUTBOX_LEASE_MS).toISOString();
-      const claimed = await this.store.write((tx) =>
-        tx.run(
-          `UPDATE outbox SET deliver_after = ? WHERE outbox_id = ? AND status = 'pending' AND deliver_after <= ?`,
-          [lease, id, nowIso],
-        ),
-      );
-      if (claimed.changes !== 1) continue;
-      try {
-        const payload =
-          typeof r.payload === 'string'
-            ? (JSON.parse(r.payload) as Record<string, unknown>)
-            : (r.payload as Record<string, unknown>);
-        await handler(payload, {
-          company_id: Number(r.company_id),
-          audit_id: r.audit_id === null ? null : Number(r.audit_id),
-          outbox_id: id,
-          runtime: this,
-        });
-        await this.store.write((tx) =>
-          tx.run(
-            `UPDATE outbox SET status = 'delivered', delivered_at = ?, attempts = attempts + 1 WHERE outbox_id = ?`,
-            [this.clock().toISOString(), id],
-          ),
-        );
-        delivered++;
-      } catch (err) {
-        const attempts = Number(r.attempts) + 1;
-        const next = new Date(
-          this.clock().getTime() + Math.min(3600_000, 1000 * 2 ** attempts),
-        ).toISOString();
-        await this.store.write((tx) =>
-          tx.run(
-            `UPDATE outbox SET attempts = ?, last_error = ?, status = ?, deliver_after = ? WHERE outbox_id = ?`,
-            [
-              attempts,
-              String((err as Error).message).slice(0, 500),
-              attempts >= 8 ? 'failed' : 'pending',
-              next,
-              id,
-            ],
-          ),
-        );
-      }
-    }
-    return delivered;
+  /** One delivery pass (ledger/outbox.ts). Returns the number of rows delivered. */
+  deliverOutbox(limit = 100): Promise<number> {
+    return deliverOutbox(this.store, this.clock, this.outboxHandlers, this, limit);
   }
 
   /** Create a tenant with its chain head and an active signing key. */
@@ -777,27 +648,6 @@ export class Runtime {
     );
     await this.store.close();
   }
-}
-
-/** The bytes a checkpoint signature covers. */
-export function checkpointMaterial(c: {
-  company_id: number;
-  seq: number;
-  head_hash: string;
-  created_at: string;
-}): Buffer {
-  return Buffer.concat([
-    Buffer.from([0x01]),
-    Buffer.from(
-      canonicalize({
-        company_id: c.company_id,
-        seq: c.seq,
-        head_hash: c.head_hash,
-        created_at: c.created_at,
-      }) ?? '',
-      'utf8',
-    ),
-  ]);
 }
 
 /** Create a runtime on a store: runs the runtime migrations unless told not to. */

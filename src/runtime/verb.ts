@@ -21,7 +21,7 @@ import type {
 import type { Logger } from 'pino';
 import type { Queryable, StoreTx } from '../store/store.ts';
 import type { VerbRecord } from '../spec/types.ts';
-import type { Runtime } from './runtime.ts';
+import type { RuntimeCore } from './core.ts';
 
 /** A domain event a handler emits; stored with the write, in the same transaction. */
 export interface EmittedEvent {
@@ -106,7 +106,7 @@ export interface VerbContext {
  */
 export interface SystemVerbContext extends VerbContext {
   /** The runtime (system verbs use it for the registry, ledger, secrets, observers). */
-  readonly runtime: Runtime;
+  readonly runtime: RuntimeCore;
 }
 
 /** What a revert handler receives about the action it undoes. */
@@ -274,7 +274,7 @@ export function defineVerb(definition: VerbDefinition<any, any>): VerbDefinition
  * `principalsChanged` waits for its commit.
  */
 export function runtimeContextMembers(
-  rt: Runtime,
+  rt: RuntimeCore,
   db: Queryable,
 ): Pick<SystemVerbContext, 'runtime' | 'logger' | 'manifest' | 'principalsChanged'> {
   return {

@@ -11,7 +11,7 @@ import type { Envelope } from '../spec/types.ts';
 import type { Queryable } from '../store/store.ts';
 import { parseJson } from '../store/store.ts';
 import { type CompiledVerb, type SystemVerbContext } from '../runtime/verb.ts';
-import type { Runtime } from '../runtime/runtime.ts';
+import type { RuntimeCore as Runtime } from '../runtime/core.ts';
 import { refuse } from '../runtime/refusals.ts';
 
 /** Most steps in one macro. */

@@ -15,7 +15,7 @@ import type { Queryable } from '../store/store.ts';
 import { parseJson } from '../store/store.ts';
 import { defineSystemVerb } from '../runtime/verb.ts';
 import { VerbError } from '../runtime/errors.ts';
-import type { Runtime } from '../runtime/runtime.ts';
+import type { RuntimeCore as Runtime } from '../runtime/core.ts';
 import { refuse } from '../runtime/refusals.ts';
 import {
   getMacro,

@@ -20,7 +20,7 @@ import type { StoreTx } from '../store/store.ts';
 import { parseJson } from '../store/store.ts';
 import { VerbError } from '../runtime/errors.ts';
 import { defineSystemVerb, type OriginalAction, type SystemVerbContext } from '../runtime/verb.ts';
-import { DEFAULT_DAILY_CAPS } from '../runtime/runtime.ts';
+import { DEFAULT_DAILY_CAPS } from '../runtime/consent/daily-caps.ts';
 import {
   PHRASE_CHANNEL_SETTINGS,
   phraseChannelOf,

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import { strict as assert } from 'node:assert';
 import { consentHarness, expectDenied, pendingOf } from './support.ts';
-import { executeInTx } from '../../src/runtime/dispatch.ts';
+import { executeInTx } from '../../src/runtime/ledger/execute.ts';
 import { argsHash } from '../../src/runtime/ledger/idempotency.ts';
 
 const CHARGE = { invoice_id: 4242, amount_cents: 5000 };

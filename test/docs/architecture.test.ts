@@ -1,21 +1,21 @@
 /**
- * ARCHITECTURE.md stays true: its pipeline step list matches PIPELINE_STEPS in dispatch.ts, and
- * every source path it names exists.
+ * ARCHITECTURE.md stays true: its pipeline step list matches PIPELINE_STEPS (derived from the step
+ * array in dispatch.ts), and every source path it names exists.
  */
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { join } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { PIPELINE_STEPS } from '../../src/runtime/dispatch.ts';
+import { documentedPipelineSteps } from '../support/architecture.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const doc = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
 
-it('ARCHITECTURE.md lists the pipeline steps of dispatch.ts, in order', () => {
-  const section = doc.slice(doc.indexOf('<!-- pipeline-steps'));
-  const steps = [...section.matchAll(/^\d+\. \*\*([a-z-]+)\*\*/gm)].map((m) => m[1]);
-  assert.deepEqual(steps, [...PIPELINE_STEPS]);
+it('ARCHITECTURE.md numbers the pipeline steps in the order of the step array in dispatch.ts', () => {
+  // PIPELINE_STEPS is derived from dispatch.ts's STEPS: reordering the array without the doc fails here.
+  assert.deepEqual(documentedPipelineSteps(), [...PIPELINE_STEPS]);
 });
 
 it('every src/ path ARCHITECTURE.md names exists', () => {
@@ -28,4 +28,35 @@ it('every src/ path ARCHITECTURE.md names exists', () => {
     if (!existsSync(join(ROOT, p))) missing.push(p);
   }
   assert.deepEqual(missing, []);
+});
+
+/** The relative imports (static, type-only included) of every .ts file under src/runtime/<folder>. */
+function importsUnder(folder: string): Array<{ file: string; target: string }> {
+  const dir = join(ROOT, 'src/runtime', folder);
+  const out: Array<{ file: string; target: string }> = [];
+  for (const f of readdirSync(dir)) {
+    if (!f.endsWith('.ts')) continue;
+    const text = readFileSync(join(dir, f), 'utf8');
+    for (const m of text.matchAll(/(?:from\s+|import\()\s*'(\.[^']+)'/g))
+      out.push({ file: `${folder}/${f}`, target: relative(join(ROOT, 'src/runtime'), resolve(dir, m[1]!)) });
+  }
+  return out;
+}
+
+it('the folders of src/runtime import only what ARCHITECTURE.md allows them', () => {
+  const never: Record<string, string[]> = {
+    steps: ['dispatch.ts', 'runtime.ts'],
+    ledger: ['steps/', 'dispatch.ts', 'runtime.ts'],
+    consent: ['ledger/', 'steps/', 'observe/', 'dispatch.ts', 'runtime.ts'],
+    observe: ['steps/', 'dispatch.ts', 'runtime.ts'],
+  };
+  const broken: string[] = [];
+  for (const [folder, forbidden] of Object.entries(never))
+    for (const { file, target } of importsUnder(folder))
+      if (forbidden.some((x) => (x.endsWith('/') ? target.startsWith(x) : target === x)))
+        broken.push(`${file} → ${target}`);
+  // Only runtime.ts knows the Runtime class; the rest of src/runtime sees RuntimeCore / PackRuntime.
+  for (const { file, target } of importsUnder('.'))
+    if (target === 'runtime.ts') broken.push(`${file} → ${target}`);
+  assert.deepEqual(broken, []);
 });

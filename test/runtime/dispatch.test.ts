@@ -11,6 +11,8 @@ import { StoreError } from '../../src/store/store.ts';
 import { validateEnvelope, validateShapeOutput } from '../../src/spec/validators.ts';
 import { assertUpstreamValid } from '../support/upstream.ts';
 import { PIPELINE_STEPS } from '../../src/runtime/dispatch.ts';
+import { documentedPipelineSteps } from '../support/architecture.ts';
+import { readdirSync } from 'node:fs';
 import type { Envelope } from '../../src/spec/types.ts';
 
 async function withNotes(h: TestRuntime): Promise<void> {
@@ -111,24 +113,18 @@ async function noteCount(h: TestRuntime): Promise<number> {
 }
 
 describe('dispatch', () => {
-  it('lists the pipeline steps in their fixed order', () => {
-    assert.deepEqual(
-      [...PIPELINE_STEPS],
-      [
-        'resolve-principal',
-        'blocklist',
-        'resolve-verb',
-        'auth',
-        'surface',
-        'input',
-        'floors',
-        'read',
-        'idempotency',
-        'consent',
-        'execute',
-        'observe',
-      ],
-    );
+  it('runs its steps in the order ARCHITECTURE.md numbers them (PIPELINE_STEPS is derived from the step array)', () => {
+    const documented = documentedPipelineSteps();
+    assert.equal(documented.length, 12, 'ARCHITECTURE.md numbers twelve steps');
+    assert.deepEqual([...PIPELINE_STEPS], documented);
+  });
+
+  it('has one module per step under src/runtime/steps, named after the step', () => {
+    const modules = readdirSync(new URL('../../src/runtime/steps/', import.meta.url))
+      .filter((f) => f.endsWith('.ts') && f !== 'call.ts')
+      .map((f) => f.slice(0, -3))
+      .sort();
+    assert.deepEqual(modules, [...PIPELINE_STEPS].sort());
   });
 
   it('answers unknown_verb with the closest names as a hint, and audits the attempt', async (t) => {

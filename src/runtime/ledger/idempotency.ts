@@ -13,7 +13,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { Queryable, StoreTx } from '../../store/store.ts';
 import { parseJson } from '../../store/store.ts';
-import type { Envelope } from '../../spec/types.ts';
+import type { Envelope, Principal } from '../../spec/types.ts';
 import { VerbError } from '../errors.ts';
 import { storeReceipt } from './receipt-store.ts';
 
@@ -63,6 +63,11 @@ export interface StoredIdempotency {
   audit_id: number | null;
   envelope: Envelope;
   expires_at: string;
+}
+
+/** The principal part of a key's scope (keys are scoped by tenant and user). */
+export function principalScope(p: Principal): string {
+  return `u:${p.user_id}`;
 }
 
 /** Look a key up (expired records are ignored). */

@@ -9,8 +9,8 @@
  */
 import { webcrypto, verify as nodeVerify, type KeyObject, createPublicKey } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import type { Receipt, ReceiptAttestation } from '../../spec/types.ts';
-import type { SigningKey, PublicJwk } from './tenant-keys.ts';
+import type { Envelope, Receipt, ReceiptAttestation } from '../../spec/types.ts';
+import type { SigningKey, PublicJwk, TenantKeys } from './tenant-keys.ts';
 
 const enc = new TextEncoder();
 
@@ -84,6 +84,17 @@ export async function signChainedReceipt(receipt: Receipt, key: SigningKey): Pro
     row_hash: att.row_hash,
     prev_hash: att.prev_hash,
   });
+}
+
+/**
+ * Sign the receipt in an envelope whose attestation is still unsigned (fresh writes and
+ * replays) with the tenant's active key. spec/receipts.md §attestation
+ */
+export async function signEnvelope(keys: TenantKeys, companyId: number, env: Envelope): Promise<Envelope> {
+  const r = env.result as Receipt | undefined;
+  if (r?.attestation === undefined) return env;
+  const key = await keys.signingKey(companyId);
+  return { ...env, result: await signChainedReceipt(r, key) };
 }
 
 export interface ReceiptVerification {

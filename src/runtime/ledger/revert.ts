@@ -18,7 +18,7 @@ import { StoreError, parseJson } from '../../store/store.ts';
 import { VerbError, isVerbError } from '../errors.ts';
 import type { CompiledVerb, DelegatedConsent, OriginalAction, SystemVerbContext } from '../verb.ts';
 import { ROLE_RANK, TIER_RANK } from '../verb.ts';
-import type { Runtime } from '../runtime.ts';
+import type { RuntimeCore } from '../core.ts';
 import { getAuditRow, type AuditRow } from './audit.ts';
 import { openRollbackHandle } from './rollback-handle.ts';
 import { refuse } from '../refusals.ts';
@@ -88,7 +88,7 @@ function notFound(id: unknown): VerbError {
  */
 export async function resolveRevertTarget(
   q: Queryable,
-  rt: Runtime,
+  rt: RuntimeCore,
   companyId: number,
   args: RevertArgs,
 ): Promise<AuditRow> {
@@ -232,7 +232,7 @@ export type Revertability =
  */
 export async function assessRevert(
   q: Queryable,
-  rt: Runtime,
+  rt: RuntimeCore,
   row: AuditRow,
   checkLater = true,
 ): Promise<Revertability> {
@@ -322,7 +322,7 @@ interface Gate {
 }
 
 /** The strictest gate among the steps' verbs (class, role floor, tier floor). */
-async function compositeGate(q: Queryable, rt: Runtime, row: AuditRow, steps: number[]): Promise<Gate> {
+async function compositeGate(q: Queryable, rt: RuntimeCore, row: AuditRow, steps: number[]): Promise<Gate> {
   const gate: Gate = { consentClass: 'WRITE_REVERSIBLE', roleFloor: 'employee', tierFloor: 'starter' };
   for (const id of steps) {
     const step = await getAuditRow(q, row.company_id, id);
@@ -343,7 +343,7 @@ async function compositeGate(q: Queryable, rt: Runtime, row: AuditRow, steps: nu
  * role_denied / tier_denied. A revert row's floors are those of the action it reverted (walked up
  * parent_id, at most 16 rows); every revert needs at least the employee role (it is a write).
  */
-async function denyBelowFloor(ctx: SystemVerbContext, rt: Runtime, row: AuditRow): Promise<void> {
+async function denyBelowFloor(ctx: SystemVerbContext, rt: RuntimeCore, row: AuditRow): Promise<void> {
   let role: Role = 'employee';
   let tier: Tier = 'starter';
   let cur: AuditRow | undefined = row;
@@ -447,7 +447,7 @@ function revertHandlerContext(ctx: LedgerContext, verb: CompiledVerb): LedgerCon
   };
 }
 
-function revertFailed(rt: Runtime, row: AuditRow, err: unknown): VerbError {
+function revertFailed(rt: RuntimeCore, row: AuditRow, err: unknown): VerbError {
   const label = `${row.action_type} #${row.audit_id}`;
   if (isVerbError(err)) {
     return new VerbError('revert_failed', `The revert handler could not undo ${label}: ${err.message}`, {

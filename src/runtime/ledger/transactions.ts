@@ -26,8 +26,9 @@ import { parseJson } from '../../store/store.ts';
 import { VerbError, isVerbError } from '../errors.ts';
 import type { CompiledVerb, DelegatedConsent, OriginalAction, SystemVerbContext } from '../verb.ts';
 import { ROLE_RANK, TIER_RANK } from '../verb.ts';
-import type { Runtime } from '../runtime.ts';
-import { executeInTx, surfaceDenied } from '../dispatch.ts';
+import type { RuntimeCore } from '../core.ts';
+import { surfaceDenied, schemaIssue } from '../verb-checks.ts';
+import { executeInTx } from './execute.ts';
 import {
   appendAudit,
   auditEntry,
@@ -264,22 +265,11 @@ export async function checkStep(
     }
   }
   if (!verb.validate(args)) {
-    const e = verb.validateErrors()?.[0];
-    let path = e?.instancePath ?? '';
-    if (e?.keyword === 'required')
-      path = `${path}/${(e.params as { missingProperty: string }).missingProperty}`;
-    if (e?.keyword === 'additionalProperties')
-      path = `${path}/${(e.params as { additionalProperty: string }).additionalProperty}`;
-    const what =
-      e?.keyword === 'required'
-        ? 'is required'
-        : e?.keyword === 'additionalProperties'
-          ? 'is not an accepted argument'
-          : (e?.message ?? 'is invalid');
+    const { path, what, details } = schemaIssue(verb);
     throw new VerbError('invalid_input', `/args${path} ${what} (step verb ${verb.name}).`, {
       path: `/args${path}`,
       hint: `Fix the step's argument at /args${path} to match the input_schema of ${verb.name}.`,
-      details: e === undefined ? undefined : { keyword: e.keyword, params: e.params },
+      details,
     });
   }
   return verb;
@@ -493,6 +483,8 @@ export async function commitTransaction(
         caller,
         consentClass: step.consent_class,
         capClass: step.consent_class,
+        // recheckStep checked this principal against the step verb's floors, before any step ran.
+        floorChecked: true,
         consent: {
           requiresApproval: typed,
           ...(append?.approved_by != null ? { approvedBy: append.approved_by } : {}),
@@ -525,7 +517,7 @@ export async function commitTransaction(
 
 /** The error of a failed step, carrying the audit rows to write after the rollback. */
 function stepFailed(
-  rt: Runtime,
+  rt: RuntimeCore,
   p: Principal,
   now: Date,
   t: TransactionRecord,

@@ -47,7 +47,7 @@ export {
 import type { Queryable, Store } from '../../store/store.ts';
 import { parseJson } from '../../store/store.ts';
 import type { PublicJwk } from './tenant-keys.ts';
-import { checkpointMaterial } from '../runtime.ts';
+import { checkpointMaterial } from './checkpoints.ts';
 import { VerbError } from '../errors.ts';
 
 export interface TenantVerifyReport {

@@ -25,7 +25,7 @@ import {
   type Tracer,
   type TracerProvider,
 } from '@opentelemetry/api';
-import type { DispatchOutcome } from '../dispatch.ts';
+import type { DispatchOutcome } from '../core.ts';
 import { outcomeLabel } from './outcome-label.ts';
 
 /** Instrumentation scope name of the spans. */

@@ -9,7 +9,7 @@
  * explain's history, so the runtime keeps them unless the operator opts in).
  * Spec: spec/shapes.md §subscribe §reputation §telemetry.
  */
-import type { Runtime } from '../runtime.ts';
+import type { RuntimeCore } from '../core.ts';
 import { ReputationAggregator } from './reputation.ts';
 import { TelemetryCollector } from './telemetry.ts';
 import { DispatchSpans } from './dispatch-spans.ts';
@@ -42,7 +42,7 @@ export class Observers {
   #timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly rt: Runtime,
+    private readonly rt: RuntimeCore,
     options: ObserveOptions = {},
   ) {
     this.reputation = new ReputationAggregator(rt, options.reputationFlushMs ?? 1000);

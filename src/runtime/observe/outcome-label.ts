@@ -2,7 +2,7 @@
  * The one label of a dispatch's outcome that metrics, request logs and spans share, so a
  * dashboard joining them never sees two spellings. Spec: spec/transports.md §metrics, §request-log.
  */
-import type { DispatchOutcome } from '../dispatch.ts';
+import type { DispatchOutcome } from '../core.ts';
 
 /** ok | pending (a consent gate is waiting) | denied (a denial reason) | failed (anything else). */
 export type OutcomeLabel = 'ok' | 'pending' | 'denied' | 'failed';

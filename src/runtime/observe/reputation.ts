@@ -40,7 +40,7 @@
  * Spec: spec/shapes.md §reputation.
  */
 import type { Queryable } from '../../store/store.ts';
-import type { Runtime } from '../runtime.ts';
+import type { RuntimeCore } from '../core.ts';
 import type { AuditRow } from '../ledger/audit.ts';
 import { reasonInfo, type ReasonTable } from '../../spec/reasons.ts';
 import { addToHistogram, histogramPercentile, latencyBin, type Histogram } from './latency-histogram.ts';
@@ -197,7 +197,7 @@ export class ReputationAggregator {
   #flushing: Promise<void> | undefined;
 
   constructor(
-    private readonly rt: Runtime,
+    private readonly rt: RuntimeCore,
     private readonly flushMs = 1000,
   ) {}
 

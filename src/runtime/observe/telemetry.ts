@@ -11,7 +11,7 @@
  * from the shared log-scale bins (±19 %). Figures are per node: on several nodes each answers for
  * itself. Spec: spec/shapes.md §telemetry.
  */
-import type { DispatchOutcome } from '../dispatch.ts';
+import type { DispatchOutcome } from '../core.ts';
 import { addToHistogram, histogramPercentile, latencyBin, type Histogram } from './latency-histogram.ts';
 
 /** Width of one slot (ms). */

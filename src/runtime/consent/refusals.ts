@@ -1,0 +1,51 @@
+/**
+ * The consent refusals built in more than one place: by the pipeline's consent step, by the nonce
+ * burn inside a write's transaction (ledger/execute.ts) and by the approvals verbs.
+ *
+ * Spec: spec/consent.md §nonce, §approvals, §phrase-channel; spec/reasons.md.
+ */
+import { VerbError } from '../errors.ts';
+
+/** Where a human approves an approval, in words for hints (spec/consent.md §phrase-channel). */
+export function humanApprovalPlaces(approvalId: string | undefined): string {
+  const id = approvalId ?? 'the pending approval';
+  return `in the dashboard ("Waiting for you"), with \`solid approvals approve ${id}\` at a terminal, or in an MCP client that shows a confirmation form`;
+}
+
+/**
+ * phrase_channel_human: a typed phrase arrived through an agent channel while the tenant counts
+ * one only from a human channel. spec/consent.md §phrase-channel, spec/reasons.md
+ */
+export function phraseChannelRefusal(
+  verbName: string,
+  floor: string,
+  approvalId: string | undefined,
+  expiresAt: string,
+): VerbError {
+  return new VerbError(
+    'phrase_channel_human',
+    `This tenant counts a typed phrase only when a human types it where they approve; a phrase sent through this channel is not consent. Nothing ran${approvalId ? ` and approval ${approvalId} stays pending` : ''}.`,
+    {
+      hint: `Ask a user with the ${floor} role or higher to approve ${approvalId ?? 'the pending request'} ${humanApprovalPlaces(approvalId)}; then call ${verbName} again with the same arguments, confirm=true and the nonce (no typed_phrase) before ${expiresAt}.`,
+      details: { ...(approvalId ? { approval_id: approvalId } : {}), expires_at: expiresAt },
+    },
+  );
+}
+
+/** approval_rejected: a human rejected the approval of this call (deny wins). spec/consent.md §approvals */
+export function approvalRejected(verbName: string, approvalId: string | undefined): VerbError {
+  return new VerbError(
+    'approval_rejected',
+    `A human rejected this ${verbName} request${approvalId ? ` (approval ${approvalId})` : ''}.`,
+    {
+      hint: 'Do not retry the same action; ask the human what they want instead.',
+    },
+  );
+}
+
+/** nonce_replayed: the confirmation nonce was already spent. spec/consent.md §nonce */
+export function nonceReplayed(verbName: string): VerbError {
+  return new VerbError('nonce_replayed', 'This confirmation nonce was already used; each nonce works once.', {
+    hint: `Call ${verbName} again without confirm for a new nonce.`,
+  });
+}

@@ -1,0 +1,186 @@
+/**
+ * The types the pipeline, its steps and the ledger share with the transports: who calls
+ * (`Caller`), the per-call options (`DispatchOptions`) and what the observe hooks receive
+ * (`DispatchOutcome`). Defined here, below dispatch.ts, so the ledger and the observers never
+ * import the pipeline; dispatch.ts re-exports them for the transports.
+ *
+ * `RuntimeCore` is the runtime as they see it.
+ *
+ * Spec: spec/envelope.md, spec/consent.md §protocol, spec/transports.md.
+ */
+import type { Logger } from 'pino';
+import type { Envelope, Principal, Role, Surface, Tier, VerbClass, WebmcpSurface } from '../spec/types.ts';
+import type { Queryable, Store, StoreTx } from '../store/store.ts';
+import type { CompiledVerb, VerbDefinition } from './verb.ts';
+import type { Registry } from './registry.ts';
+import type { Secrets } from './secrets.ts';
+import type { TenantKeys } from './ledger/tenant-keys.ts';
+import type { PhraseChannelSetting, TenantSettings, Tenants } from './tenants.ts';
+import type { InflightKeys } from './ledger/idempotency.ts';
+import type { ReadAuditBuffer } from './ledger/read-audit-buffer.ts';
+import type { AuditRow } from './ledger/audit.ts';
+import type { Observers } from './observe/observers.ts';
+import type { OutboxHandlerOf } from './ledger/outbox.ts';
+
+/** Who calls and how: built by the transport from its own authentication. */
+export interface Caller {
+  /** The authenticated principal; undefined/null → the sandbox principal (reads only). */
+  principal?: Principal | null;
+  /** The transport surface, or 'internal' for runtime-internal calls (macros, tests). */
+  surface: Surface | 'internal';
+  /** WebMCP only: the page surface the call came from; the verb must list it in webmcp_surfaces (spec/transports.md §webmcp). */
+  webmcpSurface?: WebmcpSurface;
+  /** MCP only: the toolsets the server was started with; a verb they do not admit is surface_denied (spec/transports.md §mcp-toolsets). */
+  toolsets?: ToolsetSelection;
+  /**
+   * Where a typed phrase in this call was typed, decided by the transport's own code — never read
+   * from a request's args, body or headers: `human` for a channel a human types into (MCP
+   * elicitation answered by the client's user, the dashboard session, the CLI's terminal prompt,
+   * the WebMCP in-page dialog); absent = `agent`. Under the tenant setting `phrase_channel:
+   * human` only a `human` call may carry a typed phrase and see one in a pending answer.
+   * spec/consent.md §phrase-channel
+   */
+  phraseChannel?: PhraseChannel;
+  signal?: AbortSignal;
+  onProgress?: (done: number, total?: number, message?: string) => void;
+  /**
+   * The client address the transport saw (HTTP: `req.ip`, which honours `trustProxy`). Only
+   * used to group repeated unauthenticated failures into one audit window (spec/audit.md
+   * §auth-failure-windows); never part of authentication.
+   */
+  address?: string;
+}
+
+/** The verb categories (toolsets) an MCP server exposes; built by src/transports/mcp/toolsets.ts. */
+export interface ToolsetSelection {
+  /** The enabled toolset names, sorted. */
+  readonly names: readonly string[];
+  /** Is this verb reachable (its category is enabled, or it is a core verb)? */
+  admits(verb: CompiledVerb): boolean;
+}
+
+/** Which kind of channel a call came through (Caller.phraseChannel). */
+export type PhraseChannel = 'human' | 'agent';
+
+/** Per-call options beside the args (spec/consent.md §protocol, spec/idempotency.md). */
+export interface DispatchOptions {
+  confirm?: boolean;
+  nonce?: string;
+  typed_phrase?: string;
+  idempotency_key?: string;
+}
+
+/** What the observe hooks receive after every dispatch. */
+export interface DispatchOutcome {
+  verb: string;
+  shape: string | null;
+  consent_class: string | null;
+  company_id: number;
+  user_id: number | null;
+  agent_type: string | null;
+  ok: boolean;
+  reason: string | null;
+  denial: boolean;
+  latency_ms: number;
+  audit_id: number | null;
+  surface: string;
+  at: number;
+}
+
+/** The resolved runtime options the pipeline reads (RuntimeOptions with their defaults applied). */
+export interface RuntimeSettings {
+  validateOutputs: boolean;
+  readAuditFlushMs: number;
+  readAuditBatch: number;
+  checkpointEvery: number;
+  checkpointIntervalMs: number;
+  idempotencyTtlSeconds: number;
+  nonceTtlSeconds: number;
+}
+
+/**
+ * What the pipeline steps, the ledger, the observers and the system verbs (`ctx.runtime`) use of
+ * the runtime. `Runtime` (runtime.ts) implements it; nothing under src/runtime but runtime.ts
+ * needs the class itself.
+ */
+export interface RuntimeCore {
+  readonly store: Store;
+  readonly registry: Registry;
+  readonly secrets: Secrets;
+  /** Tenant signing keys (receipts, checkpoints). */
+  readonly keys: TenantKeys;
+  readonly tenants: Tenants;
+  readonly logger: Logger;
+  readonly clock: () => Date;
+  readonly options: RuntimeSettings;
+  /** Caller-keyed writes running on this node (idempotency_key_in_use). */
+  readonly inflight: InflightKeys;
+  /** Buffered audit rows of reads (spec/audit.md §read-rows). */
+  readonly auditBuffer: ReadAuditBuffer;
+  /** Reputation, telemetry and span hooks. */
+  readonly observers: Observers;
+  /** A Queryable that runs each statement against committed data. */
+  readonly readView: Queryable;
+  /** Dispatch one call through the whole pipeline (macros dispatch their steps so). */
+  dispatch(
+    caller: Caller & { apiKey?: string | null },
+    verb: string,
+    args?: unknown,
+    options?: DispatchOptions,
+  ): Promise<Envelope>;
+  /** The keyless principal (read_only on the sandbox tenant); throws auth_required when none. */
+  sandboxPrincipal(): Promise<Principal>;
+  /** Is this name blocked for this tenant (global list, runtime option, tenant settings)? */
+  isBlocked(name: string, companyId: number): Promise<boolean>;
+  /** The tenant's `phrase_channel` setting. spec/consent.md §phrase-channel */
+  phraseChannel(companyId: number): Promise<PhraseChannelSetting>;
+  /** Count one write against the tenant's daily cap of `cls`, inside `tx`. Throws daily_cap_exceeded. */
+  countDailyCap(tx: StoreTx, companyId: number, cls: VerbClass, now: Date): Promise<void>;
+  /** The preview a write verb declares, for pending answers; undefined when none. */
+  previewFor(
+    verb: CompiledVerb,
+    principal: Principal,
+    args: Record<string, unknown>,
+    caller: Caller,
+  ): Promise<Record<string, unknown> | undefined>;
+  /** When validateOutputs is on, throw on an output that does not match the verb's output schema. */
+  checkOutput(verb: CompiledVerb, result: unknown): void;
+  /** Tell the onDispatch observers of an outcome. */
+  observe(o: DispatchOutcome): void;
+  /** After each committed audit row: row observers and checkpoint cadence. */
+  afterWrite(row: AuditRow): void;
+  /** Deliver pending outbox rows soon (after commit). */
+  kickOutbox(): void;
+  /** Subscribe to every dispatch outcome. Returns an unsubscribe. */
+  onDispatch(fn: (o: DispatchOutcome) => void): () => void;
+  /** Subscribe to every committed audit row. Returns an unsubscribe. */
+  onAuditRow(fn: (row: AuditRow) => void): () => void;
+}
+
+/** Delivers one outbox row after commit; `meta.runtime` lets a pack's handler record the outcome (its own store write). */
+export type OutboxHandler = OutboxHandlerOf<PackRuntime>;
+
+/**
+ * The runtime a pack sees (its seed, its outbox handlers; pack.ts installs it): RuntimeCore plus
+ * registration, the outbox handlers and the tenant and key creation a seed needs.
+ */
+export interface PackRuntime extends RuntimeCore {
+  readonly outboxHandlers: Map<string, OutboxHandler>;
+  /** Register verbs (validated and compiled now; last write wins). */
+  register(...definitions: VerbDefinition[]): void;
+  /** Create a tenant with its chain head and an active signing key. */
+  createTenant(t: {
+    company_id?: number;
+    name: string;
+    tier: Tier;
+    settings?: TenantSettings;
+  }): Promise<{ company_id: number; name: string; tier: Tier }>;
+  /** Create an API key for a user of a tenant; the plaintext key is returned once. */
+  createApiKey(k: {
+    company_id: number;
+    user_id: number;
+    role: Role;
+    agent_type?: string;
+    name?: string;
+  }): Promise<string>;
+}

@@ -1,0 +1,46 @@
+/**
+ * Step 7, floors: `tier_denied`, `role_denied`. A delegated verb (audit.revert, transaction.append,
+ * macros.run) resolves its target's consent class and floors here first.
+ * Spec: spec/consent.md §role-floors, §delegated.
+ */
+import { VerbError } from '../errors.ts';
+import { ROLE_RANK, TIER_RANK } from '../verb.ts';
+import type { Resolved, Step } from './call.ts';
+import { readContext } from './read.ts';
+
+export const floors: Step<Resolved> = {
+  name: 'floors',
+  run(c) {
+    if (!c.verb.delegated) return checkFloors(c);
+    return c.verb.definition.delegateConsent!(readContext(c), c.args).then((d) => {
+      c.delegated = d;
+      c.consentClass = d.consentClass;
+      return checkFloors(c);
+    });
+  },
+};
+
+function checkFloors(c: Resolved): undefined {
+  const { principal: p, verb } = c;
+  const tierFloor = c.delegated?.tierFloor ?? verb.tierFloor;
+  if (TIER_RANK[p.tier] < TIER_RANK[tierFloor]) {
+    throw new VerbError(
+      'tier_denied',
+      `${verb.name} needs the ${tierFloor} tier; this tenant is on ${p.tier}.`,
+      {
+        hint: 'Upgrade the subscription tier (subscription_upgrade_tier) or use a verb available on your tier.',
+      },
+    );
+  }
+  const roleFloor = c.delegated?.roleFloor ?? verb.roleFloor;
+  if (ROLE_RANK[p.role] < ROLE_RANK[roleFloor]) {
+    throw new VerbError(
+      'role_denied',
+      `${verb.name} needs the ${roleFloor} role or higher; this key has ${p.role}.`,
+      {
+        hint: `Ask a user with the ${roleFloor} role to run it or to approve it.`,
+      },
+    );
+  }
+  return undefined;
+}

@@ -1,0 +1,114 @@
+/**
+ * Step 8, read: READ verbs run here against committed data, their audit row buffered (flushed
+ * every 100 ms or 256 rows). Verbs marked `detached` (events.poll long-polls, macros.run dispatching
+ * its steps) run here too, outside any store transaction or snapshot. Before a write or a trail,
+ * the tenant's buffered read rows go to the log: audit_id order is answer order within a tenant.
+ * Spec: spec/audit.md §read-rows, spec/shapes.md §macro §subscribe.
+ */
+import { performance } from 'node:perf_hooks';
+import type { Envelope } from '../../spec/types.ts';
+import type { Queryable } from '../../store/store.ts';
+import { appendAudit } from '../ledger/audit.ts';
+import type { SystemVerbContext, VerbContext } from '../verb.ts';
+import { runtimeContextMembers } from '../verb.ts';
+import { entryFor, settle, type Resolved, type Step } from './call.ts';
+
+export const read: Step<Resolved> = {
+  name: 'read',
+  run(c) {
+    const verb = c.verb;
+    // No async wrapper on the hot read path: a read's answer is runRead's own promise.
+    if (verb.isWrite || verb.definition.shape === 'trail')
+      return c.rt.auditBuffer.flushTenant(c.principal.company_id).then(() => route(c));
+    return route(c);
+  },
+};
+
+function route(c: Resolved): Promise<Envelope> | undefined {
+  if (c.verb.definition.detached === true) return runDetached(c);
+  if (!c.verb.isWrite) return runRead(c);
+  return undefined;
+}
+
+const NEVER = new AbortController().signal;
+const NOOP = (): void => {};
+
+/** The handler context for reads (no events, no outbox); `db` defaults to the read view. */
+export function readContext(c: Resolved, db: Queryable = c.rt.readView): SystemVerbContext {
+  const { verb, caller } = c;
+  return {
+    principal: c.principal,
+    db,
+    now: c.now,
+    signal: caller.signal ?? NEVER,
+    ...runtimeContextMembers(c.rt, db),
+    verb,
+    emit() {
+      throw new Error(`read verb ${verb.name} cannot emit events`);
+    },
+    outbox() {
+      throw new Error(`read verb ${verb.name} cannot use the outbox`);
+    },
+    setRollback() {
+      throw new Error(`read verb ${verb.name} cannot set a rollback`);
+    },
+    setEntity() {},
+    surface: caller.surface,
+    ...(caller.webmcpSurface !== undefined ? { webmcpSurface: caller.webmcpSurface } : {}),
+    ...(caller.phraseChannel !== undefined ? { phraseChannel: caller.phraseChannel } : {}),
+    progress: caller.onProgress ?? NOOP,
+  };
+}
+
+async function runRead(c: Resolved): Promise<Envelope> {
+  const { rt, verb } = c;
+  let entity: { type: string; id: string } | undefined;
+  const result = (await rt.store.read(async (q) => {
+    const ctx = readContext(c, q);
+    ctx.setEntity = (type, id) => {
+      entity = { type, id: String(id) };
+    };
+    return verb.definition.handler(ctx, c.args);
+  })) as Record<string, unknown>;
+  rt.checkOutput(verb, result);
+  const latency = performance.now() - c.t0;
+  rt.auditBuffer.push(entryFor(c, 'completed', null, latency, { entity }));
+  settle(c, true, null, latency, null);
+  return { ok: true, verb: verb.name, result };
+}
+
+/**
+ * A detached verb (VerbDefinition.detached) runs outside any store transaction or snapshot: it
+ * may wait (long-poll) or dispatch other verbs, each of which passes every gate itself. A write
+ * one must delegate consent with class null (no gate, no idempotency, no receipt at its level);
+ * its audit row is written after the handler returns (a read one's is buffered like any read).
+ */
+async function runDetached(c: Resolved): Promise<Envelope> {
+  const { rt, verb, options } = c;
+  if (verb.isWrite && c.consentClass !== null)
+    throw new Error(`${verb.name}: a detached write verb must delegate consent with class null`);
+  let entity: { type: string; id: string } | undefined;
+  const ctx: VerbContext = {
+    ...readContext(c),
+    consentReply: { confirm: options.confirm, nonce: options.nonce, typed_phrase: options.typed_phrase },
+  };
+  ctx.setEntity = (type, id) => {
+    entity = { type, id: String(id) };
+  };
+  const result = ((await verb.definition.handler(ctx, c.args)) ?? {}) as Record<string, unknown>;
+  rt.checkOutput(verb, result);
+  const latency = performance.now() - c.t0;
+  const entry = entryFor(c, 'completed', null, latency, { entity });
+  if (!verb.isWrite) {
+    rt.auditBuffer.push(entry);
+    settle(c, true, null, latency, null);
+    return { ok: true, verb: verb.name, result };
+  }
+  const row = await rt.store.write(async (tx) => {
+    const r = await appendAudit(tx, entry);
+    tx.afterCommit(() => rt.afterWrite(r));
+    return r;
+  });
+  settle(c, true, null, latency, row.audit_id);
+  return { ok: true, verb: verb.name, result, audit_id: row.audit_id };
+}
