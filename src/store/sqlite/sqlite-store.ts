@@ -107,14 +107,14 @@ class Connection implements Queryable {
   }
   getSync<T>(sql: string, params: readonly unknown[] = []): T | undefined {
     try {
-      return this.prepare(sql).get(...(params.map(bind) as unknown[])) as T | undefined;
+      return this.prepare(sql).get(...bindAll(params)) as T | undefined;
     } catch (err) {
       throw toStoreError(err);
     }
   }
   allSync<T>(sql: string, params: readonly unknown[] = []): T[] {
     try {
-      return this.prepare(sql).all(...(params.map(bind) as unknown[])) as T[];
+      return this.prepare(sql).all(...bindAll(params)) as T[];
     } catch (err) {
       throw toStoreError(err);
     }
@@ -124,10 +124,10 @@ class Connection implements Queryable {
       const stmt = this.prepare(sql);
       if (stmt.reader) {
         // A statement with RETURNING: run it for effect, report the rows as changes.
-        const rows = stmt.all(...(params.map(bind) as unknown[]));
+        const rows = stmt.all(...bindAll(params));
         return { changes: rows.length };
       }
-      const r = stmt.run(...(params.map(bind) as unknown[]));
+      const r = stmt.run(...bindAll(params));
       return { changes: r.changes, lastInsertId: Number(r.lastInsertRowid) };
     } catch (err) {
       throw toStoreError(err);
@@ -178,6 +178,21 @@ function bind(v: unknown): unknown {
   if (v === undefined) return null;
   if (typeof v === 'boolean') return v ? 1 : 0;
   return v;
+}
+
+/**
+ * `params` as better-sqlite3 binds them (bind() on each), passed as one array argument: the same
+ * array when nothing needs mapping (the usual case: no copy and no spread of up to 28 arguments
+ * per audit row). An object (named parameters) keeps the spread form, where it binds by name.
+ */
+function bindAll(params: readonly unknown[]): unknown[] {
+  let copy = false;
+  for (let i = 0; i < params.length; i++) {
+    const v = params[i];
+    if (v === undefined || typeof v === 'boolean') copy = true;
+    else if (typeof v === 'object' && v !== null && !(v instanceof Uint8Array)) return params.map(bind);
+  }
+  return copy ? [params.map(bind)] : [params];
 }
 
 /**
