@@ -78,7 +78,7 @@ describe('group commit (durability full)', () => {
     assert.deepEqual(store.commitStats, { commits: 8, writes: 8 });
   });
 
-  it('normal mode commits each write alone unless group commit is opted in', async (t) => {
+  it('normal mode groups concurrent writers by default; groupCommit: false commits each alone', async (t) => {
     const concurrent = (store: SqliteStore) =>
       Promise.all(
         Array.from({ length: 8 }, (_, i) =>
@@ -88,8 +88,8 @@ describe('group commit (durability full)', () => {
           }),
         ),
       );
-    const plain = new SqliteStore({ path: tempDb(t) });
-    const grouped = new SqliteStore({ path: tempDb(t), groupCommit: true });
+    const grouped = new SqliteStore({ path: tempDb(t) });
+    const plain = new SqliteStore({ path: tempDb(t), groupCommit: false });
     t.after(() => plain.close());
     t.after(() => grouped.close());
     for (const s of [plain, grouped])
@@ -217,86 +217,91 @@ describe('group commit (durability full)', () => {
     assert.equal(outside.pragma('integrity_check', { simple: true }), 'ok');
   });
 
-  it('dispatch in durable mode: no caller holds a receipt before its effect and audit row are committed', async (t) => {
-    const path = tempDb(t);
-    const store = new SqliteStore({ path, durability: 'full' });
-    const rt = await createRuntime({
-      store,
-      logger: pino({ level: 'silent' }),
-      sandboxCompanyId: 1,
-      maintenanceIntervalMs: 0,
+  for (const durability of ['full', 'normal'] as const)
+    it(`dispatch in ${durability} mode (default options): no caller holds a receipt before its effect and audit row are committed`, async (t) => {
+      const path = tempDb(t);
+      const store = new SqliteStore({ path, durability });
+      const rt = await createRuntime({
+        store,
+        logger: pino({ level: 'silent' }),
+        sandboxCompanyId: 1,
+        maintenanceIntervalMs: 0,
+      });
+      t.after(() => rt.close());
+      await store.migrate('t', [
+        {
+          version: 1,
+          name: 'notes',
+          sqlite:
+            'CREATE TABLE notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, body TEXT NOT NULL)',
+        },
+      ]);
+      await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
+      await rt.createTenant({ company_id: 2, name: 'Co', tier: 'enterprise' });
+      const principal = await rt.tenants.authenticate(
+        await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner' }),
+      );
+      rt.register(
+        defineVerb<{ body: string }>({
+          name: 'notes.add',
+          description: 'Add a note (no gate).',
+          shape: 'receipt',
+          category: 'test',
+          input: {
+            type: 'object',
+            properties: { body: { type: 'string' } },
+            required: ['body'],
+            additionalProperties: false,
+          },
+          delegateConsent: async () => ({
+            consentClass: null,
+            roleFloor: 'employee',
+            summary: 'Add a note.',
+          }),
+          async handler(ctx, a) {
+            const r = await ctx.db.run('INSERT INTO notes (company_id, body) VALUES (?, ?)', [
+              ctx.principal.company_id,
+              a.body,
+            ]);
+            return { note_id: r.lastInsertId };
+          },
+        }),
+      );
+      const outside = new Database(path, { readonly: true });
+      t.after(() => outside.close());
+      const auditRow = outside.prepare('SELECT status FROM audit_log WHERE audit_id = ?');
+      const note = outside.prepare('SELECT body FROM notes WHERE id = ?');
+      let receipts = 0;
+      await Promise.all(
+        Array.from({ length: 16 }, async (_, c) => {
+          for (let k = 0; k < 8; k++) {
+            const env = await rt.dispatch(
+              { principal, surface: 'http' },
+              'notes.add',
+              { body: `c${c}k${k}` },
+              { idempotency_key: `c${c}-k${k}` },
+            );
+            assert.equal(env.ok, true, JSON.stringify(env.error));
+            const r = env.result as { note_id: number; audit_id: number };
+            assert.deepEqual(
+              auditRow.get(env.audit_id),
+              { status: 'completed' },
+              'audit row committed before the receipt',
+            );
+            assert.deepEqual(
+              note.get(r.note_id),
+              { body: `c${c}k${k}` },
+              'effect committed before the receipt',
+            );
+            receipts++;
+          }
+        }),
+      );
+      assert.equal(receipts, 128);
+      const { commits, writes } = store.commitStats;
+      assert.ok(
+        writes / commits > 2,
+        `concurrent dispatches share commits (${writes} writes in ${commits} commits)`,
+      );
     });
-    t.after(() => rt.close());
-    await store.migrate('t', [
-      {
-        version: 1,
-        name: 'notes',
-        sqlite:
-          'CREATE TABLE notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, body TEXT NOT NULL)',
-      },
-    ]);
-    await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
-    await rt.createTenant({ company_id: 2, name: 'Co', tier: 'enterprise' });
-    const principal = await rt.tenants.authenticate(
-      await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner' }),
-    );
-    rt.register(
-      defineVerb<{ body: string }>({
-        name: 'notes.add',
-        description: 'Add a note (no gate).',
-        shape: 'receipt',
-        category: 'test',
-        input: {
-          type: 'object',
-          properties: { body: { type: 'string' } },
-          required: ['body'],
-          additionalProperties: false,
-        },
-        delegateConsent: async () => ({ consentClass: null, roleFloor: 'employee', summary: 'Add a note.' }),
-        async handler(ctx, a) {
-          const r = await ctx.db.run('INSERT INTO notes (company_id, body) VALUES (?, ?)', [
-            ctx.principal.company_id,
-            a.body,
-          ]);
-          return { note_id: r.lastInsertId };
-        },
-      }),
-    );
-    const outside = new Database(path, { readonly: true });
-    t.after(() => outside.close());
-    const auditRow = outside.prepare('SELECT status FROM audit_log WHERE audit_id = ?');
-    const note = outside.prepare('SELECT body FROM notes WHERE id = ?');
-    let receipts = 0;
-    await Promise.all(
-      Array.from({ length: 16 }, async (_, c) => {
-        for (let k = 0; k < 8; k++) {
-          const env = await rt.dispatch(
-            { principal, surface: 'http' },
-            'notes.add',
-            { body: `c${c}k${k}` },
-            { idempotency_key: `c${c}-k${k}` },
-          );
-          assert.equal(env.ok, true, JSON.stringify(env.error));
-          const r = env.result as { note_id: number; audit_id: number };
-          assert.deepEqual(
-            auditRow.get(env.audit_id),
-            { status: 'completed' },
-            'audit row committed before the receipt',
-          );
-          assert.deepEqual(
-            note.get(r.note_id),
-            { body: `c${c}k${k}` },
-            'effect committed before the receipt',
-          );
-          receipts++;
-        }
-      }),
-    );
-    assert.equal(receipts, 128);
-    const { commits, writes } = store.commitStats;
-    assert.ok(
-      writes / commits > 2,
-      `concurrent dispatches share commits (${writes} writes in ${commits} commits)`,
-    );
-  });
 });

@@ -8,8 +8,9 @@
  *   running while a write is in flight never sees a write that may still roll back.
  * - Prepared statements are cached by their SQL text: dispatch never compiles a statement twice.
  * - Durability `normal` is WAL + synchronous=NORMAL (a power cut may lose the last commits, never
- *   corrupt); `full` is synchronous=FULL with group commit: concurrent writers share one COMMIT
- *   (each in its own SAVEPOINT) and none is answered before that COMMIT is durable.
+ *   corrupt); `full` is synchronous=FULL (an fsync per COMMIT). Both group commit by default:
+ *   concurrent writers share one COMMIT (each in its own SAVEPOINT) and none is answered before
+ *   that COMMIT returned (durable, in `full`).
  *
  * Spec: spec/store.md.
  */
@@ -40,17 +41,18 @@ export interface SqliteStoreOptions {
   durability?: Durability;
   /** Milliseconds to wait for another process's write lock. Default 5000. */
   busyTimeoutMs?: number;
-  /** Group commit in durable mode: max writers sharing one COMMIT. Default 64. */
+  /** Group commit: max writers sharing one COMMIT. Default 64. */
   groupCommitMax?: number;
   /**
-   * Group commit in durable mode: a group stops admitting writers this many milliseconds after its
+   * Group commit: a group stops admitting writers this many milliseconds after its
    * BEGIN (bounds the wait of its first writer). Default 10.
    */
   groupCommitWindowMs?: number;
   /**
-   * Group concurrent writers into one COMMIT. Default: on in durable mode (false = one transaction
-   * and one fsync per write, for comparison benchmarks), off in normal mode (true opts in: fewer
-   * page writes per write under concurrency, at the price of writers waiting for their group).
+   * Group concurrent writers into one COMMIT (each in its own SAVEPOINT). Default: on in both
+   * modes — with 16 writers, durable mode grouped runs faster than normal mode ungrouped, and
+   * normal mode's p99 is lower grouped (BENCHMARKS.md, durable.*). false = one transaction per
+   * write (one fsync each in durable mode), for comparison benchmarks.
    */
   groupCommit?: boolean;
 }
@@ -325,7 +327,7 @@ export class SqliteStore implements Store {
     this.#durability = options.durability ?? 'normal';
     this.#groupMax = Math.max(1, options.groupCommitMax ?? 64);
     this.#groupWindowMs = options.groupCommitWindowMs ?? 10;
-    this.#group = options.groupCommit ?? this.#durability === 'full';
+    this.#group = options.groupCommit ?? true;
     this.#events.setMaxListeners(0);
     let db: Db;
     try {
@@ -479,7 +481,7 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Group commit (durable mode). Holding the write lock, open one transaction and run queued
+   * Group commit (the default in both modes). Holding the write lock, open one transaction and run queued
    * writers one after another, each in its own SAVEPOINT; writers that arrive while the group
    * runs join it, until the queue is empty, `groupCommitMax` writers ran, or `groupCommitWindowMs`
    * passed since BEGIN. Then one COMMIT (one fsync at synchronous=FULL) and only after it returns
