@@ -212,6 +212,20 @@ export async function benchCore(options: { ms?: number; runs?: number } = {}): P
     const walOne = confirmed(walNonces, wFrom);
     const pagesPipeline = await walFramesPer(store, W, () => walOne());
     const pagesCareful = await walFramesPer(store, W, (k) => careful((k % 200) + 1, `+5${k}`));
+    // The same with 16 concurrent writers (group commit, the default, shares their hot pages).
+    const cFrom = wFrom + W;
+    const concNonces = await preflight(W, cFrom);
+    await rt.auditBuffer.flush();
+    const concOne = confirmed(concNonces, cFrom);
+    const pagesConcurrent =
+      (await walFramesPer(store, 1, async () => {
+        let left = W;
+        await Promise.all(
+          Array.from({ length: 16 }, async () => {
+            while (left-- > 0) await concOne();
+          }),
+        );
+      })) / W;
     const pagesBare = await walFramesPer(store, W, (k) =>
       store.write((tx) => updateWork(tx, 2, (k % 200) + 1, `+6${k}`)),
     );
@@ -247,7 +261,7 @@ export async function benchCore(options: { ms?: number; runs?: number } = {}): P
         baseline: Math.round(pagesCareful * 10) / 10,
         ratio: Math.round((pagesPipeline / pagesCareful) * 100) / 100,
         unit: 'pages',
-        notes: `${W} sequential confirmed writes each; the bare UPDATE alone: ${pagesBare.toFixed(1)} pages per write`,
+        notes: `${W} sequential confirmed writes each; the bare UPDATE alone: ${pagesBare.toFixed(1)} pages per write; ${W} confirmed writes from 16 concurrent callers (group commit): ${pagesConcurrent.toFixed(1)} pages per write`,
       },
     ];
   } finally {

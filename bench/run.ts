@@ -72,6 +72,7 @@ export const TARGETS: Record<string, Target> = {
   'durable.normal_group_commit_p99': t('ratio', '<=', 1, 'ratio ≤ 1.0'),
   'startup.*': t('ratio', '<=', 2, 'ratio ≤ 2'),
   'scale.unknown_verb_10k': t('ratio', '<=', 2, 'ratio ≤ 2'),
+  'serve.rss': t('value', '<=', 150, '≤ 150 MiB'),
   'scale.register_10k': t('value', '<=', 1000, '≤ 1,000 ms'),
 };
 
