@@ -145,6 +145,48 @@ describe('group commit (durability full)', () => {
     );
   });
 
+  for (const durability of ['normal', 'full'] as const)
+    it(`${durability} mode: a group's failing first writer leaves nothing, and the writers queued behind it commit`, async (t) => {
+      const store = new SqliteStore({ path: tempDb(t), durability });
+      t.after(() => store.close());
+      await store.migrate('t', [
+        {
+          version: 1,
+          name: 'items',
+          sqlite: 'CREATE TABLE items (id INTEGER PRIMARY KEY, label TEXT NOT NULL, blob TEXT)',
+        },
+      ]);
+      const callbacks: number[] = [];
+      // Writer 0 runs first in its group (nothing queued before it) and fails after its INSERT.
+      const results = await Promise.allSettled(
+        Array.from({ length: 6 }, (_, i) =>
+          store.write(async (tx) => {
+            await tx.run('INSERT INTO items (id, label) VALUES (?, ?)', [i + 1, `w${i}`]);
+            tx.afterCommit(() => callbacks.push(i));
+            await tick();
+            if (i === 0 || i === 3) throw new Error(`failure ${i}`);
+            return i;
+          }),
+        ),
+      );
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ['rejected', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+      );
+      const rows = await store.read((q) => q.all<{ id: number }>('SELECT id FROM items ORDER BY id'));
+      assert.deepEqual(
+        rows.map((r) => r.id),
+        [2, 3, 5, 6],
+      );
+      assert.deepEqual(
+        [...callbacks].sort((a, b) => a - b),
+        [1, 2, 4, 5],
+      );
+      // A lone write after them (first of its own group) still commits.
+      await store.write((tx) => tx.run('INSERT INTO items (id, label) VALUES (?, ?)', [7, 'later']));
+      assert.equal((await store.read((q) => q.all('SELECT id FROM items'))).length, 5);
+    });
+
   it('a throwing afterCommit callback neither fails its committed write nor skips the others', async (t) => {
     const store = await storeWithTable(tempDb(t));
     t.after(() => store.close());

@@ -9,8 +9,8 @@
  * - Prepared statements are cached by their SQL text: dispatch never compiles a statement twice.
  * - Durability `normal` is WAL + synchronous=NORMAL (a power cut may lose the last commits, never
  *   corrupt); `full` is synchronous=FULL (an fsync per COMMIT). Both group commit by default:
- *   concurrent writers share one COMMIT (each in its own SAVEPOINT) and none is answered before
- *   that COMMIT returned (durable, in `full`).
+ *   concurrent writers share one COMMIT (each after the first in its own SAVEPOINT) and none is
+ *   answered before that COMMIT returned (durable, in `full`).
  *
  * Spec: spec/store.md.
  */
@@ -49,10 +49,10 @@ export interface SqliteStoreOptions {
    */
   groupCommitWindowMs?: number;
   /**
-   * Group concurrent writers into one COMMIT (each in its own SAVEPOINT). Default: on in both
-   * modes — with 16 writers, durable mode grouped runs faster than normal mode ungrouped, and
-   * normal mode's p99 is lower grouped (BENCHMARKS.md, durable.*). false = one transaction per
-   * write (one fsync each in durable mode), for comparison benchmarks.
+   * Group concurrent writers into one COMMIT (each after the first in its own SAVEPOINT).
+   * Default: on in both modes — with 16 writers, durable mode grouped runs faster than normal
+   * mode ungrouped, and normal mode's p99 is mostly lower grouped (BENCHMARKS.md, durable.*).
+   * false = one transaction per write (one fsync each in durable mode), for comparison benchmarks.
    */
   groupCommit?: boolean;
 }
@@ -481,10 +481,11 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Group commit (the default in both modes). Holding the write lock, open one transaction and run queued
-   * writers one after another, each in its own SAVEPOINT; writers that arrive while the group
-   * runs join it, until the queue is empty, `groupCommitMax` writers ran, or `groupCommitWindowMs`
-   * passed since BEGIN. Then one COMMIT (one fsync at synchronous=FULL) and only after it returns
+   * Group commit (the default in both modes). Holding the write lock, open one transaction and
+   * run queued writers one after another, each after the first in its own SAVEPOINT (the first
+   * is rolled back with the whole transaction, which holds nothing else yet); writers that
+   * arrive while the group runs join it, until the queue is empty, `groupCommitMax` writers ran,
+   * or `groupCommitWindowMs` passed since BEGIN. Then one COMMIT (one fsync at synchronous=FULL) and only after it returns
    * are the writers answered and their afterCommit callbacks run.
    *
    * - A writer that throws is rolled back to its savepoint and rejected at once (nothing of it
@@ -548,13 +549,18 @@ export class SqliteStore implements Store {
       (ran === 0 || performance.now() - started < this.#groupWindowMs)
     ) {
       const w = this.#queue.shift()!;
+      // The group's first writer needs no savepoint: rolling the whole transaction back undoes it
+      // alone (a lone sequential writer then runs exactly BEGIN, its statements, COMMIT).
+      const first = ran === 0;
       ran++;
-      try {
-        conn.control('SAVEPOINT w');
-      } catch (err) {
-        w.reject(toStoreError(err));
-        abort(err);
-        return;
+      if (!first) {
+        try {
+          conn.control('SAVEPOINT w');
+        } catch (err) {
+          w.reject(toStoreError(err));
+          abort(err);
+          return;
+        }
       }
       const tx = new SqliteTx(conn);
       let value: unknown;
@@ -562,8 +568,10 @@ export class SqliteStore implements Store {
         value = await w.fn(tx);
       } catch (err) {
         tx.end();
-        if (!conn.db.inTransaction) {
-          // SQLite rolled the whole transaction back (disk full, I/O error): the group is lost.
+        if (!conn.db.inTransaction || first) {
+          // SQLite rolled the whole transaction back (disk full, I/O error): the group is lost. Or
+          // the first writer failed: nothing else is in the transaction yet; the queue goes on in a
+          // new group.
           w.reject(toStoreError(err));
           abort(err);
           return;
@@ -580,12 +588,14 @@ export class SqliteStore implements Store {
         continue;
       }
       tx.end();
-      try {
-        conn.control('RELEASE w');
-      } catch (err) {
-        w.reject(toStoreError(err));
-        abort(err);
-        return;
+      if (!first) {
+        try {
+          conn.control('RELEASE w');
+        } catch (err) {
+          w.reject(toStoreError(err));
+          abort(err);
+          return;
+        }
       }
       done.push({ w, value, tx });
     }
