@@ -1,22 +1,27 @@
 /**
- * HTTP benchmark (issue 8): `POST /api/v1/agent/dispatch/<read verb>` on the real server
- * (createHttpServer: JSON parser, envelope mapping, bearer auth, the whole dispatch pipeline with
- * its buffered read audit row) against a bare Fastify route doing the same handler work (the
- * verb's own SQL through the same store) and answering the same envelope shape, measured with
- * autocannon (in-process API) on loopback in the same run: 10 connections, ~5 s each, after a
- * short warm-up of each, in alternating pairs (median of 3 by default, so drift hits both).
- * Returns req/s of both and their ratio (target ≥ 0.8).
+ * HTTP benchmark (issues 8, 21): `POST /api/v1/agent/dispatch/<read verb>` on the server `solid
+ * serve` runs (createServeApp: every http mount — WebMCP, dashboard, MCP, UCP —, the request log
+ * at info, rate limits, JSON parser, envelope mapping, bearer auth, the whole dispatch pipeline
+ * with its buffered read audit row) against a bare Fastify route with the same logger doing the
+ * same handler work (the verb's own SQL through the same store) and answering the same envelope
+ * shape. Both log at info to /dev/null (serialised like serve's stderr lines, not kept). The rate
+ * limits count every call as serve's do, with limits too high to refuse any. autocannon runs in
+ * its own child process (bench/autocannon-child.mjs), so its CPU is not counted against either
+ * side: 10 connections, ~5 s each, after a short warm-up of each, in alternating pairs (median of
+ * 3 by default, so drift hits both). Returns req/s of both and their ratio (target ≥ 0.8).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import autocannon from 'autocannon';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import Fastify from 'fastify';
 import pino from 'pino';
 import { createRuntime } from '../src/runtime/runtime.ts';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
-import { createHttpServer } from '../src/transports/http/server.ts';
+import { createServeApp } from '../src/transports/cli/commands/serve.ts';
+import { DEFAULT_RATE_LIMITS } from '../src/transports/http/rate-limit.ts';
 import { paired, type BenchResult } from './harness.ts';
 import { searchWork, seedContactsBench } from './contacts.ts';
 
@@ -31,15 +36,34 @@ export interface HttpBenchOptions {
   runs?: number;
 }
 
-async function measure(
+const CHILD = fileURLToPath(new URL('./autocannon-child.mjs', import.meta.url));
+
+/** One autocannon run in a child process. */
+function measure(
   url: string,
   body: string,
   headers: Record<string, string>,
   connections: number,
   duration: number,
 ): Promise<{ rps: number; non2xx: number; errors: number }> {
-  const r = await autocannon({ url, method: 'POST', body, headers, connections, duration });
-  return { rps: r.requests.average, non2xx: r.non2xx, errors: r.errors + r.timeouts };
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [CHILD, JSON.stringify({ url, method: 'POST', body, headers, connections, duration })],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      if (code !== 0) return reject(new Error(`autocannon child exited with ${code}`));
+      try {
+        resolve(JSON.parse(out) as { rps: number; non2xx: number; errors: number });
+      } catch (err) {
+        reject(err as Error);
+      }
+    });
+  });
 }
 
 /** Run the HTTP benchmark; returns one BenchResult (id "http.dispatch_read"). */
@@ -49,9 +73,17 @@ export async function benchHttp(options: HttpBenchOptions = {}): Promise<BenchRe
   const connections = options.connections ?? 10;
   const dir = mkdtempSync(join(tmpdir(), 'solid-bench-http-'));
   const store = new SqliteStore({ path: join(dir, 'bench.db') });
-  const rt = await createRuntime({ store, logger: pino({ level: 'silent' }), sandboxCompanyId: 1 });
-  const api = createHttpServer(rt, { logger: false });
-  const bare = Fastify({ logger: false });
+  // serve's logger (openLocal: pino at info) writing to /dev/null instead of stderr.
+  const logger = pino({ level: 'info' }, pino.destination('/dev/null'));
+  const rt = await createRuntime({ store, logger, sandboxCompanyId: 1 });
+  const high = 1_000_000_000;
+  const api = await createServeApp(rt, {
+    onMountError: (name, err) => {
+      throw new Error(`transport ${name} not mounted: ${(err as Error).message}`);
+    },
+    http: { rateLimits: { ...DEFAULT_RATE_LIMITS, perKey: high, perSession: high, perAddress: high } },
+  });
+  const bare = Fastify({ loggerInstance: logger.child({ transport: 'bare' }) });
   try {
     const key = await seedContactsBench(rt);
     bare.post('/bare/search', async (req) => {
@@ -84,7 +116,7 @@ export async function benchHttp(options: HttpBenchOptions = {}): Promise<BenchRe
     return [
       {
         id: 'http.dispatch_read',
-        what: `POST /api/v1/agent/dispatch/<read verb> (contact search, bearer key) vs a bare Fastify route doing the same query; autocannon, ${connections} connections, ${duration} s each, loopback`,
+        what: `POST /api/v1/agent/dispatch/<read verb> (contact search, bearer key) on solid serve's server (every mount, request log at info, rate limits counting) vs a bare Fastify route with the same logger doing the same query; autocannon in its own process, ${connections} connections, ${duration} s each, loopback`,
         value,
         baseline,
         ratio,

@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { auditEntry } from '../../src/runtime/ledger/audit.ts';
+import { ReadAuditBuffer } from '../../src/runtime/ledger/read-audit-buffer.ts';
 import { StoreError } from '../../src/store/store.ts';
 import { PG_SKIP_REASON, TEST_DATABASE_URL } from '../support/postgres.ts';
 import { verifyStoreChain } from '../../src/runtime/ledger/verify.ts';
@@ -46,6 +47,37 @@ describe('read-audit buffer', () => {
       assert.equal(await count(h, action), 2, `round ${round}: the third waiter saw both rows committed`);
       await Promise.all([first, second]);
     }
+  });
+
+  it('full batches flush on their own, and the rows pushed while a flush runs go out in the next one, without the timer', async (t) => {
+    const h = await createTestRuntime(t);
+    await h.rt.auditBuffer.flush();
+    const store = h.rt.store;
+    let writes = 0;
+    const sink = {
+      store: {
+        engine: store.engine,
+        write: ((fn, options) => {
+          writes++;
+          return store.write(fn, options);
+        }) as typeof store.write,
+      } as typeof store,
+      logger: h.rt.logger,
+      afterWrite() {},
+    };
+    // A one-hour timer: only full batches can flush these rows.
+    const buffer = new ReadAuditBuffer(sink, 3_600_000, 4);
+    for (let i = 0; i < 42; i++) buffer.push(readRow(h, h.companyId, 'buffer.batches'));
+    for (let turn = 0; turn < 1000 && (await count(h, 'buffer.batches')) < 42; turn++)
+      await new Promise<void>((r) => setImmediate(r));
+    assert.equal(await count(h, 'buffer.batches'), 42, 'every row written, the timer never fired');
+    assert.equal(buffer.size, 0);
+    assert.ok(writes <= 3, `the rows pushed while a flush ran went out together (${writes} writes)`);
+    const report = await verifyStoreChain(store);
+    assert.deepEqual(
+      report.tenants.flatMap((x) => x.findings),
+      [],
+    );
   });
 
   it('a flush the store refuses is retried once with the next flush; rows failing twice are dropped', async (t) => {

@@ -6,6 +6,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import {
   AUDIT_COLUMNS,
@@ -83,6 +84,30 @@ describe('audit append hot path', () => {
       const r = row(i);
       assert.equal(canonicalAuditMaterial(r), reference(r), `row ${i}`);
     }
+  });
+
+  it('the row hash is SHA-256 over the byte 0x00 then the UTF-8 of the canonical row, for any values', () => {
+    for (const r of Array.from({ length: 50 }, (_, i) => row(i))) {
+      const expected = createHash('sha256')
+        .update(Buffer.from([0x00]))
+        .update(Buffer.from(reference(r), 'utf8'))
+        .digest('hex');
+      assert.equal(hashAuditRow(r), expected);
+    }
+  });
+
+  it('SQLite binds booleans as 0/1, undefined as NULL and named parameters by name', async (t) => {
+    const { rt } = await createTestRuntime(t, { engine: 'sqlite' });
+    const out = await rt.store.write(async (tx) => {
+      await tx.run('CREATE TEMP TABLE bind_probe (a, b, c)');
+      await tx.run('INSERT INTO bind_probe (a, b, c) VALUES (?, ?, ?)', [true, undefined, 'x']);
+      await tx.run('INSERT INTO bind_probe (a, b, c) VALUES (@a, @b, @c)', [{ a: 2, b: null, c: 'y' }]);
+      return tx.all('SELECT a, b, c FROM bind_probe ORDER BY a');
+    });
+    assert.deepEqual(out, [
+      { a: 1, b: null, c: 'x' },
+      { a: 2, b: null, c: 'y' },
+    ]);
   });
 
   it('a batch append stores the rows one-by-one appends would, moves each tenant head once, and the chain verifies', async (t) => {

@@ -78,7 +78,7 @@ describe('group commit (durability full)', () => {
     assert.deepEqual(store.commitStats, { commits: 8, writes: 8 });
   });
 
-  it('normal mode commits each write alone unless group commit is opted in', async (t) => {
+  it('normal mode groups concurrent writers by default; groupCommit: false commits each alone', async (t) => {
     const concurrent = (store: SqliteStore) =>
       Promise.all(
         Array.from({ length: 8 }, (_, i) =>
@@ -88,8 +88,8 @@ describe('group commit (durability full)', () => {
           }),
         ),
       );
-    const plain = new SqliteStore({ path: tempDb(t) });
-    const grouped = new SqliteStore({ path: tempDb(t), groupCommit: true });
+    const grouped = new SqliteStore({ path: tempDb(t) });
+    const plain = new SqliteStore({ path: tempDb(t), groupCommit: false });
     t.after(() => plain.close());
     t.after(() => grouped.close());
     for (const s of [plain, grouped])
@@ -144,6 +144,48 @@ describe('group commit (durability full)', () => {
       ok,
     );
   });
+
+  for (const durability of ['normal', 'full'] as const)
+    it(`${durability} mode: a group's failing first writer leaves nothing, and the writers queued behind it commit`, async (t) => {
+      const store = new SqliteStore({ path: tempDb(t), durability });
+      t.after(() => store.close());
+      await store.migrate('t', [
+        {
+          version: 1,
+          name: 'items',
+          sqlite: 'CREATE TABLE items (id INTEGER PRIMARY KEY, label TEXT NOT NULL, blob TEXT)',
+        },
+      ]);
+      const callbacks: number[] = [];
+      // Writer 0 runs first in its group (nothing queued before it) and fails after its INSERT.
+      const results = await Promise.allSettled(
+        Array.from({ length: 6 }, (_, i) =>
+          store.write(async (tx) => {
+            await tx.run('INSERT INTO items (id, label) VALUES (?, ?)', [i + 1, `w${i}`]);
+            tx.afterCommit(() => callbacks.push(i));
+            await tick();
+            if (i === 0 || i === 3) throw new Error(`failure ${i}`);
+            return i;
+          }),
+        ),
+      );
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ['rejected', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+      );
+      const rows = await store.read((q) => q.all<{ id: number }>('SELECT id FROM items ORDER BY id'));
+      assert.deepEqual(
+        rows.map((r) => r.id),
+        [2, 3, 5, 6],
+      );
+      assert.deepEqual(
+        [...callbacks].sort((a, b) => a - b),
+        [1, 2, 4, 5],
+      );
+      // A lone write after them (first of its own group) still commits.
+      await store.write((tx) => tx.run('INSERT INTO items (id, label) VALUES (?, ?)', [7, 'later']));
+      assert.equal((await store.read((q) => q.all('SELECT id FROM items'))).length, 5);
+    });
 
   it('a throwing afterCommit callback neither fails its committed write nor skips the others', async (t) => {
     const store = await storeWithTable(tempDb(t));
@@ -217,86 +259,91 @@ describe('group commit (durability full)', () => {
     assert.equal(outside.pragma('integrity_check', { simple: true }), 'ok');
   });
 
-  it('dispatch in durable mode: no caller holds a receipt before its effect and audit row are committed', async (t) => {
-    const path = tempDb(t);
-    const store = new SqliteStore({ path, durability: 'full' });
-    const rt = await createRuntime({
-      store,
-      logger: pino({ level: 'silent' }),
-      sandboxCompanyId: 1,
-      maintenanceIntervalMs: 0,
+  for (const durability of ['full', 'normal'] as const)
+    it(`dispatch in ${durability} mode (default options): no caller holds a receipt before its effect and audit row are committed`, async (t) => {
+      const path = tempDb(t);
+      const store = new SqliteStore({ path, durability });
+      const rt = await createRuntime({
+        store,
+        logger: pino({ level: 'silent' }),
+        sandboxCompanyId: 1,
+        maintenanceIntervalMs: 0,
+      });
+      t.after(() => rt.close());
+      await store.migrate('t', [
+        {
+          version: 1,
+          name: 'notes',
+          sqlite:
+            'CREATE TABLE notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, body TEXT NOT NULL)',
+        },
+      ]);
+      await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
+      await rt.createTenant({ company_id: 2, name: 'Co', tier: 'enterprise' });
+      const principal = await rt.tenants.authenticate(
+        await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner' }),
+      );
+      rt.register(
+        defineVerb<{ body: string }>({
+          name: 'notes.add',
+          description: 'Add a note (no gate).',
+          shape: 'receipt',
+          category: 'test',
+          input: {
+            type: 'object',
+            properties: { body: { type: 'string' } },
+            required: ['body'],
+            additionalProperties: false,
+          },
+          delegateConsent: async () => ({
+            consentClass: null,
+            roleFloor: 'employee',
+            summary: 'Add a note.',
+          }),
+          async handler(ctx, a) {
+            const r = await ctx.db.run('INSERT INTO notes (company_id, body) VALUES (?, ?)', [
+              ctx.principal.company_id,
+              a.body,
+            ]);
+            return { note_id: r.lastInsertId };
+          },
+        }),
+      );
+      const outside = new Database(path, { readonly: true });
+      t.after(() => outside.close());
+      const auditRow = outside.prepare('SELECT status FROM audit_log WHERE audit_id = ?');
+      const note = outside.prepare('SELECT body FROM notes WHERE id = ?');
+      let receipts = 0;
+      await Promise.all(
+        Array.from({ length: 16 }, async (_, c) => {
+          for (let k = 0; k < 8; k++) {
+            const env = await rt.dispatch(
+              { principal, surface: 'http' },
+              'notes.add',
+              { body: `c${c}k${k}` },
+              { idempotency_key: `c${c}-k${k}` },
+            );
+            assert.equal(env.ok, true, JSON.stringify(env.error));
+            const r = env.result as { note_id: number; audit_id: number };
+            assert.deepEqual(
+              auditRow.get(env.audit_id),
+              { status: 'completed' },
+              'audit row committed before the receipt',
+            );
+            assert.deepEqual(
+              note.get(r.note_id),
+              { body: `c${c}k${k}` },
+              'effect committed before the receipt',
+            );
+            receipts++;
+          }
+        }),
+      );
+      assert.equal(receipts, 128);
+      const { commits, writes } = store.commitStats;
+      assert.ok(
+        writes / commits > 2,
+        `concurrent dispatches share commits (${writes} writes in ${commits} commits)`,
+      );
     });
-    t.after(() => rt.close());
-    await store.migrate('t', [
-      {
-        version: 1,
-        name: 'notes',
-        sqlite:
-          'CREATE TABLE notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, body TEXT NOT NULL)',
-      },
-    ]);
-    await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
-    await rt.createTenant({ company_id: 2, name: 'Co', tier: 'enterprise' });
-    const principal = await rt.tenants.authenticate(
-      await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner' }),
-    );
-    rt.register(
-      defineVerb<{ body: string }>({
-        name: 'notes.add',
-        description: 'Add a note (no gate).',
-        shape: 'receipt',
-        category: 'test',
-        input: {
-          type: 'object',
-          properties: { body: { type: 'string' } },
-          required: ['body'],
-          additionalProperties: false,
-        },
-        delegateConsent: async () => ({ consentClass: null, roleFloor: 'employee', summary: 'Add a note.' }),
-        async handler(ctx, a) {
-          const r = await ctx.db.run('INSERT INTO notes (company_id, body) VALUES (?, ?)', [
-            ctx.principal.company_id,
-            a.body,
-          ]);
-          return { note_id: r.lastInsertId };
-        },
-      }),
-    );
-    const outside = new Database(path, { readonly: true });
-    t.after(() => outside.close());
-    const auditRow = outside.prepare('SELECT status FROM audit_log WHERE audit_id = ?');
-    const note = outside.prepare('SELECT body FROM notes WHERE id = ?');
-    let receipts = 0;
-    await Promise.all(
-      Array.from({ length: 16 }, async (_, c) => {
-        for (let k = 0; k < 8; k++) {
-          const env = await rt.dispatch(
-            { principal, surface: 'http' },
-            'notes.add',
-            { body: `c${c}k${k}` },
-            { idempotency_key: `c${c}-k${k}` },
-          );
-          assert.equal(env.ok, true, JSON.stringify(env.error));
-          const r = env.result as { note_id: number; audit_id: number };
-          assert.deepEqual(
-            auditRow.get(env.audit_id),
-            { status: 'completed' },
-            'audit row committed before the receipt',
-          );
-          assert.deepEqual(
-            note.get(r.note_id),
-            { body: `c${c}k${k}` },
-            'effect committed before the receipt',
-          );
-          receipts++;
-        }
-      }),
-    );
-    assert.equal(receipts, 128);
-    const { commits, writes } = store.commitStats;
-    assert.ok(
-      writes / commits > 2,
-      `concurrent dispatches share commits (${writes} writes in ${commits} commits)`,
-    );
-  });
 });

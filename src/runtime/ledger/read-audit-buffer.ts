@@ -35,13 +35,33 @@ export class ReadAuditBuffer {
   get size(): number {
     return this.#rows.length;
   }
+  /** The flush `push` started on a full batch, until it settles (one at a time). */
+  #batchFlush: Promise<void> | undefined;
   push(entry: AuditEntry): void {
     this.#rows.push(entry);
-    if (this.#rows.length >= this.batch) void this.flush();
+    if (this.#rows.length >= this.batch) this.#flushFullBatch();
     else if (this.#timer === undefined) {
       this.#timer = setTimeout(() => void this.flush(), this.intervalMs);
       this.#timer.unref();
     }
+  }
+
+  /**
+   * Start one flush for a full batch unless one started so is still running (its flush takes every
+   * row buffered when it gets the store, and the next starts when it settles, if a batch is full
+   * again). Without this, every row pushed while a flush waits for the store (group commit waits
+   * for the next event-loop turn) started one more flush: one more promise chain per row.
+   */
+  #flushFullBatch(): void {
+    if (this.#batchFlush !== undefined) return;
+    this.#batchFlush = this.flush().finally(() => {
+      this.#batchFlush = undefined;
+      if (this.#rows.length >= this.batch) this.#flushFullBatch();
+      else if (this.#rows.length > 0 && this.#timer === undefined) {
+        this.#timer = setTimeout(() => void this.flush(), this.intervalMs);
+        this.#timer.unref();
+      }
+    });
   }
   /**
    * Write now the buffered rows of one tenant (after any write in flight that holds some of its

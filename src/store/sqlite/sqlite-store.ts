@@ -8,8 +8,9 @@
  *   running while a write is in flight never sees a write that may still roll back.
  * - Prepared statements are cached by their SQL text: dispatch never compiles a statement twice.
  * - Durability `normal` is WAL + synchronous=NORMAL (a power cut may lose the last commits, never
- *   corrupt); `full` is synchronous=FULL with group commit: concurrent writers share one COMMIT
- *   (each in its own SAVEPOINT) and none is answered before that COMMIT is durable.
+ *   corrupt); `full` is synchronous=FULL (an fsync per COMMIT). Both group commit by default:
+ *   concurrent writers share one COMMIT (each after the first in its own SAVEPOINT) and none is
+ *   answered before that COMMIT returned (durable, in `full`).
  *
  * Spec: spec/store.md.
  */
@@ -40,17 +41,18 @@ export interface SqliteStoreOptions {
   durability?: Durability;
   /** Milliseconds to wait for another process's write lock. Default 5000. */
   busyTimeoutMs?: number;
-  /** Group commit in durable mode: max writers sharing one COMMIT. Default 64. */
+  /** Group commit: max writers sharing one COMMIT. Default 64. */
   groupCommitMax?: number;
   /**
-   * Group commit in durable mode: a group stops admitting writers this many milliseconds after its
+   * Group commit: a group stops admitting writers this many milliseconds after its
    * BEGIN (bounds the wait of its first writer). Default 10.
    */
   groupCommitWindowMs?: number;
   /**
-   * Group concurrent writers into one COMMIT. Default: on in durable mode (false = one transaction
-   * and one fsync per write, for comparison benchmarks), off in normal mode (true opts in: fewer
-   * page writes per write under concurrency, at the price of writers waiting for their group).
+   * Group concurrent writers into one COMMIT (each after the first in its own SAVEPOINT).
+   * Default: on in both modes — with 16 writers, durable mode grouped runs faster than normal
+   * mode ungrouped, and normal mode's p99 is mostly lower grouped (BENCHMARKS.md, durable.*).
+   * false = one transaction per write (one fsync each in durable mode), for comparison benchmarks.
    */
   groupCommit?: boolean;
 }
@@ -107,14 +109,14 @@ class Connection implements Queryable {
   }
   getSync<T>(sql: string, params: readonly unknown[] = []): T | undefined {
     try {
-      return this.prepare(sql).get(...(params.map(bind) as unknown[])) as T | undefined;
+      return this.prepare(sql).get(...bindAll(params)) as T | undefined;
     } catch (err) {
       throw toStoreError(err);
     }
   }
   allSync<T>(sql: string, params: readonly unknown[] = []): T[] {
     try {
-      return this.prepare(sql).all(...(params.map(bind) as unknown[])) as T[];
+      return this.prepare(sql).all(...bindAll(params)) as T[];
     } catch (err) {
       throw toStoreError(err);
     }
@@ -124,10 +126,10 @@ class Connection implements Queryable {
       const stmt = this.prepare(sql);
       if (stmt.reader) {
         // A statement with RETURNING: run it for effect, report the rows as changes.
-        const rows = stmt.all(...(params.map(bind) as unknown[]));
+        const rows = stmt.all(...bindAll(params));
         return { changes: rows.length };
       }
-      const r = stmt.run(...(params.map(bind) as unknown[]));
+      const r = stmt.run(...bindAll(params));
       return { changes: r.changes, lastInsertId: Number(r.lastInsertRowid) };
     } catch (err) {
       throw toStoreError(err);
@@ -178,6 +180,21 @@ function bind(v: unknown): unknown {
   if (v === undefined) return null;
   if (typeof v === 'boolean') return v ? 1 : 0;
   return v;
+}
+
+/**
+ * `params` as better-sqlite3 binds them (bind() on each), passed as one array argument: the same
+ * array when nothing needs mapping (the usual case: no copy and no spread of up to 28 arguments
+ * per audit row). An object (named parameters) keeps the spread form, where it binds by name.
+ */
+function bindAll(params: readonly unknown[]): unknown[] {
+  let copy = false;
+  for (let i = 0; i < params.length; i++) {
+    const v = params[i];
+    if (v === undefined || typeof v === 'boolean') copy = true;
+    else if (typeof v === 'object' && v !== null && !(v instanceof Uint8Array)) return params.map(bind);
+  }
+  return copy ? [params.map(bind)] : [params];
 }
 
 /**
@@ -310,7 +327,7 @@ export class SqliteStore implements Store {
     this.#durability = options.durability ?? 'normal';
     this.#groupMax = Math.max(1, options.groupCommitMax ?? 64);
     this.#groupWindowMs = options.groupCommitWindowMs ?? 10;
-    this.#group = options.groupCommit ?? this.#durability === 'full';
+    this.#group = options.groupCommit ?? true;
     this.#events.setMaxListeners(0);
     let db: Db;
     try {
@@ -464,10 +481,11 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Group commit (durable mode). Holding the write lock, open one transaction and run queued
-   * writers one after another, each in its own SAVEPOINT; writers that arrive while the group
-   * runs join it, until the queue is empty, `groupCommitMax` writers ran, or `groupCommitWindowMs`
-   * passed since BEGIN. Then one COMMIT (one fsync at synchronous=FULL) and only after it returns
+   * Group commit (the default in both modes). Holding the write lock, open one transaction and
+   * run queued writers one after another, each after the first in its own SAVEPOINT (the first
+   * is rolled back with the whole transaction, which holds nothing else yet); writers that
+   * arrive while the group runs join it, until the queue is empty, `groupCommitMax` writers ran,
+   * or `groupCommitWindowMs` passed since BEGIN. Then one COMMIT (one fsync at synchronous=FULL) and only after it returns
    * are the writers answered and their afterCommit callbacks run.
    *
    * - A writer that throws is rolled back to its savepoint and rejected at once (nothing of it
@@ -531,13 +549,18 @@ export class SqliteStore implements Store {
       (ran === 0 || performance.now() - started < this.#groupWindowMs)
     ) {
       const w = this.#queue.shift()!;
+      // The group's first writer needs no savepoint: rolling the whole transaction back undoes it
+      // alone (a lone sequential writer then runs exactly BEGIN, its statements, COMMIT).
+      const first = ran === 0;
       ran++;
-      try {
-        conn.control('SAVEPOINT w');
-      } catch (err) {
-        w.reject(toStoreError(err));
-        abort(err);
-        return;
+      if (!first) {
+        try {
+          conn.control('SAVEPOINT w');
+        } catch (err) {
+          w.reject(toStoreError(err));
+          abort(err);
+          return;
+        }
       }
       const tx = new SqliteTx(conn);
       let value: unknown;
@@ -545,8 +568,10 @@ export class SqliteStore implements Store {
         value = await w.fn(tx);
       } catch (err) {
         tx.end();
-        if (!conn.db.inTransaction) {
-          // SQLite rolled the whole transaction back (disk full, I/O error): the group is lost.
+        if (!conn.db.inTransaction || first) {
+          // SQLite rolled the whole transaction back (disk full, I/O error): the group is lost. Or
+          // the first writer failed: nothing else is in the transaction yet; the queue goes on in a
+          // new group.
           w.reject(toStoreError(err));
           abort(err);
           return;
@@ -563,12 +588,14 @@ export class SqliteStore implements Store {
         continue;
       }
       tx.end();
-      try {
-        conn.control('RELEASE w');
-      } catch (err) {
-        w.reject(toStoreError(err));
-        abort(err);
-        return;
+      if (!first) {
+        try {
+          conn.control('RELEASE w');
+        } catch (err) {
+          w.reject(toStoreError(err));
+          abort(err);
+          return;
+        }
       }
       done.push({ w, value, tx });
     }

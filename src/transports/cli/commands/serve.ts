@@ -33,7 +33,7 @@ import { KNOWN_PACKS } from '../../../packs.ts';
 import type { Runtime } from '../../../runtime/runtime.ts';
 import type { Pack } from '../../../runtime/pack.ts';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { createHttpServer } from '../../http/server.ts';
+import { createHttpServer, type HttpServerOptions } from '../../http/server.ts';
 import { createMetrics, metricsRoute, type SolidMetrics } from '../../http/metrics.ts';
 import { installEnvelopeErrors } from '../../http/error-handler.ts';
 import { startTracing } from '../tracing.ts';
@@ -126,6 +126,35 @@ export function registerServe(program: Command, io: Io, setExit: (code: number) 
     });
 }
 
+/**
+ * The HTTP server `solid serve` runs on `rt`: every transport of http-mounts.ts (MCP with the
+ * given toolsets or dynamic mode), then createHttpServer with `http` (logger: rt.logger's child).
+ * Not listening yet. bench/http.ts builds the same one. A mount that fails to load is reported
+ * through `onMountError` and left out.
+ * @throws VerbError invalid_request — from createHttpServer (a bad origin, a negative rate limit).
+ */
+export async function createServeApp(
+  rt: Runtime,
+  options: {
+    onMountError: (name: string, err: unknown) => void;
+    toolsets?: ReturnType<typeof resolveToolsets>;
+    dynamic?: boolean;
+    http: Omit<HttpServerOptions, 'plugins' | 'logger'>;
+  },
+): Promise<FastifyInstance> {
+  const { toolsets, dynamic = false } = options;
+  const plugins = await loadHttpMounts(
+    options.onMountError,
+    toolsets !== undefined || dynamic
+      ? {
+          mcp: () =>
+            import('../../mcp/http-plugin.ts').then((m) => m.createMcpHttpPlugin({ toolsets, dynamic })),
+        }
+      : {},
+  );
+  return createHttpServer(rt, { ...options.http, plugins });
+}
+
 /** Run the server until SIGINT/SIGTERM; resolves to the exit code. */
 export async function runServe(program: Command, io: Io, flags: ServeFlags): Promise<number> {
   const port = Number(flags.port);
@@ -190,24 +219,19 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
       if (!(err instanceof ToolsetError)) throw err;
       return usage(io, err.message);
     }
-    const plugins = await loadHttpMounts(
-      (name, err) => io.err(`! transport ${name} not mounted: ${(err as Error).message}`),
-      toolsets !== undefined || mcp.dynamic
-        ? {
-            mcp: () =>
-              import('../../mcp/http-plugin.ts').then((m) =>
-                m.createMcpHttpPlugin({ toolsets, dynamic: mcp.dynamic }),
-              ),
-          }
-        : {},
-    );
-    app = createHttpServer(rt, {
-      plugins,
-      trustProxy: proxy.trustProxy,
-      allowedOrigins: proxy.allowedOrigins,
-      rateLimits,
-      ...(bodyLimit !== undefined ? { bodyLimitBytes: bodyLimit } : {}),
-      ...(metrics !== undefined && metricsToken !== '' ? { metrics: { metrics, token: metricsToken } } : {}),
+    app = await createServeApp(rt, {
+      onMountError: (name, err) => io.err(`! transport ${name} not mounted: ${(err as Error).message}`),
+      toolsets,
+      dynamic: mcp.dynamic,
+      http: {
+        trustProxy: proxy.trustProxy,
+        allowedOrigins: proxy.allowedOrigins,
+        rateLimits,
+        ...(bodyLimit !== undefined ? { bodyLimitBytes: bodyLimit } : {}),
+        ...(metrics !== undefined && metricsToken !== ''
+          ? { metrics: { metrics, token: metricsToken } }
+          : {}),
+      },
     });
     try {
       await app.listen({ port, host: flags.host });
