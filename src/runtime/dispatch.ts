@@ -14,7 +14,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Envelope, EnvelopeError, Principal } from '../spec/types.ts';
 import { StoreError } from '../store/store.ts';
-import { reasonInfo } from '../spec/reasons.ts';
+import { reasonInfo, type ReasonTable } from '../spec/reasons.ts';
 import { HOW_TO_PASS_A_KEY, WHERE_KEYS_COME_FROM, isVerbError } from './errors.ts';
 import type { Caller, DispatchOptions, RuntimeCore } from './core.ts';
 import { appendAudit, type AuditStatus } from './ledger/audit.ts';
@@ -96,7 +96,7 @@ export async function dispatch(
     const out = AFTER_ANSWER[i]!.run(c);
     if (out instanceof Promise) await out;
   }
-  return c.principal?.sandbox === true ? sandboxAnswer(env, c.principal) : env;
+  return c.principal?.sandbox === true ? sandboxAnswer(env, c.principal, c.rt.registry.reasons) : env;
 }
 
 /**
@@ -105,10 +105,10 @@ export async function dispatch(
  * reason of kind not_found but unknown_verb) a hint saying that the sandbox, not the caller's business,
  * was read and how to pass a key. Pure. Spec: spec/envelope.md §tenant.
  */
-export function sandboxAnswer(env: Envelope, sandbox: Principal): Envelope {
+export function sandboxAnswer(env: Envelope, sandbox: Principal, reasons?: ReasonTable): Envelope {
   const out: Envelope = { ...env, tenant: { id: sandbox.company_id, sandbox: true } };
   const reason = env.error?.reason;
-  if (reason !== undefined && reason !== 'unknown_verb' && reasonInfo(reason).kind === 'not_found') {
+  if (reason !== undefined && reason !== 'unknown_verb' && reasonInfo(reason, reasons).kind === 'not_found') {
     const read =
       `This call carried no API key, so it read the sandbox tenant (company ${sandbox.company_id}), not your business: ids of your data are not found there. ` +
       `${HOW_TO_PASS_A_KEY} ${WHERE_KEYS_COME_FROM}`;
@@ -153,7 +153,7 @@ async function fail(c: Call, err: unknown): Promise<Envelope> {
     };
     rt.logger.error({ err, verb: c.name }, 'internal error during dispatch');
   }
-  const info = reasonInfo(error.reason);
+  const info = reasonInfo(error.reason, c.rt.registry.reasons);
   const status: AuditStatus =
     info.denial || info.kind === 'auth' || info.kind === 'denied'
       ? 'denied'

@@ -277,7 +277,7 @@ export class Runtime implements PackRuntime {
     const write = () => this.#writeRefusalRows(caller, name, err, category, p, key);
     // Unauthenticated failures are counted per window (spec/audit.md §auth-failure-windows).
     const auditId =
-      p === null && reasonInfo(err.reason).kind === 'auth'
+      p === null && reasonInfo(err.reason, this.registry.reasons).kind === 'auth'
         ? await this.authFailures.record(
             {
               reason: err.reason,

@@ -140,3 +140,22 @@ test('a core reason is type-checked: a typo does not compile', () => {
   const ok = new VerbError('not_found', 'No deal 7 exists for this tenant.');
   assert.equal(ok.toEnvelopeError().reason, 'not_found');
 });
+
+test("the pipeline reads the runtime's table: a pack's not_found reason under the sandbox gets the keyless hint", async (t) => {
+  const a = await createTestRuntime(t);
+  await installPack(
+    a.rt,
+    definePack({
+      name: 'shop-lookup',
+      description: 'A shop whose lookups refuse with a declared not-found reason.',
+      migrations: [],
+      verbs: [sellVerb('shop.find', () => new VerbError(packReason('shop_title_missing'), 'No title 7.'))],
+      reasons: { shop_title_missing: { status: 404, kind: 'not_found', summary: 'No such title.' } },
+    }),
+  );
+  // No key: the sandbox principal answers, and a tenant-scoped not-found says so.
+  const env = await a.rt.dispatch({ surface: 'http' }, 'shop.find', {});
+  assert.equal(env.error?.reason, 'shop_title_missing');
+  assert.match(env.error?.hint ?? '', /carried no API key, so it read the sandbox tenant/);
+  assert.deepEqual(env.tenant, { id: a.sandboxId, sandbox: true });
+});

@@ -145,7 +145,7 @@ export function outcomeOf(c: Call): DispatchOutcome {
     agent_type: p?.agent_type ?? null,
     ok: c.ok,
     reason: c.reason,
-    denial: c.reason !== null && reasonInfo(c.reason).denial,
+    denial: c.reason !== null && reasonInfo(c.reason, c.rt.registry.reasons).denial,
     latency_ms: c.latency,
     audit_id: c.auditId,
     surface: c.replay ? 'replay' : c.caller.surface,

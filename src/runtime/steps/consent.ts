@@ -192,7 +192,7 @@ async function pending(c: Keyed, phrase: string | undefined, humanOnly: boolean)
   try {
     preview = await rt.previewFor(verb, p, c.args, c.caller);
   } catch (err) {
-    const kind = isVerbError(err) ? reasonInfo(err.reason).kind : undefined;
+    const kind = isVerbError(err) ? reasonInfo(err.reason, rt.registry.reasons).kind : undefined;
     if (kind === 'not_found' || kind === 'domain' || kind === 'conflict') throw err;
     preview = undefined;
   }
