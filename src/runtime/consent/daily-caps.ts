@@ -7,7 +7,7 @@
  */
 import type { VerbClass } from '../../spec/types.ts';
 import type { StoreTx } from '../../store/store.ts';
-import { VerbError } from '../errors.ts';
+import { refuse } from '../refusals.ts';
 
 /** Default daily caps per consent class (spec/consent.md §caps). */
 export const DEFAULT_DAILY_CAPS: Readonly<
@@ -42,9 +42,6 @@ export async function countDailyCap(
     const reset = new Date(
       Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1),
     ).toISOString();
-    throw new VerbError('daily_cap_exceeded', `This tenant reached its daily cap of ${cap} ${cls} actions.`, {
-      hint: `The cap resets at ${reset} (midnight UTC). An owner can raise it in the tenant settings.`,
-      details: { cap, consent_class: cls, resets_at: reset },
-    });
+    throw refuse.capExceeded(cap, cls, reset);
   }
 }

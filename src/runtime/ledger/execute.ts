@@ -11,7 +11,6 @@ import { performance } from 'node:perf_hooks';
 import type { Principal, Receipt, Role, VerbClass } from '../../spec/types.ts';
 import type { StoreTx } from '../../store/store.ts';
 import { StoreError } from '../../store/store.ts';
-import { VerbError } from '../errors.ts';
 import type { CompiledVerb, EmittedEvent, SystemVerbContext } from '../verb.ts';
 import { ROLE_RANK, runtimeContextMembers } from '../verb.ts';
 import type { Caller, RuntimeCore } from '../core.ts';
@@ -29,6 +28,7 @@ import { appendEvents, eventsChannel } from './events.ts';
 import { sealRollbackHandle } from './rollback-handle.ts';
 import { consumeApproval, findApproval, insertBurnedNonce } from '../consent/approvals-store.ts';
 import { approvalRejected, nonceReplayed } from '../consent/refusals.ts';
+import { refuse } from '../refusals.ts';
 
 /** The consent decision of a confirmed call (what the execute step must burn/consume). */
 export interface Consent {
@@ -130,13 +130,7 @@ export async function executeInTx(rt: RuntimeCore, tx: StoreTx, input: ExecuteIn
   if (input.floorChecked !== true) {
     const roleFloor = input.roleFloor ?? verb.roleFloor;
     if (ROLE_RANK[p.role] < ROLE_RANK[roleFloor]) {
-      throw new VerbError(
-        'role_denied',
-        `${verb.name} needs the ${roleFloor} role or higher; this key has ${p.role}.`,
-        {
-          hint: `Ask a user with the ${roleFloor} role to run it or to approve it.`,
-        },
-      );
+      throw refuse.roleDenied(verb.name, roleFloor, p.role);
     }
   }
   const consent = input.consent;

@@ -7,6 +7,7 @@ import { VerbError } from '../errors.ts';
 import { ROLE_RANK, TIER_RANK } from '../verb.ts';
 import type { Resolved, Step } from './call.ts';
 import { readContext } from './read.ts';
+import { refuse } from '../refusals.ts';
 
 export const floors: Step<Resolved> = {
   name: 'floors',
@@ -34,13 +35,7 @@ function checkFloors(c: Resolved): undefined {
   }
   const roleFloor = c.delegated?.roleFloor ?? verb.roleFloor;
   if (ROLE_RANK[p.role] < ROLE_RANK[roleFloor]) {
-    throw new VerbError(
-      'role_denied',
-      `${verb.name} needs the ${roleFloor} role or higher; this key has ${p.role}.`,
-      {
-        hint: `Ask a user with the ${roleFloor} role to run it or to approve it.`,
-      },
-    );
+    throw refuse.roleDenied(verb.name, roleFloor, p.role);
   }
   return undefined;
 }

@@ -19,6 +19,7 @@ import {
 } from '../ledger/idempotency.ts';
 import { signEnvelope } from '../ledger/receipts.ts';
 import { entryFor, settle, type Call, type Resolved, type Step } from './call.ts';
+import { refuse } from '../refusals.ts';
 
 export const idempotency: Step<Resolved> = {
   name: 'idempotency',
@@ -45,9 +46,7 @@ export const idempotency: Step<Resolved> = {
 
 /** idempotency_key_in_use: the same key is running (on this node, or another: execute step). */
 export function inUse(): VerbError {
-  return new VerbError('idempotency_key_in_use', 'A request with this idempotency key is still running.', {
-    hint: 'Wait for the first request to finish, then retry with the same key to receive its result.',
-  });
+  return refuse.idempotencyKeyInUse();
 }
 
 /** Let go of the key held in flight (the runner calls this once the call has its answer). */
