@@ -71,7 +71,7 @@ export const refuse = {
   },
 
   /**
-   * `not_found`: no tenant signing key `kid` (spec/ucp.md §keys); `companyId` names the tenant in
+   * `not_found`: no tenant signing key `kid` (spec/transports.md §ucp-keys); `companyId` names the tenant in
    * the message (the CLI), else "this tenant".
    */
   signingKeyNotFound(kid: string, companyId?: number): VerbError {

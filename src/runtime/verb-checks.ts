@@ -3,7 +3,7 @@
  * ledger (which checks each step of a transaction the same way): the surface projection and the
  * first input-schema issue.
  *
- * Spec: spec/transports.md §surfaces, spec/envelope.md §invalid-input, spec/transactions.md.
+ * Spec: spec/manifest.md §record (surfaces), spec/envelope.md §error, spec/transactions.md.
  */
 import type { Surface, WebmcpSurface } from '../spec/types.ts';
 import { VerbError } from './errors.ts';

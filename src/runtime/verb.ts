@@ -62,7 +62,7 @@ export interface VerbContext {
   /**
    * Declare how to undo this write: `handle` is the human-readable body of the rollback_handle
    * (e.g. `infra:resize:1:s-2vcpu-4gb`; the runtime authenticates it), `data` is what the revert
-   * handler needs (stored privately, not in the receipt). spec/receipts.md §rollback
+   * handler needs (stored privately, not in the receipt). spec/receipts.md §rollback_handle
    */
   setRollback(handle: string, data: Record<string, unknown>): void;
   /** Set the entity this action acted on (for the audit and explain). */

@@ -1,7 +1,7 @@
 /**
  * Step 7, floors: `tier_denied`, `role_denied`. A delegated verb (audit.revert, transaction.append,
  * macros.run) resolves its target's consent class and floors here first.
- * Spec: spec/consent.md §role-floors, §delegated.
+ * Spec: spec/consent.md §classes (delegated consent), §role-floors.
  */
 import { VerbError } from '../errors.ts';
 import { ROLE_RANK, TIER_RANK } from '../verb.ts';

@@ -2,7 +2,7 @@
  * Step 6, input: the one walk over the untrusted args (depth, lone surrogates, NUL, non-finite and
  * unsafe numbers, prototype keys: input-walk.ts), `identity_override` for company_id/user_id, then
  * the verb's compiled input schema. `invalid_input` carries the JSON Pointer that failed.
- * Spec: spec/transports.md §bad-input, spec/envelope.md §invalid-input.
+ * Spec: spec/transports.md §bad-input, spec/envelope.md §error, spec/reasons.md §resolution.
  */
 import { VerbError } from '../errors.ts';
 import type { CompiledVerb } from '../verb.ts';

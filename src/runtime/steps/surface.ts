@@ -1,7 +1,7 @@
 /**
  * Step 5, surface: `surface_denied` when the verb is not projected onto this transport (or WebMCP
  * page surface), or is outside the MCP server's toolsets.
- * Spec: spec/transports.md §surfaces, §mcp-toolsets.
+ * Spec: spec/manifest.md §record (surfaces), spec/transports.md §mcp-toolsets.
  */
 import { VerbError } from '../errors.ts';
 import { surfaceDenied } from '../verb-checks.ts';
