@@ -16,264 +16,34 @@
  *   with what was reverted and what remains (each attempt audited).
  * - Outbox effects of the steps are written in the commit's transaction and delivered after it.
  *
+ * Layout: the stored record is in transaction-record.ts, the step checks (append and commit) in
+ * transaction-checks.ts; this module runs start, append, commit, abort, status and revert.
+ *
  * Spec: spec/transactions.md.
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Principal, VerbClass } from '../../spec/types.ts';
-import type { Queryable, StoreTx } from '../../store/store.ts';
-import { parseJson } from '../../store/store.ts';
+import type { StoreTx } from '../../store/store.ts';
 import { VerbError, isVerbError } from '../errors.ts';
 import type { CompiledVerb, DelegatedConsent, OriginalAction, SystemVerbContext } from '../verb.ts';
-import { ROLE_RANK, TIER_RANK } from '../verb.ts';
 import type { RuntimeCore } from '../core.ts';
-import { surfaceDenied, schemaIssue } from '../verb-checks.ts';
 import { executeInTx } from './execute.ts';
-import {
-  appendAudit,
-  auditEntry,
-  getAuditRow,
-  redact,
-  type AuditEntry,
-  type AuditRow,
-  type AuditStatus,
-} from './audit.ts';
+import { appendAudit, getAuditRow, redact, type AuditRow } from './audit.ts';
 import { ledgerContext, type LedgerContext } from './revert.ts';
-
-/** Default time an open transaction lives (seconds). */
-export const TRANSACTION_TTL_SECONDS = 15 * 60;
-/** Most steps one transaction may hold. */
-export const MAX_TRANSACTION_STEPS = 50;
-/** The verb that reverts (its handler reverts each step). */
-export const REVERT_VERB = 'audit.revert';
-
-/** Stored state of a transaction. */
-type StoredStatus = 'open' | 'committed' | 'aborted' | 'failed' | 'reverted' | 'partially_reverted';
-
-/** A step as stored (args kept in full to run at commit; never echoed back). */
-export interface StoredStep {
-  verb: string;
-  args: Record<string, unknown>;
-  consent_class: VerbClass;
-  /** The audit row of the confirmed append (carries approved_by/approved_at). */
-  append_audit_id: number;
-  revertible: boolean;
-  status: 'pending' | 'completed' | 'failed' | 'rolled_back' | 'reverted';
-  audit_id?: number;
-}
-
-export interface TransactionRecord {
-  transaction_id: string;
-  company_id: number;
-  user_id: number;
-  status: StoredStatus;
-  steps: StoredStep[];
-  audit_id: number | null;
-  created_at: string;
-  expires_at: string;
-  updated_at: string;
-}
-
-/** What the transaction verbs answer (shape transaction), before the receipt fields. */
-export interface TransactionOutput {
-  transaction_id: string;
-  status:
-    | 'started'
-    | 'appended'
-    | 'committed'
-    | 'aborted'
-    | 'expired'
-    | 'failed'
-    | 'reverted'
-    | 'partially_reverted';
-  steps: Array<{ verb: string; status: string; audit_id?: number }>;
-  expires_at?: string;
-  [k: string]: unknown;
-}
-
-function toRecord(r: Record<string, unknown>): TransactionRecord {
-  return {
-    transaction_id: r.transaction_id as string,
-    company_id: Number(r.company_id),
-    user_id: Number(r.user_id),
-    status: r.status as StoredStatus,
-    steps: parseJson<StoredStep[]>(r.steps) ?? [],
-    audit_id: r.audit_id === null || r.audit_id === undefined ? null : Number(r.audit_id),
-    created_at: r.created_at as string,
-    expires_at: r.expires_at as string,
-    updated_at: r.updated_at as string,
-  };
-}
-
-/**
- * Load the caller's transaction. Another user's or tenant's id answers like a missing one
- * (transaction_not_found).
- */
-export async function loadTransaction(
-  q: Queryable,
-  p: Principal,
-  transactionId: string,
-): Promise<TransactionRecord> {
-  const r = await q.get<Record<string, unknown>>(
-    'SELECT * FROM transactions WHERE transaction_id = ? AND company_id = ?',
-    [transactionId, p.company_id],
-  );
-  if (r === undefined || Number(r.user_id) !== p.user_id) {
-    throw new VerbError('transaction_not_found', `No transaction ${transactionId} of yours exists.`, {
-      hint: 'Start one with transaction.start; a transaction belongs to the user who started it.',
-    });
-  }
-  return toRecord(r);
-}
-
-/** The status a caller sees: open becomes started/appended, or expired once past expires_at. */
-export function visibleStatus(t: TransactionRecord, now: Date): TransactionOutput['status'] {
-  if (t.status === 'open') {
-    if (now.toISOString() >= t.expires_at) return 'expired';
-    return t.steps.length === 0 ? 'started' : 'appended';
-  }
-  return t.status;
-}
-
-function assertOpen(t: TransactionRecord, now: Date): void {
-  const s = visibleStatus(t, now);
-  if (s === 'expired') {
-    throw new VerbError(
-      'transaction_expired',
-      `Transaction ${t.transaction_id} expired at ${t.expires_at} before it was committed; nothing ran.`,
-      {
-        hint: 'Start a new transaction and append the steps again.',
-        details: { expires_at: t.expires_at },
-      },
-    );
-  }
-  if (s !== 'started' && s !== 'appended') {
-    throw new VerbError(
-      'transaction_not_open',
-      `Transaction ${t.transaction_id} is ${s}; it takes no more changes.`,
-      {
-        hint:
-          s === 'committed'
-            ? 'To undo it, call audit.revert with its audit_id or rollback_handle.'
-            : 'Start a new transaction.',
-        details: { status: s },
-      },
-    );
-  }
-}
-
-function stepsOut(t: TransactionRecord): TransactionOutput['steps'] {
-  return t.steps.map((s) => ({
-    verb: s.verb,
-    status: s.status,
-    ...(s.audit_id !== undefined ? { audit_id: s.audit_id } : {}),
-  }));
-}
-
-function refused(message: string, hint: string, details?: Record<string, unknown>): VerbError {
-  return new VerbError('transaction_step_refused', message, {
-    hint,
-    path: '/verb',
-    ...(details ? { details } : {}),
-  });
-}
-
-/**
- * Check a step before it is appended (and again inside the append's transaction): the verb exists,
- * is not blocked, is a plain write of this surface, comes after no irreversible step, and its
- * args pass its input_schema (paths under /args). Returns the compiled verb.
- * Reasons: unknown_verb, blocked_verb, surface_denied, transaction_step_refused,
- * identity_override, invalid_input.
- */
-export async function checkStep(
-  ctx: SystemVerbContext,
-  t: TransactionRecord,
-  verbName: string,
-  args: unknown,
-): Promise<CompiledVerb> {
-  const rt = ctx.runtime;
-  if (await rt.isBlocked(verbName, ctx.principal.company_id)) {
-    throw new VerbError(
-      'blocked_verb',
-      `The verb "${verbName}" is blocked and is never executed, in a transaction or not.`,
-      { path: '/verb', hint: 'Use a safe alternative listed by verbs.list.' },
-    );
-  }
-  const verb = rt.registry.get(verbName);
-  if (verb === undefined) {
-    const closest = rt.registry.closest(verbName);
-    throw new VerbError('unknown_verb', `No verb named "${verbName}" is registered.`, {
-      path: '/verb',
-      hint:
-        closest.length > 0
-          ? `Did you mean ${closest.join(', ')}?`
-          : 'List the available verbs with verbs.list.',
-      details: { closest },
-    });
-  }
-  if (verb.consentClass === 'BLOCKED')
-    throw new VerbError(
-      'blocked_verb',
-      `The verb "${verb.name}" is declared BLOCKED and is never executed.`,
-      { path: '/verb' },
-    );
-  const denied = surfaceDenied(verb, ctx.surface, ctx.webmcpSurface, {
-    context: ', so it cannot be a step of a transaction made there',
-    path: '/verb',
-  });
-  if (denied !== undefined) throw denied;
-  if (!verb.isWrite) {
-    throw refused(
-      `${verb.name} only reads; a transaction holds writes.`,
-      `Call ${verb.name} directly, before or after the transaction.`,
-    );
-  }
-  if (verb.delegated || verb.shape === 'transaction' || verb.shape === 'macro') {
-    throw refused(
-      `${verb.name} cannot be a step: transactions do not nest, and verbs that decide their consent from another action (revert, macros) run on their own.`,
-      `Call ${verb.name} outside the transaction.`,
-    );
-  }
-  if (t.steps.length >= MAX_TRANSACTION_STEPS) {
-    throw refused(
-      `A transaction holds at most ${MAX_TRANSACTION_STEPS} steps.`,
-      'Commit this transaction and start another for the rest.',
-    );
-  }
-  const lastIrreversible = t.steps.findIndex((s) => !s.revertible);
-  if (lastIrreversible >= 0) {
-    const s = t.steps[lastIrreversible]!;
-    throw refused(
-      `Step ${lastIrreversible + 1} (${s.verb}) cannot be reverted, so it must be the last step; nothing may follow it.`,
-      'Abort and append the steps again with the irreversible one last, or commit now and run the rest separately.',
-      { irreversible_step: lastIrreversible, verb: s.verb },
-    );
-  }
-  if (args === null || typeof args !== 'object' || Array.isArray(args)) {
-    throw new VerbError('invalid_input', '/args must be a JSON object of the step verb’s arguments.', {
-      path: '/args',
-      hint: `See the input_schema of ${verb.name}.`,
-    });
-  }
-  for (const k of ['company_id', 'user_id'] as const) {
-    if (k in (args as object)) {
-      throw new VerbError(
-        'identity_override',
-        `${k} may not be passed as an argument: the runtime sets it from your credentials.`,
-        { path: `/args/${k}`, hint: `Remove ${k} from the step's arguments.` },
-      );
-    }
-  }
-  if (!verb.validate(args)) {
-    const { path, what, details } = schemaIssue(verb);
-    throw new VerbError('invalid_input', `/args${path} ${what} (step verb ${verb.name}).`, {
-      path: `/args${path}`,
-      hint: `Fix the step's argument at /args${path} to match the input_schema of ${verb.name}.`,
-      details,
-    });
-  }
-  return verb;
-}
+import {
+  TRANSACTION_TTL_SECONDS,
+  REVERT_VERB,
+  type StoredStatus,
+  type TransactionRecord,
+  type TransactionOutput,
+  toRecord,
+  loadTransaction,
+  visibleStatus,
+  assertOpen,
+  stepsOut,
+} from './transaction-record.ts';
+import { checkStep, stepEntry, recheckStep } from './transaction-checks.ts';
 
 /** transaction.start: open a transaction for the caller. */
 export async function startTransaction(
@@ -363,67 +133,6 @@ export async function appendStep(
     { hint: 'Retry the append.' },
   );
 }
-
-function stepEntry(
-  p: Principal,
-  now: Date,
-  verb: CompiledVerb | undefined,
-  name: string,
-  fields: Partial<AuditEntry> & { status: AuditStatus; request_data: Record<string, unknown> },
-): AuditEntry {
-  const e = auditEntry({
-    company_id: p.company_id,
-    now,
-    action: name,
-    category: verb?.category ?? 'unknown',
-    status: fields.status,
-    principal: p,
-  });
-  e.shape = verb?.shape ?? null;
-  e.consent_class = verb?.consentClass ?? null;
-  return Object.assign(e, fields);
-}
-
-/** Floors and blocklist again at commit, before any step runs (denials, not step failures). */
-async function recheckStep(ctx: SystemVerbContext, step: StoredStep, index: number): Promise<CompiledVerb> {
-  const rt = ctx.runtime;
-  const p = ctx.principal;
-  const details = { index, verb: step.verb };
-  if (await rt.isBlocked(step.verb, p.company_id)) {
-    throw new VerbError(
-      'blocked_verb',
-      `Step ${index + 1} (${step.verb}) is blocked for this tenant now; nothing ran.`,
-      { details, hint: 'Abort this transaction.' },
-    );
-  }
-  const verb = rt.registry.get(step.verb);
-  if (verb === undefined || !verb.isWrite || verb.delegated) {
-    throw new VerbError(
-      'transaction_step_refused',
-      `Step ${index + 1} (${step.verb}) is no longer a registered write verb; nothing ran.`,
-      { details, hint: 'Abort this transaction and start again.' },
-    );
-  }
-  if (TIER_RANK[p.tier] < TIER_RANK[verb.tierFloor]) {
-    throw new VerbError(
-      'tier_denied',
-      `Step ${index + 1} (${verb.name}) needs the ${verb.tierFloor} tier; this tenant is on ${p.tier}. Nothing ran.`,
-      { details },
-    );
-  }
-  if (ROLE_RANK[p.role] < ROLE_RANK[verb.roleFloor]) {
-    throw new VerbError(
-      'role_denied',
-      `Step ${index + 1} (${verb.name}) needs the ${verb.roleFloor} role or higher; this key has ${p.role}. Nothing ran.`,
-      {
-        details,
-        hint: `Commit with a key of the ${verb.roleFloor} role or higher.`,
-      },
-    );
-  }
-  return verb;
-}
-
 /**
  * transaction.commit: run every step in this (the commit's) store transaction. Returns the receipt
  * chain; the runtime adds the parent's audit_id and the sealed `tx:<id>:rollback_all` handle.
