@@ -938,7 +938,11 @@ async function runWrite(rt: Runtime, st: State, caller: Caller, options: Dispatc
     const consent = await consentGate(rt, st, caller, options);
     if ('ok' in consent) return consent;
     const committed = await rt.store.write(
-      async (tx): Promise<{ replay: Envelope } | { envelope: Envelope; row: AuditRow }> => {
+      async (
+        tx,
+      ): Promise<
+        { replay: Envelope } | { envelope: Envelope; row: AuditRow; secret?: Record<string, unknown> }
+      > => {
         if (st.callerKey) {
           // Another node running the same key right now: answer in_use at once (spec/store.md §idempotency-across-nodes).
           if (tx.tryLockKey !== undefined && !(await tx.tryLockKey(scope))) {
@@ -992,11 +996,14 @@ async function runWrite(rt: Runtime, st: State, caller: Caller, options: Dispatc
           nowIso: st.now.toISOString(),
           ttlSeconds: rt.options.idempotencyTtlSeconds,
         });
-        return { envelope, row: exec.row };
+        return exec.secret === undefined
+          ? { envelope, row: exec.row }
+          : { envelope, row: exec.row, secret: exec.secret };
       },
     );
     if ('replay' in committed) return signEnvelope(rt, p.company_id, committed.replay);
-    const signed = await signEnvelope(rt, p.company_id, committed.envelope);
+    let signed = await signEnvelope(rt, p.company_id, committed.envelope);
+    if (committed.secret !== undefined) signed = { ...signed, secret: committed.secret };
     const latency = performance.now() - st.t0;
     rt.observe(outcome(st, caller, true, null, latency, committed.row.audit_id));
     return signed;
@@ -1027,6 +1034,8 @@ export interface ExecuteResult {
   receipt: Receipt;
   row: AuditRow;
   result: Record<string, unknown>;
+  /** The verb's `secret_result` members, taken out of the receipt: for this caller only, never stored. */
+  secret?: Record<string, unknown>;
 }
 
 /**
@@ -1143,6 +1152,14 @@ export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput)
   // Well-formed text only: the receipt is signed over the RFC 8785 form of the result (which has
   // none for a lone surrogate) after the commit, and the idempotency record keeps it.
   const result = wellFormedDeep((await verb.definition.handler(ctx, args)) ?? {}) as Record<string, unknown>;
+  // Secret result members (a new API key) leave the result before it is receipted, stored or
+  // audited: only the envelope of this one call carries them (spec/envelope.md §secret).
+  let secret: Record<string, unknown> | undefined;
+  for (const k of verb.definition.secret_result ?? []) {
+    if (!(k in result)) continue;
+    (secret ??= {})[k] = result[k];
+    delete result[k];
+  }
   // The tenant-wide rows (daily counter, then the chain head) are locked as late as possible, after
   // the handler: on PostgreSQL every writer of the tenant queues on them until commit, so the
   // locked section is the tail of the transaction only. Over the cap → the whole write rolls back.
@@ -1193,7 +1210,7 @@ export async function executeInTx(rt: Runtime, tx: StoreTx, input: ExecuteInput)
   if (input.idempotencyKey !== null) receipt.idempotency_key = input.idempotencyKey;
   if (rollbackHandle !== null) receipt.rollback_handle = rollbackHandle;
   rt.checkOutput(verb, receipt);
-  return { receipt, row, result };
+  return secret === undefined ? { receipt, row, result } : { receipt, row, result, secret };
 }
 
 export function actorOf(p: Principal): string {
