@@ -17,7 +17,7 @@ interface Harness extends TestRuntime {
   call(key: string, verb: string, args?: unknown, options?: DispatchOptions): Promise<Envelope>;
   /** Call a confirmation- or phrase-gated write through its pending answer. */
   confirmed(key: string, verb: string, args: unknown, options?: DispatchOptions): Promise<Envelope>;
-  /** Every text cell of every table, one string per row. */
+  /** Every row of every table as JSON, prefixed with the table name. */
   dump(): Promise<string[]>;
 }
 
@@ -50,9 +50,16 @@ async function harness(t: TestContext): Promise<Harness> {
     async dump() {
       await h.rt.auditBuffer.flush();
       return h.rt.store.read(async (q) => {
-        const tables = await q.all<{ name: string }>(
-          "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
-        );
+        // SQLite lists its tables; on PostgreSQL the test schema's tables (SOLID_TEST_ENGINE=postgres).
+        const tables = await q
+          .all<{ name: string }>(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+          )
+          .catch(() =>
+            q.all<{ name: string }>(
+              'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()',
+            ),
+          );
         const out: string[] = [];
         for (const { name } of tables) {
           for (const row of await q.all<Record<string, unknown>>(`SELECT * FROM "${name}"`))
