@@ -234,3 +234,26 @@ test('audit.revert of a create revokes the created key', async (t) => {
   assert.equal(undone.ok, true, JSON.stringify(undone));
   await assert.rejects(h.rt.tenants.authenticate(apiKey), /not valid/);
 });
+
+test('the CLI prints the new key once, marked as not stored', async () => {
+  const { renderOk } = await import('../../src/transports/cli/human-output.ts');
+  const text = renderOk({
+    ok: true,
+    verb: 'api_keys.create',
+    audit_id: 5,
+    result: { status: 'completed', key_id: 'abcdefabcdef', timestamp: '2026-03-10T12:00:00.000Z' },
+    secret: { api_key: 'sk_solid_abcdefabcdef_secretsecretsecret' },
+  });
+  assert.match(
+    text,
+    /shown once, not stored — copy it now:\n\s+api_key\s+sk_solid_abcdefabcdef_secretsecretsecret/,
+  );
+  const replay = renderOk({
+    ok: true,
+    verb: 'api_keys.create',
+    audit_id: 5,
+    replayed: true,
+    result: { status: 'completed', key_id: 'abcdefabcdef' },
+  });
+  assert.doesNotMatch(replay, /shown once, not stored/);
+});
