@@ -9,9 +9,15 @@
  * (tenant.phrase_channel_set). Each change is dispatched like any other write — the confirmation
  * dialog, the audit row (agent_type `dashboard`), undo from its receipt — and the view says what
  * changed with a link to the receipt. Other roles see the same figures read-only.
+ *
+ * API keys (api_keys.list, admin and owner): the tenant's keys with their role, agent and dates.
+ * The owner creates one (name, a role up to the own; api_keys.create, confirmation) and sees the
+ * key once, with a Copy button and the warning that it is not shown again (it comes in the
+ * envelope's `secret` member, kept nowhere: spec/envelope.md §secret), and revokes one
+ * (api_keys.revoke, typed phrase). Roles below admin see nothing of it and call nothing for it.
  */
 import { byId, el } from './element.ts';
-import { describeError, type DashboardContext } from './dashboard-context.ts';
+import { describeError, ROLE_RANK, type DashboardContext } from './dashboard-context.ts';
 import { localTime } from './dashboard-words.ts';
 import type { CapView as Cap } from '../src/verbs/tenant-settings.ts';
 
@@ -97,6 +103,202 @@ function capForm(ctx: DashboardContext, caps: Record<string, Cap>): HTMLFormElem
     );
   });
   return form;
+}
+
+/** One key as api_keys.list answers it (src/verbs/api-keys.ts ApiKeyView). */
+interface KeyRow {
+  key_id: string;
+  name: string;
+  role: string;
+  agent_type: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+const ROLE_WORDS: Readonly<Record<string, string>> = {
+  read_only: 'Read only',
+  employee: 'Employee',
+  admin: 'Admin',
+  owner: 'Owner',
+};
+
+/** The panel that shows a new key once: the key, Copy, and the warning. */
+function revealKey(apiKey: string, name: string): HTMLElement {
+  const field = el('input', {
+    type: 'text',
+    readonly: true,
+    value: apiKey,
+    id: 'new-api-key',
+    'aria-describedby': 'new-api-key-warning',
+    spellcheck: 'false',
+    autocomplete: 'off',
+  });
+  const copied = el('span', { role: 'status', class: 'muted' });
+  const copy = el('button', { type: 'button' }, 'Copy');
+  copy.addEventListener('click', () => {
+    field.select();
+    void navigator.clipboard?.writeText(apiKey).then(
+      () => (copied.textContent = 'Copied.'),
+      () => (copied.textContent = 'Select the key and copy it yourself.'),
+    );
+  });
+  return el(
+    'div',
+    { class: 'new-key', 'data-new-key': '' },
+    el('label', { for: 'new-api-key' }, `New key "${name}"`),
+    el('div', { class: 'new-key-row' }, field, copy, copied),
+    el(
+      'p',
+      { class: 'note', id: 'new-api-key-warning' },
+      'Copy this key now and keep it somewhere safe: it will not be shown again. If you lose it, revoke it and create another.',
+    ),
+  );
+}
+
+/** The "API keys" panel (admin and owner); null for the roles that cannot list keys. */
+async function apiKeysSection(ctx: DashboardContext): Promise<HTMLElement | null> {
+  if (!ctx.canUse('api_keys.list')) return null;
+  const panel = section('API keys');
+  panel.id = 'api-keys';
+  const status = el('p', { role: 'status', id: 'api-keys-status' });
+  const { envelope } = await ctx.call('api_keys.list', {});
+  if (!envelope.ok) {
+    panel.append(el('p', {}, `Could not load the keys: ${describeError(envelope)}`));
+    return panel;
+  }
+  const keys = (envelope.result as { data: { keys: KeyRow[] } }).data.keys;
+  const canRevoke = ctx.canUse('api_keys.revoke');
+  const rows = keys.map((k) => {
+    let action: Node | string = '';
+    if (k.revoked_at === null && canRevoke) {
+      const b = el(
+        'button',
+        { type: 'button', class: 'secondary', 'aria-label': `Revoke key ${k.name || k.key_id}` },
+        'Revoke',
+      );
+      b.addEventListener('click', () => {
+        void (async () => {
+          status.textContent = 'Revoking…';
+          const { envelope: env, declined } = await ctx.call('api_keys.revoke', { key_id: k.key_id });
+          if (declined) {
+            status.textContent = 'Cancelled; the key still works.';
+            return;
+          }
+          if (!env.ok) {
+            status.textContent = `Not revoked: ${describeError(env)}`;
+            return;
+          }
+          await loadSettings(ctx);
+          byId('api-keys-status').replaceChildren(
+            `Key ${k.name || k.key_id} is revoked; calls with it are refused. `,
+            el('a', { href: `#/receipt/${env.audit_id}` }, `Receipt #${env.audit_id}`),
+            '.',
+          );
+        })();
+      });
+      action = b;
+    }
+    return el(
+      'tr',
+      { 'data-key-id': k.key_id },
+      el('th', { scope: 'row' }, k.name || '—', el('br'), el('code', {}, k.key_id)),
+      el('td', {}, ROLE_WORDS[k.role] ?? k.role),
+      el('td', {}, k.agent_type),
+      el('td', {}, localTime(k.created_at)),
+      el('td', {}, k.last_used_at === null ? '—' : localTime(k.last_used_at)),
+      el(
+        'td',
+        {},
+        k.revoked_at === null ? 'Active' : `Revoked ${localTime(k.revoked_at)}`,
+        k.key_id === ctx.session.key_id ? ' (this session)' : '',
+      ),
+      el('td', {}, action),
+    );
+  });
+  panel.append(
+    el(
+      'div',
+      { class: 'table-wrap' },
+      el(
+        'table',
+        {},
+        el('caption', {}, 'Keys agents and people sign in with'),
+        el(
+          'thead',
+          {},
+          el(
+            'tr',
+            {},
+            ...['Name', 'Role', 'Agent', 'Created', 'Last used', 'Status', 'Action'].map((h) =>
+              el('th', { scope: 'col' }, h),
+            ),
+          ),
+        ),
+        el('tbody', {}, ...rows),
+      ),
+    ),
+  );
+  if (ctx.canUse('api_keys.create')) {
+    const own = ROLE_RANK[ctx.session.role] ?? 0;
+    const name = el('input', {
+      type: 'text',
+      name: 'name',
+      maxlength: 100,
+      autocomplete: 'off',
+      required: true,
+    });
+    const role = el(
+      'select',
+      { name: 'role' },
+      ...Object.keys(ROLE_WORDS)
+        .filter((r) => (ROLE_RANK[r] ?? 0) <= own)
+        .map((r) => el('option', { value: r, selected: r === 'employee' }, ROLE_WORDS[r]!)),
+    );
+    const form = el(
+      'form',
+      { class: 'inline-form', 'aria-label': 'Create an API key' },
+      el('label', {}, 'Name', name),
+      el('label', {}, 'Role', role),
+      el('button', { type: 'submit' }, 'Create key'),
+    );
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      const n = name.value.trim();
+      if (n === '') {
+        status.textContent = 'Give the key a name: what it is for.';
+        return;
+      }
+      void (async () => {
+        status.textContent = 'Creating…';
+        const { envelope: env, declined } = await ctx.call('api_keys.create', { name: n, role: role.value });
+        if (declined) {
+          status.textContent = 'Cancelled; no key was created.';
+          return;
+        }
+        const secret = (env as { secret?: { api_key?: unknown } }).secret?.api_key;
+        if (!env.ok || typeof secret !== 'string') {
+          status.textContent = env.ok
+            ? 'The key was created but not shown (a repeated request): revoke it and create another.'
+            : `Not created: ${describeError(env)}`;
+          return;
+        }
+        await loadSettings(ctx);
+        byId('api-keys').append(revealKey(secret, n));
+        byId('api-keys-status').replaceChildren(
+          `Key "${n}" created. `,
+          el('a', { href: `#/receipt/${env.audit_id}` }, `Receipt #${env.audit_id}`),
+          '.',
+        );
+        byId('new-api-key').focus();
+      })();
+    });
+    panel.append(form);
+  } else {
+    panel.append(el('p', { class: 'muted' }, 'Only the owner creates and revokes keys.'));
+  }
+  panel.append(status);
+  return panel;
 }
 
 function section(title: string, ...children: Array<Node | string | null>): HTMLElement {
@@ -286,6 +488,7 @@ export async function loadSettings(ctx: DashboardContext): Promise<void> {
     });
     phrase.append(form);
   }
-  body.replaceChildren(caps, blocklist, phrase, session);
+  const keys = await apiKeysSection(ctx);
+  body.replaceChildren(caps, blocklist, phrase, ...(keys === null ? [] : [keys]), session);
   status.textContent = owner ? '' : 'Only the owner can change caps and the blocklist.';
 }

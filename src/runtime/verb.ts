@@ -186,6 +186,13 @@ export interface VerbDefinition<A = any, R = any> {
   preview?: string;
   /** Arg fields redacted in the audit log (dotted paths). */
   secret_fields?: string[];
+  /**
+   * Top-level result members shown once, to this caller only (a new API key): taken out of the
+   * receipt before it is signed, stored, kept for idempotent replay or audited, and returned in
+   * the envelope's `secret` member instead. A replay and a transaction step do not get them.
+   * spec/envelope.md §secret
+   */
+  secret_result?: string[];
   /** The handler. Reads get a committed-data view; writes run inside the one store transaction. */
   handler: (ctx: VerbContext, args: A) => Promise<R>;
   /** Revert handler; absent = not revertible (audit.revert answers no_revert_handler). */

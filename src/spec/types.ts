@@ -120,6 +120,11 @@ export interface Envelope<R extends Record<string, unknown> = Record<string, unk
   replayed?: boolean;
   /** Present on dispatch_pending. */
   consent?: ConsentRequest;
+  /**
+   * Values shown to this caller once and kept nowhere (a new API key), outside the signed
+   * receipt; never in a replay. spec/envelope.md §secret
+   */
+  secret?: Record<string, unknown>;
   /** Present when the call ran without an API key: the sandbox tenant answered (spec/envelope.md §tenant). */
   tenant?: EnvelopeTenant;
 }

@@ -7,7 +7,8 @@
  * arguments and result in words and the consent path, verifies its signature and downloads the
  * signed JSON, and offers Undo only for an action with an undo step; Undo works through the
  * consent dialog; Agents & verbs charts latency; the owner changes a cap and blocks a name in
- * Settings and finds both in Activity; every view at 390 and 1280 px has no
+ * Settings and finds both in Activity; the owner creates an API key in Settings, sees it once,
+ * uses it against /api/v1, revokes it and sees it refused; every view at 390 and 1280 px has no
  * horizontal overflow (also 360 and 768 px for the main views) and no serious axe-core finding;
  * screenshots of every view at both widths go to test-artifacts/dashboard/; a read_only visit
  * leaves no `denied` row; an expired session returns to sign-in with a plain sentence.
@@ -131,11 +132,11 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
       await t.test('signs in with an API key and lands on "Waiting for you" without scrolling', async () => {
         await page.goto(`${origin}/`);
         await page.locator('body[data-state="login"]').waitFor();
-        await page.getByLabel('API key').fill('sk_solid_000000000000_wrongwrongwrongwrong');
+        await page.getByLabel('API key', { exact: true }).fill('sk_solid_000000000000_wrongwrongwrongwrong');
         await page.getByRole('button', { name: 'Sign in' }).click();
         await page.locator('#login-error').filter({ hasText: 'auth_invalid' }).waitFor();
-        await page.getByLabel('API key').fill(f.keys.owner);
-        await page.getByLabel('API key').press('Enter');
+        await page.getByLabel('API key', { exact: true }).fill(f.keys.owner);
+        await page.getByLabel('API key', { exact: true }).press('Enter');
         await page.locator('body[data-state="ready"][data-view="waiting"]').waitFor();
         assert.equal(await page.locator('#business-name').textContent(), 'Main Co');
         assert.equal(await page.evaluate(() => window.scrollY), 0, 'the header stays in view');
@@ -382,6 +383,73 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         await goto(page, '#/settings', 'settings');
       });
 
+      await t.test('Settings: the owner creates an API key, sees it once, it works, revokes it', async () => {
+        await goto(page, '#/settings', 'settings');
+        const panel = page.locator('#api-keys');
+        await panel.locator('tr[data-key-id]').first().waitFor();
+        const roles = await panel.getByLabel('Role').locator('option').allTextContents();
+        assert.deepEqual(roles, ['Read only', 'Employee', 'Admin', 'Owner']);
+        await panel.getByLabel('Name').fill('shipping agent');
+        await panel.getByLabel('Role').selectOption('employee');
+        await panel.getByRole('button', { name: 'Create key' }).click();
+        await page.locator('dialog#solid-consent[open]').waitFor();
+        await page.locator('#solid-consent-confirm').click();
+        const reveal = page.locator('#api-keys [data-new-key]');
+        await reveal.waitFor();
+        const apiKey = await page.locator('#new-api-key').inputValue();
+        assert.match(apiKey, /^sk_solid_[0-9a-f]{12}_/);
+        assert.match((await reveal.textContent()) ?? '', /it will not be shown again/);
+        await reveal.getByRole('button', { name: 'Copy' }).waitFor();
+        await page.locator('#api-keys').screenshot({ path: `${ARTIFACT_DIR}settings-api-keys-1280.png` });
+        const keyId = apiKey.slice('sk_solid_'.length, 'sk_solid_'.length + 12);
+        const call = (key: string) =>
+          fetch(`${origin}/api/v1/agent/dispatch/verbs.list`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+            body: '{}',
+          });
+        const works = await call(apiKey);
+        assert.equal(works.status, 200, 'the new key works against /api/v1');
+        assert.equal(((await works.json()) as Envelope).ok, true);
+        // Shown once: a reload of the view lists the key but not its secret.
+        await goto(page, '#/activity', 'activity');
+        await goto(page, '#/settings', 'settings');
+        const row = page.locator(`#api-keys tr[data-key-id="${keyId}"]`);
+        await row.waitFor();
+        assert.equal(await page.locator('#api-keys [data-new-key]').count(), 0);
+        assert.doesNotMatch((await page.locator('body').innerText()) ?? '', new RegExp(apiKey.slice(22)));
+        await row.getByRole('button', { name: 'Revoke key shipping agent' }).click();
+        await page.locator('dialog#solid-consent[open]').waitFor();
+        const phrase = (await page.locator('#solid-consent-phrase').textContent()) ?? '';
+        assert.equal(phrase, `revoke key ${keyId}`);
+        await page.locator('#solid-consent-input').fill(phrase);
+        await page.locator('#solid-consent-confirm').click();
+        await page.locator('#api-keys-status').filter({ hasText: 'Key shipping agent is revoked' }).waitFor();
+        assert.match(
+          (await page.locator(`#api-keys tr[data-key-id="${keyId}"]`).textContent()) ?? '',
+          /Revoked/,
+        );
+        const refused = await call(apiKey);
+        assert.equal(refused.status, 401, 'the revoked key stops working');
+        assert.equal(((await refused.json()) as Envelope).error?.reason, 'auth_invalid');
+        await f.rt.auditBuffer.flush();
+        const leaked = await f.rt.store.read((q) =>
+          q.all<{ n: number }>(
+            'SELECT (SELECT COUNT(*) FROM audit_log WHERE request_data LIKE ?) + (SELECT COUNT(*) FROM receipts WHERE receipt LIKE ?) AS n',
+            [`%${apiKey.slice(22)}%`, `%${apiKey.slice(22)}%`],
+          ),
+        );
+        assert.equal(Number(leaked[0]!.n), 0, 'the secret is in no audit row or receipt');
+        const waiting = await f.rt.store.read((q) =>
+          q.all<{ status: string }>("SELECT status FROM approvals WHERE verb = 'api_keys.revoke'"),
+        );
+        assert.deepEqual(
+          waiting.map((w) => w.status),
+          ['consumed'],
+          'the revoke typed in the dialog leaves nothing waiting',
+        );
+      });
+
       await t.test('every view: no horizontal overflow, no serious axe finding, screenshots', async () => {
         await mkdir(ARTIFACT_DIR, { recursive: true });
         for (const width of [1280, 390]) {
@@ -416,8 +484,8 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
       });
 
       await t.test('signs out and withdraws the page tools', async () => {
-        await page.getByLabel('API key').fill(f.keys.owner);
-        await page.getByLabel('API key').press('Enter');
+        await page.getByLabel('API key', { exact: true }).fill(f.keys.owner);
+        await page.getByLabel('API key', { exact: true }).press('Enter');
         await page.locator('body[data-state="ready"]').waitFor();
         const tools = (await page.webmcp.tools()).map((tool) => tool.name);
         assert.ok(tools.includes('webtest__charge'));
@@ -441,7 +509,7 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
     const page = await (await browser.newContext({ viewport: { width: 390, height: 844 } })).newPage();
     page.setDefaultTimeout(STEP_TIMEOUT_MS);
     await page.goto(`${origin}/`);
-    await page.getByLabel('API key').fill(f.keys.read_only);
+    await page.getByLabel('API key', { exact: true }).fill(f.keys.read_only);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.locator('body[data-state="ready"][data-view="activity"]').waitFor();
     await mkdir(ARTIFACT_DIR, { recursive: true });
@@ -458,5 +526,13 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
       ),
     );
     assert.deepEqual(rows, [], 'no denial for panels the role cannot use');
+    const keyCalls = await f.rt.store.read((q) =>
+      q.all<{ action_type: string }>(
+        "SELECT action_type FROM audit_log WHERE action_type LIKE 'api_keys.%' AND user_id = 4",
+      ),
+    );
+    assert.deepEqual(keyCalls, [], 'the API keys panel makes no call for read_only');
+    await goto(page, '#/settings', 'settings');
+    assert.equal(await page.locator('#api-keys').count(), 0, 'read_only sees nothing of the API keys');
   });
 });

@@ -72,6 +72,8 @@ export interface ExecuteResult {
   receipt: Receipt;
   row: AuditRow;
   result: Record<string, unknown>;
+  /** The verb's `secret_result` members, taken out of the receipt: for this caller only, never stored. */
+  secret?: Record<string, unknown>;
 }
 
 const NEVER = new AbortController().signal;
@@ -178,6 +180,14 @@ export async function executeInTx(rt: RuntimeCore, tx: StoreTx, input: ExecuteIn
   // Well-formed text only: the receipt is signed over the RFC 8785 form of the result (which has
   // none for a lone surrogate) after the commit, and the idempotency record keeps it.
   const result = wellFormedDeep((await verb.definition.handler(ctx, args)) ?? {}) as Record<string, unknown>;
+  // Secret result members (a new API key) leave the result before it is receipted, stored or
+  // audited: only the envelope of this one call carries them (spec/envelope.md §secret).
+  let secret: Record<string, unknown> | undefined;
+  for (const k of verb.definition.secret_result ?? []) {
+    if (!(k in result)) continue;
+    (secret ??= {})[k] = result[k];
+    delete result[k];
+  }
   // The tenant-wide rows (daily counter, then the chain head) are locked as late as possible, after
   // the handler: on PostgreSQL every writer of the tenant queues on them until commit, so the
   // locked section is the tail of the transaction only. Over the cap → the whole write rolls back.
@@ -228,7 +238,7 @@ export async function executeInTx(rt: RuntimeCore, tx: StoreTx, input: ExecuteIn
   if (input.idempotencyKey !== null) receipt.idempotency_key = input.idempotencyKey;
   if (rollbackHandle !== null) receipt.rollback_handle = rollbackHandle;
   rt.checkOutput(verb, receipt);
-  return { receipt, row, result };
+  return secret === undefined ? { receipt, row, result } : { receipt, row, result, secret };
 }
 
 /** The actor of a principal's events: `user:<id>` or `user:<id> via <agent_type>`. */

@@ -71,6 +71,12 @@ export async function checkStep(
       `Call ${verb.name} outside the transaction.`,
     );
   }
+  if ((verb.definition.secret_result?.length ?? 0) > 0) {
+    throw refused(
+      `${verb.name} answers a secret shown once (${verb.definition.secret_result!.join(', ')}); a step's answer is never shown, so the secret would be lost.`,
+      `Call ${verb.name} on its own, outside the transaction.`,
+    );
+  }
   if (t.steps.length >= MAX_TRANSACTION_STEPS) {
     throw refused(
       `A transaction holds at most ${MAX_TRANSACTION_STEPS} steps.`,

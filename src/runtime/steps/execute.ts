@@ -14,7 +14,8 @@ import { chainReceipt, signEnvelope } from '../ledger/receipts.ts';
 import { settle, type Consented, type Step } from './call.ts';
 import { inUse, replayOrRefuse } from './idempotency.ts';
 
-type Committed = { replay: Envelope } | { envelope: Envelope; row: AuditRow };
+type Committed =
+  { replay: Envelope } | { envelope: Envelope; row: AuditRow; secret?: Record<string, unknown> };
 
 export const execute: Step<Consented> = {
   name: 'execute',
@@ -63,10 +64,13 @@ export const execute: Step<Consented> = {
         nowIso: c.now.toISOString(),
         ttlSeconds: rt.options.idempotencyTtlSeconds,
       });
-      return { envelope, row: exec.row };
+      return exec.secret === undefined
+        ? { envelope, row: exec.row }
+        : { envelope, row: exec.row, secret: exec.secret };
     });
     if ('replay' in committed) return signEnvelope(rt.keys, p.company_id, committed.replay);
-    const signed = await signEnvelope(rt.keys, p.company_id, committed.envelope);
+    let signed = await signEnvelope(rt.keys, p.company_id, committed.envelope);
+    if (committed.secret !== undefined) signed = { ...signed, secret: committed.secret };
     settle(c, true, null, performance.now() - c.t0, committed.row.audit_id);
     return signed;
   },

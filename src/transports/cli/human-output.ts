@@ -124,6 +124,11 @@ export function renderOk(env: Envelope): string {
   const fields: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(r)) if (!RECEIPT_MEMBERS.has(k)) fields[k] = v;
   if (Object.keys(fields).length > 0) lines.push(renderValue(fields, '  '));
+  // Shown once and kept nowhere (a new API key): spec/envelope.md §secret.
+  if (isPlainObject(env.secret)) {
+    lines.push('  shown once, not stored — copy it now:');
+    lines.push(renderValue(env.secret, '    '));
+  }
   const idem = env.idempotency_key ?? r.idempotency_key;
   if (typeof r.timestamp === 'string')
     lines.push(`  at ${r.timestamp}${typeof idem === 'string' ? ` · idempotency key ${idem}` : ''}`);
