@@ -134,7 +134,7 @@ export class Registry {
   #cache = new Map<string, VerbRecord[]>();
   #etag: string | undefined;
   #sortedNames: string[] | undefined;
-  #trigrams: TrigramIndex | undefined;
+  #trigrams: NameIndex | undefined;
   readonly #compileOutputs: boolean;
   /**
    * The reasons this runtime knows beyond the core table: those its packs declared
@@ -230,31 +230,7 @@ export class Registry {
    * CLOSEST_CANDIDATES of them get an edit distance. Names longer than CLOSEST_MAX_NAME get no hint.
    */
   closest(name: string, n = 3): string[] {
-    if (name.length > CLOSEST_MAX_NAME) return [];
-    const target = name.toLowerCase().replace(/__/g, '.');
-    const index = (this.#trigrams ??= buildTrigramIndex(this.#names()));
-    const shared = new Map<number, number>();
-    const postings = [...new Set(trigramsOf(target))]
-      .map((g) => index.postings.get(g))
-      .filter((p): p is number[] => p !== undefined)
-      .sort((a, b) => a.length - b.length);
-    let visited = 0;
-    for (const list of postings) {
-      if (visited + list.length > CLOSEST_MAX_POSTINGS) break;
-      visited += list.length;
-      for (const id of list) shared.set(id, (shared.get(id) ?? 0) + 1);
-    }
-    return [...shared]
-      .sort((a, b) => b[1] - a[1] || a[0] - b[0])
-      .slice(0, CLOSEST_CANDIDATES)
-      .map(([id]) => {
-        const cand = index.names[id]!;
-        return { cand, d: distance(target, cand.toLowerCase()) };
-      })
-      .sort((a, b) => a.d - b.d || a.cand.localeCompare(b.cand))
-      .slice(0, n)
-      .filter((x) => x.d <= Math.max(4, Math.ceil(target.length / 2)))
-      .map((x) => x.cand);
+    return (this.#trigrams ??= new NameIndex(this.#names())).closest(name, n);
   }
 
   /** Called after every change (MCP list_changed, manifest caches). Returns an unsubscribe. */
@@ -479,6 +455,46 @@ const CLOSEST_MAX_NAME = 128;
 const CLOSEST_MAX_POSTINGS = 1024;
 /** Names closest() computes an edit distance for, at most. */
 const CLOSEST_CANDIDATES = 16;
+
+/**
+ * The closest-name lookup over a fixed list of names: a trigram index built once, bounded work
+ * per lookup (see Registry.closest). Also used by the MCP bridge's registry of a remote manifest.
+ */
+export class NameIndex {
+  readonly #index: TrigramIndex;
+  constructor(names: readonly string[]) {
+    this.#index = buildTrigramIndex(names);
+  }
+
+  /** Up to `n` of the names closest to `name` by edit distance ([] for a name over 128 characters). */
+  closest(name: string, n = 3): string[] {
+    if (name.length > CLOSEST_MAX_NAME) return [];
+    const target = name.toLowerCase().replace(/__/g, '.');
+    const index = this.#index;
+    const shared = new Map<number, number>();
+    const postings = [...new Set(trigramsOf(target))]
+      .map((g) => index.postings.get(g))
+      .filter((p): p is number[] => p !== undefined)
+      .sort((a, b) => a.length - b.length);
+    let visited = 0;
+    for (const list of postings) {
+      if (visited + list.length > CLOSEST_MAX_POSTINGS) break;
+      visited += list.length;
+      for (const id of list) shared.set(id, (shared.get(id) ?? 0) + 1);
+    }
+    return [...shared]
+      .sort((a, b) => b[1] - a[1] || a[0] - b[0])
+      .slice(0, CLOSEST_CANDIDATES)
+      .map(([id]) => {
+        const cand = index.names[id]!;
+        return { cand, d: distance(target, cand.toLowerCase()) };
+      })
+      .sort((a, b) => a.d - b.d || a.cand.localeCompare(b.cand))
+      .slice(0, n)
+      .filter((x) => x.d <= Math.max(4, Math.ceil(target.length / 2)))
+      .map((x) => x.cand);
+  }
+}
 
 interface TrigramIndex {
   names: readonly string[];

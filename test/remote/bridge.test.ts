@@ -16,6 +16,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import {
+  CallToolResultSchema,
   ElicitRequestSchema,
   ToolListChangedNotificationSchema,
   type CallToolResult,
@@ -29,7 +30,7 @@ import { RemoteManifest, serveMcpBridge } from '../../src/transports/mcp/bridge.
 import { ApiClient } from '../../src/transports/remote/api-client.ts';
 import { META } from '../../src/transports/mcp/meta-keys.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
-import type { Runtime } from '../../src/runtime/runtime.ts';
+import type { McpRuntime as Runtime } from '../../src/transports/runtime-surface.ts';
 import type { TestContext } from 'node:test';
 import { listAllTools } from '../support/mcp.ts';
 import { errorEnvelopeOf } from '../../src/transports/mcp/envelope-map.ts';
@@ -113,6 +114,21 @@ test(
         );
         assert.equal(errors[0]!.code, -32602);
         assert.deepEqual(normalize(errors[1]!.data), normalize(errors[0]!.data));
+      }
+      // tools/call without a name is refused by the MCP layer before dispatch: the bridge answers
+      // it too (it once reached rt.refuse, which the bridge's runtime lacked: -32603).
+      const nameless = await Promise.all(
+        [embedded, bridged].map((c) =>
+          c.request({ method: 'tools/call', params: { arguments: {} } } as never, CallToolResultSchema).then(
+            () => assert.fail('must throw'),
+            (err: { code: number; message: string; data?: { envelope?: { error?: { reason?: string } } } }) =>
+              err,
+          ),
+        ),
+      );
+      for (const err of nameless) {
+        assert.equal(err.code, -32602, err.message);
+        assert.equal(err.data?.envelope?.error?.reason, 'invalid_request');
       }
     });
 

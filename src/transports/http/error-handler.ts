@@ -18,7 +18,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isVerbError, VerbError } from '../../runtime/errors.ts';
 import { apiKeyOf } from './request-headers.ts';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { reasonInfo, type ReasonTable } from '../../spec/reasons.ts';
 import type { Principal } from '../../spec/types.ts';
 import { envelopeToHttp, transportEnvelope } from './envelope-map.ts';

@@ -23,7 +23,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { FastifyPluginAsync } from 'fastify';
 import { timingSafeEqual, createHash } from 'node:crypto';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { outcomeLabel } from '../../runtime/observe/outcome-label.ts';
 import { readStoreGauges } from '../../runtime/observe/store-gauges.ts';
 import { sendEnvelope } from './error-handler.ts';

@@ -9,7 +9,7 @@
  * routes keep Fastify's defaults and the app's own 404. Spec: spec/transports.md §http.
  */
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import { HTTP_MOUNTS } from './http-mounts.ts';
 import { createHttpServer, installSolidRoutes, type HttpPlugin, type HttpServerOptions } from './server.ts';

@@ -23,7 +23,7 @@
 import { createHash } from 'node:crypto';
 import fastifyRateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import { apiKeyOf } from './request-headers.ts';
 import { countHit } from '../../store/rate-limit-counters.ts';

@@ -17,7 +17,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ROOT_CONTEXT, context, propagation } from '@opentelemetry/api';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { outcomeLabel, type OutcomeLabel } from '../../runtime/observe/outcome-label.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -16,7 +16,7 @@
  */
 import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { agentRoutes } from './agent-routes.ts';
 import { healthRoutes } from './health-routes.ts';
 import { installJsonBodyParser } from './json-body.ts';

@@ -26,9 +26,8 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Caller, DispatchOptions } from '../../runtime/dispatch.ts';
-import type { Registry } from '../../runtime/registry.ts';
-import { inlineSchema, toToolName } from '../../runtime/registry.ts';
-import type { Runtime } from '../../runtime/runtime.ts';
+import { NameIndex, inlineSchema, toToolName } from '../../runtime/registry.ts';
+import type { McpRuntime } from '../runtime-surface.ts';
 import { ROLE_FLOOR_OF_CLASS, type CompiledVerb, type VerbDefinition } from '../../runtime/verb.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import { validateVerbRecord, shapeSchemas } from '../../spec/validators.ts';
@@ -39,9 +38,7 @@ import { serveStdio, DEFAULT_REFRESH_MS, type StdioServer } from './stdio.ts';
 import { MCP_SURFACE } from './tool-catalog.ts';
 
 /** The parts of a Runtime the MCP transport uses; the bridge implements exactly these. */
-export type McpRuntimeSurface = Pick<Runtime, 'dispatch' | 'logger'> & {
-  registry: Pick<Registry, 'all' | 'get' | 'onChange'>;
-};
+export type McpRuntimeSurface = McpRuntime;
 
 /** Outcome of one refresh. */
 export type RefreshOutcome = 'changed' | 'unchanged' | 'unreachable' | 'rejected';
@@ -102,6 +99,7 @@ export class RemoteRegistry {
   /** Verbs known only from hints (not on this surface), so `get` can still answer for them. */
   #others = new Map<string, CompiledVerb>();
   #signature = '';
+  #index: NameIndex | undefined;
   readonly #listeners = new Set<() => void>();
 
   all(): CompiledVerb[] {
@@ -110,6 +108,11 @@ export class RemoteRegistry {
 
   get(name: string): CompiledVerb | undefined {
     return this.#byName.get(name) ?? this.#others.get(name);
+  }
+
+  /** Up to `n` served names closest to `name` (the unknown_verb hint of dynamic mode's call_verb). */
+  closest(name: string, n = 3): string[] {
+    return (this.#index ??= new NameIndex(this.#verbs.map((v) => v.name))).closest(name, n);
   }
 
   onChange(listener: () => void): () => void {
@@ -121,6 +124,7 @@ export class RemoteRegistry {
   replace(verbs: CompiledVerb[], others: CompiledVerb[], signature: string): boolean {
     if (signature === this.#signature) return false;
     this.#signature = signature;
+    this.#index = undefined;
     this.#verbs = [...verbs].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     this.#byName = new Map();
     for (const v of this.#verbs) {
@@ -182,14 +186,15 @@ export class RemoteManifest {
   }
 
   /** The runtime facade for ToolCatalog / createMcpServer / serveStdio. */
-  get runtime(): Runtime {
-    const surface: McpRuntimeSurface = {
+  get runtime(): McpRuntime {
+    return {
       registry: this.registry,
       logger: this.#logger,
       dispatch: (caller, verb, args, options) => this.dispatch(caller, verb, args, options),
+      // A call the MCP layer refuses before dispatch (tools/call without a name) never reaches the
+      // server, so there is nothing to audit there: the bridge answers the same envelope locally.
+      refuse: async (_caller, verb, err) => ({ ok: false, verb, error: err.toEnvelopeError() }),
     };
-    // The MCP transport reads only these members (checked by the bridge tests end to end).
-    return surface as unknown as Runtime;
   }
 
   /** One tools/call over HTTP: reads (and keyed writes) may be retried; the caller's signal cancels. */

@@ -31,7 +31,7 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { isVerbError } from '../../runtime/errors.ts';
 import type { Envelope, Principal } from '../../spec/types.ts';
 import { apiKeyOf } from '../http/request-headers.ts';

@@ -49,7 +49,7 @@ import {
   type ToolsetSelection,
 } from '../../runtime/dispatch.ts';
 import { VerbError } from '../../runtime/errors.ts';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { McpRuntime as Runtime } from '../runtime-surface.ts';
 import type { ConsentRequest, Envelope, Principal } from '../../spec/types.ts';
 import { askForPhrase, canElicitForm } from './consent-elicitation.ts';
 import { envelopeToToolResult, type ResultLimits } from './envelope-map.ts';

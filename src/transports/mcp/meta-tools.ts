@@ -17,7 +17,7 @@
  */
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolsetSelection } from '../../runtime/dispatch.ts';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { McpRuntime as Runtime } from '../runtime-surface.ts';
 import type { CompiledVerb } from '../../runtime/verb.ts';
 import type { Envelope } from '../../spec/types.ts';
 import { envelopeToToolResult } from './envelope-map.ts';

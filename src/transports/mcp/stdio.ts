@@ -23,7 +23,7 @@
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { McpRuntime as Runtime } from '../runtime-surface.ts';
 import type { Envelope } from '../../spec/types.ts';
 import { createMcpServer, type McpServerOptions } from './mcp-server.ts';
 import { ToolCatalog } from './tool-catalog.ts';

@@ -28,7 +28,7 @@
  * Spec: spec/transports.md §mcp-tools.
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { McpRuntime as Runtime } from '../runtime-surface.ts';
 import { ROLE_FLOOR_OF_CLASS, type CompiledVerb } from '../../runtime/verb.ts';
 import { META } from './meta-keys.ts';
 import { compactOutputSchema, toPortableSchema } from './portable-schema.ts';

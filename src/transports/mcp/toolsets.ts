@@ -14,7 +14,7 @@
  * outside the enabled toolsets never runs through this server, by tool name or through call_verb.
  */
 import type { ToolsetSelection } from '../../runtime/dispatch.ts';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { McpRuntime as Runtime } from '../runtime-surface.ts';
 import type { CompiledVerb } from '../../runtime/verb.ts';
 import { MCP_SURFACE } from './tool-catalog.ts';
 

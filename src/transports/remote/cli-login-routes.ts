@@ -19,7 +19,7 @@
  * Spec: spec/transports.md §remote-login.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { isVerbError, VerbError } from '../../runtime/errors.ts';
 import { reasonInfo } from '../../spec/reasons.ts';
 import type { Envelope } from '../../spec/types.ts';

@@ -22,7 +22,7 @@
  * Spec: spec/transports.md §remote-login.
  */
 import { createHash, randomBytes, randomInt } from 'node:crypto';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import { insertApiKey } from '../../runtime/tenants.ts';
 import type { Migration, StoreTx } from '../../store/store.ts';

@@ -12,7 +12,7 @@
  * Spec: spec/transports.md §remote-login.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { appendOperatorAudit } from '../ucp/operator-audit.ts';
 import type { Envelope, Principal } from '../../spec/types.ts';
 import { sendEnvelope } from '../http/error-handler.ts';

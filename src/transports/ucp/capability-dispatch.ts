@@ -24,7 +24,7 @@
  *
  * Spec: spec/transports.md §ucp-dispatch, spec/consent.md.
  */
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import type { Envelope, Principal, Tier } from '../../spec/types.ts';
 import { envelopeToHttp } from '../http/envelope-map.ts';
 import type { ReasonTable } from '../../spec/reasons.ts';

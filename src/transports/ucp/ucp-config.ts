@@ -31,7 +31,7 @@
  * Spec: spec/transports.md §ucp-config.
  */
 import { z } from 'zod';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import type { Role, VerbClass } from '../../spec/types.ts';
 import { ROLES } from '../../spec/types.ts';
 import {

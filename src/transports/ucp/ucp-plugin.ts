@@ -25,7 +25,7 @@
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isVerbError, VerbError } from '../../runtime/errors.ts';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import type { Tenant } from '../../runtime/tenants.ts';
 import { StoreError } from '../../store/store.ts';
 import { parseJsonBody } from '../http/json-body.ts';

@@ -8,7 +8,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../../runtime/dispatch.ts';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { sendEnvelope } from '../http/error-handler.ts';
 import type { CallBody } from './call-body.ts';
 

@@ -16,7 +16,7 @@
  * consent dialog), daily caps, the audit row.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { dispatchAndReply } from './browser-dispatch.ts';
 import { parseCallBody } from './call-body.ts';
 import { requireSessionForWrite } from './request-guard.ts';

@@ -20,7 +20,7 @@
  * Spec: spec/transports.md §webmcp-manifest, research: mcp-webmcp.md §13.
  */
 import { createHash } from 'node:crypto';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import type { CompiledVerb } from '../../runtime/verb.ts';
 import { inlineSchema } from '../../runtime/registry.ts';
 import { VerbError } from '../../runtime/errors.ts';

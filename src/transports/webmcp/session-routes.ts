@@ -11,7 +11,7 @@
  * Answers are envelopes with verb "session": `{ ok: true, verb, result: SessionInfo }`.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import type { Envelope } from '../../spec/types.ts';
 import { sendEnvelope } from '../http/error-handler.ts';

@@ -19,7 +19,7 @@
  * call by the routes, so the audit log tells browser calls apart.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import type { Migration, Store } from '../../store/store.ts';
 import type { Principal, Role, Tier } from '../../spec/types.ts';
 

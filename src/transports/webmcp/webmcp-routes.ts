@@ -14,7 +14,7 @@
  *          → 403 surface_denied (decided and audited by dispatch).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Runtime } from '../../runtime/runtime.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import { parseCallBody } from './call-body.ts';
 import { WEBMCP_SURFACES } from '../../spec/types.ts';
