@@ -18,6 +18,7 @@ import { defineVerb, type VerbDefinition } from '../../../src/runtime/verb.ts';
 import { createHttpServer, type HttpPlugin } from '../../../src/transports/http/server.ts';
 import { createWebmcpPlugin, type WebmcpPluginOptions } from '../../../src/transports/webmcp/index.ts';
 import { createTestRuntime, type TestRuntime } from '../../support/runtime.ts';
+import { portableMigration } from '../../../src/store/migrations/render.ts';
 
 const PRICES_CENTS: Record<string, number> = { mug: 1250, tee: 2000 };
 
@@ -204,12 +205,11 @@ export async function webmcpFixture(
   const clock = { ms: Date.now() };
   const h = await createTestRuntime(t, { clock: () => new Date(clock.ms) });
   await h.rt.store.migrate('webtest', [
-    {
-      version: 1,
-      name: 'webtest effects',
-      sqlite:
-        'CREATE TABLE webtest_effects (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, detail TEXT NOT NULL, created_at TEXT NOT NULL);',
-    },
+    portableMigration(
+      1,
+      'webtest effects',
+      'CREATE TABLE webtest_effects (id {id}, kind TEXT NOT NULL, detail TEXT NOT NULL, created_at TEXT NOT NULL);',
+    ),
   ]);
   h.rt.register(...testVerbs);
   const pagesPlugin: HttpPlugin = async (instance) => {
