@@ -161,7 +161,7 @@ export const macrosRun = defineSystemVerb<RunArgs>({
   name: 'macros.run',
   title: 'Run a macro',
   description:
-    'Run a saved macro: every step goes through the full pipeline as if you called it (role, consent, caps…), and the answer lists one record per step (its receipt or output). override_args replaces arguments per step: {"<step index>": {arg: value}}. When a step needs human consent the run pauses with status "pending", that step\'s consent request (summary, nonce, typed_phrase, approval_id) and resume.token: call macros.run again with macro_id and resume (the token), confirming the paused step the way you confirm any verb (confirm + nonce in the call options; a typed phrase comes from the human — the CLI prompt, MCP elicitation — or from an out-of-band approval of approval_id, never from your arguments). A failing step stops the run (reason macro_step_failed; error.details.failed_step says which, error.details.resume.token retries it).',
+    'Run a saved macro: each step goes through the full pipeline (role, consent, caps) and the answer lists one record per step. override_args: {"<step index>": {arg: value}}. A step needing consent pauses the run (status "pending", its consent request and resume.token): call again with macro_id and resume, confirming as for any verb (a typed phrase comes from the human or an approval, never from your arguments). A failing step stops the run (macro_step_failed; error.details.resume.token retries it).',
   shape: 'macro',
   category: 'macros',
   input: {

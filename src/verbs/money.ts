@@ -54,6 +54,8 @@ export const auditMoneyMoved = defineSystemVerb<{ from?: string; to?: string; li
     additionalProperties: false,
   },
   idempotent: true,
+  // A chart feed for the owner's dashboard, not an agent tool: agents read the trail (MCP tool budget).
+  surfaces: ['http', 'webmcp', 'cli'],
   webmcp_surfaces: ['dashboard', 'developer'],
   async handler(ctx, args) {
     const companyId = ctx.principal.company_id;

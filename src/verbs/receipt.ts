@@ -33,7 +33,7 @@ export const auditReceipt = defineSystemVerb<{ audit_id: number }>({
   name: 'audit.receipt',
   title: 'Signed receipt',
   description:
-    "The signed receipt of one completed write of this tenant (by audit_id): the verb's own result fields, idempotency_key, rollback_handle when it can be undone, and the attestation (kid, seq, row_hash, prev_hash, jws) signed with the tenant's key. Save data.receipt to prove the action later; check it with audit.verify_receipt or `solid receipt verify`.",
+    "The signed receipt of one completed write (by audit_id): its result, idempotency_key, rollback_handle and the signed attestation. Keep data.receipt as proof; check it with audit.verify_receipt.",
   shape: 'aggregate',
   category: 'audit',
   input: {
@@ -65,7 +65,7 @@ export const auditVerifyReceipt = defineSystemVerb<{ receipt: Record<string, unk
   name: 'audit.verify_receipt',
   title: 'Verify a receipt',
   description:
-    "Check a signed receipt (or the envelope holding it): its ES256 signature against this tenant's public keys, and that this tenant's audit log still holds the attested row unchanged at its seq. Answers data.valid with the key id and, when not valid, why.",
+    "Check a signed receipt: its signature against this tenant's keys and that the audit log still holds the attested row unchanged. Answers data.valid and, when false, why.",
   shape: 'aggregate',
   category: 'audit',
   input: {

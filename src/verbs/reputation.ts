@@ -28,7 +28,7 @@ export const verbsReputation = defineSystemVerb<ReputationArgs>({
   name: 'verbs.reputation',
   title: 'Verb reputation',
   description:
-    "Reliability scoreboard of this tenant's verbs over a window (1h, 24h, 7d or 30d; default 24h): invocations, successes, failures (the verb's own), denials and caller_errors (the caller's side: refused, bad input, not found), success_rate (successes / (successes + failures)), p50_ms, p95_ms and a 0-5 star_rating (null until 10 calls ran). Filter by verb or agent; by_agent=true gives one score per verb and agent. Use it to prefer verbs that work and to spot ones that fail or slow down.",
+    "Reliability of this tenant's verbs over a window (1h, 24h, 7d, 30d; default 24h): invocations, successes, failures (the verb's own), denials, caller_errors, success_rate, p50_ms, p95_ms and a 0-5 star_rating (null under 10 calls). Filter by verb or agent; by_agent=true scores each verb per agent. Prefer verbs that work.",
   shape: 'reputation',
   category: 'system',
   input: {

@@ -17,7 +17,7 @@ export const auditRevert = defineSystemVerb<RevertArgs>({
   name: 'audit.revert',
   title: 'Revert an action',
   description:
-    'Undo a completed write by its audit_id (or its rollback_handle) from the receipt. The undo is a new, audited action (a refund, a restore), never an erasure of history. It passes the same consent gate as the action it undoes: a financial action needs an admin and a typed phrase such as "REVERT charge_invoice #42". Reverting a committed transaction undoes its steps in reverse order. Answers reverted=false with reason no_revert_handler when the action cannot be undone automatically (manual intervention needed); an action can be reverted once.',
+    'Undo a completed write by its audit_id (or rollback_handle) from the receipt. The undo is a new audited action (a refund, a restore), never an erasure. It passes the consent gate of the action it undoes: a financial one needs an admin and a typed phrase such as "REVERT charge_invoice #42". A committed transaction is undone step by step in reverse. Answers reverted=false (no_revert_handler) when the action cannot be undone automatically; an action reverts once.',
   shape: 'revert',
   category: 'audit',
   input: {

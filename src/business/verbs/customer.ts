@@ -47,7 +47,7 @@ export const customerFullContext = defineBusinessVerb<FullContextArgs>({
   name: 'customer.full_context',
   title: 'Customer full context',
   description:
-    'Everything about one customer in one call: name, email, phone, lifetime value (captured minus refunded, integer cents), amount still owed, open deal count, number of visits, last interaction time, tags and stored payment methods (brand and last 4 digits only), plus the related deals (open ones first), appointments (upcoming first, times in the business offset) and invoices (unpaid first). Call it first whenever a request mentions a customer; it replaces a dozen separate lookups. Unknown customer ids answer not_found.',
+    'Everything about one customer in one call: name, email, phone, lifetime value (captured minus refunded, cents), amount owed, open deals, visits, last interaction, tags and stored payment methods (brand and last 4 only), plus the related deals (open first), appointments (upcoming first) and invoices (unpaid first). Call it first whenever a request mentions a customer. Unknown ids answer not_found.',
   shape: 'aggregate',
   category: 'customer',
   input: objectSchema(

@@ -128,7 +128,7 @@ export const dealSuggestNextAction = defineBusinessVerb<{ deal_id: number; limit
   name: 'deal.suggest_next_action',
   title: 'Suggest the next action on a deal',
   description:
-    "Rank the next moves for a deal from this company's real pipeline history: for the deal's current stage, how often deals moved to each next stage (confidence = that share of observed transitions out of the stage; sample_size = how many transitions were observed; band learning below 20, else high ≥ 0.5, medium ≥ 0.2, low). Each suggestion names deals.move_stage with ready-to-use args, the practical next step, and the stage's eventual win rate. Also reports days in stage against the company median.",
+    "Rank the next moves for a deal from this company's pipeline history: how often deals left its current stage for each next stage (confidence = that share; sample_size; band learning below 20 samples, else high ≥ 0.5, medium ≥ 0.2, low). Each suggestion gives deals.move_stage with ready args, the next step and the stage's win rate, plus days in stage against the median.",
   shape: 'suggest',
   category: 'deals',
   input: objectSchema(

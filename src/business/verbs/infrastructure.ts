@@ -182,7 +182,7 @@ export const infrastructureResize = defineBusinessVerb<ResizeArgs>({
   name: 'infrastructure_resize',
   title: 'Resize the managed server',
   description:
-    'Resize the managed server (droplet) to SMALL, MEDIUM, LARGE or XLARGE: more or less CPU and memory and a different monthly price. Changes production capacity and the bill, so an admin must type the phrase shown, e.g. "RESIZE droplet to MEDIUM". Refused with same_size, or workers_out_of_range when shrinking below the running workers. Reversible: the receipt has a rollback_handle (infra:resize:<droplet>:<previous size slug>) and audit.revert resizes back. Preview with infrastructure.preview_resize.',
+    'Resize the managed server (droplet) to SMALL, MEDIUM, LARGE or XLARGE: CPU, memory and the monthly price change. An admin must type the phrase shown, e.g. "RESIZE droplet to MEDIUM". Refused with same_size, or workers_out_of_range when shrinking below the running workers. Reversible: audit.revert resizes back (rollback_handle infra:resize:<droplet>:<previous size>). Preview with infrastructure.preview_resize.',
   shape: 'receipt',
   category: 'infrastructure',
   consent: 'WRITE_FINANCIAL',

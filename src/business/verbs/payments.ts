@@ -323,7 +323,7 @@ export const paymentsPreviewRefundImpact = defineBusinessVerb<RefundImpactArgs>(
   name: 'payments.preview_refund_impact',
   title: 'Preview a refund',
   description:
-    'Project the impact of refunding a payment WITHOUT executing it: the payment now and after (amount, refunded, net in cents, status), the processing fee returned to the merchant, and whether the refund could be undone (it cannot). Identify the payment by transaction_id (the payment id) or charge_ref; the amount by refund_amount_cents (null or absent = full refund of what remains) or amount_cents (the issue_refund form). Refuses with refund_exceeds_captured or payment_not_refundable exactly as the refund would.',
+    'Project the impact of refunding a payment WITHOUT executing it: the payment now and after (amount, refunded, net in cents, status), the fee returned to the merchant, and that the refund cannot be undone. Identify the payment by transaction_id or charge_ref; the amount by refund_amount_cents (absent = the full remainder) or amount_cents. Refuses with refund_exceeds_captured or payment_not_refundable as the refund would.',
   shape: 'preview',
   category: 'payments',
   input: objectSchema({
