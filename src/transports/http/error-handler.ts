@@ -187,3 +187,34 @@ export function clientErrorEnvelope(err: Error & { code?: string }, socket: impo
       text,
   );
 }
+
+/** Longest path parameter (a verb or tool name) the router accepts; the default is 100. */
+export const MAX_PATH_PARAM_LENGTH = 1024;
+
+/**
+ * Fastify's frameworkErrors: the router refused the path before any route ran — a parameter
+ * longer than MAX_PATH_PARAM_LENGTH (FST_ERR_MAX_PARAM_LENGTH) or a path that is no valid URL
+ * (FST_ERR_BAD_URL, e.g. `%zz`). Answers 400 invalid_request as an envelope, without echoing the
+ * path. Not audited: no route parsed the request, so no caller is known.
+ * Spec: spec/transports.md §http-errors.
+ */
+export function frameworkErrorEnvelope(
+  err: FastifyError,
+  _request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  const tooLong = err.code === 'FST_ERR_MAX_PARAM_LENGTH';
+  void sendEnvelope(
+    reply,
+    transportEnvelope(
+      '',
+      'invalid_request',
+      tooLong
+        ? `A path segment of the request is longer than ${MAX_PATH_PARAM_LENGTH} characters.`
+        : 'The request path is not a valid URL (a malformed percent-encoding).',
+      tooLong
+        ? 'Verb names are at most 64 characters; list them with verbs.list.'
+        : 'Percent-encode the path correctly, or send the verb name as it is listed by verbs.list.',
+    ),
+  );
+}

@@ -23,6 +23,23 @@ export function apiKeyOf(header: string | undefined): string | null {
 }
 
 /**
+ * Refuse a request carrying more than one `Authorization` (or `Proxy-Authorization`) line: Node
+ * keeps the first and drops the rest, while a proxy may read the last, so the two would disagree
+ * on who is calling. `rawHeaders` is Node's flat [name, value, …] list.
+ * Throws VerbError invalid_request (400). Spec: spec/transports.md §http-auth.
+ */
+export function assertOneAuthorization(rawHeaders: readonly string[]): void {
+  let seen = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]!.toLowerCase() !== 'authorization') continue;
+    if (++seen > 1)
+      throw new VerbError('invalid_request', 'The request carries more than one Authorization header.', {
+        hint: 'Send exactly one Authorization: Bearer <key> header.',
+      });
+  }
+}
+
+/**
  * The `Idempotency-Key` header (draft-ietf-httpapi-idempotency-key: an RFC 8941 sf-string).
  * Accepts a quoted sf-string (`"abc"`, parameters ignored) or, leniently, a bare value such as a
  * UUID (`550e8400-e29b-41d4-a716-446655440000`) taken as-is; the runtime checks length and

@@ -20,7 +20,13 @@ import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { agentRoutes } from './agent-routes.ts';
 import { healthRoutes } from './health-routes.ts';
 import { installJsonBodyParser } from './json-body.ts';
-import { clientErrorEnvelope, installEnvelopeErrors } from './error-handler.ts';
+import {
+  MAX_PATH_PARAM_LENGTH,
+  clientErrorEnvelope,
+  frameworkErrorEnvelope,
+  installEnvelopeErrors,
+} from './error-handler.ts';
+import { assertOneAuthorization } from './request-headers.ts';
 import { openapiRoute, type OpenApiCollector } from './openapi.ts';
 import { installRequestLog, requestIdOf } from './request-log.ts';
 import { metricsRoute, type SolidMetrics } from './metrics.ts';
@@ -95,6 +101,10 @@ export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): 
     trustProxy: options.trustProxy ?? false,
     return503OnClosing: true,
     clientErrorHandler: clientErrorEnvelope,
+    // A verb name longer than this is still answered unknown_verb (and audited, truncated);
+    // beyond it, and for a path that is no valid URL, frameworkErrors answers an envelope.
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
+    frameworkErrors: frameworkErrorEnvelope,
     genReqId: requestIdOf,
     // One line per request from request-log.ts instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
@@ -132,6 +142,8 @@ export function installSolidRoutes(
   });
   installJsonBodyParser(app);
   installEnvelopeErrors(app, rt);
+  // Before any route reads the key: one Authorization line or none (spec/transports.md §http-auth).
+  app.addHook('onRequest', async (request) => assertOneAuthorization(request.raw.rawHeaders));
   if (options.rateLimits !== undefined)
     installRateLimit(app, rt, { ...DEFAULT_RATE_LIMITS, ...options.rateLimits });
   void app.register(healthRoutes, { rt });

@@ -224,3 +224,49 @@ test('client errors from an authenticated caller are audited as denied attempts 
   const other = await auditRows(x, x.h.otherCompanyId);
   assert.equal(other.length, 0, 'nothing in another tenant');
 });
+
+test('two Authorization lines are 400 invalid_request, whichever key comes first', async (t) => {
+  const x = await createHttpHarness(t);
+  const app = x.app;
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  t.after(() => app.close());
+  const { port } = app.server.address() as AddressInfo;
+  const body = '{"args":{}}';
+  for (const [first, second] of [
+    [x.h.keys.read_only, x.h.keys.owner],
+    [x.h.keys.owner, x.h.keys.read_only],
+  ]) {
+    const answer = await rawHttp(
+      port,
+      `POST /api/v1/agent/dispatch/tenant.settings HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${first}\r\n` +
+        `authorization: Bearer ${second}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    assert.match(answer, /^HTTP\/1.1 400/, answer.slice(0, 200));
+    const env = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+    assert.equal(env.error.reason, 'invalid_request');
+    assert.match(env.error.message, /more than one Authorization header/);
+  }
+});
+
+test('a path the router refuses (an over-long verb name, a bad percent-encoding) is an envelope', async (t) => {
+  const x = await createHttpHarness(t);
+  // Up to the router's limit a long name is an ordinary unknown_verb, audited.
+  const long = await x.inject({
+    method: 'POST',
+    url: `/api/v1/agent/dispatch/${'a'.repeat(300)}`,
+    payload: { args: {} },
+    headers: { authorization: `Bearer ${x.h.keys.owner}` },
+  });
+  assert.equal(long.statusCode, 404, long.body);
+  assert.equal(envelopeOf(long).error!.reason, 'unknown_verb');
+  for (const url of [`/api/v1/agent/dispatch/${'a'.repeat(2000)}`, '/api/v1/agent/dispatch/%zz']) {
+    const res = await x.inject({ method: 'POST', url, payload: { args: {} } });
+    assert.equal(res.statusCode, 400, res.body);
+    const env = envelopeOf(res);
+    assert.equal(env.ok, false);
+    assert.equal(env.error!.reason, 'invalid_request');
+    assert.equal(typeof env.error!.hint, 'string');
+    assert.ok(!res.body.includes('aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'), 'the path is not echoed');
+  }
+});
