@@ -112,6 +112,8 @@ export interface RuntimeCore {
   readonly tenants: Tenants;
   readonly logger: Logger;
   readonly clock: () => Date;
+  /** Aborted when the runtime starts shutting down (beginClose): long waits answer at once. */
+  readonly closing: AbortSignal;
   readonly options: RuntimeSettings;
   /** Caller-keyed writes running on this node (idempotency_key_in_use). */
   readonly inflight: InflightKeys;

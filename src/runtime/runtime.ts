@@ -634,9 +634,27 @@ export class Runtime implements PackRuntime {
   }
 
   /** Flush buffered rows, stop timers, close the store. */
+  readonly #closing = new AbortController();
+
+  /** Aborted by beginClose (and close): what long waits listen to. */
+  get closing(): AbortSignal {
+    return this.#closing.signal;
+  }
+
+  /**
+   * Start shutting down: calls that are only waiting (events.poll with wait_ms) answer now, with
+   * what they have, so a server's graceful close is not held for up to 30 s by a long poll. Call
+   * it before closing the HTTP server (which waits for in-flight requests); close() calls it too.
+   * Idempotent. Spec: spec/transports.md §cli-serve.
+   */
+  beginClose(): void {
+    this.#closing.abort();
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.beginClose();
     if (this.#checkpointTimer !== undefined) clearInterval(this.#checkpointTimer);
     if (this.#maintenanceTimer !== undefined) clearInterval(this.#maintenanceTimer);
     await this.auditBuffer.flush();

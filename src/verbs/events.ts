@@ -142,7 +142,8 @@ export const eventsPoll = defineSystemVerb<{ cursor: string; wait_ms?: number; l
       { store: ctx.runtime.store, read: ctx.db, secrets: ctx.runtime.secrets, now: ctx.runtime.clock },
       ctx.principal.company_id,
       args,
-      ctx.signal,
+      // A waiting poll also ends when the server starts shutting down (rt.beginClose).
+      (args.wait_ms ?? 0) > 0 ? AbortSignal.any([ctx.signal, ctx.runtime.closing]) : ctx.signal,
     );
   },
 });

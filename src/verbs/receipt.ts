@@ -33,7 +33,7 @@ export const auditReceipt = defineSystemVerb<{ audit_id: number }>({
   name: 'audit.receipt',
   title: 'Signed receipt',
   description:
-    "The signed receipt of one completed write (by audit_id): its result, idempotency_key, rollback_handle and the signed attestation. Keep data.receipt as proof; check it with audit.verify_receipt.",
+    'The signed receipt of one completed write (by audit_id): its result, idempotency_key, rollback_handle and the signed attestation. Keep data.receipt as proof; check it with audit.verify_receipt.',
   shape: 'aggregate',
   category: 'audit',
   input: {

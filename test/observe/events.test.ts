@@ -361,4 +361,23 @@ describe('events.subscribe / events.poll', () => {
     okResult(await h.rt.dispatch({ surface: 'mcp_stdio' }, 'events.poll', { cursor: r.cursor }), 'subscribe');
     refused(await call(h, 'employee', 'events.poll', { cursor: r.cursor }), 'cursor_invalid');
   });
+  it('a waiting poll answers at once, with its cursor, when the runtime begins to close', async (t) => {
+    const h = await createObserveRuntime(t);
+    const sub = okResult(await call(h, 'employee', 'events.subscribe', {}), 'subscribe');
+    const poll = call(h, 'employee', 'events.poll', { cursor: sub.cursor, wait_ms: 30_000 });
+    let answered = false;
+    void poll.then(() => (answered = true));
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(answered, false, 'the poll is waiting for an event');
+    h.rt.beginClose();
+    // The poll ends because the runtime is closing, long before its 30 s wait_ms.
+    const settled = await Promise.race([
+      poll,
+      new Promise((r) => setTimeout(() => r('still waiting'), 10_000)),
+    ]);
+    assert.notEqual(settled, 'still waiting');
+    const r = okResult(settled as Envelope, 'subscribe');
+    assert.deepEqual(r.events, []);
+    assert.equal(r.cursor, sub.cursor);
+  });
 });

@@ -293,6 +293,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     io.out(`solid serve: ready on ${base}`);
     const signal = await stopSignal;
     io.err(`solid serve: ${signal}, shutting down`);
+    local.rt.beginClose(); // open long polls answer now; then in-flight requests finish
     await app.close();
     app = undefined;
     if (metricsApp !== undefined) await metricsApp.close();
