@@ -25,7 +25,6 @@ const run = promisify(execFile);
 const EXPECTED_SKIPS: Record<string, RegExp> = {
   'shapes.transaction': /transaction\.status needs real ids/,
   'shapes.macro': /macros\.list answers its own output_schema/,
-  'parity.surface_denied': /every read verb is on http/,
   'ucp.untrusted': /accepts any signing platform/,
 };
 
