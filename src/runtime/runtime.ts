@@ -588,9 +588,21 @@ export class Runtime implements PackRuntime {
       });
   }
 
-  /** One delivery pass (ledger/outbox.ts). Returns the number of rows delivered. */
-  deliverOutbox(limit = 100): Promise<number> {
-    return deliverOutbox(this.store, this.clock, this.outboxHandlers, this, limit);
+  readonly #outboxPasses = new Set<Promise<number>>();
+
+  /**
+   * One delivery pass (ledger/outbox.ts); returns the rows it delivered. It first waits for passes
+   * running in this process (the after-commit kick), whose leased rows a new pass would skip.
+   */
+  async deliverOutbox(limit = 100): Promise<number> {
+    while (this.#outboxPasses.size > 0) await Promise.allSettled([...this.#outboxPasses]);
+    const pass = deliverOutbox(this.store, this.clock, this.outboxHandlers, this, limit);
+    this.#outboxPasses.add(pass);
+    try {
+      return await pass;
+    } finally {
+      this.#outboxPasses.delete(pass);
+    }
   }
 
   /** Create a tenant with its chain head and an active signing key. */

@@ -53,3 +53,45 @@ it('two concurrent delivery passes deliver every outbox row exactly once', async
   const rows = await h.rt.store.read((q) => q.all<{ status: string }>('SELECT status FROM outbox'));
   assert.ok(rows.every((r) => r.status === 'delivered'));
 });
+
+it('deliverOutbox() waits for the after-commit pass already delivering: its row is delivered when it resolves', async (t) => {
+  const h = await createTestRuntime(t);
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let started!: () => void;
+  const delivering = new Promise<void>((r) => (started = r));
+  h.rt.outboxHandlers.set('slow', async () => {
+    started();
+    await gate;
+  });
+  h.rt.register(
+    defineVerb({
+      name: 'slow_send',
+      description: 'Queue one slow delivery.',
+      shape: 'receipt',
+      category: 'test',
+      consent: 'WRITE_REVERSIBLE',
+      input: { type: 'object', properties: {} },
+      async handler(ctx) {
+        ctx.outbox('slow', {});
+        return { queued: 1 };
+      },
+    }),
+  );
+  const caller = { surface: 'cli' as const, apiKey: h.keys.owner };
+  const pending = await h.rt.dispatch(caller, 'slow_send', {});
+  const done = await h.rt.dispatch(caller, 'slow_send', {}, { confirm: true, nonce: pending.consent!.nonce });
+  assert.equal(done.ok, true, JSON.stringify(done));
+  await delivering; // the automatic kick after commit holds the row's lease now
+  let resolved = false;
+  const explicit = h.rt.deliverOutbox().then(() => (resolved = true));
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(resolved, false, 'deliverOutbox waits for the pass in flight');
+  release();
+  await explicit;
+  const rows = await h.rt.store.read((q) => q.all<{ status: string }>('SELECT status FROM outbox'));
+  assert.deepEqual(
+    rows.map((r) => r.status),
+    ['delivered'],
+  );
+});
