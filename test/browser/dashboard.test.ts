@@ -389,10 +389,13 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         await panel.locator('tr[data-key-id]').first().waitFor();
         const roles = await panel.getByLabel('Role').locator('option').allTextContents();
         assert.deepEqual(roles, ['Read only', 'Employee', 'Admin', 'Owner']);
+        await page.waitForLoadState('networkidle');
         await panel.getByLabel('Name').fill('shipping agent');
         await panel.getByLabel('Role').selectOption('employee');
+        assert.equal(await panel.getByLabel('Name').inputValue(), 'shipping agent');
         await panel.getByRole('button', { name: 'Create key' }).click();
-        await page.locator('dialog#solid-consent[open]').waitFor();
+        // The pending answer opens the consent dialog (slower on a loaded CI machine).
+        await page.locator('dialog#solid-consent[open]').waitFor({ timeout: 30_000 });
         await page.locator('#solid-consent-confirm').click();
         const reveal = page.locator('#api-keys [data-new-key]');
         await reveal.waitFor();
