@@ -16,8 +16,7 @@ import {
   type AuditFile,
   type ReadableAuditPath,
 } from '../../store/sqlite/audit-file.ts';
-import { GENESIS_HASH } from './audit.ts';
-import { SegmentWalker, walkSqliteOrExact, type SegmentResult, type SegmentTask } from './chain-walk.ts';
+import { walkSqliteOrExact, type SegmentWalker, type SegmentResult, type SegmentTask } from './chain-walk.ts';
 import type { PublicJwk } from './tenant-keys.ts';
 import {
   SAME_STORE_WARNING,
@@ -27,6 +26,7 @@ import {
   headMap,
   keyMap,
   storeUnavailable,
+  tenantWalker,
   type AuditVerifyReport,
   type ChainHead,
   type CheckpointRecord,
@@ -143,21 +143,7 @@ export async function verifyDatabaseFile(
           () => {
             walkers = new Map();
             total = 0;
-            return (companyId) => {
-              let w = walkers.get(companyId);
-              if (w === undefined)
-                walkers.set(
-                  companyId,
-                  (w = new SegmentWalker(
-                    companyId,
-                    1,
-                    GENESIS_HASH,
-                    checked.byTenant.get(companyId) ?? [],
-                    maxFindings,
-                  )),
-                );
-              return w;
-            };
+            return (companyId) => tenantWalker(walkers, companyId, checked, maxFindings);
           },
           `${where} ORDER BY company_id, seq`,
           params,

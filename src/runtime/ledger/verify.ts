@@ -354,18 +354,7 @@ export function verifyAuditChain(
     );
     if (only !== undefined && companyId !== only) continue;
     if (cur === undefined || cur.r.company_id !== companyId) {
-      cur = walkers.get(companyId);
-      if (cur === undefined)
-        walkers.set(
-          companyId,
-          (cur = new SegmentWalker(
-            companyId,
-            1,
-            GENESIS_HASH,
-            checked.byTenant.get(companyId) ?? [],
-            maxFindings,
-          )),
-        );
+      cur = tenantWalker(walkers, companyId, checked, maxFindings);
     }
     cur.push(row);
     total++;
@@ -502,19 +491,7 @@ export async function verifyStoreChain(
     );
     for (const row of rows) {
       const companyId = storedInteger(row.company_id);
-      let w = walkers.get(companyId);
-      if (w === undefined)
-        walkers.set(
-          companyId,
-          (w = new SegmentWalker(
-            companyId,
-            1,
-            GENESIS_HASH,
-            checked.byTenant.get(companyId) ?? [],
-            maxFindings,
-          )),
-        );
-      w.push(row);
+      tenantWalker(walkers, companyId, checked, maxFindings).push(row);
     }
     total += rows.length;
     options.onProgress?.(total);
@@ -527,6 +504,24 @@ export async function verifyStoreChain(
   const report = assemble(t0, total, segments, checked, headMap(meta.heads, t), maxFindings);
   if (options.trust === undefined) report.warnings.push(SAME_STORE_WARNING);
   return report;
+}
+
+/**
+ * The walker of `companyId`'s chain from its first row (seq 1, genesis hash), made on first use and
+ * kept in `walkers`: every whole-chain walk (a Store, a SQLite file, one thread) starts its tenants so.
+ */
+export function tenantWalker(
+  walkers: Map<number, SegmentWalker>,
+  companyId: number,
+  checked: { byTenant: Map<number, CheckedCheckpoint[]> },
+  maxFindings: number,
+): SegmentWalker {
+  let w = walkers.get(companyId);
+  if (w === undefined) {
+    w = new SegmentWalker(companyId, 1, GENESIS_HASH, checked.byTenant.get(companyId) ?? [], maxFindings);
+    walkers.set(companyId, w);
+  }
+  return w;
 }
 
 /** Outcome of checking a receipt's attestation against a local audit log. */
