@@ -8,7 +8,10 @@
  * limits count every call as serve's do, with limits too high to refuse any. autocannon runs in
  * its own child process (bench/autocannon-child.mjs), so its CPU is not counted against either
  * side: 10 connections, ~5 s each, after a short warm-up of each, in alternating pairs (median of
- * 3 by default, so drift hits both). Returns req/s of both and their ratio (target ≥ 0.8).
+ * 3 by default, so drift hits both). Returns req/s of both and their ratio (target ≥ 0.8); the
+ * notes add this process's CPU per answered request on each side (process.cpuUsage over each run:
+ * only one side is loaded at a time and the load generator is another process), which a busy
+ * machine disturbs less than req/s.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -45,7 +48,7 @@ function measure(
   headers: Record<string, string>,
   connections: number,
   duration: number,
-): Promise<{ rps: number; non2xx: number; errors: number }> {
+): Promise<{ rps: number; total: number; non2xx: number; errors: number }> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
@@ -58,7 +61,7 @@ function measure(
     child.on('exit', (code) => {
       if (code !== 0) return reject(new Error(`autocannon child exited with ${code}`));
       try {
-        resolve(JSON.parse(out) as { rps: number; non2xx: number; errors: number });
+        resolve(JSON.parse(out) as { rps: number; total: number; non2xx: number; errors: number });
       } catch (err) {
         reject(err as Error);
       }
@@ -102,8 +105,12 @@ export async function benchHttp(options: HttpBenchOptions = {}): Promise<BenchRe
     await measure(apiUrl, body, headers, connections, warmup);
     let failures = 0;
     let apiFailures = 0;
+    const cpu = { api: [] as number[], bare: [] as number[] };
     const run = async (url: string, isApi: boolean) => {
+      const before = process.cpuUsage();
       const m = await measure(url, body, headers, connections, duration);
+      const used = process.cpuUsage(before);
+      if (m.total > 0) (isApi ? cpu.api : cpu.bare).push((used.user + used.system) / m.total);
       failures += m.non2xx + m.errors;
       if (isApi) apiFailures += m.non2xx + m.errors;
       return m.rps;
@@ -123,7 +130,7 @@ export async function benchHttp(options: HttpBenchOptions = {}): Promise<BenchRe
         unit: 'req/s',
         target: 'ratio ≥ 0.8',
         met: ratio >= 0.8 && failures === 0,
-        notes: `median of ${options.runs ?? 3} alternating pairs${failures > 0 ? `; ${failures} non-2xx or failed requests (api ${apiFailures}, bare ${failures - apiFailures})` : ''}`,
+        notes: `median of ${options.runs ?? 3} alternating pairs; server CPU per request ${median(cpu.api).toFixed(0)} µs vs ${median(cpu.bare).toFixed(0)} µs bare (medians)${failures > 0 ? `; ${failures} non-2xx or failed requests (api ${apiFailures}, bare ${failures - apiFailures})` : ''}`,
       },
     ];
   } finally {
@@ -132,6 +139,11 @@ export async function benchHttp(options: HttpBenchOptions = {}): Promise<BenchRe
     await rt.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s[Math.floor(s.length / 2)]!;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -20,6 +20,7 @@ import { sendEnvelope } from './error-handler.ts';
 import { transportEnvelope } from './envelope-map.ts';
 import { apiKeyOf, idempotencyKeyOfRequest } from './request-headers.ts';
 import { CLIENT_SURFACE_HEADER, clientSurfaceOf } from '../remote/client-surface.ts';
+import { limiterPrincipal } from './rate-limit.ts';
 
 export const MANIFEST_CACHE_CONTROL = 'private, max-age=300';
 
@@ -172,8 +173,12 @@ export const agentRoutes: FastifyPluginAsync<HttpPluginOptions> = async (app, { 
       const { args, options } = body;
       const idem = idempotencyKeyOfRequest(req.raw.rawHeaders);
       if (idem !== undefined) options.idempotency_key = idem;
+      // The rate limiter already authenticated this key for this request: no second key check.
+      const principal = limiterPrincipal(req, apiKey);
       const envelope = await rt.dispatch(
-        { surface, apiKey, address: req.ip },
+        principal !== undefined
+          ? { surface, principal, address: req.ip }
+          : { surface, apiKey, address: req.ip },
         req.params.verb,
         args,
         options,

@@ -12,7 +12,7 @@
  *   `dispatches` when there were several. 5xx answers log at error. Headers, query strings and
  *   bodies are never logged, so API keys, cookies, typed phrases and nonces cannot reach the log.
  */
-import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -38,7 +38,6 @@ interface RequestFacts {
 }
 
 const facts = new AsyncLocalStorage<RequestFacts>();
-const resourceOf = new WeakMap<FastifyRequest, AsyncResource>();
 const factsOf = new WeakMap<FastifyRequest, RequestFacts>();
 
 /**
@@ -84,18 +83,10 @@ export function installRequestLog(app: FastifyInstance, rt: Runtime, options: { 
       typeof request.headers.traceparent === 'string'
         ? propagation.extract(context.active() ?? ROOT_CONTEXT, request.headers)
         : context.active();
-    context.with(parent, () =>
-      facts.run(f, () => {
-        // The body arrives on the socket's own async context: preValidation re-enters this one.
-        resourceOf.set(request, new AsyncResource('solid-request'));
-        done();
-      }),
-    );
-  });
-  app.addHook('preValidation', (request, _reply, done) => {
-    const r = resourceOf.get(request);
-    if (r === undefined) return done();
-    r.runInAsyncScope(done);
+    // Everything after done() runs in this context; a body arriving later on the socket's own
+    // context is handed on in it too (Fastify's body parser binds its callback to the context
+    // of the request, an AsyncResource of its own), so the route and its dispatches see `f`.
+    context.with(parent, () => facts.run(f, done));
   });
   if (!options.log) return;
   app.addHook('onResponse', (request, reply, done) => {

@@ -139,6 +139,38 @@ test('one log line per request: id echoed, verb, outcome, audit_id, and no secre
     assert.ok(!all.includes(secret), `log holds ${secret}`);
 });
 
+test('over a real socket the log line still carries the dispatch (the body arrives later)', async (t) => {
+  const { h, app, lines, raw } = await opsServer(t);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as AddressInfo).port;
+  const answers = await Promise.all(
+    ['one', 'two', 'three'].map(async (word, i) => {
+      const res = await fetch(`http://127.0.0.1:${port}/api/v1/agent/dispatch/ops.echo`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: `Bearer ${h.keys.owner}`,
+          'x-request-id': `sock-${i}`,
+        },
+        body: JSON.stringify({ args: { word } }),
+      });
+      assert.equal(res.status, 200);
+      return (await res.json()) as { audit_id: number };
+    }),
+  );
+  // onResponse runs after the answer is sent: give the log lines a moment.
+  for (let i = 0; i < 50 && lines.filter((l) => l.msg === 'request').length < 3; i++)
+    await new Promise((r) => setTimeout(r, 10));
+  answers.forEach((a, i) => {
+    const line = lines.find((l) => l.msg === 'request' && l.reqId === `sock-${i}`);
+    assert.ok(line !== undefined, raw.join(''));
+    assert.equal(line.verb, 'ops.echo');
+    assert.equal(line.outcome, 'ok');
+    assert.equal(line.audit_id, a.audit_id);
+    assert.equal(line.dispatches, undefined);
+  });
+});
+
 test('/metrics needs its token and moves with dispatches; unknown verbs share one series', async (t) => {
   const { h, app } = await opsServer(t);
   const scrape = async () => {

@@ -139,6 +139,36 @@ describe('rate limits', () => {
     assert.equal((await call(app, h.keys.owner)).statusCode, 200);
   });
 
+  it('limited answers carry x-ratelimit-limit, -remaining and -reset; 404s and probes are not counted', async (t) => {
+    const clock = testClock();
+    const h = await createTestRuntime(t, { clock: clock.now });
+    const app = await server(t, h, { perKey: 3, perAddress: 2, windowMs: 60_000 });
+
+    const first = await call(app, h.keys.owner);
+    assert.equal(first.statusCode, 200, first.body);
+    assert.equal(first.headers['x-ratelimit-limit'], '3');
+    assert.equal(first.headers['x-ratelimit-remaining'], '2');
+    assert.equal(first.headers['x-ratelimit-reset'], '55');
+    // Unknown routes and probes spend nothing of the address's bucket and carry no limit headers.
+    for (let i = 0; i < 5; i++) {
+      const missing = await app.inject({ url: '/no/such/route', remoteAddress: '203.0.113.7' });
+      assert.equal(missing.statusCode, 404);
+      assert.equal(missing.headers['x-ratelimit-limit'], undefined);
+      assert.equal((await app.inject({ url: '/readyz', remoteAddress: '203.0.113.7' })).statusCode, 200);
+    }
+    const anon = await call(app);
+    assert.equal(anon.statusCode, 200, anon.body);
+    assert.equal(anon.headers['x-ratelimit-remaining'], '1');
+    assert.equal((await call(app, h.keys.owner)).headers['x-ratelimit-remaining'], '1');
+    assert.equal((await call(app, h.keys.owner)).headers['x-ratelimit-remaining'], '0');
+    const over = await call(app, h.keys.owner);
+    assert.equal(over.statusCode, 429);
+    assert.equal(over.headers['x-ratelimit-limit'], '3');
+    assert.equal(over.headers['x-ratelimit-remaining'], '0');
+    assert.equal(over.headers['x-ratelimit-reset'], '55');
+    assert.equal(over.headers['retry-after'], '55');
+  });
+
   it('a dashboard session has its own bucket; a cookie that is no live session counts on the address', async (t) => {
     const clock = testClock();
     const h = await createTestRuntime(t, { clock: clock.now });
