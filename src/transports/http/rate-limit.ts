@@ -1,5 +1,5 @@
 /**
- * Rate limits on the HTTP server (one onRequest hook), with the counters in the runtime's store
+ * Rate limits on the HTTP server (`@fastify/rate-limit`), with the counters in the runtime's store
  * so every node behind one PostgreSQL database shares them. Spec: spec/transports.md §rate-limits.
  *
  * Who is counted (the first that applies):
@@ -19,16 +19,10 @@
  * count`), shared by every node; windows that ended are deleted by the maintenance pass
  * (maintenance.ts). When the store fails the request is let through (a limiter outage must not
  * become an API outage) and logged. On SQLite (one process) the same windows in memory.
- *
- * The hook is our own (one onRequest hook, no per-request promise chain of its own when the
- * counters are in memory), with `@fastify/rate-limit`'s answers: `x-ratelimit-limit`,
- * `x-ratelimit-remaining` and `x-ratelimit-reset` (whole seconds until the window ends) on every
- * limited route's answer, and the 429 envelope past the limit. A valid key's principal, found
- * while naming its bucket, is kept on the request (limiterPrincipal) so the dispatch route does not
- * authenticate the same key a second time.
  */
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fastifyRateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../../spec/types.ts';
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { VerbError } from '../../runtime/errors.ts';
@@ -58,22 +52,13 @@ export const DEFAULT_RATE_LIMITS: Readonly<RateLimits> = {
 /** Paths never limited: probes and the scraper. */
 const UNLIMITED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
-/** Fixed-window counters: `incr(bucket, cb, timeWindowMs)` → `{ current, ttl }` (ttl: ms until the window ends). */
-export interface RateLimitCounters {
-  incr(
-    bucket: string,
-    callback: (error: Error | null, result?: { current: number; ttl: number }) => void,
-    timeWindow: number,
-  ): void;
-}
-
 const SESSION_COOKIE_PATTERN = /(?:^|;\s*)solid_session=([^;]*)/;
 
 /**
  * Fixed-window counters over the runtime store (both engines), in the shape
- * RateLimitCounters: `incr(bucket, cb, timeWindowMs)` → `{ current, ttl }`.
+ * `@fastify/rate-limit` calls: `incr(bucket, cb, timeWindowMs, max)` → `{ current, ttl }`.
  */
-export class StoreRateLimitCounters implements RateLimitCounters {
+export class StoreRateLimitCounters implements FastifyRateLimitStore {
   readonly #rt: Runtime;
 
   constructor(rt: Runtime) {
@@ -96,6 +81,10 @@ export class StoreRateLimitCounters implements RateLimitCounters {
       },
     );
   }
+
+  child(): FastifyRateLimitStore {
+    return this;
+  }
 }
 
 /**
@@ -103,7 +92,7 @@ export class StoreRateLimitCounters implements RateLimitCounters {
  * row per request would wait behind every running write transaction. At most `maxBuckets`
  * buckets are held; past that, buckets of ended windows are dropped first, then the oldest.
  */
-export class MemoryRateLimitCounters implements RateLimitCounters {
+export class MemoryRateLimitCounters implements FastifyRateLimitStore {
   readonly #rt: Runtime;
   readonly #buckets = new Map<string, { start: number; count: number }>();
   readonly #max: number;
@@ -134,6 +123,10 @@ export class MemoryRateLimitCounters implements RateLimitCounters {
   #prune(start: number): void {
     for (const [k, v] of this.#buckets) if (v.start < start) this.#buckets.delete(k);
     while (this.#buckets.size >= this.#max) this.#buckets.delete(this.#buckets.keys().next().value!);
+  }
+
+  child(): FastifyRateLimitStore {
+    return this;
   }
 }
 
@@ -185,8 +178,7 @@ function limitOf(limits: RateLimits, bucket: string): number {
 
 /**
  * Register the limiter on `app` (before any route, so it covers the routes of every mounted
- * transport; unknown routes, answered 404, are not counted). Nothing is registered when every
- * limit is 0 or the window is 0.
+ * transport). Nothing is registered when every limit is 0 or the window is 0.
  * @throws VerbError invalid_request — a negative or non-integer limit or window.
  */
 export function installRateLimit(app: FastifyInstance, rt: Runtime, limits: RateLimits): void {
@@ -198,41 +190,26 @@ export function installRateLimit(app: FastifyInstance, rt: Runtime, limits: Rate
   }
   if (limits.windowMs === 0 || (limits.perKey === 0 && limits.perSession === 0 && limits.perAddress === 0))
     return;
-  const counters: RateLimitCounters =
+  const counters =
     rt.store.engine === 'postgres' ? new StoreRateLimitCounters(rt) : new MemoryRateLimitCounters(rt);
-  const window = limits.windowMs;
-  /** Count the call of `bucket`; sets the headers, or calls done with the 429 refusal. */
-  const count = (bucket: string, reply: FastifyReply, done: (err?: Error) => void) => {
-    const max = limitOf(limits, bucket);
-    if (max === 0) return done();
-    counters.incr(
-      bucket,
-      (err, res) => {
-        // A counter outage lets the request through (StoreRateLimitCounters logged it).
-        if (err !== null || res === undefined) return done();
-        const seconds = Math.ceil(res.ttl / 1000);
-        void reply.header('x-ratelimit-limit', max);
-        if (res.current <= max) {
-          void reply.header('x-ratelimit-remaining', max - res.current).header('x-ratelimit-reset', seconds);
-          return done();
-        }
-        void reply.header('x-ratelimit-remaining', 0).header('x-ratelimit-reset', seconds);
-        const retry = Math.max(1, Math.ceil(res.ttl / 1000));
-        done(
-          new VerbError('rate_limited', `Too many requests: the limit is ${max} per window.`, {
-            hint: `Retry after ${retry} s (Retry-After); spread calls out or ask the operator for a higher limit.`,
-            details: { retry_after_seconds: retry, limit: max },
-          }),
-        );
-      },
-      window,
-    );
-  };
-  app.addHook('onRequest', (request, reply, done) => {
-    if (request.is404 || UNLIMITED_PATHS.has(request.url.split('?')[0]!)) return done();
-    rateLimitBucket(rt, request).then(
-      (bucket) => count(bucket, reply, done),
-      () => done(),
-    );
+  void app.register(fastifyRateLimit, {
+    global: true,
+    hook: 'onRequest',
+    timeWindow: limits.windowMs,
+    store: function StoreCounters() {
+      return counters;
+    } as unknown as new () => FastifyRateLimitStore,
+    keyGenerator: (req) => rateLimitBucket(rt, req),
+    max: (_req, bucket) => limitOf(limits, bucket),
+    allowList: (req, bucket) => UNLIMITED_PATHS.has(req.url.split('?')[0]!) || limitOf(limits, bucket) === 0,
+    skipOnError: true,
+    addHeaders: { 'retry-after': false },
+    errorResponseBuilder: (_req, ctx) => {
+      const seconds = Math.max(1, Math.ceil(ctx.ttl / 1000));
+      return new VerbError('rate_limited', `Too many requests: the limit is ${ctx.max} per window.`, {
+        hint: `Retry after ${seconds} s (Retry-After); spread calls out or ask the operator for a higher limit.`,
+        details: { retry_after_seconds: seconds, limit: ctx.max },
+      });
+    },
   });
 }
