@@ -329,13 +329,18 @@ function canonicalRequestData(entry: AuditEntry): string {
   }
 }
 
-/** Build, hash and insert one row after `head`, and move `head`; the tenant_heads row is the caller's to write. */
-async function insertRow(
+/**
+ * Build and hash one row after `head`, move `head`, and start its INSERT (not awaited: the caller
+ * awaits every row's at once — on SQLite the statement has run when this returns, on PostgreSQL
+ * the transaction's one client runs the statements in order). The tenant_heads row is the
+ * caller's to write.
+ */
+function insertRow(
   tx: StoreTx,
   entry: AuditEntry,
   auditId: number,
   head: TenantHead,
-): Promise<AuditRow> {
+): { row: AuditRow; stored: Promise<unknown> } {
   const rd = canonicalRequestData(entry);
   // One literal with every column (no spread or Object.assign of this 28-member object: slow paths in V8).
   const row: AuditRow = {
@@ -371,7 +376,7 @@ async function insertRow(
   };
   row.row_hash = sha256Row(material(row, rd));
   // In AUDIT_COLUMNS order (checked at load below).
-  await tx.run(INSERT_SQL, [
+  const stored = tx.run(INSERT_SQL, [
     row.audit_id,
     row.company_id,
     row.seq,
@@ -404,7 +409,7 @@ async function insertRow(
   // The head object is the transaction's view of the chain: move it for the next append.
   head.audit_seq = row.seq;
   head.audit_hash = row.row_hash;
-  return row;
+  return { row, stored };
 }
 
 if (
@@ -428,7 +433,8 @@ export async function appendAudit(
 ): Promise<AuditRow> {
   const head = await tx.lockTenantHead(entry.company_id);
   const auditId = reservedAuditId ?? (await tx.nextAuditId());
-  const row = await insertRow(tx, entry, auditId, head);
+  const { row, stored } = insertRow(tx, entry, auditId, head);
+  await stored;
   await tx.run(UPDATE_HEAD_SQL, [row.seq, row.row_hash, row.company_id]);
   return row;
 }
@@ -439,13 +445,23 @@ export async function appendAudit(
  * read-audit buffer flushes hundreds of rows per transaction). Returns the stored rows.
  */
 export async function appendAuditRows(tx: StoreTx, entries: readonly AuditEntry[]): Promise<AuditRow[]> {
-  const rows: AuditRow[] = [];
   const heads = new Map<number, TenantHead>();
   // Heads are locked in company_id order, so two multi-tenant batches never wait on each other in a cycle.
   for (const id of [...new Set(entries.map((e) => e.company_id))].sort((a, b) => a - b))
     heads.set(id, await tx.lockTenantHead(id));
-  for (const entry of entries)
-    rows.push(await insertRow(tx, entry, await tx.nextAuditId(), heads.get(entry.company_id)!));
+  // One await for every id and one for every INSERT, not two per row: the ids are drawn in call
+  // order (SQLite counts them in memory, PostgreSQL's client runs the nextval queries in order),
+  // and a failed INSERT fails the whole write, which rolls back.
+  const ids = await Promise.all(entries.map(() => tx.nextAuditId()));
+  const rows = new Array<AuditRow>(entries.length);
+  const stored = new Array<Promise<unknown>>(entries.length);
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i]!;
+    const r = insertRow(tx, entry, ids[i]!, heads.get(entry.company_id)!);
+    rows[i] = r.row;
+    stored[i] = r.stored;
+  }
+  await Promise.all(stored);
   for (const head of heads.values())
     await tx.run(UPDATE_HEAD_SQL, [head.audit_seq, head.audit_hash, head.company_id]);
   return rows;
