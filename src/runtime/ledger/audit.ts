@@ -310,13 +310,45 @@ export function wellFormedDeep(value: unknown): unknown {
 }
 
 /**
+ * canonicalize(o) for the usual request_data — a plain object whose values are strings, finite
+ * numbers, booleans or null — without the general canonicalizer's recursion and per-value checks;
+ * undefined for anything else (nested values, lone surrogates, non-finite numbers, another
+ * prototype), which takes the general path. Keys sorted by UTF-16 code units, strings and numbers
+ * as JSON.stringify writes them: RFC 8785 for these values (a test compares with canonicalize).
+ */
+export function canonicalFlat(o: unknown): string | undefined {
+  if (o === null || typeof o !== 'object' || Object.getPrototypeOf(o) !== Object.prototype) return undefined;
+  const keys = Object.keys(o);
+  if (keys.length > 1) keys.sort();
+  let out = '{';
+  for (const k of keys) {
+    const v = (o as Record<string, unknown>)[k];
+    let text: string;
+    if (typeof v === 'string') {
+      if (LONE_SURROGATE.test(v)) return undefined;
+      text = JSON.stringify(v);
+    } else if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return undefined;
+      text = JSON.stringify(v);
+    } else if (v === null) text = 'null';
+    else if (v === true) text = 'true';
+    else if (v === false) text = 'false';
+    else if (v === undefined) continue;
+    else return undefined;
+    if (LONE_SURROGATE.test(k)) return undefined;
+    out += (out.length === 1 ? '' : ',') + JSON.stringify(k) + ':' + text;
+  }
+  return out + '}';
+}
+
+/**
  * RFC 8785 text of request_data. canonicalize refuses lone surrogates and non-finite numbers, and
  * PostgreSQL refuses U+0000: those are replaced first (wellFormedDeep), so the content of a row can
  * never fail its insert.
  */
 function canonicalRequestData(entry: AuditEntry): string {
   try {
-    const text = canonicalize(entry.request_data) ?? 'null';
+    const text = canonicalFlat(entry.request_data) ?? canonicalize(entry.request_data) ?? 'null';
     if (!text.includes('\\u0000')) return text;
     entry.request_data = wellFormedDeep(entry.request_data) as Record<string, unknown>;
     return canonicalize(entry.request_data) ?? 'null';
