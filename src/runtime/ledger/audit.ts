@@ -88,6 +88,13 @@ export const GENESIS_HASH = '0'.repeat(64);
 
 const INSERT_SQL = `INSERT INTO audit_log (${AUDIT_COLUMNS.join(', ')}) VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`;
 
+/** Rows per multi-row INSERT of a batch append (8: ≈ 0.8 µs less per row than one by one on SQLite; 16 gains nothing more). */
+const INSERT_ROWS = 8;
+const INSERT_GROUP_SQL = `INSERT INTO audit_log (${AUDIT_COLUMNS.join(', ')}) VALUES ${Array.from(
+  { length: INSERT_ROWS },
+  () => `(${AUDIT_COLUMNS.map(() => '?').join(', ')})`,
+).join(', ')}`;
+
 /** Who and what an audit entry is about; everything else defaults to null / 0. */
 export interface AuditEntryBase {
   company_id: number;
@@ -362,17 +369,11 @@ function canonicalRequestData(entry: AuditEntry): string {
 }
 
 /**
- * Build and hash one row after `head`, move `head`, and start its INSERT (not awaited: the caller
- * awaits every row's at once — on SQLite the statement has run when this returns, on PostgreSQL
- * the transaction's one client runs the statements in order). The tenant_heads row is the
- * caller's to write.
+ * Build and hash one row after `head`, move `head`, and push the row's INSERT values (AUDIT_COLUMNS
+ * order, request_data as its canonical text) onto `values`. The tenant_heads row is the caller's
+ * to write.
  */
-function insertRow(
-  tx: StoreTx,
-  entry: AuditEntry,
-  auditId: number,
-  head: TenantHead,
-): { row: AuditRow; stored: Promise<unknown> } {
+function buildRow(entry: AuditEntry, auditId: number, head: TenantHead, values: unknown[]): AuditRow {
   const rd = canonicalRequestData(entry);
   // One literal with every column (no spread or Object.assign of this 28-member object: slow paths in V8).
   const row: AuditRow = {
@@ -408,7 +409,7 @@ function insertRow(
   };
   row.row_hash = sha256Row(material(row, rd));
   // In AUDIT_COLUMNS order (checked at load below).
-  const stored = tx.run(INSERT_SQL, [
+  values.push(
     row.audit_id,
     row.company_id,
     row.seq,
@@ -437,18 +438,18 @@ function insertRow(
     row.latency_ms,
     row.prev_hash,
     row.row_hash,
-  ]);
+  );
   // The head object is the transaction's view of the chain: move it for the next append.
   head.audit_seq = row.seq;
   head.audit_hash = row.row_hash;
-  return { row, stored };
+  return row;
 }
 
 if (
   INSERT_SQL !==
   `INSERT INTO audit_log (audit_id, company_id, seq, created_at, user_id, role, agent_type, key_id, action_type, category, shape, consent_class, status, reason, request_data, entity_type, entity_id, is_reversible, rollback_handle, idempotency_key, transaction_id, parent_id, requires_approval, approved_by, approved_at, latency_ms, prev_hash, row_hash) VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`
 ) {
-  throw new Error('insertRow binds its values in an order that drifted from AUDIT_COLUMNS');
+  throw new Error('buildRow writes its values in an order that drifted from AUDIT_COLUMNS');
 }
 
 const UPDATE_HEAD_SQL = 'UPDATE tenant_heads SET audit_seq = ?, audit_hash = ? WHERE company_id = ?';
@@ -465,8 +466,9 @@ export async function appendAudit(
 ): Promise<AuditRow> {
   const head = await tx.lockTenantHead(entry.company_id);
   const auditId = reservedAuditId ?? (await tx.nextAuditId());
-  const { row, stored } = insertRow(tx, entry, auditId, head);
-  await stored;
+  const values: unknown[] = [];
+  const row = buildRow(entry, auditId, head, values);
+  await tx.run(INSERT_SQL, values);
   await tx.run(UPDATE_HEAD_SQL, [row.seq, row.row_hash, row.company_id]);
   return row;
 }
@@ -481,17 +483,23 @@ export async function appendAuditRows(tx: StoreTx, entries: readonly AuditEntry[
   // Heads are locked in company_id order, so two multi-tenant batches never wait on each other in a cycle.
   for (const id of [...new Set(entries.map((e) => e.company_id))].sort((a, b) => a - b))
     heads.set(id, await tx.lockTenantHead(id));
-  // One await for every id and one for every INSERT, not two per row: the ids are drawn in call
-  // order (SQLite counts them in memory, PostgreSQL's client runs the nextval queries in order),
-  // and a failed INSERT fails the whole write, which rolls back.
+  // One await for every id and one for the INSERTs, not two per row: the ids are drawn in call
+  // order (SQLite counts them in memory, PostgreSQL's client runs the nextval queries in order).
+  // Rows go in INSERTs of INSERT_ROWS rows (one statement's fixed cost, and on PostgreSQL one
+  // round trip, per group), the rest one by one; a failed INSERT fails the whole write, which
+  // rolls back (the read-audit buffer then retries its rows one by one).
   const ids = await Promise.all(entries.map(() => tx.nextAuditId()));
   const rows = new Array<AuditRow>(entries.length);
-  const stored = new Array<Promise<unknown>>(entries.length);
+  const stored: Promise<unknown>[] = [];
+  let values: unknown[] = [];
+  const grouped = entries.length - (entries.length % INSERT_ROWS);
   for (let i = 0; i < entries.length; i++) {
     const entry = entries[i]!;
-    const r = insertRow(tx, entry, ids[i]!, heads.get(entry.company_id)!);
-    rows[i] = r.row;
-    stored[i] = r.stored;
+    rows[i] = buildRow(entry, ids[i]!, heads.get(entry.company_id)!, values);
+    if (i < grouped ? (i + 1) % INSERT_ROWS === 0 : true) {
+      stored.push(tx.run(i < grouped ? INSERT_GROUP_SQL : INSERT_SQL, values));
+      values = [];
+    }
   }
   await Promise.all(stored);
   for (const head of heads.values())
