@@ -5,7 +5,9 @@
  * (company_id + filter column + created_at + audit_id, runtime migration v2) that stops after
  * `limit` rows, so its cost does not grow with the size of the log. With two or more equality
  * filters (other than verb + status, which has its own index) one filter's index is scanned and
- * the others are tested on its rows. `scope: 'business'` (consent class other than READ) and
+ * the others are tested on its rows. The status indexes hold only rows that did not complete and
+ * the entity indexes only rows with an entity (partial, migration 9): `status: 'completed'` is
+ * tested on the rows of the time (or another filter's) index. `scope: 'business'` (consent class other than READ) and
  * `agent_type` are tested on the rows of the chosen index; the dashboard's Activity view uses
  * `scope: 'business'` so its own reads (agent_type `dashboard`, class READ) stay out of sight
  * while still audited (spec/audit.md §dashboard-reads).
@@ -133,7 +135,9 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
       params.push(args.verb);
     }
     if (args.status !== undefined) {
-      where.push('status = ?');
+      // The status indexes hold only rows that did not complete (runtime migration 9): the
+      // implied term lets both planners use them; 'completed' is tested on another index's rows.
+      where.push(args.status === 'completed' ? 'status = ?' : "status = ? AND status <> 'completed'");
       params.push(args.status);
     }
     if (args.reason !== undefined) {

@@ -187,6 +187,42 @@ describe('read-audit buffer', () => {
     assert.equal(h.rt.auditBuffer.size, 2, 'the trail read itself and the other tenant’s read stay buffered');
   });
 
+  it('replays stay buffered like reads, and still come before the next write of their tenant', async (t) => {
+    const h = await createObserveRuntime(t, { readAuditFlushMs: 600_000 });
+    const key = { idempotency_key: 'replay-order-1' };
+    assert.equal((await call(h, 'employee', 'counter.bump', { name: 'replay' }, key)).ok, true);
+    for (let i = 0; i < 3; i++) {
+      const again = await call(h, 'employee', 'counter.bump', { name: 'replay' }, key);
+      assert.equal(again.replayed, true);
+    }
+    await call(h, 'employee', 'counter.get', { name: 'replay' });
+    assert.equal(h.rt.auditBuffer.size, 4, 'three replayed rows and a read, held for one batch');
+    assert.equal((await call(h, 'employee', 'counter.bump', { name: 'replay' })).ok, true);
+    assert.equal(h.rt.auditBuffer.size, 0, 'the write wrote them first');
+    const rows = await h.rt.store.read((q) =>
+      q.all<{ action_type: string; status: string }>(
+        "SELECT action_type, status FROM audit_log WHERE company_id = ? AND action_type LIKE 'counter.%' ORDER BY audit_id",
+        [h.companyId],
+      ),
+    );
+    assert.deepEqual(
+      rows.map((r) => `${r.action_type}:${r.status}`),
+      [
+        'counter.bump:completed',
+        'counter.bump:replayed',
+        'counter.bump:replayed',
+        'counter.bump:replayed',
+        'counter.get:completed',
+        'counter.bump:completed',
+      ],
+    );
+    const report = await verifyStoreChain(h.rt.store);
+    assert.deepEqual(
+      report.tenants.flatMap((x) => x.findings),
+      [],
+    );
+  });
+
   it(
     'postgres: a tenant holding its chain head delays only its own read rows, not another tenant’s writes',
     { skip: TEST_DATABASE_URL === undefined ? PG_SKIP_REASON : false },

@@ -108,8 +108,10 @@ async function loadAuditItems(
   );
   const items = named.filter((r) => r.consent_class !== 'READ').map((r) => auditItem(r, main.type, id));
   if ((main.argKeys?.length ?? 0) > 0 || (main.verbs?.length ?? 0) > 0) {
+    // `status <> 'completed'` is the status index's own predicate (a partial index, runtime
+    // migration 9): written out so both planners use it for the IN list.
     const loose = await q.all<Record<string, unknown>>(
-      `SELECT ${cols}, request_data FROM audit_log WHERE company_id = ? AND entity_id IS NULL AND status IN ('denied', 'failed', 'pending', 'rejected') AND category <> 'auth'
+      `SELECT ${cols}, request_data FROM audit_log WHERE company_id = ? AND entity_id IS NULL AND status IN ('denied', 'failed', 'pending', 'rejected') AND status <> 'completed' AND category <> 'auth'
         ORDER BY audit_id DESC LIMIT ?`,
       [companyId, UNATTRIBUTED_SCAN],
     );

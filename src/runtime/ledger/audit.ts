@@ -88,6 +88,13 @@ export const GENESIS_HASH = '0'.repeat(64);
 
 const INSERT_SQL = `INSERT INTO audit_log (${AUDIT_COLUMNS.join(', ')}) VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`;
 
+/** Rows per multi-row INSERT of a batch append (8: ≈ 0.8 µs less per row than one by one on SQLite; 16 gains nothing more). */
+const INSERT_ROWS = 8;
+const INSERT_GROUP_SQL = `INSERT INTO audit_log (${AUDIT_COLUMNS.join(', ')}) VALUES ${Array.from(
+  { length: INSERT_ROWS },
+  () => `(${AUDIT_COLUMNS.map(() => '?').join(', ')})`,
+).join(', ')}`;
+
 /** Who and what an audit entry is about; everything else defaults to null / 0. */
 export interface AuditEntryBase {
   company_id: number;
@@ -310,13 +317,45 @@ export function wellFormedDeep(value: unknown): unknown {
 }
 
 /**
+ * canonicalize(o) for the usual request_data — a plain object whose values are strings, finite
+ * numbers, booleans or null — without the general canonicalizer's recursion and per-value checks;
+ * undefined for anything else (nested values, lone surrogates, non-finite numbers, another
+ * prototype), which takes the general path. Keys sorted by UTF-16 code units, strings and numbers
+ * as JSON.stringify writes them: RFC 8785 for these values (a test compares with canonicalize).
+ */
+export function canonicalFlat(o: unknown): string | undefined {
+  if (o === null || typeof o !== 'object' || Object.getPrototypeOf(o) !== Object.prototype) return undefined;
+  const keys = Object.keys(o);
+  if (keys.length > 1) keys.sort();
+  let out = '{';
+  for (const k of keys) {
+    const v = (o as Record<string, unknown>)[k];
+    let text: string;
+    if (typeof v === 'string') {
+      if (LONE_SURROGATE.test(v)) return undefined;
+      text = JSON.stringify(v);
+    } else if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return undefined;
+      text = JSON.stringify(v);
+    } else if (v === null) text = 'null';
+    else if (v === true) text = 'true';
+    else if (v === false) text = 'false';
+    else if (v === undefined) continue;
+    else return undefined;
+    if (LONE_SURROGATE.test(k)) return undefined;
+    out += (out.length === 1 ? '' : ',') + JSON.stringify(k) + ':' + text;
+  }
+  return out + '}';
+}
+
+/**
  * RFC 8785 text of request_data. canonicalize refuses lone surrogates and non-finite numbers, and
  * PostgreSQL refuses U+0000: those are replaced first (wellFormedDeep), so the content of a row can
  * never fail its insert.
  */
 function canonicalRequestData(entry: AuditEntry): string {
   try {
-    const text = canonicalize(entry.request_data) ?? 'null';
+    const text = canonicalFlat(entry.request_data) ?? canonicalize(entry.request_data) ?? 'null';
     if (!text.includes('\\u0000')) return text;
     entry.request_data = wellFormedDeep(entry.request_data) as Record<string, unknown>;
     return canonicalize(entry.request_data) ?? 'null';
@@ -329,13 +368,12 @@ function canonicalRequestData(entry: AuditEntry): string {
   }
 }
 
-/** Build, hash and insert one row after `head`, and move `head`; the tenant_heads row is the caller's to write. */
-async function insertRow(
-  tx: StoreTx,
-  entry: AuditEntry,
-  auditId: number,
-  head: TenantHead,
-): Promise<AuditRow> {
+/**
+ * Build and hash one row after `head`, move `head`, and push the row's INSERT values (AUDIT_COLUMNS
+ * order, request_data as its canonical text) onto `values`. The tenant_heads row is the caller's
+ * to write.
+ */
+function buildRow(entry: AuditEntry, auditId: number, head: TenantHead, values: unknown[]): AuditRow {
   const rd = canonicalRequestData(entry);
   // One literal with every column (no spread or Object.assign of this 28-member object: slow paths in V8).
   const row: AuditRow = {
@@ -371,7 +409,7 @@ async function insertRow(
   };
   row.row_hash = sha256Row(material(row, rd));
   // In AUDIT_COLUMNS order (checked at load below).
-  await tx.run(INSERT_SQL, [
+  values.push(
     row.audit_id,
     row.company_id,
     row.seq,
@@ -400,7 +438,7 @@ async function insertRow(
     row.latency_ms,
     row.prev_hash,
     row.row_hash,
-  ]);
+  );
   // The head object is the transaction's view of the chain: move it for the next append.
   head.audit_seq = row.seq;
   head.audit_hash = row.row_hash;
@@ -411,7 +449,7 @@ if (
   INSERT_SQL !==
   `INSERT INTO audit_log (audit_id, company_id, seq, created_at, user_id, role, agent_type, key_id, action_type, category, shape, consent_class, status, reason, request_data, entity_type, entity_id, is_reversible, rollback_handle, idempotency_key, transaction_id, parent_id, requires_approval, approved_by, approved_at, latency_ms, prev_hash, row_hash) VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`
 ) {
-  throw new Error('insertRow binds its values in an order that drifted from AUDIT_COLUMNS');
+  throw new Error('buildRow writes its values in an order that drifted from AUDIT_COLUMNS');
 }
 
 const UPDATE_HEAD_SQL = 'UPDATE tenant_heads SET audit_seq = ?, audit_hash = ? WHERE company_id = ?';
@@ -428,7 +466,9 @@ export async function appendAudit(
 ): Promise<AuditRow> {
   const head = await tx.lockTenantHead(entry.company_id);
   const auditId = reservedAuditId ?? (await tx.nextAuditId());
-  const row = await insertRow(tx, entry, auditId, head);
+  const values: unknown[] = [];
+  const row = buildRow(entry, auditId, head, values);
+  await tx.run(INSERT_SQL, values);
   await tx.run(UPDATE_HEAD_SQL, [row.seq, row.row_hash, row.company_id]);
   return row;
 }
@@ -439,13 +479,29 @@ export async function appendAudit(
  * read-audit buffer flushes hundreds of rows per transaction). Returns the stored rows.
  */
 export async function appendAuditRows(tx: StoreTx, entries: readonly AuditEntry[]): Promise<AuditRow[]> {
-  const rows: AuditRow[] = [];
   const heads = new Map<number, TenantHead>();
   // Heads are locked in company_id order, so two multi-tenant batches never wait on each other in a cycle.
   for (const id of [...new Set(entries.map((e) => e.company_id))].sort((a, b) => a - b))
     heads.set(id, await tx.lockTenantHead(id));
-  for (const entry of entries)
-    rows.push(await insertRow(tx, entry, await tx.nextAuditId(), heads.get(entry.company_id)!));
+  // One await for every id and one for the INSERTs, not two per row: the ids are drawn in call
+  // order (SQLite counts them in memory, PostgreSQL's client runs the nextval queries in order).
+  // Rows go in INSERTs of INSERT_ROWS rows (one statement's fixed cost, and on PostgreSQL one
+  // round trip, per group), the rest one by one; a failed INSERT fails the whole write, which
+  // rolls back (the read-audit buffer then retries its rows one by one).
+  const ids = await Promise.all(entries.map(() => tx.nextAuditId()));
+  const rows = new Array<AuditRow>(entries.length);
+  const stored: Promise<unknown>[] = [];
+  let values: unknown[] = [];
+  const grouped = entries.length - (entries.length % INSERT_ROWS);
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i]!;
+    rows[i] = buildRow(entry, ids[i]!, heads.get(entry.company_id)!, values);
+    if (i < grouped ? (i + 1) % INSERT_ROWS === 0 : true) {
+      stored.push(tx.run(i < grouped ? INSERT_GROUP_SQL : INSERT_SQL, values));
+      values = [];
+    }
+  }
+  await Promise.all(stored);
   for (const head of heads.values())
     await tx.run(UPDATE_HEAD_SQL, [head.audit_seq, head.audit_hash, head.company_id]);
   return rows;

@@ -3,8 +3,10 @@
  * up — a stored receipt for the same call is replayed (`replayed: true`), for another call refused
  * (`idempotency_key_reused`, 422) — or a key is generated. A caller-keyed write then holds the key
  * in flight on this node until the call ends (`idempotency_key_in_use`, 409; the execute step
- * also takes the key's lock across nodes).
- * Spec: spec/idempotency.md, spec/store.md §idempotency-across-nodes.
+ * also takes the key's lock across nodes). A write that is not a replay first sends its tenant's
+ * buffered read-audit rows to the log, so its own row takes a later audit_id (a replay's row is
+ * buffered: replays batch like reads).
+ * Spec: spec/audit.md §read-rows, spec/idempotency.md, spec/store.md §idempotency-across-nodes.
  */
 import { performance } from 'node:perf_hooks';
 import type { Envelope } from '../../spec/types.ts';
@@ -28,6 +30,7 @@ export const idempotency: Step<Resolved> = {
     const given = c.options.idempotency_key;
     if (given === undefined || given === null) {
       c.idempotencyKey = generateIdempotencyKey();
+      await rt.auditBuffer.flushTenant(p.company_id);
       return undefined;
     }
     const key = checkIdempotencyKey(given);
@@ -37,6 +40,9 @@ export const idempotency: Step<Resolved> = {
       findIdempotency(q, p.company_id, principalScope(p), key, c.now.toISOString()),
     );
     if (stored !== undefined) return signEnvelope(rt.keys, p.company_id, replayOrRefuse(c, stored));
+    // Not a replay: this write will append its own row, so the tenant's buffered rows (reads and
+    // replays answered before it) go first. A replay only buffers a row, so it does not flush.
+    await rt.auditBuffer.flushTenant(p.company_id);
     const scope = `${p.company_id}|${principalScope(p)}|${key}`;
     if (!rt.inflight.acquire(scope)) throw inUse();
     c.inflight = scope;

@@ -1,8 +1,9 @@
 /**
  * Step 8, read: READ verbs run here against committed data, their audit row buffered (flushed
  * every 100 ms or 256 rows). Verbs marked `detached` (events.poll long-polls, macros.run dispatching
- * its steps) run here too, outside any store transaction or snapshot. Before a write or a trail,
- * the tenant's buffered read rows go to the log: audit_id order is answer order within a tenant.
+ * its steps) run here too, outside any store transaction or snapshot. Before a trail or a detached
+ * write, the tenant's buffered read rows go to the log (before any other write, the idempotency
+ * step sends them): audit_id order is answer order within a tenant.
  * Spec: spec/audit.md §read-rows, spec/shapes.md §macro §subscribe.
  */
 import { performance } from 'node:perf_hooks';
@@ -17,8 +18,10 @@ export const read: Step<Resolved> = {
   name: 'read',
   run(c) {
     const verb = c.verb;
-    // No async wrapper on the hot read path: a read's answer is runRead's own promise.
-    if (verb.isWrite || verb.definition.shape === 'trail')
+    // No async wrapper on the hot read path: a read's answer is runRead's own promise. A trail
+    // and a detached write flush the tenant's buffered rows here; any other write does so in the
+    // idempotency step, after its replay check, so replays' rows are buffered like reads'.
+    if (verb.definition.shape === 'trail' || (verb.isWrite && verb.definition.detached === true))
       return c.rt.auditBuffer.flushTenant(c.principal.company_id).then(() => route(c));
     return route(c);
   },

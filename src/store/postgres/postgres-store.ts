@@ -17,8 +17,8 @@
  * - `?` placeholders become `$n`; each statement text gets a prepared-statement name (statements.ts).
  * - int8 and numeric come back as JS numbers when exactly representable (else as strings), JSON
  *   and JSONB as parsed values — through type parsers scoped to this pool, never the global ones.
- * - `nextAuditId()` draws from the `audit_log_audit_id_seq` sequence (gaps possible after a
- *   rollback; the per-tenant `seq` is the gap-free order).
+ * - `nextAuditId()` draws from the `audit_log_audit_id_seq` sequence (calls of one turn share one
+ *   query; gaps possible after a rollback; the per-tenant `seq` is the gap-free order).
  * - Durability `full` (default): `synchronous_commit = on` per session; a write resolves only
  *   after its commit record is flushed. `normal`: `synchronous_commit = off`.
  * - `waitFor`/`notify`: LISTEN/NOTIFY on a dedicated connection (wake-listener.ts).
@@ -44,6 +44,12 @@ import {
 import { StatementCache, type PgStatement } from './statements.ts';
 import { isRetryable, toStoreError } from './postgres-errors.ts';
 import { WakeListener } from './wake-listener.ts';
+
+/** One caller waiting for an audit_id drawn by a shared nextval query. */
+interface IdWaiter {
+  resolve: (id: number) => void;
+  reject: (err: unknown) => void;
+}
 
 export interface PostgresStoreOptions {
   /** postgres://user:password@host:port/database (libpq URL; `?sslmode=…` honoured by pg). */
@@ -220,9 +226,40 @@ class PgTx extends PgQueryable implements StoreTx {
     };
   }
 
-  async nextAuditId(): Promise<number> {
-    const row = await this.get<{ id: number | string }>(`SELECT nextval('audit_log_audit_id_seq') AS id`);
-    return Number(row!.id);
+  /** nextAuditId calls of this turn, answered together by one query (see nextAuditId). */
+  #idWaiters: IdWaiter[] | undefined;
+
+  /**
+   * The next value of audit_log_audit_id_seq. Calls made in the same turn (a batch append asks for
+   * every row's id at once) share one query drawing them all, in call order: one round trip per
+   * batch instead of per row.
+   */
+  nextAuditId(): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      if (this.#idWaiters === undefined) {
+        const waiters: IdWaiter[] = [];
+        this.#idWaiters = waiters;
+        queueMicrotask(() => {
+          this.#idWaiters = undefined;
+          const one = waiters.length === 1;
+          this.all<{ id: number | string }>(
+            one
+              ? `SELECT nextval('audit_log_audit_id_seq') AS id`
+              : `SELECT nextval('audit_log_audit_id_seq') AS id FROM generate_series(1, ?::int)`,
+            one ? [] : [waiters.length],
+          ).then(
+            (rows) => {
+              const ids = rows.map((r) => Number(r.id)).sort((a, b) => a - b);
+              waiters.forEach((w, i) => w.resolve(ids[i]!));
+            },
+            (err: unknown) => {
+              for (const w of waiters) w.reject(err);
+            },
+          );
+        });
+      }
+      this.#idWaiters.push({ resolve, reject });
+    });
   }
 
   afterCommit(fn: () => void): void {
