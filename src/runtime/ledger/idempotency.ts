@@ -109,6 +109,8 @@ export async function claimIdempotency(
     envelope: Envelope;
     nowIso: string;
     ttlSeconds: number;
+    /** The write's revert data (JSON), kept in its receipt row (executeInTx's `revertData`). */
+    revertData?: string;
   },
 ): Promise<void> {
   const expires = new Date(Date.parse(rec.nowIso) + rec.ttlSeconds * 1000).toISOString();
@@ -141,7 +143,7 @@ export async function claimIdempotency(
     );
   }
   // The receipt outlives the key: kept with the audit row (spec/receipts.md §stored).
-  await storeReceipt(tx, rec.companyId, rec.auditId, rec.envelope);
+  await storeReceipt(tx, rec.companyId, rec.auditId, rec.envelope, rec.revertData);
 }
 
 /**

@@ -58,6 +58,7 @@ async function run(c: Consented): Promise<Envelope> {
       consent: c.consent,
       idempotencyKey: key,
       t0: c.t0,
+      revertDataInReceipt: true,
     });
     const receipt = chainReceipt(exec.receipt, exec.row);
     const envelope: Envelope = {
@@ -78,6 +79,7 @@ async function run(c: Consented): Promise<Envelope> {
       envelope,
       nowIso: c.now.toISOString(),
       ttlSeconds: rt.options.idempotencyTtlSeconds,
+      ...(exec.revertData !== undefined ? { revertData: exec.revertData } : {}),
     });
     return exec.secret === undefined
       ? { envelope, row: exec.row }
