@@ -16,7 +16,8 @@ import type { Envelope, Receipt } from '../../spec/types.ts';
  * receipt exists exactly when the action does), with the write's revert data (JSON) when given
  * (migration 10: one row instead of a receipts and a revert_data row). An envelope without an
  * attested receipt is skipped; its revert data then goes to revert_data. Called by
- * claimIdempotency, which every dispatched write passes.
+ * claimIdempotency, which every dispatched write passes. Returns true when the receipt row was
+ * written by this call.
  */
 export async function storeReceipt(
   tx: StoreTx,
@@ -24,7 +25,7 @@ export async function storeReceipt(
   auditId: number,
   envelope: Envelope,
   revertData?: string,
-): Promise<void> {
+): Promise<boolean> {
   const r = envelope.result as Receipt | undefined;
   const stored =
     r?.attestation !== undefined &&
@@ -35,6 +36,7 @@ export async function storeReceipt(
       )
     ).changes > 0;
   if (!stored && revertData !== undefined) await insertRevertData(tx, auditId, companyId, revertData);
+  return stored;
 }
 
 /**

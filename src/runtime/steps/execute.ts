@@ -74,7 +74,7 @@ async function run(c: Consented): Promise<Envelope> {
       principal: principalScope(p),
       key,
       verb: verb.name,
-      fingerprint: fingerprint(verb.name, c.args),
+      fingerprint: fingerprint(verb.name, c.args, c),
       auditId: exec.row.audit_id,
       envelope,
       nowIso: c.now.toISOString(),
