@@ -36,9 +36,19 @@ export function checkIdempotencyKey(key: unknown): string {
   return key;
 }
 
+/** CSPRNG bytes drawn 2 KiB at a time for generated keys (one randomBytes call per 256 keys). */
+let keyPool = Buffer.alloc(0);
+let keyAt = 0;
+
 /** A fresh runtime-generated key (16 hex chars, like the spec's example). */
 export function generateIdempotencyKey(): string {
-  return randomBytes(8).toString('hex');
+  if (keyAt + 8 > keyPool.length) {
+    keyPool = randomBytes(2048);
+    keyAt = 0;
+  }
+  const key = keyPool.toString('hex', keyAt, keyAt + 8);
+  keyAt += 8;
+  return key;
 }
 
 /**
