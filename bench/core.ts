@@ -269,3 +269,8 @@ export async function benchCore(options: { ms?: number; runs?: number } = {}): P
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const [ms, runs] = process.argv.slice(2).map(Number);
+  console.log(JSON.stringify(await benchCore({ ms: ms || undefined, runs: runs || undefined }), null, 2));
+}

@@ -7,7 +7,10 @@
  * - pending approvals past their expiry are marked `expired` (their nonce has expired too), and
  *   decided or expired approvals older than the retention are deleted (the audit log keeps every
  *   decision);
- * - idempotency records past their 24 h expiry (a lookup already ignores them);
+ * - idempotency records past their 24 h expiry (a lookup already ignores them). On SQLite, which
+ *   keeps no expiry index (migration 10), the records are deleted in insertion (rowid) order up to
+ *   the oldest one not yet expired: a record outlives its expiry at most until every record
+ *   written before it has expired (a key taken over after expiry, a longer TTL on another node);
  * - daily cap counters of days before yesterday (UTC): the cap only reads today's row.
  *
  * The runtime runs it on a timer (RuntimeOptions.maintenanceIntervalMs, default 10 min) and it can
@@ -19,6 +22,12 @@ import type { Store } from '../store/store.ts';
 export const NONCE_ROW_GRACE_SECONDS = 600;
 /** How long decided/expired approval rows stay listable after their expiry (seconds). */
 export const APPROVAL_RETENTION_SECONDS = 7 * 24 * 3600;
+
+const IDEMPOTENCY_PRUNE = 'DELETE FROM idempotency WHERE expires_at <= ?';
+/** Oldest first by rowid, up to the first record not expired (no index on expires_at, migration 10). */
+const IDEMPOTENCY_PRUNE_SQLITE = `DELETE FROM idempotency WHERE rowid < COALESCE(
+  (SELECT rowid FROM idempotency WHERE expires_at > ? ORDER BY rowid LIMIT 1),
+  (SELECT MAX(rowid) + 1 FROM idempotency))`;
 
 /** Rows touched by one maintenance pass. */
 export interface MaintenanceReport {
@@ -55,7 +64,9 @@ export async function runMaintenance(store: Store, now: Date): Promise<Maintenan
       approvals_deleted: (
         await tx.run(`DELETE FROM approvals WHERE status <> 'pending' AND expires_at < ?`, [approvalCut])
       ).changes,
-      idempotency_deleted: (await tx.run('DELETE FROM idempotency WHERE expires_at <= ?', [nowIso])).changes,
+      idempotency_deleted: (
+        await tx.run(store.engine === 'sqlite' ? IDEMPOTENCY_PRUNE_SQLITE : IDEMPOTENCY_PRUNE, [nowIso])
+      ).changes,
       daily_counts_deleted: (await tx.run('DELETE FROM daily_counts WHERE day < ?', [dayCut])).changes,
       signature_replays_deleted: (
         await tx.run('DELETE FROM signature_replays WHERE expires_at < ?', [Math.floor(now.getTime() / 1000)])

@@ -208,4 +208,43 @@ describe('idempotency', () => {
     assert.notEqual(fresh.replayed, true);
     assert.deepEqual(await counter(h, 'e'), { value: 2, changes: 2 });
   });
+  it('a replay returns the stored envelope whole, while the receipt is stored once (in its receipts row)', async (t) => {
+    const h = await counterRuntime(t);
+    const caller = { surface: 'cli' as const, apiKey: h.keys.employee };
+    const first = await consented(
+      h,
+      h.keys.employee,
+      'counter.add',
+      { name: 'w', by: 2 },
+      { idempotency_key: 'k-whole' },
+    );
+    assert.equal(first.ok, true, JSON.stringify(first.error));
+    const stored = await h.rt.store.read((q) =>
+      q.get<{ envelope: unknown }>('SELECT envelope FROM idempotency WHERE key = ?', ['k-whole']),
+    );
+    const envelope = (
+      typeof stored!.envelope === 'string' ? JSON.parse(stored!.envelope) : stored!.envelope
+    ) as Envelope;
+    assert.equal(envelope.result, undefined, 'the receipt is not copied into the idempotency record');
+    const again = await h.rt.dispatch(
+      caller,
+      'counter.add',
+      { name: 'w', by: 2 },
+      { idempotency_key: 'k-whole' },
+    );
+    const unsign = (e: Envelope) => {
+      const { replayed: _r, ...env } = e;
+      const {
+        replayed: _rr,
+        attestation,
+        ...result
+      } = e.result as Record<string, unknown> & {
+        attestation: Record<string, unknown>;
+      };
+      const { jws: _j, ...att } = attestation;
+      return { ...env, result: { ...result, attestation: att } };
+    };
+    assert.equal(again.replayed, true);
+    assert.deepEqual(unsign(again), unsign(first));
+  });
 });

@@ -330,4 +330,40 @@ describe('audit.revert: deny wins first', () => {
     });
     assert.equal(ro.error?.reason, 'role_denied', 'a read_only key never reverts');
   });
+  it('reverts from the revert data in the receipt row, and from a revert_data row of an older write', async (t) => {
+    const h = await counterRuntime(t);
+    const add = await consented(h, h.keys.employee, 'counter.add', { name: 'r', by: 3 });
+    assert.equal(add.ok, true, JSON.stringify(add.error));
+    const kept = await h.rt.store.read(async (q) => ({
+      receipt: await q.get<{ revert_data: unknown }>('SELECT revert_data FROM receipts WHERE audit_id = ?', [
+        add.audit_id,
+      ]),
+      rows: await q.get<{ n: number }>('SELECT COUNT(*) AS n FROM revert_data WHERE audit_id = ?', [
+        add.audit_id,
+      ]),
+    }));
+    assert.notEqual(kept.receipt?.revert_data ?? null, null, 'the receipt row holds the revert data');
+    assert.equal(Number(kept.rows!.n), 0, 'no revert_data row of its own');
+    const rev = await consented(h, h.keys.employee, 'audit.revert', { audit_id: add.audit_id });
+    assert.equal((rev.result as RevertResult).reverted, true, JSON.stringify(rev.error));
+    assert.deepEqual(await counter(h, 'r'), { value: 0, changes: 2 });
+
+    // A write from before migration 10: its revert data is a revert_data row, its receipt has none.
+    const old = await consented(h, h.keys.employee, 'counter.add', { name: 'r', by: 5 });
+    await h.rt.store.write(async (tx) => {
+      const r = await tx.get<{ revert_data: unknown }>(
+        'SELECT revert_data FROM receipts WHERE audit_id = ?',
+        [old.audit_id],
+      );
+      await tx.run('UPDATE receipts SET revert_data = NULL WHERE audit_id = ?', [old.audit_id]);
+      await tx.run('INSERT INTO revert_data (audit_id, company_id, data) VALUES (?, ?, ?)', [
+        old.audit_id,
+        h.companyId,
+        typeof r!.revert_data === 'string' ? r!.revert_data : JSON.stringify(r!.revert_data),
+      ]);
+    });
+    const rev2 = await consented(h, h.keys.employee, 'audit.revert', { audit_id: old.audit_id });
+    assert.equal((rev2.result as RevertResult).reverted, true, JSON.stringify(rev2.error));
+    assert.deepEqual(await counter(h, 'r'), { value: 0, changes: 4 });
+  });
 });

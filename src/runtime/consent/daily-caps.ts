@@ -33,12 +33,20 @@ export async function countDailyCap(
   const cap = caps?.[cls] ?? DEFAULT_DAILY_CAPS[cls as keyof typeof DEFAULT_DAILY_CAPS];
   if (cap === undefined) return;
   const day = now.toISOString().slice(0, 10);
-  const row = await tx.get<{ count: number }>(
-    `INSERT INTO daily_counts (company_id, consent_class, day, count) VALUES (?, ?, ?, 1)
-       ON CONFLICT (company_id, consent_class, day) DO UPDATE SET count = daily_counts.count + 1 RETURNING count`,
-    [companyId, cls, day],
-  );
-  if (Number(row!.count) > cap) {
+  // One statement, no RETURNING: the first write of the day inserts 1, a later one adds 1 only
+  // while the count is below the cap (the row lock orders concurrent writers on PostgreSQL); no
+  // row changed = over the cap, and the write rolls back.
+  const counted =
+    cap >= 1 &&
+    (
+      await tx.run(
+        `INSERT INTO daily_counts (company_id, consent_class, day, count) VALUES (?, ?, ?, 1)
+           ON CONFLICT (company_id, consent_class, day) DO UPDATE SET count = daily_counts.count + 1
+           WHERE daily_counts.count < ?`,
+        [companyId, cls, day, Math.floor(cap)],
+      )
+    ).changes > 0;
+  if (!counted) {
     const reset = new Date(
       Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1),
     ).toISOString();

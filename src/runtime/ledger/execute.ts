@@ -26,6 +26,7 @@ import {
 } from './audit.ts';
 import { appendEvents, eventsChannel } from './events.ts';
 import { sealRollbackHandle } from './rollback-handle.ts';
+import { insertRevertData } from './receipt-store.ts';
 import { consumeApproval, findApproval, insertBurnedNonce } from '../consent/approvals-store.ts';
 import { approvalRejected, nonceReplayed } from '../consent/refusals.ts';
 import { refuse } from '../refusals.ts';
@@ -33,6 +34,10 @@ import { refuse } from '../refusals.ts';
 /** The consent decision of a confirmed call (what the execute step must burn/consume). */
 export interface Consent {
   jti?: string;
+  /**
+   * The nonce's own expiry (ISO 8601, from its signed payload): required with `jti`. The burn row
+   * is keyed (expires_at, jti) on SQLite (migration 10), so it must be the same for every use.
+   */
   nonceExpires?: string;
   /**
    * Typed-phrase gate: the nonce's approvals row (created at preflight) is consumed in the
@@ -66,6 +71,12 @@ export interface ExecuteInput {
   t0: number;
   transactionId?: string;
   parentId?: number;
+  /**
+   * The caller stores this write's receipt row in the same transaction (the pipeline's execute
+   * step, via claimIdempotency): the revert data is returned as `revertData` for that row instead
+   * of being inserted into revert_data (one B-tree less per write; spec/receipts.md §stored).
+   */
+  revertDataInReceipt?: boolean;
 }
 
 export interface ExecuteResult {
@@ -74,6 +85,8 @@ export interface ExecuteResult {
   result: Record<string, unknown>;
   /** The verb's `secret_result` members, taken out of the receipt: for this caller only, never stored. */
   secret?: Record<string, unknown>;
+  /** The revert data (JSON) the caller must store with the receipt (`revertDataInReceipt`). */
+  revertData?: string;
 }
 
 const NEVER = new AbortController().signal;
@@ -110,8 +123,10 @@ async function burnNonce(
       // expired by the sweep (clock skew between nodes) or never stored: the nonces row decides alone.
     }
   }
+  // The burn's key includes the expiry: a made-up one (the time of use) would not collide twice.
+  if (c.nonceExpires === undefined) throw new Error(`${verbName}: a nonce burn without the nonce's expiry`);
   try {
-    await insertBurnedNonce(tx, jti, companyId, nowIso, c.nonceExpires ?? nowIso);
+    await insertBurnedNonce(tx, jti, companyId, nowIso, c.nonceExpires);
   } catch (err) {
     if (err instanceof StoreError && err.code === 'unique_violation') throw nonceReplayed(verbName);
     throw err;
@@ -210,12 +225,13 @@ export async function executeInTx(rt: RuntimeCore, tx: StoreTx, input: ExecuteIn
   entry.approved_by = consent.approvedBy ?? null;
   entry.approved_at = consent.approvedAt ?? null;
   const row = await appendAudit(tx, entry, auditId);
+  let revertData: string | undefined;
   if (rollback !== undefined) {
-    await tx.run('INSERT INTO revert_data (audit_id, company_id, data) VALUES (?, ?, ?)', [
-      auditId,
-      p.company_id,
-      JSON.stringify(rollback.data),
-    ]);
+    revertData = JSON.stringify(rollback.data);
+    if (input.revertDataInReceipt !== true) {
+      await insertRevertData(tx, auditId, p.company_id, revertData);
+      revertData = undefined;
+    }
   }
   if (events.length > 0) {
     await appendEvents(tx, p.company_id, events, { auditId, actor: actorOf(p), occurredAt: nowIso });
@@ -238,7 +254,10 @@ export async function executeInTx(rt: RuntimeCore, tx: StoreTx, input: ExecuteIn
   if (input.idempotencyKey !== null) receipt.idempotency_key = input.idempotencyKey;
   if (rollbackHandle !== null) receipt.rollback_handle = rollbackHandle;
   rt.checkOutput(verb, receipt);
-  return secret === undefined ? { receipt, row, result } : { receipt, row, result, secret };
+  const out: ExecuteResult = { receipt, row, result };
+  if (secret !== undefined) out.secret = secret;
+  if (revertData !== undefined) out.revertData = revertData;
+  return out;
 }
 
 /** The actor of a principal's events: `user:<id>` or `user:<id> via <agent_type>`. */

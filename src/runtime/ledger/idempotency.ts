@@ -13,7 +13,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { Queryable, StoreTx } from '../../store/store.ts';
 import { parseJson } from '../../store/store.ts';
-import type { Envelope, Principal } from '../../spec/types.ts';
+import type { Envelope, Principal, Receipt } from '../../spec/types.ts';
 import { VerbError } from '../errors.ts';
 import { storeReceipt } from './receipt-store.ts';
 
@@ -36,25 +36,49 @@ export function checkIdempotencyKey(key: unknown): string {
   return key;
 }
 
+/** CSPRNG bytes drawn 2 KiB at a time for generated keys (one randomBytes call per 256 keys). */
+let keyPool = Buffer.alloc(0);
+let keyAt = 0;
+
 /** A fresh runtime-generated key (16 hex chars, like the spec's example). */
 export function generateIdempotencyKey(): string {
-  return randomBytes(8).toString('hex');
+  if (keyAt + 8 > keyPool.length) {
+    keyPool = randomBytes(2048);
+    keyAt = 0;
+  }
+  const key = keyPool.toString('hex', keyAt, keyAt + 8);
+  keyAt += 8;
+  return key;
 }
 
-/** SHA-256 (base64url) of the canonical args (RFC 8785). */
-export function argsHash(args: unknown): string {
-  return createHash('sha256')
-    .update(canonicalize(args ?? {}) ?? 'null')
-    .digest('base64url');
+/**
+ * RFC 8785 form of one call's args, made once per call: the consent step (nonce hash) and the
+ * idempotency fingerprint of a dispatch canonicalize the same args. Keyed by the call's own
+ * context object, never by the args object (a caller may change it and send it again).
+ */
+const CANONICAL = new WeakMap<object, string>();
+
+function canonicalArgs(args: unknown, call: object | undefined): string {
+  if (call === undefined) return canonicalize(args ?? {}) ?? 'null';
+  let text = CANONICAL.get(call);
+  if (text === undefined) {
+    text = canonicalize(args ?? {}) ?? 'null';
+    CANONICAL.set(call, text);
+  }
+  return text;
 }
 
-/** Fingerprint of a request: verb + canonical args. */
-export function fingerprint(verb: string, args: unknown): string {
-  return createHash('sha256')
-    .update(verb)
-    .update('\0')
-    .update(canonicalize(args ?? {}) ?? 'null')
-    .digest('base64url');
+/**
+ * SHA-256 (base64url) of the canonical args (RFC 8785). `call`: the dispatch's context object, when
+ * these are that call's args (their canonical form is then made once for the call).
+ */
+export function argsHash(args: unknown, call?: object): string {
+  return createHash('sha256').update(canonicalArgs(args, call)).digest('base64url');
+}
+
+/** Fingerprint of a request: verb + canonical args (`call` as for argsHash). */
+export function fingerprint(verb: string, args: unknown, call?: object): string {
+  return createHash('sha256').update(verb).update('\0').update(canonicalArgs(args, call)).digest('base64url');
 }
 
 export interface StoredIdempotency {
@@ -70,7 +94,11 @@ export function principalScope(p: Principal): string {
   return `u:${p.user_id}`;
 }
 
-/** Look a key up (expired records are ignored). */
+/**
+ * Look a key up (expired records are ignored). A record whose envelope was stored without its
+ * receipt (the receipt is in its receipts row, claimIdempotency) gets it back in `result`, in the
+ * envelope's own member order (ok, verb, result, …).
+ */
 export async function findIdempotency(
   q: Queryable,
   companyId: number,
@@ -79,15 +107,27 @@ export async function findIdempotency(
   nowIso: string,
 ): Promise<StoredIdempotency | undefined> {
   const row = await q.get<Record<string, unknown>>(
-    'SELECT verb, fingerprint, audit_id, envelope, expires_at FROM idempotency WHERE company_id = ? AND principal = ? AND key = ? AND expires_at > ?',
+    `SELECT i.verb, i.fingerprint, i.audit_id, i.envelope, i.expires_at, r.receipt
+       FROM idempotency i LEFT JOIN receipts r ON r.audit_id = i.audit_id AND r.company_id = i.company_id
+      WHERE i.company_id = ? AND i.principal = ? AND i.key = ? AND i.expires_at > ?`,
     [companyId, principal, key, nowIso],
   );
   if (row === undefined) return undefined;
+  let envelope = parseJson<Envelope>(row.envelope);
+  if (
+    envelope.result === undefined &&
+    envelope.ok === true &&
+    row.receipt !== null &&
+    row.receipt !== undefined
+  ) {
+    const { ok, verb, ...rest } = envelope;
+    envelope = { ok, verb, result: parseJson<Receipt>(row.receipt), ...rest };
+  }
   return {
     verb: row.verb as string,
     fingerprint: row.fingerprint as string,
     audit_id: row.audit_id === null ? null : Number(row.audit_id),
-    envelope: parseJson<Envelope>(row.envelope),
+    envelope,
     expires_at: row.expires_at as string,
   };
 }
@@ -109,9 +149,21 @@ export async function claimIdempotency(
     envelope: Envelope;
     nowIso: string;
     ttlSeconds: number;
+    /** The write's revert data (JSON), kept in its receipt row (executeInTx's `revertData`). */
+    revertData?: string;
   },
 ): Promise<void> {
   const expires = new Date(Date.parse(rec.nowIso) + rec.ttlSeconds * 1000).toISOString();
+  // The receipt outlives the key: kept with the audit row (spec/receipts.md §stored). Once it is
+  // there, the envelope is stored without it (findIdempotency joins it back): one copy, one JSON.
+  const inReceipts = await storeReceipt(tx, rec.companyId, rec.auditId, rec.envelope, rec.revertData);
+  let envelopeJson: string;
+  if (inReceipts) {
+    const { result: _r, ...rest } = rec.envelope;
+    envelopeJson = JSON.stringify(rest);
+  } else {
+    envelopeJson = JSON.stringify(rec.envelope);
+  }
   // One statement: insert, or take over the key only when its record has expired.
   const r = await tx.run(
     `INSERT INTO idempotency (company_id, principal, key, verb, fingerprint, audit_id, envelope, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -125,7 +177,7 @@ export async function claimIdempotency(
       rec.verb,
       rec.fingerprint,
       rec.auditId,
-      JSON.stringify(rec.envelope),
+      envelopeJson,
       rec.nowIso,
       expires,
       rec.nowIso,
@@ -140,8 +192,6 @@ export async function claimIdempotency(
       },
     );
   }
-  // The receipt outlives the key: kept with the audit row (spec/receipts.md §stored).
-  await storeReceipt(tx, rec.companyId, rec.auditId, rec.envelope);
 }
 
 /**

@@ -13,21 +13,49 @@ import type { Envelope, Receipt } from '../../spec/types.ts';
 
 /**
  * Keep the receipt of a successful write envelope (in the write's own store transaction, so the
- * receipt exists exactly when the action does). An envelope without an attested receipt is
- * skipped. Called by claimIdempotency, which every write passes.
+ * receipt exists exactly when the action does), with the write's revert data (JSON) when given
+ * (migration 10: one row instead of a receipts and a revert_data row). An envelope without an
+ * attested receipt is skipped; its revert data then goes to revert_data. Called by
+ * claimIdempotency, which every dispatched write passes. Returns true when the receipt row was
+ * written by this call.
  */
 export async function storeReceipt(
   tx: StoreTx,
   companyId: number,
   auditId: number,
   envelope: Envelope,
-): Promise<void> {
+  revertData?: string,
+): Promise<boolean> {
   const r = envelope.result as Receipt | undefined;
-  if (r?.attestation === undefined) return;
-  await tx.run(
-    'INSERT INTO receipts (audit_id, company_id, receipt) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
-    [auditId, companyId, JSON.stringify(r)],
+  const stored =
+    r?.attestation !== undefined &&
+    (
+      await tx.run(
+        'INSERT INTO receipts (audit_id, company_id, receipt, revert_data) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+        [auditId, companyId, JSON.stringify(r), revertData ?? null],
+      )
+    ).changes > 0;
+  if (!stored && revertData !== undefined) await insertRevertData(tx, auditId, companyId, revertData);
+  return stored;
+}
+
+/**
+ * The revert data (parsed JSON) recorded for one audit row of this tenant: in its receipt row
+ * (migration 10), else in revert_data. Undefined when the write recorded none.
+ */
+export async function findRevertData(
+  q: Queryable,
+  companyId: number,
+  auditId: number,
+): Promise<Record<string, unknown> | undefined> {
+  const row = await q.get<{ data: unknown }>(
+    `SELECT COALESCE(
+       (SELECT revert_data FROM receipts WHERE audit_id = ? AND company_id = ?),
+       (SELECT data FROM revert_data WHERE audit_id = ? AND company_id = ?)) AS data`,
+    [auditId, companyId, auditId, companyId],
   );
+  if (row === undefined || row.data === null || row.data === undefined) return undefined;
+  return parseJson<Record<string, unknown>>(row.data) ?? {};
 }
 
 /**
@@ -52,4 +80,18 @@ export async function findReceipt(
   const r =
     idem === undefined ? undefined : (parseJson<Envelope>(idem.envelope).result as Receipt | undefined);
   return r?.attestation === undefined ? undefined : r;
+}
+
+/** The revert data of a write without a stored receipt row (JSON text), in its transaction. */
+export async function insertRevertData(
+  tx: StoreTx,
+  auditId: number,
+  companyId: number,
+  data: string,
+): Promise<void> {
+  await tx.run('INSERT INTO revert_data (audit_id, company_id, data) VALUES (?, ?, ?)', [
+    auditId,
+    companyId,
+    data,
+  ]);
 }

@@ -7,7 +7,13 @@
  *
  * Spec: spec/receipts.md §attestation.
  */
-import { webcrypto, verify as nodeVerify, type KeyObject, createPublicKey } from 'node:crypto';
+import {
+  webcrypto,
+  sign as nodeSign,
+  verify as nodeVerify,
+  type KeyObject,
+  createPublicKey,
+} from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { Envelope, Receipt, ReceiptAttestation } from '../../spec/types.ts';
 import type { SigningKey, PublicJwk, TenantKeys } from './tenant-keys.ts';
@@ -29,14 +35,30 @@ export function receiptSigningPayload(receipt: Receipt): string {
   return canonicalize(copy) ?? '{}';
 }
 
+/** How a receipt is signed: on the thread pool (WebCrypto) or on the calling thread (node:crypto). */
+export interface SignOptions {
+  /**
+   * true (default): WebCrypto on the libuv thread pool — the event loop stays free for other
+   * callers, at ≈ 2× the CPU. false: node:crypto's synchronous sign with the key's KeyObject —
+   * cheaper and no thread hop, for a caller that has nothing else to run meanwhile.
+   */
+  offload?: boolean;
+}
+
+/** The JWS protected header of a key, base64url (the same for every receipt it signs). */
+export function jwsHeader(kid: string): string {
+  return b64url(JSON.stringify({ alg: 'ES256', kid, typ: 'solid-receipt+jws' }));
+}
+
 /**
  * Attach an attestation to a receipt: sign with the tenant's active key (WebCrypto, off the event
- * loop). Returns a new receipt object.
+ * loop, unless `options.offload` is false). Returns a new receipt object.
  */
 export async function attestReceipt(
   receipt: Receipt,
   key: SigningKey,
   chain: { seq: number; row_hash: string; prev_hash: string },
+  options: SignOptions = {},
 ): Promise<Receipt> {
   const attestation: Omit<ReceiptAttestation, 'jws'> = {
     kid: key.kid,
@@ -46,12 +68,16 @@ export async function attestReceipt(
     prev_hash: chain.prev_hash,
   };
   const unsigned: Receipt = { ...receipt, attestation: attestation as ReceiptAttestation };
-  const header = b64url(JSON.stringify({ alg: 'ES256', kid: key.kid, typ: 'solid-receipt+jws' }));
-  const signingInput = `${header}.${b64url(receiptSigningPayload(unsigned))}`;
-  const sig = new Uint8Array(
-    await webcrypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, key.cryptoKey, enc.encode(signingInput)),
-  );
-  return { ...receipt, attestation: { ...attestation, jws: `${header}..${b64url(sig)}` } };
+  const header = key.jwsHeader ?? jwsHeader(key.kid);
+  const signingInput = enc.encode(`${header}.${b64url(receiptSigningPayload(unsigned))}`);
+  const sig =
+    options.offload === false
+      ? nodeSign('sha256', signingInput, { key: key.keyObject, dsaEncoding: 'ieee-p1363' })
+      : new Uint8Array(
+          await webcrypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, key.cryptoKey, signingInput),
+        );
+  unsigned.attestation = { ...attestation, jws: `${header}..${b64url(sig)}` };
+  return unsigned;
 }
 
 /**
@@ -75,26 +101,36 @@ export function chainReceipt(
 }
 
 /** Sign a receipt made by `chainReceipt` (or re-sign a replayed one) with the tenant's current key. */
-export async function signChainedReceipt(receipt: Receipt, key: SigningKey): Promise<Receipt> {
+export async function signChainedReceipt(
+  receipt: Receipt,
+  key: SigningKey,
+  options: SignOptions = {},
+): Promise<Receipt> {
   const att = receipt.attestation;
   if (att === undefined) return receipt;
   const { attestation: _a, ...rest } = receipt;
-  return attestReceipt(rest as Receipt, key, {
-    seq: att.seq,
-    row_hash: att.row_hash,
-    prev_hash: att.prev_hash,
-  });
+  return attestReceipt(
+    rest as Receipt,
+    key,
+    { seq: att.seq, row_hash: att.row_hash, prev_hash: att.prev_hash },
+    options,
+  );
 }
 
 /**
  * Sign the receipt in an envelope whose attestation is still unsigned (fresh writes and
  * replays) with the tenant's active key. spec/receipts.md §attestation
  */
-export async function signEnvelope(keys: TenantKeys, companyId: number, env: Envelope): Promise<Envelope> {
+export async function signEnvelope(
+  keys: TenantKeys,
+  companyId: number,
+  env: Envelope,
+  options: SignOptions = {},
+): Promise<Envelope> {
   const r = env.result as Receipt | undefined;
   if (r?.attestation === undefined) return env;
   const key = await keys.signingKey(companyId);
-  return { ...env, result: await signChainedReceipt(r, key) };
+  return { ...env, result: await signChainedReceipt(r, key, options) };
 }
 
 export interface ReceiptVerification {

@@ -14,13 +14,14 @@
  */
 import type { Role, Tier, VerbClass } from '../../spec/types.ts';
 import type { Queryable, StoreTx } from '../../store/store.ts';
-import { StoreError, parseJson } from '../../store/store.ts';
+import { StoreError } from '../../store/store.ts';
 import { VerbError, isVerbError } from '../errors.ts';
 import type { CompiledVerb, DelegatedConsent, OriginalAction, SystemVerbContext } from '../verb.ts';
 import { ROLE_RANK, TIER_RANK } from '../verb.ts';
 import type { RuntimeCore } from '../core.ts';
 import { getAuditRow, type AuditRow } from './audit.ts';
 import { openRollbackHandle } from './rollback-handle.ts';
+import { findRevertData } from './receipt-store.ts';
 import { refuse } from '../refusals.ts';
 
 /** Input of audit.revert: exactly one of the two. */
@@ -276,18 +277,14 @@ export async function assessRevert(
       message: `${row.action_type} declares no revert handler, so ${label} cannot be undone automatically.`,
     };
   }
-  const data = await q.get<{ data: unknown }>(
-    'SELECT data FROM revert_data WHERE audit_id = ? AND company_id = ?',
-    [row.audit_id, row.company_id],
-  );
-  if (data === undefined) {
+  const parsed = await findRevertData(q, row.company_id, row.audit_id);
+  if (parsed === undefined) {
     return {
       kind: 'no_handler',
       verb,
       message: `${label} recorded no rollback (the verb did not declare how to undo this particular call).`,
     };
   }
-  const parsed = parseJson<Record<string, unknown>>(data.data) ?? {};
   if (checkLater) {
     const found = await firstLaterChange(q, row, compositeSteps(row, parsed));
     if (found !== undefined) throw changedSinceError(row, found);

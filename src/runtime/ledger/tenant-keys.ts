@@ -10,6 +10,7 @@
  */
 import { randomBytes, createPublicKey, type KeyObject, webcrypto } from 'node:crypto';
 import { generateP256Jwk } from './keygen.ts';
+import { jwsHeader } from './receipts.ts';
 import type { Queryable, Store } from '../../store/store.ts';
 import { parseJson } from '../../store/store.ts';
 import type { Secrets } from '../secrets.ts';
@@ -44,8 +45,10 @@ export interface SigningKey {
   kid: string;
   /** WebCrypto key (sign happens on the thread pool, off the event loop). */
   cryptoKey: webcrypto.CryptoKey;
-  /** node KeyObject for synchronous signing (checkpoints). */
+  /** node KeyObject for synchronous signing (checkpoints, receipts of a lone caller). */
   keyObject: KeyObject;
+  /** The receipts' JWS protected header for this kid, base64url (made once per key). */
+  jwsHeader?: string;
 }
 
 /** Default grace period during which a rotated-out key is still accepted (seconds). */
@@ -243,7 +246,7 @@ export class TenantKeys {
     );
     const { createPrivateKey } = await import('node:crypto');
     const keyObject = createPrivateKey({ key: jwk as import('node:crypto').JsonWebKey, format: 'jwk' });
-    const key: SigningKey = { kid, cryptoKey, keyObject };
+    const key: SigningKey = { kid, cryptoKey, keyObject, jwsHeader: jwsHeader(kid) };
     this.#signing.set(companyId, { key, loadedAt: Date.now() });
     return key;
   }

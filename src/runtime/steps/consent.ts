@@ -83,7 +83,7 @@ async function consentGate(c: Keyed): Promise<Consent | Envelope> {
   }
   const payload: NoncePayload = verifyNonce(rt.secrets, options.nonce, {
     verb: verb.name,
-    argsHash: argsHash(c.args),
+    argsHash: argsHash(c.args, c),
     companyId: p.company_id,
     userId: p.user_id,
     nowMs: c.now.getTime(),
@@ -177,7 +177,7 @@ async function pending(c: Keyed, phrase: string | undefined, humanOnly: boolean)
   const typed = phrase !== undefined;
   const issued = issueNonce(rt.secrets, {
     verb: verb.name,
-    argsHash: argsHash(c.args),
+    argsHash: argsHash(c.args, c),
     companyId: p.company_id,
     userId: p.user_id,
     consentClass: cls,

@@ -418,6 +418,40 @@ CREATE INDEX audit_company_entity_time ON audit_log(company_id, entity_type, ent
 CREATE INDEX audit_company_entity_type_time ON audit_log(company_id, entity_type, created_at, audit_id) WHERE entity_type IS NOT NULL;
 `;
 
+/**
+ * v10: fewer B-trees per confirmed write on SQLite (issue 21), the same tables on PostgreSQL.
+ * - nonces: one B-tree keyed (expires_at, jti) WITHOUT ROWID instead of a rowid table, its jti
+ *   index and nonces_expiry (3 trees per burn). A jti is 128 random bits and its expiry is signed
+ *   into the same token, so the pair is unique exactly when the jti is: a second burn of a nonce is
+ *   still refused by the key; the maintenance pass's `expires_at < ?` is a range of that key, and
+ *   a burn lands near its right edge (expiries grow with time).
+ * - idempotency: idempotency_expiry dropped; the maintenance pass deletes by rowid (insertion
+ *   order) up to the oldest record not yet expired (src/runtime/maintenance.ts). A lookup ignores
+ *   expired records whatever is left.
+ * - receipts.revert_data (both engines): a dispatched write's revert data rides in its receipt row
+ *   (same key, audit_id) instead of a revert_data row of its own; revert_data keeps the rows of
+ *   writes without a stored receipt (transaction steps) and older ones.
+ * spec/consent.md §nonce, spec/idempotency.md, spec/receipts.md §stored
+ */
+const WRITE_TREES_V10 = `
+ALTER TABLE receipts ADD COLUMN revert_data {json};
+{sqlite}
+CREATE TABLE nonces_v10 (
+  jti TEXT NOT NULL,
+  company_id INTEGER NOT NULL,
+  audit_id INTEGER,
+  consumed_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  PRIMARY KEY (expires_at, jti)
+) WITHOUT ROWID;
+INSERT INTO nonces_v10 (jti, company_id, audit_id, consumed_at, expires_at)
+  SELECT jti, company_id, audit_id, consumed_at, expires_at FROM nonces;
+DROP TABLE nonces;
+ALTER TABLE nonces_v10 RENAME TO nonces;
+DROP INDEX idempotency_expiry;
+{/sqlite}
+`;
+
 export const runtimeMigrations: readonly Migration[] = [
   portableMigration(1, 'runtime tables', RUNTIME_V1),
   portableMigration(2, 'audit trail indexes', AUDIT_TRAIL_INDEXES_V2),
@@ -428,4 +462,5 @@ export const runtimeMigrations: readonly Migration[] = [
   portableMigration(7, 'rate-limit counters', RATE_LIMIT_COUNTERS_V7),
   portableMigration(8, 'stored receipts', RECEIPTS_V8),
   portableMigration(9, 'partial audit indexes', PARTIAL_AUDIT_INDEXES_V9),
+  portableMigration(10, 'fewer write B-trees (SQLite)', WRITE_TREES_V10),
 ];
