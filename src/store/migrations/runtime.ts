@@ -396,6 +396,15 @@ CREATE TABLE receipts (
 );
 `;
 
+/**
+ * v11: a user's subscriptions in creation order, so events.subscribe keeps each user's count
+ * bounded (MAX_SUBSCRIPTIONS_PER_USER: the oldest is replaced) reading at most that many index
+ * entries. spec/shapes.md §subscribe
+ */
+const SUBSCRIPTIONS_PER_USER_V11 = `
+CREATE INDEX subscriptions_user ON subscriptions(company_id, user_id, created_at, subscription_id);
+`;
+
 export const runtimeMigrations: readonly Migration[] = [
   portableMigration(1, 'runtime tables', RUNTIME_V1),
   portableMigration(2, 'audit trail indexes', AUDIT_TRAIL_INDEXES_V2),
@@ -405,4 +414,5 @@ export const runtimeMigrations: readonly Migration[] = [
   portableMigration(6, 'UCP platform user ids', UCP_PLATFORM_USERS_V6),
   portableMigration(7, 'rate-limit counters', RATE_LIMIT_COUNTERS_V7),
   portableMigration(8, 'stored receipts', RECEIPTS_V8),
+  portableMigration(11, 'subscriptions per user', SUBSCRIPTIONS_PER_USER_V11),
 ];
