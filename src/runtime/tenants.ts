@@ -8,7 +8,7 @@
  *
  * Spec: spec/consent.md §principal, spec/transports.md §auth.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Queryable, Store } from '../store/store.ts';
 import { parseJson } from '../store/store.ts';
@@ -16,6 +16,7 @@ import type { Principal, Role, Tier, VerbClass } from '../spec/types.ts';
 import { ROLES, TIERS } from '../spec/types.ts';
 import { VerbError } from './errors.ts';
 import { refuse } from './refusals.ts';
+import { sha256Bytes, sha256Hex } from './sha256.ts';
 
 export const API_KEY_PREFIX = 'sk_solid_';
 
@@ -63,7 +64,7 @@ export interface ApiKeyInfo {
 }
 
 function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  return sha256Hex(secret);
 }
 
 /** Insert a tenant row (inside a write). */
@@ -299,7 +300,7 @@ export class Tenants {
       };
       this.#keys.set(parsed.keyId, c);
     }
-    const given = Buffer.from(hashSecret(parsed.secret), 'hex');
+    const given = sha256Bytes(parsed.secret);
     if (c.revoked || given.length !== c.hash.length || !timingSafeEqual(given, c.hash)) {
       // The key id exists: the refusal belongs in that tenant's audit log (the caller learns nothing more).
       const err = invalid();
