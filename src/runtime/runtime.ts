@@ -151,7 +151,7 @@ export class Runtime implements PackRuntime {
     this.logger =
       options.logger ?? pino({ level: process.env.SOLID_LOG_LEVEL ?? 'info' }, pino.destination(2));
     this.keys = new TenantKeys(this.store, this.secrets);
-    this.tenants = new Tenants(this.store);
+    this.tenants = new Tenants(this.store, this.logger);
     this.readView = new ReadView(this.store);
     this.#blocklist = new Blocklist([...DEFAULT_BLOCKLIST, ...(options.blocklist ?? [])]);
     this.#sandboxCompanyId = options.sandboxCompanyId;
@@ -670,7 +670,7 @@ export class Runtime implements PackRuntime {
     if (this.#checkpointTimer !== undefined) clearInterval(this.#checkpointTimer);
     if (this.#maintenanceTimer !== undefined) clearInterval(this.#maintenanceTimer);
     await this.auditBuffer.flush();
-    await this.authFailures.flushAll();
+    await Promise.all([this.authFailures.flushAll(), this.tenants.flushKeyUse()]);
     await this.observers.close();
     // Sign the heads that moved, so a short-lived process (a CLI call) leaves its rows anchored.
     await this.checkpointAll().catch((err: unknown) =>

@@ -8,13 +8,15 @@
  *
  * Spec: spec/consent.md §principal, spec/transports.md §auth.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Logger } from 'pino';
 import type { Queryable, Store } from '../store/store.ts';
 import { parseJson } from '../store/store.ts';
 import type { Principal, Role, Tier, VerbClass } from '../spec/types.ts';
 import { ROLES, TIERS } from '../spec/types.ts';
 import { VerbError } from './errors.ts';
 import { refuse } from './refusals.ts';
+import { sha256Bytes, sha256Hex } from './sha256.ts';
 
 export const API_KEY_PREFIX = 'sk_solid_';
 
@@ -62,7 +64,7 @@ export interface ApiKeyInfo {
 }
 
 function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  return sha256Hex(secret);
 }
 
 /** Insert a tenant row (inside a write). */
@@ -185,16 +187,54 @@ interface CachedTenant {
 
 /**
  * Authentication and tenant lookups with a short cache (revocation and tier changes take effect
- * within `cacheTtlMs`, default 5 s, on every node).
+ * within `cacheTtlMs`, default 5 s, on every node). A key's `last_used_at` (api_keys.list) is
+ * written at most once per `lastUsedGrainMs` (default 60 s) per key and process, after the call
+ * that used it and outside its transaction: it is accurate to that grain.
  */
 export class Tenants {
   readonly #store: Store;
+  readonly #logger: Logger | undefined;
   readonly #keys = new Map<string, CachedKey>();
   readonly #tenants = new Map<number, CachedTenant>();
+  /** Per key id: when this process last wrote its last_used_at (ms since the epoch). */
+  readonly #usedWritten = new Map<string, number>();
+  /** last_used_at writes in flight (awaited by flushKeyUse). */
+  readonly #usePending = new Set<Promise<void>>();
   cacheTtlMs = 5000;
+  lastUsedGrainMs = 60_000;
 
-  constructor(store: Store) {
+  constructor(store: Store, logger?: Logger) {
     this.#store = store;
+    this.#logger = logger;
+  }
+
+  /**
+   * Record that `keyId` authenticated now, unless this process recorded it less than
+   * `lastUsedGrainMs` ago: one UPDATE of api_keys.last_used_at (never moved backwards), in its
+   * own transaction, not awaited by the call. A failure is logged, never thrown (the call it
+   * follows has already been authenticated).
+   */
+  #noteUse(keyId: string): void {
+    const now = Date.now();
+    const last = this.#usedWritten.get(keyId);
+    if (last !== undefined && now - last < this.lastUsedGrainMs) return;
+    this.#usedWritten.set(keyId, now);
+    const at = new Date(now).toISOString();
+    const p: Promise<void> = this.#store
+      .write(async (tx) => {
+        await tx.run(
+          'UPDATE api_keys SET last_used_at = ? WHERE key_id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
+          [at, keyId, at],
+        );
+      })
+      .catch((err: unknown) => this.#logger?.warn({ err, key_id: keyId }, 'could not record the key use'))
+      .finally(() => this.#usePending.delete(p));
+    this.#usePending.add(p);
+  }
+
+  /** Wait for the last_used_at writes in flight (runtime close, tests). Never throws. */
+  async flushKeyUse(): Promise<void> {
+    while (this.#usePending.size > 0) await Promise.all(this.#usePending);
   }
 
   /** A tenant by id (cached). Undefined when absent. */
@@ -260,13 +300,14 @@ export class Tenants {
       };
       this.#keys.set(parsed.keyId, c);
     }
-    const given = Buffer.from(hashSecret(parsed.secret), 'hex');
+    const given = sha256Bytes(parsed.secret);
     if (c.revoked || given.length !== c.hash.length || !timingSafeEqual(given, c.hash)) {
       // The key id exists: the refusal belongs in that tenant's audit log (the caller learns nothing more).
       const err = invalid();
       err.keyAttribution = { company_id: c.principal.company_id, key_id: parsed.keyId, revoked: c.revoked };
       throw err;
     }
+    this.#noteUse(parsed.keyId);
     return agentType === undefined ? c.principal : { ...c.principal, agent_type: agentType };
   }
 

@@ -7,8 +7,8 @@
  *   file to keep; `solid receipt verify` checks it offline.
  *   Reasons: not_found (no such write of this tenant, or no receipt kept for it: a read, a
  *   refusal, a transaction step — whose receipt is the commit's).
- * - audit.verify_receipt { receipt }   READ (aggregate): check a receipt (or an envelope holding
- *   one) against this tenant's published keys (verifyReceipt) and this tenant's audit log (the
+ * - audit.verify_receipt { receipt }   READ (aggregate): check a receipt (or an envelope, result
+ *   or data holding one) against this tenant's published keys (verifyReceipt) and this tenant's audit log (the
  *   row at its seq must still carry its hashes: checkReceiptInLog). A receipt of another tenant
  *   is not found among this tenant's keys and its log row is not looked at. Never refuses a
  *   malformed receipt: `valid: false` with the reasons.
@@ -18,16 +18,7 @@ import { VerbError } from '../runtime/errors.ts';
 import { findReceipt } from '../runtime/ledger/receipt-store.ts';
 import { signChainedReceipt, verifyReceipt } from '../runtime/ledger/receipts.ts';
 import { checkReceiptInLog, databaseKeys, type ReceiptLogCheck } from '../runtime/ledger/verify.ts';
-import type { Receipt } from '../spec/types.ts';
-
-/** The receipt in `doc`: the receipt itself, or an envelope's result (as `solid receipt verify`). */
-function receiptOf(doc: Record<string, unknown>): Receipt | undefined {
-  if (doc.attestation !== undefined) return doc as Receipt;
-  const inner = doc.result;
-  if (inner !== null && typeof inner === 'object' && (inner as Receipt).attestation !== undefined)
-    return inner as Receipt;
-  return undefined;
-}
+import { receiptIn } from '../runtime/ledger/receipt-doc.ts';
 
 export const auditReceipt = defineSystemVerb<{ audit_id: number }>({
   name: 'audit.receipt',
@@ -73,7 +64,7 @@ export const auditVerifyReceipt = defineSystemVerb<{ receipt: Record<string, unk
     properties: {
       receipt: {
         type: 'object',
-        description: 'The receipt (audit.receipt data.receipt) or a whole envelope.',
+        description: 'The receipt (audit.receipt data.receipt), or the envelope, result or data holding it.',
       },
     },
     required: ['receipt'],
@@ -83,7 +74,7 @@ export const auditVerifyReceipt = defineSystemVerb<{ receipt: Record<string, unk
   webmcp_surfaces: ['dashboard', 'developer'],
   async handler(ctx, args) {
     const companyId = ctx.principal.company_id;
-    const r = receiptOf(args.receipt);
+    const r = receiptIn(args.receipt);
     const keys = await databaseKeys(ctx.db, companyId);
     const signature = verifyReceipt(r ?? args.receipt, keys);
     const att = r?.attestation;

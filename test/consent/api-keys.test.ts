@@ -274,3 +274,37 @@ test('api_keys.create cannot be a transaction step: its shown-once secret would 
   const keys = await h.call(h.keys.owner, 'api_keys.list', {});
   assert.ok(!JSON.stringify(keys.result).includes('in a transaction'), 'no key was created');
 });
+
+test('api_keys.list shows when each key was last used, a new key never, a refused key not at all', async (t) => {
+  const h = await harness(t);
+  const created = await h.confirmed(h.keys.owner, 'api_keys.create', { name: 'fresh', role: 'employee' });
+  assert.equal(created.ok, true, JSON.stringify(created.error));
+  const fresh = {
+    key_id: (created.result as { key_id: string }).key_id,
+    api_key: created.secret!.api_key as string,
+  };
+  const lastUsed = async (): Promise<Map<string, string | null>> => {
+    await h.rt.tenants.flushKeyUse();
+    const list = await h.call(h.keys.owner, 'api_keys.list');
+    await h.rt.tenants.flushKeyUse();
+    const keys = (list.result as { data: { keys: Array<{ key_id: string; last_used_at: string | null }> } })
+      .data.keys;
+    return new Map(keys.map((k) => [k.key_id, k.last_used_at]));
+  };
+  const ownerId = h.keys.owner.split('_')[2]!;
+  const before = await lastUsed();
+  assert.equal(before.get(fresh.key_id), null, 'a key not used yet');
+  const ownerAt = before.get(ownerId);
+  assert.ok(ownerAt !== null && ownerAt !== undefined, 'the key that just called');
+  assert.ok(Math.abs(Date.parse(ownerAt) - Date.now()) < 60_000, ownerAt);
+
+  const wrong = `sk_solid_${fresh.key_id}_${'x'.repeat(24)}`;
+  assert.equal((await h.call(wrong, 'api_keys.list')).error?.reason, 'auth_invalid');
+  assert.equal((await lastUsed()).get(fresh.key_id), null, 'a refused secret is not a use');
+
+  const used = await h.call(fresh.api_key, 'audit.trail', { limit: 1 });
+  assert.equal(used.ok, true, JSON.stringify(used.error));
+  const after = (await lastUsed()).get(fresh.key_id);
+  assert.ok(after !== null && after !== undefined, 'the new key, once it called');
+  assert.ok(after >= ownerAt, 'not earlier than the first use recorded');
+});

@@ -51,6 +51,39 @@ describe('stored receipts', () => {
     assert.match(bad.data.signature.errors.join(' '), /altered/);
   });
 
+  it("audit.verify_receipt takes audit.receipt's whole envelope, its result or its data as pasted", async (t) => {
+    const h = await counterRuntime(t);
+    const env = await consented(h, h.keys.employee, 'counter.add', { name: 'visits', by: 1 });
+    assert.equal(env.ok, true, JSON.stringify(env.error));
+    const got = await call(h, h.keys.read_only, 'audit.receipt', { audit_id: env.audit_id });
+    assert.equal(got.ok, true, JSON.stringify(got.error));
+    const result = got.result as { data: { receipt: Receipt } };
+    const forms: Array<[string, unknown]> = [
+      ['the audit.receipt envelope', got],
+      ['its result', result],
+      ['its data', result.data],
+      ['the write envelope', env],
+    ];
+    for (const [what, doc] of forms) {
+      const v = await call(h, h.keys.read_only, 'audit.verify_receipt', {
+        receipt: doc as Record<string, unknown>,
+      });
+      const data = (v.result as { data: { valid: boolean; audit_id: number | null } }).data;
+      assert.equal(data.valid, true, `${what}: ${JSON.stringify(data)}`);
+      assert.equal(data.audit_id, env.audit_id, what);
+    }
+    const altered = structuredClone(got) as unknown as { result: { data: { receipt: { by?: number } } } };
+    altered.result.data.receipt.by = 9;
+    const bad = await call(h, h.keys.read_only, 'audit.verify_receipt', {
+      receipt: altered as unknown as Record<string, unknown>,
+    });
+    assert.equal(
+      (bad.result as { data: { valid: boolean } }).data.valid,
+      false,
+      'an altered receipt inside an envelope',
+    );
+  });
+
   it('a read, an unknown audit_id and another tenant have no receipt', async (t) => {
     const h = await counterRuntime(t);
     const env = await consented(h, h.keys.employee, 'counter.add', { name: 'visits', by: 1 });

@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { call, createObserveRuntime, okResult, refused } from './support.ts';
 import { appendEvents } from '../../src/runtime/ledger/events.ts';
+import { MAX_SUBSCRIPTIONS_PER_USER } from '../../src/runtime/observe/event-stream.ts';
 import { reasonInfo } from '../../src/spec/reasons.ts';
 import type { Envelope } from '../../src/spec/types.ts';
 
@@ -352,6 +353,28 @@ describe('events.subscribe / events.poll', () => {
       q.get<{ n: number }>('SELECT COUNT(*) AS n FROM subscriptions'),
     );
     assert.equal(Number(rows!.n), 1);
+  });
+
+  it('keeps at most MAX_SUBSCRIPTIONS_PER_USER per user: the oldest is replaced, other users keep theirs', async (t) => {
+    const h = await createObserveRuntime(t);
+    const admin = okResult(await call(h, 'admin', 'events.subscribe', {}), 'subscribe');
+    const mine: Array<{ subscription_id: string; cursor: string }> = [];
+    for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_USER + 2; i++)
+      mine.push(okResult(await call(h, 'employee', 'events.subscribe', {}), 'subscribe') as (typeof mine)[0]);
+    const count = async (): Promise<number> =>
+      Number(
+        (await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM subscriptions')))!.n,
+      );
+    assert.equal(await count(), MAX_SUBSCRIPTIONS_PER_USER + 1, "the employee's 100 and the admin's one");
+    for (const old of mine.slice(0, 2))
+      refused(await call(h, 'employee', 'events.poll', { cursor: old.cursor }), 'subscription_not_found');
+    for (const kept of [mine[2]!, mine.at(-1)!])
+      okResult(await call(h, 'employee', 'events.poll', { cursor: kept.cursor }), 'subscribe');
+    okResult(await call(h, 'admin', 'events.poll', { cursor: admin.cursor }), 'subscribe');
+    // Keyless callers share one sandbox user: they too stop at the bound.
+    for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_USER + 5; i++)
+      okResult(await h.rt.dispatch({ surface: 'mcp_stdio' }, 'events.subscribe', {}), 'subscribe');
+    assert.ok((await count()) <= 2 * MAX_SUBSCRIPTIONS_PER_USER + 1);
   });
 
   it('lets a keyless caller watch the sandbox tenant', async (t) => {

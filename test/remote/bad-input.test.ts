@@ -14,6 +14,9 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { remoteFixture, runCliCaptured } from './support.ts';
 import type { Envelope } from '../../src/spec/types.ts';
+import { ApiClient } from '../../src/transports/remote/api-client.ts';
+import { exitCodeOf } from '../../src/transports/cli/output.ts';
+import { reasonInfo } from '../../src/spec/reasons.ts';
 
 const ENV = { SOLID_API_URL: undefined, SOLID_API_KEY: undefined, SOLID_DB: undefined };
 
@@ -175,4 +178,32 @@ test('a server that never answers: the call ends with upstream_unavailable after
   });
   assert.equal(r.code, 8);
   assert.match(r.json<Envelope>().error!.message, /did not answer in time/);
+});
+
+test("a server's domain reasons give the remote CLI its exit codes, in that client only and bounded", async (t) => {
+  let n = 0;
+  const url = await fakeServer(t, (req, res) => {
+    req.resume();
+    req.on('end', () => {
+      n++;
+      // 409 for the first reason; then a new made-up reason every call.
+      const reason = n === 1 ? 'stock_reserved' : `made_up_${n}`;
+      res.writeHead(n === 1 ? 409 : 422, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ok: false, verb: 'x.y', error: { reason, message: 'no' } }));
+    });
+  });
+  const client = new ApiClient({ baseUrl: url, apiKey: null, retries: 0 });
+  t.after(() => client.close());
+  const first = await client.dispatch('x.y', {});
+  assert.equal(first.error?.reason, 'stock_reserved');
+  assert.equal(exitCodeOf(first, client.reasons), 6, 'a 409 domain reason exits like an embedded conflict');
+  assert.equal(exitCodeOf(first), 1, 'the process-global table learned nothing');
+  assert.equal(reasonInfo('stock_reserved').status, 422);
+  const other = new ApiClient({ baseUrl: url, apiKey: null });
+  t.after(() => other.close());
+  assert.equal(other.reasons.has('stock_reserved'), false, 'another client does not see it');
+  for (let i = 0; i < ApiClient.MAX_LEARNED_REASONS + 20; i++) await client.dispatch('x.y', {});
+  const learned = [...Array(n + 1).keys()].filter((k) => client.reasons.has(`made_up_${k}`)).length;
+  assert.equal(learned + 1, ApiClient.MAX_LEARNED_REASONS, 'at most MAX_LEARNED_REASONS are kept');
+  assert.equal(client.reasons.has('stock_reserved'), true);
 });

@@ -36,6 +36,11 @@ export const MAX_WAIT_MS = 30_000;
 export const MAX_POLL_LIMIT = 500;
 /** Most events returned with a new subscription (default 20). */
 export const MAX_INITIAL_EVENTS = 100;
+/**
+ * Most subscriptions one user of a tenant keeps (the keyless sandbox caller is one user): a new
+ * one beyond it replaces that user's oldest, whose cursors then answer subscription_not_found.
+ */
+export const MAX_SUBSCRIPTIONS_PER_USER = 100;
 
 /** A subscription's filters, normalised (ISO times, string entity ids). */
 export interface SubscriptionFilters {
@@ -263,7 +268,12 @@ export interface Subscription {
   created_at: string;
 }
 
-/** Store a new subscription (one write of runtime metadata) and return it. */
+/**
+ * Store a new subscription (one write of runtime metadata) and return it. Keeps the user's count
+ * at MAX_SUBSCRIPTIONS_PER_USER in the same transaction: beyond it the oldest are deleted (by
+ * created_at, then id), so no caller — the shared keyless sandbox user least of all — grows the
+ * table without bound. Spec: spec/shapes.md §subscribe.
+ */
 export async function createSubscription(
   store: Store,
   companyId: number,
@@ -279,11 +289,23 @@ export async function createSubscription(
     created_at: now.toISOString(),
   };
   await store.write(
-    (tx) =>
-      tx.run(
+    async (tx) => {
+      await tx.run(
         'INSERT INTO subscriptions (subscription_id, company_id, user_id, filters, created_at) VALUES (?, ?, ?, ?, ?)',
         [sub.subscription_id, companyId, userId, JSON.stringify(filters), sub.created_at],
-      ),
+      );
+      // The newest of the user's other subscriptions that no longer fits (the new one and the
+      // MAX - 1 newest others stay): found through subscriptions_user reading at most MAX entries.
+      const cut = await tx.get<{ subscription_id: string; created_at: string }>(
+        'SELECT subscription_id, created_at FROM subscriptions WHERE company_id = ? AND user_id = ? AND subscription_id <> ? ORDER BY created_at DESC, subscription_id DESC LIMIT 1 OFFSET ?',
+        [companyId, userId, sub.subscription_id, MAX_SUBSCRIPTIONS_PER_USER - 1],
+      );
+      if (cut !== undefined)
+        await tx.run(
+          'DELETE FROM subscriptions WHERE company_id = ? AND user_id = ? AND subscription_id <> ? AND (created_at < ? OR (created_at = ? AND subscription_id <= ?))',
+          [companyId, userId, sub.subscription_id, cut.created_at, cut.created_at, cut.subscription_id],
+        );
+    },
     { label: 'events.subscribe' },
   );
   return sub;

@@ -452,6 +452,15 @@ DROP INDEX idempotency_expiry;
 {/sqlite}
 `;
 
+/**
+ * v11: a user's subscriptions in creation order, so events.subscribe keeps each user's count
+ * bounded (MAX_SUBSCRIPTIONS_PER_USER: the oldest is replaced) reading at most that many index
+ * entries. spec/shapes.md §subscribe
+ */
+const SUBSCRIPTIONS_PER_USER_V11 = `
+CREATE INDEX subscriptions_user ON subscriptions(company_id, user_id, created_at, subscription_id);
+`;
+
 export const runtimeMigrations: readonly Migration[] = [
   portableMigration(1, 'runtime tables', RUNTIME_V1),
   portableMigration(2, 'audit trail indexes', AUDIT_TRAIL_INDEXES_V2),
@@ -463,4 +472,5 @@ export const runtimeMigrations: readonly Migration[] = [
   portableMigration(8, 'stored receipts', RECEIPTS_V8),
   portableMigration(9, 'partial audit indexes', PARTIAL_AUDIT_INDEXES_V9),
   portableMigration(10, 'fewer write B-trees (SQLite)', WRITE_TREES_V10),
+  portableMigration(11, 'subscriptions per user', SUBSCRIPTIONS_PER_USER_V11),
 ];

@@ -56,7 +56,7 @@ export interface VerbTarget {
   show(name: string): Promise<ShowAnswer>;
   /** Who the key is (tenant, user, role, tier). */
   whoami(): Promise<Envelope>;
-  /** The embedded runtime's reason table (pack reasons' exit codes); remote targets have none. */
+  /** The reasons beyond the core ones and their exit codes: an embedded runtime's pack reasons, or the domain reasons a remote target learned from its server. */
   readonly reasons?: ReasonTable;
   close(): Promise<void>;
 }

@@ -33,7 +33,7 @@ import https from 'node:https';
 import { readFileSync } from 'node:fs';
 import { VerbError, isVerbError } from '../../runtime/errors.ts';
 import type { DispatchOptions } from '../../runtime/dispatch.ts';
-import { REASONS, defineReasons, domainReasonTable } from '../../spec/reasons.ts';
+import { REASONS, ReasonTable, domainReasonTable } from '../../spec/reasons.ts';
 import type { Envelope, VerbRecord } from '../../spec/types.ts';
 import { CLIENT_SURFACE_HEADER, type DeclarableSurface } from './client-surface.ts';
 import { sendRequest, RequestFailure, type HttpResponse } from './http-request.ts';
@@ -119,6 +119,36 @@ export class ApiClient {
     this.#userAgent = `${options.client ?? 'solid-remote'}/${VERSION}`;
     const AgentClass = this.baseUrl.startsWith('https:') ? https.Agent : http.Agent;
     this.#agent = new AgentClass({ keepAlive: true, maxSockets: 8 });
+  }
+
+  /**
+   * The domain reasons this client learned from the server's answers, with the HTTP status the
+   * server gave each (so a remote CLI exits with the same code as an embedded one). This client's
+   * own table, never the process-global one: a server cannot change what another client or an
+   * embedded runtime in the same process answers. At most {@link ApiClient.MAX_LEARNED_REASONS}.
+   */
+  readonly reasons = new ReasonTable();
+  /** Most domain reasons one client learns (a server answering a new name per call stops there). */
+  static readonly MAX_LEARNED_REASONS = 256;
+  #learned = new Set<string>();
+
+  /** Learn a domain reason this process does not know, with the status the server answered it with. */
+  #learnReason(env: Envelope, status: number): void {
+    const reason = env.error?.reason;
+    if (
+      reason === undefined ||
+      reason in REASONS ||
+      domainReasonTable().has(reason) ||
+      !/^[a-z][a-z0-9_]*$/.test(reason) ||
+      status < 400 ||
+      status > 599
+    )
+      return;
+    if (!this.#learned.has(reason) && this.#learned.size >= ApiClient.MAX_LEARNED_REASONS) return;
+    this.#learned.add(reason);
+    this.reasons.declare('the remote server', {
+      [reason]: { status, summary: `Domain reason answered by the server (HTTP ${status}).` },
+    });
   }
 
   /** Close pooled connections. */
@@ -312,7 +342,7 @@ export class ApiClient {
         ).toEnvelopeError(),
       };
     }
-    learnReason(body, res.status);
+    this.#learnReason(body, res.status);
     return body;
   }
 
@@ -401,20 +431,6 @@ function envelopeError(env: Envelope): VerbError {
     ...(e.hint !== undefined ? { hint: e.hint } : {}),
     ...(e.details !== undefined ? { details: e.details } : {}),
   });
-}
-
-/** Declare a domain reason this process does not know with the status the server gave it. */
-function learnReason(env: Envelope, status: number): void {
-  const reason = env.error?.reason;
-  if (
-    reason === undefined ||
-    reason in REASONS ||
-    domainReasonTable().has(reason) ||
-    !/^[a-z][a-z0-9_]*$/.test(reason)
-  )
-    return;
-  if (status < 400 || status > 599) return;
-  defineReasons({ [reason]: { status, summary: `Domain reason answered by the server (HTTP ${status}).` } });
 }
 
 /** An RFC 8941 sf-string for a key of printable ASCII (≤ 255), else undefined. */

@@ -18,6 +18,7 @@ import {
   type TargetCallOptions,
   type VerbTarget,
 } from '../cli/target.ts';
+import type { ReasonTable } from '../../spec/reasons.ts';
 import { ApiClient } from './api-client.ts';
 import { readLogin } from './credentials-file.ts';
 import { normalizeBaseUrl } from './remote-url.ts';
@@ -41,6 +42,11 @@ export class RemoteTarget implements VerbTarget {
   constructor(client: ApiClient) {
     this.client = client;
     this.where = client.baseUrl;
+  }
+
+  /** The domain reasons learned from this server's answers (their exit codes). */
+  get reasons(): ReasonTable {
+    return this.client.reasons;
   }
 
   async dispatch(

@@ -91,7 +91,11 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
             // A human reading a terminal sees the phrases (spec/consent.md §phrase-channel).
             { humanAtTerminal: io.isTTY && !flags.json },
           );
-          setExit(flags.json || !env.ok ? printEnvelope(io, env, Boolean(flags.json)) : renderList(io, env));
+          setExit(
+            flags.json || !env.ok
+              ? printEnvelope(io, env, Boolean(flags.json), target.reasons)
+              : renderList(io, env),
+          );
         },
         flags,
         io,
@@ -152,7 +156,7 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
             {},
             { humanAtTerminal: human },
           );
-          const code = printEnvelope(io, env, Boolean(flags.json));
+          const code = printEnvelope(io, env, Boolean(flags.json), target.reasons);
           if (env.ok && !flags.json) io.out(String(env.result?.next_step ?? ''));
           setExit(code);
         },
@@ -175,7 +179,14 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
             flags.note === undefined
               ? { approval_id: approvalId }
               : { approval_id: approvalId, note: flags.note };
-          setExit(printEnvelope(io, await target.dispatch('approvals.reject', args), Boolean(flags.json)));
+          setExit(
+            printEnvelope(
+              io,
+              await target.dispatch('approvals.reject', args),
+              Boolean(flags.json),
+              target.reasons,
+            ),
+          );
         },
         flags,
         io,

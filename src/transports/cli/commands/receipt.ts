@@ -20,23 +20,8 @@ import {
   type ReceiptLogCheck,
 } from '../../../runtime/ledger/verify.ts';
 import type { PublicJwk } from '../../../runtime/ledger/tenant-keys.ts';
-import type { Receipt } from '../../../spec/types.ts';
+import { receiptIn } from '../../../runtime/ledger/receipt-doc.ts';
 import { VerbError } from '../../../runtime/errors.ts';
-
-/** The receipt inside a file: the receipt itself, or an envelope's result. */
-export function receiptOf(doc: unknown): Receipt | undefined {
-  if (doc === null || typeof doc !== 'object') return undefined;
-  const d = doc as { attestation?: unknown; result?: { attestation?: unknown } };
-  if (d.attestation !== undefined) return d as unknown as Receipt;
-  if (
-    d.result !== undefined &&
-    d.result !== null &&
-    typeof d.result === 'object' &&
-    d.result.attestation !== undefined
-  )
-    return d.result as unknown as Receipt;
-  return undefined;
-}
 
 export function registerReceipt(program: Command, io: Io, setExit: (code: number) => void): void {
   const receipt = program.command('receipt').description('Signed receipts');
@@ -61,7 +46,7 @@ export function registerReceipt(program: Command, io: Io, setExit: (code: number
           { hint: 'Save the envelope with `solid agent dispatch … --json > receipt.json`.' },
         );
       }
-      const r = receiptOf(doc);
+      const r = receiptIn(doc);
       if (r === undefined)
         throw new VerbError('invalid_args', `${file} holds no signed receipt (no attestation).`, {
           hint: 'Only write receipts carry an attestation; pass the envelope or its result.',

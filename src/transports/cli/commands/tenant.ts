@@ -51,7 +51,7 @@ export function registerTenant(program: Command, io: Io, setExit: (code: number)
       await withTarget(program, { apiKey: flags.apiKey, warn: io.err }, async (target) => {
         const env = await target.dispatch('tenant.settings', {});
         if (flags.json || !env.ok) {
-          setExit(printEnvelope(io, env, Boolean(flags.json)));
+          setExit(printEnvelope(io, env, Boolean(flags.json), target.reasons));
           return;
         }
         const data = env.result!.data as {
