@@ -8,7 +8,7 @@
  * Appends happen inside the caller's store transaction after `lockTenantHead`, so the chain is
  * gap-free under concurrent writers on both engines. Spec: spec/audit.md.
  */
-import * as nodeCrypto from 'node:crypto';
+import { sha256Hex } from '../sha256.ts';
 import canonicalize from 'canonicalize';
 import type { StoreTx, Queryable, TenantHead } from '../../store/store.ts';
 import { parseJson } from '../../store/store.ts';
@@ -245,23 +245,14 @@ export function hashAuditRow(row: Omit<AuditRow, 'row_hash'> | AuditRow): string
   return sha256Row(canonicalAuditMaterial(row));
 }
 
-const ZERO = Buffer.from([0x00]);
-
-/**
- * One-shot SHA-256 (node:crypto `hash`, Node ≥ 20.12): no Hash object per row, about a third of
- * createHash().update().digest()'s CPU. Older Node falls back to createHash.
- */
-const oneShot = (nodeCrypto as { hash?: (alg: string, data: string, enc: 'hex') => string }).hash;
-
 /** Round a latency to microseconds so it survives every engine's float round trip. */
 export function roundLatency(ms: number): number {
   return Math.round(ms * 1000) / 1000;
 }
 
-/** SHA-256(0x00 ‖ UTF-8 of `text`), hex. U+0000 is the single byte 0x00 in UTF-8, so the one-shot form hashes '\0' + text. */
+/** SHA-256(0x00 ‖ UTF-8 of `text`), hex. U+0000 is the single byte 0x00 in UTF-8, so this hashes '\0' + text. */
 function sha256Row(text: string): string {
-  if (oneShot !== undefined) return oneShot('sha256', '\u0000' + text, 'hex');
-  return nodeCrypto.createHash('sha256').update(ZERO).update(text, 'utf8').digest('hex');
+  return sha256Hex('\u0000' + text);
 }
 
 /** A lone UTF-16 surrogate (in unicode mode a well-formed pair is one code point, never Cs). */

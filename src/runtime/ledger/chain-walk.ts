@@ -4,8 +4,7 @@
  * the SQLite fast query, and the worker's loop. Kept apart from verify.ts so a worker loads only
  * this (no runtime). Spec: spec/audit.md §verify.
  */
-import { createHash } from 'node:crypto';
-import * as nodeCrypto from 'node:crypto';
+import { sha256Hex } from '../sha256.ts';
 import type { MessagePort } from 'node:worker_threads';
 import canonicalize from 'canonicalize';
 import Database from 'better-sqlite3';
@@ -56,15 +55,6 @@ const I_SEQ = VERIFY_COLUMNS.indexOf('seq');
 const I_AUDIT = VERIFY_COLUMNS.indexOf('audit_id');
 const I_PREV = VERIFY_COLUMNS.indexOf('prev_hash');
 const I_HASH = VERIFY_COLUMNS.indexOf('row_hash');
-
-const oneShotHash = (nodeCrypto as unknown as { hash?: (alg: string, data: string, enc: 'hex') => string })
-  .hash;
-
-export function sha256Hex(s: string): string {
-  return oneShotHash !== undefined
-    ? oneShotHash('sha256', s, 'hex')
-    : createHash('sha256').update(s, 'utf8').digest('hex');
-}
 
 /**
  * An integer column's value as stored: a number that is a safe integer, a bigint, or (PostgreSQL
