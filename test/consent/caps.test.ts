@@ -22,7 +22,10 @@ async function write(
       : cls === 'WRITE_FINANCIAL'
         ? ['charge_invoice', { invoice_id: n, amount_cents: 100 }, 'admin']
         : ['gdpr_delete_contact', { contact_id: n }, 'owner'];
-  const c = pendingOf(await h.call(role ?? who, verb, args));
+  const first = await h.call(role ?? who, verb, args);
+  // A cap already used up refuses the preflight itself (no nonce): that is the write's answer.
+  if (first.error?.reason !== 'dispatch_pending') return first;
+  const c = pendingOf(first);
   return h.call(role ?? who, verb, args, {
     confirm: true,
     nonce: c.nonce,
@@ -93,10 +96,11 @@ test('the cap resets at midnight UTC', async (t) => {
   assert.equal((await write(h, 'WRITE_FINANCIAL', 3)).ok, true);
   assert.equal(await usedToday(h, 'WRITE_FINANCIAL'), 1);
   // a nonce issued before midnight and confirmed after counts on the day it executes
+  // (issued while the day still had room: a used-up cap refuses the preflight itself)
   h.clock.ms = Date.parse('2026-03-11T23:59:30.000Z');
+  const c = pendingOf(await h.call('admin', 'charge_invoice', { invoice_id: 6, amount_cents: 100 }));
   assert.equal((await write(h, 'WRITE_FINANCIAL', 4)).ok, true);
   await expectDenied(h, await write(h, 'WRITE_FINANCIAL', 5), 'daily_cap_exceeded');
-  const c = pendingOf(await h.call('admin', 'charge_invoice', { invoice_id: 6, amount_cents: 100 }));
   h.clock.ms = Date.parse('2026-03-12T00:00:10.000Z');
   const late = await h.call(
     'admin',
@@ -174,11 +178,29 @@ test('a failed write (handler error after writing) consumes neither the cap nor 
   await expectDenied(h, await write(h, 'WRITE_REVERSIBLE', 2), 'daily_cap_exceeded');
 });
 
+test('a cap used up (or 0) refuses the preflight: no nonce, no approval row, the denial audited', async (t) => {
+  const h = await consentHarness(t);
+  await h.setSettings({ caps: { WRITE_REVERSIBLE: 0, WRITE_FINANCIAL: 1 } });
+  const zero = await h.call('employee', 'ct.note_update', { contact_id: 1, note: 'x' });
+  await expectDenied(h, zero, 'daily_cap_exceeded', { role: 'employee' });
+  assert.equal(zero.consent, undefined, 'no nonce is handed out');
+  assert.equal((await write(h, 'WRITE_FINANCIAL', 1)).ok, true);
+  const approvals = async () =>
+    Number((await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM approvals')))!.n);
+  const before = await approvals();
+  const used = await h.call('admin', 'charge_invoice', { invoice_id: 2, amount_cents: 100 });
+  await expectDenied(h, used, 'daily_cap_exceeded', { role: 'admin' });
+  assert.equal(used.consent, undefined);
+  assert.equal(await approvals(), before, 'no typed-phrase approval is opened for a write that cannot run');
+  assert.equal(await h.effects(), 1);
+});
+
 test('a cap exceeded on confirm does not burn the nonce: after the reset (or a raised cap) the same nonce works', async (t) => {
   const h = await consentHarness(t);
-  await h.setSettings({ caps: { WRITE_REVERSIBLE: 0 } });
   const args = { contact_id: 1, note: 'x' };
   const c = pendingOf(await h.call('employee', 'ct.note_update', args));
+  // The owner lowers the cap between the preflight and the confirm.
+  await h.setSettings({ caps: { WRITE_REVERSIBLE: 0 } });
   await expectDenied(
     h,
     await h.call('employee', 'ct.note_update', args, { confirm: true, nonce: c.nonce }),

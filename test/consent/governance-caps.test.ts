@@ -10,6 +10,8 @@ test('after the WRITE_REVERSIBLE cap is used up, the owner still raises it and b
   const h = await consentHarness(t);
   const confirmed = async (role: string, verb: string, args: Record<string, unknown>) => {
     const p = await h.call(role, verb, args);
+    // A used-up cap refuses the preflight itself: that refusal is the write's answer.
+    if (p.error?.reason !== 'dispatch_pending') return p;
     return h.call(role, verb, args, { confirm: true, nonce: pendingOf(p).nonce });
   };
   await h.setSettings({ caps: { WRITE_REVERSIBLE: 1 } });

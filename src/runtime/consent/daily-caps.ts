@@ -6,7 +6,7 @@
  * Spec: spec/consent.md §caps.
  */
 import type { VerbClass } from '../../spec/types.ts';
-import type { StoreTx } from '../../store/store.ts';
+import type { Queryable, StoreTx } from '../../store/store.ts';
 import { refuse } from '../refusals.ts';
 
 /** Default daily caps per consent class (spec/consent.md §caps). */
@@ -46,10 +46,37 @@ export async function countDailyCap(
         [companyId, cls, day, Math.floor(cap)],
       )
     ).changes > 0;
-  if (!counted) {
-    const reset = new Date(
-      Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1),
-    ).toISOString();
-    throw refuse.capExceeded(cap, cls, reset);
+  if (!counted) throw refuse.capExceeded(cap, cls, nextUtcMidnight(now));
+}
+
+/** The next midnight UTC after `now`, ISO 8601: when the day's counts reset. */
+function nextUtcMidnight(now: Date): string {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1)).toISOString();
+}
+
+/**
+ * Refuse up front a write whose cap is already used up today (a cap of 0 included), so no nonce,
+ * approval or typed phrase is asked for a write that could not run. Read-only (one indexed
+ * SELECT on `q`): the write is still counted for real, atomically, in its own transaction
+ * (countDailyCap), so a cap used up between the preflight and the confirm still refuses there.
+ * Same arguments as countDailyCap. Throws daily_cap_exceeded (details: cap, consent_class,
+ * resets_at). Spec: spec/consent.md §caps.
+ */
+export async function assertDailyCapOpen(
+  q: Queryable,
+  caps: Partial<Record<VerbClass, number>> | undefined,
+  companyId: number,
+  cls: VerbClass,
+  now: Date,
+): Promise<void> {
+  const cap = caps?.[cls] ?? DEFAULT_DAILY_CAPS[cls as keyof typeof DEFAULT_DAILY_CAPS];
+  if (cap === undefined) return;
+  if (cap >= 1) {
+    const row = await q.get<{ count: number }>(
+      'SELECT count FROM daily_counts WHERE company_id = ? AND consent_class = ? AND day = ?',
+      [companyId, cls, now.toISOString().slice(0, 10)],
+    );
+    if (row === undefined || Number(row.count) < Math.floor(cap)) return;
   }
+  throw refuse.capExceeded(cap, cls, nextUtcMidnight(now));
 }

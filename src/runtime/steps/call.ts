@@ -119,6 +119,15 @@ export function newCall(
   };
 }
 
+/**
+ * The consent class whose daily cap a write counts against: a delegated verb's target's, none for
+ * a cap-exempt verb, else the call's own class (READ and BLOCKED are never capped). Spec:
+ * spec/consent.md §caps.
+ */
+export function capClassOf(c: Resolved): VerbClass | null {
+  return c.delegated?.capClass ?? (c.verb.definition.cap_exempt === true ? null : c.consentClass);
+}
+
 /** Record the call's outcome for the observe step. */
 export function settle(
   c: Call,

@@ -18,13 +18,14 @@ import type { Consent } from '../ledger/execute.ts';
 import { issueNonce, verifyNonce, type NoncePayload } from '../consent/nonce.ts';
 import { phraseHash, phrasesMatch } from '../consent/typed-phrase.ts';
 import { findApproval, insertPendingApproval } from '../consent/approvals-store.ts';
+import { assertDailyCapOpen } from '../consent/daily-caps.ts';
 import {
   approvalRejected,
   humanApprovalPlaces,
   nonceReplayed,
   phraseChannelRefusal,
 } from '../consent/refusals.ts';
-import { entryFor, settle, type Keyed, type Resolved, type Step } from './call.ts';
+import { capClassOf, entryFor, settle, type Keyed, type Resolved, type Step } from './call.ts';
 
 export const consent: Step<Keyed> = {
   name: 'consent',
@@ -175,6 +176,13 @@ async function pending(c: Keyed, phrase: string | undefined, humanOnly: boolean)
   const { rt, verb, principal: p } = c;
   const cls = c.consentClass!;
   const typed = phrase !== undefined;
+  // A cap already used up today (or 0) refuses now: no nonce, approval or phrase for a write that
+  // could not run. The confirmed write still counts atomically (execute).
+  const capClass = capClassOf(c);
+  if (capClass !== null && capClass !== 'READ' && capClass !== 'BLOCKED') {
+    const caps = (await rt.tenants.get(p.company_id))?.settings.caps;
+    await rt.store.read((q) => assertDailyCapOpen(q, caps, p.company_id, capClass, c.now));
+  }
   const issued = issueNonce(rt.secrets, {
     verb: verb.name,
     argsHash: argsHash(c.args, c),

@@ -13,7 +13,7 @@ import type { AuditRow } from '../ledger/audit.ts';
 import { executeInTx } from '../ledger/execute.ts';
 import { claimIdempotency, findIdempotency, fingerprint, principalScope } from '../ledger/idempotency.ts';
 import { chainReceipt, signEnvelope } from '../ledger/receipts.ts';
-import { settle, type Consented, type Step } from './call.ts';
+import { capClassOf, settle, type Consented, type Step } from './call.ts';
 import { inUse, replayOrRefuse } from './idempotency.ts';
 
 type Committed =
@@ -52,7 +52,7 @@ async function run(c: Consented): Promise<Envelope> {
       now: c.now,
       caller: c.caller,
       consentClass: c.consentClass,
-      capClass: c.delegated?.capClass ?? (verb.definition.cap_exempt === true ? null : c.consentClass),
+      capClass: capClassOf(c),
       roleFloor: c.delegated?.roleFloor ?? verb.roleFloor,
       floorChecked: true,
       consent: c.consent,

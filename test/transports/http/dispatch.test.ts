@@ -189,7 +189,10 @@ async function confirmed(
   idem: string,
   key: string,
 ) {
-  const pending = envelopeOf(await x.dispatch('notes_add', { args }, { key }));
+  const first = await x.dispatch('notes_add', { args }, { key });
+  const pending = envelopeOf(first);
+  // A used-up daily cap refuses the preflight itself: that answer is the call's.
+  if (pending.error?.reason !== 'dispatch_pending') return first;
   return x.dispatch(
     'notes_add',
     { args, confirm: true, nonce: pending.consent!.nonce },
