@@ -33,7 +33,7 @@
  * The worker is a short CommonJS script run with `eval: true` (so the built package needs no
  * extra file in dist/); it requires better-sqlite3 by the path this module resolved.
  *
- * Spec: spec/store.md §Durability.
+ * Spec: spec/store.md §durability.
  */
 import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
