@@ -1,6 +1,6 @@
 /**
  * The background WAL checkpointer of SqliteStore file databases (checkpointer.ts, issue 21;
- * spec/store.md §Durability): the worker checkpoints so the WAL stays far below the backstop,
+ * spec/store.md §durability): the worker checkpoints so the WAL stays far below the backstop,
  * data survives close, close never hangs (under load, right after open, without close at all),
  * and a failing worker leaves writes working with SQLite's own auto-checkpoint back on.
  */
