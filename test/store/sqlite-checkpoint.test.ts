@@ -194,3 +194,20 @@ test("checkpoint: 'inline' starts no worker; the default starts it only after th
   t.after(() => memory.close());
   assert.equal(memory.checkpointState.mode, 'inline');
 });
+
+test('an idle WAL over 4 MiB is truncated by the worker', async (t) => {
+  const path = tempDb(t);
+  const store = new SqliteStore({ path, checkpointStartAfterCommits: 0, checkpointIntervalMs: 10 });
+  t.after(() => store.close());
+  await createTable(store);
+  // Paused, the worker copies nothing: the WAL grows past the truncation threshold.
+  await store.withCheckpointsPaused(async () => {
+    for (let i = 0; i < 1500; i++) await store.write((tx) => tx.run('INSERT INTO t (v) VALUES (?)', [row]));
+  });
+  assert.ok(walBytes(path) > 4 * 1024 * 1024, `the WAL is only ${walBytes(path)} bytes`);
+  await until(() => (store.checkpointState.stats?.truncated ?? 0) > 0, 'a TRUNCATE checkpoint');
+  assert.equal(walBytes(path), 0);
+  await store.write((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['after']));
+  const n = await store.read((q) => q.get<{ n: number }>('SELECT count(*) AS n FROM t'));
+  assert.equal(n?.n, 1501);
+});

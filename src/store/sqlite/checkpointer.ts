@@ -211,7 +211,12 @@ export class Checkpointer {
   pause(): Promise<void> {
     if (this.#failed || this.#stopping) return Promise.resolve();
     return new Promise<void>((resolve) => {
-      this.#onPaused.push(resolve);
+      // Ref'd until the reply: an unref'd worker would let the process end with pause() pending.
+      this.#worker.ref();
+      this.#onPaused.push(() => {
+        if (!this.#stopping) this.#worker.unref();
+        resolve();
+      });
       this.#worker.postMessage('pause');
     });
   }
