@@ -77,16 +77,19 @@ async function walFramesPer(
   op: (k: number) => Promise<unknown>,
 ): Promise<number> {
   const db = store.rawDatabase;
-  const auto = db.pragma('wal_autocheckpoint', { simple: true }) as number;
-  db.pragma('wal_autocheckpoint = 0');
-  try {
-    db.pragma('wal_checkpoint(TRUNCATE)');
-    for (let k = 0; k < n; k++) await op(k);
-    const [r] = db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number }>;
-    return r!.log / n;
-  } finally {
-    db.pragma(`wal_autocheckpoint = ${auto}`);
-  }
+  // The background checkpointer (sqlite-store.ts) would reset the WAL under the count.
+  return store.withCheckpointsPaused(async () => {
+    const auto = db.pragma('wal_autocheckpoint', { simple: true }) as number;
+    db.pragma('wal_autocheckpoint = 0');
+    try {
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      for (let k = 0; k < n; k++) await op(k);
+      const [r] = db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number }>;
+      return r!.log / n;
+    } finally {
+      db.pragma(`wal_autocheckpoint = ${auto}`);
+    }
+  });
 }
 
 export async function benchCore(options: { ms?: number; runs?: number } = {}): Promise<BenchResult[]> {
