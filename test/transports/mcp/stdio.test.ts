@@ -179,7 +179,11 @@ test('solid mcp: every stdout line at boot and after calls is JSON-RPC; logs go 
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   // Complete lines only: a long answer (verbs__list) may still be arriving, its tail not yet in `out`.
-  const lines = () => out.split('\n').slice(0, -1).filter((l) => l !== '');
+  const lines = () =>
+    out
+      .split('\n')
+      .slice(0, -1)
+      .filter((l) => l !== '');
   const waitFor = async (n: number) => {
     for (let i = 0; i < 1000 && lines().length < n; i++) await new Promise((r) => setTimeout(r, 10));
     assert.ok(lines().length >= n, `expected ${n} stdout lines, got: ${out} / stderr: ${err}`);
