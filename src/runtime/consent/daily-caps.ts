@@ -18,6 +18,11 @@ export const DEFAULT_DAILY_CAPS: Readonly<
   IRREVERSIBLE: 10,
 };
 
+/** The tenant's cap of `cls` (its setting, else the default); undefined when the class is not capped. */
+function capOf(caps: Partial<Record<VerbClass, number>> | undefined, cls: VerbClass): number | undefined {
+  return caps?.[cls] ?? DEFAULT_DAILY_CAPS[cls as keyof typeof DEFAULT_DAILY_CAPS];
+}
+
 /**
  * Count one write of class `cls` against the tenant's cap for `now`'s UTC day, inside `tx`.
  * `caps` is the tenant's setting (else the defaults; a class with neither is not capped).
@@ -30,7 +35,7 @@ export async function countDailyCap(
   cls: VerbClass,
   now: Date,
 ): Promise<void> {
-  const cap = caps?.[cls] ?? DEFAULT_DAILY_CAPS[cls as keyof typeof DEFAULT_DAILY_CAPS];
+  const cap = capOf(caps, cls);
   if (cap === undefined) return;
   const day = now.toISOString().slice(0, 10);
   // One statement, no RETURNING: the first write of the day inserts 1, a later one adds 1 only
@@ -69,7 +74,7 @@ export async function assertDailyCapOpen(
   cls: VerbClass,
   now: Date,
 ): Promise<void> {
-  const cap = caps?.[cls] ?? DEFAULT_DAILY_CAPS[cls as keyof typeof DEFAULT_DAILY_CAPS];
+  const cap = capOf(caps, cls);
   if (cap === undefined) return;
   if (cap >= 1) {
     const row = await q.get<{ count: number }>(
