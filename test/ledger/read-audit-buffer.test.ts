@@ -33,6 +33,17 @@ async function count(h: TestRuntime, action: string): Promise<number> {
   );
 }
 
+/** The counter verbs' audit rows of the harness tenant, in audit_id order, as "verb:status". */
+async function counterRows(h: Awaited<ReturnType<typeof createObserveRuntime>>): Promise<string[]> {
+  const rows = await h.rt.store.read((q) =>
+    q.all<{ action_type: string; status: string }>(
+      "SELECT action_type, status FROM audit_log WHERE company_id = ? AND action_type LIKE 'counter.%' ORDER BY audit_id",
+      [h.companyId],
+    ),
+  );
+  return rows.map((r) => `${r.action_type}:${r.status}`);
+}
+
 describe('read-audit buffer', () => {
   it('every concurrent flush resolves only after the rows pushed before it are committed', async (t) => {
     const h = await createTestRuntime(t);
@@ -166,24 +177,15 @@ describe('read-audit buffer', () => {
     assert.equal(trail.ok, true, JSON.stringify(trail.error));
     const seen = (trail.result as { entries: unknown[] }).entries.length;
     assert.equal(seen, 4, 'the trail shows the four reads answered before it, none waits for the timer');
-    const rows = await h.rt.store.read((q) =>
-      q.all<{ action_type: string; status: string }>(
-        "SELECT action_type, status FROM audit_log WHERE company_id = ? AND action_type LIKE 'counter.%' ORDER BY audit_id",
-        [h.companyId],
-      ),
-    );
-    assert.deepEqual(
-      rows.map((r) => `${r.action_type}:${r.status}`),
-      [
-        'counter.get:completed',
-        'counter.bump:completed',
-        'counter.get:completed',
-        'counter.bump:denied',
-        'counter.get:completed',
-        'counter.bump:failed',
-        'counter.get:completed',
-      ],
-    );
+    assert.deepEqual(await counterRows(h), [
+      'counter.get:completed',
+      'counter.bump:completed',
+      'counter.get:completed',
+      'counter.bump:denied',
+      'counter.get:completed',
+      'counter.bump:failed',
+      'counter.get:completed',
+    ]);
     assert.equal(h.rt.auditBuffer.size, 2, 'the trail read itself and the other tenant’s read stay buffered');
   });
 
@@ -199,23 +201,14 @@ describe('read-audit buffer', () => {
     assert.equal(h.rt.auditBuffer.size, 4, 'three replayed rows and a read, held for one batch');
     assert.equal((await call(h, 'employee', 'counter.bump', { name: 'replay' })).ok, true);
     assert.equal(h.rt.auditBuffer.size, 0, 'the write wrote them first');
-    const rows = await h.rt.store.read((q) =>
-      q.all<{ action_type: string; status: string }>(
-        "SELECT action_type, status FROM audit_log WHERE company_id = ? AND action_type LIKE 'counter.%' ORDER BY audit_id",
-        [h.companyId],
-      ),
-    );
-    assert.deepEqual(
-      rows.map((r) => `${r.action_type}:${r.status}`),
-      [
-        'counter.bump:completed',
-        'counter.bump:replayed',
-        'counter.bump:replayed',
-        'counter.bump:replayed',
-        'counter.get:completed',
-        'counter.bump:completed',
-      ],
-    );
+    assert.deepEqual(await counterRows(h), [
+      'counter.bump:completed',
+      'counter.bump:replayed',
+      'counter.bump:replayed',
+      'counter.bump:replayed',
+      'counter.get:completed',
+      'counter.bump:completed',
+    ]);
     const report = await verifyStoreChain(h.rt.store);
     assert.deepEqual(
       report.tenants.flatMap((x) => x.findings),
