@@ -3,6 +3,7 @@
  */
 import type { Queryable } from '../../store/store.ts';
 import { num } from '../data/row-values.ts';
+import { CONTACT_EDITABLE_FIELDS } from '../data/contacts.ts';
 import { DROPLET_SIZES, type BusinessTable } from '../schema.ts';
 import { iso, type PEmail, type CompanyPlan } from './plan.ts';
 
@@ -102,24 +103,8 @@ export async function writePlan(w: Writer, p: CompanyPlan): Promise<PlanIds> {
   );
   const contacts = await w.insert(
     'contacts',
-    [
-      'company_id',
-      'name',
-      'email',
-      'phone',
-      'kind',
-      'tags',
-      'status',
-      'source',
-      'address_line1',
-      'address_line2',
-      'city',
-      'region',
-      'postal_code',
-      'country',
-      'created_at',
-      'updated_at',
-    ],
+    // The editable fields in their stable order; the values below follow it.
+    ['company_id', ...CONTACT_EDITABLE_FIELDS, 'created_at', 'updated_at'],
     p.contacts.map((x) => [
       c,
       x.name,
