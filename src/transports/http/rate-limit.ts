@@ -25,7 +25,7 @@ import fastifyRateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limi
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../../spec/types.ts';
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
-import { VerbError } from '../../runtime/errors.ts';
+import { VerbError, isVerbError } from '../../runtime/errors.ts';
 import { apiKeyOf } from './request-headers.ts';
 import { countHit } from '../../store/rate-limit-counters.ts';
 import { isLiveSession } from '../webmcp/session-store.ts';
@@ -141,6 +141,27 @@ const limiterAuth = new WeakMap<FastifyRequest, { apiKey: string; principal: Pri
 export function limiterPrincipal(req: FastifyRequest, apiKey: string | null): Principal | undefined {
   const a = limiterAuth.get(req);
   return a !== undefined && apiKey !== null && a.apiKey === apiKey ? a.principal : undefined;
+}
+
+/**
+ * The limiter's refusal in `err`, if it is one (VerbError rate_limited): its message, hint and
+ * whole seconds until the window ends. For the mounts whose own error handler answers in another
+ * protocol's shape (UCP's `{code, content}`, MCP's JSON-RPC): the limiter runs as a root
+ * onRequest hook, so its refusal reaches the error handler of whatever route was asked.
+ */
+export function rateLimitRefusal(
+  err: unknown,
+):
+  { message: string; hint: string; retryAfterSeconds: number; details: Record<string, unknown> } | undefined {
+  if (!isVerbError(err) || err.reason !== 'rate_limited') return undefined;
+  const details = (err.details ?? {}) as Record<string, unknown>;
+  const s = details.retry_after_seconds;
+  return {
+    message: err.message,
+    hint: err.hint ?? 'Retry after Retry-After seconds.',
+    retryAfterSeconds: typeof s === 'number' && s >= 0 ? Math.ceil(s) : 1,
+    details,
+  };
 }
 
 /**

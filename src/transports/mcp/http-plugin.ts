@@ -35,6 +35,8 @@ import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { isVerbError } from '../../runtime/errors.ts';
 import type { Envelope, Principal } from '../../spec/types.ts';
 import { apiKeyOf } from '../http/request-headers.ts';
+import { rateLimitRefusal } from '../http/rate-limit.ts';
+import { transportEnvelope } from '../http/envelope-map.ts';
 import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
 import { hostsOfOrigins, normalizeAllowedOrigins, originAllowed } from '../http/origin-policy.ts';
 import { createMcpServer, type McpServerOptions } from './mcp-server.ts';
@@ -148,6 +150,22 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
     // size); the rest of the server keeps its envelope errors.
     app.setErrorHandler(function mcpErrorHandler(err, _request, reply) {
       const e = err as { statusCode?: number; code?: string; message?: string };
+      // The HTTP server's rate limiter (a root onRequest hook) refused before this route: 429 with
+      // Retry-After, the refusal's envelope in the JSON-RPC error's data (spec/transports.md §rate-limits).
+      const limited = rateLimitRefusal(err);
+      if (limited !== undefined) {
+        const envelope = transportEnvelope(
+          '',
+          'rate_limited',
+          limited.message,
+          limited.hint,
+          limited.details,
+        );
+        return reply
+          .code(429)
+          .header('retry-after', String(limited.retryAfterSeconds))
+          .send(rpcError(-32000, limited.message, envelope));
+      }
       if (isVerbError(err)) return reply.code(400).send(rpcError(-32700, `Parse error: ${err.message}`));
       if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
         return reply.code(413).send(rpcError(-32600, 'The request body is too large.'));

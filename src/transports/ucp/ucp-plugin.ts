@@ -30,6 +30,7 @@ import type { Tenant } from '../../runtime/tenants.ts';
 import { StoreError } from '../../store/store.ts';
 import { parseJsonBody } from '../http/json-body.ts';
 import { idempotencyKeyOfRequest } from '../http/request-headers.ts';
+import { rateLimitRefusal } from '../http/rate-limit.ts';
 import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
 import { authorityBinds, buildCapabilityCatalog, type CapabilityEntry } from './capability-names.ts';
 import { platformPrincipal, refusalOf, runCapability, type CapabilityAnswer } from './capability-dispatch.ts';
@@ -214,6 +215,7 @@ function sendDocument(
 
 /** A UCP flat error (unsigned). */
 function sendError(reply: FastifyReply, err: UcpError): FastifyReply {
+  if (err.retryAfterSeconds !== undefined) void reply.header('retry-after', String(err.retryAfterSeconds));
   return reply
     .code(err.status)
     .header('cache-control', 'no-store')
@@ -225,6 +227,12 @@ function toUcpError(err: unknown, rt: Runtime): UcpError {
   if (err instanceof UcpError) return err;
   if (err instanceof StoreError)
     return new UcpError('store_unavailable', 'The database is unavailable; retry shortly.');
+  // The HTTP server's rate limiter (an onRequest hook of the root) refuses before this route.
+  const limited = rateLimitRefusal(err);
+  if (limited !== undefined)
+    return new UcpError('rate_limited', `${limited.message} ${limited.hint}`, {
+      retryAfterSeconds: limited.retryAfterSeconds,
+    });
   const e = err as { code?: string; statusCode?: number; message?: string };
   if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
     return new UcpError('payload_too_large', 'The request body is too large.');

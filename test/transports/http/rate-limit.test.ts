@@ -20,6 +20,7 @@ import { rateLimitsOf } from '../../../src/transports/cli/commands/serve.ts';
 import { isVerbError } from '../../../src/runtime/errors.ts';
 import { createWebmcpPlugin } from '../../../src/transports/webmcp/index.ts';
 import { injectLogin } from '../webmcp/fixture.ts';
+import { loadHttpMounts } from '../../../src/transports/http/http-mounts.ts';
 
 const T0 = Date.parse('2026-03-02T10:00:05.000Z');
 
@@ -303,3 +304,65 @@ async function aggregatedOwnerCount(h: TestRuntime, keyId: string): Promise<numb
   // The window's first attempt has its ordinary row; the aggregated row counts every attempt.
   return data.filter((d) => d.aggregated === true).reduce((n, d) => n + Number(d.count), 0);
 }
+
+describe('rate limits on every mount', () => {
+  it('past the limit every mounted route answers 429 with Retry-After and the rate_limited reason in its own shape', async (t) => {
+    const clock = testClock();
+    const h = await createTestRuntime(t, { clock: clock.now });
+    const app = createHttpServer(h.rt, {
+      logger: false,
+      rateLimits: { perAddress: 1, perKey: 1, perSession: 1, windowMs: 60_000 },
+      plugins: await loadHttpMounts(),
+    });
+    t.after(() => app.close());
+    await app.ready();
+    const initialize = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    });
+    const routes: Array<{
+      method: 'GET' | 'POST';
+      url: string;
+      payload?: string;
+      headers?: Record<string, string>;
+    }> = [
+      { method: 'GET', url: '/.well-known/ucp' },
+      { method: 'GET', url: '/openapi.json' },
+      { method: 'GET', url: '/api/v1/agent/verbs' },
+      { method: 'GET', url: '/webmcp.js' },
+      { method: 'GET', url: '/' },
+      { method: 'GET', url: '/.well-known/solid-verbs-conformance' },
+      {
+        method: 'POST',
+        url: '/mcp',
+        payload: initialize,
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      },
+      { method: 'GET', url: '/mcp', headers: { accept: 'text/event-stream' } },
+    ];
+    const reasonOf = (body: string): string | undefined => {
+      const b = JSON.parse(body) as {
+        error?: { reason?: string; data?: { envelope?: Envelope } };
+        code?: string;
+      };
+      return b.code ?? b.error?.reason ?? b.error?.data?.envelope?.error?.reason;
+    };
+    let address = 0;
+    for (const r of routes) {
+      // Each route from an address of its own: the first call spends the bucket, the second is over.
+      const remoteAddress = `203.0.113.${++address}`;
+      const first = await app.inject({ ...r, remoteAddress });
+      assert.notEqual(first.statusCode, 429, `${r.method} ${r.url}: the first call is within the limit`);
+      const over = await app.inject({ ...r, remoteAddress });
+      assert.equal(over.statusCode, 429, `${r.method} ${r.url}: ${over.body}`);
+      const retry = Number(over.headers['retry-after']);
+      assert.ok(
+        Number.isInteger(retry) && retry >= 1 && retry <= 60,
+        `${r.method} ${r.url}: Retry-After ${retry}`,
+      );
+      assert.equal(reasonOf(over.body), 'rate_limited', `${r.method} ${r.url}: ${over.body}`);
+    }
+  });
+});
