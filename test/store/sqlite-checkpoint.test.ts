@@ -50,7 +50,12 @@ const row = 'x'.repeat(1000);
 
 test('the worker checkpoints: the WAL stays far below the backstop under bursts of writes', async (t) => {
   const path = tempDb(t);
-  const store = new SqliteStore({ path, checkpointStartAfterCommits: 0, checkpointIntervalMs: 10 });
+  const store = new SqliteStore({
+    path,
+    checkpoint: 'background',
+    checkpointStartAfterCommits: 0,
+    checkpointIntervalMs: 10,
+  });
   t.after(() => store.close());
   await createTable(store);
   assert.equal(store.checkpointState.mode, 'background');
@@ -75,7 +80,12 @@ test('the worker checkpoints: the WAL stays far below the backstop under bursts 
 
 test('data written with the worker is readable by a fresh connection after close', async (t) => {
   const path = tempDb(t);
-  const store = new SqliteStore({ path, checkpointStartAfterCommits: 0, checkpointIntervalMs: 5 });
+  const store = new SqliteStore({
+    path,
+    checkpoint: 'background',
+    checkpointStartAfterCommits: 0,
+    checkpointIntervalMs: 5,
+  });
   await createTable(store);
   await Promise.all(
     Array.from({ length: 300 }, (_, i) =>
@@ -91,7 +101,12 @@ test('data written with the worker is readable by a fresh connection after close
 
 test('close while writes are in flight resolves; each write committed or was refused', async (t) => {
   const path = tempDb(t);
-  const store = new SqliteStore({ path, checkpointStartAfterCommits: 0, checkpointIntervalMs: 1 });
+  const store = new SqliteStore({
+    path,
+    checkpoint: 'background',
+    checkpointStartAfterCommits: 0,
+    checkpointIntervalMs: 1,
+  });
   await createTable(store);
   const writes = Array.from({ length: 500 }, () =>
     store
@@ -117,11 +132,11 @@ test('close while writes are in flight resolves; each write committed or was ref
 test('close right after open resolves (the worker may not have started yet)', async (t) => {
   const path = tempDb(t);
   for (let i = 0; i < 5; i++) {
-    const store = new SqliteStore({ path, checkpointStartAfterCommits: 0 });
+    const store = new SqliteStore({ path, checkpoint: 'background', checkpointStartAfterCommits: 0 });
     await store.close();
     await store.close();
   }
-  const store = new SqliteStore({ path, checkpointStartAfterCommits: 0 });
+  const store = new SqliteStore({ path, checkpoint: 'background', checkpointStartAfterCommits: 0 });
   await createTable(store);
   await store.close();
 });
@@ -154,6 +169,7 @@ for (const where of ['start', 'checkpoint'] as const) {
     const errors: Error[] = [];
     const store = new SqliteStore({
       path,
+      checkpoint: 'background',
       checkpointStartAfterCommits: 0,
       checkpointIntervalMs: 5,
       checkpointInjectFailure: where,
@@ -172,7 +188,7 @@ for (const where of ['start', 'checkpoint'] as const) {
   });
 }
 
-test("checkpoint: 'inline' starts no worker; the default starts it only after the first commits", async (t) => {
+test("checkpoint: 'inline' starts no worker; 'background' starts it only after the first commits; the default is inline", async (t) => {
   const inline = new SqliteStore({ path: tempDb(t), checkpoint: 'inline', checkpointStartAfterCommits: 0 });
   t.after(() => inline.close());
   await createTable(inline);
@@ -181,7 +197,7 @@ test("checkpoint: 'inline' starts no worker; the default starts it only after th
     autocheckpoint: INLINE_PAGES,
     stats: undefined,
   });
-  const lazy = new SqliteStore({ path: tempDb(t), checkpointStartAfterCommits: 3 });
+  const lazy = new SqliteStore({ path: tempDb(t), checkpoint: 'background', checkpointStartAfterCommits: 3 });
   t.after(() => lazy.close());
   await createTable(lazy);
   assert.equal(lazy.checkpointState.mode, 'inline');
@@ -190,6 +206,10 @@ test("checkpoint: 'inline' starts no worker; the default starts it only after th
   await lazy.write((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['b']));
   assert.equal(lazy.checkpointState.mode, 'background');
   assert.equal(lazy.checkpointState.autocheckpoint, BACKSTOP_PAGES);
+  const plain = new SqliteStore({ path: tempDb(t), checkpointStartAfterCommits: 0 });
+  t.after(() => plain.close());
+  await createTable(plain);
+  assert.equal(plain.checkpointState.mode, 'inline', 'inline by default');
   const memory = new SqliteStore({ path: ':memory:', checkpointStartAfterCommits: 0 });
   t.after(() => memory.close());
   assert.equal(memory.checkpointState.mode, 'inline');
@@ -197,7 +217,12 @@ test("checkpoint: 'inline' starts no worker; the default starts it only after th
 
 test('an idle WAL over 4 MiB is truncated by the worker', async (t) => {
   const path = tempDb(t);
-  const store = new SqliteStore({ path, checkpointStartAfterCommits: 0, checkpointIntervalMs: 10 });
+  const store = new SqliteStore({
+    path,
+    checkpoint: 'background',
+    checkpointStartAfterCommits: 0,
+    checkpointIntervalMs: 10,
+  });
   t.after(() => store.close());
   await createTable(store);
   // Paused, the worker copies nothing: the WAL grows past the truncation threshold.

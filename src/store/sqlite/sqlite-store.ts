@@ -63,10 +63,12 @@ export interface SqliteStoreOptions {
    */
   groupCommit?: boolean;
   /**
-   * WAL checkpoints of a file database. 'background' (default): a worker thread with its own
-   * connection runs `wal_checkpoint(PASSIVE)` when the WAL grew and the writer's
-   * auto-checkpoint is only a 10,000-page backstop. 'inline': SQLite's auto-checkpoint every
-   * 1,000 pages inside the COMMIT that crossed it (the behaviour before issue 21). Ignored in memory.
+   * WAL checkpoints of a file database. 'inline' (default): SQLite's auto-checkpoint every 1,000
+   * pages inside the COMMIT that crossed it. 'background' (opt-in): a worker thread with its own
+   * connection runs `wal_checkpoint(PASSIVE)` when the WAL grew and the writer's auto-checkpoint
+   * is only a 10,000-page backstop — the checkpoint's fsyncs leave the event loop (confirmed
+   * writes ≈ 8 % faster in BENCHMARKS.md §Writes) for ≈ 7 MiB more RSS (the worker's isolate),
+   * which put `solid serve` over its 150 MiB budget (serve.rss), hence opt-in. Ignored in memory.
    */
   checkpoint?: 'background' | 'inline';
   /**
@@ -388,7 +390,7 @@ export class SqliteStore implements Store {
       rdb.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
       this.#reader = new Connection(rdb);
     }
-    this.#checkpointMode = this.#memory ? 'off' : (options.checkpoint ?? 'background');
+    this.#checkpointMode = this.#memory ? 'off' : (options.checkpoint ?? 'inline');
     this.#checkpointStartAfter = Math.max(0, options.checkpointStartAfterCommits ?? 64);
     this.#checkpointOptions = options;
     if (this.#checkpointMode === 'background' && this.#checkpointStartAfter === 0) this.#startCheckpointer();
