@@ -41,7 +41,7 @@ export const eventsSubscribe = defineSystemVerb<SubscribeArgs>({
   name: 'events.subscribe',
   title: 'Subscribe to events',
   description:
-    'Watch the tenant\'s domain events (deal.stage_changed, invoice.paid…) without a socket: returns a subscription_id, an opaque cursor, the most recent matching events (initial_events, oldest first) and poll_interval_ms. Then call events.poll with the cursor to get every later matching event, in order, exactly once. Filter by event types (exact, or a prefix like "deal.*"), entity_type (+ entity_ids) and an occurred_at range (from inclusive, to exclusive). Cursors stay valid 30 days. You keep at most 100 subscriptions: a new one beyond that replaces your oldest (events.unsubscribe the ones you are done with).',
+    'Watch the tenant\'s domain events (deal.stage_changed, invoice.paid…) without a socket: returns a subscription_id, an opaque cursor, the most recent matching events (initial_events, oldest first) and poll_interval_ms. Then call events.poll with the cursor to get every later matching event, in order, exactly once. Filter by event types (exact, or a prefix like "deal.*"), entity_type (+ entity_ids) and an occurred_at range (from inclusive, to exclusive). Cursors stay valid 30 days. At most 100 per user: a new one replaces your oldest.',
   shape: 'subscribe',
   category: 'events',
   input: {

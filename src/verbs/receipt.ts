@@ -56,7 +56,7 @@ export const auditVerifyReceipt = defineSystemVerb<{ receipt: Record<string, unk
   name: 'audit.verify_receipt',
   title: 'Verify a receipt',
   description:
-    "Check a signed receipt: its signature against this tenant's keys and that the audit log still holds the attested row unchanged. Answers data.valid and, when false, why.",
+    "Check a signed receipt: its signature against this tenant's keys and that the audit log still holds the attested row unchanged. Answers data.valid, data.verb (the action the log row records) and, when false, why.",
   shape: 'aggregate',
   category: 'audit',
   input: {
@@ -89,6 +89,8 @@ export const auditVerifyReceipt = defineSystemVerb<{ receipt: Record<string, unk
         signature: { valid: signature.valid, kid: signature.kid ?? null, errors: signature.errors },
         log,
         audit_id: typeof r?.audit_id === 'number' ? r.audit_id : null,
+        // The action the log row records: what the receipt proves, whatever a wrapper around it says.
+        verb: log?.status === 'present' ? (log.verb ?? null) : null,
         seq: att?.seq ?? null,
         timestamp: typeof r?.timestamp === 'string' ? r.timestamp : null,
       },

@@ -63,7 +63,7 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
       entity_type: { type: 'string', maxLength: 100 },
       entity_id: {
         type: ['string', 'integer'],
-        description: 'With entity_type: only actions on this entity.',
+        description: 'Needs entity_type: only actions on this entity.',
       },
       reason: {
         type: 'string',
@@ -92,6 +92,8 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
       limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
       cursor: { type: 'string', maxLength: 1000, description: 'next_cursor of the previous page.' },
     },
+    // An entity id means nothing without its type (ids repeat across types): refused, never ignored.
+    dependentRequired: { entity_id: ['entity_type'] },
     additionalProperties: false,
   },
   idempotent: true,

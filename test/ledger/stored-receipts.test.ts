@@ -72,6 +72,12 @@ describe('stored receipts', () => {
       assert.equal(data.valid, true, `${what}: ${JSON.stringify(data)}`);
       assert.equal(data.audit_id, env.audit_id, what);
     }
+    // A wrapper that claims another action changes nothing: the answer names the attested one.
+    const claimed = { ...env, verb: 'payments.refund' };
+    const named = await call(h, h.keys.read_only, 'audit.verify_receipt', { receipt: claimed });
+    const nd = (named.result as { data: { valid: boolean; verb: string | null } }).data;
+    assert.equal(nd.valid, true);
+    assert.equal(nd.verb, 'counter.add', 'the log row names the action the receipt proves');
     const altered = structuredClone(got) as unknown as { result: { data: { receipt: { by?: number } } } };
     altered.result.data.receipt.by = 9;
     const bad = await call(h, h.keys.read_only, 'audit.verify_receipt', {

@@ -228,6 +228,18 @@ describe('audit.trail', () => {
     assert.equal(foreign.error?.reason, 'cursor_invalid');
   });
 
+  it('entity_id without entity_type is refused with invalid_input, not silently ignored', async (t) => {
+    const h = await counterRuntime(t);
+    const env = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', { entity_id: 42 });
+    assert.equal(env.error?.reason, 'invalid_input', JSON.stringify(env));
+    assert.match(`${env.error?.message} ${env.error?.hint ?? ''}`, /entity_type/);
+    const ok = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', {
+      entity_type: 'counter',
+      entity_id: 42,
+    });
+    assert.equal(ok.ok, true, JSON.stringify(ok.error));
+  });
+
   it('every filter combination is an index search with no sort step (no full scan, no temp b-tree)', async (t) => {
     const clock = { now: new Date('2026-02-01T09:00:00.000Z') };
     const h = await counterRuntime(t, { clock: () => clock.now, engine: 'sqlite' }); // SQLite query plans

@@ -530,6 +530,9 @@ export interface ReceiptLogCheck {
   status: 'present' | 'missing' | 'different' | 'unknown_tenant';
   company_id?: number;
   seq: number;
+  /** present: the action the attested row records (its verb and audit_id), whatever a wrapper around the receipt claims. */
+  verb?: string;
+  audit_id?: number;
   message: string;
 }
 
@@ -578,6 +581,8 @@ export async function checkReceiptInLog(
     status: 'present',
     company_id: company,
     seq,
-    message: `Tenant ${company}'s log holds this receipt's row at seq ${seq}, unchanged.`,
+    verb: String(row.action_type),
+    audit_id: Number(row.audit_id),
+    message: `Tenant ${company}'s log holds this receipt's row at seq ${seq} (${String(row.action_type)}, audit_id ${Number(row.audit_id)}), unchanged.`,
   };
 }
