@@ -230,7 +230,9 @@ describe('audit.trail', () => {
 
   it('entity_id without entity_type is refused with invalid_input, not silently ignored', async (t) => {
     const h = await counterRuntime(t);
-    const env = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', { entity_id: 42 });
+    const env = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', {
+      entity_id: 42,
+    });
     assert.equal(env.error?.reason, 'invalid_input', JSON.stringify(env));
     assert.match(`${env.error?.message} ${env.error?.hint ?? ''}`, /entity_type/);
     const ok = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', {
