@@ -111,6 +111,23 @@ describe('receipts', () => {
     }
   });
 
+  it('a receipt without an attestation and one with a malformed attestation are told apart', async (t) => {
+    const h = await counterRuntime(t);
+    const env = await consented(h, h.keys.employee, 'counter.add', { name: 'a', by: 3 });
+    const r = env.result as Receipt;
+    const keys = await h.rt.store.read((q) => h.rt.keys.publishable(q, h.companyId));
+    const none = structuredClone(r) as Partial<Receipt>;
+    delete none.attestation;
+    assert.deepEqual(verifyReceipt(none, keys), { valid: false, errors: ['receipt has no attestation'] });
+    for (const fake of ['forged', 42, null, [], { kid: r.attestation!.kid }, { jws: 7, kid: 'k' }]) {
+      const copy = { ...structuredClone(r), attestation: fake } as unknown as Receipt;
+      const v = verifyReceipt(copy, keys);
+      assert.equal(v.valid, false, JSON.stringify(fake));
+      assert.equal(v.errors.length, 1, JSON.stringify(v));
+      assert.match(v.errors[0]!, /^attestation is malformed: /, JSON.stringify(fake));
+    }
+  });
+
   it('solid receipt verify accepts a saved envelope, refuses an altered one, and finds its row missing from a truncated log', async (t) => {
     const h = await counterRuntime(t, { engine: 'sqlite' }); // the CLI opens the SQLite file
     const env = await consented(h, h.keys.employee, 'counter.add', { name: 'a', by: 2 });

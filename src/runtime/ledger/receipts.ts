@@ -133,6 +133,14 @@ export async function signEnvelope(
   return { ...env, result: await signChainedReceipt(r, key, options) };
 }
 
+/** A value's JSON kind, for messages: "a string", "null", "an array", "a number"… */
+function kindOf(v: unknown): string {
+  if (v === null) return 'null';
+  if (v === undefined) return 'nothing';
+  if (Array.isArray(v)) return 'an array';
+  return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
+}
+
 export interface ReceiptVerification {
   valid: boolean;
   kid?: string;
@@ -152,8 +160,20 @@ export function verifyReceipt(
     return { valid: false, errors: ['receipt must be an object'] };
   const r = receipt as Receipt;
   const att = r.attestation;
-  if (att === undefined || typeof att !== 'object' || typeof att.jws !== 'string')
-    return { valid: false, errors: ['receipt has no attestation'] };
+  if (att === undefined) return { valid: false, errors: ['receipt has no attestation'] };
+  if (att === null || typeof att !== 'object' || Array.isArray(att))
+    return {
+      valid: false,
+      errors: [`attestation is malformed: an object { kid, jws, … } was expected, got ${kindOf(att)}`],
+    };
+  if (typeof att.jws !== 'string')
+    return {
+      valid: false,
+      ...(typeof att.kid === 'string' ? { kid: att.kid } : {}),
+      errors: [
+        `attestation is malformed: attestation.jws must be a compact JWS string, got ${kindOf(att.jws)}`,
+      ],
+    };
   const parts = att.jws.split('.');
   if (parts.length !== 3 || parts[1] !== '')
     return {
