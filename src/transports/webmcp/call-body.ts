@@ -5,6 +5,10 @@
  *   { input?: object, surface: "dashboard"|"portal"|"developer"|"tenant-site"|"public",
  *     confirm?: boolean, nonce?: string, typed_phrase?: string, idempotency_key?: string }
  *
+ * The dashboard route (no `surface`) also takes `args` for `input` (the agent API's name for the
+ * same thing, so a caller moving between the two APIs is not refused for the word); both at once
+ * are refused. WebMCP execute keeps the WebMCP word, `input`, only.
+ *
  * Only the envelope around the verb's input is checked here; the input itself is validated by
  * dispatch (invalid_input with a JSON Pointer). Unknown members are refused so a misspelt
  * `typed_phrase` cannot silently turn a confirmation into a new preflight.
@@ -45,12 +49,15 @@ export function parseCallBody(body: unknown, opts: { surface: boolean }): CallBo
   for (const key of Object.keys(b)) {
     const known =
       key === 'input' ||
+      (!opts.surface && key === 'args') ||
       key === 'confirm' ||
       (OPTION_FIELDS as readonly string[]).includes(key) ||
       (opts.surface && key === 'surface');
     if (!known) throw badBody(`Unknown member "${key.slice(0, 50)}" in the body.`, opts.surface);
   }
-  const out: CallBody = { input: b.input, options: {} };
+  if (b.input !== undefined && b.args !== undefined)
+    throw badBody('Pass the arguments as either "input" or "args", not both.', opts.surface);
+  const out: CallBody = { input: b.input ?? b.args, options: {} };
   if (opts.surface) {
     if (!isWebmcpSurface(b.surface))
       throw badBody(`"surface" must be one of ${WEBMCP_SURFACES.join(', ')}.`, true);

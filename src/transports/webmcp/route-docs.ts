@@ -55,7 +55,15 @@ const callBody = (withSurface: boolean) => ({
         ...(withSurface ? { required: ['surface'] } : {}),
         properties: {
           input: { type: 'object', description: "The verb's arguments (its input schema)." },
-          ...(withSurface ? { surface: surfaceParam.schema } : {}),
+          // The dashboard route also takes the agent API's word for the arguments (call-body.ts).
+          ...(withSurface
+            ? { surface: surfaceParam.schema }
+            : {
+                args: {
+                  type: 'object',
+                  description: "The same as `input` (the agent API's name); not both.",
+                },
+              }),
           confirm: { type: 'boolean' },
           nonce: { type: 'string' },
           typed_phrase: { type: 'string' },

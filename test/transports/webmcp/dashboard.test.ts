@@ -160,6 +160,22 @@ describe('POST /api/v1/dashboard/dispatch/{verb}', () => {
     assert.ok(Array.isArray(ok.env.result!.entries));
   });
 
+  it('takes the arguments under "input" or, as the agent API names them, "args" (not both)', async (t) => {
+    const f = await webmcpFixture(t);
+    const s = await injectLogin(f.app, f.keys.owner);
+    const viaInput = await dash(f, s, 'audit.trail', { input: { limit: 1 } });
+    const viaArgs = await dash(f, s, 'audit.trail', { args: { limit: 1 } });
+    assert.equal(viaInput.status, 200);
+    assert.equal(viaArgs.status, 200, JSON.stringify(viaArgs.env));
+    assert.equal((viaArgs.env.result!.entries as unknown[]).length, 1);
+    const badArgs = await dash(f, s, 'audit.trail', { args: { limit: 'x' } });
+    assert.equal(badArgs.env.error!.reason, 'invalid_input', 'args are validated as input is');
+    const both = await dash(f, s, 'audit.trail', { input: {}, args: {} });
+    assert.equal(both.status, 400);
+    assert.equal(both.env.error!.reason, 'invalid_request');
+    assert.match(both.env.error!.message, /either "input" or "args"/);
+  });
+
   it('lets an admin approve a pending typed-phrase dispatch out of band; the agent then confirms with its nonce alone', async (t) => {
     const f = await webmcpFixture(t);
     const agent = await injectLogin(f.app, f.keys.admin);
