@@ -86,6 +86,16 @@ interface Authed {
 }
 
 /** JSON-RPC error bodies of transport-level refusals (the id is unknown at this level). */
+/**
+ * Whether a POST may carry a JSON-RPC batch: only under a protocol version before 2025-06-18,
+ * which removed batching (MCP changelog 2025-06-18). A request without the
+ * MCP-Protocol-Version header is taken as 2025-03-26, as the SDK's transport does.
+ */
+function batchesAllowed(version: string | string[] | undefined): boolean {
+  const v = Array.isArray(version) ? version[0] : version;
+  return v === undefined || v < '2025-06-18';
+}
+
 function rpcError(code: number, message: string, envelope?: Envelope): Record<string, unknown> {
   return { jsonrpc: '2.0', error: { code, message, ...(envelope ? { data: { envelope } } : {}) }, id: null };
 }
@@ -316,6 +326,15 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
         if (!guard(request, reply)) return reply;
         const authed = await authenticate(request, reply);
         if (authed === undefined) return reply;
+        if (Array.isArray(request.body) && !batchesAllowed(request.headers['mcp-protocol-version']))
+          return reply
+            .code(400)
+            .send(
+              rpcError(
+                -32600,
+                'Invalid Request: JSON-RPC batches are not accepted under MCP 2025-06-18 and later (the protocol removed them); send one message per POST.',
+              ),
+            );
         if (request.headers['mcp-session-id'] !== undefined) {
           const s = sessionOf(request, authed);
           if (s === undefined) return notFound(reply);

@@ -345,3 +345,21 @@ test('over HTTP: createMcpHttpPlugin({ toolsets, dynamic }) lists the meta tools
   })) as CallToolResult;
   assert.equal(errorEnvelopeOf(outside)?.error?.reason, 'surface_denied');
 });
+
+test('a JSON-RPC batch is refused (-32600) under MCP 2025-06-18 and later, which removed batching; 2025-03-26 may still batch', async (t) => {
+  const s = await serve(t);
+  const { client, transport } = await connect(t, s, s.h.keys.owner);
+  await client.listTools();
+  const headers = { authorization: `Bearer ${s.h.keys.owner}`, 'mcp-session-id': transport.sessionId! };
+  const batch = [LIST, { ...LIST, id: 3 }];
+  for (const version of ['2025-06-18', LATEST_PROTOCOL_VERSION]) {
+    const res = await raw(s.port, 'POST', { ...headers, 'mcp-protocol-version': version }, batch);
+    assert.equal(res.status, 400, version);
+    const body = JSON.parse(res.text) as { error: { code: number; message: string } };
+    assert.equal(body.error.code, -32600, version);
+    assert.match(body.error.message, /batch/i);
+  }
+  const old = await raw(s.port, 'POST', { ...headers, 'mcp-protocol-version': '2025-03-26' }, batch);
+  assert.equal(old.status, 200, old.text);
+  assert.equal((await client.listTools()).tools.length > 0, true, 'the session still serves');
+});
