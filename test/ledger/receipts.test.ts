@@ -256,3 +256,44 @@ describe('receipts of results with broken text', () => {
     assert.equal(undo.ok, true, JSON.stringify(undo.error));
   });
 });
+
+describe('receipt signing payload', () => {
+  it('is the RFC 8785 text of the receipt without attestation.jws, byte for byte what canonicalize writes (nested members, arrays, undefined, Date, non-ASCII keys), and refuses what canonicalize refuses', async () => {
+    const { default: canonicalize } = await import('canonicalize');
+    const { receiptSigningPayload } = await import('../../src/runtime/ledger/receipts.ts');
+    const reference = (r: Record<string, unknown>): string | undefined => {
+      const { attestation, ...rest } = r as { attestation?: Record<string, unknown> };
+      const copy: Record<string, unknown> = { ...rest };
+      if (attestation !== undefined) {
+        const { jws: _jws, ...att } = attestation;
+        copy.attestation = att;
+      }
+      return canonicalize(copy);
+    };
+    const receipts: Array<Record<string, unknown>> = [
+      {
+        status: 'completed',
+        audit_id: 12,
+        timestamp: '2026-12-03T10:00:00.000Z',
+        phone: '+1 555',
+        attestation: { kid: 'k1', alg: 'ES256', seq: 3, row_hash: 'ab', prev_hash: 'cd', jws: 'h..s' },
+      },
+      {
+        b: [1, 'x', null, undefined, { z: 1, a: [true, false] }],
+        a: { é: 1, e: 2, éx: { y: -0, x: 1e21, w: 0.1 } },
+        u: undefined,
+        d: new Date(0),
+        '': 'empty',
+        '😀': 'emoji',
+        s: 'quote"back\\slash\nnl\u2028',
+        nested: { deep: { deeper: [[[]]], o: {} } },
+      },
+      {},
+    ];
+    for (const r of receipts) assert.equal(receiptSigningPayload(r as Receipt), reference(r));
+    for (const bad of [{ x: '\ud800' }, { x: Number.NaN }, { ['\udc00']: 1 }, { x: [Infinity] }]) {
+      assert.throws(() => reference(bad));
+      assert.throws(() => receiptSigningPayload(bad as unknown as Receipt));
+    }
+  });
+});

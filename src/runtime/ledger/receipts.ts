@@ -21,18 +21,71 @@ import type { SigningKey, PublicJwk, TenantKeys } from './tenant-keys.ts';
 const enc = new TextEncoder();
 
 function b64url(data: Uint8Array | string): string {
-  return Buffer.from(typeof data === 'string' ? enc.encode(data) : data).toString('base64url');
+  return (typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data)).toString('base64url');
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * RFC 8785 text of a JSON value, exactly as the canonicalize package writes it (sorted keys,
+ * JSON.stringify for primitives), without its per-node Set and key re-canonicalization: plain
+ * objects, arrays and primitives here, anything else (toJSON, lone surrogates, non-finite
+ * numbers, cycles) through canonicalize itself, which then also raises its own errors.
+ */
+function canonical(v: unknown, depth = 0): string | undefined {
+  if (typeof v === 'string') return LONE_SURROGATE.test(v) ? canonicalize(v) : JSON.stringify(v);
+  if (typeof v === 'number') return Number.isFinite(v) ? JSON.stringify(v) : canonicalize(v);
+  if (v === null || typeof v !== 'object') return JSON.stringify(v);
+  if (depth > 32) return canonicalize(v);
+  if (Array.isArray(v)) {
+    let out = '[';
+    for (let i = 0; i < v.length; i++) {
+      const x: unknown = v[i];
+      out += (i === 0 ? '' : ',') + canonical(x === undefined || typeof x === 'symbol' ? null : x, depth + 1);
+    }
+    return out + ']';
+  }
+  if (
+    Object.getPrototypeOf(v) !== Object.prototype ||
+    typeof (v as { toJSON?: unknown }).toJSON === 'function'
+  ) {
+    return canonicalize(v);
+  }
+  return canonicalMembers(v as Record<string, unknown>, undefined, undefined, depth);
+}
+
+/** `{…}` of `o`'s members in RFC 8785 order, with member `replaceKey` (if given) taking `replaceValue`. */
+function canonicalMembers(
+  o: Record<string, unknown>,
+  replaceKey: string | undefined,
+  replaceValue: unknown,
+  depth: number,
+): string {
+  const keys = Object.keys(o);
+  if (replaceKey !== undefined && !(replaceKey in o)) keys.push(replaceKey);
+  keys.sort();
+  let out = '{';
+  for (const k of keys) {
+    const x = k === replaceKey ? replaceValue : o[k];
+    if (x === undefined || typeof x === 'symbol') continue;
+    if (LONE_SURROGATE.test(k)) return canonicalize(o) ?? '{}'; // throws like canonicalize
+    out += (out.length === 1 ? '' : ',') + JSON.stringify(k) + ':' + canonical(x, depth + 1);
+  }
+  return out + '}';
 }
 
 /** The bytes a receipt's JWS signs: the canonical receipt without `attestation.jws`. */
 export function receiptSigningPayload(receipt: Receipt): string {
-  const { attestation, ...rest } = receipt;
-  const copy: Record<string, unknown> = { ...rest };
-  if (attestation !== undefined) {
-    const { jws: _jws, ...att } = attestation;
-    copy.attestation = att;
-  }
-  return canonicalize(copy) ?? '{}';
+  const attestation = receipt.attestation;
+  if (attestation === undefined)
+    return canonicalMembers(receipt as Record<string, unknown>, undefined, undefined, 0);
+  const { jws: _jws, ...att } = attestation;
+  return canonicalMembers(receipt as Record<string, unknown>, 'attestation', att, 0);
+}
+
+/** The canonical receipt `receipt` would be with `attestation` (no jws) in place of its own. */
+function signingPayloadWith(receipt: Receipt, attestation: Omit<ReceiptAttestation, 'jws'>): string {
+  return canonicalMembers(receipt as Record<string, unknown>, 'attestation', attestation, 0);
 }
 
 /** How a receipt is signed: on the thread pool (WebCrypto) or on the calling thread (node:crypto). */
@@ -67,17 +120,21 @@ export async function attestReceipt(
     row_hash: chain.row_hash,
     prev_hash: chain.prev_hash,
   };
-  const unsigned: Receipt = { ...receipt, attestation: attestation as ReceiptAttestation };
   const header = key.jwsHeader ?? jwsHeader(key.kid);
-  const signingInput = enc.encode(`${header}.${b64url(receiptSigningPayload(unsigned))}`);
+  // The JWS signing input is ASCII (base64url and '.'): latin1 is its bytes, without an encoder.
+  const signingInput = Buffer.from(`${header}.${b64url(signingPayloadWith(receipt, attestation))}`, 'latin1');
   const sig =
     options.offload === false
       ? nodeSign('sha256', signingInput, { key: key.keyObject, dsaEncoding: 'ieee-p1363' })
       : new Uint8Array(
           await webcrypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, key.cryptoKey, signingInput),
         );
-  unsigned.attestation = { ...attestation, jws: `${header}..${b64url(sig)}` };
-  return unsigned;
+  // One copy of the receipt: its members in order without any attestation, then the signed one.
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(receipt))
+    if (k !== 'attestation') out[k] = (receipt as Record<string, unknown>)[k];
+  out.attestation = { ...attestation, jws: `${header}..${b64url(sig)}` };
+  return out as unknown as Receipt;
 }
 
 /**
@@ -108,9 +165,9 @@ export async function signChainedReceipt(
 ): Promise<Receipt> {
   const att = receipt.attestation;
   if (att === undefined) return receipt;
-  const { attestation: _a, ...rest } = receipt;
+  // attestReceipt ignores the receipt's own attestation (its chain members are passed here).
   return attestReceipt(
-    rest as Receipt,
+    receipt,
     key,
     { seq: att.seq, row_hash: att.row_hash, prev_hash: att.prev_hash },
     options,
