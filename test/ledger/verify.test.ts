@@ -24,6 +24,7 @@ import { verifyDatabaseFile } from '../../src/runtime/ledger/verify-file.ts';
 import { AUDIT_COLUMNS, hashAuditRow, toAuditRow } from '../../src/runtime/ledger/audit.ts';
 import { checkpointMaterial } from '../../src/runtime/runtime.ts';
 import { StoreError } from '../../src/store/store.ts';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { runCli } from '../../src/transports/cli/main.ts';
 import type { Io } from '../../src/transports/cli/output.ts';
 import type { TestContext } from 'node:test';
@@ -370,7 +371,6 @@ describe('audit chain verification', () => {
       JSON.stringify(f),
     );
     assert.deepEqual(kinds(report, h.otherCompanyId), [], 'the other tenant is still walked, and clean');
-    const { SqliteStore } = await import('../../src/store/sqlite/sqlite-store.ts');
     const store = new SqliteStore({ path: h.dbPath });
     t.after(() => store.close());
     const paged = await verifyStoreChain(store, { pageRows: 2 });
@@ -483,6 +483,69 @@ describe('audit chain verification', () => {
     assert.notEqual(run.code, 0);
     assert.ok(kinds(run.report, h.companyId).includes('bad_signature'));
     assert.match(run.text, /bad_signature/);
+  });
+
+  it('detects a chain rewritten with its checkpoints deleted (unsigned_tail), while a crash-sized unsigned tail is only counted', async (t) => {
+    let now = Date.parse('2026-01-05T09:00:00Z');
+    const h = await counterRuntime(t, { engine: 'sqlite', clock: () => new Date(now) });
+    for (let i = 0; i < 8; i++) {
+      await consented(h, h.keys.employee, 'counter.add', { name: 'c', by: i + 1 });
+      now += 90_000; // a working day's pace: 1.5 minutes between writes, 10.5 minutes in all
+    }
+    await h.rt.close(); // signs a closing checkpoint
+    const honest = await verifyBoth(h.dbPath);
+    assert.equal(honest.ok, true, JSON.stringify(honest.tenants));
+    // The attacker edits a write's arguments, re-hashes the chain and deletes the checkpoints
+    // that would expose it (bad_signature): no secret needed, only write access to the file.
+    const db = attacker(h);
+    const write = db
+      .prepare(
+        `SELECT audit_id FROM audit_log WHERE company_id = ? AND action_type = 'counter.add' AND status = 'completed' LIMIT 1`,
+      )
+      .get(h.companyId) as { audit_id: number };
+    db.prepare(`UPDATE audit_log SET request_data = '{"by":500,"name":"c"}' WHERE audit_id = ?`).run(
+      write.audit_id,
+    );
+    rehash(db, h.companyId);
+    db.prepare('DELETE FROM audit_checkpoints WHERE company_id = ?').run(h.companyId);
+    db.close();
+    const report = await verifyBoth(h.dbPath);
+    const mine = report.tenants.find((x) => x.company_id === h.companyId)!;
+    assert.deepEqual(kinds(report, h.companyId), ['unsigned_tail']);
+    assert.equal(mine.ok, false);
+    assert.equal(mine.findings[0]!.seq, 1);
+    assert.match(mine.findings[0]!.message, /no valid signed checkpoint/);
+    const run = await cliFindings(h);
+    assert.equal(run.code, 1, run.text);
+    assert.match(run.text, /unsigned_tail/);
+    // The same store walk through any Store agrees.
+    const store = new SqliteStore({ path: h.dbPath });
+    t.after(() => store.close());
+    assert.deepEqual(
+      (await verifyStoreChain(store)).tenants
+        .find((x) => x.company_id === h.companyId)!
+        .findings.map((f) => f.kind),
+      ['unsigned_tail'],
+    );
+    // A limit the operator sets (their runtime signs less often) is honoured; Infinity turns it off.
+    assert.equal((await verifyDatabaseFile(h.dbPath, { maxUnsignedSeconds: 3600 })).ok, true);
+    const off = await cli(['--db', h.dbPath, 'audit', 'verify', '--max-unsigned-seconds', 'Infinity']);
+    assert.equal(off.code, 0, off.out + off.err);
+    const bad = await cli(['--db', h.dbPath, 'audit', 'verify', '--max-unsigned-seconds', '-3']);
+    assert.equal(bad.code, 2, bad.out + bad.err);
+    assert.match(bad.err, /invalid_args/);
+  });
+
+  it('an unsigned tail as short as a crash leaves (rows of the last minute, no closing checkpoint) is counted, not a finding', async (t) => {
+    const h = await populated(t);
+    const db = attacker(h);
+    db.prepare('DELETE FROM audit_checkpoints WHERE company_id = ?').run(h.companyId); // as if never signed
+    db.close();
+    const report = await verifyBoth(h.dbPath);
+    const mine = report.tenants.find((x) => x.company_id === h.companyId)!;
+    assert.equal(mine.ok, true, JSON.stringify(mine.findings));
+    assert.equal(mine.last_signed_seq, null);
+    assert.equal(mine.unsigned_rows, mine.last_seq);
   });
 
   it('detects a re-hashed chain re-signed with a key of the attacker’s own, when verifying with keys exported earlier (unknown_key)', async (t) => {

@@ -11,7 +11,7 @@ import Database from 'better-sqlite3';
 import { AUDIT_COLUMNS } from './audit.ts';
 
 export type AuditFindingKind =
-  'modified' | 'chain_break' | 'gap' | 'truncated' | 'bad_signature' | 'unknown_key';
+  'modified' | 'chain_break' | 'gap' | 'truncated' | 'bad_signature' | 'unknown_key' | 'unsigned_tail';
 
 export interface AuditFinding {
   kind: AuditFindingKind;

@@ -21,6 +21,7 @@ import type { PublicJwk } from './tenant-keys.ts';
 import {
   SAME_STORE_WARNING,
   assemble,
+  checkUnsignedTails,
   checkCheckpoints,
   databaseKeys,
   headMap,
@@ -157,6 +158,14 @@ export async function verifyDatabaseFile(
         report = assemble(t0, total, segments, checked, headMap(heads, t), maxFindings);
       } finally {
         if (closed) rdb.close();
+      }
+    }
+    {
+      const tdb = closed ? open() : db;
+      try {
+        await checkUnsignedTails(report, sqliteQueryable(tdb), options);
+      } finally {
+        if (closed) tdb.close();
       }
     }
     if (source.snapshot) {

@@ -101,6 +101,74 @@ export interface VerifyOptions {
   progressEvery?: number;
   /** Findings kept per tenant (all are counted). Default 1000. */
   maxFindings?: number;
+  /**
+   * Database walks only: the longest span (seconds, by the rows' created_at) the rows after a
+   * tenant's last valid checkpoint may cover before that is the finding `unsigned_tail`.
+   * Default UNSIGNED_TAIL_LIMITS.seconds; Infinity turns the check off.
+   */
+  maxUnsignedSeconds?: number;
+  /** Database walks only: the most rows after the last valid checkpoint. Default UNSIGNED_TAIL_LIMITS.rows. */
+  maxUnsignedRows?: number;
+}
+
+/**
+ * How much of a tenant's chain may lie after its last valid checkpoint before `audit verify`
+ * reports `unsigned_tail` (spec/audit.md §verify). The runtime signs a checkpoint every 1,000 rows
+ * of a tenant, every 60 s for every tenant whose head moved, and when it closes, so an honest tail
+ * covers at most about a minute (a crash) — these limits are five and ten times that. A longer
+ * tail means checkpoints were deleted or the runtime never signed (a missing keyfile, a
+ * maintenance pass turned off).
+ */
+export const UNSIGNED_TAIL_LIMITS = { seconds: 300, rows: 10_000 } as const;
+
+/**
+ * Add an `unsigned_tail` finding to each tenant of `report` whose rows after the last valid
+ * checkpoint span more than `maxUnsignedSeconds` (by created_at) or number more than
+ * `maxUnsignedRows`; `q` reads two rows per such tenant (first unsigned and last). Mutates the
+ * report (ok, finding_count, findings). Spec: spec/audit.md §verify.
+ */
+export async function checkUnsignedTails(
+  report: AuditVerifyReport,
+  q: Pick<Queryable, 'get'>,
+  options: Pick<VerifyOptions, 'maxUnsignedSeconds' | 'maxUnsignedRows' | 'maxFindings'> = {},
+): Promise<void> {
+  const maxSeconds = options.maxUnsignedSeconds ?? UNSIGNED_TAIL_LIMITS.seconds;
+  const maxRows = options.maxUnsignedRows ?? UNSIGNED_TAIL_LIMITS.rows;
+  for (const t of report.tenants) {
+    if (t.unsigned_rows <= 0) continue;
+    const from = t.last_signed_seq ?? 0;
+    const first = await q.get<{ seq: number | string; created_at: string }>(
+      'SELECT seq, created_at FROM audit_log WHERE company_id = ? AND seq > ? ORDER BY seq LIMIT 1',
+      [t.company_id, from],
+    );
+    const last = await q.get<{ created_at: string }>(
+      'SELECT created_at FROM audit_log WHERE company_id = ? AND seq = ?',
+      [t.company_id, t.last_seq],
+    );
+    if (first === undefined || last === undefined) continue;
+    const spanMs = Date.parse(last.created_at) - Date.parse(first.created_at);
+    const seconds = Number.isFinite(spanMs) ? spanMs / 1000 : 0;
+    if (seconds <= maxSeconds && t.unsigned_rows <= maxRows) continue;
+    const signed = t.last_signed_seq === null ? 'no valid signed checkpoint' : `none after seq ${from}`;
+    t.finding_count++;
+    t.ok = false;
+    report.ok = false;
+    if (t.findings.length < (options.maxFindings ?? 1000))
+      t.findings.push({
+        kind: 'unsigned_tail',
+        company_id: t.company_id,
+        seq: Number(first.seq),
+        message: `${t.unsigned_rows} rows (seq ${Number(first.seq)}–${t.last_seq}, ${formatSpan(seconds)} of activity) carry ${signed}: the runtime signs at least every minute and on close, so checkpoints were deleted or never written; these rows are chained but nothing proves they were not rewritten.`,
+      });
+  }
+}
+
+/** "3 h 12 min", "4 min 5 s", "12 s". */
+function formatSpan(seconds: number): string {
+  const s = Math.round(seconds);
+  if (s >= 3600) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+  if (s >= 60) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${s} s`;
 }
 
 export function keyMap(
@@ -502,6 +570,7 @@ export async function verifyStoreChain(
   const segments = new Map<number, SegmentResult[]>();
   for (const [id, w] of walkers) segments.set(id, [w.r]);
   const report = assemble(t0, total, segments, checked, headMap(meta.heads, t), maxFindings);
+  await store.read((q) => checkUnsignedTails(report, q, options));
   if (options.trust === undefined) report.warnings.push(SAME_STORE_WARNING);
   return report;
 }

@@ -22,6 +22,7 @@ import {
   latestCheckpoints,
   openAuditDatabase,
   parseTrustFile,
+  UNSIGNED_TAIL_LIMITS,
   verifyStoreChain,
   type AuditVerifyReport,
   type TrustFile,
@@ -116,6 +117,21 @@ function parseTenant(value: string | undefined): number | undefined {
   return n;
 }
 
+/** `--max-unsigned-seconds`: a positive number of seconds, or Infinity. */
+function parseSeconds(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = value === 'Infinity' ? Number.POSITIVE_INFINITY : Number(value);
+  if (!(n > 0) || Number.isNaN(n))
+    throw new VerbError(
+      'invalid_args',
+      `--max-unsigned-seconds must be a positive number of seconds, got ${JSON.stringify(value.slice(0, 40))}.`,
+      {
+        hint: `e.g. --max-unsigned-seconds 600 (the default is ${UNSIGNED_TAIL_LIMITS.seconds}), or Infinity to turn the check off.`,
+      },
+    );
+  return n;
+}
+
 function readTrust(path: string | undefined): TrustFile | undefined {
   if (path === undefined) return undefined;
   let text: string;
@@ -174,15 +190,21 @@ export function registerAudit(program: Command, io: Io, setExit: (code: number) 
       '--keys <jwks.json>',
       'trusted public keys (and checkpoints) exported earlier with `solid audit export-keys`',
     )
-    .action(async (opts: { tenant?: string; json?: boolean; keys?: string }) => {
+    .option(
+      '--max-unsigned-seconds <s>',
+      `longest span of rows after a tenant's last checkpoint before it is the finding unsigned_tail (default ${UNSIGNED_TAIL_LIMITS.seconds}; Infinity: off)`,
+    )
+    .action(async (opts: { tenant?: string; json?: boolean; keys?: string; maxUnsignedSeconds?: string }) => {
       const tenant = parseTenant(opts.tenant);
       const trust = readTrust(opts.keys);
+      const maxUnsignedSeconds = parseSeconds(opts.maxUnsignedSeconds);
       const source = await openAuditSource(program.opts<{ db?: string }>().db);
       let bar: ProgressBar | undefined;
       let report: AuditVerifyReport;
       const options = {
         ...(tenant !== undefined ? { tenant } : {}),
         ...(trust !== undefined ? { trust } : {}),
+        ...(maxUnsignedSeconds !== undefined ? { maxUnsignedSeconds } : {}),
         onStart: (n: number) => {
           bar = opts.json ? undefined : progressBar(n);
         },
