@@ -30,7 +30,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+  LATEST_PROTOCOL_VERSION,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  isInitializeRequest,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { isVerbError } from '../../runtime/errors.ts';
 import type { Envelope, Principal } from '../../spec/types.ts';
@@ -78,6 +82,8 @@ interface Session {
   owner: string;
   lastSeen: number;
   inflight: number;
+  /** The protocol version initialize negotiated (the SDK server's rule: the client's if supported, else the latest). */
+  protocolVersion: string;
 }
 
 interface Authed {
@@ -87,13 +93,32 @@ interface Authed {
 
 /** JSON-RPC error bodies of transport-level refusals (the id is unknown at this level). */
 /**
- * Whether a POST may carry a JSON-RPC batch: only under a protocol version before 2025-06-18,
- * which removed batching (MCP changelog 2025-06-18). A request without the
- * MCP-Protocol-Version header is taken as 2025-03-26, as the SDK's transport does.
+ * Whether a session may send a JSON-RPC batch: only one that negotiated a protocol version
+ * before 2025-06-18, which removed batching (MCP changelog 2025-06-18). Decided by the version
+ * initialize negotiated, not by the request's MCP-Protocol-Version header (a client could leave
+ * it out or name an older version to get batches back).
  */
-function batchesAllowed(version: string | string[] | undefined): boolean {
-  const v = Array.isArray(version) ? version[0] : version;
-  return v === undefined || v < '2025-06-18';
+function batchesAllowed(negotiated: string): boolean {
+  return negotiated < '2025-06-18';
+}
+
+/** The version an initialize request negotiates: the client's if the SDK supports it, else the latest. */
+function negotiatedVersion(body: unknown): string {
+  const asked = (body as { params?: { protocolVersion?: unknown } }).params?.protocolVersion;
+  return typeof asked === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(asked)
+    ? asked
+    : LATEST_PROTOCOL_VERSION;
+}
+
+function batchRefused(reply: FastifyReply): FastifyReply {
+  return reply
+    .code(400)
+    .send(
+      rpcError(
+        -32600,
+        'Invalid Request: JSON-RPC batches are not accepted under MCP 2025-06-18 and later (the protocol removed them); send one message per POST.',
+      ),
+    );
 }
 
 function rpcError(code: number, message: string, envelope?: Envelope): Record<string, unknown> {
@@ -326,21 +351,22 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
         if (!guard(request, reply)) return reply;
         const authed = await authenticate(request, reply);
         if (authed === undefined) return reply;
-        if (Array.isArray(request.body) && !batchesAllowed(request.headers['mcp-protocol-version']))
+        if (request.headers['mcp-session-id'] !== undefined) {
+          const s = sessionOf(request, authed);
+          if (s === undefined) return notFound(reply);
+          if (Array.isArray(request.body) && !batchesAllowed(s.protocolVersion)) return batchRefused(reply);
+          await handOver(s, request, reply, authed);
+          return reply;
+        }
+        if (Array.isArray(request.body))
           return reply
             .code(400)
             .send(
               rpcError(
                 -32600,
-                'Invalid Request: JSON-RPC batches are not accepted under MCP 2025-06-18 and later (the protocol removed them); send one message per POST.',
+                'Invalid Request: the first request of a session is one initialize message, not a batch.',
               ),
             );
-        if (request.headers['mcp-session-id'] !== undefined) {
-          const s = sessionOf(request, authed);
-          if (s === undefined) return notFound(reply);
-          await handOver(s, request, reply, authed);
-          return reply;
-        }
         if (!isInitializeRequest(request.body)) {
           return reply
             .code(400)
@@ -361,7 +387,12 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
               .send(rpcError(-32000, 'Too many MCP sessions are busy; retry shortly.'));
           await close(idle);
         }
-        const session = { owner: authed.owner, lastSeen: now(), inflight: 0 } as Session;
+        const session = {
+          owner: authed.owner,
+          lastSeen: now(),
+          inflight: 0,
+          protocolVersion: negotiatedVersion(request.body),
+        } as Session;
         const server = createMcpServer(rt, {
           catalog,
           listChanged: false,

@@ -346,20 +346,52 @@ test('over HTTP: createMcpHttpPlugin({ toolsets, dynamic }) lists the meta tools
   assert.equal(errorEnvelopeOf(outside)?.error?.reason, 'surface_denied');
 });
 
-test('a JSON-RPC batch is refused (-32600) under MCP 2025-06-18 and later, which removed batching; 2025-03-26 may still batch', async (t) => {
+test('a JSON-RPC batch is refused (-32600) in a session that negotiated MCP 2025-06-18 or later, whatever the request header says; a 2025-03-26 session may still batch', async (t) => {
   const s = await serve(t);
-  const { client, transport } = await connect(t, s, s.h.keys.owner);
-  await client.listTools();
-  const headers = { authorization: `Bearer ${s.h.keys.owner}`, 'mcp-session-id': transport.sessionId! };
   const batch = [LIST, { ...LIST, id: 3 }];
-  for (const version of ['2025-06-18', LATEST_PROTOCOL_VERSION]) {
-    const res = await raw(s.port, 'POST', { ...headers, 'mcp-protocol-version': version }, batch);
-    assert.equal(res.status, 400, version);
-    const body = JSON.parse(res.text) as { error: { code: number; message: string } };
-    assert.equal(body.error.code, -32600, version);
-    assert.match(body.error.message, /batch/i);
+  const open = async (version: string): Promise<string> => {
+    const res = await raw(
+      s.port,
+      'POST',
+      { authorization: `Bearer ${s.h.keys.owner}` },
+      {
+        ...INIT,
+        params: { ...INIT.params, protocolVersion: version },
+      },
+    );
+    assert.equal(res.status, 200, res.text);
+    return res.headers['mcp-session-id'] as string;
+  };
+  for (const negotiated of ['2025-06-18', LATEST_PROTOCOL_VERSION]) {
+    const sid = await open(negotiated);
+    const headers = { authorization: `Bearer ${s.h.keys.owner}`, 'mcp-session-id': sid };
+    for (const header of [negotiated, '2025-03-26', undefined]) {
+      const res = await raw(
+        s.port,
+        'POST',
+        header === undefined ? headers : { ...headers, 'mcp-protocol-version': header },
+        batch,
+      );
+      assert.equal(res.status, 400, `${negotiated} session, header ${header}`);
+      const body = JSON.parse(res.text) as { error: { code: number; message: string } };
+      assert.equal(body.error.code, -32600);
+      assert.match(body.error.message, /batch/i);
+    }
   }
-  const old = await raw(s.port, 'POST', { ...headers, 'mcp-protocol-version': '2025-03-26' }, batch);
-  assert.equal(old.status, 200, old.text);
-  assert.equal((await client.listTools()).tools.length > 0, true, 'the session still serves');
+  const old = await open('2025-03-26');
+  const res = await raw(
+    s.port,
+    'POST',
+    {
+      authorization: `Bearer ${s.h.keys.owner}`,
+      'mcp-session-id': old,
+      'mcp-protocol-version': '2025-03-26',
+    },
+    batch,
+  );
+  assert.equal(res.status, 200, res.text);
+  // Without a session, a batch (even one holding initialize) is named as what it is.
+  const first = await raw(s.port, 'POST', { authorization: `Bearer ${s.h.keys.owner}` }, [INIT]);
+  assert.equal(first.status, 400);
+  assert.match((JSON.parse(first.text) as { error: { message: string } }).error.message, /not a batch/);
 });
