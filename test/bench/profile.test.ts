@@ -216,3 +216,24 @@ test('the quick profile run: one row per figure, a .cpuprofile each, a section t
     rmSync(out, { recursive: true, force: true });
   }
 });
+
+test('attribute: a native called from any store method is sqlite; the store method itself is store', () => {
+  const a = attribute({
+    nodes: [
+      node(1, '(root)', '', [2]),
+      node(2, '#commitGroup', `${R}/src/store/sqlite/sqlite-store.ts`, [3]),
+      node(3, 'run', ''),
+    ],
+    startTime: 0,
+    endTime: 300,
+    samples: [3, 3, 2],
+    timeDeltas: [0, 100, 100],
+  });
+  assert.deepEqual(
+    a.layers.map((l) => [l.layer, Math.round(l.share * 3)]),
+    [
+      ['sqlite', 2],
+      ['store', 1],
+    ],
+  );
+});
