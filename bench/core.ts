@@ -26,10 +26,33 @@ import { searchWork, seedContactsBench } from './contacts.ts';
 const GET_SQL = 'SELECT id, name, email, phone FROM contacts WHERE company_id = ? AND id = ?';
 const UPDATE_SQL = 'UPDATE contacts SET phone = ? WHERE company_id = ? AND id = ?';
 
-async function updateWork(q: Queryable, companyId: number, id: number, phone: string) {
+/** The write handler's work: read the old phone, UPDATE it (the bare baseline of core.write). */
+export async function updateWork(q: Queryable, companyId: number, id: number, phone: string) {
   const before = await q.get<{ phone: string }>(GET_SQL, [companyId, id]);
   await q.run(UPDATE_SQL, [phone, companyId, id]);
   return { contact_id: id, previous_phone: before?.phone ?? null, phone };
+}
+
+/** The confirmed-write verb of core.write* (WRITE_REVERSIBLE, no gate beyond the nonce). */
+export function setPhoneUngatedVerb() {
+  return defineVerb({
+    name: 'bench.set_phone_ungated',
+    description: 'Set a phone (no gate, for the pipeline-without-consent figure).',
+    shape: 'receipt',
+    category: 'crm',
+    consent: 'WRITE_REVERSIBLE',
+    input: {
+      type: 'object',
+      properties: { id: { type: 'integer' }, phone: { type: 'string' } },
+      required: ['id', 'phone'],
+      additionalProperties: false,
+    },
+    handler: async (ctx, a: { id: number; phone: string }) => {
+      const r = await updateWork(ctx.db, ctx.principal.company_id, a.id, a.phone);
+      ctx.setRollback(`crm:phone:${a.id}`, { previous: r.previous_phone });
+      return r;
+    },
+  });
 }
 
 const CAREFUL_SCHEMA = `
@@ -101,26 +124,7 @@ export async function benchCore(options: { ms?: number; runs?: number } = {}): P
     // The daily cap of WRITE_REVERSIBLE (default 100) would refuse all but the first writes.
     const key = await seedContactsBench(rt, { caps: { WRITE_REVERSIBLE: 1_000_000_000 } });
     const principal = await rt.tenants.authenticate(key);
-    rt.register(
-      defineVerb({
-        name: 'bench.set_phone_ungated',
-        description: 'Set a phone (no gate, for the pipeline-without-consent figure).',
-        shape: 'receipt',
-        category: 'crm',
-        consent: 'WRITE_REVERSIBLE',
-        input: {
-          type: 'object',
-          properties: { id: { type: 'integer' }, phone: { type: 'string' } },
-          required: ['id', 'phone'],
-          additionalProperties: false,
-        },
-        handler: async (ctx, a: { id: number; phone: string }) => {
-          const r = await updateWork(ctx.db, ctx.principal.company_id, a.id, a.phone);
-          ctx.setRollback(`crm:phone:${a.id}`, { previous: r.previous_phone });
-          return r;
-        },
-      }),
-    );
+    rt.register(setPhoneUngatedVerb());
     const caller = { surface: 'cli' as const, principal };
     let i = 0;
     const read = await paired(

@@ -41,8 +41,8 @@ export interface HttpBenchOptions {
 
 const CHILD = fileURLToPath(new URL('./autocannon-child.mjs', import.meta.url));
 
-/** One autocannon run in a child process. */
-function measure(
+/** One autocannon run in a child process (bench/autocannon-child.mjs); `duration` in seconds. */
+export function measure(
   url: string,
   body: string,
   headers: Record<string, string>,

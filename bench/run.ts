@@ -15,8 +15,12 @@
  * module until the 1-minute load average is below X (others share this machine), up to
  * `--max-wait-min` minutes, and records the load at the start and end of each module.
  *
- * Modules: core register readcost consent replay verify trail http toolslist mcp ucp observe durable postgres scale startup rss
- * (postgres only when SOLID_BENCH_DATABASE_URL or SOLID_TEST_DATABASE_URL is set).
+ * Modules: core register readcost consent replay verify trail http toolslist mcp ucp observe durable postgres scale startup rss profile
+ * (postgres only when SOLID_BENCH_DATABASE_URL or SOLID_TEST_DATABASE_URL is set). `profile`
+ * (bench/profile.ts) records a CPU profile of the system side of each figure that can miss and
+ * says where its time goes by layer; with `--write` it regenerates its own section of
+ * BENCHMARKS.md (between the `bench:profiles` markers) and leaves the section alone when it did
+ * not run.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
@@ -24,6 +28,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median, type BenchResult } from './harness.ts';
+import { PROFILES_END, PROFILES_START, renderProfileSection, type ProfileDetail } from './profile.ts';
 
 /** One figure as the runner reports it (the modules' rows, normalised). */
 export type Figure = BenchResult & { module: string };
@@ -173,9 +178,31 @@ export const MODULES: Record<string, ModuleSpec> = {
     run: async (q) =>
       (await import('./serve-rss.ts')).benchServeRss(q ? { rows: 100_000, loadSeconds: 3 } : {}),
   },
+  profile: {
+    repeat: 1,
+    run: async (q) => (await import('./profile.ts')).benchProfile({ quick: q }),
+  },
 };
 
-const KNOWN = new Set(['id', 'what', 'value', 'baseline', 'ratio', 'unit', 'target', 'met', 'notes']);
+// `detail`: a module's structured extra (the profile module's attribution), kept out of the notes.
+const KNOWN = new Set([
+  'id',
+  'what',
+  'value',
+  'baseline',
+  'ratio',
+  'unit',
+  'target',
+  'met',
+  'notes',
+  'detail',
+]);
+
+/** The `detail` fields of a module's raw rows (the profile module's ProfileDetail). */
+export function detailsOf(raw: unknown): ProfileDetail[] {
+  const rows = (Array.isArray(raw) ? raw : [raw]) as Array<{ detail?: ProfileDetail }>;
+  return rows.map((r) => r.detail).filter((d): d is ProfileDetail => d !== undefined);
+}
 
 /** Normalise whatever a module returned (a row or rows, extra fields) into Figures. */
 export function normalise(module: string, raw: unknown): Figure[] {
@@ -436,6 +463,23 @@ function writeSection(file: string, section: string): void {
   writeFileSync(file, next);
 }
 
+/** Replace the profiles section of `file` (or insert it after the results section). */
+function writeProfiles(file: string, section: string): void {
+  const text = readFileSync(file, 'utf8');
+  const a = text.indexOf(PROFILES_START);
+  const b = text.indexOf(PROFILES_END);
+  let next: string;
+  if (a >= 0 && b > a) next = text.slice(0, a) + section + text.slice(b + PROFILES_END.length);
+  else {
+    const r = text.indexOf(END);
+    next =
+      r >= 0
+        ? `${text.slice(0, r + END.length)}\n\n${section}${text.slice(r + END.length)}`
+        : `${text.trimEnd()}\n\n${section}\n`;
+  }
+  writeFileSync(file, next);
+}
+
 async function main(argv: string[]): Promise<void> {
   const ci = argv.indexOf('--child');
   if (ci >= 0) return child(argv[ci + 1]!, argv.includes('--quick'));
@@ -445,6 +489,7 @@ async function main(argv: string[]): Promise<void> {
   const figures: Figure[] = [];
   const runs: ModuleRun[] = [];
   const skipped: string[] = [];
+  let profiles: { details: ProfileDetail[]; run: ModuleRun } | undefined;
   process.stderr.write(
     `bench: ${machine().cpu}, ${machine().cores} cores, Node ${process.version}; modules: ${selected.join(', ')}${args.quick ? ' (quick)' : ''}\n`,
   );
@@ -464,9 +509,12 @@ async function main(argv: string[]): Promise<void> {
     const t0 = Date.now();
     const per: Figure[][] = [];
     let error: string | undefined;
+    let details: ProfileDetail[] = [];
     for (let i = 0; i < repeat; i++) {
       try {
-        per.push(normalise(module, await runChild(module, args.quick)));
+        const raw = await runChild(module, args.quick);
+        if (i === 0) details = detailsOf(raw);
+        per.push(normalise(module, raw));
       } catch (err) {
         error = (err as Error).message;
         process.stderr.write(`bench: ${module} failed: ${error}\n`);
@@ -474,7 +522,7 @@ async function main(argv: string[]): Promise<void> {
       }
     }
     if (per.length > 0) figures.push(...mergeRuns(per));
-    runs.push({
+    const run: ModuleRun = {
       module,
       started_at: started.toISOString(),
       seconds: (Date.now() - t0) / 1000,
@@ -483,7 +531,9 @@ async function main(argv: string[]): Promise<void> {
       repeat: per.length,
       quick: args.quick,
       ...(error ? { error } : {}),
-    });
+    };
+    runs.push(run);
+    if (details.length > 0 && error === undefined) profiles = { details, run };
     for (const f of figures.filter((x) => x.module === module)) {
       process.stderr.write(
         `  ${f.id.padEnd(28)} ${fmt(f.value, f.unit).padStart(10)} ${shortUnit(f.unit).padEnd(8)} base ${fmt(f.baseline, f.unit).padStart(9)}  ratio ${fmt(f.ratio, '').padStart(6)}  ${f.target ?? ''} ${f.met === undefined ? '' : f.met ? 'MET' : 'NOT MET'}\n`,
@@ -509,6 +559,19 @@ async function main(argv: string[]): Promise<void> {
     };
     writeSection(args.file, renderSection(stored));
     console.log(`\nwrote the results section of ${args.file}`);
+    if (profiles !== undefined) {
+      writeProfiles(
+        args.file,
+        renderProfileSection(profiles.details, {
+          command,
+          at: profiles.run.started_at,
+          load: `${profiles.run.load_start.toFixed(2)} → ${profiles.run.load_end.toFixed(2)}`,
+          quick: profiles.run.quick,
+          machine: machine(),
+        }),
+      );
+      console.log(`wrote the profiles section of ${args.file}`);
+    }
   }
   if (runs.some((r) => r.error)) process.exitCode = 1;
 }

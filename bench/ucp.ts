@@ -20,6 +20,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
+import type { KeyObject } from 'node:crypto';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
@@ -71,7 +72,7 @@ function summarize(id: string, what: string, samples: Sample[]): BenchResult {
   };
 }
 
-interface Business {
+export interface Business {
   rt: Runtime;
   app: FastifyInstance;
   /** Take one call's timings (set by the plugin's onTimings). */
@@ -80,7 +81,7 @@ interface Business {
 }
 
 /** A UCP server (inject only) on `rt`, trusting the bench platform with employee / WRITE_REVERSIBLE. */
-async function serve(
+export async function serve(
   rt: Runtime,
   companyId: number,
   profileUrl: string,
@@ -122,12 +123,13 @@ async function serve(
   };
 }
 
-/** Run the UCP benchmark; returns ucp.verify_share_read, ucp.verify_share_demo_read, ucp.replay_guard, ucp.verify_share_write. */
-export async function benchUcp(options: UcpBenchOptions = {}): Promise<BenchResult[]> {
-  const requests = options.requests ?? 2000;
-  const warmup = options.warmup ?? 200;
-  const dir = mkdtempSync(join(tmpdir(), 'solid-bench-ucp-'));
-  const logger = pino({ level: process.env.SOLID_BENCH_LOG ?? 'silent' });
+/** The bench platform: a P-256 key and its UCP profile served on loopback (cacheable). */
+export async function startPlatform(): Promise<{
+  privateKey: KeyObject;
+  kid: string;
+  profileUrl: string;
+  close(): Promise<void>;
+}> {
   const { privateKey } = generateP256KeyObjects();
   const kid = 'bench-platform';
   const platformServer = createServer((_req, res) => {
@@ -139,10 +141,101 @@ export async function benchUcp(options: UcpBenchOptions = {}): Promise<BenchResu
       }),
     );
   });
+  await new Promise<void>((r) => platformServer.listen(0, '127.0.0.1', r));
+  return {
+    privateKey,
+    kid,
+    profileUrl: `http://127.0.0.1:${(platformServer.address() as AddressInfo).port}/.well-known/ucp`,
+    close: () => new Promise<void>((r) => platformServer.close(() => r())),
+  };
+}
+
+/**
+ * The minimal business of ucp.verify_share_read / _write: a runtime on a SQLite file at `path`
+ * with 200 contacts of company 2 and the verbs contacts.search (read) and contacts_rename
+ * (WRITE_REVERSIBLE).
+ */
+export async function minimalUcpRuntime(path: string, logger: pino.Logger): Promise<Runtime> {
+  const store = new SqliteStore({ path });
+  const rt = await createRuntime({ store, logger, sandboxCompanyId: 1, maintenanceIntervalMs: 0 });
+  await store.migrate('bench-ucp', [
+    {
+      version: 1,
+      name: 'contacts',
+      sqlite:
+        'CREATE TABLE contacts (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, name TEXT, email TEXT); CREATE INDEX contacts_company ON contacts(company_id, name);',
+    },
+  ]);
+  await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
+  await rt.createTenant({ company_id: 2, name: 'Bench', tier: 'enterprise' });
+  await store.write(async (tx) => {
+    for (let i = 1; i <= 200; i++)
+      await tx.run('INSERT INTO contacts (id, company_id, name, email) VALUES (?, 2, ?, ?)', [
+        i,
+        `Contact ${i} ${['Smith', 'Jones', 'Garcia', 'Lee'][i % 4]}`,
+        `c${i}@example.com`,
+      ]);
+  });
+  rt.register(
+    defineVerb({
+      name: 'contacts.search',
+      description: 'Search contacts.',
+      shape: 'aggregate',
+      category: 'crm',
+      input: {
+        type: 'object',
+        properties: { q: { type: 'string' } },
+        required: ['q'],
+        additionalProperties: false,
+      },
+      async handler(ctx, a: { q: string }) {
+        const rows = await ctx.db.all(
+          'SELECT id, name, email FROM contacts WHERE company_id = ? AND lower(name) LIKE lower(?) ORDER BY name LIMIT 20',
+          [ctx.principal.company_id, `%${a.q}%`],
+        );
+        return { entity_id: ctx.principal.company_id, data: { matches: rows.length, contacts: rows } };
+      },
+    }),
+    defineVerb({
+      name: 'contacts_rename',
+      description: 'Rename a contact.',
+      shape: 'receipt',
+      category: 'crm',
+      consent: 'WRITE_REVERSIBLE',
+      input: {
+        type: 'object',
+        properties: { id: { type: 'integer' }, name: { type: 'string' } },
+        required: ['id', 'name'],
+        additionalProperties: false,
+      },
+      async handler(ctx, a: { id: number; name: string }) {
+        const before = await ctx.db.get<{ name: string }>(
+          'SELECT name FROM contacts WHERE id = ? AND company_id = ?',
+          [a.id, ctx.principal.company_id],
+        );
+        await ctx.db.run('UPDATE contacts SET name = ? WHERE id = ? AND company_id = ?', [
+          a.name,
+          a.id,
+          ctx.principal.company_id,
+        ]);
+        ctx.setRollback(`contacts:rename:${a.id}`, { id: a.id, name: before?.name ?? null });
+        return { contact_id: a.id };
+      },
+    }),
+  );
+  return rt;
+}
+
+/** Run the UCP benchmark; returns ucp.verify_share_read, ucp.verify_share_demo_read, ucp.replay_guard, ucp.verify_share_write. */
+export async function benchUcp(options: UcpBenchOptions = {}): Promise<BenchResult[]> {
+  const requests = options.requests ?? 2000;
+  const warmup = options.warmup ?? 200;
+  const dir = mkdtempSync(join(tmpdir(), 'solid-bench-ucp-'));
+  const logger = pino({ level: process.env.SOLID_BENCH_LOG ?? 'silent' });
   const open: Array<{ close(): Promise<void> }> = [];
+  const platform = await startPlatform();
+  const { privateKey, kid, profileUrl } = platform;
   try {
-    await new Promise<void>((r) => platformServer.listen(0, '127.0.0.1', r));
-    const profileUrl = `http://127.0.0.1:${(platformServer.address() as AddressInfo).port}/.well-known/ucp`;
     let n = 0;
     const call = async (b: Business, capability: string, body: object): Promise<Sample> => {
       const url = `http://localhost:80/ucp/v1/capabilities/${capability}`;
@@ -177,74 +270,8 @@ export async function benchUcp(options: UcpBenchOptions = {}): Promise<BenchResu
     };
 
     // 1. A minimal runtime: contact search (read) and rename (WRITE_REVERSIBLE).
-    const store = new SqliteStore({ path: join(dir, 'bench.db') });
-    const rt = await createRuntime({ store, logger, sandboxCompanyId: 1, maintenanceIntervalMs: 0 });
+    const rt = await minimalUcpRuntime(join(dir, 'bench.db'), logger);
     open.push(rt);
-    await store.migrate('bench-ucp', [
-      {
-        version: 1,
-        name: 'contacts',
-        sqlite:
-          'CREATE TABLE contacts (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, name TEXT, email TEXT); CREATE INDEX contacts_company ON contacts(company_id, name);',
-      },
-    ]);
-    await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
-    await rt.createTenant({ company_id: 2, name: 'Bench', tier: 'enterprise' });
-    await store.write(async (tx) => {
-      for (let i = 1; i <= 200; i++)
-        await tx.run('INSERT INTO contacts (id, company_id, name, email) VALUES (?, 2, ?, ?)', [
-          i,
-          `Contact ${i} ${['Smith', 'Jones', 'Garcia', 'Lee'][i % 4]}`,
-          `c${i}@example.com`,
-        ]);
-    });
-    rt.register(
-      defineVerb({
-        name: 'contacts.search',
-        description: 'Search contacts.',
-        shape: 'aggregate',
-        category: 'crm',
-        input: {
-          type: 'object',
-          properties: { q: { type: 'string' } },
-          required: ['q'],
-          additionalProperties: false,
-        },
-        async handler(ctx, a: { q: string }) {
-          const rows = await ctx.db.all(
-            'SELECT id, name, email FROM contacts WHERE company_id = ? AND lower(name) LIKE lower(?) ORDER BY name LIMIT 20',
-            [ctx.principal.company_id, `%${a.q}%`],
-          );
-          return { entity_id: ctx.principal.company_id, data: { matches: rows.length, contacts: rows } };
-        },
-      }),
-      defineVerb({
-        name: 'contacts_rename',
-        description: 'Rename a contact.',
-        shape: 'receipt',
-        category: 'crm',
-        consent: 'WRITE_REVERSIBLE',
-        input: {
-          type: 'object',
-          properties: { id: { type: 'integer' }, name: { type: 'string' } },
-          required: ['id', 'name'],
-          additionalProperties: false,
-        },
-        async handler(ctx, a: { id: number; name: string }) {
-          const before = await ctx.db.get<{ name: string }>(
-            'SELECT name FROM contacts WHERE id = ? AND company_id = ?',
-            [a.id, ctx.principal.company_id],
-          );
-          await ctx.db.run('UPDATE contacts SET name = ? WHERE id = ? AND company_id = ?', [
-            a.name,
-            a.id,
-            ctx.principal.company_id,
-          ]);
-          ctx.setRollback(`contacts:rename:${a.id}`, { id: a.id, name: before?.name ?? null });
-          return { contact_id: a.id };
-        },
-      }),
-    );
     const bench = await serve(rt, 2, profileUrl);
     open.unshift(bench);
     const read = await run(bench, 'com.example.sales.contacts_search', () => ({ q: 'smith' }));
@@ -314,7 +341,7 @@ export async function benchUcp(options: UcpBenchOptions = {}): Promise<BenchResu
     ];
   } finally {
     for (const o of open) await o.close().catch(() => {});
-    await new Promise<void>((r) => platformServer.close(() => r()));
+    await platform.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
