@@ -14,6 +14,9 @@ export type DigestAlgorithm = 'sha-256' | 'sha-512';
 
 const NODE_HASH: Readonly<Record<DigestAlgorithm, string>> = { 'sha-256': 'sha256', 'sha-512': 'sha512' };
 
+/** `sha-256=:<44 base64 chars>:` alone (optional surrounding spaces, as RFC 8941 parsing allows). */
+const SINGLE_SHA256 = /^ *sha-256=:([A-Za-z0-9+/]{43}=): *$/;
+
 function isDigestAlgorithm(name: string): name is DigestAlgorithm {
   return name === 'sha-256' || name === 'sha-512';
 }
@@ -69,6 +72,17 @@ export function verifyContentDigest(
   const raw = typeof header === 'string' ? header : header?.join(', ');
   if (raw === undefined || raw.trim() === '') {
     throw new SignatureError('digest_mismatch', 'Content-Digest header is missing');
+  }
+  // The common form (one sha-256 member, what UCP signs) without the generic dictionary parser:
+  // the same bytes the parser would decode, compared the same way.
+  const single = SINGLE_SHA256.exec(raw);
+  if (single !== null) {
+    const received = Buffer.from(single[1]!, 'base64');
+    const expected = digestBytes(body, 'sha-256');
+    if (received.length !== expected.length || !timingSafeEqual(received, expected)) {
+      throw new SignatureError('digest_mismatch', 'Content-Digest sha-256 does not match the body');
+    }
+    return ['sha-256'];
   }
   let dict: Dictionary;
   try {

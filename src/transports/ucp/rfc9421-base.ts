@@ -84,7 +84,30 @@ export function invalid(message: string, cause?: unknown): SignatureError {
   return new SignatureError('signature_invalid', message, cause === undefined ? {} : { cause });
 }
 
+const COMPONENT_CACHE_LIMIT = 512;
+
+/** Parameterless identifiers by name (the common case: `"@method"`, `"content-digest"`); bounded. */
+const plainComponents = new Map<string, ComponentId>();
+
+/**
+ * The validated identifier of a received or given component item (RFC 9421 §2).
+ * @throws SignatureError `signature_invalid` for an unknown derived component, an upper-case or
+ *   invalid field name, or a parameter not valid on it
+ */
 export function toComponentId(item: Item): ComponentId {
+  const [name, params] = item;
+  if (params.size === 0 && typeof name === 'string') {
+    const hit = plainComponents.get(name);
+    if (hit !== undefined) return hit;
+    const id = checkComponentId(item);
+    if (plainComponents.size >= COMPONENT_CACHE_LIMIT) plainComponents.clear();
+    plainComponents.set(name, id);
+    return id;
+  }
+  return checkComponentId(item);
+}
+
+function checkComponentId(item: Item): ComponentId {
   const [name, params] = item;
   if (typeof name !== 'string') throw invalid('component identifier must be an sf-string');
   if (UPPERCASE.test(name)) throw invalid(`component name ${name} must be lower-case`);
@@ -119,7 +142,6 @@ export function toComponentId(item: Item): ComponentId {
 }
 
 const componentCache = new Map<string, ComponentId>();
-const COMPONENT_CACHE_LIMIT = 512;
 
 /**
  * Parse an identifier written by a caller: `@method`, `Content-Type` (lower-cased),

@@ -9,12 +9,13 @@
  * Signature), §7.2.2 (replay); RFC 8941 (structured fields); the UCP
  * specification's profile of RFC 9421 (ES256 only, `alg` never sent); spec/transports.md §ucp-verify.
  */
-import { sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
+import { createHash, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
 import {
   isInnerList,
   isValidKeyStr,
   parseDictionary,
   serializeDictionary,
+  serializeItem,
   type Dictionary,
   type InnerList,
   type Item,
@@ -135,6 +136,57 @@ export function signMessage(message: HttpMessage, options: SignOptions): Signatu
   };
 }
 
+/** The components a signed JSON answer covers (signJsonAnswer), serialized as in Signature-Input. */
+const ANSWER_COVERED = '("@status" "content-digest" "content-type")';
+/** keyid → its serialized sf-string (validated once by toSfParameters); bounded. */
+const answerKeyids = new Map<string, string>();
+
+/**
+ * Sign a JSON answer (status + exact body bytes) the way signMessage would with components
+ * `@status content-digest content-type`, label sig1, `created` and `keyid` — the same field values
+ * and signature base, built directly (no generic component parsing or dictionary serialization;
+ * the body is hashed once). RFC 9421 §2.5 (base), §3.1 (ES256 raw r‖s); RFC 9530 (sha-256 digest).
+ *
+ * @param status the HTTP status, an integer in 100..999
+ * @param body the exact body bytes sent
+ * @returns the four header fields to send: content-type (application/json), content-digest,
+ *   signature-input, signature
+ * @throws SignatureError `algorithm_unsupported` (not a P-256 private key), `signature_invalid`
+ *   (status out of range, keyid not printable ASCII, created not a non-negative integer)
+ */
+export function signJsonAnswer(
+  status: number,
+  body: Uint8Array,
+  options: { keyid: string; privateKey: KeyObject; created: number },
+): SignatureHeaders & { 'content-type': string; 'content-digest': string } {
+  const key = options.privateKey;
+  if (key.type !== 'private' || !isP256Key(key)) {
+    throw new SignatureError('algorithm_unsupported', 'signing needs a P-256 private key (ES256)');
+  }
+  if (!Number.isInteger(status) || status < 100 || status > 999) throw invalid(`invalid status ${status}`);
+  const { created, keyid } = options;
+  let sfKeyid = answerKeyids.get(keyid);
+  if (sfKeyid === undefined) {
+    sfKeyid = serializeItem([toSfParameters({ keyid }).get('keyid')!, new Map()]);
+    if (answerKeyids.size >= 64) answerKeyids.clear();
+    answerKeyids.set(keyid, sfKeyid);
+  }
+  if (!Number.isSafeInteger(created) || created < 0)
+    throw invalid('created must be a non-negative integer of unix seconds');
+  const digest = `sha-256=:${createHash('sha256').update(body).digest('base64')}:`;
+  const params = `${ANSWER_COVERED};created=${created};keyid=${sfKeyid}`;
+  const base =
+    `"@status": ${status}\n"content-digest": ${digest}\n"content-type": application/json\n` +
+    `"@signature-params": ${params}`;
+  const signature = cryptoSign('sha256', Buffer.from(base, 'latin1'), { key, dsaEncoding: 'ieee-p1363' });
+  return {
+    'content-type': 'application/json',
+    'content-digest': digest,
+    'signature-input': `sig1=${params}`,
+    signature: `sig1=:${signature.toString('base64')}:`,
+  };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Verification (RFC 9421 §3.2, UCP §7.4–7.5)
 
@@ -208,7 +260,7 @@ function windowEnd(params: SignatureParameters, now: number, maxAge: number, ske
 
 /** The order n of the P-256 group: ECDSA's s and n − s both verify (signature malleability). */
 const P256_ORDER = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n;
-const P256_HALF_ORDER = P256_ORDER >> 1n;
+const P256_HALF_ORDER_BYTES = Buffer.from((P256_ORDER >> 1n).toString(16).padStart(64, '0'), 'hex');
 
 /**
  * The replay-guard id of a signature: keyid plus the raw r‖s with s folded to the low half
@@ -217,15 +269,14 @@ const P256_HALF_ORDER = P256_ORDER >> 1n;
  * through as the twin. Non-64-byte values (unverified other labels) are keyed as sent.
  */
 function replayId(keyid: string, signature: Uint8Array): string {
-  let bytes = Buffer.from(signature);
-  if (bytes.length === 64) {
+  let bytes = Buffer.from(signature.buffer, signature.byteOffset, signature.byteLength);
+  // s > n/2 compared as 32 big-endian bytes first (no BigInt on the common low-s path).
+  if (bytes.length === 64 && Buffer.compare(bytes.subarray(32), P256_HALF_ORDER_BYTES) > 0) {
     const s = BigInt(`0x${bytes.subarray(32).toString('hex')}`);
-    if (s > P256_HALF_ORDER) {
-      bytes = Buffer.concat([
-        bytes.subarray(0, 32),
-        Buffer.from((P256_ORDER - s).toString(16).padStart(64, '0'), 'hex'),
-      ]);
-    }
+    bytes = Buffer.concat([
+      bytes.subarray(0, 32),
+      Buffer.from((P256_ORDER - s).toString(16).padStart(64, '0'), 'hex'),
+    ]);
   }
   return `${keyid} ${bytes.toString('base64')}`;
 }

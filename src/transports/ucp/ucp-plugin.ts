@@ -34,7 +34,6 @@ import { rateLimitRefusal } from '../http/rate-limit.ts';
 import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
 import { authorityBinds, buildCapabilityCatalog, type CapabilityEntry } from './capability-names.ts';
 import { platformPrincipal, refusalOf, runCapability, type CapabilityAnswer } from './capability-dispatch.ts';
-import { createContentDigest } from './content-digest.ts';
 import { PlatformProfiles, type PlatformProfilesOptions } from './platform-profiles.ts';
 import {
   PROFILE_MAX_AGE_SECONDS,
@@ -49,7 +48,7 @@ import {
 } from './profile.ts';
 import { StoreReplayGuard, type ReplayGuard } from './replay-cache.ts';
 import { PlatformUsers } from './platform-users.ts';
-import { signMessage } from './rfc9421.ts';
+import { signJsonAnswer } from './rfc9421.ts';
 import { UcpError } from './ucp-error.ts';
 import {
   checkBaseUrl,
@@ -87,7 +86,6 @@ export interface UcpPluginOptions extends Partial<UcpServerConfig> {
 }
 
 const JSON_TYPE = /^application\/(?:[a-z0-9.+-]*\+)?json\s*(?:;|$)/i;
-const RESPONSE_COMPONENTS = ['@status', 'content-digest', 'content-type'] as const;
 
 interface TenantState {
   tenant: Tenant;
@@ -95,6 +93,22 @@ interface TenantState {
   catalog: CapabilityEntry[];
   byName: Map<string, CapabilityEntry>;
 }
+
+/** `settings.ucp` objects → their JSON text (the tenant cache hands out the same object until it reloads). */
+const settingsTexts = new WeakMap<object, string>();
+
+function settingsText(ucp: unknown): string {
+  if (ucp === null || typeof ucp !== 'object') return JSON.stringify(ucp ?? {});
+  let text = settingsTexts.get(ucp);
+  if (text === undefined) {
+    text = JSON.stringify(ucp);
+    settingsTexts.set(ucp, text);
+  }
+  return text;
+}
+
+/** A tenant configuration → the part of its catalog cache key it decides (configs are never mutated). */
+const catalogShapes = new WeakMap<UcpTenantConfig, string>();
 
 /** Per-plugin caches: tenant configuration (by settings text) and catalogs (by registry generation). */
 class UcpState {
@@ -132,7 +146,7 @@ class UcpState {
   async tenantState(companyId: number): Promise<TenantState> {
     const tenant = await this.rt.tenants.get(companyId);
     if (tenant === undefined) throw new UcpError('not_found', `No business ${companyId} is served here.`);
-    const raw = JSON.stringify(tenant.settings.ucp ?? {});
+    const raw = settingsText(tenant.settings.ucp);
     let cached = this.#configs.get(companyId);
     if (cached === undefined || cached.raw !== raw) {
       try {
@@ -154,7 +168,12 @@ class UcpState {
       }
     }
     const config = cached.config;
-    const key = `${this.#generation}|${config.namespace}|${JSON.stringify(config.subAgents)}|${JSON.stringify(config.extends)}`;
+    let shape = catalogShapes.get(config);
+    if (shape === undefined) {
+      shape = `${config.namespace}|${JSON.stringify(config.subAgents)}|${JSON.stringify(config.extends)}`;
+      catalogShapes.set(config, shape);
+    }
+    const key = `${this.#generation}|${shape}`;
     let cat = this.#catalogs.get(key);
     if (cat === undefined) {
       const catalog = buildCapabilityCatalog(this.rt.registry.all(), {
@@ -254,26 +273,17 @@ async function sendSigned(
   reply: FastifyReply,
   companyId: number,
   answer: CapabilityAnswer,
-  url: string,
 ): Promise<FastifyReply> {
   const bytes = Buffer.from(JSON.stringify(answer.body), 'utf8');
-  const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    'content-digest': createContentDigest(bytes),
-  };
   const key = await rt.keys.signingKey(companyId);
-  const signature = signMessage(
-    { status: answer.status, url, headers, body: bytes },
-    {
-      keyid: key.kid,
-      privateKey: key.keyObject,
-      components: RESPONSE_COMPONENTS,
-      created: Math.floor(rt.clock().getTime() / 1000),
-    },
-  );
+  const signed = signJsonAnswer(answer.status, bytes, {
+    keyid: key.kid,
+    privateKey: key.keyObject,
+    created: Math.floor(rt.clock().getTime() / 1000),
+  });
   return reply
     .code(answer.status)
-    .headers({ ...answer.headers, ...headers, ...signature })
+    .headers({ ...answer.headers, ...signed })
     .send(bytes);
 }
 
@@ -508,7 +518,7 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
             }
           }
           const t2 = performance.now();
-          const sent = await sendSigned(rt, reply, company.id, answer, url);
+          const sent = await sendSigned(rt, reply, company.id, answer);
           if (options.onTimings !== undefined) {
             const t3 = performance.now();
             options.onTimings({

@@ -112,6 +112,34 @@ export function platformUserId(profileUrl: string): number {
   );
 }
 
+/** UCP-Agent header text → its normalized, checked profile URL (successes only; bounded). */
+const agentCache = new Map<string, { profileUrl: string; host: string }>();
+const AGENT_CACHE_LIMIT = 256;
+
+/**
+ * The normalized profile URL and host of a UCP-Agent header, cached by the header's text and
+ * `dev` (the same text always gives the same answer; only successes are kept).
+ * @throws UcpError invalid_profile_url
+ */
+function platformOf(
+  header: readonly string[] | undefined,
+  dev: boolean,
+): { profileUrl: string; host: string } {
+  const text = header === undefined ? undefined : header.join(', ');
+  const cacheKey = text === undefined ? undefined : `${dev ? 1 : 0}${text}`;
+  const hit = cacheKey === undefined ? undefined : agentCache.get(cacheKey);
+  if (hit !== undefined) return hit;
+  const profileUrl = normalizeProfileUrl(profileUrlOf(header));
+  if (profileUrl === undefined)
+    throw new UcpError('invalid_profile_url', 'The UCP-Agent profile is not an absolute https URL.');
+  const found = { profileUrl, host: checkProfileUrl(profileUrl, dev).host };
+  if (cacheKey !== undefined) {
+    if (agentCache.size >= AGENT_CACHE_LIMIT) agentCache.clear();
+    agentCache.set(cacheKey, found);
+  }
+  return found;
+}
+
 const pinnedCache = new WeakMap<
   readonly Record<string, unknown>[],
   Map<string, KeyObject | SignatureError>
@@ -148,11 +176,7 @@ export async function verifyUcpRequest(
       'The request is not signed: send Signature-Input and Signature (RFC 9421, ES256).',
     );
   }
-  const rawProfile = profileUrlOf(headerLines(req.headers, 'ucp-agent'));
-  const profileUrl = normalizeProfileUrl(rawProfile);
-  if (profileUrl === undefined)
-    throw new UcpError('invalid_profile_url', 'The UCP-Agent profile is not an absolute https URL.');
-  const parsedUrl = checkProfileUrl(profileUrl, options.profiles.dev);
+  const { profileUrl, host } = platformOf(headerLines(req.headers, 'ucp-agent'), options.profiles.dev);
   const policy = options.config.platforms.get(profileUrl) ?? options.config.anyPlatform;
   if (policy === undefined) {
     throw new UcpError(
@@ -191,5 +215,5 @@ export async function verifyUcpRequest(
     if (err instanceof SignatureError) throw fromSignatureError(err);
     throw err;
   }
-  return { profileUrl, host: parsedUrl.host, policy, signature };
+  return { profileUrl, host, policy, signature };
 }
