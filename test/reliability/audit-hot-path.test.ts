@@ -201,4 +201,11 @@ describe('audit append hot path', () => {
     assert.equal(rows[0]!.entity_type, null);
     assert.equal(rows[0]!.is_reversible, 0);
   });
+
+  it('the SQLite writer keeps statement journals in memory once migrated (no temp-file pwrites per INSERT)', async (t) => {
+    const { rt } = await createTestRuntime(t, { engine: 'sqlite' });
+    const store = rt.store as unknown as { rawDatabase: { pragma(p: string, o: { simple: true }): unknown } };
+    // 2 = MEMORY: a multi-row INSERT's statement journal never spills to /var/tmp.
+    assert.equal(store.rawDatabase.pragma('temp_store', { simple: true }), 2);
+  });
 });
