@@ -568,12 +568,16 @@ export async function appendAuditRows(tx: StoreTx, entries: readonly AuditEntry[
   // Heads are locked in company_id order, so two multi-tenant batches never wait on each other in a cycle.
   for (const id of [...new Set(entries.map((e) => e.company_id))].sort((a, b) => a - b))
     heads.set(id, await tx.lockTenantHead(id));
-  // One await for every id and one for the INSERTs, not two per row: the ids are drawn in call
-  // order (SQLite counts them in memory, PostgreSQL's client runs the nextval queries in order).
+  // One await for every id and one for the INSERTs, not two per row: the ids are drawn at once,
+  // ascending (tx.nextAuditIds: SQLite counts them in memory, PostgreSQL draws them in one query;
+  // otherwise nextAuditId in call order).
   // Rows go in INSERTs of INSERT_ROWS rows (one statement's fixed cost, and on PostgreSQL one
   // round trip, per group), the rest one by one; a failed INSERT fails the whole write, which
   // rolls back (the read-audit buffer then retries its rows one by one).
-  const ids = await Promise.all(entries.map(() => tx.nextAuditId()));
+  const ids =
+    tx.nextAuditIds !== undefined
+      ? await tx.nextAuditIds(entries.length)
+      : await Promise.all(entries.map(() => tx.nextAuditId()));
   const rows = new Array<AuditRow>(entries.length);
   const stored: Promise<unknown>[] = [];
   let values: unknown[] = [];

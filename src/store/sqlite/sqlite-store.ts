@@ -305,6 +305,14 @@ class SqliteTx implements StoreTx {
     }
     return this.#nextAuditId++;
   }
+  async nextAuditIds(n: number): Promise<number[]> {
+    if (n <= 0) return [];
+    const first = await this.nextAuditId();
+    this.#nextAuditId = first + n;
+    const ids = new Array<number>(n);
+    for (let i = 0; i < n; i++) ids[i] = first + i;
+    return ids;
+  }
   afterCommit(fn: () => void): void {
     this.callbacks.push(fn);
   }
