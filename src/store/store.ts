@@ -51,6 +51,12 @@ export interface StoreTx extends Queryable {
   lockTenantHead(companyId: number): Promise<TenantHead>;
   /** Reserve the next global audit_id (SQLite: max + 1 under the write lock, then counted in the transaction; PostgreSQL: a sequence). */
   nextAuditId(): Promise<number>;
+  /**
+   * Reserve the next `n` global audit_ids at once, ascending: what `n` nextAuditId calls would
+   * give, in one promise instead of n (a read-audit batch appends 256 rows). Optional: callers fall
+   * back to nextAuditId.
+   */
+  nextAuditIds?(n: number): Promise<number[]>;
   /** Register a callback run once after a successful, durable commit (outbox delivery, wakeups). */
   afterCommit(fn: () => void): void;
   /**

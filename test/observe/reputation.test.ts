@@ -11,6 +11,7 @@ import type { TestRuntime } from '../support/runtime.ts';
 import type { Principal } from '../../src/spec/types.ts';
 import { reasonInfo } from '../../src/spec/reasons.ts';
 import { exactPercentile, latencyBin } from '../../src/runtime/observe/latency-histogram.ts';
+import { ReputationAggregator } from '../../src/runtime/observe/reputation.ts';
 
 interface Score {
   verb: string;
@@ -287,5 +288,54 @@ describe('verbs.reputation', () => {
     ] as const) {
       assert.equal(refused(await call(h, 'read_only', 'verbs.reputation', args), 'invalid_input').path, path);
     }
+  });
+});
+
+describe('ReputationAggregator.record', () => {
+  it('counts every row in its own (tenant, hour, verb, agent) bucket, across runs, hour changes and flushes', async () => {
+    const written = new Map<string, number>();
+    const fakeRt = {
+      registry: { reasons: undefined },
+      logger: { error: () => {} },
+      store: {
+        write: async (body: (tx: unknown) => Promise<void>) =>
+          body({
+            run: async (sql: string, p: unknown[]) => {
+              if (!sql.includes('reputation_counts')) return { changes: 1 };
+              if (p[1] !== 'h') return { changes: 1 };
+              const key = `${String(p[0])}|${String(p[2])}|${String(p[3])}|${String(p[4])}`;
+              written.set(key, (written.get(key) ?? 0) + Number(p[5]));
+              return { changes: 1 };
+            },
+          }),
+      },
+    };
+    const agg = new ReputationAggregator(fakeRt as never, 0);
+    const expected = new Map<string, number>();
+    const t0 = Date.UTC(2026, 0, 1, 10, 59, 0);
+    for (let i = 0; i < 600; i++) {
+      // Runs of 7 rows of one tenant/verb/agent; time crosses an hour boundary mid-run.
+      const run = Math.floor(i / 7);
+      const at = new Date(t0 + i * 250).toISOString();
+      const row = {
+        company_id: 1 + (run % 2),
+        created_at: at,
+        action_type: run % 3 === 0 ? 'crm.search' : 'crm.get',
+        agent_type: run % 5 === 0 ? null : 'cli',
+        status: 'completed',
+        reason: null,
+        shape: 'aggregate',
+        latency_ms: 0.5,
+      };
+      agg.record(row as never);
+      const key = `${row.company_id}|${at.slice(0, 13)}:00:00.000Z|${row.action_type}|${row.agent_type ?? 'unknown'}`;
+      expected.set(key, (expected.get(key) ?? 0) + 1);
+      if (i === 150 || i === 302) await agg.flush(); // mid-run
+    }
+    await agg.flush();
+    assert.deepEqual(
+      [...written].sort(([a], [b]) => (a < b ? -1 : 1)),
+      [...expected].sort(([a], [b]) => (a < b ? -1 : 1)),
+    );
   });
 });

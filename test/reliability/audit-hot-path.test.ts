@@ -14,6 +14,7 @@ import {
   appendAuditRows,
   auditEntry,
   canonicalAuditMaterial,
+  getAuditRow,
   hashAuditRow,
   type AuditEntry,
   type AuditRow,
@@ -157,5 +158,54 @@ describe('audit append hot path', () => {
     await a.rt.close();
     const report = await verifyDatabaseFile(a.dbPath);
     assert.equal(report.ok, true, JSON.stringify(report.tenants.flatMap((x) => x.findings).slice(0, 3)));
+  });
+
+  it('a batch stores the same rows whether a group of 8 takes the short read INSERT or the full one (either engine)', async (t) => {
+    // 8 plain read rows (the short INSERT, NULL/0 written as literals), 8 where one row has an
+    // entity, a reason or a flag (the full INSERT for the group), then a tail of 5 one by one.
+    const { rt, companyId } = await createTestRuntime(t);
+    await rt.auditBuffer.flush();
+    const odd: Partial<AuditEntry>[] = [
+      { entity_type: 'contact', entity_id: '7' },
+      { reason: 'not_found' },
+      { is_reversible: 1 },
+      { requires_approval: 1 },
+      { idempotency_key: 'k1', transaction_id: 'tx1' },
+    ];
+    const entries: AuditEntry[] = Array.from({ length: 21 }, (_, i) =>
+      auditEntry(
+        {
+          company_id: companyId,
+          now: new Date(Date.UTC(2026, 0, 1, 0, 0, i)),
+          action: 'bench.search',
+          category: 'test',
+          status: 'completed',
+          principal: { user_id: 1, role: 'owner', agent_type: 'test', key_id: 'key_1' },
+        },
+        {
+          request_data: { q: STRINGS[i % STRINGS.length]! },
+          latency_ms: i / 7,
+          shape: 'aggregate',
+          ...(i === 11 ? odd[0] : i >= 17 ? odd[i % odd.length] : {}),
+        },
+      ),
+    );
+    const rows = await rt.store.write((tx) => appendAuditRows(tx, entries));
+    for (const r of rows) {
+      const stored = await rt.store.read((q) => getAuditRow(q, companyId, r.audit_id));
+      assert.deepEqual(stored, r, `seq ${r.seq}`);
+      assert.equal(hashAuditRow(stored!), r.row_hash);
+    }
+    for (let i = 1; i < rows.length; i++) assert.equal(rows[i]!.prev_hash, rows[i - 1]!.row_hash);
+    assert.equal(rows[11]!.entity_type, 'contact');
+    assert.equal(rows[0]!.entity_type, null);
+    assert.equal(rows[0]!.is_reversible, 0);
+  });
+
+  it('the SQLite writer keeps statement journals in memory once migrated (no temp-file pwrites per INSERT)', async (t) => {
+    const { rt } = await createTestRuntime(t, { engine: 'sqlite' });
+    const store = rt.store as unknown as { rawDatabase: { pragma(p: string, o: { simple: true }): unknown } };
+    // 2 = MEMORY: a multi-row INSERT's statement journal never spills to /var/tmp.
+    assert.equal(store.rawDatabase.pragma('temp_store', { simple: true }), 2);
   });
 });

@@ -351,6 +351,27 @@ for (const engine of ENGINES) {
       assert.ok(ids.every((id) => Number.isInteger(id) && id > 0));
     });
 
+    it('nextAuditIds(n) reserves n new ids, ascending, that nextAuditId never hands out again', async (t) => {
+      const store = engine.open(t);
+      await store.migrate('runtime', runtimeMigrations);
+      const got = await store.write(async (tx) => {
+        assert.ok(tx.nextAuditIds !== undefined);
+        const before = await tx.nextAuditId();
+        const none = await tx.nextAuditIds!(0);
+        const batch = await tx.nextAuditIds!(5);
+        const after = await tx.nextAuditId();
+        return { before, none, batch, after };
+      });
+      assert.deepEqual(got.none, []);
+      assert.equal(got.batch.length, 5);
+      assert.deepEqual(
+        [...got.batch].sort((a, b) => a - b),
+        got.batch,
+      );
+      assert.equal(new Set([got.before, ...got.batch, got.after]).size, 7);
+      assert.ok(got.batch.every((id) => id > got.before && id < got.after));
+    });
+
     it('afterCommit callbacks run once after a commit and never after a rollback', async (t) => {
       const store = await withNotes(engine, t);
       const calls: string[] = [];

@@ -262,6 +262,16 @@ class PgTx extends PgQueryable implements StoreTx {
     });
   }
 
+  /** `n` values of audit_log_audit_id_seq in one query, ascending. */
+  async nextAuditIds(n: number): Promise<number[]> {
+    if (n <= 0) return [];
+    const rows = await this.all<{ id: number | string }>(
+      `SELECT nextval('audit_log_audit_id_seq') AS id FROM generate_series(1, ?::int)`,
+      [n],
+    );
+    return rows.map((r) => Number(r.id)).sort((a, b) => a - b);
+  }
+
   afterCommit(fn: () => void): void {
     this.callbacks.push(fn);
   }
