@@ -19,9 +19,16 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { dispatchAndReply } from './browser-dispatch.ts';
 import { parseCallBody } from './call-body.ts';
-import { requireSessionForWrite } from './request-guard.ts';
+import { requireSessionForWrite, sessionTokenOf } from './request-guard.ts';
+import { notePrincipal } from '../http/error-handler.ts';
+import type { Principal } from '../../spec/types.ts';
 import type { SessionStore } from './session-store.ts';
 import { ROUTE_DOCS } from './route-docs.ts';
+
+/** The session's principal as the dashboard acts: agent_type `dashboard`, on its audit rows and refusals alike. */
+function dashboardPrincipal(p: Principal): Principal {
+  return { ...p, agent_type: 'dashboard' };
+}
 
 /** One catalogue entry of `GET /api/v1/dashboard/catalog`. */
 export interface CatalogEntry {
@@ -81,10 +88,21 @@ export function registerDashboardApiRoutes(app: FastifyInstance, deps: Dashboard
 
   app.post(
     '/api/v1/dashboard/dispatch/:verb',
-    { bodyLimit: deps.bodyLimitBytes, config: ROUTE_DOCS['POST /api/v1/dashboard/dispatch/:verb'] },
+    {
+      bodyLimit: deps.bodyLimitBytes,
+      config: ROUTE_DOCS['POST /api/v1/dashboard/dispatch/:verb'],
+      // Before the body is parsed: a signed-in dashboard's malformed, duplicate-key or
+      // prototype-key body is then an audited attempt in its tenant (the error handler reads the
+      // noted principal), named as the dashboard like its dispatches.
+      onRequest: async (request: FastifyRequest) => {
+        const session = await sessions.lookup(sessionTokenOf(request));
+        if (session !== undefined) notePrincipal(request, dashboardPrincipal(session.principal));
+      },
+    },
     async function dashboardDispatch(request: FastifyRequest, reply: FastifyReply) {
       const verb = String((request.params as Record<string, unknown>).verb ?? '');
       const session = await requireSessionForWrite(sessions, request, allowedOrigins);
+      notePrincipal(request, dashboardPrincipal(session.principal));
       const body = parseCallBody(request.body, { surface: false });
       return dispatchAndReply(
         rt,
@@ -93,7 +111,7 @@ export function registerDashboardApiRoutes(app: FastifyInstance, deps: Dashboard
         // A signed-in page of this server (session cookie, same Origin, CSRF token): the human
         // channel of spec/consent.md §phrase-channel. An API key alone never reaches this route.
         {
-          principal: { ...session.principal, agent_type: 'dashboard' },
+          principal: dashboardPrincipal(session.principal),
           surface: 'http',
           phraseChannel: 'human',
         },

@@ -176,6 +176,43 @@ describe('POST /api/v1/dashboard/dispatch/{verb}', () => {
     assert.match(both.env.error!.message, /either "input" or "args"/);
   });
 
+  it('a malformed or prototype-poisoned body from a signed-in dashboard is answered 400 and audited in the user’s tenant as the dashboard', async (t) => {
+    const f = await webmcpFixture(t);
+    const s = await injectLogin(f.app, f.keys.owner);
+    for (const [payload, what] of [
+      ['{"input": {', 'not JSON'],
+      ['{"input": {}, "__proto__": {"x": 1}}', 'prototype key'],
+      ['{"input": {}, "input": {}}', 'repeated key'],
+    ] as const) {
+      const res = await f.app.inject({
+        method: 'POST',
+        url: '/api/v1/dashboard/dispatch/audit.trail',
+        headers: { ...s.headers, 'content-type': 'application/json' },
+        payload,
+      });
+      assert.equal(res.statusCode, 400, what);
+      const env = res.json() as Envelope;
+      assert.equal(env.error!.reason, 'invalid_request', what);
+      assert.equal(typeof env.audit_id, 'number', `${what}: audited`);
+      const row = await f.rt.store.read((q) =>
+        q.get<{ status: string; role: string; agent_type: string }>(
+          'SELECT status, role, agent_type FROM audit_log WHERE audit_id = ?',
+          [env.audit_id],
+        ),
+      );
+      assert.deepEqual({ ...row }, { status: 'denied', role: 'owner', agent_type: 'dashboard' }, what);
+    }
+    const refused = await dash(f, s, 'audit.trail', { input: { limit: 'x' } });
+    assert.equal(refused.env.error!.reason, 'invalid_input');
+    await f.rt.auditBuffer.flush(); // a failed read's row is buffered like a read's (spec/audit.md §read-rows)
+    const row = await f.rt.store.read((q) =>
+      q.get<{ agent_type: string }>(
+        `SELECT agent_type FROM audit_log WHERE reason = 'invalid_input' ORDER BY audit_id DESC LIMIT 1`,
+      ),
+    );
+    assert.equal(row!.agent_type, 'dashboard', 'denials and successes name the same agent');
+  });
+
   it('lets an admin approve a pending typed-phrase dispatch out of band; the agent then confirms with its nonce alone', async (t) => {
     const f = await webmcpFixture(t);
     const agent = await injectLogin(f.app, f.keys.admin);
