@@ -456,7 +456,14 @@ describe('audit chain verification', () => {
     const run = await cliFindings(h, ['--keys', keysFile]);
     assert.notEqual(run.code, 0);
     assert.deepEqual(kinds(run.report, h.companyId), ['truncated']);
-    assert.equal(run.report.warnings.length, 0, 'trusted keys: no same-store warning');
+    assert.ok(
+      !run.report.warnings.some((w) => /No trusted keys/.test(w)),
+      'trusted keys: no same-store warning',
+    );
+    assert.ok(
+      run.report.warnings.some((w) => /append-only triggers/.test(w)),
+      'the dropped triggers are named',
+    );
   });
 
   it('detects the whole chain re-hashed consistently without the signing key (bad_signature at the checkpoints)', async (t) => {
@@ -495,6 +502,7 @@ describe('audit chain verification', () => {
     await h.rt.close(); // signs a closing checkpoint
     const honest = await verifyBoth(h.dbPath);
     assert.equal(honest.ok, true, JSON.stringify(honest.tenants));
+    assert.ok(!honest.warnings.some((w) => /append-only/.test(w)), honest.warnings.join('\n'));
     // The attacker edits a write's arguments, re-hashes the chain and deletes the checkpoints
     // that would expose it (bad_signature): no secret needed, only write access to the file.
     const db = attacker(h);
@@ -512,6 +520,10 @@ describe('audit chain verification', () => {
     const report = await verifyBoth(h.dbPath);
     const mine = report.tenants.find((x) => x.company_id === h.companyId)!;
     assert.deepEqual(kinds(report, h.companyId), ['unsigned_tail']);
+    assert.ok(
+      report.warnings.some((w) => /append-only triggers audit_log_no_update and audit_log_no_delete/.test(w)),
+      `the dropped triggers are named: ${report.warnings.join('\n')}`,
+    );
     assert.equal(mine.ok, false);
     assert.equal(mine.findings[0]!.seq, 1);
     assert.match(mine.findings[0]!.message, /no valid signed checkpoint/);

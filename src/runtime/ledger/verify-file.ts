@@ -57,10 +57,23 @@ export interface VerifyDatabaseOptions extends VerifyOptions {
   chunkRows?: number;
 }
 
+/** The append-only triggers of audit_log (runtime migration 1) this file no longer has. */
+function missingAppendOnlyTriggers(db: AuditFile): string[] {
+  const present = new Set(
+    (
+      db
+        .prepare(`SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit_log'`)
+        .all() as Array<{ name: string }>
+    ).map((r) => r.name),
+  );
+  return ['audit_log_no_update', 'audit_log_no_delete'].filter((n) => !present.has(n));
+}
+
 /**
  * Verify the audit log of a SQLite database file directly (offline: no runtime, no secrets).
  * Long logs are walked in seq-range chunks by worker threads and stitched (same findings as one
  * sequential walk); if workers cannot start, one thread walks it (a warning says so).
+ * Missing append-only triggers are a warning (someone dropped them to edit rows).
  * Reasons (thrown): store_unavailable. Findings are in the report. Spec: spec/audit.md §verify.
  */
 export async function verifyDatabaseFile(
@@ -95,6 +108,11 @@ export async function verifyDatabaseFile(
       .prepare(`SELECT company_id, audit_seq, audit_hash FROM tenant_heads${where}`)
       .all(...params) as ChainHead[];
     const warnings: string[] = [];
+    const missing = missingAppendOnlyTriggers(db);
+    if (missing.length > 0)
+      warnings.push(
+        `The append-only trigger${missing.length === 1 ? '' : 's'} ${missing.join(' and ')} of audit_log ${missing.length === 1 ? 'is' : 'are'} missing: the runtime creates them and never drops them, so someone with write access to this file removed ${missing.length === 1 ? 'it' : 'them'} (to edit or delete rows).`,
+      );
     let keys: PublicJwk[];
     if (options.trust !== undefined) {
       keys = options.trust.keys;
