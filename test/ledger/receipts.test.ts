@@ -198,6 +198,28 @@ describe('receipts', () => {
     }
   });
 
+  it('solid receipt verify blames the receipt, not the log, when an edited receipt no longer verifies', async (t) => {
+    const h = await counterRuntime(t, { engine: 'sqlite' });
+    await consented(h, h.keys.employee, 'counter.add', { name: 'e', by: 1 });
+    const env = await consented(h, h.keys.employee, 'counter.add', { name: 'e', by: 2 });
+    await h.rt.close();
+    const file = join(h.dir, 'receipt.json');
+    const att = (env.result as Receipt).attestation!;
+    for (const edit of [{ seq: 1 }, { row_hash: '0'.repeat(64) }, { prev_hash: '0'.repeat(64) }]) {
+      const what = JSON.stringify(edit);
+      const edited = { ...env, result: { ...(env.result as Receipt), attestation: { ...att, ...edit } } };
+      writeFileSync(file, JSON.stringify(edited));
+      const r = await cli(['--db', h.dbPath, 'receipt', 'verify', file]);
+      assert.equal(r.code, 1, what);
+      assert.match(r.err, /✗ signature invalid: .*altered or signed by another key/, what);
+      assert.doesNotMatch(r.err, /rewritten|truncated|✗ audit log/, `${what}: ${r.err}`);
+      assert.match(r.err, /· audit log: not checked/, what);
+      const j = await cli(['--db', h.dbPath, 'receipt', 'verify', file, '--json']);
+      const v = JSON.parse(j.out) as { valid: boolean; log: unknown };
+      assert.deepEqual({ valid: v.valid, log: v.log }, { valid: false, log: null }, what);
+    }
+  });
+
   it('a replayed receipt verifies as received and attests the original row (same audit_id, seq and row_hash)', async (t) => {
     const h = await counterRuntime(t);
     const first = await consented(

@@ -4,7 +4,9 @@
  * `--keys` (exported earlier with `solid audit export-keys`) or else from the local database —
  * and, when the local database is there, that the audit log still holds the attested row at its
  * seq with the same hash (the log was not rewritten or truncated below the receipt).
- * A malformed attestation (null, a string, …) is one line saying so, with no log check.
+ * The log is judged only by a receipt whose signature verifies: a malformed attestation is one
+ * line saying so, and an edited seq or hash is "signature invalid" (the receipt was altered or
+ * signed by another key) with the log "not checked" — never "the log was rewritten".
  * Exit 0 when valid, 1 when not (2 for an unreadable file).
  *
  * Spec: spec/receipts.md §attestation.
@@ -71,7 +73,8 @@ export function registerReceipt(program: Command, io: Io, setExit: (code: number
         }
         const signature = verifyReceipt(r, keys);
         const malformed = signature.errors.find((e) => e.startsWith('attestation is malformed'));
-        const row = attestedRow(r.attestation);
+        // Only a signed seq and hashes say anything about the log (an edited receipt is its own fault).
+        const row = attestedRow(r.attestation, signature.valid);
         const log: ReceiptLogCheck | undefined =
           db !== undefined && row !== undefined ? await checkReceiptInLog(db.q, row) : undefined;
         const logOk =
@@ -101,9 +104,11 @@ export function registerReceipt(program: Command, io: Io, setExit: (code: number
             signature.valid
               ? `✓ signature valid (key ${signature.kid}, from ${keySource})`
               : `✗ signature invalid: ${signature.errors.join('; ')}`,
-            log === undefined
-              ? '· audit log: not checked (no local database)'
-              : `${log.status === 'present' ? '✓' : logOk ? '·' : '✗'} audit log: ${log.message}`,
+            log !== undefined
+              ? `${log.status === 'present' ? '✓' : logOk ? '·' : '✗'} audit log: ${log.message}`
+              : !signature.valid
+                ? '· audit log: not checked (an unverified receipt proves nothing about the log; its seq and hashes may be the edited part)'
+                : '· audit log: not checked (no local database)',
           ];
           (valid ? io.out : io.err)(lines.join('\n'));
         }
