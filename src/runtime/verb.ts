@@ -195,7 +195,7 @@ export interface VerbDefinition<A = any, R = any> {
   secret_result?: string[];
   /** The handler. Reads get a committed-data view; writes run inside the one store transaction. */
   handler: (ctx: VerbContext, args: A) => Promise<R>;
-  /** Revert handler; absent = not revertible (audit.revert answers no_revert_handler). */
+  /** Revert handler; absent = not revertible (audit.revert refuses with not_revertible). */
   revert?: RevertDefinition;
   /** Calling twice with the same args has no further effect (MCP idempotentHint). */
   idempotent?: boolean;

@@ -9,16 +9,18 @@
  *   refusal, a transaction step — whose receipt is the commit's).
  * - audit.verify_receipt { receipt }   READ (aggregate): check a receipt (or an envelope, result
  *   or data holding one) against this tenant's published keys (verifyReceipt) and this tenant's audit log (the
- *   row at its seq must still carry its hashes: checkReceiptInLog). A receipt of another tenant
- *   is not found among this tenant's keys and its log row is not looked at. Never refuses a
- *   malformed receipt: `valid: false` with the reasons.
+ *   row at its seq must still carry its hashes: checkReceiptInLog). The log is looked at only for
+ *   a receipt whose signature verifies with this tenant's keys (`log: null` otherwise): an edited
+ *   seq or hash is the receipt's fault, never "the log was rewritten"; a receipt of another
+ *   tenant is not found among this tenant's keys. Never refuses a malformed receipt (an
+ *   attestation that is null, a string, …): `valid: false` with the reasons.
  */
 import { defineSystemVerb } from '../runtime/verb.ts';
 import { VerbError } from '../runtime/errors.ts';
 import { findReceipt } from '../runtime/ledger/receipt-store.ts';
 import { signChainedReceipt, verifyReceipt } from '../runtime/ledger/receipts.ts';
 import { checkReceiptInLog, databaseKeys, type ReceiptLogCheck } from '../runtime/ledger/verify.ts';
-import { receiptIn } from '../runtime/ledger/receipt-doc.ts';
+import { attestedRow, receiptIn } from '../runtime/ledger/receipt-doc.ts';
 
 export const auditReceipt = defineSystemVerb<{ audit_id: number }>({
   name: 'audit.receipt',
@@ -77,9 +79,11 @@ export const auditVerifyReceipt = defineSystemVerb<{ receipt: Record<string, unk
     const r = receiptIn(args.receipt);
     const keys = await databaseKeys(ctx.db, companyId);
     const signature = verifyReceipt(r ?? args.receipt, keys);
-    const att = r?.attestation;
-    const ours = att !== undefined && keys.some((k) => k.kid === att.kid);
-    const log: ReceiptLogCheck | null = ours ? await checkReceiptInLog(ctx.db, att) : null;
+    const att = attestedRow(r?.attestation);
+    // Only a signed seq and hashes say anything about the log.
+    const row = attestedRow(r?.attestation, signature.valid);
+    const ours = row !== undefined && keys.some((k) => k.kid === row.kid);
+    const log: ReceiptLogCheck | null = ours ? await checkReceiptInLog(ctx.db, row) : null;
     const valid = signature.valid && log?.status === 'present';
     return {
       entity_type: 'receipt',

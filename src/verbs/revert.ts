@@ -2,8 +2,9 @@
  * audit.revert (shape revert): undo one recorded write — or a whole committed transaction — with
  * the revert handler its verb declared. Consent is delegated to the action being undone (its
  * class, role floor and typed phrase); the revert is a new audited action pointing at the
- * original (parent_id); history is never rewritten. Best effort: without a handler the answer is
- * a successful `{ reverted: false, reason: "no_revert_handler" }`.
+ * original (parent_id); history is never rewritten. Best effort: an action nothing can undo (no
+ * revert handler, a revert row) is refused with not_revertible (`details.cause`
+ * no_revert_handler) before any consent is asked.
  *
  * Reasons: not_found, rollback_handle_invalid, not_revertible, already_reverted, changed_since,
  * revert_failed,
@@ -17,7 +18,7 @@ export const auditRevert = defineSystemVerb<RevertArgs>({
   name: 'audit.revert',
   title: 'Revert an action',
   description:
-    'Undo a completed write by its audit_id (or rollback_handle) from the receipt. The undo is a new audited action (a refund, a restore), never an erasure. It passes the consent gate of the action it undoes: a financial one needs an admin and a typed phrase such as "REVERT charge_invoice #42". A committed transaction is undone step by step in reverse. Answers reverted=false (no_revert_handler) when the action cannot be undone automatically; an action reverts once.',
+    'Undo a completed write by its audit_id (or rollback_handle) from the receipt. The undo is a new audited action (a refund, a restore), never an erasure. It passes the consent gate of the action it undoes: a financial one needs an admin and a typed phrase such as "REVERT charge_invoice #42". A committed transaction is undone step by step in reverse. Refused with not_revertible (details.cause no_revert_handler) when the action cannot be undone automatically (verbs show says revertible: false), before any confirmation; an action reverts once.',
   shape: 'revert',
   category: 'audit',
   input: {

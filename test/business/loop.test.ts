@@ -3,7 +3,7 @@
  * revert — on the demo business, through dispatch with real consent round trips: a contact
  * update (snapshot revert), a deal stage move (exact undo, statistics restored), an appointment
  * reschedule, a server resize (revert by its rollback handle), and a refund (preview, then the
- * irreversible write: revert answers no_revert_handler).
+ * irreversible write: revert answers not_revertible).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -200,7 +200,7 @@ test('server resize: diagnose → explain → preview → typed-phrase commit �
   assert.equal(after.size_slug, 's-2vcpu-4gb');
 });
 
-test('refund: explain → preview → typed-phrase refund → verify; a refund cannot be reverted (no_revert_handler)', async (t) => {
+test('refund: explain → preview → typed-phrase refund → verify; a refund cannot be reverted (not_revertible, before consent)', async (t) => {
   const d = await openDemoRuntime(t);
   const p = d.fixtures.captured_payment;
   const explained = await read(d, 'payments.explain_payment', { payment_id: p.id });
@@ -229,9 +229,11 @@ test('refund: explain → preview → typed-phrase refund → verify; a refund c
     'the preview projected exactly what happened',
   );
 
-  const revert = ok(await d.call('admin', 'audit.revert', { audit_id: receipt.audit_id }));
-  assert.equal(revert.reverted, false);
-  assert.equal(revert.reason, 'no_revert_handler');
+  const revert = await d.call('admin', 'audit.revert', { audit_id: receipt.audit_id });
+  assert.equal(revert.ok, false, 'an agent branching on ok never believes the refund was undone');
+  assert.equal(revert.error?.reason, 'not_revertible');
+  assert.equal((revert.error?.details as { cause?: string }).cause, 'no_revert_handler');
+  assert.equal(revert.consent, undefined, 'refused before any typed phrase is asked');
   assert.equal(
     (await read(d, 'payments.get', { payment_id: p.id })).data.refunded_cents,
     5000,

@@ -7,14 +7,25 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { cliHarness } from '../support/cli.ts';
 import { createTestBusiness } from '../../src/testing.ts';
 import type { Pack } from '../../src/runtime/pack.ts';
+import { starterSource } from '../../src/transports/cli/commands/init.ts';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url)).replace(/\/$/, '');
 const VERSION = (
   JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
 ).version;
@@ -42,14 +53,27 @@ describe('solid init --pack', () => {
       'test/pack.test.mjs',
     ]);
     const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
-    assert.equal(pkg.dependencies['solid-verbs'], `^${VERSION}`);
+    // Not on the npm registry: from a checkout, the tarball `npm pack` writes into the project.
+    assert.equal(pkg.dependencies['solid-verbs'], `file:solid-verbs-${VERSION}.tgz`);
+    const next = r.json<{ result: { dependency: string; next: string[] } }>().result;
+    assert.equal(next.dependency, `file:solid-verbs-${VERSION}.tgz`);
+    assert.deepEqual(next.next, [
+      process.cwd() === ROOT
+        ? `npm pack --pack-destination ${dir}`
+        : `(cd ${ROOT} && npm pack --pack-destination ${dir})`,
+      `cd ${dir}`,
+      'npm install && npm start',
+      'npm test',
+    ]);
     assert.equal(pkg.type, 'module');
     assert.match(pkg.scripts.start, /solid serve --pack \.\/pack\.mjs/);
     const readme = readFileSync(join(dir, 'README.md'), 'utf8');
     assert.match(readme, /npm install && npm start/);
     assert.match(readme, /npm test/);
-    // Until the package is on the registry, the README says how to install it from a tarball.
-    assert.match(readme, /npm install \/path\/to\/solid-verbs-0\.1\.0\.tgz/);
+    // Until the package is on the registry, the README says where the tarball comes from.
+    assert.match(readme, new RegExp(`npm pack --pack-destination /path/to/this/folder`));
+    assert.match(readme, new RegExp(`file:solid-verbs-${VERSION.replaceAll('.', '\\.')}\\.tgz`));
+    assert.doesNotMatch(readme, /"\^\d/);
     assert.match(readme, /--port 4401/);
     assert.doesNotMatch(readme, /github\.com\/solid-verbs \(/);
 
@@ -92,13 +116,55 @@ describe('solid init --pack', () => {
     const cli = cliHarness(t);
     const prev = process.cwd();
     process.chdir(cli.dir);
+    let out: string;
     try {
       const r = await cli.run(['init', '--pack', 'tea_room']);
       assert.equal(r.code, 0, r.stderr);
+      out = r.stdout;
     } finally {
       process.chdir(prev);
     }
     assert.match(readFileSync(join(cli.dir, 'tea_room', 'pack.mjs'), 'utf8'), /name: 'tea_room'/);
+    // The printed next steps make the tarball first; none of them asks the registry.
+    assert.match(out, /npm pack --pack-destination /);
+    assert.match(out, /not on the npm registry/);
+    const steps = out.split('\n').filter((l) => /^\s+(\(cd|cd|npm|cp)\b/.test(l));
+    assert.ok(steps.findIndex((l) => /npm pack/.test(l)) < steps.findIndex((l) => /npm install/.test(l)));
+  });
+
+  it('from an installed tarball, package.json names that tarball (never a registry range)', () => {
+    const base = mkdtempSync(join(tmpdir(), 'solid-init-src-'));
+    try {
+      const host = join(base, 'app');
+      const root = join(host, 'node_modules', 'solid-verbs');
+      mkdirSync(root, { recursive: true });
+      writeFileSync(join(base, 'solid-verbs-9.8.7.tgz'), 'tarball');
+      writeFileSync(
+        join(host, 'package.json'),
+        JSON.stringify({ dependencies: { 'solid-verbs': 'file:../solid-verbs-9.8.7.tgz' } }),
+      );
+      const target = join(base, 'shop');
+      const found = starterSource({ root, version: '9.8.7', target, dirArg: 'shop', cwd: base });
+      assert.equal(found.dependency, 'file:../solid-verbs-9.8.7.tgz');
+      assert.deepEqual(found.before, []);
+      // The host names no tarball (or it is gone): the project expects one in its own folder.
+      writeFileSync(
+        join(host, 'package.json'),
+        JSON.stringify({ dependencies: { 'solid-verbs': '^9.8.7' } }),
+      );
+      const lost = starterSource({ root, version: '9.8.7', target, dirArg: 'shop', cwd: base });
+      assert.equal(lost.dependency, 'file:solid-verbs-9.8.7.tgz');
+      assert.equal(lost.before.length, 1);
+      assert.match(lost.before[0]!, /^cp \/path\/to\/solid-verbs-9\.8\.7\.tgz shop\//);
+      // A checkout: make the tarball into the project (relative when run from the checkout).
+      const checkout = join(base, 'checkout');
+      mkdirSync(join(checkout, 'src'), { recursive: true });
+      const co = starterSource({ root: checkout, version: '9.8.7', target, dirArg: 'shop', cwd: checkout });
+      assert.equal(co.dependency, 'file:solid-verbs-9.8.7.tgz');
+      assert.deepEqual(co.before, ['npm pack --pack-destination shop']);
+    } finally {
+      rmSync(base, { recursive: true, force: true });
+    }
   });
 
   it('refuses a non-empty folder with an envelope and writes nothing', async (t) => {

@@ -173,6 +173,53 @@ describe('receipts', () => {
     assert.equal(v2.valid, false);
   });
 
+  it('solid receipt verify: a malformed attestation is one line saying so, with no claim about the log', async (t) => {
+    const h = await counterRuntime(t, { engine: 'sqlite' });
+    const env = await consented(h, h.keys.employee, 'counter.add', { name: 'm', by: 1 });
+    await h.rt.close();
+    const file = join(h.dir, 'receipt.json');
+    for (const attestation of [null, 'forged', 42, [], { kid: 'k1', seq: 1 }]) {
+      writeFileSync(file, JSON.stringify({ ...env, result: { ...(env.result as Receipt), attestation } }));
+      const r = await cli(['--db', h.dbPath, 'receipt', 'verify', file]);
+      const what = JSON.stringify(attestation);
+      assert.equal(r.code, 1, `${what}: ${r.err}`);
+      assert.equal(r.out, '', what);
+      assert.equal(r.err.split('\n').length, 1, `${what}: one line: ${r.err}`);
+      assert.match(r.err, /^✗ .*attestation is malformed/, what);
+      assert.doesNotMatch(r.err, /internal_error|undefined|audit log|rewritten|holds no key/, what);
+      const j = await cli(['--db', h.dbPath, 'receipt', 'verify', file, '--json']);
+      assert.equal(j.code, 1, `${what}: ${j.err}`);
+      const v = JSON.parse(j.out) as { valid: boolean; log: unknown; seq: unknown };
+      assert.deepEqual(
+        { valid: v.valid, log: v.log, seq: v.seq },
+        { valid: false, log: null, seq: null },
+        what,
+      );
+    }
+  });
+
+  it('solid receipt verify blames the receipt, not the log, when an edited receipt no longer verifies', async (t) => {
+    const h = await counterRuntime(t, { engine: 'sqlite' });
+    await consented(h, h.keys.employee, 'counter.add', { name: 'e', by: 1 });
+    const env = await consented(h, h.keys.employee, 'counter.add', { name: 'e', by: 2 });
+    await h.rt.close();
+    const file = join(h.dir, 'receipt.json');
+    const att = (env.result as Receipt).attestation!;
+    for (const edit of [{ seq: 1 }, { row_hash: '0'.repeat(64) }, { prev_hash: '0'.repeat(64) }]) {
+      const what = JSON.stringify(edit);
+      const edited = { ...env, result: { ...(env.result as Receipt), attestation: { ...att, ...edit } } };
+      writeFileSync(file, JSON.stringify(edited));
+      const r = await cli(['--db', h.dbPath, 'receipt', 'verify', file]);
+      assert.equal(r.code, 1, what);
+      assert.match(r.err, /✗ signature invalid: .*altered or signed by another key/, what);
+      assert.doesNotMatch(r.err, /rewritten|truncated|✗ audit log/, `${what}: ${r.err}`);
+      assert.match(r.err, /· audit log: not checked/, what);
+      const j = await cli(['--db', h.dbPath, 'receipt', 'verify', file, '--json']);
+      const v = JSON.parse(j.out) as { valid: boolean; log: unknown };
+      assert.deepEqual({ valid: v.valid, log: v.log }, { valid: false, log: null }, what);
+    }
+  });
+
   it('a replayed receipt verifies as received and attests the original row (same audit_id, seq and row_hash)', async (t) => {
     const h = await counterRuntime(t);
     const first = await consented(

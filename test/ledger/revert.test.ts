@@ -1,7 +1,7 @@
 /**
  * audit.revert: a new audited action pointing at the original, through the original verb's
  * consent gate; once only (also under concurrency); never across tenants; best effort
- * (no_revert_handler is a successful answer). Spec: spec/receipts.md §revert.
+ * (an action without a revert handler is refused: not_revertible). Spec: spec/receipts.md §revert.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -244,20 +244,59 @@ describe('audit.revert', () => {
     assert.deepEqual(await counter(h, 'pay'), { value: 0, changes: 2 });
   });
 
-  it('answers a successful { reverted: false, reason: "no_revert_handler" } for a verb without a revert handler, without a gate', async (t) => {
+  it('refuses an action it cannot undo (not_revertible, cause no_revert_handler) before any consent, audited, never ok', async (t) => {
     const h = await counterRuntime(t);
     const email = await consented(h, h.keys.employee, 'counter.email', { name: 'n' });
-    const env: Envelope = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', {
-      audit_id: email.audit_id,
-    });
-    assert.equal(env.ok, true, JSON.stringify(env.error));
-    const r = env.result as RevertResult;
-    assert.equal(r.reverted, false);
-    assert.equal(r.reason, 'no_revert_handler');
-    assert.equal(r.audit_id, email.audit_id);
-    assert.match(r.message, /manual intervention/i);
-    assert.deepEqual(validateShapeOutput('revert', r), { valid: true, errors: [] });
+    const add = await consented(h, h.keys.employee, 'counter.add', { name: 'n2', by: 1 });
+    const rev = await consented(h, h.keys.employee, 'audit.revert', { audit_id: add.audit_id });
+    assert.equal((rev.result as RevertResult).reverted, true, JSON.stringify(rev.error));
+    // A verb without a revert handler, and a revert row (a revert is not itself revertible).
+    for (const [id, verb] of [
+      [email.audit_id!, 'counter.email'],
+      [rev.audit_id!, 'audit.revert'],
+    ] as const) {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const env: Envelope = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.revert', {
+          audit_id: id,
+        });
+        assert.equal(env.ok, false, `audit_id ${id}: ${JSON.stringify(env)}`);
+        assert.equal(env.error?.reason, 'not_revertible', 'refused, not asked for consent');
+        assert.equal(env.consent, undefined);
+        assert.equal(env.result, undefined, 'no receipt for what was not undone');
+        const details = env.error?.details as { audit_id: number; original_action: string; cause: string };
+        assert.deepEqual(
+          { audit_id: details.audit_id, original_action: details.original_action, cause: details.cause },
+          { audit_id: id, original_action: verb, cause: 'no_revert_handler' },
+        );
+        assert.match(env.error!.message, /cannot be undone/);
+        assert.equal(typeof env.audit_id, 'number', 'the refusal is audited');
+        const row = await h.rt.store.read((q) =>
+          q.get<{ status: string; reason: string }>(
+            'SELECT status, reason FROM audit_log WHERE audit_id = ?',
+            [env.audit_id],
+          ),
+        );
+        assert.notEqual(row?.status, 'completed');
+        assert.equal(row?.reason, 'not_revertible');
+      }
+    }
+    const completedReverts = await h.rt.store.read((q) =>
+      q.get<{ n: number }>(
+        `SELECT COUNT(*) AS n FROM audit_log WHERE action_type = 'audit.revert' AND status = 'completed'`,
+      ),
+    );
+    assert.equal(Number(completedReverts!.n), 1, 'only the real revert completed');
     assert.deepEqual(await counter(h, 'emails:n'), { value: 1, changes: 1 });
+  });
+
+  it("assessRevert (also run inside the revert's own write) throws not_revertible for an action without a handler", async (t) => {
+    const h = await counterRuntime(t);
+    const email = await consented(h, h.keys.employee, 'counter.email', { name: 'nc' });
+    const row = await h.rt.store.read((q) => getAuditRow(q, h.companyId, email.audit_id!));
+    await assert.rejects(
+      h.rt.store.read((q) => assessRevert(q, h.rt, row!, false)),
+      (err: { reason?: string }) => err.reason === 'not_revertible',
+    );
   });
 
   it('refuses to revert what is not a completed write: a read, a denied attempt, a pending one (not_revertible)', async (t) => {

@@ -90,6 +90,29 @@ describe('stored receipts', () => {
     );
   });
 
+  it("audit.verify_receipt: a malformed attestation or an edited seq/hash is the receipt's fault, never the log's", async (t) => {
+    const h = await counterRuntime(t);
+    await consented(h, h.keys.employee, 'counter.add', { name: 'visits', by: 1 });
+    const env = await consented(h, h.keys.employee, 'counter.add', { name: 'visits', by: 2 });
+    const r = env.result as Receipt;
+    const att = r.attestation!;
+    const cases: Array<[string, unknown]> = [
+      ['null', null],
+      ['a string', 'forged'],
+      ['seq 1', { ...att, seq: 1 }],
+      ['zero row_hash', { ...att, row_hash: '0'.repeat(64) }],
+    ];
+    for (const [what, attestation] of cases) {
+      const v = await call(h, h.keys.read_only, 'audit.verify_receipt', { receipt: { ...r, attestation } });
+      assert.equal(v.ok, true, `${what}: ${JSON.stringify(v.error)}`);
+      const data = (v.result as { data: { valid: boolean; log: unknown; signature: { errors: string[] } } })
+        .data;
+      assert.equal(data.valid, false, what);
+      assert.equal(data.log, null, `${what}: the log is not judged by an unsigned seq or hash`);
+      assert.ok(data.signature.errors.length > 0, what);
+    }
+  });
+
   it('a read, an unknown audit_id and another tenant have no receipt', async (t) => {
     const h = await counterRuntime(t);
     const env = await consented(h, h.keys.employee, 'counter.add', { name: 'visits', by: 1 });

@@ -5,7 +5,7 @@
  * payments.preview_refund_impact), search and read payments, and explain a payment's state.
  *
  * Neither money movement has a revert handler: a charge is undone by a refund, and a refund
- * cannot be taken back (audit.revert answers no_revert_handler; the previews say reversible
+ * cannot be taken back (audit.revert refuses with not_revertible; the previews say reversible
  * false). Money is integer cents; phrases render it with formatCents.
  *
  * Reasons: not_found ("invoice #4242 not found", "charge ch_x not found", "payment 9 not found"),
@@ -258,7 +258,7 @@ export const issueRefund = defineBusinessVerb<RefundArgs>({
   name: 'issue_refund',
   title: 'Refund a charge',
   description:
-    'Refund part or all of a captured charge, identified by its charge reference (ch_…), amount in integer cents (at most what remains captured), with an optional reason. Moves money back to the customer: an admin must type the phrase shown, e.g. "REFUND $50.00 on charge ch_xyz". Refunds cannot be reverted (audit.revert answers no_revert_handler). Refused with refund_exceeds_captured or payment_not_refundable. Always run payments.preview_refund_impact first.',
+    'Refund part or all of a captured charge, identified by its charge reference (ch_…), amount in integer cents (at most what remains captured), with an optional reason. Moves money back to the customer: an admin must type the phrase shown, e.g. "REFUND $50.00 on charge ch_xyz". Refunds cannot be reverted (audit.revert refuses with not_revertible). Refused with refund_exceeds_captured or payment_not_refundable. Always run payments.preview_refund_impact first.',
   shape: 'receipt',
   category: 'payments',
   consent: 'WRITE_FINANCIAL',

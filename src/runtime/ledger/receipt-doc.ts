@@ -30,3 +30,34 @@ export function receiptIn(doc: unknown): Receipt | undefined {
   }
   return undefined;
 }
+
+/** The audit row an attestation names: the signing key and the row's place and hashes in the log. */
+export interface AttestedRow {
+  kid: string;
+  seq: number;
+  row_hash: string;
+  prev_hash: string;
+}
+
+/**
+ * The attested row of `attestation` when it is well formed (an object with a string kid, a
+ * positive integer seq and string row_hash / prev_hash), else undefined. Only a receipt whose
+ * signature verifies (verifyReceipt) says anything about the log: an unsigned or altered seq or
+ * hash is the receipt's fault, so `solid receipt verify` and audit.verify_receipt check the log
+ * only with `signatureValid` true. Never throws. Spec: spec/receipts.md §attestation.
+ */
+export function attestedRow(attestation: unknown, signatureValid = true): AttestedRow | undefined {
+  if (!signatureValid) return undefined;
+  if (attestation === null || typeof attestation !== 'object' || Array.isArray(attestation)) return undefined;
+  const a = attestation as Record<string, unknown>;
+  if (
+    typeof a.kid !== 'string' ||
+    typeof a.seq !== 'number' ||
+    !Number.isSafeInteger(a.seq) ||
+    a.seq < 1 ||
+    typeof a.row_hash !== 'string' ||
+    typeof a.prev_hash !== 'string'
+  )
+    return undefined;
+  return { kid: a.kid, seq: a.seq, row_hash: a.row_hash, prev_hash: a.prev_hash };
+}

@@ -41,7 +41,7 @@ export interface RevertOutput {
   revert_action?: string;
   /** The audit row of this revert. */
   revert_audit_id?: number;
-  /** With reverted=false: no_revert_handler, partially_reverted, … */
+  /** With reverted=false (a handler that undid only part): partially_reverted, already_delivered, … */
   reason?: string;
   message: string;
   [k: string]: unknown;
@@ -220,16 +220,32 @@ export function changedSinceError(row: AuditRow, found: LaterChange): VerbError 
   );
 }
 
-/** What can be done about a row: run its handler, or answer no_revert_handler. */
-export type Revertability =
-  | { kind: 'handler'; verb: CompiledVerb; data: Record<string, unknown> }
-  | { kind: 'no_handler'; verb: CompiledVerb | undefined; message: string };
+/** A row that can be reverted: the verb whose handler undoes it and the revert data it recorded. */
+export interface Revertability {
+  kind: 'handler';
+  verb: CompiledVerb;
+  data: Record<string, unknown>;
+}
 
 /**
- * Decide whether `row` can be reverted. Throws not_revertible (not a completed write),
- * already_reverted, or — when `checkLater` (the default) — changed_since (a later write changed
- * the same entity, firstLaterChange); returns no_handler when the verb declares no revert
- * handler, is no longer registered, or the action recorded no rollback.
+ * not_revertible for a completed write nothing can undo automatically: `details` carry the
+ * audit_id, the original_action and `cause: "no_revert_handler"` (the upstream word for it).
+ * spec/receipts.md §revert rule 3.
+ */
+function noRevertHandler(row: AuditRow, why: string): VerbError {
+  return new VerbError('not_revertible', `${why} Nothing was undone; manual intervention is needed.`, {
+    hint: `Undo its effect by hand or with the verb that compensates it (solid verbs show ${row.action_type}); audit.revert cannot.`,
+    details: { audit_id: row.audit_id, original_action: row.action_type, cause: 'no_revert_handler' },
+  });
+}
+
+/**
+ * Decide whether `row` can be reverted. Throws not_revertible when it is not a completed write,
+ * or when nothing can undo it (its verb declares no revert handler, is no longer registered, or
+ * the call recorded no rollback: `details.cause` no_revert_handler), already_reverted, or — when
+ * `checkLater` (the default) — changed_since (a later write changed the same entity,
+ * firstLaterChange). Everything it reads is in the audit row, the registry and the revert data,
+ * so it answers before consent is asked (revertConsent) and again inside the write (runRevert).
  */
 export async function assessRevert(
   q: Queryable,
@@ -264,26 +280,20 @@ export async function assessRevert(
     throw refuse.alreadyReverted(label, row.audit_id, by);
   }
   if (verb === undefined) {
-    return {
-      kind: 'no_handler',
-      verb,
-      message: `${row.action_type} is no longer registered, so no revert handler exists for ${label}.`,
-    };
+    throw noRevertHandler(
+      row,
+      `${label} cannot be undone: ${row.action_type} is no longer registered, so no revert handler exists.`,
+    );
   }
   if (!verb.revertible) {
-    return {
-      kind: 'no_handler',
-      verb,
-      message: `${row.action_type} declares no revert handler, so ${label} cannot be undone automatically.`,
-    };
+    throw noRevertHandler(row, `${label} cannot be undone: ${row.action_type} declares no revert handler.`);
   }
   const parsed = await findRevertData(q, row.company_id, row.audit_id);
   if (parsed === undefined) {
-    return {
-      kind: 'no_handler',
-      verb,
-      message: `${label} recorded no rollback (the verb did not declare how to undo this particular call).`,
-    };
+    throw noRevertHandler(
+      row,
+      `${label} cannot be undone: the call recorded no rollback (its verb did not say how to undo this particular call).`,
+    );
   }
   if (checkLater) {
     const found = await firstLaterChange(q, row, compositeSteps(row, parsed));
@@ -336,7 +346,7 @@ async function compositeGate(q: Queryable, rt: RuntimeCore, row: AuditRow, steps
 
 /**
  * Deny wins: the floors of the action being undone are checked before anything else is said about
- * it (already_reverted, not_revertible, no_revert_handler), so a caller below them learns only
+ * it (already_reverted, not_revertible), so a caller below them learns only
  * role_denied / tier_denied. A revert row's floors are those of the action it reverted (walked up
  * parent_id, at most 16 rows); every revert needs at least the employee role (it is a write).
  */
@@ -370,8 +380,9 @@ async function denyBelowFloor(ctx: SystemVerbContext, rt: RuntimeCore, row: Audi
 
 /**
  * audit.revert's delegated consent: the gate of the verb being undone (spec/receipts.md §revert).
- * No gate when there is nothing to run (no_revert_handler). Throws not_found,
- * rollback_handle_invalid, not_revertible, already_reverted before any consent is asked.
+ * Throws role_denied / tier_denied first, then not_found, rollback_handle_invalid,
+ * not_revertible (also for an action nothing can undo), already_reverted, changed_since — all
+ * before any consent is asked.
  */
 export async function revertConsent(ctx: SystemVerbContext, args: RevertArgs): Promise<DelegatedConsent> {
   const rt = ctx.runtime;
@@ -380,13 +391,6 @@ export async function revertConsent(ctx: SystemVerbContext, args: RevertArgs): P
   // An early answer before consent is asked; runRevert checks again inside its transaction.
   const a = await assessRevert(ctx.db, rt, row, args.force !== true);
   const label = `${row.action_type} #${row.audit_id}`;
-  if (a.kind === 'no_handler') {
-    return {
-      consentClass: null,
-      roleFloor: a.verb?.roleFloor ?? 'employee',
-      summary: `Ask whether ${label} can be undone (it cannot: ${a.message}).`,
-    };
-  }
   const steps = compositeSteps(row, a.data);
   const gate: Gate =
     steps !== undefined
@@ -469,9 +473,9 @@ function revertFailed(rt: RuntimeCore, row: AuditRow, err: unknown): VerbError {
  * emit `action.reverted`. A handler that answers `reverted: false` (a transaction revert that
  * stopped part-way) releases the claim so a later revert can finish the job.
  *
- * Returns RevertOutput; no handler → `{ reverted: false, reason: "no_revert_handler" }` (a
- * successful envelope). Throws not_found, rollback_handle_invalid, not_revertible,
- * already_reverted, revert_failed (everything this attempt did rolls back).
+ * Returns RevertOutput. Throws not_found, rollback_handle_invalid, not_revertible (also for an
+ * action without a revert handler), already_reverted, changed_since, revert_failed (everything
+ * this attempt did rolls back).
  */
 export async function runRevert(ctx: SystemVerbContext, args: RevertArgs): Promise<RevertOutput> {
   const c = ledgerContext(ctx);
@@ -486,15 +490,6 @@ export async function runRevert(ctx: SystemVerbContext, args: RevertArgs): Promi
   });
   if (row.entity_type !== null && row.entity_id !== null) ctx.setEntity(row.entity_type, row.entity_id);
   const label = `${row.action_type} #${row.audit_id}`;
-  if (a.kind === 'no_handler') {
-    return {
-      reverted: false,
-      audit_id: row.audit_id,
-      original_action: row.action_type,
-      reason: 'no_revert_handler',
-      message: `${a.message} Manual intervention is needed.`,
-    };
-  }
   try {
     await c.tx.run(
       'INSERT INTO reversals (audit_id, company_id, revert_audit_id, reverted_by, reverted_at) VALUES (?, ?, ?, ?, ?)',

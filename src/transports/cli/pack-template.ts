@@ -10,8 +10,9 @@ export const STARTER_NAME = /^[a-z][a-z0-9_]{0,39}$/;
 
 /**
  * The files of the starter project, path (relative to the project folder) → contents.
- * `name` must match {@link STARTER_NAME}; `dependency` is the solid-verbs version range (or a
- * `file:` tarball) written into package.json.
+ * `name` must match {@link STARTER_NAME}; `dependency` is the solid-verbs spec written into
+ * package.json: a `file:` tarball (init.ts starterSource) while solid-verbs is not on the npm
+ * registry — a registry range there would install whatever a stranger publishes under the name.
  */
 export function starterFiles(name: string, dependency: string): Record<string, string> {
   const table = `${name}_items`;
@@ -214,11 +215,27 @@ test('bad arguments are refused with an envelope, nothing written', async (t) =>
 }
 
 function readme(name: string, dependency: string): string {
-  const version = /^[\^~]?(\d+\.\d+\.\d+\S*)$/.exec(dependency)?.[1] ?? '<version>';
+  const tarball = dependency.startsWith('file:') ? dependency.slice('file:'.length) : undefined;
+  const inFolder = tarball !== undefined && !tarball.includes('/');
+  const source =
+    tarball === undefined
+      ? `\`solid-verbs\` comes from \`${dependency}\` (package.json).`
+      : `\`solid-verbs\` is not on the npm registry, so package.json takes it from a tarball,
+\`${dependency}\` — never from the registry, where the unclaimed name could be anyone's package.
+${
+  inFolder
+    ? `Put \`${tarball}\` in this folder before the first \`npm install\`: in a solid-verbs checkout
+(\`npm ci\` done) run \`npm pack --pack-destination /path/to/this/folder\`. Without it
+\`npm install\` stops with ENOENT; it never fetches another package instead.`
+    : `\`npm install\` reads it there (\`${tarball}\`, relative to this folder); keep it, or point the
+dependency at another copy with \`npm install /path/to/solid-verbs-<version>.tgz\`.`
+}`;
   return `# ${name}
 
 A solid-verbs pack: typed verbs an AI agent can call on your business, with consent gates,
 receipts, revert and a tamper-evident audit log. The pack is \`pack.mjs\`; its tests are in \`test/\`.
+
+${source}
 
 \`\`\`sh
 npm install && npm start   # solid init (once: prints an owner API key), then solid serve --pack ./pack.mjs
@@ -228,10 +245,6 @@ npm test                   # node --test, a fresh in-memory business per test (s
 \`npm start\` serves the agent API, MCP, WebMCP and the dashboard on http://127.0.0.1:4400
 (\`npx solid serve --pack ./pack.mjs\` once the database exists; another port with
 \`npm start -- --port 4401\`).
-
-\`solid-verbs\` is not on the npm registry yet: until it is, \`npm install\` needs it from a
-tarball. In a solid-verbs checkout run \`npm ci && npm pack\`, then here
-\`npm install /path/to/solid-verbs-${version}.tgz\` (once, before the commands above).
 
 Try a verb from the CLI:
 

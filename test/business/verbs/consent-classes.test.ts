@@ -144,8 +144,9 @@ test('IRREVERSIBLE: only the owner, with the typed phrase; it cannot be reverted
     { name: 'Erased contact #43', email: null, erased_at: true },
   );
   const revert = await d.call('owner', 'audit.revert', { audit_id: done.audit_id });
-  assert.equal(revert.result?.reason, 'no_revert_handler');
-  assert.equal(revert.result?.reverted, false);
+  assert.equal(revert.ok, false);
+  assert.equal(revert.error?.reason, 'not_revertible');
+  assert.equal((revert.error?.details as { cause?: string }).cause, 'no_revert_handler');
 });
 
 test('BLOCKED: subscription_cancel_immediate is listed but never runs, whatever the role or confirmation', async (t) => {

@@ -6,7 +6,8 @@
  */
 import type { Command } from 'commander';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { RESERVED_SCOPES } from '../../../runtime/pack.ts';
 import type { Envelope } from '../../../spec/types.ts';
 import type { Tier } from '../../../spec/types.ts';
@@ -26,9 +27,84 @@ function ownVersion(): string {
   ).version;
 }
 
+/** This package's root folder (package.json's), from src/ and from dist/ alike. */
+function ownRoot(): string {
+  return fileURLToPath(new URL('../../../../', import.meta.url)).replace(/[\\/]$/, '');
+}
+
+/** A path or word as a POSIX shell reads it (quoted only when it must be). */
+function shellWord(s: string): string {
+  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`;
+}
+
+/** Where a starter project gets solid-verbs from, and what to run before its `npm install`. */
+export interface StarterSource {
+  /** The package.json spec: always a `file:` tarball (relative to the project), never a registry range. */
+  dependency: string;
+  /** Commands to run first (from the folder `solid init` ran in), e.g. the `npm pack` that makes the tarball. */
+  before: string[];
+}
+
+/**
+ * Where the starter project takes solid-verbs from. solid-verbs is not on the npm registry, and a
+ * registry range (`^0.1.0`) in a generated package.json would install whatever someone later
+ * publishes under that unclaimed name (dependency confusion), so the dependency is always a
+ * `file:` tarball:
+ *
+ * - `root` is installed from a tarball (`<host>/node_modules/solid-verbs`, and the host's
+ *   package.json names a `file:….tgz` that exists): that tarball, relative to `target`; nothing to
+ *   run first.
+ * - `root` is a checkout (it has src/ or .git): `file:solid-verbs-<version>.tgz` in the project,
+ *   made first by `npm pack --pack-destination DIR` in the checkout.
+ * - otherwise: the same `file:` name, and the tarball to copy into the project first.
+ *
+ * `dirArg` is the project folder as the user named it, `cwd` the folder the commands run from.
+ * Never throws (an unreadable host package.json is the third case). Spec: spec/transports.md §cli.
+ */
+export function starterSource(o: {
+  root: string;
+  version: string;
+  target: string;
+  dirArg: string;
+  cwd: string;
+}): StarterSource {
+  const tarball = `solid-verbs-${o.version}.tgz`;
+  const inProject: StarterSource = { dependency: `file:${tarball}`, before: [] };
+  if (basename(o.root) === 'solid-verbs' && basename(dirname(o.root)) === 'node_modules') {
+    const host = dirname(dirname(o.root));
+    try {
+      const pkg = JSON.parse(readFileSync(join(host, 'package.json'), 'utf8')) as Record<
+        string,
+        Record<string, unknown> | undefined
+      >;
+      const spec = pkg.dependencies?.['solid-verbs'] ?? pkg.devDependencies?.['solid-verbs'];
+      if (typeof spec === 'string' && spec.startsWith('file:') && spec.endsWith('.tgz')) {
+        const file = resolve(host, spec.slice('file:'.length));
+        if (existsSync(file) && statSync(file).isFile())
+          return { dependency: `file:${relative(o.target, file).split(sep).join('/')}`, before: [] };
+      }
+    } catch {
+      /* no readable host package.json: ask for the tarball below */
+    }
+  }
+  const dest = o.dirArg.endsWith('/') ? o.dirArg : `${o.dirArg}/`;
+  if (existsSync(join(o.root, 'src')) || existsSync(join(o.root, '.git'))) {
+    inProject.before.push(
+      resolve(o.cwd) === resolve(o.root)
+        ? `npm pack --pack-destination ${shellWord(o.dirArg)}`
+        : `(cd ${shellWord(o.root)} && npm pack --pack-destination ${shellWord(o.target)})`,
+    );
+  } else {
+    inProject.before.push(`cp /path/to/${tarball} ${shellWord(dest)}`);
+  }
+  return inProject;
+}
+
 /**
  * `solid init --pack NAME [--dir DIR]`: write the starter project of {@link starterFiles} into DIR
- * (default ./NAME), its solid-verbs dependency `^<this version>`. Returns the exit code.
+ * (default ./NAME), its solid-verbs dependency a `file:` tarball ({@link starterSource}: never the
+ * npm registry, where solid-verbs is not published), and print the exact commands to run next
+ * (`--json`: `result.dependency` and `result.next`). Returns the exit code.
  * Refuses, with an `invalid_input` envelope (exit 2) and nothing written: more than one --pack, a
  * NAME that is not `[a-z][a-z0-9_]{0,39}` or is a reserved scope, a DIR that is a file or a
  * non-empty folder.
@@ -56,7 +132,11 @@ export function scaffoldPack(
   const target = resolve(dir ?? name);
   if (existsSync(target) && (!statSync(target).isDirectory() || readdirSync(target).length > 0))
     return refuse(`${target} exists and is not an empty folder.`, 'Pass --dir with a new or empty folder.');
-  const files = starterFiles(name, `^${ownVersion()}`);
+  const version = ownVersion();
+  const dirArg = dir ?? name;
+  const source = starterSource({ root: ownRoot(), version, target, dirArg, cwd: process.cwd() });
+  const files = starterFiles(name, source.dependency);
+  const next = [...source.before, `cd ${shellWord(dirArg)}`, 'npm install && npm start', 'npm test'];
   for (const [path, text] of Object.entries(files)) {
     mkdirSync(dirname(join(target, path)), { recursive: true });
     writeFileSync(join(target, path), text, { flag: 'wx' });
@@ -64,20 +144,35 @@ export function scaffoldPack(
   if (json) {
     io.out(
       JSON.stringify(
-        { ok: true, verb: 'init', result: { pack: name, dir: target, files: Object.keys(files) } },
+        {
+          ok: true,
+          verb: 'init',
+          result: { pack: name, dir: target, files: Object.keys(files), dependency: source.dependency, next },
+        },
         null,
         2,
       ),
     );
   } else {
+    const why: Record<string, string> = {
+      'npm install && npm start':
+        '# solid init once (prints an owner key), then solid serve --pack ./pack.mjs',
+      'npm test': "# the pack's tests (node --test, solid-verbs/testing)",
+    };
+    const beforeWhy = source.before[0]?.startsWith('cp ')
+      ? '# the tarball you installed solid-verbs from'
+      : '# a tarball of this solid-verbs checkout, into the project';
+    const width = Math.max(...next.map((l) => l.length));
     io.out(
       [
         `✓ wrote the ${name} pack in ${target}`,
         ...Object.keys(files).map((f) => `  ${f}`),
         ``,
-        `  cd ${dir ?? name}`,
-        `  npm install && npm start   # solid init once, then solid serve --pack ./pack.mjs`,
-        `  npm test`,
+        `solid-verbs is not on the npm registry: package.json takes it from ${source.dependency}. Next:`,
+        ...next.map((l) => {
+          const note = source.before.includes(l) ? beforeWhy : why[l];
+          return note === undefined ? `  ${l}` : `  ${l.padEnd(width)}   ${note}`;
+        }),
       ].join('\n'),
     );
   }

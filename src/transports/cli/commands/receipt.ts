@@ -4,6 +4,9 @@
  * `--keys` (exported earlier with `solid audit export-keys`) or else from the local database —
  * and, when the local database is there, that the audit log still holds the attested row at its
  * seq with the same hash (the log was not rewritten or truncated below the receipt).
+ * The log is judged only by a receipt whose signature verifies: a malformed attestation is one
+ * line saying so, and an edited seq or hash is "signature invalid" (the receipt was altered or
+ * signed by another key) with the log "not checked" — never "the log was rewritten".
  * Exit 0 when valid, 1 when not (2 for an unreadable file).
  *
  * Spec: spec/receipts.md §attestation.
@@ -20,7 +23,7 @@ import {
   type ReceiptLogCheck,
 } from '../../../runtime/ledger/verify.ts';
 import type { PublicJwk } from '../../../runtime/ledger/tenant-keys.ts';
-import { receiptIn } from '../../../runtime/ledger/receipt-doc.ts';
+import { attestedRow, receiptIn } from '../../../runtime/ledger/receipt-doc.ts';
 import { VerbError } from '../../../runtime/errors.ts';
 
 export function registerReceipt(program: Command, io: Io, setExit: (code: number) => void): void {
@@ -69,10 +72,11 @@ export function registerReceipt(program: Command, io: Io, setExit: (code: number
           );
         }
         const signature = verifyReceipt(r, keys);
+        const malformed = signature.errors.find((e) => e.startsWith('attestation is malformed'));
+        // Only a signed seq and hashes say anything about the log (an edited receipt is its own fault).
+        const row = attestedRow(r.attestation, signature.valid);
         const log: ReceiptLogCheck | undefined =
-          db !== undefined && r.attestation !== undefined
-            ? await checkReceiptInLog(db.q, r.attestation)
-            : undefined;
+          db !== undefined && row !== undefined ? await checkReceiptInLog(db.q, row) : undefined;
         const logOk =
           log === undefined ||
           log.status === 'present' ||
@@ -88,18 +92,23 @@ export function registerReceipt(program: Command, io: Io, setExit: (code: number
           },
           log: log ?? null,
           audit_id: r.audit_id,
-          seq: r.attestation?.seq ?? null,
+          seq: attestedRow(r.attestation)?.seq ?? null,
         };
         if (opts.json) {
           io.out(JSON.stringify(verdict, null, 2));
+        } else if (malformed !== undefined) {
+          // Nothing in it can be checked: one line, no claim about the log.
+          io.err(`✗ receipt not valid: ${malformed}`);
         } else {
           const lines = [
             signature.valid
               ? `✓ signature valid (key ${signature.kid}, from ${keySource})`
               : `✗ signature invalid: ${signature.errors.join('; ')}`,
-            log === undefined
-              ? '· audit log: not checked (no local database)'
-              : `${log.status === 'present' ? '✓' : logOk ? '·' : '✗'} audit log: ${log.message}`,
+            log !== undefined
+              ? `${log.status === 'present' ? '✓' : logOk ? '·' : '✗'} audit log: ${log.message}`
+              : !signature.valid
+                ? '· audit log: not checked (an unverified receipt proves nothing about the log; its seq and hashes may be the edited part)'
+                : '· audit log: not checked (no local database)',
           ];
           (valid ? io.out : io.err)(lines.join('\n'));
         }
