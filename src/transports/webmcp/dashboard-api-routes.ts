@@ -19,11 +19,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { dispatchAndReply } from './browser-dispatch.ts';
 import { parseCallBody } from './call-body.ts';
-import { requireSessionForWrite, sessionTokenOf } from './request-guard.ts';
-import { notePrincipal } from '../http/error-handler.ts';
+import { requireSessionForWrite } from './request-guard.ts';
 import type { Principal } from '../../spec/types.ts';
-import type { SessionStore } from './session-store.ts';
+import type { SessionStore, WebSession } from './session-store.ts';
 import { ROUTE_DOCS } from './route-docs.ts';
+
+/** The session each dashboard dispatch's onRequest hook checked (session, Origin, CSRF). */
+const checkedSessions = new WeakMap<FastifyRequest, WebSession>();
 
 /** The session's principal as the dashboard acts: agent_type `dashboard`, on its audit rows and refusals alike. */
 function dashboardPrincipal(p: Principal): Principal {
@@ -91,18 +93,20 @@ export function registerDashboardApiRoutes(app: FastifyInstance, deps: Dashboard
     {
       bodyLimit: deps.bodyLimitBytes,
       config: ROUTE_DOCS['POST /api/v1/dashboard/dispatch/:verb'],
-      // Before the body is parsed: a signed-in dashboard's malformed, duplicate-key or
-      // prototype-key body is then an audited attempt in its tenant (the error handler reads the
-      // noted principal), named as the dashboard like its dispatches.
+      // Before the body is parsed: the session, its Origin and its CSRF token are checked first
+      // (a foreign or token-less request is refused as such, whatever its body), and then a
+      // signed-in dashboard's malformed, duplicate-key or prototype-key body is an audited attempt
+      // in its tenant (the error handler reads the noted principal), named as the dashboard.
       onRequest: async (request: FastifyRequest) => {
-        const session = await sessions.lookup(sessionTokenOf(request));
-        if (session !== undefined) notePrincipal(request, dashboardPrincipal(session.principal));
+        checkedSessions.set(
+          request,
+          await requireSessionForWrite(sessions, request, allowedOrigins, dashboardPrincipal),
+        );
       },
     },
     async function dashboardDispatch(request: FastifyRequest, reply: FastifyReply) {
       const verb = String((request.params as Record<string, unknown>).verb ?? '');
-      const session = await requireSessionForWrite(sessions, request, allowedOrigins);
-      notePrincipal(request, dashboardPrincipal(session.principal));
+      const session = checkedSessions.get(request)!;
       const body = parseCallBody(request.body, { surface: false });
       return dispatchAndReply(
         rt,

@@ -17,6 +17,7 @@ import { VerbError } from '../../runtime/errors.ts';
 import { parseCookies } from './cookies.ts';
 import { CSRF_HEADER, SESSION_COOKIE, type SessionStore, type WebSession } from './session-store.ts';
 import { refuse } from '../../runtime/refusals.ts';
+import type { Principal } from '../../spec/types.ts';
 
 /** The session cookie's token on a request, if any. */
 export function sessionTokenOf(request: FastifyRequest): string | undefined {
@@ -110,10 +111,12 @@ export async function requireSessionForWrite(
   sessions: SessionStore,
   request: FastifyRequest,
   allowedOrigins: readonly string[],
+  /** How the caller acts (e.g. agent_type `dashboard`): the principal its refusals are audited as. */
+  actingAs: (p: Principal) => Principal = (p) => p,
 ): Promise<WebSession> {
   const session = await sessions.lookup(sessionTokenOf(request));
   if (session === undefined) throw sessionRequired();
-  notePrincipal(request, session.principal);
+  notePrincipal(request, actingAs(session.principal));
   checkOrigin(request, allowedOrigins, true);
   checkCsrf(sessions, session, request);
   return session;

@@ -202,6 +202,26 @@ describe('POST /api/v1/dashboard/dispatch/{verb}', () => {
       );
       assert.deepEqual({ ...row }, { status: 'denied', role: 'owner', agent_type: 'dashboard' }, what);
     }
+    // Origin and CSRF are judged before the body: a foreign or token-less request is refused as
+    // such even with a broken body, and audited as the dashboard too.
+    for (const [headers, reason] of [
+      [{ ...s.headers, origin: 'https://evil.example' }, 'origin_denied'],
+      [{ cookie: s.cookie, origin: INJECT_ORIGIN }, 'csrf_failed'],
+    ] as const) {
+      const res = await f.app.inject({
+        method: 'POST',
+        url: '/api/v1/dashboard/dispatch/audit.trail',
+        headers: { ...headers, 'content-type': 'application/json' },
+        payload: '{bad',
+      });
+      assert.equal(res.statusCode, 403, reason);
+      const env = res.json() as Envelope;
+      assert.equal(env.error!.reason, reason);
+      const row = await f.rt.store.read((q) =>
+        q.get<{ agent_type: string }>('SELECT agent_type FROM audit_log WHERE audit_id = ?', [env.audit_id]),
+      );
+      assert.equal(row?.agent_type, 'dashboard', reason);
+    }
     const refused = await dash(f, s, 'audit.trail', { input: { limit: 'x' } });
     assert.equal(refused.env.error!.reason, 'invalid_input');
     await f.rt.auditBuffer.flush(); // a failed read's row is buffered like a read's (spec/audit.md §read-rows)
