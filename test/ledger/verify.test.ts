@@ -558,6 +558,20 @@ describe('audit chain verification', () => {
     assert.equal(mine.ok, true, JSON.stringify(mine.findings));
     assert.equal(mine.last_signed_seq, null);
     assert.equal(mine.unsigned_rows, mine.last_seq);
+    // …but a chain with no signature at all is named: deleting every checkpoint and squeezing
+    // created_at into a minute leaves exactly this.
+    assert.ok(
+      report.warnings.some((w) =>
+        new RegExp(`Tenant ${h.companyId}: \\d+ rows and no valid signed checkpoint`).test(w),
+      ),
+      report.warnings.join('\n'),
+    );
+    const other = report.tenants.find((x) => x.company_id === h.otherCompanyId)!;
+    assert.ok(other.last_signed_seq !== null, 'the other tenant kept its checkpoints');
+    assert.ok(
+      !report.warnings.some((w) => w.startsWith(`Tenant ${other.company_id}:`)),
+      'and gets no such warning',
+    );
   });
 
   it('detects a re-hashed chain re-signed with a key of the attacker’s own, when verifying with keys exported earlier (unknown_key)', async (t) => {

@@ -148,7 +148,16 @@ export async function checkUnsignedTails(
     if (first === undefined || last === undefined) continue;
     const spanMs = Date.parse(last.created_at) - Date.parse(first.created_at);
     const seconds = Number.isFinite(spanMs) ? spanMs / 1000 : 0;
-    if (seconds <= maxSeconds && t.unsigned_rows <= maxRows) continue;
+    if (seconds <= maxSeconds && t.unsigned_rows <= maxRows) {
+      // Short enough for a crash, but a whole chain with no signature at all is also what
+      // deleting every checkpoint and squeezing created_at leaves: say so (a warning: the crash
+      // of a tenant's first minute looks the same).
+      if (t.last_signed_seq === null && Number.isFinite(maxSeconds))
+        report.warnings.push(
+          `Tenant ${t.company_id}: ${t.unsigned_rows} rows and no valid signed checkpoint. The runtime signs within a minute and when it closes, so unless the server crashed in this tenant's first minute, its checkpoints were deleted and these rows may have been rewritten (timestamps included). Verify with --keys from an earlier \`solid audit export-keys\`, or against a saved receipt.`,
+        );
+      continue;
+    }
     const signed = t.last_signed_seq === null ? 'no valid signed checkpoint' : `none after seq ${from}`;
     t.finding_count++;
     t.ok = false;
