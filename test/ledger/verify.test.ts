@@ -548,6 +548,32 @@ describe('audit chain verification', () => {
     assert.match(bad.err, /invalid_args/);
   });
 
+  it('a crash, a downtime and a restart do not add up to one long unsigned tail: pauses over 120 s split it', async (t) => {
+    let now = Date.parse('2026-01-05T09:00:00Z');
+    const h = await counterRuntime(t, { engine: 'sqlite', clock: () => new Date(now) });
+    for (let i = 0; i < 4; i++) {
+      await consented(h, h.keys.employee, 'counter.add', { name: 'c', by: 1 });
+      now += 10_000;
+    }
+    now += 3_600_000; // the server was down for an hour
+    for (let i = 0; i < 4; i++) {
+      await consented(h, h.keys.employee, 'counter.add', { name: 'c', by: 1 });
+      now += 10_000;
+    }
+    await h.rt.close();
+    const db = attacker(h);
+    db.prepare('DELETE FROM audit_checkpoints WHERE company_id = ?').run(h.companyId); // as if it crashed twice, unsigned
+    db.close();
+    const report = await verifyBoth(h.dbPath);
+    assert.deepEqual(kinds(report, h.companyId), [], 'two short runs of activity, each as a crash leaves');
+    const strict = await verifyDatabaseFile(h.dbPath, { maxUnsignedSeconds: 20 });
+    assert.deepEqual(kinds(strict, h.companyId), ['unsigned_tail'], 'each run is still held to the limit');
+    assert.match(
+      strict.tenants.find((x) => x.company_id === h.companyId)!.findings[0]!.message,
+      /without a pause of 120 s/,
+    );
+  });
+
   it('an unsigned tail as short as a crash leaves (rows of the last minute, no closing checkpoint) is counted, not a finding', async (t) => {
     const h = await populated(t);
     const db = attacker(h);

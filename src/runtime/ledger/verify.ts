@@ -123,32 +123,31 @@ export const UNSIGNED_TAIL_LIMITS = { seconds: 300, rows: 10_000 } as const;
 
 /**
  * Add an `unsigned_tail` finding to each tenant of `report` whose rows after the last valid
- * checkpoint span more than `maxUnsignedSeconds` (by created_at) or number more than
- * `maxUnsignedRows`; `q` reads two rows per such tenant (first unsigned and last). Mutates the
- * report (ok, finding_count, findings). Spec: spec/audit.md §verify.
+ * checkpoint hold a run of activity (by created_at, split at pauses over 120 s: the runtime was
+ * not running then) longer than `maxUnsignedSeconds`, or number more than `maxUnsignedRows`; a
+ * tenant with rows and no valid checkpoint at all gets a warning. `q` reads each such tenant's
+ * tail (at most maxUnsignedRows + 1 rows). Mutates the report (ok, finding_count, findings,
+ * warnings). Spec: spec/audit.md §verify.
  */
 export async function checkUnsignedTails(
   report: AuditVerifyReport,
-  q: Pick<Queryable, 'get'>,
+  q: Pick<Queryable, 'all'>,
   options: Pick<VerifyOptions, 'maxUnsignedSeconds' | 'maxUnsignedRows' | 'maxFindings'> = {},
 ): Promise<void> {
   const maxSeconds = options.maxUnsignedSeconds ?? UNSIGNED_TAIL_LIMITS.seconds;
   const maxRows = options.maxUnsignedRows ?? UNSIGNED_TAIL_LIMITS.rows;
+  if (!Number.isFinite(maxSeconds) && !Number.isFinite(maxRows)) return;
   for (const t of report.tenants) {
     if (t.unsigned_rows <= 0) continue;
     const from = t.last_signed_seq ?? 0;
-    const first = await q.get<{ seq: number | string; created_at: string }>(
-      'SELECT seq, created_at FROM audit_log WHERE company_id = ? AND seq > ? ORDER BY seq LIMIT 1',
-      [t.company_id, from],
+    // The tail's rows (at most maxRows + 1 of them: one more is already a finding).
+    const rows = await q.all<{ seq: number | string; created_at: string }>(
+      `SELECT seq, created_at FROM audit_log WHERE company_id = ? AND seq > ? ORDER BY seq${Number.isFinite(maxRows) ? ' LIMIT ?' : ''}`,
+      Number.isFinite(maxRows) ? [t.company_id, from, maxRows + 1] : [t.company_id, from],
     );
-    const last = await q.get<{ created_at: string }>(
-      'SELECT created_at FROM audit_log WHERE company_id = ? AND seq = ?',
-      [t.company_id, t.last_seq],
-    );
-    if (first === undefined || last === undefined) continue;
-    const spanMs = Date.parse(last.created_at) - Date.parse(first.created_at);
-    const seconds = Number.isFinite(spanMs) ? spanMs / 1000 : 0;
-    if (seconds <= maxSeconds && t.unsigned_rows <= maxRows) {
+    if (rows.length === 0) continue;
+    const run = longestActiveRun(rows.map((r) => Date.parse(r.created_at)));
+    if (run.seconds <= maxSeconds && t.unsigned_rows <= maxRows) {
       // Short enough for a crash, but a whole chain with no signature at all is also what
       // deleting every checkpoint and squeezing created_at leaves: say so (a warning: the crash
       // of a tenant's first minute looks the same).
@@ -158,7 +157,12 @@ export async function checkUnsignedTails(
         );
       continue;
     }
+    const firstSeq = Number(rows[0]!.seq);
     const signed = t.last_signed_seq === null ? 'no valid signed checkpoint' : `none after seq ${from}`;
+    const what =
+      t.unsigned_rows > maxRows
+        ? `${t.unsigned_rows} rows (seq ${firstSeq}–${t.last_seq})`
+        : `${t.unsigned_rows} rows (seq ${firstSeq}–${t.last_seq}, ${formatSpan(run.seconds)} of activity without a pause of ${DOWNTIME_GAP_SECONDS} s)`;
     t.finding_count++;
     t.ok = false;
     report.ok = false;
@@ -166,10 +170,29 @@ export async function checkUnsignedTails(
       t.findings.push({
         kind: 'unsigned_tail',
         company_id: t.company_id,
-        seq: Number(first.seq),
-        message: `${t.unsigned_rows} rows (seq ${Number(first.seq)}–${t.last_seq}, ${formatSpan(seconds)} of activity) carry ${signed}: the runtime signs at least every minute and on close, so checkpoints were deleted or never written; these rows are chained but nothing proves they were not rewritten.`,
+        seq: firstSeq,
+        message: `${what} carry ${signed}: a running runtime signs at least every minute and on close, so checkpoints were deleted or never written (a missing keyfile, the maintenance pass off); these rows are chained but nothing proves they were not rewritten.`,
       });
   }
+}
+
+/**
+ * A pause between two rows longer than this (seconds) means the runtime was not running (it signs
+ * every 60 s while the head moves): an unsigned tail is split there, so a crash, a downtime and a
+ * restart do not add up to one long unsigned span.
+ */
+const DOWNTIME_GAP_SECONDS = 120;
+
+/** The longest span (seconds) of consecutive times (ms, in seq order) with no pause above DOWNTIME_GAP_SECONDS. */
+function longestActiveRun(times: readonly number[]): { seconds: number } {
+  let best = 0;
+  let start = times[0]!;
+  for (let i = 1; i < times.length; i++) {
+    const gap = times[i]! - times[i - 1]!;
+    if (!Number.isFinite(gap) || gap > DOWNTIME_GAP_SECONDS * 1000) start = times[i]!;
+    else best = Math.max(best, times[i]! - start);
+  }
+  return { seconds: Number.isFinite(best) ? best / 1000 : 0 };
 }
 
 /** "3 h 12 min", "4 min 5 s", "12 s". */
