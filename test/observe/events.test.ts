@@ -356,7 +356,11 @@ describe('events.subscribe / events.poll', () => {
   });
 
   it('keeps at most MAX_SUBSCRIPTIONS_PER_USER per user: the oldest is replaced, other users keep theirs', async (t) => {
-    const h = await createObserveRuntime(t);
+    // "Oldest" is by created_at (ms); subscriptions of one millisecond are told apart by id, in no
+    // particular order. A clock that moves 1 ms per reading gives each its own millisecond (a fast
+    // machine made several in one and the test flaky).
+    let tick = Date.now();
+    const h = await createObserveRuntime(t, { clock: () => new Date(++tick) });
     const admin = okResult(await call(h, 'admin', 'events.subscribe', {}), 'subscribe');
     const mine: Array<{ subscription_id: string; cursor: string }> = [];
     for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_USER + 2; i++)

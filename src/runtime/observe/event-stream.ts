@@ -271,7 +271,8 @@ export interface Subscription {
 /**
  * Store a new subscription (one write of runtime metadata) and return it. Keeps the user's count
  * at MAX_SUBSCRIPTIONS_PER_USER in the same transaction: beyond it the oldest are deleted (by
- * created_at, then id), so no caller — the shared keyless sandbox user least of all — grows the
+ * created_at, in ms; subscriptions made in the same millisecond are ordered by their random id,
+ * so which of those goes first is arbitrary), so no caller — the shared keyless sandbox user least of all — grows the
  * table without bound. Spec: spec/shapes.md §subscribe.
  */
 export async function createSubscription(
