@@ -14,7 +14,7 @@ import { createHttpServer } from '../../../src/transports/http/server.ts';
 import type { RateLimits } from '../../../src/transports/http/rate-limit.ts';
 import { createRuntime, AUTH_FAILURES_ACTION } from '../../../src/runtime/runtime.ts';
 import { systemVerbs } from '../../../src/verbs/index.ts';
-import { verifyStoreChain } from '../../../src/runtime/ledger/verify.ts';
+import { verifyStoreChain } from '../../../src/runtime/ledger/verify/verify.ts';
 import type { Envelope } from '../../../src/spec/types.ts';
 import { rateLimitsOf } from '../../../src/transports/cli/commands/serve.ts';
 import { isVerbError } from '../../../src/runtime/errors.ts';

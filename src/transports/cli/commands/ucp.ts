@@ -27,7 +27,7 @@ import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { VerbError, isVerbError } from '../../../runtime/errors.ts';
-import { generateP256Jwk } from '../../../runtime/ledger/keygen.ts';
+import { generateP256Jwk } from '../../../runtime/ledger/keys/keygen.ts';
 import { reasonInfo } from '../../../spec/reasons.ts';
 import { authorityBinds, buildCapabilityCatalog, UCP_VERSION } from '../../ucp/capability-names.ts';
 import { buildBusinessProfile } from '../../ucp/profile.ts';

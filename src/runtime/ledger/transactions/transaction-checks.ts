@@ -2,12 +2,12 @@
  * Transactions: the checks of a step — when it is appended (input, consent gate, order rules) and
  * again at commit (floors and blocklist) — and the audit entry of a step. Spec: spec/transactions.md.
  */
-import type { Principal } from '../../spec/types.ts';
-import { VerbError } from '../errors.ts';
-import type { CompiledVerb, SystemVerbContext } from '../verb.ts';
-import { ROLE_RANK, TIER_RANK } from '../verb.ts';
-import { surfaceDenied, schemaIssue } from '../verb-checks.ts';
-import { auditEntry, type AuditEntry, type AuditStatus } from './audit.ts';
+import type { Principal } from '../../../spec/types.ts';
+import { VerbError } from '../../errors.ts';
+import type { CompiledVerb, SystemVerbContext } from '../../verb.ts';
+import { ROLE_RANK, TIER_RANK } from '../../verb.ts';
+import { surfaceDenied, schemaIssue } from '../../verb-checks.ts';
+import { auditEntry, type AuditEntry, type AuditStatus } from '../write/audit.ts';
 import {
   MAX_TRANSACTION_STEPS,
   refused,

@@ -23,13 +23,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { Principal, VerbClass } from '../../spec/types.ts';
-import type { StoreTx } from '../../store/store.ts';
-import { VerbError, isVerbError } from '../errors.ts';
-import type { CompiledVerb, DelegatedConsent, OriginalAction, SystemVerbContext } from '../verb.ts';
-import type { RuntimeCore } from '../core.ts';
-import { executeInTx } from './execute.ts';
-import { appendAudit, getAuditRow, redact, type AuditRow } from './audit.ts';
+import type { Principal, VerbClass } from '../../../spec/types.ts';
+import type { StoreTx } from '../../../store/store.ts';
+import { VerbError, isVerbError } from '../../errors.ts';
+import type { CompiledVerb, DelegatedConsent, OriginalAction, SystemVerbContext } from '../../verb.ts';
+import type { RuntimeCore } from '../../core.ts';
+import { executeInTx } from '../write/execute.ts';
+import { appendAudit, getAuditRow, redact, type AuditRow } from '../write/audit.ts';
 import { ledgerContext, type LedgerContext } from './revert.ts';
 import {
   TRANSACTION_TTL_SECONDS,

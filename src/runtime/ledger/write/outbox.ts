@@ -6,7 +6,7 @@
  *
  * Spec: spec/store.md (outbox rows are written in the effect's transaction, nothing half-written).
  */
-import type { Store } from '../../store/store.ts';
+import type { Store } from '../../../store/store.ts';
 
 /** How long a delivery pass owns an outbox row it claimed (ms). */
 export const OUTBOX_LEASE_MS = 60_000;

@@ -12,17 +12,17 @@
  *
  * Spec: spec/receipts.md §revert, spec/transactions.md §revert.
  */
-import type { Role, Tier, VerbClass } from '../../spec/types.ts';
-import type { Queryable, StoreTx } from '../../store/store.ts';
-import { StoreError } from '../../store/store.ts';
-import { VerbError, isVerbError } from '../errors.ts';
-import type { CompiledVerb, DelegatedConsent, OriginalAction, SystemVerbContext } from '../verb.ts';
-import { ROLE_RANK, TIER_RANK } from '../verb.ts';
-import type { RuntimeCore } from '../core.ts';
-import { getAuditRow, type AuditRow } from './audit.ts';
+import type { Role, Tier, VerbClass } from '../../../spec/types.ts';
+import type { Queryable, StoreTx } from '../../../store/store.ts';
+import { StoreError } from '../../../store/store.ts';
+import { VerbError, isVerbError } from '../../errors.ts';
+import type { CompiledVerb, DelegatedConsent, OriginalAction, SystemVerbContext } from '../../verb.ts';
+import { ROLE_RANK, TIER_RANK } from '../../verb.ts';
+import type { RuntimeCore } from '../../core.ts';
+import { getAuditRow, type AuditRow } from '../write/audit.ts';
 import { openRollbackHandle } from './rollback-handle.ts';
-import { findRevertData } from './receipt-store.ts';
-import { refuse } from '../refusals.ts';
+import { findRevertData } from '../write/receipt-store.ts';
+import { refuse } from '../../refusals.ts';
 
 /** Input of audit.revert: exactly one of the two. */
 export interface RevertArgs {

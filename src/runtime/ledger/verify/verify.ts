@@ -20,9 +20,9 @@
  * values (request_data is stored as its RFC 8785 text), one SHA-256 per row.
  */
 import { createPublicKey, verify as nodeVerify, type KeyObject } from 'node:crypto';
-import { StoreError } from '../../store/store.ts';
-import { openAuditFile, type AuditFile } from '../../store/sqlite/audit-file.ts';
-import { AUDIT_COLUMNS, GENESIS_HASH } from './audit.ts';
+import { StoreError } from '../../../store/store.ts';
+import { openAuditFile, type AuditFile } from '../../../store/sqlite/audit-file.ts';
+import { AUDIT_COLUMNS, GENESIS_HASH } from '../write/audit.ts';
 import {
   I_COMPANY,
   SegmentWalker,
@@ -44,11 +44,11 @@ export {
   type SegmentResult,
   type StoredAuditRow,
 } from './chain-walk.ts';
-import type { Queryable, Store } from '../../store/store.ts';
-import { parseJson } from '../../store/store.ts';
-import type { PublicJwk } from './tenant-keys.ts';
-import { checkpointMaterial } from './checkpoints.ts';
-import { VerbError } from '../errors.ts';
+import type { Queryable, Store } from '../../../store/store.ts';
+import { parseJson } from '../../../store/store.ts';
+import type { PublicJwk } from '../keys/tenant-keys.ts';
+import { checkpointMaterial } from '../keys/checkpoints.ts';
+import { VerbError } from '../../errors.ts';
 
 export interface TenantVerifyReport {
   company_id: number;

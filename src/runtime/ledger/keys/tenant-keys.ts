@@ -11,11 +11,11 @@
 import { randomBytes, createPublicKey, type KeyObject, webcrypto } from 'node:crypto';
 import { generateP256Jwk } from './keygen.ts';
 import { jwsHeader } from './receipts.ts';
-import type { Queryable, Store } from '../../store/store.ts';
-import { parseJson } from '../../store/store.ts';
-import type { Secrets } from '../secrets.ts';
-import { VerbError } from '../errors.ts';
-import { refuse } from '../refusals.ts';
+import type { Queryable, Store } from '../../../store/store.ts';
+import { parseJson } from '../../../store/store.ts';
+import type { Secrets } from '../../secrets.ts';
+import { VerbError } from '../../errors.ts';
+import { refuse } from '../../refusals.ts';
 
 export type KeyState = 'pending' | 'active' | 'rotating' | 'retired';
 

@@ -4,11 +4,11 @@
  * the SQLite fast query, and the worker's loop. Kept apart from verify.ts so a worker loads only
  * this (no runtime). Spec: spec/audit.md §verify.
  */
-import { sha256Hex } from '../sha256.ts';
+import { sha256Hex } from '../../sha256.ts';
 import type { MessagePort } from 'node:worker_threads';
 import canonicalize from 'canonicalize';
 import Database from 'better-sqlite3';
-import { AUDIT_COLUMNS } from './audit.ts';
+import { AUDIT_COLUMNS } from '../write/audit.ts';
 
 export type AuditFindingKind =
   'modified' | 'chain_break' | 'gap' | 'truncated' | 'bad_signature' | 'unknown_key' | 'unsigned_tail';

@@ -3,7 +3,7 @@
  * (`result`), audit.receipt's envelope (`result.data.receipt`), its result or its data. Used by
  * audit.verify_receipt and `solid receipt verify`. Spec: spec/receipts.md §attestation.
  */
-import type { Receipt } from '../../spec/types.ts';
+import type { Receipt } from '../../../spec/types.ts';
 
 /** The wrappers a receipt may come in, looked into in this order at each level. */
 const WRAPPERS = ['result', 'data', 'receipt'] as const;

@@ -8,16 +8,16 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
-import { StoreError } from '../../store/store.ts';
+import { StoreError } from '../../../store/store.ts';
 import {
   openReadOnly,
   readableAuditPath,
   sqliteQueryable,
   type AuditFile,
   type ReadableAuditPath,
-} from '../../store/sqlite/audit-file.ts';
+} from '../../../store/sqlite/audit-file.ts';
 import { walkSqliteOrExact, type SegmentWalker, type SegmentResult, type SegmentTask } from './chain-walk.ts';
-import type { PublicJwk } from './tenant-keys.ts';
+import type { PublicJwk } from '../keys/tenant-keys.ts';
 import {
   SAME_STORE_WARNING,
   assemble,
@@ -203,7 +203,7 @@ export async function verifyDatabaseFile(
 
 /**
  * Worker bootstrap (CommonJS, eval). The worker runs chain-walk.ts bundled to plain JavaScript:
- * the built package ships that bundle (`dist/runtime/ledger/chain-walk.cjs`, made by `npm run
+ * the built package ships that bundle (`dist/runtime/ledger/verify/chain-walk.cjs`, made by `npm run
  * build`); run from the TypeScript sources it is bundled once per process with esbuild (a
  * development dependency). A worker then starts in tens of milliseconds instead of booting a
  * TypeScript loader of its own. better-sqlite3 (native) is required from the package, never bundled.

@@ -2,10 +2,10 @@
  * Transactions: the stored record (steps, status, expiry) and how it reads back; the refusals of a
  * transaction that is not open. Spec: spec/transactions.md.
  */
-import type { Principal, VerbClass } from '../../spec/types.ts';
-import type { Queryable } from '../../store/store.ts';
-import { parseJson } from '../../store/store.ts';
-import { VerbError } from '../errors.ts';
+import type { Principal, VerbClass } from '../../../spec/types.ts';
+import type { Queryable } from '../../../store/store.ts';
+import { parseJson } from '../../../store/store.ts';
+import { VerbError } from '../../errors.ts';
 
 /** Default time an open transaction lives (seconds). */
 export const TRANSACTION_TTL_SECONDS = 15 * 60;

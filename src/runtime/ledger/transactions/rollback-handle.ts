@@ -6,8 +6,8 @@
  * Spec: spec/receipts.md §rollback_handle.
  */
 import { timingSafeEqual } from 'node:crypto';
-import type { Secrets } from '../secrets.ts';
-import { VerbError } from '../errors.ts';
+import type { Secrets } from '../../secrets.ts';
+import { VerbError } from '../../errors.ts';
 
 /** Seal a handle body for (company, audit_id). */
 export function sealRollbackHandle(

@@ -7,9 +7,9 @@
  *
  * Spec: spec/receipts.md §stored.
  */
-import type { Queryable, StoreTx } from '../../store/store.ts';
-import { parseJson } from '../../store/store.ts';
-import type { Envelope, Receipt } from '../../spec/types.ts';
+import type { Queryable, StoreTx } from '../../../store/store.ts';
+import { parseJson } from '../../../store/store.ts';
+import type { Envelope, Receipt } from '../../../spec/types.ts';
 
 /**
  * Keep the receipt of a successful write envelope (in the write's own store transaction, so the

@@ -1,13 +1,13 @@
 /**
  * Signed checkpoints of a tenant's chain head: ES256 (IEEE P1363 signature) with the tenant's
  * active key over 0x01 ‖ canonical({company_id, seq, head_hash, created_at}), one row in
- * audit_checkpoints. `audit verify` (ledger/verify.ts) checks them with the same material.
+ * audit_checkpoints. `audit verify` (ledger/verify/verify.ts) checks them with the same material.
  *
  * Spec: spec/audit.md §checkpoints.
  */
 import { sign as nodeSign } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import type { Store } from '../../store/store.ts';
+import type { Store } from '../../../store/store.ts';
 import type { TenantKeys } from './tenant-keys.ts';
 
 /** The bytes a checkpoint signature covers. */

@@ -8,12 +8,12 @@
  * Spec: spec/consent.md §nonce §role-floors §caps, spec/receipts.md, spec/audit.md.
  */
 import { performance } from 'node:perf_hooks';
-import type { Principal, Receipt, Role, VerbClass } from '../../spec/types.ts';
-import type { StoreTx } from '../../store/store.ts';
-import { StoreError } from '../../store/store.ts';
-import type { CompiledVerb, EmittedEvent, SystemVerbContext } from '../verb.ts';
-import { ROLE_RANK } from '../verb.ts';
-import type { Caller, RuntimeCore } from '../core.ts';
+import type { Principal, Receipt, Role, VerbClass } from '../../../spec/types.ts';
+import type { StoreTx } from '../../../store/store.ts';
+import { StoreError } from '../../../store/store.ts';
+import type { CompiledVerb, EmittedEvent, SystemVerbContext } from '../../verb.ts';
+import { ROLE_RANK } from '../../verb.ts';
+import type { Caller, RuntimeCore } from '../../core.ts';
 import {
   appendAudit,
   auditEntry,
@@ -25,11 +25,11 @@ import {
   type AuditStatus,
 } from './audit.ts';
 import { appendEvents, eventsChannel } from './events.ts';
-import { sealRollbackHandle } from './rollback-handle.ts';
+import { sealRollbackHandle } from '../transactions/rollback-handle.ts';
 import { insertRevertData } from './receipt-store.ts';
-import { consumeApproval, findApproval, insertBurnedNonce } from '../consent/approvals-store.ts';
-import { approvalRejected, nonceReplayed } from '../consent/refusals.ts';
-import { refuse } from '../refusals.ts';
+import { consumeApproval, findApproval, insertBurnedNonce } from '../../consent/approvals-store.ts';
+import { approvalRejected, nonceReplayed } from '../../consent/refusals.ts';
+import { refuse } from '../../refusals.ts';
 
 /** The consent decision of a confirmed call (what the execute step must burn/consume). */
 export interface Consent {

@@ -8,10 +8,10 @@
  * Appends happen inside the caller's store transaction after `lockTenantHead`, so the chain is
  * gap-free under concurrent writers on both engines. Spec: spec/audit.md.
  */
-import { sha256Hex } from '../sha256.ts';
+import { sha256Hex } from '../../sha256.ts';
 import canonicalize from 'canonicalize';
-import type { StoreTx, Queryable, TenantHead } from '../../store/store.ts';
-import { parseJson } from '../../store/store.ts';
+import type { StoreTx, Queryable, TenantHead } from '../../../store/store.ts';
+import { parseJson } from '../../../store/store.ts';
 
 export type AuditStatus =
   'completed' | 'failed' | 'denied' | 'pending' | 'approved' | 'rejected' | 'replayed' | 'rolled_back';

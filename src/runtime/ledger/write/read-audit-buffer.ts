@@ -3,7 +3,7 @@
  * (spec/audit.md §read-rows). Writes and denials never pass through it.
  */
 import type { Logger } from 'pino';
-import type { Store } from '../../store/store.ts';
+import type { Store } from '../../../store/store.ts';
 import { appendAuditRows, type AuditEntry, type AuditRow } from './audit.ts';
 
 /** What the buffer needs from the runtime: the store, a logger, and the after-commit hook of stored rows. */

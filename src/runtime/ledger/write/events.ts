@@ -5,10 +5,10 @@
  *
  * Spec: spec/shapes.md §subscribe, spec/audit.md §events.
  */
-import type { Queryable, StoreTx } from '../../store/store.ts';
-import { parseJson } from '../../store/store.ts';
-import type { DomainEvent } from '../../spec/types.ts';
-import type { EmittedEvent } from '../verb.ts';
+import type { Queryable, StoreTx } from '../../../store/store.ts';
+import { parseJson } from '../../../store/store.ts';
+import type { DomainEvent } from '../../../spec/types.ts';
+import type { EmittedEvent } from '../../verb.ts';
 
 /** Channel name the store notifies after events of a tenant commit. */
 export function eventsChannel(companyId: number): string {

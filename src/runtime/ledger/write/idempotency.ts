@@ -11,10 +11,10 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import type { Queryable, StoreTx } from '../../store/store.ts';
-import { parseJson } from '../../store/store.ts';
-import type { Envelope, Principal, Receipt } from '../../spec/types.ts';
-import { VerbError } from '../errors.ts';
+import type { Queryable, StoreTx } from '../../../store/store.ts';
+import { parseJson } from '../../../store/store.ts';
+import type { Envelope, Principal, Receipt } from '../../../spec/types.ts';
+import { VerbError } from '../../errors.ts';
 import { storeReceipt } from './receipt-store.ts';
 
 /** Default retention of keys: 24 hours (seconds). */

@@ -15,7 +15,7 @@ import {
   createPublicKey,
 } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import type { Envelope, Receipt, ReceiptAttestation } from '../../spec/types.ts';
+import type { Envelope, Receipt, ReceiptAttestation } from '../../../spec/types.ts';
 import type { SigningKey, PublicJwk, TenantKeys } from './tenant-keys.ts';
 
 const enc = new TextEncoder();
