@@ -20,7 +20,7 @@ import { rateLimitsOf } from '../../../src/transports/cli/commands/serve.ts';
 import { isVerbError } from '../../../src/runtime/errors.ts';
 import { createWebmcpPlugin } from '../../../src/transports/webmcp/index.ts';
 import { injectLogin } from '../webmcp/fixture.ts';
-import { loadHttpMounts } from '../../../src/transports/http/http-mounts.ts';
+import { loadHttpMounts } from '../../../src/transports/server/http-mounts.ts';
 
 const T0 = Date.parse('2026-03-02T10:00:05.000Z');
 

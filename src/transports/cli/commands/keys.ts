@@ -33,7 +33,7 @@ import { DEFAULT_GRACE_SECONDS } from '../../../runtime/ledger/keys/tenant-keys.
 import { VerbError, isVerbError } from '../../../runtime/errors.ts';
 import { reasonInfo } from '../../../spec/reasons.ts';
 import { PROFILE_MAX_AGE_SECONDS } from '../../ucp/profile.ts';
-import { appendOperatorAudit } from '../../ucp/operator-audit.ts';
+import { appendOperatorAudit } from '../../../runtime/ledger/write/operator-audit.ts';
 import { primaryTenantOf, ucpConfigFromEnv } from '../../ucp/ucp-config.ts';
 import { localOptionsOf, openLocal } from '../local.ts';
 import { table, type Io } from '../output.ts';

@@ -31,7 +31,7 @@ import { generateP256Jwk } from '../../../runtime/ledger/keys/keygen.ts';
 import { reasonInfo } from '../../../spec/reasons.ts';
 import { authorityBinds, buildCapabilityCatalog, UCP_VERSION } from '../../ucp/capability-names.ts';
 import { buildBusinessProfile } from '../../ucp/profile.ts';
-import { appendOperatorAudit } from '../../ucp/operator-audit.ts';
+import { appendOperatorAudit } from '../../../runtime/ledger/write/operator-audit.ts';
 import { callCapability } from '../../ucp/ucp-client.ts';
 import { SignatureError } from '../../ucp/signature-error.ts';
 import {

@@ -1,6 +1,6 @@
 /**
- * ApiClient: the HTTP client of a running `solid serve`, used by the remote CLI (remote-target.ts)
- * and the MCP bridge (../mcp/bridge.ts). Typed calls for the agent API and the remote-mode routes:
+ * ApiClient: the HTTP client of a running `solid serve`, used by the remote CLI (src/transports/cli/remote-target.ts)
+ * and the MCP bridge (mcp-bridge.ts). Typed calls for the agent API and the remote-mode routes:
  *
  *   manifest(surface, etag?)   GET /api/v1/agent/verbs?surface=  (If-None-Match → notModified)
  *   verb(name)                 GET /api/v1/agent/verbs/{name}
@@ -31,16 +31,16 @@
 import http from 'node:http';
 import https from 'node:https';
 import { readFileSync } from 'node:fs';
-import { VerbError, isVerbError } from '../../runtime/errors.ts';
-import type { DispatchOptions } from '../../runtime/dispatch.ts';
-import { REASONS, ReasonTable, domainReasonTable } from '../../spec/reasons.ts';
-import type { Envelope, VerbRecord } from '../../spec/types.ts';
-import { CLIENT_SURFACE_HEADER, type DeclarableSurface } from './client-surface.ts';
+import { VerbError, isVerbError } from '../runtime/errors.ts';
+import type { DispatchOptions } from '../runtime/dispatch.ts';
+import { REASONS, ReasonTable, domainReasonTable } from '../spec/reasons.ts';
+import type { Envelope, VerbRecord } from '../spec/types.ts';
+import { CLIENT_SURFACE_HEADER, type DeclarableSurface } from '../transports/http/client-surface.ts';
 import { sendRequest, RequestFailure, type HttpResponse } from './http-request.ts';
 import { normalizeBaseUrl } from './remote-url.ts';
-import { VERB_HINTS_PATH } from './verb-hints.ts';
-import { WHOAMI_PATH, REVOKE_KEY_PATH } from './whoami.ts';
-import { CLI_LOGIN_PATH } from './cli-login-routes.ts';
+import { VERB_HINTS_PATH } from '../runtime/verb-hints.ts';
+import { WHOAMI_PATH, REVOKE_KEY_PATH } from '../transports/remote/whoami.ts';
+import { CLI_LOGIN_PATH } from '../transports/remote/cli-login-routes.ts';
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 export const DEFAULT_READ_TIMEOUT_MS = 10_000;
@@ -49,7 +49,7 @@ export const DEFAULT_RETRIES = 2;
 export const DEFAULT_RETRY_DELAY_MS = 250;
 
 const VERSION = (
-  JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
 ).version;
 
 export interface ApiClientOptions {

@@ -12,8 +12,13 @@ import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import { HTTP_MOUNTS } from './http-mounts.ts';
-import { createHttpServer, installSolidRoutes, type HttpPlugin, type HttpServerOptions } from './server.ts';
-import { normalizeAllowedOrigins } from './origin-policy.ts';
+import {
+  createHttpServer,
+  installSolidRoutes,
+  type HttpPlugin,
+  type HttpServerOptions,
+} from '../http/server.ts';
+import { normalizeAllowedOrigins } from '../http/origin-policy.ts';
 
 /** A transport to mount: a name of HTTP_MOUNTS (`mcp`, `webmcp`, `ucp`, `remote`, `conformance`) or a plugin. */
 export type SolidMount = keyof typeof HTTP_MOUNTS | HttpPlugin;

@@ -10,7 +10,7 @@
  * The normalised form (`https://solid.example`, `http://127.0.0.1:4400/solid`) is also the key of
  * a stored login (credentials-file.ts). Spec: spec/transports.md §remote.
  */
-import { VerbError } from '../../runtime/errors.ts';
+import { VerbError } from '../runtime/errors.ts';
 
 /** Environment variable naming the remote server. */
 export const API_URL_ENV = 'SOLID_API_URL';

@@ -6,8 +6,8 @@
  *
  * Spec: spec/transports.md §ucp-keys, spec/audit.md.
  */
-import type { StoreTx } from '../../store/store.ts';
-import { appendAudit, auditEntry, type AuditRow } from '../../runtime/ledger/write/audit.ts';
+import type { StoreTx } from '../../../store/store.ts';
+import { appendAudit, auditEntry, type AuditRow } from './audit.ts';
 
 export interface OperatorAction {
   company_id: number;

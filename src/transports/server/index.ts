@@ -1,6 +1,7 @@
 /**
- * The HTTP transport: public entry points. createHttpServer builds the Fastify instance other
- * transports mount on (options.plugins); solidVerbsPlugin mounts the same on your own Fastify app
+ * The composed server (`solid-verbs/http`): public entry points. createHttpServer (the HTTP core)
+ * builds the Fastify instance the transports mount on (options.plugins); http-mounts.ts names the
+ * transports `solid serve` mounts; solidVerbsPlugin mounts the same on your own Fastify app
  * under a prefix; startServer listens standalone; envelopeToHttp is the one envelope → HTTP mapping.
  * Spec: spec/transports.md §http.
  */
@@ -10,7 +11,7 @@ export {
   type HttpServerOptions,
   type HttpPlugin,
   type HttpPluginOptions,
-} from './server.ts';
+} from '../http/server.ts';
 export {
   solidVerbsPlugin,
   startServer,
@@ -19,6 +20,6 @@ export {
   type StartServerOptions,
   type RunningServer,
 } from './plugin.ts';
-export { envelopeToHttp, type HttpAnswer } from './envelope-map.ts';
-export { buildOpenApi, reasonStatusTable } from './openapi.ts';
+export { envelopeToHttp, type HttpAnswer } from '../http/envelope-map.ts';
+export { buildOpenApi, reasonStatusTable } from '../http/openapi.ts';
 export { HTTP_MOUNTS, loadHttpMounts, type HttpMount } from './http-mounts.ts';

@@ -25,17 +25,17 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
-import type { Caller, DispatchOptions } from '../../runtime/dispatch.ts';
-import { NameIndex, inlineSchema, toToolName } from '../../runtime/registry.ts';
-import type { McpRuntime } from '../runtime-surface.ts';
-import { ROLE_FLOOR_OF_CLASS, type CompiledVerb, type VerbDefinition } from '../../runtime/verb.ts';
-import { VerbError } from '../../runtime/errors.ts';
-import { validateVerbRecord, shapeSchemas } from '../../spec/validators.ts';
-import { VALID_SURFACES, type Envelope, type VerbClass, type VerbRecord } from '../../spec/types.ts';
-import type { ApiClient } from '../remote/api-client.ts';
-import { hintsProblem, type VerbHints } from '../remote/verb-hints.ts';
-import { serveStdio, DEFAULT_REFRESH_MS, type StdioServer } from './stdio.ts';
-import { MCP_SURFACE } from './tool-catalog.ts';
+import type { Caller, DispatchOptions } from '../runtime/dispatch.ts';
+import { NameIndex, inlineSchema, toToolName } from '../runtime/registry.ts';
+import type { McpRuntime } from '../transports/runtime-surface.ts';
+import { ROLE_FLOOR_OF_CLASS, type CompiledVerb, type VerbDefinition } from '../runtime/verb.ts';
+import { VerbError } from '../runtime/errors.ts';
+import { validateVerbRecord, shapeSchemas } from '../spec/validators.ts';
+import { VALID_SURFACES, type Envelope, type VerbClass, type VerbRecord } from '../spec/types.ts';
+import type { ApiClient } from './api-client.ts';
+import { hintsProblem, type VerbHints } from '../runtime/verb-hints.ts';
+import { serveStdio, DEFAULT_REFRESH_MS, type StdioServer } from '../transports/mcp/stdio.ts';
+import { MCP_SURFACE } from '../transports/mcp/tool-catalog.ts';
 
 /** The parts of a Runtime the MCP transport uses; the bridge implements exactly these. */
 export type McpRuntimeSurface = McpRuntime;

@@ -1,6 +1,6 @@
 /**
  * `solid mcp --url https://…` (or SOLID_API_URL): the MCP stdio bridge to a running `solid serve`
- * (../mcp/bridge.ts). The key is SOLID_API_KEY, else the stored `solid login` for that URL, else
+ * (../../remote-client/mcp-bridge.ts). The key is SOLID_API_KEY, else the stored `solid login` for that URL, else
  * none (the server's sandbox: reads only).
  *
  * Before serving it checks the server once: an unreachable server, a TLS failure, something that
@@ -14,10 +14,10 @@
 import pino from 'pino';
 import { VerbError } from '../../runtime/errors.ts';
 import { reasonInfo } from '../../spec/reasons.ts';
-import type { Io } from '../cli/output.ts';
-import { serveMcpBridge } from '../mcp/bridge.ts';
-import { ApiClient } from './api-client.ts';
-import { normalizeBaseUrl } from './remote-url.ts';
+import type { Io } from './output.ts';
+import { serveMcpBridge } from '../../remote-client/mcp-bridge.ts';
+import { ApiClient } from '../../remote-client/api-client.ts';
+import { normalizeBaseUrl } from '../../remote-client/remote-url.ts';
 import { remoteApiKey } from './remote-target.ts';
 
 /** Run the bridge until stdin closes (or SIGINT/SIGTERM); resolves to the exit code. */

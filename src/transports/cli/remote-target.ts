@@ -17,12 +17,12 @@ import {
   type ShowAnswer,
   type TargetCallOptions,
   type VerbTarget,
-} from '../cli/target.ts';
+} from './target.ts';
 import type { ReasonTable } from '../../spec/reasons.ts';
-import { ApiClient } from './api-client.ts';
-import { readLogin } from './credentials-file.ts';
-import { normalizeBaseUrl } from './remote-url.ts';
-import { hintsProblem, type VerbHints } from './verb-hints.ts';
+import { ApiClient } from '../../remote-client/api-client.ts';
+import { readLogin } from '../../remote-client/credentials-file.ts';
+import { normalizeBaseUrl } from '../../remote-client/remote-url.ts';
+import { hintsProblem, type VerbHints } from '../../runtime/verb-hints.ts';
 
 /** Resolve the key for a server: --api-key, SOLID_API_KEY, the stored login, else null. */
 export function remoteApiKey(url: string, options: OpenTargetOptions = {}): string | null {

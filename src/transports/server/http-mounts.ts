@@ -8,7 +8,7 @@
  * by asking the server which well-known routes exist (`/mcp`, `/`, `/.well-known/ucp`).
  * Spec: spec/transports.md §http.
  */
-import type { HttpPlugin } from './server.ts';
+import type { HttpPlugin } from '../http/server.ts';
 
 export type HttpMount = () => Promise<HttpPlugin>;
 
