@@ -10,7 +10,8 @@ import type { Queryable, Store, StoreTx } from '../store/store.ts';
 import { StoreError } from '../store/store.ts';
 import { runtimeMigrations } from '../store/migrations/runtime.ts';
 import { Registry } from './registry.ts';
-import { runtimeContextMembers, type CompiledVerb, type VerbDefinition } from './verb.ts';
+import type { CompiledVerb, VerbDefinition } from './verb.ts';
+import { previewFor } from './verb-context.ts';
 import { Secrets, checkMasterKey, runtimeSecrets, type RuntimeSecrets } from './secrets.ts';
 import { TenantKeys } from './ledger/keys/tenant-keys.ts';
 import {
@@ -467,36 +468,14 @@ export class Runtime implements PackRuntime {
     await countDailyCap(tx, t?.settings.caps, companyId, cls, now);
   }
 
-  /** Run the preview verb declared by a write verb, for pending answers. Undefined when none. */
-  async previewFor(
+  /** The preview a write verb declares, for pending answers (verb-context.ts). Undefined when none. */
+  previewFor(
     verb: CompiledVerb,
     principal: Principal,
     args: Record<string, unknown>,
     caller: Caller,
   ): Promise<Record<string, unknown> | undefined> {
-    const name = verb.definition.preview;
-    if (name === undefined) return undefined;
-    const pv = this.registry.get(name);
-    if (pv === undefined || pv.isWrite) return undefined;
-    if (!pv.validate(args)) return undefined;
-    return (await this.store.read((q) =>
-      pv.definition.handler(
-        {
-          principal,
-          db: q,
-          now: this.clock(),
-          signal: caller.signal ?? new AbortController().signal,
-          ...runtimeContextMembers(this, q),
-          verb: pv,
-          emit() {},
-          outbox() {},
-          setRollback() {},
-          setEntity() {},
-          progress() {},
-        },
-        args,
-      ),
-    )) as Record<string, unknown>;
+    return previewFor(this, verb, principal, args, caller);
   }
 
   /** When validateOutputs is on, refuse an output that does not match the verb's output schema. */

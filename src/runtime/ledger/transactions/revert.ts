@@ -13,7 +13,7 @@
  * Spec: spec/receipts.md §revert, spec/transactions.md §revert.
  */
 import type { Role, Tier, VerbClass } from '../../../spec/types.ts';
-import type { Queryable, StoreTx } from '../../../store/store.ts';
+import type { Queryable } from '../../../store/store.ts';
 import { StoreError } from '../../../store/store.ts';
 import { VerbError, isVerbError } from '../../errors.ts';
 import type { CompiledVerb, DelegatedConsent, OriginalAction, SystemVerbContext } from '../../verb.ts';
@@ -23,6 +23,7 @@ import { getAuditRow, type AuditRow } from '../write/audit.ts';
 import { openRollbackHandle } from './rollback-handle.ts';
 import { findRevertData } from '../write/receipt-store.ts';
 import { refuse } from '../../refusals.ts';
+import { ledgerContext, revertContext } from '../../verb-context.ts';
 
 /** Input of audit.revert: exactly one of the two. */
 export interface RevertArgs {
@@ -45,25 +46,6 @@ export interface RevertOutput {
   reason?: string;
   message: string;
   [k: string]: unknown;
-}
-
-/**
- * The handler context executeInTx gives a write: the public SystemVerbContext plus the ledger's
- * internal members (the reserved audit_id of this write, the raw transaction, the audit link).
- */
-export interface LedgerContext extends SystemVerbContext {
-  readonly auditId: number;
-  readonly tx: StoreTx;
-  setAuditLink(link: { parent_id?: number; transaction_id?: string }): void;
-}
-
-/** The ledger view of a write's context. Throws (programmer error) outside executeInTx. */
-export function ledgerContext(ctx: SystemVerbContext): LedgerContext {
-  const c = ctx as Partial<LedgerContext>;
-  if (typeof c.auditId !== 'number' || c.tx === undefined || typeof c.setAuditLink !== 'function') {
-    throw new Error(`${ctx.verb.name} must run inside the write pipeline (executeInTx)`);
-  }
-  return ctx as LedgerContext;
 }
 
 const CLASS_RANK: Readonly<Record<VerbClass, number>> = {
@@ -414,40 +396,6 @@ export async function revertConsent(ctx: SystemVerbContext, args: RevertArgs): P
   };
 }
 
-/**
- * A revert handler's context: the revert's own write context (its transaction, its audit row),
- * minus setRollback and setAuditLink (the revert row always points at the original).
- */
-function revertHandlerContext(ctx: LedgerContext, verb: CompiledVerb): LedgerContext {
-  return {
-    auditId: ctx.auditId,
-    tx: ctx.tx,
-    setAuditLink() {
-      throw new Error(`the revert handler of ${verb.name} cannot relink the revert's audit row`);
-    },
-    principal: ctx.principal,
-    db: ctx.db,
-    now: ctx.now,
-    signal: ctx.signal,
-    runtime: ctx.runtime,
-    logger: ctx.logger,
-    manifest: () => ctx.manifest(),
-    principalsChanged: () => ctx.principalsChanged(),
-    verb,
-    ...(ctx.idempotencyKey !== undefined ? { idempotencyKey: ctx.idempotencyKey } : {}),
-    ...(ctx.surface !== undefined ? { surface: ctx.surface } : {}),
-    emit: (e) => ctx.emit(e),
-    outbox: (kind, payload) => ctx.outbox(kind, payload),
-    setRollback() {
-      throw new Error(
-        `the revert handler of ${verb.name} cannot declare a rollback (a revert is not itself revertible)`,
-      );
-    },
-    setEntity: (type, id) => ctx.setEntity(type, id),
-    progress: (done, total, message) => ctx.progress(done, total, message),
-  };
-}
-
 function revertFailed(rt: RuntimeCore, row: AuditRow, err: unknown): VerbError {
   const label = `${row.action_type} #${row.audit_id}`;
   if (isVerbError(err)) {
@@ -512,10 +460,7 @@ export async function runRevert(ctx: SystemVerbContext, args: RevertArgs): Promi
   }
   let out: { revert_action: string; [k: string]: unknown };
   try {
-    out = await a.verb.definition.revert!.handler(
-      revertHandlerContext(c, a.verb),
-      originalAction(row, a.data),
-    );
+    out = await a.verb.definition.revert!.handler(revertContext(c, a.verb), originalAction(row, a.data));
   } catch (err) {
     throw revertFailed(rt, row, err);
   }

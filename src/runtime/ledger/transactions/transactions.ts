@@ -30,7 +30,7 @@ import type { CompiledVerb, DelegatedConsent, OriginalAction, SystemVerbContext 
 import type { RuntimeCore } from '../../core.ts';
 import { executeInTx } from '../write/execute.ts';
 import { appendAudit, getAuditRow, redact, type AuditRow } from '../write/audit.ts';
-import { ledgerContext, type LedgerContext } from './revert.ts';
+import { ledgerContext, type LedgerContext } from '../../verb-context.ts';
 import {
   TRANSACTION_TTL_SECONDS,
   REVERT_VERB,

@@ -11,7 +11,8 @@ import { performance } from 'node:perf_hooks';
 import type { Principal, Receipt, Role, VerbClass } from '../../../spec/types.ts';
 import type { StoreTx } from '../../../store/store.ts';
 import { StoreError } from '../../../store/store.ts';
-import type { CompiledVerb, EmittedEvent, SystemVerbContext } from '../../verb.ts';
+import type { CompiledVerb } from '../../verb.ts';
+import { writeContext } from '../../verb-context.ts';
 import { ROLE_RANK } from '../../verb.ts';
 import type { Caller, RuntimeCore } from '../../core.ts';
 import {
@@ -19,7 +20,6 @@ import {
   auditEntry,
   redact,
   wellFormedDeep,
-  wellFormedText,
   type AuditEntry,
   type AuditRow,
   type AuditStatus,
@@ -89,9 +89,6 @@ export interface ExecuteResult {
   revertData?: string;
 }
 
-const NEVER = new AbortController().signal;
-const NOOP = (): void => {};
-
 /**
  * Single use of a confirmation, inside the effect's transaction (spec/consent.md §nonce):
  * - a typed-phrase gate first consumes its approvals row, only while it is pending or approved —
@@ -152,57 +149,15 @@ export async function executeInTx(rt: RuntimeCore, tx: StoreTx, input: ExecuteIn
   }
   const consent = input.consent;
   if (consent.jti !== undefined) await burnNonce(tx, consent, consent.jti, verb.name, p.company_id, nowIso);
-  const events: EmittedEvent[] = [];
-  const outbox: Array<{ kind: string; payload: Record<string, unknown> }> = [];
-  let rollback: { handle: string; data: Record<string, unknown> } | undefined;
-  let entity: { type: string; id: string } | undefined;
-  let link: { parent_id?: number; transaction_id?: string } = {};
   const auditId = await tx.nextAuditId();
-  // One literal, no spreads: spreading objects into this ~20-member context is a slow path in V8.
-  const caller = input.caller;
-  const ctx: SystemVerbContext & {
-    setAuditLink(l: { parent_id?: number; transaction_id?: string }): void;
-    auditId: number;
-    tx: StoreTx;
-  } = {
-    principal: p,
-    db: tx,
-    tx,
-    now,
-    signal: caller.signal ?? NEVER,
-    runtime: rt,
-    logger: rt.logger,
-    manifest: () => rt.registry.list(),
-    principalsChanged() {
-      tx.afterCommit(() => rt.tenants.invalidate());
-    },
+  const { ctx, effects } = writeContext(rt, tx, {
     verb,
-    idempotencyKey: input.idempotencyKey ?? undefined,
+    principal: p,
+    now,
+    caller: input.caller,
     auditId,
-    emit(e) {
-      events.push(e);
-    },
-    outbox(kind, payload) {
-      outbox.push({ kind, payload });
-    },
-    setRollback(handle, data) {
-      rollback = { handle: wellFormedText(handle), data };
-    },
-    setEntity(type, id) {
-      entity = { type, id: String(id) };
-    },
-    setAuditLink(l) {
-      link = l;
-    },
-    surface: caller.surface,
-    progress: caller.onProgress ?? NOOP,
-  };
-  const optional = ctx as {
-    webmcpSurface?: Caller['webmcpSurface'];
-    phraseChannel?: Caller['phraseChannel'];
-  };
-  if (caller.webmcpSurface !== undefined) optional.webmcpSurface = caller.webmcpSurface;
-  if (caller.phraseChannel !== undefined) optional.phraseChannel = caller.phraseChannel;
+    idempotencyKey: input.idempotencyKey,
+  });
   // Well-formed text only: the receipt is signed over the RFC 8785 form of the result (which has
   // none for a lone surrogate) after the commit, and the idempotency record keeps it.
   const result = wellFormedDeep((await verb.definition.handler(ctx, args)) ?? {}) as Record<string, unknown>;
@@ -220,6 +175,7 @@ export async function executeInTx(rt: RuntimeCore, tx: StoreTx, input: ExecuteIn
   if (input.capClass !== null && input.capClass !== 'READ' && input.capClass !== 'BLOCKED') {
     await rt.countDailyCap(tx, p.company_id, input.capClass, now);
   }
+  const { events, outbox, rollback, entity, link } = effects;
   const rollbackHandle =
     rollback !== undefined ? sealRollbackHandle(rt.secrets, rollback.handle, p.company_id, auditId) : null;
   const latency = performance.now() - input.t0;
