@@ -2,13 +2,10 @@
  * solid-verbs: public entry. createRuntime, defineVerb, the validators, the store engines and the
  * public types. Nothing else is exported.
  */
-export {
-  createRuntime,
-  Runtime,
-  DEFAULT_DAILY_CAPS,
-  type RuntimeOptions,
-  type OutboxHandler,
-} from './runtime/runtime.ts';
+export { createRuntime, Runtime } from './runtime/runtime.ts';
+export type { RuntimeOptions } from './runtime/options.ts';
+export type { OutboxHandler } from './runtime/core.ts';
+export { DEFAULT_DAILY_CAPS } from './runtime/consent/daily-caps.ts';
 export {
   defineVerb,
   type VerbDefinition,

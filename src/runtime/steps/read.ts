@@ -11,6 +11,7 @@ import type { Envelope } from '../../spec/types.ts';
 import { appendAudit } from '../ledger/write/audit.ts';
 import type { VerbContext } from '../verb.ts';
 import { readContext } from '../verb-context.ts';
+import { checkOutput } from '../verb-checks.ts';
 import { entryFor, settle, type Resolved, type Step } from './call.ts';
 
 export const read: Step<Resolved> = {
@@ -42,7 +43,7 @@ async function runRead(c: Resolved): Promise<Envelope> {
     };
     return verb.definition.handler(ctx, c.args);
   })) as Record<string, unknown>;
-  rt.checkOutput(verb, result);
+  checkOutput(rt.options, verb, result);
   const latency = performance.now() - c.t0;
   rt.auditBuffer.push(entryFor(c, 'completed', null, latency, { entity }));
   settle(c, true, null, latency, null);
@@ -68,7 +69,7 @@ async function runDetached(c: Resolved): Promise<Envelope> {
     entity = { type, id: String(id) };
   };
   const result = ((await verb.definition.handler(ctx, c.args)) ?? {}) as Record<string, unknown>;
-  rt.checkOutput(verb, result);
+  checkOutput(rt.options, verb, result);
   const latency = performance.now() - c.t0;
   const entry = entryFor(c, 'completed', null, latency, { entity });
   if (!verb.isWrite) {

@@ -13,6 +13,8 @@ import type { StoreTx } from '../../../store/store.ts';
 import { StoreError } from '../../../store/store.ts';
 import type { CompiledVerb } from '../../verb.ts';
 import { writeContext } from '../../verb-context.ts';
+import { checkOutput } from '../../verb-checks.ts';
+import { countDailyCap } from '../../consent/daily-caps.ts';
 import { ROLE_RANK } from '../../verb.ts';
 import type { Caller, RuntimeCore } from '../../core.ts';
 import {
@@ -173,7 +175,13 @@ export async function executeInTx(rt: RuntimeCore, tx: StoreTx, input: ExecuteIn
   // the handler: on PostgreSQL every writer of the tenant queues on them until commit, so the
   // locked section is the tail of the transaction only. Over the cap → the whole write rolls back.
   if (input.capClass !== null && input.capClass !== 'READ' && input.capClass !== 'BLOCKED') {
-    await rt.countDailyCap(tx, p.company_id, input.capClass, now);
+    await countDailyCap(
+      tx,
+      (await rt.tenants.get(p.company_id))?.settings.caps,
+      p.company_id,
+      input.capClass,
+      now,
+    );
   }
   const { events, outbox, rollback, entity, link } = effects;
   const rollbackHandle =
@@ -220,7 +228,7 @@ export async function executeInTx(rt: RuntimeCore, tx: StoreTx, input: ExecuteIn
   };
   if (input.idempotencyKey !== null) receipt.idempotency_key = input.idempotencyKey;
   if (rollbackHandle !== null) receipt.rollback_handle = rollbackHandle;
-  rt.checkOutput(verb, receipt);
+  checkOutput(rt.options, verb, receipt);
   const out: ExecuteResult = { receipt, row, result };
   if (secret !== undefined) out.secret = secret;
   if (revertData !== undefined) out.revertData = revertData;
