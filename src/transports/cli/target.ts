@@ -17,6 +17,7 @@ import type { Command } from 'commander';
 import type { DispatchOptions } from '../../runtime/dispatch.ts';
 import type { Envelope, VerbRecord } from '../../spec/types.ts';
 import { VerbError } from '../../runtime/errors.ts';
+import { refuse } from '../../runtime/refusals.ts';
 import { hintsOf, type VerbHints } from '../../runtime/verb-hints.ts';
 import { whoAmI } from '../remote/whoami.ts';
 import { API_URL_ENV } from '../../remote-client/remote-url.ts';
@@ -66,11 +67,9 @@ export function unknownVerbEnvelope(name: string, closest: readonly string[]): E
   return {
     ok: false,
     verb: name,
-    error: {
-      reason: 'unknown_verb',
-      message: `No verb named "${name}" is registered.`,
-      hint: closest.length ? `Did you mean ${closest.join(', ')}?` : 'See `solid verbs list`.',
-    },
+    error: refuse
+      .unknownVerb(name, closest, { alone: 'See `solid verbs list`.' }, { details: false })
+      .toEnvelopeError(),
   };
 }
 

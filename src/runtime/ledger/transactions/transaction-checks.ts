@@ -4,6 +4,7 @@
  */
 import type { Principal } from '../../../spec/types.ts';
 import { VerbError } from '../../errors.ts';
+import { refuse } from '../../refusals.ts';
 import type { CompiledVerb, SystemVerbContext } from '../../verb.ts';
 import { ROLE_RANK, TIER_RANK } from '../../verb.ts';
 import { surfaceDenied, schemaIssue } from '../../verb-checks.ts';
@@ -39,14 +40,12 @@ export async function checkStep(
   const verb = rt.registry.get(verbName);
   if (verb === undefined) {
     const closest = rt.registry.closest(verbName);
-    throw new VerbError('unknown_verb', `No verb named "${verbName}" is registered.`, {
-      path: '/verb',
-      hint:
-        closest.length > 0
-          ? `Did you mean ${closest.join(', ')}?`
-          : 'List the available verbs with verbs.list.',
-      details: { closest },
-    });
+    throw refuse.unknownVerb(
+      verbName,
+      closest,
+      { alone: 'List the available verbs with verbs.list.' },
+      { path: '/verb' },
+    );
   }
   if (verb.consentClass === 'BLOCKED')
     throw new VerbError(

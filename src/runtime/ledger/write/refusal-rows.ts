@@ -15,6 +15,7 @@ import type { Store } from '../../../store/store.ts';
 import { StoreError } from '../../../store/store.ts';
 import type { Caller } from '../../core.ts';
 import type { VerbError } from '../../errors.ts';
+import { refuse } from '../../refusals.ts';
 import type { Registry } from '../../registry.ts';
 import type { AggregatedFailure, AuthFailureLog } from '../auth-failure-log.ts';
 import { appendAudit, auditEntry, type AuditRow } from './audit.ts';
@@ -64,11 +65,7 @@ export class RefusalRows {
       return {
         ok: false,
         verb: name,
-        error: {
-          reason: 'store_unavailable',
-          message: 'The database is unavailable; nothing was written.',
-          hint: 'Retry shortly; if it persists, check the database (disk, permissions, connection).',
-        },
+        error: refuse.storeUnavailable().toEnvelopeError(),
       };
     }
     const env: Envelope = { ok: false, verb: name, error: err.toEnvelopeError() };

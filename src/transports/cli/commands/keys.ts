@@ -38,6 +38,7 @@ import { primaryTenantOf, ucpConfigFromEnv } from '../../ucp/ucp-config.ts';
 import { localOptionsOf, openLocal } from '../local.ts';
 import { table, type Io } from '../output.ts';
 import { refuse } from '../../../runtime/refusals.ts';
+import { cliRefuse } from '../refusals.ts';
 
 interface KeysFlags {
   tenant?: string;
@@ -50,7 +51,7 @@ interface KeysFlags {
 export async function tenantOfFlags(rt: Runtime, tenant: string | undefined): Promise<number> {
   if (tenant !== undefined) {
     const n = Number(tenant);
-    if (!Number.isSafeInteger(n) || n < 1) throw refuse.tenantFlag(tenant);
+    if (!Number.isSafeInteger(n) || n < 1) throw cliRefuse.tenantFlag(tenant);
     if ((await rt.tenants.get(n)) === undefined)
       throw new VerbError('not_found', `No tenant ${n} in this database.`, {
         hint: 'List tenants with `solid tenant show` or check --db.',
