@@ -2,13 +2,10 @@
  * solid-verbs: public entry. createRuntime, defineVerb, the validators, the store engines and the
  * public types. Nothing else is exported.
  */
-export {
-  createRuntime,
-  Runtime,
-  DEFAULT_DAILY_CAPS,
-  type RuntimeOptions,
-  type OutboxHandler,
-} from './runtime/runtime.ts';
+export { createRuntime, Runtime } from './runtime/runtime.ts';
+export type { RuntimeOptions } from './runtime/options.ts';
+export type { OutboxHandler } from './runtime/core.ts';
+export { DEFAULT_DAILY_CAPS } from './runtime/consent/daily-caps.ts';
 export {
   defineVerb,
   type VerbDefinition,
@@ -32,7 +29,7 @@ export { VerbError } from './runtime/errors.ts';
 export { refuse, packRefusals, type PackRefusals } from './runtime/refusals.ts';
 export { Secrets, loadSecrets } from './runtime/secrets.ts';
 export { formatCents } from './runtime/consent/typed-phrase.ts';
-export { verifyReceipt, type ReceiptVerification } from './runtime/ledger/receipts.ts';
+export { verifyReceipt, type ReceiptVerification } from './runtime/ledger/keys/receipts.ts';
 export { type Caller, type DispatchOptions, DEFAULT_BLOCKLIST, PIPELINE_STEPS } from './runtime/dispatch.ts';
 export { systemVerbs } from './verbs/index.ts';
 export {

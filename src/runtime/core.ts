@@ -9,18 +9,18 @@
  * Spec: spec/envelope.md, spec/consent.md §protocol, spec/transports.md.
  */
 import type { Logger } from 'pino';
-import type { Envelope, Principal, Role, Surface, Tier, VerbClass, WebmcpSurface } from '../spec/types.ts';
-import type { Queryable, Store, StoreTx } from '../store/store.ts';
+import type { Envelope, Principal, Role, Surface, Tier, WebmcpSurface } from '../spec/types.ts';
+import type { Queryable, Store } from '../store/store.ts';
 import type { CompiledVerb, VerbDefinition } from './verb.ts';
 import type { Registry } from './registry.ts';
 import type { Secrets } from './secrets.ts';
-import type { TenantKeys } from './ledger/tenant-keys.ts';
+import type { TenantKeys } from './ledger/keys/tenant-keys.ts';
 import type { PhraseChannelSetting, TenantSettings, Tenants } from './tenants.ts';
-import type { InflightKeys } from './ledger/idempotency.ts';
-import type { ReadAuditBuffer } from './ledger/read-audit-buffer.ts';
-import type { AuditRow } from './ledger/audit.ts';
+import type { InflightKeys } from './ledger/write/idempotency.ts';
+import type { ReadAuditBuffer } from './ledger/write/read-audit-buffer.ts';
+import type { AuditRow } from './ledger/write/audit.ts';
 import type { Observers } from './observe/observers.ts';
-import type { OutboxHandlerOf } from './ledger/outbox.ts';
+import type { OutboxHandlerOf } from './ledger/write/outbox.ts';
 
 /** Who calls and how: built by the transport from its own authentication. */
 export interface Caller {
@@ -136,8 +136,6 @@ export interface RuntimeCore {
   isBlocked(name: string, companyId: number): Promise<boolean>;
   /** The tenant's `phrase_channel` setting. spec/consent.md §phrase-channel */
   phraseChannel(companyId: number): Promise<PhraseChannelSetting>;
-  /** Count one write against the tenant's daily cap of `cls`, inside `tx`. Throws daily_cap_exceeded. */
-  countDailyCap(tx: StoreTx, companyId: number, cls: VerbClass, now: Date): Promise<void>;
   /** The preview a write verb declares, for pending answers; undefined when none. */
   previewFor(
     verb: CompiledVerb,
@@ -145,8 +143,6 @@ export interface RuntimeCore {
     args: Record<string, unknown>,
     caller: Caller,
   ): Promise<Record<string, unknown> | undefined>;
-  /** When validateOutputs is on, throw on an output that does not match the verb's output schema. */
-  checkOutput(verb: CompiledVerb, result: unknown): void;
   /** Tell the onDispatch observers of an outcome. */
   observe(o: DispatchOutcome): void;
   /** After each committed audit row: row observers and checkpoint cadence. */

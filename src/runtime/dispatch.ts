@@ -16,8 +16,9 @@ import type { Envelope, EnvelopeError, Principal } from '../spec/types.ts';
 import { StoreError } from '../store/store.ts';
 import { reasonInfo, type ReasonTable } from '../spec/reasons.ts';
 import { HOW_TO_PASS_A_KEY, WHERE_KEYS_COME_FROM, isVerbError } from './errors.ts';
+import { refuse } from './refusals.ts';
 import type { Caller, DispatchOptions, RuntimeCore } from './core.ts';
-import { appendAudit, type AuditStatus } from './ledger/audit.ts';
+import { appendAudit, type AuditStatus } from './ledger/write/audit.ts';
 import {
   MAX_NAME_IN_AUDIT,
   entryFor,
@@ -139,11 +140,7 @@ async function fail(c: Call, err: unknown): Promise<Envelope> {
     };
     rt.logger.info({ err, verb: c.name }, 'store refused a value of the arguments');
   } else if (err instanceof StoreError && err.code !== 'unique_violation' && err.code !== 'append_only') {
-    error = {
-      reason: 'store_unavailable',
-      message: 'The database is unavailable; nothing was written.',
-      hint: 'Retry shortly; if it persists, check the database (disk, permissions, connection).',
-    };
+    error = refuse.storeUnavailable().toEnvelopeError();
     rt.logger.error({ err, verb: c.name }, 'store error during dispatch');
   } else {
     error = {
@@ -190,11 +187,7 @@ async function fail(c: Call, err: unknown): Promise<Envelope> {
     } catch (auditErr) {
       rt.logger.error({ err: auditErr, verb: c.name }, 'could not write the audit row of a failed dispatch');
       if (error.reason !== 'internal_error') {
-        error = {
-          reason: 'store_unavailable',
-          message: 'The database is unavailable; nothing was written.',
-          hint: 'Retry shortly.',
-        };
+        error = refuse.storeUnavailable('Retry shortly.').toEnvelopeError();
       }
     }
   }

@@ -23,8 +23,11 @@ function noSuch(
   return new VerbError(reason, `No ${what} ${String(id)} ${tail}.`, hint === undefined ? {} : { hint });
 }
 
-/** What CLI flags that name a tenant say when the value is not a company id. */
-const TENANT_FLAG_HINT = 'Pass the company_id, e.g. --tenant 2.';
+/** How the pipeline tells a caller to find verbs (unknown_verb). */
+const VERBS_LIST = {
+  withClosest: 'List verbs with verbs.list.',
+  alone: 'List the available verbs with verbs.list.',
+};
 const NONCE_HINT =
   'Call the verb again without confirm to get a fresh nonce, then confirm with exactly the same arguments.';
 const TRUST_PROXY_HINT =
@@ -81,16 +84,37 @@ export const refuse = {
     });
   },
 
-  /** `invalid_args`: a `--tenant` flag that is not a positive integer. */
-  tenantFlag(value: string): VerbError {
-    return new VerbError('invalid_args', `--tenant must be a positive integer, not "${value}".`, {
-      hint: TENANT_FLAG_HINT,
+  /**
+   * `unknown_verb`: `No verb named "<name>" is registered.` with the closest names as the hint and
+   * in `details.closest`. `list` says how this surface finds verbs: `withClosest` follows the
+   * suggestion (omitted: the suggestion alone), `alone` is the hint when nothing is close. Cut long
+   * names before.
+   */
+  unknownVerb(
+    name: string,
+    closest: readonly string[],
+    list: { withClosest?: string; alone: string } = VERBS_LIST,
+    options: { path?: string; details?: false } = {},
+  ): VerbError {
+    const hint =
+      closest.length > 0
+        ? `Did you mean ${closest.join(', ')}?${list.withClosest !== undefined ? ` ${list.withClosest}` : ''}`
+        : list.alone;
+    return new VerbError('unknown_verb', `No verb named "${name}" is registered.`, {
+      hint,
+      ...(options.path !== undefined ? { path: options.path } : {}),
+      ...(options.details !== false ? { details: { closest: [...closest] } } : {}),
     });
   },
 
-  /** `store_unavailable`: a write reached a read-only audit source (`solid audit verify` inputs). */
-  readOnlyAuditSource(): VerbError {
-    return new VerbError('store_unavailable', 'This audit source is read-only.');
+  /**
+   * `store_unavailable`: the database is down, nothing was written (a StoreError met while
+   * answering); `hint` defaults to retry-then-check.
+   */
+  storeUnavailable(
+    hint = 'Retry shortly; if it persists, check the database (disk, permissions, connection).',
+  ): VerbError {
+    return new VerbError('store_unavailable', 'The database is unavailable; nothing was written.', { hint });
   },
 
   /** `auth_invalid`: the API key is malformed, unknown, wrong or revoked (never saying which). */

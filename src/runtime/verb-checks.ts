@@ -64,3 +64,17 @@ export function schemaIssue(verb: CompiledVerb): SchemaIssue {
         : (e?.message ?? 'is invalid');
   return { path, what, details: e === undefined ? undefined : { keyword: e.keyword, params: e.params } };
 }
+
+/** When validateOutputs is on (tests), throw on an output that does not match the verb's output schema. */
+export function checkOutput(
+  settings: { validateOutputs: boolean },
+  verb: CompiledVerb,
+  result: unknown,
+): void {
+  if (!settings.validateOutputs) return;
+  if (!verb.validateOutput(result)) {
+    throw new Error(
+      `output of ${verb.name} does not match its output schema: ${JSON.stringify(verb.outputErrors()?.slice(0, 3))}`,
+    );
+  }
+}

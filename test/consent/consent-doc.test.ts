@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, statSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NONCE_TTL_SECONDS } from '../../src/runtime/consent/nonce.ts';
-import { DEFAULT_DAILY_CAPS } from '../../src/runtime/runtime.ts';
+import { DEFAULT_DAILY_CAPS } from '../../src/runtime/consent/daily-caps.ts';
 import { DEFAULT_BLOCKLIST } from '../../src/runtime/consent/blocklist.ts';
 import { ROLE_FLOOR_OF_CLASS } from '../../src/runtime/verb.ts';
 

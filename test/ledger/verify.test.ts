@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { createPrivateKey, sign as nodeSign } from 'node:crypto';
-import { generateP256Jwk } from '../../src/runtime/ledger/keygen.ts';
+import { generateP256Jwk } from '../../src/runtime/ledger/keys/keygen.ts';
 import Database from 'better-sqlite3';
 import { counterRuntime, consented } from './counter-verbs.ts';
 import type { TestRuntime } from '../support/runtime.ts';
@@ -19,10 +19,10 @@ import {
   storedRowHash,
   type AuditVerifyReport,
   type AuditFindingKind,
-} from '../../src/runtime/ledger/verify.ts';
-import { verifyDatabaseFile } from '../../src/runtime/ledger/verify-file.ts';
-import { AUDIT_COLUMNS, hashAuditRow, toAuditRow } from '../../src/runtime/ledger/audit.ts';
-import { checkpointMaterial } from '../../src/runtime/runtime.ts';
+} from '../../src/runtime/ledger/verify/verify.ts';
+import { verifyDatabaseFile } from '../../src/runtime/ledger/verify/verify-file.ts';
+import { AUDIT_COLUMNS, hashAuditRow, toAuditRow } from '../../src/runtime/ledger/write/audit.ts';
+import { checkpointMaterial } from '../../src/runtime/ledger/keys/checkpoints.ts';
 import { StoreError } from '../../src/store/store.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { runCli } from '../../src/transports/cli/main.ts';
@@ -62,7 +62,7 @@ async function populated(t: TestContext): Promise<TestRuntime> {
     await consented(h, h.keys.employee, 'counter.add', { name: `c${i % 2}`, by: i + 1 });
   await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'counter.add', { name: 'x', by: 1 }); // denied
   await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'counter.get', { name: 'c0' }); // read
-  await h.rt.checkpointAll();
+  await h.rt.checkpoints.checkpointAll();
   for (let i = 0; i < 3; i++) await consented(h, h.keys.employee, 'counter.add', { name: 'late', by: 1 });
   await consented(h, h.otherOwnerKey, 'counter.add', { name: 'o', by: 1 });
   await h.rt.close(); // flushes reads and signs a closing checkpoint per tenant
@@ -217,7 +217,7 @@ describe('audit chain verification', () => {
     const h = await counterRuntime(t);
     for (let i = 0; i < 5; i++) await consented(h, h.keys.employee, 'counter.add', { name: 'p', by: i });
     await consented(h, h.otherOwnerKey, 'counter.add', { name: 'p', by: 1 });
-    await h.rt.checkpointAll();
+    await h.rt.checkpoints.checkpointAll();
     const ok = await verifyStoreChain(h.rt.store, { pageRows: 4 });
     assert.equal(ok.ok, true, JSON.stringify(ok.tenants.flatMap((x) => x.findings)));
     assert.ok(ok.tenants.find((x) => x.company_id === h.companyId)!.rows_checked >= 10);

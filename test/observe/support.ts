@@ -10,7 +10,7 @@ import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 import { VerbError } from '../../src/runtime/errors.ts';
 import type { Envelope, Principal, Role } from '../../src/spec/types.ts';
-import type { RuntimeOptions } from '../../src/runtime/runtime.ts';
+import type { RuntimeOptions } from '../../src/runtime/options.ts';
 import { validateShapeOutput } from '../../src/spec/validators.ts';
 import { packReason } from '../../src/spec/reasons.ts';
 

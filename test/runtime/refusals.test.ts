@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { refuse, packRefusals } from '../../src/runtime/refusals.ts';
 import { isVerbError } from '../../src/runtime/errors.ts';
 import { REASONS } from '../../src/spec/reasons.ts';
+import { cliRefuse } from '../../src/transports/cli/refusals.ts';
 
 test('every catalogue entry answers a core reason with a message and a hint', () => {
   const samples: Record<keyof typeof refuse, () => unknown> = {
@@ -16,8 +17,8 @@ test('every catalogue entry answers a core reason with a message and a hint', ()
     macroNotFound: () => refuse.macroNotFound('mac_1'),
     subscriptionNotFound: () => refuse.subscriptionNotFound('sub_1', 'exists for this tenant', 'Subscribe.'),
     signingKeyNotFound: () => refuse.signingKeyNotFound('k1'),
-    tenantFlag: () => refuse.tenantFlag('x'),
-    readOnlyAuditSource: () => refuse.readOnlyAuditSource(),
+    unknownVerb: () => refuse.unknownVerb('deals.craete', ['deals.create']),
+    storeUnavailable: () => refuse.storeUnavailable(),
     authInvalid: () => refuse.authInvalid(),
     roleDenied: () => refuse.roleDenied('deals.create', 'manager', 'employee'),
     nonceInvalid: () => refuse.nonceInvalid('The nonce was issued to another tenant or user.'),
@@ -34,8 +35,7 @@ test('every catalogue entry answers a core reason with a message and a hint', ()
     assert.ok(isVerbError(err), name);
     assert.ok(Object.hasOwn(REASONS, err.reason), `${name}: ${err.reason} is in the reason table`);
     assert.ok(err.message.length > 0, name);
-    // readOnlyAuditSource never reaches a caller (an internal write guard): the one without a hint.
-    if (name !== 'readOnlyAuditSource') assert.ok((err.hint ?? '').length > 0, `${name} has a hint`);
+    assert.ok((err.hint ?? '').length > 0, `${name} has a hint`);
   }
 });
 
@@ -48,7 +48,12 @@ test('entries keep the texts of the copies they replaced', () => {
   assert.equal(refuse.signingKeyNotFound('k1').message, 'No signing key k1 for this tenant.');
   assert.equal(refuse.signingKeyNotFound('k1', 2).message, 'No signing key k1 for tenant 2.');
   assert.equal(refuse.signingKeyNotFound('k1').hint, 'List keys with `solid keys list`.');
-  assert.equal(refuse.tenantFlag('x').message, '--tenant must be a positive integer, not "x".');
+  assert.equal(cliRefuse.tenantFlag('x').message, '--tenant must be a positive integer, not "x".');
+  const unknown = refuse.unknownVerb('deals.craete', ['deals.create']);
+  assert.equal(unknown.message, 'No verb named "deals.craete" is registered.');
+  assert.equal(unknown.hint, 'Did you mean deals.create? List verbs with verbs.list.');
+  assert.deepEqual(unknown.details, { closest: ['deals.create'] });
+  assert.equal(refuse.unknownVerb('x', []).hint, 'List the available verbs with verbs.list.');
   const macro = refuse.macroNotFound('m'.repeat(100));
   assert.equal(macro.message, `No macro ${'m'.repeat(64)} exists for this tenant.`);
   assert.deepEqual(refuse.alreadyReverted('v #3', 3, 9).details, { audit_id: 3, revert_audit_id: 9 });

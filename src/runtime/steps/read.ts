@@ -8,10 +8,10 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Envelope } from '../../spec/types.ts';
-import type { Queryable } from '../../store/store.ts';
-import { appendAudit } from '../ledger/audit.ts';
-import type { SystemVerbContext, VerbContext } from '../verb.ts';
-import { runtimeContextMembers } from '../verb.ts';
+import { appendAudit } from '../ledger/write/audit.ts';
+import type { VerbContext } from '../verb.ts';
+import { readContext } from '../verb-context.ts';
+import { checkOutput } from '../verb-checks.ts';
 import { entryFor, settle, type Resolved, type Step } from './call.ts';
 
 export const read: Step<Resolved> = {
@@ -33,36 +33,6 @@ function route(c: Resolved): Promise<Envelope> | undefined {
   return undefined;
 }
 
-const NEVER = new AbortController().signal;
-const NOOP = (): void => {};
-
-/** The handler context for reads (no events, no outbox); `db` defaults to the read view. */
-export function readContext(c: Resolved, db: Queryable = c.rt.readView): SystemVerbContext {
-  const { verb, caller } = c;
-  return {
-    principal: c.principal,
-    db,
-    now: c.now,
-    signal: caller.signal ?? NEVER,
-    ...runtimeContextMembers(c.rt, db),
-    verb,
-    emit() {
-      throw new Error(`read verb ${verb.name} cannot emit events`);
-    },
-    outbox() {
-      throw new Error(`read verb ${verb.name} cannot use the outbox`);
-    },
-    setRollback() {
-      throw new Error(`read verb ${verb.name} cannot set a rollback`);
-    },
-    setEntity() {},
-    surface: caller.surface,
-    ...(caller.webmcpSurface !== undefined ? { webmcpSurface: caller.webmcpSurface } : {}),
-    ...(caller.phraseChannel !== undefined ? { phraseChannel: caller.phraseChannel } : {}),
-    progress: caller.onProgress ?? NOOP,
-  };
-}
-
 async function runRead(c: Resolved): Promise<Envelope> {
   const { rt, verb } = c;
   let entity: { type: string; id: string } | undefined;
@@ -73,7 +43,7 @@ async function runRead(c: Resolved): Promise<Envelope> {
     };
     return verb.definition.handler(ctx, c.args);
   })) as Record<string, unknown>;
-  rt.checkOutput(verb, result);
+  checkOutput(rt.options, verb, result);
   const latency = performance.now() - c.t0;
   rt.auditBuffer.push(entryFor(c, 'completed', null, latency, { entity }));
   settle(c, true, null, latency, null);
@@ -99,7 +69,7 @@ async function runDetached(c: Resolved): Promise<Envelope> {
     entity = { type, id: String(id) };
   };
   const result = ((await verb.definition.handler(ctx, c.args)) ?? {}) as Record<string, unknown>;
-  rt.checkOutput(verb, result);
+  checkOutput(rt.options, verb, result);
   const latency = performance.now() - c.t0;
   const entry = entryFor(c, 'completed', null, latency, { entity });
   if (!verb.isWrite) {

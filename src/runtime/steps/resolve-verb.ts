@@ -4,6 +4,7 @@
  * Spec: spec/envelope.md, spec/consent.md §blocklist.
  */
 import { VerbError } from '../errors.ts';
+import { refuse } from '../refusals.ts';
 import { MAX_NAME_IN_AUDIT, type Step, type WithPrincipal } from './call.ts';
 
 export const resolveVerb: Step<WithPrincipal> = {
@@ -12,17 +13,7 @@ export const resolveVerb: Step<WithPrincipal> = {
     const verb = c.rt.registry.get(c.name);
     if (verb === undefined) {
       const closest = c.rt.registry.closest(c.name);
-      throw new VerbError(
-        'unknown_verb',
-        `No verb named "${c.name.slice(0, MAX_NAME_IN_AUDIT)}" is registered.`,
-        {
-          hint:
-            closest.length > 0
-              ? `Did you mean ${closest.join(', ')}? List verbs with verbs.list.`
-              : 'List the available verbs with verbs.list.',
-          details: { closest },
-        },
-      );
+      throw refuse.unknownVerb(c.name.slice(0, MAX_NAME_IN_AUDIT), closest);
     }
     c.verb = verb;
     c.name = verb.name;

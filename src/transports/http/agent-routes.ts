@@ -16,10 +16,11 @@ import type { HttpPluginOptions } from './server.ts';
 import type { DispatchOptions } from '../../runtime/dispatch.ts';
 import { VALID_SHAPES, VALID_SURFACES } from '../../spec/types.ts';
 import { VerbError, isVerbError } from '../../runtime/errors.ts';
+import { refuse } from '../../runtime/refusals.ts';
 import { sendEnvelope } from './error-handler.ts';
 import { transportEnvelope } from './envelope-map.ts';
 import { apiKeyOf, idempotencyKeyOfRequest } from './request-headers.ts';
-import { CLIENT_SURFACE_HEADER, clientSurfaceOf } from '../remote/client-surface.ts';
+import { CLIENT_SURFACE_HEADER, clientSurfaceOf } from './client-surface.ts';
 import { limiterPrincipal } from './rate-limit.ts';
 
 export const MANIFEST_CACHE_CONTROL = 'private, max-age=300';
@@ -129,18 +130,16 @@ export const agentRoutes: FastifyPluginAsync<HttpPluginOptions> = async (app, { 
       const verb = rt.registry.get(req.params.name);
       if (verb === undefined) {
         const closest = rt.registry.closest(req.params.name);
+        const name = req.params.name.slice(0, 200);
         return sendEnvelope(reply, {
           ok: false,
-          verb: req.params.name.slice(0, 200),
-          error: {
-            reason: 'unknown_verb',
-            message: `No verb named "${req.params.name.slice(0, 200)}" is registered.`,
-            hint:
-              closest.length > 0
-                ? `Did you mean ${closest.join(', ')}? List verbs with GET /api/v1/agent/verbs.`
-                : 'List the available verbs with GET /api/v1/agent/verbs.',
-            details: { closest },
-          },
+          verb: name,
+          error: refuse
+            .unknownVerb(name, closest, {
+              withClosest: 'List verbs with GET /api/v1/agent/verbs.',
+              alone: 'List the available verbs with GET /api/v1/agent/verbs.',
+            })
+            .toEnvelopeError(),
         });
       }
       const etag = `"${rt.registry.etag().slice(1, -1)}.${verb.name}"`;

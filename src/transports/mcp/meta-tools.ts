@@ -23,6 +23,7 @@ import type { Envelope } from '../../spec/types.ts';
 import { envelopeToToolResult } from './envelope-map.ts';
 import { META } from './meta-keys.ts';
 import { MCP_SURFACE } from './tool-catalog.ts';
+import { refuse } from '../../runtime/refusals.ts';
 
 export const SEARCH_VERBS = 'search_verbs';
 export const DESCRIBE_VERB = 'describe_verb';
@@ -105,15 +106,16 @@ export function reachableVerb(
   const verb = rt.registry.get(name);
   if (verb === undefined) {
     const closest = rt.registry.closest(name).filter((n) => isReachable(rt.registry.get(n)!, toolsets));
-    return refusal(
-      name,
-      'unknown_verb',
-      `No verb named "${name.slice(0, 200)}" is registered.`,
-      closest.length > 0
-        ? `Did you mean ${closest.join(', ')}? Find verbs with ${SEARCH_VERBS}.`
-        : `Find verbs with ${SEARCH_VERBS}.`,
-      { closest },
-    );
+    return {
+      ok: false,
+      verb: name.slice(0, 200),
+      error: refuse
+        .unknownVerb(name.slice(0, 200), closest, {
+          withClosest: `Find verbs with ${SEARCH_VERBS}.`,
+          alone: `Find verbs with ${SEARCH_VERBS}.`,
+        })
+        .toEnvelopeError(),
+    };
   }
   if (!verb.surfaces.includes(MCP_SURFACE))
     return refusal(

@@ -26,8 +26,8 @@ import {
   verifyStoreChain,
   type AuditVerifyReport,
   type TrustFile,
-} from '../../../runtime/ledger/verify.ts';
-import { verifyDatabaseFile } from '../../../runtime/ledger/verify-file.ts';
+} from '../../../runtime/ledger/verify/verify.ts';
+import { verifyDatabaseFile } from '../../../runtime/ledger/verify/verify-file.ts';
 import { sqliteQueryable } from '../../../store/sqlite/audit-file.ts';
 import { VerbError } from '../../../runtime/errors.ts';
 import type { Queryable, Store } from '../../../store/store.ts';
@@ -36,7 +36,7 @@ import {
   describeUrl,
   postgresOptionsFromEnv,
 } from '../../../store/postgres/postgres-store.ts';
-import { refuse } from '../../../runtime/refusals.ts';
+import { cliRefuse } from '../refusals.ts';
 
 /** Where the audit log is read from: a SQLite file opened read-only, or a PostgreSQL database. */
 export interface AuditSource {
@@ -63,7 +63,7 @@ export async function openAuditSource(
     const q: Queryable = {
       get: (sql, params) => store.read((r) => r.get(sql, params)),
       all: (sql, params) => store.read((r) => r.all(sql, params)),
-      run: () => Promise.reject(refuse.readOnlyAuditSource()),
+      run: () => Promise.reject(cliRefuse.readOnlyAuditSource()),
     };
     return { kind: 'postgres', path: describeUrl(url), q, store, close: () => store.close() };
   }
@@ -113,7 +113,7 @@ function progressBar(total: number): ProgressBar | undefined {
 function parseTenant(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 1) throw refuse.tenantFlag(value);
+  if (!Number.isSafeInteger(n) || n < 1) throw cliRefuse.tenantFlag(value);
   return n;
 }
 

@@ -1,0 +1,73 @@
+/**
+ * When signed checkpoints are written (checkpoints.ts writes one): every `every` committed rows of
+ * a tenant, every `intervalMs` for every tenant whose head moved, and once more on close, so a
+ * short-lived process (a CLI call) leaves its rows anchored. A tenant without a usable signing key
+ * does not stop the others'.
+ *
+ * Spec: spec/audit.md §checkpoints.
+ */
+import type { Logger } from 'pino';
+import type { Store } from '../../../store/store.ts';
+import { checkpointedTenants, writeCheckpoint } from './checkpoints.ts';
+import type { TenantKeys } from './tenant-keys.ts';
+
+export interface CheckpointerOptions {
+  store: Store;
+  keys: TenantKeys;
+  clock: () => Date;
+  logger: Logger;
+  /** A checkpoint after this many committed rows of one tenant. */
+  every: number;
+  /** A pass over every tenant every this many ms (the timer does not hold the process open). */
+  intervalMs: number;
+}
+
+export class Checkpointer {
+  readonly #o: CheckpointerOptions;
+  readonly #sinceCheckpoint = new Map<number, number>();
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(options: CheckpointerOptions) {
+    this.#o = options;
+    this.#timer = setInterval(
+      () =>
+        void this.checkpointAll().catch((err: unknown) => options.logger.error({ err }, 'checkpoint failed')),
+      options.intervalMs,
+    );
+    this.#timer.unref();
+  }
+
+  /** Count one committed row of a tenant; the `every`-th starts a checkpoint of its head. */
+  noteRow(companyId: number): void {
+    const n = (this.#sinceCheckpoint.get(companyId) ?? 0) + 1;
+    this.#sinceCheckpoint.set(companyId, n);
+    if (n >= this.#o.every) {
+      this.#sinceCheckpoint.set(companyId, 0);
+      void this.checkpoint(companyId).catch((err: unknown) =>
+        this.#o.logger.error({ err }, 'checkpoint failed'),
+      );
+    }
+  }
+
+  /** Write a signed checkpoint of a tenant's chain head. No-op when the head did not move. */
+  checkpoint(companyId: number): Promise<{ seq: number; head_hash: string } | undefined> {
+    return writeCheckpoint(this.#o.store, this.#o.keys, this.#o.clock, companyId);
+  }
+
+  /** Checkpoint every tenant whose head moved. */
+  async checkpointAll(): Promise<void> {
+    for (const company_id of await checkpointedTenants(this.#o.store)) {
+      try {
+        await this.checkpoint(company_id);
+      } catch (err) {
+        // One tenant without a usable signing key must not stop the others' checkpoints.
+        this.#o.logger.error({ err, company_id }, 'checkpoint failed for a tenant');
+      }
+    }
+  }
+
+  /** Stop the timer (close). */
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * The options of createRuntime, and the settings the pipeline reads (the options with their
+ * defaults applied).
+ */
+import type { Logger } from 'pino';
+import type { Store } from '../store/store.ts';
+import type { Secrets } from './secrets.ts';
+import type { RuntimeSettings } from './core.ts';
+import type { ObserveOptions } from './observe/observers.ts';
+import { IDEMPOTENCY_TTL_SECONDS } from './ledger/write/idempotency.ts';
+import { NONCE_TTL_SECONDS } from './consent/nonce.ts';
+
+export interface RuntimeOptions {
+  store: Store;
+  /**
+   * Secrets (nonce + master key). Default (runtimeSecrets, secrets.ts): a file database keeps them
+   * in `<db>.keys.json` beside it (created on first start) unless SOLID_NONCE_SECRET and
+   * SOLID_MASTER_KEY are set; in memory or on PostgreSQL without those, ephemeral with a warning.
+   */
+  secrets?: Secrets;
+  /** The clock. Default `() => new Date()`. Inject to test expiry. */
+  clock?: () => Date;
+  logger?: Logger;
+  /** Tenant whose data keyless callers may read. Undefined: keyless calls are refused. */
+  sandboxCompanyId?: number;
+  /** Extra blocked verb names for every tenant. */
+  blocklist?: readonly string[];
+  /** Validate every verb output against its schema (tests; off in production for speed). */
+  validateOutputs?: boolean;
+  /** Read-audit flush interval (ms) and batch size. Defaults 100 ms / 256 rows. */
+  readAuditFlushMs?: number;
+  readAuditBatch?: number;
+  /**
+   * Window (ms) over which repeated unauthenticated failures of one kind from one address are
+   * counted into one aggregated audit row (default 60000; 0: one row per attempt).
+   * spec/audit.md §auth-failure-windows
+   */
+  authFailureWindowMs?: number;
+  /** Signed checkpoint every N rows per tenant (default 1000) or T ms (default 60000). */
+  checkpointEvery?: number;
+  checkpointIntervalMs?: number;
+  idempotencyTtlSeconds?: number;
+  nonceTtlSeconds?: number;
+  /** Interval of the housekeeping pass (expired nonces, approvals, idempotency rows; maintenance.ts). Default 600000 ms; 0 disables the timer. */
+  maintenanceIntervalMs?: number;
+  /** Observe hooks (reputation, telemetry, OpenTelemetry spans) and their housekeeping; observe/observers.ts. */
+  observe?: ObserveOptions;
+  /** Skip migrations (the caller ran them). */
+  skipMigrations?: boolean;
+}
+
+/** The settings of `options`, defaults applied. */
+export function resolveSettings(options: RuntimeOptions): RuntimeSettings {
+  return {
+    validateOutputs: options.validateOutputs ?? false,
+    readAuditFlushMs: options.readAuditFlushMs ?? 100,
+    readAuditBatch: options.readAuditBatch ?? 256,
+    checkpointEvery: options.checkpointEvery ?? 1000,
+    checkpointIntervalMs: options.checkpointIntervalMs ?? 60_000,
+    idempotencyTtlSeconds: options.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS,
+    nonceTtlSeconds: options.nonceTtlSeconds ?? NONCE_TTL_SECONDS,
+  };
+}
