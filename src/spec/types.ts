@@ -103,6 +103,11 @@ export interface ConsentRequest {
   phrase_channel?: 'human';
   /** Id to approve out of band (`approvals.approve`). */
   approval_id?: string;
+  /**
+   * The server's approval page for `approval_id` (`<public url>/approvals/<approval_id>`), present
+   * when the runtime knows its public URL. spec/consent.md §approval-page
+   */
+  approval_url?: string;
   /** The verb's preview output, when it has one. */
   preview?: Record<string, unknown>;
 }

@@ -145,7 +145,14 @@ export async function openLocal(options: LocalOptions = {}): Promise<Local> {
   }
   let rt: Runtime;
   try {
-    rt = await createRuntime({ store, secrets, logger, sandboxCompanyId: 1 });
+    const publicUrl = publicUrlOf(process.env.SOLID_PUBLIC_URL);
+    rt = await createRuntime({
+      store,
+      secrets,
+      logger,
+      sandboxCompanyId: 1,
+      ...(publicUrl !== undefined ? { publicUrl } : {}),
+    });
   } catch (err) {
     await store.close().catch(() => {});
     if (err instanceof SecretsError)
@@ -233,4 +240,24 @@ async function readPacks(rt: Runtime): Promise<string[]> {
 
 async function writePacks(rt: Runtime, packs: string[]): Promise<void> {
   await recordServedPacks(rt.store, packs);
+}
+
+/**
+ * A public base URL as the runtime takes it (`http(s)://host[:port][/path]`, no trailing slash,
+ * no query or fragment), from `--public-url` or SOLID_PUBLIC_URL; undefined when unset or empty.
+ * @throws VerbError invalid_request naming the value when it is not such a URL.
+ */
+export function publicUrlOf(value: string | undefined): string | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    url = new URL('invalid:');
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || url.hash !== '')
+    throw new VerbError('invalid_request', `The public URL "${value}" is not an http(s) base URL.`, {
+      hint: 'Pass --public-url (or SOLID_PUBLIC_URL) like http://localhost:4400 or https://ops.example.com.',
+    });
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
 }
