@@ -77,6 +77,13 @@ export const REASONS = {
     'input',
     'Passkeys need the server reached by a host name (WebAuthn refuses an IP address as relying party).',
   ),
+  session_requires_human: r(
+    403,
+    3,
+    'denied',
+    'A browser session is opened only by a person signing in; an API key cannot open one.',
+    { denial: true },
+  ),
   csrf_failed: r(403, 3, 'denied', 'The CSRF token is missing or does not match the session.', {
     denial: true,
   }),
