@@ -19,6 +19,7 @@ import { registerDashboardRoutes } from './dashboard-routes.ts';
 import { registerSessionRoutes } from './session-routes.ts';
 import { SessionStore } from '../../identity/session-store.ts';
 import { registerWebmcpRoutes } from './webmcp-routes.ts';
+import { registerHumanRoutes } from './human-routes.ts';
 
 export {
   SessionStore,
@@ -61,8 +62,10 @@ export function createWebmcpPlugin(options: WebmcpPluginOptions = {}): HttpPlugi
     registerSessionRoutes(app, { rt, sessions, allowedOrigins });
     registerWebmcpRoutes(app, { rt, sessions, allowedOrigins, executeBodyLimitBytes: bodyLimitBytes });
     registerDashboardRoutes(app, { dashboard: options.dashboard ?? true });
-    if (options.dashboard ?? true)
+    if (options.dashboard ?? true) {
       registerDashboardApiRoutes(app, { rt, sessions, allowedOrigins, bodyLimitBytes });
+      registerHumanRoutes(app, { rt, sessions, allowedOrigins, bodyLimitBytes });
+    }
   };
 }
 
