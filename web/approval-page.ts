@@ -71,6 +71,13 @@ function agentWords(args: Record<string, unknown> | undefined): Array<[string, s
     .map(([k, v]) => [k.replace(/_/g, ' '), v as string]);
 }
 
+/** The arguments without the agent's free text (which is shown apart). */
+function withoutAgentWords(args: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (args === undefined) return undefined;
+  const free = new Set(agentWords(args).map(([k]) => k.replace(/ /g, '_')));
+  return Object.fromEntries(Object.entries(args).filter(([k]) => !free.has(k)));
+}
+
 function setState(state: string): void {
   document.body.dataset.approval = state;
 }
@@ -117,7 +124,8 @@ export async function showApprovalPage(approvalId: string, onSessionEnded: () =>
     ),
     el('dt', {}, 'Asked at'),
     el('dd', {}, localTime(a.created_at)),
-    ...argumentWords(a.args).flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]),
+    // The agent's free text is left out here: it is shown apart, below, as the agent's words.
+    ...argumentWords(withoutAgentWords(a.args)).flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]),
   );
   const said = agentWords(a.args);
   const agentBlock =
@@ -149,7 +157,7 @@ export async function showApprovalPage(approvalId: string, onSessionEnded: () =>
     heading.focus();
     return;
   }
-  body.append(el('p', { class: 'muted' }, `Waiting ${countdown(a.expires_at)}.`));
+  body.append(el('p', { class: 'muted' }, `This request expires ${countdown(a.expires_at)}.`));
   const problem = el('p', { class: 'error', role: 'alert', id: 'approval-error' });
   const typed = typeof a.typed_phrase === 'string' && a.typed_phrase !== '';
   const phraseInput = el('input', {
@@ -164,7 +172,7 @@ export async function showApprovalPage(approvalId: string, onSessionEnded: () =>
     ...(typed
       ? [
           el('p', {}, 'To approve, type exactly:'),
-          el('p', { class: 'phrase' }, el('code', { id: 'approval-phrase-shown' }, a.typed_phrase!)),
+          el('p', {}, el('code', { class: 'phrase', id: 'approval-phrase-shown' }, a.typed_phrase!)),
           el('label', { for: 'approval-phrase' }, 'Type the phrase'),
           phraseInput,
         ]

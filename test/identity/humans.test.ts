@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Secret, TOTP } from 'otpauth';
 import { consentHarness, pendingOf } from '../consent/support.ts';
+import { cliHarness } from '../support/cli.ts';
 import { consumeEnrolment, enrolmentTokenHash, peekEnrolment } from '../../src/identity/enrolment.ts';
 import { disableUser, inviteUser, ownerEnrolmentLink } from '../../src/identity/invite.ts';
 import { relyingPartyOf } from '../../src/identity/passkeys.ts';
@@ -209,5 +210,22 @@ describe('solid users', () => {
     const bad = await h.cli(['users', 'invite', '--tenant', '2', '--name', 'X', '--role', 'king']);
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /--role must be one of/);
+  });
+});
+
+describe('solid init', () => {
+  it("prints the owner's one-time enrolment link beside the owner API key", async (t) => {
+    const cli = cliHarness(t);
+    const r = await cli.run(['init', '--name', 'Acme', '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    const out = r.json<{ owner_enrolment_url: string; company_id: number }>();
+    assert.match(out.owner_enrolment_url, /^http:\/\/localhost:\d+\/enrol\/enr1_[A-Za-z0-9_-]{43}$/);
+    const listed = await cli.run(['users', 'list', '--json']);
+    const users = JSON.parse(listed.stdout) as Array<{ user_id: number; role: string; status: string }>;
+    assert.deepEqual(
+      users.map((u) => [u.user_id, u.role, u.status]),
+      [[1, 'owner', 'invited']],
+      "the owner user is the owner API key's user",
+    );
   });
 });

@@ -27,6 +27,7 @@ import { cliLoginMigrations } from '../remote/cli-login-store.ts';
 import { loadPackSources, type PackSource } from './packs.ts';
 import type { Command } from 'commander';
 import { VerbError } from '../../runtime/errors.ts';
+import { recordedPublicUrl } from '../../identity/public-url.ts';
 import { readServedPacks, recordServedPacks } from '../../runtime/served-packs.ts';
 
 export const DEFAULT_DB = '.solid/solid.db';
@@ -164,6 +165,11 @@ export async function openLocal(options: LocalOptions = {}): Promise<Local> {
         hint: 'Is it a solid database? Check the path (--db / SOLID_DB) and permissions.',
       });
     throw err;
+  }
+  // Pending answers link the approval page where `solid serve` last said people reach it.
+  if (rt.options.publicUrl === undefined) {
+    const recorded = await recordedPublicUrl(rt.store).catch(() => undefined);
+    if (recorded !== undefined) rt.options.publicUrl = recorded;
   }
   rt.register(...systemVerbs);
   const enabled = new Set<string>(await readPacks(rt));

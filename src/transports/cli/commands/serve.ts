@@ -43,6 +43,7 @@ import { DEFAULT_RATE_LIMITS, type RateLimits } from '../../http/rate-limit.ts';
 import { localOptionsOf, openLocal, keyfileOf, publicUrlOf } from '../local.ts';
 import { enrolmentUrl } from '../../../identity/enrolment.ts';
 import { ownerEnrolmentLink } from '../../../identity/invite.ts';
+import { recordPublicUrl } from '../../../identity/public-url.ts';
 import { tenantOfFlags } from './keys.ts';
 import { resolveToolsets, ToolsetError } from '../../mcp/toolsets.ts';
 import { toolsetFlags } from './mcp.ts';
@@ -284,6 +285,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     // the session cookie belongs to the host the browser was given. spec/consent.md §approval-page
     const publicBase = configuredPublicUrl ?? `http://localhost:${addr.port}`;
     rt.options.publicUrl = publicBase;
+    await recordPublicUrl(rt.store, publicBase);
     const lines = [
       `  API        ${base}/api/v1/agent/verbs  (POST ${base}/api/v1/agent/dispatch/{verb})`,
       `  OpenAPI    ${base}/openapi.json`,
