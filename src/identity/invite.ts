@@ -97,9 +97,10 @@ export async function ownerEnrolmentLink(
 }
 
 /**
- * Disable a user (every sign-in refused from now on; sessions end at their next request when the
- * session store checks the user), audited as `users.disable`. Returns false when there is no such
- * user or they were disabled already.
+ * Disable a user: every sign-in refused from now on, and their open browser sessions ended
+ * (their rows deleted; none when the server never mounted the dashboard), audited as
+ * `users.disable`. Their API keys are agent credentials, revoked apart (`solid api-keys revoke`).
+ * Returns false when there is no such user or they were disabled already.
  */
 export async function disableUser(
   store: Store,
@@ -108,7 +109,7 @@ export async function disableUser(
   by: Inviter,
   now: Date,
 ): Promise<boolean> {
-  return store.write(async (tx) => {
+  const changed = await store.write(async (tx) => {
     const changed = await setUserStatus(tx, companyId, userId, 'disabled');
     if (!changed) return false;
     await appendHumanAudit(tx, {
@@ -122,4 +123,16 @@ export async function disableUser(
     });
     return true;
   });
+  if (changed)
+    await store
+      .write((tx) =>
+        tx.run('DELETE FROM web_sessions WHERE company_id = ? AND user_id = ? AND key_id IS NULL', [
+          companyId,
+          userId,
+        ]),
+      )
+      .catch(() => {
+        /* no web_sessions table: this database never served the dashboard, so no session is open */
+      });
+  return changed;
 }

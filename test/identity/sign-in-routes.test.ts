@@ -11,7 +11,7 @@ import { describe, it } from 'node:test';
 import { Secret, TOTP } from 'otpauth';
 import type { FastifyInstance } from 'fastify';
 import { INJECT_ORIGIN, webmcpFixture } from '../transports/webmcp/fixture.ts';
-import { inviteUser } from '../../src/identity/invite.ts';
+import { disableUser, inviteUser } from '../../src/identity/invite.ts';
 import { signInHumanForTest } from '../../src/testing.ts';
 import { SIGNIN_FAILURE_LIMIT } from '../../src/identity/sign-in-routes.ts';
 import type { Envelope } from '../../src/spec/types.ts';
@@ -174,6 +174,29 @@ describe('enrolment and sign-in routes', () => {
       { cookie: admin.cookie, 'x-csrf-token': admin.csrfToken },
     );
     assert.equal(refused.status, 403);
+  });
+
+  it('disabling a user ends their sessions and refuses their next sign-in', async (t) => {
+    const f = await webmcpFixture(t);
+    const human = await signInHumanForTest(f.rt, { company_id: f.companyId, user_id: 2, role: 'admin' });
+    const before = await f.app.inject({
+      method: 'GET',
+      url: '/api/v1/session',
+      headers: { cookie: human.cookie },
+    });
+    assert.equal(before.statusCode, 200);
+    assert.equal(await disableUser(f.rt.store, f.companyId, 2, undefined, f.rt.clock()), true);
+    const after = await f.app.inject({
+      method: 'GET',
+      url: '/api/v1/session',
+      headers: { cookie: human.cookie },
+    });
+    assert.equal(after.statusCode, 401);
+    f.clock.ms += 30_000;
+    await assert.rejects(
+      signInHumanForTest(f.rt, { company_id: f.companyId, user_id: 2, role: 'admin' }),
+      /signin_failed/,
+    );
   });
 
   it('passkeys are refused on a page reached by an IP address', async (t) => {
