@@ -28,7 +28,14 @@ import { verifyStoreChain, type AuditVerifyReport } from './runtime/ledger/verif
 import { SqliteStore } from './store/sqlite/sqlite-store.ts';
 import { runtimeMigrations } from './store/migrations/runtime.ts';
 import { systemVerbs } from './verbs/index.ts';
-import type { Envelope, Role, Surface, Tier } from './spec/types.ts';
+import type { Envelope, Principal, Role, Surface, Tier } from './spec/types.ts';
+import type { FastifyInstance } from 'fastify';
+import { Secret, TOTP } from 'otpauth';
+import { CSRF_COOKIE, SESSION_COOKIE, SessionStore } from './identity/session-store.ts';
+import { newEnrolmentLink } from './identity/invite.ts';
+import { getUser, insertUser } from './identity/users.ts';
+import { createHttpServer } from './transports/http/server.ts';
+import { createWebmcpPlugin } from './transports/webmcp/index.ts';
 
 export interface TestBusinessOptions {
   /** The packs under test (definePack objects), installed in order. */
@@ -146,4 +153,137 @@ export async function createTestBusiness(options: TestBusinessOptions): Promise<
     await rt.close().catch(() => {});
     throw err;
   }
+}
+
+/** A signed-in human's browser session, for tests (see {@link signInHumanForTest}). */
+export interface TestHumanSession {
+  /** The session token (the `solid_session` cookie's value; never log it). */
+  readonly token: string;
+  /** A `Cookie` header carrying the session and CSRF cookies. */
+  readonly cookie: string;
+  /** Send as `X-CSRF-Token` on state-changing requests. */
+  readonly csrfToken: string;
+  /** The session's human principal (actor `human`, no consent channel until a route sets one). */
+  readonly principal: Principal;
+}
+
+/** Per runtime: the sign-in server the helper injects into, and each user's TOTP secret and last step. */
+const humanSignIns = new WeakMap<
+  Runtime,
+  { app: Promise<FastifyInstance>; totp: Map<string, { secret: string; lastStep: number }> }
+>();
+
+const INJECT_HEADERS = { origin: 'http://localhost', host: 'localhost' } as const;
+
+function cookiesOf(setCookie: string | string[] | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of Array.isArray(setCookie) ? setCookie : setCookie === undefined ? [] : [setCookie]) {
+    const [pair] = line.split(';');
+    const eq = pair!.indexOf('=');
+    if (eq > 0) out[pair!.slice(0, eq).trim()] = pair!.slice(eq + 1).trim();
+  }
+  return out;
+}
+
+/**
+ * Sign a tenant user in as a **human** through the real TOTP routes, for tests without a browser
+ * (spec/consent.md §human-sign-in). The first call for a user makes them a `users` row when
+ * missing (or sets the asked role and name), makes a one-time enrolment link as the operator
+ * would (`solid users link`), and enrols an authenticator app through `POST /api/v1/enrol/totp/start`
+ * and `/verify`; later calls sign in with `POST /api/v1/signin/totp` and the next unused code. The
+ * routes run on a server of the same runtime (injected, not listening), so the session is in the
+ * runtime's store and works on the test's own server. A code counts once per 30 s step and ±1
+ * step is accepted: a user signs in at most three times per step of the runtime's clock (move a
+ * test clock on for more).
+ *
+ * @param rt the runtime the server uses
+ * @param user the tenant user: company_id, user_id, role, and a display name (default "Test User")
+ * @throws Error with the refusal envelope when a route refuses (a disabled user, no steps left)
+ */
+export async function signInHumanForTest(
+  rt: Runtime,
+  user: { company_id: number; user_id: number; role: Role; name?: string },
+): Promise<TestHumanSession> {
+  let state = humanSignIns.get(rt);
+  if (state === undefined) {
+    const app = createHttpServer(rt, {
+      logger: false,
+      plugins: [createWebmcpPlugin()],
+    });
+    state = {
+      app: (async () => {
+        await app.ready();
+        return app;
+      })(),
+      totp: new Map(),
+    };
+    humanSignIns.set(rt, state);
+  }
+  const app = await state.app;
+  const name = user.name ?? 'Test User';
+  const key = `${user.company_id}:${user.user_id}`;
+  const now = rt.clock();
+  const step = Math.floor(now.getTime() / 30_000);
+  const codeAt = (secret: string, s: number) =>
+    TOTP.generate({ secret: Secret.fromBase32(secret), timestamp: s * 30_000 });
+  let res;
+  const known = state.totp.get(key);
+  if (known === undefined) {
+    const existing = await rt.store.read((q) => getUser(q, user.company_id, user.user_id));
+    if (existing === undefined)
+      await rt.store.write((tx) =>
+        insertUser(tx, { company_id: user.company_id, user_id: user.user_id, name, role: user.role }, now),
+      );
+    else if (existing.role !== user.role || existing.name !== name)
+      await rt.store.write((tx) =>
+        tx.run('UPDATE users SET role = ?, name = ? WHERE company_id = ? AND user_id = ?', [
+          user.role,
+          name,
+          user.company_id,
+          user.user_id,
+        ]),
+      );
+    const made = await newEnrolmentLink(rt.store, user.company_id, user.user_id, undefined, now);
+    if (made === undefined) throw new Error(`user ${key} is disabled`);
+    const started = await app.inject({
+      method: 'POST',
+      url: '/api/v1/enrol/totp/start',
+      headers: INJECT_HEADERS,
+      payload: { token: made.link.token },
+    });
+    const body = started.json() as Envelope;
+    if (!body.ok) throw new Error(`enrol/totp/start refused: ${JSON.stringify(body.error)}`);
+    const secret = String(body.result!.secret);
+    res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/enrol/totp/verify',
+      headers: INJECT_HEADERS,
+      payload: { token: made.link.token, code: codeAt(secret, step) },
+    });
+    state.totp.set(key, { secret, lastStep: step });
+  } else {
+    const next = Math.max(known.lastStep + 1, step - 1);
+    if (next > step + 1)
+      throw new Error(`user ${key} signed in three times in this 30 s step: move the test clock on`);
+    res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/signin/totp',
+      headers: INJECT_HEADERS,
+      payload: { company_id: user.company_id, user_id: user.user_id, code: codeAt(known.secret, next) },
+    });
+    known.lastStep = next;
+  }
+  const answer = res.json() as Envelope;
+  if (!answer.ok) throw new Error(`TOTP sign-in refused: ${JSON.stringify(answer.error)}`);
+  const cookies = cookiesOf(res.headers['set-cookie']);
+  const token = cookies[SESSION_COOKIE]!;
+  const csrfToken = cookies[CSRF_COOKIE]!;
+  const session = await new SessionStore(rt).lookup(token);
+  if (session === undefined) throw new Error('the new session does not resolve');
+  return {
+    token,
+    cookie: `${SESSION_COOKIE}=${token}; ${CSRF_COOKIE}=${csrfToken}`,
+    csrfToken,
+    principal: session.principal,
+  };
 }

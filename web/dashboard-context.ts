@@ -15,6 +15,10 @@ export interface SessionInfo {
   role: string;
   tier: string;
   key_id: string | null;
+  /** `human` for a person signed in (passkey, TOTP). */
+  actor?: string;
+  /** The signed-in person's name. */
+  user_name?: string | null;
   expires_at: string;
   csrf_token: string;
 }

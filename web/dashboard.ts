@@ -2,8 +2,12 @@
  * /dashboard.js — the dashboard page's script (bundled by esbuild; no framework).
  *
  * On load it asks GET /api/v1/session: with a session it opens the dashboard, otherwise it shows
- * the sign-in form (API key → POST /api/v1/session → HttpOnly session cookie + CSRF token). The
- * dashboard is a set of views, one shown at a time, chosen by the location hash:
+ * the human sign-in (a passkey, or the authenticator app's code: human-sign-in.ts; an API key is
+ * an agent's credential and never signs in here) → HttpOnly session cookie + CSRF token. The
+ * same page serves two paths of its own: `/enrol/<token>` (a one-time enrolment link: register
+ * a passkey or an authenticator app) and `/approvals/<approval_id>` (the approval page:
+ * approval-page.ts; sign-in first when needed, then back to it). The dashboard is a set of views,
+ * one shown at a time, chosen by the location hash:
  *   #/waiting   approvals waiting for the signed-in admin or owner (default for them)
  *   #/activity  what agents did (default for other roles)
  *   #/receipt/N one action's receipt
@@ -22,7 +26,6 @@
 import { byId } from './element.ts';
 import {
   createContext,
-  describeError,
   type CatalogEntry,
   type DashboardContext,
   type SessionInfo,
@@ -35,6 +38,8 @@ import { loadSettings } from './dashboard-settings.ts';
 import { loadTrail, openReceipt, setupTrail } from './dashboard-trail.ts';
 import { setCsrfToken, type Envelope } from './verb-client.ts';
 import { cliLoginCode, noteCliLoginOnSignIn, showCliLogin } from './dashboard-cli-login.ts';
+import { cancelPasskeyPrompt, enrolmentToken, setupSignIn, showEnrolment } from './human-sign-in.ts';
+import { approvalIdOfPath, showApprovalPage } from './approval-page.ts';
 
 interface WebmcpModule {
   connect(options: { surface: 'dashboard' }): { ready: Promise<string[]>; mode: string; disconnect(): void };
@@ -45,7 +50,7 @@ const WEBMCP_MODULE = '/webmcp.js';
 const VIEWS = ['waiting', 'activity', 'receipt', 'agents', 'catalogue', 'settings'] as const;
 type View = (typeof VIEWS)[number];
 
-function setState(state: 'login' | 'loading' | 'ready'): void {
+function setState(state: 'login' | 'loading' | 'ready' | 'enrol' | 'approval'): void {
   document.body.dataset.state = state;
 }
 
@@ -69,12 +74,33 @@ function showLogin(message = ''): void {
   byId('session-bar').hidden = true;
   byId('business-name').textContent = 'solid-verbs';
   document.title = 'Sign in · solid-verbs';
+  byId('approval-section').hidden = true;
+  byId('enrol-section').hidden = true;
   byId('login-section').hidden = false;
   byId('login-error').textContent = message;
   noteCliLoginOnSignIn();
   setState('login');
   window.scrollTo(0, 0);
-  byId<HTMLInputElement>('api-key').focus({ preventScroll: true });
+  byId<HTMLButtonElement>('passkey-signin').focus({ preventScroll: true });
+}
+
+/** Signed in (on load, or by a sign-in or enrolment): the approval page of the path, else the dashboard. */
+async function signedIn(session: SessionInfo): Promise<void> {
+  cancelPasskeyPrompt();
+  const approvalId = approvalIdOfPath();
+  if (approvalId === undefined) return enter(session);
+  setCsrfToken(session.csrf_token);
+  byId('login-section').hidden = true;
+  byId('app').hidden = true;
+  showWhoami(session);
+  setState('approval');
+  await showApprovalPage(approvalId, () => showLogin('Your session has ended. Sign in again to continue.'));
+}
+
+function showWhoami(session: SessionInfo): void {
+  byId('business-name').textContent = session.tenant_name || `Company ${session.company_id}`;
+  byId('whoami').textContent = `${session.user_name ?? `User ${session.user_id}`} · ${session.role}`;
+  byId('session-bar').hidden = false;
 }
 
 async function connectWebmcp(): Promise<void> {
@@ -151,10 +177,8 @@ async function enter(session: SessionInfo): Promise<void> {
   setState('loading');
   setCsrfToken(session.csrf_token);
   byId('login-section').hidden = true;
-  const business = session.tenant_name || `Company ${session.company_id}`;
-  byId('business-name').textContent = business;
-  byId('whoami').textContent = `User ${session.user_id} · ${session.role}`;
-  byId('session-bar').hidden = false;
+  byId('approval-section').hidden = true;
+  showWhoami(session);
   byId('app').hidden = false;
   let catalog: CatalogEntry[] = [];
   try {
@@ -193,34 +217,6 @@ async function enter(session: SessionInfo): Promise<void> {
 /** The signed-in dashboard (for the hash router and the CLI login panel). */
 let current: DashboardContext | undefined;
 
-async function login(event: SubmitEvent): Promise<void> {
-  event.preventDefault();
-  const input = byId<HTMLInputElement>('api-key');
-  const error = byId('login-error');
-  const key = input.value.trim();
-  if (key === '') {
-    error.textContent = 'Enter your API key (it starts with sk_solid_).';
-    input.focus();
-    return;
-  }
-  error.textContent = '';
-  const res = await fetch('/api/v1/session', {
-    method: 'POST',
-    credentials: 'same-origin',
-    cache: 'no-store',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ api_key: key }),
-  });
-  const env = await json(res);
-  input.value = '';
-  if (!env.ok) {
-    error.textContent = `Sign-in failed: ${describeError(env)}`;
-    input.focus();
-    return;
-  }
-  await enter(env.result as unknown as SessionInfo);
-}
-
 async function logout(): Promise<void> {
   const token = document.cookie.match(/(?:^|;\s*)solid_csrf=([^;]*)/)?.[1];
   await fetch('/api/v1/session', {
@@ -234,7 +230,7 @@ async function logout(): Promise<void> {
 }
 
 async function start(): Promise<void> {
-  byId<HTMLFormElement>('login-form').addEventListener('submit', (event) => void login(event));
+  setupSignIn(signedIn);
   byId('logout').addEventListener('click', () => void logout());
   window.addEventListener('hashchange', () => {
     if (current === undefined || byId('app').hidden) {
@@ -244,10 +240,15 @@ async function start(): Promise<void> {
     if (cliLoginCode() !== undefined) void showCliLogin(current.session);
     else void show(current, true);
   });
+  const token = enrolmentToken();
+  if (token !== undefined) return showEnrolment(token, signedIn);
   const res = await fetch('/api/v1/session', { credentials: 'same-origin', cache: 'no-store' });
   const env = await json(res);
-  if (env.ok) await enter(env.result as unknown as SessionInfo);
-  else showLogin();
+  if (env.ok) await signedIn(env.result as unknown as SessionInfo);
+  else
+    showLogin(
+      approvalIdOfPath() === undefined ? '' : 'Sign in to see the action an agent asks you to approve.',
+    );
 }
 
 void start();

@@ -96,6 +96,12 @@ export interface RuntimeSettings {
   checkpointIntervalMs: number;
   idempotencyTtlSeconds: number;
   nonceTtlSeconds: number;
+  /**
+   * The server's public base URL (`http://localhost:4400`, no trailing slash) when known: pending
+   * answers then carry `consent.approval_url`. `solid serve` sets it once it listens
+   * (`--public-url`, else its address with host `localhost`). spec/consent.md §approval-page
+   */
+  publicUrl?: string;
 }
 
 /**

@@ -41,6 +41,12 @@ export interface RuntimeOptions {
   checkpointIntervalMs?: number;
   idempotencyTtlSeconds?: number;
   nonceTtlSeconds?: number;
+  /**
+   * The server's public base URL (e.g. `http://localhost:4400`): pending answers carry
+   * `consent.approval_url` on every transport. Also settable later (`rt.options.publicUrl`), as
+   * `solid serve` does once it listens. spec/consent.md §approval-page
+   */
+  publicUrl?: string;
   /** Interval of the housekeeping pass (expired nonces, approvals, idempotency rows; maintenance.ts). Default 600000 ms; 0 disables the timer. */
   maintenanceIntervalMs?: number;
   /** Observe hooks (reputation, telemetry, OpenTelemetry spans) and their housekeeping; observe/observers.ts. */
@@ -59,5 +65,6 @@ export function resolveSettings(options: RuntimeOptions): RuntimeSettings {
     checkpointIntervalMs: options.checkpointIntervalMs ?? 60_000,
     idempotencyTtlSeconds: options.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS,
     nonceTtlSeconds: options.nonceTtlSeconds ?? NONCE_TTL_SECONDS,
+    ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl.replace(/\/+$/, '') } : {}),
   };
 }

@@ -38,6 +38,7 @@ import { Observers } from './observe/observers.ts';
 import { DispatchHooks } from './observe/hooks.ts';
 import { HOW_TO_PASS_A_KEY, VerbError, WHERE_KEYS_COME_FROM } from './errors.ts';
 import { AuthFailureLog } from './ledger/auth-failure-log.ts';
+import { agentPrincipal } from '../identity/principal.ts';
 import { deliverOutbox } from './ledger/write/outbox.ts';
 
 export class Runtime implements PackRuntime {
@@ -201,14 +202,14 @@ export class Runtime implements PackRuntime {
       throw new VerbError('auth_required', 'An API key is required (no sandbox tenant exists).', {
         hint: 'Run `solid init`.',
       });
-    this.#sandbox = {
+    this.#sandbox = agentPrincipal({
       company_id: t.company_id,
       user_id: 0,
       role: 'read_only',
       tier: t.tier,
       agent_type: 'sandbox',
       sandbox: true,
-    };
+    });
     return this.#sandbox;
   }
 

@@ -25,6 +25,7 @@ export type TransportRuntime = Pick<
   | 'onAuditRow'
   | 'afterWrite'
   | 'auditBuffer'
+  | 'options'
 >;
 
 /**

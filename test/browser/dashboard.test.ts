@@ -21,11 +21,13 @@ import { createRequire } from 'node:module';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
-import type { Envelope, Receipt } from '../../src/spec/types.ts';
+import type { Envelope, Receipt, Role } from '../../src/spec/types.ts';
 import { verifyReceipt } from '../../src/runtime/ledger/keys/receipts.ts';
 import { databaseKeys } from '../../src/runtime/ledger/verify/verify.ts';
 import { launchChromium, skipUnlessChromium } from '../support/browser.ts';
-import { listenLoopback, webmcpFixture } from '../transports/webmcp/fixture.ts';
+import { listenLoopback, webmcpFixture, type WebmcpFixture } from '../transports/webmcp/fixture.ts';
+import { signInHumanForTest } from '../../src/testing.ts';
+import { CSRF_COOKIE, SESSION_COOKIE } from '../../src/identity/session-store.ts';
 import { STEP_TIMEOUT_MS } from './webmcp-pages.ts';
 
 const ARTIFACT_DIR = fileURLToPath(new URL('../../test-artifacts/dashboard/', import.meta.url));
@@ -81,6 +83,31 @@ async function goto(page: Page, hash: string, view: string): Promise<void> {
   await page.waitForLoadState('networkidle');
 }
 
+/**
+ * Sign a tenant user in as a human (the real TOTP routes, through signInHumanForTest), give the
+ * browser the session's cookies and open the dashboard. Passkey sign-in itself is tested in
+ * test/browser/humans.test.ts with a virtual authenticator.
+ */
+async function signInAs(
+  page: Page,
+  f: WebmcpFixture,
+  origin: string,
+  role: Role,
+  userId: number,
+): Promise<void> {
+  const s = await signInHumanForTest(f.rt, {
+    company_id: f.companyId,
+    user_id: userId,
+    role,
+    name: `The ${role}`,
+  });
+  await page.context().addCookies([
+    { name: SESSION_COOKIE, value: s.token, url: origin },
+    { name: CSRF_COOKIE, value: s.csrfToken, url: origin },
+  ]);
+  await page.goto(`${origin}/`);
+}
+
 describe('dashboard', { skip: skipUnlessChromium() }, () => {
   it(
     'an owner approves, rejects, reads receipts, undoes, at 390 and 1280 px',
@@ -129,14 +156,16 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         if (/Content Security Policy/i.test(msg.text())) cspViolations.push(msg.text());
       });
 
-      await t.test('signs in with an API key and lands on "Waiting for you" without scrolling', async () => {
+      await t.test('signs in as a human and lands on "Waiting for you" without scrolling', async () => {
         await page.goto(`${origin}/`);
         await page.locator('body[data-state="login"]').waitFor();
-        await page.getByLabel('API key', { exact: true }).fill('sk_solid_000000000000_wrongwrongwrongwrong');
-        await page.getByRole('button', { name: 'Sign in' }).click();
-        await page.locator('#login-error').filter({ hasText: 'auth_invalid' }).waitFor();
-        await page.getByLabel('API key', { exact: true }).fill(f.keys.owner);
-        await page.getByLabel('API key', { exact: true }).press('Enter');
+        assert.equal(await page.getByLabel('API key', { exact: true }).count(), 0, 'no API-key sign-in');
+        await page.getByLabel('Business number').fill(String(f.companyId));
+        await page.getByLabel('User number').fill('1');
+        await page.getByLabel('Code from your app').fill('000000');
+        await page.getByRole('button', { name: 'Sign in with the code' }).click();
+        await page.locator('#login-error').filter({ hasText: 'did not verify' }).waitFor();
+        await signInAs(page, f, origin, 'owner', 1);
         await page.locator('body[data-state="ready"][data-view="waiting"]').waitFor();
         assert.equal(await page.locator('#business-name').textContent(), 'Main Co');
         assert.equal(await page.evaluate(() => window.scrollY), 0, 'the header stays in view');
@@ -487,8 +516,7 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
       });
 
       await t.test('signs out and withdraws the page tools', async () => {
-        await page.getByLabel('API key', { exact: true }).fill(f.keys.owner);
-        await page.getByLabel('API key', { exact: true }).press('Enter');
+        await signInAs(page, f, origin, 'owner', 1);
         await page.locator('body[data-state="ready"]').waitFor();
         const tools = (await page.webmcp.tools()).map((tool) => tool.name);
         assert.ok(tools.includes('webtest__charge'));
@@ -511,9 +539,7 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
     t.after(() => browser.close());
     const page = await (await browser.newContext({ viewport: { width: 390, height: 844 } })).newPage();
     page.setDefaultTimeout(STEP_TIMEOUT_MS);
-    await page.goto(`${origin}/`);
-    await page.getByLabel('API key', { exact: true }).fill(f.keys.read_only);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signInAs(page, f, origin, 'read_only', 4);
     await page.locator('body[data-state="ready"][data-view="activity"]').waitFor();
     await mkdir(ARTIFACT_DIR, { recursive: true });
     for (const view of VIEWS) {

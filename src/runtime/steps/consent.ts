@@ -265,10 +265,13 @@ async function recordPending(
 
 function pendingEnvelope(
   c: Keyed,
-  given: NonNullable<Envelope['consent']>,
+  pending: NonNullable<Envelope['consent']>,
   message?: string,
   auditId?: number,
 ): Envelope {
+  // The approval page's link, when the runtime knows its public URL. spec/consent.md §approval-page
+  const approvalUrl = approvalUrlOf(c.rt.options.publicUrl, pending.approval_id);
+  const given = approvalUrl === undefined ? pending : { ...pending, approval_url: approvalUrl };
   const verb = c.verb;
   const typed = given.gate === 'typed_phrase';
   const floor = c.delegated?.roleFloor ?? verb.roleFloor;
@@ -292,14 +295,29 @@ function pendingEnvelope(
     error: {
       reason: 'dispatch_pending',
       message:
-        message ??
-        (typed
-          ? `${verb.name} needs a human to type a confirmation phrase before it runs.`
-          : `${verb.name} needs a human confirmation before it runs.`),
+        (message ??
+          (typed
+            ? `${verb.name} needs a human to type a confirmation phrase before it runs.`
+            : `${verb.name} needs a human confirmation before it runs.`)) +
+        (approvalUrl === undefined
+          ? ''
+          : ` A human approves it at ${approvalUrl} (signed in on this server's approval page); then call ${verb.name} again with the same arguments, confirm=true and the nonce.`),
       hint: `${how} The nonce expires at ${shown.expires_at}.`,
     },
     consent: shown,
   };
   if (auditId !== undefined) env.audit_id = auditId;
   return env;
+}
+
+/**
+ * The approval page of an approval: `<publicUrl>/approvals/<approval_id>` (id URL-encoded), or
+ * undefined without a public URL or an approval id. spec/consent.md §approval-page
+ */
+export function approvalUrlOf(
+  publicUrl: string | undefined,
+  approvalId: string | undefined,
+): string | undefined {
+  if (publicUrl === undefined || publicUrl === '' || approvalId === undefined) return undefined;
+  return `${publicUrl.replace(/\/+$/, '')}/approvals/${encodeURIComponent(approvalId)}`;
 }

@@ -461,6 +461,67 @@ const SUBSCRIPTIONS_PER_USER_V11 = `
 CREATE INDEX subscriptions_user ON subscriptions(company_id, user_id, created_at, subscription_id);
 `;
 
+/**
+ * v12: the tenant's human users and their sign-in credentials (src/identity/users.ts,
+ * passkeys.ts, totp.ts, enrolment.ts). An API key keeps its user_id: a key acts for a user but is
+ * an agent credential; only these credentials sign a human in.
+ * - users: one row per person of a tenant; status invited → active (first credential) → disabled.
+ * - user_passkeys: WebAuthn credentials (public key and signature counter; no secret is stored).
+ * - user_totp: the TOTP fallback; the secret AES-256-GCM encrypted under the runtime's master
+ *   key, the last time step a code was accepted at (a code counts once per step).
+ * - enrolment_links: one-time links, SHA-256 of the token only, with expiry and use time.
+ * - webauthn_challenges: server-side ceremony challenges (SHA-256), single use, with expiry.
+ * spec/consent.md §human-sign-in
+ */
+const HUMANS_V12 = `
+CREATE TABLE users (
+  company_id {bigint} NOT NULL REFERENCES tenants(company_id),
+  user_id {bigint} NOT NULL,
+  name TEXT NOT NULL,
+  role TEXT NOT NULL CHECK (role IN ('read_only','employee','admin','owner')),
+  status TEXT NOT NULL CHECK (status IN ('invited','active','disabled')),
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (company_id, user_id)
+);
+CREATE TABLE user_passkeys (
+  credential_id TEXT PRIMARY KEY,
+  company_id {bigint} NOT NULL,
+  user_id {bigint} NOT NULL,
+  public_key TEXT NOT NULL,
+  counter {bigint} NOT NULL,
+  transports {json},
+  created_at TEXT NOT NULL,
+  last_used_at TEXT
+);
+CREATE INDEX user_passkeys_user ON user_passkeys(company_id, user_id);
+CREATE TABLE user_totp (
+  company_id {bigint} NOT NULL,
+  user_id {bigint} NOT NULL,
+  secret_sealed TEXT NOT NULL,
+  confirmed_at TEXT,
+  last_step {bigint},
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (company_id, user_id)
+);
+CREATE TABLE enrolment_links (
+  token_hash TEXT PRIMARY KEY,
+  company_id {bigint} NOT NULL,
+  user_id {bigint} NOT NULL,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  used_at TEXT
+);
+CREATE INDEX enrolment_links_user ON enrolment_links(company_id, user_id);
+CREATE TABLE webauthn_challenges (
+  challenge_hash TEXT PRIMARY KEY,
+  purpose TEXT NOT NULL CHECK (purpose IN ('registration','authentication')),
+  company_id {bigint},
+  user_id {bigint},
+  expires_at TEXT NOT NULL
+);
+CREATE INDEX webauthn_challenges_expiry ON webauthn_challenges(expires_at);
+`;
+
 export const runtimeMigrations: readonly Migration[] = [
   portableMigration(1, 'runtime tables', RUNTIME_V1),
   portableMigration(2, 'audit trail indexes', AUDIT_TRAIL_INDEXES_V2),
@@ -473,4 +534,5 @@ export const runtimeMigrations: readonly Migration[] = [
   portableMigration(9, 'partial audit indexes', PARTIAL_AUDIT_INDEXES_V9),
   portableMigration(10, 'fewer write B-trees (SQLite)', WRITE_TREES_V10),
   portableMigration(11, 'subscriptions per user', SUBSCRIPTIONS_PER_USER_V11),
+  portableMigration(12, 'human users and their credentials', HUMANS_V12),
 ];

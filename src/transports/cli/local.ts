@@ -22,11 +22,12 @@ import { systemVerbs } from '../../verbs/index.ts';
 import { KNOWN_PACKS } from '../../packs.ts';
 import { PackError, checkPacks, installPack, type Pack } from '../../runtime/pack.ts';
 import { runtimeMigrations } from '../../store/migrations/runtime.ts';
-import { webSessionMigrations } from '../webmcp/session-store.ts';
+import { webSessionMigrations } from '../../identity/session-store.ts';
 import { cliLoginMigrations } from '../remote/cli-login-store.ts';
 import { loadPackSources, type PackSource } from './packs.ts';
 import type { Command } from 'commander';
 import { VerbError } from '../../runtime/errors.ts';
+import { recordedPublicUrl } from '../../identity/public-url.ts';
 import { readServedPacks, recordServedPacks } from '../../runtime/served-packs.ts';
 
 export const DEFAULT_DB = '.solid/solid.db';
@@ -145,7 +146,14 @@ export async function openLocal(options: LocalOptions = {}): Promise<Local> {
   }
   let rt: Runtime;
   try {
-    rt = await createRuntime({ store, secrets, logger, sandboxCompanyId: 1 });
+    const publicUrl = publicUrlOf(process.env.SOLID_PUBLIC_URL);
+    rt = await createRuntime({
+      store,
+      secrets,
+      logger,
+      sandboxCompanyId: 1,
+      ...(publicUrl !== undefined ? { publicUrl } : {}),
+    });
   } catch (err) {
     await store.close().catch(() => {});
     if (err instanceof SecretsError)
@@ -157,6 +165,11 @@ export async function openLocal(options: LocalOptions = {}): Promise<Local> {
         hint: 'Is it a solid database? Check the path (--db / SOLID_DB) and permissions.',
       });
     throw err;
+  }
+  // Pending answers link the approval page where `solid serve` last said people reach it.
+  if (rt.options.publicUrl === undefined) {
+    const recorded = await recordedPublicUrl(rt.store).catch(() => undefined);
+    if (recorded !== undefined) rt.options.publicUrl = recorded;
   }
   rt.register(...systemVerbs);
   const enabled = new Set<string>(await readPacks(rt));
@@ -233,4 +246,24 @@ async function readPacks(rt: Runtime): Promise<string[]> {
 
 async function writePacks(rt: Runtime, packs: string[]): Promise<void> {
   await recordServedPacks(rt.store, packs);
+}
+
+/**
+ * A public base URL as the runtime takes it (`http(s)://host[:port][/path]`, no trailing slash,
+ * no query or fragment), from `--public-url` or SOLID_PUBLIC_URL; undefined when unset or empty.
+ * @throws VerbError invalid_request naming the value when it is not such a URL.
+ */
+export function publicUrlOf(value: string | undefined): string | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    url = new URL('invalid:');
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || url.hash !== '')
+    throw new VerbError('invalid_request', `The public URL "${value}" is not an http(s) base URL.`, {
+      hint: 'Pass --public-url (or SOLID_PUBLIC_URL) like http://localhost:4400 or https://ops.example.com.',
+    });
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
 }

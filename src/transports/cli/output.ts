@@ -58,6 +58,7 @@ export function renderEnvelope(env: Envelope): string {
       lines.push(`  summary: ${env.consent.summary}`);
       if (env.consent.typed_phrase) lines.push(`  phrase:  ${env.consent.typed_phrase}`);
       if (env.consent.approval_id) lines.push(`  approval: ${env.consent.approval_id}`);
+      if (env.consent.approval_url) lines.push(`  approve at: ${env.consent.approval_url}`);
       lines.push(`  nonce:   ${env.consent.nonce}`);
     }
     if (e.hint) lines.push(`  hint: ${e.hint}`);

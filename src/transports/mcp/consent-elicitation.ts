@@ -15,9 +15,11 @@ import {
   ErrorCode,
   McpError,
   type ElicitRequestFormParams,
+  type ElicitRequestURLParams,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ConsentRequest } from '../../spec/types.ts';
+import type { Store } from '../../store/store.ts';
 
 /** Default time a human has to answer (ms): the nonce's own time to live is 300 s. */
 export const DEFAULT_ELICITATION_TIMEOUT_MS = 300_000;
@@ -97,4 +99,105 @@ export async function askForPhrase(
     if (err instanceof McpError && err.code === ErrorCode.InvalidParams) return { kind: 'mismatch' };
     return { kind: 'unanswered', why: err instanceof Error ? err.message : String(err) };
   }
+}
+
+/** Did the client declare URL-mode elicitation (MCP 2025-11-25, SEP-1036: capabilities.elicitation.url)? */
+export function canElicitUrl(server: Server): boolean {
+  return server.getClientCapabilities()?.elicitation?.url !== undefined;
+}
+
+/** How often the server looks whether the human decided on the approval page (ms). */
+export const APPROVAL_POLL_MS = 500;
+
+/** What came of asking the client to open the approval page. */
+export type UrlAnswer =
+  /** A human decided on the page in time (approved, or rejected: the confirm call says which). */
+  | { kind: 'decided' }
+  /** The client's user declined or dismissed opening the page: the approval stays open. */
+  | { kind: 'declined' }
+  /** Nobody decided before the timeout, the call was cancelled, or the client failed. */
+  | { kind: 'unanswered'; why: string };
+
+/**
+ * The URL-mode request: the client opens the server's approval page (where a signed-in human sees
+ * the action and types the phrase); nothing sensitive passes through the client or the model.
+ */
+export function approvalPageRequest(
+  verbTitle: string,
+  consent: ConsentRequest & { approval_url: string },
+): ElicitRequestURLParams {
+  return {
+    mode: 'url',
+    elicitationId: String(consent.approval_id ?? consent.nonce.slice(-22)),
+    url: consent.approval_url,
+    message:
+      `An AI agent asks to run "${verbTitle}": ${consent.summary} ` +
+      `Open this page of the business's server, sign in and approve or reject it there.`,
+  };
+}
+
+/**
+ * Ask the client to open the approval page (the caller checked `canElicitUrl` and that the
+ * pending answer carries `approval_url`), then wait until the approval is decided — read from
+ * `isDecided` every {@link APPROVAL_POLL_MS} — or the nonce expires, the timeout passes, or the
+ * call is cancelled; then tell the client the elicitation completed (best effort).
+ * spec/consent.md §approval-page, spec/transports.md §mcp-consent
+ */
+export async function askToApproveAtUrl(
+  server: Server,
+  verbTitle: string,
+  consent: ConsentRequest & { approval_url: string },
+  isDecided: () => Promise<boolean>,
+  options: { relatedRequestId: RequestId; signal?: AbortSignal; timeoutMs?: number; now?: () => number },
+): Promise<UrlAnswer> {
+  const now = options.now ?? Date.now;
+  const request = approvalPageRequest(verbTitle, consent);
+  const deadline = Math.min(
+    now() + (options.timeoutMs ?? DEFAULT_ELICITATION_TIMEOUT_MS),
+    Date.parse(consent.expires_at),
+  );
+  try {
+    const res = await server.elicitInput(request, {
+      relatedRequestId: options.relatedRequestId,
+      signal: options.signal,
+      timeout: Math.max(1, deadline - now()),
+    });
+    if (res.action !== 'accept') return { kind: 'declined' };
+  } catch (err) {
+    return { kind: 'unanswered', why: err instanceof Error ? err.message : String(err) };
+  }
+  while (now() < deadline) {
+    if (options.signal?.aborted) return { kind: 'unanswered', why: 'the call was cancelled' };
+    if (await isDecided()) {
+      await server
+        .createElicitationCompletionNotifier(request.elicitationId, {
+          relatedRequestId: options.relatedRequestId,
+        })()
+        .catch(() => {
+          /* the client went away: the call's answer still says what happened */
+        });
+      return { kind: 'decided' };
+    }
+    await new Promise((resolve) => setTimeout(resolve, APPROVAL_POLL_MS));
+  }
+  return { kind: 'unanswered', why: 'no human decided on the approval page in time' };
+}
+
+/**
+ * `McpServerOptions.approvalDecided` over a store: true once the approval (an id from this
+ * server's own pending answer) is no longer pending, or is pending past its expiry.
+ */
+export function approvalDecidedIn(
+  store: Store,
+  clock: () => Date = () => new Date(),
+): (approvalId: string) => Promise<boolean> {
+  return async (approvalId) => {
+    const row = await store.read((q) =>
+      q.get<{ status: string; expires_at: string }>(
+        'SELECT status, expires_at FROM approvals WHERE approval_id = ?',
+        [approvalId],
+      ),
+    );
+    return row === undefined || row.status !== 'pending' || row.expires_at <= clock().toISOString();
+  };
 }

@@ -126,7 +126,10 @@ function withMcpHint(envelope: Envelope, options: ToolResultOptions): Envelope {
   const again = `call ${options.toolName} again with the same arguments and _meta ${confirmMetaJson(c.nonce)} before ${c.expires_at}`;
   let hint: string;
   if (c.gate === 'typed_phrase') {
-    const url = c.approval_id !== undefined ? options.approvalUrl?.(String(c.approval_id)) : undefined;
+    // The runtime's approval page (consent.approval_url) first; else the transport's own guess.
+    const url =
+      c.approval_url ??
+      (c.approval_id !== undefined ? options.approvalUrl?.(String(c.approval_id)) : undefined);
     const where =
       c.approval_id !== undefined
         ? `\`solid approvals approve ${c.approval_id}\`${url ? ` or ${url}` : ''}`

@@ -24,6 +24,7 @@
  *
  * Spec: spec/transports.md §mcp-http.
  */
+import { approvalDecidedIn } from './consent-elicitation.ts';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -404,6 +405,7 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
           ...(toolsets !== undefined ? { toolsets } : {}),
           dynamic: config.dynamic === true,
           approvalUrl: config.approvalUrl ?? dashboardApprovals(app, request),
+          approvalDecided: approvalDecidedIn(rt.store, rt.clock),
         });
         const transport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
@@ -457,8 +459,8 @@ function dashboardApprovals(
   request: FastifyRequest,
 ): ((approvalId: string) => string) | undefined {
   if (!app.hasRoute({ method: 'GET', url: '/' }) || request.headers.host === undefined) return undefined;
-  const page = `${request.protocol}://${request.headers.host}/#approvals`;
-  return () => page;
+  const base = `${request.protocol}://${request.headers.host}`;
+  return (approvalId) => `${base}/approvals/${encodeURIComponent(approvalId)}`;
 }
 
 /** The plugin with default options, for `solid serve` (http-mounts.ts). */

@@ -51,7 +51,7 @@ import {
 import { VerbError } from '../../runtime/errors.ts';
 import type { McpRuntime as Runtime } from '../runtime-surface.ts';
 import type { ConsentRequest, Envelope, Principal } from '../../spec/types.ts';
-import { askForPhrase, canElicitForm } from './consent-elicitation.ts';
+import { askForPhrase, askToApproveAtUrl, canElicitForm, canElicitUrl } from './consent-elicitation.ts';
 import { envelopeToToolResult, type ResultLimits } from './envelope-map.ts';
 import { META } from './meta-keys.ts';
 import {
@@ -84,6 +84,13 @@ export interface McpServerOptions {
   limits?: Partial<ResultLimits>;
   /** How long a human has to answer an elicitation (ms, default 300 000). */
   elicitationTimeoutMs?: number;
+  /**
+   * Whether an approval was decided (approved, rejected, used or expired), read from the store:
+   * with it, a client declaring URL-mode elicitation is asked to open the approval page
+   * (`consent.approval_url`) and the call completes once a human decided there. Without it (the
+   * remote bridge) pending answers go to the agent as they are. spec/consent.md §approval-page
+   */
+  approvalDecided?: (approvalId: string) => Promise<boolean>;
   /** Dashboard page where a pending approval can be approved, for hints. */
   approvalUrl?: (approvalId: string) => string | undefined;
   /** Declare tools.listChanged and send notifications/tools/list_changed (default true). */
@@ -206,7 +213,18 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
     // The phrase for the form: also when the answer withholds it from the model (phrase_channel
     // human; in-process only — a remote bridge never receives it, so it asks no one).
     const phrase = isTypedPending(env) ? pendingPhrase(env) : undefined;
-    if (phrase !== undefined && canElicitForm(server))
+    const atUrl = isTypedPending(env) ? env.consent : undefined;
+    // URL mode first: the phrase is typed on the server's own approval page by a signed-in human,
+    // never in a form the client software controls. spec/consent.md §approval-page
+    if (atUrl?.approval_url !== undefined && options.approvalDecided !== undefined && canElicitUrl(server))
+      env = await approvalAtUrl(
+        call,
+        { ...atUrl, approval_url: atUrl.approval_url },
+        env,
+        options.approvalDecided,
+        options.elicitationTimeoutMs,
+      );
+    else if (phrase !== undefined && canElicitForm(server))
       env = await consentByHuman(
         call,
         { ...env.consent!, typed_phrase: phrase },
@@ -350,6 +368,35 @@ interface Call {
   entry: CatalogEntry;
   args: Record<string, unknown>;
   options: DispatchOptions;
+}
+
+/**
+ * Ask the client to open the approval page (URL-mode elicitation) and, once a human decided
+ * there in time, confirm with the nonce as the agent (no phrase: the approval carries the
+ * consent). Declined, unanswered or still open: the pending answer, whose hint names the page.
+ */
+async function approvalAtUrl(
+  call: Call,
+  consent: ConsentRequest & { approval_url: string },
+  pending: Envelope,
+  approvalDecided: (approvalId: string) => Promise<boolean>,
+  timeoutMs: number | undefined,
+): Promise<Envelope> {
+  const { rt, entry, args, options } = call;
+  const approvalId = String(consent.approval_id);
+  const answer = await askToApproveAtUrl(
+    call.server,
+    entry.tool.title ?? entry.tool.name,
+    consent,
+    () => approvalDecided(approvalId),
+    { relatedRequestId: call.extra.requestId, signal: call.extra.signal, timeoutMs },
+  );
+  if (answer.kind !== 'decided') {
+    if (answer.kind === 'unanswered')
+      rt.logger.info({ verb: entry.verb.name, why: answer.why }, 'mcp: approval page not decided in time');
+    return pending;
+  }
+  return rt.dispatch(call.caller, entry.verb.name, args, { ...options, confirm: true, nonce: consent.nonce });
 }
 
 /** Ask the human for the typed phrase and dispatch their answer (spec/transports.md §mcp-consent). */

@@ -2,6 +2,8 @@
  * The dashboard and the browser module (spec/transports.md §webmcp-module, §webmcp-dashboard):
  *
  *   GET /                        the dashboard page (web/dashboard.html), strict CSP, no inline script
+ *   GET /approvals/:approval_id  the same page, showing one approval (spec/consent.md §approval-page)
+ *   GET /enrol/:token            the same page, enrolling a person from a one-time link
  *   GET /dashboard.js            the dashboard script (bundled from web/dashboard.ts)
  *   GET /dashboard.css           its style sheet
  *   GET /webmcp.js               the WebMCP browser module (bundled from web/webmcp.ts)
@@ -50,14 +52,17 @@ export function registerDashboardRoutes(app: FastifyInstance, deps: { dashboard:
     return serveAsset('webmcp.js', request, reply);
   });
   if (!deps.dashboard) return;
-  app.get('/', { config: HIDDEN }, function dashboardPage(request, reply) {
-    return serveAsset('dashboard.html', request, reply, {
-      'content-security-policy': DASHBOARD_CSP,
-      'referrer-policy': 'same-origin',
-      'x-frame-options': 'DENY',
-      'cross-origin-opener-policy': 'same-origin',
+  // The approval page and the enrolment page are the dashboard page too (web/dashboard.ts routes
+  // on the path), under the same strict CSP; an enrolment token in the path is sent to nobody.
+  for (const path of ['/', '/approvals/:approval_id', '/enrol/:token'])
+    app.get(path, { config: HIDDEN }, function dashboardPage(request, reply) {
+      return serveAsset('dashboard.html', request, reply, {
+        'content-security-policy': DASHBOARD_CSP,
+        'referrer-policy': path === '/enrol/:token' ? 'no-referrer' : 'same-origin',
+        'x-frame-options': 'DENY',
+        'cross-origin-opener-policy': 'same-origin',
+      });
     });
-  });
   app.get('/dashboard.js', { config: HIDDEN }, function dashboardScript(request, reply) {
     return serveAsset('dashboard.js', request, reply);
   });

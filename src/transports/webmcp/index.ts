@@ -18,8 +18,9 @@ import { markRefusalSurface } from '../http/error-handler.ts';
 import { registerDashboardApiRoutes } from './dashboard-api-routes.ts';
 import { registerDashboardRoutes } from './dashboard-routes.ts';
 import { registerSessionRoutes } from './session-routes.ts';
-import { SessionStore } from './session-store.ts';
+import { SessionStore } from '../../identity/session-store.ts';
 import { registerWebmcpRoutes } from './webmcp-routes.ts';
+import { registerHumanRoutes } from './human-routes.ts';
 
 export {
   SessionStore,
@@ -27,7 +28,7 @@ export {
   CSRF_COOKIE,
   CSRF_HEADER,
   DEFAULT_SESSION_TTL_SECONDS,
-} from './session-store.ts';
+} from '../../identity/session-store.ts';
 export { webmcpManifest, toWebmcpTool, type WebmcpTool, type WebmcpManifest } from './manifest.ts';
 
 /** Default body limit of the execute route: 256 KiB, in bytes. */
@@ -64,8 +65,10 @@ export function createWebmcpPlugin(options: WebmcpPluginOptions = {}): HttpPlugi
     registerSessionRoutes(app, { rt, sessions, allowedOrigins });
     registerWebmcpRoutes(app, { rt, sessions, allowedOrigins, executeBodyLimitBytes: bodyLimitBytes });
     registerDashboardRoutes(app, { dashboard: options.dashboard ?? true });
-    if (options.dashboard ?? true)
+    if (options.dashboard ?? true) {
       registerDashboardApiRoutes(app, { rt, sessions, allowedOrigins, bodyLimitBytes });
+      registerHumanRoutes(app, { rt, sessions, allowedOrigins, bodyLimitBytes });
+    }
   };
 }
 

@@ -23,7 +23,12 @@ import {
   sessionRequired,
   sessionTokenOf,
 } from './request-guard.ts';
-import { CSRF_COOKIE, SESSION_COOKIE, type SessionStore, type WebSession } from './session-store.ts';
+import {
+  CSRF_COOKIE,
+  SESSION_COOKIE,
+  type SessionStore,
+  type WebSession,
+} from '../../identity/session-store.ts';
 import { ROUTE_DOCS } from './route-docs.ts';
 
 /** What session answers carry in `result`. */
@@ -34,6 +39,10 @@ export interface SessionInfo {
   role: string;
   tier: string;
   key_id: string | null;
+  /** `human` for a person signed in (passkey, TOTP); `agent` for the transitional API-key login. */
+  actor: string;
+  /** The signed-in person's name (human sessions). */
+  user_name: string | null;
   /** ISO 8601 absolute expiry. */
   expires_at: string;
   /** Send as X-CSRF-Token on every state-changing request. */
@@ -48,7 +57,8 @@ export interface SessionRouteDeps {
 
 const VERB = 'session';
 
-function info(session: WebSession): SessionInfo {
+/** The `result` of a session answer. */
+export function info(session: WebSession): SessionInfo {
   const p = session.principal;
   return {
     company_id: p.company_id,
@@ -57,12 +67,15 @@ function info(session: WebSession): SessionInfo {
     role: p.role,
     tier: p.tier,
     key_id: p.key_id ?? null,
+    actor: p.actor,
+    user_name: p.user_name ?? null,
     expires_at: session.expiresAt,
     csrf_token: session.csrfToken,
   };
 }
 
-function sessionCookies(
+/** The Set-Cookie values of a new session (HttpOnly session cookie, readable CSRF cookie). */
+export function sessionCookies(
   request: FastifyRequest,
   token: string,
   csrf: string,
@@ -125,7 +138,7 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
       }
       // A fresh token on every login (no session fixation); the previous session of this browser ends.
       await sessions.destroy(sessionTokenOf(request));
-      const { token, session } = await sessions.create(principal);
+      const { token, session } = await sessions.createForApiKey(principal);
       reply.header('set-cookie', sessionCookies(request, token, session.csrfToken, sessions.ttlSeconds));
       return sendEnvelope(reply, ok({ ...info(session) }));
     },

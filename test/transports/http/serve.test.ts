@@ -48,6 +48,13 @@ test('solid serve --demo: ready line, /healthz, a read over HTTP, a CLI dispatch
   assert.ok(existsSync(db), 'the database was created');
   assert.match(stdout, /OpenAPI\s+http:\/\/127\.0\.0\.1:\d+\/openapi\.json/);
 
+  // The owner has no passkey yet: a one-time enrolment link on localhost (WebAuthn refuses an IP).
+  const enrol = /Enrol\s+(http:\/\/localhost:\d+\/enrol\/enr1_[A-Za-z0-9_-]{43})/.exec(stdout);
+  assert.ok(enrol, stdout);
+  const enrolPage = await fetch(enrol[1]!.replace('//localhost:', '//127.0.0.1:'));
+  assert.equal(enrolPage.status, 200);
+  assert.equal(enrolPage.headers.get('referrer-policy'), 'no-referrer');
+
   const health = await fetch(`${base}/healthz`);
   assert.equal(health.status, 200);
   assert.deepEqual(await health.json(), { ok: true, status: 'up' });

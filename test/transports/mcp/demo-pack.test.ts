@@ -201,7 +201,7 @@ test('solid mcp over a real stdio pipe on a demo database: every demo tool liste
   assert.equal(env.error?.reason, 'dispatch_pending');
   assert.ok(
     env.error!.hint!.includes(`solid approvals approve ${env.consent!.approval_id}`) &&
-      env.error!.hint!.includes('http://127.0.0.1:4400/#approvals'),
+      env.error!.hint!.includes(`http://127.0.0.1:4400/approvals/${env.consent!.approval_id}`),
     env.error!.hint,
   );
   const approved = await cli.run(

@@ -293,7 +293,7 @@ test('over HTTP, a typed-phrase verb is approved by the human through elicitatio
   assert.equal(env.error!.reason, 'dispatch_pending');
   assert.match(env.error!.hint!, /solid approvals approve apv_/);
   assert.ok(
-    env.error!.hint!.includes(`http://127.0.0.1:${s.port}/#approvals`),
+    env.error!.hint!.includes(`http://127.0.0.1:${s.port}/approvals/${env.consent!.approval_id}`),
     'the mounted dashboard is named',
   );
   assert.equal(s.h.runs.charge, 1);

@@ -17,6 +17,9 @@ import type { Io } from '../output.ts';
 import { printEnvelope } from '../output.ts';
 import { STARTER_NAME, starterFiles } from '../pack-template.ts';
 import { countTenants } from '../../../runtime/tenants.ts';
+import { enrolmentUrl } from '../../../identity/enrolment.ts';
+import { ownerEnrolmentLink } from '../../../identity/invite.ts';
+import { linkBaseOf } from './users.ts';
 
 /** This package's version (package.json, three folders up from src/ and from dist/ alike). */
 function ownVersion(): string {
@@ -230,10 +233,21 @@ export function registerInit(program: Command, io: Io, setExit: (code: number) =
           agent_type: 'cli',
           name: 'owner (solid init)',
         });
+        // The owner signs in as a human (passkey or TOTP) from this one-time link; the API key is
+        // for agents. spec/consent.md §human-sign-in
+        const owner = await ownerEnrolmentLink(local.rt.store, t.company_id, local.rt.clock());
+        const enrolUrl =
+          owner === undefined ? undefined : enrolmentUrl(linkBaseOf(undefined), owner.link.token);
         if (opts.json) {
           io.out(
             JSON.stringify(
-              { db: dbPath, keyfile: keyfileOf(dbPath), company_id: t.company_id, owner_api_key: key },
+              {
+                db: dbPath,
+                keyfile: keyfileOf(dbPath),
+                company_id: t.company_id,
+                owner_api_key: key,
+                ...(enrolUrl !== undefined ? { owner_enrolment_url: enrolUrl } : {}),
+              },
               null,
               2,
             ),
@@ -249,6 +263,14 @@ export function registerInit(program: Command, io: Io, setExit: (code: number) =
               `  ${key}`,
               ``,
               `  export SOLID_API_KEY=${key}`,
+              ...(enrolUrl !== undefined
+                ? [
+                    ``,
+                    `  the owner's enrolment link (one use, 24 h; \`solid serve\` prints a fresh one until you enrol):`,
+                    `  ${enrolUrl}`,
+                    `  open it once the server runs and register a passkey: you approve agents' actions as a signed-in human`,
+                  ]
+                : []),
             ].join('\n'),
           );
         }

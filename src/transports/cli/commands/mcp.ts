@@ -17,6 +17,7 @@
  *
  * Spec: spec/transports.md §mcp-stdio, §remote-mcp. Client configuration: docs/mcp.md.
  */
+import { approvalDecidedIn } from '../../mcp/consent-elicitation.ts';
 import type { Command } from 'commander';
 import { KNOWN_PACKS } from '../../../packs.ts';
 import { installPack, type Pack } from '../../../runtime/pack.ts';
@@ -108,6 +109,9 @@ export async function runMcpStdio(program: Command, io: Io, flags: McpFlags): Pr
       refresh: () => refreshPacks(local),
       refreshMs: Math.round(seconds * 1000),
       approvalUrl: dashboardApprovals(process.env.SOLID_DASHBOARD_URL),
+      // URL-mode elicitation opens the approval page (SOLID_PUBLIC_URL) and completes the call
+      // once a human decided there. spec/consent.md §approval-page
+      approvalDecided: approvalDecidedIn(local.rt.store, local.rt.clock),
     });
     const onSignal = () => void served.close();
     process.once('SIGINT', onSignal);
@@ -127,8 +131,8 @@ export async function runMcpStdio(program: Command, io: Io, flags: McpFlags): Pr
 /** `SOLID_DASHBOARD_URL` (e.g. http://127.0.0.1:4400, where `solid serve` runs) → its approvals page, for hints. */
 function dashboardApprovals(base: string | undefined): ((approvalId: string) => string) | undefined {
   if (base === undefined || base.trim() === '') return undefined;
-  const page = `${base.trim().replace(/\/+$/, '')}/#approvals`;
-  return () => page;
+  const root = base.trim().replace(/\/+$/, '');
+  return (approvalId) => `${root}/approvals/${encodeURIComponent(approvalId)}`;
 }
 
 /**

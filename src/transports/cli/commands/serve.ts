@@ -40,7 +40,11 @@ import { startTracing } from '../tracing.ts';
 import { normalizeAllowedOrigins, parseTrustProxy, type TrustProxy } from '../../http/origin-policy.ts';
 import { loadHttpMounts } from '../../server/http-mounts.ts';
 import { DEFAULT_RATE_LIMITS, type RateLimits } from '../../http/rate-limit.ts';
-import { localOptionsOf, openLocal, keyfileOf } from '../local.ts';
+import { localOptionsOf, openLocal, keyfileOf, publicUrlOf } from '../local.ts';
+import { enrolmentUrl } from '../../../identity/enrolment.ts';
+import { ownerEnrolmentLink } from '../../../identity/invite.ts';
+import { recordPublicUrl } from '../../../identity/public-url.ts';
+import { tenantOfFlags } from './keys.ts';
 import { resolveToolsets, ToolsetError } from '../../mcp/toolsets.ts';
 import { toolsetFlags } from './mcp.ts';
 import { DECLARATION_PATH } from '../../../conformance/declaration.ts';
@@ -58,6 +62,8 @@ export interface ServeFlags {
   dynamicToolsets?: boolean;
   /** `--trust-proxy [value]`: true when given bare. */
   trustProxy?: string | boolean;
+  /** `--public-url <url>`: the base of printed links and of pending answers' approval_url. */
+  publicUrl?: string;
   /** `--allowed-origin <origin>`, repeatable. */
   allowedOrigin?: string[];
   /** `--metrics-port <port>`: serve /metrics on its own listener. */
@@ -82,6 +88,10 @@ export function registerServe(program: Command, io: Io, setExit: (code: number) 
     )
     .option('--port <port>', 'TCP port (0 = any free port)', process.env.PORT ?? '4400')
     .option('--host <host>', 'interface to bind', '127.0.0.1')
+    .option(
+      '--public-url <url>',
+      "the server's public base URL, for the links it prints and pending answers' approval_url (env SOLID_PUBLIC_URL; default http://localhost:<port>)",
+    )
     .option('--durability <mode>', 'normal (WAL, synchronous=NORMAL) or full (synchronous=FULL)', 'normal')
     .option('--body-limit <bytes>', 'maximum request body in bytes (default 1048576)')
     .option(
@@ -169,6 +179,14 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
   let proxy: { trustProxy: TrustProxy; allowedOrigins: string[] };
   try {
     proxy = proxyOptionsOf(flags, process.env);
+  } catch (err) {
+    if (!(err instanceof VerbError)) throw err;
+    return usage(io, `${err.message} ${err.hint ?? ''}`.trim());
+  }
+
+  let configuredPublicUrl: string | undefined;
+  try {
+    configuredPublicUrl = publicUrlOf(flags.publicUrl) ?? publicUrlOf(process.env.SOLID_PUBLIC_URL);
   } catch (err) {
     if (!(err instanceof VerbError)) throw err;
     return usage(io, `${err.message} ${err.hint ?? ''}`.trim());
@@ -263,12 +281,19 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
           ? `[${addr.address}]`
           : addr.address;
     const base = `http://${shownHost}:${addr.port}`;
+    // Links a human opens use a host name: WebAuthn refuses an IP address as relying party, and
+    // the session cookie belongs to the host the browser was given. spec/consent.md §approval-page
+    const publicBase = configuredPublicUrl ?? `http://localhost:${addr.port}`;
+    rt.options.publicUrl = publicBase;
+    await recordPublicUrl(rt.store, publicBase);
     const lines = [
       `  API        ${base}/api/v1/agent/verbs  (POST ${base}/api/v1/agent/dispatch/{verb})`,
       `  OpenAPI    ${base}/openapi.json`,
     ];
     if (app.hasRoute({ method: 'GET', url: '/' }))
-      lines.push(`  Dashboard  ${base}/          (log in with a key; the page registers its WebMCP tools)`);
+      lines.push(
+        `  Dashboard  ${publicBase}/          (sign in with your passkey; approvals: ${publicBase}/approvals/<id>)`,
+      );
     if (app.hasRoute({ method: 'GET', url: '/webmcp.js' })) lines.push(`  WebMCP     ${base}/webmcp.js`);
     if (app.hasRoute({ method: 'POST', url: '/mcp' }))
       lines.push(
@@ -286,6 +311,10 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     } else if (metrics !== undefined)
       lines.push(`  Metrics    ${base}/metrics  (Bearer SOLID_METRICS_TOKEN)`);
     lines.push(`  database   ${local.dbPath}`, `  health     ${base}/healthz  ${base}/readyz`);
+    if (app.hasRoute({ method: 'GET', url: '/enrol/:token' })) {
+      const enrol = await ownerLinkLine(rt, publicBase);
+      if (enrol !== undefined) lines.push(enrol);
+    }
     io.out(lines.join('\n'));
     // The handlers go in before the ready line: a supervisor (or a test) that stops the server as
     // soon as it reads "ready" must find SIGTERM handled, not the default action (killed, no flush).
@@ -392,6 +421,27 @@ function untilSignal(io: Io): Promise<NodeJS.Signals> {
     process.on('SIGINT', on);
     process.on('SIGTERM', on);
   });
+}
+
+/**
+ * The owner's enrolment line while the first tenant's owner has no human credential (a fresh
+ * one-time link each start, so the demo stays two commands); undefined once they enrolled, or
+ * when the database has no tenant. spec/consent.md §human-sign-in
+ */
+async function ownerLinkLine(rt: Runtime, publicBase: string): Promise<string | undefined> {
+  let companyId: number;
+  try {
+    companyId = await tenantOfFlags(rt, undefined);
+  } catch {
+    return undefined;
+  }
+  const made = await ownerEnrolmentLink(rt.store, companyId, rt.clock());
+  if (made === undefined) return undefined;
+  return [
+    `  Enrol      ${enrolmentUrl(publicBase, made.link.token)}`,
+    `             (the owner's one-time link, until ${made.link.expires_at}: open it and register a passkey,`,
+    `              then approve agents' charges on the approval page; a fresh link each start until you enrol)`,
+  ].join('\n');
 }
 
 /**

@@ -1,0 +1,138 @@
+/**
+ * Inviting people and the owner's first link: the operator's side of human identity (`solid users
+ * invite|list|disable`, `solid serve`, `solid init`) and a signed-in human owner's (the dashboard).
+ * Never an API key: these functions take no principal from a key, and the routes that call them
+ * require a human session (sign-in-routes.ts). Every change is audited in its own transaction.
+ * spec/consent.md §human-sign-in
+ */
+import type { Store } from '../store/store.ts';
+import type { Role } from '../spec/types.ts';
+import { createEnrolmentLink, DEFAULT_ENROLMENT_TTL_SECONDS, type EnrolmentLink } from './enrolment.ts';
+import { appendHumanAudit } from './human-audit.ts';
+import { ensureOwnerUser, getUser, hasCredential, insertUser, setUserStatus, type User } from './users.ts';
+
+/** Who invites: the operator at the CLI (undefined) or a signed-in human owner. */
+export type Inviter = { user_id: number; role: Role } | undefined;
+
+function actorFields(by: Inviter): { actor?: { user_id: number; role: string }; agent_type: string } {
+  return by === undefined ? { agent_type: 'cli:operator' } : { actor: by, agent_type: 'human:dashboard' };
+}
+
+/**
+ * Add a user (status invited) and make their one-time enrolment link, audited as `users.invite`
+ * (name, role, link expiry; never the token). Throws the store's unique-key error for a taken id.
+ */
+export async function inviteUser(
+  store: Store,
+  u: { company_id: number; name: string; role: Role; user_id?: number },
+  by: Inviter,
+  now: Date,
+  ttlSeconds = DEFAULT_ENROLMENT_TTL_SECONDS,
+): Promise<{ user: User; link: EnrolmentLink }> {
+  return store.write(async (tx) => {
+    const user = await insertUser(tx, u, now);
+    const link = await createEnrolmentLink(tx, user, now, ttlSeconds);
+    await appendHumanAudit(tx, {
+      company_id: u.company_id,
+      action: 'users.invite',
+      status: 'completed',
+      ...actorFields(by),
+      request_data: {
+        user_id: user.user_id,
+        name: user.name,
+        role: user.role,
+        link_expires_at: link.expires_at,
+      },
+      subject_user_id: user.user_id,
+      now,
+    });
+    return { user, link };
+  });
+}
+
+/**
+ * A fresh enrolment link for an existing user who is not disabled, audited as
+ * `users.enrolment_link`; undefined when there is no such user.
+ */
+export async function newEnrolmentLink(
+  store: Store,
+  companyId: number,
+  userId: number,
+  by: Inviter,
+  now: Date,
+  ttlSeconds = DEFAULT_ENROLMENT_TTL_SECONDS,
+): Promise<{ user: User; link: EnrolmentLink } | undefined> {
+  return store.write(async (tx) => {
+    const user = await getUser(tx, companyId, userId);
+    if (user === undefined || user.status === 'disabled') return undefined;
+    const link = await createEnrolmentLink(tx, user, now, ttlSeconds);
+    await appendHumanAudit(tx, {
+      company_id: companyId,
+      action: 'users.enrolment_link',
+      status: 'completed',
+      ...actorFields(by),
+      request_data: { user_id: userId, link_expires_at: link.expires_at },
+      subject_user_id: userId,
+      now,
+    });
+    return { user, link };
+  });
+}
+
+/**
+ * The owner's enrolment link while the tenant's owner user has no credential: the owner user is
+ * made when missing (ensureOwnerUser: the user of the owner API key), then a fresh link each call.
+ * Undefined once the owner has a passkey or a confirmed TOTP (the link would be a way in for
+ * whoever reads the server's output). Used by `solid serve` and `solid init`.
+ */
+export async function ownerEnrolmentLink(
+  store: Store,
+  companyId: number,
+  now: Date,
+): Promise<{ user: User; link: EnrolmentLink } | undefined> {
+  const owner = await store.write((tx) => ensureOwnerUser(tx, companyId, now));
+  if (owner.status === 'disabled') return undefined;
+  if (await store.read((q) => hasCredential(q, companyId, owner.user_id))) return undefined;
+  return newEnrolmentLink(store, companyId, owner.user_id, undefined, now);
+}
+
+/**
+ * Disable a user: every sign-in refused from now on, and their open browser sessions ended
+ * (their rows deleted; none when the server never mounted the dashboard), audited as
+ * `users.disable`. Their API keys are agent credentials, revoked apart (`solid api-keys revoke`).
+ * Returns false when there is no such user or they were disabled already.
+ */
+export async function disableUser(
+  store: Store,
+  companyId: number,
+  userId: number,
+  by: Inviter,
+  now: Date,
+): Promise<boolean> {
+  const changed = await store.write(async (tx) => {
+    const changed = await setUserStatus(tx, companyId, userId, 'disabled');
+    if (!changed) return false;
+    await appendHumanAudit(tx, {
+      company_id: companyId,
+      action: 'users.disable',
+      status: 'completed',
+      ...actorFields(by),
+      request_data: { user_id: userId },
+      subject_user_id: userId,
+      now,
+    });
+    return true;
+  });
+  if (changed)
+    await store
+      .write((tx) =>
+        tx.run('DELETE FROM web_sessions WHERE company_id = ? AND user_id = ? AND key_id IS NULL', [
+          companyId,
+          userId,
+        ]),
+      )
+      .catch(() => {
+        /* no web_sessions table: this database never served the dashboard, so no session is open */
+      });
+  return changed;
+}
