@@ -340,6 +340,13 @@ export class Registry {
         `${consentClass} verbs need a typed-phrase builder (e.g. "CHARGE $50.00 to invoice #4242")`,
       );
     }
+    if (def.ungated !== undefined && (!delegated || typeof def.ungated !== 'string' || def.ungated === '')) {
+      throw new RegistrationError(
+        name,
+        'ungated',
+        'only a verb that delegates its consent may declare it never gates, with the reason in words',
+      );
+    }
     if (def.revert !== undefined && typeof def.revert.handler !== 'function') {
       throw new RegistrationError(name, 'revert.handler', 'must be a function');
     }
@@ -388,13 +395,15 @@ export class Registry {
     const outputSchema = def.output !== undefined ? inlineSchema(def.output) : shapeOutputSchema(def.shape);
     const record: VerbRecord = {
       name,
-      description: def.description,
+      description:
+        def.ungated === undefined ? def.description : `${def.description} No consent gate: ${def.ungated}`,
       shape: def.shape,
       side_effects: sideEffects,
       input_schema: inputSchema,
       output_schema: outputSchema,
       surfaces: [...surfaces],
-      requires_consent: isWrite && consentClass !== 'READ' ? true : delegated,
+      // A delegated verb that never gates says so (`ungated`, with why): the record says what runs.
+      requires_consent: isWrite && consentClass !== 'READ' ? true : delegated && def.ungated === undefined,
       tier_floor: tierFloor,
     };
     const check = validateVerbRecord(record);
