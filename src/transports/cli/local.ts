@@ -22,7 +22,7 @@ import { systemVerbs } from '../../verbs/index.ts';
 import { KNOWN_PACKS } from '../../packs.ts';
 import { PackError, checkPacks, installPack, type Pack } from '../../runtime/pack.ts';
 import { runtimeMigrations } from '../../store/migrations/runtime.ts';
-import { webSessionMigrations } from '../webmcp/session-store.ts';
+import { webSessionMigrations } from '../../identity/session-store.ts';
 import { cliLoginMigrations } from '../remote/cli-login-store.ts';
 import { loadPackSources, type PackSource } from './packs.ts';
 import type { Command } from 'commander';
