@@ -392,6 +392,12 @@ export class Registry {
       );
     }
 
+    // The agent's free-text arguments must be declared top-level properties (spec/consent.md §pending).
+    for (const f of def.agent_text ?? []) {
+      const props = (inputSchema as { properties?: Record<string, unknown> }).properties ?? {};
+      if (!Object.hasOwn(props, f))
+        throw new RegistrationError(name, 'agent_text', `"${f}" is not a top-level property of the input`);
+    }
     const outputSchema = def.output !== undefined ? inlineSchema(def.output) : shapeOutputSchema(def.shape);
     const record: VerbRecord = {
       name,

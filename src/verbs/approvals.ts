@@ -77,7 +77,9 @@ function approverFloor(row: Pick<ApprovalRow, 'role_floor'>): Role {
 
 /** Where this decision is made (spec/consent.md §provenance): the caller's human channel, else the agent. */
 function decisionChannel(ctx: SystemVerbContext): ConsentChannel {
-  return channelOfCall(ctx.phraseChannel === 'human', ctx.surface);
+  const p = ctx.principal;
+  const human = p.actor === 'human' || ctx.phraseChannel === 'human';
+  return channelOfCall(human, ctx.surface, p.actor === 'human' ? p.consent_channel : undefined);
 }
 
 const notFound = refuse.approvalNotFound;
@@ -410,6 +412,7 @@ export const approvalsApprove = defineSystemVerb<ApprovalsApproveArgs>({
     const decided = await approveById(ctxTx(ctx), p.company_id, row.approval_id, {
       by: p.user_id,
       role: p.role,
+      name: p.user_name ?? null,
       at: nowIso,
       channel: decisionChannel(ctx),
       retryExpiresAt,
@@ -477,6 +480,7 @@ export const approvalsReject = defineSystemVerb<ApprovalsRejectArgs>({
     const decided = await rejectById(ctxTx(ctx), p.company_id, row.approval_id, {
       by: p.user_id,
       role: p.role,
+      name: p.user_name ?? null,
       at: nowIso,
       channel: decisionChannel(ctx),
       note: args.note ?? null,

@@ -21,6 +21,7 @@ import { defineSystemVerb, type OriginalAction, type SystemVerbContext } from '.
 import type { StoreTx } from '../store/store.ts';
 import { parseJson } from '../store/store.ts';
 import type { TenantSettings } from '../runtime/tenants.ts';
+import { mayConsent } from '../identity/consent-predicate.ts';
 import {
   GATE_RULE_OPS,
   MAX_GATE_RULES,
@@ -39,7 +40,8 @@ async function readSettings(ctx: SystemVerbContext): Promise<TenantSettings> {
   const row = await ctx.db.get<{ settings: unknown }>('SELECT settings FROM tenants WHERE company_id = ?', [
     ctx.principal.company_id,
   ]);
-  if (row === undefined) throw new VerbError('not_found', `Tenant ${ctx.principal.company_id} does not exist.`);
+  if (row === undefined)
+    throw new VerbError('not_found', `Tenant ${ctx.principal.company_id} does not exist.`);
   return parseJson<TenantSettings>(row.settings) ?? {};
 }
 
@@ -55,8 +57,10 @@ async function writeSettings(ctx: SystemVerbContext, settings: TenantSettings): 
  * Changing consent settings is a human act (spec/consent.md §conditional-gates): refused with
  * `human_required` when the call did not come through a human channel.
  */
-function requireHuman(ctx: SystemVerbContext, what: string): void {
-  if (ctx.phraseChannel === 'human') return;
+function requireHuman(ctx: SystemVerbContext, what: string, settings: TenantSettings): void {
+  // The one predicate (src/identity/consent-predicate.ts); the transport's human-channel mark is
+  // read too while transports still set it instead of a human principal.
+  if (mayConsent(ctx.principal, 'change_consent_settings', settings) || ctx.phraseChannel === 'human') return;
   throw new VerbError(
     'human_required',
     `Only a signed-in human may change ${what}; an agent's credential cannot. Nothing changed.`,
@@ -71,14 +75,16 @@ async function restore(
   ctx: SystemVerbContext,
   original: OriginalAction,
   member: 'approval_ttl_minutes' | 'gate_rules',
-): Promise<Record<string, unknown>> {
+): Promise<{ revert_action: string }> {
   const settings = await readSettings(ctx);
+  // Restoring fewer rules or a shorter wait may loosen a gate: a human act like setting it.
+  requireHuman(ctx, member === 'gate_rules' ? 'conditional gates' : 'how long approvals wait', settings);
   const previous = (original.rollback as { previous?: unknown }).previous;
   if (previous === undefined || previous === null) delete settings[member];
   else (settings as Record<string, unknown>)[member] = previous;
   await writeSettings(ctx, settings);
   ctx.setEntity('tenant', ctx.principal.company_id);
-  return { status: 'reverted', [member]: previous ?? null };
+  return { revert_action: `${member} restored to ${JSON.stringify(previous ?? null)}` };
 }
 
 export const tenantApprovalTtlSet = defineSystemVerb<{
@@ -113,8 +119,8 @@ export const tenantApprovalTtlSet = defineSystemVerb<{
       ? `Let ${a.consent_class} approvals wait as long as their nonce (the default).`
       : `Let ${a.consent_class} approvals wait ${a.minutes} minutes for a human.`,
   async handler(ctx, args) {
-    requireHuman(ctx, 'how long approvals wait');
     const settings = await readSettings(ctx);
+    requireHuman(ctx, 'how long approvals wait', settings);
     const previous = settings.approval_ttl_minutes ?? null;
     const next = { ...(previous ?? {}) };
     if (args.minutes === null) delete next[args.consent_class];
@@ -182,9 +188,9 @@ export const tenantGateRulesSet = defineSystemVerb<{ rules: GateRule[] }>({
       ? 'Remove every conditional-gate rule.'
       : `Set ${a.rules.length} conditional-gate rule(s): ${a.rules.map((r) => `${r.verb} ${describeRule(r)}`).join('; ')}.`,
   async handler(ctx, args) {
-    requireHuman(ctx, 'conditional gates');
-    checkGateRules(args.rules, (name) => ctx.runtime.registry.get(name));
     const settings = await readSettings(ctx);
+    requireHuman(ctx, 'conditional gates', settings);
+    checkGateRules(args.rules, (name) => ctx.runtime.registry.get(name));
     const previous = settings.gate_rules ?? null;
     if (args.rules.length === 0) delete settings.gate_rules;
     else settings.gate_rules = args.rules;

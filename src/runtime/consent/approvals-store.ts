@@ -56,8 +56,9 @@ export interface ApprovalRecord {
   decided_by: number | null;
   decided_at: string | null;
   decided_channel: DecisionChannel | null;
-  /** The approver's role when they decided. */
+  /** The approver's role and display name when they decided. */
   decided_role: Role | null;
+  decided_name: string | null;
   /** The approver's note on a rejection (their words, read by the agent), or why it was superseded. */
   decision_note: string | null;
   created_at: string;
@@ -69,7 +70,7 @@ export interface ApprovalRecord {
 }
 
 const COLUMNS =
-  'approval_id, company_id, jti, verb, args, args_hash, consent_class, typed_phrase, summary, agent_text, requested_by, requested_role, agent_type, status, decided_by, decided_at, decided_channel, decided_role, decision_note, created_at, expires_at, retry_expires_at, role_floor';
+  'approval_id, company_id, jti, verb, args, args_hash, consent_class, typed_phrase, summary, agent_text, requested_by, requested_role, agent_type, status, decided_by, decided_at, decided_channel, decided_role, decided_name, decision_note, created_at, expires_at, retry_expires_at, role_floor';
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
@@ -84,6 +85,7 @@ function recordOf(raw: Record<string, unknown>): ApprovalRecord {
     args_hash: (raw.args_hash as string | null | undefined) ?? null,
     decided_channel: (raw.decided_channel as DecisionChannel | null | undefined) ?? null,
     decided_role: (raw.decided_role as Role | null | undefined) ?? null,
+    decided_name: (raw.decided_name as string | null | undefined) ?? null,
     retry_expires_at: (raw.retry_expires_at as string | null | undefined) ?? null,
     role_floor: (raw.role_floor as Role | null | undefined) ?? null,
   };
@@ -248,6 +250,8 @@ export async function countWaitingByTenant(
 export interface Decision {
   by: number;
   role: Role;
+  /** The approver's display name (users table), when known. */
+  name?: string | null;
   at: string;
   channel: DecisionChannel | null;
   note?: string | null;
@@ -263,8 +267,8 @@ export async function approveById(
   d: Decision,
 ): Promise<boolean> {
   const r = await tx.run(
-    `UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ?, decided_channel = ?, decided_role = ?, retry_expires_at = ? WHERE approval_id = ? AND company_id = ? AND status = 'pending'`,
-    [d.by, d.at, d.channel, d.role, d.retryExpiresAt ?? null, approvalId, companyId],
+    `UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ?, decided_channel = ?, decided_role = ?, decided_name = ?, retry_expires_at = ? WHERE approval_id = ? AND company_id = ? AND status = 'pending'`,
+    [d.by, d.at, d.channel, d.role, d.name ?? null, d.retryExpiresAt ?? null, approvalId, companyId],
   );
   return r.changes === 1;
 }
@@ -277,8 +281,8 @@ export async function rejectById(
   d: Decision,
 ): Promise<boolean> {
   const r = await tx.run(
-    `UPDATE approvals SET status = 'rejected', decided_by = ?, decided_at = ?, decided_channel = ?, decided_role = ?, decision_note = ? WHERE approval_id = ? AND company_id = ? AND status IN ('pending', 'approved')`,
-    [d.by, d.at, d.channel, d.role, d.note ?? null, approvalId, companyId],
+    `UPDATE approvals SET status = 'rejected', decided_by = ?, decided_at = ?, decided_channel = ?, decided_role = ?, decided_name = ?, decision_note = ? WHERE approval_id = ? AND company_id = ? AND status IN ('pending', 'approved')`,
+    [d.by, d.at, d.channel, d.role, d.name ?? null, d.note ?? null, approvalId, companyId],
   );
   return r.changes === 1;
 }
@@ -308,6 +312,7 @@ export interface ConsumedApproval {
   decided_at: string | null;
   decided_channel: DecisionChannel | null;
   decided_role: Role | null;
+  decided_name: string | null;
 }
 
 /**
@@ -320,7 +325,7 @@ export async function consumeApprovalByJti(
   jti: string,
 ): Promise<ConsumedApproval | undefined> {
   const r = await tx.get<Record<string, unknown>>(
-    `UPDATE approvals SET status = 'consumed' WHERE jti = ? AND company_id = ? AND status IN ('pending', 'approved') RETURNING approval_id, decided_by, decided_at, decided_channel, decided_role`,
+    `UPDATE approvals SET status = 'consumed' WHERE jti = ? AND company_id = ? AND status IN ('pending', 'approved') RETURNING approval_id, decided_by, decided_at, decided_channel, decided_role, decided_name`,
     [jti, companyId],
   );
   if (r === undefined) return undefined;
@@ -330,6 +335,7 @@ export async function consumeApprovalByJti(
     decided_at: (r.decided_at as string | null) ?? null,
     decided_channel: (r.decided_channel as DecisionChannel | null) ?? null,
     decided_role: (r.decided_role as Role | null) ?? null,
+    decided_name: (r.decided_name as string | null) ?? null,
   };
 }
 

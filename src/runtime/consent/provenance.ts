@@ -34,6 +34,8 @@ export interface ConsentProvenance {
   user_id: number | 'agent';
   /** The role of that human at the time (absent for the agent). */
   role?: string;
+  /** That human's display name at the time, when known (the users table). */
+  user_name?: string;
   /** The approval that carried the consent (out-of-band approvals and typed-phrase gates). */
   approval_id?: string;
   /** When the consent was given (the approval's decision, or the confirm call). */
@@ -127,8 +129,20 @@ export function provenanceWords(
       return `Typed by the agent: this business allows agent-typed phrases, ${at}${raised}`;
     return `Confirmed by the agent, ${at}${raised}`;
   }
-  const name = nameOf?.(p.user_id);
+  const name = p.user_name ?? nameOf?.(p.user_id);
   const who = `${name ?? `user ${p.user_id}`}${p.role !== undefined ? ` (${p.role})` : ''}`;
   const verb = p.act === 'confirmation' ? 'Confirmed' : 'Typed';
   return `${verb} by ${who} ${CHANNEL_WORDS[p.channel]}, ${at}${p.approval_id ? ` (approval ${p.approval_id})` : ''}${raised}`;
+}
+
+/**
+ * A receipt's `consent` member with its words, for `solid receipt verify` and
+ * audit.verify_receipt; null when the receipt carries none (older receipts, ungated writes).
+ */
+export function consentInWords(
+  v: unknown,
+  nameOf?: (userId: number) => string | undefined,
+): { provenance: ConsentProvenance; words: string } | null {
+  const p = parseProvenance(v);
+  return p === undefined ? null : { provenance: p, words: provenanceWords(p, nameOf, { withDate: true }) };
 }

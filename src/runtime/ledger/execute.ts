@@ -57,6 +57,7 @@ export interface Consent {
   /** Where the approval was decided and the approver's role then (spec/consent.md §provenance). */
   approvedChannel?: string;
   approvedRole?: string;
+  approvedName?: string;
   /** SHA-256 of the call's canonical arguments (the nonce's `a`), when the consent step computed it. */
   argsHash?: string;
   /** The class of the gate that applied (the declared class, or higher when a rule raised it). */
@@ -138,6 +139,7 @@ async function burnNonce(
         c.approvedAt = used.decided_at ?? undefined;
         c.approvedChannel = used.decided_channel ?? undefined;
         c.approvedRole = used.decided_role ?? undefined;
+        c.approvedName = used.decided_name ?? undefined;
       }
     } else {
       const row = await findApprovalByJti(tx, companyId, jti);
@@ -331,19 +333,28 @@ export function provenanceOf(input: ExecuteInput, nowIso: string): ConsentProven
       channel: (c.approvedChannel as ConsentProvenance['channel'] | undefined) ?? 'dashboard',
       user_id: c.approvedBy,
       ...(c.approvedRole !== undefined ? { role: c.approvedRole } : {}),
+      ...(c.approvedName !== undefined ? { user_name: c.approvedName } : {}),
       ...approval,
       at: c.approvedAt ?? nowIso,
       ...raised,
     };
   }
-  const human = input.caller.phraseChannel === 'human';
-  const channel = channelOfCall(human, input.caller.surface);
+  // Who is behind the call: the principal's actor (src/identity), or the transport's human-channel
+  // mark while transports still set one.
+  const p = input.principal;
+  const human = p.actor === 'human' || input.caller.phraseChannel === 'human';
+  const channel = channelOfCall(
+    human,
+    input.caller.surface,
+    p.actor === 'human' ? p.consent_channel : undefined,
+  );
   return {
     class: cls,
     act: typed ? 'typed_phrase' : 'confirmation',
     channel,
-    user_id: channel === 'agent' ? 'agent' : input.principal.user_id,
-    ...(channel === 'agent' ? {} : { role: input.principal.role }),
+    user_id: channel === 'agent' ? 'agent' : p.user_id,
+    ...(channel === 'agent' ? {} : { role: p.role }),
+    ...(channel !== 'agent' && p.user_name !== undefined ? { user_name: p.user_name } : {}),
     ...approval,
     at: nowIso,
     ...raised,

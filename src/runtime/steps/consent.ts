@@ -164,6 +164,7 @@ async function consentGate(c: Keyed): Promise<Consent | Envelope> {
         decided.approvedAt = approval.decided_at as string;
         if (approval.decided_channel !== null) decided.approvedChannel = approval.decided_channel;
         if (approval.decided_role !== null) decided.approvedRole = approval.decided_role;
+        if (approval.decided_name !== null) decided.approvedName = approval.decided_name;
         return decided;
       }
       if (status === 'expired') throw approvalExpired(verb.name, approval);

@@ -468,7 +468,7 @@ CREATE INDEX subscriptions_user ON subscriptions(company_id, user_id, created_at
  *   arguments hash, `args_hash`) completed by another path, or the pending call was withdrawn.
  *   SQLite cannot change a CHECK in place, so the table is rebuilt there.
  * - approvals.args_hash (the nonce's `a`), agent_text (the agent's free text, shown apart),
- *   decided_channel and decided_role (where and as what the human decided), retry_expires_at (the window the agent's confirm
+ *   decided_channel, decided_role and decided_name (where, as what and who decided), retry_expires_at (the window the agent's confirm
  *   has after an approval, opened at the decision).
  * - audit_log.consent: the consent provenance of a consented write, canonical JSON text, in the
  *   row hash only when present (older rows hash as before).
@@ -498,6 +498,7 @@ CREATE TABLE approvals_v12 (
   agent_text TEXT,
   decided_channel TEXT,
   decided_role TEXT,
+  decided_name TEXT,
   retry_expires_at TEXT
 );
 INSERT INTO approvals_v12 (approval_id, company_id, jti, verb, args, consent_class, typed_phrase, summary, requested_by, requested_role, agent_type, status, decided_by, decided_at, decision_note, created_at, expires_at, role_floor)
@@ -513,6 +514,7 @@ ALTER TABLE approvals ADD COLUMN args_hash TEXT;
 ALTER TABLE approvals ADD COLUMN agent_text JSONB;
 ALTER TABLE approvals ADD COLUMN decided_channel TEXT;
 ALTER TABLE approvals ADD COLUMN decided_role TEXT;
+ALTER TABLE approvals ADD COLUMN decided_name TEXT;
 ALTER TABLE approvals ADD COLUMN retry_expires_at TEXT;
 {/postgres}
 CREATE INDEX approvals_same_action ON approvals(company_id, verb, args_hash) WHERE status IN ('pending', 'approved');
