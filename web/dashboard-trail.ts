@@ -62,6 +62,8 @@ export interface TrailEntry {
   approved_at?: string | null;
   required_approval?: boolean;
   self_approved?: boolean;
+  /** Consent provenance in words (spec/consent.md §provenance), on the receipt view's entry. */
+  consent_words?: string | null;
   reverted_by_audit_id?: number | null;
   reverted_at?: string | null;
   [k: string]: unknown;
@@ -163,6 +165,9 @@ function whyNotRevertible(ctx: DashboardContext, entry: TrailEntry): string | un
 }
 
 function consentPath(entry: TrailEntry): string {
+  // Who consented, where and when, as recorded with the row (e.g. "Typed by Jane Ruiz (owner) on
+  // the approval page, 10:14 UTC"; "Confirmed by the agent").
+  if (typeof entry.consent_words === 'string' && entry.consent_words !== '') return entry.consent_words;
   const cls = entry.consent_class ?? 'none';
   const parts: string[] = [];
   if (cls === 'READ') parts.push('a read: no consent needed');

@@ -43,7 +43,6 @@ import { observe } from './steps/observe.ts';
 
 export type { Caller, DispatchOptions, DispatchOutcome, PhraseChannel, ToolsetSelection } from './core.ts';
 export { pendingPhrase } from './steps/consent.ts';
-export { humanApprovalPlaces, phraseChannelRefusal } from './consent/refusals.ts';
 export { MAX_ARGS_DEPTH } from './input-walk.ts';
 /** Blocked names refused whatever the role or confirmation (spec/consent.md §blocklist). */
 export { DEFAULT_BLOCKLIST } from './consent/blocklist.ts';

@@ -340,6 +340,13 @@ export class Registry {
         `${consentClass} verbs need a typed-phrase builder (e.g. "CHARGE $50.00 to invoice #4242")`,
       );
     }
+    if (def.ungated !== undefined && (!delegated || typeof def.ungated !== 'string' || def.ungated === '')) {
+      throw new RegistrationError(
+        name,
+        'ungated',
+        'only a verb that delegates its consent may declare it never gates, with the reason in words',
+      );
+    }
     if (def.revert !== undefined && typeof def.revert.handler !== 'function') {
       throw new RegistrationError(name, 'revert.handler', 'must be a function');
     }
@@ -385,16 +392,24 @@ export class Registry {
       );
     }
 
+    // The agent's free-text arguments must be declared top-level properties (spec/consent.md §pending).
+    for (const f of def.agent_text ?? []) {
+      const props = (inputSchema as { properties?: Record<string, unknown> }).properties ?? {};
+      if (!Object.hasOwn(props, f))
+        throw new RegistrationError(name, 'agent_text', `"${f}" is not a top-level property of the input`);
+    }
     const outputSchema = def.output !== undefined ? inlineSchema(def.output) : shapeOutputSchema(def.shape);
     const record: VerbRecord = {
       name,
-      description: def.description,
+      description:
+        def.ungated === undefined ? def.description : `${def.description} No consent gate: ${def.ungated}`,
       shape: def.shape,
       side_effects: sideEffects,
       input_schema: inputSchema,
       output_schema: outputSchema,
       surfaces: [...surfaces],
-      requires_consent: isWrite && consentClass !== 'READ' ? true : delegated,
+      // A delegated verb that never gates says so (`ungated`, with why): the record says what runs.
+      requires_consent: isWrite && consentClass !== 'READ' ? true : delegated && def.ungated === undefined,
       tier_floor: tierFloor,
     };
     const check = validateVerbRecord(record);

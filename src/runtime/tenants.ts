@@ -15,6 +15,7 @@ import { parseJson } from '../store/store.ts';
 import type { Principal, Role, Tier, VerbClass } from '../spec/types.ts';
 import { ROLES, TIERS } from '../spec/types.ts';
 import { VerbError } from './errors.ts';
+import type { GateRule } from './consent/gate-rules.ts';
 import { refuse } from './refusals.ts';
 import { sha256Bytes, sha256Hex } from './sha256.ts';
 import { agentPrincipal } from '../identity/principal.ts';
@@ -41,6 +42,13 @@ export interface TenantSettings {
    * CLI's terminal prompt, the WebMCP in-page dialog).
    */
   phrase_channel?: PhraseChannelSetting;
+  /**
+   * How long an approval of a typed-phrase class waits for a human, in minutes (5…1440), per
+   * class; unset: as long as its nonce (spec/consent.md §approvals). Set by tenant.approval_ttl_set.
+   */
+  approval_ttl_minutes?: Partial<Record<'WRITE_FINANCIAL' | 'IRREVERSIBLE', number>>;
+  /** Conditional gates: rules that raise a verb's gate by its arguments (spec/consent.md §conditional-gates). */
+  gate_rules?: GateRule[];
   /** Anything else a pack stores. */
   [k: string]: unknown;
 }

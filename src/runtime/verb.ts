@@ -6,6 +6,7 @@
  * runtime-only part stays beside it (consent class, role floor, category, phrase builder, handler,
  * revert handler, secret fields). Spec: spec/manifest.md, spec/consent.md, spec/receipts.md.
  */
+import type { GateRule } from './consent/gate-rules.ts';
 import type { z, ZodType } from 'zod';
 import type {
   JsonSchema,
@@ -142,6 +143,10 @@ export interface DelegatedConsent {
   summary: string;
   /** The verb whose daily cap this counts against, when any. */
   capClass?: VerbClass;
+  /** The target's agent free text (its `agent_text` arguments, by name), shown apart from the summary. */
+  agentText?: Record<string, string>;
+  /** The owner's conditional-gate rules that raised the target's gate. spec/consent.md §conditional-gates */
+  raisedBy?: GateRule[];
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a verb without declared types takes any args
@@ -163,6 +168,13 @@ export interface VerbDefinition<A = any, R = any> {
   consent?: VerbClass;
   /** Consent decided per call from the target action (system verbs only). */
   delegateConsent?: (ctx: VerbContext, args: A) => Promise<DelegatedConsent>;
+  /**
+   * A delegated verb that never asks for consent (its delegateConsent always answers class null)
+   * says so, with the reason in words: its VerbRecord then says `requires_consent: false` and the
+   * description ends with "No consent gate: <reason>". The floors step refuses (internal error) a
+   * call where such a verb answers a class. spec/manifest.md §consistency
+   */
+  ungated?: string;
   /** Default from the class: READ → read, others → write (mixed when a revert handler exists). */
   side_effects?: SideEffect;
   /** Default all five. */
@@ -180,8 +192,18 @@ export interface VerbDefinition<A = any, R = any> {
   cap_exempt?: boolean;
   /** Typed phrase from the args; required for WRITE_FINANCIAL and IRREVERSIBLE. */
   phrase?: (args: A) => string;
-  /** Plain-language description of what will happen (pending answers, approvals, dialogs). */
+  /**
+   * Plain-language description of what will happen (pending answers, approvals, dialogs): the
+   * sentence a human consents to, built from typed, validated fields only — never from the
+   * `agent_text` arguments (a summary quoting one is replaced by the generic one).
+   */
   summary?: (args: A) => string;
+  /**
+   * Top-level string arguments that are the agent's own free text (a refund's reason, a note):
+   * shown apart from the summary in pending answers, approvals and forms, labelled as the agent's
+   * words, never part of the sentence consented to. spec/consent.md §pending
+   */
+  agent_text?: readonly string[];
   /** Name of the preview verb for this write (its output is attached to pending answers). */
   preview?: string;
   /** Arg fields redacted in the audit log (dotted paths). */

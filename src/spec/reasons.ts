@@ -128,6 +128,20 @@ export const REASONS = {
     'This tenant counts a typed phrase only from a channel a human types into; approve the pending approval there.',
     { denial: true },
   ),
+  approval_superseded: r(
+    409,
+    6,
+    'conflict',
+    'The approval answered an attempt that is over: the same action completed by another path, or the call was withdrawn.',
+    { denial: true },
+  ),
+  human_required: r(
+    403,
+    3,
+    'denied',
+    "Only a signed-in human may do this (approve, change consent settings); an agent's credential cannot.",
+    { denial: true },
+  ),
   approval_not_found: r(404, 5, 'not_found', 'No pending approval with that id for this tenant.'),
   approval_not_pending: r(409, 6, 'conflict', 'The approval was already decided or has expired.'),
   daily_cap_exceeded: r(429, 7, 'limit', "The tenant's daily cap for this consent class is used up.", {

@@ -110,6 +110,14 @@ export interface ConsentRequest {
   approval_url?: string;
   /** The verb's preview output, when it has one. */
   preview?: Record<string, unknown>;
+  /**
+   * The agent's own free text of the call (e.g. a refund's reason), by argument name: shown apart
+   * from `summary`, labelled as the agent's words, never part of what the human consents to.
+   * spec/consent.md §pending
+   */
+  agent_text?: Record<string, string>;
+  /** The owner's conditional-gate rules that raised this call's gate. spec/consent.md §conditional-gates */
+  raised_by?: Array<{ rule_id: string; description: string }>;
 }
 
 /** The standard response envelope, on every transport. spec/envelope.md */

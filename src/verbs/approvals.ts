@@ -22,8 +22,8 @@
  * approve/reject are projected on http and cli only (human-facing), not into agents' tool lists
  * (mcp_stdio, webmcp, ucp); the phrase and the role floor are the actual safeguards.
  */
-import type { Role, VerbClass } from '../spec/types.ts';
-import { parseJson } from '../store/store.ts';
+import type { Role } from '../spec/types.ts';
+import type { StoreTx } from '../store/store.ts';
 import { VerbError } from '../runtime/errors.ts';
 import {
   defineSystemVerb,
@@ -33,8 +33,23 @@ import {
   type SystemVerbContext,
 } from '../runtime/verb.ts';
 import { phrasesMatch } from '../runtime/consent/typed-phrase.ts';
-import { phraseChannelRefusal } from '../runtime/dispatch.ts';
+import { phraseChannelRefusal } from '../runtime/consent/refusals.ts';
+import {
+  APPROVAL_STATUSES,
+  approveById,
+  countApprovals,
+  effectiveStatus,
+  findApprovalById,
+  listApprovals,
+  rejectById,
+  withdrawById,
+  type ApprovalRecord,
+  type ApprovalStatus,
+} from '../runtime/consent/approvals-store.ts';
+import { channelOfCall, type ConsentChannel } from '../runtime/consent/provenance.ts';
 import { refuse } from '../runtime/refusals.ts';
+
+export { APPROVAL_STATUSES, type ApprovalStatus };
 
 /** Lowest role that may decide any approval (the WRITE_FINANCIAL floor). */
 const MIN_APPROVER_ROLE: Role = ROLE_FLOOR_OF_CLASS.WRITE_FINANCIAL;
@@ -45,45 +60,14 @@ const APPROVAL_ID = {
   description: 'The approval_id from the dispatch_pending answer or approvals.list.',
 } as const;
 
-/** Effective statuses: `expired` also covers pending rows past their expiry not yet swept. */
-export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'consumed', 'expired'] as const;
-export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
-
-interface ApprovalRow {
-  approval_id: string;
-  company_id: number;
-  verb: string;
-  args: unknown;
-  consent_class: VerbClass;
-  typed_phrase: string | null;
-  summary: string;
-  requested_by: number;
-  requested_role: string;
-  agent_type: string | null;
-  status: string;
-  decided_by: number | null;
-  decided_at: string | null;
-  decision_note: string | null;
-  created_at: string;
-  expires_at: string;
-  /** The role floor of the action as asked (a delegated floor, e.g. a revert's, included); null on rows older than migration 5. */
-  role_floor: Role | null;
-}
-
-const COLUMNS =
-  'approval_id, company_id, verb, args, consent_class, typed_phrase, summary, requested_by, requested_role, agent_type, status, decided_by, decided_at, decision_note, created_at, expires_at, role_floor';
-
-function effectiveStatus(row: ApprovalRow, nowIso: string): ApprovalStatus {
-  if (row.status === 'pending' && row.expires_at <= nowIso) return 'expired';
-  return row.status as ApprovalStatus;
-}
+type ApprovalRow = ApprovalRecord;
 
 /**
  * The role floor an approver needs for this row, never below admin: the floor recorded when the
  * action was asked (for a verb whose consent follows its target, such as audit.revert, that is the
- * target's floor, not the revert verb's own). Fails closed: a row without a recorded floor
- * (written before migration 5, when a delegated floor was not kept) or with a value that is not a
- * role needs the owner.
+ * target's floor, not the revert verb's own; a conditional-gate rule's raised floor included).
+ * Fails closed: a row without a recorded floor (written before migration 5) or with a value that
+ * is not a role needs the owner.
  */
 function approverFloor(row: Pick<ApprovalRow, 'role_floor'>): Role {
   const recorded =
@@ -91,23 +75,11 @@ function approverFloor(row: Pick<ApprovalRow, 'role_floor'>): Role {
   return ROLE_RANK[recorded] >= ROLE_RANK[MIN_APPROVER_ROLE] ? recorded : MIN_APPROVER_ROLE;
 }
 
-async function findApproval(
-  q: SystemVerbContext['db'],
-  companyId: number,
-  approvalId: string,
-): Promise<ApprovalRow | undefined> {
-  const raw = await q.get<Record<string, unknown>>(
-    `SELECT ${COLUMNS} FROM approvals WHERE approval_id = ? AND company_id = ?`,
-    [approvalId, companyId],
-  );
-  if (raw === undefined) return undefined;
-  return {
-    ...(raw as unknown as ApprovalRow),
-    company_id: Number(raw.company_id),
-    requested_by: Number(raw.requested_by),
-    decided_by: raw.decided_by === null || raw.decided_by === undefined ? null : Number(raw.decided_by),
-    args: parseJson(raw.args) ?? {},
-  };
+/** Where this decision is made (spec/consent.md §provenance): the caller's human channel, else the agent. */
+function decisionChannel(ctx: SystemVerbContext): ConsentChannel {
+  const p = ctx.principal;
+  const human = p.actor === 'human' || ctx.phraseChannel === 'human';
+  return channelOfCall(human, ctx.surface, p.actor === 'human' ? p.consent_channel : undefined);
 }
 
 const notFound = refuse.approvalNotFound;
@@ -118,7 +90,9 @@ function notPending(row: ApprovalRow, status: ApprovalStatus): VerbError {
       ? `expired at ${row.expires_at}`
       : status === 'consumed'
         ? 'was already used by the agent'
-        : `was already ${status}${row.decided_by !== null ? ` by user ${row.decided_by}` : ''}`;
+        : status === 'superseded'
+          ? `was superseded: ${row.decision_note ?? 'it answered an attempt that is over'}`
+          : `was already ${status}${row.decided_by !== null ? ` by user ${row.decided_by}` : ''}`;
   return new VerbError('approval_not_pending', `Approval ${row.approval_id} ${what}.`, {
     hint:
       status === 'expired'
@@ -130,7 +104,7 @@ function notPending(row: ApprovalRow, status: ApprovalStatus): VerbError {
 
 /** The approval changed between our read and our update (another decision won the race). */
 async function decidedMeanwhile(ctx: SystemVerbContext, row: ApprovalRow): Promise<VerbError> {
-  const now = await findApproval(ctx.db, row.company_id, row.approval_id);
+  const now = await findApprovalById(ctx.db, row.company_id, row.approval_id);
   return now === undefined
     ? notFound(row.approval_id)
     : notPending(now, effectiveStatus(now, ctx.now.toISOString()));
@@ -142,7 +116,7 @@ async function decisionConsent(
   args: { approval_id: string },
   action: string,
 ): Promise<DelegatedConsent> {
-  const row = await findApproval(ctx.db, ctx.principal.company_id, args.approval_id);
+  const row = await findApprovalById(ctx.db, ctx.principal.company_id, args.approval_id);
   if (row === undefined)
     return {
       consentClass: null,
@@ -173,6 +147,21 @@ const approvalItem = {
     requested_role: { type: 'string' },
     agent_type: { type: ['string', 'null'] },
     status: { type: 'string', enum: [...APPROVAL_STATUSES] },
+    agent_text: {
+      type: 'object',
+      additionalProperties: { type: 'string' },
+      description:
+        "The agent's own free text of the call (e.g. a refund's reason), by argument name: shown apart from summary, labelled as the agent's words; never part of what the approver consents to.",
+    },
+    decided_channel: {
+      type: ['string', 'null'],
+      description: 'Where the decision was made: approval_page, dashboard, operator_terminal, …',
+    },
+    retry_expires_at: {
+      type: 'string',
+      format: 'date-time',
+      description: "After an approval: the agent's confirm must come before this time.",
+    },
     role_floor: {
       type: 'string',
       enum: ['read_only', 'employee', 'admin', 'owner'],
@@ -188,7 +177,11 @@ const approvalItem = {
     expires_at: { type: 'string', format: 'date-time' },
     decided_by: { type: ['integer', 'null'] },
     decided_at: { type: ['string', 'null'] },
-    decision_note: { type: ['string', 'null'] },
+    decision_note: {
+      type: ['string', 'null'],
+      description:
+        "The approver's words on a rejection (the agent reads them in approval_rejected), or why the approval was superseded.",
+    },
   },
   required: [
     'approval_id',
@@ -256,38 +249,19 @@ export const approvalsList = defineSystemVerb<ApprovalsListArgs>({
   async handler(ctx, args) {
     const companyId = ctx.principal.company_id;
     const nowIso = ctx.now.toISOString();
-    const where = ['company_id = ?'];
-    const params: unknown[] = [companyId];
     const status =
       args.approval_id !== undefined && args.status === undefined ? 'all' : (args.status ?? 'pending');
-    if (status === 'pending') where.push(`status IN ('pending', 'expired')`);
-    else if (status === 'expired') {
-      where.push(`(status = 'expired' OR (status = 'pending' AND expires_at <= ?))`);
-      params.push(nowIso);
-    } else if (status !== 'all') {
-      where.push('status = ?');
-      params.push(status);
-    }
-    if (args.approval_id !== undefined) {
-      where.push('approval_id = ?');
-      params.push(args.approval_id);
-    }
-    params.push(args.limit ?? 50);
-    const raw = await ctx.db.all<Record<string, unknown>>(
-      `SELECT ${COLUMNS} FROM approvals WHERE ${where.join(' AND ')} ORDER BY created_at DESC, approval_id LIMIT ?`,
-      params,
-    );
+    const rows = await listApprovals(ctx.db, companyId, {
+      status,
+      ...(args.approval_id !== undefined ? { approvalId: args.approval_id } : {}),
+      limit: args.limit ?? 50,
+      nowIso,
+    });
     // phrase_channel human: an agent channel does not see the phrases (spec/consent.md §phrase-channel).
     const hidePhrases =
       ctx.phraseChannel !== 'human' && (await ctx.runtime.phraseChannel(companyId)) === 'human';
     const approvals = await Promise.all(
-      raw.map(async (r) => {
-        const row: ApprovalRow = {
-          ...(r as unknown as ApprovalRow),
-          requested_by: Number(r.requested_by),
-          decided_by: r.decided_by === null || r.decided_by === undefined ? null : Number(r.decided_by),
-          args: parseJson(r.args) ?? {},
-        };
+      rows.map(async (row) => {
         const st = effectiveStatus(row, nowIso);
         const floor = approverFloor(row);
         return {
@@ -295,44 +269,31 @@ export const approvalsList = defineSystemVerb<ApprovalsListArgs>({
           verb: row.verb,
           consent_class: row.consent_class,
           summary: row.summary,
+          ...(row.agent_text !== null ? { agent_text: row.agent_text } : {}),
           typed_phrase: hidePhrases ? null : (row.typed_phrase ?? ''),
-          args: row.args as Record<string, unknown>,
+          args: row.args,
           requested_by: row.requested_by,
           requested_role: row.requested_role,
           agent_type: row.agent_type ?? null,
           status: st,
           role_floor: floor,
           can_decide:
-            ROLE_RANK[ctx.principal.role] >= ROLE_RANK[floor] &&
-            (st === 'pending' || (st === 'approved' && row.expires_at > nowIso)),
+            ROLE_RANK[ctx.principal.role] >= ROLE_RANK[floor] && (st === 'pending' || st === 'approved'),
           created_at: row.created_at,
           expires_at: row.expires_at,
           decided_by: row.decided_by,
           decided_at: row.decided_at ?? null,
+          decided_channel: row.decided_channel ?? null,
           decision_note: row.decision_note ?? null,
+          ...(row.retry_expires_at !== null ? { retry_expires_at: row.retry_expires_at } : {}),
           ...(st === 'pending' ? await previewOf(ctx, row) : {}),
         };
       }),
     );
-    const counts = await ctx.db.get<{
-      pending: number | null;
-      expired: number | null;
-      approved_unused: number | null;
-    }>(
-      `SELECT SUM(CASE WHEN status = 'pending' AND expires_at > ? THEN 1 ELSE 0 END) AS pending,
-              SUM(CASE WHEN status = 'expired' OR (status = 'pending' AND expires_at <= ?) THEN 1 ELSE 0 END) AS expired,
-              SUM(CASE WHEN status = 'approved' AND expires_at > ? THEN 1 ELSE 0 END) AS approved_unused
-       FROM approvals WHERE company_id = ?`,
-      [nowIso, nowIso, nowIso, companyId],
-    );
     return {
       entity_type: 'approval_queue',
       entity_id: companyId,
-      data: {
-        pending: Number(counts?.pending ?? 0),
-        expired: Number(counts?.expired ?? 0),
-        approved_unused: Number(counts?.approved_unused ?? 0),
-      },
+      data: await countApprovals(ctx.db, companyId, nowIso),
       approvals,
       fetched_at: nowIso,
     };
@@ -424,7 +385,7 @@ export const approvalsApprove = defineSystemVerb<ApprovalsApproveArgs>({
   delegateConsent: (ctx, args) => decisionConsent(ctx, args, 'Approve'),
   async handler(ctx, args) {
     const p = ctx.principal;
-    const row = await findApproval(ctx.db, p.company_id, args.approval_id);
+    const row = await findApprovalById(ctx.db, p.company_id, args.approval_id);
     if (row === undefined) throw notFound(args.approval_id);
     ctx.setEntity('approval', row.approval_id);
     const nowIso = ctx.now.toISOString();
@@ -443,11 +404,20 @@ export const approvalsApprove = defineSystemVerb<ApprovalsApproveArgs>({
         },
       );
     }
-    const r = await ctx.db.run(
-      `UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ? WHERE approval_id = ? AND company_id = ? AND status = 'pending'`,
-      [p.user_id, nowIso, row.approval_id, p.company_id],
-    );
-    if (r.changes !== 1) throw await decidedMeanwhile(ctx, row);
+    // The agent's retry window opens now, as long as a nonce lives: a long approval TTL does not
+    // leave an approved action usable for as long. spec/consent.md §approvals
+    const retryExpiresAt = new Date(
+      ctx.now.getTime() + (ctx.runtime.options.nonceTtlSeconds ?? 300) * 1000,
+    ).toISOString();
+    const decided = await approveById(ctxTx(ctx), p.company_id, row.approval_id, {
+      by: p.user_id,
+      role: p.role,
+      name: p.user_name ?? null,
+      at: nowIso,
+      channel: decisionChannel(ctx),
+      retryExpiresAt,
+    });
+    if (!decided) throw await decidedMeanwhile(ctx, row);
     return {
       status: 'approved',
       approval_id: row.approval_id,
@@ -455,9 +425,9 @@ export const approvalsApprove = defineSystemVerb<ApprovalsApproveArgs>({
       summary: row.summary,
       approved_by: p.user_id,
       approved_at: nowIso,
-      expires_at: row.expires_at,
+      expires_at: retryExpiresAt,
       self_approved: p.user_id === row.requested_by,
-      next_step: `The requesting agent may now call ${row.verb} again with the same arguments, confirm=true and its nonce (no typed_phrase), before ${row.expires_at}.`,
+      next_step: `The requesting agent may now call ${row.verb} again with the same arguments, confirm=true and its nonce (no typed_phrase), before ${retryExpiresAt}.`,
     };
   },
 });
@@ -500,18 +470,22 @@ export const approvalsReject = defineSystemVerb<ApprovalsRejectArgs>({
   delegateConsent: (ctx, args) => decisionConsent(ctx, args, 'Reject'),
   async handler(ctx, args) {
     const p = ctx.principal;
-    const row = await findApproval(ctx.db, p.company_id, args.approval_id);
+    const row = await findApprovalById(ctx.db, p.company_id, args.approval_id);
     if (row === undefined) throw notFound(args.approval_id);
     ctx.setEntity('approval', row.approval_id);
     const nowIso = ctx.now.toISOString();
     const status = effectiveStatus(row, nowIso);
-    const open = status === 'pending' || (status === 'approved' && row.expires_at > nowIso);
+    const open = status === 'pending' || status === 'approved';
     if (!open) throw notPending(row, status);
-    const r = await ctx.db.run(
-      `UPDATE approvals SET status = 'rejected', decided_by = ?, decided_at = ?, decision_note = ? WHERE approval_id = ? AND company_id = ? AND status IN ('pending', 'approved')`,
-      [p.user_id, nowIso, args.note ?? null, row.approval_id, p.company_id],
-    );
-    if (r.changes !== 1) throw await decidedMeanwhile(ctx, row);
+    const decided = await rejectById(ctxTx(ctx), p.company_id, row.approval_id, {
+      by: p.user_id,
+      role: p.role,
+      name: p.user_name ?? null,
+      at: nowIso,
+      channel: decisionChannel(ctx),
+      note: args.note ?? null,
+    });
+    if (!decided) throw await decidedMeanwhile(ctx, row);
     return {
       status: 'rejected',
       approval_id: row.approval_id,
@@ -523,4 +497,66 @@ export const approvalsReject = defineSystemVerb<ApprovalsRejectArgs>({
   },
 });
 
-export const approvalVerbs = [approvalsList, approvalsApprove, approvalsReject];
+export interface ApprovalsWithdrawArgs {
+  approval_id: string;
+}
+
+export const approvalsWithdraw = defineSystemVerb<ApprovalsWithdrawArgs>({
+  name: 'approvals.withdraw',
+  title: 'Withdraw a pending request',
+  description:
+    "The requester withdraws its own pending typed-phrase request (it no longer wants the action, or did it another way): the approval becomes superseded, a human can no longer approve it, and its nonce answers approval_superseded. Only the user who asked may withdraw (withdrawing only ever removes a way to act). Reasons: approval_not_found (unknown id, or another user's request), approval_not_pending.",
+  shape: 'receipt',
+  category: 'consent',
+  input: {
+    type: 'object',
+    properties: { approval_id: APPROVAL_ID },
+    required: ['approval_id'],
+    additionalProperties: false,
+  },
+  output: {
+    type: 'object',
+    properties: {
+      status: { const: 'superseded' },
+      audit_id: { type: 'integer', minimum: 1 },
+      approval_id: { type: 'string' },
+      verb: { type: 'string' },
+      withdrawn_at: { type: 'string', format: 'date-time' },
+    },
+    required: ['status', 'audit_id', 'approval_id', 'verb', 'withdrawn_at'],
+  },
+  // Withdrawing removes a way to act and grants nothing: no gate, any role that could have asked.
+  delegateConsent: async (_ctx, args) => ({
+    consentClass: null,
+    roleFloor: 'employee',
+    summary: `Withdraw the pending request ${args.approval_id}.`,
+  }),
+  ungated:
+    'withdrawing a request only removes a way to act (the approval can no longer be used); it grants nothing, so no human consent is asked.',
+  async handler(ctx, args) {
+    const p = ctx.principal;
+    const row = await findApprovalById(ctx.db, p.company_id, args.approval_id);
+    // Another user's request reads as unknown: a requester withdraws only its own.
+    if (row === undefined || row.requested_by !== p.user_id) throw notFound(args.approval_id);
+    ctx.setEntity('approval', row.approval_id);
+    const nowIso = ctx.now.toISOString();
+    const status = effectiveStatus(row, nowIso);
+    if (status !== 'pending' && status !== 'approved') throw notPending(row, status);
+    const done = await withdrawById(
+      ctxTx(ctx),
+      p.company_id,
+      row.approval_id,
+      nowIso,
+      'Withdrawn by the requester.',
+    );
+    if (!done) throw await decidedMeanwhile(ctx, row);
+    return { status: 'superseded', approval_id: row.approval_id, verb: row.verb, withdrawn_at: nowIso };
+  },
+});
+
+/** The write transaction of a write verb's context (approve, reject, withdraw run inside one). */
+function ctxTx(ctx: SystemVerbContext): StoreTx {
+  return ctx.db as StoreTx;
+}
+
+export const approvalVerbs = [approvalsList, approvalsApprove, approvalsReject, approvalsWithdraw];

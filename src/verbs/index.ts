@@ -6,6 +6,7 @@ import { verbsList } from './discovery.ts';
 import { auditTrail } from './trail.ts';
 import { approvalVerbs } from './approvals.ts';
 import { tenantSettingsVerbs } from './tenant-settings.ts';
+import { consentSettingsVerbs } from './consent-settings.ts';
 import { apiKeyVerbs } from './api-keys.ts';
 import { auditRevert } from './revert.ts';
 import { transactionVerbs } from './transaction.ts';
@@ -23,6 +24,7 @@ export const systemVerbs: VerbDefinition[] = [
   auditTrail,
   ...approvalVerbs,
   ...tenantSettingsVerbs,
+  ...consentSettingsVerbs,
   ...apiKeyVerbs,
   auditRevert,
   ...transactionVerbs,

@@ -64,6 +64,10 @@ const NAME = {
   pattern: '^[A-Za-z0-9][A-Za-z0-9 _.:-]*$',
 } as const;
 
+/** Why saving a macro asks no consent (its VerbRecord says requires_consent false). spec/manifest.md §consistency */
+const MACRO_UNGATED =
+  'saving a macro stores a list of calls and runs none of them; when macros.run replays it, every step asks for its own consent as if called directly.';
+
 export const macrosSave = defineSystemVerb<{ name: string; description?: string; steps: MacroStep[] }>({
   name: 'macros.save',
   title: 'Save a macro',
@@ -93,6 +97,7 @@ export const macrosSave = defineSystemVerb<{ name: string; description?: string;
   },
   delegateConsent: async (_ctx, args) =>
     noGate('employee', `Save the macro "${args.name}" (${args.steps.length} steps).`),
+  ungated: MACRO_UNGATED,
   webmcp_surfaces: ['dashboard', 'developer'],
   async handler(ctx, args) {
     await validateChain(ctx.runtime, ctx.principal.company_id, args.steps);
@@ -142,6 +147,7 @@ export const macrosRecord = defineSystemVerb<{
       'employee',
       `Record the macro "${args.name}" from audit rows ${args.from_audit_id}–${args.to_audit_id}.`,
     ),
+  ungated: MACRO_UNGATED,
   webmcp_surfaces: ['dashboard', 'developer'],
   async handler(ctx, args) {
     const p = ctx.principal;

@@ -21,6 +21,7 @@ import { findReceipt } from '../runtime/ledger/write/receipt-store.ts';
 import { signChainedReceipt, verifyReceipt } from '../runtime/ledger/keys/receipts.ts';
 import { checkReceiptInLog, databaseKeys, type ReceiptLogCheck } from '../runtime/ledger/verify/verify.ts';
 import { attestedRow, receiptIn } from '../runtime/ledger/verify/receipt-doc.ts';
+import { consentInWords } from '../runtime/consent/provenance.ts';
 
 export const auditReceipt = defineSystemVerb<{ audit_id: number }>({
   name: 'audit.receipt',
@@ -97,6 +98,8 @@ export const auditVerifyReceipt = defineSystemVerb<{ receipt: Record<string, unk
         verb: log?.status === 'present' ? (log.verb ?? null) : null,
         seq: att?.seq ?? null,
         timestamp: typeof r?.timestamp === 'string' ? r.timestamp : null,
+        // Who consented, as signed into the receipt (spec/receipts.md §consent); null when none.
+        consent: consentInWords(r?.consent),
       },
       fetched_at: ctx.now.toISOString(),
     };

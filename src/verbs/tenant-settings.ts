@@ -27,7 +27,7 @@ import {
   type PhraseChannelSetting,
   type TenantSettings,
 } from '../runtime/tenants.ts';
-import { humanApprovalPlaces } from '../runtime/dispatch.ts';
+import { humanApprovalPlaces } from '../runtime/consent/refusals.ts';
 import { blocklistKey, DEFAULT_BLOCKLIST } from '../runtime/consent/blocklist.ts';
 
 /** The classes with a daily cap. */

@@ -15,6 +15,7 @@
  * Spec: spec/shapes.md §trail, spec/audit.md.
  */
 import { createHash } from 'node:crypto';
+import { parseProvenance, provenanceWords, type ConsentProvenance } from '../runtime/consent/provenance.ts';
 import { defineSystemVerb } from '../runtime/verb.ts';
 import { VerbError } from '../runtime/errors.ts';
 
@@ -177,7 +178,7 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
     }
     params.push(limit + 1);
     const rows = await ctx.db.all<Record<string, unknown>>(
-      `SELECT audit_id, seq, created_at, action_type, user_id, role, agent_type, key_id, entity_type, entity_id, status, reason, shape, consent_class, approved_by, parent_id, transaction_id, rollback_handle, is_reversible, latency_ms${args.audit_id !== undefined ? ', request_data, approved_at, requires_approval, idempotency_key' : ''}
+      `SELECT audit_id, seq, created_at, action_type, user_id, role, agent_type, key_id, entity_type, entity_id, status, reason, shape, consent_class, approved_by, parent_id, transaction_id, rollback_handle, is_reversible, latency_ms${args.audit_id !== undefined ? ', request_data, approved_at, requires_approval, idempotency_key, consent' : ''}
        FROM audit_log WHERE ${where.join(' AND ')} ORDER BY created_at DESC, audit_id DESC LIMIT ?`,
       params,
     );
@@ -219,6 +220,8 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
         approved_at: (r.approved_at as string | null) ?? null,
         required_approval: Number(r.requires_approval) === 1,
         idempotency_key: (r.idempotency_key as string | null) ?? null,
+        // Consent provenance (spec/consent.md §provenance): the object and the same in words.
+        ...consentOf(r.consent),
         self_approved:
           r.approved_by !== null &&
           r.approved_by !== undefined &&
@@ -239,3 +242,11 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
     return { entries, next_cursor };
   },
 });
+
+/** `{ consent, consent_words }` of a row's provenance column; both null when the row has none. */
+function consentOf(v: unknown): { consent: ConsentProvenance | null; consent_words: string | null } {
+  const p = parseProvenance(v);
+  return p === undefined
+    ? { consent: null, consent_words: null }
+    : { consent: p, consent_words: provenanceWords(p) };
+}

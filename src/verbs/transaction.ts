@@ -54,6 +54,8 @@ export const transactionStart = defineSystemVerb<{ ttl_seconds?: number }>({
     additionalProperties: false,
   },
   delegateConsent: noGate('Open a transaction (nothing runs until commit).'),
+  ungated:
+    'opening a transaction runs nothing; each step asks for its own consent when it is appended (transaction.append), and that consent must still hold at commit.',
   handler: (ctx, args) => startTransaction(ctx, args),
 });
 
@@ -126,6 +128,7 @@ export const transactionAbort = defineSystemVerb<{ transaction_id: string }>({
     additionalProperties: false,
   },
   delegateConsent: noGate('Discard the transaction; none of its steps run.'),
+  ungated: 'aborting discards steps that never ran; it only removes a way to act.',
   handler: (ctx, args) => abortTransaction(ctx, args),
 });
 

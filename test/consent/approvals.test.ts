@@ -42,6 +42,7 @@ test('approve end to end: a human types the phrase, the agent re-calls with conf
       expires_at: '2026-03-10T12:05:00.000Z',
       decided_by: null,
       decided_at: null,
+      decided_channel: null,
       decision_note: null,
     },
   );

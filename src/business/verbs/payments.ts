@@ -267,8 +267,9 @@ export const issueRefund = defineBusinessVerb<RefundArgs>({
   open_world: true,
   webmcp_surfaces: ['dashboard'],
   phrase: (a) => `REFUND ${formatCents(a.amount_cents)} on charge ${a.charge_ref}`,
-  summary: (a) =>
-    `Refund ${formatCents(a.amount_cents)} on charge ${a.charge_ref}${a.reason ? ` (${a.reason})` : ''}.`,
+  // The reason is the agent's own words: shown apart (agent_text), never in the sentence consented to.
+  summary: (a) => `Refund ${formatCents(a.amount_cents)} on charge ${a.charge_ref}.`,
+  agent_text: ['reason'],
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
     const before = await paymentByChargeRef(ctx.db, c, args.charge_ref);

@@ -50,7 +50,9 @@ export const schedulingCancelAppointment = defineBusinessVerb<CancelArgs>({
   preview: 'scheduling.preview_cancel',
   input: cancelInput,
   webmcp_surfaces: ['dashboard', 'portal'],
-  summary: (a) => `Cancel appointment ${a.appointment_id}${a.reason ? ` (${a.reason})` : ''}.`,
+  // The reason is the agent's own words: shown apart (agent_text), never in the sentence consented to.
+  summary: (a) => `Cancel appointment ${a.appointment_id}.`,
+  agent_text: ['reason'],
   async handler(ctx, args) {
     const { previous, appointment } = await cancelAppointment(
       ctx.db,

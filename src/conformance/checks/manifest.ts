@@ -187,7 +187,7 @@ export const manifestChecks: Check[] = [
     id: 'manifest.consistency',
     section: 'manifest',
     requirement:
-      'side_effects and requires_consent agree in every record: a read needs no consent, a gated verb is not read-only.',
+      'side_effects and requires_consent agree in every record: a read needs no consent, a gated verb is not read-only, a write without consent says why ("No consent gate: …").',
     spec: 'spec/manifest.md §consistency',
     async run(ctx) {
       const all = await ctx.allRecords();
@@ -195,8 +195,15 @@ export const manifestChecks: Check[] = [
       for (const r of all) {
         if (r.side_effects === 'read' && r.requires_consent === true)
           bad.push(`${r.name}: side_effects read but requires_consent true`);
-        if ((r.side_effects === 'write' || r.side_effects === 'mixed') && r.requires_consent === false)
-          bad.push(`${r.name}: side_effects ${r.side_effects} but requires_consent false`);
+        // A write that asks no consent must say why in its description (spec/manifest.md §consistency).
+        if (
+          (r.side_effects === 'write' || r.side_effects === 'mixed') &&
+          r.requires_consent === false &&
+          !/No consent gate: \S/.test(r.description ?? '')
+        )
+          bad.push(
+            `${r.name}: side_effects ${r.side_effects} but requires_consent false, and no reason given`,
+          );
       }
       if (bad.length > 0)
         return fail(bad[0]!, { request: 'GET /api/v1/agent/verbs (every surface)', answer: bad });

@@ -78,6 +78,12 @@ export interface VerifyNonceInput {
   companyId: number;
   userId: number;
   nowMs: number;
+  /**
+   * Answer an expired but otherwise valid nonce instead of throwing `nonce_expired`: its
+   * `expired` is then true. Only for a typed-phrase gate, whose approval may outlive the nonce
+   * (a per-class approval TTL); the caller decides from the approval row. spec/consent.md §approvals
+   */
+  allowExpired?: boolean;
 }
 
 /**
@@ -85,7 +91,11 @@ export interface VerifyNonceInput {
  * `nonce_invalid` (malformed, forged, other tenant/user/verb, args changed), `nonce_expired`.
  * Replay is detected later, by the burn in the effect's transaction.
  */
-export function verifyNonce(secrets: Secrets, token: unknown, input: VerifyNonceInput): NoncePayload {
+export function verifyNonce(
+  secrets: Secrets,
+  token: unknown,
+  input: VerifyNonceInput,
+): NoncePayload & { expired?: true } {
   const p = secrets.openToken<NoncePayload>('nonce', 'n1', token);
   if (p === undefined || typeof p.j !== 'string' || typeof p.e !== 'number')
     throw refuse.nonceInvalid('The nonce is malformed or its signature does not verify.');
@@ -98,6 +108,7 @@ export function verifyNonce(secrets: Secrets, token: unknown, input: VerifyNonce
       'The arguments changed after the nonce was issued; the consent covered other arguments.',
     );
   if (input.nowMs >= p.e * 1000) {
+    if (input.allowExpired === true) return { ...p, expired: true };
     throw new VerbError('nonce_expired', `The nonce expired at ${new Date(p.e * 1000).toISOString()}.`, {
       hint: 'Nonces live 300 seconds. Call the verb again without confirm to get a fresh one.',
     });

@@ -33,12 +33,23 @@ export function phraseChannelRefusal(
 }
 
 /** approval_rejected: a human rejected the approval of this call (deny wins). spec/consent.md §approvals */
-export function approvalRejected(verbName: string, approvalId: string | undefined): VerbError {
+export function approvalRejected(
+  verbName: string,
+  approvalId: string | undefined,
+  note?: string | null,
+): VerbError {
+  const said = note !== undefined && note !== null && note !== '';
   return new VerbError(
     'approval_rejected',
-    `A human rejected this ${verbName} request${approvalId ? ` (approval ${approvalId})` : ''}.`,
+    `A human rejected this ${verbName} request${approvalId ? ` (approval ${approvalId})` : ''}.${said ? ` The human's words: "${note}"` : ''}`,
     {
-      hint: 'Do not retry the same action; ask the human what they want instead.',
+      hint: said
+        ? "Do not retry the same action; read the human's words (details.human_note) and ask them what they want instead."
+        : 'Do not retry the same action; ask the human what they want instead.',
+      details: {
+        ...(approvalId ? { approval_id: approvalId } : {}),
+        ...(said ? { human_note: note, human_note_label: "The approver's own words, not the agent's." } : {}),
+      },
     },
   );
 }
@@ -48,4 +59,20 @@ export function nonceReplayed(verbName: string): VerbError {
   return new VerbError('nonce_replayed', 'This confirmation nonce was already used; each nonce works once.', {
     hint: `Call ${verbName} again without confirm for a new nonce.`,
   });
+}
+
+/**
+ * approval_superseded: the approval (and so the nonce of its call) answered an attempt that is
+ * over — the identical action completed by another path, or the pending call was withdrawn. An
+ * approval answers one attempt (spec/consent.md §approvals); nothing ran.
+ */
+export function approvalSuperseded(verbName: string, approvalId: string, note: string | null): VerbError {
+  return new VerbError(
+    'approval_superseded',
+    `Approval ${approvalId} no longer answers this ${verbName} call: ${note ?? 'it was superseded.'} Nothing ran.`,
+    {
+      hint: `Check the outcome in audit.trail before acting again; if ${verbName} is still needed, call it again without confirm for a fresh pending request.`,
+      details: { approval_id: approvalId, status: 'superseded' },
+    },
+  );
 }

@@ -3,6 +3,7 @@
  * chain's seq, per tenant (spec/transports.md §metrics).
  */
 import type { Store } from '../../store/store.ts';
+import { countWaitingByTenant } from '../consent/approvals-store.ts';
 
 /** Per tenant: approvals pending and unexpired at `now`, and the audit chain head's seq. */
 export interface StoreGauges {
@@ -13,12 +14,7 @@ export interface StoreGauges {
 /** Read the gauges in one read snapshot. Throws StoreError when the store is down. */
 export async function readStoreGauges(store: Store, now: Date): Promise<StoreGauges> {
   return store.read(async (q) => ({
-    pending: (
-      await q.all<{ company_id: number; n: number }>(
-        "SELECT company_id, COUNT(*) AS n FROM approvals WHERE status = 'pending' AND expires_at > ? GROUP BY company_id",
-        [now.toISOString()],
-      )
-    ).map((r) => ({ company_id: Number(r.company_id), n: Number(r.n) })),
+    pending: await countWaitingByTenant(q, now.toISOString()),
     heads: (
       await q.all<{ company_id: number; audit_seq: number }>('SELECT company_id, audit_seq FROM tenant_heads')
     ).map((r) => ({ company_id: Number(r.company_id), audit_seq: Number(r.audit_seq) })),

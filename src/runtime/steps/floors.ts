@@ -14,6 +14,11 @@ export const floors: Step<Resolved> = {
   run(c) {
     if (!c.verb.delegated) return checkFloors(c);
     return c.verb.definition.delegateConsent!(readContext(c), c.args).then((d) => {
+      // The record says this verb never gates: a gate here would make the record lie.
+      if (c.verb.definition.ungated !== undefined && d.consentClass !== null)
+        throw new Error(
+          `${c.verb.name} declares ungated but its delegated consent answered ${d.consentClass}`,
+        );
       c.delegated = d;
       c.consentClass = d.consentClass;
       return checkFloors(c);

@@ -522,6 +522,66 @@ CREATE TABLE webauthn_challenges (
 CREATE INDEX webauthn_challenges_expiry ON webauthn_challenges(expires_at);
 `;
 
+/**
+ * v13: approvals that answer one attempt, with consent provenance (spec/consent.md §approvals
+ * §provenance).
+ * - approvals.status may be `superseded`: an identical action (same tenant, verb and canonical
+ *   arguments hash, `args_hash`) completed by another path, or the pending call was withdrawn.
+ *   SQLite cannot change a CHECK in place, so the table is rebuilt there.
+ * - approvals.args_hash (the nonce's `a`), agent_text (the agent's free text, shown apart),
+ *   decided_channel, decided_role and decided_name (where, as what and who decided), retry_expires_at (the window the agent's confirm
+ *   has after an approval, opened at the decision).
+ * - audit_log.consent: the consent provenance of a consented write, canonical JSON text, in the
+ *   row hash only when present (older rows hash as before).
+ */
+const APPROVALS_ONE_ATTEMPT_V13 = `
+{sqlite}
+CREATE TABLE approvals_v12 (
+  approval_id TEXT PRIMARY KEY,
+  company_id INTEGER NOT NULL,
+  jti TEXT NOT NULL UNIQUE,
+  verb TEXT NOT NULL,
+  args TEXT NOT NULL,
+  consent_class TEXT NOT NULL,
+  typed_phrase TEXT,
+  summary TEXT NOT NULL,
+  requested_by INTEGER NOT NULL,
+  requested_role TEXT NOT NULL,
+  agent_type TEXT,
+  status TEXT NOT NULL CHECK (status IN ('pending','approved','rejected','consumed','expired','superseded')),
+  decided_by INTEGER,
+  decided_at TEXT,
+  decision_note TEXT,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  role_floor TEXT,
+  args_hash TEXT,
+  agent_text TEXT,
+  decided_channel TEXT,
+  decided_role TEXT,
+  decided_name TEXT,
+  retry_expires_at TEXT
+);
+INSERT INTO approvals_v12 (approval_id, company_id, jti, verb, args, consent_class, typed_phrase, summary, requested_by, requested_role, agent_type, status, decided_by, decided_at, decision_note, created_at, expires_at, role_floor)
+  SELECT approval_id, company_id, jti, verb, args, consent_class, typed_phrase, summary, requested_by, requested_role, agent_type, status, decided_by, decided_at, decision_note, created_at, expires_at, role_floor FROM approvals;
+DROP TABLE approvals;
+ALTER TABLE approvals_v12 RENAME TO approvals;
+CREATE INDEX approvals_company_status ON approvals(company_id, status, created_at);
+{/sqlite}
+{postgres}
+ALTER TABLE approvals DROP CONSTRAINT approvals_status_check;
+ALTER TABLE approvals ADD CONSTRAINT approvals_status_check CHECK (status IN ('pending','approved','rejected','consumed','expired','superseded'));
+ALTER TABLE approvals ADD COLUMN args_hash TEXT;
+ALTER TABLE approvals ADD COLUMN agent_text JSONB;
+ALTER TABLE approvals ADD COLUMN decided_channel TEXT;
+ALTER TABLE approvals ADD COLUMN decided_role TEXT;
+ALTER TABLE approvals ADD COLUMN decided_name TEXT;
+ALTER TABLE approvals ADD COLUMN retry_expires_at TEXT;
+{/postgres}
+CREATE INDEX approvals_same_action ON approvals(company_id, verb, args_hash) WHERE status IN ('pending', 'approved');
+ALTER TABLE audit_log ADD COLUMN consent TEXT;
+`;
+
 export const runtimeMigrations: readonly Migration[] = [
   portableMigration(1, 'runtime tables', RUNTIME_V1),
   portableMigration(2, 'audit trail indexes', AUDIT_TRAIL_INDEXES_V2),
@@ -535,4 +595,5 @@ export const runtimeMigrations: readonly Migration[] = [
   portableMigration(10, 'fewer write B-trees (SQLite)', WRITE_TREES_V10),
   portableMigration(11, 'subscriptions per user', SUBSCRIPTIONS_PER_USER_V11),
   portableMigration(12, 'human users and their credentials', HUMANS_V12),
+  portableMigration(13, 'approvals answer one attempt; consent provenance', APPROVALS_ONE_ATTEMPT_V13),
 ];

@@ -44,6 +44,9 @@ import {
   stepsOut,
 } from './transaction-record.ts';
 import { checkStep, stepEntry, recheckStep } from './transaction-checks.ts';
+import { raiseGate, raisedPhrase } from '../../consent/gate-rules.ts';
+import { agentTextValues } from '../../consent/agent-text.ts';
+import { parseProvenance } from '../../consent/provenance.ts';
 
 /** transaction.start: open a transaction for the caller. */
 export async function startTransaction(
@@ -77,17 +80,27 @@ export async function appendConsent(
   assertOpen(t, ctx.now);
   const stepArgs = args.args ?? {};
   const verb = await checkStep(ctx, t, args.verb, stepArgs);
-  const typed = verb.consentClass === 'WRITE_FINANCIAL' || verb.consentClass === 'IRREVERSIBLE';
+  // The owner's conditional gates apply to a step as to the verb called directly.
+  const settings = (await ctx.runtime.tenants.get(ctx.principal.company_id))?.settings;
+  const gate = raiseGate(settings?.gate_rules, verb.name, verb.consentClass, verb.roleFloor, stepArgs);
+  const typed = gate.consentClass === 'WRITE_FINANCIAL' || gate.consentClass === 'IRREVERSIBLE';
+  const agentText = agentTextValues(verb.definition.agent_text, stepArgs);
+  const typedArgs = { ...stepArgs };
+  for (const f of verb.definition.agent_text ?? []) delete typedArgs[f];
   const what =
     verb.definition.summary?.(stepArgs) ??
-    `Run ${verb.name} with ${JSON.stringify(redact(stepArgs, verb.secretPaths))}.`;
+    `Run ${verb.name} with ${JSON.stringify(redact(typedArgs, verb.secretPaths))}.`;
   return {
-    consentClass: verb.consentClass,
-    roleFloor: verb.roleFloor,
+    consentClass: gate.consentClass,
+    roleFloor: gate.roleFloor,
     tierFloor: verb.tierFloor,
-    ...(typed ? { phrase: verb.definition.phrase!(stepArgs) } : {}),
+    ...(typed
+      ? { phrase: verb.definition.phrase?.(stepArgs) ?? raisedPhrase(verb.name, gate.raisedBy) }
+      : {}),
     summary: `Step ${t.steps.length + 1} of transaction ${t.transaction_id}: ${what} It runs only when the transaction commits, together with the other steps or not at all.`,
     capClass: 'READ',
+    ...(agentText !== undefined ? { agentText } : {}),
+    ...(gate.raisedBy.length > 0 ? { raisedBy: gate.raisedBy } : {}),
   };
 }
 
@@ -168,6 +181,28 @@ export async function commitTransaction(
     );
   const verbs: CompiledVerb[] = [];
   for (let i = 0; i < t.steps.length; i++) verbs.push(await recheckStep(ctx, t.steps[i]!, i));
+  // Consent given at append expires like any other consent: a nonce's TTL from the confirmed
+  // append, not the transaction's (up to 3600 s). spec/transactions.md §consent, consent.md §nonce
+  const appends: Array<AuditRow | undefined> = [];
+  for (let i = 0; i < t.steps.length; i++) {
+    const step = t.steps[i]!;
+    const append = await getAuditRow(tx, p.company_id, step.append_audit_id);
+    appends.push(append);
+    if (step.consent_class === null || step.consent_class === 'READ') continue;
+    const expiresMs =
+      new Date(append?.created_at ?? t.created_at).getTime() + rt.options.nonceTtlSeconds * 1000;
+    if (ctx.now.getTime() >= expiresMs) {
+      const at = new Date(expiresMs).toISOString();
+      throw new VerbError(
+        'nonce_expired',
+        `The consent given for step ${i + 1} (${step.verb}) when it was appended expired at ${at}; nothing ran.`,
+        {
+          hint: `Consent inside a transaction lasts as long as a nonce (${rt.options.nonceTtlSeconds} s from the confirmed append). Abort this transaction, start a new one and append the steps again, then commit promptly.`,
+          details: { index: i, verb: step.verb, consent_expired_at: at },
+        },
+      );
+    }
+  }
   const caller = {
     surface: ctx.surface ?? ('internal' as const),
     signal: ctx.signal,
@@ -176,8 +211,10 @@ export async function commitTransaction(
   for (let i = 0; i < t.steps.length; i++) {
     const step = t.steps[i]!;
     const verb = verbs[i]!;
-    const typed = step.consent_class === 'WRITE_FINANCIAL' || step.consent_class === 'IRREVERSIBLE';
-    const append = await getAuditRow(tx, p.company_id, step.append_audit_id);
+    const append = appends[i];
+    const provenance = parseProvenance(append?.consent);
+    const gateClass = (provenance?.class ?? step.consent_class) as VerbClass | null;
+    const typed = gateClass === 'WRITE_FINANCIAL' || gateClass === 'IRREVERSIBLE';
     try {
       if (!verb.validate(step.args))
         throw new VerbError(
@@ -199,6 +236,8 @@ export async function commitTransaction(
           ...(append?.approved_by != null ? { approvedBy: append.approved_by } : {}),
           ...(append?.approved_at != null ? { approvedAt: append.approved_at } : {}),
         },
+        // The step's consent was given at its append: its provenance is the append's.
+        ...(provenance !== undefined ? { provenance } : {}),
         idempotencyKey: null,
         t0: performance.now(),
         transactionId: t.transaction_id,

@@ -50,6 +50,8 @@ const KEY_PREFIX = HASHED_COLUMNS.map((c, i) => (i === 0 ? '\u0000{' : ',') + JS
 const IS_NUMERIC = HASHED_COLUMNS.map((c) => NUMERIC.has(c));
 const N_HASHED = HASHED_COLUMNS.length;
 const REQUEST_DATA = HASHED_COLUMNS.indexOf('request_data');
+/** The consent provenance column: hashed only when present (rows before it hash as before). */
+const CONSENT = HASHED_COLUMNS.indexOf('consent');
 export const I_COMPANY = VERIFY_COLUMNS.indexOf('company_id');
 const I_SEQ = VERIFY_COLUMNS.indexOf('seq');
 const I_AUDIT = VERIFY_COLUMNS.indexOf('audit_id');
@@ -99,7 +101,11 @@ export function canonicalValue(i: number, v: unknown): string {
 /** Hash of a row given as values in VERIFY_COLUMNS order. */
 export function valuesHash(values: readonly unknown[]): string {
   let s = '';
-  for (let i = 0; i < N_HASHED; i++) s += KEY_PREFIX[i]! + canonicalValue(i, values[i]);
+  for (let i = 0; i < N_HASHED; i++) {
+    const v = values[i];
+    if (i === CONSENT && (v === null || v === undefined)) continue;
+    s += KEY_PREFIX[i]! + canonicalValue(i, v);
+  }
   return sha256Hex(s + '}');
 }
 
@@ -110,7 +116,11 @@ export function valuesHash(values: readonly unknown[]): string {
  */
 export function storedRowHash(row: StoredAuditRow): string {
   let s = '';
-  for (let i = 0; i < N_HASHED; i++) s += KEY_PREFIX[i]! + canonicalValue(i, row[HASHED_COLUMNS[i]!]);
+  for (let i = 0; i < N_HASHED; i++) {
+    const v = row[HASHED_COLUMNS[i]!];
+    if (i === CONSENT && (v === null || v === undefined)) continue;
+    s += KEY_PREFIX[i]! + canonicalValue(i, v);
+  }
   return sha256Hex(s + '}');
 }
 
@@ -286,9 +296,10 @@ const LATENCY = HASHED_COLUMNS.indexOf('latency_ms');
 // canonicalizes like anything appended. (A typeof guard on every column costs ~30 % of the walk.)
 const sqlPart = (cols: readonly string[], first: boolean) =>
   cols
-    .map(
-      (c, i) =>
-        `'${i === 0 && first ? '{' : ','}"${c}":' || ${c === 'request_data' ? `(CASE WHEN typeof(request_data) = 'blob' THEN NULL ELSE request_data END)` : `json_quote(${c})`}`,
+    .map((c, i) =>
+      c === 'consent'
+        ? `(CASE WHEN consent IS NULL THEN '' ELSE ',"consent":' || json_quote(consent) END)`
+        : `'${i === 0 && first ? '{' : ','}"${c}":' || ${c === 'request_data' ? `(CASE WHEN typeof(request_data) = 'blob' THEN NULL ELSE request_data END)` : `json_quote(${c})`}`,
     )
     .join(' || ');
 /** The SQLite error of the fast query when some column holds a BLOB. */

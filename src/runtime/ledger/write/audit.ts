@@ -41,6 +41,11 @@ export interface AuditEntry {
   requires_approval: number;
   approved_by: number | null;
   approved_at: string | null;
+  /**
+   * Consent provenance of a consented write (canonical JSON text: spec/consent.md §provenance);
+   * null otherwise. In the row hash only when present, so rows written before it hash as before.
+   */
+  consent?: string | null;
   latency_ms: number | null;
 }
 
@@ -79,6 +84,7 @@ export const AUDIT_COLUMNS = [
   'requires_approval',
   'approved_by',
   'approved_at',
+  'consent',
   'latency_ms',
   'prev_hash',
   'row_hash',
@@ -111,6 +117,7 @@ const READ_LITERALS: Readonly<Partial<Record<(typeof AUDIT_COLUMNS)[number], str
   requires_approval: '0',
   approved_by: 'NULL',
   approved_at: 'NULL',
+  consent: 'NULL',
 };
 /** INSERT_GROUP_SQL for INSERT_ROWS rows that all fit READ_LITERALS (see fitsReadLiterals). */
 const INSERT_GROUP_READ_SQL = `INSERT INTO audit_log (${AUDIT_COLUMNS.join(', ')}) VALUES ${Array.from(
@@ -131,7 +138,8 @@ function fitsReadLiterals(e: AuditEntry): boolean {
     e.parent_id == null &&
     e.requires_approval === 0 &&
     e.approved_by == null &&
-    e.approved_at == null
+    e.approved_at == null &&
+    e.consent == null
   );
 }
 
@@ -230,6 +238,7 @@ function material(r: Material, rd: string): string {
     jv(r.category) +
     ',"company_id":' +
     jv(r.company_id) +
+    (r.consent == null ? '' : ',"consent":' + jsonString(r.consent)) +
     ',"consent_class":' +
     jv(r.consent_class) +
     ',"created_at":' +
@@ -278,7 +287,7 @@ function material(r: Material, rd: string): string {
 // a loop over names); refuse to load if they drift from AUDIT_COLUMNS.
 {
   const probe = Object.fromEntries(
-    HASHED_COLUMNS.map((c, i) => [c, c === 'request_data' ? null : i]),
+    HASHED_COLUMNS.map((c, i) => [c, c === 'request_data' ? null : c === 'consent' ? '{}' : i]),
   ) as unknown as Material;
   const written = Object.keys(JSON.parse(material(probe, 'null')) as object);
   if (written.join() !== HASHED_COLUMNS.join())
@@ -460,6 +469,7 @@ function buildRow(
     requires_approval: entry.requires_approval,
     approved_by: entry.approved_by ?? null,
     approved_at: entry.approved_at ?? null,
+    consent: entry.consent ?? null,
     latency_ms:
       entry.latency_ms === null || entry.latency_ms === undefined ? null : roundLatency(entry.latency_ms),
     prev_hash: head.audit_hash,
@@ -514,6 +524,7 @@ function buildRow(
       row.requires_approval,
       row.approved_by,
       row.approved_at,
+      row.consent,
       row.latency_ms,
       row.prev_hash,
       row.row_hash,
@@ -532,7 +543,7 @@ if (
 }
 if (
   INSERT_SQL !==
-  `INSERT INTO audit_log (audit_id, company_id, seq, created_at, user_id, role, agent_type, key_id, action_type, category, shape, consent_class, status, reason, request_data, entity_type, entity_id, is_reversible, rollback_handle, idempotency_key, transaction_id, parent_id, requires_approval, approved_by, approved_at, latency_ms, prev_hash, row_hash) VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`
+  `INSERT INTO audit_log (audit_id, company_id, seq, created_at, user_id, role, agent_type, key_id, action_type, category, shape, consent_class, status, reason, request_data, entity_type, entity_id, is_reversible, rollback_handle, idempotency_key, transaction_id, parent_id, requires_approval, approved_by, approved_at, consent, latency_ms, prev_hash, row_hash) VALUES (${AUDIT_COLUMNS.map(() => '?').join(', ')})`
 ) {
   throw new Error('buildRow writes its values in an order that drifted from AUDIT_COLUMNS');
 }

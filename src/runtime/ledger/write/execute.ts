@@ -29,8 +29,15 @@ import {
 import { appendEvents, eventsChannel } from './events.ts';
 import { sealRollbackHandle } from '../transactions/rollback-handle.ts';
 import { insertRevertData } from './receipt-store.ts';
-import { consumeApproval, findApproval, insertBurnedNonce } from '../../consent/approvals-store.ts';
-import { approvalRejected, nonceReplayed } from '../../consent/refusals.ts';
+import {
+  consumeApprovalByJti,
+  findApprovalByJti,
+  insertBurnedNonce,
+  supersedeSameAction,
+} from '../../consent/approvals-store.ts';
+import { approvalRejected, approvalSuperseded, nonceReplayed } from '../../consent/refusals.ts';
+import { argsHash } from './idempotency.ts';
+import { channelOfCall, provenanceText, type ConsentProvenance } from '../../consent/provenance.ts';
 import { refuse } from '../../refusals.ts';
 
 /** The consent decision of a confirmed call (what the execute step must burn/consume). */
@@ -49,6 +56,16 @@ export interface Consent {
   approvalId?: string;
   approvedBy?: number;
   approvedAt?: string;
+  /** Where the approval was decided and the approver's role then (spec/consent.md §provenance). */
+  approvedChannel?: string;
+  approvedRole?: string;
+  approvedName?: string;
+  /** SHA-256 of the call's canonical arguments (the nonce's `a`), when the consent step computed it. */
+  argsHash?: string;
+  /** The class of the gate that applied (the declared class, or higher when a rule raised it). */
+  gateClass?: VerbClass;
+  /** Ids of the owner's rules that raised the gate. spec/consent.md §conditional-gates */
+  raisedBy?: string[];
   requiresApproval: boolean;
 }
 
@@ -79,6 +96,11 @@ export interface ExecuteInput {
    * of being inserted into revert_data (one B-tree less per write; spec/receipts.md §stored).
    */
   revertDataInReceipt?: boolean;
+  /**
+   * The consent provenance to record instead of the one derived from `consent` and the caller:
+   * a transaction step's, given when it was appended. spec/consent.md §provenance
+   */
+  provenance?: ConsentProvenance;
 }
 
 export interface ExecuteResult {
@@ -108,16 +130,21 @@ async function burnNonce(
   nowIso: string,
 ): Promise<void> {
   if (c.burnApproval) {
-    const used = await consumeApproval(tx, jti, companyId);
+    const used = await consumeApprovalByJti(tx, companyId, jti);
     if (used !== undefined) {
       c.approvalId = used.approval_id;
-      if (c.approvedBy === undefined && used.decided_by !== null && used.decided_by !== undefined) {
-        c.approvedBy = Number(used.decided_by);
+      if (c.approvedBy === undefined && used.decided_by !== null) {
+        c.approvedBy = used.decided_by;
         c.approvedAt = used.decided_at ?? undefined;
+        c.approvedChannel = used.decided_channel ?? undefined;
+        c.approvedRole = used.decided_role ?? undefined;
+        c.approvedName = used.decided_name ?? undefined;
       }
     } else {
-      const row = await findApproval(tx, jti, companyId);
-      if (row?.status === 'rejected') throw approvalRejected(verbName, row.approval_id);
+      const row = await findApprovalByJti(tx, companyId, jti);
+      if (row?.status === 'rejected') throw approvalRejected(verbName, row.approval_id, row.decision_note);
+      if (row?.status === 'superseded')
+        throw approvalSuperseded(verbName, row.approval_id, row.decision_note);
       if (row?.status === 'consumed') throw nonceReplayed(verbName);
       // expired by the sweep (clock skew between nodes) or never stored: the nonces row decides alone.
     }
@@ -199,7 +226,21 @@ export async function executeInTx(rt: RuntimeCore, tx: StoreTx, input: ExecuteIn
   entry.requires_approval = consent.requiresApproval ? 1 : 0;
   entry.approved_by = consent.approvedBy ?? null;
   entry.approved_at = consent.approvedAt ?? null;
+  const provenance = input.provenance ?? provenanceOf(input, nowIso);
+  if (provenance !== undefined) entry.consent = provenanceText(provenance);
   const row = await appendAudit(tx, entry, auditId);
+  // An approval answers one attempt: the identical action is done, so its other open approvals
+  // (another nonce, another path) can never run it again. spec/consent.md §approvals
+  if (consent.requiresApproval) {
+    await supersedeSameAction(tx, {
+      companyId: p.company_id,
+      verb: verb.name,
+      argsHash: consent.argsHash ?? argsHash(args),
+      exceptApprovalId: consent.approvalId,
+      at: nowIso,
+      auditId,
+    });
+  }
   let revertData: string | undefined;
   if (rollback !== undefined) {
     revertData = JSON.stringify(rollback.data);
@@ -228,11 +269,60 @@ export async function executeInTx(rt: RuntimeCore, tx: StoreTx, input: ExecuteIn
   };
   if (input.idempotencyKey !== null) receipt.idempotency_key = input.idempotencyKey;
   if (rollbackHandle !== null) receipt.rollback_handle = rollbackHandle;
+  // Signed with the receipt (spec/receipts.md §consent): who consented, where, when, which approval.
+  if (provenance !== undefined) receipt.consent = provenance;
   checkOutput(rt.options, verb, receipt);
   const out: ExecuteResult = { receipt, row, result };
   if (secret !== undefined) out.secret = secret;
   if (revertData !== undefined) out.revertData = revertData;
   return out;
+}
+
+/**
+ * The consent provenance of a write that passed a gate (none for ungated writes): an out-of-band
+ * approval names its approver and channel; a confirm or typed phrase on the call itself names
+ * the caller when the call came through a human channel, else "agent". spec/consent.md §provenance
+ */
+export function provenanceOf(input: ExecuteInput, nowIso: string): ConsentProvenance | undefined {
+  const c = input.consent;
+  const cls = c.gateClass ?? input.consentClass;
+  if (c.jti === undefined || cls === null || cls === 'READ') return undefined;
+  const typed = cls === 'WRITE_FINANCIAL' || cls === 'IRREVERSIBLE';
+  const raised = c.raisedBy !== undefined && c.raisedBy.length > 0 ? { raised_by: c.raisedBy } : {};
+  const approval = c.approvalId !== undefined ? { approval_id: c.approvalId } : {};
+  if (c.approvedBy !== undefined) {
+    return {
+      class: cls,
+      act: 'typed_phrase',
+      channel: (c.approvedChannel as ConsentProvenance['channel'] | undefined) ?? 'dashboard',
+      user_id: c.approvedBy,
+      ...(c.approvedRole !== undefined ? { role: c.approvedRole } : {}),
+      ...(c.approvedName !== undefined ? { user_name: c.approvedName } : {}),
+      ...approval,
+      at: c.approvedAt ?? nowIso,
+      ...raised,
+    };
+  }
+  // Who is behind the call: the principal's actor (src/identity), or the transport's human-channel
+  // mark while transports still set one.
+  const p = input.principal;
+  const human = p.actor === 'human' || input.caller.phraseChannel === 'human';
+  const channel = channelOfCall(
+    human,
+    input.caller.surface,
+    p.actor === 'human' ? p.consent_channel : undefined,
+  );
+  return {
+    class: cls,
+    act: typed ? 'typed_phrase' : 'confirmation',
+    channel,
+    user_id: channel === 'agent' ? 'agent' : p.user_id,
+    ...(channel === 'agent' ? {} : { role: p.role }),
+    ...(channel !== 'agent' && p.user_name !== undefined ? { user_name: p.user_name } : {}),
+    ...approval,
+    at: nowIso,
+    ...raised,
+  };
 }
 
 /** The actor of a principal's events: `user:<id>` or `user:<id> via <agent_type>`. */

@@ -16,6 +16,7 @@ import type { Command } from 'commander';
 import type { Io } from '../output.ts';
 import { openAuditSource } from './audit.ts';
 import { verifyReceipt } from '../../../runtime/ledger/keys/receipts.ts';
+import { consentInWords } from '../../../runtime/consent/provenance.ts';
 import {
   checkReceiptInLog,
   databaseKeys,
@@ -93,6 +94,8 @@ export function registerReceipt(program: Command, io: Io, setExit: (code: number
           log: log ?? null,
           audit_id: r.audit_id,
           seq: attestedRow(r.attestation)?.seq ?? null,
+          // Who consented, signed with the receipt (spec/receipts.md §consent); receipts older than it have none.
+          consent: consentInWords(r.consent),
         };
         if (opts.json) {
           io.out(JSON.stringify(verdict, null, 2));
@@ -109,6 +112,11 @@ export function registerReceipt(program: Command, io: Io, setExit: (code: number
               : !signature.valid
                 ? '· audit log: not checked (an unverified receipt proves nothing about the log; its seq and hashes may be the edited part)'
                 : '· audit log: not checked (no local database)',
+            ...(verdict.consent !== null
+              ? [
+                  `${signature.valid ? '✓' : '·'} consent: ${verdict.consent.words}${signature.valid ? '' : ' (unverified)'}`,
+                ]
+              : []),
           ];
           (valid ? io.out : io.err)(lines.join('\n'));
         }

@@ -1,0 +1,248 @@
+/**
+ * The owner's consent settings for approvals and conditional gates (spec/consent.md §approvals,
+ * §conditional-gates):
+ *
+ * - tenant.approval_ttl_set  WRITE_REVERSIBLE, owner, human only: how long an approval of a
+ *                            typed-phrase class waits for a human (5…1440 minutes; null = as long
+ *                            as its nonce, the default).
+ * - tenant.gate_rules_set    WRITE_REVERSIBLE, owner, human only: the tenant's conditional-gate
+ *                            rules (replace the whole list; [] removes them). A rule only raises a
+ *                            verb's gate (class or role floor) by its arguments: a JSON Pointer,
+ *                            an operator and a literal, no code.
+ * - tenant.gate_rules        READ, admin: the rules, each in words.
+ *
+ * Both writes are projected on http and cli only, audited, cap-exempt (an owner must be able to
+ * tighten after a runaway agent used the day's cap) and revertible (audit.revert restores the
+ * previous value). Changing consent settings is a human act: an agent's call (an API key, a
+ * program the agent drives) is refused with `human_required`, audited.
+ */
+import { VerbError } from '../runtime/errors.ts';
+import { defineSystemVerb, type OriginalAction, type SystemVerbContext } from '../runtime/verb.ts';
+import type { StoreTx } from '../store/store.ts';
+import { parseJson } from '../store/store.ts';
+import type { TenantSettings } from '../runtime/tenants.ts';
+import { mayConsent } from '../identity/consent-predicate.ts';
+import {
+  GATE_RULE_OPS,
+  MAX_GATE_RULES,
+  RAISABLE_CLASSES,
+  checkGateRules,
+  describeRule,
+  type GateRule,
+} from '../runtime/consent/gate-rules.ts';
+
+/** Bounds of an approval TTL, in minutes: 5 (the nonce TTL) to a day. */
+export const APPROVAL_TTL_MIN_MINUTES = 5;
+export const APPROVAL_TTL_MAX_MINUTES = 1440;
+const TTL_CLASSES = ['WRITE_FINANCIAL', 'IRREVERSIBLE'] as const;
+
+async function readSettings(ctx: SystemVerbContext): Promise<TenantSettings> {
+  const row = await ctx.db.get<{ settings: unknown }>('SELECT settings FROM tenants WHERE company_id = ?', [
+    ctx.principal.company_id,
+  ]);
+  if (row === undefined)
+    throw new VerbError('not_found', `Tenant ${ctx.principal.company_id} does not exist.`);
+  return parseJson<TenantSettings>(row.settings) ?? {};
+}
+
+async function writeSettings(ctx: SystemVerbContext, settings: TenantSettings): Promise<void> {
+  await ctx.db.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [
+    JSON.stringify(settings),
+    ctx.principal.company_id,
+  ]);
+  (ctx.db as StoreTx).afterCommit(() => ctx.runtime.tenants.invalidate());
+}
+
+/**
+ * Changing consent settings is a human act (spec/consent.md §conditional-gates): refused with
+ * `human_required` when the call did not come through a human channel.
+ */
+function requireHuman(ctx: SystemVerbContext, what: string, settings: TenantSettings): void {
+  // The one predicate (src/identity/consent-predicate.ts); the transport's human-channel mark is
+  // read too while transports still set it instead of a human principal.
+  if (mayConsent(ctx.principal, 'change_consent_settings', settings) || ctx.phraseChannel === 'human') return;
+  throw new VerbError(
+    'human_required',
+    `Only a signed-in human may change ${what}; an agent's credential cannot. Nothing changed.`,
+    {
+      hint: 'Change it in the dashboard (signed in as the owner) or with the solid CLI typed at a terminal on the server.',
+    },
+  );
+}
+
+/** Restore one setting member from a revert's rollback data. */
+async function restore(
+  ctx: SystemVerbContext,
+  original: OriginalAction,
+  member: 'approval_ttl_minutes' | 'gate_rules',
+): Promise<{ revert_action: string }> {
+  const settings = await readSettings(ctx);
+  // Restoring fewer rules or a shorter wait may loosen a gate: a human act like setting it.
+  requireHuman(ctx, member === 'gate_rules' ? 'conditional gates' : 'how long approvals wait', settings);
+  const previous = (original.rollback as { previous?: unknown }).previous;
+  if (previous === undefined || previous === null) delete settings[member];
+  else (settings as Record<string, unknown>)[member] = previous;
+  await writeSettings(ctx, settings);
+  ctx.setEntity('tenant', ctx.principal.company_id);
+  return { revert_action: `${member} restored to ${JSON.stringify(previous ?? null)}` };
+}
+
+export const tenantApprovalTtlSet = defineSystemVerb<{
+  consent_class: (typeof TTL_CLASSES)[number];
+  minutes: number | null;
+}>({
+  name: 'tenant.approval_ttl_set',
+  title: 'Set how long approvals wait',
+  description: `Set how long an approval of a typed-phrase class (WRITE_FINANCIAL or IRREVERSIBLE) waits for a human: ${APPROVAL_TTL_MIN_MINUTES} to ${APPROVAL_TTL_MAX_MINUTES} minutes, or null for the default (as long as its nonce, 5 minutes). The agent's confirm after an approval still has a nonce's lifetime from the moment of approval. Owner only, from a human channel (human_required otherwise); needs a confirmation.`,
+  shape: 'receipt',
+  category: 'consent',
+  consent: 'WRITE_REVERSIBLE',
+  cap_exempt: true,
+  role_floor: 'owner',
+  surfaces: ['http', 'cli'],
+  input: {
+    type: 'object',
+    properties: {
+      consent_class: { type: 'string', enum: [...TTL_CLASSES] },
+      minutes: {
+        type: ['integer', 'null'],
+        minimum: APPROVAL_TTL_MIN_MINUTES,
+        maximum: APPROVAL_TTL_MAX_MINUTES,
+        description: 'Minutes an approval waits; null restores the default.',
+      },
+    },
+    required: ['consent_class', 'minutes'],
+    additionalProperties: false,
+  },
+  summary: (a) =>
+    a.minutes === null
+      ? `Let ${a.consent_class} approvals wait as long as their nonce (the default).`
+      : `Let ${a.consent_class} approvals wait ${a.minutes} minutes for a human.`,
+  async handler(ctx, args) {
+    const settings = await readSettings(ctx);
+    requireHuman(ctx, 'how long approvals wait', settings);
+    const previous = settings.approval_ttl_minutes ?? null;
+    const next = { ...(previous ?? {}) };
+    if (args.minutes === null) delete next[args.consent_class];
+    else next[args.consent_class] = args.minutes;
+    if (Object.keys(next).length === 0) delete settings.approval_ttl_minutes;
+    else settings.approval_ttl_minutes = next;
+    await writeSettings(ctx, settings);
+    ctx.setEntity('tenant', ctx.principal.company_id);
+    ctx.setRollback('tenant:approval_ttl', { previous });
+    return {
+      status: 'completed',
+      consent_class: args.consent_class,
+      minutes: args.minutes,
+      approval_ttl_minutes: next,
+    };
+  },
+  revert: { handler: (ctx, original) => restore(ctx, original, 'approval_ttl_minutes') },
+});
+
+const RULE_SCHEMA = {
+  type: 'object',
+  properties: {
+    id: { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,39}$', description: 'Your name for the rule.' },
+    verb: { type: 'string', minLength: 1, maxLength: 200, description: 'The verb it applies to.' },
+    when: {
+      type: 'object',
+      properties: {
+        pointer: {
+          type: 'string',
+          maxLength: 200,
+          description: 'JSON Pointer (RFC 6901) into the arguments, e.g. /amount_cents.',
+        },
+        op: { type: 'string', enum: [...GATE_RULE_OPS] },
+        value: { type: ['number', 'string', 'boolean'], description: 'The literal compared with.' },
+      },
+      required: ['pointer', 'op', 'value'],
+      additionalProperties: false,
+    },
+    raise_to: { type: 'string', enum: [...RAISABLE_CLASSES] },
+    role_floor: { type: 'string', enum: ['employee', 'admin', 'owner'] },
+    note: { type: 'string', maxLength: 300 },
+  },
+  required: ['id', 'verb', 'when', 'raise_to'],
+  additionalProperties: false,
+} as const;
+
+export const tenantGateRulesSet = defineSystemVerb<{ rules: GateRule[] }>({
+  name: 'tenant.gate_rules_set',
+  title: 'Set conditional gates',
+  description: `Replace this tenant's conditional-gate rules (at most ${MAX_GATE_RULES}; [] removes them). A rule raises a verb's consent gate when its arguments match: {id, verb, when: {pointer, op, value}, raise_to, role_floor?}, e.g. charge_invoice with /amount_cents gt 50000 raised to IRREVERSIBLE with role_floor owner. Rules only raise, never lower a verb's declared class; a pointer naming nothing does not match. Owner only, from a human channel (human_required otherwise); needs a confirmation.`,
+  shape: 'receipt',
+  category: 'consent',
+  consent: 'WRITE_REVERSIBLE',
+  cap_exempt: true,
+  role_floor: 'owner',
+  surfaces: ['http', 'cli'],
+  input: {
+    type: 'object',
+    properties: { rules: { type: 'array', maxItems: MAX_GATE_RULES, items: RULE_SCHEMA } },
+    required: ['rules'],
+    additionalProperties: false,
+  },
+  summary: (a) =>
+    a.rules.length === 0
+      ? 'Remove every conditional-gate rule.'
+      : `Set ${a.rules.length} conditional-gate rule(s): ${a.rules.map((r) => `${r.verb} ${describeRule(r)}`).join('; ')}.`,
+  async handler(ctx, args) {
+    const settings = await readSettings(ctx);
+    requireHuman(ctx, 'conditional gates', settings);
+    checkGateRules(args.rules, (name) => ctx.runtime.registry.get(name));
+    const previous = settings.gate_rules ?? null;
+    if (args.rules.length === 0) delete settings.gate_rules;
+    else settings.gate_rules = args.rules;
+    await writeSettings(ctx, settings);
+    ctx.setEntity('tenant', ctx.principal.company_id);
+    ctx.setRollback('tenant:gate_rules', { previous });
+    return {
+      status: 'completed',
+      rules: args.rules.map((r) => ({ ...r, description: describeRule(r) })),
+      previous_count: previous?.length ?? 0,
+    };
+  },
+  revert: { handler: (ctx, original) => restore(ctx, original, 'gate_rules') },
+});
+
+export const tenantGateRules = defineSystemVerb<Record<string, never>>({
+  name: 'tenant.gate_rules',
+  title: 'Conditional gates',
+  description:
+    "This tenant's conditional-gate rules and approval waiting times: each rule with its verb, condition, the class and floor it raises to, and a description in words. Needs the admin role.",
+  shape: 'aggregate',
+  category: 'consent',
+  role_floor: 'admin',
+  input: { type: 'object', properties: {}, additionalProperties: false },
+  output: {
+    type: 'object',
+    properties: {
+      entity_type: { const: 'tenant' },
+      entity_id: { type: 'integer' },
+      data: {
+        type: 'object',
+        properties: {
+          rules: { type: 'array', items: { type: 'object' } },
+          approval_ttl_minutes: { type: 'object' },
+        },
+        required: ['rules', 'approval_ttl_minutes'],
+      },
+    },
+    required: ['entity_type', 'entity_id', 'data'],
+  },
+  idempotent: true,
+  async handler(ctx) {
+    const settings = (await ctx.runtime.tenants.get(ctx.principal.company_id))?.settings ?? {};
+    return {
+      entity_type: 'tenant',
+      entity_id: ctx.principal.company_id,
+      data: {
+        rules: (settings.gate_rules ?? []).map((r) => ({ ...r, description: describeRule(r) })),
+        approval_ttl_minutes: settings.approval_ttl_minutes ?? {},
+      },
+    };
+  },
+});
+
+export const consentSettingsVerbs = [tenantApprovalTtlSet, tenantGateRulesSet, tenantGateRules];
