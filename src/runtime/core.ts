@@ -136,8 +136,13 @@ export interface RuntimeCore {
   isBlocked(name: string, companyId: number): Promise<boolean>;
   /** The tenant's `phrase_channel` setting. spec/consent.md §phrase-channel */
   phraseChannel(companyId: number): Promise<PhraseChannelSetting>;
-  /** Count one write against the tenant's daily cap of `cls`, inside `tx`. Throws daily_cap_exceeded. */
-  countDailyCap(tx: StoreTx, companyId: number, cls: VerbClass, now: Date): Promise<void>;
+  /** Count one write against the tenant's daily cap of `cls`, inside `tx`: the count and cap after it. Throws daily_cap_exceeded. */
+  countDailyCap(
+    tx: StoreTx,
+    companyId: number,
+    cls: VerbClass,
+    now: Date,
+  ): Promise<{ count: number; cap: number } | undefined>;
   /** The preview a write verb declares, for pending answers; undefined when none. */
   previewFor(
     verb: CompiledVerb,

@@ -17,6 +17,7 @@
  * be called directly. Spec: spec/consent.md §maintenance, spec/idempotency.md.
  */
 import type { Store } from '../store/store.ts';
+import { sweepExpiredApprovals } from './ledger/webhook-endpoints.ts';
 
 /** Grace after a nonce's expiry before its burn row is deleted (seconds; covers clock skew between nodes). */
 export const NONCE_ROW_GRACE_SECONDS = 600;
@@ -56,11 +57,8 @@ export async function runMaintenance(store: Store, now: Date): Promise<Maintenan
   return store.write(
     async (tx) => ({
       nonces_deleted: (await tx.run('DELETE FROM nonces WHERE expires_at < ?', [nonceCut])).changes,
-      approvals_expired: (
-        await tx.run(`UPDATE approvals SET status = 'expired' WHERE status = 'pending' AND expires_at <= ?`, [
-          nowIso,
-        ])
-      ).changes,
+      // Announced as approval.expired to subscribed webhooks in this transaction (docs/webhooks.md).
+      approvals_expired: await sweepExpiredApprovals(tx, now, { onlyWebhookTenants: false }),
       approvals_deleted: (
         await tx.run(`DELETE FROM approvals WHERE status <> 'pending' AND expires_at < ?`, [approvalCut])
       ).changes,

@@ -44,7 +44,8 @@ import { AuthFailureLog, type AggregatedFailure } from './ledger/auth-failure-lo
 import { reasonInfo } from '../spec/reasons.ts';
 import { countDailyCap } from './consent/daily-caps.ts';
 import { checkpointedTenants, writeCheckpoint } from './ledger/checkpoints.ts';
-import { deliverOutbox } from './ledger/outbox.ts';
+import { createDelivery, type OutboxDeliveryOptions, type OutboxWorker } from './delivery/delivery.ts';
+import { deliveryMigrations } from './delivery/migrations.ts';
 
 export { DEFAULT_DAILY_CAPS } from './consent/daily-caps.ts';
 export { checkpointMaterial } from './ledger/checkpoints.ts';
@@ -96,6 +97,8 @@ export interface RuntimeOptions {
   observe?: ObserveOptions;
   /** Skip migrations (the caller ran them). */
   skipMigrations?: boolean;
+  /** The outbox delivery loop: attempts, backoff, deadlines, polling (delivery/outbox-worker.ts). */
+  outbox?: OutboxDeliveryOptions;
 }
 
 export type { OutboxHandler } from './core.ts';
@@ -137,8 +140,8 @@ export class Runtime implements PackRuntime {
   readonly #sinceCheckpoint = new Map<number, number>();
   #checkpointTimer: NodeJS.Timeout | undefined;
   #maintenanceTimer: NodeJS.Timeout | undefined;
-  #outboxRunning = false;
-  #outboxAgain = false;
+  /** The outbox delivery loop (delivery/): retries with backoff, start-up pass, dead letters, webhooks. */
+  readonly delivery: OutboxWorker<Runtime>;
   #closed = false;
   /** Windows of repeated unauthenticated failures (spec/audit.md §auth-failure-windows). */
   readonly authFailures: AuthFailureLog;
@@ -173,6 +176,17 @@ export class Runtime implements PackRuntime {
     this.auditBuffer = new ReadAuditBuffer(this, this.options.readAuditFlushMs, this.options.readAuditBatch);
     this.observers = new Observers(this, options.observe);
     this.observers.attach();
+    this.delivery = createDelivery<Runtime>(
+      {
+        store: this.store,
+        secrets: this.secrets,
+        clock: this.clock,
+        logger: this.logger,
+        handlers: this.outboxHandlers,
+        runtime: this,
+      },
+      options.outbox,
+    );
     this.#checkpointTimer = setInterval(
       () =>
         void this.checkpointAll().catch((err: unknown) => this.logger.error({ err }, 'checkpoint failed')),
@@ -462,9 +476,14 @@ export class Runtime implements PackRuntime {
   }
 
   /** Count one write against the tenant's daily cap of `cls`, inside `tx`. Throws daily_cap_exceeded. */
-  async countDailyCap(tx: StoreTx, companyId: number, cls: VerbClass, now: Date): Promise<void> {
+  async countDailyCap(
+    tx: StoreTx,
+    companyId: number,
+    cls: VerbClass,
+    now: Date,
+  ): Promise<{ count: number; cap: number } | undefined> {
     const t = await this.tenants.get(companyId);
-    await countDailyCap(tx, t?.settings.caps, companyId, cls, now);
+    return countDailyCap(tx, t?.settings.caps, companyId, cls, now);
   }
 
   /** Run the preview verb declared by a write verb, for pending answers. Undefined when none. */
@@ -570,39 +589,17 @@ export class Runtime implements PackRuntime {
     }
   }
 
-  /** Deliver pending outbox rows through the registered handlers (after commit; retried with backoff). */
+  /** Deliver pending outbox rows soon (after a commit that queued some): the delivery loop's kick. */
   kickOutbox(): void {
-    if (this.#outboxRunning) {
-      this.#outboxAgain = true;
-      return;
-    }
-    this.#outboxRunning = true;
-    void this.deliverOutbox()
-      .catch((err: unknown) => this.logger.error({ err }, 'outbox delivery failed'))
-      .finally(() => {
-        this.#outboxRunning = false;
-        if (this.#outboxAgain) {
-          this.#outboxAgain = false;
-          this.kickOutbox();
-        }
-      });
+    this.delivery.kick();
   }
 
-  readonly #outboxPasses = new Set<Promise<number>>();
-
   /**
-   * One delivery pass (ledger/outbox.ts); returns the rows it delivered. It first waits for passes
-   * running in this process (the after-commit kick), whose leased rows a new pass would skip.
+   * One delivery pass now (delivery/outbox-worker.ts); resolves to the rows it delivered. It first
+   * waits for passes running in this process (the after-commit kick), whose leased rows it would skip.
    */
-  async deliverOutbox(limit = 100): Promise<number> {
-    while (this.#outboxPasses.size > 0) await Promise.allSettled([...this.#outboxPasses]);
-    const pass = deliverOutbox(this.store, this.clock, this.outboxHandlers, this, limit);
-    this.#outboxPasses.add(pass);
-    try {
-      return await pass;
-    } finally {
-      this.#outboxPasses.delete(pass);
-    }
+  deliverOutbox(limit = 100): Promise<number> {
+    return this.delivery.deliver(limit);
   }
 
   /** Create a tenant with its chain head and an active signing key. */
@@ -669,6 +666,7 @@ export class Runtime implements PackRuntime {
     this.beginClose();
     if (this.#checkpointTimer !== undefined) clearInterval(this.#checkpointTimer);
     if (this.#maintenanceTimer !== undefined) clearInterval(this.#maintenanceTimer);
+    await this.delivery.close();
     await this.auditBuffer.flush();
     await Promise.all([this.authFailures.flushAll(), this.tenants.flushKeyUse()]);
     await this.observers.close();
@@ -682,7 +680,10 @@ export class Runtime implements PackRuntime {
 
 /** Create a runtime on a store: runs the runtime migrations unless told not to. */
 export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
-  if (!options.skipMigrations) await options.store.migrate('runtime', runtimeMigrations);
+  if (!options.skipMigrations) {
+    await options.store.migrate('runtime', runtimeMigrations);
+    await options.store.migrate('delivery', deliveryMigrations);
+  }
   const chosen: RuntimeSecrets =
     options.secrets !== undefined
       ? { secrets: options.secrets, source: 'env' }
@@ -696,5 +697,6 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   );
   const rt = new Runtime({ ...options, secrets: chosen.secrets });
   if (chosen.warning !== undefined) rt.logger.warn(chosen.warning);
+  rt.delivery.start();
   return rt;
 }

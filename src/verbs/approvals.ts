@@ -35,6 +35,7 @@ import {
 import { phrasesMatch } from '../runtime/consent/typed-phrase.ts';
 import { phraseChannelRefusal } from '../runtime/dispatch.ts';
 import { refuse } from '../runtime/refusals.ts';
+import { emitWebhookEvent } from '../runtime/ledger/webhook-endpoints.ts';
 
 /** Lowest role that may decide any approval (the WRITE_FINANCIAL floor). */
 const MIN_APPROVER_ROLE: Role = ROLE_FLOOR_OF_CLASS.WRITE_FINANCIAL;
@@ -448,6 +449,18 @@ export const approvalsApprove = defineSystemVerb<ApprovalsApproveArgs>({
       [p.user_id, nowIso, row.approval_id, p.company_id],
     );
     if (r.changes !== 1) throw await decidedMeanwhile(ctx, row);
+    const decided = {
+      approval_id: row.approval_id,
+      verb: row.verb,
+      decision: 'approved',
+      decided_by: p.user_id,
+      decided_at: nowIso,
+    };
+    await emitWebhookEvent(
+      ctx.db,
+      { companyId: p.company_id, type: 'approval.decided', data: decided, now: ctx.now },
+      () => ctx.runtime.kickOutbox(),
+    );
     return {
       status: 'approved',
       approval_id: row.approval_id,
@@ -512,6 +525,19 @@ export const approvalsReject = defineSystemVerb<ApprovalsRejectArgs>({
       [p.user_id, nowIso, args.note ?? null, row.approval_id, p.company_id],
     );
     if (r.changes !== 1) throw await decidedMeanwhile(ctx, row);
+    const decided = {
+      approval_id: row.approval_id,
+      verb: row.verb,
+      decision: 'rejected',
+      decided_by: p.user_id,
+      decided_at: nowIso,
+      note: args.note ?? null,
+    };
+    await emitWebhookEvent(
+      ctx.db,
+      { companyId: p.company_id, type: 'approval.decided', data: decided, now: ctx.now },
+      () => ctx.runtime.kickOutbox(),
+    );
     return {
       status: 'rejected',
       approval_id: row.approval_id,

@@ -18,6 +18,7 @@ import type { Consent } from '../ledger/execute.ts';
 import { issueNonce, verifyNonce, type NoncePayload } from '../consent/nonce.ts';
 import { phraseHash, phrasesMatch } from '../consent/typed-phrase.ts';
 import { findApproval, insertPendingApproval } from '../consent/approvals-store.ts';
+import { emitWebhookEvent } from '../ledger/webhook-endpoints.ts';
 import { assertDailyCapOpen } from '../consent/daily-caps.ts';
 import {
   approvalRejected,
@@ -234,6 +235,22 @@ async function pending(c: Keyed, phrase: string | undefined, humanOnly: boolean)
         expiresAt: issued.expiresAt,
         roleFloor: c.delegated?.roleFloor ?? verb.roleFloor,
       });
+      // The approval.requested webhook, queued in the same transaction (docs/webhooks.md).
+      const data = {
+        approval_id: approvalId,
+        verb: verb.name,
+        summary,
+        consent_class: cls,
+        requested_by: p.user_id,
+        requested_role: p.role,
+        agent_type: p.agent_type,
+        expires_at: issued.expiresAt,
+      };
+      await emitWebhookEvent(
+        tx,
+        { companyId: p.company_id, type: 'approval.requested', data, now: c.now },
+        () => c.rt.kickOutbox(),
+      );
     }
   });
   return pendingEnvelope(c, given, undefined, auditId);
