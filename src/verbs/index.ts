@@ -7,6 +7,7 @@ import { auditTrail } from './trail.ts';
 import { approvalVerbs } from './approvals.ts';
 import { tenantSettingsVerbs } from './tenant-settings.ts';
 import { apiKeyVerbs } from './api-keys.ts';
+import { webhookVerbs } from './webhooks.ts';
 import { auditRevert } from './revert.ts';
 import { transactionVerbs } from './transaction.ts';
 import { eventVerbs } from './events.ts';
@@ -24,6 +25,7 @@ export const systemVerbs: VerbDefinition[] = [
   ...approvalVerbs,
   ...tenantSettingsVerbs,
   ...apiKeyVerbs,
+  ...webhookVerbs,
   auditRevert,
   ...transactionVerbs,
   ...eventVerbs,
