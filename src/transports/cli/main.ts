@@ -26,6 +26,7 @@ import { registerReceipt } from './commands/receipt.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerUcp } from './commands/ucp.ts';
 import { registerApiKeys } from './commands/api-keys.ts';
+import { registerWebhooks } from './commands/webhooks.ts';
 import { registerLogin } from './commands/login.ts';
 import { registerConformance } from './commands/conformance.ts';
 import { addShortcuts } from './shortcuts.ts';
@@ -47,6 +48,7 @@ export const COMMANDS: CommandModule[] = [
   registerReceipt,
   registerKeys,
   registerApiKeys,
+  registerWebhooks,
   registerUcp,
   registerLogin,
   registerConformance,
