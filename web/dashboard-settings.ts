@@ -308,8 +308,8 @@ function section(title: string, ...children: Array<Node | string | null>): HTMLE
 /** (Re)load the settings view. */
 /**
  * "Deliveries": outbox messages (emails, webhooks) waiting and dead letters — messages that failed
- * their last attempt and are never retried (system.telemetry's queues; docs/operations.md
- * §outbox-delivery). Null when the verb is not callable here.
+ * their last attempt and are never retried (system.telemetry's queues; docs/authoring.md
+ * §8(c)). Null when the verb is not callable here.
  */
 async function deliveriesSection(ctx: DashboardContext): Promise<HTMLElement | null> {
   if (!ctx.canUse('system.telemetry')) return null;

@@ -3,7 +3,7 @@
  * with no other traffic, a restart sends what a previous process left pending, N failures make a
  * dead letter (announced by the outbox.dead webhook, counted by telemetry), every attempt has a
  * deadline, and two runtimes on one database deliver each message once. Both engines
- * (SOLID_TEST_ENGINE=postgres with .ci/postgres.sh). Spec: docs/operations.md §outbox-delivery.
+ * (SOLID_TEST_ENGINE=postgres with .ci/postgres.sh). Spec: docs/authoring.md §8(c).
  */
 import { it } from 'node:test';
 import assert from 'node:assert/strict';

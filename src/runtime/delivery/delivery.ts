@@ -3,7 +3,7 @@
  * the `outbox.dead` announcement of a dead letter and the approval-expiry sweep that announces
  * `approval.expired`. createRuntime calls `createDelivery` once and starts it after migrations.
  *
- * Spec: docs/operations.md §outbox-delivery, docs/webhooks.md.
+ * Spec: docs/authoring.md §8(c), docs/webhooks.md.
  */
 import type { Logger } from 'pino';
 import type { Store } from '../../store/store.ts';

@@ -3,7 +3,7 @@
  * own scope): the outbox's `dead` state, message ids and lease tokens, and the tenants' webhook
  * endpoints. A scope of its own so its versions never collide with the runtime scope's.
  *
- * Spec: docs/operations.md §outbox-delivery, docs/webhooks.md.
+ * Spec: docs/authoring.md §8(c), docs/webhooks.md.
  */
 import type { Migration } from '../../store/store.ts';
 import { portableMigration } from '../../store/migrations/render.ts';

@@ -18,7 +18,7 @@
  *   `outbox.dead` webhook).
  *
  * Every wait is bounded: attempts by their deadline, close() by the deadline plus one second.
- * Spec: docs/operations.md §outbox-delivery, docs/authoring.md §8(b).
+ * Spec: docs/authoring.md §8(c), docs/authoring.md §8(b).
  */
 import type { Logger } from 'pino';
 import type { Store, StoreTx } from '../../store/store.ts';

@@ -7,7 +7,7 @@
  * `lease_token` names the claim), `delivered`, `dead` (after the last allowed attempt).
  *
  * Spec: spec/store.md (outbox rows are written in the effect's transaction, nothing half-written),
- * docs/operations.md §outbox-delivery.
+ * docs/authoring.md §8(c).
  */
 import { randomUUID } from 'node:crypto';
 import type { Queryable, Store, StoreTx } from '../../store/store.ts';

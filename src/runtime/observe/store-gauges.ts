@@ -9,7 +9,7 @@ import { deadLetterCounts } from '../ledger/outbox.ts';
 export interface StoreGauges {
   pending: Array<{ company_id: number; n: number }>;
   heads: Array<{ company_id: number; audit_seq: number }>;
-  /** Outbox messages in the `dead` state (docs/operations.md §outbox-delivery). */
+  /** Outbox messages in the `dead` state (docs/authoring.md §8(c)). */
   dead: Array<{ company_id: number; n: number }>;
 }
 

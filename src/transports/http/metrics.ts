@@ -12,7 +12,7 @@
  * - `audit_chain_seq{tenant}` gauge: the seq of the tenant's chain head (= rows in its audit
  *   chain), read from the store at scrape.
  * - `outbox_dead_letters{tenant}` gauge: outbox messages dead after their last attempt (never
- *   retried; docs/operations.md §outbox-delivery), read from the store at scrape.
+ *   retried; docs/authoring.md §8(c)), read from the store at scrape.
  * - `read_audit_buffer_rows` gauge: read audit rows waiting for their batched flush.
  * - `store_pool_connections{state}` gauge (PostgreSQL only): total | idle | waiting clients.
  * - `store_up` gauge: 1 when the scrape's store reads succeeded, else 0 (the store gauges are then
