@@ -29,7 +29,9 @@ import { SqliteStore } from './store/sqlite/sqlite-store.ts';
 import { runtimeMigrations } from './store/migrations/runtime.ts';
 import { deliveryMigrations } from './runtime/delivery/migrations.ts';
 import { systemVerbs } from './verbs/index.ts';
-import type { Envelope, Role, Surface, Tier } from './spec/types.ts';
+import type { Envelope, Principal, Role, Surface, Tier } from './spec/types.ts';
+import { CSRF_COOKIE, SESSION_COOKIE, SessionStore, createHumanSession } from './identity/session-store.ts';
+import { humanPrincipal } from './identity/principal.ts';
 
 export interface TestBusinessOptions {
   /** The packs under test (definePack objects), installed in order. */
@@ -147,4 +149,52 @@ export async function createTestBusiness(options: TestBusinessOptions): Promise<
     await rt.close().catch(() => {});
     throw err;
   }
+}
+
+/** A signed-in human's browser session, for tests (see {@link signInHumanForTest}). */
+export interface TestHumanSession {
+  /** The session token (the `solid_session` cookie's value; never log it). */
+  readonly token: string;
+  /** A `Cookie` header carrying the session and CSRF cookies. */
+  readonly cookie: string;
+  /** Send as `X-CSRF-Token` on state-changing requests. */
+  readonly csrfToken: string;
+  /** The session's human principal (actor `human`, no consent channel until a route sets one). */
+  readonly principal: Principal;
+}
+
+/**
+ * Sign a tenant user in as a **human**, for tests that need a dashboard session (the runtime's
+ * `web_sessions` table is created when missing). Goes through the identity room's
+ * `createHumanSession`, the same call the sign-in routes make after a passkey or TOTP ceremony;
+ * an API key never opens a session (spec/consent.md §channels).
+ *
+ * @param rt the runtime the server uses
+ * @param user the tenant user: company_id, user_id, role, and a display name (default "Test User")
+ */
+export async function signInHumanForTest(
+  rt: Runtime,
+  user: { company_id: number; user_id: number; role: Role; name?: string },
+): Promise<TestHumanSession> {
+  const sessions = new SessionStore(rt);
+  await sessions.migrate();
+  const tenant = await rt.tenants.get(user.company_id);
+  if (tenant === undefined) throw new Error(`no tenant ${user.company_id}`);
+  const principal = humanPrincipal(
+    {
+      company_id: user.company_id,
+      user_id: user.user_id,
+      role: user.role,
+      tier: tenant.tier,
+      agent_type: 'webmcp',
+    },
+    { user_name: user.name ?? 'Test User' },
+  );
+  const { token, session } = await createHumanSession(sessions, principal);
+  return {
+    token,
+    cookie: `${SESSION_COOKIE}=${token}; ${CSRF_COOKIE}=${session.csrfToken}`,
+    csrfToken: session.csrfToken,
+    principal: session.principal,
+  };
 }

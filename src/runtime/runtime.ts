@@ -50,6 +50,7 @@ import { deliveryMigrations } from './delivery/migrations.ts';
 export { DEFAULT_DAILY_CAPS } from './consent/daily-caps.ts';
 export { checkpointMaterial } from './ledger/checkpoints.ts';
 import type { Role } from '../spec/types.ts';
+import { agentPrincipal } from '../identity/principal.ts';
 
 /** action_type of the row a tenant gets when one of its key ids is presented with a wrong secret, or after revocation. */
 export const KEY_REFUSED_ACTIONS = {
@@ -449,14 +450,14 @@ export class Runtime implements PackRuntime {
       throw new VerbError('auth_required', 'An API key is required (no sandbox tenant exists).', {
         hint: 'Run `solid init`.',
       });
-    this.#sandbox = {
+    this.#sandbox = agentPrincipal({
       company_id: t.company_id,
       user_id: 0,
       role: 'read_only',
       tier: t.tier,
       agent_type: 'sandbox',
       sandbox: true,
-    };
+    });
     return this.#sandbox;
   }
 

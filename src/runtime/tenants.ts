@@ -17,6 +17,7 @@ import { ROLES, TIERS } from '../spec/types.ts';
 import { VerbError } from './errors.ts';
 import { refuse } from './refusals.ts';
 import { sha256Bytes, sha256Hex } from './sha256.ts';
+import { agentPrincipal } from '../identity/principal.ts';
 
 export const API_KEY_PREFIX = 'sk_solid_';
 
@@ -288,14 +289,14 @@ export class Tenants {
       c = {
         hash: Buffer.from(row.secret_hash as string, 'hex'),
         revoked: row.revoked_at !== null && row.revoked_at !== undefined,
-        principal: {
+        principal: agentPrincipal({
           company_id: Number(row.company_id),
           user_id: Number(row.user_id),
           role: row.role as Role,
           tier: row.tier as Tier,
           agent_type: row.agent_type as string,
           key_id: row.key_id as string,
-        },
+        }),
         loadedAt: Date.now(),
       };
       this.#keys.set(parsed.keyId, c);

@@ -69,6 +69,13 @@ export const REASONS = {
   auth_required: r(401, 3, 'auth', 'This verb needs an API key; the keyless sandbox may only read.'),
   auth_invalid: r(401, 3, 'auth', 'The credentials are unknown, revoked or malformed.'),
   session_invalid: r(401, 3, 'auth', 'The browser session is missing or expired.'),
+  session_requires_human: r(
+    403,
+    3,
+    'denied',
+    'A browser session is opened only by a person signing in; an API key cannot open one.',
+    { denial: true },
+  ),
   csrf_failed: r(403, 3, 'denied', 'The CSRF token is missing or does not match the session.', {
     denial: true,
   }),

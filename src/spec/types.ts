@@ -179,7 +179,30 @@ export interface Principal {
   sandbox?: boolean;
   /** API key id used, for the audit. */
   key_id?: string;
+  /**
+   * Who is behind the call: `human` only for a signed-in tenant user on a human channel (the
+   * dashboard API routes, the approval page) or the operator at the local CLI's terminal;
+   * `agent` for every API key, OAuth token, WebMCP page tool call, MCP client and script. Set
+   * only by src/identity (test/docs/architecture.test.ts). spec/consent.md §channels
+   */
+  actor: Actor;
+  /** For a human principal: the channel the human consents through (provenance). Set only by src/identity. */
+  consent_channel?: ConsentChannel;
+  /** For a human principal: the user's display name (provenance: "Typed by Jane Ruiz"). */
+  user_name?: string;
 }
+
+/** Who is behind a call (Principal.actor). spec/consent.md §channels */
+export const ACTORS = ['human', 'agent'] as const;
+export type Actor = (typeof ACTORS)[number];
+
+/**
+ * Where a human consented (Principal.consent_channel, provenance on audit rows and receipts):
+ * the dashboard's own API routes, the server's approval page, or the operator's terminal (the
+ * local CLI's prompt on a local database). spec/consent.md §channels
+ */
+export const CONSENT_CHANNELS = ['dashboard', 'approval_page', 'operator_terminal'] as const;
+export type ConsentChannel = (typeof CONSENT_CHANNELS)[number];
 
 /** A domain event (subscribe, explain, suggest). spec/shapes.md §subscribe */
 export interface DomainEvent {

@@ -60,3 +60,28 @@ it('the folders of src/runtime import only what ARCHITECTURE.md allows them', ()
     if (target === 'runtime.ts') broken.push(`${file} → ${target}`);
   assert.deepEqual(broken, []);
 });
+
+/** Every .ts file under `dir` (recursive), as paths relative to the repository root. */
+function tsFilesUnder(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+    const p = `${dir}/${e.name}`;
+    if (e.isDirectory()) out.push(...tsFilesUnder(p));
+    else if (e.name.endsWith('.ts')) out.push(p);
+  }
+  return out;
+}
+
+it('only src/identity sets a principal actor (human or agent): spec/consent.md §channels', () => {
+  // A principal's `actor` literal, a cast to Actor, or an assignment to `.actor` outside the room.
+  const setsActor =
+    /\bactor\s*:\s*(['"`](?:human|agent)['"`]|[^,;\n}]*\bas\s+Actor\b)|\.actor\s*=\s*(['"`](?:human|agent)|[^;\n]*\bas\s+Actor\b)|\bconsent_channel\s*:\s*['"`]/;
+  const offenders = tsFilesUnder('src')
+    .filter((f) => !f.startsWith('src/identity/'))
+    .filter((f) => setsActor.test(readFileSync(join(ROOT, f), 'utf8')));
+  assert.deepEqual(offenders, []);
+  // The check itself still catches a planted assignment.
+  assert.ok(setsActor.test("const p = { ...q, actor: 'human' };"));
+  assert.ok(setsActor.test("p.actor = 'human';"));
+  assert.ok(!setsActor.test('out.actor = e.actor;'), 'a domain event actor is not a principal');
+});

@@ -17,6 +17,7 @@ import { systemVerbs } from '../../src/verbs/index.ts';
 import type { Store } from '../../src/store/store.ts';
 import { createTestPostgresStore, dropSchema, PG_SKIP_REASON, TEST_DATABASE_URL } from './postgres.ts';
 import type { Principal, Role, Tier } from '../../src/spec/types.ts';
+import { agentPrincipal } from '../../src/identity/principal.ts';
 
 export interface TestRuntime {
   rt: Runtime;
@@ -98,13 +99,13 @@ export async function createTestRuntime(
     keys,
     otherOwnerKey,
     principal(role: Role, companyId = main.company_id): Principal {
-      return {
+      return agentPrincipal({
         company_id: companyId,
         user_id: users[role],
         role,
         tier: companyId === main.company_id ? (options.tier ?? 'professional') : 'enterprise',
         agent_type: 'test',
-      };
+      });
     },
   };
 }

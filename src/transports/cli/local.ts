@@ -23,7 +23,7 @@ import { KNOWN_PACKS } from '../../packs.ts';
 import { PackError, checkPacks, installPack, type Pack } from '../../runtime/pack.ts';
 import { runtimeMigrations } from '../../store/migrations/runtime.ts';
 import { deliveryMigrations } from '../../runtime/delivery/migrations.ts';
-import { webSessionMigrations } from '../webmcp/session-store.ts';
+import { webSessionMigrations } from '../../identity/session-store.ts';
 import { cliLoginMigrations } from '../remote/cli-login-store.ts';
 import { loadPackSources, type PackSource } from './packs.ts';
 import type { Command } from 'commander';

@@ -28,7 +28,7 @@ import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { VerbError, isVerbError } from '../../runtime/errors.ts';
 import { apiKeyOf } from './request-headers.ts';
 import { countHit } from '../../store/rate-limit-counters.ts';
-import { isLiveSession } from '../webmcp/session-store.ts';
+import { isLiveSession } from '../../identity/session-store.ts';
 
 /** Calls allowed per window and the window length. 0 for a bucket: not limited. */
 export interface RateLimits {

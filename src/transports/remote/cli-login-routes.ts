@@ -25,7 +25,7 @@ import { reasonInfo } from '../../spec/reasons.ts';
 import type { Envelope } from '../../spec/types.ts';
 import { sendEnvelope } from '../http/error-handler.ts';
 import { requireSessionForWrite, sessionRequired, sessionTokenOf } from '../webmcp/request-guard.ts';
-import type { SessionStore } from '../webmcp/session-store.ts';
+import type { SessionStore } from '../../identity/session-store.ts';
 import type { CliLoginStore } from './cli-login-store.ts';
 
 export const CLI_LOGIN_PATH = '/api/v1/cli-login';

@@ -11,7 +11,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
-import { SessionStore } from '../webmcp/session-store.ts';
+import { SessionStore } from '../../identity/session-store.ts';
 import { CliLoginStore } from './cli-login-store.ts';
 import { registerCliLoginRoutes } from './cli-login-routes.ts';
 import { registerVerbHintsRoute } from './verb-hints.ts';

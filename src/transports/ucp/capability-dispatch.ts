@@ -31,6 +31,7 @@ import type { ReasonTable } from '../../spec/reasons.ts';
 import { UCP_VERSION, type CapabilityEntry } from './capability-names.ts';
 import { capabilityAllowed, classImplied } from './ucp-config.ts';
 import type { VerifiedPlatform } from './verify-request.ts';
+import { agentPrincipal } from '../../identity/principal.ts';
 
 /** What the transport answers: status, extra headers, JSON body (signed by the plugin). */
 export interface CapabilityAnswer {
@@ -60,14 +61,14 @@ export function platformPrincipal(
   platform: VerifiedPlatform,
   userId: number,
 ): Principal {
-  return {
+  return agentPrincipal({
     company_id: tenant.company_id,
     user_id: userId,
     role: platform.policy.role,
     tier: tenant.tier,
     agent_type: `ucp:${platform.host}`,
     key_id: `ucp:${platform.signature.keyid}`.slice(0, 200),
-  };
+  });
 }
 
 /** UCP message severity of a refusal. */

@@ -21,7 +21,7 @@ import { dispatchAndReply } from './browser-dispatch.ts';
 import { parseCallBody } from './call-body.ts';
 import { requireSessionForWrite } from './request-guard.ts';
 import type { Principal } from '../../spec/types.ts';
-import type { SessionStore, WebSession } from './session-store.ts';
+import type { SessionStore, WebSession } from '../../identity/session-store.ts';
 import { ROUTE_DOCS } from './route-docs.ts';
 
 /** The session each dashboard dispatch's onRequest hook checked (session, Origin, CSRF). */

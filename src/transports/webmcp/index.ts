@@ -17,7 +17,7 @@ import { normalizeAllowedOrigins } from '../http/origin-policy.ts';
 import { registerDashboardApiRoutes } from './dashboard-api-routes.ts';
 import { registerDashboardRoutes } from './dashboard-routes.ts';
 import { registerSessionRoutes } from './session-routes.ts';
-import { SessionStore } from './session-store.ts';
+import { SessionStore } from '../../identity/session-store.ts';
 import { registerWebmcpRoutes } from './webmcp-routes.ts';
 
 export {
@@ -26,7 +26,7 @@ export {
   CSRF_COOKIE,
   CSRF_HEADER,
   DEFAULT_SESSION_TTL_SECONDS,
-} from './session-store.ts';
+} from '../../identity/session-store.ts';
 export { webmcpManifest, toWebmcpTool, type WebmcpTool, type WebmcpManifest } from './manifest.ts';
 
 /** Default body limit of the execute route: 256 KiB, in bytes. */

@@ -15,7 +15,12 @@ import { notePrincipal } from '../http/error-handler.ts';
 import { directOrigin, originAllowed } from '../http/origin-policy.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import { parseCookies } from './cookies.ts';
-import { CSRF_HEADER, SESSION_COOKIE, type SessionStore, type WebSession } from './session-store.ts';
+import {
+  CSRF_HEADER,
+  SESSION_COOKIE,
+  type SessionStore,
+  type WebSession,
+} from '../../identity/session-store.ts';
 import { refuse } from '../../runtime/refusals.ts';
 import type { Principal } from '../../spec/types.ts';
 

@@ -23,7 +23,12 @@ import {
   sessionRequired,
   sessionTokenOf,
 } from './request-guard.ts';
-import { CSRF_COOKIE, SESSION_COOKIE, type SessionStore, type WebSession } from './session-store.ts';
+import {
+  CSRF_COOKIE,
+  SESSION_COOKIE,
+  type SessionStore,
+  type WebSession,
+} from '../../identity/session-store.ts';
 import { ROUTE_DOCS } from './route-docs.ts';
 
 /** What session answers carry in `result`. */
@@ -125,7 +130,7 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
       }
       // A fresh token on every login (no session fixation); the previous session of this browser ends.
       await sessions.destroy(sessionTokenOf(request));
-      const { token, session } = await sessions.create(principal);
+      const { token, session } = await sessions.createForApiKey(principal);
       reply.header('set-cookie', sessionCookies(request, token, session.csrfToken, sessions.ttlSeconds));
       return sendEnvelope(reply, ok({ ...info(session) }));
     },

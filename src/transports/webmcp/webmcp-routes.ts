@@ -23,7 +23,7 @@ import { isWebmcpSurface, webmcpManifestFor } from './manifest.ts';
 import { parseToolsetNames } from '../mcp/toolsets.ts';
 import { checkCsrf, checkOrigin, sessionRequired, sessionTokenOf } from './request-guard.ts';
 import { notePrincipal } from '../http/error-handler.ts';
-import type { SessionStore } from './session-store.ts';
+import type { SessionStore } from '../../identity/session-store.ts';
 import { ROUTE_DOCS } from './route-docs.ts';
 
 export interface WebmcpRouteDeps {

@@ -20,7 +20,7 @@ import { grantAppRole } from '../../../store/postgres/app-role.ts';
 import { SqliteStore } from '../../../store/sqlite/sqlite-store.ts';
 import { StoreError, type Store } from '../../../store/store.ts';
 import { KNOWN_PACKS } from '../../../packs.ts';
-import { webSessionMigrations } from '../../webmcp/session-store.ts';
+import { webSessionMigrations } from '../../../identity/session-store.ts';
 import { reasonInfo } from '../../../spec/reasons.ts';
 import { databaseUrlOf, dbPathOf } from '../local.ts';
 import type { Io } from '../output.ts';

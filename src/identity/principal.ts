@@ -1,0 +1,90 @@
+/**
+ * The only place a principal's `actor` (and, for humans, `consent_channel` and `user_name`) is
+ * set. Every credential becomes a principal through one of these functions:
+ *
+ *   agentPrincipal      an API key (and later an OAuth token), a UCP platform, the sandbox: `agent`
+ *   humanPrincipal      a tenant user signed in by a human ceremony (passkey, TOTP): `human`
+ *   onChannel           a human session's principal on one human channel (dashboard, approval page)
+ *   actingForUser       WebMCP page tool calls: an in-page agent on a human's session → `agent`
+ *   operatorAtTerminal  the local CLI's terminal prompt on a local database → `human`,
+ *                       channel `operator_terminal` (whoever can open the database file is the operator)
+ *
+ * test/docs/architecture.test.ts checks that no file outside src/identity assigns `actor:`.
+ * Spec: spec/consent.md §channels.
+ */
+import type { ConsentChannel, Principal } from '../spec/types.ts';
+
+/** A principal's facts without the identity fields this module sets. */
+export type PrincipalFacts = Omit<Principal, 'actor' | 'consent_channel' | 'user_name'>;
+
+/**
+ * An agent principal: every API key, OAuth token, UCP platform and the keyless sandbox.
+ * Drops any human fields the facts might carry (a spread of a human principal).
+ */
+export function agentPrincipal(facts: PrincipalFacts): Principal {
+  const {
+    actor: _a,
+    consent_channel: _c,
+    user_name: _u,
+    ...rest
+  } = facts as PrincipalFacts & Partial<Pick<Principal, 'actor' | 'consent_channel' | 'user_name'>>;
+  return { ...rest, actor: 'agent' };
+}
+
+/**
+ * A human principal: a tenant user signed in by a human ceremony (never from an API key). No
+ * `key_id`. The channel is added per route by {@link onChannel}.
+ */
+export function humanPrincipal(
+  facts: Omit<PrincipalFacts, 'key_id' | 'sandbox'>,
+  user: { user_name: string },
+): Principal {
+  return {
+    company_id: facts.company_id,
+    user_id: facts.user_id,
+    role: facts.role,
+    tier: facts.tier,
+    agent_type: facts.agent_type,
+    actor: 'human',
+    user_name: user.user_name,
+  };
+}
+
+/**
+ * A human principal on one human channel (the dashboard's API routes, the approval page). An
+ * agent principal stays an agent (a channel never makes a human). `agent_type` names the route
+ * for the audit (e.g. `dashboard`).
+ */
+export function onChannel(
+  p: Principal,
+  channel: Exclude<ConsentChannel, 'operator_terminal'>,
+  agentType: string,
+): Principal {
+  if (p.actor !== 'human') return agentPrincipal({ ...p, agent_type: agentType });
+  return { ...p, agent_type: agentType, consent_channel: channel };
+}
+
+/**
+ * The principal of a call an agent makes on a human's behalf (WebMCP page tool calls: the
+ * browser's in-page agent calls tools on the signed-in user's session): the user's tenant, id and
+ * role, but `actor: 'agent'`, no consent channel.
+ */
+export function actingForUser(p: Principal, agentType: string): Principal {
+  return agentPrincipal({ ...p, agent_type: agentType });
+}
+
+/**
+ * The operator at the local CLI's terminal: the principal of the local database's key, as a
+ * human on the `operator_terminal` channel. Only the CLI calls this, only for a local database
+ * (never `--remote`) and only when the call's input is a terminal (`process.stdin.isTTY`) and the
+ * phrase or confirmation was typed at its prompt: anyone who can open the database file already
+ * holds everything (spec/consent.md §channels).
+ */
+export function operatorAtTerminal(p: Principal): Principal {
+  return { ...p, actor: 'human', consent_channel: 'operator_terminal' };
+}
+
+/** Is this principal a human (a signed-in user or the operator at the terminal)? */
+export function isHuman(p: Principal | null | undefined): boolean {
+  return p?.actor === 'human';
+}
