@@ -30,8 +30,8 @@
  */
 import Database from 'better-sqlite3';
 import type { Statement, Database as Db } from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { ensurePrivateFile } from './private-file.ts';
+import { resolve } from 'node:path';
 import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { BACKSTOP_PAGES, Checkpointer, INLINE_PAGES, type CheckpointStats } from './checkpointer.ts';
@@ -381,7 +381,7 @@ export class SqliteStore implements Store {
     this.#events.setMaxListeners(0);
     let db: Db;
     try {
-      if (!this.#memory) mkdirSync(dirname(path), { recursive: true });
+      if (!this.#memory) ensurePrivateFile(path);
       db = new Database(this.#memory ? ':memory:' : path);
       db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
       if (!this.#memory) db.pragma('journal_mode = WAL');

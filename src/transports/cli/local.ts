@@ -146,7 +146,7 @@ export async function openLocal(options: LocalOptions = {}): Promise<Local> {
   let secrets: Secrets | undefined;
   if (url !== undefined && !options.store) {
     const keyfilePath = keyfileOf(dbPath);
-    if (options.create) mkdirSync(dirname(keyfilePath), { recursive: true });
+    if (options.create) mkdirSync(dirname(keyfilePath), { recursive: true, mode: 0o700 });
     secrets = loadSecrets({ keyfilePath, create: options.create }).secrets;
   }
   let rt: Runtime;

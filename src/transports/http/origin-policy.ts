@@ -90,13 +90,16 @@ export function originAllowed(request: FastifyRequest, origin: string, allowed: 
 }
 
 /**
- * Parse a `--trust-proxy` / SOLID_TRUST_PROXY value: absent or "true" → true, "false" → false,
- * else a comma-separated list of addresses / CIDRs.
+ * Parse a `--trust-proxy` / SOLID_TRUST_PROXY value: absent or "true" → `'loopback'` (only a
+ * proxy on this machine is trusted: 127.0.0.0/8 and ::1), "false" → false, else a
+ * comma-separated list of the proxies' addresses / CIDRs. Never "trust every peer": with that,
+ * Fastify takes the left-most X-Forwarded-For entry, which the client writes itself; with a
+ * list, the client is the right-most address that no trusted proxy added.
  * @throws VerbError invalid_request on an empty entry or a hop count (not supported: Fastify
  *   would ignore X-Forwarded-Proto with it, so cookies would silently lack `Secure`).
  */
 export function parseTrustProxy(value: string | boolean | undefined): TrustProxy {
-  if (value === undefined || value === true || value === 'true') return true;
+  if (value === undefined || value === true || value === 'true') return 'loopback';
   if (value === false || value === 'false' || value === '') return false;
   if (/^\d+$/.test(value)) {
     throw refuse.trustProxy(`--trust-proxy ${value}: hop counts are not supported.`);

@@ -56,7 +56,8 @@ export interface HttpServerOptions {
   /**
    * Fastify `trustProxy` (default false: X-Forwarded-* ignored). When on, a request from a
    * trusted proxy takes its scheme from X-Forwarded-Proto (so cookies get `Secure` behind an
-   * HTTPS proxy); Origin/Host checks still use only the socket and the allow-list.
+   * HTTPS proxy); Origin/Host checks still use only the socket and the allow-list. `true` means
+   * `'loopback'` (a proxy on this machine): list a remote proxy's address or CIDR explicitly.
    */
   trustProxy?: TrustProxy;
   /**
@@ -98,7 +99,7 @@ export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): 
   const app = Fastify({
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
     bodyLimit: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
-    trustProxy: options.trustProxy ?? false,
+    trustProxy: options.trustProxy === true ? 'loopback' : (options.trustProxy ?? false),
     return503OnClosing: true,
     clientErrorHandler: clientErrorEnvelope,
     // A verb name longer than this is still answered unknown_verb (and audited, truncated);

@@ -111,7 +111,7 @@ test('allowed origins and trust-proxy values are checked; a bad one fails the st
     'https://x?q',
   ])
     assert.throws(() => normalizeAllowedOrigins([bad]), { reason: 'invalid_request' }, bad);
-  assert.equal(parseTrustProxy(true), true);
+  assert.equal(parseTrustProxy(true), 'loopback');
   assert.equal(parseTrustProxy('false'), false);
   assert.throws(() => parseTrustProxy('2'), { reason: 'invalid_request' });
   assert.deepEqual(parseTrustProxy('127.0.0.1, 10.0.0.0/8'), ['127.0.0.1', '10.0.0.0/8']);
