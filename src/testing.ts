@@ -27,6 +27,7 @@ import type { DispatchOptions } from './runtime/dispatch.ts';
 import { verifyStoreChain, type AuditVerifyReport } from './runtime/ledger/verify/verify.ts';
 import { SqliteStore } from './store/sqlite/sqlite-store.ts';
 import { runtimeMigrations } from './store/migrations/runtime.ts';
+import { deliveryMigrations } from './runtime/delivery/migrations.ts';
 import { systemVerbs } from './verbs/index.ts';
 import type { Envelope, Principal, Role, Surface, Tier } from './spec/types.ts';
 import type { FastifyInstance } from 'fastify';
@@ -92,7 +93,7 @@ const ROLES: readonly Role[] = ['owner', 'admin', 'employee', 'read_only'];
 export async function createTestBusiness(options: TestBusinessOptions): Promise<TestBusiness> {
   checkPacks(options.packs, {
     registered: systemVerbs.map((v) => v.name),
-    reservedMigrations: runtimeMigrations,
+    reservedMigrations: [...runtimeMigrations, ...deliveryMigrations],
   });
   const rt = await createRuntime({
     store: new SqliteStore({ path: ':memory:' }),

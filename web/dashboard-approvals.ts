@@ -183,11 +183,22 @@ function card(ctx: DashboardContext, group: Approval[]): HTMLLIElement {
   return item;
 }
 
+let waiting = 0;
+
+/** `title` with the waiting count in front while approvals wait: "(3) Waiting for you · Summit Plumbing". */
+export function withWaitingCount(title: string): string {
+  const base = title.replace(/^\(\d+\) /, '');
+  return waiting > 0 ? `(${waiting}) ${base}` : base;
+}
+
 function setCount(n: number): void {
   const badge = byId('waiting-count');
   badge.hidden = n === 0;
   badge.textContent = String(n);
   badge.setAttribute('aria-label', `${n} waiting`);
+  waiting = n;
+  // The tab title carries the count, so a human sees it from another tab (issue 35 item 4).
+  document.title = withWaitingCount(document.title);
 }
 
 /** Last rendered queue (ids), to skip re-rendering (and losing typed text) when nothing changed. */
@@ -240,9 +251,8 @@ export function startApprovals(ctx: DashboardContext): void {
   );
   if (ctx.canUse('approvals.list'))
     timers.push(
-      window.setInterval(() => {
-        if (document.visibilityState === 'visible') void loadApprovals(ctx, false);
-      }, POLL_MS),
+      // Hidden tabs poll too: their title shows the waiting count.
+      window.setInterval(() => void loadApprovals(ctx, false), POLL_MS),
     );
 }
 
@@ -251,4 +261,5 @@ export function stopApprovals(): void {
   for (const t of timers) window.clearInterval(t);
   timers = [];
   shown = '';
+  waiting = 0;
 }

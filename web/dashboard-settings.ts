@@ -306,6 +306,54 @@ function section(title: string, ...children: Array<Node | string | null>): HTMLE
 }
 
 /** (Re)load the settings view. */
+/**
+ * "Deliveries": outbox messages (emails, webhooks) waiting and dead letters — messages that failed
+ * their last attempt and are never retried (system.telemetry's queues; docs/authoring.md
+ * §8(c)). Null when the verb is not callable here.
+ */
+async function deliveriesSection(ctx: DashboardContext): Promise<HTMLElement | null> {
+  if (!ctx.canUse('system.telemetry')) return null;
+  const { envelope } = await ctx.call('system.telemetry', {});
+  if (!envelope.ok) return null;
+  const q = (
+    envelope.result as {
+      queues: {
+        outbox_pending: number;
+        outbox_dead?: number;
+        dead_letters?: Array<{
+          outbox_id: number;
+          kind: string;
+          attempts: number;
+          last_error: string | null;
+        }>;
+      };
+    }
+  ).queues;
+  const dead = q.dead_letters ?? [];
+  return section(
+    'Deliveries',
+    el(
+      'p',
+      { 'data-outbox-dead': String(q.outbox_dead ?? 0) },
+      `${q.outbox_pending} waiting to be sent; ${q.outbox_dead ?? 0} dead letter${q.outbox_dead === 1 ? '' : 's'} (failed every attempt, not retried).`,
+    ),
+    dead.length === 0
+      ? null
+      : el(
+          'ul',
+          { class: 'dead-letters', 'aria-label': 'Newest dead letters' },
+          ...dead.map((d) =>
+            el(
+              'li',
+              {},
+              el('code', {}, `#${d.outbox_id} ${d.kind}`),
+              ` after ${d.attempts} attempts: ${d.last_error ?? 'no error recorded'}`,
+            ),
+          ),
+        ),
+  );
+}
+
 export async function loadSettings(ctx: DashboardContext): Promise<void> {
   const body = byId('settings-body');
   const status = byId('settings-status');
@@ -489,6 +537,14 @@ export async function loadSettings(ctx: DashboardContext): Promise<void> {
     phrase.append(form);
   }
   const keys = await apiKeysSection(ctx);
-  body.replaceChildren(caps, blocklist, phrase, ...(keys === null ? [] : [keys]), session);
+  const deliveries = await deliveriesSection(ctx);
+  body.replaceChildren(
+    caps,
+    blocklist,
+    phrase,
+    ...(keys === null ? [] : [keys]),
+    ...(deliveries === null ? [] : [deliveries]),
+    session,
+  );
   status.textContent = owner ? '' : 'Only the owner can change caps and the blocklist.';
 }

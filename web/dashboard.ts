@@ -30,7 +30,7 @@ import {
   type DashboardContext,
   type SessionInfo,
 } from './dashboard-context.ts';
-import { loadApprovals, startApprovals, stopApprovals } from './dashboard-approvals.ts';
+import { loadApprovals, startApprovals, stopApprovals, withWaitingCount } from './dashboard-approvals.ts';
 import { setupCatalogue } from './dashboard-catalogue.ts';
 import { loadCharts } from './dashboard-charts.ts';
 import { loadReputation } from './dashboard-reputation.ts';
@@ -149,7 +149,7 @@ async function show(ctx: DashboardContext, focus: boolean): Promise<void> {
     catalogue: 'Catalogue',
     settings: 'Settings',
   };
-  document.title = `${titles[view]} · ${ctx.session.tenant_name || 'solid-verbs'}`;
+  document.title = withWaitingCount(`${titles[view]} · ${ctx.session.tenant_name || 'solid-verbs'}`);
   switch (view) {
     case 'waiting':
       await loadApprovals(ctx);

@@ -138,6 +138,28 @@ export async function isLiveSession(store: Store, sessionHash: string, now: Date
   return row !== undefined;
 }
 
+/**
+ * Who stands behind a live session, for the rate limiter (spec/transports.md §rate-limits): the
+ * tenant user, and the API key it was opened with (transitional key sessions), or undefined when
+ * the session is unknown or expired. One indexed read.
+ */
+export async function liveSessionOwner(
+  store: Store,
+  sessionHash: string,
+  now: Date,
+): Promise<{ company_id: number; user_id: number; key_id: string | null } | undefined> {
+  const row = await store.read((q) =>
+    q.get<{ company_id: number; user_id: number; key_id: string | null }>(
+      'SELECT company_id, user_id, key_id FROM web_sessions WHERE session_hash = ? AND expires_at > ?',
+      [sessionHash, now.toISOString()],
+    ),
+  );
+  if (row === undefined) return undefined;
+  const keyId =
+    row.key_id === null || row.key_id === undefined || row.key_id === '' ? null : String(row.key_id);
+  return { company_id: Number(row.company_id), user_id: Number(row.user_id), key_id: keyId };
+}
+
 /** Server-side session store over `rt.store` (see the header for the design). */
 export class SessionStore {
   readonly #rt: Runtime;

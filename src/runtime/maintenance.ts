@@ -17,7 +17,8 @@
  * be called directly. Spec: spec/consent.md §maintenance, spec/idempotency.md.
  */
 import type { Store } from '../store/store.ts';
-import { deleteApprovalsBefore, expireDueApprovals } from './consent/approvals-store.ts';
+import { deleteApprovalsBefore } from './consent/approvals-store.ts';
+import { sweepExpiredApprovals } from './ledger/write/webhook-endpoints.ts';
 
 /** Grace after a nonce's expiry before its burn row is deleted (seconds; covers clock skew between nodes). */
 export const NONCE_ROW_GRACE_SECONDS = 600;
@@ -57,7 +58,8 @@ export async function runMaintenance(store: Store, now: Date): Promise<Maintenan
   return store.write(
     async (tx) => ({
       nonces_deleted: (await tx.run('DELETE FROM nonces WHERE expires_at < ?', [nonceCut])).changes,
-      approvals_expired: await expireDueApprovals(tx, nowIso),
+      // Announced as approval.expired to subscribed webhooks in this transaction (docs/webhooks.md).
+      approvals_expired: await sweepExpiredApprovals(tx, now, { onlyWebhookTenants: false }),
       approvals_deleted: await deleteApprovalsBefore(tx, approvalCut),
       idempotency_deleted: (
         await tx.run(store.engine === 'sqlite' ? IDEMPOTENCY_PRUNE_SQLITE : IDEMPOTENCY_PRUNE, [nowIso])

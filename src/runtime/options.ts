@@ -7,6 +7,7 @@ import type { Store } from '../store/store.ts';
 import type { Secrets } from './secrets.ts';
 import type { RuntimeSettings } from './core.ts';
 import type { ObserveOptions } from './observe/observers.ts';
+import type { OutboxDeliveryOptions } from './delivery/delivery.ts';
 import { IDEMPOTENCY_TTL_SECONDS } from './ledger/write/idempotency.ts';
 import { NONCE_TTL_SECONDS } from './consent/nonce.ts';
 
@@ -53,6 +54,8 @@ export interface RuntimeOptions {
   observe?: ObserveOptions;
   /** Skip migrations (the caller ran them). */
   skipMigrations?: boolean;
+  /** The outbox delivery loop: attempts, backoff, deadlines, polling (delivery/outbox-worker.ts). */
+  outbox?: OutboxDeliveryOptions;
 }
 
 /** The settings of `options`, defaults applied. */

@@ -39,7 +39,8 @@ import { DispatchHooks } from './observe/hooks.ts';
 import { HOW_TO_PASS_A_KEY, VerbError, WHERE_KEYS_COME_FROM } from './errors.ts';
 import { AuthFailureLog } from './ledger/auth-failure-log.ts';
 import { agentPrincipal } from '../identity/principal.ts';
-import { deliverOutbox } from './ledger/write/outbox.ts';
+import { createDelivery, type OutboxWorker } from './delivery/delivery.ts';
+import { deliveryMigrations } from './delivery/migrations.ts';
 
 export class Runtime implements PackRuntime {
   readonly store: Store;
@@ -62,8 +63,8 @@ export class Runtime implements PackRuntime {
   readonly #sandboxCompanyId: number | undefined;
   #sandbox: Principal | undefined;
   #maintenanceTimer: NodeJS.Timeout | undefined;
-  #outboxRunning = false;
-  #outboxAgain = false;
+  /** The outbox delivery loop (delivery/): retries with backoff, start-up pass, dead letters, webhooks. */
+  readonly delivery: OutboxWorker<Runtime>;
   #closed = false;
   /** Windows of repeated unauthenticated failures (spec/audit.md §auth-failure-windows). */
   readonly authFailures: AuthFailureLog;
@@ -107,6 +108,17 @@ export class Runtime implements PackRuntime {
       every: this.options.checkpointEvery,
       intervalMs: this.options.checkpointIntervalMs,
     });
+    this.delivery = createDelivery<Runtime>(
+      {
+        store: this.store,
+        secrets: this.secrets,
+        clock: this.clock,
+        logger: this.logger,
+        handlers: this.outboxHandlers,
+        runtime: this,
+      },
+      options.outbox,
+    );
     const maintenanceMs = options.maintenanceIntervalMs ?? 600_000;
     if (maintenanceMs > 0) {
       this.#maintenanceTimer = setInterval(
@@ -258,39 +270,17 @@ export class Runtime implements PackRuntime {
     this.checkpoints.noteRow(row.company_id);
   }
 
-  /** Deliver pending outbox rows through the registered handlers (after commit; retried with backoff). */
+  /** Deliver pending outbox rows soon (after a commit that queued some): the delivery loop's kick. */
   kickOutbox(): void {
-    if (this.#outboxRunning) {
-      this.#outboxAgain = true;
-      return;
-    }
-    this.#outboxRunning = true;
-    void this.deliverOutbox()
-      .catch((err: unknown) => this.logger.error({ err }, 'outbox delivery failed'))
-      .finally(() => {
-        this.#outboxRunning = false;
-        if (this.#outboxAgain) {
-          this.#outboxAgain = false;
-          this.kickOutbox();
-        }
-      });
+    this.delivery.kick();
   }
 
-  readonly #outboxPasses = new Set<Promise<number>>();
-
   /**
-   * One delivery pass (ledger/write/outbox.ts); returns the rows it delivered. It first waits for passes
-   * running in this process (the after-commit kick), whose leased rows a new pass would skip.
+   * One delivery pass now (delivery/outbox-worker.ts); resolves to the rows it delivered. It first
+   * waits for passes running in this process (the after-commit kick), whose leased rows it would skip.
    */
-  async deliverOutbox(limit = 100): Promise<number> {
-    while (this.#outboxPasses.size > 0) await Promise.allSettled([...this.#outboxPasses]);
-    const pass = deliverOutbox(this.store, this.clock, this.outboxHandlers, this, limit);
-    this.#outboxPasses.add(pass);
-    try {
-      return await pass;
-    } finally {
-      this.#outboxPasses.delete(pass);
-    }
+  deliverOutbox(limit = 100): Promise<number> {
+    return this.delivery.deliver(limit);
   }
 
   /** Create a tenant with its chain head and an active signing key (provisioning.ts). */
@@ -327,6 +317,7 @@ export class Runtime implements PackRuntime {
     this.beginClose();
     this.checkpoints.stop();
     if (this.#maintenanceTimer !== undefined) clearInterval(this.#maintenanceTimer);
+    await this.delivery.close();
     await this.auditBuffer.flush();
     await Promise.all([this.authFailures.flushAll(), this.tenants.flushKeyUse()]);
     await this.observers.close();
@@ -340,7 +331,10 @@ export class Runtime implements PackRuntime {
 
 /** Create a runtime on a store: runs the runtime migrations unless told not to. */
 export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
-  if (!options.skipMigrations) await options.store.migrate('runtime', runtimeMigrations);
+  if (!options.skipMigrations) {
+    await options.store.migrate('runtime', runtimeMigrations);
+    await options.store.migrate('delivery', deliveryMigrations);
+  }
   const chosen: RuntimeSecrets =
     options.secrets !== undefined
       ? { secrets: options.secrets, source: 'env' }
@@ -354,5 +348,6 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   );
   const rt = new Runtime({ ...options, secrets: chosen.secrets });
   if (chosen.warning !== undefined) rt.logger.warn(chosen.warning);
+  rt.delivery.start();
   return rt;
 }

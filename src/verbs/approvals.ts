@@ -48,6 +48,7 @@ import {
 } from '../runtime/consent/approvals-store.ts';
 import { channelOfCall, type ConsentChannel } from '../runtime/consent/provenance.ts';
 import { refuse } from '../runtime/refusals.ts';
+import { emitWebhookEvent } from '../runtime/ledger/write/webhook-endpoints.ts';
 
 export { APPROVAL_STATUSES, type ApprovalStatus };
 
@@ -418,6 +419,22 @@ export const approvalsApprove = defineSystemVerb<ApprovalsApproveArgs>({
       retryExpiresAt,
     });
     if (!decided) throw await decidedMeanwhile(ctx, row);
+    await emitWebhookEvent(
+      ctx.db,
+      {
+        companyId: p.company_id,
+        type: 'approval.decided',
+        data: {
+          approval_id: row.approval_id,
+          verb: row.verb,
+          decision: 'approved',
+          decided_by: p.user_id,
+          decided_at: nowIso,
+        },
+        now: ctx.now,
+      },
+      () => ctx.runtime.kickOutbox(),
+    );
     return {
       status: 'approved',
       approval_id: row.approval_id,
@@ -486,6 +503,23 @@ export const approvalsReject = defineSystemVerb<ApprovalsRejectArgs>({
       note: args.note ?? null,
     });
     if (!decided) throw await decidedMeanwhile(ctx, row);
+    await emitWebhookEvent(
+      ctx.db,
+      {
+        companyId: p.company_id,
+        type: 'approval.decided',
+        data: {
+          approval_id: row.approval_id,
+          verb: row.verb,
+          decision: 'rejected',
+          decided_by: p.user_id,
+          decided_at: nowIso,
+          note: args.note ?? null,
+        },
+        now: ctx.now,
+      },
+      () => ctx.runtime.kickOutbox(),
+    );
     return {
       status: 'rejected',
       approval_id: row.approval_id,

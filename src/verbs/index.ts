@@ -8,6 +8,7 @@ import { approvalVerbs } from './approvals.ts';
 import { tenantSettingsVerbs } from './tenant-settings.ts';
 import { consentSettingsVerbs } from './consent-settings.ts';
 import { apiKeyVerbs } from './api-keys.ts';
+import { webhookVerbs } from './webhooks.ts';
 import { auditRevert } from './revert.ts';
 import { transactionVerbs } from './transaction.ts';
 import { eventVerbs } from './events.ts';
@@ -26,6 +27,7 @@ export const systemVerbs: VerbDefinition[] = [
   ...tenantSettingsVerbs,
   ...consentSettingsVerbs,
   ...apiKeyVerbs,
+  ...webhookVerbs,
   auditRevert,
   ...transactionVerbs,
   ...eventVerbs,

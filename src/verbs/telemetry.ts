@@ -8,12 +8,13 @@
  * - store: engine, database size in bytes (SQLite page_count × page_size, PostgreSQL
  *   pg_database_size; left out when the engine cannot tell), this tenant's audit rows (its chain
  *   head's seq: exact, O(1)) and event rows (max − min seq of its gap-free stream, O(log n)).
- * - queues: this tenant's undelivered outbox messages, this node's buffered read-audit rows and
- *   reputation deltas.
+ * - queues: this tenant's undelivered outbox messages, its dead letters (count and the newest ten,
+ *   no payload), this node's buffered read-audit rows and reputation deltas.
  *
  * Reasons: invalid_input (window_seconds outside 10–3600). Spec: spec/shapes.md §telemetry.
  */
 import { defineSystemVerb } from '../runtime/verb.ts';
+import { outboxState } from '../runtime/ledger/write/outbox.ts';
 import type { Queryable } from '../store/store.ts';
 import { TELEMETRY_MAX_WINDOW_SECONDS } from '../runtime/observe/telemetry.ts';
 
@@ -68,10 +69,7 @@ export const systemTelemetry = defineSystemVerb<{ window_seconds?: number }>({
       'SELECT MIN(seq) AS lo, MAX(seq) AS hi FROM events WHERE company_id = ?',
       [companyId],
     );
-    const outbox = await ctx.db.get<{ n: number }>(
-      `SELECT COUNT(*) AS n FROM outbox WHERE status = 'pending' AND company_id = ?`,
-      [companyId],
-    );
+    const outbox = await outboxState(ctx.db, companyId);
     const size = await databaseSize(ctx.db, rt.store.engine);
     return {
       generated_at: new Date(nowMs).toISOString(),
@@ -88,7 +86,9 @@ export const systemTelemetry = defineSystemVerb<{ window_seconds?: number }>({
         event_rows: ev?.lo === null || ev?.lo === undefined ? 0 : Number(ev.hi) - Number(ev.lo) + 1,
       },
       queues: {
-        outbox_pending: Number(outbox?.n ?? 0),
+        outbox_pending: outbox.pending,
+        outbox_dead: outbox.dead,
+        dead_letters: outbox.dead_letters,
         read_audit_buffered: rt.auditBuffer.size,
         reputation_buffered: rt.observers.reputation.buffered,
       },

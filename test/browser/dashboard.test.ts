@@ -196,6 +196,8 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         const before = await card.locator('time[data-countdown]').textContent();
         assert.match(before ?? '', /^in \d+ (min|h|s)/);
         assert.equal(await page.locator('#waiting-count').textContent(), '4');
+        // The tab title carries the waiting count (seen from another tab).
+        assert.match(await page.title(), /^\(4\) Waiting for you · /);
       });
 
       await t.test('approves a charge by typing its phrase (after a typo)', async () => {

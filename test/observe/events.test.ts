@@ -33,7 +33,7 @@ describe('events.subscribe / events.poll', () => {
     const poller = (async () => {
       for (;;) {
         const stillWriting = writing;
-        const env = await call(h, 'read_only', 'events.poll', {
+        const env = await call(h, 'employee', 'events.poll', {
           cursor,
           wait_ms: stillWriting ? 50 : 0,
           limit: 3,
@@ -279,6 +279,33 @@ describe('events.subscribe / events.poll', () => {
       q.get<{ n: number }>('SELECT COUNT(*) AS n FROM subscriptions'),
     );
     assert.equal(Number(rows!.n), 0);
+  });
+
+  it("a cursor answers only the user who subscribed: another user of the tenant gets an unknown subscription's refusal", async (t) => {
+    const h = await createObserveRuntime(t);
+    const sub = okResult(await call(h, 'employee', 'events.subscribe', {}), 'subscribe');
+    okResult(await call(h, 'employee', 'counter.bump', { name: 'a' }), 'receipt');
+    const unknown = refused(
+      await call(h, 'employee', 'events.unsubscribe', { subscription_id: 'sub_nope' }),
+      'subscription_not_found',
+    );
+    for (const role of ['owner', 'admin', 'read_only'] as const) {
+      const e = refused(await call(h, role, 'events.poll', { cursor: sub.cursor }), 'subscription_not_found');
+      // The same words as for an id that does not exist: no oracle for someone else's subscription.
+      assert.equal(
+        e.message.replace(sub.subscription_id as string, 'ID'),
+        unknown.message.replace('sub_nope', 'ID'),
+      );
+      assert.equal(e.hint, unknown.hint);
+      const u = refused(
+        await call(h, role, 'events.unsubscribe', { subscription_id: sub.subscription_id }),
+        'subscription_not_found',
+      );
+      assert.equal(u.message, e.message);
+    }
+    // The subscriber still reads its events.
+    const mine = okResult(await call(h, 'employee', 'events.poll', { cursor: sub.cursor }), 'subscribe');
+    assert.ok((mine.events as unknown[]).length >= 1);
   });
 
   it('expires a cursor older than the 30-day retention with 410 cursor_expired', async (t) => {

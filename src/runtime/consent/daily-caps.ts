@@ -26,7 +26,9 @@ function capOf(caps: Partial<Record<VerbClass, number>> | undefined, cls: VerbCl
 /**
  * Count one write of class `cls` against the tenant's cap for `now`'s UTC day, inside `tx`.
  * `caps` is the tenant's setting (else the defaults; a class with neither is not capped).
- * Throws daily_cap_exceeded (details: cap, consent_class, resets_at).
+ * Throws daily_cap_exceeded (details: cap, consent_class, resets_at). Resolves to the day's count
+ * after this write and the cap (undefined when the class is not capped): `count === cap` is the
+ * write that reached the cap (the `cap.reached` webhook).
  */
 export async function countDailyCap(
   tx: StoreTx,
@@ -34,24 +36,24 @@ export async function countDailyCap(
   companyId: number,
   cls: VerbClass,
   now: Date,
-): Promise<void> {
+): Promise<{ count: number; cap: number } | undefined> {
   const cap = capOf(caps, cls);
-  if (cap === undefined) return;
+  if (cap === undefined) return undefined;
   const day = now.toISOString().slice(0, 10);
-  // One statement, no RETURNING: the first write of the day inserts 1, a later one adds 1 only
-  // while the count is below the cap (the row lock orders concurrent writers on PostgreSQL); no
-  // row changed = over the cap, and the write rolls back.
+  // One statement: the first write of the day inserts 1, a later one adds 1 only while the count
+  // is below the cap (the row lock orders concurrent writers on PostgreSQL); no row returned =
+  // over the cap, and the write rolls back.
   const counted =
-    cap >= 1 &&
-    (
-      await tx.run(
-        `INSERT INTO daily_counts (company_id, consent_class, day, count) VALUES (?, ?, ?, 1)
+    cap >= 1
+      ? await tx.get<{ count: number }>(
+          `INSERT INTO daily_counts (company_id, consent_class, day, count) VALUES (?, ?, ?, 1)
            ON CONFLICT (company_id, consent_class, day) DO UPDATE SET count = daily_counts.count + 1
-           WHERE daily_counts.count < ?`,
-        [companyId, cls, day, Math.floor(cap)],
-      )
-    ).changes > 0;
-  if (!counted) throw refuse.capExceeded(cap, cls, nextUtcMidnight(now));
+           WHERE daily_counts.count < ? RETURNING count`,
+          [companyId, cls, day, Math.floor(cap)],
+        )
+      : undefined;
+  if (counted === undefined) throw refuse.capExceeded(cap, cls, nextUtcMidnight(now));
+  return { count: Number(counted.count), cap: Math.floor(cap) };
 }
 
 /** The next midnight UTC after `now`, ISO 8601: when the day's counts reset. */

@@ -312,22 +312,34 @@ export async function createSubscription(
   return sub;
 }
 
-/** Load a subscription of a tenant; throws subscription_not_found. */
+/**
+ * The one subscription_not_found refusal, for an id the tenant does not have **and** for another
+ * user's subscription: the same words either way, so no caller learns that someone else's exists.
+ */
+function noSubscription(subscriptionId: string) {
+  return refuse.subscriptionNotFound(
+    subscriptionId,
+    'of yours exists for this tenant (it was removed with events.unsubscribe, or never existed)',
+    'Call events.subscribe again for a new subscription and cursor; a cursor answers only the user who subscribed.',
+  );
+}
+
+/**
+ * Load a subscription of a tenant that `userId` made (undefined: any user's). Throws
+ * subscription_not_found for an unknown id and, with the same words, for another user's.
+ */
 export async function getSubscription(
   q: Queryable,
   companyId: number,
   subscriptionId: string,
+  userId?: number,
 ): Promise<Subscription> {
   const r = await q.get<Record<string, unknown>>(
     'SELECT subscription_id, company_id, user_id, filters, created_at FROM subscriptions WHERE subscription_id = ? AND company_id = ?',
     [subscriptionId, companyId],
   );
-  if (r === undefined) {
-    throw refuse.subscriptionNotFound(
-      subscriptionId,
-      'exists for this tenant (it was removed with events.unsubscribe, or never existed)',
-      'Call events.subscribe again for a new subscription and cursor.',
-    );
+  if (r === undefined || (userId !== undefined && Number(r.user_id) !== userId)) {
+    throw noSubscription(subscriptionId);
   }
   return {
     subscription_id: r.subscription_id as string,
@@ -365,7 +377,10 @@ export interface PollResult {
 }
 
 /**
- * Answer one poll: the events after the cursor, oldest first, and the next cursor. Writes nothing.
+ * Answer one poll of `userId` (the caller's user): the events after the cursor, oldest first, and
+ * the next cursor. Writes nothing. A cursor answers only the user who subscribed: another user's
+ * (same tenant) is subscription_not_found, worded as for an unknown subscription (spec/shapes.md
+ * §subscribe).
  * With wait_ms > 0 and nothing new, waits on the tenant's events channel (woken after each commit
  * that appended events) until a matching event commits or wait_ms passes.
  * Throws cursor_invalid, cursor_expired, subscription_not_found.
@@ -373,6 +388,7 @@ export interface PollResult {
 export async function pollEvents(
   deps: { store: Store; read: Queryable; secrets: Secrets; now: () => Date },
   companyId: number,
+  userId: number,
   input: PollInput,
   signal?: AbortSignal,
 ): Promise<PollResult> {
@@ -386,7 +402,7 @@ export async function pollEvents(
      FROM subscriptions s WHERE s.subscription_id = ? AND s.company_id = ?`,
     [companyId, companyId, c.s, companyId],
   );
-  if (row === undefined) await getSubscription(deps.read, companyId, c.s); // throws subscription_not_found
+  if (row === undefined || Number(row.user_id) !== userId) throw noSubscription(c.s);
   const sub: Subscription = {
     subscription_id: c.s,
     company_id: companyId,

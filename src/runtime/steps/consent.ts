@@ -23,6 +23,7 @@ import {
   insertPendingApproval,
   type ApprovalRecord,
 } from '../consent/approvals-store.ts';
+import { emitWebhookEvent } from '../ledger/write/webhook-endpoints.ts';
 import { assertDailyCapOpen } from '../consent/daily-caps.ts';
 import { describeRule, raiseGate, raisedPhrase, type RaisedGate } from '../consent/gate-rules.ts';
 import { agentTextValues } from '../consent/agent-text.ts';
@@ -373,6 +374,22 @@ async function pending(
         expiresAt: approvalExpires,
         roleFloor: gate.roleFloor,
       });
+      // The approval.requested webhook, queued in the same transaction (docs/webhooks.md).
+      const data = {
+        approval_id: approvalId,
+        verb: verb.name,
+        summary,
+        consent_class: cls,
+        requested_by: p.user_id,
+        requested_role: p.role,
+        agent_type: p.agent_type,
+        expires_at: issued.expiresAt,
+      };
+      await emitWebhookEvent(
+        tx,
+        { companyId: p.company_id, type: 'approval.requested', data, now: c.now },
+        () => c.rt.kickOutbox(),
+      );
     }
   });
   return pendingEnvelope(c, given, undefined, auditId, gate.roleFloor);

@@ -22,6 +22,7 @@ import { systemVerbs } from '../../verbs/index.ts';
 import { KNOWN_PACKS } from '../../packs.ts';
 import { PackError, checkPacks, installPack, type Pack } from '../../runtime/pack.ts';
 import { runtimeMigrations } from '../../store/migrations/runtime.ts';
+import { deliveryMigrations } from '../../runtime/delivery/migrations.ts';
 import { webSessionMigrations } from '../../identity/session-store.ts';
 import { cliLoginMigrations } from '../remote/cli-login-store.ts';
 import { loadPackSources, type PackSource } from './packs.ts';
@@ -64,7 +65,12 @@ export function localOptionsOf(program: Command): Pick<LocalOptions, 'db' | 'pac
 }
 
 /** Tables of the runtime and its transports: no pack may create one. */
-const RESERVED_MIGRATIONS = [...runtimeMigrations, ...webSessionMigrations, ...cliLoginMigrations];
+const RESERVED_MIGRATIONS = [
+  ...runtimeMigrations,
+  ...deliveryMigrations,
+  ...webSessionMigrations,
+  ...cliLoginMigrations,
+];
 
 const PG_URL = /^postgres(ql)?:\/\//i;
 
@@ -221,6 +227,7 @@ async function dryRunMigrations(sources: readonly PackSource[]): Promise<void> {
   const scratch = new SqliteStore({ path: ':memory:' });
   try {
     await scratch.migrate('runtime', runtimeMigrations);
+    await scratch.migrate('delivery', deliveryMigrations);
     for (const s of sources) {
       try {
         await scratch.migrate(s.pack.name, s.pack.migrations);

@@ -27,6 +27,7 @@ import { registerKeys } from './commands/keys.ts';
 import { registerUcp } from './commands/ucp.ts';
 import { registerApiKeys } from './commands/api-keys.ts';
 import { registerUsers } from './commands/users.ts';
+import { registerWebhooks } from './commands/webhooks.ts';
 import { registerLogin } from './commands/login.ts';
 import { registerConformance } from './commands/conformance.ts';
 import { addShortcuts } from './shortcuts.ts';
@@ -49,6 +50,7 @@ export const COMMANDS: CommandModule[] = [
   registerKeys,
   registerApiKeys,
   registerUsers,
+  registerWebhooks,
   registerUcp,
   registerLogin,
   registerConformance,

@@ -11,6 +11,8 @@
  * - `approvals_waiting{tenant}` gauge: pending, unexpired approvals, read from the store at scrape.
  * - `audit_chain_seq{tenant}` gauge: the seq of the tenant's chain head (= rows in its audit
  *   chain), read from the store at scrape.
+ * - `outbox_dead_letters{tenant}` gauge: outbox messages dead after their last attempt (never
+ *   retried; docs/authoring.md §8(c)), read from the store at scrape.
  * - `read_audit_buffer_rows` gauge: read audit rows waiting for their batched flush.
  * - `store_pool_connections{state}` gauge (PostgreSQL only): total | idle | waiting clients.
  * - `store_up` gauge: 1 when the scrape's store reads succeeded, else 0 (the store gauges are then
@@ -97,6 +99,12 @@ export function createMetrics(rt: Runtime): SolidMetrics {
     labelNames: ['tenant'] as const,
     registers: [registry],
   });
+  const deadLetters = new Gauge({
+    name: 'solid_outbox_dead_letters',
+    help: 'Outbox messages dead after their last allowed attempt, per tenant.',
+    labelNames: ['tenant'] as const,
+    registers: [registry],
+  });
   const pool = rt.store.engine === 'postgres' ? poolOf(rt) : undefined;
   const poolGauge =
     pool === undefined
@@ -121,13 +129,16 @@ export function createMetrics(rt: Runtime): SolidMetrics {
   async function readStore(): Promise<void> {
     waiting.reset();
     chainSeq.reset();
+    deadLetters.reset();
     try {
-      const { pending, heads } = await readStoreGauges(rt.store, rt.clock());
+      const { pending, heads, dead } = await readStoreGauges(rt.store, rt.clock());
       for (const h of heads) {
         chainSeq.set({ tenant: String(h.company_id) }, Number(h.audit_seq));
         waiting.set({ tenant: String(h.company_id) }, 0);
+        deadLetters.set({ tenant: String(h.company_id) }, 0);
       }
       for (const p of pending) waiting.set({ tenant: String(p.company_id) }, Number(p.n));
+      for (const d of dead) deadLetters.set({ tenant: String(d.company_id) }, d.n);
       storeUp.set(1);
     } catch (err) {
       storeUp.set(0);

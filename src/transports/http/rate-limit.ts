@@ -4,9 +4,13 @@
  *
  * Who is counted (the first that applies):
  *   a valid API key (Authorization: Bearer)   `key:<key_id>`        `perKey` calls per window
- *   a live dashboard session cookie           `session:<sha256>`    `perSession`
+ *   a live session opened with an API key     `key:<key_id>`        `perKey` (the key's budget)
+ *   a live session of a signed-in person      `user:<company>:<user>` `perSession` (one budget
+ *                                                                    for all of that person's sessions)
  *   anyone else (no key, a bad key, no or a
  *   dead session)                              `addr:<req.ip>`       `perAddress`
+ * A session counts against the person or key behind it, never a bucket of its own, so minting
+ * more sessions buys no more calls (issue 35 row 6).
  * `req.ip` honours the server's `trustProxy`. A bad key never names a key's bucket, so nobody can
  * spend someone else's limit by sending their key id. A limit of 0 turns that bucket off.
  *
@@ -28,13 +32,13 @@ import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { VerbError, isVerbError } from '../../runtime/errors.ts';
 import { apiKeyOf } from './request-headers.ts';
 import { countHit } from '../../store/rate-limit-counters.ts';
-import { isLiveSession } from '../../identity/session-store.ts';
+import { liveSessionOwner } from '../../identity/session-store.ts';
 
 /** Calls allowed per window and the window length. 0 for a bucket: not limited. */
 export interface RateLimits {
   /** Calls per window for one valid API key (default 600). */
   perKey: number;
-  /** Calls per window for one dashboard session (default 600). */
+  /** Calls per window for one signed-in person, all their sessions together (default 600). */
   perSession: number;
   /** Calls per window for one client address without a valid key or session (default 60). */
   perAddress: number;
@@ -165,8 +169,8 @@ export function rateLimitRefusal(
 }
 
 /**
- * The bucket of a request (see the header): a valid key's id, a live session's hash, else the
- * client address. Reads the key cache / one indexed session lookup; never throws.
+ * The bucket of a request (see the header): a valid key's id, the key or user behind a live
+ * session, else the client address. Reads the key cache / one indexed session lookup; never throws.
  */
 export async function rateLimitBucket(rt: Runtime, req: FastifyRequest): Promise<string> {
   const apiKey = apiKeyOf(req.headers.authorization);
@@ -183,7 +187,9 @@ export async function rateLimitBucket(rt: Runtime, req: FastifyRequest): Promise
   if (token !== undefined && token !== '') {
     const hash = createHash('sha256').update(token, 'utf8').digest('hex');
     try {
-      if (await isLiveSession(rt.store, hash, rt.clock())) return `session:${hash}`;
+      const owner = await liveSessionOwner(rt.store, hash, rt.clock());
+      if (owner !== undefined)
+        return owner.key_id !== null ? `key:${owner.key_id}` : `user:${owner.company_id}:${owner.user_id}`;
     } catch {
       // No web_sessions table (WebMCP not mounted) or the store is down: count the address.
     }
@@ -193,7 +199,7 @@ export async function rateLimitBucket(rt: Runtime, req: FastifyRequest): Promise
 
 function limitOf(limits: RateLimits, bucket: string): number {
   if (bucket.startsWith('key:')) return limits.perKey;
-  if (bucket.startsWith('session:')) return limits.perSession;
+  if (bucket.startsWith('user:')) return limits.perSession;
   return limits.perAddress;
 }
 

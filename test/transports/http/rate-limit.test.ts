@@ -21,6 +21,7 @@ import { rateLimitsOf } from '../../../src/transports/cli/commands/serve.ts';
 import { isVerbError } from '../../../src/runtime/errors.ts';
 import { createWebmcpPlugin } from '../../../src/transports/webmcp/index.ts';
 import { injectLogin } from '../webmcp/fixture.ts';
+import { signInHumanForTest } from '../../../src/testing.ts';
 import { loadHttpMounts } from '../../../src/transports/server/http-mounts.ts';
 
 const T0 = Date.parse('2026-03-02T10:00:05.000Z');
@@ -171,29 +172,65 @@ describe('rate limits', () => {
     assert.equal(over.headers['retry-after'], '55');
   });
 
-  it('a dashboard session has its own bucket; a cookie that is no live session counts on the address', async (t) => {
+  it('a session counts against the key or person behind it: three sessions of one key share its budget', async (t) => {
     const clock = testClock();
     const h = await createTestRuntime(t, { clock: clock.now });
     const app = createHttpServer(h.rt, {
       logger: false,
       plugins: [createWebmcpPlugin()],
-      rateLimits: { perSession: 5, perAddress: 3 },
+      rateLimits: { perKey: 9, perSession: 4, perAddress: 3 },
     });
     t.after(() => app.close());
     await app.ready();
-    const session = await injectLogin(app, h.keys.owner); // keyless: 1 of the address's 3
+    // Three sessions minted from one key (keyless logins: 3 of the address's 3).
+    const sessions = [];
+    for (let i = 0; i < 3; i++) sessions.push(await injectLogin(app, h.keys.owner));
     const who = (cookie: string) => app.inject({ url: '/api/v1/session', headers: { cookie } });
-    const answers = await Promise.all(Array.from({ length: 8 }, () => who(session.cookie)));
-    assert.deepEqual(answers.map((r) => r.statusCode).sort(), [200, 200, 200, 200, 200, 429, 429, 429]);
+    const answers = await Promise.all(
+      sessions.flatMap((s) => Array.from({ length: 4 }, () => who(s.cookie))),
+    );
+    // 12 calls through three sessions, one key's budget of 9: three refused (on main: none).
+    assert.deepEqual(
+      answers.map((r) => r.statusCode).filter((c) => c === 429).length,
+      3,
+      answers.map((r) => r.statusCode).join(','),
+    );
     assert.equal(
       (answers.find((r) => r.statusCode === 429)!.json() as Envelope).error!.reason,
       'rate_limited',
     );
-    // The address still has 2 calls left; made-up cookies are counted there, not in a fresh bucket.
+    // The key itself has nothing left either.
+    assert.equal((await call(app, h.keys.owner)).statusCode, 429);
+    // Made-up cookies are counted on the address (used up by the logins), not in a fresh bucket.
     const forged = await Promise.all(
-      Array.from({ length: 4 }, (_, i) => who(`solid_session=sess_${'A'.repeat(42)}${i}`)),
+      Array.from({ length: 2 }, (_, i) => who(`solid_session=sess_${'A'.repeat(42)}${i}`)),
     );
-    assert.deepEqual(forged.map((r) => r.statusCode).sort(), [401, 401, 429, 429]);
+    assert.deepEqual(forged.map((r) => r.statusCode).sort(), [429, 429]);
+  });
+
+  it("a signed-in person's sessions share one budget; another person has their own", async (t) => {
+    const clock = testClock();
+    const h = await createTestRuntime(t, { clock: clock.now });
+    const app = createHttpServer(h.rt, {
+      logger: false,
+      plugins: [createWebmcpPlugin()],
+      rateLimits: { perKey: 100, perSession: 5, perAddress: 100 },
+    });
+    t.after(() => app.close());
+    await app.ready();
+    const jane = { company_id: h.companyId, user_id: 1, role: 'owner' as const, name: 'Jane' };
+    const a = await signInHumanForTest(h.rt, jane);
+    const b = await signInHumanForTest(h.rt, jane);
+    const other = await signInHumanForTest(h.rt, { ...jane, user_id: 2, role: 'admin', name: 'Ann' });
+    const who = (cookie: string) => app.inject({ url: '/api/v1/session', headers: { cookie } });
+    const janes = await Promise.all([a, b, a, b, a, b, a, b].map((s) => who(s.cookie)));
+    assert.equal(
+      janes.filter((r) => r.statusCode === 429).length,
+      3,
+      janes.map((r) => r.statusCode).join(','),
+    );
+    const anns = await Promise.all(Array.from({ length: 5 }, () => who(other.cookie)));
+    assert.ok(anns.every((r) => r.statusCode !== 429));
   });
 
   it('1000 bad-key calls leave a bounded number of audit rows that record the count', async (t) => {

@@ -7,6 +7,8 @@
  *
  * Spec: spec/consent.md §nonce §role-floors §caps, spec/receipts.md, spec/audit.md.
  */
+import { queueOutboxMessage } from './outbox.ts';
+import { emitWebhookEvent } from './webhook-endpoints.ts';
 import { performance } from 'node:perf_hooks';
 import type { Principal, Receipt, Role, VerbClass } from '../../../spec/types.ts';
 import type { StoreTx } from '../../../store/store.ts';
@@ -202,13 +204,25 @@ export async function executeInTx(rt: RuntimeCore, tx: StoreTx, input: ExecuteIn
   // the handler: on PostgreSQL every writer of the tenant queues on them until commit, so the
   // locked section is the tail of the transaction only. Over the cap → the whole write rolls back.
   if (input.capClass !== null && input.capClass !== 'READ' && input.capClass !== 'BLOCKED') {
-    await countDailyCap(
+    const counted = await countDailyCap(
       tx,
       (await rt.tenants.get(p.company_id))?.settings.caps,
       p.company_id,
       input.capClass,
       now,
     );
+    if (counted !== undefined && counted.count === counted.cap) {
+      // This write uses the day's last allowed one: announce it with the write (docs/webhooks.md).
+      const data = {
+        consent_class: input.capClass,
+        cap: counted.cap,
+        day: nowIso.slice(0, 10),
+        verb: verb.name,
+      };
+      await emitWebhookEvent(tx, { companyId: p.company_id, type: 'cap.reached', data, now, auditId }, () =>
+        rt.kickOutbox(),
+      );
+    }
   }
   const { events, outbox, rollback, entity, link } = effects;
   const rollbackHandle =
@@ -254,10 +268,7 @@ export async function executeInTx(rt: RuntimeCore, tx: StoreTx, input: ExecuteIn
     tx.afterCommit(() => rt.store.notify(eventsChannel(p.company_id)));
   }
   for (const o of outbox) {
-    await tx.run(
-      `INSERT INTO outbox (company_id, kind, payload, audit_id, status, created_at, deliver_after) VALUES (?, ?, ?, ?, 'pending', ?, ?)`,
-      [p.company_id, o.kind, JSON.stringify(o.payload), auditId, nowIso, nowIso],
-    );
+    await queueOutboxMessage(tx, { companyId: p.company_id, kind: o.kind, payload: o.payload, auditId, now });
   }
   if (outbox.length > 0) tx.afterCommit(() => rt.kickOutbox());
   tx.afterCommit(() => rt.afterWrite(row));

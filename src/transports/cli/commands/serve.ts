@@ -121,7 +121,7 @@ export function registerServe(program: Command, io: Io, setExit: (code: number) 
     )
     .option(
       '--rate-limit-session <n>',
-      `calls per window for one dashboard session (0 = unlimited; env SOLID_RATE_LIMIT_SESSION; default ${DEFAULT_RATE_LIMITS.perSession})`,
+      `calls per window for one signed-in person, all their sessions (0 = unlimited; env SOLID_RATE_LIMIT_SESSION; default ${DEFAULT_RATE_LIMITS.perSession})`,
     )
     .option(
       '--rate-limit-address <n>',
