@@ -180,38 +180,43 @@ export class ReadAuditBuffer {
       // Isolate: a batch that fails is written again row by row, so one row that cannot be stored
       // never costs another row (another tenant's least of all); only the rows that fail alone
       // are put back (a store outage fails them all).
-      let lastErr = err;
+      let failed: Array<{ row: AuditEntry; err: unknown }> = [{ row: rows[0]!, err }];
       let wrote = false;
       if (rows.length > 1) {
-        const failed: AuditEntry[] = [];
+        failed = [];
         for (const r of rows) {
           try {
             await this.#append([r]);
             wrote = true;
           } catch (e) {
-            lastErr = e;
-            failed.push(r);
+            failed.push({ row: r, err: e });
           }
         }
-        if (wrote) this.#markWritable();
-        if (failed.length === 0) return;
-        rows = failed;
+        if (failed.length === 0) {
+          this.#markWritable();
+          return;
+        }
       }
-      // A store fault (nothing could be written): say so and hold every row until it passes.
-      const outage = !wrote && isStoreFault(lastErr);
-      if (outage) this.#markUnwritable(lastErr);
-      // Otherwise put the rows back once, to be retried with the next flush; rows that fail twice
-      // on their own, or beyond MAX_HELD, are dropped — read rows only (spec/audit.md §read-rows).
-      const again = rows
-        .filter((r) => outage || !this.#retried.has(r))
+      // A store fault (disk full, read-only, unreachable): say so, and hold those rows until it
+      // passes. A row the store refuses for itself is put back once, then dropped (MAX_HELD too)
+      // — read rows only (spec/audit.md §read-rows).
+      const fault = failed.find((f) => isStoreFault(f.err));
+      if (fault !== undefined) this.#markUnwritable(fault.err);
+      else if (wrote) this.#markWritable();
+      const lastErr = (fault ?? failed[failed.length - 1]!).err;
+      const again = failed
+        .filter((f) => isStoreFault(f.err) || !this.#retried.has(f.row))
         .slice(0, Math.max(0, ReadAuditBuffer.MAX_HELD - this.#rows.length));
-      if (!outage) for (const r of again) this.#retried.add(r);
-      this.#rows.unshift(...again);
+      for (const f of again) if (!isStoreFault(f.err)) this.#retried.add(f.row);
+      this.#rows.unshift(...again.map((f) => f.row));
+      rows = failed.map((f) => f.row);
       this.#dropped += rows.length - again.length;
       if (again.length > 0 && this.#timer === undefined) {
         this.#timer = setTimeout(
           () => void this.flush(),
-          outage ? Math.max(this.intervalMs, ReadAuditBuffer.UNWRITABLE_RETRY_MS) : this.intervalMs,
+          fault !== undefined
+            ? Math.max(this.intervalMs, ReadAuditBuffer.UNWRITABLE_RETRY_MS)
+            : this.intervalMs,
         );
         this.#timer.unref();
       }
@@ -236,7 +241,13 @@ export class ReadAuditBuffer {
  * Store failures that mean "the log cannot be written now" (disk full, read-only, unreachable,
  * busy, too slow) — not a row the store refuses (a constraint, a value: `unknown`, `invalid_value`).
  */
-const STORE_FAULTS: ReadonlySet<string> = new Set(['disk_full', 'read_only', 'unavailable', 'busy', 'timeout']);
+const STORE_FAULTS: ReadonlySet<string> = new Set([
+  'disk_full',
+  'read_only',
+  'unavailable',
+  'busy',
+  'timeout',
+]);
 
 function isStoreFault(err: unknown): boolean {
   return err instanceof StoreError && STORE_FAULTS.has(err.code);
