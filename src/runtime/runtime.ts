@@ -10,9 +10,10 @@ import type { Queryable, Store, StoreTx } from '../store/store.ts';
 import { StoreError } from '../store/store.ts';
 import { runtimeMigrations } from '../store/migrations/runtime.ts';
 import { Registry } from './registry.ts';
-import { runtimeContextMembers, type CompiledVerb, type VerbDefinition } from './verb.ts';
+import type { CompiledVerb, VerbDefinition } from './verb.ts';
+import { previewFor } from './verb-context.ts';
 import { Secrets, checkMasterKey, runtimeSecrets, type RuntimeSecrets } from './secrets.ts';
-import { TenantKeys } from './ledger/tenant-keys.ts';
+import { TenantKeys } from './ledger/keys/tenant-keys.ts';
 import {
   Tenants,
   insertApiKey,
@@ -21,11 +22,11 @@ import {
   type PhraseChannelSetting,
   type TenantSettings,
 } from './tenants.ts';
-import { appendAudit, auditEntry, type AuditRow } from './ledger/audit.ts';
-import { ReadAuditBuffer } from './ledger/read-audit-buffer.ts';
+import { appendAudit, auditEntry, type AuditRow } from './ledger/write/audit.ts';
+import { ReadAuditBuffer } from './ledger/write/read-audit-buffer.ts';
 
-export { ReadAuditBuffer } from './ledger/read-audit-buffer.ts';
-import { InflightKeys, IDEMPOTENCY_TTL_SECONDS } from './ledger/idempotency.ts';
+export { ReadAuditBuffer } from './ledger/write/read-audit-buffer.ts';
+import { InflightKeys, IDEMPOTENCY_TTL_SECONDS } from './ledger/write/idempotency.ts';
 import { NONCE_TTL_SECONDS } from './consent/nonce.ts';
 import { dispatch as runPipeline } from './dispatch.ts';
 import type {
@@ -43,11 +44,11 @@ import { HOW_TO_PASS_A_KEY, VerbError, WHERE_KEYS_COME_FROM } from './errors.ts'
 import { AuthFailureLog, type AggregatedFailure } from './ledger/auth-failure-log.ts';
 import { reasonInfo } from '../spec/reasons.ts';
 import { countDailyCap } from './consent/daily-caps.ts';
-import { checkpointedTenants, writeCheckpoint } from './ledger/checkpoints.ts';
-import { deliverOutbox } from './ledger/outbox.ts';
+import { checkpointedTenants, writeCheckpoint } from './ledger/keys/checkpoints.ts';
+import { deliverOutbox } from './ledger/write/outbox.ts';
 
 export { DEFAULT_DAILY_CAPS } from './consent/daily-caps.ts';
-export { checkpointMaterial } from './ledger/checkpoints.ts';
+export { checkpointMaterial } from './ledger/keys/checkpoints.ts';
 import type { Role } from '../spec/types.ts';
 
 /** action_type of the row a tenant gets when one of its key ids is presented with a wrong secret, or after revocation. */
@@ -467,36 +468,14 @@ export class Runtime implements PackRuntime {
     await countDailyCap(tx, t?.settings.caps, companyId, cls, now);
   }
 
-  /** Run the preview verb declared by a write verb, for pending answers. Undefined when none. */
-  async previewFor(
+  /** The preview a write verb declares, for pending answers (verb-context.ts). Undefined when none. */
+  previewFor(
     verb: CompiledVerb,
     principal: Principal,
     args: Record<string, unknown>,
     caller: Caller,
   ): Promise<Record<string, unknown> | undefined> {
-    const name = verb.definition.preview;
-    if (name === undefined) return undefined;
-    const pv = this.registry.get(name);
-    if (pv === undefined || pv.isWrite) return undefined;
-    if (!pv.validate(args)) return undefined;
-    return (await this.store.read((q) =>
-      pv.definition.handler(
-        {
-          principal,
-          db: q,
-          now: this.clock(),
-          signal: caller.signal ?? new AbortController().signal,
-          ...runtimeContextMembers(this, q),
-          verb: pv,
-          emit() {},
-          outbox() {},
-          setRollback() {},
-          setEntity() {},
-          progress() {},
-        },
-        args,
-      ),
-    )) as Record<string, unknown>;
+    return previewFor(this, verb, principal, args, caller);
   }
 
   /** When validateOutputs is on, refuse an output that does not match the verb's output schema. */
@@ -551,7 +530,7 @@ export class Runtime implements PackRuntime {
   }
 
   /**
-   * Write a signed checkpoint of a tenant's chain head (ledger/checkpoints.ts). No-op when the
+   * Write a signed checkpoint of a tenant's chain head (ledger/keys/checkpoints.ts). No-op when the
    * head did not move.
    */
   checkpoint(companyId: number): Promise<{ seq: number; head_hash: string } | undefined> {
@@ -591,7 +570,7 @@ export class Runtime implements PackRuntime {
   readonly #outboxPasses = new Set<Promise<number>>();
 
   /**
-   * One delivery pass (ledger/outbox.ts); returns the rows it delivered. It first waits for passes
+   * One delivery pass (ledger/write/outbox.ts); returns the rows it delivered. It first waits for passes
    * running in this process (the after-commit kick), whose leased rows a new pass would skip.
    */
   async deliverOutbox(limit = 100): Promise<number> {

@@ -19,7 +19,7 @@ import type {
   WebmcpSurface,
 } from '../spec/types.ts';
 import type { Logger } from 'pino';
-import type { Queryable, StoreTx } from '../store/store.ts';
+import type { Queryable } from '../store/store.ts';
 import type { VerbRecord } from '../spec/types.ts';
 import type { RuntimeCore } from './core.ts';
 
@@ -273,27 +273,6 @@ export function defineVerb<A = any, R = any>(
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see VerbDefinition
 export function defineVerb(definition: VerbDefinition<any, any>): VerbDefinition<any, any> {
   return definition;
-}
-
-/**
- * The runtime-backed members of a handler context (logger, manifest, principalsChanged), for the
- * pipeline's context builders. `db` is the call's store transaction or read view: a write's
- * `principalsChanged` waits for its commit.
- */
-export function runtimeContextMembers(
-  rt: RuntimeCore,
-  db: Queryable,
-): Pick<SystemVerbContext, 'runtime' | 'logger' | 'manifest' | 'principalsChanged'> {
-  return {
-    runtime: rt,
-    logger: rt.logger,
-    manifest: () => rt.registry.list(),
-    principalsChanged() {
-      const tx = db as Partial<StoreTx>;
-      if (typeof tx.afterCommit === 'function') tx.afterCommit(() => rt.tenants.invalidate());
-      else rt.tenants.invalidate();
-    },
-  };
 }
 
 /** A system verb's definition: as VerbDefinition, with its handlers typed on SystemVerbContext. */

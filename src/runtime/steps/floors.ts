@@ -6,7 +6,7 @@
 import { VerbError } from '../errors.ts';
 import { ROLE_RANK, TIER_RANK } from '../verb.ts';
 import type { Resolved, Step } from './call.ts';
-import { readContext } from './read.ts';
+import { readContext } from '../verb-context.ts';
 import { refuse } from '../refusals.ts';
 
 export const floors: Step<Resolved> = {

@@ -10,10 +10,9 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Envelope } from '../../spec/types.ts';
-import type { Queryable } from '../../store/store.ts';
-import { appendAudit } from '../ledger/audit.ts';
-import type { SystemVerbContext, VerbContext } from '../verb.ts';
-import { runtimeContextMembers } from '../verb.ts';
+import { appendAudit } from '../ledger/write/audit.ts';
+import type { VerbContext } from '../verb.ts';
+import { readContext } from '../verb-context.ts';
 import { entryFor, settle, type Resolved, type Step } from './call.ts';
 import { VerbError } from '../errors.ts';
 
@@ -47,36 +46,6 @@ function route(c: Resolved): Promise<Envelope> | undefined {
   if (c.verb.definition.detached === true) return runDetached(c);
   if (!c.verb.isWrite) return runRead(c);
   return undefined;
-}
-
-const NEVER = new AbortController().signal;
-const NOOP = (): void => {};
-
-/** The handler context for reads (no events, no outbox); `db` defaults to the read view. */
-export function readContext(c: Resolved, db: Queryable = c.rt.readView): SystemVerbContext {
-  const { verb, caller } = c;
-  return {
-    principal: c.principal,
-    db,
-    now: c.now,
-    signal: caller.signal ?? NEVER,
-    ...runtimeContextMembers(c.rt, db),
-    verb,
-    emit() {
-      throw new Error(`read verb ${verb.name} cannot emit events`);
-    },
-    outbox() {
-      throw new Error(`read verb ${verb.name} cannot use the outbox`);
-    },
-    setRollback() {
-      throw new Error(`read verb ${verb.name} cannot set a rollback`);
-    },
-    setEntity() {},
-    surface: caller.surface,
-    ...(caller.webmcpSurface !== undefined ? { webmcpSurface: caller.webmcpSurface } : {}),
-    ...(caller.phraseChannel !== undefined ? { phraseChannel: caller.phraseChannel } : {}),
-    progress: caller.onProgress ?? NOOP,
-  };
 }
 
 async function runRead(c: Resolved): Promise<Envelope> {
