@@ -31,6 +31,9 @@ export const DEMO_TENANTS = {
   second: { company_id: 3, name: 'Boise Valley Heating & Air', tier: 'starter' },
 } as const satisfies Record<string, SeedCompany & { tier: Tier }>;
 
+/** The demo seed's write: one large transaction, before serving, without a time budget. */
+const SEED_WRITE = { label: 'demo seed', budgetMs: 0 } as const;
+
 /** What the demo seed returns (printed once by `solid serve --demo`). */
 export interface DemoSeedFacts extends Record<string, unknown> {
   seeded: boolean;
@@ -145,7 +148,7 @@ export async function seedDemoBusiness(rt: Runtime, options: SeedOptions = {}): 
     });
     for (const c of companies) tx.afterCommit(() => rt.store.notify(eventsChannel(c.company_id)));
     return seeded;
-  });
+  }, SEED_WRITE);
   rt.tenants.invalidate();
   const f = result.fixtures;
   const keys = {} as Record<Role, string>;

@@ -138,6 +138,15 @@ async function fail(c: Call, err: unknown): Promise<Envelope> {
       path: '',
     };
     rt.logger.info({ err, verb: c.name }, 'store refused a value of the arguments');
+  } else if (err instanceof StoreError && err.code === 'timeout') {
+    // The write body ran past its time budget inside its transaction: rolled back (spec/store.md §time-limits).
+    error = {
+      reason: 'store_unavailable',
+      message: `The write ran longer than its time budget inside its transaction and was rolled back; nothing was written (${err.message}).`,
+      hint: 'Retry with the same Idempotency-Key. If it persists, the verb waits inside its transaction: external calls belong in the outbox (docs/authoring.md §8), never inside the write.',
+      details: { retry_after_seconds: 1 },
+    };
+    rt.logger.error({ err, verb: c.name }, 'write ran past its time budget');
   } else if (err instanceof StoreError && err.code !== 'unique_violation' && err.code !== 'append_only') {
     error = refuse.storeUnavailable().toEnvelopeError();
     rt.logger.error({ err, verb: c.name }, 'store error during dispatch');

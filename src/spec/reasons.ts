@@ -216,6 +216,15 @@ export const REASONS = {
     'The database is unreachable, read-only or full; nothing was written.',
     { retryable: true },
   ),
+  server_closing: r(
+    503,
+    8,
+    'unavailable',
+    'The server is shutting down; retry on another node or once it is back.',
+    {
+      retryable: true,
+    },
+  ),
   upstream_unavailable: r(502, 8, 'unavailable', 'The remote solid server could not be reached.', {
     retryable: true,
   }),

@@ -88,6 +88,30 @@ export interface Migration {
 export interface WriteOptions {
   /** Label used in logs and errors. */
   label?: string;
+  /**
+   * Time budget (ms) for the body of this write inside its transaction, replacing the store's
+   * `writeBudgetMs`; 0 = none (the demo seed, an operator's one-off import). spec/store.md §time-limits.
+   */
+  budgetMs?: number;
+}
+
+/**
+ * Default time budget (ms) of a write body inside its transaction (spec/store.md §time-limits):
+ * past it the body is abandoned, its work rolled back and the write rejected with
+ * `StoreError('timeout')` (envelope `store_unavailable`). On SQLite a body that waits holds the
+ * single writer, so every tenant's writes wait behind it; on PostgreSQL it holds its tenant's lock.
+ */
+export const DEFAULT_WRITE_BUDGET_MS = 5000;
+
+/**
+ * The body of a write exceeded its time budget: the error every engine rejects it with. The body's
+ * transaction handle is closed (a later statement through it throws) and its work rolled back.
+ */
+export function writeBudgetExceeded(budgetMs: number, label?: string): StoreError {
+  return new StoreError(
+    'timeout',
+    `the write${label ? ` (${label})` : ''} ran longer than its ${budgetMs} ms budget inside its transaction and was rolled back`,
+  );
 }
 
 export type Durability = 'normal' | 'full';
@@ -121,6 +145,36 @@ export interface Store {
   readonly filePath?: string;
 }
 
+/**
+ * Race a write body against its time budget (ms; 0 or less = none). When the budget passes first,
+ * `onExpire` runs (the engine closes the body's transaction handle) and the promise rejects with
+ * writeBudgetExceeded; the body's own later outcome is ignored. Spec: spec/store.md §time-limits.
+ */
+export function withWriteBudget<T>(
+  body: Promise<T>,
+  budgetMs: number,
+  onExpire: () => void,
+  label?: string,
+): Promise<T> {
+  if (!(budgetMs > 0)) return body;
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      onExpire();
+      reject(writeBudgetExceeded(budgetMs, label));
+    }, budgetMs);
+    body.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    );
+  });
+}
+
 /** Driver-independent error codes the engines map driver errors to. */
 export type StoreErrorCode =
   | 'unique_violation'
@@ -132,6 +186,8 @@ export type StoreErrorCode =
   /** The engine cannot hold or compare a value the caller sent (a number out of the column's range). */
   | 'invalid_value'
   | 'migration_failed'
+  /** A write body ran past its time budget inside its transaction (rolled back), or a deadline passed. */
+  | 'timeout'
   | 'unknown';
 
 /** An error from the store, mapped from the driver's own code. */

@@ -91,7 +91,7 @@ describe('read-audit buffer', () => {
     );
   });
 
-  it('a flush the store refuses is retried once with the next flush; rows failing twice are dropped', async (t) => {
+  it('a store outage holds the rows, marks the buffer unwritable, and the next good flush writes them', async (t) => {
     const h = await createTestRuntime(t);
     const store = h.rt.store;
     const write = store.write.bind(store);
@@ -112,13 +112,18 @@ describe('read-audit buffer', () => {
     await h.rt.auditBuffer.flush();
     assert.equal(await count(h, 'buffer.retry'), 1, 'written by the next flush');
 
+    assert.equal(h.rt.auditBuffer.unwritable, false, 'writable again after a good flush');
+
     failures = 2;
     h.rt.auditBuffer.push(readRow(h, h.companyId, 'buffer.twice'));
     await h.rt.auditBuffer.flush();
     await h.rt.auditBuffer.flush();
-    assert.equal(h.rt.auditBuffer.size, 0, 'dropped after the second failure');
+    assert.equal(h.rt.auditBuffer.unwritable, true, 'an outage is reported (reads refused, /readyz 503)');
+    assert.equal(h.rt.auditBuffer.size, 1, 'held through the outage, never dropped for its retries');
     await h.rt.auditBuffer.flush();
-    assert.equal(await count(h, 'buffer.twice'), 0);
+    assert.equal(await count(h, 'buffer.twice'), 1, 'written once the store takes rows again');
+    assert.equal(h.rt.auditBuffer.unwritable, false);
+    assert.equal(h.rt.auditBuffer.droppedRows, 0);
   });
 
   it('a row that cannot be stored never costs another row, another tenant’s least of all', async (t) => {

@@ -50,6 +50,10 @@ export interface PrivateCluster {
   /** `pg_ctl stop -m immediate`: like a crash of the server process. */
   kill(): void;
   start(): void;
+  /** SIGSTOP the postmaster and every backend: a server that stops answering (no reset, no error). */
+  stall(): void;
+  /** SIGCONT what stall() stopped. */
+  resume(): void;
   destroy(): void;
 }
 
@@ -94,13 +98,36 @@ export async function privateCluster(t: TestContext): Promise<PrivateCluster> {
       throw new Error(`pg_ctl start failed: ${r.out}\n${safeRead(join(dir, 'server.log'))}`);
   };
   start();
+  let stalled: number[] = [];
+  const serverPids = (): number[] => {
+    const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const children = spawnSync('pgrep', ['-P', String(postmaster)], { encoding: 'utf8' })
+      .stdout.split('\n')
+      .filter((l) => l.trim() !== '')
+      .map(Number);
+    return [postmaster, ...children];
+  };
   const cluster: PrivateCluster = {
+    stall() {
+      stalled = serverPids();
+      for (const pid of stalled) process.kill(pid, 'SIGSTOP');
+    },
+    resume() {
+      for (const pid of stalled.splice(0)) {
+        try {
+          process.kill(pid, 'SIGCONT');
+        } catch {
+          /* gone */
+        }
+      }
+    },
     url: `postgres://solid@127.0.0.1:${port}/postgres`,
     kill() {
       asPostgres(join(PG_BIN, 'pg_ctl'), ['-D', data, '-m', 'immediate', 'stop']);
     },
     start,
     destroy() {
+      cluster.resume();
       asPostgres(join(PG_BIN, 'pg_ctl'), ['-D', data, '-m', 'immediate', 'stop']);
       rmSync(dir, { recursive: true, force: true });
     },

@@ -3,7 +3,9 @@
  * every 100 ms or 256 rows). Verbs marked `detached` (events.poll long-polls, macros.run dispatching
  * its steps) run here too, outside any store transaction or snapshot. Before a trail or a detached
  * write, the tenant's buffered read rows go to the log (before any other write, the idempotency
- * step sends them): audit_id order is answer order within a tenant.
+ * step sends them): audit_id order is answer order within a tenant. While read audit rows cannot
+ * be written (a store fault: rt.auditBuffer.unwritable), a read is refused with
+ * `store_unavailable` instead of being answered without its row (docs/operations.md §faults).
  * Spec: spec/audit.md §read-rows, spec/shapes.md §macro §subscribe.
  */
 import { performance } from 'node:perf_hooks';
@@ -13,11 +15,13 @@ import type { VerbContext } from '../verb.ts';
 import { readContext } from '../verb-context.ts';
 import { checkOutput } from '../verb-checks.ts';
 import { entryFor, settle, type Resolved, type Step } from './call.ts';
+import { VerbError } from '../errors.ts';
 
 export const read: Step<Resolved> = {
   name: 'read',
   run(c) {
     const verb = c.verb;
+    if (!verb.isWrite && c.rt.auditBuffer.unwritable) throw auditUnwritable();
     // No async wrapper on the hot read path: a read's answer is runRead's own promise. A trail
     // and a detached write flush the tenant's buffered rows here; any other write does so in the
     // idempotency step, after its replay check, so replays' rows are buffered like reads'.
@@ -26,6 +30,18 @@ export const read: Step<Resolved> = {
     return route(c);
   },
 };
+
+/** The refusal of a read while its audit row could not be written (a store fault). */
+function auditUnwritable(): VerbError {
+  return new VerbError(
+    'store_unavailable',
+    'Reads are paused: their audit rows cannot be written (the database is full, read-only or unreachable); nothing was read.',
+    {
+      hint: 'Retry after Retry-After seconds; the operator sees /readyz 503 and the solid_read_audit_unwritable metric.',
+      details: { retry_after_seconds: 1 },
+    },
+  );
+}
 
 function route(c: Resolved): Promise<Envelope> | undefined {
   if (c.verb.definition.detached === true) return runDetached(c);

@@ -24,12 +24,20 @@
  * - `waitFor`/`notify`: LISTEN/NOTIFY on a dedicated connection (wake-listener.ts).
  * - When the database is down every call fails fast with StoreError('unavailable') and the pool
  *   reconnects by itself when it is back.
+ * - Nothing waits without a limit (spec/store.md §time-limits): every pooled session gets
+ *   `statement_timeout` (5 s), `lock_timeout` (2 s) and `idle_in_transaction_session_timeout`
+ *   (5 s: a node that stops inside a transaction — SIGSTOP, a partition — is cut off by the server
+ *   and its tenant lock released); the client gives up on a query after `queryTimeoutMs` (7 s: a
+ *   stalled server), on a connection or a pool slot after `connectTimeoutMs` (3 s); a write body
+ *   runs under `writeBudgetMs` (5 s); `close()` is bounded by `closeTimeoutMs` (5 s).
  *
  * Spec: spec/store.md.
  */
 import pg from 'pg';
 import {
+  DEFAULT_WRITE_BUDGET_MS,
   StoreError,
+  withWriteBudget,
   type Durability,
   type Migration,
   type Queryable,
@@ -58,12 +66,37 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** Pool size per process (SOLID_DB_POOL_MAX). Default 10. */
   poolMax?: number;
-  /** Server-side statement timeout in ms (SOLID_DB_STATEMENT_TIMEOUT_MS); 0 = none. Default 30000. */
+  /** Server-side statement timeout in ms (SOLID_DB_STATEMENT_TIMEOUT_MS); 0 = none. Default 5000. */
   statementTimeoutMs?: number;
-  /** Abort a session idle inside a transaction for this long (ms), releasing its locks. Default 60000; 0 = never. */
+  /**
+   * Server-side `lock_timeout` in ms (SOLID_DB_LOCK_TIMEOUT_MS): a statement waiting this long for
+   * a row lock (another node's tenant head) fails `busy` (55P03 → store_unavailable). Default 2000; 0 = none.
+   */
+  lockTimeoutMs?: number;
+  /**
+   * Abort a session idle inside a transaction for this long (ms; SOLID_DB_IDLE_TX_TIMEOUT_MS),
+   * releasing its locks: a frozen node's tenant lock is freed by the server. Default 5000; 0 = never.
+   */
   idleInTransactionTimeoutMs?: number;
-  /** Give up connecting after this many ms (SOLID_DB_CONNECT_TIMEOUT_MS). Default 5000. */
+  /**
+   * Client-side deadline of one query in ms (SOLID_DB_QUERY_TIMEOUT_MS): a server that stopped
+   * answering (stalled, partitioned without reset) fails the query `unavailable` and its connection
+   * is discarded. Default: statement timeout + 2000 (7000); 0 = none. Migrations run without it.
+   */
+  queryTimeoutMs?: number;
+  /**
+   * Give up connecting, or waiting for a free pooled connection, after this many ms
+   * (SOLID_DB_CONNECT_TIMEOUT_MS). Default 3000.
+   */
   connectTimeoutMs?: number;
+  /**
+   * Time budget (ms) of a write body inside its transaction (SOLID_WRITE_BUDGET_MS;
+   * DEFAULT_WRITE_BUDGET_MS = 5000); 0 = none. Past it the body is abandoned, its connection
+   * discarded (the server rolls back) and the write rejected with StoreError('timeout').
+   */
+  writeBudgetMs?: number;
+  /** `close()` waits at most this long (ms) for reads and writes in flight. Default 5000. */
+  closeTimeoutMs?: number;
   /** Close pooled connections idle this long (ms). Default 30000. */
   idleTimeoutMs?: number;
   /** 'full' (default): synchronous_commit = on. 'normal': synchronous_commit = off. */
@@ -124,7 +157,12 @@ export function describeUrl(url: string): string {
   }
 }
 
-/** Options from the environment: SOLID_DB_POOL_MAX, SOLID_DB_STATEMENT_TIMEOUT_MS, SOLID_DB_CONNECT_TIMEOUT_MS. */
+/**
+ * Options from the environment: SOLID_DB_POOL_MAX, SOLID_DB_STATEMENT_TIMEOUT_MS,
+ * SOLID_DB_LOCK_TIMEOUT_MS, SOLID_DB_IDLE_TX_TIMEOUT_MS, SOLID_DB_QUERY_TIMEOUT_MS,
+ * SOLID_DB_CONNECT_TIMEOUT_MS (all ms), SOLID_WRITE_BUDGET_MS, SOLID_DB_SCHEMA.
+ * @throws StoreError unavailable — a value that is not a whole number ≥ 0.
+ */
 export function postgresOptionsFromEnv(
   connectionString: string,
   env: NodeJS.ProcessEnv = process.env,
@@ -144,7 +182,11 @@ export function postgresOptionsFromEnv(
     connectionString,
     poolMax: num('SOLID_DB_POOL_MAX'),
     statementTimeoutMs: num('SOLID_DB_STATEMENT_TIMEOUT_MS'),
+    lockTimeoutMs: num('SOLID_DB_LOCK_TIMEOUT_MS'),
+    idleInTransactionTimeoutMs: num('SOLID_DB_IDLE_TX_TIMEOUT_MS'),
+    queryTimeoutMs: num('SOLID_DB_QUERY_TIMEOUT_MS'),
     connectTimeoutMs: num('SOLID_DB_CONNECT_TIMEOUT_MS'),
+    writeBudgetMs: num('SOLID_WRITE_BUDGET_MS'),
     schema: env.SOLID_DB_SCHEMA || undefined,
   };
 }
@@ -168,7 +210,12 @@ class PgQueryable implements Queryable {
     if (this.#ended) throw new StoreError('unknown', 'store connection used after its read or write ended');
     const st: PgStatement = this.store.statements.get(sql);
     try {
-      return await this.client.query<Row>({ name: st.name, text: st.text, values: params.map(bind) });
+      return await this.client.query<Row>({
+        name: st.name,
+        text: st.text,
+        values: params.map(bind),
+        ...this.store.queryTimeout,
+      });
     } catch (err) {
       if (isRetryable(err)) this.sawRetryable = true;
       const mapped = toStoreError(err);
@@ -289,6 +336,10 @@ export class PostgresStore implements Store {
   readonly engine = 'postgres' as const;
   readonly description: string;
   readonly statements = new StatementCache();
+  /** `{ query_timeout }` for every query of the runtime (empty when off); not for migrations. */
+  readonly queryTimeout: { query_timeout?: number };
+  readonly #writeBudgetMs: number;
+  readonly #closeTimeoutMs: number;
   readonly #pool: pg.Pool;
   readonly #wake: WakeListener;
   readonly #maxRetries: number;
@@ -313,17 +364,23 @@ export class PostgresStore implements Store {
       `-c synchronous_commit=${(options.durability ?? 'full') === 'full' ? 'on' : 'off'}`,
     ];
     if (options.schema !== undefined) settings.push(`-c search_path=${options.schema}`);
-    const idleTx = options.idleInTransactionTimeoutMs ?? 60_000;
+    const idleTx = options.idleInTransactionTimeoutMs ?? 5000;
+    const lockTimeout = options.lockTimeoutMs ?? 2000;
+    if (lockTimeout > 0) settings.push(`-c lock_timeout=${lockTimeout}`);
     const clientConfig: pg.ClientConfig = {
       connectionString: options.connectionString,
-      connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 3000,
       application_name: options.applicationName ?? 'solid-verbs',
       options: settings.join(' '),
       types: TYPES,
       keepAlive: true,
     };
-    const statementTimeout = options.statementTimeoutMs ?? 30_000;
+    const statementTimeout = options.statementTimeoutMs ?? 5000;
     if (statementTimeout > 0) clientConfig.statement_timeout = statementTimeout;
+    const queryTimeout = options.queryTimeoutMs ?? (statementTimeout > 0 ? statementTimeout + 2000 : 0);
+    this.queryTimeout = queryTimeout > 0 ? { query_timeout: queryTimeout } : {};
+    this.#writeBudgetMs = options.writeBudgetMs ?? DEFAULT_WRITE_BUDGET_MS;
+    this.#closeTimeoutMs = options.closeTimeoutMs ?? 5000;
     if (idleTx > 0) clientConfig.idle_in_transaction_session_timeout = idleTx;
     this.#pool = new pg.Pool({
       ...clientConfig,
@@ -335,6 +392,7 @@ export class PostgresStore implements Store {
     this.#wake = new WakeListener({
       clientConfig: {
         ...clientConfig,
+        options: settings.filter((o) => !o.startsWith('-c lock_timeout')).join(' '),
         statement_timeout: undefined,
         idle_in_transaction_session_timeout: undefined,
       },
@@ -414,8 +472,10 @@ export class PostgresStore implements Store {
         }
         await client.query('BEGIN');
         try {
-          // Migrations may build large indexes and wait for another node's migrator: no statement timeout.
+          // Migrations may build large indexes and wait for another node's migrator: no statement
+          // or lock timeout (and no client-side query timeout: these queries pass none).
           await client.query('SET LOCAL statement_timeout = 0');
+          await client.query('SET LOCAL lock_timeout = 0');
           // One migrator at a time per schema, across nodes.
           await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [lockName]);
           if (this.#schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.#schema}`);
@@ -469,7 +529,8 @@ export class PostgresStore implements Store {
     }
   }
 
-  async write<T>(fn: (tx: StoreTx) => Promise<T>, _options?: WriteOptions): Promise<T> {
+  async write<T>(fn: (tx: StoreTx) => Promise<T>, options?: WriteOptions): Promise<T> {
+    const budgetMs = options?.budgetMs ?? this.#writeBudgetMs;
     for (let attempt = 0; ; attempt++) {
       const client = await this.#checkout();
       const tx = new PgTx(this, client);
@@ -478,12 +539,12 @@ export class PostgresStore implements Store {
       let result: T;
       try {
         try {
-          await client.query('BEGIN');
+          await client.query({ text: 'BEGIN', ...this.queryTimeout });
         } catch (err) {
           beginFailed = true;
           throw toStoreError(err);
         }
-        result = await fn(tx);
+        result = await withWriteBudget(fn(tx), budgetMs, () => tx.end(), options?.label);
         tx.end();
         if (tx.failure !== undefined) {
           throw new StoreError(
@@ -496,7 +557,7 @@ export class PostgresStore implements Store {
         }
         let commit: pg.QueryResult;
         try {
-          commit = await client.query('COMMIT');
+          commit = await client.query({ text: 'COMMIT', ...this.queryTimeout });
         } catch (err) {
           if (isRetryable(err)) tx.sawRetryable = true;
           throw toStoreError(err);
@@ -505,12 +566,18 @@ export class PostgresStore implements Store {
           throw new StoreError('unknown', `the transaction ended with ${commit.command} instead of COMMIT`);
       } catch (err) {
         tx.end();
-        try {
-          await client.query('ROLLBACK');
-        } catch {
+        // A connection that failed (or whose body ran past its budget, maybe mid-query) is
+        // discarded without a ROLLBACK that would queue behind it: the server rolls back when
+        // the session ends.
+        if (err instanceof StoreError && (err.code === 'unavailable' || err.code === 'timeout'))
           destroy = true;
+        else {
+          try {
+            await client.query({ text: 'ROLLBACK', ...this.queryTimeout });
+          } catch {
+            destroy = true;
+          }
         }
-        if (err instanceof StoreError && err.code === 'unavailable') destroy = true;
         this.#release(client, destroy);
         // A pooled connection the server dropped (restart) fails at BEGIN: nothing ran, try a fresh one.
         const staleConnection = beginFailed && err instanceof StoreError && err.code === 'unavailable';
@@ -536,7 +603,7 @@ export class PostgresStore implements Store {
     const client = await this.#checkout();
     let destroy = false;
     try {
-      await client.query('SELECT 1');
+      await client.query({ text: 'SELECT 1', ...this.queryTimeout });
     } catch (err) {
       destroy = true;
       throw toStoreError(err);
@@ -572,17 +639,41 @@ export class PostgresStore implements Store {
     }
   }
 
+  /**
+   * Stop: close the LISTEN connection, let reads and writes in flight finish, end the pool. Each
+   * step waits at most `closeTimeoutMs` (a stalled server must not hold a shutdown): what is
+   * still open then is abandoned (the server ends those sessions and rolls them back).
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#wake.close();
+    const bound = this.#closeTimeoutMs;
+    await atMost(this.#wake.close(), bound);
     // Let reads and writes in flight finish (they hold checked-out clients), then end the pool.
-    if (this.#active > 0) await new Promise<void>((resolve) => this.#idle.push(resolve));
-    await this.#pool.end();
+    if (this.#active > 0) await atMost(new Promise<void>((resolve) => this.#idle.push(resolve)), bound);
+    await atMost(this.#pool.end(), bound);
   }
 }
 
 function noop(): void {}
+
+/** Wait for `p` (its failure ignored) or `ms`, whichever comes first. */
+function atMost(p: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    timer.unref();
+    p.then(
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+    );
+  });
+}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

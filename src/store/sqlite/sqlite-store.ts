@@ -7,10 +7,15 @@
  * - One reader connection (file databases) that only ever sees committed data, so a read verb
  *   running while a write is in flight never sees a write that may still roll back.
  * - Prepared statements are cached by their SQL text: dispatch never compiles a statement twice.
- * - Durability `normal` is WAL + synchronous=NORMAL (a power cut may lose the last commits, never
- *   corrupt); `full` is synchronous=FULL (an fsync per COMMIT). Both group commit by default:
+ * - Durability `full` (the default) is synchronous=FULL: a receipt handed out survives a power cut
+ *   (an fsync per COMMIT); `normal` (an explicit choice, `--durability normal`) is WAL +
+ *   synchronous=NORMAL (a power cut may lose the last commits, never corrupt). Both group commit:
  *   concurrent writers share one COMMIT (each after the first in its own SAVEPOINT) and none is
  *   answered before that COMMIT returned (durable, in `full`).
+ * - A write body runs under a time budget (`writeBudgetMs`, default 5000 ms): past it the body is
+ *   abandoned (its handle closed), its work rolled back and the write rejected with
+ *   StoreError('timeout'), so one body that waits cannot hold the single writer (every tenant's
+ *   writes) for longer (spec/store.md §time-limits).
  * - WAL checkpoints (file databases): by default (`checkpoint: 'inline'`) SQLite's own
  *   auto-checkpoint every 1,000 pages runs inside a COMMIT. Opt-in `checkpoint: 'background'`
  *   runs them in a worker thread (checkpointer.ts; ≈ 7 MiB more RSS for its isolate): the writer's
@@ -36,7 +41,9 @@ import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { BACKSTOP_PAGES, Checkpointer, INLINE_PAGES, type CheckpointStats } from './checkpointer.ts';
 import {
+  DEFAULT_WRITE_BUDGET_MS,
   StoreError,
+  withWriteBudget,
   type Durability,
   type Migration,
   type Queryable,
@@ -52,8 +59,16 @@ import {
 export interface SqliteStoreOptions {
   /** File path, or ':memory:' (tests). */
   path: string;
-  /** 'normal' (default) or 'full' (fsync on every commit, group commit). */
+  /**
+   * 'full' (default: synchronous=FULL, a receipt handed out is durable; group commit shares the
+   * fsync) or 'normal' (synchronous=NORMAL: the last commits may be lost on power loss).
+   */
   durability?: Durability;
+  /**
+   * Time budget (ms) of a write body inside its transaction (DEFAULT_WRITE_BUDGET_MS = 5000);
+   * 0 = none. `WriteOptions.budgetMs` overrides it per write. spec/store.md §time-limits.
+   */
+  writeBudgetMs?: number;
   /** Milliseconds to wait for another process's write lock. Default 5000. */
   busyTimeoutMs?: number;
   /** Group commit: max writers sharing one COMMIT. Default 64. */
@@ -341,6 +356,8 @@ class Mutex {
 
 interface PendingWrite {
   fn: (tx: StoreTx) => Promise<unknown>;
+  budgetMs: number;
+  label: string | undefined;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
 }
@@ -358,6 +375,7 @@ export class SqliteStore implements Store {
   readonly #groupMax: number;
   readonly #groupWindowMs: number;
   readonly #group: boolean;
+  readonly #writeBudgetMs: number;
   readonly #events = new EventEmitter();
   #queue: PendingWrite[] = [];
   #commits = 0;
@@ -374,7 +392,8 @@ export class SqliteStore implements Store {
     this.#memory = path === ':memory:' || path === '';
     this.description = `sqlite:${this.#memory ? ':memory:' : path}`;
     this.filePath = this.#memory ? undefined : resolve(path);
-    this.#durability = options.durability ?? 'normal';
+    this.#durability = options.durability ?? 'full';
+    this.#writeBudgetMs = options.writeBudgetMs ?? DEFAULT_WRITE_BUDGET_MS;
     this.#groupMax = Math.max(1, options.groupCommitMax ?? 64);
     this.#groupWindowMs = options.groupCommitWindowMs ?? 10;
     this.#group = options.groupCommit ?? true;
@@ -578,29 +597,36 @@ export class SqliteStore implements Store {
     });
   }
 
-  write<T>(fn: (tx: StoreTx) => Promise<T>, _options?: WriteOptions): Promise<T> {
+  /** The durability mode this store opened with ('full' unless asked otherwise). */
+  get durability(): Durability {
+    return this.#durability;
+  }
+
+  write<T>(fn: (tx: StoreTx) => Promise<T>, options?: WriteOptions): Promise<T> {
     if (this.#closed) return Promise.reject(new StoreError('unavailable', 'the store is closed'));
+    const budgetMs = options?.budgetMs ?? this.#writeBudgetMs;
+    const label = options?.label;
     if (this.#group) {
       return new Promise<T>((resolve, reject) => {
-        this.#queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+        this.#queue.push({ fn, budgetMs, label, resolve: resolve as (v: unknown) => void, reject });
         if (!this.#draining) void this.#drain();
       });
     }
     return this.#mutex.lock().then(async (release) => {
       try {
-        return await this.#runOne(fn);
+        return await this.#runOne(fn, budgetMs, label);
       } finally {
         release();
       }
     });
   }
 
-  async #runOne<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+  async #runOne<T>(fn: (tx: StoreTx) => Promise<T>, budgetMs: number, label?: string): Promise<T> {
     const tx = new SqliteTx(this.#writer);
     this.#writer.control('BEGIN IMMEDIATE');
     let result: T;
     try {
-      result = await fn(tx);
+      result = await withWriteBudget(fn(tx), budgetMs, () => tx.end(), label);
       tx.end();
       this.#writer.control('COMMIT');
       this.#commits++;
@@ -635,7 +661,9 @@ export class SqliteStore implements Store {
    *   connection is no longer in a transaction) or COMMIT fails, every writer of the group that
    *   had succeeded is rejected with the mapped StoreError: none of them is answered as committed.
    * - A writer whose body awaits something slow holds the group (and the single write lock, as in
-   *   normal mode): writers already done in that group wait for it before their COMMIT.
+   *   normal mode): writers already done in that group wait for it before their COMMIT — at most
+   *   its time budget, then it is rolled back (to its savepoint, or the whole group when first)
+   *   and rejected with StoreError('timeout').
    */
   async #drain(): Promise<void> {
     this.#draining = true;
@@ -706,7 +734,7 @@ export class SqliteStore implements Store {
       const tx = new SqliteTx(conn);
       let value: unknown;
       try {
-        value = await w.fn(tx);
+        value = await withWriteBudget(w.fn(tx), w.budgetMs, () => tx.end(), w.label);
       } catch (err) {
         tx.end();
         if (!conn.db.inTransaction || first) {

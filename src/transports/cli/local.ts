@@ -81,6 +81,22 @@ export function databaseUrlOf(db?: string): string | undefined {
   return env !== undefined && env !== '' ? env : undefined;
 }
 
+/**
+ * SOLID_WRITE_BUDGET_MS: the time budget (ms) of a write body inside its transaction
+ * (spec/store.md §time-limits); undefined = the store's default (5000), 0 = none.
+ * @throws StoreError unavailable — not a whole number ≥ 0.
+ */
+export function writeBudgetOf(env: NodeJS.ProcessEnv): number | undefined {
+  const v = env.SOLID_WRITE_BUDGET_MS;
+  if (v === undefined || v.trim() === '') return undefined;
+  if (!/^\d+$/.test(v.trim()))
+    throw new StoreError(
+      'unavailable',
+      `SOLID_WRITE_BUDGET_MS must be a whole number of ms (got ${JSON.stringify(v)})`,
+    );
+  return Number(v);
+}
+
 /** Resolve the database path from the option, SOLID_DB, or the default (PostgreSQL: the URL without secrets). */
 export function dbPathOf(db?: string): string {
   const url = databaseUrlOf(db);
@@ -134,7 +150,11 @@ export async function openLocal(options: LocalOptions = {}): Promise<Local> {
             ...postgresOptionsFromEnv(url),
             onError: (err, where) => logger.warn({ err, where }, 'postgres: background connection problem'),
           })
-        : new SqliteStore({ path: dbPath, durability: options.durability }));
+        : new SqliteStore({
+            path: dbPath,
+            durability: options.durability,
+            writeBudgetMs: writeBudgetOf(process.env),
+          }));
   } catch (err) {
     if (err instanceof StoreError)
       throw new VerbError('store_unavailable', err.message, {

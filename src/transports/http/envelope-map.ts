@@ -8,6 +8,8 @@
  *   401 (auth_*)            `WWW-Authenticate: Bearer` (`error="invalid_token"` for auth_invalid, RFC 6750 §3)
  *   daily_cap_exceeded      429 + `Retry-After` = whole seconds until `error.details.resets_at`
  *   rate_limited            429 + `Retry-After` = `error.details.retry_after_seconds` when given
+ *   other 503s              `Retry-After` = `error.details.retry_after_seconds`, else 1
+ *                           (store_unavailable, server_closing: retry shortly)
  *   every answer            `Cache-Control: no-store` (nonces, receipts)
  *
  * Spec: spec/transports.md §http-status, spec/reasons.md.
@@ -40,7 +42,7 @@ export function envelopeToHttp(
   const status = reasonInfo(reason, reasons).status;
   if (status === 401)
     headers['www-authenticate'] = reason === 'auth_invalid' ? 'Bearer error="invalid_token"' : 'Bearer';
-  const retryAfter = retryAfterSeconds(envelope.error, nowMs);
+  const retryAfter = retryAfterSeconds(envelope.error, nowMs) ?? (status === 503 ? 1 : undefined);
   if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
   if (envelope.replayed === true) headers['idempotent-replayed'] = 'true';
   return { status, headers, body: envelope };

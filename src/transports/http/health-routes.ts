@@ -1,14 +1,17 @@
 /**
  * Liveness and readiness.
  *   GET /healthz  200 `{ ok: true, status: "up" }` while the process serves requests.
- *   GET /readyz   200 `{ ok: true, status: "ready" }` when the store answers a ping;
- *                 503 store_unavailable envelope when it does not.
+ *   GET /readyz   200 `{ ok: true, status: "ready" }` when the store answers a ping within
+ *                 READY_TIMEOUT_MS (1000 ms) and read audit rows can be written;
+ *                 503 store_unavailable envelope (Retry-After: 1) when not — a stalled database
+ *                 is reported within about a second, never waited for.
  * Spec: spec/transports.md §http-health.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { HttpPluginOptions } from './server.ts';
 import { sendEnvelope } from './error-handler.ts';
 import { transportEnvelope } from './envelope-map.ts';
+import { pingWithin } from './deadline.ts';
 
 export const healthRoutes: FastifyPluginAsync<HttpPluginOptions> = async (app, { rt }) => {
   app.get(
@@ -38,8 +41,20 @@ export const healthRoutes: FastifyPluginAsync<HttpPluginOptions> = async (app, {
       },
     },
     async (req, reply) => {
+      if (rt.auditBuffer.unwritable) {
+        return sendEnvelope(
+          reply,
+          transportEnvelope(
+            '',
+            'store_unavailable',
+            'Audit rows cannot be written (the database is full, read-only or unreachable); reads are refused until they can.',
+            'Free disk space or fix the database; the node answers again by itself once a flush succeeds.',
+            { retry_after_seconds: 1, audit_unwritable: true },
+          ),
+        );
+      }
       try {
-        await rt.store.ping();
+        await pingWithin(rt);
       } catch (err) {
         req.log.warn({ err }, 'readiness: store ping failed');
         return sendEnvelope(
@@ -49,6 +64,7 @@ export const healthRoutes: FastifyPluginAsync<HttpPluginOptions> = async (app, {
             'store_unavailable',
             'The database does not answer.',
             'Check the database file or server; the API answers again once it is back.',
+            { retry_after_seconds: 1 },
           ),
         );
       }

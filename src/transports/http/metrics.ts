@@ -14,6 +14,9 @@
  * - `outbox_dead_letters{tenant}` gauge: outbox messages dead after their last attempt (never
  *   retried; docs/authoring.md §8(c)), read from the store at scrape.
  * - `read_audit_buffer_rows` gauge: read audit rows waiting for their batched flush.
+ * - `read_audit_unwritable` gauge: 1 while read audit rows cannot be written (a store fault:
+ *   reads are refused, /readyz is 503), else 0.
+ * - `read_audit_dropped_rows` gauge: read audit rows dropped since start (beyond the held limit).
  * - `store_pool_connections{state}` gauge (PostgreSQL only): total | idle | waiting clients.
  * - `store_up` gauge: 1 when the scrape's store reads succeeded, else 0 (the store gauges are then
  *   left out, the in-process ones still answer).
@@ -80,6 +83,22 @@ export function createMetrics(rt: Runtime): SolidMetrics {
     registers: [registry],
     collect() {
       this.set(rt.auditBuffer.size);
+    },
+  });
+  new Gauge({
+    name: 'solid_read_audit_unwritable',
+    help: '1 while read audit rows cannot be written (reads refused, /readyz 503), else 0.',
+    registers: [registry],
+    collect() {
+      this.set(rt.auditBuffer.unwritable ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'solid_read_audit_dropped_rows',
+    help: 'Read audit rows dropped since start (held beyond the limit while the store failed).',
+    registers: [registry],
+    collect() {
+      this.set(rt.auditBuffer.droppedRows);
     },
   });
   const storeUp = new Gauge({

@@ -12,6 +12,10 @@
  * decorators in its own scope without leaking them to siblings. Routes it declares with a
  * `schema` show up in /openapi.json.
  *
+ * Time limits (deadline.ts): every request is answered within `requestTimeoutMs` (a 503
+ * `store_unavailable` envelope at worst), /readyz within a second, and once the server is closing
+ * a request on a kept-alive connection gets a 503 `server_closing` envelope.
+ *
  * Spec: spec/transports.md §http.
  */
 import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
@@ -32,6 +36,7 @@ import { installRequestLog, requestIdOf } from './request-log.ts';
 import { metricsRoute, type SolidMetrics } from './metrics.ts';
 import { normalizeAllowedOrigins, type TrustProxy } from './origin-policy.ts';
 import { DEFAULT_RATE_LIMITS, installRateLimit, type RateLimits } from './rate-limit.ts';
+import { DEFAULT_REQUEST_TIMEOUT_MS, installClosingEnvelope, installRequestDeadline } from './deadline.ts';
 
 /** Options every mounted plugin receives. */
 export interface HttpPluginOptions {
@@ -82,6 +87,11 @@ export interface HttpServerOptions {
    * server, tests); `solid serve` turns them on.
    */
   rateLimits?: Partial<RateLimits>;
+  /**
+   * Answer every request within this many ms (deadline.ts): past it a 503 `store_unavailable`
+   * envelope with Retry-After. Default DEFAULT_REQUEST_TIMEOUT_MS (10 000); 0 = no deadline.
+   */
+  requestTimeoutMs?: number;
 }
 
 export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576;
@@ -100,7 +110,8 @@ export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): 
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
     bodyLimit: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     trustProxy: options.trustProxy === true ? 'loopback' : (options.trustProxy ?? false),
-    return503OnClosing: true,
+    // Closing: installClosingEnvelope answers an envelope instead of Fastify's default 503 body.
+    return503OnClosing: false,
     clientErrorHandler: clientErrorEnvelope,
     // A verb name longer than this is still answered unknown_verb (and audited, truncated);
     // beyond it, and for a path that is no valid URL, frameworkErrors answers an envelope.
@@ -110,7 +121,9 @@ export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): 
     // One line per request from request-log.ts instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
   }) as unknown as FastifyInstance;
+  installClosingEnvelope(app);
   installSolidRoutes(app, rt, {
+    requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
     plugins: options.plugins ?? [],
     allowedOrigins,
     requestLog: logger !== undefined && options.requestLog !== false,
@@ -134,9 +147,12 @@ export function installSolidRoutes(
     requestLog: boolean;
     metrics?: { metrics: SolidMetrics; token: string };
     rateLimits?: Partial<RateLimits>;
+    /** Request deadline in ms (deadline.ts); undefined or 0 = none. */
+    requestTimeoutMs?: number;
   },
 ): void {
   installRequestLog(app, rt, { log: options.requestLog });
+  installRequestDeadline(app, rt, options.requestTimeoutMs ?? 0);
   const openapi: OpenApiCollector = { routes: [] };
   app.addHook('onRoute', (route) => {
     openapi.routes.push(route);

@@ -43,6 +43,8 @@ export interface SolidVerbsPluginOptions {
   requestLog?: boolean;
   /** Rate limits under the prefix (see HttpServerOptions.rateLimits). Default: off. */
   rateLimits?: HttpServerOptions['rateLimits'];
+  /** Request deadline under the prefix in ms (see HttpServerOptions.requestTimeoutMs). Default: off (the app's own). */
+  requestTimeoutMs?: number;
 }
 
 /**
@@ -79,6 +81,7 @@ export const solidVerbsPlugin: FastifyPluginAsync<SolidVerbsPluginOptions> = asy
     plugins,
     allowedOrigins: normalizeAllowedOrigins(options.allowedOrigins ?? []),
     requestLog: options.requestLog === true,
+    ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
     ...(options.rateLimits !== undefined ? { rateLimits: options.rateLimits } : {}),
   });
 };

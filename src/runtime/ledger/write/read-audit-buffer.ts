@@ -1,9 +1,16 @@
 /**
  * The read-audit buffer: reads' audit rows are held briefly and appended in batches
  * (spec/audit.md §read-rows). Writes and denials never pass through it.
+ *
+ * When rows cannot be written because of the store (disk full, read-only, unreachable, too slow),
+ * the buffer says so: `unwritable` turns true (one error log line, `/readyz` 503, the
+ * `solid_read_audit_unwritable` gauge) and the read step refuses reads with `store_unavailable`
+ * until a flush writes again (retried every UNWRITABLE_RETRY_MS; one info line when it does).
+ * Held rows are kept meanwhile (up to MAX_HELD): what can be lost is the rows of one flush
+ * interval when the process dies (kill -9, power cut) — docs/operations.md §faults.
  */
 import type { Logger } from 'pino';
-import type { Store } from '../../../store/store.ts';
+import { StoreError, type Store } from '../../../store/store.ts';
 import { appendAuditRows, type AuditEntry, type AuditRow } from './audit.ts';
 
 /** What the buffer needs from the runtime: the store, a logger, and the after-commit hook of stored rows. */
@@ -21,6 +28,11 @@ export interface ReadAuditSink {
 export class ReadAuditBuffer {
   /** Most rows held while the store fails (rows beyond it are dropped and logged). */
   static readonly MAX_HELD = 65_536;
+  /** While rows cannot be written, a flush is retried this often (ms). */
+  static readonly UNWRITABLE_RETRY_MS = 1000;
+  /** Epoch ms since when rows cannot be written (a store fault), or undefined while they can. */
+  #unwritableSince: number | undefined;
+  #dropped = 0;
   #rows: AuditEntry[] = [];
   /** Rows already put back once after a failed flush: a second failure drops them. */
   readonly #retried = new WeakSet<AuditEntry>();
@@ -34,6 +46,41 @@ export class ReadAuditBuffer {
   ) {}
   get size(): number {
     return this.#rows.length;
+  }
+  /**
+   * True while read audit rows cannot be written because of the store (the last flush failed with
+   * a store fault: disk_full, read_only, unavailable, busy, timeout). Reads are refused
+   * (`store_unavailable`) and `/readyz` answers 503 meanwhile.
+   */
+  get unwritable(): boolean {
+    return this.#unwritableSince !== undefined;
+  }
+  /** Epoch ms since when rows cannot be written, or undefined. */
+  get unwritableSince(): number | undefined {
+    return this.#unwritableSince;
+  }
+  /** Read audit rows dropped since start (beyond MAX_HELD, or a row that failed twice on its own). */
+  get droppedRows(): number {
+    return this.#dropped;
+  }
+
+  #markWritable(): void {
+    if (this.#unwritableSince === undefined) return;
+    const seconds = Math.round((Date.now() - this.#unwritableSince) / 1000);
+    this.#unwritableSince = undefined;
+    this.rt.logger.info(
+      { unwritable_seconds: seconds },
+      'read audit rows can be written again; reads are answered',
+    );
+  }
+
+  #markUnwritable(err: unknown): void {
+    if (this.#unwritableSince !== undefined) return;
+    this.#unwritableSince = Date.now();
+    this.rt.logger.error(
+      { err },
+      'read audit rows cannot be written (store fault): reads are refused with store_unavailable and /readyz answers 503 until they can',
+    );
   }
   /** The flush `push` started on a full batch, until it settles (one at a time). */
   #batchFlush: Promise<void> | undefined;
@@ -128,35 +175,53 @@ export class ReadAuditBuffer {
   async #write(rows: AuditEntry[]): Promise<void> {
     try {
       await this.#append(rows);
+      this.#markWritable();
     } catch (err) {
       // Isolate: a batch that fails is written again row by row, so one row that cannot be stored
       // never costs another row (another tenant's least of all); only the rows that fail alone
       // are put back (a store outage fails them all).
+      let failed: Array<{ row: AuditEntry; err: unknown }> = [{ row: rows[0]!, err }];
+      let wrote = false;
       if (rows.length > 1) {
-        const failed: AuditEntry[] = [];
+        failed = [];
         for (const r of rows) {
           try {
             await this.#append([r]);
-          } catch {
-            failed.push(r);
+            wrote = true;
+          } catch (e) {
+            failed.push({ row: r, err: e });
           }
         }
-        if (failed.length === 0) return;
-        rows = failed;
+        if (failed.length === 0) {
+          this.#markWritable();
+          return;
+        }
       }
-      // Put the rows back once, to be retried with the next flush (a short outage loses nothing);
-      // rows that fail twice, or beyond MAX_HELD, are dropped — read rows only (spec/audit.md §read-rows).
-      const again = rows
-        .filter((r) => !this.#retried.has(r))
+      // A store fault (disk full, read-only, unreachable): say so, and hold those rows until it
+      // passes. A row the store refuses for itself is put back once, then dropped (MAX_HELD too)
+      // — read rows only (spec/audit.md §read-rows).
+      const fault = failed.find((f) => isStoreFault(f.err));
+      if (fault !== undefined) this.#markUnwritable(fault.err);
+      else if (wrote) this.#markWritable();
+      const lastErr = (fault ?? failed[failed.length - 1]!).err;
+      const again = failed
+        .filter((f) => isStoreFault(f.err) || !this.#retried.has(f.row))
         .slice(0, Math.max(0, ReadAuditBuffer.MAX_HELD - this.#rows.length));
-      for (const r of again) this.#retried.add(r);
-      this.#rows.unshift(...again);
+      for (const f of again) if (!isStoreFault(f.err)) this.#retried.add(f.row);
+      this.#rows.unshift(...again.map((f) => f.row));
+      rows = failed.map((f) => f.row);
+      this.#dropped += rows.length - again.length;
       if (again.length > 0 && this.#timer === undefined) {
-        this.#timer = setTimeout(() => void this.flush(), this.intervalMs);
+        this.#timer = setTimeout(
+          () => void this.flush(),
+          fault !== undefined
+            ? Math.max(this.intervalMs, ReadAuditBuffer.UNWRITABLE_RETRY_MS)
+            : this.intervalMs,
+        );
         this.#timer.unref();
       }
       this.rt.logger.error(
-        { err, rows: rows.length, retried: again.length, dropped: rows.length - again.length },
+        { err: lastErr, rows: rows.length, retried: again.length, dropped: rows.length - again.length },
         'could not flush read audit rows',
       );
     }
@@ -170,4 +235,20 @@ export class ReadAuditBuffer {
       });
     });
   }
+}
+
+/**
+ * Store failures that mean "the log cannot be written now" (disk full, read-only, unreachable,
+ * busy, too slow) — not a row the store refuses (a constraint, a value: `unknown`, `invalid_value`).
+ */
+const STORE_FAULTS: ReadonlySet<string> = new Set([
+  'disk_full',
+  'read_only',
+  'unavailable',
+  'busy',
+  'timeout',
+]);
+
+function isStoreFault(err: unknown): boolean {
+  return err instanceof StoreError && STORE_FAULTS.has(err.code);
 }

@@ -1,6 +1,6 @@
 /**
  * `solid serve [--demo] [--conformance-pack] [--port 4400] [--host 127.0.0.1] [--db PATH]
- * [--durability normal|full] [--body-limit BYTES] [--toolsets crm,payments] [--dynamic-toolsets]
+ * [--durability full|normal] [--request-timeout-ms MS] [--shutdown-timeout-ms MS] [--body-limit BYTES] [--toolsets crm,payments] [--dynamic-toolsets]
  * [--trust-proxy [value]] [--allowed-origin https://agents.example.com ...] [--metrics-port N]
  * [--rate-limit-key N] [--rate-limit-session N] [--rate-limit-address N] [--rate-limit-window S]`:
  * open the local runtime and serve every
@@ -15,8 +15,16 @@
  * no tenants, seeds it (the pack's seed, with progress on stderr) or — while no demo pack is
  * available — creates a sandbox tenant, a tenant and an owner key like `solid init`. Keys created
  * now are printed once. Prints the URLs, then the ready line `solid serve: ready on <url>`.
- * SIGINT/SIGTERM: close the server (in-flight requests finish), flush the audit buffer, close the
- * store; exit 0. `solid agent dispatch` works on the same database meanwhile (SQLite WAL).
+ * SIGINT/SIGTERM: close the server (in-flight requests finish; a request arriving on a kept-alive
+ * connection gets a 503 `server_closing` envelope), flush the audit buffer, close the store; exit
+ * 0. The shutdown is bounded: past `--shutdown-timeout-ms` (SOLID_SHUTDOWN_TIMEOUT_MS, default
+ * 8000 ms) — a stalled database — it says so on stderr and exits 1. `solid agent dispatch` works on
+ * the same database meanwhile (SQLite WAL).
+ *
+ * Time limits (docs/operations.md §time-limits): every request is answered within
+ * `--request-timeout-ms` (SOLID_REQUEST_TIMEOUT_MS, default 10000; 0 = none), a 503
+ * `store_unavailable` envelope at worst. Durability (SQLite) is `full` by default: a receipt
+ * handed out survives a power cut; `--durability normal` is the faster, explicit choice.
  *
  * Operations (spec/transports.md §request-log §metrics §traces): one info log line per request
  * (SOLID_LOG_LEVEL, default info), `/metrics` with SOLID_METRICS_TOKEN or on `--metrics-port`,
@@ -40,6 +48,7 @@ import { startTracing } from '../tracing.ts';
 import { normalizeAllowedOrigins, parseTrustProxy, type TrustProxy } from '../../http/origin-policy.ts';
 import { loadHttpMounts } from '../../server/http-mounts.ts';
 import { DEFAULT_RATE_LIMITS, type RateLimits } from '../../http/rate-limit.ts';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../http/deadline.ts';
 import { localOptionsOf, openLocal, keyfileOf, publicUrlOf } from '../local.ts';
 import { enrolmentUrl } from '../../../identity/enrolment.ts';
 import { ownerEnrolmentLink } from '../../../identity/invite.ts';
@@ -57,6 +66,10 @@ export interface ServeFlags {
   host: string;
   durability: string;
   bodyLimit?: string;
+  /** `--request-timeout-ms <ms>`: the per-request deadline (0 = none). */
+  requestTimeoutMs?: string;
+  /** `--shutdown-timeout-ms <ms>`: the bound of a SIGTERM shutdown. */
+  shutdownTimeoutMs?: string;
   conformancePack?: boolean;
   toolsets?: string;
   dynamicToolsets?: boolean;
@@ -92,7 +105,19 @@ export function registerServe(program: Command, io: Io, setExit: (code: number) 
       '--public-url <url>',
       "the server's public base URL, for the links it prints and pending answers' approval_url (env SOLID_PUBLIC_URL; default http://localhost:<port>)",
     )
-    .option('--durability <mode>', 'normal (WAL, synchronous=NORMAL) or full (synchronous=FULL)', 'normal')
+    .option(
+      '--durability <mode>',
+      'SQLite: full (default: synchronous=FULL, a receipt handed out survives a power cut) or normal (faster: the last commits may be lost on power loss)',
+      'full',
+    )
+    .option(
+      '--request-timeout-ms <ms>',
+      `answer every request within this deadline, a 503 store_unavailable envelope at worst (0 = none; env SOLID_REQUEST_TIMEOUT_MS; default ${DEFAULT_REQUEST_TIMEOUT_MS})`,
+    )
+    .option(
+      '--shutdown-timeout-ms <ms>',
+      `on SIGTERM, exit within this bound even with a stalled database (env SOLID_SHUTDOWN_TIMEOUT_MS; default ${DEFAULT_SHUTDOWN_TIMEOUT_MS})`,
+    )
     .option('--body-limit <bytes>', 'maximum request body in bytes (default 1048576)')
     .option(
       '--toolsets <names>',
@@ -172,6 +197,13 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     return usage(io, '--port must be an integer 0..65535');
   if (flags.durability !== 'normal' && flags.durability !== 'full')
     return usage(io, '--durability must be normal or full');
+  let limits: { requestTimeoutMs: number; shutdownTimeoutMs: number };
+  try {
+    limits = timeLimitsOf(flags, process.env);
+  } catch (err) {
+    if (!(err instanceof VerbError)) throw err;
+    return usage(io, `${err.message} ${err.hint ?? ''}`.trim());
+  }
   const bodyLimit = flags.bodyLimit === undefined ? undefined : Number(flags.bodyLimit);
   if (bodyLimit !== undefined && (!Number.isInteger(bodyLimit) || bodyLimit < 1))
     return usage(io, '--body-limit must be a positive integer (bytes)');
@@ -223,6 +255,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     packs,
   });
   const { rt } = local;
+  let finished = false;
   let app: ReturnType<typeof createHttpServer> | undefined;
   let metricsApp: ReturnType<typeof createHttpServer> | undefined;
   const stopTracing = await startTracing(process.env, rt.logger);
@@ -245,6 +278,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
         trustProxy: proxy.trustProxy,
         allowedOrigins: proxy.allowedOrigins,
         rateLimits,
+        requestTimeoutMs: limits.requestTimeoutMs,
         ...(bodyLimit !== undefined ? { bodyLimitBytes: bodyLimit } : {}),
         ...(metrics !== undefined && metricsToken !== ''
           ? { metrics: { metrics, token: metricsToken } }
@@ -322,6 +356,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     io.out(`solid serve: ready on ${base}`);
     const signal = await stopSignal;
     io.err(`solid serve: ${signal}, shutting down`);
+    boundShutdown(io, limits.shutdownTimeoutMs, () => finished);
     local.rt.beginClose(); // open long polls answer now; then in-flight requests finish
     await app.close();
     app = undefined;
@@ -331,6 +366,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     await stopTracing?.();
     await local.close();
     io.err('solid serve: stopped');
+    finished = true;
     return 0;
   } finally {
     if (app !== undefined) await app.close().catch(() => {});
@@ -404,6 +440,65 @@ function mcpMode(toolsets: readonly string[] | undefined, dynamic: boolean): str
 function usage(io: Io, message: string): number {
   io.err(`✗ ${message}`);
   return 2;
+}
+
+/** Default bound of a SIGTERM shutdown (ms): below a container runtime's usual 10 s grace. */
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 8000;
+
+/**
+ * The time limits of `solid serve`: `--request-timeout-ms` (else SOLID_REQUEST_TIMEOUT_MS, else
+ * DEFAULT_REQUEST_TIMEOUT_MS; 0 = none) and `--shutdown-timeout-ms` (else
+ * SOLID_SHUTDOWN_TIMEOUT_MS, else DEFAULT_SHUTDOWN_TIMEOUT_MS; at least 1), both in ms.
+ * Spec: docs/operations.md §time-limits.
+ * @throws VerbError invalid_request — a value that is not a whole number of ms.
+ */
+export function timeLimitsOf(
+  flags: Pick<ServeFlags, 'requestTimeoutMs' | 'shutdownTimeoutMs'>,
+  env: NodeJS.ProcessEnv,
+): { requestTimeoutMs: number; shutdownTimeoutMs: number } {
+  const read = (flag: string | undefined, name: string, option: string, fallback: number, min: number) => {
+    const raw = flag ?? (env[name] === undefined || env[name] === '' ? undefined : env[name]);
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || n < min)
+      throw new VerbError(
+        'invalid_request',
+        `${option} (${name}) must be a whole number of milliseconds ≥ ${min}, got ${JSON.stringify(raw)}.`,
+        { hint: 'See docs/operations.md §time-limits.' },
+      );
+    return n;
+  };
+  return {
+    requestTimeoutMs: read(
+      flags.requestTimeoutMs,
+      'SOLID_REQUEST_TIMEOUT_MS',
+      '--request-timeout-ms',
+      DEFAULT_REQUEST_TIMEOUT_MS,
+      0,
+    ),
+    shutdownTimeoutMs: read(
+      flags.shutdownTimeoutMs,
+      'SOLID_SHUTDOWN_TIMEOUT_MS',
+      '--shutdown-timeout-ms',
+      DEFAULT_SHUTDOWN_TIMEOUT_MS,
+      1,
+    ),
+  };
+}
+
+/**
+ * Bound the shutdown that starts now: `ms` later, if the process is still alive (a stalled
+ * database holds a connection, a request or a socket), exit — 0 when the shutdown itself
+ * `finished()` (only a dangling handle was left), else 1 with a line on stderr. The timer is
+ * unref'd: it never delays a process that exits by itself.
+ */
+function boundShutdown(io: Io, ms: number, finished: () => boolean): void {
+  const timer = setTimeout(() => {
+    if (finished()) process.exit(0);
+    io.err(`solid serve: shutdown not finished within ${ms} ms (a stalled database?); exiting now`);
+    process.exit(1);
+  }, ms);
+  timer.unref();
 }
 
 /** Resolve on the first SIGINT/SIGTERM; a second one exits at once (stuck shutdown). */
