@@ -27,6 +27,7 @@ import { ReadAuditBuffer } from './ledger/read-audit-buffer.ts';
 export { ReadAuditBuffer } from './ledger/read-audit-buffer.ts';
 import { InflightKeys, IDEMPOTENCY_TTL_SECONDS } from './ledger/idempotency.ts';
 import { NONCE_TTL_SECONDS } from './consent/nonce.ts';
+import { DEFAULT_MAX_WRITE_RESULT_BYTES } from './ledger/execute.ts';
 import { dispatch as runPipeline } from './dispatch.ts';
 import type {
   Caller,
@@ -90,6 +91,12 @@ export interface RuntimeOptions {
   checkpointIntervalMs?: number;
   idempotencyTtlSeconds?: number;
   nonceTtlSeconds?: number;
+  /**
+   * Largest write result (bytes of its JSON, receipt fields included) that may commit, default
+   * 4 MiB (4_194_304, MCP's result limit): a write whose handler returns more is refused
+   * `result_too_large` inside its transaction and nothing commits (spec/transports.md §mcp-results).
+   */
+  maxResultBytes?: number;
   /** Interval of the housekeeping pass (expired nonces, approvals, idempotency rows; maintenance.ts). Default 600000 ms; 0 disables the timer. */
   maintenanceIntervalMs?: number;
   /** Observe hooks (reputation, telemetry, OpenTelemetry spans) and their housekeeping; observe/observers.ts. */
@@ -163,6 +170,7 @@ export class Runtime implements PackRuntime {
       checkpointIntervalMs: options.checkpointIntervalMs ?? 60_000,
       idempotencyTtlSeconds: options.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS,
       nonceTtlSeconds: options.nonceTtlSeconds ?? NONCE_TTL_SECONDS,
+      maxResultBytes: options.maxResultBytes ?? DEFAULT_MAX_WRITE_RESULT_BYTES,
     };
     this.authFailures = new AuthFailureLog({
       windowMs: options.authFailureWindowMs ?? 60_000,
