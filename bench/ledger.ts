@@ -23,8 +23,13 @@ import { createRuntime, checkpointMaterial, type Runtime } from '../src/runtime/
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { systemVerbs } from '../src/verbs/index.ts';
 import { defineVerb } from '../src/runtime/verb.ts';
-import { AUDIT_COLUMNS, GENESIS_HASH, hashAuditRow, type AuditRow } from '../src/runtime/ledger/audit.ts';
-import { verifyDatabaseFile } from '../src/runtime/ledger/verify-file.ts';
+import {
+  AUDIT_COLUMNS,
+  GENESIS_HASH,
+  hashAuditRow,
+  type AuditRow,
+} from '../src/runtime/ledger/write/audit.ts';
+import { verifyDatabaseFile } from '../src/runtime/ledger/verify/verify-file.ts';
 import type { BenchResult } from './harness.ts';
 
 /** The ledger modules' results: bench/harness.ts BenchResult. */

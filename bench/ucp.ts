@@ -37,7 +37,7 @@ import { ReplayCache, type ReplayGuard } from '../src/transports/ucp/replay-cach
 import { exportPublicJwk } from '../src/transports/ucp/jwk.ts';
 import { signRequest } from '../src/transports/ucp/ucp-client.ts';
 import { median, percentile, type BenchResult } from './harness.ts';
-import { generateP256KeyObjects } from '../src/runtime/ledger/keygen.ts';
+import { generateP256KeyObjects } from '../src/runtime/ledger/keys/keygen.ts';
 
 export interface UcpBenchOptions {
   /** Measured calls per workload (default 2000). */

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openLocal } from '../src/transports/cli/local.ts';
-import { loadHttpMounts } from '../src/transports/http/http-mounts.ts';
+import { loadHttpMounts } from '../src/transports/server/http-mounts.ts';
 import { createHttpServer } from '../src/transports/http/server.ts';
 
 /**

@@ -15,7 +15,7 @@
  */
 import type { Pack, SeedOptions } from '../runtime/pack.ts';
 import type { OutboxHandler, PackRuntime as Runtime } from '../runtime/core.ts';
-import { appendEvents, eventsChannel } from '../runtime/ledger/events.ts';
+import { appendEvents, eventsChannel } from '../runtime/ledger/write/events.ts';
 import type { Role, Tier } from '../spec/types.ts';
 import { DOMAIN_REASONS, isDomainError } from './data/domain-error.ts';
 import { getEmail, markEmailSent } from './data/email.ts';

@@ -1,7 +1,7 @@
 /**
  * `GET /.well-known/solid-verbs-conformance`: the conformance declaration of this server (the test
  * pack's verbs that are registered and on http), one encapsulated Fastify plugin mounted by
- * `solid serve` (src/transports/http/http-mounts.ts, name `conformance`). Without the pack it
+ * `solid serve` (src/transports/server/http-mounts.ts, name `conformance`). Without the pack it
  * answers `404 not_found` with the hint to enable it. No key is needed: it says only what the
  * manifest already publishes. Looked up per request (a registry lookup per verb), so a pack
  * enabled or removed at run time shows at once.

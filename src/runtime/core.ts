@@ -14,13 +14,13 @@ import type { Queryable, Store, StoreTx } from '../store/store.ts';
 import type { CompiledVerb, VerbDefinition } from './verb.ts';
 import type { Registry } from './registry.ts';
 import type { Secrets } from './secrets.ts';
-import type { TenantKeys } from './ledger/tenant-keys.ts';
+import type { TenantKeys } from './ledger/keys/tenant-keys.ts';
 import type { PhraseChannelSetting, TenantSettings, Tenants } from './tenants.ts';
-import type { InflightKeys } from './ledger/idempotency.ts';
-import type { ReadAuditBuffer } from './ledger/read-audit-buffer.ts';
-import type { AuditRow } from './ledger/audit.ts';
+import type { InflightKeys } from './ledger/write/idempotency.ts';
+import type { ReadAuditBuffer } from './ledger/write/read-audit-buffer.ts';
+import type { AuditRow } from './ledger/write/audit.ts';
 import type { Observers } from './observe/observers.ts';
-import type { OutboxHandlerOf } from './ledger/outbox.ts';
+import type { OutboxHandlerOf } from './ledger/write/outbox.ts';
 
 /** Who calls and how: built by the transport from its own authentication. */
 export interface Caller {

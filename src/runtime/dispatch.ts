@@ -17,7 +17,7 @@ import { StoreError } from '../store/store.ts';
 import { reasonInfo, type ReasonTable } from '../spec/reasons.ts';
 import { HOW_TO_PASS_A_KEY, WHERE_KEYS_COME_FROM, isVerbError } from './errors.ts';
 import type { Caller, DispatchOptions, RuntimeCore } from './core.ts';
-import { appendAudit, type AuditStatus } from './ledger/audit.ts';
+import { appendAudit, type AuditStatus } from './ledger/write/audit.ts';
 import {
   MAX_NAME_IN_AUDIT,
   entryFor,

@@ -8,7 +8,7 @@
 import type { EnvelopeError } from '../spec/types.ts';
 import type { Reason } from '../spec/reasons.ts';
 import type { StoreTx } from '../store/store.ts';
-import type { AuditRow } from './ledger/audit.ts';
+import type { AuditRow } from './ledger/write/audit.ts';
 
 /**
  * Runtime-internal: what dispatch records with the failure's own audit row, in the same store

@@ -14,7 +14,7 @@
  * The walk builds no paths; issuePath() finds the JSON Pointer of the first issue on the rare
  * refusal. Spec: spec/transports.md §bad-input.
  */
-import { hasLoneSurrogate } from './ledger/audit.ts';
+import { hasLoneSurrogate } from './ledger/write/audit.ts';
 
 /** Deepest nesting accepted in arguments: deeper JSON is refused before any recursive work. */
 export const MAX_ARGS_DEPTH = 32;

@@ -12,7 +12,7 @@ import { runtimeMigrations } from '../store/migrations/runtime.ts';
 import { Registry } from './registry.ts';
 import { runtimeContextMembers, type CompiledVerb, type VerbDefinition } from './verb.ts';
 import { Secrets, checkMasterKey, runtimeSecrets, type RuntimeSecrets } from './secrets.ts';
-import { TenantKeys } from './ledger/tenant-keys.ts';
+import { TenantKeys } from './ledger/keys/tenant-keys.ts';
 import {
   Tenants,
   insertApiKey,
@@ -21,13 +21,13 @@ import {
   type PhraseChannelSetting,
   type TenantSettings,
 } from './tenants.ts';
-import { appendAudit, auditEntry, type AuditRow } from './ledger/audit.ts';
-import { ReadAuditBuffer } from './ledger/read-audit-buffer.ts';
+import { appendAudit, auditEntry, type AuditRow } from './ledger/write/audit.ts';
+import { ReadAuditBuffer } from './ledger/write/read-audit-buffer.ts';
 
-export { ReadAuditBuffer } from './ledger/read-audit-buffer.ts';
-import { InflightKeys, IDEMPOTENCY_TTL_SECONDS } from './ledger/idempotency.ts';
+export { ReadAuditBuffer } from './ledger/write/read-audit-buffer.ts';
+import { InflightKeys, IDEMPOTENCY_TTL_SECONDS } from './ledger/write/idempotency.ts';
 import { NONCE_TTL_SECONDS } from './consent/nonce.ts';
-import { DEFAULT_MAX_WRITE_RESULT_BYTES } from './ledger/execute.ts';
+import { DEFAULT_MAX_WRITE_RESULT_BYTES } from './ledger/write/execute.ts';
 import { dispatch as runPipeline } from './dispatch.ts';
 import type {
   Caller,
@@ -44,11 +44,11 @@ import { HOW_TO_PASS_A_KEY, VerbError, WHERE_KEYS_COME_FROM } from './errors.ts'
 import { AuthFailureLog, type AggregatedFailure } from './ledger/auth-failure-log.ts';
 import { reasonInfo } from '../spec/reasons.ts';
 import { countDailyCap } from './consent/daily-caps.ts';
-import { checkpointedTenants, writeCheckpoint } from './ledger/checkpoints.ts';
-import { deliverOutbox } from './ledger/outbox.ts';
+import { checkpointedTenants, writeCheckpoint } from './ledger/keys/checkpoints.ts';
+import { deliverOutbox } from './ledger/write/outbox.ts';
 
 export { DEFAULT_DAILY_CAPS } from './consent/daily-caps.ts';
-export { checkpointMaterial } from './ledger/checkpoints.ts';
+export { checkpointMaterial } from './ledger/keys/checkpoints.ts';
 import type { Role } from '../spec/types.ts';
 
 /** action_type of the row a tenant gets when one of its key ids is presented with a wrong secret, or after revocation. */
@@ -559,7 +559,7 @@ export class Runtime implements PackRuntime {
   }
 
   /**
-   * Write a signed checkpoint of a tenant's chain head (ledger/checkpoints.ts). No-op when the
+   * Write a signed checkpoint of a tenant's chain head (ledger/keys/checkpoints.ts). No-op when the
    * head did not move.
    */
   checkpoint(companyId: number): Promise<{ seq: number; head_hash: string } | undefined> {
@@ -599,7 +599,7 @@ export class Runtime implements PackRuntime {
   readonly #outboxPasses = new Set<Promise<number>>();
 
   /**
-   * One delivery pass (ledger/outbox.ts); returns the rows it delivered. It first waits for passes
+   * One delivery pass (ledger/write/outbox.ts); returns the rows it delivered. It first waits for passes
    * running in this process (the after-commit kick), whose leased rows a new pass would skip.
    */
   async deliverOutbox(limit = 100): Promise<number> {

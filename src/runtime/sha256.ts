@@ -1,7 +1,7 @@
 /**
  * SHA-256 of a UTF-8 string, one shot: node's `crypto.hash` (Node ≥ 20.12, about half the cost of
  * a createHash object for short inputs) with the createHash fallback for older 20.x. Used on the
- * hot path: key checks (tenants.ts), audit row hashes (ledger/audit.ts), chain walks (ledger/chain-walk.ts, also in its worker).
+ * hot path: key checks (tenants.ts), audit row hashes (ledger/write/audit.ts), chain walks (ledger/verify/chain-walk.ts, also in its worker).
  */
 import * as nodeCrypto from 'node:crypto';
 

@@ -30,7 +30,7 @@ export type TransportRuntime = Pick<
 /**
  * What the MCP server itself (tools/list, tools/call, stdio) reads: dispatch, refusals of
  * malformed calls, the logger and the registry's listing. `solid mcp --remote`'s bridge
- * implements exactly this over HTTP (src/transports/mcp/bridge.ts).
+ * implements exactly this over HTTP (src/remote-client/mcp-bridge.ts).
  */
 export type McpRuntime = Pick<TransportRuntime, 'dispatch' | 'logger' | 'refuse'> & {
   registry: Pick<TransportRuntime['registry'], 'all' | 'get' | 'onChange' | 'closest'>;

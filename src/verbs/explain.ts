@@ -13,7 +13,7 @@
  */
 import { defineSystemVerb } from '../runtime/verb.ts';
 import { VerbError } from '../runtime/errors.ts';
-import { entityEvents } from '../runtime/ledger/events.ts';
+import { entityEvents } from '../runtime/ledger/write/events.ts';
 import type { DomainEvent } from '../spec/types.ts';
 
 interface ChainItem {

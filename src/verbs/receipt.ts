@@ -17,10 +17,10 @@
  */
 import { defineSystemVerb } from '../runtime/verb.ts';
 import { VerbError } from '../runtime/errors.ts';
-import { findReceipt } from '../runtime/ledger/receipt-store.ts';
-import { signChainedReceipt, verifyReceipt } from '../runtime/ledger/receipts.ts';
-import { checkReceiptInLog, databaseKeys, type ReceiptLogCheck } from '../runtime/ledger/verify.ts';
-import { attestedRow, receiptIn } from '../runtime/ledger/receipt-doc.ts';
+import { findReceipt } from '../runtime/ledger/write/receipt-store.ts';
+import { signChainedReceipt, verifyReceipt } from '../runtime/ledger/keys/receipts.ts';
+import { checkReceiptInLog, databaseKeys, type ReceiptLogCheck } from '../runtime/ledger/verify/verify.ts';
+import { attestedRow, receiptIn } from '../runtime/ledger/verify/receipt-doc.ts';
 
 export const auditReceipt = defineSystemVerb<{ audit_id: number }>({
   name: 'audit.receipt',

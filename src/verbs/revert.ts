@@ -12,7 +12,7 @@
  * Spec: spec/receipts.md §revert, spec/transactions.md §revert.
  */
 import { defineSystemVerb } from '../runtime/verb.ts';
-import { revertConsent, runRevert, type RevertArgs } from '../runtime/ledger/revert.ts';
+import { revertConsent, runRevert, type RevertArgs } from '../runtime/ledger/transactions/revert.ts';
 
 export const auditRevert = defineSystemVerb<RevertArgs>({
   name: 'audit.revert',

@@ -18,7 +18,7 @@ import {
   revertTransactionSteps,
   startTransaction,
   transactionStatus,
-} from '../runtime/ledger/transactions.ts';
+} from '../runtime/ledger/transactions/transactions.ts';
 
 const TRANSACTION_ID = {
   type: 'string',

@@ -47,7 +47,7 @@ const PROFILE: CpuProfile = {
     node(3, 'allSync', `${R}/src/store/sqlite/sqlite-store.ts`, [4]),
     node(4, 'all', ''),
     node(5, 'validate12', ''),
-    node(6, 'flush', `${R}/src/runtime/ledger/read-audit-buffer.ts`, [7, 8]),
+    node(6, 'flush', `${R}/src/runtime/ledger/write/read-audit-buffer.ts`, [7, 8]),
     node(7, 'canonicalize', `${R}/node_modules/canonicalize/lib/canonicalize.js`),
     node(8, 'hash', 'node:internal/crypto/hash', [16]),
     node(9, 'route', `${R}/node_modules/fastify/lib/route.js`, [10]),
@@ -76,8 +76,8 @@ test('layerOfFrame: urls and names to layers; natives and unassigned dependencie
   assert.equal(f(`${R}/src/store/sqlite/sqlite-store.ts`, 'write'), 'store');
   assert.equal(f('node:internal/crypto/sig'), 'crypto');
   assert.equal(f('node:internal/streams/writable'), 'node internals');
-  assert.equal(f(`${R}/src/runtime/ledger/audit.ts`), 'audit row');
-  assert.equal(f(`${R}/src/runtime/ledger/receipts.ts`), 'pipeline');
+  assert.equal(f(`${R}/src/runtime/ledger/write/audit.ts`), 'audit row');
+  assert.equal(f(`${R}/src/runtime/ledger/keys/receipts.ts`), 'pipeline');
   assert.equal(f(`${R}/src/transports/mcp/mcp-server.ts`), 'transport');
   assert.equal(
     f(`${R}/node_modules/@modelcontextprotocol/sdk/dist/esm/shared/protocol.js`),

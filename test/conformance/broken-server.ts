@@ -17,7 +17,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { createHttpServer, type HttpPlugin } from '../../src/transports/http/server.ts';
-import { HTTP_MOUNTS } from '../../src/transports/http/http-mounts.ts';
+import { HTTP_MOUNTS } from '../../src/transports/server/http-mounts.ts';
 import { createMcpServer } from '../../src/transports/mcp/mcp-server.ts';
 import { ToolCatalog } from '../../src/transports/mcp/tool-catalog.ts';
 import { conformancePack } from '../../src/conformance/index.ts';

@@ -5,8 +5,8 @@
 import { test } from 'node:test';
 import { strict as assert } from 'node:assert';
 import { consentHarness, expectDenied, pendingOf } from './support.ts';
-import { executeInTx } from '../../src/runtime/ledger/execute.ts';
-import { argsHash } from '../../src/runtime/ledger/idempotency.ts';
+import { executeInTx } from '../../src/runtime/ledger/write/execute.ts';
+import { argsHash } from '../../src/runtime/ledger/write/idempotency.ts';
 
 const CHARGE = { invoice_id: 4242, amount_cents: 5000 };
 

@@ -14,7 +14,7 @@ import { loadSecrets } from '../../src/runtime/secrets.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { systemVerbs } from '../../src/verbs/index.ts';
 import { phraseHash } from '../../src/runtime/consent/typed-phrase.ts';
-import { argsHash } from '../../src/runtime/ledger/idempotency.ts';
+import { argsHash } from '../../src/runtime/ledger/write/idempotency.ts';
 import type { KeyfileContents } from '../../src/runtime/secrets.ts';
 import pino from 'pino';
 

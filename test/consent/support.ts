@@ -7,7 +7,7 @@ import { strict as assert } from 'node:assert';
 import { consentTestPack } from './pack.ts';
 import { loadSecrets } from '../../src/runtime/secrets.ts';
 import type { Store } from '../../src/store/store.ts';
-import { toAuditRow, type AuditRow } from '../../src/runtime/ledger/audit.ts';
+import { toAuditRow, type AuditRow } from '../../src/runtime/ledger/write/audit.ts';
 import type { Envelope, Role } from '../../src/spec/types.ts';
 import type { DispatchOptions } from '../../src/runtime/dispatch.ts';
 import { runCli } from '../../src/transports/cli/main.ts';

@@ -28,7 +28,7 @@ import { createUcpHarness, type UcpHarness } from '../transports/ucp/harness.ts'
 import { createWebmcpPlugin } from '../../src/transports/webmcp/index.ts';
 import { connectInMemory } from '../transports/mcp/harness.ts';
 import { injectLogin, type InjectSession } from '../transports/webmcp/fixture.ts';
-import { verifyStoreChain } from '../../src/runtime/ledger/verify.ts';
+import { verifyStoreChain } from '../../src/runtime/ledger/verify/verify.ts';
 import { errorEnvelopeOf } from '../../src/transports/mcp/envelope-map.ts';
 import { META } from '../../src/transports/mcp/meta-keys.ts';
 import type { Envelope } from '../../src/spec/types.ts';

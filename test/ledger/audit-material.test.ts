@@ -1,5 +1,5 @@
 /**
- * The flat fast path of a row's request_data text (src/runtime/ledger/audit.ts canonicalFlat) is
+ * The flat fast path of a row's request_data text (src/runtime/ledger/write/audit.ts canonicalFlat) is
  * exactly RFC 8785 (canonicalize) for every flat object it accepts, and declines everything the
  * general path must handle; the quoting of column strings (jsonString) and the whole row material
  * (canonicalAuditMaterial) are byte-identical to canonicalize for arbitrary strings (lone
@@ -16,7 +16,7 @@ import {
   jsonString,
   wellFormedText,
   type AuditRow,
-} from '../../src/runtime/ledger/audit.ts';
+} from '../../src/runtime/ledger/write/audit.ts';
 
 /** Strings of any UTF-16 code units, weighted towards what JSON escapes or leaves as is by a hair. */
 const anyString = fc.oneof(

@@ -7,7 +7,7 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestRuntime } from '../support/runtime.ts';
 import { AUTH_FAILURES_ACTION } from '../../src/runtime/runtime.ts';
-import { verifyStoreChain } from '../../src/runtime/ledger/verify.ts';
+import { verifyStoreChain } from '../../src/runtime/ledger/verify/verify.ts';
 
 const T0 = Date.parse('2026-03-02T10:00:00.000Z');
 

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Envelope } from '../../src/spec/types.ts';
-import { appendAudit, auditEntry } from '../../src/runtime/ledger/audit.ts';
+import { appendAudit, auditEntry } from '../../src/runtime/ledger/write/audit.ts';
 import { openDemoRuntime, type DemoRuntime } from '../support/demo.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- results read loosely in assertions

@@ -7,11 +7,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
-import { auditEntry } from '../../src/runtime/ledger/audit.ts';
-import { ReadAuditBuffer } from '../../src/runtime/ledger/read-audit-buffer.ts';
+import { auditEntry } from '../../src/runtime/ledger/write/audit.ts';
+import { ReadAuditBuffer } from '../../src/runtime/ledger/write/read-audit-buffer.ts';
 import { StoreError } from '../../src/store/store.ts';
 import { PG_SKIP_REASON, TEST_DATABASE_URL } from '../support/postgres.ts';
-import { verifyStoreChain } from '../../src/runtime/ledger/verify.ts';
+import { verifyStoreChain } from '../../src/runtime/ledger/verify/verify.ts';
 import { call, createObserveRuntime } from '../observe/support.ts';
 
 function readRow(h: TestRuntime, companyId: number, action: string) {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { bump, counterRuntime, consented, counter } from './counter-verbs.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
-import { verifyReceipt } from '../../src/runtime/ledger/receipts.ts';
+import { verifyReceipt } from '../../src/runtime/ledger/keys/receipts.ts';
 import { validateEnvelope, validateShapeOutput } from '../../src/spec/validators.ts';
 import { upstreamValidator } from '../support/upstream.ts';
 import { runCli } from '../../src/transports/cli/main.ts';
@@ -307,7 +307,7 @@ describe('receipts of results with broken text', () => {
 describe('receipt signing payload', () => {
   it('is the RFC 8785 text of the receipt without attestation.jws, byte for byte what canonicalize writes (nested members, arrays, undefined, Date, non-ASCII keys), and refuses what canonicalize refuses', async () => {
     const { default: canonicalize } = await import('canonicalize');
-    const { receiptSigningPayload } = await import('../../src/runtime/ledger/receipts.ts');
+    const { receiptSigningPayload } = await import('../../src/runtime/ledger/keys/receipts.ts');
     const reference = (r: Record<string, unknown>): string | undefined => {
       const { attestation, ...rest } = r as { attestation?: Record<string, unknown> };
       const copy: Record<string, unknown> = { ...rest };

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { consented, counter, counterRuntime } from './counter-verbs.ts';
 import { validateEnvelope } from '../../src/spec/validators.ts';
-import { verifyStoreChain } from '../../src/runtime/ledger/verify.ts';
+import { verifyStoreChain } from '../../src/runtime/ledger/verify/verify.ts';
 
 const LONG = 'n'.repeat(300);
 

@@ -9,8 +9,8 @@ import { counterRuntime, consented, counter, pendingNonce } from './counter-verb
 import { validateShapeOutput } from '../../src/spec/validators.ts';
 import type { Envelope } from '../../src/spec/types.ts';
 import type { Queryable } from '../../src/store/store.ts';
-import { getAuditRow } from '../../src/runtime/ledger/audit.ts';
-import { assessRevert } from '../../src/runtime/ledger/revert.ts';
+import { getAuditRow } from '../../src/runtime/ledger/write/audit.ts';
+import { assessRevert } from '../../src/runtime/ledger/transactions/revert.ts';
 
 type RevertResult = {
   reverted: boolean;

@@ -8,8 +8,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { counterRuntime, consented } from './counter-verbs.ts';
 import { runMaintenance } from '../../src/runtime/maintenance.ts';
-import { verifyReceipt } from '../../src/runtime/ledger/receipts.ts';
-import { databaseKeys } from '../../src/runtime/ledger/verify.ts';
+import { verifyReceipt } from '../../src/runtime/ledger/keys/receipts.ts';
+import { databaseKeys } from '../../src/runtime/ledger/verify/verify.ts';
 import type { Envelope, Receipt } from '../../src/spec/types.ts';
 import type { TestRuntime } from '../support/runtime.ts';
 

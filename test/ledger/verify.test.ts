@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { createPrivateKey, sign as nodeSign } from 'node:crypto';
-import { generateP256Jwk } from '../../src/runtime/ledger/keygen.ts';
+import { generateP256Jwk } from '../../src/runtime/ledger/keys/keygen.ts';
 import Database from 'better-sqlite3';
 import { counterRuntime, consented } from './counter-verbs.ts';
 import type { TestRuntime } from '../support/runtime.ts';
@@ -19,9 +19,9 @@ import {
   storedRowHash,
   type AuditVerifyReport,
   type AuditFindingKind,
-} from '../../src/runtime/ledger/verify.ts';
-import { verifyDatabaseFile } from '../../src/runtime/ledger/verify-file.ts';
-import { AUDIT_COLUMNS, hashAuditRow, toAuditRow } from '../../src/runtime/ledger/audit.ts';
+} from '../../src/runtime/ledger/verify/verify.ts';
+import { verifyDatabaseFile } from '../../src/runtime/ledger/verify/verify-file.ts';
+import { AUDIT_COLUMNS, hashAuditRow, toAuditRow } from '../../src/runtime/ledger/write/audit.ts';
 import { checkpointMaterial } from '../../src/runtime/runtime.ts';
 import { StoreError } from '../../src/store/store.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';

@@ -7,7 +7,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { call, createObserveRuntime, okResult, refused } from './support.ts';
-import { appendEvents } from '../../src/runtime/ledger/events.ts';
+import { appendEvents } from '../../src/runtime/ledger/write/events.ts';
 import { MAX_SUBSCRIPTIONS_PER_USER } from '../../src/runtime/observe/event-stream.ts';
 import { reasonInfo } from '../../src/spec/reasons.ts';
 import type { Envelope } from '../../src/spec/types.ts';

@@ -14,7 +14,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { createRuntime } from '../../src/runtime/runtime.ts';
 import { loadSecrets } from '../../src/runtime/secrets.ts';
-import { hashAuditRow, toAuditRow, AUDIT_COLUMNS } from '../../src/runtime/ledger/audit.ts';
+import { hashAuditRow, toAuditRow, AUDIT_COLUMNS } from '../../src/runtime/ledger/write/audit.ts';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.ts';
 import { systemVerbs } from '../../src/verbs/index.ts';
 import type { Envelope } from '../../src/spec/types.ts';

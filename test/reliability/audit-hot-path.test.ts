@@ -18,8 +18,8 @@ import {
   hashAuditRow,
   type AuditEntry,
   type AuditRow,
-} from '../../src/runtime/ledger/audit.ts';
-import { verifyDatabaseFile } from '../../src/runtime/ledger/verify-file.ts';
+} from '../../src/runtime/ledger/write/audit.ts';
+import { verifyDatabaseFile } from '../../src/runtime/ledger/verify/verify-file.ts';
 import { createTestRuntime } from '../support/runtime.ts';
 
 const HASHED = AUDIT_COLUMNS.filter((c) => c !== 'row_hash');

@@ -20,8 +20,8 @@ import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { PG_SKIP_REASON, TEST_DATABASE_URL } from '../support/postgres.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 import { createHttpServer } from '../../src/transports/http/server.ts';
-import { verifyStoreChain } from '../../src/runtime/ledger/verify.ts';
-import { verifyDatabaseFile } from '../../src/runtime/ledger/verify-file.ts';
+import { verifyStoreChain } from '../../src/runtime/ledger/verify/verify.ts';
+import { verifyDatabaseFile } from '../../src/runtime/ledger/verify/verify-file.ts';
 import type { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import type { Envelope } from '../../src/spec/types.ts';
 

@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { remoteFixture, runCliCaptured } from './support.ts';
 import type { Envelope } from '../../src/spec/types.ts';
-import { ApiClient } from '../../src/transports/remote/api-client.ts';
+import { ApiClient } from '../../src/remote-client/api-client.ts';
 import { exitCodeOf } from '../../src/transports/cli/output.ts';
 import { reasonInfo } from '../../src/spec/reasons.ts';
 

@@ -26,8 +26,8 @@ import { normalize, remoteFixture, runCliCaptured, type RemoteFixture } from './
 import { openLocal } from '../../src/transports/cli/local.ts';
 import { createMcpServer } from '../../src/transports/mcp/mcp-server.ts';
 import { ToolCatalog } from '../../src/transports/mcp/tool-catalog.ts';
-import { RemoteManifest, serveMcpBridge } from '../../src/transports/mcp/bridge.ts';
-import { ApiClient } from '../../src/transports/remote/api-client.ts';
+import { RemoteManifest, serveMcpBridge } from '../../src/remote-client/mcp-bridge.ts';
+import { ApiClient } from '../../src/remote-client/api-client.ts';
 import { META } from '../../src/transports/mcp/meta-keys.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 import type { McpRuntime as Runtime } from '../../src/transports/runtime-surface.ts';

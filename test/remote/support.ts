@@ -21,7 +21,7 @@ import type { Role } from '../../src/spec/types.ts';
 import { runCli } from '../../src/transports/cli/main.ts';
 import { keyfileOf, openLocal, type Local } from '../../src/transports/cli/local.ts';
 import type { Io } from '../../src/transports/cli/output.ts';
-import { loadHttpMounts } from '../../src/transports/http/http-mounts.ts';
+import { loadHttpMounts } from '../../src/transports/server/http-mounts.ts';
 import { createHttpServer, type HttpPlugin } from '../../src/transports/http/server.ts';
 
 export type Mode = 'local' | 'remote';

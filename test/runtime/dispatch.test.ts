@@ -536,7 +536,7 @@ describe('hostile input', () => {
       'dispatch_pending',
       'a surrogate pair is well-formed text: past the input step',
     );
-    const { verifyStoreChain } = await import('../../src/runtime/ledger/verify.ts');
+    const { verifyStoreChain } = await import('../../src/runtime/ledger/verify/verify.ts');
     const report = await verifyStoreChain(h.rt.store);
     assert.deepEqual(
       report.tenants.flatMap((x) => x.findings),
@@ -562,7 +562,7 @@ describe('hostile input', () => {
       rows.map((r) => r.action_type),
       ['x\ufffdy', 'notes\ufffd', `${'a'.repeat(199)}\ufffd`],
     );
-    const { verifyStoreChain } = await import('../../src/runtime/ledger/verify.ts');
+    const { verifyStoreChain } = await import('../../src/runtime/ledger/verify/verify.ts');
     assert.deepEqual(
       (await verifyStoreChain(h.rt.store)).tenants.flatMap((x) => x.findings),
       [],

@@ -1,6 +1,6 @@
 /**
  * Key generation never deadlocks: on Node 20, JWK export of a freshly generated EC KeyObject can
- * park the main thread forever (src/runtime/ledger/keygen.ts). The old pattern hung within a few
+ * park the main thread forever (src/runtime/ledger/keys/keygen.ts). The old pattern hung within a few
  * thousand keys on this machine; this runs 10 000 through every path we generate or export keys
  * by, in a child process with a deadline, so a regression fails instead of hanging the suite.
  */
@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
-import { generateP256Jwk } from '../../src/runtime/ledger/keygen.ts';
+import { generateP256Jwk } from '../../src/runtime/ledger/keys/keygen.ts';
 import { exportPublicJwk } from '../../src/transports/ucp/jwk.ts';
 
 const run = promisify(execFile);
@@ -35,7 +35,7 @@ test(
     // thread in ~KeyGenJob), which is why nothing in src/ does it.
     const code = `
     import { createPrivateKey } from 'node:crypto';
-    import { generateP256Jwk, generateP256KeyObjects } from './src/runtime/ledger/keygen.ts';
+    import { generateP256Jwk, generateP256KeyObjects } from './src/runtime/ledger/keys/keygen.ts';
     import { exportPublicJwk } from './src/transports/ucp/jwk.ts';
     const junk = [];
     for (let i = 0; i < 10000; i++) {

@@ -10,7 +10,7 @@
  * Spec: spec/shapes.md §explain.
  */
 import { parseJson, type Queryable } from '../../store/store.ts';
-import { toDomainEvent } from '../../runtime/ledger/events.ts';
+import { toDomainEvent } from '../../runtime/ledger/write/events.ts';
 import { formatCents } from '../../runtime/consent/typed-phrase.ts';
 import type { DomainEvent } from '../../spec/types.ts';
 import { businessTime } from './business-time.ts';

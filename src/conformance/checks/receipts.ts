@@ -7,7 +7,7 @@
  * Spec: spec/receipts.md §fields, §attestation, §rollback_handle, §revert; spec/idempotency.md
  * §key, §outcomes, §atomicity; spec/audit.md §trail; spec/conformance.md §declaration.
  */
-import { verifyReceipt } from '../../runtime/ledger/receipts.ts';
+import { verifyReceipt } from '../../runtime/ledger/keys/receipts.ts';
 import { profileKeys } from '../../transports/ucp/ucp-client.ts';
 import { isReadRecord, type KitContext } from '../context.ts';
 import { Skip, fail, pass, skip } from '../outcome.ts';

@@ -13,7 +13,7 @@
 import { createPrivateKey, randomUUID, type KeyObject } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { generateP256Jwk } from '../../runtime/ledger/keygen.ts';
+import { generateP256Jwk } from '../../runtime/ledger/keys/keygen.ts';
 import { NAME_PATTERN_2026_08_25, UCP_VERSION } from '../../transports/ucp/capability-names.ts';
 import { exportPublicJwk } from '../../transports/ucp/jwk.ts';
 import {

@@ -1,6 +1,6 @@
 /**
  * The consent refusals built in more than one place: by the pipeline's consent step, by the nonce
- * burn inside a write's transaction (ledger/execute.ts) and by the approvals verbs.
+ * burn inside a write's transaction (ledger/write/execute.ts) and by the approvals verbs.
  *
  * Spec: spec/consent.md §nonce, §approvals, §phrase-channel; spec/reasons.md.
  */

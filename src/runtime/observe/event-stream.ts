@@ -3,7 +3,7 @@
  * authenticated cursors, bounded long-polls, and the pruning that makes a retention statement true.
  *
  * Ordering and completeness: events are appended with the write that caused them, their `seq`
- * assigned under the tenant head lock (ledger/events.ts), so commit order equals seq order and a
+ * assigned under the tenant head lock (ledger/write/events.ts), so commit order equals seq order and a
  * rolled-back write leaves no event and no gap. A poll reads the committed head H of the tenant
  * first, then the matching events with cursor < seq ≤ H: every event ≤ H is committed by then, and
  * everything committed later has seq > H, so a poller sees each committed event exactly once, in
@@ -23,7 +23,7 @@ import type { Queryable, Store } from '../../store/store.ts';
 import { parseJson } from '../../store/store.ts';
 import { VerbError } from '../errors.ts';
 import type { Secrets } from '../secrets.ts';
-import { eventsChannel, toDomainEvent } from '../ledger/events.ts';
+import { eventsChannel, toDomainEvent } from '../ledger/write/events.ts';
 import { refuse } from '../refusals.ts';
 
 /** How long a cursor stays valid after it was issued (seconds): 30 days. */

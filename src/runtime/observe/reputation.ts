@@ -41,7 +41,7 @@
  */
 import type { Queryable } from '../../store/store.ts';
 import type { RuntimeCore } from '../core.ts';
-import type { AuditRow } from '../ledger/audit.ts';
+import type { AuditRow } from '../ledger/write/audit.ts';
 import { reasonInfo, type ReasonTable } from '../../spec/reasons.ts';
 import { addToHistogram, histogramPercentile, latencyBin, type Histogram } from './latency-histogram.ts';
 

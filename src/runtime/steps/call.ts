@@ -10,8 +10,8 @@ import { performance } from 'node:perf_hooks';
 import type { Envelope, Principal, VerbClass } from '../../spec/types.ts';
 import type { CompiledVerb, DelegatedConsent } from '../verb.ts';
 import type { Caller, DispatchOptions, DispatchOutcome, RuntimeCore } from '../core.ts';
-import { redact, type AuditEntry, type AuditStatus } from '../ledger/audit.ts';
-import { newEntry, type Consent } from '../ledger/execute.ts';
+import { redact, type AuditEntry, type AuditStatus } from '../ledger/write/audit.ts';
+import { newEntry, type Consent } from '../ledger/write/execute.ts';
 import { reasonInfo } from '../../spec/reasons.ts';
 import { MAX_ARGS_DEPTH } from '../input-walk.ts';
 

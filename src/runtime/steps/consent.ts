@@ -4,7 +4,7 @@
  * call brings the nonce back and is checked here: `nonce_required`, `nonce_invalid`,
  * `nonce_expired`, `phrase_channel_human` (the tenant counts a typed phrase only from a human
  * channel), `phrase_mismatch`, `approval_rejected`. The nonce is burned later, in the effect's own
- * transaction (ledger/execute.ts), so deny wins even against a decision made meanwhile.
+ * transaction (ledger/write/execute.ts), so deny wins even against a decision made meanwhile.
  * Spec: spec/consent.md §protocol §nonce §approvals §phrase-channel.
  */
 import { performance } from 'node:perf_hooks';
@@ -12,9 +12,9 @@ import type { Envelope } from '../../spec/types.ts';
 import type { StoreTx } from '../../store/store.ts';
 import { reasonInfo } from '../../spec/reasons.ts';
 import { VerbError, isVerbError } from '../errors.ts';
-import { appendAudit, redact } from '../ledger/audit.ts';
-import { argsHash } from '../ledger/idempotency.ts';
-import type { Consent } from '../ledger/execute.ts';
+import { appendAudit, redact } from '../ledger/write/audit.ts';
+import { argsHash } from '../ledger/write/idempotency.ts';
+import type { Consent } from '../ledger/write/execute.ts';
 import { issueNonce, verifyNonce, type NoncePayload } from '../consent/nonce.ts';
 import { phraseHash, phrasesMatch } from '../consent/typed-phrase.ts';
 import { findApproval, insertPendingApproval } from '../consent/approvals-store.ts';

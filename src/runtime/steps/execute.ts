@@ -1,7 +1,7 @@
 /**
  * Step 11, execute (writes): ONE store transaction holding the idempotency key's lock across nodes
  * (`idempotency_key_in_use`) and a last look for its stored receipt, then the write core
- * (ledger/execute.ts: nonce burn, daily cap, handler, audit row, events, outbox, revert data) and
+ * (ledger/write/execute.ts: nonce burn, daily cap, handler, audit row, events, outbox, revert data) and
  * the idempotency claim. The receipt is signed (ES256) after commit: on the thread pool while other
  * writes are in flight in this process (the event loop stays theirs), on the calling thread when
  * this write is the only one (no one to give the loop to; a third of the CPU, no thread hop).
@@ -9,10 +9,15 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Envelope } from '../../spec/types.ts';
-import type { AuditRow } from '../ledger/audit.ts';
-import { executeInTx } from '../ledger/execute.ts';
-import { claimIdempotency, findIdempotency, fingerprint, principalScope } from '../ledger/idempotency.ts';
-import { chainReceipt, signEnvelope } from '../ledger/receipts.ts';
+import type { AuditRow } from '../ledger/write/audit.ts';
+import { executeInTx } from '../ledger/write/execute.ts';
+import {
+  claimIdempotency,
+  findIdempotency,
+  fingerprint,
+  principalScope,
+} from '../ledger/write/idempotency.ts';
+import { chainReceipt, signEnvelope } from '../ledger/keys/receipts.ts';
 import { capClassOf, settle, type Consented, type Step } from './call.ts';
 import { inUse, replayOrRefuse } from './idempotency.ts';
 

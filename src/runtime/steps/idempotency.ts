@@ -18,8 +18,8 @@ import {
   generateIdempotencyKey,
   principalScope,
   type StoredIdempotency,
-} from '../ledger/idempotency.ts';
-import { signEnvelope } from '../ledger/receipts.ts';
+} from '../ledger/write/idempotency.ts';
+import { signEnvelope } from '../ledger/keys/receipts.ts';
 import { entryFor, settle, type Call, type Resolved, type Step } from './call.ts';
 import { refuse } from '../refusals.ts';
 

@@ -9,7 +9,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Envelope } from '../../spec/types.ts';
 import type { Queryable } from '../../store/store.ts';
-import { appendAudit } from '../ledger/audit.ts';
+import { appendAudit } from '../ledger/write/audit.ts';
 import type { SystemVerbContext, VerbContext } from '../verb.ts';
 import { runtimeContextMembers } from '../verb.ts';
 import { entryFor, settle, type Resolved, type Step } from './call.ts';

@@ -385,7 +385,7 @@ CREATE INDEX rate_limit_counters_end ON rate_limit_counters(window_end);
 `;
 
 /**
- * Every write's receipt, kept with its audit row (src/runtime/ledger/receipt-store.ts): the
+ * Every write's receipt, kept with its audit row (src/runtime/ledger/write/receipt-store.ts): the
  * idempotency record that also holds it expires after 24 h. spec/receipts.md §stored
  */
 const RECEIPTS_V8 = `

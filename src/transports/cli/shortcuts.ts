@@ -27,7 +27,7 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import type { JsonSchema, VerbRecord } from '../../spec/types.ts';
-import type { VerbHints } from '../remote/verb-hints.ts';
+import type { VerbHints } from '../../runtime/verb-hints.ts';
 import { runDispatch, type DispatchFlags } from './commands/agent.ts';
 import { parseStrictJson, StrictJsonError } from '../../spec/strict-json.ts';
 import { parseArgsJson, printEnvelope, type Io } from './output.ts';
@@ -387,7 +387,7 @@ export async function addShortcuts(
 async function openShortcutSource(argv: readonly string[]): Promise<VerbTarget> {
   const url = peekOption(argv, 'url') ?? (process.env.SOLID_API_URL?.trim() || undefined);
   if (url !== undefined) {
-    const { openRemoteTarget } = await import('../remote/remote-target.ts');
+    const { openRemoteTarget } = await import('./remote-target.ts');
     return openRemoteTarget(url, { apiKey: '' });
   }
   const { openLocal } = await import('./local.ts');

@@ -5,7 +5,7 @@
  *   LocalTarget    the embedded runtime on a database (openLocal; `--db` / SOLID_DB), dispatching
  *                  with surface `cli` and the key from --api-key / SOLID_API_KEY
  *   RemoteTarget   a running `solid serve` over HTTP (`--url` / SOLID_API_URL;
- *                  ../remote/remote-target.ts), declaring surface `cli`, with the key from
+ *                  remote-target.ts), declaring surface `cli`, with the key from
  *                  --api-key / SOLID_API_KEY / the stored `solid login` for that URL
  *
  * Both answer the same envelopes; the commands above them (agent dispatch, verbs, approvals,
@@ -17,9 +17,9 @@ import type { Command } from 'commander';
 import type { DispatchOptions } from '../../runtime/dispatch.ts';
 import type { Envelope, VerbRecord } from '../../spec/types.ts';
 import { VerbError } from '../../runtime/errors.ts';
-import { hintsOf, type VerbHints } from '../remote/verb-hints.ts';
+import { hintsOf, type VerbHints } from '../../runtime/verb-hints.ts';
 import { whoAmI } from '../remote/whoami.ts';
-import { API_URL_ENV } from '../remote/remote-url.ts';
+import { API_URL_ENV } from '../../remote-client/remote-url.ts';
 import { localOptionsOf, openLocal, type Local } from './local.ts';
 import type { ReasonTable } from '../../spec/reasons.ts';
 
@@ -172,7 +172,7 @@ export async function openTarget(program: Command, options: OpenTargetOptions = 
         hint: 'Use --url for a running `solid serve`, or --db for a local database, not both.',
       });
     }
-    const { openRemoteTarget } = await import('../remote/remote-target.ts');
+    const { openRemoteTarget } = await import('./remote-target.ts');
     return openRemoteTarget(url, options);
   }
   const apiKey = options.apiKey ?? process.env.SOLID_API_KEY ?? null;

@@ -19,7 +19,7 @@ import { VerbError, isVerbError } from '../../runtime/errors.ts';
 import { sendEnvelope } from './error-handler.ts';
 import { transportEnvelope } from './envelope-map.ts';
 import { apiKeyOf, idempotencyKeyOfRequest } from './request-headers.ts';
-import { CLIENT_SURFACE_HEADER, clientSurfaceOf } from '../remote/client-surface.ts';
+import { CLIENT_SURFACE_HEADER, clientSurfaceOf } from './client-surface.ts';
 import { limiterPrincipal } from './rate-limit.ts';
 
 export const MANIFEST_CACHE_CONTROL = 'private, max-age=300';

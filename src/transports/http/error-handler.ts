@@ -88,6 +88,29 @@ export function notePrincipal(request: FastifyRequest, principal: Principal): vo
   (request as FastifyRequest & { solidPrincipal?: Principal }).solidPrincipal = principal;
 }
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The surface this route's refusals are audited under (default `http`); see markRefusalSurface. */
+    refusalSurface?: 'webmcp';
+  }
+}
+
+/**
+ * Mark the routes a plugin registers after this call whose path (below any prefix) starts with one
+ * of `paths` as answering on `surface`: their refusals are audited under it. The plugin that owns
+ * the routes says so; this handler knows no other transport's URLs.
+ */
+export function markRefusalSurface(app: FastifyInstance, surface: 'webmcp', paths: readonly string[]): void {
+  app.addHook('onRoute', (route) => {
+    if (paths.some((p) => route.routePath.startsWith(p)))
+      route.config = { ...route.config, refusalSurface: surface };
+  });
+}
+
+function refusalSurfaceOf(request: FastifyRequest): 'webmcp' | 'http' {
+  return request.routeOptions.config?.refusalSurface ?? 'http';
+}
+
 /**
  * Install the envelope error handler and the 404 handler on `app`. With `rt`, a refusal a
  * transport decides itself (auth, session, CSRF, Origin — any denial reason, and bad input once a
@@ -96,15 +119,12 @@ export function notePrincipal(request: FastifyRequest, principal: Principal): vo
  */
 export function installEnvelopeErrors(app: FastifyInstance, rt?: Runtime): void {
   const limit = app.initialConfig.bodyLimit ?? 1_048_576;
-  // Under solidVerbsPlugin the routes sit below the app's prefix (`/agents/api/v1/webmcp/...`).
-  const prefix = app.prefix === '/' ? '' : app.prefix;
-  const webmcpPaths = [`${prefix}/api/v1/webmcp`, `${prefix}/api/v1/session`];
   app.setErrorHandler(async function envelopeErrorHandler(err, request, reply) {
     const verb = verbOfRequest(request) || `${request.method} ${request.url.split('?')[0]!.slice(0, 150)}`;
     let envelope = errorToEnvelope(err, verbOfRequest(request), limit);
     if (envelope.error!.reason === 'internal_error')
       request.log.error({ err }, 'unhandled error in HTTP route');
-    const surface = webmcpPaths.some((p) => request.url.startsWith(p)) ? 'webmcp' : 'http';
+    const surface = refusalSurfaceOf(request);
     const principal = (request as FastifyRequest & { solidPrincipal?: Principal }).solidPrincipal ?? null;
     const refusal = isVerbError(err)
       ? (err as VerbError)

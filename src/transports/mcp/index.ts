@@ -31,15 +31,6 @@ export {
 } from './envelope-map.ts';
 export { toPortableSchema, restoreNulls, compactOutputSchema } from './portable-schema.ts';
 export { META, META_PREFIX } from './meta-keys.ts';
-export {
-  ALL_TOOLSETS,
-  CORE_VERBS,
-  ToolsetError,
-  listToolsets,
-  parseToolsetNames,
-  resolveToolsets,
-  selectionOf,
-  toolsetSelection,
-  type ToolsetInfo,
-} from './toolsets.ts';
+export { ToolsetError, listToolsets, resolveToolsets, selectionOf, type ToolsetInfo } from './toolsets.ts';
+export { ALL_TOOLSETS, CORE_VERBS, parseToolsetNames, toolsetSelection } from '../../runtime/toolsets.ts';
 export { META_TOOLS, META_TOOL_NAMES, SEARCH_VERBS, DESCRIBE_VERB, CALL_VERB } from './meta-tools.ts';

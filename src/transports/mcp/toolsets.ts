@@ -15,14 +15,8 @@
  */
 import type { ToolsetSelection } from '../../runtime/dispatch.ts';
 import type { McpRuntime as Runtime } from '../runtime-surface.ts';
-import type { CompiledVerb } from '../../runtime/verb.ts';
 import { MCP_SURFACE } from './tool-catalog.ts';
-
-/** The keyword for every toolset. */
-export const ALL_TOOLSETS = 'all';
-
-/** Verbs reachable whatever toolsets are enabled (discovery, and the undo every receipt names). */
-export const CORE_VERBS: readonly string[] = ['verbs.list', 'audit.revert'];
+import { ALL_TOOLSETS, parseToolsetNames, toolsetSelection } from '../../runtime/toolsets.ts';
 
 /** Thrown for a toolset name that no verb on MCP has as its category. */
 export class ToolsetError extends Error {
@@ -53,12 +47,6 @@ export function listToolsets(rt: Runtime): ToolsetInfo[] {
   return [...by.keys()].sort().map((name) => ({ name, verbs: by.get(name)!.sort() }));
 }
 
-/** "crm, payments" / ["crm", "payments"] → trimmed, lower-cased, de-duplicated names. */
-export function parseToolsetNames(spec: string | readonly string[] | undefined): string[] {
-  const parts = spec === undefined ? [] : typeof spec === 'string' ? spec.split(',') : spec;
-  return [...new Set(parts.map((p) => p.trim().toLowerCase()).filter((p) => p !== ''))];
-}
-
 /**
  * The selection for `spec` (comma-separated names, or a list), checked against the toolsets of
  * the registry now. Undefined for every toolset (no spec, empty, or `all` among the names).
@@ -80,16 +68,6 @@ export function resolveToolsets(
     );
   }
   return toolsetSelection(names.sort());
-}
-
-/** A selection of toolsets by name (no check against the registry; see resolveToolsets). */
-export function toolsetSelection(names: readonly string[]): ToolsetSelection {
-  const set = new Set(names);
-  const core = new Set(CORE_VERBS);
-  return {
-    names: [...set].sort(),
-    admits: (verb: CompiledVerb) => set.has(verb.category) || core.has(verb.name),
-  };
 }
 
 /** A selection as given (already resolved), or resolveToolsets of the names. Throws ToolsetError. */

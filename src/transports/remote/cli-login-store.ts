@@ -27,7 +27,7 @@ import { VerbError } from '../../runtime/errors.ts';
 import { insertApiKey } from '../../runtime/tenants.ts';
 import type { Migration, StoreTx } from '../../store/store.ts';
 import type { Principal } from '../../spec/types.ts';
-import { appendOperatorAudit } from '../ucp/operator-audit.ts';
+import { appendOperatorAudit } from '../../runtime/ledger/write/operator-audit.ts';
 
 /** Default lifetime of a code: 10 minutes, in seconds. */
 export const DEFAULT_CLI_LOGIN_TTL_SECONDS = 600;

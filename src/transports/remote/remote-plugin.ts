@@ -14,7 +14,7 @@ import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
 import { SessionStore } from '../webmcp/session-store.ts';
 import { CliLoginStore } from './cli-login-store.ts';
 import { registerCliLoginRoutes } from './cli-login-routes.ts';
-import { registerVerbHintsRoute } from './verb-hints.ts';
+import { registerVerbHintsRoute } from '../http/verb-hints-route.ts';
 import { registerWhoamiRoutes } from './whoami.ts';
 
 export interface RemotePluginOptions {

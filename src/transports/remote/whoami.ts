@@ -13,7 +13,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
-import { appendOperatorAudit } from '../ucp/operator-audit.ts';
+import { appendOperatorAudit } from '../../runtime/ledger/write/operator-audit.ts';
 import type { Envelope, Principal } from '../../spec/types.ts';
 import { sendEnvelope } from '../http/error-handler.ts';
 import { apiKeyOf } from '../http/request-headers.ts';

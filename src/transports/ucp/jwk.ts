@@ -111,7 +111,7 @@ export function exportPublicJwk(key: KeyObject, kid: string): PublicP256Jwk {
     throw new SignatureError('algorithm_unsupported', 'only EC P-256 keys can be exported as ES256 JWKs');
   }
   // From the SPKI DER, not export({ format: 'jwk' }): a JWK export of a freshly generated key can
-  // deadlock Node 20 (see src/runtime/ledger/keygen.ts).
+  // deadlock Node 20 (see src/runtime/ledger/keys/keygen.ts).
   const publicKey = key.type === 'private' ? createPublicKey(key) : key;
   const point = p256Point(publicKey.export({ type: 'spki', format: 'der' }));
   const x = point.subarray(1, 33).toString('base64url');

@@ -23,7 +23,7 @@
  */
 import { createHash } from 'node:crypto';
 import { inlineSchema } from '../../runtime/registry.ts';
-import type { PublicJwk } from '../../runtime/ledger/tenant-keys.ts';
+import type { PublicJwk } from '../../runtime/ledger/keys/tenant-keys.ts';
 import { UCP_LEGACY_VERSION, UCP_VERSION, isUcpName, type CapabilityEntry } from './capability-names.ts';
 
 /** Profile cache lifetime (seconds) sent as `Cache-Control: public, max-age=…` (UCP floor: 60). */

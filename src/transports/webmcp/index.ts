@@ -14,6 +14,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
 import { normalizeAllowedOrigins } from '../http/origin-policy.ts';
+import { markRefusalSurface } from '../http/error-handler.ts';
 import { registerDashboardApiRoutes } from './dashboard-api-routes.ts';
 import { registerDashboardRoutes } from './dashboard-routes.ts';
 import { registerSessionRoutes } from './session-routes.ts';
@@ -58,6 +59,8 @@ export function createWebmcpPlugin(options: WebmcpPluginOptions = {}): HttpPlugi
     const sessions = new SessionStore(rt, { ttlSeconds: options.sessionTtlSeconds });
     await sessions.migrate();
     const bodyLimitBytes = options.executeBodyLimitBytes ?? DEFAULT_EXECUTE_BODY_LIMIT_BYTES;
+    // Refusals of the session and WebMCP routes are audited on the webmcp surface; the dashboard's on http.
+    markRefusalSurface(app, 'webmcp', ['/api/v1/webmcp', '/api/v1/session']);
     registerSessionRoutes(app, { rt, sessions, allowedOrigins });
     registerWebmcpRoutes(app, { rt, sessions, allowedOrigins, executeBodyLimitBytes: bodyLimitBytes });
     registerDashboardRoutes(app, { dashboard: options.dashboard ?? true });

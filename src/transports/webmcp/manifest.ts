@@ -24,7 +24,7 @@ import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import type { CompiledVerb } from '../../runtime/verb.ts';
 import { inlineSchema } from '../../runtime/registry.ts';
 import { VerbError } from '../../runtime/errors.ts';
-import { ALL_TOOLSETS, CORE_VERBS } from '../mcp/toolsets.ts';
+import { ALL_TOOLSETS, CORE_VERBS } from '../../runtime/toolsets.ts';
 import {
   WEBMCP_SURFACES,
   type JsonSchema,

@@ -20,7 +20,7 @@ import { parseCallBody } from './call-body.ts';
 import { WEBMCP_SURFACES } from '../../spec/types.ts';
 import { dispatchAndReply } from './browser-dispatch.ts';
 import { isWebmcpSurface, webmcpManifestFor } from './manifest.ts';
-import { parseToolsetNames } from '../mcp/toolsets.ts';
+import { parseToolsetNames } from '../../runtime/toolsets.ts';
 import { checkCsrf, checkOrigin, sessionRequired, sessionTokenOf } from './request-guard.ts';
 import { notePrincipal } from '../http/error-handler.ts';
 import type { SessionStore } from './session-store.ts';

@@ -9,7 +9,7 @@ import Fastify from 'fastify';
 import { createTestBusiness } from '../../../src/testing.ts';
 import { definePack } from '../../../src/runtime/pack.ts';
 import { defineVerb } from '../../../src/runtime/verb.ts';
-import { solidVerbsPlugin, startServer } from '../../../src/transports/http/index.ts';
+import { solidVerbsPlugin, startServer } from '../../../src/transports/server/index.ts';
 
 const pack = definePack({
   name: 'shop',

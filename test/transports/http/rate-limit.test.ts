@@ -14,13 +14,13 @@ import { createHttpServer } from '../../../src/transports/http/server.ts';
 import type { RateLimits } from '../../../src/transports/http/rate-limit.ts';
 import { createRuntime, AUTH_FAILURES_ACTION } from '../../../src/runtime/runtime.ts';
 import { systemVerbs } from '../../../src/verbs/index.ts';
-import { verifyStoreChain } from '../../../src/runtime/ledger/verify.ts';
+import { verifyStoreChain } from '../../../src/runtime/ledger/verify/verify.ts';
 import type { Envelope } from '../../../src/spec/types.ts';
 import { rateLimitsOf } from '../../../src/transports/cli/commands/serve.ts';
 import { isVerbError } from '../../../src/runtime/errors.ts';
 import { createWebmcpPlugin } from '../../../src/transports/webmcp/index.ts';
 import { injectLogin } from '../webmcp/fixture.ts';
-import { loadHttpMounts } from '../../../src/transports/http/http-mounts.ts';
+import { loadHttpMounts } from '../../../src/transports/server/http-mounts.ts';
 
 const T0 = Date.parse('2026-03-02T10:00:05.000Z');
 

@@ -17,7 +17,7 @@ import {
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import { createHttpServer, type HttpPlugin } from '../../../src/transports/http/server.ts';
-import { HTTP_MOUNTS } from '../../../src/transports/http/http-mounts.ts';
+import { HTTP_MOUNTS } from '../../../src/transports/server/http-mounts.ts';
 import {
   createMcpHttpPlugin,
   mcpHttpPlugin,

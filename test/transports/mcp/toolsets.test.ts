@@ -15,12 +15,8 @@ import { cliHarness } from '../../support/cli.ts';
 import { errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
 import { createMcpServer } from '../../../src/transports/mcp/mcp-server.ts';
 import { META } from '../../../src/transports/mcp/meta-keys.ts';
-import {
-  CORE_VERBS,
-  ToolsetError,
-  listToolsets,
-  resolveToolsets,
-} from '../../../src/transports/mcp/toolsets.ts';
+import { ToolsetError, listToolsets, resolveToolsets } from '../../../src/transports/mcp/toolsets.ts';
+import { CORE_VERBS } from '../../../src/runtime/toolsets.ts';
 import { toolsetFlags } from '../../../src/transports/cli/commands/mcp.ts';
 import { createHttpServer } from '../../../src/transports/http/server.ts';
 import type { Envelope } from '../../../src/spec/types.ts';

@@ -9,7 +9,7 @@
  * WRITE_FINANCIAL, phrase "CHARGE <n> CENTS"), notes.hidden (crm, not on ucp).
  */
 import { createPrivateKey, type KeyObject } from 'node:crypto';
-import { generateP256Jwk } from '../../../src/runtime/ledger/keygen.ts';
+import { generateP256Jwk } from '../../../src/runtime/ledger/keys/keygen.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

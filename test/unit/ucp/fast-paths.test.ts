@@ -11,7 +11,7 @@ import { parseDictionary } from 'structured-headers';
 import { createContentDigest, verifyContentDigest } from '../../../src/transports/ucp/content-digest.ts';
 import { createSignatureBase, signJsonAnswer, verifyMessage } from '../../../src/transports/ucp/rfc9421.ts';
 import { SignatureError } from '../../../src/transports/ucp/signature-error.ts';
-import { generateP256KeyObjects } from '../../../src/runtime/ledger/keygen.ts';
+import { generateP256KeyObjects } from '../../../src/runtime/ledger/keys/keygen.ts';
 
 const { privateKey, publicKey } = generateP256KeyObjects();
 

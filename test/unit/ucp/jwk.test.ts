@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { exportPublicJwk, importJwk } from '../../../src/transports/ucp/jwk.ts';
 import { SignatureError } from '../../../src/transports/ucp/signature-error.ts';
 import { ECC_P256_JWK, eccPrivateKey, eccPublicKey } from './rfc9421-vectors.ts';
-import { generateP256KeyObjects } from '../../../src/runtime/ledger/keygen.ts';
+import { generateP256KeyObjects } from '../../../src/runtime/ledger/keys/keygen.ts';
 
 function hasCode(code: string) {
   return (error: unknown) => error instanceof SignatureError && error.code === code;

@@ -24,7 +24,7 @@ import {
   ucpRequest,
   ucpResponse,
 } from './rfc9421-vectors.ts';
-import { generateP256KeyObjects } from '../../../src/runtime/ledger/keygen.ts';
+import { generateP256KeyObjects } from '../../../src/runtime/ledger/keys/keygen.ts';
 
 const KEYS = new Map<string, KeyObject>([['test-key-ecc-p256', eccPublicKey]]);
 const resolveKey = (keyid: string) => KEYS.get(keyid);

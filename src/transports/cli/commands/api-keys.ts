@@ -10,7 +10,7 @@ import type { Command } from 'commander';
 import { insertApiKey } from '../../../runtime/tenants.ts';
 import { VerbError } from '../../../runtime/errors.ts';
 import { ROLES, type Role } from '../../../spec/types.ts';
-import { appendOperatorAudit } from '../../ucp/operator-audit.ts';
+import { appendOperatorAudit } from '../../../runtime/ledger/write/operator-audit.ts';
 import { tenantOfFlags } from './keys.ts';
 import { localOptionsOf, openLocal } from '../local.ts';
 import { table, type Io } from '../output.ts';

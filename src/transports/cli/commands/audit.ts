@@ -26,8 +26,8 @@ import {
   verifyStoreChain,
   type AuditVerifyReport,
   type TrustFile,
-} from '../../../runtime/ledger/verify.ts';
-import { verifyDatabaseFile } from '../../../runtime/ledger/verify-file.ts';
+} from '../../../runtime/ledger/verify/verify.ts';
+import { verifyDatabaseFile } from '../../../runtime/ledger/verify/verify-file.ts';
 import { sqliteQueryable } from '../../../store/sqlite/audit-file.ts';
 import { VerbError } from '../../../runtime/errors.ts';
 import type { Queryable, Store } from '../../../store/store.ts';

@@ -1,7 +1,7 @@
 /**
  * `solid keys list|create|activate <kid>|rotate|retire <kid> [--tenant N] [--json]`: a tenant's
  * ES256 signing keys (receipts, audit checkpoints, UCP answers), lifecycle
- * pending → active → rotating → retired (src/runtime/ledger/tenant-keys.ts).
+ * pending → active → rotating → retired (src/runtime/ledger/keys/tenant-keys.ts).
  *
  * Owner operations on the local database (no API key): each change is written with an audit row
  * (`keys.create`, `keys.activate`, `keys.rotate`, `keys.retire`; agent_type `cli:operator`) in the
@@ -28,12 +28,12 @@
 import type { Command } from 'commander';
 import type { Runtime } from '../../../runtime/runtime.ts';
 import type { StoreTx } from '../../../store/store.ts';
-import type { TenantKeyInfo } from '../../../runtime/ledger/tenant-keys.ts';
-import { DEFAULT_GRACE_SECONDS } from '../../../runtime/ledger/tenant-keys.ts';
+import type { TenantKeyInfo } from '../../../runtime/ledger/keys/tenant-keys.ts';
+import { DEFAULT_GRACE_SECONDS } from '../../../runtime/ledger/keys/tenant-keys.ts';
 import { VerbError, isVerbError } from '../../../runtime/errors.ts';
 import { reasonInfo } from '../../../spec/reasons.ts';
 import { PROFILE_MAX_AGE_SECONDS } from '../../ucp/profile.ts';
-import { appendOperatorAudit } from '../../ucp/operator-audit.ts';
+import { appendOperatorAudit } from '../../../runtime/ledger/write/operator-audit.ts';
 import { primaryTenantOf, ucpConfigFromEnv } from '../../ucp/ucp-config.ts';
 import { localOptionsOf, openLocal } from '../local.ts';
 import { table, type Io } from '../output.ts';

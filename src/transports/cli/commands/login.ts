@@ -21,7 +21,7 @@ import { spawn } from 'node:child_process';
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import type { Envelope } from '../../../spec/types.ts';
-import { ApiClient } from '../../remote/api-client.ts';
+import { ApiClient } from '../../../remote-client/api-client.ts';
 import { approvalPageUrl } from '../../remote/cli-login-routes.ts';
 import {
   credentialsPath,
@@ -29,8 +29,8 @@ import {
   readLogin,
   saveLogin,
   type StoredLogin,
-} from '../../remote/credentials-file.ts';
-import { normalizeBaseUrl } from '../../remote/remote-url.ts';
+} from '../../../remote-client/credentials-file.ts';
+import { normalizeBaseUrl } from '../../../remote-client/remote-url.ts';
 import type { WhoAmI } from '../../remote/whoami.ts';
 import { exitCodeOf, printEnvelope, type Io } from '../output.ts';
 import { remoteUrlOf, withTarget } from '../target.ts';

@@ -14,7 +14,7 @@
  * (e.g. by `solid serve --demo`) reaches the client as notifications/tools/list_changed.
  *
  * With `--url` / SOLID_API_URL it is instead the thin bridge to a running `solid serve`
- * (../../remote/remote-mcp.ts, ../../mcp/bridge.ts; client configuration: docs/remote.md).
+ * (../remote-mcp.ts, ../../../remote-client/mcp-bridge.ts; client configuration: docs/remote.md).
  *
  * Spec: spec/transports.md §mcp-stdio, §remote-mcp. Client configuration: docs/mcp.md.
  */
@@ -105,7 +105,7 @@ export async function runMcpStdio(program: Command, io: Io, flags: McpFlags): Pr
       );
       return 2;
     }
-    return (await import('../../remote/remote-mcp.ts')).runRemoteMcp(url, io, Math.round(seconds * 1000));
+    return (await import('../remote-mcp.ts')).runRemoteMcp(url, io, Math.round(seconds * 1000));
   }
   const local = await openLocal(localOptionsOf(program));
   try {

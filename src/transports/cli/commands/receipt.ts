@@ -15,15 +15,15 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { Io } from '../output.ts';
 import { openAuditSource } from './audit.ts';
-import { verifyReceipt } from '../../../runtime/ledger/receipts.ts';
+import { verifyReceipt } from '../../../runtime/ledger/keys/receipts.ts';
 import {
   checkReceiptInLog,
   databaseKeys,
   parseTrustFile,
   type ReceiptLogCheck,
-} from '../../../runtime/ledger/verify.ts';
-import type { PublicJwk } from '../../../runtime/ledger/tenant-keys.ts';
-import { attestedRow, receiptIn } from '../../../runtime/ledger/receipt-doc.ts';
+} from '../../../runtime/ledger/verify/verify.ts';
+import type { PublicJwk } from '../../../runtime/ledger/keys/tenant-keys.ts';
+import { attestedRow, receiptIn } from '../../../runtime/ledger/verify/receipt-doc.ts';
 import { VerbError } from '../../../runtime/errors.ts';
 
 export function registerReceipt(program: Command, io: Io, setExit: (code: number) => void): void {

@@ -38,7 +38,7 @@ import { createMetrics, metricsRoute, type SolidMetrics } from '../../http/metri
 import { installEnvelopeErrors } from '../../http/error-handler.ts';
 import { startTracing } from '../tracing.ts';
 import { normalizeAllowedOrigins, parseTrustProxy, type TrustProxy } from '../../http/origin-policy.ts';
-import { loadHttpMounts } from '../../http/http-mounts.ts';
+import { loadHttpMounts } from '../../server/http-mounts.ts';
 import { DEFAULT_RATE_LIMITS, type RateLimits } from '../../http/rate-limit.ts';
 import { localOptionsOf, openLocal, keyfileOf } from '../local.ts';
 import { resolveToolsets, ToolsetError } from '../../mcp/toolsets.ts';

@@ -27,11 +27,11 @@ import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { VerbError, isVerbError } from '../../../runtime/errors.ts';
-import { generateP256Jwk } from '../../../runtime/ledger/keygen.ts';
+import { generateP256Jwk } from '../../../runtime/ledger/keys/keygen.ts';
 import { reasonInfo } from '../../../spec/reasons.ts';
 import { authorityBinds, buildCapabilityCatalog, UCP_VERSION } from '../../ucp/capability-names.ts';
 import { buildBusinessProfile } from '../../ucp/profile.ts';
-import { appendOperatorAudit } from '../../ucp/operator-audit.ts';
+import { appendOperatorAudit } from '../../../runtime/ledger/write/operator-audit.ts';
 import { callCapability } from '../../ucp/ucp-client.ts';
 import { SignatureError } from '../../ucp/signature-error.ts';
 import {
