@@ -15,7 +15,7 @@
  * module until the 1-minute load average is below X (others share this machine), up to
  * `--max-wait-min` minutes, and records the load at the start and end of each module.
  *
- * Modules: core register readcost consent replay verify trail http toolslist mcp ucp observe durable postgres scale startup rss profile
+ * Modules: core register readcost bodybounds consent replay verify trail http toolslist mcp ucp observe durable postgres scale startup rss profile
  * (postgres only when SOLID_BENCH_DATABASE_URL or SOLID_TEST_DATABASE_URL is set). `profile`
  * (bench/profile.ts) records a CPU profile of the system side of each figure that can miss and
  * says where its time goes by layer; with `--write` it regenerates its own section of
@@ -62,6 +62,7 @@ export const TARGETS: Record<string, Target> = {
   'register.system_verbs': t('value', '<=', 100, '≤ 100 ms'),
   'read.demo_full_context': t('ratio', '>=', 0.8, 'ratio ≥ 0.8'),
   'read.without_audit_row': t('ratio', '>=', 0.8, 'ratio ≥ 0.8 (diagnostic)'),
+  'body.refused_*': t('value', '<=', 20, '≤ 20 ms'),
   'consent.gate': t('ratio', '>=', 0.8, 'ratio ≥ 0.8'),
   'ledger.verify': t('value', '>=', 100_000, '≥ 100,000 rows/s'),
   'ledger.trail.p95': t('ratio', '<=', 1.5, 'ratio ≤ 1.5'),
@@ -117,6 +118,10 @@ export const MODULES: Record<string, ModuleSpec> = {
   readcost: {
     repeat: 1,
     run: async (q) => (await import('./read-cost.ts')).benchReadCost(q ? { ms: 500, runs: 1 } : {}),
+  },
+  bodybounds: {
+    repeat: 1,
+    run: async (q) => (await import('./body-bounds.ts')).benchBodyBounds(q ? { requests: 10 } : {}),
   },
   consent: {
     repeat: 1,

@@ -49,6 +49,13 @@ export interface Caller {
    * §auth-failure-windows); never part of authentication.
    */
   address?: string;
+  /**
+   * The largest result (bytes of its JSON) the transport can send for this call, when it has such
+   * a limit (MCP: its `limits.maxResultBytes`). A write whose result is larger is refused
+   * `result_too_large` inside its transaction and rolls back, so nothing commits whose answer
+   * cannot be sent (issue 30 row 7). The runtime's own `maxResultBytes` applies too.
+   */
+  maxResultBytes?: number;
 }
 
 /** The verb categories (toolsets) an MCP server exposes; built by src/transports/mcp/toolsets.ts. */
@@ -102,6 +109,8 @@ export interface RuntimeSettings {
    * (`--public-url`, else its address with host `localhost`). spec/consent.md §approval-page
    */
   publicUrl?: string;
+  /** Largest write result (bytes of its JSON) that may commit; see RuntimeOptions.maxResultBytes. */
+  maxResultBytes: number;
 }
 
 /**

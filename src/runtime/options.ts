@@ -10,6 +10,7 @@ import type { ObserveOptions } from './observe/observers.ts';
 import type { OutboxDeliveryOptions } from './delivery/delivery.ts';
 import { IDEMPOTENCY_TTL_SECONDS } from './ledger/write/idempotency.ts';
 import { NONCE_TTL_SECONDS } from './consent/nonce.ts';
+import { DEFAULT_MAX_WRITE_RESULT_BYTES } from './ledger/write/execute.ts';
 
 export interface RuntimeOptions {
   store: Store;
@@ -43,6 +44,12 @@ export interface RuntimeOptions {
   idempotencyTtlSeconds?: number;
   nonceTtlSeconds?: number;
   /**
+   * Largest write result (bytes of its JSON, receipt fields included) that may commit, default
+   * 4 MiB (4_194_304, MCP's result limit): a write whose handler returns more is refused
+   * `result_too_large` inside its transaction and nothing commits (spec/transports.md §mcp-results).
+   */
+  maxResultBytes?: number;
+  /**
    * The server's public base URL (e.g. `http://localhost:4400`): pending answers carry
    * `consent.approval_url` on every transport. Also settable later (`rt.options.publicUrl`), as
    * `solid serve` does once it listens. spec/consent.md §approval-page
@@ -68,6 +75,7 @@ export function resolveSettings(options: RuntimeOptions): RuntimeSettings {
     checkpointIntervalMs: options.checkpointIntervalMs ?? 60_000,
     idempotencyTtlSeconds: options.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS,
     nonceTtlSeconds: options.nonceTtlSeconds ?? NONCE_TTL_SECONDS,
+    maxResultBytes: options.maxResultBytes ?? DEFAULT_MAX_WRITE_RESULT_BYTES,
     ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl.replace(/\/+$/, '') } : {}),
   };
 }

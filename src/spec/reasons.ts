@@ -234,7 +234,7 @@ export const REASONS = {
     422,
     7,
     'limit',
-    "The verb's result exceeds what the transport sends in one message (MCP stdio: 10 MiB); ask for less (filters, paging).",
+    "The verb's result exceeds what the transport sends in one message (MCP: 4 MiB); ask for less (filters, paging). A write refused so never commits.",
   ),
   internal_error: r(500, 1, 'internal', 'An unexpected error; it was logged with the audit id.', {
     retryable: true,

@@ -24,6 +24,7 @@ import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { agentRoutes } from './agent-routes.ts';
 import { healthRoutes } from './health-routes.ts';
 import { installJsonBodyParser } from './json-body.ts';
+import type { JsonBounds } from '../../spec/strict-json.ts';
 import {
   MAX_PATH_PARAM_LENGTH,
   clientErrorEnvelope,
@@ -54,6 +55,11 @@ export type HttpPlugin = FastifyPluginAsync<HttpPluginOptions>;
 export interface HttpServerOptions {
   /** Maximum request body in bytes (default 1 MiB = 1_048_576); larger → 413 payload_too_large. */
   bodyLimitBytes?: number;
+  /**
+   * Work bound of a JSON body, checked before it is parsed (defaults: 64 levels, 1,000 keys per
+   * object, 10,000 values; src/spec/strict-json.ts): beyond → 400 invalid_request.
+   */
+  jsonBounds?: JsonBounds;
   /** Logger (pino, to stderr). Default: a child of `rt.logger`. `false` silences request logs. */
   logger?: Logger | false;
   /** Other transports to mount, in order (see the header). */
@@ -129,6 +135,7 @@ export function createHttpServer(rt: Runtime, options: HttpServerOptions = {}): 
     requestLog: logger !== undefined && options.requestLog !== false,
     ...(options.metrics !== undefined ? { metrics: options.metrics } : {}),
     ...(options.rateLimits !== undefined ? { rateLimits: options.rateLimits } : {}),
+    ...(options.jsonBounds !== undefined ? { jsonBounds: options.jsonBounds } : {}),
   });
   return app;
 }
@@ -149,6 +156,7 @@ export function installSolidRoutes(
     rateLimits?: Partial<RateLimits>;
     /** Request deadline in ms (deadline.ts); undefined or 0 = none. */
     requestTimeoutMs?: number;
+    jsonBounds?: JsonBounds;
   },
 ): void {
   installRequestLog(app, rt, { log: options.requestLog });
@@ -157,7 +165,7 @@ export function installSolidRoutes(
   app.addHook('onRoute', (route) => {
     openapi.routes.push(route);
   });
-  installJsonBodyParser(app);
+  installJsonBodyParser(app, options.jsonBounds);
   installEnvelopeErrors(app, rt);
   // Before any route reads the key: one Authorization line or none (spec/transports.md §http-auth).
   app.addHook('onRequest', async (request) => assertOneAuthorization(request.raw.rawHeaders));

@@ -21,6 +21,13 @@
  *           sandbox tenant, reads only, exactly like stdio without SOLID_API_KEY (401 when the
  *           runtime has no sandbox tenant or `requireKey` is set). A session belongs to the
  *           credential that opened it; another credential gets 404 for it.
+ *   Refusals: every refusal here is a JSON-RPC error whose `data.envelope` is the refusal's
+ *           envelope (reason, message, hint; the request's id when the body shows one), and a
+ *           refusal of a caller the server can name — a valid key, also before the body was
+ *           read (malformed JSON, too large, not a JSON-RPC message, a batch, an unknown
+ *           session, a refused Origin) — is an audit row in its tenant whose audit_id the
+ *           envelope carries (issue 30 row 8). A bad key is the audited auth_invalid; keyless
+ *           callers are nobody the server can name (not audited; rate limits bound them).
  *
  * Spec: spec/transports.md §mcp-http.
  */
@@ -32,12 +39,13 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import {
+  JSONRPCMessageSchema,
   LATEST_PROTOCOL_VERSION,
   SUPPORTED_PROTOCOL_VERSIONS,
   isInitializeRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
-import { isVerbError } from '../../runtime/errors.ts';
+import { isVerbError, VerbError } from '../../runtime/errors.ts';
 import type { Envelope, Principal } from '../../spec/types.ts';
 import { apiKeyOf } from '../http/request-headers.ts';
 import { rateLimitRefusal } from '../http/rate-limit.ts';
@@ -111,19 +119,46 @@ function negotiatedVersion(body: unknown): string {
     : LATEST_PROTOCOL_VERSION;
 }
 
-function batchRefused(reply: FastifyReply): FastifyReply {
-  return reply
-    .code(400)
-    .send(
-      rpcError(
-        -32600,
-        'Invalid Request: JSON-RPC batches are not accepted under MCP 2025-06-18 and later (the protocol removed them); send one message per POST.',
-      ),
-    );
+/** A refusal this plugin decides itself: HTTP status, JSON-RPC code, and the envelope's reason, message, hint. */
+interface RpcRefusal {
+  status: number;
+  code: number;
+  reason: string;
+  message: string;
+  hint: string;
+  details?: Record<string, unknown>;
+  headers?: Record<string, string>;
 }
 
-function rpcError(code: number, message: string, envelope?: Envelope): Record<string, unknown> {
-  return { jsonrpc: '2.0', error: { code, message, ...(envelope ? { data: { envelope } } : {}) }, id: null };
+const BATCH_REFUSED: RpcRefusal = {
+  status: 400,
+  code: -32600,
+  reason: 'invalid_request',
+  message:
+    'Invalid Request: JSON-RPC batches are not accepted under MCP 2025-06-18 and later (the protocol removed them); send one message per POST.',
+  hint: 'Send one JSON-RPC message per POST.',
+};
+
+function rpcError(
+  code: number,
+  message: string,
+  envelope?: Envelope,
+  id: string | number | null = null,
+): Record<string, unknown> {
+  return { jsonrpc: '2.0', error: { code, message, ...(envelope ? { data: { envelope } } : {}) }, id };
+}
+
+/** The JSON-RPC id of a parsed body, when it shows one (a string or a number), else null. */
+function idOfBody(body: unknown): string | number | null {
+  const id = (body as { id?: unknown } | null | undefined)?.id;
+  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
+}
+
+/** Is the body one JSON-RPC 2.0 message, or (`batch`) an array of them, as the SDK would read it? */
+function isJsonRpcBody(body: unknown): boolean {
+  if (Array.isArray(body))
+    return body.length > 0 && body.every((m) => JSONRPCMessageSchema.safeParse(m).success);
+  return JSONRPCMessageSchema.safeParse(body).success;
 }
 
 const LOOPBACK_ADDRESSES = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
@@ -184,7 +219,47 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
 
     // JSON-RPC error bodies for what goes wrong before the SDK sees the request (body parse,
     // size); the rest of the server keeps its envelope errors.
-    app.setErrorHandler(function mcpErrorHandler(err, _request, reply) {
+    /**
+     * Answer a refusal (see the header): audited in the caller's tenant when the server can name
+     * the caller — `principal` (authenticated already), else a valid API key in the request —,
+     * the envelope in the JSON-RPC error's data.
+     */
+    const refuseRpc = async (
+      request: FastifyRequest,
+      reply: FastifyReply,
+      r: RpcRefusal,
+      principal?: Principal,
+    ): Promise<FastifyReply> => {
+      const err = new VerbError(r.reason, r.message, {
+        hint: r.hint,
+        ...(r.details !== undefined ? { details: r.details } : {}),
+      });
+      const caller = { surface: 'mcp_stdio' as const, address: request.ip };
+      const apiKey = apiKeyOf(request.headers.authorization);
+      let envelope: Envelope;
+      try {
+        envelope =
+          principal !== undefined
+            ? await rt.recordRefusal({ ...caller, principal }, '', err)
+            : apiKey !== null
+              ? await rt.refuse({ ...caller, apiKey }, '', err)
+              : { ok: false, verb: '', error: err.toEnvelopeError() };
+      } catch (e) {
+        rt.logger.warn({ err: e }, 'mcp http: could not audit a refusal');
+        envelope = { ok: false, verb: '', error: err.toEnvelopeError() };
+      }
+      // A bad key answers its own audited auth_invalid (401), whatever else was wrong.
+      const authFailed = envelope.error?.reason === 'auth_invalid' && r.reason !== 'auth_invalid';
+      if (authFailed)
+        void reply.header('www-authenticate', 'Bearer realm="solid-verbs", error="invalid_token"');
+      else for (const [k, v] of Object.entries(r.headers ?? {})) void reply.header(k, v);
+      const message = authFailed ? `auth_invalid: ${envelope.error!.message}` : r.message;
+      return reply
+        .code(authFailed ? 401 : r.status)
+        .send(rpcError(authFailed ? -32001 : r.code, message, envelope, idOfBody(request.body)));
+    };
+
+    app.setErrorHandler(async function mcpErrorHandler(err, request, reply) {
       const e = err as { statusCode?: number; code?: string; message?: string };
       // The HTTP server's rate limiter (a root onRequest hook) refused before this route: 429 with
       // Retry-After, the refusal's envelope in the JSON-RPC error's data (spec/transports.md §rate-limits).
@@ -202,12 +277,37 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
           .header('retry-after', String(limited.retryAfterSeconds))
           .send(rpcError(-32000, limited.message, envelope));
       }
-      if (isVerbError(err)) return reply.code(400).send(rpcError(-32700, `Parse error: ${err.message}`));
-      if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
-        return reply.code(413).send(rpcError(-32600, 'The request body is too large.'));
+      if (isVerbError(err))
+        return refuseRpc(request, reply, {
+          status: 400,
+          code: -32700,
+          reason: err.reason,
+          message: `Parse error: ${err.message}`,
+          hint: err.hint ?? 'Send one JSON-RPC message as a JSON body.',
+          ...(err.details !== undefined ? { details: err.details } : {}),
+        });
+      if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+        const limit = config.bodyLimitBytes ?? DEFAULT_MCP_BODY_LIMIT_BYTES;
+        return refuseRpc(request, reply, {
+          status: 413,
+          code: -32600,
+          reason: 'payload_too_large',
+          message: `The request body exceeds the limit of ${limit} bytes.`,
+          hint: 'Send a smaller message; large inputs belong in several calls.',
+          details: { limit_bytes: limit },
+        });
+      }
       const status =
         typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500 ? e.statusCode : 500;
       if (status === 500) rt.logger.error({ err }, 'mcp http: unexpected error');
+      else
+        return refuseRpc(request, reply, {
+          status,
+          code: -32600,
+          reason: 'invalid_request',
+          message: `The request is malformed: ${String(e.message ?? 'bad request')}.`,
+          hint: 'Check the method, headers and JSON-RPC body (MCP Streamable HTTP).',
+        });
       return reply
         .code(status)
         .send(
@@ -218,25 +318,23 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
         );
     });
 
-    /** Origin/Host checks (DNS-rebinding protection). Returns false after answering 403. */
-    const guard = (request: FastifyRequest, reply: FastifyReply): boolean => {
+    const forbidden = (message: string): RpcRefusal => ({
+      status: 403,
+      code: -32000,
+      reason: 'origin_denied',
+      message,
+      hint: 'Call /mcp from an allowed origin and host (solid serve --allowed-origin), or from a client without an Origin header.',
+    });
+    /** Origin/Host checks (DNS-rebinding protection): the 403 refusal, or undefined when allowed. */
+    const guardOf = (request: FastifyRequest): RpcRefusal | undefined => {
       const loopback = LOOPBACK_ADDRESSES.has(request.socket.localAddress ?? '');
       const host = hostnameOf(request.headers.host ?? '');
-      if (loopback && !LOOPBACK_HOSTS.has(host) && !allowedHosts.has(host)) {
-        void reply
-          .code(403)
-          .send(
-            rpcError(
-              -32000,
-              `Forbidden: Host "${host}" is not allowed on this loopback server (DNS rebinding protection).`,
-            ),
-          );
-        return false;
-      }
-      if (!loopback && allowedHosts.size > 0 && !allowedHosts.has(host)) {
-        void reply.code(403).send(rpcError(-32000, `Forbidden: Host "${host}" is not allowed.`));
-        return false;
-      }
+      if (loopback && !LOOPBACK_HOSTS.has(host) && !allowedHosts.has(host))
+        return forbidden(
+          `Forbidden: Host "${host}" is not allowed on this loopback server (DNS rebinding protection).`,
+        );
+      if (!loopback && allowedHosts.size > 0 && !allowedHosts.has(host))
+        return forbidden(`Forbidden: Host "${host}" is not allowed.`);
       const origin = request.headers.origin;
       if (origin !== undefined) {
         let ok: boolean;
@@ -249,14 +347,16 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
         } catch {
           ok = false;
         }
-        if (!ok) {
-          void reply
-            .code(403)
-            .send(rpcError(-32000, `Forbidden: Origin "${origin.slice(0, 200)}" is not allowed.`));
-          return false;
-        }
+        if (!ok) return forbidden(`Forbidden: Origin "${origin.slice(0, 200)}" is not allowed.`);
       }
-      return true;
+      return undefined;
+    };
+    /** Origin/Host checks; false after answering the (audited) 403. */
+    const guard = async (request: FastifyRequest, reply: FastifyReply): Promise<boolean> => {
+      const refused = guardOf(request);
+      if (refused === undefined) return true;
+      await refuseRpc(request, reply, refused);
+      return false;
     };
 
     /** Authenticate the request. Returns undefined after answering 401. */
@@ -278,7 +378,16 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
           .code(401)
           .header('www-authenticate', 'Bearer realm="solid-verbs"')
           .send(
-            rpcError(-32001, 'auth_required: an API key is required (Authorization: Bearer sk_solid_…).'),
+            rpcError(
+              -32001,
+              'auth_required: an API key is required (Authorization: Bearer sk_solid_…).',
+              transportEnvelope(
+                '',
+                'auth_required',
+                'An API key is required on this MCP endpoint.',
+                'Send Authorization: Bearer sk_solid_… (solid api-keys create).',
+              ),
+            ),
           );
         return undefined;
       }
@@ -335,57 +444,89 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
       }
     };
 
-    const notFound = (reply: FastifyReply) =>
-      reply
-        .code(404)
-        .send(
-          rpcError(
-            -32001,
-            'Session not found: initialize a new session (POST initialize without Mcp-Session-Id).',
-          ),
-        );
+    const notFound = (request: FastifyRequest, reply: FastifyReply, authed: Authed) =>
+      refuseRpc(
+        request,
+        reply,
+        {
+          status: 404,
+          code: -32001,
+          reason: 'not_found',
+          message: 'Session not found: initialize a new session (POST initialize without Mcp-Session-Id).',
+          hint: 'POST an initialize request without Mcp-Session-Id, then use the id it answers.',
+        },
+        authed.principal,
+      );
+    const notJsonRpc: RpcRefusal = {
+      status: 400,
+      code: -32600,
+      reason: 'invalid_request',
+      message:
+        'Invalid Request: the body is not a JSON-RPC 2.0 message (jsonrpc "2.0", a method or a result/error, an id).',
+      hint: 'Send one JSON-RPC 2.0 message per POST, e.g. {"jsonrpc":"2.0","id":1,"method":"tools/list"}.',
+    };
 
     app.post(
       path,
       { bodyLimit: config.bodyLimitBytes ?? DEFAULT_MCP_BODY_LIMIT_BYTES },
       async (request, reply) => {
-        if (!guard(request, reply)) return reply;
+        if (!(await guard(request, reply))) return reply;
         const authed = await authenticate(request, reply);
         if (authed === undefined) return reply;
         if (request.headers['mcp-session-id'] !== undefined) {
           const s = sessionOf(request, authed);
-          if (s === undefined) return notFound(reply);
-          if (Array.isArray(request.body) && !batchesAllowed(s.protocolVersion)) return batchRefused(reply);
+          if (s === undefined) return notFound(request, reply, authed);
+          if (Array.isArray(request.body) && !batchesAllowed(s.protocolVersion))
+            return refuseRpc(request, reply, BATCH_REFUSED, authed.principal);
+          if (!isJsonRpcBody(request.body)) return refuseRpc(request, reply, notJsonRpc, authed.principal);
           await handOver(s, request, reply, authed);
           return reply;
         }
         if (Array.isArray(request.body))
-          return reply
-            .code(400)
-            .send(
-              rpcError(
-                -32600,
+          return refuseRpc(
+            request,
+            reply,
+            {
+              ...BATCH_REFUSED,
+              message:
                 'Invalid Request: the first request of a session is one initialize message, not a batch.',
-              ),
-            );
+            },
+            authed.principal,
+          );
         if (!isInitializeRequest(request.body)) {
-          return reply
-            .code(400)
-            .send(
-              rpcError(
-                -32000,
-                'Bad Request: no Mcp-Session-Id header; the first request of a session must be initialize.',
-              ),
-            );
+          return refuseRpc(
+            request,
+            reply,
+            isJsonRpcBody(request.body)
+              ? {
+                  status: 400,
+                  code: -32000,
+                  reason: 'invalid_request',
+                  message:
+                    'Bad Request: no Mcp-Session-Id header; the first request of a session must be initialize.',
+                  hint: 'POST initialize first, then send Mcp-Session-Id with every later request.',
+                }
+              : notJsonRpc,
+            authed.principal,
+          );
         }
         sweep();
         if (sessions.size >= maxSessions) {
           const idle = [...sessions.values()].find((x) => x.inflight === 0);
           if (idle === undefined)
-            return reply
-              .code(503)
-              .header('retry-after', '1')
-              .send(rpcError(-32000, 'Too many MCP sessions are busy; retry shortly.'));
+            return refuseRpc(
+              request,
+              reply,
+              {
+                status: 503,
+                code: -32000,
+                reason: 'rate_limited',
+                message: 'Too many MCP sessions are busy; retry shortly.',
+                hint: 'Retry after the Retry-After seconds, or reuse an open session.',
+                headers: { 'retry-after': '1' },
+              },
+              authed.principal,
+            );
           await close(idle);
         }
         const session = {
@@ -429,7 +570,7 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
     );
 
     app.get(path, async (request, reply) => {
-      if (!guard(request, reply)) return reply;
+      if (!(await guard(request, reply))) return reply;
       return reply
         .code(405)
         .header('allow', 'POST, DELETE')
@@ -442,11 +583,11 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
     });
 
     app.delete(path, async (request, reply) => {
-      if (!guard(request, reply)) return reply;
+      if (!(await guard(request, reply))) return reply;
       const authed = await authenticate(request, reply);
       if (authed === undefined) return reply;
       const s = sessionOf(request, authed);
-      if (s === undefined) return notFound(reply);
+      if (s === undefined) return notFound(request, reply, authed);
       await handOver(s, request, reply, authed);
       return reply;
     });

@@ -52,7 +52,7 @@ import { VerbError } from '../../runtime/errors.ts';
 import type { McpRuntime as Runtime } from '../runtime-surface.ts';
 import type { ConsentRequest, Envelope, Principal } from '../../spec/types.ts';
 import { askForPhrase, askToApproveAtUrl, canElicitForm, canElicitUrl } from './consent-elicitation.ts';
-import { envelopeToToolResult, type ResultLimits } from './envelope-map.ts';
+import { DEFAULT_MAX_RESULT_BYTES, envelopeToToolResult, type ResultLimits } from './envelope-map.ts';
 import { META } from './meta-keys.ts';
 import {
   CALL_VERB,
@@ -175,6 +175,8 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
       ...(options.credentials?.(extra) ?? {}),
       surface: 'mcp_stdio',
       ...(toolsets !== undefined ? { toolsets } : {}),
+      // A write whose result this server could not send is refused before it commits (issue 30 row 7).
+      maxResultBytes: options.limits?.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
       signal: extra.signal,
       ...(onProgress !== undefined ? { onProgress } : {}),
     };

@@ -7,7 +7,11 @@
  * status 0 and nothing said why. The guard sits in front of it:
  *
  *   - a frame (the bytes of one line, without its `\n` / `\r\n`) of at most `maxFrameBytes`
- *     (default MAX_STDIO_FRAME_BYTES = 10 MiB) is passed on whole, one line per `onLine` call;
+ *     (default DEFAULT_STDIO_FRAME_BYTES = 1 MiB, HTTP's body limit; at most
+ *     MAX_STDIO_FRAME_BYTES = 10 MiB, the SDK's own buffer) is passed on whole, one line per
+ *     `onLine` call — so a frame the HTTP transport would refuse is refused here too, before it
+ *     is parsed (issue 30 row 7: a 9.9 MB `macros.save` frame was parsed, committed, then
+ *     answered result_too_large);
  *   - a longer frame is dropped: the bytes held so far are released and every byte up to the
  *     next newline is discarded as it arrives, so memory stays at most `maxFrameBytes` plus one
  *     chunk; `onOversize` is called once per such frame, when it crosses the limit, with the
@@ -18,8 +22,15 @@
  * a log line on stderr always). Spec: spec/transports.md §mcp-stdio.
  */
 
-/** Largest MCP stdio frame in bytes (10 MiB = 10 485 760, the SDK's own buffer limit). */
+/** Largest MCP stdio frame limit one may configure (10 MiB = 10 485 760, the SDK's own buffer limit). */
 export const MAX_STDIO_FRAME_BYTES = 10 * 1024 * 1024;
+
+/**
+ * Default MCP stdio frame limit in bytes: 1 MiB = 1 048 576, the same as the HTTP transport's
+ * default body limit (src/transports/http/server.ts DEFAULT_BODY_LIMIT_BYTES), so one message is
+ * bounded alike on every transport. `solid mcp --max-frame-bytes` / SOLID_MAX_FRAME_BYTES change it.
+ */
+export const DEFAULT_STDIO_FRAME_BYTES = 1_048_576;
 
 /** How many leading bytes of an oversize frame are kept to read its `id` back (4 KiB). */
 export const ID_SCAN_BYTES = 4096;
@@ -34,7 +45,7 @@ export interface OversizeFrame {
 }
 
 export interface FrameGuardOptions {
-  /** Default MAX_STDIO_FRAME_BYTES. */
+  /** Default DEFAULT_STDIO_FRAME_BYTES (1 MiB); at most MAX_STDIO_FRAME_BYTES. */
   maxFrameBytes?: number;
   /** One whole line, newline included, at most maxFrameBytes + 2 bytes. */
   onLine: (line: Buffer) => void;
@@ -52,7 +63,7 @@ export class FrameGuard {
   private discarding = false;
 
   constructor(private readonly options: FrameGuardOptions) {
-    this.maxFrameBytes = options.maxFrameBytes ?? MAX_STDIO_FRAME_BYTES;
+    this.maxFrameBytes = Math.min(options.maxFrameBytes ?? DEFAULT_STDIO_FRAME_BYTES, MAX_STDIO_FRAME_BYTES);
   }
 
   /** Take the next chunk of the stream (a string is read as UTF-8). */

@@ -8,7 +8,8 @@
  *     listen to `end`/`close` ourselves. `closed` resolves after the server closed.
  *   - Auth: `apiKey` (SOLID_API_KEY) is checked by the runtime on every call; without one, calls
  *     run on the sandbox tenant, where only read verbs run (writes answer auth_required).
- *   - A frame over MAX_STDIO_FRAME_BYTES (10 MiB) is refused by a FrameGuard on the byte stream,
+ *   - A frame over `maxFrameBytes` (default 1 MiB, the HTTP body limit; at most 10 MiB) is refused
+ *     by a FrameGuard on the byte stream before it is parsed,
  *     before the SDK's line reader (which would close the transport and let the process exit 0):
  *     its bytes are discarded up to the next newline (memory stays bounded), the refusal is
  *     logged on stderr (reason payload_too_large), and when the frame's `id` is certain from its
@@ -29,12 +30,14 @@ import { createMcpServer, type McpServerOptions } from './mcp-server.ts';
 import { ToolCatalog } from './tool-catalog.ts';
 import { selectionOf } from './toolsets.ts';
 import {
+  DEFAULT_STDIO_FRAME_BYTES,
   FrameGuard,
   MAX_STDIO_FRAME_BYTES,
   recoverFrameId,
   type OversizeFrame,
 } from './stdio-frame-guard.ts';
 import { StrictJsonError, parseStrictJson } from '../../spec/strict-json.ts';
+import { VerbError } from '../../runtime/errors.ts';
 
 /** Default manifest refresh interval (ms): 5 minutes, as the spec's clients cache the manifest. */
 export const DEFAULT_REFRESH_MS = 300_000;
@@ -51,6 +54,11 @@ export interface StdioOptions extends Omit<McpServerOptions, 'credentials' | 'ca
   refreshMs?: number;
   /** tools/list page size. */
   pageSize?: number;
+  /**
+   * Largest frame (one JSON-RPC line) in bytes, default DEFAULT_STDIO_FRAME_BYTES (1 MiB, the
+   * HTTP body limit), at most MAX_STDIO_FRAME_BYTES (10 MiB); larger → payload_too_large.
+   */
+  maxFrameBytes?: number;
 }
 
 export interface StdioServer {
@@ -79,12 +87,13 @@ export async function serveStdio(rt: Runtime, options: StdioOptions = {}): Promi
   const lines = new PassThrough();
   const transport = new StdioServerTransport(lines, output, { maxBufferSize: MAX_STDIO_FRAME_BYTES + 2 });
   const guard = new FrameGuard({
+    maxFrameBytes: options.maxFrameBytes ?? DEFAULT_STDIO_FRAME_BYTES,
     onLine: (line) => {
       const problem = lineProblem(line);
       if (problem === undefined) lines.write(line);
-      else refuseLine(rt, transport, line, problem);
+      else void refuseLine(rt, transport, line, problem, apiKey);
     },
-    onOversize: (frame) => refuseOversize(rt, transport, frame),
+    onOversize: (frame) => void refuseOversize(rt, transport, frame, apiKey),
   });
   const onData = (chunk: Buffer | string) => guard.push(chunk);
 
@@ -154,12 +163,33 @@ export async function serveStdio(rt: Runtime, options: StdioOptions = {}): Promi
 }
 
 /**
- * Answer a frame the guard refused for its size: always a warn line on stderr naming the reason
- * (payload_too_large), the bytes seen and the limit; when its id is known, a JSON-RPC -32600 error
- * to that id whose `data.envelope` is the payload_too_large envelope. Not audited: nothing of the
- * frame was read, so no verb was asked for. Spec: spec/transports.md §mcp-stdio.
+ * The envelope of a refusal the stdio binding decides itself. With an API key (SOLID_API_KEY) the
+ * caller is known, so the refusal is audited in its tenant through `rt.refuse` (a bad key: the
+ * audited auth_invalid instead) and the envelope carries the row's audit_id; keyless, nobody can
+ * be named and the stderr line is the record (issue 30 row 8, spec/audit.md).
  */
-function refuseOversize(rt: Runtime, transport: StdioServerTransport, frame: OversizeFrame): void {
+async function stdioRefusal(rt: Runtime, apiKey: string | null, err: VerbError): Promise<Envelope> {
+  if (apiKey === null) return { ok: false, verb: '', error: err.toEnvelopeError() };
+  try {
+    return await rt.refuse({ apiKey, surface: 'mcp_stdio' }, '', err);
+  } catch (e) {
+    rt.logger.warn({ err: e }, 'mcp stdio: could not audit a refused message');
+    return { ok: false, verb: '', error: err.toEnvelopeError() };
+  }
+}
+
+/**
+ * Answer a frame the guard refused for its size: always a warn line on stderr naming the reason
+ * (payload_too_large), the bytes seen and the limit; audited in the caller's tenant when it has an
+ * API key (stdioRefusal); when its id is known, a JSON-RPC -32600 error to that id whose
+ * `data.envelope` is the payload_too_large envelope. Spec: spec/transports.md §mcp-stdio.
+ */
+async function refuseOversize(
+  rt: Runtime,
+  transport: StdioServerTransport,
+  frame: OversizeFrame,
+  apiKey: string | null,
+): Promise<void> {
   const message = `The JSON-RPC message exceeds the stdio limit of ${frame.limitBytes} bytes; it was discarded.`;
   rt.logger.warn(
     { reason: 'payload_too_large', id: frame.id, bytes_seen: frame.bytesSeen, limit_bytes: frame.limitBytes },
@@ -167,17 +197,15 @@ function refuseOversize(rt: Runtime, transport: StdioServerTransport, frame: Ove
       ? 'mcp stdio: a message over the size limit was discarded; its id is unknown, so it is not answered'
       : 'mcp stdio: a message over the size limit was discarded and answered -32600',
   );
-  if (frame.id === null) return;
-  const envelope: Envelope = {
-    ok: false,
-    verb: '',
-    error: {
-      reason: 'payload_too_large',
-      message,
+  const envelope = await stdioRefusal(
+    rt,
+    apiKey,
+    new VerbError('payload_too_large', message, {
       hint: 'Send smaller messages: split large inputs over several calls.',
       details: { limit_bytes: frame.limitBytes },
-    },
-  };
+    }),
+  );
+  if (frame.id === null) return;
   transport
     .send({ jsonrpc: '2.0', id: frame.id, error: { code: -32600, message, data: { envelope } } })
     .catch((err: unknown) => rt.logger.warn({ err }, 'mcp stdio: could not answer an oversize message'));
@@ -231,8 +259,14 @@ function lineProblem(line: Buffer): LineProblem | undefined {
   return undefined;
 }
 
-/** Answer a refused line to its id when certain (else log only, as for an oversize frame). */
-function refuseLine(rt: Runtime, transport: StdioServerTransport, line: Buffer, problem: LineProblem): void {
+/** Answer a refused line to its id when certain (else log only, as for an oversize frame); audited as stdioRefusal says. */
+async function refuseLine(
+  rt: Runtime,
+  transport: StdioServerTransport,
+  line: Buffer,
+  problem: LineProblem,
+  apiKey: string | null,
+): Promise<void> {
   const id = recoverFrameId(line.subarray(0, 4096));
   rt.logger.warn(
     { reason: 'invalid_request', code: problem.code, id },
@@ -240,12 +274,12 @@ function refuseLine(rt: Runtime, transport: StdioServerTransport, line: Buffer, 
       ? `mcp stdio: a message was refused (${problem.message}); its id is unknown, so it is not answered`
       : `mcp stdio: a message was refused and answered ${problem.code} (${problem.message})`,
   );
+  const envelope = await stdioRefusal(
+    rt,
+    apiKey,
+    new VerbError('invalid_request', problem.message, { hint: problem.hint }),
+  );
   if (id === null) return;
-  const envelope: Envelope = {
-    ok: false,
-    verb: '',
-    error: { reason: 'invalid_request', message: problem.message, hint: problem.hint },
-  };
   transport
     .send({ jsonrpc: '2.0', id, error: { code: problem.code, message: problem.message, data: { envelope } } })
     .catch((err: unknown) => rt.logger.warn({ err }, 'mcp stdio: could not answer a refused message'));

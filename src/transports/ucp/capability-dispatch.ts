@@ -8,7 +8,8 @@
  *
  * Consent: a verified signature counts as the human's confirmation only up to the class the
  * operator allows the platform (`max_class`, READ by default, at most WRITE_REVERSIBLE):
- *   - the capability is not in the platform's allow-list → 403 capability_not_allowed (no dispatch);
+ *   - the capability is not in the platform's allow-list → 403 capability_not_allowed (no dispatch;
+ *     the refusal is an audit row in the tenant, its audit_id in the answer: issue 30 row 8);
  *   - a confirmation-gated answer (WRITE_REVERSIBLE) within the allowance → the transport confirms
  *     it at once with the nonce it was given (preflight + confirm: two audit rows, pending then
  *     completed); above the allowance → 403 consent_not_implied and the nonce is withheld;
@@ -27,11 +28,12 @@
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import type { Envelope, Principal, Tier } from '../../spec/types.ts';
 import { envelopeToHttp } from '../http/envelope-map.ts';
-import type { ReasonTable } from '../../spec/reasons.ts';
+import { packReason, type ReasonTable } from '../../spec/reasons.ts';
 import { UCP_VERSION, type CapabilityEntry } from './capability-names.ts';
 import { capabilityAllowed, classImplied } from './ucp-config.ts';
 import type { VerifiedPlatform } from './verify-request.ts';
 import { agentPrincipal } from '../../identity/principal.ts';
+import { VerbError } from '../../runtime/errors.ts';
 
 /** What the transport answers: status, extra headers, JSON body (signed by the plugin). */
 export interface CapabilityAnswer {
@@ -151,14 +153,26 @@ export async function runCapability(call: CapabilityCall): Promise<CapabilityAns
   const { rt, entry, platform, capabilityVersion } = call;
   const verb = entry.verb.name;
   if (!capabilityAllowed(platform.policy, entry.name)) {
+    const recorded = await rt.recordRefusal(
+      { surface: 'ucp', principal: platformPrincipal(call.tenant, platform, call.userId) },
+      verb,
+      new VerbError(
+        packReason('capability_not_allowed'),
+        `The platform ${platform.profileUrl} may not use ${entry.name}.`,
+        {
+          hint: "Ask the business to add the capability to this platform's allow-list (settings.ucp.platforms[].allow).",
+        },
+      ),
+    );
     return refusalOf(
       verb,
       entry,
       capabilityVersion,
-      403,
-      'capability_not_allowed',
-      `The platform ${platform.profileUrl} may not use ${entry.name}.`,
-      "Ask the business to add the capability to this platform's allow-list (settings.ucp.platforms[].allow).",
+      recorded.error!.reason === 'capability_not_allowed' ? 403 : 503,
+      recorded.error!.reason,
+      recorded.error!.message,
+      recorded.error!.hint,
+      recorded.audit_id !== undefined ? { audit_id: recorded.audit_id } : {},
     );
   }
   const caller = {

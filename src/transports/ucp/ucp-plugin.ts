@@ -49,7 +49,8 @@ import {
 import { StoreReplayGuard, type ReplayGuard } from './replay-cache.ts';
 import { PlatformUsers } from './platform-users.ts';
 import { signJsonAnswer } from './rfc9421.ts';
-import { UcpError } from './ucp-error.ts';
+import { UcpError, type UcpErrorCode } from './ucp-error.ts';
+import type { Envelope } from '../../spec/types.ts';
 import {
   checkBaseUrl,
   primaryTenantOf,
@@ -232,14 +233,89 @@ function sendDocument(
   return reply.code(200).type(type).send(body);
 }
 
-/** A UCP flat error (unsigned). */
-function sendError(reply: FastifyReply, err: UcpError): FastifyReply {
+/**
+ * A UCP flat error (unsigned): UCP's `{ code, content }` and, beside it, the solid-verbs
+ * `envelope` of the refusal (reason, message, hint; `audit_id` when it was audited). Issue 30 row 8.
+ */
+function sendError(reply: FastifyReply, err: UcpError, envelope?: Envelope): FastifyReply {
   if (err.retryAfterSeconds !== undefined) void reply.header('retry-after', String(err.retryAfterSeconds));
+  const env: Envelope = envelope ?? {
+    ok: false,
+    verb: '',
+    error: { reason: err.code, message: err.message, hint: hintOf(err.code) },
+  };
   return reply
     .code(err.status)
     .header('cache-control', 'no-store')
     .type('application/json')
-    .send(JSON.stringify(err.toBody()));
+    .send(JSON.stringify({ ...err.toBody(), envelope: env }));
+}
+
+/** What to do about a UCP transport error, in one sentence (the envelope's hint). */
+function hintOf(code: UcpErrorCode): string {
+  switch (code) {
+    case 'signature_missing':
+    case 'signature_invalid':
+    case 'signature_expired':
+    case 'signature_replayed':
+    case 'key_not_found':
+    case 'components_missing':
+    case 'algorithm_unsupported':
+    case 'digest_mismatch':
+      return 'Sign each request afresh (RFC 9421, ecdsa-p256-sha256) with a key your UCP profile publishes, covering the components UCP requires and a Content-Digest of the exact body.';
+    case 'invalid_profile_url':
+    case 'profile_unreachable':
+    case 'profile_malformed':
+    case 'version_unsupported':
+    case 'profile_not_trusted':
+      return 'Send UCP-Agent: profile="https://…/.well-known/ucp" naming a profile this business trusts (settings.ucp.platforms).';
+    case 'rate_limited':
+    case 'store_unavailable':
+      return 'Retry later (after Retry-After when present).';
+    case 'payload_too_large':
+      return 'Send a smaller body.';
+    case 'unsupported_media_type':
+      return 'Send Content-Type: application/json.';
+    case 'not_found':
+      return 'See the capabilities of /.well-known/ucp.';
+    default:
+      return 'Check the request against /ucp/v1/openapi.json.';
+  }
+}
+
+/**
+ * Audit a request the verification refused (bad, expired or replayed signature, digest, unknown
+ * or untrusted platform): nobody is authenticated, so it is an unauthenticated failure
+ * (`auth_invalid`, counted per window and client address like a bad API key: spec/audit.md
+ * §auth-failure-windows) whose details name the UCP code and the claimed profile. Resolves to the
+ * envelope for sendError; store and rate-limit refusals are not audited (nothing to write into /
+ * decided before the request was read).
+ */
+async function auditedVerifyFailure(
+  rt: Runtime,
+  request: FastifyRequest,
+  capability: string,
+  err: UcpError,
+): Promise<Envelope | undefined> {
+  if (err.code === 'store_unavailable' || err.code === 'rate_limited' || err.code === 'internal_error')
+    return undefined;
+  const agent = request.headers['ucp-agent'];
+  const profile = /profile="([^"]{1,300})"/.exec(Array.isArray(agent) ? agent.join(',') : (agent ?? ''))?.[1];
+  try {
+    const env = await rt.recordRefusal(
+      { surface: 'ucp', address: request.ip },
+      capability.slice(0, 200),
+      new VerbError('auth_invalid', err.message, {
+        hint: hintOf(err.code),
+        details: { ucp_code: err.code, ...(profile !== undefined ? { profile } : {}) },
+      }),
+      'auth',
+    );
+    return env;
+  } catch (e) {
+    rt.logger.warn({ err: e }, 'UCP: could not audit a refused request');
+    return undefined;
+  }
 }
 
 function toUcpError(err: unknown, rt: Runtime): UcpError {
@@ -442,7 +518,8 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
               { code: e.code, ucp_agent: request.headers['ucp-agent'] },
               'UCP request refused',
             );
-            return sendError(reply, e);
+            const capability = (request.params as { capability: string }).capability;
+            return sendError(reply, e, await auditedVerifyFailure(rt, request, capability, e));
           }
           const t1 = performance.now();
           const name = (request.params as { capability: string }).capability;

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { createHttpHarness, envelopeOf } from './harness.ts';
 import { validateEnvelope } from '../../../src/spec/validators.ts';
 import type { LightMyRequestResponse } from 'fastify';
+import { MAX_JSON_KEYS, MAX_JSON_NODES, checkJsonBounds } from '../../../src/spec/strict-json.ts';
 
 function assertTransportError(res: LightMyRequestResponse, status: number, reason: string): void {
   assert.equal(res.statusCode, status, res.body);
@@ -113,4 +114,49 @@ test('an unknown route or method answers a 404 envelope', async (t) => {
   assertTransportError(await x.inject({ method: 'GET', url: '/api/v1/nope' }), 404, 'not_found');
   assertTransportError(await x.inject({ method: 'GET', url }), 404, 'not_found');
   assertTransportError(await x.inject({ method: 'DELETE', url: '/api/v1/agent/verbs' }), 404, 'not_found');
+});
+
+test('a body over the work bound (keys per object, values in all) is refused before it is parsed, as an envelope', async (t) => {
+  // issue 30 row 6: a 540 KB body of 50,000 keys held the event loop for about a second.
+  const x = await createHttpHarness(t);
+  const keys = Array.from({ length: 50_000 }, (_, i) => `"a${i}":0`).join(',');
+  const wide = await x.inject({
+    method: 'POST',
+    url,
+    payload: `{"args":{${keys}}}`,
+    headers: { 'content-type': 'application/json' },
+  });
+  assertTransportError(wide, 400, 'invalid_request');
+  assert.equal(envelopeOf(wide).error!.details!.max_keys, MAX_JSON_KEYS);
+  assert.match(envelopeOf(wide).error!.message, /more than 1000 keys/);
+  const values = Array.from({ length: MAX_JSON_NODES }, (_, i) => i).join(',');
+  const long = await x.inject({
+    method: 'POST',
+    url,
+    payload: `{"args":{"list":[${values}]}}`,
+    headers: { 'content-type': 'application/json' },
+  });
+  assertTransportError(long, 400, 'invalid_request');
+  assert.equal(envelopeOf(long).error!.details!.max_nodes, MAX_JSON_NODES);
+  // The bounds are the server's option.
+  const tight = await createHttpHarness(t, { jsonBounds: { maxKeys: 2 } });
+  const three = await tight.inject({
+    method: 'POST',
+    url,
+    payload: '{"args":{"a":1,"b":2,"c":3}}',
+    headers: { 'content-type': 'application/json' },
+  });
+  assertTransportError(three, 400, 'invalid_request');
+  const fits = await tight.inject({ method: 'POST', url, payload: '{"args":{}}', headers: { 'content-type': 'application/json' } });
+  assert.equal(fits.statusCode, 200, fits.body);
+});
+
+test('checkJsonBounds counts values at every depth, keys per object, and never hangs on malformed text', () => {
+  assert.equal(checkJsonBounds('{"a":[1,2,{"b":"x"}],"c":null}', 's', { maxNodes: 7 }), undefined);
+  assert.equal(checkJsonBounds('{"a":[1,2,{"b":"x"}],"c":null}', 's', { maxNodes: 6 })?.kind, 'too_many_nodes');
+  assert.equal(checkJsonBounds('{"a":1,"b":{"c":1,"d":2}}', 's', { maxKeys: 2 }), undefined);
+  assert.equal(checkJsonBounds('{"a":1,"b":2,"c":3}', 's', { maxKeys: 2 })?.kind, 'too_many_keys');
+  assert.equal(checkJsonBounds('["a,b","c:d","{",  "}"]', 's', { maxNodes: 5 }), undefined);
+  assert.equal(checkJsonBounds('[[[[1]]]]', 's', { maxDepth: 3 })?.kind, 'too_deep');
+  for (const bad of ['{"a', '{"a\\"', '[1,2', '"', '{{{{', '}}]]', '{"a":"\\\\"']) checkJsonBounds(bad, 's');
 });

@@ -395,3 +395,61 @@ test('a JSON-RPC batch is refused (-32600) in a session that negotiated MCP 2025
   assert.equal(first.status, 400);
   assert.match((JSON.parse(first.text) as { error: { message: string } }).error.message, /not a batch/);
 });
+
+test('a refusal of a caller the server can name is audited and carries the envelope: malformed JSON, a non-JSON-RPC body, an unknown session (issue 30 row 8)', async (t) => {
+  const s = await serve(t);
+  const post = (headers: Record<string, string>, body: string) =>
+    fetch(s.url, {
+      method: 'POST',
+      headers: {
+        accept: 'application/json, text/event-stream',
+        'content-type': 'application/json',
+        ...headers,
+      },
+      body,
+    });
+  type RpcErr = { id: unknown; error: { code: number; data?: { envelope?: Envelope } } };
+  const auditRow = (id: number) =>
+    s.h.rt.store.read((q) =>
+      q.get<{ company_id: number; reason: string; status: string }>(
+        'SELECT company_id, reason, status FROM audit_log WHERE audit_id = ?',
+        [id],
+      ),
+    );
+  const owner = { authorization: `Bearer ${s.h.keys.owner}` };
+  // Malformed JSON with a valid key: -32700, the envelope, an audit row in the key's tenant.
+  const bad = await post(owner, '{"jsonrpc":"2.0","id":5,');
+  assert.equal(bad.status, 400);
+  const badBody = (await bad.json()) as RpcErr;
+  assert.equal(badBody.error.code, -32700);
+  const env = badBody.error.data?.envelope;
+  assert.equal(env?.error?.reason, 'invalid_request');
+  assert.equal(typeof env?.error?.hint, 'string');
+  assert.equal(typeof env?.audit_id, 'number', 'audited');
+  const row = await auditRow(env!.audit_id!);
+  assert.equal(row?.company_id, s.h.companyId);
+  assert.equal(row?.reason, 'invalid_request');
+  // Valid JSON that is no JSON-RPC message, in a session: -32600, audited, its id echoed.
+  const init = await raw(s.port, 'POST', owner, INIT);
+  const sid = init.headers['mcp-session-id'] as string;
+  const notRpc = await post({ ...owner, 'mcp-session-id': sid }, '{"id":9,"hello":"world"}');
+  assert.equal(notRpc.status, 400);
+  const notRpcBody = (await notRpc.json()) as RpcErr;
+  assert.equal(notRpcBody.error.code, -32600);
+  assert.equal(notRpcBody.id, 9);
+  assert.equal(typeof notRpcBody.error.data?.envelope?.audit_id, 'number');
+  // An unknown session: 404 with the envelope, audited.
+  const gone = await post({ ...owner, 'mcp-session-id': 'nope' }, JSON.stringify(LIST));
+  assert.equal(gone.status, 404);
+  const goneEnv = ((await gone.json()) as RpcErr).error.data?.envelope;
+  assert.equal(goneEnv?.error?.reason, 'not_found');
+  assert.equal(typeof goneEnv?.audit_id, 'number');
+  // Keyless: the envelope, but nobody to name, so no row.
+  const anon = (await (await post({}, '{"x":')).json()) as RpcErr;
+  assert.equal(anon.error.data?.envelope?.error?.reason, 'invalid_request');
+  assert.equal(anon.error.data?.envelope?.audit_id, undefined);
+  // A bad key with a bad body: the audited auth_invalid (401).
+  const wrong = await post({ authorization: 'Bearer sk_solid_nope_nope' }, '{"x":');
+  assert.equal(wrong.status, 401);
+  assert.equal(((await wrong.json()) as RpcErr).error.data?.envelope?.error?.reason, 'auth_invalid');
+});

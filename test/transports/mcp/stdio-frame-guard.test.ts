@@ -6,7 +6,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { DEFAULT_BODY_LIMIT_BYTES } from '../../../src/transports/http/server.ts';
 import {
+  DEFAULT_STDIO_FRAME_BYTES,
   FrameGuard,
   MAX_STDIO_FRAME_BYTES,
   recoverFrameId,
@@ -25,8 +27,15 @@ function run(limit: number, chunks: string[]): { lines: string[]; refused: Overs
   return { lines, refused };
 }
 
-test('the default frame limit is 10 MiB', () => {
+test("the default frame limit is HTTP's body limit (1 MiB); a configured one is capped at 10 MiB (the SDK buffer)", () => {
   assert.equal(MAX_STDIO_FRAME_BYTES, 10 * 1024 * 1024);
+  assert.equal(DEFAULT_STDIO_FRAME_BYTES, DEFAULT_BODY_LIMIT_BYTES);
+  const noop = { onLine: () => {}, onOversize: () => {} };
+  assert.equal(new FrameGuard(noop).maxFrameBytes, 1024 * 1024);
+  assert.equal(
+    new FrameGuard({ ...noop, maxFrameBytes: 64 * 1024 * 1024 }).maxFrameBytes,
+    MAX_STDIO_FRAME_BYTES,
+  );
 });
 
 test('lines up to the limit pass whole, however the stream is chunked; CRLF does not count', () => {

@@ -47,8 +47,11 @@ type RawMsg = {
  * initialized on return; `messages()` parses stdout, `waitForId` polls for one answer, `logged`
  * waits until `n` stderr lines contain `text`, `end()` closes stdin and resolves the exit code.
  */
-async function rawMcp(t: TestContext, db: string) {
-  const child = spawn(process.execPath, [BIN, 'mcp', '--db', db], { stdio: ['pipe', 'pipe', 'pipe'] });
+async function rawMcp(t: TestContext, db: string, env: Record<string, string> = {}) {
+  const child = spawn(process.execPath, [BIN, 'mcp', '--db', db], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   t.after(() => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });
@@ -231,7 +234,7 @@ test('solid mcp: every stdout line at boot and after calls is JSON-RPC; logs go 
   assert.equal(code, 0, `exit after stdin close within 2 s (stderr: ${err.slice(-500)})`);
 });
 
-test('solid mcp: a frame over 10 MiB is answered -32600 payload_too_large when its id is known, logged on stderr when not, and the server keeps serving', async (t) => {
+test('solid mcp: a frame over the limit (1 MiB, as HTTP) is answered -32600 payload_too_large when its id is known, logged on stderr when not, and the server keeps serving', async (t) => {
   const { cli } = await initDb(t);
   const mcp = await rawMcp(t, cli.db);
   const pad = 'x'.repeat(11 * 1024 * 1024);
@@ -248,7 +251,7 @@ test('solid mcp: a frame over 10 MiB is answered -32600 payload_too_large when i
   assert.equal(env?.ok, false);
   assert.equal(env?.error?.reason, 'payload_too_large');
   assert.ok(env?.error?.hint, 'the envelope has a hint');
-  assert.equal(env?.error?.details?.limit_bytes, 10 * 1024 * 1024);
+  assert.equal(env?.error?.details?.limit_bytes, 1024 * 1024);
   mcp.send({ jsonrpc: '2.0', id: 8, method: 'tools/list', params: {} });
   assert.ok(
     ((await mcp.waitForId(8)).result?.tools ?? []).length > 0,
@@ -269,6 +272,42 @@ test('solid mcp: a frame over 10 MiB is answered -32600 payload_too_large when i
   assert.equal(logged.length, 2, `both refusals are logged on stderr: ${mcp.stderr().slice(-1000)}`);
   assert.ok(mcp.stdout().length < 1024 * 1024, 'nothing of the frames is echoed');
   assert.equal(await mcp.end(), 0);
+});
+
+test('solid mcp with a key: a 1.5 MB macros.save frame is refused before parsing, audited, and nothing is saved; the limit is configurable', async (t) => {
+  // issue 30 rows 7 and 8: a 9.9 MB frame used to be parsed, committed, then answered result_too_large.
+  const { cli, key } = await initDb(t);
+  const mcp = await rawMcp(t, cli.db, { SOLID_API_KEY: key });
+  const steps = Array.from({ length: 30 }, (_, i) => ({
+    verb: 'verbs.list',
+    args: { pad: 'y'.repeat(50_000), i },
+  }));
+  mcp.send({
+    jsonrpc: '2.0',
+    id: 21,
+    method: 'tools/call',
+    params: { name: 'macros__save', arguments: { name: 'huge', steps } },
+  });
+  const refused = await mcp.waitForId(21);
+  const env = refused.error?.data?.envelope;
+  assert.equal(env?.error?.reason, 'payload_too_large');
+  assert.equal(typeof env?.audit_id, 'number', 'the refusal of a known caller is audited');
+  mcp.send({ jsonrpc: '2.0', id: 22, method: 'tools/call', params: { name: 'macros__list', arguments: {} } });
+  const list = await mcp.waitForId(22);
+  assert.ok(!JSON.stringify(list).includes('huge'), 'nothing was saved');
+  assert.equal(await mcp.end(), 0);
+  const trail = await cli.run(['audit', 'verify', '--json']);
+  assert.equal(trail.code, 0, trail.stdout + trail.stderr);
+  // The limit is an option.
+  const tight = await rawMcp(t, cli.db, { SOLID_API_KEY: key, SOLID_MAX_FRAME_BYTES: '4096' });
+  tight.send({
+    jsonrpc: '2.0',
+    id: 31,
+    method: 'tools/call',
+    params: { name: 'verbs__list', arguments: { pad: 'z'.repeat(5000) } },
+  });
+  assert.equal((await tight.waitForId(31)).error?.data?.envelope?.error?.details?.limit_bytes, 4096);
+  assert.equal(await tight.end(), 0);
 });
 
 test('solid mcp without a database: a one-line error on stderr, nothing on stdout, non-zero exit', async (t) => {

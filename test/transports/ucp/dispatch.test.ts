@@ -70,7 +70,12 @@ describe('UCP dispatch', () => {
     assert.deepEqual(body.messages![0]!.code, 'capability_not_allowed');
     await assertSigned(u, res);
     assert.equal(await notes(u), 0);
-    assert.deepEqual(await auditRows(u, 'notes_add'), []);
+    // Nothing ran, but the refusal is an audited attempt of the platform (issue 30 row 8).
+    const rows = await auditRows(u, 'notes_add');
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0]!.reason, 'capability_not_allowed');
+    assert.equal(rows[0]!.status, 'denied');
+    assert.equal(typeof body.audit_id, 'number');
   });
 
   it('gives an unconfigured role read_only: writes answer role_denied from the pipeline (audited)', async (t) => {

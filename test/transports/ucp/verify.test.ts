@@ -8,6 +8,7 @@ import { createHash, sign as nodeSign } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { createUcpHarness, newPlatformKey } from './harness.ts';
 import { verifyResponse, profileKeys } from '../../../src/transports/ucp/ucp-client.ts';
+import type { Envelope } from '../../../src/spec/types.ts';
 
 const COUNT = 'com.example.sales.notes_count';
 const ADD = 'com.example.sales.notes_add';
@@ -62,7 +63,15 @@ describe('UCP inbound verification', () => {
       body: '{}',
     });
     assert.equal(res.status, 401);
-    assert.deepEqual(Object.keys(await res.json()), ['code', 'content']);
+    // UCP's flat { code, content }, and beside it the envelope of the (audited) refusal.
+    const body = (await res.json()) as { code: string; content: string; envelope: Envelope };
+    assert.deepEqual(Object.keys(body), ['code', 'content', 'envelope']);
+    assert.equal(body.code, 'signature_missing');
+    assert.equal(body.envelope.ok, false);
+    assert.equal(body.envelope.error!.reason, 'auth_invalid');
+    assert.equal(body.envelope.error!.details!.ucp_code, 'signature_missing');
+    assert.equal(typeof body.envelope.error!.hint, 'string');
+    assert.equal(typeof body.envelope.audit_id, 'number', 'audited as an unauthenticated failure');
     assert.equal(u.timings.length, 0);
   });
 
@@ -148,6 +157,9 @@ describe('UCP inbound verification', () => {
       const res = await u.call(ADD, body, options);
       assert.equal(res.status, status, res.text);
       assert.equal(res.json<{ code: string }>().code, code);
+      const envelope = res.json<{ envelope: Envelope }>().envelope;
+      assert.equal(envelope.error!.details!.ucp_code, code);
+      assert.equal(typeof envelope.audit_id, 'number', 'every refusal is audited');
       assert.equal(res.headers.signature, undefined, 'a refusal before verification is not signed');
       const notes = await u.h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM notes'));
       assert.equal(Number(notes!.n), 0);
@@ -206,7 +218,9 @@ describe('UCP inbound verification', () => {
       body: new Uint8Array(captured!.body!),
     });
     assert.equal(replay.status, 401);
-    assert.equal(((await replay.json()) as { code: string }).code, 'signature_replayed');
+    const replayed = (await replay.json()) as { code: string; envelope: Envelope };
+    assert.equal(replayed.code, 'signature_replayed');
+    assert.equal(typeof replayed.envelope.audit_id, 'number', 'a replay is audited');
   });
 
   it('requires the UCP components: @query when the URL has one, idempotency-key when sent', async (t) => {

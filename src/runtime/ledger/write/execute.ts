@@ -41,6 +41,39 @@ import { approvalRejected, approvalSuperseded, nonceReplayed } from '../../conse
 import { argsHash } from './idempotency.ts';
 import { channelOfCall, provenanceText, type ConsentProvenance } from '../../consent/provenance.ts';
 import { refuse } from '../../refusals.ts';
+import { VerbError } from '../../errors.ts';
+
+/**
+ * Default largest write result that may commit (bytes of its JSON): 4 MiB = 4_194_304, the MCP
+ * transport's result limit (src/transports/mcp/envelope-map.ts DEFAULT_MAX_RESULT_BYTES).
+ */
+export const DEFAULT_MAX_WRITE_RESULT_BYTES = 4 * 1024 * 1024;
+
+/** Room left in the limit for the receipt's own fields (status, audit_id, timestamp, keys, handle). */
+const RECEIPT_FIELDS_BYTES = 2048;
+
+/**
+ * Refuse a write result that could not be sent, before anything commits (issue 30 row 7): its JSON
+ * is measured against the smaller of the runtime's `maxResultBytes` and the caller's transport
+ * limit (`Caller.maxResultBytes`), less RECEIPT_FIELDS_BYTES. Cheap for the usual small result: a
+ * UTF-16 unit is at most 3 UTF-8 bytes, so the byte count is only taken near the limit.
+ * @throws VerbError result_too_large (details: bytes, limit_bytes); the write's transaction rolls back.
+ */
+export function assertResultFits(verb: string, result: Record<string, unknown>, limit: number): void {
+  const room = Math.max(0, limit - RECEIPT_FIELDS_BYTES);
+  const json = JSON.stringify(result);
+  if (json.length * 3 <= room) return;
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes <= room) return;
+  throw new VerbError(
+    'result_too_large',
+    `${verb} would answer ${bytes} bytes, more than the ${limit} bytes this call can be sent; nothing was written.`,
+    {
+      hint: 'Write less in one call (split the input over several calls), or raise the limit of the server (maxResultBytes).',
+      details: { bytes, limit_bytes: limit },
+    },
+  );
+}
 
 /** The consent decision of a confirmed call (what the execute step must burn/consume). */
 export interface Consent {
@@ -200,6 +233,7 @@ export async function executeInTx(rt: RuntimeCore, tx: StoreTx, input: ExecuteIn
     (secret ??= {})[k] = result[k];
     delete result[k];
   }
+  assertResultFits(verb.name, result, Math.min(rt.options.maxResultBytes, caller.maxResultBytes ?? Infinity));
   // The tenant-wide rows (daily counter, then the chain head) are locked as late as possible, after
   // the handler: on PostgreSQL every writer of the tenant queues on them until commit, so the
   // locked section is the tail of the transaction only. Over the cap → the whole write rolls back.

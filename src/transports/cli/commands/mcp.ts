@@ -1,5 +1,6 @@
 /**
- * `solid mcp [--db PATH] [--refresh-seconds 300] [--toolsets crm,payments] [--dynamic-toolsets]`
+ * `solid mcp [--db PATH] [--refresh-seconds 300] [--toolsets crm,payments] [--dynamic-toolsets]
+ * [--max-frame-bytes 1048576]`
  * (also `npx solid-verbs mcp`): serve this database's verbs as MCP tools over stdio, for Claude
  * Desktop, Cursor and other MCP hosts. --toolsets / SOLID_TOOLSETS: only those verb categories
  * (an unknown name exits 2 listing the valid ones); --dynamic-toolsets / SOLID_DYNAMIC_TOOLSETS=1:
@@ -24,6 +25,7 @@ import { installPack, type Pack } from '../../../runtime/pack.ts';
 import type { Runtime } from '../../../runtime/runtime.ts';
 import { serveStdio, DEFAULT_REFRESH_MS } from '../../mcp/stdio.ts';
 import { resolveToolsets, ToolsetError } from '../../mcp/toolsets.ts';
+import { MAX_STDIO_FRAME_BYTES } from '../../mcp/stdio-frame-guard.ts';
 import { localOptionsOf, openLocal, type Local } from '../local.ts';
 import { remoteUrlOf } from '../target.ts';
 import type { Io } from '../output.ts';
@@ -45,6 +47,10 @@ export function registerMcp(program: Command, io: Io, setExit: (code: number) =>
       'only these toolsets (verb categories, comma-separated, e.g. crm,payments; default all; env SOLID_TOOLSETS)',
     )
     .option(
+      '--max-frame-bytes <bytes>',
+      'largest JSON-RPC message on stdin, in bytes (default 1048576, the HTTP body limit; at most 10485760; env SOLID_MAX_FRAME_BYTES)',
+    )
+    .option(
       '--dynamic-toolsets',
       'list three meta tools (search_verbs, describe_verb, call_verb) instead of every verb (env SOLID_DYNAMIC_TOOLSETS=1)',
     )
@@ -57,6 +63,7 @@ export interface McpFlags {
   refreshSeconds: string;
   toolsets?: string;
   dynamicToolsets?: boolean;
+  maxFrameBytes?: string;
 }
 
 /**
@@ -82,6 +89,15 @@ export async function runMcpStdio(program: Command, io: Io, flags: McpFlags): Pr
     return 2;
   }
   const { toolsets, dynamic } = toolsetFlags(flags);
+  const frameFlag = flags.maxFrameBytes ?? process.env.SOLID_MAX_FRAME_BYTES;
+  const maxFrameBytes = frameFlag === undefined || frameFlag.trim() === '' ? undefined : Number(frameFlag);
+  if (
+    maxFrameBytes !== undefined &&
+    (!Number.isInteger(maxFrameBytes) || maxFrameBytes < 1 || maxFrameBytes > MAX_STDIO_FRAME_BYTES)
+  ) {
+    io.err(`✗ --max-frame-bytes must be an integer from 1 to ${MAX_STDIO_FRAME_BYTES}`);
+    return 2;
+  }
   const url = remoteUrlOf(program);
   if (url !== undefined) {
     if (toolsets !== undefined || dynamic) {
@@ -112,6 +128,7 @@ export async function runMcpStdio(program: Command, io: Io, flags: McpFlags): Pr
       // URL-mode elicitation opens the approval page (SOLID_PUBLIC_URL) and completes the call
       // once a human decided there. spec/consent.md §approval-page
       approvalDecided: approvalDecidedIn(local.rt.store, local.rt.clock),
+      ...(maxFrameBytes !== undefined ? { maxFrameBytes } : {}),
     });
     const onSignal = () => void served.close();
     process.once('SIGINT', onSignal);
