@@ -70,7 +70,12 @@ export const REASONS = {
   auth_invalid: r(401, 3, 'auth', 'The credentials are unknown, revoked or malformed.'),
   session_invalid: r(401, 3, 'auth', 'The browser session is missing or expired.'),
   signin_failed: r(401, 3, 'auth', 'A passkey or authenticator-code sign-in did not verify.'),
-  enrolment_invalid: r(401, 3, 'auth', 'The enrolment link is unknown, used, expired, or its user is disabled.'),
+  enrolment_invalid: r(
+    401,
+    3,
+    'auth',
+    'The enrolment link is unknown, used, expired, or its user is disabled.',
+  ),
   passkey_unavailable: r(
     400,
     2,

@@ -96,7 +96,11 @@ function isWhitespace(c: number): boolean {
  * body-bounds.ts). Malformed text never loops or throws here: the scan answers undefined and the
  * parser that runs next names the syntax error. Spec: spec/transports.md §http-body.
  */
-export function checkJsonBounds(text: string, subject: string, bounds: JsonBounds = {}): JsonStructureProblem | undefined {
+export function checkJsonBounds(
+  text: string,
+  subject: string,
+  bounds: JsonBounds = {},
+): JsonStructureProblem | undefined {
   const maxDepth = bounds.maxDepth ?? MAX_JSON_DEPTH;
   const maxKeys = bounds.maxKeys ?? MAX_JSON_KEYS;
   const maxNodes = bounds.maxNodes ?? MAX_JSON_NODES;

@@ -15,7 +15,7 @@ import { VerbError, isVerbError } from '../errors.ts';
 import { appendAudit, redact } from '../ledger/write/audit.ts';
 import { argsHash } from '../ledger/write/idempotency.ts';
 import type { Consent } from '../ledger/write/execute.ts';
-import { issueNonce, verifyNonce, type NoncePayload } from '../consent/nonce.ts';
+import { issueNonce, verifyNonce } from '../consent/nonce.ts';
 import { phraseHash, phrasesMatch } from '../consent/typed-phrase.ts';
 import {
   effectiveStatus,

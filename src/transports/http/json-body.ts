@@ -31,7 +31,9 @@ export const MAX_BODY_DEPTH = MAX_JSON_DEPTH;
 
 /** The details a body refusal carried before the check moved to src/spec/strict-json.ts. */
 function problemDetails(problem: JsonStructureProblem): Record<string, unknown> | undefined {
-  return problem.kind === 'duplicate_key' || problem.kind === 'too_many_keys' || problem.kind === 'too_many_nodes'
+  return problem.kind === 'duplicate_key' ||
+    problem.kind === 'too_many_keys' ||
+    problem.kind === 'too_many_nodes'
     ? problem.details
     : undefined;
 }

@@ -147,13 +147,21 @@ test('a body over the work bound (keys per object, values in all) is refused bef
     headers: { 'content-type': 'application/json' },
   });
   assertTransportError(three, 400, 'invalid_request');
-  const fits = await tight.inject({ method: 'POST', url, payload: '{"args":{}}', headers: { 'content-type': 'application/json' } });
+  const fits = await tight.inject({
+    method: 'POST',
+    url,
+    payload: '{"args":{}}',
+    headers: { 'content-type': 'application/json' },
+  });
   assert.equal(fits.statusCode, 200, fits.body);
 });
 
 test('checkJsonBounds counts values at every depth, keys per object, and never hangs on malformed text', () => {
   assert.equal(checkJsonBounds('{"a":[1,2,{"b":"x"}],"c":null}', 's', { maxNodes: 7 }), undefined);
-  assert.equal(checkJsonBounds('{"a":[1,2,{"b":"x"}],"c":null}', 's', { maxNodes: 6 })?.kind, 'too_many_nodes');
+  assert.equal(
+    checkJsonBounds('{"a":[1,2,{"b":"x"}],"c":null}', 's', { maxNodes: 6 })?.kind,
+    'too_many_nodes',
+  );
   assert.equal(checkJsonBounds('{"a":1,"b":{"c":1,"d":2}}', 's', { maxKeys: 2 }), undefined);
   assert.equal(checkJsonBounds('{"a":1,"b":2,"c":3}', 's', { maxKeys: 2 })?.kind, 'too_many_keys');
   assert.equal(checkJsonBounds('["a,b","c:d","{",  "}"]', 's', { maxNodes: 5 }), undefined);

@@ -233,7 +233,11 @@ export async function executeInTx(rt: RuntimeCore, tx: StoreTx, input: ExecuteIn
     (secret ??= {})[k] = result[k];
     delete result[k];
   }
-  assertResultFits(verb.name, result, Math.min(rt.options.maxResultBytes, caller.maxResultBytes ?? Infinity));
+  assertResultFits(
+    verb.name,
+    result,
+    Math.min(rt.options.maxResultBytes, input.caller.maxResultBytes ?? Infinity),
+  );
   // The tenant-wide rows (daily counter, then the chain head) are locked as late as possible, after
   // the handler: on PostgreSQL every writer of the tenant queues on them until commit, so the
   // locked section is the tail of the transaction only. Over the cap → the whole write rolls back.
