@@ -87,6 +87,31 @@ test('every consent reason is produced by a dispatch and audited with that reaso
     (await h.call('admin', 'charge_invoice', args, { confirm: true, nonce: c.nonce, typed_phrase: phrase }))
       .error?.reason,
   );
+  // The same charge done on a second nonce supersedes the first attempt's approval and nonce.
+  const sixth = { ...args, invoice_id: 6 };
+  const stale = pendingOf(await h.call('admin', 'charge_invoice', sixth));
+  const fresh = pendingOf(await h.call('admin', 'charge_invoice', sixth));
+  const phrase6 = 'CHARGE $1.00 to invoice #6';
+  assert.equal(
+    (
+      await h.call('admin', 'charge_invoice', sixth, {
+        confirm: true,
+        nonce: fresh.nonce,
+        typed_phrase: phrase6,
+      })
+    ).ok,
+    true,
+  );
+  note(
+    'approval_superseded',
+    (
+      await h.call('admin', 'charge_invoice', sixth, {
+        confirm: true,
+        nonce: stale.nonce,
+        typed_phrase: phrase6,
+      })
+    ).error?.reason,
+  );
   const late = pendingOf(await h.call('admin', 'charge_invoice', { ...args, invoice_id: 4 }));
   await h.setSettings({ caps: { WRITE_FINANCIAL: 1 } });
   // A used-up cap refuses the preflight itself (no nonce is handed out).
