@@ -26,7 +26,9 @@ const HASHED = AUDIT_COLUMNS.filter((c) => c !== 'row_hash');
 
 function reference(row: Omit<AuditRow, 'row_hash'>): string {
   const src = row as unknown as Record<string, unknown>;
-  return canonicalize(Object.fromEntries(HASHED.map((c) => [c, src[c] ?? null]))) ?? '';
+  // `consent` is hashed only when present: rows written before it existed hash as they did.
+  const columns = HASHED.filter((c) => c !== 'consent' || src[c] != null);
+  return canonicalize(Object.fromEntries(columns.map((c) => [c, src[c] ?? null]))) ?? '';
 }
 
 const STRINGS = [
@@ -74,6 +76,7 @@ function row(i: number): Omit<AuditRow, 'row_hash'> {
     requires_approval: (i + 1) % 2,
     approved_by: maybe(14, i + 3),
     approved_at: maybe(15, s(0)),
+    consent: maybe(17, '{"act":"confirmation","at":"' + s(4) + '"}'),
     latency_ms: maybe(16, n(4)),
     prev_hash: 'f'.repeat(64),
   };
