@@ -52,9 +52,13 @@ export function remoteVerb(record: VerbRecord, hints: VerbHints | undefined): Co
   const write = record.side_effects !== undefined && record.side_effects !== 'read';
   const consentClass: VerbClass = hints?.consent_class ?? (write ? 'IRREVERSIBLE' : 'READ');
   const delegated = hints?.delegated ?? false;
+  // The record's description ends with "No consent gate: <why>" for an ungated write (the
+  // registry adds it): split it back so the tool reads as the embedded server's.
+  const ungated = / No consent gate: (.+)$/s.exec(record.description);
   const definition: VerbDefinition = {
     name: record.name,
-    description: record.description,
+    description: ungated === null ? record.description : record.description.slice(0, ungated.index),
+    ...(ungated !== null ? { ungated: ungated[1]! } : {}),
     ...(hints?.title !== undefined ? { title: hints.title } : {}),
     shape: record.shape,
     category: hints?.category ?? 'remote',

@@ -209,7 +209,7 @@ export const approvalsList = defineSystemVerb<ApprovalsListArgs>({
   name: 'approvals.list',
   title: 'List approvals',
   description:
-    "List the tenant's out-of-band approvals of typed-phrase actions (WRITE_FINANCIAL, IRREVERSIBLE), newest first: verb, summary, the exact phrase to type, requester, status and expiry. Default: those awaiting a decision, including expired ones (status expired). Needs the admin role. Approve with approvals.approve, reject with approvals.reject.",
+    "The tenant's approvals of typed-phrase actions, newest first: verb, summary, phrase, requester, status, expiry. Default: awaiting a decision (expired ones included). Admin role. A signed-in human decides them (approvals.approve / reject, the approval page).",
   shape: 'aggregate',
   category: 'consent',
   role_floor: 'admin',
@@ -539,7 +539,7 @@ export const approvalsWithdraw = defineSystemVerb<ApprovalsWithdrawArgs>({
   name: 'approvals.withdraw',
   title: 'Withdraw a pending request',
   description:
-    "The requester withdraws its own pending typed-phrase request (it no longer wants the action, or did it another way): the approval becomes superseded, a human can no longer approve it, and its nonce answers approval_superseded. Only the user who asked may withdraw (withdrawing only ever removes a way to act). Reasons: approval_not_found (unknown id, or another user's request), approval_not_pending.",
+    'Withdraw your own pending typed-phrase request: the approval is superseded (no human can approve it; its nonce answers approval_superseded). Reasons: approval_not_found, approval_not_pending.',
   shape: 'receipt',
   category: 'consent',
   input: {

@@ -214,6 +214,9 @@ export const tenantGateRules = defineSystemVerb<Record<string, never>>({
   shape: 'aggregate',
   category: 'consent',
   role_floor: 'admin',
+  // The owner's screens (dashboard, CLI); agents learn the rules that apply to a verb from
+  // verbs.list (conditional_gates) and from the pending answer, not from an extra MCP tool.
+  surfaces: ['http', 'cli'],
   input: { type: 'object', properties: {}, additionalProperties: false },
   output: {
     type: 'object',

@@ -40,7 +40,7 @@ export const eventsSubscribe = defineSystemVerb<SubscribeArgs>({
   name: 'events.subscribe',
   title: 'Subscribe to events',
   description:
-    'Watch the tenant\'s domain events (deal.stage_changed, invoice.paid…) without a socket: returns a subscription_id, an opaque cursor, the most recent matching events (initial_events, oldest first) and poll_interval_ms. Then call events.poll with the cursor to get every later matching event, in order, exactly once. Filter by event types (exact, or a prefix like "deal.*"), entity_type (+ entity_ids) and an occurred_at range (from inclusive, to exclusive). Cursors stay valid 30 days. At most 100 per user: a new one replaces your oldest.',
+    'Watch the tenant\'s domain events (deal.stage_changed, invoice.paid…) without a socket: returns a subscription_id, a cursor, the latest matching events (initial_events) and poll_interval_ms; events.poll with the cursor then returns every later match, in order, once. Filter by types (exact or "deal.*"), entity_type (+ entity_ids), occurred_at range. Cursors last 30 days; 100 per user at most.',
   shape: 'subscribe',
   category: 'events',
   input: {
@@ -103,7 +103,7 @@ export const eventsPoll = defineSystemVerb<{ cursor: string; wait_ms?: number; l
   name: 'events.poll',
   title: 'Poll events',
   description:
-    'Get the events that happened after a cursor (from events.subscribe or the previous poll), oldest first, and the next cursor to keep. Nothing new: events is empty and the cursor comes back unchanged; set wait_ms (up to 30000) to have the server hold the call until a matching event commits. Wait poll_interval_ms before the next poll (0 means more events are already waiting). Never returns an event whose change was rolled back, never skips one that committed.',
+    'Get the events that happened after a cursor (from events.subscribe or the previous poll), oldest first, and the next cursor to keep. Nothing new: events is empty, the cursor unchanged; wait_ms (up to 30000) holds the call until a matching event commits. Wait poll_interval_ms before the next poll (0: more are waiting). Only committed events, none skipped.',
   shape: 'subscribe',
   category: 'events',
   input: {

@@ -71,7 +71,7 @@ export const auditExplain = defineSystemVerb<{
   name: 'audit.explain',
   title: 'Explain an entity',
   description:
-    'Explain why an entity (any entity_type and entity_id: deal, invoice, contact, droplet…) is in its present state: the causal chain of verb calls recorded against it (including refused and pending ones) and the domain events about it, oldest first, each with timestamp, action, actor and detail; plus current_state when the latest event carries one and a plain-language reasoning. Call it before acting on something you did not create.',
+    'Explain why an entity (any entity_type and entity_id: deal, invoice, contact, droplet…) is in its present state: the verb calls recorded against it (refused and pending included) and its domain events, oldest first, each with timestamp, action, actor and detail; current_state when known; a plain-language reasoning. Call it before acting on something you did not create.',
   shape: 'explain',
   category: 'audit',
   input: {

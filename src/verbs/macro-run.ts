@@ -161,7 +161,7 @@ export const macrosRun = defineSystemVerb<RunArgs>({
   name: 'macros.run',
   title: 'Run a macro',
   description:
-    'Run a saved macro: each step goes through the full pipeline (role, consent, caps) and the answer lists one record per step. override_args: {"<step index>": {arg: value}}. A step needing consent pauses the run (status "pending", its consent request and resume.token): call again with macro_id and resume, confirming as for any verb (a typed phrase comes from the human or an approval, never from your arguments). A failing step stops the run (macro_step_failed; error.details.resume.token retries it).',
+    'Run a saved macro: each step goes through the full pipeline (role, consent, caps) and the answer lists one record per step. override_args: {"<step index>": {arg: value}}. A step needing consent pauses the run (status "pending", its consent request, resume.token): call again with macro_id and resume, confirming as for any verb. A failing step stops the run (macro_step_failed; error.details.resume.token retries it).',
   shape: 'macro',
   category: 'macros',
   input: {

@@ -72,7 +72,7 @@ export const macrosSave = defineSystemVerb<{ name: string; description?: string;
   name: 'macros.save',
   title: 'Save a macro',
   description:
-    'Save a named chain of verb calls to replay later with macros.run. Each step is {verb, args}; a later step can take a value from an earlier step\'s output with {"$from": "/<step>/result/<field>"} (a JSON Pointer into the list of step records, e.g. "/0/result/deal_id"). Saving under an existing name replaces that macro (its version goes up). Blocked verbs and references to steps that do not run earlier are refused (macro_invalid).',
+    'Save a named chain of verb calls to replay with macros.run. Each step is {verb, args}; a step can take an earlier step\'s output with {"$from": "/<step>/result/<field>"} (a JSON Pointer, e.g. "/0/result/deal_id"). Saving under an existing name replaces the macro (version + 1). Blocked verbs and references to later steps: macro_invalid.',
   shape: 'macro',
   category: 'macros',
   input: {
@@ -128,7 +128,7 @@ export const macrosRecord = defineSystemVerb<{
   name: 'macros.record',
   title: 'Record a macro',
   description:
-    'Save, as a macro, the calls you yourself completed from one audit row to another (inclusive, in trail order; take the ids from audit.trail). Only completed calls are kept, in order, with the arguments they were made with; refused, failed and pending attempts, orientation calls (verbs.list, suggest) and transaction steps are skipped. Refused when an argument was redacted as secret (it cannot be replayed) or when the range holds none of your completed calls.',
+    'Save, as a macro, the calls you completed between two audit rows (inclusive; ids from audit.trail), in order, with their arguments; refused, failed and pending attempts, orientation calls and transaction steps are skipped. Refused when an argument was redacted as secret or the range holds none of your completed calls.',
   shape: 'macro',
   category: 'macros',
   input: {

@@ -18,7 +18,7 @@ export const auditRevert = defineSystemVerb<RevertArgs>({
   name: 'audit.revert',
   title: 'Revert an action',
   description:
-    'Undo a completed write by its audit_id (or rollback_handle) from the receipt. The undo is a new audited action (a refund, a restore), never an erasure. It passes the consent gate of the action it undoes: a financial one needs an admin and a typed phrase such as "REVERT charge_invoice #42". A committed transaction is undone step by step in reverse. Refused with not_revertible (details.cause no_revert_handler) when the action cannot be undone automatically (verbs show says revertible: false), before any confirmation; an action reverts once.',
+    'Undo a completed write by its audit_id (or rollback_handle) from the receipt. The undo is a new audited action (a refund, a restore), never an erasure. It passes the consent gate of the action it undoes: a financial one needs an admin and a typed phrase such as "REVERT charge_invoice #42". A committed transaction is undone in reverse. An action that cannot be undone automatically (revertible: false) is refused not_revertible before any confirmation; an action reverts once.',
   shape: 'revert',
   category: 'audit',
   input: {

@@ -36,7 +36,7 @@ export const systemTelemetry = defineSystemVerb<{ window_seconds?: number }>({
   name: 'system.telemetry',
   title: 'Runtime telemetry',
   description:
-    "The runtime's own health for this tenant over the last window_seconds (default 300, at most 3600): dispatch counts (ok, errors, denials, pending), error and denial rates, latency percentiles (p50/p95/p99 ms), refusals by reason, store size (engine, bytes, audit and event rows) and queue backlogs (outbox, buffered audit rows). Call it when calls fail or slow down, to tell a runtime problem from a verb problem.",
+    "The runtime's health for this tenant over the last window_seconds (default 300, max 3600): dispatch counts and error/denial rates, latency p50/p95/p99 (ms), store size, queue backlogs (outbox, dead letters, buffered audit rows). Call it when calls fail or slow down, to tell a runtime problem from a verb problem.",
   shape: 'telemetry',
   category: 'system',
   input: {

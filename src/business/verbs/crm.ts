@@ -469,7 +469,7 @@ export const crmExplainContactState = defineBusinessVerb<{ contact_id: number; l
   name: 'crm.explain_contact_state',
   title: 'Explain a contact state',
   description:
-    'Explain why a contact is in its current state (lead, active or inactive; tags; erased or not): the causal chain from the event log — creation, status changes with their reasons, updates, notes, deals, visits, invoices and payments — each with timestamp, actor, action and a plain-language detail, oldest first, plus verb calls recorded against the contact (including refused ones) and a plain-language reasoning. Use it before changing a contact you did not create.',
+    'Explain why a contact is in its current state (lead, active or inactive; tags; erased or not): the causal chain of its events (creation, status changes and reasons, updates, notes, deals, visits, invoices, payments), oldest first, with the verb calls recorded against it (refused ones included) and a plain-language reasoning. Use it before changing a contact you did not create.',
   shape: 'explain',
   category: 'crm',
   input: objectSchema(

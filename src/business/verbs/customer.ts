@@ -276,7 +276,7 @@ export const customerSuggestNextService = defineBusinessVerb<{ customer_id: numb
   name: 'customer.suggest_next_service',
   title: 'Suggest the next service for a customer',
   description:
-    "Rank the services this customer most likely needs next, learned from the company's own completed visits: for the customer's last completed service, how often each service followed it for other customers (confidence = that share, sample_size = how many follow-up visits were observed, band learning below 20). With no completed visit yet, ranks the services customers most often start with. Each suggestion names scheduling.book_appointment with ready-to-use args.",
+    "Rank the services this customer most likely needs next, learned from the company's own completed visits: how often each service followed the customer's last completed one for other customers (confidence = that share, sample_size = follow-ups observed, band learning below 20); with no visit yet, the usual first services. Each suggestion names scheduling.book_appointment with ready args.",
   shape: 'suggest',
   category: 'customer',
   input: objectSchema(

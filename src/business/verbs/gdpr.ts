@@ -35,7 +35,7 @@ export const gdprDeleteContact = defineBusinessVerb<{ contact_id: number }>({
   name: 'gdpr_delete_contact',
   title: 'Erase a contact (GDPR)',
   description:
-    'Erase a contact\'s personal data for a GDPR / privacy request: name, email, phone, address, tags, notes, visit notes, stored payment methods and emails are removed or redacted; invoices and payments are kept (legal retention) under "Erased contact #<id>". IRREVERSIBLE: only the owner, with the typed phrase shown, e.g. "DELETE CONTACT 4242 PERMANENTLY"; audit.revert cannot undo it. Preview with gdpr.preview_delete_contact; export first with gdpr.export_contact_data if the person asked for a copy.',
+    'Erase a contact\'s personal data for a GDPR / privacy request: name, email, phone, address, tags, notes, visit notes, stored payment methods and emails are removed or redacted; invoices and payments are kept (legal retention) under "Erased contact #<id>". IRREVERSIBLE: owner only, with the typed phrase; cannot be reverted. Preview with gdpr.preview_delete_contact; export first (gdpr.export_contact_data) if the person asked for a copy.',
   shape: 'receipt',
   category: 'gdpr',
   consent: 'IRREVERSIBLE',

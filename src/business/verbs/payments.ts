@@ -80,7 +80,7 @@ export const chargeInvoice = defineBusinessVerb<ChargeArgs>({
   name: 'charge_invoice',
   title: 'Charge an invoice',
   description:
-    'Charge a customer for an issued invoice, identified by its NUMBER (e.g. 4304): the amount in integer cents (at most the balance due) by card (default, the customer\'s stored default card), ach, check or cash. Moves money: an admin must type the phrase shown, e.g. "CHARGE $50.00 to invoice #4304". Refused with already_paid, amount_exceeds_balance or invoice_not_payable. Not revertible (undo a charge with issue_refund). Preview with payments.preview_charge.',
+    'Charge a customer for an issued invoice, identified by its NUMBER (e.g. 4304): the amount in integer cents (at most the balance due) by card (default, the customer\'s stored default card), ach, check or cash. Moves money: an admin\'s typed phrase (e.g. "CHARGE $50.00 to invoice #4304"). Refused: already_paid, amount_exceeds_balance, invoice_not_payable. Not revertible (undo with issue_refund). Preview: payments.preview_charge.',
   shape: 'receipt',
   category: 'payments',
   consent: 'WRITE_FINANCIAL',
@@ -258,7 +258,7 @@ export const issueRefund = defineBusinessVerb<RefundArgs>({
   name: 'issue_refund',
   title: 'Refund a charge',
   description:
-    'Refund part or all of a captured charge, identified by its charge reference (ch_…), amount in integer cents (at most what remains captured), with an optional reason. Moves money back to the customer: an admin must type the phrase shown, e.g. "REFUND $50.00 on charge ch_xyz". Refunds cannot be reverted (audit.revert refuses with not_revertible). Refused with refund_exceeds_captured or payment_not_refundable. Always run payments.preview_refund_impact first.',
+    'Refund part or all of a captured charge, identified by its charge reference (ch_…), amount in integer cents (at most what remains captured), with an optional reason. Moves money: an admin\'s typed phrase (e.g. "REFUND $50.00 on charge ch_xyz"). Not revertible. Refused: refund_exceeds_captured, payment_not_refundable. Run payments.preview_refund_impact first.',
   shape: 'receipt',
   category: 'payments',
   consent: 'WRITE_FINANCIAL',

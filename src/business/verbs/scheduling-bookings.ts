@@ -118,7 +118,7 @@ export const schedulingBookAppointment = defineBusinessVerb<BookArgs>({
   name: 'scheduling.book_appointment',
   title: 'Book an appointment',
   description:
-    'Book a visit for a customer: service, start time (ISO 8601 with offset, in the future) and optionally the technician, length, access notes and the deal it belongs to. Without a technician the first one free for the whole visit is chosen. Refused with appointment_in_past or double_booked (the technician already has a visit then). Reversible: audit.revert cancels the booking. Preview with scheduling.preview_booking; scheduling.suggest_slots proposes good slots.',
+    'Book a visit for a customer: service, start time (ISO 8601 with offset, in the future) and optionally the technician, length, access notes and the deal it belongs to. Without a technician, the first one free for the whole visit. Refused: appointment_in_past, double_booked. Reversible (audit.revert cancels it). Preview: scheduling.preview_booking; slots: scheduling.suggest_slots.',
   shape: 'receipt',
   category: 'scheduling',
   consent: 'WRITE_REVERSIBLE',

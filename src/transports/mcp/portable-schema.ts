@@ -387,13 +387,16 @@ const OUTPUT_NOISE = new Set([
   'uniqueItems',
   'minProperties',
   'maxProperties',
+  // An output's `format` (date-time, email…) only asserts what the runtime already validated; a
+  // model reads the values themselves in the result.
+  'format',
 ]);
 
 /**
  * The success result's schema as MCP lists it: the portable output schema (toPortableSchema
  * 'output') reduced to its structure — types, properties, required, items, enum/const,
- * additionalProperties when it is a schema, format — without titles, descriptions, examples,
- * value constraints (length, range, pattern) or boolean additionalProperties, and with an `anyOf` nested directly in another flattened. Only ever
+ * additionalProperties when it is a schema — without titles, descriptions, examples,
+ * value constraints (length, range, pattern, format) or boolean additionalProperties, and with an `anyOf` nested directly in another flattened. Only ever
  * LOOSENS: a result the runtime accepted (it validates every output against the verb's full
  * schema) still passes. What the shapes mean is said once, in the server instructions, instead
  * of in every tool (spec/transports.md §mcp-tool-budget).
