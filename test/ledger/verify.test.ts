@@ -76,6 +76,14 @@ function attacker(h: TestRuntime): Database.Database {
   return db;
 }
 
+/**
+ * The thorough attacker also removes the tenant's stored receipts, which would otherwise contradict
+ * the rewrite (receipt_mismatch): the tests using it are about what the chain itself proves.
+ */
+function dropReceipts(db: Database.Database, companyId: number): void {
+  db.prepare('DELETE FROM receipts WHERE company_id = ?').run(companyId);
+}
+
 function kinds(report: AuditVerifyReport, companyId: number): AuditFindingKind[] {
   return report.tenants.find((x) => x.company_id === companyId)?.findings.map((f) => f.kind) ?? [];
 }
@@ -409,6 +417,7 @@ describe('audit chain verification', () => {
     const h = await populated(t);
     const db = attacker(h);
     db.prepare('DELETE FROM audit_log WHERE company_id = ? AND seq = 4').run(h.companyId);
+    dropReceipts(db, h.companyId);
     db.close();
     const report = await verifyBoth(h.dbPath);
     const f = report.tenants.find((x) => x.company_id === h.companyId)!.findings;
@@ -422,11 +431,39 @@ describe('audit chain verification', () => {
     assert.match(run.text, /gap/);
   });
 
+  it('detects rows deleted or rewritten under their stored receipts (receipt_mismatch)', async (t) => {
+    const h = await populated(t);
+    const db = attacker(h);
+    const [gone, edited] = db
+      .prepare('SELECT audit_id FROM receipts WHERE company_id = ? ORDER BY audit_id LIMIT 2')
+      .all(h.companyId) as Array<{ audit_id: number }>;
+    db.prepare('DELETE FROM audit_log WHERE audit_id = ?').run(gone!.audit_id);
+    db.prepare('UPDATE audit_log SET row_hash = ? WHERE audit_id = ?').run('e'.repeat(64), edited!.audit_id);
+    db.close();
+    const report = await verifyBoth(h.dbPath);
+    const f = report.tenants.find((x) => x.company_id === h.companyId)!.findings;
+    assert.deepEqual(
+      f.filter((x) => x.kind === 'receipt_mismatch').map((x) => x.audit_id),
+      [gone!.audit_id, edited!.audit_id],
+    );
+    assert.ok(report.receipts_checked! >= 2);
+    const store = new SqliteStore({ path: h.dbPath });
+    t.after(() => store.close());
+    const viaStore = await verifyStoreChain(store);
+    assert.equal(
+      viaStore.tenants
+        .find((x) => x.company_id === h.companyId)!
+        .findings.filter((x) => x.kind === 'receipt_mismatch').length,
+      2,
+    );
+  });
+
   it('detects a truncated tail (truncated: the head and the signed checkpoint lie beyond the last row)', async (t) => {
     const h = await populated(t);
     const db = attacker(h);
     const last = maxSeq(db, h.companyId);
     db.prepare('DELETE FROM audit_log WHERE company_id = ? AND seq > ?').run(h.companyId, last - 3);
+    dropReceipts(db, h.companyId);
     db.close();
     const report = await verifyBoth(h.dbPath);
     const k = kinds(report, h.companyId);
@@ -452,6 +489,7 @@ describe('audit chain verification', () => {
       newLast.row_hash,
       h.companyId,
     );
+    dropReceipts(db, h.companyId);
     db.close();
     const run = await cliFindings(h, ['--keys', keysFile]);
     assert.notEqual(run.code, 0);
@@ -516,6 +554,7 @@ describe('audit chain verification', () => {
     );
     rehash(db, h.companyId);
     db.prepare('DELETE FROM audit_checkpoints WHERE company_id = ?').run(h.companyId);
+    dropReceipts(db, h.companyId);
     db.close();
     const report = await verifyBoth(h.dbPath);
     const mine = report.tenants.find((x) => x.company_id === h.companyId)!;

@@ -49,6 +49,7 @@ import { parseJson } from '../../../store/store.ts';
 import type { PublicJwk } from '../keys/tenant-keys.ts';
 import { checkpointMaterial } from '../keys/checkpoints.ts';
 import { VerbError } from '../../errors.ts';
+import { checkStoredReceipts } from './receipt-check.ts';
 
 export interface TenantVerifyReport {
   company_id: number;
@@ -73,6 +74,8 @@ export interface AuditVerifyReport {
   tenants: TenantVerifyReport[];
   elapsed_ms: number;
   rows_per_second: number;
+  /** Stored receipts compared with their audit rows (checkStoredReceipts); absent when not checked. */
+  receipts_checked?: number;
   warnings: string[];
 }
 
@@ -603,6 +606,7 @@ export async function verifyStoreChain(
   for (const [id, w] of walkers) segments.set(id, [w.r]);
   const report = assemble(t0, total, segments, checked, headMap(meta.heads, t), maxFindings);
   await store.read((q) => checkUnsignedTails(report, q, options));
+  await store.read((q) => checkStoredReceipts(report, q, options));
   if (options.trust === undefined) report.warnings.push(SAME_STORE_WARNING);
   return report;
 }
