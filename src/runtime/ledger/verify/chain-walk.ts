@@ -20,7 +20,6 @@ export type AuditFindingKind =
   | 'unsigned_tail'
   | 'receipt_mismatch'
   | 'no_checkpoint'
-  | 'anchor_mismatch'
   | 'rolled_back';
 
 export interface AuditFinding {

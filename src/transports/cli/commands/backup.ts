@@ -5,10 +5,11 @@
  * least where the live database's was when the copy began — and only then publish it (atomic
  * rename; a copy that fails is never left under `<file>`). An existing `<file>` needs --force.
  *
- * `solid restore <file> [--force] [--json]`: verify the backup the same way, refuse a database
+ * `solid restore <file> [--force] [--anchors DIR] [--json]`: verify the backup the same way, refuse a database
  * another process holds open (a running `solid serve`) unless --force, name every tenant the
  * restore rolls back (the database in place is ahead of the backup: receipts handed out since
- * will no longer be in the log), write the backup into the database with the backup API (one
+ * will no longer be in the log) and, with --anchors, every tenant whose anchored head the backup
+ * is older than, write the backup into the database with the backup API (one
  * transaction: the old or the new database, never a mix), and verify the result.
  *
  * PostgreSQL: refused with the pg_dump / pg_restore procedure of docs/operations.md as the hint;
@@ -41,6 +42,7 @@ import {
 } from '../../../runtime/ledger/verify/backup-check.ts';
 import { StoreError } from '../../../store/store.ts';
 import { EXIT_TAMPERED, renderVerifyReport } from './audit.ts';
+import { readAnchors } from '../../../runtime/ledger/verify/anchors.ts';
 
 const PG_HINT =
   'For PostgreSQL use pg_dump / pg_restore and check the restored database with `solid audit verify --db postgres://…` (docs/operations.md, "Backup and restore").';
@@ -147,9 +149,14 @@ export function registerBackup(program: Command, io: Io, setExit: (code: number)
       'Verify a backup made by `solid backup` and write it into the SQLite database (refuses a database in use)',
     )
     .option('--force', 'restore even into a database another process holds open (restart that process after)')
+    .option(
+      '--anchors <dir>',
+      'anchors published outside the database: name each tenant the backup is older than its anchored head',
+    )
     .option('--json', 'print the result as JSON')
-    .action(async (file: string, opts: { force?: boolean; json?: boolean }) => {
+    .action(async (file: string, opts: { force?: boolean; json?: boolean; anchors?: string }) => {
       const target = sqlitePathOf(program, 'restore');
+      const anchors = opts.anchors === undefined ? undefined : readAnchors(opts.anchors);
       const backup = resolve(file);
       if (!existsSync(backup))
         throw new VerbError('invalid_args', `There is no backup file at ${backup}.`, {
@@ -175,6 +182,17 @@ export function registerBackup(program: Command, io: Io, setExit: (code: number)
         setExit(EXIT_TAMPERED);
         return;
       }
+      const olderThanAnchor: HeadBehind[] =
+        anchors === undefined
+          ? []
+          : headsBehind(
+              check.heads,
+              [...anchors.newest.values()].map((c) => ({
+                company_id: c.company_id,
+                audit_seq: c.seq,
+                audit_hash: c.head_hash,
+              })),
+            );
       let rolledBack: HeadBehind[] = [];
       const exists = existsSync(target);
       if (exists) {
@@ -201,13 +219,24 @@ export function registerBackup(program: Command, io: Io, setExit: (code: number)
       if (opts.json)
         io.out(
           JSON.stringify(
-            { ok: after.ok, file: backup, database: target, rolled_back: rolledBack, ...summary(after) },
+            {
+              ok: after.ok,
+              file: backup,
+              database: target,
+              rolled_back: rolledBack,
+              older_than_anchor: olderThanAnchor,
+              ...summary(after),
+            },
             null,
             2,
           ),
         );
       else {
         for (const b of rolledBack) io.err(rollbackLine(b));
+        for (const b of olderThanAnchor)
+          io.err(
+            `! tenant ${b.company_id}: the backup ends at seq ${b.seq}, older than the head anchored outside the database at seq ${b.other_seq}: this restore is a rollback, and \`solid audit verify --anchors\` will report it (rolled_back)`,
+          );
         if (after.ok)
           io.out(
             `✓ restored ${target} from ${backup}: ${after.report.rows_checked} audit rows, ${after.report.receipts_checked ?? 0} receipts; verified`,
