@@ -76,6 +76,14 @@ function attacker(h: TestRuntime): Database.Database {
   return db;
 }
 
+/**
+ * The thorough attacker also removes the tenant's stored receipts, which would otherwise contradict
+ * the rewrite (receipt_mismatch): the tests using it are about what the chain itself proves.
+ */
+function dropReceipts(db: Database.Database, companyId: number): void {
+  db.prepare('DELETE FROM receipts WHERE company_id = ?').run(companyId);
+}
+
 function kinds(report: AuditVerifyReport, companyId: number): AuditFindingKind[] {
   return report.tenants.find((x) => x.company_id === companyId)?.findings.map((f) => f.kind) ?? [];
 }
@@ -409,6 +417,7 @@ describe('audit chain verification', () => {
     const h = await populated(t);
     const db = attacker(h);
     db.prepare('DELETE FROM audit_log WHERE company_id = ? AND seq = 4').run(h.companyId);
+    dropReceipts(db, h.companyId);
     db.close();
     const report = await verifyBoth(h.dbPath);
     const f = report.tenants.find((x) => x.company_id === h.companyId)!.findings;
@@ -422,11 +431,39 @@ describe('audit chain verification', () => {
     assert.match(run.text, /gap/);
   });
 
+  it('detects rows deleted or rewritten under their stored receipts (receipt_mismatch)', async (t) => {
+    const h = await populated(t);
+    const db = attacker(h);
+    const [gone, edited] = db
+      .prepare('SELECT audit_id FROM receipts WHERE company_id = ? ORDER BY audit_id LIMIT 2')
+      .all(h.companyId) as Array<{ audit_id: number }>;
+    db.prepare('DELETE FROM audit_log WHERE audit_id = ?').run(gone!.audit_id);
+    db.prepare('UPDATE audit_log SET row_hash = ? WHERE audit_id = ?').run('e'.repeat(64), edited!.audit_id);
+    db.close();
+    const report = await verifyBoth(h.dbPath);
+    const f = report.tenants.find((x) => x.company_id === h.companyId)!.findings;
+    assert.deepEqual(
+      f.filter((x) => x.kind === 'receipt_mismatch').map((x) => x.audit_id),
+      [gone!.audit_id, edited!.audit_id],
+    );
+    assert.ok(report.receipts_checked! >= 2);
+    const store = new SqliteStore({ path: h.dbPath });
+    t.after(() => store.close());
+    const viaStore = await verifyStoreChain(store);
+    assert.equal(
+      viaStore.tenants
+        .find((x) => x.company_id === h.companyId)!
+        .findings.filter((x) => x.kind === 'receipt_mismatch').length,
+      2,
+    );
+  });
+
   it('detects a truncated tail (truncated: the head and the signed checkpoint lie beyond the last row)', async (t) => {
     const h = await populated(t);
     const db = attacker(h);
     const last = maxSeq(db, h.companyId);
     db.prepare('DELETE FROM audit_log WHERE company_id = ? AND seq > ?').run(h.companyId, last - 3);
+    dropReceipts(db, h.companyId);
     db.close();
     const report = await verifyBoth(h.dbPath);
     const k = kinds(report, h.companyId);
@@ -452,6 +489,7 @@ describe('audit chain verification', () => {
       newLast.row_hash,
       h.companyId,
     );
+    dropReceipts(db, h.companyId);
     db.close();
     const run = await cliFindings(h, ['--keys', keysFile]);
     assert.notEqual(run.code, 0);
@@ -516,6 +554,7 @@ describe('audit chain verification', () => {
     );
     rehash(db, h.companyId);
     db.prepare('DELETE FROM audit_checkpoints WHERE company_id = ?').run(h.companyId);
+    dropReceipts(db, h.companyId);
     db.close();
     const report = await verifyBoth(h.dbPath);
     const mine = report.tenants.find((x) => x.company_id === h.companyId)!;
@@ -539,8 +578,11 @@ describe('audit chain verification', () => {
         .findings.map((f) => f.kind),
       ['unsigned_tail'],
     );
-    // A limit the operator sets (their runtime signs less often) is honoured; Infinity turns it off.
-    assert.equal((await verifyDatabaseFile(h.dbPath, { maxUnsignedSeconds: 3600 })).ok, true);
+    // A limit the operator sets (their runtime signs less often) is honoured — the chain is then
+    // still one without any checkpoint (no_checkpoint); Infinity turns both checks off.
+    assert.deepEqual(kinds(await verifyDatabaseFile(h.dbPath, { maxUnsignedSeconds: 3600 }), h.companyId), [
+      'no_checkpoint',
+    ]);
     const off = await cli(['--db', h.dbPath, 'audit', 'verify', '--max-unsigned-seconds', 'Infinity']);
     assert.equal(off.code, 0, off.out + off.err);
     const bad = await cli(['--db', h.dbPath, 'audit', 'verify', '--max-unsigned-seconds', '-3']);
@@ -562,7 +604,10 @@ describe('audit chain verification', () => {
     }
     await h.rt.close();
     const db = attacker(h);
-    db.prepare('DELETE FROM audit_checkpoints WHERE company_id = ?').run(h.companyId); // as if it crashed twice, unsigned
+    // As if it crashed twice, unsigned but for the checkpoint of the tenant's first row.
+    db.prepare(
+      'DELETE FROM audit_checkpoints WHERE company_id = ? AND seq > (SELECT MIN(seq) FROM audit_checkpoints WHERE company_id = ?)',
+    ).run(h.companyId, h.companyId);
     db.close();
     const report = await verifyBoth(h.dbPath);
     assert.deepEqual(kinds(report, h.companyId), [], 'two short runs of activity, each as a crash leaves');
@@ -574,30 +619,31 @@ describe('audit chain verification', () => {
     );
   });
 
-  it('an unsigned tail as short as a crash leaves (rows of the last minute, no closing checkpoint) is counted, not a finding', async (t) => {
+  it('an unsigned tail as short as a crash leaves is counted, not a finding; a chain with no checkpoint at all is no_checkpoint', async (t) => {
     const h = await populated(t);
     const db = attacker(h);
-    db.prepare('DELETE FROM audit_checkpoints WHERE company_id = ?').run(h.companyId); // as if never signed
+    // A crash: every checkpoint after the one of the tenant's first row is missing.
+    db.prepare(
+      'DELETE FROM audit_checkpoints WHERE company_id = ? AND seq > (SELECT MIN(seq) FROM audit_checkpoints WHERE company_id = ?)',
+    ).run(h.companyId, h.companyId);
+    const crash = await verifyBoth(h.dbPath);
+    const crashed = crash.tenants.find((x) => x.company_id === h.companyId)!;
+    assert.equal(crashed.ok, true, JSON.stringify(crashed.findings));
+    assert.ok(crashed.unsigned_rows > 0);
+    // Deleting every checkpoint (and squeezing created_at into a minute) leaves a chain with no
+    // signature at all: the runtime signs a tenant's first row at once, so that is a finding.
+    db.prepare('DELETE FROM audit_checkpoints WHERE company_id = ?').run(h.companyId);
     db.close();
     const report = await verifyBoth(h.dbPath);
     const mine = report.tenants.find((x) => x.company_id === h.companyId)!;
-    assert.equal(mine.ok, true, JSON.stringify(mine.findings));
     assert.equal(mine.last_signed_seq, null);
-    assert.equal(mine.unsigned_rows, mine.last_seq);
-    // …but a chain with no signature at all is named: deleting every checkpoint and squeezing
-    // created_at into a minute leaves exactly this.
-    assert.ok(
-      report.warnings.some((w) =>
-        new RegExp(`Tenant ${h.companyId}: \\d+ rows and no valid signed checkpoint`).test(w),
-      ),
-      report.warnings.join('\n'),
-    );
+    assert.deepEqual(kinds(report, h.companyId), ['no_checkpoint']);
+    assert.match(mine.findings[0]!.message, /no valid signed checkpoint/);
+    const run = await cliFindings(h);
+    assert.equal(run.code, 1, run.text);
+    assert.match(run.text, /no_checkpoint/);
     const other = report.tenants.find((x) => x.company_id === h.otherCompanyId)!;
-    assert.ok(other.last_signed_seq !== null, 'the other tenant kept its checkpoints');
-    assert.ok(
-      !report.warnings.some((w) => w.startsWith(`Tenant ${other.company_id}:`)),
-      'and gets no such warning',
-    );
+    assert.ok(other.ok && other.last_signed_seq !== null, 'the other tenant kept its checkpoints');
   });
 
   it('detects a re-hashed chain re-signed with a key of the attacker’s own, when verifying with keys exported earlier (unknown_key)', async (t) => {

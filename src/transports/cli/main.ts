@@ -22,6 +22,7 @@ import { registerTenant } from './commands/tenant.ts';
 import { registerMcp } from './commands/mcp.ts';
 import { registerDb } from './commands/db.ts';
 import { registerAudit } from './commands/audit.ts';
+import { registerBackup } from './commands/backup.ts';
 import { registerReceipt } from './commands/receipt.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerUcp } from './commands/ucp.ts';
@@ -46,6 +47,7 @@ export const COMMANDS: CommandModule[] = [
   registerMcp,
   registerDb,
   registerAudit,
+  registerBackup,
   registerReceipt,
   registerKeys,
   registerApiKeys,

@@ -11,7 +11,16 @@ import Database from 'better-sqlite3';
 import { AUDIT_COLUMNS } from '../write/audit.ts';
 
 export type AuditFindingKind =
-  'modified' | 'chain_break' | 'gap' | 'truncated' | 'bad_signature' | 'unknown_key' | 'unsigned_tail';
+  | 'modified'
+  | 'chain_break'
+  | 'gap'
+  | 'truncated'
+  | 'bad_signature'
+  | 'unknown_key'
+  | 'unsigned_tail'
+  | 'receipt_mismatch'
+  | 'no_checkpoint'
+  | 'rolled_back';
 
 export interface AuditFinding {
   kind: AuditFindingKind;

@@ -34,6 +34,7 @@ import {
   type TrustFile,
   type VerifyOptions,
 } from './verify.ts';
+import { checkStoredReceipts } from './receipt-check.ts';
 
 /** readableAuditPath with its StoreError as the store_unavailable envelope reason. */
 function auditSource(path: string): ReadableAuditPath {
@@ -182,6 +183,7 @@ export async function verifyDatabaseFile(
       const tdb = closed ? open() : db;
       try {
         await checkUnsignedTails(report, sqliteQueryable(tdb), options);
+        await checkStoredReceipts(report, sqliteQueryable(tdb), options);
       } finally {
         if (closed) tdb.close();
       }

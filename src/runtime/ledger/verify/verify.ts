@@ -49,6 +49,7 @@ import { parseJson } from '../../../store/store.ts';
 import type { PublicJwk } from '../keys/tenant-keys.ts';
 import { checkpointMaterial } from '../keys/checkpoints.ts';
 import { VerbError } from '../../errors.ts';
+import { checkStoredReceipts } from './receipt-check.ts';
 
 export interface TenantVerifyReport {
   company_id: number;
@@ -73,6 +74,8 @@ export interface AuditVerifyReport {
   tenants: TenantVerifyReport[];
   elapsed_ms: number;
   rows_per_second: number;
+  /** Stored receipts compared with their audit rows (checkStoredReceipts); absent when not checked. */
+  receipts_checked?: number;
   warnings: string[];
 }
 
@@ -125,7 +128,7 @@ export const UNSIGNED_TAIL_LIMITS = { seconds: 300, rows: 10_000 } as const;
  * Add an `unsigned_tail` finding to each tenant of `report` whose rows after the last valid
  * checkpoint hold a run of activity (by created_at, split at pauses over 120 s: the runtime was
  * not running then) longer than `maxUnsignedSeconds`, or number more than `maxUnsignedRows`; a
- * tenant with rows and no valid checkpoint at all gets a warning. `q` reads each such tenant's
+ * tenant with rows and no valid checkpoint at all gets `no_checkpoint`. `q` reads each such tenant's
  * tail (at most maxUnsignedRows + 1 rows). Mutates the report (ok, finding_count, findings,
  * warnings). Spec: spec/audit.md §verify.
  */
@@ -148,13 +151,21 @@ export async function checkUnsignedTails(
     if (rows.length === 0) continue;
     const run = longestActiveRun(rows.map((r) => Date.parse(r.created_at)));
     if (run.seconds <= maxSeconds && t.unsigned_rows <= maxRows) {
-      // Short enough for a crash, but a whole chain with no signature at all is also what
-      // deleting every checkpoint and squeezing created_at leaves: say so (a warning: the crash
-      // of a tenant's first minute looks the same).
-      if (t.last_signed_seq === null && Number.isFinite(maxSeconds))
-        report.warnings.push(
-          `Tenant ${t.company_id}: ${t.unsigned_rows} rows and no valid signed checkpoint. The runtime signs within a minute and when it closes, so unless the server crashed in this tenant's first minute, its checkpoints were deleted and these rows may have been rewritten (timestamps included). Verify with --keys from an earlier \`solid audit export-keys\`, or against a saved receipt.`,
-        );
+      // Short enough for a crash, but a whole chain with no signature at all is what deleting
+      // every checkpoint and squeezing created_at leaves; the runtime signs a tenant's first row
+      // at once (and then every minute), so an honest chain always has one.
+      if (t.last_signed_seq === null && Number.isFinite(maxSeconds)) {
+        t.finding_count++;
+        t.ok = false;
+        report.ok = false;
+        if (t.findings.length < (options.maxFindings ?? 1000))
+          t.findings.push({
+            kind: 'no_checkpoint',
+            company_id: t.company_id,
+            seq: Number(rows[0]!.seq),
+            message: `${t.unsigned_rows} rows and no valid signed checkpoint: the runtime signs a tenant's first row at once and then at least every minute, so its checkpoints were deleted (these rows may have been rewritten, timestamps included) or never written (a missing keyfile). Verify with --anchors, or --keys from an earlier \`solid audit export-keys\`.`,
+          });
+      }
       continue;
     }
     const firstSeq = Number(rows[0]!.seq);
@@ -603,6 +614,7 @@ export async function verifyStoreChain(
   for (const [id, w] of walkers) segments.set(id, [w.r]);
   const report = assemble(t0, total, segments, checked, headMap(meta.heads, t), maxFindings);
   await store.read((q) => checkUnsignedTails(report, q, options));
+  await store.read((q) => checkStoredReceipts(report, q, options));
   if (options.trust === undefined) report.warnings.push(SAME_STORE_WARNING);
   return report;
 }

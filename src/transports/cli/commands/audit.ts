@@ -23,6 +23,7 @@ import {
   openAuditDatabase,
   parseTrustFile,
   UNSIGNED_TAIL_LIMITS,
+  SAME_STORE_WARNING,
   verifyStoreChain,
   type AuditVerifyReport,
   type TrustFile,
@@ -37,6 +38,8 @@ import {
   postgresOptionsFromEnv,
 } from '../../../store/postgres/postgres-store.ts';
 import { cliRefuse } from '../refusals.ts';
+import { refuse } from '../../../runtime/refusals.ts';
+import { checkAnchoredHeads, mergeTrust, readAnchors } from '../../../runtime/ledger/verify/anchors.ts';
 
 /** Where the audit log is read from: a SQLite file opened read-only, or a PostgreSQL database. */
 export interface AuditSource {
@@ -191,40 +194,62 @@ export function registerAudit(program: Command, io: Io, setExit: (code: number) 
       'trusted public keys (and checkpoints) exported earlier with `solid audit export-keys`',
     )
     .option(
+      '--anchors <dir>',
+      'anchors published outside the database (`solid serve --anchor-dir`): trust only their keys, and fail on any rewrite or rollback before the last anchor',
+    )
+    .option(
       '--max-unsigned-seconds <s>',
       `longest span of rows after a tenant's last checkpoint before it is the finding unsigned_tail (default ${UNSIGNED_TAIL_LIMITS.seconds}; Infinity: off)`,
     )
-    .action(async (opts: { tenant?: string; json?: boolean; keys?: string; maxUnsignedSeconds?: string }) => {
-      const tenant = parseTenant(opts.tenant);
-      const trust = readTrust(opts.keys);
-      const maxUnsignedSeconds = parseSeconds(opts.maxUnsignedSeconds);
-      const source = await openAuditSource(program.opts<{ db?: string }>().db);
-      let bar: ProgressBar | undefined;
-      let report: AuditVerifyReport;
-      const options = {
-        ...(tenant !== undefined ? { tenant } : {}),
-        ...(trust !== undefined ? { trust } : {}),
-        ...(maxUnsignedSeconds !== undefined ? { maxUnsignedSeconds } : {}),
-        onStart: (n: number) => {
-          bar = opts.json ? undefined : progressBar(n);
-        },
-        onProgress: (n: number) => bar?.update(n),
-      };
-      try {
-        if (source!.kind === 'sqlite') {
-          await source!.close();
-          report = await verifyDatabaseFile(source!.path, options);
-        } else {
-          report = await verifyStoreChain(source!.store!, options);
+    .action(
+      async (opts: {
+        tenant?: string;
+        json?: boolean;
+        keys?: string;
+        anchors?: string;
+        maxUnsignedSeconds?: string;
+      }) => {
+        const tenant = parseTenant(opts.tenant);
+        const anchors = opts.anchors === undefined ? undefined : readAnchors(opts.anchors);
+        const trust =
+          anchors === undefined ? readTrust(opts.keys) : mergeTrust(readTrust(opts.keys), anchors.trust);
+        const maxUnsignedSeconds = parseSeconds(opts.maxUnsignedSeconds);
+        const source = await openAuditSource(program.opts<{ db?: string }>().db);
+        let bar: ProgressBar | undefined;
+        let report: AuditVerifyReport;
+        const options = {
+          ...(tenant !== undefined ? { tenant } : {}),
+          ...(trust !== undefined ? { trust } : {}),
+          ...(maxUnsignedSeconds !== undefined ? { maxUnsignedSeconds } : {}),
+          onStart: (n: number) => {
+            bar = opts.json ? undefined : progressBar(n);
+          },
+          onProgress: (n: number) => bar?.update(n),
+        };
+        try {
+          if (source!.kind === 'sqlite') {
+            await source!.close();
+            report = await verifyDatabaseFile(source!.path, options);
+          } else {
+            report = await verifyStoreChain(source!.store!, options);
+          }
+        } finally {
+          bar?.stop();
+          if (source!.kind !== 'sqlite') await source!.close();
         }
-      } finally {
-        bar?.stop();
-        if (source!.kind !== 'sqlite') await source!.close();
-      }
-      if (opts.json) io.out(JSON.stringify(report, null, 2));
-      else (report.ok ? io.out : io.err)(renderVerifyReport(report));
-      setExit(report.ok ? 0 : EXIT_TAMPERED);
-    });
+        if (anchors !== undefined) {
+          checkAnchoredHeads(report, anchors, tenant);
+          report.warnings = report.warnings.filter((w) => w !== SAME_STORE_WARNING);
+          report.warnings.push(
+            `Verified against ${anchors.documents} anchor document${anchors.documents === 1 ? '' : 's'} from ${opts.anchors} (keys and heads published outside the database).`,
+            ...anchors.unreadable.map((f) => `${f} is not an anchor document (skipped).`),
+          );
+        }
+        if (opts.json) io.out(JSON.stringify(report, null, 2));
+        else (report.ok ? io.out : io.err)(renderVerifyReport(report));
+        setExit(report.ok ? 0 : EXIT_TAMPERED);
+      },
+    );
   audit
     .command('export-keys')
     .description(

@@ -34,6 +34,7 @@
  *
  * Spec: spec/transports.md §cli-serve, §http.
  */
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { VerbError } from '../../../runtime/errors.ts';
 import type { AddressInfo } from 'node:net';
@@ -59,6 +60,12 @@ import { toolsetFlags } from './mcp.ts';
 import { DECLARATION_PATH } from '../../../conformance/declaration.ts';
 import type { Io } from '../output.ts';
 import { countTenants } from '../../../runtime/tenants.ts';
+import {
+  AnchorPublisher,
+  directorySink,
+  httpSink,
+  type AnchorSink,
+} from '../../../runtime/ledger/keys/anchors.ts';
 
 export interface ServeFlags {
   demo?: boolean;
@@ -86,6 +93,10 @@ export interface ServeFlags {
   rateLimitSession?: string;
   rateLimitAddress?: string;
   rateLimitWindow?: string;
+  /** `--anchor-dir <dir>`, `--anchor-url <url>`, `--anchor-interval <seconds>` (spec/audit.md §anchors). */
+  anchorDir?: string;
+  anchorUrl?: string;
+  anchorInterval?: string;
 }
 
 export function registerServe(program: Command, io: Io, setExit: (code: number) => void): void {
@@ -156,6 +167,15 @@ export function registerServe(program: Command, io: Io, setExit: (code: number) 
       '--rate-limit-window <seconds>',
       `rate-limit window in seconds (0 = no rate limits; env SOLID_RATE_LIMIT_WINDOW; default ${DEFAULT_RATE_LIMITS.windowMs / 1000})`,
     )
+    .option(
+      '--anchor-dir <dir>',
+      'publish the signed checkpoint heads (anchors) into this directory, one the database owner does not control (env SOLID_ANCHOR_DIR)',
+    )
+    .option(
+      '--anchor-url <url>',
+      'POST the anchors to this HTTP endpoint (env SOLID_ANCHOR_URL; Bearer SOLID_ANCHOR_TOKEN when set)',
+    )
+    .option('--anchor-interval <seconds>', 'seconds between anchor publications (default 300)')
     .action(async (flags: ServeFlags) => {
       setExit(await runServe(program, io, flags));
     });
@@ -246,6 +266,15 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
   if (metricsToken !== '' && metricsToken.length < 16)
     return usage(io, 'SOLID_METRICS_TOKEN must be at least 16 characters (a random secret).');
 
+  let anchorSinks: AnchorSink[];
+  let anchorIntervalMs: number;
+  try {
+    ({ sinks: anchorSinks, intervalMs: anchorIntervalMs } = anchorOptionsOf(flags, process.env));
+  } catch (err) {
+    if (!(err instanceof VerbError)) throw err;
+    return usage(io, `${err.message} ${err.hint ?? ''}`.trim());
+  }
+
   const local = await openLocal({
     ...localOptionsOf(program),
     // A server logs one line per request at info (spec/transports.md §request-log).
@@ -260,6 +289,11 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
   let metricsApp: ReturnType<typeof createHttpServer> | undefined;
   const stopTracing = await startTracing(process.env, rt.logger);
   const metrics = metricsToken !== '' || metricsPort !== undefined ? createMetrics(rt) : undefined;
+  const anchors = new AnchorPublisher(rt.store, anchorSinks, {
+    clock: rt.clock,
+    logger: rt.logger,
+    intervalMs: anchorIntervalMs,
+  });
   try {
     if (demo) await seedIfEmpty(rt, local.packs, io, local.dbPath);
     const mcp = toolsetFlags(flags);
@@ -353,6 +387,10 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     // The handlers go in before the ready line: a supervisor (or a test) that stops the server as
     // soon as it reads "ready" must find SIGTERM handled, not the default action (killed, no flush).
     const stopSignal = untilSignal(io);
+    if (anchorSinks.length > 0) {
+      void anchors.publishNow();
+      anchors.start();
+    }
     io.out(`solid serve: ready on ${base}`);
     const signal = await stopSignal;
     io.err(`solid serve: ${signal}, shutting down`);
@@ -360,6 +398,12 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     local.rt.beginClose(); // open long polls answer now; then in-flight requests finish
     await app.close();
     app = undefined;
+    if (anchorSinks.length > 0) {
+      // The last heads, signed now, go out before the store closes.
+      await rt.checkpointAll();
+      await anchors.stop();
+      await anchors.publishNow();
+    }
     if (metricsApp !== undefined) await metricsApp.close();
     metricsApp = undefined;
     metrics?.close();
@@ -369,6 +413,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     finished = true;
     return 0;
   } finally {
+    await anchors.stop();
     if (app !== undefined) await app.close().catch(() => {});
     if (metricsApp !== undefined) await metricsApp.close().catch(() => {});
     metrics?.close();
@@ -641,4 +686,42 @@ export function rateLimitsOf(
     windowMs:
       read(flags.rateLimitWindow, 'SOLID_RATE_LIMIT_WINDOW', '--rate-limit-window', d.windowMs / 1000) * 1000,
   };
+}
+
+/**
+ * The anchor sinks and interval of `solid serve` from its flags and the environment
+ * (SOLID_ANCHOR_DIR, SOLID_ANCHOR_URL, SOLID_ANCHOR_TOKEN, SOLID_ANCHOR_INTERVAL).
+ * @throws VerbError invalid_args — a URL that is not http(s), an interval that is not a positive number of seconds
+ */
+export function anchorOptionsOf(
+  flags: Pick<ServeFlags, 'anchorDir' | 'anchorUrl' | 'anchorInterval'>,
+  env: NodeJS.ProcessEnv,
+): { sinks: AnchorSink[]; intervalMs: number } {
+  const sinks: AnchorSink[] = [];
+  const dir = flags.anchorDir ?? (env.SOLID_ANCHOR_DIR || undefined);
+  if (dir !== undefined) sinks.push(directorySink(resolve(dir)));
+  const url = flags.anchorUrl ?? (env.SOLID_ANCHOR_URL || undefined);
+  if (url !== undefined) {
+    const ok = URL.canParse(url) && /^https?:$/.test(new URL(url).protocol);
+    if (!ok)
+      throw new VerbError(
+        'invalid_args',
+        `--anchor-url must be an http(s) URL, got ${JSON.stringify(url.slice(0, 80))}.`,
+        {
+          hint: 'e.g. --anchor-url https://anchors.example.org/solid/acme',
+        },
+      );
+    sinks.push(httpSink(url, { token: env.SOLID_ANCHOR_TOKEN }));
+  }
+  const raw = flags.anchorInterval ?? (env.SOLID_ANCHOR_INTERVAL || undefined);
+  const seconds = raw === undefined ? 300 : Number(raw);
+  if (!(seconds > 0) || !Number.isFinite(seconds))
+    throw new VerbError(
+      'invalid_args',
+      `--anchor-interval must be a positive number of seconds, got ${JSON.stringify(String(raw).slice(0, 40))}.`,
+      {
+        hint: 'e.g. --anchor-interval 300',
+      },
+    );
+  return { sinks, intervalMs: Math.round(seconds * 1000) };
 }
