@@ -278,7 +278,10 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
           assert.equal(await field('agent'), 'claude-desktop');
           assert.match((await field('arguments')) ?? '', /\$159\.00/);
           assert.match((await field('arguments')) ?? '', /#314/);
-          assert.match((await field('consent')) ?? '', /^Typed by The owner \(owner\) in the dashboard, \d\d:\d\d UTC \(approval apv_/);
+          assert.match(
+            (await field('consent')) ?? '',
+            /^Typed by The owner \(owner\) in the dashboard, \d\d:\d\d UTC \(approval apv_/,
+          );
           assert.equal(await field('self_approved'), 'no');
           assert.doesNotMatch((await field('when')) ?? '', /T\d\d:\d\d:\d\d/, 'local time, not ISO');
           assert.equal(await page.locator('#receipt-revert').isVisible(), false, 'a charge has no undo step');

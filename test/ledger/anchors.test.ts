@@ -63,7 +63,7 @@ async function paced(t: TestContext, n: number): Promise<{ h: TestRuntime; tick:
 describe('anchors', () => {
   it('catch a chain rewritten after its later checkpoints were deleted, which audit verify alone passes', async (t) => {
     const { h } = await paced(t, 6);
-    await h.rt.checkpointAll();
+    await h.rt.checkpoints.checkpointAll();
     const dir = join(h.dir, 'anchors');
     const publisher = new AnchorPublisher(h.rt.store, [directorySink(dir)], { logger: silent });
     await publisher.publishNow();
@@ -126,7 +126,7 @@ describe('anchors', () => {
     const backup = join(h.dir, 'backup.db');
     assert.equal((await cli(['--db', h.dbPath, 'backup', backup])).code, 0);
     await consented(h, h.keys.employee, 'counter.add', { name: 'late', by: 1 });
-    await h.rt.checkpointAll();
+    await h.rt.checkpoints.checkpointAll();
     const dir = join(h.dir, 'anchors');
     await new AnchorPublisher(h.rt.store, [directorySink(dir)], { logger: silent }).publishNow();
     await h.rt.close();
@@ -145,7 +145,7 @@ describe('anchors', () => {
 
   it('POST to an HTTP endpoint, retried on the next turn after a failure', async (t) => {
     const { h } = await paced(t, 2);
-    await h.rt.checkpointAll();
+    await h.rt.checkpoints.checkpointAll();
     const received: AnchorDocument[] = [];
     let status = 503;
     const server = createServer((req, res) => {

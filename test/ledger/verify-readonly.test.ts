@@ -31,7 +31,7 @@ describe('audit verify on read-only media', { skip }, () => {
     await h.rt.auditBuffer.flush();
     // The checkpoint of the tenant's first row is signed right after it commits: wait for it, so
     // the copy is not taken in the milliseconds before (no_checkpoint).
-    await h.rt.checkpointAll();
+    await h.rt.checkpoints.checkpointAll();
     const expected = Number(
       (await h.rt.store.read((q) => q.get<{ n: number }>('SELECT COUNT(*) AS n FROM audit_log')))!.n,
     );

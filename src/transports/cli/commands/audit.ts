@@ -38,7 +38,6 @@ import {
   postgresOptionsFromEnv,
 } from '../../../store/postgres/postgres-store.ts';
 import { cliRefuse } from '../refusals.ts';
-import { refuse } from '../../../runtime/refusals.ts';
 import { checkAnchoredHeads, mergeTrust, readAnchors } from '../../../runtime/ledger/verify/anchors.ts';
 
 /** Where the audit log is read from: a SQLite file opened read-only, or a PostgreSQL database. */

@@ -400,7 +400,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     app = undefined;
     if (anchorSinks.length > 0) {
       // The last heads, signed now, go out before the store closes.
-      await rt.checkpointAll();
+      await rt.checkpoints.checkpointAll();
       await anchors.stop();
       await anchors.publishNow();
     }
