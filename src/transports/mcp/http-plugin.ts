@@ -47,6 +47,7 @@ import {
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { isVerbError, VerbError } from '../../runtime/errors.ts';
 import type { Envelope, Principal } from '../../spec/types.ts';
+import type { Reason } from '../../spec/reasons.ts';
 import { apiKeyOf } from '../http/request-headers.ts';
 import { rateLimitRefusal } from '../http/rate-limit.ts';
 import { transportEnvelope } from '../http/envelope-map.ts';
@@ -123,7 +124,8 @@ function negotiatedVersion(body: unknown): string {
 interface RpcRefusal {
   status: number;
   code: number;
-  reason: string;
+  /** A core reason (a literal typo does not compile) or the reason of a VerbError relayed. */
+  reason: Reason;
   message: string;
   hint: string;
   details?: Record<string, unknown>;

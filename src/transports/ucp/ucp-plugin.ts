@@ -51,6 +51,7 @@ import { PlatformUsers } from './platform-users.ts';
 import { signJsonAnswer } from './rfc9421.ts';
 import { UcpError, type UcpErrorCode } from './ucp-error.ts';
 import type { Envelope } from '../../spec/types.ts';
+import type { Reason } from '../../spec/reasons.ts';
 import {
   checkBaseUrl,
   primaryTenantOf,
@@ -531,7 +532,7 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
           const audited = async (
             verbName: string,
             status: number,
-            reason: string,
+            reason: Reason,
             message: string,
             hint: string,
           ): Promise<CapabilityAnswer> => {
