@@ -5,7 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { counterRuntime, consented } from './counter-verbs.ts';
+import { counterRuntime, consented } from '../support/counter-verbs.ts';
 import { amountOf } from '../../src/verbs/money.ts';
 import type { Envelope } from '../../src/spec/types.ts';
 

@@ -4,7 +4,7 @@
  * outbox side effect. Plus `consented()`: the pending → confirm round trip a human would do.
  */
 import type { TestContext } from 'node:test';
-import { createTestRuntime, type TestRuntime, type TestRuntimeOptions } from '../support/runtime.ts';
+import { createTestRuntime, type TestRuntime, type TestRuntimeOptions } from './runtime.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 import { VerbError } from '../../src/runtime/errors.ts';
 import type { DispatchOptions } from '../../src/runtime/dispatch.ts';
