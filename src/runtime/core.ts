@@ -53,7 +53,7 @@ export interface Caller {
    * The largest result (bytes of its JSON) the transport can send for this call, when it has such
    * a limit (MCP: its `limits.maxResultBytes`). A write whose result is larger is refused
    * `result_too_large` inside its transaction and rolls back, so nothing commits whose answer
-   * cannot be sent (issue 30 row 7). The runtime's own `maxResultBytes` applies too.
+   * cannot be sent. The runtime's own `maxResultBytes` applies too.
    */
   maxResultBytes?: number;
 }

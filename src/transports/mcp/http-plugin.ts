@@ -26,7 +26,7 @@
  *           refusal of a caller the server can name — a valid key, also before the body was
  *           read (malformed JSON, too large, not a JSON-RPC message, a batch, an unknown
  *           session, a refused Origin) — is an audit row in its tenant whose audit_id the
- *           envelope carries (issue 30 row 8). A bad key is the audited auth_invalid; keyless
+ *           envelope carries. A bad key is the audited auth_invalid; keyless
  *           callers are nobody the server can name (not audited; rate limits bound them).
  *
  * Spec: spec/transports.md §mcp-http.

@@ -175,7 +175,7 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
       ...(options.credentials?.(extra) ?? {}),
       surface: 'mcp_stdio',
       ...(toolsets !== undefined ? { toolsets } : {}),
-      // A write whose result this server could not send is refused before it commits (issue 30 row 7).
+      // A write whose result this server could not send is refused before it commits.
       maxResultBytes: options.limits?.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
       signal: extra.signal,
       ...(onProgress !== undefined ? { onProgress } : {}),

@@ -236,7 +236,8 @@ function sendDocument(
 
 /**
  * A UCP flat error (unsigned): UCP's `{ code, content }` and, beside it, the solid-verbs
- * `envelope` of the refusal (reason, message, hint; `audit_id` when it was audited). Issue 30 row 8.
+ * `envelope` of the refusal (reason, message, hint; `audit_id` when it was audited, so a refused
+ * platform can name the row of its attempt).
  */
 function sendError(reply: FastifyReply, err: UcpError, envelope?: Envelope): FastifyReply {
   if (err.retryAfterSeconds !== undefined) void reply.header('retry-after', String(err.retryAfterSeconds));
