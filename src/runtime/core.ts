@@ -2,7 +2,7 @@
  * The types the pipeline, its steps and the ledger share with the transports: who calls
  * (`Caller`), the per-call options (`DispatchOptions`) and what the observe hooks receive
  * (`DispatchOutcome`). Defined here, below dispatch.ts, so the ledger and the observers never
- * import the pipeline; dispatch.ts re-exports them for the transports.
+ * import the pipeline; the transports import them from here too.
  *
  * `RuntimeCore` is the runtime as they see it.
  *

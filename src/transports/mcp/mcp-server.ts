@@ -42,12 +42,8 @@ import {
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
-import {
-  pendingPhrase,
-  type Caller,
-  type DispatchOptions,
-  type ToolsetSelection,
-} from '../../runtime/dispatch.ts';
+import { pendingPhrase } from '../../runtime/steps/consent.ts';
+import { type Caller, type DispatchOptions, type ToolsetSelection } from '../../runtime/core.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import type { McpRuntime as Runtime } from '../runtime-surface.ts';
 import type { ConsentRequest, Envelope, Principal } from '../../spec/types.ts';

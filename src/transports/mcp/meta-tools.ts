@@ -16,7 +16,7 @@
  * Only verbs on mcp_stdio that the server's toolsets admit are searched, described or called.
  */
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { ToolsetSelection } from '../../runtime/dispatch.ts';
+import type { ToolsetSelection } from '../../runtime/core.ts';
 import type { McpRuntime as Runtime } from '../runtime-surface.ts';
 import type { CompiledVerb } from '../../runtime/verb.ts';
 import type { Envelope } from '../../spec/types.ts';
