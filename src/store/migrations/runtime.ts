@@ -403,7 +403,7 @@ CREATE TABLE receipts (
  * two status indexes only rows whose status is not 'completed' (denials, failures, pending,
  * replays…). A filter on entity_type implies entity_type IS NOT NULL, so both planners use the
  * partial entity indexes as before; a status filter other than 'completed' carries the term
- * `status <> 'completed'` (src/verbs/trail.ts adds it), which matches the index predicate
+ * `status <> 'completed'` (src/verbs/audit-trail.ts adds it), which matches the index predicate
  * textually on SQLite and by proof on PostgreSQL; status = 'completed' is scanned on the time or
  * verb index and tested on its rows. Same SQL on both engines. spec/audit.md §trail
  */
