@@ -30,7 +30,9 @@ export { refuse, packRefusals, type PackRefusals } from './runtime/refusals.ts';
 export { Secrets, loadSecrets } from './runtime/secrets.ts';
 export { formatCents } from './runtime/consent/typed-phrase.ts';
 export { verifyReceipt, type ReceiptVerification } from './runtime/ledger/keys/receipts.ts';
-export { type Caller, type DispatchOptions, DEFAULT_BLOCKLIST, PIPELINE_STEPS } from './runtime/dispatch.ts';
+export { type Caller, type DispatchOptions } from './runtime/core.ts';
+export { DEFAULT_BLOCKLIST } from './runtime/consent/blocklist.ts';
+export { PIPELINE_STEPS } from './runtime/dispatch.ts';
 export { systemVerbs } from './verbs/index.ts';
 export {
   validateVerbRecord,

@@ -23,7 +23,7 @@
 import pino from 'pino';
 import { createRuntime, type Runtime } from './runtime/runtime.ts';
 import { checkPacks, installPack, type Pack } from './runtime/pack.ts';
-import type { DispatchOptions } from './runtime/dispatch.ts';
+import type { DispatchOptions } from './runtime/core.ts';
 import { verifyStoreChain, type AuditVerifyReport } from './runtime/ledger/verify/verify.ts';
 import { SqliteStore } from './store/sqlite/sqlite-store.ts';
 import { runtimeMigrations } from './store/migrations/runtime.ts';

@@ -16,7 +16,7 @@
  */
 import { byId, el } from './element.ts';
 import { argumentWords, countdown, localTime } from './dashboard-words.ts';
-import type { Envelope } from './verb-client.ts';
+import type { Envelope } from '../src/spec/types.ts';
 
 /** The approval id of an approval path (`/approvals/<id>`), or undefined. */
 export function approvalIdOfPath(): string | undefined {

@@ -15,18 +15,7 @@
  *
  * Spec: spec/transports.md §webmcp-consent, spec/consent.md §protocol.
  */
-
-/** What a dispatch_pending answer carries (spec/consent.md §pending). */
-export interface ConsentRequest {
-  class: string;
-  gate: 'confirmation' | 'typed_phrase';
-  nonce: string;
-  expires_at: string;
-  summary: string;
-  typed_phrase?: string;
-  approval_id?: string;
-  preview?: Record<string, unknown>;
-}
+import type { ConsentRequest } from '../src/spec/types.ts';
 
 export interface ConsentPrompt {
   /** Dialog heading: what is being confirmed (the tool title or verb name). */

@@ -197,7 +197,7 @@ function setCount(n: number): void {
   badge.textContent = String(n);
   badge.setAttribute('aria-label', `${n} waiting`);
   waiting = n;
-  // The tab title carries the count, so a human sees it from another tab (issue 35 item 4).
+  // The tab title carries the count, so a human sees it from another tab.
   document.title = withWaitingCount(document.title);
 }
 

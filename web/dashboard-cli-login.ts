@@ -9,7 +9,7 @@
  */
 import { byId, el } from './element.ts';
 import { describeError, type SessionInfo } from './dashboard-context.ts';
-import type { Envelope } from './verb-client.ts';
+import type { Envelope } from '../src/spec/types.ts';
 
 /** The code of a `#/cli-login?code=…` location hash, if that is the hash. */
 export function cliLoginCode(hash: string = location.hash): string | undefined {

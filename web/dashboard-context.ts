@@ -5,7 +5,8 @@
  * never calls a verb below the caller's role floor, so a visit leaves no `role_denied` row
  * (spec/audit.md §dashboard-reads).
  */
-import { callWithConsent, type ConsentOutcome, type Envelope } from './verb-client.ts';
+import { callWithConsent, type ConsentOutcome } from './verb-client.ts';
+import type { Envelope } from '../src/spec/types.ts';
 
 /** `result` of the session answers (src/transports/webmcp/session-routes.ts). */
 export interface SessionInfo {

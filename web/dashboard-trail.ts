@@ -38,7 +38,7 @@ const RECEIPT_META = new Set([
   'replayed',
 ]);
 
-/** One entry of audit.trail (src/verbs/trail.ts). */
+/** One entry of audit.trail (src/verbs/audit-trail.ts). */
 export interface TrailEntry {
   audit_id: number;
   seq?: number;

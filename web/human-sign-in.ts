@@ -14,7 +14,7 @@
 import { startAuthentication, startRegistration, WebAuthnAbortService } from '@simplewebauthn/browser';
 import { byId, el } from './element.ts';
 import type { SessionInfo } from './dashboard-context.ts';
-import type { Envelope } from './verb-client.ts';
+import type { Envelope } from '../src/spec/types.ts';
 
 /** POST a JSON body to a sign-in route; resolves to the envelope, never throws. */
 async function post(url: string, body: unknown): Promise<Envelope> {

@@ -15,28 +15,8 @@
  * `GET /api/v1/session`; a csrf_failed answer refreshes it once and retries.
  * Spec: spec/transports.md §webmcp-execute, §webmcp-consent.
  */
-import { askConsent, type ConsentRequest } from './consent-dialog.ts';
-
-export type { ConsentRequest } from './consent-dialog.ts';
-
-/** The standard response envelope (spec/envelope.md). */
-export interface Envelope {
-  ok: boolean;
-  verb: string;
-  result?: Record<string, unknown>;
-  error?: {
-    reason: string;
-    message: string;
-    hint?: string;
-    path?: string;
-    details?: Record<string, unknown>;
-  };
-  audit_id?: number;
-  idempotency_key?: string;
-  rollback_handle?: string;
-  replayed?: boolean;
-  consent?: ConsentRequest;
-}
+import { askConsent } from './consent-dialog.ts';
+import type { ConsentRequest, Envelope } from '../src/spec/types.ts';
 
 /** Where a call goes (see the header). */
 export type CallTarget = { kind: 'webmcp'; surface: string } | { kind: 'dashboard' };

@@ -29,23 +29,9 @@
  * Spec: spec/transports.md §webmcp-module; research mcp-webmcp.md §10–13.
  */
 import { initializeWebMCPPolyfill } from '@mcp-b/webmcp-polyfill';
-import { callWithConsent, type Envelope } from './verb-client.ts';
-
-/** The WebMCP page surfaces. */
-export type WebmcpSurface = 'dashboard' | 'portal' | 'developer' | 'tenant-site' | 'public';
-
-/** One manifest tool (src/transports/webmcp/manifest.ts). */
-export interface ManifestTool {
-  name: string;
-  verb: string;
-  title?: string;
-  description: string;
-  inputSchema: Record<string, unknown>;
-  annotations: { readOnlyHint: boolean; consequentialHint: boolean; untrustedContentHint: boolean };
-  consent_class: string | null;
-  shape: string;
-  category: string;
-}
+import { callWithConsent } from './verb-client.ts';
+import type { Envelope, WebmcpSurface } from '../src/spec/types.ts';
+import type { WebmcpTool as ManifestTool } from '../src/transports/webmcp/manifest.ts';
 
 /** What `execute` returns to the browser's agent. */
 export interface ToolResult {

@@ -32,7 +32,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { readFileSync } from 'node:fs';
 import { VerbError, isVerbError } from '../runtime/errors.ts';
-import type { DispatchOptions } from '../runtime/dispatch.ts';
+import type { DispatchOptions } from '../runtime/core.ts';
 import { REASONS, ReasonTable, domainReasonTable } from '../spec/reasons.ts';
 import type { Envelope, VerbRecord } from '../spec/types.ts';
 import { CLIENT_SURFACE_HEADER, type DeclarableSurface } from '../transports/http/client-surface.ts';

@@ -25,7 +25,7 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
-import type { Caller, DispatchOptions } from '../runtime/dispatch.ts';
+import type { Caller, DispatchOptions } from '../runtime/core.ts';
 import { NameIndex, inlineSchema, toToolName } from '../runtime/registry.ts';
 import type { McpRuntime } from '../transports/runtime-surface.ts';
 import { ROLE_FLOOR_OF_CLASS, type CompiledVerb, type VerbDefinition } from '../runtime/verb.ts';

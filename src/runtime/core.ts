@@ -2,7 +2,7 @@
  * The types the pipeline, its steps and the ledger share with the transports: who calls
  * (`Caller`), the per-call options (`DispatchOptions`) and what the observe hooks receive
  * (`DispatchOutcome`). Defined here, below dispatch.ts, so the ledger and the observers never
- * import the pipeline; dispatch.ts re-exports them for the transports.
+ * import the pipeline; the transports import them from here too.
  *
  * `RuntimeCore` is the runtime as they see it.
  *
@@ -53,7 +53,7 @@ export interface Caller {
    * The largest result (bytes of its JSON) the transport can send for this call, when it has such
    * a limit (MCP: its `limits.maxResultBytes`). A write whose result is larger is refused
    * `result_too_large` inside its transaction and rolls back, so nothing commits whose answer
-   * cannot be sent (issue 30 row 7). The runtime's own `maxResultBytes` applies too.
+   * cannot be sent. The runtime's own `maxResultBytes` applies too.
    */
   maxResultBytes?: number;
 }

@@ -73,6 +73,13 @@ export const refuse = {
     return noSuch('subscription_not_found', 'subscription', id.slice(0, 64), tail, hint);
   },
 
+  /** `not_found`: the caller's tenant row is gone (`Tenant <id> does not exist.`), e.g. deleted mid-call. */
+  tenantNotFound(companyId: number): VerbError {
+    return new VerbError('not_found', `Tenant ${companyId} does not exist.`, {
+      hint: 'The tenant of this key was removed; use a key of an existing tenant.',
+    });
+  },
+
   /**
    * `not_found`: no tenant signing key `kid` (spec/transports.md §ucp-keys); `companyId` names the tenant in
    * the message (the CLI), else "this tenant".
@@ -134,9 +141,14 @@ export const refuse = {
     });
   },
 
-  /** `nonce_invalid` with the one hint of every nonce refusal; `why` says what does not match. */
-  nonceInvalid(why: string): VerbError {
-    return new VerbError('nonce_invalid', why, { hint: NONCE_HINT });
+  /**
+   * `nonce_invalid` with the one hint of every nonce refusal; `why` says what does not match,
+   * `verb` (when known) is named in the hint instead of "the verb".
+   */
+  nonceInvalid(why: string, verb?: string): VerbError {
+    return new VerbError('nonce_invalid', why, {
+      hint: verb === undefined ? NONCE_HINT : NONCE_HINT.replace('the verb', verb),
+    });
   },
 
   /**

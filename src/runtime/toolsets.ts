@@ -4,7 +4,7 @@
  * the selection are the same for every transport that offers toolsets (MCP, the WebMCP manifest);
  * which categories exist on a surface is the transport's (src/transports/mcp/toolsets.ts).
  */
-import type { ToolsetSelection } from './dispatch.ts';
+import type { ToolsetSelection } from './core.ts';
 import type { CompiledVerb } from './verb.ts';
 
 /** The keyword for every toolset. */

@@ -17,6 +17,7 @@
  * program the agent drives) is refused with `human_required`, audited.
  */
 import { VerbError } from '../runtime/errors.ts';
+import { refuse } from '../runtime/refusals.ts';
 import { defineSystemVerb, type OriginalAction, type SystemVerbContext } from '../runtime/verb.ts';
 import type { StoreTx } from '../store/store.ts';
 import { parseJson } from '../store/store.ts';
@@ -40,8 +41,7 @@ async function readSettings(ctx: SystemVerbContext): Promise<TenantSettings> {
   const row = await ctx.db.get<{ settings: unknown }>('SELECT settings FROM tenants WHERE company_id = ?', [
     ctx.principal.company_id,
   ]);
-  if (row === undefined)
-    throw new VerbError('not_found', `Tenant ${ctx.principal.company_id} does not exist.`);
+  if (row === undefined) throw refuse.tenantNotFound(ctx.principal.company_id);
   return parseJson<TenantSettings>(row.settings) ?? {};
 }
 

@@ -1,24 +1,31 @@
 /**
- * The built-in system verbs every runtime gets.
+ * The built-in system verbs every runtime gets. Each module is named after its verbs:
+ * `verbs-list.ts` (verbs.list), `verbs-reputation.ts`, `audit-trail.ts`, `audit-revert.ts`,
+ * `audit-explain.ts`, `audit-receipt.ts` (audit.receipt, audit.verify_receipt),
+ * `audit-money-moved.ts`, `agent-suggest-next-verb.ts`, `system-telemetry.ts`, and one module per
+ * namespace for the rest: `approvals.ts`, `api-keys.ts`, `webhooks.ts`, `events.ts`,
+ * `transaction.ts`, `macros.ts` (+ `macros-run.ts`, the model in `macro-chain.ts`),
+ * `tenant-settings.ts` (tenant.settings, caps, blocklist, phrase channel) and
+ * `consent-settings.ts` (tenant.approval_ttl_set, tenant.gate_rules, tenant.gate_rules_set).
  */
 import type { VerbDefinition } from '../runtime/verb.ts';
-import { verbsList } from './discovery.ts';
-import { auditTrail } from './trail.ts';
+import { verbsList } from './verbs-list.ts';
+import { auditTrail } from './audit-trail.ts';
 import { approvalVerbs } from './approvals.ts';
 import { tenantSettingsVerbs } from './tenant-settings.ts';
 import { consentSettingsVerbs } from './consent-settings.ts';
 import { apiKeyVerbs } from './api-keys.ts';
 import { webhookVerbs } from './webhooks.ts';
-import { auditRevert } from './revert.ts';
+import { auditRevert } from './audit-revert.ts';
 import { transactionVerbs } from './transaction.ts';
 import { eventVerbs } from './events.ts';
-import { verbsReputation } from './reputation.ts';
+import { verbsReputation } from './verbs-reputation.ts';
 import { macroVerbs } from './macros.ts';
-import { systemTelemetry } from './telemetry.ts';
-import { agentSuggestNextVerb } from './suggest.ts';
-import { auditExplain } from './explain.ts';
-import { auditReceipt, auditVerifyReceipt } from './receipt.ts';
-import { auditMoneyMoved } from './money.ts';
+import { systemTelemetry } from './system-telemetry.ts';
+import { agentSuggestNextVerb } from './agent-suggest-next-verb.ts';
+import { auditExplain } from './audit-explain.ts';
+import { auditReceipt, auditVerifyReceipt } from './audit-receipt.ts';
+import { auditMoneyMoved } from './audit-money-moved.ts';
 
 export const systemVerbs: VerbDefinition[] = [
   verbsList,

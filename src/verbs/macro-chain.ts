@@ -1,5 +1,5 @@
 /**
- * The macro model shared by the macro verbs (src/verbs/macros.ts, macro-run.ts): the stored
+ * The macro model shared by the macro verbs (src/verbs/macros.ts, macros-run.ts): the stored
  * macro and its step records, `{"$from": "<JSON Pointer>"}` references and their substitution,
  * the chain check every save and record runs (validateChain), and the macros table.
  *

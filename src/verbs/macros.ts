@@ -26,7 +26,8 @@
  * Spec: spec/shapes.md §macro.
  *
  * Layout: the macro model, `$from` references and the chain check are in macro-chain.ts,
- * macros.run in macro-run.ts; this module defines save / record / list and re-exports the rest.
+ * macros.run in macros-run.ts, the macro model in macro-chain.ts; this module defines save / record /
+ * list.
  */
 import { defineSystemVerb } from '../runtime/verb.ts';
 import { parseJson } from '../store/store.ts';
@@ -41,21 +42,7 @@ import {
   validateChain,
   type MacroStep,
 } from './macro-chain.ts';
-import { macrosRun } from './macro-run.ts';
-
-export {
-  MACRO_RUN_TTL_SECONDS,
-  MAX_MACRO_STEPS,
-  getMacro,
-  pointerTokens,
-  resolvePointer,
-  substitute,
-  validateChain,
-  type Macro,
-  type MacroStep,
-  type StepRecord,
-} from './macro-chain.ts';
-export { macrosRun } from './macro-run.ts';
+import { macrosRun } from './macros-run.ts';
 
 const NAME = {
   type: 'string',

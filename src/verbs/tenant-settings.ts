@@ -19,6 +19,7 @@ import type { VerbClass } from '../spec/types.ts';
 import type { StoreTx } from '../store/store.ts';
 import { parseJson } from '../store/store.ts';
 import { VerbError } from '../runtime/errors.ts';
+import { refuse } from '../runtime/refusals.ts';
 import { defineSystemVerb, type OriginalAction, type SystemVerbContext } from '../runtime/verb.ts';
 import { DEFAULT_DAILY_CAPS } from '../runtime/consent/daily-caps.ts';
 import {
@@ -51,7 +52,7 @@ async function readSettings(q: SystemVerbContext['db'], companyId: number): Prom
   const row = await q.get<{ settings: unknown }>('SELECT settings FROM tenants WHERE company_id = ?', [
     companyId,
   ]);
-  if (row === undefined) throw new VerbError('not_found', `Tenant ${companyId} does not exist.`);
+  if (row === undefined) throw refuse.tenantNotFound(companyId);
   return parseJson<TenantSettings>(row.settings) ?? {};
 }
 

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { counterRuntime, consented } from '../ledger/counter-verbs.ts';
+import { counterRuntime, consented } from '../support/counter-verbs.ts';
 import type { TestRuntime } from '../support/runtime.ts';
 import { runCli } from '../../src/transports/cli/main.ts';
 import type { Io } from '../../src/transports/cli/output.ts';

@@ -8,7 +8,8 @@ import { test } from 'node:test';
 import { strict as assert } from 'node:assert';
 import { consentHarness, pendingOf, type ConsentHarness } from './support.ts';
 import { createHttpServer } from '../../src/transports/http/server.ts';
-import { pendingPhrase, type DispatchOptions } from '../../src/runtime/dispatch.ts';
+import { pendingPhrase } from '../../src/runtime/steps/consent.ts';
+import { type DispatchOptions } from '../../src/runtime/core.ts';
 import type { Envelope } from '../../src/spec/types.ts';
 import { validateEnvelope } from '../../src/spec/validators.ts';
 

@@ -9,7 +9,7 @@ import { loadSecrets } from '../../src/runtime/secrets.ts';
 import type { Store } from '../../src/store/store.ts';
 import { toAuditRow, type AuditRow } from '../../src/runtime/ledger/write/audit.ts';
 import type { Envelope, Role } from '../../src/spec/types.ts';
-import type { DispatchOptions } from '../../src/runtime/dispatch.ts';
+import type { DispatchOptions } from '../../src/runtime/core.ts';
 import { runCli } from '../../src/transports/cli/main.ts';
 import type { Io } from '../../src/transports/cli/output.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';

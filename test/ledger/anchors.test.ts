@@ -12,7 +12,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pino from 'pino';
-import { counterRuntime, consented } from './counter-verbs.ts';
+import { counterRuntime, consented } from '../support/counter-verbs.ts';
 import { AUDIT_COLUMNS, hashAuditRow, toAuditRow } from '../../src/runtime/ledger/write/audit.ts';
 import {
   AnchorPublisher,

@@ -6,7 +6,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { counterRuntime, consented, counter, lockCounter, pendingNonce } from './counter-verbs.ts';
+import { counterRuntime, consented, counter, lockCounter, pendingNonce } from '../support/counter-verbs.ts';
 import { reasonInfo } from '../../src/spec/reasons.ts';
 import type { Envelope } from '../../src/spec/types.ts';
 

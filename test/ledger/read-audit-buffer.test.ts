@@ -12,7 +12,7 @@ import { ReadAuditBuffer } from '../../src/runtime/ledger/write/read-audit-buffe
 import { StoreError } from '../../src/store/store.ts';
 import { PG_SKIP_REASON, TEST_DATABASE_URL } from '../support/postgres.ts';
 import { verifyStoreChain } from '../../src/runtime/ledger/verify/verify.ts';
-import { call, createObserveRuntime } from '../observe/support.ts';
+import { call, createObserveRuntime } from '../support/observe-verbs.ts';
 
 function readRow(h: TestRuntime, companyId: number, action: string) {
   return auditEntry({

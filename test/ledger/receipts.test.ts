@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { bump, counterRuntime, consented, counter } from './counter-verbs.ts';
+import { bump, counterRuntime, consented, counter } from '../support/counter-verbs.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 import { verifyReceipt } from '../../src/runtime/ledger/keys/receipts.ts';
 import { validateEnvelope, validateShapeOutput } from '../../src/spec/validators.ts';

@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { consented, counter, counterRuntime } from './counter-verbs.ts';
+import { consented, counter, counterRuntime } from '../support/counter-verbs.ts';
 import { validateEnvelope } from '../../src/spec/validators.ts';
 import { verifyStoreChain } from '../../src/runtime/ledger/verify/verify.ts';
 

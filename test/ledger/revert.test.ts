@@ -5,7 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { counterRuntime, consented, counter, pendingNonce } from './counter-verbs.ts';
+import { counterRuntime, consented, counter, pendingNonce } from '../support/counter-verbs.ts';
 import { validateShapeOutput } from '../../src/spec/validators.ts';
 import type { Envelope } from '../../src/spec/types.ts';
 import type { Queryable } from '../../src/store/store.ts';

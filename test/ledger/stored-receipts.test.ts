@@ -6,7 +6,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { counterRuntime, consented } from './counter-verbs.ts';
+import { counterRuntime, consented } from '../support/counter-verbs.ts';
 import { runMaintenance } from '../../src/runtime/maintenance.ts';
 import { verifyReceipt } from '../../src/runtime/ledger/keys/receipts.ts';
 import { databaseKeys } from '../../src/runtime/ledger/verify/verify.ts';

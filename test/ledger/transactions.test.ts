@@ -5,7 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { counterAdd, counterRuntime, consented, counter, pendingNonce } from './counter-verbs.ts';
+import { counterAdd, counterRuntime, consented, counter, pendingNonce } from '../support/counter-verbs.ts';
 import type { TestRuntime } from '../support/runtime.ts';
 import { validateShapeOutput } from '../../src/spec/validators.ts';
 import type { Envelope } from '../../src/spec/types.ts';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { createPrivateKey, sign as nodeSign } from 'node:crypto';
 import { generateP256Jwk } from '../../src/runtime/ledger/keys/keygen.ts';
 import Database from 'better-sqlite3';
-import { counterRuntime, consented } from './counter-verbs.ts';
+import { counterRuntime, consented } from '../support/counter-verbs.ts';
 import type { TestRuntime } from '../support/runtime.ts';
 import {
   verifyAuditChain,

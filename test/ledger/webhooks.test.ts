@@ -13,7 +13,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
-import type { DispatchOptions } from '../../src/runtime/dispatch.ts';
+import type { DispatchOptions } from '../../src/runtime/core.ts';
 import type { Envelope } from '../../src/spec/types.ts';
 import { emitWebhookEvent, WEBHOOK_KIND } from '../../src/runtime/ledger/write/webhook-endpoints.ts';
 

@@ -6,7 +6,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, createObserveRuntime, okResult, refused } from './support.ts';
+import { call, createObserveRuntime, okResult, refused } from '../support/observe-verbs.ts';
 import type { TestRuntime } from '../support/runtime.ts';
 import type { Principal } from '../../src/spec/types.ts';
 import { reasonInfo } from '../../src/spec/reasons.ts';

@@ -29,7 +29,7 @@ import {
   SESSION_GAP_MS,
   SUGGEST_MODEL_VERSION,
 } from '../../src/runtime/observe/transition-model.ts';
-import { MACRO_RUN_TTL_SECONDS, MAX_MACRO_STEPS } from '../../src/verbs/macros.ts';
+import { MACRO_RUN_TTL_SECONDS, MAX_MACRO_STEPS } from '../../src/verbs/macro-chain.ts';
 import { TELEMETRY_MAX_WINDOW_SECONDS } from '../../src/runtime/observe/telemetry.ts';
 import { SEMCONV_VERSION } from '../../src/runtime/observe/dispatch-spans.ts';
 

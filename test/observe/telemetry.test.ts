@@ -18,7 +18,7 @@ import {
   type Tracer,
   type TracerProvider,
 } from '@opentelemetry/api';
-import { call, createObserveRuntime, okResult, refused } from './support.ts';
+import { call, createObserveRuntime, okResult, refused } from '../support/observe-verbs.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 
 interface Recorded {

@@ -5,90 +5,14 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { installNotesPack } from '../support/notes-pack.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
-import { VerbError } from '../../src/runtime/errors.ts';
-import { StoreError } from '../../src/store/store.ts';
 import { validateEnvelope, validateShapeOutput } from '../../src/spec/validators.ts';
 import { assertUpstreamValid } from '../support/upstream.ts';
 import { PIPELINE_STEPS } from '../../src/runtime/dispatch.ts';
 import { documentedPipelineSteps } from '../support/architecture.ts';
 import { readdirSync } from 'node:fs';
 import type { Envelope } from '../../src/spec/types.ts';
-
-async function withNotes(h: TestRuntime): Promise<void> {
-  await h.rt.store.migrate('test-notes', [
-    {
-      version: 1,
-      name: 'notes',
-      sqlite: 'CREATE TABLE notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, text TEXT NOT NULL)',
-      postgres:
-        'CREATE TABLE notes (id BIGSERIAL PRIMARY KEY, company_id BIGINT NOT NULL, text TEXT NOT NULL)',
-    },
-  ]);
-  h.rt.register(
-    defineVerb({
-      name: 'notes.count',
-      description: 'Count notes.',
-      shape: 'aggregate',
-      category: 'crm',
-      input: {
-        type: 'object',
-        properties: { min_length: { type: 'integer', minimum: 0 } },
-        additionalProperties: false,
-      },
-      async handler(ctx) {
-        const r = await ctx.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM notes WHERE company_id = ?', [
-          ctx.principal.company_id,
-        ]);
-        return { entity_id: ctx.principal.company_id, data: { notes: r!.n } };
-      },
-    }),
-    defineVerb({
-      name: 'notes_add',
-      description: 'Add a note.',
-      shape: 'receipt',
-      category: 'crm',
-      consent: 'WRITE_REVERSIBLE',
-      input: {
-        type: 'object',
-        properties: {
-          text: { type: 'string', minLength: 1 },
-          explode: { type: 'string', enum: ['verb_error', 'crash', 'store_value'] },
-        },
-        required: ['text'],
-        additionalProperties: false,
-      },
-      async handler(ctx, args: { text: string; explode?: string }) {
-        const r = (await ctx.db.get<{ id: number }>(
-          'INSERT INTO notes (company_id, text) VALUES (?, ?) RETURNING id',
-          [ctx.principal.company_id, args.text],
-        ))!;
-        ctx.emit({ type: 'note.added', entity_type: 'note', entity_id: r.id, payload: { text: args.text } });
-        if (args.explode === 'verb_error')
-          throw new VerbError<string>('note_rejected', 'Notes may not say that.', {
-            hint: 'Say something else.',
-          });
-        if (args.explode === 'crash') throw new Error('secret stack detail /etc/passwd');
-        // What PostgreSQL answers for an id beyond bigint (SQLSTATE 22003).
-        if (args.explode === 'store_value')
-          throw new StoreError(
-            'invalid_value',
-            'value "9223372036854776000" is out of range for type bigint',
-          );
-        return { note_id: r.id };
-      },
-    }),
-    defineVerb({
-      name: 'notes.enterprise_report',
-      description: 'Enterprise only.',
-      shape: 'aggregate',
-      category: 'crm',
-      tier_floor: 'enterprise',
-      input: { type: 'object', properties: {} },
-      handler: async (ctx) => ({ entity_id: ctx.principal.company_id, data: {} }),
-    }),
-  );
-}
 
 async function confirmWrite(
   h: TestRuntime,
@@ -141,7 +65,7 @@ describe('dispatch', () => {
 
   it('answers invalid_input with the JSON Pointer that failed and writes only an audit row', async (t) => {
     const h = await createTestRuntime(t);
-    await withNotes(h);
+    await installNotesPack(h);
     const caller = { surface: 'cli' as const, apiKey: h.keys.employee };
     const missing = await h.rt.dispatch(caller, 'notes_add', {});
     assert.equal(missing.error!.reason, 'invalid_input');
@@ -159,7 +83,7 @@ describe('dispatch', () => {
 
   it('a value the store cannot hold (an id beyond bigint) is invalid_input, audited, nothing written — not store_unavailable', async (t) => {
     const h = await createTestRuntime(t);
-    await withNotes(h);
+    await installNotesPack(h);
     const env = await confirmWrite(h, { text: 'x', explode: 'store_value' });
     assert.equal(env.error!.reason, 'invalid_input', JSON.stringify(env));
     assert.ok(env.audit_id !== undefined, 'the refusal has an audit row');
@@ -171,7 +95,7 @@ describe('dispatch', () => {
 
   it('refuses company_id or user_id smuggled in args (identity_override), audited', async (t) => {
     const h = await createTestRuntime(t);
-    await withNotes(h);
+    await installNotesPack(h);
     const env = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'notes.count', {
       company_id: 3,
     });
@@ -183,7 +107,7 @@ describe('dispatch', () => {
 
   it('answers tier_denied below the tier floor and role_denied below the role floor', async (t) => {
     const h = await createTestRuntime(t);
-    await withNotes(h);
+    await installNotesPack(h);
     const tier = await h.rt.dispatch(
       { surface: 'http', apiKey: h.keys.owner },
       'notes.enterprise_report',
@@ -210,7 +134,7 @@ describe('dispatch', () => {
 
   it('runs keyless reads on the sandbox tenant and refuses keyless writes (auth_required)', async (t) => {
     const h = await createTestRuntime(t);
-    await withNotes(h);
+    await installNotesPack(h);
     const r = await h.rt.dispatch({ surface: 'mcp_stdio' }, 'notes.count', {});
     assert.equal(r.ok, true);
     assert.equal((r.result as { entity_id: number }).entity_id, h.sandboxId);
@@ -236,7 +160,7 @@ describe('dispatch', () => {
     // One row per attempt (no aggregation windows): this test reads each attempt's own rows;
     // test/transports/http/rate-limit.test.ts covers the windows (spec/audit.md §auth-failure-windows).
     const h = await createTestRuntime(t, { authFailureWindowMs: 0 });
-    await withNotes(h);
+    await installNotesPack(h);
     const keyId = h.rt.tenants.keyIdOf(h.keys.employee)!;
     const sandboxRow = async (auditId: number | undefined) =>
       (await auditRows(h, h.sandboxId)).find((r) => r.audit_id === auditId);
@@ -334,7 +258,7 @@ describe('dispatch', () => {
 
   it('commits the write, its audit row and its events in one transaction', async (t) => {
     const h = await createTestRuntime(t);
-    await withNotes(h);
+    await installNotesPack(h);
     const env = await confirmWrite(h, { text: 'hello' });
     assert.equal(env.ok, true, JSON.stringify(env));
     assert.equal(validateEnvelope(env).valid, true);
@@ -355,7 +279,7 @@ describe('dispatch', () => {
 
   it('leaves no partial write when a handler throws, and still audits the failure', async (t) => {
     const h = await createTestRuntime(t);
-    await withNotes(h);
+    await installNotesPack(h);
     const domain = await confirmWrite(h, { text: 'bad', explode: 'verb_error' });
     assert.equal(domain.error!.reason, 'note_rejected');
     assert.equal(domain.error!.hint, 'Say something else.');
@@ -375,7 +299,7 @@ describe('dispatch', () => {
 
   it('audits reads too (buffered, flushed in batches) and chains every row per tenant', async (t) => {
     const h = await createTestRuntime(t);
-    await withNotes(h);
+    await installNotesPack(h);
     for (let i = 0; i < 5; i++)
       await h.rt.dispatch({ surface: 'http', apiKey: h.keys.read_only }, 'notes.count', {});
     const rows = await auditRows(h);
@@ -388,7 +312,7 @@ describe('dispatch', () => {
 
   it('the engine refuses UPDATE and DELETE on the audit log', async (t) => {
     const h = await createTestRuntime(t);
-    await withNotes(h);
+    await installNotesPack(h);
     await confirmWrite(h, { text: 'x' });
     await assert.rejects(
       h.rt.store.write((tx) => tx.run('UPDATE audit_log SET status = ?', ['completed'])),
@@ -402,7 +326,7 @@ describe('dispatch', () => {
 
   it('verbs.list and audit.trail outputs validate against our schemas and upstream', async (t) => {
     const h = await createTestRuntime(t);
-    await withNotes(h);
+    await installNotesPack(h);
     await confirmWrite(h, { text: 'x' });
     const list = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.owner }, 'verbs.list', {
       surface: 'http',
@@ -440,7 +364,7 @@ describe('dispatch', () => {
 
   it("a tenant never sees another tenant's trail", async (t) => {
     const h = await createTestRuntime(t);
-    await withNotes(h);
+    await installNotesPack(h);
     await confirmWrite(h, { text: 'x' });
     await h.rt.auditBuffer.flush();
     const other = await h.rt.dispatch({ surface: 'http', apiKey: h.otherOwnerKey }, 'audit.trail', {});
@@ -470,7 +394,7 @@ describe('dispatch', () => {
 describe('hostile input', () => {
   it('deeply nested arguments are refused as invalid_input and audited, never a stack overflow or a 503', async (t) => {
     const h = await createTestRuntime(t);
-    await withNotes(h);
+    await installNotesPack(h);
     let deep: Record<string, unknown> = {};
     const root = deep;
     for (let i = 0; i < 20_000; i++) {
@@ -503,7 +427,7 @@ describe('hostile input', () => {
 
   it('a lone UTF-16 surrogate in a value or a key is invalid_input with its path, audited (as U+FFFD) — the chain still verifies; pairs (emoji) pass', async (t) => {
     const h = await createTestRuntime(t);
-    await withNotes(h);
+    await installNotesPack(h);
     const owner = { surface: 'http' as const, apiKey: h.keys.owner };
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ text: 'b\udc00' }, '/text'],

@@ -9,6 +9,7 @@ import { refuse, packRefusals } from '../../src/runtime/refusals.ts';
 import { isVerbError } from '../../src/runtime/errors.ts';
 import { REASONS } from '../../src/spec/reasons.ts';
 import { cliRefuse } from '../../src/transports/cli/refusals.ts';
+import { transportEnvelope } from '../../src/transports/http/envelope-map.ts';
 
 test('every catalogue entry answers a core reason with a message and a hint', () => {
   const samples: Record<keyof typeof refuse, () => unknown> = {
@@ -16,6 +17,7 @@ test('every catalogue entry answers a core reason with a message and a hint', ()
     approvalNotFound: () => refuse.approvalNotFound('apv_1'),
     macroNotFound: () => refuse.macroNotFound('mac_1'),
     subscriptionNotFound: () => refuse.subscriptionNotFound('sub_1', 'exists for this tenant', 'Subscribe.'),
+    tenantNotFound: () => refuse.tenantNotFound(7),
     signingKeyNotFound: () => refuse.signingKeyNotFound('k1'),
     unknownVerb: () => refuse.unknownVerb('deals.craete', ['deals.create']),
     storeUnavailable: () => refuse.storeUnavailable(),
@@ -62,6 +64,35 @@ test('entries keep the texts of the copies they replaced', () => {
   assert.equal(input.message, 'arguments must be an object.');
   assert.equal(input.hint, 'Fix the argument at / to match the input_schema of deals.search.');
   assert.equal(refuse.macroInvalid('x').hint, 'Fix the macro definition (macros.save) and try again.');
+});
+
+test('every nonce_invalid carries the one nonce hint, naming the verb when known', () => {
+  const general = refuse.nonceInvalid('The nonce was issued to another tenant or user.');
+  assert.equal(
+    general.hint,
+    'Call the verb again without confirm to get a fresh nonce, then confirm with exactly the same arguments.',
+  );
+  const named = refuse.nonceInvalid(
+    'The nonce was issued for another consent gate or phrase.',
+    'deals.close',
+  );
+  assert.equal(named.reason, 'nonce_invalid');
+  assert.equal(
+    named.hint,
+    'Call deals.close again without confirm to get a fresh nonce, then confirm with exactly the same arguments.',
+  );
+});
+
+test('a transport refusal names a reason of the table (a misspelt one does not compile)', () => {
+  const env = transportEnvelope('', 'payload_too_large', 'The body is too large.', 'Send less.');
+  assert.deepEqual(env, {
+    ok: false,
+    verb: '',
+    error: { reason: 'payload_too_large', message: 'The body is too large.', hint: 'Send less.' },
+  });
+  assert.ok(Object.hasOwn(REASONS, env.error!.reason));
+  // @ts-expect-error -- 'payload_too_larg' is no transport reason (tsc --noEmit fails if this compiles)
+  transportEnvelope('', 'payload_too_larg', 'x');
 });
 
 test('packRefusals: one typed constructor per declared reason, with the declared hint', () => {

@@ -15,7 +15,7 @@ import pino from 'pino';
 import { createRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { SecretsError } from '../../src/runtime/secrets.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
-import { COUNTER_VERBS } from '../ledger/counter-verbs.ts';
+import { COUNTER_VERBS } from '../support/counter-verbs.ts';
 import { verifyReceipt } from '../../src/runtime/ledger/keys/receipts.ts';
 import type { Envelope, Receipt } from '../../src/spec/types.ts';
 

@@ -3,19 +3,12 @@
  *
  * - `launchChromium({ webmcp })`: playwright-core driving Debian's `chromium` (Playwright's own
  *   browser download does not work on this network; `.ci/install-chromium.sh` installs the binary).
- * - `serveStatic({ dir, routes })`: a loopback HTTP server, because WebMCP needs a secure context with
- *   a real origin (`http://127.0.0.1:<port>` is one; `about:blank` and `data:` pages have no
- *   `document.modelContext`).
  * - `skipUnlessChromium()`: a `node:test` skip reason, only when the binary is absent.
  * - `listToolsInMainWorld` / `callToolInMainWorld`: WebMCP calls from the page's main world, which work
  *   for both native WebMCP and the `@mcp-b/webmcp-polyfill` (Playwright's `page.webmcp` only sees the
  *   native one; see docs/webmcp-browser-testing.md).
  */
 import { accessSync, constants as fsConstants } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { extname, resolve, sep } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
 /** Where Debian's `chromium` package puts its launcher. */
@@ -106,101 +99,6 @@ export async function launchChromium(options: LaunchChromiumOptions): Promise<Br
     args: chromiumArgs(options),
     timeout: options.timeoutMs ?? 30_000,
   });
-}
-
-/** One in-memory response: a body (content type from the path's extension) or body + explicit type. */
-export type StaticRoute = string | Uint8Array | { body: string | Uint8Array; contentType: string };
-
-/** URL path (`/index.html`) → response. `/` is not mapped to `/index.html` automatically. */
-export type StaticRoutes = Record<string, StaticRoute>;
-
-/** A running loopback server from {@link serveStatic}. */
-export interface StaticServer {
-  /** `http://127.0.0.1:<port>` (no trailing slash). */
-  origin: string;
-  /** Absolute URL for a path on this server: `url('/index.html')`. */
-  url(path: string): string;
-  /** Stops listening and drops keep-alive connections. */
-  close(): Promise<void>;
-}
-
-const CONTENT_TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.txt': 'text/plain; charset=utf-8',
-};
-
-function contentTypeFor(path: string): string {
-  return CONTENT_TYPES[extname(path).toLowerCase()] ?? 'application/octet-stream';
-}
-
-async function readFromDir(dir: string, urlPath: string): Promise<Uint8Array | undefined> {
-  const root = resolve(dir);
-  const file = resolve(root, `.${urlPath}`);
-  if (file !== root && !file.startsWith(root + sep)) return undefined; // path traversal
-  try {
-    if (!(await stat(file)).isFile()) return undefined;
-    return await readFile(file);
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Serve fixtures on `http://127.0.0.1:<ephemeral port>` (GET/HEAD only, `cache-control: no-store`).
- *
- * @param source `routes` (in-memory, checked first) and/or `dir` (files under it; `..` escapes get 404).
- * @returns the running server; 404 for anything not found, 405 for other methods.
- */
-export async function serveStatic(source: { dir?: string; routes?: StaticRoutes }): Promise<StaticServer> {
-  const routes = source.routes ?? {};
-  const server = createServer((req, res) => {
-    void (async () => {
-      if (req.method !== 'GET' && req.method !== 'HEAD') {
-        res.writeHead(405, { allow: 'GET, HEAD' }).end();
-        return;
-      }
-      const path = decodeURIComponent(new URL(req.url ?? '/', 'http://127.0.0.1').pathname);
-      const route = routes[path];
-      let body: string | Uint8Array | undefined;
-      let contentType = contentTypeFor(path);
-      if (route !== undefined) {
-        if (typeof route === 'string' || route instanceof Uint8Array) body = route;
-        else ({ body, contentType } = route);
-      } else if (source.dir !== undefined) {
-        body = await readFromDir(source.dir, path);
-      }
-      if (body === undefined) {
-        res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end(`not found: ${path}`);
-        return;
-      }
-      res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' });
-      res.end(req.method === 'HEAD' ? undefined : body);
-    })().catch((error: unknown) => {
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
-      res.end(String(error));
-    });
-  });
-  await new Promise<void>((resolveListen, rejectListen) => {
-    server.once('error', rejectListen);
-    server.listen(0, '127.0.0.1', () => resolveListen());
-  });
-  const { port } = server.address() as AddressInfo;
-  const origin = `http://127.0.0.1:${port}`;
-  return {
-    origin,
-    url: (path) => new URL(path, `${origin}/`).href,
-    close: () =>
-      new Promise<void>((resolveClose, rejectClose) => {
-        server.close((error) => (error ? rejectClose(error) : resolveClose()));
-        server.closeAllConnections();
-      }),
-  };
 }
 
 /** A tool as `document.modelContext.getTools()` describes it, minus the non-serializable `window`. */

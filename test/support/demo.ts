@@ -30,7 +30,7 @@ import { createTestPostgresStore } from './postgres.ts';
 import { testEngine } from './runtime.ts';
 import { DEMO_TENANTS, demoPack, type DemoSeedFacts } from '../../src/business/pack.ts';
 import type { DemoFixtures } from '../../src/business/seed.ts';
-import type { DispatchOptions } from '../../src/runtime/dispatch.ts';
+import type { DispatchOptions } from '../../src/runtime/core.ts';
 
 /** The clock the demo is seeded with (the fetched_at of the upstream customer.full_context example). */
 export const DEMO_NOW = new Date('2026-05-23T14:00:00Z');

@@ -138,9 +138,7 @@ async function consentGate(c: Keyed): Promise<Consent | Envelope> {
     allowExpired: typed,
   });
   if (payload.k !== cls || (typed ? payload.p !== phraseHash(phrase!) : payload.p !== null)) {
-    throw new VerbError('nonce_invalid', 'The nonce was issued for another consent gate or phrase.', {
-      hint: `Call ${verb.name} again without confirm to get a fresh nonce.`,
-    });
+    throw refuse.nonceInvalid('The nonce was issued for another consent gate or phrase.', verb.name);
   }
   const decided: Consent = {
     jti: payload.j,

@@ -397,13 +397,13 @@ CREATE TABLE receipts (
 `;
 
 /**
- * v9: the read-audit row's indexes (issue 21). Every index of audit_log costs each appended row
+ * v9: the read-audit row's indexes, made cheaper to append to. Every index of audit_log costs each appended row
  * an index insert (≈ 1.7 µs of a buffered read row's CPU on SQLite), and most rows are reads
  * that completed with no entity: the two entity indexes hold only rows with an entity_type, the
  * two status indexes only rows whose status is not 'completed' (denials, failures, pending,
  * replays…). A filter on entity_type implies entity_type IS NOT NULL, so both planners use the
  * partial entity indexes as before; a status filter other than 'completed' carries the term
- * `status <> 'completed'` (src/verbs/trail.ts adds it), which matches the index predicate
+ * `status <> 'completed'` (src/verbs/audit-trail.ts adds it), which matches the index predicate
  * textually on SQLite and by proof on PostgreSQL; status = 'completed' is scanned on the time or
  * verb index and tested on its rows. Same SQL on both engines. spec/audit.md §trail
  */
@@ -419,7 +419,7 @@ CREATE INDEX audit_company_entity_type_time ON audit_log(company_id, entity_type
 `;
 
 /**
- * v10: fewer B-trees per confirmed write on SQLite (issue 21), the same tables on PostgreSQL.
+ * v10: fewer B-trees per confirmed write on SQLite, the same tables on PostgreSQL.
  * - nonces: one B-tree keyed (expires_at, jti) WITHOUT ROWID instead of a rowid table, its jti
  *   index and nonces_expiry (3 trees per burn). A jti is 128 random bits and its expiry is signed
  *   into the same token, so the pair is unique exactly when the jti is: a second burn of a nonce is

@@ -1,5 +1,5 @@
 /**
- * Background WAL checkpointer for SqliteStore file databases (issue 21).
+ * Background WAL checkpointer for SqliteStore file databases.
  *
  * SQLite's WAL auto-checkpoint (every 1,000 pages by default) runs inside the COMMIT that crossed
  * the threshold, on the thread that committed: its fsyncs (the WAL, then the database file) block

@@ -31,28 +31,31 @@
  *   most the pages one statement (or one group commit's savepoints) touched. Migrations run with
  *   the default (temp files), so CREATE INDEX on a large table sorts on disk, not in RAM.
  *
+ * The parts: `connection.ts` (one connection, its statement cache, error mapping), `transaction.ts`
+ * (the write body's handle, the mutex, afterCommit callbacks), `migrations.ts` (the migration
+ * runner), `checkpointer.ts` (the background checkpoint worker).
+ *
  * Spec: spec/store.md.
  */
 import Database from 'better-sqlite3';
-import type { Statement, Database as Db } from 'better-sqlite3';
+import type { Database as Db } from 'better-sqlite3';
 import { ensurePrivateFile } from './private-file.ts';
 import { resolve } from 'node:path';
 import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { BACKSTOP_PAGES, Checkpointer, INLINE_PAGES, type CheckpointStats } from './checkpointer.ts';
+import { Connection, toStoreError } from './connection.ts';
+import { Mutex, runCallbacks, SqliteTx } from './transaction.ts';
+import { applyMigrations } from './migrations.ts';
 import {
   DEFAULT_WRITE_BUDGET_MS,
   StoreError,
   withWriteBudget,
   type Durability,
   type Migration,
-  type Queryable,
-  type Row,
-  type RunResult,
   type Store,
   type StoreRead,
   type StoreTx,
-  type TenantHead,
   type WriteOptions,
 } from '../store.ts';
 
@@ -106,252 +109,6 @@ export interface SqliteStoreOptions {
   checkpointInjectFailure?: 'start' | 'checkpoint';
   /** Where a checkpoint worker failure is reported. Default: console.error. */
   onCheckpointError?: (err: Error) => void;
-}
-
-const GENESIS_HASH = '0'.repeat(64);
-
-/** Map a better-sqlite3 error to a StoreError by its `code` (never by message text). */
-export function toStoreError(err: unknown): unknown {
-  if (err instanceof StoreError) return err;
-  const code = (err as { code?: unknown })?.code;
-  if (typeof code !== 'string' || !code.startsWith('SQLITE')) return err;
-  const message = (err as Error).message;
-  if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-    return new StoreError('unique_violation', message, { cause: err });
-  }
-  if (code === 'SQLITE_CONSTRAINT_TRIGGER') return new StoreError('append_only', message, { cause: err });
-  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
-    return new StoreError('busy', message, { cause: err });
-  }
-  if (code.startsWith('SQLITE_READONLY')) return new StoreError('read_only', message, { cause: err });
-  if (code === 'SQLITE_FULL') return new StoreError('disk_full', message, { cause: err });
-  if (
-    code.startsWith('SQLITE_CANTOPEN') ||
-    code.startsWith('SQLITE_IOERR') ||
-    code === 'SQLITE_NOTADB' ||
-    code.startsWith('SQLITE_CORRUPT')
-  ) {
-    return new StoreError('unavailable', message, { cause: err });
-  }
-  return new StoreError('unknown', message, { cause: err });
-}
-
-/** Statement cache + the Queryable methods over one connection. */
-class Connection implements Queryable {
-  readonly #db: Db;
-  readonly #cache = new Map<string, Statement>();
-  constructor(db: Db) {
-    this.#db = db;
-  }
-  get db(): Db {
-    return this.#db;
-  }
-  prepare(sql: string): Statement {
-    let stmt = this.#cache.get(sql);
-    if (stmt === undefined) {
-      try {
-        stmt = this.#db.prepare(sql);
-      } catch (err) {
-        throw toStoreError(err);
-      }
-      this.#cache.set(sql, stmt);
-    }
-    return stmt;
-  }
-  getSync<T>(sql: string, params: readonly unknown[] = []): T | undefined {
-    try {
-      return this.prepare(sql).get(...bindAll(params)) as T | undefined;
-    } catch (err) {
-      throw toStoreError(err);
-    }
-  }
-  allSync<T>(sql: string, params: readonly unknown[] = []): T[] {
-    try {
-      return this.prepare(sql).all(...bindAll(params)) as T[];
-    } catch (err) {
-      throw toStoreError(err);
-    }
-  }
-  runSync(sql: string, params: readonly unknown[] = []): RunResult {
-    try {
-      const stmt = this.prepare(sql);
-      if (stmt.reader) {
-        // A statement with RETURNING: run it for effect, report the rows as changes.
-        const rows = stmt.all(...bindAll(params));
-        return { changes: rows.length };
-      }
-      const r = stmt.run(...bindAll(params));
-      return { changes: r.changes, lastInsertId: Number(r.lastInsertRowid) };
-    } catch (err) {
-      throw toStoreError(err);
-    }
-  }
-  get<T = Row>(sql: string, params?: readonly unknown[]): Promise<T | undefined> {
-    try {
-      return Promise.resolve(this.getSync<T>(sql, params));
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  }
-  all<T = Row>(sql: string, params?: readonly unknown[]): Promise<T[]> {
-    try {
-      return Promise.resolve(this.allSync<T>(sql, params));
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  }
-  run(sql: string, params?: readonly unknown[]): Promise<RunResult> {
-    try {
-      return Promise.resolve(this.runSync(sql, params));
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  }
-  exec(sql: string): void {
-    try {
-      this.#db.exec(sql);
-    } catch (err) {
-      throw toStoreError(err);
-    }
-  }
-  /** Run a transaction-control statement through a cached prepared statement (cheaper than exec). */
-  control(
-    sql: 'BEGIN IMMEDIATE' | 'COMMIT' | 'ROLLBACK' | 'SAVEPOINT w' | 'RELEASE w' | 'ROLLBACK TO w',
-  ): void {
-    try {
-      this.prepare(sql).run();
-    } catch (err) {
-      throw toStoreError(err);
-    }
-  }
-}
-
-/** SQLite binds booleans as 0/1 and undefined as NULL. */
-function bind(v: unknown): unknown {
-  if (v === undefined) return null;
-  if (typeof v === 'boolean') return v ? 1 : 0;
-  return v;
-}
-
-/**
- * The arguments to spread into a better-sqlite3 call for `params` (bind() on each): the same
- * array when nothing needs mapping (the usual case: no copy). Spread arguments, not one array
- * argument: better-sqlite3 reads an array's elements one property lookup each, which cost ≈ 1 µs
- * more per 28-parameter audit row than reading them as arguments (raw better-sqlite3, in memory).
- * An object (named parameters) is one argument either way, bound by name.
- */
-function bindAll(params: readonly unknown[]): readonly unknown[] {
-  let copy = false;
-  for (let i = 0; i < params.length; i++) {
-    const v = params[i];
-    if (v === undefined || typeof v === 'boolean') copy = true;
-    else if (typeof v === 'object' && v !== null && !(v instanceof Uint8Array)) return params.map(bind);
-  }
-  return copy ? params.map(bind) : params;
-}
-
-/**
- * Run afterCommit callbacks of a committed transaction. A throwing callback cannot undo the
- * commit, so it must not turn the write into a failure nor skip the callbacks after it: it is
- * reported as a process warning.
- */
-function runCallbacks(callbacks: ReadonlyArray<() => void>): void {
-  for (const cb of callbacks) {
-    try {
-      cb();
-    } catch (err) {
-      process.emitWarning(`afterCommit callback failed: ${(err as Error)?.message ?? String(err)}`, {
-        type: 'SolidStoreWarning',
-      });
-    }
-  }
-}
-
-/** The transaction handle given to `write` bodies. */
-class SqliteTx implements StoreTx {
-  readonly callbacks: Array<() => void> = [];
-  #done = false;
-  constructor(readonly conn: Connection) {}
-  #check(): void {
-    if (this.#done) throw new StoreError('unknown', 'store transaction used after it ended');
-  }
-  end(): void {
-    this.#done = true;
-  }
-  get<T = Row>(sql: string, params?: readonly unknown[]): Promise<T | undefined> {
-    this.#check();
-    return this.conn.get<T>(sql, params);
-  }
-  all<T = Row>(sql: string, params?: readonly unknown[]): Promise<T[]> {
-    this.#check();
-    return this.conn.all<T>(sql, params);
-  }
-  run(sql: string, params?: readonly unknown[]): Promise<RunResult> {
-    this.#check();
-    return this.conn.run(sql, params);
-  }
-  readonly #heads = new Map<number, TenantHead>();
-  async lockTenantHead(companyId: number): Promise<TenantHead> {
-    this.#check();
-    // The write lock (BEGIN IMMEDIATE) already serializes every writer on this file. The head is
-    // read once per transaction; callers move it (audit/event appends) through the returned object.
-    let head = this.#heads.get(companyId);
-    if (head !== undefined) return head;
-    head = this.conn.getSync<TenantHead>(
-      'SELECT company_id, audit_seq, audit_hash, event_seq FROM tenant_heads WHERE company_id = ?',
-      [companyId],
-    );
-    if (head === undefined) {
-      this.conn.runSync(
-        'INSERT INTO tenant_heads (company_id, audit_seq, audit_hash, event_seq) VALUES (?, 0, ?, 0)',
-        [companyId, GENESIS_HASH],
-      );
-      head = { company_id: companyId, audit_seq: 0, audit_hash: GENESIS_HASH, event_seq: 0 };
-    }
-    this.#heads.set(companyId, head);
-    return head;
-  }
-  #nextAuditId = 0;
-  async nextAuditId(): Promise<number> {
-    this.#check();
-    if (this.#nextAuditId === 0) {
-      this.#nextAuditId = this.conn.getSync<{ next: number }>(
-        'SELECT COALESCE(MAX(audit_id), 0) + 1 AS next FROM audit_log',
-      )!.next;
-    }
-    return this.#nextAuditId++;
-  }
-  async nextAuditIds(n: number): Promise<number[]> {
-    if (n <= 0) return [];
-    const first = await this.nextAuditId();
-    this.#nextAuditId = first + n;
-    const ids = new Array<number>(n);
-    for (let i = 0; i < n; i++) ids[i] = first + i;
-    return ids;
-  }
-  afterCommit(fn: () => void): void {
-    this.callbacks.push(fn);
-  }
-}
-
-/** A tiny FIFO async mutex. */
-class Mutex {
-  #tail: Promise<void> = Promise.resolve();
-  #locked = 0;
-  get pending(): number {
-    return this.#locked;
-  }
-  lock(): Promise<() => void> {
-    this.#locked++;
-    let release!: () => void;
-    const next = new Promise<void>((resolve) => (release = resolve));
-    const prev = this.#tail;
-    this.#tail = prev.then(() => next);
-    return prev.then(() => () => {
-      this.#locked--;
-      release();
-    });
-  }
 }
 
 interface PendingWrite {
@@ -529,57 +286,9 @@ export class SqliteStore implements Store {
 
   async migrate(scope: string, migrations: readonly Migration[]): Promise<void> {
     const release = await this.#mutex.lock();
-    // Temp files while migrating: an index built over a large table sorts on disk (header).
-    this.#writer.db.pragma('temp_store = DEFAULT');
     try {
-      this.#writer.exec(
-        `CREATE TABLE IF NOT EXISTS schema_migrations (
-           scope TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, applied_at TEXT NOT NULL,
-           PRIMARY KEY (scope, version))`,
-      );
-      const done = new Set(
-        this.#writer
-          .allSync<{ version: number }>('SELECT version FROM schema_migrations WHERE scope = ?', [scope])
-          .map((r) => r.version),
-      );
-      const sorted = [...migrations].sort((a, b) => a.version - b.version);
-      for (const m of sorted) {
-        if (done.has(m.version)) continue;
-        if (m.sqlite === undefined) {
-          throw new StoreError(
-            'migration_failed',
-            `migration ${scope}#${m.version} (${m.name}) has no SQLite form`,
-          );
-        }
-        try {
-          this.#writer.exec('BEGIN IMMEDIATE');
-          // Another process on the same file may have applied it since `done` was read: the
-          // check that counts is the one under the write lock.
-          const applied = this.#writer.allSync(
-            'SELECT 1 FROM schema_migrations WHERE scope = ? AND version = ?',
-            [scope, m.version],
-          );
-          if (applied.length === 0) {
-            this.#writer.exec(m.sqlite);
-            this.#writer.runSync(
-              'INSERT INTO schema_migrations (scope, version, name, applied_at) VALUES (?, ?, ?, ?)',
-              [scope, m.version, m.name, new Date().toISOString()],
-            );
-          }
-          this.#writer.exec('COMMIT');
-        } catch (err) {
-          if (this.#writer.db.inTransaction) this.#writer.exec('ROLLBACK');
-          throw new StoreError(
-            'migration_failed',
-            `migration ${scope}#${m.version} (${m.name}) failed: ${(err as Error).message}`,
-            {
-              cause: err,
-            },
-          );
-        }
-      }
+      applyMigrations(this.#writer, scope, migrations);
     } finally {
-      this.#writer.db.pragma('temp_store = MEMORY');
       release();
     }
   }

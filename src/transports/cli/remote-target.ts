@@ -9,7 +9,7 @@
  *
  * Spec: spec/transports.md §remote.
  */
-import type { DispatchOptions } from '../../runtime/dispatch.ts';
+import type { DispatchOptions } from '../../runtime/core.ts';
 import { VALID_SURFACES, type Envelope, type VerbRecord } from '../../spec/types.ts';
 import {
   unknownVerbEnvelope,

@@ -14,7 +14,7 @@
  * Spec: spec/transports.md §cli, §remote.
  */
 import type { Command } from 'commander';
-import type { DispatchOptions } from '../../runtime/dispatch.ts';
+import type { DispatchOptions } from '../../runtime/core.ts';
 import type { Envelope, VerbRecord } from '../../spec/types.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import { refuse } from '../../runtime/refusals.ts';

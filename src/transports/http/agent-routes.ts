@@ -13,7 +13,7 @@
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { HttpPluginOptions } from './server.ts';
-import type { DispatchOptions } from '../../runtime/dispatch.ts';
+import type { DispatchOptions } from '../../runtime/core.ts';
 import { VALID_SHAPES, VALID_SURFACES } from '../../spec/types.ts';
 import { VerbError, isVerbError } from '../../runtime/errors.ts';
 import { refuse } from '../../runtime/refusals.ts';

@@ -15,7 +15,7 @@
  * Spec: spec/transports.md §http-status, spec/reasons.md.
  */
 import type { Envelope, EnvelopeError } from '../../spec/types.ts';
-import { reasonInfo, type ReasonTable } from '../../spec/reasons.ts';
+import { reasonInfo, type CoreReason, type ReasonTable } from '../../spec/reasons.ts';
 
 export interface HttpAnswer {
   status: number;
@@ -62,13 +62,35 @@ function retryAfterSeconds(error: EnvelopeError | undefined, nowMs: number): num
 }
 
 /**
- * The envelope of a transport-level refusal (body, route, headers), for the few reasons the HTTP
- * transport itself decides: invalid_request, payload_too_large, unsupported_media_type, and the
- * 404 of an unknown route. Everything else comes from `rt.dispatch`.
+ * The reasons the HTTP core and the transports mounted on it decide themselves, beside
+ * `rt.dispatch`: a bad body, route or header, an unknown route, a request refused before it is
+ * read (origin, rate limit, missing credentials), the probes' store check, the request deadline
+ * and shutdown, an unexpected error. Each is a core reason of src/spec/reasons.ts, so a misspelt
+ * reason in a transport refusal does not compile.
+ */
+export type TransportReason = Extract<
+  CoreReason,
+  | 'invalid_request'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'headers_too_large'
+  | 'not_found'
+  | 'origin_denied'
+  | 'rate_limited'
+  | 'auth_required'
+  | 'store_unavailable'
+  | 'server_closing'
+  | 'internal_error'
+>;
+
+/**
+ * The envelope of a transport-level refusal (body, route, headers), for the reasons the HTTP
+ * transport itself decides (`TransportReason`): invalid_request, payload_too_large,
+ * unsupported_media_type, the 404 of an unknown route, … Everything else comes from `rt.dispatch`.
  */
 export function transportEnvelope(
   verb: string,
-  reason: string,
+  reason: TransportReason,
   message: string,
   hint?: string,
   details?: Record<string, unknown>,

@@ -9,7 +9,7 @@
  *   - `__proto__` / `constructor.prototype` keys, in any spelling → invalid_request (prototype poisoning);
  *   - nesting deeper than MAX_BODY_DEPTH, more than MAX_JSON_KEYS keys in one object or more than
  *     MAX_JSON_NODES values → invalid_request, found by a linear scan BEFORE the body is parsed
- *     (a refused body costs a few milliseconds whatever its shape; issue 30 row 6);
+ *     (a refused body costs a few milliseconds whatever its shape);
  *   - any other content type with a body → Fastify's 415, mapped to unsupported_media_type;
  *   - a body over the limit → Fastify's 413, mapped to payload_too_large (error-handler.ts).
  * A mounted plugin that needs another media type (a login form) adds a parser in its own scope.

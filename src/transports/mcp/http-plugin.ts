@@ -26,7 +26,7 @@
  *           refusal of a caller the server can name — a valid key, also before the body was
  *           read (malformed JSON, too large, not a JSON-RPC message, a batch, an unknown
  *           session, a refused Origin) — is an audit row in its tenant whose audit_id the
- *           envelope carries (issue 30 row 8). A bad key is the audited auth_invalid; keyless
+ *           envelope carries. A bad key is the audited auth_invalid; keyless
  *           callers are nobody the server can name (not audited; rate limits bound them).
  *
  * Spec: spec/transports.md §mcp-http.
@@ -47,6 +47,7 @@ import {
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { isVerbError, VerbError } from '../../runtime/errors.ts';
 import type { Envelope, Principal } from '../../spec/types.ts';
+import type { Reason } from '../../spec/reasons.ts';
 import { apiKeyOf } from '../http/request-headers.ts';
 import { rateLimitRefusal } from '../http/rate-limit.ts';
 import { transportEnvelope } from '../http/envelope-map.ts';
@@ -123,7 +124,8 @@ function negotiatedVersion(body: unknown): string {
 interface RpcRefusal {
   status: number;
   code: number;
-  reason: string;
+  /** A core reason (a literal typo does not compile) or the reason of a VerbError relayed. */
+  reason: Reason;
   message: string;
   hint: string;
   details?: Record<string, unknown>;

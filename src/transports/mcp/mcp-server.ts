@@ -42,12 +42,8 @@ import {
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
-import {
-  pendingPhrase,
-  type Caller,
-  type DispatchOptions,
-  type ToolsetSelection,
-} from '../../runtime/dispatch.ts';
+import { pendingPhrase } from '../../runtime/steps/consent.ts';
+import { type Caller, type DispatchOptions, type ToolsetSelection } from '../../runtime/core.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import type { McpRuntime as Runtime } from '../runtime-surface.ts';
 import type { ConsentRequest, Envelope, Principal } from '../../spec/types.ts';
@@ -175,7 +171,7 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
       ...(options.credentials?.(extra) ?? {}),
       surface: 'mcp_stdio',
       ...(toolsets !== undefined ? { toolsets } : {}),
-      // A write whose result this server could not send is refused before it commits (issue 30 row 7).
+      // A write whose result this server could not send is refused before it commits.
       maxResultBytes: options.limits?.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
       signal: extra.signal,
       ...(onProgress !== undefined ? { onProgress } : {}),

@@ -16,10 +16,11 @@
  * Only verbs on mcp_stdio that the server's toolsets admit are searched, described or called.
  */
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import type { ToolsetSelection } from '../../runtime/dispatch.ts';
+import type { ToolsetSelection } from '../../runtime/core.ts';
 import type { McpRuntime as Runtime } from '../runtime-surface.ts';
 import type { CompiledVerb } from '../../runtime/verb.ts';
 import type { Envelope } from '../../spec/types.ts';
+import type { CoreReason } from '../../spec/reasons.ts';
 import { envelopeToToolResult } from './envelope-map.ts';
 import { META } from './meta-keys.ts';
 import { MCP_SURFACE } from './tool-catalog.ts';
@@ -146,7 +147,7 @@ function isReachable(verb: CompiledVerb, toolsets: ToolsetSelection | undefined)
 
 function refusal(
   verb: string,
-  reason: string,
+  reason: CoreReason,
   message: string,
   hint: string,
   details?: Record<string, unknown>,

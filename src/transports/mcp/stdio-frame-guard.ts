@@ -10,8 +10,8 @@
  *     (default DEFAULT_STDIO_FRAME_BYTES = 1 MiB, HTTP's body limit; at most
  *     MAX_STDIO_FRAME_BYTES = 10 MiB, the SDK's own buffer) is passed on whole, one line per
  *     `onLine` call — so a frame the HTTP transport would refuse is refused here too, before it
- *     is parsed (issue 30 row 7: a 9.9 MB `macros.save` frame was parsed, committed, then
- *     answered result_too_large);
+ *     is parsed (unguarded, a 9.9 MB `macros.save` frame was parsed, committed, then answered
+ *     result_too_large);
  *   - a longer frame is dropped: the bytes held so far are released and every byte up to the
  *     next newline is discarded as it arrives, so memory stays at most `maxFrameBytes` plus one
  *     chunk; `onOversize` is called once per such frame, when it crosses the limit, with the

@@ -166,7 +166,7 @@ export async function serveStdio(rt: Runtime, options: StdioOptions = {}): Promi
  * The envelope of a refusal the stdio binding decides itself. With an API key (SOLID_API_KEY) the
  * caller is known, so the refusal is audited in its tenant through `rt.refuse` (a bad key: the
  * audited auth_invalid instead) and the envelope carries the row's audit_id; keyless, nobody can
- * be named and the stderr line is the record (issue 30 row 8, spec/audit.md).
+ * be named and the stderr line is the record (spec/audit.md).
  */
 async function stdioRefusal(rt: Runtime, apiKey: string | null, err: VerbError): Promise<Envelope> {
   if (apiKey === null) return { ok: false, verb: '', error: err.toEnvelopeError() };

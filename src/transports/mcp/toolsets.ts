@@ -13,7 +13,7 @@
  * pipeline's surface step refuses any other verb with `surface_denied` (audited), so a verb
  * outside the enabled toolsets never runs through this server, by tool name or through call_verb.
  */
-import type { ToolsetSelection } from '../../runtime/dispatch.ts';
+import type { ToolsetSelection } from '../../runtime/core.ts';
 import type { McpRuntime as Runtime } from '../runtime-surface.ts';
 import { MCP_SURFACE } from './tool-catalog.ts';
 import { ALL_TOOLSETS, parseToolsetNames, toolsetSelection } from '../../runtime/toolsets.ts';

@@ -9,7 +9,7 @@
  * Consent: a verified signature counts as the human's confirmation only up to the class the
  * operator allows the platform (`max_class`, READ by default, at most WRITE_REVERSIBLE):
  *   - the capability is not in the platform's allow-list → 403 capability_not_allowed (no dispatch;
- *     the refusal is an audit row in the tenant, its audit_id in the answer: issue 30 row 8);
+ *     the refusal is an audit row in the tenant, its audit_id in the answer);
  *   - a confirmation-gated answer (WRITE_REVERSIBLE) within the allowance → the transport confirms
  *     it at once with the nonce it was given (preflight + confirm: two audit rows, pending then
  *     completed); above the allowance → 403 consent_not_implied and the nonce is withheld;

@@ -6,7 +6,7 @@
  */
 
 /**
- * Every code this layer can raise, with the HTTP status UCP gives it (§6 of the brief):
+ * Every code this layer can raise, with the HTTP status UCP gives it (spec/transports.md §ucp-errors):
  * 401 for authentication failures, 400 for malformed or unsupported requests.
  */
 export const SIGNATURE_ERROR_STATUS = {

@@ -51,6 +51,7 @@ import { PlatformUsers } from './platform-users.ts';
 import { signJsonAnswer } from './rfc9421.ts';
 import { UcpError, type UcpErrorCode } from './ucp-error.ts';
 import type { Envelope } from '../../spec/types.ts';
+import type { Reason } from '../../spec/reasons.ts';
 import {
   checkBaseUrl,
   primaryTenantOf,
@@ -235,7 +236,8 @@ function sendDocument(
 
 /**
  * A UCP flat error (unsigned): UCP's `{ code, content }` and, beside it, the solid-verbs
- * `envelope` of the refusal (reason, message, hint; `audit_id` when it was audited). Issue 30 row 8.
+ * `envelope` of the refusal (reason, message, hint; `audit_id` when it was audited, so a refused
+ * platform can name the row of its attempt).
  */
 function sendError(reply: FastifyReply, err: UcpError, envelope?: Envelope): FastifyReply {
   if (err.retryAfterSeconds !== undefined) void reply.header('retry-after', String(err.retryAfterSeconds));
@@ -531,7 +533,7 @@ export function createUcpPlugin(options: UcpPluginOptions = {}): HttpPlugin {
           const audited = async (
             verbName: string,
             status: number,
-            reason: string,
+            reason: Reason,
             message: string,
             hint: string,
           ): Promise<CapabilityAnswer> => {

@@ -7,7 +7,7 @@
  * Spec: spec/transports.md §webmcp-execute.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Caller } from '../../runtime/dispatch.ts';
+import type { Caller } from '../../runtime/core.ts';
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { sendEnvelope } from '../http/error-handler.ts';
 import type { CallBody } from './call-body.ts';

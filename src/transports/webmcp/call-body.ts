@@ -16,7 +16,7 @@
  * Spec: spec/transports.md §webmcp-execute.
  */
 import { VerbError } from '../../runtime/errors.ts';
-import type { DispatchOptions } from '../../runtime/dispatch.ts';
+import type { DispatchOptions } from '../../runtime/core.ts';
 import { WEBMCP_SURFACES, type WebmcpSurface } from '../../spec/types.ts';
 import { isWebmcpSurface } from './manifest.ts';
 

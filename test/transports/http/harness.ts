@@ -2,14 +2,14 @@
  * An HTTP server on a test runtime (createTestRuntime) with a few small verbs, driven with
  * Fastify's inject() (no sockets). Cleans up with t.after.
  *
- * Verbs: notes.count (READ aggregate), notes_add (WRITE_REVERSIBLE receipt; args.hold waits on
- * `gate` inside the write transaction), notes_charge (WRITE_FINANCIAL with a typed phrase),
- * notes.enterprise_report (tier floor enterprise), notes.cli_only (surfaces ['cli']),
+ * Verbs: the notes test pack (test/support/notes-pack.ts: notes.count, notes_add with `hold`,
+ * notes_charge, notes.enterprise_report, …) plus notes.cli_only (surfaces ['cli']),
  * notes.store_down (READ whose handler loses the database), notes.crash (READ that throws).
  */
 import type { TestContext } from 'node:test';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { createTestRuntime, type TestRuntime } from '../../support/runtime.ts';
+import { installNotesPack } from '../../support/notes-pack.ts';
 import { createHttpServer, type HttpServerOptions } from '../../../src/transports/http/server.ts';
 import { defineVerb } from '../../../src/runtime/verb.ts';
 import { StoreError } from '../../../src/store/store.ts';
@@ -40,98 +40,8 @@ export async function createHttpHarness(
   options: HttpServerOptions = {},
 ): Promise<HttpHarness> {
   const h = await createTestRuntime(t);
-  await h.rt.store.migrate('test-notes', [
-    {
-      version: 1,
-      name: 'notes',
-      sqlite: 'CREATE TABLE notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, text TEXT NOT NULL)',
-    },
-  ]);
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  let signalEntered!: () => void;
-  const entered = new Promise<void>((r) => (signalEntered = r));
+  const { release, entered } = await installNotesPack(h);
   h.rt.register(
-    defineVerb({
-      name: 'notes.count',
-      description: 'Count the notes of the tenant.',
-      shape: 'aggregate',
-      category: 'crm',
-      input: {
-        type: 'object',
-        properties: { min_length: { type: 'integer', minimum: 0 } },
-        additionalProperties: false,
-      },
-      async handler(ctx) {
-        const r = await ctx.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM notes WHERE company_id = ?', [
-          ctx.principal.company_id,
-        ]);
-        return {
-          entity_id: ctx.principal.company_id,
-          data: { notes: Number(r!.n), company_id: ctx.principal.company_id },
-        };
-      },
-    }),
-    defineVerb({
-      name: 'notes_add',
-      description: 'Add a note.',
-      shape: 'receipt',
-      category: 'crm',
-      consent: 'WRITE_REVERSIBLE',
-      input: {
-        type: 'object',
-        properties: { text: { type: 'string', minLength: 1 }, hold: { type: 'boolean' } },
-        required: ['text'],
-        additionalProperties: false,
-      },
-      async handler(ctx, args: { text: string; hold?: boolean }) {
-        if (args.hold) {
-          signalEntered();
-          await gate;
-        }
-        const r = await ctx.db.run('INSERT INTO notes (company_id, text) VALUES (?, ?)', [
-          ctx.principal.company_id,
-          args.text,
-        ]);
-        ctx.setRollback(`notes:add:${String(r.lastInsertId)}`, { id: r.lastInsertId });
-        return { note_id: r.lastInsertId };
-      },
-      revert: {
-        async handler(ctx, original) {
-          await ctx.db.run('DELETE FROM notes WHERE id = ? AND company_id = ?', [
-            original.rollback.id,
-            ctx.principal.company_id,
-          ]);
-          return { revert_action: `deleted note ${String(original.rollback.id)}` };
-        },
-      },
-    }),
-    defineVerb({
-      name: 'notes_charge',
-      description: 'Charge for a note (financial).',
-      shape: 'receipt',
-      category: 'payments',
-      consent: 'WRITE_FINANCIAL',
-      input: {
-        type: 'object',
-        properties: { amount_cents: { type: 'integer', minimum: 1 } },
-        required: ['amount_cents'],
-        additionalProperties: false,
-      },
-      phrase: (a: { amount_cents: number }) => `CHARGE ${a.amount_cents} CENTS`,
-      async handler(_ctx, a: { amount_cents: number }) {
-        return { charged_cents: a.amount_cents };
-      },
-    }),
-    defineVerb({
-      name: 'notes.enterprise_report',
-      description: 'Enterprise only.',
-      shape: 'aggregate',
-      category: 'crm',
-      tier_floor: 'enterprise',
-      input: { type: 'object', properties: {} },
-      handler: async (ctx) => ({ entity_id: ctx.principal.company_id, data: {} }),
-    }),
     defineVerb({
       name: 'notes.cli_only',
       description: 'Only on the CLI.',

@@ -4,9 +4,10 @@
  * server on loopback (its keys, headers and failure modes are switchable per test). Cleans up
  * with t.after.
  *
- * Verbs (category → sub-agent): notes.count (crm, READ), notes_add (crm, WRITE_REVERSIBLE, preview
+ * Verbs (category → sub-agent): the notes test pack (test/support/notes-pack.ts: notes.count and
+ * notes.enterprise_report (crm, READ), notes_add (crm, WRITE_REVERSIBLE, preview
  * notes.preview_add), notes.preview_add (crm, preview, READ), notes_charge (payments,
- * WRITE_FINANCIAL, phrase "CHARGE <n> CENTS"), notes.hidden (crm, not on ucp).
+ * WRITE_FINANCIAL, phrase "CHARGE <n> CENTS")) plus notes.hidden (crm, not on ucp).
  */
 import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { generateP256Jwk } from '../../../src/runtime/ledger/keys/keygen.ts';
@@ -18,6 +19,7 @@ import type { AddressInfo } from 'node:net';
 import type { TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { createTestRuntime, type TestRuntime } from '../../support/runtime.ts';
+import { installNotesPack } from '../../support/notes-pack.ts';
 import { createHttpServer, type HttpPlugin } from '../../../src/transports/http/server.ts';
 import { defineVerb } from '../../../src/runtime/verb.ts';
 import {
@@ -148,110 +150,8 @@ export async function createUcpHarness(
   } = {},
 ): Promise<UcpHarness> {
   const h = await createTestRuntime(t, options.runtime);
-  await h.rt.store.migrate('test-ucp-notes', [
-    {
-      version: 1,
-      name: 'notes',
-      sqlite: 'CREATE TABLE notes (id INTEGER PRIMARY KEY, company_id INTEGER NOT NULL, text TEXT NOT NULL)',
-      postgres:
-        'CREATE TABLE notes (id BIGSERIAL PRIMARY KEY, company_id BIGINT NOT NULL, text TEXT NOT NULL)',
-    },
-  ]);
+  await installNotesPack(h);
   h.rt.register(
-    defineVerb({
-      name: 'notes.count',
-      description: 'Count the notes of the tenant.',
-      shape: 'aggregate',
-      category: 'crm',
-      input: {
-        type: 'object',
-        properties: { min_length: { type: 'integer', minimum: 0 } },
-        additionalProperties: false,
-      },
-      async handler(ctx) {
-        const r = await ctx.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM notes WHERE company_id = ?', [
-          ctx.principal.company_id,
-        ]);
-        return {
-          entity_id: ctx.principal.company_id,
-          data: {
-            notes: Number(r!.n),
-            user_id: ctx.principal.user_id,
-            agent_type: ctx.principal.agent_type,
-            role: ctx.principal.role,
-          },
-        };
-      },
-    }),
-    defineVerb({
-      name: 'notes.preview_add',
-      description: 'Preview adding a note.',
-      shape: 'preview',
-      category: 'crm',
-      input: {
-        type: 'object',
-        properties: { text: { type: 'string', minLength: 1 } },
-        required: ['text'],
-        additionalProperties: false,
-      },
-      async handler(_ctx, args: { text: string }) {
-        return {
-          current: { notes: 0 },
-          projected: { text: args.text },
-          delta: { notes: 1 },
-          reversible: true,
-          notes: [],
-        };
-      },
-    }),
-    defineVerb({
-      name: 'notes_add',
-      description: 'Add a note.',
-      shape: 'receipt',
-      category: 'crm',
-      consent: 'WRITE_REVERSIBLE',
-      preview: 'notes.preview_add',
-      input: {
-        type: 'object',
-        properties: { text: { type: 'string', minLength: 1 } },
-        required: ['text'],
-        additionalProperties: false,
-      },
-      async handler(ctx, args: { text: string }) {
-        const r = await ctx.db.get<{ id: number }>(
-          'INSERT INTO notes (company_id, text) VALUES (?, ?) RETURNING id',
-          [ctx.principal.company_id, args.text],
-        );
-        ctx.setRollback(`notes:add:${String(r!.id)}`, { id: Number(r!.id) });
-        return { note_id: Number(r!.id) };
-      },
-      revert: {
-        async handler(ctx, original) {
-          await ctx.db.run('DELETE FROM notes WHERE id = ? AND company_id = ?', [
-            original.rollback.id,
-            ctx.principal.company_id,
-          ]);
-          return { revert_action: `deleted note ${String(original.rollback.id)}` };
-        },
-      },
-    }),
-    defineVerb({
-      name: 'notes_charge',
-      description: 'Charge for notes (financial).',
-      shape: 'receipt',
-      category: 'payments',
-      consent: 'WRITE_FINANCIAL',
-      input: {
-        type: 'object',
-        properties: { amount_cents: { type: 'integer', minimum: 1 } },
-        required: ['amount_cents'],
-        additionalProperties: false,
-      },
-      phrase: (a: { amount_cents: number }) => `CHARGE ${a.amount_cents} CENTS`,
-      async handler(_ctx, a: { amount_cents: number }) {
-        return { charged_cents: a.amount_cents };
-      },
-    }),
     defineVerb({
       name: 'notes.hidden',
       description: 'Not on UCP.',

@@ -53,7 +53,7 @@ export const DEFAULT_MAX_WRITE_RESULT_BYTES = 4 * 1024 * 1024;
 const RECEIPT_FIELDS_BYTES = 2048;
 
 /**
- * Refuse a write result that could not be sent, before anything commits (issue 30 row 7): its JSON
+ * Refuse a write result that could not be sent, before anything commits: its JSON
  * is measured against the smaller of the runtime's `maxResultBytes` and the caller's transport
  * limit (`Caller.maxResultBytes`), less RECEIPT_FIELDS_BYTES. Cheap for the usual small result: a
  * UTF-16 unit is at most 3 UTF-8 bytes, so the byte count is only taken near the limit.

@@ -1,12 +1,12 @@
 /**
  * audit.money_moved: the money financial verbs moved — only completed WRITE_FINANCIAL actions of
  * the caller's tenant in the range, with their amount, totals per verb, the business currency,
- * `truncated` past the limit, and invalid_input for a reversed range. Spec: src/verbs/money.ts.
+ * `truncated` past the limit, and invalid_input for a reversed range. Spec: src/verbs/audit-money-moved.ts.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { counterRuntime, consented } from './counter-verbs.ts';
-import { amountOf } from '../../src/verbs/money.ts';
+import { counterRuntime, consented } from '../support/counter-verbs.ts';
+import { amountOf } from '../../src/verbs/audit-money-moved.ts';
 import type { Envelope } from '../../src/spec/types.ts';
 
 interface Money {

@@ -4,10 +4,10 @@
  * outbox side effect. Plus `consented()`: the pending → confirm round trip a human would do.
  */
 import type { TestContext } from 'node:test';
-import { createTestRuntime, type TestRuntime, type TestRuntimeOptions } from '../support/runtime.ts';
+import { createTestRuntime, type TestRuntime, type TestRuntimeOptions } from './runtime.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 import { VerbError } from '../../src/runtime/errors.ts';
-import type { DispatchOptions } from '../../src/runtime/dispatch.ts';
+import type { DispatchOptions } from '../../src/runtime/core.ts';
 import type { Envelope } from '../../src/spec/types.ts';
 import { packReason } from '../../src/spec/reasons.ts';
 

@@ -2,11 +2,11 @@
  * agent.suggest_next_verb (shape suggest) and audit.explain (shape explain), both computed from the
  * tenant's own trail and events. Spec: spec/shapes.md §suggest, §explain.
  *
- * Run: node --import tsx --test test/observe/suggest-explain.test.ts
+ * Run: node --import tsx --test test/verbs/suggest-explain.test.ts
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, createObserveRuntime, okResult, refused } from './support.ts';
+import { call, createObserveRuntime, okResult, refused } from '../support/observe-verbs.ts';
 import type { TestRuntime } from '../support/runtime.ts';
 import type { Role } from '../../src/spec/types.ts';
 

@@ -5,7 +5,7 @@
  * CLI's wait with a new key stored 0600. A used link is shown as unusable.
  * Spec: spec/transports.md §remote-login.
  *
- * Run: node --import tsx --test test/remote/cli-login-browser.test.ts
+ * Run: node --import tsx --test test/remote-client/cli-login-browser.test.ts
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

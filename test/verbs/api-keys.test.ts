@@ -8,7 +8,7 @@ import { strict as assert } from 'node:assert';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
-import type { DispatchOptions } from '../../src/runtime/dispatch.ts';
+import type { DispatchOptions } from '../../src/runtime/core.ts';
 import type { Envelope, Role } from '../../src/spec/types.ts';
 import { createHttpServer } from '../../src/transports/http/server.ts';
 

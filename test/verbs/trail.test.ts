@@ -6,7 +6,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
-import { counterRuntime, consented } from './counter-verbs.ts';
+import { counterRuntime, consented } from '../support/counter-verbs.ts';
 import type { TestRuntime } from '../support/runtime.ts';
 import type { Queryable } from '../../src/store/store.ts';
 import { PG_SKIP_REASON, TEST_DATABASE_URL } from '../support/postgres.ts';

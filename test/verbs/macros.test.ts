@@ -3,11 +3,11 @@
  * pipeline, with $from references, consent pauses and resumes, failing steps.
  * Spec: spec/shapes.md §macro.
  *
- * Run: node --import tsx --test test/observe/macros.test.ts
+ * Run: node --import tsx --test test/verbs/macros.test.ts
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, createObserveRuntime, okResult, refused } from './support.ts';
+import { call, createObserveRuntime, okResult, refused } from '../support/observe-verbs.ts';
 import type { TestRuntime } from '../support/runtime.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 import { validateShapeOutput } from '../../src/spec/validators.ts';

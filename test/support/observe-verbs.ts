@@ -6,7 +6,7 @@
  */
 import type { TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { createTestRuntime, type TestRuntime } from './runtime.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 import { VerbError } from '../../src/runtime/errors.ts';
 import type { Envelope, Principal, Role } from '../../src/spec/types.ts';

@@ -2,11 +2,11 @@
  * events.subscribe / events.poll / events.unsubscribe (shape subscribe): cursor polling over the
  * tenant's committed domain events. Spec: spec/shapes.md §subscribe.
  *
- * Run: node --import tsx --test test/observe/events.test.ts
+ * Run: node --import tsx --test test/verbs/events.test.ts
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, createObserveRuntime, okResult, refused } from './support.ts';
+import { call, createObserveRuntime, okResult, refused } from '../support/observe-verbs.ts';
 import { appendEvents } from '../../src/runtime/ledger/write/events.ts';
 import { MAX_SUBSCRIPTIONS_PER_USER } from '../../src/runtime/observe/event-stream.ts';
 import { reasonInfo } from '../../src/spec/reasons.ts';
