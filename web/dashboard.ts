@@ -38,7 +38,7 @@ import { loadSettings } from './dashboard-settings.ts';
 import { loadTrail, openReceipt, setupTrail } from './dashboard-trail.ts';
 import { setCsrfToken } from './verb-client.ts';
 import type { Envelope } from '../src/spec/types.ts';
-import { cliLoginCode, noteCliLoginOnSignIn, showCliLogin } from './dashboard-cli-login.ts';
+import { noteCliLoginOnSignIn, onCliLoginPage, showCliLogin } from './dashboard-cli-login.ts';
 import { cancelPasskeyPrompt, enrolmentToken, setupSignIn, showEnrolment } from './human-sign-in.ts';
 import { approvalIdOfPath, showApprovalPage } from './approval-page.ts';
 
@@ -202,7 +202,7 @@ async function enter(session: SessionInfo): Promise<void> {
   setupCatalogue(ctx);
   setupTrail(ctx);
   startApprovals(ctx);
-  if (cliLoginCode() === undefined) {
+  if (!onCliLoginPage()) {
     const first = route(ctx).view;
     await Promise.all([
       show(ctx, false),
@@ -238,7 +238,7 @@ async function start(): Promise<void> {
       noteCliLoginOnSignIn();
       return;
     }
-    if (cliLoginCode() !== undefined) void showCliLogin(current.session);
+    if (onCliLoginPage()) void showCliLogin(current.session);
     else void show(current, true);
   });
   const token = enrolmentToken();

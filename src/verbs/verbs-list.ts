@@ -4,12 +4,13 @@
  */
 import { VALID_SHAPES, VALID_SURFACES } from '../spec/types.ts';
 import { defineSystemVerb } from '../runtime/verb.ts';
+import { describeRule } from '../runtime/consent/gate-rules.ts';
 
 export const verbsList = defineSystemVerb<{ surface?: string; shape?: string }>({
   name: 'verbs.list',
   title: 'List verbs',
   description:
-    'Introspect the verb manifest: every verb this runtime offers as a VerbRecord (name, description, shape, side_effects, input_schema, output_schema, surfaces, requires_consent, tier_floor). Filter by surface (http, mcp_stdio, webmcp, ucp, cli) and/or shape. Use it to learn what you can do and which arguments each verb takes.',
+    "Introspect the verb manifest: every verb this runtime offers as a VerbRecord (name, description, shape, side_effects, input_schema, output_schema, surfaces, requires_consent, tier_floor). Filter by surface (http, mcp_stdio, webmcp, ucp, cli) and/or shape. Use it to learn what you can do and which arguments each verb takes. conditional_gates lists the owner's rules that raise a verb's gate for some arguments.",
   shape: 'discovery',
   category: 'system',
   input: {
@@ -29,9 +30,28 @@ export const verbsList = defineSystemVerb<{ surface?: string; shape?: string }>(
   webmcp_surfaces: ['dashboard', 'developer', 'portal'],
   async handler(ctx, args) {
     const verbs = ctx.runtime.registry.list({ surface: args.surface, shape: args.shape });
+    // The owner's conditional gates on these verbs (spec/consent.md §conditional-gates): a record
+    // says the declared gate; a rule may raise it for some arguments, and says so here.
+    const listed = new Set(verbs.map((v) => v.name));
+    const rules = ctx.principal.sandbox
+      ? []
+      : ((await ctx.runtime.tenants.get(ctx.principal.company_id))?.settings.gate_rules ?? []).filter((r) =>
+          listed.has(r.verb),
+        );
     return {
       verbs,
       total: verbs.length,
+      ...(rules.length > 0
+        ? {
+            conditional_gates: rules.map((r) => ({
+              verb: r.verb,
+              rule_id: r.id,
+              raise_to: r.raise_to,
+              ...(r.role_floor !== undefined ? { role_floor: r.role_floor } : {}),
+              description: describeRule(r),
+            })),
+          }
+        : {}),
       ...(args.surface ? { surface: args.surface } : {}),
       ...(args.shape ? { shape: args.shape } : {}),
     };

@@ -200,6 +200,31 @@ test('the public VerbRecord stays consistent with the class: requires_consent an
   assert.equal('role_floor' in rec('charge_invoice'), false);
 });
 
+test('a record says what the runtime does: transaction.start and macros.save run with no approval and say false, and why (row 9)', async (t) => {
+  const h = await consentHarness(t);
+  const rec = (name: string) => h.rt.registry.get(name)!.record;
+  for (const name of ['transaction.start', 'macros.save']) {
+    assert.equal(rec(name).requires_consent, false, name);
+    assert.equal(rec(name).side_effects, 'write', name);
+    assert.match(rec(name).description, /No consent gate: .+/, name);
+  }
+  // What the records say is what happens: both run on the first call, no nonce, no approval.
+  const started = await h.call('employee', 'transaction.start', {});
+  assert.equal(started.ok, true, JSON.stringify(started));
+  const saved = await h.call('employee', 'macros.save', {
+    name: 'look',
+    steps: [{ verb: 'ct.lookup', args: { contact_id: 1 } }],
+  });
+  assert.equal(saved.ok, true, JSON.stringify(saved));
+  // The delegated verbs that do gate keep saying so.
+  for (const name of ['transaction.append', 'transaction.commit', 'audit.revert', 'macros.run'])
+    assert.equal(rec(name).requires_consent, true, name);
+  // And no write anywhere in the catalogue says false without saying why.
+  for (const v of h.rt.registry.list({}))
+    if (v.side_effects !== 'read' && !v.requires_consent)
+      assert.match(v.description, /No consent gate: .+/, v.name);
+});
+
 test('reordered argument keys are the same call (canonical args, RFC 8785): the nonce still verifies', async (t) => {
   const h = await consentHarness(t);
   assert.equal(argsHash({ a: 1, b: 2 }), argsHash({ b: 2, a: 1 }));

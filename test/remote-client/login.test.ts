@@ -2,8 +2,11 @@
  * `solid login` / `logout` / `whoami` against a running server, and the one-time codes behind the
  * browser login: a verified key lands in $XDG_CONFIG_HOME/solid/credentials.json with mode 0600
  * (nothing stored when the key is refused); the browser flow creates a NEW key for the approving
- * user once a dashboard session (with its CSRF token and Origin) approves; codes are single use,
- * expire, and a denied login fails the CLI. Spec: spec/transports.md §remote-login.
+ * user once a signed-in human (session, CSRF token, Origin) types the code and approves, seeing
+ * the requester's address and user agent and picking the key's role (at most their own; issue 35
+ * row 5, RFC 8628 style); an API key or a session an agent credential opened never approves;
+ * codes are single use, expire, and a denied login fails the CLI. Spec: spec/transports.md
+ * §remote-login.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +15,8 @@ import { join } from 'node:path';
 import { remoteFixture, type RemoteFixture } from './support.ts';
 import { createTestRuntime } from '../support/runtime.ts';
 import { CliLoginStore } from '../../src/transports/remote/cli-login-store.ts';
-import type { Envelope } from '../../src/spec/types.ts';
+import type { Envelope, Role } from '../../src/spec/types.ts';
+import { signInHumanForTest } from '../../src/testing.ts';
 
 function credentials(f: RemoteFixture): {
   path: string;
@@ -29,20 +33,14 @@ function credentials(f: RemoteFixture): {
   };
 }
 
-/** A dashboard session for a key: cookie and CSRF token (POST /api/v1/session). */
-async function dashboardSession(f: RemoteFixture, apiKey: string): Promise<{ cookie: string; csrf: string }> {
-  const res = await fetch(`${f.baseUrl}/api/v1/session`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', origin: f.baseUrl },
-    body: JSON.stringify({ api_key: apiKey }),
-  });
-  assert.equal(res.status, 200);
-  const cookie = res.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ');
-  const env = (await res.json()) as Envelope;
-  return { cookie, csrf: String(env.result!.csrf_token) };
+/**
+ * A human's dashboard session: the user behind `f.keys[role]` signed in with TOTP (the humans
+ * room's sign-in routes), as cookie and CSRF token.
+ */
+async function humanSession(f: RemoteFixture, role: Role): Promise<{ cookie: string; csrf: string }> {
+  const p = await f.server.rt.tenants.authenticate(f.keys[role]);
+  const s = await signInHumanForTest(f.server.rt, { company_id: p.company_id, user_id: p.user_id, role });
+  return { cookie: s.cookie, csrf: s.csrfToken };
 }
 
 async function decide(
@@ -51,27 +49,36 @@ async function decide(
   action: 'approve' | 'deny',
   s: { cookie: string; csrf: string } | undefined,
   headers: Record<string, string> = {},
+  body?: Record<string, unknown>,
 ): Promise<{ status: number; env: Envelope }> {
   const res = await fetch(`${f.baseUrl}/api/v1/cli-login/${encodeURIComponent(code)}/${action}`, {
     method: 'POST',
-    headers: { origin: f.baseUrl, ...(s ? { cookie: s.cookie, 'x-csrf-token': s.csrf } : {}), ...headers },
+    headers: {
+      origin: f.baseUrl,
+      ...(body ? { 'content-type': 'application/json' } : {}),
+      ...(s ? { cookie: s.cookie, 'x-csrf-token': s.csrf } : {}),
+      ...headers,
+    },
+    ...(body ? { body: JSON.stringify(body) } : {}),
   });
   return { status: res.status, env: (await res.json()) as Envelope };
 }
 
-/** Start `solid login` (browser flow) and resolve its code as soon as it prints the link. */
+/** Start `solid login` (browser flow) and resolve the code it prints in the terminal. */
 function startBrowserLogin(f: RemoteFixture, extra: string[] = []) {
   let gotCode!: (code: string) => void;
+  const printed: string[] = [];
   const code = new Promise<string>((resolve) => {
     gotCode = resolve;
   });
   const run = f.cli('remote', ['login', ...extra], {
     onErr: (line) => {
-      const m = /#\/cli-login\?code=([A-Z0-9-]+)/.exec(line);
+      printed.push(line);
+      const m = /code: ([A-Z0-9]{4}-[A-Z0-9]{4})/.exec(line);
       if (m) gotCode(m[1]!);
     },
   });
-  return { code, run };
+  return { code, run, printed };
 }
 
 test(
@@ -177,34 +184,51 @@ test(
 );
 
 test(
-  'browser login: a dashboard session approves the code; the CLI receives a NEW key for that user, stored 0600',
+  'browser login: a signed-in human types the code, sees who asked, picks the role; the CLI receives a NEW key, stored 0600',
   { timeout: 120_000 },
   async (t) => {
     const f = await remoteFixture(t);
-    const { code, run } = startBrowserLogin(f, ['--name', 'test laptop']);
+    const { code, run, printed } = startBrowserLogin(f, ['--name', 'test laptop']);
     const c = await code;
     assert.match(c, /^[A-HJ-NP-Z2-9]{4}-[A-HJ-NP-Z2-9]{4}$/);
+    // The page the CLI prints carries no code: the human types what their own terminal shows.
+    assert.match(printed.join('\n'), new RegExp(`${f.baseUrl.replace(/[.]/g, '\\.')}/#/cli-login\\s`));
+    assert.doesNotMatch(printed.join('\n'), /cli-login\?code=/);
 
-    // The approval page's data needs a session; approving needs the session, the Origin and the CSRF token.
+    // The approval page's data needs a human session; approving needs it, the Origin and the CSRF token.
     assert.equal((await fetch(`${f.baseUrl}/api/v1/cli-login/${c}`)).status, 401);
-    const s = await dashboardSession(f, f.keys.owner);
+    const s = await humanSession(f, 'owner');
     const shown = (await (
       await fetch(`${f.baseUrl}/api/v1/cli-login/${c}`, { headers: { cookie: s.cookie } })
     ).json()) as Envelope;
     assert.equal(shown.result!.client_name, 'test laptop');
     assert.equal(shown.result!.status, 'pending');
-    assert.equal((await decide(f, c, 'approve', undefined)).status, 401);
+    // Who asked, as the server saw the request (not what the CLI claims in its name).
+    const requester = shown.result!.requester as { address: string; user_agent: string };
+    assert.equal(requester.address, '127.0.0.1');
+    assert.match(requester.user_agent, /^solid-cli\//);
+    const role = { role: 'employee' };
+    assert.equal((await decide(f, c, 'approve', undefined, {}, role)).status, 401);
     assert.equal(
-      (await decide(f, c, 'approve', { cookie: s.cookie, csrf: 'wrong' })).env.error!.reason,
+      (await decide(f, c, 'approve', { cookie: s.cookie, csrf: 'wrong' }, {}, role)).env.error!.reason,
       'csrf_failed',
     );
     assert.equal(
-      (await decide(f, c, 'approve', s, { origin: 'https://evil.example' })).env.error!.reason,
+      (await decide(f, c, 'approve', s, { origin: 'https://evil.example' }, role)).env.error!.reason,
       'origin_denied',
     );
-    const approved = await decide(f, c, 'approve', s);
+    // The human picks the key's role; nothing is assumed.
+    const noRole = await decide(f, c, 'approve', s);
+    assert.equal(noRole.env.error!.reason, 'invalid_input');
+    assert.equal(noRole.env.error!.details?.path, '/role');
+    const approved = await decide(f, c, 'approve', s, {}, role);
     assert.equal(approved.status, 200, JSON.stringify(approved.env));
-    assert.equal((await decide(f, c, 'approve', s)).env.error!.reason, 'approval_not_pending', 'single use');
+    assert.equal(approved.env.result!.role, 'employee');
+    assert.equal(
+      (await decide(f, c, 'approve', s, {}, role)).env.error!.reason,
+      'approval_not_pending',
+      'single use',
+    );
 
     const result = await run;
     assert.equal(result.code, 0, result.stderr);
@@ -212,17 +236,88 @@ test(
     assert.equal(statSync(stored.path).mode & 0o777, 0o600);
     const login = stored.servers[f.baseUrl]!;
     assert.equal(login.method, 'browser');
-    assert.equal(login.role, 'owner');
-    assert.notEqual(login.api_key, f.keys.owner, 'a new key, not the session key');
+    assert.equal(login.role, 'employee', 'the role the human picked, not theirs');
+    assert.notEqual(login.api_key, f.keys.owner, 'a new key');
     const principal = await f.server.rt.tenants.authenticate(login.api_key);
     assert.equal(principal.agent_type, 'cli');
-    assert.equal(principal.role, 'owner');
+    assert.equal(principal.role, 'employee');
     const audit = await f.server.rt.store.read((q) =>
-      q.all<{ action_type: string; company_id: number }>(
-        `SELECT action_type, company_id FROM audit_log WHERE action_type = 'cli_login.approve'`,
+      q.all<{ company_id: number; request_data: string }>(
+        `SELECT company_id, request_data FROM audit_log WHERE action_type = 'cli_login.approve'`,
       ),
     );
-    assert.deepEqual(audit, [{ action_type: 'cli_login.approve', company_id: 2 }]);
+    assert.equal(audit.length, 1);
+    assert.equal(audit[0]!.company_id, 2);
+    const data = JSON.parse(audit[0]!.request_data) as Record<string, unknown>;
+    assert.equal(data.role, 'employee');
+    assert.equal(data.approver_actor, 'human');
+    assert.equal(data.requester_address, '127.0.0.1');
+  },
+);
+
+test(
+  'browser login: an API key or an agent-opened session never approves; no role above the approver’s own',
+  { timeout: 120_000 },
+  async (t) => {
+    const f = await remoteFixture(t);
+    const { code, run } = startBrowserLogin(f);
+    const c = await code;
+    const owner = { authorization: `Bearer ${f.keys.owner}` };
+    // The owner's API key alone: no session, nothing to approve with.
+    assert.equal((await fetch(`${f.baseUrl}/api/v1/cli-login/${c}`, { headers: owner })).status, 401);
+    const byKey = await decide(f, c, 'approve', undefined, owner, { role: 'owner' });
+    assert.equal(byKey.status, 401);
+    assert.equal(byKey.env.error!.reason, 'session_invalid');
+    // A session opened with the key (while that transitional login exists) is an agent's: refused.
+    const keyLogin = await fetch(`${f.baseUrl}/api/v1/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: f.baseUrl },
+      body: JSON.stringify({ api_key: f.keys.owner }),
+    });
+    const keyLoginEnv = (await keyLogin.json()) as Envelope;
+    if (keyLogin.status === 200) {
+      const agent = {
+        cookie: keyLogin.headers
+          .getSetCookie()
+          .map((x) => x.split(';')[0])
+          .join('; '),
+        csrf: String(keyLoginEnv.result!.csrf_token),
+      };
+      const described = await fetch(`${f.baseUrl}/api/v1/cli-login/${c}`, {
+        headers: { cookie: agent.cookie },
+      });
+      assert.equal(((await described.json()) as Envelope).error?.reason, 'human_required');
+      for (const action of ['approve', 'deny'] as const) {
+        const byAgent = await decide(
+          f,
+          c,
+          action,
+          agent,
+          {},
+          action === 'approve' ? { role: 'owner' } : undefined,
+        );
+        assert.equal(byAgent.status, 403, JSON.stringify(byAgent.env));
+        assert.equal(byAgent.env.error!.reason, 'human_required');
+      }
+      const refusals = await f.server.rt.store.read((q) =>
+        q.all<{ reason: string }>(`SELECT reason FROM audit_log WHERE reason = 'human_required'`),
+      );
+      assert.ok(refusals.length >= 2, 'each refusal is audited');
+    } else assert.equal(keyLoginEnv.error?.reason, 'session_requires_human');
+
+    // A human admin cannot hand out an owner key.
+    const admin = await humanSession(f, 'admin');
+    const above = await decide(f, c, 'approve', admin, {}, { role: 'owner' });
+    assert.equal(above.status, 403);
+    assert.equal(above.env.error!.reason, 'role_denied');
+    assert.equal(
+      (await decide(f, c, 'approve', admin, {}, { role: 'admin' })).status,
+      200,
+      'the code was still pending',
+    );
+    const done = await run;
+    assert.equal(done.code, 0, done.stderr);
+    assert.equal(credentials(f).servers[f.baseUrl]!.role, 'admin');
   },
 );
 
@@ -232,7 +327,7 @@ test(
   async (t) => {
     const f = await remoteFixture(t);
     const { code, run } = startBrowserLogin(f);
-    const s = await dashboardSession(f, f.keys.employee);
+    const s = await humanSession(f, 'employee');
     assert.equal((await decide(f, await code, 'deny', s)).status, 200);
     const r = await run;
     assert.equal(r.code, 3);
@@ -247,26 +342,28 @@ test('login codes: single use, expire, and a key approved but never collected is
   const logins = new CliLoginStore(h.rt, { ttlSeconds: 600 });
   await logins.migrate();
   const owner = await h.rt.tenants.authenticate(h.keys.owner);
+  const from = { address: '203.0.113.9', user_agent: 'solid-cli/1.0' };
 
-  const a = await logins.start('cli a');
+  const a = await logins.start('cli a', from);
+  assert.deepEqual((await logins.describe(a.code)).requester, from);
   assert.deepEqual(await logins.poll(a.poll_secret), { status: 'pending' });
   await assert.rejects(logins.poll('clp_' + 'x'.repeat(43)), { reason: 'not_found' });
-  const approved = await logins.approve(a.code.toLowerCase().replace('-', ' '), owner);
+  const approved = await logins.approve(a.code.toLowerCase().replace('-', ' '), owner, 'owner');
   const got = await logins.poll(a.poll_secret);
   assert.equal(got.status, 'approved');
   assert.equal((got as { key_id: string }).key_id, approved.key_id);
   await assert.rejects(logins.poll(a.poll_secret), { reason: 'not_found' }, 'the key is handed out once');
-  await assert.rejects(logins.approve(a.code, owner), { reason: 'approval_not_pending' });
+  await assert.rejects(logins.approve(a.code, owner, 'owner'), { reason: 'approval_not_pending' });
 
-  const late = await logins.start('cli b');
+  const late = await logins.start('cli b', from);
   clock.ms += 601_000;
-  await assert.rejects(logins.approve(late.code, owner), { reason: 'not_found' }, 'expired');
+  await assert.rejects(logins.approve(late.code, owner, 'owner'), { reason: 'not_found' }, 'expired');
   await assert.rejects(logins.poll(late.poll_secret), { reason: 'not_found' });
 
-  const uncollected = await logins.start('cli c');
-  const left = await logins.approve(uncollected.code, owner);
+  const uncollected = await logins.start('cli c', from);
+  const left = await logins.approve(uncollected.code, owner, 'read_only');
   clock.ms += 601_000;
-  await logins.start('cli d'); // sweeps
+  await logins.start('cli d', from); // sweeps
   h.rt.tenants.invalidate();
   const keyRow = await h.rt.store.read((q) =>
     q.get<{ revoked_at: string | null }>('SELECT revoked_at FROM api_keys WHERE key_id = ?', [left.key_id]),

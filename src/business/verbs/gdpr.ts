@@ -115,7 +115,8 @@ export const gdprPreviewDeleteContact = defineBusinessVerb<{ contact_id: number 
         payments_retained: payments,
       },
       reversible: gdprDeleteContact.revert !== undefined,
-      notes: `Permanent: the personal data cannot be restored. Invoices and payments stay for the legal retention period. The owner must type "DELETE CONTACT ${contact.id} PERMANENTLY".`,
+      notes:
+        'Permanent: the personal data cannot be restored. Invoices and payments stay for the legal retention period. The owner must type the confirmation phrase shown to them.',
     };
   },
 });

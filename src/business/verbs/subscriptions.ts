@@ -198,7 +198,7 @@ export const subscriptionPreviewTierChange = defineBusinessVerb<UpgradeArgs>({
       projected: { tier: args.tier, seats: sub.seats, monthly_price_cents: price },
       delta: { monthly_price_change_cents: price - sub.monthly_price_cents, verbs_unlocked: unlocked },
       reversible: subscriptionUpgradeTier.revert !== undefined,
-      notes: `Billing changes immediately by ${formatCents(price - sub.monthly_price_cents)} per month. The owner must type "UPGRADE to ${args.tier.toUpperCase()} tier immediately".`,
+      notes: `Billing changes immediately by ${formatCents(price - sub.monthly_price_cents)} per month. The owner must type the confirmation phrase shown to them.`,
     };
   },
 });

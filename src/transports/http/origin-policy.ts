@@ -11,10 +11,15 @@
  *                    session cookie gets `Secure` behind an HTTPS proxy) but never widen the
  *                    Origin/Host checks. Behind a proxy the public origin must be listed: fail-closed.
  *   trust proxy      Fastify's `trustProxy` (false by default: X-Forwarded-* ignored).
+ *   browser routes   (dashboard, WebMCP, sessions, sign-in, CLI login approvals) accept the own
+ *                    origin only when its host is one a DNS-rebinding page cannot put in a
+ *                    browser's Host header: `localhost` or an IP literal. Any other host name must
+ *                    be an allowed origin (`browserOriginAllowed`).
  *
  * Spec: spec/transports.md §http-proxy, §webmcp-csrf, §mcp-http.
  */
 import type { FastifyRequest } from 'fastify';
+import { isIP } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import { VerbError } from '../../runtime/errors.ts';
 import { refuse } from '../../runtime/refusals.ts';
@@ -87,6 +92,38 @@ export function directOrigin(request: FastifyRequest): string | undefined {
  */
 export function originAllowed(request: FastifyRequest, origin: string, allowed: readonly string[]): boolean {
   return allowed.includes(origin) || origin === directOrigin(request);
+}
+
+/**
+ * Can a DNS-rebinding page make a browser send this host name (from `new URL(o).hostname`)? No
+ * for `localhost` (browsers resolve it to loopback themselves) and for IP literals (no DNS
+ * lookup): those are the hosts a same-origin check may trust without configuration.
+ */
+export function isRebindSafeHost(hostname: string): boolean {
+  const h = hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  return h === 'localhost' || isIP(h) !== 0;
+}
+
+/**
+ * The Origin rule of the browser routes (dashboard, WebMCP, sessions, sign-in, CLI login
+ * approvals; spec/transports.md §webmcp-csrf): `origin` (normalised with `new URL(o).origin`) is
+ * one of the configured `allowed` origins, or it is this server's own origin as addressed
+ * directly **and** its host is `localhost` or an IP literal. A page of `http://rebind.example:3000`
+ * whose name an attacker pointed at 127.0.0.1 sends matching `Origin` and `Host` headers; that
+ * match proves nothing, so a host name other than those must be listed (`--allowed-origin`).
+ */
+export function browserOriginAllowed(
+  request: FastifyRequest,
+  origin: string,
+  allowed: readonly string[],
+): boolean {
+  if (allowed.includes(origin)) return true;
+  if (origin !== directOrigin(request)) return false;
+  try {
+    return isRebindSafeHost(new URL(origin).hostname);
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -1,39 +1,86 @@
 /**
- * The browser login of the CLI over HTTP (the one-time code flow of `solid login`):
+ * The browser login of the CLI over HTTP (the one-time code flow of `solid login`, RFC 8628
+ * style: the human types the code their own terminal shows on a page of this server, sees who
+ * asked, and picks the key's role):
  *
  *   POST /api/v1/cli-login               body { client_name? } (no credentials)
- *        → 200 { code, poll_secret, expires_at, poll_interval_seconds }; the CLI opens
- *          `<base>/#/cli-login?code=<code>` and polls
+ *        → 200 { code, poll_secret, expires_at, poll_interval_seconds }; the CLI prints the code
+ *          and `<base>/#/cli-login` (a page that asks for the code: no link carries it) and polls.
+ *          The requester's address and User-Agent are recorded from the request.
  *   POST /api/v1/cli-login/poll          body { poll_secret }
  *        → 200 { status: "pending" } | 200 { status: "approved", api_key, key_id, company_id,
  *          user_id, role } (once) | 403 approval_rejected | 404 not_found
- *   GET  /api/v1/cli-login/{code}        dashboard session → 200 { code, client_name, status,
- *                                        created_at, expires_at } | 401 session_invalid | 404
- *   POST /api/v1/cli-login/{code}/approve  dashboard session + same Origin + X-CSRF-Token
- *        → 200 { approved: true, key_id, client_name, role } | 401 | 403 origin_denied /
- *          csrf_failed | 404 not_found | 409 approval_not_pending
- *   POST /api/v1/cli-login/{code}/deny     same checks → 200 { denied: true }
+ *   GET  /api/v1/cli-login/{code}        human session → 200 { code, client_name, requester:
+ *                                        { address, user_agent }, status, created_at, expires_at }
+ *                                        | 401 session_invalid | 403 human_required | 404
+ *   POST /api/v1/cli-login/{code}/approve  body { role }; human session + allowed Origin +
+ *        X-CSRF-Token → 200 { approved: true, key_id, client_name, role } | 400 invalid_input
+ *        (role) | 401 | 403 origin_denied / csrf_failed / human_required / role_denied (a role
+ *        above the approver's) | 404 not_found | 409 approval_not_pending
+ *   POST /api/v1/cli-login/{code}/deny     same checks, no body → 200 { denied: true }
  *
- * Answers are envelopes with verb "cli_login". The session and CSRF checks are the dashboard's
- * own (webmcp/request-guard.ts); their refusals are audited by the HTTP error handler.
+ * Only a **human** session decides (a person signed in with a passkey or TOTP): a session of an
+ * agent credential (the transitional API-key login) and an API key are refused with
+ * `human_required` (spec/consent.md §human-sign-in). Answers are envelopes with verb "cli_login".
+ * The session and CSRF checks are the dashboard's own (webmcp/request-guard.ts); their refusals
+ * are audited by the HTTP error handler.
  * Spec: spec/transports.md §remote-login.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { isVerbError, VerbError } from '../../runtime/errors.ts';
 import { reasonInfo } from '../../spec/reasons.ts';
-import type { Envelope } from '../../spec/types.ts';
+import { ROLES, type Envelope, type Role } from '../../spec/types.ts';
+import { isHuman } from '../../identity/principal.ts';
 import { sendEnvelope } from '../http/error-handler.ts';
+import { notePrincipal } from '../http/error-handler.ts';
 import { requireSessionForWrite, sessionRequired, sessionTokenOf } from '../webmcp/request-guard.ts';
-import type { SessionStore } from '../../identity/session-store.ts';
-import type { CliLoginStore } from './cli-login-store.ts';
+import type { SessionStore, WebSession } from '../../identity/session-store.ts';
+import type { CliLoginStore, LoginRequester } from './cli-login-store.ts';
 
 export const CLI_LOGIN_PATH = '/api/v1/cli-login';
 const VERB = 'cli_login';
 
-/** The dashboard route a human opens to approve `code` (a hash route of the page at `/`). */
-export function approvalPageUrl(baseUrl: string, code: string): string {
-  return `${baseUrl.replace(/\/+$/, '')}/#/cli-login?code=${encodeURIComponent(code)}`;
+/**
+ * The dashboard page where a human types the code of a CLI login (a hash route of the page at
+ * `/`). It carries no code: a link that held one could be sent by anyone who started a login.
+ */
+export function cliLoginPageUrl(baseUrl: string): string {
+  return `${baseUrl.replace(/\/+$/, '')}/#/cli-login`;
+}
+
+/** Who sent this request, as the server saw it: `request.ip` and a printable User-Agent. */
+function requesterOf(req: FastifyRequest): LoginRequester {
+  const ua = req.headers['user-agent'];
+  return {
+    address: req.ip,
+    // eslint-disable-next-line no-control-regex -- control characters are dropped from what a human reads
+    user_agent: (typeof ua === 'string' ? ua : '').replace(/[\u0000-\u001f\u007f]/g, '').slice(0, 200),
+  };
+}
+
+/**
+ * Only a person decides a CLI login: the session must be a human's (signed in with a passkey or
+ * TOTP), never one an agent credential opened. @throws VerbError human_required
+ */
+function requireHuman(session: WebSession): void {
+  if (isHuman(session.principal)) return;
+  throw new VerbError(
+    'human_required',
+    'Only a person signed in to the dashboard may approve a command-line login; an agent credential cannot.',
+    {
+      hint: 'Sign in on the dashboard with your passkey or authenticator code, then type the code your terminal shows.',
+    },
+  );
+}
+
+/** The `role` of an approve body: one of the four roles. @throws VerbError invalid_input */
+function roleOf(value: unknown): Role {
+  if (typeof value === 'string' && (ROLES as readonly string[]).includes(value)) return value as Role;
+  throw new VerbError('invalid_input', 'Pick the role of the new key: read_only, employee, admin or owner.', {
+    hint: 'Send {"role": "employee"} (at most your own role).',
+    details: { path: '/role' },
+  });
 }
 
 function bodyOf(req: FastifyRequest): Record<string, unknown> {
@@ -79,12 +126,12 @@ async function answer(
   return sendEnvelope(reply, env);
 }
 
-/** Register the five routes. */
+/** Register the five routes. `allowedOrigins`: the server's configured origins (request-guard.ts). */
 export function registerCliLoginRoutes(
   app: FastifyInstance,
-  deps: { rt: Runtime; logins: CliLoginStore; sessions: SessionStore },
+  deps: { rt: Runtime; logins: CliLoginStore; sessions: SessionStore; allowedOrigins: readonly string[] },
 ): void {
-  const { logins, sessions } = deps;
+  const { logins, sessions, allowedOrigins } = deps;
   const docs = (summary: string) => ({ openapi: { summary, tags: ['auth'] } });
 
   app.post(
@@ -92,7 +139,7 @@ export function registerCliLoginRoutes(
     { config: docs('Start a CLI browser login: a one-time code and a polling secret') },
     async function startCliLogin(req, reply) {
       const name = clientNameOf(bodyOf(req).client_name);
-      return answer(reply, async () => ({ ...(await logins.start(name)) }));
+      return answer(reply, async () => ({ ...(await logins.start(name, requesterOf(req))) }));
     },
   );
 
@@ -107,10 +154,14 @@ export function registerCliLoginRoutes(
 
   app.get(
     `${CLI_LOGIN_PATH}/:code`,
-    { config: docs('Describe a pending CLI login (dashboard session)') },
+    {
+      config: docs('Describe a pending CLI login: client, requester address and user agent (human session)'),
+    },
     async function describeCliLogin(req: FastifyRequest<{ Params: { code: string } }>, reply) {
       const session = await sessions.lookup(sessionTokenOf(req));
       if (session === undefined) throw sessionRequired();
+      notePrincipal(req, session.principal);
+      requireHuman(session);
       return answer(reply, async () => ({ ...(await logins.describe(req.params.code)) }));
     },
   );
@@ -119,18 +170,20 @@ export function registerCliLoginRoutes(
     `${CLI_LOGIN_PATH}/:code/approve`,
     {
       config: docs(
-        'Approve a CLI login (dashboard session, Origin, X-CSRF-Token): creates a key for the approving user',
+        'Approve a CLI login (human session, Origin, X-CSRF-Token; body {role}): creates a key for the approving user with the picked role',
       ),
     },
     async function approveCliLogin(req: FastifyRequest<{ Params: { code: string } }>, reply) {
-      const session = await requireSessionForWrite(sessions, req, []);
+      const session = await requireSessionForWrite(sessions, req, allowedOrigins);
+      requireHuman(session);
+      const role = roleOf(bodyOf(req).role);
       return answer(reply, async () => {
-        const done = await logins.approve(req.params.code, session.principal);
+        const done = await logins.approve(req.params.code, session.principal, role);
         return {
           approved: true,
           key_id: done.key_id,
           client_name: done.client_name,
-          role: session.principal.role,
+          role: done.role,
           company_id: session.principal.company_id,
           user_id: session.principal.user_id,
         };
@@ -140,9 +193,10 @@ export function registerCliLoginRoutes(
 
   app.post(
     `${CLI_LOGIN_PATH}/:code/deny`,
-    { config: docs('Deny a CLI login (dashboard session, Origin, X-CSRF-Token)') },
+    { config: docs('Deny a CLI login (human session, Origin, X-CSRF-Token)') },
     async function denyCliLogin(req: FastifyRequest<{ Params: { code: string } }>, reply) {
-      const session = await requireSessionForWrite(sessions, req, []);
+      const session = await requireSessionForWrite(sessions, req, allowedOrigins);
+      requireHuman(session);
       return answer(reply, async () => {
         await logins.deny(req.params.code, session.principal);
         return { denied: true };

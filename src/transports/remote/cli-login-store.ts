@@ -5,12 +5,14 @@
  *
  *   start     a random user code (8 characters from an unambiguous alphabet, shown as ABCD-EFGH,
  *             40 bits) and a random polling secret (32 bytes); only their SHA-256 is stored,
- *             with the CLI's name and an expiry (default 10 minutes)
- *   approve   a logged-in human (dashboard session + CSRF, checked by the route) approves a
- *             pending, unexpired code: in ONE store transaction the row moves pending → approved,
- *             a NEW API key is created for that user with their role (agent_type "cli"), the key is
- *             kept encrypted under the master key until collected, and an audit row
- *             `cli_login.approve` is appended in the user's tenant
+ *             with the CLI's name, the requester's address and user agent (shown to the approving
+ *             human, RFC 8628 §5.4) and an expiry (default 10 minutes)
+ *   approve   a signed-in human (human dashboard session + CSRF, checked by the route) who typed
+ *             the code approves a pending, unexpired code and picks the key's role, at most their
+ *             own: in ONE store transaction the row moves pending → approved, a NEW API key is
+ *             created for that user with the picked role (agent_type "cli"), the key is kept
+ *             encrypted under the master key until collected, and an audit row `cli_login.approve`
+ *             (role, requester address and user agent) is appended in the user's tenant
  *   deny      pending → denied (audited `cli_login.deny`)
  *   poll      the CLI presents its polling secret: pending → "pending"; approved → the key, once
  *             (the row becomes consumed and the ciphertext is erased in the same transaction);
@@ -26,7 +28,7 @@ import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import { insertApiKey } from '../../runtime/tenants.ts';
 import type { Migration, StoreTx } from '../../store/store.ts';
-import type { Principal } from '../../spec/types.ts';
+import { ROLES, type Principal, type Role } from '../../spec/types.ts';
 import { appendOperatorAudit } from '../../runtime/ledger/write/operator-audit.ts';
 
 /** Default lifetime of a code: 10 minutes, in seconds. */
@@ -76,7 +78,36 @@ CREATE TABLE cli_logins (
 CREATE INDEX cli_logins_expires ON cli_logins(expires_at);
 `,
   },
+  {
+    // Who asked, shown to the approving human (issue 35 row 5, RFC 8628 §5.4).
+    version: 2,
+    name: 'cli login requester',
+    sqlite: `
+ALTER TABLE cli_logins ADD COLUMN requester_address TEXT;
+ALTER TABLE cli_logins ADD COLUMN requester_agent TEXT;
+`,
+    postgres: `
+ALTER TABLE cli_logins ADD COLUMN requester_address TEXT;
+ALTER TABLE cli_logins ADD COLUMN requester_agent TEXT;
+`,
+  },
 ];
+
+/** Roles lowest first (spec/consent.md §roles): an approver picks one at most their own. */
+const ROLE_ORDER: readonly Role[] = ROLES;
+
+/** The roles an approver of role `own` may give the new key, lowest first. */
+export function grantableRoles(own: Role): Role[] {
+  return ROLE_ORDER.slice(0, ROLE_ORDER.indexOf(own) + 1);
+}
+
+/** Who started a login, as the server saw the request (never from the body). */
+export interface LoginRequester {
+  /** The client's address (`request.ip`: the socket's peer, or the trusted proxy's client). */
+  address: string;
+  /** The User-Agent header, control characters removed, at most 200 characters; "" when absent. */
+  user_agent: string;
+}
 
 /** What `start` returns to the CLI (the only time the code and secret exist in plaintext). */
 export interface StartedLogin {
@@ -90,6 +121,8 @@ export interface StartedLogin {
 export interface PendingLogin {
   code: string;
   client_name: string;
+  /** Who started it: the address and user agent the server saw (not what the CLI says). */
+  requester: LoginRequester;
   status: 'pending' | 'approved' | 'denied' | 'consumed';
   created_at: string;
   expires_at: string;
@@ -143,10 +176,11 @@ export class CliLoginStore {
   }
 
   /**
-   * Open a login: a new code and polling secret for `clientName` (≤ 100 printable characters).
+   * Open a login: a new code and polling secret for `clientName` (≤ 100 printable characters),
+   * remembering who asked (`requester`, from the request itself).
    * @throws VerbError rate_limited when MAX_PENDING_CLI_LOGINS are open
    */
-  async start(clientName: string): Promise<StartedLogin> {
+  async start(clientName: string, requester: LoginRequester): Promise<StartedLogin> {
     const now = this.#rt.clock();
     const nowIso = now.toISOString();
     const expiresAt = new Date(now.getTime() + this.ttlSeconds * 1000).toISOString();
@@ -167,8 +201,16 @@ export class CliLoginStore {
         const taken = await tx.get('SELECT 1 AS x FROM cli_logins WHERE code_hash = ?', [sha256(code)]);
         if (taken !== undefined && attempt < 5) continue;
         await tx.run(
-          `INSERT INTO cli_logins (code_hash, poll_hash, client_name, status, created_at, expires_at) VALUES (?, ?, ?, 'pending', ?, ?)`,
-          [sha256(code), sha256(pollSecret), clientName, nowIso, expiresAt],
+          `INSERT INTO cli_logins (code_hash, poll_hash, client_name, status, created_at, expires_at, requester_address, requester_agent) VALUES (?, ?, ?, 'pending', ?, ?, ?, ?)`,
+          [
+            sha256(code),
+            sha256(pollSecret),
+            clientName,
+            nowIso,
+            expiresAt,
+            requester.address,
+            requester.user_agent,
+          ],
         );
         return { code, poll_secret: pollSecret, expires_at: expiresAt, poll_interval_seconds: 2 };
       }
@@ -181,7 +223,7 @@ export class CliLoginStore {
     if (code === undefined) throw notFound();
     const row = await this.#rt.store.read((q) =>
       q.get<Record<string, unknown>>(
-        'SELECT client_name, status, created_at, expires_at FROM cli_logins WHERE code_hash = ?',
+        'SELECT client_name, status, created_at, expires_at, requester_address, requester_agent FROM cli_logins WHERE code_hash = ?',
         [sha256(code)],
       ),
     );
@@ -189,6 +231,10 @@ export class CliLoginStore {
     return {
       code,
       client_name: String(row.client_name),
+      requester: {
+        address: String(row.requester_address ?? ''),
+        user_agent: String(row.requester_agent ?? ''),
+      },
       status: row.status as PendingLogin['status'],
       created_at: String(row.created_at),
       expires_at: String(row.expires_at),
@@ -196,11 +242,24 @@ export class CliLoginStore {
   }
 
   /**
-   * Approve a pending code for `approver` (a dashboard session's principal): creates the new key
-   * (the approver's user and role, agent_type "cli") and the audit row, in one transaction.
-   * @throws VerbError not_found (unknown or expired), approval_not_pending (already decided)
+   * Approve a pending code for `approver` (a human dashboard session's principal, checked by the
+   * route): creates the new key (the approver's user, the picked `role`, agent_type "cli") and
+   * the audit row, in one transaction.
+   * @param role the key's role, picked by the human: at most the approver's own
+   * @throws VerbError role_denied (above the approver's role), not_found (unknown or expired),
+   *   approval_not_pending (already decided)
    */
-  async approve(codeText: unknown, approver: Principal): Promise<{ key_id: string; client_name: string }> {
+  async approve(
+    codeText: unknown,
+    approver: Principal,
+    role: Role,
+  ): Promise<{ key_id: string; client_name: string; role: Role }> {
+    if (!grantableRoles(approver.role).includes(role))
+      throw new VerbError(
+        'role_denied',
+        `You are ${approver.role}: the key you hand to a command line can have your role or a lower one, not ${role}.`,
+        { hint: `Pick one of: ${grantableRoles(approver.role).join(', ')}.`, details: { path: '/role' } },
+      );
     const code = normalizeCode(codeText);
     if (code === undefined) throw notFound();
     const codeHash = sha256(code);
@@ -212,7 +271,7 @@ export class CliLoginStore {
         {
           company_id: approver.company_id,
           user_id: approver.user_id,
-          role: approver.role,
+          role,
           agent_type: 'cli',
           name: `solid login (${row.client_name})`,
         },
@@ -223,7 +282,7 @@ export class CliLoginStore {
         [
           approver.company_id,
           approver.user_id,
-          approver.role,
+          role,
           info.key_id,
           this.#rt.secrets.encrypt(apiKey, `cli_login:${codeHash}`),
           codeHash,
@@ -237,14 +296,17 @@ export class CliLoginStore {
           client_name: row.client_name,
           key_id: info.key_id,
           user_id: approver.user_id,
-          role: approver.role,
-          via_key: approver.key_id ?? null,
+          role,
+          approver_role: approver.role,
+          approver_actor: approver.actor,
+          requester_address: row.requester_address ?? null,
+          requester_agent: row.requester_agent ?? null,
         },
         entity_type: 'api_key',
         entity_id: info.key_id,
         now,
       });
-      return { key_id: info.key_id, client_name: String(row.client_name) };
+      return { key_id: info.key_id, client_name: String(row.client_name), role };
     });
   }
 
@@ -319,7 +381,7 @@ export class CliLoginStore {
     status: 'approved' | 'denied',
   ): Promise<Record<string, unknown>> {
     const row = await tx.get<Record<string, unknown>>(
-      'SELECT client_name, status, expires_at FROM cli_logins WHERE code_hash = ?',
+      'SELECT client_name, status, expires_at, requester_address, requester_agent FROM cli_logins WHERE code_hash = ?',
       [codeHash],
     );
     if (row === undefined || String(row.expires_at) <= now.toISOString()) throw notFound();

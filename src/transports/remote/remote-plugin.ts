@@ -24,14 +24,17 @@ export interface RemotePluginOptions {
 
 /** Build the plugin. The `cli_logins` table (and the sessions table it reads) are created on registration. */
 export function createRemotePlugin(options: RemotePluginOptions = {}): HttpPlugin {
-  return async function remote(app: FastifyInstance, { rt }: HttpPluginOptions): Promise<void> {
+  return async function remote(
+    app: FastifyInstance,
+    { rt, allowedOrigins }: HttpPluginOptions,
+  ): Promise<void> {
     const sessions = new SessionStore(rt);
     await sessions.migrate();
     const logins = new CliLoginStore(rt, { ttlSeconds: options.cliLoginTtlSeconds });
     await logins.migrate();
     registerVerbHintsRoute(app, rt);
     registerWhoamiRoutes(app, rt);
-    registerCliLoginRoutes(app, { rt, logins, sessions });
+    registerCliLoginRoutes(app, { rt, logins, sessions, allowedOrigins: allowedOrigins ?? [] });
   };
 }
 

@@ -4,15 +4,17 @@
  * throws a VerbError whose reason the HTTP envelope map turns into a status:
  *
  *   session_invalid  401  no valid session cookie on a route that needs one
- *   origin_denied    403  `Origin` missing (with a session) or not this server's origin, or
- *                         `Sec-Fetch-Site: cross-site` on a state-changing request
+ *   origin_denied    403  `Origin` missing (with a session), or neither an allowed origin nor
+ *                         this server's own origin on `localhost` / an IP literal (DNS rebinding:
+ *                         origin-policy.ts `browserOriginAllowed`), or `Sec-Fetch-Site:
+ *                         cross-site` on a state-changing request
  *   csrf_failed      403  `X-CSRF-Token` missing or not the session's token
  *
  * Spec: spec/transports.md §webmcp-session, §webmcp-csrf.
  */
 import type { FastifyRequest } from 'fastify';
 import { notePrincipal } from '../http/error-handler.ts';
-import { directOrigin, originAllowed } from '../http/origin-policy.ts';
+import { browserOriginAllowed, directOrigin } from '../http/origin-policy.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import { parseCookies } from './cookies.ts';
 import {
@@ -45,8 +47,8 @@ export function ownOrigin(request: FastifyRequest): string | undefined {
 /**
  * Check the `Origin` of a state-changing request.
  *
- * @param allowed extra origins accepted besides the server's own (e.g. a dev front end, or the
- *   public origin of a reverse proxy), normalised.
+ * @param allowed the configured origins (e.g. a dev front end, or the public origin of a reverse
+ *   proxy), normalised; the server's own origin counts besides them only on `localhost` or an IP.
  * @param required true when the request rides on a session cookie: browsers always send `Origin`
  *   on POST/DELETE, so its absence means a non-browser client replaying a cookie.
  * @throws VerbError origin_denied
@@ -74,7 +76,15 @@ export function checkOrigin(request: FastifyRequest, allowed: readonly string[],
       hint: 'Send the request from a page of this server.',
     });
   }
-  if (originAllowed(request, given, allowed)) return;
+  if (browserOriginAllowed(request, given, allowed)) return;
+  if (given === directOrigin(request))
+    throw new VerbError(
+      'origin_denied',
+      `Requests from ${given.slice(0, 100)} are not allowed: that host name is not a configured origin of this server.`,
+      {
+        hint: `Open the server at http://localhost:<port>, or start it with --allowed-origin ${given.slice(0, 100)} (SOLID_ALLOWED_ORIGINS) if people reach it under that name.`,
+      },
+    );
   throw refuse.crossSite(`Requests from ${given.slice(0, 100)} are not allowed.`);
 }
 

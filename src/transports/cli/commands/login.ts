@@ -5,9 +5,10 @@
  *   solid login  --url URL [--api-key KEY] [--browser] [--no-open] [--name N] [--json]
  *       --api-key KEY         verify the key (GET /api/v1/whoami) and store it
  *       on a terminal         prompt for a key with hidden input; Enter alone → browser login
- *       --browser / no tty    browser login: POST /api/v1/cli-login, print (and, on a terminal,
- *                             open) `<url>/#/cli-login?code=ABCD-EFGH`, poll until a signed-in
- *                             human approves in the dashboard, receive a NEW key for that user
+ *       --browser / no tty    browser login: POST /api/v1/cli-login, print the code ABCD-EFGH and
+ *                             (on a terminal, also open) `<url>/#/cli-login`, where a signed-in
+ *                             human types the code, checks who asked and picks the key's role;
+ *                             poll until approved, receive a NEW key for that user
  *       Stored in $XDG_CONFIG_HOME/solid/credentials.json (else ~/.config/solid/…), mode 0600,
  *       one entry per server URL. Nothing is stored unless the key was verified.
  *   solid logout --url URL [--revoke]   forget the stored key; --revoke first revokes it on the
@@ -22,7 +23,7 @@ import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import type { Envelope } from '../../../spec/types.ts';
 import { ApiClient } from '../../../remote-client/api-client.ts';
-import { approvalPageUrl } from '../../remote/cli-login-routes.ts';
+import { cliLoginPageUrl } from '../../remote/cli-login-routes.ts';
 import {
   credentialsPath,
   deleteLogin,
@@ -54,7 +55,7 @@ export function registerLogin(program: Command, io: Io, setExit: (code: number) 
     )
     .option('--api-key <key>', 'an API key to verify and store (instead of the prompt)')
     .option('--browser', 'log in through the dashboard even on a terminal')
-    .option('--no-open', 'print the approval link without opening a browser')
+    .option('--no-open', 'print the approval page without opening a browser')
     .option('--name <name>', 'how this CLI is named in the approval page', `solid CLI on ${hostname()}`)
     .option('--json', 'print the result as an envelope (never the key)')
     .action(async (flags: LoginFlags) => setExit(await runLogin(program, io, flags)));
@@ -196,9 +197,9 @@ async function browserLogin(url: string, io: Io, flags: LoginFlags): Promise<str
       expires_at: string;
       poll_interval_seconds: number;
     };
-    const page = approvalPageUrl(url, s.code);
+    const page = cliLoginPageUrl(url);
     io.err(
-      `To log in, open this page, sign in to the dashboard, check that it shows the code ${s.code}, and approve:\n\n  ${page}\n\nWaiting for approval (the code expires at ${s.expires_at})…`,
+      `To log in, open this page, sign in to the dashboard and type the code below (it is shown only here, in your terminal):\n\n  ${page}\n\n  code: ${s.code}\n\nWaiting for approval (the code expires at ${s.expires_at})…`,
     );
     if (flags.open !== false && io.isTTY) openBrowser(page);
     const intervalMs = Math.max(250, (s.poll_interval_seconds || 2) * 1000);

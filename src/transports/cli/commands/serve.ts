@@ -244,6 +244,13 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     return usage(io, `${err.message} ${err.hint ?? ''}`.trim());
   }
 
+  // The public URL people are sent to is a configured origin of the browser routes (DNS
+  // rebinding: only configured names, localhost and IP literals pass; spec/transports.md §webmcp-csrf).
+  if (configuredPublicUrl !== undefined) {
+    const publicOrigin = new URL(configuredPublicUrl).origin;
+    if (!proxy.allowedOrigins.includes(publicOrigin)) proxy.allowedOrigins.push(publicOrigin);
+  }
+
   let rateLimits: RateLimits;
   try {
     rateLimits = rateLimitsOf(flags, process.env);
