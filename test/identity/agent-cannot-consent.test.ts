@@ -18,7 +18,7 @@ import { signInHumanForTest } from '../../src/testing.ts';
 import { createMcpServer } from '../../src/transports/mcp/mcp-server.ts';
 import { errorEnvelopeOf } from '../../src/transports/mcp/envelope-map.ts';
 import { META } from '../../src/transports/mcp/meta-keys.ts';
-import { remoteFixture, type RemoteFixture } from '../remote/support.ts';
+import { remoteFixture, type RemoteFixture } from '../remote-client/support.ts';
 
 /**
  * Both tests fail on the integration branch of 2026-12-07: the dashboard, approval-page and
