@@ -7,7 +7,7 @@
  */
 import { callWithConsent, type ConsentOutcome, type Envelope } from './verb-client.ts';
 
-/** `result` of the session answers (src/transports/webmcp/session-routes.ts). */
+/** `result` of the session answers (src/identity/session-routes.ts). */
 export interface SessionInfo {
   company_id: number;
   tenant_name: string;

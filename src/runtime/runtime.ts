@@ -37,7 +37,7 @@ import { runMaintenance, type MaintenanceReport } from './maintenance.ts';
 import { Observers } from './observe/observers.ts';
 import { DispatchHooks } from './observe/hooks.ts';
 import { HOW_TO_PASS_A_KEY, VerbError, WHERE_KEYS_COME_FROM } from './errors.ts';
-import { AuthFailureLog } from './ledger/auth-failure-log.ts';
+import { AuthFailureLog } from '../identity/auth-failure-log.ts';
 import { agentPrincipal } from '../identity/principal.ts';
 import { createDelivery, type OutboxWorker } from './delivery/delivery.ts';
 import { deliveryMigrations } from './delivery/migrations.ts';

@@ -19,7 +19,7 @@ import type { Envelope, VerbRecord } from '../../spec/types.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import { refuse } from '../../runtime/refusals.ts';
 import { hintsOf, type VerbHints } from '../../runtime/verb-hints.ts';
-import { whoAmI } from '../remote/whoami.ts';
+import { whoAmI } from '../../identity/whoami.ts';
 import { API_URL_ENV } from '../../remote-client/remote-url.ts';
 import { localOptionsOf, openLocal, type Local } from './local.ts';
 import type { ReasonTable } from '../../spec/reasons.ts';

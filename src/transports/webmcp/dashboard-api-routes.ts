@@ -19,7 +19,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { dispatchAndReply } from './browser-dispatch.ts';
 import { parseCallBody } from './call-body.ts';
-import { requireSessionForWrite } from './request-guard.ts';
+import { requireSessionForWrite } from '../../identity/request-guard.ts';
 import type { Principal } from '../../spec/types.ts';
 import type { SessionStore, WebSession } from '../../identity/session-store.ts';
 import { ROUTE_DOCS } from './route-docs.ts';

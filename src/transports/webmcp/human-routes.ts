@@ -22,8 +22,8 @@ import { registerSignInRoutes } from '../../identity/sign-in-routes.ts';
 import type { User } from '../../identity/users.ts';
 import { dispatchAndReply } from './browser-dispatch.ts';
 import { parseCallBody } from './call-body.ts';
-import { checkOrigin, requireSessionForWrite, sessionTokenOf } from './request-guard.ts';
-import { info, sessionCookies } from './session-routes.ts';
+import { checkOrigin, requireSessionForWrite, sessionTokenOf } from '../../identity/request-guard.ts';
+import { info, sessionCookies } from '../../identity/session-routes.ts';
 
 /** The verbs the approval page may call. */
 export const APPROVAL_PAGE_VERBS = ['approvals.list', 'approvals.approve', 'approvals.reject'] as const;

@@ -21,7 +21,7 @@ import { WEBMCP_SURFACES } from '../../spec/types.ts';
 import { dispatchAndReply } from './browser-dispatch.ts';
 import { isWebmcpSurface, webmcpManifestFor } from './manifest.ts';
 import { parseToolsetNames } from '../../runtime/toolsets.ts';
-import { checkCsrf, checkOrigin, sessionRequired, sessionTokenOf } from './request-guard.ts';
+import { checkCsrf, checkOrigin, sessionRequired, sessionTokenOf } from '../../identity/request-guard.ts';
 import { notePrincipal } from '../http/error-handler.ts';
 import type { SessionStore } from '../../identity/session-store.ts';
 import { ROUTE_DOCS } from './route-docs.ts';

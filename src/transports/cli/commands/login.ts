@@ -22,7 +22,7 @@ import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import type { Envelope } from '../../../spec/types.ts';
 import { ApiClient } from '../../../remote-client/api-client.ts';
-import { approvalPageUrl } from '../../remote/cli-login-routes.ts';
+import { approvalPageUrl } from '../../../identity/cli-login-routes.ts';
 import {
   credentialsPath,
   deleteLogin,
@@ -31,7 +31,7 @@ import {
   type StoredLogin,
 } from '../../../remote-client/credentials-file.ts';
 import { normalizeBaseUrl } from '../../../remote-client/remote-url.ts';
-import type { WhoAmI } from '../../remote/whoami.ts';
+import type { WhoAmI } from '../../../identity/whoami.ts';
 import { exitCodeOf, printEnvelope, type Io } from '../output.ts';
 import { remoteUrlOf, withTarget } from '../target.ts';
 

@@ -15,17 +15,17 @@
  *   POST /api/v1/cli-login/{code}/deny     same checks → 200 { denied: true }
  *
  * Answers are envelopes with verb "cli_login". The session and CSRF checks are the dashboard's
- * own (webmcp/request-guard.ts); their refusals are audited by the HTTP error handler.
+ * own (request-guard.ts); their refusals are audited by the HTTP error handler.
  * Spec: spec/transports.md §remote-login.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
-import { isVerbError, VerbError } from '../../runtime/errors.ts';
-import { reasonInfo } from '../../spec/reasons.ts';
-import type { Envelope } from '../../spec/types.ts';
-import { sendEnvelope } from '../http/error-handler.ts';
-import { requireSessionForWrite, sessionRequired, sessionTokenOf } from '../webmcp/request-guard.ts';
-import type { SessionStore } from '../../identity/session-store.ts';
+import type { TransportRuntime as Runtime } from '../transports/runtime-surface.ts';
+import { isVerbError, VerbError } from '../runtime/errors.ts';
+import { reasonInfo } from '../spec/reasons.ts';
+import type { Envelope } from '../spec/types.ts';
+import { sendEnvelope } from '../transports/http/error-handler.ts';
+import { requireSessionForWrite, sessionRequired, sessionTokenOf } from './request-guard.ts';
+import type { SessionStore } from './session-store.ts';
 import type { CliLoginStore } from './cli-login-store.ts';
 
 export const CLI_LOGIN_PATH = '/api/v1/cli-login';

@@ -11,18 +11,13 @@
  * Spec: spec/transports.md §webmcp-session, §webmcp-csrf.
  */
 import type { FastifyRequest } from 'fastify';
-import { notePrincipal } from '../http/error-handler.ts';
-import { directOrigin, originAllowed } from '../http/origin-policy.ts';
-import { VerbError } from '../../runtime/errors.ts';
+import { notePrincipal } from '../transports/http/error-handler.ts';
+import { directOrigin, originAllowed } from './origin-policy.ts';
+import { VerbError } from '../runtime/errors.ts';
 import { parseCookies } from './cookies.ts';
-import {
-  CSRF_HEADER,
-  SESSION_COOKIE,
-  type SessionStore,
-  type WebSession,
-} from '../../identity/session-store.ts';
-import { refuse } from '../../runtime/refusals.ts';
-import type { Principal } from '../../spec/types.ts';
+import { CSRF_HEADER, SESSION_COOKIE, type SessionStore, type WebSession } from './session-store.ts';
+import { refuse } from '../runtime/refusals.ts';
+import type { Principal } from '../spec/types.ts';
 
 /** The session cookie's token on a request, if any. */
 export function sessionTokenOf(request: FastifyRequest): string | undefined {
