@@ -41,7 +41,7 @@ import { consent } from './steps/consent.ts';
 import { execute } from './steps/execute.ts';
 import { observe } from './steps/observe.ts';
 
-export type { Caller, DispatchOptions, DispatchOutcome, PhraseChannel, ToolsetSelection } from './core.ts';
+export type { Caller, DispatchOptions, DispatchOutcome, ToolsetSelection } from './core.ts';
 export { pendingPhrase } from './steps/consent.ts';
 export { MAX_ARGS_DEPTH } from './input-walk.ts';
 /** Blocked names refused whatever the role or confirmation (spec/consent.md §blocklist). */

@@ -122,7 +122,7 @@ export function registerHumanRoutes(app: FastifyInstance, deps: HumanRouteDeps):
         rt,
         request,
         reply,
-        { principal: approvalPagePrincipal(session.principal), surface: 'http', phraseChannel: 'human' },
+        { principal: approvalPagePrincipal(session.principal), surface: 'http' },
         verb,
         body,
       );
