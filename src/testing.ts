@@ -24,6 +24,8 @@ import pino from 'pino';
 import { createRuntime, type Runtime } from './runtime/runtime.ts';
 import { checkPacks, installPack, type Pack } from './runtime/pack.ts';
 import type { DispatchOptions } from './runtime/core.ts';
+import { pendingPhrase } from './runtime/steps/consent.ts';
+import { operatorAtTerminal } from './identity/principal.ts';
 import { verifyStoreChain, type AuditVerifyReport } from './runtime/ledger/verify/verify.ts';
 import { SqliteStore } from './store/sqlite/sqlite-store.ts';
 import { runtimeMigrations } from './store/migrations/runtime.ts';
@@ -131,11 +133,16 @@ export async function createTestBusiness(options: TestBusinessOptions): Promise<
         const first = await dispatch(verb, args, o);
         if (o.consent === false || first.error?.reason !== 'dispatch_pending' || first.consent === undefined)
           return first;
-        return dispatch(verb, args, {
-          ...o,
-          confirm: true,
-          nonce: first.consent.nonce,
-          ...(first.consent.typed_phrase !== undefined ? { typed_phrase: first.consent.typed_phrase } : {}),
+        const { role = 'owner', surface = 'cli', consent: _consent, ...dispatchOptions } = o;
+        const confirmed = { ...dispatchOptions, confirm: true, nonce: first.consent.nonce };
+        if (first.consent.gate !== 'typed_phrase') return dispatch(verb, args, { ...o, ...confirmed });
+        // A typed phrase counts only from a human (spec/consent.md §channels): the test author
+        // consents as the operator at the terminal, typing the phrase the pending answer holds.
+        const principal = operatorAtTerminal(await rt.tenants.authenticate(keys[role]));
+        const phrase = pendingPhrase(first) ?? first.consent.typed_phrase;
+        return rt.dispatch({ principal, surface }, verb, args, {
+          ...confirmed,
+          ...(phrase !== undefined ? { typed_phrase: phrase } : {}),
         });
       },
       async verifyAudit() {

@@ -8,7 +8,7 @@
 import { callWithConsent, type ConsentOutcome } from './verb-client.ts';
 import type { Envelope } from '../src/spec/types.ts';
 
-/** `result` of the session answers (src/transports/webmcp/session-routes.ts). */
+/** `result` of the session answers (src/identity/session-routes.ts). */
 export interface SessionInfo {
   company_id: number;
   tenant_name: string;

@@ -9,7 +9,8 @@
  *   confirm                   yes     unless the tenant's confirmation_channel is `human` (default `any`)
  *   approve (and reject)      yes     never
  *   change_consent_settings   yes     never
- *   open_session              yes     never
+ *   open_session              yes     never   (the operator's terminal opens none: a web
+ *                                               session comes only from a sign-in)
  *
  * A missing principal (the keyless sandbox) is an agent. Role floors are checked elsewhere
  * (the floors step); this predicate only answers "is a human there, or does the owner allow an
@@ -59,7 +60,8 @@ export function mayConsent(
   act: ConsentAct,
   settings: ConsentSettings | undefined,
 ): boolean {
-  if (principal?.actor === 'human' && principal.sandbox !== true) return true;
+  if (principal?.actor === 'human' && principal.sandbox !== true)
+    return act !== 'open_session' || principal.consent_channel !== 'operator_terminal';
   switch (act) {
     case 'type_phrase':
       return phraseChannelOf(settings) === 'any';

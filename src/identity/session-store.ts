@@ -120,7 +120,8 @@ export interface WebSession {
   csrfToken: string;
 }
 
-function hashToken(token: string): string {
+/** SHA-256 (hex) of a session token: what the web_sessions table keys on. */
+export function hashToken(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex');
 }
 

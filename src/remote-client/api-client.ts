@@ -39,8 +39,8 @@ import { CLIENT_SURFACE_HEADER, type DeclarableSurface } from '../transports/htt
 import { sendRequest, RequestFailure, type HttpResponse } from './http-request.ts';
 import { normalizeBaseUrl } from './remote-url.ts';
 import { VERB_HINTS_PATH } from '../runtime/verb-hints.ts';
-import { WHOAMI_PATH, REVOKE_KEY_PATH } from '../transports/remote/whoami.ts';
-import { CLI_LOGIN_PATH } from '../transports/remote/cli-login-routes.ts';
+import { WHOAMI_PATH, REVOKE_KEY_PATH } from '../identity/whoami.ts';
+import { CLI_LOGIN_PATH } from '../identity/cli-login-routes.ts';
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 export const DEFAULT_READ_TIMEOUT_MS = 10_000;

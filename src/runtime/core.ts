@@ -15,7 +15,8 @@ import type { CompiledVerb, VerbDefinition } from './verb.ts';
 import type { Registry } from './registry.ts';
 import type { Secrets } from './secrets.ts';
 import type { TenantKeys } from './ledger/keys/tenant-keys.ts';
-import type { PhraseChannelSetting, TenantSettings, Tenants } from './tenants.ts';
+import type { TenantSettings, Tenants } from './tenants.ts';
+import type { ConsentSettings } from '../identity/consent-predicate.ts';
 import type { InflightKeys } from './ledger/write/idempotency.ts';
 import type { ReadAuditBuffer } from './ledger/write/read-audit-buffer.ts';
 import type { AuditRow } from './ledger/write/audit.ts';
@@ -32,15 +33,6 @@ export interface Caller {
   webmcpSurface?: WebmcpSurface;
   /** MCP only: the toolsets the server was started with; a verb they do not admit is surface_denied (spec/transports.md §mcp-toolsets). */
   toolsets?: ToolsetSelection;
-  /**
-   * Where a typed phrase in this call was typed, decided by the transport's own code — never read
-   * from a request's args, body or headers: `human` for a channel a human types into (MCP
-   * elicitation answered by the client's user, the dashboard session, the CLI's terminal prompt,
-   * the WebMCP in-page dialog); absent = `agent`. Under the tenant setting `phrase_channel:
-   * human` only a `human` call may carry a typed phrase and see one in a pending answer.
-   * spec/consent.md §phrase-channel
-   */
-  phraseChannel?: PhraseChannel;
   signal?: AbortSignal;
   onProgress?: (done: number, total?: number, message?: string) => void;
   /**
@@ -65,9 +57,6 @@ export interface ToolsetSelection {
   /** Is this verb reachable (its category is enabled, or it is a core verb)? */
   admits(verb: CompiledVerb): boolean;
 }
-
-/** Which kind of channel a call came through (Caller.phraseChannel). */
-export type PhraseChannel = 'human' | 'agent';
 
 /** Per-call options beside the args (spec/consent.md §protocol, spec/idempotency.md). */
 export interface DispatchOptions {
@@ -149,8 +138,11 @@ export interface RuntimeCore {
   sandboxPrincipal(): Promise<Principal>;
   /** Is this name blocked for this tenant (global list, runtime option, tenant settings)? */
   isBlocked(name: string, companyId: number): Promise<boolean>;
-  /** The tenant's `phrase_channel` setting. spec/consent.md §phrase-channel */
-  phraseChannel(companyId: number): Promise<PhraseChannelSetting>;
+  /**
+   * The tenant's stored settings the consent predicate reads (`phrase_channel`,
+   * `confirmation_channel`), cached like every tenant setting. spec/consent.md §channels
+   */
+  consentSettings(companyId: number): Promise<ConsentSettings>;
   /** The preview a write verb declares, for pending answers; undefined when none. */
   previewFor(
     verb: CompiledVerb,

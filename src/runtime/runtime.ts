@@ -15,7 +15,8 @@ import type { CompiledVerb, VerbDefinition } from './verb.ts';
 import { previewFor } from './verb-context.ts';
 import { Secrets, checkMasterKey, runtimeSecrets, type RuntimeSecrets } from './secrets.ts';
 import { TenantKeys } from './ledger/keys/tenant-keys.ts';
-import { Tenants, phraseChannelOf, type PhraseChannelSetting } from './tenants.ts';
+import { Tenants } from './tenants.ts';
+import type { ConsentSettings } from '../identity/consent-predicate.ts';
 import { Provisioning, type NewApiKey, type NewTenant } from './provisioning.ts';
 import type { AuditRow } from './ledger/write/audit.ts';
 import { ReadAuditBuffer } from './ledger/write/read-audit-buffer.ts';
@@ -37,7 +38,7 @@ import { runMaintenance, type MaintenanceReport } from './maintenance.ts';
 import { Observers } from './observe/observers.ts';
 import { DispatchHooks } from './observe/hooks.ts';
 import { HOW_TO_PASS_A_KEY, VerbError, WHERE_KEYS_COME_FROM } from './errors.ts';
-import { AuthFailureLog } from './ledger/auth-failure-log.ts';
+import { AuthFailureLog } from '../identity/auth-failure-log.ts';
 import { agentPrincipal } from '../identity/principal.ts';
 import { createDelivery, type OutboxWorker } from './delivery/delivery.ts';
 import { deliveryMigrations } from './delivery/migrations.ts';
@@ -232,12 +233,9 @@ export class Runtime implements PackRuntime {
     return listBlocks(t?.settings.blocklist, name);
   }
 
-  /**
-   * The tenant's `phrase_channel` setting (`any` | `human`), cached like every tenant setting
-   * (up to 5 s across processes). spec/consent.md §phrase-channel
-   */
-  async phraseChannel(companyId: number): Promise<PhraseChannelSetting> {
-    return phraseChannelOf((await this.tenants.get(companyId))?.settings);
+  /** The tenant's consent settings as stored (cached up to 5 s across processes). spec/consent.md §channels */
+  async consentSettings(companyId: number): Promise<ConsentSettings> {
+    return (await this.tenants.get(companyId))?.settings ?? {};
   }
 
   /** The preview a write verb declares, for pending answers (verb-context.ts). Undefined when none. */

@@ -22,14 +22,13 @@ import { agentPrincipal } from '../identity/principal.ts';
 
 export const API_KEY_PREFIX = 'sk_solid_';
 
-/** The values of the tenant setting `phrase_channel` (spec/consent.md §phrase-channel). */
-export const PHRASE_CHANNEL_SETTINGS = ['any', 'human'] as const;
-export type PhraseChannelSetting = (typeof PHRASE_CHANNEL_SETTINGS)[number];
-
-/** The setting's value in stored settings: anything but `human` reads as the default `any`. */
-export function phraseChannelOf(settings: TenantSettings | undefined): PhraseChannelSetting {
-  return settings?.phrase_channel === 'human' ? 'human' : 'any';
-}
+// The setting `phrase_channel` is read through identity's consent predicate (default `human`).
+export {
+  CHANNEL_SETTINGS as PHRASE_CHANNEL_SETTINGS,
+  phraseChannelOf,
+  type ChannelSetting as PhraseChannelSetting,
+} from '../identity/consent-predicate.ts';
+import type { ChannelSetting } from '../identity/consent-predicate.ts';
 
 export interface TenantSettings {
   /** Daily caps per consent class (defaults 100 / 25 / 10). */
@@ -37,11 +36,14 @@ export interface TenantSettings {
   /** Extra blocked verb names for this tenant. */
   blocklist?: string[];
   /**
-   * Where a typed phrase counts (spec/consent.md §phrase-channel): `any` (default) — every
-   * transport; `human` — only a channel a human types into (MCP elicitation, the dashboard, the
-   * CLI's terminal prompt, the WebMCP in-page dialog).
+   * Who may type a phrase that counts (spec/consent.md §channels): `human` (default, also when
+   * absent) — only a human principal (a signed-in user on the dashboard or approval page, the
+   * operator at the local CLI's terminal); `any` — agents too, an explicit owner choice that
+   * receipts name ("typed by the agent: this business allows agent-typed phrases").
    */
-  phrase_channel?: PhraseChannelSetting;
+  phrase_channel?: ChannelSetting;
+  /** Who may confirm a confirmation-click gate: `any` (default) or `human` (spec/consent.md §channels). */
+  confirmation_channel?: ChannelSetting;
   /**
    * How long an approval of a typed-phrase class waits for a human, in minutes (5…1440), per
    * class; unset: as long as its nonce (spec/consent.md §approvals). Set by tenant.approval_ttl_set.

@@ -13,7 +13,7 @@
  * | setEntity                                | names the audit row's entity | names the audit row's entity | ignored            | names the revert row's entity    |
  * | progress                                 | the caller's           | the caller's                  | ignored                  | the caller's                     |
  * | idempotencyKey                           | —                      | the write's                   | —                        | the revert's                     |
- * | surface, webmcpSurface, phraseChannel    | the caller's           | the caller's                  | —                        | surface only                     |
+ * | surface, webmcpSurface                   | the caller's           | the caller's                  | —                        | surface only                     |
  * | consentReply                             | detached verbs only    | —                             | —                        | —                                |
  * | auditId, tx, setAuditLink (LedgerContext) | —                     | yes                           | —                        | auditId, tx; setAuditLink throws |
  *
@@ -83,7 +83,6 @@ export function readContext(c: ReadCall, db: Queryable = c.rt.readView): SystemV
     setEntity() {},
     surface: caller.surface,
     ...(caller.webmcpSurface !== undefined ? { webmcpSurface: caller.webmcpSurface } : {}),
-    ...(caller.phraseChannel !== undefined ? { phraseChannel: caller.phraseChannel } : {}),
     progress: caller.onProgress ?? NOOP,
   };
 }
@@ -162,12 +161,8 @@ export function writeContext(
     surface: caller.surface,
     progress: caller.onProgress ?? NOOP,
   };
-  const optional = ctx as {
-    webmcpSurface?: Caller['webmcpSurface'];
-    phraseChannel?: Caller['phraseChannel'];
-  };
+  const optional = ctx as { webmcpSurface?: Caller['webmcpSurface'] };
   if (caller.webmcpSurface !== undefined) optional.webmcpSurface = caller.webmcpSurface;
-  if (caller.phraseChannel !== undefined) optional.phraseChannel = caller.phraseChannel;
   LEDGER_CONTEXTS.add(ctx);
   return { ctx, effects };
 }

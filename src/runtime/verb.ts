@@ -90,12 +90,6 @@ export interface VerbContext {
    * from (MCP never passes one typed by the model). spec/consent.md §protocol
    */
   readonly consentReply?: { confirm?: boolean; nonce?: string; typed_phrase?: string };
-  /**
-   * The channel of the call as its transport marked it (Caller.phraseChannel; absent = agent),
-   * for verbs that take a typed phrase in their arguments (approvals.approve) or pass a consent
-   * reply on (macros.run). spec/consent.md §phrase-channel
-   */
-  readonly phraseChannel?: 'human' | 'agent';
   /** Report progress of a long verb (MCP progress notifications). */
   progress(done: number, total?: number, message?: string): void;
 }

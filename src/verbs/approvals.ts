@@ -34,6 +34,7 @@ import {
 } from '../runtime/verb.ts';
 import { phrasesMatch } from '../runtime/consent/typed-phrase.ts';
 import { phraseChannelRefusal } from '../runtime/consent/refusals.ts';
+import { mayConsent } from '../identity/consent-predicate.ts';
 import {
   APPROVAL_STATUSES,
   approveById,
@@ -79,7 +80,7 @@ function approverFloor(row: Pick<ApprovalRow, 'role_floor'>): Role {
 /** Where this decision is made (spec/consent.md §provenance): the caller's human channel, else the agent. */
 function decisionChannel(ctx: SystemVerbContext): ConsentChannel {
   const p = ctx.principal;
-  const human = p.actor === 'human' || ctx.phraseChannel === 'human';
+  const human = p.actor === 'human';
   return channelOfCall(human, ctx.surface, p.actor === 'human' ? p.consent_channel : undefined);
 }
 
@@ -259,8 +260,11 @@ export const approvalsList = defineSystemVerb<ApprovalsListArgs>({
       nowIso,
     });
     // phrase_channel human: an agent channel does not see the phrases (spec/consent.md §phrase-channel).
-    const hidePhrases =
-      ctx.phraseChannel !== 'human' && (await ctx.runtime.phraseChannel(companyId)) === 'human';
+    const hidePhrases = !mayConsent(
+      ctx.principal,
+      'type_phrase',
+      await ctx.runtime.consentSettings(companyId),
+    );
     const approvals = await Promise.all(
       rows.map(async (row) => {
         const st = effectiveStatus(row, nowIso);
@@ -392,8 +396,9 @@ export const approvalsApprove = defineSystemVerb<ApprovalsApproveArgs>({
     const nowIso = ctx.now.toISOString();
     const status = effectiveStatus(row, nowIso);
     if (status !== 'pending') throw notPending(row, status);
-    if (ctx.phraseChannel !== 'human' && (await ctx.runtime.phraseChannel(p.company_id)) === 'human') {
-      // Whatever the phrase (no oracle); the approval stays pending. spec/consent.md §phrase-channel
+    if (!mayConsent(p, 'approve', await ctx.runtime.consentSettings(p.company_id))) {
+      // An agent never approves, whatever the phrase (no oracle); the approval stays pending.
+      // spec/consent.md §channels
       throw phraseChannelRefusal(row.verb, approverFloor(row), row.approval_id, row.expires_at);
     }
     if (row.typed_phrase === null || !phrasesMatch(row.typed_phrase, args.typed_phrase)) {

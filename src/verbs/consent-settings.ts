@@ -58,9 +58,8 @@ async function writeSettings(ctx: SystemVerbContext, settings: TenantSettings): 
  * `human_required` when the call did not come through a human channel.
  */
 function requireHuman(ctx: SystemVerbContext, what: string, settings: TenantSettings): void {
-  // The one predicate (src/identity/consent-predicate.ts); the transport's human-channel mark is
-  // read too while transports still set it instead of a human principal.
-  if (mayConsent(ctx.principal, 'change_consent_settings', settings) || ctx.phraseChannel === 'human') return;
+  // The one predicate (src/identity/consent-predicate.ts).
+  if (mayConsent(ctx.principal, 'change_consent_settings', settings)) return;
   throw new VerbError(
     'human_required',
     `Only a signed-in human may change ${what}; an agent's credential cannot. Nothing changed.`,

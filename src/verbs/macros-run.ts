@@ -227,8 +227,7 @@ export const macrosRun = defineSystemVerb<RunArgs>({
       surface: ctx.surface ?? ('internal' as const),
       signal: ctx.signal,
       ...(ctx.webmcpSurface !== undefined ? { webmcpSurface: ctx.webmcpSurface } : {}),
-      // The consent reply relayed below came through this call's own transport: same channel.
-      ...(ctx.phraseChannel !== undefined ? { phraseChannel: ctx.phraseChannel } : {}),
+      // The consent reply relayed below is this call's own principal's (human or agent: src/identity).
     };
     const start = run.next_step;
     for (let i = start; i < macro.steps.length; i++) {

@@ -6,9 +6,9 @@
  * - tenant.caps_set          WRITE_REVERSIBLE, owner: set a class's daily cap (0–1,000,000) or null for the default.
  * - tenant.blocklist_add     WRITE_REVERSIBLE, owner: block a verb name for this tenant (registered or not).
  * - tenant.blocklist_remove  WRITE_REVERSIBLE, owner: unblock a name this tenant added (the defaults stay).
- * - tenant.phrase_channel_set WRITE_REVERSIBLE, owner: where a typed phrase counts, `any` or `human`
- *                            (spec/consent.md §phrase-channel); loosening `human` → `any` needs a
- *                            human channel itself (phrase_channel_human otherwise).
+ * - tenant.phrase_channel_set WRITE_REVERSIBLE, owner: who may type a phrase that counts, `human`
+ *                            (default) or `any` (spec/consent.md §channels); loosening `human` →
+ *                            `any` needs a human itself (phrase_channel_human otherwise).
  *
  * The writes are projected on http and cli only: an agent does not tune its own guard rails
  * through its tool list. Each write is audited, counted against the tenant's WRITE_REVERSIBLE cap,
@@ -29,6 +29,7 @@ import {
   type TenantSettings,
 } from '../runtime/tenants.ts';
 import { humanApprovalPlaces } from '../runtime/consent/refusals.ts';
+import { mayConsent } from '../identity/consent-predicate.ts';
 import { blocklistKey, DEFAULT_BLOCKLIST } from '../runtime/consent/blocklist.ts';
 
 /** The classes with a daily cap. */
@@ -126,9 +127,9 @@ async function restore(
     if (previous === 'human' && phraseChannelOf(settings) !== 'human') {
       // Restoring human tightens: always allowed. (Reverting to `any` loosens: checked like a set.)
       settings.phrase_channel = 'human';
-    } else if (previous !== 'human') {
+    } else if (previous === 'any') {
       requireHumanToLoosen(ctx, settings);
-      delete settings.phrase_channel;
+      settings.phrase_channel = 'any';
     }
     await writeSettings(ctx, settings);
     return { revert_action: `phrase channel restored to ${phraseChannelOf(settings)}` };
@@ -321,7 +322,8 @@ export const tenantBlocklistRemove = defineSystemVerb<{ name: string }>({
  * @throws VerbError phrase_channel_human
  */
 function requireHumanToLoosen(ctx: SystemVerbContext, settings: TenantSettings): void {
-  if (phraseChannelOf(settings) !== 'human' || ctx.phraseChannel === 'human') return;
+  if (phraseChannelOf(settings) !== 'human' || mayConsent(ctx.principal, 'change_consent_settings', settings))
+    return;
   throw new VerbError(
     'phrase_channel_human',
     'This tenant counts typed phrases only from a human channel; switching that off must come from a human channel too. Nothing changed.',
@@ -335,7 +337,7 @@ export const tenantPhraseChannelSet = defineSystemVerb<{ phrase_channel: PhraseC
   name: 'tenant.phrase_channel_set',
   title: 'Set where typed phrases count',
   description:
-    "Set where this tenant counts a typed phrase (WRITE_FINANCIAL, IRREVERSIBLE): `any` (default) — any transport; `human` — only a channel a human types into (MCP elicitation, the dashboard, the CLI's terminal prompt, the WebMCP in-page dialog); elsewhere the phrase is refused with phrase_channel_human and the pending answer does not show it. Switching `human` back to `any` must itself come from a human channel. Owner only; needs a confirmation.",
+    "Set who may type a phrase that counts (WRITE_FINANCIAL, IRREVERSIBLE): `human` (default) — only a signed-in person (the approval page, the dashboard) or the operator at the server's terminal; an agent's phrase is refused with phrase_channel_human and its pending answers do not show the phrase; `any` — agents too, an explicit owner choice that receipts name. Switching to `any` must itself come from a human. Owner only; needs a confirmation.",
   shape: 'receipt',
   category: 'consent',
   consent: 'WRITE_REVERSIBLE',
@@ -350,14 +352,14 @@ export const tenantPhraseChannelSet = defineSystemVerb<{ phrase_channel: PhraseC
   },
   summary: (a) =>
     a.phrase_channel === 'human'
-      ? 'Count typed phrases only when a human types them (dashboard, terminal prompt, MCP form, WebMCP dialog).'
+      ? 'Count typed phrases only when a human types them (approval page, dashboard, the terminal prompt on the server).'
       : 'Count typed phrases from any channel, agents included.',
   async handler(ctx, args) {
     const settings = await readSettings(ctx.db, ctx.principal.company_id);
     const previous = phraseChannelOf(settings);
     if (args.phrase_channel === 'any') requireHumanToLoosen(ctx, settings);
-    if (args.phrase_channel === 'human') settings.phrase_channel = 'human';
-    else delete settings.phrase_channel;
+    // Stored explicitly: `any` is the owner's choice, `human` the default (spec/consent.md §channels).
+    settings.phrase_channel = args.phrase_channel;
     ctx.setEntity('tenant', ctx.principal.company_id);
     if (previous !== args.phrase_channel) {
       await writeSettings(ctx, settings);

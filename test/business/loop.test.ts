@@ -5,6 +5,7 @@
  * reschedule, a server resize (revert by its rollback handle), and a refund (preview, then the
  * irreversible write: revert answers not_revertible).
  */
+import { pendingPhrase } from '../../src/runtime/dispatch.ts';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Envelope } from '../../src/spec/types.ts';
@@ -176,7 +177,12 @@ test('server resize: diagnose → explain → preview → typed-phrase commit �
 
   const pending = await d.call('admin', 'infrastructure_resize', { size: 'MEDIUM' });
   assert.equal(pending.consent?.gate, 'typed_phrase');
-  assert.equal(pending.consent?.typed_phrase, 'RESIZE droplet to MEDIUM');
+  assert.equal(
+    pending.consent?.typed_phrase,
+    undefined,
+    'an agent is not shown the phrase (human-only default)',
+  );
+  assert.equal(pendingPhrase(pending), 'RESIZE droplet to MEDIUM');
   const receipt = ok(await d.commit('admin', 'infrastructure_resize', { size: 'MEDIUM' }));
   assert.equal(receipt.status, 'resized');
   assert.equal(receipt.previous_size_slug, 's-2vcpu-4gb');
@@ -214,7 +220,7 @@ test('refund: explain → preview → typed-phrase refund → verify; a refund c
 
   const args = { charge_ref: p.charge_ref, amount_cents: 5000, reason: 'Customer goodwill' };
   const pending = await d.call('admin', 'issue_refund', args);
-  assert.equal(pending.consent?.typed_phrase, `REFUND $50.00 on charge ${p.charge_ref}`);
+  assert.equal(pendingPhrase(pending), `REFUND $50.00 on charge ${p.charge_ref}`);
   assert.equal((pending.consent?.preview as R).projected.status, 'partially_refunded');
   const receipt = ok(await d.commit('admin', 'issue_refund', args));
   assert.equal(receipt.status, 'refunded');

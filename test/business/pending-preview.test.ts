@@ -2,6 +2,7 @@
  * A gated write whose preview finds the action impossible answers that reason (not_found, a domain
  * rule) instead of asking a human to consent to it. Spec: spec/consent.md §pending.
  */
+import { pendingPhrase } from '../../src/runtime/dispatch.ts';
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { openDemoRuntime } from '../support/demo.ts';
@@ -27,5 +28,5 @@ it("charging an unknown or another tenant's invoice answers not_found, with no n
     amount_cents: 5000,
   });
   assert.equal(ok.error?.reason, 'dispatch_pending', 'a possible charge still asks for consent');
-  assert.equal(ok.consent?.typed_phrase, 'CHARGE $50.00 to invoice #4304');
+  assert.equal(pendingPhrase(ok), 'CHARGE $50.00 to invoice #4304');
 });

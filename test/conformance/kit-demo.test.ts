@@ -26,6 +26,10 @@ const EXPECTED_SKIPS: Record<string, RegExp> = {
   'shapes.transaction': /transaction\.status needs real ids/,
   'shapes.macro': /macros\.list answers its own output_schema/,
   'ucp.untrusted': /accepts any signing platform/,
+  // The demo tenant counts typed phrases only from a human (the default, spec/consent.md
+  // §channels): the kit, an agent, is not shown the phrase and cannot type one that counts.
+  'consent.wrong_phrase': /the pending answer showed no phrase/,
+  'consent.typed_phrase': /the pending answer showed no phrase/,
 };
 
 interface Engine {
@@ -98,13 +102,7 @@ function assertConformant(report: ConformanceReport): void {
     const section = report.sections.find((x) => x.id === s)!;
     assert.ok(section.summary.passed > 0, `section ${s} ran`);
   }
-  for (const id of [
-    'receipts.in_flight',
-    'consent.typed_phrase',
-    'parity.mcp_tools',
-    'ucp.signed_call',
-    'ucp.replay',
-  ])
+  for (const id of ['receipts.in_flight', 'parity.mcp_tools', 'ucp.signed_call', 'ucp.replay'])
     assert.ok(idsWith(report, 'pass').includes(id), `${id} passed`);
 }
 

@@ -49,7 +49,7 @@ test('approve end to end: a human types the phrase, the agent re-calls with conf
   assert.deepEqual(list.result!.data, { pending: 1, expired: 0, approved_unused: 0 });
 
   h.clock.ms += 60_000;
-  const approved = await h.call('owner', 'approvals.approve', {
+  const approved = await h.callAsHuman('owner', 'approvals.approve', {
     approval_id: c.approval_id,
     typed_phrase: PHRASE,
   });
@@ -148,7 +148,8 @@ test('an approval can be withdrawn (rejected) after approve and before the agent
   const h = await consentHarness(t);
   const c = await pendingCharge(h);
   assert.equal(
-    (await h.call('owner', 'approvals.approve', { approval_id: c.approval_id, typed_phrase: PHRASE })).ok,
+    (await h.callAsHuman('owner', 'approvals.approve', { approval_id: c.approval_id, typed_phrase: PHRASE }))
+      .ok,
     true,
   );
   assert.equal((await h.call('admin', 'approvals.reject', { approval_id: c.approval_id })).ok, true);
@@ -164,7 +165,8 @@ test('a rejection that lands after the consent step read the approval still wins
   const h = await consentHarness(t);
   const c = await pendingCharge(h);
   assert.equal(
-    (await h.call('owner', 'approvals.approve', { approval_id: c.approval_id, typed_phrase: PHRASE })).ok,
+    (await h.callAsHuman('owner', 'approvals.approve', { approval_id: c.approval_id, typed_phrase: PHRASE }))
+      .ok,
     true,
   );
   // reject inside the gap between the consent step (a read) and the write transaction
@@ -194,7 +196,7 @@ test('a rejection that lands after the consent step read the approval still wins
 test('the approver must meet the target verb floor: admin cannot approve an IRREVERSIBLE action, employee nothing', async (t) => {
   const h = await consentHarness(t);
   const del = pendingOf(await h.call('owner', 'gdpr_delete_contact', { contact_id: 4242 }));
-  const byAdmin = await h.call('admin', 'approvals.approve', {
+  const byAdmin = await h.callAsHuman('admin', 'approvals.approve', {
     approval_id: del.approval_id,
     typed_phrase: 'DELETE CONTACT 4242 PERMANENTLY',
   });
@@ -212,7 +214,10 @@ test('the approver must meet the target verb floor: admin cannot approve an IRRE
   const charge = await pendingCharge(h);
   await expectDenied(
     h,
-    await h.call('employee', 'approvals.approve', { approval_id: charge.approval_id, typed_phrase: PHRASE }),
+    await h.callAsHuman('employee', 'approvals.approve', {
+      approval_id: charge.approval_id,
+      typed_phrase: PHRASE,
+    }),
     'role_denied',
     { role: 'employee' },
   );
@@ -236,13 +241,16 @@ test('the approver must meet the target verb floor: admin cannot approve an IRRE
   // an employee id probe does not reveal whether the id exists
   await expectDenied(
     h,
-    await h.call('employee', 'approvals.approve', { approval_id: 'apv_doesnotexist', typed_phrase: 'x' }),
+    await h.callAsHuman('employee', 'approvals.approve', {
+      approval_id: 'apv_doesnotexist',
+      typed_phrase: 'x',
+    }),
     'role_denied',
   );
   // the owner can
   assert.equal(
     (
-      await h.call('owner', 'approvals.approve', {
+      await h.callAsHuman('owner', 'approvals.approve', {
         approval_id: del.approval_id,
         typed_phrase: 'DELETE CONTACT 4242 PERMANENTLY',
       })
@@ -266,7 +274,7 @@ test('approve with a wrong phrase → phrase_mismatch, audited; the approval sta
     `${PHRASE} `,
     '',
   ]) {
-    const env = await h.call('owner', 'approvals.approve', {
+    const env = await h.callAsHuman('owner', 'approvals.approve', {
       approval_id: c.approval_id,
       typed_phrase: typed,
     });
@@ -287,7 +295,7 @@ test('approve with a wrong phrase → phrase_mismatch, audited; the approval sta
 test('unknown, foreign-tenant and already-decided approvals: approval_not_found / approval_not_pending', async (t) => {
   const h = await consentHarness(t);
   const foreign = pendingOf(await h.call('other_owner', 'charge_invoice', ARGS));
-  const notFound = await h.call('owner', 'approvals.approve', {
+  const notFound = await h.callAsHuman('owner', 'approvals.approve', {
     approval_id: foreign.approval_id,
     typed_phrase: PHRASE,
   });
@@ -306,10 +314,11 @@ test('unknown, foreign-tenant and already-decided approvals: approval_not_found 
 
   const c = await pendingCharge(h);
   assert.equal(
-    (await h.call('owner', 'approvals.approve', { approval_id: c.approval_id, typed_phrase: PHRASE })).ok,
+    (await h.callAsHuman('owner', 'approvals.approve', { approval_id: c.approval_id, typed_phrase: PHRASE }))
+      .ok,
     true,
   );
-  const twice = await h.call('owner', 'approvals.approve', {
+  const twice = await h.callAsHuman('owner', 'approvals.approve', {
     approval_id: c.approval_id,
     typed_phrase: PHRASE,
   });
@@ -330,7 +339,7 @@ test('expired approvals are listed as expired and cannot be approved; the nonce 
   assert.equal(item.status, 'expired');
   assert.equal(item.can_decide, false);
   assert.deepEqual(list.result!.data, { pending: 0, expired: 1, approved_unused: 0 });
-  const env = await h.call('owner', 'approvals.approve', {
+  const env = await h.callAsHuman('owner', 'approvals.approve', {
     approval_id: c.approval_id,
     typed_phrase: PHRASE,
   });
@@ -351,7 +360,7 @@ test('expired approvals are listed as expired and cannot be approved; the nonce 
 test('self-approval: the requesting user may approve by typing the phrase (same as the direct path); the receipt says so', async (t) => {
   const h = await consentHarness(t);
   const c = await pendingCharge(h, 'admin');
-  const self = await h.call('admin', 'approvals.approve', {
+  const self = await h.callAsHuman('admin', 'approvals.approve', {
     approval_id: c.approval_id,
     typed_phrase: PHRASE,
   });
@@ -379,7 +388,7 @@ test('approve is one call (no nonce round trip of its own) and does not count ag
   const h = await consentHarness(t);
   await h.setSettings({ caps: { WRITE_FINANCIAL: 1, WRITE_REVERSIBLE: 0 } });
   const c = await pendingCharge(h);
-  const approved = await h.call('owner', 'approvals.approve', {
+  const approved = await h.callAsHuman('owner', 'approvals.approve', {
     approval_id: c.approval_id,
     typed_phrase: PHRASE,
   });
@@ -447,7 +456,7 @@ async function ownerRevertAsked(t: TestContext, n: number) {
 }
 
 test('the approver of a revert must meet the floor of the action reverted (owner), not the revert verb’s own; the floor is recorded on the approval', async (t) => {
-  const { h, owner, ownersAgent, admin, done, asked } = await ownerRevertAsked(t, 7);
+  const { h, ownersAgent, admin, done, asked } = await ownerRevertAsked(t, 7);
   assert.equal(asked.gate, 'typed_phrase');
   const listed = (await h.rt.dispatch(admin, 'approvals.list', {})).result!.approvals as Array<{
     approval_id: string;
@@ -462,7 +471,7 @@ test('the approver of a revert must meet the floor of the action reverted (owner
     [['audit.revert', 'owner', false]],
   );
 
-  const byAdmin = await h.rt.dispatch(admin, 'approvals.approve', {
+  const byAdmin = await h.rt.dispatch({ surface: 'http', principal: h.human('admin') }, 'approvals.approve', {
     approval_id: asked.approval_id,
     typed_phrase: asked.typed_phrase,
   });
@@ -482,7 +491,7 @@ test('the approver of a revert must meet the floor of the action reverted (owner
   assert.equal(waiting.error?.reason, 'dispatch_pending');
 
   // The owner approves; the agent's re-call runs the revert with approved_by = the owner.
-  const byOwner = await h.rt.dispatch(owner, 'approvals.approve', {
+  const byOwner = await h.rt.dispatch({ surface: 'http', principal: h.human('owner') }, 'approvals.approve', {
     approval_id: asked.approval_id,
     typed_phrase: asked.typed_phrase,
   });
@@ -505,7 +514,7 @@ test('the approver of a revert must meet the floor of the action reverted (owner
 
 test('an approval without a recorded floor (written before migration 5) or with a value that is not a role needs the owner: the check fails closed', async (t) => {
   for (const stored of [null, 'OWNER', 'toString', '__proto__', 'constructor']) {
-    const { h, owner, admin, asked } = await ownerRevertAsked(t, 3);
+    const { h, admin, asked } = await ownerRevertAsked(t, 3);
     await h.rt.store.write((tx) =>
       tx.run('UPDATE approvals SET role_floor = ? WHERE approval_id = ?', [stored, asked.approval_id]),
     );
@@ -517,14 +526,18 @@ test('an approval without a recorded floor (written before migration 5) or with 
       }>
     ).find((a) => a.approval_id === asked.approval_id)!;
     assert.deepEqual([listed.role_floor, listed.can_decide], ['owner', false], String(stored));
-    const byAdmin = await h.rt.dispatch(admin, 'approvals.approve', {
-      approval_id: asked.approval_id,
-      typed_phrase: asked.typed_phrase,
-    });
+    const byAdmin = await h.rt.dispatch(
+      { surface: 'http', principal: h.human('admin') },
+      'approvals.approve',
+      {
+        approval_id: asked.approval_id,
+        typed_phrase: asked.typed_phrase,
+      },
+    );
     assert.equal(byAdmin.error?.reason, 'role_denied', String(stored));
     assert.equal(
       (
-        await h.rt.dispatch(owner, 'approvals.approve', {
+        await h.rt.dispatch({ surface: 'http', principal: h.human('owner') }, 'approvals.approve', {
           approval_id: asked.approval_id,
           typed_phrase: asked.typed_phrase,
         })

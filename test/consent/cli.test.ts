@@ -322,8 +322,16 @@ test('cli: solid approvals list / approve --phrase / the agent re-call with --no
   const json = await h.cli(['approvals', 'list', '--json'], { apiKey: h.keys.owner });
   assert.equal((JSON.parse(json.stdout) as Envelope).result!.entity_type, 'approval_queue');
 
-  const approve = await h.cli(['approvals', 'approve', c.approval_id!, '--phrase', PHRASE], {
+  // A --phrase flag is what a script passes: an agent never approves (spec/consent.md §channels).
+  const scripted = await h.cli(['approvals', 'approve', c.approval_id!, '--phrase', PHRASE], {
     apiKey: h.keys.owner,
+  });
+  assert.equal(scripted.code, 3, scripted.stderr);
+  assert.match(scripted.stdout + scripted.stderr, /phrase_channel_human/);
+  const approve = await h.cli(['approvals', 'approve', c.approval_id!], {
+    apiKey: h.keys.owner,
+    tty: true,
+    prompt: async () => PHRASE,
   });
   assert.equal(approve.code, 0, approve.stderr);
   assert.match(approve.stdout, /The requesting agent may now call charge_invoice again/);
@@ -340,7 +348,7 @@ test('cli: approvals approve prompts for the phrase on a terminal; without one i
   assert.equal(noTty.code, 2);
   assert.match(
     noTty.stderr,
-    new RegExp(`solid approvals approve ${c.approval_id} --phrase "CHARGE \\$50\\.00 to invoice #4242"`),
+    new RegExp(`run \`solid approvals approve ${c.approval_id}\` at a terminal on the server`),
   );
   assert.equal((await h.audit({ action_type: 'approvals.approve' })).length, 0);
 

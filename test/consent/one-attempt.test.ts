@@ -46,7 +46,7 @@ function human(h: ConsentHarness, role: Role, name: string): Principal {
 }
 
 function asHuman(h: ConsentHarness, p: Principal, verb: string, args: unknown): Promise<Envelope> {
-  return h.rt.dispatch({ surface: 'http', principal: p, phraseChannel: 'human' }, verb, args);
+  return h.rt.dispatch({ surface: 'http', principal: p }, verb, args);
 }
 
 async function listed(h: ConsentHarness, approvalId: string): Promise<Record<string, unknown>> {
@@ -178,7 +178,7 @@ describe('approval TTL per consent class; the retry window opens at approval', (
       await asHuman(h, owner, 'tenant.approval_ttl_set', { consent_class: 'WRITE_FINANCIAL', minutes: 60 }),
     );
     const set = await h.rt.dispatch(
-      { surface: 'http', principal: owner, phraseChannel: 'human' },
+      { surface: 'http', principal: owner },
       'tenant.approval_ttl_set',
       { consent_class: 'WRITE_FINANCIAL', minutes: 60 },
       { confirm: true, nonce: pend.nonce },

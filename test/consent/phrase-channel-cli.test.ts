@@ -4,6 +4,7 @@
  * without a terminal does not, for `agent dispatch` and `approvals approve` alike; loosening the
  * setting needs the terminal too.
  */
+import { phraseChannelOf } from '../../src/identity/consent-predicate.ts';
 import { test } from 'node:test';
 import { strict as assert } from 'node:assert';
 import { consentHarness, pendingOf } from './support.ts';
@@ -86,13 +87,13 @@ test('cli: solid tenant phrase-channel sets it (audited); back to any only at a 
   const h = await consentHarness(t, { start: new Date().toISOString() });
   const set = await h.cli(['tenant', 'phrase-channel', 'human', '--json'], { apiKey: h.keys.owner });
   assert.equal(set.code, 0, set.stdout);
-  assert.equal(await h.rt.phraseChannel(h.companyId), 'human');
+  assert.equal(phraseChannelOf(await h.rt.consentSettings(h.companyId)), 'human');
   const shown = await h.cli(['tenant', 'show'], { apiKey: h.keys.owner });
   assert.match(shown.stdout, /typed phrases count from: a human only/);
   const script = await h.cli(['tenant', 'phrase-channel', 'any', '--json'], { apiKey: h.keys.owner });
   assert.equal((JSON.parse(script.stdout) as Envelope).error?.reason, 'phrase_channel_human');
   h.rt.tenants.invalidate();
-  assert.equal(await h.rt.phraseChannel(h.companyId), 'human');
+  assert.equal(phraseChannelOf(await h.rt.consentSettings(h.companyId)), 'human');
   const atTerminal = await h.cli(['tenant', 'phrase-channel', 'any'], {
     apiKey: h.keys.owner,
     tty: true,
@@ -100,7 +101,7 @@ test('cli: solid tenant phrase-channel sets it (audited); back to any only at a 
   });
   assert.equal(atTerminal.code, 0, atTerminal.stderr + atTerminal.stdout);
   h.rt.tenants.invalidate();
-  assert.equal(await h.rt.phraseChannel(h.companyId), 'any');
+  assert.equal(phraseChannelOf(await h.rt.consentSettings(h.companyId)), 'any');
   const rows = await h.audit({ action_type: 'tenant.phrase_channel_set' });
   assert.deepEqual(
     rows.map((r) => r.status),

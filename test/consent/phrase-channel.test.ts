@@ -4,26 +4,22 @@
  * (Caller.phraseChannel); an agent channel is refused with phrase_channel_human (audited, nothing
  * consumed) and its pending answers do not show the phrase. `any` keeps the old behaviour.
  */
+import { phraseChannelOf } from '../../src/identity/consent-predicate.ts';
 import { test } from 'node:test';
 import { strict as assert } from 'node:assert';
 import { consentHarness, pendingOf, type ConsentHarness } from './support.ts';
 import { createHttpServer } from '../../src/transports/http/server.ts';
 import { pendingPhrase } from '../../src/runtime/steps/consent.ts';
 import { type DispatchOptions } from '../../src/runtime/core.ts';
-import type { Envelope } from '../../src/spec/types.ts';
+import type { Envelope, Role } from '../../src/spec/types.ts';
 import { validateEnvelope } from '../../src/spec/validators.ts';
 
 const ARGS = { invoice_id: 7, amount_cents: 5000 };
 const PHRASE = 'CHARGE $50.00 to invoice #7';
 
-/** A dispatch through a human channel (what the dashboard, MCP elicitation, the CLI prompt mark). */
+/** A dispatch by a human principal (a signed-in person, the operator at the terminal: src/identity). */
 function asHuman(h: ConsentHarness, role: string, verb: string, args: unknown, opts?: DispatchOptions) {
-  return h.rt.dispatch(
-    { surface: 'cli', apiKey: (h.keys as Record<string, string>)[role]!, phraseChannel: 'human' },
-    verb,
-    args,
-    opts,
-  );
+  return h.rt.dispatch({ surface: 'cli', principal: h.human(role as Role) }, verb, args, opts);
 }
 
 async function approvalStatus(h: ConsentHarness, id: string): Promise<string> {
@@ -191,11 +187,11 @@ test('tenant.phrase_channel_set: owner sets human (audited); loosening needs a h
         )
       : revert;
   assert.notEqual(revertDone.ok, true, JSON.stringify(revertDone));
-  assert.equal(await h.rt.phraseChannel(h.companyId), 'human');
+  assert.equal(phraseChannelOf(await h.rt.consentSettings(h.companyId)), 'human');
 
   const byHuman = await confirmAs(true, 'owner', 'any');
   assert.equal(byHuman.ok, true, JSON.stringify(byHuman));
-  assert.equal(await h.rt.phraseChannel(h.companyId), 'any');
+  assert.equal(phraseChannelOf(await h.rt.consentSettings(h.companyId)), 'any');
 });
 
 test('HTTP: no header, body member or arg claims the human channel', async (t) => {

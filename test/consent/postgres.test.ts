@@ -88,7 +88,7 @@ test(
       const c = pendingOf(await h.call('admin', 'charge_invoice', args));
       assert.equal(
         (
-          await h.call('owner', 'approvals.approve', {
+          await h.callAsHuman('owner', 'approvals.approve', {
             approval_id: c.approval_id,
             typed_phrase: c.typed_phrase,
           })

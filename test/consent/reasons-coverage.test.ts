@@ -57,8 +57,8 @@ test('every consent reason is produced by a dispatch and audited with that reaso
   );
   note(
     'approval_not_found',
-    (await h.call('owner', 'approvals.approve', { approval_id: 'apv_none', typed_phrase: phrase })).error
-      ?.reason,
+    (await h.callAsHuman('owner', 'approvals.approve', { approval_id: 'apv_none', typed_phrase: phrase }))
+      .error?.reason,
   );
   const rejected = pendingOf(await h.call('admin', 'charge_invoice', { ...args, invoice_id: 2 }));
   assert.equal((await h.call('owner', 'approvals.reject', { approval_id: rejected.approval_id })).ok, true);

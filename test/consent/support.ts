@@ -18,6 +18,8 @@ export interface ConsentHarness extends TestRuntime {
   /** Mutable test clock (ms since epoch) read by the runtime. */
   clock: { ms: number };
   call(role: Role | string, verb: string, args?: unknown, options?: DispatchOptions): Promise<Envelope>;
+  /** The same call by that user signed in as a person (a human principal: approvals, settings). */
+  callAsHuman(role: Role, verb: string, args?: unknown, options?: DispatchOptions): Promise<Envelope>;
   /** Committed effects of the test verbs (optionally of one verb). */
   effects(verb?: string): Promise<number>;
   /** Audit rows of the main tenant, oldest first, filtered by equality on columns. */
@@ -89,6 +91,8 @@ export async function consentHarness(
     clock,
     call: (role, verb, args, opts) =>
       h.rt.dispatch({ surface: 'cli', apiKey: keyOf(role) }, verb, args, opts),
+    callAsHuman: (role, verb, args, opts) =>
+      h.rt.dispatch({ surface: 'http', principal: h.human(role) }, verb, args, opts),
     async effects(verb) {
       const r = await h.rt.store.read((q) =>
         q.get<{ n: number }>(
@@ -106,7 +110,11 @@ export async function consentHarness(
     },
     async setSettings(settings, companyId = h.companyId) {
       await h.rt.store.write((tx) =>
-        tx.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [JSON.stringify(settings), companyId]),
+        // The harness's tenant lets the agent type phrases (an owner's choice) unless told otherwise.
+        tx.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [
+          JSON.stringify({ phrase_channel: 'any', ...settings }),
+          companyId,
+        ]),
       );
       h.rt.tenants.invalidate();
     },

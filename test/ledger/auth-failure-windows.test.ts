@@ -1,5 +1,5 @@
 /**
- * Repeated unauthenticated failures are counted per window (src/runtime/ledger/auth-failure-log.ts,
+ * Repeated unauthenticated failures are counted per window (src/identity/auth-failure-log.ts,
  * spec/audit.md §auth-failure-windows): bounded rows, the count recorded, the chain intact.
  * The HTTP flood (1000 bad-key calls, two PostgreSQL nodes) is in test/transports/http/rate-limit.test.ts.
  */

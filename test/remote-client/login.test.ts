@@ -14,7 +14,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { remoteFixture, type RemoteFixture } from './support.ts';
 import { createTestRuntime } from '../support/runtime.ts';
-import { CliLoginStore } from '../../src/transports/remote/cli-login-store.ts';
+import { CliLoginStore } from '../../src/identity/cli-login-store.ts';
 import type { Envelope, Role } from '../../src/spec/types.ts';
 import { signInHumanForTest } from '../../src/testing.ts';
 

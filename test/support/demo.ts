@@ -31,6 +31,8 @@ import { testEngine } from './runtime.ts';
 import { DEMO_TENANTS, demoPack, type DemoSeedFacts } from '../../src/business/pack.ts';
 import type { DemoFixtures } from '../../src/business/seed.ts';
 import type { DispatchOptions } from '../../src/runtime/core.ts';
+import { pendingPhrase } from '../../src/runtime/steps/consent.ts';
+import { operatorAtTerminal } from '../../src/identity/principal.ts';
 
 /** The clock the demo is seeded with (the fetched_at of the upstream customer.full_context example). */
 export const DEMO_NOW = new Date('2026-05-23T14:00:00Z');
@@ -170,12 +172,19 @@ export async function openDemoRuntime(t: TestContext): Promise<DemoRuntime> {
         ...(options.idempotency_key !== undefined ? { idempotency_key: options.idempotency_key } : {}),
       });
       if (first.ok || first.error?.reason !== 'dispatch_pending' || first.consent === undefined) return first;
-      return call(who, verb, args, {
-        surface,
+      const confirmed = {
         confirm: true,
         nonce: first.consent.nonce,
-        ...(first.consent.typed_phrase !== undefined ? { typed_phrase: first.consent.typed_phrase } : {}),
         ...(options.idempotency_key !== undefined ? { idempotency_key: options.idempotency_key } : {}),
+      };
+      if (first.consent.gate !== 'typed_phrase') return call(who, verb, args, { surface, ...confirmed });
+      // The demo tenant counts a typed phrase only from a human (the default, spec/consent.md
+      // §channels): the test consents as the operator at the terminal of the local database.
+      const principal = operatorAtTerminal(await rt.tenants.authenticate(keyOf(who)));
+      const phrase = pendingPhrase(first) ?? first.consent.typed_phrase;
+      return rt.dispatch({ principal, surface }, verb, structuredClone(args), {
+        ...confirmed,
+        ...(phrase !== undefined ? { typed_phrase: phrase } : {}),
       });
     },
   };

@@ -18,7 +18,7 @@ import { systemVerbs } from '../../src/verbs/index.ts';
 import type { Store } from '../../src/store/store.ts';
 import { createTestPostgresStore, dropSchema, PG_SKIP_REASON, TEST_DATABASE_URL } from './postgres.ts';
 import type { Principal, Role, Tier } from '../../src/spec/types.ts';
-import { agentPrincipal } from '../../src/identity/principal.ts';
+import { agentPrincipal, humanPrincipal, onChannel } from '../../src/identity/principal.ts';
 
 export interface TestRuntime {
   rt: Runtime;
@@ -30,6 +30,8 @@ export interface TestRuntime {
   keys: Record<Role, string>;
   otherOwnerKey: string;
   principal(role: Role, companyId?: number): Principal;
+  /** The same user as a person signed in to the dashboard (a human principal, src/identity). */
+  human(role: Role, companyId?: number): Principal;
 }
 
 /** createTestRuntime options: runtime options plus the tier of the main tenant, a SQLite path, or a forced engine. */
@@ -38,6 +40,12 @@ export type TestRuntimeOptions = Partial<RuntimeOptions> & {
   path?: string;
   /** Force an engine: 'sqlite' for tests that open the database file itself (tamper, CLI --db, query plans). */
   engine?: 'sqlite' | 'postgres';
+  /**
+   * The main tenant's `phrase_channel` (default `any`: the owner's explicit choice, so tests of
+   * other rules can type phrases as the agent; `human` is the product's default, spec/consent.md
+   * §channels, and the tests of the channel rules ask for it).
+   */
+  phraseChannel?: 'any' | 'human';
 };
 
 export async function createTestRuntime(
@@ -67,8 +75,14 @@ export async function createTestRuntime(
     company_id: 2,
     name: 'Main Co',
     tier: options.tier ?? 'professional',
+    settings: { phrase_channel: options.phraseChannel ?? 'any' },
   });
-  const other = await rt.createTenant({ company_id: 3, name: 'Other Co', tier: 'enterprise' });
+  const other = await rt.createTenant({
+    company_id: 3,
+    name: 'Other Co',
+    tier: 'enterprise',
+    settings: { phrase_channel: options.phraseChannel ?? 'any' },
+  });
   const keys = {} as Record<Role, string>;
   const users: Record<Role, number> = { owner: 1, admin: 2, employee: 3, read_only: 4 };
   for (const role of ['owner', 'admin', 'employee', 'read_only'] as Role[]) {
@@ -107,6 +121,16 @@ export async function createTestRuntime(
         tier: companyId === main.company_id ? (options.tier ?? 'professional') : 'enterprise',
         agent_type: 'test',
       });
+    },
+    human(role: Role, companyId = main.company_id): Principal {
+      const facts = {
+        company_id: companyId,
+        user_id: users[role],
+        role,
+        tier: companyId === main.company_id ? (options.tier ?? 'professional') : 'enterprise',
+        agent_type: 'test',
+      } as const;
+      return onChannel(humanPrincipal(facts, { user_name: `Test ${role}` }), 'dashboard', 'dashboard');
     },
   };
 }

@@ -233,10 +233,14 @@ describe('macros', () => {
     assert.equal(again.status, 'pending');
     assert.equal(await counter(h, 'm'), 0);
     // …until a human approves out of band with the phrase; then the nonce alone completes it.
-    const approved = await call(h, 'owner', 'approvals.approve', {
-      approval_id: resume.consent.approval_id,
-      typed_phrase: 'CHARGE 7 to m',
-    });
+    const approved = await h.rt.dispatch(
+      { surface: 'http', principal: h.human('owner') },
+      'approvals.approve',
+      {
+        approval_id: resume.consent.approval_id,
+        typed_phrase: 'CHARGE 7 to m',
+      },
+    );
     assert.equal(approved.ok, true, JSON.stringify(approved));
     const r2 = again.resume as { token: string };
     const done = okResult(

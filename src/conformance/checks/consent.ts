@@ -217,7 +217,7 @@ export const consentChecks: Check[] = [
     id: 'consent.typed_pending',
     section: 'consent',
     requirement:
-      'A typed-phrase write without consent answers 202 dispatch_pending with gate typed_phrase, the exact typed_phrase to show and an approval_id.',
+      'A typed-phrase write without consent answers 202 dispatch_pending with gate typed_phrase and an approval_id, and either the exact typed_phrase to show or, where the tenant counts phrases only from a human (the default), phrase_channel "human" instead.',
     spec: 'spec/consent.md §pending',
     needs: WRITES,
     async run(ctx) {
@@ -225,10 +225,16 @@ export const consentChecks: Check[] = [
       const c = p.d.env?.consent ?? {};
       if (c.gate !== 'typed_phrase')
         return fail(`gate is ${JSON.stringify(c.gate)}, not typed_phrase`, ctx.ev(p.d.answer));
-      if (typeof c.typed_phrase !== 'string' || c.typed_phrase === '')
-        return fail('no typed_phrase to show', ctx.ev(p.d.answer));
       if (typeof c.approval_id !== 'string' || c.approval_id === '')
         return fail('no approval_id', ctx.ev(p.d.answer));
+      // Human-only phrases (spec/consent.md §channels): an agent is not shown the phrase.
+      if (c.phrase_channel === 'human' && c.typed_phrase === undefined)
+        return pass(
+          'phrase withheld from the agent (phrase_channel human); a human approves',
+          ctx.ev(p.d.answer, { gate: c.gate, phrase_channel: c.phrase_channel, approval_id: c.approval_id }),
+        );
+      if (typeof c.typed_phrase !== 'string' || c.typed_phrase === '')
+        return fail('no typed_phrase to show', ctx.ev(p.d.answer));
       return pass(
         `phrase "${c.typed_phrase}"`,
         ctx.ev(p.d.answer, { gate: c.gate, typed_phrase: c.typed_phrase, approval_id: c.approval_id }),

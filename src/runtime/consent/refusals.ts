@@ -9,7 +9,7 @@ import { VerbError } from '../errors.ts';
 /** Where a human approves an approval, in words for hints (spec/consent.md §phrase-channel). */
 export function humanApprovalPlaces(approvalId: string | undefined): string {
   const id = approvalId ?? 'the pending approval';
-  return `in the dashboard ("Waiting for you"), with \`solid approvals approve ${id}\` at a terminal, or in an MCP client that shows a confirmation form`;
+  return `on the approval page (the pending answer's approval_url), in the dashboard ("Waiting for you"), or with \`solid approvals approve ${id}\` typed at a terminal on the server`;
 }
 
 /**

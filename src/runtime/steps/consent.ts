@@ -37,6 +37,7 @@ import {
 import { refuse } from '../refusals.ts';
 import { ROLE_RANK } from '../verb.ts';
 import type { TenantSettings } from '../tenants.ts';
+import { mayConsent, phraseChannelOf } from '../../identity/consent-predicate.ts';
 import { capClassOf, entryFor, settle, type Keyed, type Resolved, type Step } from './call.ts';
 
 export const consent: Step<Keyed> = {
@@ -87,7 +88,7 @@ function gateOf(c: Keyed, settings: TenantSettings | undefined): RaisedGate {
 }
 
 async function consentGate(c: Keyed): Promise<Consent | Envelope> {
-  const { rt, verb, principal: p, options, caller } = c;
+  const { rt, verb, principal: p, options } = c;
   if (c.consentClass === null || c.consentClass === 'READ') return { requiresApproval: false };
   const settings = (await rt.tenants.get(p.company_id))?.settings;
   const gate = gateOf(c, settings);
@@ -104,8 +105,9 @@ async function consentGate(c: Keyed): Promise<Consent | Envelope> {
     : undefined;
   if (typed && (phrase === undefined || phrase === ''))
     throw new Error(`${verb.name}: typed-phrase class without a phrase`);
-  // phrase_channel human: a typed phrase counts only from a human channel (spec/consent.md §phrase-channel).
-  const humanOnly = typed && (await rt.phraseChannel(p.company_id)) === 'human';
+  // phrase_channel human (the default): a typed phrase counts only from a human principal; who is
+  // human is decided by src/identity, what they may do by its one predicate. spec/consent.md §channels
+  const humanOnly = typed && phraseChannelOf(settings) === 'human';
   const hasNonce = options.nonce !== undefined && options.nonce !== null && options.nonce !== '';
   if (!hasNonce) {
     if (options.confirm === true) {
@@ -197,7 +199,7 @@ async function consentGate(c: Keyed): Promise<Consent | Envelope> {
   }
   // The direct phrase path: the nonce's own TTL holds (the human types it now).
   if (payload.expired === true) throw nonceExpired(payload.e);
-  if (humanOnly && caller.phraseChannel !== 'human') {
+  if (!mayConsent(p, 'type_phrase', settings)) {
     // Refused whatever the phrase (matching or not: no oracle); nothing is consumed. A rejection
     // recorded by a human still wins (§approvals: deny wins).
     const approval = await rt.store.read((q) => findApprovalByJti(q, p.company_id, payload.j));
@@ -446,7 +448,10 @@ function pendingEnvelope(
   const floor = gateFloor ?? c.delegated?.roleFloor ?? verb.roleFloor;
   // phrase_channel human: an agent channel does not see the phrase (the in-process transport that
   // asks a human still can: pendingPhrase). spec/consent.md §phrase-channel
-  const withheld = typed && given.phrase_channel === 'human' && c.caller.phraseChannel !== 'human';
+  const withheld =
+    typed &&
+    given.phrase_channel === 'human' &&
+    !mayConsent(c.principal, 'type_phrase', { phrase_channel: given.phrase_channel });
   let shown = given;
   if (withheld) {
     const { typed_phrase: _hidden, ...rest } = given;

@@ -24,7 +24,7 @@ import { PackError, checkPacks, installPack, type Pack } from '../../runtime/pac
 import { runtimeMigrations } from '../../store/migrations/runtime.ts';
 import { deliveryMigrations } from '../../runtime/delivery/migrations.ts';
 import { webSessionMigrations } from '../../identity/session-store.ts';
-import { cliLoginMigrations } from '../remote/cli-login-store.ts';
+import { cliLoginMigrations } from '../../identity/cli-login-store.ts';
 import { loadPackSources, type PackSource } from './packs.ts';
 import type { Command } from 'commander';
 import { VerbError } from '../../runtime/errors.ts';

@@ -19,10 +19,11 @@ import type { Envelope, VerbRecord } from '../../spec/types.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import { refuse } from '../../runtime/refusals.ts';
 import { hintsOf, type VerbHints } from '../../runtime/verb-hints.ts';
-import { whoAmI } from '../remote/whoami.ts';
+import { whoAmI } from '../../identity/whoami.ts';
 import { API_URL_ENV } from '../../remote-client/remote-url.ts';
 import { localOptionsOf, openLocal, type Local } from './local.ts';
 import type { ReasonTable } from '../../spec/reasons.ts';
+import { operatorAtTerminal } from '../../identity/principal.ts';
 
 export interface TargetCallOptions {
   /** May a failed request be repeated (a read verb)? Remote only; an idempotency key always allows it. */
@@ -30,8 +31,9 @@ export interface TargetCallOptions {
   signal?: AbortSignal;
   /**
    * The human at this terminal types the phrase at the prompt (stdin is a TTY, no --phrase flag):
-   * the embedded runtime marks the call `phraseChannel: 'human'`. A remote server cannot verify a
-   * terminal over HTTP, so RemoteTarget ignores it. spec/consent.md §phrase-channel
+   * on a local database the call's principal is identity's `operatorAtTerminal` (a human on the
+   * `operator_terminal` channel). A remote server cannot verify a terminal over HTTP, so
+   * RemoteTarget ignores it. spec/consent.md §channels
    */
   humanAtTerminal?: boolean;
 }
@@ -95,22 +97,21 @@ export class LocalTarget implements VerbTarget {
     return this.#local.rt.registry.reasons;
   }
 
-  dispatch(
+  async dispatch(
     verb: string,
     args: unknown,
     options: DispatchOptions = {},
     call: TargetCallOptions = {},
   ): Promise<Envelope> {
-    return this.#local.rt.dispatch(
-      {
-        surface: 'cli',
-        apiKey: this.#apiKey,
-        ...(call.humanAtTerminal === true ? { phraseChannel: 'human' as const } : {}),
-      },
-      verb,
-      args,
-      options,
-    );
+    const rt = this.#local.rt;
+    if (call.humanAtTerminal === true && this.#apiKey !== null && this.#apiKey !== '') {
+      // The operator typing at this terminal on the local database: a human (src/identity). A
+      // key that does not authenticate is dispatched as it is, for the audited auth_invalid.
+      const principal = await rt.tenants.authenticate(this.#apiKey).catch(() => undefined);
+      if (principal !== undefined)
+        return rt.dispatch({ surface: 'cli', principal: operatorAtTerminal(principal) }, verb, args, options);
+    }
+    return rt.dispatch({ surface: 'cli', apiKey: this.#apiKey }, verb, args, options);
   }
 
   async records(filter: { surface?: string; shape?: string } = {}): Promise<VerbRecord[]> {

@@ -24,7 +24,6 @@
  * (maintenance.ts). When the store fails the request is let through (a limiter outage must not
  * become an API outage) and logged. On SQLite (one process) the same windows in memory.
  */
-import { createHash } from 'node:crypto';
 import fastifyRateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../../spec/types.ts';
@@ -32,7 +31,7 @@ import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { VerbError, isVerbError } from '../../runtime/errors.ts';
 import { apiKeyOf } from './request-headers.ts';
 import { countHit } from '../../store/rate-limit-counters.ts';
-import { liveSessionOwner } from '../../identity/session-store.ts';
+import { sessionBucketOf } from '../../identity/request-guard.ts';
 
 /** Calls allowed per window and the window length. 0 for a bucket: not limited. */
 export interface RateLimits {
@@ -55,8 +54,6 @@ export const DEFAULT_RATE_LIMITS: Readonly<RateLimits> = {
 
 /** Paths never limited: probes and the scraper. */
 const UNLIMITED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
-
-const SESSION_COOKIE_PATTERN = /(?:^|;\s*)solid_session=([^;]*)/;
 
 /**
  * Fixed-window counters over the runtime store (both engines), in the shape
@@ -183,16 +180,11 @@ export async function rateLimitBucket(rt: Runtime, req: FastifyRequest): Promise
       return `addr:${req.ip}`;
     }
   }
-  const token = SESSION_COOKIE_PATTERN.exec(req.headers.cookie ?? '')?.[1];
-  if (token !== undefined && token !== '') {
-    const hash = createHash('sha256').update(token, 'utf8').digest('hex');
-    try {
-      const owner = await liveSessionOwner(rt.store, hash, rt.clock());
-      if (owner !== undefined)
-        return owner.key_id !== null ? `key:${owner.key_id}` : `user:${owner.company_id}:${owner.user_id}`;
-    } catch {
-      // No web_sessions table (WebMCP not mounted) or the store is down: count the address.
-    }
+  try {
+    const bucket = await sessionBucketOf(req, rt.store, rt.clock());
+    if (bucket !== undefined) return bucket;
+  } catch {
+    // No web_sessions table (WebMCP not mounted) or the store is down: count the address.
   }
   return `addr:${req.ip}`;
 }

@@ -35,7 +35,7 @@ import { assertOneAuthorization } from './request-headers.ts';
 import { openapiRoute, type OpenApiCollector } from './openapi.ts';
 import { installRequestLog, requestIdOf } from './request-log.ts';
 import { metricsRoute, type SolidMetrics } from './metrics.ts';
-import { normalizeAllowedOrigins, type TrustProxy } from './origin-policy.ts';
+import { normalizeAllowedOrigins, type TrustProxy } from '../../identity/origin-policy.ts';
 import { DEFAULT_RATE_LIMITS, installRateLimit, type RateLimits } from './rate-limit.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS, installClosingEnvelope, installRequestDeadline } from './deadline.ts';
 

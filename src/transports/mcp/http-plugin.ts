@@ -52,7 +52,7 @@ import { apiKeyOf } from '../http/request-headers.ts';
 import { rateLimitRefusal } from '../http/rate-limit.ts';
 import { transportEnvelope } from '../http/envelope-map.ts';
 import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
-import { hostsOfOrigins, normalizeAllowedOrigins, originAllowed } from '../http/origin-policy.ts';
+import { hostsOfOrigins, normalizeAllowedOrigins, originAllowed } from '../../identity/origin-policy.ts';
 import { createMcpServer, type McpServerOptions } from './mcp-server.ts';
 import { ToolCatalog } from './tool-catalog.ts';
 import { selectionOf } from './toolsets.ts';

@@ -42,7 +42,6 @@ import {
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
-import { pendingPhrase } from '../../runtime/steps/consent.ts';
 import { type Caller, type DispatchOptions, type ToolsetSelection } from '../../runtime/core.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import type { McpRuntime as Runtime } from '../runtime-surface.ts';
@@ -208,9 +207,10 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
       options: dispatchOptions(meta),
     };
     let env = await rt.dispatch(caller, entry.verb.name, call.args, call.options);
-    // The phrase for the form: also when the answer withholds it from the model (phrase_channel
-    // human; in-process only — a remote bridge never receives it, so it asks no one).
-    const phrase = isTypedPending(env) ? pendingPhrase(env) : undefined;
+    // A form the client software answers is never a human channel (spec/consent.md §channels): it
+    // is offered only where the answer shows the phrase to the agent anyway (the tenant chose
+    // phrase_channel `any`), and what comes back counts as the agent's.
+    const phrase = isTypedPending(env) ? env.consent?.typed_phrase : undefined;
     const atUrl = isTypedPending(env) ? env.consent : undefined;
     // URL mode first: the phrase is typed on the server's own approval page by a signed-in human,
     // never in a form the client software controls. spec/consent.md §approval-page
@@ -404,8 +404,8 @@ async function consentByHuman(
   timeoutMs: number | undefined,
 ): Promise<Envelope> {
   const { rt, entry, args, options } = call;
-  // What the client's user typed into the server's own form: the human channel (spec/consent.md §phrase-channel).
-  const caller: Caller = { ...call.caller, phraseChannel: 'human' };
+  // What comes back from the client's form is the agent's call (spec/consent.md §channels).
+  const caller: Caller = call.caller;
   const answer = await askForPhrase(call.server, entry.tool.title ?? entry.tool.name, consent, {
     relatedRequestId: call.extra.requestId,
     signal: call.extra.signal,
@@ -444,7 +444,7 @@ async function refuse(
   action: 'declined' | 'cancelled',
 ): Promise<Envelope> {
   const { rt, entry, args, options } = call;
-  const caller: Caller = { ...call.caller, phraseChannel: 'human' };
+  const caller: Caller = call.caller;
   const confirmed = { ...options, confirm: true, nonce: consent.nonce };
   if (consent.approval_id !== undefined && rt.registry.get('approvals.reject') !== undefined) {
     const note = `The human ${action} the confirmation form in the MCP client.`;

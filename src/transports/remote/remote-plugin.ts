@@ -12,10 +12,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
 import { SessionStore } from '../../identity/session-store.ts';
-import { CliLoginStore } from './cli-login-store.ts';
-import { registerCliLoginRoutes } from './cli-login-routes.ts';
+import { CliLoginStore } from '../../identity/cli-login-store.ts';
+import { registerCliLoginRoutes } from '../../identity/cli-login-routes.ts';
 import { registerVerbHintsRoute } from '../http/verb-hints-route.ts';
-import { registerWhoamiRoutes } from './whoami.ts';
+import { registerWhoamiRoutes } from '../../identity/whoami.ts';
 
 export interface RemotePluginOptions {
   /** Lifetime of a CLI login code in seconds (default 600). */

@@ -18,7 +18,7 @@ import {
   type HttpPlugin,
   type HttpServerOptions,
 } from '../http/server.ts';
-import { normalizeAllowedOrigins } from '../http/origin-policy.ts';
+import { normalizeAllowedOrigins } from '../../identity/origin-policy.ts';
 
 /** A transport to mount: a name of HTTP_MOUNTS (`mcp`, `webmcp`, `ucp`, `remote`, `conformance`) or a plugin. */
 export type SolidMount = keyof typeof HTTP_MOUNTS | HttpPlugin;

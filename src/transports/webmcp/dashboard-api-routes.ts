@@ -19,17 +19,18 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { dispatchAndReply } from './browser-dispatch.ts';
 import { parseCallBody } from './call-body.ts';
-import { requireSessionForWrite } from './request-guard.ts';
+import { requireSessionForWrite } from '../../identity/request-guard.ts';
 import type { Principal } from '../../spec/types.ts';
 import type { SessionStore, WebSession } from '../../identity/session-store.ts';
 import { ROUTE_DOCS } from './route-docs.ts';
+import { onChannel } from '../../identity/principal.ts';
 
 /** The session each dashboard dispatch's onRequest hook checked (session, Origin, CSRF). */
 const checkedSessions = new WeakMap<FastifyRequest, WebSession>();
 
 /** The session's principal as the dashboard acts: agent_type `dashboard`, on its audit rows and refusals alike. */
 function dashboardPrincipal(p: Principal): Principal {
-  return { ...p, agent_type: 'dashboard' };
+  return onChannel(p, 'dashboard', 'dashboard');
 }
 
 /** One catalogue entry of `GET /api/v1/dashboard/catalog`. */
@@ -112,13 +113,9 @@ export function registerDashboardApiRoutes(app: FastifyInstance, deps: Dashboard
         rt,
         request,
         reply,
-        // A signed-in page of this server (session cookie, same Origin, CSRF token): the human
-        // channel of spec/consent.md §phrase-channel. An API key alone never reaches this route.
-        {
-          principal: dashboardPrincipal(session.principal),
-          surface: 'http',
-          phraseChannel: 'human',
-        },
+        // A signed-in page of this server (session cookie, same Origin, CSRF token): the session's
+        // principal, human on the dashboard channel only when a person signed in (src/identity).
+        { principal: dashboardPrincipal(session.principal), surface: 'http' },
         verb,
         body,
       );

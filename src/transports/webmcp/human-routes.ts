@@ -22,8 +22,8 @@ import { registerSignInRoutes } from '../../identity/sign-in-routes.ts';
 import type { User } from '../../identity/users.ts';
 import { dispatchAndReply } from './browser-dispatch.ts';
 import { parseCallBody } from './call-body.ts';
-import { checkOrigin, requireSessionForWrite, sessionTokenOf } from './request-guard.ts';
-import { info, sessionCookies } from './session-routes.ts';
+import { checkOrigin, requireSessionForWrite, sessionTokenOf } from '../../identity/request-guard.ts';
+import { info, sessionCookies } from '../../identity/session-routes.ts';
 
 /** The verbs the approval page may call. */
 export const APPROVAL_PAGE_VERBS = ['approvals.list', 'approvals.approve', 'approvals.reject'] as const;
@@ -122,7 +122,7 @@ export function registerHumanRoutes(app: FastifyInstance, deps: HumanRouteDeps):
         rt,
         request,
         reply,
-        { principal: approvalPagePrincipal(session.principal), surface: 'http', phraseChannel: 'human' },
+        { principal: approvalPagePrincipal(session.principal), surface: 'http' },
         verb,
         body,
       );

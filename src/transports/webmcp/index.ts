@@ -13,11 +13,11 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
-import { normalizeAllowedOrigins } from '../http/origin-policy.ts';
+import { normalizeAllowedOrigins } from '../../identity/origin-policy.ts';
 import { markRefusalSurface } from '../http/error-handler.ts';
 import { registerDashboardApiRoutes } from './dashboard-api-routes.ts';
 import { registerDashboardRoutes } from './dashboard-routes.ts';
-import { registerSessionRoutes } from './session-routes.ts';
+import { registerSessionRoutes } from '../../identity/session-routes.ts';
 import { SessionStore } from '../../identity/session-store.ts';
 import { registerWebmcpRoutes } from './webmcp-routes.ts';
 import { registerHumanRoutes } from './human-routes.ts';

@@ -76,35 +76,6 @@ const callBody = (withSurface: boolean) => ({
 
 /** `config` of each JSON route, by "METHOD path". */
 export const ROUTE_DOCS = {
-  'POST /api/v1/session': op(
-    'session_login',
-    'webmcp',
-    'Log in with an API key',
-    'Body `{ "api_key": "sk_solid_…" }`. Sets the HttpOnly session cookie and the CSRF cookie; answers the principal and `csrf_token`.',
-    {
-      security: [],
-      requestBody: {
-        required: true,
-        content: {
-          'application/json': {
-            schema: { type: 'object', required: ['api_key'], properties: { api_key: { type: 'string' } } },
-          },
-        },
-      },
-    },
-  ),
-  'GET /api/v1/session': op(
-    'session_get',
-    'webmcp',
-    'The current browser session',
-    `Principal, expiry and CSRF token, or 401 session_invalid. ${sessionCookie}`,
-  ),
-  'DELETE /api/v1/session': op(
-    'session_logout',
-    'webmcp',
-    'Log out',
-    `Deletes the session and clears its cookies. ${sessionCookie}`,
-  ),
   'GET /api/v1/webmcp/manifest': op(
     'webmcp_manifest',
     'webmcp',

@@ -21,10 +21,11 @@ import { WEBMCP_SURFACES } from '../../spec/types.ts';
 import { dispatchAndReply } from './browser-dispatch.ts';
 import { isWebmcpSurface, webmcpManifestFor } from './manifest.ts';
 import { parseToolsetNames } from '../../runtime/toolsets.ts';
-import { checkCsrf, checkOrigin, sessionRequired, sessionTokenOf } from './request-guard.ts';
+import { checkCsrf, checkOrigin, sessionRequired, sessionTokenOf } from '../../identity/request-guard.ts';
 import { notePrincipal } from '../http/error-handler.ts';
 import type { SessionStore } from '../../identity/session-store.ts';
 import { ROUTE_DOCS } from './route-docs.ts';
+import { actingForUser } from '../../identity/principal.ts';
 
 export interface WebmcpRouteDeps {
   rt: Runtime;
@@ -93,14 +94,11 @@ export function registerWebmcpRoutes(app: FastifyInstance, deps: WebmcpRouteDeps
         checkOrigin(request, allowedOrigins, false);
       }
       const caller = {
-        principal:
-          session === undefined ? null : { ...session.principal, agent_type: `webmcp:${body.surface}` },
+        // Page tool calls are made by the browser's in-page agent on the signed-in user's session:
+        // an agent acting for that user, never a human channel (spec/consent.md §channels).
+        principal: session === undefined ? null : actingForUser(session.principal, `webmcp:${body.surface}`),
         surface: 'webmcp' as const,
         webmcpSurface: body.surface,
-        // With a session the request comes from this server's page (cookie, Origin, CSRF): the
-        // browser's agent only fills `input`; confirm, nonce and typed_phrase come from the page's
-        // own consent dialog, a human channel (spec/consent.md §phrase-channel).
-        ...(session !== undefined ? { phraseChannel: 'human' as const } : {}),
       };
       return dispatchAndReply(rt, request, reply, caller, toolName, body);
     },

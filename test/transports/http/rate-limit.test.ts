@@ -1,6 +1,6 @@
 /**
  * Rate limits (src/transports/http/rate-limit.ts) and aggregated auth-failure audit rows
- * (src/runtime/ledger/auth-failure-log.ts): spec/transports.md §rate-limits, spec/audit.md
+ * (src/identity/auth-failure-log.ts): spec/transports.md §rate-limits, spec/audit.md
  * §auth-failure-windows. Runs on the engine of SOLID_TEST_ENGINE; the two-node case needs
  * PostgreSQL (SOLID_TEST_DATABASE_URL).
  */

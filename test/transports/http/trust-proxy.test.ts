@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cliHarness } from '../../support/cli.ts';
 import { serve } from '../../reliability/serve-process.ts';
-import { parseTrustProxy } from '../../../src/transports/http/origin-policy.ts';
+import { parseTrustProxy } from '../../../src/identity/origin-policy.ts';
 
 test('a bare --trust-proxy value trusts loopback only, never every peer', () => {
   assert.equal(parseTrustProxy(true), 'loopback');

@@ -29,6 +29,7 @@ import { afterSample, SAMPLES, type SampleState } from '../../business/verbs/sam
 import { connectInMemory, phraseShown } from './harness.ts';
 import { listAllTools } from '../../support/mcp.ts';
 import { errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
+import { operatorAtTerminal } from '../../../src/identity/principal.ts';
 
 const BIN = fileURLToPath(new URL('../../../bin/solid.js', import.meta.url));
 
@@ -92,6 +93,22 @@ async function callEveryVerb(
 }
 
 /** The "human" at the client: types exactly the phrase the form shows. */
+/**
+ * The owner's explicit choice `phrase_channel: any` (spec/consent.md §channels): an MCP form is
+ * the client's, so it is offered only where agents may type phrases; these tests cover every demo
+ * verb through MCP, not the channel rule (test/identity/requirements.test.ts does).
+ */
+async function allowAgentPhrases(d: DemoRuntime): Promise<void> {
+  const settings = (await d.rt.tenants.get(d.companyId))?.settings ?? {};
+  await d.rt.store.write((tx) =>
+    tx.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [
+      JSON.stringify({ ...settings, phrase_channel: 'any' }),
+      d.companyId,
+    ]),
+  );
+  d.rt.tenants.invalidate();
+}
+
 function humanTypesThePhrase(client: Client): void {
   client.setRequestHandler(ElicitRequestSchema, async (req) => ({
     action: 'accept',
@@ -101,6 +118,7 @@ function humanTypesThePhrase(client: Client): void {
 
 test('every demo verb through MCP in-process: listed by surface, reads ok, writes through _meta confirmation or the human-typed phrase', async (t) => {
   const d = await openDemoRuntime(t);
+  await allowAgentPhrases(d);
   let forms = 0;
   const client = await connectInMemory(t, d, {
     apiKey: d.keys.owner,
@@ -122,6 +140,7 @@ test('every demo verb through MCP in-process: listed by surface, reads ok, write
 
 test('every demo verb through MCP over Streamable HTTP, with elicitation on the session', async (t: TestContext) => {
   const d = await openDemoRuntime(t);
+  await allowAgentPhrases(d);
   const app = createHttpServer(d.rt, { logger: false, plugins: [createMcpHttpPlugin()] });
   await app.listen({ port: 0, host: '127.0.0.1' });
   t.after(() => app.close());
@@ -193,8 +212,8 @@ test('solid mcp over a real stdio pipe on a demo database: every demo tool liste
   }
   assert.ok(reads > 10, `ran ${reads} reads`);
 
-  // A typed-phrase write from a client without elicitation fails closed; a human approves it
-  // out of band with the real CLI (another process), and the agent's re-call with the nonce runs.
+  // A typed-phrase write from a client without elicitation fails closed; the operator approves it
+  // at the terminal of the database (another process), and the agent's re-call with the nonce runs.
   const args = { invoice_number: DEMO_FIXTURES.open_invoice.number, amount_cents: 5000 };
   const pending = (await client.callTool({ name: 'charge_invoice', arguments: args })) as CallToolResult;
   const env = errorEnvelopeOf(pending)!;
@@ -204,18 +223,24 @@ test('solid mcp over a real stdio pipe on a demo database: every demo tool liste
       env.error!.hint!.includes(`http://127.0.0.1:4400/approvals/${env.consent!.approval_id}`),
     env.error!.hint,
   );
-  const approved = await cli.run(
-    [
-      'approvals',
-      'approve',
-      String(env.consent!.approval_id),
-      '--phrase',
-      env.consent!.typed_phrase!,
-      '--json',
-    ],
+  assert.equal(env.consent!.typed_phrase, undefined, 'the agent is not shown the phrase');
+  // A --phrase flag is a script's, an agent's: it does not approve.
+  const scripted = await cli.run(
+    ['approvals', 'approve', String(env.consent!.approval_id), '--phrase', 'CHARGE $50.00', '--json'],
     { env: { SOLID_API_KEY: facts.owner_api_key! } },
   );
-  assert.equal(approved.code, 0, approved.stderr + approved.stdout);
+  assert.notEqual(scripted.code, 0, scripted.stdout);
+  const operator = await openLocal({ db: cli.db });
+  try {
+    const principal = operatorAtTerminal(await operator.rt.tenants.authenticate(facts.owner_api_key!));
+    const approved = await operator.rt.dispatch({ surface: 'cli', principal }, 'approvals.approve', {
+      approval_id: String(env.consent!.approval_id),
+      typed_phrase: `CHARGE $50.00 to invoice #${DEMO_FIXTURES.open_invoice.number}`,
+    });
+    assert.equal(approved.ok, true, JSON.stringify(approved.error));
+  } finally {
+    await operator.close();
+  }
   const done = (await client.callTool({
     name: 'charge_invoice',
     arguments: args,

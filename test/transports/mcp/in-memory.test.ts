@@ -493,7 +493,7 @@ test('typed phrase without elicitation fails closed; a phrase from the model is 
   assert.equal(inArgs.error!.reason, 'invalid_input');
   assert.equal(h.runs.charge, 0);
   // A human approves out of band (approvals.approve, as `solid approvals approve` does).
-  const approved = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'approvals.approve', {
+  const approved = await h.rt.dispatch({ surface: 'cli', principal: h.human('admin') }, 'approvals.approve', {
     approval_id: approvalId,
     typed_phrase: phrase,
   });

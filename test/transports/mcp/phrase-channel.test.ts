@@ -35,7 +35,9 @@ async function statuses(h: McpHarness, verb: string): Promise<Array<[unknown, un
   return rows.map((r) => [r.status, r.reason]);
 }
 
-test('human: the phrase typed into the elicitation form counts and the action runs', async (t) => {
+test('agent: a client that answers form elicitation itself is never asked for the phrase; nothing runs', async (t) => {
+  // A programmatic MCP client declaring form elicitation would answer the form itself (issue 35
+  // row 2): a form the client software controls is not a human channel (spec/consent.md §channels).
   const h = await createMcpRuntime(t);
   await humanOnly(h);
   const seen: string[] = [];
@@ -43,18 +45,16 @@ test('human: the phrase typed into the elicitation form counts and the action ru
     apiKey: h.keys.owner,
     elicit: (req) => {
       seen.push(phraseShown(req));
-      return { action: 'accept', content: { typed_phrase: phraseShown(req) } };
+      return { action: 'accept', content: { typed_phrase: PHRASE } };
     },
   });
   await client.listTools();
   const r = (await client.callTool({ name: 'test__charge', arguments: ARGS })) as CallToolResult;
-  assert.equal(r.isError, undefined, JSON.stringify(r));
-  assert.deepEqual(seen, [PHRASE], 'the human saw the exact phrase in the form');
-  assert.equal(h.runs.charge, 1);
-  assert.deepEqual(await statuses(h, 'test.charge'), [
-    ['pending', 'dispatch_pending'],
-    ['completed', null],
-  ]);
+  assert.equal(r.isError, true, JSON.stringify(r));
+  assert.deepEqual(seen, [], 'no form carried the phrase');
+  assert.ok(!JSON.stringify(r).includes(PHRASE), 'the answer does not hold the phrase');
+  assert.equal(errorEnvelopeOf(r)!.error!.reason, 'dispatch_pending');
+  assert.equal(h.runs.charge, 0);
 });
 
 test('human: without elicitation the model never sees the phrase; relaying it over HTTP is refused', async (t) => {
@@ -86,11 +86,10 @@ test('human: without elicitation the model never sees the phrase; relaying it ov
   assert.equal(h.runs.charge, 0);
 
   // A human approves in the dashboard (marked human by its route); the model's re-call with the nonce runs.
-  const byHuman = await h.rt.dispatch(
-    { surface: 'http', apiKey: h.keys.owner, phraseChannel: 'human' },
-    'approvals.approve',
-    { approval_id: approvalId, typed_phrase: PHRASE },
-  );
+  const byHuman = await h.rt.dispatch({ surface: 'http', principal: h.human('owner') }, 'approvals.approve', {
+    approval_id: approvalId,
+    typed_phrase: PHRASE,
+  });
   assert.equal(byHuman.ok, true, JSON.stringify(byHuman));
   const done = (await client.callTool({
     name: 'test__charge',

@@ -145,7 +145,7 @@ describe('UCP dispatch', () => {
     const early = await u.call(CHARGE, { amount_cents: 500 }, { headers: { 'solid-consent-nonce': nonce } });
     assert.equal(early.status, 202, 'still waiting for the human');
     const approved = await u.h.rt.dispatch(
-      { surface: 'cli', principal: u.h.principal('owner') },
+      { surface: 'cli', principal: u.h.human('owner') },
       'approvals.approve',
       { approval_id: pending.consent!.approval_id, typed_phrase: 'CHARGE 500 CENTS' },
     );

@@ -43,7 +43,7 @@ it('UCP human: the pending answer hides the phrase; only a human approval lets t
   );
   assert.equal(byKey.error?.reason, 'phrase_channel_human');
   const byHuman = await u.h.rt.dispatch(
-    { surface: 'http', principal: u.h.principal('owner'), phraseChannel: 'human' },
+    { surface: 'http', principal: u.h.human('owner') },
     'approvals.approve',
     { approval_id: approvalId, typed_phrase: PHRASE },
   );

@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import type { Envelope } from '../../../src/spec/types.ts';
 import {
   INJECT_ORIGIN,
+  injectHumanLogin,
   injectLogin,
   webmcpFixture,
   type InjectSession,
@@ -247,7 +248,7 @@ describe('POST /api/v1/dashboard/dispatch/{verb}', () => {
     const approvalId = pending.consent!.approval_id!;
     assert.match(approvalId, /^apv_/);
 
-    const owner = await injectLogin(f.app, f.keys.owner);
+    const owner = await injectHumanLogin(f, 'owner');
     const list = await dash(f, owner, 'approvals.list', { input: {} });
     assert.equal(list.status, 200);
     const queued = (list.env.result!.approvals as Array<Record<string, unknown>>).find(

@@ -19,6 +19,7 @@ import { createHttpServer, type HttpPlugin } from '../../../src/transports/http/
 import { createWebmcpPlugin, type WebmcpPluginOptions } from '../../../src/transports/webmcp/index.ts';
 import { createTestRuntime, type TestRuntime } from '../../support/runtime.ts';
 import { portableMigration } from '../../../src/store/migrations/render.ts';
+import { signInHumanForTest } from '../../../src/testing.ts';
 
 const PRICES_CENTS: Record<string, number> = { mug: 1250, tee: 2000 };
 
@@ -269,4 +270,21 @@ export async function injectLogin(app: FastifyInstance, apiKey: string): Promise
   const csrf = (res.json() as { result: { csrf_token: string } }).result.csrf_token;
   const cookie = cookies.join('; ');
   return { cookie, csrf, headers: { cookie, origin: INJECT_ORIGIN, 'x-csrf-token': csrf } };
+}
+
+/**
+ * A person signed in (TOTP, through the identity room's sign-in route) as the fixture tenant's
+ * user of `role` (owner 1, admin 2, employee 3, read_only 4): the human session the dashboard uses.
+ */
+export async function injectHumanLogin(
+  f: { rt: TestRuntime['rt']; companyId: number },
+  role: 'owner' | 'admin' | 'employee' | 'read_only',
+): Promise<InjectSession> {
+  const userId = { owner: 1, admin: 2, employee: 3, read_only: 4 }[role];
+  const s = await signInHumanForTest(f.rt, { company_id: f.companyId, user_id: userId, role });
+  return {
+    cookie: s.cookie,
+    csrf: s.csrfToken,
+    headers: { cookie: s.cookie, origin: INJECT_ORIGIN, 'x-csrf-token': s.csrfToken },
+  };
 }

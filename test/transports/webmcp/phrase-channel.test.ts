@@ -1,13 +1,13 @@
 /**
  * The browser channels under the tenant setting `phrase_channel: human` (spec/consent.md
- * §phrase-channel): the dashboard route and the WebMCP page's own dialog (session cookie, same
- * Origin, CSRF token) count as a human typing; the agent HTTP API with the same key does not, and
- * a key alone never reaches the session routes.
+ * §channels): the dashboard route with a person's session (signed in by a human ceremony) counts;
+ * WebMCP page tool calls are the in-page agent acting for that person, the agent HTTP API with the
+ * key, and a session opened with an API key do not; a key alone never reaches the session routes.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Envelope } from '../../../src/spec/types.ts';
-import { injectLogin, webmcpFixture, type WebmcpFixture } from './fixture.ts';
+import { injectHumanLogin, injectLogin, webmcpFixture, type WebmcpFixture } from './fixture.ts';
 
 const INPUT = { invoice_id: 77, amount_cents: 1999 };
 const PHRASE = 'CHARGE $19.99 to invoice #77';
@@ -37,20 +37,30 @@ async function post(
   return { status: res.statusCode, env: res.json() as Envelope };
 }
 
-test('human: the WebMCP page dialog (session) sees and sends the phrase; the agent API with the same key is refused', async (t) => {
+test("agent: a WebMCP page tool call on a person's session is the in-page agent: no phrase shown, a phrase refused", async (t) => {
   const f = await webmcpFixture(t);
   await humanOnly(f);
-  const page = await injectLogin(f.app, f.keys.admin);
+  const page = await injectHumanLogin(f, 'admin');
   const pending = await post(f, '/api/v1/webmcp/execute/webtest__charge', page.headers, {
     input: INPUT,
     surface: 'dashboard',
   });
   assert.equal(pending.status, 202);
-  assert.equal(pending.env.consent!.typed_phrase, PHRASE, 'the page shows the phrase in its dialog');
+  assert.equal(pending.env.consent!.typed_phrase, undefined, 'the in-page agent does not see the phrase');
   assert.equal(pending.env.consent!.phrase_channel, 'human');
   const nonce = pending.env.consent!.nonce;
 
-  // The model holds the same key: the agent dispatch API does not count its phrase.
+  const typed = await post(f, '/api/v1/webmcp/execute/webtest__charge', page.headers, {
+    input: INPUT,
+    surface: 'dashboard',
+    confirm: true,
+    nonce,
+    typed_phrase: PHRASE,
+  });
+  assert.equal(typed.status, 403, JSON.stringify(typed.env));
+  assert.equal(typed.env.error!.reason, 'phrase_channel_human');
+
+  // The model holds the key: the agent dispatch API does not count its phrase, whatever it claims.
   const byKey = await post(
     f,
     '/api/v1/agent/dispatch/webtest.charge',
@@ -60,16 +70,6 @@ test('human: the WebMCP page dialog (session) sees and sends the phrase; the age
   assert.equal(byKey.status, 403, JSON.stringify(byKey.env));
   assert.equal(byKey.env.error!.reason, 'phrase_channel_human');
   assert.deepEqual(await f.effects(), []);
-
-  const typed = await post(f, '/api/v1/webmcp/execute/webtest__charge', page.headers, {
-    input: INPUT,
-    surface: 'dashboard',
-    confirm: true,
-    nonce,
-    typed_phrase: PHRASE,
-  });
-  assert.equal(typed.status, 200, JSON.stringify(typed.env));
-  assert.equal((await f.effects()).length, 1);
 });
 
 test('human: dashboard approval counts; a key alone, a missing Origin or CSRF token does not reach it', async (t) => {
@@ -89,7 +89,11 @@ test('human: dashboard approval counts; a key alone, a missing Origin or CSRF to
 
   const keyOnly = await post(f, url, { authorization: `Bearer ${f.keys.owner}` }, approve);
   assert.equal(keyOnly.env.error!.reason, 'session_invalid');
-  const owner = await injectLogin(f.app, f.keys.owner);
+  // A session opened with the owner's API key is the agent's: it does not approve.
+  const keySession = await injectLogin(f.app, f.keys.owner);
+  const byKeySession = await post(f, url, keySession.headers, approve);
+  assert.equal(byKeySession.env.error!.reason, 'phrase_channel_human', JSON.stringify(byKeySession.env));
+  const owner = await injectHumanLogin(f, 'owner');
   const noOrigin = await post(f, url, { cookie: owner.cookie, 'x-csrf-token': owner.csrf }, approve);
   assert.equal(noOrigin.env.error!.reason, 'origin_denied');
   const noCsrf = await post(f, url, { cookie: owner.cookie, origin: owner.headers.origin! }, approve);

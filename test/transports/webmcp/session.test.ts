@@ -9,7 +9,7 @@ import Fastify from 'fastify';
 import { installEnvelopeErrors } from '../../../src/transports/http/error-handler.ts';
 import { installJsonBodyParser } from '../../../src/transports/http/json-body.ts';
 import { createWebmcpPlugin } from '../../../src/transports/webmcp/index.ts';
-import { parseCookies, serializeCookie } from '../../../src/transports/webmcp/cookies.ts';
+import { parseCookies, serializeCookie } from '../../../src/identity/cookies.ts';
 import { INJECT_ORIGIN, injectLogin, webmcpFixture } from './fixture.ts';
 
 function setCookies(res: { headers: Record<string, unknown> }): string[] {

@@ -352,10 +352,9 @@ export function provenanceOf(input: ExecuteInput, nowIso: string): ConsentProven
       ...raised,
     };
   }
-  // Who is behind the call: the principal's actor (src/identity), or the transport's human-channel
-  // mark while transports still set one.
+  // Who is behind the call: the principal's actor, set only by src/identity.
   const p = input.principal;
-  const human = p.actor === 'human' || input.caller.phraseChannel === 'human';
+  const human = p.actor === 'human';
   const channel = channelOfCall(
     human,
     input.caller.surface,

@@ -17,7 +17,7 @@ import type { Caller } from '../../core.ts';
 import type { VerbError } from '../../errors.ts';
 import { refuse } from '../../refusals.ts';
 import type { Registry } from '../../registry.ts';
-import type { AggregatedFailure, AuthFailureLog } from '../auth-failure-log.ts';
+import type { AggregatedFailure, AuthFailureLog } from '../../../identity/auth-failure-log.ts';
 import { appendAudit, auditEntry, type AuditRow } from './audit.ts';
 
 /** action_type of the row a tenant gets when one of its key ids is presented with a wrong secret, or after revocation. */

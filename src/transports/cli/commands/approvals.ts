@@ -113,7 +113,8 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
         program,
         async (target) => {
           let phrase = flags.phrase;
-          // Typed at the prompt on a terminal: the human channel; a --phrase flag is not (spec/consent.md §phrase-channel).
+          // Typed at the prompt on a terminal: the operator, a human; a --phrase flag is what a
+          // script passes, an agent (spec/consent.md §channels).
           const human = phrase === undefined && io.isTTY && io.prompt !== undefined && !flags.json;
           if (phrase === undefined) {
             const listed = await target.dispatch(
@@ -142,9 +143,7 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
               phrase = await io.prompt('> ');
             } else {
               io.err(
-                item.typed_phrase === null
-                  ? `✗ approving needs the typed phrase, typed by a human: this tenant counts it only at a terminal prompt or in the dashboard ("Waiting for you").`
-                  : `✗ approving needs the typed phrase; no terminal to prompt on.\n  hint: solid approvals approve ${approvalId} --phrase "${item.typed_phrase}"`,
+                `✗ approving needs a human to type the phrase; no terminal to prompt on.\n  hint: run \`solid approvals approve ${approvalId}\` at a terminal on the server (it prompts), or approve on the approval page or in the dashboard ("Waiting for you").`,
               );
               setExit(2);
               return;

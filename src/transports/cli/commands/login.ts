@@ -23,7 +23,7 @@ import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import type { Envelope } from '../../../spec/types.ts';
 import { ApiClient } from '../../../remote-client/api-client.ts';
-import { cliLoginPageUrl } from '../../remote/cli-login-routes.ts';
+import { cliLoginPageUrl } from '../../../identity/cli-login-routes.ts';
 import {
   credentialsPath,
   deleteLogin,
@@ -32,7 +32,7 @@ import {
   type StoredLogin,
 } from '../../../remote-client/credentials-file.ts';
 import { normalizeBaseUrl } from '../../../remote-client/remote-url.ts';
-import type { WhoAmI } from '../../remote/whoami.ts';
+import type { WhoAmI } from '../../../identity/whoami.ts';
 import { exitCodeOf, printEnvelope, type Io } from '../output.ts';
 import { remoteUrlOf, withTarget } from '../target.ts';
 

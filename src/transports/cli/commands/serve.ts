@@ -46,7 +46,11 @@ import { createHttpServer, type HttpServerOptions } from '../../http/server.ts';
 import { createMetrics, metricsRoute, type SolidMetrics } from '../../http/metrics.ts';
 import { installEnvelopeErrors } from '../../http/error-handler.ts';
 import { startTracing } from '../tracing.ts';
-import { normalizeAllowedOrigins, parseTrustProxy, type TrustProxy } from '../../http/origin-policy.ts';
+import {
+  normalizeAllowedOrigins,
+  parseTrustProxy,
+  type TrustProxy,
+} from '../../../identity/origin-policy.ts';
 import { loadHttpMounts } from '../../server/http-mounts.ts';
 import { DEFAULT_RATE_LIMITS, type RateLimits } from '../../http/rate-limit.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../http/deadline.ts';

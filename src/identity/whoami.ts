@@ -12,11 +12,11 @@
  * Spec: spec/transports.md §remote-login.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
-import { appendOperatorAudit } from '../../runtime/ledger/write/operator-audit.ts';
-import type { Envelope, Principal } from '../../spec/types.ts';
-import { sendEnvelope } from '../http/error-handler.ts';
-import { apiKeyOf } from '../http/request-headers.ts';
+import type { TransportRuntime as Runtime } from '../transports/runtime-surface.ts';
+import { appendOperatorAudit } from '../runtime/ledger/write/operator-audit.ts';
+import type { Envelope, Principal } from '../spec/types.ts';
+import { sendEnvelope } from '../transports/http/error-handler.ts';
+import { apiKeyOf } from '../transports/http/request-headers.ts';
 
 export const WHOAMI_PATH = '/api/v1/whoami';
 export const REVOKE_KEY_PATH = '/api/v1/whoami/revoke-key';

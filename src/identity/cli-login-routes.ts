@@ -22,20 +22,20 @@
  * Only a **human** session decides (a person signed in with a passkey or TOTP): a session of an
  * agent credential (the transitional API-key login) and an API key are refused with
  * `human_required` (spec/consent.md §human-sign-in). Answers are envelopes with verb "cli_login".
- * The session and CSRF checks are the dashboard's own (webmcp/request-guard.ts); their refusals
+ * The session and CSRF checks are the dashboard's own (request-guard.ts); their refusals
  * are audited by the HTTP error handler.
  * Spec: spec/transports.md §remote-login.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
-import { isVerbError, VerbError } from '../../runtime/errors.ts';
-import { reasonInfo } from '../../spec/reasons.ts';
-import { ROLES, type Envelope, type Role } from '../../spec/types.ts';
-import { isHuman } from '../../identity/principal.ts';
-import { sendEnvelope } from '../http/error-handler.ts';
-import { notePrincipal } from '../http/error-handler.ts';
-import { requireSessionForWrite, sessionRequired, sessionTokenOf } from '../webmcp/request-guard.ts';
-import type { SessionStore, WebSession } from '../../identity/session-store.ts';
+import type { TransportRuntime as Runtime } from '../transports/runtime-surface.ts';
+import { isVerbError, VerbError } from '../runtime/errors.ts';
+import { reasonInfo } from '../spec/reasons.ts';
+import { ROLES, type Envelope, type Role } from '../spec/types.ts';
+import { isHuman } from './principal.ts';
+import { sendEnvelope } from '../transports/http/error-handler.ts';
+import { notePrincipal } from '../transports/http/error-handler.ts';
+import { requireSessionForWrite, sessionRequired, sessionTokenOf } from './request-guard.ts';
+import type { SessionStore, WebSession } from './session-store.ts';
 import type { CliLoginStore, LoginRequester } from './cli-login-store.ts';
 
 export const CLI_LOGIN_PATH = '/api/v1/cli-login';

@@ -11,10 +11,10 @@
  * Answers are envelopes with verb "session": `{ ok: true, verb, result: SessionInfo }`.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
-import { VerbError } from '../../runtime/errors.ts';
-import type { Envelope } from '../../spec/types.ts';
-import { sendEnvelope } from '../http/error-handler.ts';
+import type { TransportRuntime as Runtime } from '../transports/runtime-surface.ts';
+import { VerbError } from '../runtime/errors.ts';
+import type { Envelope } from '../spec/types.ts';
+import { sendEnvelope } from '../transports/http/error-handler.ts';
 import { serializeCookie } from './cookies.ts';
 import {
   checkOrigin,
@@ -23,13 +23,66 @@ import {
   sessionRequired,
   sessionTokenOf,
 } from './request-guard.ts';
-import {
-  CSRF_COOKIE,
-  SESSION_COOKIE,
-  type SessionStore,
-  type WebSession,
-} from '../../identity/session-store.ts';
-import { ROUTE_DOCS } from './route-docs.ts';
+import { CSRF_COOKIE, SESSION_COOKIE, type SessionStore, type WebSession } from './session-store.ts';
+
+const sessionCookie =
+  'Session cookie `solid_session` from a human sign-in; state-changing calls also need `X-CSRF-Token` and a same-origin `Origin` (spec/transports.md §webmcp-csrf).';
+
+/** The OpenAPI operation of one session route (`config.openapi`, spec/transports.md §http-openapi). */
+function op(
+  operationId: string,
+  summary: string,
+  description: string,
+  extra: Record<string, unknown> = {},
+): { openapi: Record<string, unknown> } {
+  return {
+    openapi: {
+      operationId,
+      tags: ['webmcp'],
+      summary,
+      description,
+      responses: {
+        default: {
+          description:
+            'Envelope (errors: session_invalid 401, csrf_failed / origin_denied 403, invalid_request 400, …)',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } },
+        },
+      },
+      security: [{ sessionCookie: [] }],
+      ...extra,
+    },
+  };
+}
+
+/** `config` of each session route, by "METHOD path". */
+const ROUTE_DOCS = {
+  'POST /api/v1/session': op(
+    'session_login',
+    'Log in with an API key',
+    'Body `{ "api_key": "sk_solid_…" }`. Sets the HttpOnly session cookie and the CSRF cookie; answers the principal and `csrf_token`.',
+    {
+      security: [],
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': {
+            schema: { type: 'object', required: ['api_key'], properties: { api_key: { type: 'string' } } },
+          },
+        },
+      },
+    },
+  ),
+  'GET /api/v1/session': op(
+    'session_get',
+    'The current browser session',
+    `Principal, expiry and CSRF token, or 401 session_invalid. ${sessionCookie}`,
+  ),
+  'DELETE /api/v1/session': op(
+    'session_logout',
+    'Log out',
+    `Deletes the session and clears its cookies. ${sessionCookie}`,
+  ),
+};
 
 /** What session answers carry in `result`. */
 export interface SessionInfo {

@@ -24,12 +24,12 @@
  * Spec: spec/transports.md §remote-login.
  */
 import { createHash, randomBytes, randomInt } from 'node:crypto';
-import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
-import { VerbError } from '../../runtime/errors.ts';
-import { insertApiKey } from '../../runtime/tenants.ts';
-import type { Migration, StoreTx } from '../../store/store.ts';
-import { ROLES, type Principal, type Role } from '../../spec/types.ts';
-import { appendOperatorAudit } from '../../runtime/ledger/write/operator-audit.ts';
+import type { TransportRuntime as Runtime } from '../transports/runtime-surface.ts';
+import { VerbError } from '../runtime/errors.ts';
+import { insertApiKey } from '../runtime/tenants.ts';
+import type { Migration, StoreTx } from '../store/store.ts';
+import { ROLES, type Principal, type Role } from '../spec/types.ts';
+import { appendOperatorAudit } from '../runtime/ledger/write/operator-audit.ts';
 
 /** Default lifetime of a code: 10 minutes, in seconds. */
 export const DEFAULT_CLI_LOGIN_TTL_SECONDS = 600;

@@ -13,22 +13,43 @@
  * Spec: spec/transports.md §webmcp-session, §webmcp-csrf.
  */
 import type { FastifyRequest } from 'fastify';
-import { notePrincipal } from '../http/error-handler.ts';
-import { browserOriginAllowed, directOrigin } from '../http/origin-policy.ts';
-import { VerbError } from '../../runtime/errors.ts';
+import { notePrincipal } from '../transports/http/error-handler.ts';
+import { browserOriginAllowed, directOrigin } from './origin-policy.ts';
+import { VerbError } from '../runtime/errors.ts';
 import { parseCookies } from './cookies.ts';
 import {
   CSRF_HEADER,
   SESSION_COOKIE,
+  hashToken,
+  liveSessionOwner,
   type SessionStore,
   type WebSession,
-} from '../../identity/session-store.ts';
-import { refuse } from '../../runtime/refusals.ts';
-import type { Principal } from '../../spec/types.ts';
+} from './session-store.ts';
+import type { Store } from '../store/store.ts';
+import { refuse } from '../runtime/refusals.ts';
+import type { Principal } from '../spec/types.ts';
 
 /** The session cookie's token on a request, if any. */
 export function sessionTokenOf(request: FastifyRequest): string | undefined {
   return parseCookies(request.headers.cookie)[SESSION_COOKIE];
+}
+
+/**
+ * The rate-limit bucket of the person (or, for a session opened before human sign-in, the key)
+ * behind the request's live session cookie: `key:<key_id>` or `user:<company_id>:<user_id>`;
+ * undefined without a live session. One indexed read; throws StoreError when the store is down or
+ * the web_sessions table does not exist (WebMCP not mounted). spec/transports.md §rate-limits
+ */
+export async function sessionBucketOf(
+  request: FastifyRequest,
+  store: Store,
+  now: Date,
+): Promise<string | undefined> {
+  const token = sessionTokenOf(request);
+  if (token === undefined || token === '') return undefined;
+  const owner = await liveSessionOwner(store, hashToken(token), now);
+  if (owner === undefined) return undefined;
+  return owner.key_id !== null ? `key:${owner.key_id}` : `user:${owner.company_id}:${owner.user_id}`;
 }
 
 /** Did this request arrive over https (TLS socket, or a trusted proxy said so)? */

@@ -21,8 +21,8 @@
 import type { FastifyRequest } from 'fastify';
 import { isIP } from 'node:net';
 import { TLSSocket } from 'node:tls';
-import { VerbError } from '../../runtime/errors.ts';
-import { refuse } from '../../runtime/refusals.ts';
+import { VerbError } from '../runtime/errors.ts';
+import { refuse } from '../runtime/refusals.ts';
 
 /**
  * Fastify `trustProxy`: true (the peer is trusted) or the addresses / CIDRs of trusted proxies.
