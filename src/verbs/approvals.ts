@@ -33,7 +33,7 @@ import {
   type SystemVerbContext,
 } from '../runtime/verb.ts';
 import { phrasesMatch } from '../runtime/consent/typed-phrase.ts';
-import { phraseChannelRefusal } from '../runtime/consent/refusals.ts';
+import { humanMustDecide } from '../runtime/consent/refusals.ts';
 import { mayConsent } from '../identity/consent-predicate.ts';
 import {
   APPROVAL_STATUSES,
@@ -397,9 +397,9 @@ export const approvalsApprove = defineSystemVerb<ApprovalsApproveArgs>({
     const status = effectiveStatus(row, nowIso);
     if (status !== 'pending') throw notPending(row, status);
     if (!mayConsent(p, 'approve', await ctx.runtime.consentSettings(p.company_id))) {
-      // An agent never approves, whatever the phrase (no oracle); the approval stays pending.
-      // spec/consent.md §channels
-      throw phraseChannelRefusal(row.verb, approverFloor(row), row.approval_id, row.expires_at);
+      // An agent never approves, whatever the phrase (no oracle) or the tenant's phrase_channel;
+      // the approval stays pending. spec/consent.md §channels
+      throw humanMustDecide('approve', approverFloor(row), row.approval_id);
     }
     if (row.typed_phrase === null || !phrasesMatch(row.typed_phrase, args.typed_phrase)) {
       throw new VerbError(
@@ -499,6 +499,10 @@ export const approvalsReject = defineSystemVerb<ApprovalsRejectArgs>({
     const status = effectiveStatus(row, nowIso);
     const open = status === 'pending' || status === 'approved';
     if (!open) throw notPending(row, status);
+    // Rejecting is a human's decision too; the requester withdraws its own request with
+    // approvals.withdraw. spec/consent.md §channels
+    if (!mayConsent(p, 'approve', await ctx.runtime.consentSettings(p.company_id)))
+      throw humanMustDecide('reject', approverFloor(row), row.approval_id);
     const decided = await rejectById(ctxTx(ctx), p.company_id, row.approval_id, {
       by: p.user_id,
       role: p.role,

@@ -5,7 +5,7 @@
  * reschedule, a server resize (revert by its rollback handle), and a refund (preview, then the
  * irreversible write: revert answers not_revertible).
  */
-import { pendingPhrase } from '../../src/runtime/dispatch.ts';
+import { pendingPhrase } from '../../src/runtime/steps/consent.ts';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Envelope } from '../../src/spec/types.ts';

@@ -2,7 +2,7 @@
  * A gated write whose preview finds the action impossible answers that reason (not_found, a domain
  * rule) instead of asking a human to consent to it. Spec: spec/consent.md §pending.
  */
-import { pendingPhrase } from '../../src/runtime/dispatch.ts';
+import { pendingPhrase } from '../../src/runtime/steps/consent.ts';
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { openDemoRuntime } from '../support/demo.ts';

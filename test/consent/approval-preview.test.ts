@@ -6,6 +6,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { webmcpFixture } from '../transports/webmcp/fixture.ts';
+import { humanPrincipal } from '../../src/identity/principal.ts';
 
 interface Item {
   approval_id: string;
@@ -21,10 +22,10 @@ describe('approval preview', () => {
     const pending = await f.rt.dispatch(admin, 'webtest.charge', { invoice_id: 314, amount_cents: 15900 });
     assert.equal(pending.error?.reason, 'dispatch_pending');
     const other = await f.rt.dispatch(admin, 'webtest.charge', { invoice_id: 7, amount_cents: 500 });
+    // The owner signed in on the dashboard: a human (src/identity).
     const owner = {
-      principal: f.principal('owner'),
+      principal: humanPrincipal(f.principal('owner'), { user_name: 'The owner' }),
       surface: 'http' as const,
-      phraseChannel: 'human' as const,
     };
     const rejected = await f.rt.dispatch(owner, 'approvals.reject', {
       approval_id: other.consent!.approval_id!,

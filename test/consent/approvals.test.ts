@@ -115,7 +115,7 @@ test('before a decision, the agent re-calling with the nonce alone is told to wa
 test('reject: the agent re-call answers approval_rejected, audited; the direct phrase path is refused too (deny wins)', async (t) => {
   const h = await consentHarness(t);
   const c = await pendingCharge(h);
-  const rejected = await h.call('owner', 'approvals.reject', {
+  const rejected = await h.rt.dispatch({ surface: 'cli', principal: h.human('owner') }, 'approvals.reject', {
     approval_id: c.approval_id,
     note: 'wrong customer',
   });
@@ -152,7 +152,14 @@ test('an approval can be withdrawn (rejected) after approve and before the agent
       .ok,
     true,
   );
-  assert.equal((await h.call('admin', 'approvals.reject', { approval_id: c.approval_id })).ok, true);
+  assert.equal(
+    (
+      await h.rt.dispatch({ surface: 'cli', principal: h.human('admin') }, 'approvals.reject', {
+        approval_id: c.approval_id,
+      })
+    ).ok,
+    true,
+  );
   await expectDenied(
     h,
     await h.call('admin', 'charge_invoice', ARGS, { confirm: true, nonce: c.nonce }),
@@ -207,7 +214,9 @@ test('the approver must meet the target verb floor: admin cannot approve an IRRE
   assert.match(byAdmin.error!.message, /needs the owner role/);
   await expectDenied(
     h,
-    await h.call('admin', 'approvals.reject', { approval_id: del.approval_id }),
+    await h.rt.dispatch({ surface: 'cli', principal: h.human('admin') }, 'approvals.reject', {
+      approval_id: del.approval_id,
+    }),
     'role_denied',
     { role: 'admin' },
   );
@@ -223,7 +232,9 @@ test('the approver must meet the target verb floor: admin cannot approve an IRRE
   );
   await expectDenied(
     h,
-    await h.call('employee', 'approvals.reject', { approval_id: charge.approval_id }),
+    await h.rt.dispatch({ surface: 'cli', principal: h.human('employee') }, 'approvals.reject', {
+      approval_id: charge.approval_id,
+    }),
     'role_denied',
     { role: 'employee' },
   );
@@ -301,7 +312,11 @@ test('unknown, foreign-tenant and already-decided approvals: approval_not_found 
   });
   assert.equal(notFound.error?.reason, 'approval_not_found');
   assert.equal(
-    (await h.call('owner', 'approvals.reject', { approval_id: 'apv_nope' })).error?.reason,
+    (
+      await h.rt.dispatch({ surface: 'cli', principal: h.human('owner') }, 'approvals.reject', {
+        approval_id: 'apv_nope',
+      })
+    ).error?.reason,
     'approval_not_found',
   );
   const row = await h.lastAudit({ action_type: 'approvals.approve' });
@@ -325,7 +340,9 @@ test('unknown, foreign-tenant and already-decided approvals: approval_not_found 
   assert.equal(twice.error?.reason, 'approval_not_pending');
   assert.match(twice.error!.message, /already approved by user 1/);
   assert.equal((await h.call('admin', 'charge_invoice', ARGS, { confirm: true, nonce: c.nonce })).ok, true);
-  const afterUse = await h.call('owner', 'approvals.reject', { approval_id: c.approval_id });
+  const afterUse = await h.rt.dispatch({ surface: 'cli', principal: h.human('owner') }, 'approvals.reject', {
+    approval_id: c.approval_id,
+  });
   assert.equal(afterUse.error?.reason, 'approval_not_pending');
   assert.match(afterUse.error!.message, /already used/);
 });

@@ -327,7 +327,7 @@ test('cli: solid approvals list / approve --phrase / the agent re-call with --no
     apiKey: h.keys.owner,
   });
   assert.equal(scripted.code, 3, scripted.stderr);
-  assert.match(scripted.stdout + scripted.stderr, /phrase_channel_human/);
+  assert.match(scripted.stdout + scripted.stderr, /human_required/);
   const approve = await h.cli(['approvals', 'approve', c.approval_id!], {
     apiKey: h.keys.owner,
     tty: true,
@@ -386,6 +386,7 @@ test('cli: approvals reject --note; the agent re-call answers approval_rejected'
   const c = pendingOf((await dispatchCli(h, 'admin', 'charge_invoice', ARGS)).env!);
   const rej = await h.cli(['approvals', 'reject', c.approval_id!, '--note', 'not today', '--json'], {
     apiKey: h.keys.owner,
+    tty: true,
   });
   assert.equal(rej.code, 0, rej.stdout);
   assert.equal((JSON.parse(rej.stdout) as Envelope).result!.note, 'not today');

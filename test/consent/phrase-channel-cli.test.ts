@@ -67,7 +67,7 @@ test('cli human: approvals approve counts from the prompt, not from --phrase', a
     apiKey: h.keys.owner,
     tty: true,
   });
-  assert.equal((JSON.parse(flag.stdout) as Envelope).error?.reason, 'phrase_channel_human');
+  assert.equal((JSON.parse(flag.stdout) as Envelope).error?.reason, 'human_required');
   const noTty = await h.cli(['approvals', 'approve', id], { apiKey: h.keys.owner });
   assert.equal(noTty.code, 2);
   assert.ok(!`${noTty.stdout}${noTty.stderr}`.includes(PHRASE), 'no terminal: the phrase is not printed');

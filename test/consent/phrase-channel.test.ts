@@ -123,7 +123,7 @@ test('human: approvals.approve counts only from a human channel; the agent then 
   assert.equal((listedByHuman.result!.approvals as Array<{ typed_phrase: string }>)[0]!.typed_phrase, PHRASE);
 
   const byAgent = await h.call('owner', 'approvals.approve', { approval_id: id, typed_phrase: PHRASE });
-  assert.equal(byAgent.error?.reason, 'phrase_channel_human');
+  assert.equal(byAgent.error?.reason, 'human_required');
   assert.equal((await h.lastAudit({ action_type: 'approvals.approve' })).status, 'denied');
   assert.equal(await approvalStatus(h, id), 'pending');
 
@@ -141,7 +141,9 @@ test('human: a rejection still wins over the channel refusal', async (t) => {
   const h = await consentHarness(t);
   await h.setSettings({ phrase_channel: 'human' });
   const c = pendingOf(await h.call('admin', 'charge_invoice', ARGS));
-  const rejected = await h.call('owner', 'approvals.reject', { approval_id: String(c.approval_id) });
+  const rejected = await h.rt.dispatch({ surface: 'cli', principal: h.human('owner') }, 'approvals.reject', {
+    approval_id: String(c.approval_id),
+  });
   assert.equal(rejected.ok, true, JSON.stringify(rejected));
   const env = await h.call('admin', 'charge_invoice', ARGS, {
     confirm: true,

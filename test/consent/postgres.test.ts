@@ -97,7 +97,9 @@ test(
       );
       const [run, reject] = await Promise.all([
         h.call('admin', 'charge_invoice', args, { confirm: true, nonce: c.nonce }),
-        h.call('owner', 'approvals.reject', { approval_id: c.approval_id }),
+        h.rt.dispatch({ surface: 'cli', principal: h.human('owner') }, 'approvals.reject', {
+          approval_id: c.approval_id,
+        }),
       ]);
       assert.notEqual(
         run.ok && reject.ok,

@@ -61,10 +61,21 @@ test('every consent reason is produced by a dispatch and audited with that reaso
       .error?.reason,
   );
   const rejected = pendingOf(await h.call('admin', 'charge_invoice', { ...args, invoice_id: 2 }));
-  assert.equal((await h.call('owner', 'approvals.reject', { approval_id: rejected.approval_id })).ok, true);
+  assert.equal(
+    (
+      await h.rt.dispatch({ surface: 'cli', principal: h.human('owner') }, 'approvals.reject', {
+        approval_id: rejected.approval_id,
+      })
+    ).ok,
+    true,
+  );
   note(
     'approval_not_pending',
-    (await h.call('owner', 'approvals.reject', { approval_id: rejected.approval_id })).error?.reason,
+    (
+      await h.rt.dispatch({ surface: 'cli', principal: h.human('owner') }, 'approvals.reject', {
+        approval_id: rejected.approval_id,
+      })
+    ).error?.reason,
   );
   note(
     'approval_rejected',
@@ -111,6 +122,14 @@ test('every consent reason is produced by a dispatch and audited with that reaso
         typed_phrase: phrase6,
       })
     ).error?.reason,
+  );
+  // An agent holding the owner's key cannot change consent settings: only a signed-in human can.
+  const ttl = { consent_class: 'WRITE_FINANCIAL', minutes: 60 };
+  const settingsPending = pendingOf(await h.call('owner', 'tenant.approval_ttl_set', ttl));
+  note(
+    'human_required',
+    (await h.call('owner', 'tenant.approval_ttl_set', ttl, { confirm: true, nonce: settingsPending.nonce }))
+      .error?.reason,
   );
   const late = pendingOf(await h.call('admin', 'charge_invoice', { ...args, invoice_id: 4 }));
   await h.setSettings({ caps: { WRITE_FINANCIAL: 1 } });

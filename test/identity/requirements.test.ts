@@ -108,7 +108,7 @@ for (const row of CREDENTIAL_REQUIREMENTS) {
       approval_id: waiting.approval_id,
       typed_phrase: 'CHARGE $50.00 to invoice #8',
     });
-    expectOutcome(row, row.may.approve, approved, 'phrase_channel_human');
+    expectOutcome(row, row.may.approve, approved, 'human_required');
 
     // Change consent settings: loosen the phrase channel, lengthen the approval wait.
     for (const [verb, args, reason] of [

@@ -15,6 +15,7 @@ import { Webhook } from 'standardwebhooks';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import type { DispatchOptions } from '../../src/runtime/core.ts';
 import type { Envelope } from '../../src/spec/types.ts';
+import { operatorAtTerminal } from '../../src/identity/principal.ts';
 import { emitWebhookEvent, WEBHOOK_KIND } from '../../src/runtime/ledger/write/webhook-endpoints.ts';
 
 interface Delivery {
@@ -172,7 +173,9 @@ test('approval.requested is signed, verified by the Standard Webhooks library, a
   assert.deepEqual({ ...row, attempts: Number(row!.attempts) }, { status: 'delivered', attempts: 3 });
 
   // Decided: approval.decided (reject by the owner).
-  const rejected = await h.call(h.keys.owner, 'approvals.reject', {
+  // The owner at the terminal of this database: a human decides (spec/consent.md §channels).
+  const ownerPrincipal = operatorAtTerminal(await h.rt.tenants.authenticate(h.keys.owner));
+  const rejected = await h.rt.dispatch({ surface: 'cli', principal: ownerPrincipal }, 'approvals.reject', {
     approval_id: approvalId,
     note: 'no',
   });

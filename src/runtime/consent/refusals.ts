@@ -13,6 +13,26 @@ export function humanApprovalPlaces(approvalId: string | undefined): string {
 }
 
 /**
+ * human_required: an agent credential (API key, OAuth token, a session opened with a key, a
+ * program the agent drives) tried to approve or reject a pending action. Only a signed-in human
+ * decides, whatever the tenant's phrase_channel; the approval stays as it was. spec/consent.md §channels
+ */
+export function humanMustDecide(
+  decision: 'approve' | 'reject',
+  floor: string,
+  approvalId: string,
+): VerbError {
+  return new VerbError(
+    'human_required',
+    `Only a signed-in human may ${decision} approval ${approvalId}; an agent's credential cannot. Nothing changed.`,
+    {
+      hint: `Ask a user with the ${floor} role or higher to decide it ${humanApprovalPlaces(approvalId)}.`,
+      details: { approval_id: approvalId },
+    },
+  );
+}
+
+/**
  * phrase_channel_human: a typed phrase arrived through an agent channel while the tenant counts
  * one only from a human channel. spec/consent.md §phrase-channel, spec/reasons.md
  */

@@ -181,7 +181,8 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
           setExit(
             printEnvelope(
               io,
-              await target.dispatch('approvals.reject', args),
+              // Rejecting is a human's decision: the operator at this terminal (spec/consent.md §channels).
+              await target.dispatch('approvals.reject', args, {}, { humanAtTerminal: io.isTTY }),
               Boolean(flags.json),
               target.reasons,
             ),
