@@ -10,7 +10,7 @@ export const verbsList = defineSystemVerb<{ surface?: string; shape?: string }>(
   name: 'verbs.list',
   title: 'List verbs',
   description:
-    "Introspect the verb manifest: every verb this runtime offers as a VerbRecord (name, description, shape, side_effects, input_schema, output_schema, surfaces, requires_consent, tier_floor). Filter by surface (http, mcp_stdio, webmcp, ucp, cli) and/or shape. Use it to learn what you can do and which arguments each verb takes. conditional_gates lists the owner's rules that raise a verb's gate for some arguments.",
+    "Introspect the verb manifest: every verb offered as a VerbRecord (name, shape, side_effects, schemas, surfaces, requires_consent, tier_floor), filtered by surface and/or shape: what you can do and with which arguments. conditional_gates: the owner's rules that raise a verb's gate for some arguments.",
   shape: 'discovery',
   category: 'system',
   input: {

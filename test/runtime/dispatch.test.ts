@@ -460,6 +460,7 @@ describe('hostile input', () => {
       'dispatch_pending',
       'a surrogate pair is well-formed text: past the input step',
     );
+    await h.rt.checkpoints.checkpointAll(); // the first-row checkpoint runs after the commit
     const { verifyStoreChain } = await import('../../src/runtime/ledger/verify/verify.ts');
     const report = await verifyStoreChain(h.rt.store);
     assert.deepEqual(
@@ -486,6 +487,7 @@ describe('hostile input', () => {
       rows.map((r) => r.action_type),
       ['x\ufffdy', 'notes\ufffd', `${'a'.repeat(199)}\ufffd`],
     );
+    await h.rt.checkpoints.checkpointAll(); // the first-row checkpoint runs after the commit
     const { verifyStoreChain } = await import('../../src/runtime/ledger/verify/verify.ts');
     assert.deepEqual(
       (await verifyStoreChain(h.rt.store)).tenants.flatMap((x) => x.findings),

@@ -49,7 +49,10 @@ describe('dashboard page and browser modules', () => {
     assert.equal(/\sstyle=/i.test(html), false);
     assert.equal(/\son[a-z]+=/i.test(html), false, 'no inline event handlers');
     assert.match(html, /<script type="module" src="\/dashboard.js"><\/script>/);
-    assert.match(html, /<label for="api-key">API key<\/label>/);
+    // A person signs in (passkey, or a TOTP code): there is no API-key field (spec/consent.md §human-sign-in).
+    assert.match(html, /<button id="passkey-signin" type="button">Sign in with a passkey<\/button>/);
+    assert.match(html, /<label for="totp-code">Code from your app<\/label>/);
+    assert.doesNotMatch(html, /API key<\/label>/);
     assert.match(html, /<html lang="en">/);
   });
 
