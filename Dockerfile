@@ -7,7 +7,7 @@
 # Two nodes on PostgreSQL behind one port: compose.yaml. Settings: docs/configuration.md.
 
 # 1. Build the package from the sources (TypeScript → dist/, web bundles) and pack it.
-FROM node:20-bookworm-slim AS build
+FROM node:26-bookworm-slim AS build
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
   && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -17,7 +17,7 @@ COPY . .
 RUN npm pack --pack-destination /tmp && mv /tmp/solid-verbs-*.tgz /tmp/solid-verbs.tgz
 
 # 2. Install only the packed package and its runtime dependencies (better-sqlite3 compiles here).
-FROM node:20-bookworm-slim AS install
+FROM node:26-bookworm-slim AS install
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
   && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
@@ -26,7 +26,7 @@ RUN npm init -y >/dev/null && npm install --omit=dev --no-audit --no-fund /tmp/s
 COPY docker/start.sh /app/start.sh
 
 # 3. The runtime image: node, the installed package, no compiler, no sources, user `node`.
-FROM node:20-bookworm-slim
+FROM node:26-bookworm-slim
 ENV NODE_ENV=production PATH=/app/node_modules/.bin:$PATH PORT=4400 SOLID_DB=/data/solid.db
 COPY --from=install /app /app
 RUN mkdir -p /data && chown node:node /data

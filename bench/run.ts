@@ -15,7 +15,7 @@
  * module until the 1-minute load average is below X (others share this machine), up to
  * `--max-wait-min` minutes, and records the load at the start and end of each module.
  *
- * Modules: core register readcost bodybounds consent replay verify trail http toolslist mcp ucp observe durable postgres scale startup rss profile
+ * Modules: core register readcost bodybounds consent replay verify trail http toolslist mcp ucp observe durable faults postgres scale startup rss profile
  * (postgres only when SOLID_BENCH_DATABASE_URL or SOLID_TEST_DATABASE_URL is set). `profile`
  * (bench/profile.ts) records a CPU profile of the system side of each figure that can miss and
  * says where its time goes by layer; with `--write` it regenerates its own section of
@@ -79,6 +79,8 @@ export const TARGETS: Record<string, Target> = {
   'startup.*': t('ratio', '<=', 2, 'ratio ≤ 2'),
   'scale.unknown_verb_10k': t('ratio', '<=', 2, 'ratio ≤ 2'),
   'serve.rss': t('value', '<=', 150, '≤ 150 MiB'),
+  'faults.refused_body_*': t('value', '<=', 20, '≤ 20 ms'),
+  'faults.stall_p99': t('value', '<=', 10_000, '≤ 10,000 ms (the request deadline)'),
   'scale.register_10k': t('value', '<=', 1000, '≤ 1,000 ms'),
 };
 
@@ -160,6 +162,11 @@ export const MODULES: Record<string, ModuleSpec> = {
   durable: {
     repeat: 1,
     run: async (q) => (await import('./durable.ts')).benchDurable(q ? { ms: 1000, runs: 1 } : {}),
+  },
+  faults: {
+    repeat: 1,
+    run: async (q) =>
+      (await import('./faults.ts')).benchFaults(q ? { ms: 1000, runs: 1, bodies: 3, stallMs: 6000 } : {}),
   },
   postgres: {
     repeat: 1,

@@ -84,18 +84,26 @@ export async function stopServe(child: ChildProcess): Promise<void> {
 }
 
 /** Seed a demo database at `db` and create an owner key for the main tenant. */
-async function seedDemo(db: string): Promise<string> {
+export async function seedDemo(db: string): Promise<string> {
+  return (await seedDemoFacts(db)).key;
+}
+
+/** seedDemo, with the main tenant's fixture customer (a contact id write verbs can use). */
+export async function seedDemoFacts(db: string): Promise<{ key: string; customerId: number }> {
   const local = await openLocal({ db, create: true, packs: ['demo'], logLevel: 'error' });
   try {
     const pack = local.packs.find((p) => p.name === 'demo');
     if (pack?.seed === undefined) throw new Error('the demo pack is not available');
-    await pack.seed(local.rt, {});
-    return await local.rt.createApiKey({
+    const facts = (await pack.seed(local.rt, {})) as { fixtures?: { customer_id?: number } };
+    const customerId = facts.fixtures?.customer_id;
+    if (customerId === undefined) throw new Error('the demo seed returned no fixture customer');
+    const key = await local.rt.createApiKey({
       company_id: DEMO_TENANTS.main.company_id,
       user_id: 1,
       role: 'owner',
       agent_type: 'bench',
     });
+    return { key, customerId };
   } finally {
     await local.close();
   }

@@ -46,7 +46,9 @@ describe('tenant users and enrolment links', () => {
 
     assert.equal((await h.rt.store.read((q) => peekEnrolment(q, link.token, now())))?.user.name, 'Jane Ruiz');
     assert.equal(
-      await h.rt.store.read((q) => peekEnrolment(q, link.token.slice(0, -1) + (link.token.endsWith('A') ? 'B' : 'A'), now())),
+      await h.rt.store.read((q) =>
+        peekEnrolment(q, link.token.slice(0, -1) + (link.token.endsWith('A') ? 'B' : 'A'), now()),
+      ),
       undefined,
     );
     assert.equal(await h.rt.store.write((tx) => consumeEnrolment(tx, link.token, now())), true);
