@@ -8,6 +8,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openDemoRuntime } from '../../support/demo.ts';
+import { pendingPhrase } from '../../../src/runtime/steps/consent.ts';
+import { operatorAtTerminal } from '../../../src/identity/principal.ts';
+import type { DispatchOptions } from '../../../src/runtime/core.ts';
 
 test('READ: no gate for any role; without a key, reads see the sandbox company only', async (t) => {
   const d = await openDemoRuntime(t);
@@ -40,7 +43,7 @@ test('WRITE_REVERSIBLE: a confirmation click for an employee; read_only is below
   assert.equal(pending.error?.reason, 'dispatch_pending');
   assert.equal(pending.consent?.class, 'WRITE_REVERSIBLE');
   assert.equal(pending.consent?.gate, 'confirmation');
-  assert.equal(pending.consent?.typed_phrase, undefined);
+  assert.equal(pendingPhrase(pending), undefined);
   assert.equal(
     (await d.call('employee', 'crm_contact_update', args, { confirm: true })).error?.reason,
     'nonce_required',
@@ -64,12 +67,16 @@ test('WRITE_FINANCIAL: an admin types the exact phrase; a wrong phrase writes no
   const pending = await d.call('admin', 'charge_invoice', args);
   assert.equal(pending.consent?.class, 'WRITE_FINANCIAL');
   assert.equal(pending.consent?.gate, 'typed_phrase');
-  assert.equal(pending.consent?.typed_phrase, `CHARGE $50.00 to invoice #${d.fixtures.open_invoice.number}`);
+  assert.equal(pendingPhrase(pending), `CHARGE $50.00 to invoice #${d.fixtures.open_invoice.number}`);
   assert.equal(
     (pending.consent?.preview as { projected: { paid_cents: number } }).projected.paid_cents,
     5000,
   );
-  const wrong = await d.call('admin', 'charge_invoice', args, {
+  // The phrase is typed by a human (the default phrase_channel): the operator at the terminal.
+  const admin = operatorAtTerminal(await d.rt.tenants.authenticate(d.keys.admin));
+  const asAdmin = (options: DispatchOptions) =>
+    d.rt.dispatch({ surface: 'cli', principal: admin }, 'charge_invoice', args, options);
+  const wrong = await asAdmin({
     confirm: true,
     nonce: pending.consent!.nonce,
     typed_phrase: `charge $50.00 to invoice #${d.fixtures.open_invoice.number}`,
@@ -82,10 +89,10 @@ test('WRITE_FINANCIAL: an admin types the exact phrase; a wrong phrase writes no
       ]),
     );
   assert.equal((await paid())!.paid_cents, 0, 'nothing was charged');
-  const ok = await d.call('admin', 'charge_invoice', args, {
+  const ok = await asAdmin({
     confirm: true,
     nonce: pending.consent!.nonce,
-    typed_phrase: pending.consent!.typed_phrase!,
+    typed_phrase: pendingPhrase(pending)!,
   });
   assert.equal(ok.ok, true, JSON.stringify(ok.error));
   assert.equal((await paid())!.paid_cents, 5000);
@@ -105,7 +112,7 @@ test('WRITE_FINANCIAL with an owner floor: the plan upgrade; the tier floor open
     'only the owner changes the plan',
   );
   const pending = await d.call(second, 'subscription_upgrade_tier', { tier: 'professional' });
-  assert.equal(pending.consent?.typed_phrase, 'UPGRADE to PROFESSIONAL tier immediately');
+  assert.equal(pendingPhrase(pending), 'UPGRADE to PROFESSIONAL tier immediately');
   const receipt = await d.commit(second, 'subscription_upgrade_tier', { tier: 'professional' });
   assert.equal(receipt.ok, true, JSON.stringify(receipt.error));
   assert.equal(receipt.result!.previous_tier, 'starter');
@@ -115,7 +122,7 @@ test('WRITE_FINANCIAL with an owner floor: the plan upgrade; the tier floor open
     'the upgraded company runs professional verbs immediately',
   );
   const undo = await d.call(second, 'audit.revert', { audit_id: receipt.audit_id });
-  assert.equal(undo.consent?.typed_phrase, 'DOWNGRADE to STARTER tier immediately');
+  assert.equal(pendingPhrase(undo), 'DOWNGRADE to STARTER tier immediately');
   assert.equal((await d.commit(second, 'audit.revert', { audit_id: receipt.audit_id })).ok, true);
   assert.equal(
     (await d.call(second, 'analytics.revenue_summary', {})).error?.reason,
@@ -130,7 +137,7 @@ test('IRREVERSIBLE: only the owner, with the typed phrase; it cannot be reverted
   assert.equal((await d.call('admin', 'gdpr_delete_contact', args)).error?.reason, 'role_denied');
   const pending = await d.call('owner', 'gdpr_delete_contact', args);
   assert.equal(pending.consent?.class, 'IRREVERSIBLE');
-  assert.equal(pending.consent?.typed_phrase, 'DELETE CONTACT 43 PERMANENTLY');
+  assert.equal(pendingPhrase(pending), 'DELETE CONTACT 43 PERMANENTLY');
   assert.equal((pending.consent?.preview as { reversible: boolean }).reversible, false);
   const done = await d.commit('owner', 'gdpr_delete_contact', args);
   assert.equal(done.ok, true, JSON.stringify(done.error));
