@@ -20,16 +20,6 @@ import { errorEnvelopeOf } from '../../src/transports/mcp/envelope-map.ts';
 import { META } from '../../src/transports/mcp/meta-keys.ts';
 import { remoteFixture, type RemoteFixture } from '../remote-client/support.ts';
 
-/**
- * Both tests fail on the integration branch of 2026-12-07: the dashboard, approval-page and
- * WebMCP routes and MCP form elicitation still mark their calls `phraseChannel: 'human'`, so a
- * session opened with the API key approves (row 1) and a scripted client's form answer erases the
- * contact (row 2); the form also shows the phrase. The identity2 branch removes
- * `Caller.phraseChannel` and the API-key session; drop this `todo` when it is merged (the tests
- * must then pass).
- */
-const PENDING_IDENTITY2 = 'fails until identity2 (no Caller.phraseChannel, human-only sessions) is merged';
-
 /** The contact to erase (one of the owner's tenant) and the call's arguments. */
 let ARGS: { contact_id: number };
 /** Guessable from the arguments: an agent needs no form to know it. */
@@ -110,7 +100,7 @@ async function tryAsScriptedClient(client: Client): Promise<{ nonce?: string; ap
 
 test(
   'row 1: an agent holding the owner API key cannot get a typed-phrase verb executed without a human sign-in',
-  { timeout: 120_000, todo: PENDING_IDENTITY2 },
+  { timeout: 120_000 },
   async (t) => {
     const f = await remoteFixture(t);
     const companyId = await humanOnly(f);
@@ -225,7 +215,7 @@ test(
 
 test(
   'row 2: a scripted MCP client answering its own form elicitation executes no typed-phrase verb (/mcp and the stdio server)',
-  { timeout: 120_000, todo: PENDING_IDENTITY2 },
+  { timeout: 120_000 },
   async (t) => {
     const f = await remoteFixture(t);
     await humanOnly(f);
