@@ -447,7 +447,8 @@ describe('transactions', () => {
     const h = await counterRuntime(t);
     await h.rt.store.write((tx) =>
       tx.run(`UPDATE tenants SET settings = ? WHERE company_id = ?`, [
-        JSON.stringify({ caps: { WRITE_REVERSIBLE: 3 } }),
+        // The fixture's explicit phrase_channel any stays: its agent types the steps' phrases.
+        JSON.stringify({ caps: { WRITE_REVERSIBLE: 3 }, phrase_channel: 'any' }),
         h.companyId,
       ]),
     );
