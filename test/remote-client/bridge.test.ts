@@ -153,6 +153,18 @@ test(
     });
 
     await t.test('a typed phrase through elicitation: typed, and declined', async () => {
+      // Form elicitation is offered only where the owner lets agents type phrases (the client
+      // software answers it): this part compares the two servers under that explicit choice.
+      for (const rt of [local.rt, f.server.rt]) {
+        const { company_id } = await rt.tenants.authenticate(f.keys.admin);
+        await rt.store.write((tx) =>
+          tx.run(
+            `UPDATE tenants SET settings = json_set(COALESCE(settings, '{}'), '$.phrase_channel', 'any') WHERE company_id = ?`,
+            [company_id],
+          ),
+        );
+        rt.tenants.invalidate();
+      }
       const phrases: string[] = [];
       elicit.answer = (message) => {
         const phrase = /type exactly:\n\n {4}(.+)\n/.exec(message)![1]!;
@@ -173,7 +185,7 @@ test(
         invoice_number: fx.open_invoice.number,
         amount_cents: 450,
       });
-      assert.equal(errorEnvelopeOf(declined)!.error!.reason, 'approval_rejected');
+      assert.equal(errorEnvelopeOf(declined)!.error!.reason, 'approval_superseded');
     });
   },
 );

@@ -10,6 +10,42 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { normalize, remoteFixture, type CliOptions, type Mode, type RemoteFixture } from './support.ts';
 import type { Envelope } from '../../src/spec/types.ts';
+import Database from 'better-sqlite3';
+import { humanPrincipal } from '../../src/identity/principal.ts';
+
+/** Set the demo tenant's phrase_channel on both copies (the served runtime and the local file). */
+async function phraseChannel(f: RemoteFixture, value: 'any' | 'human'): Promise<void> {
+  const sql = `UPDATE tenants SET settings = json_set(COALESCE(settings, '{}'), '$.phrase_channel', ?) WHERE company_id = ?`;
+  const companyId = (await f.server.rt.tenants.authenticate(f.keys.owner)).company_id;
+  await f.server.rt.store.write((tx) => tx.run(sql, [value, companyId]));
+  f.server.rt.tenants.invalidate();
+  const db = new Database(f.localDb);
+  try {
+    db.prepare(sql).run(value, companyId);
+  } finally {
+    db.close();
+  }
+}
+
+/** A receipt printed for a human, without its consent block (who consented and where). */
+function withoutConsent(text: string): string {
+  return normalize(text.replace(/ {2}consent:\n(?: {4}.*\n)+/g, '')) as string;
+}
+
+/** The owner approves on the served runtime as a signed-in human (the approval page's principal). */
+async function approveAsHuman(
+  f: RemoteFixture,
+  approvalId: string,
+  phrase: string,
+): Promise<{ code: number; stdout: string }> {
+  const owner = await f.server.rt.tenants.authenticate(f.keys.owner);
+  const env = await f.server.rt.dispatch(
+    { surface: 'http', principal: humanPrincipal(owner, { user_name: 'The owner' }) },
+    'approvals.approve',
+    { approval_id: approvalId, typed_phrase: phrase },
+  );
+  return { code: env.ok ? 0 : 1, stdout: JSON.stringify(env) };
+}
 
 async function both(
   f: RemoteFixture,
@@ -216,6 +252,9 @@ test(
     );
 
     await t.test('a typed-phrase write: --phrase, a wrong phrase, and the terminal prompt', async () => {
+      // The owner's explicit choice that agents may type phrases (the default counts only a
+      // human's): this part is about the CLI's --phrase and prompt mechanics in both modes.
+      await phraseChannel(f, 'any');
       const charge = (cents: number) =>
         JSON.stringify({ invoice_number: fx.open_invoice.number, amount_cents: cents });
       const pending = await sameJson(
@@ -278,8 +317,13 @@ test(
       assert.equal(prompted.local.code, 0, prompted.local.stderr);
       assert.equal(prompted.remote.code, 0, prompted.remote.stderr);
       assert.match(prompted.remote.stderr, /To consent, type exactly: {2}CHARGE \$7\.00/);
-      assert.equal(normalize(prompted.remote.stdout), normalize(prompted.local.stdout));
+      // The one difference: on the local database the terminal is the operator's (a human); a
+      // remote server cannot see a terminal, so there the phrase is the agent's (spec/consent.md §channels).
+      assert.match(prompted.local.stdout, /channel {6}operator_terminal/);
+      assert.match(prompted.remote.stdout, /channel {6}agent/);
+      assert.equal(withoutConsent(prompted.remote.stdout), withoutConsent(prompted.local.stdout));
       assert.match(prompted.remote.stdout, /✓ charge_invoice · captured · audit_id \d+ · signed receipt/);
+      await phraseChannel(f, 'human');
     });
 
     await t.test('the approvals queue: an admin request approved out of band by the owner', async () => {
@@ -303,8 +347,9 @@ test(
       await sameJson(f, ['approvals', 'list', '--json'], owner);
       const listed = await both(f, ['approvals', 'list'], owner);
       assert.equal(normalize(listed.remote.stdout), normalize(listed.local.stdout));
+      // An agent's --phrase never approves, in either mode (spec/consent.md §channels).
       for (const mode of ['local', 'remote'] as const) {
-        const approved = await f.cli(
+        const scripted = await f.cli(
           mode,
           [
             'approvals',
@@ -316,6 +361,20 @@ test(
           ],
           owner,
         );
+        assert.equal(scripted.code, 3, `${mode}: ${scripted.stdout}`);
+        assert.equal((JSON.parse(scripted.stdout) as Envelope).error?.reason, 'human_required');
+      }
+      for (const mode of ['local', 'remote'] as const) {
+        // The owner decides as a human: at the terminal of the local database, or signed in on the
+        // server's approval page (a human principal on the served runtime).
+        const approved =
+          mode === 'local'
+            ? await f.cli(mode, ['approvals', 'approve', ids[mode]], {
+                ...owner,
+                tty: true,
+                prompt: async () => `CHARGE $3.00 to invoice #${fx.open_invoice.number}`,
+              })
+            : await approveAsHuman(f, ids[mode], `CHARGE $3.00 to invoice #${fx.open_invoice.number}`);
         assert.equal(approved.code, 0, approved.stdout);
         const done = await f.cli(
           mode,

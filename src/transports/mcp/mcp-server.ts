@@ -14,8 +14,8 @@
  *      arguments, { idempotency_key, confirm, nonce } from `_meta`)` — see meta-keys.ts.
  *   3. a typed-phrase dispatch_pending: when the client declared form elicitation, ask the human
  *      (consent-elicitation.ts) and dispatch again with confirm + nonce + what THEY typed;
- *      decline/cancel → approvals.reject for that approval (the human's refusal), then the call
- *      with the nonce answers approval_rejected — both audited; no elicitation or no answer →
+ *      decline/cancel → approvals.withdraw of that request (a form is no human's rejection), then the call
+ *      with the nonce answers approval_superseded — both audited; no elicitation or no answer →
  *      the pending envelope, whose hint points to the out-of-band approval.
  *   4. envelopeToToolResult (envelope-map.ts).
  * Progress: when the request carries a progressToken, `ctx.progress()` of the verb becomes
@@ -433,10 +433,11 @@ async function consentByHuman(
 }
 
 /**
- * The human declined (or dismissed) the form: record their refusal of the pending approval
- * (approvals.reject, on their behalf, with a note), then let the call with the nonce answer
- * approval_rejected — both audited. Without approvals.reject, fall back to a phrase that cannot
- * match (phrase_mismatch, audited as a denial).
+ * The form was declined (or dismissed). The client software answers a form, so this is not a
+ * human's rejection (only a signed-in human rejects: spec/consent.md §channels): the caller
+ * withdraws its own request (approvals.withdraw, audited), and the call with the nonce answers
+ * approval_superseded — nothing runs and the approval can no longer be used. Without
+ * approvals.withdraw, fall back to a phrase that cannot match (phrase_mismatch, audited as a denial).
  */
 async function refuse(
   call: Call,
@@ -446,17 +447,16 @@ async function refuse(
   const { rt, entry, args, options } = call;
   const caller: Caller = call.caller;
   const confirmed = { ...options, confirm: true, nonce: consent.nonce };
-  if (consent.approval_id !== undefined && rt.registry.get('approvals.reject') !== undefined) {
-    const note = `The human ${action} the confirmation form in the MCP client.`;
-    const rejected = await rt.dispatch(
+  if (consent.approval_id !== undefined && rt.registry.get('approvals.withdraw') !== undefined) {
+    const withdrawn = await rt.dispatch(
       { ...caller, surface: 'internal', onProgress: undefined },
-      'approvals.reject',
-      { approval_id: String(consent.approval_id), note },
+      'approvals.withdraw',
+      { approval_id: String(consent.approval_id) },
     );
-    if (rejected.ok) return rt.dispatch(caller, entry.verb.name, args, confirmed);
+    if (withdrawn.ok) return rt.dispatch(caller, entry.verb.name, args, confirmed);
     rt.logger.warn(
-      { verb: entry.verb.name, reason: rejected.error?.reason },
-      'mcp: could not record the refusal through approvals.reject',
+      { verb: entry.verb.name, reason: withdrawn.error?.reason, action },
+      'mcp: could not withdraw the request after the form was not accepted',
     );
   }
   return rt.dispatch(caller, entry.verb.name, args, { ...confirmed, typed_phrase: '' });

@@ -418,7 +418,7 @@ test('typed phrase: a wrong phrase from the human is phrase_mismatch, audited, n
 });
 
 for (const action of ['decline', 'cancel'] as const) {
-  test(`typed phrase: the human's ${action} is approval_rejected, recorded as a rejection of the approval and audited`, async (t) => {
+  test(`typed phrase: a ${action === 'decline' ? 'declined' : 'cancelled'} form withdraws the request (approval_superseded), audited; a form is no human's rejection`, async (t) => {
     const h = await createMcpRuntime(t);
     const client = await connectInMemory(t, h, { apiKey: h.keys.owner, elicit: () => ({ action }) });
     await client.listTools();
@@ -426,7 +426,7 @@ for (const action of ['decline', 'cancel'] as const) {
     const env = envelopeOf(
       (await client.callTool({ name: 'test__charge', arguments: args })) as CallToolResult,
     );
-    assert.equal(env.error!.reason, 'approval_rejected');
+    assert.equal(env.error!.reason, 'approval_superseded');
     assert.equal(h.runs.charge, 0);
     const approvals = await h.rt.store.read((q) =>
       q.all<Record<string, unknown>>(
@@ -434,24 +434,17 @@ for (const action of ['decline', 'cancel'] as const) {
       ),
     );
     assert.equal(approvals.length, 1);
-    assert.equal(approvals[0]!.status, 'rejected');
-    assert.match(
-      String(approvals[0]!.decision_note),
-      new RegExp(`${action === 'decline' ? 'declined' : 'cancelled'}`),
-    );
+    assert.equal(approvals[0]!.status, 'superseded');
     const rows = await auditRows(h, 'test.charge');
     assert.deepEqual(
       rows.map((x) => [x.status, x.reason]),
       [
         ['pending', 'dispatch_pending'],
-        ['denied', 'approval_rejected'],
+        ['denied', 'approval_superseded'],
       ],
     );
-    assert.equal(
-      (await auditRows(h, 'approvals.reject')).length,
-      1,
-      'the refusal itself is an audited action',
-    );
+    assert.equal((await auditRows(h, 'approvals.reject')).length, 0, 'the client software rejects nothing');
+    assert.equal((await auditRows(h, 'approvals.withdraw')).length, 1, 'the withdrawal is an audited action');
   });
 }
 

@@ -82,7 +82,7 @@ test('human: without elicitation the model never sees the phrase; relaying it ov
     approval_id: approvalId,
     typed_phrase: PHRASE,
   });
-  assert.equal(approve.error?.reason, 'phrase_channel_human');
+  assert.equal(approve.error?.reason, 'human_required');
   assert.equal(h.runs.charge, 0);
 
   // A human approves in the dashboard (marked human by its route); the model's re-call with the nonce runs.

@@ -92,7 +92,7 @@ test('human: dashboard approval counts; a key alone, a missing Origin or CSRF to
   // A session opened with the owner's API key is the agent's: it does not approve.
   const keySession = await injectLogin(f.app, f.keys.owner);
   const byKeySession = await post(f, url, keySession.headers, approve);
-  assert.equal(byKeySession.env.error!.reason, 'phrase_channel_human', JSON.stringify(byKeySession.env));
+  assert.equal(byKeySession.env.error!.reason, 'human_required', JSON.stringify(byKeySession.env));
   const owner = await injectHumanLogin(f, 'owner');
   const noOrigin = await post(f, url, { cookie: owner.cookie, 'x-csrf-token': owner.csrf }, approve);
   assert.equal(noOrigin.env.error!.reason, 'origin_denied');
@@ -104,7 +104,7 @@ test('human: dashboard approval counts; a key alone, a missing Origin or CSRF to
     { authorization: `Bearer ${f.keys.owner}` },
     { args: { approval_id: approvalId, typed_phrase: PHRASE } },
   );
-  assert.equal(apiApprove.env.error!.reason, 'phrase_channel_human');
+  assert.equal(apiApprove.env.error!.reason, 'human_required');
 
   const approved = await post(f, url, owner.headers, approve);
   assert.equal(approved.status, 200, JSON.stringify(approved.env));
