@@ -41,7 +41,7 @@ it('UCP human: the pending answer hides the phrase; only a human approval lets t
       typed_phrase: PHRASE,
     },
   );
-  assert.equal(byKey.error?.reason, 'phrase_channel_human');
+  assert.equal(byKey.error?.reason, 'human_required');
   const byHuman = await u.h.rt.dispatch(
     { surface: 'http', principal: u.h.human('owner') },
     'approvals.approve',
