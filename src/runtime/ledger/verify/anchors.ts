@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { VerbError } from '../../errors.ts';
 import type { PublicJwk } from '../keys/tenant-keys.ts';
 import type { AuditVerifyReport, CheckpointRecord, TrustFile } from './verify.ts';
+import { tenantOf } from './receipt-check.ts';
 
 /** The anchors of a directory (or one file): trust for the verifier and the newest head per tenant. */
 export interface AnchorSet {
@@ -111,25 +112,9 @@ export function mergeTrust(a: TrustFile | undefined, b: TrustFile): TrustFile {
 export function checkAnchoredHeads(report: AuditVerifyReport, anchors: AnchorSet, tenant?: number): void {
   for (const [companyId, cp] of anchors.newest) {
     if (tenant !== undefined && companyId !== tenant) continue;
-    let t = report.tenants.find((x) => x.company_id === companyId);
-    const last = t?.last_seq ?? 0;
+    const last = report.tenants.find((x) => x.company_id === companyId)?.last_seq ?? 0;
     if (last >= cp.seq) continue;
-    if (t === undefined) {
-      t = {
-        company_id: companyId,
-        ok: true,
-        rows_checked: 0,
-        last_seq: 0,
-        last_hash: '0'.repeat(64),
-        checkpoints_checked: 0,
-        last_signed_seq: null,
-        unsigned_rows: 0,
-        finding_count: 0,
-        findings: [],
-      };
-      report.tenants.push(t);
-      report.tenants.sort((a, b) => a.company_id - b.company_id);
-    }
+    const t = tenantOf(report, companyId);
     t.ok = false;
     report.ok = false;
     t.finding_count++;

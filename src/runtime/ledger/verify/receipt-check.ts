@@ -108,7 +108,8 @@ function parseJsonSafe(value: unknown): Receipt | undefined {
   }
 }
 
-function tenantOf(report: AuditVerifyReport, companyId: number): TenantVerifyReport {
+/** The report of `companyId` in `report`, added (empty, ok) in company order when it has none yet. */
+export function tenantOf(report: AuditVerifyReport, companyId: number): TenantVerifyReport {
   let t = report.tenants.find((x) => x.company_id === companyId);
   if (t === undefined) {
     t = {
