@@ -32,7 +32,7 @@ import {
   type DelegatedConsent,
   type SystemVerbContext,
 } from '../runtime/verb.ts';
-import { phrasesMatch } from '../runtime/consent/typed-phrase.ts';
+import { phrasesMatch, withoutPhrase } from '../runtime/consent/typed-phrase.ts';
 import { humanMustDecide } from '../runtime/consent/refusals.ts';
 import { mayConsent } from '../identity/consent-predicate.ts';
 import {
@@ -291,7 +291,11 @@ export const approvalsList = defineSystemVerb<ApprovalsListArgs>({
           decided_channel: row.decided_channel ?? null,
           decision_note: row.decision_note ?? null,
           ...(row.retry_expires_at !== null ? { retry_expires_at: row.retry_expires_at } : {}),
-          ...(st === 'pending' ? await previewOf(ctx, row) : {}),
+          ...(st === 'pending'
+            ? hidePhrases
+              ? (withoutPhrase(await previewOf(ctx, row), row.typed_phrase ?? '') as Record<string, unknown>)
+              : await previewOf(ctx, row)
+            : {}),
         };
       }),
     );

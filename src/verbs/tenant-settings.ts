@@ -137,6 +137,9 @@ async function restore(
   const rb = original.rollback as { cls?: CappedClass; previous?: unknown };
   if (member === 'caps') {
     const caps = { ...(settings.caps ?? {}) } as Partial<Record<VerbClass, number>>;
+    const restored = typeof rb.previous === 'number' ? rb.previous : DEFAULT_DAILY_CAPS[rb.cls!];
+    if (restored > (caps[rb.cls!] ?? DEFAULT_DAILY_CAPS[rb.cls!]))
+      requireHumanToChange(ctx, settings, `the daily ${rb.cls} cap (raising it)`);
     if (typeof rb.previous === 'number') caps[rb.cls!] = rb.previous;
     else delete caps[rb.cls!];
     settings.caps = caps;
@@ -145,7 +148,11 @@ async function restore(
       revert_action: `daily cap of ${rb.cls} restored to ${typeof rb.previous === 'number' ? rb.previous : `the default (${DEFAULT_DAILY_CAPS[rb.cls!]})`}`,
     };
   }
-  settings.blocklist = Array.isArray(rb.previous) ? (rb.previous as string[]) : [];
+  const restoredList = Array.isArray(rb.previous) ? (rb.previous as string[]) : [];
+  const kept = new Set(restoredList.map(blocklistKey));
+  if ((settings.blocklist ?? []).some((n) => !kept.has(blocklistKey(n))))
+    requireHumanToChange(ctx, settings, 'the blocklist (unblocking a verb)');
+  settings.blocklist = restoredList;
   await writeSettings(ctx, settings);
   return { revert_action: `tenant blocklist restored to [${settings.blocklist.join(', ')}]` };
 }
@@ -202,6 +209,9 @@ export const tenantCapsSet = defineSystemVerb<CapsSetArgs>({
     const settings = await readSettings(ctx.db, ctx.principal.company_id);
     const caps = { ...(settings.caps ?? {}) } as Partial<Record<VerbClass, number>>;
     const previous = caps[args.consent_class];
+    const before = previous ?? DEFAULT_DAILY_CAPS[args.consent_class];
+    if ((args.limit ?? DEFAULT_DAILY_CAPS[args.consent_class]) > before)
+      requireHumanToChange(ctx, settings, `the daily ${args.consent_class} cap (raising it)`);
     if (args.limit === null) delete caps[args.consent_class];
     else caps[args.consent_class] = args.limit;
     settings.caps = caps;
@@ -307,6 +317,7 @@ export const tenantBlocklistRemove = defineSystemVerb<{ name: string }>({
         hint: 'See the blocklist with tenant.settings (`solid tenant show`).',
       });
     }
+    requireHumanToChange(ctx, settings, 'the blocklist (unblocking a verb)');
     settings.blocklist = next;
     await writeSettings(ctx, settings);
     ctx.setEntity('tenant', ctx.principal.company_id);
@@ -315,6 +326,23 @@ export const tenantBlocklistRemove = defineSystemVerb<{ name: string }>({
   },
   revert: { handler: (ctx, original) => restore(ctx, original, 'blocklist') },
 });
+
+/**
+ * Loosening a consent setting — raising a daily cap, unblocking a verb, or the revert that does
+ * either — is a human's decision (spec/consent.md §channels: change_consent_settings). Tightening
+ * (a lower cap, a new block) only removes ways to act, so an agent's key may do it.
+ * @throws VerbError human_required
+ */
+function requireHumanToChange(ctx: SystemVerbContext, settings: TenantSettings, what: string): void {
+  if (mayConsent(ctx.principal, 'change_consent_settings', settings)) return;
+  throw new VerbError(
+    'human_required',
+    `Only a signed-in human may loosen ${what}; an agent's credential cannot. Nothing changed.`,
+    {
+      hint: 'A person signs in to the dashboard (passkey or TOTP) and changes it there, or types `solid tenant …` at a terminal on the server.',
+    },
+  );
+}
 
 /**
  * Loosening `phrase_channel` from `human` to `any` must itself come from a human channel: else a

@@ -108,8 +108,8 @@ test('tenant.blocklist_add blocks a registered verb for this tenant only, whatev
     args: { all: true },
   });
 
-  const c3 = pendingOf(await h.call('owner', 'tenant.blocklist_remove', { name: 'CHARGE_INVOICE' }));
-  const removed = await h.call(
+  const c3 = pendingOf(await h.callAsHuman('owner', 'tenant.blocklist_remove', { name: 'CHARGE_INVOICE' }));
+  const removed = await h.callAsHuman(
     'owner',
     'tenant.blocklist_remove',
     { name: 'CHARGE_INVOICE' },
@@ -122,8 +122,8 @@ test('tenant.blocklist_add blocks a registered verb for this tenant only, whatev
 
 test('the built-in names cannot be unblocked, and the settings verbs cannot be blocked', async (t) => {
   const h = await consentHarness(t);
-  const c = pendingOf(await h.call('owner', 'tenant.blocklist_remove', { name: 'customer_delete' }));
-  const env = await h.call(
+  const c = pendingOf(await h.callAsHuman('owner', 'tenant.blocklist_remove', { name: 'customer_delete' }));
+  const env = await h.callAsHuman(
     'owner',
     'tenant.blocklist_remove',
     { name: 'customer_delete' },
@@ -140,10 +140,10 @@ test('the built-in names cannot be unblocked, and the settings verbs cannot be b
     { confirm: true, nonce: c2.nonce },
   );
   assert.equal(lock.error?.reason, 'invalid_input');
-  const c3 = pendingOf(await h.call('owner', 'tenant.blocklist_remove', { name: 'never_added' }));
+  const c3 = pendingOf(await h.callAsHuman('owner', 'tenant.blocklist_remove', { name: 'never_added' }));
   assert.equal(
     (
-      await h.call(
+      await h.callAsHuman(
         'owner',
         'tenant.blocklist_remove',
         { name: 'never_added' },

@@ -244,13 +244,13 @@ test('N parallel writes at cap-1: exactly one more succeeds, the rest are daily_
 test('tenant.caps_set: owner only, needs a confirmation, audited, applies at once, null restores the default, revertible data kept', async (t) => {
   const h = await consentHarness(t);
   const args = { consent_class: 'WRITE_FINANCIAL', limit: 1 };
-  await expectDenied(h, await h.call('admin', 'tenant.caps_set', args), 'role_denied', {
+  await expectDenied(h, await h.callAsHuman('admin', 'tenant.caps_set', args), 'role_denied', {
     role: 'admin',
     args,
   });
-  const c = pendingOf(await h.call('owner', 'tenant.caps_set', args));
+  const c = pendingOf(await h.callAsHuman('owner', 'tenant.caps_set', args));
   assert.equal(c.summary, 'Set the daily WRITE_FINANCIAL cap to 1.');
-  const set = await h.call('owner', 'tenant.caps_set', args, { confirm: true, nonce: c.nonce });
+  const set = await h.callAsHuman('owner', 'tenant.caps_set', args, { confirm: true, nonce: c.nonce });
   assert.equal(set.ok, true, JSON.stringify(set));
   assert.equal(set.result!.limit, 1);
   assert.equal(set.result!.previous_limit, 25);
@@ -271,22 +271,22 @@ test('tenant.caps_set: owner only, needs a confirmation, audited, applies at onc
     resets_at: '2026-03-11T00:00:00.000Z',
   });
   const reset = { consent_class: 'WRITE_FINANCIAL', limit: null };
-  const c2 = pendingOf(await h.call('owner', 'tenant.caps_set', reset));
+  const c2 = pendingOf(await h.callAsHuman('owner', 'tenant.caps_set', reset));
   assert.equal(
-    (await h.call('owner', 'tenant.caps_set', reset, { confirm: true, nonce: c2.nonce })).ok,
+    (await h.callAsHuman('owner', 'tenant.caps_set', reset, { confirm: true, nonce: c2.nonce })).ok,
     true,
   );
   assert.equal((await write(h, 'WRITE_FINANCIAL', 3)).ok, true);
   // invalid limits are refused by the input schema
   for (const bad of [-1, 1.5, 2_000_000, '5']) {
     assert.equal(
-      (await h.call('owner', 'tenant.caps_set', { consent_class: 'WRITE_FINANCIAL', limit: bad })).error
-        ?.reason,
+      (await h.callAsHuman('owner', 'tenant.caps_set', { consent_class: 'WRITE_FINANCIAL', limit: bad }))
+        .error?.reason,
       'invalid_input',
     );
   }
   assert.equal(
-    (await h.call('owner', 'tenant.caps_set', { consent_class: 'READ', limit: 5 })).error?.reason,
+    (await h.callAsHuman('owner', 'tenant.caps_set', { consent_class: 'READ', limit: 5 })).error?.reason,
     'invalid_input',
   );
 });

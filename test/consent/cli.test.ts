@@ -457,8 +457,20 @@ test('cli: solid tenant caps set / blocklist add / remove — owner only, confir
     apiKey: h.keys.admin,
   });
   assert.equal(byAdminBlock.code, 3);
+  // Unblocking loosens a consent setting: a script (no terminal) is refused, the owner at the
+  // terminal of the database may (spec/consent.md §channels).
+  const scripted = await h.cli(['tenant', 'blocklist', 'remove', 'charge_invoice', '--json'], {
+    apiKey: h.keys.owner,
+  });
+  assert.equal((JSON.parse(scripted.stdout) as Envelope).error!.reason, 'human_required');
   assert.equal(
-    (await h.cli(['tenant', 'blocklist', 'remove', 'charge_invoice'], { apiKey: h.keys.owner })).code,
+    (
+      await h.cli(['tenant', 'blocklist', 'remove', 'charge_invoice'], {
+        apiKey: h.keys.owner,
+        tty: true,
+        prompt: async () => '',
+      })
+    ).code,
     0,
   );
   assert.equal(

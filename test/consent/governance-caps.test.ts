@@ -8,11 +8,12 @@ import { consentHarness, pendingOf } from './support.ts';
 
 test('after the WRITE_REVERSIBLE cap is used up, the owner still raises it and blocks a verb; writes then run again', async (t) => {
   const h = await consentHarness(t);
-  const confirmed = async (role: string, verb: string, args: Record<string, unknown>) => {
-    const p = await h.call(role, verb, args);
+  const confirmed = async (role: string, verb: string, args: Record<string, unknown>, human = false) => {
+    const call = human ? h.callAsHuman : h.call;
+    const p = await call(role, verb, args);
     // A used-up cap refuses the preflight itself: that refusal is the write's answer.
     if (p.error?.reason !== 'dispatch_pending') return p;
-    return h.call(role, verb, args, { confirm: true, nonce: pendingOf(p).nonce });
+    return call(role, verb, args, { confirm: true, nonce: pendingOf(p).nonce });
   };
   await h.setSettings({ caps: { WRITE_REVERSIBLE: 1 } });
   assert.equal((await confirmed('employee', 'ct.note_update', { contact_id: 1, note: 'one' })).ok, true);
@@ -20,7 +21,18 @@ test('after the WRITE_REVERSIBLE cap is used up, the owner still raises it and b
   assert.equal(over.error?.reason, 'daily_cap_exceeded');
   const blocked = await confirmed('owner', 'tenant.blocklist_add', { name: 'made_up_verb' });
   assert.equal(blocked.ok, true, JSON.stringify(blocked));
-  const raised = await confirmed('owner', 'tenant.caps_set', { consent_class: 'WRITE_REVERSIBLE', limit: 5 });
+  // Raising a cap loosens a consent setting: the owner, signed in (an agent's key is refused).
+  const byAgent = await confirmed('owner', 'tenant.caps_set', {
+    consent_class: 'WRITE_REVERSIBLE',
+    limit: 5,
+  });
+  assert.equal(byAgent.error?.reason, 'human_required');
+  const raised = await confirmed(
+    'owner',
+    'tenant.caps_set',
+    { consent_class: 'WRITE_REVERSIBLE', limit: 5 },
+    true,
+  );
   assert.equal(raised.ok, true, JSON.stringify(raised));
   assert.equal(
     (await confirmed('employee', 'ct.note_update', { contact_id: 1, note: 'three' })).ok,

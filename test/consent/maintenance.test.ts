@@ -133,14 +133,14 @@ test('the runtime runs the maintenance pass on its own timer (maintenanceInterva
 test('audit.revert of tenant.caps_set restores the previous cap (a settings change is reversible)', async (t) => {
   const h = await consentHarness(t);
   const args = { consent_class: 'IRREVERSIBLE', limit: 0 };
-  const c = pendingOf(await h.call('owner', 'tenant.caps_set', args));
-  const set = await h.call('owner', 'tenant.caps_set', args, { confirm: true, nonce: c.nonce });
+  const c = pendingOf(await h.callAsHuman('owner', 'tenant.caps_set', args));
+  const set = await h.callAsHuman('owner', 'tenant.caps_set', args, { confirm: true, nonce: c.nonce });
   assert.equal(set.ok, true, JSON.stringify(set));
   const del = { contact_id: 1 };
   // A cap of 0 refuses the preflight itself.
   await expectDenied(h, await h.call('owner', 'gdpr_delete_contact', del), 'daily_cap_exceeded');
-  const rv = pendingOf(await h.call('owner', 'audit.revert', { audit_id: set.audit_id }));
-  const reverted = await h.call(
+  const rv = pendingOf(await h.callAsHuman('owner', 'audit.revert', { audit_id: set.audit_id }));
+  const reverted = await h.callAsHuman(
     'owner',
     'audit.revert',
     { audit_id: set.audit_id },

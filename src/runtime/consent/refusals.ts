@@ -8,7 +8,7 @@ import { VerbError } from '../errors.ts';
 
 /** Where a human approves an approval, in words for hints (spec/consent.md §phrase-channel). */
 export function humanApprovalPlaces(approvalId: string | undefined): string {
-  const id = approvalId ?? 'the pending approval';
+  const id = approvalId ?? '<approval_id>';
   return `on the approval page (the pending answer's approval_url), in the dashboard ("Waiting for you"), or with \`solid approvals approve ${id}\` typed at a terminal on the server`;
 }
 

@@ -33,3 +33,24 @@ export function phrasesMatch(expected: string, typed: unknown): boolean {
   const b = createHash('sha256').update(typed, 'utf8').digest();
   return timingSafeEqual(a, b);
 }
+
+/** What a value that quoted a withheld phrase says instead. */
+export const PHRASE_WITHHELD = '(shown to the approving human only)';
+
+/**
+ * `value` (a preview, any JSON) without the typed phrase: members named `typed_phrase` and
+ * strings that contain `phrase` read PHRASE_WITHHELD. For answers to an agent channel when the
+ * tenant counts phrases only from humans (spec/consent.md §phrase-channel): the phrase is not
+ * shown anywhere an agent reads, previews included. Returns a copy; `value` is not changed.
+ */
+export function withoutPhrase(value: unknown, phrase: string): unknown {
+  if (typeof value === 'string') return phrase !== '' && value.includes(phrase) ? PHRASE_WITHHELD : value;
+  if (Array.isArray(value)) return value.map((v) => withoutPhrase(v, phrase));
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [
+      k,
+      k === 'typed_phrase' ? PHRASE_WITHHELD : withoutPhrase(v, phrase),
+    ]),
+  );
+}

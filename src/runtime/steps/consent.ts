@@ -16,7 +16,7 @@ import { appendAudit, redact } from '../ledger/write/audit.ts';
 import { argsHash } from '../ledger/write/idempotency.ts';
 import type { Consent } from '../ledger/write/execute.ts';
 import { issueNonce, verifyNonce } from '../consent/nonce.ts';
-import { phraseHash, phrasesMatch } from '../consent/typed-phrase.ts';
+import { phraseHash, phrasesMatch, withoutPhrase } from '../consent/typed-phrase.ts';
 import {
   effectiveStatus,
   findApprovalByJti,
@@ -456,6 +456,12 @@ function pendingEnvelope(
   if (withheld) {
     const { typed_phrase: _hidden, ...rest } = given;
     shown = rest;
+    // Nor in the preview a verb computed (a pack's preview may quote its phrase).
+    if (rest.preview !== undefined)
+      shown = {
+        ...rest,
+        preview: withoutPhrase(rest.preview, given.typed_phrase ?? '') as typeof rest.preview,
+      };
     PENDING_PHRASES.set(shown, given.typed_phrase!);
   }
   const how = withheld

@@ -169,3 +169,17 @@ test('BLOCKED: subscription_cancel_immediate is listed but never runs, whatever 
   );
   assert.equal(sub?.status, 'active');
 });
+
+test('phrase_channel human: no agent-readable answer quotes the phrase, previews and the approvals queue included', async (t) => {
+  const d = await openDemoRuntime(t);
+  const args = { invoice_number: d.fixtures.open_invoice.number, amount_cents: 5000 };
+  const phrase = `CHARGE $50.00 to invoice #${d.fixtures.open_invoice.number}`;
+  const pending = await d.call('admin', 'charge_invoice', args);
+  assert.equal(pending.error?.reason, 'dispatch_pending');
+  assert.equal(pendingPhrase(pending), phrase, 'the in-process human still reads it');
+  assert.ok(pending.consent?.preview !== undefined, 'the preview is still shown');
+  assert.ok(!JSON.stringify(pending).includes(phrase), JSON.stringify(pending.consent?.preview));
+  const listed = await d.call('owner', 'approvals.list', { approval_id: pending.consent!.approval_id });
+  assert.equal(listed.ok, true, JSON.stringify(listed.error));
+  assert.ok(!JSON.stringify(listed).includes(phrase), 'the queue read with a key hides it too');
+});
