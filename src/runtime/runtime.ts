@@ -7,13 +7,12 @@
 import pino, { type Logger } from 'pino';
 import type { Envelope, Principal, Tier } from '../spec/types.ts';
 import type { Queryable, Store } from '../store/store.ts';
-import { StoreError } from '../store/store.ts';
 import { ReadView } from '../store/read-view.ts';
 import { runtimeMigrations } from '../store/migrations/runtime.ts';
 import { Registry } from './registry.ts';
-import type { CompiledVerb, VerbDefinition } from './verb.ts';
+import type { VerbDefinition } from './verb.ts';
 import { previewFor } from './verb-context.ts';
-import { Secrets, checkMasterKey, runtimeSecrets, type RuntimeSecrets } from './secrets.ts';
+import { Secrets, chooseRuntimeSecrets } from './secrets.ts';
 import { TenantKeys } from './ledger/keys/tenant-keys.ts';
 import { Tenants } from './tenants.ts';
 import type { ConsentSettings } from '../identity/consent-predicate.ts';
@@ -31,15 +30,17 @@ import type {
   DispatchOutcome,
   OutboxHandler,
   PackRuntime,
+  RuntimeCore,
   RuntimeSettings,
 } from './core.ts';
 import { Blocklist, DEFAULT_BLOCKLIST, listBlocks } from './consent/blocklist.ts';
 import { runMaintenance, type MaintenanceReport } from './maintenance.ts';
 import { Observers } from './observe/observers.ts';
 import { DispatchHooks } from './observe/hooks.ts';
-import { HOW_TO_PASS_A_KEY, VerbError, WHERE_KEYS_COME_FROM } from './errors.ts';
+import type { VerbError } from './errors.ts';
 import { AuthFailureLog } from '../identity/auth-failure-log.ts';
-import { agentPrincipal } from '../identity/principal.ts';
+import { ApiKeyAuth, type KeyedCaller } from './api-key-auth.ts';
+import { Lifecycle } from './lifecycle.ts';
 import { createDelivery, type OutboxWorker } from './delivery/delivery.ts';
 import { deliveryMigrations } from './delivery/migrations.ts';
 
@@ -61,12 +62,12 @@ export class Runtime implements PackRuntime {
   /** onDispatch / onAuditRow subscribers (observe/hooks.ts). */
   readonly hooks: DispatchHooks;
   readonly #blocklist: Blocklist;
-  readonly #sandboxCompanyId: number | undefined;
-  #sandbox: Principal | undefined;
-  #maintenanceTimer: NodeJS.Timeout | undefined;
+  /** API-key authentication and the sandbox principal (api-key-auth.ts). */
+  readonly #auth: ApiKeyAuth;
+  /** Maintenance timer, closing signal and close() (lifecycle.ts). */
+  readonly #life = new Lifecycle(this);
   /** The outbox delivery loop (delivery/): retries with backoff, start-up pass, dead letters, webhooks. */
   readonly delivery: OutboxWorker<Runtime>;
-  #closed = false;
   /** Windows of repeated unauthenticated failures (spec/audit.md §auth-failure-windows). */
   readonly authFailures: AuthFailureLog;
   /** The rows of refusals transports decide (ledger/write/refusal-rows.ts). */
@@ -88,47 +89,25 @@ export class Runtime implements PackRuntime {
     this.tenants = new Tenants(this.store, this.logger);
     this.readView = new ReadView(this.store);
     this.#blocklist = new Blocklist([...DEFAULT_BLOCKLIST, ...(options.blocklist ?? [])]);
-    this.#sandboxCompanyId = options.sandboxCompanyId;
     this.options = resolveSettings(options);
     this.provisioning = new Provisioning(this.store, this.keys, this.tenants, this.clock);
     this.refusals = new RefusalRows(this);
-    this.authFailures = new AuthFailureLog({
-      windowMs: options.authFailureWindowMs ?? 60_000,
-      clock: this.clock,
-      logger: this.logger,
-      writeAggregate: (w) => this.refusals.writeAggregate(w),
-    });
+    this.#auth = new ApiKeyAuth(this.tenants, this.refusals, options.sandboxCompanyId);
+    const { store, keys, clock, logger, secrets } = this;
+    const windowMs = options.authFailureWindowMs ?? 60_000;
+    const writeAggregate = this.refusals.writeAggregate.bind(this.refusals);
+    this.authFailures = new AuthFailureLog({ windowMs, clock, logger, writeAggregate });
     this.auditBuffer = new ReadAuditBuffer(this, this.options.readAuditFlushMs, this.options.readAuditBatch);
     this.observers = new Observers(this, options.observe);
     this.observers.attach();
-    this.checkpoints = new Checkpointer({
-      store: this.store,
-      keys: this.keys,
-      clock: this.clock,
-      logger: this.logger,
-      every: this.options.checkpointEvery,
-      intervalMs: this.options.checkpointIntervalMs,
-    });
+    const { checkpointEvery: every, checkpointIntervalMs: intervalMs } = this.options;
+    this.checkpoints = new Checkpointer({ store, keys, clock, logger, every, intervalMs });
+    const handlers = this.outboxHandlers;
     this.delivery = createDelivery<Runtime>(
-      {
-        store: this.store,
-        secrets: this.secrets,
-        clock: this.clock,
-        logger: this.logger,
-        handlers: this.outboxHandlers,
-        runtime: this,
-      },
+      { store, secrets, clock, logger, handlers, runtime: this },
       options.outbox,
     );
-    const maintenanceMs = options.maintenanceIntervalMs ?? 600_000;
-    if (maintenanceMs > 0) {
-      this.#maintenanceTimer = setInterval(
-        () =>
-          void this.maintenance().catch((err: unknown) => this.logger.error({ err }, 'maintenance failed')),
-        maintenanceMs,
-      );
-      this.#maintenanceTimer.unref();
-    }
+    this.#life.startMaintenance(() => this.maintenance(), options.maintenanceIntervalMs ?? 600_000);
   }
 
   /** One housekeeping pass now (expired nonces, approvals, idempotency rows, old cap counters). See maintenance.ts. */
@@ -142,12 +121,12 @@ export class Runtime implements PackRuntime {
    * runtime authenticate (auth_invalid is then audited).
    */
   async dispatch(
-    caller: Caller & { apiKey?: string | null },
+    caller: KeyedCaller,
     verb: string,
     args?: unknown,
     options?: DispatchOptions,
   ): Promise<Envelope> {
-    const authed = await this.#authenticate(caller, verb);
+    const authed = await this.#auth.authenticate(caller, verb);
     return 'ok' in authed ? authed : runPipeline(this, authed, verb, args, options);
   }
 
@@ -156,45 +135,19 @@ export class Runtime implements PackRuntime {
    * the key is authenticated as `dispatch` would (a bad key is the audited auth_invalid), then `err`
    * is recorded as a refusal of `verb` in the caller's tenant (recordRefusal).
    */
-  async refuse(caller: Caller & { apiKey?: string | null }, verb: string, err: VerbError): Promise<Envelope> {
-    const authed = await this.#authenticate(caller, verb);
+  async refuse(caller: KeyedCaller, verb: string, err: VerbError): Promise<Envelope> {
+    const authed = await this.#auth.authenticate(caller, verb);
     return 'ok' in authed ? authed : this.recordRefusal(authed, verb, err);
   }
 
-  /** The caller with its principal from `apiKey`, or the audited auth_invalid envelope. */
-  async #authenticate(caller: Caller & { apiKey?: string | null }, verb: string): Promise<Caller | Envelope> {
-    if (caller.principal != null || caller.apiKey == null || caller.apiKey === '') return caller;
-    try {
-      return { ...caller, principal: await this.tenants.authenticate(caller.apiKey) };
-    } catch (err) {
-      return this.authFailure(caller, verb, err);
-    }
+  /** Record and answer a failed authentication, audited (api-key-auth.ts). spec/audit.md §auth-failures */
+  authFailure(caller: Caller, verb: string, err: unknown): Promise<Envelope> {
+    return this.#auth.authFailure(caller, verb, err);
   }
 
-  /**
-   * Record and answer a failed authentication (auth_invalid), audited under the sandbox tenant;
-   * when the presented key id exists (wrong secret, revoked key) the tenant owning it also gets a
-   * row (`api_key.wrong_secret` / `api_key.revoked`, with its key_id). spec/audit.md §auth-failures
-   */
-  async authFailure(caller: Caller, verb: string, err: unknown): Promise<Envelope> {
-    const e =
-      err instanceof VerbError || err instanceof StoreError
-        ? err
-        : new VerbError('auth_invalid', 'The API key is not valid.');
-    return this.recordRefusal(caller, verb, e, 'auth');
-  }
-
-  /**
-   * Answer and audit a refusal decided outside the pipeline by a transport (a bad key, a missing
-   * session, a failed CSRF or Origin check): ledger/write/refusal-rows.ts.
-   */
-  recordRefusal(
-    caller: Caller,
-    verb: string,
-    err: VerbError | StoreError,
-    category?: string,
-  ): Promise<Envelope> {
-    return this.refusals.record(caller, verb, err, category);
+  /** Answer and audit a refusal a transport decided (bad key, no session, CSRF): ledger/write/refusal-rows.ts. */
+  recordRefusal(...a: Parameters<RefusalRows['record']>): Promise<Envelope> {
+    return this.refusals.record(...a);
   }
 
   /** Register verbs (validated and compiled now; last write wins). */
@@ -203,27 +156,8 @@ export class Runtime implements PackRuntime {
   }
 
   /** The keyless principal: read_only on the sandbox tenant. Throws auth_required when none is configured. */
-  async sandboxPrincipal(): Promise<Principal> {
-    if (this.#sandbox !== undefined) return this.#sandbox;
-    if (this.#sandboxCompanyId === undefined) {
-      throw new VerbError('auth_required', 'An API key is required.', {
-        hint: `${HOW_TO_PASS_A_KEY} ${WHERE_KEYS_COME_FROM}`,
-      });
-    }
-    const t = await this.tenants.get(this.#sandboxCompanyId);
-    if (t === undefined)
-      throw new VerbError('auth_required', 'An API key is required (no sandbox tenant exists).', {
-        hint: 'Run `solid init`.',
-      });
-    this.#sandbox = agentPrincipal({
-      company_id: t.company_id,
-      user_id: 0,
-      role: 'read_only',
-      tier: t.tier,
-      agent_type: 'sandbox',
-      sandbox: true,
-    });
-    return this.#sandbox;
+  sandboxPrincipal(): Promise<Principal> {
+    return this.#auth.sandboxPrincipal();
   }
 
   /** Is this name blocked for this tenant (global list, runtime option, tenant settings)? Compared by block key (consent/blocklist.ts). */
@@ -239,13 +173,8 @@ export class Runtime implements PackRuntime {
   }
 
   /** The preview a write verb declares, for pending answers (verb-context.ts). Undefined when none. */
-  previewFor(
-    verb: CompiledVerb,
-    principal: Principal,
-    args: Record<string, unknown>,
-    caller: Caller,
-  ): Promise<Record<string, unknown> | undefined> {
-    return previewFor(this, verb, principal, args, caller);
+  previewFor(...a: Parameters<RuntimeCore['previewFor']>): ReturnType<RuntimeCore['previewFor']> {
+    return previewFor(this, ...a);
   }
 
   /** Subscribe to every dispatch outcome (reputation, telemetry). Returns an unsubscribe. */
@@ -273,10 +202,7 @@ export class Runtime implements PackRuntime {
     this.delivery.kick();
   }
 
-  /**
-   * One delivery pass now (delivery/outbox-worker.ts); resolves to the rows it delivered. It first
-   * waits for passes running in this process (the after-commit kick), whose leased rows it would skip.
-   */
+  /** One delivery pass now, after this process's running ones; resolves to the rows delivered (delivery/). */
   deliverOutbox(limit = 100): Promise<number> {
     return this.delivery.deliver(limit);
   }
@@ -291,39 +217,19 @@ export class Runtime implements PackRuntime {
     return this.provisioning.createApiKey(k);
   }
 
-  /** Flush buffered rows, stop timers, close the store. */
-  readonly #closing = new AbortController();
-
   /** Aborted by beginClose (and close): what long waits listen to. */
   get closing(): AbortSignal {
-    return this.#closing.signal;
+    return this.#life.closing;
   }
 
-  /**
-   * Start shutting down: calls that are only waiting (events.poll with wait_ms) answer now, with
-   * what they have, so a server's graceful close is not held for up to 30 s by a long poll. Call
-   * it before closing the HTTP server (which waits for in-flight requests); close() calls it too.
-   * Idempotent. Spec: spec/transports.md §cli-serve.
-   */
+  /** Start shutting down: waiting calls (a long poll) answer now; call before closing a server (lifecycle.ts). */
   beginClose(): void {
-    this.#closing.abort();
+    this.#life.beginClose();
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.beginClose();
-    this.checkpoints.stop();
-    if (this.#maintenanceTimer !== undefined) clearInterval(this.#maintenanceTimer);
-    await this.delivery.close();
-    await this.auditBuffer.flush();
-    await Promise.all([this.authFailures.flushAll(), this.tenants.flushKeyUse()]);
-    await this.observers.close();
-    // Sign the heads that moved, so a short-lived process (a CLI call) leaves its rows anchored.
-    await this.checkpoints
-      .checkpointAll()
-      .catch((err: unknown) => this.logger.error({ err }, 'closing checkpoint failed'));
-    await this.store.close();
+  /** Flush buffered rows, stop timers, sign the heads that moved, close the store (lifecycle.ts). */
+  close(): Promise<void> {
+    return this.#life.close();
   }
 }
 
@@ -333,17 +239,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     await options.store.migrate('runtime', runtimeMigrations);
     await options.store.migrate('delivery', deliveryMigrations);
   }
-  const chosen: RuntimeSecrets =
-    options.secrets !== undefined
-      ? { secrets: options.secrets, source: 'env' }
-      : await runtimeSecrets(options.store);
-  await checkMasterKey(
-    options.store,
-    chosen.secrets,
-    options.secrets !== undefined
-      ? 'the secrets given to createRuntime'
-      : (chosen.keyfilePath ?? 'SOLID_MASTER_KEY'),
-  );
+  const chosen = await chooseRuntimeSecrets(options.store, options.secrets);
   const rt = new Runtime({ ...options, secrets: chosen.secrets });
   if (chosen.warning !== undefined) rt.logger.warn(chosen.warning);
   rt.delivery.start();

@@ -348,3 +348,19 @@ export async function checkMasterKey(store: Store, secrets: Secrets, from: strin
     );
   }
 }
+
+/**
+ * The secrets `createRuntime` runs with: `given` when passed, else `runtimeSecrets(store)`; either
+ * way checked to open the database's tenant signing keys (checkMasterKey). Throws SecretsError.
+ */
+export async function chooseRuntimeSecrets(
+  store: Store,
+  given: Secrets | undefined,
+): Promise<RuntimeSecrets> {
+  const chosen: RuntimeSecrets =
+    given !== undefined ? { secrets: given, source: 'env' } : await runtimeSecrets(store);
+  const from =
+    given !== undefined ? 'the secrets given to createRuntime' : (chosen.keyfilePath ?? 'SOLID_MASTER_KEY');
+  await checkMasterKey(store, chosen.secrets, from);
+  return chosen;
+}

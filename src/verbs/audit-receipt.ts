@@ -19,7 +19,8 @@ import { defineSystemVerb } from '../runtime/verb.ts';
 import { VerbError } from '../runtime/errors.ts';
 import { findReceipt } from '../runtime/ledger/write/receipt-store.ts';
 import { signChainedReceipt, verifyReceipt } from '../runtime/ledger/keys/receipts.ts';
-import { checkReceiptInLog, databaseKeys, type ReceiptLogCheck } from '../runtime/ledger/verify/verify.ts';
+import { databaseKeys } from '../runtime/ledger/verify/verify.ts';
+import { checkReceiptInLog, type ReceiptLogCheck } from '../runtime/ledger/verify/receipt-check.ts';
 import { attestedRow, receiptIn } from '../runtime/ledger/verify/receipt-doc.ts';
 import { consentInWords } from '../runtime/consent/provenance.ts';
 

@@ -20,7 +20,7 @@ import {
   httpSink,
   type AnchorDocument,
 } from '../../src/runtime/ledger/keys/anchors.ts';
-import { anchorOptionsOf } from '../../src/transports/cli/commands/serve.ts';
+import { anchorOptionsOf } from '../../src/transports/cli/commands/serve-options.ts';
 import { runCli } from '../../src/transports/cli/main.ts';
 import type { Io } from '../../src/transports/cli/output.ts';
 import type { AuditVerifyReport } from '../../src/runtime/ledger/verify/verify.ts';

@@ -17,7 +17,7 @@ import { AUTH_FAILURES_ACTION } from '../../../src/runtime/ledger/write/refusal-
 import { systemVerbs } from '../../../src/verbs/index.ts';
 import { verifyStoreChain } from '../../../src/runtime/ledger/verify/verify.ts';
 import type { Envelope } from '../../../src/spec/types.ts';
-import { rateLimitsOf } from '../../../src/transports/cli/commands/serve.ts';
+import { rateLimitsOf } from '../../../src/transports/cli/commands/serve-options.ts';
 import { isVerbError } from '../../../src/runtime/errors.ts';
 import { createWebmcpPlugin } from '../../../src/transports/webmcp/index.ts';
 import { injectLogin } from '../webmcp/fixture.ts';

@@ -16,7 +16,7 @@ import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { cliHarness } from '../../support/cli.ts';
 import { serve, solid } from '../../reliability/serve-process.ts';
 import { normalizeAllowedOrigins, parseTrustProxy } from '../../../src/identity/origin-policy.ts';
-import { proxyOptionsOf } from '../../../src/transports/cli/commands/serve.ts';
+import { proxyOptionsOf } from '../../../src/transports/cli/commands/serve-options.ts';
 
 const PUBLIC = 'https://agents.example.com';
 

@@ -5,13 +5,15 @@
  * receipt's tenant, with those very hashes. A receipt whose row is gone or differs means the log
  * (or the receipts table) was rewritten, rolled back under the receipts, or restored from a copy
  * that mixes two moments. Part of `solid audit verify` on both engines, and of `solid backup` /
- * `solid restore`.
+ * `solid restore`. Also one receipt against a log (`checkReceiptInLog`: `solid receipt verify
+ * --db`, the audit.receipt verb).
  */
 import type { Queryable } from '../../../store/store.ts';
 import { parseJson } from '../../../store/store.ts';
 import type { Receipt } from '../../../spec/types.ts';
 import type { AuditVerifyReport, TenantVerifyReport } from './verify.ts';
-import type { AuditFinding } from './chain-walk.ts';
+import { storedRowHash, type AuditFinding, type StoredAuditRow } from './chain-walk.ts';
+import { AUDIT_COLUMNS } from '../write/audit.ts';
 
 /** Rows read per page (keyset pagination on receipts.audit_id). */
 const PAGE = 5_000;
@@ -128,4 +130,70 @@ export function tenantOf(report: AuditVerifyReport, companyId: number): TenantVe
     report.tenants.sort((a, b) => a.company_id - b.company_id);
   }
   return t;
+}
+
+/** Outcome of checking a receipt's attestation against a local audit log. */
+export interface ReceiptLogCheck {
+  /** present: the row at the receipt's seq exists with the same hash and intact content. */
+  status: 'present' | 'missing' | 'different' | 'unknown_tenant';
+  company_id?: number;
+  seq: number;
+  /** present: the action the attested row records (its verb and audit_id), whatever a wrapper around the receipt claims. */
+  verb?: string;
+  audit_id?: number;
+  message: string;
+}
+
+/**
+ * Check a receipt's attestation (seq, row_hash, prev_hash, kid) against a SQLite audit log: the
+ * row at that seq must exist, carry the same hashes, and its content must still hash to them.
+ * That proves the log was neither rewritten nor truncated below the receipt.
+ */
+export async function checkReceiptInLog(
+  q: Queryable,
+  attestation: { kid: string; seq: number; row_hash: string; prev_hash: string },
+): Promise<ReceiptLogCheck> {
+  const seq = Number(attestation.seq);
+  const owner = await q.get<{ company_id: number }>('SELECT company_id FROM tenant_keys WHERE kid = ?', [
+    attestation.kid,
+  ]);
+  if (owner === undefined)
+    return {
+      status: 'unknown_tenant',
+      seq,
+      message: `This log holds no key ${attestation.kid}: the receipt was not issued by this database.`,
+    };
+  const company = Number(owner.company_id);
+  const row = await q.get<StoredAuditRow>(
+    `SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log WHERE company_id = ? AND seq = ?`,
+    [company, seq],
+  );
+  if (row === undefined) {
+    return {
+      status: 'missing',
+      company_id: company,
+      seq,
+      message: `Tenant ${company}'s log has no row at seq ${seq}: the log was truncated or rows were deleted below this receipt.`,
+    };
+  }
+  if (
+    row.row_hash !== attestation.row_hash ||
+    row.prev_hash !== attestation.prev_hash ||
+    storedRowHash(row) !== attestation.row_hash
+  ) {
+    return {
+      status: 'different',
+      company_id: company,
+      seq,
+      message: `Tenant ${company}'s row at seq ${seq} is not the row this receipt attests: the log was rewritten.`,
+    };
+  }
+  return {
+    status: 'present',
+    company_id: company,
+    seq,
+    verb: String(row.action_type),
+    audit_id: Number(row.audit_id),
+    message: `Tenant ${company}'s log holds this receipt's row at seq ${seq} (${String(row.action_type)}, audit_id ${Number(row.audit_id)}), unchanged.`,
+  };
 }

@@ -17,12 +17,8 @@ import type { Io } from '../output.ts';
 import { openAuditSource } from './audit.ts';
 import { verifyReceipt } from '../../../runtime/ledger/keys/receipts.ts';
 import { consentInWords } from '../../../runtime/consent/provenance.ts';
-import {
-  checkReceiptInLog,
-  databaseKeys,
-  parseTrustFile,
-  type ReceiptLogCheck,
-} from '../../../runtime/ledger/verify/verify.ts';
+import { databaseKeys, parseTrustFile } from '../../../runtime/ledger/verify/verify.ts';
+import { checkReceiptInLog, type ReceiptLogCheck } from '../../../runtime/ledger/verify/receipt-check.ts';
 import type { PublicJwk } from '../../../runtime/ledger/keys/tenant-keys.ts';
 import { attestedRow, receiptIn } from '../../../runtime/ledger/verify/receipt-doc.ts';
 import { VerbError } from '../../../runtime/errors.ts';
