@@ -131,9 +131,9 @@ export function checkCsrf(sessions: SessionStore, session: WebSession, request: 
 export function sessionRequired(): VerbError {
   return new VerbError(
     'session_invalid',
-    'No valid browser session: log in first, or the session expired or its API key was revoked.',
+    'No valid browser session: sign in first, or the session expired or was ended.',
     {
-      hint: 'POST /api/v1/session with {"api_key": "sk_solid_…"} (the dashboard login form does this).',
+      hint: 'A person signs in on the dashboard (passkey, or a TOTP code from their authenticator app; a first sign-in uses the enrolment link). Agents call the API with their key instead.',
     },
   );
 }

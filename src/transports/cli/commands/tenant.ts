@@ -76,7 +76,7 @@ export function registerTenant(program: Command, io: Io, setExit: (code: number)
           `blocked (this tenant): ${data.blocklist.tenant.length > 0 ? data.blocklist.tenant.join(', ') : '(none)'}`,
         );
         io.out(
-          `typed phrases count from: ${data.phrase_channel === 'human' ? 'a human only (dashboard, terminal prompt, MCP form, WebMCP dialog)' : 'any channel'}`,
+          `typed phrases count from: ${data.phrase_channel === 'human' ? 'a human only (approval page, dashboard, terminal prompt on this database)' : 'any channel'}`,
         );
         setExit(0);
       });
@@ -85,7 +85,7 @@ export function registerTenant(program: Command, io: Io, setExit: (code: number)
   tenant
     .command('phrase-channel <channel>')
     .description(
-      'Where a typed phrase counts: "any" (default) or "human" (dashboard, terminal prompt, MCP form, WebMCP dialog)',
+      'Where a typed phrase counts: "human" (default: a signed-in person on the approval page or dashboard, or the terminal prompt on this database) or "any" (agents too; only at a terminal)',
     )
     .option('--json', 'print the envelope as JSON')
     .option('--api-key <key>', 'API key (default: SOLID_API_KEY)')
