@@ -178,7 +178,14 @@ export async function deploy(
     rt.register(...systemVerbs, ...loadVerbs);
     await store.migrate('load', LOAD_MIGRATIONS);
     await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
-    await rt.createTenant({ company_id: 2, name: 'Load Co', tier: 'enterprise', settings: { caps } });
+    // The load agent types its payout phrases itself: the owner's explicit phrase_channel any
+    // (the default counts a phrase only from a human; spec/consent.md §channels).
+    await rt.createTenant({
+      company_id: 2,
+      name: 'Load Co',
+      tier: 'enterprise',
+      settings: { caps, phrase_channel: 'any' },
+    });
     const ownerKey = await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner', agent_type: 'load' });
     return { url, schema, env, companyId: 2, ownerKey };
   } finally {
