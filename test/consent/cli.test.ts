@@ -341,16 +341,21 @@ test('cli: solid approvals list / approve --phrase / the agent re-call with --no
   assert.equal(await h.effects(), 1);
 });
 
-test('cli: approvals approve prompts for the phrase on a terminal; without one it prints the phrase to pass and decides nothing (exit 2)', async (t) => {
+test('cli: approvals approve prompts for the phrase on a terminal; without one a script is refused human_required (exit 3, audited)', async (t) => {
   const h = await realTimeHarness(t);
   const c = pendingOf((await dispatchCli(h, 'admin', 'charge_invoice', ARGS)).env!);
   const noTty = await h.cli(['approvals', 'approve', c.approval_id!], { apiKey: h.keys.owner });
-  assert.equal(noTty.code, 2);
+  assert.equal(noTty.code, 3);
+  assert.match(noTty.stderr, /human_required/);
   assert.match(
     noTty.stderr,
-    new RegExp(`run \`solid approvals approve ${c.approval_id}\` at a terminal on the server`),
+    new RegExp(`\`solid approvals approve ${c.approval_id}\` typed at a terminal on the server`),
   );
-  assert.equal((await h.audit({ action_type: 'approvals.approve' })).length, 0);
+  const refused = await h.audit({ action_type: 'approvals.approve' });
+  assert.deepEqual(
+    refused.map((r) => [r.status, r.reason]),
+    [['denied', 'human_required']],
+  );
 
   const wrong = await h.cli(['approvals', 'approve', c.approval_id!], {
     apiKey: h.keys.owner,

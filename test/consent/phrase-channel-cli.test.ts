@@ -69,7 +69,7 @@ test('cli human: approvals approve counts from the prompt, not from --phrase', a
   });
   assert.equal((JSON.parse(flag.stdout) as Envelope).error?.reason, 'human_required');
   const noTty = await h.cli(['approvals', 'approve', id], { apiKey: h.keys.owner });
-  assert.equal(noTty.code, 2);
+  assert.equal(noTty.code, 3);
   assert.ok(!`${noTty.stdout}${noTty.stderr}`.includes(PHRASE), 'no terminal: the phrase is not printed');
   const list = await h.cli(['approvals', 'list'], { apiKey: h.keys.owner });
   assert.ok(!list.stdout.includes(PHRASE));

@@ -142,10 +142,16 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
               io.err(`To approve, type exactly:  ${item.typed_phrase}`);
               phrase = await io.prompt('> ');
             } else {
-              io.err(
-                `✗ approving needs a human to type the phrase; no terminal to prompt on.\n  hint: run \`solid approvals approve ${approvalId}\` at a terminal on the server (it prompts), or approve on the approval page or in the dashboard ("Waiting for you").`,
+              // No terminal to prompt on: a script, an agent. The approve itself answers (and audits)
+              // human_required, whose hint names the places a human approves.
+              setExit(
+                printEnvelope(
+                  io,
+                  await target.dispatch('approvals.approve', { approval_id: approvalId, typed_phrase: '' }),
+                  Boolean(flags.json),
+                  target.reasons,
+                ),
               );
-              setExit(2);
               return;
             }
           }
