@@ -61,6 +61,21 @@ export interface CallOptions extends DispatchOptions {
    * and type the exact phrase shown (default true). false returns the pending envelope.
    */
   consent?: boolean;
+  /**
+   * `dispatch` only: send the call as a person would — the operator at the terminal of this
+   * database, a human principal (spec/consent.md §channels) — e.g. to test a mistyped phrase.
+   * Default false: the role's API key, an agent.
+   */
+  human?: boolean;
+}
+
+/**
+ * The exact typed phrase of a pending answer, as the human asked to type it sees it. An agent's
+ * pending answer withholds it under the default `phrase_channel: human`; tests read it here.
+ * Undefined when the answer asks for no phrase.
+ */
+export function phraseOf(pending: Envelope): string | undefined {
+  return pendingPhrase(pending) ?? pending.consent?.typed_phrase;
 }
 
 export interface TestBusiness {
@@ -120,9 +135,11 @@ export async function createTestBusiness(options: TestBusinessOptions): Promise<
         agent_type: 'test',
         name: `${role} (solid-verbs/testing)`,
       });
-    const dispatch = (verb: string, args: Record<string, unknown> = {}, o: CallOptions = {}) => {
-      const { role = 'owner', surface = 'cli', consent: _consent, ...dispatchOptions } = o;
-      return rt.dispatch({ apiKey: keys[role], surface }, verb, args, dispatchOptions);
+    const dispatch = async (verb: string, args: Record<string, unknown> = {}, o: CallOptions = {}) => {
+      const { role = 'owner', surface = 'cli', consent: _consent, human = false, ...dispatchOptions } = o;
+      if (!human) return rt.dispatch({ apiKey: keys[role], surface }, verb, args, dispatchOptions);
+      const principal = operatorAtTerminal(await rt.tenants.authenticate(keys[role]));
+      return rt.dispatch({ principal, surface }, verb, args, dispatchOptions);
     };
     return {
       rt,
@@ -133,7 +150,7 @@ export async function createTestBusiness(options: TestBusinessOptions): Promise<
         const first = await dispatch(verb, args, o);
         if (o.consent === false || first.error?.reason !== 'dispatch_pending' || first.consent === undefined)
           return first;
-        const { role = 'owner', surface = 'cli', consent: _consent, ...dispatchOptions } = o;
+        const { role = 'owner', surface = 'cli', consent: _consent, human: _human, ...dispatchOptions } = o;
         const confirmed = { ...dispatchOptions, confirm: true, nonce: first.consent.nonce };
         if (first.consent.gate !== 'typed_phrase') return dispatch(verb, args, { ...o, ...confirmed });
         // A typed phrase counts only from a human (spec/consent.md §channels): the test author
