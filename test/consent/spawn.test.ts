@@ -1,8 +1,8 @@
 /**
  * bin/solid.js as a real process with stdin not a terminal (issue 3 §8): a typed-phrase dispatch
  * with --confirm but no --phrase never waits for input — it prints the pending envelope and exits
- * 4; the phrase given on the command line runs it; `approvals approve` without --phrase prints the
- * phrase to pass and exits 2. The consent test pack is preloaded with `--import` so the process
+ * 4; the phrase given on the command line runs it; `approvals approve` without a terminal is a
+ * script's: refused human_required (exit 3, audited), the hint naming where a human approves. The consent test pack is preloaded with `--import` so the process
  * serves the same verbs.
  */
 import { test } from 'node:test';
@@ -36,7 +36,7 @@ function solid(
 }
 
 test(
-  'bin/solid.js without a terminal: --confirm with no phrase prints pending (exit 4), --phrase runs, approvals approve without a phrase exits 2',
+  'bin/solid.js without a terminal: --confirm with no phrase prints pending (exit 4), --phrase runs, approvals approve without a terminal is refused (exit 3)',
   { timeout: 120_000 },
   async (t) => {
     const h = await consentHarness(t, { start: new Date().toISOString() });
@@ -53,8 +53,9 @@ test(
     const approve = await solid(['--db', h.dbPath, 'approvals', 'approve', c.approval_id!], {
       SOLID_API_KEY: h.keys.owner,
     });
-    assert.equal(approve.code, 2, approve.stderr);
-    assert.match(approve.stderr, /no terminal to prompt on.*\n.*at a terminal on the server \(it prompts\)/);
+    assert.equal(approve.code, 3, approve.stderr);
+    assert.match(approve.stderr, /human_required/);
+    assert.match(approve.stderr, /typed at a terminal on the server/);
 
     const done = await solid(
       [
