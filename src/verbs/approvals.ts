@@ -584,7 +584,14 @@ export const approvalsWithdraw = defineSystemVerb<ApprovalsWithdrawArgs>({
     const p = ctx.principal;
     const row = await findApprovalById(ctx.db, p.company_id, args.approval_id);
     // Another user's request reads as unknown: a requester withdraws only its own.
-    if (row === undefined || row.requested_by !== p.user_id) throw notFound(args.approval_id);
+    if (row === undefined || row.requested_by !== p.user_id)
+      throw new VerbError(
+        'approval_not_found',
+        `No request ${args.approval_id.slice(0, 64)} of yours exists: a requester withdraws only its own.`,
+        {
+          hint: 'Withdraw the approval_id your own pending answer gave you; a human rejects others’ requests.',
+        },
+      );
     ctx.setEntity('approval', row.approval_id);
     const nowIso = ctx.now.toISOString();
     const status = effectiveStatus(row, nowIso);

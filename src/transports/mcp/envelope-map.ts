@@ -135,7 +135,7 @@ function withMcpHint(envelope: Envelope, options: ToolResultOptions): Envelope {
         ? `\`solid approvals approve ${c.approval_id}\`${url ? ` or ${url}` : ''}`
         : 'the dashboard';
     hint =
-      `No human typed the confirmation phrase in this client (it cannot show a form, or nobody answered), and a phrase typed by the model is not consent. ` +
+      `No human typed the confirmation phrase: a phrase typed by the model, or by this client in a form, is not consent here. ` +
       `Tell the human: ${c.summary} A user allowed to approve it must type ${c.typed_phrase !== undefined ? `"${c.typed_phrase}"` : 'the phrase shown there'} at ${where}. ` +
       `After they approve, ${again}.`;
   } else {
