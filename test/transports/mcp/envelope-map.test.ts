@@ -99,7 +99,7 @@ test('pending: the hint names the MCP _meta keys and the nonce; a typed phrase p
       hint.includes('https://dash.example/approvals/apv_abc'),
     hint,
   );
-  assert.match(hint, /a phrase typed by the model is not consent/);
+  assert.match(hint, /a phrase typed by the model, or by this client in a form, is not consent/);
   assert.ok((t.content[0] as { text: string }).text.startsWith('dispatch_pending: needs a phrase — '));
 });
 
