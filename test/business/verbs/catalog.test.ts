@@ -12,7 +12,7 @@ import { Registry } from '../../../src/runtime/registry.ts';
 import type { CompiledVerb } from '../../../src/runtime/verb.ts';
 import { VALID_SHAPES, VERB_CLASSES, type JsonSchema } from '../../../src/spec/types.ts';
 import { systemVerbs } from '../../../src/verbs/index.ts';
-import { upstreamAvailable, upstreamValidator } from '../../support/upstream.ts';
+import { UPSTREAM_SKIP, upstreamValidator } from '../../support/upstream.ts';
 
 let cache: { pack: CompiledVerb[]; all: CompiledVerb[] } | undefined;
 function compiled(): { pack: CompiledVerb[]; all: CompiledVerb[] } {
@@ -176,7 +176,7 @@ test('input schemas are tight (no extra properties, ranges, bounded strings, des
 
 test(
   'manifest records are valid against the upstream verb-record schema',
-  { skip: !upstreamAvailable },
+  { skip: UPSTREAM_SKIP },
   () => {
     const validate = upstreamValidator('verb-record')!;
     for (const v of compiled().pack)

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openDemoRuntime } from '../../support/demo.ts';
-import { upstreamAvailable, upstreamExample } from '../../support/upstream.ts';
+import { UPSTREAM_SKIP, upstreamExample } from '../../support/upstream.ts';
 
 const jsonType = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
 
@@ -45,7 +45,7 @@ const OFFSET_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d
 
 test(
   'customer.full_context answers the structure of examples/customer-context.json',
-  { skip: !upstreamAvailable },
+  { skip: UPSTREAM_SKIP },
   async (t) => {
     const d = await openDemoRuntime(t);
     const ex = upstreamExample('customer-context.json');
@@ -75,7 +75,7 @@ test(
 
 test(
   'infrastructure_diagnose answers examples/infrastructure-diagnose.json (same members and, for the seeded droplet, the same values)',
-  { skip: !upstreamAvailable },
+  { skip: UPSTREAM_SKIP },
   async (t) => {
     const d = await openDemoRuntime(t);
     const ex = upstreamExample('infrastructure-diagnose.json');
@@ -92,7 +92,7 @@ test(
 
 test(
   'payments.preview_refund_impact answers examples/preview-refund.json (nullable amount accepted; same figures for a $118.00 card charge)',
-  { skip: !upstreamAvailable },
+  { skip: UPSTREAM_SKIP },
   async (t) => {
     const d = await openDemoRuntime(t);
     const ex = upstreamExample('preview-refund.json');
