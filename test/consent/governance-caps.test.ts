@@ -58,3 +58,39 @@ test('a nonce with confirm=false (or without confirm) runs nothing', async (t) =
     'the nonce still works when confirmed',
   );
 });
+
+test('an agent cannot undo a human tightening: reverting a lowered cap or a new block answers human_required', async (t) => {
+  const h = await consentHarness(t);
+  const confirmedBy = async (human: boolean, verb: string, args: Record<string, unknown>) => {
+    const call = human ? h.callAsHuman : h.call;
+    const p = await call('owner', verb, args);
+    if (p.error?.reason !== 'dispatch_pending') return p;
+    return call('owner', verb, args, { confirm: true, nonce: pendingOf(p).nonce });
+  };
+  // The owner, signed in, lowers the financial cap and blocks a verb.
+  const lowered = await confirmedBy(true, 'tenant.caps_set', { consent_class: 'WRITE_FINANCIAL', limit: 3 });
+  assert.equal(lowered.ok, true, JSON.stringify(lowered));
+  const blocked = await confirmedBy(true, 'tenant.blocklist_add', { name: 'charge_invoice' });
+  assert.equal(blocked.ok, true, JSON.stringify(blocked));
+  // An agent holding the owner's key tries to undo both, and to loosen them directly.
+  for (const [verb, args] of [
+    ['audit.revert', { audit_id: lowered.audit_id, force: true }],
+    ['audit.revert', { audit_id: blocked.audit_id, force: true }],
+    ['tenant.caps_set', { consent_class: 'WRITE_FINANCIAL', limit: 100 }],
+    ['tenant.blocklist_remove', { name: 'charge_invoice' }],
+  ] as const) {
+    const env = await confirmedBy(false, verb, args);
+    assert.equal(env.ok, false, `${verb} ${JSON.stringify(args)}: ${JSON.stringify(env)}`);
+    assert.equal(env.error?.reason, 'human_required', `${verb}: ${JSON.stringify(env.error)}`);
+  }
+  h.rt.tenants.invalidate();
+  const settings = (await h.callAsHuman('owner', 'tenant.settings', {})).result!.data as {
+    caps: Record<string, { limit: number }>;
+    blocklist: { tenant: string[] };
+  };
+  assert.equal(settings.caps.WRITE_FINANCIAL!.limit, 3, 'the human’s cap stands');
+  assert.deepEqual(settings.blocklist.tenant, ['charge_invoice'], 'the human’s block stands');
+  // Tightening further stays open to the agent: it only removes ways to act.
+  const tighter = await confirmedBy(false, 'tenant.caps_set', { consent_class: 'WRITE_FINANCIAL', limit: 2 });
+  assert.equal(tighter.ok, true, JSON.stringify(tighter));
+});

@@ -23,6 +23,7 @@ import { getAuditRow, type AuditRow } from '../write/audit.ts';
 import { openRollbackHandle } from './rollback-handle.ts';
 import { findRevertData } from '../write/receipt-store.ts';
 import { refuse } from '../../refusals.ts';
+import { reasonInfo } from '../../../spec/reasons.ts';
 import { ledgerContext, revertContext } from '../../verb-context.ts';
 
 /** Input of audit.revert: exactly one of the two. */
@@ -399,6 +400,9 @@ export async function revertConsent(ctx: SystemVerbContext, args: RevertArgs): P
 function revertFailed(rt: RuntimeCore, row: AuditRow, err: unknown): VerbError {
   const label = `${row.action_type} #${row.audit_id}`;
   if (isVerbError(err)) {
+    // A denial (who asks may not do this undo: human_required, role_denied…) is the caller's answer
+    // as it stands, audited with its own reason; it is not a failure of the undo itself.
+    if (reasonInfo(err.reason, rt.registry.reasons).denial) return err;
     return new VerbError('revert_failed', `The revert handler could not undo ${label}: ${err.message}`, {
       hint: 'Nothing was changed by this attempt. Fix the cause and retry, or undo the action by hand.',
       details: { audit_id: row.audit_id, verb: row.action_type, cause_reason: err.reason },
