@@ -174,15 +174,11 @@ test('input schemas are tight (no extra properties, ranges, bounded strings, des
   }
 });
 
-test(
-  'manifest records are valid against the upstream verb-record schema',
-  { skip: UPSTREAM_SKIP },
-  () => {
-    const validate = upstreamValidator('verb-record')!;
-    for (const v of compiled().pack)
-      assert.ok(validate(v.record), `${v.name}: ${JSON.stringify(validate.errors)}`);
-  },
-);
+test('manifest records are valid against the upstream verb-record schema', { skip: UPSTREAM_SKIP }, () => {
+  const validate = upstreamValidator('verb-record')!;
+  for (const v of compiled().pack)
+    assert.ok(validate(v.record), `${v.name}: ${JSON.stringify(validate.errors)}`);
+});
 
 test('surfaces: customer-facing verbs reach buyer agents and customer pages; staff verbs stay on the dashboard', () => {
   const { pack } = compiled();
