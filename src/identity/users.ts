@@ -86,13 +86,16 @@ export async function listUsers(q: Queryable, companyId: number): Promise<UserLi
 /**
  * Add a user (status `invited`). Without `user_id` the next free id of the tenant is taken: one
  * above every user and every API key's user_id, so a new person never inherits the keys of
- * another. Throws the store's unique-key error when `user_id` is taken.
+ * another. Throws the store's unique-key error when `user_id` is taken. Users of one tenant are
+ * made one at a time (the tenant's head row is locked first), so two nodes inviting at once never
+ * draw the same id.
  */
 export async function insertUser(
   tx: StoreTx,
   u: { company_id: number; user_id?: number; name: string; role: Role },
   now: Date,
 ): Promise<User> {
+  await tx.lockTenantHead(u.company_id);
   let userId = u.user_id;
   if (userId === undefined) {
     const row = await tx.get<{ m: number | string | null }>(
@@ -146,7 +149,9 @@ export async function hasCredential(q: Queryable, companyId: number, userId: num
 /**
  * The tenant's owner user, created when the tenant has none: the user of its oldest active owner
  * API key (so the owner's keys and the owner's sign-in name one person), else the next free id.
- * Used by `solid serve --demo` and `solid init`, which print the owner's enrolment link.
+ * Used by `solid serve --demo` and `solid init`, which print the owner's enrolment link. Several
+ * nodes starting at once on one database agree on one owner: the tenant's head row is locked
+ * before the owner is looked for (spec/store.md §multi-node).
  */
 export async function ensureOwnerUser(
   tx: StoreTx,
@@ -154,6 +159,7 @@ export async function ensureOwnerUser(
   now: Date,
   name = 'Owner',
 ): Promise<User> {
+  await tx.lockTenantHead(companyId);
   const existing = await tx.get<Record<string, unknown>>(
     "SELECT company_id, user_id, name, role, status, created_at FROM users WHERE company_id = ? AND role = 'owner' ORDER BY user_id LIMIT 1",
     [companyId],
