@@ -2,8 +2,13 @@
  * SqliteStore: the embedded engine (better-sqlite3 12, WAL).
  *
  * - One writer connection driven by `BEGIN IMMEDIATE` / `COMMIT` behind an async mutex, so an
- *   async transaction body never interleaves with another write in this process; other processes
- *   on the same file wait on SQLite's own lock (busy_timeout).
+ *   async transaction body never interleaves with another write in this process. When another
+ *   process holds the file's write lock (a CLI command, a second server, a backup), `BEGIN
+ *   IMMEDIATE` is retried **asynchronously** with a growing, jittered pause (1 ms doubling to 50
+ *   ms) until `busyTimeoutMs` (5000 ms), then the write fails with StoreError('busy'): the event
+ *   loop keeps answering reads and other requests meanwhile (SQLite's own busy_timeout waits
+ *   synchronously and froze the whole node; the writer's is 0 after opening, spec/store.md
+ *   §time-limits). Opening and migrations still use SQLite's wait (start-up only).
  * - One reader connection (file databases) that only ever sees committed data, so a read verb
  *   running while a write is in flight never sees a write that may still roll back.
  * - Prepared statements are cached by their SQL text: dispatch never compiles a statement twice.
@@ -72,7 +77,10 @@ export interface SqliteStoreOptions {
    * 0 = none. `WriteOptions.budgetMs` overrides it per write. spec/store.md §time-limits.
    */
   writeBudgetMs?: number;
-  /** Milliseconds to wait for another process's write lock. Default 5000. */
+  /**
+   * Milliseconds a write waits for another process's write lock (asynchronously, the event loop
+   * stays free) before StoreError('busy'). Default 5000.
+   */
   busyTimeoutMs?: number;
   /** Group commit: max writers sharing one COMMIT. Default 64. */
   groupCommitMax?: number;
@@ -133,6 +141,7 @@ export class SqliteStore implements Store {
   readonly #groupWindowMs: number;
   readonly #group: boolean;
   readonly #writeBudgetMs: number;
+  readonly #busyTimeoutMs: number;
   readonly #events = new EventEmitter();
   #queue: PendingWrite[] = [];
   #commits = 0;
@@ -151,6 +160,7 @@ export class SqliteStore implements Store {
     this.filePath = this.#memory ? undefined : resolve(path);
     this.#durability = options.durability ?? 'full';
     this.#writeBudgetMs = options.writeBudgetMs ?? DEFAULT_WRITE_BUDGET_MS;
+    this.#busyTimeoutMs = Math.max(0, options.busyTimeoutMs ?? 5000);
     this.#groupMax = Math.max(1, options.groupCommitMax ?? 64);
     this.#groupWindowMs = options.groupCommitWindowMs ?? 10;
     this.#group = options.groupCommit ?? true;
@@ -159,11 +169,13 @@ export class SqliteStore implements Store {
     try {
       if (!this.#memory) ensurePrivateFile(path);
       db = new Database(this.#memory ? ':memory:' : path);
-      db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+      db.pragma(`busy_timeout = ${this.#busyTimeoutMs}`);
       if (!this.#memory) db.pragma('journal_mode = WAL');
       db.pragma(`synchronous = ${this.#durability === 'full' ? 'FULL' : 'NORMAL'}`);
       db.pragma('foreign_keys = ON');
       db.pragma('temp_store = MEMORY');
+      // From here on the writer never waits synchronously: #begin waits asynchronously instead.
+      db.pragma('busy_timeout = 0');
     } catch (err) {
       const mapped = toStoreError(err);
       if (mapped instanceof StoreError) {
@@ -287,8 +299,11 @@ export class SqliteStore implements Store {
   async migrate(scope: string, migrations: readonly Migration[]): Promise<void> {
     const release = await this.#mutex.lock();
     try {
+      // Start-up work: let SQLite wait for another process's lock for the whole busy timeout.
+      this.#writer.db.pragma(`busy_timeout = ${this.#busyTimeoutMs}`);
       applyMigrations(this.#writer, scope, migrations);
     } finally {
+      if (this.#writer.db.open) this.#writer.db.pragma('busy_timeout = 0');
       release();
     }
   }
@@ -330,9 +345,36 @@ export class SqliteStore implements Store {
     });
   }
 
+  /**
+   * `BEGIN IMMEDIATE`, waiting asynchronously while another process holds the file's write lock:
+   * retried after 1, 2, 4 … 50 ms (each ±50 % jitter) until `busyTimeoutMs` has passed, then
+   * StoreError('busy'). Never blocks the event loop (the writer's SQLite busy_timeout is 0).
+   */
+  async #begin(conn: Connection): Promise<void> {
+    const started = performance.now();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        conn.control('BEGIN IMMEDIATE');
+        return;
+      } catch (err) {
+        if (!(err instanceof StoreError) || err.code !== 'busy') throw err;
+        const waited = performance.now() - started;
+        if (waited >= this.#busyTimeoutMs || this.#closed) {
+          throw new StoreError(
+            'busy',
+            `another process held the database's write lock for ${Math.round(waited)} ms (busy timeout ${this.#busyTimeoutMs} ms)`,
+            { cause: err },
+          );
+        }
+        const pause = Math.min(50, 2 ** attempt) * (0.5 + Math.random());
+        await new Promise((r) => setTimeout(r, Math.min(pause, this.#busyTimeoutMs - waited)));
+      }
+    }
+  }
+
   async #runOne<T>(fn: (tx: StoreTx) => Promise<T>, budgetMs: number, label?: string): Promise<T> {
+    await this.#begin(this.#writer);
     const tx = new SqliteTx(this.#writer);
-    this.#writer.control('BEGIN IMMEDIATE');
     let result: T;
     try {
       result = await withWriteBudget(fn(tx), budgetMs, () => tx.end(), label);
@@ -400,7 +442,7 @@ export class SqliteStore implements Store {
   async #commitGroup(): Promise<void> {
     const conn = this.#writer;
     try {
-      conn.control('BEGIN IMMEDIATE');
+      await this.#begin(conn);
     } catch (err) {
       const e = toStoreError(err);
       for (const w of this.#queue.splice(0, this.#groupMax)) w.reject(e);
