@@ -81,6 +81,7 @@ export const TARGETS: Record<string, Target> = {
   'serve.rss': t('value', '<=', 150, '≤ 150 MiB'),
   'faults.refused_body_*': t('value', '<=', 20, '≤ 20 ms'),
   'faults.stall_p99': t('value', '<=', 10_000, '≤ 10,000 ms (the request deadline)'),
+  'faults.stall_read_p99': t('value', '<=', 500, '≤ 500 ms'),
   'scale.register_10k': t('value', '<=', 1000, '≤ 1,000 ms'),
 };
 

@@ -25,6 +25,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import { openLocal } from '../src/transports/cli/local.ts';
 import { DEMO_TENANTS } from '../src/business/pack.ts';
+import { setTenantSetting } from '../src/runtime/tenants.ts';
 import type { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { generateAuditChain } from './ledger.ts';
 import type { BenchResult } from './harness.ts';
@@ -104,6 +105,34 @@ export async function seedDemoFacts(db: string): Promise<{ key: string; customer
       agent_type: 'bench',
     });
     return { key, customerId };
+  } finally {
+    await local.close();
+  }
+}
+
+/**
+ * Raise a tenant's daily caps the way its operator would, straight in the database file (the
+ * caps verbs refuse a loosening from an agent's key: spec/consent.md §channels). A server already
+ * running on the file sees the change within its 5 s settings cache.
+ */
+export async function raiseCaps(
+  db: string,
+  companyId: number,
+  caps: Partial<Record<'WRITE_REVERSIBLE' | 'WRITE_FINANCIAL' | 'IRREVERSIBLE', number>>,
+): Promise<void> {
+  const local = await openLocal({ db, logLevel: 'error' });
+  try {
+    await local.rt.store.write(async (tx) => {
+      const row = await tx.get<{ settings: unknown }>('SELECT settings FROM tenants WHERE company_id = ?', [
+        companyId,
+      ]);
+      const parsed = (
+        typeof row?.settings === 'string' ? JSON.parse(row.settings) : (row?.settings ?? {})
+      ) as {
+        caps?: Record<string, number>;
+      };
+      await setTenantSetting(tx, companyId, 'caps', { ...parsed.caps, ...caps });
+    });
   } finally {
     await local.close();
   }

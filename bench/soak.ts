@@ -12,7 +12,7 @@
  *         answered through form elicitation; each session is replaced every 100 calls, half of
  *         them closed (DELETE) and half abandoned (the server's bound and idle expiry must cope).
  *
- * Both tenants' daily caps are raised first (tenant.caps_set), so refusals come from the mix, not
+ * Both tenants' daily caps are raised first (by the operator, in the file), so refusals come from the mix, not
  * from the caps. The server's RSS (/proc/<pid>/status) is sampled every second. Reported:
  * throughput, p50/p95/p99 latency per operation, outcomes by reason (expected refusals apart from
  * unexpected ones), and RSS: after warm-up, at the end, peak, and the slope over the second half
@@ -36,7 +36,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { META } from '../src/transports/mcp/meta-keys.ts';
 import { errorEnvelopeOf } from '../src/transports/mcp/envelope-map.ts';
-import { rssMiB, startServe, stopServe } from './serve-rss.ts';
+import { raiseCaps, rssMiB, startServe, stopServe } from './serve-rss.ts';
 import { percentile } from './harness.ts';
 
 export interface SoakOptions {
@@ -497,13 +497,14 @@ export async function runSoak(options: SoakOptions = {}): Promise<SoakReport> {
       { company: 2, key: keys.owner!, contactId: fixtures.customer_id },
       { company: 3, key: secondKey, contactId: secondContact },
     ];
-    for (const t of tenants) {
-      for (const cls of ['WRITE_REVERSIBLE', 'WRITE_FINANCIAL']) {
-        const r = await consented(base, 'tenant.caps_set', { consent_class: cls, limit: 1_000_000 }, t.key);
-        if (!r.env.ok)
-          throw new Error(`tenant.caps_set for company ${t.company}: ${JSON.stringify(r.env.error)}`);
-      }
-    }
+    // Raising a cap is a loosening only a human may make (an agent key is refused), so the
+    // operator raises them in the file; the server reads them after its 5 s settings cache.
+    for (const t of tenants)
+      await raiseCaps(join(dir, 'soak.db'), t.company, {
+        WRITE_REVERSIBLE: 1_000_000,
+        WRITE_FINANCIAL: 1_000_000,
+      });
+    await new Promise((r) => setTimeout(r, 5500));
 
     const rec = new Recorder();
     const pid = served.child.pid!;
