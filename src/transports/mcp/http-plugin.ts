@@ -54,6 +54,8 @@ import { transportEnvelope } from '../http/envelope-map.ts';
 import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
 import { hostsOfOrigins, normalizeAllowedOrigins, originAllowed } from '../../identity/origin-policy.ts';
 import { createMcpServer, type McpServerOptions } from './mcp-server.ts';
+import { isModernMessage } from './modern.ts';
+import { createModernHttp } from './modern-http.ts';
 import { ToolCatalog } from './tool-catalog.ts';
 import { selectionOf } from './toolsets.ts';
 
@@ -82,6 +84,8 @@ export interface McpHttpOptions extends Pick<
   now?: () => number;
   /** tools/list page size. */
   pageSize?: number;
+  /** MCP 2026-07-28: longest wait, on a retry after input_required, for the approval to be decided (ms). */
+  approvalWaitMs?: number;
 }
 
 interface Session {
@@ -197,6 +201,15 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
     const toolsets = selectionOf(rt, config.toolsets);
     const catalog = new ToolCatalog(rt, { pageSize: config.pageSize });
     const sessions = new Map<string, Session>(); // insertion order = least recently used first
+    // MCP 2026-07-28 requests (modern.ts): stateless, answered by any node.
+    const modern = createModernHttp(rt, {
+      catalog,
+      ...(toolsets !== undefined ? { toolsets } : {}),
+      dynamic: config.dynamic === true,
+      limits: config.limits,
+      approvalDecided: approvalDecidedIn(rt.store, rt.clock),
+      approvalWaitMs: config.approvalWaitMs,
+    });
 
     const close = async (s: Session) => {
       sessions.delete(s.id);
@@ -216,6 +229,7 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
       await Promise.all([...sessions.values()].map(close));
     });
     app.addHook('onClose', async () => {
+      await modern.close().catch(() => {});
       catalog.dispose();
     });
 
@@ -475,6 +489,26 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
         if (!(await guard(request, reply))) return reply;
         const authed = await authenticate(request, reply);
         if (authed === undefined) return reply;
+        if (request.headers['mcp-session-id'] === undefined && isModernMessage(request.body)) {
+          const refused = await modern.serve(request, reply, {
+            principal: authed.principal,
+            approvalUrl: config.approvalUrl ?? dashboardApprovals(app, request),
+          });
+          if (refused === undefined) return reply;
+          return refuseRpc(
+            request,
+            reply,
+            {
+              status: refused.status,
+              code: refused.code,
+              reason: 'invalid_request',
+              message: refused.message,
+              hint: 'Send MCP 2026-07-28 requests with the _meta envelope and the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers, or open a 2025-11-25 session with initialize.',
+              ...(refused.data !== undefined ? { details: refused.data } : {}),
+            },
+            authed.principal,
+          );
+        }
         if (request.headers['mcp-session-id'] !== undefined) {
           const s = sessionOf(request, authed);
           if (s === undefined) return notFound(request, reply, authed);

@@ -100,7 +100,7 @@ export interface McpServerOptions {
   dynamic?: boolean;
 }
 
-const PACKAGE_VERSION = (
+export const PACKAGE_VERSION = (
   JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
 ).version;
 
@@ -277,7 +277,7 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
 }
 
 /** The consent options a client sends in `params._meta` (never in the arguments). */
-function dispatchOptions(meta: Record<string, unknown> | undefined): DispatchOptions {
+export function dispatchOptions(meta: Record<string, unknown> | undefined): DispatchOptions {
   const out: DispatchOptions = {};
   if (meta === undefined) return out;
   // Passed on as sent: the pipeline answers idempotency_key_invalid for a malformed key.
@@ -292,7 +292,7 @@ function dispatchOptions(meta: Record<string, unknown> | undefined): DispatchOpt
  * (each after the previous one), never failing the call; `flushed()` resolves once every
  * reported step has been handed to the transport (the call's answer waits for it).
  */
-function progressReporter(
+export function progressReporter(
   extra: McpExtra,
 ): { report: NonNullable<Caller['onProgress']>; flushed(): Promise<void> } | undefined {
   const token = extra._meta?.progressToken;
@@ -328,7 +328,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
  * of `tools/call` (invalid_request) in the caller's tenant, and answered JSON-RPC -32602 carrying
  * that envelope, like an unknown tool.
  */
-async function noToolName(
+export async function noToolName(
   rt: Runtime,
   caller: Caller & { apiKey?: string | null },
   name: unknown,
@@ -342,7 +342,7 @@ async function noToolName(
   throw new McpError(ErrorCode.InvalidParams, env.error?.message ?? message, { envelope: env });
 }
 
-async function unknownTool(rt: Runtime, caller: Caller, name: string, args: unknown): Promise<never> {
+export async function unknownTool(rt: Runtime, caller: Caller, name: string, args: unknown): Promise<never> {
   // Dispatched only to audit the attempt (a hallucinated blocked name is a blocked attempt):
   // the pipeline refuses every verb not projected onto mcp_stdio before anything runs.
   const env = await rt.dispatch(caller, name, args, {});
@@ -354,7 +354,7 @@ async function unknownTool(rt: Runtime, caller: Caller, name: string, args: unkn
   );
 }
 
-function isTypedPending(env: Envelope): boolean {
+export function isTypedPending(env: Envelope): boolean {
   return !env.ok && env.error?.reason === 'dispatch_pending' && env.consent?.gate === 'typed_phrase';
 }
 

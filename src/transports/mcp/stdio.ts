@@ -27,6 +27,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { McpRuntime as Runtime } from '../runtime-surface.ts';
 import type { Envelope } from '../../spec/types.ts';
 import { createMcpServer, type McpServerOptions } from './mcp-server.ts';
+import { modernStdioSwitch } from './modern-stdio.ts';
 import { ToolCatalog } from './tool-catalog.ts';
 import { selectionOf } from './toolsets.ts';
 import {
@@ -45,6 +46,8 @@ export const DEFAULT_REFRESH_MS = 300_000;
 export interface StdioOptions extends Omit<McpServerOptions, 'credentials' | 'catalog'> {
   /** API key of every call (default: none → sandbox reads only). */
   apiKey?: string | null;
+  /** MCP 2026-07-28: longest wait, on a retry after input_required, for the approval to be decided (ms). */
+  approvalWaitMs?: number;
   /** Default process.stdin / process.stdout. */
   input?: Readable;
   output?: Writable;
@@ -86,12 +89,15 @@ export async function serveStdio(rt: Runtime, options: StdioOptions = {}): Promi
   // The SDK reads guarded lines only (each at most the frame limit + CRLF), never stdin itself.
   const lines = new PassThrough();
   const transport = new StdioServerTransport(lines, output, { maxBufferSize: MAX_STDIO_FRAME_BYTES + 2 });
+  // MCP 2026-07-28: the first message decides the connection's era (modern-stdio.ts).
+  const modern = modernStdioSwitch(rt, { ...options, toolsets, catalog, apiKey, output });
   const guard = new FrameGuard({
     maxFrameBytes: options.maxFrameBytes ?? DEFAULT_STDIO_FRAME_BYTES,
     onLine: (line) => {
       const problem = lineProblem(line);
-      if (problem === undefined) lines.write(line);
-      else void refuseLine(rt, transport, line, problem, apiKey);
+      if (problem === undefined) {
+        if (!modern.route(line)) lines.write(line);
+      } else void refuseLine(rt, transport, line, problem, apiKey);
     },
     onOversize: (frame) => void refuseOversize(rt, transport, frame, apiKey),
   });
@@ -129,6 +135,7 @@ export async function serveStdio(rt: Runtime, options: StdioOptions = {}): Promi
       input.off('error', onInputError);
       input.pause();
       output.off('error', onOutputError);
+      await modern.close();
       try {
         await server.close();
       } catch (err) {

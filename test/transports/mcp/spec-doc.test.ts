@@ -27,6 +27,7 @@ test('§mcp has the subsections the MCP transport cites', () => {
     '§mcp-consent',
     '§mcp-stdio',
     '§mcp-http',
+    '§mcp-2026',
   ]) {
     assert.match(section, new RegExp(`^### ${id}$`, 'm'), id);
   }
