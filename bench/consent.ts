@@ -174,7 +174,10 @@ export async function benchConsent(
       company_id: 2,
       name: 'Bench',
       tier: 'enterprise',
-      settings: { caps: { WRITE_FINANCIAL: 1_000_000_000 } },
+      // phrase_channel any (an explicit owner choice): the key's own confirm carries the typed
+      // phrase, so one call pays the whole gate (nonce verify, phrase compare, approval burn).
+      // Under the default (human) the phrase comes from a signed-in human on the approval page.
+      settings: { caps: { WRITE_FINANCIAL: 1_000_000_000 }, phrase_channel: 'any' },
     });
     const key = await rt.createApiKey({ company_id: 2, user_id: 1, role: 'admin', agent_type: 'bench' });
     const caller = { surface: 'http' as const, principal: await rt.tenants.authenticate(key) };
