@@ -78,8 +78,12 @@ export const SERVED_PROTOCOL_VERSIONS: readonly string[] = [
   MODERN_PROTOCOL_VERSION,
   ...LEGACY_PROTOCOL_VERSIONS,
 ];
-/** Default longest wait, on the retry of an input_required call, for a human to decide on the approval page (ms). */
-export const DEFAULT_APPROVAL_WAIT_MS = 20_000;
+/**
+ * Default longest wait, on the retry of an input_required call, for a human to decide on the
+ * approval page (ms): under the HTTP request deadline (10 000 ms), so the answer is the tool
+ * result, never the deadline's 503.
+ */
+export const DEFAULT_APPROVAL_WAIT_MS = 8_000;
 /** The key of the approval-page request inside `inputRequests`. */
 export const APPROVAL_INPUT_KEY = 'approval';
 
