@@ -267,6 +267,11 @@ export const envelopeChecks: Check[] = [
       const table = REASONS as Record<string, { status: number }>;
       for (const s of ctx.seen) {
         const evidence = { request: s.request, status: s.status, answer: s.envelope };
+        if (typeof s.envelope.ok !== 'boolean')
+          throw new Fail(
+            `an envelope has no ok (HTTP ${s.status}): every answer says ok: true or ok: false`,
+            [evidence],
+          );
         const errors = validateOurs('envelope.json', s.envelope);
         if (errors.length > 0) throw new Fail(`an envelope is invalid: ${errors[0]}`, [evidence]);
         if (s.envelope.ok !== false) continue;
