@@ -18,9 +18,9 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 /** The `retry` field of priming events (ms): how long a client waits before it resumes a dropped stream. */
 export const DEFAULT_SSE_RETRY_MS = 1000;
 /** Events kept per session. */
-export const DEFAULT_SSE_MAX_EVENTS = 200;
-/** Bytes of JSON kept per session (1 MiB). */
-export const DEFAULT_SSE_MAX_BYTES = 1024 * 1024;
+export const DEFAULT_SSE_MAX_EVENTS = 64;
+/** Bytes of JSON kept per session (256 KiB: at most 100 sessions × this in memory). */
+export const DEFAULT_SSE_MAX_BYTES = 256 * 1024;
 
 interface StoredEvent {
   id: string;
