@@ -191,3 +191,55 @@ test('the event store is bounded: the oldest events go first and their ids are t
   await big.storeEvent('s', { jsonrpc: '2.0', method: 'n', params: { x: 'b'.repeat(60) } });
   assert.equal(await big.getStreamIdForEventId(first), undefined, 'evicted by size');
 });
+
+test('a stream that drops while the tool still runs is resumed live: the answer arrives on the GET', async (t) => {
+  const url = await serve(t, 50);
+  const sid = await open(url, '2025-11-25');
+  const abort = new AbortController();
+  const res = await fetch(url, {
+    method: 'POST',
+    signal: abort.signal,
+    headers: {
+      'content-type': 'application/json',
+      accept: ACCEPT,
+      'mcp-session-id': sid,
+      'mcp-protocol-version': '2025-11-25',
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 9,
+      method: 'tools/call',
+      params: { name: 'test__slow', arguments: { steps: 10, delay_ms: 40 } },
+    }),
+  });
+  const reader = res.body!.getReader();
+  const first = new TextDecoder().decode((await reader.read()).value);
+  const priming = parseSse(first)[0]!;
+  assert.equal(priming.data, '');
+  abort.abort(); // the connection drops mid-call
+
+  // As a client does: wait the retry the priming event gave, then resume (again while the server
+  // has not yet seen the old connection go: 409).
+  let again: Response;
+  for (let attempt = 0; ; attempt++) {
+    await new Promise((r) => setTimeout(r, priming.retry));
+    again = await resume(url, sid, priming.id!);
+    if (again.status !== 409 || attempt === 20) break;
+    await again.body?.cancel();
+  }
+  assert.equal(again.status, 200);
+  const live = again.body!.getReader();
+  let text = '';
+  while (!text.includes('"id":9')) {
+    const { value, done } = await live.read();
+    if (done) break;
+    text += new TextDecoder().decode(value);
+  }
+  await live.cancel();
+  const answer = parseSse(text)
+    .map((e) => (e.data === '' ? undefined : (JSON.parse(e.data) as { id?: number; result?: unknown })))
+    .find((m) => m?.id === 9);
+  assert.ok(answer?.result, text);
+  const data = (answer.result as { structuredContent?: { data?: { done: number } } }).structuredContent?.data;
+  assert.equal(data?.done, 10, 'the call ran to its end although its first stream dropped');
+});
