@@ -3,7 +3,7 @@
 # other than this machine's, so `engines` in package.json stays true.
 #
 # Per line: the Node binary comes from the npm registry's package (node-<platform>-<arch>@<line>,
-# headers included); better-sqlite3 (native) is compiled for it from source against those headers
+# headers included; scripts/node-line.sh, cached); better-sqlite3 (native) is compiled for it from source against those headers
 # (no other download), cached by better-sqlite3 version and Node ABI under
 # ${XDG_CACHE_HOME:-~/.cache}/solid-verbs-ci (the lines compile in parallel, ≈ 1 min each the
 # first time); the checkout is copied beside the other packages (symlinked) and SMOKE_TESTS run
@@ -23,7 +23,6 @@ SMOKE_TESTS=(
 )
 
 mine=$(node -p 'process.versions.node.split(".")[0]')
-pkg="node-$(node -p 'process.platform')-$(node -p 'process.arch')"
 bsq=$(node -p 'require("./node_modules/better-sqlite3/package.json").version')
 gyp="$(dirname "$(readlink -f "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/solid-verbs-ci"
@@ -35,13 +34,15 @@ fail() { echo "node lines smoke: FAIL: $*" >&2; exit 1; }
 # 1. Each line's Node binary, and a copy of the checkout whose node_modules links to ours except
 #    for better-sqlite3 (a real copy, rebuilt below).
 lines=()
+declare -A nodedir
 for line in $LINES; do
   if [ "$line" = "$mine" ]; then
     echo "node $line: this machine's line (the whole suite runs on it); skipped here"
     continue
   fi
   lines+=("$line")
-  npm install --no-save --no-audit --no-fund --loglevel=error --prefix "$work/node$line" "$pkg@$line" >/dev/null
+  bin=$(bash scripts/node-line.sh "$line")
+  nodedir["$line"]=$(dirname "$(dirname "$bin")")
   tree="$work/tree$line"
   mkdir -p "$tree/node_modules"
   git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$tree"
@@ -54,7 +55,7 @@ done
 # 2. better-sqlite3 for each line's ABI: from the cache, else compiled (in parallel).
 pids=()
 for line in "${lines[@]}"; do
-  nd="$work/node$line/node_modules/$pkg"
+  nd="${nodedir[$line]}"
   abi=$("$nd/bin/node" -p 'process.versions.modules')
   cached="$cache/better-sqlite3-$bsq-abi$abi.node"
   addon="$work/tree$line/node_modules/better-sqlite3/build/Release/better_sqlite3.node"
@@ -78,7 +79,7 @@ done
 
 # 3. The smoke tests on each line.
 for line in "${lines[@]}"; do
-  nd="$work/node$line/node_modules/$pkg"
+  nd="${nodedir[$line]}"
   echo "== node $("$nd/bin/node" --version): ${SMOKE_TESTS[*]}"
   (cd "$work/tree$line" && PATH="$nd/bin:$PATH" node --import tsx --test --test-concurrency=1 \
     --test-reporter=dot "${SMOKE_TESTS[@]}") || fail "the smoke tests failed on node $line"

@@ -125,12 +125,16 @@ export class KitContext {
     };
   }
 
-  /** Record an envelope the run received (every dispatch does). */
+  /**
+   * Record an envelope the run received (every dispatch does): every JSON object answer of a route
+   * that answers envelopes, `ok` or not, so envelope.error_fields holds a success envelope without
+   * `ok` against the envelope schema.
+   */
   noteEnvelope(answer: HttpAnswer): KitEnvelope | undefined {
     const j = answer.json;
     if (j === null || typeof j !== 'object' || Array.isArray(j)) return undefined;
     const env = j as KitEnvelope;
-    if ('ok' in env) this.seen.push({ request: answer.request, status: answer.status, envelope: env });
+    this.seen.push({ request: answer.request, status: answer.status, envelope: env });
     return env;
   }
 

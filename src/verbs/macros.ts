@@ -222,8 +222,10 @@ export const macrosList = defineSystemVerb<{ limit?: number }>({
   name: 'macros.list',
   title: 'List macros',
   description:
-    "List this tenant's saved macros: id, name, description, version and the verbs of each step, newest first. Run one with macros.run.",
-  shape: 'macro',
+    "List this tenant's saved macros, newest first: id, name, description, version, step verbs. Run one with macros.run.",
+  // A listing is a read of the tenant, so an aggregate (as approvals.list, webhooks.list): the
+  // macro shape is the output of saving or running a chain (spec/shapes.md §macro).
+  shape: 'aggregate',
   category: 'macros',
   consent: 'READ',
   input: {
@@ -233,27 +235,34 @@ export const macrosList = defineSystemVerb<{ limit?: number }>({
   },
   output: {
     type: 'object',
-    description: "The tenant's saved macros (the listing form of the macro shape).",
+    description: "The tenant's saved macros: an aggregate of the tenant (entity_id is its company id).",
     properties: {
-      macros: {
-        type: 'array',
-        items: {
-          type: 'object',
-          properties: {
-            macro_id: { type: 'string' },
-            name: { type: 'string' },
-            description: { type: 'string' },
-            version: { type: 'integer', minimum: 1 },
-            verbs: { type: 'array', items: { type: 'string' } },
-            created_by: { type: 'integer' },
-            updated_at: { type: 'string', format: 'date-time' },
+      entity_id: { type: 'integer' },
+      fetched_at: { type: 'string', format: 'date-time' },
+      data: {
+        type: 'object',
+        properties: {
+          macros: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: {
+                macro_id: { type: 'string' },
+                name: { type: 'string' },
+                description: { type: 'string' },
+                version: { type: 'integer', minimum: 1 },
+                verbs: { type: 'array', items: { type: 'string' } },
+              },
+              // Also created_by and updated_at (left out of the schema: tools/list byte budget).
+              required: ['macro_id', 'name', 'version', 'verbs'],
+            },
           },
-          required: ['macro_id', 'name', 'version', 'verbs'],
+          total: { type: 'integer', minimum: 0 },
         },
+        required: ['macros', 'total'],
       },
-      total: { type: 'integer', minimum: 0 },
     },
-    required: ['macros', 'total'],
+    required: ['entity_id', 'data'],
   },
   idempotent: true,
   webmcp_surfaces: ['dashboard', 'developer'],
@@ -266,16 +275,21 @@ export const macrosList = defineSystemVerb<{ limit?: number }>({
       ctx.principal.company_id,
     ]);
     return {
-      macros: rows.map(toMacro).map((m) => ({
-        macro_id: m.macro_id,
-        name: m.name,
-        description: m.description,
-        version: m.version,
-        verbs: m.steps.map((s) => s.verb),
-        created_by: m.created_by,
-        updated_at: m.updated_at,
-      })),
-      total: Number(total?.n ?? 0),
+      entity_type: 'tenant',
+      entity_id: ctx.principal.company_id,
+      data: {
+        macros: rows.map(toMacro).map((m) => ({
+          macro_id: m.macro_id,
+          name: m.name,
+          description: m.description,
+          version: m.version,
+          verbs: m.steps.map((s) => s.verb),
+          created_by: m.created_by,
+          updated_at: m.updated_at,
+        })),
+        total: Number(total?.n ?? 0),
+      },
+      fetched_at: ctx.now.toISOString(),
     };
   },
 });

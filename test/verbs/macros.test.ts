@@ -458,19 +458,27 @@ describe('macros', () => {
     assert.equal(await counter(h, 'rec'), 6);
     const list = await call(h, 'read_only', 'macros.list', {});
     assert.equal(list.ok, true);
+    // A listing is an aggregate of the tenant (spec/shapes.md §macro), valid against that shape.
+    assert.deepEqual(validateShapeOutput('aggregate', list.result).errors, []);
+    const data = list.result!.data as { macros: Array<{ updated_at: string }> };
     assert.deepEqual(list.result, {
-      macros: [
-        {
-          macro_id: r.macro_id,
-          name: 'recorded',
-          description: r.description,
-          version: 1,
-          verbs: ['counter.bump', 'counter.get', 'counter.bump'],
-          created_by: 3,
-          updated_at: (list.result!.macros as Array<{ updated_at: string }>)[0]!.updated_at,
-        },
-      ],
-      total: 1,
+      entity_type: 'tenant',
+      entity_id: list.result!.entity_id,
+      fetched_at: list.result!.fetched_at,
+      data: {
+        macros: [
+          {
+            macro_id: r.macro_id,
+            name: 'recorded',
+            description: r.description,
+            version: 1,
+            verbs: ['counter.bump', 'counter.get', 'counter.bump'],
+            created_by: 3,
+            updated_at: data.macros[0]!.updated_at,
+          },
+        ],
+        total: 1,
+      },
     });
     const v2 = okResult(
       await call(h, 'employee', 'macros.save', {

@@ -35,7 +35,12 @@ export function probeRead(ctx: KitContext): Promise<ProbeRead> {
       const s = synthesizeArgs(record.input_schema, ctx.compile);
       if (!s.ok || s.idProperties.length > 0) continue;
       const d = await ctx.dispatch(record.name, { args: s.args });
-      if (d.env?.ok === true) return { record, args: s.args };
+      // A 200 with a result is the probe even without `ok: true`: envelope.success then says so.
+      if (
+        d.env?.ok === true ||
+        (d.answer.status === 200 && d.env?.ok === undefined && d.env?.result !== undefined)
+      )
+        return { record, args: s.args };
     }
     throw new Skip('no read verb on http answered ok with arguments the kit could build');
   });
@@ -103,7 +108,10 @@ export const envelopeChecks: Check[] = [
       const probe = await probeRead(ctx);
       const d = await ctx.dispatch(probe.record.name, { args: probe.args });
       if (d.answer.status !== 200 || d.env?.ok !== true)
-        return fail(`${probe.record.name} answered HTTP ${d.answer.status}`, ctx.ev(d.answer));
+        return fail(
+          `${probe.record.name} answered HTTP ${d.answer.status}${d.answer.status === 200 ? ` with ok ${JSON.stringify(d.env?.ok)}, not true` : ''}`,
+          ctx.ev(d.answer),
+        );
       const errors = validateOurs('envelope.json', d.env);
       if (errors.length > 0) return fail(`the envelope is invalid: ${errors[0]}`, ctx.ev(d.answer, errors));
       if (d.env.verb !== probe.record.name)
@@ -259,6 +267,11 @@ export const envelopeChecks: Check[] = [
       const table = REASONS as Record<string, { status: number }>;
       for (const s of ctx.seen) {
         const evidence = { request: s.request, status: s.status, answer: s.envelope };
+        if (typeof s.envelope.ok !== 'boolean')
+          throw new Fail(
+            `an envelope has no ok (HTTP ${s.status}): every answer says ok: true or ok: false`,
+            [evidence],
+          );
         const errors = validateOurs('envelope.json', s.envelope);
         if (errors.length > 0) throw new Fail(`an envelope is invalid: ${errors[0]}`, [evidence]);
         if (s.envelope.ok !== false) continue;

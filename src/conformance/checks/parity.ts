@@ -1,13 +1,14 @@
 /**
  * Section `parity`: every transport lists exactly the verbs whose records name it in `surfaces`
  * (absent: all five): the http manifest and /openapi.json, MCP tools/list (stdio command or
- * Streamable HTTP), the WebMCP manifests of the five page surfaces, the UCP profile's
+ * Streamable HTTP) with the same arguments and annotations that agree with the records, the
+ * WebMCP manifests of the five page surfaces, the UCP profile's
  * capabilities. Read-only. The cli surface has no wire to check from outside.
  * Spec: spec/transports.md (intro), §http-openapi, §mcp-tools, §mcp-results, §webmcp-manifest,
  * §ucp-profile.
  */
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { isReadRecord, surfacesOf } from '../context.ts';
+import { McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { isReadRecord, surfacesOf, type KitContext, type KitRecord } from '../context.ts';
 import { fail, pass, skip } from '../outcome.ts';
 import type { Check } from '../types.ts';
 import { WEBMCP_SURFACES } from '../../spec/types.ts';
@@ -23,6 +24,70 @@ function verbOfTool(tool: { name: string; _meta?: Record<string, unknown> }, kno
   if (typeof meta === 'string') return meta;
   if (known.has(tool.name)) return tool.name;
   return tool.name.replace(/__/g, '.');
+}
+
+type Schema = Record<string, unknown>;
+
+/** A schema node's JSON types, `null` left out (a projection may drop or add it); undefined when it names none. */
+function typesOf(node: Schema): string[] | undefined {
+  const t = node.type;
+  const list = typeof t === 'string' ? [t] : Array.isArray(t) ? t.filter((x) => typeof x === 'string') : [];
+  const types = (list as string[]).filter((x) => x !== 'null').sort();
+  return types.length > 0 ? types : undefined;
+}
+
+function isSchema(x: unknown): x is Schema {
+  return x !== null && typeof x === 'object' && !Array.isArray(x);
+}
+
+/**
+ * Where the arguments two schemas take differ (the manifest's `http` against the MCP tool's
+ * `mcp`): property names, required names and JSON types, through nested objects and array items
+ * (4 levels). A node with a `$ref` or without a type on either side is not compared further (the
+ * MCP projection may inline references and drop keywords a host rejects); descriptions, formats
+ * and value constraints are not compared.
+ */
+export function argumentDiff(http: unknown, mcp: unknown, at = '', depth = 0): string[] {
+  if (!isSchema(http) || !isSchema(mcp) || depth > 4 || '$ref' in http || '$ref' in mcp) return [];
+  const out: string[] = [];
+  const ht = typesOf(http);
+  const mt = typesOf(mcp);
+  if (ht !== undefined && mt !== undefined && ht.join() !== mt.join())
+    out.push(`${at || '/'}: type ${ht.join('|')} over HTTP, ${mt.join('|')} over MCP`);
+  const hp = isSchema(http.properties) ? http.properties : undefined;
+  const mp = isSchema(mcp.properties) ? mcp.properties : undefined;
+  if (hp !== undefined || mp !== undefined) {
+    const hk = Object.keys(hp ?? {});
+    const mk = Object.keys(mp ?? {});
+    for (const k of hk) if (!mk.includes(k)) out.push(`${at}/${k}: over HTTP only`);
+    for (const k of mk) if (!hk.includes(k)) out.push(`${at}/${k}: over MCP only`);
+    for (const k of hk)
+      if (mk.includes(k)) out.push(...argumentDiff(hp![k], mp![k], `${at}/${k}`, depth + 1));
+  }
+  const hr = (Array.isArray(http.required) ? (http.required as string[]) : []).slice().sort();
+  const mr = (Array.isArray(mcp.required) ? (mcp.required as string[]) : []).slice().sort();
+  if (hr.join() !== mr.join())
+    out.push(`${at || '/'}: required [${hr.join(', ')}] over HTTP, [${mr.join(', ')}] over MCP`);
+  if (isSchema(http.items) && isSchema(mcp.items))
+    out.push(...argumentDiff(http.items, mcp.items, `${at}/items`, depth + 1));
+  return out;
+}
+
+/** The MCP tools of the run with the manifest record of each one's verb (tools without one are parity.mcp_tools'). */
+async function toolsWithRecords(ctx: KitContext): Promise<{
+  label: string;
+  pairs: Array<{ tool: Tool; record: KitRecord }>;
+}> {
+  const mcp = await ctx.mcp();
+  const records = await ctx.allRecords();
+  const byName = new Map(records.map((r) => [r.name, r]));
+  const known = new Set(byName.keys());
+  const pairs: Array<{ tool: Tool; record: KitRecord }> = [];
+  for (const tool of await mcp.listAllTools()) {
+    const record = byName.get(verbOfTool(tool as never, known));
+    if (record !== undefined) pairs.push({ tool, record });
+  }
+  return { label: mcp.label, pairs };
 }
 
 export const parityChecks: Check[] = [
@@ -80,6 +145,63 @@ export const parityChecks: Check[] = [
           answer: renamed,
         });
       return pass(`${tools.length} tools (${mcp.label})`);
+    },
+  },
+  {
+    id: 'parity.mcp_schemas',
+    section: 'parity',
+    requirement:
+      "Each MCP tool's inputSchema takes the same arguments as its verb's input_schema in the HTTP manifest: the same property names, required names and JSON types (null aside), at every level.",
+    spec: 'spec/transports.md §mcp-tools',
+    needs: { mcp: true },
+    async run(ctx) {
+      const { label, pairs } = await toolsWithRecords(ctx);
+      if (pairs.length === 0) return skip('no MCP tool stands for a verb of the manifest');
+      const diffs: Record<string, string[]> = {};
+      for (const { tool, record } of pairs) {
+        const d = argumentDiff(record.input_schema, tool.inputSchema);
+        if (d.length > 0) diffs[tool.name] = d;
+      }
+      const bad = Object.keys(diffs);
+      if (bad.length > 0)
+        return fail(
+          `${bad.length} tools take other arguments than their verbs over HTTP: ${bad[0]} (${diffs[bad[0]!]![0]})`,
+          { request: `MCP tools/list (${label}) against GET /api/v1/agent/verbs`, answer: diffs },
+        );
+      return pass(`${pairs.length} tools take their verbs' arguments (${label})`);
+    },
+  },
+  {
+    id: 'parity.mcp_annotations',
+    section: 'parity',
+    requirement:
+      "Each MCP tool's annotations agree with its verb's record: readOnlyHint true exactly when the record only reads (side_effects read, no consent), and never destructiveHint false on a verb whose record says side_effects write (it cannot be reverted).",
+    spec: 'spec/transports.md §mcp-tools',
+    needs: { mcp: true },
+    async run(ctx) {
+      const { label, pairs } = await toolsWithRecords(ctx);
+      if (pairs.length === 0) return skip('no MCP tool stands for a verb of the manifest');
+      const wrong: Record<string, string> = {};
+      for (const { tool, record } of pairs) {
+        const a = tool.annotations ?? {};
+        const readOnly = a.readOnlyHint === true;
+        if (readOnly !== isReadRecord(record))
+          wrong[tool.name] = readOnly
+            ? `readOnlyHint true, but the record says side_effects ${String(record.side_effects)}, requires_consent ${String(record.requires_consent)}`
+            : 'the record only reads, but readOnlyHint is not true';
+        else if (!readOnly && record.side_effects === 'write' && a.destructiveHint === false)
+          wrong[tool.name] = 'destructiveHint false, but the record says side_effects write (no revert)';
+      }
+      const bad = Object.keys(wrong);
+      if (bad.length > 0)
+        return fail(
+          `${bad.length} tools are annotated against their records: ${bad[0]} (${wrong[bad[0]!]})`,
+          {
+            request: `MCP tools/list (${label}) against GET /api/v1/agent/verbs`,
+            answer: wrong,
+          },
+        );
+      return pass(`${pairs.length} tools annotated as their records say (${label})`);
     },
   },
   {

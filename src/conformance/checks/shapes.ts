@@ -1,7 +1,7 @@
 /**
  * Section `shapes`: for each of the 13 shapes the server offers on http, one call whose result
  * validates against the shape's schema (schema/shapes/<shape>.json) and the record's own
- * output_schema. Reads are called with arguments built from their input schema (args.ts); the
+ * output_schema (both: an output_schema may narrow the shape's contract, never replace it). Reads are called with arguments built from their input schema (args.ts); the
  * write shapes receipt and revert use the run's declared test write (with --allow-writes).
  * A shape whose every verb needs real ids (or arguments the kit cannot build) is skipped with the
  * reason. At most 4 verbs are tried per shape.
@@ -16,13 +16,6 @@ import { VALID_SHAPES, type Shape } from '../../spec/types.ts';
 import { committedWrite, reasonOf, revertedWrite } from '../writes.ts';
 
 const TRIES_PER_SHAPE = 4;
-
-/** Errors of a result against the record's own output_schema (empty when valid or none). */
-function ownSchemaErrors(ctx: KitContext, record: KitRecord, result: unknown): string[] {
-  if (record.output_schema === undefined) return [];
-  const v = ctx.compile(record.output_schema);
-  return typeof v === 'string' || v(result) ? [] : errorLines(v.errors);
-}
 
 /** Validate a result against the shape schema and the record's output_schema. */
 function validateResult(
@@ -68,19 +61,10 @@ async function readShape(ctx: KitContext, shape: Shape): Promise<Outcome> {
       continue;
     }
     const d = await ctx.dispatch(r.name, { args: s.args });
-    if (d.env?.ok === true) {
-      // A verb may answer a form of its own (macros.list: a listing), declared as its output_schema:
-      // valid against that, it does not decide the shape; another verb may.
-      const own = ownSchemaErrors(ctx, r, d.env.result);
-      if (
-        own.length > 0 ||
-        r.output_schema === undefined ||
-        validateOurs(`shapes/${shape}.json`, d.env.result).length === 0
-      )
-        return validateResult(ctx, shape, r, d.env.result, ctx.ev(d.answer, d.env.result), r.name);
-      notes.push(`${r.name} answers its own output_schema, not the ${shape} shape`);
-      continue;
-    }
+    if (d.env?.ok === true)
+      // The shape's schema decides, whatever the record's own output_schema allows (spec/shapes.md
+      // §overview: a verb may narrow its shape's contract, never leave it).
+      return validateResult(ctx, shape, r, d.env.result, ctx.ev(d.answer, d.env.result), r.name);
     if (d.answer.status >= 500)
       return fail(
         `${r.name} answered HTTP ${d.answer.status} to arguments its schema accepts`,
@@ -147,10 +131,96 @@ async function writeShape(ctx: KitContext, shape: 'receipt' | 'revert'): Promise
   return validateResult(ctx, shape, record, env.result, evidence, label);
 }
 
-export const shapeChecks: Check[] = VALID_SHAPES.map((shape): Check => ({
-  id: `shapes.${shape}`,
-  section: 'shapes',
-  requirement: `One call of a ${shape} verb answers a result valid against schema/shapes/${shape}.json and its record's output_schema.`,
-  spec: `spec/shapes.md §${shape}`,
-  run: (ctx) => (shape === 'receipt' || shape === 'revert' ? writeShape(ctx, shape) : readShape(ctx, shape)),
-}));
+/** The members of a preview's `current` that its `projected` says would change (the whole value when not objects). */
+function changing(current: unknown, projected: unknown): string[] {
+  const isObj = (x: unknown): x is Record<string, unknown> =>
+    x !== null && typeof x === 'object' && !Array.isArray(x);
+  if (!isObj(current) || !isObj(projected))
+    return JSON.stringify(current) === JSON.stringify(projected) ? [] : [''];
+  return Object.keys(projected).filter(
+    (k) => k in current && JSON.stringify(current[k]) !== JSON.stringify(projected[k]),
+  );
+}
+
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/;
+
+/** JSON of a value with its ISO time stamps blanked (a read may say when it was made). */
+function untimed(x: unknown): string {
+  return JSON.stringify(x, (_k, v: unknown) => (typeof v === 'string' && TIMESTAMP.test(v) ? '<time>' : v));
+}
+
+function member(x: unknown, k: string): unknown {
+  return k === '' ? x : (x as Record<string, unknown> | null)?.[k];
+}
+
+/**
+ * shapes.preview_read_only: a preview changes nothing. Black-box: a preview verb is called twice
+ * with the same arguments; the members its first answer projects to change (all of `current`,
+ * time stamps aside, when it shares none with `projected`) must read the same the second time (a
+ * preview that commits its change shows the projected value).
+ */
+async function previewReadOnly(ctx: KitContext): Promise<Outcome> {
+  const { records } = await ctx.records('?surface=http');
+  const previews = records
+    .filter((r) => r.shape === 'preview' && isReadRecord(r))
+    .sort((a, b) => required(a) - required(b) || (a.name < b.name ? -1 : 1));
+  if (previews.length === 0) return skip('the server offers no preview verb on http');
+  const notes: string[] = [];
+  for (const r of previews.slice(0, TRIES_PER_SHAPE)) {
+    const s = synthesizeArgs(r.input_schema, ctx.compile);
+    if (!s.ok) {
+      notes.push(`${r.name}: ${s.reason}`);
+      continue;
+    }
+    const first = await ctx.dispatch(r.name, { args: s.args });
+    if (first.env?.ok !== true) {
+      notes.push(`${r.name}: ${reasonOf(first.env) ?? `HTTP ${first.answer.status}`}`);
+      continue;
+    }
+    const { current, projected } = (first.env.result ?? {}) as { current?: unknown; projected?: unknown };
+    if (JSON.stringify(current) === JSON.stringify(projected)) {
+      notes.push(`${r.name} projects no change for these arguments`);
+      continue;
+    }
+    // The members it projects to change; when it shares none with current (a create), all of
+    // current, time stamps aside.
+    const common = changing(current, projected);
+    const keys = common.length > 0 ? common : [''];
+    const second = await ctx.dispatch(r.name, { args: s.args });
+    if (second.env?.ok !== true)
+      return fail(
+        `${r.name} answered ${reasonOf(second.env) ?? `HTTP ${second.answer.status}`} the second time: the first call changed something`,
+        ctx.ev(first.answer, first.env.result),
+        ctx.ev(second.answer),
+      );
+    const again = (second.env.result as { current?: unknown } | undefined)?.current;
+    const moved = keys.filter((k) => untimed(member(again, k)) !== untimed(member(current, k)));
+    if (moved.length > 0)
+      return fail(
+        `${r.name} wrote: called again with the same arguments, current${moved[0] ? `.${moved[0]}` : ''} is ${JSON.stringify(member(again, moved[0]!))}, was ${JSON.stringify(member(current, moved[0]!))} (projected ${JSON.stringify(member(projected, moved[0]!))})`,
+        ctx.ev(first.answer, { current, projected }),
+        ctx.ev(second.answer, { current: again }),
+      );
+    return pass(`${r.name}: the same current twice (${keys.join(', ') || 'all of it'} unchanged)`);
+  }
+  return skip(`no preview verb could be called to project a change: ${notes.join('; ')}`);
+}
+
+export const shapeChecks: Check[] = [
+  ...VALID_SHAPES.map((shape): Check => ({
+    id: `shapes.${shape}`,
+    section: 'shapes',
+    requirement: `One call of a ${shape} verb answers a result valid against schema/shapes/${shape}.json and its record's output_schema.`,
+    spec: `spec/shapes.md §${shape}`,
+    run: (ctx) =>
+      shape === 'receipt' || shape === 'revert' ? writeShape(ctx, shape) : readShape(ctx, shape),
+  })),
+  {
+    id: 'shapes.preview_read_only',
+    section: 'shapes',
+    requirement:
+      'A preview changes nothing: called twice with the same arguments, it answers the same current for every member it projects to change.',
+    spec: 'spec/shapes.md §preview',
+    run: previewReadOnly,
+  },
+];

@@ -4,7 +4,11 @@
  *
  *   POST    initialize without Mcp-Session-Id → a new stateful session (own SDK Server and
  *           transport; the tool projection is shared); other POSTs need the session's id
- *   GET     405 (no standalone SSE stream is offered: answers and server→client requests such
+ *   GET     with Last-Event-ID: resumes a dropped POST stream of the session (sse-event-store.ts:
+ *           each POST stream of a 2025-11-25 client opens with a priming event carrying an id
+ *           and `retry`); a stream that is over gets the rest and ends (`204` when nothing
+ *           followed), one still running resumes live. Any other GET:
+ *           405 (no standalone SSE stream is offered: answers and server→client requests such
  *           as elicitation travel on each POST's response stream). tools.listChanged is
  *           therefore not declared here: a client sees a changed verb set on its next tools/list
  *   DELETE  ends the session
@@ -58,6 +62,7 @@ import { isModernMessage } from './modern.ts';
 import { createModernHttp } from './modern-http.ts';
 import { ToolCatalog } from './tool-catalog.ts';
 import { selectionOf } from './toolsets.ts';
+import { DEFAULT_SSE_RETRY_MS, SessionEventStore } from './sse-event-store.ts';
 
 export const DEFAULT_MCP_PATH = '/mcp';
 export const DEFAULT_MAX_SESSIONS = 100;
@@ -86,11 +91,15 @@ export interface McpHttpOptions extends Pick<
   pageSize?: number;
   /** MCP 2026-07-28: longest wait, on a retry after input_required, for the approval to be decided (ms). */
   approvalWaitMs?: number;
+  /** The `retry` (ms) of SSE priming events: how long a client waits to resume a dropped stream. */
+  sseRetryMs?: number;
 }
 
 interface Session {
   id: string;
   transport: StreamableHTTPServerTransport;
+  /** The session's SSE events, for resumption (Last-Event-ID). */
+  events: SessionEventStore;
   server: Server;
   /** Who opened it: key id, or "sandbox". */
   owner: string;
@@ -584,8 +593,11 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
           approvalUrl: config.approvalUrl ?? dashboardApprovals(app, request),
           approvalDecided: approvalDecidedIn(rt.store, rt.clock),
         });
+        const events = new SessionEventStore();
         const transport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
+          eventStore: events,
+          retryInterval: config.sseRetryMs ?? DEFAULT_SSE_RETRY_MS,
           onsessioninitialized: (id) => {
             session.id = id;
             sessions.set(id, session);
@@ -595,6 +607,7 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
           },
         });
         session.transport = transport;
+        session.events = events;
         session.server = server;
         transport.onclose = () => {
           if (session.id !== undefined) sessions.delete(session.id);
@@ -607,6 +620,30 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
 
     app.get(path, async (request, reply) => {
       if (!(await guard(request, reply))) return reply;
+      const lastEventId = request.headers['last-event-id'];
+      if (typeof lastEventId === 'string' && lastEventId !== '') {
+        // Resuming a dropped POST stream (SEP-1699): the session's own events only.
+        const authed = await authenticate(request, reply);
+        if (authed === undefined) return reply;
+        const s = sessionOf(request, authed);
+        if (s === undefined) return notFound(request, reply, authed);
+        // A stream that is over gets what followed and ends (204: nothing followed); one still
+        // running is resumed live by the SDK transport.
+        const finished = s.events.finishedAfter(lastEventId);
+        if (finished !== undefined && finished.length === 0) return reply.code(204).send();
+        if (finished !== undefined)
+          return reply
+            .header('content-type', 'text/event-stream')
+            .header('cache-control', 'no-cache, no-transform')
+            .header('mcp-session-id', s.id)
+            .send(
+              finished
+                .map((e) => `event: message\nid: ${e.id}\ndata: ${JSON.stringify(e.message)}\n\n`)
+                .join(''),
+            );
+        await handOver(s, request, reply, authed);
+        return reply;
+      }
       return reply
         .code(405)
         .header('allow', 'POST, DELETE')
