@@ -17,12 +17,13 @@
  *   prefixItems, array-form items                   items: { anyOf: [each position…, rest] }
  *   array without items                             items: {}
  *   type: [a, b]                                    anyOf: [{type: a}, {type: b}]
- *   null: nullable: true, "null" in a type array,   input:  null is dropped and the property
- *   null in an enum, a {type: "null"} branch of             becomes optional (removed from
- *   anyOf/oneOf                                             `required`); when the runtime's
- *                                                           schema REQUIRED it, absence is mapped
- *                                                           back to null on the call (`nullFill`)
- *                                                   output: anyOf: [<schema>, {type: "null"}]
+ *   null: nullable: true, "null" in a type array,   anyOf: [<schema>, {type: "null"}] (null is
+ *   null in an enum, a {type: "null"} branch of     declared: clients that validate arguments
+ *   anyOf/oneOf                                     accept it); input: a required one also
+ *                                                   becomes optional (removed from `required`)
+ *                                                   and its absence is mapped back to null on
+ *                                                   the call (`nullFill`)
+ *   pattern beside format date-time                 dropped (the format says it; both enforced)
  *   root                                            type "object", `properties` always present
  *
  * Spec: spec/transports.md §mcp-schemas.
@@ -206,6 +207,9 @@ class Rewriter {
       if (DROPPED.has(k)) continue;
       // A bound at the largest safe integer says nothing to a model (JSON numbers past it are not exact anyway).
       if (k === 'maximum' && typeof v === 'number' && v >= Number.MAX_SAFE_INTEGER) continue;
+      // A pattern beside format date-time repeats the format (RFC 3339: offset included); the
+      // runtime still checks both, and the bytes go to the null branches (§mcp-tool-budget).
+      if (k === 'pattern' && node.format === 'date-time') continue;
       out[k] = v;
     }
 
@@ -305,18 +309,26 @@ class Rewriter {
     }
     if ((out.type === 'array' || hasType(out, 'array')) && out.items === undefined) out.items = {};
 
-    if (nullable && this.mode === 'output' && out.type !== 'null') {
-      const annotations: Record<string, unknown> = {};
-      for (const k of ['title', 'description']) {
-        if (out[k] !== undefined) {
-          annotations[k] = out[k];
-          delete out[k];
-        }
-      }
-      return { out: { ...annotations, anyOf: [out, { type: 'null' }] }, nullable: true };
-    }
+    if (nullable && out.type !== 'null') return { out: withNull(out), nullable: true };
     return { out, nullable };
   }
+}
+
+/**
+ * A schema that also admits null, without a type array: `anyOf: [<schema>, {type: "null"}]`
+ * with the title and description kept on the outside (a bare anyOf gains the null branch).
+ */
+function withNull(out: Record<string, unknown>): Record<string, unknown> {
+  const annotations: Record<string, unknown> = {};
+  for (const k of ['title', 'description']) {
+    if (out[k] !== undefined) {
+      annotations[k] = out[k];
+      delete out[k];
+    }
+  }
+  if (Object.keys(out).length === 1 && Array.isArray(out.anyOf))
+    return { ...annotations, anyOf: [...(out.anyOf as unknown[]), { type: 'null' }] };
+  return { ...annotations, anyOf: [out, { type: 'null' }] };
 }
 
 function isNullOnly(s: unknown): boolean {

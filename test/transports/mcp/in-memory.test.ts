@@ -86,7 +86,11 @@ test('every tool is portable: name pattern, object root with properties, no $ref
   }
   const echo = tools.find((x) => x.name === 'test__echo')!;
   const props = echo.inputSchema.properties as Record<string, Record<string, unknown>>;
-  assert.equal(props.note!.type, 'string', 'type ["string","null"] → string');
+  assert.deepEqual(
+    props.note!.anyOf,
+    [{ type: 'string' }, { type: 'null' }],
+    'type ["string","null"] → a null branch: null is declared, without a type array',
+  );
   assert.deepEqual(echo.inputSchema.required, ['text'], 'the nullable required property became optional');
   assert.deepEqual(props.tags!.items, {});
 });

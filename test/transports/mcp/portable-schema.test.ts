@@ -46,7 +46,7 @@ function assertPortable(schema: JsonSchema): void {
   assert.equal(schema.type, 'object');
 }
 
-test('input: every spelling of "may be null" becomes an optional property; required ones are mapped back to null', () => {
+test('input: every spelling of "may be null" is declared as a null branch; required ones become optional and are mapped back to null', () => {
   const schema: JsonSchema = {
     type: 'object',
     properties: {
@@ -67,10 +67,12 @@ test('input: every spelling of "may be null" becomes an optional property; requi
   assertPortable(out);
   const p = out.properties as Record<string, JsonSchema>;
   assert.deepEqual(out.required, ['e', 'nested']);
-  assert.deepEqual(p.a, { type: 'string' });
-  assert.deepEqual(p.b, { type: 'integer' });
-  assert.deepEqual(p.c, { enum: ['x', 'y'] });
-  assert.deepEqual(p.d, { description: 'D', type: 'string', minLength: 1 });
+  const orNull = (s: JsonSchema) => ({ anyOf: [s, { type: 'null' }] });
+  assert.deepEqual(p.a, orNull({ type: 'string' }));
+  assert.deepEqual(p.b, orNull({ type: 'integer' }));
+  assert.deepEqual(p.c, orNull({ enum: ['x', 'y'] }));
+  assert.deepEqual(p.d, { description: 'D', ...orNull({ type: 'string', minLength: 1 }) });
+  assert.deepEqual(p.e, { type: 'string' }, 'a property that refuses null gets no null branch');
   assert.equal((p.nested!.required as string[] | undefined) ?? null, null);
   assert.deepEqual(
     (p.list!.items as JsonSchema).required,
