@@ -36,6 +36,7 @@ import type { ApiClient } from './api-client.ts';
 import { hintsProblem, type VerbHints } from '../runtime/verb-hints.ts';
 import { serveStdio, DEFAULT_REFRESH_MS, type StdioServer } from '../transports/mcp/stdio.ts';
 import { MCP_SURFACE } from '../transports/mcp/tool-catalog.ts';
+import type { SchemaProfile } from '../transports/mcp/schema-profiles.ts';
 
 /** The parts of a Runtime the MCP transport uses; the bridge implements exactly these. */
 export type McpRuntimeSurface = McpRuntime;
@@ -318,6 +319,8 @@ export interface BridgeOptions {
   approvalUrl?: (approvalId: string) => string | undefined;
   elicitationTimeoutMs?: number;
   pageSize?: number;
+  /** The dialect of the served input schemas (schema-profiles.ts). Default 'default'. */
+  schemaProfile?: SchemaProfile;
 }
 
 /**
@@ -342,6 +345,7 @@ export async function serveMcpBridge(
     },
     refreshMs: options.refreshMs ?? DEFAULT_REFRESH_MS,
     approvalUrl: options.approvalUrl ?? (() => `${base}/#approvals`),
+    ...(options.schemaProfile !== undefined ? { schemaProfile: options.schemaProfile } : {}),
     ...(options.input !== undefined ? { input: options.input } : {}),
     ...(options.output !== undefined ? { output: options.output } : {}),
     ...(options.elicitationTimeoutMs !== undefined

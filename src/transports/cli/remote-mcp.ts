@@ -19,9 +19,15 @@ import { serveMcpBridge } from '../../remote-client/mcp-bridge.ts';
 import { ApiClient } from '../../remote-client/api-client.ts';
 import { normalizeBaseUrl } from '../../remote-client/remote-url.ts';
 import { remoteApiKey } from './remote-target.ts';
+import type { SchemaProfile } from '../mcp/schema-profiles.ts';
 
 /** Run the bridge until stdin closes (or SIGINT/SIGTERM); resolves to the exit code. */
-export async function runRemoteMcp(url: string, io: Io, refreshMs: number): Promise<number> {
+export async function runRemoteMcp(
+  url: string,
+  io: Io,
+  refreshMs: number,
+  schemaProfile: SchemaProfile = 'default',
+): Promise<number> {
   const baseUrl = normalizeBaseUrl(url);
   const logger = pino({ level: process.env.SOLID_LOG_LEVEL ?? 'warn' }, pino.destination(2));
   const client = new ApiClient({
@@ -53,6 +59,7 @@ export async function runRemoteMcp(url: string, io: Io, refreshMs: number): Prom
       client,
       logger,
       refreshMs,
+      schemaProfile,
       approvalUrl: () => `${dashboard !== undefined && dashboard !== '' ? dashboard : baseUrl}/#approvals`,
     });
     const onSignal = () => void served.close();

@@ -61,6 +61,7 @@ import { createMcpServer, type McpServerOptions } from './mcp-server.ts';
 import { isModernMessage } from './modern.ts';
 import { createModernHttp } from './modern-http.ts';
 import { ToolCatalog } from './tool-catalog.ts';
+import { isSchemaProfile, SCHEMA_PROFILES } from './schema-profiles.ts';
 import { selectionOf } from './toolsets.ts';
 import { DEFAULT_SSE_RETRY_MS, SessionEventStore } from './sse-event-store.ts';
 
@@ -72,7 +73,7 @@ export const DEFAULT_MCP_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 
 export interface McpHttpOptions extends Pick<
   McpServerOptions,
-  'limits' | 'elicitationTimeoutMs' | 'approvalUrl' | 'toolsets' | 'dynamic'
+  'limits' | 'elicitationTimeoutMs' | 'approvalUrl' | 'toolsets' | 'dynamic' | 'schemaProfile'
 > {
   path?: string;
   maxSessions?: number;
@@ -538,6 +539,21 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
             },
             authed.principal,
           );
+        // Per client: `?schema_profile=openai-strict` on the URL a host is given (§mcp-schema-profiles).
+        const asked = (request.query as Record<string, unknown> | undefined)?.schema_profile;
+        if (asked !== undefined && !isSchemaProfile(asked))
+          return refuseRpc(
+            request,
+            reply,
+            {
+              status: 400,
+              code: -32602,
+              reason: 'invalid_request',
+              message: `Unknown schema_profile ${JSON.stringify(String(asked)).slice(0, 80)}.`,
+              hint: `Use one of ${SCHEMA_PROFILES.join(', ')}, or leave schema_profile out.`,
+            },
+            authed.principal,
+          );
         if (!isInitializeRequest(request.body)) {
           return refuseRpc(
             request,
@@ -590,6 +606,7 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
           elicitationTimeoutMs: config.elicitationTimeoutMs,
           ...(toolsets !== undefined ? { toolsets } : {}),
           dynamic: config.dynamic === true,
+          schemaProfile: asked ?? config.schemaProfile,
           approvalUrl: config.approvalUrl ?? dashboardApprovals(app, request),
           approvalDecided: approvalDecidedIn(rt.store, rt.clock),
         });

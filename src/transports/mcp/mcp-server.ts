@@ -58,8 +58,8 @@ import {
   describeVerb,
   searchVerbs,
 } from './meta-tools.ts';
-import { restoreNulls } from './portable-schema.ts';
-import { CursorError, ToolCatalog, type CatalogEntry } from './tool-catalog.ts';
+import type { SchemaProfile } from './schema-profiles.ts';
+import { CursorError, ToolCatalog, verbArgsOf, type CatalogEntry } from './tool-catalog.ts';
 import { selectionOf } from './toolsets.ts';
 
 export type McpExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -98,6 +98,11 @@ export interface McpServerOptions {
   toolsets?: string | readonly string[] | ToolsetSelection;
   /** Dynamic mode: list the meta tools (search_verbs, describe_verb, call_verb) instead of the verbs (§mcp-dynamic). */
   dynamic?: boolean;
+  /**
+   * The dialect of the served input schemas: 'default' (the portable subset), 'openai-strict' or
+   * 'gemini' (schema-profiles.ts; spec/transports.md §mcp-schema-profiles). Default 'default'.
+   */
+  schemaProfile?: SchemaProfile;
 }
 
 export const PACKAGE_VERSION = (
@@ -120,6 +125,7 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
   const listChanged = options.listChanged ?? true;
   const toolsets = selectionOf(rt, options.toolsets);
   const dynamic = options.dynamic === true;
+  const profile = options.schemaProfile ?? 'default';
   const server = new Server(
     { name: 'solid-verbs', title: 'solid-verbs', version: PACKAGE_VERSION },
     { capabilities: { tools: { listChanged } }, instructions: SERVER_INSTRUCTIONS },
@@ -128,7 +134,7 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
   server.setRequestHandler(ListToolsRequestSchema, (req) => {
     if (dynamic) return { tools: [...META_TOOLS] };
     try {
-      return catalog.page(req.params?.cursor, toolsets?.admits);
+      return catalog.page(req.params?.cursor, toolsets?.admits, profile);
     } catch (err) {
       if (err instanceof CursorError) throw new McpError(ErrorCode.InvalidParams, err.message);
       throw err;
@@ -183,7 +189,7 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
       if (name === DESCRIBE_VERB) return describeVerb(rt, toolsets, args);
       return callVerbByName(args, caller, extra, meta);
     }
-    const entry = catalog.lookup(name);
+    const entry = catalog.lookup(name, profile);
     if (entry === undefined) return unknownTool(rt, caller, name, args);
     return callEntry(entry, args, caller, extra, meta);
   }
@@ -203,7 +209,7 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
       caller,
       entry,
       // Anything but an object goes to the pipeline as sent: it answers (and audits) invalid_input.
-      args: isPlainObject(args) ? restoreNulls(args, entry.nullFill) : args,
+      args: isPlainObject(args) ? verbArgsOf(entry, args) : args,
       options: dispatchOptions(meta),
     };
     let env = await rt.dispatch(caller, entry.verb.name, call.args, call.options);
@@ -251,7 +257,7 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
     )
       return badMetaInput(CALL_VERB, '/arguments', "arguments must be an object: the verb's arguments.");
     const a = (verbArgs ?? {}) as Record<string, unknown>;
-    const entry = catalog.lookup(name);
+    const entry = catalog.lookup(name, profile);
     if (entry !== undefined) return callEntry(entry, a, caller, extra, meta);
     // Not on MCP (or not registered): the pipeline refuses it (unknown_verb, blocked_verb, surface_denied) and audits the attempt.
     const env = await rt.dispatch(caller, name, a, dispatchOptions(meta));

@@ -7,7 +7,9 @@
  *                 collisions, so the projection is reversible; tools/call accepts both forms)
  *   title         the verb's title
  *   description   the verb's description
- *   inputSchema   the verb's input schema in the portable subset (portable-schema.ts)
+ *   inputSchema   the verb's input schema in the portable subset (portable-schema.ts), or in
+ *                 the dialect of a schema profile (schema-profiles.ts: openai-strict, gemini;
+ *                 each profile projected once per verb, on first use)
  *   outputSchema  the SUCCESS result only (compactOutputSchema: structure without annotations
  *                 or value constraints, the shape's shared optional fields left out). An error
  *                 is an isError result without structuredContent (envelope-map.ts), so the SDK
@@ -31,7 +33,8 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { McpRuntime as Runtime } from '../runtime-surface.ts';
 import { ROLE_FLOOR_OF_CLASS, type CompiledVerb } from '../../runtime/verb.ts';
 import { META } from './meta-keys.ts';
-import { compactOutputSchema, toPortableSchema } from './portable-schema.ts';
+import { compactOutputSchema, restoreNulls, toPortableSchema } from './portable-schema.ts';
+import { profileInputSchema, toVerbArgs, type ProfiledInput, type SchemaProfile } from './schema-profiles.ts';
 
 /** The surface a verb must list to be projected onto MCP (stdio and Streamable HTTP alike). */
 export const MCP_SURFACE = 'mcp_stdio';
@@ -45,6 +48,18 @@ export interface CatalogEntry {
   verb: CompiledVerb;
   /** Argument paths mapped back to null (portable-schema.ts, restoreNulls). */
   nullFill: string[][];
+  /** The served profile of `tool.inputSchema` and how its arguments map back (schema-profiles.ts). */
+  profile: SchemaProfile;
+  input: ProfiledInput;
+}
+
+/**
+ * The verb's arguments from what a client sent against `entry.tool.inputSchema`: the profile's
+ * mapping (schema-profiles.ts toVerbArgs), then required nullables left out → null
+ * (restoreNulls). Anything but an object is returned as sent (the pipeline refuses it).
+ */
+export function verbArgsOf(entry: CatalogEntry, args: Record<string, unknown>): Record<string, unknown> {
+  return restoreNulls(toVerbArgs(args, entry.input), entry.nullFill);
 }
 
 interface Snapshot {
@@ -69,9 +84,10 @@ export class ToolCatalog {
   readonly #pageSize: number;
   readonly #listeners = new Set<() => void>();
   readonly #unsubscribe: () => void;
-  /** Projections by compiled verb (a re-registered verb is a new object, so it is re-projected). */
-  readonly #projected = new WeakMap<CompiledVerb, CatalogEntry>();
-  #snapshot: Snapshot | undefined;
+  /** Projections by profile and compiled verb (a re-registered verb is a new object, so it is re-projected). */
+  readonly #projected = new Map<SchemaProfile, WeakMap<CompiledVerb, CatalogEntry>>();
+  /** Snapshots by profile; the default one decides versions and change notifications. */
+  readonly #snapshots = new Map<SchemaProfile, Snapshot>();
   #version = 0;
   #lastSignature: string | undefined;
   #notifiedSignature: string;
@@ -86,9 +102,14 @@ export class ToolCatalog {
     this.#notifiedSignature = this.#current().signature;
   }
 
-  /** Every projected tool, sorted by name. */
+  /** Every projected tool, sorted by name (the default profile). */
   get entries(): readonly CatalogEntry[] {
     return this.#current().entries;
+  }
+
+  /** Every projected tool under a schema profile, sorted by name. */
+  entriesOf(profile: SchemaProfile): readonly CatalogEntry[] {
+    return this.#current(profile).entries;
   }
 
   /** Increases whenever the projection is recomputed after a change that affected it. */
@@ -100,8 +121,8 @@ export class ToolCatalog {
    * Look a tool up by its tool name or by its verb name (both forms are accepted). Undefined when
    * no verb of that name is projected onto MCP.
    */
-  lookup(name: string): CatalogEntry | undefined {
-    const snap = this.#current();
+  lookup(name: string, profile: SchemaProfile = 'default'): CatalogEntry | undefined {
+    const snap = this.#current(profile);
     const direct = snap.byName.get(name);
     if (direct !== undefined) return direct;
     const verb = this.#rt.registry.get(name);
@@ -110,13 +131,15 @@ export class ToolCatalog {
 
   /**
    * One page of tools/list; with `admits`, only the verbs it admits (a toolset selection,
-   * toolsets.ts). Throws CursorError for a cursor we did not issue.
+   * toolsets.ts); with `profile`, input schemas in that dialect (schema-profiles.ts). Throws
+   * CursorError for a cursor we did not issue.
    */
   page(
     cursor: string | undefined,
     admits?: (verb: CompiledVerb) => boolean,
+    profile: SchemaProfile = 'default',
   ): { tools: Tool[]; nextCursor?: string } {
-    const all = this.#current().entries;
+    const all = this.#current(profile).entries;
     const entries = admits === undefined ? all : all.filter((e) => admits(e.verb));
     let start = 0;
     if (cursor !== undefined) {
@@ -147,7 +170,7 @@ export class ToolCatalog {
   }
 
   #invalidate(): void {
-    this.#snapshot = undefined;
+    this.#snapshots.clear();
     if (this.#checkScheduled) return;
     this.#checkScheduled = true;
     setImmediate(() => {
@@ -165,36 +188,45 @@ export class ToolCatalog {
     });
   }
 
-  #current(): Snapshot {
-    if (this.#snapshot !== undefined) return this.#snapshot;
+  #current(profile: SchemaProfile = 'default'): Snapshot {
+    const cached = this.#snapshots.get(profile);
+    if (cached !== undefined) return cached;
+    // The default snapshot first: it counts versions (a profile changes only with it).
+    const version = profile === 'default' ? undefined : this.#current().version;
+    let projected = this.#projected.get(profile);
+    if (projected === undefined) this.#projected.set(profile, (projected = new WeakMap()));
     const entries: CatalogEntry[] = [];
     for (const v of this.#rt.registry.all()) {
       if (!v.surfaces.includes(MCP_SURFACE)) continue;
-      let e = this.#projected.get(v);
+      let e = projected.get(v);
       if (e === undefined) {
-        e = projectVerb(v);
-        this.#projected.set(v, e);
+        e = projectVerb(v, profile);
+        projected.set(v, e);
       }
       entries.push(e);
     }
     entries.sort((a, b) => (a.tool.name < b.tool.name ? -1 : a.tool.name > b.tool.name ? 1 : 0));
     const signature = JSON.stringify(entries.map((e) => e.tool));
-    if (signature !== this.#lastSignature) this.#version++;
-    this.#lastSignature = signature;
-    this.#snapshot = {
-      version: this.#version,
+    if (version === undefined) {
+      if (signature !== this.#lastSignature) this.#version++;
+      this.#lastSignature = signature;
+    }
+    const snap = {
+      version: version ?? this.#version,
       entries,
       byName: new Map(entries.map((e) => [e.tool.name, e])),
       signature,
     };
-    return this.#snapshot;
+    this.#snapshots.set(profile, snap);
+    return snap;
   }
 }
 
-/** Project one compiled verb onto an MCP Tool (pure). */
-export function projectVerb(verb: CompiledVerb): CatalogEntry {
+/** Project one compiled verb onto an MCP Tool, its input schema in `profile`'s dialect (pure). */
+export function projectVerb(verb: CompiledVerb, profile: SchemaProfile = 'default'): CatalogEntry {
   const def = verb.definition;
   const input = toPortableSchema(verb.inputSchema, 'input');
+  const served = profileInputSchema(input.schema, profile, input.nullFill);
   const output = toPortableSchema(verb.outputSchema, 'output').schema;
   const readOnly = !verb.isWrite;
   const destructive =
@@ -208,12 +240,12 @@ export function projectVerb(verb: CompiledVerb): CatalogEntry {
     name: verb.toolName,
     title,
     description: def.description,
-    inputSchema: input.schema as Tool['inputSchema'],
+    inputSchema: served.schema as Tool['inputSchema'],
     outputSchema: compactOutputSchema(output, verb.shape) as Tool['outputSchema'],
     annotations: annotationsOf(readOnly, destructive, def.idempotent === true, def.open_world === true),
     _meta: toolMeta(verb),
   };
-  return { tool, verb, nullFill: input.nullFill };
+  return { tool, verb, nullFill: input.nullFill, profile, input: served };
 }
 
 /**

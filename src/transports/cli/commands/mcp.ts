@@ -1,10 +1,12 @@
 /**
  * `solid mcp [--db PATH] [--refresh-seconds 300] [--toolsets crm,payments] [--dynamic-toolsets]
- * [--max-frame-bytes 1048576]`
+ * [--max-frame-bytes 1048576] [--schema-profile default|openai-strict|gemini]`
  * (also `npx solid-verbs mcp`): serve this database's verbs as MCP tools over stdio, for Claude
  * Desktop, Cursor and other MCP hosts. --toolsets / SOLID_TOOLSETS: only those verb categories
  * (an unknown name exits 2 listing the valid ones); --dynamic-toolsets / SOLID_DYNAMIC_TOOLSETS=1:
  * three meta tools instead of every verb (spec/transports.md §mcp-toolsets, §mcp-dynamic).
+ * --schema-profile / SOLID_MCP_SCHEMA_PROFILE: input schemas in a model provider's dialect
+ * (§mcp-schema-profiles).
  *
  * stdout carries only JSON-RPC; every log line goes to stderr. Credentials: SOLID_API_KEY (reads
  * without a key run on the sandbox tenant; writes need a key). The database path comes from
@@ -26,6 +28,7 @@ import type { Runtime } from '../../../runtime/runtime.ts';
 import { serveStdio, DEFAULT_REFRESH_MS } from '../../mcp/stdio.ts';
 import { resolveToolsets, ToolsetError } from '../../mcp/toolsets.ts';
 import { MAX_STDIO_FRAME_BYTES } from '../../mcp/stdio-frame-guard.ts';
+import { isSchemaProfile, SCHEMA_PROFILES, type SchemaProfile } from '../../mcp/schema-profiles.ts';
 import { localOptionsOf, openLocal, type Local } from '../local.ts';
 import { remoteUrlOf } from '../target.ts';
 import type { Io } from '../output.ts';
@@ -54,6 +57,10 @@ export function registerMcp(program: Command, io: Io, setExit: (code: number) =>
       '--dynamic-toolsets',
       'list three meta tools (search_verbs, describe_verb, call_verb) instead of every verb (env SOLID_DYNAMIC_TOOLSETS=1)',
     )
+    .option(
+      '--schema-profile <name>',
+      `input schemas in a model provider's dialect: ${SCHEMA_PROFILES.join(', ')} (default default; env SOLID_MCP_SCHEMA_PROFILE)`,
+    )
     .action(async (flags: McpFlags) => {
       setExit(await runMcpStdio(program, io, flags));
     });
@@ -64,6 +71,22 @@ export interface McpFlags {
   toolsets?: string;
   dynamicToolsets?: boolean;
   maxFrameBytes?: string;
+  schemaProfile?: string;
+}
+
+/**
+ * The served schema profile of `solid mcp --schema-profile` / `solid serve --mcp-schema-profile`,
+ * over SOLID_MCP_SCHEMA_PROFILE; a string (the usage error) for an unknown name.
+ * Spec: spec/transports.md §mcp-schema-profiles.
+ */
+export function schemaProfileFlag(
+  flag: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): SchemaProfile | string {
+  const name = (flag ?? env.SOLID_MCP_SCHEMA_PROFILE ?? '').trim() || 'default';
+  return isSchemaProfile(name)
+    ? name
+    : `unknown schema profile "${name}": use one of ${SCHEMA_PROFILES.join(', ')}`;
 }
 
 /**
@@ -89,6 +112,11 @@ export async function runMcpStdio(program: Command, io: Io, flags: McpFlags): Pr
     return 2;
   }
   const { toolsets, dynamic } = toolsetFlags(flags);
+  const schemaProfile = schemaProfileFlag(flags.schemaProfile);
+  if (!isSchemaProfile(schemaProfile)) {
+    io.err(`✗ ${schemaProfile}`);
+    return 2;
+  }
   const frameFlag = flags.maxFrameBytes ?? process.env.SOLID_MAX_FRAME_BYTES;
   const maxFrameBytes = frameFlag === undefined || frameFlag.trim() === '' ? undefined : Number(frameFlag);
   if (
@@ -106,7 +134,12 @@ export async function runMcpStdio(program: Command, io: Io, flags: McpFlags): Pr
       );
       return 2;
     }
-    return (await import('../remote-mcp.ts')).runRemoteMcp(url, io, Math.round(seconds * 1000));
+    return (await import('../remote-mcp.ts')).runRemoteMcp(
+      url,
+      io,
+      Math.round(seconds * 1000),
+      schemaProfile,
+    );
   }
   const local = await openLocal(localOptionsOf(program));
   try {
@@ -121,6 +154,7 @@ export async function runMcpStdio(program: Command, io: Io, flags: McpFlags): Pr
     const served = await serveStdio(local.rt, {
       toolsets: selection,
       dynamic,
+      schemaProfile,
       apiKey: process.env.SOLID_API_KEY ?? null,
       refresh: () => refreshPacks(local),
       refreshMs: Math.round(seconds * 1000),

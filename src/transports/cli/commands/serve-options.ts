@@ -29,6 +29,8 @@ export interface ServeFlags {
   conformancePack?: boolean;
   toolsets?: string;
   dynamicToolsets?: boolean;
+  /** `--mcp-schema-profile <name>`: the default served schema profile of /mcp. */
+  mcpSchemaProfile?: string;
   /** `--trust-proxy [value]`: true when given bare. */
   trustProxy?: string | boolean;
   /** `--public-url <url>`: the base of printed links and of pending answers' approval_url. */

@@ -1,6 +1,6 @@
 /**
  * `solid serve [--demo] [--conformance-pack] [--port 4400] [--host 127.0.0.1] [--db PATH]
- * [--durability full|normal] [--request-timeout-ms MS] [--shutdown-timeout-ms MS] [--body-limit BYTES] [--toolsets crm,payments] [--dynamic-toolsets]
+ * [--durability full|normal] [--request-timeout-ms MS] [--shutdown-timeout-ms MS] [--body-limit BYTES] [--toolsets crm,payments] [--dynamic-toolsets] [--mcp-schema-profile NAME]
  * [--trust-proxy [value]] [--allowed-origin https://agents.example.com ...] [--metrics-port N]
  * [--rate-limit-key N] [--rate-limit-session N] [--rate-limit-address N] [--rate-limit-window S]`:
  * open the local runtime and serve every
@@ -55,7 +55,8 @@ import { ownerEnrolmentLink } from '../../../identity/invite.ts';
 import { recordPublicUrl } from '../../../identity/public-url.ts';
 import { tenantOfFlags } from './keys.ts';
 import { resolveToolsets, ToolsetError } from '../../mcp/toolsets.ts';
-import { toolsetFlags } from './mcp.ts';
+import { schemaProfileFlag, toolsetFlags } from './mcp.ts';
+import { isSchemaProfile, type SchemaProfile } from '../../mcp/schema-profiles.ts';
 import { DECLARATION_PATH } from '../../../conformance/declaration.ts';
 import type { Io } from '../output.ts';
 import { countTenants } from '../../../runtime/tenants.ts';
@@ -107,6 +108,10 @@ export function registerServe(program: Command, io: Io, setExit: (code: number) 
     .option(
       '--dynamic-toolsets',
       'MCP at /mcp: list the meta tools search_verbs, describe_verb, call_verb instead of every verb (env SOLID_DYNAMIC_TOOLSETS=1)',
+    )
+    .option(
+      '--mcp-schema-profile <name>',
+      "MCP at /mcp: input schemas in a model provider's dialect by default: default, openai-strict, gemini (a client may ask with /mcp?schema_profile=…; env SOLID_MCP_SCHEMA_PROFILE)",
     )
     .option(
       '--trust-proxy [value]',
@@ -164,16 +169,19 @@ export async function createServeApp(
     onMountError: (name: string, err: unknown) => void;
     toolsets?: ReturnType<typeof resolveToolsets>;
     dynamic?: boolean;
+    schemaProfile?: SchemaProfile;
     http: Omit<HttpServerOptions, 'plugins' | 'logger'>;
   },
 ): Promise<FastifyInstance> {
-  const { toolsets, dynamic = false } = options;
+  const { toolsets, dynamic = false, schemaProfile } = options;
   const plugins = await loadHttpMounts(
     options.onMountError,
-    toolsets !== undefined || dynamic
+    toolsets !== undefined || dynamic || (schemaProfile !== undefined && schemaProfile !== 'default')
       ? {
           mcp: () =>
-            import('../../mcp/http-plugin.ts').then((m) => m.createMcpHttpPlugin({ toolsets, dynamic })),
+            import('../../mcp/http-plugin.ts').then((m) =>
+              m.createMcpHttpPlugin({ toolsets, dynamic, schemaProfile }),
+            ),
         }
       : {},
   );
@@ -274,6 +282,8 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
   try {
     if (demo) await seedIfEmpty(rt, local.packs, io, local.dbPath);
     const mcp = toolsetFlags(flags);
+    const schemaProfile = schemaProfileFlag(flags.mcpSchemaProfile);
+    if (!isSchemaProfile(schemaProfile)) return usage(io, schemaProfile);
     let toolsets;
     try {
       toolsets = resolveToolsets(rt, mcp.toolsets);
@@ -285,6 +295,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
       onMountError: (name, err) => io.err(`! transport ${name} not mounted: ${(err as Error).message}`),
       toolsets,
       dynamic: mcp.dynamic,
+      schemaProfile,
       http: {
         trustProxy: proxy.trustProxy,
         allowedOrigins: proxy.allowedOrigins,
