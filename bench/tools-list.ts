@@ -7,6 +7,8 @@
  *   mcp.tools_list_bytes          every verb on the mcp surface (the default)
  *   mcp.tools_list_bytes_toolset  one toolset (category) only: --toolsets crm
  *   mcp.tools_list_bytes_dynamic  dynamic mode: the meta tools instead of the verbs
+ *   mcp.tools_list_bytes_openai_strict / _gemini  the served schema profiles
+ *                                 (--mcp-schema-profile; diagnostic: no budget of their own)
  *
  * Target: ≤ 150,000 bytes for the full catalogue (issue 21). The baseline column is the bytes of
  * the same catalogue projected the way it was before (success|error-envelope anyOf output
@@ -78,6 +80,8 @@ export async function benchToolsList(): Promise<BenchResult[]> {
     const former = formerOutputBytes(rt);
     const one = await toolsListBytes(rt, { toolsets: ONE_TOOLSET });
     const dynamic = await toolsListBytes(rt, { dynamic: true });
+    const strict = await toolsListBytes(rt, { schemaProfile: 'openai-strict' });
+    const gemini = await toolsListBytes(rt, { schemaProfile: 'gemini' });
     return [
       {
         id: 'mcp.tools_list_bytes',
@@ -105,6 +109,24 @@ export async function benchToolsList(): Promise<BenchResult[]> {
         baseline: full.bytes,
         ratio: dynamic.bytes / full.bytes,
         notes: `${dynamic.tools} tools`,
+      },
+      {
+        id: 'mcp.tools_list_bytes_openai_strict',
+        what: 'the same with input schemas in the openai-strict profile (--mcp-schema-profile openai-strict): every property required, null branches, constraints OpenAI lacks in words',
+        value: strict.bytes,
+        unit: 'bytes',
+        baseline: full.bytes,
+        ratio: strict.bytes / full.bytes,
+        notes: `${strict.tools} tools`,
+      },
+      {
+        id: 'mcp.tools_list_bytes_gemini',
+        what: 'the same with input schemas in the gemini profile (--mcp-schema-profile gemini): OpenAPI 3.0 subset, value constraints also in words',
+        value: gemini.bytes,
+        unit: 'bytes',
+        baseline: full.bytes,
+        ratio: gemini.bytes / full.bytes,
+        notes: `${gemini.tools} tools`,
       },
     ];
   } finally {
