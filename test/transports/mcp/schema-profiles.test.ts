@@ -223,3 +223,33 @@ test('over HTTP a client picks its profile with ?schema_profile=; an unknown one
   assert.equal(res.status, 400);
   assert.match(await res.text(), /schema_profile/);
 });
+
+test('under gemini the server still enforces what the dialect lacks, and JSON text reaches the verb as a value', async (t) => {
+  const h = await createMcpRuntime(t);
+  const d = await openDemoRuntime(t);
+  const client = await connectInMemory(t, d, { apiKey: d.keys.owner, server: { schemaProfile: 'gemini' } });
+  const tools = new Map((await listAllTools(client)).map((x) => [x.name, x]));
+  const email = (tools.get('crm_contact_create')!.inputSchema.properties as Record<string, JsonSchema>)
+    .email!;
+  assert.equal(email.format, undefined, 'Gemini has no email format');
+  assert.equal(email.nullable, true);
+  assert.match(String(email.description), /format "email"/);
+  const bad = (await client.callTool({
+    name: 'crm_contact_create',
+    arguments: { name: 'Gem Ini', email: 'not an email' },
+  })) as CallToolResult;
+  const env = errorEnvelopeOf(bad)!;
+  assert.equal(env.error?.reason, 'invalid_input', 'the format moved into words is still enforced');
+  assert.equal(env.error?.path, '/email');
+  // test.echo's tags has no items schema: sent as JSON text, parsed back before validation.
+  const echoClient = await connectInMemory(t, h, { server: { schemaProfile: 'gemini' } });
+  const echoTools = new Map((await listAllTools(echoClient)).map((x) => [x.name, x]));
+  const tags = (echoTools.get('test__echo')!.inputSchema.properties as Record<string, JsonSchema>).tags!;
+  assert.deepEqual((tags.items as JsonSchema).type, 'string', 'an item of any type travels as JSON text');
+  const echoed = (await echoClient.callTool({
+    name: 'test__echo',
+    arguments: { text: 'hi', note: null, tags: ['{"a":1}', '2'] },
+  })) as CallToolResult;
+  assert.equal(echoed.isError, undefined, JSON.stringify(echoed.content));
+  assert.deepEqual((echoed.structuredContent as { data: { tags?: unknown } }).data.tags, [{ a: 1 }, 2]);
+});
