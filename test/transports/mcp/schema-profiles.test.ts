@@ -13,9 +13,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonSchema } from '../../../src/spec/types.ts';
 import { openLocal } from '../../../src/transports/cli/local.ts';
@@ -27,11 +29,14 @@ import { SET_NULL, type SchemaProfile } from '../../../src/transports/mcp/schema
 import { ToolCatalog, verbArgsOf } from '../../../src/transports/mcp/tool-catalog.ts';
 import type { McpRuntime } from '../../../src/transports/runtime-surface.ts';
 import { COUNTER_VERBS } from '../../support/counter-verbs.ts';
+import { cliHarness } from '../../support/cli.ts';
+import { schemaProfileFlag } from '../../../src/transports/cli/commands/mcp.ts';
 import { openDemoRuntime } from '../../support/demo.ts';
 import { listAllTools } from '../../support/mcp.ts';
 import { rejections } from '../../support/schema-dialects.ts';
 import { createMcpRuntime, connectInMemory } from './harness.ts';
 
+const BIN = fileURLToPath(new URL('../../../bin/solid.js', import.meta.url));
 const PROFILES: readonly SchemaProfile[] = ['default', 'openai-strict', 'gemini'];
 
 async function demoCatalog(t: TestContext): Promise<{ catalog: ToolCatalog; rt: McpRuntime }> {
@@ -252,4 +257,31 @@ test('under gemini the server still enforces what the dialect lacks, and JSON te
   })) as CallToolResult;
   assert.equal(echoed.isError, undefined, JSON.stringify(echoed.content));
   assert.deepEqual((echoed.structuredContent as { data: { tags?: unknown } }).data.tags, [{ a: 1 }, 2]);
+});
+
+test('solid mcp --schema-profile serves the profile over stdio; an unknown profile exits 2 (flag or SOLID_MCP_SCHEMA_PROFILE)', async (t) => {
+  assert.equal(schemaProfileFlag(undefined, {}), 'default');
+  assert.equal(schemaProfileFlag('gemini', { SOLID_MCP_SCHEMA_PROFILE: 'openai-strict' }), 'gemini');
+  assert.equal(schemaProfileFlag(undefined, { SOLID_MCP_SCHEMA_PROFILE: 'openai-strict' }), 'openai-strict');
+  const cli = cliHarness(t);
+  assert.equal((await cli.run(['init', '--json'])).code, 0);
+  const bad = await cli.run(['mcp', '--schema-profile', 'nope']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /unknown schema profile "nope": use one of default, openai-strict, gemini/);
+  assert.equal(bad.stdout, '', 'nothing on stdout (it carries only JSON-RPC)');
+  const badEnv = await cli.run(['serve', '--port', '0'], { env: { SOLID_MCP_SCHEMA_PROFILE: 'nope' } });
+  assert.equal(badEnv.code, 2);
+  assert.match(badEnv.stderr, /unknown schema profile "nope"/);
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [BIN, 'mcp', '--db', cli.db, '--schema-profile', 'openai-strict'],
+    env: getDefaultEnvironment(),
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'strict-host', version: '1.0.0' });
+  await client.connect(transport);
+  t.after(() => client.close());
+  const tools = await listAllTools(client);
+  assert.ok(tools.length > 20);
+  assert.deepEqual([...rejections(tools, 'openai-strict')], []);
 });
