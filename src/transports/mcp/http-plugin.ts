@@ -499,10 +499,27 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
         if (!(await guard(request, reply))) return reply;
         const authed = await authenticate(request, reply);
         if (authed === undefined) return reply;
+        // Per client: `?schema_profile=openai-strict` on the URL a host is given (§mcp-schema-profiles);
+        // a session keeps the one its initialize asked for.
+        const asked = (request.query as Record<string, unknown> | undefined)?.schema_profile;
+        if (asked !== undefined && !isSchemaProfile(asked))
+          return refuseRpc(
+            request,
+            reply,
+            {
+              status: 400,
+              code: -32602,
+              reason: 'invalid_request',
+              message: `Unknown schema_profile ${JSON.stringify(String(asked)).slice(0, 80)}.`,
+              hint: `Use one of ${SCHEMA_PROFILES.join(', ')}, or leave schema_profile out.`,
+            },
+            authed.principal,
+          );
         if (request.headers['mcp-session-id'] === undefined && isModernMessage(request.body)) {
           const refused = await modern.serve(request, reply, {
             principal: authed.principal,
             approvalUrl: config.approvalUrl ?? dashboardApprovals(app, request),
+            schemaProfile: asked ?? config.schemaProfile,
           });
           if (refused === undefined) return reply;
           return refuseRpc(
@@ -536,21 +553,6 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
               ...BATCH_REFUSED,
               message:
                 'Invalid Request: the first request of a session is one initialize message, not a batch.',
-            },
-            authed.principal,
-          );
-        // Per client: `?schema_profile=openai-strict` on the URL a host is given (§mcp-schema-profiles).
-        const asked = (request.query as Record<string, unknown> | undefined)?.schema_profile;
-        if (asked !== undefined && !isSchemaProfile(asked))
-          return refuseRpc(
-            request,
-            reply,
-            {
-              status: 400,
-              code: -32602,
-              reason: 'invalid_request',
-              message: `Unknown schema_profile ${JSON.stringify(String(asked)).slice(0, 80)}.`,
-              hint: `Use one of ${SCHEMA_PROFILES.join(', ')}, or leave schema_profile out.`,
             },
             authed.principal,
           );

@@ -21,12 +21,15 @@ import type { Principal } from '../../spec/types.ts';
 import type { McpRuntime as Runtime } from '../runtime-surface.ts';
 import type { ToolsetSelection } from '../../runtime/core.ts';
 import { createModernServer, type ModernServerOptions } from './modern.ts';
+import type { SchemaProfile } from './schema-profiles.ts';
 import type { ToolCatalog } from './tool-catalog.ts';
 
 /** What the plugin knows of one request, handed to the per-request server. */
 interface RequestExtra {
   principal: Principal | undefined;
   approvalUrl: ((approvalId: string) => string | undefined) | undefined;
+  /** The client's `?schema_profile=` (checked by the plugin), else the plugin's default. */
+  schemaProfile?: SchemaProfile;
 }
 
 export interface ModernHttpOptions extends Pick<
@@ -73,6 +76,7 @@ export function createModernHttp(rt: Runtime, options: ModernHttpOptions): Moder
         approvalDecided: options.approvalDecided,
         approvalWaitMs: options.approvalWaitMs,
         approvalUrl: extra?.approvalUrl,
+        ...(extra?.schemaProfile !== undefined ? { schemaProfile: extra.schemaProfile } : {}),
         credentials: () => ({ principal: extra?.principal ?? null }),
       });
     },

@@ -18,7 +18,7 @@ import type { ToolCatalog } from './tool-catalog.ts';
 
 export interface ModernStdioOptions extends Pick<
   ModernServerOptions,
-  'limits' | 'approvalDecided' | 'approvalUrl' | 'dynamic' | 'approvalWaitMs'
+  'limits' | 'approvalDecided' | 'approvalUrl' | 'dynamic' | 'approvalWaitMs' | 'schemaProfile'
 > {
   catalog: ToolCatalog;
   toolsets?: ToolsetSelection;
@@ -55,6 +55,7 @@ export function modernStdioSwitch(rt: Runtime, options: ModernStdioOptions): Mod
           approvalDecided: options.approvalDecided,
           approvalUrl: options.approvalUrl,
           approvalWaitMs: options.approvalWaitMs,
+          ...(options.schemaProfile !== undefined ? { schemaProfile: options.schemaProfile } : {}),
           credentials: () => ({ apiKey }),
         }),
       {

@@ -68,8 +68,7 @@ import {
   describeVerb,
   searchVerbs,
 } from './meta-tools.ts';
-import { restoreNulls } from './portable-schema.ts';
-import { CursorError, type CatalogEntry, type ToolCatalog } from './tool-catalog.ts';
+import { CursorError, verbArgsOf, type CatalogEntry, type ToolCatalog } from './tool-catalog.ts';
 
 /** The revision of the modern era this server speaks. */
 export const MODERN_PROTOCOL_VERSION = '2026-07-28';
@@ -89,7 +88,7 @@ export const APPROVAL_INPUT_KEY = 'approval';
 
 export interface ModernServerOptions extends Pick<
   McpServerOptions,
-  'limits' | 'approvalUrl' | 'approvalDecided' | 'dynamic'
+  'limits' | 'approvalUrl' | 'approvalDecided' | 'dynamic' | 'schemaProfile'
 > {
   catalog: ToolCatalog;
   toolsets?: ToolsetSelection;
@@ -159,6 +158,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 export function createModernServer(rt: Runtime, options: ModernServerOptions): Server {
   const { catalog, toolsets } = options;
   const dynamic = options.dynamic === true;
+  const profile = options.schemaProfile ?? 'default';
   const server = new Server(
     { name: 'solid-verbs', title: 'solid-verbs', version: PACKAGE_VERSION },
     {
@@ -173,7 +173,7 @@ export function createModernServer(rt: Runtime, options: ModernServerOptions): S
   server.setRequestHandler('tools/list', (req) => {
     if (dynamic) return { tools: [...META_TOOLS] } as never;
     try {
-      return catalog.page(req.params?.cursor, toolsets?.admits) as never;
+      return catalog.page(req.params?.cursor, toolsets?.admits, profile) as never;
     } catch (err) {
       if (err instanceof CursorError) throw new ProtocolError(-32602, err.message);
       throw err;
@@ -230,7 +230,7 @@ export function createModernServer(rt: Runtime, options: ModernServerOptions): S
       if (name === DESCRIBE_VERB) return describeVerb(rt, toolsets, args);
       return callVerbByName(args, caller, ctx, meta);
     }
-    const entry = catalog.lookup(name);
+    const entry = catalog.lookup(name, profile);
     if (entry === undefined) return unknownTool(rt, caller, name, args);
     return callEntry(entry, args, caller, ctx, meta);
   }
@@ -247,7 +247,7 @@ export function createModernServer(rt: Runtime, options: ModernServerOptions): S
     if (verbArgs !== undefined && !isPlainObject(verbArgs))
       return badMetaInput(CALL_VERB, '/arguments', "arguments must be an object: the verb's arguments.");
     const a = (verbArgs ?? {}) as Record<string, unknown>;
-    const entry = catalog.lookup(name);
+    const entry = catalog.lookup(name, profile);
     if (entry !== undefined) return callEntry(entry, a, caller, ctx, meta);
     const env = await rt.dispatch(caller, name, a, dispatchOptions(meta));
     return envelopeToToolResult(env, { toolName: CALL_VERB, limits: options.limits });
@@ -260,7 +260,7 @@ export function createModernServer(rt: Runtime, options: ModernServerOptions): S
     ctx: ServerContext,
     meta: Record<string, unknown> | undefined,
   ): Promise<CallToolResult | InputRequiredResult> {
-    const args = isPlainObject(rawArgs) ? restoreNulls(rawArgs, entry.nullFill) : rawArgs;
+    const args = isPlainObject(rawArgs) ? verbArgsOf(entry, rawArgs) : rawArgs;
     const sent: DispatchOptions = dispatchOptions(meta);
     const retry = decodeState(ctx.mcpReq.requestState());
     let env: Envelope;

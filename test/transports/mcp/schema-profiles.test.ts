@@ -16,6 +16,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import {
+  Client as ModernClient,
+  StreamableHTTPClientTransport as ModernHttpTransport,
+} from '@modelcontextprotocol/client';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
@@ -284,4 +288,38 @@ test('solid mcp --schema-profile serves the profile over stdio; an unknown profi
   const tools = await listAllTools(client);
   assert.ok(tools.length > 20);
   assert.deepEqual([...rejections(tools, 'openai-strict')], []);
+});
+
+test('MCP 2026-07-28 (stateless) serves the profile a request asks for and maps its arguments back', async (t) => {
+  const d = await openDemoRuntime(t);
+  const app = createHttpServer(d.rt, { plugins: [createMcpHttpPlugin({})] });
+  t.after(() => app.close());
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const url = new URL(
+    `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp?schema_profile=openai-strict`,
+  );
+  const client = new ModernClient(
+    { name: 'modern', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
+  await client.connect(new ModernHttpTransport(url));
+  t.after(() => client.close().catch(() => {}));
+  const tools: { name: string; inputSchema: unknown }[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor === undefined ? {} : { cursor });
+    tools.push(...page.tools);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  assert.ok(tools.length > 100);
+  assert.deepEqual([...rejections(tools, 'openai-strict')], []);
+  const search = tools.find((x) => x.name === 'crm_contacts_search')!;
+  const nulls = Object.fromEntries(
+    Object.keys((search.inputSchema as JsonSchema).properties as object).map((k) => [k, null]),
+  );
+  const found = (await client.callTool({
+    name: 'crm_contacts_search',
+    arguments: { ...nulls, limit: 1 },
+  })) as CallToolResult;
+  assert.notEqual(found.isError, true, JSON.stringify(found.content));
 });
