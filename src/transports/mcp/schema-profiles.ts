@@ -211,7 +211,11 @@ function compact(notes: string[]): string[] {
 function withNotes(description: unknown, all: string[]): string | undefined {
   const base = typeof description === 'string' ? description : '';
   // What the description already says ("1..200, default 25") is not said twice.
-  const notes = all.filter((n) => !base.includes(n.replace(/ (chars|items)$/, '')));
+  const said = (n: string) => {
+    const core = n.replace(/ (chars|items)$/, '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    return new RegExp(`(?<![\\w.])${core}(?![\\w.]*\\d)`).test(base);
+  };
+  const notes = all.filter((n) => !said(n));
   if (notes.length === 0) return base === '' ? undefined : base;
   const words = `(${notes.join('; ')})`;
   return base === '' ? words : `${base} ${words}`;
@@ -219,7 +223,7 @@ function withNotes(description: unknown, all: string[]): string | undefined {
 
 /** A schema that says nothing about the type: any JSON value. */
 function isUntyped(s: Record<string, unknown>): boolean {
-  return s.type === undefined && s.anyOf === undefined && s.enum === undefined && s.const === undefined;
+  return ['type', 'anyOf', 'oneOf', 'allOf', 'enum', 'const'].every((k) => s[k] === undefined);
 }
 
 /** An object schema without listed properties (a map or any object): not expressible in either dialect. */
@@ -290,7 +294,18 @@ class Converter {
       const words = note(k, v);
       if (words !== undefined) notes.push(words);
     }
-    if (out.type === undefined && s.enum !== undefined && this.profile === 'gemini') out.type = 'string';
+    // Gemini needs a type: an untyped enum or const takes its values' type.
+    if (out.type === undefined && this.profile === 'gemini') {
+      const first = Array.isArray(s.enum) ? (s.enum as unknown[])[0] : s.const;
+      out.type =
+        typeof first === 'number'
+          ? Number.isInteger(first)
+            ? 'integer'
+            : 'number'
+          : typeof first === 'boolean'
+            ? 'boolean'
+            : 'string';
+    }
 
     if (type === 'object' || isObject(s.properties)) {
       out.type = 'object';

@@ -29,7 +29,12 @@ import { createHttpServer } from '../../../src/transports/http/server.ts';
 import { createMcpHttpPlugin } from '../../../src/transports/mcp/http-plugin.ts';
 import { errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
 import { META } from '../../../src/transports/mcp/meta-keys.ts';
-import { SET_NULL, type SchemaProfile } from '../../../src/transports/mcp/schema-profiles.ts';
+import {
+  SET_NULL,
+  profileInputSchema,
+  type SchemaProfile,
+} from '../../../src/transports/mcp/schema-profiles.ts';
+import { toPortableSchema } from '../../../src/transports/mcp/portable-schema.ts';
 import { ToolCatalog, verbArgsOf } from '../../../src/transports/mcp/tool-catalog.ts';
 import type { McpRuntime } from '../../../src/transports/runtime-surface.ts';
 import { COUNTER_VERBS } from '../../support/counter-verbs.ts';
@@ -322,4 +327,72 @@ test('MCP 2026-07-28 (stateless) serves the profile a request asks for and maps 
     arguments: { ...nulls, limit: 1 },
   })) as CallToolResult;
   assert.notEqual(found.isError, true, JSON.stringify(found.content));
+});
+
+test('keywords neither dialect has (allOf, oneOf, not, const, integer enums, maps, any-typed items) still give accepted schemas, with the constraint in words', () => {
+  const schema: JsonSchema = {
+    type: 'object',
+    properties: {
+      mode: { const: 'fast' },
+      level: { type: 'integer', enum: [1, 2, 3], description: 'Level.' },
+      pick: {
+        oneOf: [
+          { type: 'string', format: 'uri' },
+          { type: 'integer', multipleOf: 5 },
+        ],
+      },
+      both: { allOf: [{ type: 'string', minLength: 2 }, { maxLength: 9 }] },
+      notx: { type: 'string', not: { const: 'x' } },
+      map: { type: 'object', additionalProperties: { type: 'integer' } },
+      rows: {
+        type: 'array',
+        uniqueItems: true,
+        items: {
+          type: 'object',
+          properties: { a: { type: ['string', 'null'] }, b: { type: 'number', exclusiveMinimum: 0 } },
+          required: ['b'],
+        },
+      },
+      deep: { type: 'object', properties: { x: { type: 'string', nullable: true } } },
+    },
+    required: ['mode'],
+  };
+  const portable = toPortableSchema(schema, 'input');
+  for (const profile of ['openai-strict', 'gemini'] as const) {
+    const served = profileInputSchema(portable.schema, profile, portable.nullFill).schema;
+    assert.deepEqual([...rejections([{ name: 'hard_case', inputSchema: served }], profile)], [], profile);
+    const text = JSON.stringify(served);
+    assert.match(text, /min 2 chars/, `${profile}: allOf's first part a schema, the others in words`);
+    assert.match(text, /must also match \{\\"maxLength\\":9\}/, `${profile}: allOf's other parts in words`);
+    assert.match(text, /must not match/, `${profile}: not in words`);
+    assert.match(text, /format \\"uri\\"/, `${profile}: a format the dialect lacks in words`);
+  }
+  const strict = profileInputSchema(portable.schema, 'openai-strict', portable.nullFill);
+  assert.deepEqual(
+    strict.settable,
+    ['/deep/x'],
+    'a nullable optional reached through properties can be cleared',
+  );
+  const args = {
+    mode: 'fast',
+    level: null,
+    pick: null,
+    both: null,
+    notx: null,
+    map: '{"k":1}',
+    rows: [{ a: null, b: 1 }],
+    deep: { x: null },
+    [SET_NULL]: ['/deep/x'],
+  };
+  const entry = { input: strict, nullFill: portable.nullFill } as unknown as Parameters<typeof verbArgsOf>[0];
+  assert.deepEqual(
+    verbArgsOf(entry, args),
+    {
+      mode: 'fast',
+      map: { k: 1 },
+      rows: [{ a: null, b: 1 }],
+      deep: { x: null },
+    },
+    'inside arrays a nullable optional keeps null; through properties null is "not sent" and _set_null sets it',
+  );
 });
