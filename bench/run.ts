@@ -138,6 +138,10 @@ export const MODULES: Record<string, ModuleSpec> = {
     repeat: 3,
     run: async (q) => (await import('./ledger.ts')).benchAuditVerify(q ? { rows: 100_000 } : {}),
   },
+  export: {
+    repeat: 1,
+    run: async (q) => (await import('./ledger.ts')).benchAuditExport(q ? { rows: 20_000 } : {}),
+  },
   trail: {
     repeat: 1,
     run: async (q) =>
