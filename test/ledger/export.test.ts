@@ -119,6 +119,12 @@ describe('audit export (docs/compliance.md, as an auditor runs it)', () => {
     manifest = JSON.parse(readFileSync(`${s.rows}.manifest.json`, 'utf8')) as ExportManifest;
   });
 
+  it('documents exactly the commands this test runs', () => {
+    const doc = readFileSync(new URL('../../docs/compliance.md', import.meta.url), 'utf8');
+    for (const command of DOC_COMMANDS)
+      assert.ok(doc.includes(command), `docs/compliance.md lacks: ${command}`);
+  });
+
   it('exports the month: every row of the tenant in November, contiguous, with its chain heads', () => {
     const db = new Database(s.db, { readonly: true });
     try {
