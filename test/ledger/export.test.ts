@@ -18,6 +18,7 @@ import type { Io } from '../../src/transports/cli/output.ts';
 import type { ExportVerifyReport } from '../../src/runtime/ledger/verify/export-check.ts';
 import type { ExportManifest } from '../../src/runtime/ledger/keys/export-manifest.ts';
 import { CSV_COLUMNS } from '../../src/runtime/ledger/verify/export.ts';
+import { databaseKeys } from '../../src/runtime/ledger/verify/verify.ts';
 
 async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
@@ -292,3 +293,46 @@ describe('audit export (docs/compliance.md, as an auditor runs it)', () => {
     assert.ok(!existsSync(join(s.dir, 'audit-2-')));
   });
 });
+
+describe('audit.export (the HTTP and dashboard form of the export)', () => {
+  it('answers the rows file and its signed manifest to an admin, audited, verifiable offline', async (t) => {
+    const h = await counterRuntime(t, { engine: 'sqlite' });
+    for (let i = 0; i < 5; i++) await consented(h, h.keys.employee, 'counter.add', { name: 'c', by: i + 1 });
+    await h.rt.dispatch({ surface: 'http', apiKey: h.keys.read_only }, 'counter.add', { name: 'c', by: 1 });
+    const now = Date.now();
+    const args = { from: new Date(now - 3600_000).toISOString(), to: new Date(now + 3600_000).toISOString() };
+    const denied = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.employee }, 'audit.export', args);
+    assert.equal(denied.error?.reason, 'role_denied');
+    const env = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.admin }, 'audit.export', args);
+    assert.equal(env.ok, true, JSON.stringify(env.error));
+    const data = (env.result as { data: Record<string, unknown> }).data as {
+      exported: boolean;
+      rows_file: { name: string; content: string };
+      manifest_file: string;
+      manifest: ExportManifest;
+    };
+    assert.equal(data.exported, true);
+    assert.ok(data.manifest.rows.count >= 11, String(data.manifest.rows.count));
+    const dir = mkdtempSync(join(tmpdir(), 'solid-export-verb-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, data.rows_file.name);
+    writeFileSync(file, data.rows_file.content);
+    writeFileSync(join(dir, data.manifest_file), JSON.stringify(data.manifest));
+    const { code, report } = await verifyExport(file, await keysFile(h, dir));
+    assert.equal(code, 0, JSON.stringify(report.findings));
+    const trail = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.owner }, 'audit.trail', {
+      verb: 'audit.export',
+    });
+    // The trail writes the tenant's buffered read rows first (spec/audit.md §read-rows).
+    const list = (trail.result as { entries: Array<{ status: string }> }).entries;
+    assert.deepEqual(list.map((e) => e.status).sort(), ['completed', 'denied']);
+  });
+});
+
+/** The tenant's public keys as `solid audit export-keys` writes them. */
+async function keysFile(h: import('../support/runtime.ts').TestRuntime, dir: string): Promise<string> {
+  const keys = await h.rt.store.read((q) => databaseKeys(q, h.companyId));
+  const path = join(dir, 'keys.json');
+  writeFileSync(path, JSON.stringify({ keys }));
+  return path;
+}

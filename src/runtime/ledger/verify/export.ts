@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename } from 'node:path';
 import canonicalize from 'canonicalize';
-import type { Store } from '../../../store/store.ts';
+import type { Queryable, Store } from '../../../store/store.ts';
 import { AUDIT_COLUMNS, GENESIS_HASH } from '../write/audit.ts';
 import type { TenantKeys } from '../keys/tenant-keys.ts';
 import {
@@ -112,23 +112,32 @@ function rowLine(format: ExportFormat, row: Record<string, unknown>): string {
 
 const SELECT = `SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log WHERE company_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`;
 
+/** Where `buildAuditExport` reads from: a function running reads (one store snapshot each, or a verb's own). */
+export type ExportReader = <T>(fn: (q: Queryable) => Promise<T>) => Promise<T>;
+
+/** What `buildAuditExport` found: the signed manifest, or the findings of a range that does not verify. */
+export type BuiltExport =
+  { ok: true; manifest: ExportManifest } | { ok: false; findings: AuditFinding[]; finding_count: number };
+
 /**
- * Export one tenant's rows of a period with a signed manifest. Reads through any Store (SQLite or
- * PostgreSQL) in keyset pages, walks the rows with the verifier (hashes, links from the row before
- * the range, the checkpoints in the range), writes the rows to a temp file renamed to `out` when
- * all is well, then the manifest signed with the tenant's active key (`keys.signingKey`). Returns
- * the findings and writes nothing when the range does not verify. Throws when the tenant has no
- * signing key or a file cannot be written. Spec: spec/audit.md §export.
+ * The core of an export: read one tenant's rows of a period in keyset pages (`read`), walk them
+ * with the verifier (hashes, the link from the row before the range, the checkpoints in the range
+ * and just before it), hand the rows file's text to `write` chunk by chunk, and sign the manifest
+ * (named `rowsFile`) with the tenant's active key. When the range does not verify the findings
+ * come back and the manifest is not signed (the caller discards what `write` received). `maxRows`
+ * stops early with the `limit` answer. Throws when the tenant has no signing key. Spec:
+ * spec/audit.md §export.
  */
-export async function writeAuditExport(
-  store: Store,
+export async function buildAuditExport(
+  read: ExportReader,
   keys: TenantKeys,
-  o: AuditExportOptions,
-): Promise<AuditExportResult> {
+  o: Omit<AuditExportOptions, 'out'> & { rowsFile: string; maxRows?: number },
+  write: (chunk: string) => void,
+): Promise<BuiltExport | { ok: false; limit: number; rows: number }> {
   const t = o.companyId;
   const fromIso = o.from.toISOString();
   const toIso = o.to.toISOString();
-  const meta = await store.read(async (q) => {
+  const meta = await read(async (q) => {
     const range = await q.get<{ lo: unknown; hi: unknown }>(
       'SELECT MIN(seq) AS lo, MAX(seq) AS hi FROM audit_log WHERE company_id = ? AND created_at >= ? AND created_at < ?',
       [t, fromIso, toIso],
@@ -153,6 +162,8 @@ export async function writeAuditExport(
           ).map((c) => ({ ...c, company_id: Number(c.company_id), seq: Number(c.seq) }));
     return { lo, hi, before, checkpoints, keys: await databaseKeys(q, t) };
   });
+  if (o.maxRows !== undefined && meta.lo !== null && meta.hi !== null && meta.hi - meta.lo + 1 > o.maxRows)
+    return { ok: false, limit: o.maxRows, rows: meta.hi - meta.lo + 1 };
   const signingKey = await keys.signingKey(t);
   const checked = checkCheckpoints(meta.checkpoints, keyMap(meta.keys), t);
   const cps = checked.byTenant.get(t) ?? [];
@@ -166,52 +177,43 @@ export async function writeAuditExport(
   );
   for (const f of checked.findings) walker.find(f);
   checkBoundary(cps, meta.lo, prevHash ?? null, (f) => walker.find(f));
-  const tmp = `${o.out}.${process.pid}.tmp`;
-  const fd = openSync(tmp, 'w', 0o600);
   const digest = createHash('sha256');
   let first: Record<string, unknown> | undefined;
   let last: Record<string, unknown> | undefined;
   let count = 0;
-  try {
-    const write = (s: string) => {
-      digest.update(s, 'utf8');
-      writeSync(fd, s);
-    };
-    if (o.format === 'csv') write(CSV_HEADER);
-    if (meta.lo !== null && meta.hi !== null) {
-      const page = Math.max(1, o.pageRows ?? 5000);
-      let after = meta.lo - 1;
-      for (;;) {
-        const rows = await store.read((q) => q.all<StoredAuditRow>(SELECT, [t, after, meta.hi, page]));
-        let chunk = '';
-        for (const raw of rows) {
-          walker.push(raw);
-          const row = exportedRow(raw);
-          first ??= row;
-          last = row;
-          count++;
-          chunk += rowLine(o.format, row);
-        }
-        write(chunk);
-        if (rows.length < page) break;
-        after = storedInteger(rows[rows.length - 1]!.seq);
-        if (Number.isNaN(after)) break; // a hand-put seq: the walker has reported it
+  const emit = (s: string) => {
+    digest.update(s, 'utf8');
+    write(s);
+  };
+  if (o.format === 'csv') emit(CSV_HEADER);
+  if (meta.lo !== null && meta.hi !== null) {
+    const page = Math.max(1, o.pageRows ?? 5000);
+    let after = meta.lo - 1;
+    for (;;) {
+      const rows = await read((q) => q.all<StoredAuditRow>(SELECT, [t, after, meta.hi, page]));
+      let chunk = '';
+      for (const raw of rows) {
+        walker.push(raw);
+        const row = exportedRow(raw);
+        first ??= row;
+        last = row;
+        count++;
+        chunk += rowLine(o.format, row);
       }
-      if (walker.r.last_seq !== meta.hi)
-        walker.find({
-          kind: 'truncated',
-          seq: meta.hi,
-          message: `The log's seq range for this period ends at ${meta.hi}, but the rows read end at ${walker.r.last_seq ?? 'none'}.`,
-        });
+      emit(chunk);
+      if (rows.length < page) break;
+      after = storedInteger(rows[rows.length - 1]!.seq);
+      if (Number.isNaN(after)) break; // a hand-put seq: the walker has reported it
     }
-  } finally {
-    closeSync(fd);
+    if (walker.r.last_seq !== meta.hi)
+      walker.find({
+        kind: 'truncated',
+        seq: meta.hi,
+        message: `The log's seq range for this period ends at ${meta.hi}, but the rows read end at ${walker.r.last_seq ?? 'none'}.`,
+      });
   }
-  if (walker.r.finding_count > 0) {
-    rmSync(tmp, { force: true });
+  if (walker.r.finding_count > 0)
     return { ok: false, findings: walker.r.findings, finding_count: walker.r.finding_count };
-  }
-  renameSync(tmp, o.out);
   const manifest = signManifest(
     {
       solid_audit_export: 1,
@@ -220,7 +222,7 @@ export async function writeAuditExport(
       from: fromIso,
       to: toIso,
       format: o.format,
-      rows_file: basename(o.out),
+      rows_file: o.rowsFile,
       rows: {
         count,
         first_seq: (first?.seq as number | undefined) ?? null,
@@ -238,14 +240,51 @@ export async function writeAuditExport(
     },
     signingKey,
   );
+  return { ok: true, manifest };
+}
+
+/**
+ * Export one tenant's rows of a period to files: the rows to `out` (a temp file renamed when all
+ * is well, mode 0600) and the signed manifest to `<out>.manifest.json` (buildAuditExport, reading
+ * through any Store — SQLite or PostgreSQL — one snapshot per page). Returns the findings and
+ * leaves no file when the range does not verify. Throws when the tenant has no signing key or a
+ * file cannot be written. Spec: spec/audit.md §export.
+ */
+export async function writeAuditExport(
+  store: Store,
+  keys: TenantKeys,
+  o: AuditExportOptions,
+): Promise<AuditExportResult> {
+  const tmp = `${o.out}.${process.pid}.tmp`;
+  const fd = openSync(tmp, 'w', 0o600);
+  let built: Awaited<ReturnType<typeof buildAuditExport>>;
+  try {
+    built = await buildAuditExport(
+      (fn) => store.read(fn),
+      keys,
+      { ...o, rowsFile: basename(o.out) },
+      (s) => writeSync(fd, s),
+    );
+  } catch (err) {
+    closeSync(fd);
+    rmSync(tmp, { force: true });
+    throw err;
+  }
+  closeSync(fd);
+  if (!built.ok) {
+    rmSync(tmp, { force: true });
+    if ('limit' in built) throw new Error('unreachable: no row limit on a file export');
+    return built;
+  }
+  renameSync(tmp, o.out);
   const manifestPath = manifestPathOf(o.out);
   const mtmp = `${manifestPath}.${process.pid}.tmp`;
   const mfd = openSync(mtmp, 'w', 0o600);
   try {
-    writeSync(mfd, JSON.stringify(manifest, null, 2) + '\n');
+    writeSync(mfd, JSON.stringify(built.manifest, null, 2) + '\n');
   } finally {
     closeSync(mfd);
   }
   renameSync(mtmp, manifestPath);
-  return { ok: true, manifest, rowsPath: o.out, manifestPath };
+  return { ok: true, manifest: built.manifest, rowsPath: o.out, manifestPath };
 }
