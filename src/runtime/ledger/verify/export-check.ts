@@ -22,7 +22,7 @@
  */
 import { createReadStream, readFileSync, existsSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { VerbError } from '../../errors.ts';
 import { manifestPathOf, manifestSignatureValid, type ExportManifest } from '../keys/export-manifest.ts';
@@ -84,7 +84,8 @@ export function exportFiles(path: string, manifest?: string): { rows: string; ma
   if (manifest !== undefined) return { rows: path, manifest };
   if (path.endsWith('.manifest.json')) {
     const m = readManifest(path);
-    return { rows: join(dirname(path), m.rows_file), manifest: path };
+    // The name only: a manifest cannot point the verifier at a file elsewhere.
+    return { rows: join(dirname(path), basename(m.rows_file)), manifest: path };
   }
   return { rows: path, manifest: manifestPathOf(path) };
 }
