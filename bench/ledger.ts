@@ -6,6 +6,8 @@
  *                            write, audit row, signed receipt, key claim) vs a replay of a stored key
  *   benchAuditVerify()       `audit verify` rows/s over a generated 1M-row chain (target ≥ 100k)
  *   benchTrail()             audit.trail p95 at 10k vs 1M rows, same filters (target ratio ≤ 1.5)
+ *   benchAuditExport()       `audit export` and `audit verify --export` rows/s over a generated
+ *                            100k-row month, vs `audit verify` of the same rows in the database
  *   benchLedger()            all three
  *
  * `generateAuditChain` writes correctly chained rows straight into the table (big transactions,
@@ -31,6 +33,8 @@ import {
   type AuditRow,
 } from '../src/runtime/ledger/write/audit.ts';
 import { verifyDatabaseFile } from '../src/runtime/ledger/verify/verify-file.ts';
+import { writeAuditExport } from '../src/runtime/ledger/verify/export.ts';
+import { verifyAuditExport } from '../src/runtime/ledger/verify/export-check.ts';
 import type { BenchResult } from './harness.ts';
 
 /** The ledger modules' results: bench/harness.ts BenchResult. */
@@ -319,6 +323,63 @@ export async function benchAuditVerify(options: { rows?: number } = {}): Promise
         target: '≥ 100000 rows/s',
         met: report.rows_per_second >= 100_000,
         notes: `${(report.elapsed_ms / 1000).toFixed(2)} s wall for ${report.rows_checked} rows (${Math.round(report.rows_checked / cpuS)} rows per CPU-second, all threads; ${availableParallelism()} CPUs, load ${loadavg()[0]!.toFixed(1)}); generating the chain took ${generateS.toFixed(1)} s`,
+      },
+    ];
+  } finally {
+    await f.close();
+  }
+}
+
+/**
+ * `solid audit export` (NDJSON, signed manifest) and its offline check over a generated chain of
+ * `rows` rows (default 100 000), as rows/s, each against `audit verify` of the same rows in the
+ * database (the baseline: what the export adds is reading, writing and digesting the file).
+ */
+export async function benchAuditExport(options: { rows?: number } = {}): Promise<LedgerBenchResult[]> {
+  const rows = options.rows ?? 100_000;
+  const f = await fixture();
+  try {
+    const startMs = Date.parse('2026-01-01T00:00:00.000Z');
+    await generateAuditChain(f.rt, f.store, 2, rows, { startMs });
+    f.store.rawDatabase.pragma('wal_checkpoint(TRUNCATE)');
+    const out = join(f.dir, 'export.ndjson');
+    const e0 = performance.now();
+    const result = await writeAuditExport(f.rt.store, f.rt.keys, {
+      companyId: 2,
+      from: new Date(startMs),
+      to: new Date(startMs + rows * 50 + 1000),
+      format: 'ndjson',
+      out,
+      now: new Date(),
+    });
+    const exportS = (performance.now() - e0) / 1000;
+    if (!result.ok || result.manifest.rows.count !== rows)
+      throw new Error(`the export did not hold the ${rows} rows: ${JSON.stringify(result).slice(0, 300)}`);
+    const checked = await verifyAuditExport(out, { trust: { keys: result.manifest.keys } });
+    if (!checked.ok)
+      throw new Error(`the export did not verify: ${JSON.stringify(checked.findings.slice(0, 3))}`);
+    await f.rt.close();
+    const db = await verifyDatabaseFile(f.path, { tenant: 2 });
+    const exportRate = Math.round(rows / exportS);
+    const note = `${rows.toLocaleString('en-US')} rows; ${availableParallelism()} CPUs, load ${loadavg()[0]!.toFixed(1)}; baseline: audit verify of the same rows in the database, ${db.rows_per_second.toLocaleString('en-US')} rows/s`;
+    return [
+      {
+        id: 'ledger.export',
+        what: `solid audit export of ${rows.toLocaleString('en-US')} rows to NDJSON with a signed manifest (read in pages, each row re-hashed and linked, written, digested) vs audit verify of the same rows`,
+        value: exportRate,
+        unit: 'rows/s',
+        baseline: db.rows_per_second,
+        ratio: Math.round((exportRate / db.rows_per_second) * 100) / 100,
+        notes: `${exportS.toFixed(2)} s; ${note}`,
+      },
+      {
+        id: 'ledger.export_verify',
+        what: `solid audit verify --export of the same file offline (digest, every row re-hashed and linked, checkpoint and manifest signatures) vs audit verify of the rows in the database`,
+        value: checked.rows_per_second,
+        unit: 'rows/s',
+        baseline: db.rows_per_second,
+        ratio: Math.round((checked.rows_per_second / db.rows_per_second) * 100) / 100,
+        notes: `${(checked.elapsed_ms / 1000).toFixed(2)} s; ${note}`,
       },
     ];
   } finally {

@@ -36,6 +36,7 @@ import { loadCharts } from './dashboard-charts.ts';
 import { loadReputation } from './dashboard-reputation.ts';
 import { loadSettings } from './dashboard-settings.ts';
 import { loadTrail, openReceipt, setupTrail } from './dashboard-trail.ts';
+import { setupExport } from './dashboard-export.ts';
 import { setCsrfToken } from './verb-client.ts';
 import type { Envelope } from '../src/spec/types.ts';
 import { noteCliLoginOnSignIn, onCliLoginPage, showCliLogin } from './dashboard-cli-login.ts';
@@ -201,6 +202,7 @@ async function enter(session: SessionInfo): Promise<void> {
   current = ctx;
   setupCatalogue(ctx);
   setupTrail(ctx);
+  setupExport(ctx);
   startApprovals(ctx);
   if (!onCliLoginPage()) {
     const first = route(ctx).view;

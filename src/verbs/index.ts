@@ -1,7 +1,7 @@
 /**
  * The built-in system verbs every runtime gets. Each module is named after its verbs:
  * `verbs-list.ts` (verbs.list), `verbs-reputation.ts`, `audit-trail.ts`, `audit-revert.ts`,
- * `audit-explain.ts`, `audit-receipt.ts` (audit.receipt, audit.verify_receipt),
+ * `audit-explain.ts`, `audit-receipt.ts` (audit.receipt, audit.verify_receipt), `audit-export.ts`,
  * `audit-money-moved.ts`, `agent-suggest-next-verb.ts`, `system-telemetry.ts`, and one module per
  * namespace for the rest: `approvals.ts`, `api-keys.ts`, `webhooks.ts`, `events.ts`,
  * `transaction.ts`, `macros.ts` (+ `macros-run.ts`, the model in `macro-chain.ts`),
@@ -26,6 +26,7 @@ import { agentSuggestNextVerb } from './agent-suggest-next-verb.ts';
 import { auditExplain } from './audit-explain.ts';
 import { auditReceipt, auditVerifyReceipt } from './audit-receipt.ts';
 import { auditMoneyMoved } from './audit-money-moved.ts';
+import { auditExport } from './audit-export.ts';
 
 export const systemVerbs: VerbDefinition[] = [
   verbsList,
@@ -46,4 +47,5 @@ export const systemVerbs: VerbDefinition[] = [
   auditReceipt,
   auditVerifyReceipt,
   auditMoneyMoved,
+  auditExport,
 ];

@@ -8,7 +8,8 @@
  * signed JSON, and offers Undo only for an action with an undo step; Undo works through the
  * consent dialog; Agents & verbs charts latency; the owner changes a cap and blocks a name in
  * Settings and finds both in Activity; the owner creates an API key in Settings, sees it once,
- * uses it against /api/v1, revokes it and sees it refused; every view at 390 and 1280 px has no
+ * uses it against /api/v1, revokes it and sees it refused; Activity's "Export for an auditor"
+ * saves a period and its signed manifest, which verify offline; every view at 390 and 1280 px has no
  * horizontal overflow (also 360 and 768 px for the main views) and no serious axe-core finding;
  * screenshots of every view at both widths go to test-artifacts/dashboard/; a read_only visit
  * leaves no `denied` row; an expired session returns to sign-in with a plain sentence.
@@ -16,14 +17,17 @@
  * Run: node --import tsx --test test/browser/dashboard.test.ts
  */
 import assert from 'node:assert/strict';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import type { Page } from 'playwright-core';
+import type { Download, Page } from 'playwright-core';
 import type { Envelope, Receipt, Role } from '../../src/spec/types.ts';
 import { verifyReceipt } from '../../src/runtime/ledger/keys/receipts.ts';
 import { databaseKeys } from '../../src/runtime/ledger/verify/verify.ts';
+import { verifyAuditExport } from '../../src/runtime/ledger/verify/export-check.ts';
 import { launchChromium, skipUnlessChromium } from '../support/browser.ts';
 import { listenLoopback, webmcpFixture, type WebmcpFixture } from '../transports/webmcp/fixture.ts';
 import { signInHumanForTest } from '../../src/testing.ts';
@@ -322,6 +326,31 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
           { receipt: { ...saved, charged_cents: 1 } },
         );
         assert.equal((forged.result as { data: { valid: boolean } }).data.valid, false);
+      });
+
+      await t.test('exports the period for an auditor: two files that verify offline', async () => {
+        await goto(page, '#/activity', 'activity');
+        const today = await page.evaluate(() => {
+          const d = new Date();
+          return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
+        });
+        await page.getByLabel('First day').fill(today);
+        await page.getByLabel('Last day').fill(today);
+        const downloads: Download[] = [];
+        page.on('download', (d) => downloads.push(d));
+        await page.getByRole('button', { name: 'Export', exact: true }).click();
+        await page.locator('#export-status', { hasText: 'Saved' }).waitFor();
+        assert.equal(downloads.length, 2);
+        const dir = await mkdtemp(join(tmpdir(), 'solid-dashboard-export-'));
+        t.after(() => rm(dir, { recursive: true, force: true }));
+        const [rows, manifest] = downloads;
+        assert.match(rows!.suggestedFilename(), /^audit-\d+-\d{4}-\d{2}-\d{2}-\d{4}-\d{2}-\d{2}\.ndjson$/);
+        assert.equal(manifest!.suggestedFilename(), `${rows!.suggestedFilename()}.manifest.json`);
+        for (const d of downloads) await d.saveAs(join(dir, d.suggestedFilename()));
+        const keys = await f.rt.store.read((q) => databaseKeys(q, f.principal('owner').company_id));
+        const report = await verifyAuditExport(join(dir, rows!.suggestedFilename()), { trust: { keys } });
+        assert.equal(report.ok, true, JSON.stringify(report.findings));
+        assert.ok(report.rows_checked > 5, String(report.rows_checked));
       });
 
       await t.test('undoes a reversible note through the consent dialog', async () => {

@@ -9,7 +9,12 @@
  * with their latest signed checkpoints, to keep somewhere else and pass later as `--keys`: the
  * trust anchor that catches a database rewritten together with its keys.
  *
- * Spec: spec/audit.md §verify.
+ * `solid audit export --tenant N --from ISO --to ISO [--format ndjson|csv] [--out FILE]`: the
+ * tenant's rows of a period with a signed manifest (`<FILE>.manifest.json`), audited as an
+ * `audit.export` row; `solid audit verify --export FILE` checks such an export offline, with no
+ * database (spec/audit.md §export).
+ *
+ * Spec: spec/audit.md §verify, §export.
  */
 import { createRequire } from 'node:module';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -39,6 +44,12 @@ import {
 } from '../../../store/postgres/postgres-store.ts';
 import { cliRefuse } from '../refusals.ts';
 import { checkAnchoredHeads, mergeTrust, readAnchors } from '../../../runtime/ledger/verify/anchors.ts';
+import { writeAuditExport } from '../../../runtime/ledger/verify/export.ts';
+import { verifyAuditExport, type ExportVerifyReport } from '../../../runtime/ledger/verify/export-check.ts';
+import type { ExportFormat } from '../../../runtime/ledger/keys/export-manifest.ts';
+import type { AuditFinding } from '../../../runtime/ledger/verify/chain-walk.ts';
+import { appendOperatorAudit } from '../../../runtime/ledger/write/operator-audit.ts';
+import { localOptionsOf, openLocal } from '../local.ts';
 
 /** Where the audit log is read from: a SQLite file opened read-only, or a PostgreSQL database. */
 export interface AuditSource {
@@ -179,6 +190,50 @@ export function renderVerifyReport(report: AuditVerifyReport): string {
   return lines.join('\n');
 }
 
+/** `--from` / `--to`: an ISO-8601 date or date-time (a date alone is midnight UTC). @throws VerbError invalid_args */
+function parseInstant(flag: string, value: string): Date {
+  const d = /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(value)
+    ? new Date(value)
+    : undefined;
+  if (d === undefined || Number.isNaN(d.getTime()))
+    throw new VerbError(
+      'invalid_args',
+      `${flag} must be an ISO-8601 date or date-time, got ${JSON.stringify(value.slice(0, 40))}.`,
+      {
+        hint: `e.g. ${flag} 2026-11-01 or ${flag} 2026-11-01T00:00:00Z (a date alone is midnight UTC).`,
+      },
+    );
+  return d;
+}
+
+/** One finding as a report line. */
+function findingLine(f: Pick<AuditFinding, 'seq' | 'audit_id' | 'message'> & { kind: string }): string {
+  return `    ${f.kind.padEnd(18)} ${f.seq !== undefined ? `seq ${f.seq}` : ''}${f.audit_id !== undefined ? ` (audit_id ${f.audit_id})` : ''}  ${f.message}`;
+}
+
+/** Human rendering of an export verification. */
+export function renderExportReport(r: ExportVerifyReport): string {
+  const lines: string[] = [];
+  const range = r.first_seq === null ? 'no rows' : `seq ${r.first_seq}–${r.last_seq}`;
+  if (r.ok) {
+    lines.push(
+      `✓ export of tenant ${r.company_id}, ${r.from} to ${r.to}: ${r.format === 'ndjson' ? `${r.rows_checked} rows re-hashed and linked` : `${r.rows_expected} rows (CSV: digest only)`}, ${range}; manifest signed by ${r.manifest_kid} (${r.keys_from === 'trusted' ? 'a trusted key' : 'a key the export carries'})${r.signed_through !== null ? `; checkpoints signed through seq ${r.signed_through}` : ''}`,
+    );
+  } else {
+    lines.push(
+      `✗ export of tenant ${r.company_id}, ${r.from} to ${r.to}: ${r.finding_count} finding${r.finding_count === 1 ? '' : 's'} (${r.rows_checked} of ${r.rows_expected} rows read)`,
+    );
+    for (const f of r.findings) lines.push(findingLine(f));
+    if (r.findings.length < r.finding_count)
+      lines.push(`    … and ${r.finding_count - r.findings.length} more (see --json)`);
+  }
+  for (const w of r.warnings) lines.push(`! ${w}`);
+  lines.push(
+    `${r.ok ? 'OK' : 'TAMPERED'}: ${r.rows_file} (${r.rows_checked} rows in ${(r.elapsed_ms / 1000).toFixed(2)} s)`,
+  );
+  return lines.join('\n');
+}
+
 export function registerAudit(program: Command, io: Io, setExit: (code: number) => void): void {
   const audit = program
     .command('audit')
@@ -200,6 +255,11 @@ export function registerAudit(program: Command, io: Io, setExit: (code: number) 
       '--max-unsigned-seconds <s>',
       `longest span of rows after a tenant's last checkpoint before it is the finding unsigned_tail (default ${UNSIGNED_TAIL_LIMITS.seconds}; Infinity: off)`,
     )
+    .option(
+      '--export <file>',
+      'verify an export (`solid audit export`) offline instead of the database: its rows file or its manifest',
+    )
+    .option('--manifest <file>', 'with --export: the manifest, when it is not <file>.manifest.json')
     .action(
       async (opts: {
         tenant?: string;
@@ -207,11 +267,24 @@ export function registerAudit(program: Command, io: Io, setExit: (code: number) 
         keys?: string;
         anchors?: string;
         maxUnsignedSeconds?: string;
+        export?: string;
+        manifest?: string;
       }) => {
         const tenant = parseTenant(opts.tenant);
         const anchors = opts.anchors === undefined ? undefined : readAnchors(opts.anchors);
         const trust =
           anchors === undefined ? readTrust(opts.keys) : mergeTrust(readTrust(opts.keys), anchors.trust);
+        if (opts.export !== undefined) {
+          // Offline: the files and the keys only; no database is opened.
+          const report = await verifyAuditExport(opts.export, {
+            ...(opts.manifest !== undefined ? { manifest: opts.manifest } : {}),
+            ...(trust !== undefined ? { trust } : {}),
+          });
+          if (opts.json) io.out(JSON.stringify(report, null, 2));
+          else (report.ok ? io.out : io.err)(renderExportReport(report));
+          setExit(report.ok ? 0 : EXIT_TAMPERED);
+          return;
+        }
         const maxUnsignedSeconds = parseSeconds(opts.maxUnsignedSeconds);
         const source = await openAuditSource(program.opts<{ db?: string }>().db);
         let bar: ProgressBar | undefined;
@@ -247,6 +320,109 @@ export function registerAudit(program: Command, io: Io, setExit: (code: number) 
         if (opts.json) io.out(JSON.stringify(report, null, 2));
         else (report.ok ? io.out : io.err)(renderVerifyReport(report));
         setExit(report.ok ? 0 : EXIT_TAMPERED);
+      },
+    );
+  audit
+    .command('export')
+    .description(
+      "Write a tenant's audit rows of a period with a signed manifest, to verify offline with `audit verify --export`",
+    )
+    .requiredOption('--tenant <company_id>', 'the tenant')
+    .requiredOption('--from <iso>', 'first instant (inclusive), e.g. 2026-11-01')
+    .requiredOption('--to <iso>', 'end instant (exclusive), e.g. 2026-12-01')
+    .option('--format <ndjson|csv>', 'rows file format (only NDJSON verifies row by row)', 'ndjson')
+    .option(
+      '--out <file>',
+      'rows file (default audit-<tenant>-<from>-<to>.<format>); the manifest goes beside it',
+    )
+    .option('--json', 'print the manifest as JSON')
+    .action(
+      async (opts: {
+        tenant: string;
+        from: string;
+        to: string;
+        format: string;
+        out?: string;
+        json?: boolean;
+      }) => {
+        const tenant = parseTenant(opts.tenant)!;
+        const from = parseInstant('--from', opts.from);
+        const to = parseInstant('--to', opts.to);
+        if (to.getTime() <= from.getTime())
+          throw new VerbError(
+            'invalid_args',
+            `--to (${to.toISOString()}) must be after --from (${from.toISOString()}).`,
+            {
+              hint: 'e.g. --from 2026-11-01 --to 2026-12-01 for November.',
+            },
+          );
+        if (opts.format !== 'ndjson' && opts.format !== 'csv')
+          throw new VerbError(
+            'invalid_args',
+            `--format must be ndjson or csv, got ${JSON.stringify(opts.format.slice(0, 20))}.`,
+            {
+              hint: 'NDJSON verifies row by row; CSV is for spreadsheets (digest and signature only).',
+            },
+          );
+        const format = opts.format as ExportFormat;
+        const day = (d: Date) => d.toISOString().slice(0, 10);
+        const out = opts.out ?? `audit-${tenant}-${day(from)}-${day(to)}.${format}`;
+        const local = await openLocal(localOptionsOf(program));
+        try {
+          const rt = local.rt;
+          if ((await rt.tenants.get(tenant)) === undefined)
+            throw new VerbError('not_found', `No tenant ${tenant} in this database.`, {
+              hint: 'List tenants with `solid tenant show` or check --db.',
+            });
+          const now = rt.clock();
+          const result = await writeAuditExport(rt.store, rt.keys, {
+            companyId: tenant,
+            from,
+            to,
+            format,
+            out,
+            now,
+          });
+          if (!result.ok) {
+            io.err(
+              [
+                `✗ not exported: the rows of tenant ${tenant} in this period do not verify in the database (${result.finding_count} finding${result.finding_count === 1 ? '' : 's'}); no file was written.`,
+                ...result.findings.map(findingLine),
+                'Run `solid audit verify --tenant ' + tenant + '` for the whole chain.',
+              ].join('\n'),
+            );
+            setExit(EXIT_TAMPERED);
+            return;
+          }
+          const m = result.manifest;
+          await rt.store.write((tx) =>
+            appendOperatorAudit(tx, {
+              company_id: tenant,
+              action: 'audit.export',
+              category: 'audit',
+              request_data: {
+                from: m.from,
+                to: m.to,
+                format,
+                rows: m.rows.count,
+                first_seq: m.rows.first_seq,
+                last_seq: m.rows.last_seq,
+                digest: m.digest.hex,
+              },
+              entity_type: 'audit_export',
+              entity_id: m.digest.hex.slice(0, 16),
+              now,
+            }),
+          );
+          if (opts.json) io.out(JSON.stringify(m, null, 2));
+          else
+            io.out(
+              `✓ wrote ${m.rows.count} rows of tenant ${tenant}${m.rows.first_seq === null ? '' : ` (seq ${m.rows.first_seq}–${m.rows.last_seq})`} to ${result.rowsPath} and the signed manifest to ${result.manifestPath}\n  verify anywhere, offline: solid audit verify --export ${result.rowsPath} --keys <keys from solid audit export-keys>`,
+            );
+          setExit(0);
+        } finally {
+          await local.close();
+        }
       },
     );
   audit
