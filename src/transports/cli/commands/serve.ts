@@ -164,19 +164,27 @@ export async function createServeApp(
     onMountError: (name: string, err: unknown) => void;
     toolsets?: ReturnType<typeof resolveToolsets>;
     dynamic?: boolean;
+    /** Keyless /mcp requests keep the sandbox instead of the OAuth 401 challenge (spec/oauth.md §resource-server). */
+    keylessSandbox?: boolean;
     http: Omit<HttpServerOptions, 'plugins' | 'logger'>;
   },
 ): Promise<FastifyInstance> {
   const { toolsets, dynamic = false } = options;
-  const plugins = await loadHttpMounts(
-    options.onMountError,
-    toolsets !== undefined || dynamic
+  const plugins = await loadHttpMounts(options.onMountError, {
+    ...(toolsets !== undefined || dynamic
       ? {
           mcp: () =>
             import('../../mcp/http-plugin.ts').then((m) => m.createMcpHttpPlugin({ toolsets, dynamic })),
         }
-      : {},
-  );
+      : {}),
+    oauth: () =>
+      import('../../../oauth/plugin.ts').then((m) =>
+        m.createOAuthPlugin({
+          keylessSandbox: options.keylessSandbox === true,
+          proxy: options.http.trustProxy !== undefined && options.http.trustProxy !== false,
+        }),
+      ),
+  });
   return createHttpServer(rt, { ...options.http, plugins });
 }
 
@@ -285,6 +293,8 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
       onMountError: (name, err) => io.err(`! transport ${name} not mounted: ${(err as Error).message}`),
       toolsets,
       dynamic: mcp.dynamic,
+      // The demo keeps keyless sandbox reads on /mcp; otherwise a connector gets the OAuth challenge.
+      keylessSandbox: demo || process.env.SOLID_KEYLESS_SANDBOX === '1',
       http: {
         trustProxy: proxy.trustProxy,
         allowedOrigins: proxy.allowedOrigins,

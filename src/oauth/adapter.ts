@@ -1,0 +1,107 @@
+/**
+ * oidc-provider's storage adapter over our Store (table `oauth_models`, migrations.ts): one class
+ * per model name, the methods oidc-provider calls (`upsert`, `find`, `findByUid`,
+ * `findByUserCode`, `consume`, `destroy`, `revokeByGrantId`). Both engines; every node of a
+ * PostgreSQL deployment reads the same rows, so a revoked token or a consumed code is refused on
+ * every node at its next use. Expired rows are never returned and are swept on writes.
+ * spec/oauth.md §storage
+ */
+import type { Store } from '../store/store.ts';
+
+/** The payload oidc-provider stores (opaque to us but for the lookup fields). */
+type Payload = Record<string, unknown> & { grantId?: string; uid?: string; userCode?: string };
+
+/** How often (at most) an adapter write also deletes expired rows, in ms. */
+const SWEEP_EVERY_MS = 60_000;
+
+/**
+ * Make the adapter class oidc-provider's `adapter` option takes, bound to `store`.
+ * @param store the runtime's store (scope `oauth` migrated)
+ * @param now the clock (ms since the epoch)
+ */
+export function storeAdapter(store: Store, now: () => number = Date.now) {
+  let lastSweep = 0;
+  const live = (r: { expires_at: unknown } | undefined) =>
+    r !== undefined && (r.expires_at === null || Number(r.expires_at) > now());
+  const decode = (r: { payload: string; consumed_at: unknown }): Payload => {
+    const p = JSON.parse(r.payload) as Payload;
+    if (r.consumed_at !== null && r.consumed_at !== undefined)
+      p.consumed = Math.floor(Number(r.consumed_at) / 1000);
+    return p;
+  };
+
+  return class StoreAdapter {
+    readonly name: string;
+    constructor(name: string) {
+      this.name = name;
+    }
+
+    async upsert(id: string, payload: Payload, expiresIn?: number): Promise<void> {
+      const t = now();
+      const expires = typeof expiresIn === 'number' ? t + expiresIn * 1000 : null;
+      await store.write(async (tx) => {
+        if (t - lastSweep > SWEEP_EVERY_MS) {
+          lastSweep = t;
+          await tx.run('DELETE FROM oauth_models WHERE expires_at IS NOT NULL AND expires_at < ?', [t]);
+        }
+        await tx.run(
+          `INSERT INTO oauth_models (model, id, payload, grant_id, uid, user_code, expires_at, consumed_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, NULL)
+           ON CONFLICT (model, id) DO UPDATE SET payload = excluded.payload, grant_id = excluded.grant_id,
+             uid = excluded.uid, user_code = excluded.user_code, expires_at = excluded.expires_at`,
+          [
+            this.name,
+            id,
+            JSON.stringify(payload),
+            payload.grantId ?? null,
+            payload.uid ?? null,
+            payload.userCode ?? null,
+            expires,
+          ],
+        );
+      });
+    }
+
+    async #findBy(column: 'id' | 'uid' | 'user_code', value: string): Promise<Payload | undefined> {
+      const row = await store.read((q) =>
+        q.get<{ payload: string; consumed_at: unknown; expires_at: unknown }>(
+          `SELECT payload, consumed_at, expires_at FROM oauth_models WHERE model = ? AND ${column} = ?`,
+          [this.name, value],
+        ),
+      );
+      return live(row) ? decode(row!) : undefined;
+    }
+
+    find(id: string): Promise<Payload | undefined> {
+      return this.#findBy('id', id);
+    }
+
+    findByUid(uid: string): Promise<Payload | undefined> {
+      return this.#findBy('uid', uid);
+    }
+
+    findByUserCode(userCode: string): Promise<Payload | undefined> {
+      return this.#findBy('user_code', userCode);
+    }
+
+    async consume(id: string): Promise<void> {
+      await store.write((tx) =>
+        tx.run('UPDATE oauth_models SET consumed_at = ? WHERE model = ? AND id = ? AND consumed_at IS NULL', [
+          now(),
+          this.name,
+          id,
+        ]),
+      );
+    }
+
+    async destroy(id: string): Promise<void> {
+      await store.write((tx) =>
+        tx.run('DELETE FROM oauth_models WHERE model = ? AND id = ?', [this.name, id]),
+      );
+    }
+
+    async revokeByGrantId(grantId: string): Promise<void> {
+      await store.write((tx) => tx.run('DELETE FROM oauth_models WHERE grant_id = ?', [grantId]));
+    }
+  };
+}
