@@ -18,13 +18,16 @@ import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { testVerbs } from '../transports/webmcp/fixture.ts';
 
 export interface OAuthFixture extends TestRuntime {
+  /** The runtime's clock (ms since the epoch); move it on to expire tokens and grants. */
+  clock: { ms: number };
   app: FastifyInstance;
   /** `http://127.0.0.1:<port>` */
   base: string;
 }
 
 export async function oauthFixture(t: TestContext, options: OAuthPluginOptions = {}): Promise<OAuthFixture> {
-  const h = await createTestRuntime(t, { phraseChannel: 'human' });
+  const clock = { ms: Date.now() };
+  const h = await createTestRuntime(t, { phraseChannel: 'human', clock: () => new Date(clock.ms) });
   await h.rt.store.migrate('webtest', [
     portableMigration(
       1,
@@ -43,7 +46,7 @@ export async function oauthFixture(t: TestContext, options: OAuthPluginOptions =
     await app.close();
   });
   const { port } = app.server.address() as AddressInfo;
-  return { ...h, app, base: `http://127.0.0.1:${port}` };
+  return { ...h, clock, app, base: `http://127.0.0.1:${port}` };
 }
 
 /** A cookie jar of name=value pairs, fed from Set-Cookie lines. */
