@@ -66,6 +66,39 @@ interface Built {
   callback: ReturnType<Provider['callback']>;
 }
 
+const envelopeAnswer = {
+  default: {
+    description: 'Envelope (errors: session_invalid 401, csrf_failed / origin_denied 403, not_found 404)',
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } },
+  },
+};
+/** OpenAPI operations of the grants routes (spec/transports.md §http-openapi). */
+const GRANT_DOCS = {
+  list: {
+    openapi: {
+      operationId: 'oauth_grants_list',
+      tags: ['oauth'],
+      summary: 'The tenant’s OAuth grants',
+      description:
+        'Every grant (live, revoked, expired) of the signed-in person’s tenant: client, who allowed it, role ceiling, read-only, expiry. Needs a human session cookie.',
+      responses: envelopeAnswer,
+      security: [{ sessionCookie: [] }],
+    },
+  },
+  revoke: {
+    openapi: {
+      operationId: 'oauth_grants_revoke',
+      tags: ['oauth'],
+      summary: 'Revoke an OAuth grant',
+      description:
+        'Its tokens stop working at their next use on every node. A person revokes their own grants; an admin or owner any of the tenant’s. Needs a human session cookie, a same-origin Origin and X-CSRF-Token.',
+      parameters: [{ name: 'grant_id', in: 'path', required: true, schema: { type: 'string' } }],
+      responses: envelopeAnswer,
+      security: [{ sessionCookie: [] }],
+    },
+  },
+};
+
 /** Build the plugin (see the header). `oauthPlugin` is the default-configured one. */
 export function createOAuthPlugin(config: OAuthPluginOptions = {}): HttpPlugin {
   return async function oauth(app: FastifyInstance, opts: HttpPluginOptions): Promise<void> {
@@ -124,8 +157,10 @@ export function createOAuthPlugin(config: OAuthPluginOptions = {}): HttpPlugin {
         .header('access-control-allow-origin', '*')
         .send(protectedResourceMetadata(`${origin}${suffix === '' ? '/' : suffix}`, b.issuer));
     };
-    app.get(PRM_PATH, (request, reply) => prm(request, reply, ''));
-    app.get(`${PRM_PATH}/mcp`, (request, reply) => prm(request, reply, '/mcp'));
+    // The OAuth protocol routes are described by their own metadata documents, not /openapi.json.
+    const hidden = { config: { openapi: false as const } };
+    app.get(PRM_PATH, hidden, (request, reply) => prm(request, reply, ''));
+    app.get(`${PRM_PATH}/mcp`, hidden, (request, reply) => prm(request, reply, '/mcp'));
 
     // oidc-provider reads its own bodies: its routes live in a scope without body parsers.
     await app.register(async (child) => {
@@ -140,9 +175,9 @@ export function createOAuthPlugin(config: OAuthPluginOptions = {}): HttpPlugin {
           void b.callback(request.raw, reply.raw);
         });
       };
-      child.all('/oauth/*', handOver);
-      child.get('/.well-known/openid-configuration', handOver);
-      child.get('/.well-known/oauth-authorization-server', (request, reply) => {
+      child.route({ method: ['GET', 'POST', 'OPTIONS'], url: '/oauth/*', ...hidden, handler: handOver });
+      child.get('/.well-known/openid-configuration', hidden, handOver);
+      child.get('/.well-known/oauth-authorization-server', hidden, (request, reply) => {
         request.raw.url = '/.well-known/openid-configuration';
         return handOver(request, reply);
       });
@@ -165,15 +200,15 @@ export function createOAuthPlugin(config: OAuthPluginOptions = {}): HttpPlugin {
           defaultResource: `${b.resources.primary}/`,
         };
       };
-      child.get<{ Params: { uid: string } }>('/oauth/consent/:uid', async (request, reply) =>
+      child.get<{ Params: { uid: string } }>('/oauth/consent/:uid', hidden, async (request, reply) =>
         showConsent(await ctx(request), request, reply),
       );
-      child.post<{ Params: { uid: string } }>('/oauth/consent/:uid', async (request, reply) =>
+      child.post<{ Params: { uid: string } }>('/oauth/consent/:uid', hidden, async (request, reply) =>
         decideConsent(await ctx(request), request, reply),
       );
     });
 
-    app.get('/api/v1/oauth/grants', async (request, reply) => {
+    app.get('/api/v1/oauth/grants', { config: GRANT_DOCS.list }, async (request, reply) => {
       const s = await sessions.lookup(sessionTokenOf(request));
       if (s === undefined || s.principal.actor !== 'human') throw sessionRequired();
       const grants = await rt.store.read((q) => listGrants(q, s.principal.company_id));
@@ -182,6 +217,7 @@ export function createOAuthPlugin(config: OAuthPluginOptions = {}): HttpPlugin {
 
     app.post<{ Params: { grant_id: string } }>(
       '/api/v1/oauth/grants/:grant_id/revoke',
+      { config: GRANT_DOCS.revoke },
       async (request, reply) => {
         const s = await requireSessionForWrite(sessions, request, allowedOrigins);
         const p = s.principal;
