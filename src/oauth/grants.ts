@@ -10,7 +10,7 @@
  * same transaction; every node reads the same store and checks the row at every use, so a revoked
  * grant stops working on every node at its next request (bound: 0 s; spec/oauth.md §grants).
  */
-import type { Queryable, Store } from '../store/store.ts';
+import type { Queryable, Store, StoreTx } from '../store/store.ts';
 import { ROLES, type Role } from '../spec/types.ts';
 
 /** One grant, as listed (`solid grants list`, `GET /api/v1/oauth/grants`). */
@@ -125,24 +125,28 @@ export async function listGrants(q: Queryable, companyId: number): Promise<Grant
 
 /**
  * Revoke a tenant's grant: mark it and delete its tokens and codes (oauth_models rows of the
- * grant), in one transaction. Returns the grant as it is now, or undefined when the tenant has
- * no such grant. Revoking a revoked grant changes nothing and returns it.
+ * grant), in one transaction. Returns the grant as it is now and whether this call revoked it, or
+ * undefined when the tenant has no such grant. Revoking a revoked grant changes nothing.
  */
 export async function revokeGrant(
   store: Store,
   companyId: number,
   grantId: string,
   now: Date,
-): Promise<Grant | undefined> {
+  /** Written in the same transaction when this call revokes the grant (its audit row). */
+  onRevoked?: (tx: StoreTx, g: Grant) => Promise<void>,
+): Promise<{ grant: Grant; changed: boolean } | undefined> {
   return store.write(async (tx) => {
     const g = await getGrant(tx, grantId);
     if (g === undefined || g.company_id !== companyId) return undefined;
-    if (g.revoked_at !== null) return g;
+    if (g.revoked_at !== null) return { grant: g, changed: false };
     const at = now.toISOString();
     await tx.run('UPDATE oauth_grants SET revoked_at = ? WHERE grant_id = ?', [at, grantId]);
     await tx.run('DELETE FROM oauth_models WHERE grant_id = ?', [grantId]);
     await tx.run(`DELETE FROM oauth_models WHERE model = 'Grant' AND id = ?`, [grantId]);
-    return { ...g, revoked_at: at };
+    const revoked = { ...g, revoked_at: at };
+    if (onRevoked !== undefined) await onRevoked(tx, revoked);
+    return { grant: revoked, changed: true };
   });
 }
 

@@ -31,6 +31,7 @@ import { directOrigin, isRebindSafeHost } from '../identity/origin-policy.ts';
 import { requireSessionForWrite, sessionRequired, sessionTokenOf } from '../identity/request-guard.ts';
 import { SessionStore } from '../identity/session-store.ts';
 import { appendHumanAudit } from '../identity/human-audit.ts';
+import type { AuditRow } from '../runtime/ledger/write/audit.ts';
 import { oauthMigrations } from './migrations.ts';
 import { createProvider, OAuthResources } from './provider.ts';
 import { OAuthBearer, PRM_PATH, protectedResourceMetadata } from './resource.ts';
@@ -261,21 +262,24 @@ export async function revokeAndAudit(
   agentType: string,
 ): Promise<Grant | undefined> {
   const now = rt.clock();
-  const g = await revokeGrant(rt.store, companyId, grantId, now);
-  if (g === undefined) return undefined;
-  await rt.store.write(async (tx) => {
-    const row = await appendHumanAudit(tx, {
-      company_id: companyId,
-      action: 'oauth.revoke',
-      status: 'completed',
-      actor,
-      agent_type: agentType,
-      request_data: { grant_id: g.grant_id, client_name: g.client_name },
-      subject_user_id: g.user_id,
-      now,
-    });
-    rt.afterWrite(row);
+  const rows: AuditRow[] = [];
+  const done = await revokeGrant(rt.store, companyId, grantId, now, async (tx, g) => {
+    rows.push(
+      await appendHumanAudit(tx, {
+        company_id: companyId,
+        action: 'oauth.revoke',
+        status: 'completed',
+        actor,
+        agent_type: agentType,
+        request_data: { grant_id: g.grant_id, client_name: g.client_name },
+        subject_user_id: g.user_id,
+        now,
+      }),
+    );
   });
+  for (const row of rows) rt.afterWrite(row);
+  if (done === undefined) return undefined;
+  const g = done.grant;
   return g;
 }
 
