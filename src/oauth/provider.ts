@@ -144,6 +144,15 @@ export async function createProvider(rt: Runtime, options: ProviderOptions): Pro
       revocation: { enabled: true },
       userinfo: { enabled: false },
       introspection: { enabled: false },
+      // Client ID metadata documents: the client id is an https URL of the client's metadata,
+      // fetched by oidc-provider (https only, no redirects, 2.5 s, 5 KiB, connections to
+      // special-use addresses dropped); we also refuse IP literals and localhost names before
+      // any fetch. spec/oauth.md §authorization-server
+      clientIdMetadataDocument: {
+        enabled: true,
+        ack: 'draft-02',
+        allowFetch: (_ctx, clientId) => metadataUrlAllowed(clientId),
+      },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => resources.primary + '/',
@@ -185,6 +194,24 @@ export async function createProvider(rt: Runtime, options: ProviderOptions): Pro
   const provider = new Provider(options.issuer, config);
   if (options.proxy === true) provider.proxy = true;
   return provider;
+}
+
+/**
+ * May the authorization server fetch this client ID metadata document URL? Only an https URL
+ * whose host is a DNS name (not an IP literal, not `localhost` or a `.localhost`/`.local`/
+ * `.internal` name). The library refuses special-use addresses the name resolves to.
+ */
+export function metadataUrlAllowed(clientId: string): boolean {
+  let u: URL;
+  try {
+    u = new URL(clientId);
+  } catch {
+    return false;
+  }
+  const host = u.hostname.toLowerCase().replace(/\.$/, '');
+  if (u.protocol !== 'https:' || host === '' || host.startsWith('[') || /^[0-9.]+$/.test(host)) return false;
+  if (host === 'localhost' || /\.(localhost|local|internal)$/.test(host) || !host.includes('.')) return false;
+  return u.port === '' || u.port === '443';
 }
 
 /** HTML-escape text for the pages this room renders. */

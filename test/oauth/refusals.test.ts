@@ -9,6 +9,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { signInHumanForTest } from '../../src/testing.ts';
+import { metadataUrlAllowed } from '../../src/oauth/provider.ts';
 import { humanConsents, oauthFixture, type OAuthFixture } from './fixture.ts';
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
@@ -380,5 +381,41 @@ describe('refused with the OAuth error, and audited', () => {
     assert.equal((await rowsOf(f, f.companyId, 'session.login'))[0]?.reason, 'session_requires_human');
     const effects = await f.rt.store.read((q) => q.all('SELECT * FROM webtest_effects'));
     assert.deepEqual(effects, [], 'nothing was charged');
+  });
+});
+
+describe('client ID metadata documents (fetched with SSRF care)', () => {
+  it('only https DNS names on port 443 may be fetched', () => {
+    for (const ok of ['https://claude.ai/oauth/client.json', 'https://app.example.com:443/c'])
+      assert.equal(metadataUrlAllowed(ok), true, ok);
+    for (const bad of [
+      'http://app.example.com/c',
+      'https://127.0.0.1/c',
+      'https://10.0.0.8/c',
+      'https://[::1]/c',
+      'https://localhost/c',
+      'https://db.internal/c',
+      'https://printer.local/c',
+      'https://intranet/c',
+      'https://app.example.com:8443/c',
+      'not a url',
+    ])
+      assert.equal(metadataUrlAllowed(bad), false, bad);
+  });
+
+  it('the server advertises them; a client id naming a private address is refused before any fetch', async (t) => {
+    const f = await oauthFixture(t);
+    const as = (await (await fetch(`${f.base}/.well-known/oauth-authorization-server`)).json()) as Record<
+      string,
+      unknown
+    >;
+    assert.equal(as.client_id_metadata_document_supported, true);
+    const res = await fetch(authorizeUrl(f, 'https://127.0.0.1/client.json', pkce().challenge), {
+      redirect: 'manual',
+    });
+    assert.equal(res.status, 400);
+    assert.equal(res.headers.get('location'), null, 'never redirected anywhere');
+    assert.match(await res.text(), /invalid_client/);
+    assert.equal((await rowsOf(f, f.sandboxId, 'oauth.authorize'))[0]?.status, 'denied');
   });
 });
