@@ -15,6 +15,14 @@ type Payload = Record<string, unknown> & { grantId?: string; uid?: string; userC
 const SWEEP_EVERY_MS = 60_000;
 
 /**
+ * How long a registered client is kept without a grant (ms). Registration is open (RFC 7591:
+ * a connector registers itself), so a client nobody consented to expires; a grant extends its
+ * client to the grant's end (grants.ts `keepClientFor`). Bounds what anonymous registrations can
+ * store. spec/oauth.md §storage
+ */
+export const UNGRANTED_CLIENT_TTL_MS = 7 * 86_400_000;
+
+/**
  * Make the adapter class oidc-provider's `adapter` option takes, bound to `store`.
  * @param store the runtime's store (scope `oauth` migrated)
  * @param now the clock (ms since the epoch)
@@ -38,7 +46,12 @@ export function storeAdapter(store: Store, now: () => number = Date.now) {
 
     async upsert(id: string, payload: Payload, expiresIn?: number): Promise<void> {
       const t = now();
-      const expires = typeof expiresIn === 'number' ? t + expiresIn * 1000 : null;
+      const expires =
+        typeof expiresIn === 'number'
+          ? t + expiresIn * 1000
+          : this.name === 'Client'
+            ? t + UNGRANTED_CLIENT_TTL_MS
+            : null;
       await store.write(async (tx) => {
         if (t - lastSweep > SWEEP_EVERY_MS) {
           lastSweep = t;
@@ -48,7 +61,9 @@ export function storeAdapter(store: Store, now: () => number = Date.now) {
           `INSERT INTO oauth_models (model, id, payload, grant_id, uid, user_code, expires_at, consumed_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, NULL)
            ON CONFLICT (model, id) DO UPDATE SET payload = excluded.payload, grant_id = excluded.grant_id,
-             uid = excluded.uid, user_code = excluded.user_code, expires_at = excluded.expires_at`,
+             uid = excluded.uid, user_code = excluded.user_code,
+             expires_at = CASE WHEN excluded.model = 'Client' AND oauth_models.expires_at > excluded.expires_at
+                               THEN oauth_models.expires_at ELSE excluded.expires_at END`,
           [
             this.name,
             id,

@@ -28,7 +28,7 @@ import { VerbError } from '../runtime/errors.ts';
 import { checkOrigin, sessionTokenOf } from '../identity/request-guard.ts';
 import type { SessionStore, WebSession } from '../identity/session-store.ts';
 import { appendHumanAudit } from '../identity/human-audit.ts';
-import { GRANT_EXPIRY_DAYS, grantTtlSeconds, insertGrant } from './grants.ts';
+import { GRANT_EXPIRY_DAYS, grantTtlSeconds, insertGrant, keepClientFor } from './grants.ts';
 import { escapeHtml, OAUTH_TTL } from './provider.ts';
 
 interface ConsentContext {
@@ -240,6 +240,7 @@ export async function decideConsent(
       created_at: now.toISOString(),
       expires_at: new Date(now.getTime() + ttl * 1000).toISOString(),
     });
+    await keepClientFor(tx, clientId, new Date(now.getTime() + ttl * 1000).toISOString());
     const row = await appendHumanAudit(tx, {
       company_id: p.company_id,
       action: 'oauth.grant',

@@ -108,6 +108,18 @@ export async function insertGrant(
   );
 }
 
+/**
+ * Keep a grant's client registered at least until the grant ends (plus a day): an ungranted
+ * client expires (adapter.ts UNGRANTED_CLIENT_TTL_MS), a granted one lives as long as its grants.
+ */
+export async function keepClientFor(q: Queryable, clientId: string, grantExpiresAt: string): Promise<void> {
+  const until = Date.parse(grantExpiresAt) + 86_400_000;
+  await q.run(
+    `UPDATE oauth_models SET expires_at = ? WHERE model = 'Client' AND id = ? AND expires_at IS NOT NULL AND expires_at < ?`,
+    [until, clientId, until],
+  );
+}
+
 /** One grant by id, or undefined. */
 export async function getGrant(q: Queryable, grantId: string): Promise<Grant | undefined> {
   const r = await q.get<Record<string, unknown>>('SELECT * FROM oauth_grants WHERE grant_id = ?', [grantId]);

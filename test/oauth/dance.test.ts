@@ -92,6 +92,14 @@ describe('a connector with no prior configuration', () => {
     assert.ok(provider.saved?.access_token, 'holds an access token');
     assert.ok(provider.saved?.refresh_token, 'holds a refresh token');
 
+    // Open registration stores nothing forever: the client lives as long as its grant (+1 day).
+    const kept = await f.rt.store.read((q) =>
+      q.get<{ c: unknown; g: string }>(
+        `SELECT m.expires_at AS c, g.expires_at AS g FROM oauth_models m JOIN oauth_grants g ON g.client_id = m.id WHERE m.model = 'Client'`,
+      ),
+    );
+    assert.ok(Number(kept!.c) > Date.parse(kept!.g), JSON.stringify(kept));
+
     const tools = await client.listTools();
     const quote = tools.tools.find((x) => x.name.includes('quote'))!;
     const charge = tools.tools.find((x) => x.name.endsWith('charge'))!;

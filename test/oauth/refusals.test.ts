@@ -158,6 +158,17 @@ describe('refused with the OAuth error, and audited', () => {
     assert.ok(typeof as.registration_endpoint === 'string' && typeof as.revocation_endpoint === 'string');
   });
 
+  it('a client nobody consented to expires after 7 days', async (t) => {
+    const f = await oauthFixture(t);
+    const clientId = await register(f);
+    const row = await f.rt.store.read((q) =>
+      q.get<{ e: unknown }>(`SELECT expires_at AS e FROM oauth_models WHERE model = 'Client' AND id = ?`, [
+        clientId,
+      ]),
+    );
+    assert.equal(Number(row!.e), f.clock.ms + 7 * 86_400_000);
+  });
+
   it('a keyless /mcp request keeps the sandbox when the operator enabled it', async (t) => {
     const f = await oauthFixture(t, { keylessSandbox: true });
     const res = await fetch(`${f.base}/mcp`, {
