@@ -29,7 +29,7 @@ import { checkOrigin, sessionTokenOf } from '../identity/request-guard.ts';
 import type { SessionStore, WebSession } from '../identity/session-store.ts';
 import { appendHumanAudit } from '../identity/human-audit.ts';
 import { GRANT_EXPIRY_DAYS, grantTtlSeconds, insertGrant, keepClientFor } from './grants.ts';
-import { escapeHtml, OAUTH_TTL } from './provider.ts';
+import { consentPath, escapeHtml, OAUTH_TTL } from './provider.ts';
 
 interface ConsentContext {
   rt: Runtime;
@@ -106,7 +106,7 @@ export async function showConsent(
       401,
       'Sign in to continue',
       `<p>An app asks to act for your business. Only a person signed in to this server can allow it.</p>` +
-        `<p><a href="/">Sign in on the dashboard</a> with your passkey or authenticator app (in this browser), then come back to this page and reload it.</p>`,
+        `<p><a href="/?oauth_return=${encodeURIComponent(consentPath(interaction.uid))}">Sign in</a> with your passkey or authenticator app; you come back here afterwards.</p>`,
     );
   const client = await ctx.provider.Client.find(String(interaction.params.client_id));
   const clientName = client?.clientName ?? String(interaction.params.client_id);

@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { signInHumanForTest } from '../../src/testing.ts';
 import { metadataUrlAllowed } from '../../src/oauth/provider.ts';
-import { humanConsents, oauthFixture, type OAuthFixture } from './fixture.ts';
+import { humanConsents, Jar, oauthFixture, type OAuthFixture } from './fixture.ts';
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
 
@@ -156,6 +156,29 @@ describe('refused with the OAuth error, and audited', () => {
     assert.deepEqual(as.code_challenge_methods_supported, ['S256']);
     assert.deepEqual(as.response_types_supported, ['code']);
     assert.ok(typeof as.registration_endpoint === 'string' && typeof as.revocation_endpoint === 'string');
+  });
+
+  it('the consent page is for a signed-in human only: without a session it asks to sign in and come back', async (t) => {
+    const f = await oauthFixture(t);
+    const clientId = await register(f);
+    const jar = new Jar();
+    const res = await fetch(authorizeUrl(f, clientId, pkce().challenge), { redirect: 'manual' });
+    jar.take(res);
+    const consent = new URL(res.headers.get('location')!, f.base);
+    const page = await fetch(consent, { headers: { cookie: jar.header } });
+    assert.equal(page.status, 401);
+    const html = await page.text();
+    assert.ok(html.includes(`/?oauth_return=${encodeURIComponent(consent.pathname)}`), html);
+    assert.doesNotMatch(html, /<form/);
+    // A form post without a human session grants nothing.
+    const post = await fetch(consent, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: jar.header, origin: f.base, 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'decision=allow&role=owner&expiry_days=30',
+    });
+    assert.equal(post.status, 401);
+    assert.deepEqual(await f.rt.store.read((q) => q.all('SELECT grant_id FROM oauth_grants')), []);
   });
 
   it('a client nobody consented to expires after 7 days', async (t) => {
