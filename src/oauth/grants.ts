@@ -12,6 +12,9 @@
  */
 import type { Queryable, Store, StoreTx } from '../store/store.ts';
 import { ROLES, type Role } from '../spec/types.ts';
+import type { TransportRuntime as Runtime } from '../transports/runtime-surface.ts';
+import type { AuditRow } from '../runtime/ledger/write/audit.ts';
+import { appendHumanAudit } from '../identity/human-audit.ts';
 
 /** One grant, as listed (`solid grants list`, `GET /api/v1/oauth/grants`). */
 export interface Grant {
@@ -165,4 +168,38 @@ export async function revokeGrant(
 /** Is the grant live at `now` (not revoked, not expired)? */
 export function grantLive(g: Grant, now: Date): boolean {
   return g.revoked_at === null && Date.parse(g.expires_at) > now.getTime();
+}
+
+/**
+ * Revoke a grant and write its `oauth.revoke` audit row (the actor: a signed-in human, or the
+ * operator at the CLI when `actor` is undefined). Returns the grant, or undefined when the tenant
+ * has no such grant. spec/oauth.md §grants
+ */
+export async function revokeAndAudit(
+  rt: Pick<Runtime, 'store' | 'clock' | 'afterWrite'>,
+  companyId: number,
+  grantId: string,
+  actor: { user_id: number; role: string } | undefined,
+  agentType: string,
+): Promise<Grant | undefined> {
+  const now = rt.clock();
+  const rows: AuditRow[] = [];
+  const done = await revokeGrant(rt.store, companyId, grantId, now, async (tx, g) => {
+    rows.push(
+      await appendHumanAudit(tx, {
+        company_id: companyId,
+        action: 'oauth.revoke',
+        status: 'completed',
+        actor,
+        agent_type: agentType,
+        request_data: { grant_id: g.grant_id, client_name: g.client_name },
+        subject_user_id: g.user_id,
+        now,
+      }),
+    );
+  });
+  for (const row of rows) rt.afterWrite(row);
+  if (done === undefined) return undefined;
+  const g = done.grant;
+  return g;
 }

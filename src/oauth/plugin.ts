@@ -30,13 +30,11 @@ import { sendEnvelope } from '../transports/http/error-handler.ts';
 import { directOrigin, isRebindSafeHost } from '../identity/origin-policy.ts';
 import { requireSessionForWrite, sessionRequired, sessionTokenOf } from '../identity/request-guard.ts';
 import { SessionStore } from '../identity/session-store.ts';
-import { appendHumanAudit } from '../identity/human-audit.ts';
-import type { AuditRow } from '../runtime/ledger/write/audit.ts';
 import { oauthMigrations } from './migrations.ts';
 import { createProvider, OAuthResources } from './provider.ts';
 import { OAuthBearer, PRM_PATH, protectedResourceMetadata } from './resource.ts';
 import { decideConsent, showConsent } from './consent.ts';
-import { getGrant, listGrants, revokeGrant, type Grant } from './grants.ts';
+import { getGrant, listGrants, revokeAndAudit } from './grants.ts';
 
 /** Options of {@link createOAuthPlugin}. */
 export interface OAuthPluginOptions {
@@ -247,40 +245,6 @@ export function createOAuthPlugin(config: OAuthPluginOptions = {}): HttpPlugin {
       },
     );
   };
-}
-
-/**
- * Revoke a grant and write its `oauth.revoke` audit row (the actor: a signed-in human, or the
- * operator at the CLI when `actor` is undefined). Returns the grant, or undefined when the tenant
- * has no such grant. spec/oauth.md §grants
- */
-export async function revokeAndAudit(
-  rt: Pick<Runtime, 'store' | 'clock' | 'afterWrite'>,
-  companyId: number,
-  grantId: string,
-  actor: { user_id: number; role: string } | undefined,
-  agentType: string,
-): Promise<Grant | undefined> {
-  const now = rt.clock();
-  const rows: AuditRow[] = [];
-  const done = await revokeGrant(rt.store, companyId, grantId, now, async (tx, g) => {
-    rows.push(
-      await appendHumanAudit(tx, {
-        company_id: companyId,
-        action: 'oauth.revoke',
-        status: 'completed',
-        actor,
-        agent_type: agentType,
-        request_data: { grant_id: g.grant_id, client_name: g.client_name },
-        subject_user_id: g.user_id,
-        now,
-      }),
-    );
-  });
-  for (const row of rows) rt.afterWrite(row);
-  if (done === undefined) return undefined;
-  const g = done.grant;
-  return g;
 }
 
 /**

@@ -11,7 +11,7 @@ import { createRuntime } from '../../src/runtime/runtime.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import type { PostgresStore } from '../../src/store/postgres/postgres-store.ts';
 import { isVerbError } from '../../src/runtime/errors.ts';
-import { revokeAndAudit } from '../../src/oauth/plugin.ts';
+import { revokeAndAudit } from '../../src/oauth/grants.ts';
 import { createTestRuntime, testEngine } from '../support/runtime.ts';
 import { createTestPostgresStore } from '../support/postgres.ts';
 import { mintTestToken, tokenPrincipal } from './mint.ts';

@@ -8,8 +8,8 @@
 import type { Command } from 'commander';
 import { VerbError } from '../../../runtime/errors.ts';
 import { oauthMigrations } from '../../../oauth/migrations.ts';
-import { grantLive, listGrants } from '../../../oauth/grants.ts';
-import { revokeAndAudit } from '../../../oauth/plugin.ts';
+import { grantLive, listGrants, revokeAndAudit } from '../../../oauth/grants.ts';
+
 import { tenantOfFlags } from './keys.ts';
 import { localOptionsOf, openLocal } from '../local.ts';
 import { table, type Io } from '../output.ts';
