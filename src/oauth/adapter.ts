@@ -9,7 +9,7 @@
 import type { Store } from '../store/store.ts';
 
 /** The payload oidc-provider stores (opaque to us but for the lookup fields). */
-type Payload = Record<string, unknown> & { grantId?: string; uid?: string; userCode?: string };
+export type Payload = Record<string, unknown> & { grantId?: string; uid?: string; userCode?: string };
 
 /** How often (at most) an adapter write also deletes expired rows, in ms. */
 const SWEEP_EVERY_MS = 60_000;
@@ -22,12 +22,27 @@ const SWEEP_EVERY_MS = 60_000;
  */
 export const UNGRANTED_CLIENT_TTL_MS = 7 * 86_400_000;
 
+/** One model's adapter: the methods oidc-provider calls. */
+export interface OAuthModelAdapter {
+  readonly name: string;
+  upsert(id: string, payload: Payload, expiresIn?: number): Promise<void>;
+  find(id: string): Promise<Payload | undefined>;
+  findByUid(uid: string): Promise<Payload | undefined>;
+  findByUserCode(userCode: string): Promise<Payload | undefined>;
+  consume(id: string): Promise<void>;
+  destroy(id: string): Promise<void>;
+  revokeByGrantId(grantId: string): Promise<void>;
+}
+
 /**
  * Make the adapter class oidc-provider's `adapter` option takes, bound to `store`.
  * @param store the runtime's store (scope `oauth` migrated)
  * @param now the clock (ms since the epoch)
  */
-export function storeAdapter(store: Store, now: () => number = Date.now) {
+export function storeAdapter(
+  store: Store,
+  now: () => number = Date.now,
+): new (name: string) => OAuthModelAdapter {
   let lastSweep = 0;
   const live = (r: { expires_at: unknown } | undefined) =>
     r !== undefined && (r.expires_at === null || Number(r.expires_at) > now());
@@ -38,7 +53,21 @@ export function storeAdapter(store: Store, now: () => number = Date.now) {
     return p;
   };
 
-  return class StoreAdapter {
+  const findBy = async (
+    model: string,
+    column: 'id' | 'uid' | 'user_code',
+    value: string,
+  ): Promise<Payload | undefined> => {
+    const row = await store.read((q) =>
+      q.get<{ payload: string; consumed_at: unknown; expires_at: unknown }>(
+        `SELECT payload, consumed_at, expires_at FROM oauth_models WHERE model = ? AND ${column} = ?`,
+        [model, value],
+      ),
+    );
+    return live(row) ? decode(row!) : undefined;
+  };
+
+  return class StoreAdapter implements OAuthModelAdapter {
     readonly name: string;
     constructor(name: string) {
       this.name = name;
@@ -77,26 +106,16 @@ export function storeAdapter(store: Store, now: () => number = Date.now) {
       });
     }
 
-    async #findBy(column: 'id' | 'uid' | 'user_code', value: string): Promise<Payload | undefined> {
-      const row = await store.read((q) =>
-        q.get<{ payload: string; consumed_at: unknown; expires_at: unknown }>(
-          `SELECT payload, consumed_at, expires_at FROM oauth_models WHERE model = ? AND ${column} = ?`,
-          [this.name, value],
-        ),
-      );
-      return live(row) ? decode(row!) : undefined;
-    }
-
     find(id: string): Promise<Payload | undefined> {
-      return this.#findBy('id', id);
+      return findBy(this.name, 'id', id);
     }
 
     findByUid(uid: string): Promise<Payload | undefined> {
-      return this.#findBy('uid', uid);
+      return findBy(this.name, 'uid', uid);
     }
 
     findByUserCode(userCode: string): Promise<Payload | undefined> {
-      return this.#findBy('user_code', userCode);
+      return findBy(this.name, 'user_code', userCode);
     }
 
     async consume(id: string): Promise<void> {

@@ -25,7 +25,7 @@ import type { TransportRuntime as Runtime } from '../transports/runtime-surface.
 import { VerbError } from '../runtime/errors.ts';
 import { agentPrincipal } from '../identity/principal.ts';
 import { getUser } from '../identity/users.ts';
-import { storeAdapter } from './adapter.ts';
+import { storeAdapter, type OAuthModelAdapter } from './adapter.ts';
 import { getGrant, grantLive, grantPrincipalRole } from './grants.ts';
 import { OAUTH_SCOPES, type OAuthResources } from './provider.ts';
 
@@ -63,7 +63,7 @@ export interface OAuthBearerOptions {
 /** The bearer authenticator for OAuth access tokens (see the header). */
 export class OAuthBearer implements BearerAuthenticator {
   readonly #rt: Runtime;
-  readonly #tokens: InstanceType<ReturnType<typeof storeAdapter>>;
+  readonly #tokens: OAuthModelAdapter;
   readonly #options: OAuthBearerOptions;
   readonly keylessSandbox: boolean;
 
