@@ -181,6 +181,33 @@ describe('refused with the OAuth error, and audited', () => {
     assert.deepEqual(await f.rt.store.read((q) => q.all('SELECT grant_id FROM oauth_grants')), []);
   });
 
+  it('a person who denies: the client gets access_denied, the tenant an oauth.grant row (denied)', async (t) => {
+    const f = await oauthFixture(t);
+    const clientId = await register(f);
+    const { redirect } = await humanConsents(f, authorizeUrl(f, clientId, pkce().challenge), {
+      decision: 'deny',
+    });
+    assert.equal(redirect.origin + redirect.pathname, REDIRECT);
+    assert.equal(redirect.searchParams.get('error'), 'access_denied');
+    assert.equal((await rowsOf(f, f.companyId, 'oauth.grant'))[0]?.status, 'denied');
+    assert.deepEqual(await f.rt.store.read((q) => q.all('SELECT grant_id FROM oauth_grants')), []);
+  });
+
+  it('a role above the person’s own is refused on the consent screen', async (t) => {
+    const f = await oauthFixture(t);
+    const clientId = await register(f);
+    await assert.rejects(
+      humanConsents(
+        f,
+        authorizeUrl(f, clientId, pkce().challenge),
+        { role: 'owner' },
+        { user_id: 3, role: 'employee' },
+      ),
+      /consent answered 400/,
+    );
+    assert.deepEqual(await f.rt.store.read((q) => q.all('SELECT grant_id FROM oauth_grants')), []);
+  });
+
   it('a client nobody consented to expires after 7 days', async (t) => {
     const f = await oauthFixture(t);
     const clientId = await register(f);
