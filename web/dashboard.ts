@@ -35,6 +35,7 @@ import { setupCatalogue } from './dashboard-catalogue.ts';
 import { loadCharts } from './dashboard-charts.ts';
 import { loadReputation } from './dashboard-reputation.ts';
 import { loadSettings } from './dashboard-settings.ts';
+import { loadConnectedApps } from './dashboard-apps.ts';
 import { loadTrail, openReceipt, setupTrail } from './dashboard-trail.ts';
 import { setCsrfToken } from './verb-client.ts';
 import type { Envelope } from '../src/spec/types.ts';
@@ -181,7 +182,7 @@ async function show(ctx: DashboardContext, focus: boolean): Promise<void> {
     case 'catalogue':
       break;
     case 'settings':
-      await loadSettings(ctx);
+      await Promise.all([loadSettings(ctx), loadConnectedApps(ctx)]);
       break;
   }
   if (focus) byId(`view-${view}`).querySelector<HTMLElement>('h1')?.focus({ preventScroll: true });
