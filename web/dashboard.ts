@@ -35,6 +35,7 @@ import { setupCatalogue } from './dashboard-catalogue.ts';
 import { loadCharts } from './dashboard-charts.ts';
 import { loadReputation } from './dashboard-reputation.ts';
 import { loadSettings } from './dashboard-settings.ts';
+import { loadConnectedApps } from './dashboard-apps.ts';
 import { loadTrail, openReceipt, setupTrail } from './dashboard-trail.ts';
 import { setupExport } from './dashboard-export.ts';
 import { setCsrfToken } from './verb-client.ts';
@@ -79,16 +80,30 @@ function showLogin(message = ''): void {
   byId('approval-section').hidden = true;
   byId('enrol-section').hidden = true;
   byId('login-section').hidden = false;
-  byId('login-error').textContent = message;
+  byId('login-error').textContent =
+    message ||
+    (oauthReturnPath() !== undefined ? 'Sign in to answer the app that asks to act for your business.' : '');
   noteCliLoginOnSignIn();
   setState('login');
   window.scrollTo(0, 0);
   byId<HTMLButtonElement>('passkey-signin').focus({ preventScroll: true });
 }
 
+/**
+ * The OAuth consent page that sent the person here to sign in (`/?oauth_return=/oauth/consent/<uid>`,
+ * src/oauth/consent.ts), if any: only that path on this origin, so it is no open redirect.
+ */
+function oauthReturnPath(): string | undefined {
+  const back = new URLSearchParams(location.search).get('oauth_return');
+  return back !== null && /^\/oauth\/consent\/[A-Za-z0-9_-]{1,100}$/.test(back) ? back : undefined;
+}
+
 /** Signed in (on load, or by a sign-in or enrolment): the approval page of the path, else the dashboard. */
 async function signedIn(session: SessionInfo): Promise<void> {
   cancelPasskeyPrompt();
+  // A human signed in to answer an app's OAuth request: back to its consent page.
+  const oauthBack = session.actor === 'human' ? oauthReturnPath() : undefined;
+  if (oauthBack !== undefined) return location.assign(oauthBack);
   const approvalId = approvalIdOfPath();
   if (approvalId === undefined) return enter(session);
   setCsrfToken(session.csrf_token);
@@ -168,7 +183,7 @@ async function show(ctx: DashboardContext, focus: boolean): Promise<void> {
     case 'catalogue':
       break;
     case 'settings':
-      await loadSettings(ctx);
+      await Promise.all([loadSettings(ctx), loadConnectedApps(ctx)]);
       break;
   }
   if (focus) byId(`view-${view}`).querySelector<HTMLElement>('h1')?.focus({ preventScroll: true });

@@ -56,11 +56,12 @@ export const CREDENTIAL_REQUIREMENTS: readonly CredentialRequirement[] = [
   },
   {
     id: 'oauth_token',
-    credential: 'OAuth access token (placeholder: not accepted yet)',
-    transport: 'HTTP, MCP Streamable HTTP',
+    credential:
+      'OAuth access token from this server’s authorization server (Authorization: Bearer …; a human consented on the consent screen)',
+    transport: 'HTTP agent API, MCP Streamable HTTP (src/oauth)',
     actor: 'agent',
     may: AGENT,
-    why: 'A token is delegated to a client program: an agent credential like a key.',
+    why: 'A token is delegated to a client program: an agent credential like a key, never more than the human who granted it; it opens no session, not even an agent’s.',
   },
   {
     id: 'mcp_form_elicitation',

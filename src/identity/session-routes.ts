@@ -23,7 +23,13 @@ import {
   sessionRequired,
   sessionTokenOf,
 } from './request-guard.ts';
-import { CSRF_COOKIE, SESSION_COOKIE, type SessionStore, type WebSession } from './session-store.ts';
+import {
+  CSRF_COOKIE,
+  SESSION_COOKIE,
+  sessionRequiresHuman,
+  type SessionStore,
+  type WebSession,
+} from './session-store.ts';
 
 const sessionCookie =
   'Session cookie `solid_session` from a human sign-in; state-changing calls also need `X-CSRF-Token` and a same-origin `Origin` (spec/transports.md §webmcp-csrf).';
@@ -186,6 +192,16 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
           { surface: 'webmcp', address: request.ip },
           'session.login',
           err,
+        );
+        return sendEnvelope(reply.header('set-cookie', clearCookies(request)), { ...envelope, verb: VERB });
+      }
+      // An OAuth access token (src/oauth) never opens a session, not even an agent's: it was
+      // delegated to a client program for the API and /mcp only. spec/consent.md §channels
+      if (principal.key_id?.startsWith('grant:') === true) {
+        const envelope = await rt.recordRefusal(
+          { principal, surface: 'webmcp', address: request.ip },
+          'session.login',
+          sessionRequiresHuman(),
         );
         return sendEnvelope(reply.header('set-cookie', clearCookies(request)), { ...envelope, verb: VERB });
       }

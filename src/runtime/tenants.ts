@@ -30,6 +30,24 @@ export {
 } from '../identity/consent-predicate.ts';
 import type { ChannelSetting } from '../identity/consent-predicate.ts';
 
+/**
+ * A second kind of bearer credential a server may accept besides API keys: OAuth access tokens
+ * (src/oauth installs one with {@link Tenants.useBearer}). `authenticate` resolves a presented
+ * token that is not an `sk_solid_` key to an **agent** principal or throws VerbError
+ * `auth_invalid` (with `keyAttribution` when the token names a tenant's grant, so that tenant's
+ * log gets the row). spec/oauth.md §resource-server
+ */
+export interface BearerAuthenticator {
+  authenticate(token: string): Promise<Principal>;
+  /**
+   * The URL of the RFC 9728 protected-resource metadata a 401 names
+   * (`WWW-Authenticate: Bearer resource_metadata="…"`), for a request to `path` on `origin`.
+   */
+  resourceMetadataUrl(origin: string, path: string): string;
+  /** May a request without credentials still get the keyless sandbox on /mcp (else a 401 challenge)? */
+  readonly keylessSandbox: boolean;
+}
+
 export interface TenantSettings {
   /** Daily caps per consent class (defaults 100 / 25 / 10). */
   caps?: Partial<Record<VerbClass, number>>;
@@ -213,6 +231,21 @@ export class Tenants {
   readonly #usePending = new Set<Promise<void>>();
   cacheTtlMs = 5000;
   lastUsedGrainMs = 60_000;
+  #bearer: BearerAuthenticator | undefined;
+
+  /**
+   * Accept a second kind of bearer token (OAuth access tokens, src/oauth): `authenticate` hands
+   * it every presented credential that does not start with `sk_solid_`. One per runtime; a later
+   * call replaces the earlier one.
+   */
+  useBearer(bearer: BearerAuthenticator | undefined): void {
+    this.#bearer = bearer;
+  }
+
+  /** The installed bearer authenticator (OAuth), if any. */
+  get bearer(): BearerAuthenticator | undefined {
+    return this.#bearer;
+  }
 
   constructor(store: Store, logger?: Logger) {
     this.#store = store;
@@ -283,6 +316,14 @@ export class Tenants {
   async authenticate(apiKey: unknown, agentType?: string): Promise<Principal> {
     const parsed = parseApiKey(apiKey);
     const invalid = refuse.authInvalid;
+    if (
+      parsed === undefined &&
+      this.#bearer !== undefined &&
+      typeof apiKey === 'string' &&
+      !apiKey.startsWith(API_KEY_PREFIX) &&
+      apiKey.length <= 4096
+    )
+      return this.#bearer.authenticate(apiKey);
     if (parsed === undefined) throw invalid();
     let c = this.#keys.get(parsed.keyId);
     if (c === undefined || Date.now() - c.loadedAt >= this.cacheTtlMs) {

@@ -12,13 +12,13 @@ import { CREDENTIAL_REQUIREMENTS, type CredentialRequirement } from '../../src/i
 import { mayConsent } from '../../src/identity/consent-predicate.ts';
 import {
   actingForUser,
-  agentPrincipal,
   humanPrincipal,
   onChannel,
   operatorAtTerminal,
 } from '../../src/identity/principal.ts';
 import { SessionStore, createHumanSession } from '../../src/identity/session-store.ts';
 import { VerbError } from '../../src/runtime/errors.ts';
+import { mintTestToken, tokenPrincipal } from '../oauth/mint.ts';
 import type { Envelope, Principal } from '../../src/spec/types.ts';
 
 const ARGS = { invoice_id: 7, amount_cents: 5000 };
@@ -42,14 +42,9 @@ const PRINCIPALS: Record<string, (h: ConsentHarness, sessions: SessionStore) => 
     // What the dashboard API route does with the session's principal.
     return onChannel((await sessions.lookup(token))!.principal, 'dashboard', 'dashboard');
   },
+  // The resource server's principal for a stored access token of an owner's grant (src/oauth).
   oauth_token: async (h) =>
-    agentPrincipal({
-      company_id: h.companyId,
-      user_id: 1,
-      role: 'owner',
-      tier: 'professional',
-      agent_type: 'oauth',
-    }),
+    tokenPrincipal(h.rt, await mintTestToken(h.rt, { company_id: h.companyId, user_id: 1, role: 'owner' })),
   // The MCP server dispatches the form's answer, and the URL-mode retry, as the client's caller.
   mcp_form_elicitation: (h) => h.rt.tenants.authenticate(h.keys.owner, 'mcp'),
   mcp_url_elicitation: (h) => h.rt.tenants.authenticate(h.keys.owner, 'mcp'),

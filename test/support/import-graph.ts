@@ -66,6 +66,8 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'transports/remote': BELOW_TRANSPORTS,
   // The client of the HTTP API (CLI remote mode, the `solid mcp --remote` bridge over MCP stdio).
   'remote-client': [...BELOW_TRANSPORTS, 'transports/mcp'],
+  // OAuth for hosted connectors: a room above the HTTP core and identity, like a transport.
+  oauth: BELOW_TRANSPORTS,
   // The conformance kit: a client of the HTTP and UCP transports, and a test pack.
   conformance: ['spec', 'store', 'runtime', 'transports', 'transports/http', 'transports/ucp'],
 };

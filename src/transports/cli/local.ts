@@ -9,6 +9,7 @@
  *
  * Spec: spec/transports.md §cli.
  */
+import { oauthMigrations } from '../../oauth/migrations.ts';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import pino from 'pino';
@@ -70,6 +71,7 @@ const RESERVED_MIGRATIONS = [
   ...deliveryMigrations,
   ...webSessionMigrations,
   ...cliLoginMigrations,
+  ...oauthMigrations,
 ];
 
 const PG_URL = /^postgres(ql)?:\/\//i;

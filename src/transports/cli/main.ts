@@ -28,6 +28,7 @@ import { registerKeys } from './commands/keys.ts';
 import { registerUcp } from './commands/ucp.ts';
 import { registerApiKeys } from './commands/api-keys.ts';
 import { registerUsers } from './commands/users.ts';
+import { registerGrants } from './commands/grants.ts';
 import { registerWebhooks } from './commands/webhooks.ts';
 import { registerLogin } from './commands/login.ts';
 import { registerConformance } from './commands/conformance.ts';
@@ -52,6 +53,7 @@ export const COMMANDS: CommandModule[] = [
   registerKeys,
   registerApiKeys,
   registerUsers,
+  registerGrants,
   registerWebhooks,
   registerUcp,
   registerLogin,

@@ -35,7 +35,7 @@ import { assertOneAuthorization } from './request-headers.ts';
 import { openapiRoute, type OpenApiCollector } from './openapi.ts';
 import { installRequestLog, requestIdOf } from './request-log.ts';
 import { metricsRoute, type SolidMetrics } from './metrics.ts';
-import { normalizeAllowedOrigins, type TrustProxy } from '../../identity/origin-policy.ts';
+import { directOrigin, normalizeAllowedOrigins, type TrustProxy } from '../../identity/origin-policy.ts';
 import { DEFAULT_RATE_LIMITS, installRateLimit, type RateLimits } from './rate-limit.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS, installClosingEnvelope, installRequestDeadline } from './deadline.ts';
 
@@ -169,6 +169,27 @@ export function installSolidRoutes(
   installEnvelopeErrors(app, rt);
   // Before any route reads the key: one Authorization line or none (spec/transports.md §http-auth).
   app.addHook('onRequest', async (request) => assertOneAuthorization(request.raw.rawHeaders));
+  // With OAuth mounted (src/oauth), every 401 Bearer challenge names the protected-resource
+  // metadata (RFC 9728 §5.1), so a connector learns where to authorize. spec/oauth.md §resource-server
+  app.addHook('onSend', async (request, reply, payload) => {
+    const bearer = rt.tenants.bearer;
+    const h = reply.getHeader('www-authenticate');
+    if (
+      bearer === undefined ||
+      typeof h !== 'string' ||
+      !/^Bearer\b/.test(h) ||
+      h.includes('resource_metadata=')
+    )
+      return payload;
+    const origin = directOrigin(request);
+    if (origin === undefined) return payload;
+    const url = bearer.resourceMetadataUrl(origin, request.url);
+    void reply.header(
+      'www-authenticate',
+      `${h}${h.trim() === 'Bearer' ? ' ' : ', '}resource_metadata="${url}"`,
+    );
+    return payload;
+  });
   if (options.rateLimits !== undefined)
     installRateLimit(app, rt, { ...DEFAULT_RATE_LIMITS, ...options.rateLimits });
   void app.register(healthRoutes, { rt });

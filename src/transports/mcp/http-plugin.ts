@@ -392,7 +392,9 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
     ): Promise<Authed | undefined> => {
       const apiKey = apiKeyOf(request.headers.authorization);
       if (apiKey === null) {
-        if (!config.requireKey) {
+        // With OAuth mounted, a keyless request gets the 401 challenge (naming the resource
+        // metadata) unless the operator keeps the keyless sandbox (spec/oauth.md §resource-server).
+        if (!config.requireKey && rt.tenants.bearer?.keylessSandbox !== false) {
           try {
             await rt.sandboxPrincipal();
             return { principal: undefined, owner: 'sandbox' };
@@ -406,7 +408,7 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
           .send(
             rpcError(
               -32001,
-              'auth_required: an API key is required (Authorization: Bearer sk_solid_…).',
+              `auth_required: an API key${rt.tenants.bearer !== undefined ? ' or an OAuth access token' : ''} is required (Authorization: Bearer …).`,
               transportEnvelope(
                 '',
                 'auth_required',

@@ -17,6 +17,7 @@ export const HTTP_MOUNTS: Readonly<Record<string, HttpMount>> = {
   mcp: () => import('../mcp/http-plugin.ts').then((m) => m.mcpHttpPlugin),
   ucp: () => import('../ucp/ucp-plugin.ts').then((m) => m.ucpPlugin),
   remote: () => import('../remote/remote-plugin.ts').then((m) => m.remotePlugin),
+  oauth: () => import('../../oauth/plugin.ts').then((m) => m.oauthPlugin),
   conformance: () =>
     import('../../conformance/declaration-plugin.ts').then((m) => m.conformanceDeclarationPlugin),
 };

@@ -170,21 +170,29 @@ export async function createServeApp(
     toolsets?: ReturnType<typeof resolveToolsets>;
     dynamic?: boolean;
     schemaProfile?: SchemaProfile;
+    /** Keyless /mcp requests keep the sandbox instead of the OAuth 401 challenge (spec/oauth.md §resource-server). */
+    keylessSandbox?: boolean;
     http: Omit<HttpServerOptions, 'plugins' | 'logger'>;
   },
 ): Promise<FastifyInstance> {
   const { toolsets, dynamic = false, schemaProfile } = options;
-  const plugins = await loadHttpMounts(
-    options.onMountError,
-    toolsets !== undefined || dynamic || (schemaProfile !== undefined && schemaProfile !== 'default')
+  const plugins = await loadHttpMounts(options.onMountError, {
+    ...(toolsets !== undefined || dynamic || (schemaProfile !== undefined && schemaProfile !== 'default')
       ? {
           mcp: () =>
             import('../../mcp/http-plugin.ts').then((m) =>
               m.createMcpHttpPlugin({ toolsets, dynamic, schemaProfile }),
             ),
         }
-      : {},
-  );
+      : {}),
+    oauth: () =>
+      import('../../../oauth/plugin.ts').then((m) =>
+        m.createOAuthPlugin({
+          keylessSandbox: options.keylessSandbox === true,
+          proxy: options.http.trustProxy !== undefined && options.http.trustProxy !== false,
+        }),
+      ),
+  });
   return createHttpServer(rt, { ...options.http, plugins });
 }
 
@@ -296,6 +304,8 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
       toolsets,
       dynamic: mcp.dynamic,
       schemaProfile,
+      // The demo keeps keyless sandbox reads on /mcp; otherwise a connector gets the OAuth challenge.
+      keylessSandbox: demo || process.env.SOLID_KEYLESS_SANDBOX === '1',
       http: {
         trustProxy: proxy.trustProxy,
         allowedOrigins: proxy.allowedOrigins,
