@@ -137,7 +137,7 @@ const approvalItem = {
   properties: {
     approval_id: { type: 'string' },
     verb: { type: 'string', description: 'The verb waiting for consent.' },
-    consent_class: { type: 'string', enum: ['WRITE_FINANCIAL', 'IRREVERSIBLE'] },
+    consent_class: { type: 'string', enum: ['WRITE_REVERSIBLE', 'WRITE_FINANCIAL', 'IRREVERSIBLE'] },
     summary: { type: 'string', description: 'What will happen, in plain words.' },
     typed_phrase: {
       type: ['string', 'null'],
@@ -334,14 +334,15 @@ async function previewOf(
 
 export interface ApprovalsApproveArgs {
   approval_id: string;
-  typed_phrase: string;
+  /** The phrase, typed exactly: required for a typed-phrase action, absent for a confirmation. */
+  typed_phrase?: string;
 }
 
 export const approvalsApprove = defineSystemVerb<ApprovalsApproveArgs>({
   name: 'approvals.approve',
   title: 'Approve a pending action',
   description:
-    "A human approves a pending typed-phrase action (from approvals.list) by typing its phrase exactly. The approver's own role must meet the action's role floor (admin for WRITE_FINANCIAL, owner for IRREVERSIBLE). Afterwards the requesting agent calls the original verb again with confirm=true and its nonce (no phrase) and it executes, recorded with approved_by and approved_at. Reasons: phrase_mismatch, role_denied, approval_not_found, approval_not_pending.",
+    "A human approves a pending action (from approvals.list): a typed-phrase action by typing its phrase exactly, a confirmation (WRITE_REVERSIBLE under a human confirmation_channel, or asked by an agent that cannot send a nonce) with no phrase. The approver's own role must meet the action's role floor (admin for WRITE_FINANCIAL, owner for IRREVERSIBLE). Afterwards the requesting agent calls the original verb again with confirm=true and its nonce (no phrase) and it executes, recorded with approved_by and approved_at. Reasons: phrase_mismatch, role_denied, approval_not_found, approval_not_pending.",
   shape: 'receipt',
   category: 'consent',
   surfaces: ['http', 'cli'],
@@ -352,10 +353,11 @@ export const approvalsApprove = defineSystemVerb<ApprovalsApproveArgs>({
       typed_phrase: {
         type: 'string',
         maxLength: 500,
-        description: 'The phrase shown, typed exactly (same case, spaces and letters).',
+        description:
+          'The phrase shown, typed exactly (same case, spaces and letters); leave it out for a confirmation (no phrase).',
       },
     },
-    required: ['approval_id', 'typed_phrase'],
+    required: ['approval_id'],
     additionalProperties: false,
   },
   output: {
@@ -405,7 +407,11 @@ export const approvalsApprove = defineSystemVerb<ApprovalsApproveArgs>({
       // the approval stays pending. spec/consent.md §channels
       throw humanMustDecide('approve', approverFloor(row), row.approval_id);
     }
-    if (row.typed_phrase === null || !phrasesMatch(row.typed_phrase, args.typed_phrase)) {
+    // A typed-phrase action needs its phrase; a confirmation is approved with a click (no phrase).
+    if (
+      row.typed_phrase !== null &&
+      (args.typed_phrase === undefined || !phrasesMatch(row.typed_phrase, args.typed_phrase))
+    ) {
       throw new VerbError(
         'phrase_mismatch',
         'The typed phrase does not match the phrase of this approval, character for character.',
@@ -453,7 +459,7 @@ export const approvalsApprove = defineSystemVerb<ApprovalsApproveArgs>({
       approved_at: nowIso,
       expires_at: retryExpiresAt,
       self_approved: p.user_id === row.requested_by,
-      next_step: `The requesting agent may now call ${row.verb} again with the same arguments, confirm=true and its nonce (no typed_phrase), before ${retryExpiresAt}.`,
+      next_step: `The requesting agent may now call ${row.verb} again with the same arguments — with confirm=true and its nonce (no typed_phrase), or, from a client that cannot send a nonce, just the same call — before ${retryExpiresAt}.`,
     };
   },
 });
