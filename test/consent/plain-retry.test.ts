@@ -192,6 +192,24 @@ describe('plain retry of a confirmation gate', () => {
     assert.equal(await h.effects('ct.note_update'), 1);
   });
 
+  it('confirmed with the nonce instead (a host that sends _meta), the request is used: the next retry asks again', async (t) => {
+    const h = await consentHarness(t);
+    const first = pendingOf(await retry(h, 'ct.note_update', NOTE));
+    const viaNonce = await h.call('owner', 'ct.note_update', NOTE, { confirm: true, nonce: first.nonce });
+    assert.equal(viaNonce.ok, true, JSON.stringify(viaNonce));
+    assert.equal(await approvalStatus(h, String(first.approval_id)), 'consumed');
+    const next = pendingOf(await retry(h, 'ct.note_update', NOTE));
+    assert.notEqual(next.approval_id, first.approval_id);
+    // A human's rejection of a request wins over the agent's confirm with its nonce.
+    await h.callAsHuman('owner', 'approvals.reject', { approval_id: String(next.approval_id) });
+    await expectDenied(
+      h,
+      await h.call('owner', 'ct.note_update', NOTE, { confirm: true, nonce: next.nonce }),
+      'approval_rejected',
+    );
+    assert.equal(await h.effects('ct.note_update'), 1);
+  });
+
   it('a confirmation retry after the nonce expired, or over a transport that sends nonces, does not run', async (t) => {
     const h = await consentHarness(t);
     pendingOf(await retry(h, 'ct.note_update', NOTE));
@@ -243,6 +261,36 @@ describe('plain retry of a confirmation gate', () => {
     const first = pendingOf(await h.callAsHuman('owner', 'ct.note_update', NOTE));
     const done = await h.callAsHuman('owner', 'ct.note_update', NOTE, { confirm: true, nonce: first.nonce });
     assert.equal(done.ok, true, JSON.stringify(done));
+  });
+});
+
+describe('the operator at the terminal', () => {
+  it('sets confirmation-channel human, sees it, and approves a confirmation with yes', async (t) => {
+    // The CLI runs on the real clock: so does this runtime.
+    const h = await consentHarness(t, { start: new Date().toISOString() });
+    const set = await h.cli(['tenant', 'confirmation-channel', 'human', '--json'], { apiKey: h.keys.owner });
+    assert.equal(set.code, 0, `${set.stdout}${set.stderr}`);
+    const shown = await h.cli(['tenant', 'show'], { apiKey: h.keys.owner });
+    assert.match(shown.stdout, /confirmations count from: a human only/);
+    h.rt.tenants.invalidate();
+    const asked = pendingOf(await retry(h, 'ct.note_update', NOTE));
+    const id = String(asked.approval_id);
+    const no = await h.cli(['approvals', 'approve', id], {
+      apiKey: h.keys.owner,
+      tty: true,
+      prompt: async () => 'no',
+    });
+    assert.notEqual(no.code, 0);
+    pendingOf(await retry(h, 'ct.note_update', NOTE));
+    const yes = await h.cli(['approvals', 'approve', id], {
+      apiKey: h.keys.owner,
+      tty: true,
+      prompt: async () => 'yes',
+    });
+    assert.equal(yes.code, 0, `${yes.stdout}${yes.stderr}`);
+    const done = await retry(h, 'ct.note_update', NOTE);
+    assert.equal(done.ok, true, JSON.stringify(done));
+    assert.equal((await consentOf(h, done.audit_id!))?.channel, 'operator_terminal');
   });
 });
 

@@ -161,8 +161,11 @@ async function consentGate(c: Keyed): Promise<Consent | Envelope> {
     gateClass: cls,
     ...(gate.raisedBy.length > 0 ? { raisedBy: gate.raisedBy.map((r) => r.id) } : {}),
   };
-  if (!typed && !humanConfirm) return decided;
+  // The nonce's approvals row, when its pending answer kept one (a plain-retry transport, a
+  // human-only confirmation), is consumed with the effect: one request, one execution, whichever
+  // path confirms it; a human's rejection of it wins. No row: nothing to consume.
   decided.burnApproval = true;
+  if (!typed && !humanConfirm) return decided;
   if (humanConfirm) {
     // Only a human's approval of this request counts as the confirmation.
     const approval = await rt.store.read((q) => findApprovalByJti(q, p.company_id, payload.j));
