@@ -34,7 +34,7 @@ import {
 } from '../runtime/verb.ts';
 import { phrasesMatch, withoutPhrase } from '../runtime/consent/typed-phrase.ts';
 import { humanMustDecide } from '../runtime/consent/refusals.ts';
-import { mayConsent } from '../identity/consent-predicate.ts';
+import { confirmationChannelOf, mayConsent } from '../identity/consent-predicate.ts';
 import {
   APPROVAL_STATUSES,
   approveById,
@@ -253,18 +253,18 @@ export const approvalsList = defineSystemVerb<ApprovalsListArgs>({
     const nowIso = ctx.now.toISOString();
     const status =
       args.approval_id !== undefined && args.status === undefined ? 'all' : (args.status ?? 'pending');
+    const settings = await ctx.runtime.consentSettings(companyId);
     const rows = await listApprovals(ctx.db, companyId, {
       status,
       ...(args.approval_id !== undefined ? { approvalId: args.approval_id } : {}),
       limit: args.limit ?? 50,
       nowIso,
+      // Under confirmation_channel any the agent's retry completes an open confirmation request:
+      // not a queue item for a human (still shown when asked by id). spec/consent.md §plain-retry
+      hideAgentConfirmations: args.approval_id === undefined && confirmationChannelOf(settings) === 'any',
     });
     // phrase_channel human: an agent channel does not see the phrases (spec/consent.md §phrase-channel).
-    const hidePhrases = !mayConsent(
-      ctx.principal,
-      'type_phrase',
-      await ctx.runtime.consentSettings(companyId),
-    );
+    const hidePhrases = !mayConsent(ctx.principal, 'type_phrase', settings);
     const approvals = await Promise.all(
       rows.map(async (row) => {
         const st = effectiveStatus(row, nowIso);

@@ -181,6 +181,11 @@ describe('plain retry of a confirmation gate', () => {
     const first = pendingOf(await retry(h, 'ct.note_update', NOTE));
     assert.equal(first.gate, 'confirmation');
     assert.deepEqual(first.retry, { after: 'user_confirms', same_arguments: true });
+    // Nobody has to decide it: not in the human's queue (still readable by its id).
+    const queue = await h.callAsHuman('owner', 'approvals.list', {});
+    assert.deepEqual(queue.result!.approvals, []);
+    const byId = await h.callAsHuman('owner', 'approvals.list', { approval_id: String(first.approval_id) });
+    assert.equal((byId.result!.approvals as unknown[]).length, 1);
     const done = await retry(h, 'ct.note_update', NOTE);
     assert.equal(done.ok, true, JSON.stringify(done));
     const provenance = await consentOf(h, done.audit_id!);
@@ -226,6 +231,11 @@ describe('plain retry of a confirmation gate', () => {
     await h.setSettings({ confirmation_channel: 'human' });
     const first = pendingOf(await h.call('owner', 'ct.note_update', NOTE));
     assert.ok(first.approval_id !== undefined, 'a human has a request to approve');
+    const queue = await h.callAsHuman('owner', 'approvals.list', {});
+    assert.deepEqual(
+      (queue.result!.approvals as Array<{ approval_id: string }>).map((a) => a.approval_id),
+      [first.approval_id],
+    );
     pendingOf(await h.call('owner', 'ct.note_update', NOTE, { confirm: true, nonce: first.nonce }));
     const viaRetry = pendingOf(await retry(h, 'ct.note_update', NOTE));
     assert.deepEqual(viaRetry.retry, { after: 'human_approves', same_arguments: true });

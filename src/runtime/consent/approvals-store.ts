@@ -221,6 +221,11 @@ export interface ApprovalFilter {
   approvalId?: string;
   limit: number;
   nowIso: string;
+  /**
+   * Leave out open confirmation requests (no phrase, pending) — under confirmation_channel `any`
+   * the agent's own retry completes them, so nobody has to decide them. spec/consent.md §plain-retry
+   */
+  hideAgentConfirmations?: boolean;
 }
 
 /** A tenant's approvals, newest first, by filter. */
@@ -243,6 +248,8 @@ export async function listApprovals(
     where.push('approval_id = ?');
     params.push(f.approvalId);
   }
+  if (f.hideAgentConfirmations === true)
+    where.push(`NOT (typed_phrase IS NULL AND status IN ('pending', 'expired'))`);
   params.push(f.limit);
   const raw = await q.all<Record<string, unknown>>(
     `SELECT ${COLUMNS} FROM approvals WHERE ${where.join(' AND ')} ORDER BY created_at DESC, approval_id LIMIT ?`,
