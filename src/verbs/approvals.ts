@@ -254,14 +254,15 @@ export const approvalsList = defineSystemVerb<ApprovalsListArgs>({
     const status =
       args.approval_id !== undefined && args.status === undefined ? 'all' : (args.status ?? 'pending');
     const settings = await ctx.runtime.consentSettings(companyId);
+    // Under confirmation_channel any the agent's retry completes an open confirmation request:
+    // not a queue item for a human (still shown when asked by id). spec/consent.md §plain-retry
+    const agentConfirms = confirmationChannelOf(settings) === 'any';
     const rows = await listApprovals(ctx.db, companyId, {
       status,
       ...(args.approval_id !== undefined ? { approvalId: args.approval_id } : {}),
       limit: args.limit ?? 50,
       nowIso,
-      // Under confirmation_channel any the agent's retry completes an open confirmation request:
-      // not a queue item for a human (still shown when asked by id). spec/consent.md §plain-retry
-      hideAgentConfirmations: args.approval_id === undefined && confirmationChannelOf(settings) === 'any',
+      hideAgentConfirmations: args.approval_id === undefined && agentConfirms,
     });
     // phrase_channel human: an agent channel does not see the phrases (spec/consent.md §phrase-channel).
     const hidePhrases = !mayConsent(ctx.principal, 'type_phrase', settings);
@@ -302,7 +303,7 @@ export const approvalsList = defineSystemVerb<ApprovalsListArgs>({
     return {
       entity_type: 'approval_queue',
       entity_id: companyId,
-      data: await countApprovals(ctx.db, companyId, nowIso),
+      data: await countApprovals(ctx.db, companyId, nowIso, agentConfirms),
       approvals,
       fetched_at: nowIso,
     };

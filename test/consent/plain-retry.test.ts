@@ -184,6 +184,7 @@ describe('plain retry of a confirmation gate', () => {
     // Nobody has to decide it: not in the human's queue (still readable by its id).
     const queue = await h.callAsHuman('owner', 'approvals.list', {});
     assert.deepEqual(queue.result!.approvals, []);
+    assert.equal((queue.result!.data as { pending: number }).pending, 0);
     const byId = await h.callAsHuman('owner', 'approvals.list', { approval_id: String(first.approval_id) });
     assert.equal((byId.result!.approvals as unknown[]).length, 1);
     const done = await retry(h, 'ct.note_update', NOTE);

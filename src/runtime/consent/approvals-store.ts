@@ -258,17 +258,21 @@ export async function listApprovals(
   return raw.map(recordOf);
 }
 
-/** Counts of a tenant's queue at `nowIso`: waiting, expired, approved and not yet used. */
+/**
+ * Counts of a tenant's queue at `nowIso`: waiting, expired, approved and not yet used
+ * (`hideAgentConfirmations`: as in {@link ApprovalFilter}, open confirmation requests left out).
+ */
 export async function countApprovals(
   q: Queryable,
   companyId: number,
   nowIso: string,
+  hideAgentConfirmations = false,
 ): Promise<{ pending: number; expired: number; approved_unused: number }> {
   const c = await q.get<{ pending: unknown; expired: unknown; approved_unused: unknown }>(
     `SELECT SUM(CASE WHEN status = 'pending' AND expires_at > ? THEN 1 ELSE 0 END) AS pending,
             SUM(CASE WHEN status = 'expired' OR (status = 'pending' AND expires_at <= ?) THEN 1 ELSE 0 END) AS expired,
             SUM(CASE WHEN status = 'approved' AND COALESCE(retry_expires_at, expires_at) > ? THEN 1 ELSE 0 END) AS approved_unused
-     FROM approvals WHERE company_id = ?`,
+     FROM approvals WHERE company_id = ?${hideAgentConfirmations ? ` AND NOT (typed_phrase IS NULL AND status IN ('pending', 'expired'))` : ''}`,
     [nowIso, nowIso, nowIso, companyId],
   );
   return {
