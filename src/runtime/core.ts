@@ -64,6 +64,15 @@ export interface DispatchOptions {
   nonce?: string;
   typed_phrase?: string;
   idempotency_key?: string;
+  /**
+   * Set by a transport whose caller cannot send a confirmation (an MCP tools/call with no consent
+   * keys in `_meta`: agent frameworks pass none): the consent step then treats an identical call
+   * by the same principal as the retry of its earlier pending answer — completed after a human
+   * approved it, or (a confirmation gate under confirmation_channel `any`) as the agent's
+   * confirmation while that answer's nonce lives. Never read from a request body or arguments.
+   * spec/consent.md §plain-retry
+   */
+  plain_retry?: boolean;
 }
 
 /** What the observe hooks receive after every dispatch. */

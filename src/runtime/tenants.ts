@@ -25,6 +25,7 @@ export const API_KEY_PREFIX = 'sk_solid_';
 // The setting `phrase_channel` is read through identity's consent predicate (default `human`).
 export {
   CHANNEL_SETTINGS as PHRASE_CHANNEL_SETTINGS,
+  confirmationChannelOf,
   phraseChannelOf,
   type ChannelSetting as PhraseChannelSetting,
 } from '../identity/consent-predicate.ts';

@@ -118,6 +118,13 @@ export interface ConsentRequest {
   agent_text?: Record<string, string>;
   /** The owner's conditional-gate rules that raised this call's gate. spec/consent.md §conditional-gates */
   raised_by?: Array<{ rule_id: string; description: string }>;
+  /**
+   * On a transport whose caller cannot send a nonce (MCP with no consent `_meta`): who acts
+   * first — `user_confirms` (the agent asks the user in the conversation) or `human_approves` (a
+   * signed-in human approves at `approval_url`) — then the agent calls the same tool again with
+   * the same arguments. spec/consent.md §plain-retry
+   */
+  retry?: { after: 'user_confirms' | 'human_approves'; same_arguments: true };
 }
 
 /** The standard response envelope, on every transport. spec/envelope.md */

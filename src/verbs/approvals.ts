@@ -34,7 +34,7 @@ import {
 } from '../runtime/verb.ts';
 import { phrasesMatch, withoutPhrase } from '../runtime/consent/typed-phrase.ts';
 import { humanMustDecide } from '../runtime/consent/refusals.ts';
-import { mayConsent } from '../identity/consent-predicate.ts';
+import { confirmationChannelOf, mayConsent } from '../identity/consent-predicate.ts';
 import {
   APPROVAL_STATUSES,
   approveById,
@@ -137,7 +137,7 @@ const approvalItem = {
   properties: {
     approval_id: { type: 'string' },
     verb: { type: 'string', description: 'The verb waiting for consent.' },
-    consent_class: { type: 'string', enum: ['WRITE_FINANCIAL', 'IRREVERSIBLE'] },
+    consent_class: { type: 'string', enum: ['WRITE_REVERSIBLE', 'WRITE_FINANCIAL', 'IRREVERSIBLE'] },
     summary: { type: 'string', description: 'What will happen, in plain words.' },
     typed_phrase: {
       type: ['string', 'null'],
@@ -253,18 +253,19 @@ export const approvalsList = defineSystemVerb<ApprovalsListArgs>({
     const nowIso = ctx.now.toISOString();
     const status =
       args.approval_id !== undefined && args.status === undefined ? 'all' : (args.status ?? 'pending');
+    const settings = await ctx.runtime.consentSettings(companyId);
+    // Under confirmation_channel any the agent's retry completes an open confirmation request:
+    // not a queue item for a human (still shown when asked by id). spec/consent.md §plain-retry
+    const agentConfirms = confirmationChannelOf(settings) === 'any';
     const rows = await listApprovals(ctx.db, companyId, {
       status,
       ...(args.approval_id !== undefined ? { approvalId: args.approval_id } : {}),
       limit: args.limit ?? 50,
       nowIso,
+      hideAgentConfirmations: args.approval_id === undefined && agentConfirms,
     });
     // phrase_channel human: an agent channel does not see the phrases (spec/consent.md §phrase-channel).
-    const hidePhrases = !mayConsent(
-      ctx.principal,
-      'type_phrase',
-      await ctx.runtime.consentSettings(companyId),
-    );
+    const hidePhrases = !mayConsent(ctx.principal, 'type_phrase', settings);
     const approvals = await Promise.all(
       rows.map(async (row) => {
         const st = effectiveStatus(row, nowIso);
@@ -302,7 +303,7 @@ export const approvalsList = defineSystemVerb<ApprovalsListArgs>({
     return {
       entity_type: 'approval_queue',
       entity_id: companyId,
-      data: await countApprovals(ctx.db, companyId, nowIso),
+      data: await countApprovals(ctx.db, companyId, nowIso, agentConfirms),
       approvals,
       fetched_at: nowIso,
     };
@@ -334,14 +335,15 @@ async function previewOf(
 
 export interface ApprovalsApproveArgs {
   approval_id: string;
-  typed_phrase: string;
+  /** The phrase, typed exactly: required for a typed-phrase action, absent for a confirmation. */
+  typed_phrase?: string;
 }
 
 export const approvalsApprove = defineSystemVerb<ApprovalsApproveArgs>({
   name: 'approvals.approve',
   title: 'Approve a pending action',
   description:
-    "A human approves a pending typed-phrase action (from approvals.list) by typing its phrase exactly. The approver's own role must meet the action's role floor (admin for WRITE_FINANCIAL, owner for IRREVERSIBLE). Afterwards the requesting agent calls the original verb again with confirm=true and its nonce (no phrase) and it executes, recorded with approved_by and approved_at. Reasons: phrase_mismatch, role_denied, approval_not_found, approval_not_pending.",
+    "A human approves a pending action (from approvals.list): a typed-phrase action by typing its phrase exactly, a confirmation (WRITE_REVERSIBLE under a human confirmation_channel, or asked by an agent that cannot send a nonce) with no phrase. The approver's own role must meet the action's role floor (admin for WRITE_FINANCIAL, owner for IRREVERSIBLE). Afterwards the requesting agent calls the original verb again with confirm=true and its nonce (no phrase) and it executes, recorded with approved_by and approved_at. Reasons: phrase_mismatch, role_denied, approval_not_found, approval_not_pending.",
   shape: 'receipt',
   category: 'consent',
   surfaces: ['http', 'cli'],
@@ -352,10 +354,11 @@ export const approvalsApprove = defineSystemVerb<ApprovalsApproveArgs>({
       typed_phrase: {
         type: 'string',
         maxLength: 500,
-        description: 'The phrase shown, typed exactly (same case, spaces and letters).',
+        description:
+          'The phrase shown, typed exactly (same case, spaces and letters); leave it out for a confirmation (no phrase).',
       },
     },
-    required: ['approval_id', 'typed_phrase'],
+    required: ['approval_id'],
     additionalProperties: false,
   },
   output: {
@@ -405,7 +408,11 @@ export const approvalsApprove = defineSystemVerb<ApprovalsApproveArgs>({
       // the approval stays pending. spec/consent.md §channels
       throw humanMustDecide('approve', approverFloor(row), row.approval_id);
     }
-    if (row.typed_phrase === null || !phrasesMatch(row.typed_phrase, args.typed_phrase)) {
+    // A typed-phrase action needs its phrase; a confirmation is approved with a click (no phrase).
+    if (
+      row.typed_phrase !== null &&
+      (args.typed_phrase === undefined || !phrasesMatch(row.typed_phrase, args.typed_phrase))
+    ) {
       throw new VerbError(
         'phrase_mismatch',
         'The typed phrase does not match the phrase of this approval, character for character.',
@@ -453,7 +460,7 @@ export const approvalsApprove = defineSystemVerb<ApprovalsApproveArgs>({
       approved_at: nowIso,
       expires_at: retryExpiresAt,
       self_approved: p.user_id === row.requested_by,
-      next_step: `The requesting agent may now call ${row.verb} again with the same arguments, confirm=true and its nonce (no typed_phrase), before ${retryExpiresAt}.`,
+      next_step: `The requesting agent may now call ${row.verb} again with the same arguments — with confirm=true and its nonce (no typed_phrase), or, from a client that cannot send a nonce, just the same call — before ${retryExpiresAt}.`,
     };
   },
 });

@@ -9,6 +9,9 @@
  * - tenant.phrase_channel_set WRITE_REVERSIBLE, owner: who may type a phrase that counts, `human`
  *                            (default) or `any` (spec/consent.md §channels); loosening `human` →
  *                            `any` needs a human itself (phrase_channel_human otherwise).
+ * - tenant.confirmation_channel_set WRITE_REVERSIBLE, owner: who may confirm a confirmation gate,
+ *                            `any` (default: the agent's confirm after asking the user counts) or
+ *                            `human`; loosening `human` → `any` needs a human (human_required).
  *
  * The writes are projected on http and cli only: an agent does not tune its own guard rails
  * through its tool list. Each write is audited, counted against the tenant's WRITE_REVERSIBLE cap,
@@ -24,6 +27,7 @@ import { defineSystemVerb, type OriginalAction, type SystemVerbContext } from '.
 import { DEFAULT_DAILY_CAPS } from '../runtime/consent/daily-caps.ts';
 import {
   PHRASE_CHANNEL_SETTINGS,
+  confirmationChannelOf,
   phraseChannelOf,
   type PhraseChannelSetting,
   type TenantSettings,
@@ -46,6 +50,7 @@ const UNBLOCKABLE = new Set(
     'tenant.blocklist_add',
     'tenant.blocklist_remove',
     'tenant.phrase_channel_set',
+    'tenant.confirmation_channel_set',
   ].map(blocklistKey),
 );
 
@@ -74,7 +79,7 @@ export const tenantSettings = defineSystemVerb<Record<string, never>>({
   name: 'tenant.settings',
   title: 'Tenant consent settings',
   description:
-    "Show this tenant's consent settings: the daily cap of each consent class (limit, default, used today, next reset at midnight UTC), the blocked verb names (the built-in list and the tenant's own) and where a typed phrase counts (phrase_channel: any | human). Needs the admin role.",
+    "Show this tenant's consent settings: each class's daily cap (limit, default, used today, reset at midnight UTC), the blocked verb names (built-in and the tenant's own), and who may type a phrase or confirm (phrase_channel, confirmation_channel: any | human). Admin role.",
   shape: 'aggregate',
   category: 'consent',
   role_floor: 'admin',
@@ -109,6 +114,7 @@ export const tenantSettings = defineSystemVerb<Record<string, never>>({
         caps,
         blocklist: { default: [...DEFAULT_BLOCKLIST], tenant: [...(settings.blocklist ?? [])] },
         phrase_channel: phraseChannelOf(settings),
+        confirmation_channel: confirmationChannelOf(settings),
       },
       fetched_at: ctx.now.toISOString(),
     };
@@ -119,9 +125,18 @@ export const tenantSettings = defineSystemVerb<Record<string, never>>({
 async function restore(
   ctx: SystemVerbContext,
   original: OriginalAction,
-  member: 'caps' | 'blocklist' | 'phrase_channel',
+  member: 'caps' | 'blocklist' | 'phrase_channel' | 'confirmation_channel',
 ): Promise<{ revert_action: string }> {
   const settings = await readSettings(ctx.db, ctx.principal.company_id);
+  if (member === 'confirmation_channel') {
+    const previous = (original.rollback as { previous?: unknown }).previous;
+    // Restoring human tightens: always allowed; restoring `any` loosens: checked like a set.
+    if (previous === 'any' && confirmationChannelOf(settings) === 'human')
+      requireHumanToChange(ctx, settings, 'who may confirm (confirmation_channel)');
+    if (previous === 'any' || previous === 'human') settings.confirmation_channel = previous;
+    await writeSettings(ctx, settings);
+    return { revert_action: `confirmation channel restored to ${confirmationChannelOf(settings)}` };
+  }
   if (member === 'phrase_channel') {
     const previous = (original.rollback as { previous?: unknown }).previous;
     if (previous === 'human' && phraseChannelOf(settings) !== 'human') {
@@ -402,10 +417,53 @@ export const tenantPhraseChannelSet = defineSystemVerb<{ phrase_channel: PhraseC
   revert: { handler: (ctx, original) => restore(ctx, original, 'phrase_channel') },
 });
 
+export const tenantConfirmationChannelSet = defineSystemVerb<{ confirmation_channel: PhraseChannelSetting }>({
+  name: 'tenant.confirmation_channel_set',
+  title: 'Set who may confirm',
+  description:
+    "Set who may confirm a confirmation gate (WRITE_REVERSIBLE): `any` (default) — the agent's own confirmation counts (it asks the user in the conversation, then calls again); `human` — only a signed-in person (the approval page's Approve button, the dashboard) or the operator at the server's terminal, so every such write waits for a human's approval. Typed phrases are not affected. Switching to `any` must itself come from a human (human_required). Owner only; needs a confirmation.",
+  shape: 'receipt',
+  category: 'consent',
+  consent: 'WRITE_REVERSIBLE',
+  cap_exempt: true,
+  role_floor: 'owner',
+  surfaces: ['http', 'cli'],
+  input: {
+    type: 'object',
+    properties: { confirmation_channel: { type: 'string', enum: [...PHRASE_CHANNEL_SETTINGS] } },
+    required: ['confirmation_channel'],
+    additionalProperties: false,
+  },
+  summary: (a) =>
+    a.confirmation_channel === 'human'
+      ? 'Count a confirmation only when a human gives it (approval page, dashboard, the terminal prompt on the server).'
+      : "Count the agent's own confirmation (after it asks the user in the conversation).",
+  async handler(ctx, args) {
+    const settings = await readSettings(ctx.db, ctx.principal.company_id);
+    const previous = confirmationChannelOf(settings);
+    // Loosening human → any is a human's decision; tightening is open to agents. spec/consent.md §channels
+    if (args.confirmation_channel === 'any' && previous === 'human')
+      requireHumanToChange(ctx, settings, 'who may confirm (confirmation_channel)');
+    settings.confirmation_channel = args.confirmation_channel;
+    ctx.setEntity('tenant', ctx.principal.company_id);
+    if (previous !== args.confirmation_channel) {
+      await writeSettings(ctx, settings);
+      ctx.setRollback(`tenant:confirmation_channel:${previous}`, { previous });
+    }
+    return {
+      status: previous === args.confirmation_channel ? 'unchanged' : 'completed',
+      confirmation_channel: args.confirmation_channel,
+      previous_confirmation_channel: previous,
+    };
+  },
+  revert: { handler: (ctx, original) => restore(ctx, original, 'confirmation_channel') },
+});
+
 export const tenantSettingsVerbs = [
   tenantSettings,
   tenantCapsSet,
   tenantBlocklistAdd,
   tenantBlocklistRemove,
   tenantPhraseChannelSet,
+  tenantConfirmationChannelSet,
 ];

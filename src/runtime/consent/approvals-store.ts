@@ -67,10 +67,14 @@ export interface ApprovalRecord {
   retry_expires_at: string | null;
   /** The role floor of the action as asked; null on rows older than migration 5. */
   role_floor: Role | null;
+  /** The requesting principal's API key id (migration 14): a plain retry must come from it. */
+  requested_key: string | null;
+  /** The expiry signed into the pending answer's nonce (migration 14); null on older rows. */
+  nonce_expires_at: string | null;
 }
 
 const COLUMNS =
-  'approval_id, company_id, jti, verb, args, args_hash, consent_class, typed_phrase, summary, agent_text, requested_by, requested_role, agent_type, status, decided_by, decided_at, decided_channel, decided_role, decided_name, decision_note, created_at, expires_at, retry_expires_at, role_floor';
+  'approval_id, company_id, jti, verb, args, args_hash, consent_class, typed_phrase, summary, agent_text, requested_by, requested_role, agent_type, status, decided_by, decided_at, decided_channel, decided_role, decided_name, decision_note, created_at, expires_at, retry_expires_at, role_floor, requested_key, nonce_expires_at';
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
@@ -88,6 +92,8 @@ function recordOf(raw: Record<string, unknown>): ApprovalRecord {
     decided_name: (raw.decided_name as string | null | undefined) ?? null,
     retry_expires_at: (raw.retry_expires_at as string | null | undefined) ?? null,
     role_floor: (raw.role_floor as Role | null | undefined) ?? null,
+    requested_key: (raw.requested_key as string | null | undefined) ?? null,
+    nonce_expires_at: (raw.nonce_expires_at as string | null | undefined) ?? null,
   };
 }
 
@@ -104,7 +110,7 @@ export function effectiveStatus(
   return row.status;
 }
 
-/** What a typed-phrase pending answer records (the args already redacted, as JSON). */
+/** What a pending answer records (the args already redacted, as JSON): typed-phrase gates, and confirmation gates a plain retry or a human completes. */
 export interface PendingApproval {
   approvalId: string;
   companyId: number;
@@ -114,7 +120,8 @@ export interface PendingApproval {
   /** The nonce's arguments hash (the identical-action key of supersede). */
   argsHash: string;
   consentClass: VerbClass;
-  typedPhrase: string;
+  /** The phrase of a typed-phrase gate; null for a confirmation gate (approved with a click). */
+  typedPhrase: string | null;
   summary: string;
   /** The agent's free text, kept apart from the summary; undefined when the call has none. */
   agentText?: Record<string, string>;
@@ -124,13 +131,17 @@ export interface PendingApproval {
   createdAt: string;
   expiresAt: string;
   roleFloor: string;
+  /** The requesting principal's API key id, when it has one. */
+  requestedKey?: string | null;
+  /** The expiry signed into the nonce of the pending answer. */
+  nonceExpiresAt?: string;
 }
 
-/** Insert the `pending` approvals row of a typed-phrase gate (inside the pending answer's transaction). */
+/** Insert the `pending` approvals row of a pending answer (inside that answer's transaction). */
 export async function insertPendingApproval(tx: StoreTx, a: PendingApproval): Promise<void> {
   await tx.run(
-    `INSERT INTO approvals (approval_id, company_id, jti, verb, args, args_hash, consent_class, typed_phrase, summary, agent_text, requested_by, requested_role, agent_type, status, created_at, expires_at, role_floor)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`,
+    `INSERT INTO approvals (approval_id, company_id, jti, verb, args, args_hash, consent_class, typed_phrase, summary, agent_text, requested_by, requested_role, agent_type, status, created_at, expires_at, role_floor, requested_key, nonce_expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)`,
     [
       a.approvalId,
       a.companyId,
@@ -148,8 +159,34 @@ export async function insertPendingApproval(tx: StoreTx, a: PendingApproval): Pr
       a.createdAt,
       a.expiresAt,
       a.roleFloor,
+      a.requestedKey ?? null,
+      a.nonceExpiresAt ?? null,
     ],
   );
+}
+
+/**
+ * The approvals a plain retry may answer (spec/consent.md §plain-retry): the rows of this tenant,
+ * verb and canonical arguments hash requested by this user with this API key (null = no key) that
+ * are still open or were rejected, newest first (at most 10). Windows are the caller's to judge
+ * ({@link effectiveStatus}).
+ */
+export async function findRetryApprovals(
+  q: Queryable,
+  a: { companyId: number; verb: string; argsHash: string; userId: number; keyId: string | null },
+): Promise<ApprovalRecord[]> {
+  const raw = await q.all<Record<string, unknown>>(
+    `SELECT ${COLUMNS} FROM approvals
+       WHERE company_id = ? AND verb = ? AND args_hash = ? AND requested_by = ?
+         AND ${a.keyId === null ? 'requested_key IS NULL' : 'requested_key = ?'}
+         AND status IN ('pending', 'approved', 'rejected')
+       ORDER BY created_at DESC, approval_id DESC
+       LIMIT 10`,
+    a.keyId === null
+      ? [a.companyId, a.verb, a.argsHash, a.userId]
+      : [a.companyId, a.verb, a.argsHash, a.userId, a.keyId],
+  );
+  return raw.map(recordOf);
 }
 
 /** The approvals row of a nonce (by its jti) in a tenant, or undefined. */
@@ -184,6 +221,11 @@ export interface ApprovalFilter {
   approvalId?: string;
   limit: number;
   nowIso: string;
+  /**
+   * Leave out open confirmation requests (no phrase, pending) — under confirmation_channel `any`
+   * the agent's own retry completes them, so nobody has to decide them. spec/consent.md §plain-retry
+   */
+  hideAgentConfirmations?: boolean;
 }
 
 /** A tenant's approvals, newest first, by filter. */
@@ -206,6 +248,8 @@ export async function listApprovals(
     where.push('approval_id = ?');
     params.push(f.approvalId);
   }
+  if (f.hideAgentConfirmations === true)
+    where.push(`NOT (typed_phrase IS NULL AND status IN ('pending', 'expired'))`);
   params.push(f.limit);
   const raw = await q.all<Record<string, unknown>>(
     `SELECT ${COLUMNS} FROM approvals WHERE ${where.join(' AND ')} ORDER BY created_at DESC, approval_id LIMIT ?`,
@@ -214,17 +258,21 @@ export async function listApprovals(
   return raw.map(recordOf);
 }
 
-/** Counts of a tenant's queue at `nowIso`: waiting, expired, approved and not yet used. */
+/**
+ * Counts of a tenant's queue at `nowIso`: waiting, expired, approved and not yet used
+ * (`hideAgentConfirmations`: as in {@link ApprovalFilter}, open confirmation requests left out).
+ */
 export async function countApprovals(
   q: Queryable,
   companyId: number,
   nowIso: string,
+  hideAgentConfirmations = false,
 ): Promise<{ pending: number; expired: number; approved_unused: number }> {
   const c = await q.get<{ pending: unknown; expired: unknown; approved_unused: unknown }>(
     `SELECT SUM(CASE WHEN status = 'pending' AND expires_at > ? THEN 1 ELSE 0 END) AS pending,
             SUM(CASE WHEN status = 'expired' OR (status = 'pending' AND expires_at <= ?) THEN 1 ELSE 0 END) AS expired,
             SUM(CASE WHEN status = 'approved' AND COALESCE(retry_expires_at, expires_at) > ? THEN 1 ELSE 0 END) AS approved_unused
-     FROM approvals WHERE company_id = ?`,
+     FROM approvals WHERE company_id = ?${hideAgentConfirmations ? ` AND NOT (typed_phrase IS NULL AND status IN ('pending', 'expired'))` : ''}`,
     [nowIso, nowIso, nowIso, companyId],
   );
   return {

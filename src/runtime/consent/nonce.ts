@@ -46,6 +46,11 @@ export interface IssueNonceInput {
   phraseHash: string | null;
   nowMs: number;
   ttlSeconds?: number;
+  /**
+   * Re-seal the nonce of an earlier pending answer (its id and expiry, unix seconds) instead of
+   * a fresh one: a plain retry that is still waiting answers with the same nonce. §plain-retry
+   */
+  reissue?: { jti: string; expiresAtSec: number };
 }
 
 /** Issue a nonce. Returns the token, its jti and its expiry (ISO 8601). */
@@ -53,8 +58,9 @@ export function issueNonce(
   secrets: Secrets,
   input: IssueNonceInput,
 ): { nonce: string; jti: string; expiresAt: string } {
-  const e = Math.floor(input.nowMs / 1000) + (input.ttlSeconds ?? NONCE_TTL_SECONDS);
-  const j = randomBytes(16).toString('base64url');
+  const e =
+    input.reissue?.expiresAtSec ?? Math.floor(input.nowMs / 1000) + (input.ttlSeconds ?? NONCE_TTL_SECONDS);
+  const j = input.reissue?.jti ?? randomBytes(16).toString('base64url');
   const payload: NoncePayload = {
     v: input.verb,
     a: input.argsHash,

@@ -20,6 +20,7 @@ import { phraseHash, phrasesMatch, withoutPhrase } from '../consent/typed-phrase
 import {
   effectiveStatus,
   findApprovalByJti,
+  findRetryApprovals,
   insertPendingApproval,
   type ApprovalRecord,
 } from '../consent/approvals-store.ts';
@@ -108,6 +109,9 @@ async function consentGate(c: Keyed): Promise<Consent | Envelope> {
   // phrase_channel human (the default): a typed phrase counts only from a human principal; who is
   // human is decided by src/identity, what they may do by its one predicate. spec/consent.md §channels
   const humanOnly = typed && phraseChannelOf(settings) === 'human';
+  // confirmation_channel human: an agent's confirm does not count; a human approves the request
+  // (the approval page's Approve button, the dashboard, the operator's terminal). §channels
+  const humanConfirm = !typed && !mayConsent(p, 'confirm', settings);
   const hasNonce = options.nonce !== undefined && options.nonce !== null && options.nonce !== '';
   if (!hasNonce) {
     if (options.confirm === true) {
@@ -115,7 +119,14 @@ async function consentGate(c: Keyed): Promise<Consent | Envelope> {
         hint: `Call ${verb.name} without confirm first; it answers dispatch_pending with a nonce. Then confirm with that nonce${typed ? ' and the typed phrase' : ''}.`,
       });
     }
-    return pending(c, gate, phrase, humanOnly, settings);
+    const plainRetry = options.plain_retry === true;
+    if (plainRetry) {
+      const retried = await retryOfPending(c, gate, phrase, humanOnly, humanConfirm);
+      if (retried !== undefined) return retried;
+    }
+    // A row is kept for typed phrases (a human approves them), for confirmations only a human
+    // may give, and for any gate asked over a plain-retry transport (the retry finds it).
+    return pending(c, gate, phrase, humanOnly, settings, humanConfirm || plainRetry);
   }
   if (options.confirm !== true) {
     // A nonce is the pending answer's token; only an explicit confirm=true spends it. A caller
@@ -137,7 +148,7 @@ async function consentGate(c: Keyed): Promise<Consent | Envelope> {
     companyId: p.company_id,
     userId: p.user_id,
     nowMs: c.now.getTime(),
-    allowExpired: typed,
+    allowExpired: typed || humanConfirm,
   });
   if (payload.k !== cls || (typed ? payload.p !== phraseHash(phrase!) : payload.p !== null)) {
     throw refuse.nonceInvalid('The nonce was issued for another consent gate or phrase.', verb.name);
@@ -150,8 +161,18 @@ async function consentGate(c: Keyed): Promise<Consent | Envelope> {
     gateClass: cls,
     ...(gate.raisedBy.length > 0 ? { raisedBy: gate.raisedBy.map((r) => r.id) } : {}),
   };
-  if (!typed) return decided;
+  // The nonce's approvals row, when its pending answer kept one (a plain-retry transport, a
+  // human-only confirmation), is consumed with the effect: one request, one execution, whichever
+  // path confirms it; a human's rejection of it wins. No row: nothing to consume.
   decided.burnApproval = true;
+  if (!typed && !humanConfirm) return decided;
+  if (humanConfirm) {
+    // Only a human's approval of this request counts as the confirmation.
+    const approval = await rt.store.read((q) => findApprovalByJti(q, p.company_id, payload.j));
+    // A nonce issued before the owner chose `human` has no request a human could approve: ask now.
+    if (approval === undefined) return pending(c, gate, undefined, false, settings, true);
+    return answerFromApproval(c, gate, decided, approval, options.nonce!, undefined, false);
+  }
   const nowIso = c.now.toISOString();
   if (options.typed_phrase === undefined || options.typed_phrase === null) {
     // No phrase: only an out-of-band decision can let this call through.
@@ -221,6 +242,124 @@ async function consentGate(c: Keyed): Promise<Consent | Envelope> {
   // A rejection or an earlier use of this nonce is found when the approval is consumed, in the
   // effect's own transaction (executeInTx): deny wins even against a decision made meanwhile.
   return decided;
+}
+
+/**
+ * The answer of a call whose consent rests on an approvals row (a human-only confirmation, or a
+ * plain retry): approved and inside its retry window → the consent (with who approved, where);
+ * rejected, superseded, used → the refusal; expired → `nonce_expired`; still pending → the same
+ * pending answer again (same nonce, same approval), audited as another attempt.
+ */
+async function answerFromApproval(
+  c: Keyed,
+  gate: RaisedGate,
+  decided: Consent,
+  approval: ApprovalRecord,
+  nonce: string,
+  phrase: string | undefined,
+  humanOnly: boolean,
+): Promise<Consent | Envelope> {
+  const verb = c.verb;
+  const typed = phrase !== undefined;
+  decided.approvalId = approval.approval_id;
+  refuseClosed(verb.name, approval);
+  const status = effectiveStatus(approval, c.now.toISOString());
+  if (status === 'approved') {
+    decided.requiresApproval = true;
+    decided.approvedBy = Number(approval.decided_by);
+    decided.approvedAt = approval.decided_at as string;
+    if (approval.decided_channel !== null) decided.approvedChannel = approval.decided_channel;
+    if (approval.decided_role !== null) decided.approvedRole = approval.decided_role;
+    if (approval.decided_name !== null) decided.approvedName = approval.decided_name;
+    return decided;
+  }
+  if (status === 'expired') throw approvalExpired(verb.name, approval);
+  const auditId = await recordPending(c, typed);
+  return pendingEnvelope(
+    c,
+    {
+      class: gate.consentClass,
+      gate: typed ? 'typed_phrase' : 'confirmation',
+      nonce,
+      expires_at: approval.expires_at > decided.nonceExpires! ? approval.expires_at : decided.nonceExpires!,
+      summary: approval.summary,
+      ...(typed ? { typed_phrase: phrase } : {}),
+      ...(humanOnly ? { phrase_channel: 'human' as const } : {}),
+      approval_id: approval.approval_id,
+      ...agentTextOf(c),
+      ...raisedByOf(gate),
+    },
+    typed ? 'Waiting for a human to approve this request.' : 'Waiting for a human to confirm this request.',
+    auditId,
+    gate.roleFloor,
+    true,
+  );
+}
+
+/**
+ * A plain retry (DispatchOptions.plain_retry: the caller cannot send a nonce): the approvals row
+ * of an earlier pending answer of the identical call — same tenant, verb, canonical arguments,
+ * user and API key — decides. Approved (any gate) → it runs, consuming the row in the effect's
+ * transaction, exactly once. Still pending: a confirmation gate the agent may confirm
+ * (confirmation_channel `any`) runs while that answer's nonce lives — the retry is the agent's
+ * confirmation after asking in the conversation; a typed phrase never does (only a human's
+ * approval completes it). Rejected while its request is live → `approval_rejected`. No live row
+ * (none, used, expired) → undefined: the caller answers a fresh pending. spec/consent.md §plain-retry
+ */
+async function retryOfPending(
+  c: Keyed,
+  gate: RaisedGate,
+  phrase: string | undefined,
+  humanOnly: boolean,
+  humanConfirm: boolean,
+): Promise<Consent | Envelope | undefined> {
+  const { rt, verb, principal: p } = c;
+  const cls = gate.consentClass;
+  const hash = argsHash(c.args, c);
+  const nowIso = c.now.toISOString();
+  const rows = (
+    await rt.store.read((q) =>
+      findRetryApprovals(q, {
+        companyId: p.company_id,
+        verb: verb.name,
+        argsHash: hash,
+        userId: p.user_id,
+        keyId: p.key_id ?? null,
+      }),
+    )
+  ).filter((r) => r.consent_class === cls && r.nonce_expires_at !== null);
+  const row =
+    rows.find((r) => effectiveStatus(r, nowIso) === 'approved') ??
+    rows.find((r) => (r.status === 'pending' || r.status === 'rejected') && r.expires_at > nowIso);
+  if (row === undefined) return undefined;
+  const nonceExpires = row.nonce_expires_at!;
+  const decided: Consent = {
+    jti: row.jti,
+    nonceExpires,
+    requiresApproval: false,
+    burnApproval: true,
+    argsHash: hash,
+    gateClass: cls,
+    approvalId: row.approval_id,
+    ...(gate.raisedBy.length > 0 ? { raisedBy: gate.raisedBy.map((r) => r.id) } : {}),
+  };
+  if (row.status === 'pending' && phrase === undefined && !humanConfirm && nonceExpires > nowIso) {
+    // The agent's own confirmation (confirmation_channel any), exactly once: the row is consumed
+    // and the nonce id burned with the effect.
+    return decided;
+  }
+  // The nonce of that pending answer, sealed again (same id and expiry) for the waiting answer.
+  const nonce = issueNonce(rt.secrets, {
+    verb: verb.name,
+    argsHash: hash,
+    companyId: p.company_id,
+    userId: p.user_id,
+    consentClass: cls,
+    phraseHash: phrase === undefined ? null : phraseHash(phrase),
+    nowMs: c.now.getTime(),
+    reissue: { jti: row.jti, expiresAtSec: Math.floor(Date.parse(nonceExpires) / 1000) },
+  }).nonce;
+  return answerFromApproval(c, gate, decided, row, nonce, phrase, humanOnly);
 }
 
 /** Refuse a confirm whose approval is closed: rejected (with the human's words), superseded, used. */
@@ -300,10 +439,14 @@ async function pending(
   phrase: string | undefined,
   humanOnly: boolean,
   settings: TenantSettings | undefined,
+  keepRow = false,
 ): Promise<Envelope> {
   const { rt, verb, principal: p } = c;
   const cls = gate.consentClass;
   const typed = phrase !== undefined;
+  // Only a human's decision completes this gate: a typed phrase, or a confirmation the tenant
+  // counts only from a human (confirmation_channel human).
+  const asksHuman = typed || !mayConsent(p, 'confirm', settings);
   // A cap already used up today (or 0) refuses now: no nonce, approval or phrase for a write that
   // could not run. The confirmed write still counts atomically (execute).
   const capClass = capClassOf(c);
@@ -333,7 +476,7 @@ async function pending(
     preview = undefined;
   }
   let approvalId: string | undefined;
-  if (typed) approvalId = `apv_${issued.jti.slice(0, 16)}`;
+  if (typed || keepRow) approvalId = `apv_${issued.jti.slice(0, 16)}`;
   // The approval may wait longer than the nonce lives (the owner's per-class TTL); its retry
   // window opens when a human approves it. spec/consent.md §approvals
   const approvalExpires = typed
@@ -348,14 +491,15 @@ async function pending(
     nonce: issued.nonce,
     expires_at: approvalExpires > issued.expiresAt ? approvalExpires : issued.expiresAt,
     summary,
-    ...(typed ? { typed_phrase: phrase, approval_id: approvalId } : {}),
+    ...(typed ? { typed_phrase: phrase } : {}),
+    ...(approvalId !== undefined ? { approval_id: approvalId } : {}),
     ...(humanOnly ? { phrase_channel: 'human' as const } : {}),
     ...(preview !== undefined ? { preview } : {}),
     ...agentText,
     ...raisedByOf(gate),
   };
   const auditId = await recordPending(c, typed, async (tx) => {
-    if (phrase !== undefined && approvalId !== undefined) {
+    if (approvalId !== undefined) {
       await insertPendingApproval(tx, {
         approvalId,
         companyId: p.company_id,
@@ -364,7 +508,7 @@ async function pending(
         argsJson: JSON.stringify(redact(c.args, verb.secretPaths)),
         argsHash: argsHash(c.args, c),
         consentClass: cls,
-        typedPhrase: phrase,
+        typedPhrase: phrase ?? null,
         summary,
         ...(agentText.agent_text !== undefined ? { agentText: agentText.agent_text } : {}),
         requestedBy: p.user_id,
@@ -373,8 +517,12 @@ async function pending(
         createdAt: c.now.toISOString(),
         expiresAt: approvalExpires,
         roleFloor: gate.roleFloor,
+        requestedKey: p.key_id ?? null,
+        nonceExpiresAt: issued.expiresAt,
       });
-      // The approval.requested webhook, queued in the same transaction (docs/webhooks.md).
+      // The approval.requested webhook, queued in the same transaction (docs/webhooks.md), when a
+      // human has something to decide (not for a confirmation the agent's retry completes).
+      if (!asksHuman) return;
       const data = {
         approval_id: approvalId,
         verb: verb.name,
@@ -392,7 +540,7 @@ async function pending(
       );
     }
   });
-  return pendingEnvelope(c, given, undefined, auditId, gate.roleFloor);
+  return pendingEnvelope(c, given, undefined, auditId, gate.roleFloor, typed || asksHuman);
 }
 
 /**
@@ -433,16 +581,38 @@ function agentWords(given: NonNullable<Envelope['consent']>): string {
     : " Show the agent's own words (consent.agent_text) apart, labelled as the agent's; they are not part of what the human consents to.";
 }
 
+/**
+ * The dispatch_pending envelope: the consent request (`consent`), and in words what happens
+ * next. `needsHuman`: only a human's decision completes this gate (a typed phrase, or a
+ * confirmation under confirmation_channel `human`). On a plain-retry transport
+ * (DispatchOptions.plain_retry) the answer also carries `consent.retry` — who acts first
+ * (`user_confirms`: the agent asks the user in the conversation; `human_approves`: a signed-in
+ * human approves at `approval_url`), then the same tool is called again with the same arguments.
+ * spec/consent.md §pending §plain-retry
+ */
 function pendingEnvelope(
   c: Keyed,
   pending: NonNullable<Envelope['consent']>,
   message?: string,
   auditId?: number,
   gateFloor?: string,
+  needsHuman = pending.gate === 'typed_phrase',
 ): Envelope {
   // The approval page's link, when the runtime knows its public URL. spec/consent.md §approval-page
   const approvalUrl = approvalUrlOf(c.rt.options.publicUrl, pending.approval_id);
-  const given = approvalUrl === undefined ? pending : { ...pending, approval_url: approvalUrl };
+  const plainRetry = c.options.plain_retry === true;
+  const given: NonNullable<Envelope['consent']> = {
+    ...pending,
+    ...(approvalUrl !== undefined ? { approval_url: approvalUrl } : {}),
+    ...(plainRetry
+      ? {
+          retry: {
+            after: needsHuman ? ('human_approves' as const) : ('user_confirms' as const),
+            same_arguments: true as const,
+          },
+        }
+      : {}),
+  };
   const verb = c.verb;
   const typed = given.gate === 'typed_phrase';
   const floor = gateFloor ?? c.delegated?.roleFloor ?? verb.roleFloor;
@@ -464,11 +634,21 @@ function pendingEnvelope(
       };
     PENDING_PHRASES.set(shown, given.typed_phrase!);
   }
-  const how = withheld
-    ? `This tenant counts a typed phrase only from a human where they type it, so the phrase is not shown here. Tell the human: ${shown.summary} Ask a user with the ${floor} role or higher to approve ${shown.approval_id} ${humanApprovalPlaces(shown.approval_id === undefined ? undefined : String(shown.approval_id))}; then call ${verb.name} again with the same arguments, confirm=true and the nonce (no typed_phrase).`
-    : typed
-      ? `Show the human this exact phrase: "${shown.typed_phrase}". When they type it, call ${verb.name} again with the same arguments, confirm=true, the nonce and typed_phrase set to what they typed. Or have a user with the ${floor} role or higher approve ${shown.approval_id} out of band (approvals.approve with the typed phrase, or \`solid approvals approve ${shown.approval_id}\`), then call ${verb.name} again with the same arguments, confirm=true and the nonce (no typed_phrase).`
-      : `Ask the human to confirm: ${shown.summary} Then call ${verb.name} again with the same arguments, confirm=true and the nonce.`;
+  const where =
+    approvalUrl !== undefined
+      ? `at ${approvalUrl}`
+      : humanApprovalPlaces(shown.approval_id === undefined ? undefined : String(shown.approval_id));
+  const how = plainRetry
+    ? needsHuman
+      ? `Tell the human: ${shown.summary} A user with the ${floor} role or higher approves ${shown.approval_id} ${where}; then call ${verb.name} again with the same arguments (no nonce needed). It runs once; other arguments start a new request.`
+      : `Ask the user to confirm: ${shown.summary} If they agree, call ${verb.name} again with the same arguments before ${shown.expires_at}: that call is the confirmation, and it runs once.`
+    : withheld
+      ? `This tenant counts a typed phrase only from a human where they type it, so the phrase is not shown here. Tell the human: ${shown.summary} Ask a user with the ${floor} role or higher to approve ${shown.approval_id} ${humanApprovalPlaces(shown.approval_id === undefined ? undefined : String(shown.approval_id))}; then call ${verb.name} again with the same arguments, confirm=true and the nonce (no typed_phrase).`
+      : typed
+        ? `Show the human this exact phrase: "${shown.typed_phrase}". When they type it, call ${verb.name} again with the same arguments, confirm=true, the nonce and typed_phrase set to what they typed. Or have a user with the ${floor} role or higher approve ${shown.approval_id} out of band (approvals.approve with the typed phrase, or \`solid approvals approve ${shown.approval_id}\`), then call ${verb.name} again with the same arguments, confirm=true and the nonce (no typed_phrase).`
+        : needsHuman
+          ? `This tenant counts a confirmation only from a human. Tell the human: ${shown.summary} A user with the ${floor} role or higher approves ${shown.approval_id} ${where}; then call ${verb.name} again with the same arguments, confirm=true and the nonce.`
+          : `Ask the human to confirm: ${shown.summary} Then call ${verb.name} again with the same arguments, confirm=true and the nonce.`;
   const env: Envelope = {
     ok: false,
     verb: verb.name,
@@ -479,9 +659,9 @@ function pendingEnvelope(
           (typed
             ? `${verb.name} needs a human to type a confirmation phrase before it runs.`
             : `${verb.name} needs a human confirmation before it runs.`)) +
-        (approvalUrl === undefined
+        (approvalUrl === undefined || !needsHuman
           ? ''
-          : ` A human approves it at ${approvalUrl} (signed in on this server's approval page); then call ${verb.name} again with the same arguments, confirm=true and the nonce.`),
+          : ` A human approves it at ${approvalUrl} (signed in on this server's approval page); then call ${verb.name} again with the same arguments${plainRetry ? '' : ', confirm=true and the nonce'}.`),
       hint: `${how}${raisedWords(shown)}${agentWords(shown)} The nonce expires at ${shown.expires_at}.`,
     },
     consent: shown,

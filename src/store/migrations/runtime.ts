@@ -582,6 +582,20 @@ CREATE INDEX approvals_same_action ON approvals(company_id, verb, args_hash) WHE
 ALTER TABLE audit_log ADD COLUMN consent TEXT;
 `;
 
+/**
+ * v14: approvals a plain retry can complete (spec/consent.md §plain-retry).
+ * - approvals.requested_key: the API key id of the requesting principal (null without one); a
+ *   plain retry (same tool, same arguments, no nonce) completes an approval only for the same key.
+ * - approvals.nonce_expires_at: the expiry signed into the pending answer's nonce, so a plain
+ *   retry burns the same (expires_at, jti) pair a confirm with that nonce would.
+ * - an index for the plain-retry lookup (tenant, verb, arguments hash, requester).
+ */
+const APPROVALS_PLAIN_RETRY_V14 = `
+ALTER TABLE approvals ADD COLUMN requested_key TEXT;
+ALTER TABLE approvals ADD COLUMN nonce_expires_at TEXT;
+CREATE INDEX approvals_plain_retry ON approvals(company_id, verb, args_hash, requested_by, created_at);
+`;
+
 export const runtimeMigrations: readonly Migration[] = [
   portableMigration(1, 'runtime tables', RUNTIME_V1),
   portableMigration(2, 'audit trail indexes', AUDIT_TRAIL_INDEXES_V2),
@@ -596,4 +610,5 @@ export const runtimeMigrations: readonly Migration[] = [
   portableMigration(11, 'subscriptions per user', SUBSCRIPTIONS_PER_USER_V11),
   portableMigration(12, 'human users and their credentials', HUMANS_V12),
   portableMigration(13, 'approvals answer one attempt; consent provenance', APPROVALS_ONE_ATTEMPT_V13),
+  portableMigration(14, 'approvals a plain retry completes', APPROVALS_PLAIN_RETRY_V14),
 ];

@@ -15,7 +15,9 @@
  *   pending     as not ok; the hint says how to consent ON MCP: the consent options ride in the
  *               request's `_meta` (dev.solid-verbs/confirm + dev.solid-verbs/nonce), never in
  *               the arguments, and a typed phrase is never typed by the model (out-of-band
- *               approval instead)
+ *               approval instead); a pending answer to a call without consent `_meta`
+ *               (`consent.retry`, spec/consent.md §plain-retry) says instead who acts first and
+ *               to call the same tool again with the same arguments
  *
  * Size: stdio caps one message at 10 MiB (SDK STDIO_DEFAULT_MAX_BUFFER_SIZE) and closes the
  * connection past it, so results are trimmed HERE, never by the transport: the text copy is cut
@@ -125,7 +127,19 @@ function withMcpHint(envelope: Envelope, options: ToolResultOptions): Envelope {
   if (envelope.error?.reason !== 'dispatch_pending' || c === undefined) return envelope;
   const again = `call ${options.toolName} again with the same arguments and _meta ${confirmMetaJson(c.nonce)} before ${c.expires_at}`;
   let hint: string;
-  if (c.gate === 'typed_phrase') {
+  if (c.retry !== undefined) {
+    // The caller sent no consent _meta (agent frameworks cannot): the same call again is the
+    // retry; the _meta path stays for hosts that use it. spec/consent.md §plain-retry
+    const url =
+      c.approval_url ??
+      (c.approval_id !== undefined ? options.approvalUrl?.(String(c.approval_id)) : undefined);
+    const same = `call ${options.toolName} again with the same arguments`;
+    hint =
+      c.retry.after === 'user_confirms'
+        ? `Ask the user: ${c.summary} If they agree, ${same} before ${c.expires_at}; that call is the confirmation and runs once.`
+        : `A human must approve this; the model cannot. Tell the user: ${c.summary} A user allowed to approve it does so ${url !== undefined ? `at ${url} (or ` : '('}\`solid approvals approve ${c.approval_id}\` at a terminal on the server); then ${same}. It runs once.`;
+    hint += ` (Hosts that send _meta may instead ${again}.)`;
+  } else if (c.gate === 'typed_phrase') {
     // The runtime's approval page (consent.approval_url) first; else the transport's own guess.
     const url =
       c.approval_url ??

@@ -11,7 +11,8 @@
  *      attempt is audited (blocked_verb, unknown_verb, surface_denied; nothing runs), then a
  *      JSON-RPC -32602 error carrying that envelope in `data`.
  *   2. `rt.dispatch({ surface: 'mcp_stdio', principal | apiKey, signal, onProgress }, verb,
- *      arguments, { idempotency_key, confirm, nonce } from `_meta`)` — see meta-keys.ts.
+ *      arguments, { idempotency_key, confirm, nonce } from `_meta`)` — see meta-keys.ts; a call
+ *      with neither confirm nor nonce is passed as a plain retry (spec/consent.md §plain-retry).
  *   3. a typed-phrase dispatch_pending: when the client declared form elicitation, ask the human
  *      (consent-elicitation.ts) and dispatch again with confirm + nonce + what THEY typed;
  *      decline/cancel → approvals.withdraw of that request (a form is no human's rejection), then the call
@@ -114,8 +115,9 @@ export const SERVER_INSTRUCTIONS =
   'structuredContent: its text is "reason: message — hint", then the whole envelope as JSON: branch on error.reason and follow error.hint. ' +
   'A write answers a receipt: status and audit_id (give it to audit.revert to undo), and when they apply rollback_handle, ' +
   'idempotency_key, timestamp, replayed and attestation (a signature of the audit row). Writes needing consent answer dispatch_pending: for a confirmation, ask the ' +
-  `human, then call again with the same arguments and _meta {"${META.confirm}": true, "${META.nonce}": "<consent.nonce>"}. ` +
-  'Typed-phrase actions are confirmed by the human (a form this server asks your client to show, or an out-of-band approval); never type ' +
+  `human, then call again with the same arguments and _meta {"${META.confirm}": true, "${META.nonce}": "<consent.nonce>"} ` +
+  '(a client that cannot send _meta: the same call again is the confirmation). ' +
+  'Typed-phrase actions are confirmed by the human (a form this server asks your client to show, or the approval page at consent.approval_url, then the same call again); never type ' +
   `a phrase yourself. To retry a write safely, send _meta {"${META.idempotencyKey}": "<uuid>"}; the same key returns the stored receipt.`;
 
 /** Build the Server for one connection (not connected yet: call `server.connect(transport)`). */
@@ -282,9 +284,16 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
   return server;
 }
 
-/** The consent options a client sends in `params._meta` (never in the arguments). */
+/**
+ * The consent options a client sends in `params._meta` (never in the arguments). A call that
+ * sends neither confirm nor nonce (agent frameworks cannot) is passed on as a plain retry: the
+ * pipeline's consent step decides whether it completes an earlier pending answer of the
+ * identical call (spec/consent.md §plain-retry).
+ */
 export function dispatchOptions(meta: Record<string, unknown> | undefined): DispatchOptions {
   const out: DispatchOptions = {};
+  if (meta === undefined || (meta[META.confirm] === undefined && meta[META.nonce] === undefined))
+    out.plain_retry = true;
   if (meta === undefined) return out;
   // Passed on as sent: the pipeline answers idempotency_key_invalid for a malformed key.
   if (meta[META.idempotencyKey] !== undefined) out.idempotency_key = meta[META.idempotencyKey] as string;

@@ -84,8 +84,9 @@ export interface Consent {
    */
   nonceExpires?: string;
   /**
-   * Typed-phrase gate: the nonce's approvals row (created at preflight) is consumed in the
-   * effect's transaction, only while still pending or approved. spec/consent.md §nonce
+   * The nonce's approvals row (created at preflight: typed-phrase gates, and confirmation gates
+   * under a human confirmation_channel or asked over a plain-retry transport) is consumed in the
+   * effect's transaction, only while still pending or approved. spec/consent.md §nonce §plain-retry
    */
   burnApproval?: boolean;
   approvalId?: string;
@@ -342,7 +343,8 @@ export function provenanceOf(input: ExecuteInput, nowIso: string): ConsentProven
   if (c.approvedBy !== undefined) {
     return {
       class: cls,
-      act: 'typed_phrase',
+      // A confirmation gate a human approved with a click (confirmation_channel human) is a confirmation.
+      act: typed ? 'typed_phrase' : 'confirmation',
       channel: (c.approvedChannel as ConsentProvenance['channel'] | undefined) ?? 'dashboard',
       user_id: c.approvedBy,
       ...(c.approvedRole !== undefined ? { role: c.approvedRole } : {}),

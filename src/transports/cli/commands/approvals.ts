@@ -104,7 +104,9 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
 
   approvals
     .command('approve <approval_id>')
-    .description('Approve a pending action by typing its phrase (prompted on a terminal)')
+    .description(
+      'Approve a pending action by typing its phrase, or yes for a confirmation (prompted on a terminal)',
+    )
     .option('--phrase <phrase>', 'the phrase, typed exactly as shown')
     .option('--json', 'print the envelope as JSON')
     .option('--api-key <key>', 'API key (default: SOLID_API_KEY)')
@@ -138,7 +140,16 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
             io.err(
               `${item.verb}: ${item.summary}\nRequested by user ${item.requested_by} (${item.requested_role}); status ${item.status}; expires ${item.expires_at}.`,
             );
-            if (human && io.prompt !== undefined && item.typed_phrase !== null) {
+            if (human && io.prompt !== undefined && item.typed_phrase === '') {
+              // A confirmation (no phrase): the operator approves it with an explicit yes.
+              io.err('To approve this confirmation, type yes.');
+              if ((await io.prompt('> ')).trim() !== 'yes') {
+                io.err('Not approved; nothing changed.');
+                setExit(1);
+                return;
+              }
+              phrase = '';
+            } else if (human && io.prompt !== undefined && item.typed_phrase !== null) {
               io.err(`To approve, type exactly:  ${item.typed_phrase}`);
               phrase = await io.prompt('> ');
             } else {
@@ -157,6 +168,7 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
           }
           const env = await target.dispatch(
             'approvals.approve',
+            // An empty phrase approves a confirmation (approvals.approve ignores it there).
             { approval_id: approvalId, typed_phrase: phrase },
             {},
             { humanAtTerminal: human },

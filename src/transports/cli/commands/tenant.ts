@@ -1,7 +1,7 @@
 /**
  * `solid tenant show`, `solid tenant caps set --class C --limit N|default`,
  * `solid tenant blocklist add <name>`, `solid tenant blocklist remove <name>`,
- * `solid tenant phrase-channel <any|human>`: the tenant's consent settings (spec/consent.md §caps,
+ * `solid tenant phrase-channel <any|human>`, `solid tenant confirmation-channel <any|human>`: the tenant's consent settings (spec/consent.md §caps,
  * §blocklist, §phrase-channel). Each is a dispatch of tenant.settings /
  * tenant.caps_set / tenant.blocklist_add / tenant.blocklist_remove with the caller's key
  * (--api-key or SOLID_API_KEY): owner only, audited, revertible with audit.revert.
@@ -58,6 +58,7 @@ export function registerTenant(program: Command, io: Io, setExit: (code: number)
           caps: Record<string, CapView>;
           blocklist: { default: string[]; tenant: string[] };
           phrase_channel?: string;
+          confirmation_channel?: string;
         };
         io.out(
           table(
@@ -78,8 +79,35 @@ export function registerTenant(program: Command, io: Io, setExit: (code: number)
         io.out(
           `typed phrases count from: ${data.phrase_channel === 'human' ? 'a human only (approval page, dashboard, terminal prompt on this database)' : 'any channel'}`,
         );
+        io.out(
+          `confirmations count from: ${data.confirmation_channel === 'human' ? 'a human only (approval page, dashboard, terminal prompt on this database)' : "any channel (the agent's own, after asking the user)"}`,
+        );
         setExit(0);
       });
+    });
+
+  tenant
+    .command('confirmation-channel <channel>')
+    .description(
+      'Who may confirm a confirmation gate: "any" (default: the agent, after asking the user) or "human" (a signed-in person on the approval page or dashboard, or the terminal prompt on this database; switching back to "any" only at a terminal)',
+    )
+    .option('--json', 'print the envelope as JSON')
+    .option('--api-key <key>', 'API key (default: SOLID_API_KEY)')
+    .action(async (channel: string, flags: KeyFlags) => {
+      if (channel !== 'any' && channel !== 'human') {
+        io.err(`✗ the confirmation channel is "any" or "human" (got "${channel}")`);
+        setExit(2);
+        return;
+      }
+      setExit(
+        await confirmAndRun(
+          program,
+          io,
+          'tenant.confirmation_channel_set',
+          { confirmation_channel: channel },
+          flags,
+        ),
+      );
     });
 
   tenant
