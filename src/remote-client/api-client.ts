@@ -229,6 +229,7 @@ export class ApiClient {
     if (options.confirm !== undefined) body.confirm = options.confirm;
     if (options.typed_phrase !== undefined) body.typed_phrase = options.typed_phrase;
     if (options.nonce !== undefined) body.nonce = options.nonce;
+    if (options.plain_retry === true) body.plain_retry = true;
     const headers: Record<string, string> = {};
     const surface = call.surface ?? this.surface;
     if (surface !== 'http') headers[CLIENT_SURFACE_HEADER] = surface;

@@ -5,6 +5,7 @@
  * calls one with the key; the shortcut commands of §5 run; and spec/transports.md has the section
  * ids the remote-mode code cites.
  */
+import { randomUUID } from 'node:crypto';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -68,7 +69,9 @@ async function listAndCall(t: TestContext, transport: Transport, customerId: num
   assert.equal(r.isError, undefined, JSON.stringify(r).slice(0, 400));
   const write = (await client.callTool({
     name: 'deals_create',
-    arguments: { contact_id: customerId, title: 'docs', amount_cents: 1 },
+    // A fresh title per snippet: an identical call by the same key would be a plain retry and
+    // complete the earlier pending one (spec/consent.md §plain-retry).
+    arguments: { contact_id: customerId, title: `docs ${randomUUID().slice(0, 8)}`, amount_cents: 1 },
   })) as CallToolResult;
   assert.equal(
     errorEnvelopeOf(write)?.error?.reason,

@@ -25,7 +25,7 @@ import { limiterPrincipal } from './rate-limit.ts';
 
 export const MANIFEST_CACHE_CONTROL = 'private, max-age=300';
 
-const BODY_MEMBERS = new Set(['args', 'confirm', 'typed_phrase', 'nonce']);
+const BODY_MEMBERS = new Set(['args', 'confirm', 'typed_phrase', 'nonce', 'plain_retry']);
 
 /** The dispatch body, checked for its own shape only (args are the runtime's to validate). */
 export function readDispatchBody(body: unknown): { args: unknown; options: DispatchOptions } {
@@ -60,6 +60,13 @@ export function readDispatchBody(body: unknown): { args: unknown; options: Dispa
     if (b[k] === undefined || b[k] === null) continue;
     if (typeof b[k] !== 'string') throw bodyType(k, 'a string');
     options[k] = b[k];
+  }
+  // An MCP bridge (`solid mcp --remote`) relaying a tools/call that carried no consent _meta: the
+  // consent step decides what the repeat means (spec/consent.md §plain-retry). It grants nothing
+  // confirm + nonce would not: a typed phrase still needs a human's approval.
+  if (b.plain_retry !== undefined) {
+    if (typeof b.plain_retry !== 'boolean') throw bodyType('plain_retry', 'a boolean');
+    if (b.plain_retry) options.plain_retry = true;
   }
   return { args: b.args, options };
 }

@@ -149,6 +149,11 @@ const DISPATCH_REQUEST: JsonSchema = {
       type: 'string',
       description: 'The exact phrase shown in consent.typed_phrase (WRITE_FINANCIAL, IRREVERSIBLE).',
     },
+    plain_retry: {
+      type: 'boolean',
+      description:
+        'Set by MCP bridges relaying a call that had no consent _meta: the repeat of an identical pending call completes it when consent.retry allows (spec/consent.md §plain-retry).',
+    },
   },
 };
 
