@@ -48,7 +48,7 @@ export async function openToolPage(
   return { page, registered };
 }
 
-/** The module's mode on a page: 'native', 'polyfill' or 'none'. */
+/** The module's mode on a page: 'native', 'polyfill', 'mcp-b' (the @mcp-b/global bridge) or 'none'. */
 export function moduleMode(page: Page): Promise<string> {
   return page.evaluate(() => (window as unknown as { solidWebmcp: { mode: string } }).solidWebmcp.mode);
 }

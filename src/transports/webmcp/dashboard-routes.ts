@@ -7,6 +7,8 @@
  *   GET /dashboard.js            the dashboard script (bundled from web/dashboard.ts)
  *   GET /dashboard.css           its style sheet
  *   GET /webmcp.js               the WebMCP browser module (bundled from web/webmcp.ts)
+ *   GET /webmcp-bridge           the MCP-B bridge page (web/webmcp-bridge.html), its own CSP
+ *   GET /webmcp-bridge.js        its script (bundled from web/webmcp-bridge.ts with @mcp-b/global)
  *
  * Static answers carry a strong ETag and `Cache-Control: no-cache` (304 on If-None-Match).
  */
@@ -25,6 +27,23 @@ export const DASHBOARD_CSP = [
   "img-src 'self' data:",
   "connect-src 'self'",
   "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/**
+ * The MCP-B bridge page's Content-Security-Policy (spec/transports.md §webmcp-bridge). Its own
+ * policy, so the bridge's needs never widen the dashboard's: the page runs only
+ * /webmcp-bridge.js (the bridge and the tool registrations) and talks only to this origin. No
+ * style, no form, no framing. @mcp-b/global 5.1.0 runs without `'unsafe-eval'` (it validates with
+ * an interpreter, and Zod's eval probe is caught): test/browser/webmcp-bridge.test.ts.
+ */
+export const BRIDGE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self' data:",
+  "form-action 'none'",
   "base-uri 'none'",
   "frame-ancestors 'none'",
 ].join('; ');
@@ -68,5 +87,17 @@ export function registerDashboardRoutes(app: FastifyInstance, deps: { dashboard:
   });
   app.get('/dashboard.css', { config: HIDDEN }, function dashboardStyles(request, reply) {
     return serveAsset('dashboard.css', request, reply);
+  });
+  // The MCP-B bridge page: the bridge and the tool registrations only, under its own CSP.
+  app.get('/webmcp-bridge', { config: HIDDEN }, function bridgePage(request, reply) {
+    return serveAsset('webmcp-bridge.html', request, reply, {
+      'content-security-policy': BRIDGE_CSP,
+      'referrer-policy': 'same-origin',
+      'x-frame-options': 'DENY',
+      'cross-origin-opener-policy': 'same-origin',
+    });
+  });
+  app.get('/webmcp-bridge.js', { config: HIDDEN }, function bridgeScript(request, reply) {
+    return serveAsset('webmcp-bridge.js', request, reply);
   });
 }

@@ -5,6 +5,8 @@
  *   /dashboard.js   esbuild bundle of web/dashboard.ts (ES module; loads /webmcp.js itself)
  *   /dashboard.css  web/dashboard.css as is
  *   /               web/dashboard.html as is
+ *   /webmcp-bridge.js  esbuild bundle of web/webmcp-bridge.ts (ES module; @mcp-b/global bundled in)
+ *   /webmcp-bridge     web/webmcp-bridge.html as is (the MCP-B bridge page)
  *
  * The built package serves the files `npm run build` bundled into `dist/web/` (scripts/build.ts):
  * nothing is compiled at run time and esbuild is not needed. Run from the TypeScript sources (a
@@ -31,10 +33,14 @@ export const WEB_DIR = fileURLToPath(new URL('../../../web/', import.meta.url));
 export const PREBUILT_WEB_DIR = fileURLToPath(new URL('../../web/', import.meta.url));
 
 /** The browser bundles and their entry files in `web/`. */
-export const WEB_BUNDLES = { 'webmcp.js': 'webmcp.ts', 'dashboard.js': 'dashboard.ts' } as const;
+export const WEB_BUNDLES = {
+  'webmcp.js': 'webmcp.ts',
+  'dashboard.js': 'dashboard.ts',
+  'webmcp-bridge.js': 'webmcp-bridge.ts',
+} as const;
 
 /** The files copied as they are. */
-export const WEB_STATIC = ['dashboard.css', 'dashboard.html'] as const;
+export const WEB_STATIC = ['dashboard.css', 'dashboard.html', 'webmcp-bridge.html'] as const;
 
 /** esbuild options of a browser bundle; typed here so the shipped .d.ts does not need esbuild. */
 export interface WebBundleOptions {
@@ -80,7 +86,13 @@ export interface WebAsset {
 }
 
 /** Names of the assets this module can produce. */
-export type WebAssetName = 'webmcp.js' | 'dashboard.js' | 'dashboard.css' | 'dashboard.html';
+export type WebAssetName =
+  | 'webmcp.js'
+  | 'dashboard.js'
+  | 'dashboard.css'
+  | 'dashboard.html'
+  | 'webmcp-bridge.js'
+  | 'webmcp-bridge.html';
 
 const cache = new Map<WebAssetName, Promise<WebAsset>>();
 
@@ -109,11 +121,13 @@ async function produce(name: WebAssetName): Promise<WebAsset> {
     case 'webmcp.js':
       return asset(await bundle('webmcp.ts'), 'text/javascript; charset=utf-8');
     case 'dashboard.js':
-      return asset(await bundle('dashboard.ts'), 'text/javascript; charset=utf-8');
+    case 'webmcp-bridge.js':
+      return asset(await bundle(WEB_BUNDLES[name]), 'text/javascript; charset=utf-8');
     case 'dashboard.css':
       return asset(await readFile(`${WEB_DIR}dashboard.css`, 'utf8'), 'text/css; charset=utf-8');
     case 'dashboard.html':
-      return asset(await readFile(`${WEB_DIR}dashboard.html`, 'utf8'), 'text/html; charset=utf-8');
+    case 'webmcp-bridge.html':
+      return asset(await readFile(`${WEB_DIR}${name}`, 'utf8'), 'text/html; charset=utf-8');
   }
 }
 

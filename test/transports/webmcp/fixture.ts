@@ -196,7 +196,8 @@ export interface WebmcpFixture extends TestRuntime {
 /**
  * Build the runtime and the server (ready, not listening).
  * @param options plugin options (session TTL, allowed origins, body limit)
- * @param pages extra HTML pages served as is (path → HTML), e.g. a test page loading /webmcp.js
+ * @param pages extra pages served as is (path → text), e.g. a test page loading /webmcp.js; a path
+ *   ending in `.js` is served as JavaScript, any other as HTML
  */
 export async function webmcpFixture(
   t: TestContext,
@@ -215,7 +216,11 @@ export async function webmcpFixture(
   h.rt.register(...testVerbs);
   const pagesPlugin: HttpPlugin = async (instance) => {
     for (const [path, html] of Object.entries(pages))
-      instance.get(path, (_req, reply) => reply.type('text/html; charset=utf-8').send(html));
+      instance.get(path, (_req, reply) =>
+        reply
+          .type(path.endsWith('.js') ? 'text/javascript; charset=utf-8' : 'text/html; charset=utf-8')
+          .send(html),
+      );
   };
   const app = createHttpServer(h.rt, { logger: false, plugins: [createWebmcpPlugin(options), pagesPlugin] });
   await app.ready();
