@@ -450,12 +450,16 @@ export function registerSignInRoutes(app: FastifyInstance, deps: SignInRouteDeps
     },
     async function inviteRoute(request, reply) {
       const me = await deps.signedIn(request);
-      if (!me.human || me.role !== 'owner')
+      if (!me.human)
         throw new VerbError(
-          'role_denied', // MERGE: human_required (identity)
+          'human_required',
           'Only a signed-in human owner may invite people; an agent credential never can.',
           { hint: 'Sign in to the dashboard as the owner, or run `solid users invite` on the server.' },
         );
+      if (me.role !== 'owner')
+        throw new VerbError('role_denied', 'Only the owner may invite people.', {
+          hint: 'Ask the owner to invite them from the dashboard.',
+        });
       const body = bodyOf(request);
       const name = cleanUserName(body.name);
       if (name === undefined || !isRole(body.role))

@@ -13,8 +13,8 @@
  *                    its old secret.
  *
  * Projected on http and cli only: an agent does not choose where the business's notifications
- * go through its tool list. Until the identity room's consent predicate lands, the owner role is
- * the gate; then only a human principal may use these.
+ * go through its tool list. The owner role is the gate (an owner API key passes); making these
+ * human-only is planned (docs/webhooks.md).
  *
  * Reasons: invalid_input (URL: not http(s), credentials, fragment, plain http off loopback; more
  * than 20 endpoints), not_found (no such endpoint in this tenant), role_denied.

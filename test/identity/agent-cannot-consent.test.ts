@@ -167,6 +167,9 @@ test(
         ),
       ];
       for (const a of attempts) assert.equal(a.env.ok, false, JSON.stringify(a.env));
+      // 5. Minting a human: inviting a new owner with the key's session.
+      const invite = await post(f, '/api/v1/users/invite', { name: 'Mallory', role: 'owner' }, session);
+      assert.equal(invite.env.error?.reason, 'human_required', JSON.stringify(invite.env));
     } else assert.equal(login.env.error?.reason, 'session_requires_human');
     // 4b. The same switch over the agent API, preflight then confirm with the key.
     const setting = await post(
