@@ -376,87 +376,92 @@ function requireHumanToLoosen(ctx: SystemVerbContext, settings: TenantSettings):
   );
 }
 
-export const tenantPhraseChannelSet = defineSystemVerb<{ phrase_channel: PhraseChannelSetting }>({
+type ChannelMember = 'phrase_channel' | 'confirmation_channel';
+
+/**
+ * The setter verb of one channel setting (`tenant.phrase_channel_set`,
+ * `tenant.confirmation_channel_set`): WRITE_REVERSIBLE, cap-exempt, owner, http and cli only,
+ * revertible. Output `{ status: completed | unchanged, <member>, previous_<member> }`. Setting
+ * `any` while the effective value is `human` is a loosening: `requireToLoosen` throws unless a
+ * human asks (spec/consent.md §channels); tightening is open to agents.
+ */
+function channelSetVerb<M extends ChannelMember>(
+  member: M,
+  v: {
+    name: string;
+    title: string;
+    description: string;
+    summary: Record<PhraseChannelSetting, string>;
+    effective: (settings: TenantSettings) => PhraseChannelSetting;
+    requireToLoosen: (ctx: SystemVerbContext, settings: TenantSettings) => void;
+  },
+) {
+  return defineSystemVerb<Record<M, PhraseChannelSetting>>({
+    name: v.name,
+    title: v.title,
+    description: v.description,
+    shape: 'receipt',
+    category: 'consent',
+    consent: 'WRITE_REVERSIBLE',
+    cap_exempt: true,
+    role_floor: 'owner',
+    surfaces: ['http', 'cli'],
+    input: {
+      type: 'object',
+      properties: { [member]: { type: 'string', enum: [...PHRASE_CHANNEL_SETTINGS] } },
+      required: [member],
+      additionalProperties: false,
+    },
+    summary: (a) => v.summary[a[member]],
+    async handler(ctx, args) {
+      const settings = await readSettings(ctx.db, ctx.principal.company_id);
+      const previous = v.effective(settings);
+      const next = args[member];
+      if (next === 'any' && previous === 'human') v.requireToLoosen(ctx, settings);
+      // Stored explicitly, even when it equals the default (spec/consent.md §channels).
+      settings[member] = next;
+      ctx.setEntity('tenant', ctx.principal.company_id);
+      if (previous !== next) {
+        await writeSettings(ctx, settings);
+        ctx.setRollback(`tenant:${member}:${previous}`, { previous });
+      }
+      return {
+        status: previous === next ? 'unchanged' : 'completed',
+        [member]: next,
+        [`previous_${member}`]: previous,
+      };
+    },
+    revert: { handler: (ctx, original) => restore(ctx, original, member) },
+  });
+}
+
+export const tenantPhraseChannelSet = channelSetVerb('phrase_channel', {
   name: 'tenant.phrase_channel_set',
   title: 'Set where typed phrases count',
   description:
     "Set who may type a phrase that counts (WRITE_FINANCIAL, IRREVERSIBLE): `human` (default) — only a signed-in person (the approval page, the dashboard) or the operator at the server's terminal; an agent's phrase is refused with phrase_channel_human and its pending answers do not show the phrase; `any` — agents too, an explicit owner choice that receipts name. Switching to `any` must itself come from a human. Owner only; needs a confirmation.",
-  shape: 'receipt',
-  category: 'consent',
-  consent: 'WRITE_REVERSIBLE',
-  cap_exempt: true,
-  role_floor: 'owner',
-  surfaces: ['http', 'cli'],
-  input: {
-    type: 'object',
-    properties: { phrase_channel: { type: 'string', enum: [...PHRASE_CHANNEL_SETTINGS] } },
-    required: ['phrase_channel'],
-    additionalProperties: false,
+  summary: {
+    human:
+      'Count typed phrases only when a human types them (approval page, dashboard, the terminal prompt on the server).',
+    any: 'Count typed phrases from any channel, agents included.',
   },
-  summary: (a) =>
-    a.phrase_channel === 'human'
-      ? 'Count typed phrases only when a human types them (approval page, dashboard, the terminal prompt on the server).'
-      : 'Count typed phrases from any channel, agents included.',
-  async handler(ctx, args) {
-    const settings = await readSettings(ctx.db, ctx.principal.company_id);
-    const previous = phraseChannelOf(settings);
-    if (args.phrase_channel === 'any') requireHumanToLoosen(ctx, settings);
-    // Stored explicitly: `any` is the owner's choice, `human` the default (spec/consent.md §channels).
-    settings.phrase_channel = args.phrase_channel;
-    ctx.setEntity('tenant', ctx.principal.company_id);
-    if (previous !== args.phrase_channel) {
-      await writeSettings(ctx, settings);
-      ctx.setRollback(`tenant:phrase_channel:${previous}`, { previous });
-    }
-    return {
-      status: previous === args.phrase_channel ? 'unchanged' : 'completed',
-      phrase_channel: args.phrase_channel,
-      previous_phrase_channel: previous,
-    };
-  },
-  revert: { handler: (ctx, original) => restore(ctx, original, 'phrase_channel') },
+  effective: phraseChannelOf,
+  requireToLoosen: requireHumanToLoosen,
 });
 
-export const tenantConfirmationChannelSet = defineSystemVerb<{ confirmation_channel: PhraseChannelSetting }>({
+export const tenantConfirmationChannelSet = channelSetVerb('confirmation_channel', {
   name: 'tenant.confirmation_channel_set',
   title: 'Set who may confirm',
   description:
     "Set who may confirm a confirmation gate (WRITE_REVERSIBLE): `any` (default) — the agent's own confirmation counts (it asks the user in the conversation, then calls again); `human` — only a signed-in person (the approval page's Approve button, the dashboard) or the operator at the server's terminal, so every such write waits for a human's approval. Typed phrases are not affected. Switching to `any` must itself come from a human (human_required). Owner only; needs a confirmation.",
-  shape: 'receipt',
-  category: 'consent',
-  consent: 'WRITE_REVERSIBLE',
-  cap_exempt: true,
-  role_floor: 'owner',
-  surfaces: ['http', 'cli'],
-  input: {
-    type: 'object',
-    properties: { confirmation_channel: { type: 'string', enum: [...PHRASE_CHANNEL_SETTINGS] } },
-    required: ['confirmation_channel'],
-    additionalProperties: false,
+  summary: {
+    human:
+      'Count a confirmation only when a human gives it (approval page, dashboard, the terminal prompt on the server).',
+    any: "Count the agent's own confirmation (after it asks the user in the conversation).",
   },
-  summary: (a) =>
-    a.confirmation_channel === 'human'
-      ? 'Count a confirmation only when a human gives it (approval page, dashboard, the terminal prompt on the server).'
-      : "Count the agent's own confirmation (after it asks the user in the conversation).",
-  async handler(ctx, args) {
-    const settings = await readSettings(ctx.db, ctx.principal.company_id);
-    const previous = confirmationChannelOf(settings);
-    // Loosening human → any is a human's decision; tightening is open to agents. spec/consent.md §channels
-    if (args.confirmation_channel === 'any' && previous === 'human')
-      requireHumanToChange(ctx, settings, 'who may confirm (confirmation_channel)');
-    settings.confirmation_channel = args.confirmation_channel;
-    ctx.setEntity('tenant', ctx.principal.company_id);
-    if (previous !== args.confirmation_channel) {
-      await writeSettings(ctx, settings);
-      ctx.setRollback(`tenant:confirmation_channel:${previous}`, { previous });
-    }
-    return {
-      status: previous === args.confirmation_channel ? 'unchanged' : 'completed',
-      confirmation_channel: args.confirmation_channel,
-      previous_confirmation_channel: previous,
-    };
-  },
-  revert: { handler: (ctx, original) => restore(ctx, original, 'confirmation_channel') },
+  effective: confirmationChannelOf,
+  requireToLoosen: (ctx, settings) =>
+    requireHumanToChange(ctx, settings, 'who may confirm (confirmation_channel)'),
 });
 
 export const tenantSettingsVerbs = [
