@@ -141,6 +141,12 @@ export interface DelegatedConsent {
   agentText?: Record<string, string>;
   /** The owner's conditional-gate rules that raised the target's gate. spec/consent.md §conditional-gates */
   raisedBy?: GateRule[];
+  /**
+   * The verbs this call reaches (the action undone and each of its steps, a transaction step, the
+   * steps of a macro): the scope step refuses the call when the credential could not call one of
+   * them itself (spec/consent.md §api-keys).
+   */
+  targets?: readonly string[];
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a verb without declared types takes any args

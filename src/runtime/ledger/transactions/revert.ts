@@ -309,14 +309,22 @@ interface Gate {
   consentClass: VerbClass;
   roleFloor: Role;
   tierFloor: Tier;
+  /** The verbs the revert reaches (each step's, for a transaction). */
+  verbs?: string[];
 }
 
 /** The strictest gate among the steps' verbs (class, role floor, tier floor). */
 async function compositeGate(q: Queryable, rt: RuntimeCore, row: AuditRow, steps: number[]): Promise<Gate> {
-  const gate: Gate = { consentClass: 'WRITE_REVERSIBLE', roleFloor: 'employee', tierFloor: 'starter' };
+  const gate: Gate = {
+    consentClass: 'WRITE_REVERSIBLE',
+    roleFloor: 'employee',
+    tierFloor: 'starter',
+    verbs: [],
+  };
   for (const id of steps) {
     const step = await getAuditRow(q, row.company_id, id);
     const v = step === undefined ? undefined : rt.registry.get(step.action_type);
+    if (step !== undefined) gate.verbs!.push(step.action_type);
     const cls = (v?.consentClass ??
       (step?.consent_class as VerbClass | null) ??
       'WRITE_REVERSIBLE') as VerbClass;
@@ -394,6 +402,7 @@ export async function revertConsent(ctx: SystemVerbContext, args: RevertArgs): P
         ? `Undo ${label} (recorded ${row.created_at}): revert its ${steps.length} steps in reverse order.`
         : `Undo ${label} (recorded ${row.created_at}).`,
     capClass: gate.consentClass,
+    targets: gate.verbs ?? [row.action_type],
   };
 }
 
