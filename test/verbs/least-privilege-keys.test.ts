@@ -104,6 +104,9 @@ test('audit.revert reaches only what the key reaches; a revert of a verb it coul
   const ok = await consented(h, key, 'audit.revert', { audit_id: add.audit_id });
   assert.equal(ok.ok, true, JSON.stringify(ok.error));
   assert.deepEqual(await counter(h, 'v'), { value: 7, changes: 3 });
+  // Deny wins: once the owner undid the charge, the limited key still hears scope_denied, not already_reverted.
+  assert.equal((await consented(h, h.keys.owner, 'audit.revert', { audit_id: charge.audit_id })).ok, true);
+  refusedWith(await consented(h, key, 'audit.revert', { audit_id: charge.audit_id }), 'scope_denied');
 });
 
 test('audit.revert through a server or session exposing some toolsets stays inside them', async (t) => {

@@ -25,6 +25,7 @@ import { findRevertData } from '../write/receipt-store.ts';
 import { refuse } from '../../refusals.ts';
 import { reasonInfo } from '../../../spec/reasons.ts';
 import { ledgerContext, revertContext } from '../../verb-context.ts';
+import { reachDenied } from '../../verb-checks.ts';
 
 /** Input of audit.revert: exactly one of the two. */
 export interface RevertArgs {
@@ -379,6 +380,14 @@ export async function revertConsent(ctx: SystemVerbContext, args: RevertArgs): P
   const rt = ctx.runtime;
   const row = await resolveRevertTarget(ctx.db, rt, ctx.principal.company_id, args);
   await denyBelowFloor(ctx, rt, row);
+  // Deny wins here too: a limited key learns nothing more about an action it could not have
+  // called (the scope step checks the steps and the transport's narrowing; consent.md §api-keys).
+  const target = row.shape === 'transaction' ? undefined : rt.registry.get(row.action_type);
+  const outside =
+    target === undefined
+      ? undefined
+      : reachDenied({ principal: ctx.principal, ...ctx.narrowing }, target, ctx.now, 'audit.revert');
+  if (outside !== undefined) throw outside;
   // An early answer before consent is asked; runRevert checks again inside its transaction.
   const a = await assessRevert(ctx.db, rt, row, args.force !== true);
   const label = `${row.action_type} #${row.audit_id}`;
