@@ -61,6 +61,8 @@ export interface ToolsetSelection {
   readonly names: readonly string[];
   /** Is this verb reachable (its category is enabled, or it is a core verb)? */
   admits(verb: CompiledVerb): boolean;
+  /** The request narrowed the server's selection (X-MCP-Toolsets): refusals point at the header. */
+  readonly byRequest?: boolean;
 }
 
 /** Per-call options beside the args (spec/consent.md §protocol, spec/idempotency.md). */

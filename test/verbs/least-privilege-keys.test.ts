@@ -10,6 +10,7 @@ import { counterRuntime, consented, counter } from '../support/counter-verbs.ts'
 import type { TestRuntime } from '../support/runtime.ts';
 import type { CredentialScope, Envelope, Role } from '../../src/spec/types.ts';
 import { toolsetSelection } from '../../src/runtime/toolsets.ts';
+import { createHttpServer } from '../../src/transports/http/server.ts';
 
 /** A key of the main tenant's owner user (user 1), limited by `scope`. */
 function limitedKey(h: TestRuntime, scope: CredentialScope, role: Role = 'owner'): Promise<string> {
@@ -88,6 +89,18 @@ test('an expired key is refused at authentication (key_expired) and the refusal 
     owners.map((r) => ({ ...r })),
     [{ action_type: 'api_key.expired', status: 'denied' }],
   );
+  // Over HTTP: 401 with the RFC 6750 invalid_token challenge.
+  const app = createHttpServer(h.rt);
+  t.after(() => app.close());
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/v1/agent/dispatch/counter.get',
+    payload: { args: { name: 'e' } },
+    headers: { authorization: `Bearer ${key}` },
+  });
+  assert.equal(res.statusCode, 401);
+  assert.match(String(res.headers['www-authenticate']), /error="invalid_token"/);
+  assert.equal((res.json() as Envelope).error?.reason, 'key_expired');
 });
 
 test('audit.revert reaches only what the key reaches; a revert of a verb it could not call is refused', async (t) => {

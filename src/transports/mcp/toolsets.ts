@@ -118,11 +118,12 @@ export function narrowSelection(
   base: ToolsetSelection | undefined,
   by: ToolsetSelection | undefined,
 ): ToolsetSelection | undefined {
-  if (base === undefined) return by;
   if (by === undefined) return base;
+  if (base === undefined) return { ...by, byRequest: true };
   return {
     names: base.names.filter((n) => by.names.includes(n)),
     admits: (v) => base.admits(v) && by.admits(v),
+    byRequest: true,
   };
 }
 

@@ -90,6 +90,10 @@ test('X-MCP-Toolsets narrows --toolsets and never widens it; an unknown name is 
     ['audit.revert', 'verbs.list'],
   );
   assert.equal(await reasonOf(narrowed, 'audit.trail', {}), 'surface_denied');
+  const trail = await narrowed
+    .callTool({ name: 'audit.trail', arguments: {} })
+    .catch((err: { data?: { envelope?: { error?: { hint?: string } } } }) => err.data?.envelope);
+  assert.match(JSON.stringify(trail), /X-MCP-Toolsets/, 'the refusal points at the header, not --toolsets');
   assert.equal(await reasonOf(narrowed, 'test.echo', { text: 'hi', note: null }), 'surface_denied');
   // A revert through it reaches no verb outside the narrowed toolsets.
   const full = await connect(t, url, auth);
