@@ -46,8 +46,10 @@ test('a toolset allow-list: the key calls its toolset, is refused (and audited) 
   assert.equal(row?.company_id, h.companyId);
   assert.equal(row?.action_type, 'counter.charge');
   assert.equal(row?.status, 'denied');
-  // Discovery stays reachable.
-  assert.equal((await h.rt.dispatch({ surface: 'cli', apiKey: key }, 'verbs.list', {})).ok, true);
+  // Discovery stays reachable, and lists what the key reaches.
+  const list = await h.rt.dispatch({ surface: 'cli', apiKey: key }, 'verbs.list', {});
+  const listed = (list.result as { verbs: Array<{ name: string }> }).verbs.map((v) => v.name).sort();
+  assert.deepEqual(listed, ['audit.revert', 'counter.add', 'counter.email', 'counter.get', 'verbs.list']);
 });
 
 test('a verb allow-list: only the named verbs run', async (t) => {
