@@ -25,7 +25,7 @@ export interface AggregatedFailure {
   address: string | null;
   surface: string;
   category: string;
-  keyAttribution?: { company_id: number; key_id: string; revoked: boolean } | undefined;
+  keyAttribution?: { company_id: number; key_id: string; revoked: boolean; expired?: boolean } | undefined;
   /** Attempts in the window, the first (which has its own row) included. */
   count: number;
   /** ISO-8601 time of the first and the last attempt. */

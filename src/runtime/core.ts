@@ -33,6 +33,11 @@ export interface Caller {
   webmcpSurface?: WebmcpSurface;
   /** MCP only: the toolsets the server was started with; a verb they do not admit is surface_denied (spec/transports.md §mcp-toolsets). */
   toolsets?: ToolsetSelection;
+  /**
+   * MCP over HTTP only: the session asked to be read-only (`X-MCP-Readonly`); a write verb, or a
+   * delegated call reaching one, is scope_denied (spec/consent.md §api-keys). Narrows, never widens.
+   */
+  readOnly?: boolean;
   signal?: AbortSignal;
   onProgress?: (done: number, total?: number, message?: string) => void;
   /**
@@ -56,6 +61,8 @@ export interface ToolsetSelection {
   readonly names: readonly string[];
   /** Is this verb reachable (its category is enabled, or it is a core verb)? */
   admits(verb: CompiledVerb): boolean;
+  /** The request narrowed the server's selection (X-MCP-Toolsets): refusals point at the header. */
+  readonly byRequest?: boolean;
 }
 
 /** Per-call options beside the args (spec/consent.md §protocol, spec/idempotency.md). */

@@ -35,6 +35,7 @@ import { auth } from './steps/auth.ts';
 import { surface } from './steps/surface.ts';
 import { input } from './steps/input.ts';
 import { floors } from './steps/floors.ts';
+import { scope } from './steps/scope.ts';
 import { read } from './steps/read.ts';
 import { idempotency, releaseKey } from './steps/idempotency.ts';
 import { consent } from './steps/consent.ts';
@@ -50,6 +51,7 @@ const STEPS: readonly Step[] = [
   surface,
   input,
   floors,
+  scope,
   read,
   idempotency,
   consent,

@@ -31,6 +31,8 @@ export interface KeyAttribution {
   company_id: number;
   key_id: string;
   revoked: boolean;
+  /** The secret was right but the key passed its expiry (owner's row `api_key.expired`). */
+  expired?: boolean;
 }
 
 export interface VerbErrorOptions {

@@ -3,7 +3,7 @@
  * store transaction; an API key for a user of a tenant, its plaintext returned once (stored hashed).
  * Seeds, `solid init`, `solid tenant create` and `solid api-keys create` come here.
  */
-import type { Role, Tier } from '../spec/types.ts';
+import type { CredentialScope, Role, Tier } from '../spec/types.ts';
 import type { Store, StoreTx } from '../store/store.ts';
 import type { TenantKeys } from './ledger/keys/tenant-keys.ts';
 import { insertApiKey, insertTenant, type TenantSettings, type Tenants } from './tenants.ts';
@@ -22,6 +22,8 @@ export interface NewApiKey {
   role: Role;
   agent_type?: string;
   name?: string;
+  /** Limits beyond the role (allow-list, read-only, expiry). spec/consent.md §api-keys */
+  scope?: CredentialScope;
 }
 
 /** The next free company_id (inside the creating transaction). */

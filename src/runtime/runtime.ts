@@ -86,7 +86,7 @@ export class Runtime implements PackRuntime {
       options.logger ?? pino({ level: process.env.SOLID_LOG_LEVEL ?? 'info' }, pino.destination(2));
     this.hooks = new DispatchHooks(this.logger);
     this.keys = new TenantKeys(this.store, this.secrets);
-    this.tenants = new Tenants(this.store, this.logger);
+    this.tenants = new Tenants(this.store, this.logger, this.clock);
     this.readView = new ReadView(this.store);
     this.#blocklist = new Blocklist([...DEFAULT_BLOCKLIST, ...(options.blocklist ?? [])]);
     this.options = resolveSettings(options);

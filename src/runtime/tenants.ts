@@ -12,7 +12,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Queryable, Store } from '../store/store.ts';
 import { parseJson } from '../store/store.ts';
-import type { Principal, Role, Tier, VerbClass } from '../spec/types.ts';
+import type { CredentialScope, Principal, Role, Tier, VerbClass } from '../spec/types.ts';
 import { ROLES, TIERS } from '../spec/types.ts';
 import { VerbError } from './errors.ts';
 import type { GateRule } from './consent/gate-rules.ts';
@@ -91,6 +91,28 @@ export interface ApiKeyInfo {
   name: string;
   created_at: string;
   revoked_at: string | null;
+  /** The key's allow-list and read-only flag (null: its role's whole power). spec/consent.md §api-keys */
+  scope: Omit<CredentialScope, 'expires_at'> | null;
+  /** ISO 8601; null when the key does not expire. */
+  expires_at: string | null;
+}
+
+/** The stored scope of a key (`{verbs?, toolsets?, read_only?}`), or null when it limits nothing. */
+function storedScope(s: CredentialScope | undefined): Omit<CredentialScope, 'expires_at'> | null {
+  if (s === undefined) return null;
+  const out: Omit<CredentialScope, 'expires_at'> = {};
+  if (s.verbs !== undefined) out.verbs = [...new Set(s.verbs)].sort();
+  if (s.toolsets !== undefined) out.toolsets = [...new Set(s.toolsets)].sort();
+  if (s.read_only === true) out.read_only = true;
+  return Object.keys(out).length === 0 ? null : out;
+}
+
+/** A key row's scope and expiry as a principal's scope (undefined when the key is unlimited). */
+function scopeOfRow(scope: unknown, expiresAt: unknown): CredentialScope | undefined {
+  const s = parseJson<CredentialScope>(scope) ?? {};
+  const out: CredentialScope = { ...s };
+  if (typeof expiresAt === 'string' && expiresAt !== '') out.expires_at = expiresAt;
+  return Object.keys(out).length === 0 ? undefined : out;
 }
 
 function hashSecret(secret: string): string {
@@ -154,10 +176,21 @@ export async function setTenantSetting(
   return current;
 }
 
-/** Create an API key; returns the plaintext key (shown once) and its info. */
+/**
+ * Create an API key; returns the plaintext key (shown once) and its info. `scope` limits it
+ * beyond its role (verb/toolset allow-list, read-only, `expires_at` ISO 8601); the caller checks
+ * that it is no wider than the creator's own (api_keys.create). spec/consent.md §api-keys
+ */
 export async function insertApiKey(
   q: Queryable,
-  k: { company_id: number; user_id: number; role: Role; agent_type?: string; name?: string },
+  k: {
+    company_id: number;
+    user_id: number;
+    role: Role;
+    agent_type?: string;
+    name?: string;
+    scope?: CredentialScope;
+  },
   now: Date,
 ): Promise<{ apiKey: string; info: ApiKeyInfo }> {
   if (!(ROLES as readonly string[]).includes(k.role))
@@ -173,9 +206,11 @@ export async function insertApiKey(
     name: k.name ?? '',
     created_at: now.toISOString(),
     revoked_at: null,
+    scope: storedScope(k.scope),
+    expires_at: k.scope?.expires_at ?? null,
   };
   await q.run(
-    'INSERT INTO api_keys (key_id, company_id, user_id, role, agent_type, name, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    'INSERT INTO api_keys (key_id, company_id, user_id, role, agent_type, name, secret_hash, created_at, scope, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     [
       key_id,
       info.company_id,
@@ -185,6 +220,8 @@ export async function insertApiKey(
       info.name,
       hashSecret(secret),
       info.created_at,
+      info.scope === null ? null : JSON.stringify(info.scope),
+      info.expires_at,
     ],
   );
   return { apiKey: `${API_KEY_PREFIX}${key_id}_${secret}`, info };
@@ -248,9 +285,13 @@ export class Tenants {
     return this.#bearer;
   }
 
-  constructor(store: Store, logger?: Logger) {
+  /** The runtime's clock (key expiry); set by the runtime, default the system clock. */
+  #now: () => Date = () => new Date();
+
+  constructor(store: Store, logger?: Logger, clock?: () => Date) {
     this.#store = store;
     this.#logger = logger;
+    if (clock !== undefined) this.#now = clock;
   }
 
   /**
@@ -330,7 +371,7 @@ export class Tenants {
     if (c === undefined || Date.now() - c.loadedAt >= this.cacheTtlMs) {
       const row = await this.#store.read((q) =>
         q.get<Record<string, unknown>>(
-          'SELECT k.key_id, k.company_id, k.user_id, k.role, k.agent_type, k.secret_hash, k.revoked_at, t.tier FROM api_keys k JOIN tenants t ON t.company_id = k.company_id WHERE k.key_id = ?',
+          'SELECT k.key_id, k.company_id, k.user_id, k.role, k.agent_type, k.secret_hash, k.revoked_at, k.scope, k.expires_at, t.tier FROM api_keys k JOIN tenants t ON t.company_id = k.company_id WHERE k.key_id = ?',
           [parsed.keyId],
         ),
       );
@@ -338,6 +379,7 @@ export class Tenants {
         this.#keys.delete(parsed.keyId);
         throw invalid();
       }
+      const scope = scopeOfRow(row.scope, row.expires_at);
       c = {
         hash: Buffer.from(row.secret_hash as string, 'hex'),
         revoked: row.revoked_at !== null && row.revoked_at !== undefined,
@@ -348,6 +390,7 @@ export class Tenants {
           tier: row.tier as Tier,
           agent_type: row.agent_type as string,
           key_id: row.key_id as string,
+          ...(scope !== undefined ? { scope } : {}),
         }),
         loadedAt: Date.now(),
       };
@@ -358,6 +401,20 @@ export class Tenants {
       // The key id exists: the refusal belongs in that tenant's audit log (the caller learns nothing more).
       const err = invalid();
       err.keyAttribution = { company_id: c.principal.company_id, key_id: parsed.keyId, revoked: c.revoked };
+      throw err;
+    }
+    const expiresAt = c.principal.scope?.expires_at;
+    if (expiresAt !== undefined && Date.parse(expiresAt) <= this.#now().getTime()) {
+      // The right secret: saying "expired" reveals nothing the holder does not know.
+      const err = new VerbError('key_expired', `This API key expired at ${expiresAt}.`, {
+        hint: 'Ask an owner for a new key (solid api-keys create, or api_keys.create); an expired key cannot be renewed.',
+      });
+      err.keyAttribution = {
+        company_id: c.principal.company_id,
+        key_id: parsed.keyId,
+        revoked: false,
+        expired: true,
+      };
       throw err;
     }
     this.#noteUse(parsed.keyId);
@@ -372,11 +429,18 @@ export class Tenants {
   /** List a tenant's keys (never secrets). */
   async listKeys(q: Queryable, companyId: number): Promise<ApiKeyInfo[]> {
     const rows = await q.all<Record<string, unknown>>(
-      'SELECT key_id, company_id, user_id, role, agent_type, name, created_at, revoked_at FROM api_keys WHERE company_id = ? ORDER BY created_at, key_id',
+      'SELECT key_id, company_id, user_id, role, agent_type, name, created_at, revoked_at, scope, expires_at FROM api_keys WHERE company_id = ? ORDER BY created_at, key_id',
       [companyId],
     );
     return rows.map(
-      (r) => ({ ...r, company_id: Number(r.company_id), user_id: Number(r.user_id) }) as ApiKeyInfo,
+      (r) =>
+        ({
+          ...r,
+          company_id: Number(r.company_id),
+          user_id: Number(r.user_id),
+          scope: storedScope(parseJson<CredentialScope>(r.scope) ?? undefined),
+          expires_at: (r.expires_at as string | null) ?? null,
+        }) as ApiKeyInfo,
     );
   }
 

@@ -5,9 +5,82 @@
  *
  * Spec: spec/manifest.md §record (surfaces), spec/envelope.md §error, spec/transactions.md.
  */
-import type { Surface, WebmcpSurface } from '../spec/types.ts';
+import type { CredentialScope, Principal, Surface, WebmcpSurface } from '../spec/types.ts';
+import type { ToolsetSelection } from './core.ts';
 import { VerbError } from './errors.ts';
 import type { CompiledVerb } from './verb.ts';
+import { CORE_VERBS } from './toolsets.ts';
+
+/** Does a credential's allow-list (verbs or toolsets) name `verb`? True when it has none; core verbs always. */
+export function scopeAdmits(scope: CredentialScope | undefined, verb: CompiledVerb): boolean {
+  if (scope === undefined || (scope.verbs === undefined && scope.toolsets === undefined)) return true;
+  if (CORE_VERBS.includes(verb.name)) return true;
+  return (scope.verbs?.includes(verb.name) ?? false) || (scope.toolsets?.includes(verb.category) ?? false);
+}
+
+/** What limits one call's reach: the principal's scope and the transport's narrowing. */
+export interface Reach {
+  principal: Principal;
+  toolsets?: ToolsetSelection | undefined;
+  readOnly?: boolean | undefined;
+}
+
+/**
+ * The scope_denied refusal when the credential may not reach `verb` — the call's own verb, or
+ * (with `via`, the delegating verb's name) a verb a revert, transaction step or macro step would
+ * run — else undefined. Checks, in order: expiry (key_expired), read-only (the key's flag or the
+ * MCP session's `X-MCP-Readonly`: no write), the key's verb/toolset allow-list, and for a reached
+ * verb the transport's toolsets. spec/consent.md §api-keys
+ */
+export function reachDenied(
+  reach: Reach,
+  verb: CompiledVerb,
+  now: Date,
+  via?: string,
+): VerbError | undefined {
+  const scope = reach.principal.scope;
+  if (scope?.expires_at !== undefined && Date.parse(scope.expires_at) <= now.getTime()) {
+    return new VerbError('key_expired', `This API key expired at ${scope.expires_at}.`, {
+      hint: 'Ask an owner for a new key (solid api-keys create, or api_keys.create).',
+    });
+  }
+  const what = via === undefined ? verb.name : `${via} of ${verb.name}`;
+  const details = { verb: verb.name, ...(via !== undefined ? { via } : {}) };
+  if (verb.isWrite && (scope?.read_only === true || reach.readOnly === true)) {
+    return new VerbError(
+      'scope_denied',
+      `${what} changes data and this ${scope?.read_only === true ? 'API key is' : 'MCP session is'} read-only.`,
+      {
+        hint:
+          scope?.read_only === true
+            ? 'Use a key without --read-only for writes (an owner creates one with solid api-keys create).'
+            : 'Open the session without X-MCP-Readonly to write (the key still limits what it can do).',
+        details: { ...details, read_only: true },
+      },
+    );
+  }
+  if (!scopeAdmits(scope, verb)) {
+    const lists = [
+      ...(scope?.verbs !== undefined ? [`verbs ${scope.verbs.join(', ') || '(none)'}`] : []),
+      ...(scope?.toolsets !== undefined ? [`toolsets ${scope.toolsets.join(', ') || '(none)'}`] : []),
+    ].join('; ');
+    return new VerbError('scope_denied', `${what}: this API key is limited to ${lists}.`, {
+      hint: `Use a key whose allow-list names ${verb.name} or its toolset ${verb.category}.`,
+      details: { ...details, toolset: verb.category },
+    });
+  }
+  if (via !== undefined && reach.toolsets !== undefined && !reach.toolsets.admits(verb)) {
+    return new VerbError(
+      'scope_denied',
+      `${what}: ${verb.name} is in the toolset "${verb.category}", which this MCP server or session does not expose (enabled: ${reach.toolsets.names.join(', ')}).`,
+      {
+        hint: 'Call it through a server or session that exposes that toolset.',
+        details: { ...details, toolset: verb.category, enabled: [...reach.toolsets.names] },
+      },
+    );
+  }
+  return undefined;
+}
 
 /**
  * The surface_denied refusal when `verb` is not projected onto `surface` (or, on WebMCP, onto the

@@ -84,6 +84,9 @@ export function readContext(c: ReadCall, db: Queryable = c.rt.readView): SystemV
     surface: caller.surface,
     ...(caller.webmcpSurface !== undefined ? { webmcpSurface: caller.webmcpSurface } : {}),
     progress: caller.onProgress ?? NOOP,
+    ...(caller.toolsets !== undefined || caller.readOnly === true
+      ? { narrowing: { toolsets: caller.toolsets, readOnly: caller.readOnly } }
+      : {}),
   };
 }
 

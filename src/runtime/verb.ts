@@ -22,7 +22,7 @@ import type {
 import type { Logger } from 'pino';
 import type { Queryable } from '../store/store.ts';
 import type { VerbRecord } from '../spec/types.ts';
-import type { RuntimeCore } from './core.ts';
+import type { RuntimeCore, ToolsetSelection } from './core.ts';
 
 /** A domain event a handler emits; stored with the write, in the same transaction. */
 export interface EmittedEvent {
@@ -102,6 +102,12 @@ export interface VerbContext {
 export interface SystemVerbContext extends VerbContext {
   /** The runtime (system verbs use it for the registry, ledger, secrets, observers). */
   readonly runtime: RuntimeCore;
+  /**
+   * The transport's narrowing of this call (MCP toolsets, X-MCP-Readonly), for a delegated
+   * verb's consent to refuse a target first (deny wins; spec/consent.md §api-keys). Set on the
+   * pipeline's read context only.
+   */
+  readonly narrowing?: { toolsets?: ToolsetSelection; readOnly?: boolean };
 }
 
 /** What a revert handler receives about the action it undoes. */
@@ -141,6 +147,12 @@ export interface DelegatedConsent {
   agentText?: Record<string, string>;
   /** The owner's conditional-gate rules that raised the target's gate. spec/consent.md §conditional-gates */
   raisedBy?: GateRule[];
+  /**
+   * The verbs this call reaches (the action undone and each of its steps, a transaction step, the
+   * steps of a macro): the scope step refuses the call when the credential could not call one of
+   * them itself (spec/consent.md §api-keys).
+   */
+  targets?: readonly string[];
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a verb without declared types takes any args

@@ -68,6 +68,7 @@ export const REASONS = {
   // authentication and authorization
   auth_required: r(401, 3, 'auth', 'This verb needs an API key; the keyless sandbox may only read.'),
   auth_invalid: r(401, 3, 'auth', 'The credentials are unknown, revoked or malformed.'),
+  key_expired: r(401, 3, 'auth', 'The API key has passed its expiry.'),
   session_invalid: r(401, 3, 'auth', 'The browser session is missing or expired.'),
   signin_failed: r(401, 3, 'auth', 'A passkey or authenticator-code sign-in did not verify.'),
   enrolment_invalid: r(
@@ -101,6 +102,9 @@ export const REASONS = {
     denial: true,
   }),
   surface_denied: r(403, 3, 'denied', 'The verb is not exposed on this surface.', { denial: true }),
+  scope_denied: r(403, 3, 'denied', "The verb is outside what the caller's credential is limited to.", {
+    denial: true,
+  }),
   // consent
   dispatch_pending: r(
     202,

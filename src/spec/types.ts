@@ -200,6 +200,11 @@ export interface Principal {
   /** API key id used, for the audit. */
   key_id?: string;
   /**
+   * What the credential is limited to beyond its role (a least-privilege API key): absent for a
+   * key with its role's whole power. Set only by authentication. spec/consent.md §api-keys
+   */
+  scope?: CredentialScope;
+  /**
    * Who is behind the call: `human` only for a signed-in tenant user on a human channel (the
    * dashboard API routes, the approval page) or the operator at the local CLI's terminal;
    * `agent` for every API key, OAuth token, WebMCP page tool call, MCP client and script. Set
@@ -210,6 +215,20 @@ export interface Principal {
   consent_channel?: ConsentChannel;
   /** For a human principal: the user's display name (provenance: "Typed by Jane Ruiz"). */
   user_name?: string;
+}
+
+/**
+ * A credential's limits beyond its role (spec/consent.md §api-keys): an allow-list of verb names
+ * and/or toolsets (verb categories; a verb is reachable when either list names it), read-only (no
+ * write verb), and an expiry (ISO 8601; refused `key_expired` from then on). The pipeline's scope
+ * step decides, for the verb and for every verb a delegated call reaches (audit.revert,
+ * transaction steps, macro steps).
+ */
+export interface CredentialScope {
+  verbs?: readonly string[];
+  toolsets?: readonly string[];
+  read_only?: boolean;
+  expires_at?: string;
 }
 
 /** Who is behind a call (Principal.actor). spec/consent.md §channels */

@@ -184,8 +184,15 @@ export const macrosRun = defineSystemVerb<RunArgs>({
     required: ['macro_id'],
     additionalProperties: false,
   },
-  delegateConsent: async (_ctx, args) =>
-    noGate('read_only', `Run the macro ${args.macro_id}; each step asks for its own consent.`),
+  // targets: each step's verb, so a limited credential is refused before any step runs (each step
+  // is checked again when it is dispatched). spec/consent.md §api-keys
+  delegateConsent: async (ctx, args) => ({
+    ...noGate('read_only', `Run the macro ${args.macro_id}; each step asks for its own consent.`),
+    targets: await getMacro(ctx.db, ctx.principal.company_id, args.macro_id).then(
+      (m) => m.steps.map((s) => s.verb),
+      () => [],
+    ),
+  }),
   detached: true,
   webmcp_surfaces: ['dashboard', 'developer'],
   async handler(ctx, args) {

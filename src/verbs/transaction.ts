@@ -19,6 +19,7 @@ import {
   startTransaction,
   transactionStatus,
 } from '../runtime/ledger/transactions/transactions.ts';
+import { loadTransaction } from '../runtime/ledger/transactions/transaction-record.ts';
 
 const TRANSACTION_ID = {
   type: 'string',
@@ -106,7 +107,15 @@ export const transactionCommit = defineSystemVerb<{ transaction_id: string }>({
     required: ['transaction_id'],
     additionalProperties: false,
   },
-  delegateConsent: noGate('Run the consented steps of the transaction, all or none.'),
+  // targets: the steps' verbs — a credential commits only steps it could call itself (another key
+  // of the same user may have appended them). spec/consent.md §api-keys
+  delegateConsent: async (ctx, args) => ({
+    ...(await noGate('Run the consented steps of the transaction, all or none.')()),
+    targets: await loadTransaction(ctx.db, ctx.principal, args.transaction_id).then(
+      (t) => t.steps.map((s) => s.verb),
+      () => [],
+    ),
+  }),
   handler: (ctx, args) => commitTransaction(ctx, args),
   revert: {
     handler: (ctx, original) => revertTransactionSteps(ctx, original),

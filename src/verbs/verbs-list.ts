@@ -3,6 +3,7 @@
  * Spec: spec/shapes.md §discovery, spec/manifest.md.
  */
 import { VALID_SHAPES, VALID_SURFACES } from '../spec/types.ts';
+import { scopeAdmits } from '../runtime/verb-checks.ts';
 import { defineSystemVerb } from '../runtime/verb.ts';
 import { describeRule } from '../runtime/consent/gate-rules.ts';
 
@@ -29,7 +30,12 @@ export const verbsList = defineSystemVerb<{ surface?: string; shape?: string }>(
   cli: { command: ['verbs', 'catalog'] },
   webmcp_surfaces: ['dashboard', 'developer', 'portal'],
   async handler(ctx, args) {
-    const verbs = ctx.runtime.registry.list({ surface: args.surface, shape: args.shape });
+    const scope = ctx.principal.scope;
+    // A limited key sees what it reaches (spec/consent.md §api-keys); everyone else the manifest.
+    const verbs = ctx.runtime.registry.list({ surface: args.surface, shape: args.shape }).filter((r) => {
+      const v = scope === undefined ? undefined : ctx.runtime.registry.get(r.name);
+      return v === undefined || (scopeAdmits(scope, v) && !(scope?.read_only === true && v.isWrite));
+    });
     // The owner's conditional gates on these verbs (spec/consent.md §conditional-gates): a record
     // says the declared gate; a rule may raise it for some arguments, and says so here.
     const listed = new Set(verbs.map((v) => v.name));

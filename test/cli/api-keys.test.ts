@@ -61,3 +61,58 @@ it('creates a working key shown once, lists keys without secrets, revokes, and a
   const bad = await cli.run(['api-keys', 'create', '--user', '1', '--role', 'god']);
   assert.equal(bad.code, 2);
 });
+
+it('creates a limited key (--read-only --verbs --toolsets --expires-in): listed with its limits, refused outside them', async (t) => {
+  const cli = cliHarness(t);
+  assert.equal((await cli.run(['init', '--json'])).code, 0);
+  const bad = await cli.run(['api-keys', 'create', '--user', '1', '--role', 'owner', '--expires-in', 'soon']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--expires-in/);
+  const unknown = await cli.run([
+    'api-keys',
+    'create',
+    '--user',
+    '1',
+    '--role',
+    'owner',
+    '--verbs',
+    'nope.nope',
+  ]);
+  assert.equal(unknown.code, 2);
+  const created = await cli.run([
+    'api-keys',
+    'create',
+    '--user',
+    '1',
+    '--role',
+    'owner',
+    '--read-only',
+    '--verbs',
+    'verbs.list,audit.trail',
+    '--toolsets',
+    'audit',
+    '--expires-in',
+    '30d',
+    '--json',
+  ]);
+  assert.equal(created.code, 0, created.stderr);
+  const made = created.json<{ api_key: string; key_id: string; scope: unknown; expires_at: string }>();
+  assert.deepEqual(made.scope, {
+    verbs: ['audit.trail', 'verbs.list'],
+    toolsets: ['audit'],
+    read_only: true,
+  });
+  const days = (Date.parse(made.expires_at) - Date.now()) / 86_400_000;
+  assert.ok(days > 29.9 && days <= 30, String(days));
+  const listed = (await cli.run(['api-keys', 'list', '--json'])).json<
+    Array<{ key_id: string; scope: unknown; expires_at: string }>
+  >();
+  const row = listed.find((k) => k.key_id === made.key_id);
+  assert.deepEqual(row?.scope, made.scope);
+  assert.equal(row?.expires_at, made.expires_at);
+  const env = { SOLID_API_KEY: made.api_key };
+  assert.equal((await cli.run(['agent', 'dispatch', 'audit.trail', '--json'], { env })).code, 0);
+  const outside = await cli.run(['agent', 'dispatch', 'api_keys.list', '--json'], { env });
+  assert.equal(outside.json<{ error: { reason: string } }>().error.reason, 'scope_denied');
+  assert.equal(outside.code, 3);
+});

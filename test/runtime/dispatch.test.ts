@@ -39,7 +39,7 @@ async function noteCount(h: TestRuntime): Promise<number> {
 describe('dispatch', () => {
   it('runs its steps in the order ARCHITECTURE.md numbers them (PIPELINE_STEPS is derived from the step array)', () => {
     const documented = documentedPipelineSteps();
-    assert.equal(documented.length, 12, 'ARCHITECTURE.md numbers twelve steps');
+    assert.equal(documented.length, 13, 'ARCHITECTURE.md numbers thirteen steps');
     assert.deepEqual([...PIPELINE_STEPS], documented);
   });
 

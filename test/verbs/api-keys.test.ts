@@ -164,11 +164,13 @@ test('roles: employee sees nothing, admin lists, only the owner creates; no role
     assert.deepEqual(Object.keys(k).sort(), [
       'agent_type',
       'created_at',
+      'expires_at',
       'key_id',
       'last_used_at',
       'name',
       'revoked_at',
       'role',
+      'scope',
       'user_id',
     ]);
   }

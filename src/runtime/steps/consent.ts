@@ -1,5 +1,5 @@
 /**
- * Step 10, consent (writes): none / confirmation / typed phrase. A first call answers
+ * Step 11, consent (writes): none / confirmation / typed phrase. A first call answers
  * `dispatch_pending` with a nonce (and, for a typed phrase, a pending approval row); the confirmed
  * call brings the nonce back and is checked here: `nonce_required`, `nonce_invalid`,
  * `nonce_expired`, `phrase_channel_human` (the tenant counts a typed phrase only from a human

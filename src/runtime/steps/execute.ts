@@ -1,5 +1,5 @@
 /**
- * Step 11, execute (writes): ONE store transaction holding the idempotency key's lock across nodes
+ * Step 12, execute (writes): ONE store transaction holding the idempotency key's lock across nodes
  * (`idempotency_key_in_use`) and a last look for its stored receipt, then the write core
  * (ledger/write/execute.ts: nonce burn, daily cap, handler, audit row, events, outbox, revert data) and
  * the idempotency claim. The receipt is signed (ES256) after commit: on the thread pool while other

@@ -1,5 +1,5 @@
 /**
- * Step 9, idempotency (writes): the caller's key is checked (`idempotency_key_invalid`) and looked
+ * Step 10, idempotency (writes): the caller's key is checked (`idempotency_key_invalid`) and looked
  * up — a stored receipt for the same call is replayed (`replayed: true`), for another call refused
  * (`idempotency_key_reused`, 422) — or a key is generated. A caller-keyed write then holds the key
  * in flight on this node until the call ends (`idempotency_key_in_use`, 409; the execute step

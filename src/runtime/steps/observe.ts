@@ -1,5 +1,5 @@
 /**
- * Step 12, observe: the `onDispatch` observers (reputation, telemetry, spans, request logs) see the
+ * Step 13, observe: the `onDispatch` observers (reputation, telemetry, spans, request logs) see the
  * outcome settled by the step that answered, or by the error exit. Runs after every answer
  * (`always`); an observer cannot change the outcome (Runtime.observe catches its throws).
  * Spec: spec/shapes.md §reputation §telemetry.

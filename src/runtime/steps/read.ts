@@ -1,5 +1,5 @@
 /**
- * Step 8, read: READ verbs run here against committed data, their audit row buffered (flushed
+ * Step 9, read: READ verbs run here against committed data, their audit row buffered (flushed
  * every 100 ms or 256 rows). Verbs marked `detached` (events.poll long-polls, macros.run dispatching
  * its steps) run here too, outside any store transaction or snapshot. Before a trail or a detached
  * write, the tenant's buffered read rows go to the log (before any other write, the idempotency

@@ -16,9 +16,12 @@ export const surface: Step<Resolved> = {
     if (caller.toolsets !== undefined && !caller.toolsets.admits(verb)) {
       throw new VerbError(
         'surface_denied',
-        `${verb.name} is in the toolset "${verb.category}", which this MCP server does not expose (enabled: ${caller.toolsets.names.join(', ')}).`,
+        `${verb.name} is in the toolset "${verb.category}", which this MCP ${caller.toolsets.byRequest === true ? 'request (X-MCP-Toolsets)' : 'server'} does not expose (enabled: ${caller.toolsets.names.join(', ')}).`,
         {
-          hint: `Start the server with --toolsets ${[...caller.toolsets.names, verb.category].join(',')} (or SOLID_TOOLSETS), or --toolsets all.`,
+          hint:
+            caller.toolsets.byRequest === true
+              ? `Add ${verb.category} to the X-MCP-Toolsets header if the server serves it, or leave the header out.`
+              : `Start the server with --toolsets ${[...caller.toolsets.names, verb.category].join(',')} (or SOLID_TOOLSETS), or --toolsets all.`,
           details: { toolset: verb.category, enabled: [...caller.toolsets.names] },
         },
       );

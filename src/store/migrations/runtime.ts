@@ -596,6 +596,17 @@ ALTER TABLE approvals ADD COLUMN nonce_expires_at TEXT;
 CREATE INDEX approvals_plain_retry ON approvals(company_id, verb, args_hash, requested_by, created_at);
 `;
 
+/**
+ * v15: least-privilege API keys (spec/consent.md §api-keys).
+ * - api_keys.scope: the key's allow-list and read-only flag as JSON (`{verbs?, toolsets?,
+ *   read_only?}`); null for a key with its role's whole power.
+ * - api_keys.expires_at: ISO 8601; null for a key that does not expire.
+ */
+const API_KEY_SCOPE_V15 = `
+ALTER TABLE api_keys ADD COLUMN scope {json};
+ALTER TABLE api_keys ADD COLUMN expires_at TEXT;
+`;
+
 export const runtimeMigrations: readonly Migration[] = [
   portableMigration(1, 'runtime tables', RUNTIME_V1),
   portableMigration(2, 'audit trail indexes', AUDIT_TRAIL_INDEXES_V2),
@@ -611,4 +622,5 @@ export const runtimeMigrations: readonly Migration[] = [
   portableMigration(12, 'human users and their credentials', HUMANS_V12),
   portableMigration(13, 'approvals answer one attempt; consent provenance', APPROVALS_ONE_ATTEMPT_V13),
   portableMigration(14, 'approvals a plain retry completes', APPROVALS_PLAIN_RETRY_V14),
+  portableMigration(15, 'least-privilege API keys', API_KEY_SCOPE_V15),
 ];

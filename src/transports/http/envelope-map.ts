@@ -5,7 +5,7 @@
  *
  *   ok                      200 (202 for dispatch_pending, which is `ok: false`)
  *   replayed                `Idempotent-Replayed: true`
- *   401 (auth_*)            `WWW-Authenticate: Bearer` (`error="invalid_token"` for auth_invalid, RFC 6750 §3)
+ *   401 (auth_*)            `WWW-Authenticate: Bearer` (`error="invalid_token"` for auth_invalid and key_expired, RFC 6750 §3)
  *   daily_cap_exceeded      429 + `Retry-After` = whole seconds until `error.details.resets_at`
  *   rate_limited            429 + `Retry-After` = `error.details.retry_after_seconds` when given
  *   other 503s              `Retry-After` = `error.details.retry_after_seconds`, else 1
@@ -41,7 +41,8 @@ export function envelopeToHttp(
   const reason = envelope.error?.reason ?? 'internal_error';
   const status = reasonInfo(reason, reasons).status;
   if (status === 401)
-    headers['www-authenticate'] = reason === 'auth_invalid' ? 'Bearer error="invalid_token"' : 'Bearer';
+    headers['www-authenticate'] =
+      reason === 'auth_invalid' || reason === 'key_expired' ? 'Bearer error="invalid_token"' : 'Bearer';
   const retryAfter = retryAfterSeconds(envelope.error, nowMs) ?? (status === 503 ? 1 : undefined);
   if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
   if (envelope.replayed === true) headers['idempotent-replayed'] = 'true';

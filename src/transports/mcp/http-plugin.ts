@@ -25,6 +25,9 @@
  *           sandbox tenant, reads only, exactly like stdio without SOLID_API_KEY (401 when the
  *           runtime has no sandbox tenant or `requireKey` is set). A session belongs to the
  *           credential that opened it; another credential gets 404 for it.
+ *   Narrowing: `X-MCP-Toolsets: crm,payments` and `X-MCP-Readonly: 1` on a request narrow what
+ *           it lists and may call (never widen: on top of --toolsets and the key's own limits);
+ *           the pipeline's scope step refuses the rest (scope_denied). Per request.
  *   Refusals: every refusal here is a JSON-RPC error whose `data.envelope` is the refusal's
  *           envelope (reason, message, hint; the request's id when the body shows one), and a
  *           refusal of a caller the server can name — a valid key, also before the body was
@@ -62,7 +65,7 @@ import { isModernMessage } from './modern.ts';
 import { createModernHttp } from './modern-http.ts';
 import { ToolCatalog } from './tool-catalog.ts';
 import { isSchemaProfile, SCHEMA_PROFILES } from './schema-profiles.ts';
-import { selectionOf } from './toolsets.ts';
+import { narrowingOf, selectionOf, ToolsetError, type McpNarrowing } from './toolsets.ts';
 import { DEFAULT_SSE_RETRY_MS, SessionEventStore } from './sse-event-store.ts';
 
 export const DEFAULT_MCP_PATH = '/mcp';
@@ -113,6 +116,8 @@ interface Session {
 interface Authed {
   principal: Principal | undefined;
   owner: string;
+  /** This request's X-MCP-Toolsets / X-MCP-Readonly (set after authentication). */
+  narrowing?: McpNarrowing;
 }
 
 /** JSON-RPC error bodies of transport-level refusals (the id is unknown at this level). */
@@ -462,7 +467,12 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
       }
       s.inflight++;
       const raw = request.raw as IncomingMessage & { auth?: AuthInfo };
-      raw.auth = { token: '', clientId: authed.owner, scopes: [], extra: { principal: authed.principal } };
+      raw.auth = {
+        token: '',
+        clientId: authed.owner,
+        scopes: [],
+        extra: { principal: authed.principal, narrowing: authed.narrowing },
+      };
       reply.hijack();
       try {
         await s.transport.handleRequest(raw, reply.raw, request.body);
@@ -501,6 +511,24 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
         if (!(await guard(request, reply))) return reply;
         const authed = await authenticate(request, reply);
         if (authed === undefined) return reply;
+        // X-MCP-Toolsets / X-MCP-Readonly: this request narrows the server (spec/transports.md §mcp-narrowing).
+        try {
+          authed.narrowing = narrowingOf(rt, request.headers);
+        } catch (err) {
+          if (!(err instanceof ToolsetError)) throw err;
+          return refuseRpc(
+            request,
+            reply,
+            {
+              status: 400,
+              code: -32602,
+              reason: 'invalid_request',
+              message: `X-MCP-Toolsets: ${err.message}`,
+              hint: 'Name toolsets this server exposes (comma-separated), or leave the header out.',
+            },
+            authed.principal,
+          );
+        }
         // Per client: `?schema_profile=openai-strict` on the URL a host is given (§mcp-schema-profiles);
         // a session keeps the one its initialize asked for.
         const asked = (request.query as Record<string, unknown> | undefined)?.schema_profile;
@@ -520,6 +548,7 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
         if (request.headers['mcp-session-id'] === undefined && isModernMessage(request.body)) {
           const refused = await modern.serve(request, reply, {
             principal: authed.principal,
+            narrowing: authed.narrowing,
             approvalUrl: config.approvalUrl ?? dashboardApprovals(app, request),
             schemaProfile: asked ?? config.schemaProfile,
           });
@@ -605,6 +634,7 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
           listChanged: false,
           credentials: (extra) => ({
             principal: (extra.authInfo?.extra?.principal as Principal | undefined) ?? null,
+            narrowing: extra.authInfo?.extra?.narrowing as McpNarrowing | undefined,
           }),
           limits: config.limits,
           elicitationTimeoutMs: config.elicitationTimeoutMs,

@@ -61,7 +61,7 @@ import {
 } from './meta-tools.ts';
 import type { SchemaProfile } from './schema-profiles.ts';
 import { CursorError, ToolCatalog, verbArgsOf, type CatalogEntry } from './tool-catalog.ts';
-import { selectionOf } from './toolsets.ts';
+import { listFilter, narrowSelection, selectionOf, type McpNarrowing } from './toolsets.ts';
 
 export type McpExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -69,6 +69,8 @@ export type McpExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 export interface McpCredentials {
   principal?: Principal | null;
   apiKey?: string | null;
+  /** The request's X-MCP-Toolsets / X-MCP-Readonly (HTTP): narrows the server, never widens. */
+  narrowing?: McpNarrowing;
 }
 
 export interface McpServerOptions {
@@ -133,10 +135,16 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
     { capabilities: { tools: { listChanged } }, instructions: SERVER_INSTRUCTIONS },
   );
 
-  server.setRequestHandler(ListToolsRequestSchema, (req) => {
+  server.setRequestHandler(ListToolsRequestSchema, (req, extra) => {
     if (dynamic) return { tools: [...META_TOOLS] };
+    const creds = options.credentials?.(extra as McpExtra);
+    const narrowed = narrowSelection(toolsets, creds?.narrowing?.toolsets);
     try {
-      return catalog.page(req.params?.cursor, toolsets?.admits, profile);
+      return catalog.page(
+        req.params?.cursor,
+        listFilter(narrowed, creds?.narrowing?.readOnly, creds?.principal),
+        profile,
+      );
     } catch (err) {
       if (err instanceof CursorError) throw new McpError(ErrorCode.InvalidParams, err.message);
       throw err;
@@ -174,10 +182,13 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
   ): Promise<CallToolResult> {
     const name = params?.name;
     const args = (params?.arguments ?? {}) as Record<string, unknown>;
+    const { narrowing, ...creds } = options.credentials?.(extra) ?? {};
+    const narrowed = narrowSelection(toolsets, narrowing?.toolsets);
     const caller: Caller & { apiKey?: string | null } = {
-      ...(options.credentials?.(extra) ?? {}),
+      ...creds,
       surface: 'mcp_stdio',
-      ...(toolsets !== undefined ? { toolsets } : {}),
+      ...(narrowed !== undefined ? { toolsets: narrowed } : {}),
+      ...(narrowing?.readOnly === true ? { readOnly: true } : {}),
       // A write whose result this server could not send is refused before it commits.
       maxResultBytes: options.limits?.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
       signal: extra.signal,
@@ -187,8 +198,8 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
     const meta = isPlainObject(params?._meta) ? params._meta : undefined;
     if (dynamic && (name === SEARCH_VERBS || name === DESCRIBE_VERB || name === CALL_VERB)) {
       if (!isPlainObject(args)) return badMetaInput(name, '', 'arguments must be an object.');
-      if (name === SEARCH_VERBS) return searchVerbs(rt, toolsets, args);
-      if (name === DESCRIBE_VERB) return describeVerb(rt, toolsets, args);
+      if (name === SEARCH_VERBS) return searchVerbs(rt, narrowed, args);
+      if (name === DESCRIBE_VERB) return describeVerb(rt, narrowed, args);
       return callVerbByName(args, caller, extra, meta);
     }
     const entry = catalog.lookup(name, profile);

@@ -23,6 +23,7 @@ import type { ToolsetSelection } from '../../runtime/core.ts';
 import { createModernServer, type ModernServerOptions } from './modern.ts';
 import type { SchemaProfile } from './schema-profiles.ts';
 import type { ToolCatalog } from './tool-catalog.ts';
+import type { McpNarrowing } from './toolsets.ts';
 
 /** What the plugin knows of one request, handed to the per-request server. */
 interface RequestExtra {
@@ -30,6 +31,8 @@ interface RequestExtra {
   approvalUrl: ((approvalId: string) => string | undefined) | undefined;
   /** The client's `?schema_profile=` (checked by the plugin), else the plugin's default. */
   schemaProfile?: SchemaProfile;
+  /** The request's X-MCP-Toolsets / X-MCP-Readonly (toolsets.ts narrowingOf). */
+  narrowing?: McpNarrowing;
 }
 
 export interface ModernHttpOptions extends Pick<
@@ -77,7 +80,10 @@ export function createModernHttp(rt: Runtime, options: ModernHttpOptions): Moder
         approvalWaitMs: options.approvalWaitMs,
         approvalUrl: extra?.approvalUrl,
         ...(extra?.schemaProfile !== undefined ? { schemaProfile: extra.schemaProfile } : {}),
-        credentials: () => ({ principal: extra?.principal ?? null }),
+        credentials: () => ({
+          principal: extra?.principal ?? null,
+          ...(extra?.narrowing !== undefined ? { narrowing: extra.narrowing } : {}),
+        }),
       });
     },
     {

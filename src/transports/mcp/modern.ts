@@ -69,6 +69,7 @@ import {
   searchVerbs,
 } from './meta-tools.ts';
 import { CursorError, verbArgsOf, type CatalogEntry, type ToolCatalog } from './tool-catalog.ts';
+import { listFilter, narrowSelection } from './toolsets.ts';
 
 /** The revision of the modern era this server speaks. */
 export const MODERN_PROTOCOL_VERSION = '2026-07-28';
@@ -170,10 +171,16 @@ export function createModernServer(rt: Runtime, options: ModernServerOptions): S
 
   listLegacyRevisionsInDiscover(server);
 
-  server.setRequestHandler('tools/list', (req) => {
+  server.setRequestHandler('tools/list', (req, ctx) => {
     if (dynamic) return { tools: [...META_TOOLS] } as never;
+    const creds = options.credentials(ctx);
+    const narrowed = narrowSelection(toolsets, creds.narrowing?.toolsets);
     try {
-      return catalog.page(req.params?.cursor, toolsets?.admits, profile) as never;
+      return catalog.page(
+        req.params?.cursor,
+        listFilter(narrowed, creds.narrowing?.readOnly, creds.principal),
+        profile,
+      ) as never;
     } catch (err) {
       if (err instanceof CursorError) throw new ProtocolError(-32602, err.message);
       throw err;
@@ -213,10 +220,13 @@ export function createModernServer(rt: Runtime, options: ModernServerOptions): S
   ): Promise<CallToolResult | InputRequiredResult> {
     const name = params?.name;
     const args = (params?.arguments ?? {}) as Record<string, unknown>;
+    const { narrowing, ...creds } = options.credentials(ctx);
+    const narrowed = narrowSelection(toolsets, narrowing?.toolsets);
     const caller: Caller & { apiKey?: string | null } = {
-      ...options.credentials(ctx),
+      ...creds,
       surface: 'mcp_stdio',
-      ...(toolsets !== undefined ? { toolsets } : {}),
+      ...(narrowed !== undefined ? { toolsets: narrowed } : {}),
+      ...(narrowing?.readOnly === true ? { readOnly: true } : {}),
       maxResultBytes: options.limits?.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES,
       signal: ctx.mcpReq.signal,
       ...(onProgress !== undefined ? { onProgress } : {}),
@@ -226,8 +236,8 @@ export function createModernServer(rt: Runtime, options: ModernServerOptions): S
     const meta = isPlainObject(ctx.mcpReq._meta) ? (ctx.mcpReq._meta as Record<string, unknown>) : undefined;
     if (dynamic && (name === SEARCH_VERBS || name === DESCRIBE_VERB || name === CALL_VERB)) {
       if (!isPlainObject(args)) return badMetaInput(name, '', 'arguments must be an object.');
-      if (name === SEARCH_VERBS) return searchVerbs(rt, toolsets, args);
-      if (name === DESCRIBE_VERB) return describeVerb(rt, toolsets, args);
+      if (name === SEARCH_VERBS) return searchVerbs(rt, narrowed, args);
+      if (name === DESCRIBE_VERB) return describeVerb(rt, narrowed, args);
       return callVerbByName(args, caller, ctx, meta);
     }
     const entry = catalog.lookup(name, profile);

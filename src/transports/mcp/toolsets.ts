@@ -14,6 +14,9 @@
  * outside the enabled toolsets never runs through this server, by tool name or through call_verb.
  */
 import type { ToolsetSelection } from '../../runtime/core.ts';
+import type { CompiledVerb } from '../../runtime/verb.ts';
+import { scopeAdmits } from '../../runtime/verb-checks.ts';
+import type { Principal } from '../../spec/types.ts';
 import type { McpRuntime as Runtime } from '../runtime-surface.ts';
 import { MCP_SURFACE } from './tool-catalog.ts';
 import { ALL_TOOLSETS, parseToolsetNames, toolsetSelection } from '../../runtime/toolsets.ts';
@@ -77,4 +80,64 @@ export function selectionOf(
 ): ToolsetSelection | undefined {
   if (typeof toolsets === 'object' && 'admits' in toolsets) return toolsets;
   return resolveToolsets(rt, toolsets);
+}
+
+/**
+ * What one request narrows the server to (spec/transports.md §mcp-narrowing): `X-MCP-Toolsets`
+ * (toolset names, checked like --toolsets) and `X-MCP-Readonly` (`1` / `true`). Narrows, never
+ * widens: the pipeline applies it on top of the server's toolsets and the credential's scope.
+ */
+export interface McpNarrowing {
+  toolsets?: ToolsetSelection;
+  readOnly?: boolean;
+}
+
+/** Header names of the narrowing. */
+export const NARROWING_HEADERS = { toolsets: 'x-mcp-toolsets', readOnly: 'x-mcp-readonly' } as const;
+
+/**
+ * The narrowing a request's headers ask for (empty when none). Throws ToolsetError for an unknown
+ * toolset name; `X-MCP-Readonly` is on for `1`, `true` or `yes` (any case), off otherwise.
+ */
+export function narrowingOf(
+  rt: Runtime,
+  headers: Record<string, string | string[] | undefined>,
+): McpNarrowing {
+  const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join(',') : v);
+  const ts = one(headers[NARROWING_HEADERS.toolsets]);
+  const ro = one(headers[NARROWING_HEADERS.readOnly]);
+  const toolsets = ts === undefined ? undefined : resolveToolsets(rt, ts);
+  return {
+    ...(toolsets !== undefined ? { toolsets } : {}),
+    ...(ro !== undefined && /^\s*(1|true|yes)\s*$/i.test(ro) ? { readOnly: true } : {}),
+  };
+}
+
+/** Both selections at once (a verb both admit); either alone when the other is undefined. */
+export function narrowSelection(
+  base: ToolsetSelection | undefined,
+  by: ToolsetSelection | undefined,
+): ToolsetSelection | undefined {
+  if (by === undefined) return base;
+  if (base === undefined) return { ...by, byRequest: true };
+  return {
+    names: base.names.filter((n) => by.names.includes(n)),
+    admits: (v) => base.admits(v) && by.admits(v),
+    byRequest: true,
+  };
+}
+
+/**
+ * What tools/list shows one caller: the verbs the (narrowed) toolsets admit, no write verb for a
+ * read-only session or key, and only what the credential's allow-list reaches. Undefined: all.
+ */
+export function listFilter(
+  toolsets: ToolsetSelection | undefined,
+  readOnly: boolean | undefined,
+  principal: Principal | null | undefined,
+): ((verb: CompiledVerb) => boolean) | undefined {
+  const scope = principal?.scope;
+  const ro = readOnly === true || scope?.read_only === true;
+  if (toolsets === undefined && !ro && scope === undefined) return undefined;
+  return (v) => (toolsets === undefined || toolsets.admits(v)) && !(ro && v.isWrite) && scopeAdmits(scope, v);
 }

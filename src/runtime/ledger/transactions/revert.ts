@@ -25,6 +25,7 @@ import { findRevertData } from '../write/receipt-store.ts';
 import { refuse } from '../../refusals.ts';
 import { reasonInfo } from '../../../spec/reasons.ts';
 import { ledgerContext, revertContext } from '../../verb-context.ts';
+import { reachDenied } from '../../verb-checks.ts';
 
 /** Input of audit.revert: exactly one of the two. */
 export interface RevertArgs {
@@ -309,14 +310,22 @@ interface Gate {
   consentClass: VerbClass;
   roleFloor: Role;
   tierFloor: Tier;
+  /** The verbs the revert reaches (each step's, for a transaction). */
+  verbs?: string[];
 }
 
 /** The strictest gate among the steps' verbs (class, role floor, tier floor). */
 async function compositeGate(q: Queryable, rt: RuntimeCore, row: AuditRow, steps: number[]): Promise<Gate> {
-  const gate: Gate = { consentClass: 'WRITE_REVERSIBLE', roleFloor: 'employee', tierFloor: 'starter' };
+  const gate: Gate = {
+    consentClass: 'WRITE_REVERSIBLE',
+    roleFloor: 'employee',
+    tierFloor: 'starter',
+    verbs: [],
+  };
   for (const id of steps) {
     const step = await getAuditRow(q, row.company_id, id);
     const v = step === undefined ? undefined : rt.registry.get(step.action_type);
+    if (step !== undefined) gate.verbs!.push(step.action_type);
     const cls = (v?.consentClass ??
       (step?.consent_class as VerbClass | null) ??
       'WRITE_REVERSIBLE') as VerbClass;
@@ -371,6 +380,14 @@ export async function revertConsent(ctx: SystemVerbContext, args: RevertArgs): P
   const rt = ctx.runtime;
   const row = await resolveRevertTarget(ctx.db, rt, ctx.principal.company_id, args);
   await denyBelowFloor(ctx, rt, row);
+  // Deny wins here too: a limited key learns nothing more about an action it could not have
+  // called (the scope step checks the steps and the transport's narrowing; consent.md §api-keys).
+  const target = row.shape === 'transaction' ? undefined : rt.registry.get(row.action_type);
+  const outside =
+    target === undefined
+      ? undefined
+      : reachDenied({ principal: ctx.principal, ...ctx.narrowing }, target, ctx.now, 'audit.revert');
+  if (outside !== undefined) throw outside;
   // An early answer before consent is asked; runRevert checks again inside its transaction.
   const a = await assessRevert(ctx.db, rt, row, args.force !== true);
   const label = `${row.action_type} #${row.audit_id}`;
@@ -394,6 +411,7 @@ export async function revertConsent(ctx: SystemVerbContext, args: RevertArgs): P
         ? `Undo ${label} (recorded ${row.created_at}): revert its ${steps.length} steps in reverse order.`
         : `Undo ${label} (recorded ${row.created_at}).`,
     capClass: gate.consentClass,
+    targets: gate.verbs ?? [row.action_type],
   };
 }
 

@@ -99,6 +99,7 @@ export async function appendConsent(
       : {}),
     summary: `Step ${t.steps.length + 1} of transaction ${t.transaction_id}: ${what} It runs only when the transaction commits, together with the other steps or not at all.`,
     capClass: 'READ',
+    targets: [verb.name],
     ...(agentText !== undefined ? { agentText } : {}),
     ...(gate.raisedBy.length > 0 ? { raisedBy: gate.raisedBy } : {}),
   };

@@ -14,7 +14,7 @@ import { reasonInfo } from '../../../spec/reasons.ts';
 import type { Store } from '../../../store/store.ts';
 import { StoreError } from '../../../store/store.ts';
 import type { Caller } from '../../core.ts';
-import type { VerbError } from '../../errors.ts';
+import type { KeyAttribution, VerbError } from '../../errors.ts';
 import { refuse } from '../../refusals.ts';
 import type { Registry } from '../../registry.ts';
 import type { AggregatedFailure, AuthFailureLog } from '../../../identity/auth-failure-log.ts';
@@ -24,7 +24,14 @@ import { appendAudit, auditEntry, type AuditRow } from './audit.ts';
 export const KEY_REFUSED_ACTIONS = {
   wrong_secret: 'api_key.wrong_secret',
   revoked: 'api_key.revoked',
+  expired: 'api_key.expired',
 } as const;
+
+/** The owner's row action for a refused key id (revoked, expired, else a wrong secret). */
+function keyRefusedAction(k: KeyAttribution): string {
+  if (k.revoked) return KEY_REFUSED_ACTIONS.revoked;
+  return k.expired === true ? KEY_REFUSED_ACTIONS.expired : KEY_REFUSED_ACTIONS.wrong_secret;
+}
 
 /** action_type of the aggregated row of a window of unauthenticated failures (spec/audit.md §auth-failure-windows). */
 export const AUTH_FAILURES_ACTION = 'auth.failures';
@@ -137,7 +144,7 @@ export class RefusalRows {
             {
               company_id: key.company_id,
               now,
-              action: key.revoked ? KEY_REFUSED_ACTIONS.revoked : KEY_REFUSED_ACTIONS.wrong_secret,
+              action: keyRefusedAction(key),
               category,
               status: 'denied',
               principal: null,
@@ -202,7 +209,7 @@ export class RefusalRows {
           {
             ...base,
             company_id: k.company_id,
-            action: k.revoked ? KEY_REFUSED_ACTIONS.revoked : KEY_REFUSED_ACTIONS.wrong_secret,
+            action: keyRefusedAction(k),
           },
           { reason: w.reason, key_id: k.key_id },
         );
