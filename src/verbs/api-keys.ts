@@ -106,9 +106,18 @@ export const MAX_KEY_LIFETIME_SECONDS = 10 * 365 * 24 * 3600;
  * The scope of a new key from api_keys.create's arguments, checked against the registry (unknown
  * verb or toolset: invalid_input with its path) and against the creator's own scope: a limit the
  * caller left out is inherited, a wider one is scope_denied (allow-list ⊆, read-only stays,
- * expiry not later). Undefined when neither limits anything. spec/consent.md §api-keys
+ * expiry not later); an OAuth grant's token may not create keys at all (scope_denied). Undefined
+ * when neither limits anything. spec/consent.md §api-keys
  */
 export function newKeyScope(ctx: SystemVerbContext, args: ApiKeysCreateArgs): CredentialScope | undefined {
+  // An OAuth grant's token (key_id grant:…) never mints a key: the key would outlive the grant's
+  // expiry and its revocation by the human who made it (spec/oauth.md §grants).
+  if (ctx.principal.key_id?.startsWith('grant:') === true)
+    throw new VerbError(
+      'scope_denied',
+      "A connector's OAuth token cannot create API keys: a key would outlive the grant and its revocation.",
+      { hint: 'An owner creates keys in the dashboard or with `solid api-keys create` on the server.' },
+    );
   const reg = ctx.runtime.registry;
   const mine = ctx.principal.scope;
   const categories = new Set(reg.all().map((v) => v.category));

@@ -11,6 +11,7 @@ import type { TestRuntime } from '../support/runtime.ts';
 import type { CredentialScope, Envelope, Role } from '../../src/spec/types.ts';
 import { toolsetSelection } from '../../src/runtime/toolsets.ts';
 import { createHttpServer } from '../../src/transports/http/server.ts';
+import { agentPrincipal } from '../../src/identity/principal.ts';
 
 /** A key of the main tenant's owner user (user 1), limited by `scope`. */
 function limitedKey(h: TestRuntime, scope: CredentialScope, role: Role = 'owner'): Promise<string> {
@@ -237,4 +238,38 @@ test('api_keys.create: limits are stored and listed; a key never creates a wider
   });
   refusedWith(unknown, 'invalid_input');
   assert.equal(unknown.error?.path, '/verbs/0');
+});
+
+test("an OAuth grant's token never mints an API key (it would outlive the grant)", async (t) => {
+  const h = await counterRuntime(t);
+  const owner = await h.rt.tenants.authenticate(h.keys.owner);
+  const grant = agentPrincipal({
+    company_id: owner.company_id,
+    user_id: owner.user_id,
+    role: 'owner',
+    tier: owner.tier,
+    agent_type: 'oauth:Some Connector',
+    key_id: 'grant:gr_test',
+  });
+  const count = async () =>
+    (
+      await h.rt.store.read((q) =>
+        q.get<{ n: number }>('SELECT COUNT(*) AS n FROM api_keys WHERE company_id = ?', [h.companyId]),
+      )
+    )?.n;
+  const before = await count();
+  const caller = { surface: 'http' as const, principal: grant };
+  const first = await h.rt.dispatch(caller, 'api_keys.create', { name: 'minted', role: 'owner' });
+  const env =
+    first.error?.reason === 'dispatch_pending'
+      ? await h.rt.dispatch(
+          caller,
+          'api_keys.create',
+          { name: 'minted', role: 'owner' },
+          { confirm: true, nonce: first.consent!.nonce },
+        )
+      : first;
+  refusedWith(env, 'scope_denied');
+  assert.equal(await count(), before, 'no key was made');
+  assert.equal((await rowOf(h, env))?.status, 'denied');
 });
