@@ -8,7 +8,7 @@
  * - OpenAI Agents JS `MCPServerStdio` against `solid mcp` (SOLID_API_KEY) on a demo database.
  * Each runs a read, a WRITE_REVERSIBLE write by plain retry (same tool, same arguments, no
  * `_meta`), a WRITE_FINANCIAL write completed after a signed-in human approves, and a revert.
- * spec/consent.md §plain-retry, docs/mcp.md §stdio-bridges.
+ * spec/consent.md §plain-retry, docs/mcp.md §9 (MCPServerStdio) and §10 (mcp-remote, Inspector CLI).
  */
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -43,35 +43,63 @@ function killIfAlive(pid: number): void {
   }
 }
 
-/** mcp-remote as a stdio MCP server the SDK client spawns; the key travels as a header. */
-async function mcpRemote(t: TestContext, s: Served, key: string): Promise<CallTool> {
-  const config = mkdtempSync(join(tmpdir(), 'solid-mcp-remote-'));
-  t.after(() => rmSync(config, { recursive: true, force: true }));
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    // What a host's config runs: npx mcp-remote URL --header "Authorization: Bearer KEY".
-    args: [MCP_REMOTE, s.url, '--header', `Authorization: Bearer ${key}`, '--allow-http'],
-    env: { ...getDefaultEnvironment(), MCP_REMOTE_CONFIG_DIR: config, BROWSER: 'false' },
-    stderr: 'pipe',
-  });
-  let stderr = '';
-  transport.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-  const client = new Client({ name: 'scripted-host', version: '1.0.0' });
-  await client.connect(transport);
-  t.after(async () => {
-    const pid = transport.pid;
-    await client.close();
-    if (pid !== null) killIfAlive(pid);
-  });
-  const listed = (await client.listTools()).tools.map((x) => x.name);
-  assert.ok(listed.includes('test__charge'), `mcp-remote lists the tools (stderr: ${stderr.slice(-500)})`);
-  // The key went as the header: no OAuth dance was started.
-  assert.doesNotMatch(stderr, /Please authorize this client/);
-  return async (name, args) => seen(textsOf(await client.callTool({ name, arguments: args })));
+const DOC = readFileSync(new URL('../../../docs/mcp.md', import.meta.url), 'utf8');
+const STDIO_SECTION = DOC.slice(DOC.indexOf('## 10. Hosts that speak only stdio'));
+
+/** The host configuration docs/mcp.md §10 shows for mcp-remote: its command, arguments and env. */
+function documentedMcpRemote(): { command: string; args: string[]; env: Record<string, string> } {
+  const block = /```json\n([\s\S]*?)```/.exec(STDIO_SECTION);
+  assert.ok(block !== null, 'docs/mcp.md §10 shows a JSON configuration');
+  const config = JSON.parse(block[1]!) as {
+    mcpServers: Record<string, { command: string; args: string[]; env: Record<string, string> }>;
+  };
+  return config.mcpServers['solid-verbs']!;
 }
 
-test('mcp-remote (stdio proxy, API key header) completes read, confirm, financial via approval, revert', (t) =>
-  loop(t, mcpRemote));
+/**
+ * mcp-remote as a stdio MCP server the SDK client spawns (the host's side), the key as a header:
+ * `args` after `npx -y mcp-remote`, with the documented URL and key replaced by the test's.
+ */
+function mcpRemote(form: 'config' | 'command line') {
+  return async (t: TestContext, s: Served, key: string): Promise<CallTool> => {
+    const config = mkdtempSync(join(tmpdir(), 'solid-mcp-remote-'));
+    t.after(() => rmSync(config, { recursive: true, force: true }));
+    const doc = documentedMcpRemote();
+    assert.equal(doc.command, 'npx');
+    assert.deepEqual(doc.args.slice(0, 2), ['-y', 'mcp-remote']);
+    const real = (x: string) => x.replace('http://127.0.0.1:4400/mcp', s.url).replace('sk_solid_…', key);
+    const args =
+      form === 'config' ? doc.args.slice(2).map(real) : [s.url, '--header', `Authorization: Bearer ${key}`];
+    const env =
+      form === 'config' ? Object.fromEntries(Object.entries(doc.env).map(([k, v]) => [k, real(v)])) : {};
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [MCP_REMOTE, ...args],
+      env: { ...getDefaultEnvironment(), ...env, MCP_REMOTE_CONFIG_DIR: config, BROWSER: 'false' },
+      stderr: 'pipe',
+    });
+    let stderr = '';
+    transport.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+    const client = new Client({ name: 'scripted-host', version: '1.0.0' });
+    await client.connect(transport);
+    const pid = transport.pid;
+    t.after(async () => {
+      await client.close();
+      if (pid !== null) killIfAlive(pid);
+    });
+    const listed = (await client.listTools()).tools.map((x) => x.name);
+    assert.ok(listed.includes('test__charge'), `mcp-remote lists the tools (stderr: ${stderr.slice(-500)})`);
+    // The key went as the header: no OAuth dance was started.
+    assert.doesNotMatch(stderr, /Please authorize this client/);
+    return async (name, args) => seen(textsOf(await client.callTool({ name, arguments: args })));
+  };
+}
+
+test('mcp-remote (stdio proxy, the documented host config with the key header) completes read, confirm, financial via approval, revert', (t) =>
+  loop(t, mcpRemote('config')));
+
+test('mcp-remote (the documented command line, --header "Authorization: Bearer …") completes the loop', (t) =>
+  loop(t, mcpRemote('command line')));
 
 const run = promisify(execFile);
 
@@ -193,9 +221,15 @@ test('OpenAI Agents JS (MCPServerStdio) against solid mcp completes read, confir
   const key = facts.owner_api_key!;
   const server = new MCPServerStdio({
     name: 'solid-verbs',
+    // docs/mcp.md §9: `npx -y solid-verbs mcp`, here this checkout's bin.
     command: process.execPath,
-    args: [BIN, 'mcp', '--db', cli.db],
-    env: { ...getDefaultEnvironment(), SOLID_API_KEY: key, SOLID_DASHBOARD_URL: 'http://127.0.0.1:4400/' },
+    args: [BIN, 'mcp'],
+    env: {
+      ...getDefaultEnvironment(),
+      SOLID_DB: cli.db,
+      SOLID_API_KEY: key,
+      SOLID_DASHBOARD_URL: 'http://127.0.0.1:4400/',
+    },
   });
   await server.connect();
   // The child's PID, from the library's own stdio transport, so that it ends with the test.
@@ -259,4 +293,35 @@ test('OpenAI Agents JS (MCPServerStdio) against solid mcp completes read, confir
   const reverted = receipt(await call('audit__revert', revert));
   assert.equal(reverted.reverted, true, JSON.stringify(reverted));
   assert.equal(reverted.original_action, 'crm.add_note');
+});
+
+test('docs/mcp.md shows the stdio peers with what this test runs', () => {
+  // §9: MCPServerStdio running `solid mcp` with the database and key in its env.
+  const stdio = [...DOC.matchAll(/```ts\n([\s\S]*?)```/g)]
+    .map((m) => m[1]!)
+    .find((b) => b.includes('MCPServerStdio'));
+  assert.ok(stdio !== undefined, 'a snippet shows MCPServerStdio');
+  assert.match(stdio, /args: \['-y', 'solid-verbs', 'mcp'\]/);
+  assert.match(stdio, /env: \{ SOLID_DB: '[^']+', SOLID_API_KEY: 'sk_solid_…' \}/);
+  // §10: the mcp-remote command line and host config (the config is parsed and run above).
+  assert.ok(
+    STDIO_SECTION.includes(
+      'npx mcp-remote http://127.0.0.1:4400/mcp --header "Authorization: Bearer sk_solid_…"',
+    ),
+  );
+  const doc = documentedMcpRemote();
+  assert.ok(
+    doc.args.includes('http://127.0.0.1:4400/mcp') && doc.args.includes('--header'),
+    doc.args.join(' '),
+  );
+  // §10: the Inspector CLI with the arguments inspectorCli() passes.
+  const sh = [...STDIO_SECTION.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!.replace(/\\\n\s*/g, ''));
+  const inspector = sh.filter((b) => b.includes('@modelcontextprotocol/inspector')).join('\n');
+  assert.ok(
+    inspector.includes(
+      'npx @modelcontextprotocol/inspector --cli http://127.0.0.1:4400/mcp --transport http --header "Authorization: Bearer sk_solid_…" --method tools/list',
+    ),
+    inspector,
+  );
+  assert.match(inspector, /--method tools\/call --tool-name \w+ --tool-arg \w+=\S+ \w+=\S+/);
 });
