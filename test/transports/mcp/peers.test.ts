@@ -281,6 +281,10 @@ test('OpenAI Agents JS (MCPServerStdio) against solid mcp completes read, confir
   assert.equal(pending(await call('charge_invoice', charge)).approval_id, asked.approval_id);
   assert.equal(await audits('charge_invoice'), 0);
   await operatorApproves(cli.db, key, String(asked.approval_id));
+  // Other arguments are not what the operator approved.
+  const changed = pending(await call('charge_invoice', { ...charge, amount_cents: 4000 }));
+  assert.notEqual(changed.approval_id, asked.approval_id);
+  assert.equal(await audits('charge_invoice'), 0);
   const charged = receipt(await call('charge_invoice', charge));
   assert.equal(typeof charged.audit_id, 'number', JSON.stringify(charged));
   assert.equal(await audits('charge_invoice'), 1, JSON.stringify(charged));
