@@ -131,65 +131,86 @@ function inspectorBin(): { entry: string; version: string } | undefined {
   }
 }
 
-/** `mcp-inspector --cli URL --transport http --header … --method tools/call …`, one process per call. */
-function inspectorCli(node: string, entry: string) {
-  return async (t: TestContext, s: Served, key: string): Promise<CallTool> => {
-    const home = mkdtempSync(join(tmpdir(), 'solid-inspector-'));
-    t.after(() => rmSync(home, { recursive: true, force: true }));
-    const base = [entry, '--cli', s.url, '--transport', 'http', '--header', `Authorization: Bearer ${key}`];
-    const cli = async (args: string[]): Promise<string> => {
-      try {
-        const { stdout } = await run(node, [...base, ...args], {
-          timeout: 60_000,
-          maxBuffer: 16 * 1024 * 1024,
-          env: { ...process.env, HOME: home, MCP_CATALOG_PATH: join(home, 'mcp.json') },
-        });
-        return stdout;
-      } catch (err) {
-        const e = err as { code?: unknown; stdout?: string; stderr?: string };
-        // A tool error still prints the result; anything else is the test's failure.
-        if (e.stdout !== undefined && e.stdout.includes('"content"')) return e.stdout;
-        throw new Error(`inspector ${args.join(' ')} exited ${String(e.code)}: ${e.stderr ?? ''}`, {
-          cause: err,
-        });
-      }
-    };
-    const listed = JSON.parse(await cli(['--method', 'tools/list'])) as { tools: Array<{ name: string }> };
+/**
+ * The Inspector CLI as a scripted model's tool runner, one process per call: `mcp-inspector --cli
+ * TARGET… --method tools/call --tool-name NAME --tool-arg k=v…` (a tool error exits non-zero
+ * and still prints the result). TARGET is the URL with the key header, or `-e`… and a command.
+ */
+async function inspectorCalls(
+  t: TestContext,
+  node: string,
+  entry: string,
+  target: string[],
+): Promise<CallTool> {
+  const home = mkdtempSync(join(tmpdir(), 'solid-inspector-'));
+  t.after(() => rmSync(home, { recursive: true, force: true }));
+  const cli = async (args: string[]): Promise<string> => {
+    try {
+      const { stdout } = await run(node, [entry, '--cli', ...target, ...args], {
+        timeout: 60_000,
+        maxBuffer: 16 * 1024 * 1024,
+        env: { ...process.env, HOME: home, MCP_CATALOG_PATH: join(home, 'mcp.json') },
+      });
+      return stdout;
+    } catch (err) {
+      const e = err as { code?: unknown; stdout?: string; stderr?: string };
+      if (e.stdout !== undefined && e.stdout.includes('"content"')) return e.stdout;
+      throw new Error(`inspector ${args.join(' ')} exited ${String(e.code)}: ${e.stderr ?? ''}`, {
+        cause: err,
+      });
+    }
+  };
+  const listed = JSON.parse(await cli(['--method', 'tools/list'])) as { tools: Array<{ name: string }> };
+  assert.ok(listed.tools.length > 0, 'the Inspector lists the tools');
+  return async (name, args) => {
     assert.ok(
-      listed.tools.some((x) => x.name === 'test__charge'),
-      'the Inspector lists the tools',
+      listed.tools.some((x) => x.name === name),
+      `${name} is listed`,
     );
-    return async (name, args) => {
-      const pairs = Object.entries(args).map(
-        ([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`,
-      );
-      const out = await cli([
-        '--method',
-        'tools/call',
-        '--tool-name',
-        name,
-        ...(pairs.length ? ['--tool-arg', ...pairs] : []),
-      ]);
-      return seen(textsOf(JSON.parse(out)));
-    };
+    const pairs = Object.entries(args).map(
+      ([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`,
+    );
+    const out = await cli([
+      '--method',
+      'tools/call',
+      '--tool-name',
+      name,
+      ...(pairs.length ? ['--tool-arg', ...pairs] : []),
+    ]);
+    return seen(textsOf(JSON.parse(out)));
   };
 }
 
+/** Node 22 and the Inspector, or undefined once the test is marked skipped with the reason. */
+function inspectorOrSkip(t: TestContext): { node: string; entry: string } | undefined {
+  const node = node22();
+  if (node === undefined) {
+    t.skip('Node 22 is not installed: run `bash scripts/node-line.sh 22` (CI does) or set SOLID_NODE22');
+    return undefined;
+  }
+  const inspector = inspectorBin();
+  if (inspector === undefined) {
+    t.skip('@modelcontextprotocol/inspector is not installed (npm ci installs the devDependency)');
+    return undefined;
+  }
+  return { node, entry: inspector.entry };
+}
+
 test(
-  'MCP Inspector CLI (one process per call, key header) completes read, confirm, financial via approval, revert',
+  'MCP Inspector CLI over /mcp (one process per call, key header) completes read, confirm, financial via approval, revert',
   { timeout: 600_000 },
   async (t) => {
-    const node = node22();
-    if (node === undefined) {
-      t.skip('Node 22 is not installed: run `bash scripts/node-line.sh 22` (CI does) or set SOLID_NODE22');
-      return;
-    }
-    const inspector = inspectorBin();
-    if (inspector === undefined) {
-      t.skip('@modelcontextprotocol/inspector is not installed (npm ci installs the devDependency)');
-      return;
-    }
-    await loop(t, inspectorCli(node, inspector.entry));
+    const found = inspectorOrSkip(t);
+    if (found === undefined) return;
+    await loop(t, (tt, s, key) =>
+      inspectorCalls(tt, found.node, found.entry, [
+        s.url,
+        '--transport',
+        'http',
+        '--header',
+        `Authorization: Bearer ${key}`,
+      ]),
+    );
   },
 );
 
@@ -213,40 +234,17 @@ async function operatorApproves(db: string, key: string, approvalId: string): Pr
   }
 }
 
-test('OpenAI Agents JS (MCPServerStdio) against solid mcp completes read, confirm, financial via approval, revert', async (t) => {
+/** A client of `solid mcp` on a demo database (its path) with the owner's key. */
+type StdioConnect = (t: TestContext, db: string, key: string) => Promise<CallTool>;
+
+/** The loop on the demo pack over `solid mcp`: crm.add_note, charge_invoice, audit.revert. */
+async function demoLoop(t: TestContext, connect: StdioConnect): Promise<void> {
   const cli = cliHarness(t);
   const local = await openLocal({ db: cli.db, create: true, packs: ['demo'] });
   const facts = (await demoPack.seed!(local.rt, {})) as DemoSeedFacts;
   await local.close();
   const key = facts.owner_api_key!;
-  const server = new MCPServerStdio({
-    name: 'solid-verbs',
-    // docs/mcp.md §9: `npx -y solid-verbs mcp`, here this checkout's bin.
-    command: process.execPath,
-    args: [BIN, 'mcp'],
-    env: {
-      ...getDefaultEnvironment(),
-      SOLID_DB: cli.db,
-      SOLID_API_KEY: key,
-      SOLID_DASHBOARD_URL: 'http://127.0.0.1:4400/',
-    },
-  });
-  await server.connect();
-  // The child's PID, from the library's own stdio transport, so that it ends with the test.
-  const pid = (server as unknown as { underlying: { transport: { pid: number | null } | null } }).underlying
-    .transport?.pid;
-  t.after(async () => {
-    await server.close();
-    if (typeof pid === 'number') killIfAlive(pid);
-  });
-  const agent = new Agent({ name: 'scripted', mcpServers: [server] });
-  const runContext = new RunContext({});
-  const tools = await getAllMcpTools({ mcpServers: [server], runContext, agent });
-  const call: CallTool = async (name, args) => {
-    const tool = tools.find((x) => x.name === name);
-    assert.ok(tool !== undefined && tool.type === 'function', `${name} is listed`);
-    return seen(textsOf(await tool.invoke(runContext, JSON.stringify(args))));
-  };
+  const call = await connect(t, cli.db, key);
   /** The audit rows of one verb that ran (what the agent's calls did to the books). */
   const audits = async (action: string): Promise<number> => {
     const db = await openLocal({ db: cli.db });
@@ -297,7 +295,62 @@ test('OpenAI Agents JS (MCPServerStdio) against solid mcp completes read, confir
   const reverted = receipt(await call('audit__revert', revert));
   assert.equal(reverted.reverted, true, JSON.stringify(reverted));
   assert.equal(reverted.original_action, 'crm.add_note');
-});
+}
+
+/** OpenAI Agents JS: MCPServerStdio spawning `solid mcp`, its tools invoked as the runner does. */
+async function mcpServerStdio(t: TestContext, db: string, key: string): Promise<CallTool> {
+  const server = new MCPServerStdio({
+    name: 'solid-verbs',
+    // docs/mcp.md §9: `npx -y solid-verbs mcp`, here this checkout's bin.
+    command: process.execPath,
+    args: [BIN, 'mcp'],
+    env: {
+      ...getDefaultEnvironment(),
+      SOLID_DB: db,
+      SOLID_API_KEY: key,
+      SOLID_DASHBOARD_URL: 'http://127.0.0.1:4400/',
+    },
+  });
+  await server.connect();
+  // The child's PID, from the library's own stdio transport, so that it ends with the test.
+  const pid = (server as unknown as { underlying: { transport: { pid: number | null } | null } }).underlying
+    .transport?.pid;
+  t.after(async () => {
+    await server.close();
+    if (typeof pid === 'number') killIfAlive(pid);
+  });
+  const agent = new Agent({ name: 'scripted', mcpServers: [server] });
+  const runContext = new RunContext({});
+  const tools = await getAllMcpTools({ mcpServers: [server], runContext, agent });
+  return async (name, args) => {
+    const tool = tools.find((x) => x.name === name);
+    assert.ok(tool !== undefined && tool.type === 'function', `${name} is listed`);
+    return seen(textsOf(await tool.invoke(runContext, JSON.stringify(args))));
+  };
+}
+
+test('OpenAI Agents JS (MCPServerStdio) against solid mcp completes read, confirm, financial via approval, revert', (t) =>
+  demoLoop(t, mcpServerStdio));
+
+test(
+  'MCP Inspector CLI over stdio (solid mcp, SOLID_API_KEY) completes read, confirm, financial via approval, revert',
+  { timeout: 600_000 },
+  async (t) => {
+    const found = inspectorOrSkip(t);
+    if (found === undefined) return;
+    await demoLoop(t, (tt, db, key) =>
+      inspectorCalls(tt, found.node, found.entry, [
+        '-e',
+        `SOLID_DB=${db}`,
+        '-e',
+        `SOLID_API_KEY=${key}`,
+        process.execPath,
+        BIN,
+        'mcp',
+      ]),
+    );
+  },
+);
 
 test('docs/mcp.md shows the stdio peers with what this test runs', () => {
   // §9: MCPServerStdio running `solid mcp` with the database and key in its env.
