@@ -30,7 +30,8 @@ import { errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
 const REPO = fileURLToPath(new URL('../../../', import.meta.url)).replace(/\/$/, '');
 const DOC = readFileSync(join(REPO, 'docs', 'mcp.md'), 'utf8');
 
-const snippets = (): ServerEntry[] => mcpServerSnippets(DOC);
+/** The snippets that run `solid mcp` or name a URL; the mcp-remote one (§10) runs in peers.test.ts. */
+const snippets = (): ServerEntry[] => mcpServerSnippets(DOC).filter((s) => !s.args?.includes('mcp-remote'));
 
 function substitute(s: string, values: { db: string; key: string; port?: number }): string {
   return s
