@@ -9,6 +9,8 @@
  *   mcp.tools_list_bytes_dynamic  dynamic mode: the meta tools instead of the verbs
  *   mcp.tools_list_bytes_openai_strict / _gemini  the served schema profiles
  *                                 (--mcp-schema-profile; diagnostic: no budget of their own)
+ *   mcp.tools_list_bytes_2026     the default catalogue listed by an MCP 2026-07-28 client (SDK v2,
+ *                                 stateless HTTP handler; the same 150,000-byte budget)
  *
  * Target: ≤ 150,000 bytes for the full catalogue (issue 21). The baseline column is the bytes of
  * the same catalogue projected the way it was before (success|error-envelope anyOf output
@@ -26,6 +28,10 @@ import { toPortableSchema } from '../src/transports/mcp/portable-schema.ts';
 import { envelopeSchema } from '../src/spec/validators.ts';
 import type { Runtime } from '../src/runtime/runtime.ts';
 import type { BenchResult } from './harness.ts';
+import { createModernServer } from '../src/transports/mcp/modern.ts';
+import { ToolCatalog } from '../src/transports/mcp/tool-catalog.ts';
+import { createMcpHandler } from '@modelcontextprotocol/server';
+import { Client as ModernClient, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
 /** The representative toolset: the demo's largest business category of everyday CRM work. */
 const ONE_TOOLSET = 'crm';
@@ -57,6 +63,49 @@ export async function toolsListBytes(
   return { bytes, tools };
 }
 
+/**
+ * Bytes of every tools/list answer (all pages, as HTTP bodies) an MCP 2026-07-28 client (the SDK
+ * v2 client pinned to that revision) receives from the stateless handler `/mcp` serves it with.
+ */
+export async function toolsListBytes2026(rt: Runtime): Promise<{ bytes: number; tools: number }> {
+  const catalog = new ToolCatalog(rt);
+  const handler = createMcpHandler(
+    () => createModernServer(rt, { catalog, credentials: () => ({ principal: null }) }),
+    {
+      legacy: 'reject',
+    },
+  );
+  let bytes = 0;
+  const client = new ModernClient(
+    { name: 'bench', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
+  try {
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL('http://bench.local/mcp'), {
+        fetch: async (url, init) => {
+          const res = await handler.fetch(new Request(url, init));
+          const text = await res.clone().text();
+          if (text.includes('"tools":[')) bytes += Buffer.byteLength(text, 'utf8');
+          return res;
+        },
+      }),
+    );
+    let tools = 0;
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor === undefined ? {} : { cursor });
+      tools += page.tools.length;
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    return { bytes, tools };
+  } finally {
+    await client.close();
+    await handler.close();
+    catalog.dispose();
+  }
+}
+
 /** The byte count of the former projection of one tool's outputSchema (for the baseline). */
 function formerOutputBytes(rt: Runtime): number {
   const env = toPortableSchema(envelopeSchema, 'output').schema;
@@ -82,6 +131,7 @@ export async function benchToolsList(): Promise<BenchResult[]> {
     const dynamic = await toolsListBytes(rt, { dynamic: true });
     const strict = await toolsListBytes(rt, { schemaProfile: 'openai-strict' });
     const gemini = await toolsListBytes(rt, { schemaProfile: 'gemini' });
+    const modern = await toolsListBytes2026(rt);
     return [
       {
         id: 'mcp.tools_list_bytes',
@@ -127,6 +177,17 @@ export async function benchToolsList(): Promise<BenchResult[]> {
         baseline: full.bytes,
         ratio: gemini.bytes / full.bytes,
         notes: `${gemini.tools} tools`,
+      },
+      {
+        id: 'mcp.tools_list_bytes_2026',
+        what: 'the default catalogue listed by an MCP 2026-07-28 client (SDK v2 client, stateless handler): every tools/list page as an HTTP body',
+        value: modern.bytes,
+        unit: 'bytes',
+        baseline: full.bytes,
+        ratio: modern.bytes / full.bytes,
+        target: '≤ 150,000 bytes',
+        met: modern.bytes <= 150_000,
+        notes: `${modern.tools} tools; each 2026-07-28 page also carries resultType, ttlMs, cacheScope and serverInfo`,
       },
     ];
   } finally {
