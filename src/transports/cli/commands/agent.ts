@@ -11,7 +11,7 @@
  */
 import type { Command } from 'commander';
 import type { Envelope } from '../../../spec/types.ts';
-import { openTarget, type TargetCallOptions } from '../target.ts';
+import { openTarget, terminalOf, type TargetCallOptions } from '../target.ts';
 import { parseArgsJson, printEnvelope, type Io } from '../output.ts';
 
 export interface DispatchFlags {
@@ -53,7 +53,11 @@ export async function runDispatch(
   const parsed = parseArgsJson(verb, flags.args);
   if (!parsed.ok) return printEnvelope(io, parsed.envelope, Boolean(flags.json));
   // Embedded or remote (--url / SOLID_API_URL): one interface, the same envelopes (target.ts).
-  const target = await openTarget(program, { apiKey: flags.apiKey, warn: io.err });
+  const target = await openTarget(program, {
+    apiKey: flags.apiKey,
+    warn: io.err,
+    terminal: terminalOf(io),
+  });
   try {
     const call: TargetCallOptions = { idempotent: flags.read === true };
     const base = flags.idempotencyKey !== undefined ? { idempotency_key: flags.idempotencyKey } : {};
