@@ -11,11 +11,16 @@ import { createEnrolmentLink, DEFAULT_ENROLMENT_TTL_SECONDS, type EnrolmentLink 
 import { appendHumanAudit } from './human-audit.ts';
 import { ensureOwnerUser, getUser, hasCredential, insertUser, setUserStatus, type User } from './users.ts';
 
-/** Who invites: the operator at the CLI (undefined) or a signed-in human owner. */
-export type Inviter = { user_id: number; role: Role } | undefined;
+/**
+ * Who invites: the operator at the CLI (undefined), a signed-in human owner (the dashboard), or a
+ * person verified at the CLI's terminal (`agent_type` `human:operator_terminal`, terminal-human.ts).
+ */
+export type Inviter = { user_id: number; role: Role; agent_type?: string } | undefined;
 
 function actorFields(by: Inviter): { actor?: { user_id: number; role: string }; agent_type: string } {
-  return by === undefined ? { agent_type: 'cli:operator' } : { actor: by, agent_type: 'human:dashboard' };
+  return by === undefined
+    ? { agent_type: 'cli:operator' }
+    : { actor: { user_id: by.user_id, role: by.role }, agent_type: by.agent_type ?? 'human:dashboard' };
 }
 
 /**

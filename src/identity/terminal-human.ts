@@ -29,7 +29,7 @@ import { appendHumanAudit } from './human-audit.ts';
 import { operatorAtTerminal } from './principal.ts';
 import { assertNotThrottled, noteFailure } from './signin-throttle.ts';
 import { verifyTotp } from './totp.ts';
-import type { User } from './users.ts';
+import { hasCredential, type User } from './users.ts';
 
 /** The terminal's prompt: given only when stdin is a terminal (never a pipe, flag or env). */
 export interface TerminalPrompt {
@@ -100,28 +100,32 @@ async function auditFactor(
 }
 
 /**
- * Ask the person at the terminal for the one-time code of an enrolled user and, when it counts,
- * return the operator principal naming that user (`actor: 'human'`, channel `operator_terminal`;
- * company, tier and key_id from `keyPrincipal`, the key the CLI opened the database with).
- * `purpose` is a short word for the audit row (the verb). When the tenant has several such users
- * the person first says who they are (user id or name).
+ * Ask the person at the terminal for the one-time code of an enrolled user (one of `roles`, when
+ * given) and return that user when the code counts. The lower half of
+ * {@link verifyHumanAtTerminal}, also used by the operator commands that mint a human
+ * (`solid users invite|link`, {@link assertMayMintHuman}). `terminal` undefined (stdin is not a
+ * terminal) is refused like a tenant without such a user.
  *
- * @throws VerbError `human_required` (no user with TOTP, or no such user named), `signin_failed`
- *   (wrong, expired or reused code), `rate_limited` (too many failures for that user).
+ * @throws VerbError `human_required`, `signin_failed`, `rate_limited` (see the header).
  */
-export async function verifyHumanAtTerminal(
+export async function verifyTerminalUser(
   rt: TerminalFactorRuntime,
-  keyPrincipal: Principal,
-  terminal: TerminalPrompt,
+  companyId: number,
+  terminal: TerminalPrompt | undefined,
   purpose: string,
-): Promise<Principal> {
-  const companyId = keyPrincipal.company_id;
-  const users = await totpUsers(rt.store, companyId);
-  if (users.length === 0) {
+  roles?: readonly User['role'][],
+): Promise<User> {
+  const users = (await totpUsers(rt.store, companyId)).filter(
+    (u) => roles === undefined || roles.includes(u.role),
+  );
+  if (terminal === undefined || users.length === 0) {
     await auditFactor(rt, companyId, 'denied', undefined, 'human_required', purpose);
+    const who = roles === undefined ? 'an enrolled user' : `an enrolled ${roles.join(' or ')}`;
     throw new VerbError(
       'human_required',
-      'This terminal counts as a person only with the one-time code of an enrolled user’s authenticator app, and no active user of this tenant has one.',
+      terminal === undefined
+        ? `This needs a person: the one-time code of ${who}'s authenticator app, typed at a terminal (stdin here is not one).`
+        : `This terminal counts as a person only with the one-time code of ${who}'s authenticator app, and this tenant has none.`,
       { hint: TERMINAL_HUMAN_HINT },
     );
   }
@@ -157,5 +161,65 @@ export async function verifyHumanAtTerminal(
   }
   await auditFactor(rt, companyId, 'completed', user, undefined, purpose);
   terminal.say(`✓ ${user.name} (user ${user.user_id}, ${user.role}) at this terminal`);
+  return user;
+}
+
+/**
+ * Ask the person at the terminal for the one-time code of an enrolled user and, when it counts,
+ * return the operator principal naming that user (`actor: 'human'`, channel `operator_terminal`;
+ * company, tier and key_id from `keyPrincipal`, the key the CLI opened the database with).
+ * `purpose` is a short word for the audit row (the verb). When the tenant has several such users
+ * the person first says who they are (user id or name).
+ *
+ * @throws VerbError `human_required` (no user with TOTP, or no such user named), `signin_failed`
+ *   (wrong, expired or reused code), `rate_limited` (too many failures for that user).
+ */
+export async function verifyHumanAtTerminal(
+  rt: TerminalFactorRuntime,
+  keyPrincipal: Principal,
+  terminal: TerminalPrompt,
+  purpose: string,
+): Promise<Principal> {
+  const user = await verifyTerminalUser(rt, keyPrincipal.company_id, terminal, purpose);
   return operatorAtTerminal(keyPrincipal, { user_id: user.user_id, role: user.role, user_name: user.name });
+}
+
+/** Roles whose enrolment link makes a person who approves above an employee's floor. */
+export const MINTING_ROLES: readonly User['role'][] = ['owner', 'admin'];
+
+/**
+ * May the operator command mint this human (an enrolment link: `solid users invite`, `solid users
+ * link`) without a person at the terminal? A link is a human session for whoever opens it, so an
+ * agent with the database file must not print one that makes a person who could approve for it:
+ *
+ * - a link for a user who already has a credential (a passkey or a confirmed TOTP) — B1: the agent
+ *   would enrol its own authenticator beside the owner's — or for a user at a role in
+ *   {@link MINTING_ROLES} (a new owner/admin), needs the one-time code of an enrolled owner or
+ *   admin at the terminal;
+ * - except the bootstrap: while no user of the tenant has any credential, nobody can give a code,
+ *   and whoever holds the database is the operator (`solid init`, `npm start` print the owner's
+ *   first link). spec/consent.md §threat model.
+ *
+ * Returns the verified person (for the audit) or undefined when no factor was needed.
+ * @throws VerbError `human_required`, `signin_failed`, `rate_limited` (see {@link verifyTerminalUser}).
+ */
+export async function assertMayMintHuman(
+  rt: TerminalFactorRuntime,
+  companyId: number,
+  target: { role: User['role']; user_id?: number },
+  terminal: TerminalPrompt | undefined,
+  purpose: string,
+): Promise<User | undefined> {
+  const facts = await rt.store.read(async (q) => {
+    const any = await q.get(
+      `SELECT 1 AS one FROM user_passkeys WHERE company_id = ?
+       UNION ALL SELECT 1 AS one FROM user_totp WHERE company_id = ? AND confirmed_at IS NOT NULL`,
+      [companyId, companyId],
+    );
+    const own = target.user_id === undefined ? false : await hasCredential(q, companyId, target.user_id);
+    return { bootstrap: any === undefined, targetHasCredential: own };
+  });
+  if (facts.bootstrap) return undefined;
+  if (!facts.targetHasCredential && !MINTING_ROLES.includes(target.role)) return undefined;
+  return verifyTerminalUser(rt, companyId, terminal, purpose, MINTING_ROLES);
 }
