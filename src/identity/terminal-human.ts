@@ -19,7 +19,7 @@
  *   authenticator app.
  *
  * Refusals (thrown VerbError): `human_required`, `signin_failed`, `rate_limited`.
- * Spec: spec/consent.md §channels, §threat model.
+ * Spec: spec/consent.md §channels, §phrase-channel (its threat model).
  */
 import { VerbError } from '../runtime/errors.ts';
 import type { Secrets } from '../runtime/secrets.ts';
@@ -198,7 +198,7 @@ export const MINTING_ROLES: readonly User['role'][] = ['owner', 'admin'];
  *   admin at the terminal;
  * - except the bootstrap: while no user of the tenant has any credential, nobody can give a code,
  *   and whoever holds the database is the operator (`solid init`, `npm start` print the owner's
- *   first link). spec/consent.md §threat model.
+ *   first link). spec/consent.md §phrase-channel (its threat model).
  *
  * Returns the verified person (for the audit) or undefined when no factor was needed.
  * @throws VerbError `human_required`, `signin_failed`, `rate_limited` (see {@link verifyTerminalUser}).

@@ -4,7 +4,7 @@
  * one-time code of an enrolled user's authenticator app. So: without the code nothing a human
  * decides happens at the CLI (approve, reject, loosen a consent setting, mint a human by an
  * enrolment link); with it, the act is that user's and the provenance names them.
- * Spec: spec/consent.md §channels, §threat model; src/identity/terminal-human.ts.
+ * Spec: spec/consent.md §channels, §phrase-channel (its threat model); src/identity/terminal-human.ts.
  */
 import { test } from 'node:test';
 import { strict as assert } from 'node:assert';

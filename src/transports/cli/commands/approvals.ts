@@ -4,9 +4,12 @@
  * (spec/consent.md §approvals). Each is one dispatch of approvals.list / approve / reject with the
  * caller's API key (--api-key or SOLID_API_KEY), so the runtime decides roles and audits.
  *
- * approve without --phrase shows the summary and the exact phrase and, when stdin is a terminal,
- * prompts for it; otherwise it prints the phrase to pass with --phrase and exits 2 without
- * deciding anything. Exit codes: 0 ok, else the reason's exit code (spec/reasons.md).
+ * approve without --phrase, when stdin is a terminal, first asks the one-time code of an enrolled
+ * user's authenticator app (the human factor, src/identity/terminal-human.ts: a TTY alone is not a
+ * person), then shows the summary and the exact phrase and prompts for it; the approval is that
+ * user's. Without a terminal (or with --phrase) the approve is an agent's: human_required, audited.
+ * reject at a terminal asks the same code. Exit codes: 0 ok, else the reason's exit code
+ * (spec/reasons.md).
  */
 import type { Command } from 'commander';
 import type { Envelope } from '../../../spec/types.ts';

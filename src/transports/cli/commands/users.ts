@@ -7,7 +7,7 @@
  * mint a person who approves for it: a link for a user who already has a credential, or an invite
  * or link at owner/admin, needs the one-time code of an enrolled owner or admin typed at this
  * terminal (identity's assertMayMintHuman); the bootstrap (no user of the tenant has a credential
- * yet: the owner's first link of `solid init` / `npm start`) needs none. spec/consent.md §threat model
+ * yet: the owner's first link of `solid init` / `npm start`) needs none. spec/consent.md §phrase-channel (its threat model)
  *
  * The link's base: `--public-url`, else SOLID_PUBLIC_URL, else `http://localhost:<PORT or 4400>`
  * (WebAuthn refuses an IP address as the relying party, so never 127.0.0.1).
