@@ -29,7 +29,7 @@ import { appendHumanAudit } from './human-audit.ts';
 import { operatorAtTerminal } from './principal.ts';
 import { assertNotThrottled, noteFailure } from './signin-throttle.ts';
 import { verifyTotp } from './totp.ts';
-import { hasCredential, type User } from './users.ts';
+import { anyCredential, hasCredential, type User } from './users.ts';
 
 /** The terminal's prompt: given only when stdin is a terminal (never a pipe, flag or env). */
 export interface TerminalPrompt {
@@ -210,15 +210,10 @@ export async function assertMayMintHuman(
   terminal: TerminalPrompt | undefined,
   purpose: string,
 ): Promise<User | undefined> {
-  const facts = await rt.store.read(async (q) => {
-    const any = await q.get(
-      `SELECT 1 AS one FROM user_passkeys WHERE company_id = ?
-       UNION ALL SELECT 1 AS one FROM user_totp WHERE company_id = ? AND confirmed_at IS NOT NULL`,
-      [companyId, companyId],
-    );
-    const own = target.user_id === undefined ? false : await hasCredential(q, companyId, target.user_id);
-    return { bootstrap: any === undefined, targetHasCredential: own };
-  });
+  const facts = await rt.store.read(async (q) => ({
+    bootstrap: !(await anyCredential(q, companyId)),
+    targetHasCredential: target.user_id !== undefined && (await hasCredential(q, companyId, target.user_id)),
+  }));
   if (facts.bootstrap) return undefined;
   if (!facts.targetHasCredential && !MINTING_ROLES.includes(target.role)) return undefined;
   return verifyTerminalUser(rt, companyId, terminal, purpose, MINTING_ROLES);

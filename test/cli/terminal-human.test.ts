@@ -12,6 +12,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { consentHarness, pendingOf, type ConsentHarness } from '../consent/support.ts';
 import { parseProvenance } from '../../src/runtime/consent/provenance.ts';
+import { ownerEnrolmentLink } from '../../src/identity/invite.ts';
 import { ADMIN, enrolTotp, humanPrompt, OWNER, promptWithCode, totpCode } from '../support/terminal-human.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -238,3 +239,11 @@ test(
     assert.equal(await h.effects('charge_invoice'), 0);
   },
 );
+
+test("the owner's first link (init, serve) ends with the bootstrap: once anyone enrolled, none is printed", async (t) => {
+  const h = await realTime(t);
+  assert.notEqual(await ownerEnrolmentLink(h.rt.store, h.companyId, new Date()), undefined);
+  // An admin enrolled, the owner not yet: a printed owner link would be a way in for the agent.
+  await enrolTotp(h.rt, h.companyId, ADMIN);
+  assert.equal(await ownerEnrolmentLink(h.rt.store, h.companyId, new Date()), undefined);
+});
