@@ -247,3 +247,30 @@ test("the owner's first link (init, serve) ends with the bootstrap: once anyone 
   await enrolTotp(h.rt, h.companyId, ADMIN);
   assert.equal(await ownerEnrolmentLink(h.rt.store, h.companyId, new Date()), undefined);
 });
+
+test('no authenticator enrolled: `agent dispatch --confirm` at a terminal stays the key (an agent), loosening is refused', async (t) => {
+  const h = await realTime(t);
+  await h.setSettings({ phrase_channel: 'human', confirmation_channel: 'any' });
+  const confirmed = await h.cli(
+    [
+      'agent',
+      'dispatch',
+      'ct.note_update',
+      '--args',
+      JSON.stringify({ contact_id: 7, note: 'x' }),
+      '--confirm',
+    ],
+    { apiKey: h.keys.owner, tty: true, prompt: scriptAtPty([]) },
+  );
+  assert.equal(confirmed.code, 0, confirmed.stderr);
+  assert.match(confirmed.stderr, /this terminal acts as the API key \(an agent\)/);
+  assert.match(confirmed.stdout, /channel +agent\n/);
+  const loosen = await h.cli(['tenant', 'phrase-channel', 'any'], {
+    apiKey: h.keys.owner,
+    tty: true,
+    prompt: scriptAtPty([]),
+  });
+  assert.equal(loosen.code, 3, loosen.stderr);
+  h.rt.tenants.invalidate();
+  assert.equal((await h.rt.consentSettings(h.companyId)).phrase_channel, 'human');
+});

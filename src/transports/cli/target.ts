@@ -39,6 +39,13 @@ export interface TargetCallOptions {
    * spec/consent.md §channels
    */
   humanAtTerminal?: boolean;
+  /**
+   * With humanAtTerminal: when the tenant has no one who could give the code (human_required, no
+   * enrolled authenticator app), dispatch as the key instead — an agent, which is what the call
+   * was before it asked (`agent dispatch --confirm` under `confirmation_channel: any`), with a note
+   * on the terminal. A wrong code is never passed over.
+   */
+  keyWithoutFactor?: boolean;
 }
 
 export type ShowAnswer = { record: VerbRecord; hints: VerbHints | undefined } | { envelope: Envelope };
@@ -87,6 +94,7 @@ export class LocalTarget implements VerbTarget {
   readonly #terminal: TerminalPrompt | undefined;
   /** The human factor's answer, asked at most once per invocation (a code works once). */
   #human: Promise<Principal | VerbError> | undefined;
+  #notedKey = false;
 
   /** `terminal`: the prompt of a TTY stdin, else undefined (then no call is ever a human's). */
   constructor(local: Local, apiKey: string | null, terminal?: TerminalPrompt) {
@@ -129,8 +137,16 @@ export class LocalTarget implements VerbTarget {
           throw e;
         });
         const human = await this.#human;
-        if (human instanceof VerbError) return { ok: false, verb, error: human.toEnvelopeError() };
-        return rt.dispatch({ surface: 'cli', principal: human }, verb, args, options);
+        if (!(human instanceof VerbError))
+          return rt.dispatch({ surface: 'cli', principal: human }, verb, args, options);
+        if (human.reason !== 'human_required' || call.keyWithoutFactor !== true)
+          return { ok: false, verb, error: human.toEnvelopeError() };
+        if (!this.#notedKey) {
+          this.#notedKey = true;
+          terminal.say(
+            'No authenticator app is enrolled here: this terminal acts as the API key (an agent); a human approves in the dashboard or on the approval page.',
+          );
+        }
       }
     }
     return rt.dispatch({ surface: 'cli', apiKey: this.#apiKey }, verb, args, options);

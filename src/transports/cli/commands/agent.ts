@@ -80,7 +80,11 @@ export async function runDispatch(
       // --phrase flag: a script passes flags (spec/consent.md §phrase-channel).
       const human =
         wantsConsent && flags.phrase === undefined && io.isTTY && io.prompt !== undefined && !flags.json;
-      if (human) call.humanAtTerminal = true;
+      if (human) {
+        call.humanAtTerminal = true;
+        // No one enrolled to give the code: the call stays the key's (an agent), as with --phrase.
+        call.keyWithoutFactor = true;
+      }
       env = await target.dispatch(verb, parsed.args, base, call);
       if (!env.ok && env.error?.reason === 'dispatch_pending' && env.consent && wantsConsent) {
         let phrase = flags.phrase;
