@@ -9,13 +9,26 @@ import type { Store } from '../store/store.ts';
 import type { Role } from '../spec/types.ts';
 import { createEnrolmentLink, DEFAULT_ENROLMENT_TTL_SECONDS, type EnrolmentLink } from './enrolment.ts';
 import { appendHumanAudit } from './human-audit.ts';
-import { ensureOwnerUser, getUser, hasCredential, insertUser, setUserStatus, type User } from './users.ts';
+import {
+  anyCredential,
+  ensureOwnerUser,
+  getUser,
+  hasCredential,
+  insertUser,
+  setUserStatus,
+  type User,
+} from './users.ts';
 
-/** Who invites: the operator at the CLI (undefined) or a signed-in human owner. */
-export type Inviter = { user_id: number; role: Role } | undefined;
+/**
+ * Who invites: the operator at the CLI (undefined), a signed-in human owner (the dashboard), or a
+ * person verified at the CLI's terminal (`agent_type` `human:operator_terminal`, terminal-human.ts).
+ */
+export type Inviter = { user_id: number; role: Role; agent_type?: string } | undefined;
 
 function actorFields(by: Inviter): { actor?: { user_id: number; role: string }; agent_type: string } {
-  return by === undefined ? { agent_type: 'cli:operator' } : { actor: by, agent_type: 'human:dashboard' };
+  return by === undefined
+    ? { agent_type: 'cli:operator' }
+    : { actor: { user_id: by.user_id, role: by.role }, agent_type: by.agent_type ?? 'human:dashboard' };
 }
 
 /**
@@ -80,10 +93,12 @@ export async function newEnrolmentLink(
 }
 
 /**
- * The owner's enrolment link while the tenant's owner user has no credential: the owner user is
- * made when missing (ensureOwnerUser: the user of the owner API key), then a fresh link each call.
- * Undefined once the owner has a passkey or a confirmed TOTP (the link would be a way in for
- * whoever reads the server's output). Used by `solid serve` and `solid init`.
+ * The owner's enrolment link during the bootstrap — while no user of the tenant has a credential:
+ * the owner user is made when missing (ensureOwnerUser: the user of the owner API key), then a
+ * fresh link each call. Undefined once anyone of the tenant has a passkey or a confirmed TOTP (the
+ * link would be a way in for whoever reads the server's output; after the bootstrap an owner
+ * link needs an owner's or admin's code at the terminal, `solid users link`, terminal-human.ts).
+ * Used by `solid serve` and `solid init`. spec/consent.md §phrase-channel (its threat model)
  */
 export async function ownerEnrolmentLink(
   store: Store,
@@ -93,6 +108,7 @@ export async function ownerEnrolmentLink(
   const owner = await store.write((tx) => ensureOwnerUser(tx, companyId, now));
   if (owner.status === 'disabled') return undefined;
   if (await store.read((q) => hasCredential(q, companyId, owner.user_id))) return undefined;
+  if (await store.read((q) => anyCredential(q, companyId))) return undefined;
   return newEnrolmentLink(store, companyId, owner.user_id, undefined, now);
 }
 

@@ -6,8 +6,9 @@
  *   humanPrincipal      a tenant user signed in by a human ceremony (passkey, TOTP): `human`
  *   onChannel           a human session's principal on one human channel (dashboard, approval page)
  *   actingForUser       WebMCP page tool calls: an in-page agent on a human's session → `agent`
- *   operatorAtTerminal  the local CLI's terminal prompt on a local database → `human`,
- *                       channel `operator_terminal` (whoever can open the database file is the operator)
+ *   operatorAtTerminal  the local CLI's terminal on a local database, after the one-time code of an
+ *                       enrolled user's authenticator app (terminal-human.ts) → `human`, channel
+ *                       `operator_terminal`, naming that user
  *
  * test/docs/architecture.test.ts checks that no file outside src/identity assigns `actor:`.
  * Spec: spec/consent.md §channels.
@@ -74,14 +75,27 @@ export function actingForUser(p: Principal, agentType: string): Principal {
 }
 
 /**
- * The operator at the local CLI's terminal: the principal of the local database's key, as a
- * human on the `operator_terminal` channel. Only the CLI calls this, only for a local database
- * (never `--remote`) and only when the call's input is a terminal (`process.stdin.isTTY`) and the
- * phrase or confirmation was typed at its prompt: anyone who can open the database file already
- * holds everything (spec/consent.md §channels).
+ * The operator at the local CLI's terminal: a human on the `operator_terminal` channel. The CLI
+ * reaches it only through terminal-human.ts's `verifyHumanAtTerminal`, after the person typed the
+ * one-time code of an enrolled user's authenticator app at the terminal (a TTY alone is not a
+ * person: a script at a pseudo-terminal has one). `user` is that user: the principal takes their
+ * id, role and name (the act needs their role to meet its floor; provenance names them), keeping
+ * the tenant, tier and key_id of `p`. Without `user` (the in-process testing kit, src/testing.ts)
+ * the principal keeps `p`'s user. spec/consent.md §channels
  */
-export function operatorAtTerminal(p: Principal): Principal {
-  return { ...p, actor: 'human', consent_channel: 'operator_terminal' };
+export function operatorAtTerminal(
+  p: Principal,
+  user?: { user_id: number; role: Principal['role']; user_name: string },
+): Principal {
+  if (user === undefined) return { ...p, actor: 'human', consent_channel: 'operator_terminal' };
+  return {
+    ...p,
+    user_id: user.user_id,
+    role: user.role,
+    actor: 'human',
+    consent_channel: 'operator_terminal',
+    user_name: user.user_name,
+  };
 }
 
 /** Is this principal a human (a signed-in user or the operator at the terminal)? */

@@ -97,12 +97,22 @@ export const CREDENTIAL_REQUIREMENTS: readonly CredentialRequirement[] = [
     why: 'Only a person holds the passkey or the authenticator; the route adds Origin and CSRF checks.',
   },
   {
+    id: 'local_cli_pty_script',
+    credential:
+      'a program at a terminal or pseudo-terminal of `solid` on a local database (`script -qc …`): it reads each prompt and types it back, but holds no enrolled user’s authenticator',
+    transport: 'CLI, embedded database',
+    actor: 'agent',
+    may: AGENT,
+    why: 'A TTY is not a person: any program gets one from `script`. Without the one-time code the terminal’s human factor refuses (signin_failed, human_required, audited) and the call, if any, is the key’s.',
+  },
+  {
     id: 'local_cli_tty',
-    credential: 'the operator typing at the prompt of `solid` on a local database (stdin a TTY)',
+    credential:
+      'the person at the prompt of `solid` on a local database (stdin a TTY) who typed the one-time code of an enrolled, active user’s authenticator app (TOTP)',
     transport: 'CLI, embedded database',
     actor: 'human',
     channel: 'operator_terminal',
     may: { ...HUMAN, open_session: false },
-    why: 'Whoever can open the database file is the operator and holds everything already; a web session still comes only from a sign-in.',
+    why: 'Only the person holding that user’s authenticator has the code (each code works once, failures are throttled); the call is that user’s, at that user’s role. A web session still comes only from a sign-in.',
   },
 ];

@@ -29,7 +29,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { VerbError } from '../runtime/errors.ts';
 import type { Envelope, Role } from '../spec/types.ts';
 import type { Store } from '../store/store.ts';
-import { countHit } from '../store/rate-limit-counters.ts';
+import { assertNotThrottled, noteFailure } from './signin-throttle.ts';
 import { sendEnvelope } from '../transports/http/error-handler.ts';
 import type { TransportRuntime as Runtime } from '../transports/runtime-surface.ts';
 import { consumeEnrolment, peekEnrolment } from './enrolment.ts';
@@ -47,10 +47,7 @@ import { cleanUserName, getUser, isRole, setUserStatus, type User } from './user
 import { inviteUser } from './invite.ts';
 import { enrolmentUrl } from './enrolment.ts';
 
-/** Failed sign-ins allowed per address and per user in one window before `rate_limited`. */
-export const SIGNIN_FAILURE_LIMIT = 10;
-/** The failure-counting window: 15 minutes, in ms. */
-export const SIGNIN_FAILURE_WINDOW_MS = 15 * 60_000;
+export { SIGNIN_FAILURE_LIMIT, SIGNIN_FAILURE_WINDOW_MS } from './signin-throttle.ts';
 
 /** What a signed-in answer carries (the session envelope's `result`). */
 export interface HumanSessionAnswer {
@@ -132,31 +129,6 @@ function signinFailed(how: 'passkey' | 'code'): VerbError {
           : 'Type the current 6-digit code of your authenticator app (each code works once), with your business and user numbers.',
     },
   );
-}
-
-/** Count failures of these buckets in the current window; refuse when one is at the limit. */
-async function assertNotThrottled(store: Store, buckets: string[], nowMs: number): Promise<void> {
-  const start = Math.floor(nowMs / SIGNIN_FAILURE_WINDOW_MS) * SIGNIN_FAILURE_WINDOW_MS;
-  for (const bucket of buckets) {
-    const row = await store.read((q) =>
-      q.get<{ count: number | string }>(
-        'SELECT count FROM rate_limit_counters WHERE bucket = ? AND window_start = ?',
-        [bucket, start],
-      ),
-    );
-    if (row !== undefined && Number(row.count) >= SIGNIN_FAILURE_LIMIT) {
-      const retry = Math.ceil((start + SIGNIN_FAILURE_WINDOW_MS - nowMs) / 1000);
-      throw new VerbError('rate_limited', 'Too many failed sign-ins; wait before trying again.', {
-        hint: `Try again in ${retry} seconds.`,
-        details: { retry_after_seconds: retry },
-      });
-    }
-  }
-}
-
-async function noteFailure(store: Store, buckets: string[], nowMs: number): Promise<void> {
-  const start = Math.floor(nowMs / SIGNIN_FAILURE_WINDOW_MS) * SIGNIN_FAILURE_WINDOW_MS;
-  for (const bucket of buckets) await countHit(store, bucket, start, start + SIGNIN_FAILURE_WINDOW_MS);
 }
 
 /** Register the enrolment, sign-in and invite routes on `app` (see the header). */

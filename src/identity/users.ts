@@ -146,6 +146,16 @@ export async function hasCredential(q: Queryable, companyId: number, userId: num
   return row !== undefined;
 }
 
+/** Whether any user of the tenant holds a credential (the bootstrap is over once one does). */
+export async function anyCredential(q: Queryable, companyId: number): Promise<boolean> {
+  const row = await q.get(
+    `SELECT 1 AS one FROM user_passkeys WHERE company_id = ?
+     UNION ALL SELECT 1 AS one FROM user_totp WHERE company_id = ? AND confirmed_at IS NOT NULL`,
+    [companyId, companyId],
+  );
+  return row !== undefined;
+}
+
 /**
  * The tenant's owner user, created when the tenant has none: the user of its oldest active owner
  * API key (so the owner's keys and the owner's sign-in name one person), else the next free id.

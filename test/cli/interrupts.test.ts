@@ -11,6 +11,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { consentHarness, pendingOf, type ConsentHarness } from '../consent/support.ts';
 import { PromptInterrupted } from '../../src/transports/cli/output.ts';
+import { enrolTotp, humanPrompt, OWNER, totpCode } from '../support/terminal-human.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PACK = fileURLToPath(new URL('../consent/pack.ts', import.meta.url));
@@ -61,9 +62,9 @@ test('Ctrl-C at the typed-phrase prompt (in-process): exit 130, nothing decided,
   const r = await h.cli(['approvals', 'approve', id], {
     apiKey: h.keys.owner,
     tty: true,
-    prompt: async () => {
+    prompt: await humanPrompt(h.rt, h.companyId, OWNER, () => {
       throw new PromptInterrupted('SIGINT');
-    },
+    }),
   });
   assert.equal(r.code, 130, r.stderr);
   assert.match(r.stderr, /interrupted.*nothing was decided/);
@@ -73,9 +74,9 @@ test('Ctrl-C at the typed-phrase prompt (in-process): exit 130, nothing decided,
   const eof = await h.cli(['approvals', 'approve', id], {
     apiKey: h.keys.owner,
     tty: true,
-    prompt: async () => {
+    prompt: await humanPrompt(h.rt, h.companyId, OWNER, () => {
       throw new PromptInterrupted('EOF');
-    },
+    }),
   });
   assert.equal(eof.code, 2, eof.stderr);
   assert.equal(await statusOf(h, id), 'pending');
@@ -89,6 +90,7 @@ test(
   async (t) => {
     const h = await consentHarness(t, { start: new Date().toISOString() });
     const id = await pendingApproval(h);
+    const owner = await enrolTotp(h.rt, h.companyId, OWNER);
     const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
     const command = [process.execPath, ...SOLID, '--db', h.dbPath, 'approvals', 'approve', id]
       .map(quote)
@@ -106,6 +108,10 @@ test(
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     const closed = new Promise<number | null>((resolve) => child.once('close', resolve));
+    // The person at the terminal first types their authenticator's code (terminal-human.ts).
+    for (let i = 0; i < 12_000 && !/One-time code of/.test(out); i++)
+      await new Promise((r) => setTimeout(r, 10));
+    child.stdin.write(`${totpCode(owner.secret)}\r`);
     for (let i = 0; i < 12_000 && !/To approve, type exactly:[^\n]*\n[\s\S]*> /.test(out); i++)
       await new Promise((r) => setTimeout(r, 10));
     assert.match(out, /> /, `the prompt is shown: ${out}`);

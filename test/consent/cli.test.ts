@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { strict as assert } from 'node:assert';
 import { consentHarness, pendingOf, type ConsentHarness } from './support.ts';
 import type { Envelope } from '../../src/spec/types.ts';
+import { ADMIN, humanPrompt, OWNER } from '../support/terminal-human.ts';
 
 const ARGS = { invoice_id: 4242, amount_cents: 5000, card_token: 'tok_secret' };
 const REDACTED = { ...ARGS, card_token: '[REDACTED]' };
@@ -108,10 +109,10 @@ test('cli: on a terminal the phrase is prompted for, showing it verbatim; a mist
     {
       apiKey: h.keys.admin,
       tty: true,
-      prompt: async (q) => {
+      prompt: await humanPrompt(h.rt, h.companyId, ADMIN, (q) => {
         asked.push(q);
         return PHRASE;
-      },
+      }),
     },
   );
   assert.equal(r.code, 0, r.stderr);
@@ -130,7 +131,7 @@ test('cli: on a terminal the phrase is prompted for, showing it verbatim; a mist
     {
       apiKey: h.keys.admin,
       tty: true,
-      prompt: async () => 'charge $50.00 to invoice #1',
+      prompt: await humanPrompt(h.rt, h.companyId, ADMIN, () => 'charge $50.00 to invoice #1'),
     },
   );
   assert.equal(bad.code, 3);
@@ -331,7 +332,7 @@ test('cli: solid approvals list / approve --phrase / the agent re-call with --no
   const approve = await h.cli(['approvals', 'approve', c.approval_id!], {
     apiKey: h.keys.owner,
     tty: true,
-    prompt: async () => PHRASE,
+    prompt: await humanPrompt(h.rt, h.companyId, OWNER, () => PHRASE),
   });
   assert.equal(approve.code, 0, approve.stderr);
   assert.match(approve.stdout, /The requesting agent may now call charge_invoice again/);
@@ -360,7 +361,7 @@ test('cli: approvals approve prompts for the phrase on a terminal; without one a
   const wrong = await h.cli(['approvals', 'approve', c.approval_id!], {
     apiKey: h.keys.owner,
     tty: true,
-    prompt: async () => 'CHARGE $50.00 to invoice #4243',
+    prompt: await humanPrompt(h.rt, h.companyId, OWNER, () => 'CHARGE $50.00 to invoice #4243'),
   });
   assert.equal(wrong.code, 3);
   assert.match(wrong.stderr, /phrase_mismatch/);
@@ -368,10 +369,10 @@ test('cli: approvals approve prompts for the phrase on a terminal; without one a
   const right = await h.cli(['approvals', 'approve', c.approval_id!], {
     apiKey: h.keys.owner,
     tty: true,
-    prompt: async (q) => {
+    prompt: await humanPrompt(h.rt, h.companyId, OWNER, (q) => {
       asked.push(q);
       return PHRASE;
-    },
+    }),
   });
   assert.equal(right.code, 0, right.stderr);
   assert.match(right.stderr, /To approve, type exactly: {2}CHARGE \$50\.00 to invoice #4242/);
@@ -392,6 +393,7 @@ test('cli: approvals reject --note; the agent re-call answers approval_rejected'
   const rej = await h.cli(['approvals', 'reject', c.approval_id!, '--note', 'not today', '--json'], {
     apiKey: h.keys.owner,
     tty: true,
+    prompt: await humanPrompt(h.rt, h.companyId, OWNER, () => ''),
   });
   assert.equal(rej.code, 0, rej.stdout);
   assert.equal((JSON.parse(rej.stdout) as Envelope).result!.note, 'not today');
@@ -473,7 +475,7 @@ test('cli: solid tenant caps set / blocklist add / remove — owner only, confir
       await h.cli(['tenant', 'blocklist', 'remove', 'charge_invoice'], {
         apiKey: h.keys.owner,
         tty: true,
-        prompt: async () => '',
+        prompt: await humanPrompt(h.rt, h.companyId, OWNER, () => ''),
       })
     ).code,
     0,

@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { strict as assert } from 'node:assert';
 import { consentHarness, pendingOf } from './support.ts';
 import type { Envelope } from '../../src/spec/types.ts';
+import { ADMIN, humanPrompt, OWNER } from '../support/terminal-human.ts';
 
 const ARGS = { invoice_id: 4242, amount_cents: 5000 };
 const PHRASE = 'CHARGE $50.00 to invoice #4242';
@@ -48,10 +49,10 @@ test('cli human: the terminal prompt counts; --phrase is refused and nothing run
   const prompted = await h.cli(dispatchArgv('--confirm'), {
     apiKey: h.keys.admin,
     tty: true,
-    prompt: async (q) => {
+    prompt: await humanPrompt(h.rt, h.companyId, ADMIN, (q) => {
       asked.push(q);
       return PHRASE;
-    },
+    }),
   });
   assert.equal(prompted.code, 0, prompted.stderr);
   assert.equal(asked.length, 1);
@@ -76,7 +77,7 @@ test('cli human: approvals approve counts from the prompt, not from --phrase', a
   const ok = await h.cli(['approvals', 'approve', id], {
     apiKey: h.keys.owner,
     tty: true,
-    prompt: async () => PHRASE,
+    prompt: await humanPrompt(h.rt, h.companyId, OWNER, () => PHRASE),
   });
   assert.equal(ok.code, 0, ok.stderr);
   const done = await h.call('admin', 'charge_invoice', ARGS, { confirm: true, nonce: c.nonce });
@@ -97,7 +98,7 @@ test('cli: solid tenant phrase-channel sets it (audited); back to any only at a 
   const atTerminal = await h.cli(['tenant', 'phrase-channel', 'any'], {
     apiKey: h.keys.owner,
     tty: true,
-    prompt: async () => '',
+    prompt: await humanPrompt(h.rt, h.companyId, OWNER, () => ''),
   });
   assert.equal(atTerminal.code, 0, atTerminal.stderr + atTerminal.stdout);
   h.rt.tenants.invalidate();

@@ -12,6 +12,7 @@ import type { Envelope } from '../../src/spec/types.ts';
 import type { DispatchOptions } from '../../src/runtime/core.ts';
 import { parseProvenance } from '../../src/runtime/consent/provenance.ts';
 import { consentHarness, expectDenied, pendingOf, type ConsentHarness } from './support.ts';
+import { humanPrompt, OWNER } from '../support/terminal-human.ts';
 
 const CHARGE = { invoice_id: 4242, amount_cents: 5000 };
 const PHRASE = 'CHARGE $50.00 to invoice #4242';
@@ -289,19 +290,21 @@ describe('the operator at the terminal', () => {
     const no = await h.cli(['approvals', 'approve', id], {
       apiKey: h.keys.owner,
       tty: true,
-      prompt: async () => 'no',
+      prompt: await humanPrompt(h.rt, h.companyId, OWNER, () => 'no'),
     });
     assert.notEqual(no.code, 0);
     pendingOf(await retry(h, 'ct.note_update', NOTE));
     const yes = await h.cli(['approvals', 'approve', id], {
       apiKey: h.keys.owner,
       tty: true,
-      prompt: async () => 'yes',
+      prompt: await humanPrompt(h.rt, h.companyId, OWNER, () => 'yes'),
     });
     assert.equal(yes.code, 0, `${yes.stdout}${yes.stderr}`);
     const done = await retry(h, 'ct.note_update', NOTE);
     assert.equal(done.ok, true, JSON.stringify(done));
-    assert.equal((await consentOf(h, done.audit_id!))?.channel, 'operator_terminal');
+    const provenance = await consentOf(h, done.audit_id!);
+    assert.equal(provenance?.channel, 'operator_terminal');
+    assert.equal(provenance?.user_id, OWNER.user_id, 'the person whose code was typed is named');
   });
 });
 

@@ -10,12 +10,9 @@ import assert from 'node:assert/strict';
 import { consentHarness, pendingOf, type ConsentHarness } from '../consent/support.ts';
 import { CREDENTIAL_REQUIREMENTS, type CredentialRequirement } from '../../src/identity/requirements.ts';
 import { mayConsent } from '../../src/identity/consent-predicate.ts';
-import {
-  actingForUser,
-  humanPrincipal,
-  onChannel,
-  operatorAtTerminal,
-} from '../../src/identity/principal.ts';
+import { actingForUser, humanPrincipal, onChannel } from '../../src/identity/principal.ts';
+import { verifyHumanAtTerminal } from '../../src/identity/terminal-human.ts';
+import { enrolTotp, OWNER, totpCode } from '../support/terminal-human.ts';
 import { SessionStore, createHumanSession } from '../../src/identity/session-store.ts';
 import { VerbError } from '../../src/runtime/errors.ts';
 import { mintTestToken, tokenPrincipal } from '../oauth/mint.ts';
@@ -50,7 +47,28 @@ const PRINCIPALS: Record<string, (h: ConsentHarness, sessions: SessionStore) => 
   mcp_url_elicitation: (h) => h.rt.tenants.authenticate(h.keys.owner, 'mcp'),
   webmcp: async (h, sessions) => actingForUser(await humanSession(h, sessions), 'webmcp:dashboard'),
   human_session: async (h, sessions) => onChannel(await humanSession(h, sessions), 'dashboard', 'dashboard'),
-  local_cli_tty: async (h) => operatorAtTerminal(await h.rt.tenants.authenticate(h.keys.owner)),
+  // The CLI's LocalTarget: the owner's key opened the database, the person typed the owner's code.
+  async local_cli_tty(h) {
+    const owner = await enrolTotp(h.rt, h.companyId, OWNER);
+    const key = await h.rt.tenants.authenticate(h.keys.owner);
+    return verifyHumanAtTerminal(
+      h.rt,
+      key,
+      { ask: async () => totpCode(owner.secret), say: () => {} },
+      'test',
+    );
+  },
+  // The same terminal driven by a script: it answers the code question with what it read.
+  async local_cli_pty_script(h) {
+    await enrolTotp(h.rt, h.companyId, OWNER);
+    const key = await h.rt.tenants.authenticate(h.keys.owner);
+    await assert.rejects(
+      verifyHumanAtTerminal(h.rt, key, { ask: async () => PHRASE, say: () => {} }, 'test'),
+      (e: unknown) => e instanceof VerbError && e.reason === 'signin_failed',
+    );
+    // The factor refused: whatever the CLI still dispatches is the key's.
+    return key;
+  },
 };
 
 function as(h: ConsentHarness, p: Principal, verb: string, args: unknown, opts = {}): Promise<Envelope> {

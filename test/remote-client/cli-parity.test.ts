@@ -12,6 +12,8 @@ import { normalize, remoteFixture, type CliOptions, type Mode, type RemoteFixtur
 import type { Envelope } from '../../src/spec/types.ts';
 import Database from 'better-sqlite3';
 import { humanPrincipal } from '../../src/identity/principal.ts';
+import { openLocal } from '../../src/transports/cli/local.ts';
+import { enrolTotp, totpCode } from '../support/terminal-human.ts';
 
 /** Set the demo tenant's phrase_channel on both copies (the served runtime and the local file). */
 async function phraseChannel(f: RemoteFixture, value: 'any' | 'human'): Promise<void> {
@@ -25,6 +27,40 @@ async function phraseChannel(f: RemoteFixture, value: 'any' | 'human'): Promise<
   } finally {
     db.close();
   }
+}
+
+/**
+ * The person holding the authenticator app of `key`'s user on the local database copy (enrolled
+ * here): a terminal prompt answering the human factor's questions (terminal-human.ts), the rest
+ * with `answer`. The served runtime never asks: a remote server cannot see a terminal.
+ */
+async function localHuman(
+  f: RemoteFixture,
+  key: string,
+  answer: (q: string) => string,
+): Promise<(q: string) => Promise<string>> {
+  const local = await openLocal({ db: f.localDb, logLevel: 'silent' });
+  let enrolled: { user_id: number; secret: string };
+  try {
+    const p = await local.rt.tenants.authenticate(key);
+    enrolled = await enrolTotp(local.rt, p.company_id, { user_id: p.user_id, role: p.role });
+  } finally {
+    await local.close();
+  }
+  return async (q) => {
+    if (/One-time code of/.test(q)) {
+      // Several invocations within one 30 s step: a test's liberty, not a person's.
+      const db = new Database(f.localDb);
+      try {
+        db.prepare('UPDATE user_totp SET last_step = NULL WHERE user_id = ?').run(enrolled.user_id);
+      } finally {
+        db.close();
+      }
+      return totpCode(enrolled.secret);
+    }
+    if (/Who is at this terminal/.test(q)) return String(enrolled.user_id);
+    return answer(q);
+  };
 }
 
 /** A receipt printed for a human, without its consent block (who consented and where). */
@@ -307,10 +343,10 @@ test(
         {
           ...admin,
           tty: true,
-          prompt: async (q) => {
+          prompt: await localHuman(f, f.keys.admin, (q) => {
             asked.push(q);
             return `CHARGE $7.00 to invoice #${fx.open_invoice.number}`;
-          },
+          }),
         },
       );
       assert.equal(asked.length, 2, 'prompted once per mode');
@@ -372,7 +408,11 @@ test(
             ? await f.cli(mode, ['approvals', 'approve', ids[mode]], {
                 ...owner,
                 tty: true,
-                prompt: async () => `CHARGE $3.00 to invoice #${fx.open_invoice.number}`,
+                prompt: await localHuman(
+                  f,
+                  f.keys.owner,
+                  () => `CHARGE $3.00 to invoice #${fx.open_invoice.number}`,
+                ),
               })
             : await approveAsHuman(f, ids[mode], `CHARGE $3.00 to invoice #${fx.open_invoice.number}`);
         assert.equal(approved.code, 0, approved.stdout);

@@ -15,7 +15,7 @@
  */
 import type { Command } from 'commander';
 import type { DispatchOptions } from '../../runtime/core.ts';
-import type { Envelope, VerbRecord } from '../../spec/types.ts';
+import type { Envelope, Principal, VerbRecord } from '../../spec/types.ts';
 import { VerbError } from '../../runtime/errors.ts';
 import { refuse } from '../../runtime/refusals.ts';
 import { hintsOf, type VerbHints } from '../../runtime/verb-hints.ts';
@@ -23,7 +23,7 @@ import { whoAmI } from '../../identity/whoami.ts';
 import { API_URL_ENV } from '../../remote-client/remote-url.ts';
 import { localOptionsOf, openLocal, type Local } from './local.ts';
 import type { ReasonTable } from '../../spec/reasons.ts';
-import { operatorAtTerminal } from '../../identity/principal.ts';
+import { verifyHumanAtTerminal, type TerminalPrompt } from '../../identity/terminal-human.ts';
 
 export interface TargetCallOptions {
   /** May a failed request be repeated (a read verb)? Remote only; an idempotency key always allows it. */
@@ -31,11 +31,21 @@ export interface TargetCallOptions {
   signal?: AbortSignal;
   /**
    * The human at this terminal types the phrase at the prompt (stdin is a TTY, no --phrase flag):
-   * on a local database the call's principal is identity's `operatorAtTerminal` (a human on the
-   * `operator_terminal` channel). A remote server cannot verify a terminal over HTTP, so
-   * RemoteTarget ignores it. spec/consent.md §channels
+   * on a local database the target first asks, once per invocation, the one-time code of an
+   * enrolled user's authenticator app (identity's `verifyHumanAtTerminal`: a TTY alone is not a
+   * person) and then dispatches as that user on the `operator_terminal` channel; a refused factor
+   * answers its envelope (human_required, signin_failed, rate_limited) without dispatching. A
+   * remote server cannot verify a terminal over HTTP, so RemoteTarget ignores it.
+   * spec/consent.md §channels
    */
   humanAtTerminal?: boolean;
+  /**
+   * With humanAtTerminal: when the tenant has no one who could give the code (human_required, no
+   * enrolled authenticator app), dispatch as the key instead — an agent, which is what the call
+   * was before it asked (`agent dispatch --confirm` under `confirmation_channel: any`), with a note
+   * on the terminal. A wrong code is never passed over.
+   */
+  keyWithoutFactor?: boolean;
 }
 
 export type ShowAnswer = { record: VerbRecord; hints: VerbHints | undefined } | { envelope: Envelope };
@@ -81,10 +91,16 @@ export class LocalTarget implements VerbTarget {
   readonly where: string;
   readonly #local: Local;
   readonly #apiKey: string | null;
+  readonly #terminal: TerminalPrompt | undefined;
+  /** The human factor's answer, asked at most once per invocation (a code works once). */
+  #human: Promise<Principal | VerbError> | undefined;
+  #notedKey = false;
 
-  constructor(local: Local, apiKey: string | null) {
+  /** `terminal`: the prompt of a TTY stdin, else undefined (then no call is ever a human's). */
+  constructor(local: Local, apiKey: string | null, terminal?: TerminalPrompt) {
     this.#local = local;
     this.#apiKey = apiKey;
+    this.#terminal = terminal;
     this.where = local.dbPath;
   }
 
@@ -104,12 +120,34 @@ export class LocalTarget implements VerbTarget {
     call: TargetCallOptions = {},
   ): Promise<Envelope> {
     const rt = this.#local.rt;
-    if (call.humanAtTerminal === true && this.#apiKey !== null && this.#apiKey !== '') {
-      // The operator typing at this terminal on the local database: a human (src/identity). A
-      // key that does not authenticate is dispatched as it is, for the audited auth_invalid.
-      const principal = await rt.tenants.authenticate(this.#apiKey).catch(() => undefined);
-      if (principal !== undefined)
-        return rt.dispatch({ surface: 'cli', principal: operatorAtTerminal(principal) }, verb, args, options);
+    if (
+      call.humanAtTerminal === true &&
+      this.#terminal !== undefined &&
+      this.#apiKey !== null &&
+      this.#apiKey !== ''
+    ) {
+      // The operator at this terminal on the local database: a human only after the human factor
+      // (src/identity/terminal-human.ts). A key that does not authenticate is dispatched as it is,
+      // for the audited auth_invalid.
+      const key = await rt.tenants.authenticate(this.#apiKey).catch(() => undefined);
+      if (key !== undefined) {
+        const terminal = this.#terminal;
+        this.#human ??= verifyHumanAtTerminal(rt, key, terminal, verb).catch((e: unknown) => {
+          if (e instanceof VerbError) return e;
+          throw e;
+        });
+        const human = await this.#human;
+        if (!(human instanceof VerbError))
+          return rt.dispatch({ surface: 'cli', principal: human }, verb, args, options);
+        if (human.reason !== 'human_required' || call.keyWithoutFactor !== true)
+          return { ok: false, verb, error: human.toEnvelopeError() };
+        if (!this.#notedKey) {
+          this.#notedKey = true;
+          terminal.say(
+            'No authenticator app is enrolled here: this terminal acts as the API key (an agent); a human approves in the dashboard or on the approval page.',
+          );
+        }
+      }
     }
     return rt.dispatch({ surface: 'cli', apiKey: this.#apiKey }, verb, args, options);
   }
@@ -153,6 +191,27 @@ export interface OpenTargetOptions {
   apiKey?: string;
   /** Warnings (e.g. a credentials file with loose permissions). */
   warn?: (message: string) => void;
+  /**
+   * The terminal's prompt, only when stdin is a terminal (see {@link terminalOf}): where the
+   * local target asks the human factor. Never built from a flag, an env variable or a pipe.
+   */
+  terminal?: TerminalPrompt;
+}
+
+/**
+ * The CLI's terminal prompt for the human factor: the io's hidden prompt (else its prompt) when
+ * stdin is a terminal, else undefined. Whether a command's call asks it at all is the command's
+ * `humanAtTerminal`; what makes the call a human's is the code, not the output format.
+ */
+export function terminalOf(io: {
+  isTTY: boolean;
+  err: (s: string) => void;
+  prompt?: (q: string) => Promise<string>;
+  promptSecret?: (q: string) => Promise<string>;
+}): TerminalPrompt | undefined {
+  const ask = io.promptSecret ?? io.prompt;
+  if (!io.isTTY || ask === undefined) return undefined;
+  return { ask, say: io.err };
 }
 
 /**
@@ -176,7 +235,7 @@ export async function openTarget(program: Command, options: OpenTargetOptions = 
     return openRemoteTarget(url, options);
   }
   const apiKey = options.apiKey ?? process.env.SOLID_API_KEY ?? null;
-  return new LocalTarget(await openLocal(localOptionsOf(program)), apiKey);
+  return new LocalTarget(await openLocal(localOptionsOf(program)), apiKey, options.terminal);
 }
 
 /** Run `fn` with the invocation's target and close it afterwards. */

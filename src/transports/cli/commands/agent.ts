@@ -11,7 +11,7 @@
  */
 import type { Command } from 'commander';
 import type { Envelope } from '../../../spec/types.ts';
-import { openTarget, type TargetCallOptions } from '../target.ts';
+import { openTarget, terminalOf, type TargetCallOptions } from '../target.ts';
 import { parseArgsJson, printEnvelope, type Io } from '../output.ts';
 
 export interface DispatchFlags {
@@ -53,7 +53,11 @@ export async function runDispatch(
   const parsed = parseArgsJson(verb, flags.args);
   if (!parsed.ok) return printEnvelope(io, parsed.envelope, Boolean(flags.json));
   // Embedded or remote (--url / SOLID_API_URL): one interface, the same envelopes (target.ts).
-  const target = await openTarget(program, { apiKey: flags.apiKey, warn: io.err });
+  const target = await openTarget(program, {
+    apiKey: flags.apiKey,
+    warn: io.err,
+    terminal: terminalOf(io),
+  });
   try {
     const call: TargetCallOptions = { idempotent: flags.read === true };
     const base = flags.idempotencyKey !== undefined ? { idempotency_key: flags.idempotencyKey } : {};
@@ -76,7 +80,11 @@ export async function runDispatch(
       // --phrase flag: a script passes flags (spec/consent.md §phrase-channel).
       const human =
         wantsConsent && flags.phrase === undefined && io.isTTY && io.prompt !== undefined && !flags.json;
-      if (human) call.humanAtTerminal = true;
+      if (human) {
+        call.humanAtTerminal = true;
+        // No one enrolled to give the code: the call stays the key's (an agent), as with --phrase.
+        call.keyWithoutFactor = true;
+      }
       env = await target.dispatch(verb, parsed.args, base, call);
       if (!env.ok && env.error?.reason === 'dispatch_pending' && env.consent && wantsConsent) {
         let phrase = flags.phrase;

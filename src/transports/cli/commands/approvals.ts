@@ -4,13 +4,16 @@
  * (spec/consent.md §approvals). Each is one dispatch of approvals.list / approve / reject with the
  * caller's API key (--api-key or SOLID_API_KEY), so the runtime decides roles and audits.
  *
- * approve without --phrase shows the summary and the exact phrase and, when stdin is a terminal,
- * prompts for it; otherwise it prints the phrase to pass with --phrase and exits 2 without
- * deciding anything. Exit codes: 0 ok, else the reason's exit code (spec/reasons.md).
+ * approve without --phrase, when stdin is a terminal, first asks the one-time code of an enrolled
+ * user's authenticator app (the human factor, src/identity/terminal-human.ts: a TTY alone is not a
+ * person), then shows the summary and the exact phrase and prompts for it; the approval is that
+ * user's. Without a terminal (or with --phrase) the approve is an agent's: human_required, audited.
+ * reject at a terminal asks the same code. Exit codes: 0 ok, else the reason's exit code
+ * (spec/reasons.md).
  */
 import type { Command } from 'commander';
 import type { Envelope } from '../../../spec/types.ts';
-import { withTarget, type VerbTarget } from '../target.ts';
+import { terminalOf, withTarget, type VerbTarget } from '../target.ts';
 import { printEnvelope, table, type Io } from '../output.ts';
 
 interface KeyFlags {
@@ -39,7 +42,7 @@ function withLocal<T>(
   flags: KeyFlags,
   io: Io,
 ): Promise<T> {
-  return withTarget(program, { apiKey: flags.apiKey, warn: io.err }, fn);
+  return withTarget(program, { apiKey: flags.apiKey, warn: io.err, terminal: terminalOf(io) }, fn);
 }
 
 function renderList(io: Io, env: Envelope): number {
@@ -58,7 +61,7 @@ function renderList(io: Io, env: Envelope): number {
           a.expires_at.replace('T', ' ').slice(0, 19),
           `user ${a.requested_by} (${a.requested_role})`,
           a.role_floor,
-          a.typed_phrase ?? '(shown only at a terminal or in the dashboard)',
+          a.typed_phrase ?? '(shown by `approvals approve` after your code, or in the dashboard)',
         ]),
       ),
     );
@@ -88,8 +91,10 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
             'approvals.list',
             flags.status === undefined ? {} : { status: flags.status },
             {},
-            // A human reading a terminal sees the phrases (spec/consent.md §phrase-channel).
-            { humanAtTerminal: io.isTTY && !flags.json },
+            // No human factor to list: a terminal alone is not a person, so a tenant that shows
+            // phrases only to humans shows them at `approvals approve` after the one-time code
+            // (spec/consent.md §phrase-channel, §channels).
+            {},
           );
           setExit(
             flags.json || !env.ok
@@ -127,12 +132,19 @@ export function registerApprovals(program: Command, io: Io, setExit: (code: numb
             );
             const item = ((listed.result?.approvals ?? []) as ListedApproval[])[0];
             if (!listed.ok || item === undefined || item.status !== 'pending') {
-              // Not visible to this caller (role, tenant, unknown id) or not open: approve itself answers and audits.
+              // Not visible to this caller (role, tenant, unknown id), not open, or the human factor
+              // refused: approve itself answers and audits (the factor's refusal is answered again).
               setExit(
                 printEnvelope(
                   io,
-                  await target.dispatch('approvals.approve', { approval_id: approvalId, typed_phrase: '' }),
+                  await target.dispatch(
+                    'approvals.approve',
+                    { approval_id: approvalId, typed_phrase: '' },
+                    {},
+                    { humanAtTerminal: human },
+                  ),
                   Boolean(flags.json),
+                  target.reasons,
                 ),
               );
               return;

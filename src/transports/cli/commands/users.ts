@@ -3,7 +3,11 @@
  * TOTP) to the dashboard and the approval page. Operator commands on the local database: each
  * change writes its audit row in the same transaction. `invite` and `link` print a one-time
  * enrolment link (`<public url>/enrol/<token>`, valid 24 h, single use); the token is shown once
- * and stored hashed. No API key is involved: an agent cannot enrol itself as a human.
+ * and stored hashed. No API key is involved. An agent holding the database file must still not
+ * mint a person who approves for it: a link for a user who already has a credential, or an invite
+ * or link at owner/admin, needs the one-time code of an enrolled owner or admin typed at this
+ * terminal (identity's assertMayMintHuman); the bootstrap (no user of the tenant has a credential
+ * yet: the owner's first link of `solid init` / `npm start`) needs none. spec/consent.md §phrase-channel (its threat model)
  *
  * The link's base: `--public-url`, else SOLID_PUBLIC_URL, else `http://localhost:<PORT or 4400>`
  * (WebAuthn refuses an IP address as the relying party, so never 127.0.0.1).
@@ -14,7 +18,10 @@ import { VerbError } from '../../../runtime/errors.ts';
 import { ROLES, type Role } from '../../../spec/types.ts';
 import { enrolmentUrl } from '../../../identity/enrolment.ts';
 import { disableUser, inviteUser, newEnrolmentLink } from '../../../identity/invite.ts';
-import { cleanUserName, isRole, listUsers } from '../../../identity/users.ts';
+import { cleanUserName, getUser, isRole, listUsers, type User } from '../../../identity/users.ts';
+import { assertMayMintHuman } from '../../../identity/terminal-human.ts';
+import type { Inviter } from '../../../identity/invite.ts';
+import { terminalOf } from '../target.ts';
 import { tenantOfFlags } from './keys.ts';
 import { localOptionsOf, openLocal, publicUrlOf } from '../local.ts';
 import { table, type Io } from '../output.ts';
@@ -30,6 +37,13 @@ interface Flags {
 /** The base of printed links (see the header). @throws VerbError invalid_request for a bad URL. */
 export function linkBaseOf(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
   return publicUrlOf(flag) ?? publicUrlOf(env.SOLID_PUBLIC_URL) ?? `http://localhost:${env.PORT ?? '4400'}`;
+}
+
+/** The audit's inviter: the person verified at the terminal, else the operator (undefined). */
+function inviterOf(by: User | undefined): Inviter {
+  return by === undefined
+    ? undefined
+    : { user_id: by.user_id, role: by.role, agent_type: 'human:operator_terminal' };
 }
 
 function userIdOf(value: string): number {
@@ -67,10 +81,18 @@ export function registerUsers(program: Command, io: Io, _setExit: (code: number)
       const local = await openLocal(localOptionsOf(program));
       try {
         const companyId = await tenantOfFlags(local.rt, flags.tenant);
+        // A new owner or admin is a person who approves: a person at this terminal must vouch.
+        const by = await assertMayMintHuman(
+          local.rt,
+          companyId,
+          { role: flags.role as Role },
+          terminalOf(io),
+          'users.invite',
+        );
         const { user, link } = await inviteUser(
           local.rt.store,
           { company_id: companyId, name, role: flags.role as Role },
-          undefined,
+          inviterOf(by),
           local.rt.clock(),
         );
         const url = enrolmentUrl(base, link.token);
@@ -105,7 +127,26 @@ export function registerUsers(program: Command, io: Io, _setExit: (code: number)
       const local = await openLocal(localOptionsOf(program));
       try {
         const companyId = await tenantOfFlags(local.rt, flags.tenant);
-        const made = await newEnrolmentLink(local.rt.store, companyId, userId, undefined, local.rt.clock());
+        const target = await local.rt.store.read((q) => getUser(q, companyId, userId));
+        // A link for someone who already signs in (or for an owner/admin) is a way in as them: a
+        // person at this terminal must vouch, except the bootstrap (terminal-human.ts).
+        const by =
+          target === undefined
+            ? undefined
+            : await assertMayMintHuman(
+                local.rt,
+                companyId,
+                { role: target.role, user_id: userId },
+                terminalOf(io),
+                'users.enrolment_link',
+              );
+        const made = await newEnrolmentLink(
+          local.rt.store,
+          companyId,
+          userId,
+          inviterOf(by),
+          local.rt.clock(),
+        );
         if (made === undefined)
           throw new VerbError('not_found', `No enabled user ${userId} in tenant ${companyId}.`, {
             hint: 'List users with `solid users list`; invite with `solid users invite`.',
