@@ -12,15 +12,17 @@
  *                    queued for it are dropped at delivery. Reverting it restores the endpoint with
  *                    its old secret.
  *
- * Projected on http and cli only: an agent does not choose where the business's notifications
- * go through its tool list. The owner role is the gate (an owner API key passes); making these
- * human-only is planned (docs/webhooks.md).
+ * Projected on http and cli only, and add/remove (and their reverts) only for a human principal
+ * (identity's consent predicate, act change_consent_settings): an agent holding an owner key does
+ * not decide where the business's notifications go — it could redirect or silence the
+ * approval.requested messages a human waits for (docs/webhooks.md).
  *
  * Reasons: invalid_input (URL: not http(s), credentials, fragment, plain http off loopback; more
- * than 20 endpoints), not_found (no such endpoint in this tenant), role_denied.
+ * than 20 endpoints), not_found (no such endpoint in this tenant), role_denied, human_required.
  */
 import { VerbError } from '../runtime/errors.ts';
-import { defineSystemVerb } from '../runtime/verb.ts';
+import { defineSystemVerb, type SystemVerbContext } from '../runtime/verb.ts';
+import { mayConsent } from '../identity/consent-predicate.ts';
 import {
   deleteWebhookEndpoint,
   insertWebhookEndpoint,
@@ -31,6 +33,22 @@ import {
   type RemovedEndpoint,
   type WebhookEventType,
 } from '../runtime/ledger/write/webhook-endpoints.ts';
+
+/**
+ * Where the business's notifications go is a human's decision: refused with `human_required`
+ * unless the principal is a human (spec/consent.md §channels, act change_consent_settings).
+ */
+async function requireHuman(ctx: SystemVerbContext): Promise<void> {
+  const settings = await ctx.runtime.consentSettings(ctx.principal.company_id);
+  if (mayConsent(ctx.principal, 'change_consent_settings', settings)) return;
+  throw new VerbError(
+    'human_required',
+    "Only a signed-in human may change where this business's webhooks go; an agent's credential cannot. Nothing changed.",
+    {
+      hint: 'The owner changes webhook endpoints in the dashboard, or with `solid webhooks` at a terminal on the server (with their authenticator code).',
+    },
+  );
+}
 
 const ENDPOINT_ID = {
   type: 'string',
@@ -82,7 +100,7 @@ export interface WebhooksAddArgs {
 export const webhooksAdd = defineSystemVerb<WebhooksAddArgs>({
   name: 'webhooks.add',
   title: 'Add a webhook endpoint',
-  description: `Add a webhook endpoint: signed (Standard Webhooks) POSTs of the chosen events (default all: ${WEBHOOK_EVENTS.join(', ')}), retried with backoff. https, or http to this machine only. The signing secret (whsec_…) is in the answer once, in \`secret.secret\`; it is stored encrypted and never shown again. Owner only; needs a confirmation; audit.revert removes the endpoint.`,
+  description: `Add a webhook endpoint: signed (Standard Webhooks) POSTs of the chosen events (default all: ${WEBHOOK_EVENTS.join(', ')}), retried with backoff. https, or http to this machine only. The signing secret (whsec_…) is in the answer once, in \`secret.secret\`; it is stored encrypted and never shown again. A signed-in human owner only (never an agent's key: human_required); needs a confirmation; audit.revert removes the endpoint.`,
   shape: 'receipt',
   category: 'consent',
   consent: 'WRITE_REVERSIBLE',
@@ -113,6 +131,7 @@ export const webhooksAdd = defineSystemVerb<WebhooksAddArgs>({
   },
   summary: (a) => `Send ${(a.events ?? WEBHOOK_EVENTS).join(', ')} webhooks to ${a.url}.`,
   async handler(ctx, args) {
+    await requireHuman(ctx);
     const p = ctx.principal;
     const url = validateWebhookUrl(args.url);
     const { secret, ...endpoint } = await insertWebhookEndpoint(ctx.db, ctx.runtime.secrets, {
@@ -135,6 +154,7 @@ export const webhooksAdd = defineSystemVerb<WebhooksAddArgs>({
   },
   revert: {
     async handler(ctx, original) {
+      await requireHuman(ctx);
       const id = (original.rollback as { endpoint_id?: string }).endpoint_id!;
       await deleteWebhookEndpoint(ctx.db, ctx.principal.company_id, id);
       return { revert_action: `webhook endpoint ${id} removed` };
@@ -146,7 +166,7 @@ export const webhooksRemove = defineSystemVerb<{ endpoint_id: string }>({
   name: 'webhooks.remove',
   title: 'Remove a webhook endpoint',
   description:
-    "Remove one of this tenant's webhook endpoints: nothing more is sent to it (messages already queued are dropped). Owner only; needs a confirmation; audit.revert restores it with its old secret.",
+    "Remove one of this tenant's webhook endpoints: nothing more is sent to it (messages already queued are dropped). A signed-in human owner only (never an agent's key: human_required); needs a confirmation; audit.revert restores it with its old secret.",
   shape: 'receipt',
   category: 'consent',
   consent: 'WRITE_REVERSIBLE',
@@ -161,6 +181,7 @@ export const webhooksRemove = defineSystemVerb<{ endpoint_id: string }>({
   },
   summary: (a) => `Remove the webhook endpoint ${a.endpoint_id}; nothing more is sent to it.`,
   async handler(ctx, args) {
+    await requireHuman(ctx);
     const removed = await deleteWebhookEndpoint(ctx.db, ctx.principal.company_id, args.endpoint_id);
     if (removed === undefined) {
       // The same answer for another tenant's id: no oracle.
@@ -175,6 +196,7 @@ export const webhooksRemove = defineSystemVerb<{ endpoint_id: string }>({
   },
   revert: {
     async handler(ctx, original) {
+      await requireHuman(ctx);
       const r = original.rollback as unknown as RemovedEndpoint;
       await restoreWebhookEndpoint(ctx.db, ctx.principal.company_id, r);
       return { revert_action: `webhook endpoint ${r.endpoint_id} restored` };

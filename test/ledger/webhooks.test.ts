@@ -80,6 +80,8 @@ interface Harness extends TestRuntime {
   logs: string[];
   call(key: string, verb: string, args?: unknown, options?: DispatchOptions): Promise<Envelope>;
   confirmed(key: string, verb: string, args: unknown): Promise<Envelope>;
+  /** The same pending → confirm round trip by the tenant's owner signed in to the dashboard (a human). */
+  ownerConfirmed(verb: string, args: unknown, companyId?: number): Promise<Envelope>;
 }
 
 async function harness(t: TestContext, extra: Record<string, unknown> = {}): Promise<Harness> {
@@ -106,11 +108,17 @@ async function harness(t: TestContext, extra: Record<string, unknown> = {}): Pro
       assert.equal(pending.error?.reason, 'dispatch_pending', JSON.stringify(pending));
       return call(key, verb, args, { confirm: true, nonce: pending.consent!.nonce });
     },
+    async ownerConfirmed(verb, args, companyId = h.companyId) {
+      const caller = { surface: 'http' as const, principal: h.human('owner', companyId) };
+      const pending = await h.rt.dispatch(caller, verb, args);
+      assert.equal(pending.error?.reason, 'dispatch_pending', JSON.stringify(pending));
+      return h.rt.dispatch(caller, verb, args, { confirm: true, nonce: pending.consent!.nonce });
+    },
   };
 }
 
 async function addEndpoint(h: Harness, url: string, events?: string[]) {
-  const env = await h.confirmed(h.keys.owner, 'webhooks.add', { url, ...(events ? { events } : {}) });
+  const env = await h.ownerConfirmed('webhooks.add', { url, ...(events ? { events } : {}) });
   assert.equal(env.ok, true, JSON.stringify(env));
   const secret = env.secret?.secret as string;
   assert.match(secret, /^whsec_[A-Za-z0-9+/]+=*$/);
@@ -245,11 +253,12 @@ test('endpoint URLs: http(s) only, plain http only to loopback, no credentials; 
     'https://user:pw@example.com/hook',
     'file:///etc/passwd',
   ]) {
-    const pending = await h.call(h.keys.owner, 'webhooks.add', { url });
+    const owner = { surface: 'http' as const, principal: h.human('owner') };
+    const pending = await h.rt.dispatch(owner, 'webhooks.add', { url });
     const env =
       pending.error?.reason === 'dispatch_pending'
-        ? await h.call(
-            h.keys.owner,
+        ? await h.rt.dispatch(
+            owner,
             'webhooks.add',
             { url },
             { confirm: true, nonce: pending.consent!.nonce },
@@ -282,14 +291,25 @@ test('webhooks verbs: owner only, listed without secrets, removed (and restored 
     [['approval.requested']],
   );
   // Another tenant cannot see or remove it (not_found, no oracle).
-  const other = await h.confirmed(h.otherOwnerKey, 'webhooks.remove', { endpoint_id: added.endpointId });
+  const other = await h.ownerConfirmed(
+    'webhooks.remove',
+    { endpoint_id: added.endpointId },
+    h.otherCompanyId,
+  );
   assert.equal(other.error?.reason, 'not_found', JSON.stringify(other));
-  const removed = await h.confirmed(h.keys.owner, 'webhooks.remove', { endpoint_id: added.endpointId });
+  // An agent holding the owner key may not silence the endpoint (nor add one): a human decides.
+  const byKey = await h.confirmed(h.keys.owner, 'webhooks.remove', { endpoint_id: added.endpointId });
+  assert.equal(byKey.error?.reason, 'human_required', JSON.stringify(byKey));
+  const addByKey = await h.confirmed(h.keys.owner, 'webhooks.add', { url: 'https://attacker.example.com/h' });
+  assert.equal(addByKey.error?.reason, 'human_required', JSON.stringify(addByKey));
+  const removed = await h.ownerConfirmed('webhooks.remove', { endpoint_id: added.endpointId });
   assert.equal(removed.ok, true, JSON.stringify(removed));
   assert.equal(JSON.stringify(removed).includes('secret_enc'), false);
   const empty = await h.call(h.keys.owner, 'webhooks.list');
   assert.equal((empty.result as { data: { endpoints: unknown[] } }).data.endpoints.length, 0);
-  const reverted = await h.confirmed(h.keys.owner, 'audit.revert', { audit_id: removed.audit_id });
+  const revertByKey = await h.confirmed(h.keys.owner, 'audit.revert', { audit_id: removed.audit_id });
+  assert.equal(revertByKey.error?.reason, 'human_required', JSON.stringify(revertByKey));
+  const reverted = await h.ownerConfirmed('audit.revert', { audit_id: removed.audit_id });
   assert.equal(reverted.ok, true, JSON.stringify(reverted));
   const back = await h.call(h.keys.owner, 'webhooks.list');
   assert.equal((back.result as { data: { endpoints: unknown[] } }).data.endpoints.length, 1);

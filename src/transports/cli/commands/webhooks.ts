@@ -13,7 +13,7 @@
 import type { Command } from 'commander';
 import type { Envelope } from '../../../spec/types.ts';
 import { WEBHOOK_EVENTS, type WebhookEndpointView } from '../../../runtime/ledger/write/webhook-endpoints.ts';
-import { withTarget, type VerbTarget } from '../target.ts';
+import { terminalOf, withTarget, type VerbTarget } from '../target.ts';
 import { printEnvelope, table, type Io } from '../output.ts';
 
 interface Flags {
@@ -23,11 +23,25 @@ interface Flags {
   description?: string;
 }
 
-/** A confirmation-gated write: the pending answer, then the call again with its nonce. */
-async function confirmed(target: VerbTarget, verb: string, args: Record<string, unknown>): Promise<Envelope> {
-  const pending = await target.dispatch(verb, args);
+/**
+ * A confirmation-gated write: the pending answer, then the call again with its nonce. At a
+ * terminal (`human`) both go out as the person there, once they gave their authenticator code
+ * (src/identity/terminal-human.ts): webhook endpoints are a human's choice (human_required).
+ */
+async function confirmed(
+  target: VerbTarget,
+  verb: string,
+  args: Record<string, unknown>,
+  human: boolean,
+): Promise<Envelope> {
+  const pending = await target.dispatch(verb, args, {}, { humanAtTerminal: human });
   if (pending.error?.reason !== 'dispatch_pending' || pending.consent?.nonce === undefined) return pending;
-  return target.dispatch(verb, args, { confirm: true, nonce: pending.consent.nonce });
+  return target.dispatch(
+    verb,
+    args,
+    { confirm: true, nonce: pending.consent.nonce },
+    { humanAtTerminal: human },
+  );
 }
 
 export function registerWebhooks(program: Command, io: Io, setExit: (code: number) => void): void {
@@ -41,23 +55,27 @@ export function registerWebhooks(program: Command, io: Io, setExit: (code: numbe
     .option('--json', 'print the envelope as JSON')
     .option('--api-key <key>', 'API key (default: SOLID_API_KEY)')
     .action(async (flags: Flags) => {
-      await withTarget(program, { apiKey: flags.apiKey, warn: io.err }, async (target) => {
-        const env = await target.dispatch('webhooks.list', {});
-        if (flags.json || !env.ok) {
-          setExit(printEnvelope(io, env, Boolean(flags.json), target.reasons));
-          return;
-        }
-        const eps = (env.result?.data as { endpoints: WebhookEndpointView[] }).endpoints;
-        if (eps.length === 0) io.out('No webhook endpoints. Add one with `solid webhooks add https://…`.');
-        else
-          io.out(
-            table(
-              ['ENDPOINT', 'URL', 'EVENTS', 'CREATED', 'DESCRIPTION'],
-              eps.map((e) => [e.endpoint_id, e.url, e.events.join(','), e.created_at, e.description ?? '']),
-            ),
-          );
-        setExit(0);
-      });
+      await withTarget(
+        program,
+        { apiKey: flags.apiKey, warn: io.err, terminal: terminalOf(io) },
+        async (target) => {
+          const env = await target.dispatch('webhooks.list', {});
+          if (flags.json || !env.ok) {
+            setExit(printEnvelope(io, env, Boolean(flags.json), target.reasons));
+            return;
+          }
+          const eps = (env.result?.data as { endpoints: WebhookEndpointView[] }).endpoints;
+          if (eps.length === 0) io.out('No webhook endpoints. Add one with `solid webhooks add https://…`.');
+          else
+            io.out(
+              table(
+                ['ENDPOINT', 'URL', 'EVENTS', 'CREATED', 'DESCRIPTION'],
+                eps.map((e) => [e.endpoint_id, e.url, e.events.join(','), e.created_at, e.description ?? '']),
+              ),
+            );
+          setExit(0);
+        },
+      );
     });
 
   cmd
@@ -79,22 +97,31 @@ export function registerWebhooks(program: Command, io: Io, setExit: (code: numbe
         );
         return setExit(2);
       }
-      await withTarget(program, { apiKey: flags.apiKey, warn: io.err }, async (target) => {
-        const env = await confirmed(target, 'webhooks.add', {
-          url,
-          ...(events !== undefined ? { events } : {}),
-          ...(flags.description !== undefined ? { description: flags.description } : {}),
-        });
-        if (flags.json || !env.ok) {
-          setExit(printEnvelope(io, env, Boolean(flags.json), target.reasons));
-          return;
-        }
-        const ep = (env.result as { endpoint: WebhookEndpointView }).endpoint;
-        io.out(
-          `✓ added ${ep.endpoint_id} → ${ep.url} (${ep.events.join(', ')})\n  signing secret, shown once, store it now:\n  ${String(env.secret?.secret ?? '')}\n  verify deliveries with a Standard Webhooks library (docs/webhooks.md)`,
-        );
-        setExit(0);
-      });
+      await withTarget(
+        program,
+        { apiKey: flags.apiKey, warn: io.err, terminal: terminalOf(io) },
+        async (target) => {
+          const env = await confirmed(
+            target,
+            'webhooks.add',
+            {
+              url,
+              ...(events !== undefined ? { events } : {}),
+              ...(flags.description !== undefined ? { description: flags.description } : {}),
+            },
+            io.isTTY,
+          );
+          if (flags.json || !env.ok) {
+            setExit(printEnvelope(io, env, Boolean(flags.json), target.reasons));
+            return;
+          }
+          const ep = (env.result as { endpoint: WebhookEndpointView }).endpoint;
+          io.out(
+            `✓ added ${ep.endpoint_id} → ${ep.url} (${ep.events.join(', ')})\n  signing secret, shown once, store it now:\n  ${String(env.secret?.secret ?? '')}\n  verify deliveries with a Standard Webhooks library (docs/webhooks.md)`,
+          );
+          setExit(0);
+        },
+      );
     });
 
   cmd
@@ -103,14 +130,18 @@ export function registerWebhooks(program: Command, io: Io, setExit: (code: numbe
     .option('--json', 'print the envelope as JSON')
     .option('--api-key <key>', 'API key (default: SOLID_API_KEY)')
     .action(async (endpointId: string, flags: Flags) => {
-      await withTarget(program, { apiKey: flags.apiKey, warn: io.err }, async (target) => {
-        const env = await confirmed(target, 'webhooks.remove', { endpoint_id: endpointId });
-        if (flags.json || !env.ok) {
-          setExit(printEnvelope(io, env, Boolean(flags.json), target.reasons));
-          return;
-        }
-        io.out(`✓ removed ${endpointId}`);
-        setExit(0);
-      });
+      await withTarget(
+        program,
+        { apiKey: flags.apiKey, warn: io.err, terminal: terminalOf(io) },
+        async (target) => {
+          const env = await confirmed(target, 'webhooks.remove', { endpoint_id: endpointId }, io.isTTY);
+          if (flags.json || !env.ok) {
+            setExit(printEnvelope(io, env, Boolean(flags.json), target.reasons));
+            return;
+          }
+          io.out(`✓ removed ${endpointId}`);
+          setExit(0);
+        },
+      );
     });
 }
