@@ -96,31 +96,30 @@ describe('read-audit buffer', () => {
     const h = await createTestRuntime(t);
     const store = h.rt.store;
     const write = store.write.bind(store);
-    let failures = 0;
-    (store as { write: typeof store.write }).write = (fn, options) => {
-      if (failures > 0) {
-        failures--;
-        return Promise.reject(new StoreError('unavailable', 'injected outage'));
-      }
-      return write(fn, options);
-    };
+    // An outage fails every write while it lasts, whoever writes (the buffer's own retry timer,
+    // background work), so the test does not depend on which write comes first.
+    let outage = false;
+    (store as { write: typeof store.write }).write = (fn, options) =>
+      outage ? Promise.reject(new StoreError('unavailable', 'injected outage')) : write(fn, options);
     t.after(() => ((store as { write: typeof store.write }).write = write));
-    failures = 1;
+    outage = true;
     h.rt.auditBuffer.push(readRow(h, h.companyId, 'buffer.retry'));
     await h.rt.auditBuffer.flush();
     assert.equal(await count(h, 'buffer.retry'), 0, 'the outage kept the row out');
     assert.equal(h.rt.auditBuffer.size, 1, 'the row is held for the next flush');
+    outage = false;
     await h.rt.auditBuffer.flush();
     assert.equal(await count(h, 'buffer.retry'), 1, 'written by the next flush');
 
     assert.equal(h.rt.auditBuffer.unwritable, false, 'writable again after a good flush');
 
-    failures = 2;
+    outage = true;
     h.rt.auditBuffer.push(readRow(h, h.companyId, 'buffer.twice'));
     await h.rt.auditBuffer.flush();
     await h.rt.auditBuffer.flush();
     assert.equal(h.rt.auditBuffer.unwritable, true, 'an outage is reported (reads refused, /readyz 503)');
     assert.equal(h.rt.auditBuffer.size, 1, 'held through the outage, never dropped for its retries');
+    outage = false;
     await h.rt.auditBuffer.flush();
     assert.equal(await count(h, 'buffer.twice'), 1, 'written once the store takes rows again');
     assert.equal(h.rt.auditBuffer.unwritable, false);
