@@ -16,13 +16,12 @@
  * previous value). Changing consent settings is a human act: an agent's call (an API key, a
  * program the agent drives) is refused with `human_required`, audited.
  */
-import { VerbError } from '../runtime/errors.ts';
 import { refuse } from '../runtime/refusals.ts';
 import { defineSystemVerb, type OriginalAction, type SystemVerbContext } from '../runtime/verb.ts';
 import type { StoreTx } from '../store/store.ts';
 import { parseJson } from '../store/store.ts';
 import type { TenantSettings } from '../runtime/tenants.ts';
-import { mayConsent } from '../identity/consent-predicate.ts';
+import { requireHumanToChange } from '../runtime/consent/refusals.ts';
 import {
   GATE_RULE_OPS,
   MAX_GATE_RULES,
@@ -53,20 +52,9 @@ async function writeSettings(ctx: SystemVerbContext, settings: TenantSettings): 
   (ctx.db as StoreTx).afterCommit(() => ctx.runtime.tenants.invalidate());
 }
 
-/**
- * Changing consent settings is a human act (spec/consent.md §conditional-gates): refused with
- * `human_required` when the call did not come through a human channel.
- */
+/** Changing consent settings is a human act (spec/consent.md §conditional-gates). */
 function requireHuman(ctx: SystemVerbContext, what: string, settings: TenantSettings): void {
-  // The one predicate (src/identity/consent-predicate.ts).
-  if (mayConsent(ctx.principal, 'change_consent_settings', settings)) return;
-  throw new VerbError(
-    'human_required',
-    `Only a signed-in human may change ${what}; an agent's credential cannot. Nothing changed.`,
-    {
-      hint: 'Change it in the dashboard (signed in as the owner) or with the solid CLI typed at a terminal on the server.',
-    },
-  );
+  requireHumanToChange(ctx.principal, settings, what);
 }
 
 /** Restore one setting member from a revert's rollback data. */

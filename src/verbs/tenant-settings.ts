@@ -32,7 +32,7 @@ import {
   type PhraseChannelSetting,
   type TenantSettings,
 } from '../runtime/tenants.ts';
-import { humanApprovalPlaces } from '../runtime/consent/refusals.ts';
+import { humanApprovalPlaces, requireHumanToChange as requireHumanTo } from '../runtime/consent/refusals.ts';
 import { mayConsent } from '../identity/consent-predicate.ts';
 import { blocklistKey, DEFAULT_BLOCKLIST } from '../runtime/consent/blocklist.ts';
 
@@ -349,14 +349,7 @@ export const tenantBlocklistRemove = defineSystemVerb<{ name: string }>({
  * @throws VerbError human_required
  */
 function requireHumanToChange(ctx: SystemVerbContext, settings: TenantSettings, what: string): void {
-  if (mayConsent(ctx.principal, 'change_consent_settings', settings)) return;
-  throw new VerbError(
-    'human_required',
-    `Only a signed-in human may loosen ${what}; an agent's credential cannot. Nothing changed.`,
-    {
-      hint: 'A person signs in to the dashboard (passkey or TOTP) and changes it there, or types `solid tenant …` at a terminal on the server.',
-    },
-  );
+  requireHumanTo(ctx.principal, settings, what);
 }
 
 /**

@@ -22,7 +22,7 @@
  */
 import { VerbError } from '../runtime/errors.ts';
 import { defineSystemVerb, type SystemVerbContext } from '../runtime/verb.ts';
-import { mayConsent } from '../identity/consent-predicate.ts';
+import { requireHumanToChange } from '../runtime/consent/refusals.ts';
 import {
   deleteWebhookEndpoint,
   insertWebhookEndpoint,
@@ -34,20 +34,10 @@ import {
   type WebhookEventType,
 } from '../runtime/ledger/write/webhook-endpoints.ts';
 
-/**
- * Where the business's notifications go is a human's decision: refused with `human_required`
- * unless the principal is a human (spec/consent.md §channels, act change_consent_settings).
- */
+/** Where the business's notifications go is a human's decision (human_required otherwise). */
 async function requireHuman(ctx: SystemVerbContext): Promise<void> {
   const settings = await ctx.runtime.consentSettings(ctx.principal.company_id);
-  if (mayConsent(ctx.principal, 'change_consent_settings', settings)) return;
-  throw new VerbError(
-    'human_required',
-    "Only a signed-in human may change where this business's webhooks go; an agent's credential cannot. Nothing changed.",
-    {
-      hint: 'The owner changes webhook endpoints in the dashboard, or with `solid webhooks` at a terminal on the server (with their authenticator code).',
-    },
-  );
+  requireHumanToChange(ctx.principal, settings, "where this business's webhooks go");
 }
 
 const ENDPOINT_ID = {

@@ -5,6 +5,8 @@
  * Spec: spec/consent.md §nonce, §approvals, §phrase-channel; spec/reasons.md.
  */
 import { VerbError } from '../errors.ts';
+import { mayConsent, type ConsentSettings } from '../../identity/consent-predicate.ts';
+import type { Principal } from '../../spec/types.ts';
 
 /** Where a human approves an approval, in words for hints (spec/consent.md §phrase-channel). */
 export function humanApprovalPlaces(approvalId: string | undefined): string {
@@ -93,6 +95,28 @@ export function approvalSuperseded(verbName: string, approvalId: string, note: s
     {
       hint: `Check the outcome in audit.trail before acting again; if ${verbName} is still needed, call it again without confirm for a fresh pending request.`,
       details: { approval_id: approvalId, status: 'superseded' },
+    },
+  );
+}
+
+/**
+ * A change to how this business's consent works (loosening a cap or the blocklist, gate rules,
+ * approval TTL, the channel settings, where webhooks go) is a human's act: returns when identity's
+ * predicate allows `change_consent_settings` to `principal`, else throws `human_required` naming
+ * `what` (spec/consent.md §channels). The one check every such verb calls.
+ * @throws VerbError human_required
+ */
+export function requireHumanToChange(
+  principal: Principal | null | undefined,
+  settings: ConsentSettings | undefined,
+  what: string,
+): void {
+  if (mayConsent(principal, 'change_consent_settings', settings)) return;
+  throw new VerbError(
+    'human_required',
+    `Only a signed-in human may change ${what}; an agent's credential cannot. Nothing changed.`,
+    {
+      hint: 'A person signs in to the dashboard (passkey or TOTP) and changes it there, or runs the solid command at a terminal on the server with their authenticator code.',
     },
   );
 }
