@@ -13,12 +13,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { node22, NODE22_MISSING } from '../support/node-lines.ts';
 
 const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
@@ -32,23 +33,6 @@ interface Check {
   id: string;
   status: 'SUCCESS' | 'FAILURE' | 'WARNING' | 'INFO' | 'SKIPPED';
   errorMessage?: string;
-}
-
-/** The Node 22 binary: SOLID_NODE22, else the CI cache of scripts/node-line.sh. */
-function node22(): string | undefined {
-  const given = process.env.SOLID_NODE22;
-  if (given) return given;
-  const cache = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
-  const bin = join(
-    cache,
-    'solid-verbs-ci',
-    'node22',
-    'node_modules',
-    `node-${process.platform}-${process.arch}`,
-    'bin',
-    'node',
-  );
-  return existsSync(bin) ? bin : undefined;
 }
 
 /** The suite's entry point and version, when the devDependency is installed. */
@@ -67,7 +51,7 @@ const NA = JSON.parse(readFileSync(join(here, 'mcp-official-not-applicable.json'
 test('every applicable server scenario of the official MCP conformance suite passes on /mcp', async (t) => {
   const node = node22();
   if (node === undefined) {
-    t.skip('Node 22 is not installed: run `bash scripts/node-line.sh 22` (CI does) or set SOLID_NODE22');
+    t.skip(NODE22_MISSING);
     return;
   }
   const s = suite();

@@ -13,9 +13,9 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -28,6 +28,7 @@ import { openLocal } from '../../../src/transports/cli/local.ts';
 import { operatorAtTerminal } from '../../../src/identity/principal.ts';
 import { cliHarness } from '../../support/cli.ts';
 import { loop, pending, receipt, seen, textsOf, type CallTool, type Served } from './peer-loop.ts';
+import { node22, NODE22_MISSING } from '../../support/node-lines.ts';
 
 const BIN = fileURLToPath(new URL('../../../bin/solid.js', import.meta.url));
 
@@ -103,23 +104,6 @@ test('mcp-remote (the documented command line, --header "Authorization: Bearer â
 
 const run = promisify(execFile);
 
-/** The Node 22 binary: SOLID_NODE22, else the CI cache of scripts/node-line.sh (as mcp-official.test.ts). */
-function node22(): string | undefined {
-  const given = process.env.SOLID_NODE22;
-  if (given) return given;
-  const cache = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
-  const bin = join(
-    cache,
-    'solid-verbs-ci',
-    'node22',
-    'node_modules',
-    `node-${process.platform}-${process.arch}`,
-    'bin',
-    'node',
-  );
-  return existsSync(bin) ? bin : undefined;
-}
-
 /** The Inspector's launcher (its `mcp-inspector` bin), when the devDependency is installed. */
 function inspectorBin(): { entry: string; version: string } | undefined {
   try {
@@ -185,7 +169,7 @@ async function inspectorCalls(
 function inspectorOrSkip(t: TestContext): { node: string; entry: string } | undefined {
   const node = node22();
   if (node === undefined) {
-    t.skip('Node 22 is not installed: run `bash scripts/node-line.sh 22` (CI does) or set SOLID_NODE22');
+    t.skip(NODE22_MISSING);
     return undefined;
   }
   const inspector = inspectorBin();
