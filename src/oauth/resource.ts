@@ -11,7 +11,8 @@
  *     user of the tenant.
  * The principal is an **agent** (identity's `agentPrincipal`): the grant's tenant, the human's
  * user id, the role the grant allows now (grants.ts `grantPrincipalRole`), `agent_type`
- * `oauth:<client name>` and `key_id` `grant:<grant id>`, which audit rows carry. It can never
+ * `oauth:<client name>` and `key_id` `grant:<grant id>`, which audit rows carry, and the grant's
+ * toolset/verb allow-list as its `scope` (the same pipeline step as an API key's). It can never
  * approve, type a phrase that counts, change consent settings or open a session: identity's
  * `mayConsent` answers no for every agent.
  *
@@ -19,14 +20,14 @@
  * `WWW-Authenticate: Bearer error="invalid_token", resource_metadata="…"`); a token naming a
  * grant that has ended also leaves a row in that grant's tenant.
  */
-import type { Principal } from '../spec/types.ts';
+import type { CredentialScope, Principal } from '../spec/types.ts';
 import type { BearerAuthenticator } from '../runtime/tenants.ts';
 import type { TransportRuntime as Runtime } from '../transports/runtime-surface.ts';
 import { VerbError } from '../runtime/errors.ts';
 import { agentPrincipal } from '../identity/principal.ts';
 import { getUser } from '../identity/users.ts';
 import { storeAdapter, type OAuthModelAdapter } from './adapter.ts';
-import { getGrant, grantLive, grantPrincipalRole } from './grants.ts';
+import { getGrant, grantLive, grantPrincipalRole, type GrantScope } from './grants.ts';
 import { OAUTH_SCOPES, type OAuthResources } from './provider.ts';
 
 /** The well-known path of the protected-resource metadata (RFC 9728 §3). */
@@ -43,6 +44,14 @@ export function protectedResourceMetadata(resource: string, issuer: string): Rec
     scopes_supported: [...OAUTH_SCOPES],
     bearer_methods_supported: ['header'],
     resource_name: 'solid-verbs',
+  };
+}
+
+/** A grant's allow-list as the principal's CredentialScope (the pipeline's scope step decides). */
+function grantScope(g: GrantScope): CredentialScope {
+  return {
+    ...(g.verbs !== undefined ? { verbs: [...g.verbs] } : {}),
+    ...(g.toolsets !== undefined ? { toolsets: [...g.toolsets] } : {}),
   };
 }
 
@@ -128,6 +137,7 @@ export class OAuthBearer implements BearerAuthenticator {
       tier: tenant.tier,
       agent_type: `oauth:${grant.client_name}`.slice(0, 120),
       key_id: `grant:${grant.grant_id}`,
+      ...(grant.scope !== null ? { scope: grantScope(grant.scope) } : {}),
     });
   }
 }
