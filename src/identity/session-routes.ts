@@ -13,6 +13,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TransportRuntime as Runtime } from '../transports/runtime-surface.ts';
 import { VerbError } from '../runtime/errors.ts';
+import { API_KEY_PREFIX } from '../runtime/tenants.ts';
 import type { Envelope } from '../spec/types.ts';
 import { sendEnvelope } from '../transports/http/error-handler.ts';
 import { serializeCookie } from './cookies.ts';
@@ -195,9 +196,10 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
         );
         return sendEnvelope(reply.header('set-cookie', clearCookies(request)), { ...envelope, verb: VERB });
       }
-      // An OAuth access token (src/oauth) never opens a session, not even an agent's: it was
-      // delegated to a client program for the API and /mcp only. spec/consent.md §channels
-      if (principal.key_id?.startsWith('grant:') === true) {
+      // An OAuth access token (src/oauth: a grant's, or an external IdP's) never opens a session,
+      // not even an agent's: it was delegated to a client program for the API and /mcp only.
+      // Whatever is not an sk_solid_ key came through the bearer authenticator. spec/consent.md §channels
+      if (!body.api_key.startsWith(API_KEY_PREFIX) || principal.key_id?.startsWith('grant:') === true) {
         const envelope = await rt.recordRefusal(
           { principal, surface: 'webmcp', address: request.ip },
           'session.login',

@@ -18,6 +18,9 @@
  * `/mcp` with no credentials gets that 401 challenge, unless `keylessSandbox` is on (the demo):
  * then it keeps the keyless sandbox (reads only) and the metadata is still published.
  *
+ * With `externalIssuer` (an enterprise IdP), the metadata names that issuer instead and its JWT
+ * access tokens are accepted too (external.ts); the built-in server stays mounted, unadvertised.
+ *
  * The issuer is the server's public URL (`--public-url`, or the address `solid serve` prints),
  * else the origin the first OAuth request addressed (loopback names only).
  */
@@ -35,6 +38,7 @@ import { createProvider, OAuthResources } from './provider.ts';
 import { OAuthBearer, PRM_PATH, protectedResourceMetadata } from './resource.ts';
 import { decideConsent, showConsent } from './consent.ts';
 import { getGrant, listGrants, revokeAndAudit } from './grants.ts';
+import { ExternalIssuer, type ExternalIssuerOptions } from './external.ts';
 
 /** Options of {@link createOAuthPlugin}. */
 export interface OAuthPluginOptions {
@@ -45,6 +49,12 @@ export interface OAuthPluginOptions {
   keylessSandbox?: boolean;
   /** Trust X-Forwarded-Proto from the proxy (match the server's trustProxy). */
   proxy?: boolean;
+  /**
+   * Trust an external authorization server (an enterprise IdP): its JWT access tokens are
+   * accepted (external.ts) and the protected-resource metadata names it as the authorization
+   * server. `solid serve --oauth-issuer` / SOLID_OAUTH_ISSUER. spec/oauth.md §external-issuer
+   */
+  externalIssuer?: ExternalIssuerOptions;
 }
 
 const LOOPBACK = ['localhost', '127.0.0.1', '[::1]'];
@@ -133,8 +143,11 @@ export function createOAuthPlugin(config: OAuthPluginOptions = {}): HttpPlugin {
         throw err;
       }));
 
+    const external =
+      config.externalIssuer !== undefined ? new ExternalIssuer(rt, config.externalIssuer) : undefined;
     rt.tenants.useBearer(
       new OAuthBearer(rt, {
+        ...(external !== undefined ? { external } : {}),
         resources: () =>
           resources ??
           (rt.options.publicUrl !== undefined
@@ -154,7 +167,9 @@ export function createOAuthPlugin(config: OAuthPluginOptions = {}): HttpPlugin {
       return reply
         .header('cache-control', 'public, max-age=300')
         .header('access-control-allow-origin', '*')
-        .send(protectedResourceMetadata(`${origin}${suffix === '' ? '/' : suffix}`, b.issuer));
+        .send(
+          protectedResourceMetadata(`${origin}${suffix === '' ? '/' : suffix}`, external?.issuer ?? b.issuer),
+        );
     };
     // The OAuth protocol routes are described by their own metadata documents, not /openapi.json.
     const hidden = { config: { openapi: false as const } };

@@ -16,6 +16,9 @@
  * approve, type a phrase that counts, change consent settings or open a session: identity's
  * `mayConsent` answers no for every agent.
  *
+ * With a trusted external issuer (an enterprise IdP, external.ts), a JWT-shaped token is verified
+ * against that issuer instead (RFC 9068); it too yields an agent principal.
+ *
  * Every refusal is the runtime's audited `auth_invalid` (the caller's 401 carries
  * `WWW-Authenticate: Bearer error="invalid_token", resource_metadata="…"`); a token naming a
  * grant that has ended also leaves a row in that grant's tenant.
@@ -29,13 +32,14 @@ import { getUser } from '../identity/users.ts';
 import { storeAdapter, type OAuthModelAdapter } from './adapter.ts';
 import { getGrant, grantLive, grantPrincipalRole, type GrantScope } from './grants.ts';
 import { OAUTH_SCOPES, type OAuthResources } from './provider.ts';
+import { looksLikeJwt, type ExternalIssuer } from './external.ts';
 
 /** The well-known path of the protected-resource metadata (RFC 9728 §3). */
 export const PRM_PATH = '/.well-known/oauth-protected-resource';
 
 /**
  * The RFC 9728 metadata document for `resource` (`<origin>/` or `<origin>/mcp`), naming
- * `issuer` as its authorization server.
+ * `issuer` as its authorization server (the built-in one, or the trusted external issuer).
  */
 export function protectedResourceMetadata(resource: string, issuer: string): Record<string, unknown> {
   return {
@@ -67,6 +71,8 @@ export interface OAuthBearerOptions {
   resources: () => OAuthResources | undefined;
   /** Keyless requests to /mcp keep the sandbox (see BearerAuthenticator.keylessSandbox). */
   keylessSandbox: boolean;
+  /** A trusted external issuer: JWT-shaped tokens are verified against it (external.ts). */
+  external?: ExternalIssuer;
 }
 
 /** The bearer authenticator for OAuth access tokens (see the header). */
@@ -95,6 +101,9 @@ export class OAuthBearer implements BearerAuthenticator {
    *   the human gone or disabled
    */
   async authenticate(token: string): Promise<Principal> {
+    const external = this.#options.external;
+    if (external !== undefined && looksLikeJwt(token))
+      return external.authenticate(token, this.#options.resources());
     const at = await this.#tokens.find(token);
     const nowMs = this.#rt.clock().getTime();
     if (at === undefined || at.kind !== 'AccessToken' || typeof at.grantId !== 'string')

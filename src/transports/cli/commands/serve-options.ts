@@ -1,6 +1,6 @@
 /**
  * The flags of `solid serve` and what they resolve to with the environment: reverse-proxy options,
- * time limits, rate limits and anchor sinks. Each resolver throws the VerbError envelope of a bad
+ * time limits, rate limits, anchor sinks and a trusted external OAuth issuer. Each resolver throws the VerbError envelope of a bad
  * value; serve.ts turns it into a usage line. Spec: spec/transports.md §cli-serve §http-proxy
  * §rate-limits, spec/audit.md §anchors, docs/operations.md §time-limits.
  */
@@ -14,6 +14,7 @@ import {
 import { DEFAULT_RATE_LIMITS, type RateLimits } from '../../http/rate-limit.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../http/deadline.ts';
 import { directorySink, httpSink, type AnchorSink } from '../../../runtime/ledger/keys/anchors.ts';
+import { checkIssuerUrl, type ExternalIssuerOptions } from '../../../oauth/external.ts';
 
 /** The parsed flags of `solid serve` (commander's camelCase names; every value a string as typed). */
 export interface ServeFlags {
@@ -48,6 +49,43 @@ export interface ServeFlags {
   anchorDir?: string;
   anchorUrl?: string;
   anchorInterval?: string;
+  /** `--oauth-issuer <url>` / `--oauth-tenant <id>`: trust an external authorization server. */
+  oauthIssuer?: string;
+  oauthTenant?: string;
+}
+
+/**
+ * The trusted external authorization server of `solid serve` (spec/oauth.md §external-issuer):
+ * `--oauth-issuer <url>` (else SOLID_OAUTH_ISSUER) and the tenant of tokens that name none,
+ * `--oauth-tenant <id>` (else SOLID_OAUTH_TENANT). Undefined when no issuer is named.
+ * @throws VerbError invalid_input — an issuer that is not https (http only on loopback) or has a
+ *   query; a tenant that is not a positive integer; a tenant without an issuer.
+ */
+export function externalIssuerOf(
+  flags: Pick<ServeFlags, 'oauthIssuer' | 'oauthTenant'>,
+  env: NodeJS.ProcessEnv,
+): ExternalIssuerOptions | undefined {
+  const issuer = flags.oauthIssuer ?? (env.SOLID_OAUTH_ISSUER || undefined);
+  const tenant = flags.oauthTenant ?? (env.SOLID_OAUTH_TENANT || undefined);
+  if (issuer === undefined) {
+    if (tenant !== undefined)
+      throw new VerbError('invalid_input', '--oauth-tenant (SOLID_OAUTH_TENANT) needs --oauth-issuer.', {
+        hint: 'Name the external issuer with --oauth-issuer https://… (SOLID_OAUTH_ISSUER).',
+      });
+    return undefined;
+  }
+  checkIssuerUrl(issuer);
+  if (tenant === undefined) return { issuer };
+  const n = Number(tenant);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new VerbError(
+      'invalid_input',
+      `--oauth-tenant must be a tenant id (a positive integer), not ${JSON.stringify(tenant.slice(0, 40))}.`,
+      {
+        hint: 'List tenants with `solid tenant show`.',
+      },
+    );
+  return { issuer, tenant: n };
 }
 
 /**
