@@ -68,6 +68,30 @@ function resourcesFor(issuer: string, allowedOrigins: readonly string[]): OAuthR
   return new OAuthResources(issuer, [...allowedOrigins, ...aliases]);
 }
 
+/**
+ * The refusal of an authorization-server request addressed at another loopback name of this
+ * server than its issuer's (`http://127.0.0.1:4400` when the issuer is `http://localhost:4400`),
+ * else undefined. RFC 8414 §3.3 and RFC 9728 §3.3 make clients compare the issuer exactly, and the
+ * human's session cookie belongs to one host name: a flow split across two names fails later with
+ * a confusing error, so it is refused at once, naming the issuer. Only loopback names are
+ * compared: behind a proxy the Host header may be the proxy's choice.
+ */
+export function misdirected(own: string | undefined, issuer: string): VerbError | undefined {
+  if (own === undefined) return undefined;
+  const o = new URL(own);
+  const i = new URL(issuer);
+  if (o.origin === i.origin || !LOOPBACK.includes(i.hostname) || !LOOPBACK.includes(o.hostname))
+    return undefined;
+  return new VerbError(
+    'invalid_request',
+    `This server's OAuth issuer is ${i.origin}, and OAuth needs that exact origin (RFC 8414 §3.3): this request addressed ${o.origin}.`,
+    {
+      hint: `Use ${i.origin} (connect to ${i.origin}/mcp, the address solid serve prints), or start the server with --public-url set to the origin you use.`,
+      details: { issuer: i.origin, addressed: o.origin },
+    },
+  );
+}
+
 interface Built {
   provider: Provider;
   resources: OAuthResources;
@@ -158,6 +182,12 @@ export function createOAuthPlugin(config: OAuthPluginOptions = {}): HttpPlugin {
     );
     app.addHook('onClose', async () => rt.tenants.useBearer(undefined));
 
+    /** Answer and audit (sandbox tenant, action oauth.misdirected) a request at the wrong host name. */
+    const refuseMisdirected = async (request: FastifyRequest, reply: FastifyReply, err: VerbError) => {
+      const env = await rt.refuse({ surface: 'http', address: request.ip }, 'oauth.misdirected', err);
+      return sendEnvelope(reply, env);
+    };
+
     // RFC 9728: the resource is the origin the client addressed (when it is one of ours), so the
     // MCP SDK's check "the metadata's resource is a prefix of the server URL" holds.
     const prm = async (request: FastifyRequest, reply: FastifyReply, suffix: string) => {
@@ -182,6 +212,8 @@ export function createOAuthPlugin(config: OAuthPluginOptions = {}): HttpPlugin {
       child.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
       const handOver = async (request: FastifyRequest, reply: FastifyReply) => {
         const b = await build(request);
+        const wrongHost = misdirected(directOrigin(request), b.issuer);
+        if (wrongHost !== undefined) return refuseMisdirected(request, reply, wrongHost);
         reply.hijack();
         await new Promise<void>((resolve) => {
           reply.raw.once('finish', resolve);
@@ -204,22 +236,24 @@ export function createOAuthPlugin(config: OAuthPluginOptions = {}): HttpPlugin {
         { parseAs: 'string', bodyLimit: 8192 },
         (_request, body, done) => done(null, body),
       );
-      const ctx = async (request: FastifyRequest) => {
-        const b = await build(request);
-        return {
-          rt,
-          provider: b.provider,
-          sessions,
-          allowedOrigins,
-          defaultResource: `${b.resources.primary}/`,
+      type ConsentHandler = typeof showConsent;
+      const consentRoute =
+        (handler: ConsentHandler) =>
+        async (request: FastifyRequest<{ Params: { uid: string } }>, reply: FastifyReply) => {
+          const b = await build(request);
+          const wrongHost = misdirected(directOrigin(request), b.issuer);
+          if (wrongHost !== undefined) return refuseMisdirected(request, reply, wrongHost);
+          const ctx = {
+            rt,
+            provider: b.provider,
+            sessions,
+            allowedOrigins,
+            defaultResource: `${b.resources.primary}/`,
+          };
+          return handler(ctx, request, reply);
         };
-      };
-      child.get<{ Params: { uid: string } }>('/oauth/consent/:uid', hidden, async (request, reply) =>
-        showConsent(await ctx(request), request, reply),
-      );
-      child.post<{ Params: { uid: string } }>('/oauth/consent/:uid', hidden, async (request, reply) =>
-        decideConsent(await ctx(request), request, reply),
-      );
+      child.get<{ Params: { uid: string } }>('/oauth/consent/:uid', hidden, consentRoute(showConsent));
+      child.post<{ Params: { uid: string } }>('/oauth/consent/:uid', hidden, consentRoute(decideConsent));
     });
 
     app.get('/api/v1/oauth/grants', { config: GRANT_DOCS.list }, async (request, reply) => {

@@ -10,7 +10,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { errorEnvelopeOf } from '../../src/transports/mcp/envelope-map.ts';
 import { listGrants } from '../../src/oauth/grants.ts';
-import { connectWithOAuth } from './dance.test.ts';
+import { connectWithOAuth } from './connector.ts';
 import { humanConsents, oauthFixture, type OAuthFixture } from './fixture.ts';
 
 async function reasonOf(

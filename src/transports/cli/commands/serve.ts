@@ -371,6 +371,8 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     const base = `http://${shownHost}:${addr.port}`;
     // Links a human opens use a host name: WebAuthn refuses an IP address as relying party, and
     // the session cookie belongs to the host the browser was given. spec/consent.md §approval-page
+    // It is also the OAuth issuer and the MCP URL printed for connectors: one origin for the whole
+    // OAuth flow (RFC 8414 §3.3 compares the issuer exactly; spec/oauth.md §authorization-server).
     const publicBase = configuredPublicUrl ?? `http://localhost:${addr.port}`;
     rt.options.publicUrl = publicBase;
     await recordPublicUrl(rt.store, publicBase);
@@ -385,7 +387,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     if (app.hasRoute({ method: 'GET', url: '/webmcp.js' })) lines.push(`  WebMCP     ${base}/webmcp.js`);
     if (app.hasRoute({ method: 'POST', url: '/mcp' }))
       lines.push(
-        `  MCP        ${base}/mcp       (Streamable HTTP; \`solid mcp\` serves stdio)${mcpMode(toolsets?.names, mcp.dynamic)}`,
+        `  MCP        ${publicBase}/mcp       (Streamable HTTP; \`solid mcp\` serves stdio)${mcpMode(toolsets?.names, mcp.dynamic)}`,
       );
     if (app.hasRoute({ method: 'GET', url: '/.well-known/ucp' }))
       lines.push(`  UCP        ${base}/.well-known/ucp`);
