@@ -49,13 +49,44 @@ const page = (title: string, body: string) =>
   `<title>${escapeHtml(title)}</title><style>body{font:16px system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}` +
   `fieldset{margin:1rem 0}li{margin:.3rem 0}</style><h1>${escapeHtml(title)}</h1>${body}</html>`;
 
-function sendPage(reply: FastifyReply, status: number, title: string, body: string): FastifyReply {
+/**
+ * The CSP source of a redirect URI for `form-action`: browsers (Chromium) check form-action on
+ * every redirect after the post, and Allow/Deny end in a redirect to the client's redirect URI
+ * (validated by the authorization server against the client's registration). Its origin for
+ * http(s), its scheme for an app's custom scheme (`cursor:`), else none (never a script or
+ * local scheme: javascript:, data:, blob:, file:…).
+ */
+export function formActionSource(redirectUri: unknown): string | undefined {
+  if (typeof redirectUri !== 'string') return undefined;
+  try {
+    const u = new URL(redirectUri);
+    if (u.protocol === 'https:' || u.protocol === 'http:') return u.origin;
+    if (['javascript:', 'data:', 'blob:', 'file:', 'vbscript:', 'filesystem:'].includes(u.protocol))
+      return undefined;
+    return /^[a-z][a-z0-9+.-]*:$/.test(u.protocol) ? u.protocol : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function sendPage(
+  reply: FastifyReply,
+  status: number,
+  title: string,
+  body: string,
+  /** The client's redirect URI, which the form's post redirects to (formActionSource). */
+  redirectUri?: unknown,
+): FastifyReply {
+  const target = formActionSource(redirectUri);
   return reply
     .code(status)
     .header('content-type', 'text/html; charset=utf-8')
     .header('cache-control', 'no-store')
     .header('x-frame-options', 'DENY')
-    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+    .header(
+      'content-security-policy',
+      `default-src 'none'; style-src 'unsafe-inline'; form-action 'self'${target !== undefined ? ` ${target}` : ''}`,
+    )
     .send(page(title, body));
 }
 
@@ -191,7 +222,7 @@ export async function showConsent(
     `<p>With this, the agent can read your business data and, unless you tick read only, make the changes your chosen role allows, in the toolsets you chose. Every call is in the audit log under its name, and you can revoke it any time (dashboard, or <code>solid grants revoke</code>).</p>` +
     `<p>These will still ask you:</p>${gatedSummary(ctx.rt)}` +
     `<button name="decision" value="allow">Allow</button> <button name="decision" value="deny">Deny</button></form>`;
-  return sendPage(reply, 200, `Allow ${clientName}?`, body);
+  return sendPage(reply, 200, `Allow ${clientName}?`, body, interaction.params.redirect_uri);
 }
 
 /** The posted form (urlencoded, or a JSON object whose values are strings or lists of strings). */

@@ -10,6 +10,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { errorEnvelopeOf } from '../../src/transports/mcp/envelope-map.ts';
 import { listGrants } from '../../src/oauth/grants.ts';
+import { formActionSource } from '../../src/oauth/consent.ts';
 import { connectWithOAuth } from './connector.ts';
 import { humanConsents, oauthFixture, type OAuthFixture } from './fixture.ts';
 
@@ -64,6 +65,16 @@ async function scopeRows(f: OAuthFixture) {
     ),
   );
 }
+
+describe('the consent form may post on to the client', () => {
+  it('form-action names the redirect URI’s origin or app scheme (browsers check it on every redirect)', () => {
+    assert.equal(formActionSource('https://claude.ai/api/mcp/auth_callback?x=1'), 'https://claude.ai');
+    assert.equal(formActionSource('http://127.0.0.1:33418/oauth/callback'), 'http://127.0.0.1:33418');
+    assert.equal(formActionSource('cursor://anysphere.cursor-mcp/oauth/callback'), 'cursor:');
+    assert.equal(formActionSource("javascript:alert('x'); script-src *"), undefined);
+    assert.equal(formActionSource(undefined), undefined);
+  });
+});
 
 describe('a grant limited to toolsets or verbs', () => {
   it('the consent screen offers the toolsets, saying what each does and which writes still ask', async (t) => {
