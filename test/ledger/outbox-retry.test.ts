@@ -136,7 +136,12 @@ it('a restart sends a message a previous process left pending (the start-up pass
   });
   assert.ok(await until(async () => delivered.length === 1), 'the start-up pass delivered it');
   assert.deepEqual(delivered, [7]);
-  assert.equal((await rowsOf(b, 'later'))[0]!.status, 'delivered');
+  // The row is marked once the handler has returned: wait for that write, not just the handler.
+  assert.ok(
+    await until(async () => (await rowsOf(b, 'later'))[0]!.status === 'delivered'),
+    `marked delivered (status ${(await rowsOf(b, 'later'))[0]!.status})`,
+  );
+  assert.deepEqual(delivered, [7], 'delivered once');
 });
 
 it('after maxAttempts failures a message is dead: never retried, announced by outbox.dead, counted', async (t) => {

@@ -15,6 +15,7 @@ import { DEFAULT_RATE_LIMITS, type RateLimits } from '../../http/rate-limit.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../http/deadline.ts';
 import { directorySink, httpSink, type AnchorSink } from '../../../runtime/ledger/keys/anchors.ts';
 import { checkIssuerUrl, type ExternalIssuerOptions } from '../../../oauth/external.ts';
+import { s3SettingsFromEnv, s3Sink } from '../../../runtime/ledger/keys/anchors-s3.ts';
 
 /** The parsed flags of `solid serve` (commander's camelCase names; every value a string as typed). */
 export interface ServeFlags {
@@ -48,6 +49,8 @@ export interface ServeFlags {
   /** `--anchor-dir <dir>`, `--anchor-url <url>`, `--anchor-interval <seconds>` (spec/audit.md §anchors). */
   anchorDir?: string;
   anchorUrl?: string;
+  /** `--anchor-s3 s3://bucket/prefix` (ledger/keys/anchors-s3.ts). */
+  anchorS3?: string;
   anchorInterval?: string;
   /** `--oauth-issuer <url>` / `--oauth-tenant <id>`: trust an external authorization server. */
   oauthIssuer?: string;
@@ -203,11 +206,13 @@ export function rateLimitsOf(
 
 /**
  * The anchor sinks and interval of `solid serve` from its flags and the environment
- * (SOLID_ANCHOR_DIR, SOLID_ANCHOR_URL, SOLID_ANCHOR_TOKEN, SOLID_ANCHOR_INTERVAL).
- * @throws VerbError invalid_args — a URL that is not http(s), an interval that is not a positive number of seconds
+ * (SOLID_ANCHOR_DIR, SOLID_ANCHOR_URL, SOLID_ANCHOR_TOKEN, SOLID_ANCHOR_S3 with SOLID_ANCHOR_S3_ENDPOINT
+ * and the AWS SDK's region and credentials, SOLID_ANCHOR_INTERVAL).
+ * @throws VerbError invalid_args — a URL that is not http(s), an interval that is not a positive number of seconds,
+ *   an S3 location that is not s3://bucket/prefix or without @aws-sdk/client-s3 installed
  */
 export function anchorOptionsOf(
-  flags: Pick<ServeFlags, 'anchorDir' | 'anchorUrl' | 'anchorInterval'>,
+  flags: Pick<ServeFlags, 'anchorDir' | 'anchorUrl' | 'anchorS3' | 'anchorInterval'>,
   env: NodeJS.ProcessEnv,
 ): { sinks: AnchorSink[]; intervalMs: number } {
   const sinks: AnchorSink[] = [];
@@ -226,6 +231,8 @@ export function anchorOptionsOf(
       );
     sinks.push(httpSink(url, { token: env.SOLID_ANCHOR_TOKEN }));
   }
+  const s3 = flags.anchorS3 ?? (env.SOLID_ANCHOR_S3 || undefined);
+  if (s3 !== undefined) sinks.push(s3Sink(s3, s3SettingsFromEnv(env)));
   const raw = flags.anchorInterval ?? (env.SOLID_ANCHOR_INTERVAL || undefined);
   const seconds = raw === undefined ? 300 : Number(raw);
   if (!(seconds > 0) || !Number.isFinite(seconds))

@@ -160,6 +160,10 @@ export function registerServe(program: Command, io: Io, setExit: (code: number) 
       '--anchor-url <url>',
       'POST the anchors to this HTTP endpoint (env SOLID_ANCHOR_URL; Bearer SOLID_ANCHOR_TOKEN when set)',
     )
+    .option(
+      '--anchor-s3 <s3://bucket/prefix>',
+      'PUT the anchors as new objects into this S3(-compatible) bucket (env SOLID_ANCHOR_S3; SOLID_ANCHOR_S3_ENDPOINT, AWS_REGION and AWS credentials from the environment)',
+    )
     .option('--anchor-interval <seconds>', 'seconds between anchor publications (default 300)')
     .action(async (flags: ServeFlags) => {
       setExit(await runServe(program, io, flags));
