@@ -30,6 +30,7 @@ import {
   type SessionStore,
   type WebSession,
 } from './session-store.ts';
+import { authFailure } from './api-key-auth.ts';
 
 const sessionCookie =
   'Session cookie `solid_session` from a human sign-in; state-changing calls also need `X-CSRF-Token` and a same-origin `Origin` (spec/transports.md §webmcp-csrf).';
@@ -188,7 +189,8 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
       try {
         principal = await rt.tenants.authenticate(body.api_key);
       } catch (err) {
-        const envelope = await rt.authFailure(
+        const envelope = await authFailure(
+          rt,
           { surface: 'webmcp', address: request.ip },
           'session.login',
           err,

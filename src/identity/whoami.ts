@@ -17,6 +17,7 @@ import { appendOperatorAudit } from '../runtime/ledger/write/operator-audit.ts';
 import type { Envelope, Principal } from '../spec/types.ts';
 import { sendEnvelope } from '../transports/http/error-handler.ts';
 import { apiKeyOf } from '../transports/http/request-headers.ts';
+import { authFailure } from './api-key-auth.ts';
 
 export const WHOAMI_PATH = '/api/v1/whoami';
 export const REVOKE_KEY_PATH = '/api/v1/whoami/revoke-key';
@@ -62,7 +63,7 @@ export async function whoAmI(
     principal =
       apiKey === null || apiKey === '' ? await rt.sandboxPrincipal() : await rt.tenants.authenticate(apiKey);
   } catch (err) {
-    return { ...(await rt.authFailure({ surface }, 'whoami', err)), verb: 'whoami' };
+    return { ...(await authFailure(rt, { surface }, 'whoami', err)), verb: 'whoami' };
   }
   return { ok: true, verb: 'whoami', result: await describe(rt, principal) };
 }
@@ -103,7 +104,7 @@ export function registerWhoamiRoutes(app: FastifyInstance, rt: Runtime): void {
         p = await rt.tenants.authenticate(apiKey);
       } catch (err) {
         return sendEnvelope(reply, {
-          ...(await rt.authFailure({ surface: 'http', address: req.ip }, 'whoami.revoke_key', err)),
+          ...(await authFailure(rt, { surface: 'http', address: req.ip }, 'whoami.revoke_key', err)),
           verb: 'whoami.revoke_key',
         });
       }

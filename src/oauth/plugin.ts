@@ -279,7 +279,11 @@ function auditProviderErrors(rt: Runtime, provider: Provider): void {
               revoked: g.revoked_at !== null,
             };
         }
-        await rt.refuse({ surface: 'http', ...(ctx.ip !== undefined ? { address: ctx.ip } : {}) }, action, e);
+        await rt.recordRefusal(
+          { surface: 'http', ...(ctx.ip !== undefined ? { address: ctx.ip } : {}) },
+          action,
+          e,
+        );
       })().catch((auditErr: unknown) => rt.logger.warn({ err: auditErr }, 'oauth: could not audit an error'));
     };
   provider.on('authorization.error', record('oauth.authorize', 'invalid_request') as never);

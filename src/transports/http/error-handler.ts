@@ -23,6 +23,7 @@ import { reasonInfo, type ReasonTable } from '../../spec/reasons.ts';
 import type { Principal } from '../../spec/types.ts';
 import { envelopeToHttp, transportEnvelope } from './envelope-map.ts';
 import type { Envelope } from '../../spec/types.ts';
+import { refuseWithKey } from '../../identity/api-key-auth.ts';
 
 /** The verb an error answer names: the route's `verb`/`name` parameter, else "". */
 export function verbOfRequest(request: FastifyRequest): string {
@@ -147,8 +148,10 @@ export function installEnvelopeErrors(app: FastifyInstance, rt?: Runtime): void 
         // A client error (malformed JSON, 415, 413, a prototype key, a bad header) from a caller who
         // sent a key: an attempt in that caller's tenant, audited like a malformed dispatch body (a
         // bad key is the audited auth_invalid instead). Anonymous garbage is answered, not logged.
-        const recorded = await rt.refuse(
-          { surface, apiKey: apiKeyOf(authorization), address: request.ip },
+        const recorded = await refuseWithKey(
+          rt,
+          { surface, address: request.ip },
+          apiKeyOf(authorization),
           verb,
           refusal,
         );

@@ -67,6 +67,7 @@ import { ToolCatalog } from './tool-catalog.ts';
 import { isSchemaProfile, SCHEMA_PROFILES } from './schema-profiles.ts';
 import { narrowingOf, selectionOf, ToolsetError, type McpNarrowing } from './toolsets.ts';
 import { DEFAULT_SSE_RETRY_MS, SessionEventStore } from './sse-event-store.ts';
+import { authFailure, refuseWithKey } from '../../identity/api-key-auth.ts';
 
 export const DEFAULT_MCP_PATH = '/mcp';
 export const DEFAULT_MAX_SESSIONS = 100;
@@ -273,7 +274,7 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
           principal !== undefined
             ? await rt.recordRefusal({ ...caller, principal }, '', err)
             : apiKey !== null
-              ? await rt.refuse({ ...caller, apiKey }, '', err)
+              ? await refuseWithKey(rt, caller, apiKey, '', err)
               : { ok: false, verb: '', error: err.toEnvelopeError() };
       } catch (e) {
         rt.logger.warn({ err: e }, 'mcp http: could not audit a refusal');
@@ -431,7 +432,7 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
           owner: `key:${principal.key_id ?? `${principal.company_id}:${principal.user_id}`}`,
         };
       } catch (err) {
-        const env = await rt.authFailure({ surface: 'mcp_stdio', address: request.ip }, 'mcp', err);
+        const env = await authFailure(rt, { surface: 'mcp_stdio', address: request.ip }, 'mcp', err);
         void reply
           .code(401)
           .header('www-authenticate', 'Bearer realm="solid-verbs", error="invalid_token"')
