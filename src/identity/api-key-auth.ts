@@ -16,6 +16,21 @@ import { StoreError } from '../store/store.ts';
 import type { Tenants } from '../runtime/tenants.ts';
 import type { RefusalRows } from '../runtime/ledger/write/refusal-rows.ts';
 
+/**
+ * The API key of an `Authorization` header, as src/identity resolves it (authenticateKey).
+ *   absent                          → null (keyless: sandbox reads, writes get auth_required)
+ *   `Bearer <token>`                → the token
+ *   anything else (other scheme,
+ *   empty token, garbage)           → the raw header value, so the runtime answers auth_invalid
+ *                                     and audits the attempt
+ */
+export function apiKeyOf(header: string | undefined): string | null {
+  if (header === undefined) return null;
+  const m = /^Bearer +([^\s]+) *$/i.exec(header);
+  if (m) return m[1]!;
+  return header.trim() === '' ? 'Bearer' : header;
+}
+
 /** What key authentication needs of the runtime: the tenants (to check a key) and the refusal rows. */
 export interface KeyAuthRuntime {
   readonly tenants: Pick<Tenants, 'authenticate'>;

@@ -49,7 +49,7 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { isVerbError, VerbError } from '../../runtime/errors.ts';
 import type { Envelope, Principal } from '../../spec/types.ts';
-import { apiKeyOf } from '../http/request-headers.ts';
+import { apiKeyOf } from '../../identity/api-key-auth.ts';
 import { rateLimitRefusal } from '../http/rate-limit.ts';
 import { transportEnvelope } from '../http/envelope-map.ts';
 import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
