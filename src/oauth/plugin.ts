@@ -33,6 +33,7 @@ import { sendEnvelope } from '../transports/http/error-handler.ts';
 import { directOrigin, isRebindSafeHost } from '../identity/origin-policy.ts';
 import { requireSessionForWrite, sessionRequired, sessionTokenOf } from '../identity/request-guard.ts';
 import { SessionStore } from '../identity/session-store.ts';
+import { refuseWithKey } from '../identity/api-key-auth.ts';
 import { oauthMigrations } from './migrations.ts';
 import { createProvider, OAuthResources } from './provider.ts';
 import { OAuthBearer, PRM_PATH, protectedResourceMetadata } from './resource.ts';
@@ -184,7 +185,13 @@ export function createOAuthPlugin(config: OAuthPluginOptions = {}): HttpPlugin {
 
     /** Answer and audit (sandbox tenant, action oauth.misdirected) a request at the wrong host name. */
     const refuseMisdirected = async (request: FastifyRequest, reply: FastifyReply, err: VerbError) => {
-      const env = await rt.refuse({ surface: 'http', address: request.ip }, 'oauth.misdirected', err);
+      const env = await refuseWithKey(
+        rt,
+        { surface: 'http', address: request.ip },
+        null,
+        'oauth.misdirected',
+        err,
+      );
       return sendEnvelope(reply, env);
     };
 
@@ -328,7 +335,11 @@ function auditProviderErrors(rt: Runtime, provider: Provider): void {
               revoked: g.revoked_at !== null,
             };
         }
-        await rt.refuse({ surface: 'http', ...(ctx.ip !== undefined ? { address: ctx.ip } : {}) }, action, e);
+        await rt.recordRefusal(
+          { surface: 'http', ...(ctx.ip !== undefined ? { address: ctx.ip } : {}) },
+          action,
+          e,
+        );
       })().catch((auditErr: unknown) => rt.logger.warn({ err: auditErr }, 'oauth: could not audit an error'));
     };
   provider.on('authorization.error', record('oauth.authorize', 'invalid_request') as never);

@@ -11,26 +11,27 @@
  * Answers are envelopes with verb "session": `{ ok: true, verb, result: SessionInfo }`.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { TransportRuntime as Runtime } from '../transports/runtime-surface.ts';
-import { VerbError } from '../runtime/errors.ts';
-import { API_KEY_PREFIX } from '../runtime/tenants.ts';
-import type { Envelope } from '../spec/types.ts';
-import { sendEnvelope } from '../transports/http/error-handler.ts';
-import { serializeCookie } from './cookies.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
+import { VerbError } from '../../runtime/errors.ts';
+import { API_KEY_PREFIX } from '../../runtime/tenants.ts';
+import type { Envelope } from '../../spec/types.ts';
+import { sendEnvelope } from './error-handler.ts';
+import { serializeCookie } from '../../identity/cookies.ts';
 import {
   checkOrigin,
   isHttps,
   requireSessionForWrite,
   sessionRequired,
   sessionTokenOf,
-} from './request-guard.ts';
+} from '../../identity/request-guard.ts';
 import {
   CSRF_COOKIE,
   SESSION_COOKIE,
   sessionRequiresHuman,
   type SessionStore,
   type WebSession,
-} from './session-store.ts';
+} from '../../identity/session-store.ts';
+import { authFailure } from '../../identity/api-key-auth.ts';
 
 const sessionCookie =
   'Session cookie `solid_session` from a human sign-in; state-changing calls also need `X-CSRF-Token` and a same-origin `Origin` (spec/transports.md §webmcp-csrf).';
@@ -189,7 +190,8 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
       try {
         principal = await rt.tenants.authenticate(body.api_key);
       } catch (err) {
-        const envelope = await rt.authFailure(
+        const envelope = await authFailure(
+          rt,
           { surface: 'webmcp', address: request.ip },
           'session.login',
           err,
