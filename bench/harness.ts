@@ -2,6 +2,8 @@
  * Benchmark helpers: timed loops, medians over runs, and the result row every bench module
  * returns. Figures are always ratios against a bare baseline measured in the same run.
  */
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
 export interface BenchResult {
@@ -113,4 +115,22 @@ export async function paired(
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** PostgreSQL server binaries: SOLID_TEST_PG_BIN, or /usr/lib/postgresql/<v>/bin (newest first). */
+export function findPgBin(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const given = env.SOLID_TEST_PG_BIN || env.PG_BIN;
+  if (given) return existsSync(join(given, 'pg_ctl')) ? given : undefined;
+  const base = '/usr/lib/postgresql';
+  if (!existsSync(base)) return undefined;
+  const versions = readdirSync(base).sort((a, b) => Number(b) - Number(a));
+  for (const v of versions) if (existsSync(join(base, v, 'bin', 'pg_ctl'))) return join(base, v, 'bin');
+  return undefined;
+}
+
+/** Why bench/pg-faults.ts cannot run here (no PostgreSQL server binaries), or undefined. */
+export function pgFaultsSkipReason(): string | undefined {
+  return findPgBin() === undefined
+    ? 'no PostgreSQL server binaries (pg_ctl) in SOLID_TEST_PG_BIN or /usr/lib/postgresql/*/bin: apt-get install postgresql'
+    : undefined;
 }

@@ -39,6 +39,7 @@ import { createMcpHttpPlugin } from '../src/transports/mcp/http-plugin.ts';
 import { ToolCatalog } from '../src/transports/mcp/tool-catalog.ts';
 import { opsPerSecond, opsPerSecondConcurrent, paired, ratioResult, type BenchResult } from './harness.ts';
 import { searchWork, seedContactsBench } from './contacts.ts';
+import { dispatchWithKey } from '../src/identity/api-key-auth.ts';
 
 export interface McpBenchOptions {
   /** Milliseconds per measured run (default 2000). */
@@ -74,7 +75,7 @@ export async function benchMcp(options: McpBenchOptions = {}): Promise<BenchResu
       s.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult> => {
         const q = String((req.params.arguments as { q?: string } | undefined)?.q ?? '');
         const result = viaDispatch
-          ? (await rt.dispatch({ surface: 'mcp_stdio', apiKey: key }, 'bench.search', { q })).result!
+          ? (await dispatchWithKey(rt, { surface: 'mcp_stdio' }, key, 'bench.search', { q })).result!
           : await store.read((r) => searchWork(r, 2, q));
         return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
       });

@@ -39,6 +39,7 @@ import { newEnrolmentLink } from './identity/invite.ts';
 import { getUser, insertUser } from './identity/users.ts';
 import { createHttpServer } from './transports/http/server.ts';
 import { createWebmcpPlugin } from './transports/webmcp/index.ts';
+import { dispatchWithKey } from './identity/api-key-auth.ts';
 
 export interface TestBusinessOptions {
   /** The packs under test (definePack objects), installed in order. */
@@ -137,7 +138,7 @@ export async function createTestBusiness(options: TestBusinessOptions): Promise<
       });
     const dispatch = async (verb: string, args: Record<string, unknown> = {}, o: CallOptions = {}) => {
       const { role = 'owner', surface = 'cli', consent: _consent, human = false, ...dispatchOptions } = o;
-      if (!human) return rt.dispatch({ apiKey: keys[role], surface }, verb, args, dispatchOptions);
+      if (!human) return dispatchWithKey(rt, { surface }, keys[role], verb, args, dispatchOptions);
       const principal = operatorAtTerminal(await rt.tenants.authenticate(keys[role]));
       return rt.dispatch({ principal, surface }, verb, args, dispatchOptions);
     };

@@ -18,6 +18,7 @@ interface GrantRow {
   user_name: string;
   role: string;
   read_only: boolean;
+  scope?: { toolsets?: string[]; verbs?: string[] } | null;
   expires_at: string;
   revoked_at: string | null;
 }
@@ -78,7 +79,11 @@ export async function loadConnectedApps(ctx: DashboardContext): Promise<void> {
     return;
   }
   const items = live.map((g) => {
-    const what = `${g.client_name}: acts up to ${g.role}${g.read_only ? ', read only' : ''}; allowed by ${g.user_name || `user ${g.user_id}`}; until ${new Date(g.expires_at).toLocaleString()}.`;
+    const reach =
+      g.scope === null || g.scope === undefined
+        ? ''
+        : `, only ${[...(g.scope.toolsets ?? []), ...(g.scope.verbs ?? [])].join(', ') || 'the core verbs'}`;
+    const what = `${g.client_name}: acts up to ${g.role}${g.read_only ? ', read only' : ''}${reach}; allowed by ${g.user_name || `user ${g.user_id}`}; until ${new Date(g.expires_at).toLocaleString()}.`;
     const canRevoke = admin || g.user_id === ctx.session.user_id;
     const button = canRevoke
       ? el('button', { type: 'button', 'aria-label': `Revoke ${g.client_name}` }, 'Revoke')

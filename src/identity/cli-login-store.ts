@@ -24,12 +24,23 @@
  * Spec: spec/transports.md §remote-login.
  */
 import { createHash, randomBytes, randomInt } from 'node:crypto';
-import type { TransportRuntime as Runtime } from '../transports/runtime-surface.ts';
+import type { IdentityRuntime as Runtime } from './runtime-view.ts';
 import { VerbError } from '../runtime/errors.ts';
 import { insertApiKey } from '../runtime/tenants.ts';
 import type { Migration, StoreTx } from '../store/store.ts';
 import { ROLES, type Principal, type Role } from '../spec/types.ts';
 import { appendOperatorAudit } from '../runtime/ledger/write/operator-audit.ts';
+
+/** Where the CLI login's routes live (src/transports/http/cli-login-routes.ts). */
+export const CLI_LOGIN_PATH = '/api/v1/cli-login';
+
+/**
+ * The dashboard page where a human types the code of a CLI login (a hash route of the page at
+ * `/`). It carries no code: a link that held one could be sent by anyone who started a login.
+ */
+export function cliLoginPageUrl(baseUrl: string): string {
+  return `${baseUrl.replace(/\/+$/, '')}/#/cli-login`;
+}
 
 /** Default lifetime of a code: 10 minutes, in seconds. */
 export const DEFAULT_CLI_LOGIN_TTL_SECONDS = 600;

@@ -2,7 +2,8 @@
  * The only place a principal's `actor` (and, for humans, `consent_channel` and `user_name`) is
  * set. Every credential becomes a principal through one of these functions:
  *
- *   agentPrincipal      an API key (and later an OAuth token), a UCP platform, the sandbox: `agent`
+ *   agentPrincipal      an API key (and later an OAuth token), a UCP platform: `agent`
+ *   sandboxPrincipal    the keyless caller of a tenant (read_only): `agent`
  *   humanPrincipal      a tenant user signed in by a human ceremony (passkey, TOTP): `human`
  *   onChannel           a human session's principal on one human channel (dashboard, approval page)
  *   actingForUser       WebMCP page tool calls: an in-page agent on a human's session → `agent`
@@ -30,6 +31,21 @@ export function agentPrincipal(facts: PrincipalFacts): Principal {
     ...rest
   } = facts as PrincipalFacts & Partial<Pick<Principal, 'actor' | 'consent_channel' | 'user_name'>>;
   return { ...rest, actor: 'agent' };
+}
+
+/**
+ * The keyless principal of a tenant (the sandbox): an agent, user 0, read_only, `agent_type:
+ * 'sandbox'`, `sandbox: true`. Every call that presents no credential reads as it (spec/transports.md §auth).
+ */
+export function sandboxPrincipal(tenant: { company_id: number; tier: Principal['tier'] }): Principal {
+  return agentPrincipal({
+    company_id: tenant.company_id,
+    user_id: 0,
+    role: 'read_only',
+    tier: tenant.tier,
+    agent_type: 'sandbox',
+    sandbox: true,
+  });
 }
 
 /**

@@ -13,7 +13,6 @@
  * Spec: spec/transports.md §webmcp-session, §webmcp-csrf.
  */
 import type { FastifyRequest } from 'fastify';
-import { notePrincipal } from '../transports/http/error-handler.ts';
 import { browserOriginAllowed, directOrigin } from './origin-policy.ts';
 import { VerbError } from '../runtime/errors.ts';
 import { parseCookies } from './cookies.ts';
@@ -156,4 +155,17 @@ export async function requireSessionForWrite(
   checkOrigin(request, allowedOrigins, true);
   checkCsrf(sessions, session, request);
   return session;
+}
+
+/**
+ * Routes that know who the caller is before a check refuses them (e.g. a valid session whose
+ * CSRF token is wrong) record the principal here, so the refusal's audit row names them.
+ */
+export function notePrincipal(request: FastifyRequest, principal: Principal): void {
+  (request as FastifyRequest & { solidPrincipal?: Principal }).solidPrincipal = principal;
+}
+
+/** The principal noted for this request (notePrincipal), if any: what the error handler audits a refusal under. */
+export function notedPrincipal(request: FastifyRequest): Principal | undefined {
+  return (request as FastifyRequest & { solidPrincipal?: Principal }).solidPrincipal;
 }

@@ -20,7 +20,7 @@
  * (identity's `onChannel` for the dashboard API, `actingForUser` for WebMCP page tool calls).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { TransportRuntime as Runtime } from '../transports/runtime-surface.ts';
+import type { IdentityRuntime as Runtime } from './runtime-view.ts';
 import type { Migration, Store } from '../store/store.ts';
 import type { Principal, Role, Tier } from '../spec/types.ts';
 import { VerbError } from '../runtime/errors.ts';

@@ -6,6 +6,9 @@
  *   role        the highest role the agent acts with — never above the human's own (and capped
  *               again at each use by the human's role then)
  *   read_only   reads only, whatever the role
+ *   reach       every toolset the role reaches, or only the ticked toolsets and named verbs (the
+ *               token's principal gets that allow-list as its CredentialScope: the pipeline's
+ *               scope step refuses the rest `scope_denied`, as for an API key)
  *   expiry      1, 7, 30 or 90 days; the grant and every token of it end then
  *
  * The page says in plain words what the agent will be able to do and which actions still ask the
@@ -14,7 +17,8 @@
  *
  *   GET  /oauth/consent/:uid   the page (401 page without a human session; 400 for an
  *                              unknown or expired authorization request)
- *   POST /oauth/consent/:uid   form: decision (allow|deny), role, read_only, expiry_days, csrf;
+ *   POST /oauth/consent/:uid   form: decision (allow|deny), role, read_only, expiry_days, reach
+ *                              (all|listed), toolset (repeated), verbs (comma-separated), csrf;
  *                              same-origin Origin and the session's CSRF token required; allow →
  *                              the grant recorded (and audited `oauth.grant` in the tenant), 303 to
  *                              the authorization server, which redirects to the client with a code;
@@ -28,7 +32,7 @@ import { VerbError } from '../runtime/errors.ts';
 import { checkOrigin, sessionTokenOf } from '../identity/request-guard.ts';
 import type { SessionStore, WebSession } from '../identity/session-store.ts';
 import { appendHumanAudit } from '../identity/human-audit.ts';
-import { GRANT_EXPIRY_DAYS, grantTtlSeconds, insertGrant, keepClientFor } from './grants.ts';
+import { GRANT_EXPIRY_DAYS, grantTtlSeconds, insertGrant, keepClientFor, type GrantScope } from './grants.ts';
 import { consentPath, escapeHtml, OAUTH_TTL } from './provider.ts';
 
 interface ConsentContext {
@@ -45,13 +49,44 @@ const page = (title: string, body: string) =>
   `<title>${escapeHtml(title)}</title><style>body{font:16px system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}` +
   `fieldset{margin:1rem 0}li{margin:.3rem 0}</style><h1>${escapeHtml(title)}</h1>${body}</html>`;
 
-function sendPage(reply: FastifyReply, status: number, title: string, body: string): FastifyReply {
+/**
+ * The CSP source of a redirect URI for `form-action`: browsers (Chromium) check form-action on
+ * every redirect after the post, and Allow/Deny end in a redirect to the client's redirect URI
+ * (validated by the authorization server against the client's registration). Its origin for
+ * http(s), its scheme for an app's custom scheme (`cursor:`), else none (never a script or
+ * local scheme: javascript:, data:, blob:, file:…).
+ */
+export function formActionSource(redirectUri: unknown): string | undefined {
+  if (typeof redirectUri !== 'string') return undefined;
+  try {
+    const u = new URL(redirectUri);
+    if (u.protocol === 'https:' || u.protocol === 'http:') return u.origin;
+    if (['javascript:', 'data:', 'blob:', 'file:', 'vbscript:', 'filesystem:'].includes(u.protocol))
+      return undefined;
+    return /^[a-z][a-z0-9+.-]*:$/.test(u.protocol) ? u.protocol : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function sendPage(
+  reply: FastifyReply,
+  status: number,
+  title: string,
+  body: string,
+  /** The client's redirect URI, which the form's post redirects to (formActionSource). */
+  redirectUri?: unknown,
+): FastifyReply {
+  const target = formActionSource(redirectUri);
   return reply
     .code(status)
     .header('content-type', 'text/html; charset=utf-8')
     .header('cache-control', 'no-store')
     .header('x-frame-options', 'DENY')
-    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+    .header(
+      'content-security-policy',
+      `default-src 'none'; style-src 'unsafe-inline'; form-action 'self'${target !== undefined ? ` ${target}` : ''}`,
+    )
     .send(page(title, body));
 }
 
@@ -73,6 +108,64 @@ async function details(ctx: ConsentContext, request: FastifyRequest, reply: Fast
   } catch {
     return undefined;
   }
+}
+
+/** How a verb of a consent class still asks the human, in plain words (undefined: it does not). */
+const ASKS: Partial<Record<string, string>> = {
+  WRITE_REVERSIBLE: 'a confirmation, when your settings ask for one',
+  WRITE_FINANCIAL: 'a typed phrase or your approval',
+  IRREVERSIBLE: 'a typed phrase or your approval',
+};
+
+/**
+ * The toolsets a human may hand on, with what each lets the agent do: the verbs a remote agent can
+ * reach (http or MCP surface, not BLOCKED) whose role floor is within the human's role, grouped by
+ * toolset (verb category), sorted.
+ */
+export function toolsetsFor(
+  rt: Runtime,
+  role: Role,
+): { name: string; reads: string[]; writes: { name: string; asks?: string }[] }[] {
+  const by = new Map<string, { name: string; reads: string[]; writes: { name: string; asks?: string }[] }>();
+  for (const v of rt.registry.all()) {
+    if (v.consentClass === 'BLOCKED' || ROLES.indexOf(v.roleFloor) > ROLES.indexOf(role)) continue;
+    if (!v.surfaces.includes('http') && !v.surfaces.includes('mcp_stdio')) continue;
+    const t = by.get(v.category) ?? { name: v.category, reads: [], writes: [] };
+    by.set(v.category, t);
+    if (!v.isWrite) t.reads.push(v.name);
+    else {
+      const asks = ASKS[v.consentClass];
+      t.writes.push({ name: v.name, ...(asks !== undefined ? { asks } : {}) });
+    }
+  }
+  return [...by.values()].sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** The toolset checkboxes, each saying in plain words what it lets the agent do and what still asks. */
+function toolsetChoices(rt: Runtime, role: Role): string {
+  const items = toolsetsFor(rt, role).map((t) => {
+    const parts: string[] = [];
+    if (t.reads.length > 0)
+      parts.push(`look up: ${t.reads.map((n) => `<code>${escapeHtml(n)}</code>`).join(', ')}`);
+    const free = t.writes.filter((w) => w.asks === undefined);
+    const gated = t.writes.filter((w) => w.asks !== undefined);
+    if (free.length > 0)
+      parts.push(`change: ${free.map((w) => `<code>${escapeHtml(w.name)}</code>`).join(', ')}`);
+    if (gated.length > 0)
+      parts.push(
+        `change, still asking you: ${gated.map((w) => `<code>${escapeHtml(w.name)}</code> (${escapeHtml(w.asks!)})`).join(', ')}`,
+      );
+    return `<li><label><input type="checkbox" name="toolset" value="${escapeHtml(t.name)}"> <strong>${escapeHtml(t.name)}</strong></label>: ${parts.join('; ')}</li>`;
+  });
+  return (
+    `<fieldset><legend>Which tools</legend>` +
+    `<label><input type="radio" name="reach" value="all" checked> Every toolset my chosen role allows</label><br>` +
+    `<label><input type="radio" name="reach" value="listed"> Only the toolsets ticked below and the verbs I name</label>` +
+    `<ul>${items.join('')}</ul>` +
+    `<label>Verbs (comma-separated, optional) <input name="verbs" size="40" autocomplete="off"></label>` +
+    `<p>Listing and undoing (<code>verbs.list</code>, <code>audit.revert</code>) stay available; an undo reaches only what the grant reaches.</p>` +
+    `</fieldset>`
+  );
 }
 
 /** What the registry holds that still waits for the human, counted by consent class. */
@@ -125,21 +218,63 @@ export async function showConsent(
     `<label><input type="checkbox" name="read_only" value="1"${wantsWrite ? '' : ' checked'}> Read only: look things up, change nothing</label><br>` +
     `<label>For <select name="expiry_days">${GRANT_EXPIRY_DAYS.map((d) => `<option value="${d}"${d === 30 ? ' selected' : ''}>${d} day${d > 1 ? 's' : ''}</option>`).join('')}</select></label>` +
     `</fieldset>` +
-    `<p>With this, the agent can read your business data and, unless you tick read only, make the changes your chosen role allows. Every call is in the audit log under its name, and you can revoke it any time (dashboard, or <code>solid grants revoke</code>).</p>` +
+    toolsetChoices(ctx.rt, p.role) +
+    `<p>With this, the agent can read your business data and, unless you tick read only, make the changes your chosen role allows, in the toolsets you chose. Every call is in the audit log under its name, and you can revoke it any time (dashboard, or <code>solid grants revoke</code>).</p>` +
     `<p>These will still ask you:</p>${gatedSummary(ctx.rt)}` +
     `<button name="decision" value="allow">Allow</button> <button name="decision" value="deny">Deny</button></form>`;
-  return sendPage(reply, 200, `Allow ${clientName}?`, body);
+  return sendPage(reply, 200, `Allow ${clientName}?`, body, interaction.params.redirect_uri);
 }
 
-function formOf(body: unknown): Record<string, string> {
-  if (typeof body === 'string') return Object.fromEntries(new URLSearchParams(body));
-  if (body !== null && typeof body === 'object') {
-    const out: Record<string, string> = {};
-    for (const [k, v] of Object.entries(body as Record<string, unknown>))
-      if (typeof v === 'string') out[k] = v;
-    return out;
-  }
-  return {};
+/** The posted form (urlencoded, or a JSON object whose values are strings or lists of strings). */
+function formOf(body: unknown): URLSearchParams {
+  if (typeof body === 'string') return new URLSearchParams(body);
+  const out = new URLSearchParams();
+  if (body !== null && typeof body === 'object')
+    for (const [k, v] of Object.entries(body as Record<string, unknown>)) {
+      if (typeof v === 'string') out.append(k, v);
+      else if (Array.isArray(v)) for (const x of v) if (typeof x === 'string') out.append(k, x);
+    }
+  return out;
+}
+
+/**
+ * The allow-list the human chose: null for every toolset the role reaches (`reach` = all, the
+ * default); otherwise the ticked toolsets and the named verbs, each checked against what the
+ * human could hand on (toolsetsFor). Throws a message for the page on an unknown name or an empty
+ * list.
+ */
+function chosenScope(rt: Runtime, role: Role, form: URLSearchParams): GrantScope | null {
+  if (form.get('reach') !== 'listed') return null;
+  const offered = toolsetsFor(rt, role);
+  const toolsets = [
+    ...new Set(
+      form
+        .getAll('toolset')
+        .map((x) => x.trim())
+        .filter((x) => x !== ''),
+    ),
+  ];
+  const verbs = [
+    ...new Set(
+      (form.get('verbs') ?? '')
+        .split(/[\s,]+/)
+        .map((x) => x.trim())
+        .filter((x) => x !== ''),
+    ),
+  ];
+  const unknownToolset = toolsets.find((t) => !offered.some((o) => o.name === t));
+  if (unknownToolset !== undefined)
+    throw new Error(`There is no toolset “${unknownToolset.slice(0, 80)}” you can hand on.`);
+  const reachable = new Set(offered.flatMap((o) => [...o.reads, ...o.writes.map((w) => w.name)]));
+  const unknownVerb = verbs.find((v) => !reachable.has(v));
+  if (unknownVerb !== undefined)
+    throw new Error(`There is no verb “${unknownVerb.slice(0, 80)}” your role can hand on.`);
+  if (toolsets.length === 0 && verbs.length === 0)
+    throw new Error('Tick at least one toolset or name a verb, or choose every toolset.');
+  return {
+    ...(toolsets.length > 0 ? { toolsets: toolsets.sort() } : {}),
+    ...(verbs.length > 0 ? { verbs: verbs.sort() } : {}),
+  };
 }
 
 /** POST /oauth/consent/:uid */
@@ -159,7 +294,8 @@ export async function decideConsent(
   const form = formOf(request.body);
   try {
     checkOrigin(request, ctx.allowedOrigins, true);
-    if (typeof form.csrf !== 'string' || !ctx.sessions.csrfMatches(session, form.csrf))
+    const csrf = form.get('csrf');
+    if (csrf === null || !ctx.sessions.csrfMatches(session, csrf))
       throw new VerbError('csrf_failed', 'The form did not carry this session’s CSRF token.', {
         hint: 'Reload the consent page and submit it again.',
       });
@@ -190,7 +326,7 @@ export async function decideConsent(
       });
       ctx.rt.afterWrite(row);
     });
-  if (form.decision !== 'allow') {
+  if (form.get('decision') !== 'allow') {
     await audit('denied', {}, 'consent_declined');
     const to = await ctx.provider.interactionResult(request.raw, reply.raw, {
       error: 'access_denied',
@@ -198,8 +334,8 @@ export async function decideConsent(
     });
     return reply.code(303).header('location', to).send();
   }
-  const role = form.role as Role;
-  const days = Number(form.expiry_days);
+  const role = form.get('role') as Role;
+  const days = Number(form.get('expiry_days'));
   if (!rolesUpTo(p.role).includes(role) || !(GRANT_EXPIRY_DAYS as readonly number[]).includes(days))
     return sendPage(
       reply,
@@ -207,7 +343,13 @@ export async function decideConsent(
       'Not allowed',
       `<p>Pick a role up to your own (${escapeHtml(p.role)}) and one of the offered expiries.</p>`,
     );
-  const readOnly = form.read_only === '1' || role === 'read_only';
+  let scope: GrantScope | null;
+  try {
+    scope = chosenScope(ctx.rt, p.role, form);
+  } catch (err) {
+    return sendPage(reply, 400, 'Not allowed', `<p>${escapeHtml((err as Error).message)}</p>`);
+  }
+  const readOnly = form.get('read_only') === '1' || role === 'read_only';
   const resource = String(interaction.params.resource ?? '') || ctx.defaultResource;
   const accountId = `${p.company_id}:${p.user_id}`;
   const grant = new ctx.provider.Grant({ accountId, clientId });
@@ -236,6 +378,7 @@ export async function decideConsent(
       client_name: clientName,
       role,
       read_only: readOnly,
+      scope,
       resource,
       created_at: now.toISOString(),
       expires_at: new Date(now.getTime() + ttl * 1000).toISOString(),
@@ -253,6 +396,8 @@ export async function decideConsent(
         client_name: clientName,
         role,
         read_only: readOnly,
+        toolsets: scope?.toolsets ?? null,
+        verbs: scope?.verbs ?? null,
         expiry_days: days,
       },
       subject_user_id: p.user_id,

@@ -1,7 +1,7 @@
 /**
  * Grants as objects (table `oauth_grants`): a signed-in human of a tenant let one OAuth client
- * act for the tenant, up to a role (never above the human's own), read-only or not, until an
- * expiry. Every access and refresh token the authorization server issues belongs to one grant
+ * act for the tenant, up to a role (never above the human's own), read-only or not, limited or
+ * not to some toolsets or verbs, until an expiry. Every access and refresh token the authorization server issues belongs to one grant
  * (oidc-provider's grant id); a token is honoured only while its grant is live, and the principal
  * it yields is recomputed at each use from the grant and the human's current role
  * ({@link grantPrincipalRole}): a grant is never more than the human who made it, now.
@@ -30,6 +30,11 @@ export interface Grant {
   role: Role;
   /** Reads only, whatever the role. */
   read_only: boolean;
+  /**
+   * The toolsets and/or verbs the agent may reach (CredentialScope's allow-list, decided by the
+   * pipeline's scope step like an API key's); null: everything the role reaches.
+   */
+  scope: GrantScope | null;
   /** The resource (audience) the tokens are for. */
   resource: string;
   created_at: string;
@@ -37,6 +42,21 @@ export interface Grant {
   expires_at: string;
   revoked_at: string | null;
   last_used_at: string | null;
+}
+
+/** A grant's allow-list: verb names and/or toolsets (verb categories); a verb either names is reachable. */
+export interface GrantScope {
+  verbs?: readonly string[];
+  toolsets?: readonly string[];
+}
+
+function scopeOfColumn(v: unknown): GrantScope | null {
+  if (typeof v !== 'string' || v === '') return null;
+  const s = JSON.parse(v) as GrantScope;
+  const out: GrantScope = {};
+  if (Array.isArray(s.verbs)) out.verbs = s.verbs.map(String);
+  if (Array.isArray(s.toolsets)) out.toolsets = s.toolsets.map(String);
+  return out.verbs === undefined && out.toolsets === undefined ? null : out;
 }
 
 /**
@@ -79,6 +99,7 @@ function rowOf(r: Record<string, unknown>): Grant {
     client_name: String(r.client_name),
     role: r.role as Role,
     read_only: Number(r.read_only) === 1,
+    scope: scopeOfColumn(r.scope),
     resource: String(r.resource),
     created_at: String(r.created_at),
     expires_at: String(r.expires_at),
@@ -90,11 +111,11 @@ function rowOf(r: Record<string, unknown>): Grant {
 /** Record a new grant (the consent screen's POST). */
 export async function insertGrant(
   q: Queryable,
-  g: Omit<Grant, 'revoked_at' | 'last_used_at'>,
+  g: Omit<Grant, 'revoked_at' | 'last_used_at' | 'scope'> & { scope?: GrantScope | null },
 ): Promise<void> {
   await q.run(
-    `INSERT INTO oauth_grants (grant_id, company_id, user_id, user_name, client_id, client_name, role, read_only, resource, created_at, expires_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO oauth_grants (grant_id, company_id, user_id, user_name, client_id, client_name, role, read_only, scope, resource, created_at, expires_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     [
       g.grant_id,
       g.company_id,
@@ -104,6 +125,7 @@ export async function insertGrant(
       g.client_name,
       g.role,
       g.read_only ? 1 : 0,
+      g.scope === undefined || g.scope === null ? null : JSON.stringify(g.scope),
       g.resource,
       g.created_at,
       g.expires_at,

@@ -7,7 +7,8 @@
  *                 with the columns the adapter looks up by (grant_id, uid, user_code), the expiry
  *                 (epoch ms) and the time a one-use model was consumed
  *   oauth_grants  our grant objects (grants.ts): which human of which tenant let which client
- *                 act, up to which role, read-only or not, until when; revoked_at once revoked
+ *                 act, up to which role, read-only or not, which toolsets or verbs (scope,
+ *                 v2), until when; revoked_at once revoked
  *
  * A scope of its own so its versions never collide with the runtime scope's. spec/oauth.md §storage
  */
@@ -47,7 +48,13 @@ CREATE TABLE oauth_grants (
 CREATE INDEX oauth_grants_company ON oauth_grants(company_id, created_at);
 `;
 
+/** v2: a grant's allow-list (JSON {verbs?, toolsets?}; NULL = the role's whole reach). */
+const OAUTH_V2 = `
+ALTER TABLE oauth_grants ADD COLUMN scope TEXT;
+`;
+
 /** The OAuth migrations, scope `oauth`. */
 export const oauthMigrations: readonly Migration[] = [
   portableMigration(1, 'oauth models and grants', OAUTH_V1),
+  portableMigration(2, 'oauth grant allow-lists', OAUTH_V2),
 ];

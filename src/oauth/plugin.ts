@@ -18,6 +18,9 @@
  * `/mcp` with no credentials gets that 401 challenge, unless `keylessSandbox` is on (the demo):
  * then it keeps the keyless sandbox (reads only) and the metadata is still published.
  *
+ * With `externalIssuer` (an enterprise IdP), the metadata names that issuer instead and its JWT
+ * access tokens are accepted too (external.ts); the built-in server stays mounted, unadvertised.
+ *
  * The issuer is the server's public URL (`--public-url`, or the address `solid serve` prints),
  * else the origin the first OAuth request addressed (loopback names only).
  */
@@ -30,11 +33,13 @@ import { sendEnvelope } from '../transports/http/error-handler.ts';
 import { directOrigin, isRebindSafeHost } from '../identity/origin-policy.ts';
 import { requireSessionForWrite, sessionRequired, sessionTokenOf } from '../identity/request-guard.ts';
 import { SessionStore } from '../identity/session-store.ts';
+import { refuseWithKey } from '../identity/api-key-auth.ts';
 import { oauthMigrations } from './migrations.ts';
 import { createProvider, OAuthResources } from './provider.ts';
 import { OAuthBearer, PRM_PATH, protectedResourceMetadata } from './resource.ts';
 import { decideConsent, showConsent } from './consent.ts';
 import { getGrant, listGrants, revokeAndAudit } from './grants.ts';
+import { ExternalIssuer, type ExternalIssuerOptions } from './external.ts';
 
 /** Options of {@link createOAuthPlugin}. */
 export interface OAuthPluginOptions {
@@ -45,6 +50,12 @@ export interface OAuthPluginOptions {
   keylessSandbox?: boolean;
   /** Trust X-Forwarded-Proto from the proxy (match the server's trustProxy). */
   proxy?: boolean;
+  /**
+   * Trust an external authorization server (an enterprise IdP): its JWT access tokens are
+   * accepted (external.ts) and the protected-resource metadata names it as the authorization
+   * server. `solid serve --oauth-issuer` / SOLID_OAUTH_ISSUER. spec/oauth.md §external-issuer
+   */
+  externalIssuer?: ExternalIssuerOptions;
 }
 
 const LOOPBACK = ['localhost', '127.0.0.1', '[::1]'];
@@ -56,6 +67,30 @@ function resourcesFor(issuer: string, allowedOrigins: readonly string[]): OAuthR
     ? LOOPBACK.map((h) => `${u.protocol}//${h}${u.port === '' ? '' : `:${u.port}`}`)
     : [];
   return new OAuthResources(issuer, [...allowedOrigins, ...aliases]);
+}
+
+/**
+ * The refusal of an authorization-server request addressed at another loopback name of this
+ * server than its issuer's (`http://127.0.0.1:4400` when the issuer is `http://localhost:4400`),
+ * else undefined. RFC 8414 §3.3 and RFC 9728 §3.3 make clients compare the issuer exactly, and the
+ * human's session cookie belongs to one host name: a flow split across two names fails later with
+ * a confusing error, so it is refused at once, naming the issuer. Only loopback names are
+ * compared: behind a proxy the Host header may be the proxy's choice.
+ */
+export function misdirected(own: string | undefined, issuer: string): VerbError | undefined {
+  if (own === undefined) return undefined;
+  const o = new URL(own);
+  const i = new URL(issuer);
+  if (o.origin === i.origin || !LOOPBACK.includes(i.hostname) || !LOOPBACK.includes(o.hostname))
+    return undefined;
+  return new VerbError(
+    'invalid_request',
+    `This server's OAuth issuer is ${i.origin}, and OAuth needs that exact origin (RFC 8414 §3.3): this request addressed ${o.origin}.`,
+    {
+      hint: `Use ${i.origin} (connect to ${i.origin}/mcp, the address solid serve prints), or start the server with --public-url set to the origin you use.`,
+      details: { issuer: i.origin, addressed: o.origin },
+    },
+  );
 }
 
 interface Built {
@@ -133,8 +168,11 @@ export function createOAuthPlugin(config: OAuthPluginOptions = {}): HttpPlugin {
         throw err;
       }));
 
+    const external =
+      config.externalIssuer !== undefined ? new ExternalIssuer(rt, config.externalIssuer) : undefined;
     rt.tenants.useBearer(
       new OAuthBearer(rt, {
+        ...(external !== undefined ? { external } : {}),
         resources: () =>
           resources ??
           (rt.options.publicUrl !== undefined
@@ -145,6 +183,18 @@ export function createOAuthPlugin(config: OAuthPluginOptions = {}): HttpPlugin {
     );
     app.addHook('onClose', async () => rt.tenants.useBearer(undefined));
 
+    /** Answer and audit (sandbox tenant, action oauth.misdirected) a request at the wrong host name. */
+    const refuseMisdirected = async (request: FastifyRequest, reply: FastifyReply, err: VerbError) => {
+      const env = await refuseWithKey(
+        rt,
+        { surface: 'http', address: request.ip },
+        null,
+        'oauth.misdirected',
+        err,
+      );
+      return sendEnvelope(reply, env);
+    };
+
     // RFC 9728: the resource is the origin the client addressed (when it is one of ours), so the
     // MCP SDK's check "the metadata's resource is a prefix of the server URL" holds.
     const prm = async (request: FastifyRequest, reply: FastifyReply, suffix: string) => {
@@ -154,7 +204,9 @@ export function createOAuthPlugin(config: OAuthPluginOptions = {}): HttpPlugin {
       return reply
         .header('cache-control', 'public, max-age=300')
         .header('access-control-allow-origin', '*')
-        .send(protectedResourceMetadata(`${origin}${suffix === '' ? '/' : suffix}`, b.issuer));
+        .send(
+          protectedResourceMetadata(`${origin}${suffix === '' ? '/' : suffix}`, external?.issuer ?? b.issuer),
+        );
     };
     // The OAuth protocol routes are described by their own metadata documents, not /openapi.json.
     const hidden = { config: { openapi: false as const } };
@@ -167,6 +219,8 @@ export function createOAuthPlugin(config: OAuthPluginOptions = {}): HttpPlugin {
       child.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
       const handOver = async (request: FastifyRequest, reply: FastifyReply) => {
         const b = await build(request);
+        const wrongHost = misdirected(directOrigin(request), b.issuer);
+        if (wrongHost !== undefined) return refuseMisdirected(request, reply, wrongHost);
         reply.hijack();
         await new Promise<void>((resolve) => {
           reply.raw.once('finish', resolve);
@@ -189,22 +243,24 @@ export function createOAuthPlugin(config: OAuthPluginOptions = {}): HttpPlugin {
         { parseAs: 'string', bodyLimit: 8192 },
         (_request, body, done) => done(null, body),
       );
-      const ctx = async (request: FastifyRequest) => {
-        const b = await build(request);
-        return {
-          rt,
-          provider: b.provider,
-          sessions,
-          allowedOrigins,
-          defaultResource: `${b.resources.primary}/`,
+      type ConsentHandler = typeof showConsent;
+      const consentRoute =
+        (handler: ConsentHandler) =>
+        async (request: FastifyRequest<{ Params: { uid: string } }>, reply: FastifyReply) => {
+          const b = await build(request);
+          const wrongHost = misdirected(directOrigin(request), b.issuer);
+          if (wrongHost !== undefined) return refuseMisdirected(request, reply, wrongHost);
+          const ctx = {
+            rt,
+            provider: b.provider,
+            sessions,
+            allowedOrigins,
+            defaultResource: `${b.resources.primary}/`,
+          };
+          return handler(ctx, request, reply);
         };
-      };
-      child.get<{ Params: { uid: string } }>('/oauth/consent/:uid', hidden, async (request, reply) =>
-        showConsent(await ctx(request), request, reply),
-      );
-      child.post<{ Params: { uid: string } }>('/oauth/consent/:uid', hidden, async (request, reply) =>
-        decideConsent(await ctx(request), request, reply),
-      );
+      child.get<{ Params: { uid: string } }>('/oauth/consent/:uid', hidden, consentRoute(showConsent));
+      child.post<{ Params: { uid: string } }>('/oauth/consent/:uid', hidden, consentRoute(decideConsent));
     });
 
     app.get('/api/v1/oauth/grants', { config: GRANT_DOCS.list }, async (request, reply) => {
@@ -279,7 +335,11 @@ function auditProviderErrors(rt: Runtime, provider: Provider): void {
               revoked: g.revoked_at !== null,
             };
         }
-        await rt.refuse({ surface: 'http', ...(ctx.ip !== undefined ? { address: ctx.ip } : {}) }, action, e);
+        await rt.recordRefusal(
+          { surface: 'http', ...(ctx.ip !== undefined ? { address: ctx.ip } : {}) },
+          action,
+          e,
+        );
       })().catch((auditErr: unknown) => rt.logger.warn({ err: auditErr }, 'oauth: could not audit an error'));
     };
   provider.on('authorization.error', record('oauth.authorize', 'invalid_request') as never);

@@ -11,30 +11,35 @@
  *     user of the tenant.
  * The principal is an **agent** (identity's `agentPrincipal`): the grant's tenant, the human's
  * user id, the role the grant allows now (grants.ts `grantPrincipalRole`), `agent_type`
- * `oauth:<client name>` and `key_id` `grant:<grant id>`, which audit rows carry. It can never
+ * `oauth:<client name>` and `key_id` `grant:<grant id>`, which audit rows carry, and the grant's
+ * toolset/verb allow-list as its `scope` (the same pipeline step as an API key's). It can never
  * approve, type a phrase that counts, change consent settings or open a session: identity's
  * `mayConsent` answers no for every agent.
+ *
+ * With a trusted external issuer (an enterprise IdP, external.ts), a JWT-shaped token is verified
+ * against that issuer instead (RFC 9068); it too yields an agent principal.
  *
  * Every refusal is the runtime's audited `auth_invalid` (the caller's 401 carries
  * `WWW-Authenticate: Bearer error="invalid_token", resource_metadata="…"`); a token naming a
  * grant that has ended also leaves a row in that grant's tenant.
  */
-import type { Principal } from '../spec/types.ts';
+import type { CredentialScope, Principal } from '../spec/types.ts';
 import type { BearerAuthenticator } from '../runtime/tenants.ts';
 import type { TransportRuntime as Runtime } from '../transports/runtime-surface.ts';
 import { VerbError } from '../runtime/errors.ts';
 import { agentPrincipal } from '../identity/principal.ts';
 import { getUser } from '../identity/users.ts';
 import { storeAdapter, type OAuthModelAdapter } from './adapter.ts';
-import { getGrant, grantLive, grantPrincipalRole } from './grants.ts';
+import { getGrant, grantLive, grantPrincipalRole, type GrantScope } from './grants.ts';
 import { OAUTH_SCOPES, type OAuthResources } from './provider.ts';
+import { looksLikeJwt, type ExternalIssuer } from './external.ts';
 
 /** The well-known path of the protected-resource metadata (RFC 9728 §3). */
 export const PRM_PATH = '/.well-known/oauth-protected-resource';
 
 /**
  * The RFC 9728 metadata document for `resource` (`<origin>/` or `<origin>/mcp`), naming
- * `issuer` as its authorization server.
+ * `issuer` as its authorization server (the built-in one, or the trusted external issuer).
  */
 export function protectedResourceMetadata(resource: string, issuer: string): Record<string, unknown> {
   return {
@@ -43,6 +48,14 @@ export function protectedResourceMetadata(resource: string, issuer: string): Rec
     scopes_supported: [...OAUTH_SCOPES],
     bearer_methods_supported: ['header'],
     resource_name: 'solid-verbs',
+  };
+}
+
+/** A grant's allow-list as the principal's CredentialScope (the pipeline's scope step decides). */
+function grantScope(g: GrantScope): CredentialScope {
+  return {
+    ...(g.verbs !== undefined ? { verbs: [...g.verbs] } : {}),
+    ...(g.toolsets !== undefined ? { toolsets: [...g.toolsets] } : {}),
   };
 }
 
@@ -58,6 +71,8 @@ export interface OAuthBearerOptions {
   resources: () => OAuthResources | undefined;
   /** Keyless requests to /mcp keep the sandbox (see BearerAuthenticator.keylessSandbox). */
   keylessSandbox: boolean;
+  /** A trusted external issuer: JWT-shaped tokens are verified against it (external.ts). */
+  external?: ExternalIssuer;
 }
 
 /** The bearer authenticator for OAuth access tokens (see the header). */
@@ -86,6 +101,9 @@ export class OAuthBearer implements BearerAuthenticator {
    *   the human gone or disabled
    */
   async authenticate(token: string): Promise<Principal> {
+    const external = this.#options.external;
+    if (external !== undefined && looksLikeJwt(token))
+      return external.authenticate(token, this.#options.resources());
     const at = await this.#tokens.find(token);
     const nowMs = this.#rt.clock().getTime();
     if (at === undefined || at.kind !== 'AccessToken' || typeof at.grantId !== 'string')
@@ -128,6 +146,7 @@ export class OAuthBearer implements BearerAuthenticator {
       tier: tenant.tier,
       agent_type: `oauth:${grant.client_name}`.slice(0, 120),
       key_id: `grant:${grant.grant_id}`,
+      ...(grant.scope !== null ? { scope: grantScope(grant.scope) } : {}),
     });
   }
 }

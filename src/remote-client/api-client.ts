@@ -40,7 +40,7 @@ import { sendRequest, RequestFailure, type HttpResponse } from './http-request.t
 import { normalizeBaseUrl } from './remote-url.ts';
 import { VERB_HINTS_PATH } from '../runtime/verb-hints.ts';
 import { WHOAMI_PATH, REVOKE_KEY_PATH } from '../identity/whoami.ts';
-import { CLI_LOGIN_PATH } from '../identity/cli-login-routes.ts';
+import { CLI_LOGIN_PATH } from '../identity/cli-login-store.ts';
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 export const DEFAULT_READ_TIMEOUT_MS = 10_000;

@@ -30,6 +30,7 @@ import { NameIndex, inlineSchema, toToolName } from '../runtime/registry.ts';
 import type { McpRuntime } from '../transports/runtime-surface.ts';
 import { ROLE_FLOOR_OF_CLASS, type CompiledVerb, type VerbDefinition } from '../runtime/verb.ts';
 import { VerbError } from '../runtime/errors.ts';
+import { refuse } from '../runtime/refusals.ts';
 import { validateVerbRecord, shapeSchemas } from '../spec/validators.ts';
 import { VALID_SURFACES, type Envelope, type VerbClass, type VerbRecord } from '../spec/types.ts';
 import type { ApiClient } from './api-client.ts';
@@ -190,30 +191,42 @@ export class RemoteManifest {
     return this.#lastFailure;
   }
 
-  /** The runtime facade for ToolCatalog / createMcpServer / serveStdio. */
-  get runtime(): McpRuntime {
+  /** The runtime facade for ToolCatalog / createMcpServer / serveStdio (`apiKey`: sent instead of the client's own). */
+  runtimeWith(apiKey?: string): McpRuntime {
     return {
       registry: this.registry,
       logger: this.#logger,
-      dispatch: (caller, verb, args, options) => this.dispatch(caller, verb, args, options),
+      dispatch: (caller, verb, args, options) => this.dispatch(caller, verb, args, options, apiKey),
       // A call the MCP layer refuses before dispatch (tools/call without a name) never reaches the
       // server, so there is nothing to audit there: the bridge answers the same envelope locally.
-      refuse: async (_caller, verb, err) => ({ ok: false, verb, error: err.toEnvelopeError() }),
+      recordRefusal: async (_caller, verb, err) => ({
+        ok: false,
+        verb,
+        error: (err instanceof VerbError ? err : refuse.storeUnavailable()).toEnvelopeError(),
+      }),
+      // The server authenticates a key: the bridge only sends it.
+      withApiKey: (key) => this.runtimeWith(key),
     };
   }
 
-  /** One tools/call over HTTP: reads (and keyed writes) may be retried; the caller's signal cancels. */
+  /** The runtime facade with the client's own key (see runtimeWith). */
+  get runtime(): McpRuntime {
+    return this.runtimeWith();
+  }
+
+  /** One tools/call over HTTP (with `apiKey`, else the client's key): reads (and keyed writes) may be retried; the caller's signal cancels. */
   dispatch(
-    caller: Caller & { apiKey?: string | null },
+    caller: Caller,
     verb: string,
     args?: unknown,
     options: DispatchOptions = {},
+    apiKey?: string,
   ): Promise<Envelope> {
     const v = this.registry.get(verb);
     return this.#client.dispatch(verb, args, options, {
       idempotent: v !== undefined && !v.isWrite,
       signal: caller.signal,
-      ...(caller.apiKey !== undefined ? { apiKey: caller.apiKey } : {}),
+      ...(apiKey !== undefined ? { apiKey } : {}),
       // The bridge's own calls (recording a declined form as approvals.reject) are plain HTTP.
       surface: caller.surface === MCP_SURFACE ? MCP_SURFACE : 'http',
     });
@@ -338,8 +351,8 @@ export async function serveMcpBridge(
     });
   }
   const base = options.client.baseUrl;
+  // No apiKey here: the client sends its own key, and the server authenticates it.
   const served = await serveStdio(manifest.runtime, {
-    apiKey: options.client.apiKey,
     refresh: async () => {
       await manifest.refresh();
     },

@@ -144,12 +144,7 @@ export interface RuntimeCore {
   /** A Queryable that runs each statement against committed data. */
   readonly readView: Queryable;
   /** Dispatch one call through the whole pipeline (macros dispatch their steps so). */
-  dispatch(
-    caller: Caller & { apiKey?: string | null },
-    verb: string,
-    args?: unknown,
-    options?: DispatchOptions,
-  ): Promise<Envelope>;
+  dispatch(caller: Caller, verb: string, args?: unknown, options?: DispatchOptions): Promise<Envelope>;
   /** The keyless principal (read_only on the sandbox tenant); throws auth_required when none. */
   sandboxPrincipal(): Promise<Principal>;
   /** Is this name blocked for this tenant (global list, runtime option, tenant settings)? */

@@ -37,9 +37,8 @@ import { Blocklist, DEFAULT_BLOCKLIST, listBlocks } from './consent/blocklist.ts
 import { runMaintenance, type MaintenanceReport } from './maintenance.ts';
 import { Observers } from './observe/observers.ts';
 import { DispatchHooks } from './observe/hooks.ts';
-import type { VerbError } from './errors.ts';
 import { AuthFailureLog } from '../identity/auth-failure-log.ts';
-import { ApiKeyAuth, type KeyedCaller } from './api-key-auth.ts';
+import { Sandbox } from './sandbox.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { createDelivery, type OutboxWorker } from './delivery/delivery.ts';
 import { deliveryMigrations } from './delivery/migrations.ts';
@@ -62,8 +61,8 @@ export class Runtime implements PackRuntime {
   /** onDispatch / onAuditRow subscribers (observe/hooks.ts). */
   readonly hooks: DispatchHooks;
   readonly #blocklist: Blocklist;
-  /** API-key authentication and the sandbox principal (api-key-auth.ts). */
-  readonly #auth: ApiKeyAuth;
+  /** The keyless principal (sandbox.ts). */
+  readonly #sandbox: Sandbox;
   /** Maintenance timer, closing signal and close() (lifecycle.ts). */
   readonly #life = new Lifecycle(this);
   /** The outbox delivery loop (delivery/): retries with backoff, start-up pass, dead letters, webhooks. */
@@ -92,7 +91,7 @@ export class Runtime implements PackRuntime {
     this.options = resolveSettings(options);
     this.provisioning = new Provisioning(this.store, this.keys, this.tenants, this.clock);
     this.refusals = new RefusalRows(this);
-    this.#auth = new ApiKeyAuth(this.tenants, this.refusals, options.sandboxCompanyId);
+    this.#sandbox = new Sandbox(this.tenants, options.sandboxCompanyId);
     const { store, keys, clock, logger, secrets } = this;
     const windowMs = options.authFailureWindowMs ?? 60_000;
     const writeAggregate = this.refusals.writeAggregate.bind(this.refusals);
@@ -117,32 +116,11 @@ export class Runtime implements PackRuntime {
 
   /**
    * Dispatch one verb call through the pipeline (see dispatch.ts). Always resolves to an envelope.
-   * `caller.principal` comes from the transport's authentication; pass `apiKey` instead to let the
-   * runtime authenticate (auth_invalid is then audited).
+   * `caller.principal` comes from the transport's authentication through src/identity (an API key:
+   * identity/api-key-auth.ts); none reads as the sandbox principal.
    */
-  async dispatch(
-    caller: KeyedCaller,
-    verb: string,
-    args?: unknown,
-    options?: DispatchOptions,
-  ): Promise<Envelope> {
-    const authed = await this.#auth.authenticate(caller, verb);
-    return 'ok' in authed ? authed : runPipeline(this, authed, verb, args, options);
-  }
-
-  /**
-   * Answer and audit a request a transport refuses before the pipeline (a malformed dispatch body):
-   * the key is authenticated as `dispatch` would (a bad key is the audited auth_invalid), then `err`
-   * is recorded as a refusal of `verb` in the caller's tenant (recordRefusal).
-   */
-  async refuse(caller: KeyedCaller, verb: string, err: VerbError): Promise<Envelope> {
-    const authed = await this.#auth.authenticate(caller, verb);
-    return 'ok' in authed ? authed : this.recordRefusal(authed, verb, err);
-  }
-
-  /** Record and answer a failed authentication, audited (api-key-auth.ts). spec/audit.md §auth-failures */
-  authFailure(caller: Caller, verb: string, err: unknown): Promise<Envelope> {
-    return this.#auth.authFailure(caller, verb, err);
+  dispatch(caller: Caller, verb: string, args?: unknown, options?: DispatchOptions): Promise<Envelope> {
+    return runPipeline(this, caller, verb, args, options);
   }
 
   /** Answer and audit a refusal a transport decided (bad key, no session, CSRF): ledger/write/refusal-rows.ts. */
@@ -157,7 +135,7 @@ export class Runtime implements PackRuntime {
 
   /** The keyless principal: read_only on the sandbox tenant. Throws auth_required when none is configured. */
   sandboxPrincipal(): Promise<Principal> {
-    return this.#auth.sandboxPrincipal();
+    return this.#sandbox.principal();
   }
 
   /** Is this name blocked for this tenant (global list, runtime option, tenant settings)? Compared by block key (consent/blocklist.ts). */

@@ -64,10 +64,17 @@ export function reachDenied(
       ...(scope?.verbs !== undefined ? [`verbs ${scope.verbs.join(', ') || '(none)'}`] : []),
       ...(scope?.toolsets !== undefined ? [`toolsets ${scope.toolsets.join(', ') || '(none)'}`] : []),
     ].join('; ');
-    return new VerbError('scope_denied', `${what}: this API key is limited to ${lists}.`, {
-      hint: `Use a key whose allow-list names ${verb.name} or its toolset ${verb.category}.`,
-      details: { ...details, toolset: verb.category },
-    });
+    const grant = reach.principal.key_id?.startsWith('grant:') === true;
+    return new VerbError(
+      'scope_denied',
+      `${what}: this ${grant ? 'OAuth grant' : 'API key'} is limited to ${lists}.`,
+      {
+        hint: grant
+          ? `Ask the person who allowed this app to connect it again with ${verb.category} (or ${verb.name}) ticked on the consent screen.`
+          : `Use a key whose allow-list names ${verb.name} or its toolset ${verb.category}.`,
+        details: { ...details, toolset: verb.category },
+      },
+    );
   }
   if (via !== undefined && reach.toolsets !== undefined && !reach.toolsets.admits(verb)) {
     return new VerbError(

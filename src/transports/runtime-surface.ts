@@ -17,9 +17,7 @@ export type TransportRuntime = Pick<
   | 'tenants'
   | 'keys'
   | 'secrets'
-  | 'authFailure'
   | 'sandboxPrincipal'
-  | 'refuse'
   | 'recordRefusal'
   | 'onDispatch'
   | 'onAuditRow'
@@ -33,6 +31,16 @@ export type TransportRuntime = Pick<
  * malformed calls, the logger and the registry's listing. `solid mcp --remote`'s bridge
  * implements exactly this over HTTP (src/remote-client/mcp-bridge.ts).
  */
-export type McpRuntime = Pick<TransportRuntime, 'dispatch' | 'logger' | 'refuse'> & {
+export type McpRuntime = Pick<TransportRuntime, 'dispatch' | 'logger' | 'recordRefusal'> & {
   registry: Pick<TransportRuntime['registry'], 'all' | 'get' | 'onChange' | 'closest'>;
+  /**
+   * Present on a local runtime: the tenants an API key is checked against (src/identity
+   * api-key-auth.ts). The `solid mcp --remote` bridge has none: its client sends its own key.
+   */
+  tenants?: TransportRuntime['tenants'];
+  /**
+   * A remote runtime (the bridge) that sends a call's API key to its server itself: the runtime as
+   * the holder of `apiKey` sees it (that server authenticates the key). mcp/keyed-runtime.ts.
+   */
+  withApiKey?: (apiKey: string) => McpRuntime;
 };

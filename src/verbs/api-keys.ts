@@ -106,13 +106,15 @@ export const MAX_KEY_LIFETIME_SECONDS = 10 * 365 * 24 * 3600;
  * The scope of a new key from api_keys.create's arguments, checked against the registry (unknown
  * verb or toolset: invalid_input with its path) and against the creator's own scope: a limit the
  * caller left out is inherited, a wider one is scope_denied (allow-list ⊆, read-only stays,
- * expiry not later); an OAuth grant's token may not create keys at all (scope_denied). Undefined
+ * expiry not later); an OAuth token (a grant's or an external IdP's) may not create keys at all
+ * (scope_denied). Undefined
  * when neither limits anything. spec/consent.md §api-keys
  */
 export function newKeyScope(ctx: SystemVerbContext, args: ApiKeysCreateArgs): CredentialScope | undefined {
-  // An OAuth grant's token (key_id grant:…) never mints a key: the key would outlive the grant's
-  // expiry and its revocation by the human who made it (spec/oauth.md §grants).
-  if (ctx.principal.key_id?.startsWith('grant:') === true)
+  // An OAuth grant's token (key_id grant:…) or an external IdP's token (idp:…) never mints a key:
+  // the key would outlive the token, the grant's expiry and its revocation (spec/oauth.md §grants).
+  const keyId = ctx.principal.key_id ?? '';
+  if (keyId.startsWith('grant:') || keyId.startsWith('idp:'))
     throw new VerbError(
       'scope_denied',
       "A connector's OAuth token cannot create API keys: a key would outlive the grant and its revocation.",

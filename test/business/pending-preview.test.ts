@@ -6,13 +6,14 @@ import { pendingPhrase } from '../../src/runtime/steps/consent.ts';
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { openDemoRuntime } from '../support/demo.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 it("charging an unknown or another tenant's invoice answers not_found, with no nonce and no approval row", async (t) => {
   const d = await openDemoRuntime(t);
   const approvalsBefore = await d.rt.store.read((q) =>
     q.get<{ n: number }>('SELECT COUNT(*) AS n FROM approvals'),
   );
-  const env = await d.rt.dispatch({ surface: 'cli', apiKey: d.keys.owner }, 'charge_invoice', {
+  const env = await dispatchAs(d.rt, { surface: 'cli', apiKey: d.keys.owner }, 'charge_invoice', {
     invoice_number: 999999,
     amount_cents: 5000,
   });
@@ -23,7 +24,7 @@ it("charging an unknown or another tenant's invoice answers not_found, with no n
     q.get<{ n: number }>('SELECT COUNT(*) AS n FROM approvals'),
   );
   assert.equal(approvalsAfter!.n, approvalsBefore!.n);
-  const ok = await d.rt.dispatch({ surface: 'cli', apiKey: d.keys.owner }, 'charge_invoice', {
+  const ok = await dispatchAs(d.rt, { surface: 'cli', apiKey: d.keys.owner }, 'charge_invoice', {
     invoice_number: 4304,
     amount_cents: 5000,
   });

@@ -13,6 +13,7 @@ import { createRuntime } from '../../src/runtime/runtime.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { systemVerbs } from '../../src/verbs/index.ts';
 import { demoPack, seedDemoBusiness } from '../../src/business/pack.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 it('finishes a seed interrupted before its data, and makes keys when the data exists without them', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'solid-seed-resume-'));
@@ -32,7 +33,7 @@ it('finishes a seed interrupted before its data, and makes keys when the data ex
   const first = await seedDemoBusiness(rt, { now: new Date('2026-05-23T14:00:00Z') });
   assert.equal(first.seeded, true);
   assert.match(String(first.owner_api_key), /^sk_solid_/);
-  const ctx = await rt.dispatch({ surface: 'cli', apiKey: first.owner_api_key }, 'customer.full_context', {
+  const ctx = await dispatchAs(rt, { surface: 'cli', apiKey: first.owner_api_key }, 'customer.full_context', {
     customer_id: 42,
   });
   assert.equal(ctx.ok, true, JSON.stringify(ctx.error));
@@ -47,7 +48,7 @@ it('finishes a seed interrupted before its data, and makes keys when the data ex
   assert.match(String(second.owner_api_key), /^sk_solid_/);
   assert.equal(
     (
-      await rt.dispatch({ surface: 'cli', apiKey: second.owner_api_key }, 'customer.full_context', {
+      await dispatchAs(rt, { surface: 'cli', apiKey: second.owner_api_key }, 'customer.full_context', {
         customer_id: 42,
       })
     ).ok,

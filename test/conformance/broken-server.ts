@@ -23,6 +23,7 @@ import { ToolCatalog } from '../../src/transports/mcp/tool-catalog.ts';
 import { conformancePack } from '../../src/conformance/index.ts';
 import type { Runtime } from '../../src/runtime/runtime.ts';
 import { installPack, openDemoRuntime, type DemoRuntime } from '../support/demo.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 /** Which planted break each failed check must report. */
 export const PLANTED = {
@@ -117,7 +118,7 @@ export async function startBrokenServer(t: TestContext): Promise<BrokenServer> {
     (req as { plantedNonce?: string }).plantedNonce = body.nonce;
     if (!spent.has(body.nonce)) return;
     const verb = decodeURIComponent(req.url.slice('/api/v1/agent/dispatch/'.length).split('?')[0]!);
-    const fresh = await demo.rt.dispatch({ surface: 'http', apiKey: bearer(req) }, verb, body.args ?? {});
+    const fresh = await dispatchAs(demo.rt, { surface: 'http', apiKey: bearer(req) }, verb, body.args ?? {});
     if (fresh.consent?.nonce !== undefined) body.nonce = fresh.consent.nonce;
   });
   app.addHook('onResponse', async (req, reply) => {

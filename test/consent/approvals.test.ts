@@ -8,6 +8,7 @@ import { strict as assert } from 'node:assert';
 import { consentHarness, expectDenied, pendingOf, type ConsentHarness } from './support.ts';
 import { createTestRuntime } from '../support/runtime.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 const ARGS = { invoice_id: 4242, amount_cents: 5000, card_token: 'tok_secret' };
 const PHRASE = 'CHARGE $50.00 to invoice #4242';
@@ -323,7 +324,7 @@ test('unknown, foreign-tenant and already-decided approvals: approval_not_found 
   assert.equal(row.reason, 'approval_not_found');
   assert.equal(row.status, 'failed');
   // the other tenant's approval is untouched
-  const theirs = (await h.rt.dispatch({ surface: 'cli', apiKey: h.otherOwnerKey }, 'approvals.list', {}))
+  const theirs = (await dispatchAs(h.rt, { surface: 'cli', apiKey: h.otherOwnerKey }, 'approvals.list', {}))
     .result!.approvals as Array<{ status: string }>;
   assert.equal(theirs[0]!.status, 'pending');
 
@@ -392,7 +393,7 @@ test('approve and reject are not in agents’ tool lists (mcp_stdio, webmcp, ucp
   const h = await consentHarness(t);
   for (const name of ['approvals.approve', 'approvals.reject']) {
     assert.deepEqual(h.rt.registry.get(name)!.surfaces, ['http', 'cli']);
-    const env = await h.rt.dispatch({ surface: 'mcp_stdio', apiKey: h.keys.owner }, name, {
+    const env = await dispatchAs(h.rt, { surface: 'mcp_stdio', apiKey: h.keys.owner }, name, {
       approval_id: 'apv_x',
       typed_phrase: 'x',
     });
@@ -460,22 +461,23 @@ async function ownerRevertAsked(t: TestContext, n: number) {
   const owner = { surface: 'cli' as const, apiKey: h.keys.owner };
   const ownersAgent = { surface: 'mcp_stdio' as const, apiKey: h.keys.owner };
   const admin = { surface: 'http' as const, apiKey: h.keys.admin };
-  const pre = await h.rt.dispatch(owner, 'floor_test.owner_charge', { n });
-  const done = await h.rt.dispatch(
+  const pre = await dispatchAs(h.rt, owner, 'floor_test.owner_charge', { n });
+  const done = await dispatchAs(
+    h.rt,
     owner,
     'floor_test.owner_charge',
     { n },
     { confirm: true, nonce: pre.consent!.nonce, typed_phrase: `CHARGE ${n}` },
   );
   assert.equal(done.ok, true, JSON.stringify(done));
-  const asked = pendingOf(await h.rt.dispatch(ownersAgent, 'audit.revert', { audit_id: done.audit_id }));
+  const asked = pendingOf(await dispatchAs(h.rt, ownersAgent, 'audit.revert', { audit_id: done.audit_id }));
   return { h, owner, ownersAgent, admin, done, asked };
 }
 
 test('the approver of a revert must meet the floor of the action reverted (owner), not the revert verb’s own; the floor is recorded on the approval', async (t) => {
   const { h, ownersAgent, admin, done, asked } = await ownerRevertAsked(t, 7);
   assert.equal(asked.gate, 'typed_phrase');
-  const listed = (await h.rt.dispatch(admin, 'approvals.list', {})).result!.approvals as Array<{
+  const listed = (await dispatchAs(h.rt, admin, 'approvals.list', {})).result!.approvals as Array<{
     approval_id: string;
     verb: string;
     role_floor: string;
@@ -495,11 +497,12 @@ test('the approver of a revert must meet the floor of the action reverted (owner
   assert.equal(byAdmin.error?.reason, 'role_denied', JSON.stringify(byAdmin));
   assert.match(byAdmin.error!.message, /owner/);
   assert.equal(
-    (await h.rt.dispatch(admin, 'approvals.reject', { approval_id: asked.approval_id })).error?.reason,
+    (await dispatchAs(h.rt, admin, 'approvals.reject', { approval_id: asked.approval_id })).error?.reason,
     'role_denied',
   );
   // Still undecided: the agent is told to wait and nothing is reverted.
-  const waiting = await h.rt.dispatch(
+  const waiting = await dispatchAs(
+    h.rt,
     ownersAgent,
     'audit.revert',
     { audit_id: done.audit_id },
@@ -513,7 +516,8 @@ test('the approver of a revert must meet the floor of the action reverted (owner
     typed_phrase: asked.typed_phrase,
   });
   assert.equal(byOwner.ok, true, JSON.stringify(byOwner));
-  const run = await h.rt.dispatch(
+  const run = await dispatchAs(
+    h.rt,
     ownersAgent,
     'audit.revert',
     { audit_id: done.audit_id },
@@ -536,7 +540,7 @@ test('an approval without a recorded floor (written before migration 5) or with 
       tx.run('UPDATE approvals SET role_floor = ? WHERE approval_id = ?', [stored, asked.approval_id]),
     );
     const listed = (
-      (await h.rt.dispatch(admin, 'approvals.list', {})).result!.approvals as Array<{
+      (await dispatchAs(h.rt, admin, 'approvals.list', {})).result!.approvals as Array<{
         approval_id: string;
         role_floor: string;
         can_decide: boolean;

@@ -7,6 +7,7 @@
 import { test } from 'node:test';
 import { strict as assert } from 'node:assert';
 import { consentHarness, expectDenied, pendingOf } from './support.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 const ARGS = { invoice_id: 4242, amount_cents: 5000, card_token: 'tok_live_secret' };
 const REDACTED = { invoice_id: 4242, amount_cents: 5000, card_token: '[REDACTED]' };
@@ -264,7 +265,7 @@ test('role below the floor with a valid nonce and phrase → role_denied (same u
     role: 'employee',
     agent_type: 'test',
   });
-  const sameUser = await h.rt.dispatch({ surface: 'cli', apiKey: lowKey }, 'charge_invoice', ARGS, {
+  const sameUser = await dispatchAs(h.rt, { surface: 'cli', apiKey: lowKey }, 'charge_invoice', ARGS, {
     confirm: true,
     nonce: c.nonce,
     typed_phrase: PHRASE,

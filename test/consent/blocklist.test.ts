@@ -9,6 +9,7 @@ import { consentHarness, expectDenied, pendingOf } from './support.ts';
 import { noteUpdate } from './pack.ts';
 import { blocklistKey, DEFAULT_BLOCKLIST } from '../../src/runtime/consent/blocklist.ts';
 import { createTestRuntime } from '../support/runtime.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 test('the four default names are refused for the owner, registered or not, and audited as blocked attempts', async (t) => {
   const h = await consentHarness(t);
@@ -49,7 +50,7 @@ test('spelling variants of a blocked name are the same name: case, dots, tool-na
 test('names from the runtime option are blocked for every tenant', async (t) => {
   const h = await createTestRuntime(t, { blocklist: ['payments.refund_all'] });
   for (const key of [h.keys.owner, h.otherOwnerKey]) {
-    const env = await h.rt.dispatch({ surface: 'http', apiKey: key }, 'payments__refund_all', {});
+    const env = await dispatchAs(h.rt, { surface: 'http', apiKey: key }, 'payments__refund_all', {});
     assert.equal(env.error?.reason, 'blocked_verb');
   }
 });

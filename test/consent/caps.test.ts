@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { strict as assert } from 'node:assert';
 import { consentHarness, expectDenied, pendingOf, type ConsentHarness } from './support.ts';
 import type { Envelope } from '../../src/spec/types.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 /** Preflight + confirm one write of the class under test; returns the confirm's envelope. */
 async function write(
@@ -294,7 +295,7 @@ test('tenant.caps_set: owner only, needs a confirmation, audited, applies at onc
 test('tenant settings writes are not in agents’ tool lists (mcp_stdio, webmcp, ucp)', async (t) => {
   const h = await consentHarness(t);
   for (const name of ['tenant.caps_set', 'tenant.blocklist_add', 'tenant.blocklist_remove']) {
-    const env = await h.rt.dispatch({ surface: 'mcp_stdio', apiKey: h.keys.owner }, name, {});
+    const env = await dispatchAs(h.rt, { surface: 'mcp_stdio', apiKey: h.keys.owner }, name, {});
     assert.equal(env.error?.reason, 'surface_denied', name);
   }
 });

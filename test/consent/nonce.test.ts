@@ -17,6 +17,7 @@ import { phraseHash } from '../../src/runtime/consent/typed-phrase.ts';
 import { argsHash } from '../../src/runtime/ledger/write/idempotency.ts';
 import type { KeyfileContents } from '../../src/runtime/secrets.ts';
 import pino from 'pino';
+import { dispatchAs } from '../support/keyed.ts';
 
 const ARGS = { invoice_id: 4242, amount_cents: 5000 };
 const PHRASE = 'CHARGE $50.00 to invoice #4242';
@@ -77,7 +78,7 @@ test('after rotation a nonce signed with the previous secret still verifies and 
   });
   assert.notEqual(rotated.secrets.currentKid, h.rt.secrets.currentKid);
   assert.equal(rotated.secrets.describe().accepted_kids.length, 2);
-  const env = await rotated.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'charge_invoice', ARGS, {
+  const env = await dispatchAs(rotated, { surface: 'cli', apiKey: h.keys.admin }, 'charge_invoice', ARGS, {
     confirm: true,
     nonce: c.nonce,
     typed_phrase: PHRASE,
@@ -86,7 +87,7 @@ test('after rotation a nonce signed with the previous secret still verifies and 
   assert.equal(await h.effects('charge_invoice'), 1);
   // and new nonces carry the new key id
   const next = pendingOf(
-    await rotated.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'charge_invoice', {
+    await dispatchAs(rotated, { surface: 'cli', apiKey: h.keys.admin }, 'charge_invoice', {
       ...ARGS,
       invoice_id: 1,
     }),
@@ -98,7 +99,7 @@ test('a nonce signed with a secret this runtime does not hold (rotated out, or n
   const h = await consentHarness(t);
   const c = pendingOf(await h.call('admin', 'charge_invoice', ARGS));
   const stranger = await reopen(t, h, { SOLID_NONCE_SECRET: randomBytes(32).toString('base64url') });
-  const env = await stranger.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'charge_invoice', ARGS, {
+  const env = await dispatchAs(stranger, { surface: 'cli', apiKey: h.keys.admin }, 'charge_invoice', ARGS, {
     confirm: true,
     nonce: c.nonce,
     typed_phrase: PHRASE,
@@ -107,7 +108,7 @@ test('a nonce signed with a secret this runtime does not hold (rotated out, or n
   // the same key id with different secret bytes does not verify either (kid is only a lookup hint)
   const [, kid, body, mac] = c.nonce.split('.');
   const forgedKid = `n1.${stranger.secrets.currentKid}.${body}.${mac}`;
-  const env2 = await stranger.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'charge_invoice', ARGS, {
+  const env2 = await dispatchAs(stranger, { surface: 'cli', apiKey: h.keys.admin }, 'charge_invoice', ARGS, {
     confirm: true,
     nonce: forgedKid,
     typed_phrase: PHRASE,

@@ -13,6 +13,7 @@ import type { DispatchOptions } from '../../src/runtime/core.ts';
 import { parseProvenance } from '../../src/runtime/consent/provenance.ts';
 import { consentHarness, expectDenied, pendingOf, type ConsentHarness } from './support.ts';
 import { humanPrompt, OWNER } from '../support/terminal-human.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 const CHARGE = { invoice_id: 4242, amount_cents: 5000 };
 const PHRASE = 'CHARGE $50.00 to invoice #4242';
@@ -24,7 +25,7 @@ const PLAIN: DispatchOptions = { plain_retry: true };
 function retry(h: ConsentHarness, verb: string, args: unknown, key?: string): Promise<Envelope> {
   return key === undefined
     ? h.call('owner', verb, args, PLAIN)
-    : h.rt.dispatch({ surface: 'mcp_stdio', apiKey: key }, verb, args, PLAIN);
+    : dispatchAs(h.rt, { surface: 'mcp_stdio', apiKey: key }, verb, args, PLAIN);
 }
 
 async function consentOf(h: ConsentHarness, auditId: number) {

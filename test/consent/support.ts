@@ -13,6 +13,7 @@ import type { DispatchOptions } from '../../src/runtime/core.ts';
 import { runCli } from '../../src/transports/cli/main.ts';
 import type { Io } from '../../src/transports/cli/output.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 export interface ConsentHarness extends TestRuntime {
   /** Mutable test clock (ms since epoch) read by the runtime. */
@@ -90,7 +91,7 @@ export async function consentHarness(
     ...h,
     clock,
     call: (role, verb, args, opts) =>
-      h.rt.dispatch({ surface: 'cli', apiKey: keyOf(role) }, verb, args, opts),
+      dispatchAs(h.rt, { surface: 'cli', apiKey: keyOf(role) }, verb, args, opts),
     callAsHuman: (role, verb, args, opts) =>
       h.rt.dispatch({ surface: 'http', principal: h.human(role) }, verb, args, opts),
     async effects(verb) {

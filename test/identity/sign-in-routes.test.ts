@@ -13,7 +13,7 @@ import type { FastifyInstance } from 'fastify';
 import { INJECT_ORIGIN, webmcpFixture } from '../transports/webmcp/fixture.ts';
 import { disableUser, inviteUser } from '../../src/identity/invite.ts';
 import { signInHumanForTest } from '../../src/testing.ts';
-import { SIGNIN_FAILURE_LIMIT } from '../../src/identity/sign-in-routes.ts';
+import { SIGNIN_FAILURE_LIMIT } from '../../src/identity/signin-throttle.ts';
 import type { Envelope } from '../../src/spec/types.ts';
 
 const headers = { origin: INJECT_ORIGIN };

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { createTestRuntime } from '../support/runtime.ts';
 import { AUTH_FAILURES_ACTION } from '../../src/runtime/ledger/write/refusal-rows.ts';
 import { verifyStoreChain } from '../../src/runtime/ledger/verify/verify.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 const T0 = Date.parse('2026-03-02T10:00:00.000Z');
 
@@ -32,7 +33,7 @@ it('a window per reason and address: its first row, one aggregated row with the 
     }));
   const before = (await rows()).length;
   const bad = (address: string) =>
-    h.rt.dispatch({ surface: 'http', apiKey: 'sk_solid_garbage', address }, 'verbs.list', {});
+    dispatchAs(h.rt, { surface: 'http', apiKey: 'sk_solid_garbage', address }, 'verbs.list', {});
 
   const first = await bad('192.0.2.1');
   const answers = await Promise.all(Array.from({ length: 99 }, () => bad('192.0.2.1')));
@@ -73,8 +74,14 @@ it('authFailureWindowMs 0 keeps one row per attempt', async (t) => {
   const ids = new Set<number | undefined>();
   for (let i = 0; i < 5; i++)
     ids.add(
-      (await h.rt.dispatch({ surface: 'http', apiKey: 'sk_solid_garbage', address: 'a' }, 'verbs.list', {}))
-        .audit_id,
+      (
+        await dispatchAs(
+          h.rt,
+          { surface: 'http', apiKey: 'sk_solid_garbage', address: 'a' },
+          'verbs.list',
+          {},
+        )
+      ).audit_id,
     );
   assert.equal(ids.size, 5);
 });

@@ -19,6 +19,7 @@ import type { ExportVerifyReport } from '../../src/runtime/ledger/verify/export-
 import type { ExportManifest } from '../../src/runtime/ledger/keys/export-manifest.ts';
 import { CSV_COLUMNS } from '../../src/runtime/ledger/verify/export.ts';
 import { databaseKeys } from '../../src/runtime/ledger/verify/verify.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
@@ -58,9 +59,12 @@ async function seed(t: import('node:test').TestContext): Promise<Seeded> {
   const h = await counterRuntime(t, { engine: 'sqlite', clock: () => new Date(now) });
   for (let i = 0; i < 60; i++) {
     await consented(h, h.keys.employee, 'counter.add', { name: `c${i % 3}`, by: i + 1 });
-    await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'counter.get', { name: 'c0' });
+    await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.read_only }, 'counter.get', { name: 'c0' });
     // A denial: a read-only key may not write.
-    await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'counter.add', { name: 'c0', by: 1 });
+    await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.read_only }, 'counter.add', {
+      name: 'c0',
+      by: 1,
+    });
     now += 19 * 3600_000; // ≈ 19 h between rounds: 60 rounds cover ≈ 47 days
     if (i % 5 === 0) await h.rt.checkpoints.checkpointAll();
   }
@@ -303,12 +307,15 @@ describe('audit.export (the HTTP and dashboard form of the export)', () => {
     // The engine of the run (SOLID_TEST_ENGINE): the verb reads through either.
     const h = await counterRuntime(t);
     for (let i = 0; i < 5; i++) await consented(h, h.keys.employee, 'counter.add', { name: 'c', by: i + 1 });
-    await h.rt.dispatch({ surface: 'http', apiKey: h.keys.read_only }, 'counter.add', { name: 'c', by: 1 });
+    await dispatchAs(h.rt, { surface: 'http', apiKey: h.keys.read_only }, 'counter.add', {
+      name: 'c',
+      by: 1,
+    });
     const now = Date.now();
     const args = { from: new Date(now - 3600_000).toISOString(), to: new Date(now + 3600_000).toISOString() };
-    const denied = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.employee }, 'audit.export', args);
+    const denied = await dispatchAs(h.rt, { surface: 'http', apiKey: h.keys.employee }, 'audit.export', args);
     assert.equal(denied.error?.reason, 'role_denied');
-    const env = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.admin }, 'audit.export', args);
+    const env = await dispatchAs(h.rt, { surface: 'http', apiKey: h.keys.admin }, 'audit.export', args);
     assert.equal(env.ok, true, JSON.stringify(env.error));
     const data = (env.result as { data: Record<string, unknown> }).data as {
       exported: boolean;
@@ -325,7 +332,7 @@ describe('audit.export (the HTTP and dashboard form of the export)', () => {
     writeFileSync(join(dir, data.manifest_file), JSON.stringify(data.manifest));
     const { code, report } = await verifyExport(file, await keysFile(h, dir));
     assert.equal(code, 0, JSON.stringify(report.findings));
-    const trail = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.owner }, 'audit.trail', {
+    const trail = await dispatchAs(h.rt, { surface: 'http', apiKey: h.keys.owner }, 'audit.trail', {
       verb: 'audit.export',
     });
     // The trail writes the tenant's buffered read rows first (spec/audit.md §read-rows).

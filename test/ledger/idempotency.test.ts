@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { counterRuntime, consented, counter, lockCounter, pendingNonce } from '../support/counter-verbs.ts';
 import { reasonInfo } from '../../src/spec/reasons.ts';
 import type { Envelope } from '../../src/spec/types.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 describe('idempotency', () => {
   it('50 concurrent dispatches with one key execute exactly once; the others replay it or answer idempotency_key_in_use', async (t) => {
@@ -18,7 +19,11 @@ describe('idempotency', () => {
     const caller = { surface: 'cli' as const, apiKey: h.keys.employee };
     const all = await Promise.all(
       Array.from({ length: 50 }, () =>
-        h.rt.dispatch(caller, 'counter.add', args, { confirm: true, nonce, idempotency_key: 'race-key-1' }),
+        dispatchAs(h.rt, caller, 'counter.add', args, {
+          confirm: true,
+          nonce,
+          idempotency_key: 'race-key-1',
+        }),
       ),
     );
     assert.deepEqual(await counter(h, 'race'), { value: 1, changes: 1 }, 'the effect happened exactly once');
@@ -55,7 +60,8 @@ describe('idempotency', () => {
     assert.equal(first.ok, true);
     assert.equal(first.replayed, undefined);
     // No consent round trip is needed to read back a stored result: nothing executes.
-    const again = await h.rt.dispatch(
+    const again = await dispatchAs(
+      h.rt,
       { surface: 'cli', apiKey: h.keys.employee },
       'counter.add',
       { name: 'r', by: 5 },
@@ -157,7 +163,8 @@ describe('idempotency', () => {
   it('refuses keys that are empty, longer than 255 characters or not printable ASCII, before anything runs', async (t) => {
     const h = await counterRuntime(t);
     for (const key of ['', 'x'.repeat(256), 'tab\there', 'é-accent']) {
-      const env: Envelope = await h.rt.dispatch(
+      const env: Envelope = await dispatchAs(
+        h.rt,
         { surface: 'cli', apiKey: h.keys.employee },
         'counter.add',
         { name: 'k', by: 1 },
@@ -189,7 +196,8 @@ describe('idempotency', () => {
     const h = await counterRuntime(t, { clock: () => now, idempotencyTtlSeconds: 3600 });
     await consented(h, h.keys.employee, 'counter.add', { name: 'e', by: 1 }, { idempotency_key: 'k-exp' });
     now = new Date('2026-03-01T10:59:00.000Z');
-    const replay = await h.rt.dispatch(
+    const replay = await dispatchAs(
+      h.rt,
       { surface: 'cli', apiKey: h.keys.employee },
       'counter.add',
       { name: 'e', by: 1 },
@@ -226,7 +234,8 @@ describe('idempotency', () => {
       typeof stored!.envelope === 'string' ? JSON.parse(stored!.envelope) : stored!.envelope
     ) as Envelope;
     assert.equal(envelope.result, undefined, 'the receipt is not copied into the idempotency record');
-    const again = await h.rt.dispatch(
+    const again = await dispatchAs(
+      h.rt,
       caller,
       'counter.add',
       { name: 'w', by: 2 },

@@ -6,6 +6,7 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestRuntime } from '../support/runtime.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 it('two concurrent delivery passes deliver every outbox row exactly once', async (t) => {
   const h = await createTestRuntime(t);
@@ -34,8 +35,9 @@ it('two concurrent delivery passes deliver every outbox row exactly once', async
   );
   // Queue without delivering: the handler is registered, so stop the automatic kick by delivering manually.
   const caller = { surface: 'cli' as const, apiKey: h.keys.owner };
-  const pending = await h.rt.dispatch(caller, 'pings_send', { count: 20 });
-  const done = await h.rt.dispatch(
+  const pending = await dispatchAs(h.rt, caller, 'pings_send', { count: 20 });
+  const done = await dispatchAs(
+    h.rt,
     caller,
     'pings_send',
     { count: 20 },
@@ -79,8 +81,14 @@ it('deliverOutbox() waits for the after-commit pass already delivering: its row 
     }),
   );
   const caller = { surface: 'cli' as const, apiKey: h.keys.owner };
-  const pending = await h.rt.dispatch(caller, 'slow_send', {});
-  const done = await h.rt.dispatch(caller, 'slow_send', {}, { confirm: true, nonce: pending.consent!.nonce });
+  const pending = await dispatchAs(h.rt, caller, 'slow_send', {});
+  const done = await dispatchAs(
+    h.rt,
+    caller,
+    'slow_send',
+    {},
+    { confirm: true, nonce: pending.consent!.nonce },
+  );
   assert.equal(done.ok, true, JSON.stringify(done));
   await delivering; // the automatic kick after commit holds the row's lease now
   let resolved = false;

@@ -23,6 +23,7 @@ import { backoffDelayMs } from '../../src/runtime/delivery/outbox-worker.ts';
 import { insertWebhookEndpoint, WEBHOOK_KIND } from '../../src/runtime/ledger/write/webhook-endpoints.ts';
 import { systemVerbs } from '../../src/verbs/index.ts';
 import { createMetrics } from '../../src/transports/http/metrics.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 /** Poll `check` every 20 ms until it is true or `ms` pass (bounded wait). */
 async function until(check: () => Promise<boolean>, ms = 5000): Promise<boolean> {
@@ -136,7 +137,12 @@ it('a restart sends a message a previous process left pending (the start-up pass
   });
   assert.ok(await until(async () => delivered.length === 1), 'the start-up pass delivered it');
   assert.deepEqual(delivered, [7]);
-  assert.equal((await rowsOf(b, 'later'))[0]!.status, 'delivered');
+  // The row is marked once the handler has returned: wait for that write, not just the handler.
+  assert.ok(
+    await until(async () => (await rowsOf(b, 'later'))[0]!.status === 'delivered'),
+    `marked delivered (status ${(await rowsOf(b, 'later'))[0]!.status})`,
+  );
+  assert.deepEqual(delivered, [7], 'delivered once');
 });
 
 it('after maxAttempts failures a message is dead: never retried, announced by outbox.dead, counted', async (t) => {
@@ -189,7 +195,7 @@ it('after maxAttempts failures a message is dead: never retried, announced by ou
   assert.equal(p.data.kind, 'doomed');
   assert.equal(p.data.attempts, 3);
   // The telemetry verb (and the dashboard through it) shows the dead letter.
-  const tel = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'system.telemetry', {});
+  const tel = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.owner }, 'system.telemetry', {});
   assert.equal(tel.ok, true, JSON.stringify(tel));
   const queues = (tel.result as { queues: { outbox_dead: number; dead_letters: Array<{ kind: string }> } })
     .queues;

@@ -18,6 +18,7 @@ import { runCli } from '../../src/transports/cli/main.ts';
 import type { Io } from '../../src/transports/cli/output.ts';
 import type { Receipt } from '../../src/spec/types.ts';
 import { alterMiddle, spareBitTwin } from '../support/base64url.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
@@ -229,7 +230,8 @@ describe('receipts', () => {
       { name: 'a', by: 1 },
       { idempotency_key: 'replay-sig' },
     );
-    const again = await h.rt.dispatch(
+    const again = await dispatchAs(
+      h.rt,
       { surface: 'cli', apiKey: h.keys.employee },
       'counter.add',
       { name: 'a', by: 1 },

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { consented, counter, counterRuntime } from '../support/counter-verbs.ts';
 import { validateEnvelope } from '../../src/spec/validators.ts';
 import { verifyStoreChain } from '../../src/runtime/ledger/verify/verify.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 const LONG = 'n'.repeat(300);
 
@@ -39,9 +40,10 @@ test('a write whose result is over the runtime limit rolls back and answers resu
 test("the transport's own limit on the Caller applies too (MCP passes its maxResultBytes)", async (t) => {
   const h = await counterRuntime(t);
   const caller = { surface: 'mcp_stdio' as const, apiKey: h.keys.owner, maxResultBytes: 2200 };
-  const first = await h.rt.dispatch(caller, 'counter.add', { name: LONG, by: 1 });
+  const first = await dispatchAs(h.rt, caller, 'counter.add', { name: LONG, by: 1 });
   assert.equal(first.error?.reason, 'dispatch_pending');
-  const env = await h.rt.dispatch(
+  const env = await dispatchAs(
+    h.rt,
     caller,
     'counter.add',
     { name: LONG, by: 1 },

@@ -11,6 +11,7 @@ import type { Envelope } from '../../src/spec/types.ts';
 import type { Queryable } from '../../src/store/store.ts';
 import { getAuditRow } from '../../src/runtime/ledger/write/audit.ts';
 import { assessRevert } from '../../src/runtime/ledger/transactions/revert.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 type RevertResult = {
   reverted: boolean;
@@ -89,14 +90,14 @@ describe('audit.revert', () => {
       'tx:anything:rollback_all~1.kid.tag',
     ];
     for (const f of forged) {
-      const env = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', {
+      const env = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', {
         rollback_handle: f,
       });
       assert.equal(env.ok, false);
       assert.equal(env.error?.reason, 'rollback_handle_invalid', f);
     }
     // Another tenant's key with this tenant's genuine handle: invalid for that tenant.
-    const foreign = await h.rt.dispatch({ surface: 'cli', apiKey: h.otherOwnerKey }, 'audit.revert', {
+    const foreign = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.otherOwnerKey }, 'audit.revert', {
       rollback_handle: handle,
     });
     assert.equal(foreign.error?.reason, 'rollback_handle_invalid');
@@ -123,8 +124,8 @@ describe('audit.revert', () => {
     const n2 = await pendingNonce(h, h.keys.employee, 'audit.revert', args);
     const caller = { surface: 'cli' as const, apiKey: h.keys.employee };
     const both = await Promise.all([
-      h.rt.dispatch(caller, 'audit.revert', args, { confirm: true, nonce: n1.nonce }),
-      h.rt.dispatch(caller, 'audit.revert', args, { confirm: true, nonce: n2.nonce }),
+      dispatchAs(h.rt, caller, 'audit.revert', args, { confirm: true, nonce: n1.nonce }),
+      dispatchAs(h.rt, caller, 'audit.revert', args, { confirm: true, nonce: n2.nonce }),
     ]);
     assert.equal(both.filter((e) => e.ok && (e.result as RevertResult).reverted).length, 1);
     assert.equal(both.filter((e) => e.error?.reason === 'already_reverted').length, 1);
@@ -166,10 +167,10 @@ describe('audit.revert', () => {
   it("another tenant's audit_id answers not_found, exactly like a missing one (nothing leaks, nothing runs)", async (t) => {
     const h = await counterRuntime(t);
     const add = await consented(h, h.keys.employee, 'counter.add', { name: 'iso', by: 1 });
-    const foreign = await h.rt.dispatch({ surface: 'cli', apiKey: h.otherOwnerKey }, 'audit.revert', {
+    const foreign = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.otherOwnerKey }, 'audit.revert', {
       audit_id: add.audit_id,
     });
-    const missing = await h.rt.dispatch({ surface: 'cli', apiKey: h.otherOwnerKey }, 'audit.revert', {
+    const missing = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.otherOwnerKey }, 'audit.revert', {
       audit_id: 999_999,
     });
     assert.equal(foreign.error?.reason, 'not_found');
@@ -184,14 +185,15 @@ describe('audit.revert', () => {
   it('goes through the consent gate of the undone verb: a WRITE_REVERSIBLE revert is pending until confirmed', async (t) => {
     const h = await counterRuntime(t);
     const add = await consented(h, h.keys.employee, 'counter.add', { name: 'g', by: 1 });
-    const pending = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', {
+    const pending = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', {
       audit_id: add.audit_id,
     });
     assert.equal(pending.error?.reason, 'dispatch_pending');
     assert.equal(pending.consent?.class, 'WRITE_REVERSIBLE');
     assert.equal(pending.consent?.gate, 'confirmation');
     assert.deepEqual(await counter(h, 'g'), { value: 1, changes: 1 }, 'nothing ran before the confirmation');
-    const confirmed = await h.rt.dispatch(
+    const confirmed = await dispatchAs(
+      h.rt,
       { surface: 'cli', apiKey: h.keys.employee },
       'audit.revert',
       { audit_id: add.audit_id },
@@ -200,7 +202,7 @@ describe('audit.revert', () => {
     assert.equal((confirmed.result as RevertResult).reverted, true);
     // A read_only key cannot revert an employee-floor action.
     const add2 = await consented(h, h.keys.employee, 'counter.add', { name: 'g', by: 1 });
-    const ro = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'audit.revert', {
+    const ro = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.read_only }, 'audit.revert', {
       audit_id: add2.audit_id,
     });
     assert.equal(ro.error?.reason, 'role_denied');
@@ -210,18 +212,19 @@ describe('audit.revert', () => {
     const h = await counterRuntime(t);
     const charge = await consented(h, h.keys.admin, 'counter.charge', { name: 'pay', cents: 500 });
     assert.equal(charge.ok, true, JSON.stringify(charge.error));
-    const byEmployee = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', {
+    const byEmployee = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', {
       audit_id: charge.audit_id,
     });
     assert.equal(byEmployee.error?.reason, 'role_denied');
-    const pending = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'audit.revert', {
+    const pending = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.admin }, 'audit.revert', {
       audit_id: charge.audit_id,
     });
     assert.equal(pending.error?.reason, 'dispatch_pending');
     assert.equal(pending.consent?.gate, 'typed_phrase');
     assert.equal(pending.consent?.class, 'WRITE_FINANCIAL');
     assert.equal(pending.consent?.typed_phrase, `REVERT counter.charge #${charge.audit_id}`);
-    const wrong = await h.rt.dispatch(
+    const wrong = await dispatchAs(
+      h.rt,
       { surface: 'cli', apiKey: h.keys.admin },
       'audit.revert',
       { audit_id: charge.audit_id },
@@ -229,7 +232,8 @@ describe('audit.revert', () => {
     );
     assert.equal(wrong.error?.reason, 'phrase_mismatch');
     assert.deepEqual(await counter(h, 'pay'), { value: 500, changes: 1 });
-    const right = await h.rt.dispatch(
+    const right = await dispatchAs(
+      h.rt,
       { surface: 'cli', apiKey: h.keys.admin },
       'audit.revert',
       { audit_id: charge.audit_id },
@@ -256,9 +260,14 @@ describe('audit.revert', () => {
       [rev.audit_id!, 'audit.revert'],
     ] as const) {
       for (let attempt = 0; attempt < 2; attempt++) {
-        const env: Envelope = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.revert', {
-          audit_id: id,
-        });
+        const env: Envelope = await dispatchAs(
+          h.rt,
+          { surface: 'cli', apiKey: h.keys.owner },
+          'audit.revert',
+          {
+            audit_id: id,
+          },
+        );
         assert.equal(env.ok, false, `audit_id ${id}: ${JSON.stringify(env)}`);
         assert.equal(env.error?.reason, 'not_revertible', 'refused, not asked for consent');
         assert.equal(env.consent, undefined);
@@ -301,23 +310,23 @@ describe('audit.revert', () => {
 
   it('refuses to revert what is not a completed write: a read, a denied attempt, a pending one (not_revertible)', async (t) => {
     const h = await counterRuntime(t);
-    const denied = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'counter.add', {
+    const denied = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.read_only }, 'counter.add', {
       name: 'z',
       by: 1,
     });
     assert.equal(denied.error?.reason, 'role_denied');
-    const pending = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'counter.add', {
+    const pending = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.employee }, 'counter.add', {
       name: 'z',
       by: 1,
     });
     assert.equal(pending.error?.reason, 'dispatch_pending');
-    await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'counter.get', { name: 'z' });
+    await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.employee }, 'counter.get', { name: 'z' });
     await h.rt.auditBuffer.flush();
     const read = await h.rt.store.read((q) =>
       q.get<{ audit_id: number }>(`SELECT audit_id FROM audit_log WHERE action_type = 'counter.get'`),
     );
     for (const id of [denied.audit_id, pending.audit_id, read!.audit_id]) {
-      const env = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.revert', {
+      const env = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.owner }, 'audit.revert', {
         audit_id: id,
       });
       assert.equal(env.error?.reason, 'not_revertible', `audit_id ${id}: ${JSON.stringify(env.error)}`);
@@ -339,10 +348,10 @@ describe('audit.revert', () => {
 
   it('needs exactly one of audit_id or rollback_handle', async (t) => {
     const h = await counterRuntime(t);
-    const none = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', {});
+    const none = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', {});
     assert.equal(none.error?.reason, 'invalid_input');
     const add = await consented(h, h.keys.employee, 'counter.add', { name: 'b', by: 1 });
-    const both = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', {
+    const both = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.employee }, 'audit.revert', {
       audit_id: add.audit_id,
       rollback_handle: add.rollback_handle,
     });
@@ -358,13 +367,13 @@ describe('audit.revert: deny wins first', () => {
     assert.equal(rev.ok, true, JSON.stringify(rev.error));
     for (const key of [h.keys.read_only, h.keys.employee]) {
       for (const audit_id of [charge.audit_id!, rev.audit_id!]) {
-        const env = await h.rt.dispatch({ surface: 'cli', apiKey: key }, 'audit.revert', { audit_id });
+        const env = await dispatchAs(h.rt, { surface: 'cli', apiKey: key }, 'audit.revert', { audit_id });
         assert.equal(env.error?.reason, 'role_denied', `audit_id ${audit_id}: ${JSON.stringify(env.error)}`);
         assert.equal(typeof env.audit_id, 'number', 'the denial is audited');
       }
     }
     const add = await consented(h, h.keys.employee, 'counter.add', { name: 'dw2', by: 1 });
-    const ro = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'audit.revert', {
+    const ro = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.read_only }, 'audit.revert', {
       audit_id: add.audit_id,
     });
     assert.equal(ro.error?.reason, 'role_denied', 'a read_only key never reverts');

@@ -12,9 +12,10 @@ import { verifyReceipt } from '../../src/runtime/ledger/keys/receipts.ts';
 import { databaseKeys } from '../../src/runtime/ledger/verify/verify.ts';
 import type { Envelope, Receipt } from '../../src/spec/types.ts';
 import type { TestRuntime } from '../support/runtime.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 function call(h: TestRuntime, key: string, verb: string, args: Record<string, unknown>): Promise<Envelope> {
-  return h.rt.dispatch({ apiKey: key, surface: 'http' }, verb, args);
+  return dispatchAs(h.rt, { apiKey: key, surface: 'http' }, verb, args);
 }
 
 describe('stored receipts', () => {

@@ -9,6 +9,7 @@ import { counterAdd, counterRuntime, consented, counter, pendingNonce } from '..
 import type { TestRuntime } from '../support/runtime.ts';
 import { validateShapeOutput } from '../../src/spec/validators.ts';
 import type { Envelope } from '../../src/spec/types.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 type Tx = {
   transaction_id: string;
@@ -93,7 +94,7 @@ describe('transactions', () => {
     assert.equal(parent[0]!.transaction_id, id);
     assert.deepEqual(await counter(h, 'a'), { value: 1, changes: 1 });
     assert.deepEqual(await counter(h, 'b'), { value: 2, changes: 1 });
-    const status = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', {
+    const status = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', {
       transaction_id: id,
     });
     assert.equal((status.result as Tx).status, 'committed');
@@ -152,7 +153,7 @@ describe('transactions', () => {
         ['counter.add', 'failed', 'counter_broken', id],
       ],
     );
-    const status = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', {
+    const status = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', {
       transaction_id: id,
     });
     assert.equal((status.result as Tx).status, 'failed');
@@ -165,19 +166,19 @@ describe('transactions', () => {
     const id = await start(h);
     const caller = { surface: 'cli' as const, apiKey: h.keys.admin };
     const args = { transaction_id: id, verb: 'counter.charge', args: { name: 'inv', cents: 250 } };
-    const pending = await h.rt.dispatch(caller, 'transaction.append', args);
+    const pending = await dispatchAs(h.rt, caller, 'transaction.append', args);
     assert.equal(pending.error?.reason, 'dispatch_pending');
     assert.equal(pending.consent?.class, 'WRITE_FINANCIAL');
     assert.equal(pending.consent?.typed_phrase, 'CHARGE 250 cents to inv');
-    const wrong = await h.rt.dispatch(caller, 'transaction.append', args, {
+    const wrong = await dispatchAs(h.rt, caller, 'transaction.append', args, {
       confirm: true,
       nonce: pending.consent!.nonce,
       typed_phrase: 'CHARGE 999 cents to inv',
     });
     assert.equal(wrong.error?.reason, 'phrase_mismatch');
-    const st1 = await h.rt.dispatch(caller, 'transaction.status', { transaction_id: id });
+    const st1 = await dispatchAs(h.rt, caller, 'transaction.status', { transaction_id: id });
     assert.equal((st1.result as Tx).steps.length, 0, 'a refused append adds nothing');
-    const ok = await h.rt.dispatch(caller, 'transaction.append', args, {
+    const ok = await dispatchAs(h.rt, caller, 'transaction.append', args, {
       confirm: true,
       nonce: pending.consent!.nonce,
       typed_phrase: 'CHARGE 250 cents to inv',
@@ -228,9 +229,9 @@ describe('transactions', () => {
     h.rt.register({ ...counterAdd, name: 'counter.add_developer_page', webmcp_surfaces: ['developer'] });
     const page = { surface: 'webmcp' as const, webmcpSurface: 'dashboard' as const, apiKey: h.keys.admin };
     const confirmed = async (verb: string, args: Record<string, unknown>): Promise<Envelope> => {
-      const first = await h.rt.dispatch(page, verb, args);
+      const first = await dispatchAs(h.rt, page, verb, args);
       if (first.ok || first.error?.reason !== 'dispatch_pending') return first;
-      return h.rt.dispatch(page, verb, args, { confirm: true, nonce: first.consent!.nonce });
+      return dispatchAs(h.rt, page, verb, args, { confirm: true, nonce: first.consent!.nonce });
     };
     const started = await confirmed('transaction.start', {});
     assert.equal(started.ok, true, JSON.stringify(started.error));
@@ -262,7 +263,7 @@ describe('transactions', () => {
     }
     const all = await Promise.all(
       calls.map((c) =>
-        h.rt.dispatch(caller, 'transaction.append', c.args, { confirm: true, nonce: c.nonce }),
+        dispatchAs(h.rt, caller, 'transaction.append', c.args, { confirm: true, nonce: c.nonce }),
       ),
     );
     for (const e of all) assert.equal(e.ok, true, JSON.stringify(e.error));
@@ -315,7 +316,7 @@ describe('transactions', () => {
       [...stepIds].reverse(),
       'one revert row per step, in reverse order',
     );
-    const status = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', {
+    const status = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', {
       transaction_id: id,
     });
     assert.equal((status.result as Tx).status, 'reverted');
@@ -390,7 +391,7 @@ describe('transactions', () => {
     );
     assert.equal(failedRevert.length, 1, 'the failed attempt is audited');
     assert.equal(failedRevert[0]!.transaction_id, id);
-    const status = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', {
+    const status = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', {
       transaction_id: id,
     });
     assert.equal((status.result as Tx).status, 'partially_reverted');
@@ -411,7 +412,7 @@ describe('transactions', () => {
     let now = new Date('2026-05-01T09:00:00.000Z');
     const h = await counterRuntime(t, { clock: () => now });
     const id = await start(h);
-    const started = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', {
+    const started = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', {
       transaction_id: id,
     });
     assert.equal((started.result as Tx).expires_at, '2026-05-01T09:15:00.000Z', 'default 15 minutes');
@@ -422,7 +423,7 @@ describe('transactions', () => {
     const c = await consented(h, h.keys.admin, 'transaction.commit', { transaction_id: id });
     assert.equal(c.error?.reason, 'transaction_expired');
     assert.deepEqual(await counter(h, 'late'), { value: 0, changes: 0 });
-    const status = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', {
+    const status = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.admin }, 'transaction.status', {
       transaction_id: id,
     });
     assert.equal((status.result as Tx).status, 'expired');

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createTestRuntime } from '../support/runtime.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../../bin/solid.js', import.meta.url));
@@ -27,7 +28,7 @@ describe('audit verify on read-only media', { skip }, () => {
   it('verifies a write-protected copy with its WAL, says so, and leaves no snapshot behind', async (t) => {
     const h = await createTestRuntime(t, { engine: 'sqlite' });
     for (let i = 0; i < 20; i++)
-      await h.rt.dispatch({ surface: 'http', apiKey: h.keys.owner }, 'verbs.list', {});
+      await dispatchAs(h.rt, { surface: 'http', apiKey: h.keys.owner }, 'verbs.list', {});
     await h.rt.auditBuffer.flush();
     // The checkpoint of the tenant's first row is signed right after it commits: wait for it, so
     // the copy is not taken in the milliseconds before (no_checkpoint).

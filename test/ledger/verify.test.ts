@@ -29,6 +29,7 @@ import { runCli } from '../../src/transports/cli/main.ts';
 import type { Io } from '../../src/transports/cli/output.ts';
 import type { TestContext } from 'node:test';
 import { spareBitTwin } from '../support/base64url.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
@@ -60,8 +61,8 @@ async function populated(t: TestContext): Promise<TestRuntime> {
   const h = await counterRuntime(t, { engine: 'sqlite' }); // opens the SQLite file itself
   for (let i = 0; i < 6; i++)
     await consented(h, h.keys.employee, 'counter.add', { name: `c${i % 2}`, by: i + 1 });
-  await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'counter.add', { name: 'x', by: 1 }); // denied
-  await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'counter.get', { name: 'c0' }); // read
+  await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.read_only }, 'counter.add', { name: 'x', by: 1 }); // denied
+  await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.employee }, 'counter.get', { name: 'c0' }); // read
   await h.rt.checkpoints.checkpointAll();
   for (let i = 0; i < 3; i++) await consented(h, h.keys.employee, 'counter.add', { name: 'late', by: 1 });
   await consented(h, h.otherOwnerKey, 'counter.add', { name: 'o', by: 1 });
@@ -160,7 +161,7 @@ describe('audit chain verification', () => {
 
   it('hashes hostile strings exactly like the ledger: quotes, backslashes, control characters, emoji in names and keys', async (t) => {
     const h = await counterRuntime(t, { engine: 'sqlite' });
-    await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.employee }, 'evil"\\name\n\u0001😀', {
+    await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.employee }, 'evil"\\name\n\u0001😀', {
       'k"\\': 'v\u0000😀',
     });
     await consented(

@@ -17,6 +17,7 @@ import type { DispatchOptions } from '../../src/runtime/core.ts';
 import type { Envelope } from '../../src/spec/types.ts';
 import { operatorAtTerminal } from '../../src/identity/principal.ts';
 import { emitWebhookEvent, WEBHOOK_KIND } from '../../src/runtime/ledger/write/webhook-endpoints.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 interface Delivery {
   id: string;
@@ -98,7 +99,7 @@ async function harness(t: TestContext, extra: Record<string, unknown> = {}): Pro
     ...extra,
   });
   const call = (key: string, verb: string, args: unknown = {}, options?: DispatchOptions) =>
-    h.rt.dispatch({ surface: 'http', apiKey: key }, verb, args, options);
+    dispatchAs(h.rt, { surface: 'http', apiKey: key }, verb, args, options);
   return {
     ...h,
     logs,

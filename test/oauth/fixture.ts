@@ -76,6 +76,10 @@ export interface ConsentChoice {
   role?: string;
   read_only?: boolean;
   expiry_days?: number;
+  /** Only these toolsets (and `verbs`): the grant's allow-list. Absent with `verbs`: every toolset. */
+  toolsets?: string[];
+  /** Only these verbs (with `toolsets`). */
+  verbs?: string[];
 }
 
 /**
@@ -113,6 +117,11 @@ export async function humanConsents(
     expiry_days: String(choice.expiry_days ?? 30),
     ...(choice.read_only === true ? { read_only: '1' } : {}),
   });
+  if (choice.toolsets !== undefined || choice.verbs !== undefined) {
+    form.set('reach', 'listed');
+    for (const t of choice.toolsets ?? []) form.append('toolset', t);
+    form.set('verbs', (choice.verbs ?? []).join(', '));
+  }
   res = await fetch(consentUrl, {
     method: 'POST',
     redirect: 'manual',

@@ -19,6 +19,7 @@ import {
   TEST_DATABASE_URL,
 } from '../support/postgres.ts';
 import { cliHarness } from '../support/cli.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 describe('solid db migrate', { skip: TEST_DATABASE_URL === undefined ? PG_SKIP_REASON : false }, () => {
   it('migrates idempotently and grants the app role everything but changing the audit log', async (t) => {
@@ -59,7 +60,7 @@ describe('solid db migrate', { skip: TEST_DATABASE_URL === undefined ? PG_SKIP_R
     await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
     await rt.createTenant({ company_id: 2, name: 'Co', tier: 'professional' });
     const key = await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner' });
-    const env1 = await rt.dispatch({ apiKey: key, surface: 'internal' }, 'verbs.list', {});
+    const env1 = await dispatchAs(rt, { apiKey: key, surface: 'internal' }, 'verbs.list', {});
     assert.equal(env1.ok, true);
     await rt.auditBuffer.flush();
     const rows = Number(

@@ -18,6 +18,7 @@ import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { COUNTER_VERBS } from '../support/counter-verbs.ts';
 import { verifyReceipt } from '../../src/runtime/ledger/keys/receipts.ts';
 import type { Envelope, Receipt } from '../../src/spec/types.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 const silent = pino({ level: 'silent' });
 
@@ -52,7 +53,7 @@ async function seeded(path: string): Promise<{ key: string; company_id: number }
 }
 
 const add = (rt: Runtime, apiKey: string, extra = {}): Promise<Envelope> =>
-  rt.dispatch({ apiKey, surface: 'cli' }, 'counter.add', { name: 'visits', by: 1 }, extra);
+  dispatchAs(rt, { apiKey, surface: 'cli' }, 'counter.add', { name: 'visits', by: 1 }, extra);
 
 test('a file database keeps its secrets beside it: a restart and a second runtime confirm and sign', async (t) => {
   const dir = tempDir(t);

@@ -10,6 +10,7 @@ import { VerbError } from '../../src/runtime/errors.ts';
 import type { DispatchOptions } from '../../src/runtime/core.ts';
 import type { Envelope } from '../../src/spec/types.ts';
 import { packReason } from '../../src/spec/reasons.ts';
+import { dispatchAs } from './keyed.ts';
 
 type AddArgs = { name: string; by: number; fail?: boolean; notify?: boolean };
 
@@ -183,9 +184,9 @@ export async function consented(
 ): Promise<Envelope> {
   const caller = { surface: 'cli' as const, apiKey: key };
   const { phrase, ...base } = options;
-  const first = await h.rt.dispatch(caller, verb, args, base);
+  const first = await dispatchAs(h.rt, caller, verb, args, base);
   if (first.ok || first.error?.reason !== 'dispatch_pending' || first.consent === undefined) return first;
-  return h.rt.dispatch(caller, verb, args, {
+  return dispatchAs(h.rt, caller, verb, args, {
     ...base,
     confirm: true,
     nonce: first.consent.nonce,
@@ -209,7 +210,7 @@ export async function pendingNonce(
   verb: string,
   args: unknown,
 ): Promise<{ nonce: string; phrase?: string; envelope: Envelope }> {
-  const env = await h.rt.dispatch({ surface: 'cli', apiKey: key }, verb, args);
+  const env = await dispatchAs(h.rt, { surface: 'cli', apiKey: key }, verb, args);
   if (env.ok || env.consent === undefined)
     throw new Error(`expected dispatch_pending, got ${JSON.stringify(env.error ?? env.result)}`);
   return {

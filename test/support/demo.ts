@@ -33,6 +33,7 @@ import type { DemoFixtures } from '../../src/business/seed.ts';
 import type { DispatchOptions } from '../../src/runtime/core.ts';
 import { pendingPhrase } from '../../src/runtime/steps/consent.ts';
 import { operatorAtTerminal } from '../../src/identity/principal.ts';
+import { dispatchAs } from './keyed.ts';
 
 /** The clock the demo is seeded with (the fetched_at of the upstream customer.full_context example). */
 export const DEMO_NOW = new Date('2026-05-23T14:00:00Z');
@@ -150,7 +151,7 @@ export async function openDemoRuntime(t: TestContext): Promise<DemoRuntime> {
     typeof who === 'string' ? keys[who] : who.apiKey;
   const call: DemoRuntime['call'] = (who, verb, args = {}, options = {}) => {
     const { surface = 'http', ...dispatchOptions } = options;
-    return rt.dispatch({ apiKey: keyOf(who), surface }, verb, structuredClone(args), dispatchOptions);
+    return dispatchAs(rt, { apiKey: keyOf(who), surface }, verb, structuredClone(args), dispatchOptions);
   };
   return {
     rt,

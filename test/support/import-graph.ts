@@ -55,7 +55,7 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   spec: [],
   store: ['spec'],
   runtime: ['spec', 'store'],
-  identity: ['spec', 'store', 'runtime', 'transports', 'transports/http'],
+  identity: ['spec', 'store', 'runtime'],
   verbs: ['spec', 'store', 'runtime'],
   business: ['spec', 'store', 'runtime'],
   transports: ['spec', 'store', 'runtime'],

@@ -11,6 +11,7 @@ import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import type { DispatchOptions } from '../../src/runtime/core.ts';
 import type { Envelope, Role } from '../../src/spec/types.ts';
 import { createHttpServer } from '../../src/transports/http/server.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 interface Harness extends TestRuntime {
   logs: string[];
@@ -31,7 +32,7 @@ async function harness(t: TestContext): Promise<Harness> {
   });
   const h = await createTestRuntime(t, { logger: pino({ level: 'trace' }, sink) });
   const call = (key: string, verb: string, args: unknown = {}, options?: DispatchOptions) =>
-    h.rt.dispatch({ surface: 'http', apiKey: key }, verb, args, options);
+    dispatchAs(h.rt, { surface: 'http', apiKey: key }, verb, args, options);
   return {
     ...h,
     logs,

@@ -12,6 +12,7 @@ import type { CredentialScope, Envelope, Role } from '../../src/spec/types.ts';
 import { toolsetSelection } from '../../src/runtime/toolsets.ts';
 import { createHttpServer } from '../../src/transports/http/server.ts';
 import { agentPrincipal } from '../../src/identity/principal.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 /** A key of the main tenant's owner user (user 1), limited by `scope`. */
 function limitedKey(h: TestRuntime, scope: CredentialScope, role: Role = 'owner'): Promise<string> {
@@ -48,7 +49,7 @@ test('a toolset allow-list: the key calls its toolset, is refused (and audited) 
   assert.equal(row?.action_type, 'counter.charge');
   assert.equal(row?.status, 'denied');
   // Discovery stays reachable, and lists what the key reaches.
-  const list = await h.rt.dispatch({ surface: 'cli', apiKey: key }, 'verbs.list', {});
+  const list = await dispatchAs(h.rt, { surface: 'cli', apiKey: key }, 'verbs.list', {});
   const listed = (list.result as { verbs: Array<{ name: string }> }).verbs.map((v) => v.name).sort();
   assert.deepEqual(listed, ['audit.revert', 'counter.add', 'counter.email', 'counter.get', 'verbs.list']);
 });
@@ -56,7 +57,10 @@ test('a toolset allow-list: the key calls its toolset, is refused (and audited) 
 test('a verb allow-list: only the named verbs run', async (t) => {
   const h = await counterRuntime(t);
   const key = await limitedKey(h, { verbs: ['counter.get'] });
-  assert.equal((await h.rt.dispatch({ surface: 'cli', apiKey: key }, 'counter.get', { name: 'x' })).ok, true);
+  assert.equal(
+    (await dispatchAs(h.rt, { surface: 'cli', apiKey: key }, 'counter.get', { name: 'x' })).ok,
+    true,
+  );
   const add = await consented(h, key, 'counter.add', { name: 'x', by: 1 });
   refusedWith(add, 'scope_denied');
   assert.equal((await rowOf(h, add))?.status, 'denied');
@@ -66,8 +70,11 @@ test('a verb allow-list: only the named verbs run', async (t) => {
 test('a read-only key reads and is refused every write, audited, before any consent is asked', async (t) => {
   const h = await counterRuntime(t);
   const key = await limitedKey(h, { read_only: true });
-  assert.equal((await h.rt.dispatch({ surface: 'cli', apiKey: key }, 'counter.get', { name: 'r' })).ok, true);
-  const first = await h.rt.dispatch({ surface: 'cli', apiKey: key }, 'counter.add', { name: 'r', by: 1 });
+  assert.equal(
+    (await dispatchAs(h.rt, { surface: 'cli', apiKey: key }, 'counter.get', { name: 'r' })).ok,
+    true,
+  );
+  const first = await dispatchAs(h.rt, { surface: 'cli', apiKey: key }, 'counter.add', { name: 'r', by: 1 });
   refusedWith(first, 'scope_denied');
   assert.equal(first.consent, undefined, 'no nonce for a write the key can never make');
   assert.equal(first.error?.details?.read_only, true);
@@ -78,9 +85,12 @@ test('an expired key is refused at authentication (key_expired) and the refusal 
   let now = new Date('2026-12-07T12:00:00Z');
   const h = await counterRuntime(t, { clock: () => now });
   const key = await limitedKey(h, { expires_at: '2026-12-08T12:00:00.000Z' });
-  assert.equal((await h.rt.dispatch({ surface: 'cli', apiKey: key }, 'counter.get', { name: 'e' })).ok, true);
+  assert.equal(
+    (await dispatchAs(h.rt, { surface: 'cli', apiKey: key }, 'counter.get', { name: 'e' })).ok,
+    true,
+  );
   now = new Date('2026-12-08T12:00:00Z');
-  const env = await h.rt.dispatch({ surface: 'cli', apiKey: key }, 'counter.get', { name: 'e' });
+  const env = await dispatchAs(h.rt, { surface: 'cli', apiKey: key }, 'counter.get', { name: 'e' });
   refusedWith(env, 'key_expired');
   const owners = await h.rt.store.read((q) =>
     q.all<{ action_type: string; status: string }>(
@@ -133,10 +143,11 @@ test('audit.revert through a server or session exposing some toolsets stays insi
     apiKey: h.keys.owner,
     toolsets: toolsetSelection(['test']),
   };
-  const env = await h.rt.dispatch(caller, 'audit.revert', { audit_id: charge.audit_id });
+  const env = await dispatchAs(h.rt, caller, 'audit.revert', { audit_id: charge.audit_id });
   refusedWith(env, 'scope_denied');
   assert.deepEqual(env.error?.details?.enabled, ['test']);
-  const ro = await h.rt.dispatch(
+  const ro = await dispatchAs(
+    h.rt,
     { surface: 'mcp_stdio', apiKey: h.keys.owner, readOnly: true },
     'counter.add',
     {
@@ -201,7 +212,7 @@ test('api_keys.create: limits are stored and listed; a key never creates a wider
     expires_in_seconds: 30 * 86400,
   });
   assert.equal(made.ok, true, JSON.stringify(made.error));
-  const list = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'api_keys.list', {});
+  const list = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.owner }, 'api_keys.list', {});
   const shown = (list.result as { data: { keys: Array<Record<string, unknown>> } }).data.keys.find(
     (k) => k.name === 'crm bot',
   );
@@ -259,10 +270,11 @@ test("an OAuth grant's token never mints an API key (it would outlive the grant)
     )?.n;
   const before = await count();
   const caller = { surface: 'http' as const, principal: grant };
-  const first = await h.rt.dispatch(caller, 'api_keys.create', { name: 'minted', role: 'owner' });
+  const first = await dispatchAs(h.rt, caller, 'api_keys.create', { name: 'minted', role: 'owner' });
   const env =
     first.error?.reason === 'dispatch_pending'
-      ? await h.rt.dispatch(
+      ? await dispatchAs(
+          h.rt,
           caller,
           'api_keys.create',
           { name: 'minted', role: 'owner' },

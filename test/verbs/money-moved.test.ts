@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { counterRuntime, consented } from '../support/counter-verbs.ts';
 import { amountOf } from '../../src/verbs/audit-money-moved.ts';
 import type { Envelope } from '../../src/spec/types.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 interface Money {
   currency: string;
@@ -21,7 +22,7 @@ describe('audit.money_moved', () => {
   it('sums the completed financial actions per verb, in the business currency', async (t) => {
     const h = await counterRuntime(t);
     const call = (key: string, verb: string, args: Record<string, unknown>): Promise<Envelope> =>
-      h.rt.dispatch({ apiKey: key, surface: 'http' }, verb, args);
+      dispatchAs(h.rt, { apiKey: key, surface: 'http' }, verb, args);
     for (const cents of [1500, 250]) {
       const env = await consented(h, h.keys.admin, 'counter.charge', { name: 'till', cents });
       assert.equal(env.ok, true, JSON.stringify(env.error));
@@ -53,7 +54,7 @@ describe('audit.money_moved', () => {
 
   it('refuses a range whose start is after its end', async (t) => {
     const h = await counterRuntime(t);
-    const env = await h.rt.dispatch({ apiKey: h.keys.read_only, surface: 'http' }, 'audit.money_moved', {
+    const env = await dispatchAs(h.rt, { apiKey: h.keys.read_only, surface: 'http' }, 'audit.money_moved', {
       from: '2026-01-02T00:00:00Z',
       to: '2026-01-01T00:00:00Z',
     });

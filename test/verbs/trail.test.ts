@@ -10,6 +10,7 @@ import { counterRuntime, consented } from '../support/counter-verbs.ts';
 import type { TestRuntime } from '../support/runtime.ts';
 import type { Queryable } from '../../src/store/store.ts';
 import { PG_SKIP_REASON, TEST_DATABASE_URL } from '../support/postgres.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 type Entry = {
   audit_id: number;
@@ -43,7 +44,7 @@ async function seed(h: TestRuntime, clock: { now: Date }): Promise<void> {
   for (let i = 0; i < 14; i++) {
     clock.now = new Date(Date.parse('2026-02-01T10:00:00.000Z') + i * 60_000);
     if (i % 4 === 3)
-      await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.read_only }, 'counter.add', {
+      await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.read_only }, 'counter.add', {
         name: `n${i % 3}`,
         by: 1,
       });
@@ -57,7 +58,7 @@ async function page(
   h: TestRuntime,
   args: Record<string, unknown>,
 ): Promise<{ entries: Entry[]; next_cursor: string | null }> {
-  const env = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', args);
+  const env = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', args);
   assert.equal(env.ok, true, JSON.stringify(env.error));
   return env.result as { entries: Entry[]; next_cursor: string | null };
 }
@@ -214,13 +215,13 @@ describe('audit.trail', () => {
     const h = await counterRuntime(t, { clock: () => clock.now });
     await seed(h, clock);
     const p = await page(h, { verb: 'counter.add', limit: 2 });
-    const other = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', {
+    const other = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', {
       status: 'denied',
       limit: 2,
       cursor: p.next_cursor,
     });
     assert.equal(other.error?.reason, 'cursor_invalid');
-    const foreign = await h.rt.dispatch({ surface: 'cli', apiKey: h.otherOwnerKey }, 'audit.trail', {
+    const foreign = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.otherOwnerKey }, 'audit.trail', {
       verb: 'counter.add',
       limit: 2,
       cursor: p.next_cursor,
@@ -230,12 +231,12 @@ describe('audit.trail', () => {
 
   it('entity_id without entity_type is refused with invalid_input, not silently ignored', async (t) => {
     const h = await counterRuntime(t);
-    const env = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', {
+    const env = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', {
       entity_id: 42,
     });
     assert.equal(env.error?.reason, 'invalid_input', JSON.stringify(env));
     assert.match(`${env.error?.message} ${env.error?.hint ?? ''}`, /entity_type/);
-    const ok = await h.rt.dispatch({ surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', {
+    const ok = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', {
       entity_type: 'counter',
       entity_id: 42,
     });

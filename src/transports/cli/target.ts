@@ -24,6 +24,7 @@ import { API_URL_ENV } from '../../remote-client/remote-url.ts';
 import { localOptionsOf, openLocal, type Local } from './local.ts';
 import type { ReasonTable } from '../../spec/reasons.ts';
 import { verifyHumanAtTerminal, type TerminalPrompt } from '../../identity/terminal-human.ts';
+import { dispatchWithKey } from '../../identity/api-key-auth.ts';
 
 export interface TargetCallOptions {
   /** May a failed request be repeated (a read verb)? Remote only; an idempotency key always allows it. */
@@ -149,7 +150,7 @@ export class LocalTarget implements VerbTarget {
         }
       }
     }
-    return rt.dispatch({ surface: 'cli', apiKey: this.#apiKey }, verb, args, options);
+    return dispatchWithKey(rt, { surface: 'cli' }, this.#apiKey, verb, args, options);
   }
 
   async records(filter: { surface?: string; shape?: string } = {}): Promise<VerbRecord[]> {

@@ -19,9 +19,11 @@ import { VerbError, isVerbError } from '../../runtime/errors.ts';
 import { refuse } from '../../runtime/refusals.ts';
 import { sendEnvelope } from './error-handler.ts';
 import { transportEnvelope } from './envelope-map.ts';
-import { apiKeyOf, idempotencyKeyOfRequest } from './request-headers.ts';
+import { idempotencyKeyOfRequest } from './request-headers.ts';
+import { apiKeyOf } from '../../identity/api-key-auth.ts';
 import { CLIENT_SURFACE_HEADER, clientSurfaceOf } from './client-surface.ts';
 import { limiterPrincipal } from './rate-limit.ts';
+import { dispatchWithKey, refuseWithKey } from '../../identity/api-key-auth.ts';
 
 export const MANIFEST_CACHE_CONTROL = 'private, max-age=300';
 
@@ -172,7 +174,7 @@ export const agentRoutes: FastifyPluginAsync<HttpPluginOptions> = async (app, { 
         // tenant (a bad key is the audited auth_invalid instead).
         return sendEnvelope(
           reply,
-          await rt.refuse({ surface, apiKey, address: req.ip }, req.params.verb, err),
+          await refuseWithKey(rt, { surface, address: req.ip }, apiKey, req.params.verb, err),
           rt.clock().getTime(),
         );
       }
@@ -181,10 +183,10 @@ export const agentRoutes: FastifyPluginAsync<HttpPluginOptions> = async (app, { 
       if (idem !== undefined) options.idempotency_key = idem;
       // The rate limiter already authenticated this key for this request: no second key check.
       const principal = limiterPrincipal(req, apiKey);
-      const envelope = await rt.dispatch(
-        principal !== undefined
-          ? { surface, principal, address: req.ip }
-          : { surface, apiKey, address: req.ip },
+      const envelope = await dispatchWithKey(
+        rt,
+        { surface, address: req.ip, ...(principal !== undefined ? { principal } : {}) },
+        apiKey,
         req.params.verb,
         args,
         options,

@@ -17,12 +17,12 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isVerbError, VerbError } from '../../runtime/errors.ts';
-import { apiKeyOf } from './request-headers.ts';
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { reasonInfo, type ReasonTable } from '../../spec/reasons.ts';
-import type { Principal } from '../../spec/types.ts';
 import { envelopeToHttp, transportEnvelope } from './envelope-map.ts';
 import type { Envelope } from '../../spec/types.ts';
+import { apiKeyOf, refuseWithKey } from '../../identity/api-key-auth.ts';
+import { notedPrincipal } from '../../identity/request-guard.ts';
 
 /** The verb an error answer names: the route's `verb`/`name` parameter, else "". */
 export function verbOfRequest(request: FastifyRequest): string {
@@ -80,14 +80,6 @@ export function errorToEnvelope(err: unknown, verb: string, limitBytes: number):
   );
 }
 
-/**
- * Routes that know who the caller is before a check refuses them (e.g. a valid session whose
- * CSRF token is wrong) record the principal here, so the refusal's audit row names them.
- */
-export function notePrincipal(request: FastifyRequest, principal: Principal): void {
-  (request as FastifyRequest & { solidPrincipal?: Principal }).solidPrincipal = principal;
-}
-
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** The surface this route's refusals are audited under (default `http`); see markRefusalSurface. */
@@ -125,7 +117,7 @@ export function installEnvelopeErrors(app: FastifyInstance, rt?: Runtime): void 
     if (envelope.error!.reason === 'internal_error')
       request.log.error({ err }, 'unhandled error in HTTP route');
     const surface = refusalSurfaceOf(request);
-    const principal = (request as FastifyRequest & { solidPrincipal?: Principal }).solidPrincipal ?? null;
+    const principal = notedPrincipal(request) ?? null;
     const refusal = isVerbError(err)
       ? (err as VerbError)
       : new VerbError(envelope.error!.reason, envelope.error!.message, {
@@ -147,8 +139,10 @@ export function installEnvelopeErrors(app: FastifyInstance, rt?: Runtime): void 
         // A client error (malformed JSON, 415, 413, a prototype key, a bad header) from a caller who
         // sent a key: an attempt in that caller's tenant, audited like a malformed dispatch body (a
         // bad key is the audited auth_invalid instead). Anonymous garbage is answered, not logged.
-        const recorded = await rt.refuse(
-          { surface, apiKey: apiKeyOf(authorization), address: request.ip },
+        const recorded = await refuseWithKey(
+          rt,
+          { surface, address: request.ip },
+          apiKeyOf(authorization),
           verb,
           refusal,
         );

@@ -29,7 +29,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../../spec/types.ts';
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { VerbError, isVerbError } from '../../runtime/errors.ts';
-import { apiKeyOf } from './request-headers.ts';
+import { apiKeyOf } from '../../identity/api-key-auth.ts';
 import { countHit } from '../../store/rate-limit-counters.ts';
 import { sessionBucketOf } from '../../identity/request-guard.ts';
 

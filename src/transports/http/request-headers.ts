@@ -1,26 +1,12 @@
 /**
- * Reading the two request headers the agent API cares about. Both are transport facts; what the
+ * Reading the idempotency header of the agent API (the API key of `Authorization` is read by
+ * src/identity/api-key-auth.ts `apiKeyOf`). Both are transport facts; what the
  * values mean (is the key valid, is the idempotency key acceptable) is decided by the runtime.
  *
  * Spec: spec/transports.md §http-auth, §http-idempotency.
  */
 import { parseItem } from 'structured-headers';
 import { VerbError } from '../../runtime/errors.ts';
-
-/**
- * The API key of an `Authorization` header, for `rt.dispatch({ apiKey })`.
- *   absent                          → null (keyless: sandbox reads, writes get auth_required)
- *   `Bearer <token>`                → the token
- *   anything else (other scheme,
- *   empty token, garbage)           → the raw header value, so the runtime answers auth_invalid
- *                                     and audits the attempt
- */
-export function apiKeyOf(header: string | undefined): string | null {
-  if (header === undefined) return null;
-  const m = /^Bearer +([^\s]+) *$/i.exec(header);
-  if (m) return m[1]!;
-  return header.trim() === '' ? 'Bearer' : header;
-}
 
 /**
  * Refuse a request carrying more than one `Authorization` (or `Proxy-Authorization`) line: Node

@@ -45,21 +45,15 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import {
-  JSONRPCMessageSchema,
-  LATEST_PROTOCOL_VERSION,
-  SUPPORTED_PROTOCOL_VERSIONS,
-  isInitializeRequest,
-} from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { isVerbError, VerbError } from '../../runtime/errors.ts';
 import type { Envelope, Principal } from '../../spec/types.ts';
-import type { Reason } from '../../spec/reasons.ts';
-import { apiKeyOf } from '../http/request-headers.ts';
+import { apiKeyOf } from '../../identity/api-key-auth.ts';
 import { rateLimitRefusal } from '../http/rate-limit.ts';
 import { transportEnvelope } from '../http/envelope-map.ts';
 import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
-import { hostsOfOrigins, normalizeAllowedOrigins, originAllowed } from '../../identity/origin-policy.ts';
+import { hostsOfOrigins, normalizeAllowedOrigins } from '../../identity/origin-policy.ts';
 import { createMcpServer, type McpServerOptions } from './mcp-server.ts';
 import { isModernMessage } from './modern.ts';
 import { createModernHttp } from './modern-http.ts';
@@ -67,6 +61,17 @@ import { ToolCatalog } from './tool-catalog.ts';
 import { isSchemaProfile, SCHEMA_PROFILES } from './schema-profiles.ts';
 import { narrowingOf, selectionOf, ToolsetError, type McpNarrowing } from './toolsets.ts';
 import { DEFAULT_SSE_RETRY_MS, SessionEventStore } from './sse-event-store.ts';
+import { authFailure, refuseWithKey } from '../../identity/api-key-auth.ts';
+import {
+  BATCH_REFUSED,
+  batchesAllowed,
+  idOfBody,
+  isJsonRpcBody,
+  negotiatedVersion,
+  originHostGuard,
+  rpcError,
+  type RpcRefusal,
+} from './http-request-checks.ts';
 
 export const DEFAULT_MCP_PATH = '/mcp';
 export const DEFAULT_MAX_SESSIONS = 100;
@@ -118,78 +123,6 @@ interface Authed {
   owner: string;
   /** This request's X-MCP-Toolsets / X-MCP-Readonly (set after authentication). */
   narrowing?: McpNarrowing;
-}
-
-/** JSON-RPC error bodies of transport-level refusals (the id is unknown at this level). */
-/**
- * Whether a session may send a JSON-RPC batch: only one that negotiated a protocol version
- * before 2025-06-18, which removed batching (MCP changelog 2025-06-18). Decided by the version
- * initialize negotiated, not by the request's MCP-Protocol-Version header (a client could leave
- * it out or name an older version to get batches back).
- */
-function batchesAllowed(negotiated: string): boolean {
-  return negotiated < '2025-06-18';
-}
-
-/** The version an initialize request negotiates: the client's if the SDK supports it, else the latest. */
-function negotiatedVersion(body: unknown): string {
-  const asked = (body as { params?: { protocolVersion?: unknown } }).params?.protocolVersion;
-  return typeof asked === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(asked)
-    ? asked
-    : LATEST_PROTOCOL_VERSION;
-}
-
-/** A refusal this plugin decides itself: HTTP status, JSON-RPC code, and the envelope's reason, message, hint. */
-interface RpcRefusal {
-  status: number;
-  code: number;
-  /** A core reason (a literal typo does not compile) or the reason of a VerbError relayed. */
-  reason: Reason;
-  message: string;
-  hint: string;
-  details?: Record<string, unknown>;
-  headers?: Record<string, string>;
-}
-
-const BATCH_REFUSED: RpcRefusal = {
-  status: 400,
-  code: -32600,
-  reason: 'invalid_request',
-  message:
-    'Invalid Request: JSON-RPC batches are not accepted under MCP 2025-06-18 and later (the protocol removed them); send one message per POST.',
-  hint: 'Send one JSON-RPC message per POST.',
-};
-
-function rpcError(
-  code: number,
-  message: string,
-  envelope?: Envelope,
-  id: string | number | null = null,
-): Record<string, unknown> {
-  return { jsonrpc: '2.0', error: { code, message, ...(envelope ? { data: { envelope } } : {}) }, id };
-}
-
-/** The JSON-RPC id of a parsed body, when it shows one (a string or a number), else null. */
-function idOfBody(body: unknown): string | number | null {
-  const id = (body as { id?: unknown } | null | undefined)?.id;
-  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
-}
-
-/** Is the body one JSON-RPC 2.0 message, or (`batch`) an array of them, as the SDK would read it? */
-function isJsonRpcBody(body: unknown): boolean {
-  if (Array.isArray(body))
-    return body.length > 0 && body.every((m) => JSONRPCMessageSchema.safeParse(m).success);
-  return JSONRPCMessageSchema.safeParse(body).success;
-}
-
-const LOOPBACK_ADDRESSES = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
-
-function hostnameOf(hostHeader: string): string {
-  const h = hostHeader.trim().toLowerCase();
-  if (h.startsWith('[')) return h.slice(0, h.indexOf(']') + 1);
-  const colon = h.lastIndexOf(':');
-  return colon >= 0 ? h.slice(0, colon) : h;
 }
 
 /**
@@ -273,7 +206,7 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
           principal !== undefined
             ? await rt.recordRefusal({ ...caller, principal }, '', err)
             : apiKey !== null
-              ? await rt.refuse({ ...caller, apiKey }, '', err)
+              ? await refuseWithKey(rt, caller, apiKey, '', err)
               : { ok: false, verb: '', error: err.toEnvelopeError() };
       } catch (e) {
         rt.logger.warn({ err: e }, 'mcp http: could not audit a refusal');
@@ -349,39 +282,8 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
         );
     });
 
-    const forbidden = (message: string): RpcRefusal => ({
-      status: 403,
-      code: -32000,
-      reason: 'origin_denied',
-      message,
-      hint: 'Call /mcp from an allowed origin and host (solid serve --allowed-origin), or from a client without an Origin header.',
-    });
     /** Origin/Host checks (DNS-rebinding protection): the 403 refusal, or undefined when allowed. */
-    const guardOf = (request: FastifyRequest): RpcRefusal | undefined => {
-      const loopback = LOOPBACK_ADDRESSES.has(request.socket.localAddress ?? '');
-      const host = hostnameOf(request.headers.host ?? '');
-      if (loopback && !LOOPBACK_HOSTS.has(host) && !allowedHosts.has(host))
-        return forbidden(
-          `Forbidden: Host "${host}" is not allowed on this loopback server (DNS rebinding protection).`,
-        );
-      if (!loopback && allowedHosts.size > 0 && !allowedHosts.has(host))
-        return forbidden(`Forbidden: Host "${host}" is not allowed.`);
-      const origin = request.headers.origin;
-      if (origin !== undefined) {
-        let ok: boolean;
-        try {
-          const o = new URL(origin);
-          const oHost = o.hostname
-            .toLowerCase()
-            .replace(/^\[?(.*?)\]?$/, (_m, h: string) => (h.includes(':') ? `[${h}]` : h));
-          ok = originAllowed(request, o.origin, allowedOrigins) || (loopback && LOOPBACK_HOSTS.has(oHost));
-        } catch {
-          ok = false;
-        }
-        if (!ok) return forbidden(`Forbidden: Origin "${origin.slice(0, 200)}" is not allowed.`);
-      }
-      return undefined;
-    };
+    const guardOf = originHostGuard(allowedOrigins, allowedHosts);
     /** Origin/Host checks; false after answering the (audited) 403. */
     const guard = async (request: FastifyRequest, reply: FastifyReply): Promise<boolean> => {
       const refused = guardOf(request);
@@ -431,7 +333,7 @@ export function createMcpHttpPlugin(config: McpHttpOptions = {}): HttpPlugin {
           owner: `key:${principal.key_id ?? `${principal.company_id}:${principal.user_id}`}`,
         };
       } catch (err) {
-        const env = await rt.authFailure({ surface: 'mcp_stdio', address: request.ip }, 'mcp', err);
+        const env = await authFailure(rt, { surface: 'mcp_stdio', address: request.ip }, 'mcp', err);
         void reply
           .code(401)
           .header('www-authenticate', 'Bearer realm="solid-verbs", error="invalid_token"')

@@ -10,7 +10,7 @@
  *   1. look the tool up (tool name or verb name). Unknown → the name is still dispatched so the
  *      attempt is audited (blocked_verb, unknown_verb, surface_denied; nothing runs), then a
  *      JSON-RPC -32602 error carrying that envelope in `data`.
- *   2. `rt.dispatch({ surface: 'mcp_stdio', principal | apiKey, signal, onProgress }, verb,
+ *   2. `rt.dispatch({ surface: 'mcp_stdio', principal, signal, onProgress }, verb,
  *      arguments, { idempotency_key, confirm, nonce } from `_meta`)` — see meta-keys.ts; a call
  *      with neither confirm nor nonce is passed as a plain retry (spec/consent.md §plain-retry).
  *   3. a typed-phrase dispatch_pending: when the client declared form elicitation, ask the human
@@ -62,10 +62,11 @@ import {
 import type { SchemaProfile } from './schema-profiles.ts';
 import { CursorError, ToolCatalog, verbArgsOf, type CatalogEntry } from './tool-catalog.ts';
 import { listFilter, narrowSelection, selectionOf, type McpNarrowing } from './toolsets.ts';
+import { keyedRuntime } from './keyed-runtime.ts';
 
 export type McpExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
-/** Who calls: a principal authenticated by the transport, or an API key for the runtime to check. */
+/** Who calls: a principal authenticated by the transport, or an API key for src/identity to check on each call. */
 export interface McpCredentials {
   principal?: Principal | null;
   apiKey?: string | null;
@@ -182,9 +183,11 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
   ): Promise<CallToolResult> {
     const name = params?.name;
     const args = (params?.arguments ?? {}) as Record<string, unknown>;
-    const { narrowing, ...creds } = options.credentials?.(extra) ?? {};
+    const { narrowing, apiKey, ...creds } = options.credentials?.(extra) ?? {};
+    // An API key is authenticated (through src/identity) by each dispatch and refusal of this call.
+    const crt = keyedRuntime(rt, apiKey);
     const narrowed = narrowSelection(toolsets, narrowing?.toolsets);
-    const caller: Caller & { apiKey?: string | null } = {
+    const caller: Caller = {
       ...creds,
       surface: 'mcp_stdio',
       ...(narrowed !== undefined ? { toolsets: narrowed } : {}),
@@ -194,21 +197,22 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
       signal: extra.signal,
       ...(onProgress !== undefined ? { onProgress } : {}),
     };
-    if (typeof name !== 'string') return noToolName(rt, caller, name);
+    if (typeof name !== 'string') return noToolName(crt, caller, name);
     const meta = isPlainObject(params?._meta) ? params._meta : undefined;
     if (dynamic && (name === SEARCH_VERBS || name === DESCRIBE_VERB || name === CALL_VERB)) {
       if (!isPlainObject(args)) return badMetaInput(name, '', 'arguments must be an object.');
       if (name === SEARCH_VERBS) return searchVerbs(rt, narrowed, args);
       if (name === DESCRIBE_VERB) return describeVerb(rt, narrowed, args);
-      return callVerbByName(args, caller, extra, meta);
+      return callVerbByName(crt, args, caller, extra, meta);
     }
     const entry = catalog.lookup(name, profile);
-    if (entry === undefined) return unknownTool(rt, caller, name, args);
-    return callEntry(entry, args, caller, extra, meta);
+    if (entry === undefined) return unknownTool(crt, caller, name, args);
+    return callEntry(crt, entry, args, caller, extra, meta);
   }
 
   /** tools/call of one projected verb (its own tool, or call_verb): dispatch, elicitation, result. */
   async function callEntry(
+    crt: Runtime,
     entry: CatalogEntry,
     args: Record<string, unknown>,
     caller: Caller,
@@ -216,7 +220,7 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
     meta: Record<string, unknown> | undefined,
   ): Promise<CallToolResult> {
     const call = {
-      rt,
+      rt: crt,
       server,
       extra,
       caller,
@@ -225,7 +229,7 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
       args: isPlainObject(args) ? verbArgsOf(entry, args) : args,
       options: dispatchOptions(meta),
     };
-    let env = await rt.dispatch(caller, entry.verb.name, call.args, call.options);
+    let env = await crt.dispatch(caller, entry.verb.name, call.args, call.options);
     // A form the client software answers is never a human channel (spec/consent.md §channels): it
     // is offered only where the answer shows the phrase to the agent anyway (the tenant chose
     // phrase_channel `any`), and what comes back counts as the agent's.
@@ -256,6 +260,7 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
 
   /** call_verb { name, arguments }: the verb's own tools/call path; any other name is dispatched to be refused and audited. */
   async function callVerbByName(
+    crt: Runtime,
     args: Record<string, unknown>,
     caller: Caller,
     extra: McpExtra,
@@ -271,9 +276,9 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
       return badMetaInput(CALL_VERB, '/arguments', "arguments must be an object: the verb's arguments.");
     const a = (verbArgs ?? {}) as Record<string, unknown>;
     const entry = catalog.lookup(name, profile);
-    if (entry !== undefined) return callEntry(entry, a, caller, extra, meta);
+    if (entry !== undefined) return callEntry(crt, entry, a, caller, extra, meta);
     // Not on MCP (or not registered): the pipeline refuses it (unknown_verb, blocked_verb, surface_denied) and audits the attempt.
-    const env = await rt.dispatch(caller, name, a, dispatchOptions(meta));
+    const env = await crt.dispatch(caller, name, a, dispatchOptions(meta));
     return envelopeToToolResult(env, { toolName: CALL_VERB, limits: options.limits });
   }
 
@@ -354,13 +359,9 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
  * of `tools/call` (invalid_request) in the caller's tenant, and answered JSON-RPC -32602 carrying
  * that envelope, like an unknown tool.
  */
-export async function noToolName(
-  rt: Runtime,
-  caller: Caller & { apiKey?: string | null },
-  name: unknown,
-): Promise<never> {
+export async function noToolName(rt: Runtime, caller: Caller, name: unknown): Promise<never> {
   const message = `tools/call needs params.name, the tool name as a string (got ${name === undefined ? 'none' : JSON.stringify(name)?.slice(0, 100)}).`;
-  const env = await rt.refuse(
+  const env = await rt.recordRefusal(
     caller,
     'tools/call',
     new VerbError('invalid_request', message, { hint: 'Call tools/list for the tool names.' }),

@@ -70,6 +70,7 @@ import {
 } from './meta-tools.ts';
 import { CursorError, verbArgsOf, type CatalogEntry, type ToolCatalog } from './tool-catalog.ts';
 import { listFilter, narrowSelection } from './toolsets.ts';
+import { keyedRuntime } from './keyed-runtime.ts';
 
 /** The revision of the modern era this server speaks. */
 export const MODERN_PROTOCOL_VERSION = '2026-07-28';
@@ -220,9 +221,11 @@ export function createModernServer(rt: Runtime, options: ModernServerOptions): S
   ): Promise<CallToolResult | InputRequiredResult> {
     const name = params?.name;
     const args = (params?.arguments ?? {}) as Record<string, unknown>;
-    const { narrowing, ...creds } = options.credentials(ctx);
+    const { narrowing, apiKey, ...creds } = options.credentials(ctx);
+    // An API key is authenticated (through src/identity) by each dispatch and refusal of this call.
+    const crt = keyedRuntime(rt, apiKey);
     const narrowed = narrowSelection(toolsets, narrowing?.toolsets);
-    const caller: Caller & { apiKey?: string | null } = {
+    const caller: Caller = {
       ...creds,
       surface: 'mcp_stdio',
       ...(narrowed !== undefined ? { toolsets: narrowed } : {}),
@@ -231,21 +234,22 @@ export function createModernServer(rt: Runtime, options: ModernServerOptions): S
       signal: ctx.mcpReq.signal,
       ...(onProgress !== undefined ? { onProgress } : {}),
     };
-    if (typeof name !== 'string') return noToolName(rt, caller, name);
+    if (typeof name !== 'string') return noToolName(crt, caller, name);
     // The SDK lifted the io.modelcontextprotocol/* keys out; ours (dev.solid-verbs/*) remain.
     const meta = isPlainObject(ctx.mcpReq._meta) ? (ctx.mcpReq._meta as Record<string, unknown>) : undefined;
     if (dynamic && (name === SEARCH_VERBS || name === DESCRIBE_VERB || name === CALL_VERB)) {
       if (!isPlainObject(args)) return badMetaInput(name, '', 'arguments must be an object.');
       if (name === SEARCH_VERBS) return searchVerbs(rt, narrowed, args);
       if (name === DESCRIBE_VERB) return describeVerb(rt, narrowed, args);
-      return callVerbByName(args, caller, ctx, meta);
+      return callVerbByName(crt, args, caller, ctx, meta);
     }
     const entry = catalog.lookup(name, profile);
-    if (entry === undefined) return unknownTool(rt, caller, name, args);
-    return callEntry(entry, args, caller, ctx, meta);
+    if (entry === undefined) return unknownTool(crt, caller, name, args);
+    return callEntry(crt, entry, args, caller, ctx, meta);
   }
 
   async function callVerbByName(
+    crt: Runtime,
     args: Record<string, unknown>,
     caller: Caller,
     ctx: ServerContext,
@@ -258,12 +262,13 @@ export function createModernServer(rt: Runtime, options: ModernServerOptions): S
       return badMetaInput(CALL_VERB, '/arguments', "arguments must be an object: the verb's arguments.");
     const a = (verbArgs ?? {}) as Record<string, unknown>;
     const entry = catalog.lookup(name, profile);
-    if (entry !== undefined) return callEntry(entry, a, caller, ctx, meta);
-    const env = await rt.dispatch(caller, name, a, dispatchOptions(meta));
+    if (entry !== undefined) return callEntry(crt, entry, a, caller, ctx, meta);
+    const env = await crt.dispatch(caller, name, a, dispatchOptions(meta));
     return envelopeToToolResult(env, { toolName: CALL_VERB, limits: options.limits });
   }
 
   async function callEntry(
+    crt: Runtime,
     entry: CatalogEntry,
     rawArgs: Record<string, unknown>,
     caller: Caller,
@@ -280,8 +285,8 @@ export function createModernServer(rt: Runtime, options: ModernServerOptions): S
       // core answers the same pending approval (no second one); rejected or expired, it says so.
       if (options.approvalDecided !== undefined)
         await decidedWithin(options.approvalDecided, retry.approval_id, ctx.mcpReq.signal);
-      env = await rt.dispatch(caller, entry.verb.name, args, { ...sent, confirm: true, nonce: retry.nonce });
-    } else env = await rt.dispatch(caller, entry.verb.name, args, sent);
+      env = await crt.dispatch(caller, entry.verb.name, args, { ...sent, confirm: true, nonce: retry.nonce });
+    } else env = await crt.dispatch(caller, entry.verb.name, args, sent);
 
     const consent = isTypedPending(env) ? env.consent : undefined;
     if (

@@ -39,6 +39,7 @@ import {
 } from './stdio-frame-guard.ts';
 import { StrictJsonError, parseStrictJson } from '../../spec/strict-json.ts';
 import { VerbError } from '../../runtime/errors.ts';
+import { keyedRuntime } from './keyed-runtime.ts';
 
 /** Default manifest refresh interval (ms): 5 minutes, as the spec's clients cache the manifest. */
 export const DEFAULT_REFRESH_MS = 300_000;
@@ -171,14 +172,14 @@ export async function serveStdio(rt: Runtime, options: StdioOptions = {}): Promi
 
 /**
  * The envelope of a refusal the stdio binding decides itself. With an API key (SOLID_API_KEY) the
- * caller is known, so the refusal is audited in its tenant through `rt.refuse` (a bad key: the
+ * caller is known, so the refusal is audited in its tenant (keyed-runtime.ts; a bad key: the
  * audited auth_invalid instead) and the envelope carries the row's audit_id; keyless, nobody can
  * be named and the stderr line is the record (spec/audit.md).
  */
 async function stdioRefusal(rt: Runtime, apiKey: string | null, err: VerbError): Promise<Envelope> {
   if (apiKey === null) return { ok: false, verb: '', error: err.toEnvelopeError() };
   try {
-    return await rt.refuse({ apiKey, surface: 'mcp_stdio' }, '', err);
+    return await keyedRuntime(rt, apiKey).recordRefusal({ surface: 'mcp_stdio' }, '', err);
   } catch (e) {
     rt.logger.warn({ err: e }, 'mcp stdio: could not audit a refused message');
     return { ok: false, verb: '', error: err.toEnvelopeError() };

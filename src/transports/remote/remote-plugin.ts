@@ -13,9 +13,9 @@ import type { FastifyInstance } from 'fastify';
 import type { HttpPlugin, HttpPluginOptions } from '../http/server.ts';
 import { SessionStore } from '../../identity/session-store.ts';
 import { CliLoginStore } from '../../identity/cli-login-store.ts';
-import { registerCliLoginRoutes } from '../../identity/cli-login-routes.ts';
+import { registerCliLoginRoutes } from '../../transports/http/cli-login-routes.ts';
 import { registerVerbHintsRoute } from '../http/verb-hints-route.ts';
-import { registerWhoamiRoutes } from '../../identity/whoami.ts';
+import { registerWhoamiRoutes } from '../http/whoami-routes.ts';
 
 export interface RemotePluginOptions {
   /** Lifetime of a CLI login code in seconds (default 600). */

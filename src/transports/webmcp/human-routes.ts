@@ -18,12 +18,12 @@ import type { Principal } from '../../spec/types.ts';
 import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
 import { createHumanSession, type SessionStore, type WebSession } from '../../identity/session-store.ts';
 import { humanPrincipal, onChannel } from '../../identity/principal.ts';
-import { registerSignInRoutes } from '../../identity/sign-in-routes.ts';
+import { registerSignInRoutes } from '../../transports/http/sign-in-routes.ts';
 import type { User } from '../../identity/users.ts';
 import { dispatchAndReply } from './browser-dispatch.ts';
 import { parseCallBody } from './call-body.ts';
 import { checkOrigin, requireSessionForWrite, sessionTokenOf } from '../../identity/request-guard.ts';
-import { info, sessionCookies } from '../../identity/session-routes.ts';
+import { info, sessionCookies } from '../../transports/http/session-routes.ts';
 
 /** The verbs the approval page may call. */
 export const APPROVAL_PAGE_VERBS = ['approvals.list', 'approvals.approve', 'approvals.reject'] as const;

@@ -17,7 +17,7 @@ import { normalizeAllowedOrigins } from '../../identity/origin-policy.ts';
 import { markRefusalSurface } from '../http/error-handler.ts';
 import { registerDashboardApiRoutes } from './dashboard-api-routes.ts';
 import { registerDashboardRoutes } from './dashboard-routes.ts';
-import { registerSessionRoutes } from '../../identity/session-routes.ts';
+import { registerSessionRoutes } from '../../transports/http/session-routes.ts';
 import { SessionStore } from '../../identity/session-store.ts';
 import { registerWebmcpRoutes } from './webmcp-routes.ts';
 import { registerHumanRoutes } from './human-routes.ts';

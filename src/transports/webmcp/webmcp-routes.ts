@@ -22,7 +22,7 @@ import { dispatchAndReply } from './browser-dispatch.ts';
 import { isWebmcpSurface, webmcpManifestFor } from './manifest.ts';
 import { parseToolsetNames } from '../../runtime/toolsets.ts';
 import { checkCsrf, checkOrigin, sessionRequired, sessionTokenOf } from '../../identity/request-guard.ts';
-import { notePrincipal } from '../http/error-handler.ts';
+import { notePrincipal } from '../../identity/request-guard.ts';
 import type { SessionStore } from '../../identity/session-store.ts';
 import { ROUTE_DOCS } from './route-docs.ts';
 import { actingForUser } from '../../identity/principal.ts';

@@ -4,7 +4,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { apiKeyOf, idempotencyKeyOf } from '../../../src/transports/http/request-headers.ts';
+import { idempotencyKeyOf } from '../../../src/transports/http/request-headers.ts';
+import { apiKeyOf } from '../../../src/identity/api-key-auth.ts';
 import { parseJsonBody } from '../../../src/transports/http/json-body.ts';
 import { isVerbError } from '../../../src/runtime/errors.ts';
 

@@ -48,6 +48,28 @@ test('solid serve --demo: ready line, /healthz, a read over HTTP, a CLI dispatch
   assert.ok(existsSync(db), 'the database was created');
   assert.match(stdout, /OpenAPI\s+http:\/\/127\.0\.0\.1:\d+\/openapi\.json/);
 
+  // OAuth without --public-url: one origin, http://localhost:<port> — the MCP URL printed for a
+  // connector, the issuer its metadata names (exactly, RFC 8414 §3.3), the dashboard. The same
+  // metadata asked at 127.0.0.1 is refused, naming that origin (spec/oauth.md §authorization-server).
+  const port = new URL(base).port;
+  const origin = `http://localhost:${port}`;
+  assert.match(stdout, new RegExp(`MCP\\s+${origin}/mcp\\s`));
+  const prm = (await (await fetch(`${base}/.well-known/oauth-protected-resource/mcp`)).json()) as {
+    authorization_servers: string[];
+  };
+  assert.deepEqual(prm.authorization_servers, [origin]);
+  const asMeta = (await (await fetch(`${origin}/.well-known/oauth-authorization-server`)).json()) as {
+    issuer: string;
+    authorization_endpoint: string;
+  };
+  assert.equal(asMeta.issuer, origin);
+  assert.ok(asMeta.authorization_endpoint.startsWith(`${origin}/`), asMeta.authorization_endpoint);
+  const wrongHost = await fetch(`${base}/.well-known/oauth-authorization-server`);
+  assert.equal(wrongHost.status, 400);
+  const refusal = (await wrongHost.json()) as { error: { reason: string; message: string; hint: string } };
+  assert.equal(refusal.error.reason, 'invalid_request');
+  assert.match(refusal.error.message, new RegExp(`OAuth issuer is ${origin}.*addressed ${base}`));
+
   // The owner has no passkey yet: a one-time enrolment link on localhost (WebAuthn refuses an IP).
   const enrol = /Enrol\s+(http:\/\/localhost:\d+\/enrol\/enr1_[A-Za-z0-9_-]{43})/.exec(stdout);
   assert.ok(enrol, stdout);

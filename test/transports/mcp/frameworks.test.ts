@@ -26,6 +26,7 @@ import {
   type CallTool,
   type Served,
 } from './peer-loop.ts';
+import { dispatchAs } from '../../support/keyed.ts';
 
 /** OpenAI Agents JS: MCPServerStreamableHttp, tools as the Agent's FunctionTools, invoked as the runner does. */
 async function openAiAgents(t: TestContext, s: Served, key: string): Promise<CallTool> {
@@ -106,7 +107,7 @@ test("another key's identical retry does not use an approval; an agent key canno
   const charge = { invoice_id: 7, amount_cents: 100 };
   const asked = pending(await call('test__charge', charge));
   // The agent's own key cannot approve, over any route it holds.
-  const byAgent = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.owner }, 'approvals.approve', {
+  const byAgent = await dispatchAs(h.rt, { surface: 'http', apiKey: h.keys.owner }, 'approvals.approve', {
     approval_id: String(asked.approval_id),
     typed_phrase: 'CHARGE $1.00 to invoice #7',
   });

@@ -10,6 +10,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { connectInMemory, createMcpRuntime, phraseShown, type McpHarness } from './harness.ts';
 import { errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
 import { META } from '../../../src/transports/mcp/meta-keys.ts';
+import { dispatchAs } from '../../support/keyed.ts';
 
 const ARGS = { invoice_id: 4242, amount_cents: 5000 };
 const PHRASE = 'CHARGE $50.00 to invoice #4242';
@@ -72,13 +73,13 @@ test('human: without elicitation the model never sees the phrase; relaying it ov
   assert.ok(pending.error!.hint!.includes(`solid approvals approve ${approvalId}`), pending.error!.hint);
 
   // The model (same key) sends the phrase over HTTP: both the direct path and approvals.approve.
-  const direct = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.owner }, 'test.charge', ARGS, {
+  const direct = await dispatchAs(h.rt, { surface: 'http', apiKey: h.keys.owner }, 'test.charge', ARGS, {
     confirm: true,
     nonce: pending.consent!.nonce,
     typed_phrase: PHRASE,
   });
   assert.equal(direct.error?.reason, 'phrase_channel_human');
-  const approve = await h.rt.dispatch({ surface: 'http', apiKey: h.keys.owner }, 'approvals.approve', {
+  const approve = await dispatchAs(h.rt, { surface: 'http', apiKey: h.keys.owner }, 'approvals.approve', {
     approval_id: approvalId,
     typed_phrase: PHRASE,
   });

@@ -3,7 +3,8 @@
  * restore --anchors`: the anchored keys become the trusted keys, the anchored checkpoints are
  * checked like the database's own (a head that no longer matches its row is `bad_signature`, one
  * beyond the log `truncated`), and every tenant whose log ends before its newest anchored head is
- * `rolled_back`. Spec: spec/audit.md §anchors.
+ * `rolled_back`. The anchors are read from a directory (or one file) or an S3 bucket
+ * (`s3://bucket/prefix`). Spec: spec/audit.md §anchors.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,6 +12,7 @@ import { VerbError } from '../../errors.ts';
 import type { PublicJwk } from '../keys/tenant-keys.ts';
 import type { AuditVerifyReport, CheckpointRecord, TrustFile } from './verify.ts';
 import { tenantOf } from './receipt-check.ts';
+import { isS3Location, readS3Objects, s3SettingsFromEnv } from '../keys/anchors-s3.ts';
 
 /** The anchors of a directory (or one file): trust for the verifier and the newest head per tenant. */
 export interface AnchorSet {
@@ -24,7 +26,7 @@ export interface AnchorSet {
 }
 
 const HINT =
-  'Pass the directory `solid serve --anchor-dir` publishes to (or where your --anchor-url receiver keeps the documents).';
+  'Pass the directory `solid serve --anchor-dir` publishes to, the s3://bucket/prefix of --anchor-s3, or where your --anchor-url receiver keeps the documents.';
 
 function isCheckpoint(c: unknown): c is CheckpointRecord {
   const r = c as Partial<CheckpointRecord> | null;
@@ -58,21 +60,42 @@ export function readAnchors(path: string): AnchorSet {
       hint: HINT,
     });
   }
+  return anchorSetOf(
+    files.map((name) => ({ name, text: readFileSync(name, 'utf8') })),
+    path,
+  );
+}
+
+/**
+ * Read the anchors at `location`: an `s3://bucket/prefix` (the objects `solid serve --anchor-s3`
+ * published; S3 settings from `env`, see ledger/keys/anchors-s3.ts), else a directory or file as
+ * {@link readAnchors}. Throws invalid_args when nothing can be read or no anchor is there.
+ */
+export async function readAnchorsAt(
+  location: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<AnchorSet> {
+  if (!isS3Location(location)) return readAnchors(location);
+  return anchorSetOf(await readS3Objects(location, s3SettingsFromEnv(env)), location);
+}
+
+/** The anchor set of documents read from `where` (`name` is a file path or object URL, for warnings). */
+export function anchorSetOf(entries: Array<{ name: string; text: string }>, where: string): AnchorSet {
   const keys = new Map<string, PublicJwk>();
   const checkpoints = new Map<string, CheckpointRecord>();
   const newest = new Map<number, CheckpointRecord & { published_at: string }>();
   const unreadable: string[] = [];
   let documents = 0;
-  for (const file of files) {
+  for (const { name, text } of entries) {
     let doc: { solid_anchor?: unknown; published_at?: unknown; checkpoints?: unknown; keys?: unknown };
     try {
-      doc = JSON.parse(readFileSync(file, 'utf8')) as typeof doc;
+      doc = JSON.parse(text) as typeof doc;
     } catch {
-      unreadable.push(file);
+      unreadable.push(name);
       continue;
     }
     if (doc?.solid_anchor !== 1 || !Array.isArray(doc.checkpoints) || !Array.isArray(doc.keys)) {
-      unreadable.push(file);
+      unreadable.push(name);
       continue;
     }
     documents++;
@@ -88,7 +111,7 @@ export function readAnchors(path: string): AnchorSet {
         newest.set(cp.company_id, { ...cp, published_at: String(doc.published_at ?? '') });
     }
   }
-  if (documents === 0) throw new VerbError('invalid_args', `No anchor document in ${path}.`, { hint: HINT });
+  if (documents === 0) throw new VerbError('invalid_args', `No anchor document in ${where}.`, { hint: HINT });
   return {
     documents,
     trust: { keys: [...keys.values()], checkpoints: [...checkpoints.values()] },

@@ -43,7 +43,7 @@ import {
   postgresOptionsFromEnv,
 } from '../../../store/postgres/postgres-store.ts';
 import { cliRefuse } from '../refusals.ts';
-import { checkAnchoredHeads, mergeTrust, readAnchors } from '../../../runtime/ledger/verify/anchors.ts';
+import { checkAnchoredHeads, mergeTrust, readAnchorsAt } from '../../../runtime/ledger/verify/anchors.ts';
 import { writeAuditExport } from '../../../runtime/ledger/verify/export.ts';
 import { verifyAuditExport, type ExportVerifyReport } from '../../../runtime/ledger/verify/export-check.ts';
 import type { ExportFormat } from '../../../runtime/ledger/keys/export-manifest.ts';
@@ -248,8 +248,8 @@ export function registerAudit(program: Command, io: Io, setExit: (code: number) 
       'trusted public keys (and checkpoints) exported earlier with `solid audit export-keys`',
     )
     .option(
-      '--anchors <dir>',
-      'anchors published outside the database (`solid serve --anchor-dir`): trust only their keys, and fail on any rewrite or rollback before the last anchor',
+      '--anchors <dir|s3://bucket/prefix>',
+      'anchors published outside the database (`solid serve --anchor-dir` or `--anchor-s3`): trust only their keys, and fail on any rewrite or rollback before the last anchor',
     )
     .option(
       '--max-unsigned-seconds <s>',
@@ -271,7 +271,7 @@ export function registerAudit(program: Command, io: Io, setExit: (code: number) 
         manifest?: string;
       }) => {
         const tenant = parseTenant(opts.tenant);
-        const anchors = opts.anchors === undefined ? undefined : readAnchors(opts.anchors);
+        const anchors = opts.anchors === undefined ? undefined : await readAnchorsAt(opts.anchors);
         const trust =
           anchors === undefined ? readTrust(opts.keys) : mergeTrust(readTrust(opts.keys), anchors.trust);
         if (opts.export !== undefined) {

@@ -42,7 +42,7 @@ import {
 } from '../../../runtime/ledger/verify/backup-check.ts';
 import { StoreError } from '../../../store/store.ts';
 import { EXIT_TAMPERED, renderVerifyReport } from './audit.ts';
-import { readAnchors } from '../../../runtime/ledger/verify/anchors.ts';
+import { readAnchorsAt } from '../../../runtime/ledger/verify/anchors.ts';
 
 const PG_HINT =
   'For PostgreSQL use pg_dump / pg_restore and check the restored database with `solid audit verify --db postgres://…` (docs/operations.md, "Backup and restore").';
@@ -150,13 +150,13 @@ export function registerBackup(program: Command, io: Io, setExit: (code: number)
     )
     .option('--force', 'restore even into a database another process holds open (restart that process after)')
     .option(
-      '--anchors <dir>',
-      'anchors published outside the database: name each tenant the backup is older than its anchored head',
+      '--anchors <dir|s3://bucket/prefix>',
+      'anchors published outside the database (a directory or an S3 bucket): name each tenant the backup is older than its anchored head',
     )
     .option('--json', 'print the result as JSON')
     .action(async (file: string, opts: { force?: boolean; json?: boolean; anchors?: string }) => {
       const target = sqlitePathOf(program, 'restore');
-      const anchors = opts.anchors === undefined ? undefined : readAnchors(opts.anchors);
+      const anchors = opts.anchors === undefined ? undefined : await readAnchorsAt(opts.anchors);
       const backup = resolve(file);
       if (!existsSync(backup))
         throw new VerbError('invalid_args', `There is no backup file at ${backup}.`, {

@@ -47,13 +47,16 @@ export function registerGrants(program: Command, io: Io, _setExit: (code: number
         else
           io.out(
             table(
-              ['GRANT', 'CLIENT', 'BY', 'ROLE', 'READ-ONLY', 'EXPIRES', 'STATE'],
+              ['GRANT', 'CLIENT', 'BY', 'ROLE', 'READ-ONLY', 'REACH', 'EXPIRES', 'STATE'],
               grants.map((g) => [
                 g.grant_id,
                 g.client_name,
                 `${g.user_name} (user ${g.user_id})`,
                 g.role,
                 g.read_only ? 'yes' : 'no',
+                g.scope === null
+                  ? 'all'
+                  : [...(g.scope.toolsets ?? []), ...(g.scope.verbs ?? [])].join(', ') || '(core only)',
                 g.expires_at,
                 g.revoked_at !== null ? `revoked ${g.revoked_at}` : grantLive(g, now) ? 'live' : 'expired',
               ]),

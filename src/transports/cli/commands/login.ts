@@ -23,7 +23,7 @@ import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import type { Envelope } from '../../../spec/types.ts';
 import { ApiClient } from '../../../remote-client/api-client.ts';
-import { cliLoginPageUrl } from '../../../identity/cli-login-routes.ts';
+import { cliLoginPageUrl } from '../../../identity/cli-login-store.ts';
 import {
   credentialsPath,
   deleteLogin,

@@ -1,6 +1,6 @@
 /**
  * The flags of `solid serve` and what they resolve to with the environment: reverse-proxy options,
- * time limits, rate limits and anchor sinks. Each resolver throws the VerbError envelope of a bad
+ * time limits, rate limits, anchor sinks and a trusted external OAuth issuer. Each resolver throws the VerbError envelope of a bad
  * value; serve.ts turns it into a usage line. Spec: spec/transports.md §cli-serve §http-proxy
  * §rate-limits, spec/audit.md §anchors, docs/operations.md §time-limits.
  */
@@ -14,6 +14,8 @@ import {
 import { DEFAULT_RATE_LIMITS, type RateLimits } from '../../http/rate-limit.ts';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../../http/deadline.ts';
 import { directorySink, httpSink, type AnchorSink } from '../../../runtime/ledger/keys/anchors.ts';
+import { checkIssuerUrl, type ExternalIssuerOptions } from '../../../oauth/external.ts';
+import { s3SettingsFromEnv, s3Sink } from '../../../runtime/ledger/keys/anchors-s3.ts';
 
 /** The parsed flags of `solid serve` (commander's camelCase names; every value a string as typed). */
 export interface ServeFlags {
@@ -47,7 +49,46 @@ export interface ServeFlags {
   /** `--anchor-dir <dir>`, `--anchor-url <url>`, `--anchor-interval <seconds>` (spec/audit.md §anchors). */
   anchorDir?: string;
   anchorUrl?: string;
+  /** `--anchor-s3 s3://bucket/prefix` (ledger/keys/anchors-s3.ts). */
+  anchorS3?: string;
   anchorInterval?: string;
+  /** `--oauth-issuer <url>` / `--oauth-tenant <id>`: trust an external authorization server. */
+  oauthIssuer?: string;
+  oauthTenant?: string;
+}
+
+/**
+ * The trusted external authorization server of `solid serve` (spec/oauth.md §external-issuer):
+ * `--oauth-issuer <url>` (else SOLID_OAUTH_ISSUER) and the tenant of tokens that name none,
+ * `--oauth-tenant <id>` (else SOLID_OAUTH_TENANT). Undefined when no issuer is named.
+ * @throws VerbError invalid_input — an issuer that is not https (http only on loopback) or has a
+ *   query; a tenant that is not a positive integer; a tenant without an issuer.
+ */
+export function externalIssuerOf(
+  flags: Pick<ServeFlags, 'oauthIssuer' | 'oauthTenant'>,
+  env: NodeJS.ProcessEnv,
+): ExternalIssuerOptions | undefined {
+  const issuer = flags.oauthIssuer ?? (env.SOLID_OAUTH_ISSUER || undefined);
+  const tenant = flags.oauthTenant ?? (env.SOLID_OAUTH_TENANT || undefined);
+  if (issuer === undefined) {
+    if (tenant !== undefined)
+      throw new VerbError('invalid_input', '--oauth-tenant (SOLID_OAUTH_TENANT) needs --oauth-issuer.', {
+        hint: 'Name the external issuer with --oauth-issuer https://… (SOLID_OAUTH_ISSUER).',
+      });
+    return undefined;
+  }
+  checkIssuerUrl(issuer);
+  if (tenant === undefined) return { issuer };
+  const n = Number(tenant);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new VerbError(
+      'invalid_input',
+      `--oauth-tenant must be a tenant id (a positive integer), not ${JSON.stringify(tenant.slice(0, 40))}.`,
+      {
+        hint: 'List tenants with `solid tenant show`.',
+      },
+    );
+  return { issuer, tenant: n };
 }
 
 /**
@@ -165,11 +206,13 @@ export function rateLimitsOf(
 
 /**
  * The anchor sinks and interval of `solid serve` from its flags and the environment
- * (SOLID_ANCHOR_DIR, SOLID_ANCHOR_URL, SOLID_ANCHOR_TOKEN, SOLID_ANCHOR_INTERVAL).
- * @throws VerbError invalid_args — a URL that is not http(s), an interval that is not a positive number of seconds
+ * (SOLID_ANCHOR_DIR, SOLID_ANCHOR_URL, SOLID_ANCHOR_TOKEN, SOLID_ANCHOR_S3 with SOLID_ANCHOR_S3_ENDPOINT
+ * and the AWS SDK's region and credentials, SOLID_ANCHOR_INTERVAL).
+ * @throws VerbError invalid_args — a URL that is not http(s), an interval that is not a positive number of seconds,
+ *   an S3 location that is not s3://bucket/prefix or without @aws-sdk/client-s3 installed
  */
 export function anchorOptionsOf(
-  flags: Pick<ServeFlags, 'anchorDir' | 'anchorUrl' | 'anchorInterval'>,
+  flags: Pick<ServeFlags, 'anchorDir' | 'anchorUrl' | 'anchorS3' | 'anchorInterval'>,
   env: NodeJS.ProcessEnv,
 ): { sinks: AnchorSink[]; intervalMs: number } {
   const sinks: AnchorSink[] = [];
@@ -188,6 +231,8 @@ export function anchorOptionsOf(
       );
     sinks.push(httpSink(url, { token: env.SOLID_ANCHOR_TOKEN }));
   }
+  const s3 = flags.anchorS3 ?? (env.SOLID_ANCHOR_S3 || undefined);
+  if (s3 !== undefined) sinks.push(s3Sink(s3, s3SettingsFromEnv(env)));
   const raw = flags.anchorInterval ?? (env.SOLID_ANCHOR_INTERVAL || undefined);
   const seconds = raw === undefined ? 300 : Number(raw);
   if (!(seconds > 0) || !Number.isFinite(seconds))

@@ -67,8 +67,10 @@ import {
   proxyOptionsOf,
   rateLimitsOf,
   timeLimitsOf,
+  externalIssuerOf,
   type ServeFlags,
 } from './serve-options.ts';
+import type { ExternalIssuerOptions } from '../../../oauth/external.ts';
 
 export function registerServe(program: Command, io: Io, setExit: (code: number) => void): void {
   program
@@ -86,6 +88,14 @@ export function registerServe(program: Command, io: Io, setExit: (code: number) 
     .option(
       '--public-url <url>',
       "the server's public base URL, for the links it prints and pending answers' approval_url (env SOLID_PUBLIC_URL; default http://localhost:<port>)",
+    )
+    .option(
+      '--oauth-issuer <url>',
+      'trust this external OAuth authorization server (an enterprise IdP) for /mcp and the API: its JWT access tokens are accepted and the resource metadata names it (env SOLID_OAUTH_ISSUER; spec/oauth.md §external-issuer)',
+    )
+    .option(
+      '--oauth-tenant <company_id>',
+      'with --oauth-issuer: the tenant of a token without a solid_tenant claim (env SOLID_OAUTH_TENANT)',
     )
     .option(
       '--durability <mode>',
@@ -150,6 +160,10 @@ export function registerServe(program: Command, io: Io, setExit: (code: number) 
       '--anchor-url <url>',
       'POST the anchors to this HTTP endpoint (env SOLID_ANCHOR_URL; Bearer SOLID_ANCHOR_TOKEN when set)',
     )
+    .option(
+      '--anchor-s3 <s3://bucket/prefix>',
+      'PUT the anchors as new objects into this S3(-compatible) bucket (env SOLID_ANCHOR_S3; SOLID_ANCHOR_S3_ENDPOINT, AWS_REGION and AWS credentials from the environment)',
+    )
     .option('--anchor-interval <seconds>', 'seconds between anchor publications (default 300)')
     .action(async (flags: ServeFlags) => {
       setExit(await runServe(program, io, flags));
@@ -172,6 +186,8 @@ export async function createServeApp(
     schemaProfile?: SchemaProfile;
     /** Keyless /mcp requests keep the sandbox instead of the OAuth 401 challenge (spec/oauth.md §resource-server). */
     keylessSandbox?: boolean;
+    /** A trusted external authorization server (spec/oauth.md §external-issuer). */
+    externalIssuer?: ExternalIssuerOptions;
     http: Omit<HttpServerOptions, 'plugins' | 'logger'>;
   },
 ): Promise<FastifyInstance> {
@@ -189,6 +205,7 @@ export async function createServeApp(
       import('../../../oauth/plugin.ts').then((m) =>
         m.createOAuthPlugin({
           keylessSandbox: options.keylessSandbox === true,
+          ...(options.externalIssuer !== undefined ? { externalIssuer: options.externalIssuer } : {}),
           proxy: options.http.trustProxy !== undefined && options.http.trustProxy !== false,
         }),
       ),
@@ -235,6 +252,14 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
   if (configuredPublicUrl !== undefined) {
     const publicOrigin = new URL(configuredPublicUrl).origin;
     if (!proxy.allowedOrigins.includes(publicOrigin)) proxy.allowedOrigins.push(publicOrigin);
+  }
+
+  let externalIssuer: ExternalIssuerOptions | undefined;
+  try {
+    externalIssuer = externalIssuerOf(flags, process.env);
+  } catch (err) {
+    if (!(err instanceof VerbError)) throw err;
+    return usage(io, `${err.message} ${err.hint ?? ''}`.trim());
   }
 
   let rateLimits: RateLimits;
@@ -306,6 +331,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
       schemaProfile,
       // The demo keeps keyless sandbox reads on /mcp; otherwise a connector gets the OAuth challenge.
       keylessSandbox: demo || process.env.SOLID_KEYLESS_SANDBOX === '1',
+      ...(externalIssuer !== undefined ? { externalIssuer } : {}),
       http: {
         trustProxy: proxy.trustProxy,
         allowedOrigins: proxy.allowedOrigins,
@@ -349,6 +375,8 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     const base = `http://${shownHost}:${addr.port}`;
     // Links a human opens use a host name: WebAuthn refuses an IP address as relying party, and
     // the session cookie belongs to the host the browser was given. spec/consent.md §approval-page
+    // It is also the OAuth issuer and the MCP URL printed for connectors: one origin for the whole
+    // OAuth flow (RFC 8414 §3.3 compares the issuer exactly; spec/oauth.md §authorization-server).
     const publicBase = configuredPublicUrl ?? `http://localhost:${addr.port}`;
     rt.options.publicUrl = publicBase;
     await recordPublicUrl(rt.store, publicBase);
@@ -363,7 +391,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     if (app.hasRoute({ method: 'GET', url: '/webmcp.js' })) lines.push(`  WebMCP     ${base}/webmcp.js`);
     if (app.hasRoute({ method: 'POST', url: '/mcp' }))
       lines.push(
-        `  MCP        ${base}/mcp       (Streamable HTTP; \`solid mcp\` serves stdio)${mcpMode(toolsets?.names, mcp.dynamic)}`,
+        `  MCP        ${publicBase}/mcp       (Streamable HTTP; \`solid mcp\` serves stdio)${mcpMode(toolsets?.names, mcp.dynamic)}`,
       );
     if (app.hasRoute({ method: 'GET', url: '/.well-known/ucp' }))
       lines.push(`  UCP        ${base}/.well-known/ucp`);

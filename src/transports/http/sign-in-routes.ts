@@ -26,14 +26,14 @@
  * `invalid_request` (400), `origin_denied` (403).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { VerbError } from '../runtime/errors.ts';
-import type { Envelope, Role } from '../spec/types.ts';
-import type { Store } from '../store/store.ts';
-import { assertNotThrottled, noteFailure } from './signin-throttle.ts';
-import { sendEnvelope } from '../transports/http/error-handler.ts';
-import type { TransportRuntime as Runtime } from '../transports/runtime-surface.ts';
-import { consumeEnrolment, peekEnrolment } from './enrolment.ts';
-import { appendHumanAudit } from './human-audit.ts';
+import { VerbError } from '../../runtime/errors.ts';
+import type { Envelope, Role } from '../../spec/types.ts';
+import type { Store } from '../../store/store.ts';
+import { assertNotThrottled, noteFailure } from '../../identity/signin-throttle.ts';
+import { sendEnvelope } from './error-handler.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
+import { consumeEnrolment, peekEnrolment } from '../../identity/enrolment.ts';
+import { appendHumanAudit } from '../../identity/human-audit.ts';
 import {
   passkeyAuthenticationOptions,
   passkeyRegistrationOptions,
@@ -41,13 +41,13 @@ import {
   verifyPasskeyAuthentication,
   verifyPasskeyRegistration,
   type RelyingParty,
-} from './passkeys.ts';
-import { startTotp, verifyTotp } from './totp.ts';
-import { cleanUserName, getUser, isRole, setUserStatus, type User } from './users.ts';
-import { inviteUser } from './invite.ts';
-import { enrolmentUrl } from './enrolment.ts';
+} from '../../identity/passkeys.ts';
+import { startTotp, verifyTotp } from '../../identity/totp.ts';
+import { cleanUserName, getUser, isRole, setUserStatus, type User } from '../../identity/users.ts';
+import { inviteUser } from '../../identity/invite.ts';
+import { enrolmentUrl } from '../../identity/enrolment.ts';
 
-export { SIGNIN_FAILURE_LIMIT, SIGNIN_FAILURE_WINDOW_MS } from './signin-throttle.ts';
+export { SIGNIN_FAILURE_LIMIT, SIGNIN_FAILURE_WINDOW_MS } from '../../identity/signin-throttle.ts';
 
 /** What a signed-in answer carries (the session envelope's `result`). */
 export interface HumanSessionAnswer {

@@ -27,27 +27,22 @@
  * Spec: spec/transports.md §remote-login.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { TransportRuntime as Runtime } from '../transports/runtime-surface.ts';
-import { isVerbError, VerbError } from '../runtime/errors.ts';
-import { reasonInfo } from '../spec/reasons.ts';
-import { ROLES, type Envelope, type Role } from '../spec/types.ts';
-import { isHuman } from './principal.ts';
-import { sendEnvelope } from '../transports/http/error-handler.ts';
-import { notePrincipal } from '../transports/http/error-handler.ts';
-import { requireSessionForWrite, sessionRequired, sessionTokenOf } from './request-guard.ts';
-import type { SessionStore, WebSession } from './session-store.ts';
-import type { CliLoginStore, LoginRequester } from './cli-login-store.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
+import { isVerbError, VerbError } from '../../runtime/errors.ts';
+import { reasonInfo } from '../../spec/reasons.ts';
+import { ROLES, type Envelope, type Role } from '../../spec/types.ts';
+import { isHuman } from '../../identity/principal.ts';
+import { sendEnvelope } from './error-handler.ts';
+import {
+  notePrincipal,
+  requireSessionForWrite,
+  sessionRequired,
+  sessionTokenOf,
+} from '../../identity/request-guard.ts';
+import type { SessionStore, WebSession } from '../../identity/session-store.ts';
+import { CLI_LOGIN_PATH, type CliLoginStore, type LoginRequester } from '../../identity/cli-login-store.ts';
 
-export const CLI_LOGIN_PATH = '/api/v1/cli-login';
 const VERB = 'cli_login';
-
-/**
- * The dashboard page where a human types the code of a CLI login (a hash route of the page at
- * `/`). It carries no code: a link that held one could be sent by anyone who started a login.
- */
-export function cliLoginPageUrl(baseUrl: string): string {
-  return `${baseUrl.replace(/\/+$/, '')}/#/cli-login`;
-}
 
 /** Who sent this request, as the server saw it: `request.ip` and a printable User-Agent. */
 function requesterOf(req: FastifyRequest): LoginRequester {

@@ -11,25 +11,27 @@
  * Answers are envelopes with verb "session": `{ ok: true, verb, result: SessionInfo }`.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { TransportRuntime as Runtime } from '../transports/runtime-surface.ts';
-import { VerbError } from '../runtime/errors.ts';
-import type { Envelope } from '../spec/types.ts';
-import { sendEnvelope } from '../transports/http/error-handler.ts';
-import { serializeCookie } from './cookies.ts';
+import type { TransportRuntime as Runtime } from '../runtime-surface.ts';
+import { VerbError } from '../../runtime/errors.ts';
+import { API_KEY_PREFIX } from '../../runtime/tenants.ts';
+import type { Envelope } from '../../spec/types.ts';
+import { sendEnvelope } from './error-handler.ts';
+import { serializeCookie } from '../../identity/cookies.ts';
 import {
   checkOrigin,
   isHttps,
   requireSessionForWrite,
   sessionRequired,
   sessionTokenOf,
-} from './request-guard.ts';
+} from '../../identity/request-guard.ts';
 import {
   CSRF_COOKIE,
   SESSION_COOKIE,
   sessionRequiresHuman,
   type SessionStore,
   type WebSession,
-} from './session-store.ts';
+} from '../../identity/session-store.ts';
+import { authFailure } from '../../identity/api-key-auth.ts';
 
 const sessionCookie =
   'Session cookie `solid_session` from a human sign-in; state-changing calls also need `X-CSRF-Token` and a same-origin `Origin` (spec/transports.md §webmcp-csrf).';
@@ -188,16 +190,18 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRouteDe
       try {
         principal = await rt.tenants.authenticate(body.api_key);
       } catch (err) {
-        const envelope = await rt.authFailure(
+        const envelope = await authFailure(
+          rt,
           { surface: 'webmcp', address: request.ip },
           'session.login',
           err,
         );
         return sendEnvelope(reply.header('set-cookie', clearCookies(request)), { ...envelope, verb: VERB });
       }
-      // An OAuth access token (src/oauth) never opens a session, not even an agent's: it was
-      // delegated to a client program for the API and /mcp only. spec/consent.md §channels
-      if (principal.key_id?.startsWith('grant:') === true) {
+      // An OAuth access token (src/oauth: a grant's, or an external IdP's) never opens a session,
+      // not even an agent's: it was delegated to a client program for the API and /mcp only.
+      // Whatever is not an sk_solid_ key came through the bearer authenticator. spec/consent.md §channels
+      if (!body.api_key.startsWith(API_KEY_PREFIX) || principal.key_id?.startsWith('grant:') === true) {
         const envelope = await rt.recordRefusal(
           { principal, surface: 'webmcp', address: request.ip },
           'session.login',
