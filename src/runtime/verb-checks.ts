@@ -90,6 +90,18 @@ export function reachDenied(
 }
 
 /**
+ * A surface in words for refusals: `mcp_stdio` is the specification's name of every MCP transport
+ * (stdio and Streamable HTTP `/mcp` alike), so a caller on `/mcp` is not told "stdio".
+ */
+const SURFACE_WORDS: Record<Surface, string> = {
+  http: 'the HTTP API (surface http)',
+  mcp_stdio: 'MCP (surface mcp_stdio, which serves stdio and /mcp alike)',
+  webmcp: 'WebMCP (surface webmcp)',
+  ucp: 'UCP (surface ucp)',
+  cli: 'the CLI (surface cli)',
+};
+
+/**
  * The surface_denied refusal when `verb` is not projected onto `surface` (or, on WebMCP, onto the
  * page surface `webmcpSurface`); undefined when it is. For a step of another verb, `step` ends the
  * message with why it is refused and points at its argument. Used by the pipeline's surface step
@@ -104,10 +116,14 @@ export function surfaceDenied(
   const context = step?.context ?? '';
   const at = step === undefined ? {} : { path: step.path };
   if (surface !== undefined && surface !== 'internal' && !verb.surfaces.includes(surface)) {
-    return new VerbError('surface_denied', `${verb.name} is not exposed on ${surface}${context}.`, {
-      ...at,
-      hint: `It is available on: ${verb.surfaces.join(', ')}.`,
-    });
+    return new VerbError(
+      'surface_denied',
+      `${verb.name} is not exposed on ${SURFACE_WORDS[surface]}${context}.`,
+      {
+        ...at,
+        hint: `It is available on: ${verb.surfaces.join(', ')}.`,
+      },
+    );
   }
   if (surface === 'webmcp' && webmcpSurface !== undefined && !verb.webmcpSurfaces.includes(webmcpSurface)) {
     return new VerbError(

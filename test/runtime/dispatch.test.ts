@@ -397,6 +397,11 @@ describe('dispatch', () => {
     );
     const env = await dispatchAs(h.rt, { surface: 'mcp_stdio', apiKey: h.keys.owner }, 'cli.only', {});
     assert.equal(env.error!.reason, 'surface_denied');
+    // mcp_stdio is the spec's name of every MCP transport: a caller on /mcp must not read "stdio" alone.
+    assert.match(
+      env.error!.message,
+      /not exposed on MCP \(surface mcp_stdio, which serves stdio and \/mcp alike\)/,
+    );
     assert.equal((await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.owner }, 'cli.only', {})).ok, true);
   });
 });

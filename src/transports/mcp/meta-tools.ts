@@ -122,7 +122,7 @@ export function reachableVerb(
     return refusal(
       verb.name,
       'surface_denied',
-      `${verb.name} is not exposed on mcp_stdio.`,
+      `${verb.name} is not exposed on MCP (surface mcp_stdio).`,
       `It is available on: ${verb.surfaces.join(', ')}.`,
     );
   if (toolsets !== undefined && !toolsets.admits(verb))
