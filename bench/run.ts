@@ -15,7 +15,7 @@
  * module until the 1-minute load average is below X (others share this machine), up to
  * `--max-wait-min` minutes, and records the load at the start and end of each module.
  *
- * Modules: core register readcost bodybounds consent replay verify export trail http toolslist mcp ucp observe durable faults pgfaults postgres scale startup rss profile
+ * Modules: core register readcost bodybounds consent replay verify export retention trail http toolslist mcp ucp observe durable faults pgfaults postgres scale startup rss profile
  * (postgres only when SOLID_BENCH_DATABASE_URL or SOLID_TEST_DATABASE_URL is set; pgfaults starts
  * its own throwaway cluster and is skipped without PostgreSQL server binaries). `profile`
  * (bench/profile.ts) records a CPU profile of the system side of each figure that can miss and
@@ -148,6 +148,14 @@ export const MODULES: Record<string, ModuleSpec> = {
   export: {
     repeat: 1,
     run: async (q) => (await import('./ledger.ts')).benchAuditExport(q ? { rows: 20_000 } : {}),
+  },
+  retention: {
+    repeat: 1,
+    // SOLID_BENCH_RETENTION_ROWS: a smaller log on a machine too loaded for 1M rows (say so).
+    run: async (q) =>
+      (await import('./ledger.ts')).benchAuditRetention(
+        q ? { rows: 100_000 } : { rows: Number(process.env.SOLID_BENCH_RETENTION_ROWS ?? 1_000_000) },
+      ),
   },
   trail: {
     repeat: 1,

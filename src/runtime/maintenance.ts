@@ -42,6 +42,8 @@ export interface MaintenanceReport {
   signature_replays_deleted: number;
   /** Rate-limit counters of windows that ended (src/transports/http/rate-limit.ts). */
   rate_limit_counters_deleted: number;
+  /** Audit rows archived and pruned by retention policies (Runtime.maintenance with an archive directory). */
+  audit_rows_archived?: number;
 }
 
 /**

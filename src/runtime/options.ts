@@ -57,6 +57,11 @@ export interface RuntimeOptions {
   publicUrl?: string;
   /** Interval of the housekeeping pass (expired nonces, approvals, idempotency rows; maintenance.ts). Default 600000 ms; 0 disables the timer. */
   maintenanceIntervalMs?: number;
+  /**
+   * Where the maintenance pass archives audit rows of tenants with a retention policy before
+   * pruning them (ledger/retention/policy.ts). Unset: no policy prunes anything.
+   */
+  auditArchiveDir?: string;
   /** Observe hooks (reputation, telemetry, OpenTelemetry spans) and their housekeeping; observe/observers.ts. */
   observe?: ObserveOptions;
   /** Skip migrations (the caller ran them). */

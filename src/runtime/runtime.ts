@@ -42,6 +42,8 @@ import { Sandbox } from './sandbox.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { createDelivery, type OutboxWorker } from './delivery/delivery.ts';
 import { deliveryMigrations } from './delivery/migrations.ts';
+import { retentionMigrations } from './ledger/retention/migrations.ts';
+import { runRetention } from './ledger/retention/policy.ts';
 
 export class Runtime implements PackRuntime {
   readonly store: Store;
@@ -76,7 +78,10 @@ export class Runtime implements PackRuntime {
   /** Tenant and API key creation (provisioning.ts). */
   readonly provisioning: Provisioning;
 
+  readonly #archiveDir: string | undefined;
+
   constructor(options: RuntimeOptions) {
+    this.#archiveDir = options.auditArchiveDir;
     this.store = options.store;
     this.registry = new Registry({ compileOutputs: options.validateOutputs ?? false });
     this.secrets = options.secrets ?? Secrets.ephemeral();
@@ -109,17 +114,35 @@ export class Runtime implements PackRuntime {
     this.#life.startMaintenance(() => this.maintenance(), options.maintenanceIntervalMs ?? 600_000);
   }
 
-  /** One housekeeping pass now (expired nonces, approvals, idempotency rows, old cap counters). See maintenance.ts. */
-  maintenance(): Promise<MaintenanceReport> {
-    return runMaintenance(this.store, this.clock());
+  /**
+   * One housekeeping pass now (expired nonces, approvals, idempotency rows, old cap counters; see
+   * maintenance.ts), then, with an archive directory, the tenants' audit retention policies.
+   */
+  async maintenance(): Promise<MaintenanceReport> {
+    const report = await runMaintenance(this.store, this.clock());
+    if (this.#archiveDir !== undefined) {
+      await this.auditBuffer.flush();
+      report.audit_rows_archived = await runRetention({
+        store: this.store,
+        keys: this.keys,
+        logger: this.logger,
+        dir: this.#archiveDir,
+        now: this.clock(),
+      });
+    }
+    return report;
   }
 
   /**
-   * Dispatch one verb call through the pipeline (see dispatch.ts). Always resolves to an envelope.
-   * `caller.principal` comes from the transport's authentication through src/identity (an API key:
-   * identity/api-key-auth.ts); none reads as the sandbox principal.
+   * Dispatch one verb call through the pipeline (dispatch.ts); resolves to an envelope. `principal`
+   * comes from src/identity (a key: api-key-auth.ts); none is the sandbox principal. A caller with
+   * a raw `apiKey` (a programming error: it would run keyless) rejects with a TypeError.
    */
   dispatch(caller: Caller, verb: string, args?: unknown, options?: DispatchOptions): Promise<Envelope> {
+    if ((caller as { apiKey?: unknown }).apiKey !== undefined)
+      return Promise.reject(
+        new TypeError('Runtime.dispatch takes a principal, not an API key: use dispatchWithKey.'),
+      );
     return runPipeline(this, caller, verb, args, options);
   }
 
@@ -216,6 +239,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   if (!options.skipMigrations) {
     await options.store.migrate('runtime', runtimeMigrations);
     await options.store.migrate('delivery', deliveryMigrations);
+    await options.store.migrate('retention', retentionMigrations);
   }
   const chosen = await chooseRuntimeSecrets(options.store, options.secrets);
   const rt = new Runtime({ ...options, secrets: chosen.secrets });

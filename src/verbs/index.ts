@@ -7,6 +7,7 @@
  * `transaction.ts`, `macros.ts` (+ `macros-run.ts`, the model in `macro-chain.ts`),
  * `tenant-settings.ts` (tenant.settings, caps, blocklist, phrase channel) and
  * `consent-settings.ts` (tenant.approval_ttl_set, tenant.gate_rules, tenant.gate_rules_set).
+ * `audit-retention.ts` (tenant.audit_retention_set).
  */
 import type { VerbDefinition } from '../runtime/verb.ts';
 import { verbsList } from './verbs-list.ts';
@@ -14,6 +15,7 @@ import { auditTrail } from './audit-trail.ts';
 import { approvalVerbs } from './approvals.ts';
 import { tenantSettingsVerbs } from './tenant-settings.ts';
 import { consentSettingsVerbs } from './consent-settings.ts';
+import { auditRetentionVerbs } from './audit-retention.ts';
 import { apiKeyVerbs } from './api-keys.ts';
 import { webhookVerbs } from './webhooks.ts';
 import { auditRevert } from './audit-revert.ts';
@@ -34,6 +36,7 @@ export const systemVerbs: VerbDefinition[] = [
   ...approvalVerbs,
   ...tenantSettingsVerbs,
   ...consentSettingsVerbs,
+  ...auditRetentionVerbs,
   ...apiKeyVerbs,
   ...webhookVerbs,
   auditRevert,

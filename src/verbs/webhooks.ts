@@ -29,6 +29,7 @@ import {
   listWebhookEndpoints,
   restoreWebhookEndpoint,
   validateWebhookUrl,
+  DEFAULT_WEBHOOK_EVENTS,
   WEBHOOK_EVENTS,
   type RemovedEndpoint,
   type WebhookEventType,
@@ -90,7 +91,7 @@ export interface WebhooksAddArgs {
 export const webhooksAdd = defineSystemVerb<WebhooksAddArgs>({
   name: 'webhooks.add',
   title: 'Add a webhook endpoint',
-  description: `Add a webhook endpoint: signed (Standard Webhooks) POSTs of the chosen events (default all: ${WEBHOOK_EVENTS.join(', ')}), retried with backoff. https, or http to this machine only. The signing secret (whsec_…) is in the answer once, in \`secret.secret\`; it is stored encrypted and never shown again. A signed-in human owner only (never an agent's key: human_required); needs a confirmation; audit.revert removes the endpoint.`,
+  description: `Add a webhook endpoint: signed (Standard Webhooks) POSTs of the chosen events (default: ${DEFAULT_WEBHOOK_EVENTS.join(', ')}; \`audit.row\` streams every audit row, one delivery each, in order, and is asked for by name), retried with backoff. https, or http to this machine only. The signing secret (whsec_…) is in the answer once, in \`secret.secret\`; it is stored encrypted and never shown again. A signed-in human owner only (never an agent's key: human_required); needs a confirmation; audit.revert removes the endpoint.`,
   shape: 'receipt',
   category: 'consent',
   consent: 'WRITE_REVERSIBLE',
@@ -119,7 +120,7 @@ export const webhooksAdd = defineSystemVerb<WebhooksAddArgs>({
     properties: { status: { const: 'completed' }, audit_id: { type: 'integer' }, endpoint: ENDPOINT_VIEW },
     required: ['status', 'audit_id', 'endpoint'],
   },
-  summary: (a) => `Send ${(a.events ?? WEBHOOK_EVENTS).join(', ')} webhooks to ${a.url}.`,
+  summary: (a) => `Send ${(a.events ?? DEFAULT_WEBHOOK_EVENTS).join(', ')} webhooks to ${a.url}.`,
   async handler(ctx, args) {
     await requireHuman(ctx);
     const p = ctx.principal;
@@ -128,7 +129,7 @@ export const webhooksAdd = defineSystemVerb<WebhooksAddArgs>({
       companyId: p.company_id,
       url,
       description: args.description,
-      events: args.events ?? [...WEBHOOK_EVENTS],
+      events: args.events ?? [...DEFAULT_WEBHOOK_EVENTS],
       createdBy: p.user_id,
       now: ctx.now,
     });

@@ -123,10 +123,12 @@ for (const row of CREDENTIAL_REQUIREMENTS) {
     });
     expectOutcome(row, row.may.approve, approved, 'human_required');
 
-    // Change consent settings: loosen the phrase channel, lengthen the approval wait.
+    // Change consent settings: loosen the phrase channel, lengthen the approval wait, set retention.
     for (const [verb, args, reason] of [
       ['tenant.phrase_channel_set', { phrase_channel: 'any' }, 'phrase_channel_human'],
       ['tenant.approval_ttl_set', { consent_class: 'WRITE_FINANCIAL', minutes: 60 }, 'human_required'],
+      // Pruning evidence (spec/audit.md §retention): the same human act.
+      ['tenant.audit_retention_set', { archive_after_days: 365 }, 'human_required'],
     ] as const) {
       const first = await as(h, p, verb, args);
       const done =

@@ -406,6 +406,15 @@ describe('dispatch', () => {
   });
 });
 
+describe('the runtime never sees a key', () => {
+  it('a caller still carrying a raw apiKey is a programming error, not a keyless call', async (t) => {
+    const h = await createTestRuntime(t);
+    const caller = { surface: 'http' as const, apiKey: h.keys.owner };
+    await assert.rejects(h.rt.dispatch(caller, 'audit.trail', {}), /not an API key: use dispatchWithKey/);
+    assert.equal((await dispatchAs(h.rt, caller, 'audit.trail', {})).ok, true);
+  });
+});
+
 describe('hostile input', () => {
   it('deeply nested arguments are refused as invalid_input and audited, never a stack overflow or a 503', async (t) => {
     const h = await createTestRuntime(t);

@@ -12,6 +12,7 @@ import type { OutboxHandlerOf } from '../ledger/write/outbox.ts';
 import { emitWebhookEvent, sweepExpiredApprovals, WEBHOOK_KIND } from '../ledger/write/webhook-endpoints.ts';
 import { OutboxWorker, type OutboxDeliveryOptions } from './outbox-worker.ts';
 import { webhookSender } from './webhook-sender.ts';
+import { auditWebhooksDue, onAuditRowDelivered, pumpAuditWebhooks } from '../ledger/stream/webhook-sink.ts';
 
 export { OutboxWorker, type OutboxDeliveryOptions } from './outbox-worker.ts';
 
@@ -31,6 +32,7 @@ export function createDelivery<R>(
   let worker: OutboxWorker<R> | undefined = undefined;
   const kick = () => worker?.kick();
   let lastSweep = 0;
+  let lastAuditPump = 0;
   worker = new OutboxWorker<R>(
     {
       store: deps.store,
@@ -39,6 +41,10 @@ export function createDelivery<R>(
       handlers: deps.handlers,
       runtime: deps.runtime,
       builtin: new Map([[WEBHOOK_KIND, webhookSender<R>(deps)]]),
+      async onDelivered(tx, m) {
+        // The audit.row stream of that endpoint moves on to its next row (webhook-sink.ts).
+        await onAuditRowDelivered(tx, m, deps.clock());
+      },
       async onDead(tx, m, error) {
         // A dead `outbox.dead` announcement is not announced again (no loop).
         if (m.kind === WEBHOOK_KIND && m.payload.type === 'outbox.dead') return;
@@ -64,8 +70,14 @@ export function createDelivery<R>(
         );
       },
       async beforePass() {
-        // At most once per poll interval; a read first, so an idle tenant costs no write.
         const now = deps.clock();
+        // Audit streams that are idle or new (at most once per poll interval; a read first).
+        if (now.getTime() - lastAuditPump >= (worker?.options.pollIntervalMs ?? 5000)) {
+          lastAuditPump = now.getTime();
+          const due = await deps.store.read((q) => auditWebhooksDue(q));
+          if (due.length > 0) await deps.store.write((tx) => pumpAuditWebhooks(tx, due, now));
+        }
+        // At most once per poll interval; a read first, so an idle tenant costs no write.
         if (now.getTime() - lastSweep < (worker?.options.pollIntervalMs ?? 5000)) return;
         lastSweep = now.getTime();
         const due = await deps.store.read((q) =>

@@ -66,7 +66,25 @@ CREATE TABLE webhook_endpoints (
 CREATE INDEX webhook_endpoints_company ON webhook_endpoints(company_id, created_at);
 `;
 
+/**
+ * v3: where each audit stream stands (ledger/stream/audit-stream.ts): one row per tenant and sink
+ * (`otlp`, or `webhook:<endpoint_id>`). `through_seq` is the last audit row handed over — for
+ * OTLP, acknowledged by the collector; for a webhook sink, queued in the outbox as `outbox_id`,
+ * which must be delivered before the next row is queued (order per tenant).
+ */
+const AUDIT_STREAM_CURSORS_V3 = `
+CREATE TABLE audit_stream_cursors (
+  company_id {bigint} NOT NULL,
+  sink TEXT NOT NULL,
+  through_seq {bigint} NOT NULL,
+  outbox_id {bigint},
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (company_id, sink)
+);
+`;
+
 export const deliveryMigrations: readonly Migration[] = [
   portableMigration(1, 'outbox dead letters', OUTBOX_DEAD_LETTERS_V1),
   portableMigration(2, 'webhook endpoints', WEBHOOK_ENDPOINTS_V2),
+  portableMigration(3, 'audit stream cursors', AUDIT_STREAM_CURSORS_V3),
 ];

@@ -67,6 +67,8 @@ export interface OutboxWorkerDeps<R> {
   /** Built-in transactional handlers by kind. */
   txHandlers?: ReadonlyMap<string, OutboxTxHandler>;
   runtime: R;
+  /** Runs in the transaction that marks `m` delivered (not when the claim was lost). */
+  onDelivered?: (tx: StoreTx, m: OutboxMessage) => Promise<void>;
   /** Runs in the transaction that marks `m` dead. */
   onDead?: (tx: StoreTx, m: OutboxMessage, error: string) => Promise<void>;
   /** Runs before each timer pass (e.g. the approval-expiry sweep); its failure is logged only. */
@@ -263,7 +265,7 @@ export class OutboxWorker<R> {
       if (tx !== undefined) {
         await store.write(async (t) => {
           await tx(t, m);
-          await markDelivered(t, m, clock());
+          if (await markDelivered(t, m, clock())) await this.#d.onDelivered?.(t, m);
         });
       } else {
         const handler = this.#d.builtin?.get(m.kind) ?? this.#d.handlers.get(m.kind);
@@ -280,7 +282,9 @@ export class OutboxWorker<R> {
           }),
           ac.signal,
         );
-        await store.write((t) => markDelivered(t, m, clock()));
+        await store.write(async (t) => {
+          if (await markDelivered(t, m, clock())) await this.#d.onDelivered?.(t, m);
+        });
       }
       return true;
     } catch (err) {

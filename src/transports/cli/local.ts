@@ -24,6 +24,7 @@ import { KNOWN_PACKS } from '../../packs.ts';
 import { PackError, checkPacks, installPack, type Pack } from '../../runtime/pack.ts';
 import { runtimeMigrations } from '../../store/migrations/runtime.ts';
 import { deliveryMigrations } from '../../runtime/delivery/migrations.ts';
+import { retentionMigrations } from '../../runtime/ledger/retention/migrations.ts';
 import { webSessionMigrations } from '../../identity/session-store.ts';
 import { cliLoginMigrations } from '../../identity/cli-login-store.ts';
 import { loadPackSources, type PackSource } from './packs.ts';
@@ -181,6 +182,10 @@ export async function openLocal(options: LocalOptions = {}): Promise<Local> {
       logger,
       sandboxCompanyId: 1,
       ...(publicUrl !== undefined ? { publicUrl } : {}),
+      // Retention policies archive here before they prune (spec/audit.md §retention).
+      ...(process.env.SOLID_AUDIT_ARCHIVE_DIR
+        ? { auditArchiveDir: resolve(process.env.SOLID_AUDIT_ARCHIVE_DIR) }
+        : {}),
     });
   } catch (err) {
     await store.close().catch(() => {});
@@ -250,6 +255,7 @@ async function dryRunMigrations(sources: readonly PackSource[]): Promise<void> {
   try {
     await scratch.migrate('runtime', runtimeMigrations);
     await scratch.migrate('delivery', deliveryMigrations);
+    await scratch.migrate('retention', retentionMigrations);
     for (const s of sources) {
       try {
         await scratch.migrate(s.pack.name, s.pack.migrations);

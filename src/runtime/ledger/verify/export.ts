@@ -40,6 +40,8 @@ export interface AuditExportOptions {
   now: Date;
   /** Rows read per query (keyset pages on seq). Default 5000. */
   pageRows?: number;
+  /** Export exactly this seq range instead of the period's (an archive: retention/archive.ts). */
+  seqRange?: { lo: number; hi: number };
 }
 
 export type AuditExportResult =
@@ -112,6 +114,30 @@ function rowLine(format: ExportFormat, row: Record<string, unknown>): string {
 
 const SELECT = `SELECT ${AUDIT_COLUMNS.join(', ')} FROM audit_log WHERE company_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`;
 
+/**
+ * The hash of an archived and pruned row that ends a range (its continuity record's
+ * boundary_hash, spec/audit.md §retention), or undefined. The record's signature is checked by
+ * `audit verify`; here it only links the next export to the archive.
+ */
+async function archivedRowHash(
+  q: Queryable,
+  t: number,
+  seq: number,
+): Promise<{ row_hash: string } | undefined> {
+  let r: { record: string } | undefined;
+  try {
+    r = await q.get<{ record: string }>(
+      'SELECT record FROM audit_archives WHERE company_id = ? AND through_seq = ?',
+      [t, seq],
+    );
+  } catch {
+    return undefined; // a database from before retention existed: no archive
+  }
+  if (r === undefined) return undefined;
+  const rec = JSON.parse(r.record) as { chain?: { boundary_hash?: string } };
+  return typeof rec.chain?.boundary_hash === 'string' ? { row_hash: rec.chain.boundary_hash } : undefined;
+}
+
 /** Where `buildAuditExport` reads from: a function running reads (one store snapshot each, or a verb's own). */
 export type ExportReader = <T>(fn: (q: Queryable) => Promise<T>) => Promise<T>;
 
@@ -138,18 +164,20 @@ export async function buildAuditExport(
   const fromIso = o.from.toISOString();
   const toIso = o.to.toISOString();
   const meta = await read(async (q) => {
-    const range = await q.get<{ lo: unknown; hi: unknown }>(
-      'SELECT MIN(seq) AS lo, MAX(seq) AS hi FROM audit_log WHERE company_id = ? AND created_at >= ? AND created_at < ?',
-      [t, fromIso, toIso],
-    );
+    const range =
+      o.seqRange ??
+      (await q.get<{ lo: unknown; hi: unknown }>(
+        'SELECT MIN(seq) AS lo, MAX(seq) AS hi FROM audit_log WHERE company_id = ? AND created_at >= ? AND created_at < ?',
+        [t, fromIso, toIso],
+      ));
     const lo = range?.lo === null || range?.lo === undefined ? null : Number(range.lo);
     const hi = range?.hi === null || range?.hi === undefined ? null : Number(range.hi);
     const before =
       lo !== null && lo > 1
-        ? await q.get<{ row_hash: string }>(
+        ? ((await q.get<{ row_hash: string }>(
             'SELECT row_hash FROM audit_log WHERE company_id = ? AND seq = ?',
             [t, lo - 1],
-          )
+          )) ?? (await archivedRowHash(q, t, lo - 1)))
         : undefined;
     const checkpoints =
       lo === null

@@ -28,6 +28,8 @@ import {
   keyMap,
   storeUnavailable,
   tenantWalker,
+  checkContinuity,
+  storedContinuity,
   type AuditVerifyReport,
   type ChainHead,
   type CheckpointRecord,
@@ -35,6 +37,7 @@ import {
   type VerifyOptions,
 } from './verify.ts';
 import { checkStoredReceipts } from './receipt-check.ts';
+import type { ContinuityRecord } from '../keys/continuity.ts';
 
 /** readableAuditPath with its StoreError as the store_unavailable envelope reason. */
 function auditSource(path: string): ReadableAuditPath {
@@ -124,6 +127,7 @@ export async function verifyDatabaseFile(
       keys = await databaseKeys(sqliteQueryable(db), t);
       warnings.push(SAME_STORE_WARNING);
     }
+    const continuityRecords = await storedContinuity(sqliteQueryable(db), t);
     const workers = Math.max(1, Math.min(options.workers ?? availableParallelism(), 8));
     let report: AuditVerifyReport | undefined;
     // The parallel walk splits each tenant's integer seq range; a row whose seq or company_id is
@@ -143,7 +147,17 @@ export async function verifyDatabaseFile(
       db.close();
       closed = true;
       try {
-        report = await parallelWalk(path, ranges, checkpoints, keys, heads, options, workers, t0);
+        report = await parallelWalk(
+          path,
+          ranges,
+          checkpoints,
+          keys,
+          heads,
+          options,
+          workers,
+          t0,
+          continuityRecords,
+        );
       } catch (err) {
         warnings.push(
           `The parallel walk could not run (${(err as Error).message}); the log was walked on one thread.`,
@@ -156,6 +170,7 @@ export async function verifyDatabaseFile(
         const maxFindings = options.maxFindings ?? 1000;
         const every = options.progressEvery ?? 16384;
         const checked = checkCheckpoints(checkpoints, keyMap(keys), t);
+        const continuity = checkContinuity(continuityRecords, keyMap(keys), t);
         let walkers = new Map<number, SegmentWalker>();
         let total = 0;
         walkSqliteOrExact(
@@ -163,7 +178,7 @@ export async function verifyDatabaseFile(
           () => {
             walkers = new Map();
             total = 0;
-            return (companyId) => tenantWalker(walkers, companyId, checked, maxFindings);
+            return (companyId) => tenantWalker(walkers, companyId, checked, maxFindings, continuity);
           },
           `${where} ORDER BY company_id, seq`,
           params,
@@ -174,7 +189,8 @@ export async function verifyDatabaseFile(
         options.onProgress?.(total);
         const segments = new Map<number, SegmentResult[]>();
         for (const [id, w] of walkers) segments.set(id, [w.r]);
-        report = assemble(t0, total, segments, checked, headMap(heads, t), maxFindings);
+        report = assemble(t0, total, segments, checked, headMap(heads, t), maxFindings, continuity);
+        report.warnings.push(...continuity.warnings);
       } finally {
         if (closed) rdb.close();
       }
@@ -277,9 +293,11 @@ async function parallelWalk(
   options: VerifyDatabaseOptions,
   workers: number,
   t0: number,
+  continuityRecords: readonly ContinuityRecord[],
 ): Promise<AuditVerifyReport> {
   const maxFindings = options.maxFindings ?? 1000;
   const checked = checkCheckpoints(checkpoints, keyMap(keys), options.tenant);
+  const continuity = checkContinuity(continuityRecords, keyMap(keys), options.tenant);
   const span = ranges.reduce((n, r) => n + (Number(r.hi) - Math.min(1, Number(r.lo)) + 1), 0);
   const chunk = Math.max(1, options.chunkRows ?? Math.max(20_000, Math.ceil(span / (workers * 4))));
   const tasks: SegmentTask[] = [];
@@ -340,5 +358,15 @@ async function parallelWalk(
     if (list === undefined) segments.set(r.company_id, (list = []));
     list.push(r);
   }
-  return assemble(t0, done, segments, checked, headMap(heads, options.tenant), maxFindings);
+  const report = assemble(
+    t0,
+    done,
+    segments,
+    checked,
+    headMap(heads, options.tenant),
+    maxFindings,
+    continuity,
+  );
+  report.warnings.push(...continuity.warnings);
+  return report;
 }

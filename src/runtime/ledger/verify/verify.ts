@@ -47,6 +47,7 @@ import type { Queryable, Store } from '../../../store/store.ts';
 import { parseJson } from '../../../store/store.ts';
 import type { PublicJwk } from '../keys/tenant-keys.ts';
 import { checkpointMaterial } from '../keys/checkpoints.ts';
+import { continuitySignatureValid, type ContinuityRecord } from '../keys/continuity.ts';
 import { VerbError } from '../../errors.ts';
 import { checkStoredReceipts } from './receipt-check.ts';
 
@@ -65,6 +66,11 @@ export interface TenantVerifyReport {
   /** Number of findings (the list may be capped by maxFindings). */
   finding_count: number;
   findings: AuditFinding[];
+  /**
+   * Rows archived and pruned (spec/audit.md §retention): the chain was walked from the row after
+   * `through_seq`, linked to the signed boundary hash; absent when nothing was pruned.
+   */
+  archived?: { through_seq: number; rows: number; records: number };
 }
 
 export interface AuditVerifyReport {
@@ -75,6 +81,8 @@ export interface AuditVerifyReport {
   rows_per_second: number;
   /** Stored receipts compared with their audit rows (checkStoredReceipts); absent when not checked. */
   receipts_checked?: number;
+  /** Stored receipts whose row was archived and pruned: not compared with a row (§retention). */
+  receipts_archived?: number;
   warnings: string[];
 }
 
@@ -305,6 +313,7 @@ function tenantReport(
   checkpointFindings: readonly AuditFinding[],
   head: ChainHead | undefined,
   maxFindings: number,
+  base?: ChainBase,
 ): TenantVerifyReport {
   const findings: AuditFinding[] = [...checkpointFindings];
   let count = checkpointFindings.length;
@@ -312,8 +321,8 @@ function tenantReport(
     count++;
     findings.push(f);
   };
-  let last = 0;
-  let lastHash = GENESIS_HASH;
+  let last = base?.seq ?? 0;
+  let lastHash = base?.hash ?? GENESIS_HASH;
   let rows = 0;
   let signed: number | null = null;
   for (const seg of segments) {
@@ -385,9 +394,12 @@ function tenantReport(
     last_hash: lastHash,
     checkpoints_checked: checked,
     last_signed_seq: signed,
-    unsigned_rows: last - (signed ?? 0),
+    unsigned_rows: last - (signed ?? base?.seq ?? 0),
     finding_count: count,
     findings: findings.slice(0, maxFindings),
+    ...(base !== undefined
+      ? { archived: { through_seq: base.seq, rows: base.rows, records: base.records } }
+      : {}),
   };
 }
 
@@ -398,8 +410,14 @@ export function assemble(
   checked: { byTenant: Map<number, CheckedCheckpoint[]>; findings: AuditFinding[] },
   heads: Map<number, ChainHead>,
   maxFindings: number,
+  continuity?: CheckedContinuity,
 ): AuditVerifyReport {
-  const ids = new Set<number>([...segmentsByTenant.keys(), ...checked.byTenant.keys(), ...heads.keys()]);
+  const ids = new Set<number>([
+    ...segmentsByTenant.keys(),
+    ...checked.byTenant.keys(),
+    ...heads.keys(),
+    ...(continuity?.bases.keys() ?? []),
+  ]);
   const tenants = [...ids]
     .sort((a, b) => a - b)
     .map((id) =>
@@ -407,9 +425,13 @@ export function assemble(
         id,
         (segmentsByTenant.get(id) ?? []).sort((a, b) => (a.first_seq ?? 0) - (b.first_seq ?? 0)),
         checked.byTenant.get(id) ?? [],
-        checked.findings.filter((f) => f.company_id === id),
+        [
+          ...checked.findings.filter((f) => f.company_id === id),
+          ...(continuity?.findings.filter((f) => f.company_id === id) ?? []),
+        ],
         heads.get(id),
         maxFindings,
+        continuity?.bases.get(id),
       ),
     );
   const elapsed = performance.now() - t0;
@@ -431,6 +453,99 @@ export function headMap(heads: Iterable<ChainHead>, only: number | undefined): M
       m.set(companyId, { company_id: companyId, audit_seq: Number(h.audit_seq), audit_hash: h.audit_hash });
   }
   return m;
+}
+
+/** Where a tenant's kept chain starts after archived ranges: the boundary row's seq and hash. */
+export interface ChainBase {
+  seq: number;
+  hash: string;
+  /** Rows archived, over all records. */
+  rows: number;
+  records: number;
+}
+
+/** The continuity records checked: each tenant's base, findings, and the plain words of the cut. */
+export interface CheckedContinuity {
+  bases: Map<number, ChainBase>;
+  findings: AuditFinding[];
+  warnings: string[];
+}
+
+/** The continuity records stored in a database (`audit_archives`), or none in one older than retention. */
+export async function storedContinuity(
+  q: Pick<Queryable, 'all'>,
+  tenant?: number,
+): Promise<ContinuityRecord[]> {
+  try {
+    const rows = await q.all<{ record: string }>(
+      `SELECT record FROM audit_archives${tenant === undefined ? '' : ' WHERE company_id = ?'} ORDER BY company_id, through_seq`,
+      tenant === undefined ? [] : [tenant],
+    );
+    return rows.map((r) => JSON.parse(r.record) as ContinuityRecord);
+  } catch (err) {
+    if (/audit_archives/.test((err as Error).message)) return [];
+    throw err;
+  }
+}
+
+/**
+ * Check the signed continuity records of archived ranges (spec/audit.md §retention): each must
+ * verify with a trusted key (`bad_signature`, `unknown_key`) and continue the one before (first
+ * from seq 1 and the genesis hash; `chain_break` otherwise). The last record of a tenant is the
+ * base its kept chain links to. Pure.
+ */
+export function checkContinuity(
+  records: readonly ContinuityRecord[],
+  keys: ReadonlyMap<string, KeyObject>,
+  only: number | undefined,
+): CheckedContinuity {
+  const bases = new Map<number, ChainBase>();
+  const findings: AuditFinding[] = [];
+  const sorted = [...records]
+    .filter((r) => only === undefined || Number(r.company_id) === only)
+    .sort((a, b) => a.company_id - b.company_id || a.rows.last_seq - b.rows.last_seq);
+  for (const r of sorted) {
+    const t = Number(r.company_id);
+    const prev = bases.get(t);
+    const kid = r.signature?.kid ?? '';
+    const key = keys.get(kid);
+    if (key === undefined)
+      findings.push({
+        kind: 'unknown_key',
+        company_id: t,
+        seq: r.rows.last_seq,
+        kid,
+        message: `The continuity record of the archived rows seq ${r.rows.first_seq}–${r.rows.last_seq} is signed by key ${kid}, which is not among the trusted keys.`,
+      });
+    else if (!continuitySignatureValid(r, key))
+      findings.push({
+        kind: 'bad_signature',
+        company_id: t,
+        seq: r.rows.last_seq,
+        kid,
+        message: `The continuity record of the archived rows seq ${r.rows.first_seq}–${r.rows.last_seq} does not verify with key ${kid}: it was forged or altered (rows may have been deleted under it).`,
+      });
+    const expectSeq = (prev?.seq ?? 0) + 1;
+    const expectHash = prev?.hash ?? GENESIS_HASH;
+    if (r.rows.first_seq !== expectSeq || r.chain.prev_hash !== expectHash)
+      findings.push({
+        kind: 'chain_break',
+        company_id: t,
+        seq: r.rows.first_seq,
+        message: `The archived range seq ${r.rows.first_seq}–${r.rows.last_seq} does not continue the one before it (expected it to start at seq ${expectSeq}, linked to hash ${expectHash.slice(0, 12)}…).`,
+      });
+    bases.set(t, {
+      seq: r.rows.last_seq,
+      hash: r.chain.boundary_hash,
+      rows: (prev?.rows ?? 0) + r.rows.count,
+      records: (prev?.records ?? 0) + 1,
+    });
+  }
+  const warnings = [...bases].map(
+    ([t, b]) =>
+      `Tenant ${t}: rows seq 1–${b.seq} were archived and pruned (${b.records} signed continuity record${b.records === 1 ? '' : 's'}); this database was verified from seq ${b.seq + 1} on, linked to the signed boundary. Pass the archive directory (--archive DIR) to verify the whole history.`,
+  );
+  return { bases, findings, warnings };
 }
 
 /**
@@ -580,6 +695,7 @@ export async function verifyStoreChain(
       params,
     ),
     keys: options.trust === undefined ? await databaseKeys(q, t) : options.trust.keys,
+    continuity: await storedContinuity(q, t),
   }));
   options.onStart?.(meta.count);
   const checkpoints = [
@@ -587,6 +703,7 @@ export async function verifyStoreChain(
     ...(options.trust?.checkpoints ?? []).filter((c) => t === undefined || Number(c.company_id) === t),
   ];
   const checked = checkCheckpoints(checkpoints, keyMap(meta.keys), t);
+  const continuity = checkContinuity(meta.continuity, keyMap(meta.keys), t);
   const walkers = new Map<number, SegmentWalker>();
   const page = Math.max(1, options.pageRows ?? 10_000);
   // The last row's values as stored (not coerced: a hand-put text seq must not end the paging).
@@ -601,7 +718,7 @@ export async function verifyStoreChain(
     );
     for (const row of rows) {
       const companyId = storedInteger(row.company_id);
-      tenantWalker(walkers, companyId, checked, maxFindings).push(row);
+      tenantWalker(walkers, companyId, checked, maxFindings, continuity).push(row);
     }
     total += rows.length;
     options.onProgress?.(total);
@@ -611,7 +728,8 @@ export async function verifyStoreChain(
   }
   const segments = new Map<number, SegmentResult[]>();
   for (const [id, w] of walkers) segments.set(id, [w.r]);
-  const report = assemble(t0, total, segments, checked, headMap(meta.heads, t), maxFindings);
+  const report = assemble(t0, total, segments, checked, headMap(meta.heads, t), maxFindings, continuity);
+  report.warnings.push(...continuity.warnings);
   await store.read((q) => checkUnsignedTails(report, q, options));
   await store.read((q) => checkStoredReceipts(report, q, options));
   if (options.trust === undefined) report.warnings.push(SAME_STORE_WARNING);
@@ -619,7 +737,8 @@ export async function verifyStoreChain(
 }
 
 /**
- * The walker of `companyId`'s chain from its first row (seq 1, genesis hash), made on first use and
+ * The walker of `companyId`'s chain from its first row (seq 1, genesis hash — or, when rows were
+ * archived and pruned, the row after the signed boundary and its hash), made on first use and
  * kept in `walkers`: every whole-chain walk (a Store, a SQLite file, one thread) starts its tenants so.
  */
 export function tenantWalker(
@@ -627,10 +746,18 @@ export function tenantWalker(
   companyId: number,
   checked: { byTenant: Map<number, CheckedCheckpoint[]> },
   maxFindings: number,
+  continuity?: CheckedContinuity,
 ): SegmentWalker {
   let w = walkers.get(companyId);
   if (w === undefined) {
-    w = new SegmentWalker(companyId, 1, GENESIS_HASH, checked.byTenant.get(companyId) ?? [], maxFindings);
+    const base = continuity?.bases.get(companyId);
+    w = new SegmentWalker(
+      companyId,
+      (base?.seq ?? 0) + 1,
+      base?.hash ?? GENESIS_HASH,
+      checked.byTenant.get(companyId) ?? [],
+      maxFindings,
+    );
     walkers.set(companyId, w);
   }
   return w;

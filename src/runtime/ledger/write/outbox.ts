@@ -56,17 +56,34 @@ export function newMessageId(): string {
 
 /**
  * Queue one message inside the caller's transaction (`q` must be the write's transaction, so a
- * rolled-back write leaves no message). Due at once; its message id is generated here.
+ * rolled-back write leaves no message). Due at once; its message id is `messageId` when given (a
+ * key the receiver can derive, such as an audit row's), else generated here. Returns its outbox_id.
  */
 export async function queueOutboxMessage(
   q: Queryable,
-  m: { companyId: number; kind: string; payload: Record<string, unknown>; auditId: number | null; now: Date },
-): Promise<void> {
+  m: {
+    companyId: number;
+    kind: string;
+    payload: Record<string, unknown>;
+    auditId: number | null;
+    now: Date;
+    messageId?: string;
+  },
+): Promise<number> {
   const nowIso = m.now.toISOString();
-  await q.run(
-    `INSERT INTO outbox (company_id, kind, payload, audit_id, status, created_at, deliver_after, message_id) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)`,
-    [m.companyId, m.kind, JSON.stringify(m.payload), m.auditId, nowIso, nowIso, newMessageId()],
+  const row = await q.get<{ outbox_id: number | string }>(
+    `INSERT INTO outbox (company_id, kind, payload, audit_id, status, created_at, deliver_after, message_id) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?) RETURNING outbox_id`,
+    [
+      m.companyId,
+      m.kind,
+      JSON.stringify(m.payload),
+      m.auditId,
+      nowIso,
+      nowIso,
+      m.messageId ?? newMessageId(),
+    ],
   );
+  return Number(row?.outbox_id);
 }
 
 function parseRow(r: Record<string, unknown>, token: string): OutboxMessage {

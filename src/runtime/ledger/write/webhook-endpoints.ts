@@ -26,8 +26,17 @@ export const WEBHOOK_EVENTS = [
   'approval.expired',
   'cap.reached',
   'outbox.dead',
+  'audit.row',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
+
+/**
+ * The events an endpoint gets when it names none: every notification, not `audit.row` (the whole
+ * audit log, one delivery per row: ledger/stream/webhook-sink.ts), which is asked for by name.
+ */
+export const DEFAULT_WEBHOOK_EVENTS: readonly WebhookEventType[] = WEBHOOK_EVENTS.filter(
+  (e) => e !== 'audit.row',
+);
 
 /** The outbox kind of one signed delivery to one endpoint. */
 export const WEBHOOK_KIND = 'solid.webhook';

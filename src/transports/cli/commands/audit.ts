@@ -30,6 +30,7 @@ import {
   UNSIGNED_TAIL_LIMITS,
   SAME_STORE_WARNING,
   verifyStoreChain,
+  storedContinuity,
   type AuditVerifyReport,
   type TrustFile,
 } from '../../../runtime/ledger/verify/verify.ts';
@@ -50,6 +51,7 @@ import type { ExportFormat } from '../../../runtime/ledger/keys/export-manifest.
 import type { AuditFinding } from '../../../runtime/ledger/verify/chain-walk.ts';
 import { appendOperatorAudit } from '../../../runtime/ledger/write/operator-audit.ts';
 import { localOptionsOf, openLocal } from '../local.ts';
+import { archiveAuditLog, checkArchives } from '../../../runtime/ledger/retention/archive.ts';
 
 /** Where the audit log is read from: a SQLite file opened read-only, or a PostgreSQL database. */
 export interface AuditSource {
@@ -260,6 +262,10 @@ export function registerAudit(program: Command, io: Io, setExit: (code: number) 
       'verify an export (`solid audit export`) offline instead of the database: its rows file or its manifest',
     )
     .option('--manifest <file>', 'with --export: the manifest, when it is not <file>.manifest.json')
+    .option(
+      '--archive <dir>',
+      'the archive directory of pruned rows (`solid audit archive --to`): verify the whole history, not only from the boundary on',
+    )
     .action(
       async (opts: {
         tenant?: string;
@@ -269,6 +275,7 @@ export function registerAudit(program: Command, io: Io, setExit: (code: number) 
         maxUnsignedSeconds?: string;
         export?: string;
         manifest?: string;
+        archive?: string;
       }) => {
         const tenant = parseTenant(opts.tenant);
         const anchors = opts.anchors === undefined ? undefined : await readAnchorsAt(opts.anchors);
@@ -308,6 +315,14 @@ export function registerAudit(program: Command, io: Io, setExit: (code: number) 
         } finally {
           bar?.stop();
           if (source!.kind !== 'sqlite') await source!.close();
+        }
+        if (opts.archive !== undefined && report.tenants.some((x) => x.archived !== undefined)) {
+          const again = await openAuditSource(program.opts<{ db?: string }>().db);
+          try {
+            await checkArchives(report, await storedContinuity(again!.q, tenant), opts.archive, trust);
+          } finally {
+            await again!.close();
+          }
         }
         if (anchors !== undefined) {
           checkAnchoredHeads(report, anchors, tenant);
@@ -425,6 +440,56 @@ export function registerAudit(program: Command, io: Io, setExit: (code: number) 
         }
       },
     );
+  audit
+    .command('archive')
+    .description(
+      "Archive a tenant's rows created before a date to a verified export, then prune them behind a signed continuity record",
+    )
+    .requiredOption('--tenant <company_id>', 'the tenant')
+    .requiredOption('--before <iso>', 'archive rows created before this instant, e.g. 2026-01-01')
+    .requiredOption('--to <dir>', 'the archive directory (created if missing); keep it, and a copy elsewhere')
+    .option('--json', 'print the result as JSON')
+    .action(async (opts: { tenant: string; before: string; to: string; json?: boolean }) => {
+      const tenant = parseTenant(opts.tenant)!;
+      const before = parseInstant('--before', opts.before);
+      const local = await openLocal(localOptionsOf(program));
+      try {
+        const rt = local.rt;
+        if ((await rt.tenants.get(tenant)) === undefined)
+          throw new VerbError('not_found', `No tenant ${tenant} in this database.`, {
+            hint: 'List tenants with `solid tenant show` or check --db.',
+          });
+        await rt.auditBuffer.flush();
+        const result = await archiveAuditLog(rt.store, rt.keys, {
+          companyId: tenant,
+          before,
+          dir: opts.to,
+          now: rt.clock(),
+        });
+        if (!result.ok) {
+          io.err(
+            [
+              `✗ not archived: the rows of tenant ${tenant} before ${before.toISOString()} do not verify (${result.finding_count} finding${result.finding_count === 1 ? '' : 's'}); nothing was pruned.`,
+              ...result.findings.map(findingLine),
+            ].join('\n'),
+          );
+          setExit(EXIT_TAMPERED);
+          return;
+        }
+        if (opts.json) io.out(JSON.stringify(result, null, 2));
+        else if (result.record === null)
+          io.out(
+            `✓ nothing to archive for tenant ${tenant} before ${before.toISOString()}${result.held_by_streams !== null ? ` (audit streams have handed over rows up to seq ${result.held_by_streams} only)` : ''}`,
+          );
+        else
+          io.out(
+            `✓ archived and pruned ${result.archived} rows of tenant ${tenant} (seq ${result.record.rows.first_seq}–${result.record.rows.last_seq}) to ${result.rowsPath}; signed continuity record at seq ${result.record.rows.last_seq}${result.held_by_streams !== null ? ` (held at the rows audit streams have handed over)` : ''}\n  verify: solid audit verify --tenant ${tenant} --archive ${opts.to}`,
+          );
+        setExit(0);
+      } finally {
+        await local.close();
+      }
+    });
   audit
     .command('export-keys')
     .description(

@@ -15,6 +15,7 @@
 import type { Command } from 'commander';
 import { runtimeMigrations } from '../../../store/migrations/runtime.ts';
 import { deliveryMigrations } from '../../../runtime/delivery/migrations.ts';
+import { retentionMigrations } from '../../../runtime/ledger/retention/migrations.ts';
 import { PostgresStore, postgresOptionsFromEnv } from '../../../store/postgres/postgres-store.ts';
 import { grantAppRole } from '../../../store/postgres/app-role.ts';
 import { SqliteStore } from '../../../store/sqlite/sqlite-store.ts';
@@ -75,6 +76,7 @@ async function runMigrate(program: Command, io: Io, flags: MigrateFlags): Promis
     const before = await listAppliedMigrations(store);
     await store.migrate('runtime', runtimeMigrations);
     await store.migrate('delivery', deliveryMigrations);
+    await store.migrate('retention', retentionMigrations);
     // The browser sessions table of `solid serve` (WebMCP), so a restricted app role never needs CREATE.
     await store.migrate('webmcp', webSessionMigrations);
     const packs = await enabledPacks(store);

@@ -28,7 +28,9 @@
  *
  * Operations (spec/transports.md §request-log §metrics §traces): one info log line per request
  * (SOLID_LOG_LEVEL, default info), `/metrics` with SOLID_METRICS_TOKEN or on `--metrics-port`,
- * OTLP traces when OTEL_EXPORTER_OTLP_ENDPOINT is set. Rate limits per API key, session and
+ * OTLP traces when OTEL_EXPORTER_OTLP_ENDPOINT is set, and every audit row as an OTLP log record
+ * when OTEL_EXPORTER_OTLP_LOGS_ENDPOINT (or OTEL_LOGS_EXPORTER=otlp) is set
+ * (ledger/stream/otlp-logs.ts). Rate limits per API key, session and
  * client address are on by default (spec/transports.md §rate-limits; counters in the database,
  * shared by every node).
  *
@@ -45,6 +47,7 @@ import { createHttpServer, type HttpServerOptions } from '../../http/server.ts';
 import { createMetrics, metricsRoute, type SolidMetrics } from '../../http/metrics.ts';
 import { installEnvelopeErrors } from '../../http/error-handler.ts';
 import { startTracing } from '../tracing.ts';
+import { startOtlpAuditStream } from '../../../runtime/ledger/stream/otlp-logs.ts';
 import type { TrustProxy } from '../../../identity/origin-policy.ts';
 import { loadHttpMounts } from '../../server/http-mounts.ts';
 import { DEFAULT_RATE_LIMITS, type RateLimits } from '../../http/rate-limit.ts';
@@ -306,6 +309,11 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
   let app: ReturnType<typeof createHttpServer> | undefined;
   let metricsApp: ReturnType<typeof createHttpServer> | undefined;
   const stopTracing = await startTracing(process.env, rt.logger);
+  const auditStream = await startOtlpAuditStream(process.env, {
+    store: rt.store,
+    logger: rt.logger,
+    clock: rt.clock,
+  });
   const metrics = metricsToken !== '' || metricsPort !== undefined ? createMetrics(rt) : undefined;
   const anchors = new AnchorPublisher(rt.store, anchorSinks, {
     clock: rt.clock,
@@ -434,6 +442,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     metricsApp = undefined;
     metrics?.close();
     await stopTracing?.();
+    await auditStream?.close();
     await local.close();
     io.err('solid serve: stopped');
     finished = true;
@@ -444,6 +453,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
     if (metricsApp !== undefined) await metricsApp.close().catch(() => {});
     metrics?.close();
     await stopTracing?.();
+    await auditStream?.close();
     await local.close().catch(() => {});
   }
 }

@@ -12,7 +12,11 @@
  */
 import type { Command } from 'commander';
 import type { Envelope } from '../../../spec/types.ts';
-import { WEBHOOK_EVENTS, type WebhookEndpointView } from '../../../runtime/ledger/write/webhook-endpoints.ts';
+import {
+  DEFAULT_WEBHOOK_EVENTS,
+  WEBHOOK_EVENTS,
+  type WebhookEndpointView,
+} from '../../../runtime/ledger/write/webhook-endpoints.ts';
 import { terminalOf, withTarget, type VerbTarget } from '../target.ts';
 import { printEnvelope, table, type Io } from '../output.ts';
 
@@ -81,7 +85,10 @@ export function registerWebhooks(program: Command, io: Io, setExit: (code: numbe
   cmd
     .command('add <url>')
     .description('Add an endpoint; its signing secret (whsec_…) is printed once')
-    .option('--events <list>', `comma-separated event types (default all: ${WEBHOOK_EVENTS.join(', ')})`)
+    .option(
+      '--events <list>',
+      `comma-separated event types (default: ${DEFAULT_WEBHOOK_EVENTS.join(', ')}; audit.row streams every audit row)`,
+    )
     .option('--description <text>', 'what the endpoint is')
     .option('--json', 'print the envelope as JSON')
     .option('--api-key <key>', 'API key (default: SOLID_API_KEY)')
