@@ -131,6 +131,14 @@ export interface RevertDefinition {
   ) => Promise<{ revert_action: string; [k: string]: unknown }>;
   /** Typed phrase for reverting (typed-phrase classes). Default: `REVERT <verb> #<audit_id>`. */
   phrase?: (original: OriginalAction) => string;
+  /**
+   * The action only adds something of its own to its entity (a note on a contact) and the undo
+   * removes just that. Two additive actions on one entity commute: a later additive write is no
+   * changed_since for this undo, and a forced revert over any other later write keeps that write
+   * (the answer names it as kept, never as discarded). Default false: the undo puts the entity
+   * back as it was, discarding any later write to it. spec/receipts.md §revert rule 7.
+   */
+  additive?: boolean;
 }
 
 /** Consent decision delegated to the target (audit.revert, transaction.append, macros.run). */
