@@ -204,6 +204,12 @@ export interface VerbDefinition<A = any, R = any> {
    * spec/consent.md §caps
    */
   cap_exempt?: boolean;
+  /**
+   * Which way a WRITE_FINANCIAL verb moves the business's money, for the owner's day
+   * (audit.money_moved): `in` (a charge: money received), `out` (a refund, a payout: money paid
+   * back). Undeclared: counted as `other` (moved, neither charged nor refunded).
+   */
+  money_flow?: 'in' | 'out';
   /** Typed phrase from the args; required for WRITE_FINANCIAL and IRREVERSIBLE. */
   phrase?: (args: A) => string;
   /**
