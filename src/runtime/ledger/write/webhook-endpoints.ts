@@ -25,6 +25,7 @@ export const WEBHOOK_EVENTS = [
   'approval.decided',
   'approval.expired',
   'cap.reached',
+  'refusals.burst',
   'outbox.dead',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
