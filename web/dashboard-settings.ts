@@ -219,7 +219,7 @@ async function apiKeysSection(ctx: DashboardContext): Promise<HTMLElement | null
   panel.append(
     el(
       'div',
-      { class: 'table-wrap' },
+      { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'API keys (scrolls sideways)' },
       el(
         'table',
         {},
@@ -413,7 +413,7 @@ export async function loadSettings(ctx: DashboardContext): Promise<void> {
     'Daily caps',
     el(
       'div',
-      { class: 'table-wrap' },
+      { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Daily caps (scrolls sideways)' },
       el(
         'table',
         {},
