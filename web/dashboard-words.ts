@@ -105,11 +105,16 @@ export function argumentWords(args: Record<string, unknown> | undefined): Array<
   return Object.entries(args).map(([k, v]) => [label(k), v === '[REDACTED]' ? '(hidden)' : value(k, v)]);
 }
 
-/** "user 3 (employee) via claude-desktop". */
-export function who(actor: string, role?: string | null, agent?: string | null): string {
+/**
+ * "user 3 (employee) via claude-desktop", or with the name the owner gave the agent's key:
+ * "user 3 (employee) via “Front-desk bot” (claude-desktop)".
+ */
+export function who(actor: string, role?: string | null, agent?: string | null, agentName?: string): string {
   const user = actor.startsWith('user:') ? `user ${actor.slice(5)}` : actor;
   const r = role ? ` (${role})` : '';
-  const a = agent ? ` via ${agent === 'dashboard' ? 'this dashboard' : agent}` : '';
+  const kind = agent === 'dashboard' ? 'this dashboard' : agent;
+  const a =
+    agentName !== undefined ? ` via “${agentName}”${kind ? ` (${kind})` : ''}` : kind ? ` via ${kind}` : '';
   return `${user}${r}${a}`;
 }
 

@@ -309,6 +309,26 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         await page.locator(`#trail-list li[data-audit-id="${note.audit_id}"]`).waitFor();
       });
 
+      await t.test("one agent's view: named by its key, what it did and what was refused", async () => {
+        await page.getByLabel('Status').selectOption('denied');
+        await page.getByRole('button', { name: 'Apply filters' }).click();
+        const bot = page.locator('#trail-list li .who', { hasText: '“Night-shift bot” (claude-desktop)' });
+        await bot.first().waitFor();
+        await page.getByRole('button', { name: 'Show only what “Night-shift bot” did' }).first().click();
+        await page.locator('#trail-agent:not([hidden])').waitFor();
+        assert.equal(
+          await page.locator('#trail-agent-words').textContent(),
+          `Only “Night-shift bot”: ${REFUSAL_BURST.refusals} actions shown, ${REFUSAL_BURST.refusals} refused.`,
+        );
+        const whos = await page.locator('#trail-list li .who').allTextContents();
+        assert.equal(whos.length, REFUSAL_BURST.refusals);
+        for (const w of whos) assert.match(w, /“Night-shift bot”/);
+        await page.getByRole('button', { name: 'Show every agent' }).click();
+        await page.locator('#trail-agent').waitFor({ state: 'hidden' });
+        await page.getByRole('button', { name: 'Clear' }).click();
+        await page.locator(`#trail-list li[data-audit-id="${note.audit_id}"]`).waitFor();
+      });
+
       await t.test(
         "finds the charge's receipt: who, agent, arguments in words, consent; no Undo",
         async () => {
