@@ -18,7 +18,7 @@
  */
 import { byId, el } from './element.ts';
 import { describeError, ROLE_RANK, type DashboardContext } from './dashboard-context.ts';
-import { localTime } from './dashboard-words.ts';
+import { localTime, setBusinessTimeZone } from './dashboard-words.ts';
 import type { CapView as Cap } from '../src/verbs/tenant-settings.ts';
 
 const CLASS_WORDS: Readonly<Record<string, string>> = {
@@ -395,6 +395,8 @@ export async function loadSettings(ctx: DashboardContext): Promise<void> {
         caps: Record<string, Cap>;
         blocklist: { default: string[]; tenant: string[] };
         phrase_channel?: 'any' | 'human';
+        time_zone?: string;
+        business_day?: { day: string; start: string; end: string };
       };
     }
   ).data;
@@ -407,6 +409,38 @@ export async function loadSettings(ctx: DashboardContext): Promise<void> {
         ? "Phrases count only when a person types them: here, at a terminal prompt, in an MCP client's form or in a page dialog. An agent sending a phrase itself is refused."
         : 'Phrases count from any channel, agents included. The owner can require a person.',
     ),
+  );
+  setBusinessTimeZone(data.time_zone);
+  const zoneNow = data.time_zone ?? 'UTC';
+  // The business's time zone: where its day, and so its daily caps, begin. A signed-in person only
+  // (tenant.time_zone_set refuses an agent's key): moving midnight moves the cap boundary.
+  const zoneInput = el('input', {
+    type: 'text',
+    name: 'time_zone',
+    autocomplete: 'off',
+    spellcheck: 'false',
+    maxlength: 64,
+    list: 'time-zones',
+    placeholder: 'e.g. Europe/Berlin',
+  });
+  const zones =
+    typeof (Intl as { supportedValuesOf?: (k: string) => string[] }).supportedValuesOf === 'function'
+      ? (Intl as unknown as { supportedValuesOf: (k: string) => string[] }).supportedValuesOf('timeZone')
+      : [];
+  const zone = section(
+    'Time zone',
+    el(
+      'p',
+      { 'data-time-zone': zoneNow },
+      `This business keeps time in ${zoneNow}: its day, and its daily caps, begin at midnight there${data.business_day ? ` (today is ${data.business_day.day})` : ''}. Every time on this dashboard is shown in it.`,
+    ),
+    ctx.canUse('tenant.time_zone_set')
+      ? inlineForm('New time zone', zoneInput, 'Set time zone', (v) => {
+          if (v === '') return;
+          void change(ctx, 'tenant.time_zone_set', { time_zone: v }, `The business now keeps time in ${v}.`);
+        })
+      : null,
+    el('datalist', { id: 'time-zones' }, ...zones.map((z) => el('option', { value: z }))),
   );
   const owner = ctx.canUse('tenant.caps_set');
   const caps = section(
@@ -539,6 +573,7 @@ export async function loadSettings(ctx: DashboardContext): Promise<void> {
   const keys = await apiKeysSection(ctx);
   const deliveries = await deliveriesSection(ctx);
   body.replaceChildren(
+    zone,
     caps,
     blocklist,
     phrase,

@@ -465,6 +465,25 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         await page.getByLabel('Search').fill('');
       });
 
+      await t.test(
+        "Settings: the owner moves the business's time zone through the consent dialog",
+        async () => {
+          await goto(page, '#/settings', 'settings');
+          await page.locator('[data-time-zone="America/New_York"]').waitFor();
+          await page.getByLabel('New time zone').fill('Europe/Berlin');
+          await page.getByRole('button', { name: 'Set time zone' }).click();
+          await page.locator('dialog#solid-consent[open]').waitFor();
+          await page.locator('#solid-consent-confirm').click();
+          await page.locator('[data-time-zone="Europe/Berlin"]').waitFor();
+          assert.match(
+            (await page.locator('#settings-status').textContent()) ?? '',
+            /now keeps time in Europe\/Berlin/,
+          );
+          await goto(page, '#/activity', 'activity');
+          await page.locator('#money-chart h2', { hasText: 'Europe/Berlin' }).waitFor();
+        },
+      );
+
       await t.test('Settings: the owner changes a cap and blocks a name; both are in the trail', async () => {
         await goto(page, '#/settings', 'settings');
         const row = page.locator('#settings-body tr[data-class="WRITE_FINANCIAL"]');
