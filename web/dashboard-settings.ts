@@ -355,6 +355,17 @@ async function deliveriesSection(ctx: DashboardContext): Promise<HTMLElement | n
 }
 
 export async function loadSettings(ctx: DashboardContext): Promise<void> {
+  // Loading: the panels shown are the previous ones until the new answer is in (aria-busy).
+  const body = byId('settings-body');
+  body.setAttribute('aria-busy', 'true');
+  try {
+    await renderSettings(ctx);
+  } finally {
+    body.removeAttribute('aria-busy');
+  }
+}
+
+async function renderSettings(ctx: DashboardContext): Promise<void> {
   const body = byId('settings-body');
   const status = byId('settings-status');
   const session = section(

@@ -159,7 +159,10 @@ export async function loadTrail(ctx: DashboardContext, reset = true): Promise<vo
   }
   const args: Record<string, unknown> = { ...filters(), limit: PAGE };
   if (!reset && cursor !== null) args.cursor = cursor;
+  status.textContent = 'Loading the activity…';
+  list.setAttribute('aria-busy', 'true');
   const { envelope } = await ctx.call('audit.trail', args);
+  list.removeAttribute('aria-busy');
   if (!envelope.ok) {
     status.textContent = `Could not load the activity: ${describeError(envelope)}`;
     return;

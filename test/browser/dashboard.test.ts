@@ -86,6 +86,8 @@ async function goto(page: Page, hash: string, view: string): Promise<void> {
   }, hash);
   await page.locator(`body[data-view="${view}"]`).waitFor();
   await page.waitForLoadState('networkidle');
+  // networkidle is reached once per page load: wait for the view's own loading to end.
+  await page.locator(`#view-${view} [aria-busy="true"]`).waitFor({ state: 'detached' });
 }
 
 /**
