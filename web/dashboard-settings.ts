@@ -18,7 +18,7 @@
  */
 import { byId, el } from './element.ts';
 import { describeError, ROLE_RANK, type DashboardContext } from './dashboard-context.ts';
-import { localTime } from './dashboard-words.ts';
+import { localTime, setBusinessTimeZone } from './dashboard-words.ts';
 import type { CapView as Cap } from '../src/verbs/tenant-settings.ts';
 
 const CLASS_WORDS: Readonly<Record<string, string>> = {
@@ -219,7 +219,7 @@ async function apiKeysSection(ctx: DashboardContext): Promise<HTMLElement | null
   panel.append(
     el(
       'div',
-      { class: 'table-wrap' },
+      { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'API keys (scrolls sideways)' },
       el(
         'table',
         {},
@@ -355,6 +355,17 @@ async function deliveriesSection(ctx: DashboardContext): Promise<HTMLElement | n
 }
 
 export async function loadSettings(ctx: DashboardContext): Promise<void> {
+  // Loading: the panels shown are the previous ones until the new answer is in (aria-busy).
+  const body = byId('settings-body');
+  body.setAttribute('aria-busy', 'true');
+  try {
+    await renderSettings(ctx);
+  } finally {
+    body.removeAttribute('aria-busy');
+  }
+}
+
+async function renderSettings(ctx: DashboardContext): Promise<void> {
   const body = byId('settings-body');
   const status = byId('settings-status');
   const session = section(
@@ -395,6 +406,8 @@ export async function loadSettings(ctx: DashboardContext): Promise<void> {
         caps: Record<string, Cap>;
         blocklist: { default: string[]; tenant: string[] };
         phrase_channel?: 'any' | 'human';
+        time_zone?: string;
+        business_day?: { day: string; start: string; end: string };
       };
     }
   ).data;
@@ -408,12 +421,44 @@ export async function loadSettings(ctx: DashboardContext): Promise<void> {
         : 'Phrases count from any channel, agents included. The owner can require a person.',
     ),
   );
+  setBusinessTimeZone(data.time_zone);
+  const zoneNow = data.time_zone ?? 'UTC';
+  // The business's time zone: where its day, and so its daily caps, begin. A signed-in person only
+  // (tenant.time_zone_set refuses an agent's key): moving midnight moves the cap boundary.
+  const zoneInput = el('input', {
+    type: 'text',
+    name: 'time_zone',
+    autocomplete: 'off',
+    spellcheck: 'false',
+    maxlength: 64,
+    list: 'time-zones',
+    placeholder: 'e.g. Europe/Berlin',
+  });
+  const zones =
+    typeof (Intl as { supportedValuesOf?: (k: string) => string[] }).supportedValuesOf === 'function'
+      ? (Intl as unknown as { supportedValuesOf: (k: string) => string[] }).supportedValuesOf('timeZone')
+      : [];
+  const zone = section(
+    'Time zone',
+    el(
+      'p',
+      { 'data-time-zone': zoneNow },
+      `This business keeps time in ${zoneNow}: its day, and its daily caps, begin at midnight there${data.business_day ? ` (today is ${data.business_day.day})` : ''}. Every time on this dashboard is shown in it.`,
+    ),
+    ctx.canUse('tenant.time_zone_set')
+      ? inlineForm('New time zone', zoneInput, 'Set time zone', (v) => {
+          if (v === '') return;
+          void change(ctx, 'tenant.time_zone_set', { time_zone: v }, `The business now keeps time in ${v}.`);
+        })
+      : null,
+    el('datalist', { id: 'time-zones' }, ...zones.map((z) => el('option', { value: z }))),
+  );
   const owner = ctx.canUse('tenant.caps_set');
   const caps = section(
     'Daily caps',
     el(
       'div',
-      { class: 'table-wrap' },
+      { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Daily caps (scrolls sideways)' },
       el(
         'table',
         {},
@@ -539,6 +584,7 @@ export async function loadSettings(ctx: DashboardContext): Promise<void> {
   const keys = await apiKeysSection(ctx);
   const deliveries = await deliveriesSection(ctx);
   body.replaceChildren(
+    zone,
     caps,
     blocklist,
     phrase,

@@ -66,6 +66,9 @@ export interface TrailEntry {
   consent_words?: string | null;
   reverted_by_audit_id?: number | null;
   reverted_at?: string | null;
+  /** The credential's key id, and the name the owner gave it (the key's, or the OAuth client's). */
+  key_id?: string | null;
+  agent_name?: string | null;
   [k: string]: unknown;
 }
 
@@ -90,8 +93,12 @@ function filters(): Record<string, unknown> {
     }
   }
   if (data.get('include_reads') === null) args.scope = 'business';
+  if (agentFilter !== undefined) args.key_id = agentFilter.key_id;
   return args;
 }
+
+/** The one agent the activity is narrowed to (its key), or undefined for every agent. */
+let agentFilter: { key_id: string; name: string } | undefined;
 
 function row(ctx: DashboardContext, entry: TrailEntry): HTMLLIElement {
   const outcome = STATUS_WORDS[entry.status] ?? entry.status;
@@ -107,7 +114,26 @@ function row(ctx: DashboardContext, entry: TrailEntry): HTMLLIElement {
       },
       ctx.title(entry.action),
     ),
-    el('span', { class: 'who' }, who(entry.actor, entry.role, entry.agent_type)),
+    el(
+      'span',
+      { class: 'who' },
+      who(entry.actor, entry.role, entry.agent_type, agentName(entry)),
+      agentName(entry) !== undefined &&
+        entry.key_id !== null &&
+        entry.key_id !== undefined &&
+        agentFilter === undefined
+        ? el(
+            'button',
+            {
+              type: 'button',
+              class: 'link agent-only',
+              'data-key-id': String(entry.key_id),
+              'aria-label': `Show only what “${agentName(entry)}” did`,
+            },
+            'only this agent',
+          )
+        : null,
+    ),
     el(
       'span',
       { class: `badge status-${entry.status}` },
@@ -115,6 +141,11 @@ function row(ctx: DashboardContext, entry: TrailEntry): HTMLLIElement {
       entry.reason ? el('span', { class: 'reason' }, ` · ${entry.reason}`) : null,
     ),
   );
+}
+
+/** The name the owner gave the entry's agent (its key's or grant's), when it has one. */
+function agentName(entry: TrailEntry): string | undefined {
+  return typeof entry.agent_name === 'string' && entry.agent_name !== '' ? entry.agent_name : undefined;
 }
 
 /** Load the first page (reset) or the next one. */
@@ -128,7 +159,10 @@ export async function loadTrail(ctx: DashboardContext, reset = true): Promise<vo
   }
   const args: Record<string, unknown> = { ...filters(), limit: PAGE };
   if (!reset && cursor !== null) args.cursor = cursor;
+  status.textContent = 'Loading the activity…';
+  list.setAttribute('aria-busy', 'true');
   const { envelope } = await ctx.call('audit.trail', args);
+  list.removeAttribute('aria-busy');
   if (!envelope.ok) {
     status.textContent = `Could not load the activity: ${describeError(envelope)}`;
     return;
@@ -142,6 +176,12 @@ export async function loadTrail(ctx: DashboardContext, reset = true): Promise<vo
   count += result.entries.length;
   cursor = result.next_cursor;
   more.hidden = cursor === null;
+  const refused = list.querySelectorAll('li[data-status="denied"]').length;
+  const only = byId('trail-agent');
+  only.hidden = agentFilter === undefined;
+  if (agentFilter !== undefined)
+    byId('trail-agent-words').textContent =
+      `Only “${agentFilter.name}”: ${count} action${count === 1 ? '' : 's'} shown, ${refused} refused.`;
   status.textContent =
     count === 0
       ? args.scope === 'business'
@@ -379,9 +419,22 @@ export function setupTrail(context: DashboardContext): void {
     void loadTrail(ctx(), true);
   });
   form.addEventListener('reset', () => {
+    agentFilter = undefined;
     setTimeout(() => void loadTrail(ctx(), true), 0);
   });
   byId('trail-more').addEventListener('click', () => void loadTrail(ctx(), false));
+  // One agent's view: what it did and what was refused (audit.trail key_id).
+  byId('trail-list').addEventListener('click', (event) => {
+    const button = (event.target as HTMLElement).closest<HTMLButtonElement>('button.agent-only');
+    if (button === null) return;
+    const name = button.getAttribute('aria-label')?.match(/“(.*)”/)?.[1] ?? button.dataset.keyId!;
+    agentFilter = { key_id: button.dataset.keyId!, name };
+    void loadTrail(ctx(), true).then(() => byId('trail-agent-all').focus());
+  });
+  byId('trail-agent-all').addEventListener('click', () => {
+    agentFilter = undefined;
+    void loadTrail(ctx(), true);
+  });
   byId('receipt-verify').addEventListener('click', () => void verifyShown(ctx()));
   byId('receipt-download').addEventListener('click', downloadShown);
   byId<HTMLFormElement>('receipt-find').addEventListener('submit', (event) => {

@@ -3,11 +3,45 @@
  * Pure functions (no DOM), so they are easy to reason about and bundle.
  */
 
-/** A local date and time, e.g. "2 Dec 2026, 13:05". */
+/** The business's time zone (IANA), once an answer named it; undefined: the browser's. */
+let businessZone: string | undefined;
+
+/** Show every time from now on in the business's time zone (`time_zone` of an answer). */
+export function setBusinessTimeZone(zone: string | undefined): void {
+  if (zone === undefined || zone === '') return;
+  try {
+    new Intl.DateTimeFormat(undefined, { timeZone: zone });
+    businessZone = zone;
+  } catch {
+    /* a zone this browser does not know: keep the browser's own */
+  }
+}
+
+/** The time zone times are shown in, for labels: "Europe/Berlin" (or the browser's). */
+export function shownTimeZone(): string {
+  return businessZone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
+}
+
+/** A date and time in the business's time zone, e.g. "2 Dec 2026, 13:05". */
 export function localTime(iso: string): string {
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
-  return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+  return d.toLocaleString(undefined, {
+    dateStyle: 'medium',
+    timeStyle: 'short',
+    ...(businessZone !== undefined ? { timeZone: businessZone } : {}),
+  });
+}
+
+/** A time of day in the business's time zone, e.g. "00:00". */
+export function clockTime(iso: string): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  return d.toLocaleTimeString(undefined, {
+    hour: '2-digit',
+    minute: '2-digit',
+    ...(businessZone !== undefined ? { timeZone: businessZone } : {}),
+  });
 }
 
 /** "in 4 min 10 s", "in 2 h 5 min", or "expired". */
@@ -23,9 +57,24 @@ export function countdown(untilIso: string, now: number = Date.now()): string {
   return `in ${h} h ${m % 60} min`;
 }
 
-/** Cents as money, e.g. 15900 → "$159.00". */
+/**
+ * Cents as money, written exactly as the typed phrases write it (src/runtime/consent/typed-phrase.ts
+ * formatCents), whatever the browser's language: 15900 → "$159.00", 123456789 → "$1,234,567.89",
+ * -250 → "-$2.50". The amount an owner reads on screen is the amount they type.
+ */
 export function money(cents: number, currency = 'USD'): string {
-  return new Intl.NumberFormat(undefined, { style: 'currency', currency }).format(cents / 100);
+  if (!Number.isFinite(cents)) return '—';
+  const symbol = currency === 'USD' ? '$' : `${currency} `;
+  const abs = Math.abs(Math.round(cents));
+  const units = Math.floor(abs / 100)
+    .toString()
+    .replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return `${cents < 0 ? '-' : ''}${symbol}${units}.${String(abs % 100).padStart(2, '0')}`;
+}
+
+/** A raw value in words: "partially_refunded" → "partially refunded". */
+export function words(v: string): string {
+  return v.replace(/_/g, ' ');
 }
 
 /** "amount_cents" → "Amount", "invoice_id" → "Invoice", "new_phone" → "New phone". */
@@ -40,7 +89,13 @@ export function value(key: string, v: unknown): string {
   if (typeof v === 'number' && /_cents$/.test(key)) return money(v);
   if ((typeof v === 'number' || typeof v === 'string') && /_id$/.test(key)) return `#${v}`;
   if (typeof v === 'boolean') return v ? 'yes' : 'no';
-  if (typeof v === 'object') return JSON.stringify(v);
+  if (Array.isArray(v)) return v.length === 0 ? 'none' : v.map((x) => value('', x)).join(', ');
+  if (typeof v === 'object')
+    return Object.entries(v as Record<string, unknown>)
+      .map(([k, x]) => `${label(k)}: ${value(k, x)}`)
+      .join('; ');
+  // Machine words (a status such as "partially_refunded") read as words.
+  if (typeof v === 'string' && /^[a-z]+(_[a-z]+)+$/.test(v)) return words(v);
   return String(v);
 }
 
@@ -50,11 +105,16 @@ export function argumentWords(args: Record<string, unknown> | undefined): Array<
   return Object.entries(args).map(([k, v]) => [label(k), v === '[REDACTED]' ? '(hidden)' : value(k, v)]);
 }
 
-/** "user 3 (employee) via claude-desktop". */
-export function who(actor: string, role?: string | null, agent?: string | null): string {
+/**
+ * "user 3 (employee) via claude-desktop", or with the name the owner gave the agent's key:
+ * "user 3 (employee) via “Front-desk bot” (claude-desktop)".
+ */
+export function who(actor: string, role?: string | null, agent?: string | null, agentName?: string): string {
   const user = actor.startsWith('user:') ? `user ${actor.slice(5)}` : actor;
   const r = role ? ` (${role})` : '';
-  const a = agent ? ` via ${agent === 'dashboard' ? 'this dashboard' : agent}` : '';
+  const kind = agent === 'dashboard' ? 'this dashboard' : agent;
+  const a =
+    agentName !== undefined ? ` via “${agentName}”${kind ? ` (${kind})` : ''}` : kind ? ` via ${kind}` : '';
   return `${user}${r}${a}`;
 }
 

@@ -33,6 +33,8 @@ import {
 import { loadApprovals, startApprovals, stopApprovals, withWaitingCount } from './dashboard-approvals.ts';
 import { setupCatalogue } from './dashboard-catalogue.ts';
 import { loadCharts } from './dashboard-charts.ts';
+import { loadAlerts } from './dashboard-alerts.ts';
+import { setBusinessTimeZone } from './dashboard-words.ts';
 import { loadReputation } from './dashboard-reputation.ts';
 import { loadSettings } from './dashboard-settings.ts';
 import { loadConnectedApps } from './dashboard-apps.ts';
@@ -167,6 +169,7 @@ async function show(ctx: DashboardContext, focus: boolean): Promise<void> {
     settings: 'Settings',
   };
   document.title = withWaitingCount(`${titles[view]} · ${ctx.session.tenant_name || 'solid-verbs'}`);
+  const alerts = loadAlerts(ctx);
   switch (view) {
     case 'waiting':
       await loadApprovals(ctx);
@@ -186,6 +189,7 @@ async function show(ctx: DashboardContext, focus: boolean): Promise<void> {
       await Promise.all([loadSettings(ctx), loadConnectedApps(ctx)]);
       break;
   }
+  await alerts;
   if (focus) byId(`view-${view}`).querySelector<HTMLElement>('h1')?.focus({ preventScroll: true });
   window.scrollTo(0, 0);
 }
@@ -215,6 +219,12 @@ async function enter(session: SessionInfo): Promise<void> {
     () => showLogin('Your session has ended. Sign in again to continue.'),
   );
   current = ctx;
+  // Times are the business's (its time zone, named on screen), not this browser's.
+  if (ctx.canUse('audit.money_moved')) {
+    const { envelope } = await ctx.call('audit.money_moved', { limit: 1 });
+    if (envelope.ok)
+      setBusinessTimeZone((envelope.result as { data: { time_zone?: string } }).data.time_zone);
+  }
   setupCatalogue(ctx);
   setupTrail(ctx);
   setupExport(ctx);

@@ -19,6 +19,7 @@ import { HOW_TO_PASS_A_KEY, WHERE_KEYS_COME_FROM, isVerbError } from './errors.t
 import { refuse } from './refusals.ts';
 import type { Caller, DispatchOptions, RuntimeCore } from './core.ts';
 import { appendAudit, type AuditStatus } from './ledger/write/audit.ts';
+import { noteRefusal } from './ledger/write/refusal-burst.ts';
 import {
   MAX_NAME_IN_AUDIT,
   entryFor,
@@ -181,6 +182,22 @@ async function fail(c: Call, err: unknown): Promise<Envelope> {
         const row = await rt.store.write(async (tx) => {
           const row = await appendAudit(tx, entry);
           if (failureAudit?.record !== undefined) await failureAudit.record(tx, row);
+          // An agent's credential collecting refusals is probing: the burst alert (refusal-burst.ts).
+          if (status === 'denied' && p.actor === 'agent' && p.key_id !== undefined)
+            await noteRefusal(
+              tx,
+              {
+                companyId: p.company_id,
+                keyId: p.key_id,
+                agentType: p.agent_type,
+                userId: p.user_id,
+                verb: entry.action_type,
+                reason: error.reason,
+                now: c.now,
+                auditId: row.audit_id,
+              },
+              () => rt.kickOutbox(),
+            );
           tx.afterCommit(() => rt.afterWrite(row));
           return row;
         });

@@ -205,15 +205,16 @@ export const refuse = {
 
   /**
    * `daily_cap_exceeded`: the tenant's daily cap of `cls` actions is used up; `resetsAt` (ISO) is
-   * the next midnight UTC, also in `details.resets_at` (HTTP Retry-After). Spec: consent.md §caps.
+   * the tenant's next midnight in `timeZone` (IANA), also in `details.resets_at` (HTTP
+   * Retry-After) and `details.time_zone`. Spec: consent.md §caps.
    */
-  capExceeded(cap: number, cls: string, resetsAt: string): VerbError {
+  capExceeded(cap: number, cls: string, resetsAt: string, timeZone = 'UTC'): VerbError {
     return new VerbError(
       'daily_cap_exceeded',
       `This tenant reached its daily cap of ${cap} ${cls} actions.`,
       {
-        hint: `The cap resets at ${resetsAt} (midnight UTC). An owner can raise it in the tenant settings.`,
-        details: { cap, consent_class: cls, resets_at: resetsAt },
+        hint: `The cap resets at ${resetsAt} (the business's midnight, time zone ${timeZone}). An owner can raise it in the tenant settings.`,
+        details: { cap, consent_class: cls, resets_at: resetsAt, time_zone: timeZone },
       },
     );
   },

@@ -190,6 +190,16 @@ export class Registry {
     return this.#verbs.get(name) ?? this.#byTool.get(name);
   }
 
+  /**
+   * The name an audit row records for a requested `name`: the registered verb's name when `name`
+   * is a verb or its tool-name projection (`crm__add_note` → `crm.add_note`), else `name` as
+   * given. Every refusal is recorded under it — the transport's, and the pipeline's before the
+   * verb is resolved — so audit.trail filtered by a verb finds each of them (spec/audit.md).
+   */
+  verbNameOf(name: string): string {
+    return this.get(name)?.name ?? name;
+  }
+
   /** All compiled verbs, sorted by name. */
   all(): CompiledVerb[] {
     return this.#names().map((n) => this.#verbs.get(n)!);

@@ -68,6 +68,12 @@ export interface TenantSettings {
    * class; unset: as long as its nonce (spec/consent.md §approvals). Set by tenant.approval_ttl_set.
    */
   approval_ttl_minutes?: Partial<Record<'WRITE_FINANCIAL' | 'IRREVERSIBLE', number>>;
+  /**
+   * The business's time zone (IANA name; default UTC): where its day begins, so daily caps reset
+   * at its midnight and money is summed per business day (runtime/consent/business-day.ts). Set by
+   * tenant.time_zone_set, a human only.
+   */
+  time_zone?: string;
   /** Conditional gates: rules that raise a verb's gate by its arguments (spec/consent.md §conditional-gates). */
   gate_rules?: GateRule[];
   /** Anything else a pack stores. */

@@ -131,6 +131,14 @@ export interface RevertDefinition {
   ) => Promise<{ revert_action: string; [k: string]: unknown }>;
   /** Typed phrase for reverting (typed-phrase classes). Default: `REVERT <verb> #<audit_id>`. */
   phrase?: (original: OriginalAction) => string;
+  /**
+   * The action only adds something of its own to its entity (a note on a contact) and the undo
+   * removes just that. Two additive actions on one entity commute: a later additive write is no
+   * changed_since for this undo, and a forced revert over any other later write keeps that write
+   * (the answer names it as kept, never as discarded). Default false: the undo puts the entity
+   * back as it was, discarding any later write to it. spec/receipts.md §revert rule 7.
+   */
+  additive?: boolean;
 }
 
 /** Consent decision delegated to the target (audit.revert, transaction.append, macros.run). */
@@ -196,6 +204,12 @@ export interface VerbDefinition<A = any, R = any> {
    * spec/consent.md §caps
    */
   cap_exempt?: boolean;
+  /**
+   * Which way a WRITE_FINANCIAL verb moves the business's money, for the owner's day
+   * (audit.money_moved): `in` (a charge: money received), `out` (a refund, a payout: money paid
+   * back). Undeclared: counted as `other` (moved, neither charged nor refunded).
+   */
+  money_flow?: 'in' | 'out';
   /** Typed phrase from the args; required for WRITE_FINANCIAL and IRREVERSIBLE. */
   phrase?: (args: A) => string;
   /**

@@ -31,6 +31,7 @@ export interface TrailArgs {
   scope?: 'all' | 'business';
   audit_id?: number;
   agent_type?: string;
+  key_id?: string;
   limit?: number;
   cursor?: string;
 }
@@ -47,7 +48,7 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
   name: 'audit.trail',
   title: 'Audit trail',
   description:
-    "Query the tenant's tamper-evident audit log: what was attempted, by whom, when, with which outcome (completed, denied, failed, pending, replayed…) and reason. Newest first. Filter by time range (from/to, ISO 8601), verb name, status, actor (user_id), entity (entity_type + entity_id) or denial reason; page with next_cursor.",
+    "Query the tenant's tamper-evident audit log: what was attempted, by whom, when, with which outcome (completed, denied, failed, pending, replayed…) and reason. Newest first. Filter by time range (from/to, ISO 8601), verb name, status, actor (user_id), credential (key_id: one agent), entity (entity_type + entity_id) or denial reason; each entry names its agent by the key's or grant's name (agent_name). Page with next_cursor.",
   shape: 'trail',
   category: 'audit',
   input: {
@@ -89,6 +90,12 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
         maxLength: 100,
         description:
           "Only attempts made through this agent (the key's agent_type; 'dashboard' for the web dashboard).",
+      },
+      key_id: {
+        type: 'string',
+        maxLength: 100,
+        description:
+          "Only attempts made with this credential (an API key's key_id, or grant:<id> for an OAuth grant): one agent's view — what it did, what was refused.",
       },
       limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
       cursor: { type: 'string', maxLength: 1000, description: 'next_cursor of the previous page.' },
@@ -156,6 +163,10 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
       where.push('agent_type = ?');
       params.push(args.agent_type);
     }
+    if (args.key_id !== undefined) {
+      where.push('key_id = ?');
+      params.push(args.key_id);
+    }
     if (args.actor !== undefined) {
       where.push('user_id = ?');
       params.push(args.actor);
@@ -209,6 +220,20 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
       revertible: Number(r.is_reversible) === 1,
       latency_ms: r.latency_ms === null || r.latency_ms === undefined ? null : Number(r.latency_ms),
     }));
+    // Agents by the name the owner gave them: the key's name, or the OAuth client's for a grant.
+    const names = await agentNames(
+      ctx.db,
+      companyId,
+      entries.map((e) => e.key_id),
+    );
+    for (const e of entries)
+      Object.assign(e, {
+        agent_name:
+          (e.key_id !== null ? names.get(e.key_id) : undefined) ??
+          (e.key_id?.startsWith('grant:') === true && e.agent_type?.startsWith('oauth:') === true
+            ? e.agent_type.slice('oauth:'.length)
+            : null),
+      });
     if (args.audit_id !== undefined && page[0] !== undefined && entries[0] !== undefined) {
       const r = page[0];
       const reversal = await ctx.db.get<{ revert_audit_id: unknown; reverted_at: string }>(
@@ -242,6 +267,23 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
     return { entries, next_cursor };
   },
 });
+
+/** The names of the API keys among `keyIds` (one query; grants and unknown ids are left out). */
+async function agentNames(
+  q: { all<T>(sql: string, params?: unknown[]): Promise<T[]> },
+  companyId: number,
+  keyIds: Array<string | null>,
+): Promise<Map<string, string>> {
+  const ids = [...new Set(keyIds.filter((k): k is string => k !== null && !k.startsWith('grant:')))];
+  const out = new Map<string, string>();
+  if (ids.length === 0) return out;
+  const rows = await q.all<{ key_id: string; name: string }>(
+    `SELECT key_id, name FROM api_keys WHERE company_id = ? AND key_id IN (${ids.map(() => '?').join(', ')})`,
+    [companyId, ...ids],
+  );
+  for (const r of rows) if (r.name !== '') out.set(r.key_id, r.name);
+  return out;
+}
 
 /** `{ consent, consent_words }` of a row's provenance column; both null when the row has none. */
 function consentOf(v: unknown): { consent: ConsentProvenance | null; consent_words: string | null } {

@@ -2,7 +2,7 @@
  * The built-in system verbs every runtime gets. Each module is named after its verbs:
  * `verbs-list.ts` (verbs.list), `verbs-reputation.ts`, `audit-trail.ts`, `audit-revert.ts`,
  * `audit-explain.ts`, `audit-receipt.ts` (audit.receipt, audit.verify_receipt), `audit-export.ts`,
- * `audit-money-moved.ts`, `agent-suggest-next-verb.ts`, `system-telemetry.ts`, and one module per
+ * `audit-money-moved.ts`, `audit-alerts.ts`, `agent-suggest-next-verb.ts`, `system-telemetry.ts`, and one module per
  * namespace for the rest: `approvals.ts`, `api-keys.ts`, `webhooks.ts`, `events.ts`,
  * `transaction.ts`, `macros.ts` (+ `macros-run.ts`, the model in `macro-chain.ts`),
  * `tenant-settings.ts` (tenant.settings, caps, blocklist, phrase channel) and
@@ -29,6 +29,7 @@ import { auditExplain } from './audit-explain.ts';
 import { auditReceipt, auditVerifyReceipt } from './audit-receipt.ts';
 import { auditMoneyMoved } from './audit-money-moved.ts';
 import { auditExport } from './audit-export.ts';
+import { auditAlerts } from './audit-alerts.ts';
 
 export const systemVerbs: VerbDefinition[] = [
   verbsList,
@@ -51,4 +52,5 @@ export const systemVerbs: VerbDefinition[] = [
   auditVerifyReceipt,
   auditMoneyMoved,
   auditExport,
+  auditAlerts,
 ];

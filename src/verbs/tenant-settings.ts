@@ -9,6 +9,11 @@
  * - tenant.phrase_channel_set WRITE_REVERSIBLE, owner: who may type a phrase that counts, `human`
  *                            (default) or `any` (spec/consent.md §channels); loosening `human` →
  *                            `any` needs a human itself (phrase_channel_human otherwise).
+ * - tenant.time_zone_set      WRITE_REVERSIBLE, owner, a human only: the business's time zone (IANA),
+ *                            where its day begins: daily caps reset at its midnight and money is
+ *                            summed per business day (runtime/consent/business-day.ts). Moving
+ *                            midnight moves the cap boundary, so an agent's key is refused
+ *                            (human_required) either way, and so is its revert.
  * - tenant.confirmation_channel_set WRITE_REVERSIBLE, owner: who may confirm a confirmation gate,
  *                            `any` (default: the agent's confirm after asking the user counts) or
  *                            `human`; loosening `human` → `any` needs a human (human_required).
@@ -35,6 +40,7 @@ import {
 import { humanApprovalPlaces, requireHumanToChange as requireHumanTo } from '../runtime/consent/refusals.ts';
 import { mayConsent } from '../identity/consent-predicate.ts';
 import { blocklistKey, DEFAULT_BLOCKLIST } from '../runtime/consent/blocklist.ts';
+import { businessDay, canonicalTimeZone, DEFAULT_TIME_ZONE } from '../runtime/consent/business-day.ts';
 
 /** The classes with a daily cap. */
 export const CAPPED_CLASSES = ['WRITE_REVERSIBLE', 'WRITE_FINANCIAL', 'IRREVERSIBLE'] as const;
@@ -71,15 +77,11 @@ async function writeSettings(ctx: SystemVerbContext, settings: TenantSettings): 
   if (typeof tx.afterCommit === 'function') tx.afterCommit(() => ctx.runtime.tenants.invalidate());
 }
 
-function nextMidnightUtc(now: Date): string {
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1)).toISOString();
-}
-
 export const tenantSettings = defineSystemVerb<Record<string, never>>({
   name: 'tenant.settings',
   title: 'Tenant consent settings',
   description:
-    "Show this tenant's consent settings: each class's daily cap (limit, default, used today, reset at midnight UTC), the blocked verb names (built-in and the tenant's own), and who may type a phrase or confirm (phrase_channel, confirmation_channel: any | human). Admin role.",
+    "Show this tenant's consent settings: its time zone and today's business day (caps reset at its midnight), each class's daily cap (limit, default, used today, reset time), the blocked verb names (built-in and the tenant's own), and who may type a phrase or confirm (phrase_channel, confirmation_channel: any | human). Admin role.",
   shape: 'aggregate',
   category: 'consent',
   role_floor: 'admin',
@@ -88,12 +90,12 @@ export const tenantSettings = defineSystemVerb<Record<string, never>>({
   async handler(ctx) {
     const companyId = ctx.principal.company_id;
     const settings = await readSettings(ctx.db, companyId);
-    const day = ctx.now.toISOString().slice(0, 10);
+    const today = businessDay(ctx.now, settings.time_zone);
     const used = await ctx.db.all<{ consent_class: string; count: number }>(
       'SELECT consent_class, count FROM daily_counts WHERE company_id = ? AND day = ?',
-      [companyId, day],
+      [companyId, today.day],
     );
-    const resets_at = nextMidnightUtc(ctx.now);
+    const resets_at = today.end;
     const caps: Record<string, CapView> = {};
     for (const cls of CAPPED_CLASSES) {
       const limit = settings.caps?.[cls] ?? DEFAULT_DAILY_CAPS[cls];
@@ -111,6 +113,8 @@ export const tenantSettings = defineSystemVerb<Record<string, never>>({
       entity_type: 'tenant',
       entity_id: companyId,
       data: {
+        time_zone: today.time_zone,
+        business_day: today,
         caps,
         blocklist: { default: [...DEFAULT_BLOCKLIST], tenant: [...(settings.blocklist ?? [])] },
         phrase_channel: phraseChannelOf(settings),
@@ -125,9 +129,19 @@ export const tenantSettings = defineSystemVerb<Record<string, never>>({
 async function restore(
   ctx: SystemVerbContext,
   original: OriginalAction,
-  member: 'caps' | 'blocklist' | 'phrase_channel' | 'confirmation_channel',
+  member: 'caps' | 'blocklist' | 'phrase_channel' | 'confirmation_channel' | 'time_zone',
 ): Promise<{ revert_action: string }> {
   const settings = await readSettings(ctx.db, ctx.principal.company_id);
+  if (member === 'time_zone') {
+    // Moving midnight back moves the cap boundary too: a human's act, like the set.
+    requireHumanToChange(ctx, settings, "the business's time zone (where its day and daily caps begin)");
+    const previous = (original.rollback as { previous?: unknown }).previous;
+    if (typeof previous === 'string' && canonicalTimeZone(previous) !== undefined)
+      settings.time_zone = previous;
+    else delete settings.time_zone;
+    await writeSettings(ctx, settings);
+    return { revert_action: `time zone restored to ${settings.time_zone ?? DEFAULT_TIME_ZONE}` };
+  }
   if (member === 'confirmation_channel') {
     const previous = (original.rollback as { previous?: unknown }).previous;
     // Restoring human tightens: always allowed; restoring `any` loosens: checked like a set.
@@ -174,8 +188,9 @@ async function restore(
 
 /**
  * One consent class's daily cap as `tenant.settings` reports it (spec/consent.md §caps):
- * `limit` and `default` in calls per UTC day, `used_today` and `remaining` counted in the same
- * unit, `resets_at` the next midnight UTC as an ISO 8601 string.
+ * `limit` and `default` in calls per business day (the tenant's time zone), `used_today` and
+ * `remaining` counted in the same unit, `resets_at` the tenant's next midnight as an ISO 8601
+ * instant (UTC).
  */
 export interface CapView {
   limit: number;
@@ -195,7 +210,7 @@ export const tenantCapsSet = defineSystemVerb<CapsSetArgs>({
   name: 'tenant.caps_set',
   title: 'Set a daily cap',
   description:
-    "Set this tenant's daily cap for one consent class (WRITE_REVERSIBLE default 100, WRITE_FINANCIAL 25, IRREVERSIBLE 10): at most `limit` such writes per UTC day; 0 allows none; null restores the default. Owner only; needs a confirmation.",
+    "Set this tenant's daily cap for one consent class (WRITE_REVERSIBLE default 100, WRITE_FINANCIAL 25, IRREVERSIBLE 10): at most `limit` such writes per business day (reset at the tenant's midnight, tenant.time_zone_set); 0 allows none; null restores the default. Owner only; needs a confirmation.",
   shape: 'receipt',
   category: 'consent',
   consent: 'WRITE_REVERSIBLE',
@@ -210,7 +225,7 @@ export const tenantCapsSet = defineSystemVerb<CapsSetArgs>({
         type: ['integer', 'null'],
         minimum: 0,
         maximum: MAX_CAP,
-        description: 'Writes per UTC day; null = the default.',
+        description: "Writes per business day (the tenant's time zone); null = the default.",
       },
     },
     required: ['consent_class', 'limit'],
@@ -457,6 +472,61 @@ export const tenantConfirmationChannelSet = channelSetVerb('confirmation_channel
     requireHumanToChange(ctx, settings, 'who may confirm (confirmation_channel)'),
 });
 
+export const tenantTimeZoneSet = defineSystemVerb<{ time_zone: string }>({
+  name: 'tenant.time_zone_set',
+  title: "Set the business's time zone",
+  description:
+    "Set this business's time zone (an IANA name such as Europe/Berlin or America/New_York; default UTC): its business day begins at midnight there, daily caps reset then and money moved is summed per business day. Moving midnight moves the cap boundary, so only a signed-in human may change it (an agent's key is refused human_required). Owner only; needs a confirmation; revertible.",
+  shape: 'receipt',
+  category: 'consent',
+  consent: 'WRITE_REVERSIBLE',
+  cap_exempt: true,
+  role_floor: 'owner',
+  surfaces: ['http', 'cli'],
+  input: {
+    type: 'object',
+    properties: {
+      time_zone: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 64,
+        pattern: '^[A-Za-z][A-Za-z0-9_+./-]*$',
+        description: 'IANA time zone name, e.g. Europe/Berlin; UTC for none.',
+      },
+    },
+    required: ['time_zone'],
+    additionalProperties: false,
+  },
+  summary: (a) =>
+    `Set the business's time zone to ${a.time_zone}: its day and daily caps begin at midnight there.`,
+  async handler(ctx, args) {
+    const zone = canonicalTimeZone(args.time_zone);
+    if (zone === undefined)
+      throw new VerbError('invalid_input', `"${args.time_zone}" is not a time zone this server knows.`, {
+        hint: 'Give an IANA time zone name such as Europe/Berlin, America/New_York or UTC.',
+        path: '/time_zone',
+      });
+    const settings = await readSettings(ctx.db, ctx.principal.company_id);
+    const stored = settings.time_zone;
+    const previous = stored ?? DEFAULT_TIME_ZONE;
+    requireHumanToChange(ctx, settings, "the business's time zone (where its day and daily caps begin)");
+    ctx.setEntity('tenant', ctx.principal.company_id);
+    if (zone !== previous) {
+      settings.time_zone = zone;
+      await writeSettings(ctx, settings);
+      ctx.setRollback(`tenant:time_zone:${previous}`, { previous: stored ?? null });
+    }
+    const today = businessDay(ctx.now, zone);
+    return {
+      status: zone === previous ? 'unchanged' : 'completed',
+      time_zone: zone,
+      previous_time_zone: previous,
+      business_day: today,
+    };
+  },
+  revert: { handler: (ctx, original) => restore(ctx, original, 'time_zone') },
+});
+
 export const tenantSettingsVerbs = [
   tenantSettings,
   tenantCapsSet,
@@ -464,4 +534,5 @@ export const tenantSettingsVerbs = [
   tenantBlocklistRemove,
   tenantPhraseChannelSet,
   tenantConfirmationChannelSet,
+  tenantTimeZoneSet,
 ];

@@ -31,8 +31,10 @@ import { verifyAuditExport } from '../../src/runtime/ledger/verify/export-check.
 import { launchChromium, skipUnlessChromium } from '../support/browser.ts';
 import { listenLoopback, webmcpFixture, type WebmcpFixture } from '../transports/webmcp/fixture.ts';
 import { signInHumanForTest } from '../../src/testing.ts';
+import { REFUSAL_BURST } from '../../src/runtime/ledger/write/refusal-burst.ts';
 import { CSRF_COOKIE, SESSION_COOKIE } from '../../src/identity/session-store.ts';
 import { STEP_TIMEOUT_MS } from './webmcp-pages.ts';
+import { dispatchAs } from '../support/keyed.ts';
 
 const ARTIFACT_DIR = fileURLToPath(new URL('../../test-artifacts/dashboard/', import.meta.url));
 const TIMEOUT_MS = 240_000;
@@ -85,6 +87,8 @@ async function goto(page: Page, hash: string, view: string): Promise<void> {
   }, hash);
   await page.locator(`body[data-view="${view}"]`).waitFor();
   await page.waitForLoadState('networkidle');
+  // networkidle is reached once per page load: wait for the view's own loading to end.
+  await page.locator(`#view-${view} [aria-busy="true"]`).waitFor({ state: 'detached' });
 }
 
 /**
@@ -126,6 +130,17 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
       // waiting for approval that the agent asked for three times, and another charge.
       const agent = { surface: 'webmcp' as const, webmcpSurface: 'dashboard' as const };
       const employee = { ...agent, principal: { ...f.principal('employee'), agent_type: 'claude-desktop' } };
+      // First, a named agent key probing what it may do: refused REFUSAL_BURST.refusals times (the
+      // banner); older than the rows the Activity steps look for.
+      const prober = await f.rt.createApiKey({
+        company_id: f.companyId,
+        user_id: 4,
+        role: 'read_only',
+        agent_type: 'claude-desktop',
+        name: 'Night-shift bot',
+      });
+      for (let i = 0; i < REFUSAL_BURST.refusals; i++)
+        await dispatchAs(f.rt, { surface: 'http', apiKey: prober }, 'webtest.note_add', { text: 'probe' });
       const notePending = await f.rt.dispatch(employee, 'webtest.note_add', { text: 'ship the order' });
       const note = await f.rt.dispatch(
         employee,
@@ -149,6 +164,15 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
       let approvalId = charge.consent!.approval_id!;
       const other = await f.rt.dispatch(admin, 'webtest.charge', { invoice_id: 7, amount_cents: 500 });
       const otherId = other.consent!.approval_id!;
+      // The business is in New York: money is summed per business day there, and the zone is named.
+      const settings = (await f.rt.tenants.get(f.companyId))!.settings;
+      await f.rt.store.write((tx) =>
+        tx.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [
+          JSON.stringify({ ...settings, time_zone: 'America/New_York' }),
+          f.companyId,
+        ]),
+      );
+      f.rt.tenants.invalidate();
 
       const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
       const page = await context.newPage();
@@ -173,6 +197,15 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         await page.locator('body[data-state="ready"][data-view="waiting"]').waitFor();
         assert.equal(await page.locator('#business-name').textContent(), 'Main Co');
         assert.equal(await page.evaluate(() => window.scrollY), 0, 'the header stays in view');
+        // The banner: the probing agent, by its key's name, with its refusals in words.
+        const burst = page.locator('#alerts li[data-alert="burst"]');
+        await burst.waitFor();
+        assert.match(
+          (await burst.textContent()) ?? '',
+          new RegExp(
+            `“Night-shift bot” \\(claude-desktop\\) was refused ${REFUSAL_BURST.refusals} times .*role denied`,
+          ),
+        );
         const text = (await page.locator('body').innerText()) ?? '';
         assert.doesNotMatch(text, /WebMCP|tools? registered|polyfill/i, 'no developer text for the owner');
       });
@@ -241,15 +274,22 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         await page.locator('body[data-view="activity"]').waitFor();
         await page.locator(`#trail-list li[data-audit-id="${done().audit_id}"]`).waitFor();
         await page.locator('#charts .uplot').waitFor();
-        // Money moved: the approved charge, in the business currency, in the chart and in words.
+        // Money today: the approved charge, charged and net, on the business day in New York,
+        // the zone named; amounts written as the typed phrase writes them.
         await page.locator('#money-chart .uplot').waitFor();
         assert.match(
           (await page.locator('#money-summary').textContent()) ?? '',
-          /^Last 24 hours: \$159\.00 moved in 1 financial action\.$/,
+          /^Today, .+ \(America\/New_York\): \$159\.00 charged, \$0\.00 refunded, net \$159\.00\.$/,
         );
+        assert.match((await page.locator('#money-chart h2').textContent()) ?? '', /America\/New_York/);
+        assert.equal(
+          await page.locator('#activity-zone').textContent(),
+          "Times are in America/New_York, the business's time zone.",
+        );
+        assert.equal(await page.locator('#money-sums [data-sum="net"]').textContent(), '$159.00');
         assert.deepEqual(
           await page.locator('#money-table tr[data-verb="webtest.charge"] td').allTextContents(),
-          ['1', '$159.00'],
+          ['charged', '1', '$159.00'],
         );
         const verbs = await page
           .locator('#trail-list li')
@@ -268,6 +308,26 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
           .locator('#trail-list li')
           .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-status')));
         assert.deepEqual([...new Set(statuses)], ['denied']);
+        await page.getByRole('button', { name: 'Clear' }).click();
+        await page.locator(`#trail-list li[data-audit-id="${note.audit_id}"]`).waitFor();
+      });
+
+      await t.test("one agent's view: named by its key, what it did and what was refused", async () => {
+        await page.getByLabel('Status').selectOption('denied');
+        await page.getByRole('button', { name: 'Apply filters' }).click();
+        const bot = page.locator('#trail-list li .who', { hasText: '“Night-shift bot” (claude-desktop)' });
+        await bot.first().waitFor();
+        await page.getByRole('button', { name: 'Show only what “Night-shift bot” did' }).first().click();
+        await page.locator('#trail-agent:not([hidden])').waitFor();
+        assert.equal(
+          await page.locator('#trail-agent-words').textContent(),
+          `Only “Night-shift bot”: ${REFUSAL_BURST.refusals} actions shown, ${REFUSAL_BURST.refusals} refused.`,
+        );
+        const whos = await page.locator('#trail-list li .who').allTextContents();
+        assert.equal(whos.length, REFUSAL_BURST.refusals);
+        for (const w of whos) assert.match(w, /“Night-shift bot”/);
+        await page.getByRole('button', { name: 'Show every agent' }).click();
+        await page.locator('#trail-agent').waitFor({ state: 'hidden' });
         await page.getByRole('button', { name: 'Clear' }).click();
         await page.locator(`#trail-list li[data-audit-id="${note.audit_id}"]`).waitFor();
       });
@@ -408,6 +468,25 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         await page.getByLabel('Search').fill('');
       });
 
+      await t.test(
+        "Settings: the owner moves the business's time zone through the consent dialog",
+        async () => {
+          await goto(page, '#/settings', 'settings');
+          await page.locator('[data-time-zone="America/New_York"]').waitFor();
+          await page.getByLabel('New time zone').fill('Europe/Berlin');
+          await page.getByRole('button', { name: 'Set time zone' }).click();
+          await page.locator('dialog#solid-consent[open]').waitFor();
+          await page.locator('#solid-consent-confirm').click();
+          await page.locator('[data-time-zone="Europe/Berlin"]').waitFor();
+          assert.match(
+            (await page.locator('#settings-status').textContent()) ?? '',
+            /now keeps time in Europe\/Berlin/,
+          );
+          await goto(page, '#/activity', 'activity');
+          await page.locator('#money-chart h2', { hasText: 'Europe/Berlin' }).waitFor();
+        },
+      );
+
       await t.test('Settings: the owner changes a cap and blocks a name; both are in the trail', async () => {
         await goto(page, '#/settings', 'settings');
         const row = page.locator('#settings-body tr[data-class="WRITE_FINANCIAL"]');
@@ -534,6 +613,26 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
             await goto(page, view === 'receipt' ? `#/receipt/${done().audit_id}` : `#/${view}`, view);
             assert.equal(await overflow(page), 0, `${view} at ${width} px overflows`);
           }
+        }
+        // At night: dark mode by the system setting, as readable (axe) and as wide.
+        await page.emulateMedia({ colorScheme: 'dark' });
+        for (const width of [390, 1440]) {
+          await page.setViewportSize({ width, height: 900 });
+          for (const view of ['waiting', 'activity', 'settings'] as const) {
+            await goto(page, `#/${view}`, view);
+            assert.equal(await overflow(page), 0, `${view} (dark) at ${width} px overflows`);
+            assert.deepEqual(await axeViolations(page), [], `${view} (dark) at ${width} px`);
+          }
+          await goto(page, '#/activity', 'activity');
+          await page.locator('#money-chart .uplot').waitFor();
+          await page.screenshot({ path: `${ARTIFACT_DIR}activity-dark-${width}.png` });
+        }
+        await page.emulateMedia({ colorScheme: 'light' });
+        for (const width of [390, 1440]) {
+          await page.setViewportSize({ width, height: 900 });
+          await goto(page, '#/activity', 'activity');
+          await page.locator('#money-chart .uplot').waitFor();
+          await page.screenshot({ path: `${ARTIFACT_DIR}activity-money-${width}.png` });
         }
         await page.setViewportSize({ width: 1280, height: 900 });
       });

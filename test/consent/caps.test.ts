@@ -1,6 +1,7 @@
 /**
  * Daily caps per tenant and consent class (issue 3 §5, spec/consent.md §caps): defaults
- * 100 / 25 / 10, configurable per tenant by the owner (audited), reset at midnight UTC, counted in
+ * 100 / 25 / 10, configurable per tenant by the owner (audited), reset at the tenant's midnight
+ * (UTC unless its time zone says otherwise: business-day.test.ts), counted in
  * the write's own transaction — a denied or failed write consumes nothing, and N parallel writes
  * at cap-1 let exactly one through.
  */
@@ -61,9 +62,14 @@ for (const [cls, cap] of [
     assert.equal(row.consent_class, cls);
     assert.equal(
       over.error!.hint,
-      'The cap resets at 2026-03-11T00:00:00.000Z (midnight UTC). An owner can raise it in the tenant settings.',
+      "The cap resets at 2026-03-11T00:00:00.000Z (the business's midnight, time zone UTC). An owner can raise it in the tenant settings.",
     );
-    assert.deepEqual(over.error!.details, { cap, consent_class: cls, resets_at: '2026-03-11T00:00:00.000Z' });
+    assert.deepEqual(over.error!.details, {
+      cap,
+      consent_class: cls,
+      resets_at: '2026-03-11T00:00:00.000Z',
+      time_zone: 'UTC',
+    });
     assert.equal(await h.effects(), cap);
     assert.equal(await usedToday(h, cls), cap);
   });
@@ -86,7 +92,7 @@ test('caps are per class and per tenant: one class used up leaves the others and
   assert.equal(theirs.ok, true, JSON.stringify(theirs));
 });
 
-test('the cap resets at midnight UTC', async (t) => {
+test('the cap resets at midnight UTC (a tenant with no time zone)', async (t) => {
   const h = await consentHarness(t, { start: '2026-03-10T23:59:00.000Z' });
   await h.setSettings({ caps: { WRITE_FINANCIAL: 2 } });
   assert.equal((await write(h, 'WRITE_FINANCIAL', 1)).ok, true);

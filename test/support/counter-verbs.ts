@@ -76,6 +76,7 @@ export const counterCharge = defineVerb<{ name: string; cents: number }>({
   shape: 'receipt',
   category: 'payments',
   consent: 'WRITE_FINANCIAL',
+  money_flow: 'in',
   input: {
     type: 'object',
     properties: { name: { type: 'string', minLength: 1 }, cents: { type: 'integer', minimum: 1 } },

@@ -42,7 +42,7 @@ describe('audit.money_moved', () => {
         ['counter.charge', 250],
       ],
     );
-    assert.deepEqual(d.totals, [{ verb: 'counter.charge', count: 2, cents: 1750 }]);
+    assert.deepEqual(d.totals, [{ verb: 'counter.charge', flow: 'in', count: 2, cents: 1750 }]);
     assert.equal(d.total_cents, 1750);
     assert.equal(d.truncated, false);
     const other = (await call(h.otherOwnerKey, 'audit.money_moved', {})).result as { data: Money };
@@ -50,6 +50,81 @@ describe('audit.money_moved', () => {
     const one = (await call(h.keys.read_only, 'audit.money_moved', { limit: 1 })).result as { data: Money };
     assert.equal(one.data.actions.length, 1);
     assert.equal(one.data.truncated, true);
+  });
+
+  it("sums charged, refunded and net per business day in the tenant's time zone, and names the zone", async (t) => {
+    // 20:00 in New York on 6 Dec is 01:00 UTC on 7 Dec: the same business day as 10:00 New York.
+    const clock = { ms: Date.parse('2026-12-06T15:00:00.000Z') };
+    const h = await counterRuntime(t, { clock: () => new Date(clock.ms) });
+    const settings = (await h.rt.tenants.get(h.companyId))!.settings;
+    await h.rt.store.write((tx) =>
+      tx.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [
+        JSON.stringify({ ...settings, time_zone: 'America/New_York' }),
+        h.companyId,
+      ]),
+    );
+    h.rt.tenants.invalidate();
+    const charge = async (cents: number): Promise<number> => {
+      const env = await consented(h, h.keys.admin, 'counter.charge', { name: 'till', cents });
+      assert.equal(env.ok, true, JSON.stringify(env.error));
+      return env.audit_id!;
+    };
+    await charge(76967);
+    clock.ms = Date.parse('2026-12-07T01:00:00.000Z');
+    const refunded = await charge(2500);
+    // Undoing a charge moves its money back: it counts as refunded, not as more money moved.
+    const undo = await consented(h, h.keys.admin, 'audit.revert', { audit_id: refunded });
+    assert.equal(undo.ok, true, JSON.stringify(undo.error));
+    clock.ms = Date.parse('2026-12-07T06:00:00.000Z'); // 01:00 on 7 Dec in New York: the next business day
+    await charge(1000);
+    const read = async (args: Record<string, unknown>) => {
+      const env = await dispatchAs(
+        h.rt,
+        { apiKey: h.keys.read_only, surface: 'http' },
+        'audit.money_moved',
+        args,
+      );
+      assert.equal(env.ok, true, JSON.stringify(env.error));
+      return (env.result as { data: Record<string, any> }).data; // eslint-disable-line @typescript-eslint/no-explicit-any
+    };
+    const sixth = await read({ day: '2026-12-06' });
+    assert.equal(sixth.time_zone, 'America/New_York');
+    assert.deepEqual(sixth.business_day, {
+      day: '2026-12-06',
+      start: '2026-12-06T05:00:00.000Z',
+      end: '2026-12-07T05:00:00.000Z',
+      time_zone: 'America/New_York',
+    });
+    assert.equal(sixth.charged_cents, 79467);
+    assert.equal(sixth.refunded_cents, 2500);
+    assert.equal(sixth.net_cents, 76967);
+    assert.deepEqual(
+      sixth.actions.map((a: { flow: string; cents: number }) => [a.flow, a.cents]),
+      [
+        ['in', 76967],
+        ['in', 2500],
+        ['out', 2500],
+      ],
+    );
+    // Today (no arguments) is the tenant's business day holding now: 7 Dec in New York.
+    const today = await read({});
+    assert.equal(today.business_day.day, '2026-12-07');
+    assert.equal(today.net_cents, 1000);
+    // A range spanning both days: one row per business day.
+    const both = await read({ from: '2026-12-06T05:00:00.000Z', to: '2026-12-08T05:00:00.000Z' });
+    assert.deepEqual(
+      both.days.map((d: { day: string; net_cents: number }) => [d.day, d.net_cents]),
+      [
+        ['2026-12-06', 76967],
+        ['2026-12-07', 1000],
+      ],
+    );
+    assert.equal(both.net_cents, 77967);
+    const bad = await dispatchAs(h.rt, { apiKey: h.keys.read_only, surface: 'http' }, 'audit.money_moved', {
+      day: '2026-12-06',
+      to: '2026-12-07T00:00:00Z',
+    });
+    assert.equal(bad.error?.reason, 'invalid_input');
   });
 
   it('refuses a range whose start is after its end', async (t) => {

@@ -413,6 +413,8 @@ export const crmAddNote = defineBusinessVerb<NoteArgs>({
     return { status: 'added', note: noteView(note) };
   },
   revert: {
+    // Deleting this note leaves every other note and the contact as they are.
+    additive: true,
     async handler(ctx, original) {
       const note = await deleteNote(ctx.db, ctx.principal.company_id, num(original.rollback.note_id));
       ctx.emit({

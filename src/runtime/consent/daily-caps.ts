@@ -1,5 +1,6 @@
 /**
- * Daily caps: how many writes of each consent class a tenant may run per UTC day. Counted inside
+ * Daily caps: how many writes of each consent class a tenant may run per business day (the
+ * calendar day in the tenant's time zone, business-day.ts; UTC when it set none). Counted inside
  * the write's own transaction, after its handler (the counter row is locked as late as possible),
  * so a write over the cap rolls back whole.
  *
@@ -8,6 +9,13 @@
 import type { VerbClass } from '../../spec/types.ts';
 import type { Queryable, StoreTx } from '../../store/store.ts';
 import { refuse } from '../refusals.ts';
+import { businessDay } from './business-day.ts';
+
+/** What the caps read of the tenant's settings: its caps and its time zone (IANA; default UTC). */
+export interface CapSettings {
+  caps?: Partial<Record<VerbClass, number>>;
+  time_zone?: string;
+}
 
 /** Default daily caps per consent class (spec/consent.md §caps). */
 export const DEFAULT_DAILY_CAPS: Readonly<
@@ -24,22 +32,24 @@ function capOf(caps: Partial<Record<VerbClass, number>> | undefined, cls: VerbCl
 }
 
 /**
- * Count one write of class `cls` against the tenant's cap for `now`'s UTC day, inside `tx`.
- * `caps` is the tenant's setting (else the defaults; a class with neither is not capped).
- * Throws daily_cap_exceeded (details: cap, consent_class, resets_at). Resolves to the day's count
- * after this write and the cap (undefined when the class is not capped): `count === cap` is the
- * write that reached the cap (the `cap.reached` webhook).
+ * Count one write of class `cls` against the tenant's cap for `now`'s business day, inside `tx`.
+ * `settings` holds the tenant's caps (else the defaults; a class with neither is not capped) and
+ * time zone. Throws daily_cap_exceeded (details: cap, consent_class, resets_at: the tenant's next
+ * midnight). Resolves to the day's count after this write, the cap and the day (YYYY-MM-DD in the
+ * tenant's zone), or undefined when the class is not capped: `count === cap` is the write that
+ * reached the cap (the `cap.reached` webhook).
  */
 export async function countDailyCap(
   tx: StoreTx,
-  caps: Partial<Record<VerbClass, number>> | undefined,
+  settings: CapSettings | undefined,
   companyId: number,
   cls: VerbClass,
   now: Date,
-): Promise<{ count: number; cap: number } | undefined> {
-  const cap = capOf(caps, cls);
+): Promise<{ count: number; cap: number; day: string } | undefined> {
+  const cap = capOf(settings?.caps, cls);
   if (cap === undefined) return undefined;
-  const day = now.toISOString().slice(0, 10);
+  const bd = businessDay(now, settings?.time_zone);
+  const day = bd.day;
   // One statement: the first write of the day inserts 1, a later one adds 1 only while the count
   // is below the cap (the row lock orders concurrent writers on PostgreSQL); no row returned =
   // over the cap, and the write rolls back.
@@ -52,13 +62,8 @@ export async function countDailyCap(
           [companyId, cls, day, Math.floor(cap)],
         )
       : undefined;
-  if (counted === undefined) throw refuse.capExceeded(cap, cls, nextUtcMidnight(now));
-  return { count: Number(counted.count), cap: Math.floor(cap) };
-}
-
-/** The next midnight UTC after `now`, ISO 8601: when the day's counts reset. */
-function nextUtcMidnight(now: Date): string {
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1)).toISOString();
+  if (counted === undefined) throw refuse.capExceeded(cap, cls, bd.end, bd.time_zone);
+  return { count: Number(counted.count), cap: Math.floor(cap), day };
 }
 
 /**
@@ -71,19 +76,20 @@ function nextUtcMidnight(now: Date): string {
  */
 export async function assertDailyCapOpen(
   q: Queryable,
-  caps: Partial<Record<VerbClass, number>> | undefined,
+  settings: CapSettings | undefined,
   companyId: number,
   cls: VerbClass,
   now: Date,
 ): Promise<void> {
-  const cap = capOf(caps, cls);
+  const cap = capOf(settings?.caps, cls);
   if (cap === undefined) return;
+  const bd = businessDay(now, settings?.time_zone);
   if (cap >= 1) {
     const row = await q.get<{ count: number }>(
       'SELECT count FROM daily_counts WHERE company_id = ? AND consent_class = ? AND day = ?',
-      [companyId, cls, now.toISOString().slice(0, 10)],
+      [companyId, cls, bd.day],
     );
     if (row === undefined || Number(row.count) < Math.floor(cap)) return;
   }
-  throw refuse.capExceeded(cap, cls, nextUtcMidnight(now));
+  throw refuse.capExceeded(cap, cls, bd.end, bd.time_zone);
 }

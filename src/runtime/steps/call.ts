@@ -95,7 +95,8 @@ export function newCall(
     caller,
     input,
     options,
-    name: typeof verbName === 'string' ? verbName : String(verbName),
+    // A tool name is recorded as its verb's name from the first step on (even a refusal before resolve-verb).
+    name: rt.registry.verbNameOf(typeof verbName === 'string' ? verbName : String(verbName)),
     args:
       input !== null && typeof input === 'object' && !Array.isArray(input)
         ? (input as Record<string, unknown>)

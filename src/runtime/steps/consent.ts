@@ -451,8 +451,7 @@ async function pending(
   // could not run. The confirmed write still counts atomically (execute).
   const capClass = capClassOf(c);
   if (capClass !== null && capClass !== 'READ' && capClass !== 'BLOCKED') {
-    const caps = settings?.caps;
-    await rt.store.read((q) => assertDailyCapOpen(q, caps, p.company_id, capClass, c.now));
+    await rt.store.read((q) => assertDailyCapOpen(q, settings, p.company_id, capClass, c.now));
   }
   const issued = issueNonce(rt.secrets, {
     verb: verb.name,

@@ -72,9 +72,17 @@ describe('POST /api/v1/webmcp/execute: authentication, CSRF and Origin', () => {
       assert.equal((res.json() as Envelope).error!.reason, 'csrf_failed');
     }
     const trail = await f.rt.store.read((q) =>
-      q.all('SELECT audit_id FROM audit_log WHERE action_type = ?', ['webtest.note_add']),
+      q.all<{ status: string; reason: string }>(
+        'SELECT status, reason FROM audit_log WHERE action_type = ?',
+        ['webtest.note_add'],
+      ),
     );
-    assert.equal(trail.length, 0, 'refused before dispatch: no pending row, no nonce');
+    // Each refusal is recorded under the verb's name (not the tool name); nothing else ran.
+    assert.deepEqual(
+      trail.map((r) => `${r.status} ${r.reason}`),
+      cases.map(() => 'denied csrf_failed'),
+      'refused before dispatch: no pending row, no nonce',
+    );
   });
 
   it('answers 403 origin_denied for a cross-origin, missing or cross-site request carrying the session cookie', async (t) => {

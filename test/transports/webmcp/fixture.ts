@@ -126,6 +126,7 @@ export const chargeVerb = defineVerb<{ invoice_id: number; amount_cents: number 
   shape: 'receipt',
   category: 'webtest',
   consent: 'WRITE_FINANCIAL',
+  money_flow: 'in',
   input: {
     type: 'object',
     properties: {

@@ -112,12 +112,14 @@ export async function resolveRevertTarget(
  * never counts: a concurrent revert of the same action that commits while this one is being checked
  * is for the reversal claim to refuse (already_reverted), not a later change. Rows of
  * `skipTransaction` are ignored (a transaction's revert undoes its own steps in reverse order
- * first). Undefined when the row names no entity.
+ * first), and so are rows of the `commuting` verbs (the additive verbs when `row`'s own undo is
+ * additive: isAdditive). Undefined when the row names no entity.
  */
 export async function laterChange(
   q: Queryable,
   row: AuditRow,
   skipTransaction?: string | null,
+  commuting: readonly string[] = [],
 ): Promise<{ audit_id: number; action_type: string } | undefined> {
   if (row.entity_type === null || row.entity_id === null) return undefined;
   const skip = skipTransaction ?? null;
@@ -127,6 +129,7 @@ export async function laterChange(
         AND a.status = 'completed' AND a.consent_class IS NOT NULL AND a.consent_class <> 'READ'
         AND NOT (a.action_type = 'audit.revert' AND a.parent_id IS NOT NULL AND a.parent_id = ?)
         ${skip === null ? '' : 'AND (a.transaction_id IS NULL OR a.transaction_id <> ?)'}
+        ${commuting.length === 0 ? '' : `AND a.action_type NOT IN (${commuting.map(() => '?').join(', ')})`}
         AND NOT EXISTS (SELECT 1 FROM reversals r WHERE r.company_id = a.company_id AND r.audit_id = a.audit_id)
         AND NOT EXISTS (SELECT 1 FROM reversals r WHERE r.company_id = a.company_id
                           AND r.revert_audit_id = a.audit_id AND r.audit_id > ?)
@@ -138,12 +141,30 @@ export async function laterChange(
       row.audit_id,
       row.audit_id,
       ...(skip === null ? [] : [skip]),
+      ...commuting,
       row.audit_id,
     ],
   );
   return later === undefined
     ? undefined
     : { audit_id: Number(later.audit_id), action_type: String(later.action_type) };
+}
+
+/** Is the undo of `action` additive (it removes only what the action added: RevertDefinition.additive)? */
+export function isAdditive(rt: Pick<RuntimeCore, 'registry'>, action: string): boolean {
+  return rt.registry.get(action)?.definition.revert?.additive === true;
+}
+
+/**
+ * The later actions that commute with undoing `target`: every additive verb's name when `target`'s
+ * own undo is additive (two additions to one entity never overwrite each other), else none.
+ */
+function commutingWith(rt: Pick<RuntimeCore, 'registry'>, target: AuditRow): string[] {
+  if (!isAdditive(rt, target.action_type)) return [];
+  return rt.registry
+    .all()
+    .filter((v) => v.definition.revert?.additive === true)
+    .map((v) => v.name);
 }
 
 /** A later write found by firstLaterChange: the row it blocks (`target`) and the later row. */
@@ -158,6 +179,7 @@ export interface LaterChange {
  */
 export async function firstLaterChange(
   q: Queryable,
+  rt: Pick<RuntimeCore, 'registry'>,
   row: AuditRow,
   steps: number[] | undefined,
 ): Promise<LaterChange | undefined> {
@@ -174,7 +196,12 @@ export async function firstLaterChange(
       if (step !== undefined && done === undefined) targets.push(step);
     }
   for (const target of targets) {
-    const later = await laterChange(q, target, steps !== undefined ? row.transaction_id : null);
+    const later = await laterChange(
+      q,
+      target,
+      steps !== undefined ? row.transaction_id : null,
+      commutingWith(rt, target),
+    );
     if (later !== undefined) return { target, later };
   }
   return undefined;
@@ -184,24 +211,26 @@ export async function firstLaterChange(
  * The changed_since refusal for reverting `row` over `found`: the message and
  * `details.later_audit_id` / `later_action` name the later row, the hint says how to force.
  */
-export function changedSinceError(row: AuditRow, found: LaterChange): VerbError {
+export function changedSinceError(row: AuditRow, found: LaterChange, additive = false): VerbError {
   const { target: t, later } = found;
   const what = `${t.entity_type} ${t.entity_id}`;
   const label = `${row.action_type} #${row.audit_id}`;
-  return new VerbError(
-    'changed_since',
-    `${what} changed after ${t.action_type} #${t.audit_id}: ${later.action_type} #${later.audit_id} wrote it later, so reverting ${label} would discard that change.`,
-    {
-      hint: `Revert audit row ${later.audit_id} first, or call audit.revert again with { "audit_id": ${row.audit_id}, "force": true } to restore ${label} anyway (discarding the later change; the consent gate still applies).`,
-      details: {
-        audit_id: row.audit_id,
-        entity_type: t.entity_type,
-        entity_id: t.entity_id,
-        later_audit_id: later.audit_id,
-        later_action: later.action_type,
-      },
+  const message = additive
+    ? `${what} changed after ${t.action_type} #${t.audit_id}: ${later.action_type} #${later.audit_id} wrote it later and may have changed what ${label} added.`
+    : `${what} changed after ${t.action_type} #${t.audit_id}: ${later.action_type} #${later.audit_id} wrote it later, so reverting ${label} would discard that change.`;
+  const force = additive
+    ? `to remove what ${label} added anyway (the later change stays as it is; the consent gate still applies)`
+    : `to restore ${label} anyway (discarding the later change; the consent gate still applies)`;
+  return new VerbError('changed_since', message, {
+    hint: `${additive ? 'Check' : 'Revert'} audit row ${later.audit_id} first, or call audit.revert again with { "audit_id": ${row.audit_id}, "force": true } ${force}.`,
+    details: {
+      audit_id: row.audit_id,
+      entity_type: t.entity_type,
+      entity_id: t.entity_id,
+      later_audit_id: later.audit_id,
+      later_action: later.action_type,
     },
-  );
+  });
 }
 
 /** A row that can be reverted: the verb whose handler undoes it and the revert data it recorded. */
@@ -280,8 +309,8 @@ export async function assessRevert(
     );
   }
   if (checkLater) {
-    const found = await firstLaterChange(q, row, compositeSteps(row, parsed));
-    if (found !== undefined) throw changedSinceError(row, found);
+    const found = await firstLaterChange(q, rt, row, compositeSteps(row, parsed));
+    if (found !== undefined) throw changedSinceError(row, found, isAdditive(rt, found.target.action_type));
   }
   return { kind: 'handler', verb, data: parsed };
 }
@@ -474,11 +503,17 @@ export async function runRevert(ctx: SystemVerbContext, args: RevertArgs): Promi
   // After the claim: a concurrent revert of the same action has either lost the claim to this one
   // or committed before it (already_reverted above), so what this sees as a later change is a
   // write of someone else. A forced revert of a plain action names what it discards.
-  const found = await firstLaterChange(c.tx, row, compositeSteps(row, a.data));
+  const found = await firstLaterChange(c.tx, rt, row, compositeSteps(row, a.data));
+  // An additive undo removes only what the action added: the later change is kept, and said so.
+  const additive = found !== undefined && isAdditive(rt, found.target.action_type);
   let discarded: { discarded_audit_id: number } | undefined;
+  let kept: { kept_audit_id: number } | undefined;
   if (found !== undefined) {
-    if (args.force !== true) throw changedSinceError(row, found);
-    if (row.transaction_id === null) discarded = { discarded_audit_id: found.later.audit_id };
+    if (args.force !== true) throw changedSinceError(row, found, additive);
+    if (row.transaction_id === null) {
+      if (additive) kept = { kept_audit_id: found.later.audit_id };
+      else discarded = { discarded_audit_id: found.later.audit_id };
+    }
   }
   let out: { revert_action: string; [k: string]: unknown };
   try {
@@ -526,9 +561,12 @@ export async function runRevert(ctx: SystemVerbContext, args: RevertArgs): Promi
     revert_action,
     revert_audit_id: c.auditId,
     ...(discarded !== undefined ? { forced: true, ...discarded } : {}),
+    ...(kept !== undefined ? { forced: true, ...kept } : {}),
     message:
       discarded !== undefined
         ? `${message} Forced: the later change of audit row ${discarded.discarded_audit_id} was discarded.`
-        : message,
+        : kept !== undefined
+          ? `${message} Forced: the later change of audit row ${kept.kept_audit_id} stays; this undo removed only what ${label} added.`
+          : message,
   };
 }

@@ -245,7 +245,7 @@ export async function executeInTx(rt: RuntimeCore, tx: StoreTx, input: ExecuteIn
   if (input.capClass !== null && input.capClass !== 'READ' && input.capClass !== 'BLOCKED') {
     const counted = await countDailyCap(
       tx,
-      (await rt.tenants.get(p.company_id))?.settings.caps,
+      (await rt.tenants.get(p.company_id))?.settings,
       p.company_id,
       input.capClass,
       now,
@@ -255,7 +255,7 @@ export async function executeInTx(rt: RuntimeCore, tx: StoreTx, input: ExecuteIn
       const data = {
         consent_class: input.capClass,
         cap: counted.cap,
-        day: nowIso.slice(0, 10),
+        day: counted.day,
         verb: verb.name,
       };
       await emitWebhookEvent(tx, { companyId: p.company_id, type: 'cap.reached', data, now, auditId }, () =>

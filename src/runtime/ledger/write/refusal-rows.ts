@@ -65,7 +65,8 @@ export class RefusalRows {
     err: VerbError | StoreError,
     category = 'transport',
   ): Promise<Envelope> {
-    const name = String(verb).slice(0, 200);
+    // A tool name (`crm__add_note`) is recorded as its verb's name, so the trail by verb finds it.
+    const name = this.rt.registry.verbNameOf(String(verb)).slice(0, 200);
     if (err instanceof StoreError) {
       // The decision needed the database, which is down: not the caller's fault, and nothing to audit into.
       this.rt.logger.error({ err, verb: name }, 'store error while refusing a request');

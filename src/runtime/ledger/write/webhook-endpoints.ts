@@ -25,6 +25,7 @@ export const WEBHOOK_EVENTS = [
   'approval.decided',
   'approval.expired',
   'cap.reached',
+  'refusals.burst',
   'outbox.dead',
   'audit.row',
 ] as const;

@@ -128,7 +128,9 @@ export function registerTenant(program: Command, io: Io, setExit: (code: number)
       );
     });
 
-  const caps = tenant.command('caps').description('Daily caps per consent class (reset at midnight UTC)');
+  const caps = tenant
+    .command('caps')
+    .description("Daily caps per consent class (reset at the business's midnight, its time zone)");
   caps
     .command('set')
     .description('Set the daily cap of a consent class')
