@@ -172,14 +172,16 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
       );
     } else {
       // Some filter has no index for this combination: scan the drive index for at most
-      // TRAIL_SCAN_ROWS rows and test the rest on them. In the same statement (one snapshot), the
-      // drive range's TRAIL_SCAN_ROWS-th and next rows: when the page does not fill and the
-      // range goes on past the examined rows, the page stops early there and the cursor resumes
-      // right after the last row examined.
+      // TRAIL_SCAN_ROWS rows, reading only the columns the other filters test, and test them;
+      // then read the whole rows of the (at most limit + 1) hits by primary key. In the same
+      // statement (one snapshot), the drive range's TRAIL_SCAN_ROWS-th and next rows: when the
+      // page does not fill and the range goes on past the examined rows, the page stops early
+      // there and the cursor resumes right after the last row examined.
       const d = [company, ...drive.map((n) => filters.get(n)!), ...range];
       const t = tested.map((n) => filters.get(n)!);
+      const scannedCols = ['audit_id', 'created_at', ...new Set(tested.flatMap((n) => FILTER_COLUMNS[n]))];
       const found = await ctx.db.all<Record<string, unknown>>(
-        `SELECT * FROM (SELECT ${cols}, 1 AS trail_hit FROM (SELECT ${cols} FROM audit_log WHERE ${sqlOf(d)} ${order} LIMIT ?) AS scanned WHERE ${sqlOf(t)} ${order} LIMIT ?) AS hits
+        `SELECT ${cols}, 1 AS trail_hit FROM audit_log WHERE audit_id IN (SELECT audit_id FROM (SELECT ${scannedCols.join(', ')} FROM audit_log WHERE ${sqlOf(d)} ${order} LIMIT ?) AS scanned WHERE ${sqlOf(t)} ${order} LIMIT ?)
          UNION ALL
          SELECT * FROM (SELECT ${cols}, 0 AS trail_hit FROM audit_log WHERE ${sqlOf(d)} ${order} LIMIT 2 OFFSET ?) AS edge`,
         [...paramsOf(d), TRAIL_SCAN_ROWS, ...paramsOf(t), limit + 1, ...paramsOf(d), TRAIL_SCAN_ROWS - 1],
@@ -265,6 +267,18 @@ const paramsOf = (ts: Term[]): unknown[] => ts.flatMap((t) => t.params);
 /** The trail's equality filters (entity: entity_type, with entity_id when given). */
 type FilterName = 'verb' | 'status' | 'completed' | 'reason' | 'scope' | 'agent_type' | 'actor' | 'entity';
 
+/** The columns each filter tests. */
+const FILTER_COLUMNS: Record<FilterName, readonly string[]> = {
+  verb: ['action_type'],
+  status: ['status'],
+  completed: ['status'],
+  reason: ['reason'],
+  scope: ['consent_class'],
+  agent_type: ['agent_type'],
+  actor: ['user_id'],
+  entity: ['entity_type', 'entity_id'],
+};
+
 /**
  * The indexes a page can scan, by the filters each serves entirely, most selective first
  * (runtime migrations 2, 9, 16): the first whose filters are all present is scanned; the time
@@ -287,7 +301,7 @@ const DRIVES: ReadonlyArray<readonly FilterName[]> = [
  * size and whether anything matches. A page that examined this many rows without filling stops
  * early (`stopped_early: true`) with a cursor after the last row examined. spec/audit.md §trail
  */
-export const TRAIL_SCAN_ROWS = 2000;
+export const TRAIL_SCAN_ROWS = 1000;
 
 /** Newest first: created_at, then audit_id, descending. */
 function newestFirst(a: Record<string, unknown>, b: Record<string, unknown>): number {
