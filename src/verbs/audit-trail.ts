@@ -299,9 +299,12 @@ const DRIVES: ReadonlyArray<readonly FilterName[]> = [
  * The most rows of the scanned index one page examines when a filter is tested on its rows: the
  * page's cost (and, on SQLite, how long it holds the event loop) is bounded whatever the log's
  * size and whether anything matches. A page that examined this many rows without filling stops
- * early (`stopped_early: true`) with a cursor after the last row examined. spec/audit.md §trail
+ * early (`stopped_early: true`) with a cursor after the last row examined. 300: at 1M rows an
+ * examined row costs ≈ 3 µs of CPU on SQLite (a table page per row, rarely cached), so the rows a
+ * page examines cost about what the dispatch around it costs (≈ 1 ms) and a page's cost hardly
+ * depends on the log's size (BENCHMARKS.md `trail.worst_filter_1m`). spec/audit.md §trail
  */
-export const TRAIL_SCAN_ROWS = 1000;
+export const TRAIL_SCAN_ROWS = 300;
 
 /** Newest first: created_at, then audit_id, descending. */
 function newestFirst(a: Record<string, unknown>, b: Record<string, unknown>): number {
