@@ -15,7 +15,7 @@
  * module until the 1-minute load average is below X (others share this machine), up to
  * `--max-wait-min` minutes, and records the load at the start and end of each module.
  *
- * Modules: core register readcost bodybounds consent replay verify export retention trail http toolslist mcp ucp observe durable faults pgfaults postgres scale startup rss profile
+ * Modules: core register readcost bodybounds consent replay verify export retention trail trailfilters http toolslist mcp ucp observe durable faults pgfaults postgres scale startup rss profile
  * (postgres only when SOLID_BENCH_DATABASE_URL or SOLID_TEST_DATABASE_URL is set; pgfaults starts
  * its own throwaway cluster and is skipped without PostgreSQL server binaries). `profile`
  * (bench/profile.ts) records a CPU profile of the system side of each figure that can miss and
@@ -67,6 +67,8 @@ export const TARGETS: Record<string, Target> = {
   'consent.gate': t('ratio', '>=', 0.8, 'ratio ≥ 0.8'),
   'ledger.verify': t('value', '>=', 100_000, '≥ 100,000 rows/s'),
   'ledger.trail.p95': t('ratio', '<=', 1.5, 'ratio ≤ 1.5'),
+  'trail.worst_filter_1m': t('ratio', '>=', 0.7, 'ratio ≥ 0.7'),
+  'trail.max_call_cpu_1m': t('value', '<=', 20, '≤ 20 ms'),
   'http.dispatch_read': t('ratio', '>=', 0.8, 'ratio ≥ 0.8'),
   'mcp.tools_list_bytes': t('value', '<=', 150_000, '≤ 150,000 bytes'),
   'mcp.tools_list_bytes_*': t('value', '<=', 150_000, '≤ 150,000 bytes'),
@@ -77,6 +79,8 @@ export const TARGETS: Record<string, Target> = {
   'observe.hooks': t('ratio', '<=', 0.1, 'ratio ≤ 0.1'),
   'durable.full_vs_normal': t('ratio', '>=', 1, 'ratio ≥ 1.0'),
   'durable.normal_group_commit_p99': t('ratio', '<=', 1, 'ratio ≤ 1.0'),
+  'startup.mcp_vs_sdk': t('ratio', '<=', 1.5, 'ratio ≤ 1.5'),
+  'startup.verbs_list': t('ratio', '<=', 1.5, 'ratio ≤ 1.5'),
   'startup.*': t('ratio', '<=', 2, 'ratio ≤ 2'),
   'scale.unknown_verb_10k': t('ratio', '<=', 2, 'ratio ≤ 2'),
   'serve.rss': t('value', '<=', 150, '≤ 150 MiB'),
@@ -161,6 +165,11 @@ export const MODULES: Record<string, ModuleSpec> = {
     repeat: 1,
     run: async (q) =>
       (await import('./ledger.ts')).benchTrail(q ? { large: 100_000, samplesPerQuery: 50 } : {}),
+  },
+  trailfilters: {
+    repeat: 1,
+    run: async (q) =>
+      (await import('./trail-filters.ts')).benchTrailFilters(q ? { large: 100_000, samples: 5 } : {}),
   },
   http: {
     repeat: 1,

@@ -167,7 +167,11 @@ export async function loadTrail(ctx: DashboardContext, reset = true): Promise<vo
     status.textContent = `Could not load the activity: ${describeError(envelope)}`;
     return;
   }
-  const result = envelope.result as { entries: TrailEntry[]; next_cursor: string | null };
+  const result = envelope.result as {
+    entries: TrailEntry[];
+    next_cursor: string | null;
+    stopped_early?: boolean;
+  };
   if (reset) {
     list.replaceChildren();
     count = 0;
@@ -183,11 +187,13 @@ export async function loadTrail(ctx: DashboardContext, reset = true): Promise<vo
     byId('trail-agent-words').textContent =
       `Only “${agentFilter.name}”: ${count} action${count === 1 ? '' : 's'} shown, ${refused} refused.`;
   status.textContent =
-    count === 0
-      ? args.scope === 'business'
-        ? 'No business action yet. When an agent changes something, it appears here.'
-        : 'Nothing matches these filters.'
-      : `${count} action${count === 1 ? '' : 's'} shown${cursor !== null ? '; more below' : ''}.`;
+    count === 0 && result.stopped_early === true
+      ? 'Nothing matches in the most recent entries; "Load more" looks further back.'
+      : count === 0
+        ? args.scope === 'business'
+          ? 'No business action yet. When an agent changes something, it appears here.'
+          : 'Nothing matches these filters.'
+        : `${count} action${count === 1 ? '' : 's'} shown${cursor !== null ? '; more below' : ''}.`;
 }
 
 function whyNotRevertible(ctx: DashboardContext, entry: TrailEntry): string | undefined {

@@ -1,11 +1,15 @@
 /**
- * The one verb registry. Registration validates and compiles everything a dispatch needs (input
- * validator, output schema, tool-name projection, role/tier floors), so dispatch never compiles.
+ * The one verb registry. Registration validates everything a dispatch needs (the input schema
+ * against the 2020-12 meta-schema, output schema, tool-name projection, role/tier floors); a
+ * verb's input validator is compiled on its first call (./schema-compiler.ts), so start-up
+ * compiles no schema. The runtime's own verbs (defineSystemVerb) skip the meta-schema and
+ * VerbRecord checks here: test/runtime/registry.test.ts makes them on every one.
  * Every transport projects from here; `list({ surface, shape })` is the manifest.
  *
  * Registration-time errors (RegistrationError, naming the verb and field): bad name pattern,
  * unknown shape, company_id/user_id anywhere in the input schema, a write verb without a consent
- * class, a typed-phrase class without a phrase builder, a tool-name projection that collides.
+ * class, a typed-phrase class without a phrase builder, a tool-name projection that collides, an
+ * input schema that is not a valid JSON Schema.
  * Last write wins for the same name.
  *
  * Spec: spec/manifest.md §registration, spec/manifest.md §tool-names.
@@ -30,8 +34,13 @@ import {
   validateVerbRecord,
   verbRecordSchema,
 } from '../spec/validators.ts';
-import { ROLE_FLOOR_OF_CLASS, type CompiledVerb, type VerbDefinition } from './verb.ts';
-import { compileInputSchema, compileOutputSchema, type CompiledSchema } from './schema-compiler.ts';
+import { ROLE_FLOOR_OF_CLASS, isSystemDefinition, type CompiledVerb, type VerbDefinition } from './verb.ts';
+import {
+  checkSchema,
+  compileInputSchema,
+  compileOutputSchema,
+  type CompiledSchema,
+} from './schema-compiler.ts';
 import { ReasonTable } from '../spec/reasons.ts';
 
 export class RegistrationError extends Error {
@@ -422,15 +431,28 @@ export class Registry {
       requires_consent: isWrite && consentClass !== 'READ' ? true : delegated && def.ungated === undefined,
       tier_floor: tierFloor,
     };
-    const check = validateVerbRecord(record);
-    if (!check.valid) throw new RegistrationError(name, 'record', check.errors.join('; '));
-
-    let validate: CompiledSchema;
-    try {
-      validate = compileInputSchema(inputSchema);
-    } catch (err) {
-      throw new RegistrationError(name, 'input_schema', `does not compile: ${(err as Error).message}`);
+    // The runtime's own verbs (defineSystemVerb) are checked by the test suite instead, so a
+    // command registering only them compiles neither the VerbRecord schema nor the meta-schema.
+    const system = isSystemDefinition(def);
+    if (!system) {
+      const check = validateVerbRecord(record);
+      if (!check.valid) throw new RegistrationError(name, 'record', check.errors.join('; '));
     }
+
+    // The input schema is checked here (a bad pack fails at start) and compiled on the verb's first
+    // validation (./schema-compiler.ts): a command that calls one verb compiles one schema.
+    const invalid = system ? undefined : checkSchema(inputSchema);
+    if (invalid !== undefined)
+      throw new RegistrationError(name, 'input_schema', `is not a valid JSON Schema: ${invalid}`);
+    let validate: CompiledSchema | undefined;
+    const inputValidator = (): CompiledSchema => {
+      if (validate !== undefined) return validate;
+      try {
+        return (validate = compileInputSchema(inputSchema));
+      } catch (err) {
+        throw new RegistrationError(name, 'input_schema', `does not compile: ${(err as Error).message}`);
+      }
+    };
     // Output schemas are checked only when the runtime validates outputs (tests, development):
     // then they compile here, never at dispatch; otherwise they are not compiled at all, so a CLI
     // command or `solid mcp` does not pay ~100 output compilations at boot.
@@ -460,8 +482,8 @@ export class Registry {
       outputSchema,
       record,
       toolName,
-      validate: (args: unknown) => validate(args) as boolean,
-      validateErrors: () => validate.errors,
+      validate: (args: unknown) => inputValidator()(args) as boolean,
+      validateErrors: () => validate?.errors,
       validateOutput: (result: unknown) => outputValidator()(result) as boolean,
       outputErrors: () => outputValidator().errors,
       secretPaths: Object.freeze((def.secret_fields ?? []).map((p) => p.split('.'))),

@@ -1,8 +1,12 @@
 /**
  * The one schema compiler of the runtime: the process-wide Ajv (JSON Schema 2020-12, with
- * formats) that compiles every verb's input and output schema at registration, and a cache keyed
- * by the schema's JSON text, so a second `Registry` (every test runtime, every `openLocal`)
- * registering the same verbs compiles nothing. Dispatch never compiles.
+ * formats) that compiles a verb's input and output schema the first time the verb validates one
+ * (registration only checks the schema against the 2020-12 meta-schema: `checkSchema`), and a
+ * cache keyed by the schema's JSON text, so a second `Registry` (every test runtime, every
+ * `openLocal`) registering the same verbs compiles nothing. A CLI command or `solid mcp` that
+ * calls one verb compiles one schema, not the whole catalogue's (issue 36: compiling every
+ * verb's schema was 37 % of `solid mcp`'s start-up). Compiling is synchronous, so two concurrent
+ * first calls cannot both compile or see half a validator.
  *
  * Two option profiles, because the two uses differ on purpose:
  * - inputs: `useDefaults` (an omitted `limit` becomes its declared default before the handler
@@ -34,7 +38,7 @@ function profile(options: { useDefaults: boolean; allErrors: boolean }) {
   // A frozen schema (a shape's shared output schema) cannot change: look it up by identity, no
   // JSON.stringify of a large schema per registration.
   const frozen = new WeakMap<JsonSchema, CompiledSchema>();
-  return (schema: JsonSchema): CompiledSchema => {
+  const compile = (schema: JsonSchema): CompiledSchema => {
     const known = frozen.get(schema);
     if (known !== undefined) return known;
     const key = JSON.stringify(schema);
@@ -50,10 +54,26 @@ function profile(options: { useDefaults: boolean; allErrors: boolean }) {
     if (Object.isFrozen(schema)) frozen.set(schema, v);
     return v;
   };
+  /** Ajv's meta-schema errors of `schema` as one sentence, or undefined when it is a valid schema. */
+  const check = (schema: JsonSchema): string | undefined => {
+    if (frozen.has(schema)) return undefined;
+    if (ajv.validateSchema(schema) === true) return undefined;
+    return ajv.errorsText(ajv.errors, { dataVar: 'schema' });
+  };
+  return { compile, check };
 }
 
+const inputs = profile({ useDefaults: true, allErrors: false });
+const outputs = profile({ useDefaults: false, allErrors: true });
+
 /** Compile (or fetch from the cache) a verb's input schema: defaults applied, first error only. */
-export const compileInputSchema = profile({ useDefaults: true, allErrors: false });
+export const compileInputSchema = inputs.compile;
 
 /** Compile (or fetch from the cache) a verb's output schema: no defaults, every error. */
-export const compileOutputSchema = profile({ useDefaults: false, allErrors: true });
+export const compileOutputSchema = outputs.compile;
+
+/**
+ * Check `schema` against the JSON Schema 2020-12 meta-schema without compiling it (what
+ * registration does): undefined when valid, else Ajv's errors as one sentence.
+ */
+export const checkSchema = inputs.check;

@@ -279,9 +279,10 @@ export interface CompiledVerb {
   readonly record: import('../spec/types.ts').VerbRecord;
   /** Tool name accepted by OpenAI/Claude/Gemini (dots projected). */
   readonly toolName: string;
+  /** The input schema's validator, compiled on the first call (checked at registration). */
   readonly validate: (args: unknown) => boolean;
   readonly validateErrors: () => import('ajv').ErrorObject[] | null | undefined;
-  /** The output schema, compiled at registration (checked when the runtime's validateOutputs is on). */
+  /** The output schema, compiled at registration when the runtime's validateOutputs is on, else on first use. */
   readonly validateOutput: (result: unknown) => boolean;
   /** The errors of the last `validateOutput` call that failed. */
   readonly outputErrors: () => import('ajv').ErrorObject[] | null | undefined;
@@ -342,7 +343,21 @@ export type SystemVerbDefinition<A = any, R = any> = Omit<
 export function defineSystemVerb<A = any, R = any>(
   definition: SystemVerbDefinition<A, R>,
 ): VerbDefinition<A, R> {
+  SYSTEM_DEFINITIONS.add(definition);
   return definition as unknown as VerbDefinition<A, R>;
+}
+
+/**
+ * The definitions made by defineSystemVerb (the runtime's own verbs, shipped with it). Their input
+ * schemas are checked against the meta-schema by the test suite (test/runtime/registry.test.ts),
+ * so registration skips that check for them and a command that registers only them never compiles
+ * the 2020-12 meta-schema at start-up; any other definition is checked when registered.
+ */
+const SYSTEM_DEFINITIONS = new WeakSet<object>();
+
+/** Was `definition` made by defineSystemVerb (not copied or changed since)? */
+export function isSystemDefinition(definition: object): boolean {
+  return SYSTEM_DEFINITIONS.has(definition);
 }
 
 /** Default role floor of each consent class. spec/consent.md §role-floors */

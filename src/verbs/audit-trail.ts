@@ -1,16 +1,17 @@
 /**
  * audit.trail (shape trail): query the tenant's audit log — every attempt, denials included —
  * newest first (created_at, then audit_id, descending), with filters (time range, verb, status,
- * actor, entity, reason) and an opaque, authenticated cursor. Each page is one index range scan
- * (company_id + filter column + created_at + audit_id, runtime migration v2) that stops after
- * `limit` rows, so its cost does not grow with the size of the log. With two or more equality
- * filters (other than verb + status, which has its own index) one filter's index is scanned and
- * the others are tested on its rows. The status indexes hold only rows that did not complete and
- * the entity indexes only rows with an entity (partial, migration 9): `status: 'completed'` is
- * tested on the rows of the time (or another filter's) index. `scope: 'business'` (consent class other than READ) and
- * `agent_type` are tested on the rows of the chosen index; the dashboard's Activity view uses
- * `scope: 'business'` so its own reads (agent_type `dashboard`, class READ) stay out of sight
- * while still audited (spec/audit.md §dashboard-reads).
+ * actor, entity, reason, scope, agent_type, key_id) and an opaque, authenticated cursor. Every page is
+ * bounded whatever the log's size: when one index (company_id + filter column(s) + created_at +
+ * audit_id, runtime migrations 2, 9, 16) serves every filter, the page is one range scan of it
+ * that stops after `limit` + 1 rows; otherwise the most selective index (DRIVES) is scanned for at
+ * most TRAIL_SCAN_ROWS rows and the other filters are tested on them, and a page that did not
+ * fill by then answers `stopped_early: true` with a cursor after the last row examined. The
+ * dashboard's Activity view uses `scope: 'business'` (its own index) so its own reads (agent_type
+ * `dashboard`, class READ) stay out of sight while still audited (spec/audit.md §dashboard-reads).
+ *
+ * Output: `{ entries, next_cursor, stopped_early }`. Refusals: `cursor_invalid` (a cursor of
+ * another tenant or other filters), `invalid_input` (schema).
  *
  * Spec: spec/shapes.md §trail, spec/audit.md.
  */
@@ -134,65 +135,69 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
       }
       before = { t: c.t, b: c.b };
     }
-    const where = ['company_id = ?'];
-    const params: unknown[] = [companyId];
-    if (before !== undefined) {
-      where.push('(created_at, audit_id) < (?, ?)');
-      params.push(before.t, before.b);
+    // Range terms (cursor, from, to) bound every index below on created_at, after its equality
+    // columns. Filter terms are either served by the scanned ("drive") index or tested on its rows.
+    const range: Term[] = [];
+    if (before !== undefined) range.push(term('(created_at, audit_id) < (?, ?)', before.t, before.b));
+    if (args.from !== undefined) range.push(term('created_at >= ?', new Date(args.from).toISOString()));
+    if (args.to !== undefined) range.push(term('created_at < ?', new Date(args.to).toISOString()));
+    const filters = new Map<FilterName, Term>();
+    if (args.verb !== undefined) filters.set('verb', term('action_type = ?', args.verb));
+    if (args.status === 'completed') filters.set('completed', term('status = ?', args.status));
+    // The status indexes hold only rows that did not complete (runtime migration 9): the implied
+    // term lets both planners use them.
+    else if (args.status !== undefined)
+      filters.set('status', term("status = ? AND status <> 'completed'", args.status));
+    if (args.reason !== undefined) filters.set('reason', term('reason = ?', args.reason));
+    // The business index holds exactly these rows (runtime migration 16; NULL, an unknown verb, is
+    // not READ-or-else: it stays out, as it always did).
+    if (args.scope === 'business') filters.set('scope', term("consent_class <> 'READ'"));
+    if (args.agent_type !== undefined) filters.set('agent_type', term('agent_type = ?', args.agent_type));
+    if (args.key_id !== undefined) filters.set('key_id', term('key_id = ?', args.key_id));
+    if (args.actor !== undefined) filters.set('actor', term('user_id = ?', args.actor));
+    if (args.entity_type !== undefined)
+      filters.set(
+        'entity',
+        args.entity_id === undefined
+          ? term('entity_type = ?', args.entity_type)
+          : term('entity_type = ? AND entity_id = ?', args.entity_type, String(args.entity_id)),
+      );
+    const cols = `audit_id, seq, created_at, action_type, user_id, role, agent_type, key_id, entity_type, entity_id, status, reason, shape, consent_class, approved_by, parent_id, transaction_id, rollback_handle, is_reversible, latency_ms${args.audit_id !== undefined ? ', request_data, approved_at, requires_approval, idempotency_key, consent' : ''}`;
+    const order = 'ORDER BY created_at DESC, audit_id DESC';
+    const company = term('company_id = ?', companyId);
+    const drive = DRIVES.find((d) => d.every((n) => filters.has(n))) ?? [];
+    const tested = [...filters.keys()].filter((n) => !drive.includes(n));
+    let rows: Array<Record<string, unknown>>;
+    let boundary: Record<string, unknown> | undefined;
+    if (args.audit_id !== undefined || tested.length === 0) {
+      // Every filter is served by one index (or the primary key, for one audit_id): the range
+      // scan stops after limit + 1 rows.
+      const all = [company, ...(args.audit_id !== undefined ? [term('audit_id = ?', args.audit_id)] : [])];
+      all.push(...filters.values(), ...range);
+      rows = await ctx.db.all<Record<string, unknown>>(
+        `SELECT ${cols} FROM audit_log WHERE ${sqlOf(all)} ${order} LIMIT ?`,
+        [...paramsOf(all), limit + 1],
+      );
+    } else {
+      // Some filter has no index for this combination: scan the drive index for at most
+      // TRAIL_SCAN_ROWS rows, reading only the columns the other filters test, and test them;
+      // then read the whole rows of the (at most limit + 1) hits by primary key. In the same
+      // statement (one snapshot), the drive range's TRAIL_SCAN_ROWS-th and next rows: when the
+      // page does not fill and the range goes on past the examined rows, the page stops early
+      // there and the cursor resumes right after the last row examined.
+      const d = [company, ...drive.map((n) => filters.get(n)!), ...range];
+      const t = tested.map((n) => filters.get(n)!);
+      const scannedCols = ['audit_id', 'created_at', ...new Set(tested.flatMap((n) => FILTER_COLUMNS[n]))];
+      const found = await ctx.db.all<Record<string, unknown>>(
+        `SELECT ${cols}, 1 AS trail_hit FROM audit_log WHERE audit_id IN (SELECT audit_id FROM (SELECT ${scannedCols.join(', ')} FROM audit_log WHERE ${sqlOf(d)} ${order} LIMIT ?) AS scanned WHERE ${sqlOf(t)} ${order} LIMIT ?)
+         UNION ALL
+         SELECT * FROM (SELECT ${cols}, 0 AS trail_hit FROM audit_log WHERE ${sqlOf(d)} ${order} LIMIT 2 OFFSET ?) AS edge`,
+        [...paramsOf(d), TRAIL_SCAN_ROWS, ...paramsOf(t), limit + 1, ...paramsOf(d), TRAIL_SCAN_ROWS - 1],
+      );
+      rows = found.filter((r) => Number(r.trail_hit) === 1).sort(newestFirst);
+      const edge = found.filter((r) => Number(r.trail_hit) === 0).sort(newestFirst);
+      if (rows.length <= limit && edge.length === 2) boundary = edge[0];
     }
-    if (args.verb !== undefined) {
-      where.push('action_type = ?');
-      params.push(args.verb);
-    }
-    if (args.status !== undefined) {
-      // The status indexes hold only rows that did not complete (runtime migration 9): the
-      // implied term lets both planners use them; 'completed' is tested on another index's rows.
-      where.push(args.status === 'completed' ? 'status = ?' : "status = ? AND status <> 'completed'");
-      params.push(args.status);
-    }
-    if (args.reason !== undefined) {
-      where.push('reason = ?');
-      params.push(args.reason);
-    }
-    if (args.audit_id !== undefined) {
-      where.push('audit_id = ?');
-      params.push(args.audit_id);
-    }
-    if (args.scope === 'business') where.push("consent_class IS NOT NULL AND consent_class <> 'READ'");
-    if (args.agent_type !== undefined) {
-      where.push('agent_type = ?');
-      params.push(args.agent_type);
-    }
-    if (args.key_id !== undefined) {
-      where.push('key_id = ?');
-      params.push(args.key_id);
-    }
-    if (args.actor !== undefined) {
-      where.push('user_id = ?');
-      params.push(args.actor);
-    }
-    if (args.entity_type !== undefined) {
-      where.push('entity_type = ?');
-      params.push(args.entity_type);
-      if (args.entity_id !== undefined) {
-        where.push('entity_id = ?');
-        params.push(String(args.entity_id));
-      }
-    }
-    if (args.from !== undefined) {
-      where.push('created_at >= ?');
-      params.push(new Date(args.from).toISOString());
-    }
-    if (args.to !== undefined) {
-      where.push('created_at < ?');
-      params.push(new Date(args.to).toISOString());
-    }
-    params.push(limit + 1);
-    const rows = await ctx.db.all<Record<string, unknown>>(
-      `SELECT audit_id, seq, created_at, action_type, user_id, role, agent_type, key_id, entity_type, entity_id, status, reason, shape, consent_class, approved_by, parent_id, transaction_id, rollback_handle, is_reversible, latency_ms${args.audit_id !== undefined ? ', request_data, approved_at, requires_approval, idempotency_key, consent' : ''}
-       FROM audit_log WHERE ${where.join(' AND ')} ORDER BY created_at DESC, audit_id DESC LIMIT ?`,
-      params,
-    );
     const page = rows.slice(0, limit);
     const entries = page.map((r) => ({
       audit_id: Number(r.audit_id),
@@ -255,18 +260,83 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
         reverted_at: reversal?.reverted_at ?? null,
       });
     }
+    // The position the next page resumes after: the last entry of a full page, or the last row
+    // examined by a page that stopped early.
+    const last = rows.length > limit ? page[page.length - 1]! : boundary;
     const next_cursor =
-      rows.length > limit
-        ? ctx.runtime.secrets.sealToken('cursor', 'tc2', {
+      last === undefined
+        ? null
+        : ctx.runtime.secrets.sealToken('cursor', 'tc2', {
             c: companyId,
-            t: page[page.length - 1]!.created_at as string,
-            b: Number(page[page.length - 1]!.audit_id),
+            t: last.created_at as string,
+            b: Number(last.audit_id),
             f: fh,
-          })
-        : null;
-    return { entries, next_cursor };
+          });
+    return { entries, next_cursor, stopped_early: boundary !== undefined };
   },
 });
+
+/** A SQL term and its parameters. */
+interface Term {
+  sql: string;
+  params: unknown[];
+}
+
+const term = (sql: string, ...params: unknown[]): Term => ({ sql, params });
+const sqlOf = (ts: Term[]): string => ts.map((t) => t.sql).join(' AND ');
+const paramsOf = (ts: Term[]): unknown[] => ts.flatMap((t) => t.params);
+
+/** The trail's equality filters (entity: entity_type, with entity_id when given). */
+type FilterName =
+  'verb' | 'status' | 'completed' | 'reason' | 'scope' | 'agent_type' | 'key_id' | 'actor' | 'entity';
+
+/** The columns each filter tests. */
+const FILTER_COLUMNS: Record<FilterName, readonly string[]> = {
+  verb: ['action_type'],
+  status: ['status'],
+  completed: ['status'],
+  reason: ['reason'],
+  scope: ['consent_class'],
+  agent_type: ['agent_type'],
+  key_id: ['key_id'],
+  actor: ['user_id'],
+  entity: ['entity_type', 'entity_id'],
+};
+
+/**
+ * The indexes a page can scan, by the filters each serves entirely, most selective first
+ * (runtime migrations 2, 9, 16): the first whose filters are all present is scanned; the time
+ * index (company_id, created_at, audit_id) when none is. `status: 'completed'`, `agent_type` and
+ * `key_id` have no index (most rows complete; an agent filter is rare): they are always tested on rows.
+ */
+const DRIVES: ReadonlyArray<readonly FilterName[]> = [
+  ['entity'],
+  ['verb', 'status'],
+  ['actor'],
+  ['reason'],
+  ['verb'],
+  ['status'],
+  ['scope'],
+];
+
+/**
+ * The most rows of the scanned index one page examines when a filter is tested on its rows: the
+ * page's cost (and, on SQLite, how long it holds the event loop) is bounded whatever the log's
+ * size and whether anything matches. A page that examined this many rows without filling stops
+ * early (`stopped_early: true`) with a cursor after the last row examined. 300: at 1M rows an
+ * examined row costs ≈ 3 µs of CPU on SQLite (a table page per row, rarely cached), so the rows a
+ * page examines cost about what the dispatch around it costs (≈ 1 ms) and a page's cost hardly
+ * depends on the log's size (BENCHMARKS.md `trail.worst_filter_1m`). spec/audit.md §trail
+ */
+export const TRAIL_SCAN_ROWS = 300;
+
+/** Newest first: created_at, then audit_id, descending. */
+function newestFirst(a: Record<string, unknown>, b: Record<string, unknown>): number {
+  const ta = a.created_at as string;
+  const tb = b.created_at as string;
+  if (ta !== tb) return ta < tb ? 1 : -1;
+  return Number(b.audit_id) - Number(a.audit_id);
+}
 
 /** The names of the API keys among `keyIds` (one query; grants and unknown ids are left out). */
 async function agentNames(

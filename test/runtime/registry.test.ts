@@ -5,7 +5,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
 import { Registry, RegistrationError } from '../../src/runtime/registry.ts';
-import { defineVerb, type VerbDefinition } from '../../src/runtime/verb.ts';
+import { defineVerb, isSystemDefinition, type VerbDefinition } from '../../src/runtime/verb.ts';
+import { checkSchema, compileInputSchema } from '../../src/runtime/schema-compiler.ts';
+import { validateVerbRecord } from '../../src/spec/validators.ts';
 import { VALID_SURFACES } from '../../src/spec/types.ts';
 import { systemVerbs } from '../../src/verbs/index.ts';
 import { UPSTREAM_SKIP, assertUpstreamValid, seedExampleRecord } from '../support/upstream.ts';
@@ -79,6 +81,45 @@ describe('registration errors name the verb and the field', () => {
       () => reg.register(read({ name: 'crm__lookup' })),
       (e: unknown) => e instanceof RegistrationError && /collides with verb "crm.lookup"/.test(e.message),
     );
+  });
+});
+
+describe('schemas: checked at registration, compiled on first use', () => {
+  it('a pack verb whose input is not a JSON Schema fails at registration, before any call', () => {
+    refused(
+      read({ input: { type: 'object', properties: { n: { type: 'integr' } } } as never }),
+      /^input_schema$/,
+    );
+    refused(read({ input: { type: 'object', required: 'n' } as never }), /^(record|input_schema)$/);
+    refused(
+      read({ input: { type: 'object', properties: { n: { minimum: 'one' } } } as never }),
+      /^input_schema$/,
+    );
+  });
+  it("the runtime's own verbs skip the check at registration: each is valid here instead", () => {
+    const reg = new Registry({ compileOutputs: false });
+    for (const def of systemVerbs) reg.register(def);
+    for (const def of systemVerbs) {
+      assert.ok(isSystemDefinition(def), `${def.name} is made by defineSystemVerb`);
+      const v = reg.get(def.name)!;
+      assert.deepEqual(validateVerbRecord(v.record).errors, [], def.name);
+      assert.equal(checkSchema(v.inputSchema), undefined, def.name);
+      assert.equal(typeof compileInputSchema(v.inputSchema), 'function', def.name);
+    }
+    // A copy is not the shipped definition: checked like a pack's.
+    assert.equal(isSystemDefinition({ ...systemVerbs[0]! }), false);
+  });
+  it('validates on first use, and again the same way after', () => {
+    const reg = new Registry({ compileOutputs: false });
+    const v = reg.register(
+      read({ input: { type: 'object', properties: { n: { type: 'integer', default: 3 } } } }),
+    );
+    const args: Record<string, unknown> = {};
+    assert.equal(v.validate(args), true);
+    assert.deepEqual(args, { n: 3 }, 'defaults applied by the first validation');
+    assert.equal(v.validate({ n: 'x' }), false);
+    assert.equal(v.validateErrors()?.[0]?.instancePath, '/n');
+    assert.equal(v.validate({ n: 1 }), true);
   });
 });
 

@@ -1,7 +1,9 @@
 /**
  * audit.trail at scale: newest first, cursor pages that neither skip nor repeat, and — for every
  * combination of filters — a query plan that is an index search with no sort step, so a page costs
- * the same at 10k or 10M rows. Spec: spec/audit.md §trail.
+ * the same at 10k or 10M rows; a filter tested on the scanned index's rows examines at most
+ * TRAIL_SCAN_ROWS of them and the page stops early with a cursor that resumes after them.
+ * Spec: spec/audit.md §trail.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,6 +13,8 @@ import type { TestRuntime } from '../support/runtime.ts';
 import type { Queryable } from '../../src/store/store.ts';
 import { PG_SKIP_REASON, TEST_DATABASE_URL } from '../support/postgres.ts';
 import { dispatchAs } from '../support/keyed.ts';
+import { TRAIL_SCAN_ROWS } from '../../src/verbs/audit-trail.ts';
+import { AUDIT_COLUMNS } from '../../src/runtime/ledger/write/audit.ts';
 
 type Entry = {
   audit_id: number;
@@ -80,6 +84,8 @@ async function everyTrailQuery(
     entity: { entity_type: 'counter', entity_id: 'n1' },
     entity_type: { entity_type: 'counter' },
     reason: { reason: 'role_denied' },
+    agent_type: { agent_type: 'test' },
+    business: { scope: 'business' },
     time: { from: '2026-02-01T10:00:00.000Z', to: '2026-02-01T11:00:00.000Z' },
   };
   const names = Object.keys(filters);
@@ -229,6 +235,143 @@ describe('audit.trail', () => {
     assert.equal(foreign.error?.reason, 'cursor_invalid');
   });
 
+  it('a filter tested on rows examines a bounded number of them; its pages stop early and resume without skipping or repeating a row', async (t) => {
+    const h = await counterRuntime(t);
+    // 2.5 × TRAIL_SCAN_ROWS rows, one a minute from 2020-01-01 (older than anything the runtime
+    // writes), mostly denials of a read verb by agent `bulk`; a few rows at the edges of the
+    // bounded scans (0, N-1, N, N+1, 2N-1, 2N, last) are completed writes of agent `rare`.
+    const n = Math.floor(TRAIL_SCAN_ROWS * 2.5);
+    const rare = new Set([
+      0,
+      1,
+      TRAIL_SCAN_ROWS - 1,
+      TRAIL_SCAN_ROWS,
+      TRAIL_SCAN_ROWS + 1,
+      2 * TRAIL_SCAN_ROWS - 1,
+      2 * TRAIL_SCAN_ROWS,
+      n - 1,
+    ]);
+    type Seeded = {
+      audit_id: number;
+      created_at: string;
+      agent_type: string;
+      status: string;
+      action_type: string;
+      user_id: number;
+      consent_class: string;
+    };
+    const seeded: Seeded[] = [];
+    await h.rt.store.write(async (tx) => {
+      const ids =
+        tx.nextAuditIds !== undefined
+          ? await tx.nextAuditIds(n)
+          : await Promise.all(Array.from({ length: n }, () => tx.nextAuditId()));
+      for (let i = 0; i < n; i += 250) {
+        const batch = ids.slice(i, i + 250).map((audit_id, j) => {
+          const k = i + j;
+          const r = rare.has(k);
+          const row: Record<string, unknown> = {
+            audit_id,
+            company_id: h.companyId,
+            seq: 10_000_000 + k,
+            // Every 7th row shares its minute with the next one: ties broken by audit_id.
+            created_at: new Date(
+              Date.parse('2020-01-01T00:00:00.000Z') + (k - (k % 7 === 1 ? 1 : 0)) * 60_000,
+            ).toISOString(),
+            user_id: 1 + (k % 5),
+            role: 'employee',
+            agent_type: r ? 'rare' : 'bulk',
+            key_id: null,
+            action_type: r ? 'counter.add' : 'counter.get',
+            category: 'bench',
+            shape: 'receipt',
+            consent_class: r ? 'WRITE_REVERSIBLE' : 'READ',
+            status: r ? 'completed' : 'denied',
+            reason: r ? null : 'role_denied',
+            request_data: '{}',
+            entity_type: null,
+            entity_id: null,
+            is_reversible: 0,
+            rollback_handle: null,
+            idempotency_key: null,
+            transaction_id: null,
+            parent_id: null,
+            requires_approval: 0,
+            approved_by: null,
+            approved_at: null,
+            latency_ms: 1,
+            prev_hash: 'x',
+            row_hash: 'x',
+          };
+          seeded.push(row as unknown as Seeded);
+          return row;
+        });
+        await tx.run(
+          `INSERT INTO audit_log (${AUDIT_COLUMNS.join(', ')}) VALUES ${batch.map(() => `(${AUDIT_COLUMNS.map(() => '?').join(', ')})`).join(', ')}`,
+          batch.flatMap((row) => AUDIT_COLUMNS.map((c) => row[c] ?? null)),
+        );
+      }
+    });
+    const until = '2021-01-01T00:00:00.000Z'; // only the seeded rows
+    const newest = (a: Seeded, b: Seeded) =>
+      a.created_at === b.created_at ? b.audit_id - a.audit_id : a.created_at < b.created_at ? 1 : -1;
+    // stops: how many pages stop early when nothing matches (the scanned index holds 2.5 × N rows,
+    // or, for the business index, only the few writes).
+    const cases: Array<{ args: Record<string, unknown>; match: (r: Seeded) => boolean; stops?: number }> = [
+      { args: { agent_type: 'rare' }, match: (r) => r.agent_type === 'rare' },
+      { args: { agent_type: 'never-called' }, match: () => false, stops: 2 },
+      { args: { status: 'completed' }, match: (r) => r.status === 'completed' },
+      { args: { verb: 'counter.get', agent_type: 'rare' }, match: () => false, stops: 2 },
+      {
+        args: { verb: 'counter.add', status: 'completed', actor: 2 },
+        match: (r) => r.action_type === 'counter.add' && r.user_id === 2,
+      },
+      { args: { scope: 'business', agent_type: 'bulk' }, match: () => false, stops: 0 },
+      {
+        args: { status: 'denied', actor: 3, agent_type: 'bulk' },
+        match: (r) => r.status === 'denied' && r.user_id === 3,
+      },
+    ];
+    for (const c of cases)
+      for (const limit of [1, 3, 200]) {
+        const label = JSON.stringify({ ...c.args, limit });
+        const want = seeded
+          .filter(c.match)
+          .sort(newest)
+          .map((r) => r.audit_id);
+        const got: number[] = [];
+        let cursor: string | undefined;
+        let pages = 0;
+        let stopped = 0;
+        for (;;) {
+          const p = (await page(h, { ...c.args, to: until, limit, ...(cursor ? { cursor } : {}) })) as {
+            entries: Entry[];
+            next_cursor: string | null;
+            stopped_early: boolean;
+          };
+          pages++;
+          assert.ok(p.entries.length <= limit, label);
+          if (p.stopped_early) {
+            stopped++;
+            assert.notEqual(p.next_cursor, null, `${label}: a page that stopped early says where to resume`);
+          }
+          got.push(...p.entries.map((e) => e.audit_id));
+          if (p.next_cursor === null) break;
+          cursor = p.next_cursor;
+          assert.ok(pages < 1000, label);
+        }
+        assert.deepEqual(got, want, `${label}: every matching row exactly once, newest first`);
+        // Nothing matches: each page examined N rows of the scanned index, then the rest.
+        if (c.stops !== undefined) {
+          assert.equal(stopped, c.stops, `${label}: stopped ${stopped} times in ${pages} pages`);
+          assert.equal(pages, c.stops + 1, label);
+        }
+      }
+    // A filter served by its own index never stops early: every denial of actor 3 in one page run.
+    const byIndex = await page(h, { status: 'denied', actor: 3, to: until, limit: 200 });
+    assert.equal((byIndex as { stopped_early?: boolean }).stopped_early, false);
+  });
+
   it('entity_id without entity_type is refused with invalid_input, not silently ignored', async (t) => {
     const h = await counterRuntime(t);
     const env = await dispatchAs(h.rt, { surface: 'cli', apiKey: h.keys.owner }, 'audit.trail', {
@@ -264,8 +407,15 @@ describe('audit.trail', () => {
       );
       assert.doesNotMatch(plan, /TEMP B-TREE/, `${JSON.stringify(a)}: ${plan}`);
       // A status other than completed is searched on a status index (partial, runtime migration 9).
-      if (a.status === 'denied' && a.actor === undefined && a.entity_type === undefined)
+      if (
+        a.status === 'denied' &&
+        a.actor === undefined &&
+        a.entity_type === undefined &&
+        a.reason === undefined
+      )
         assert.match(plan, /INDEX audit_company_(action_)?status_time/, `${JSON.stringify(a)}: ${plan}`);
+      // A filter tested on the scanned index's rows: the scan is bounded (and no row is sorted).
+      if (/UNION ALL/.test(sql)) assert.ok(params.includes(TRAIL_SCAN_ROWS), `${JSON.stringify(a)}: ${sql}`);
     });
     assert.ok(checked > 100, `checked ${checked} combinations`);
   });
@@ -293,7 +443,12 @@ describe('audit.trail', () => {
           `${JSON.stringify(a)}: ${plan}`,
         );
         assert.doesNotMatch(plan, /Seq Scan|Sort/, `${JSON.stringify(a)}: ${plan}`);
-        if (a.status === 'denied' && a.actor === undefined && a.entity_type === undefined)
+        if (
+          a.status === 'denied' &&
+          a.actor === undefined &&
+          a.entity_type === undefined &&
+          a.reason === undefined
+        )
           assert.match(plan, /using audit_company_(action_)?status_time/, `${JSON.stringify(a)}: ${plan}`);
       });
       assert.ok(checked > 100, `checked ${checked} combinations`);

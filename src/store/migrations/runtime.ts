@@ -607,6 +607,19 @@ ALTER TABLE api_keys ADD COLUMN scope {json};
 ALTER TABLE api_keys ADD COLUMN expires_at TEXT;
 `;
 
+/**
+ * v16: the business activity index. `audit.trail { scope: 'business' }` (the dashboard's Activity
+ * view and its chart, by default) keeps rows whose consent class is not READ; most rows of a busy
+ * log are reads, so testing the scope on the time index's rows read up to the whole log to fill a
+ * page. This index holds only the business rows (a read row costs it nothing): a business page is
+ * one range scan of it, with or without a time range. The partial predicate is the trail's own
+ * term `consent_class <> 'READ'` (NULL, an unknown verb, is not in it, as before). Same SQL on
+ * both engines. spec/audit.md §trail
+ */
+const BUSINESS_TRAIL_INDEX_V16 = `
+CREATE INDEX audit_company_business_time ON audit_log(company_id, created_at, audit_id) WHERE consent_class <> 'READ';
+`;
+
 export const runtimeMigrations: readonly Migration[] = [
   portableMigration(1, 'runtime tables', RUNTIME_V1),
   portableMigration(2, 'audit trail indexes', AUDIT_TRAIL_INDEXES_V2),
@@ -623,4 +636,5 @@ export const runtimeMigrations: readonly Migration[] = [
   portableMigration(13, 'approvals answer one attempt; consent provenance', APPROVALS_ONE_ATTEMPT_V13),
   portableMigration(14, 'approvals a plain retry completes', APPROVALS_PLAIN_RETRY_V14),
   portableMigration(15, 'least-privilege API keys', API_KEY_SCOPE_V15),
+  portableMigration(16, 'business activity index', BUSINESS_TRAIL_INDEX_V16),
 ];

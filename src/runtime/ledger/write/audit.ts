@@ -579,18 +579,20 @@ export async function appendAuditRows(tx: StoreTx, entries: readonly AuditEntry[
   // Heads are locked in company_id order, so two multi-tenant batches never wait on each other in a cycle.
   for (const id of [...new Set(entries.map((e) => e.company_id))].sort((a, b) => a - b))
     heads.set(id, await tx.lockTenantHead(id));
-  // One await for every id and one for the INSERTs, not two per row: the ids are drawn at once,
-  // ascending (tx.nextAuditIds: SQLite counts them in memory, PostgreSQL draws them in one query;
-  // otherwise nextAuditId in call order).
+  // The ids are drawn at once, ascending (tx.nextAuditIds: SQLite counts them in memory,
+  // PostgreSQL draws them in one query; otherwise nextAuditId in call order, one at a time).
   // Rows go in INSERTs of INSERT_ROWS rows (one statement's fixed cost, and on PostgreSQL one
-  // round trip, per group), the rest one by one; a failed INSERT fails the whole write, which
-  // rolls back (the read-audit buffer then retries its rows one by one).
-  const ids =
-    tx.nextAuditIds !== undefined
-      ? await tx.nextAuditIds(entries.length)
-      : await Promise.all(entries.map(() => tx.nextAuditId()));
+  // round trip, per group), the rest one by one, each awaited before the next is sent: one
+  // transaction is one connection, and a `pg` client given a query while another runs queues it
+  // with a deprecation warning today and refuses it from pg 9. A failed INSERT fails the whole
+  // write, which rolls back (the read-audit buffer then retries its rows one by one).
+  let ids: number[];
+  if (tx.nextAuditIds !== undefined) ids = await tx.nextAuditIds(entries.length);
+  else {
+    ids = [];
+    for (let i = 0; i < entries.length; i++) ids.push(await tx.nextAuditId());
+  }
   const rows = new Array<AuditRow>(entries.length);
-  const stored: Promise<unknown>[] = [];
   let values: unknown[] = [];
   const grouped = entries.length - (entries.length % INSERT_ROWS);
   // A group of usual read rows (fitsReadLiterals, all INSERT_ROWS of them) binds 17 values a row
@@ -605,11 +607,10 @@ export async function appendAuditRows(tx: StoreTx, entries: readonly AuditEntry[
     const inGroup = i < grouped;
     rows[i] = buildRow(entry, ids[i]!, heads.get(entry.company_id)!, values, inGroup && short);
     if (inGroup ? (i + 1) % INSERT_ROWS === 0 : true) {
-      stored.push(tx.run(inGroup ? (short ? INSERT_GROUP_READ_SQL : INSERT_GROUP_SQL) : INSERT_SQL, values));
+      await tx.run(inGroup ? (short ? INSERT_GROUP_READ_SQL : INSERT_GROUP_SQL) : INSERT_SQL, values);
       values = [];
     }
   }
-  await Promise.all(stored);
   for (const head of heads.values())
     await tx.run(UPDATE_HEAD_SQL, [head.audit_seq, head.audit_hash, head.company_id]);
   return rows;
