@@ -43,6 +43,7 @@ import { ApiKeyAuth, type KeyedCaller } from './api-key-auth.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { createDelivery, type OutboxWorker } from './delivery/delivery.ts';
 import { deliveryMigrations } from './delivery/migrations.ts';
+import { platformMigrations } from '../store/migrations/platform.ts';
 
 export class Runtime implements PackRuntime {
   readonly store: Store;
@@ -238,6 +239,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   if (!options.skipMigrations) {
     await options.store.migrate('runtime', runtimeMigrations);
     await options.store.migrate('delivery', deliveryMigrations);
+    await options.store.migrate('platform', platformMigrations);
   }
   const chosen = await chooseRuntimeSecrets(options.store, options.secrets);
   const rt = new Runtime({ ...options, secrets: chosen.secrets });
