@@ -6,51 +6,18 @@
  * it and deletes it (only suspended, after an export of its head). The platform log records every
  * call as one verifying hash chain; the tenant's chain records what was done to it.
  */
-import { describe, it, type TestContext } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Secret, TOTP } from 'otpauth';
-import type { FastifyInstance } from 'fastify';
 import type { Envelope } from '../../src/spec/types.ts';
-import { createHttpServer } from '../../src/transports/http/server.ts';
-import { createWebmcpPlugin } from '../../src/transports/webmcp/index.ts';
-import { platformPlugin } from '../../src/platform/plugin.ts';
 import { createPlatformKey, revokePlatformKey } from '../../src/platform/platform-keys.ts';
 import { readPlatformLog, verifyPlatformLog } from '../../src/platform/platform-log.ts';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { verifyAuditExport } from '../../src/runtime/ledger/verify/export-check.ts';
 import { verifyStoreChain } from '../../src/runtime/ledger/verify/verify.ts';
-import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
-
-export interface PlatformFixture {
-  h: TestRuntime;
-  app: FastifyInstance;
-  key: string;
-  call(verb: string, args: unknown, key?: string): Promise<{ status: number; env: Envelope }>;
-}
-
-/** A test runtime with the platform mount and the WebMCP mount (enrolment routes), and one platform key. */
-export async function platformFixture(t: TestContext): Promise<PlatformFixture> {
-  const h = await createTestRuntime(t);
-  const app = createHttpServer(h.rt, { logger: false, plugins: [platformPlugin, createWebmcpPlugin()] });
-  await app.ready();
-  t.after(() => app.close());
-  const { key } = await createPlatformKey(h.rt.store, 'test-backend', h.rt.clock());
-  return {
-    h,
-    app,
-    key,
-    async call(verb, args, k = key) {
-      const res = await app.inject({
-        method: 'POST',
-        url: `/api/v1/platform/${verb}`,
-        headers: { authorization: `Bearer ${k}`, 'content-type': 'application/json' },
-        payload: JSON.stringify(args),
-      });
-      return { status: res.statusCode, env: res.json() as Envelope };
-    },
-  };
-}
+import type { TestRuntime } from '../support/runtime.ts';
+import { platformFixture } from './support.ts';
 
 function data(env: Envelope): Record<string, unknown> {
   assert.equal(env.ok, true, JSON.stringify(env.error));
