@@ -11,6 +11,7 @@ import { Secret, TOTP } from 'otpauth';
 import type { Envelope } from '../../src/spec/types.ts';
 import { installNotesPack } from '../support/notes-pack.ts';
 import { readPlatformLog } from '../../src/platform/platform-log.ts';
+import { parseJson } from '../../src/store/store.ts';
 import { platformFixture } from './support.ts';
 
 const HEADERS = { origin: 'http://localhost', host: 'localhost' };
@@ -112,9 +113,9 @@ it('a platform credential never approves, types a phrase, changes consent settin
     assert.match(r.env.error!.hint!, /consent settings/);
   }
   const settings = await f.h.rt.store.read((q) =>
-    q.get<{ settings: string }>("SELECT settings FROM tenants WHERE external_id = 'acct_c'"),
+    q.get<{ settings: unknown }>("SELECT settings FROM tenants WHERE external_id = 'acct_c'"),
   );
-  assert.deepEqual(JSON.parse(String(settings!.settings)), {});
+  assert.deepEqual(parseJson(settings!.settings), {});
 });
 
 it('a platform credential opens no human session and gives no agent key an owner or a human name', async (t) => {
