@@ -25,6 +25,31 @@ export function createPlatformPlugin(): HttpPlugin {
     app.post<{ Params: { verb: string } }>(
       `${PLATFORM_API_PREFIX}/:verb`,
       {
+        config: {
+          openapi: {
+            operationId: 'callPlatformVerb',
+            summary:
+              'Provisioning for platforms: one platform.* verb with a platform credential (spec/platform.md)',
+            tags: ['platform'],
+            security: [{ bearerApiKey: [] }],
+            responses: Object.fromEntries(
+              [
+                [200, 'The verb ran'],
+                [400, 'invalid_input'],
+                [401, 'auth_invalid'],
+                [403, 'platform_credential_required, role_denied, human_required, tenant_suspended'],
+                [404, 'unknown_verb, not_found'],
+                [409, 'export_required'],
+              ].map(([code, description]) => [
+                code,
+                {
+                  description,
+                  content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } },
+                },
+              ]),
+            ),
+          },
+        },
         schema: {
           params: {
             type: 'object',
