@@ -15,7 +15,7 @@
  * module until the 1-minute load average is below X (others share this machine), up to
  * `--max-wait-min` minutes, and records the load at the start and end of each module.
  *
- * Modules: core register readcost bodybounds consent replay verify export retention trail trailfilters http toolslist mcp ucp observe durable faults pgfaults postgres scale startup rss profile
+ * Modules: core register readcost bodybounds consent replay verify export retention trail trailfilters http toolslist mcp ucp observe durable faults pgfaults postgres platform scale startup rss profile
  * (postgres only when SOLID_BENCH_DATABASE_URL or SOLID_TEST_DATABASE_URL is set; pgfaults starts
  * its own throwaway cluster and is skipped without PostgreSQL server binaries). `profile`
  * (bench/profile.ts) records a CPU profile of the system side of each figure that can miss and
@@ -94,6 +94,7 @@ export const TARGETS: Record<string, Target> = {
     '≤ 10,100 ms (the 10 s request deadline + 1 %: the deadline answers)',
   ),
   'scale.register_10k': t('value', '<=', 1000, '≤ 1,000 ms'),
+  'platform.per_call_1k': t('ratio', '<=', 1.2, 'ratio ≤ 1.2 (flat)'),
 };
 
 export function targetOf(id: string): Target | undefined {
@@ -213,6 +214,11 @@ export const MODULES: Record<string, ModuleSpec> = {
         : undefined,
     run: async (q) =>
       (await import('./postgres.ts')).benchPostgres({ url: pgUrl(), ...(q ? { ms: 3000 } : {}) }),
+  },
+  platform: {
+    repeat: 1,
+    run: async (q) =>
+      (await import('./platform.ts')).benchPlatform(q ? { runs: 3, calls: 500, tenants: 200 } : {}),
   },
   scale: {
     repeat: 1,

@@ -8,7 +8,6 @@ import pino, { type Logger } from 'pino';
 import type { Envelope, Principal, Tier } from '../spec/types.ts';
 import type { Queryable, Store } from '../store/store.ts';
 import { ReadView } from '../store/read-view.ts';
-import { runtimeMigrations } from '../store/migrations/runtime.ts';
 import { Registry } from './registry.ts';
 import type { VerbDefinition } from './verb.ts';
 import { previewFor } from './verb-context.ts';
@@ -40,9 +39,8 @@ import { DispatchHooks } from './observe/hooks.ts';
 import { AuthFailureLog } from '../identity/auth-failure-log.ts';
 import { Sandbox } from './sandbox.ts';
 import { Lifecycle } from './lifecycle.ts';
+import { RUNTIME_MIGRATION_SCOPES } from './migration-scopes.ts';
 import { createDelivery, type OutboxWorker } from './delivery/delivery.ts';
-import { deliveryMigrations } from './delivery/migrations.ts';
-import { retentionMigrations } from './ledger/retention/migrations.ts';
 import { runRetention } from './ledger/retention/policy.ts';
 
 export class Runtime implements PackRuntime {
@@ -237,9 +235,8 @@ export class Runtime implements PackRuntime {
 /** Create a runtime on a store: runs the runtime migrations unless told not to. */
 export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   if (!options.skipMigrations) {
-    await options.store.migrate('runtime', runtimeMigrations);
-    await options.store.migrate('delivery', deliveryMigrations);
-    await options.store.migrate('retention', retentionMigrations);
+    for (const [scope, migrations] of RUNTIME_MIGRATION_SCOPES)
+      await options.store.migrate(scope, migrations);
   }
   const chosen = await chooseRuntimeSecrets(options.store, options.secrets);
   const rt = new Runtime({ ...options, secrets: chosen.secrets });

@@ -21,6 +21,8 @@ import { sha256Bytes, sha256Hex } from './sha256.ts';
 import { agentPrincipal } from '../identity/principal.ts';
 
 export const API_KEY_PREFIX = 'sk_solid_';
+/** The prefix of a platform credential (src/platform/platform-keys.ts): never a tenant's key. */
+export const PLATFORM_KEY_PREFIX = 'pk_solid_';
 
 // The setting `phrase_channel` is read through identity's consent predicate (default `human`).
 export {
@@ -80,12 +82,21 @@ export interface TenantSettings {
   [k: string]: unknown;
 }
 
+/** A tenant's lifecycle (spec/platform.md §lifecycle): only `active` tenants' credentials act. */
+export type TenantStatus = 'active' | 'suspended' | 'deleted';
+
 export interface Tenant {
   company_id: number;
   name: string;
   tier: Tier;
   settings: TenantSettings;
   created_at: string;
+  /** `active` unless a platform suspended or deleted it (spec/platform.md §lifecycle). */
+  status: TenantStatus;
+  /** The platform's own account id of a tenant it created; null for the operator's tenants. */
+  external_id: string | null;
+  /** IANA time zone name (default UTC). */
+  time_zone: string;
 }
 
 export interface ApiKeyInfo {
@@ -141,7 +152,30 @@ export async function insertTenant(
     JSON.stringify(t.settings ?? {}),
     created_at,
   ]);
-  return { company_id: t.company_id, name: t.name, tier: t.tier, settings: t.settings ?? {}, created_at };
+  return {
+    company_id: t.company_id,
+    name: t.name,
+    tier: t.tier,
+    settings: t.settings ?? {},
+    created_at,
+    status: 'active',
+    external_id: null,
+    time_zone: 'UTC',
+  };
+}
+
+/** A tenants row as a Tenant (a database without the `platform` migrations reads as active, UTC). */
+export function tenantOfRow(row: Record<string, unknown>): Tenant {
+  return {
+    company_id: Number(row.company_id),
+    name: row.name as string,
+    tier: row.tier as Tier,
+    settings: parseJson<TenantSettings>(row.settings) ?? {},
+    created_at: row.created_at as string,
+    status: (row.status as TenantStatus | undefined) ?? 'active',
+    external_id: (row.external_id as string | null | undefined) ?? null,
+    time_zone: (row.time_zone as string | undefined) ?? 'UTC',
+  };
 }
 
 /** How many tenants the database holds (the sandbox included). */
@@ -340,15 +374,18 @@ export class Tenants {
       this.#tenants.delete(companyId);
       return undefined;
     }
-    const tenant: Tenant = {
-      company_id: Number(row.company_id),
-      name: row.name as string,
-      tier: row.tier as Tier,
-      settings: parseJson<TenantSettings>(row.settings) ?? {},
-      created_at: row.created_at as string,
-    };
+    const tenant = tenantOfRow(row);
     this.#tenants.set(companyId, { tenant, loadedAt: Date.now() });
     return tenant;
+  }
+
+  /**
+   * The cached tenant when the cache holds it fresh (no store read, no await): the hot path's
+   * suspension check (steps/resolve-principal.ts) asks this first and falls back to {@link get}.
+   */
+  peek(companyId: number): Tenant | undefined {
+    const c = this.#tenants.get(companyId);
+    return c !== undefined && Date.now() - c.loadedAt < this.cacheTtlMs ? c.tenant : undefined;
   }
 
   /** Forget cached facts (after an update in this process). */
@@ -364,6 +401,15 @@ export class Tenants {
   async authenticate(apiKey: unknown, agentType?: string): Promise<Principal> {
     const parsed = parseApiKey(apiKey);
     const invalid = refuse.authInvalid;
+    if (typeof apiKey === 'string' && apiKey.startsWith(PLATFORM_KEY_PREFIX))
+      // A platform credential provisions tenants; it never acts inside one (spec/platform.md §credential).
+      throw new VerbError(
+        'platform_credential_required',
+        "A platform credential acts only on provisioning, never on a tenant's verbs.",
+        {
+          hint: "Use one of the tenant's API keys (platform.api_keys.create provisions one, role at most admin).",
+        },
+      );
     if (
       parsed === undefined &&
       this.#bearer !== undefined &&

@@ -105,6 +105,26 @@ export const REASONS = {
   scope_denied: r(403, 3, 'denied', "The verb is outside what the caller's credential is limited to.", {
     denial: true,
   }),
+  tenant_suspended: r(
+    403,
+    3,
+    'denied',
+    'The tenant is suspended by its platform: none of its credentials acts until it is resumed.',
+    { denial: true },
+  ),
+  platform_credential_required: r(
+    403,
+    3,
+    'denied',
+    'Provisioning takes a platform credential (pk_solid_…), and a platform credential acts only on provisioning.',
+    { denial: true },
+  ),
+  export_required: r(
+    409,
+    6,
+    'conflict',
+    "A tenant is deleted only after an export that covers its audit chain's current head.",
+  ),
   // consent
   dispatch_pending: r(
     202,

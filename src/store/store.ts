@@ -136,6 +136,13 @@ export interface Store {
   waitFor(channel: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean>;
   /** Wake waiters of a channel (after commit). Cross-node on PostgreSQL. */
   notify(channel: string): void;
+  /**
+   * Optional: the tenants whose head row a committed write locked (an audit append, an event, a
+   * user made) since the last call, then forgotten. The checkpointer's timer reads this instead of
+   * every tenant's head, so its work follows the tenants that were active (spec/audit.md
+   * §checkpoints). Engines that omit it get the full pass.
+   */
+  drainLockedHeads?(): number[];
   /** Human description for logs ("sqlite:/path/to.db", "postgres://host/db"), never secrets. */
   readonly description: string;
   /**

@@ -68,6 +68,8 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'remote-client': [...BELOW_TRANSPORTS, 'transports/mcp'],
   // OAuth for hosted connectors: a room above the HTTP core and identity, like a transport.
   oauth: BELOW_TRANSPORTS,
+  // Provisioning for platforms: the platform credential, log and verbs, and their HTTP mount.
+  platform: BELOW_TRANSPORTS,
   // The conformance kit: a client of the HTTP and UCP transports, and a test pack.
   conformance: ['spec', 'store', 'runtime', 'transports', 'transports/http', 'transports/ucp'],
 };

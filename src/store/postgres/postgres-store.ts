@@ -265,12 +265,19 @@ class PgTx extends PgQueryable implements StoreTx {
         throw new StoreError('unknown', `tenant head ${companyId} vanished while being locked`);
     }
     this.#locked.add(companyId);
-    return {
+    const head: TenantHead = {
       company_id: Number(row.company_id),
       audit_seq: Number(row.audit_seq),
       audit_hash: row.audit_hash,
       event_seq: Number(row.event_seq),
     };
+    // Told after commit only when the head moved (a checkpoint locks a head and moves nothing).
+    const seq = head.audit_seq;
+    const events = head.event_seq;
+    this.callbacks.push(() => {
+      if (head.audit_seq !== seq || head.event_seq !== events) this.store.noteLockedHead(companyId);
+    });
+    return head;
   }
 
   /** nextAuditId calls of this turn, answered together by one query (see nextAuditId). */
@@ -336,6 +343,20 @@ export class PostgresStore implements Store {
   readonly engine = 'postgres' as const;
   readonly description: string;
   readonly statements = new StatementCache();
+  /** Tenants whose head a committed write locked since the last drain (drainLockedHeads). */
+  readonly #lockedHeads = new Set<number>();
+
+  /** Called after commit by a write that locked a tenant's head. */
+  noteLockedHead(companyId: number): void {
+    this.#lockedHeads.add(companyId);
+  }
+
+  /** The tenants whose head a committed write locked since the last call (Store.drainLockedHeads). */
+  drainLockedHeads(): number[] {
+    const ids = [...this.#lockedHeads];
+    this.#lockedHeads.clear();
+    return ids;
+  }
   /** `{ query_timeout }` for every query of the runtime (empty when off); not for migrations. */
   readonly queryTimeout: { query_timeout?: number };
   readonly #writeBudgetMs: number;

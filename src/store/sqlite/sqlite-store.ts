@@ -372,9 +372,22 @@ export class SqliteStore implements Store {
     }
   }
 
+  /** Tenants whose head a committed write locked since the last drain (drainLockedHeads). */
+  readonly #lockedHeads = new Set<number>();
+  readonly #noteHead = (companyId: number): void => {
+    this.#lockedHeads.add(companyId);
+  };
+
+  /** The tenants whose head a committed write locked since the last call (Store.drainLockedHeads). */
+  drainLockedHeads(): number[] {
+    const ids = [...this.#lockedHeads];
+    this.#lockedHeads.clear();
+    return ids;
+  }
+
   async #runOne<T>(fn: (tx: StoreTx) => Promise<T>, budgetMs: number, label?: string): Promise<T> {
     await this.#begin(this.#writer);
-    const tx = new SqliteTx(this.#writer);
+    const tx = new SqliteTx(this.#writer, this.#noteHead);
     let result: T;
     try {
       result = await withWriteBudget(fn(tx), budgetMs, () => tx.end(), label);
@@ -482,7 +495,7 @@ export class SqliteStore implements Store {
           return;
         }
       }
-      const tx = new SqliteTx(conn);
+      const tx = new SqliteTx(conn, this.#noteHead);
       let value: unknown;
       try {
         value = await withWriteBudget(w.fn(tx), w.budgetMs, () => tx.end(), w.label);

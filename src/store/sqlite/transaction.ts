@@ -32,7 +32,11 @@ export function runCallbacks(callbacks: ReadonlyArray<() => void>): void {
 export class SqliteTx implements StoreTx {
   readonly callbacks: Array<() => void> = [];
   #done = false;
-  constructor(readonly conn: Connection) {}
+  /** `onHead`: told (after commit) of each tenant whose head this transaction locked. */
+  constructor(
+    readonly conn: Connection,
+    private readonly onHead?: (companyId: number) => void,
+  ) {}
   #check(): void {
     if (this.#done) throw new StoreError('unknown', 'store transaction used after it ended');
   }
@@ -70,6 +74,16 @@ export class SqliteTx implements StoreTx {
       head = { company_id: companyId, audit_seq: 0, audit_hash: GENESIS_HASH, event_seq: 0 };
     }
     this.#heads.set(companyId, head);
+    const onHead = this.onHead;
+    if (onHead !== undefined) {
+      // Told only when the head moved (a checkpoint locks a head and moves nothing).
+      const seq = head.audit_seq;
+      const events = head.event_seq;
+      const h = head;
+      this.callbacks.push(() => {
+        if (h.audit_seq !== seq || h.event_seq !== events) onHead(companyId);
+      });
+    }
     return head;
   }
   #nextAuditId = 0;

@@ -28,6 +28,7 @@ import { registerKeys } from './commands/keys.ts';
 import { registerUcp } from './commands/ucp.ts';
 import { registerApiKeys } from './commands/api-keys.ts';
 import { registerUsers } from './commands/users.ts';
+import { registerPlatform } from './commands/platform.ts';
 import { registerGrants } from './commands/grants.ts';
 import { registerWebhooks } from './commands/webhooks.ts';
 import { registerLogin } from './commands/login.ts';
@@ -53,6 +54,7 @@ export const COMMANDS: CommandModule[] = [
   registerKeys,
   registerApiKeys,
   registerUsers,
+  registerPlatform,
   registerGrants,
   registerWebhooks,
   registerUcp,

@@ -18,6 +18,7 @@ export const HTTP_MOUNTS: Readonly<Record<string, HttpMount>> = {
   ucp: () => import('../ucp/ucp-plugin.ts').then((m) => m.ucpPlugin),
   remote: () => import('../remote/remote-plugin.ts').then((m) => m.remotePlugin),
   oauth: () => import('../../oauth/plugin.ts').then((m) => m.oauthPlugin),
+  platform: () => import('../../platform/plugin.ts').then((m) => m.platformPlugin),
   conformance: () =>
     import('../../conformance/declaration-plugin.ts').then((m) => m.conformanceDeclarationPlugin),
 };

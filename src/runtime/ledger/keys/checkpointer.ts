@@ -4,6 +4,10 @@
  * short-lived process (a CLI call) leaves its rows anchored. A tenant without a usable signing key
  * does not stop the others'.
  *
+ * The timer's pass reads only the tenants this process's committed writes touched since the last
+ * pass (`Store.drainLockedHeads`), not every tenant's head: its work is in proportion to the
+ * tenants that were active. Each node signs the heads its own writes moved.
+ *
  * Spec: spec/audit.md §checkpoints.
  */
 import type { Logger } from 'pino';
@@ -59,9 +63,17 @@ export class Checkpointer {
     return writeCheckpoint(this.#o.store, this.#o.keys, this.#o.clock, companyId);
   }
 
-  /** Checkpoint every tenant whose head moved. */
-  async checkpointAll(): Promise<void> {
-    for (const company_id of await checkpointedTenants(this.#o.store)) {
+  /**
+   * Checkpoint every tenant whose head moved: those this process's writes touched since the last
+   * pass (every tenant when the store cannot say, or when `all` is true).
+   */
+  async checkpointAll(all = false): Promise<void> {
+    const store = this.#o.store;
+    const ids =
+      all || store.drainLockedHeads === undefined
+        ? await checkpointedTenants(store)
+        : store.drainLockedHeads();
+    for (const company_id of ids) {
       try {
         await this.checkpoint(company_id);
       } catch (err) {
