@@ -3,7 +3,8 @@
 #
 #   npm pack (prepack builds dist/) → a fresh folder → npm install <tarball> with no tsx and no
 #   TypeScript → a plain .mjs imports solid-verbs, defines a verb, dispatches it; the CLI runs
-#   from node_modules/.bin. Also checks the tarball holds no tests and `npm ls --omit=dev` no tsx.
+#   from node_modules/.bin. Also checks the tarball holds no tests and `npm ls --omit=dev` no tsx,
+#   and that the installed README's and docs' links resolve (docs/, spec/, examples/ ship).
 #
 # Dependencies come from npm's cache when it has them (--prefer-offline; `npm ci` filled it).
 # Usage: bash scripts/pack-smoke.sh   (exit 0 = the package works as shipped)
@@ -33,6 +34,12 @@ if npm ls --omit=dev --all 2>/dev/null | grep -E ' (tsx|typescript|esbuild)@'; t
 fi
 [ -e node_modules/tsx ] && fail "tsx was installed"
 echo "ok: no tsx, typescript or esbuild among the installed packages"
+
+echo "== the installed docs: README's and docs/*.md links resolve, the API reference is there"
+installed="$app/node_modules/solid-verbs"
+[ -f "$installed/docs/authoring.md" ] || fail "docs/authoring.md is not in the installed package"
+[ -f "$installed/docs/api/index.html" ] || fail "the API reference (docs/api/index.html) is not in the installed package"
+node "$root/scripts/check-doc-links.mjs" "$installed" || fail "a link of the installed README or docs does not resolve (listed above)"
 
 echo "== a plain .mjs: define a verb, dispatch it"
 cat > smoke.mjs <<'JS'

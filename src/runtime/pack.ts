@@ -16,11 +16,14 @@ import type { OutboxHandler, PackRuntime } from './core.ts';
 import { Registry, RegistrationError } from './registry.ts';
 import { packReasonProblem, type PackReasonSpec } from '../spec/reasons.ts';
 
+/** Options of a pack's `seed`: the instant to seed at, and a progress callback. */
 export interface SeedOptions {
   now?: Date;
+  /** Called as rows are seeded: how many are done out of the total. */
   onProgress?: (done: number, total: number) => void;
 }
 
+/** A business pack (pass it to `definePack`): name, description, migrations, verbs, and optionally reasons, outbox handlers and a seed. spec/manifest.md §packs */
 export interface Pack {
   /** Lower-case name, also the migration scope of the pack's tables (e.g. `bookshop`). */
   name: string;
@@ -220,6 +223,7 @@ export function tablesOf(migrations: readonly Migration[]): Set<string> {
   return tables;
 }
 
+/** Options of `checkPacks`: what the runtime already owns (verbs, tables) and how to label packs in errors. */
 export interface CheckPacksOptions {
   /** Verb names already registered (system verbs): a pack may not replace one. */
   registered?: Iterable<string>;

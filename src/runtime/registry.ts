@@ -156,6 +156,7 @@ export interface ListOptions {
   shape?: Shape | string;
 }
 
+/** The verb registry: validates and compiles verbs at registration and projects the manifest (`list`). One per runtime (`rt.registry`). spec/manifest.md §registration */
 export class Registry {
   readonly #verbs = new Map<string, CompiledVerb>();
   readonly #byTool = new Map<string, CompiledVerb>();
@@ -224,6 +225,7 @@ export class Registry {
     return this.#names().map((n) => this.#verbs.get(n)!);
   }
 
+  /** How many verbs are registered. */
   get size(): number {
     return this.#verbs.size;
   }

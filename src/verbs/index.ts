@@ -28,6 +28,7 @@ import { auditReceipt, auditVerifyReceipt } from './audit-receipt.ts';
 import { auditMoneyMoved } from './audit-money-moved.ts';
 import { auditExport } from './audit-export.ts';
 
+/** The runtime's own verbs (audit, consent, events, system, tenants…): register them on every runtime with `rt.register(...systemVerbs)`. spec/manifest.md */
 export const systemVerbs: VerbDefinition[] = [
   verbsList,
   auditTrail,

@@ -59,6 +59,7 @@ interface IdWaiter {
   reject: (err: unknown) => void;
 }
 
+/** Options of PostgresStore: the connection string, the schema, pool size and timeouts. spec/store.md §postgres */
 export interface PostgresStoreOptions {
   /** postgres://user:password@host:port/database (libpq URL; `?sslmode=…` honoured by pg). */
   connectionString: string;
@@ -332,6 +333,7 @@ class PgTx extends PgQueryable implements StoreTx {
   }
 }
 
+/** The PostgreSQL engine of the Store (`solid-verbs/postgres`): a connection pool, the same Store contract as SqliteStore. spec/store.md §postgres */
 export class PostgresStore implements Store {
   readonly engine = 'postgres' as const;
   readonly description: string;
