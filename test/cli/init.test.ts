@@ -33,7 +33,7 @@ const VERSION = (
 /** Point a generated file's solid-verbs imports at the source tree (no install, no build). */
 function toSources(file: string): void {
   const text = readFileSync(file, 'utf8')
-    .replaceAll("from 'solid-verbs/testing'", `from ${JSON.stringify(join(SRC, 'testing.ts'))}`)
+    .replace(/from 'solid-verbs\/testing'/g, `from ${JSON.stringify(join(SRC, 'testing.ts'))}`)
     .replaceAll("from 'solid-verbs'", `from ${JSON.stringify(join(SRC, 'index.ts'))}`);
   assert.doesNotMatch(text, /from 'solid-verbs/);
   writeFileSync(file, text);
@@ -66,7 +66,8 @@ describe('solid init --pack', () => {
       'npm test',
     ]);
     assert.equal(pkg.type, 'module');
-    assert.match(pkg.scripts.start, /solid serve --pack \.\/pack\.mjs/);
+    // exec: npm's shell is replaced by the server, so stopping npm stops the server too.
+    assert.match(pkg.scripts.start, /; exec solid serve --pack \.\/pack\.mjs$/);
     const readme = readFileSync(join(dir, 'README.md'), 'utf8');
     assert.match(readme, /npm install && npm start/);
     assert.match(readme, /npm test/);
@@ -97,6 +98,19 @@ describe('solid init --pack', () => {
     const reverted = await b.call('audit.revert', { audit_id: added.audit_id });
     assert.equal(reverted.ok, true, JSON.stringify(reverted));
     assert.deepEqual((await b.call('shop.items')).result!.data, { items: 0, value_cents: 0 });
+    // The financial verb: a typed phrase naming the amount, a receipt with a rollback_handle,
+    // a revert that refunds.
+    const item = (await b.call('shop.item_add', { title: 'Pot', price_cents: 1250 })).result as {
+      item_id: number;
+    };
+    const charge = { item_id: item.item_id, customer: 'Ada', cents: 1250 };
+    const gate = await b.dispatch('shop.charge', charge, { role: 'admin' });
+    assert.equal(gate.consent?.gate, 'typed_phrase');
+    const charged = await b.call('shop.charge', charge, { role: 'admin' });
+    assert.equal(charged.ok, true, JSON.stringify(charged));
+    assert.equal(typeof (charged.result as { rollback_handle?: unknown }).rollback_handle, 'string');
+    const refund = await b.call('audit.revert', { audit_id: charged.audit_id }, { role: 'admin' });
+    assert.equal(refund.ok, true, JSON.stringify(refund));
     assert.equal((await b.verifyAudit()).ok, true);
 
     // The generated test itself, as `npm test` runs it (node --test), against the sources.
@@ -108,7 +122,7 @@ describe('solid init --pack', () => {
       env,
     });
     assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
-    assert.match(run.stdout, /# pass 4/);
+    assert.match(run.stdout, /# pass 6/);
     assert.match(run.stdout, /# fail 0/);
   });
 
