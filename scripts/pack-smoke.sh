@@ -240,8 +240,8 @@ ln -s "$app/node_modules" "$work/bookshop/node_modules"
   console.log(`ok: examples/bookshop passes its tests; its solid.config.js serves ${names.filter((n) => n.startsWith("bookshop.")).length} bookshop verbs`);
 ' || fail "examples/bookshop's solid.config.js"
 
-echo "== solid init --pack shop: the starter project's npm test against the installed package"
-(cd "$work" && "$app/node_modules/.bin/solid" init --pack shop >/dev/null) || fail "solid init --pack shop failed"
+echo "== solid init --starter shop: the starter project's npm test against the installed package"
+(cd "$work" && "$app/node_modules/.bin/solid" init --starter shop >/dev/null) || fail "solid init --starter shop failed"
 # solid-verbs is not on the npm registry: the generated package.json must name the tarball this
 # installation came from, so a plain `npm install` installs it (and never asks the registry).
 dep=$(node -p 'require(process.argv[1]).dependencies["solid-verbs"]' "$work/shop/package.json")
@@ -250,6 +250,6 @@ dep=$(node -p 'require(process.argv[1]).dependencies["solid-verbs"]' "$work/shop
   npm install --prefer-offline --no-audit --no-fund --loglevel=error &&
   npm test >"$work/shop-test.out" 2>&1) || { cat "$work/shop-test.out" >&2 2>/dev/null; fail "the starter project's npm test failed"; }
 grep -q '^# fail 0' "$work/shop-test.out" || { cat "$work/shop-test.out" >&2; fail "the starter project's tests did not all pass"; }
-echo "ok: solid init --pack shop writes a project on $dep whose npm install && npm test pass"
+echo "ok: solid init --starter shop writes a project on $dep whose npm install && npm test pass"
 
 echo "pack smoke: ok"

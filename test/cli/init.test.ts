@@ -1,5 +1,5 @@
 /**
- * `solid init --pack NAME [--dir DIR]`: the starter project it writes is a pack that registers and
+ * `solid init --starter NAME [--dir DIR]` (formerly `--pack NAME`, still accepted with a notice): the starter project it writes is a pack that registers and
  * whose verbs dispatch (aggregate, preview, confirmed write, revert), and whose own test passes
  * under `node --test`; bad names and non-empty folders are refused with an envelope, nothing
  * written. Spec: spec/transports.md §cli, spec/manifest.md §packs.
@@ -39,11 +39,11 @@ function toSources(file: string): void {
   writeFileSync(file, text);
 }
 
-describe('solid init --pack', () => {
+describe('solid init --starter', () => {
   it('writes a starter project whose pack registers and whose verbs dispatch and revert', async (t) => {
     const cli = cliHarness(t);
     const dir = join(cli.dir, 'shop');
-    const r = await cli.run(['init', '--pack', 'shop', '--dir', dir, '--json']);
+    const r = await cli.run(['init', '--starter', 'shop', '--dir', dir, '--json']);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(r.json<{ result: { files: string[] } }>().result.files.sort(), [
       '.gitignore',
@@ -132,7 +132,7 @@ describe('solid init --pack', () => {
     process.chdir(cli.dir);
     let out: string;
     try {
-      const r = await cli.run(['init', '--pack', 'tea_room']);
+      const r = await cli.run(['init', '--starter', 'tea_room']);
       assert.equal(r.code, 0, r.stderr);
       out = r.stdout;
     } finally {
@@ -186,7 +186,7 @@ describe('solid init --pack', () => {
     const dir = join(cli.dir, 'taken');
     mkdirSync(dir);
     writeFileSync(join(dir, 'notes.txt'), 'mine');
-    const r = await cli.run(['init', '--pack', 'shop', '--dir', dir, '--json']);
+    const r = await cli.run(['init', '--starter', 'shop', '--dir', dir, '--json']);
     assert.equal(r.code, 2);
     const env = r.json<{ ok: boolean; error: { reason: string; message: string; hint: string } }>();
     assert.equal(env.ok, false);
@@ -200,17 +200,47 @@ describe('solid init --pack', () => {
     it(`refuses the pack name ${JSON.stringify(name)}`, async (t) => {
       const cli = cliHarness(t);
       const dir = join(cli.dir, 'out');
-      const r = await cli.run(['init', '--pack', name, '--dir', dir, '--json']);
+      const r = await cli.run(['init', '--starter', name, '--dir', dir, '--json']);
       assert.equal(r.code, 2);
       assert.equal(r.json<{ error: { reason: string } }>().error.reason, 'invalid_input');
       assert.equal(existsSync(dir), false);
     });
   }
 
-  it('refuses --dir without --pack and two --pack names', async (t) => {
+  it('the old `init --pack NAME` still writes the starter, with a notice naming --starter', async (t) => {
+    const cli = cliHarness(t);
+    const dir = join(cli.dir, 'old');
+    const r = await cli.run(['init', '--pack', 'shop', '--dir', dir, '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /--pack shop is deprecated: use solid init --starter shop/);
+    assert.ok(existsSync(join(dir, 'pack.mjs')));
+  });
+
+  it('init --pack FILE means a pack module, as on every command: the database serves it', async (t) => {
+    const cli = cliHarness(t);
+    const starter = join(cli.dir, 'mine');
+    assert.equal((await cli.run(['init', '--starter', 'mine', '--dir', starter])).code, 0);
+    toSources(join(starter, 'pack.mjs'));
+    const r = await cli.run(['--pack', join(starter, 'pack.mjs'), 'init', '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.doesNotMatch(r.stderr, /deprecated/);
+    const list = await cli.run(['--pack', join(starter, 'pack.mjs'), 'verbs', 'list', '--json']);
+    assert.match(list.stdout, /mine\.charge/);
+  });
+
+  it('refuses --dir without --starter and two starter names', async (t) => {
     const cli = cliHarness(t);
     assert.equal((await cli.run(['init', '--dir', join(cli.dir, 'x')])).code, 2);
-    const two = await cli.run(['init', '--pack', 'a', '--pack', 'b', '--dir', join(cli.dir, 'y'), '--json']);
+    const two = await cli.run([
+      'init',
+      '--starter',
+      'a',
+      '--starter',
+      'b',
+      '--dir',
+      join(cli.dir, 'y'),
+      '--json',
+    ]);
     assert.equal(two.code, 2);
     assert.equal(existsSync(join(cli.dir, 'y')), false);
   });

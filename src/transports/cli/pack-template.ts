@@ -1,12 +1,12 @@
 /**
- * The starter project `solid init --pack NAME` writes: a pack in plain ESM JavaScript over its own
+ * The starter project `solid init --starter NAME` writes: a pack in plain ESM JavaScript over its own
  * tables (one aggregate read, one preview, one confirmed write with a revert handler, one
  * WRITE_FINANCIAL charge with a typed phrase whose revert refunds it), its test
  * under `solid-verbs/testing` (`node --test`), a package.json and a README. Kept as strings here
  * so the built package ships them inside dist/. Spec: spec/manifest.md §packs.
  */
 
-/** A pack name `solid init --pack` accepts: it names the verbs (`NAME.items`) and the table. */
+/** A pack name `solid init --starter` accepts: it names the verbs (`NAME.items`) and the table. */
 export const STARTER_NAME = /^[a-z][a-z0-9_]{0,39}$/;
 
 /**
