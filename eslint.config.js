@@ -5,7 +5,7 @@ import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'coverage/', 'test-artifacts/', '.solid/'] },
+  { ignores: ['node_modules/', 'dist/', 'coverage/', 'test-artifacts/', '.solid/', 'docs/api/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

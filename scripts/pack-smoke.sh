@@ -3,7 +3,8 @@
 #
 #   npm pack (prepack builds dist/) → a fresh folder → npm install <tarball> with no tsx and no
 #   TypeScript → a plain .mjs imports solid-verbs, defines a verb, dispatches it; the CLI runs
-#   from node_modules/.bin. Also checks the tarball holds no tests and `npm ls --omit=dev` no tsx.
+#   from node_modules/.bin. Also checks the tarball holds no tests and `npm ls --omit=dev` no tsx,
+#   and that the installed README's and docs' links resolve (docs/, spec/, examples/ ship).
 #
 # Dependencies come from npm's cache when it has them (--prefer-offline; `npm ci` filled it).
 # Usage: bash scripts/pack-smoke.sh   (exit 0 = the package works as shipped)
@@ -33,6 +34,12 @@ if npm ls --omit=dev --all 2>/dev/null | grep -E ' (tsx|typescript|esbuild)@'; t
 fi
 [ -e node_modules/tsx ] && fail "tsx was installed"
 echo "ok: no tsx, typescript or esbuild among the installed packages"
+
+echo "== the installed docs: README's and docs/*.md links resolve, the API reference is there"
+installed="$app/node_modules/solid-verbs"
+[ -f "$installed/docs/authoring.md" ] || fail "docs/authoring.md is not in the installed package"
+[ -f "$installed/docs/api/index.html" ] || fail "the API reference (docs/api/index.html) is not in the installed package"
+node "$root/scripts/check-doc-links.mjs" "$installed" || fail "a link of the installed README or docs does not resolve (listed above)"
 
 echo "== a plain .mjs: define a verb, dispatch it"
 cat > smoke.mjs <<'JS'
@@ -233,8 +240,8 @@ ln -s "$app/node_modules" "$work/bookshop/node_modules"
   console.log(`ok: examples/bookshop passes its tests; its solid.config.js serves ${names.filter((n) => n.startsWith("bookshop.")).length} bookshop verbs`);
 ' || fail "examples/bookshop's solid.config.js"
 
-echo "== solid init --pack shop: the starter project's npm test against the installed package"
-(cd "$work" && "$app/node_modules/.bin/solid" init --pack shop >/dev/null) || fail "solid init --pack shop failed"
+echo "== solid init --starter shop: the starter project's npm test against the installed package"
+(cd "$work" && "$app/node_modules/.bin/solid" init --starter shop >/dev/null) || fail "solid init --starter shop failed"
 # solid-verbs is not on the npm registry: the generated package.json must name the tarball this
 # installation came from, so a plain `npm install` installs it (and never asks the registry).
 dep=$(node -p 'require(process.argv[1]).dependencies["solid-verbs"]' "$work/shop/package.json")
@@ -243,6 +250,6 @@ dep=$(node -p 'require(process.argv[1]).dependencies["solid-verbs"]' "$work/shop
   npm install --prefer-offline --no-audit --no-fund --loglevel=error &&
   npm test >"$work/shop-test.out" 2>&1) || { cat "$work/shop-test.out" >&2 2>/dev/null; fail "the starter project's npm test failed"; }
 grep -q '^# fail 0' "$work/shop-test.out" || { cat "$work/shop-test.out" >&2; fail "the starter project's tests did not all pass"; }
-echo "ok: solid init --pack shop writes a project on $dep whose npm install && npm test pass"
+echo "ok: solid init --starter shop writes a project on $dep whose npm install && npm test pass"
 
 echo "pack smoke: ok"

@@ -41,6 +41,7 @@ import { createHttpServer } from './transports/http/server.ts';
 import { createWebmcpPlugin } from './transports/webmcp/index.ts';
 import { dispatchWithKey } from './identity/api-key-auth.ts';
 
+/** Options of `createTestBusiness`: the packs under test, the tier, the log level and an optional clock. */
 export interface TestBusinessOptions {
   /** The packs under test (definePack objects), installed in order. */
   packs: readonly Pack[];
@@ -79,6 +80,7 @@ export function phraseOf(pending: Envelope): string | undefined {
   return pendingPhrase(pending) ?? pending.consent?.typed_phrase;
 }
 
+/** A throwaway business for tests (`createTestBusiness`): call verbs as a human would (`call`), or as the agent sends them (`dispatch`), and check the audit log. */
 export interface TestBusiness {
   /** The runtime (register more verbs, read the store, flush the audit buffer…). */
   readonly rt: Runtime;

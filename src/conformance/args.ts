@@ -11,6 +11,7 @@ import { errorLines } from './schemas.ts';
 
 type Schema = Record<string, unknown>;
 
+/** Arguments synthesised for a verb (from its examples or its schema), or why none could be. */
 export type Synthesized =
   | { ok: true; args: Record<string, unknown>; source: 'examples' | 'schema'; idProperties: string[] }
   | { ok: false; reason: string };

@@ -38,6 +38,7 @@ function evidenceLines(e: Evidence, indent: string): string[] {
   return out;
 }
 
+/** Options of the human-readable conformance report. */
 export interface HumanOptions {
   /** Evidence under every check, not only failures. */
   verbose?: boolean;

@@ -7,6 +7,7 @@ import type { KitContext } from './context.ts';
 
 /** The sections of a run, in report order. */
 export const SECTIONS = ['manifest', 'envelope', 'shapes', 'receipts', 'consent', 'parity', 'ucp'] as const;
+/** A section of the conformance kit. */
 export type SectionId = (typeof SECTIONS)[number];
 
 /** What a section checks, and where the spec says it. */
@@ -21,6 +22,7 @@ export const SECTION_TITLES: Readonly<Record<SectionId, string>> = {
   ucp: 'UCP profile and signed requests (spec/transports.md §ucp)',
 };
 
+/** The outcome of one check: `pass`, `fail` or `skip`. */
 export type Status = 'pass' | 'fail' | 'skip';
 
 /**
@@ -70,6 +72,7 @@ export interface Check {
   needs?: CheckNeeds;
   /** Run after every other check of the run (it looks at what the run saw). */
   final?: boolean;
+  /** Run the check against the server; resolves with its outcome. */
   run(ctx: KitContext): Promise<Outcome>;
 }
 

@@ -179,7 +179,7 @@ export class SessionStore {
   /**
    * Open a session for a **human** principal (identity's `humanPrincipal`: a tenant user signed
    * in by a human ceremony). Expired rows are swept in the same transaction. Prefer the module
-   * function {@link createHumanSession}.
+   * function `createHumanSession` (src/identity).
    *
    * @returns the plaintext token (cookie value, shown nowhere else) and the session.
    * @throws VerbError session_requires_human — the principal is not a human (an API key, an

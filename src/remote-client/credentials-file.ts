@@ -99,6 +99,29 @@ export function readLogin(
   return login !== undefined && typeof login.api_key === 'string' && login.api_key !== '' ? login : undefined;
 }
 
+/**
+ * The most recent stored login (newest `saved_at`) and its server URL, or undefined when none is
+ * stored: the server a CLI command uses when no --url, SOLID_API_URL or local database names one.
+ */
+export function latestLogin(
+  options: { path?: string; warn?: (message: string) => void } = {},
+): { url: string; login: StoredLogin } | undefined {
+  const file = read(options.path ?? credentialsPath(), options.warn ?? (() => {}));
+  let best: { url: string; login: StoredLogin } | undefined;
+  for (const [url, login] of Object.entries(file.servers)) {
+    if (
+      login === null ||
+      typeof login !== 'object' ||
+      typeof login.api_key !== 'string' ||
+      login.api_key === ''
+    )
+      continue;
+    if (best === undefined || String(login.saved_at ?? '') > String(best.login.saved_at ?? ''))
+      best = { url, login };
+  }
+  return best;
+}
+
 /** Store (or replace) the login for a server URL. Returns the file's path. */
 export function saveLogin(
   url: string,

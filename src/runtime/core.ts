@@ -39,6 +39,7 @@ export interface Caller {
    */
   readOnly?: boolean;
   signal?: AbortSignal;
+  /** Receives the verb's `ctx.progress` reports (MCP progress notifications). */
   onProgress?: (done: number, total?: number, message?: string) => void;
   /**
    * The client address the transport saw (HTTP: `req.ip`, which honours `trustProxy`). Only

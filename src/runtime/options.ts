@@ -12,6 +12,7 @@ import { IDEMPOTENCY_TTL_SECONDS } from './ledger/write/idempotency.ts';
 import { NONCE_TTL_SECONDS } from './consent/nonce.ts';
 import { DEFAULT_MAX_WRITE_RESULT_BYTES } from './ledger/write/execute.ts';
 
+/** Options of `createRuntime`: the store (required), secrets, logger, clock, limits and the delivery, observe and consent settings. Every member is optional except `store`; defaults are in src/runtime/options.ts. spec/store.md, spec/consent.md */
 export interface RuntimeOptions {
   store: Store;
   /**

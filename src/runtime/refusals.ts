@@ -34,6 +34,7 @@ const TRUST_PROXY_HINT =
   'Pass nothing (trust the proxy in front) or its addresses/CIDRs: 127.0.0.1,10.0.0.0/8.';
 const SAME_PAGE_HINT = 'Call this endpoint from a page served by this server.';
 
+/** Constructors of the runtime's common refusals (`refuse.notFound('contact', 7)`): each returns a VerbError with the reason, message and hint the runtime uses itself. spec/reasons.md */
 export const refuse = {
   /**
    * `not_found`: `No <what> <id> exists for this tenant.` (e.g. `refuse.notFound('audit row', 7,

@@ -2,15 +2,15 @@
  * The one verb registry. Registration validates everything a dispatch needs (the input schema
  * against the 2020-12 meta-schema, output schema, tool-name projection, role/tier floors); a
  * verb's input validator is compiled on its first call (./schema-compiler.ts), so start-up
- * compiles no schema. The runtime's own verbs (defineSystemVerb) skip the meta-schema and
- * VerbRecord checks here: test/runtime/registry.test.ts makes them on every one.
+ * compiles no schema. The runtime's own verbs (defineSystemVerb) skip the meta-schema, strict
+ * schema and VerbRecord checks here: test/runtime/registry.test.ts makes them on every one.
  * Every transport projects from here; `list({ surface, shape })` is the manifest.
  *
  * Registration-time errors (RegistrationError, naming the verb and field): bad name pattern,
  * unknown shape, company_id/user_id anywhere in the input schema, a write verb without a consent
- * class, a typed-phrase class without a phrase builder, a tool-name projection that collides, an
- * input schema that is not a valid JSON Schema.
- * Last write wins for the same name.
+ * class, a typed-phrase class without a phrase builder, a tool-name projection that collides, a
+ * schema the strict check refuses (schema-check.ts: an unknown keyword or format, a keyword's
+ * value of the wrong kind — every problem at once, each with its JSON Pointer). Last write wins for the same name.
  *
  * Spec: spec/manifest.md §registration, spec/manifest.md §tool-names.
  */
@@ -36,22 +36,50 @@ import {
 } from '../spec/validators.ts';
 import { ROLE_FLOOR_OF_CLASS, isSystemDefinition, type CompiledVerb, type VerbDefinition } from './verb.ts';
 import {
-  checkSchema,
+  checkSchema as checkMetaSchema,
   compileInputSchema,
   compileOutputSchema,
   type CompiledSchema,
 } from './schema-compiler.ts';
 import { ReasonTable } from '../spec/reasons.ts';
+import { schemaProblems } from './schema-check.ts';
 
+/**
+ * A verb the registry refuses: `verb` names it, `field` the member at fault (`consent`,
+ * `input_schema/properties/text/maxLenght`, …). When a schema has several problems, `problems`
+ * holds every one (field and message each; the first is also `field`), so they are fixed at once.
+ */
 export class RegistrationError extends Error {
   override readonly name = 'RegistrationError';
+  /** Every problem found (at least the one named by `field`). */
+  readonly problems: readonly { field: string; message: string }[];
   constructor(
     readonly verb: string,
     readonly field: string,
     message: string,
+    problems?: readonly { field: string; message: string }[],
   ) {
-    super(`verb "${verb}": ${field}: ${message}`);
+    super(
+      problems !== undefined && problems.length > 1
+        ? `verb "${verb}": ${problems.map((p) => `${p.field}: ${p.message}`).join('; ')}`
+        : `verb "${verb}": ${field}: ${message}`,
+    );
+    this.problems = problems ?? [{ field, message }];
   }
+}
+
+/** Schemas (by identity) the strict check found sound: a second registry checks nothing again. */
+const SOUND_SCHEMAS = new WeakSet<object>();
+
+/** Throw one RegistrationError holding every strict-check problem of `schema` (field prefix `at`). */
+function checkSchema(verb: string, at: 'input_schema' | 'output', schema: JsonSchema): void {
+  if (SOUND_SCHEMAS.has(schema)) return;
+  const problems = schemaProblems(schema).map((p) => ({ field: `${at}${p.pointer}`, message: p.message }));
+  if (problems.length === 0) {
+    SOUND_SCHEMAS.add(schema);
+    return;
+  }
+  throw new RegistrationError(verb, problems[0]!.field, problems[0]!.message, problems);
 }
 
 /** Shapes whose verbs change state (they need a consent class or a delegated gate). */
@@ -136,6 +164,7 @@ export interface ListOptions {
   shape?: Shape | string;
 }
 
+/** The verb registry: validates and compiles verbs at registration and projects the manifest (`list`). One per runtime (`rt.registry`). spec/manifest.md §registration */
 export class Registry {
   readonly #verbs = new Map<string, CompiledVerb>();
   readonly #byTool = new Map<string, CompiledVerb>();
@@ -214,6 +243,7 @@ export class Registry {
     return this.#names().map((n) => this.#verbs.get(n)!);
   }
 
+  /** How many verbs are registered. */
   get size(): number {
     return this.#verbs.size;
   }
@@ -307,6 +337,14 @@ export class Registry {
     }
     if (inputSchema.type !== undefined && inputSchema.type !== 'object') {
       throw new RegistrationError(name, 'input_schema.type', 'the root of an input schema must be "object"');
+    }
+    // Strict check (a misspelt keyword, a value of the wrong kind, an unknown format): every
+    // problem at once, before compiling (the compiler itself stays lenient). The runtime's own
+    // verbs are checked by test/runtime/registry.test.ts instead, like the meta-schema below.
+    if (!isSystemDefinition(def)) {
+      checkSchema(name, 'input_schema', inputSchema);
+      if (def.output !== undefined && def.output !== null && typeof def.output === 'object')
+        checkSchema(name, 'output', def.output);
     }
     const identity = findIdentityProperties(inputSchema);
     if (identity.length > 0) {
@@ -441,7 +479,7 @@ export class Registry {
 
     // The input schema is checked here (a bad pack fails at start) and compiled on the verb's first
     // validation (./schema-compiler.ts): a command that calls one verb compiles one schema.
-    const invalid = system ? undefined : checkSchema(inputSchema);
+    const invalid = system ? undefined : checkMetaSchema(inputSchema);
     if (invalid !== undefined)
       throw new RegistrationError(name, 'input_schema', `is not a valid JSON Schema: ${invalid}`);
     let validate: CompiledSchema | undefined;

@@ -50,6 +50,7 @@ export class Runtime implements PackRuntime {
   readonly keys: TenantKeys;
   readonly tenants: Tenants;
   readonly logger: Logger;
+  /** The clock every call reads `ctx.now` from (RuntimeOptions.clock, default the real time). */
   readonly clock: () => Date;
   readonly options: RuntimeSettings;
   readonly inflight = new InflightKeys();

@@ -72,6 +72,7 @@ export class Secrets {
     this.#master = masterKey;
   }
 
+  /** Fresh random secrets held in memory only (tests, throwaway runtimes): nonces and encrypted data do not survive a restart. */
   static ephemeral(): Secrets {
     const s = randomBytes(32);
     return new Secrets([{ kid: kidOf(s), secret: s }], randomBytes(32));

@@ -36,7 +36,7 @@ export interface EmittedEvent {
  * What a verb handler receives: the contract a pack codes against (spec/manifest.md §handlers).
  * It is deliberately narrow — the call's store transaction, its principal, its clock and logger,
  * its domain events, outbox and revert data — so a pack cannot reach the runtime's ledger, keys or
- * registry. Built-in system verbs get the wider {@link SystemVerbContext}.
+ * registry. Built-in system verbs get the wider `SystemVerbContext` (src/runtime/verb.ts).
  */
 export interface VerbContext {
   /** Who calls (from authentication only: company_id, user_id, role, agent, tier). */
@@ -123,6 +123,7 @@ export interface OriginalAction {
   created_at: string;
 }
 
+/** How a write is undone by `audit.revert`: `handler(ctx, original)` runs in the revert's own transaction with the write's `original.rollback` data (set by `ctx.setRollback`) and returns `{ revert_action }`. spec/receipts.md §revert */
 export interface RevertDefinition {
   /** Undo the action inside the revert's own store transaction. Return a sentence describing the undo. */
   handler: (
@@ -163,6 +164,7 @@ export interface DelegatedConsent {
   targets?: readonly string[];
 }
 
+/** A verb as a pack declares it (pass it to `defineVerb`): name, description, shape, category, input schema (JSON Schema or zod 4), consent class, phrase/summary builders, preview, revert and the handler `(ctx, args) => result`. Registration checks it (RegistrationError). spec/manifest.md §registration */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a verb without declared types takes any args
 export interface VerbDefinition<A = any, R = any> {
   /** `{domain}.{verb}` or snake_case; ^[a-zA-Z][a-zA-Z0-9_.]*$ */
@@ -279,8 +281,9 @@ export interface CompiledVerb {
   readonly record: import('../spec/types.ts').VerbRecord;
   /** Tool name accepted by OpenAI/Claude/Gemini (dots projected). */
   readonly toolName: string;
-  /** The input schema's validator, compiled on the first call (checked at registration). */
+  /** Check arguments against the input schema, compiled on the first call (checked at registration); defaults applied in place; false when invalid. */
   readonly validate: (args: unknown) => boolean;
+  /** The errors of the last failed `validate` (the first one only: the envelope names one JSON Pointer). */
   readonly validateErrors: () => import('ajv').ErrorObject[] | null | undefined;
   /** The output schema, compiled at registration when the runtime's validateOutputs is on, else on first use. */
   readonly validateOutput: (result: unknown) => boolean;

@@ -49,6 +49,7 @@ const r = (
   denial: opts.denial ?? false,
 });
 
+/** The core reason table: every reason code the runtime answers with, its HTTP status, CLI exit code, kind and summary. spec/reasons.md */
 export const REASONS = {
   // resolution and input
   unknown_verb: r(404, 5, 'not_found', 'No verb of that name is registered.'),
@@ -270,6 +271,7 @@ export const REASONS = {
   }),
 } as const satisfies Record<string, ReasonInfo>;
 
+/** A reason code of the core table (REASONS). spec/reasons.md */
 export type CoreReason = keyof typeof REASONS;
 
 /**
@@ -355,7 +357,7 @@ export class ReasonTable {
   readonly #declared = new Map<string, { info: ReasonInfo; owner: string; spec: PackReasonSpec }>();
 
   /**
-   * Declare a pack's reasons. Throws TypeError on a bad declaration (see {@link packReasonProblem})
+   * Declare a pack's reasons. Throws TypeError on a bad declaration (see `packReasonProblem` in src/spec/reasons.ts)
    * or a reason another owner already declared differently. `not_found` is skipped (core).
    */
   declare(owner: string, reasons: Readonly<Record<string, PackReasonSpec>>): void {

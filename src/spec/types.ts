@@ -22,14 +22,17 @@ export const VALID_SHAPES = [
   'macro',
   'telemetry',
 ] as const;
+/** The shape of a verb: the kind of reasoning step and the output schema its result meets. spec/shapes.md */
 export type Shape = (typeof VALID_SHAPES)[number];
 
 /** spec/manifest.md §record (side_effects) */
 export const VALID_SIDE_EFFECTS = ['read', 'write', 'mixed'] as const;
+/** What a verb does to state: `read`, `write`, or `mixed` (a write with a revert). spec/manifest.md §record */
 export type SideEffect = (typeof VALID_SIDE_EFFECTS)[number];
 
 /** The five transports a verb can be projected onto. spec/transports.md */
 export const VALID_SURFACES = ['http', 'mcp_stdio', 'webmcp', 'ucp', 'cli'] as const;
+/** A transport a verb is projected onto: `http`, `mcp_stdio`, `webmcp`, `ucp`, `cli`. spec/transports.md */
 export type Surface = (typeof VALID_SURFACES)[number];
 
 /** Consent classes (risk classes). spec/consent.md §classes */
@@ -40,22 +43,27 @@ export const VERB_CLASSES = [
   'IRREVERSIBLE',
   'BLOCKED',
 ] as const;
+/** A consent class: `READ`, `WRITE_REVERSIBLE`, `WRITE_FINANCIAL`, `IRREVERSIBLE`, `BLOCKED`. spec/consent.md §classes */
 export type VerbClass = (typeof VERB_CLASSES)[number];
 /** Alias using the spec's words. */
 export type ConsentClass = VerbClass;
 
 /** Subscription tiers, lowest first. spec/manifest.md §record (tier_floor) */
 export const TIERS = ['starter', 'professional', 'enterprise'] as const;
+/** A tenant's subscription tier, lowest first: `starter`, `professional`, `enterprise`. spec/manifest.md §record */
 export type Tier = (typeof TIERS)[number];
 
 /** Principal roles, lowest first. spec/consent.md §roles */
 export const ROLES = ['read_only', 'employee', 'admin', 'owner'] as const;
+/** A principal's role, lowest first: `read_only`, `employee`, `admin`, `owner`. spec/consent.md §roles */
 export type Role = (typeof ROLES)[number];
 
 /** WebMCP page surfaces a verb may be exposed on. spec/transports.md §webmcp */
 export const WEBMCP_SURFACES = ['dashboard', 'portal', 'developer', 'tenant-site', 'public'] as const;
+/** A WebMCP page a verb may be exposed on (`dashboard`, `portal`, …). spec/transports.md §webmcp */
 export type WebmcpSurface = (typeof WEBMCP_SURFACES)[number];
 
+/** A JSON Schema 2020-12 document, as a plain object (an input, output or shape schema). */
 export type JsonSchema = Record<string, unknown>;
 
 /** A manifest entry. No other member is allowed (additionalProperties false). spec/manifest.md */
@@ -233,6 +241,7 @@ export interface CredentialScope {
 
 /** Who is behind a call (Principal.actor). spec/consent.md §channels */
 export const ACTORS = ['human', 'agent'] as const;
+/** Who is behind a call: a `human` or an `agent`. spec/consent.md §channels */
 export type Actor = (typeof ACTORS)[number];
 
 /**
@@ -241,6 +250,7 @@ export type Actor = (typeof ACTORS)[number];
  * local CLI's prompt on a local database). spec/consent.md §channels
  */
 export const CONSENT_CHANNELS = ['dashboard', 'approval_page', 'operator_terminal'] as const;
+/** Where a human gives consent: the dashboard, the approval page, or the operator terminal. spec/consent.md §channels */
 export type ConsentChannel = (typeof CONSENT_CHANNELS)[number];
 
 /** A domain event (subscribe, explain, suggest). spec/shapes.md §subscribe */

@@ -24,7 +24,9 @@ function loadJson(path: string): JsonSchema {
 
 /** Our own schemas, loaded once. */
 export const verbRecordSchema: JsonSchema = loadJson(join(SCHEMA_DIR, 'verb-record.json'));
+/** The JSON Schema of the envelope every transport answers with. spec/envelope.md */
 export const envelopeSchema: JsonSchema = loadJson(join(SCHEMA_DIR, 'envelope.json'));
+/** The output JSON Schema of each shape, by shape name. spec/shapes.md */
 export const shapeSchemas: Readonly<Record<Shape, JsonSchema>> = Object.freeze(
   Object.fromEntries(
     VALID_SHAPES.map((s) => [s, loadJson(join(SCHEMA_DIR, 'shapes', `${s}.json`))]),

@@ -116,6 +116,7 @@ export function writeBudgetExceeded(budgetMs: number, label?: string): StoreErro
 
 export type Durability = 'normal' | 'full';
 
+/** The storage engine the runtime runs on (SqliteStore, PostgresStore): migrations, snapshot reads and write transactions. spec/store.md */
 export interface Store {
   readonly engine: 'sqlite' | 'postgres';
   /** Apply the runtime's own migrations and then any pack's (scope = pack name). Idempotent. */

@@ -31,6 +31,7 @@ import { auditMoneyMoved } from './audit-money-moved.ts';
 import { auditExport } from './audit-export.ts';
 import { auditAlerts } from './audit-alerts.ts';
 
+/** The runtime's own verbs (audit, consent, events, system, tenants…): register them on every runtime with `rt.register(...systemVerbs)`. spec/manifest.md */
 export const systemVerbs: VerbDefinition[] = [
   verbsList,
   auditTrail,

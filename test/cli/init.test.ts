@@ -1,5 +1,5 @@
 /**
- * `solid init --pack NAME [--dir DIR]`: the starter project it writes is a pack that registers and
+ * `solid init --starter NAME [--dir DIR]` (formerly `--pack NAME`, still accepted with a notice): the starter project it writes is a pack that registers and
  * whose verbs dispatch (aggregate, preview, confirmed write, revert), and whose own test passes
  * under `node --test`; bad names and non-empty folders are refused with an envelope, nothing
  * written. Spec: spec/transports.md §cli, spec/manifest.md §packs.
@@ -33,17 +33,17 @@ const VERSION = (
 /** Point a generated file's solid-verbs imports at the source tree (no install, no build). */
 function toSources(file: string): void {
   const text = readFileSync(file, 'utf8')
-    .replaceAll("from 'solid-verbs/testing'", `from ${JSON.stringify(join(SRC, 'testing.ts'))}`)
+    .replace(/from 'solid-verbs\/testing'/g, `from ${JSON.stringify(join(SRC, 'testing.ts'))}`)
     .replaceAll("from 'solid-verbs'", `from ${JSON.stringify(join(SRC, 'index.ts'))}`);
   assert.doesNotMatch(text, /from 'solid-verbs/);
   writeFileSync(file, text);
 }
 
-describe('solid init --pack', () => {
+describe('solid init --starter', () => {
   it('writes a starter project whose pack registers and whose verbs dispatch and revert', async (t) => {
     const cli = cliHarness(t);
     const dir = join(cli.dir, 'shop');
-    const r = await cli.run(['init', '--pack', 'shop', '--dir', dir, '--json']);
+    const r = await cli.run(['init', '--starter', 'shop', '--dir', dir, '--json']);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(r.json<{ result: { files: string[] } }>().result.files.sort(), [
       '.gitignore',
@@ -66,7 +66,8 @@ describe('solid init --pack', () => {
       'npm test',
     ]);
     assert.equal(pkg.type, 'module');
-    assert.match(pkg.scripts.start, /solid serve --pack \.\/pack\.mjs/);
+    // exec: npm's shell is replaced by the server, so stopping npm stops the server too.
+    assert.match(pkg.scripts.start, /; exec solid serve --pack \.\/pack\.mjs$/);
     const readme = readFileSync(join(dir, 'README.md'), 'utf8');
     assert.match(readme, /npm install && npm start/);
     assert.match(readme, /npm test/);
@@ -97,6 +98,19 @@ describe('solid init --pack', () => {
     const reverted = await b.call('audit.revert', { audit_id: added.audit_id });
     assert.equal(reverted.ok, true, JSON.stringify(reverted));
     assert.deepEqual((await b.call('shop.items')).result!.data, { items: 0, value_cents: 0 });
+    // The financial verb: a typed phrase naming the amount, a receipt with a rollback_handle,
+    // a revert that refunds.
+    const item = (await b.call('shop.item_add', { title: 'Pot', price_cents: 1250 })).result as {
+      item_id: number;
+    };
+    const charge = { item_id: item.item_id, customer: 'Ada', cents: 1250 };
+    const gate = await b.dispatch('shop.charge', charge, { role: 'admin' });
+    assert.equal(gate.consent?.gate, 'typed_phrase');
+    const charged = await b.call('shop.charge', charge, { role: 'admin' });
+    assert.equal(charged.ok, true, JSON.stringify(charged));
+    assert.equal(typeof (charged.result as { rollback_handle?: unknown }).rollback_handle, 'string');
+    const refund = await b.call('audit.revert', { audit_id: charged.audit_id }, { role: 'admin' });
+    assert.equal(refund.ok, true, JSON.stringify(refund));
     assert.equal((await b.verifyAudit()).ok, true);
 
     // The generated test itself, as `npm test` runs it (node --test), against the sources.
@@ -108,7 +122,7 @@ describe('solid init --pack', () => {
       env,
     });
     assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
-    assert.match(run.stdout, /# pass 4/);
+    assert.match(run.stdout, /# pass 6/);
     assert.match(run.stdout, /# fail 0/);
   });
 
@@ -118,7 +132,7 @@ describe('solid init --pack', () => {
     process.chdir(cli.dir);
     let out: string;
     try {
-      const r = await cli.run(['init', '--pack', 'tea_room']);
+      const r = await cli.run(['init', '--starter', 'tea_room']);
       assert.equal(r.code, 0, r.stderr);
       out = r.stdout;
     } finally {
@@ -172,7 +186,7 @@ describe('solid init --pack', () => {
     const dir = join(cli.dir, 'taken');
     mkdirSync(dir);
     writeFileSync(join(dir, 'notes.txt'), 'mine');
-    const r = await cli.run(['init', '--pack', 'shop', '--dir', dir, '--json']);
+    const r = await cli.run(['init', '--starter', 'shop', '--dir', dir, '--json']);
     assert.equal(r.code, 2);
     const env = r.json<{ ok: boolean; error: { reason: string; message: string; hint: string } }>();
     assert.equal(env.ok, false);
@@ -186,17 +200,47 @@ describe('solid init --pack', () => {
     it(`refuses the pack name ${JSON.stringify(name)}`, async (t) => {
       const cli = cliHarness(t);
       const dir = join(cli.dir, 'out');
-      const r = await cli.run(['init', '--pack', name, '--dir', dir, '--json']);
+      const r = await cli.run(['init', '--starter', name, '--dir', dir, '--json']);
       assert.equal(r.code, 2);
       assert.equal(r.json<{ error: { reason: string } }>().error.reason, 'invalid_input');
       assert.equal(existsSync(dir), false);
     });
   }
 
-  it('refuses --dir without --pack and two --pack names', async (t) => {
+  it('the old `init --pack NAME` still writes the starter, with a notice naming --starter', async (t) => {
+    const cli = cliHarness(t);
+    const dir = join(cli.dir, 'old');
+    const r = await cli.run(['init', '--pack', 'shop', '--dir', dir, '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /--pack shop is deprecated: use solid init --starter shop/);
+    assert.ok(existsSync(join(dir, 'pack.mjs')));
+  });
+
+  it('init --pack FILE means a pack module, as on every command: the database serves it', async (t) => {
+    const cli = cliHarness(t);
+    const starter = join(cli.dir, 'mine');
+    assert.equal((await cli.run(['init', '--starter', 'mine', '--dir', starter])).code, 0);
+    toSources(join(starter, 'pack.mjs'));
+    const r = await cli.run(['--pack', join(starter, 'pack.mjs'), 'init', '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.doesNotMatch(r.stderr, /deprecated/);
+    const list = await cli.run(['--pack', join(starter, 'pack.mjs'), 'verbs', 'list', '--json']);
+    assert.match(list.stdout, /mine\.charge/);
+  });
+
+  it('refuses --dir without --starter and two starter names', async (t) => {
     const cli = cliHarness(t);
     assert.equal((await cli.run(['init', '--dir', join(cli.dir, 'x')])).code, 2);
-    const two = await cli.run(['init', '--pack', 'a', '--pack', 'b', '--dir', join(cli.dir, 'y'), '--json']);
+    const two = await cli.run([
+      'init',
+      '--starter',
+      'a',
+      '--starter',
+      'b',
+      '--dir',
+      join(cli.dir, 'y'),
+      '--json',
+    ]);
     assert.equal(two.code, 2);
     assert.equal(existsSync(join(cli.dir, 'y')), false);
   });

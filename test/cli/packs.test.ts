@@ -198,6 +198,12 @@ describe('solid --pack and solid.config.js', () => {
       stderr: /migrations\[0\]: migration shop#1 \(items\) failed/,
     },
     {
+      name: 'a misspelt schema keyword',
+      file: () => shopPack().replace('minLength: 1', 'minLength: 1, maxLenght: 80'),
+      stderr:
+        /verbs\[1\] "shop\.item_add" input_schema\/properties\/title\/maxLenght: unknown keyword "maxLenght" \(did you mean "maxLength"\?\)/,
+    },
+    {
       name: 'an unknown pack member',
       file: () => shopPack().replace("description: 'A small shop", "verb: [], description: 'A small shop"),
       stderr: /verb: is not a pack member/,
@@ -238,6 +244,32 @@ describe('solid --pack and solid.config.js', () => {
     const mixed = await cli.run(['--pack', good, '--pack', sql, 'verbs', 'list']);
     assert.equal(mixed.code, 2);
     assert.deepEqual(dbState(cli.db), before);
+  });
+
+  it('a table another pack created in an earlier run: refused on every run, naming its owner', async (t) => {
+    const { cli } = await initialised(t);
+    const first = write(cli, 'first.mjs', shopPack({ name: 'shop_a', table: 'items' }));
+    const ok = await cli.run(['--pack', first, 'verbs', 'list']);
+    assert.equal(ok.code, 0, ok.stderr);
+    const before = dbState(cli.db);
+    const other = write(
+      cli,
+      'other.mjs',
+      shopPack({
+        name: 'shop_b',
+        table: 'items',
+        sql: 'CREATE TABLE IF NOT EXISTS items (company_id INTEGER NOT NULL, id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL)',
+      }),
+    );
+    for (let run = 0; run < 2; run++) {
+      const clash = await cli.run(['--pack', other, 'verbs', 'list']);
+      assert.equal(clash.code, 2, clash.stdout);
+      assert.match(
+        clash.stderr,
+        /^✗ pack_invalid: pack "shop_b": migrations: table "items" belongs to pack "shop_a"/,
+      );
+      assert.deepEqual(dbState(cli.db), before);
+    }
   });
 
   it('a missing file and a module without a pack export are named with a hint', async (t) => {

@@ -10,9 +10,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { remoteFixture, type RemoteFixture } from './support.ts';
+import { remoteFixture, runCliCaptured, type RemoteFixture } from './support.ts';
 import { createTestRuntime } from '../support/runtime.ts';
 import { CliLoginStore } from '../../src/identity/cli-login-store.ts';
 import type { Envelope, Role } from '../../src/spec/types.ts';
@@ -370,3 +370,37 @@ test('login codes: single use, expire, and a key approved but never collected is
   );
   assert.notEqual(keyRow!.revoked_at, null);
 });
+
+test(
+  'after solid login, whoami and other commands with no --url use the stored server',
+  { timeout: 120_000 },
+  async (t) => {
+    const f = await remoteFixture(t);
+    const ok = await f.cli('remote', ['login', '--api-key', f.keys.admin]);
+    assert.equal(ok.code, 0, ok.stderr);
+    // A folder without a local database, no --url, no SOLID_API_URL, no --db.
+    const empty = join(f.dir, 'elsewhere');
+    mkdirSync(empty);
+    const prev = process.cwd();
+    process.chdir(empty);
+    try {
+      const env = {
+        SOLID_API_URL: undefined,
+        SOLID_API_KEY: undefined,
+        SOLID_DB: undefined,
+        SOLID_DATABASE_URL: undefined,
+        XDG_CONFIG_HOME: f.configHome,
+      };
+      const who = await runCliCaptured(['whoami', '--json'], { env });
+      assert.equal(who.code, 0, who.stderr);
+      assert.equal(who.json<Envelope>().result!.role, 'admin');
+      const list = await runCliCaptured(['verbs', 'list', '--json'], { env });
+      assert.equal(list.code, 0, list.stderr);
+      // A local database named explicitly still wins over the stored login.
+      const local = await runCliCaptured(['--db', f.localDb, 'whoami', '--json'], { env });
+      assert.equal(local.json<Envelope>().result!.sandbox, true);
+    } finally {
+      process.chdir(prev);
+    }
+  },
+);

@@ -10,6 +10,8 @@ import { checkSchema, compileInputSchema } from '../../src/runtime/schema-compil
 import { validateVerbRecord } from '../../src/spec/validators.ts';
 import { VALID_SURFACES } from '../../src/spec/types.ts';
 import { systemVerbs } from '../../src/verbs/index.ts';
+import { schemaProblems } from '../../src/runtime/schema-check.ts';
+import type { JsonSchema } from '../../src/spec/types.ts';
 import { UPSTREAM_SKIP, assertUpstreamValid, seedExampleRecord } from '../support/upstream.ts';
 
 const read = (over: Partial<VerbDefinition> = {}): VerbDefinition => ({
@@ -88,12 +90,12 @@ describe('schemas: checked at registration, compiled on first use', () => {
   it('a pack verb whose input is not a JSON Schema fails at registration, before any call', () => {
     refused(
       read({ input: { type: 'object', properties: { n: { type: 'integr' } } } as never }),
-      /^input_schema$/,
+      /^input_schema(\/|$)/,
     );
-    refused(read({ input: { type: 'object', required: 'n' } as never }), /^(record|input_schema)$/);
+    refused(read({ input: { type: 'object', required: 'n' } as never }), /^(record|input_schema)(\/|$)/);
     refused(
       read({ input: { type: 'object', properties: { n: { minimum: 'one' } } } as never }),
-      /^input_schema$/,
+      /^input_schema(\/|$)/,
     );
   });
   it("the runtime's own verbs skip the check at registration: each is valid here instead", () => {
@@ -104,6 +106,8 @@ describe('schemas: checked at registration, compiled on first use', () => {
       const v = reg.get(def.name)!;
       assert.deepEqual(validateVerbRecord(v.record).errors, [], def.name);
       assert.equal(checkSchema(v.inputSchema), undefined, def.name);
+      assert.deepEqual(schemaProblems(v.inputSchema), [], def.name);
+      if (def.output !== undefined) assert.deepEqual(schemaProblems(def.output as JsonSchema), [], def.name);
       assert.equal(typeof compileInputSchema(v.inputSchema), 'function', def.name);
     }
     // A copy is not the shipped definition: checked like a pack's.

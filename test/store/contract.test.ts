@@ -146,6 +146,31 @@ for (const engine of ENGINES) {
       assert.equal(await count(store, 'y'), 0);
     });
 
+    it('migrate applies the pending versions together or not at all', async (t) => {
+      const store = engine.open(t);
+      const v1: Migration = {
+        version: 1,
+        name: 'one',
+        sqlite: 'CREATE TABLE two_v1 (a TEXT)',
+        postgres: 'CREATE TABLE two_v1 (a TEXT)',
+      };
+      const bad: Migration = {
+        version: 2,
+        name: 'two',
+        sqlite: 'ALTER TABLE two_nowhere ADD b TEXT',
+        postgres: 'ALTER TABLE two_nowhere ADD b TEXT',
+      };
+      await assert.rejects(store.migrate('two', [v1, bad]), (err: unknown) => {
+        assert.ok(err instanceof StoreError && err.code === 'migration_failed');
+        assert.match(err.message, /two#2 \(two\)/);
+        return true;
+      });
+      // Version 1 was rolled back with version 2: its table is absent and it applies again.
+      await assert.rejects(store.read((q) => q.all('SELECT * FROM two_v1')));
+      await store.migrate('two', [v1]);
+      assert.equal(await count(store, 'two_v1'), 0);
+    });
+
     it('every runtime migration has a form for this engine', () => {
       for (const m of runtimeMigrations)
         assert.equal(

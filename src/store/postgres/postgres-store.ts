@@ -59,6 +59,7 @@ interface IdWaiter {
   reject: (err: unknown) => void;
 }
 
+/** Options of PostgresStore: the connection string, the schema, pool size and timeouts. spec/store.md §multi-node */
 export interface PostgresStoreOptions {
   /** postgres://user:password@host:port/database (libpq URL; `?sslmode=…` honoured by pg). */
   connectionString: string;
@@ -339,6 +340,7 @@ class PgTx extends PgQueryable implements StoreTx {
   }
 }
 
+/** The PostgreSQL engine of the Store (`solid-verbs/postgres`): a connection pool, the same Store contract as SqliteStore. spec/store.md §multi-node */
 export class PostgresStore implements Store {
   readonly engine = 'postgres' as const;
   readonly description: string;
@@ -484,51 +486,57 @@ export class PostgresStore implements Store {
         if (sorted.every((m) => done.has(m.version))) return;
       }
       const lockName = `${this.#schema ?? (await client.query<{ s: string | null }>('SELECT current_schema() AS s')).rows[0]?.s ?? 'public'}:solid-migrate`;
-      for (const m of sorted) {
-        if (m.postgres === undefined) {
+      for (const m of sorted)
+        if (m.postgres === undefined)
           throw new StoreError(
             'migration_failed',
             `migration ${scope}#${m.version} (${m.name}) has no PostgreSQL form`,
           );
-        }
-        await client.query('BEGIN');
-        try {
-          // Migrations may build large indexes and wait for another node's migrator: no statement
-          // or lock timeout (and no client-side query timeout: these queries pass none).
-          await client.query('SET LOCAL statement_timeout = 0');
-          await client.query('SET LOCAL lock_timeout = 0');
-          // One migrator at a time per schema, across nodes.
-          await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [lockName]);
-          if (this.#schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.#schema}`);
-          await client.query(
-            `CREATE TABLE IF NOT EXISTS schema_migrations (
-               scope TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, applied_at TEXT NOT NULL,
-               PRIMARY KEY (scope, version))`,
-          );
+      // The pending versions apply in one transaction, together or not at all (as on SQLite):
+      // a failing version 2 leaves no version 1 behind.
+      let current: Migration | undefined;
+      await client.query('BEGIN');
+      try {
+        // Migrations may build large indexes and wait for another node's migrator: no statement
+        // or lock timeout (and no client-side query timeout: these queries pass none).
+        await client.query('SET LOCAL statement_timeout = 0');
+        await client.query('SET LOCAL lock_timeout = 0');
+        // One migrator at a time per schema, across nodes.
+        await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [lockName]);
+        if (this.#schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.#schema}`);
+        await client.query(
+          `CREATE TABLE IF NOT EXISTS schema_migrations (
+             scope TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, applied_at TEXT NOT NULL,
+             PRIMARY KEY (scope, version))`,
+        );
+        for (const m of sorted) {
+          current = m;
           const applied = await client.query(
             'SELECT 1 FROM schema_migrations WHERE scope = $1 AND version = $2',
             [scope, m.version],
           );
-          if (applied.rowCount === 0) {
-            await client.query(m.postgres);
-            await client.query(
-              'INSERT INTO schema_migrations (scope, version, name, applied_at) VALUES ($1, $2, $3, $4)',
-              [scope, m.version, m.name, new Date().toISOString()],
-            );
-          }
-          await client.query('COMMIT');
-        } catch (err) {
-          await client.query('ROLLBACK').catch(() => {
-            destroy = true;
-          });
-          const mapped = toStoreError(err);
-          if (mapped instanceof StoreError && mapped.code === 'unavailable') throw mapped;
-          throw new StoreError(
-            'migration_failed',
-            `migration ${scope}#${m.version} (${m.name}) failed: ${(err as Error).message}`,
-            { cause: err },
+          if (applied.rowCount !== 0) continue;
+          await client.query(m.postgres!);
+          await client.query(
+            'INSERT INTO schema_migrations (scope, version, name, applied_at) VALUES ($1, $2, $3, $4)',
+            [scope, m.version, m.name, new Date().toISOString()],
           );
         }
+        current = undefined;
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {
+          destroy = true;
+        });
+        const mapped = toStoreError(err);
+        if (mapped instanceof StoreError && mapped.code === 'unavailable') throw mapped;
+        throw new StoreError(
+          'migration_failed',
+          current !== undefined
+            ? `migration ${scope}#${current.version} (${current.name}) failed: ${(err as Error).message}`
+            : `migrations of ${scope} failed: ${(err as Error).message}`,
+          { cause: err },
+        );
       }
     } catch (err) {
       const mapped = toStoreError(err);

@@ -1,9 +1,10 @@
 /**
  * The migration runner of the SQLite engine: applies a scope's migrations in version order on the
- * writer connection, each in its own `BEGIN IMMEDIATE` transaction with its `schema_migrations`
- * row, skipping the versions already applied (checked again under the write lock, so two
- * processes migrating one file apply each version once). A failure rolls that migration back and
- * throws StoreError('migration_failed'). The caller holds the store's write mutex.
+ * writer connection, all the pending versions of one call in one `BEGIN IMMEDIATE` transaction
+ * with their `schema_migrations` rows, skipping the versions already applied (checked again under
+ * the write lock, so two processes migrating one file apply each version once). A failure rolls
+ * every pending version back (nothing of the call is applied) and throws
+ * StoreError('migration_failed') naming the version that failed. The caller holds the store's write mutex.
  *
  * Spec: spec/store.md (the `migrate` row of the Store interface).
  */
@@ -29,40 +30,44 @@ export function applyMigrations(writer: Connection, scope: string, migrations: r
         .map((r) => r.version),
     );
     const sorted = [...migrations].sort((a, b) => a.version - b.version);
-    for (const m of sorted) {
-      if (done.has(m.version)) continue;
-      if (m.sqlite === undefined) {
+    const pending = sorted.filter((m) => !done.has(m.version));
+    if (pending.length === 0) return;
+    for (const m of pending)
+      if (m.sqlite === undefined)
         throw new StoreError(
           'migration_failed',
           `migration ${scope}#${m.version} (${m.name}) has no SQLite form`,
         );
-      }
-      try {
-        writer.exec('BEGIN IMMEDIATE');
+    // The pending versions apply together or not at all: a failing version 2 leaves no version 1.
+    let current: Migration | undefined;
+    try {
+      writer.exec('BEGIN IMMEDIATE');
+      for (const m of pending) {
+        current = m;
         // Another process on the same file may have applied it since `done` was read: the
         // check that counts is the one under the write lock.
         const applied = writer.allSync('SELECT 1 FROM schema_migrations WHERE scope = ? AND version = ?', [
           scope,
           m.version,
         ]);
-        if (applied.length === 0) {
-          writer.exec(m.sqlite);
-          writer.runSync(
-            'INSERT INTO schema_migrations (scope, version, name, applied_at) VALUES (?, ?, ?, ?)',
-            [scope, m.version, m.name, new Date().toISOString()],
-          );
-        }
-        writer.exec('COMMIT');
-      } catch (err) {
-        if (writer.db.inTransaction) writer.exec('ROLLBACK');
-        throw new StoreError(
-          'migration_failed',
-          `migration ${scope}#${m.version} (${m.name}) failed: ${(err as Error).message}`,
-          {
-            cause: err,
-          },
+        if (applied.length > 0) continue;
+        writer.exec(m.sqlite!);
+        writer.runSync(
+          'INSERT INTO schema_migrations (scope, version, name, applied_at) VALUES (?, ?, ?, ?)',
+          [scope, m.version, m.name, new Date().toISOString()],
         );
       }
+      current = undefined;
+      writer.exec('COMMIT');
+    } catch (err) {
+      if (writer.db.inTransaction) writer.exec('ROLLBACK');
+      throw new StoreError(
+        'migration_failed',
+        current !== undefined
+          ? `migration ${scope}#${current.version} (${current.name}) failed: ${(err as Error).message}`
+          : `migrations of ${scope} failed to commit: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
   } finally {
     writer.db.pragma('temp_store = MEMORY');

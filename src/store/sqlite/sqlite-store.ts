@@ -64,6 +64,7 @@ import {
   type WriteOptions,
 } from '../store.ts';
 
+/** Options of SqliteStore: the file (`:memory:` for a throwaway), durability and the write budget. spec/store.md */
 export interface SqliteStoreOptions {
   /** File path, or ':memory:' (tests). */
   path: string;
@@ -127,6 +128,7 @@ interface PendingWrite {
   reject: (e: unknown) => void;
 }
 
+/** The SQLite engine of the Store: one writer connection behind an async mutex, a reader of committed data, WAL. spec/store.md */
 export class SqliteStore implements Store {
   readonly engine = 'sqlite' as const;
   readonly description: string;

@@ -14,7 +14,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import type { Envelope } from '../../spec/types.ts';
-import type { Io } from './output.ts';
+import { cut, fitWidths, terminalWidth, type Io } from './output.ts';
 
 const MAX_COLUMNS = 8;
 const MAX_CELL = 48;
@@ -49,8 +49,12 @@ function cell(x: unknown): string {
   return s.length > MAX_CELL ? `${s.slice(0, MAX_CELL - 1)}…` : s;
 }
 
-/** A list of objects as an aligned table (pure). */
-export function objectTable(rows: readonly Record<string, unknown>[], indent = ''): string {
+/** A list of objects as an aligned table fitting `width` columns (pure; default the terminal's). */
+export function objectTable(
+  rows: readonly Record<string, unknown>[],
+  indent = '',
+  width = terminalWidth(),
+): string {
   const columns: string[] = [];
   for (const r of rows) {
     for (const [k, v] of Object.entries(r)) {
@@ -61,11 +65,12 @@ export function objectTable(rows: readonly Record<string, unknown>[], indent = '
   if (columns.length === 0) return rows.map((r) => `${indent}${cell(r)}`).join('\n');
   const body = rows.map((r) => columns.map((c) => cell(r[c])));
   const head = columns.map((c) => c.toUpperCase());
-  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
+  const natural = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
+  const widths = fitWidths(natural, head, width - indent.length);
   const line = (cells: string[]) =>
     indent +
     cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .map((c, i) => (i === cells.length - 1 ? cut(c, widths[i]!) : cut(c, widths[i]!).padEnd(widths[i]!)))
       .join('  ')
       .trimEnd();
   return [line(head), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');

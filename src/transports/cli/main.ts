@@ -33,6 +33,7 @@ import { registerGrants } from './commands/grants.ts';
 import { registerWebhooks } from './commands/webhooks.ts';
 import { registerLogin } from './commands/login.ts';
 import { registerConformance } from './commands/conformance.ts';
+import { registerCompletion } from './commands/completion.ts';
 import { addShortcuts } from './shortcuts.ts';
 import { createPager } from './human-output.ts';
 
@@ -60,6 +61,7 @@ export const COMMANDS: CommandModule[] = [
   registerUcp,
   registerLogin,
   registerConformance,
+  registerCompletion,
 ];
 
 /** This package's version (package.json, two folders up from src/ and from dist/ alike). */

@@ -37,11 +37,70 @@ export function exitCodeOf(env: Envelope, reasons?: ReasonTable): number {
   return env.ok ? 0 : reasonInfo(env.error?.reason ?? 'internal_error', reasons).exit;
 }
 
-/** Render rows as an aligned text table. */
-export function table(headers: string[], rows: string[][]): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+/**
+ * The width of a table written to a pipe or a file with no COLUMNS: unlimited, so a script or
+ * `grep` reads every cell whole; a terminal gets its own width.
+ */
+export const DEFAULT_TABLE_WIDTH = Number.POSITIVE_INFINITY;
+
+/**
+ * The width tables fit in: the terminal's columns when stdout is a terminal, else COLUMNS (a
+ * positive integer, e.g. `COLUMNS=80 solid verbs list | less`), else {@link DEFAULT_TABLE_WIDTH}
+ * (no limit). Never below 20.
+ */
+export function terminalWidth(
+  stdout: { isTTY?: boolean; columns?: number } = process.stdout,
+  env: NodeJS.ProcessEnv = process.env,
+): number {
+  if (stdout.isTTY === true && typeof stdout.columns === 'number' && stdout.columns > 0)
+    return Math.max(20, stdout.columns);
+  const fromEnv = Number(env.COLUMNS);
+  if (Number.isInteger(fromEnv) && fromEnv > 0) return Math.max(20, fromEnv);
+  return DEFAULT_TABLE_WIDTH;
+}
+
+/**
+ * Column widths that fit `width` (two spaces between columns): the natural widths when they fit;
+ * else the other columns are cut first — each wider than a cap cut to it, the cap the largest
+ * that fits — keeping the first column (what a row is: a verb, a key id) whole; only when that
+ * is not enough is the first column cut too. A column is never cut below its header or 8
+ * characters; if even that is too wide, the table overflows.
+ */
+export function fitWidths(natural: readonly number[], headers: readonly string[], width: number): number[] {
+  const gaps = 2 * Math.max(0, natural.length - 1);
+  const floor = (i: number) => Math.min(natural[i]!, Math.max(headers[i]!.length, 8));
+  const at = (cap: number, keepFirst: boolean) =>
+    natural.map((w, i) => (keepFirst && i === 0 ? w : Math.min(w, Math.max(cap, floor(i)))));
+  const total = (cap: number, keepFirst: boolean) => at(cap, keepFirst).reduce((a, b) => a + b, 0) + gaps;
+  if (total(Infinity, true) <= width) return [...natural];
+  const keepFirst = total(0, true) <= width;
+  let lo = 1;
+  let hi = Math.max(...natural);
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (total(mid, keepFirst) <= width) lo = mid;
+    else hi = mid - 1;
+  }
+  return at(lo, keepFirst);
+}
+
+/** `s` cut to `width` characters, ending with … when cut. */
+export function cut(s: string, width: number): string {
+  return s.length <= width ? s : `${s.slice(0, Math.max(0, width - 1))}…`;
+}
+
+/**
+ * Render rows as an aligned text table that fits `width` columns (default: {@link terminalWidth}):
+ * long cells are cut with … so each row stays one line (80 columns stay readable).
+ */
+export function table(headers: string[], rows: string[][], width = terminalWidth()): string {
+  const natural = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const widths = fitWidths(natural, headers, width);
   const line = (cells: string[]) =>
-    cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
+    cells
+      .map((c, i) => (i === cells.length - 1 ? cut(c, widths[i]!) : cut(c, widths[i]!).padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 

@@ -1,11 +1,12 @@
 /**
- * The starter project `solid init --pack NAME` writes: a pack in plain ESM JavaScript over its own
- * table (one aggregate read, one preview, one confirmed write with a revert handler), its test
+ * The starter project `solid init --starter NAME` writes: a pack in plain ESM JavaScript over its own
+ * tables (one aggregate read, one preview, one confirmed write with a revert handler, one
+ * WRITE_FINANCIAL charge with a typed phrase whose revert refunds it), its test
  * under `solid-verbs/testing` (`node --test`), a package.json and a README. Kept as strings here
  * so the built package ships them inside dist/. Spec: spec/manifest.md §packs.
  */
 
-/** A pack name `solid init --pack` accepts: it names the verbs (`NAME.items`) and the table. */
+/** A pack name `solid init --starter` accepts: it names the verbs (`NAME.items`) and the table. */
 export const STARTER_NAME = /^[a-z][a-z0-9_]{0,39}$/;
 
 /**
@@ -24,7 +25,8 @@ export function starterFiles(name: string, dependency: string): Record<string, s
         type: 'module',
         description: `The ${name} pack: verbs for AI agents, served with solid-verbs.`,
         scripts: {
-          start: `[ -e .solid/solid.db ] || solid init; solid serve --pack ./pack.mjs`,
+          // exec: the server replaces the shell, so stopping npm (Ctrl-C, SIGTERM) stops it.
+          start: `[ -e .solid/solid.db ] || solid init; exec solid serve --pack ./pack.mjs`,
           test: 'node --test test/',
         },
         dependencies: { 'solid-verbs': dependency },
@@ -40,11 +42,14 @@ export function starterFiles(name: string, dependency: string): Record<string, s
 }
 
 function packModule(name: string, table: string): string {
+  const charges = `${name}_charges`;
   return `// The ${name} pack: items with a price, served to AI agents by solid-verbs.
 //
 //   ${name}.items             aggregate, READ: the items and their total value
 //   ${name}.item_add_preview  preview: what ${name}.item_add would change
 //   ${name}.item_add          receipt, WRITE_REVERSIBLE (a human confirms): add an item; revert removes it
+//   ${name}.charge            receipt, WRITE_FINANCIAL (a human types the phrase): charge a customer
+//                             for an item; revert (audit.revert, its rollback_handle) refunds it
 //
 // Money is integer cents. Every query is scoped to ctx.principal.company_id (one tenant each).
 import { definePack, defineVerb, formatCents, VerbError } from 'solid-verbs';
@@ -141,9 +146,69 @@ const itemAdd = defineVerb({
   },
 });
 
+const charge = defineVerb({
+  name: '${name}.charge',
+  title: 'Charge a customer',
+  description:
+    'Charge a customer the price of an item (cents: the price ${name}.items lists). Money moves: a human types the phrase. Answers a receipt whose audit_id audit.revert takes to refund it.',
+  shape: 'receipt',
+  category: '${name}',
+  consent: 'WRITE_FINANCIAL',
+  input: {
+    type: 'object',
+    properties: {
+      item_id: { type: 'integer', minimum: 1 },
+      customer: { type: 'string', minLength: 1, maxLength: 200 },
+      cents: { type: 'integer', minimum: 1, maximum: 10000000 },
+    },
+    required: ['item_id', 'customer', 'cents'],
+    additionalProperties: false,
+  },
+  // The typed phrase names the action, the amount and the target; a human types it exactly.
+  // It is built from the arguments, so the amount is one: the handler refuses another price.
+  phrase: (a) => \`CHARGE \${formatCents(a.cents)} to \${a.customer} for item #\${a.item_id}\`,
+  summary: (a) => \`Charge \${a.customer} \${formatCents(a.cents)} for item #\${a.item_id}\`,
+  async handler(ctx, args) {
+    const item = await ctx.db.get('SELECT id, title, price_cents FROM ${table} WHERE company_id = ? AND id = ?', [
+      ctx.principal.company_id,
+      args.item_id,
+    ]);
+    if (item === undefined)
+      throw new VerbError('not_found', \`No item #\${args.item_id}.\`, { hint: 'List the items with ${name}.items.' });
+    const cents = Number(item.price_cents);
+    if (cents !== args.cents)
+      throw new VerbError('amount_mismatch', \`Item #\${item.id} costs \${formatCents(cents)}, not \${formatCents(args.cents)}.\`, {
+        hint: 'Charge the price ${name}.items lists.',
+      });
+    const row = await ctx.db.get(
+      'INSERT INTO ${charges} (company_id, item_id, customer, cents, charged_at) VALUES (?, ?, ?, ?, ?) RETURNING id',
+      [ctx.principal.company_id, args.item_id, args.customer, cents, ctx.now.toISOString()],
+    );
+    const id = Number(row.id);
+    ctx.setEntity('charge', id);
+    // What the revert needs; the receipt then carries a rollback_handle naming the inverse.
+    ctx.setRollback(\`${name}:charge:\${id}\`, { charge_id: id, cents });
+    // A real payment provider is called after the commit, through ctx.outbox and the pack's
+    // outboxHandlers (docs/authoring.md §8(b)); this starter only records the charge.
+    return { status: 'charged', charge_id: id, item: item.title, cents, amount: formatCents(cents) };
+  },
+  revert: {
+    async handler(ctx, original) {
+      const { charge_id, cents } = original.rollback;
+      const done = await ctx.db.run(
+        'UPDATE ${charges} SET refunded_at = ? WHERE company_id = ? AND id = ? AND refunded_at IS NULL',
+        [ctx.now.toISOString(), ctx.principal.company_id, charge_id],
+      );
+      if (done.changes === 0)
+        throw new VerbError('not_found', \`Charge #\${charge_id} is already refunded.\`);
+      return { revert_action: \`refunded \${formatCents(cents)} of charge #\${charge_id}\` };
+    },
+  },
+});
+
 export default definePack({
   name: '${name}',
-  description: 'Items with a price: list them, preview and add one, revert an addition.',
+  description: 'Items with a price: list them, preview and add one, revert an addition, charge a customer and refund.',
   migrations: [
     {
       version: 1,
@@ -153,8 +218,20 @@ export default definePack({
       postgres: \`CREATE TABLE ${table} (company_id BIGINT NOT NULL, id BIGSERIAL PRIMARY KEY,
   title TEXT NOT NULL, price_cents BIGINT NOT NULL)\`,
     },
+    {
+      version: 2,
+      name: 'charges',
+      sqlite: \`CREATE TABLE ${charges} (company_id INTEGER NOT NULL, id INTEGER PRIMARY KEY AUTOINCREMENT,
+  item_id INTEGER NOT NULL, customer TEXT NOT NULL, cents INTEGER NOT NULL, charged_at TEXT NOT NULL, refunded_at TEXT)\`,
+      postgres: \`CREATE TABLE ${charges} (company_id BIGINT NOT NULL, id BIGSERIAL PRIMARY KEY,
+  item_id BIGINT NOT NULL, customer TEXT NOT NULL, cents BIGINT NOT NULL, charged_at TEXT NOT NULL, refunded_at TEXT)\`,
+    },
   ],
-  verbs: [items, itemAddPreview, itemAdd],
+  verbs: [items, itemAddPreview, itemAdd, charge],
+  // The pack's own refusals: a status and a sentence each (docs/authoring.md §2).
+  reasons: {
+    amount_mismatch: { status: 422, kind: 'domain', summary: 'The amount is not the price of the item.' },
+  },
 });
 `;
 }
@@ -163,7 +240,7 @@ function testModule(name: string): string {
   return `// The ${name} pack under solid-verbs/testing: a fresh in-memory business per test.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createTestBusiness } from 'solid-verbs/testing';
+import { createTestBusiness, phraseOf } from 'solid-verbs/testing';
 import pack from '../pack.mjs';
 
 async function business(t) {
@@ -202,6 +279,41 @@ test('adding an item waits for a human, then lands; revert removes it', async (t
   assert.equal(reverted.ok, true, JSON.stringify(reverted));
   assert.deepEqual((await b.call('${name}.items')).result.data, { items: 0, value_cents: 0 });
   assert.equal((await b.verifyAudit()).ok, true);
+});
+
+test('a charge waits for a human to type the phrase; its revert refunds it', async (t) => {
+  const b = await business(t);
+  const added = await b.call('${name}.item_add', { title: 'Mug', price_cents: 900 });
+  const item_id = added.result.item_id;
+  const args = { item_id, customer: 'Ada', cents: 900 };
+
+  // What the agent gets: dispatch_pending, a typed-phrase gate, the phrase withheld from it.
+  const pending = await b.dispatch('${name}.charge', args, { role: 'admin' });
+  assert.equal(pending.error.reason, 'dispatch_pending');
+  assert.equal(pending.consent.gate, 'typed_phrase');
+  assert.equal(pending.consent.typed_phrase, undefined);
+  assert.equal(phraseOf(pending), \`CHARGE $9.00 to Ada for item #\${item_id}\`);
+  // An employee may not move money (WRITE_FINANCIAL's floor is admin).
+  assert.equal((await b.dispatch('${name}.charge', args, { role: 'employee' })).error.reason, 'role_denied');
+
+  // call() consents as a human at the terminal would: it types the phrase.
+  const charged = await b.call('${name}.charge', args, { role: 'admin' });
+  assert.equal(charged.ok, true, JSON.stringify(charged));
+  assert.equal(charged.result.status, 'charged');
+  assert.equal(typeof charged.result.rollback_handle, 'string');
+
+  const refunded = await b.call('audit.revert', { audit_id: charged.audit_id }, { role: 'admin' });
+  assert.equal(refunded.ok, true, JSON.stringify(refunded));
+  const again = await b.call('audit.revert', { audit_id: charged.audit_id }, { role: 'admin' });
+  assert.equal(again.ok, false); // a revert happens once
+  assert.equal((await b.verifyAudit()).ok, true);
+});
+
+test('a charge of another amount than the price is refused, nothing charged', async (t) => {
+  const b = await business(t);
+  const added = await b.call('${name}.item_add', { title: 'Mug', price_cents: 900 });
+  const wrong = await b.call('${name}.charge', { item_id: added.result.item_id, customer: 'Ada', cents: 100 }, { role: 'admin' });
+  assert.equal(wrong.error.reason, 'amount_mismatch');
 });
 
 test('bad arguments are refused with an envelope, nothing written', async (t) => {

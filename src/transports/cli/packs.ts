@@ -146,7 +146,14 @@ async function importModule(
     // definePack refused the pack while the module ran: the same error, named by its file.
     const p = err as Partial<PackError> | undefined;
     if (p?.name === 'PackError' && p.subject === 'pack')
-      throw new PackError(shown, p.field ?? '(pack)', p.detail ?? String(p.message), p.hint);
+      throw new PackError(
+        shown,
+        p.field ?? '(pack)',
+        p.detail ?? String(p.message),
+        p.hint,
+        'pack',
+        p.problems,
+      );
     const e = err as NodeJS.ErrnoException;
     const ts = ['.ts', '.mts', '.cts'].includes(extname(path));
     const where = firstFrame(e, path);

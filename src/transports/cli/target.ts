@@ -21,7 +21,10 @@ import { refuse } from '../../runtime/refusals.ts';
 import { hintsOf, type VerbHints } from '../../runtime/verb-hints.ts';
 import { whoAmI } from '../../identity/whoami.ts';
 import { API_URL_ENV } from '../../remote-client/remote-url.ts';
-import { localOptionsOf, openLocal, type Local } from './local.ts';
+import { DEFAULT_DB, databaseUrlOf, localOptionsOf, openLocal, type Local } from './local.ts';
+import { latestLogin } from '../../remote-client/credentials-file.ts';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { ReasonTable } from '../../spec/reasons.ts';
 import { verifyHumanAtTerminal, type TerminalPrompt } from '../../identity/terminal-human.ts';
 import { dispatchWithKey } from '../../identity/api-key-auth.ts';
@@ -179,12 +182,24 @@ export class LocalTarget implements VerbTarget {
   }
 }
 
-/** The remote server URL this invocation targets (`--url`, else SOLID_API_URL), if any. */
+/**
+ * The remote server URL this invocation targets, if any: `--url`, else SOLID_API_URL, else — when
+ * no local database is named (--db, SOLID_DB, SOLID_DATABASE_URL) or present at the default
+ * `.solid/solid.db` — the server of the latest `solid login` (credentials-file.ts), so `whoami`
+ * and every command after a login reach the server logged in to. spec/transports.md §remote-login
+ */
 export function remoteUrlOf(program: Command): string | undefined {
   const flag = program.opts<{ url?: string }>().url;
   if (flag !== undefined) return flag;
   const env = process.env[API_URL_ENV];
-  return env !== undefined && env.trim() !== '' ? env : undefined;
+  if (env !== undefined && env.trim() !== '') return env;
+  // Nothing names a server: a local database named (--db, SOLID_DB, SOLID_DATABASE_URL) or present
+  // at the default path wins; otherwise the server of the latest `solid login`.
+  const db = program.opts<{ db?: string }>().db;
+  if (db !== undefined || (process.env.SOLID_DB ?? '') !== '' || databaseUrlOf() !== undefined)
+    return undefined;
+  if (existsSync(resolve(DEFAULT_DB))) return undefined;
+  return latestLogin()?.url;
 }
 
 export interface OpenTargetOptions {

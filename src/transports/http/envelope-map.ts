@@ -17,6 +17,7 @@
 import type { Envelope, EnvelopeError } from '../../spec/types.ts';
 import { reasonInfo, type CoreReason, type ReasonTable } from '../../spec/reasons.ts';
 
+/** An envelope as an HTTP answer: its status, headers and body. spec/transports.md §http */
 export interface HttpAnswer {
   status: number;
   headers: Record<string, string>;

@@ -32,9 +32,12 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Envelope } from '../../spec/types.ts';
 import { META } from './meta-keys.ts';
 
+/** Largest result (bytes of its JSON) sent as structuredContent by default: 4 MiB. */
 export const DEFAULT_MAX_RESULT_BYTES = 4 * 1024 * 1024;
+/** Largest text copy of a result by default: 1 MiB. */
 export const DEFAULT_MAX_TEXT_BYTES = 1024 * 1024;
 
+/** Byte limits of an MCP tool result. spec/transports.md §mcp-results */
 export interface ResultLimits {
   /** Largest result (bytes of its JSON) sent as structuredContent; above → result_too_large. */
   maxResultBytes: number;

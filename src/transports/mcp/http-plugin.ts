@@ -73,12 +73,14 @@ import {
   type RpcRefusal,
 } from './http-request-checks.ts';
 
+/** The path the MCP Streamable HTTP endpoint is served at by default. */
 export const DEFAULT_MCP_PATH = '/mcp';
 export const DEFAULT_MAX_SESSIONS = 100;
 export const DEFAULT_IDLE_MS = 600_000;
 /** Largest POST body (bytes): the SDK transport's own default. */
 export const DEFAULT_MCP_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 
+/** Options of the MCP Streamable HTTP plugin: path, session limits, toolsets. docs/mcp.md */
 export interface McpHttpOptions extends Pick<
   McpServerOptions,
   'limits' | 'elicitationTimeoutMs' | 'approvalUrl' | 'toolsets' | 'dynamic' | 'schemaProfile'

@@ -16,6 +16,7 @@
 
 export const META_PREFIX = 'dev.solid-verbs/';
 
+/** The `_meta` keys solid-verbs puts on MCP tools and results, by purpose. spec/transports.md §mcp */
 export const META = {
   // tools/list
   verb: `${META_PREFIX}verb`,

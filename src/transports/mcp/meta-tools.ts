@@ -26,9 +26,13 @@ import { META } from './meta-keys.ts';
 import { MCP_SURFACE } from './tool-catalog.ts';
 import { refuse } from '../../runtime/refusals.ts';
 
+/** The meta tool that searches the catalogue. */
 export const SEARCH_VERBS = 'search_verbs';
+/** The meta tool that describes one verb (its input schema). */
 export const DESCRIBE_VERB = 'describe_verb';
+/** The meta tool that calls a verb by name. */
 export const CALL_VERB = 'call_verb';
+/** The three meta tools served instead of one tool per verb for a large catalogue. */
 export const META_TOOL_NAMES: readonly string[] = [SEARCH_VERBS, DESCRIBE_VERB, CALL_VERB];
 
 /** Default and largest number of verbs search_verbs answers. */

@@ -44,6 +44,7 @@ import { keyedRuntime } from './keyed-runtime.ts';
 /** Default manifest refresh interval (ms): 5 minutes, as the spec's clients cache the manifest. */
 export const DEFAULT_REFRESH_MS = 300_000;
 
+/** Options of `serveStdio`: the API key, toolsets, streams and result limits. docs/mcp.md */
 export interface StdioOptions extends Omit<McpServerOptions, 'credentials' | 'catalog'> {
   /** API key of every call (default: none → sandbox reads only). */
   apiKey?: string | null;
@@ -65,11 +66,13 @@ export interface StdioOptions extends Omit<McpServerOptions, 'credentials' | 'ca
   maxFrameBytes?: number;
 }
 
+/** A running MCP server over stdio (`serveStdio`). */
 export interface StdioServer {
   server: Server;
   catalog: ToolCatalog;
   /** Resolves once the server has stopped (stdin ended/closed, stdout failed, or close()). */
   closed: Promise<void>;
+  /** Stop the server and release the catalog; resolves when stopped. */
   close(): Promise<void>;
 }
 

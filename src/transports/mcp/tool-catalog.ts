@@ -164,6 +164,7 @@ export class ToolCatalog {
     return () => this.#listeners.delete(listener);
   }
 
+  /** Stop following the registry and drop the listeners. */
   dispose(): void {
     this.#unsubscribe();
     this.#listeners.clear();

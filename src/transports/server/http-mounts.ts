@@ -10,8 +10,10 @@
  */
 import type { HttpPlugin } from '../http/server.ts';
 
+/** A mount of `solidVerbsPlugin`: loads the Fastify plugin of one transport on demand. */
 export type HttpMount = () => Promise<HttpPlugin>;
 
+/** The named mounts `solidVerbsPlugin` accepts by name (`mcp`, `ucp`, `webmcp`, `remote`, `oauth`, `conformance`). */
 export const HTTP_MOUNTS: Readonly<Record<string, HttpMount>> = {
   webmcp: () => import('../webmcp/index.ts').then((m) => m.webmcpPlugin),
   mcp: () => import('../mcp/http-plugin.ts').then((m) => m.mcpHttpPlugin),

@@ -23,6 +23,7 @@ import { normalizeAllowedOrigins } from '../../identity/origin-policy.ts';
 /** A transport to mount: a name of HTTP_MOUNTS (`mcp`, `webmcp`, `ucp`, `remote`, `conformance`) or a plugin. */
 export type SolidMount = keyof typeof HTTP_MOUNTS | HttpPlugin;
 
+/** Options of `solidVerbsPlugin`: the runtime, the prefix, the mounts to add. docs/authoring.md §10 */
 export interface SolidVerbsPluginOptions {
   /** The runtime whose verbs are served. */
   rt: Runtime;
@@ -93,6 +94,7 @@ export interface StartServerOptions extends HttpServerOptions {
   host?: string;
 }
 
+/** What `startServer` resolves with: the URL it listens on, the Fastify app, and close(). */
 export interface RunningServer {
   /** `http://host:port` as bound (the real port when `port` was 0). */
   url: string;

@@ -34,6 +34,7 @@ export { webmcpManifest, toWebmcpTool, type WebmcpTool, type WebmcpManifest } fr
 /** Default body limit of the execute route: 256 KiB, in bytes. */
 export const DEFAULT_EXECUTE_BODY_LIMIT_BYTES = 262_144;
 
+/** Options of the WebMCP plugin (the dashboard and its WebMCP module). spec/transports.md §webmcp */
 export interface WebmcpPluginOptions {
   /** Absolute session lifetime in seconds (default 8 h). */
   sessionTtlSeconds?: number;

@@ -198,6 +198,7 @@ function kindOf(v: unknown): string {
   return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
 }
 
+/** The result of `verifyReceipt`: `valid`, the key id it was checked with, and what failed (`errors`). spec/receipts.md §attestation */
 export interface ReceiptVerification {
   valid: boolean;
   kid?: string;

@@ -1,14 +1,17 @@
 /**
  * `solid init`: create a database (migrations, keyfile with the nonce secret and master key, mode
  * 0600), a sandbox tenant (company 1, keyless reads) and your tenant with an owner API key printed
- * once. `solid init --pack NAME [--dir DIR]` instead writes a starter project for a pack of your
- * own (pack-template.ts). Spec: spec/transports.md §cli.
+ * once. `solid init --starter NAME [--dir DIR]` instead writes a starter project for a pack of your
+ * own (pack-template.ts). `--pack` means a pack module or built-in pack here as on every command
+ * (the database is created serving it); `solid init --pack NAME` with a bare NAME that is neither
+ * still writes the starter, with a deprecation notice naming `--starter`. Spec: spec/transports.md §cli.
  */
 import type { Command } from 'commander';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RESERVED_SCOPES } from '../../../runtime/pack.ts';
+import { KNOWN_PACKS } from '../../../packs.ts';
 import type { Envelope } from '../../../spec/types.ts';
 import type { Tier } from '../../../spec/types.ts';
 import { TIERS } from '../../../spec/types.ts';
@@ -104,11 +107,11 @@ export function starterSource(o: {
 }
 
 /**
- * `solid init --pack NAME [--dir DIR]`: write the starter project of {@link starterFiles} into DIR
+ * `solid init --starter NAME [--dir DIR]`: write the starter project of {@link starterFiles} into DIR
  * (default ./NAME), its solid-verbs dependency a `file:` tarball ({@link starterSource}: never the
  * npm registry, where solid-verbs is not published), and print the exact commands to run next
  * (`--json`: `result.dependency` and `result.next`). Returns the exit code.
- * Refuses, with an `invalid_input` envelope (exit 2) and nothing written: more than one --pack, a
+ * Refuses, with an `invalid_input` envelope (exit 2) and nothing written: more than one name, a
  * NAME that is not `[a-z][a-z0-9_]{0,39}` or is a reserved scope, a DIR that is a file or a
  * non-empty folder.
  */
@@ -125,7 +128,7 @@ export function scaffoldPack(
       json,
     );
   if (names.length !== 1)
-    return refuse('solid init takes one --pack NAME.', 'Run `solid init --pack shop` once per pack.');
+    return refuse('solid init takes one --starter NAME.', 'Run `solid init --starter shop` once per pack.');
   const name = names[0]!;
   if (!STARTER_NAME.test(name) || RESERVED_SCOPES.has(name))
     return refuse(
@@ -182,6 +185,11 @@ export function scaffoldPack(
   return 0;
 }
 
+/** A `--pack` value that can only be the old starter name: bare, no such file, not a built-in pack. */
+function isStarterName(value: string): boolean {
+  return !/[/.]/.test(value) && KNOWN_PACKS[value] === undefined && !existsSync(value);
+}
+
 export function registerInit(program: Command, io: Io, setExit: (code: number) => void): void {
   program
     .command('init')
@@ -191,91 +199,107 @@ export function registerInit(program: Command, io: Io, setExit: (code: number) =
     .option('--name <name>', 'your tenant name', 'My Company')
     .option('--tier <tier>', `subscription tier (${TIERS.join(', ')})`, 'starter')
     .option('--json', 'print machine-readable JSON')
-    .option('--dir <dir>', 'with --pack NAME: the folder of the starter project (default ./NAME)')
+    .option(
+      '--starter <name>',
+      'write a starter project for your own pack named NAME instead (a folder; see --dir)',
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .option('--dir <dir>', 'with --starter NAME: the folder of the starter project (default ./NAME)')
     .addHelpText(
       'after',
-      '\n  solid init --pack NAME [--dir DIR]   write a starter project for your own pack instead',
+      '\n  solid init --starter NAME [--dir DIR]   write a starter project for your own pack instead',
     )
-    .action(async (opts: { name: string; tier: string; json?: boolean; dir?: string }) => {
-      const g = program.opts<{ db?: string; pack?: string[] }>();
-      if (g.pack !== undefined) {
-        setExit(scaffoldPack(io, g.pack, opts.dir, opts.json === true));
-        return;
-      }
-      if (opts.dir !== undefined) {
-        io.err('✗ --dir goes with --pack NAME (solid init --pack shop --dir ./shop)');
-        setExit(2);
-        return;
-      }
-      const dbPath = dbPathOf(g.db);
-      if (!(TIERS as readonly string[]).includes(opts.tier)) {
-        io.err(`✗ --tier must be one of ${TIERS.join(', ')}`);
-        setExit(2);
-        return;
-      }
-      const existed = databaseUrlOf(g.db) !== undefined || existsSync(dbPath); // PostgreSQL: the database exists; check its tenants
-      const local = await openLocal({ ...localOptionsOf(program), create: true });
-      try {
-        const count = await local.rt.store.read((q) => countTenants(q));
-        if (existed && count > 0) {
-          io.err(
-            `✗ ${dbPath} is already initialised (${count} tenants). Use \`solid api-keys create\` for another key.`,
-          );
-          setExit(6);
+    .action(
+      async (opts: { name: string; tier: string; json?: boolean; dir?: string; starter?: string[] }) => {
+        const g = program.opts<{ db?: string; pack?: string[] }>();
+        if (opts.starter !== undefined) {
+          setExit(scaffoldPack(io, opts.starter, opts.dir, opts.json === true));
           return;
         }
-        await local.rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
-        const t = await local.rt.createTenant({ name: opts.name, tier: opts.tier as Tier });
-        const key = await local.rt.createApiKey({
-          company_id: t.company_id,
-          user_id: 1,
-          role: 'owner',
-          agent_type: 'cli',
-          name: 'owner (solid init)',
-        });
-        // The owner signs in as a human (passkey or TOTP) from this one-time link; the API key is
-        // for agents. spec/consent.md §human-sign-in
-        const owner = await ownerEnrolmentLink(local.rt.store, t.company_id, local.rt.clock());
-        const enrolUrl =
-          owner === undefined ? undefined : enrolmentUrl(linkBaseOf(undefined), owner.link.token);
-        if (opts.json) {
-          io.out(
-            JSON.stringify(
-              {
-                db: dbPath,
-                keyfile: keyfileOf(dbPath),
-                company_id: t.company_id,
-                owner_api_key: key,
-                ...(enrolUrl !== undefined ? { owner_enrolment_url: enrolUrl } : {}),
-              },
-              null,
-              2,
-            ),
+        // `--pack` names a pack module or a built-in pack, as on every command. The old meaning
+        // here (a starter's name) still works for a bare name that is neither, with a notice.
+        if (g.pack !== undefined && g.pack.every(isStarterName)) {
+          io.err(
+            `! solid init --pack ${g.pack.join(' --pack ')} is deprecated: use solid init --starter ${g.pack[0]} (--pack names a pack module or a built-in pack on every command).`,
           );
-        } else {
-          io.out(
-            [
-              `✓ created ${dbPath}`,
-              `  secrets: ${keyfileOf(dbPath)} (mode 0600; or set SOLID_NONCE_SECRET and SOLID_MASTER_KEY)`,
-              `  tenant ${t.company_id} "${t.name}" (${t.tier}) and a sandbox tenant (1) for keyless reads`,
-              ``,
-              `  owner API key (shown once, store it now):`,
-              `  ${key}`,
-              ``,
-              `  export SOLID_API_KEY=${key}`,
-              ...(enrolUrl !== undefined
-                ? [
-                    ``,
-                    `  the owner's enrolment link (one use, 24 h; \`solid serve\` prints a fresh one until you enrol):`,
-                    `  ${enrolUrl}`,
-                    `  open it once the server runs and register a passkey: you approve agents' actions as a signed-in human`,
-                  ]
-                : []),
-            ].join('\n'),
-          );
+          setExit(scaffoldPack(io, g.pack, opts.dir, opts.json === true));
+          return;
         }
-      } finally {
-        await local.close();
-      }
-    });
+        if (opts.dir !== undefined) {
+          io.err('✗ --dir goes with --starter NAME (solid init --starter shop --dir ./shop)');
+          setExit(2);
+          return;
+        }
+        const dbPath = dbPathOf(g.db);
+        if (!(TIERS as readonly string[]).includes(opts.tier)) {
+          io.err(`✗ --tier must be one of ${TIERS.join(', ')}`);
+          setExit(2);
+          return;
+        }
+        const existed = databaseUrlOf(g.db) !== undefined || existsSync(dbPath); // PostgreSQL: the database exists; check its tenants
+        const local = await openLocal({ ...localOptionsOf(program), create: true });
+        try {
+          const count = await local.rt.store.read((q) => countTenants(q));
+          if (existed && count > 0) {
+            io.err(
+              `✗ ${dbPath} is already initialised (${count} tenants). Use \`solid api-keys create\` for another key.`,
+            );
+            setExit(6);
+            return;
+          }
+          await local.rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
+          const t = await local.rt.createTenant({ name: opts.name, tier: opts.tier as Tier });
+          const key = await local.rt.createApiKey({
+            company_id: t.company_id,
+            user_id: 1,
+            role: 'owner',
+            agent_type: 'cli',
+            name: 'owner (solid init)',
+          });
+          // The owner signs in as a human (passkey or TOTP) from this one-time link; the API key is
+          // for agents. spec/consent.md §human-sign-in
+          const owner = await ownerEnrolmentLink(local.rt.store, t.company_id, local.rt.clock());
+          const enrolUrl =
+            owner === undefined ? undefined : enrolmentUrl(linkBaseOf(undefined), owner.link.token);
+          if (opts.json) {
+            io.out(
+              JSON.stringify(
+                {
+                  db: dbPath,
+                  keyfile: keyfileOf(dbPath),
+                  company_id: t.company_id,
+                  owner_api_key: key,
+                  ...(enrolUrl !== undefined ? { owner_enrolment_url: enrolUrl } : {}),
+                },
+                null,
+                2,
+              ),
+            );
+          } else {
+            io.out(
+              [
+                `✓ created ${dbPath}`,
+                `  secrets: ${keyfileOf(dbPath)} (mode 0600; or set SOLID_NONCE_SECRET and SOLID_MASTER_KEY)`,
+                `  tenant ${t.company_id} "${t.name}" (${t.tier}) and a sandbox tenant (1) for keyless reads`,
+                ``,
+                `  owner API key (shown once, store it now):`,
+                `  ${key}`,
+                ``,
+                `  export SOLID_API_KEY=${key}`,
+                ...(enrolUrl !== undefined
+                  ? [
+                      ``,
+                      `  the owner's enrolment link (one use, 24 h; \`solid serve\` prints a fresh one until you enrol):`,
+                      `  ${enrolUrl}`,
+                      `  open it once the server runs and register a passkey: you approve agents' actions as a signed-in human`,
+                    ]
+                  : []),
+              ].join('\n'),
+            );
+          }
+        } finally {
+          await local.close();
+        }
+      },
+    );
 }
