@@ -7,8 +7,13 @@
  * key over `0x03 ‖ canonical(record without "signature")`, apart from rows (0x00), checkpoints
  * (0x01) and export manifests (0x02).
  */
-import { sign as nodeSign, verify as nodeVerify, type KeyObject } from 'node:crypto';
-import canonicalize from 'canonicalize';
+import type { KeyObject } from 'node:crypto';
+import {
+  documentMaterial,
+  documentSignatureValid,
+  signDocument,
+  type DocumentSignature,
+} from './signed-document.ts';
 import type { SigningKey } from './tenant-keys.ts';
 
 /** One archived range of a tenant's chain. Every field is covered by the signature. */
@@ -24,36 +29,20 @@ export interface ContinuityRecord {
   chain: { prev_hash: string; boundary_hash: string };
   /** The archive: file names (no directory) and the SHA-256 of the rows file. */
   archive: { rows_file: string; manifest_file: string; digest: { alg: 'sha-256'; hex: string } };
-  signature?: { kid: string; alg: 'ES256'; value: string };
+  signature?: DocumentSignature;
 }
 
 /** The bytes the signature covers: 0x03 ‖ RFC 8785 JSON of the record without `signature`. */
 export function continuityMaterial(r: ContinuityRecord): Buffer {
-  const { signature: _signature, ...unsigned } = r;
-  return Buffer.concat([Buffer.from([0x03]), Buffer.from(canonicalize(unsigned) ?? '', 'utf8')]);
+  return documentMaterial(0x03, r);
 }
 
 /** Sign a continuity record with the tenant's signing key. */
 export function signContinuity(r: ContinuityRecord, key: SigningKey): ContinuityRecord {
-  const value = nodeSign('sha256', continuityMaterial(r), {
-    key: key.keyObject,
-    dsaEncoding: 'ieee-p1363',
-  }).toString('base64url');
-  return { ...r, signature: { kid: key.kid, alg: 'ES256', value } };
+  return signDocument(0x03, r, key);
 }
 
 /** Does the record's signature verify with `key`? False for any malformed signature. */
 export function continuitySignatureValid(r: ContinuityRecord, key: KeyObject): boolean {
-  const s = r.signature;
-  if (s === undefined || typeof s.value !== 'string') return false;
-  try {
-    const sig = Buffer.from(s.value, 'base64url');
-    return (
-      sig.length === 64 &&
-      sig.toString('base64url') === s.value &&
-      nodeVerify('sha256', continuityMaterial(r), { key, dsaEncoding: 'ieee-p1363' }, sig)
-    );
-  } catch {
-    return false;
-  }
+  return documentSignatureValid(0x03, r, key);
 }

@@ -7,8 +7,13 @@
  *
  * Spec: spec/audit.md §export.
  */
-import { sign as nodeSign, verify as nodeVerify, type KeyObject } from 'node:crypto';
-import canonicalize from 'canonicalize';
+import type { KeyObject } from 'node:crypto';
+import {
+  documentMaterial,
+  documentSignatureValid,
+  signDocument,
+  type DocumentSignature,
+} from './signed-document.ts';
 import type { PublicJwk, SigningKey } from './tenant-keys.ts';
 import type { CheckpointRecord } from '../verify/verify.ts';
 
@@ -43,7 +48,7 @@ export interface ExportManifest {
   checkpoints: CheckpointRecord[];
   /** Every public key of the tenant (any state): the checkpoints' and the manifest's. */
   keys: PublicJwk[];
-  signature?: { kid: string; alg: 'ES256'; value: string };
+  signature?: DocumentSignature;
 }
 
 /** The manifest path of a rows file: `<rows file>.manifest.json`. */
@@ -53,31 +58,15 @@ export function manifestPathOf(rowsPath: string): string {
 
 /** The bytes the manifest signature covers: 0x02 ‖ RFC 8785 JSON of the manifest without `signature`. */
 export function manifestMaterial(m: ExportManifest): Buffer {
-  const { signature: _signature, ...unsigned } = m;
-  return Buffer.concat([Buffer.from([0x02]), Buffer.from(canonicalize(unsigned) ?? '', 'utf8')]);
+  return documentMaterial(0x02, m);
 }
 
 /** Sign a manifest with the tenant's signing key; returns the manifest with `signature`. */
 export function signManifest(m: ExportManifest, key: SigningKey): ExportManifest {
-  const value = nodeSign('sha256', manifestMaterial(m), {
-    key: key.keyObject,
-    dsaEncoding: 'ieee-p1363',
-  }).toString('base64url');
-  return { ...m, signature: { kid: key.kid, alg: 'ES256', value } };
+  return signDocument(0x02, m, key);
 }
 
 /** Does the manifest's signature verify with `key`? False for any malformed signature. */
 export function manifestSignatureValid(m: ExportManifest, key: KeyObject): boolean {
-  const s = m.signature;
-  if (s === undefined || typeof s.value !== 'string') return false;
-  try {
-    const sig = Buffer.from(s.value, 'base64url');
-    return (
-      sig.length === 64 &&
-      sig.toString('base64url') === s.value &&
-      nodeVerify('sha256', manifestMaterial(m), { key, dsaEncoding: 'ieee-p1363' }, sig)
-    );
-  } catch {
-    return false;
-  }
+  return documentSignatureValid(0x02, m, key);
 }
