@@ -11,33 +11,14 @@
  * them). The archive directory is the operator's (`solid serve --audit-archive-dir`), never a path
  * the owner types into the dashboard.
  */
-import { parseJson } from '../store/store.ts';
-import type { StoreTx } from '../store/store.ts';
-import { refuse } from '../runtime/refusals.ts';
-import { defineSystemVerb, type SystemVerbContext } from '../runtime/verb.ts';
-import type { TenantSettings } from '../runtime/tenants.ts';
+import { defineSystemVerb } from '../runtime/verb.ts';
 import { requireHumanToChange } from '../runtime/consent/refusals.ts';
 import {
   RETENTION_MAX_DAYS,
   RETENTION_MIN_DAYS,
   auditRetentionDays,
 } from '../runtime/ledger/retention/policy.ts';
-
-async function readSettings(ctx: SystemVerbContext): Promise<TenantSettings> {
-  const row = await ctx.db.get<{ settings: unknown }>('SELECT settings FROM tenants WHERE company_id = ?', [
-    ctx.principal.company_id,
-  ]);
-  if (row === undefined) throw refuse.tenantNotFound(ctx.principal.company_id);
-  return parseJson<TenantSettings>(row.settings) ?? {};
-}
-
-async function writeSettings(ctx: SystemVerbContext, settings: TenantSettings): Promise<void> {
-  await ctx.db.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [
-    JSON.stringify(settings),
-    ctx.principal.company_id,
-  ]);
-  (ctx.db as StoreTx).afterCommit(() => ctx.runtime.tenants.invalidate());
-}
+import { readTenantSettings, writeTenantSettings } from './settings-row.ts';
 
 const WHAT = 'the audit retention policy (pruning evidence)';
 
@@ -70,24 +51,24 @@ export const tenantAuditRetentionSet = defineSystemVerb<{ archive_after_days: nu
       ? 'Keep every audit row in the database forever.'
       : `Archive audit rows older than ${a.archive_after_days} days and prune them from the database.`,
   async handler(ctx, args) {
-    const settings = await readSettings(ctx);
+    const settings = await readTenantSettings(ctx.db, ctx.principal.company_id);
     requireHumanToChange(ctx.principal, settings, WHAT);
     const previous = auditRetentionDays(settings);
     if (args.archive_after_days === null) delete settings.audit_retention_days;
     else settings.audit_retention_days = args.archive_after_days;
-    await writeSettings(ctx, settings);
+    await writeTenantSettings(ctx, settings);
     ctx.setEntity('tenant', ctx.principal.company_id);
     ctx.setRollback('tenant:audit_retention', { previous });
     return { status: 'completed', archive_after_days: args.archive_after_days, previous };
   },
   revert: {
     async handler(ctx, original) {
-      const settings = await readSettings(ctx);
+      const settings = await readTenantSettings(ctx.db, ctx.principal.company_id);
       requireHumanToChange(ctx.principal, settings, WHAT);
       const previous = (original.rollback as { previous?: number | null }).previous ?? null;
       if (previous === null) delete settings.audit_retention_days;
       else settings.audit_retention_days = previous;
-      await writeSettings(ctx, settings);
+      await writeTenantSettings(ctx, settings);
       ctx.setEntity('tenant', ctx.principal.company_id);
       return {
         revert_action: `audit retention restored to ${previous === null ? 'keep forever' : `${previous} days`}`,

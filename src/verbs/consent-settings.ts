@@ -16,10 +16,7 @@
  * previous value). Changing consent settings is a human act: an agent's call (an API key, a
  * program the agent drives) is refused with `human_required`, audited.
  */
-import { refuse } from '../runtime/refusals.ts';
 import { defineSystemVerb, type OriginalAction, type SystemVerbContext } from '../runtime/verb.ts';
-import type { StoreTx } from '../store/store.ts';
-import { parseJson } from '../store/store.ts';
 import type { TenantSettings } from '../runtime/tenants.ts';
 import { requireHumanToChange } from '../runtime/consent/refusals.ts';
 import {
@@ -30,27 +27,12 @@ import {
   describeRule,
   type GateRule,
 } from '../runtime/consent/gate-rules.ts';
+import { readTenantSettings, writeTenantSettings } from './settings-row.ts';
 
 /** Bounds of an approval TTL, in minutes: 5 (the nonce TTL) to a day. */
 export const APPROVAL_TTL_MIN_MINUTES = 5;
 export const APPROVAL_TTL_MAX_MINUTES = 1440;
 const TTL_CLASSES = ['WRITE_FINANCIAL', 'IRREVERSIBLE'] as const;
-
-async function readSettings(ctx: SystemVerbContext): Promise<TenantSettings> {
-  const row = await ctx.db.get<{ settings: unknown }>('SELECT settings FROM tenants WHERE company_id = ?', [
-    ctx.principal.company_id,
-  ]);
-  if (row === undefined) throw refuse.tenantNotFound(ctx.principal.company_id);
-  return parseJson<TenantSettings>(row.settings) ?? {};
-}
-
-async function writeSettings(ctx: SystemVerbContext, settings: TenantSettings): Promise<void> {
-  await ctx.db.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [
-    JSON.stringify(settings),
-    ctx.principal.company_id,
-  ]);
-  (ctx.db as StoreTx).afterCommit(() => ctx.runtime.tenants.invalidate());
-}
 
 /** Changing consent settings is a human act (spec/consent.md §conditional-gates). */
 function requireHuman(ctx: SystemVerbContext, what: string, settings: TenantSettings): void {
@@ -63,13 +45,13 @@ async function restore(
   original: OriginalAction,
   member: 'approval_ttl_minutes' | 'gate_rules',
 ): Promise<{ revert_action: string }> {
-  const settings = await readSettings(ctx);
+  const settings = await readTenantSettings(ctx.db, ctx.principal.company_id);
   // Restoring fewer rules or a shorter wait may loosen a gate: a human act like setting it.
   requireHuman(ctx, member === 'gate_rules' ? 'conditional gates' : 'how long approvals wait', settings);
   const previous = (original.rollback as { previous?: unknown }).previous;
   if (previous === undefined || previous === null) delete settings[member];
   else (settings as Record<string, unknown>)[member] = previous;
-  await writeSettings(ctx, settings);
+  await writeTenantSettings(ctx, settings);
   ctx.setEntity('tenant', ctx.principal.company_id);
   return { revert_action: `${member} restored to ${JSON.stringify(previous ?? null)}` };
 }
@@ -106,7 +88,7 @@ export const tenantApprovalTtlSet = defineSystemVerb<{
       ? `Let ${a.consent_class} approvals wait as long as their nonce (the default).`
       : `Let ${a.consent_class} approvals wait ${a.minutes} minutes for a human.`,
   async handler(ctx, args) {
-    const settings = await readSettings(ctx);
+    const settings = await readTenantSettings(ctx.db, ctx.principal.company_id);
     requireHuman(ctx, 'how long approvals wait', settings);
     const previous = settings.approval_ttl_minutes ?? null;
     const next = { ...(previous ?? {}) };
@@ -114,7 +96,7 @@ export const tenantApprovalTtlSet = defineSystemVerb<{
     else next[args.consent_class] = args.minutes;
     if (Object.keys(next).length === 0) delete settings.approval_ttl_minutes;
     else settings.approval_ttl_minutes = next;
-    await writeSettings(ctx, settings);
+    await writeTenantSettings(ctx, settings);
     ctx.setEntity('tenant', ctx.principal.company_id);
     ctx.setRollback('tenant:approval_ttl', { previous });
     return {
@@ -175,13 +157,13 @@ export const tenantGateRulesSet = defineSystemVerb<{ rules: GateRule[] }>({
       ? 'Remove every conditional-gate rule.'
       : `Set ${a.rules.length} conditional-gate rule(s): ${a.rules.map((r) => `${r.verb} ${describeRule(r)}`).join('; ')}.`,
   async handler(ctx, args) {
-    const settings = await readSettings(ctx);
+    const settings = await readTenantSettings(ctx.db, ctx.principal.company_id);
     requireHuman(ctx, 'conditional gates', settings);
     checkGateRules(args.rules, (name) => ctx.runtime.registry.get(name));
     const previous = settings.gate_rules ?? null;
     if (args.rules.length === 0) delete settings.gate_rules;
     else settings.gate_rules = args.rules;
-    await writeSettings(ctx, settings);
+    await writeTenantSettings(ctx, settings);
     ctx.setEntity('tenant', ctx.principal.company_id);
     ctx.setRollback('tenant:gate_rules', { previous });
     return {

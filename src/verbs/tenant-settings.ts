@@ -24,10 +24,7 @@
  * up to 5 s (Tenants.cacheTtlMs); this process forgets its cache at commit.
  */
 import type { VerbClass } from '../spec/types.ts';
-import type { StoreTx } from '../store/store.ts';
-import { parseJson } from '../store/store.ts';
 import { VerbError } from '../runtime/errors.ts';
-import { refuse } from '../runtime/refusals.ts';
 import { defineSystemVerb, type OriginalAction, type SystemVerbContext } from '../runtime/verb.ts';
 import { DEFAULT_DAILY_CAPS } from '../runtime/consent/daily-caps.ts';
 import {
@@ -41,6 +38,7 @@ import { humanApprovalPlaces, requireHumanToChange as requireHumanTo } from '../
 import { mayConsent } from '../identity/consent-predicate.ts';
 import { blocklistKey, DEFAULT_BLOCKLIST } from '../runtime/consent/blocklist.ts';
 import { businessDay, canonicalTimeZone, DEFAULT_TIME_ZONE } from '../runtime/consent/business-day.ts';
+import { readTenantSettings, writeTenantSettings } from './settings-row.ts';
 
 /** The classes with a daily cap. */
 export const CAPPED_CLASSES = ['WRITE_REVERSIBLE', 'WRITE_FINANCIAL', 'IRREVERSIBLE'] as const;
@@ -60,23 +58,6 @@ const UNBLOCKABLE = new Set(
   ].map(blocklistKey),
 );
 
-async function readSettings(q: SystemVerbContext['db'], companyId: number): Promise<TenantSettings> {
-  const row = await q.get<{ settings: unknown }>('SELECT settings FROM tenants WHERE company_id = ?', [
-    companyId,
-  ]);
-  if (row === undefined) throw refuse.tenantNotFound(companyId);
-  return parseJson<TenantSettings>(row.settings) ?? {};
-}
-
-async function writeSettings(ctx: SystemVerbContext, settings: TenantSettings): Promise<void> {
-  await ctx.db.run('UPDATE tenants SET settings = ? WHERE company_id = ?', [
-    JSON.stringify(settings),
-    ctx.principal.company_id,
-  ]);
-  const tx = ctx.db as Partial<StoreTx>;
-  if (typeof tx.afterCommit === 'function') tx.afterCommit(() => ctx.runtime.tenants.invalidate());
-}
-
 export const tenantSettings = defineSystemVerb<Record<string, never>>({
   name: 'tenant.settings',
   title: 'Tenant consent settings',
@@ -89,7 +70,7 @@ export const tenantSettings = defineSystemVerb<Record<string, never>>({
   idempotent: true,
   async handler(ctx) {
     const companyId = ctx.principal.company_id;
-    const settings = await readSettings(ctx.db, companyId);
+    const settings = await readTenantSettings(ctx.db, companyId);
     const today = businessDay(ctx.now, settings.time_zone);
     const used = await ctx.db.all<{ consent_class: string; count: number }>(
       'SELECT consent_class, count FROM daily_counts WHERE company_id = ? AND day = ?',
@@ -131,7 +112,7 @@ async function restore(
   original: OriginalAction,
   member: 'caps' | 'blocklist' | 'phrase_channel' | 'confirmation_channel' | 'time_zone',
 ): Promise<{ revert_action: string }> {
-  const settings = await readSettings(ctx.db, ctx.principal.company_id);
+  const settings = await readTenantSettings(ctx.db, ctx.principal.company_id);
   if (member === 'time_zone') {
     // Moving midnight back moves the cap boundary too: a human's act, like the set.
     requireHumanToChange(ctx, settings, "the business's time zone (where its day and daily caps begin)");
@@ -139,7 +120,7 @@ async function restore(
     if (typeof previous === 'string' && canonicalTimeZone(previous) !== undefined)
       settings.time_zone = previous;
     else delete settings.time_zone;
-    await writeSettings(ctx, settings);
+    await writeTenantSettings(ctx, settings);
     return { revert_action: `time zone restored to ${settings.time_zone ?? DEFAULT_TIME_ZONE}` };
   }
   if (member === 'confirmation_channel') {
@@ -148,7 +129,7 @@ async function restore(
     if (previous === 'any' && confirmationChannelOf(settings) === 'human')
       requireHumanToChange(ctx, settings, 'who may confirm (confirmation_channel)');
     if (previous === 'any' || previous === 'human') settings.confirmation_channel = previous;
-    await writeSettings(ctx, settings);
+    await writeTenantSettings(ctx, settings);
     return { revert_action: `confirmation channel restored to ${confirmationChannelOf(settings)}` };
   }
   if (member === 'phrase_channel') {
@@ -160,7 +141,7 @@ async function restore(
       requireHumanToLoosen(ctx, settings);
       settings.phrase_channel = 'any';
     }
-    await writeSettings(ctx, settings);
+    await writeTenantSettings(ctx, settings);
     return { revert_action: `phrase channel restored to ${phraseChannelOf(settings)}` };
   }
   const rb = original.rollback as { cls?: CappedClass; previous?: unknown };
@@ -172,7 +153,7 @@ async function restore(
     if (typeof rb.previous === 'number') caps[rb.cls!] = rb.previous;
     else delete caps[rb.cls!];
     settings.caps = caps;
-    await writeSettings(ctx, settings);
+    await writeTenantSettings(ctx, settings);
     return {
       revert_action: `daily cap of ${rb.cls} restored to ${typeof rb.previous === 'number' ? rb.previous : `the default (${DEFAULT_DAILY_CAPS[rb.cls!]})`}`,
     };
@@ -182,7 +163,7 @@ async function restore(
   if ((settings.blocklist ?? []).some((n) => !kept.has(blocklistKey(n))))
     requireHumanToChange(ctx, settings, 'the blocklist (unblocking a verb)');
   settings.blocklist = restoredList;
-  await writeSettings(ctx, settings);
+  await writeTenantSettings(ctx, settings);
   return { revert_action: `tenant blocklist restored to [${settings.blocklist.join(', ')}]` };
 }
 
@@ -236,7 +217,7 @@ export const tenantCapsSet = defineSystemVerb<CapsSetArgs>({
       ? `Restore the daily ${a.consent_class} cap to its default (${DEFAULT_DAILY_CAPS[a.consent_class]}).`
       : `Set the daily ${a.consent_class} cap to ${a.limit}.`,
   async handler(ctx, args) {
-    const settings = await readSettings(ctx.db, ctx.principal.company_id);
+    const settings = await readTenantSettings(ctx.db, ctx.principal.company_id);
     const caps = { ...(settings.caps ?? {}) } as Partial<Record<VerbClass, number>>;
     const previous = caps[args.consent_class];
     const before = previous ?? DEFAULT_DAILY_CAPS[args.consent_class];
@@ -245,7 +226,7 @@ export const tenantCapsSet = defineSystemVerb<CapsSetArgs>({
     if (args.limit === null) delete caps[args.consent_class];
     else caps[args.consent_class] = args.limit;
     settings.caps = caps;
-    await writeSettings(ctx, settings);
+    await writeTenantSettings(ctx, settings);
     ctx.setEntity('tenant', ctx.principal.company_id);
     ctx.setRollback(`tenant:caps:${args.consent_class}:${previous ?? 'default'}`, {
       cls: args.consent_class,
@@ -291,7 +272,7 @@ export const tenantBlocklistAdd = defineSystemVerb<{ name: string }>({
         { path: '/name', hint: 'Block another name.' },
       );
     }
-    const settings = await readSettings(ctx.db, ctx.principal.company_id);
+    const settings = await readTenantSettings(ctx.db, ctx.principal.company_id);
     const previous = [...(settings.blocklist ?? [])];
     const key = blocklistKey(args.name);
     const already =
@@ -304,7 +285,7 @@ export const tenantBlocklistAdd = defineSystemVerb<{ name: string }>({
           { path: '/name' },
         );
       settings.blocklist = [...previous, args.name];
-      await writeSettings(ctx, settings);
+      await writeTenantSettings(ctx, settings);
       ctx.setRollback(`tenant:blocklist:add:${args.name}`, { previous });
     }
     ctx.setEntity('tenant', ctx.principal.company_id);
@@ -339,7 +320,7 @@ export const tenantBlocklistRemove = defineSystemVerb<{ name: string }>({
         { path: '/name', hint: 'Use a deliberately named safe alternative instead (see verbs.list).' },
       );
     }
-    const settings = await readSettings(ctx.db, ctx.principal.company_id);
+    const settings = await readTenantSettings(ctx.db, ctx.principal.company_id);
     const previous = [...(settings.blocklist ?? [])];
     const next = previous.filter((n) => blocklistKey(n) !== key);
     if (next.length === previous.length) {
@@ -349,7 +330,7 @@ export const tenantBlocklistRemove = defineSystemVerb<{ name: string }>({
     }
     requireHumanToChange(ctx, settings, 'the blocklist (unblocking a verb)');
     settings.blocklist = next;
-    await writeSettings(ctx, settings);
+    await writeTenantSettings(ctx, settings);
     ctx.setEntity('tenant', ctx.principal.company_id);
     ctx.setRollback(`tenant:blocklist:remove:${args.name}`, { previous });
     return { status: 'completed', name: args.name, blocklist: next };
@@ -422,7 +403,7 @@ function channelSetVerb<M extends ChannelMember>(
     },
     summary: (a) => v.summary[a[member]],
     async handler(ctx, args) {
-      const settings = await readSettings(ctx.db, ctx.principal.company_id);
+      const settings = await readTenantSettings(ctx.db, ctx.principal.company_id);
       const previous = v.effective(settings);
       const next = args[member];
       if (next === 'any' && previous === 'human') v.requireToLoosen(ctx, settings);
@@ -430,7 +411,7 @@ function channelSetVerb<M extends ChannelMember>(
       settings[member] = next;
       ctx.setEntity('tenant', ctx.principal.company_id);
       if (previous !== next) {
-        await writeSettings(ctx, settings);
+        await writeTenantSettings(ctx, settings);
         ctx.setRollback(`tenant:${member}:${previous}`, { previous });
       }
       return {
@@ -506,14 +487,14 @@ export const tenantTimeZoneSet = defineSystemVerb<{ time_zone: string }>({
         hint: 'Give an IANA time zone name such as Europe/Berlin, America/New_York or UTC.',
         path: '/time_zone',
       });
-    const settings = await readSettings(ctx.db, ctx.principal.company_id);
+    const settings = await readTenantSettings(ctx.db, ctx.principal.company_id);
     const stored = settings.time_zone;
     const previous = stored ?? DEFAULT_TIME_ZONE;
     requireHumanToChange(ctx, settings, "the business's time zone (where its day and daily caps begin)");
     ctx.setEntity('tenant', ctx.principal.company_id);
     if (zone !== previous) {
       settings.time_zone = zone;
-      await writeSettings(ctx, settings);
+      await writeTenantSettings(ctx, settings);
       ctx.setRollback(`tenant:time_zone:${previous}`, { previous: stored ?? null });
     }
     const today = businessDay(ctx.now, zone);
