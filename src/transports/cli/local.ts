@@ -22,9 +22,7 @@ import { StoreError } from '../../store/store.ts';
 import { systemVerbs } from '../../verbs/index.ts';
 import { KNOWN_PACKS } from '../../packs.ts';
 import { PackError, checkPacks, installPack, type Pack } from '../../runtime/pack.ts';
-import { runtimeMigrations } from '../../store/migrations/runtime.ts';
-import { deliveryMigrations } from '../../runtime/delivery/migrations.ts';
-import { retentionMigrations } from '../../runtime/ledger/retention/migrations.ts';
+import { RUNTIME_MIGRATION_SCOPES } from '../../runtime/migration-scopes.ts';
 import { webSessionMigrations } from '../../identity/session-store.ts';
 import { cliLoginMigrations } from '../../identity/cli-login-store.ts';
 import { loadPackSources, type PackSource } from './packs.ts';
@@ -68,8 +66,7 @@ export function localOptionsOf(program: Command): Pick<LocalOptions, 'db' | 'pac
 
 /** Tables of the runtime and its transports: no pack may create one. */
 const RESERVED_MIGRATIONS = [
-  ...runtimeMigrations,
-  ...deliveryMigrations,
+  ...RUNTIME_MIGRATION_SCOPES.flatMap(([, migrations]) => migrations),
   ...webSessionMigrations,
   ...cliLoginMigrations,
   ...oauthMigrations,
@@ -253,9 +250,7 @@ export async function openLocal(options: LocalOptions = {}): Promise<Local> {
 async function dryRunMigrations(sources: readonly PackSource[]): Promise<void> {
   const scratch = new SqliteStore({ path: ':memory:' });
   try {
-    await scratch.migrate('runtime', runtimeMigrations);
-    await scratch.migrate('delivery', deliveryMigrations);
-    await scratch.migrate('retention', retentionMigrations);
+    for (const [scope, migrations] of RUNTIME_MIGRATION_SCOPES) await scratch.migrate(scope, migrations);
     for (const s of sources) {
       try {
         await scratch.migrate(s.pack.name, s.pack.migrations);

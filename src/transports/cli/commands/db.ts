@@ -13,9 +13,7 @@
  * Exit codes: 0 done, 2 usage, 8 store_unavailable / migration failure. Spec: spec/store.md §operations.
  */
 import type { Command } from 'commander';
-import { runtimeMigrations } from '../../../store/migrations/runtime.ts';
-import { deliveryMigrations } from '../../../runtime/delivery/migrations.ts';
-import { retentionMigrations } from '../../../runtime/ledger/retention/migrations.ts';
+import { RUNTIME_MIGRATION_SCOPES } from '../../../runtime/migration-scopes.ts';
 import { PostgresStore, postgresOptionsFromEnv } from '../../../store/postgres/postgres-store.ts';
 import { grantAppRole } from '../../../store/postgres/app-role.ts';
 import { SqliteStore } from '../../../store/sqlite/sqlite-store.ts';
@@ -74,9 +72,7 @@ async function runMigrate(program: Command, io: Io, flags: MigrateFlags): Promis
     store =
       url !== undefined ? new PostgresStore(postgresOptionsFromEnv(url)) : new SqliteStore({ path: where });
     const before = await listAppliedMigrations(store);
-    await store.migrate('runtime', runtimeMigrations);
-    await store.migrate('delivery', deliveryMigrations);
-    await store.migrate('retention', retentionMigrations);
+    for (const [scope, migrations] of RUNTIME_MIGRATION_SCOPES) await store.migrate(scope, migrations);
     // The browser sessions table of `solid serve` (WebMCP), so a restricted app role never needs CREATE.
     await store.migrate('webmcp', webSessionMigrations);
     const packs = await enabledPacks(store);
