@@ -3,8 +3,11 @@
  *
  * Activity: what agents did, newest first (audit.trail). By default only business actions
  * (`scope: 'business'`: consent class other than READ, their denials included); "Include reads and
- * system calls" shows every row, the dashboard's own reads too. Each row is a sentence — local
- * time, who and through which agent, what, the outcome — linking to its receipt.
+ * system calls" shows every row, the dashboard's own reads too. One row per action (`fold`: a
+ * consent request that was then confirmed folds into the action, spec/audit.md §fold). Each row
+ * is a sentence — local time, who and through which agent, what it did in the owner's words
+ * (the verb's consent summary: "Charge $159.00 to invoice #314"), the outcome — linking to its
+ * receipt.
  *
  * Receipts (#/receipt/{audit_id}): one action (audit.trail { audit_id }): who, which agent, when
  * in local time, the arguments in words, the outcome, the consent path (class, approval, whether
@@ -66,6 +69,10 @@ export interface TrailEntry {
   consent_words?: string | null;
   reverted_by_audit_id?: number | null;
   reverted_at?: string | null;
+  /** What the entry did in the owner's words (its verb's consent summary), with `fold` or one audit_id. */
+  words?: string | null;
+  /** The consent requests this write answered (folded into it), with `fold`. */
+  pending_audit_ids?: number[];
   /** The credential's key id, and the name the owner gave it (the key's, or the OAuth client's). */
   key_id?: string | null;
   agent_name?: string | null;
@@ -93,6 +100,8 @@ function filters(): Record<string, unknown> {
     }
   }
   if (data.get('include_reads') === null) args.scope = 'business';
+  // One row per action, in the owner's words (spec/audit.md §fold).
+  args.fold = true;
   if (agentFilter !== undefined) args.key_id = agentFilter.key_id;
   return args;
 }
@@ -100,8 +109,18 @@ function filters(): Record<string, unknown> {
 /** The one agent the activity is narrowed to (its key), or undefined for every agent. */
 let agentFilter: { key_id: string; name: string } | undefined;
 
+/** What an entry did: the owner's words when the verb has them, else the verb's title. */
+function what(ctx: DashboardContext, entry: TrailEntry): string {
+  return typeof entry.words === 'string' && entry.words !== ''
+    ? entry.words.replace(/[.]$/, '')
+    : ctx.title(entry.action);
+}
+
 function row(ctx: DashboardContext, entry: TrailEntry): HTMLLIElement {
-  const outcome = STATUS_WORDS[entry.status] ?? entry.status;
+  const outcome =
+    entry.status === 'completed' && (entry.pending_audit_ids?.length ?? 0) > 0
+      ? 'done, after consent'
+      : (STATUS_WORDS[entry.status] ?? entry.status);
   return el(
     'li',
     { 'data-audit-id': entry.audit_id, 'data-status': entry.status, 'data-verb': entry.action },
@@ -110,9 +129,9 @@ function row(ctx: DashboardContext, entry: TrailEntry): HTMLLIElement {
       'a',
       {
         href: `#/receipt/${entry.audit_id}`,
-        'aria-label': `Receipt ${entry.audit_id}: ${ctx.title(entry.action)}`,
+        'aria-label': `Receipt ${entry.audit_id}: ${what(ctx, entry)}`,
       },
-      ctx.title(entry.action),
+      what(ctx, entry),
     ),
     el(
       'span',
@@ -236,7 +255,7 @@ function renderReceipt(ctx: DashboardContext, entry: TrailEntry, receipt: Signed
   byId('receipt').dataset.auditId = String(entry.audit_id);
   const outcome = STATUS_WORDS[entry.status] ?? entry.status;
   byId('receipt-sentence').textContent =
-    `${localTime(entry.timestamp)}: ${who(entry.actor, entry.role, entry.agent_type)} — ${ctx.title(entry.action)}: ${outcome}${entry.reason ? ` (${entry.reason})` : ''}.`;
+    `${localTime(entry.timestamp)}: ${who(entry.actor, entry.role, entry.agent_type, agentName(entry))} — ${what(ctx, entry)}: ${outcome}${entry.reason ? ` (${entry.reason})` : ''}.`;
   const fields = byId('receipt-fields');
   const pair = (k: string, v: Node | string, key?: string): Node[] => [
     el('dt', {}, k),

@@ -88,7 +88,8 @@ async function goto(page: Page, hash: string, view: string): Promise<void> {
   await page.locator(`body[data-view="${view}"]`).waitFor();
   await page.waitForLoadState('networkidle');
   // networkidle is reached once per page load: wait for the view's own loading to end.
-  await page.locator(`#view-${view} [aria-busy="true"]`).waitFor({ state: 'detached' });
+  // (Several panels of a view may be loading at once: wait for none.)
+  await page.waitForFunction((v) => document.querySelector(`#view-${v} [aria-busy="true"]`) === null, view);
 }
 
 /**
@@ -290,6 +291,18 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         assert.deepEqual(
           await page.locator('#money-table tr[data-verb="webtest.charge"] td').allTextContents(),
           ['charged', '1', '$159.00'],
+        );
+        // One row per action, in the owner's words: the note's consent request folds into the note.
+        const noteRow = page.locator(`#trail-list li[data-audit-id="${note.audit_id}"]`);
+        assert.equal(await noteRow.locator('a').textContent(), 'Add the note "ship the order"');
+        assert.match((await noteRow.locator('.badge').textContent()) ?? '', /^done, after consent/);
+        assert.equal(
+          await page.locator(`#trail-list li[data-audit-id="${notePending.audit_id}"]`).count(),
+          0,
+        );
+        assert.equal(
+          await page.locator(`#trail-list li[data-audit-id="${done().audit_id}"] a`).textContent(),
+          'Charge $159.00 to invoice #314',
         );
         const verbs = await page
           .locator('#trail-list li')
