@@ -429,8 +429,31 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
       await t.test('undoes a reversible note through the consent dialog', async () => {
         await goto(page, `#/receipt/${note.audit_id}`, 'receipt');
         await page.locator(`#receipt[data-audit-id="${note.audit_id}"]`).waitFor();
-        await page.getByRole('button', { name: 'Undo this action' }).click();
-        await page.locator('dialog#solid-consent[open]').waitFor();
+        // The dialog in the owner's words: what was done, by whom, when in the business's time
+        // zone, the consent class in words; at 1440 and 390 px (cancelled once, then confirmed).
+        for (const width of [1440, 390]) {
+          await page.setViewportSize({ width, height: 900 });
+          await page.getByRole('button', { name: 'Undo this action' }).click();
+          await page.locator('dialog#solid-consent[open]').waitFor();
+          assert.match(
+            (await page.locator('#solid-consent-summary').textContent()) ?? '',
+            /^Undo “Add the note "ship the order"” \(receipt #\d+\), done by user 3 \(employee\) on .+ \(America\/New_York\)\.$/,
+          );
+          assert.doesNotMatch(
+            (await page.locator('#solid-consent-summary').textContent()) ?? '',
+            /webtest\.|T\d\d:/,
+          );
+          assert.match(
+            (await page.locator('.solid-consent-meta').textContent()) ?? '',
+            /^A change that can be undone · you confirm · /,
+          );
+          await mkdir(ARTIFACT_DIR, { recursive: true });
+          await page.screenshot({ path: `${ARTIFACT_DIR}undo-dialog-${width}.png` });
+          if (width === 1440) {
+            await page.locator('#solid-consent-cancel').click();
+            await page.locator('#receipt-status').filter({ hasText: 'Undo cancelled' }).waitFor();
+          }
+        }
         await page.locator('#solid-consent-confirm').focus();
         await page.keyboard.press('Enter');
         try {
@@ -448,6 +471,7 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
           throw new Error(`${String(err)}: ${JSON.stringify(state)}`, { cause: err });
         }
         assert.match((await page.locator('#receipt-status').textContent()) ?? '', /^Reverted/);
+        await page.setViewportSize({ width: 1280, height: 900 });
         assert.deepEqual(
           (await f.effects()).map((e) => e.kind),
           ['charge'],
