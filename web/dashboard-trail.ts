@@ -20,7 +20,7 @@
  */
 import { byId, el } from './element.ts';
 import { describeError, type DashboardContext } from './dashboard-context.ts';
-import { argumentWords, localTime, STATUS_WORDS, who } from './dashboard-words.ts';
+import { argumentWords, localTime, money, STATUS_WORDS, who } from './dashboard-words.ts';
 
 /** A signed receipt (audit.receipt data.receipt; spec/receipts.md §fields). */
 interface SignedReceipt {
@@ -162,6 +162,34 @@ function row(ctx: DashboardContext, entry: TrailEntry): HTMLLIElement {
   );
 }
 
+/**
+ * The money one agent moved today (audit.money_moved with its key_id, the business day in the
+ * business's time zone), as a sentence under the agent's view; nothing when the role cannot read it.
+ */
+async function agentMoney(ctx: DashboardContext, agent: { key_id: string; name: string }): Promise<void> {
+  const box = byId('trail-agent-money');
+  box.textContent = '';
+  if (!ctx.canUse('audit.money_moved')) return;
+  const { envelope } = await ctx.call('audit.money_moved', { key_id: agent.key_id });
+  if (agentFilter?.key_id !== agent.key_id) return;
+  if (!envelope.ok) {
+    box.textContent = `Could not load the money it moved: ${describeError(envelope)}`;
+    return;
+  }
+  const d = (
+    envelope.result as {
+      data: {
+        charged_cents: number;
+        refunded_cents: number;
+        net_cents: number;
+        currency: string;
+        time_zone: string;
+      };
+    }
+  ).data;
+  box.textContent = `Money “${agent.name}” moved today (${d.time_zone}): ${money(d.charged_cents, d.currency)} charged, ${money(d.refunded_cents, d.currency)} refunded, net ${money(d.net_cents, d.currency)}.`;
+}
+
 /** The name the owner gave the entry's agent (its key's or grant's), when it has one. */
 function agentName(entry: TrailEntry): string | undefined {
   return typeof entry.agent_name === 'string' && entry.agent_name !== '' ? entry.agent_name : undefined;
@@ -202,9 +230,11 @@ export async function loadTrail(ctx: DashboardContext, reset = true): Promise<vo
   const refused = list.querySelectorAll('li[data-status="denied"]').length;
   const only = byId('trail-agent');
   only.hidden = agentFilter === undefined;
-  if (agentFilter !== undefined)
+  if (agentFilter !== undefined) {
     byId('trail-agent-words').textContent =
       `Only “${agentFilter.name}”: ${count} action${count === 1 ? '' : 's'} shown, ${refused} refused.`;
+    if (reset) void agentMoney(ctx, agentFilter);
+  }
   status.textContent =
     count === 0 && result.stopped_early === true
       ? 'Nothing matches in the most recent entries; "Load more" looks further back.'

@@ -336,6 +336,12 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
           await page.locator('#trail-agent-words').textContent(),
           `Only “Night-shift bot”: ${REFUSAL_BURST.refusals} actions shown, ${REFUSAL_BURST.refusals} refused.`,
         );
+        // The money it moved today, in the business's time zone (a read_only bot: none).
+        await page.locator('#trail-agent-money', { hasText: 'moved today' }).waitFor();
+        assert.equal(
+          await page.locator('#trail-agent-money').textContent(),
+          'Money “Night-shift bot” moved today (America/New_York): $0.00 charged, $0.00 refunded, net $0.00.',
+        );
         const whos = await page.locator('#trail-list li .who').allTextContents();
         assert.equal(whos.length, REFUSAL_BURST.refusals);
         for (const w of whos) assert.match(w, /“Night-shift bot”/);
