@@ -10,6 +10,11 @@
  * dashboard's Activity view uses `scope: 'business'` (its own index) so its own reads (agent_type
  * `dashboard`, class READ) stay out of sight while still audited (spec/audit.md §dashboard-reads).
  *
+ * `fold: true` (the Activity view): one entry per action — a pending entry whose nonce a write
+ * burned (table pending_actions) is left out and listed in that write's `pending_audit_ids`; each
+ * entry carries its redacted `arguments` and `words` (its verb's consent summary over them).
+ * spec/audit.md §fold
+ *
  * Output: `{ entries, next_cursor, stopped_early }`. Refusals: `cursor_invalid` (a cursor of
  * another tenant or other filters), `invalid_input` (schema).
  *
@@ -103,7 +108,7 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
         type: 'boolean',
         default: false,
         description:
-          "One entry per action (the owner's Activity view): a pending entry (the consent request) whose action was then confirmed is left out, and the confirmed entry lists it in pending_audit_ids; every entry carries its arguments (secret fields redacted) and, when its verb has one, words: what it does in the owner's words (e.g. 'Charge $120.00 by card to invoice #1042.'). A page may then hold fewer than limit entries; next_cursor still pages on.",
+          'One entry per action: a consent request that was then confirmed is left out (listed in pending_audit_ids of its action); entries carry arguments and words (what was done, in words).',
       },
       limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
       cursor: { type: 'string', maxLength: 1000, description: 'next_cursor of the previous page.' },
