@@ -16,6 +16,15 @@
  * Spec: spec/transports.md §webmcp-consent, spec/consent.md §protocol.
  */
 import type { ConsentRequest } from '../src/spec/types.ts';
+import { clockTime, impactWords } from './dashboard-words.ts';
+
+/** A consent class in the owner's words (the class name stays in the element's title). */
+const CLASS_WORDS: Readonly<Record<string, string>> = {
+  WRITE_REVERSIBLE: 'A change that can be undone',
+  WRITE_FINANCIAL: 'Moves money',
+  IRREVERSIBLE: 'Cannot be undone',
+  READ: 'Only reads',
+};
 
 export interface ConsentPrompt {
   /** Dialog heading: what is being confirmed (the tool title or verb name). */
@@ -62,11 +71,18 @@ function build(prompt: ConsentPrompt): { dialog: HTMLDialogElement; input: HTMLI
   form.append(
     el(
       'p',
-      { class: 'solid-consent-meta' },
-      `${consent.class} · ${typed ? 'typed phrase' : 'confirmation'} · expires ${Number.isNaN(expires.getTime()) ? consent.expires_at : expires.toLocaleTimeString()}`,
+      { class: 'solid-consent-meta', title: consent.class, 'data-class': consent.class },
+      `${CLASS_WORDS[consent.class] ?? consent.class} · ${typed ? 'you type a phrase' : 'you confirm'} · this request ends at ${Number.isNaN(expires.getTime()) ? consent.expires_at : clockTime(consent.expires_at)}`,
     ),
   );
-  if (consent.preview !== undefined) {
+  // Before → after in words, when the preview says what changes (spec/shapes.md §preview).
+  const impact = impactWords(consent.preview as Record<string, unknown> | undefined);
+  if (impact !== undefined && impact.changes.length > 0) {
+    const list = el('ul', { class: 'solid-consent-impact' });
+    for (const [k, before, after] of impact.changes) list.append(el('li', {}, `${k}: ${before} → ${after}`));
+    for (const note of impact.notes) list.append(el('li', {}, note));
+    form.append(list);
+  } else if (consent.preview !== undefined) {
     const details = el('details', { class: 'solid-consent-preview', open: '' });
     details.append(el('summary', {}, 'Preview'));
     details.append(el('pre', {}, JSON.stringify(consent.preview, null, 2)));

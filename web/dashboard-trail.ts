@@ -3,8 +3,11 @@
  *
  * Activity: what agents did, newest first (audit.trail). By default only business actions
  * (`scope: 'business'`: consent class other than READ, their denials included); "Include reads and
- * system calls" shows every row, the dashboard's own reads too. Each row is a sentence — local
- * time, who and through which agent, what, the outcome — linking to its receipt.
+ * system calls" shows every row, the dashboard's own reads too. One row per action (`fold`: a
+ * consent request that was then confirmed folds into the action, spec/audit.md §fold). Each row
+ * is a sentence — local time, who and through which agent, what it did in the owner's words
+ * (the verb's consent summary: "Charge $159.00 to invoice #314"), the outcome — linking to its
+ * receipt.
  *
  * Receipts (#/receipt/{audit_id}): one action (audit.trail { audit_id }): who, which agent, when
  * in local time, the arguments in words, the outcome, the consent path (class, approval, whether
@@ -17,7 +20,7 @@
  */
 import { byId, el } from './element.ts';
 import { describeError, type DashboardContext } from './dashboard-context.ts';
-import { argumentWords, localTime, STATUS_WORDS, who } from './dashboard-words.ts';
+import { argumentWords, localTime, money, STATUS_WORDS, who } from './dashboard-words.ts';
 
 /** A signed receipt (audit.receipt data.receipt; spec/receipts.md §fields). */
 interface SignedReceipt {
@@ -66,6 +69,10 @@ export interface TrailEntry {
   consent_words?: string | null;
   reverted_by_audit_id?: number | null;
   reverted_at?: string | null;
+  /** What the entry did in the owner's words (its verb's consent summary), with `fold` or one audit_id. */
+  words?: string | null;
+  /** The consent requests this write answered (folded into it), with `fold`. */
+  pending_audit_ids?: number[];
   /** The credential's key id, and the name the owner gave it (the key's, or the OAuth client's). */
   key_id?: string | null;
   agent_name?: string | null;
@@ -93,6 +100,8 @@ function filters(): Record<string, unknown> {
     }
   }
   if (data.get('include_reads') === null) args.scope = 'business';
+  // One row per action, in the owner's words (spec/audit.md §fold).
+  args.fold = true;
   if (agentFilter !== undefined) args.key_id = agentFilter.key_id;
   return args;
 }
@@ -100,8 +109,18 @@ function filters(): Record<string, unknown> {
 /** The one agent the activity is narrowed to (its key), or undefined for every agent. */
 let agentFilter: { key_id: string; name: string } | undefined;
 
+/** What an entry did: the owner's words when the verb has them, else the verb's title. */
+function what(ctx: DashboardContext, entry: TrailEntry): string {
+  return typeof entry.words === 'string' && entry.words !== ''
+    ? entry.words.replace(/[.]$/, '')
+    : ctx.title(entry.action);
+}
+
 function row(ctx: DashboardContext, entry: TrailEntry): HTMLLIElement {
-  const outcome = STATUS_WORDS[entry.status] ?? entry.status;
+  const outcome =
+    entry.status === 'completed' && (entry.pending_audit_ids?.length ?? 0) > 0
+      ? 'done, after consent'
+      : (STATUS_WORDS[entry.status] ?? entry.status);
   return el(
     'li',
     { 'data-audit-id': entry.audit_id, 'data-status': entry.status, 'data-verb': entry.action },
@@ -110,9 +129,9 @@ function row(ctx: DashboardContext, entry: TrailEntry): HTMLLIElement {
       'a',
       {
         href: `#/receipt/${entry.audit_id}`,
-        'aria-label': `Receipt ${entry.audit_id}: ${ctx.title(entry.action)}`,
+        'aria-label': `Receipt ${entry.audit_id}: ${what(ctx, entry)}`,
       },
-      ctx.title(entry.action),
+      what(ctx, entry),
     ),
     el(
       'span',
@@ -141,6 +160,34 @@ function row(ctx: DashboardContext, entry: TrailEntry): HTMLLIElement {
       entry.reason ? el('span', { class: 'reason' }, ` · ${entry.reason}`) : null,
     ),
   );
+}
+
+/**
+ * The money one agent moved today (audit.money_moved with its key_id, the business day in the
+ * business's time zone), as a sentence under the agent's view; nothing when the role cannot read it.
+ */
+async function agentMoney(ctx: DashboardContext, agent: { key_id: string; name: string }): Promise<void> {
+  const box = byId('trail-agent-money');
+  box.textContent = '';
+  if (!ctx.canUse('audit.money_moved')) return;
+  const { envelope } = await ctx.call('audit.money_moved', { key_id: agent.key_id });
+  if (agentFilter?.key_id !== agent.key_id) return;
+  if (!envelope.ok) {
+    box.textContent = `Could not load the money it moved: ${describeError(envelope)}`;
+    return;
+  }
+  const d = (
+    envelope.result as {
+      data: {
+        charged_cents: number;
+        refunded_cents: number;
+        net_cents: number;
+        currency: string;
+        time_zone: string;
+      };
+    }
+  ).data;
+  box.textContent = `Money “${agent.name}” moved today (${d.time_zone}): ${money(d.charged_cents, d.currency)} charged, ${money(d.refunded_cents, d.currency)} refunded, net ${money(d.net_cents, d.currency)}.`;
 }
 
 /** The name the owner gave the entry's agent (its key's or grant's), when it has one. */
@@ -183,9 +230,11 @@ export async function loadTrail(ctx: DashboardContext, reset = true): Promise<vo
   const refused = list.querySelectorAll('li[data-status="denied"]').length;
   const only = byId('trail-agent');
   only.hidden = agentFilter === undefined;
-  if (agentFilter !== undefined)
+  if (agentFilter !== undefined) {
     byId('trail-agent-words').textContent =
       `Only “${agentFilter.name}”: ${count} action${count === 1 ? '' : 's'} shown, ${refused} refused.`;
+    if (reset) void agentMoney(ctx, agentFilter);
+  }
   status.textContent =
     count === 0 && result.stopped_early === true
       ? 'Nothing matches in the most recent entries; "Load more" looks further back.'
@@ -236,7 +285,7 @@ function renderReceipt(ctx: DashboardContext, entry: TrailEntry, receipt: Signed
   byId('receipt').dataset.auditId = String(entry.audit_id);
   const outcome = STATUS_WORDS[entry.status] ?? entry.status;
   byId('receipt-sentence').textContent =
-    `${localTime(entry.timestamp)}: ${who(entry.actor, entry.role, entry.agent_type)} — ${ctx.title(entry.action)}: ${outcome}${entry.reason ? ` (${entry.reason})` : ''}.`;
+    `${localTime(entry.timestamp)}: ${who(entry.actor, entry.role, entry.agent_type, agentName(entry))} — ${what(ctx, entry)}: ${outcome}${entry.reason ? ` (${entry.reason})` : ''}.`;
   const fields = byId('receipt-fields');
   const pair = (k: string, v: Node | string, key?: string): Node[] => [
     el('dt', {}, k),

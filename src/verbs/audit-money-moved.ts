@@ -12,6 +12,7 @@
  *   refunded; a financial verb that declares none counts as `other` (moved, not in the net).
  *   `net_cents` = charged − refunded; `total_cents` = everything moved (charged + refunded + other).
  * - Amounts are integer cents of the business currency (USD, as the typed phrases show them).
+ * - `key_id`: only the actions made with that credential (one agent's money; the per-agent view).
  *
  * Cost: one index range scan (company_id, created_at) that stops after `limit` rows, plus one
  * lookup per revert row; `truncated` says more actions are in the range. Reasons: invalid_input
@@ -52,6 +53,7 @@ interface Args {
   day?: string;
   from?: string;
   to?: string;
+  key_id?: string;
   limit?: number;
 }
 
@@ -76,6 +78,12 @@ export const auditMoneyMoved = defineSystemVerb<Args>({
         description: 'Start (inclusive); default: the start of the business day holding `to`.',
       },
       to: { type: 'string', format: 'date-time', description: 'End (exclusive); default now.' },
+      key_id: {
+        type: 'string',
+        maxLength: 100,
+        description:
+          "Only money moved with this credential (an API key's key_id, or grant:<id>): one agent's money, as audit.trail's key_id shows its actions.",
+      },
       limit: {
         type: 'integer',
         minimum: 1,
@@ -133,9 +141,15 @@ export const auditMoneyMoved = defineSystemVerb<Args>({
       parent_id: unknown;
     }>(
       `SELECT audit_id, created_at, action_type, request_data, parent_id FROM audit_log
-       WHERE company_id = ? AND created_at >= ? AND created_at < ? AND consent_class = 'WRITE_FINANCIAL' AND status = 'completed'
+       WHERE company_id = ? AND created_at >= ? AND created_at < ? AND consent_class = 'WRITE_FINANCIAL' AND status = 'completed'${args.key_id !== undefined ? ' AND key_id = ?' : ''}
        ORDER BY created_at, audit_id LIMIT ?`,
-      [companyId, from.toISOString(), to.toISOString(), limit + 1],
+      [
+        companyId,
+        from.toISOString(),
+        to.toISOString(),
+        ...(args.key_id !== undefined ? [args.key_id] : []),
+        limit + 1,
+      ],
     );
     const page = rows.slice(0, limit);
     const flowOf = (verb: string): MoneyFlow =>

@@ -10,6 +10,11 @@
  * dashboard's Activity view uses `scope: 'business'` (its own index) so its own reads (agent_type
  * `dashboard`, class READ) stay out of sight while still audited (spec/audit.md §dashboard-reads).
  *
+ * `fold: true` (the Activity view): one entry per action — a pending entry whose nonce a write
+ * burned (table pending_actions) is left out and listed in that write's `pending_audit_ids`; each
+ * entry carries its redacted `arguments` and `words` (its verb's consent summary over them).
+ * spec/audit.md §fold
+ *
  * Output: `{ entries, next_cursor, stopped_early }`. Refusals: `cursor_invalid` (a cursor of
  * another tenant or other filters), `invalid_input` (schema).
  *
@@ -33,6 +38,7 @@ export interface TrailArgs {
   audit_id?: number;
   agent_type?: string;
   key_id?: string;
+  fold?: boolean;
   limit?: number;
   cursor?: string;
 }
@@ -98,6 +104,12 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
         description:
           "Only attempts made with this credential (an API key's key_id, or grant:<id> for an OAuth grant): one agent's view — what it did, what was refused.",
       },
+      fold: {
+        type: 'boolean',
+        default: false,
+        description:
+          'One entry per action: a consent request that was then confirmed is left out (listed in pending_audit_ids of its action); entries carry arguments and words (what was done, in words).',
+      },
       limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
       cursor: { type: 'string', maxLength: 1000, description: 'next_cursor of the previous page.' },
     },
@@ -162,7 +174,7 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
           ? term('entity_type = ?', args.entity_type)
           : term('entity_type = ? AND entity_id = ?', args.entity_type, String(args.entity_id)),
       );
-    const cols = `audit_id, seq, created_at, action_type, user_id, role, agent_type, key_id, entity_type, entity_id, status, reason, shape, consent_class, approved_by, parent_id, transaction_id, rollback_handle, is_reversible, latency_ms${args.audit_id !== undefined ? ', request_data, approved_at, requires_approval, idempotency_key, consent' : ''}`;
+    const cols = `audit_id, seq, created_at, action_type, user_id, role, agent_type, key_id, entity_type, entity_id, status, reason, shape, consent_class, approved_by, parent_id, transaction_id, rollback_handle, is_reversible, latency_ms${args.audit_id !== undefined ? ', request_data, approved_at, requires_approval, idempotency_key, consent' : args.fold === true ? ', request_data' : ''}`;
     const order = 'ORDER BY created_at DESC, audit_id DESC';
     const company = term('company_id = ?', companyId);
     const drive = DRIVES.find((d) => d.every((n) => filters.has(n))) ?? [];
@@ -199,7 +211,10 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
       if (rows.length <= limit && edge.length === 2) boundary = edge[0];
     }
     const page = rows.slice(0, limit);
-    const entries = page.map((r) => ({
+    // One action, one entry (spec/audit.md §fold): the pending rows whose nonce a write burned.
+    const links = args.fold === true ? await pendingLinks(ctx.db, companyId, page) : undefined;
+    const shown = links === undefined ? page : page.filter((r) => !links.folded.has(Number(r.audit_id)));
+    const entries = shown.map((r) => ({
       audit_id: Number(r.audit_id),
       seq: Number(r.seq),
       timestamp: r.created_at as string,
@@ -231,6 +246,15 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
       companyId,
       entries.map((e) => e.key_id),
     );
+    if (links !== undefined)
+      for (const [i, e] of entries.entries()) {
+        const args = requestData(shown[i]!.request_data);
+        Object.assign(e, {
+          arguments: args,
+          words: wordsOf(ctx.runtime.registry.get(e.action)?.definition.summary, args),
+          pending_audit_ids: links.pendingOf.get(e.audit_id) ?? [],
+        });
+      }
     for (const e of entries)
       Object.assign(e, {
         agent_name:
@@ -246,7 +270,11 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
         [args.audit_id, companyId],
       );
       Object.assign(entries[0], {
-        arguments: typeof r.request_data === 'string' ? JSON.parse(r.request_data) : (r.request_data ?? {}),
+        arguments: requestData(r.request_data),
+        words: wordsOf(
+          ctx.runtime.registry.get(entries[0].action)?.definition.summary,
+          requestData(r.request_data),
+        ),
         approved_at: (r.approved_at as string | null) ?? null,
         required_approval: Number(r.requires_approval) === 1,
         idempotency_key: (r.idempotency_key as string | null) ?? null,
@@ -361,4 +389,63 @@ function consentOf(v: unknown): { consent: ConsentProvenance | null; consent_wor
   return p === undefined
     ? { consent: null, consent_words: null }
     : { consent: p, consent_words: provenanceWords(p) };
+}
+
+/** A row's request_data (JSON text on SQLite, an object on PostgreSQL) as an object. */
+function requestData(v: unknown): Record<string, unknown> {
+  const o = typeof v === 'string' ? (JSON.parse(v) as unknown) : v;
+  return o !== null && typeof o === 'object' && !Array.isArray(o) ? (o as Record<string, unknown>) : {};
+}
+
+/**
+ * What an entry did in the owner's words: its verb's consent summary over the row's (redacted)
+ * arguments; null when the verb has none or it cannot be built from what the row kept.
+ */
+function wordsOf(
+  summary: ((args: Record<string, unknown>) => string) | undefined,
+  args: Record<string, unknown>,
+): string | null {
+  if (summary === undefined) return null;
+  try {
+    const w = summary(args);
+    return typeof w === 'string' && w !== '' && !w.includes('undefined') ? w : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The consent-request links of a page (table pending_actions, spec/audit.md §fold): `folded`,
+ * its pending rows whose nonce a write burned; `pendingOf`, for its writes, the pending rows that
+ * asked for them (oldest first). Two indexed queries over the page's ids.
+ */
+async function pendingLinks(
+  q: { all<T>(sql: string, params?: unknown[]): Promise<T[]> },
+  companyId: number,
+  page: Array<Record<string, unknown>>,
+): Promise<{ folded: Set<number>; pendingOf: Map<number, number[]> }> {
+  const folded = new Set<number>();
+  const pendingOf = new Map<number, number[]>();
+  const pendingIds = page.filter((r) => r.status === 'pending').map((r) => Number(r.audit_id));
+  const writeIds = page.filter((r) => r.status !== 'pending').map((r) => Number(r.audit_id));
+  const marks = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
+  if (pendingIds.length > 0) {
+    const rows = await q.all<{ audit_id: unknown }>(
+      `SELECT audit_id FROM pending_actions WHERE company_id = ? AND audit_id IN (${marks(pendingIds.length)}) AND action_audit_id IS NOT NULL`,
+      [companyId, ...pendingIds],
+    );
+    for (const r of rows) folded.add(Number(r.audit_id));
+  }
+  if (writeIds.length > 0) {
+    const rows = await q.all<{ audit_id: unknown; action_audit_id: unknown }>(
+      `SELECT audit_id, action_audit_id FROM pending_actions WHERE company_id = ? AND action_audit_id IN (${marks(writeIds.length)}) ORDER BY audit_id`,
+      [companyId, ...writeIds],
+    );
+    for (const r of rows) {
+      const list = pendingOf.get(Number(r.action_audit_id)) ?? [];
+      list.push(Number(r.audit_id));
+      pendingOf.set(Number(r.action_audit_id), list);
+    }
+  }
+  return { folded, pendingOf };
 }

@@ -88,7 +88,8 @@ async function goto(page: Page, hash: string, view: string): Promise<void> {
   await page.locator(`body[data-view="${view}"]`).waitFor();
   await page.waitForLoadState('networkidle');
   // networkidle is reached once per page load: wait for the view's own loading to end.
-  await page.locator(`#view-${view} [aria-busy="true"]`).waitFor({ state: 'detached' });
+  // (Several panels of a view may be loading at once: wait for none.)
+  await page.waitForFunction((v) => document.querySelector(`#view-${v} [aria-busy="true"]`) === null, view);
 }
 
 /**
@@ -291,6 +292,18 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
           await page.locator('#money-table tr[data-verb="webtest.charge"] td').allTextContents(),
           ['charged', '1', '$159.00'],
         );
+        // One row per action, in the owner's words: the note's consent request folds into the note.
+        const noteRow = page.locator(`#trail-list li[data-audit-id="${note.audit_id}"]`);
+        assert.equal(await noteRow.locator('a').textContent(), 'Add the note "ship the order"');
+        assert.match((await noteRow.locator('.badge').textContent()) ?? '', /^done, after consent/);
+        assert.equal(
+          await page.locator(`#trail-list li[data-audit-id="${notePending.audit_id}"]`).count(),
+          0,
+        );
+        assert.equal(
+          await page.locator(`#trail-list li[data-audit-id="${done().audit_id}"] a`).textContent(),
+          'Charge $159.00 to invoice #314',
+        );
         const verbs = await page
           .locator('#trail-list li')
           .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-verb')));
@@ -322,6 +335,12 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
         assert.equal(
           await page.locator('#trail-agent-words').textContent(),
           `Only “Night-shift bot”: ${REFUSAL_BURST.refusals} actions shown, ${REFUSAL_BURST.refusals} refused.`,
+        );
+        // The money it moved today, in the business's time zone (a read_only bot: none).
+        await page.locator('#trail-agent-money', { hasText: 'moved today' }).waitFor();
+        assert.equal(
+          await page.locator('#trail-agent-money').textContent(),
+          'Money “Night-shift bot” moved today (America/New_York): $0.00 charged, $0.00 refunded, net $0.00.',
         );
         const whos = await page.locator('#trail-list li .who').allTextContents();
         assert.equal(whos.length, REFUSAL_BURST.refusals);
@@ -416,8 +435,31 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
       await t.test('undoes a reversible note through the consent dialog', async () => {
         await goto(page, `#/receipt/${note.audit_id}`, 'receipt');
         await page.locator(`#receipt[data-audit-id="${note.audit_id}"]`).waitFor();
-        await page.getByRole('button', { name: 'Undo this action' }).click();
-        await page.locator('dialog#solid-consent[open]').waitFor();
+        // The dialog in the owner's words: what was done, by whom, when in the business's time
+        // zone, the consent class in words; at 1440 and 390 px (cancelled once, then confirmed).
+        for (const width of [1440, 390]) {
+          await page.setViewportSize({ width, height: 900 });
+          await page.getByRole('button', { name: 'Undo this action' }).click();
+          await page.locator('dialog#solid-consent[open]').waitFor();
+          assert.match(
+            (await page.locator('#solid-consent-summary').textContent()) ?? '',
+            /^Undo “Add the note "ship the order"” \(receipt #\d+\), done by user 3 \(employee\) on .+ \(America\/New_York\)\.$/,
+          );
+          assert.doesNotMatch(
+            (await page.locator('#solid-consent-summary').textContent()) ?? '',
+            /webtest\.|T\d\d:/,
+          );
+          assert.match(
+            (await page.locator('.solid-consent-meta').textContent()) ?? '',
+            /^A change that can be undone · you confirm · /,
+          );
+          await mkdir(ARTIFACT_DIR, { recursive: true });
+          await page.screenshot({ path: `${ARTIFACT_DIR}undo-dialog-${width}.png` });
+          if (width === 1440) {
+            await page.locator('#solid-consent-cancel').click();
+            await page.locator('#receipt-status').filter({ hasText: 'Undo cancelled' }).waitFor();
+          }
+        }
         await page.locator('#solid-consent-confirm').focus();
         await page.keyboard.press('Enter');
         try {
@@ -435,6 +477,7 @@ describe('dashboard', { skip: skipUnlessChromium() }, () => {
           throw new Error(`${String(err)}: ${JSON.stringify(state)}`, { cause: err });
         }
         assert.match((await page.locator('#receipt-status').textContent()) ?? '', /^Reverted/);
+        await page.setViewportSize({ width: 1280, height: 900 });
         assert.deepEqual(
           (await f.effects()).map((e) => e.kind),
           ['charge'],

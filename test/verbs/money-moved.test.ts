@@ -146,3 +146,33 @@ describe('audit.money_moved', () => {
     assert.equal(amountOf({ audit_id: 4 }), null);
   });
 });
+
+it("narrows the money to one agent's key (the per-agent view)", async (t) => {
+  const h = await counterRuntime(t);
+  const bot = await h.rt.createApiKey({
+    company_id: h.companyId,
+    user_id: 2,
+    role: 'admin',
+    agent_type: 'claude-desktop',
+    name: 'Billing bot',
+  });
+  assert.equal((await consented(h, bot, 'counter.charge', { name: 'till', cents: 1200 })).ok, true);
+  assert.equal((await consented(h, h.keys.admin, 'counter.charge', { name: 'till', cents: 300 })).ok, true);
+  const keyId = (await h.rt.store.read((q) =>
+    q.get<{ key_id: string }>("SELECT key_id FROM api_keys WHERE name = 'Billing bot'"),
+  ))!.key_id;
+  const money = async (args: Record<string, unknown>): Promise<Money> => {
+    const got = await dispatchAs(h.rt, { apiKey: h.keys.admin, surface: 'http' }, 'audit.money_moved', args);
+    assert.equal(got.ok, true, JSON.stringify(got.error));
+    return (got.result as { data: Money }).data;
+  };
+  assert.equal((await money({})).total_cents, 1500, 'both agents');
+  const one = await money({ key_id: keyId });
+  assert.deepEqual(
+    one.actions.map((a) => a.cents),
+    [1200],
+    "only the bot's charge",
+  );
+  assert.equal(one.total_cents, 1200);
+  assert.equal((await money({ key_id: 'no-such-key' })).total_cents, 0);
+});

@@ -450,3 +450,37 @@ export async function insertBurnedNonce(
     expiresAt,
   ]);
 }
+
+/**
+ * Keep a pending audit row's nonce id (`pending_actions`, outside the hash chain), in the pending
+ * row's transaction: the write that later burns the nonce is linked to it (spec/audit.md §fold).
+ */
+export async function recordPendingAction(
+  tx: StoreTx,
+  companyId: number,
+  pendingAuditId: number,
+  jti: string,
+): Promise<void> {
+  await tx.run('INSERT INTO pending_actions (company_id, audit_id, jti) VALUES (?, ?, ?)', [
+    companyId,
+    pendingAuditId,
+    jti,
+  ]);
+}
+
+/**
+ * Link the pending rows of nonce `jti` to the write that burns it (`actionAuditId`), in the
+ * write's transaction: one action, one Activity row (spec/audit.md §fold). No pending row (a
+ * nonce issued before this link existed): nothing to link.
+ */
+export async function linkPendingAction(
+  tx: StoreTx,
+  companyId: number,
+  jti: string,
+  actionAuditId: number,
+): Promise<void> {
+  await tx.run(
+    'UPDATE pending_actions SET action_audit_id = ? WHERE company_id = ? AND jti = ? AND action_audit_id IS NULL',
+    [actionAuditId, companyId, jti],
+  );
+}

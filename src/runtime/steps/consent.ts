@@ -22,6 +22,7 @@ import {
   findApprovalByJti,
   findRetryApprovals,
   insertPendingApproval,
+  recordPendingAction,
   type ApprovalRecord,
 } from '../consent/approvals-store.ts';
 import { emitWebhookEvent } from '../ledger/write/webhook-endpoints.ts';
@@ -195,7 +196,7 @@ async function consentGate(c: Keyed): Promise<Consent | Envelope> {
     }
     // Still waiting for the human: answer pending again with the same nonce — audited like the
     // first pending answer, so an agent polling for a decision leaves a row per attempt.
-    const auditId = await recordPending(c, true);
+    const auditId = await recordPending(c, true, undefined, payload.j);
     return pendingEnvelope(
       c,
       {
@@ -274,7 +275,7 @@ async function answerFromApproval(
     return decided;
   }
   if (status === 'expired') throw approvalExpired(verb.name, approval);
-  const auditId = await recordPending(c, typed);
+  const auditId = await recordPending(c, typed, undefined, approval.jti);
   return pendingEnvelope(
     c,
     {
@@ -497,59 +498,67 @@ async function pending(
     ...agentText,
     ...raisedByOf(gate),
   };
-  const auditId = await recordPending(c, typed, async (tx) => {
-    if (approvalId !== undefined) {
-      await insertPendingApproval(tx, {
-        approvalId,
-        companyId: p.company_id,
-        jti: issued.jti,
-        verb: verb.name,
-        argsJson: JSON.stringify(redact(c.args, verb.secretPaths)),
-        argsHash: argsHash(c.args, c),
-        consentClass: cls,
-        typedPhrase: phrase ?? null,
-        summary,
-        ...(agentText.agent_text !== undefined ? { agentText: agentText.agent_text } : {}),
-        requestedBy: p.user_id,
-        requestedRole: p.role,
-        agentType: p.agent_type,
-        createdAt: c.now.toISOString(),
-        expiresAt: approvalExpires,
-        roleFloor: gate.roleFloor,
-        requestedKey: p.key_id ?? null,
-        nonceExpiresAt: issued.expiresAt,
-      });
-      // The approval.requested webhook, queued in the same transaction (docs/webhooks.md), when a
-      // human has something to decide (not for a confirmation the agent's retry completes).
-      if (!asksHuman) return;
-      const data = {
-        approval_id: approvalId,
-        verb: verb.name,
-        summary,
-        consent_class: cls,
-        requested_by: p.user_id,
-        requested_role: p.role,
-        agent_type: p.agent_type,
-        expires_at: issued.expiresAt,
-      };
-      await emitWebhookEvent(
-        tx,
-        { companyId: p.company_id, type: 'approval.requested', data, now: c.now },
-        () => c.rt.kickOutbox(),
-      );
-    }
-  });
+  const auditId = await recordPending(
+    c,
+    typed,
+    async (tx) => {
+      if (approvalId !== undefined) {
+        await insertPendingApproval(tx, {
+          approvalId,
+          companyId: p.company_id,
+          jti: issued.jti,
+          verb: verb.name,
+          argsJson: JSON.stringify(redact(c.args, verb.secretPaths)),
+          argsHash: argsHash(c.args, c),
+          consentClass: cls,
+          typedPhrase: phrase ?? null,
+          summary,
+          ...(agentText.agent_text !== undefined ? { agentText: agentText.agent_text } : {}),
+          requestedBy: p.user_id,
+          requestedRole: p.role,
+          agentType: p.agent_type,
+          createdAt: c.now.toISOString(),
+          expiresAt: approvalExpires,
+          roleFloor: gate.roleFloor,
+          requestedKey: p.key_id ?? null,
+          nonceExpiresAt: issued.expiresAt,
+        });
+        // The approval.requested webhook, queued in the same transaction (docs/webhooks.md), when a
+        // human has something to decide (not for a confirmation the agent's retry completes).
+        if (!asksHuman) return;
+        const data = {
+          approval_id: approvalId,
+          verb: verb.name,
+          summary,
+          consent_class: cls,
+          requested_by: p.user_id,
+          requested_role: p.role,
+          agent_type: p.agent_type,
+          expires_at: issued.expiresAt,
+        };
+        await emitWebhookEvent(
+          tx,
+          { companyId: p.company_id, type: 'approval.requested', data, now: c.now },
+          () => c.rt.kickOutbox(),
+        );
+      }
+    },
+    issued.jti,
+  );
   return pendingEnvelope(c, given, undefined, auditId, gate.roleFloor, typed || asksHuman);
 }
 
 /**
  * Append the `pending` / `dispatch_pending` audit row of a consent answer (after `before`, in the
- * same store transaction) and settle the outcome. Returns the row's audit_id.
+ * same store transaction) and settle the outcome. Returns the row's audit_id. `jti`: the id of
+ * the answer's nonce, kept with the row in `pending_actions` so the write that later burns that
+ * nonce can be linked to it (spec/audit.md §fold).
  */
 async function recordPending(
   c: Keyed,
   typed: boolean,
   before?: (tx: StoreTx) => Promise<void>,
+  jti?: string,
 ): Promise<number> {
   const rt = c.rt;
   const latency = performance.now() - c.t0;
@@ -559,6 +568,7 @@ async function recordPending(
       tx,
       entryFor(c, 'pending', 'dispatch_pending', latency, { requiresApproval: typed }),
     );
+    if (jti !== undefined) await recordPendingAction(tx, c.principal.company_id, pendingRow.audit_id, jti);
     tx.afterCommit(() => rt.afterWrite(pendingRow));
     return pendingRow;
   });

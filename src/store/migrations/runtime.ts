@@ -620,6 +620,26 @@ const BUSINESS_TRAIL_INDEX_V16 = `
 CREATE INDEX audit_company_business_time ON audit_log(company_id, created_at, audit_id) WHERE consent_class <> 'READ';
 `;
 
+/**
+ * v17: one action, one Activity row (spec/audit.md §fold). A gated write leaves a `pending` row
+ * (the preflight: the nonce's answer) and, when confirmed, the write's own row; nothing in the
+ * hash-chained columns links them. `pending_actions` does, outside the chain: the pending row's
+ * audit_id and its nonce id (jti), written with the pending row; the write's audit_id, set in the
+ * write's transaction where it burns that nonce. An agent polling with the same nonce leaves
+ * several pending rows of one action: all point at the one write. Same SQL on both engines.
+ */
+const PENDING_ACTIONS_V17 = `
+CREATE TABLE pending_actions (
+  company_id {bigint} NOT NULL,
+  audit_id {bigint} NOT NULL,
+  jti TEXT NOT NULL,
+  action_audit_id {bigint},
+  PRIMARY KEY (company_id, audit_id)
+);
+CREATE INDEX pending_actions_jti ON pending_actions(company_id, jti);
+CREATE INDEX pending_actions_action ON pending_actions(company_id, action_audit_id);
+`;
+
 export const runtimeMigrations: readonly Migration[] = [
   portableMigration(1, 'runtime tables', RUNTIME_V1),
   portableMigration(2, 'audit trail indexes', AUDIT_TRAIL_INDEXES_V2),
@@ -637,4 +657,5 @@ export const runtimeMigrations: readonly Migration[] = [
   portableMigration(14, 'approvals a plain retry completes', APPROVALS_PLAIN_RETRY_V14),
   portableMigration(15, 'least-privilege API keys', API_KEY_SCOPE_V15),
   portableMigration(16, 'business activity index', BUSINESS_TRAIL_INDEX_V16),
+  portableMigration(17, 'pending rows linked to their action', PENDING_ACTIONS_V17),
 ];

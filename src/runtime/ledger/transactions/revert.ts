@@ -419,7 +419,6 @@ export async function revertConsent(ctx: SystemVerbContext, args: RevertArgs): P
   if (outside !== undefined) throw outside;
   // An early answer before consent is asked; runRevert checks again inside its transaction.
   const a = await assessRevert(ctx.db, rt, row, args.force !== true);
-  const label = `${row.action_type} #${row.audit_id}`;
   const steps = compositeSteps(row, a.data);
   const gate: Gate =
     steps !== undefined
@@ -435,13 +434,47 @@ export async function revertConsent(ctx: SystemVerbContext, args: RevertArgs): P
     roleFloor: gate.roleFloor,
     tierFloor: gate.tierFloor,
     ...(phrase !== undefined ? { phrase } : {}),
-    summary:
-      steps !== undefined
-        ? `Undo ${label} (recorded ${row.created_at}): revert its ${steps.length} steps in reverse order.`
-        : `Undo ${label} (recorded ${row.created_at}).`,
+    summary: await undoWords(rt, row, target, steps?.length),
     capClass: gate.consentClass,
     targets: gate.verbs ?? [row.action_type],
   };
+}
+
+/**
+ * The undo's consent summary in the owner's words: what the action did (its verb's consent
+ * summary over the row's redacted arguments, else its title), when, in the tenant's time zone, and
+ * by whom — e.g. `Undo “Add the note "ship the order"” (receipt #12), done by user 3 (employee) on
+ * 7 Dec 2026, 13:05 (America/New_York).` The receipt number stays for the reviewer; the verb's
+ * name and the UTC timestamp do not (issue 32 row 8).
+ */
+async function undoWords(
+  rt: RuntimeCore,
+  row: AuditRow,
+  target: CompiledVerb | undefined,
+  steps: number | undefined,
+): Promise<string> {
+  let what: string | undefined;
+  try {
+    const w = target?.definition.summary?.(row.request_data ?? {});
+    if (typeof w === 'string' && w !== '' && !w.includes('undefined')) what = w.replace(/[.]$/, '');
+  } catch {
+    what = undefined;
+  }
+  what ??= target?.definition.title ?? (steps !== undefined ? 'a transaction' : row.action_type);
+  const zone = (await rt.tenants.get(row.company_id))?.settings?.time_zone ?? 'UTC';
+  let when: string;
+  try {
+    when = new Date(row.created_at).toLocaleString('en-GB', {
+      dateStyle: 'medium',
+      timeStyle: 'short',
+      timeZone: zone,
+    });
+  } catch {
+    when = row.created_at;
+  }
+  const by = row.user_id === null ? '' : ` by user ${row.user_id}${row.role ? ` (${row.role})` : ''}`;
+  const tail = steps !== undefined ? ` Its ${steps} steps are undone in reverse order.` : '';
+  return `Undo “${what}” (receipt #${row.audit_id}), done${by} on ${when} (${zone}).${tail}`;
 }
 
 function revertFailed(rt: RuntimeCore, row: AuditRow, err: unknown): VerbError {

@@ -33,6 +33,7 @@ import { sealRollbackHandle } from '../transactions/rollback-handle.ts';
 import { insertRevertData } from './receipt-store.ts';
 import {
   consumeApprovalByJti,
+  linkPendingAction,
   findApprovalByJti,
   insertBurnedNonce,
   supersedeSameAction,
@@ -215,6 +216,8 @@ export async function executeInTx(rt: RuntimeCore, tx: StoreTx, input: ExecuteIn
   const consent = input.consent;
   if (consent.jti !== undefined) await burnNonce(tx, consent, consent.jti, verb.name, p.company_id, nowIso);
   const auditId = await tx.nextAuditId();
+  // The pending rows of this nonce (the preflight) now belong to this write: one Activity row.
+  if (consent.jti !== undefined) await linkPendingAction(tx, p.company_id, consent.jti, auditId);
   const { ctx, effects } = writeContext(rt, tx, {
     verb,
     principal: p,
