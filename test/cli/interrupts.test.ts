@@ -123,3 +123,42 @@ test(
     assert.equal(await statusOf(h, id), 'pending');
   },
 );
+
+test(
+  'Ctrl-D or Ctrl-C at the one-time code prompt on a real terminal: nothing decided, never internal_error',
+  { timeout: 180_000, skip: hasScript ? false : 'util-linux `script` (a pty) is not installed' },
+  async (t) => {
+    const h = await consentHarness(t, { start: new Date().toISOString() });
+    const id = await pendingApproval(h);
+    await enrolTotp(h.rt, h.companyId, OWNER);
+    const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+    const command = [process.execPath, ...SOLID, '--db', h.dbPath, 'approvals', 'approve', id]
+      .map(quote)
+      .join(' ');
+    for (const [key, exit] of [
+      ['\x04', 2],
+      ['\x03', 130],
+    ] as const) {
+      const child = spawn('script', ['-qfec', command, '/dev/null'], {
+        cwd: ROOT,
+        env: { ...process.env, SOLID_LOG_LEVEL: 'silent', SOLID_API_KEY: h.keys.owner },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      t.after(() => {
+        if (child.exitCode === null) child.kill('SIGKILL');
+      });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      const closed = new Promise<number | null>((resolve) => child.once('close', resolve));
+      for (let i = 0; i < 12_000 && !/One-time code of/.test(out); i++)
+        await new Promise((r) => setTimeout(r, 10));
+      child.stdin.write(key);
+      const code = await closed;
+      assert.equal(code, exit, `${JSON.stringify(key)}: ${out}`);
+      assert.match(out, /nothing was decided/, JSON.stringify(key));
+      assert.doesNotMatch(out, /internal_error|Aborted with Ctrl\+D|at \w+ \(|node:internal/);
+      assert.equal(await statusOf(h, id), 'pending');
+    }
+  },
+);

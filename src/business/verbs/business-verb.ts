@@ -9,10 +9,26 @@
  */
 import { VerbError } from '../../runtime/errors.ts';
 import type { VerbDefinition } from '../../runtime/verb.ts';
-import { isDomainError } from '../data/domain-error.ts';
+import { isDomainError, type DomainErrorCode } from '../data/domain-error.ts';
 import { isCoreReason, packReason } from '../../spec/reasons.ts';
 
-/** A DomainError as a VerbError (reason = its code); anything else is returned unchanged. */
+/**
+ * The hint of a DomainError thrown without one, per code: every refusal's envelope carries a
+ * next step (spec/envelope.md §error). A code not listed gets {@link GENERIC_DOMAIN_HINT}.
+ */
+export const DOMAIN_FALLBACK_HINTS: Partial<Record<DomainErrorCode, string>> = {
+  no_change:
+    "Nothing was changed: the value asked for is already the current one. Read the current state (the verb's preview, or a get/search verb) and call again only with a different value.",
+};
+
+/** The hint of a DomainError with neither its own hint nor one in {@link DOMAIN_FALLBACK_HINTS}. */
+export const GENERIC_DOMAIN_HINT =
+  'Nothing was written. Read the current state of the entity (a get, search or preview verb), then call again with arguments that fit it.';
+
+/**
+ * A DomainError as a VerbError (reason = its code, the same message; its hint, else the code's
+ * fallback hint, so the envelope always has one); anything else is returned unchanged.
+ */
 export function toVerbError(err: unknown): unknown {
   if (!isDomainError(err)) return err;
   const path =
@@ -24,7 +40,7 @@ export function toVerbError(err: unknown): unknown {
       : undefined;
   const reason = isCoreReason(err.code) ? err.code : packReason(err.code);
   return new VerbError(reason, err.message, {
-    ...(err.hint !== undefined ? { hint: err.hint } : {}),
+    hint: err.hint ?? DOMAIN_FALLBACK_HINTS[err.code] ?? GENERIC_DOMAIN_HINT,
     ...(path !== undefined ? { path } : {}),
     cause: err,
   });

@@ -162,22 +162,7 @@ export function processIo(): Io {
     },
     isTTY: Boolean(process.stdin.isTTY),
     prompt: (q) => promptLine(q),
-    promptSecret: async (q) => {
-      // Echo goes to a sink: what is typed (an API key) never shows on the terminal.
-      process.stderr.write(q);
-      const sink = new Writable({ write: (_chunk, _enc, done) => done() });
-      const rl = createInterface({
-        input: process.stdin,
-        output: sink,
-        terminal: Boolean(process.stdin.isTTY),
-      });
-      try {
-        return await rl.question('');
-      } finally {
-        rl.close();
-        process.stderr.write('\n');
-      }
-    },
+    promptSecret: (q) => promptLine(q, true).finally(() => process.stderr.write('\n')),
     page: createPager({
       isTTY: Boolean(process.stdout.isTTY),
       rows: process.stdout.rows,
@@ -186,9 +171,20 @@ export function processIo(): Io {
   };
 }
 
-/** One line from stdin (echoed on stderr); Ctrl-C and end of input reject with PromptInterrupted. */
-function promptLine(question: string): Promise<string> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
+/**
+ * One line from stdin, echoed on stderr (`secret`: echoed to a sink, so what is typed — an API
+ * key, a one-time code — never shows); Ctrl-C and end of input (Ctrl-D) reject with
+ * PromptInterrupted, never readline's "Aborted with Ctrl+D" AbortError. The question is shown
+ * only once the reader is listening, so a key typed right after it is not lost.
+ */
+function promptLine(question: string, secret = false): Promise<string> {
+  const output = secret ? new Writable({ write: (_chunk, _enc, done) => done() }) : process.stderr;
+  const rl = createInterface({
+    input: process.stdin,
+    output,
+    ...(secret ? { terminal: Boolean(process.stdin.isTTY) } : {}),
+  });
+  if (secret) process.stderr.write(question);
   return new Promise<string>((resolve, reject) => {
     let settled = false;
     const settle = (fn: () => void) => {
@@ -205,7 +201,7 @@ function promptLine(question: string): Promise<string> {
       }),
     );
     rl.once('close', () => settle(() => reject(new PromptInterrupted('EOF'))));
-    rl.question(question).then(
+    rl.question(secret ? '' : question).then(
       (answer) => settle(() => resolve(answer)),
       () => settle(() => reject(new PromptInterrupted('EOF'))),
     );

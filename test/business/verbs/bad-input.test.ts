@@ -47,6 +47,8 @@ async function refused(
   assert.equal(env.ok, false, `${verb} should be refused`);
   assert.equal(env.error!.reason, reason, `${verb}: ${JSON.stringify(env.error)}`);
   if (message) assert.match(env.error!.message, message);
+  assert.equal(typeof env.error!.hint, 'string', `${verb} ${reason}: a hint (spec/envelope.md §error)`);
+  assert.ok(env.error!.hint!.length > 0, `${verb} ${reason}: a non-empty hint`);
   assert.equal(await businessHash(d), before, `${verb}: nothing was written`);
   const rows = (await auditRows(d)).slice(rowsBefore.length);
   const failures = rows.filter((r) => r.status !== 'pending');
@@ -309,6 +311,12 @@ test('other domain rules: same stage, no change, an erased contact, the last own
     'team.set_role',
     { employee_user_id: d.fixtures.owner_user_id, role: 'admin' },
     'last_owner',
+  );
+  await refused(
+    d,
+    'team.set_role',
+    { employee_user_id: d.fixtures.employee_user_id, role: 'employee' },
+    'no_change',
   );
   await refused(d, 'subscription_upgrade_tier', { tier: 'professional' }, 'same_tier');
   assert.equal((await d.commit('owner', 'subscription_upgrade_tier', { tier: 'enterprise' })).ok, true);
