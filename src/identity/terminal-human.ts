@@ -29,7 +29,7 @@ import { appendHumanAudit } from './human-audit.ts';
 import { operatorAtTerminal } from './principal.ts';
 import { assertNotThrottled, noteFailure } from './signin-throttle.ts';
 import { verifyTotp } from './totp.ts';
-import { anyCredential, hasCredential, type User } from './users.ts';
+import { anyCredential, type User } from './users.ts';
 
 /** The terminal's prompt: given only when stdin is a terminal (never a pipe, flag or env). */
 export interface TerminalPrompt {
@@ -184,21 +184,21 @@ export async function verifyHumanAtTerminal(
   return operatorAtTerminal(keyPrincipal, { user_id: user.user_id, role: user.role, user_name: user.name });
 }
 
-/** Roles whose enrolment link makes a person who approves above an employee's floor. */
+/** The roles whose enrolled person vouches, with a one-time code, for minting another. */
 export const MINTING_ROLES: readonly User['role'][] = ['owner', 'admin'];
 
 /**
  * May the operator command mint this human (an enrolment link: `solid users invite`, `solid users
  * link`) without a person at the terminal? A link is a human session for whoever opens it, so an
- * agent with the database file must not print one that makes a person who could approve for it:
- *
- * - a link for a user who already has a credential (a passkey or a confirmed TOTP) — B1: the agent
- *   would enrol its own authenticator beside the owner's — or for a user at a role in
- *   {@link MINTING_ROLES} (a new owner/admin), needs the one-time code of an enrolled owner or
- *   admin at the terminal;
- * - except the bootstrap: while no user of the tenant has any credential, nobody can give a code,
- *   and whoever holds the database is the operator (`solid init`, `npm start` print the owner's
- *   first link). spec/consent.md §phrase-channel (its threat model).
+ * agent with the database file must not print one: once any user of the tenant has a credential (a
+ * passkey or a confirmed TOTP), every link — for a new user at any role, or for a user who already
+ * signs in (B1: the agent would enrol its own authenticator beside theirs) — needs the one-time
+ * code of an enrolled owner or admin ({@link MINTING_ROLES}) at the terminal. Even an employee is
+ * a human: with its own session an agent would confirm employee-floor writes a tenant reserves to
+ * people (confirmation_channel human).
+ * The bootstrap is the one exception: while no user has any credential, nobody can give a code,
+ * and whoever holds the database is the operator (`solid init`, `npm start` print the owner's
+ * first link). spec/consent.md §phrase-channel (its threat model).
  *
  * Returns the verified person (for the audit) or undefined when no factor was needed.
  * @throws VerbError `human_required`, `signin_failed`, `rate_limited` (see {@link verifyTerminalUser}).
@@ -206,15 +206,11 @@ export const MINTING_ROLES: readonly User['role'][] = ['owner', 'admin'];
 export async function assertMayMintHuman(
   rt: TerminalFactorRuntime,
   companyId: number,
-  target: { role: User['role']; user_id?: number },
+  _target: { role: User['role']; user_id?: number },
   terminal: TerminalPrompt | undefined,
   purpose: string,
 ): Promise<User | undefined> {
-  const facts = await rt.store.read(async (q) => ({
-    bootstrap: !(await anyCredential(q, companyId)),
-    targetHasCredential: target.user_id !== undefined && (await hasCredential(q, companyId, target.user_id)),
-  }));
-  if (facts.bootstrap) return undefined;
-  if (!facts.targetHasCredential && !MINTING_ROLES.includes(target.role)) return undefined;
+  const bootstrap = await rt.store.read(async (q) => !(await anyCredential(q, companyId)));
+  if (bootstrap) return undefined;
   return verifyTerminalUser(rt, companyId, terminal, purpose, MINTING_ROLES);
 }

@@ -157,7 +157,7 @@ test('a passkey-only tenant: the terminal answers human_required, pointing to th
   assert.equal(await approvalStatus(h, String(c.approval_id)), 'pending');
 });
 
-test('users link for a user who already signs in needs an owner/admin code; the bootstrap does not', async (t) => {
+test('after the bootstrap every enrolment link (users link, users invite at any role) needs an owner/admin code', async (t) => {
   const h = await realTime(t);
   const tenant = ['--tenant', String(h.companyId)];
   // Bootstrap: no one has a credential yet, the operator prints the owner's first link.
@@ -175,11 +175,23 @@ test('users link for a user who already signs in needs an owner/admin code; the 
   });
   assert.notEqual(guessed.code, 0);
   assert.doesNotMatch(guessed.stdout, /\/enrol\//);
-  // Minting a new owner or admin is the same act; an employee is not.
+  // Minting a new person is the same act at every role: an employee is a human too (with its own
+  // session an agent would confirm the employee-floor writes a tenant reserves to people).
   const owner2 = await h.cli(['users', 'invite', '--name', 'Mallory', '--role', 'owner', ...tenant]);
   assert.equal(owner2.code, 3, owner2.stdout);
   const employee = await h.cli(['users', 'invite', '--name', 'Erin', '--role', 'employee', ...tenant]);
-  assert.equal(employee.code, 0, employee.stderr);
+  assert.equal(employee.code, 3, employee.stdout);
+  assert.match(employee.stderr, /human_required/);
+  assert.doesNotMatch(employee.stdout, /\/enrol\//);
+  const vouchedEmployee = await h.cli(
+    ['users', 'invite', '--name', 'Erin', '--role', 'employee', ...tenant],
+    {
+      tty: true,
+      prompt: promptWithCode(h.rt, h.companyId, owner, () => ''),
+    },
+  );
+  assert.equal(vouchedEmployee.code, 0, vouchedEmployee.stderr);
+  assert.match(vouchedEmployee.stdout, /\/enrol\//);
   const vouched = await h.cli(['users', 'link', String(ownerId), ...tenant], {
     tty: true,
     prompt: promptWithCode(h.rt, h.companyId, owner, () => ''),
