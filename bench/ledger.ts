@@ -36,7 +36,7 @@ import { verifyDatabaseFile } from '../src/runtime/ledger/verify/verify-file.ts'
 import { writeAuditExport } from '../src/runtime/ledger/verify/export.ts';
 import { verifyAuditExport } from '../src/runtime/ledger/verify/export-check.ts';
 import { archiveAuditLog, checkArchives } from '../src/runtime/ledger/retention/archive.ts';
-import { storedContinuity } from '../src/runtime/ledger/verify/verify.ts';
+import { storedContinuity } from '../src/runtime/ledger/verify/continuity-check.ts';
 import type { BenchResult } from './harness.ts';
 
 /** The ledger modules' results: bench/harness.ts BenchResult. */

@@ -13,7 +13,8 @@ import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { installNotesPack } from '../support/notes-pack.ts';
 import type { DispatchOptions } from '../../src/runtime/core.ts';
 import { archiveAuditLog, checkArchives } from '../../src/runtime/ledger/retention/archive.ts';
-import { storedContinuity, verifyStoreChain } from '../../src/runtime/ledger/verify/verify.ts';
+import { verifyStoreChain } from '../../src/runtime/ledger/verify/verify.ts';
+import { storedContinuity } from '../../src/runtime/ledger/verify/continuity-check.ts';
 import { verifyDatabaseFile } from '../../src/runtime/ledger/verify/verify-file.ts';
 import { dispatchAs } from '../support/keyed.ts';
 

@@ -28,14 +28,13 @@ import {
   keyMap,
   storeUnavailable,
   tenantWalker,
-  checkContinuity,
-  storedContinuity,
   type AuditVerifyReport,
   type ChainHead,
   type CheckpointRecord,
   type TrustFile,
   type VerifyOptions,
 } from './verify.ts';
+import { checkContinuity, storedContinuity } from './continuity-check.ts';
 import { checkStoredReceipts } from './receipt-check.ts';
 import type { ContinuityRecord } from '../keys/continuity.ts';
 

@@ -30,10 +30,10 @@ import {
   UNSIGNED_TAIL_LIMITS,
   SAME_STORE_WARNING,
   verifyStoreChain,
-  storedContinuity,
   type AuditVerifyReport,
   type TrustFile,
 } from '../../../runtime/ledger/verify/verify.ts';
+import { storedContinuity } from '../../../runtime/ledger/verify/continuity-check.ts';
 import { verifyDatabaseFile } from '../../../runtime/ledger/verify/verify-file.ts';
 import { sqliteQueryable } from '../../../store/sqlite/audit-file.ts';
 import { VerbError } from '../../../runtime/errors.ts';
