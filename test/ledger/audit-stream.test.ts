@@ -309,7 +309,7 @@ test('a webhook sink gets every audit row in order, once accepted, through a rec
   assert.ok(accepted.every((d) => Number(d.body.data.company_id) === h.companyId));
 });
 
-test('the webhook sink resumes after a restart, with no gap and no duplicate', async (t) => {
+test('the webhook sink resumes after a restart with no gap; a row repeated across the restart carries its webhook-id', async (t) => {
   if (process.env.SOLID_TEST_ENGINE === 'postgres') {
     t.skip('reopens the SQLite file');
     return;
@@ -355,10 +355,20 @@ test('the webhook sink resumes after a restart, with no gap and no duplicate', a
     }),
   );
   assert.ok(rx.accepted().length > seen, 'delivered after the restart');
+  // At least once (docs/webhooks.md, spec/audit.md §streaming): a row in flight when the first
+  // runtime closed may come again after the restart — with the same webhook-id and body, which is
+  // how the receiver drops it. Dropped so, the rows are the chain: every seq once, in order.
+  const byId = new Map<string, typeof rx.accepted extends () => Array<infer D> ? D : never>();
+  for (const d of rx.accepted()) {
+    const earlier = byId.get(d.id);
+    if (earlier !== undefined) assert.deepEqual(d.body, earlier.body, `a repeat of ${d.id} is the same row`);
+    else byId.set(d.id, d);
+  }
+  assert.ok(rx.accepted().length - byId.size <= 1, 'at most the one row in flight at the close repeats');
   const stored = await head();
   assert.equal(
     checkChain(
-      rx.accepted().map((d) => d.body.data),
+      [...byId.values()].map((d) => d.body.data),
       'restart',
     ),
     stored.length,
