@@ -44,7 +44,7 @@ node "$root/scripts/check-doc-links.mjs" "$installed" || fail "a link of the ins
 echo "== a plain .mjs: define a verb, dispatch it"
 cat > smoke.mjs <<'JS'
 import assert from 'node:assert/strict';
-import { createRuntime, defineVerb, SqliteStore } from 'solid-verbs';
+import { createRuntime, defineVerb, dispatchWithKey, SqliteStore } from 'solid-verbs';
 import pino from 'pino';
 
 const greet = defineVerb({
@@ -68,10 +68,10 @@ const rt = await createRuntime({
 rt.register(greet);
 const { company_id } = await rt.createTenant({ name: 'Smoke Shop', tier: 'starter' });
 const apiKey = await rt.createApiKey({ company_id, user_id: 1, role: 'owner', agent_type: 'smoke' });
-const env = await rt.dispatch({ apiKey, surface: 'cli' }, 'shop.greet', { name: 'Ada' });
+const env = await dispatchWithKey(rt, { surface: 'cli' }, apiKey, 'shop.greet', { name: 'Ada' });
 assert.equal(env.ok, true, JSON.stringify(env));
 assert.deepEqual(env.result.data, { greeting: 'hello Ada' });
-const bad = await rt.dispatch({ apiKey, surface: 'cli' }, 'shop.greet', { nom: 'Ada' });
+const bad = await dispatchWithKey(rt, { surface: 'cli' }, apiKey, 'shop.greet', { nom: 'Ada' });
 assert.equal(bad.ok, false);
 assert.equal(bad.error?.reason, 'invalid_input');
 await rt.close();

@@ -31,6 +31,8 @@ export { Secrets, loadSecrets } from './runtime/secrets.ts';
 export { formatCents } from './runtime/consent/typed-phrase.ts';
 export { verifyReceipt, type ReceiptVerification } from './runtime/ledger/keys/receipts.ts';
 export { type Caller, type DispatchOptions } from './runtime/core.ts';
+// Dispatching as the holder of an API key, as every transport does (the key resolves in identity).
+export { dispatchWithKey } from './identity/api-key-auth.ts';
 export { DEFAULT_BLOCKLIST } from './runtime/consent/blocklist.ts';
 export { PIPELINE_STEPS } from './runtime/dispatch.ts';
 export { systemVerbs } from './verbs/index.ts';
