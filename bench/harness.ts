@@ -134,3 +134,62 @@ export function pgFaultsSkipReason(): string | undefined {
     ? 'no PostgreSQL server binaries (pg_ctl) in SOLID_TEST_PG_BIN or /usr/lib/postgresql/*/bin: apt-get install postgresql'
     : undefined;
 }
+
+/** A ratio measured in ABBA rounds: the median, the extremes and every round's ratio. */
+export interface AbbaFigure {
+  /** Median of the system's figures over the rounds. */
+  value: number;
+  /** Median of the baseline's figures over the rounds. */
+  baseline: number;
+  /** Median of the per-round ratios (system ÷ baseline). */
+  ratio: number;
+  /** Smallest and largest per-round ratio. */
+  min: number;
+  max: number;
+  /** Every round's ratio, in order. */
+  ratios: number[];
+}
+
+/**
+ * Measure a system (A) against its bare baseline (B) in ABBA order for `rounds` rounds (≥ 5 for a
+ * published figure): even rounds run the baseline first, odd rounds the system first, so warm-up,
+ * drift and the order of a pair hit both sides alike. Each side's function returns one figure
+ * (ops/s or the like, higher is better); the per-round ratio is system ÷ baseline.
+ */
+export async function abba(
+  system: () => Promise<number>,
+  bare: () => Promise<number>,
+  rounds = 5,
+): Promise<AbbaFigure> {
+  const v: number[] = [];
+  const b: number[] = [];
+  const r: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    let vi: number;
+    let bi: number;
+    if (i % 2 === 0) {
+      bi = await bare();
+      vi = await system();
+    } else {
+      vi = await system();
+      bi = await bare();
+    }
+    v.push(vi);
+    b.push(bi);
+    r.push(vi / bi);
+  }
+  return {
+    value: median(v),
+    baseline: median(b),
+    ratio: median(r),
+    min: Math.min(...r),
+    max: Math.max(...r),
+    ratios: r,
+  };
+}
+
+/** "min / median / max" of an ABBA figure's ratios, for a result's notes. */
+export function abbaNote(f: AbbaFigure): string {
+  const x = (n: number) => n.toFixed(2);
+  return `ratio min/median/max ${x(f.min)} / ${x(f.ratio)} / ${x(f.max)} over ${f.ratios.length} ABBA rounds`;
+}
