@@ -281,6 +281,7 @@ export function parseApiKey(apiKey: unknown): { keyId: string; secret: string } 
 }
 
 interface CachedKey {
+  keyId: string;
   hash: Buffer;
   principal: Principal;
   revoked: boolean;
@@ -292,9 +293,12 @@ interface CachedTenant {
   loadedAt: number;
 }
 
+/** How many presented keys whose secret was verified are remembered (see Tenants.authenticate). */
+const VERIFIED_KEYS_MAX = 1024;
+
 /**
  * Authentication and tenant lookups with a short cache (revocation and tier changes take effect
- * within `cacheTtlMs`, default 5 s, on every node). A key's `last_used_at` (api_keys.list) is
+ * within `cacheTtlMs`, default 5 s, on every node; at once in the process that made them). A key's `last_used_at` (api_keys.list) is
  * written at most once per `lastUsedGrainMs` (default 60 s) per key and process, after the call
  * that used it and outside its transaction: it is accurate to that grain.
  */
@@ -302,6 +306,14 @@ export class Tenants {
   readonly #store: Store;
   readonly #logger: Logger | undefined;
   readonly #keys = new Map<string, CachedKey>();
+  /**
+   * Presented keys whose secret matched, each with the key entry it matched (at most
+   * VERIFIED_KEYS_MAX, oldest dropped first). A hit counts only while that entry is still the
+   * one in #keys: a revocation, invalidate() or the TTL reload replaces or drops it, and the next
+   * call hashes the secret again. Only a key that verified gets here, so a guessed secret never
+   * meets a stored one in a comparison (the Map matches whole strings, by their hash first).
+   */
+  readonly #verified = new Map<string, CachedKey>();
   readonly #tenants = new Map<number, CachedTenant>();
   /** Per key id: when this process last wrote its last_used_at (ms since the epoch). */
   readonly #usedWritten = new Map<string, number>();
@@ -391,6 +403,7 @@ export class Tenants {
   /** Forget cached facts (after an update in this process). */
   invalidate(): void {
     this.#keys.clear();
+    this.#verified.clear();
     this.#tenants.clear();
   }
 
@@ -399,6 +412,14 @@ export class Tenants {
    * wrong or revoked key (the message never says which, to avoid an oracle).
    */
   async authenticate(apiKey: unknown, agentType?: string): Promise<Principal> {
+    // The hot path: this exact key verified before, and its entry is still the live one (not
+    // revoked, reloaded or invalidated since): no parse, no hash. Expiry is checked every call.
+    const hit = typeof apiKey === 'string' ? this.#verified.get(apiKey) : undefined;
+    if (hit !== undefined) {
+      if (this.#keys.get(hit.keyId) === hit && !hit.revoked && Date.now() - hit.loadedAt < this.cacheTtlMs)
+        return this.#accept(hit, agentType);
+      this.#verified.delete(apiKey as string);
+    }
     const parsed = parseApiKey(apiKey);
     const invalid = refuse.authInvalid;
     if (typeof apiKey === 'string' && apiKey.startsWith(PLATFORM_KEY_PREFIX))
@@ -433,6 +454,7 @@ export class Tenants {
       }
       const scope = scopeOfRow(row.scope, row.expires_at);
       c = {
+        keyId: parsed.keyId,
         hash: Buffer.from(row.secret_hash as string, 'hex'),
         revoked: row.revoked_at !== null && row.revoked_at !== undefined,
         principal: agentPrincipal({
@@ -455,6 +477,13 @@ export class Tenants {
       err.keyAttribution = { company_id: c.principal.company_id, key_id: parsed.keyId, revoked: c.revoked };
       throw err;
     }
+    if (this.#verified.size >= VERIFIED_KEYS_MAX) this.#verified.delete(this.#verified.keys().next().value!);
+    this.#verified.set(apiKey as string, c);
+    return this.#accept(c, agentType);
+  }
+
+  /** The principal of a key whose secret matched: refused when expired, its use noted. */
+  #accept(c: CachedKey, agentType: string | undefined): Principal {
     const expiresAt = c.principal.scope?.expires_at;
     if (expiresAt !== undefined && Date.parse(expiresAt) <= this.#now().getTime()) {
       // The right secret: saying "expired" reveals nothing the holder does not know.
@@ -463,13 +492,13 @@ export class Tenants {
       });
       err.keyAttribution = {
         company_id: c.principal.company_id,
-        key_id: parsed.keyId,
+        key_id: c.keyId,
         revoked: false,
         expired: true,
       };
       throw err;
     }
-    this.#noteUse(parsed.keyId);
+    this.#noteUse(c.keyId);
     return agentType === undefined ? c.principal : { ...c.principal, agent_type: agentType };
   }
 
