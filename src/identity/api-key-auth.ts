@@ -9,7 +9,7 @@
  *
  * Spec: spec/transports.md §auth, spec/audit.md §auth-failures.
  */
-import type { Envelope } from '../spec/types.ts';
+import type { Envelope, Principal } from '../spec/types.ts';
 import type { Caller, DispatchOptions } from '../runtime/core.ts';
 import { VerbError } from '../runtime/errors.ts';
 import { StoreError } from '../store/store.ts';
@@ -79,8 +79,12 @@ export function authFailure(
   return rt.recordRefusal(caller, verb, e, 'auth');
 }
 
-/** Authenticate `apiKey` (authenticateKey), then dispatch `verb` as that caller; a bad key answers auth_invalid. */
-export async function dispatchWithKey(
+/**
+ * Authenticate `apiKey` (as authenticateKey), then dispatch `verb` as that caller; a bad key
+ * answers the audited auth_invalid (authFailure). One promise chain, no async wrappers: this is
+ * every keyed call's path.
+ */
+export function dispatchWithKey(
   rt: KeyDispatchRuntime,
   caller: Caller,
   apiKey: string | null | undefined,
@@ -88,8 +92,18 @@ export async function dispatchWithKey(
   args?: unknown,
   options?: DispatchOptions,
 ): Promise<Envelope> {
-  const authed = await authenticateKey(rt, caller, apiKey, verb);
-  return 'ok' in authed ? authed : rt.dispatch(authed, verb, args, options);
+  if (caller.principal != null || apiKey == null || apiKey === '')
+    return rt.dispatch(caller, verb, args, options);
+  let authed: Promise<Principal>;
+  try {
+    authed = rt.tenants.authenticate(apiKey);
+  } catch (err) {
+    return authFailure(rt, caller, verb, err);
+  }
+  return authed.then(
+    (principal) => rt.dispatch({ ...caller, principal }, verb, args, options),
+    (err: unknown) => authFailure(rt, caller, verb, err),
+  );
 }
 
 /**
