@@ -176,6 +176,21 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
     }
   }
 
+  // The keyed views of the runtime by key (a connection's calls carry one key): a view holds no
+  // state, so the same key may reuse it; each call still authenticates. A Map (matched by hash
+  // first), not a string comparison with the last key, so no key is compared with another.
+  const keyed = new Map<string, Runtime>();
+  function keyedFor(apiKey: string | null | undefined): Runtime {
+    if (apiKey == null || apiKey === '') return keyedRuntime(rt, apiKey);
+    let view = keyed.get(apiKey);
+    if (view === undefined) {
+      if (keyed.size >= 16) keyed.clear();
+      view = keyedRuntime(rt, apiKey);
+      keyed.set(apiKey, view);
+    }
+    return view;
+  }
+
   async function callToolWith(
     params: Record<string, unknown> | undefined,
     extra: McpExtra,
@@ -185,7 +200,7 @@ export function createMcpServer(rt: Runtime, options: McpServerOptions = {}): Se
     const args = (params?.arguments ?? {}) as Record<string, unknown>;
     const { narrowing, apiKey, ...creds } = options.credentials?.(extra) ?? {};
     // An API key is authenticated (through src/identity) by each dispatch and refusal of this call.
-    const crt = keyedRuntime(rt, apiKey);
+    const crt = keyedFor(apiKey);
     const narrowed = narrowSelection(toolsets, narrowing?.toolsets);
     const caller: Caller = {
       ...creds,
