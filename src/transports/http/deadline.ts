@@ -49,11 +49,19 @@ export function installRequestDeadline(app: FastifyInstance, rt: Runtime, timeou
     arm(request, reply, timeoutMs);
     reply.raw.once('close', () => clearTimeout(timers.get(request)));
   });
-  app.addHook('preHandler', async (request, reply) => {
-    if (namesWaitingVerb(request, rt)) arm(request, reply, timeoutMs + MAX_WAIT_MS);
+  // Callback hooks where they cannot answer: a promise per hook is a tick per request.
+  app.addHook('preHandler', (request, reply, done) => {
+    try {
+      if (namesWaitingVerb(request, rt)) arm(request, reply, timeoutMs + MAX_WAIT_MS);
+    } catch (err) {
+      done(err as Error);
+      return;
+    }
+    done();
   });
-  app.addHook('onResponse', async (request) => {
+  app.addHook('onResponse', (request, _reply, done) => {
     clearTimeout(timers.get(request));
+    done();
   });
 }
 
@@ -101,8 +109,9 @@ export function installClosingEnvelope(app: FastifyInstance): void {
   // A response finished while closing leaves its keep-alive connection idle: close it then, or
   // server.close() would wait for the client's keep-alive timeout (Node closes idle connections
   // only when close() starts).
-  app.addHook('onResponse', async () => {
+  app.addHook('onResponse', (_request, _reply, done) => {
     if (closing) setImmediate(() => app.server.closeIdleConnections());
+    done();
   });
   app.addHook('onRequest', async (request, reply) => {
     if (!closing) return;
