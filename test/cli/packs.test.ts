@@ -18,6 +18,7 @@ import { serve, stop, BIN } from '../reliability/serve-process.ts';
 import { openLocal } from '../../src/transports/cli/local.ts';
 import { refreshPacks } from '../../src/transports/cli/commands/mcp.ts';
 import { definePack, PackError } from '../../src/runtime/pack.ts';
+import { resultOf } from '../support/mcp.ts';
 
 const INDEX = fileURLToPath(new URL('../../src/index.ts', import.meta.url));
 
@@ -347,6 +348,6 @@ describe('solid --pack and solid.config.js', () => {
     assert.ok(tools.includes('shop__item_count'), tools.join(' '));
     const call = await client.callTool({ name: 'shop__item_count', arguments: {} });
     assert.notEqual(call.isError, true, JSON.stringify(call));
-    assert.deepEqual((call.structuredContent as { data: unknown }).data, { items: 0 });
+    assert.deepEqual((resultOf(call) as { data: unknown }).data, { items: 0 });
   });
 });

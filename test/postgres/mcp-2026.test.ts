@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { Client as ModernClient, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { PG_SKIP_REASON, TEST_DATABASE_URL, freshSchemaName, dropSchema } from '../support/postgres.ts';
 import { deploy, inspect, startServes } from './harness.ts';
+import { resultOf } from '../support/mcp.ts';
 
 describe(
   'MCP 2026-07-28 on two nodes',
@@ -61,12 +62,12 @@ describe(
       const saved = await client.callTool({ name: 'macros__save', arguments: args, _meta });
       assert.notEqual(saved.isError, true, JSON.stringify(saved));
       const again = await client.callTool({ name: 'macros__save', arguments: args, _meta });
-      const first = saved.structuredContent as { audit_id: number; macro_id: string };
-      const replay = again.structuredContent as { audit_id: number; replayed?: boolean };
+      const first = resultOf(saved) as { audit_id: number; macro_id: string };
+      const replay = resultOf(again) as { audit_id: number; replayed?: boolean };
       assert.equal(replay.replayed, true, JSON.stringify(again));
       assert.equal(replay.audit_id, first.audit_id);
       const listed = await client.callTool({ name: 'macros__list', arguments: {} });
-      assert.ok(JSON.stringify(listed.structuredContent).includes(first.macro_id));
+      assert.ok(JSON.stringify(resultOf(listed)).includes(first.macro_id));
       assert.deepEqual(new Set(answeredBy), new Set(origins.map((o) => o.host)), 'both nodes answered');
       await inspect(d, async (c) => {
         const rows = await c.query(

@@ -32,7 +32,7 @@ import { META } from '../../src/transports/mcp/meta-keys.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 import type { McpRuntime as Runtime } from '../../src/transports/runtime-surface.ts';
 import type { TestContext } from 'node:test';
-import { listAllTools } from '../support/mcp.ts';
+import { listAllTools, resultOf } from '../support/mcp.ts';
 import { errorEnvelopeOf } from '../../src/transports/mcp/envelope-map.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/solid.js', import.meta.url));
@@ -243,7 +243,7 @@ test(
       'the new verb is a tool',
     );
     const pong = (await client.callTool({ name: 'bridge_test__ping', arguments: {} })) as CallToolResult;
-    assert.deepEqual((pong.structuredContent as { data: unknown }).data, { pong: true });
+    assert.deepEqual((resultOf(pong) as { data: unknown }).data, { pong: true });
 
     // Server down: the tools stay listed, a call answers upstream_unavailable (no hang).
     await f.stop();

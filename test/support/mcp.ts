@@ -5,6 +5,7 @@
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { jsonResultOf } from '../../src/transports/mcp/envelope-map.ts';
 
 /** Every tool the server lists, following nextCursor. */
 export async function listAllTools(client: Client): Promise<Tool[]> {
@@ -35,4 +36,12 @@ export function mcpServerSnippets(doc: string): ServerEntry[] {
     if (parsed.mcpServers) out.push(...Object.values(parsed.mcpServers));
   }
   return out;
+}
+
+/**
+ * The verb result a successful tool result carries: its one text block, parsed (our answers have
+ * no structuredContent, spec/transports.md §mcp-results); undefined for an isError result.
+ */
+export function resultOf(r: unknown): unknown {
+  return jsonResultOf(r as { isError?: boolean; content?: unknown });
 }

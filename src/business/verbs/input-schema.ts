@@ -28,7 +28,7 @@ export function centsProp(description: string, minimum = 1): JsonSchema {
     type: 'integer',
     minimum,
     maximum: 100_000_000_00,
-    description: `${description} Integer cents (USD): 5000 is $50.00.`,
+    description: `${description} In cents: 5000 is $50.00.`,
   };
 }
 
@@ -38,7 +38,7 @@ export function timeProp(description: string): JsonSchema {
     type: 'string',
     format: 'date-time',
     pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})$',
-    description: `${description} ISO 8601 with an offset, e.g. 2026-05-25T09:00:00-06:00.`,
+    description: `${description} ISO 8601 with offset.`,
   };
 }
 
@@ -59,13 +59,13 @@ export const PAGE_PROPS: Readonly<Record<string, JsonSchema>> = {
     minimum: 1,
     maximum: 200,
     default: 25,
-    description: 'Most items to return (1..200, default 25).',
+    description: 'Most items to return.',
   },
   offset: {
     type: 'integer',
     minimum: 0,
     maximum: 1_000_000,
     default: 0,
-    description: 'Items to skip, for the next page use next_offset from the previous answer.',
+    description: 'Items to skip: next_offset of the previous page.',
   },
 };

@@ -28,6 +28,19 @@ function verbOfTool(tool: { name: string; _meta?: Record<string, unknown> }, kno
 
 type Schema = Record<string, unknown>;
 
+/** True when `content` is one text block holding a JSON object (a tool result without structuredContent). */
+function jsonObjectText(content: unknown): boolean {
+  if (!Array.isArray(content) || content.length !== 1) return false;
+  const block = content[0] as { type?: unknown; text?: unknown };
+  if (block?.type !== 'text' || typeof block.text !== 'string') return false;
+  try {
+    const v = JSON.parse(block.text) as unknown;
+    return v !== null && typeof v === 'object' && !Array.isArray(v);
+  } catch {
+    return false;
+  }
+}
+
 /** A schema node's JSON types, `null` left out (a projection may drop or add it); undefined when it names none. */
 function typesOf(node: Schema): string[] | undefined {
   const t = node.type;
@@ -207,7 +220,8 @@ export const parityChecks: Check[] = [
   {
     id: 'parity.mcp_call',
     section: 'parity',
-    requirement: 'tools/call of a read verb answers its result as structuredContent, not isError.',
+    requirement:
+      'tools/call of a read verb answers its result as JSON (structuredContent, or a text block holding the JSON object), not isError.',
     spec: 'spec/transports.md §mcp-results',
     needs: { mcp: true },
     async run(ctx) {
@@ -223,9 +237,14 @@ export const parityChecks: Check[] = [
           request,
           answer: result.structuredContent ?? result.content,
         });
-      if (result.structuredContent === null || typeof result.structuredContent !== 'object')
-        return fail(`${tool} answered no structuredContent`, { request, answer: result });
-      return pass(`${tool}: structuredContent`, { request, answer: { isError: false } });
+      if (result.structuredContent !== null && typeof result.structuredContent === 'object')
+        return pass(`${tool}: structuredContent`, { request, answer: { isError: false } });
+      if (jsonObjectText(result.content))
+        return pass(`${tool}: the result as JSON text`, { request, answer: { isError: false } });
+      return fail(`${tool} answered neither structuredContent nor a JSON text block`, {
+        request,
+        answer: result,
+      });
     },
   },
   {

@@ -1,17 +1,20 @@
 /**
  * envelopeToToolResult(envelope): THE mapping from an envelope to an MCP `CallToolResult`. Pure.
  *
- *   ok          structuredContent = envelope.result (valid against the tool's outputSchema),
- *               content = one text block with a JSON copy of the result (capped, see below),
- *               _meta = dev.solid-verbs/{audit_id, idempotency_key, rollback_handle, replayed,
- *               tenant (keyless calls: the sandbox that answered)}
+ *   ok          content = one text block holding the result as compact JSON (the whole result),
+ *               NO structuredContent; _meta = dev.solid-verbs/{audit_id, idempotency_key,
+ *               rollback_handle, replayed, tenant (keyless calls: the sandbox that answered)}.
+ *               Why text only: MCP (2025-06-18 through 2026-07-28, server/tools "Structured
+ *               Content") makes structuredContent optional for a tool without an outputSchema
+ *               (our tools have none, tool-catalog.ts) and says a tool that returns it SHOULD
+ *               also return the serialized JSON as text "for backwards compatibility"; hosts
+ *               forward `content` to the model (several read nothing else), so the text is the
+ *               copy to keep, and a second copy doubled every answer (2.1× the HTTP envelope).
+ *               `jsonResultOf` reads the result back.
  *   not ok      isError: true, NO structuredContent, content = two text blocks: one line
  *               "reason: message — hint" (a model that reads only the first still
  *               self-corrects), then the WHOLE envelope as JSON (reason, message, hint, path,
- *               details, consent…; `errorEnvelopeOf` reads it back). structuredContent is left
- *               out because the tool's outputSchema describes the success result only and the
- *               SDK v1 Client (1.32, client/index.js callTool) validates structuredContent
- *               whenever it is present, isError or not (typescript-sdk#1943)
+ *               details, consent…; `errorEnvelopeOf` reads it back)
  *   pending     as not ok; the hint says how to consent ON MCP: the consent options ride in the
  *               request's `_meta` (dev.solid-verbs/confirm + dev.solid-verbs/nonce), never in
  *               the arguments, and a typed phrase is never typed by the model (out-of-band
@@ -20,11 +23,10 @@
  *               to call the same tool again with the same arguments
  *
  * Size: stdio caps one message at 10 MiB (SDK STDIO_DEFAULT_MAX_BUFFER_SIZE) and closes the
- * connection past it, so results are trimmed HERE, never by the transport: the text copy is cut
- * at `maxTextBytes` (default 1 MiB) with a note that structuredContent is complete, and a result
- * whose JSON exceeds `maxResultBytes` (default 4 MiB) is answered as an isError envelope with
- * reason result_too_large and a hint to page or filter. Worst case on the wire:
- * 4 MiB + 2 × 1 MiB (JSON escaping of the text copy) + framing, well under 10 MiB.
+ * connection past it, so results are bounded HERE, never by the transport: a result whose JSON
+ * exceeds `maxResultBytes` (default 4 MiB) is answered as an isError envelope with reason
+ * result_too_large and a hint to page or filter. Worst case on the wire: the 4 MiB text JSON-
+ * escaped (at most 2×) + framing, under 10 MiB.
  *
  * Spec: spec/transports.md §mcp-results.
  */
@@ -32,17 +34,17 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Envelope } from '../../spec/types.ts';
 import { META } from './meta-keys.ts';
 
-/** Largest result (bytes of its JSON) sent as structuredContent by default: 4 MiB. */
+/** Largest result (bytes of its JSON) sent in one answer by default: 4 MiB. */
 export const DEFAULT_MAX_RESULT_BYTES = 4 * 1024 * 1024;
-/** Largest text copy of a result by default: 1 MiB. */
+/** @deprecated The text is the only copy of a result now (never cut); kept for importers. */
 export const DEFAULT_MAX_TEXT_BYTES = 1024 * 1024;
 
 /** Byte limits of an MCP tool result. spec/transports.md §mcp-results */
 export interface ResultLimits {
-  /** Largest result (bytes of its JSON) sent as structuredContent; above → result_too_large. */
+  /** Largest result (bytes of its JSON) sent in one answer; above → result_too_large. */
   maxResultBytes: number;
-  /** Largest text copy (bytes); above → cut, with a note. */
-  maxTextBytes: number;
+  /** @deprecated Ignored: the text is the only copy of a result, bounded by maxResultBytes. */
+  maxTextBytes?: number;
 }
 
 export interface ToolResultOptions {
@@ -56,22 +58,36 @@ export interface ToolResultOptions {
 /** Map an envelope to the tool result (see the header). */
 export function envelopeToToolResult(envelope: Envelope, options: ToolResultOptions): CallToolResult {
   const maxResult = options.limits?.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
-  const maxText = options.limits?.maxTextBytes ?? DEFAULT_MAX_TEXT_BYTES;
   if (!envelope.ok) return errorResult(withMcpHint(envelope, options));
-  const result = envelope.result ?? {};
-  const json = JSON.stringify(result);
+  const json = JSON.stringify(envelope.result ?? {});
   // A UTF-16 unit is at most 3 UTF-8 bytes: short results skip the byte count.
-  const bytes =
-    json.length * 3 <= Math.min(maxText, maxResult) ? json.length : Buffer.byteLength(json, 'utf8');
+  const bytes = json.length * 3 <= maxResult ? json.length : Buffer.byteLength(json, 'utf8');
   if (bytes > maxResult) return errorResult(tooLarge(envelope, bytes, maxResult));
-  const text =
-    bytes <= maxText
-      ? json
-      : `${cutUtf8(json, maxText)}… [text copy cut at ${maxText} of ${bytes} bytes; structuredContent holds the complete result]`;
-  const out: CallToolResult = { content: [{ type: 'text', text }], structuredContent: result };
+  const out: CallToolResult = { content: [{ type: 'text', text: json }] };
   const meta = resultMeta(envelope);
   if (meta !== undefined) out._meta = meta;
   return out;
+}
+
+/**
+ * The result of a successful tool result of ours (its one text block, parsed); undefined for an
+ * isError result or one that is not ours. For clients and tests of this server.
+ */
+export function jsonResultOf(result: { isError?: boolean; content?: unknown }): unknown {
+  if (result.isError === true || !Array.isArray(result.content) || result.content.length !== 1)
+    return undefined;
+  const block = result.content[0] as { type?: string; text?: unknown } | undefined;
+  if (block?.type !== 'text' || typeof block.text !== 'string') return undefined;
+  try {
+    return JSON.parse(block.text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A successful tool result holding `result` as its compact JSON text (the meta tools' answers). */
+export function jsonToolResult(result: unknown): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(result) }] };
 }
 
 function errorResult(envelope: Envelope): CallToolResult {
@@ -180,13 +196,4 @@ function tooLarge(envelope: Envelope, bytes: number, limit: number): Envelope {
   if (envelope.idempotency_key !== undefined) out.idempotency_key = envelope.idempotency_key;
   if (envelope.rollback_handle !== undefined) out.rollback_handle = envelope.rollback_handle;
   return out;
-}
-
-/** The longest prefix of `s` whose UTF-8 encoding fits in `maxBytes` (never splits a character). */
-function cutUtf8(s: string, maxBytes: number): string {
-  const buf = Buffer.from(s, 'utf8');
-  if (buf.length <= maxBytes) return s;
-  let end = maxBytes;
-  while (end > 0 && (buf[end]! & 0xc0) === 0x80) end--;
-  return buf.subarray(0, end).toString('utf8');
 }

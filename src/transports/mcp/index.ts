@@ -25,6 +25,7 @@ export { ToolCatalog, projectVerb, MCP_SURFACE, type CatalogEntry } from './tool
 export {
   envelopeToToolResult,
   errorEnvelopeOf,
+  jsonResultOf,
   DEFAULT_MAX_RESULT_BYTES,
   DEFAULT_MAX_TEXT_BYTES,
   type ResultLimits,

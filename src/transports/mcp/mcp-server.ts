@@ -114,8 +114,8 @@ export const PACKAGE_VERSION = (
 ).version;
 
 export const SERVER_INSTRUCTIONS =
-  'Each tool is a solid-verbs verb acting on a real business. structuredContent is the verb result; an isError result has no ' +
-  'structuredContent: its text is "reason: message — hint", then the whole envelope as JSON: branch on error.reason and follow error.hint. ' +
+  'Each tool is a solid-verbs verb acting on a real business. A result is the verb result as JSON text; an isError result is ' +
+  '"reason: message — hint", then the whole envelope as JSON: branch on error.reason and follow error.hint. ' +
   'A write answers a receipt: status and audit_id (give it to audit.revert to undo), and when they apply rollback_handle, ' +
   'idempotency_key, timestamp, replayed and attestation (a signature of the audit row). Writes needing consent answer dispatch_pending: for a confirmation, ask the ' +
   `human, then call again with the same arguments and _meta {"${META.confirm}": true, "${META.nonce}": "<consent.nonce>"} ` +

@@ -2,9 +2,9 @@
  * The `_meta` keys of the MCP projection, all under our own reverse-DNS prefix
  * (`dev.solid-verbs/…`; MCP reserves prefixes whose second label is `modelcontextprotocol` or `mcp`).
  *
- * On each tool (tools/list):   verb, consent_class; role_floor when not the class default,
+ * On each tool (tools/list):   consent_class on writes; role_floor when not the class default,
  *                              tier_floor above starter, revertible on writes (tool-catalog.ts).
- *                              shape and side_effects are kept for other projections.
+ *                              No verb key: the tool name is the verb name with "__" for ".".
  * On a tools/call request:     idempotency_key, confirm, nonce. They ride in `params._meta`, not
  *                              in `arguments`, so a tool's inputSchema stays the verb's own.
  * On a tools/call result:      audit_id, idempotency_key, rollback_handle, replayed; tenant
@@ -19,7 +19,6 @@ export const META_PREFIX = 'dev.solid-verbs/';
 /** The `_meta` keys solid-verbs puts on MCP tools and results, by purpose. spec/transports.md §mcp */
 export const META = {
   // tools/list
-  verb: `${META_PREFIX}verb`,
   consentClass: `${META_PREFIX}consent_class`,
   roleFloor: `${META_PREFIX}role_floor`,
   tierFloor: `${META_PREFIX}tier_floor`,

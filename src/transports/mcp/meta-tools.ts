@@ -21,7 +21,7 @@ import type { McpRuntime as Runtime } from '../runtime-surface.ts';
 import type { CompiledVerb } from '../../runtime/verb.ts';
 import type { Envelope } from '../../spec/types.ts';
 import type { CoreReason } from '../../spec/reasons.ts';
-import { envelopeToToolResult } from './envelope-map.ts';
+import { envelopeToToolResult, jsonToolResult } from './envelope-map.ts';
 import { META } from './meta-keys.ts';
 import { MCP_SURFACE } from './tool-catalog.ts';
 import { refuse } from '../../runtime/refusals.ts';
@@ -226,10 +226,7 @@ export function searchVerbs(
     description: oneLine(v.definition.description),
   }));
   const result = { verbs, total: scored.length, toolsets: sets };
-  return {
-    structuredContent: result,
-    content: [{ type: 'text', text: JSON.stringify(result) }],
-  };
+  return jsonToolResult(result);
 }
 
 /** 0 = no match; otherwise higher is better (a word in the name counts most). No words: 1. */
@@ -270,5 +267,5 @@ export function describeVerb(
   const found = reachableVerb(rt, toolsets, args.name, DESCRIBE_VERB);
   if (isRefusal(found)) return envelopeToToolResult(found, { toolName: DESCRIBE_VERB });
   const record = found.record as unknown as Record<string, unknown>;
-  return { structuredContent: record, content: [{ type: 'text', text: JSON.stringify(record) }] };
+  return jsonToolResult(record);
 }

@@ -24,6 +24,7 @@
  *                                                   and its absence is mapped back to null on
  *                                                   the call (`nullFill`)
  *   pattern beside format date-time                 dropped (the format says it; both enforced)
+ *   input maxLength ≥ 100 (a free-text cap)         dropped (enforced by the runtime)
  *   root                                            type "object", `properties` always present
  *
  * Spec: spec/transports.md §mcp-schemas.
@@ -44,6 +45,9 @@ export interface PortableSchema {
 }
 
 const ROOT_BASE = 'urn:solid-verbs:schema';
+
+/** An input `maxLength` at or above this is a cap on free text, left out of the projection. */
+export const LONG_TEXT_CAP = 100;
 
 /** Keywords that never reach the projection. */
 const DROPPED = new Set([
@@ -207,6 +211,9 @@ class Rewriter {
       if (DROPPED.has(k)) continue;
       // A bound at the largest safe integer says nothing to a model (JSON numbers past it are not exact anyway).
       if (k === 'maximum' && typeof v === 'number' && v >= Number.MAX_SAFE_INTEGER) continue;
+      // A cap on free text (a name, a note, a cursor) is a guard against abuse, not something a
+      // model writes near: input schemas leave it out (§mcp-tool-budget); the runtime enforces it.
+      if (k === 'maxLength' && this.mode === 'input' && typeof v === 'number' && v >= LONG_TEXT_CAP) continue;
       // A pattern beside format date-time repeats the format (RFC 3339: offset included); the
       // runtime still checks both, and the bytes go to the null branches (§mcp-tool-budget).
       if (k === 'pattern' && node.format === 'date-time') continue;

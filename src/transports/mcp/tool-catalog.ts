@@ -5,24 +5,26 @@
  *
  *   name          the registry's tool name (`verb.toolName`: dots → "__"; the registry refuses
  *                 collisions, so the projection is reversible; tools/call accepts both forms)
- *   title         the verb's title
+ *   title         the verb's title, only when it says more than the name (a title whose words
+ *                 all appear in the name, "Search contacts" for crm_contacts_search, is left out:
+ *                 hosts show the name then)
  *   description   the verb's description
  *   inputSchema   the verb's input schema in the portable subset (portable-schema.ts), or in
  *                 the dialect of a schema profile (schema-profiles.ts: openai-strict, gemini;
  *                 each profile projected once per verb, on first use)
- *   outputSchema  the SUCCESS result only (compactOutputSchema: structure without annotations
- *                 or value constraints, the shape's shared optional fields left out). An error
- *                 is an isError result without structuredContent (envelope-map.ts), so the SDK
- *                 v1 Client, which validates structuredContent whenever present, never checks
- *                 an envelope against it (typescript-sdk#1943).
+ *   outputSchema  none: MCP never requires one, and without it the answer is the compact JSON
+ *                 text alone (envelope-map.ts); the shape's output schema is the manifest's
+ *                 (verbs.list, describe_verb)
  *   annotations   only the hints that differ from MCP's defaults:
  *                 readOnlyHint: true    class READ and consent not delegated
  *                 destructiveHint: false  a write that is none of: WRITE_FINANCIAL,
  *                                  IRREVERSIBLE, without a revert handler, delegated
  *                 idempotentHint: true  a write that declares `idempotent`
  *                 openWorldHint: false  unless the verb declares `open_world`
- *   _meta         dev.solid-verbs/{verb, consent_class; role_floor when not the class default,
- *                 tier_floor above starter, revertible on writes} (meta-keys.ts)
+ *   _meta         dev.solid-verbs/{consent_class on writes (a read's is READ: readOnlyHint); role_floor when not the class default,
+ *                 tier_floor above starter, revertible on writes} (meta-keys.ts), left out when
+ *                 empty (a read at the starter tier with its class's floor); the verb name
+ *                 is the tool name with "__" as "." (or the name itself when it has no dot)
 
  * tools/list is paginated with an opaque cursor (the last tool name of the previous page,
  * base64url), so a page boundary survives verbs being added or removed between pages.
@@ -31,9 +33,10 @@
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { McpRuntime as Runtime } from '../runtime-surface.ts';
+import type { JsonSchema } from '../../spec/types.ts';
 import { ROLE_FLOOR_OF_CLASS, type CompiledVerb } from '../../runtime/verb.ts';
 import { META } from './meta-keys.ts';
-import { compactOutputSchema, restoreNulls, toPortableSchema } from './portable-schema.ts';
+import { restoreNulls, toPortableSchema } from './portable-schema.ts';
 import { profileInputSchema, toVerbArgs, type ProfiledInput, type SchemaProfile } from './schema-profiles.ts';
 
 /** The surface a verb must list to be projected onto MCP (stdio and Streamable HTTP alike). */
@@ -51,6 +54,8 @@ export interface CatalogEntry {
   /** The served profile of `tool.inputSchema` and how its arguments map back (schema-profiles.ts). */
   profile: SchemaProfile;
   input: ProfiledInput;
+  /** A preview's write whose arguments it takes (its argument descriptions are that tool's). */
+  argumentsOf?: CompiledVerb;
 }
 
 /**
@@ -197,11 +202,13 @@ export class ToolCatalog {
     let projected = this.#projected.get(profile);
     if (projected === undefined) this.#projected.set(profile, (projected = new WeakMap()));
     const entries: CatalogEntry[] = [];
-    for (const v of this.#rt.registry.all()) {
-      if (!v.surfaces.includes(MCP_SURFACE)) continue;
+    const verbs = this.#rt.registry.all().filter((v) => v.surfaces.includes(MCP_SURFACE));
+    const writeOf = previewWrites(verbs);
+    for (const v of verbs) {
+      const argumentsOf = writeOf.get(v);
       let e = projected.get(v);
-      if (e === undefined) {
-        e = projectVerb(v, profile);
+      if (e === undefined || e.argumentsOf !== argumentsOf) {
+        e = projectVerb(v, profile, argumentsOf);
         projected.set(v, e);
       }
       entries.push(e);
@@ -223,12 +230,47 @@ export class ToolCatalog {
   }
 }
 
-/** Project one compiled verb onto an MCP Tool, its input schema in `profile`'s dialect (pure). */
-export function projectVerb(verb: CompiledVerb, profile: SchemaProfile = 'default'): CatalogEntry {
+/**
+ * Each preview verb (shape `preview`) whose input schema is exactly that of one write on MCP,
+ * mapped to that write: the preview's tool says its arguments once, by naming the write's tool.
+ */
+function previewWrites(verbs: readonly CompiledVerb[]): Map<CompiledVerb, CompiledVerb> {
+  const writes = new Map<string, CompiledVerb[]>();
+  for (const v of verbs) {
+    if (!v.isWrite) continue;
+    const key = JSON.stringify(v.inputSchema);
+    writes.set(key, [...(writes.get(key) ?? []), v]);
+  }
+  const out = new Map<CompiledVerb, CompiledVerb>();
+  for (const v of verbs) {
+    if (v.shape !== 'preview' || v.isWrite) continue;
+    const same = writes.get(JSON.stringify(v.inputSchema));
+    if (same?.length === 1) out.set(v, same[0]!);
+  }
+  return out;
+}
+
+/**
+ * Project one compiled verb onto an MCP Tool, its input schema in `profile`'s dialect (pure).
+ * With `argumentsOf` (a preview's write taking the same arguments): the input schema carries no
+ * descriptions, and the description says whose arguments they are (unless it names that tool).
+ */
+export function projectVerb(
+  verb: CompiledVerb,
+  profile: SchemaProfile = 'default',
+  argumentsOf?: CompiledVerb,
+): CatalogEntry {
   const def = verb.definition;
   const input = toPortableSchema(verb.inputSchema, 'input');
-  const served = profileInputSchema(input.schema, profile, input.nullFill);
-  const output = toPortableSchema(verb.outputSchema, 'output').schema;
+  const portable = argumentsOf === undefined ? input.schema : withoutDescriptions(input.schema);
+  const served = profileInputSchema(portable, profile, input.nullFill);
+  let description = def.description;
+  if (
+    argumentsOf !== undefined &&
+    !description.includes(argumentsOf.name) &&
+    !description.includes(argumentsOf.toolName)
+  )
+    description += ` Arguments as ${argumentsOf.toolName}.`;
   const readOnly = !verb.isWrite;
   const destructive =
     !readOnly &&
@@ -236,17 +278,19 @@ export function projectVerb(verb: CompiledVerb, profile: SchemaProfile = 'defaul
       verb.consentClass === 'WRITE_FINANCIAL' ||
       verb.consentClass === 'IRREVERSIBLE' ||
       !verb.revertible);
-  const title = def.title ?? humanTitle(verb.name);
+  const title = def.title !== undefined && !repeatsName(def.title, verb.name) ? def.title : undefined;
   const tool: Tool = {
     name: verb.toolName,
-    title,
-    description: def.description,
+    ...(title !== undefined ? { title } : {}),
+    description,
     inputSchema: served.schema as Tool['inputSchema'],
-    outputSchema: compactOutputSchema(output, verb.shape) as Tool['outputSchema'],
     annotations: annotationsOf(readOnly, destructive, def.idempotent === true, def.open_world === true),
-    _meta: toolMeta(verb),
   };
-  return { tool, verb, nullFill: input.nullFill, profile, input: served };
+  const meta = toolMeta(verb);
+  if (Object.keys(meta).length > 0) tool._meta = meta;
+  const entry: CatalogEntry = { tool, verb, nullFill: input.nullFill, profile, input: served };
+  if (argumentsOf !== undefined) entry.argumentsOf = argumentsOf;
+  return entry;
 }
 
 /**
@@ -272,16 +316,14 @@ function annotationsOf(
 }
 
 /**
- * The tool's `_meta`: verb and consent class always; role_floor only when it differs from
- * the consent class's default floor, tier_floor only above starter, revertible only on writes.
- * The full record (shape and side_effects included) is the manifest's (verbs.list, GET /verbs);
- * the outputSchema is the shape's contract.
+ * The tool's `_meta`: the consent class unless READ (a read says it once: readOnlyHint true);
+ * role_floor only when it differs from the consent class's default floor, tier_floor only above
+ * starter, revertible only on writes. The full record (shape and side_effects included) is the
+ * manifest's (verbs.list, GET /verbs).
  */
 function toolMeta(verb: CompiledVerb): Record<string, unknown> {
-  const meta: Record<string, unknown> = {
-    [META.verb]: verb.name,
-    [META.consentClass]: verb.delegated ? 'delegated' : verb.consentClass,
-  };
+  const meta: Record<string, unknown> = {};
+  if (verb.isWrite) meta[META.consentClass] = verb.delegated ? 'delegated' : verb.consentClass;
   if (verb.delegated || verb.roleFloor !== ROLE_FLOOR_OF_CLASS[verb.consentClass])
     meta[META.roleFloor] = verb.roleFloor;
   if (verb.tierFloor !== 'starter') meta[META.tierFloor] = verb.tierFloor;
@@ -289,10 +331,34 @@ function toolMeta(verb: CompiledVerb): Record<string, unknown> {
   return meta;
 }
 
-/** "crm.contact_get" → "Crm contact get" (when a verb has no title). */
-function humanTitle(name: string): string {
-  const words = name.replace(/[._]+/g, ' ').trim();
-  return words.charAt(0).toUpperCase() + words.slice(1);
+/** `schema` without `description` keywords (a property named "description" stays). */
+function withoutDescriptions(schema: unknown): JsonSchema {
+  if (Array.isArray(schema)) return schema.map(withoutDescriptions) as unknown as JsonSchema;
+  if (schema === null || typeof schema !== 'object') return schema as JsonSchema;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(schema)) {
+    if (k === 'description') continue;
+    out[k] =
+      (k === 'properties' || k === 'patternProperties') && v !== null && typeof v === 'object'
+        ? Object.fromEntries(Object.entries(v).map(([p, sub]) => [p, withoutDescriptions(sub)]))
+        : withoutDescriptions(v);
+  }
+  return out as JsonSchema;
+}
+
+/** Words a title may add without saying more than the name. */
+const FILLER = new Set(['a', 'an', 'the', 'of', 'to', 'by', 'for']);
+
+/**
+ * True when every word of `title` (articles and short prepositions aside) is a word of the verb
+ * name: "Search contacts" repeats crm_contacts_search, "Receivables aging" says more than
+ * analytics.ar_aging.
+ */
+export function repeatsName(title: string, name: string): boolean {
+  const words = new Set(name.toLowerCase().split(/[._]+/));
+  for (const w of title.toLowerCase().match(/[a-z0-9]+/g) ?? [])
+    if (!FILLER.has(w) && !words.has(w)) return false;
+  return true;
 }
 
 function encodeCursor(lastName: string): string {

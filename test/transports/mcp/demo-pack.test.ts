@@ -2,8 +2,8 @@
  * Every verb of the demo business pack through MCP, with the SDK Client as the agent and a
  * "human" answering its forms: listed exactly when projected onto mcp_stdio, and each called with
  * the pack's own working sample arguments (test/business/verbs/sample-calls.ts) on a seeded demo
- * — in-process and over Streamable HTTP. Reads answer ok (the client validates each result
- * against the tool's outputSchema); writes go through their gate the MCP way: a confirmation is
+ * — in-process and over Streamable HTTP. Reads answer ok (the runtime validates each result:
+ * validateOutputs is on); writes go through their gate the MCP way: a confirmation is
  * sent back in `_meta` with the nonce, a typed phrase is typed by the human in the elicitation
  * form; then they answer ok with a receipt. Over a real stdio subprocess, `solid mcp` on a
  * database with the demo pack lists every demo tool and runs the reads.
@@ -27,7 +27,7 @@ import { openDemoRuntime, type DemoRuntime } from '../../support/demo.ts';
 import { cliHarness } from '../../support/cli.ts';
 import { afterSample, SAMPLES, type SampleState } from '../../business/verbs/sample-calls.ts';
 import { connectInMemory, phraseShown } from './harness.ts';
-import { listAllTools } from '../../support/mcp.ts';
+import { listAllTools, resultOf } from '../../support/mcp.ts';
 import { errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
 import { operatorAtTerminal } from '../../../src/identity/principal.ts';
 
@@ -76,12 +76,8 @@ async function callEveryVerb(
       continue;
     }
     const r = await callLikeAnAgent(client, verb.toolName, structuredClone(args));
-    assert.equal(
-      r.isError,
-      undefined,
-      `${name} through MCP: ${JSON.stringify(r.structuredContent).slice(0, 400)}`,
-    );
-    const result = r.structuredContent as Record<string, unknown>;
+    assert.equal(r.isError, undefined, `${name} through MCP: ${JSON.stringify(resultOf(r)).slice(0, 400)}`);
+    const result = resultOf(r) as Record<string, unknown>;
     if (verb.isWrite) {
       counts.writes++;
       if (verb.consentClass === 'WRITE_FINANCIAL' || verb.consentClass === 'IRREVERSIBLE') counts.phrases++;
@@ -207,7 +203,7 @@ test('solid mcp over a real stdio pipe on a demo database: every demo tool liste
     }
     if (Object.values(args).some((x) => x === undefined)) continue; // needs state from earlier writes
     const r = (await client.callTool({ name: name.replace(/\./g, '__'), arguments: args })) as CallToolResult;
-    assert.equal(r.isError, undefined, `${name}: ${JSON.stringify(r.structuredContent).slice(0, 300)}`);
+    assert.equal(r.isError, undefined, `${name}: ${JSON.stringify(resultOf(r)).slice(0, 300)}`);
     reads++;
   }
   assert.ok(reads > 10, `ran ${reads} reads`);
@@ -246,6 +242,6 @@ test('solid mcp over a real stdio pipe on a demo database: every demo tool liste
     arguments: args,
     _meta: { [META.confirm]: true, [META.nonce]: env.consent!.nonce },
   })) as CallToolResult;
-  assert.equal(done.isError, undefined, JSON.stringify(done.structuredContent));
-  assert.equal(typeof (done.structuredContent as { audit_id?: unknown }).audit_id, 'number');
+  assert.equal(done.isError, undefined, JSON.stringify(resultOf(done)));
+  assert.equal(typeof (resultOf(done) as { audit_id?: unknown }).audit_id, 'number');
 });

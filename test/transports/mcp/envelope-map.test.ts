@@ -5,7 +5,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { envelopeToToolResult, errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
+import {
+  envelopeToToolResult,
+  errorEnvelopeOf,
+  jsonResultOf,
+} from '../../../src/transports/mcp/envelope-map.ts';
 import {
   escapeRegExp,
   phraseRequest,
@@ -24,7 +28,7 @@ const consent = {
   approval_id: 'apv_abc',
 };
 
-test('ok: structuredContent is the result, the text block is its JSON, _meta carries audit facts', () => {
+test('ok: one text block holds the result as compact JSON (no second copy as structuredContent), _meta carries audit facts', () => {
   const env: Envelope = {
     ok: true,
     verb: 'x.y',
@@ -37,8 +41,10 @@ test('ok: structuredContent is the result, the text block is its JSON, _meta car
   const r = envelopeToToolResult(env, { toolName: 'x__y' });
   assert.ok(CallToolResultSchema.safeParse(r).success);
   assert.equal(r.isError, undefined);
-  assert.deepEqual(r.structuredContent, env.result);
-  assert.deepEqual(JSON.parse((r.content[0] as { text: string }).text), env.result);
+  assert.equal(r.structuredContent, undefined, 'the text is the one copy of the result');
+  assert.equal(r.content.length, 1);
+  assert.equal((r.content[0] as { text: string }).text, JSON.stringify(env.result), 'compact JSON');
+  assert.deepEqual(jsonResultOf(r), env.result);
   assert.deepEqual(r._meta, {
     [META.auditId]: 7,
     [META.idempotencyKey]: 'k1',
@@ -60,7 +66,8 @@ test('not ok: isError with the whole envelope and one line of text; the runtime 
   };
   const r = envelopeToToolResult(env, { toolName: 'x' });
   assert.equal(r.isError, true);
-  assert.equal(r.structuredContent, undefined, 'the outputSchema describes the success result only');
+  assert.equal(r.structuredContent, undefined);
+  assert.equal(jsonResultOf(r), undefined, 'an error is not a result');
   assert.deepEqual(errorEnvelopeOf(r), env);
   assert.equal((r.content[0] as { text: string }).text, 'invalid_input: /a is required. really — Fix /a.');
 });
@@ -103,19 +110,13 @@ test('pending: the hint names the MCP _meta keys and the nonce; a typed phrase p
   assert.ok((t.content[0] as { text: string }).text.startsWith('dispatch_pending: needs a phrase — '));
 });
 
-test('size: the text copy is cut at maxTextBytes (never mid-character); above maxResultBytes the answer is result_too_large', () => {
+test('size: a result up to maxResultBytes (UTF-8 bytes) is sent whole as its text; above it the answer is result_too_large', () => {
   const result = { data: 'é'.repeat(600) };
   const r = envelopeToToolResult(
     { ok: true, verb: 'b', result },
-    { toolName: 'b', limits: { maxTextBytes: 101, maxResultBytes: 5000 } },
+    { toolName: 'b', limits: { maxResultBytes: 1211 } },
   );
-  assert.deepEqual(r.structuredContent, result);
-  const text = (r.content[0] as { text: string }).text;
-  assert.ok(!text.includes('\uFFFD'), 'no broken character');
-  assert.match(
-    text,
-    /^\{"data":"é+… \[text copy cut at 101 of 1211 bytes; structuredContent holds the complete result\]$/,
-  );
+  assert.deepEqual(jsonResultOf(r), result, 'never cut: the text is the only copy');
   const big = envelopeToToolResult(
     { ok: true, verb: 'b', result, audit_id: 9 },
     { toolName: 'b', limits: { maxResultBytes: 1000 } },

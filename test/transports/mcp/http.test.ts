@@ -26,6 +26,7 @@ import {
 import type { Envelope } from '../../../src/spec/types.ts';
 import { createMcpRuntime, phraseShown, type McpHarness } from './harness.ts';
 import { errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
+import { resultOf } from '../../support/mcp.ts';
 
 interface Served {
   h: McpHarness;
@@ -137,7 +138,7 @@ test('over HTTP: tools/list is the mcp_stdio parity set and tools/call runs verb
     name: 'test__echo',
     arguments: { text: 'over http' },
   })) as CallToolResult;
-  assert.equal((r.structuredContent as { data: { text: string } }).data.text, 'over http');
+  assert.equal((resultOf(r) as { data: { text: string } }).data.text, 'over http');
   const pending = (await client.callTool({
     name: 'test.note_add',
     arguments: { text: 'n' },

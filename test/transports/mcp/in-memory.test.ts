@@ -18,7 +18,7 @@ import { META } from '../../../src/transports/mcp/meta-keys.ts';
 import { defineVerb } from '../../../src/runtime/verb.ts';
 import type { Envelope } from '../../../src/spec/types.ts';
 import type { McpHarness } from './harness.ts';
-import { listAllTools } from '../../support/mcp.ts';
+import { listAllTools, resultOf } from '../../support/mcp.ts';
 import { errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
 
 function envelopeOf(r: CallToolResult): Envelope {
@@ -66,10 +66,8 @@ test('every tool is portable: name pattern, object root with properties, no $ref
   for (const tool of tools) {
     assert.match(tool.name, /^[a-zA-Z0-9_-]{1,64}$/);
     assert.equal(typeof tool.description, 'string');
-    for (const [which, schema] of [
-      ['inputSchema', tool.inputSchema],
-      ['outputSchema', tool.outputSchema],
-    ] as const) {
+    assert.equal(tool.outputSchema, undefined, `${tool.name}: no outputSchema (the answer is JSON text)`);
+    for (const [which, schema] of [['inputSchema', tool.inputSchema]] as const) {
       assert.ok(schema, `${tool.name} ${which}`);
       assert.equal(schema.type, 'object', `${tool.name} ${which} root`);
       const keys = new Set(allKeys(schema));
@@ -126,17 +124,18 @@ test('annotations and _meta are truthful to the consent class, revert handler, i
   assert.equal(hint('audit__revert').r, false, 'delegated consent is not read-only');
   assert.equal(hint('audit__revert').d, true);
   const meta = tools.get('test__charge')!._meta!;
-  assert.equal(meta[META.verb], 'test.charge');
-  assert.equal(
-    meta['dev.solid-verbs/shape'],
-    undefined,
-    "the shape is the manifest's (and the outputSchema)",
-  );
+  assert.equal(meta['dev.solid-verbs/verb'], undefined, 'the verb name is the tool name with "__" as "."');
+  assert.equal(meta['dev.solid-verbs/shape'], undefined, "the shape is the manifest's");
   assert.equal(meta[META.consentClass], 'WRITE_FINANCIAL');
   assert.equal(meta[META.roleFloor], undefined, 'the class default floor (admin) is not repeated');
   assert.equal(meta[META.revertible], false);
   assert.equal(meta['dev.solid-verbs/side_effects'], undefined, "side_effects is the manifest's");
-  assert.equal(tools.get('test__echo')!._meta![META.revertible], undefined, 'revertible only on writes');
+  assert.equal(tools.get('test__echo')!._meta?.[META.revertible], undefined, 'revertible only on writes');
+  assert.equal(
+    tools.get('test__echo')!._meta?.[META.consentClass],
+    undefined,
+    'a read says its class once: readOnlyHint',
+  );
   assert.equal(tools.get('audit__revert')!._meta![META.consentClass], 'delegated');
   assert.equal(tools.get('test__charge')!.title, 'Charge an invoice');
 });
@@ -184,21 +183,22 @@ test('the projection is computed once per registry change, not per call', async 
   catalog.dispose();
 });
 
-test('tools/call runs the verb: structuredContent is the result (valid against outputSchema) with a text copy; both name forms work', async (t) => {
+test('tools/call runs the verb: one text block holds the result as JSON, no structuredContent; both name forms work', async (t) => {
   const h = await createMcpRuntime(t);
   const client = await connectInMemory(t, h);
-  await client.listTools(); // the SDK client caches output validators here and validates every result
+  await client.listTools();
   for (const name of ['test__echo', 'test.echo']) {
     const r = (await client.callTool({ name, arguments: { text: 'hi', count: 2 } })) as CallToolResult;
     assert.equal(r.isError, undefined);
-    const sc = r.structuredContent as { data: Record<string, unknown> };
+    const sc = resultOf(r) as { data: Record<string, unknown> };
     assert.deepEqual(
       sc.data,
       { text: 'hi', count: 2, note: null },
       'absent required-nullable property mapped back to null',
     );
+    assert.equal(r.content.length, 1);
     assert.equal(r.content[0]!.type, 'text');
-    assert.deepEqual(JSON.parse((r.content[0] as { text: string }).text), r.structuredContent);
+    assert.equal(r.structuredContent, undefined, 'one copy of the result (spec/transports.md §mcp-results)');
   }
 });
 
@@ -318,7 +318,7 @@ test('WRITE_REVERSIBLE: pending with a nonce, then confirmed through _meta confi
     _meta: meta,
   })) as CallToolResult;
   assert.equal(done.isError, undefined, JSON.stringify(done));
-  const receipt = done.structuredContent as { status: string; audit_id: number; rollback_handle?: string };
+  const receipt = resultOf(done) as { status: string; audit_id: number; rollback_handle?: string };
   assert.equal(receipt.status, 'added');
   assert.equal(done._meta![META.auditId], receipt.audit_id);
   assert.equal(typeof receipt.rollback_handle, 'string');
@@ -360,11 +360,11 @@ test('an idempotency key in _meta replays the stored receipt without running aga
     _meta: key,
   })) as CallToolResult;
   assert.equal(replay.isError, undefined);
-  assert.equal((replay.structuredContent as { replayed?: boolean }).replayed, true);
+  assert.equal((resultOf(replay) as { replayed?: boolean }).replayed, true);
   assert.equal(replay._meta![META.replayed], true);
   assert.equal(
-    (replay.structuredContent as { audit_id: number }).audit_id,
-    (first.structuredContent as { audit_id: number }).audit_id,
+    (resultOf(replay) as { audit_id: number }).audit_id,
+    (resultOf(first) as { audit_id: number }).audit_id,
   );
   assert.equal(h.runs.note, 1);
   const bad = envelopeOf(
@@ -393,7 +393,7 @@ test('typed phrase approved by the human through form elicitation: the form show
     arguments: { invoice_id: 4242, amount_cents: 5000 },
   })) as CallToolResult;
   assert.equal(r.isError, undefined, JSON.stringify(r));
-  assert.equal((r.structuredContent as { status: string }).status, 'charged');
+  assert.equal((resultOf(r) as { status: string }).status, 'charged');
   assert.equal(h.runs.charge, 1);
   assert.equal(seen.length, 1);
   assert.ok(seen[0]!.includes('CHARGE $50.00 to invoice #4242'), seen[0]);
@@ -536,7 +536,7 @@ test('cancelling the request aborts the verb through its signal', async (t) => {
   assert.equal(slowState.lastAborted, true, 'the handler saw ctx.signal aborted');
 });
 
-test('large outputs are trimmed by the server: text copy cut, oversize result answered as result_too_large', async (t) => {
+test('large outputs: a result under the limit arrives whole, an oversize one is answered as result_too_large', async (t) => {
   const h = await createMcpRuntime(t);
   const client = await connectInMemory(t, h);
   await client.listTools();
@@ -546,13 +546,10 @@ test('large outputs are trimmed by the server: text copy cut, oversize result an
   })) as CallToolResult;
   assert.equal(two.isError, undefined);
   assert.equal(
-    (two.structuredContent as { data: { blob: string } }).data.blob.length,
+    (resultOf(two) as { data: { blob: string } }).data.blob.length,
     2 * 1024 * 1024,
-    'structuredContent is complete',
+    'the text holds the complete result',
   );
-  const text = (two.content[0] as { text: string }).text;
-  assert.ok(Buffer.byteLength(text) < 1024 * 1024 + 200, 'the text copy is cut near 1 MiB');
-  assert.match(text, /structuredContent holds the complete result\]$/);
   const big = envelopeOf(
     (await client.callTool({
       name: 'test__blob',

@@ -20,6 +20,7 @@ import { createHttpServer } from '../../../src/transports/http/server.ts';
 import { mcpHttpPlugin } from '../../../src/transports/mcp/http-plugin.ts';
 import { toToolName } from '../../../src/runtime/registry.ts';
 import type { VerbRecord } from '../../../src/spec/types.ts';
+import { resultOf } from '../../support/mcp.ts';
 
 const run = promisify(execFile);
 const INSPECTOR = '@modelcontextprotocol/inspector@1.0.3';
@@ -78,7 +79,7 @@ test(
       'surface=mcp_stdio',
     ]);
     assert.equal(called.code, 0, called.stderr);
-    assert.equal((called.json.structuredContent as { total: number }).total, expected.length);
+    assert.equal((resultOf(called.json) as { total: number }).total, expected.length);
     const unknown = await inspector([...stdio, '--method', 'tools/call', '--tool-name', 'no_such_tool']);
     assert.notEqual(unknown.code, 0);
     assert.match(unknown.stderr, /-32602/);
@@ -99,7 +100,7 @@ test(
     const write = await inspector([...http, '--method', 'tools/call', '--tool-name', 'transaction__start']);
     assert.equal(write.code, 0, write.stderr);
     assert.equal(
-      (write.json.structuredContent as { status: string }).status,
+      (resultOf(write.json) as { status: string }).status,
       'started',
       JSON.stringify(write.json).slice(0, 500),
     );

@@ -29,6 +29,7 @@ import { errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
 import { signInHumanForTest } from '../../../src/testing.ts';
 import type { Envelope } from '../../../src/spec/types.ts';
 import { INJECT_ORIGIN, listenLoopback, webmcpFixture, type WebmcpFixture } from '../webmcp/fixture.ts';
+import { resultOf } from '../../support/mcp.ts';
 
 const MODERN = '2026-07-28';
 const FIXTURE = fileURLToPath(new URL('./fixtures/stdio-server.ts', import.meta.url));
@@ -172,7 +173,7 @@ test('HTTP: a 2026-07-28 client and a 2025-11-25 client on one /mcp see the same
   const args = { name: 'webtest__quote', arguments: { sku: 'mug', quantity: 2 } };
   const [ra, rb] = await Promise.all([modern.callTool(args), legacy.client.callTool(args)]);
   assert.notEqual(ra.isError, true, JSON.stringify(ra));
-  assert.deepEqual(ra.structuredContent, rb.structuredContent);
+  assert.deepEqual(resultOf(ra), resultOf(rb));
 
   // Bad arguments: the same envelope (invalid_input), as an isError result.
   const bad = { name: 'webtest__quote', arguments: { sku: 'nope', quantity: 2 } };
@@ -349,7 +350,7 @@ test('stdio: the first message picks the era; both clients list the same tools a
   const read = { name: 'test__echo', arguments: { text: 'hi', note: null } };
   const [ra, rb] = await Promise.all([modern.callTool(read), legacy.callTool(read)]);
   assert.notEqual(ra.isError, true, JSON.stringify(ra));
-  assert.deepEqual(ra.structuredContent, rb.structuredContent);
+  assert.deepEqual(resultOf(ra), resultOf(rb));
 
   // A typed-phrase write: input_required with the approval page, then (nobody approved) pending.
   const res = await modern.callTool({

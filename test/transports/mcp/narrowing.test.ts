@@ -17,6 +17,7 @@ import { createHttpServer } from '../../../src/transports/http/server.ts';
 import { createMcpHttpPlugin, type McpHttpOptions } from '../../../src/transports/mcp/http-plugin.ts';
 import { errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
 import { createMcpRuntime, type McpHarness } from './harness.ts';
+import { resultOf } from '../../support/mcp.ts';
 
 async function serve(t: TestContext, options: McpHttpOptions = {}): Promise<{ h: McpHarness; url: URL }> {
   const h = await createMcpRuntime(t);
@@ -100,7 +101,7 @@ test('X-MCP-Toolsets narrows --toolsets and never widens it; an unknown name is 
   // The confirmation gate: the same call again is the confirmation (plain retry).
   await full.callTool({ name: 'test.note_add', arguments: { text: 'n' } });
   const note = (await full.callTool({ name: 'test.note_add', arguments: { text: 'n' } })) as CallToolResult;
-  const auditId = (note.structuredContent as { audit_id?: number } | undefined)?.audit_id;
+  const auditId = (resultOf(note) as { audit_id?: number } | undefined)?.audit_id;
   assert.ok(auditId !== undefined, JSON.stringify(note));
   assert.equal(await reasonOf(narrowed, 'audit.revert', { audit_id: auditId }), 'scope_denied');
   await assert.rejects(connect(t, url, { ...auth, 'X-MCP-Toolsets': 'nope' }));

@@ -12,6 +12,7 @@ import { createHttpServer } from '../../../src/transports/http/server.ts';
 import { createMcpHttpPlugin } from '../../../src/transports/mcp/http-plugin.ts';
 import { createMcpRuntime } from './harness.ts';
 import { SessionEventStore } from '../../../src/transports/mcp/sse-event-store.ts';
+import { resultOf } from '../../support/mcp.ts';
 
 interface SseEvent {
   id?: string;
@@ -240,6 +241,6 @@ test('a stream that drops while the tool still runs is resumed live: the answer 
     .map((e) => (e.data === '' ? undefined : (JSON.parse(e.data) as { id?: number; result?: unknown })))
     .find((m) => m?.id === 9);
   assert.ok(answer?.result, text);
-  const data = (answer.result as { structuredContent?: { data?: { done: number } } }).structuredContent?.data;
+  const data = (resultOf(answer.result) as { data?: { done: number } } | undefined)?.data;
   assert.equal(data?.done, 10, 'the call ran to its end although its first stream dropped');
 });

@@ -24,6 +24,7 @@ import type { Envelope, VerbRecord } from '../../../src/spec/types.ts';
 import { toToolName } from '../../../src/runtime/registry.ts';
 import { phraseShown } from './harness.ts';
 import { errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
+import { resultOf } from '../../support/mcp.ts';
 
 const BIN = fileURLToPath(new URL('../../../bin/solid.js', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('./fixtures/stdio-server.ts', import.meta.url));
@@ -141,7 +142,7 @@ test('solid mcp (stdio): tools/list equals `solid verbs list --surface mcp_stdio
     arguments: { surface: 'mcp_stdio' },
   })) as CallToolResult;
   assert.equal(read.isError, undefined);
-  assert.equal((read.structuredContent as { total: number }).total, expected.length);
+  assert.equal((resultOf(read) as { total: number }).total, expected.length);
   const write = (await keyless.client.callTool({
     name: 'transaction__start',
     arguments: {},
@@ -339,7 +340,7 @@ test('over stdio, an output near the 10 MiB message cap is trimmed by the server
     arguments: { bytes: 3 * 1024 * 1024 },
   })) as CallToolResult;
   assert.equal(
-    (two.structuredContent as { data: { blob: string } }).data.blob.length,
+    (resultOf(two) as { data: { blob: string } }).data.blob.length,
     3 * 1024 * 1024,
     'a 3 MiB result arrives whole',
   );
@@ -347,13 +348,13 @@ test('over stdio, an output near the 10 MiB message cap is trimmed by the server
     name: 'test__echo',
     arguments: { text: 'still here' },
   })) as CallToolResult;
-  assert.equal((after.structuredContent as { data: { text: string } }).data.text, 'still here');
-  // Control: the same 3 MiB result with the server's limits off is a ~9 MiB message (result +
-  // escaped text copy); 9.5 MiB would be ~19 MiB and the SDK transport refuses it.
+  assert.equal((resultOf(after) as { data: { text: string } }).data.text, 'still here');
+  // Control: with the server's limits off, a 10.5 MiB result is a message past the 10 MiB cap
+  // (its one JSON text plus framing) and the SDK transport drops the connection.
   const raw = await connectStdio(t, process.execPath, ['--import', TSX, FIXTURE], { MCP_TEST_NO_TRIM: '1' });
   await raw.client.listTools();
   await assert.rejects(
-    raw.client.callTool({ name: 'test__blob', arguments: { bytes: 9.5 * 1024 * 1024 } }, undefined, {
+    raw.client.callTool({ name: 'test__blob', arguments: { bytes: 10.5 * 1024 * 1024 } }, undefined, {
       timeout: 20_000,
     }),
     /Connection closed/,
@@ -377,7 +378,7 @@ test('over stdio: typed phrase by elicitation, progress notifications, and list_
     arguments: { invoice_id: 1, amount_cents: 250 },
   })) as CallToolResult;
   assert.equal(charged.isError, undefined, JSON.stringify(charged));
-  assert.equal((charged.structuredContent as { status: string }).status, 'charged');
+  assert.equal((resultOf(charged) as { status: string }).status, 'charged');
   const seen: number[] = [];
   await client.callTool({ name: 'test__slow', arguments: { steps: 3, delay_ms: 1 } }, undefined, {
     onprogress: (p) => void seen.push(p.progress),

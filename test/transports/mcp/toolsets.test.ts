@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { connectInMemory, createMcpRuntime, phraseShown, type McpHarness } from './harness.ts';
-import { listAllTools } from '../../support/mcp.ts';
+import { listAllTools, resultOf } from '../../support/mcp.ts';
 import { cliHarness } from '../../support/cli.ts';
 import { errorEnvelopeOf } from '../../../src/transports/mcp/envelope-map.ts';
 import { createMcpServer } from '../../../src/transports/mcp/mcp-server.ts';
@@ -168,7 +168,7 @@ test('search_verbs: every query word must match; name, shape, consent class and 
   const client = await connectInMemory(t, h, { server: { dynamic: true } });
   const search = async (args: Record<string, unknown>) =>
     (await client.callTool({ name: 'search_verbs', arguments: args })) as CallToolResult;
-  const found = (await search({ query: 'charge invoice' })).structuredContent as {
+  const found = resultOf(await search({ query: 'charge invoice' })) as {
     verbs: Array<Record<string, unknown>>;
     total: number;
     toolsets: Array<{ name: string; verbs: number }>;
@@ -185,10 +185,10 @@ test('search_verbs: every query word must match; name, shape, consent class and 
   const counts = Object.fromEntries(found.toolsets.map((s) => [s.name, s.verbs]));
   for (const s of listToolsets(h.rt)) assert.equal(counts[s.name], s.verbs.length, s.name);
 
-  const all = (await search({ limit: 50 })).structuredContent as { verbs: unknown[]; total: number };
+  const all = resultOf(await search({ limit: 50 })) as { verbs: unknown[]; total: number };
   assert.equal(all.total, mcpVerbs(h).length, 'no query: every MCP verb');
   assert.ok(!JSON.stringify(all).includes('test.http_only'));
-  const scoped = (await search({ toolset: 'test', limit: 2 })).structuredContent as {
+  const scoped = resultOf(await search({ toolset: 'test', limit: 2 })) as {
     verbs: Array<{ toolset: string }>;
     total: number;
   };
@@ -199,9 +199,9 @@ test('search_verbs: every query word must match; name, shape, consent class and 
   assert.equal(envelopeOf(await search({ toolset: 'nope' })).error!.reason, 'invalid_input');
 
   const narrowed = await connectInMemory(t, h, { server: { dynamic: true, toolsets: 'audit' } });
-  const only = (
-    (await narrowed.callTool({ name: 'search_verbs', arguments: { limit: 50 } })) as CallToolResult
-  ).structuredContent as { verbs: Array<{ name: string }> };
+  const only = resultOf(
+    (await narrowed.callTool({ name: 'search_verbs', arguments: { limit: 50 } })) as CallToolResult,
+  ) as { verbs: Array<{ name: string }> };
   assert.ok(only.verbs.every((v) => v.name.startsWith('audit.') || CORE_VERBS.includes(v.name)));
 });
 
@@ -215,7 +215,7 @@ test('describe_verb answers the VerbRecord of GET /api/v1/agent/verbs/{name}; un
     assert.equal(r.isError, undefined, JSON.stringify(r));
     const http = await app.inject({ method: 'GET', url: `/api/v1/agent/verbs/${name}` });
     assert.equal(http.statusCode, 200);
-    assert.deepEqual(r.structuredContent, http.json(), name);
+    assert.deepEqual(resultOf(r), http.json(), name);
   }
   const unknown = envelopeOf(
     (await client.callTool({ name: 'describe_verb', arguments: { name: 'test.chrage' } })) as CallToolResult,
@@ -247,7 +247,7 @@ test('call_verb runs a read and answers exactly what the verb’s own tool answe
   })) as CallToolResult;
   const direct = (await plain.callTool({ name: 'test__echo', arguments: args })) as CallToolResult;
   assert.equal(viaMeta.isError, undefined, JSON.stringify(viaMeta));
-  assert.deepEqual(viaMeta.structuredContent, direct.structuredContent);
+  assert.deepEqual(resultOf(viaMeta), resultOf(direct));
   const rows = await auditRows(h, 'test.echo');
   assert.equal(rows.length, 2, 'both calls audited under the verb');
   assert.equal((await auditRows(h, 'call_verb')).length, 0, 'never under the meta tool');
@@ -278,14 +278,14 @@ test('call_verb: a confirmation write goes pending → confirmed with the nonce 
     _meta: { ...key, [META.confirm]: true, [META.nonce]: pending.consent!.nonce },
   })) as CallToolResult;
   assert.equal(done.isError, undefined, JSON.stringify(done));
-  assert.equal((done.structuredContent as { status: string }).status, 'added');
+  assert.equal((resultOf(done) as { status: string }).status, 'added');
   assert.equal(h.runs.note, 1);
   const replay = (await client.callTool({
     name: 'call_verb',
     arguments: call,
     _meta: key,
   })) as CallToolResult;
-  assert.equal((replay.structuredContent as { replayed?: boolean }).replayed, true);
+  assert.equal((resultOf(replay) as { replayed?: boolean }).replayed, true);
   assert.equal(h.runs.note, 1);
   const rows = await auditRows(h, 'test.note_add');
   assert.deepEqual(
@@ -311,7 +311,7 @@ test('call_verb: a typed-phrase write is confirmed by the human through elicitat
     arguments: { name: 'test.charge', arguments: { invoice_id: 7, amount_cents: 1200 } },
   })) as CallToolResult;
   assert.equal(r.isError, undefined, JSON.stringify(r));
-  assert.equal((r.structuredContent as { status: string }).status, 'charged');
+  assert.equal((resultOf(r) as { status: string }).status, 'charged');
   assert.equal(h.runs.charge, 1);
   assert.ok(seen[0]!.includes('CHARGE $12.00 to invoice #7'), seen[0]);
   assert.deepEqual(
