@@ -544,6 +544,9 @@ async function pending(
       }
     },
     issued.jti,
+    // No approval row: the nonce alone carries the consent request, so a power cut that lost
+    // this answer's row would lose no state a later call needs (the commit skips its fsync).
+    approvalId === undefined,
   );
   return pendingEnvelope(c, given, undefined, auditId, gate.roleFloor, typed || asksHuman);
 }
@@ -552,29 +555,38 @@ async function pending(
  * Append the `pending` / `dispatch_pending` audit row of a consent answer (after `before`, in the
  * same store transaction) and settle the outcome. Returns the row's audit_id. `jti`: the id of
  * the answer's nonce, kept with the row in `pending_actions` so the write that later burns that
- * nonce can be linked to it (spec/audit.md §fold).
+ * nonce can be linked to it (spec/audit.md §fold). `relaxed`: the answer kept no approval row, so
+ * its commit need not be fsynced before the answer (spec/store.md §durability, relaxed commits:
+ * a kill -9 loses nothing; a power cut may lose the row until the next durable commit, such as
+ * the confirmed write's, fsyncs the WAL that holds it).
  */
 async function recordPending(
   c: Keyed,
   typed: boolean,
   before?: (tx: StoreTx) => Promise<void>,
   jti?: string,
+  relaxed = false,
 ): Promise<number> {
   const rt = c.rt;
   const latency = performance.now() - c.t0;
-  const row = await rt.store.write(async (tx) => {
-    await before?.(tx);
-    const pendingRow = await appendAudit(
-      tx,
-      entryFor(c, 'pending', 'dispatch_pending', latency, { requiresApproval: typed }),
-    );
-    if (jti !== undefined) await recordPendingAction(tx, c.principal.company_id, pendingRow.audit_id, jti);
-    tx.afterCommit(() => rt.afterWrite(pendingRow));
-    return pendingRow;
-  });
+  const row = await rt.store.write(
+    async (tx) => {
+      await before?.(tx);
+      const pendingRow = await appendAudit(
+        tx,
+        entryFor(c, 'pending', 'dispatch_pending', latency, { requiresApproval: typed }),
+      );
+      if (jti !== undefined) await recordPendingAction(tx, c.principal.company_id, pendingRow.audit_id, jti);
+      tx.afterCommit(() => rt.afterWrite(pendingRow));
+      return pendingRow;
+    },
+    relaxed ? RELAXED : undefined,
+  );
   settle(c, false, 'dispatch_pending', latency, row.audit_id);
   return row.audit_id;
 }
+
+const RELAXED = { durable: false } as const;
 
 /** " The gate was raised by rule R (…)." when an owner's rule raised it. */
 function raisedWords(given: NonNullable<Envelope['consent']>): string {
