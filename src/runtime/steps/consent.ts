@@ -164,8 +164,10 @@ async function consentGate(c: Keyed): Promise<Consent | Envelope> {
   };
   // The nonce's approvals row, when its pending answer kept one (a plain-retry transport, a
   // human-only confirmation), is consumed with the effect: one request, one execution, whichever
-  // path confirms it; a human's rejection of it wins. No row: nothing to consume.
-  decided.burnApproval = true;
+  // path confirms it; a human's rejection of it wins. No row: nothing to consume — a nonce sealed
+  // with `r: 0` (its pending answer kept none, and no row is ever made for a nonce afterwards)
+  // skips the look; any other nonce is looked up.
+  decided.burnApproval = payload.r !== 0;
   if (!typed && !humanConfirm) return decided;
   if (humanConfirm) {
     // Only a human's approval of this request counts as the confirmation.
@@ -454,6 +456,7 @@ async function pending(
   if (capClass !== null && capClass !== 'READ' && capClass !== 'BLOCKED') {
     await rt.store.read((q) => assertDailyCapOpen(q, settings, p.company_id, capClass, c.now));
   }
+  const keepsRow = typed || keepRow;
   const issued = issueNonce(rt.secrets, {
     verb: verb.name,
     argsHash: argsHash(c.args, c),
@@ -463,6 +466,8 @@ async function pending(
     phraseHash: typed ? phraseHash(phrase) : null,
     nowMs: c.now.getTime(),
     ttlSeconds: rt.options.nonceTtlSeconds,
+    // Sealed in the nonce: its confirm then skips looking for an approvals row to consume.
+    approvalRow: keepsRow,
   });
   const summary = summaryOf(c);
   // The preview runs before any consent is asked: when it finds the action impossible (an unknown
@@ -476,7 +481,7 @@ async function pending(
     preview = undefined;
   }
   let approvalId: string | undefined;
-  if (typed || keepRow) approvalId = `apv_${issued.jti.slice(0, 16)}`;
+  if (keepsRow) approvalId = `apv_${issued.jti.slice(0, 16)}`;
   // The approval may wait longer than the nonce lives (the owner's per-class TTL); its retry
   // window opens when a human approves it. spec/consent.md §approvals
   const approvalExpires = typed
