@@ -93,6 +93,16 @@ export interface WriteOptions {
    * `writeBudgetMs`; 0 = none (the demo seed, an operator's one-off import). spec/store.md §time-limits.
    */
   budgetMs?: number;
+  /**
+   * `false`: this commit need not reach the disk before the write resolves (spec/store.md
+   * §durability, relaxed commits). SQLite at durability `full` commits it with synchronous=NORMAL:
+   * a process crash (kill -9) loses nothing, a power cut may lose it until the next durable commit
+   * or checkpoint fsyncs the WAL, which holds it (a later durable commit makes every earlier one
+   * durable). A group commit is durable when any of its writers asks. PostgreSQL ignores it: every
+   * commit there is durable. For rows whose loss in a power cut loses no consent, money or receipt
+   * (a pending answer's audit row); default true.
+   */
+  durable?: boolean;
 }
 
 /**

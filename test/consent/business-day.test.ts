@@ -59,6 +59,54 @@ test('a business day runs from midnight to midnight in its zone, across clock ch
   assert.equal(businessDayOf('2026-02-30', 'Europe/Berlin'), undefined);
 });
 
+test('every write asks the business day: asked again the same day it builds no formatter, one Intl call at most', () => {
+  // The daily cap asks businessDay on every preflight and confirm; building an Intl.DateTimeFormat
+  // per call cost ~0.5 ms a write (a 4x slower confirmed write). The work per call is bounded.
+  const Original = Intl.DateTimeFormat;
+  const formatToParts = Original.prototype.formatToParts;
+  let built = 0;
+  let formatted = 0;
+  const start = Date.parse('2026-06-15T03:30:00Z'); // 23:30 the day before in New York
+  for (const zone of [undefined, 'UTC', 'Europe/Berlin', 'america/new_york'])
+    businessDay(new Date(start), zone);
+  const Counting = function (this: unknown, ...a: ConstructorParameters<typeof Intl.DateTimeFormat>) {
+    built++;
+    return new Original(...a);
+  } as unknown as typeof Intl.DateTimeFormat;
+  Intl.DateTimeFormat = Counting;
+  Original.prototype.formatToParts = function (this: Intl.DateTimeFormat, d?: Date | number) {
+    formatted++;
+    return formatToParts.call(this, d);
+  };
+  try {
+    const answers = new Set<string>();
+    for (let i = 0; i < 200; i++) {
+      const at = new Date(start + i * 60_000);
+      answers.add(JSON.stringify(businessDay(at)));
+      answers.add(JSON.stringify(businessDay(at, 'UTC')));
+      answers.add(JSON.stringify(businessDay(at, 'Europe/Berlin')));
+      answers.add(JSON.stringify(businessDay(at, 'america/new_york')));
+    }
+    assert.equal(built, 0, 'no Intl.DateTimeFormat built for a zone and day asked before');
+    // One per answer in a named zone (none in UTC), plus working out New York's next day once.
+    assert.ok(formatted <= 400 + 16, `${formatted} Intl calls for 400 answers in named zones`);
+    // Still the right days: UTC (with no zone, the same), Berlin, New York before and after its midnight.
+    assert.deepEqual([...answers].map((a) => JSON.parse(a).day).sort(), [
+      '2026-06-14',
+      '2026-06-15',
+      '2026-06-15',
+      '2026-06-15',
+    ]);
+  } finally {
+    Intl.DateTimeFormat = Original;
+    Original.prototype.formatToParts = formatToParts;
+  }
+  // The same instant at a day's end bound is the next day (a cached day is never stretched).
+  const ny = businessDay(new Date('2026-06-15T12:00:00Z'), 'America/New_York');
+  assert.equal(businessDay(new Date(ny.end), 'America/New_York').day, '2026-06-16');
+  assert.equal(businessDay(new Date(Date.parse(ny.end) - 1), 'America/New_York').day, '2026-06-15');
+});
+
 test("the cap resets at the tenant's midnight, not UTC's; the refusal and tenant.settings name the zone", async (t) => {
   // 22:30 in New York on 10 March = 02:30 UTC on 11 March: the same business day as 12:00 New York.
   const h = await consentHarness(t, { start: '2026-03-10T16:00:00.000Z' });

@@ -55,6 +55,7 @@ test('the nonce carries its key id and binds verb, canonical args, tenant, user,
   assert.equal(prefix, 'n1');
   assert.equal(kid, h.rt.secrets.currentKid);
   const p = JSON.parse(Buffer.from(body!, 'base64url').toString('utf8')) as Record<string, unknown>;
+  // A typed phrase keeps an approvals row for its nonce: no `r` (its confirm looks the row up).
   assert.deepEqual(Object.keys(p).sort(), ['a', 'c', 'e', 'j', 'k', 'p', 'u', 'v']);
   assert.equal(p.v, 'charge_invoice');
   assert.equal(p.a, argsHash(ARGS));
@@ -156,4 +157,38 @@ test('a confirmation-click nonce cannot confirm a typed-phrase verb of the same 
   });
   await expectDenied(h, env, 'nonce_invalid', { role: 'owner', args: ARGS });
   assert.equal(await h.effects(), 0);
+});
+
+test('a plain confirmation seals r: 0 (no approval row to consume); it still runs once, and r cannot be forged', async (t) => {
+  const h = await consentHarness(t);
+  const payloadOf = (nonce: string) =>
+    JSON.parse(Buffer.from(nonce.split('.')[2]!, 'base64url').toString('utf8')) as Record<string, unknown>;
+  const note = { contact_id: 7, note: 'hello' };
+  const first = await h.call('admin', 'ct.note_update', note);
+  const click = pendingOf(first);
+  assert.equal(click.approval_id, undefined, 'no approvals row for a plain confirmation');
+  assert.equal(payloadOf(click.nonce).r, 0);
+  const ran = await h.call('admin', 'ct.note_update', note, { confirm: true, nonce: click.nonce });
+  assert.equal(ran.ok, true, JSON.stringify(ran.error));
+  const again = await h.call('admin', 'ct.note_update', note, { confirm: true, nonce: click.nonce });
+  await expectDenied(h, again, 'nonce_replayed', { role: 'admin', args: note });
+  // Asked over a plain-retry transport the answer keeps a row: no r, the retry consumes the row.
+  const retry = pendingOf(await h.call('admin', 'ct.note_update', note, { plain_retry: true }));
+  assert.notEqual(retry.approval_id, undefined);
+  assert.equal(payloadOf(retry.nonce).r, undefined);
+  // A typed-phrase nonce edited to say r: 0 (to skip its approval row, where a rejection waits)
+  // fails its MAC.
+  const typed = pendingOf(await h.call('admin', 'charge_invoice', ARGS));
+  const effects = await h.effects();
+  const [n1, kid, body, mac] = typed.nonce.split('.');
+  const forged = Buffer.from(
+    JSON.stringify({ ...JSON.parse(Buffer.from(body!, 'base64url').toString('utf8')), r: 0 }),
+  ).toString('base64url');
+  const env = await h.call('admin', 'charge_invoice', ARGS, {
+    confirm: true,
+    nonce: [n1, kid, forged, mac].join('.'),
+    typed_phrase: PHRASE,
+  });
+  await expectDenied(h, env, 'nonce_invalid', { role: 'admin', args: ARGS });
+  assert.equal(await h.effects(), effects);
 });

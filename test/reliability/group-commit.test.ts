@@ -13,7 +13,9 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pino from 'pino';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
-import { StoreError } from '../../src/store/store.ts';
+import { StoreError, type StoreTx } from '../../src/store/store.ts';
+
+type StoreTxGet = StoreTx['get'];
 import { createRuntime } from '../../src/runtime/runtime.ts';
 import { defineVerb } from '../../src/runtime/verb.ts';
 
@@ -106,6 +108,64 @@ describe('group commit (durability full)', () => {
     assert.equal(grouped.commitStats.writes, 8);
     assert.ok(grouped.commitStats.commits < 8, `grouped: ${JSON.stringify(grouped.commitStats)}`);
   });
+
+  for (const groupCommit of [true, false]) {
+    it(`relaxed writes (durable: false${groupCommit ? '' : ', groupCommit false'}) commit without their fsync; a durable write never does`, async (t) => {
+      // The safety level a write's COMMIT runs at, read inside its own transaction: 2 = FULL (the
+      // WAL fsynced at COMMIT), 1 = NORMAL (spec/store.md §durability, relaxed commits).
+      const path = tempDb(t);
+      const store = await storeWithTable(path, { groupCommit });
+      t.after(() => store.close());
+      const outside = new Database(path, { readonly: true });
+      t.after(() => outside.close());
+      const level = (tx: { get: StoreTxGet }) =>
+        tx.get<{ synchronous: number }>('PRAGMA synchronous').then((r) => Number(r!.synchronous));
+      const seen: Array<{ durable: boolean; level: number; visible: boolean }> = [];
+      await Promise.all(
+        Array.from({ length: 24 }, async (_, i) => {
+          const durable = i % 3 === 2;
+          const id = i + 1;
+          const at = await store.write(
+            async (tx) => {
+              await tx.run('INSERT INTO items (id, label) VALUES (?, ?)', [id, durable ? 'full' : 'relaxed']);
+              await tick(); // let the others queue: relaxed and durable writers arrive mixed
+              return level(tx);
+            },
+            durable ? undefined : { durable: false },
+          );
+          seen.push({
+            durable,
+            level: at,
+            visible: outside.prepare('SELECT 1 FROM items WHERE id = ?').get(id) !== undefined,
+          });
+        }),
+      );
+      assert.ok(
+        seen.every((s) => s.visible),
+        'every write is committed when it resolves',
+      );
+      assert.deepEqual(
+        seen.filter((s) => s.durable).map((s) => s.level),
+        Array(8).fill(2),
+        'a durable write commits at synchronous=FULL, whoever shares its group',
+      );
+      assert.ok(
+        seen.some((s) => !s.durable && s.level === 1),
+        'relaxed writes commit at NORMAL',
+      );
+      // A relaxed write that fails puts the level back too: the next write is durable.
+      await assert.rejects(
+        store.write(
+          async (tx) => {
+            await tx.run('INSERT INTO items (id, label) VALUES (?, ?)', [1, 'duplicate']);
+          },
+          { durable: false },
+        ),
+      );
+      assert.equal(await store.write((tx) => level(tx)), 2);
+      assert.equal(store.rawDatabase.pragma('synchronous', { simple: true }), 2);
+    });
+  }
 
   it('a failing writer is rolled back alone: the others of its group commit, afterCommit runs only for them', async (t) => {
     const path = tempDb(t);

@@ -52,17 +52,32 @@ function formatter(timeZone: string): Intl.DateTimeFormat {
  */
 export function canonicalTimeZone(name: unknown): string | undefined {
   if (typeof name !== 'string' || name === '' || name.length > 64) return undefined;
+  // Building an Intl.DateTimeFormat costs a few hundred µs: every write asks this (its daily cap),
+  // so each name is resolved once (null = unknown), in a bounded map.
+  const known = canonicalNames.get(name);
+  if (known !== undefined) return known ?? undefined;
+  let canonical: string | undefined;
   try {
     const resolved = new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
     // The resolved name fixes the case; an alias the owner typed (Asia/Kolkata) is kept as typed.
-    return resolved.toLowerCase() === name.toLowerCase() ? resolved : name;
+    canonical = resolved.toLowerCase() === name.toLowerCase() ? resolved : name;
   } catch {
-    return undefined;
+    canonical = undefined;
   }
+  if (canonicalNames.size > 500) canonicalNames.clear();
+  canonicalNames.set(name, canonical ?? null);
+  return canonical;
 }
+
+const canonicalNames = new Map<string, string | null>();
 
 /** The wall-clock fields of instant `ms` in `timeZone`. */
 function wall(ms: number, timeZone: string): { y: number; m: number; d: number; asUtc: number } {
+  if (timeZone === 'UTC') {
+    // The default zone needs no Intl call: its wall clock is the instant's UTC fields.
+    const t = new Date(ms);
+    return { y: t.getUTCFullYear(), m: t.getUTCMonth() + 1, d: t.getUTCDate(), asUtc: ms };
+  }
   const parts: Record<string, number> = {};
   for (const p of formatter(timeZone).formatToParts(new Date(ms)))
     if (p.type !== 'literal') parts[p.type] = Number(p.value);
@@ -106,22 +121,33 @@ function startOf(y: number, m: number, d: number, timeZone: string): number {
 
 /**
  * The business day holding instant `now` in `timeZone` (an IANA name; unknown or absent: UTC).
- * Pure; a few Intl calls (formatters cached per zone).
+ * Pure; one Intl call when the zone and date were asked before (none in UTC), a dozen the first time.
  */
 export function businessDay(now: Date, timeZone?: string): BusinessDay {
   const zone = canonicalTimeZone(timeZone ?? DEFAULT_TIME_ZONE) ?? DEFAULT_TIME_ZONE;
   const ms = now.getTime();
   const w = wall(ms, zone);
+  // The answer depends only on the date and the zone: every write of a day asks the same one
+  // (its daily cap), so the bounds, a dozen Intl calls, are worked out once per zone and date.
+  const cacheKey = `${zone}|${dateKey(w.y, w.m, w.d)}`;
+  const cached = days.get(cacheKey);
+  if (cached !== undefined) return { ...cached };
   const start = startOf(w.y, w.m, w.d, zone);
   const next = new Date(Date.UTC(w.y, w.m - 1, w.d + 1));
   const end = startOf(next.getUTCFullYear(), next.getUTCMonth() + 1, next.getUTCDate(), zone);
-  return {
+  const bd: BusinessDay = {
     day: dateKey(w.y, w.m, w.d),
     start: new Date(start).toISOString(),
     end: new Date(end).toISOString(),
     time_zone: zone,
   };
+  if (days.size > 500) days.clear();
+  days.set(cacheKey, bd);
+  return { ...bd };
 }
+
+/** Business days worked out, by `zone|YYYY-MM-DD` (bounded; cleared when full). */
+const days = new Map<string, BusinessDay>();
 
 /**
  * The business day a calendar date names in `timeZone` (`day` as YYYY-MM-DD), or undefined for a

@@ -35,6 +35,11 @@ export interface NoncePayload {
   e: number;
   /** unique id (burned on use) */
   j: string;
+  /**
+   * 0: the pending answer that issued this nonce kept no approvals row for it (a plain
+   * confirmation), so its confirm has no row to consume. Absent: it may have one.
+   */
+  r?: 0;
 }
 
 export interface IssueNonceInput {
@@ -51,6 +56,8 @@ export interface IssueNonceInput {
    * a fresh one: a plain retry that is still waiting answers with the same nonce. §plain-retry
    */
   reissue?: { jti: string; expiresAtSec: number };
+  /** false: no approvals row is kept for this nonce (sealed as `r: 0`); default true. */
+  approvalRow?: boolean;
 }
 
 /** Issue a nonce. Returns the token, its jti and its expiry (ISO 8601). */
@@ -71,6 +78,7 @@ export function issueNonce(
     e,
     j,
   };
+  if (input.approvalRow === false) payload.r = 0;
   return {
     nonce: secrets.sealToken('nonce', 'n1', payload as unknown as Record<string, unknown>),
     jti: j,

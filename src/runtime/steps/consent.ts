@@ -164,8 +164,10 @@ async function consentGate(c: Keyed): Promise<Consent | Envelope> {
   };
   // The nonce's approvals row, when its pending answer kept one (a plain-retry transport, a
   // human-only confirmation), is consumed with the effect: one request, one execution, whichever
-  // path confirms it; a human's rejection of it wins. No row: nothing to consume.
-  decided.burnApproval = true;
+  // path confirms it; a human's rejection of it wins. No row: nothing to consume — a nonce sealed
+  // with `r: 0` (its pending answer kept none, and no row is ever made for a nonce afterwards)
+  // skips the look; any other nonce is looked up.
+  decided.burnApproval = payload.r !== 0;
   if (!typed && !humanConfirm) return decided;
   if (humanConfirm) {
     // Only a human's approval of this request counts as the confirmation.
@@ -454,6 +456,7 @@ async function pending(
   if (capClass !== null && capClass !== 'READ' && capClass !== 'BLOCKED') {
     await rt.store.read((q) => assertDailyCapOpen(q, settings, p.company_id, capClass, c.now));
   }
+  const keepsRow = typed || keepRow;
   const issued = issueNonce(rt.secrets, {
     verb: verb.name,
     argsHash: argsHash(c.args, c),
@@ -463,6 +466,8 @@ async function pending(
     phraseHash: typed ? phraseHash(phrase) : null,
     nowMs: c.now.getTime(),
     ttlSeconds: rt.options.nonceTtlSeconds,
+    // Sealed in the nonce: its confirm then skips looking for an approvals row to consume.
+    approvalRow: keepsRow,
   });
   const summary = summaryOf(c);
   // The preview runs before any consent is asked: when it finds the action impossible (an unknown
@@ -476,7 +481,7 @@ async function pending(
     preview = undefined;
   }
   let approvalId: string | undefined;
-  if (typed || keepRow) approvalId = `apv_${issued.jti.slice(0, 16)}`;
+  if (keepsRow) approvalId = `apv_${issued.jti.slice(0, 16)}`;
   // The approval may wait longer than the nonce lives (the owner's per-class TTL); its retry
   // window opens when a human approves it. spec/consent.md §approvals
   const approvalExpires = typed
@@ -544,6 +549,9 @@ async function pending(
       }
     },
     issued.jti,
+    // No approval row: the nonce alone carries the consent request, so a power cut that lost
+    // this answer's row would lose no state a later call needs (the commit skips its fsync).
+    approvalId === undefined,
   );
   return pendingEnvelope(c, given, undefined, auditId, gate.roleFloor, typed || asksHuman);
 }
@@ -552,29 +560,38 @@ async function pending(
  * Append the `pending` / `dispatch_pending` audit row of a consent answer (after `before`, in the
  * same store transaction) and settle the outcome. Returns the row's audit_id. `jti`: the id of
  * the answer's nonce, kept with the row in `pending_actions` so the write that later burns that
- * nonce can be linked to it (spec/audit.md §fold).
+ * nonce can be linked to it (spec/audit.md §fold). `relaxed`: the answer kept no approval row, so
+ * its commit need not be fsynced before the answer (spec/store.md §durability, relaxed commits:
+ * a kill -9 loses nothing; a power cut may lose the row until the next durable commit, such as
+ * the confirmed write's, fsyncs the WAL that holds it).
  */
 async function recordPending(
   c: Keyed,
   typed: boolean,
   before?: (tx: StoreTx) => Promise<void>,
   jti?: string,
+  relaxed = false,
 ): Promise<number> {
   const rt = c.rt;
   const latency = performance.now() - c.t0;
-  const row = await rt.store.write(async (tx) => {
-    await before?.(tx);
-    const pendingRow = await appendAudit(
-      tx,
-      entryFor(c, 'pending', 'dispatch_pending', latency, { requiresApproval: typed }),
-    );
-    if (jti !== undefined) await recordPendingAction(tx, c.principal.company_id, pendingRow.audit_id, jti);
-    tx.afterCommit(() => rt.afterWrite(pendingRow));
-    return pendingRow;
-  });
+  const row = await rt.store.write(
+    async (tx) => {
+      await before?.(tx);
+      const pendingRow = await appendAudit(
+        tx,
+        entryFor(c, 'pending', 'dispatch_pending', latency, { requiresApproval: typed }),
+      );
+      if (jti !== undefined) await recordPendingAction(tx, c.principal.company_id, pendingRow.audit_id, jti);
+      tx.afterCommit(() => rt.afterWrite(pendingRow));
+      return pendingRow;
+    },
+    relaxed ? RELAXED : undefined,
+  );
   settle(c, false, 'dispatch_pending', latency, row.audit_id);
   return row.audit_id;
 }
+
+const RELAXED = { durable: false } as const;
 
 /** " The gate was raised by rule R (…)." when an owner's rule raised it. */
 function raisedWords(given: NonNullable<Envelope['consent']>): string {

@@ -114,7 +114,15 @@ export class Connection implements Queryable {
   }
   /** Run a transaction-control statement through a cached prepared statement (cheaper than exec). */
   control(
-    sql: 'BEGIN IMMEDIATE' | 'COMMIT' | 'ROLLBACK' | 'SAVEPOINT w' | 'RELEASE w' | 'ROLLBACK TO w',
+    sql:
+      | 'BEGIN IMMEDIATE'
+      | 'COMMIT'
+      | 'ROLLBACK'
+      | 'SAVEPOINT w'
+      | 'RELEASE w'
+      | 'ROLLBACK TO w'
+      | 'PRAGMA synchronous = NORMAL'
+      | 'PRAGMA synchronous = FULL',
   ): void {
     try {
       this.prepare(sql).run();

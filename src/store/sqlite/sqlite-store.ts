@@ -124,6 +124,8 @@ interface PendingWrite {
   fn: (tx: StoreTx) => Promise<unknown>;
   budgetMs: number;
   label: string | undefined;
+  /** WriteOptions.durable: false = this writer alone would not need its commit fsynced. */
+  relaxed: boolean;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
 }
@@ -139,6 +141,8 @@ export class SqliteStore implements Store {
   readonly #memory: boolean;
   readonly #mutex = new Mutex();
   readonly #durability: Durability;
+  /** Commits may skip their fsync on request (WriteOptions.durable false): durability full, a file. */
+  readonly #relaxable: boolean;
   readonly #groupMax: number;
   readonly #groupWindowMs: number;
   readonly #group: boolean;
@@ -161,6 +165,7 @@ export class SqliteStore implements Store {
     this.description = `sqlite:${this.#memory ? ':memory:' : path}`;
     this.filePath = this.#memory ? undefined : resolve(path);
     this.#durability = options.durability ?? 'full';
+    this.#relaxable = this.#durability === 'full' && !this.#memory;
     this.#writeBudgetMs = options.writeBudgetMs ?? DEFAULT_WRITE_BUDGET_MS;
     this.#busyTimeoutMs = Math.max(0, options.busyTimeoutMs ?? 5000);
     this.#groupMax = Math.max(1, options.groupCommitMax ?? 64);
@@ -332,15 +337,23 @@ export class SqliteStore implements Store {
     if (this.#closed) return Promise.reject(new StoreError('unavailable', 'the store is closed'));
     const budgetMs = options?.budgetMs ?? this.#writeBudgetMs;
     const label = options?.label;
+    const relaxed = options?.durable === false;
     if (this.#group) {
       return new Promise<T>((resolve, reject) => {
-        this.#queue.push({ fn, budgetMs, label, resolve: resolve as (v: unknown) => void, reject });
+        this.#queue.push({
+          fn,
+          budgetMs,
+          label,
+          relaxed,
+          resolve: resolve as (v: unknown) => void,
+          reject,
+        });
         if (!this.#draining) void this.#drain();
       });
     }
     return this.#mutex.lock().then(async (release) => {
       try {
-        return await this.#runOne(fn, budgetMs, label);
+        return await this.#atSafety(relaxed, () => this.#runOne(fn, budgetMs, label));
       } finally {
         release();
       }
@@ -445,7 +458,10 @@ export class SqliteStore implements Store {
         // thread pool, sockets read) run first: writers they start join this group instead of each
         // starting a group of one behind the previous fsync.
         await new Promise<void>((resolve) => setImmediate(resolve));
-        await this.#commitGroup();
+        // A relaxed group (its first writer's `durable: false`) takes relaxed writers only; a
+        // durable one takes any (durable is the stronger promise).
+        const relaxed = this.#queue[0]!.relaxed && this.#relaxable;
+        await this.#atSafety(relaxed, () => this.#commitGroup(relaxed));
       }
     } finally {
       release();
@@ -454,7 +470,24 @@ export class SqliteStore implements Store {
     }
   }
 
-  async #commitGroup(): Promise<void> {
+  /**
+   * Run `body` (one transaction: BEGIN … COMMIT or ROLLBACK) at synchronous=NORMAL when `relaxed`
+   * (every writer in it said `durable: false`) and the store is at durability `full`: its COMMIT
+   * appends its frames to the WAL without an fsync, and the next durable COMMIT's fsync of the WAL
+   * covers them. SQLite refuses to change the safety level inside a transaction, so it is set
+   * before BEGIN and put back to FULL after the transaction ends, whatever its outcome.
+   */
+  async #atSafety<T>(relaxed: boolean, body: () => Promise<T>): Promise<T> {
+    if (!relaxed || !this.#relaxable) return body();
+    this.#writer.control('PRAGMA synchronous = NORMAL');
+    try {
+      return await body();
+    } finally {
+      if (this.#writer.db.open) this.#writer.control('PRAGMA synchronous = FULL');
+    }
+  }
+
+  async #commitGroup(relaxed: boolean): Promise<void> {
     const conn = this.#writer;
     try {
       await this.#begin(conn);
@@ -481,7 +514,8 @@ export class SqliteStore implements Store {
     while (
       this.#queue.length > 0 &&
       ran < this.#groupMax &&
-      (ran === 0 || performance.now() - started < this.#groupWindowMs)
+      (ran === 0 || performance.now() - started < this.#groupWindowMs) &&
+      (!relaxed || this.#queue[0]!.relaxed)
     ) {
       const w = this.#queue.shift()!;
       // The group's first writer needs no savepoint: rolling the whole transaction back undoes it
