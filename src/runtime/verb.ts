@@ -133,6 +133,14 @@ export interface RevertDefinition {
   /** Typed phrase for reverting (typed-phrase classes). Default: `REVERT <verb> #<audit_id>`. */
   phrase?: (original: OriginalAction) => string;
   /**
+   * The change this action made, before → after, in the owner's words, from its revert data and
+   * arguments (no store access): e.g. `Phone of Ada Lovelace: +1 555 0100 → +1 555 0199`. The
+   * undo dialog (audit.revert's consent summary) shows it in place of the verb's summary; absent,
+   * or answering undefined / '' / throwing, the summary is shown. Synchronous and pure: it runs
+   * before consent is asked. docs/authoring.md §describe, spec/receipts.md §revert.
+   */
+  describe?: (original: OriginalAction) => string | undefined;
+  /**
    * The action only adds something of its own to its entity (a note on a contact) and the undo
    * removes just that. Two additive actions on one entity commute: a later additive write is no
    * changed_since for this undo, and a forced revert over any other later write keeps that write

@@ -31,6 +31,7 @@ import { getEmployee, requireEmployee } from '../data/team.ts';
 import { CLOSED_DEAL_STAGES, DEAL_STAGES, OPEN_DEAL_STAGES, type DealStage } from '../schema.ts';
 import { defineBusinessVerb } from './business-verb.ts';
 
+import { changeWords, valueWords } from './change-words.ts';
 import { collectionResult } from './collection-result.ts';
 import { percent, ratio } from './confidence-band.ts';
 import { dealSuggestNextAction, dealsExplainStage } from './deal-insights.ts';
@@ -275,6 +276,13 @@ const moveInput = objectSchema(
   ['deal_id', 'to_stage'],
 );
 
+/** “Kitchen remodel” (#12) from a deal's rollback data, or #12 alone. */
+function dealSubject(rollback: Record<string, unknown>): string {
+  return typeof rollback.title === 'string' && rollback.title !== ''
+    ? `“${rollback.title}” (#${String(rollback.deal_id)})`
+    : `#${String(rollback.deal_id)}`;
+}
+
 export const dealsMoveStage = defineBusinessVerb<MoveArgs>({
   name: 'deals.move_stage',
   title: 'Move a deal to another stage',
@@ -313,6 +321,9 @@ export const dealsMoveStage = defineBusinessVerb<MoveArgs>({
       deal_id: deal.id,
       history_id: history.id,
       previous,
+      // For the undo dialog's words (revert.describe).
+      title: deal.title,
+      stage: deal.stage,
     });
     return {
       status: 'moved',
@@ -323,6 +334,8 @@ export const dealsMoveStage = defineBusinessVerb<MoveArgs>({
     };
   },
   revert: {
+    describe: ({ rollback, args }) =>
+      `Stage of deal ${dealSubject(rollback)}: ${valueWords('stage', (rollback.previous as { stage?: unknown } | undefined)?.stage)} → ${valueWords('stage', rollback.stage ?? args.to_stage)}`,
     async handler(ctx, original) {
       const r = original.rollback as {
         deal_id: number;
@@ -464,10 +477,24 @@ export const dealsUpdate = defineBusinessVerb<UpdateArgs>({
       ]),
     );
     ctx.emit({ type: 'deal.updated', entity_type: 'deal', entity_id: deal.id, payload: { changes } });
-    ctx.setRollback(`deal:update:${deal.id}`, { deal_id: deal.id, previous });
+    ctx.setRollback(`deal:update:${deal.id}`, {
+      deal_id: deal.id,
+      previous,
+      // For the undo dialog's words (revert.describe).
+      title: deal.title,
+      next: Object.fromEntries(
+        Object.keys(previous).map((k) => [k, (deal as unknown as Record<string, unknown>)[k]]),
+      ),
+    });
     return { status: 'updated', deal_id: deal.id, previous, deal: dealView(deal) };
   },
   revert: {
+    describe: ({ rollback, args }) =>
+      changeWords(
+        `deal ${dealSubject(rollback)}`,
+        (rollback.previous ?? {}) as Record<string, unknown>,
+        (rollback.next ?? args) as Record<string, unknown>,
+      ),
     async handler(ctx, original) {
       const r = original.rollback as { deal_id: number; previous: DealPatch };
       const { previous, deal } = await updateDeal(
