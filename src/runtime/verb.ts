@@ -110,6 +110,12 @@ export interface SystemVerbContext extends VerbContext {
   readonly narrowing?: { toolsets?: ToolsetSelection; readOnly?: boolean };
 }
 
+/** What a verb's `activity` hook may read: its tenant's rows (SELECT only). */
+export interface ActivityRead {
+  readonly db: Pick<Queryable, 'get' | 'all'>;
+  readonly company_id: number;
+}
+
 /** What a revert handler receives about the action it undoes. */
 export interface OriginalAction {
   audit_id: number;
@@ -228,6 +234,15 @@ export interface VerbDefinition<A = any, R = any> {
    * `agent_text` arguments (a summary quoting one is replaced by the generic one).
    */
   summary?: (args: A) => string;
+  /**
+   * The action in the owner's words for the Activity log and receipts (audit.trail `words`),
+   * naming what it touched — the customer by name, the object, the amount: e.g. `Charge $159.00
+   * by card to Ada Lovelace (invoice #314)` where the summary says `… to invoice #314`. Reads
+   * only: `read.db` answers SELECTs, always filtered by `read.company_id` (the caller's tenant).
+   * `args` are the audited (redacted) arguments. Undefined, '' or a throw: the summary is shown.
+   * Never quote `agent_text` arguments. docs/authoring.md §activity.
+   */
+  activity?: (read: ActivityRead, args: A) => Promise<string | undefined>;
   /**
    * Top-level string arguments that are the agent's own free text (a refund's reason, a note):
    * shown apart from the summary in pending answers, approvals and forms, labelled as the agent's

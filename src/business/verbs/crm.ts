@@ -33,6 +33,7 @@ import { listContactDeals } from '../data/deals.ts';
 import { listContactInvoices } from '../data/invoices.ts';
 import { num } from '../data/row-values.ts';
 import { CONTACT_KINDS, CONTACT_STATUSES, OPEN_DEAL_STAGES, type DealStage } from '../schema.ts';
+import { contactName } from './activity-words.ts';
 import { defineBusinessVerb } from './business-verb.ts';
 import { buildCausalChain, chainForOutput, describeActor } from './causal-chain.ts';
 import { changeWords, contactSubject } from './change-words.ts';
@@ -275,6 +276,10 @@ export const crmContactUpdate = defineBusinessVerb<UpdateArgs>({
   preview: 'crm.preview_contact_update',
   input: updateInput,
   summary: (a) => `Update contact ${a.contact_id}: ${Object.keys(patchOf(a)).join(', ')}.`,
+  activity: async (read, a) => {
+    const name = await contactName(read, a.contact_id);
+    return name && `Update ${name}: ${Object.keys(patchOf(a)).join(', ')}`;
+  },
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
     const { previous, contact, changed } = await updateContact(
@@ -407,6 +412,10 @@ export const crmAddNote = defineBusinessVerb<NoteArgs>({
   input: noteInput,
   untrusted_content: true,
   summary: (a) => `Add a note to contact ${a.contact_id}.`,
+  activity: async (read, a) => {
+    const name = await contactName(read, a.contact_id);
+    return name && `Add a note to ${name}`;
+  },
   async handler(ctx, args) {
     const note = await addNote(
       ctx.db,

@@ -29,6 +29,7 @@ import { DomainError } from '../data/domain-error.ts';
 import { num } from '../data/row-values.ts';
 import { getEmployee, requireEmployee } from '../data/team.ts';
 import { CLOSED_DEAL_STAGES, DEAL_STAGES, OPEN_DEAL_STAGES, type DealStage } from '../schema.ts';
+import { contactName, dealCustomer } from './activity-words.ts';
 import { defineBusinessVerb } from './business-verb.ts';
 
 import { changeWords, valueWords } from './change-words.ts';
@@ -165,6 +166,10 @@ export const dealsCreate = defineBusinessVerb<CreateArgs>({
   input: createInput,
   cli: { command: ['deal', 'create'] },
   summary: (a) => `Open deal "${a.title}" worth ${formatCents(a.amount_cents)} for contact ${a.contact_id}.`,
+  activity: async (read, a) => {
+    const name = await contactName(read, a.contact_id);
+    return name && `Open deal "${a.title}" worth ${formatCents(a.amount_cents)} for ${name}`;
+  },
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
     const owner = await ownerFor(ctx.db, c, args, ctx.principal.user_id);
@@ -294,6 +299,10 @@ export const dealsMoveStage = defineBusinessVerb<MoveArgs>({
   preview: 'deals.preview_move_stage',
   input: moveInput,
   summary: (a) => `Move deal ${a.deal_id} to ${a.to_stage}.`,
+  activity: async (read, a) => {
+    const d = await dealCustomer(read, a.deal_id);
+    return d && `Move deal “${d.title}” of ${d.name} to ${valueWords('stage', a.to_stage)}`;
+  },
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
     const { previous, deal, history } = await moveDealStage(
@@ -458,6 +467,10 @@ export const dealsUpdate = defineBusinessVerb<UpdateArgs>({
   preview: 'deals.preview_update',
   input: updateInput,
   summary: (a) => `Update deal ${a.deal_id}: ${Object.keys(dealPatch(a)).join(', ')}.`,
+  activity: async (read, a) => {
+    const d = await dealCustomer(read, a.deal_id);
+    return d && `Update deal “${d.title}” of ${d.name}: ${Object.keys(dealPatch(a)).join(', ')}`;
+  },
   async handler(ctx, args) {
     const { previous, deal } = await updateDeal(
       ctx.db,

@@ -27,6 +27,7 @@ import { listInvoicePayments } from '../data/payments.ts';
 import { num } from '../data/row-values.ts';
 import { requireAppointment } from '../data/appointments.ts';
 import { INVOICE_STATUSES, type InvoiceStatus } from '../schema.ts';
+import { contactName, invoiceCustomer } from './activity-words.ts';
 import { defineBusinessVerb } from './business-verb.ts';
 import { collectionResult } from './collection-result.ts';
 import { queueOutboundEmail, recallEmail } from './email.ts';
@@ -163,6 +164,13 @@ export const invoicesCreate = defineBusinessVerb<CreateArgs>({
   input: createInput,
   summary: (a) =>
     `Invoice contact ${a.contact_id} for ${formatCents(a.lines.reduce((s, l) => s + l.quantity * l.unit_price_cents, 0))}${a.issue ? ' and issue it' : ' (draft)'}.`,
+  activity: async (read, a) => {
+    const name = await contactName(read, a.contact_id);
+    return (
+      name &&
+      `Invoice ${name} for ${formatCents(a.lines.reduce((s, l) => s + l.quantity * l.unit_price_cents, 0))}${a.issue ? ' and issue it' : ' (draft)'}`
+    );
+  },
   async handler(ctx, args) {
     const { invoice, lines } = await createInvoice(ctx.db, ctx.principal.company_id, args, ctx.now);
     ctx.setEntity('invoice', invoice.id);
@@ -299,6 +307,10 @@ export const invoicesIssue = defineBusinessVerb<IssueArgs>({
   preview: 'invoices.preview_issue',
   input: issueInput,
   summary: (a) => `Issue invoice ${a.invoice_id}.`,
+  activity: async (read, a) => {
+    const inv = await invoiceCustomer(read, a.invoice_id);
+    return inv && `Issue invoice #${inv.number} to ${inv.name}`;
+  },
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
     const before = await requireInvoice(ctx.db, c, args.invoice_id);
@@ -414,6 +426,10 @@ export const invoicesVoid = defineBusinessVerb<{ invoice_id: number }>({
   preview: 'invoices.preview_void',
   input: voidInput,
   summary: (a) => `Void invoice ${a.invoice_id}.`,
+  activity: async (read, a) => {
+    const inv = await invoiceCustomer(read, a.invoice_id);
+    return inv && `Void invoice #${inv.number} of ${inv.name}`;
+  },
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
     const before = await requireInvoice(ctx.db, c, args.invoice_id);
@@ -544,6 +560,10 @@ export const invoicesSendReminder = defineBusinessVerb<ReminderArgs>({
   input: reminderInput,
   open_world: true,
   summary: (a) => `Email a payment reminder for invoice ${a.invoice_id}.`,
+  activity: async (read, a) => {
+    const inv = await invoiceCustomer(read, a.invoice_id);
+    return inv && `Email ${inv.name} a payment reminder for invoice #${inv.number}`;
+  },
   async handler(ctx, args) {
     const r = await reminderFor(ctx, args);
     const email = await queueOutboundEmail(ctx, {
