@@ -262,6 +262,15 @@ export interface VerbDefinition<A = any, R = any> {
   secret_result?: string[];
   /** The handler. Reads get a committed-data view; writes run inside the one store transaction. */
   handler: (ctx: VerbContext, args: A) => Promise<R>;
+  /**
+   * For a write with no revert that another verb undoes (a charge, undone by its refund): that
+   * verb and its arguments taken from this action's signed receipt — `args` maps each of its
+   * argument names to a top-level member of the receipt — with the button's words. The
+   * dashboard's receipt view offers it as one gated action (the other verb's own consent gate:
+   * for a refund, the typed phrase a human types). Data only, served in the catalogue.
+   * docs/authoring.md §undone_by.
+   */
+  undone_by?: { verb: string; args: Readonly<Record<string, string>>; label: string };
   /** Revert handler; absent = not revertible (audit.revert refuses with not_revertible). */
   revert?: RevertDefinition;
   /** Calling twice with the same args has no further effect (MCP idempotentHint). */

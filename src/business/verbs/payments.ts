@@ -90,6 +90,12 @@ export const chargeInvoice = defineBusinessVerb<ChargeArgs>({
   input: chargeInput,
   open_world: true,
   webmcp_surfaces: ['dashboard'],
+  // Undone by its refund: the dashboard offers issue_refund prefilled from this receipt.
+  undone_by: {
+    verb: 'issue_refund',
+    args: { charge_ref: 'charge_ref', amount_cents: 'amount_cents' },
+    label: 'Refund this charge',
+  },
   phrase: (a) => `CHARGE ${formatCents(a.amount_cents)} to invoice #${a.invoice_number}`,
   summary: (a) =>
     `Charge ${formatCents(a.amount_cents)} by ${a.method ?? 'card'} to invoice #${a.invoice_number}.`,
