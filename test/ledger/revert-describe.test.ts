@@ -71,3 +71,24 @@ test('a verb without describe keeps its summary in the undo dialog', async (t) =
   });
   assert.match(undo.consent!.summary, /^Undo “Add 7 to counter till” \(receipt #/);
 });
+
+test('each demo setter names its change before → after in the undo dialog', async (t) => {
+  const d = await openDemoRuntime(t);
+  const cases: Array<[string, Record<string, unknown>, RegExp]> = [
+    [
+      'deals.update',
+      { deal_id: d.fixtures.proposal_deal_id, amount_cents: 90000 },
+      /^Amount of deal “.+” \(#\d+\): \$[\d,.]+ → \$900\.00$/,
+    ],
+    ['team.set_role', { employee_user_id: 5, role: 'admin' }, /^Role of user #5: \w[\w ]* → admin$/],
+    ['team.set_active', { employee_user_id: 8, active: false }, /^User #8: active → inactive$/],
+    ['infrastructure_resize', { size: 'MEDIUM' }, /^Size of droplet #\d+: \w+ → MEDIUM$/],
+    ['infrastructure_scale_workers', { delta: 2 }, /^Workers of droplet #\d+: (\d+) → \d+$/],
+  ];
+  for (const [verb, args, words] of cases) {
+    const done = ok(await d.commit('owner', verb, args));
+    const undo = await d.call('owner', 'audit.revert', { audit_id: done.audit_id });
+    const quoted = /^Undo “(.*)” \(receipt #\d+\)/.exec(undo.consent?.summary ?? '')?.[1];
+    assert.match(quoted ?? '', words, `${verb}: ${undo.consent?.summary ?? JSON.stringify(undo.error)}`);
+  }
+});

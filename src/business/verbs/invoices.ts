@@ -28,6 +28,7 @@ import { num } from '../data/row-values.ts';
 import { requireAppointment } from '../data/appointments.ts';
 import { INVOICE_STATUSES, type InvoiceStatus } from '../schema.ts';
 import { contactName, invoiceCustomer } from './activity-words.ts';
+import { valueWords } from './change-words.ts';
 import { defineBusinessVerb } from './business-verb.ts';
 import { collectionResult } from './collection-result.ts';
 import { queueOutboundEmail, recallEmail } from './email.ts';
@@ -330,6 +331,7 @@ export const invoicesIssue = defineBusinessVerb<IssueArgs>({
     });
     ctx.setRollback(`invoice:issue:${invoice.id}`, {
       invoice_id: invoice.id,
+      number: invoice.number,
       previous: { status: before.status, issued_at: before.issued_at, due_at: before.due_at },
     });
     return {
@@ -341,6 +343,8 @@ export const invoicesIssue = defineBusinessVerb<IssueArgs>({
     };
   },
   revert: {
+    describe: ({ rollback }) =>
+      `Invoice #${String(rollback.number ?? rollback.invoice_id)}: ${valueWords('status', (rollback.previous as { status?: unknown } | undefined)?.status)} → issued`,
     async handler(ctx, original) {
       const r = original.rollback as {
         invoice_id: number;
@@ -443,11 +447,14 @@ export const invoicesVoid = defineBusinessVerb<{ invoice_id: number }>({
     });
     ctx.setRollback(`invoice:void:${invoice.id}:${before.status}`, {
       invoice_id: invoice.id,
+      number: invoice.number,
       previous: { status: before.status, issued_at: before.issued_at, due_at: before.due_at },
     });
     return { status: 'void', invoice_id: invoice.id, number: invoice.number, previous_status: before.status };
   },
   revert: {
+    describe: ({ rollback }) =>
+      `Invoice #${String(rollback.number ?? rollback.invoice_id)}: ${valueWords('status', (rollback.previous as { status?: unknown } | undefined)?.status)} → void`,
     async handler(ctx, original) {
       const r = original.rollback as {
         invoice_id: number;
