@@ -39,6 +39,8 @@ export interface CatalogEntry {
   surfaces: string[];
   webmcp_surfaces: string[];
   revertible: boolean;
+  /** The verb that undoes this one when it has no revert (a charge's refund), from its receipt. */
+  undone_by?: { verb: string; args: Record<string, string>; label: string } | null;
 }
 
 /** Role ranks (src/runtime/verb.ts ROLE_RANK). */
@@ -51,6 +53,8 @@ export interface DashboardContext {
   has(verb: string): boolean;
   /** Registered, callable here, and the signed-in role meets its role floor. */
   canUse(verb: string): boolean;
+  /** The catalogue entry of a verb callable here, if any. */
+  entry(verb: string): CatalogEntry | undefined;
   /** The verb's title (or its name). */
   title(verb: string): string;
   /** Call a verb as the signed-in human, through the consent dialog when it is gated. */
@@ -79,6 +83,7 @@ export function createContext(
       const v = callable.get(verb);
       return v !== undefined && rank >= (ROLE_RANK[v.role_floor] ?? 0);
     },
+    entry: (verb) => callable.get(verb),
     title: (verb) => callable.get(verb)?.title ?? verb,
     call: async (verb, input) => {
       const outcome = await callWithConsent({

@@ -13,7 +13,11 @@
  * in local time, the arguments in words, the outcome, the consent path (class, approval, whether
  * the requester approved their own request), its chain position, and "Undo this action" only when
  * the action has a revert handler, completed, and was not undone yet (audit.revert through the
- * same gates: the consent dialog opens when the revert is gated). A completed write also shows its
+ * same gates: the consent dialog opens when the revert is gated; it names the change before →
+ * after when the verb has `revert.describe`). An action without a revert that another verb undoes
+ * (catalogue `undone_by`: a charge, undone by its refund) offers that verb instead, prefilled from
+ * the signed receipt, as one gated action through the same consent dialog (the refund's typed
+ * phrase, typed by the signed-in human). A completed write also shows its
  * signed receipt (audit.receipt): the result in words, the key and chain position it is signed
  * with, "Verify signature" (audit.verify_receipt: the tenant's keys and the row in the log) and
  * "Download receipt" (the signed receipt as JSON, for `solid receipt verify`).
@@ -345,7 +349,53 @@ function renderReceipt(ctx: DashboardContext, entry: TrailEntry, receipt: Signed
   const why = whyNotRevertible(ctx, entry);
   button.hidden = why !== undefined;
   button.disabled = false;
-  byId('receipt-status').textContent = why ?? '';
+  // No undo step, but another verb undoes it (a charge: its refund), prefilled from the receipt.
+  const by = why === undefined ? undefined : undoneBy(ctx, entry, receipt);
+  const other = byId<HTMLButtonElement>('receipt-undo-by');
+  other.hidden = by === undefined;
+  other.disabled = false;
+  if (by !== undefined) {
+    other.textContent = by.label;
+    other.dataset.verb = by.verb;
+  }
+  byId('receipt-status').textContent = by !== undefined ? `${by.label} instead: ${by.words}` : (why ?? '');
+}
+
+/**
+ * The other verb that undoes an action without a revert (its catalogue `undone_by`), with its
+ * arguments taken from the signed receipt, when the action completed, the receipt carries every
+ * argument and the signed-in role may call that verb; else undefined.
+ */
+function undoneBy(
+  ctx: DashboardContext,
+  entry: TrailEntry,
+  receipt: SignedReceipt | undefined,
+): { verb: string; label: string; args: Record<string, unknown>; words: string } | undefined {
+  const spec = ctx.entry(entry.action)?.undone_by;
+  if (spec === undefined || spec === null || receipt === undefined || entry.status !== 'completed')
+    return undefined;
+  if (!ctx.canUse(spec.verb)) return undefined;
+  const args: Record<string, unknown> = {};
+  for (const [name, member] of Object.entries(spec.args)) {
+    const v = receipt[member];
+    if (v === undefined || v === null) return undefined;
+    args[name] = v;
+  }
+  const target = ctx.entry(spec.verb);
+  const gate =
+    target?.consent_class === 'WRITE_FINANCIAL' || target?.consent_class === 'IRREVERSIBLE'
+      ? ' You confirm it by typing its phrase.'
+      : '';
+  return {
+    verb: spec.verb,
+    label: spec.label,
+    args,
+    words: `this action has no undo step of its own; “${ctx.title(spec.verb)}” undoes it with ${argumentWords(
+      args,
+    )
+      .map(([k, v]) => `${k.toLowerCase()} ${v}`)
+      .join(', ')}.${gate}`,
+  };
 }
 
 /** The verb's own result members of a receipt, in words (empty when there is none). */
@@ -496,6 +546,36 @@ export function setupTrail(context: DashboardContext): void {
     event.preventDefault();
     const v = Number(new FormData(event.target as HTMLFormElement).get('audit_id'));
     location.hash = `#/receipt/${v}`;
+  });
+  // A charge's refund (undone_by): the other verb through its own consent gate — for a refund,
+  // the typed phrase the signed-in human types in the dialog.
+  byId('receipt-undo-by').addEventListener('click', async () => {
+    const entry = current;
+    if (entry === undefined) return;
+    const by = undoneBy(ctx(), entry, signed);
+    if (by === undefined) return;
+    const status = byId('receipt-status');
+    const button = byId<HTMLButtonElement>('receipt-undo-by');
+    button.disabled = true;
+    status.textContent = `${by.label}…`;
+    const { envelope, declined } = await ctx().call(by.verb, by.args);
+    button.disabled = false;
+    if (declined) {
+      status.textContent = 'Cancelled; no money moved.';
+      return;
+    }
+    if (!envelope.ok) {
+      status.textContent = `Refused: ${describeError(envelope)}`;
+      return;
+    }
+    // Show the charge as it is now, then say what happened, linking the refund's own receipt.
+    await openReceipt(ctx(), entry.audit_id);
+    byId<HTMLButtonElement>('receipt-undo-by').hidden = true;
+    byId('receipt-status').replaceChildren(
+      `Done: ${ctx().title(by.verb)} (`,
+      el('a', { href: `#/receipt/${envelope.audit_id}` }, `receipt #${envelope.audit_id}`),
+      ').',
+    );
   });
   byId('receipt-revert').addEventListener('click', async () => {
     const entry = current;

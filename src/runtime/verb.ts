@@ -110,6 +110,12 @@ export interface SystemVerbContext extends VerbContext {
   readonly narrowing?: { toolsets?: ToolsetSelection; readOnly?: boolean };
 }
 
+/** What a verb's `activity` hook may read: its tenant's rows (SELECT only). */
+export interface ActivityRead {
+  readonly db: Pick<Queryable, 'get' | 'all'>;
+  readonly company_id: number;
+}
+
 /** What a revert handler receives about the action it undoes. */
 export interface OriginalAction {
   audit_id: number;
@@ -132,6 +138,14 @@ export interface RevertDefinition {
   ) => Promise<{ revert_action: string; [k: string]: unknown }>;
   /** Typed phrase for reverting (typed-phrase classes). Default: `REVERT <verb> #<audit_id>`. */
   phrase?: (original: OriginalAction) => string;
+  /**
+   * The change this action made, before → after, in the owner's words, from its revert data and
+   * arguments (no store access): e.g. `Phone of Ada Lovelace: +1 555 0100 → +1 555 0199`. The
+   * undo dialog (audit.revert's consent summary) shows it in place of the verb's summary; absent,
+   * or answering undefined / '' / throwing, the summary is shown. Synchronous and pure: it runs
+   * before consent is asked. docs/authoring.md §describe, spec/receipts.md §revert.
+   */
+  describe?: (original: OriginalAction) => string | undefined;
   /**
    * The action only adds something of its own to its entity (a note on a contact) and the undo
    * removes just that. Two additive actions on one entity commute: a later additive write is no
@@ -221,6 +235,15 @@ export interface VerbDefinition<A = any, R = any> {
    */
   summary?: (args: A) => string;
   /**
+   * The action in the owner's words for the Activity log and receipts (audit.trail `words`),
+   * naming what it touched — the customer by name, the object, the amount: e.g. `Charge $159.00
+   * by card to Ada Lovelace (invoice #314)` where the summary says `… to invoice #314`. Reads
+   * only: `read.db` answers SELECTs, always filtered by `read.company_id` (the caller's tenant).
+   * `args` are the audited (redacted) arguments. Undefined, '' or a throw: the summary is shown.
+   * Never quote `agent_text` arguments. docs/authoring.md §activity.
+   */
+  activity?: (read: ActivityRead, args: A) => Promise<string | undefined>;
+  /**
    * Top-level string arguments that are the agent's own free text (a refund's reason, a note):
    * shown apart from the summary in pending answers, approvals and forms, labelled as the agent's
    * words, never part of the sentence consented to. spec/consent.md §pending
@@ -239,6 +262,15 @@ export interface VerbDefinition<A = any, R = any> {
   secret_result?: string[];
   /** The handler. Reads get a committed-data view; writes run inside the one store transaction. */
   handler: (ctx: VerbContext, args: A) => Promise<R>;
+  /**
+   * For a write with no revert that another verb undoes (a charge, undone by its refund): that
+   * verb and its arguments taken from this action's signed receipt — `args` maps each of its
+   * argument names to a top-level member of the receipt — with the button's words. The
+   * dashboard's receipt view offers it as one gated action (the other verb's own consent gate:
+   * for a refund, the typed phrase a human types). Data only, served in the catalogue.
+   * docs/authoring.md §undone_by.
+   */
+  undone_by?: { verb: string; args: Readonly<Record<string, string>>; label: string };
   /** Revert handler; absent = not revertible (audit.revert refuses with not_revertible). */
   revert?: RevertDefinition;
   /** Calling twice with the same args has no further effect (MCP idempotentHint). */

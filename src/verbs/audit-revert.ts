@@ -43,6 +43,9 @@ export const auditRevert = defineSystemVerb<RevertArgs>({
     },
     additionalProperties: false,
   },
+  // Activity in the owner's words: which receipt was undone (not "Revert an action").
+  activity: (_read, args) =>
+    Promise.resolve(args.audit_id !== undefined ? `Undo the action of receipt #${args.audit_id}` : undefined),
   delegateConsent: (ctx, args) => revertConsent(ctx, args),
   handler: (ctx, args) => runRevert(ctx, args),
   webmcp_surfaces: ['dashboard'],

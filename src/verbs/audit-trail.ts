@@ -22,7 +22,7 @@
  */
 import { createHash } from 'node:crypto';
 import { parseProvenance, provenanceWords, type ConsentProvenance } from '../runtime/consent/provenance.ts';
-import { defineSystemVerb } from '../runtime/verb.ts';
+import { defineSystemVerb, type ActivityRead, type VerbDefinition } from '../runtime/verb.ts';
 import { VerbError } from '../runtime/errors.ts';
 
 export interface TrailArgs {
@@ -246,12 +246,17 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
       companyId,
       entries.map((e) => e.key_id),
     );
+    // What a verb's activity hook reads: SELECTs in this tenant only (no run()).
+    const read: ActivityRead = {
+      db: { get: (sql, p) => ctx.db.get(sql, p), all: (sql, p) => ctx.db.all(sql, p) },
+      company_id: companyId,
+    };
     if (links !== undefined)
       for (const [i, e] of entries.entries()) {
         const args = requestData(shown[i]!.request_data);
         Object.assign(e, {
           arguments: args,
-          words: wordsOf(ctx.runtime.registry.get(e.action)?.definition.summary, args),
+          words: await wordsOf(read, ctx.runtime.registry.get(e.action)?.definition, args),
           pending_audit_ids: links.pendingOf.get(e.audit_id) ?? [],
         });
       }
@@ -271,8 +276,9 @@ export const auditTrail = defineSystemVerb<TrailArgs>({
       );
       Object.assign(entries[0], {
         arguments: requestData(r.request_data),
-        words: wordsOf(
-          ctx.runtime.registry.get(entries[0].action)?.definition.summary,
+        words: await wordsOf(
+          read,
+          ctx.runtime.registry.get(entries[0].action)?.definition,
           requestData(r.request_data),
         ),
         approved_at: (r.approved_at as string | null) ?? null,
@@ -398,17 +404,27 @@ function requestData(v: unknown): Record<string, unknown> {
 }
 
 /**
- * What an entry did in the owner's words: its verb's consent summary over the row's (redacted)
- * arguments; null when the verb has none or it cannot be built from what the row kept.
+ * What an entry did in the owner's words: its verb's `activity` hook (naming the customer and the
+ * object), else its consent summary over the row's (redacted) arguments; null when the verb has
+ * neither or they cannot be built from what the row kept.
  */
-function wordsOf(
-  summary: ((args: Record<string, unknown>) => string) | undefined,
+async function wordsOf(
+  read: ActivityRead,
+  verb: Pick<VerbDefinition, 'summary' | 'activity'> | undefined,
   args: Record<string, unknown>,
-): string | null {
-  if (summary === undefined) return null;
+): Promise<string | null> {
+  const usable = (w: unknown): w is string => typeof w === 'string' && w !== '' && !w.includes('undefined');
+  if (verb?.activity !== undefined)
+    try {
+      const w = await verb.activity(read, args);
+      if (usable(w)) return w;
+    } catch {
+      /* the summary below */
+    }
+  if (verb?.summary === undefined) return null;
   try {
-    const w = summary(args);
-    return typeof w === 'string' && w !== '' && !w.includes('undefined') ? w : null;
+    const w = verb.summary(args);
+    return usable(w) ? w : null;
   } catch {
     return null;
   }

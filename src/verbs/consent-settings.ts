@@ -16,9 +16,9 @@
  * previous value). Changing consent settings is a human act: an agent's call (an API key, a
  * program the agent drives) is refused with `human_required`, audited.
  */
-import { defineSystemVerb, type OriginalAction, type SystemVerbContext } from '../runtime/verb.ts';
+import { defineSystemVerb } from '../runtime/verb.ts';
 import type { TenantSettings } from '../runtime/tenants.ts';
-import { requireHumanToChange } from '../runtime/consent/refusals.ts';
+import { humanSettingVerb } from './human-setting.ts';
 import {
   GATE_RULE_OPS,
   MAX_GATE_RULES,
@@ -27,48 +27,31 @@ import {
   describeRule,
   type GateRule,
 } from '../runtime/consent/gate-rules.ts';
-import { readTenantSettings, writeTenantSettings } from './settings-row.ts';
 
 /** Bounds of an approval TTL, in minutes: 5 (the nonce TTL) to a day. */
 export const APPROVAL_TTL_MIN_MINUTES = 5;
 export const APPROVAL_TTL_MAX_MINUTES = 1440;
 const TTL_CLASSES = ['WRITE_FINANCIAL', 'IRREVERSIBLE'] as const;
 
-/** Changing consent settings is a human act (spec/consent.md §conditional-gates). */
-function requireHuman(ctx: SystemVerbContext, what: string, settings: TenantSettings): void {
-  requireHumanToChange(ctx.principal, settings, what);
-}
-
-/** Restore one setting member from a revert's rollback data. */
-async function restore(
-  ctx: SystemVerbContext,
-  original: OriginalAction,
+/** Put back a member from its rollback data (`previous`; null or absent: the default). */
+function restoreMember(
+  settings: TenantSettings,
+  rollback: Record<string, unknown>,
   member: 'approval_ttl_minutes' | 'gate_rules',
-): Promise<{ revert_action: string }> {
-  const settings = await readTenantSettings(ctx.db, ctx.principal.company_id);
-  // Restoring fewer rules or a shorter wait may loosen a gate: a human act like setting it.
-  requireHuman(ctx, member === 'gate_rules' ? 'conditional gates' : 'how long approvals wait', settings);
-  const previous = (original.rollback as { previous?: unknown }).previous;
+): string {
+  const previous = (rollback as { previous?: unknown }).previous;
   if (previous === undefined || previous === null) delete settings[member];
   else (settings as Record<string, unknown>)[member] = previous;
-  await writeTenantSettings(ctx, settings);
-  ctx.setEntity('tenant', ctx.principal.company_id);
-  return { revert_action: `${member} restored to ${JSON.stringify(previous ?? null)}` };
+  return `${member} restored to ${JSON.stringify(previous ?? null)}`;
 }
 
-export const tenantApprovalTtlSet = defineSystemVerb<{
+export const tenantApprovalTtlSet = humanSettingVerb<{
   consent_class: (typeof TTL_CLASSES)[number];
   minutes: number | null;
 }>({
   name: 'tenant.approval_ttl_set',
   title: 'Set how long approvals wait',
   description: `Set how long an approval of a typed-phrase class (WRITE_FINANCIAL or IRREVERSIBLE) waits for a human: ${APPROVAL_TTL_MIN_MINUTES} to ${APPROVAL_TTL_MAX_MINUTES} minutes, or null for the default (as long as its nonce, 5 minutes). The agent's confirm after an approval still has a nonce's lifetime from the moment of approval. Owner only, from a human channel (human_required otherwise); needs a confirmation.`,
-  shape: 'receipt',
-  category: 'consent',
-  consent: 'WRITE_REVERSIBLE',
-  cap_exempt: true,
-  role_floor: 'owner',
-  surfaces: ['http', 'cli'],
   input: {
     type: 'object',
     properties: {
@@ -87,26 +70,25 @@ export const tenantApprovalTtlSet = defineSystemVerb<{
     a.minutes === null
       ? `Let ${a.consent_class} approvals wait as long as their nonce (the default).`
       : `Let ${a.consent_class} approvals wait ${a.minutes} minutes for a human.`,
-  async handler(ctx, args) {
-    const settings = await readTenantSettings(ctx.db, ctx.principal.company_id);
-    requireHuman(ctx, 'how long approvals wait', settings);
+  what: 'how long approvals wait',
+  set(_ctx, args, settings) {
     const previous = settings.approval_ttl_minutes ?? null;
     const next = { ...(previous ?? {}) };
     if (args.minutes === null) delete next[args.consent_class];
     else next[args.consent_class] = args.minutes;
     if (Object.keys(next).length === 0) delete settings.approval_ttl_minutes;
     else settings.approval_ttl_minutes = next;
-    await writeTenantSettings(ctx, settings);
-    ctx.setEntity('tenant', ctx.principal.company_id);
-    ctx.setRollback('tenant:approval_ttl', { previous });
     return {
-      status: 'completed',
-      consent_class: args.consent_class,
-      minutes: args.minutes,
-      approval_ttl_minutes: next,
+      result: {
+        status: 'completed',
+        consent_class: args.consent_class,
+        minutes: args.minutes,
+        approval_ttl_minutes: next,
+      },
+      rollback: { handle: 'tenant:approval_ttl', data: { previous } },
     };
   },
-  revert: { handler: (ctx, original) => restore(ctx, original, 'approval_ttl_minutes') },
+  restore: (settings, rollback) => restoreMember(settings, rollback, 'approval_ttl_minutes'),
 });
 
 const RULE_SCHEMA = {
@@ -136,16 +118,10 @@ const RULE_SCHEMA = {
   additionalProperties: false,
 } as const;
 
-export const tenantGateRulesSet = defineSystemVerb<{ rules: GateRule[] }>({
+export const tenantGateRulesSet = humanSettingVerb<{ rules: GateRule[] }>({
   name: 'tenant.gate_rules_set',
   title: 'Set conditional gates',
   description: `Replace this tenant's conditional-gate rules (at most ${MAX_GATE_RULES}; [] removes them). A rule raises a verb's consent gate when its arguments match: {id, verb, when: {pointer, op, value}, raise_to, role_floor?}, e.g. charge_invoice with /amount_cents gt 50000 raised to IRREVERSIBLE with role_floor owner. Rules only raise, never lower a verb's declared class; a pointer naming nothing does not match. Owner only, from a human channel (human_required otherwise); needs a confirmation.`,
-  shape: 'receipt',
-  category: 'consent',
-  consent: 'WRITE_REVERSIBLE',
-  cap_exempt: true,
-  role_floor: 'owner',
-  surfaces: ['http', 'cli'],
   input: {
     type: 'object',
     properties: { rules: { type: 'array', maxItems: MAX_GATE_RULES, items: RULE_SCHEMA } },
@@ -156,23 +132,22 @@ export const tenantGateRulesSet = defineSystemVerb<{ rules: GateRule[] }>({
     a.rules.length === 0
       ? 'Remove every conditional-gate rule.'
       : `Set ${a.rules.length} conditional-gate rule(s): ${a.rules.map((r) => `${r.verb} ${describeRule(r)}`).join('; ')}.`,
-  async handler(ctx, args) {
-    const settings = await readTenantSettings(ctx.db, ctx.principal.company_id);
-    requireHuman(ctx, 'conditional gates', settings);
+  what: 'conditional gates',
+  set(ctx, args, settings) {
     checkGateRules(args.rules, (name) => ctx.runtime.registry.get(name));
     const previous = settings.gate_rules ?? null;
     if (args.rules.length === 0) delete settings.gate_rules;
     else settings.gate_rules = args.rules;
-    await writeTenantSettings(ctx, settings);
-    ctx.setEntity('tenant', ctx.principal.company_id);
-    ctx.setRollback('tenant:gate_rules', { previous });
     return {
-      status: 'completed',
-      rules: args.rules.map((r) => ({ ...r, description: describeRule(r) })),
-      previous_count: previous?.length ?? 0,
+      result: {
+        status: 'completed',
+        rules: args.rules.map((r) => ({ ...r, description: describeRule(r) })),
+        previous_count: previous?.length ?? 0,
+      },
+      rollback: { handle: 'tenant:gate_rules', data: { previous } },
     };
   },
-  revert: { handler: (ctx, original) => restore(ctx, original, 'gate_rules') },
+  restore: (settings, rollback) => restoreMember(settings, rollback, 'gate_rules'),
 });
 
 export const tenantGateRules = defineSystemVerb<Record<string, never>>({

@@ -39,6 +39,7 @@ import { mayConsent } from '../identity/consent-predicate.ts';
 import { blocklistKey, DEFAULT_BLOCKLIST } from '../runtime/consent/blocklist.ts';
 import { businessDay, canonicalTimeZone, DEFAULT_TIME_ZONE } from '../runtime/consent/business-day.ts';
 import { readTenantSettings, writeTenantSettings } from './settings-row.ts';
+import { humanSettingVerb } from './human-setting.ts';
 
 /** The classes with a daily cap. */
 export const CAPPED_CLASSES = ['WRITE_REVERSIBLE', 'WRITE_FINANCIAL', 'IRREVERSIBLE'] as const;
@@ -110,19 +111,9 @@ export const tenantSettings = defineSystemVerb<Record<string, never>>({
 async function restore(
   ctx: SystemVerbContext,
   original: OriginalAction,
-  member: 'caps' | 'blocklist' | 'phrase_channel' | 'confirmation_channel' | 'time_zone',
+  member: 'caps' | 'blocklist' | 'phrase_channel' | 'confirmation_channel',
 ): Promise<{ revert_action: string }> {
   const settings = await readTenantSettings(ctx.db, ctx.principal.company_id);
-  if (member === 'time_zone') {
-    // Moving midnight back moves the cap boundary too: a human's act, like the set.
-    requireHumanToChange(ctx, settings, "the business's time zone (where its day and daily caps begin)");
-    const previous = (original.rollback as { previous?: unknown }).previous;
-    if (typeof previous === 'string' && canonicalTimeZone(previous) !== undefined)
-      settings.time_zone = previous;
-    else delete settings.time_zone;
-    await writeTenantSettings(ctx, settings);
-    return { revert_action: `time zone restored to ${settings.time_zone ?? DEFAULT_TIME_ZONE}` };
-  }
   if (member === 'confirmation_channel') {
     const previous = (original.rollback as { previous?: unknown }).previous;
     // Restoring human tightens: always allowed; restoring `any` loosens: checked like a set.
@@ -453,17 +444,11 @@ export const tenantConfirmationChannelSet = channelSetVerb('confirmation_channel
     requireHumanToChange(ctx, settings, 'who may confirm (confirmation_channel)'),
 });
 
-export const tenantTimeZoneSet = defineSystemVerb<{ time_zone: string }>({
+export const tenantTimeZoneSet = humanSettingVerb<{ time_zone: string }>({
   name: 'tenant.time_zone_set',
   title: "Set the business's time zone",
   description:
     "Set this business's time zone (an IANA name such as Europe/Berlin or America/New_York; default UTC): its business day begins at midnight there, daily caps reset then and money moved is summed per business day. Moving midnight moves the cap boundary, so only a signed-in human may change it (an agent's key is refused human_required). Owner only; needs a confirmation; revertible.",
-  shape: 'receipt',
-  category: 'consent',
-  consent: 'WRITE_REVERSIBLE',
-  cap_exempt: true,
-  role_floor: 'owner',
-  surfaces: ['http', 'cli'],
   input: {
     type: 'object',
     properties: {
@@ -480,32 +465,37 @@ export const tenantTimeZoneSet = defineSystemVerb<{ time_zone: string }>({
   },
   summary: (a) =>
     `Set the business's time zone to ${a.time_zone}: its day and daily caps begin at midnight there.`,
-  async handler(ctx, args) {
+  what: "the business's time zone (where its day and daily caps begin)",
+  set(ctx, args, settings) {
     const zone = canonicalTimeZone(args.time_zone);
     if (zone === undefined)
       throw new VerbError('invalid_input', `"${args.time_zone}" is not a time zone this server knows.`, {
         hint: 'Give an IANA time zone name such as Europe/Berlin, America/New_York or UTC.',
         path: '/time_zone',
       });
-    const settings = await readTenantSettings(ctx.db, ctx.principal.company_id);
     const stored = settings.time_zone;
     const previous = stored ?? DEFAULT_TIME_ZONE;
-    requireHumanToChange(ctx, settings, "the business's time zone (where its day and daily caps begin)");
-    ctx.setEntity('tenant', ctx.principal.company_id);
-    if (zone !== previous) {
-      settings.time_zone = zone;
-      await writeTenantSettings(ctx, settings);
-      ctx.setRollback(`tenant:time_zone:${previous}`, { previous: stored ?? null });
-    }
-    const today = businessDay(ctx.now, zone);
+    if (zone !== previous) settings.time_zone = zone;
     return {
-      status: zone === previous ? 'unchanged' : 'completed',
-      time_zone: zone,
-      previous_time_zone: previous,
-      business_day: today,
+      result: {
+        status: zone === previous ? 'unchanged' : 'completed',
+        time_zone: zone,
+        previous_time_zone: previous,
+        business_day: businessDay(ctx.now, zone),
+      },
+      ...(zone !== previous
+        ? { rollback: { handle: `tenant:time_zone:${previous}`, data: { previous: stored ?? null } } }
+        : {}),
     };
   },
-  revert: { handler: (ctx, original) => restore(ctx, original, 'time_zone') },
+  restore(settings, rollback) {
+    // Moving midnight back moves the cap boundary too: a human's act, like the set (the factory).
+    const previous = (rollback as { previous?: unknown }).previous;
+    if (typeof previous === 'string' && canonicalTimeZone(previous) !== undefined)
+      settings.time_zone = previous;
+    else delete settings.time_zone;
+    return `time zone restored to ${settings.time_zone ?? DEFAULT_TIME_ZONE}`;
+  },
 });
 
 export const tenantSettingsVerbs = [

@@ -33,8 +33,10 @@ import { listContactDeals } from '../data/deals.ts';
 import { listContactInvoices } from '../data/invoices.ts';
 import { num } from '../data/row-values.ts';
 import { CONTACT_KINDS, CONTACT_STATUSES, OPEN_DEAL_STAGES, type DealStage } from '../schema.ts';
+import { contactName } from './activity-words.ts';
 import { defineBusinessVerb } from './business-verb.ts';
 import { buildCausalChain, chainForOutput, describeActor } from './causal-chain.ts';
+import { changeWords, contactSubject } from './change-words.ts';
 import { collectionResult } from './collection-result.ts';
 import { contactView, noteView } from './entity-views.ts';
 import { enumProp, idProp, objectSchema, PAGE_PROPS, textProp, timeProp } from './input-schema.ts';
@@ -175,10 +177,12 @@ export const crmContactCreate = defineBusinessVerb<CreateArgs>({
       entity_id: contact.id,
       payload: { name: contact.name, kind: contact.kind, source: contact.source },
     });
-    ctx.setRollback(`crm:contact:create:${contact.id}`, { contact_id: contact.id });
+    ctx.setRollback(`crm:contact:create:${contact.id}`, { contact_id: contact.id, name: contact.name });
     return { status: 'created', contact_id: contact.id, contact: contactView(contact) };
   },
   revert: {
+    describe: (o) =>
+      `Contact ${contactSubject(o.rollback.name ?? o.args.name, o.rollback.contact_id)}: none → created`,
     async handler(ctx, original) {
       const id = num(original.rollback.contact_id);
       await deleteContact(ctx.db, ctx.principal.company_id, id);
@@ -272,6 +276,10 @@ export const crmContactUpdate = defineBusinessVerb<UpdateArgs>({
   preview: 'crm.preview_contact_update',
   input: updateInput,
   summary: (a) => `Update contact ${a.contact_id}: ${Object.keys(patchOf(a)).join(', ')}.`,
+  activity: async (read, a) => {
+    const name = await contactName(read, a.contact_id);
+    return name && `Update ${name}: ${Object.keys(patchOf(a)).join(', ')}`;
+  },
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
     const { previous, contact, changed } = await updateContact(
@@ -301,6 +309,9 @@ export const crmContactUpdate = defineBusinessVerb<UpdateArgs>({
       contact_id: contact.id,
       previous: snapshot,
       updated_at: contact.updated_at,
+      // For the undo dialog's words (revert.describe): whose fields, and what they became.
+      name: previous.name,
+      next: Object.fromEntries(changed.map((f) => [f, contact[f]])),
     });
     return {
       status: 'updated',
@@ -311,6 +322,12 @@ export const crmContactUpdate = defineBusinessVerb<UpdateArgs>({
     };
   },
   revert: {
+    describe: ({ rollback, args }) =>
+      changeWords(
+        contactSubject(rollback.name, rollback.contact_id),
+        (rollback.previous ?? {}) as Record<string, unknown>,
+        (rollback.next ?? args) as Record<string, unknown>,
+      ),
     async handler(ctx, original) {
       const c = ctx.principal.company_id;
       const id = num(original.rollback.contact_id);
@@ -395,6 +412,10 @@ export const crmAddNote = defineBusinessVerb<NoteArgs>({
   input: noteInput,
   untrusted_content: true,
   summary: (a) => `Add a note to contact ${a.contact_id}.`,
+  activity: async (read, a) => {
+    const name = await contactName(read, a.contact_id);
+    return name && `Add a note to ${name}`;
+  },
   async handler(ctx, args) {
     const note = await addNote(
       ctx.db,
@@ -409,12 +430,20 @@ export const crmAddNote = defineBusinessVerb<NoteArgs>({
       entity_id: note.id,
       payload: { contact_id: args.contact_id },
     });
-    ctx.setRollback(`crm:note:${note.id}`, { note_id: note.id, contact_id: args.contact_id });
+    // The contact's name, for the undo dialog's words (revert.describe); never the body (the agent's text).
+    const contact = await requireContact(ctx.db, ctx.principal.company_id, args.contact_id);
+    ctx.setRollback(`crm:note:${note.id}`, {
+      note_id: note.id,
+      contact_id: args.contact_id,
+      name: contact.name,
+    });
     return { status: 'added', note: noteView(note) };
   },
   revert: {
     // Deleting this note leaves every other note and the contact as they are.
     additive: true,
+    describe: ({ rollback }) =>
+      `Notes of ${contactSubject(rollback.name, rollback.contact_id)}: note #${String(rollback.note_id)} added`,
     async handler(ctx, original) {
       const note = await deleteNote(ctx.db, ctx.principal.company_id, num(original.rollback.note_id));
       ctx.emit({

@@ -29,8 +29,10 @@ import { DomainError } from '../data/domain-error.ts';
 import { num } from '../data/row-values.ts';
 import { getEmployee, requireEmployee } from '../data/team.ts';
 import { CLOSED_DEAL_STAGES, DEAL_STAGES, OPEN_DEAL_STAGES, type DealStage } from '../schema.ts';
+import { contactName, dealCustomer } from './activity-words.ts';
 import { defineBusinessVerb } from './business-verb.ts';
 
+import { changeWords, valueWords } from './change-words.ts';
 import { collectionResult } from './collection-result.ts';
 import { percent, ratio } from './confidence-band.ts';
 import { dealSuggestNextAction, dealsExplainStage } from './deal-insights.ts';
@@ -164,6 +166,10 @@ export const dealsCreate = defineBusinessVerb<CreateArgs>({
   input: createInput,
   cli: { command: ['deal', 'create'] },
   summary: (a) => `Open deal "${a.title}" worth ${formatCents(a.amount_cents)} for contact ${a.contact_id}.`,
+  activity: async (read, a) => {
+    const name = await contactName(read, a.contact_id);
+    return name && `Open deal "${a.title}" worth ${formatCents(a.amount_cents)} for ${name}`;
+  },
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
     const owner = await ownerFor(ctx.db, c, args, ctx.principal.user_id);
@@ -275,6 +281,13 @@ const moveInput = objectSchema(
   ['deal_id', 'to_stage'],
 );
 
+/** “Kitchen remodel” (#12) from a deal's rollback data, or #12 alone. */
+function dealSubject(rollback: Record<string, unknown>): string {
+  return typeof rollback.title === 'string' && rollback.title !== ''
+    ? `“${rollback.title}” (#${String(rollback.deal_id)})`
+    : `#${String(rollback.deal_id)}`;
+}
+
 export const dealsMoveStage = defineBusinessVerb<MoveArgs>({
   name: 'deals.move_stage',
   title: 'Move a deal to another stage',
@@ -286,6 +299,10 @@ export const dealsMoveStage = defineBusinessVerb<MoveArgs>({
   preview: 'deals.preview_move_stage',
   input: moveInput,
   summary: (a) => `Move deal ${a.deal_id} to ${a.to_stage}.`,
+  activity: async (read, a) => {
+    const d = await dealCustomer(read, a.deal_id);
+    return d && `Move deal “${d.title}” of ${d.name} to ${valueWords('stage', a.to_stage)}`;
+  },
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
     const { previous, deal, history } = await moveDealStage(
@@ -313,6 +330,9 @@ export const dealsMoveStage = defineBusinessVerb<MoveArgs>({
       deal_id: deal.id,
       history_id: history.id,
       previous,
+      // For the undo dialog's words (revert.describe).
+      title: deal.title,
+      stage: deal.stage,
     });
     return {
       status: 'moved',
@@ -323,6 +343,8 @@ export const dealsMoveStage = defineBusinessVerb<MoveArgs>({
     };
   },
   revert: {
+    describe: ({ rollback, args }) =>
+      `Stage of deal ${dealSubject(rollback)}: ${valueWords('stage', (rollback.previous as { stage?: unknown } | undefined)?.stage)} → ${valueWords('stage', rollback.stage ?? args.to_stage)}`,
     async handler(ctx, original) {
       const r = original.rollback as {
         deal_id: number;
@@ -445,6 +467,10 @@ export const dealsUpdate = defineBusinessVerb<UpdateArgs>({
   preview: 'deals.preview_update',
   input: updateInput,
   summary: (a) => `Update deal ${a.deal_id}: ${Object.keys(dealPatch(a)).join(', ')}.`,
+  activity: async (read, a) => {
+    const d = await dealCustomer(read, a.deal_id);
+    return d && `Update deal “${d.title}” of ${d.name}: ${Object.keys(dealPatch(a)).join(', ')}`;
+  },
   async handler(ctx, args) {
     const { previous, deal } = await updateDeal(
       ctx.db,
@@ -464,10 +490,24 @@ export const dealsUpdate = defineBusinessVerb<UpdateArgs>({
       ]),
     );
     ctx.emit({ type: 'deal.updated', entity_type: 'deal', entity_id: deal.id, payload: { changes } });
-    ctx.setRollback(`deal:update:${deal.id}`, { deal_id: deal.id, previous });
+    ctx.setRollback(`deal:update:${deal.id}`, {
+      deal_id: deal.id,
+      previous,
+      // For the undo dialog's words (revert.describe).
+      title: deal.title,
+      next: Object.fromEntries(
+        Object.keys(previous).map((k) => [k, (deal as unknown as Record<string, unknown>)[k]]),
+      ),
+    });
     return { status: 'updated', deal_id: deal.id, previous, deal: dealView(deal) };
   },
   revert: {
+    describe: ({ rollback, args }) =>
+      changeWords(
+        `deal ${dealSubject(rollback)}`,
+        (rollback.previous ?? {}) as Record<string, unknown>,
+        (rollback.next ?? args) as Record<string, unknown>,
+      ),
     async handler(ctx, original) {
       const r = original.rollback as { deal_id: number; previous: DealPatch };
       const { previous, deal } = await updateDeal(

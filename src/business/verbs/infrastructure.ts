@@ -24,6 +24,7 @@ import {
 } from '../data/infrastructure.ts';
 import { num } from '../data/row-values.ts';
 import { DROPLET_SIZE_NAMES, DROPLET_SIZES, type DropletSizeName } from '../schema.ts';
+import { valueWords } from './change-words.ts';
 import { defineBusinessVerb } from './business-verb.ts';
 import { buildCausalChain, chainForOutput, describeActor } from './causal-chain.ts';
 import { dropletView } from './entity-views.ts';
@@ -225,6 +226,8 @@ export const infrastructureResize = defineBusinessVerb<ResizeArgs>({
     };
   },
   revert: {
+    describe: ({ rollback, args }) =>
+      `Size of droplet #${String(rollback.droplet_id)}: ${valueWords('size', rollback.previous_size)} → ${valueWords('size', args.size)}`,
     async handler(ctx, original) {
       const r = original.rollback as { droplet_id: number; previous_size: DropletSizeName };
       const { previous_size, droplet } = await resizeDroplet(
@@ -368,6 +371,8 @@ export const infrastructureScaleWorkers = defineBusinessVerb<ScaleArgs>({
     };
   },
   revert: {
+    describe: ({ rollback, args }) =>
+      `Workers of droplet #${String(rollback.droplet_id)}: ${String(rollback.previous_workers)} → ${Number(rollback.previous_workers) + Number(args.delta)}`,
     async handler(ctx, original) {
       const r = original.rollback as { droplet_id: number; previous_workers: number };
       const c = ctx.principal.company_id;

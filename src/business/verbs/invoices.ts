@@ -27,6 +27,8 @@ import { listInvoicePayments } from '../data/payments.ts';
 import { num } from '../data/row-values.ts';
 import { requireAppointment } from '../data/appointments.ts';
 import { INVOICE_STATUSES, type InvoiceStatus } from '../schema.ts';
+import { contactName, invoiceCustomer } from './activity-words.ts';
+import { valueWords } from './change-words.ts';
 import { defineBusinessVerb } from './business-verb.ts';
 import { collectionResult } from './collection-result.ts';
 import { queueOutboundEmail, recallEmail } from './email.ts';
@@ -163,6 +165,13 @@ export const invoicesCreate = defineBusinessVerb<CreateArgs>({
   input: createInput,
   summary: (a) =>
     `Invoice contact ${a.contact_id} for ${formatCents(a.lines.reduce((s, l) => s + l.quantity * l.unit_price_cents, 0))}${a.issue ? ' and issue it' : ' (draft)'}.`,
+  activity: async (read, a) => {
+    const name = await contactName(read, a.contact_id);
+    return (
+      name &&
+      `Invoice ${name} for ${formatCents(a.lines.reduce((s, l) => s + l.quantity * l.unit_price_cents, 0))}${a.issue ? ' and issue it' : ' (draft)'}`
+    );
+  },
   async handler(ctx, args) {
     const { invoice, lines } = await createInvoice(ctx.db, ctx.principal.company_id, args, ctx.now);
     ctx.setEntity('invoice', invoice.id);
@@ -299,6 +308,10 @@ export const invoicesIssue = defineBusinessVerb<IssueArgs>({
   preview: 'invoices.preview_issue',
   input: issueInput,
   summary: (a) => `Issue invoice ${a.invoice_id}.`,
+  activity: async (read, a) => {
+    const inv = await invoiceCustomer(read, a.invoice_id);
+    return inv && `Issue invoice #${inv.number} to ${inv.name}`;
+  },
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
     const before = await requireInvoice(ctx.db, c, args.invoice_id);
@@ -318,6 +331,7 @@ export const invoicesIssue = defineBusinessVerb<IssueArgs>({
     });
     ctx.setRollback(`invoice:issue:${invoice.id}`, {
       invoice_id: invoice.id,
+      number: invoice.number,
       previous: { status: before.status, issued_at: before.issued_at, due_at: before.due_at },
     });
     return {
@@ -329,6 +343,8 @@ export const invoicesIssue = defineBusinessVerb<IssueArgs>({
     };
   },
   revert: {
+    describe: ({ rollback }) =>
+      `Invoice #${String(rollback.number ?? rollback.invoice_id)}: ${valueWords('status', (rollback.previous as { status?: unknown } | undefined)?.status)} → issued`,
     async handler(ctx, original) {
       const r = original.rollback as {
         invoice_id: number;
@@ -414,6 +430,10 @@ export const invoicesVoid = defineBusinessVerb<{ invoice_id: number }>({
   preview: 'invoices.preview_void',
   input: voidInput,
   summary: (a) => `Void invoice ${a.invoice_id}.`,
+  activity: async (read, a) => {
+    const inv = await invoiceCustomer(read, a.invoice_id);
+    return inv && `Void invoice #${inv.number} of ${inv.name}`;
+  },
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
     const before = await requireInvoice(ctx.db, c, args.invoice_id);
@@ -427,11 +447,14 @@ export const invoicesVoid = defineBusinessVerb<{ invoice_id: number }>({
     });
     ctx.setRollback(`invoice:void:${invoice.id}:${before.status}`, {
       invoice_id: invoice.id,
+      number: invoice.number,
       previous: { status: before.status, issued_at: before.issued_at, due_at: before.due_at },
     });
     return { status: 'void', invoice_id: invoice.id, number: invoice.number, previous_status: before.status };
   },
   revert: {
+    describe: ({ rollback }) =>
+      `Invoice #${String(rollback.number ?? rollback.invoice_id)}: ${valueWords('status', (rollback.previous as { status?: unknown } | undefined)?.status)} → void`,
     async handler(ctx, original) {
       const r = original.rollback as {
         invoice_id: number;
@@ -544,6 +567,10 @@ export const invoicesSendReminder = defineBusinessVerb<ReminderArgs>({
   input: reminderInput,
   open_world: true,
   summary: (a) => `Email a payment reminder for invoice ${a.invoice_id}.`,
+  activity: async (read, a) => {
+    const inv = await invoiceCustomer(read, a.invoice_id);
+    return inv && `Email ${inv.name} a payment reminder for invoice #${inv.number}`;
+  },
   async handler(ctx, args) {
     const r = await reminderFor(ctx, args);
     const email = await queueOutboundEmail(ctx, {

@@ -30,6 +30,7 @@ import {
   type Payment,
 } from '../data/payments.ts';
 import { PAYMENT_METHODS, PAYMENT_STATUSES, type PaymentMethodKind, type PaymentStatus } from '../schema.ts';
+import { chargeCustomer, invoiceCustomer } from './activity-words.ts';
 import { defineBusinessVerb } from './business-verb.ts';
 import { buildCausalChain, chainForOutput, describeActor } from './causal-chain.ts';
 import { collectionResult } from './collection-result.ts';
@@ -89,9 +90,22 @@ export const chargeInvoice = defineBusinessVerb<ChargeArgs>({
   input: chargeInput,
   open_world: true,
   webmcp_surfaces: ['dashboard'],
+  // Undone by its refund: the dashboard offers issue_refund prefilled from this receipt.
+  undone_by: {
+    verb: 'issue_refund',
+    args: { charge_ref: 'charge_ref', amount_cents: 'amount_cents' },
+    label: 'Refund this charge',
+  },
   phrase: (a) => `CHARGE ${formatCents(a.amount_cents)} to invoice #${a.invoice_number}`,
   summary: (a) =>
     `Charge ${formatCents(a.amount_cents)} by ${a.method ?? 'card'} to invoice #${a.invoice_number}.`,
+  activity: async (read, a) => {
+    const inv = await invoiceCustomer(read, a.invoice_number, 'number');
+    return (
+      inv &&
+      `Charge ${formatCents(a.amount_cents)} by ${a.method ?? 'card'} to ${inv.name} (invoice #${inv.number})`
+    );
+  },
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
     const before = await invoiceByNumber(ctx.db, c, args.invoice_number);
@@ -272,6 +286,13 @@ export const issueRefund = defineBusinessVerb<RefundArgs>({
   // The reason is the agent's own words: shown apart (agent_text), never in the sentence consented to.
   summary: (a) => `Refund ${formatCents(a.amount_cents)} on charge ${a.charge_ref}.`,
   agent_text: ['reason'],
+  activity: async (read, a) => {
+    const ch = await chargeCustomer(read, a.charge_ref);
+    return (
+      ch &&
+      `Refund ${formatCents(a.amount_cents)} to ${ch.name} on charge ${a.charge_ref} (invoice #${ch.number})`
+    );
+  },
   async handler(ctx, args) {
     const c = ctx.principal.company_id;
     const before = await paymentByChargeRef(ctx.db, c, args.charge_ref);

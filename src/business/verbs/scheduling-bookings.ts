@@ -304,6 +304,8 @@ export const schedulingRescheduleAppointment = defineBusinessVerb<RescheduleArgs
     };
   },
   revert: {
+    describe: ({ rollback, args }) =>
+      `Visit #${String(args.appointment_id)}: ${String((rollback.previous as { starts_at?: unknown } | undefined)?.starts_at)} → ${String(args.starts_at)}`,
     async handler(ctx, original) {
       const r = original.rollback as {
         appointment_id: number;

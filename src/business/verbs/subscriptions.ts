@@ -17,6 +17,7 @@ import { TIER_RANK } from '../../runtime/verb.ts';
 import { DomainError, notFound } from '../data/domain-error.ts';
 import { changeTier, getSubscription, type Subscription } from '../data/subscriptions.ts';
 import { TIERS, type SubscriptionTier } from '../schema.ts';
+import { valueWords } from './change-words.ts';
 import { defineBusinessVerb } from './business-verb.ts';
 import { subscriptionView } from './entity-views.ts';
 import { enumProp, objectSchema } from './input-schema.ts';
@@ -142,6 +143,8 @@ export const subscriptionUpgradeTier = defineBusinessVerb<UpgradeArgs>({
     };
   },
   revert: {
+    describe: ({ rollback, args }) =>
+      `Subscription tier: ${valueWords('tier', rollback.previous_tier)} → ${valueWords('tier', args.tier)}`,
     phrase: (original) =>
       `DOWNGRADE to ${String(original.rollback.previous_tier).toUpperCase()} tier immediately`,
     async handler(ctx, original) {

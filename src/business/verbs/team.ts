@@ -13,6 +13,7 @@ import { DomainError } from '../data/domain-error.ts';
 import { num } from '../data/row-values.ts';
 import { listEmployees, requireEmployee, setEmployeeActive, setEmployeeRole } from '../data/team.ts';
 import { EMPLOYEE_ROLES, EMPLOYEE_TITLES, type EmployeeRole, type EmployeeTitle } from '../schema.ts';
+import { valueWords } from './change-words.ts';
 import { defineBusinessVerb } from './business-verb.ts';
 import { employeeView } from './entity-views.ts';
 import { enumProp, idProp, objectSchema } from './input-schema.ts';
@@ -106,6 +107,8 @@ export const teamSetRole = defineBusinessVerb<RoleArgs>({
     return { status: 'updated', user_id: employee.user_id, previous_role, role: employee.role };
   },
   revert: {
+    describe: ({ rollback, args }) =>
+      `Role of user #${String(rollback.user_id)}: ${valueWords('role', rollback.previous_role)} → ${valueWords('role', args.role)}`,
     async handler(ctx, original) {
       const r = original.rollback as { user_id: number; previous_role: EmployeeRole };
       const { previous_role, employee } = await setEmployeeRole(
@@ -204,6 +207,8 @@ export const teamSetActive = defineBusinessVerb<ActiveArgs>({
     return { status: 'updated', user_id: employee.user_id, previous_active, active: employee.active };
   },
   revert: {
+    describe: ({ rollback, args }) =>
+      `User #${String(rollback.user_id)}: ${rollback.previous_active === true ? 'active' : 'inactive'} → ${args.active === true ? 'active' : 'inactive'}`,
     async handler(ctx, original) {
       const r = original.rollback as { user_id: number; previous_active: boolean };
       const { employee } = await setEmployeeActive(

@@ -49,6 +49,8 @@ export interface CatalogEntry {
   surfaces: string[];
   webmcp_surfaces: string[];
   revertible: boolean;
+  /** The verb that undoes this one when it has no revert (a charge's refund), or null. */
+  undone_by: { verb: string; args: Record<string, string>; label: string } | null;
 }
 
 export interface DashboardApiDeps {
@@ -81,6 +83,10 @@ export function registerDashboardApiRoutes(app: FastifyInstance, deps: Dashboard
         surfaces: [...v.surfaces],
         webmcp_surfaces: [...v.webmcpSurfaces],
         revertible: v.revertible,
+        undone_by:
+          v.definition.undone_by === undefined
+            ? null
+            : { ...v.definition.undone_by, args: { ...v.definition.undone_by.args } },
       }));
       return reply
         .header('cache-control', 'no-cache')

@@ -434,7 +434,7 @@ export async function revertConsent(ctx: SystemVerbContext, args: RevertArgs): P
     roleFloor: gate.roleFloor,
     tierFloor: gate.tierFloor,
     ...(phrase !== undefined ? { phrase } : {}),
-    summary: await undoWords(rt, row, target, steps?.length),
+    summary: await undoWords(rt, row, target, steps?.length, original),
     capClass: gate.consentClass,
     targets: gate.verbs ?? [row.action_type],
   };
@@ -444,22 +444,32 @@ export async function revertConsent(ctx: SystemVerbContext, args: RevertArgs): P
  * The undo's consent summary in the owner's words: what the action did (its verb's consent
  * summary over the row's redacted arguments, else its title), when, in the tenant's time zone, and
  * by whom — e.g. `Undo “Add the note "ship the order"” (receipt #12), done by user 3 (employee) on
- * 7 Dec 2026, 13:05 (America/New_York).` The receipt number stays for the reviewer; the verb's
- * name and the UTC timestamp do not (issue 32 row 8).
+ * 7 Dec 2026, 13:05 (America/New_York).` A verb whose revert has `describe` names the change
+ * before → after instead: `Undo “Phone of Ada Lovelace: +1 555 0100 → +1 555 0199” (receipt #12)…`.
+ * The receipt number stays for the reviewer; the verb's name and the UTC timestamp do not
+ * (issue 32 row 8).
  */
 async function undoWords(
   rt: RuntimeCore,
   row: AuditRow,
   target: CompiledVerb | undefined,
   steps: number | undefined,
+  original: OriginalAction,
 ): Promise<string> {
+  // The change before → after in the verb's own words (revert.describe), else its summary.
   let what: string | undefined;
   try {
-    const w = target?.definition.summary?.(row.request_data ?? {});
-    if (typeof w === 'string' && w !== '' && !w.includes('undefined')) what = w.replace(/[.]$/, '');
+    what = nonEmpty(target?.definition.revert?.describe?.(original))?.replace(/[.]$/, '');
   } catch {
     what = undefined;
   }
+  if (what === undefined)
+    try {
+      const w = target?.definition.summary?.(row.request_data ?? {});
+      if (typeof w === 'string' && w !== '' && !w.includes('undefined')) what = w.replace(/[.]$/, '');
+    } catch {
+      what = undefined;
+    }
   what ??= target?.definition.title ?? (steps !== undefined ? 'a transaction' : row.action_type);
   const zone = (await rt.tenants.get(row.company_id))?.settings?.time_zone ?? 'UTC';
   let when: string;
@@ -475,6 +485,11 @@ async function undoWords(
   const by = row.user_id === null ? '' : ` by user ${row.user_id}${row.role ? ` (${row.role})` : ''}`;
   const tail = steps !== undefined ? ` Its ${steps} steps are undone in reverse order.` : '';
   return `Undo “${what}” (receipt #${row.audit_id}), done${by} on ${when} (${zone}).${tail}`;
+}
+
+/** `v` when it is a non-empty string naming no `undefined` value, else undefined. */
+function nonEmpty(v: unknown): string | undefined {
+  return typeof v === 'string' && v.trim() !== '' && !v.includes('undefined') ? v : undefined;
 }
 
 function revertFailed(rt: RuntimeCore, row: AuditRow, err: unknown): VerbError {
