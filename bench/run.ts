@@ -217,6 +217,12 @@ export const MODULES: Record<string, ModuleSpec> = {
         q ? { calmMs: 3000, frozenMs: 10_000, stallMs: 10_000 } : {},
       ),
   },
+  pgnodes: {
+    repeat: 1,
+    skip: () => pgFaultsSkipReason(),
+    run: async (q) =>
+      (await import('./postgres.ts')).benchPgNodes(q ? { ms: 2000, rounds: 2, concurrency: 4 } : {}),
+  },
   postgres: {
     repeat: 1,
     skip: () =>
