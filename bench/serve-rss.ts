@@ -45,9 +45,9 @@ export interface ServeRssOptions {
   rows?: number;
   /** Seconds of load after the warm-up (default 10). */
   loadSeconds?: number;
-  /** serve.rss_vs_fastify: seconds of load per side and round (default 5). */
+  /** serve.rss_vs_fastify: seconds of load per side and round (default 5, or loadSeconds when less). */
   fastifyLoadSeconds?: number;
-  /** serve.rss_vs_fastify: ABBA rounds (default 5). */
+  /** serve.rss_vs_fastify: ABBA rounds (default 5; 2 when loadSeconds < 5). */
   rounds?: number;
 }
 
@@ -318,12 +318,13 @@ export async function benchServeRss(options: ServeRssOptions = {}): Promise<Benc
     cpSync(small, large);
     cpSync(`${small}.keys.json`, `${large}.keys.json`);
     await addRows(large, rows);
+    // A short run (loadSeconds < 5: --quick) measures the comparison briefly too.
     const vsFastify = await rssVsFastify(
       small,
       key,
       dir,
-      options.fastifyLoadSeconds ?? 5,
-      options.rounds ?? 5,
+      options.fastifyLoadSeconds ?? Math.min(5, loadSeconds),
+      options.rounds ?? (loadSeconds < 5 ? 2 : 5),
     );
     const a = await measureServe(small, key, loadSeconds);
     const b = await measureServe(large, key, loadSeconds);
