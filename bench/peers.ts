@@ -267,21 +267,29 @@ function layerOfUrl(url: string, fn: string): string | undefined {
     return `dist/${parts.slice(0, Math.min(parts.length - 1, 2)).join('/') || parts[0]}`;
   }
   if (url.startsWith('node:internal/crypto') || url === 'node:crypto') return 'node:crypto';
+  if (url.startsWith('node:internal/modules')) return 'node module loading';
+  // node:internal/webstreams/…, node:internal/streams/…, node:_http_server…: by their area.
+  if (url.startsWith('node:internal/')) return `node:${url.slice(14).split('/')[0]!.replace(/\.js$/, '')}`;
+  if (url.startsWith('node:_http')) return 'node:http';
   if (url.startsWith('node:')) return 'node internals';
   return 'other';
 }
 
 /**
  * The top `n` layers by self time of the .cpuprofile files in `dir` (idle left out): a frame
- * without a url (a native) counts for its caller's layer.
+ * without a url (a native) counts for its caller's layer. `lastMs`: only the samples of the
+ * profile's last `lastMs` milliseconds (a load that ran just before the process exited).
  */
-export function topLayers(dir: string, n = 8): LayerTime[] {
+export function topLayers(dir: string, n = 8, lastMs?: number): LayerTime[] {
   const totals = new Map<string, number>();
   let busy = 0;
   for (const f of readdirSync(dir).filter((x) => x.endsWith('.cpuprofile'))) {
     const p = JSON.parse(readFileSync(join(dir, f), 'utf8')) as {
       nodes: Array<{ id: number; callFrame: { url: string; functionName: string }; children?: number[] }>;
       samples: number[];
+      timeDeltas: number[];
+      endTime: number;
+      startTime: number;
     };
     const byId = new Map(p.nodes.map((x) => [x.id, x]));
     const parent = new Map<number, number>();
@@ -300,7 +308,12 @@ export function topLayers(dir: string, n = 8): LayerTime[] {
       cache.set(id, l);
       return l;
     };
-    for (const s of p.samples) {
+    // Only the samples of the last `lastMs` (the load, not the start-up) when asked.
+    const from = lastMs === undefined ? -Infinity : p.endTime - lastMs * 1000;
+    let t = p.startTime;
+    for (const [i, s] of p.samples.entries()) {
+      t += p.timeDeltas[i] ?? 0;
+      if (t < from) continue;
       const l = layer(s);
       if (l === 'idle') continue;
       busy++;
@@ -432,7 +445,8 @@ export async function profileSolid(
       await client.close().catch(() => {});
       await solid.stop();
     }
-    out[which] = topLayers(profDir);
+    // The load's window (the process's start-up left out; its shutdown is short).
+    out[which] = topLayers(profDir, 8, o.ms + 300);
   }
   return out;
 }
