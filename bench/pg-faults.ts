@@ -32,9 +32,8 @@
  *
  * Run alone: node --import tsx bench/pg-faults.ts [--quick]
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -42,9 +41,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { findPgBin, percentile, pgFaultsSkipReason, type BenchResult } from './harness.ts';
 import { raiseCaps } from './serve-rss.ts';
-import { DEMO_TENANTS } from '../src/business/pack.ts';
-import { openLocal } from '../src/transports/cli/local.ts';
-import { DEFAULT_REQUEST_TIMEOUT_MS } from '../src/transports/http/deadline.ts';
+import { built } from './built.ts';
+import { startCluster, type Cluster } from './pg-cluster.ts';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const BIN = join(ROOT, 'bin', 'solid.js');
@@ -61,98 +59,6 @@ export interface PgFaultsBenchOptions {
   stallMs?: number;
   /** Concurrent HTTP clients on the healthy node (default 8: 4 writing, 4 reading). */
   concurrency?: number;
-}
-
-function asPostgres(cmd: string, args: string[]): { status: number | null; out: string } {
-  const r =
-    process.getuid?.() === 0
-      ? spawnSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { encoding: 'utf8' })
-      : spawnSync(cmd, args, { encoding: 'utf8' });
-  return { status: r.status, out: `${r.stdout ?? ''}${r.stderr ?? ''}` };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once('error', fail);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as import('node:net').AddressInfo).port;
-      s.close(() => ok(port));
-    });
-  });
-}
-
-interface Cluster {
-  url: string;
-  stall(): void;
-  resume(): void;
-  destroy(): void;
-}
-
-/** A throwaway cluster in `dir` (fsync off: disk flushes are not what this measures). */
-async function startCluster(pgBin: string, dir: string): Promise<Cluster> {
-  if (process.getuid?.() === 0) {
-    const id = (flag: string) =>
-      Number(spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim());
-    chownSync(dir, id('-u'), id('-g'));
-  }
-  const data = join(dir, 'data');
-  const init = asPostgres(join(pgBin, 'initdb'), [
-    '-D',
-    data,
-    '-U',
-    'solid',
-    '--auth=trust',
-    '--no-sync',
-    '-E',
-    'UTF8',
-  ]);
-  if (init.status !== 0) throw new Error(`initdb failed: ${init.out}`);
-  const port = await freePort();
-  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=100`;
-  const r = asPostgres(join(pgBin, 'pg_ctl'), [
-    '-D',
-    data,
-    '-l',
-    join(dir, 'server.log'),
-    '-w',
-    '-t',
-    '30',
-    '-o',
-    opts,
-    'start',
-  ]);
-  if (r.status !== 0) throw new Error(`pg_ctl start failed: ${r.out}`);
-  let stopped: number[] = [];
-  const serverPids = (): number[] => {
-    const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
-    const children = spawnSync('pgrep', ['-P', String(postmaster)], { encoding: 'utf8' })
-      .stdout.split('\n')
-      .filter((l) => l.trim() !== '')
-      .map(Number);
-    return [postmaster, ...children];
-  };
-  const cluster: Cluster = {
-    url: `postgres://solid@127.0.0.1:${port}/postgres`,
-    stall() {
-      stopped = serverPids();
-      for (const pid of stopped) process.kill(pid, 'SIGSTOP');
-    },
-    resume() {
-      for (const pid of stopped.splice(0)) {
-        try {
-          process.kill(pid, 'SIGCONT');
-        } catch {
-          /* gone */
-        }
-      }
-    },
-    destroy() {
-      cluster.resume();
-      asPostgres(join(pgBin, 'pg_ctl'), ['-D', data, '-m', 'immediate', 'stop']);
-    },
-  };
-  return cluster;
 }
 
 interface Node {
@@ -411,7 +317,13 @@ export async function benchPgFaults(options: PgFaultsBenchOptions = {}): Promise
   const keyfile = join(dir, 'keys', 'postgres.keys.json');
   const savedKeyfile = process.env.SOLID_KEYFILE;
   try {
-    cluster = await startCluster(pgBin, dir);
+    cluster = await startCluster({ pgBin });
+    const { openLocal } =
+      await built<typeof import('../src/transports/cli/local.ts')>('transports/cli/local.js');
+    const { DEMO_TENANTS } = await built<typeof import('../src/business/pack.ts')>('business/pack.js');
+    const { DEFAULT_REQUEST_TIMEOUT_MS } = await built<typeof import('../src/transports/http/deadline.ts')>(
+      'transports/http/deadline.js',
+    );
     // Seed the demo business (its pack recorded in the database), an owner key, the cap raised.
     process.env.SOLID_KEYFILE = keyfile;
     const local = await openLocal({ db: cluster.url, create: true, packs: ['demo'], logLevel: 'error' });

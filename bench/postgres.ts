@@ -8,7 +8,8 @@
  *   - PostgreSQL with two node processes on the same database and tenant,
  *   - PostgreSQL with two node processes, each writing to its own tenant,
  *
- * each node a separate process driving `rt.dispatch` in-process with `concurrency` callers for
+ * each node a separate process driving the built package's `dispatchWithKey` (dist/, every call
+ * with the tenant's API key, resolved by the runtime as every transport does) with `concurrency` callers for
  * `ms` milliseconds, all nodes starting at the same instant. The figure is confirmed writes/s
  * summed over the nodes. The machine's core count is reported with the results: on 2 cores the
  * PostgreSQL server competes with the nodes for CPU, so a second node mostly shows that nothing
@@ -22,16 +23,15 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import pino from 'pino';
-import { createRuntime, type Runtime } from '../src/runtime/runtime.ts';
-import { loadSecrets } from '../src/runtime/secrets.ts';
-import { defineVerb } from '../src/runtime/verb.ts';
-import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
-import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import type { Runtime } from '../src/runtime/runtime.ts';
 import type { Migration, Store } from '../src/store/store.ts';
-import { systemVerbs } from '../src/verbs/index.ts';
+import { built } from './built.ts';
+
+type IndexModule = typeof import('../src/index.ts');
+type PgModule = typeof import('../src/store/postgres/postgres-store.ts');
 
 /** One measured figure (the same fields as the other bench modules' rows). */
 export interface BenchResult {
@@ -41,6 +41,8 @@ export interface BenchResult {
   baseline?: number;
   ratio?: number;
   unit: string;
+  target?: string;
+  met?: boolean;
   notes?: string;
 }
 
@@ -58,32 +60,34 @@ const MIGRATIONS: Migration[] = [
   },
 ];
 
-const benchCredit = defineVerb<{ account: string; amount_cents: number }>({
-  name: 'bench.credit',
-  description: 'Credit an account (benchmark).',
-  shape: 'receipt',
-  category: 'test',
-  consent: 'WRITE_REVERSIBLE',
-  input: {
-    type: 'object',
-    properties: { account: { type: 'string' }, amount_cents: { type: 'integer', minimum: 1 } },
-    required: ['account', 'amount_cents'],
-    additionalProperties: false,
-  },
-  async handler(ctx, a) {
-    const row = await ctx.db.get<{ id: number }>(
-      'INSERT INTO bench_credits (company_id, account, amount_cents) VALUES (?, ?, ?) RETURNING id',
-      [ctx.principal.company_id, a.account, a.amount_cents],
-    );
-    ctx.emit({
-      type: 'account.credited',
-      entity_type: 'account',
-      entity_id: a.account,
-      payload: { amount_cents: a.amount_cents },
-    });
-    return { credit_id: row!.id };
-  },
-});
+/** The bench verb, defined with the built package's defineVerb. */
+const benchCredit = (defineVerb: IndexModule['defineVerb']) =>
+  defineVerb<{ account: string; amount_cents: number }>({
+    name: 'bench.credit',
+    description: 'Credit an account (benchmark).',
+    shape: 'receipt',
+    category: 'test',
+    consent: 'WRITE_REVERSIBLE',
+    input: {
+      type: 'object',
+      properties: { account: { type: 'string' }, amount_cents: { type: 'integer', minimum: 1 } },
+      required: ['account', 'amount_cents'],
+      additionalProperties: false,
+    },
+    async handler(ctx, a) {
+      const row = await ctx.db.get<{ id: number }>(
+        'INSERT INTO bench_credits (company_id, account, amount_cents) VALUES (?, ?, ?) RETURNING id',
+        [ctx.principal.company_id, a.account, a.amount_cents],
+      );
+      ctx.emit({
+        type: 'account.credited',
+        entity_type: 'account',
+        entity_id: a.account,
+        payload: { amount_cents: a.amount_cents },
+      });
+      return { credit_id: row!.id };
+    },
+  });
 
 interface Target {
   engine: 'sqlite' | 'postgres';
@@ -93,14 +97,15 @@ interface Target {
   secrets: Record<string, string>;
 }
 
-function openStore(t: Target): Store {
-  return t.engine === 'sqlite'
-    ? new SqliteStore({ path: t.where })
-    : new PostgresStore({ connectionString: t.where, schema: t.schema, poolMax: 10 });
+async function openStore(t: Target): Promise<Store> {
+  if (t.engine === 'sqlite') return new (await built<IndexModule>('index.js')).SqliteStore({ path: t.where });
+  const { PostgresStore } = await built<PgModule>('store/postgres/postgres-store.js');
+  return new PostgresStore({ connectionString: t.where, schema: t.schema, poolMax: 10 });
 }
 
 async function openRuntime(t: Target): Promise<Runtime> {
-  const store = openStore(t);
+  const { createRuntime, loadSecrets, systemVerbs, defineVerb } = await built<IndexModule>('index.js');
+  const store = await openStore(t);
   const rt = await createRuntime({
     store,
     secrets: loadSecrets({ env: t.secrets }).secrets,
@@ -108,7 +113,7 @@ async function openRuntime(t: Target): Promise<Runtime> {
     sandboxCompanyId: 1,
     checkpointIntervalMs: 3_600_000,
   });
-  rt.register(...systemVerbs, benchCredit);
+  rt.register(...systemVerbs, benchCredit(defineVerb));
   await store.migrate('bench', MIGRATIONS);
   return rt;
 }
@@ -145,7 +150,10 @@ async function worker(): Promise<void> {
     node: number;
   };
   const rt = await openRuntime(cfg.target);
-  const principal = await rt.tenants.authenticate(cfg.key);
+  const { dispatchWithKey } = await built<IndexModule>('index.js');
+  // Every call with the API key, resolved by the runtime as every transport does.
+  const call = (args: object, options?: { confirm: true; nonce: string | undefined }) =>
+    dispatchWithKey(rt, { surface: 'internal' }, cfg.key, 'bench.credit', args, options);
   await new Promise((r) => setTimeout(r, Math.max(0, cfg.startAt - Date.now())));
   const end = cfg.startAt + cfg.ms;
   let count = 0;
@@ -155,11 +163,8 @@ async function worker(): Promise<void> {
     Array.from({ length: cfg.concurrency }, async () => {
       while (Date.now() < end) {
         const args = { account: `n${cfg.node}-${seq % 50}`, amount_cents: 1 + (seq++ % 1000) };
-        const pending = await rt.dispatch({ principal, surface: 'internal' }, 'bench.credit', args);
-        const env = await rt.dispatch({ principal, surface: 'internal' }, 'bench.credit', args, {
-          confirm: true,
-          nonce: pending.consent?.nonce,
-        });
+        const pending = await call(args);
+        const env = await call(args, { confirm: true, nonce: pending.consent?.nonce });
         if (env.ok) count++;
         else failed++;
       }
@@ -299,6 +304,220 @@ export async function benchPostgres(options: PostgresBenchOptions = {}): Promise
       notes: `${notes}; failed ${pgRuns[2]!.failed}`,
     },
   ];
+}
+
+/**
+ * pg.one_tenant_two_nodes (issue 36): one tenant's confirmed writes through 2 `solid serve` nodes
+ * ÷ through 1 node, on a throwaway PostgreSQL cluster (bench/pg-cluster.ts; skipped with the
+ * reason without server binaries). The nodes are real `solid serve --database-url` processes of
+ * the built package with bench/peer-pack.mjs; each write is what a client sends: POST
+ * bench.set_phone with the API key (202 and a nonce), then the same with confirm + nonce (200).
+ * `concurrency` closed-loop clients per node, each on its own contact (no row contention: only the
+ * tenant's chain serialises them). ABBA rounds; the diagnostic `pg.tenant_each_two_nodes` gives
+ * each node its own tenant (÷ the same 1-node figure). While the 2-node load runs, the cluster's
+ * active backends are sampled from pg_stat_activity: the wait events say where the time goes.
+ */
+export interface PgNodesOptions {
+  /** Milliseconds per side and round (default 5000). */
+  ms?: number;
+  /** ABBA rounds (default 5). */
+  rounds?: number;
+  /** Clients per node (default 8). */
+  concurrency?: number;
+}
+
+/** Run pg.one_tenant_two_nodes and its diagnostic; throws the skip reason without PostgreSQL binaries. */
+export async function benchPgNodes(options: PgNodesOptions = {}): Promise<BenchResult[]> {
+  const { startCluster, clusterSkipReason } = await import('./pg-cluster.ts');
+  const why = clusterSkipReason();
+  if (why !== undefined) throw new Error(why);
+  const { abba, abbaNote } = await import('./harness.ts');
+  const { PEER_PACK } = await import('./peers.ts');
+  const { startServe, stopServe } = await import('./serve-rss.ts');
+  const ms = options.ms ?? 5000;
+  const rounds = options.rounds ?? 5;
+  const concurrency = options.concurrency ?? 8;
+  const dir = mkdtempSync(join(tmpdir(), 'solid-bench-pgnodes-'));
+  let cluster: Awaited<ReturnType<typeof startCluster>> | undefined;
+  const keyfile = join(dir, 'keys', 'postgres.keys.json');
+  const saved = process.env.SOLID_KEYFILE;
+  const nodes: Array<Awaited<ReturnType<typeof startServe>>> = [];
+  try {
+    cluster = await startCluster();
+    const url = cluster.url;
+    process.env.SOLID_KEYFILE = keyfile;
+    const { openLocal } =
+      await built<typeof import('../src/transports/cli/local.ts')>('transports/cli/local.js');
+    const pack = (await import(pathToFileURL(PEER_PACK).href)) as {
+      TABLE: string;
+      contactRows(): unknown[][];
+    };
+    const keys: string[] = [];
+    const local = await openLocal({
+      db: cluster.url,
+      create: true,
+      packFiles: [PEER_PACK],
+      logLevel: 'error',
+    });
+    try {
+      await local.rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' }).catch(() => {});
+      for (const company of [2, 3]) {
+        await local.rt.createTenant({
+          company_id: company,
+          name: `Bench ${company}`,
+          tier: 'enterprise',
+          settings: { caps: { WRITE_REVERSIBLE: 1_000_000_000 } },
+        });
+        keys.push(
+          await local.rt.createApiKey({
+            company_id: company,
+            user_id: 1,
+            role: 'owner',
+            agent_type: 'bench',
+          }),
+        );
+        await local.rt.store.write(async (tx) => {
+          for (const [id, , name, email, phone] of pack.contactRows())
+            await tx.run(
+              `INSERT INTO ${pack.TABLE} (id, company_id, name, email, phone) VALUES (?, ?, ?, ?, ?)`,
+              [company * 1000 + Number(id), company, name, email, phone],
+            );
+        });
+      }
+    } finally {
+      await local.close();
+    }
+    const flags = [
+      '--pack',
+      PEER_PACK,
+      '--rate-limit-key',
+      '1000000000',
+      '--rate-limit-address',
+      '1000000000',
+    ];
+    const env = { SOLID_RUN: 'dist', SOLID_KEYFILE: keyfile };
+    nodes.push(await startServe(cluster.url, flags, env), await startServe(cluster.url, flags, env));
+    const failures = { n: 0, last: '' };
+    /** Confirmed writes/s of `clients` closed-loop clients on each [base, key, company] for ms. */
+    const drive = async (targets: Array<[string, string, number]>): Promise<number> => {
+      let done = 0;
+      const end = Date.now() + ms;
+      await Promise.all(
+        targets.flatMap(([base, key, company], n) =>
+          Array.from({ length: concurrency }, async (_, c) => {
+            const url = `${base}/api/v1/agent/dispatch/bench.set_phone`;
+            const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
+            let k = 0;
+            while (Date.now() < end) {
+              const args = { id: company * 1000 + ((n * concurrency + c) % 200) + 1, phone: `+1${k++}` };
+              const pre = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ args }) });
+              const body = (await pre.json()) as { consent?: { nonce?: string } };
+              const nonce = body.consent?.nonce;
+              if (pre.status !== 202 || nonce === undefined) {
+                failures.n++;
+                failures.last = `preflight ${pre.status} ${JSON.stringify(body).slice(0, 200)}`;
+                continue;
+              }
+              const res = await fetch(url, {
+                method: 'POST',
+                headers,
+                body: JSON.stringify({ args, confirm: true, nonce }),
+              });
+              const text = await res.text();
+              if (res.status === 200) done++;
+              else {
+                failures.n++;
+                failures.last = `confirm ${res.status} ${text.slice(0, 200)}`;
+              }
+            }
+          }),
+        ),
+      );
+      return (done * 1000) / ms;
+    };
+    // Where the 2-node time goes: wait events of the active backends, sampled every 50 ms.
+    const waits = new Map<string, number>();
+    const sampled = async (fn: () => Promise<number>): Promise<number> => {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      let on = true;
+      const loop = (async () => {
+        while (on) {
+          const r = await c.query(
+            "SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') AS w, count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND backend_type = 'client backend' GROUP BY 1",
+          );
+          for (const row of r.rows as Array<{ w: string; n: number }>)
+            waits.set(row.w, (waits.get(row.w) ?? 0) + row.n);
+          await new Promise((r2) => setTimeout(r2, 50));
+        }
+      })();
+      try {
+        return await fn();
+      } finally {
+        on = false;
+        await loop;
+        await c.end();
+      }
+    };
+    const [a, b] = [nodes[0]!.base, nodes[1]!.base];
+    await drive([[a, keys[0]!, 2]]); // warm-up of both nodes, not counted
+    await drive([[b, keys[0]!, 2]]);
+    const one = await abba(
+      () =>
+        sampled(() =>
+          drive([
+            [a, keys[0]!, 2],
+            [b, keys[0]!, 2],
+          ]),
+        ),
+      () => drive([[a, keys[0]!, 2]]),
+      rounds,
+    );
+    const each = await abba(
+      () =>
+        drive([
+          [a, keys[0]!, 2],
+          [b, keys[1]!, 3],
+        ]),
+      () => drive([[a, keys[0]!, 2]]),
+      rounds,
+    );
+    const total = [...waits.values()].reduce((x, y) => x + y, 0);
+    const waitNote = [...waits.entries()]
+      .sort((x, y) => y[1] - x[1])
+      .slice(0, 5)
+      .map(([w, n]) => `${w} ${Math.round((n / Math.max(1, total)) * 100)} %`)
+      .join(', ');
+    const common = `${availableParallelism()} cores (load average ${loadavg()[0]!.toFixed(1)} at the end; the cluster, both nodes and the clients share them); ${concurrency} clients per node, ${ms} ms per side and round; each write = preflight (202) + confirm (200) over HTTP with the API key; fsync off${failures.n > 0 ? `; ${failures.n} failed requests, last: ${failures.last}` : ''}`;
+    return [
+      {
+        id: 'pg.one_tenant_two_nodes',
+        what: "one tenant's confirmed writes/s (preflight + confirm over HTTP, API key) through 2 `solid serve` nodes (dist) ÷ through 1 node, PostgreSQL",
+        value: one.value,
+        baseline: one.baseline,
+        ratio: one.ratio,
+        unit: 'writes/s',
+        target: 'ratio ≥ 1.6',
+        met: one.ratio >= 1.6,
+        notes: `${abbaNote(one)}; ${common}; active backends' wait events during the 2-node runs (samples, 'CPU' = not waiting): ${waitNote}`,
+      } as BenchResult,
+      {
+        id: 'pg.tenant_each_two_nodes',
+        what: 'diagnostic: confirmed writes/s through 2 `solid serve` nodes, a tenant each ÷ one tenant through 1 node, PostgreSQL',
+        value: each.value,
+        baseline: each.baseline,
+        ratio: each.ratio,
+        unit: 'writes/s',
+        notes: `${abbaNote(each)}; ${common}`,
+      },
+    ];
+  } finally {
+    for (const n of nodes) await stopServe(n.child);
+    cluster?.destroy();
+    if (saved === undefined) delete process.env.SOLID_KEYFILE;
+    else process.env.SOLID_KEYFILE = saved;
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 if (process.argv[1] === SELF) {

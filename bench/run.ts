@@ -97,6 +97,13 @@ export const TARGETS: Record<string, Target> = {
   ),
   'scale.register_10k': t('value', '<=', 1000, '≤ 1,000 ms'),
   'platform.per_call_1k': t('ratio', '<=', 1.2, 'ratio ≤ 1.2 (flat)'),
+  'mcp.read_vs_sdk': t('ratio', '>=', 0.9, 'ratio ≥ 0.9'),
+  'mcp.write_vs_sdk_careful': t('ratio', '>=', 0.5, 'ratio ≥ 0.5'),
+  'mcp.adapter_in_memory': t('ratio', '>=', 0.8, 'ratio ≥ 0.8 (diagnostic)'),
+  'peers.read.*': t('ratio', '>=', 0.9, 'ratio ≥ 0.9'),
+  'peers.write.*': t('ratio', '>=', 0.5, 'ratio ≥ 0.5'),
+  'serve.rss_vs_fastify': t('ratio', '<=', 1.25, 'ratio ≤ 1.25 (peak)'),
+  'pg.one_tenant_two_nodes': t('ratio', '>=', 1.6, 'ratio ≥ 1.6'),
 };
 
 export function targetOf(id: string): Target | undefined {
@@ -183,6 +190,10 @@ export const MODULES: Record<string, ModuleSpec> = {
     run: async () => (await import('./tools-list.ts')).benchToolsList(),
   },
   mcp: { repeat: 1, run: async (q) => (await import('./mcp.ts')).benchMcp(q ? { ms: 500, runs: 1 } : {}) },
+  peers: {
+    repeat: 1,
+    run: async (q) => (await import('./peers.ts')).benchPeers(q ? { ms: 500, rounds: 2, profile: false } : {}),
+  },
   ucp: {
     repeat: 3,
     run: async (q) => (await import('./ucp.ts')).benchUcp(q ? { requests: 300, warmup: 50 } : {}),
@@ -207,6 +218,12 @@ export const MODULES: Record<string, ModuleSpec> = {
       (await import('./pg-faults.ts')).benchPgFaults(
         q ? { calmMs: 3000, frozenMs: 10_000, stallMs: 10_000 } : {},
       ),
+  },
+  pgnodes: {
+    repeat: 1,
+    skip: () => pgFaultsSkipReason(),
+    run: async (q) =>
+      (await import('./postgres.ts')).benchPgNodes(q ? { ms: 2000, rounds: 2, concurrency: 4 } : {}),
   },
   postgres: {
     repeat: 1,

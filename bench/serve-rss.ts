@@ -23,12 +23,18 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
-import { openLocal } from '../src/transports/cli/local.ts';
-import { DEMO_TENANTS } from '../src/business/pack.ts';
-import { setTenantSetting } from '../src/runtime/tenants.ts';
 import type { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
-import { generateAuditChain } from './ledger.ts';
-import type { BenchResult } from './harness.ts';
+import { abba, abbaNote, median, type BenchResult } from './harness.ts';
+import { built } from './built.ts';
+
+type LocalModule = typeof import('../src/transports/cli/local.ts');
+/** The built package's openLocal, DEMO_TENANTS and setTenantSetting (dist/). */
+const dist = async () => ({
+  openLocal: (await built<LocalModule>('transports/cli/local.js')).openLocal,
+  DEMO_TENANTS: (await built<typeof import('../src/business/pack.ts')>('business/pack.js')).DEMO_TENANTS,
+  setTenantSetting: (await built<typeof import('../src/runtime/tenants.ts')>('runtime/tenants.js'))
+    .setTenantSetting,
+});
 
 const BIN = resolve(fileURLToPath(new URL('../bin/solid.js', import.meta.url)));
 /** Whether `npm run build` output is there (then the served process runs it: SOLID_RUN=dist). */
@@ -39,6 +45,10 @@ export interface ServeRssOptions {
   rows?: number;
   /** Seconds of load after the warm-up (default 10). */
   loadSeconds?: number;
+  /** serve.rss_vs_fastify: seconds of load per side and round (default 5, or loadSeconds when less). */
+  fastifyLoadSeconds?: number;
+  /** serve.rss_vs_fastify: ABBA rounds (default 5; 2 when loadSeconds < 5). */
+  rounds?: number;
 }
 
 /** Resident set size of a process in MiB (Linux /proc). */
@@ -48,13 +58,17 @@ export function rssMiB(pid: number): number {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-/** Start `solid serve` on a database; resolves with the child and its base URL once ready. */
+/**
+ * Start `solid serve` on a database (`nodeArgs`: node's own flags, e.g. --cpu-prof); resolves
+ * with the child and its base URL once ready.
+ */
 export async function startServe(
   db: string,
   extra: string[] = [],
   env: Record<string, string> = {},
+  nodeArgs: string[] = [],
 ): Promise<{ child: ChildProcess; base: string; stdout: () => string; stderr: () => string }> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--db', db, ...extra], {
+  const child = spawn(process.execPath, [...nodeArgs, BIN, 'serve', '--port', '0', '--db', db, ...extra], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, SOLID_API_KEY: '', SOLID_LOG_LEVEL: 'error', ...env },
   });
@@ -91,6 +105,7 @@ export async function seedDemo(db: string): Promise<string> {
 
 /** seedDemo, with the main tenant's fixture customer (a contact id write verbs can use). */
 export async function seedDemoFacts(db: string): Promise<{ key: string; customerId: number }> {
+  const { openLocal, DEMO_TENANTS } = await dist();
   const local = await openLocal({ db, create: true, packs: ['demo'], logLevel: 'error' });
   try {
     const pack = local.packs.find((p) => p.name === 'demo');
@@ -120,6 +135,7 @@ export async function raiseCaps(
   companyId: number,
   caps: Partial<Record<'WRITE_REVERSIBLE' | 'WRITE_FINANCIAL' | 'IRREVERSIBLE', number>>,
 ): Promise<void> {
+  const { openLocal, setTenantSetting } = await dist();
   const local = await openLocal({ db, logLevel: 'error' });
   try {
     await local.rt.store.write(async (tx) => {
@@ -139,6 +155,8 @@ export async function raiseCaps(
 }
 
 async function addRows(db: string, rows: number): Promise<void> {
+  const { openLocal, DEMO_TENANTS } = await dist();
+  const { generateAuditChain } = await import('./ledger.ts');
   const local = await openLocal({ db, logLevel: 'error' });
   try {
     await local.rt.auditBuffer.flush();
@@ -163,8 +181,20 @@ async function measureServe(db: string, key: string, loadSeconds: number): Promi
   const { child, base } = await startServe(db, ['--rate-limit-key', '1000000000'], {
     SOLID_RUN: BUILT ? 'dist' : 'src',
   });
-  const pid = child.pid!;
   try {
+    return await loadAndSample(child.pid!, base, key, loadSeconds);
+  } finally {
+    await stopServe(child);
+  }
+}
+
+/**
+ * Warm a server up (verbs.list and audit.trail pages through POST /api/v1/agent/dispatch, each
+ * answered 200), then load it with autocannon for `loadSeconds` (10 connections) while sampling
+ * its RSS every 250 ms.
+ */
+async function loadAndSample(pid: number, base: string, key: string, loadSeconds: number): Promise<Sampled> {
+  {
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
     const post = (verb: string, args: object) =>
       fetch(`${base}/api/v1/agent/dispatch/${verb}`, {
@@ -219,9 +249,61 @@ async function measureServe(db: string, key: string, loadSeconds: number): Promi
       rps: result.requests.average,
       non2xx: result.non2xx + result.errors,
     };
-  } finally {
-    await stopServe(child);
   }
+}
+
+/**
+ * serve.rss_vs_fastify: RSS of `solid serve` (dist) on the seeded demo database ÷ a bare Fastify
+ * (bench/peer-server.mjs fastify-bare: the same routes, one SELECT of 50 audit rows on a copy of
+ * the same file, the same bearer key checked) under the same load, in ABBA rounds: a fresh process
+ * of each per round. Idle = after the warm-up; peak = the largest sample during the load.
+ */
+async function rssVsFastify(
+  seeded: string,
+  key: string,
+  dir: string,
+  loadSeconds: number,
+  rounds: number,
+): Promise<BenchResult> {
+  const { startPeer } = await import('./peers.ts');
+  const solidIdle: number[] = [];
+  const bareIdle: number[] = [];
+  const notes: string[] = [];
+  const fastifyDb = join(dir, 'fastify.db');
+  cpSync(seeded, fastifyDb);
+  const { DEMO_TENANTS } = await dist();
+  const f = await abba(
+    async () => {
+      const s = await measureServe(seeded, key, loadSeconds);
+      solidIdle.push(s.afterWarmup);
+      notes.push(`solid ${s.afterWarmup.toFixed(0)}/${s.peak.toFixed(0)} MiB ${Math.round(s.rps)} req/s`);
+      return s.peak;
+    },
+    async () => {
+      const peer = await startPeer('fastify-bare', fastifyDb, key, { company: DEMO_TENANTS.main.company_id });
+      try {
+        const s = await loadAndSample(peer.pid, peer.url, key, loadSeconds);
+        bareIdle.push(s.afterWarmup);
+        notes.push(`fastify ${s.afterWarmup.toFixed(0)}/${s.peak.toFixed(0)} MiB ${Math.round(s.rps)} req/s`);
+        return s.peak;
+      } finally {
+        await peer.stop();
+      }
+    },
+    rounds,
+  );
+  const idleRatios = solidIdle.map((x, i) => x / bareIdle[i]!);
+  return {
+    id: 'serve.rss_vs_fastify',
+    what: `peak RSS (MiB) of \`solid serve\` (dist) on the seeded demo database ÷ a bare Fastify server (same routes and bearer key, one SELECT of 50 audit rows) under the same ${loadSeconds} s autocannon load (10 connections: audit.trail pages, verbs.list)`,
+    value: Math.round(f.value * 10) / 10,
+    baseline: Math.round(f.baseline * 10) / 10,
+    ratio: f.ratio,
+    unit: 'MiB',
+    target: 'ratio ≤ 1.25 (peak)',
+    met: f.ratio <= 1.25,
+    notes: `peak ${abbaNote(f)}; idle (after warm-up) ratio median ${median(idleRatios).toFixed(2)}; rounds idle/peak: ${notes.join(', ')}`,
+  };
 }
 
 /** RSS of `solid serve` on the demo database with `rows` extra audit rows vs without them. */
@@ -236,6 +318,14 @@ export async function benchServeRss(options: ServeRssOptions = {}): Promise<Benc
     cpSync(small, large);
     cpSync(`${small}.keys.json`, `${large}.keys.json`);
     await addRows(large, rows);
+    // A short run (loadSeconds < 5: --quick) measures the comparison briefly too.
+    const vsFastify = await rssVsFastify(
+      small,
+      key,
+      dir,
+      options.fastifyLoadSeconds ?? Math.min(5, loadSeconds),
+      options.rounds ?? (loadSeconds < 5 ? 2 : 5),
+    );
     const a = await measureServe(small, key, loadSeconds);
     const b = await measureServe(large, key, loadSeconds);
     const mib = (x: number) => Math.round(x * 10) / 10;
@@ -249,6 +339,7 @@ export async function benchServeRss(options: ServeRssOptions = {}): Promise<Benc
         unit: 'MiB',
         notes: `with the rows: ${mib(b.afterWarmup)} MiB after warm-up, ${mib(b.peak)} peak, ${mib(b.afterLoad)} after load, ${Math.round(b.rps)} req/s; without: ${mib(a.afterWarmup)} / ${mib(a.peak)} / ${mib(a.afterLoad)} MiB, ${Math.round(a.rps)} req/s; ${BUILT ? 'the built server (dist/)' : 'from the sources through tsx (no dist/: npm run build first for the shipped figure)'}${a.non2xx + b.non2xx > 0 ? `; ${a.non2xx + b.non2xx} failed requests` : ''}`,
       },
+      vsFastify,
     ];
   } finally {
     rmSync(dir, { recursive: true, force: true });

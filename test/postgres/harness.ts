@@ -3,10 +3,9 @@
  * and restart, node processes (node-main.ts) serving one schema over HTTP, a small HTTP client,
  * and the exact checks (audit chain recomputed row by row, event sequence, effects vs receipts).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TestContext } from 'node:test';
@@ -19,129 +18,21 @@ import { PostgresStore } from '../../src/store/postgres/postgres-store.ts';
 import { systemVerbs } from '../../src/verbs/index.ts';
 import type { Envelope } from '../../src/spec/types.ts';
 import { LOAD_MIGRATIONS, loadVerbs } from './load-pack.ts';
+import { startCluster, type Cluster } from '../../bench/pg-cluster.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
 /** PostgreSQL server binaries (.ci/postgres.sh exports SOLID_TEST_PG_BIN). */
 export const PG_BIN = process.env.SOLID_TEST_PG_BIN ?? '/usr/lib/postgresql/15/bin';
 
-function asPostgres(cmd: string, args: string[]): { status: number | null; out: string } {
-  const root = process.getuid?.() === 0;
-  const r = root
-    ? spawnSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { encoding: 'utf8' })
-    : spawnSync(cmd, args, { encoding: 'utf8' });
-  return { status: r.status, out: `${r.stdout ?? ''}${r.stderr ?? ''}` };
-}
+/** A private throwaway cluster (bench/pg-cluster.ts) that the test owns: kill() and start() at will. */
+export type PrivateCluster = Cluster;
 
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as import('node:net').AddressInfo).port;
-      s.close(() => resolvePort(port));
-    });
-  });
-}
-
-/** A private throwaway cluster (initdb + pg_ctl) that the test owns: kill() and start() at will. */
-export interface PrivateCluster {
-  url: string;
-  /** `pg_ctl stop -m immediate`: like a crash of the server process. */
-  kill(): void;
-  start(): void;
-  /** SIGSTOP the postmaster and every backend: a server that stops answering (no reset, no error). */
-  stall(): void;
-  /** SIGCONT what stall() stopped. */
-  resume(): void;
-  destroy(): void;
-}
-
+/** Start a private cluster on PG_BIN; destroyed after the test. */
 export async function privateCluster(t: TestContext): Promise<PrivateCluster> {
-  const dir = mkdtempSync(join(tmpdir(), 'solid-pgfault-'));
-  if (process.getuid?.() === 0)
-    chownSync(
-      dir,
-      Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim()),
-      Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim()),
-    );
-  const data = join(dir, 'data');
-  const port = await freePort();
-  const init = asPostgres(join(PG_BIN, 'initdb'), [
-    '-D',
-    data,
-    '-U',
-    'solid',
-    '--auth=trust',
-    '--no-sync',
-    '-E',
-    'UTF8',
-  ]);
-  if (init.status !== 0) throw new Error(`initdb failed: ${init.out}`);
-  // fsync off keeps the test fast; an immediate stop keeps the OS page cache, so a commit
-  // acknowledged with synchronous_commit=on (the engine's default) survives it.
-  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=100`;
-  const start = () => {
-    const r = asPostgres(join(PG_BIN, 'pg_ctl'), [
-      '-D',
-      data,
-      '-l',
-      join(dir, 'server.log'),
-      '-w',
-      '-t',
-      '30',
-      '-o',
-      opts,
-      'start',
-    ]);
-    if (r.status !== 0)
-      throw new Error(`pg_ctl start failed: ${r.out}\n${safeRead(join(dir, 'server.log'))}`);
-  };
-  start();
-  let stalled: number[] = [];
-  const serverPids = (): number[] => {
-    const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
-    const children = spawnSync('pgrep', ['-P', String(postmaster)], { encoding: 'utf8' })
-      .stdout.split('\n')
-      .filter((l) => l.trim() !== '')
-      .map(Number);
-    return [postmaster, ...children];
-  };
-  const cluster: PrivateCluster = {
-    stall() {
-      stalled = serverPids();
-      for (const pid of stalled) process.kill(pid, 'SIGSTOP');
-    },
-    resume() {
-      for (const pid of stalled.splice(0)) {
-        try {
-          process.kill(pid, 'SIGCONT');
-        } catch {
-          /* gone */
-        }
-      }
-    },
-    url: `postgres://solid@127.0.0.1:${port}/postgres`,
-    kill() {
-      asPostgres(join(PG_BIN, 'pg_ctl'), ['-D', data, '-m', 'immediate', 'stop']);
-    },
-    start,
-    destroy() {
-      cluster.resume();
-      asPostgres(join(PG_BIN, 'pg_ctl'), ['-D', data, '-m', 'immediate', 'stop']);
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  const cluster = await startCluster({ pgBin: PG_BIN });
   t.after(() => cluster.destroy());
   return cluster;
-}
-
-function safeRead(path: string): string {
-  try {
-    return readFileSync(path, 'utf8').slice(-2000);
-  } catch {
-    return '';
-  }
 }
 
 /** Secrets every node of one database shares. */
