@@ -175,7 +175,7 @@ export const MODULES: Record<string, ModuleSpec> = {
   },
   http: {
     repeat: 1,
-    run: async (q) => (await import('./http.ts')).benchHttp(q ? { durationSeconds: 2, runs: 1 } : {}),
+    run: async (q) => (await import('./http.ts')).benchHttp(q ? { durationSeconds: 1, runs: 5 } : {}),
   },
   toolslist: {
     repeat: 1,
