@@ -17,7 +17,9 @@
  * module until the 1-minute load average is below X (others share this machine), up to
  * `--max-wait-min` minutes, and records the load at the start and end of each module.
  *
- * Modules: core register readcost bodybounds consent replay verify export retention trail trailfilters http toolslist mcp ucp observe durable faults pgfaults postgres platform scale startup rss profile
+ * Modules (MODULES below is the list that runs): core register readcost bodybounds consent replay
+ * verify export retention trail trailfilters http toolslist mcp ucp observe durable faults pgfaults
+ * postgres platform scale startup rss profile
  * (postgres only when SOLID_BENCH_DATABASE_URL or SOLID_TEST_DATABASE_URL is set; pgfaults starts
  * its own throwaway cluster and is skipped without PostgreSQL server binaries). `profile`
  * (bench/profile.ts) records a CPU profile of the system side of each figure that can miss and
