@@ -23,11 +23,19 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
-import { createRuntime } from '../src/runtime/runtime.ts';
-import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
-import { defineVerb, type VerbDefinition } from '../src/runtime/verb.ts';
-import { formatCents } from '../src/runtime/consent/typed-phrase.ts';
+import type { VerbDefinition } from '../src/runtime/verb.ts';
 import type { Envelope } from '../src/spec/types.ts';
+
+import { fromDist } from './harness.ts';
+
+const { createRuntime } = await fromDist<typeof import('../src/runtime/runtime.ts')>('runtime/runtime.js');
+const { SqliteStore } = await fromDist<typeof import('../src/store/sqlite/sqlite-store.ts')>(
+  'store/sqlite/sqlite-store.js',
+);
+const { defineVerb } = await fromDist<typeof import('../src/runtime/verb.ts')>('runtime/verb.js');
+const { formatCents } = await fromDist<typeof import('../src/runtime/consent/typed-phrase.ts')>(
+  'runtime/consent/typed-phrase.js',
+);
 
 /** Result row (same members as the other bench modules' rows). */
 export interface ConsentBenchResult {

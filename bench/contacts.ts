@@ -2,11 +2,13 @@
  * The contacts fixture the core, read-cost, HTTP and MCP benchmarks share: a `contacts` table
  * with 200 rows for a bench tenant (company 2, enterprise; a sandbox is company 1), an owner key,
  * and the verb `bench.search` — the contact search every one of those modules compares with the
- * same query run bare (`searchWork`).
+ * same query run bare (`searchWork`). The verb is defined with the built package (dist/).
  */
 import type { Runtime } from '../src/runtime/runtime.ts';
-import { defineVerb } from '../src/runtime/verb.ts';
 import type { Queryable } from '../src/store/store.ts';
+import { fromDist, type Solid } from './harness.ts';
+
+const { defineVerb } = await fromDist<Solid>('index.js');
 
 export const SEARCH_SQL = `SELECT id, name, email FROM contacts WHERE company_id = ? AND lower(name) LIKE lower(?) ORDER BY name LIMIT 20`;
 

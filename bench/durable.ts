@@ -23,11 +23,15 @@ import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import Database from 'better-sqlite3';
 import { performance } from 'node:perf_hooks';
-import { createRuntime, type Runtime } from '../src/runtime/runtime.ts';
-import { defineVerb } from '../src/runtime/verb.ts';
-import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import type { Runtime } from '../src/runtime/runtime.ts';
 import type { Principal } from '../src/spec/types.ts';
-import { median, percentile, type BenchResult } from './harness.ts';
+import { median, percentile, type BenchResult, fromDist } from './harness.ts';
+
+const { createRuntime } = await fromDist<typeof import('../src/runtime/runtime.ts')>('runtime/runtime.js');
+const { defineVerb } = await fromDist<typeof import('../src/runtime/verb.ts')>('runtime/verb.js');
+const { SqliteStore } = await fromDist<typeof import('../src/store/sqlite/sqlite-store.ts')>(
+  'store/sqlite/sqlite-store.js',
+);
 
 export interface DurableBenchOptions {
   /** Milliseconds per measured run (default 3000). */
@@ -37,6 +41,8 @@ export interface DurableBenchOptions {
   /** Concurrent callers (default 16). */
   concurrency?: number;
 }
+
+type SqliteStore = InstanceType<typeof SqliteStore>;
 
 interface Setup {
   rt: Runtime;

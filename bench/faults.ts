@@ -27,10 +27,13 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { median, percentile, type BenchResult } from './harness.ts';
+import { median, percentile, type BenchResult, fromDist } from './harness.ts';
 import { raiseCaps, seedDemoFacts, startServe, stopServe } from './serve-rss.ts';
-import { DEMO_TENANTS } from '../src/business/pack.ts';
-import { DEFAULT_REQUEST_TIMEOUT_MS } from '../src/transports/http/deadline.ts';
+
+const { DEMO_TENANTS } = await fromDist<typeof import('../src/business/pack.ts')>('business/pack.js');
+const { DEFAULT_REQUEST_TIMEOUT_MS } = await fromDist<typeof import('../src/transports/http/deadline.ts')>(
+  'transports/http/deadline.js',
+);
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const BUILT = existsSync(join(ROOT, 'dist', 'transports', 'cli', 'main.js'));

@@ -1,10 +1,31 @@
 /**
- * Benchmark helpers: timed loops, medians over runs, and the result row every bench module
- * returns. Figures are always ratios against a bare baseline measured in the same run.
+ * Benchmark helpers: timed loops, ABBA rounds, medians over runs, the built package's loader and
+ * the result row every bench module returns. Figures are always ratios against a bare baseline
+ * measured in the same run.
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+
+const DIST = new URL('../dist/', import.meta.url);
+
+/**
+ * Import a module of the built package (`dist/<rel>`, e.g. 'index.js'), what users install: every
+ * bench module runs dist/, never the TypeScript sources (bench/run.ts builds first). Typed by the
+ * caller as its source module (`fromDist<typeof import('../src/index.ts')>('index.js')`, a type
+ * only, erased at run time), so the suite typechecks on a fresh clone before any build.
+ * Throws when dist/ has no such file (run `npm run build`).
+ */
+export async function fromDist<T>(rel: string): Promise<T> {
+  const url = new URL(rel, DIST);
+  if (!existsSync(fileURLToPath(url)))
+    throw new Error(`the bench runs the built package and dist/${rel} is missing: run \`npm run build\``);
+  return (await import(url.href)) as T;
+}
+
+/** The package's entry point, dist/index.js. */
+export type Solid = typeof import('../src/index.ts');
 
 export interface BenchResult {
   /** Short id, e.g. "core.read". */
@@ -15,8 +36,11 @@ export interface BenchResult {
   value: number;
   /** The bare baseline in the same run, when there is one. */
   baseline?: number;
-  /** value / baseline (or the figure the target is about). */
+  /** value / baseline (or the figure the target is about); the median of ABBA rounds' ratios. */
   ratio?: number;
+  /** Smallest and largest per-round ratio of an ABBA measurement (`abba`). */
+  min?: number;
+  max?: number;
   unit: string;
   /** The target stated in the issues, e.g. "ratio ≥ 0.8". */
   target?: string;
@@ -25,14 +49,14 @@ export interface BenchResult {
   notes?: string;
 }
 
-/** Run `fn` repeatedly for about `ms` milliseconds (after a warm-up) and return ops/s. */
 /**
- * The BenchResult of a `paired` measurement whose target is a minimum ratio (system ÷ bare ≥ `min`).
+ * The BenchResult of a measurement whose target is a minimum ratio (system ÷ bare ≥ `min`); an
+ * `abba` figure's min/max go with it.
  */
 export function ratioResult(
   id: string,
   what: string,
-  p: { value: number; baseline: number; ratio: number },
+  p: { value: number; baseline: number; ratio: number; min?: number; max?: number },
   unit: string,
   min: number,
   notes?: string,
@@ -47,10 +71,13 @@ export function ratioResult(
     target: `ratio ≥ ${min}`,
     met: p.ratio >= min,
   };
+  if (p.min !== undefined) r.min = p.min;
+  if (p.max !== undefined) r.max = p.max;
   if (notes !== undefined) r.notes = notes;
   return r;
 }
 
+/** Run `fn` repeatedly for about `ms` milliseconds (after a warm-up) and return ops/s. */
 export async function opsPerSecond(fn: () => Promise<unknown>, ms = 1500, warmupMs = 300): Promise<number> {
   const warmEnd = performance.now() + warmupMs;
   while (performance.now() < warmEnd) await fn();

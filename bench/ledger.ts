@@ -1,5 +1,5 @@
 /**
- * Ledger benchmarks (issue 4). Each exported function builds its own runtime in a temp dir,
+ * Ledger benchmarks (issue 4), on the built package (dist/). Each exported function builds its own runtime in a temp dir,
  * measures, cleans up and returns result rows (the BenchResult shape of bench/harness.ts):
  *
  *   benchIdempotentReplay()  ops/s of a first execution (fresh idempotency key: consent-free
@@ -12,7 +12,8 @@
  *
  * `generateAuditChain` writes correctly chained rows straight into the table (big transactions,
  * hashes from the ledger's own hashAuditRow, a signed checkpoint every 10k rows), so a 1M-row log
- * takes seconds instead of a million dispatches. It is a bench fixture, not part of the tests.
+ * takes seconds instead of a million dispatches. It is a bench fixture, not part of the tests, and
+ * the one seeder of the suite's audit logs (bench/trail-filters.ts passes its own mix of rows).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -21,28 +22,44 @@ import { sign as nodeSign } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import canonicalize from 'canonicalize';
 import pino from 'pino';
-import { createRuntime, type Runtime } from '../src/runtime/runtime.ts';
-import { checkpointMaterial } from '../src/runtime/ledger/keys/checkpoints.ts';
-import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
-import { systemVerbs } from '../src/verbs/index.ts';
-import { defineVerb } from '../src/runtime/verb.ts';
-import {
-  AUDIT_COLUMNS,
-  GENESIS_HASH,
-  hashAuditRow,
-  type AuditRow,
-} from '../src/runtime/ledger/write/audit.ts';
-import { verifyDatabaseFile } from '../src/runtime/ledger/verify/verify-file.ts';
-import { writeAuditExport } from '../src/runtime/ledger/verify/export.ts';
-import { verifyAuditExport } from '../src/runtime/ledger/verify/export-check.ts';
-import { archiveAuditLog, checkArchives } from '../src/runtime/ledger/retention/archive.ts';
-import { storedContinuity } from '../src/runtime/ledger/verify/continuity-check.ts';
-import type { BenchResult } from './harness.ts';
+import type { Runtime } from '../src/runtime/runtime.ts';
+import type { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import type { AuditRow } from '../src/runtime/ledger/write/audit.ts';
+import { fromDist, type BenchResult, type Solid } from './harness.ts';
+
+const {
+  createRuntime,
+  SqliteStore: Store,
+  systemVerbs,
+  defineVerb,
+  dispatchWithKey,
+} = await fromDist<Solid>('index.js');
+const { checkpointMaterial } = await fromDist<typeof import('../src/runtime/ledger/keys/checkpoints.ts')>(
+  'runtime/ledger/keys/checkpoints.js',
+);
+const { AUDIT_COLUMNS, GENESIS_HASH, hashAuditRow } = await fromDist<
+  typeof import('../src/runtime/ledger/write/audit.ts')
+>('runtime/ledger/write/audit.js');
+const { verifyDatabaseFile } = await fromDist<typeof import('../src/runtime/ledger/verify/verify-file.ts')>(
+  'runtime/ledger/verify/verify-file.js',
+);
+const { writeAuditExport } = await fromDist<typeof import('../src/runtime/ledger/verify/export.ts')>(
+  'runtime/ledger/verify/export.js',
+);
+const { verifyAuditExport } = await fromDist<typeof import('../src/runtime/ledger/verify/export-check.ts')>(
+  'runtime/ledger/verify/export-check.js',
+);
+const { archiveAuditLog, checkArchives } = await fromDist<
+  typeof import('../src/runtime/ledger/retention/archive.ts')
+>('runtime/ledger/retention/archive.js');
+const { storedContinuity } = await fromDist<
+  typeof import('../src/runtime/ledger/verify/continuity-check.ts')
+>('runtime/ledger/verify/continuity-check.js');
 
 /** The ledger modules' results: bench/harness.ts BenchResult. */
 export type LedgerBenchResult = BenchResult;
 
-interface Fixture {
+export interface Fixture {
   rt: Runtime;
   store: SqliteStore;
   dir: string;
@@ -51,10 +68,14 @@ interface Fixture {
   close(): Promise<void>;
 }
 
-async function fixture(): Promise<Fixture> {
+/**
+ * A runtime of the built package with the system verbs, a sandbox (company 1), the bench tenant
+ * (company 2, enterprise) and its owner API key (agent_type 'bench'), no periodic checkpoints.
+ */
+export async function fixture(): Promise<Fixture> {
   const dir = mkdtempSync(join(tmpdir(), 'solid-bench-ledger-'));
   const path = join(dir, 'bench.db');
-  const store = new SqliteStore({ path });
+  const store = new Store({ path });
   const rt = await createRuntime({
     store,
     logger: pino({ level: 'silent' }),
@@ -108,17 +129,64 @@ const REASONS: Record<string, string | null> = {
 };
 
 /**
+ * The fields of the k-th generated row (k = its seq) that a mix chooses; the rest are fixed. The
+ * default mix: eight verbs, all receipts of WRITE_REVERSIBLE writes by agent_type 'bench', 70 %
+ * completed, an entity on every row.
+ */
+export type AuditMix = (
+  k: number,
+) => Pick<
+  AuditRow,
+  | 'action_type'
+  | 'status'
+  | 'reason'
+  | 'agent_type'
+  | 'shape'
+  | 'consent_class'
+  | 'entity_type'
+  | 'entity_id'
+  | 'is_reversible'
+  | 'request_data'
+>;
+
+const defaultMix: AuditMix = (k) => {
+  const status = STATUSES[k % STATUSES.length]!;
+  return {
+    action_type: VERBS[k % VERBS.length]!,
+    status: status as AuditRow['status'],
+    reason: REASONS[status] ?? null,
+    agent_type: 'bench',
+    shape: 'receipt',
+    consent_class: 'WRITE_REVERSIBLE',
+    entity_type: k % 2 === 0 ? 'contact' : 'deal',
+    entity_id: String(k % 5000),
+    is_reversible: status === 'completed' ? 1 : 0,
+    request_data: { contact_id: k % 5000, note: `row ${k}` },
+  };
+};
+
+/**
  * Append `rows` correctly chained audit rows for `companyId` directly into the database of `rt`
  * (after whatever the chain already holds), moving the tenant head and signing a checkpoint every
- * `checkpointEvery` rows and at the end. Row times advance 50 ms per row from `startMs`.
+ * `checkpointEvery` rows and at the end. Row times advance `stepMs` (default 50) ms per seq from
+ * `startMs`; `mix` chooses each row's verb, status, agent and entity (default `defaultMix`).
+ * Returns the tenant's last seq.
  */
 export async function generateAuditChain(
   rt: Runtime,
   store: SqliteStore,
   companyId: number,
   rows: number,
-  options: { startMs?: number; checkpointEvery?: number; batch?: number } = {},
-): Promise<void> {
+  options: {
+    startMs?: number;
+    stepMs?: number;
+    checkpointEvery?: number;
+    batch?: number;
+    mix?: AuditMix;
+  } = {},
+): Promise<number> {
+  const mix = options.mix ?? defaultMix;
+  const stepMs = options.stepMs ?? 50;
   const db = store.rawDatabase;
   const key = await rt.keys.signingKey(companyId);
   const head = db
@@ -162,9 +230,7 @@ export async function generateAuditChain(
         seq++;
         auditId++;
         const k = seq;
-        const status = STATUSES[k % STATUSES.length]!;
-        const verb = VERBS[k % VERBS.length]!;
-        const created_at = new Date(startMs + k * 50).toISOString();
+        const created_at = new Date(startMs + k * stepMs).toISOString();
         const base: Omit<AuditRow, 'row_hash'> = {
           audit_id: auditId,
           company_id: companyId,
@@ -172,18 +238,9 @@ export async function generateAuditChain(
           created_at,
           user_id: 1 + (k % 50),
           role: k % 3 === 0 ? 'admin' : 'employee',
-          agent_type: 'bench',
           key_id: null,
-          action_type: verb,
           category: 'bench',
-          shape: 'receipt',
-          consent_class: 'WRITE_REVERSIBLE',
-          status: status as AuditRow['status'],
-          reason: REASONS[status] ?? null,
-          request_data: { contact_id: k % 5000, note: `row ${k}` },
-          entity_type: k % 2 === 0 ? 'contact' : 'deal',
-          entity_id: String(k % 5000),
-          is_reversible: status === 'completed' ? 1 : 0,
+          ...mix(k),
           rollback_handle: null,
           idempotency_key: null,
           transaction_id: null,
@@ -215,8 +272,9 @@ export async function generateAuditChain(
     })();
     done += n;
   }
-  if (seq % every !== 0) checkpoint(new Date(startMs + seq * 50).toISOString());
+  if (seq % every !== 0) checkpoint(new Date(startMs + seq * stepMs).toISOString());
   for (const ix of indexes) db.exec(ix.sql);
+  return seq;
 }
 
 function p95(samples: number[]): number {
@@ -252,17 +310,20 @@ export async function benchIdempotentReplay(options: { ms?: number } = {}): Prom
         },
       }),
     );
-    const caller = { surface: 'http' as const, principal: await f.rt.tenants.authenticate(f.ownerKey) };
+    // A transport's caller: the owner key is authenticated on every call (dispatchWithKey).
+    const caller = { surface: 'http' as const };
+    const call = (options: { idempotency_key: string }) =>
+      dispatchWithKey(f.rt, caller, f.ownerKey, 'bench.bump', {}, options);
     const ms = options.ms ?? 2000;
     let i = 0;
     const first = await timed(ms, async () => {
-      const env = await f.rt.dispatch(caller, 'bench.bump', {}, { idempotency_key: `first-${i++}` });
+      const env = await call({ idempotency_key: `first-${i++}` });
       if (!env.ok) throw new Error(`bench.bump failed: ${env.error?.reason}`);
     });
-    const stored = await f.rt.dispatch(caller, 'bench.bump', {}, { idempotency_key: 'replayed-key' });
+    const stored = await call({ idempotency_key: 'replayed-key' });
     if (!stored.ok) throw new Error('bench.bump failed');
     const replay = await timed(ms, async () => {
-      const env = await f.rt.dispatch(caller, 'bench.bump', {}, { idempotency_key: 'replayed-key' });
+      const env = await call({ idempotency_key: 'replayed-key' });
       if (env.replayed !== true) throw new Error('expected a replay');
     });
     return [
@@ -406,7 +467,7 @@ export const TRAIL_QUERIES: ReadonlyArray<{ name: string; args: Record<string, u
 async function trailFixture(rows: number): Promise<{
   f: Fixture;
   mid: Date;
-  caller: { surface: 'http'; principal: Awaited<ReturnType<Runtime['tenants']['authenticate']>> };
+  caller: { surface: 'http' };
 }> {
   const f = await fixture();
   const startMs = Date.parse('2026-01-01T00:00:00.000Z');
@@ -415,7 +476,8 @@ async function trailFixture(rows: number): Promise<{
   return {
     f,
     mid: new Date(startMs + Math.floor(rows / 2) * 50),
-    caller: { surface: 'http', principal: await f.rt.tenants.authenticate(f.ownerKey) },
+    // A transport's caller: the owner key is authenticated on every call (dispatchWithKey).
+    caller: { surface: 'http' },
   };
 }
 
@@ -445,7 +507,7 @@ async function trailP95Pair(
           if (args.from === 'MID') args.from = mid.toISOString();
           if (args.to === 'MID+1h') args.to = new Date(mid.getTime() + 3600_000).toISOString();
           const t = performance.now();
-          const env = await f.rt.dispatch(caller, 'audit.trail', args);
+          const env = await dispatchWithKey(f.rt, caller, f.ownerKey, 'audit.trail', args);
           const dt = performance.now() - t;
           if (!env.ok) throw new Error(`audit.trail ${q.name}: ${env.error?.reason}`);
           if (i >= 10) samples[which]!.push(dt);
@@ -545,7 +607,7 @@ export async function benchAuditRetention(options: { rows?: number } = {}): Prom
       );
     const w0 = performance.now();
     const whole = await verifyDatabaseFile(f.path, { tenant: 2 });
-    const db = new SqliteStore({ path: f.path });
+    const db = new Store({ path: f.path });
     try {
       await checkArchives(whole, await db.read((q) => storedContinuity(q, 2)), dir, undefined);
     } finally {

@@ -19,12 +19,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pino from 'pino';
-import { createRuntime, type Runtime } from '../src/runtime/runtime.ts';
-import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
-import { defineVerb } from '../src/runtime/verb.ts';
-import { systemVerbs } from '../src/verbs/index.ts';
+import type { Runtime } from '../src/runtime/runtime.ts';
 import type { Principal } from '../src/spec/types.ts';
-import { opsPerSecond, paired, type BenchResult } from './harness.ts';
+import { abba, opsPerSecond, type BenchResult, fromDist } from './harness.ts';
+
+const { createRuntime } = await fromDist<typeof import('../src/runtime/runtime.ts')>('runtime/runtime.js');
+const { SqliteStore } = await fromDist<typeof import('../src/store/sqlite/sqlite-store.ts')>(
+  'store/sqlite/sqlite-store.js',
+);
+const { defineVerb } = await fromDist<typeof import('../src/runtime/verb.ts')>('runtime/verb.js');
+const { systemVerbs } = await fromDist<typeof import('../src/verbs/index.ts')>('verbs/index.js');
 
 async function setup(dir: string): Promise<{ rt: Runtime; principal: Principal }> {
   const store = new SqliteStore({ path: join(dir, 'bench.db') });
@@ -95,7 +99,7 @@ async function setup(dir: string): Promise<{ rt: Runtime; principal: Principal }
 /** Dispatch cost with and without the observe hooks, and the empty-poll rate. */
 export async function benchObserve(options: { ms?: number; runs?: number } = {}): Promise<BenchResult[]> {
   const ms = options.ms ?? 1500;
-  const runs = options.runs ?? 5;
+  const runs = Math.max(5, options.runs ?? 5);
   const dir = mkdtempSync(join(tmpdir(), 'solid-bench-observe-'));
   const { rt, principal } = await setup(dir);
   const caller = { principal, surface: 'cli' as const };
@@ -110,7 +114,7 @@ export async function benchObserve(options: { ms?: number; runs?: number } = {})
   try {
     const results: BenchResult[] = [];
     const read = () => rt.dispatch(caller, 'bench.counter_get', { name: 'a' });
-    const r = await paired(withHooks(read), withoutHooks(read), runs);
+    const r = await abba(withHooks(read), withoutHooks(read), runs);
     results.push({
       id: 'observe.read',
       what: 'read dispatches/s with observe hooks vs without',
@@ -121,7 +125,7 @@ export async function benchObserve(options: { ms?: number; runs?: number } = {})
     });
     let i = 0;
     const write = () => rt.dispatch(caller, 'bench.counter_bump', { name: `c${i++ % 16}` });
-    const w = await paired(withHooks(write), withoutHooks(write), runs);
+    const w = await abba(withHooks(write), withoutHooks(write), runs);
     results.push({
       id: 'observe.write',
       what: 'ungated write dispatches/s with observe hooks vs without',
@@ -180,7 +184,7 @@ export async function benchObserve(options: { ms?: number; runs?: number } = {})
     if (!sub.ok) throw new Error(`events.subscribe failed: ${JSON.stringify(sub.error)}`);
     const cursor = (sub.result as { cursor: string }).cursor;
     const poll = () => rt.dispatch(caller, 'events.poll', { cursor });
-    const p = await paired(
+    const p = await abba(
       () => opsPerSecond(poll, ms),
       () => opsPerSecond(read, ms),
       runs,

@@ -1,7 +1,7 @@
 /**
  * One runtime, many businesses (issue 37 item 1): what a call and the background signing cost at
- * 1,000 tenants made through the provisioning API, against one tenant. The built package (dist/)
- * when present, else the sources through tsx (the notes say which).
+ * 1,000 tenants made through the provisioning API, against one tenant, on the built package
+ * (dist/).
  *
  * - `platform.per_call_1k`: process CPU (µs) per dispatch on a runtime holding 1,000 provisioned
  *   tenants, each call by the next tenant's own agent key in turn (round robin: every call finds
@@ -15,18 +15,12 @@
  *
  * Run alone: npm run build && npm run bench -- --only platform
  */
-import { existsSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
-import { median, type BenchResult } from './harness.ts';
-
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const BUILT = existsSync(join(ROOT, 'dist', 'platform', 'provisioning.js'));
-const FROM = BUILT ? '../dist' : '../src';
-const EXT = BUILT ? '.js' : '.ts';
+import { fromDist, median, type BenchResult } from './harness.ts';
 
 type RuntimeMod = typeof import('../src/runtime/runtime.ts');
 type StoreMod = typeof import('../src/store/sqlite/sqlite-store.ts');
@@ -35,14 +29,15 @@ type KeysMod = typeof import('../src/platform/platform-keys.ts');
 type ProvMod = typeof import('../src/platform/provisioning.ts');
 type AuthMod = typeof import('../src/identity/api-key-auth.ts');
 
+/** The built package's modules (dist/, never the sources: bench/run.ts builds first). */
 async function load() {
   return {
-    runtime: (await import(`${FROM}/runtime/runtime${EXT}`)) as RuntimeMod,
-    store: (await import(`${FROM}/store/sqlite/sqlite-store${EXT}`)) as StoreMod,
-    verbs: (await import(`${FROM}/verbs/index${EXT}`)) as VerbsMod,
-    keys: (await import(`${FROM}/platform/platform-keys${EXT}`)) as KeysMod,
-    prov: (await import(`${FROM}/platform/provisioning${EXT}`)) as ProvMod,
-    auth: (await import(`${FROM}/identity/api-key-auth${EXT}`)) as AuthMod,
+    runtime: await fromDist<RuntimeMod>('runtime/runtime.js'),
+    store: await fromDist<StoreMod>('store/sqlite/sqlite-store.js'),
+    verbs: await fromDist<VerbsMod>('verbs/index.js'),
+    keys: await fromDist<KeysMod>('platform/platform-keys.js'),
+    prov: await fromDist<ProvMod>('platform/provisioning.js'),
+    auth: await fromDist<AuthMod>('identity/api-key-auth.js'),
   };
 }
 
@@ -143,9 +138,7 @@ export async function benchPlatform(
   }
   await one.rt.close();
   await many.rt.close();
-  const where = BUILT
-    ? 'the built package (dist/)'
-    : 'the sources through tsx (no dist/: npm run build first)';
+  const where = 'the built package (dist/)';
   const perCall = median(b);
   const perCallOne = median(a);
   return [

@@ -20,7 +20,7 @@
  *   transport libs  fastify and its parts, light-my-request (inject), the MCP SDK, zod (the SDK's
  *                   message schemas), pino
  *   tsx             esbuild's keepNames helper `__name` that tsx adds to every module it
- *                   transforms (the bench runs the sources); the built dist/ (tsc) has none
+ *                   transforms (the bench's own fixtures); the built dist/ (tsc) has none
  *   node internals  other node: frames (streams, timers, async hooks, http)
  *   GC, program     V8's "(garbage collector)" and "(program)" (native work no JS frame owns)
  *   driver          this file's loops and the inspector session
@@ -34,18 +34,22 @@
  * a per-layer estimate in µs (the profiler adds ≈ 40 % CPU at 100 µs, so the profiled loop's own
  * CPU is only in the notes).
  *
+ * Every scenario runs the built package (dist/, as the suite does); its frames are placed by their
+ * source paths (`asSource`: dist/x.js as src/x.ts), and positions are mapped back to the sources
+ * through dist/'s source maps.
+ *
  * Scenarios: read.audit_row (real read-audit entries pushed through rt.auditBuffer in 256-row
- * batches, as bench/read-cost.ts part 3), core.read (rt.dispatch of bench.search), core.write_
- * vs_careful (confirmed write dispatches, nonces made by preflights before the profile, as
- * bench/core.ts), http.dispatch_read (solid serve's server, createServeApp as bench/http.ts,
+ * batches, as bench/read-cost.ts part 3), core.read_keyed (dispatchWithKey of bench.search, the
+ * key authenticated per call), core.write_confirmed_vs_careful (keyed preflight + confirm pairs,
+ * as bench/core.ts), http.dispatch_read (solid serve's server, createServeApp as bench/http.ts,
  * profiled in-process while autocannon loads it from its own process over loopback),
  * mcp.call_in_memory (tools/call through createMcpServer and the SDK Client on InMemoryTransport;
  * the client shares the process, as in bench/mcp.ts), ucp.verify_share_read (the signed UCP read
  * route through inject(), requests signed before the profile; as bench/ucp.ts).
  *
  * The raw profiles are written to bench/profiles/<figure>.cpuprofile (gitignored), with their
- * positions mapped back to the TypeScript sources (tsx minifies whitespace, so the generated
- * positions are all on line 1): open them in Chrome DevTools or VS Code.
+ * positions mapped back to the TypeScript sources (dist/'s source maps; tsx's for the bench's own
+ * fixtures): open them in Chrome DevTools or VS Code.
  *
  * Run alone: node --import tsx bench/profile.ts [--quick]; in the suite: npm run bench -- --only
  * profile [--write] (the section between the bench:profiles markers of BENCHMARKS.md).
@@ -190,6 +194,20 @@ export function layerOfFrame(frame: Pick<CallFrame, 'url' | 'functionName'>): La
       return 'transport libs';
     return undefined;
   }
+  return layerOfOurs(asSource(url), name);
+}
+
+/**
+ * A frame of the built package (…/dist/x.js, what the bench runs) as its source (…/src/x.ts), so
+ * one set of rules places both; other urls unchanged.
+ */
+export function asSource(url: string): string {
+  const i = url.lastIndexOf('/dist/');
+  if (i < 0 || url.includes('/node_modules/')) return url;
+  return `${url.slice(0, i)}/src/${url.slice(i + '/dist/'.length).replace(/\.js$/, '.ts')}`;
+}
+
+function layerOfOurs(url: string, name: string): Layer {
   if (url.includes('/src/store/')) return SQLITE_CALLS.has(name) ? 'sqlite' : 'store';
   if (
     url.endsWith('/src/runtime/ledger/write/audit.ts') ||
@@ -279,7 +297,7 @@ export function attribute(
       const p = parent.get(id);
       // A native called from our store is a better-sqlite3 call, whichever store method calls it.
       if (l === undefined && node.callFrame.url === '' && p !== undefined)
-        if (byId.get(p)!.callFrame.url.includes('/src/store/')) l = 'sqlite';
+        if (asSource(byId.get(p)!.callFrame.url).includes('/src/store/')) l = 'sqlite';
       if (l === undefined) {
         const pl = p === undefined ? 'other' : layerOf(p);
         // A native or unassigned dependency called straight from the root (a microtask, a timer).
@@ -397,7 +415,7 @@ function sourceLocator(): { locate: Locate; original(f: CallFrame): CallFrame } 
 // The scenarios.
 
 export interface ProfileDetail {
-  /** The figure this profile explains, e.g. "core.read". */
+  /** The figure this profile explains, e.g. "core.read_keyed". */
   figure: string;
   /** What the profiled loop runs. */
   loop: string;
@@ -455,10 +473,19 @@ async function forMs(fn: () => Promise<unknown>, ms: number): Promise<number> {
 
 const silent = async () => (await import('pino')).default({ level: 'silent' });
 
-/** A runtime with the contacts fixture (bench/contacts.ts) and an owner principal of its tenant. */
+/** The built package's entry point (dist/index.js; see harness.ts `fromDist`). */
+const solid = async () => {
+  const { fromDist } = await import('./harness.ts');
+  return fromDist<typeof import('../src/index.ts')>('index.js');
+};
+
+/**
+ * A runtime of the built package with the contacts fixture (bench/contacts.ts), an owner API key
+ * of its tenant and a caller as a transport makes it (no principal: the key is authenticated by
+ * dispatchWithKey on every call), plus a principal caller for the scenarios that need one.
+ */
 async function contactsRuntime(dir: string, name: string, settings?: Record<string, unknown>) {
-  const { createRuntime } = await import('../src/runtime/runtime.ts');
-  const { SqliteStore } = await import('../src/store/sqlite/sqlite-store.ts');
+  const { createRuntime, SqliteStore } = await solid();
   const { seedContactsBench } = await import('./contacts.ts');
   const store = new SqliteStore({ path: join(dir, `${name}.db`) });
   const rt = await createRuntime({
@@ -469,7 +496,13 @@ async function contactsRuntime(dir: string, name: string, settings?: Record<stri
   });
   const key = await seedContactsBench(rt, settings);
   const principal = await rt.tenants.authenticate(key);
-  return { rt, store, key, caller: { surface: 'cli' as const, principal } };
+  return {
+    rt,
+    store,
+    key,
+    caller: { surface: 'cli' as const, principal },
+    keyed: { surface: 'http' as const },
+  };
 }
 
 const SCENARIOS: Record<string, ScenarioMaker> = {
@@ -509,12 +542,13 @@ const SCENARIOS: Record<string, ScenarioMaker> = {
     };
   },
 
-  'core.read': async ({ quick, dir }) => {
-    const { rt, caller } = await contactsRuntime(dir, 'core-read');
+  'core.read_keyed': async ({ quick, dir }) => {
+    const { dispatchWithKey } = await solid();
+    const { rt, key, keyed } = await contactsRuntime(dir, 'core-read');
     const ms = quick ? 300 : 2000;
-    const one = () => rt.dispatch(caller, 'bench.search', { q: 'smith' });
+    const one = () => dispatchWithKey(rt, keyed, key, 'bench.search', { q: 'smith' });
     return {
-      loop: `rt.dispatch of bench.search (contact search, 20 of 200 rows) for ${ms} ms, sequential (as bench/core.ts)`,
+      loop: `dispatchWithKey of bench.search (API key authenticated per call; contact search, 20 of 200 rows) for ${ms} ms, sequential (as bench/core.ts)`,
       op: 'dispatch',
       async prepare({ warm, scale }) {
         if (warm) await forMs(one, quick ? 200 : 500);
@@ -524,43 +558,36 @@ const SCENARIOS: Record<string, ScenarioMaker> = {
     };
   },
 
-  'core.write_vs_careful': async ({ quick, dir }) => {
+  'core.write_confirmed_vs_careful': async ({ quick, dir }) => {
+    const { dispatchWithKey } = await solid();
     const { setPhoneUngatedVerb } = await import('./core.ts');
-    const { rt, caller } = await contactsRuntime(dir, 'core-write', {
+    const { rt, key, keyed } = await contactsRuntime(dir, 'core-write', {
       caps: { WRITE_REVERSIBLE: 1_000_000_000 },
     });
     rt.register(setPhoneUngatedVerb());
-    const writes = quick ? 300 : 2000;
-    let base = 0;
-    const args = (n: number) => ({ id: (n % 200) + 1, phone: `+3${n}` });
-    const preflight = async (count: number, from: number): Promise<string[]> => {
-      const out: string[] = [];
+    const writes = quick ? 150 : 1000;
+    let n = 0;
+    const VERB = 'bench.set_phone_ungated';
+    const writeAll = async (count: number) => {
       for (let k = 0; k < count; k++) {
-        const p = await rt.dispatch(caller, 'bench.set_phone_ungated', args(from + k));
+        const args = { id: (n % 200) + 1, phone: `+3${n++}` };
+        const p = await dispatchWithKey(rt, keyed, key, VERB, args);
         if (p.consent === undefined) throw new Error(`bench preflight failed: ${JSON.stringify(p.error)}`);
-        out.push(p.consent.nonce);
-      }
-      return out;
-    };
-    const confirmAll = async (nonces: string[], from: number) => {
-      for (let k = 0; k < nonces.length; k++) {
-        const env = await rt.dispatch(caller, 'bench.set_phone_ungated', args(from + k), {
+        const env = await dispatchWithKey(rt, keyed, key, VERB, args, {
           confirm: true,
-          nonce: nonces[k],
+          nonce: p.consent.nonce,
         });
         if (!env.ok) throw new Error(`bench write failed: ${JSON.stringify(env.error)}`);
       }
-      return nonces.length;
+      return count;
     };
     return {
-      loop: `${writes} confirmed bench.set_phone_ungated dispatches (SELECT + UPDATE, nonce burn, cap, audit row, idempotency record, ES256 receipt), nonces made by preflights before the profile (as bench/core.ts)`,
+      loop: `${writes} confirmed writes as a client sends them: a keyed preflight of bench.set_phone_ungated then its keyed confirm (SELECT + UPDATE, nonce burn, cap, audit rows, idempotency record, ES256 receipt), sequential (as bench/core.ts)`,
       op: 'write',
       async prepare({ warm, scale }) {
-        if (warm) await confirmAll(await preflight(300, 0), 0);
-        const from = (base += 100_000);
-        const nonces = await preflight(Math.round(writes * scale), from);
+        if (warm) await writeAll(quick ? 50 : 200);
         await rt.auditBuffer.flush();
-        return () => confirmAll(nonces, from);
+        return () => writeAll(Math.round(writes * scale));
       },
       close: () => rt.close(),
     };
@@ -568,10 +595,14 @@ const SCENARIOS: Record<string, ScenarioMaker> = {
 
   'http.dispatch_read': async ({ quick, dir }) => {
     const pino = (await import('pino')).default;
-    const { createRuntime } = await import('../src/runtime/runtime.ts');
-    const { SqliteStore } = await import('../src/store/sqlite/sqlite-store.ts');
-    const { createServeApp } = await import('../src/transports/cli/commands/serve.ts');
-    const { DEFAULT_RATE_LIMITS } = await import('../src/transports/http/rate-limit.ts');
+    const { fromDist } = await import('./harness.ts');
+    const { createRuntime, SqliteStore } = await solid();
+    const { createServeApp } = await fromDist<typeof import('../src/transports/cli/commands/serve.ts')>(
+      'transports/cli/commands/serve.js',
+    );
+    const { DEFAULT_RATE_LIMITS } = await fromDist<typeof import('../src/transports/http/rate-limit.ts')>(
+      'transports/http/rate-limit.js',
+    );
     const { seedContactsBench } = await import('./contacts.ts');
     const { measure } = await import('./http.ts');
     const store = new SqliteStore({ path: join(dir, 'http.db') });
@@ -613,8 +644,13 @@ const SCENARIOS: Record<string, ScenarioMaker> = {
   'mcp.call_in_memory': async ({ quick, dir }) => {
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
     const { InMemoryTransport } = await import('@modelcontextprotocol/sdk/inMemory.js');
-    const { createMcpServer } = await import('../src/transports/mcp/mcp-server.ts');
-    const { ToolCatalog } = await import('../src/transports/mcp/tool-catalog.ts');
+    const { fromDist } = await import('./harness.ts');
+    const { createMcpServer } = await fromDist<typeof import('../src/transports/mcp/mcp-server.ts')>(
+      'transports/mcp/mcp-server.js',
+    );
+    const { ToolCatalog } = await fromDist<typeof import('../src/transports/mcp/tool-catalog.ts')>(
+      'transports/mcp/tool-catalog.js',
+    );
     const { rt, key } = await contactsRuntime(dir, 'mcp');
     const catalog = new ToolCatalog(rt);
     const client = new Client({ name: 'bench', version: '1.0.0' });
@@ -645,7 +681,10 @@ const SCENARIOS: Record<string, ScenarioMaker> = {
 
   'ucp.verify_share_read': async ({ quick, dir }) => {
     const { startPlatform, minimalUcpRuntime, serve } = await import('./ucp.ts');
-    const { signRequest } = await import('../src/transports/ucp/ucp-client.ts');
+    const { fromDist } = await import('./harness.ts');
+    const { signRequest } = await fromDist<typeof import('../src/transports/ucp/ucp-client.ts')>(
+      'transports/ucp/ucp-client.js',
+    );
     const platform = await startPlatform();
     const rt = await minimalUcpRuntime(join(dir, 'ucp.db'), await silent());
     const b = await serve(rt, 2, platform.profileUrl);
@@ -832,8 +871,8 @@ export function renderProfileSection(
     '## Where the time goes (CPU profiles, generated)',
     '',
     `Generated by \`${meta.command}\` (bench/profile.ts) at ${meta.at.replace('T', ' ').slice(0, 16)} UTC${meta.quick ? ' (**quick**: short loops, not for publishing)' : ''}, load ${meta.load}, ${meta.machine.cpu}, ${meta.machine.cores} cores, Node ${meta.machine.node}.`,
-    "For each figure that can miss, the system side alone (not the bare baseline) runs in a warm loop while V8's sampling profiler (node:inspector, 100 µs) records that loop. Each sample's self time goes to a layer by its frame: `sqlite` (better-sqlite3, any native called from src/store, and our store's synchronous statement calls, which V8 charges part of a native call to), `store` (the rest of src/store), `crypto` (node:crypto), `audit row` (ledger/write/audit.ts, read-audit-buffer.ts), `pipeline` (the rest of src/runtime), `handler` (the verb's own code), `validation` (Ajv), `transport` (our src/transports), `transport libs` (Fastify and its parts, light-my-request's inject, the MCP SDK and its zod schemas, pino), `tsx` (esbuild's keepNames helper `__name`: in the sources the bench runs, not in the built dist/), `node internals` (streams, sockets, timers, async hooks), `GC`, `program` (V8 native work no JS frame owns), `driver` (the profiling loop itself); natives and unassigned dependencies count for their caller. \"% samples\" is the layer's share of the main thread's non-idle samples; \"µs/op\" is that share × the process CPU per iteration of the same loop run unprofiled just before (all threads; an estimate to set beside the figure, not the figure: the profiler adds CPU of its own, ≈ 40 % in an alternating A/B of the core.read loop here, and above a load of ~2 these CPU figures vary by tens of % between runs while the shares hold within a few points); \"on stack\" is the share of samples with a frame of that layer anywhere on the synchronous stack (await cuts stacks, so it is a lower bound).",
-    `The raw profiles are written to \`bench/profiles/<figure>.cpuprofile\` (gitignored; positions mapped to the TypeScript sources): open them in Chrome DevTools (Performance → Load profile) or VS Code.`,
+    "For each figure that can miss, the system side alone (not the bare baseline) runs in a warm loop while V8's sampling profiler (node:inspector, 100 µs) records that loop. Each sample's self time goes to a layer by its frame: `sqlite` (better-sqlite3, any native called from src/store, and our store's synchronous statement calls, which V8 charges part of a native call to), `store` (the rest of src/store), `crypto` (node:crypto), `audit row` (ledger/write/audit.ts, read-audit-buffer.ts), `pipeline` (the rest of src/runtime), `handler` (the verb's own code), `validation` (Ajv), `transport` (our src/transports), `transport libs` (Fastify and its parts, light-my-request's inject, the MCP SDK and its zod schemas, pino), `tsx` (esbuild's keepNames helper `__name`: in the bench's own fixtures, not in the built dist/ every scenario runs), `node internals` (streams, sockets, timers, async hooks), `GC`, `program` (V8 native work no JS frame owns), `driver` (the profiling loop itself); natives and unassigned dependencies count for their caller. \"% samples\" is the layer's share of the main thread's non-idle samples; \"µs/op\" is that share × the process CPU per iteration of the same loop run unprofiled just before (all threads; an estimate to set beside the figure, not the figure: the profiler adds CPU of its own, ≈ 40 % in an alternating A/B of the core.read loop here (a measurement of an earlier suite), and above a load of ~2 these CPU figures vary by tens of % between runs while the shares hold within a few points); \"on stack\" is the share of samples with a frame of that layer anywhere on the synchronous stack (await cuts stacks, so it is a lower bound).",
+    `The raw profiles are written to \`bench/profiles/<figure>.cpuprofile\` (gitignored; positions mapped to the TypeScript sources through dist/'s source maps): open them in Chrome DevTools (Performance → Load profile) or VS Code.`,
   ];
   for (const d of details) {
     const a = d.attribution;

@@ -22,18 +22,24 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pino from 'pino';
-import { createRuntime } from '../src/runtime/runtime.ts';
-import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import type { VerbContext } from '../src/runtime/verb.ts';
-import { runtimeContextMembers } from '../src/runtime/verb-context.ts';
-import { systemVerbs } from '../src/verbs/index.ts';
-import { defineReasons } from '../src/spec/reasons.ts';
-import { DEMO_TENANTS, demoPack, type DemoSeedFacts } from '../src/business/pack.ts';
+import type { DemoSeedFacts } from '../src/business/pack.ts';
 import type { Queryable } from '../src/store/store.ts';
 import type { Principal } from '../src/spec/types.ts';
 import type { Runtime } from '../src/runtime/runtime.ts';
-import { opsPerSecond, paired, median, ratioResult, type BenchResult } from './harness.ts';
+import { abba, abbaNote, opsPerSecond, median, ratioResult, type BenchResult, fromDist } from './harness.ts';
 import { SEARCH_SQL, seedContactsBench } from './contacts.ts';
+
+const { createRuntime } = await fromDist<typeof import('../src/runtime/runtime.ts')>('runtime/runtime.js');
+const { SqliteStore } = await fromDist<typeof import('../src/store/sqlite/sqlite-store.ts')>(
+  'store/sqlite/sqlite-store.js',
+);
+const { runtimeContextMembers } =
+  await fromDist<typeof import('../src/runtime/verb-context.ts')>('runtime/verb-context.js');
+const { systemVerbs } = await fromDist<typeof import('../src/verbs/index.ts')>('verbs/index.js');
+const { defineReasons } = await fromDist<typeof import('../src/spec/reasons.ts')>('spec/reasons.js');
+const { DEMO_TENANTS, demoPack } =
+  await fromDist<typeof import('../src/business/pack.ts')>('business/pack.js');
 
 export interface ReadCostOptions {
   ms?: number;
@@ -60,7 +66,7 @@ function bareContext(rt: Runtime, principal: Principal, verbName: string, q: Que
 
 export async function benchReadCost(options: ReadCostOptions = {}): Promise<BenchResult[]> {
   const ms = options.ms ?? 1500;
-  const runs = options.runs ?? 5;
+  const runs = Math.max(5, options.runs ?? 5);
   const dir = mkdtempSync(join(tmpdir(), 'solid-bench-readcost-'));
   const logger = pino({ level: 'silent' });
   const closers: Array<() => Promise<void>> = [];
@@ -84,7 +90,7 @@ export async function benchReadCost(options: ReadCostOptions = {}): Promise<Benc
     const handler = demo.registry.get('customer.full_context')!.definition.handler;
     const check = await demo.dispatch({ principal: owner, surface: 'http' }, 'customer.full_context', args);
     if (!check.ok) throw new Error(`customer.full_context: ${JSON.stringify(check.error)}`);
-    const full = await paired(
+    const full = await abba(
       () =>
         opsPerSecond(
           () => demo.dispatch({ principal: owner, surface: 'http' }, 'customer.full_context', args),
@@ -109,7 +115,7 @@ export async function benchReadCost(options: ReadCostOptions = {}): Promise<Benc
     const caller = { principal, surface: 'cli' as const };
     const realPush = rt.auditBuffer.push.bind(rt.auditBuffer);
     const bareSearch = () => store.read((q) => q.all(SEARCH_SQL, [2, '%smith%']));
-    const noAudit = await paired(
+    const noAudit = await abba(
       async () => {
         (rt.auditBuffer as unknown as { push: (e: unknown) => void }).push = () => {};
         try {
@@ -177,7 +183,7 @@ export async function benchReadCost(options: ReadCostOptions = {}): Promise<Benc
         full,
         'ops/s',
         0.8,
-        `median of ${runs} alternating pairs, ${ms} ms each`,
+        `${abbaNote(full)}, ${ms} ms each`,
       ),
       ratioResult(
         'read.without_audit_row',
@@ -185,7 +191,7 @@ export async function benchReadCost(options: ReadCostOptions = {}): Promise<Benc
         noAudit,
         'ops/s',
         0.8,
-        `median of ${runs} alternating pairs, ${ms} ms each`,
+        `${abbaNote(noAudit)}, ${ms} ms each`,
       ),
       {
         id: 'read.audit_row',

@@ -9,9 +9,10 @@
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsImport from 'ajv-formats';
-import { Registry } from '../src/runtime/registry.ts';
-import { systemVerbs } from '../src/verbs/index.ts';
-import { median, type BenchResult } from './harness.ts';
+import { median, type BenchResult, fromDist } from './harness.ts';
+
+const { Registry } = await fromDist<typeof import('../src/runtime/registry.ts')>('runtime/registry.js');
+const { systemVerbs } = await fromDist<typeof import('../src/verbs/index.ts')>('verbs/index.js');
 
 const addFormats = addFormatsImport as unknown as (ajv: Ajv2020) => Ajv2020;
 

@@ -13,10 +13,15 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
-import { createRuntime, type Runtime } from '../src/runtime/runtime.ts';
-import { defineVerb, type VerbDefinition } from '../src/runtime/verb.ts';
-import { median, type BenchResult } from './harness.ts';
+import type { Runtime } from '../src/runtime/runtime.ts';
+import type { VerbDefinition } from '../src/runtime/verb.ts';
+import { median, type BenchResult, fromDist } from './harness.ts';
+
+const { SqliteStore } = await fromDist<typeof import('../src/store/sqlite/sqlite-store.ts')>(
+  'store/sqlite/sqlite-store.js',
+);
+const { createRuntime } = await fromDist<typeof import('../src/runtime/runtime.ts')>('runtime/runtime.js');
+const { defineVerb } = await fromDist<typeof import('../src/runtime/verb.ts')>('runtime/verb.js');
 
 function scaleVerbs(n: number): VerbDefinition[] {
   const out: VerbDefinition[] = [];

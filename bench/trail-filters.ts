@@ -1,7 +1,7 @@
 /**
  * `trail.worst_filter_1m` (issue 36): audit.trail over every filter the verb accepts, at 1,000,000
- * rows vs 10,000 rows, on the built package (dist/, what users install), through `rt.dispatch`
- * with an API key's principal. Each filter set — each filter alone with a value that matches and
+ * rows vs 10,000 rows, on the built package (dist/, what users install), through `dispatchWithKey`
+ * (the owner's API key authenticated on every call, as a transport does). Each filter set — each filter alone with a value that matches and
  * one that matches nothing (an agent that never called, a verb never run…), the time range, the
  * cursor, the limit, and the combinations the dashboard and agents send — is sampled alternately
  * on the small and the large log (ABBA: the order flips every sample), after a warm-up.
@@ -16,38 +16,20 @@
  *   it can hold the loop whatever else shares the machine; the loop's own largest delay
  *   (perf_hooks monitorEventLoopDelay) is in the notes, wall-clock and so noisy under load.
  *
- * The logs are generated straight into the table (bulk insert, indexes rebuilt once): a realistic
- * mix — 80 % reads, agents claude / dashboard / cursor, 70 % completed, denials with reasons, an
- * entity on writes — with each row's hash a SHA-256 of its position, not a chain (the trail reads
- * no hash; `ledger.verify` measures the chain).
+ * The logs are generated straight into the table by bench/ledger.ts's seeder (`generateAuditChain`:
+ * bulk insert, indexes rebuilt once, a correct hash chain) with a realistic mix — 80 % reads,
+ * agents claude / dashboard / cursor, 70 % completed, denials with reasons, an entity on writes —
+ * then ANALYZEd.
  *
  *   npm run build && npm run bench -- --only trailfilters
  */
-import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { median, type BenchResult } from './harness.ts';
+import type { Envelope } from '../src/spec/types.ts';
+import type { AuditRow } from '../src/runtime/ledger/write/audit.ts';
+import { fromDist, median, type BenchResult, type Solid } from './harness.ts';
+import { fixture, generateAuditChain, type AuditMix, type Fixture } from './ledger.ts';
 
-const DIST = fileURLToPath(new URL('../dist/', import.meta.url));
-
-/* eslint-disable @typescript-eslint/no-explicit-any -- the built package is loaded at run time */
-type Dist = { createRuntime: any; SqliteStore: any; systemVerbs: any[]; AUDIT_COLUMNS: readonly string[] };
-
-async function loadDist(): Promise<Dist> {
-  if (!existsSync(join(DIST, 'index.js')))
-    throw new Error('trail-filters benches the built package: run `npm run build` first');
-  const index = await import(pathToFileURL(join(DIST, 'index.js')).href);
-  const audit = await import(pathToFileURL(join(DIST, 'runtime/ledger/write/audit.js')).href);
-  return {
-    createRuntime: index.createRuntime,
-    SqliteStore: index.SqliteStore,
-    systemVerbs: index.systemVerbs,
-    AUDIT_COLUMNS: audit.AUDIT_COLUMNS,
-  };
-}
+const { dispatchWithKey } = await fromDist<Solid>('index.js');
 
 const START_MS = Date.parse('2026-01-01T00:00:00.000Z');
 const STEP_MS = 50;
@@ -85,103 +67,42 @@ const REASONS: Record<string, string | null> = {
 };
 
 interface Log {
-  rt: any;
-  dir: string;
+  f: Fixture;
   rows: number;
-  principal: unknown;
   midId: number;
   /** next_cursor of the first page of some filter sets, for the "… page 2" sets. */
   cursors: Record<string, string>;
 }
 
-async function makeLog(d: Dist, rows: number): Promise<Log> {
-  const dir = mkdtempSync(join(tmpdir(), 'solid-bench-trail-'));
-  const store = new d.SqliteStore({ path: join(dir, 'bench.db') });
-  const { default: pino } = await import('pino');
-  const rt = await d.createRuntime({
-    store,
-    logger: pino({ level: 'silent' }),
-    sandboxCompanyId: 1,
-    checkpointEvery: 1_000_000_000,
-  });
-  rt.register(...d.systemVerbs);
-  await rt.createTenant({ company_id: 1, name: 'Sandbox', tier: 'starter' });
-  await rt.createTenant({ company_id: 2, name: 'Bench Co', tier: 'enterprise' });
-  const key = await rt.createApiKey({ company_id: 2, user_id: 1, role: 'owner', agent_type: 'bench' });
-  const db = store.rawDatabase;
-  const head = db.prepare('SELECT audit_seq FROM tenant_heads WHERE company_id = 2').get() as {
-    audit_seq: number;
+/** The realistic mix of the trail's logs (see the header), by seq. */
+const trailMix: AuditMix = (k) => {
+  const write = k % 5 === 0;
+  const status = STATUSES[(k * 3) % STATUSES.length]! as AuditRow['status'];
+  return {
+    action_type: write ? WRITES[((k / 5) % WRITES.length) | 0]! : READS[k % READS.length]!,
+    status,
+    reason: REASONS[status] ?? null,
+    agent_type: AGENTS[k % AGENTS.length]!,
+    shape: write ? 'receipt' : 'aggregate',
+    consent_class: write ? 'WRITE_REVERSIBLE' : 'READ',
+    entity_type: write ? (k % 2 === 0 ? 'contact' : 'deal') : null,
+    entity_id: write ? String(k % 5000) : null,
+    is_reversible: write && status === 'completed' ? 1 : 0,
+    request_data: { contact_id: k % 5000 },
   };
-  let auditId = Number(
-    (db.prepare('SELECT COALESCE(MAX(audit_id), 0) AS m FROM audit_log').get() as { m: number }).m,
-  );
-  const cols = d.AUDIT_COLUMNS;
-  const insert = db.prepare(
-    `INSERT INTO audit_log (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`,
-  );
-  const indexes = db
-    .prepare(
-      `SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'audit_log' AND sql IS NOT NULL`,
-    )
-    .all() as Array<{ name: string; sql: string }>;
-  for (const ix of indexes) db.exec(`DROP INDEX ${ix.name}`);
-  let seq = head.audit_seq;
-  let prev = 'genesis';
-  let midId = 0;
-  for (let done = 0; done < rows;) {
-    const n = Math.min(50_000, rows - done);
-    db.transaction(() => {
-      for (let i = 0; i < n; i++) {
-        const k = ++seq;
-        auditId++;
-        if (done + i === Math.floor(rows / 2)) midId = auditId;
-        const write = k % 5 === 0;
-        const status = STATUSES[(k * 3) % STATUSES.length]!;
-        const verb = write ? WRITES[((k / 5) % WRITES.length) | 0]! : READS[k % READS.length]!;
-        const hash = createHash('sha256').update(String(k)).digest('base64url');
-        const row: Record<string, unknown> = {
-          audit_id: auditId,
-          company_id: 2,
-          seq: k,
-          created_at: new Date(START_MS + k * STEP_MS).toISOString(),
-          user_id: 1 + (k % 50),
-          role: k % 3 === 0 ? 'admin' : 'employee',
-          agent_type: AGENTS[k % AGENTS.length]!,
-          key_id: null,
-          action_type: verb,
-          category: 'bench',
-          shape: write ? 'receipt' : 'aggregate',
-          consent_class: write ? 'WRITE_REVERSIBLE' : 'READ',
-          status,
-          reason: REASONS[status] ?? null,
-          request_data: `{"contact_id":${k % 5000}}`,
-          entity_type: write ? (k % 2 === 0 ? 'contact' : 'deal') : null,
-          entity_id: write ? String(k % 5000) : null,
-          is_reversible: write && status === 'completed' ? 1 : 0,
-          rollback_handle: null,
-          idempotency_key: null,
-          transaction_id: null,
-          parent_id: null,
-          requires_approval: 0,
-          approved_by: null,
-          approved_at: null,
-          latency_ms: (k % 1000) / 7,
-          prev_hash: prev,
-          row_hash: hash,
-          consent: null,
-        };
-        insert.run(...cols.map((c) => row[c] ?? null));
-        prev = hash;
-      }
-      db.prepare('UPDATE tenant_heads SET audit_seq = ?, audit_hash = ? WHERE company_id = 2').run(seq, prev);
-    })();
-    done += n;
-  }
-  for (const ix of indexes) db.exec(ix.sql);
+};
+
+/** A log of `rows` generated rows (bench/ledger.ts's seeder, the trail's mix), analysed and settled. */
+async function makeLog(rows: number): Promise<Log> {
+  const f = await fixture();
+  await generateAuditChain(f.rt, f.store, 2, rows, { startMs: START_MS, stepMs: STEP_MS, mix: trailMix });
+  const db = f.store.rawDatabase;
+  const mid = db
+    .prepare('SELECT audit_id FROM audit_log WHERE company_id = 2 ORDER BY seq LIMIT 1 OFFSET ?')
+    .get(Math.floor(rows / 2)) as { audit_id: number };
   db.exec('ANALYZE');
   db.pragma('wal_checkpoint(TRUNCATE)');
-  const principal = await rt.tenants.authenticate(key);
-  return { rt, dir, rows, principal, midId, cursors: {} };
+  return { f, rows, midId: mid.audit_id, cursors: {} };
 }
 
 /** The filter sets: every argument of audit.trail, alone (a value that matches, one that does not) and combined. */
@@ -254,18 +175,25 @@ function argsFor(log: Log, set: (typeof SETS)[number]): Record<string, unknown> 
   return a;
 }
 
+/** The parts of an audit.trail page the module reads. */
+interface TrailPage {
+  next_cursor?: string | null;
+  stopped_early?: boolean;
+}
+
+/** One audit.trail call as a transport makes it: the owner key authenticated on the call. */
 async function call(
   log: Log,
   args: Record<string, unknown>,
-): Promise<{ env: any; ms: number; cpuMs: number }> {
+): Promise<{ env: Envelope & { result: TrailPage }; ms: number; cpuMs: number }> {
   const c0 = process.cpuUsage();
   const t0 = performance.now();
-  const env = await log.rt.dispatch({ surface: 'http', principal: log.principal }, 'audit.trail', args);
+  const env = await dispatchWithKey(log.f.rt, { surface: 'http' }, log.f.ownerKey, 'audit.trail', args);
   const ms = performance.now() - t0;
   const c = process.cpuUsage(c0);
   if (!env.ok)
     throw new Error(`audit.trail ${JSON.stringify(args)}: ${env.error?.reason} ${env.error?.message}`);
-  return { env, ms, cpuMs: (c.user + c.system) / 1000 };
+  return { env: env as Envelope & { result: TrailPage }, ms, cpuMs: (c.user + c.system) / 1000 };
 }
 
 /** Run the module: 10k and 1M rows by default (`--quick`: 100k). */
@@ -275,8 +203,7 @@ export async function benchTrailFilters(
   const small = options.small ?? 10_000;
   const large = options.large ?? 1_000_000;
   const samples = options.samples ?? 25;
-  const d = await loadDist();
-  const logs = [await makeLog(d, small), await makeLog(d, large)];
+  const logs = [await makeLog(small), await makeLog(large)];
   try {
     for (const log of logs)
       for (const set of SETS.filter((s) => s.page2 === true)) {
@@ -336,7 +263,7 @@ export async function benchTrailFilters(
     return [
       {
         id: 'trail.worst_filter_1m',
-        what: `audit.trail (built package, dispatch with a key's principal, 50 per page) over ${SETS.length} filter sets covering every argument the verb accepts: the set that slows most from ${small.toLocaleString('en-US')} to ${large.toLocaleString('en-US')} rows; ratio = median process CPU per call at ${small.toLocaleString('en-US')} ÷ at ${large.toLocaleString('en-US')} (calls per CPU-second at 1M ÷ at 10k)`,
+        what: `audit.trail (built package, dispatchWithKey: the owner key authenticated per call, 50 per page) over ${SETS.length} filter sets covering every argument the verb accepts: the set that slows most from ${small.toLocaleString('en-US')} to ${large.toLocaleString('en-US')} rows; ratio = median process CPU per call at ${small.toLocaleString('en-US')} ÷ at ${large.toLocaleString('en-US')} (calls per CPU-second at 1M ÷ at 10k)`,
         value: r2(worst.ms[1]),
         baseline: r2(worst.ms[0]),
         ratio: r2(ratioOf(worst)),
@@ -352,10 +279,7 @@ export async function benchTrailFilters(
       },
     ];
   } finally {
-    for (const log of logs) {
-      await log.rt.close();
-      rmSync(log.dir, { recursive: true, force: true });
-    }
+    for (const log of logs) await log.f.close();
   }
 }
 

@@ -25,19 +25,37 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import type { FastifyInstance } from 'fastify';
-import { createRuntime, type Runtime } from '../src/runtime/runtime.ts';
-import { systemVerbs } from '../src/verbs/index.ts';
-import { defineReasons } from '../src/spec/reasons.ts';
-import { DEMO_TENANTS, demoPack, type DemoSeedFacts } from '../src/business/pack.ts';
-import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
-import { defineVerb } from '../src/runtime/verb.ts';
-import { createHttpServer } from '../src/transports/http/server.ts';
-import { createUcpPlugin, type UcpTimings } from '../src/transports/ucp/ucp-plugin.ts';
-import { ReplayCache, type ReplayGuard } from '../src/transports/ucp/replay-cache.ts';
-import { exportPublicJwk } from '../src/transports/ucp/jwk.ts';
-import { signRequest } from '../src/transports/ucp/ucp-client.ts';
-import { median, percentile, type BenchResult } from './harness.ts';
-import { generateP256KeyObjects } from '../src/runtime/ledger/keys/keygen.ts';
+import type { Runtime } from '../src/runtime/runtime.ts';
+import type { DemoSeedFacts } from '../src/business/pack.ts';
+import type { UcpTimings } from '../src/transports/ucp/ucp-plugin.ts';
+import type { ReplayGuard } from '../src/transports/ucp/replay-cache.ts';
+import { median, percentile, type BenchResult, fromDist } from './harness.ts';
+
+const { createRuntime } = await fromDist<typeof import('../src/runtime/runtime.ts')>('runtime/runtime.js');
+const { systemVerbs } = await fromDist<typeof import('../src/verbs/index.ts')>('verbs/index.js');
+const { defineReasons } = await fromDist<typeof import('../src/spec/reasons.ts')>('spec/reasons.js');
+const { DEMO_TENANTS, demoPack } =
+  await fromDist<typeof import('../src/business/pack.ts')>('business/pack.js');
+const { SqliteStore } = await fromDist<typeof import('../src/store/sqlite/sqlite-store.ts')>(
+  'store/sqlite/sqlite-store.js',
+);
+const { defineVerb } = await fromDist<typeof import('../src/runtime/verb.ts')>('runtime/verb.js');
+const { createHttpServer } =
+  await fromDist<typeof import('../src/transports/http/server.ts')>('transports/http/server.js');
+const { createUcpPlugin } = await fromDist<typeof import('../src/transports/ucp/ucp-plugin.ts')>(
+  'transports/ucp/ucp-plugin.js',
+);
+const { ReplayCache } = await fromDist<typeof import('../src/transports/ucp/replay-cache.ts')>(
+  'transports/ucp/replay-cache.js',
+);
+const { exportPublicJwk } =
+  await fromDist<typeof import('../src/transports/ucp/jwk.ts')>('transports/ucp/jwk.js');
+const { signRequest } = await fromDist<typeof import('../src/transports/ucp/ucp-client.ts')>(
+  'transports/ucp/ucp-client.js',
+);
+const { generateP256KeyObjects } = await fromDist<typeof import('../src/runtime/ledger/keys/keygen.ts')>(
+  'runtime/ledger/keys/keygen.js',
+);
 
 export interface UcpBenchOptions {
   /** Measured calls per workload (default 2000). */
