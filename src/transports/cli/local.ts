@@ -12,7 +12,7 @@
 import { oauthMigrations } from '../../oauth/migrations.ts';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import pino from 'pino';
+import { stderrLogger } from '../../runtime/lazy-logger.ts';
 import { createRuntime, type Runtime } from '../../runtime/runtime.ts';
 import { SecretsError, loadSecrets, type Secrets } from '../../runtime/secrets.ts';
 import { SqliteStore } from '../../store/sqlite/sqlite-store.ts';
@@ -131,10 +131,7 @@ export async function openLocal(options: LocalOptions = {}): Promise<Local> {
     );
   const url = options.store === undefined ? databaseUrlOf(options.db) : undefined;
   const dbPath = dbPathOf(options.db);
-  const logger = pino(
-    { level: options.logLevel ?? process.env.SOLID_LOG_LEVEL ?? 'warn' },
-    pino.destination(2),
-  );
+  const logger = stderrLogger(options.logLevel ?? process.env.SOLID_LOG_LEVEL ?? 'warn');
   if (url === undefined && options.store === undefined && !options.create && !existsSync(dbPath)) {
     throw new VerbError('store_unavailable', `No solid database at ${dbPath}.`, {
       hint: 'Run `solid init` (or `solid serve --demo`) first, or pass --db / SOLID_DB.',
