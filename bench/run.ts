@@ -248,7 +248,7 @@ export const MODULES: Record<string, ModuleSpec> = {
   },
   startup: {
     repeat: 1,
-    run: async (q) => (await import('./startup.ts')).benchStartup(q ? { runs: 2 } : {}),
+    run: async (q) => (await import('./startup.ts')).benchStartup(q ? { runs: 5 } : {}),
   },
   rss: {
     repeat: 1,

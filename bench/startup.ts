@@ -4,7 +4,7 @@
  * to the answer, against `node` importing bare the same packages that command of the built CLI
  * imports (recorded per command with a module resolve hook: every bare specifier a file in dist/
  * resolves, in order; plus for MCP an SDK stdio server answering `initialize`) in the same run,
- * alternating pairs, medians. Target: ratio ≤ 2 (the CLI costs at most twice its bare imports).
+ * ABBA rounds (≥ 5; bench/harness.ts `abba`), ratio min/median/max in the notes. Target: ratio ≤ 2 (the CLI costs at most twice its bare imports).
  *
  * Against baselines that import only what the command needs (issue 36; target ratio ≤ 1.5):
  * `startup.mcp_vs_sdk` — `solid mcp` to its `initialize` answer vs a plain MCP server on the
@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { median, type BenchResult } from './harness.ts';
+import { abba, abbaNote, type AbbaFigure, type BenchResult } from './harness.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const BIN = join(ROOT, 'bin', 'solid.js');
@@ -128,30 +128,17 @@ async function recordImports(
   return seen;
 }
 
-/** Median ms of system and baseline over `runs` alternating pairs. */
+/**
+ * System and baseline timed in ABBA rounds (bench/harness.ts `abba`, one warm-up run of each
+ * first): per-round ratio system ms ÷ baseline ms, so lower is better here.
+ */
 async function paired(runs: number, system: () => Promise<number>, bare: () => Promise<number>) {
-  const s: number[] = [];
-  const b: number[] = [];
-  const ratios: number[] = [];
   await system();
   await bare();
-  for (let i = 0; i < runs; i++) {
-    const x = await system();
-    const y = await bare();
-    s.push(x);
-    b.push(y);
-    ratios.push(x / y);
-  }
-  return { value: median(s), baseline: median(b), ratio: median(ratios) };
+  return abba(system, bare, runs);
 }
 
-function result(
-  id: string,
-  what: string,
-  p: { value: number; baseline: number; ratio: number },
-  notes: string,
-  max = 2,
-) {
+function result(id: string, what: string, p: AbbaFigure, notes: string, max = 2) {
   const r: BenchResult = {
     id,
     what,
@@ -161,13 +148,13 @@ function result(
     unit: 'ms',
     target: `ratio ≤ ${max}`,
     met: p.ratio <= max,
-    notes,
+    notes: `${abbaNote(p)}; ${notes}`,
   };
   return r;
 }
 
 export async function benchStartup(options: { runs?: number } = {}): Promise<BenchResult[]> {
-  const runs = options.runs ?? 9;
+  const runs = Math.max(5, options.runs ?? 9);
   if (!existsSync(join(ROOT, 'dist', 'transports', 'cli', 'main.js')))
     execFileSync(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts', 'build.ts')], {
       cwd: ROOT,
@@ -234,7 +221,7 @@ db.close();
     const nodePath = {};
     const bare = (file: string) => () => timeRun([file], { env: nodePath });
     const notes = (deps: string[]) =>
-      `median of ${runs} alternating pairs, wall-clock ms from spawn to the answer; baseline: node importing bare the ${deps.length} packages this command of the built CLI imports (${deps.join(', ')})`;
+      `wall-clock ms from spawn to the answer; baseline: node importing bare the ${deps.length} packages this command of the built CLI imports (${deps.join(', ')})`;
 
     const version = await paired(runs, () => timeRun(versionArgs, { env: dist }), bare(bareVersion));
     const list = await paired(runs, () => timeRun(listArgs, { env: dist }), bare(bareList));
@@ -261,7 +248,7 @@ db.close();
         'startup.verbs_list',
         '`solid verbs list --json` on an initialised database (built) vs a script doing the same with only what it needs: better-sqlite3 opening the database, one query, the JSON printed',
         listVsScript,
-        `median of ${runs} alternating pairs, wall-clock ms from spawn to exit`,
+        'wall-clock ms from spawn to exit (medians)',
         1.5,
       ),
       result(
@@ -274,7 +261,7 @@ db.close();
         'startup.mcp_vs_sdk',
         '`solid mcp` (built): spawn to the `initialize` answer over stdio, vs a plain MCP server on the SDK (McpServer, one tool, StdioServerTransport: only those imports)',
         mcpVsSdk,
-        `median of ${runs} alternating pairs, wall-clock ms from spawn to the answer`,
+        'wall-clock ms from spawn to the answer (medians)',
         1.5,
       ),
       result(

@@ -13,7 +13,7 @@
  *   sign-ins with the same code cannot both pass.
  * spec/consent.md §human-sign-in
  */
-import { Secret, TOTP } from 'otpauth';
+import type { TOTP } from 'otpauth';
 import type { Secrets } from '../runtime/secrets.ts';
 import type { Queryable, StoreTx } from '../store/store.ts';
 
@@ -26,7 +26,11 @@ function aad(companyId: number, userId: number): string {
   return `totp:${companyId}:${userId}`;
 }
 
-function totpFor(secretBase32: string, label: string, issuer: string): TOTP {
+/** The otpauth library, imported on the first TOTP enrolment or check (issue 36: start-up). */
+const otpauth = () => import('otpauth');
+
+async function totpFor(secretBase32: string, label: string, issuer: string): Promise<TOTP> {
+  const { Secret, TOTP } = await otpauth();
   return new TOTP({
     issuer,
     label,
@@ -62,14 +66,14 @@ export async function startTotp(
     [user.company_id, user.user_id],
   );
   if (existing !== undefined && existing.confirmed_at !== null) return undefined;
-  const secret = new Secret({ size: 20 }).base32;
+  const secret = new (await otpauth()).Secret({ size: 20 }).base32;
   const sealed = secrets.encrypt(secret, aad(user.company_id, user.user_id));
   await tx.run('DELETE FROM user_totp WHERE company_id = ? AND user_id = ?', [user.company_id, user.user_id]);
   await tx.run(
     'INSERT INTO user_totp (company_id, user_id, secret_sealed, confirmed_at, last_step, created_at) VALUES (?, ?, ?, NULL, NULL, ?)',
     [user.company_id, user.user_id, sealed, now.toISOString()],
   );
-  return { uri: totpFor(secret, user.name, issuer).toString(), secret };
+  return { uri: (await totpFor(secret, user.name, issuer)).toString(), secret };
 }
 
 /**
@@ -99,7 +103,7 @@ export async function verifyTotp(
   if (row === undefined) return false;
   if (!confirming && row.confirmed_at === null) return false;
   const secret = secrets.decrypt(row.secret_sealed, aad(user.company_id, user.user_id));
-  const totp = totpFor(secret, '', '');
+  const totp = await totpFor(secret, '', '');
   const timestamp = now.getTime();
   const delta = totp.validate({ token: code, timestamp, window: TOTP_WINDOW });
   if (delta === null) return false;

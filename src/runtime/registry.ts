@@ -15,7 +15,7 @@
  * Spec: spec/manifest.md §registration, spec/manifest.md §tool-names.
  */
 import { createHash } from 'node:crypto';
-import { z, type ZodType } from 'zod';
+import type { ZodType } from 'zod';
 import {
   ROLES,
   TIERS,
@@ -325,10 +325,11 @@ export class Registry {
     }
     if (typeof def.handler !== 'function') throw new RegistrationError(name, 'handler', 'must be a function');
 
-    // Input schema: zod 4 → JSON Schema 2020-12; otherwise as authored.
+    // Input schema: zod 4 → JSON Schema 2020-12 (the schema's own method, the same output as
+    // z.toJSONSchema: the runtime never imports zod, issue 36); otherwise as authored.
     let inputSchema: JsonSchema;
     if (isZod(def.input)) {
-      inputSchema = z.toJSONSchema(def.input, { target: 'draft-2020-12' }) as JsonSchema;
+      inputSchema = def.input.toJSONSchema({ target: 'draft-2020-12' }) as JsonSchema;
       delete inputSchema.$schema;
     } else if (def.input !== null && typeof def.input === 'object' && !Array.isArray(def.input)) {
       inputSchema = def.input as JsonSchema;

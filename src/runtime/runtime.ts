@@ -4,7 +4,8 @@
  *
  * Spec: spec/README.md (overview); ARCHITECTURE.md (layers and call flow).
  */
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { stderrLogger } from './lazy-logger.ts';
 import type { Envelope, Principal, Tier } from '../spec/types.ts';
 import type { Queryable, Store } from '../store/store.ts';
 import { ReadView } from '../store/read-view.ts';
@@ -85,8 +86,7 @@ export class Runtime implements PackRuntime {
     this.registry = new Registry({ compileOutputs: options.validateOutputs ?? false });
     this.secrets = options.secrets ?? Secrets.ephemeral();
     this.clock = options.clock ?? (() => new Date());
-    this.logger =
-      options.logger ?? pino({ level: process.env.SOLID_LOG_LEVEL ?? 'info' }, pino.destination(2));
+    this.logger = options.logger ?? stderrLogger(process.env.SOLID_LOG_LEVEL ?? 'info');
     this.hooks = new DispatchHooks(this.logger);
     this.keys = new TenantKeys(this.store, this.secrets);
     this.tenants = new Tenants(this.store, this.logger, this.clock);

@@ -12,11 +12,9 @@
  *
  * Spec: spec/manifest.md §registration, spec/manifest.md §packs.
  */
-import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
-import addFormatsImport from 'ajv-formats';
+import type { Ajv2020, ErrorObject } from 'ajv/dist/2020.js';
+import { newAjv2020 } from '../spec/ajv.ts';
 import type { JsonSchema } from '../spec/types.ts';
-
-const addFormats = addFormatsImport as unknown as (ajv: Ajv2020) => Ajv2020;
 
 /** One problem of a schema: where (a JSON Pointer into the schema) and what, in words. */
 export interface SchemaProblem {
@@ -96,11 +94,16 @@ const OTHER_KEYWORDS = [
 ];
 const KNOWN = new Set<string>([...SCHEMA_VALUED, ...SCHEMA_LIST, ...SCHEMA_MAP, ...OTHER_KEYWORDS]);
 
-/** The meta-schema checker and the formats the runtime's compiler validates. */
-const meta = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
-addFormats(meta);
+/** The meta-schema checker and the formats the runtime's compiler validates (built on first use). */
+let checker: { meta: Ajv2020; formats: ReadonlySet<string> } | undefined;
+function metaChecker(): { meta: Ajv2020; formats: ReadonlySet<string> } {
+  if (checker === undefined) {
+    const meta = newAjv2020({ strict: false, allErrors: true, validateFormats: true });
+    checker = { meta, formats: new Set(Object.keys(meta.formats)) };
+  }
+  return checker;
+}
 const META_2020 = 'https://json-schema.org/draft/2020-12/schema';
-const FORMATS: ReadonlySet<string> = new Set(Object.keys(meta.formats));
 
 /** `~1`/`~0` escaping of one JSON Pointer segment (RFC 6901). */
 function seg(s: string | number): string {
@@ -117,6 +120,7 @@ export function schemaProblems(schema: JsonSchema): SchemaProblem[] {
   walk(schema, '', problems, 0);
   // Values of the wrong kind (maxLength: "5", type: "strin", required: "id"): the meta-schema.
   // Always against 2020-12 (the dialect the compiler speaks), whatever `$schema` says.
+  const { meta } = metaChecker();
   if (!meta.validate(META_2020, schema)) problems.push(...plain(schema, meta.errors ?? [], problems));
   return problems;
 }
@@ -135,11 +139,12 @@ function walk(node: unknown, at: string, out: SchemaProblem[], depth: number): v
       });
       continue;
     }
-    if (key === 'format' && typeof value === 'string' && !FORMATS.has(value)) {
-      const near = closest(value, [...FORMATS]);
+    const formats = key === 'format' ? metaChecker().formats : undefined;
+    if (formats !== undefined && typeof value === 'string' && !formats.has(value)) {
+      const near = closest(value, [...formats]);
       out.push({
         pointer: here,
-        message: `unknown format "${value}"${near !== undefined ? ` (did you mean "${near}"?)` : ''}: the runtime checks ${[...FORMATS].sort().join(', ')}`,
+        message: `unknown format "${value}"${near !== undefined ? ` (did you mean "${near}"?)` : ''}: the runtime checks ${[...formats].sort().join(', ')}`,
       });
     }
     if (SCHEMA_VALUED.has(key)) {

@@ -17,23 +17,20 @@
  * Throws Ajv's own error when a schema does not compile; the registry wraps it in a
  * RegistrationError naming the verb. Spec: spec/manifest.md §registration.
  */
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsImport from 'ajv-formats';
+import type { ValidateFunction } from 'ajv/dist/2020.js';
+import { newAjv2020 } from '../spec/ajv.ts';
 import type { JsonSchema } from '../spec/types.ts';
-
-const addFormats = addFormatsImport as unknown as (ajv: Ajv2020) => Ajv2020;
 
 /** A compiled schema: call it on a value; its `errors` hold the last failure. */
 export type CompiledSchema = ValidateFunction;
 
 function profile(options: { useDefaults: boolean; allErrors: boolean }) {
-  const ajv = new Ajv2020({
+  const ajv = newAjv2020({
     strict: false,
     allowUnionTypes: true,
     validateFormats: true,
     ...options,
   });
-  addFormats(ajv);
   const cache = new Map<string, CompiledSchema>();
   // A frozen schema (a shape's shared output schema) cannot change: look it up by identity, no
   // JSON.stringify of a large schema per registration.
@@ -63,17 +60,21 @@ function profile(options: { useDefaults: boolean; allErrors: boolean }) {
   return { compile, check };
 }
 
-const inputs = profile({ useDefaults: true, allErrors: false });
-const outputs = profile({ useDefaults: false, allErrors: true });
+// Each profile (and Ajv itself) is built on its first use: a command that validates nothing
+// loads no Ajv (issue 36).
+let inputs: ReturnType<typeof profile> | undefined;
+let outputs: ReturnType<typeof profile> | undefined;
+const inputProfile = () => (inputs ??= profile({ useDefaults: true, allErrors: false }));
+const outputProfile = () => (outputs ??= profile({ useDefaults: false, allErrors: true }));
 
 /** Compile (or fetch from the cache) a verb's input schema: defaults applied, first error only. */
-export const compileInputSchema = inputs.compile;
+export const compileInputSchema = (schema: JsonSchema): CompiledSchema => inputProfile().compile(schema);
 
 /** Compile (or fetch from the cache) a verb's output schema: no defaults, every error. */
-export const compileOutputSchema = outputs.compile;
+export const compileOutputSchema = (schema: JsonSchema): CompiledSchema => outputProfile().compile(schema);
 
 /**
  * Check `schema` against the JSON Schema 2020-12 meta-schema without compiling it (what
  * registration does): undefined when valid, else Ajv's errors as one sentence.
  */
-export const checkSchema = inputs.check;
+export const checkSchema = (schema: JsonSchema): string | undefined => inputProfile().check(schema);

@@ -9,11 +9,9 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsImport from 'ajv-formats';
+import type { Ajv2020, ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
+import { newAjv2020 } from './ajv.ts';
 import { VALID_SHAPES, type JsonSchema, type Shape, type ValidationResult } from './types.ts';
-
-const addFormats = addFormatsImport as unknown as (ajv: Ajv2020) => Ajv2020;
 
 /** Absolute path of the repository's schema/ folder. */
 export const SCHEMA_DIR = fileURLToPath(new URL('../../schema/', import.meta.url));
@@ -37,8 +35,7 @@ let specAjv: Ajv2020 | undefined;
 /** The Ajv instance holding the spec's own schemas (strict). */
 function spec(): Ajv2020 {
   if (specAjv === undefined) {
-    specAjv = new Ajv2020({ strict: true, allErrors: true, strictRequired: false, allowUnionTypes: true });
-    addFormats(specAjv);
+    specAjv = newAjv2020({ strict: true, allErrors: true, strictRequired: false, allowUnionTypes: true });
     specAjv.addSchema(verbRecordSchema);
     specAjv.addSchema(envelopeSchema);
     for (const s of VALID_SHAPES) specAjv.addSchema(shapeSchemas[s]);

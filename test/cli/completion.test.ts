@@ -44,9 +44,9 @@ test('bash completes commands, subcommands and options from the command tree', a
   assert.ok(complete(r.stdout, cli.dir, ['solid', '--']).includes('--pack'));
 });
 
-test('a command added to the program is completed with no list kept by hand', (t) => {
+test('a command added to the program is completed with no list kept by hand', async (t) => {
   const cli = cliHarness(t);
-  const program = buildProgram(io, () => {});
+  const program = await buildProgram(io, () => {});
   program
     .command('frobnicate')
     .description('A command only this test registers')

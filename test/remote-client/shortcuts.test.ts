@@ -26,8 +26,8 @@ function spec(verb: string, command: string[], extra: Partial<ShortcutSpec> = {}
   };
 }
 
-test('a shortcut never shadows a built-in command; a new subcommand of a built-in group is allowed', () => {
-  const program = buildProgram(noIo, () => {});
+test('a shortcut never shadows a built-in command; a new subcommand of a built-in group is allowed', async () => {
+  const program = await buildProgram(noIo, () => {});
   const report = registerShortcuts(program, noIo, () => {}, [
     spec('a.list', ['verbs', 'list']),
     spec('b.serve', ['serve']),
@@ -59,8 +59,8 @@ test('a shortcut never shadows a built-in command; a new subcommand of a built-i
   );
 });
 
-test('shortcuts are loaded only when the invocation may use them', () => {
-  const program = buildProgram(noIo, () => {});
+test('shortcuts are loaded only when the invocation may use them', async () => {
+  const program = await buildProgram(noIo, () => {});
   assert.equal(needsShortcuts(program, ['agent', 'dispatch', 'x']), false);
   assert.equal(needsShortcuts(program, ['--db', 'x.db', 'serve']), false);
   assert.equal(needsShortcuts(program, ['--url', 'http://h', 'mcp']), false);

@@ -8,7 +8,7 @@
  * The body is `{"type", "timestamp", "data"}` (docs/webhooks.md §payloads); `webhook-id` is the
  * outbox message id, the same on every retry, so a receiver drops duplicates by it.
  */
-import { Webhook } from 'standardwebhooks';
+
 import type { Store } from '../../store/store.ts';
 import type { Secrets } from '../secrets.ts';
 import type { OutboxHandlerOf } from '../ledger/write/outbox.ts';
@@ -27,7 +27,8 @@ export function webhookSender<R>(deps: {
   secrets: Secrets;
   fetchImpl?: typeof fetch;
 }): OutboxHandlerOf<R> {
-  const doFetch = deps.fetchImpl ?? fetch;
+  // The global fetch (undici) and standardwebhooks load on the first delivery, not at start-up.
+  const doFetch: typeof fetch = deps.fetchImpl ?? ((input, init) => fetch(input, init));
   return async (payload, meta) => {
     const p = payload as unknown as WebhookMessagePayload;
     const ep = await deps.store.read((q) =>
@@ -36,6 +37,7 @@ export function webhookSender<R>(deps: {
     if (ep === undefined) return;
     const body = JSON.stringify({ type: p.type, timestamp: p.timestamp, data: p.data });
     const at = new Date();
+    const { Webhook } = await import('standardwebhooks');
     const signature = new Webhook(ep.secret).sign(meta.idempotency_key, at, body);
     const res = await doFetch(ep.url, {
       method: 'POST',

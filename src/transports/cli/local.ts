@@ -12,11 +12,11 @@
 import { oauthMigrations } from '../../oauth/migrations.ts';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import pino from 'pino';
+import { stderrLogger } from '../../runtime/lazy-logger.ts';
 import { createRuntime, type Runtime } from '../../runtime/runtime.ts';
 import { SecretsError, loadSecrets, type Secrets } from '../../runtime/secrets.ts';
 import { SqliteStore } from '../../store/sqlite/sqlite-store.ts';
-import { PostgresStore, describeUrl, postgresOptionsFromEnv } from '../../store/postgres/postgres-store.ts';
+import { describeUrl } from '../../store/postgres/options.ts';
 import type { Durability, Store } from '../../store/store.ts';
 import { StoreError } from '../../store/store.ts';
 import { systemVerbs } from '../../verbs/index.ts';
@@ -131,23 +131,25 @@ export async function openLocal(options: LocalOptions = {}): Promise<Local> {
     );
   const url = options.store === undefined ? databaseUrlOf(options.db) : undefined;
   const dbPath = dbPathOf(options.db);
-  const logger = pino(
-    { level: options.logLevel ?? process.env.SOLID_LOG_LEVEL ?? 'warn' },
-    pino.destination(2),
-  );
+  const logger = stderrLogger(options.logLevel ?? process.env.SOLID_LOG_LEVEL ?? 'warn');
   if (url === undefined && options.store === undefined && !options.create && !existsSync(dbPath)) {
     throw new VerbError('store_unavailable', `No solid database at ${dbPath}.`, {
       hint: 'Run `solid init` (or `solid serve --demo`) first, or pass --db / SOLID_DB.',
     });
   }
+  // The PostgreSQL driver is imported only when a PostgreSQL URL is given (issue 36: start-up).
+  const pg =
+    url !== undefined && options.store === undefined
+      ? await import('../../store/postgres/postgres-store.ts')
+      : undefined;
   let store: Store;
   try {
     // PostgreSQL keeps synchronous_commit on whatever --durability says (spec/store.md §durability).
     store =
       options.store ??
-      (url !== undefined
-        ? new PostgresStore({
-            ...postgresOptionsFromEnv(url),
+      (pg !== undefined && url !== undefined
+        ? new pg.PostgresStore({
+            ...pg.postgresOptionsFromEnv(url),
             onError: (err, where) => logger.warn({ err, where }, 'postgres: background connection problem'),
           })
         : new SqliteStore({

@@ -13,55 +13,52 @@ import { isVerbError } from '../../runtime/errors.ts';
 import { reasonInfo } from '../../spec/reasons.ts';
 import { PromptInterrupted, type Io } from './output.ts';
 import type { PackError } from '../../runtime/pack.ts';
-import { registerInit } from './commands/init.ts';
-import { registerVerbs } from './commands/verbs.ts';
-import { registerAgent } from './commands/agent.ts';
-import { registerServe } from './commands/serve.ts';
-import { registerApprovals } from './commands/approvals.ts';
-import { registerTenant } from './commands/tenant.ts';
-import { registerMcp } from './commands/mcp.ts';
-import { registerDb } from './commands/db.ts';
-import { registerAudit } from './commands/audit.ts';
-import { registerBackup } from './commands/backup.ts';
-import { registerReceipt } from './commands/receipt.ts';
-import { registerKeys } from './commands/keys.ts';
-import { registerUcp } from './commands/ucp.ts';
-import { registerApiKeys } from './commands/api-keys.ts';
-import { registerUsers } from './commands/users.ts';
-import { registerPlatform } from './commands/platform.ts';
-import { registerGrants } from './commands/grants.ts';
-import { registerWebhooks } from './commands/webhooks.ts';
-import { registerLogin } from './commands/login.ts';
-import { registerConformance } from './commands/conformance.ts';
-import { registerCompletion } from './commands/completion.ts';
-import { addShortcuts } from './shortcuts.ts';
+import { commandWords, needsShortcuts } from './argv.ts';
 import { createPager } from './human-output.ts';
 
 export type CommandModule = (program: Command, io: Io, setExit: (code: number) => void) => void;
 
-/** Command modules, in help order. Other issues add theirs here. */
-export const COMMANDS: CommandModule[] = [
-  registerInit,
-  registerVerbs,
-  registerAgent,
-  registerServe,
-  registerApprovals,
-  registerTenant,
-  registerMcp,
-  registerDb,
-  registerAudit,
-  registerBackup,
-  registerReceipt,
-  registerKeys,
-  registerApiKeys,
-  registerUsers,
-  registerPlatform,
-  registerGrants,
-  registerWebhooks,
-  registerUcp,
-  registerLogin,
-  registerConformance,
-  registerCompletion,
+/**
+ * One command module: the top-level command names it registers and how to import it. A module
+ * is imported only when an invocation may use it (issue 36: `solid mcp` never loads the HTTP
+ * server, `solid verbs list` never loads MCP), so each module's imports are its own cost.
+ */
+export interface CommandEntry {
+  /** The top-level command names (and aliases) the module registers. */
+  names: readonly string[];
+  load: () => Promise<CommandModule>;
+}
+
+/** Command modules, in help order. Other issues add theirs here (and their names). */
+export const COMMANDS: readonly CommandEntry[] = [
+  { names: ['init'], load: async () => (await import('./commands/init.ts')).registerInit },
+  { names: ['verbs'], load: async () => (await import('./commands/verbs.ts')).registerVerbs },
+  { names: ['agent'], load: async () => (await import('./commands/agent.ts')).registerAgent },
+  { names: ['serve'], load: async () => (await import('./commands/serve.ts')).registerServe },
+  { names: ['approvals'], load: async () => (await import('./commands/approvals.ts')).registerApprovals },
+  { names: ['tenant'], load: async () => (await import('./commands/tenant.ts')).registerTenant },
+  { names: ['mcp'], load: async () => (await import('./commands/mcp.ts')).registerMcp },
+  { names: ['db'], load: async () => (await import('./commands/db.ts')).registerDb },
+  { names: ['audit'], load: async () => (await import('./commands/audit.ts')).registerAudit },
+  { names: ['backup', 'restore'], load: async () => (await import('./commands/backup.ts')).registerBackup },
+  { names: ['receipt'], load: async () => (await import('./commands/receipt.ts')).registerReceipt },
+  { names: ['keys'], load: async () => (await import('./commands/keys.ts')).registerKeys },
+  { names: ['api-keys'], load: async () => (await import('./commands/api-keys.ts')).registerApiKeys },
+  { names: ['users'], load: async () => (await import('./commands/users.ts')).registerUsers },
+  { names: ['platform'], load: async () => (await import('./commands/platform.ts')).registerPlatform },
+  { names: ['grants'], load: async () => (await import('./commands/grants.ts')).registerGrants },
+  { names: ['webhooks'], load: async () => (await import('./commands/webhooks.ts')).registerWebhooks },
+  { names: ['ucp'], load: async () => (await import('./commands/ucp.ts')).registerUcp },
+  {
+    names: ['login', 'logout', 'whoami'],
+    load: async () => (await import('./commands/login.ts')).registerLogin,
+  },
+  {
+    names: ['conformance'],
+    load: async () => (await import('./commands/conformance.ts')).registerConformance,
+  },
+  // `completion` prints the whole command tree, so it is never loaded alone (see programFor).
+  { names: ['completion'], load: async () => (await import('./commands/completion.ts')).registerCompletion },
 ];
 
 /** This package's version (package.json, two folders up from src/ and from dist/ alike). */
@@ -69,8 +66,8 @@ export const VERSION = (
   JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
 ).version;
 
-export function buildProgram(io: Io, setExit: (code: number) => void): Command {
-  const program = new Command('solid')
+function baseProgram(io: Io): Command {
+  return new Command('solid')
     .description(
       'solid-verbs: typed verbs for AI agents acting on real businesses — safe, auditable, reversible',
     )
@@ -95,21 +92,64 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       writeOut: (s) => io.out(s.replace(/\n$/, '')),
       writeErr: (s) => io.err(s.replace(/\n$/, '')),
     });
-  for (const register of COMMANDS) register(program, io, setExit);
+}
+
+/** The whole program: every command module, in help order (what `--help` and completion show). */
+export async function buildProgram(io: Io, setExit: (code: number) => void): Promise<Command> {
+  const program = baseProgram(io);
+  const modules = await Promise.all(COMMANDS.map((c) => c.load()));
+  for (const register of modules) register(program, io, setExit);
   return program;
+}
+
+/** `solid --version` (or -V) with no command word and no help flag: commander prints the version. */
+function versionOnly(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  const flags = end < 0 ? argv : argv.slice(0, end);
+  return (
+    commandWords(argv).length === 0 &&
+    (flags.includes('--version') || flags.includes('-V')) &&
+    !flags.includes('--help') &&
+    !flags.includes('-h')
+  );
+}
+
+/**
+ * The program this invocation needs: when its first word names a built-in command (other than
+ * `completion`) whose own words settle it without the verbs' shortcuts, only that command's
+ * module; otherwise (no command, help, a shortcut, an unknown word, completion) every module, so
+ * help, suggestions, shortcuts and completion see the whole tree as before.
+ */
+export async function programFor(
+  argv: readonly string[],
+  io: Io,
+  setExit: (code: number) => void,
+): Promise<Command> {
+  if (versionOnly(argv)) return baseProgram(io);
+  const [first] = commandWords(argv);
+  const entry = first === undefined ? undefined : COMMANDS.find((c) => c.names.includes(first));
+  if (entry !== undefined && !entry.names.includes('completion')) {
+    const program = baseProgram(io);
+    (await entry.load())(program, io, setExit);
+    if (!needsShortcuts(program, argv)) return program;
+  }
+  return buildProgram(io, setExit);
 }
 
 /** Run the CLI; resolves to the exit code. */
 export async function runCli(argv: string[], io: Io): Promise<number> {
   let code = 0;
-  const program = buildProgram(io, (c) => {
-    code = c;
-  });
   try {
-    // Verbs' shortcut commands (shortcuts.ts), loaded only when this invocation may use them.
-    await addShortcuts(program, argv, io, (c) => {
+    const program = await programFor(argv, io, (c) => {
       code = c;
     });
+    // Verbs' shortcut commands (shortcuts.ts), loaded only when this invocation may use them.
+    if (needsShortcuts(program, argv) && !versionOnly(argv))
+      await (
+        await import('./shortcuts.ts')
+      ).addShortcuts(program, argv, io, (c) => {
+        code = c;
+      });
     await program.parseAsync(argv, { from: 'user' });
   } catch (err) {
     if (err instanceof CommanderError) {

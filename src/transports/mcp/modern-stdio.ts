@@ -6,14 +6,18 @@
  * keeps the 2025-11-25 server of stdio.ts, unchanged. The frame guard, the refusals of bad lines
  * and stdout stay stdio.ts's; this switch only receives the lines that passed them.
  *
+ * The SDK v2 server and modern.ts are imported when a connection turns out modern (a 2025-era
+ * client never loads them); the lines it sends meanwhile wait in the switch's stream.
+ *
  * Spec: spec/transports.md §mcp-2026.
  */
 import { PassThrough, type Writable } from 'node:stream';
-import { StdioServerTransport, serveStdio, type StdioServerHandle } from '@modelcontextprotocol/server/stdio';
+import type { StdioServerHandle } from '@modelcontextprotocol/server/stdio';
 import type { McpRuntime as Runtime } from '../runtime-surface.ts';
 import type { ToolsetSelection } from '../../runtime/core.ts';
 import { MAX_STDIO_FRAME_BYTES } from './stdio-frame-guard.ts';
-import { createModernServer, isModernMessage, type ModernServerOptions } from './modern.ts';
+import type { ModernServerOptions } from './modern.ts';
+import { isModernMessage } from './modern-era.ts';
 import type { ToolCatalog } from './tool-catalog.ts';
 
 export interface ModernStdioOptions extends Pick<
@@ -39,9 +43,13 @@ export function modernStdioSwitch(rt: Runtime, options: ModernStdioOptions): Mod
   let era: 'legacy' | 'modern' | undefined;
   let lines: PassThrough | undefined;
   let handle: StdioServerHandle | undefined;
-  const start = () => {
-    lines = new PassThrough();
-    const transport = new StdioServerTransport(lines, options.output, {
+  let starting: Promise<void> | undefined;
+  const start = async (input: PassThrough) => {
+    const [{ StdioServerTransport, serveStdio }, { createModernServer }] = await Promise.all([
+      import('@modelcontextprotocol/server/stdio'),
+      import('./modern.ts'),
+    ]);
+    const transport = new StdioServerTransport(input, options.output, {
       maxBufferSize: MAX_STDIO_FRAME_BYTES + 2,
     });
     const { apiKey } = options;
@@ -80,7 +88,12 @@ export function modernStdioSwitch(rt: Runtime, options: ModernStdioOptions): Mod
           return false;
         }
         era = isModernMessage(message) ? 'modern' : 'legacy';
-        if (era === 'modern') start();
+        if (era === 'modern') {
+          lines = new PassThrough();
+          starting = start(lines).catch((err: Error) =>
+            rt.logger.error({ err: err.message }, 'mcp stdio 2026-07-28: the server did not start'),
+          );
+        }
       }
       if (era !== 'modern') return false;
       lines!.write(line);
@@ -88,6 +101,7 @@ export function modernStdioSwitch(rt: Runtime, options: ModernStdioOptions): Mod
     },
     async close() {
       lines?.end();
+      await starting;
       await handle?.close().catch(() => {});
     },
   };

@@ -100,19 +100,7 @@ export interface ModernServerOptions extends Pick<
   approvalWaitMs?: number;
 }
 
-/**
- * Is this JSON-RPC message of the 2026-07-28 era? `server/discover`, or a message whose
- * `params._meta` names a protocol version (the per-request envelope). Anything else — initialize,
- * a claim-less request or notification, a response — is 2025-era.
- */
-export function isModernMessage(message: unknown): boolean {
-  if (message === null || typeof message !== 'object' || Array.isArray(message)) return false;
-  const m = message as { method?: unknown; params?: { _meta?: Record<string, unknown> } };
-  if (m.method === 'server/discover') return true;
-  if (m.method === 'initialize') return false;
-  const meta = m.params?._meta;
-  return meta !== null && typeof meta === 'object' && typeof meta[PROTOCOL_VERSION_META_KEY] === 'string';
-}
+export { isModernMessage } from './modern-era.ts';
 
 interface ApprovalState {
   v: 1;

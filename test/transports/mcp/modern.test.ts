@@ -363,3 +363,9 @@ test('stdio: the first message picks the era; both clients list the same tools a
   assert.equal(asked[0]!.mode, 'url');
   assert.equal(asked[0]!.url, envelopeOf(res).consent?.approval_url);
 });
+
+test('the era check names the same _meta key as the SDK v2 (it is read without loading the SDK)', async () => {
+  const { PROTOCOL_VERSION_META_KEY } = await import('@modelcontextprotocol/server');
+  const { MODERN_PROTOCOL_VERSION_META_KEY } = await import('../../../src/transports/mcp/modern-era.ts');
+  assert.equal(MODERN_PROTOCOL_VERSION_META_KEY, PROTOCOL_VERSION_META_KEY);
+});

@@ -19,8 +19,8 @@ test('the settings example is a valid settings.ucp', () => {
   for (const b of blocks) parseUcpSettings(b);
 });
 
-test('every solid command and flag the page uses exists', () => {
-  const program = buildProgram({ out: () => {}, err: () => {}, isTTY: false }, () => {});
+test('every solid command and flag the page uses exists', async () => {
+  const program = await buildProgram({ out: () => {}, err: () => {}, isTTY: false }, () => {});
   const lines = [...page.matchAll(/^solid ([a-z][^#\n]*?)(?:\s+#.*)?$/gm)].map((m) =>
     m[1]!.replace(/\\$/, '').trim(),
   );
