@@ -31,6 +31,7 @@ import { registerUsers } from './commands/users.ts';
 import { registerPlatform } from './commands/platform.ts';
 import { registerGrants } from './commands/grants.ts';
 import { registerWebhooks } from './commands/webhooks.ts';
+import { registerVault } from './commands/vault.ts';
 import { registerLogin } from './commands/login.ts';
 import { registerConformance } from './commands/conformance.ts';
 import { registerCompletion } from './commands/completion.ts';
@@ -58,6 +59,7 @@ export const COMMANDS: CommandModule[] = [
   registerPlatform,
   registerGrants,
   registerWebhooks,
+  registerVault,
   registerUcp,
   registerLogin,
   registerConformance,
