@@ -35,7 +35,7 @@ import { postToProvider, PROVIDER_TIMEOUT_MS, ProviderUnavailable } from './prov
 /** Where the pack finds its provider and its credential. */
 export interface PaymentsConnectorOptions {
   /** The provider's base URL (e.g. `https://api.stripe.example/`), or a function read at each call. */
-  baseUrl: string | (() => string);
+  baseUrl: string | (() => string | Promise<string>);
   /** The vault name of the tenant's provider key. Default `payments.api_key`. */
   secretName?: string;
   /** Timeout of one provider call (ms). Default 5000; the outbox's attempt deadline also applies. */
@@ -171,7 +171,8 @@ async function connectorEvent(
 /** The reference payments connector pack (see the header). */
 export function paymentsConnectorPack(options: PaymentsConnectorOptions): Pack {
   const secretName = options.secretName ?? 'payments.api_key';
-  const baseUrl = (): string => (typeof options.baseUrl === 'function' ? options.baseUrl() : options.baseUrl);
+  const baseUrl = async (): Promise<string> =>
+    typeof options.baseUrl === 'function' ? options.baseUrl() : options.baseUrl;
   const timeoutMs = options.timeoutMs ?? PROVIDER_TIMEOUT_MS;
 
   /** Note a failed attempt on the charge (what charge_get shows), then let the outbox retry. */
@@ -206,7 +207,7 @@ export function paymentsConnectorPack(options: PaymentsConnectorOptions): Pack {
     let answer;
     try {
       answer = await postToProvider(
-        baseUrl(),
+        await baseUrl(),
         '/v1/charges',
         await credential(rt, meta.company_id),
         row.provider_key,
@@ -288,7 +289,7 @@ export function paymentsConnectorPack(options: PaymentsConnectorOptions): Pack {
       // The charge is still on its way (its own message retries): the refund waits for its id.
       throw new ProviderUnavailable(`charge ${ref} has no provider id yet: the refund waits for the charge`);
     const answer = await postToProvider(
-      baseUrl(),
+      await baseUrl(),
       '/v1/refunds',
       await credential(rt, meta.company_id),
       row.refund_key,

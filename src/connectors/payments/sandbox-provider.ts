@@ -58,9 +58,17 @@ interface Stored {
 
 /** Start a sandbox provider accepting `keys` as bearer credentials. `lateMs`: the `late` fault's delay. */
 export async function startSandboxProvider(options: {
-  keys: string[];
+  /** The bearer keys accepted, or a predicate (the demo's sandbox accepts any `sk_test_…`). */
+  keys: string[] | ((key: string) => boolean);
   lateMs?: number;
+  /** Do not keep the process alive for the provider alone (the demo's in-process sandbox). */
+  unref?: boolean;
 }): Promise<SandboxProvider> {
+  const accepts = (auth: string): boolean => {
+    if (!auth.startsWith('Bearer ')) return false;
+    const key = auth.slice('Bearer '.length);
+    return typeof options.keys === 'function' ? options.keys(key) : options.keys.includes(key);
+  };
   const charges = new Map<string, SandboxCharge>();
   const refunds = new Map<string, string>();
   const faults: ProviderFault[] = [];
@@ -176,7 +184,7 @@ export async function startSandboxProvider(options: {
     const note = (status: number | 'hang') => requests.push({ path, key, status });
     if (req.method !== 'POST') return (note(405), send(res, 405, { error: { code: 'method_not_allowed' } }));
     const auth = req.headers.authorization ?? '';
-    if (!options.keys.some((k) => auth === `Bearer ${k}`))
+    if (!accepts(auth))
       return (
         note(401),
         send(res, 401, {
@@ -257,6 +265,7 @@ export async function startSandboxProvider(options: {
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  if (options.unref === true) server.unref();
   const port = (server.address() as AddressInfo).port;
   return {
     url: `http://127.0.0.1:${port}/`,
