@@ -57,6 +57,23 @@ export {
   type PackReasonSpec,
   type PackReasonKind,
 } from './spec/reasons.ts';
+export { readVaultSecret, listVaultSecrets, type VaultEntry } from './runtime/vault/vault.ts';
+export {
+  paymentsConnectorPack,
+  providerIdempotencyKey,
+  type PaymentsConnectorOptions,
+} from './connectors/payments/pack.ts';
+export {
+  postToProvider,
+  ProviderUnavailable,
+  type ProviderAnswer,
+} from './connectors/payments/provider-client.ts';
+export {
+  startSandboxProvider,
+  type SandboxProvider,
+  type SandboxCharge,
+  type ProviderFault,
+} from './connectors/payments/sandbox-provider.ts';
 export * from './spec/types.ts';
 export { SqliteStore, type SqliteStoreOptions } from './store/sqlite/sqlite-store.ts';
 export { portableMigration, renderMigration } from './store/migrations/render.ts';

@@ -8,4 +8,6 @@ export const KNOWN_PACKS: Readonly<Record<string, () => Promise<Pack>>> = {
   demo: async () => (await import('./business/pack.ts')).demoPack,
   /** Test-safe verbs for `solid conformance` (src/conformance/pack.ts, spec/conformance.md §test-pack). */
   conformance: async () => (await import('./conformance/pack.ts')).conformancePack,
+  /** The demo's integrations category: the reference payments connector (src/connectors/payments/demo.ts). */
+  integrations: async () => (await import('./connectors/payments/demo.ts')).demoIntegrationsPack,
 };

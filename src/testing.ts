@@ -20,6 +20,7 @@
  *
  * Spec: spec/manifest.md §packs (loading), spec/consent.md §protocol (what `call` answers).
  */
+import { setVaultSecret } from './runtime/vault/vault.ts';
 import pino from 'pino';
 import { createRuntime, type Runtime } from './runtime/runtime.ts';
 import { checkPacks, installPack, type Pack } from './runtime/pack.ts';
@@ -181,6 +182,24 @@ export async function createTestBusiness(options: TestBusinessOptions): Promise<
     await rt.close().catch(() => {});
     throw err;
   }
+}
+
+/**
+ * Put `secret` in the test tenant's credential vault under `name`, as the owner's `solid vault set`
+ * does on a real database (sealed, audited as `vault.set`; spec/vault.md). A connector's outbox
+ * handler reads it with `readVaultSecret(meta.runtime, meta.company_id, name)`.
+ * @throws VerbError invalid_args (a bad name or secret, or a live secret of that name)
+ */
+export async function setVaultSecretForTest(b: TestBusiness, name: string, secret: string): Promise<void> {
+  await b.rt.store.write((tx) =>
+    setVaultSecret(tx, b.rt.secrets, {
+      company_id: b.companyId,
+      name,
+      secret,
+      actor: undefined,
+      now: b.rt.clock(),
+    }),
+  );
 }
 
 /** A signed-in human's browser session, for tests (see {@link signInHumanForTest}). */

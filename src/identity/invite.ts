@@ -5,7 +5,7 @@
  * require a human session (sign-in-routes.ts). Every change is audited in its own transaction.
  * spec/consent.md §human-sign-in
  */
-import type { Store } from '../store/store.ts';
+import type { Store, StoreTx } from '../store/store.ts';
 import type { Role } from '../spec/types.ts';
 import { createEnrolmentLink, DEFAULT_ENROLMENT_TTL_SECONDS, type EnrolmentLink } from './enrolment.ts';
 import { appendHumanAudit } from './human-audit.ts';
@@ -42,25 +42,37 @@ export async function inviteUser(
   now: Date,
   ttlSeconds = DEFAULT_ENROLMENT_TTL_SECONDS,
 ): Promise<{ user: User; link: EnrolmentLink }> {
-  return store.write(async (tx) => {
-    const user = await insertUser(tx, u, now);
-    const link = await createEnrolmentLink(tx, user, now, ttlSeconds);
-    await appendHumanAudit(tx, {
-      company_id: u.company_id,
-      action: 'users.invite',
-      status: 'completed',
-      ...actorFields(by),
-      request_data: {
-        user_id: user.user_id,
-        name: user.name,
-        role: user.role,
-        link_expires_at: link.expires_at,
-      },
-      subject_user_id: user.user_id,
-      now,
-    });
-    return { user, link };
+  return store.write((tx) => inviteUserInTx(tx, u, by, now, ttlSeconds));
+}
+
+/**
+ * {@link inviteUser} inside the caller's transaction `tx`, so a caller's own checks and records
+ * (platform.users.invite: the bootstrap check and its platform log row) commit with it or not at all.
+ */
+export async function inviteUserInTx(
+  tx: StoreTx,
+  u: { company_id: number; name: string; role: Role; user_id?: number },
+  by: Inviter,
+  now: Date,
+  ttlSeconds = DEFAULT_ENROLMENT_TTL_SECONDS,
+): Promise<{ user: User; link: EnrolmentLink }> {
+  const user = await insertUser(tx, u, now);
+  const link = await createEnrolmentLink(tx, user, now, ttlSeconds);
+  await appendHumanAudit(tx, {
+    company_id: u.company_id,
+    action: 'users.invite',
+    status: 'completed',
+    ...actorFields(by),
+    request_data: {
+      user_id: user.user_id,
+      name: user.name,
+      role: user.role,
+      link_expires_at: link.expires_at,
+    },
+    subject_user_id: user.user_id,
+    now,
   });
+  return { user, link };
 }
 
 /**

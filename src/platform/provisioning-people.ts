@@ -12,7 +12,7 @@ import type { Queryable } from '../store/store.ts';
 import { VerbError } from '../runtime/errors.ts';
 import { insertApiKey, type Tenant } from '../runtime/tenants.ts';
 import { enrolmentUrl } from '../identity/enrolment.ts';
-import { inviteUser, newEnrolmentLink } from '../identity/invite.ts';
+import { inviteUserInTx, newEnrolmentLink } from '../identity/invite.ts';
 import { anyCredential, cleanUserName, getUser, hasCredential } from '../identity/users.ts';
 import {
   assertNotDeleted,
@@ -56,28 +56,24 @@ export const invite: Handler = async (ctx, args) => {
   const name = cleanUserName(args.name);
   if (name === undefined) throw bad('/name', 'name must be 1-100 characters with no control characters.');
   const role = roleOf(args, ROLES);
-  const t = await ctx.rt.store.read(async (q) => {
-    const t = await tenantOf(q, ctx, external_id);
-    assertNotDeleted(t);
-    await assertBootstrap(q, t, 'users.invite');
-    return t;
-  });
   const inviter = { user_id: 0, role: 'admin' as Role, agent_type: `platform:${ctx.platform.key_id}` };
-  const { user, link } = await inviteUser(
-    ctx.rt.store,
-    { company_id: t.company_id, name, role },
-    inviter,
-    ctx.now,
-  );
-  await ctx.rt.store.write((tx) =>
-    log(
+  // One transaction: the bootstrap check, the user with its link and audit row, the platform log
+  // row — a person enrolling in between cannot slip past the check, and no user is left without
+  // its log row.
+  const { user, link } = await ctx.rt.store.write(async (tx) => {
+    const t = await tenantOf(tx, ctx, external_id);
+    assertNotDeleted(t);
+    await assertBootstrap(tx, t, 'users.invite');
+    const made = await inviteUserInTx(tx, { company_id: t.company_id, name, role }, inviter, ctx.now);
+    await log(
       tx,
       ctx,
       'platform.users.invite',
       { external_id, name, role },
-      { user_id: user.user_id, link_expires_at: link.expires_at },
-    ),
-  );
+      { user_id: made.user.user_id, link_expires_at: made.link.expires_at },
+    );
+    return made;
+  });
   return {
     data: { user, link_expires_at: link.expires_at },
     secret: { enrolment_url: enrolmentUrl(ctx.opts.publicUrl, link.token) },

@@ -24,6 +24,13 @@ import type { Store } from '../store/store.ts';
 
 export type TokenPurpose = 'nonce' | 'cursor' | 'rollback' | 'approval' | 'session' | 'login' | 'platform';
 
+/**
+ * What data the master key seals under a key of its own (HKDF of the master key per purpose):
+ * `vault`, the tenants' third-party credentials (src/runtime/vault). A ciphertext of one purpose
+ * never opens under another.
+ */
+export type SealPurpose = 'vault';
+
 interface SecretEntry {
   kid: string;
   secret: Buffer;
@@ -147,6 +154,41 @@ export class Secrets {
     } catch {
       return undefined;
     }
+  }
+
+  #sealKey(purpose: SealPurpose): Buffer {
+    const id = `seal/${purpose}`;
+    let k = this.#derived.get(id);
+    if (k === undefined) {
+      k = Buffer.from(
+        hkdfSync('sha256', this.#master, Buffer.alloc(0), `solid-verbs/seal/${purpose}/v1`, 32),
+      );
+      this.#derived.set(id, k);
+    }
+    return k;
+  }
+
+  /**
+   * Encrypt with AES-256-GCM under the master key's HKDF-derived key for `purpose`; `aad` binds
+   * the ciphertext to its row (a copied ciphertext does not open elsewhere). Returns `s1:<iv>:<tag>:<ct>`.
+   */
+  sealFor(purpose: SealPurpose, plaintext: string, aad: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.#sealKey(purpose), iv);
+    cipher.setAAD(Buffer.from(aad));
+    const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+    return `s1:${iv.toString('base64url')}:${cipher.getAuthTag().toString('base64url')}:${ct.toString('base64url')}`;
+  }
+
+  /** Open `sealFor`'s output. Throws when the master key, purpose or aad is wrong (tampering). */
+  openFor(purpose: SealPurpose, sealed: string, aad: string): string {
+    const [v, iv, tag, ct] = sealed.split(':');
+    if (v !== 's1' || iv === undefined || tag === undefined || ct === undefined)
+      throw new Error('unknown ciphertext format');
+    const decipher = createDecipheriv('aes-256-gcm', this.#sealKey(purpose), Buffer.from(iv, 'base64url'));
+    decipher.setAAD(Buffer.from(aad));
+    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
   }
 
   /** Encrypt with AES-256-GCM under the master key; `aad` binds the ciphertext to its owner (kid). */

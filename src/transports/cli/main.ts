@@ -48,6 +48,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   { names: ['platform'], load: async () => (await import('./commands/platform.ts')).registerPlatform },
   { names: ['grants'], load: async () => (await import('./commands/grants.ts')).registerGrants },
   { names: ['webhooks'], load: async () => (await import('./commands/webhooks.ts')).registerWebhooks },
+  { names: ['vault'], load: async () => (await import('./commands/vault.ts')).registerVault },
   { names: ['ucp'], load: async () => (await import('./commands/ucp.ts')).registerUcp },
   {
     names: ['login', 'logout', 'whoami'],

@@ -4,6 +4,8 @@
  *
  * Who is counted (the first that applies):
  *   a valid API key (Authorization: Bearer)   `key:<key_id>`        `perKey` calls per window
+ *   a valid platform key (pk_solid_…)         `platform:<key_id>`   `perKey` (each platform
+ *                                                                    backend its own budget)
  *   a live session opened with an API key     `key:<key_id>`        `perKey` (the key's budget)
  *   a live session of a signed-in person      `user:<company>:<user>` `perSession` (one budget
  *                                                                    for all of that person's sessions)
@@ -32,6 +34,8 @@ import { VerbError, isVerbError } from '../../runtime/errors.ts';
 import { apiKeyOf } from '../../identity/api-key-auth.ts';
 import { countHit } from '../../store/rate-limit-counters.ts';
 import { sessionBucketOf } from '../../identity/request-guard.ts';
+import { PLATFORM_KEY_PREFIX } from '../../runtime/tenants.ts';
+import { authenticatePlatformKey } from '../../identity/platform-key-auth.ts';
 
 /** Calls allowed per window and the window length. 0 for a bucket: not limited. */
 export interface RateLimits {
@@ -171,6 +175,15 @@ export function rateLimitRefusal(
  */
 export async function rateLimitBucket(rt: Runtime, req: FastifyRequest): Promise<string> {
   const apiKey = apiKeyOf(req.headers.authorization);
+  if (apiKey !== null && apiKey.startsWith(PLATFORM_KEY_PREFIX)) {
+    // A platform backend provisions many tenants: its own budget, by its verified key id (a bad
+    // or revoked platform key counts against the address, like a bad API key).
+    try {
+      return `platform:${(await authenticatePlatformKey(rt.store, apiKey)).key_id}`;
+    } catch {
+      return `addr:${req.ip}`;
+    }
+  }
   if (apiKey !== null && apiKey !== '') {
     try {
       const p = await rt.tenants.authenticate(apiKey);
@@ -190,7 +203,7 @@ export async function rateLimitBucket(rt: Runtime, req: FastifyRequest): Promise
 }
 
 function limitOf(limits: RateLimits, bucket: string): number {
-  if (bucket.startsWith('key:')) return limits.perKey;
+  if (bucket.startsWith('key:') || bucket.startsWith('platform:')) return limits.perKey;
   if (bucket.startsWith('user:')) return limits.perSession;
   return limits.perAddress;
 }

@@ -277,6 +277,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
   const demoPack = demo && KNOWN_PACKS.demo !== undefined;
   const packs = demoPack ? ['demo'] : [];
   if (demo || flags.conformancePack === true) packs.push('conformance');
+  if (demoPack) packs.push('integrations'); // the demo's integrations category (connectors/payments/demo.ts)
   let metricsPort: number | undefined;
   if (flags.metricsPort !== undefined || (process.env.SOLID_METRICS_PORT ?? '') !== '') {
     metricsPort = Number(flags.metricsPort ?? process.env.SOLID_METRICS_PORT);
@@ -322,6 +323,7 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
   });
   try {
     if (demo) await seedIfEmpty(rt, local.packs, io, local.dbPath);
+    if (demoPack) await seedDemoIntegrations(rt, io);
     const mcp = toolsetFlags(flags);
     const schemaProfile = schemaProfileFlag(flags.mcpSchemaProfile);
     if (!isSchemaProfile(schemaProfile)) return usage(io, schemaProfile);
@@ -548,6 +550,16 @@ async function ownerLinkLine(rt: Runtime, publicBase: string): Promise<string | 
     `             (the owner's one-time link, until ${made.link.expires_at}: open it and register a passkey,`,
     `              then approve agents' charges on the approval page; a fresh link each start until you enrol)`,
   ].join('\n');
+}
+
+/** The demo's integrations: a sandbox key in each tenant's vault lacking one, and where calls go. */
+async function seedDemoIntegrations(rt: Runtime, io: Io): Promise<void> {
+  const { seedSandboxCredential, demoUsesSandbox } = await import('../../../connectors/payments/demo.ts');
+  const seeded = await seedSandboxCredential(rt);
+  if (demoUsesSandbox())
+    io.err(
+      `  integrations: SANDBOX payments provider in this process (127.0.0.1, no money)${seeded.length > 0 ? `; sandbox key stored in the vault of tenant(s) ${seeded.join(', ')}` : ''}. Set SOLID_PAYMENTS_PROVIDER_URL for a real one.`,
+    );
 }
 
 /**
