@@ -1,7 +1,7 @@
 /**
  * MCP tool budget (issue 21 item 1): the bytes an MCP client puts into the model's context with
  * every request — the JSON-RPC answers to tools/list, every page, as they cross the transport —
- * for `solid serve --demo`'s catalogue (system verbs, the demo pack, the conformance pack), with
+ * for `solid serve --demo`'s catalogue (system verbs, the demo, conformance and integrations packs), with
  * the SDK's own Client listing through an in-memory linked pair. Deterministic: one run.
  *
  *   mcp.tools_list_bytes          every verb on the mcp surface (the default)
@@ -164,7 +164,11 @@ export async function answerBytes(
 
 export async function benchToolsList(): Promise<BenchResult[]> {
   const dir = mkdtempSync(join(tmpdir(), 'solid-bench-tools-'));
-  const local = await openLocal({ db: join(dir, 'demo.db'), create: true, packs: ['demo', 'conformance'] });
+  const local = await openLocal({
+    db: join(dir, 'demo.db'),
+    create: true,
+    packs: ['demo', 'conformance', 'integrations'],
+  });
   try {
     const rt = local.rt;
     const full = await toolsListBytes(rt);

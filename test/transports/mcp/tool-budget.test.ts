@@ -16,11 +16,15 @@ import { answerBytes, toolsListBytes, toolsListBytes2026 } from '../../../bench/
 
 const BUDGET_BYTES = 110_000;
 
-/** `solid serve --demo`'s catalogue: the system verbs, the demo pack and the conformance pack. */
+/** `solid serve --demo`'s catalogue: the system verbs, the demo, conformance and integrations packs. */
 async function demoRuntime(t: TestContext, seeded = false): Promise<Runtime> {
   const dir = mkdtempSync(join(tmpdir(), 'solid-tool-budget-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const local = await openLocal({ db: join(dir, 'demo.db'), create: true, packs: ['demo', 'conformance'] });
+  const local = await openLocal({
+    db: join(dir, 'demo.db'),
+    create: true,
+    packs: ['demo', 'conformance', 'integrations'],
+  });
   t.after(() => local.close());
   if (seeded) await local.packs.find((p) => p.name === 'demo')!.seed!(local.rt, {});
   return local.rt;
