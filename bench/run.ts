@@ -195,7 +195,8 @@ export const MODULES: Record<string, ModuleSpec> = {
   mcp: { repeat: 1, run: async (q) => (await import('./mcp.ts')).benchMcp(q ? { ms: 500, runs: 1 } : {}) },
   peers: {
     repeat: 1,
-    run: async (q) => (await import('./peers.ts')).benchPeers(q ? { ms: 500, rounds: 2, profile: false } : {}),
+    run: async (q) =>
+      (await import('./peers.ts')).benchPeers(q ? { ms: 500, rounds: 2, profile: false } : {}),
   },
   ucp: {
     repeat: 3,
