@@ -73,6 +73,24 @@ export type EmailStatus = (typeof EMAIL_STATUSES)[number];
 export const SUBSCRIPTION_STATUSES = ['trialing', 'active', 'past_due', 'cancelled'] as const;
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 
+export const CALL_DIRECTIONS = ['inbound', 'outbound'] as const;
+export type CallDirection = (typeof CALL_DIRECTIONS)[number];
+
+export const CALL_OUTCOMES = ['answered', 'missed', 'voicemail'] as const;
+export type CallOutcome = (typeof CALL_OUTCOMES)[number];
+
+export const CALLBACK_STATUSES = ['scheduled', 'cancelled', 'done'] as const;
+export type CallbackStatus = (typeof CALLBACK_STATUSES)[number];
+
+export const REVIEW_PLATFORMS = ['google', 'yelp', 'facebook'] as const;
+export type ReviewPlatform = (typeof REVIEW_PLATFORMS)[number];
+
+export const POST_CHANNELS = ['facebook', 'instagram', 'google'] as const;
+export type PostChannel = (typeof POST_CHANNELS)[number];
+
+export const POST_STATUSES = ['scheduled', 'cancelled', 'published'] as const;
+export type PostStatus = (typeof POST_STATUSES)[number];
+
 export const DROPLET_SIZE_NAMES = ['SMALL', 'MEDIUM', 'LARGE', 'XLARGE'] as const;
 export type DropletSizeName = (typeof DROPLET_SIZE_NAMES)[number];
 
@@ -452,6 +470,90 @@ CREATE TABLE notes (
 CREATE INDEX notes_company_contact ON notes (company_id, contact_id, created_at);
 `;
 
+/** Version 2: the voice (call log, voicemails, call-backs) and social (reviews, replies, posts) tables. */
+const TEMPLATE_V2 = `
+CREATE TABLE calls (
+  id {id},
+  company_id {bigint} NOT NULL,
+  contact_id {bigint},
+  direction TEXT NOT NULL CHECK (direction IN ('inbound','outbound')),
+  outcome TEXT NOT NULL CHECK (outcome IN ('answered','missed','voicemail')),
+  phone TEXT NOT NULL,
+  duration_seconds INTEGER NOT NULL CHECK (duration_seconds >= 0),
+  started_at TEXT NOT NULL,
+  UNIQUE (company_id, id),
+  FOREIGN KEY (company_id, contact_id) REFERENCES contacts (company_id, id)
+);
+CREATE INDEX calls_company_started ON calls (company_id, started_at);
+
+CREATE TABLE voicemails (
+  id {id},
+  company_id {bigint} NOT NULL,
+  call_id {bigint} NOT NULL,
+  transcript TEXT NOT NULL,
+  duration_seconds INTEGER NOT NULL CHECK (duration_seconds >= 0),
+  created_at TEXT NOT NULL,
+  UNIQUE (company_id, id),
+  UNIQUE (company_id, call_id),
+  FOREIGN KEY (company_id, call_id) REFERENCES calls (company_id, id)
+);
+
+CREATE TABLE callbacks (
+  id {id},
+  company_id {bigint} NOT NULL,
+  call_id {bigint} NOT NULL,
+  due_at TEXT NOT NULL,
+  note TEXT,
+  status TEXT NOT NULL CHECK (status IN ('scheduled','cancelled','done')),
+  assigned_user_id {bigint},
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  UNIQUE (company_id, id),
+  FOREIGN KEY (company_id, call_id) REFERENCES calls (company_id, id)
+);
+CREATE INDEX callbacks_company_call ON callbacks (company_id, call_id, status);
+
+CREATE TABLE reviews (
+  id {id},
+  company_id {bigint} NOT NULL,
+  contact_id {bigint},
+  platform TEXT NOT NULL CHECK (platform IN ('google','yelp','facebook')),
+  rating INTEGER NOT NULL CHECK (rating BETWEEN 1 AND 5),
+  author TEXT NOT NULL,
+  body TEXT NOT NULL,
+  posted_at TEXT NOT NULL,
+  UNIQUE (company_id, id),
+  FOREIGN KEY (company_id, contact_id) REFERENCES contacts (company_id, id)
+);
+CREATE INDEX reviews_company_posted ON reviews (company_id, posted_at);
+
+CREATE TABLE review_replies (
+  id {id},
+  company_id {bigint} NOT NULL,
+  review_id {bigint} NOT NULL,
+  body TEXT NOT NULL,
+  author_user_id {bigint},
+  created_at TEXT NOT NULL,
+  UNIQUE (company_id, id),
+  UNIQUE (company_id, review_id),
+  FOREIGN KEY (company_id, review_id) REFERENCES reviews (company_id, id)
+);
+
+CREATE TABLE scheduled_posts (
+  id {id},
+  company_id {bigint} NOT NULL,
+  channel TEXT NOT NULL CHECK (channel IN ('facebook','instagram','google')),
+  body TEXT NOT NULL,
+  publish_at TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('scheduled','cancelled','published')),
+  author_user_id {bigint},
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  UNIQUE (company_id, id)
+);
+CREATE INDEX scheduled_posts_company_publish ON scheduled_posts (company_id, status, publish_at);
+`;
+
 /** Every table the pack owns, parents before children (insert order; reverse for deletes). */
 export const BUSINESS_TABLES = [
   'contacts',
@@ -471,6 +573,12 @@ export const BUSINESS_TABLES = [
   'droplets',
   'plan_subscriptions',
   'notes',
+  'calls',
+  'voicemails',
+  'callbacks',
+  'reviews',
+  'review_replies',
+  'scheduled_posts',
 ] as const;
 export type BusinessTable = (typeof BUSINESS_TABLES)[number];
 
@@ -479,4 +587,7 @@ export type BusinessTable = (typeof BUSINESS_TABLES)[number];
  * `store.migrate(BUSINESS_SCOPE, businessMigrations)`. Idempotent through the store's
  * schema_migrations bookkeeping.
  */
-export const businessMigrations: Migration[] = [portableMigration(1, 'business tables', TEMPLATE_V1)];
+export const businessMigrations: Migration[] = [
+  portableMigration(1, 'business tables', TEMPLATE_V1),
+  portableMigration(2, 'voice and social tables', TEMPLATE_V2),
+];

@@ -32,6 +32,7 @@ import {
 import { CompanyGenerator, loadFaker } from './seed/generator.ts';
 import { Writer, planRowCount, type PlanIds, writePlan } from './seed/write-plan.ts';
 import { buildEvents } from './seed/events.ts';
+import { planVoiceSocial, voiceSocialRowCount, writeVoiceSocial } from './seed/voice-social.ts';
 
 export {
   DEMO_FIXTURES,
@@ -132,13 +133,19 @@ export async function seedDemo(tx: Queryable, options: SeedOptions): Promise<See
   const seed = options.seed ?? DEMO_SEED;
   const faker = await loadFaker();
   const plans = companies.map((c, i) => new CompanyGenerator(c, i, seed, now, faker).generate());
+  const extras = plans.map((p, i) => planVoiceSocial(p, i, seed, now));
   // Progress units: rows written plus events emitted (counted on a build with placeholder ids).
-  const total = plans.reduce((s, p) => s + planRowCount(p) + buildEvents(p, placeholderIds(p)).length, 0);
+  const total = plans.reduce(
+    (s, p, i) =>
+      s + planRowCount(p) + voiceSocialRowCount(extras[i]!) + buildEvents(p, placeholderIds(p)).length,
+    0,
+  );
   const writer = new Writer(tx, total, options.onProgress);
   const results: SeededCompany[] = [];
   let fixtures: DemoFixtures | undefined;
   for (const [i, plan] of plans.entries()) {
     const ids = await writePlan(writer, plan);
+    const extraCounts = await writeVoiceSocial(writer, plan.company.company_id, extras[i]!, ids.contacts);
     const list = buildEvents(plan, ids);
     for (const event of list) {
       await options.emit?.(plan.company.company_id, event);
@@ -163,6 +170,7 @@ export async function seedDemo(tx: Queryable, options: SeedOptions): Promise<See
     counts.email_outbox = plan.emails.length;
     counts.droplets = 1;
     counts.plan_subscriptions = 1;
+    Object.assign(counts, extraCounts);
     results.push({
       company_id: plan.company.company_id,
       name: plan.company.name,

@@ -90,6 +90,10 @@ async function tenantIds(
       owner_user_id: tech,
       employee_user_id: tech,
       related_entity_id: contact,
+      call_id: await one(q, 'SELECT id FROM calls WHERE company_id = ? ORDER BY id LIMIT 1', [c]),
+      voicemail_id: await one(q, 'SELECT id FROM voicemails WHERE company_id = ? ORDER BY id LIMIT 1', [c]),
+      review_id: await one(q, 'SELECT id FROM reviews WHERE company_id = ? ORDER BY id LIMIT 1', [c]),
+      assigned_user_id: tech,
     };
     for (const [k, v] of Object.entries(values)) assert.notEqual(v, undefined, `tenant ${c} has a ${k}`);
     // Strings of tenant c that appear nowhere in the other tenant's rows.

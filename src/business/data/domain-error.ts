@@ -34,7 +34,11 @@ export type DomainErrorCode =
   | 'email_not_queued'
   | 'contact_in_use'
   | 'changed_since'
-  | 'not_an_upgrade';
+  | 'not_an_upgrade'
+  | 'time_in_past'
+  | 'callback_exists'
+  | 'already_replied'
+  | 'post_not_scheduled';
 
 /**
  * The pack's own reasons with their HTTP status and summary, in the form `defineReasons` takes
@@ -93,6 +97,10 @@ export const DOMAIN_REASONS: Readonly<
     status: 409,
     summary: 'The target tier is not above the current one; this verb only upgrades.',
   },
+  time_in_past: { status: 422, summary: 'A call-back or a post cannot be scheduled in the past.' },
+  callback_exists: { status: 409, summary: 'The call already has a scheduled call-back.' },
+  already_replied: { status: 409, summary: 'The review already has a reply (revert it to replace it).' },
+  post_not_scheduled: { status: 409, summary: 'The post is no longer scheduled (published or cancelled).' },
 };
 
 export class DomainError extends Error {

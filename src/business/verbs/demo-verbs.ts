@@ -16,6 +16,8 @@ import { paymentVerbs } from './payments.ts';
 import { schedulingVerbs } from './scheduling.ts';
 import { subscriptionVerbs } from './subscriptions.ts';
 import { teamVerbs } from './team.ts';
+import { socialVerbs } from './social.ts';
+import { voiceVerbs } from './voice.ts';
 
 export const demoVerbs: VerbDefinition[] = [
   ...customerVerbs,
@@ -32,4 +34,6 @@ export const demoVerbs: VerbDefinition[] = [
   ...infrastructureVerbs,
   ...gdprVerbs,
   ...analyticsVerbs,
+  ...voiceVerbs,
+  ...socialVerbs,
 ];

@@ -270,6 +270,25 @@ export const SAMPLES: Record<string, Sample> = {
   'analytics.pipeline_report': () => ({}),
   'analytics.technician_utilization': () => ({}),
   'analytics.ar_aging': () => ({}),
+  // voice
+  'voice.calls': () => ({ days: 14 }),
+  'voice.explain_voicemail': async (d) => ({ voicemail_id: await firstId(d, 'voicemails') }),
+  'voice.preview_callback': async (d) => ({ call_id: await unreturnedCall(d), due_at: at(d, DAY) }),
+  'voice.schedule_callback': async (d) => ({ call_id: await unreturnedCall(d), due_at: at(d, DAY) }),
+  // social
+  'social.overview': () => ({ unreplied: true }),
+  'social.preview_reply': async (d) => ({ review_id: await unrepliedReview(d), body: 'Thank you!' }),
+  'social.reply_to_review': async (d) => ({ review_id: await unrepliedReview(d), body: 'Thank you!' }),
+  'social.preview_post': (d) => ({
+    channel: 'facebook',
+    body: 'Spring AC tune-ups.',
+    publish_at: at(d, DAY),
+  }),
+  'social.schedule_post': (d) => ({
+    channel: 'facebook',
+    body: 'Spring AC tune-ups.',
+    publish_at: at(d, DAY),
+  }),
   // scheduling outcome last: it moves the clock past a visit booked 30 minutes ahead
   'scheduling.preview_outcome': async (d, s) => {
     if (s.startedVisit === undefined) {
@@ -286,6 +305,36 @@ export const SAMPLES: Record<string, Sample> = {
   },
   'scheduling.record_outcome': (_d, s) => ({ appointment_id: s.startedVisit!, outcome: 'completed' }),
 };
+
+/** The lowest id of a table's rows of company 2. */
+async function firstId(d: DemoRuntime, table: string): Promise<number> {
+  const row = await d.rt.store.read((q) =>
+    q.get<{ id: unknown }>(`SELECT MIN(id) AS id FROM ${table} WHERE company_id = ?`, [d.companyId]),
+  );
+  return Number(row!.id);
+}
+
+/** An inbound call of company 2 that was not answered and has no call-back. */
+export async function unreturnedCall(d: DemoRuntime): Promise<number> {
+  const row = await d.rt.store.read((q) =>
+    q.get<{ id: unknown }>(
+      `SELECT MIN(id) AS id FROM calls c WHERE company_id = ? AND direction = 'inbound' AND outcome <> 'answered' AND NOT EXISTS (SELECT 1 FROM callbacks b WHERE b.company_id = c.company_id AND b.call_id = c.id)`,
+      [d.companyId],
+    ),
+  );
+  return Number(row!.id);
+}
+
+/** A review of company 2 without a reply. */
+export async function unrepliedReview(d: DemoRuntime): Promise<number> {
+  const row = await d.rt.store.read((q) =>
+    q.get<{ id: unknown }>(
+      `SELECT MIN(id) AS id FROM reviews r WHERE company_id = ? AND NOT EXISTS (SELECT 1 FROM review_replies p WHERE p.company_id = r.company_id AND p.review_id = r.id)`,
+      [d.companyId],
+    ),
+  );
+  return Number(row!.id);
+}
 
 /** After a successful write, remember what later samples need. */
 export function afterSample(verb: string, result: Record<string, unknown>, s: SampleState): void {
