@@ -106,3 +106,42 @@ test("another tenant's calls and voicemails are out of reach", async (t) => {
     'no call appears in both logs',
   );
 });
+
+test('a GDPR erasure clears the contact’s numbers, voicemail transcripts and reviews; the export lists them first', async (t) => {
+  const d = await openDemoRuntime(t);
+  const row = await d.rt.store.read((q) =>
+    q.get<{ contact_id: unknown }>(
+      `SELECT c.contact_id FROM calls c JOIN voicemails v ON v.company_id = c.company_id AND v.call_id = c.id
+        WHERE c.company_id = ? AND c.contact_id IS NOT NULL ORDER BY c.id LIMIT 1`,
+      [d.companyId],
+    ),
+  );
+  const contactId = Number(row!.contact_id);
+  const exported = await d.call('admin', 'gdpr.export_contact_data', { contact_id: contactId });
+  const data = exported.result!.data as { calls: Array<{ voicemail_transcript: string | null }> };
+  assert.ok(
+    data.calls.some((c) => c.voicemail_transcript !== null),
+    'the export carries the transcript',
+  );
+  const done = await d.commit('owner', 'gdpr_delete_contact', { contact_id: contactId });
+  assert.equal(done.ok, true, JSON.stringify(done.error));
+  assert.ok(Number(done.result!.calls_redacted) > 0);
+  const left = await d.rt.store.read((q) =>
+    q.all<{ phone: string; transcript: string | null }>(
+      `SELECT c.phone, v.transcript FROM calls c LEFT JOIN voicemails v ON v.company_id = c.company_id AND v.call_id = c.id
+        WHERE c.company_id = ? AND c.contact_id = ?`,
+      [d.companyId, contactId],
+    ),
+  );
+  for (const c of left) {
+    assert.equal(c.phone, '[erased]');
+    assert.ok(c.transcript === null || c.transcript === '[erased]');
+  }
+  const reviews = await d.rt.store.read((q) =>
+    q.all<{ author: string }>('SELECT author FROM reviews WHERE company_id = ? AND contact_id = ?', [
+      d.companyId,
+      contactId,
+    ]),
+  );
+  assert.ok(reviews.every((r) => r.author === '[erased]'));
+});

@@ -466,6 +466,10 @@ export interface ContactErasure {
   payment_methods_removed: number;
   emails_redacted: number;
   appointment_notes_cleared: number;
+  /** Calls whose number was cleared (their voicemail transcripts and call-back notes too). */
+  calls_redacted: number;
+  /** Reviews whose author name and text were cleared (the copy kept here; the platform's is its own). */
+  reviews_redacted: number;
   /** Financial rows kept (legal retention), counted for the receipt. */
   invoices_retained: number;
   payments_retained: number;
@@ -503,6 +507,23 @@ export async function eraseContact(
     companyId,
     contactId,
   ]);
+  const callScope = 'SELECT id FROM calls WHERE company_id = ? AND contact_id = ?';
+  await tx.run(
+    `UPDATE voicemails SET transcript = '[erased]' WHERE company_id = ? AND call_id IN (${callScope})`,
+    [companyId, companyId, contactId],
+  );
+  await tx.run(
+    `UPDATE callbacks SET note = NULL, updated_at = ? WHERE company_id = ? AND note IS NOT NULL AND call_id IN (${callScope})`,
+    [at, companyId, companyId, contactId],
+  );
+  const calls = await tx.run(`UPDATE calls SET phone = '[erased]' WHERE company_id = ? AND contact_id = ?`, [
+    companyId,
+    contactId,
+  ]);
+  const reviews = await tx.run(
+    `UPDATE reviews SET author = '[erased]', body = '[erased]' WHERE company_id = ? AND contact_id = ?`,
+    [companyId, contactId],
+  );
   let emails = 0;
   if (contact.email !== null) {
     const r = await tx.run(
@@ -534,6 +555,8 @@ export async function eraseContact(
     payment_methods_removed: methods.changes,
     emails_redacted: emails,
     appointment_notes_cleared: appts.changes,
+    calls_redacted: calls.changes,
+    reviews_redacted: reviews.changes,
     invoices_retained: num(invoices?.n),
     payments_retained: num(payments?.n),
   };
@@ -561,7 +584,7 @@ export async function addNote(
 
 /**
  * Delete a contact that nothing refers to (the revert of its creation): no deals, appointments,
- * invoices, notes or payment methods. Returns the deleted contact. Throws `not_found`,
+ * invoices, notes, payment methods, calls or reviews. Returns the deleted contact. Throws `not_found`,
  * `contact_in_use` (erase a contact with history with `eraseContact` instead).
  */
 export async function deleteContact(tx: Queryable, companyId: number, contactId: number): Promise<Contact> {
@@ -572,8 +595,14 @@ export async function deleteContact(tx: Queryable, companyId: number, contactId:
           + (SELECT COUNT(*) FROM appointments WHERE company_id = ? AND contact_id = ?)
           + (SELECT COUNT(*) FROM invoices WHERE company_id = ? AND contact_id = ?)
           + (SELECT COUNT(*) FROM notes WHERE company_id = ? AND contact_id = ?)
-          + (SELECT COUNT(*) FROM payment_methods WHERE company_id = ? AND contact_id = ?) AS n`,
+          + (SELECT COUNT(*) FROM payment_methods WHERE company_id = ? AND contact_id = ?)
+          + (SELECT COUNT(*) FROM calls WHERE company_id = ? AND contact_id = ?)
+          + (SELECT COUNT(*) FROM reviews WHERE company_id = ? AND contact_id = ?) AS n`,
     [
+      companyId,
+      contactId,
+      companyId,
+      contactId,
       companyId,
       contactId,
       companyId,

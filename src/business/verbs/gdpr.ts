@@ -111,6 +111,22 @@ export const gdprPreviewDeleteContact = defineBusinessVerb<{ contact_id: number 
         payment_methods_removed: methods.length,
         emails_redacted: emails,
         appointment_notes_cleared: appointments.filter((a) => a.notes !== null).length,
+        calls_redacted: num(
+          (
+            await ctx.db.get<{ n: unknown }>(
+              'SELECT COUNT(*) AS n FROM calls WHERE company_id = ? AND contact_id = ?',
+              [c, contact.id],
+            )
+          )?.n,
+        ),
+        reviews_redacted: num(
+          (
+            await ctx.db.get<{ n: unknown }>(
+              'SELECT COUNT(*) AS n FROM reviews WHERE company_id = ? AND contact_id = ?',
+              [c, contact.id],
+            )
+          )?.n,
+        ),
         invoices_retained: invoices.length,
         payments_retained: payments,
       },
@@ -125,7 +141,7 @@ export const gdprExportContactData = defineBusinessVerb<{ contact_id: number }>(
   name: 'gdpr.export_contact_data',
   title: 'Export a contact’s data (GDPR)',
   description:
-    'Everything the company holds about one person, for a data-subject access request: the contact record, notes, stored payment methods (brand and last 4 only), visits, deals, invoices, payments and emails sent to them. Admin only.',
+    'Everything the company holds about one person, for a data-subject access request: the contact record, notes, stored payment methods (brand and last 4 only), visits, deals, invoices, payments, emails sent to them, their calls (with voicemail transcripts) and reviews. Admin only.',
   shape: 'aggregate',
   category: 'gdpr',
   role_floor: 'admin',
@@ -157,6 +173,16 @@ export const gdprExportContactData = defineBusinessVerb<{ contact_id: number }>(
         invoices: invoices.map(invoiceView),
         payments: payments.items.map(paymentView),
         emails: emails.map(emailView),
+        calls: await ctx.db.all(
+          `SELECT c.id, c.direction, c.outcome, c.phone, c.duration_seconds, c.started_at, v.transcript AS voicemail_transcript
+             FROM calls c LEFT JOIN voicemails v ON v.company_id = c.company_id AND v.call_id = c.id
+            WHERE c.company_id = ? AND c.contact_id = ? ORDER BY c.started_at, c.id`,
+          [c, contact.id],
+        ),
+        reviews: await ctx.db.all(
+          'SELECT id, platform, rating, author, body, posted_at FROM reviews WHERE company_id = ? AND contact_id = ? ORDER BY posted_at, id',
+          [c, contact.id],
+        ),
       },
       exported_at: ctx.now.toISOString(),
       fetched_at: ctx.now.toISOString(),
