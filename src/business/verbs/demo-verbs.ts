@@ -16,6 +16,7 @@ import { paymentVerbs } from './payments.ts';
 import { schedulingVerbs } from './scheduling.ts';
 import { subscriptionVerbs } from './subscriptions.ts';
 import { teamVerbs } from './team.ts';
+import { predictVerbs } from './predict.ts';
 import { socialVerbs } from './social.ts';
 import { voiceVerbs } from './voice.ts';
 
@@ -36,4 +37,5 @@ export const demoVerbs: VerbDefinition[] = [
   ...analyticsVerbs,
   ...voiceVerbs,
   ...socialVerbs,
+  ...predictVerbs,
 ];

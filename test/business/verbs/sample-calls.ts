@@ -289,6 +289,8 @@ export const SAMPLES: Record<string, Sample> = {
     body: 'Spring AC tune-ups.',
     publish_at: at(d, DAY),
   }),
+  // predict
+  'predict.weekly_visits': () => ({ history_weeks: 12, weeks_ahead: 4 }),
   // scheduling outcome last: it moves the clock past a visit booked 30 minutes ahead
   'scheduling.preview_outcome': async (d, s) => {
     if (s.startedVisit === undefined) {
