@@ -47,6 +47,7 @@ export interface SandboxProvider {
   readonly faults: ProviderFault[];
   /** Requests received: path, idempotency key, status answered (or `hang`). */
   readonly requests: Array<{ path: string; key: string | null; status: number | 'hang' }>;
+  /** Stop listening and drop every open connection (hanging requests included); resolves once closed. */
   close(): Promise<void>;
 }
 
