@@ -215,7 +215,8 @@ export function processIo(): Io {
 /**
  * One line from stdin, echoed on stderr (`secret`: echoed to a sink, so what is typed — an API
  * key, a one-time code — never shows); Ctrl-C and end of input (Ctrl-D) reject with
- * PromptInterrupted, never readline's "Aborted with Ctrl+D" AbortError. The question is shown
+ * PromptInterrupted, never readline's "Aborted with Ctrl+D" AbortError; piped input whose one line
+ * lacks its final newline is still that line. The question is shown
  * only once the reader is listening, so a key typed right after it is not lost.
  */
 function promptLine(question: string, secret = false): Promise<string> {
@@ -226,11 +227,20 @@ function promptLine(question: string, secret = false): Promise<string> {
     ...(secret ? { terminal: Boolean(process.stdin.isTTY) } : {}),
   });
   if (secret) process.stderr.write(question);
+  // Piped input whose last line has no newline (`printf %s "$KEY" | solid vault set x`): readline
+  // drops that line at the end of input, so what arrived since the question is kept here and is
+  // the answer when the input ends without one full line.
+  let received = '';
+  const onData = (chunk: Buffer | string) => {
+    if (received.length < 65_536) received += String(chunk);
+  };
+  if (!process.stdin.isTTY) process.stdin.on('data', onData);
   return new Promise<string>((resolve, reject) => {
     let settled = false;
     const settle = (fn: () => void) => {
       if (settled) return;
       settled = true;
+      process.stdin.off('data', onData);
       fn();
       rl.close();
     };
@@ -241,7 +251,16 @@ function promptLine(question: string, secret = false): Promise<string> {
         reject(new PromptInterrupted('SIGINT'));
       }),
     );
-    rl.once('close', () => settle(() => reject(new PromptInterrupted('EOF'))));
+    rl.once('close', () =>
+      // After the question's own answer, which settles first when a full line came.
+      setImmediate(() =>
+        settle(() =>
+          received !== '' && !received.includes('\n')
+            ? resolve(received.replace(/\r$/, ''))
+            : reject(new PromptInterrupted('EOF')),
+        ),
+      ),
+    );
     rl.question(secret ? '' : question).then(
       (answer) => settle(() => resolve(answer)),
       () => settle(() => reject(new PromptInterrupted('EOF'))),
