@@ -32,6 +32,12 @@ test('a piped secret without its final newline is stored; an empty pipe stores n
   assert.equal(empty.status, 2);
   assert.match(empty.stderr, /end of input/);
 
+  // A bad name is refused before the secret (or a one-time code) is asked for.
+  const badName = solid(['vault', 'set', 'BAD NAME', '--db', db], 'sk_test_abcd1234');
+  assert.equal(badName.status, 2);
+  assert.match(badName.stderr, /invalid_args/);
+  assert.doesNotMatch(badName.stderr, /Secret for/);
+
   const list = solid(['vault', 'list', '--json', '--db', db], '');
   assert.equal(list.status, 0, list.stderr);
   const entries = JSON.parse(list.stdout) as { name: string; hint: string }[];

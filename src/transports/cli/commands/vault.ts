@@ -18,6 +18,7 @@
 import type { Command } from 'commander';
 import { VerbError } from '../../../runtime/errors.ts';
 import {
+  checkVaultName,
   listVaultSecrets,
   revokeVaultSecret,
   rotateVaultSecret,
@@ -88,6 +89,8 @@ export function registerVault(program: Command, io: Io, _setExit: (code: number)
       .option('--tenant <company_id>', 'tenant (default: the first non-sandbox tenant)')
       .option('--json', 'print JSON (the listing entry, never the secret)')
       .action(async (name: string, flags: Flags) => {
+        // A bad name is refused before anyone is asked for a code or a secret.
+        checkVaultName(name);
         await local(flags, async (rt, companyId) => {
           const actor = await ownerOf(rt, companyId, io, `vault.${verb}`);
           const secret = await readSecret(io, name);
@@ -112,6 +115,7 @@ export function registerVault(program: Command, io: Io, _setExit: (code: number)
     .option('--tenant <company_id>', 'tenant (default: the first non-sandbox tenant)')
     .option('--json', 'print JSON')
     .action(async (name: string, flags: Flags) => {
+      checkVaultName(name);
       await local(flags, async (rt, companyId) => {
         const actor = await ownerOf(rt, companyId, io, 'vault.revoke');
         const entry = await rt.store.write((tx) =>
