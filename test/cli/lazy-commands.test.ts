@@ -30,6 +30,27 @@ test('each command module registers exactly the names the table gives it, in hel
       alone.commands.flatMap((c) => [c.name(), ...c.aliases()]),
       [...entry.names],
     );
+    // A global option registered by a module would be unknown to every other command loaded
+    // alone (`solid serve --database-url …` once failed so): globals live in main.ts only.
+    assert.deepEqual(
+      alone.options.map((o) => o.long),
+      [],
+      `${entry.names[0]} registers no global option`,
+    );
+  }
+});
+
+test('every command loaded alone takes the global options', async () => {
+  const whole = await buildProgram(noIo, () => {});
+  const globals = whole.options.map((o) => o.long).filter((o) => o !== '--version');
+  assert.ok(globals.includes('--database-url') && globals.includes('--db'), globals.join(' '));
+  for (const name of COMMANDS.flatMap((c) => c.names)) {
+    const program = await programFor([name], noIo, () => {});
+    assert.deepEqual(
+      program.options.map((o) => o.long).filter((o) => o !== '--version'),
+      globals,
+      `solid ${name} alone`,
+    );
   }
 });
 

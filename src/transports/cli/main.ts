@@ -68,7 +68,7 @@ export const VERSION = (
 ).version;
 
 function baseProgram(io: Io): Command {
-  return new Command('solid')
+  const program = new Command('solid')
     .description(
       'solid-verbs: typed verbs for AI agents acting on real businesses — safe, auditable, reversible',
     )
@@ -93,6 +93,17 @@ function baseProgram(io: Io): Command {
       writeOut: (s) => io.out(s.replace(/\n$/, '')),
       writeErr: (s) => io.err(s.replace(/\n$/, '')),
     });
+  // Global, so every command takes it whichever command module an invocation loads (a command
+  // module is imported only when named: `solid serve --database-url …` loads no `db` module).
+  program.option(
+    '--database-url <url>',
+    'PostgreSQL database (default: $SOLID_DATABASE_URL); selects the PostgreSQL engine',
+  );
+  program.hook('preAction', (cmd) => {
+    const url = cmd.opts<{ databaseUrl?: string }>().databaseUrl;
+    if (url !== undefined) cmd.setOptionValue('db', url);
+  });
+  return program;
 }
 
 /** The whole program: every command module, in help order (what `--help` and completion show). */

@@ -7,7 +7,7 @@
  * `--app-role ROLE` (PostgreSQL): grant the role the nodes connect as DML on every table but only
  * SELECT/INSERT on audit_log (src/store/postgres/app-role.ts). The role must exist.
  *
- * Also registers the global `--database-url <url>` option: it selects PostgreSQL for every command
+ * The global `--database-url <url>` option (registered in main.ts) selects PostgreSQL for every command
  * (it is copied into `--db`, which local.ts reads).
  *
  * Exit codes: 0 done, 2 usage, 8 store_unavailable / migration failure. Spec: spec/store.md §operations.
@@ -33,14 +33,6 @@ interface MigrateFlags {
 }
 
 export function registerDb(program: Command, io: Io, setExit: (code: number) => void): void {
-  program.option(
-    '--database-url <url>',
-    'PostgreSQL database (default: $SOLID_DATABASE_URL); selects the PostgreSQL engine',
-  );
-  program.hook('preAction', (cmd) => {
-    const url = cmd.opts<{ databaseUrl?: string }>().databaseUrl;
-    if (url !== undefined) cmd.setOptionValue('db', url);
-  });
   const db = program.command('db').description('Database administration (SQLite or PostgreSQL)');
   db.command('migrate')
     .description(
