@@ -324,6 +324,9 @@ export async function runServe(program: Command, io: Io, flags: ServeFlags): Pro
   try {
     if (demo) await seedIfEmpty(rt, local.packs, io, local.dbPath);
     if (demoPack) await seedDemoIntegrations(rt, io);
+    // Seeding writes audit rows outside the dispatch path (the vault's sandbox key): sign every
+    // chain this start moved now, so a crash in the next minute leaves none without a checkpoint.
+    if (demo || demoPack) await rt.checkpoints.checkpointAll();
     const mcp = toolsetFlags(flags);
     const schemaProfile = schemaProfileFlag(flags.mcpSchemaProfile);
     if (!isSchemaProfile(schemaProfile)) return usage(io, schemaProfile);
