@@ -206,7 +206,9 @@ await client.connect(transport);
 const tools = (await client.listTools()).tools.map((t) => t.name);
 if (!tools.includes('bookshop__shelf')) throw new Error(`bookshop__shelf not listed: ${tools.join(' ')}`);
 const call = await client.callTool({ name: 'bookshop__shelf', arguments: {} });
-if (call.isError || call.structuredContent?.data?.titles !== 0) throw new Error(JSON.stringify(call));
+// The result is one JSON text block (no structuredContent: spec/transports.md §mcp-results).
+const result = call.isError ? undefined : JSON.parse(call.content?.[0]?.text ?? 'null');
+if (result?.data?.titles !== 0) throw new Error(JSON.stringify(call));
 await client.close();
 console.log(`ok: solid mcp --pack ./bookshop.mjs lists ${tools.length} tools and calls bookshop__shelf`);
 JS
